@@ -89,7 +89,7 @@ def main() -> None:
         root = write_run(args.dir / f"run_{n}", n)
         db = args.dir / f"run_{n}.duckdb"
         subprocess.run([sys.executable, "-c", f"from ingest.run import ingest_run; ingest_run({str(root)!r}, "
-                        f"__import__('pathlib').Path({str(db)!r}), progress=False)"], check=True, cwd=REPO)
+                        f"__import__('pathlib').Path({str(db)!r}))"], check=True, cwd=REPO)
         secs = timed("from forensics.analysis import analyze; "
                      f"a = analyze({str(root)!r}, {str(db)!r}); print(len(a.findings), 'findings,', len(a.spikes), 'spikes')")
         rows.append((n, secs))

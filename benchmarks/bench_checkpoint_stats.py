@@ -92,7 +92,7 @@ def child(mode: str, path: Path, fmt: str) -> None:
     base_anon = peak_anon[0]
     t0 = time.perf_counter()
     if mode == "ours":
-        [found] = find_checkpoints(path.parent, [PurePosixPath(path.name)])
+        [found] = find_checkpoints([PurePosixPath(path.name)])
         read = read_checkpoint(path.parent, found)
         assert read.row["status"] == "ok", read.row
         n_nan = int(read.stats["n_nan"].sum())

@@ -175,7 +175,7 @@ def run_ingest(file: Path, work: Path) -> int:
     db = work / "bench.duckdb"
     for p in (db, Path(str(db) + ".wal")):
         p.unlink(missing_ok=True)
-    ingest_run(file.parent, db, progress=False)
+    ingest_run(file.parent, db)
     import duckdb
 
     with duckdb.connect(str(db), read_only=True) as con:

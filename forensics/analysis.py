@@ -8,29 +8,30 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from forensics.engine import analyze_run, build_detectors, store_analysis
+from forensics.engine import analyze_run, store_analysis
 from forensics.findings import Analysis
 from forensics.run import Run
+from forensics.settings import build_detectors
 
 
-def analyze(run_dir: str | os.PathLike, db: str | os.PathLike | None = None, *, only: Sequence[str] = (),
-            skip: Sequence[str] = (), settings: dict[str, str] | None = None, progress: bool = False,
-            trust_pickle: bool = False) -> Analysis:
+def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence[str] = (),
+            skip: Sequence[str] = (), settings: dict[str, str] | None = None,
+            progress: Callable[[str, int, int], None] | None = None, trust_pickle: bool = False) -> Analysis:
     """Ingest `run_dir` (only what is new since the last ingest), analyse it, store findings, spikes and skips.
 
-    `db` as everywhere (DECISIONS.md §5): this path, else $FORENSICS_DB, else the user cache. `only`/`skip`
-    take catalog kinds; `settings` maps "detector.field" to a value (see `forensics rules`); `trust_pickle` lets
-    ingest unpickle checkpoints that need it (runs code from the file). Raises
-    ForensicsError subclasses for unreadable runs, bad settings or a locked database.
+    `db` is the DuckDB file (the CLI resolves `--db`, `$FORENSICS_DB` and the user cache, DECISIONS.md §5).
+    `only`/`skip` take catalog kinds; `settings` maps "detector.field" to a value (see `forensics rules`);
+    `progress` is ingest's callback; `trust_pickle` lets ingest unpickle checkpoints that need it (runs code
+    from the file). Raises ForensicsError subclasses for unreadable runs, bad settings or a locked database.
     """
     from ingest.run import ingest_run
-    from ingest.store import connect, default_db_path
+    from ingest.store import connect
 
     detectors = build_detectors(only, skip, settings)
-    path = default_db_path(db)
+    path = Path(db).expanduser()
     report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle)
     with connect(path, write=False) as con:
         run = Run.from_store(con, report.run_id)

@@ -9,13 +9,52 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from ingest.errors import ForensicsError
-from ingest.store import default_db_path
 
 EPILOG_DB = "The database is --db PATH, else $FORENSICS_DB, else ~/.cache/run-forensics/forensics.duckdb."
+
+
+def db_path(explicit: str | os.PathLike | None = None) -> Path:
+    """`--db PATH`, else `$FORENSICS_DB`, else the user's cache folder; never inside a run directory
+    (DECISIONS.md §5). The one place the environment is read."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get("FORENSICS_DB"):
+        return Path(os.environ["FORENSICS_DB"]).expanduser()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "run-forensics" / "forensics.duckdb"
+
+
+class ProgressBars:
+    """Draws ingest's progress callback as one tqdm bar per stage on stderr, only when stderr is a terminal
+    (tqdm's `disable=None`). Call `close()` when the work is done."""
+
+    def __init__(self, name: str, enabled: bool = True) -> None:
+        self.name, self.enabled = name, enabled
+        self.stage: str | None = None
+        self.bar = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if stage != self.stage:
+            from tqdm import tqdm
+
+            self.close()
+            self.stage = stage
+            self.bar = tqdm(total=total, desc=f"{stage} {self.name}", unit="B", unit_scale=True, disable=None,
+                            file=sys.stderr, leave=False)
+        self.bar.n = min(done, total)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -59,9 +98,14 @@ def _add_trust_pickle(parser: argparse.ArgumentParser) -> None:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from ingest.run import ingest_run
 
-    db = default_db_path(args.db)
-    reports = [ingest_run(run_dir, db, progress=not args.quiet, trust_pickle=args.trust_pickle)
-               for run_dir in args.run_dirs]
+    db = db_path(args.db)
+    reports = []
+    for run_dir in args.run_dirs:
+        bars = ProgressBars(Path(run_dir).name, enabled=not args.quiet)
+        try:
+            reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=args.trust_pickle))
+        finally:
+            bars.close()
     if args.json:
         print(json.dumps({"db": str(db), "runs": [r.to_json() for r in reports]}, indent=2, allow_nan=True))
         return 0
@@ -105,28 +149,12 @@ def _runs_parser(sub) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from ingest.queries import list_runs
     from ingest.store import connect
 
-    db = default_db_path(args.db)
+    db = db_path(args.db)
     with connect(db, write=False) as con:
-        runs = con.execute("SELECT run_id, name, root, last_ingested FROM runs ORDER BY name, run_id").fetchall()
-        sources = con.execute(
-            "SELECT run_id, path, format, n_points, duplicate_points, status FROM sources ORDER BY run_id, path"
-        ).fetchall()
-        series = dict(con.execute("SELECT run_id, count(*) FROM series GROUP BY run_id").fetchall())
-        issues = con.execute(
-            "SELECT run_id, path, position, kind, detail FROM ingest_issues ORDER BY run_id, path, position"
-        ).fetchall()
-    out = []
-    for run_id, name, root, last in runs:
-        srcs = [s for s in sources if s[0] == run_id]
-        out.append({
-            "run": run_id, "name": name, "root": root, "last_ingested": str(last),
-            "points": sum(s[3] or 0 for s in srcs), "series": series.get(run_id, 0),
-            "sources": [{"path": s[1], "format": s[2], "points": s[3], "duplicate_points": s[4], "status": s[5]}
-                        for s in srcs],
-            "issues": [{"path": i[1], "position": i[2], "kind": i[3], "detail": i[4]} for i in issues if i[0] == run_id],
-        })
+        out = list_runs(con)
     if args.json:
         print(json.dumps({"db": str(db), "runs": out}, indent=2))
         return 0
@@ -192,7 +220,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if args.markdown is not None and args.markdown.resolve().is_relative_to(args.run_dir.resolve()):
         raise ForensicsError(f"--markdown {args.markdown} is inside the run directory, which is never written to")
-    result = analyze(args.run_dir, args.db, only=args.only, skip=args.skip, settings=dict(args.settings),
+    result = analyze(args.run_dir, db_path(args.db), only=args.only, skip=args.skip, settings=dict(args.settings),
                      trust_pickle=args.trust_pickle)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
@@ -265,12 +293,16 @@ def _checkpoints_parser(sub) -> None:
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
-    from ingest.checkpoints import checkpoint_summary
+    from ingest.queries import checkpoint_summary
     from ingest.run import ingest_run
     from ingest.store import connect
 
-    db = default_db_path(args.db)
-    report = ingest_run(args.run_dir, db, progress=not args.quiet, trust_pickle=args.trust_pickle)
+    db = db_path(args.db)
+    bars = ProgressBars(args.run_dir.name, enabled=not args.quiet)
+    try:
+        report = ingest_run(args.run_dir, db, progress=bars, trust_pickle=args.trust_pickle)
+    finally:
+        bars.close()
     with connect(db, write=False) as con:
         summary = checkpoint_summary(con, report.run_id, top=args.top)
     if args.json:
@@ -363,8 +395,6 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader of our output went away (`forensics rules --json | head`): not an error of ours.
         # Point stdout at devnull so the interpreter's final flush does not raise again.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 

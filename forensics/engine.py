@@ -1,14 +1,13 @@
 """The engine: run every detector over a `Run`, tie findings and spikes into events, list what could not run.
 
-`analyze_run(run, detectors)` is pure (a Run in, an `Analysis` out); `store_analysis(con, analysis)` writes
-it to the `analyses`, `findings`, `spikes` and `skipped` tables in one transaction. `build_detectors`
-turns `--only`, `--skip` and `--set detector.field=value` into detector instances, strictly.
+`analyze_run(run, detectors)` is pure (a Run in, an `Analysis` out); `store_analysis(con, analysis)` hands
+it to `ingest.writes.insert_analysis`, which writes the `analyses`, `findings`, `spikes` and `skipped` tables
+in one transaction. Detector instances come from `forensics.settings.build_detectors`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +20,7 @@ from forensics.detectors import ALL
 from forensics.detectors.base import Detector, missing_reason
 from forensics.findings import Analysis, Finding, Skip, Spike
 from forensics.run import Run
+from ingest import writes
 
 # Roles whose series get a spike list (the catalog's "spike timesteps for every series where it finds them":
 # the series where a spike means something — losses and gradient norms).
@@ -29,56 +29,6 @@ SPIKE_ROLES = ("train_loss", "val_loss", "grad_norm", "layer_grad_norm")
 # (exploding gradients, then the NaN; a divergence that ends in NaN).
 CHAIN_KINDS = frozenset({"exploding_gradients", "divergence", "nan_loss", "masked_nonfinite", "amp_overflow",
                          "nonfinite_weights"})
-
-
-def detector_name(cls: type) -> str:
-    """The name a user types in --set/--only: the kind with dashes (`loss-spike`); underscores work too."""
-    return cls.kind.replace("_", "-")
-
-
-def build_detectors(only: Sequence[str] = (), skip: Sequence[str] = (),
-                    settings: dict[str, str] | None = None) -> list[Detector]:
-    """Detector instances for this analysis. `only`/`skip` take kinds; `settings` maps "detector.field" to
-    a string value parsed to the field's type. Unknown kinds, detectors or fields raise ForensicsError
-    listing the valid names."""
-    from ingest.errors import ForensicsError
-
-    by_name = {c.kind: c for c in ALL}
-    valid = ", ".join(sorted(by_name))
-    for k in [*only, *skip]:
-        if k.replace("-", "_") not in by_name:
-            raise ForensicsError(f"unknown detector {k!r}; detectors: {valid}")
-    chosen = [c for c in ALL if (not only or c.kind in {k.replace("-", "_") for k in only})
-              and c.kind not in {k.replace("-", "_") for k in skip}]
-    fields: dict[str, dict[str, Any]] = {c.kind: {} for c in ALL}
-    for key, raw in (settings or {}).items():
-        det, _, fname = key.partition(".")
-        det = det.replace("-", "_")
-        if det not in by_name:
-            raise ForensicsError(f"--set {key}: unknown detector {det!r}; detectors: {valid}")
-        known = {f.name: f for f in dataclasses.fields(by_name[det])}
-        if fname not in known:
-            raise ForensicsError(f"--set {key}: {det} has no field {fname!r}; fields: {', '.join(known) or 'none'}")
-        fields[det][fname] = _parse(raw, known[fname].type, key)
-    return [c(**fields[c.kind]) for c in chosen]
-
-
-def _parse(raw: str, typ: Any, key: str) -> Any:
-    from ingest.errors import ForensicsError
-
-    name = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
-    try:
-        if name == "bool":
-            if raw.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(raw)
-            return raw.lower() in ("true", "1")
-        if name == "int":
-            return int(raw)
-        if name == "float":
-            return float(raw)
-    except ValueError:
-        raise ForensicsError(f"--set {key}={raw}: expected a {name}") from None
-    return raw
 
 
 def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analysis:
@@ -187,26 +137,14 @@ def replay_start(run: Run, findings: list[Finding]) -> dict[str, Any] | None:
 
 def store_analysis(con: Any, analysis: Analysis, settings: dict[str, str] | None = None) -> int:
     """Write one analysis (findings by step then severity, spikes, skips) in one transaction; its id."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        aid = con.execute("SELECT nextval('analysis_id_seq')").fetchone()[0]
-        con.execute("INSERT INTO analyses VALUES (?, ?, now(), ?, ?, ?)",
-                    [aid, analysis.run_id, __version__, json.dumps(settings or {}), analysis.healthy])
-        rows = [(aid, analysis.run_id, i, f.kind, f.severity, f.step, f.step_end, f.series, f.summary,
-                 json.dumps(f.evidence), json.dumps(list(f.causes)), json.dumps(list(f.checks)),
-                 json.dumps(list(f.sources)), f.event) for i, f in enumerate(analysis.findings)]
-        if rows:
-            con.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        if analysis.spikes:
-            con.executemany("INSERT INTO spikes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            [(aid, analysis.run_id, s.series, s.step, s.value, s.baseline, s.z, s.event)
-                             for s in analysis.spikes])
-        if analysis.skipped:
-            con.executemany("INSERT INTO skipped VALUES (?, ?, ?, ?)",
-                            [(aid, analysis.run_id, s.kind, s.reason) for s in analysis.skipped])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    analysis.analysis_id = int(aid)
-    return int(aid)
+    aid = writes.insert_analysis(
+        con, analysis.run_id, engine_version=__version__, settings=settings or {}, healthy=analysis.healthy,
+        findings=[{"finding_id": i, "kind": f.kind, "severity": f.severity, "step": f.step, "step_end": f.step_end,
+                   "series": f.series, "summary": f.summary, "evidence": f.evidence, "causes": list(f.causes),
+                   "checks": list(f.checks), "sources": list(f.sources), "event_id": f.event}
+                  for i, f in enumerate(analysis.findings)],
+        spikes=[{"series": s.series, "step": s.step, "value": s.value, "baseline": s.baseline, "z": s.z,
+                 "event_id": s.event} for s in analysis.spikes],
+        skipped=[(s.kind, s.reason) for s in analysis.skipped])
+    analysis.analysis_id = aid
+    return aid

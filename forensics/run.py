@@ -10,9 +10,7 @@ which one was read.
 
 from __future__ import annotations
 
-import json
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,24 +27,15 @@ ROLES: dict[str, str] = {
     "update_ratio": "update_ratio",
 }
 
-POINTS_SCHEMA = {"step": pl.Int64, "value": pl.Float64, "wall_time": pl.Float64}
 META_SCHEMA = {"series_id": pl.Int64, "grp": pl.Utf8, "tag": pl.Utf8, "name": pl.Utf8, "role": pl.Utf8,
                "split": pl.Utf8, "layer": pl.Utf8, "canonical": pl.Boolean, "ordinal": pl.Boolean, "n_points": pl.Int64,
                "n_nonfinite": pl.Int64, "format": pl.Utf8}
-RUN_TABLES = ("checkpoints", "tensor_stats", "tensor_deltas", "checkpoint_values", "batches", "batch_stats")
-
-
-def _frame(con: Any, sql: str, params: list) -> pl.DataFrame:
-    """A small query's result (series list, checkpoint tables) as a polars frame."""
-    with warnings.catch_warnings():  # the extra copy DuckDB warns about is negligible for these small tables
-        warnings.simplefilter("ignore", UserWarning)
-        return pl.from_arrow(con.execute(sql, params).to_arrow_table())
 
 
 @dataclass
 class Run:
-    """One run, read-only. Build it with `Run.from_store(con, run_id)` or, for statistics tests,
-    `Run.from_frames(...)`. Frames are loaded once per series and cached."""
+    """One run, read-only, built with `Run.from_store(con, run_id)`. Frames are loaded once per series and
+    cached."""
 
     run_id: str
     name: str
@@ -61,53 +50,18 @@ class Run:
     # --- building ---------------------------------------------------------------------------------
     @classmethod
     def from_store(cls, con: Any, run_id: str) -> Run:
-        """Read the run's series list, configs and checkpoint/batch tables from an open DuckDB connection."""
-        row = con.execute("SELECT name, root FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        """Read the run's series list, configs and checkpoint/batch tables from an open DuckDB connection
+        (the queries live in `ingest.queries`); points are read per series, on first use."""
+        from ingest import queries
+
+        row = queries.run_row(con, run_id)
         if row is None:
             from ingest.errors import ForensicsError
             raise ForensicsError(f"no run {run_id!r} in the database; run `forensics runs` to list them")
-        meta = _frame(con, """SELECT series_id, grp, tag, name, role, split, layer, canonical, ordinal, n_points,
-                                     n_nonfinite, format FROM series WHERE run_id = ? ORDER BY series_id""", [run_id])
-        configs: dict[str, Any] = {}
-        for name, key, value in con.execute(
-                "SELECT name, key, value FROM configs WHERE run_id = ? ORDER BY source_id", [run_id]).fetchall():
-            try:
-                configs.setdefault(key, json.loads(value) if value is not None else None)
-            except json.JSONDecodeError:
-                configs.setdefault(key, value)
-        tables = {t: _frame(con, f"SELECT * FROM {t} WHERE run_id = ?", [run_id]) for t in RUN_TABLES}
-
-        def load(series_id: int) -> pl.DataFrame:
-            # Write order (source, position) so that a resumed run's newer segment comes last.
-            # Relation API, not execute(): a zero-copy Arrow hand-off for series of millions of points.
-            # series_id is an int from our own table, safe to inline.
-            return pl.from_arrow(con.sql(f"""SELECT step, value, wall_time FROM scalars
-                                             WHERE series_id = {int(series_id)}
-                                             ORDER BY source_id, position""").to_arrow_table())
-
+        meta = queries.series_meta(con, run_id)
         return cls(run_id, row[0], row[1], meta.cast({k: v for k, v in META_SCHEMA.items() if k in meta.columns}),
-                   load, configs, tables)
-
-    @classmethod
-    def from_frames(cls, series: dict[str, pl.DataFrame], roles: dict[str, str] | None = None,
-                    configs: dict[str, Any] | None = None, tables: dict[str, pl.DataFrame] | None = None,
-                    name: str = "run", fmt: str = "frames") -> Run:
-        """An in-memory run: `series` maps a series name to a frame with step, value (and wall_time);
-        `roles` maps names to roles (default "other")."""
-        roles = roles or {}
-        frames = {i: f for i, f in enumerate(series.values())}
-        meta = pl.DataFrame([{"series_id": i, "grp": "", "tag": n, "name": n, "role": roles.get(n, "other"),
-                              "split": None, "canonical": True, "layer": None, "ordinal": False, "n_points": series[n].height,
-                              "n_nonfinite": int((~series[n]["value"].cast(pl.Float64).is_finite()).sum()),
-                              "format": fmt} for i, n in enumerate(series)], schema=META_SCHEMA)
-
-        def load(series_id: int) -> pl.DataFrame:
-            f = frames[series_id]
-            if "wall_time" not in f.columns:
-                f = f.with_columns(pl.lit(None, dtype=pl.Float64).alias("wall_time"))
-            return f.select(pl.col(c).cast(t) for c, t in POINTS_SCHEMA.items())
-
-        return cls(name, name, None, meta, load, dict(configs or {}), dict(tables or {}))
+                   lambda series_id: queries.series_points(con, series_id), queries.run_configs(con, run_id),
+                   queries.run_tables(con, run_id))
 
     # --- series -----------------------------------------------------------------------------------
     def candidates(self, role_or_name: str) -> pl.DataFrame:

@@ -4,7 +4,7 @@ A saved batch (DECISIONS.md §10) is a dict of tensors with a leading batch dime
 `batches/step_N.pt` or `.safetensors` (N = the logged step it was used at), or a file named `batch_N.*`.
 Non-tensor entries are ignored; nested dicts are flattened to dotted names; a bare tensor is named `batch`
 and a tuple/list `(x, y)` gives `0`, `1`. Torch files are read with `weights_only=True` only (see
-`ingest.checkpoints.load_torch`).
+`ingest.tensorfiles.load_torch`).
 
 Per tensor (`batch_stats`): the statistics of `ingest.tensorstats` (min/max give an integer label's range),
 `nonfinite_samples` = indices along dim 0 holding any NaN/Inf, and for float tensors with at least
@@ -25,18 +25,8 @@ from typing import Any
 
 import polars as pl
 
-from ingest.checkpoints import (
-    STEP_IN_NAME,
-    _first_line,
-    _insert,
-    _Unreadable,
-    insert_issues,
-    is_batch_path,
-    register_source,
-    load_torch,
-    read_safetensors_header,
-)
 from ingest.records import Issue
+from ingest.tensorfiles import STEP_IN_NAME, Unreadable, first_line, is_batch_path, load_torch, read_safetensors_header
 from ingest.tensorstats import TensorRef, dtype_name, is_float_dtype, stats_of
 
 OUTLIER_Z = 6.0
@@ -86,9 +76,8 @@ def batch_step(rel: PurePosixPath) -> int | None:
     return int(numbers[-1]) if numbers else None
 
 
-def find_batches(root: Path, rel_paths: Iterable[PurePosixPath]) -> list[FoundBatch]:
-    """Saved batches among a run's files, by name and place only (no I/O; `root` unused)."""
-    del root
+def find_batches(rel_paths: Iterable[PurePosixPath]) -> list[FoundBatch]:
+    """Saved batches among a run's files, by name and place only (no I/O)."""
     return [
         FoundBatch(rel, "safetensors" if rel.suffix.lower() == ".safetensors" else "torch", batch_step(rel))
         for rel in sorted(rel_paths)
@@ -154,13 +143,13 @@ def read_batch(root: Path, found: FoundBatch, trust_pickle: bool = False, z: flo
             if note is not None:
                 issues.append((rel, note))
             tensors = list(_tensors(obj))
-    except _Unreadable as exc:
+    except Unreadable as exc:
         issues.append((rel, Issue(None, exc.kind, str(exc))))
         row.update(status="needs_pickle" if exc.kind == "needs_pickle" else "unreadable", detail=str(exc))
         return BatchRead(row, pl.DataFrame(schema=BATCH_STATS_SCHEMA), issues)
     except (OSError, EOFError) as exc:
-        issues.append((rel, Issue(None, "unreadable", _first_line(exc))))
-        row.update(status="unreadable", detail=_first_line(exc))
+        issues.append((rel, Issue(None, "unreadable", first_line(exc))))
+        row.update(status="unreadable", detail=first_line(exc))
         return BatchRead(row, pl.DataFrame(schema=BATCH_STATS_SCHEMA), issues)
     if not tensors:
         issues.append((rel, Issue(None, "no_tensors", "the file holds no tensors")))
@@ -186,44 +175,3 @@ def _materialise(ref: TensorRef) -> Any:
     if flat.dtype != getattr(torch, ref.dtype):  # complex arrives as its real view
         flat = torch.view_as_complex(flat.reshape(-1, 2))
     return flat.reshape(ref.shape)
-
-
-def ingest_batches(
-    db: Path, run_id: str, root: Path, found: list[FoundBatch], trust_pickle: bool = False
-) -> list[dict[str, Any]]:
-    """Read and store saved batches, each in its own short write transaction. One already stored under the
-    same path, size and mtime is not read again, unless it was refused for pickle and `trust_pickle` is now given.
-    Returns the `batches` rows written, with their issues under "issues"."""
-    from ingest.store import connect
-
-    with connect(db, write=True) as con:
-        stored = {
-            p: (i, st, size, mtime)
-            for p, i, st, size, mtime in con.execute(
-                "SELECT b.path, b.batch_id, b.status, s.size_bytes, s.mtime FROM batches b LEFT JOIN sources s "
-                "ON s.run_id = b.run_id AND s.path = b.path WHERE b.run_id = ?",
-                [run_id],
-            ).fetchall()
-        }
-    written = []
-    for f in found:
-        stat = (root / f.path).stat() if (root / f.path).exists() else None
-        size, mtime = (stat.st_size, stat.st_mtime) if stat else (0, None)
-        old = stored.get(str(f.path))
-        if old and old[2:] == (size, mtime) and not (trust_pickle and old[1] == "needs_pickle"):
-            continue
-        read = read_batch(root, f, trust_pickle)
-        with connect(db, write=True) as con:
-            con.execute("BEGIN")
-            if old:
-                con.execute("DELETE FROM batch_stats WHERE run_id = ? AND batch_id = ?", [run_id, old[0]])
-                con.execute("DELETE FROM batches WHERE run_id = ? AND batch_id = ?", [run_id, old[0]])
-            [(batch_id,)] = con.execute("SELECT nextval('batch_id_seq')").fetchall()
-            _insert(con, "batches", pl.DataFrame([{"batch_id": batch_id, "run_id": run_id, **read.row}]))
-            ids = {"run_id": pl.lit(run_id), "batch_id": pl.lit(batch_id, dtype=pl.Int32)}
-            _insert(con, "batch_stats", read.stats.with_columns(**ids))
-            register_source(con, run_id, str(f.path), "batch", size, mtime, read.row["status"], read.row["detail"])
-            insert_issues(con, run_id, read.issues)
-            con.execute("COMMIT")
-        written.append({"batch_id": batch_id, **read.row, "issues": read.issues})
-    return written

@@ -1,5 +1,7 @@
 """Checkpoints: find them in a run, read per-tensor statistics and scalar state, and the change between them.
 
+Pure: this module reads files and returns rows and frames; `ingest.run` stores them through `ingest.writes`.
+
 Layouts (see docs/checkpoints.md):
     hf          a folder `checkpoint-N/` (or any folder holding HF's model file names): `model.safetensors`,
                 shards `model-0000x-of-0000y.safetensors` with `model.safetensors.index.json`,
@@ -14,8 +16,8 @@ The step comes from the contents first, then from the name (`step_500`, `ckpt-50
 `checkpoint-500`, `iter_0000500`). Lightning's `global_step` is recorded as the contents say: Lightning's
 checkpoint named step=N holds the state before logged step N (DECISIONS.md §10).
 
-Safety: torch files are read with `torch.load(weights_only=True)` only. A file that needs full unpickling is
-reported with status `needs_pickle` and the globals it asks for, and is read only with `trust_pickle=True`
+Safety: torch files are read with `torch.load(weights_only=True)` only (`ingest.tensorfiles`). A file that
+needs full unpickling is reported with status `needs_pickle` and the globals it asks for, and is read only with `trust_pickle=True`
 (the CLI's `--trust-pickle`). Damaged files (zero length, cut off mid-save, not a checkpoint at all) become a
 status and an issue; nothing here raises on bad input.
 
@@ -26,11 +28,8 @@ are memory-mapped (`mmap=True`), so clean file pages, not anonymous memory, hold
 from __future__ import annotations
 
 import json
-import pickle
 import re
-import struct
-import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -38,8 +37,16 @@ from typing import Any
 import polars as pl
 
 from ingest.records import Issue
+from ingest.tensorfiles import (
+    STEP_IN_NAME,
+    TENSOR_SUFFIXES,
+    Unreadable,
+    first_line,
+    is_batch_path,
+    load_torch,
+    read_safetensors_header,
+)
 from ingest.tensorstats import (
-    SAFETENSORS_DTYPES,
     TENSOR_STAT_COLUMNS,
     TensorRef,
     delta_norms,
@@ -50,8 +57,6 @@ from ingest.tensorstats import (
     stats_of,
 )
 
-TENSOR_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin")
-
 # HF Trainer's file names (transformers' trainer.py / modeling_utils.py constants, checked against 4.4x).
 HF_MODEL_FILE = re.compile(
     r"^(?:model|pytorch_model|adapter_model)(?:-\d+-of-\d+)?\.(?:safetensors|bin)$"
@@ -61,8 +66,6 @@ HF_STATE_FILES = {"optimizer.pt": "optimizer", "scheduler.pt": "scheduler", "sca
 HF_RNG_FILE = re.compile(r"^rng_state(?:_\d+)?\.pth$")
 HF_FOLDER = re.compile(r"^checkpoint-(\d+)$")
 
-# Step in a name: the keyword, an optional separator, the number (zero padding allowed).
-STEP_IN_NAME = re.compile(r"(?:^|[^a-z])(?:global_step|step|steps|ckpt|checkpoint|iter|iteration)[=_\-]?(\d+)", re.I)
 # Step keys in contents, in order of preference (Lightning/HF `global_step`, nanoGPT's `iter_num`).
 STEP_KEYS = ("global_step", "step", "iteration", "iter_num", "num_updates", "iter", "steps", "train_step")
 
@@ -137,20 +140,10 @@ def step_from_name(rel: PurePosixPath) -> int | None:
     return int(stem) if stem.isdigit() else None
 
 
-def is_batch_path(rel: PurePosixPath) -> bool:
-    """Saved batches (DECISIONS.md §10): tensor files under a `batches/` folder, or named for a batch."""
-    if rel.suffix.lower() not in TENSOR_SUFFIXES:
-        return False
-    return any(p.lower() in ("batches", "batch", "saved_batches") for p in rel.parts[:-1]) or bool(
-        re.match(r"^batch(?:es)?[_\-.=]", rel.name, re.I)
-    )
-
-
-def find_checkpoints(root: Path, rel_paths: Iterable[PurePosixPath]) -> list[FoundCheckpoint]:
-    """Group a run's files into checkpoints, by name and place only (no I/O; `root` is for the caller's
-    convenience and unused). Saved batches and files that are not tensor files are left alone; so is
-    HF's `training_args.bin` (a pickled TrainingArguments, not a checkpoint)."""
-    del root
+def find_checkpoints(rel_paths: Iterable[PurePosixPath]) -> list[FoundCheckpoint]:
+    """Group a run's files into checkpoints, by name and place only (no I/O). Saved batches and files that
+    are not tensor files are left alone; so is HF's `training_args.bin` (a pickled TrainingArguments, not a
+    checkpoint)."""
     by_folder: dict[PurePosixPath, list[PurePosixPath]] = {}
     for rel in rel_paths:
         if not is_batch_path(rel):
@@ -189,122 +182,6 @@ def normalise_name(name: str, strip: str = "") -> str:
     while len(parts) > 1 and parts[0] in WRAPPER_PARTS:
         parts = parts[1:]
     return ".".join(p for p in parts if p != "_orig_mod")
-
-
-# ----------------------------------------------------------------------------------------------- file reading
-
-
-class _Unreadable(Exception):
-    """A file could not be read; `kind` is the ingest_issues kind, the message the reason."""
-
-    def __init__(self, kind: str, detail: str):
-        super().__init__(detail)
-        self.kind = kind
-
-
-def read_safetensors_header(path: Path) -> tuple[dict[str, str], dict[str, TensorRef], list[Issue]]:
-    """The metadata and a `TensorRef` per tensor of a safetensors file, from its header alone.
-
-    Format (huggingface/safetensors README): 8-byte little-endian header length N, N bytes of JSON
-    {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}}, then the data, offsets
-    relative to its start. A file cut off mid-save keeps every tensor whose bytes are all present; the
-    others become `truncated` issues. Raises `_Unreadable` when not even the header can be read.
-    """
-    size = path.stat().st_size
-    if size == 0:
-        raise _Unreadable("empty", "file is empty (0 bytes)")
-    with open(path, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise _Unreadable("truncated", f"file is {size} bytes, shorter than the 8-byte header length")
-        (n,) = struct.unpack("<Q", head)
-        if n > size - 8:
-            kind = "truncated" if n < 100 << 20 else "not_this_format"
-            raise _Unreadable(kind, f"header of {n} bytes does not fit in a {size}-byte file")
-        try:
-            header = json.loads(f.read(n))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise _Unreadable("not_this_format", f"safetensors header is not JSON: {exc}") from None
-    if not isinstance(header, dict):
-        raise _Unreadable("not_this_format", "safetensors header is not a JSON object")
-    metadata = header.pop("__metadata__", None) or {}
-    start = 8 + n
-    refs: dict[str, TensorRef] = {}
-    issues: list[Issue] = []
-    for name, info in header.items():
-        try:
-            begin, end = (int(x) for x in info["data_offsets"])
-            shape = tuple(int(s) for s in info["shape"])
-            dtype = SAFETENSORS_DTYPES.get(info["dtype"], info["dtype"])
-        except (KeyError, TypeError, ValueError) as exc:
-            issues.append(Issue(None, "garbled", f"tensor {name!r}: header entry unreadable ({exc})"))
-            continue
-        if start + end > size:
-            issues.append(Issue(start + begin, "truncated", f"tensor {name!r} ends at byte {start + end}, "
-                                f"past the end of the {size}-byte file (cut off mid-save?)"))  # fmt: skip
-            continue
-        refs[name] = TensorRef(dtype=dtype, shape=shape, path=path, offset=start + begin, nbytes=end - begin)
-    return {str(k): str(v) for k, v in metadata.items()}, refs, issues
-
-
-def load_torch(path: Path, trust_pickle: bool = False) -> tuple[Any, Issue | None]:
-    """`torch.load` a file safely: (object, None), or raises `_Unreadable`.
-
-    Zip-format files (torch ≥ 1.6) are memory-mapped; legacy ones are read into memory. With
-    `weights_only=True`, a file that names other globals (a pickled nn.Module, numpy arrays) raises
-    `_Unreadable('needs_pickle', …)` naming them, unless `trust_pickle`; then it is fully unpickled and an
-    `untrusted_pickle_read` issue records that.
-    """
-    import torch
-
-    size = path.stat().st_size
-    if size == 0:
-        raise _Unreadable("empty", "file is empty (0 bytes)")
-    with open(path, "rb") as f:
-        magic = f.read(4)
-    is_zip = magic == b"PK\x03\x04"
-    if not is_zip and magic[:1] != b"\x80":  # neither a zip archive nor a pickle (protocol ≥ 2)
-        raise _Unreadable("not_this_format", f"not a torch file (starts with {magic!r})")
-    if is_zip and not zipfile.is_zipfile(path):
-        raise _Unreadable("truncated", "zip archive has no central directory: cut off mid-save?")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=is_zip), None
-    except pickle.UnpicklingError as exc:
-        refused = _unsafe_globals(path) if is_zip else []
-        if not trust_pickle:
-            names = ", ".join(refused) or _refused_global(str(exc))
-            raise _Unreadable(
-                "needs_pickle",
-                f"needs full unpickling (globals: {names}); read it with --trust-pickle only if you trust it",
-            ) from None
-    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise _Unreadable("truncated" if isinstance(exc, EOFError) else "unreadable", _first_line(exc)) from None
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=False, mmap=is_zip)  # noqa: S614 -- opted in
-    except (RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
-        raise _Unreadable("unreadable", f"full unpickling failed too: {_first_line(exc)}") from None
-    if isinstance(obj, torch.nn.Module):
-        obj = obj.state_dict()
-    note = f"read with full unpickling (--trust-pickle): {', '.join(refused) or 'globals unknown'}"
-    return obj, Issue(None, "untrusted_pickle_read", note)
-
-
-def _unsafe_globals(path: Path) -> list[str]:
-    import torch
-
-    try:
-        return list(torch.serialization.get_unsafe_globals_in_checkpoint(path))
-    except (RuntimeError, ValueError, pickle.UnpicklingError):
-        return []
-
-
-def _refused_global(message: str) -> str:
-    m = re.search(r"Unsupported global: GLOBAL (\S+)", message)
-    return m[1] if m else "unknown"
-
-
-def _first_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
 
 
 # ----------------------------------------------------------------------------------------------- interpretation
@@ -554,12 +431,12 @@ def read_checkpoint(
                 c.generic(str(rel), obj, "scheduler", "other")
             else:
                 _interpret_torch(c, str(rel), obj, found.format)
-        except _Unreadable as exc:
+        except Unreadable as exc:
             issues.append((str(rel), Issue(None, exc.kind, str(exc))))
             failed.append((str(rel), exc.kind, str(exc)))
         except OSError as exc:
-            issues.append((str(rel), Issue(None, "unreadable", _first_line(exc))))
-            failed.append((str(rel), "unreadable", _first_line(exc)))
+            issues.append((str(rel), Issue(None, "unreadable", first_line(exc))))
+            failed.append((str(rel), "unreadable", first_line(exc)))
     for rel in found.aux:  # trainer_state.json: the step HF's Trainer was at when it saved
         try:
             state = json.loads((root / rel).read_text(encoding="utf-8"))
@@ -587,8 +464,8 @@ def read_checkpoint(
             try:
                 measured, delta = _measure(ref, old)
             except (EOFError, OSError, RuntimeError) as exc:
-                issues.append((file, Issue(None, "truncated", f"tensor {tensor!r}: {_first_line(exc)}")))
-                failed.append((file, "partial", f"tensor {tensor!r}: {_first_line(exc)}"))
+                issues.append((file, Issue(None, "truncated", f"tensor {tensor!r}: {first_line(exc)}")))
+                failed.append((file, "partial", f"tensor {tensor!r}: {first_line(exc)}"))
                 continue  # no row: the tensor's bytes are not all there
             row.update(measured)
             if delta is not None:
@@ -686,240 +563,3 @@ def _delta_row(name: str, step: int | None, prev_step: int | None, delta: float,
     ratio = delta / norm if norm > 0 else (0.0 if delta == 0 else float("inf"))
     return {"tensor": name, "step": step, "prev_step": prev_step, "step_distance": distance,
             "delta_l2": delta, "ratio": ratio}  # fmt: skip
-
-
-# ----------------------------------------------------------------------------------------------- writing
-
-
-def checkpoint_size(root: Path, found: FoundCheckpoint) -> int:
-    """Bytes of the files a checkpoint claims (those still present)."""
-    return sum((root / p).stat().st_size for p in found.files if (root / p).exists())
-
-
-def _mtime(root: Path, files: Iterable[PurePosixPath]) -> float | None:
-    """The newest modification time among `files`: Lightning's last.ckpt is rewritten at the same size."""
-    times = [(root / p).stat().st_mtime for p in files if (root / p).exists()]
-    return max(times) if times else None
-
-
-def ingest_checkpoints(
-    db: Path,
-    run_id: str,
-    root: Path,
-    found: list[FoundCheckpoint],
-    trust_pickle: bool = False,
-    on_read: Callable[[FoundCheckpoint, int], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Read and store every new or changed checkpoint of a run, then the deltas between consecutive ones.
-
-    Each checkpoint is read with no connection open and written in its own short write transaction
-    (DECISIONS.md §5: a 10 GB checkpoint must not hold the database lock while it is read). A checkpoint
-    already stored with the same size and mtime is not read again, unless it was refused for pickle and
-    `trust_pickle` is now given. Deltas are computed for consecutive readable pairs (by step) that have none
-    yet, with at most two checkpoints open at once, in the same pass as the statistics where the order is
-    known from the names; deltas of pairs no longer consecutive are removed.
-    `on_read(found, size_bytes)` is called after each checkpoint (read or skipped), for progress. Returns
-    the `checkpoints` rows written, with their issues under "issues" as (path, Issue) pairs.
-    """
-    from ingest.store import connect
-
-    with connect(db, write=True) as con:
-        stored = {
-            path: (ckpt_id, size, status, mtime)
-            for path, ckpt_id, size, status, mtime in con.execute(
-                "SELECT c.path, c.ckpt_id, c.size_bytes, c.status, s.mtime FROM checkpoints c LEFT JOIN sources s "
-                "ON s.run_id = c.run_id AND s.path = c.path WHERE c.run_id = ?",
-                [run_id],
-            ).fetchall()
-        }
-    written = []
-    # In name order (which is step order in every layout above), each checkpoint's deltas against the one
-    # before are computed while its statistics are: its tensors are read once, the previous one's again.
-    # Pairs this misses or gets wrong (contents steps out of name order) are settled by _store_deltas.
-    prev: tuple[int, CheckpointRead] | None = None
-    for f in sorted(found, key=lambda f: (f.name_step is None, f.name_step or 0, str(f.path))):
-        size, mtime = checkpoint_size(root, f), _mtime(root, f.files)
-        old = stored.get(str(f.path))
-        if old and (old[1], old[3]) == (size, mtime) and not (trust_pickle and old[2] == "needs_pickle"):
-            prev = None  # stored earlier, not open: _store_deltas pairs it
-            if on_read:
-                on_read(f, size)
-            continue
-        read = read_checkpoint(root, f, trust_pickle, prev=prev[1] if prev else None)
-        with connect(db, write=True) as con:
-            con.execute("BEGIN")
-            if old:
-                _delete_checkpoint(con, run_id, old[0])
-            [(ckpt_id,)] = con.execute("SELECT nextval('ckpt_id_seq')").fetchall()
-            ids = {"run_id": pl.lit(run_id), "ckpt_id": pl.lit(ckpt_id, dtype=pl.Int32)}
-            _insert(con, "checkpoints", pl.DataFrame([{"ckpt_id": ckpt_id, "run_id": run_id, **read.row}]))
-            _insert(con, "tensor_stats", read.stats.with_columns(**ids))
-            _insert(con, "checkpoint_values", read.values.with_columns(**ids))
-            register_source(con, run_id, str(f.path), "checkpoint", size, mtime, read.row["status"], read.row["detail"])
-            insert_issues(con, run_id, read.issues)
-            if prev is not None and read.deltas is not None:
-                _insert(con, "tensor_deltas", read.deltas.with_columns(
-                    **ids, prev_ckpt_id=pl.lit(prev[0], dtype=pl.Int32)))  # fmt: skip
-            con.execute("COMMIT")
-        written.append({"ckpt_id": ckpt_id, **read.row, "issues": read.issues})
-        if read.row["status"] in ("ok", "partial") and read.row["step"] is not None and read.model:
-            if prev is not None:
-                prev[1].model.clear()  # at most the previous checkpoint stays open
-            prev = (ckpt_id, read)
-        else:
-            read.model.clear()
-        if on_read:
-            on_read(f, size)
-    _store_deltas(db, run_id, root, {str(f.path): f for f in found}, trust_pickle)
-    return written
-
-
-def _store_deltas(db: Path, run_id: str, root: Path, found: dict[str, FoundCheckpoint], trust_pickle: bool) -> None:
-    """Deltas for each consecutive pair of readable checkpoints (by step) that has none stored yet."""
-    from ingest.store import connect
-
-    with connect(db, write=True) as con:
-        ckpts = con.execute(
-            "SELECT ckpt_id, path, step FROM checkpoints WHERE run_id = ? AND step IS NOT NULL "
-            "AND status IN ('ok', 'partial') ORDER BY step, path",
-            [run_id],
-        ).fetchall()
-        done = set(con.execute("SELECT DISTINCT ckpt_id, prev_ckpt_id FROM tensor_deltas WHERE run_id = ?",
-                               [run_id]).fetchall())  # fmt: skip
-    pairs = [(cur[0], prev[0], prev[1], cur[1]) for prev, cur in zip(ckpts, ckpts[1:], strict=False)]
-    stale = done - {(cur, prev) for cur, prev, _, _ in pairs}  # no longer neighbours: one came between
-    if stale:
-        with connect(db, write=True) as con:
-            for cur, prev in stale:
-                con.execute("DELETE FROM tensor_deltas WHERE run_id = ? AND ckpt_id = ? AND prev_ckpt_id = ?",
-                            [run_id, cur, prev])  # fmt: skip
-    opened: dict[int, CheckpointRead] = {}
-    for cur_id, prev_id, prev_path, cur_path in pairs:
-        if (cur_id, prev_id) in done or prev_path not in found or cur_path not in found:
-            continue  # stored already, or a file gone since: its stored rows stay as evidence
-        for ckpt_id, path in ((prev_id, prev_path), (cur_id, cur_path)):
-            if ckpt_id not in opened:
-                opened[ckpt_id] = read_checkpoint(root, found[path], trust_pickle, stats=False)
-        frame = tensor_deltas(opened[prev_id], opened[cur_id])
-        for old in [i for i in opened if i != cur_id]:
-            del opened[old]  # only the next pair's first checkpoint stays open
-        ids = {"run_id": pl.lit(run_id), "ckpt_id": pl.lit(cur_id, dtype=pl.Int32),
-               "prev_ckpt_id": pl.lit(prev_id, dtype=pl.Int32)}  # fmt: skip
-        with connect(db, write=True) as con:
-            con.execute("BEGIN")
-            _insert(con, "tensor_deltas", frame.with_columns(**ids))
-            con.execute("COMMIT")
-
-
-def _delete_checkpoint(con: Any, run_id: str, ckpt_id: int) -> None:
-    for table in ("tensor_stats", "checkpoint_values", "tensor_deltas"):
-        con.execute(f"DELETE FROM {table} WHERE run_id = ? AND ckpt_id = ?", [run_id, ckpt_id])
-    con.execute("DELETE FROM tensor_deltas WHERE run_id = ? AND prev_ckpt_id = ?", [run_id, ckpt_id])
-    con.execute("DELETE FROM checkpoints WHERE run_id = ? AND ckpt_id = ?", [run_id, ckpt_id])
-
-
-def _insert(con: Any, table: str, frame: pl.DataFrame) -> None:
-    """Bulk insert through Arrow, by column name."""
-    if frame.height == 0:
-        return
-    con.register("_frame", frame.to_arrow())
-    try:
-        cols = ", ".join(frame.columns)
-        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _frame")
-    finally:
-        con.unregister("_frame")
-
-
-def register_source(
-    con: Any, run_id: str, path: str, fmt: str, size: int, mtime: float | None, status: str, detail: str | None
-) -> None:
-    """A `sources` row for a checkpoint (its folder, for the hf layout) or a saved batch, so that
-    `forensics runs` lists it beside the logs, and a later ingest sees whether it changed (size, mtime).
-    Its data lives in the checkpoint/batch tables."""
-    con.execute(
-        "INSERT INTO sources (source_id, run_id, path, format, grp, size_bytes, mtime, status, detail) "
-        "VALUES (nextval('source_id_seq'), ?, ?, ?, '', ?, ?, ?, ?) ON CONFLICT (run_id, path) DO UPDATE SET "
-        "size_bytes = excluded.size_bytes, mtime = excluded.mtime, status = excluded.status, "
-        "detail = excluded.detail",
-        [run_id, path, fmt, size, mtime, status, detail],
-    )
-
-
-def insert_issues(con: Any, run_id: str, issues: list[tuple[str, Issue]]) -> None:
-    """Rows of `ingest_issues` for (relative path, Issue) pairs; one already recorded is not added again."""
-    if not issues:
-        return
-    frame = pl.DataFrame(
-        {
-            "path": [p for p, _ in issues],
-            "position": [i.position for _, i in issues],
-            "kind": [i.kind for _, i in issues],
-            "detail": [i.detail for _, i in issues],
-        },
-        schema={"path": pl.Utf8, "position": pl.Int64, "kind": pl.Utf8, "detail": pl.Utf8},
-    ).unique(maintain_order=True)
-    con.register("_issues", frame.to_arrow())
-    try:
-        con.execute(
-            "INSERT INTO ingest_issues SELECT ?, now(), n.path, n.position, n.kind, n.detail FROM _issues n "
-            "WHERE NOT EXISTS (SELECT 1 FROM ingest_issues i WHERE i.run_id = ? AND i.path = n.path "
-            "AND i.position IS NOT DISTINCT FROM n.position AND i.kind = n.kind)",
-            [run_id, run_id],
-        )
-    finally:
-        con.unregister("_issues")
-
-
-# ----------------------------------------------------------------------------------------------- reporting
-
-
-def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
-    """What `forensics checkpoints` shows, from the store: every checkpoint (by step) with its non-finite
-    tensors, for each consecutive pair the `top` parameters by ‖Δw‖/‖w‖ and the frozen ones (Δ = 0;
-    buffers left out), and the saved batches with their NaN/Inf and outlier samples. Plain JSON values."""
-    cols = ["ckpt_id", "path", "step", "step_from", "format", "size_bytes", "n_tensors", "n_nonfinite", "finite",
-            "has_optimizer", "has_scaler", "has_rng", "status", "detail"]  # fmt: skip
-    ckpts = [dict(zip(cols, r, strict=True)) for r in con.execute(
-        f"SELECT {', '.join(cols)} FROM checkpoints WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
-    ).fetchall()]  # fmt: skip
-    bad = con.execute(
-        "SELECT ckpt_id, tensor, n_nan, n_inf FROM tensor_stats WHERE run_id = ? AND n_nan + n_inf > 0 "
-        "ORDER BY ckpt_id, n_nan + n_inf DESC, tensor", [run_id]
-    ).fetchall()  # fmt: skip
-    for c in ckpts:
-        c["nonfinite_tensors"] = [{"tensor": t, "n_nan": n, "n_inf": i} for k, t, n, i in bad if k == c["ckpt_id"]]
-    by_id = {c["ckpt_id"]: c for c in ckpts}
-    # Parameters only: running statistics (buffers) move with the data, not with the optimizer.
-    deltas = con.execute(
-        "SELECT d.ckpt_id, d.prev_ckpt_id, d.tensor, d.delta_l2, d.ratio, d.step_distance FROM tensor_deltas d "
-        "WHERE d.run_id = ? AND EXISTS (SELECT 1 FROM tensor_stats t WHERE t.run_id = d.run_id AND "
-        "t.ckpt_id = d.ckpt_id AND t.tensor = d.tensor AND t.kind = 'param') "
-        "ORDER BY d.step, isnan(d.ratio), d.ratio DESC, d.tensor", [run_id]
-    ).fetchall()  # fmt: skip
-    movers: dict[tuple[int, int], dict[str, Any]] = {}
-    for cur, prev, tensor, delta, ratio, distance in deltas:
-        pair = movers.get((prev, cur))
-        if pair is None:
-            pair = movers[(prev, cur)] = {
-                "prev_step": by_id[prev]["step"], "step": by_id[cur]["step"], "step_distance": distance,
-                "prev_path": by_id[prev]["path"], "path": by_id[cur]["path"], "top": [], "frozen": [],
-            }  # fmt: skip
-        if delta == 0:
-            pair["frozen"].append(tensor)
-        elif len(pair["top"]) < top:
-            pair["top"].append({"tensor": tensor, "delta_l2": delta, "ratio": ratio})
-    bcols = ["path", "step", "format", "n_samples", "n_nonfinite", "status", "detail"]
-    batches = [dict(zip(bcols, r[1:], strict=True)) | {"batch_id": r[0]} for r in con.execute(
-        f"SELECT batch_id, {', '.join(bcols)} FROM batches WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
-    ).fetchall()]  # fmt: skip
-    flagged = con.execute(
-        "SELECT batch_id, tensor, nonfinite_samples, outlier_samples, outlier_z FROM batch_stats WHERE run_id = ? "
-        "AND (len(nonfinite_samples) > 0 OR len(outlier_samples) > 0) ORDER BY batch_id, tensor", [run_id]
-    ).fetchall()  # fmt: skip
-    for b in batches:
-        b["tensors"] = [{"tensor": t, "nonfinite_samples": nf, "outlier_samples": o, "outlier_z": z}
-                        for i, t, nf, o, z in flagged if i == b["batch_id"]]  # fmt: skip
-    for item in (*ckpts, *batches):
-        item.pop("ckpt_id", None)
-        item.pop("batch_id", None)
-    return {"checkpoints": ckpts, "deltas": list(movers.values()), "batches": batches}

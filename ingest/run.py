@@ -2,34 +2,41 @@
 
 The walk claims each file for one format (`ingest.formats`), reads it with that format's pure reader from
 its resume position, buffers the chunks, and writes them in short write transactions of about a million
-points each (DECISIONS.md §5: no connection is held for the whole ingest). After the writes, every series of
-the run gets its display name, role and counts refreshed.
+points each (DECISIONS.md §5: no connection is held for the whole ingest). Checkpoints and saved batches are
+read one at a time and each written in its own transaction. After the writes, every series of the run gets
+its display name, role and counts refreshed.
+
+This module decides what to read and when to write; the readers (`read_x(path, start) -> Iterator[Chunk]`,
+`read_checkpoint`, `read_batch`) write nothing, and the SQL lives in `ingest.writes` and `ingest.queries`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from ingest.batches import FoundBatch, find_batches, ingest_batches
-from ingest.checkpoints import FoundCheckpoint, checkpoint_size, find_checkpoints, ingest_checkpoints
+from ingest import queries, writes
+from ingest.batches import FoundBatch, find_batches, read_batch
+from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints, read_checkpoint, tensor_deltas
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
 from ingest.formats import Format, format_for
-from ingest.records import Chunk, Issue, histograms_frame, scalars_frame, texts_frame
+from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
-from ingest.store import connect
+from ingest.store import connect, run_lock
 
 FLUSH_POINTS = 2_000_000  # about 100 MB of points: bounded memory, few transactions
 HEAD_BYTES = 4096
+# progress(stage, done, total): bytes of `stage` ("logs", "checkpoints") read so far, of `total`.
+Progress = Callable[[str, int, int], None]
 # Folders that are never part of a run's evidence (and can be huge).
 SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".ipynb_checkpoints", ".hypothesis"}
 
@@ -119,11 +126,14 @@ class _Pending:
         return sum(len(c.scalars) for c in self.chunks if c.scalars is not None)
 
 
-def ingest_run(root: Path | str, db: Path, *, progress: bool = True, trust_pickle: bool = False) -> IngestReport:
+def ingest_run(root: Path | str, db: Path, *, progress: Progress | None = None,
+               trust_pickle: bool = False) -> IngestReport:
     """Read everything new under `root` into the store at `db`; return what was read and skipped.
 
     Checkpoints and saved batches are found first (by name) and their tensor files kept from the log formats;
     `trust_pickle` lets a checkpoint that needs full unpickling be read (the CLI's --trust-pickle).
+    `progress(stage, done, total)` is called as bytes are read ("logs", then "checkpoints"); the CLI draws it.
+    Two ingests of one run take turns (`store.run_lock`): the second reads only what the first left new.
 
     Raises UnreadableRun when `root` is no directory, holds no files, or nothing in it could be read.
     """
@@ -137,23 +147,25 @@ def ingest_run(root: Path | str, db: Path, *, progress: bool = True, trust_pickl
     files = walk(root)
     if not files:
         raise UnreadableRun(f"{root} is empty: no logs, checkpoints or configs to read")
+    with run_lock(db, run_id):
+        _ingest_locked(root, db, run_id, files, report, progress or _no_progress, trust_pickle)
+    report.seconds = time.monotonic() - started
+    return report
 
+
+def _no_progress(stage: str, done: int, total: int) -> None:
+    pass
+
+
+def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath], report: IngestReport,
+                   progress: Progress, trust_pickle: bool) -> None:
     with connect(db, write=True) as con:
-        con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, now(), now()) ON CONFLICT (run_id) DO UPDATE SET last_ingested = now()",
-            [run_id, root.name, str(root)],
-        )
-        known = {
-            r[0]: r[1:]
-            for r in con.execute(
-                "SELECT path, source_id, size_bytes, mtime, head_hash, resume_at FROM sources WHERE run_id = ?", [run_id]
-            ).fetchall()
-        }
+        known = queries.known_sources(con, run_id)
 
     # Tensor files first: checkpoints and batches claim them before any log format sees them. An HF folder's
     # trainer_state.json is not claimed (the HF log reader reads it; the checkpoint only takes its step).
-    batches = find_batches(root, files)
-    checkpoints = find_checkpoints(root, files)
+    batches = find_batches(files)
+    checkpoints = find_checkpoints(files)
     tensor_files = {b.path for b in batches} | {p for c in checkpoints for p in c.files}
     claimed: list[tuple[PurePosixPath, Format]] = []
     for rel in files:
@@ -166,7 +178,7 @@ def ingest_run(root: Path | str, db: Path, *, progress: bool = True, trust_pickl
             claimed.append((rel, fmt))
 
     total_bytes = sum((root / rel).stat().st_size for rel, _ in claimed)
-    bar = _progress(total_bytes, f"ingest {root.name}", progress)
+    done = 0
     pending: list[_Pending] = []
     for rel, fmt in claimed:
         path = root / rel
@@ -179,7 +191,8 @@ def ingest_run(root: Path | str, db: Path, *, progress: bool = True, trust_pickl
             source_id, size, mtime, old_hash, resume_at = prior
             unchanged = size == stat.st_size and mtime == stat.st_mtime and old_hash == head_hash
             if unchanged and (not fmt.resumable or resume_at >= stat.st_size):
-                bar.update(stat.st_size)
+                done += stat.st_size
+                progress("logs", done, total_bytes)
                 continue
             rewritten = old_hash != head_hash or (fmt.resumable and stat.st_size < (resume_at or 0))
             start = 0 if rewritten and fmt.resumable else (resume_at or 0)
@@ -187,33 +200,33 @@ def ingest_run(root: Path | str, db: Path, *, progress: bool = True, trust_pickl
                         end=start, report=SourceReport(str(rel), fmt.name))
         report.sources.append(item.report)
         pending.append(item)
-        done_before = start if fmt.resumable else 0
         try:
             for chunk in fmt.load_reader()(path, start):
                 item.chunks.append(chunk)
                 item.end = chunk.end
                 item.report.issues.extend(chunk.issues)
                 if fmt.resumable:
-                    bar.update(max(0, chunk.end - done_before))
-                    done_before = chunk.end
+                    progress("logs", done + max(0, chunk.end), total_bytes)
                 if sum(p.n_points for p in pending) >= FLUSH_POINTS:
-                    _flush(db, run_id, pending)
+                    _flush(db, report, pending)
                     pending = [item]  # keep the current source's row for its later chunks
         except MissingDependency as exc:
             # One format's optional package is missing: say so for its files and read the rest of the run.
             item.chunks.append(Chunk(end=start, issues=[Issue(None, "missing_dependency", str(exc))]))
             item.report.issues.extend(item.chunks[-1].issues)
-        if not fmt.resumable:
-            bar.update(stat.st_size)
-    _flush(db, run_id, pending)
-    bar.close()
+        done += stat.st_size
+        progress("logs", done, total_bytes)
+    _flush(db, report, pending)
     if checkpoints or batches:
         _ingest_tensors(db, run_id, root, checkpoints, batches, report, trust_pickle, progress)
 
     with connect(db, write=True) as con:
+        con.execute("BEGIN")
+        writes.upsert_run(con, run_id, root.name, str(root))
         refresh_series(con, run_id)
-        _insert_issues(con, run_id, [(u, None, "unknown_file", "no reader knows this file") for u in report.unknown])
-    report.seconds = time.monotonic() - started
+        writes.insert_issues(con, run_id, [(u, Issue(None, "unknown_file", "no reader knows this file"))
+                                           for u in report.unknown])
+        con.execute("COMMIT")
     if not report.sources and report.unknown and not known:
         raise UnreadableRun(
             f"nothing in {root} is a format forensics reads ({len(report.unknown)} unknown files, e.g. "
@@ -224,61 +237,60 @@ def ingest_run(root: Path | str, db: Path, *, progress: bool = True, trust_pickl
             f"no file in {root} could be read: "
             + "; ".join(f"{s.path}: {s.issues[0].detail}" for s in report.sources[:3] if s.issues)
         )
-    return report
 
 
 def _ingest_tensors(db: Path, run_id: str, root: Path, checkpoints: list[FoundCheckpoint], batches: list[FoundBatch],
-                    report: IngestReport, trust_pickle: bool, progress: bool) -> None:
+                    report: IngestReport, trust_pickle: bool, progress: Progress) -> None:
     """Checkpoints (statistics, values, deltas) and saved batches; each is written in its own transaction."""
-    bar = _progress(sum(checkpoint_size(root, c) for c in checkpoints), f"checkpoints {root.name}", progress)
-    written = ingest_checkpoints(db, run_id, root, checkpoints, trust_pickle, on_read=lambda _, n: bar.update(n))
-    bar.close()
+    total = sum(checkpoint_size(root, c) for c in checkpoints)
+    done = 0
+
+    def on_read(_: FoundCheckpoint, n: int) -> None:
+        nonlocal done
+        done += n
+        progress("checkpoints", done, total)
+
+    written = ingest_checkpoints(db, run_id, root, checkpoints, trust_pickle, on_read=on_read)
     written += ingest_batches(db, run_id, root, batches, trust_pickle)
     for row in written:
         kind = "checkpoint" if "ckpt_id" in row else "batch"
         report.sources.append(SourceReport(row["path"], kind, 0, [i for _, i in row["issues"]], row["status"]))
 
 
-def _progress(total: int, desc: str, enabled: bool):
-    from tqdm import tqdm
+def _flush(db: Path, report: IngestReport, pending: list[_Pending]) -> None:
+    """Write the buffered chunks of `pending` sources in one transaction, then forget the chunks.
 
-    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, disable=None if enabled else True,
-                file=sys.stderr, leave=False)
-
-
-def _flush(db: Path, run_id: str, pending: list[_Pending]) -> None:
-    """Write the buffered chunks of `pending` sources in one transaction, then forget the chunks."""
+    The run's row is written in the same transaction, so an ingest interrupted before its first write leaves
+    no empty run behind (issue 13)."""
     if not pending:
         return
+    run_id = report.run_id
     with connect(db, write=True) as con:
         con.execute("BEGIN")
+        writes.upsert_run(con, run_id, report.name, report.root)
         for item in pending:
             if item.source_id is None:
-                item.source_id = con.execute(
-                    "INSERT INTO sources (source_id, run_id, path, format, grp) "
-                    "VALUES (nextval('source_id_seq'), ?, ?, ?, ?) RETURNING source_id",
-                    [run_id, item.rel, item.fmt.name, item.grp],
-                ).fetchone()[0]
+                item.source_id = writes.claim_source(con, run_id, item.rel, item.fmt.name, item.grp)
             scalars = [scalars_frame(c.scalars) for c in item.chunks if c.scalars is not None and len(c.scalars)]
             hist = [histograms_frame(c.histograms) for c in item.chunks if c.histograms is not None and len(c.histograms)]
-            series_ids = _series_ids(con, run_id, item.grp, item.fmt.name, scalars, hist)
+            ordinal = _tags([f.filter(pl.col("ordinal").fill_null(False)).select("tag") for f in scalars])
+            ids = writes.series_ids(con, run_id, item.grp, item.fmt.name, sorted(_tags(scalars) | _tags(hist)),
+                                    ordinal, role_of)
             # Tags become series ids chunk by chunk: chunks may carry different Enum tag types.
-            frame = pl.concat([_with_series(f, series_ids) for f in scalars]) if scalars else None
-            written, dropped = _insert_scalars(con, item, frame)
+            frame = pl.concat([_with_series(f, ids) for f in scalars]) if scalars else None
+            written, dropped = writes.insert_scalars(con, item.source_id, frame, dedupe=item.fmt.dedupe_across_sources)
             if hist:
-                _insert_histograms(con, item.source_id, pl.concat([_with_series(h, series_ids) for h in hist]))
-            _insert_texts(con, run_id, item.source_id, [c.texts for c in item.chunks if c.texts is not None])
-            _insert_configs(con, run_id, item.source_id, item.chunks, whole=not item.fmt.resumable)
-            _insert_issues(con, run_id, [(item.rel, i.position, i.kind, i.detail) for c in item.chunks for i in c.issues])
+                writes.insert_histograms(con, item.source_id, pl.concat([_with_series(h, ids) for h in hist]))
+            writes.insert_texts(con, run_id, item.source_id, [c.texts for c in item.chunks if c.texts is not None])
+            writes.replace_configs(con, run_id, item.source_id,
+                                   ((name, key, value) for c in item.chunks for name, doc in c.configs.items()
+                                    for key, value in flatten(doc)),
+                                   whole=not item.fmt.resumable)
+            writes.insert_issues(con, run_id, [(item.rel, i) for c in item.chunks for i in c.issues])
             item.report.points += written
             item.report.status = _source_status(item.report.points, dropped, item.report.issues)
-            con.execute(
-                "UPDATE sources SET size_bytes = ?, mtime = ?, head_hash = ?, resume_at = ?, "
-                "n_points = n_points + ?, duplicate_points = duplicate_points + ?, status = ? WHERE source_id = ?",
-                [item.size, item.mtime, item.head_hash, item.end, written, dropped,
-                 item.report.status,
-                 item.source_id],
-            )
+            writes.update_source(con, item.source_id, size=item.size, mtime=item.mtime, head_hash=item.head_hash,
+                                 resume_at=item.end, points=written, dropped=dropped, status=item.report.status)
             item.chunks = []
         con.execute("COMMIT")
 
@@ -299,32 +311,6 @@ def _source_status(points: int, dropped: int, issues: list[Issue]) -> str:
     return "partial" if issues else "ok"
 
 
-def _series_ids(con, run_id: str, grp: str, fmt: str, scalars: list[pl.DataFrame],
-                hists: list[pl.DataFrame]) -> dict[str, int]:
-    """Series ids for every tag in the frames, creating the series that are new. Names and roles are provisional
-    until `refresh_series` sees the whole run."""
-    tags = sorted(_tags(scalars) | _tags(hists))
-    if not tags:
-        return {}
-    ordinal = _tags([f.filter(pl.col("ordinal").fill_null(False)).select("tag") for f in scalars])
-    existing = dict(con.execute(
-        "SELECT tag, series_id FROM series WHERE run_id = ? AND grp = ? AND list_contains(?, tag)",
-        [run_id, grp, tags]).fetchall())
-    for tag in tags:
-        if tag in existing:
-            continue
-        r = role_of(tag)
-        existing[tag] = con.execute(
-            "INSERT INTO series (series_id, run_id, grp, tag, format, name, role, split, layer, canonical, ordinal) "
-            "VALUES (nextval('series_id_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING series_id",
-            [run_id, grp, tag, fmt, tag, r.role, r.split, r.layer, r.canonical, tag in ordinal],
-        ).fetchone()[0]
-    if ordinal:
-        con.execute("UPDATE series SET ordinal = TRUE WHERE run_id = ? AND grp = ? AND list_contains(?, tag)",
-                    [run_id, grp, sorted(ordinal)])
-    return existing
-
-
 def _with_series(frame: pl.DataFrame, series_ids: dict[str, int]) -> pl.DataFrame:
     """Replace the tag column by series ids. A Categorical tag column maps through its codes: one lookup per
     distinct tag, not a string compare per point."""
@@ -340,109 +326,6 @@ def _with_series(frame: pl.DataFrame, series_ids: dict[str, int]) -> pl.DataFram
     return frame.drop("tag").with_columns(ids)
 
 
-def _insert_scalars(con, item: _Pending, frame: pl.DataFrame | None) -> tuple[int, int]:
-    """Insert points and add them to their series' counts; for formats whose files are copies of one log,
-    drop exact (series, step, value) copies first."""
-    if frame is None or frame.is_empty():
-        return 0, 0
-    new = frame.with_columns(pl.lit(item.source_id, dtype=pl.Int32).alias("source_id"))
-    dropped = 0
-    if item.fmt.dedupe_across_sources:
-        before = len(new)
-        new = new.unique(subset=["series_id", "step", "value"], keep="first", maintain_order=True)
-        con.register("_new_points", new)
-        new = con.sql(
-            "SELECT n.* FROM _new_points n WHERE NOT EXISTS (SELECT 1 FROM scalars s "
-            "WHERE s.series_id = n.series_id AND s.step = n.step AND s.value IS NOT DISTINCT FROM n.value)").pl()
-        con.unregister("_new_points")
-        dropped = before - len(new)
-    con.register("_new_points", new)
-    con.execute(
-        "INSERT INTO scalars (series_id, source_id, position, step, value, wall_time, epoch, batch) "
-        "SELECT series_id, source_id, position, step, value, wall_time, epoch, batch FROM _new_points")
-    con.unregister("_new_points")
-    counts = new.group_by("series_id").agg(
-        pl.len().alias("n"), (~pl.col("value").is_finite()).sum().alias("bad"),
-        pl.col("step").min().alias("lo"), pl.col("step").max().alias("hi"))
-    con.register("_counts", counts)
-    con.execute(
-        """UPDATE series SET n_points = n_points + c.n, n_nonfinite = n_nonfinite + c.bad,
-                  first_step = least(coalesce(first_step, c.lo), c.lo), last_step = greatest(coalesce(last_step, c.hi), c.hi)
-           FROM _counts c WHERE series.series_id = c.series_id""")
-    con.unregister("_counts")
-    return len(new), dropped
-
-
-def _insert_histograms(con, source_id: int, hframe: pl.DataFrame) -> None:
-    new = hframe.with_columns(pl.lit(source_id, dtype=pl.Int32).alias("source_id"))
-    con.register("_new_hist", new)
-    con.execute(
-        "INSERT INTO histograms SELECT series_id, source_id, position, step, wall_time, bucket_limits, "
-        "bucket_counts, min, max, num, sum, sum_squares, mean, std, zero_fraction FROM _new_hist")
-    con.unregister("_new_hist")
-
-
-def _insert_texts(con, run_id: str, source_id: int, frames: list[pl.DataFrame]) -> None:
-    frames = [texts_frame(f) for f in frames if len(f)]
-    if not frames:
-        return
-    new = pl.concat(frames).with_columns(pl.lit(run_id).alias("run_id"), pl.lit(source_id).alias("source_id"))
-    con.register("_new_text", new)
-    con.execute("INSERT INTO texts SELECT run_id, source_id, position, tag, step, wall_time, text FROM _new_text")
-    con.unregister("_new_text")
-
-
-def _json_value(value) -> tuple[str, float | None]:
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value), None
-    if isinstance(value, (int, float)):
-        number = float(value)
-        # json.dumps writes NaN/Infinity as Python's json does: readable back by json.loads.
-        return json.dumps(value), number
-    try:
-        return json.dumps(value), None
-    except TypeError:
-        return json.dumps(str(value)), None
-
-
-def _insert_configs(con, run_id: str, source_id: int, chunks: list[Chunk], *, whole: bool) -> None:
-    """Store config documents key by key. A file read whole (`whole`: config.yaml, trainer_state.json) replaces
-    its documents, so a key removed from the file goes too; an append-only log (a .wandb whose summary is
-    updated as the run goes) replaces only the keys it sends again."""
-    latest: dict[tuple[str, str], tuple[str, float | None]] = {}
-    for chunk in chunks:
-        for name, doc in chunk.configs.items():
-            for key, value in flatten(doc):
-                latest[(name, key)] = _json_value(value)
-    if not latest:
-        return
-    frame = pl.DataFrame(
-        [(run_id, source_id, name, key, text, number) for (name, key), (text, number) in latest.items()],
-        schema={"run_id": pl.Utf8, "source_id": pl.Int32, "name": pl.Utf8, "key": pl.Utf8, "value": pl.Utf8,
-                "value_num": pl.Float64}, orient="row")
-    con.register("_new_cfg", frame)
-    same_key = "" if whole else " AND c.key = n.key"
-    con.execute("DELETE FROM configs c USING _new_cfg n WHERE c.run_id = n.run_id AND c.source_id = n.source_id "
-                "AND c.name = n.name" + same_key)
-    con.execute("INSERT INTO configs SELECT * FROM _new_cfg")
-    con.unregister("_new_cfg")
-
-
-def _insert_issues(con, run_id: str, rows: list[tuple[str, int | None, str, str]]) -> None:
-    """Record (path, position, kind, detail) rows, each once: a truncated tail met again by a later ingest
-    is the same issue, not a new one."""
-    if not rows:
-        return
-    frame = pl.DataFrame(rows, schema={"path": pl.Utf8, "position": pl.Int64, "kind": pl.Utf8, "detail": pl.Utf8},
-                         orient="row").unique(maintain_order=True)
-    con.register("_new_issues", frame)
-    con.execute(
-        "INSERT INTO ingest_issues SELECT ?, now(), n.path, n.position, n.kind, n.detail FROM _new_issues n "
-        "WHERE NOT EXISTS (SELECT 1 FROM ingest_issues i WHERE i.run_id = ? AND i.path = n.path "
-        "AND i.position IS NOT DISTINCT FROM n.position AND i.kind = n.kind)", [run_id, run_id])
-    con.unregister("_new_issues")
-
-
 def refresh_series(con, run_id: str) -> None:
     """Give every series of the run its display name and role, now that all its sources are known.
 
@@ -450,7 +333,7 @@ def refresh_series(con, run_id: str) -> None:
     `val/loss`. So a TensorBoard series is named by its folder relative to the folders of all the run's
     event files (nothing when there is only one), then its tag.
     """
-    rows = con.execute("SELECT series_id, grp, tag, format FROM series WHERE run_id = ?", [run_id]).fetchall()
+    rows = queries.series_rows(con, run_id)
     tb_groups = sorted({grp for _, grp, _, fmt in rows if fmt == "tensorboard"})
     common = os.path.commonpath(tb_groups) if len(tb_groups) > 1 and all(tb_groups) else None
     updates = []
@@ -461,10 +344,130 @@ def refresh_series(con, run_id: str) -> None:
             name = tag if prefix in ("", ".") else f"{prefix}/{tag}"
         r = role_of(name)
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
-    if updates:
-        frame = pl.DataFrame(updates, schema=["series_id", "name", "role", "split", "layer", "canonical"], orient="row")
-        con.register("_names", frame)
-        con.execute("UPDATE series SET name = n.name, role = n.role, split = n.split, layer = n.layer, "
-                    "canonical = n.canonical FROM _names n WHERE series.series_id = n.series_id")
-        con.unregister("_names")
+    writes.update_series_names(con, updates)
 
+
+# -- checkpoints and saved batches --------------------------------------------------------------------------
+
+
+def checkpoint_size(root: Path, found: FoundCheckpoint) -> int:
+    """Bytes of the files a checkpoint claims (those still present)."""
+    return sum((root / p).stat().st_size for p in found.files if (root / p).exists())
+
+
+def _mtime(root: Path, files: Iterable[PurePosixPath]) -> float | None:
+    """The newest modification time among `files`: Lightning's last.ckpt is rewritten at the same size."""
+    times = [(root / p).stat().st_mtime for p in files if (root / p).exists()]
+    return max(times) if times else None
+
+
+def ingest_checkpoints(
+    db: Path,
+    run_id: str,
+    root: Path,
+    found: list[FoundCheckpoint],
+    trust_pickle: bool = False,
+    on_read: Callable[[FoundCheckpoint, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Read and store every new or changed checkpoint of a run, then the deltas between consecutive ones.
+
+    Each checkpoint is read with no connection open and written in its own short write transaction
+    (DECISIONS.md §5: a 10 GB checkpoint must not hold the database lock while it is read). A checkpoint
+    already stored with the same size and mtime is not read again, unless it was refused for pickle and
+    `trust_pickle` is now given. Deltas are computed for consecutive readable pairs (by step) that have none
+    yet, with at most two checkpoints open at once, in the same pass as the statistics where the order is
+    known from the names; deltas of pairs no longer consecutive are removed.
+    `on_read(found, size_bytes)` is called after each checkpoint (read or skipped), for progress. Returns
+    the `checkpoints` rows written, with their issues under "issues" as (path, Issue) pairs.
+    """
+    with connect(db, write=True) as con:
+        stored = queries.stored_checkpoints(con, run_id)
+    written = []
+    # In name order (which is step order in every layout above), each checkpoint's deltas against the one
+    # before are computed while its statistics are: its tensors are read once, the previous one's again.
+    # Pairs this misses or gets wrong (contents steps out of name order) are settled by _store_deltas.
+    prev: tuple[int, CheckpointRead] | None = None
+    for f in sorted(found, key=lambda f: (f.name_step is None, f.name_step or 0, str(f.path))):
+        size, mtime = checkpoint_size(root, f), _mtime(root, f.files)
+        old = stored.get(str(f.path))
+        if old and (old[1], old[3]) == (size, mtime) and not (trust_pickle and old[2] == "needs_pickle"):
+            prev = None  # stored earlier, not open: _store_deltas pairs it
+            if on_read:
+                on_read(f, size)
+            continue
+        read = read_checkpoint(root, f, trust_pickle, prev=prev[1] if prev else None)
+        with connect(db, write=True) as con:
+            con.execute("BEGIN")
+            if old:
+                writes.delete_checkpoint(con, run_id, old[0])
+            ckpt_id = writes.insert_checkpoint(con, run_id, read.row, read.stats, read.values)
+            writes.register_source(con, run_id, str(f.path), "checkpoint", size, mtime, read.row["status"],
+                                   read.row["detail"])
+            writes.insert_issues(con, run_id, read.issues)
+            if prev is not None and read.deltas is not None:
+                writes.insert_deltas(con, run_id, ckpt_id, prev[0], read.deltas)
+            con.execute("COMMIT")
+        written.append({"ckpt_id": ckpt_id, **read.row, "issues": read.issues})
+        if read.row["status"] in ("ok", "partial") and read.row["step"] is not None and read.model:
+            if prev is not None:
+                prev[1].model.clear()  # at most the previous checkpoint stays open
+            prev = (ckpt_id, read)
+        else:
+            read.model.clear()
+        if on_read:
+            on_read(f, size)
+    _store_deltas(db, run_id, root, {str(f.path): f for f in found}, trust_pickle)
+    return written
+
+
+def _store_deltas(db: Path, run_id: str, root: Path, found: dict[str, FoundCheckpoint], trust_pickle: bool) -> None:
+    """Deltas for each consecutive pair of readable checkpoints (by step) that has none stored yet."""
+    with connect(db, write=True) as con:
+        ckpts, done = queries.delta_state(con, run_id)
+    pairs = [(cur[0], prev[0], prev[1], cur[1]) for prev, cur in zip(ckpts, ckpts[1:], strict=False)]
+    stale = done - {(cur, prev) for cur, prev, _, _ in pairs}  # no longer neighbours: one came between
+    if stale:
+        with connect(db, write=True) as con:
+            writes.delete_deltas(con, run_id, stale)
+    opened: dict[int, CheckpointRead] = {}
+    for cur_id, prev_id, prev_path, cur_path in pairs:
+        if (cur_id, prev_id) in done or prev_path not in found or cur_path not in found:
+            continue  # stored already, or a file gone since: its stored rows stay as evidence
+        for ckpt_id, path in ((prev_id, prev_path), (cur_id, cur_path)):
+            if ckpt_id not in opened:
+                opened[ckpt_id] = read_checkpoint(root, found[path], trust_pickle, stats=False)
+        frame = tensor_deltas(opened[prev_id], opened[cur_id])
+        for old in [i for i in opened if i != cur_id]:
+            del opened[old]  # only the next pair's first checkpoint stays open
+        with connect(db, write=True) as con:
+            con.execute("BEGIN")
+            writes.insert_deltas(con, run_id, cur_id, prev_id, frame)
+            con.execute("COMMIT")
+
+
+def ingest_batches(
+    db: Path, run_id: str, root: Path, found: list[FoundBatch], trust_pickle: bool = False
+) -> list[dict[str, Any]]:
+    """Read and store saved batches, each in its own short write transaction. One already stored under the
+    same path, size and mtime is not read again, unless it was refused for pickle and `trust_pickle` is now given.
+    Returns the `batches` rows written, with their issues under "issues"."""
+    with connect(db, write=True) as con:
+        stored = queries.stored_batches(con, run_id)
+    written = []
+    for f in found:
+        stat = (root / f.path).stat() if (root / f.path).exists() else None
+        size, mtime = (stat.st_size, stat.st_mtime) if stat else (0, None)
+        old = stored.get(str(f.path))
+        if old and old[2:] == (size, mtime) and not (trust_pickle and old[1] == "needs_pickle"):
+            continue
+        read = read_batch(root, f, trust_pickle)
+        with connect(db, write=True) as con:
+            con.execute("BEGIN")
+            if old:
+                writes.delete_batch(con, run_id, old[0])
+            batch_id = writes.insert_batch(con, run_id, read.row, read.stats)
+            writes.register_source(con, run_id, str(f.path), "batch", size, mtime, read.row["status"], read.row["detail"])
+            writes.insert_issues(con, run_id, read.issues)
+            con.execute("COMMIT")
+        written.append({"batch_id": batch_id, **read.row, "issues": read.issues})
+    return written

@@ -1,14 +1,19 @@
-"""The DuckDB store: where it lives, how it is opened (briefly, with lock retries), and its schema version.
+"""The DuckDB store: how it is opened (briefly, with lock retries), its schema version, and the per-run ingest lock.
 
 DuckDB allows one read-write process or several read-only ones, never both (DECISIONS.md §5). So every
 write holds its connection for one transaction only, readers open read-only, and a lock held by another
-process is retried with backoff for a few seconds before failing with one line.
+process is retried with backoff for a few seconds before failing with one line. Where the database lives
+(`--db`, `$FORENSICS_DB`, the user cache) is the CLI's decision: nothing here reads the environment.
+
+A query interrupted by Ctrl-C raises DuckDB's InterruptException; `connect` turns it back into the
+KeyboardInterrupt it was, after the connection has closed (which rolls back an open transaction).
 """
 
 from __future__ import annotations
 
-import os
+import fcntl
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,16 +27,6 @@ LOCK_WAIT_S = 5.0
 # Databases whose tables this process has already created: an ingest opens the store once per write
 # transaction, and ~20 CREATE IF NOT EXISTS statements each time would cost more than a small write.
 _SCHEMA_READY: set[str] = set()
-
-
-def default_db_path(explicit: str | os.PathLike | None = None) -> Path:
-    """`--db PATH`, else `$FORENSICS_DB`, else the user's cache folder; never inside a run directory."""
-    if explicit:
-        return Path(explicit).expanduser()
-    if os.environ.get("FORENSICS_DB"):
-        return Path(os.environ["FORENSICS_DB"]).expanduser()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "run-forensics" / "forensics.duckdb"
 
 
 def _is_lock_error(exc: duckdb.Error) -> bool:
@@ -77,8 +72,31 @@ def connect(db: Path, *, write: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[d
         else:
             check_schema(con, db)  # one query: the version may have changed under a long-lived process
         yield con
+    except duckdb.InterruptException:
+        con.close()  # an open transaction is rolled back here
+        raise KeyboardInterrupt from None
     finally:
         con.close()
+
+
+@contextmanager
+def run_lock(db: Path, run_id: str) -> Iterator[None]:
+    """Hold the ingest lock of one run in one database, waiting while another process holds it.
+
+    Two ingests of one run at once would both see its files as new and store every point twice; with this
+    lock the second waits, then reads only what the first left new (issue 13). The lock is a byte-range
+    `lockf` on `<db>.lock` beside the database (never in a run directory), one byte per run id, so ingests
+    of different runs do not wait for each other; the kernel releases it when the process ends, however
+    it ends."""
+    db = Path(db)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    offset = zlib.crc32(run_id.encode())
+    with open(f"{db}.lock", "a+b") as fh:
+        fcntl.lockf(fh, fcntl.LOCK_EX, 1, offset)
+        try:
+            yield
+        finally:
+            fcntl.lockf(fh, fcntl.LOCK_UN, 1, offset)
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
@@ -89,7 +107,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
         con.execute(ddl)
     row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None:
-        con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        con.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
     else:
         _check_version(int(row[0]), db)
 

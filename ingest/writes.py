@@ -1,17 +1,329 @@
 """Every write to the store, beside the schema it writes (ingest/schema.py).
 
 Each INSERT names its columns, so a reordered table in schema.py cannot shift values silently. Callers hand
-over frames or rows; this module owns the SQL. Sections by feature: new features add their writes to their
-own section here, never beside the feature.
+over frames or rows inside a transaction they opened (`ingest.store.connect(db, write=True)` then `BEGIN`);
+this module owns the SQL. Sections by feature: new features add their writes to their own section here,
+never beside the feature.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import polars as pl
+
+from ingest.records import Issue, texts_frame
+
+
+def insert_frame(con: Any, table: str, frame: pl.DataFrame) -> None:
+    """Bulk insert through Arrow, by column name: the frame's columns are the ones written."""
+    if frame.height == 0:
+        return
+    con.register("_frame", frame.to_arrow())
+    try:
+        cols = ", ".join(frame.columns)
+        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _frame")
+    finally:
+        con.unregister("_frame")
+
+
+def next_id(con: Any, sequence: str) -> int:
+    """The next value of one of schema.SEQUENCES."""
+    [(value,)] = con.execute(f"SELECT nextval('{sequence}')").fetchall()  # fetchall: no result left open
+    return int(value)
+
+
 # -- runs, sources and points (ingest) --------------------------------------------------------------------
+
+def upsert_run(con: Any, run_id: str, name: str, root: str) -> None:
+    """The run's row, created on its first ingest; later ingests only move `last_ingested`."""
+    con.execute(
+        "INSERT INTO runs (run_id, name, root, first_ingested, last_ingested) VALUES (?, ?, ?, now(), now()) "
+        "ON CONFLICT (run_id) DO UPDATE SET last_ingested = now()",
+        [run_id, name, root],
+    )
+
+
+def claim_source(con: Any, run_id: str, path: str, fmt: str, grp: str) -> int:
+    """The `sources` row of a log file, created if new; its id. Idempotent: a concurrent ingest of the same
+    run that created the row first is not an error (issue 13: two ingests of one new run)."""
+    made = con.execute(
+        "INSERT INTO sources (source_id, run_id, path, format, grp) VALUES (nextval('source_id_seq'), ?, ?, ?, ?) "
+        "ON CONFLICT (run_id, path) DO NOTHING RETURNING source_id",
+        [run_id, path, fmt, grp],
+    ).fetchall()
+    if not made:
+        made = con.execute("SELECT source_id FROM sources WHERE run_id = ? AND path = ?", [run_id, path]).fetchall()
+    return int(made[0][0])
+
+
+def update_source(con: Any, source_id: int, *, size: int, mtime: float, head_hash: str, resume_at: int,
+                  points: int, dropped: int, status: str) -> None:
+    """After a source's chunks are written: where the next ingest goes on, and its counts and status."""
+    con.execute(
+        "UPDATE sources SET size_bytes = ?, mtime = ?, head_hash = ?, resume_at = ?, "
+        "n_points = n_points + ?, duplicate_points = duplicate_points + ?, status = ? WHERE source_id = ?",
+        [size, mtime, head_hash, resume_at, points, dropped, status, source_id],
+    )
+
+
+def register_source(con: Any, run_id: str, path: str, fmt: str, size: int, mtime: float | None, status: str,
+                    detail: str | None) -> None:
+    """A `sources` row for a checkpoint (its folder, for the hf layout) or a saved batch, so that
+    `forensics runs` lists it beside the logs, and a later ingest sees whether it changed (size, mtime).
+    Its data lives in the checkpoint/batch tables."""
+    con.execute(
+        "INSERT INTO sources (source_id, run_id, path, format, grp, size_bytes, mtime, status, detail) "
+        "VALUES (nextval('source_id_seq'), ?, ?, ?, '', ?, ?, ?, ?) ON CONFLICT (run_id, path) DO UPDATE SET "
+        "size_bytes = excluded.size_bytes, mtime = excluded.mtime, status = excluded.status, "
+        "detail = excluded.detail",
+        [run_id, path, fmt, size, mtime, status, detail],
+    )
+
+
+def series_ids(con: Any, run_id: str, grp: str, fmt: str, tags: Sequence[str], ordinal: set[str],
+               role_of: Any) -> dict[str, int]:
+    """Series ids for `tags` of one group, creating the series that are new (`role_of(tag)` gives their
+    provisional role: `refresh_series` settles names and roles once the whole run is known). Tags in
+    `ordinal` are marked as ordinal-stepped. Idempotent under a concurrent ingest of the same run."""
+    if not tags:
+        return {}
+    existing = dict(con.execute(
+        "SELECT tag, series_id FROM series WHERE run_id = ? AND grp = ? AND list_contains(?, tag)",
+        [run_id, grp, list(tags)]).fetchall())
+    for tag in tags:
+        if tag in existing:
+            continue
+        r = role_of(tag)
+        made = con.execute(
+            "INSERT INTO series (series_id, run_id, grp, tag, format, name, role, split, layer, canonical, ordinal) "
+            "VALUES (nextval('series_id_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, grp, tag) DO NOTHING "
+            "RETURNING series_id",
+            [run_id, grp, tag, fmt, tag, r.role, r.split, r.layer, r.canonical, tag in ordinal],
+        ).fetchall()
+        if not made:
+            made = con.execute("SELECT series_id FROM series WHERE run_id = ? AND grp = ? AND tag = ?",
+                               [run_id, grp, tag]).fetchall()
+        existing[tag] = int(made[0][0])
+    if ordinal:
+        con.execute("UPDATE series SET ordinal = TRUE WHERE run_id = ? AND grp = ? AND list_contains(?, tag)",
+                    [run_id, grp, sorted(ordinal)])
+    return existing
+
+
+def insert_scalars(con: Any, source_id: int, frame: pl.DataFrame | None, *, dedupe: bool) -> tuple[int, int]:
+    """Insert points (a frame with series_id in place of tag) and add them to their series' counts.
+
+    With `dedupe` (formats whose files are copies of one log, DECISIONS.md §3), exact (series, step, value)
+    copies, within the frame or already stored, are dropped first. Returns (written, dropped)."""
+    if frame is None or frame.is_empty():
+        return 0, 0
+    new = frame.with_columns(pl.lit(source_id, dtype=pl.Int32).alias("source_id"))
+    dropped = 0
+    if dedupe:
+        before = len(new)
+        new = new.unique(subset=["series_id", "step", "value"], keep="first", maintain_order=True)
+        con.register("_new_points", new)
+        new = con.sql(
+            "SELECT n.* FROM _new_points n WHERE NOT EXISTS (SELECT 1 FROM scalars s "
+            "WHERE s.series_id = n.series_id AND s.step = n.step AND s.value IS NOT DISTINCT FROM n.value)").pl()
+        con.unregister("_new_points")
+        dropped = before - len(new)
+    con.register("_new_points", new)
+    con.execute(
+        "INSERT INTO scalars (series_id, source_id, position, step, value, wall_time, epoch, batch) "
+        "SELECT series_id, source_id, position, step, value, wall_time, epoch, batch FROM _new_points")
+    con.unregister("_new_points")
+    counts = new.group_by("series_id").agg(
+        pl.len().alias("n"), (~pl.col("value").is_finite()).sum().alias("bad"),
+        pl.col("step").min().alias("lo"), pl.col("step").max().alias("hi"))
+    con.register("_counts", counts)
+    con.execute(
+        """UPDATE series SET n_points = n_points + c.n, n_nonfinite = n_nonfinite + c.bad,
+                  first_step = least(coalesce(first_step, c.lo), c.lo), last_step = greatest(coalesce(last_step, c.hi), c.hi)
+           FROM _counts c WHERE series.series_id = c.series_id""")
+    con.unregister("_counts")
+    return len(new), dropped
+
+
+def insert_histograms(con: Any, source_id: int, frame: pl.DataFrame) -> None:
+    """Histogram rows (a frame with series_id in place of tag)."""
+    new = frame.with_columns(pl.lit(source_id, dtype=pl.Int32).alias("source_id"))
+    con.register("_new_hist", new)
+    con.execute(
+        "INSERT INTO histograms (series_id, source_id, position, step, wall_time, bucket_limits, bucket_counts, "
+        "min, max, num, sum, sum_squares, mean, std, zero_fraction) "
+        "SELECT series_id, source_id, position, step, wall_time, bucket_limits, "
+        "bucket_counts, min, max, num, sum, sum_squares, mean, std, zero_fraction FROM _new_hist")
+    con.unregister("_new_hist")
+
+
+def insert_texts(con: Any, run_id: str, source_id: int, frames: list[pl.DataFrame]) -> None:
+    frames = [texts_frame(f) for f in frames if len(f)]
+    if not frames:
+        return
+    new = pl.concat(frames).with_columns(pl.lit(run_id).alias("run_id"), pl.lit(source_id).alias("source_id"))
+    con.register("_new_text", new)
+    con.execute("INSERT INTO texts (run_id, source_id, position, tag, step, wall_time, text) "
+                "SELECT run_id, source_id, position, tag, step, wall_time, text FROM _new_text")
+    con.unregister("_new_text")
+
+
+def _json_value(value: Any) -> tuple[str, float | None]:
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value), None
+    if isinstance(value, (int, float)):
+        # json.dumps writes NaN/Infinity as Python's json does: readable back by json.loads.
+        return json.dumps(value), float(value)
+    try:
+        return json.dumps(value), None
+    except TypeError:
+        return json.dumps(str(value)), None
+
+
+def replace_configs(con: Any, run_id: str, source_id: int, keys: Iterable[tuple[str, str, Any]], *,
+                    whole: bool) -> None:
+    """Store config values, (document name, dotted key, value) each. A file read whole (`whole`: config.yaml,
+    trainer_state.json) replaces its documents, so a key removed from the file goes too; an append-only log
+    (a .wandb whose summary is updated as the run goes) replaces only the keys it sends again."""
+    latest = {(name, key): _json_value(value) for name, key, value in keys}
+    if not latest:
+        return
+    frame = pl.DataFrame(
+        [(run_id, source_id, name, key, text, number) for (name, key), (text, number) in latest.items()],
+        schema={"run_id": pl.Utf8, "source_id": pl.Int32, "name": pl.Utf8, "key": pl.Utf8, "value": pl.Utf8,
+                "value_num": pl.Float64}, orient="row")
+    con.register("_new_cfg", frame)
+    same_key = "" if whole else " AND c.key = n.key"
+    con.execute("DELETE FROM configs c USING _new_cfg n WHERE c.run_id = n.run_id AND c.source_id = n.source_id "
+                "AND c.name = n.name" + same_key)
+    con.execute("INSERT INTO configs (run_id, source_id, name, key, value, value_num) "
+                "SELECT run_id, source_id, name, key, value, value_num FROM _new_cfg")
+    con.unregister("_new_cfg")
+
+
+def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) -> None:
+    """Rows of `ingest_issues` for (relative path, Issue) pairs, each once: a truncated tail met again by a
+    later ingest is the same issue, not a new one."""
+    issues = list(issues)
+    if not issues:
+        return
+    frame = pl.DataFrame(
+        {"path": [p for p, _ in issues], "position": [i.position for _, i in issues],
+         "kind": [i.kind for _, i in issues], "detail": [i.detail for _, i in issues]},
+        schema={"path": pl.Utf8, "position": pl.Int64, "kind": pl.Utf8, "detail": pl.Utf8},
+    ).unique(maintain_order=True)
+    con.register("_new_issues", frame.to_arrow())
+    try:
+        con.execute(
+            "INSERT INTO ingest_issues (run_id, ingest_time, path, position, kind, detail) "
+            "SELECT ?, now(), n.path, n.position, n.kind, n.detail FROM _new_issues n "
+            "WHERE NOT EXISTS (SELECT 1 FROM ingest_issues i WHERE i.run_id = ? AND i.path = n.path "
+            "AND i.position IS NOT DISTINCT FROM n.position AND i.kind = n.kind)",
+            [run_id, run_id])
+    finally:
+        con.unregister("_new_issues")
+
+
+def update_series_names(con: Any, rows: list[tuple[int, str, str, str | None, str | None, bool]]) -> None:
+    """(series_id, name, role, split, layer, canonical) for series whose display name and role are settled."""
+    if not rows:
+        return
+    frame = pl.DataFrame(rows, schema={"series_id": pl.Int64, "name": pl.Utf8, "role": pl.Utf8, "split": pl.Utf8,
+                                       "layer": pl.Utf8, "canonical": pl.Boolean}, orient="row")
+    con.register("_names", frame)
+    con.execute("UPDATE series SET name = n.name, role = n.role, split = n.split, layer = n.layer, "
+                "canonical = n.canonical FROM _names n WHERE series.series_id = n.series_id")
+    con.unregister("_names")
+
 
 # -- checkpoints and batches --------------------------------------------------------------------------------
 
+def insert_checkpoint(con: Any, run_id: str, row: dict[str, Any], stats: pl.DataFrame, values: pl.DataFrame) -> int:
+    """A checkpoint's row, its per-tensor statistics and its scalar values; its new id."""
+    ckpt_id = next_id(con, "ckpt_id_seq")
+    ids = {"run_id": pl.lit(run_id), "ckpt_id": pl.lit(ckpt_id, dtype=pl.Int32)}
+    insert_frame(con, "checkpoints", pl.DataFrame([{"ckpt_id": ckpt_id, "run_id": run_id, **row}]))
+    insert_frame(con, "tensor_stats", stats.with_columns(**ids))
+    insert_frame(con, "checkpoint_values", values.with_columns(**ids))
+    return ckpt_id
+
+
+def insert_deltas(con: Any, run_id: str, ckpt_id: int, prev_ckpt_id: int, deltas: pl.DataFrame) -> None:
+    insert_frame(con, "tensor_deltas", deltas.with_columns(
+        run_id=pl.lit(run_id), ckpt_id=pl.lit(ckpt_id, dtype=pl.Int32), prev_ckpt_id=pl.lit(prev_ckpt_id, dtype=pl.Int32)))
+
+
+def delete_checkpoint(con: Any, run_id: str, ckpt_id: int) -> None:
+    """A checkpoint and everything derived from it (its deltas in either role), before it is stored anew."""
+    for table in ("tensor_stats", "checkpoint_values", "tensor_deltas"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ? AND ckpt_id = ?", [run_id, ckpt_id])
+    con.execute("DELETE FROM tensor_deltas WHERE run_id = ? AND prev_ckpt_id = ?", [run_id, ckpt_id])
+    con.execute("DELETE FROM checkpoints WHERE run_id = ? AND ckpt_id = ?", [run_id, ckpt_id])
+
+
+def delete_deltas(con: Any, run_id: str, pairs: Iterable[tuple[int, int]]) -> None:
+    """Deltas of (ckpt_id, prev_ckpt_id) pairs that are no longer consecutive."""
+    for cur, prev in pairs:
+        con.execute("DELETE FROM tensor_deltas WHERE run_id = ? AND ckpt_id = ? AND prev_ckpt_id = ?", [run_id, cur, prev])
+
+
+def insert_batch(con: Any, run_id: str, row: dict[str, Any], stats: pl.DataFrame) -> int:
+    """A saved batch's row and its per-tensor statistics; its new id."""
+    batch_id = next_id(con, "batch_id_seq")
+    insert_frame(con, "batches", pl.DataFrame([{"batch_id": batch_id, "run_id": run_id, **row}]))
+    insert_frame(con, "batch_stats", stats.with_columns(run_id=pl.lit(run_id), batch_id=pl.lit(batch_id, dtype=pl.Int32)))
+    return batch_id
+
+
+def delete_batch(con: Any, run_id: str, batch_id: int) -> None:
+    con.execute("DELETE FROM batch_stats WHERE run_id = ? AND batch_id = ?", [run_id, batch_id])
+    con.execute("DELETE FROM batches WHERE run_id = ? AND batch_id = ?", [run_id, batch_id])
+
+
 # -- analyses, findings, spikes, skipped (engine) -------------------------------------------------------
+
+FINDING_COLUMNS = ("finding_id", "kind", "severity", "step", "step_end", "series", "summary", "evidence", "causes",
+                   "checks", "sources", "event_id")
+
+
+def insert_analysis(con: Any, run_id: str, *, engine_version: str, settings: dict[str, str], healthy: bool,
+                    findings: list[dict[str, Any]], spikes: list[dict[str, Any]],
+                    skipped: list[tuple[str, str]]) -> int:
+    """One analysis in one transaction: its row, findings (dicts with FINDING_COLUMNS; evidence, causes,
+    checks and sources as plain values, stored as JSON), spikes (series, step, value, baseline, z, event_id)
+    and skipped detectors (kind, reason). Returns the analysis id."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        aid = next_id(con, "analysis_id_seq")
+        con.execute("INSERT INTO analyses (analysis_id, run_id, created, engine_version, settings, healthy) "
+                    "VALUES (?, ?, now(), ?, ?, ?)", [aid, run_id, engine_version, json.dumps(settings), healthy])
+        if findings:
+            con.executemany(
+                f"INSERT INTO findings (analysis_id, run_id, {', '.join(FINDING_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * (len(FINDING_COLUMNS) + 2))})",
+                [[aid, run_id, *(_json_cell(c, f[c]) for c in FINDING_COLUMNS)] for f in findings])
+        if spikes:
+            con.executemany(
+                "INSERT INTO spikes (analysis_id, run_id, series, step, value, baseline, z, event_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [[aid, run_id, s["series"], s["step"], s["value"], s["baseline"], s["z"], s["event_id"]]
+                 for s in spikes])
+        if skipped:
+            con.executemany("INSERT INTO skipped (analysis_id, run_id, kind, reason) VALUES (?, ?, ?, ?)",
+                            [[aid, run_id, kind, reason] for kind, reason in skipped])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return aid
+
+
+def _json_cell(column: str, value: Any) -> Any:
+    return json.dumps(value) if column in ("evidence", "causes", "checks", "sources") else value
+
 
 # -- replays ------------------------------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ def load_run(root: Path, db: Path) -> Run:
 
     from ingest.run import ingest_run
 
-    report = ingest_run(root, db, progress=False)
+    report = ingest_run(root, db)
     con = duckdb.connect(str(db), read_only=True)
     return Run.from_store(con, report.run_id)
 

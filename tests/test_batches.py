@@ -10,7 +10,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from ingest.batches import OUTLIER_Z, FoundBatch, find_batches, ingest_batches, read_batch, sample_findings
+from ingest.batches import OUTLIER_Z, FoundBatch, find_batches, read_batch, sample_findings
+from ingest.run import ingest_batches
 
 
 def rels(root: Path) -> list[PurePosixPath]:
@@ -54,7 +55,7 @@ def test_nan_samples_outliers_and_label_range(tmp_path, fmt):
     else:
         save_file({k: v for k, v in batch.items() if isinstance(v, torch.Tensor)},
                   tmp_path / "batches" / "step_500.safetensors")  # fmt: skip
-    [found] = find_batches(tmp_path, rels(tmp_path))
+    [found] = find_batches(rels(tmp_path))
     assert found.step == 500
     read = read_batch(tmp_path, found)
     assert read.row["status"] == "ok" and read.row["n_samples"] == 32 and read.row["n_nonfinite"] == 3
@@ -86,7 +87,7 @@ def test_constant_norms_use_mean_deviation_fallback():
 
 def test_tuple_batch_and_bare_tensor(tmp_path):
     torch.save((torch.randn(4, 2), torch.tensor([0, 1, 1, 0])), tmp_path / "batch_12.pt")
-    [found] = find_batches(tmp_path, rels(tmp_path))
+    [found] = find_batches(rels(tmp_path))
     read = read_batch(tmp_path, found)
     assert found.step == 12 and list(read.stats["tensor"]) == ["0", "1"]
 
@@ -99,7 +100,7 @@ def test_damaged_batches_reported_run_goes_on(tmp_path):
     (run / "batches" / "step_2.pt").write_bytes(raw[:100])
     (run / "batches" / "step_3.safetensors").write_bytes(b"")
     torch.save({"x": torch.zeros(2), "meta": Odd()}, run / "batches" / "step_4.pt")
-    written = ingest_batches(db, "r1", run, find_batches(run, rels(run)))
+    written = ingest_batches(db, "r1", run, find_batches(rels(run)))
     assert {r["path"]: r["status"] for r in written} == {
         "batches/step_1.pt": "ok", "batches/step_2.pt": "unreadable",
         "batches/step_3.safetensors": "unreadable", "batches/step_4.pt": "needs_pickle"}  # fmt: skip
@@ -111,13 +112,13 @@ def test_damaged_batches_reported_run_goes_on(tmp_path):
     stored = con.execute("SELECT step, n_samples FROM batches WHERE status = 'ok'").fetchall()
     assert stored == [(1, 32)]
     con.close()
-    assert ingest_batches(db, "r1", run, find_batches(run, rels(run))) == []  # nothing twice
+    assert ingest_batches(db, "r1", run, find_batches(rels(run))) == []  # nothing twice
 
 
 def test_find_batches_by_folder_or_name():
     paths = [PurePosixPath(p) for p in ("batches/step_5.pt", "out/batches/00042.safetensors", "batch-7.pt",
                                         "step_5.pt", "checkpoint-5/model.safetensors", "batches/notes.txt")]  # fmt: skip
-    assert find_batches(Path("."), paths) == [
+    assert find_batches(paths) == [
         FoundBatch(PurePosixPath("batch-7.pt"), "torch", 7),
         FoundBatch(PurePosixPath("batches/step_5.pt"), "torch", 5),
         FoundBatch(PurePosixPath("out/batches/00042.safetensors"), "safetensors", 42),

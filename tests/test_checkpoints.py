@@ -15,14 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.torch import save_file
 
-from ingest.checkpoints import (
-    FoundCheckpoint,
-    find_checkpoints,
-    ingest_checkpoints,
-    read_checkpoint,
-    step_from_name,
-    tensor_deltas,
-)
+from ingest.checkpoints import FoundCheckpoint, find_checkpoints, read_checkpoint, step_from_name, tensor_deltas
+from ingest.run import ingest_checkpoints
 from ingest.store import connect
 from ingest.tensorstats import TensorRef, delta_norms, stats_of
 
@@ -168,7 +162,7 @@ def test_file_backed_slices_equal_tensor(tmp_path, dtype):
     if dtype.is_floating_point:
         t[5, 1] = float("nan")
     save_file({"w": t}, tmp_path / "m.safetensors")
-    read = read_checkpoint(tmp_path, find_checkpoints(tmp_path, rels(tmp_path))[0])
+    read = read_checkpoint(tmp_path, find_checkpoints(rels(tmp_path))[0])
     assert read.model["w"].path is not None  # read from the file, not through a loaded tensor
     want = torch.view_as_real(t) if t.is_complex() else t
     assert_stats(read.stats.row(0, named=True) | {"numel": want.numel()}, want)
@@ -182,7 +176,7 @@ def test_file_backed_slices_equal_tensor(tmp_path, dtype):
 def test_bare_safetensors_step_from_metadata(tmp_path):
     tensors = {"a.weight": torch.randn(4, 5), "a.bias": torch.zeros(4)}
     save_file(tensors, tmp_path / "weights.safetensors", metadata={"step": "500"})
-    [found] = find_checkpoints(tmp_path, rels(tmp_path))
+    [found] = find_checkpoints(rels(tmp_path))
     assert found.format == "safetensors"
     read = read_checkpoint(tmp_path, found)
     assert (read.row["step"], read.row["step_from"], read.row["status"]) == (500, "contents", "ok")
@@ -202,7 +196,7 @@ def test_step_from_each_name_pattern(name):
 def test_step_from_name_when_contents_have_none(tmp_path):
     _, _, _, _, snaps = train(1)
     torch.save(snaps[0], tmp_path / "iter_0000500.pt")
-    read = read_checkpoint(tmp_path, find_checkpoints(tmp_path, rels(tmp_path))[0])
+    read = read_checkpoint(tmp_path, find_checkpoints(rels(tmp_path))[0])
     assert (read.row["step"], read.row["step_from"], read.row["format"]) == (500, "name", "torch")
     assert set(read.stats["tensor"]) == set(snaps[0])
     assert read.stats.filter(tensor="bn.num_batches_tracked")["kind"][0] == "buffer"
@@ -212,7 +206,7 @@ def test_torch_dict_with_model_optimizer_scaler_step(tmp_path):
     model, opt, scaler, sched, _ = train(2)
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scaler": scaler.state_dict(),
                 "scheduler": sched.state_dict(), "step": 7}, tmp_path / "ckpt-9.pt")  # fmt: skip
-    read = read_checkpoint(tmp_path, find_checkpoints(tmp_path, rels(tmp_path))[0])
+    read = read_checkpoint(tmp_path, find_checkpoints(rels(tmp_path))[0])
     row = read.row
     assert (row["step"], row["step_from"], row["status"]) == (7, "contents", "ok")  # contents beat the name
     assert row["has_optimizer"] and row["has_scaler"] and not row["has_rng"]
@@ -242,7 +236,7 @@ def test_nanogpt_checkpoint(tmp_path):
                 "iter_num": 2000, "best_val_loss": torch.tensor(1.25), "config": {"learning_rate": 6e-4}},
                tmp_path / "ckpt.pt")  # fmt: skip
     torch.save(opt.state_dict(), tmp_path / "optim_only.pt")
-    reads = {f.path.name: read_checkpoint(tmp_path, f) for f in find_checkpoints(tmp_path, rels(tmp_path))}
+    reads = {f.path.name: read_checkpoint(tmp_path, f) for f in find_checkpoints(rels(tmp_path))}
     read = reads["ckpt.pt"]
     assert (read.row["step"], read.row["status"]) == (2000, "ok")
     values = dict(zip(read.values["key"], read.values["value"], strict=True))
@@ -270,7 +264,7 @@ def test_hf_checkpoint_folder(tmp_path):
     with pytest.raises(Exception, match="numpy"):  # the premise: weights_only cannot read HF's rng_state.pth
         torch.load(ck / "rng_state.pth", weights_only=True)
 
-    [found] = find_checkpoints(tmp_path, rels(tmp_path))
+    [found] = find_checkpoints(rels(tmp_path))
     assert (found.format, found.path, found.name_step) == ("hf", PurePosixPath("out/checkpoint-2800"), 2800)
     assert {f.name for f in found.files} == {"model.safetensors", "optimizer.pt", "scheduler.pt", "scaler.pt",
                                              "rng_state.pth"}  # fmt: skip
@@ -309,14 +303,14 @@ def test_sharded_safetensors_with_hf_index(tmp_path):
     index = {"metadata": {"total_size": sum(v.numel() * v.element_size() for v in sd.values())},
              "weight_map": {k: f for f, keys in shards.items() for k in keys}}  # fmt: skip
     (ck / "model.safetensors.index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
-    [found] = find_checkpoints(tmp_path, rels(tmp_path))
+    [found] = find_checkpoints(rels(tmp_path))
     assert len(found.files) == 3 and found.name_step == 10
     read = read_checkpoint(tmp_path, found)
     assert read.row["status"] == "ok" and set(read.stats["tensor"]) == set(names)
     for r in read.stats.iter_rows(named=True):
         assert_stats(r, sd[r["tensor"]])
     (ck / "model-00002-of-00002.safetensors").unlink()
-    [found] = find_checkpoints(tmp_path, rels(tmp_path))
+    [found] = find_checkpoints(rels(tmp_path))
     read = read_checkpoint(tmp_path, found)
     assert [i.kind for _, i in read.issues] == ["missing_shard"]
     assert set(read.stats["tensor"]) == set(names[:3])
@@ -339,7 +333,7 @@ def test_lightning_ckpt(tmp_path):
         "hyper_parameters": {"lr": 0.01},
     }
     torch.save(ckpt, tmp_path / "epoch=0-step=3.ckpt")
-    [found] = find_checkpoints(tmp_path, rels(tmp_path))
+    [found] = find_checkpoints(rels(tmp_path))
     assert found.format == "lightning"
     read = read_checkpoint(tmp_path, found)
     assert (read.row["step"], read.row["step_from"], read.row["status"]) == (3, "contents", "ok")
@@ -361,7 +355,7 @@ def test_deltas_equal_norm_of_difference_and_frozen_is_zero(tmp_path):
     save_file(snaps[1], tmp_path / "step_2.safetensors")
     # A later checkpoint saved from a torch.compile'd model: keys gain `_orig_mod.`, still the same parameters.
     torch.save({"model": {f"_orig_mod.{k}": v for k, v in snaps[4].items()}, "step": 5}, tmp_path / "step_5.pt")
-    a, b = (read_checkpoint(tmp_path, f) for f in find_checkpoints(tmp_path, rels(tmp_path)))
+    a, b = (read_checkpoint(tmp_path, f) for f in find_checkpoints(rels(tmp_path)))
     assert (a.row["step"], b.row["step"]) == (2, 5)
     rows = tensor_deltas(a, b).iter_rows(named=True)
     # Named as found in the newer checkpoint (joins tensor_stats there), matched through the prefix.
@@ -385,7 +379,7 @@ def test_lightning_deltas_join_tensor_stats_by_key_as_found(tmp_path):
         torch.save({"epoch": 0, "global_step": step, "pytorch-lightning_version": "2.4.0",
                     "state_dict": {f"model.{k}": v for k, v in snaps[step - 1].items()}},
                    run / f"epoch=0-step={step}.ckpt")  # fmt: skip
-    ingest_checkpoints(db, "r1", run, find_checkpoints(run, rels(run)))
+    ingest_checkpoints(db, "r1", run, find_checkpoints(rels(run)))
     joined = query(db, "SELECT d.tensor, t.param, d.delta_l2 FROM tensor_deltas d JOIN tensor_stats t "
                        "ON t.ckpt_id = d.ckpt_id AND t.tensor = d.tensor ORDER BY d.tensor")  # fmt: skip
     assert len(joined) == len(snaps[0]) - 1 and all(t == f"model.{p}" for t, p, _ in joined)
@@ -396,7 +390,7 @@ def test_deltas_in_the_statistics_pass_equal_separate_ones(tmp_path):
     *_, snaps = train(3)
     save_file(snaps[0], tmp_path / "step_1.safetensors")
     torch.save(snaps[2], tmp_path / "step_3.pt")
-    f1, f3 = find_checkpoints(tmp_path, rels(tmp_path))
+    f1, f3 = find_checkpoints(rels(tmp_path))
     a = read_checkpoint(tmp_path, f1)
     fused = read_checkpoint(tmp_path, f3, prev=a)
     separate = tensor_deltas(a, read_checkpoint(tmp_path, f3))
@@ -413,7 +407,7 @@ def test_contents_steps_out_of_name_order_still_pair_consecutive_steps(tmp_path)
     save_file(snaps[2], run / "a.safetensors", metadata={"step": "30"})
     save_file(snaps[0], run / "b.safetensors", metadata={"step": "10"})
     save_file(snaps[1], run / "c.safetensors", metadata={"step": "20"})
-    ingest_checkpoints(db, "r1", run, find_checkpoints(run, rels(run)))
+    ingest_checkpoints(db, "r1", run, find_checkpoints(rels(run)))
     assert query(db, "SELECT DISTINCT prev_step, step FROM tensor_deltas ORDER BY step") == [(10, 20), (20, 30)]
     [(got,)] = query(db, "SELECT delta_l2 FROM tensor_deltas WHERE tensor = 'fc1.weight' AND step = 30")
     assert got == pytest.approx(float((snaps[2]["fc1.weight"].double() - snaps[1]["fc1.weight"].double()).norm()))
@@ -425,7 +419,7 @@ def test_contents_steps_out_of_name_order_still_pair_consecutive_steps(tmp_path)
 def test_whole_module_needs_pickle_unless_trusted(tmp_path):
     model, *_ = train(1)
     torch.save(model, tmp_path / "model.pt")
-    [found] = find_checkpoints(tmp_path, rels(tmp_path))
+    [found] = find_checkpoints(rels(tmp_path))
     refused = read_checkpoint(tmp_path, found)
     assert refused.row["status"] == "needs_pickle" and refused.stats.height == 0
     assert "test_checkpoints.Net" in refused.row["detail"] and "--trust-pickle" in refused.row["detail"]
@@ -441,7 +435,7 @@ def test_nonfinite_weights_counted_exactly(tmp_path):
     sd["fc2.weight"][0, :3] = float("nan")
     sd["fc2.weight"][1, 0] = float("-inf")
     save_file(sd, tmp_path / "step_1.safetensors")
-    read = read_checkpoint(tmp_path, find_checkpoints(tmp_path, rels(tmp_path))[0])
+    read = read_checkpoint(tmp_path, find_checkpoints(rels(tmp_path))[0])
     row = read.stats.filter(tensor="fc2.weight").row(0, named=True)
     assert (row["n_nan"], row["n_inf"]) == (3, 1)
     assert_stats(row, sd["fc2.weight"])
@@ -466,7 +460,7 @@ def test_damaged_checkpoints_are_reported_and_the_run_still_ingests(tmp_path):
     (run / "step_7.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}      ")
 
     db = tmp_path / "f.duckdb"
-    written = ingest_checkpoints(db, "r1", run, find_checkpoints(run, rels(run)))
+    written = ingest_checkpoints(db, "r1", run, find_checkpoints(rels(run)))
     status = {r["path"]: r["status"] for r in written}
     assert status == {"step_1.safetensors": "ok", "step_2.safetensors": "partial", "step_3.safetensors": "ok",
                       "step_4.pt": "unreadable", "step_5.pt": "unreadable", "step_6.pt": "unreadable",
@@ -490,7 +484,7 @@ def test_ingest_stores_frames_and_deltas_and_reingest_adds_nothing(tmp_path):
     run.mkdir()
     for step in (1, 2, 4):
         save_file(snaps[step - 1], run / f"step_{step}.safetensors", metadata={"step": str(step)})
-    found = find_checkpoints(run, rels(run))
+    found = find_checkpoints(rels(run))
     assert len(ingest_checkpoints(db, "r1", run, found)) == 3
     pairs = query(db, "SELECT DISTINCT prev_step, step, step_distance FROM tensor_deltas ORDER BY step")
     assert pairs == [(1, 2, 1), (2, 4, 2)]
@@ -504,14 +498,14 @@ def test_ingest_stores_frames_and_deltas_and_reingest_adds_nothing(tmp_path):
                                                              "checkpoint_values")] == counts  # fmt: skip
     # A new checkpoint later in the run: read, and its delta against the stored step 4 computed.
     save_file(snaps[3], run / "step_9.safetensors", metadata={"step": "9"})
-    assert [r["step"] for r in ingest_checkpoints(db, "r1", run, find_checkpoints(run, rels(run)))] == [9]
+    assert [r["step"] for r in ingest_checkpoints(db, "r1", run, find_checkpoints(rels(run)))] == [9]
     assert query(db, "SELECT max(delta_l2), count(*) > 0 FROM tensor_deltas WHERE step = 9") == [(0.0, True)]
     # One checkpoint rewritten in place at the same size (as Lightning's last.ckpt is), one arriving between
     # two stored ones: the first is read again, the pair (2, 4) gives way to (2, 3) and (3, 4).
     save_file(snaps[0], run / "step_4.safetensors", metadata={"step": "4"})
     os.utime(run / "step_4.safetensors", (1e9, 1e9))
     save_file(snaps[2], run / "step_3.safetensors", metadata={"step": "3"})
-    again = ingest_checkpoints(db, "r1", run, find_checkpoints(run, rels(run)))
+    again = ingest_checkpoints(db, "r1", run, find_checkpoints(rels(run)))
     assert sorted(r["step"] for r in again) == [3, 4]
     pairs = query(db, "SELECT DISTINCT prev_step, step FROM tensor_deltas ORDER BY step")
     assert pairs == [(1, 2), (2, 3), (3, 4), (4, 9)]
@@ -524,7 +518,7 @@ def test_ingest_stores_frames_and_deltas_and_reingest_adds_nothing(tmp_path):
 def test_hf_final_save_in_the_output_folder_is_named_by_its_model_file():
     paths = [PurePosixPath(p) for p in ("model.safetensors", "trainer_state.json", "config.json",
                                         "step_300/model-00001-of-00002.safetensors", "batches/model.safetensors")]  # fmt: skip
-    root_ckpt, folder_ckpt = find_checkpoints(Path("."), paths)
+    root_ckpt, folder_ckpt = find_checkpoints(paths)
     assert (root_ckpt.path, root_ckpt.format, root_ckpt.aux) == (PurePosixPath("model.safetensors"), "hf",
                                                                 (PurePosixPath("trainer_state.json"),))  # fmt: skip
     assert (folder_ckpt.path, folder_ckpt.name_step) == (PurePosixPath("step_300"), 300)
@@ -533,7 +527,7 @@ def test_hf_final_save_in_the_output_folder_is_named_by_its_model_file():
 def test_batches_and_non_tensor_files_are_not_checkpoints():
     paths = [PurePosixPath(p) for p in ("batches/step_5.pt", "batch_5.safetensors", "train.log", "checkpoint-5/"
              "trainer_state.json", "out/training_args.bin", "events.out.tfevents.1.host")]  # fmt: skip
-    assert find_checkpoints(Path("."), paths) == []
+    assert find_checkpoints(paths) == []
 
 
 def test_found_checkpoint_is_hashable_and_plain():

@@ -9,16 +9,17 @@ import pytest
 
 from ingest.errors import ForensicsError, SchemaError, StoreLocked
 from ingest.schema import SCHEMA_VERSION
-from ingest.store import connect, default_db_path
+from forensics.cli import db_path
+from ingest.store import connect
 
 
-def test_default_db_path_prefers_flag_then_env_then_cache(tmp_path, monkeypatch):
+def test_db_path_prefers_flag_then_env_then_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("FORENSICS_DB", str(tmp_path / "env.duckdb"))
-    assert default_db_path(tmp_path / "flag.duckdb") == tmp_path / "flag.duckdb"
-    assert default_db_path(None) == tmp_path / "env.duckdb"
+    assert db_path(tmp_path / "flag.duckdb") == tmp_path / "flag.duckdb"
+    assert db_path(None) == tmp_path / "env.duckdb"
     monkeypatch.delenv("FORENSICS_DB")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert default_db_path(None) == tmp_path / "cache" / "run-forensics" / "forensics.duckdb"
+    assert db_path(None) == tmp_path / "cache" / "run-forensics" / "forensics.duckdb"
 
 
 def test_reading_a_missing_database_says_to_ingest_first(tmp_path):

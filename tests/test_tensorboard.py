@@ -198,7 +198,7 @@ def test_train_and_val_folders_are_separate_series(torch_run, tmp_path):
     from ingest.run import ingest_run
 
     db = tmp_path / "f.duckdb"
-    ingest_run(torch_run, db, progress=False)
+    ingest_run(torch_run, db)
     with duckdb.connect(str(db), read_only=True) as con:
         groups = con.execute("SELECT grp, count(*) FROM series WHERE tag = 'loss' GROUP BY grp ORDER BY grp").fetchall()
         n_val = con.execute("SELECT count(*) FROM scalars JOIN series USING (series_id) "

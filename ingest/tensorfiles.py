@@ -1,0 +1,145 @@
+"""Opening tensor files safely, shared by checkpoint and batch reading: which files are tensor files,
+safetensors headers, `torch.load(weights_only=True)`, and the one exception a damaged file turns into.
+
+Safety: torch files are read with `torch.load(weights_only=True)` only. A file that needs full unpickling is
+refused (`needs_pickle`) unless the user passed --trust-pickle. Torch is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+import struct
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ingest.records import Issue
+from ingest.tensorstats import SAFETENSORS_DTYPES, TensorRef
+
+TENSOR_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin")
+# Step in a name: the keyword, an optional separator, the number (zero padding allowed).
+STEP_IN_NAME = re.compile(r"(?:^|[^a-z])(?:global_step|step|steps|ckpt|checkpoint|iter|iteration)[=_\-]?(\d+)", re.I)
+
+
+def is_batch_path(rel: PurePosixPath) -> bool:
+    """Saved batches (DECISIONS.md §10): tensor files under a `batches/` folder, or named for a batch."""
+    if rel.suffix.lower() not in TENSOR_SUFFIXES:
+        return False
+    return any(p.lower() in ("batches", "batch", "saved_batches") for p in rel.parts[:-1]) or bool(
+        re.match(r"^batch(?:es)?[_\-.=]", rel.name, re.I)
+    )
+
+
+class Unreadable(Exception):
+    """A file could not be read; `kind` is the ingest_issues kind, the message the reason."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(detail)
+        self.kind = kind
+
+
+def read_safetensors_header(path: Path) -> tuple[dict[str, str], dict[str, TensorRef], list[Issue]]:
+    """The metadata and a `TensorRef` per tensor of a safetensors file, from its header alone.
+
+    Format (huggingface/safetensors README): 8-byte little-endian header length N, N bytes of JSON
+    {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}}, then the data, offsets
+    relative to its start. A file cut off mid-save keeps every tensor whose bytes are all present; the
+    others become `truncated` issues. Raises `Unreadable` when not even the header can be read.
+    """
+    size = path.stat().st_size
+    if size == 0:
+        raise Unreadable("empty", "file is empty (0 bytes)")
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise Unreadable("truncated", f"file is {size} bytes, shorter than the 8-byte header length")
+        (n,) = struct.unpack("<Q", head)
+        if n > size - 8:
+            kind = "truncated" if n < 100 << 20 else "not_this_format"
+            raise Unreadable(kind, f"header of {n} bytes does not fit in a {size}-byte file")
+        try:
+            header = json.loads(f.read(n))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise Unreadable("not_this_format", f"safetensors header is not JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise Unreadable("not_this_format", "safetensors header is not a JSON object")
+    metadata = header.pop("__metadata__", None) or {}
+    start = 8 + n
+    refs: dict[str, TensorRef] = {}
+    issues: list[Issue] = []
+    for name, info in header.items():
+        try:
+            begin, end = (int(x) for x in info["data_offsets"])
+            shape = tuple(int(s) for s in info["shape"])
+            dtype = SAFETENSORS_DTYPES.get(info["dtype"], info["dtype"])
+        except (KeyError, TypeError, ValueError) as exc:
+            issues.append(Issue(None, "garbled", f"tensor {name!r}: header entry unreadable ({exc})"))
+            continue
+        if start + end > size:
+            issues.append(Issue(start + begin, "truncated", f"tensor {name!r} ends at byte {start + end}, "
+                                f"past the end of the {size}-byte file (cut off mid-save?)"))  # fmt: skip
+            continue
+        refs[name] = TensorRef(dtype=dtype, shape=shape, path=path, offset=start + begin, nbytes=end - begin)
+    return {str(k): str(v) for k, v in metadata.items()}, refs, issues
+
+
+def load_torch(path: Path, trust_pickle: bool = False) -> tuple[Any, Issue | None]:
+    """`torch.load` a file safely: (object, None), or raises `Unreadable`.
+
+    Zip-format files (torch ≥ 1.6) are memory-mapped; legacy ones are read into memory. With
+    `weights_only=True`, a file that names other globals (a pickled nn.Module, numpy arrays) raises
+    `Unreadable('needs_pickle', …)` naming them, unless `trust_pickle`; then it is fully unpickled and an
+    `untrusted_pickle_read` issue records that.
+    """
+    import torch
+
+    size = path.stat().st_size
+    if size == 0:
+        raise Unreadable("empty", "file is empty (0 bytes)")
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    is_zip = magic == b"PK\x03\x04"
+    if not is_zip and magic[:1] != b"\x80":  # neither a zip archive nor a pickle (protocol ≥ 2)
+        raise Unreadable("not_this_format", f"not a torch file (starts with {magic!r})")
+    if is_zip and not zipfile.is_zipfile(path):
+        raise Unreadable("truncated", "zip archive has no central directory: cut off mid-save?")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=is_zip), None
+    except pickle.UnpicklingError as exc:
+        refused = _unsafe_globals(path) if is_zip else []
+        if not trust_pickle:
+            names = ", ".join(refused) or _refused_global(str(exc))
+            raise Unreadable(
+                "needs_pickle",
+                f"needs full unpickling (globals: {names}); read it with --trust-pickle only if you trust it",
+            ) from None
+    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise Unreadable("truncated" if isinstance(exc, EOFError) else "unreadable", first_line(exc)) from None
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=False, mmap=is_zip)  # noqa: S614 -- opted in
+    except (RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
+        raise Unreadable("unreadable", f"full unpickling failed too: {first_line(exc)}") from None
+    if isinstance(obj, torch.nn.Module):
+        obj = obj.state_dict()
+    note = f"read with full unpickling (--trust-pickle): {', '.join(refused) or 'globals unknown'}"
+    return obj, Issue(None, "untrusted_pickle_read", note)
+
+
+def _unsafe_globals(path: Path) -> list[str]:
+    import torch
+
+    try:
+        return list(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+    except (RuntimeError, ValueError, pickle.UnpicklingError):
+        return []
+
+
+def _refused_global(message: str) -> str:
+    m = re.search(r"Unsupported global: GLOBAL (\S+)", message)
+    return m[1] if m else "unknown"
+
+
+def first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
