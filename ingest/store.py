@@ -5,7 +5,7 @@ write holds its connection for one transaction only, readers open read-only, and
 process is retried with backoff for a few seconds before failing with one line. Where the database lives
 (`--db`, `$FORENSICS_DB`, the user cache) is the CLI's decision: nothing here reads the environment.
 
-A query interrupted by Ctrl-C raises DuckDB's InterruptException; `connect` turns it back into the
+A query interrupted by Ctrl-C raises DuckDB's "Query interrupted"; `connect` turns it back into the
 KeyboardInterrupt it was, after the connection has closed (which rolls back an open transaction).
 """
 
@@ -72,7 +72,10 @@ def connect(db: Path, *, write: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[d
         else:
             check_schema(con, db)  # one query: the version may have changed under a long-lived process
         yield con
-    except duckdb.InterruptException:
+    except (duckdb.InterruptException, RuntimeError) as exc:
+        # DuckDB turns Ctrl-C during a query into "Query interrupted" (a RuntimeError in duckdb 1.x/2.x).
+        if not isinstance(exc, duckdb.InterruptException) and not str(exc).startswith("Query interrupted"):
+            raise
         con.close()  # an open transaction is rolled back here
         raise KeyboardInterrupt from None
     finally:

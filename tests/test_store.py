@@ -1,8 +1,10 @@
-"""The store: where it lives, lock handling, schema version checks."""
+"""The store: where it lives, lock handling, schema version checks, concurrent ingests, interrupts."""
 
+import json
 import subprocess
 import sys
 import textwrap
+import time
 
 import duckdb
 import pytest
@@ -69,3 +71,108 @@ def test_lock_held_by_another_process_fails_with_one_line_after_retrying(tmp_pat
                 pass
     finally:
         holder.communicate("\n", timeout=10)
+
+
+# -- issue 13: the store under many series, two ingests at once, and Ctrl-C -----------------------------------
+
+CLI = "import sys; from forensics.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def test_more_than_a_hundred_series_with_layers_after_the_first_hundred(tmp_path):
+    """Issue 13: polars guessed `layer`'s type from the first 100 series (all null) and crashed on the 101st."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from ingest.run import ingest_run
+
+    run = tmp_path / "run"
+    w = SummaryWriter(log_dir=str(run))
+    for step in range(3):
+        for i in range(120):
+            w.add_scalar(f"a_system/metric_{i:03d}", float(i), step)  # sorts first: series ids 1..120
+        w.add_scalar("grad_norm/fc1.weight", 0.5, step)
+        w.add_scalar("train/loss", 2.0 - step, step)
+    w.close()
+    db = tmp_path / "f.duckdb"
+    report = ingest_run(run, db)
+    with connect(db, write=False) as con:
+        layers = con.execute("SELECT name, layer FROM series WHERE run_id = ? AND layer IS NOT NULL",
+                             [report.run_id]).fetchall()
+        n = con.execute("SELECT count(*) FROM series WHERE run_id = ?", [report.run_id]).fetchone()[0]
+    assert n == 122
+    assert layers == [("grad_norm/fc1.weight", "fc1.weight")]
+
+
+def _tb_run(root, n_steps: int):
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(log_dir=str(root))
+    for step in range(n_steps):
+        w.add_scalar("train/loss", 1.0 / (step + 1), step)
+        w.add_scalar("train/lr", 1e-3, step)
+    w.close()
+    return root
+
+
+def test_two_ingests_of_one_new_run_at_once_store_each_point_once(tmp_path):
+    """Issue 13: two `forensics ingest` of one new run raced to insert its sources (duplicate key, exit 1)."""
+    run = _tb_run(tmp_path / "run", 3000)
+    db = tmp_path / "f.duckdb"
+    procs = [subprocess.Popen([sys.executable, "-c", CLI, "ingest", str(run), "--db", str(db), "--quiet", "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    new_points = sorted(json.loads(out)["runs"][0]["points"] for out, _ in outs)
+    assert new_points == [0, 6000]  # one read everything, the other found nothing new
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT count(*) FROM scalars").fetchone()[0] == 6000
+        assert con.execute("SELECT count(*), count(DISTINCT path) FROM sources").fetchone() == (1, 1)
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+
+
+INTERRUPTIBLE = textwrap.dedent("""
+    import sys
+    from forensics import cli
+
+    class Signal:  # says when the last bytes are read: the bulk insert of every point comes next
+        def __init__(self, name, enabled=True):
+            pass
+        def __call__(self, stage, done, total):
+            if stage == "logs" and done >= total:
+                print("read", flush=True)
+        def close(self):
+            pass
+
+    cli.ProgressBars = Signal
+    sys.exit(cli.main(sys.argv[1:]))
+""")
+
+
+def test_ctrl_c_during_the_insert_rolls_back_and_exits_130_with_one_line(tmp_path):
+    """Issue 13: Ctrl-C during the insert left an empty run row and a `RuntimeError: Query interrupted`."""
+    import signal
+
+    from benchmarks.bench_ingest_tensorboard import write_event_file
+
+    run = tmp_path / "run"
+    run.mkdir()
+    info = write_event_file(run / "events.out.tfevents.1700000000.host.1.0", 1_500_000)
+    db = tmp_path / "f.duckdb"
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE, "ingest", str(run), "--db", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "read"
+    time.sleep(0.3)  # into the insert of 1.5M points (about a second here)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["forensics: interrupted"]
+    with connect(db, write=True) as con:
+        runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        stored = con.execute("SELECT count(*) FROM scalars").fetchone()[0]
+        counted = con.execute("SELECT coalesce(sum(n_points), 0) FROM sources").fetchone()[0]
+    assert stored == counted  # whatever was committed is whole: no points without their source's count
+    assert runs == (1 if stored else 0)  # no run row without its points
+    # The next ingest reads what the interrupted one did not store, and only that.
+    assert subprocess.run([sys.executable, "-c", CLI, "ingest", str(run), "--db", str(db), "--quiet"],
+                          capture_output=True, text=True, timeout=120).returncode == 0
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT count(*) FROM scalars").fetchone()[0] == info["scalars"]
