@@ -10,24 +10,31 @@ from typing import Any
 from ingest.records import Chunk, Issue
 
 
-def read_config(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """One chunk holding the whole document; a file that does not parse is an issue, not an error.
+def read_config(path: Path, start: int = 0, *, name: str | None = None) -> Iterator[Chunk]:
+    """One chunk holding the whole document, stored under `name` (default: the file's name); a file that
+    does not parse is an issue, not an error. A document that is not a mapping is stored as `{"value": ...}`.
 
-    A config is always read whole (`start` is ignored): the store calls this only when the file changed,
-    and replaces the document's earlier rows.
+    A config is always read whole (`start` is ignored): ingest calls this only when the file changed, and
+    the document replaces its earlier rows.
     """
-    raw = path.read_bytes()
-    if not raw.strip():
-        yield Chunk(end=1, issues=[Issue(None, "empty", "config file is empty")])
-        return
-    try:
-        doc = parse_config_text(raw.decode("utf-8", errors="replace"), path.suffix.lower())
-    except ValueError as exc:
-        yield Chunk(end=1, issues=[Issue(None, "garbled", f"config does not parse: {exc}")])
+    doc, issue = load_document(path)
+    if issue is not None:
+        yield Chunk(end=1, issues=[issue])
         return
     if not isinstance(doc, dict):
         doc = {"value": doc}
-    yield Chunk(end=1, configs={path.name: doc})
+    yield Chunk(end=1, configs={name or path.name: doc})
+
+
+def load_document(path: Path) -> tuple[Any, Issue | None]:
+    """A whole YAML or JSON document (by suffix), or the issue that kept it from being read (empty, garbled)."""
+    raw = path.read_bytes()
+    if not raw.strip():
+        return None, Issue(None, "empty", f"{path.name} is empty")
+    try:
+        return parse_config_text(raw.decode("utf-8", errors="replace"), path.suffix.lower()), None
+    except ValueError as exc:
+        return None, Issue(None, "garbled", f"{path.name} does not parse: {exc}")
 
 
 def parse_config_text(text: str, suffix: str) -> Any:

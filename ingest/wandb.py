@@ -6,8 +6,10 @@ whose chunks reassemble into `wandb_internal_pb2.Record` protobufs. wandb ships 
 this module reads the framing itself and decodes the records with wandb's own protobuf classes (imported
 lazily: they cost 0.38 s). The compiled core `ingest._wandblog` walks the framing and decodes the common
 history and summary records into arrays; every other record goes to the exact Python path here
-(`_Decoder.handle`), which is also the reference the core is tested against (docs/wandb.md). Older runs also left `files/config.yaml`, `wandb-summary.json` and
-`wandb-history.jsonl`; `read_wandb_history` etc. read those. `wandb_export_*.csv` files come from the UI.
+(`_Decoder.handle`), which is also the reference the core is tested against (docs/wandb.md). The text files
+of a run folder (`files/config.yaml`, `wandb-summary.json`, `wandb-history.jsonl`, `wandb-metadata.json`)
+and the UI's `wandb_export_*.csv` are read by `ingest.wandb_files`, with the value semantics defined here
+(`parse_values`, `media`, `unwrap_config_value`).
 
 All files of one W&B run share the group `wandb/<run id>` (`wandb_group`), so history read from the
 `.wandb` log and from `wandb-history.jsonl` are one set of series; the jsonl's format is registered with
@@ -16,7 +18,6 @@ All files of one W&B run share the group `wandb/<run id>` (`wandb_group`), so hi
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import mmap
@@ -36,8 +37,9 @@ from ingest.records import Chunk, Issue
 
 try:
     from ingest import _wandblog
-except ImportError:  # a source checkout whose extensions were never built: the Python walk reads the same
+except ImportError as exc:  # the extension is part of the build: a source checkout that was never built
     _wandblog = None
+    _IMPORT_ERROR = str(exc)
 
 # -- groups -----------------------------------------------------------------------------------------------
 
@@ -83,7 +85,7 @@ _NUMERIC_START = frozenset("-0123456789NI")
 
 
 class _Framing:
-    """Issues met while walking the log's framing, plus where reading may safely resume."""
+    """Issues met while walking the log's framing."""
 
     def __init__(self) -> None:
         self.issues: list[Issue] = []
@@ -210,6 +212,15 @@ def _load_protos():
     return wandb_internal_pb2
 
 
+def _core():
+    if _wandblog is None:
+        raise MissingDependency(
+            f"the compiled W&B reader ingest._wandblog is not built ({_IMPORT_ERROR}); "
+            "run `pip install -e .` in the run-forensics checkout (needs a C compiler)"
+        )
+    return _wandblog
+
+
 def read_wandb(path: Path, start: int = 0, *, compiled: bool = True) -> Iterator[Chunk]:
     """Read a `run-<id>.wandb` log from byte `start`: history as scalars (and histograms), config and summary.
 
@@ -224,8 +235,9 @@ def read_wandb(path: Path, start: int = 0, *, compiled: bool = True) -> Iterator
     - configs: `wandb_config` (the run's config, `_wandb` dropped), `wandb_summary` (the summary keys updated
       in this read: on a resumed read, only the newer ones), `wandb_run` (id, name, project, ...).
     A file that is not a W&B log, is empty, or is of an unknown version gives one issue and no points.
-    `compiled=False` reads with the pure-Python walk, the reference the compiled core is tested against
-    (it is also what runs when `ingest._wandblog` was never built).
+    `compiled=False` reads with the pure-Python walk, the reference the compiled core is tested against.
+    The compiled core is part of the build, as TensorBoard's is (docs/wandb.md, "Compiled cores"): when it is
+    missing the read is a MissingDependency naming the build command, never a silent 10x slower walk.
     """
     with open(path, "rb") as fh:
         head = fh.read(HEADER)
@@ -239,8 +251,8 @@ def read_wandb(path: Path, start: int = 0, *, compiled: bool = True) -> Iterator
             return
         pb = _load_protos()
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if compiled and _wandblog is not None:
-                yield from _decode_compiled(data, start, path, pb, _wandblog)
+            if compiled:
+                yield from _decode_compiled(data, start, path, pb, _core())
             else:
                 yield from _decode(data, start, path, pb)
 
@@ -620,10 +632,11 @@ def _nested_group(top, items, tags, raws, hist_rows, skipped, step, wall, offset
             obj[it.nested_key[1]] = json.loads(it.value_json)
         except ValueError:
             pass
-    _media(top, obj, hist_rows, skipped, step, wall, offset)
+    media(top, obj, hist_rows, skipped, step, wall, offset)
 
 
-def _media(tag: str, obj: dict[str, Any], hist_rows, skipped, step, wall, offset) -> None:
+def media(tag: str, obj: dict[str, Any], hist_rows, skipped, step, wall, offset) -> None:
+    """A W&B media object (`_type`): a histogram becomes a histogram row, anything else a count in `skipped`."""
     kind = obj.get("_type")
     if kind == "histogram":
         row = histogram_row(tag, obj, step, wall, offset)
@@ -711,7 +724,7 @@ def _chunk(end, tags, raws, positions, steps, walls, hist_rows, skipped, framing
             if not k:
                 obj = values[i]
                 if isinstance(obj, dict) and "_type" in obj:
-                    _media(tags[i], obj, hist_rows, skipped, steps[i], walls[i], positions[i])
+                    media(tags[i], obj, hist_rows, skipped, steps[i], walls[i], positions[i])
                 else:
                     skipped[type(obj).__name__ if obj is not None else "null"] += 1
         values = [v for v, k in zip(values, keep) if k]
@@ -729,13 +742,6 @@ def _chunk(end, tags, raws, positions, steps, walls, hist_rows, skipped, framing
         detail = ", ".join(f"{n} {k}" for k, n in skipped.most_common())
         issues.append(Issue(None, "skipped_values", f"history values that are not scalars, not stored: {detail}"))
     return Chunk(end=end, scalars=scalars, histograms=histograms, issues=issues)
-
-
-def _parse_one(raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
 
 
 def _stats_chunk(end: int, rows) -> Chunk:
@@ -796,8 +802,8 @@ def _parse_summary(summary: dict[str | tuple[str, ...], str]) -> dict[str, Any]:
 def _seed_steps(data: mmap.mmap, start: int, run: _Run, pb) -> None:
     """On a resumed read, replay the history steps before `start` so that step-less rows get W&B's numbering.
 
-    Only needed for writers that leave auto-numbered rows without `_step`; wandb 0.31 always writes it,
-    so this pass is a cheap scan of steps only.
+    Only needed for writers that leave auto-numbered rows without `_step` (wandb 0.31 always writes it). It
+    parses every record before `start` with protobuf: a cost paid only on a resumed read.
     """
     record = pb.Record()
     for _offset, _end, payload in _log_records(data[:start], 0, _Framing()):
@@ -816,197 +822,3 @@ def _seed_steps(data: mmap.mmap, start: int, run: _Run, pb) -> None:
             if step is None:
                 step = record.history.step.num if record.history.HasField("step") else run.next_step
             run.next_step = step + 1
-
-
-# -- older text files of a run folder ---------------------------------------------------------------------
-
-
-def read_wandb_history(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """`wandb-history.jsonl` (older runs): one JSON row per line with `_step`, `_timestamp`, `_runtime`.
-
-    `start` and `position` are byte offsets of lines (the file is append-only). A row without `_step` gets
-    its line's ordinal among rows, marked `ordinal`. Nested dicts are flattened with "." (W&B's own names);
-    W&B histograms become histogram rows; other objects are counted as skipped. A last line without its
-    newline is a write in progress: left for the next read.
-    """
-    raw = path.read_bytes()
-    if not raw.strip():
-        yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")] if start == 0 else [])
-        return
-    body = raw[start:]
-    cut = body.rfind(b"\n") + 1
-    if cut < len(body) and not body[cut:].strip():
-        cut = len(body)
-    lines: list[str] = []
-    offsets: list[int] = []
-    pos = start
-    for line in body[:cut].split(b"\n"):
-        if line.strip():
-            lines.append(line.decode("utf-8", errors="replace"))
-            offsets.append(pos)
-        pos += len(line) + 1
-    rows = parse_values(lines)
-    tags: list[str] = []
-    values: list[Any] = []
-    positions: list[int] = []
-    steps: list[int] = []
-    walls: list[float | None] = []
-    ordinals: list[bool] = []
-    hist_rows: list[dict[str, Any]] = []
-    skipped: Counter[str] = Counter()
-    issues: list[Issue] = []
-    for i, (row, at) in enumerate(zip(rows, offsets)):
-        if not isinstance(row, dict):
-            issues.append(Issue(at, "garbled", f"line at byte {at} is not a JSON object; skipped"))
-            continue
-        step = row.get("_step")
-        ordinal = not isinstance(step, int) or isinstance(step, bool)
-        if ordinal:
-            step = i
-        wall = row.get("_timestamp")
-        wall = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None
-        for tag, value in _flatten_row(row):
-            if tag in ("_step", "_timestamp"):
-                continue
-            if isinstance(value, dict):
-                _media(tag, value, hist_rows, skipped, step, wall, at)
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                tags.append(tag)
-                values.append(float(value))
-                positions.append(at)
-                steps.append(step)
-                walls.append(wall)
-                ordinals.append(ordinal)
-            else:
-                skipped[type(value).__name__ if value is not None else "null"] += 1
-    if skipped:
-        detail = ", ".join(f"{n} {k}" for k, n in skipped.most_common())
-        issues.append(Issue(None, "skipped_values", f"history values that are not scalars, not stored: {detail}"))
-    scalars = pl.DataFrame({"tag": tags, "step": steps, "value": values, "position": positions,
-                            "wall_time": walls, "ordinal": ordinals},
-                           schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64,
-                                   "wall_time": pl.Float64, "ordinal": pl.Boolean}) if tags else None
-    yield Chunk(end=start + cut, scalars=scalars, histograms=pl.DataFrame(hist_rows) if hist_rows else None,
-                issues=issues)
-
-
-def _flatten_row(row: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    for key, value in row.items():
-        tag = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, dict) and "_type" not in value:
-            yield from _flatten_row(value, tag)
-        else:
-            yield tag, value
-
-
-def read_wandb_summary(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """`wandb-summary.json`: the run's last values, stored whole as the `wandb_summary` config document."""
-    yield from _read_json_doc(path, start, "wandb_summary", drop=())
-
-
-def read_wandb_metadata(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """`wandb-metadata.json`: program, args, host, GPU, python version: the `wandb_metadata` document."""
-    yield from _read_json_doc(path, start, "wandb_metadata", drop=())
-
-
-def _read_json_doc(path: Path, start: int, name: str, drop: tuple[str, ...]) -> Iterator[Chunk]:
-    if start > 0:
-        return
-    raw = path.read_bytes()
-    if not raw.strip():
-        yield Chunk(end=1, issues=[Issue(None, "empty", f"{path.name} is empty")])
-        return
-    try:
-        doc = json.loads(raw.decode("utf-8", errors="replace"))
-    except ValueError as exc:
-        yield Chunk(end=1, issues=[Issue(None, "garbled", f"{path.name} is not JSON: {exc}")])
-        return
-    if not isinstance(doc, dict):
-        doc = {"value": doc}
-    yield Chunk(end=1, configs={name: {k: v for k, v in doc.items() if k not in drop}})
-
-
-def read_wandb_config(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """A W&B run folder's `config.yaml` (`key: {desc:, value:}`): unwrapped, `_wandb` and `wandb_version` dropped."""
-    if start > 0:
-        return
-    from ingest.configs import parse_config_text
-
-    raw = path.read_bytes()
-    if not raw.strip():
-        yield Chunk(end=1, issues=[Issue(None, "empty", f"{path.name} is empty")])
-        return
-    try:
-        doc = parse_config_text(raw.decode("utf-8", errors="replace"), path.suffix.lower())
-    except ValueError as exc:
-        yield Chunk(end=1, issues=[Issue(None, "garbled", f"{path.name} does not parse: {exc}")])
-        return
-    if not isinstance(doc, dict):
-        yield Chunk(end=1, issues=[Issue(None, "garbled", f"{path.name} is not a mapping of config keys")])
-        return
-    out = {k: unwrap_config_value(v) for k, v in doc.items() if k not in ("_wandb", "wandb_version")}
-    yield Chunk(end=1, configs={"wandb_config": out})
-
-
-# -- UI exports ---------------------------------------------------------------------------------------------
-
-EXPORT_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
-
-
-def read_wandb_export(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """A W&B UI export (`wandb_export_*.csv`): a `Step` column and `<run name> - <metric>` columns.
-
-    The run name is removed from the tag; `__MIN` / `__MAX` companions (the extremes of each down-sampled
-    bucket) are kept as their own tags `<metric>__MIN` / `<metric>__MAX`. Empty cells are no point.
-    When the export holds several runs, the run name stays in the tag (the whole column name), so that
-    their series stay apart.
-    `start` counts data rows (the file is written whole); `position` is the data row's index.
-    """
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        rows = list(csv.reader(fh))
-    if not rows:
-        yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")] if start == 0 else [])
-        return
-    header, body = rows[0], rows[1:]
-    step_col = next((i for i, h in enumerate(header) if h.strip() in ("Step", "_step", "step")), None)
-    if step_col is None:
-        yield Chunk(end=start, issues=[Issue(0, "not_this_format", f"{path.name}: no Step column in the header "
-                                                                    f"{header[:6]}")])
-        return
-    columns: dict[str, list[tuple[int, str]]] = {}
-    for i, name in enumerate(header):
-        if i == step_col:
-            continue
-        m = EXPORT_COLUMN.match(name)
-        run, metric = (m.group("run"), m.group("metric")) if m else ("", name)
-        columns.setdefault(run, []).append((i, metric))
-    if len(columns) > 1:  # several runs in one export: keep each column's whole name as its tag
-        columns = {run: [(i, header[i]) for i, _ in cols] for run, cols in columns.items()}
-    issues: list[Issue] = []
-    per_run: dict[str, dict[str, list]] = {run: {"tag": [], "step": [], "value": [], "position": []}
-                                           for run in columns}
-    for r, row in enumerate(body[start:], start=start):
-        try:
-            step = int(row[step_col])
-        except (ValueError, IndexError):
-            issues.append(Issue(r + 1, "garbled", f"row {r + 1}: step {row[step_col:step_col + 1]} is not an integer"))
-            continue
-        for run, cols in columns.items():
-            acc = per_run[run]
-            for i, metric in cols:
-                cell = row[i].strip() if i < len(row) else ""
-                if not cell:
-                    continue
-                try:
-                    value = float(cell)
-                except ValueError:
-                    issues.append(Issue(r + 1, "garbled", f"row {r + 1}, {header[i]!r}: {cell!r} is not a number"))
-                    continue
-                acc["tag"].append(metric)
-                acc["step"].append(step)
-                acc["value"].append(value)
-                acc["position"].append(r)
-    schema = {"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64}
-    frames = [pl.DataFrame(acc, schema=schema) for acc in per_run.values() if acc["tag"]]
-    scalars = pl.concat(frames) if frames else None
-    yield Chunk(end=len(body), scalars=scalars, issues=issues)

@@ -16,17 +16,8 @@ from hypothesis import strategies as st
 
 from ingest.formats import format_for
 from ingest.records import histograms_frame, scalars_frame
-from ingest.wandb import (
-    BLOCK,
-    _Framing,
-    _log_records,
-    read_wandb,
-    read_wandb_config,
-    read_wandb_export,
-    read_wandb_history,
-    read_wandb_summary,
-    wandb_group,
-)
+from ingest.wandb import BLOCK, _Framing, _log_records, read_wandb, wandb_group
+from ingest.wandb_files import read_wandb_config, read_wandb_export, read_wandb_history, read_wandb_summary
 
 from tests.paths import REAL_RUNS
 
@@ -623,3 +614,39 @@ def test_compiled_matches_python_on_damaged_files(tmp_path_factory, adversarial_
     starts = [off for off, _, _ in _log_records(data, 0, _Framing())]
     if starts:
         _assert_same(path, starts[start_at % len(starts)])
+
+
+def test_rewritten_summary_json_is_read_again(tmp_path):
+    """wandb-summary.json is rewritten whole as a run goes on: a changed file replaces its values (the W&B
+    text readers now read documents as every config is read, ignoring the resume position)."""
+    import json
+
+    from forensics.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    doc = json.loads((REAL / "wandb_vqvae" / "wandb-summary.json").read_text())
+    (run / "wandb-summary.json").write_text(json.dumps(doc))
+    db = tmp_path / "f.duckdb"
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    doc["_step"] = 123456789
+    (run / "wandb-summary.json").write_text(json.dumps(doc, indent=1))
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT value_num FROM configs WHERE name = 'wandb_summary' AND key = '_step'").fetchall() \
+        == [(123456789,)]
+    con.close()
+
+
+def test_missing_compiled_core_is_a_one_line_error_naming_the_build(log_path, monkeypatch):
+    """Both compiled cores are part of the build (docs/wandb.md): no silent fall back to the slow walk."""
+    import ingest.wandb as module
+    from ingest.errors import MissingDependency
+
+    monkeypatch.setattr(module, "_wandblog", None)
+    monkeypatch.setattr(module, "_IMPORT_ERROR", "No module named 'ingest._wandblog'", raising=False)
+    with pytest.raises(MissingDependency, match="pip install -e"):
+        list(read_wandb(log_path, 0))
+    assert list(read_wandb(log_path, 0, compiled=False))  # the reference walk still reads it

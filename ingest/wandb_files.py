@@ -1,0 +1,187 @@
+"""The text files of a W&B run folder and the W&B UI's exports; the binary `run-*.wandb` log is `ingest.wandb`.
+
+Older runs left `wandb-history.jsonl`, `wandb-summary.json`, `wandb-metadata.json` and `files/config.yaml`
+beside (or instead of) the binary log; `wandb_export_*.csv` comes from the UI's "download CSV". Documents are
+read whole with `configs.read_config`'s parsing; values keep the meaning `ingest.wandb` gives them
+(`parse_values`, `media`, `unwrap_config_value`), and the files share their run's group (`wandb_group`).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ingest.configs import load_document, read_config
+from ingest.records import Chunk, Issue
+from ingest.wandb import media, parse_values, unwrap_config_value
+
+
+def read_wandb_history(path: Path, start: int = 0) -> Iterator[Chunk]:
+    """`wandb-history.jsonl` (older runs): one JSON row per line with `_step`, `_timestamp`, `_runtime`.
+
+    `start` and `position` are byte offsets of lines (the file is append-only). A row without `_step` gets
+    its line's ordinal among rows, marked `ordinal`. Nested dicts are flattened with "." (W&B's own names);
+    W&B histograms become histogram rows; other objects are counted as skipped. A last line without its
+    newline is a write in progress: left for the next read.
+    """
+    raw = path.read_bytes()
+    if not raw.strip():
+        yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")] if start == 0 else [])
+        return
+    body = raw[start:]
+    cut = body.rfind(b"\n") + 1
+    if cut < len(body) and not body[cut:].strip():
+        cut = len(body)
+    lines: list[str] = []
+    offsets: list[int] = []
+    pos = start
+    for line in body[:cut].split(b"\n"):
+        if line.strip():
+            lines.append(line.decode("utf-8", errors="replace"))
+            offsets.append(pos)
+        pos += len(line) + 1
+    rows = parse_values(lines)
+    tags: list[str] = []
+    values: list[Any] = []
+    positions: list[int] = []
+    steps: list[int] = []
+    walls: list[float | None] = []
+    ordinals: list[bool] = []
+    hist_rows: list[dict[str, Any]] = []
+    skipped: Counter[str] = Counter()
+    issues: list[Issue] = []
+    for i, (row, at) in enumerate(zip(rows, offsets)):
+        if not isinstance(row, dict):
+            issues.append(Issue(at, "garbled", f"line at byte {at} is not a JSON object; skipped"))
+            continue
+        step = row.get("_step")
+        ordinal = not isinstance(step, int) or isinstance(step, bool)
+        if ordinal:
+            step = i
+        wall = row.get("_timestamp")
+        wall = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None
+        for tag, value in _flatten_row(row):
+            if tag in ("_step", "_timestamp"):
+                continue
+            if isinstance(value, dict):
+                media(tag, value, hist_rows, skipped, step, wall, at)
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                tags.append(tag)
+                values.append(float(value))
+                positions.append(at)
+                steps.append(step)
+                walls.append(wall)
+                ordinals.append(ordinal)
+            else:
+                skipped[type(value).__name__ if value is not None else "null"] += 1
+    if skipped:
+        detail = ", ".join(f"{n} {k}" for k, n in skipped.most_common())
+        issues.append(Issue(None, "skipped_values", f"history values that are not scalars, not stored: {detail}"))
+    scalars = pl.DataFrame({"tag": tags, "step": steps, "value": values, "position": positions,
+                            "wall_time": walls, "ordinal": ordinals},
+                           schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64,
+                                   "wall_time": pl.Float64, "ordinal": pl.Boolean}) if tags else None
+    yield Chunk(end=start + cut, scalars=scalars, histograms=pl.DataFrame(hist_rows) if hist_rows else None,
+                issues=issues)
+
+
+def _flatten_row(row: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for key, value in row.items():
+        tag = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and "_type" not in value:
+            yield from _flatten_row(value, tag)
+        else:
+            yield tag, value
+
+
+def read_wandb_summary(path: Path, start: int = 0) -> Iterator[Chunk]:
+    """`wandb-summary.json`: the run's last values, stored whole as the `wandb_summary` config document."""
+    yield from read_config(path, start, name="wandb_summary")
+
+
+def read_wandb_metadata(path: Path, start: int = 0) -> Iterator[Chunk]:
+    """`wandb-metadata.json`: program, args, host, GPU, python version: the `wandb_metadata` document."""
+    yield from read_config(path, start, name="wandb_metadata")
+
+
+def read_wandb_config(path: Path, start: int = 0) -> Iterator[Chunk]:
+    """A W&B run folder's `config.yaml` (`key: {desc:, value:}`): unwrapped, `_wandb` and `wandb_version` dropped.
+    Read whole every time, as every config is (`configs.read_config`)."""
+    doc, issue = load_document(path)
+    if issue is None and not isinstance(doc, dict):
+        issue = Issue(None, "garbled", f"{path.name} is not a mapping of config keys")
+    if issue is not None:
+        yield Chunk(end=1, issues=[issue])
+        return
+    out = {k: unwrap_config_value(v) for k, v in doc.items() if k not in ("_wandb", "wandb_version")}
+    yield Chunk(end=1, configs={"wandb_config": out})
+
+
+# -- UI exports ---------------------------------------------------------------------------------------------
+
+EXPORT_COLUMN = re.compile(r"^(?P<run>.+?) - (?P<metric>.+)$")
+
+
+def read_wandb_export(path: Path, start: int = 0) -> Iterator[Chunk]:
+    """A W&B UI export (`wandb_export_*.csv`): a `Step` column and `<run name> - <metric>` columns.
+
+    The run name is removed from the tag; `__MIN` / `__MAX` companions (the extremes of each down-sampled
+    bucket) are kept as their own tags `<metric>__MIN` / `<metric>__MAX`. Empty cells are no point.
+    When the export holds several runs, the run name stays in the tag (the whole column name), so that
+    their series stay apart.
+    `start` counts data rows (the file is written whole); `position` is the data row's index.
+    """
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")] if start == 0 else [])
+        return
+    header, body = rows[0], rows[1:]
+    step_col = next((i for i, h in enumerate(header) if h.strip() in ("Step", "_step", "step")), None)
+    if step_col is None:
+        yield Chunk(end=start, issues=[Issue(0, "not_this_format", f"{path.name}: no Step column in the header "
+                                                                    f"{header[:6]}")])
+        return
+    columns: dict[str, list[tuple[int, str]]] = {}
+    for i, name in enumerate(header):
+        if i == step_col:
+            continue
+        m = EXPORT_COLUMN.match(name)
+        run, metric = (m.group("run"), m.group("metric")) if m else ("", name)
+        columns.setdefault(run, []).append((i, metric))
+    if len(columns) > 1:  # several runs in one export: keep each column's whole name as its tag
+        columns = {run: [(i, header[i]) for i, _ in cols] for run, cols in columns.items()}
+    issues: list[Issue] = []
+    per_run: dict[str, dict[str, list]] = {run: {"tag": [], "step": [], "value": [], "position": []}
+                                           for run in columns}
+    for r, row in enumerate(body[start:], start=start):
+        try:
+            step = int(row[step_col])
+        except (ValueError, IndexError):
+            issues.append(Issue(r + 1, "garbled", f"row {r + 1}: step {row[step_col:step_col + 1]} is not an integer"))
+            continue
+        for run, cols in columns.items():
+            acc = per_run[run]
+            for i, metric in cols:
+                cell = row[i].strip() if i < len(row) else ""
+                if not cell:
+                    continue
+                try:
+                    value = float(cell)
+                except ValueError:
+                    issues.append(Issue(r + 1, "garbled", f"row {r + 1}, {header[i]!r}: {cell!r} is not a number"))
+                    continue
+                acc["tag"].append(metric)
+                acc["step"].append(step)
+                acc["value"].append(value)
+                acc["position"].append(r)
+    schema = {"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64}
+    frames = [pl.DataFrame(acc, schema=schema) for acc in per_run.values() if acc["tag"]]
+    scalars = pl.concat(frames) if frames else None
+    yield Chunk(end=len(body), scalars=scalars, issues=issues)
