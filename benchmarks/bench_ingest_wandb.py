@@ -1,6 +1,7 @@
 """Benchmark: reading a `.wandb` log of >= 1M scalars: the compiled core, our pure-Python walk, and a naive peer.
 
     python benchmarks/bench_ingest_wandb.py [--scalars 1000000] [--metrics 10] [--file /tmp/bench.wandb]
+    python benchmarks/bench_ingest_wandb.py --x87     # the core with and without its x87 number branch
 
 The log is written with wandb's own protobufs and the real framing (`frame_records`, which the tests check
 reproduces a file wandb 0.31 wrote byte for byte): per logged row, a summary record and a history record
@@ -151,6 +152,37 @@ def profile_ours(path: Path) -> None:
     pstats.Stats("/tmp/wandb_bench.prof").sort_stats("tottime").print_stats(8)
 
 
+def build_core(out_dir: Path, no_x87: bool) -> Path:
+    """Compile ingest/_wandblog.c into `out_dir` as setup.py does (-O3 -std=c11), with or without the x87
+    branch of its number parser; returns the folder to put first on `ingest.__path__`."""
+    import sysconfig
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"_wandblog{sysconfig.get_config_var('EXT_SUFFIX')}"
+    cmd = [os.environ.get("CC", "gcc"), "-O3", "-std=c11", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+           *(["-DWANDBLOG_NO_X87"] if no_x87 else []), str(ROOT / "ingest/_wandblog.c"), "-o", str(target)]
+    subprocess.run(cmd, check=True)
+    return out_dir
+
+
+def child_core(path: Path, core_dir: Path, repeats: int) -> None:
+    """Time the whole compiled read (best of `repeats`) with the extension built in `core_dir`; print a JSON line."""
+    import ingest
+
+    ingest.__path__.insert(0, str(core_dir))
+    from ingest import _wandblog
+    from ingest.wandb import _load_protos
+
+    assert Path(_wandblog.__file__).parent == core_dir, _wandblog.__file__
+    _load_protos()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        frame = ours_read(path)
+        times.append(time.perf_counter() - t)
+    print(json.dumps({"read_s": min(times), "points": frame.height}))
+
+
 def child(which: str, path: Path, to_duckdb: bool) -> None:
     """Run one reader in this process and print a JSON line: seconds, points, peak RSS."""
     from ingest.wandb import _load_protos
@@ -180,9 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--file", type=Path, default=Path("/tmp/bench_ingest_wandb.wandb"))
     ap.add_argument("--rewrite", action="store_true", help="write the log again even if it exists")
     ap.add_argument("--profile", action="store_true", help="print where our reader spends its time")
+    ap.add_argument("--x87", action="store_true", help="compare the core built with and without its x87 branch")
+    ap.add_argument("--repeats", type=int, default=5, help="best of this many runs (--x87)")
     ap.add_argument("--child", choices=["compiled", "python", "naive"], help=argparse.SUPPRESS)
+    ap.add_argument("--core-dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--duckdb", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.core_dir:
+        child_core(args.file, args.core_dir, args.repeats)
+        return 0
     if args.child:
         child(args.child, args.file, args.duckdb)
         return 0
@@ -194,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         profile_ours(args.file)
         return 0
+    if args.x87:
+        return compare_x87(args)
     results = {}
     for which in ("compiled", "python", "naive"):
         cmd = [sys.executable, __file__, "--child", which, "--file", str(args.file)]
@@ -212,6 +252,31 @@ def main(argv: list[str] | None = None) -> int:
     for r in (python, naive):
         print(f"compiled vs {r['which']}: {r['read_s'] / fast['read_s']:.1f}x faster, "
               f"peak RSS ratio {fast['rss_mb'] / r['rss_mb']:.2f}")
+    return 0
+
+
+def compare_x87(args: argparse.Namespace) -> int:
+    """The same core with and without the x87 branch (16-19 digit numbers: one 80-bit operation instead of
+    CPython's correctly rounded string_to_double), alternating builds so that machine load hits both alike."""
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_x87_"))
+    builds = {"x87": build_core(tmp / "x87", no_x87=False), "no_x87": build_core(tmp / "no_x87", no_x87=True)}
+    runs: dict[str, list[dict]] = {k: [] for k in builds}
+    for _ in range(3):
+        for name, core_dir in builds.items():
+            cmd = [sys.executable, __file__, "--file", str(args.file), "--core-dir", str(core_dir),
+                   "--repeats", str(args.repeats)]
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            runs[name].append(json.loads(out.strip().splitlines()[-1]))
+    best = {k: min(r["read_s"] for r in v) for k, v in runs.items()}
+    n = runs["x87"][0]["points"]
+    assert all(r["points"] == n for v in runs.values() for r in v)
+    for name, secs in best.items():
+        each = ", ".join(f"{r['read_s']:.3f}" for r in runs[name])
+        print(f"{name:>7}: {n:,} scalars in {secs:.3f} s ({n / secs / 1e6:.2f} M scalars/s), best of "
+              f"{3 * args.repeats} (best per process: {each})")
+    print(f"x87 branch: the compiled read is x{best['no_x87'] / best['x87']:.2f} as fast with it")
     return 0
 
 

@@ -24,76 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <nmmintrin.h>
-#define HAVE_X86_CRC 1
-#endif
+#include "_wire.h" /* CRC-32C, varints, little-endian loads, interning: shared with _wandblog.c */
 
-/* ---------------------------------------------------------------- CRC32C (Castagnoli), hardware or table */
+#define rd32 wire_rd32
+#define rd64 wire_rd64
+#define varint wire_varint
 
-static uint32_t crc_table[8][256];
-static int have_hw_crc = 0;
-
-static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
-#ifdef HAVE_X86_CRC
-    __builtin_cpu_init();
-    have_hw_crc = __builtin_cpu_supports("sse4.2");
-#endif
-}
-
-static uint32_t crc_sw(const uint8_t *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    while (n >= 8) {  /* slicing-by-8 */
-        uint64_t w;
-        memcpy(&w, p, 8);
-        w ^= c;
-        c = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^ crc_table[5][(w >> 16) & 0xff] ^
-            crc_table[4][(w >> 24) & 0xff] ^ crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff] ^
-            crc_table[1][(w >> 48) & 0xff] ^ crc_table[0][w >> 56];
-        p += 8;
-        n -= 8;
-    }
-    while (n--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
-    return c ^ 0xFFFFFFFFu;
-}
-
-#ifdef HAVE_X86_CRC
-__attribute__((target("sse4.2"))) static uint32_t crc_hw(const uint8_t *p, size_t n) {
-    uint64_t c = 0xFFFFFFFFu;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        c = _mm_crc32_u64(c, w);
-        p += 8;
-        n -= 8;
-    }
-    uint32_t c32 = (uint32_t)c;
-    while (n--) c32 = _mm_crc32_u8(c32, *p++);
-    return c32 ^ 0xFFFFFFFFu;
-}
-#endif
-
-static inline uint32_t crc32c(const uint8_t *p, size_t n) {
-#ifdef HAVE_X86_CRC
-    if (have_hw_crc) return crc_hw(p, n);
-#endif
-    return crc_sw(p, n);
-}
-
-static inline uint32_t masked_crc(const uint8_t *p, size_t n) {
-    uint32_t c = crc32c(p, n);
-    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
-}
-
-static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline uint32_t masked_crc(const uint8_t *p, size_t n) { return wire_mask(wire_crc32c(p, n)); }
 
 /* ---------------------------------------------------------------- growable output arrays */
 
@@ -167,68 +104,26 @@ static int i64_push2(I64s *a, int64_t x, int64_t y) {
 /* ---------------------------------------------------------------- tag interning: bytes -> id, per call */
 
 typedef struct {
-    const uint8_t *ptr;
-    uint32_t len, hash;
-    int32_t id;
-} Slot;
-
-typedef struct {
-    Slot *slots;
-    uint32_t mask;
-    int32_t n;
-    PyObject *list; /* the tags as bytes, in id order */
+    WireTable table; /* keys point into the caller's buffer, alive for the whole scan() call */
+    PyObject *list;  /* the tags as bytes, in id order */
 } Tags;
-
-static int tags_grow(Tags *t) {
-    uint32_t size = (t->mask + 1) * 2;
-    Slot *s = calloc(size, sizeof(Slot));
-    if (!s) { PyErr_NoMemory(); return -1; }
-    for (uint32_t i = 0; i <= t->mask; i++) {
-        if (!t->slots[i].ptr) continue;
-        uint32_t j = t->slots[i].hash & (size - 1);
-        while (s[j].ptr) j = (j + 1) & (size - 1);
-        s[j] = t->slots[i];
-    }
-    free(t->slots);
-    t->slots = s;
-    t->mask = size - 1;
-    return 0;
-}
 
 /* A tag of length 0 is stored with a non-NULL pointer so its slot reads as used. */
 static int32_t tags_intern(Tags *t, const uint8_t *p, uint32_t len) {
     static const uint8_t empty = 0;
     if (len == 0) p = &empty;
-    uint32_t h = crc32c(p, len);
-    uint32_t j = h & t->mask;
-    while (t->slots[j].ptr) {
-        if (t->slots[j].hash == h && t->slots[j].len == len && memcmp(t->slots[j].ptr, p, len) == 0)
-            return t->slots[j].id;
-        j = (j + 1) & t->mask;
-    }
+    uint32_t h = wire_hash(p, len);
+    WireSlot *slot = wire_table_find(&t->table, p, len, h);
+    if (slot->ptr) return slot->id;
     PyObject *b = PyBytes_FromStringAndSize((const char *)p, len);
     if (!b || PyList_Append(t->list, b) < 0) { Py_XDECREF(b); return -1; }
     Py_DECREF(b);
-    t->slots[j].ptr = p;
-    t->slots[j].len = len;
-    t->slots[j].hash = h;
-    t->slots[j].id = t->n++;
-    if ((uint32_t)t->n * 2 > t->mask && tags_grow(t) < 0) return -1;
-    return t->slots[j].id;
+    int32_t id = wire_table_add(&t->table, slot, p, len, h);
+    if (id < 0) PyErr_NoMemory();
+    return id;
 }
 
 /* ---------------------------------------------------------------- protobuf wire decoding */
-
-/* Read a varint; returns the new pointer or NULL when malformed or past `end` (more than 10 bytes). */
-static inline const uint8_t *varint(const uint8_t *p, const uint8_t *end, uint64_t *out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 70 && p < end; shift += 7) {
-        uint8_t b = *p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) { *out = v; return p; }
-    }
-    return NULL;
-}
 
 /* A length-delimited field's body; NULL when it overruns. */
 static inline const uint8_t *len_field(const uint8_t *p, const uint8_t *end, const uint8_t **body, uint64_t *n) {
@@ -529,9 +424,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Tags tags = {0};
     PyObject *issues = PyList_New(0), *result = NULL;
     tags.list = PyList_New(0);
-    tags.slots = calloc(1024, sizeof(Slot));
-    tags.mask = 1023;
-    if (!issues || !tags.list || !tags.slots) { PyErr_NoMemory(); goto done; }
+    if (!issues || !tags.list || wire_table_init(&tags.table) < 0) { PyErr_NoMemory(); goto done; }
     /* A 61-byte scalar record gives one row: start near that, so a typical buffer never regrows. */
     if (rows_init(&rows, len / 56 + 16) < 0) goto done;
 
@@ -583,7 +476,7 @@ done:
     PyBuffer_Release(&view);
     rows_free(&rows);
     free(slow.v);
-    free(tags.slots);
+    free(tags.table.slots);
     Py_XDECREF(tags.list);
     Py_XDECREF(issues);
     return result;
@@ -599,7 +492,7 @@ static PyObject *py_masked_crc(PyObject *self, PyObject *args) {
     return PyLong_FromUnsignedLong(c);
 }
 
-static PyObject *py_hw(PyObject *self, PyObject *noargs) { return PyBool_FromLong(have_hw_crc); }
+static PyObject *py_hw(PyObject *self, PyObject *noargs) { return PyBool_FromLong(wire_have_hw_crc); }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
@@ -614,6 +507,6 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__tfevents(void) {
-    crc_init();
+    wire_init();
     return PyModule_Create(&module);
 }

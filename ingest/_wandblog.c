@@ -28,7 +28,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if (defined(__x86_64__) || defined(__i386__)) && LDBL_MANT_DIG == 64
+
+#include "_wire.h" /* CRC-32C, varints, little-endian loads, interning: shared with _tfevents.c */
+
+/* WANDBLOG_NO_X87: build without the x87 branch (benchmarks/bench_ingest_wandb.py --x87 measures what it buys). */
+#if (defined(__x86_64__) || defined(__i386__)) && LDBL_MANT_DIG == 64 && !defined(WANDBLOG_NO_X87)
 #define HAVE_X87 1
 static long double pow10_ld[28];  /* 10^k, exact in the 64-bit significand for k <= 27 (5^27 < 2^64) */
 #else
@@ -43,7 +47,6 @@ enum { FULL = 1, FIRST = 2, MIDDLE = 3, LAST = 4 };
 
 static uint32_t crc_table[8][256]; /* CRC-32 (IEEE, reflected 0xEDB88320), slicing-by-8: zlib's CRC */
 static uint32_t type_crc[256];     /* the running CRC after the single type byte: the seed for the payload */
-static uint32_t crc32c_table[256];
 
 static uint32_t crc32_update(uint32_t c, const uint8_t *p, size_t n) {
     while (n >= 8) {
@@ -76,20 +79,12 @@ static void crc_init(void) {
         uint8_t b = (uint8_t)t;
         type_crc[t] = crc32_update(0xFFFFFFFFu, &b, 1);  /* pre-inverted running state */
     }
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc32c_table[i] = c;
-    }
+    wire_init();
 }
 
 /* LevelDB's masked CRC-32C over type byte + payload: the fallback, computed only when CRC-32 fails. */
 static uint32_t masked_crc32c(uint8_t typ, const uint8_t *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    c = (c >> 8) ^ crc32c_table[(c ^ typ) & 0xff];
-    while (n--) c = (c >> 8) ^ crc32c_table[(c ^ *p++) & 0xff];
-    c ^= 0xFFFFFFFFu;
-    return ((c >> 15) | (c << 17)) + 0xA282EAD8u;
+    return wire_mask(wire_crc32c_extend(wire_crc32c(&typ, 1), p, n));
 }
 
 static int chunk_crc_ok(uint32_t want, uint8_t typ, const uint8_t *p, size_t n) {
@@ -99,21 +94,9 @@ static int chunk_crc_ok(uint32_t want, uint8_t typ, const uint8_t *p, size_t n) 
 
 /* ---------------------------------------------------------------- small helpers */
 
-static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-
-/* A varint as protobuf's parser accepts it; NULL when malformed, past `end`, or a 10th byte above 1. */
-static inline const uint8_t *varint(const uint8_t *p, const uint8_t *end, uint64_t *out) {
-    if (p < end && *p < 0x80) { *out = *p; return p + 1; }
-    uint64_t v = 0;
-    for (int shift = 0; shift < 70 && p < end; shift += 7) {
-        uint8_t b = *p++;
-        if (shift == 63 && b > 1) return NULL;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) { *out = v; return p; }
-    }
-    return NULL;
-}
+#define rd32 wire_rd32
+#define rd16 wire_rd16
+#define varint wire_varint
 
 /* A length-delimited field's body: sets [*s, *s + *n), returns the pointer past it, NULL on overrun. */
 static inline const uint8_t *lenfield(const uint8_t *p, const uint8_t *end, const uint8_t **s, size_t *n) {
@@ -283,18 +266,6 @@ static int parse_step(const uint8_t *s, size_t n, int64_t *out) {
 
 /* ---------------------------------------------------------------- interned keys */
 
-typedef struct {
-    char *ptr; /* an owned copy of the key's bytes (NULL: empty slot) */
-    uint32_t len, hash;
-    int32_t id;
-} Slot;
-
-static inline uint32_t hash_bytes(const uint8_t *p, size_t n) {
-    uint32_t h = 2166136261u;  /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
-    return h;
-}
-
 /* ---------------------------------------------------------------- the scanner object */
 
 typedef struct {
@@ -311,10 +282,8 @@ typedef struct {
     int32_t *tag;
     uint8_t *has_wall;
     Py_ssize_t n, cap;
-    /* interned keys: history tags and summary keys share ids */
-    Slot *slots;
-    uint32_t mask;
-    int32_t n_keys;
+    /* interned keys: history tags and summary keys share ids; the table's keys are owned copies */
+    WireTable table;
     PyObject *keys; /* list of bytes, in id order */
     char **key_ptr; /* by id: the slot's copy of the key, and its length */
     uint32_t *key_len;
@@ -366,32 +335,12 @@ static int rows_reserve(Scanner *s, Py_ssize_t extra) {
     return 0;
 }
 
-static int keys_grow(Scanner *s) {
-    uint32_t size = (s->mask + 1) * 2;
-    Slot *t = calloc(size, sizeof(Slot));
-    if (!t) { PyErr_NoMemory(); return -1; }
-    for (uint32_t i = 0; i <= s->mask; i++) {
-        if (!s->slots[i].ptr) continue;
-        uint32_t j = s->slots[i].hash & (size - 1);
-        while (t[j].ptr) j = (j + 1) & (size - 1);
-        t[j] = s->slots[i];
-    }
-    free(s->slots);
-    s->slots = t;
-    s->mask = size - 1;
-    return 0;
-}
-
 /* The id of key `p[0:n]`: -1 with an error set, -2 when it is not UTF-8 (protobuf would reject the record). */
 static int32_t intern(Scanner *s, const uint8_t *p, size_t n) {
-    uint32_t h = hash_bytes(p, n);
-    uint32_t j = h & s->mask;
-    while (s->slots[j].ptr) {
-        Slot *e = &s->slots[j];
-        if (e->hash == h && e->len == n && memcmp(e->ptr, p, n) == 0) return e->id;
-        j = (j + 1) & s->mask;
-    }
     if (n > UINT32_MAX) return -2;
+    uint32_t h = wire_hash(p, n);
+    WireSlot *slot = wire_table_find(&s->table, p, (uint32_t)n, h);
+    if (slot->ptr) return slot->id;
     if (!utf8_ok(p, n)) return -2;
     char *copy = malloc(n ? n : 1);
     if (!copy) { PyErr_NoMemory(); return -1; }
@@ -399,7 +348,7 @@ static int32_t intern(Scanner *s, const uint8_t *p, size_t n) {
     PyObject *b = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
     if (!b || PyList_Append(s->keys, b) < 0) { Py_XDECREF(b); free(copy); return -1; }
     Py_DECREF(b);
-    if (s->n_keys >= s->key_cap) {
+    if (s->table.n >= s->key_cap) {
         Py_ssize_t cap = s->key_cap ? s->key_cap * 2 : 256;
         char **kp = realloc(s->key_ptr, (size_t)cap * sizeof(char *));
         if (kp) s->key_ptr = kp;
@@ -408,16 +357,11 @@ static int32_t intern(Scanner *s, const uint8_t *p, size_t n) {
         if (!kp || !kl) { free(copy); PyErr_NoMemory(); return -1; }
         s->key_cap = cap;
     }
-    s->key_ptr[s->n_keys] = copy;
-    s->key_len[s->n_keys] = (uint32_t)n;
-    Slot *e = &s->slots[j];
-    e->ptr = copy;
-    e->len = (uint32_t)n;
-    e->hash = h;
-    e->id = s->n_keys++;
-    int32_t id = e->id;
-    if ((uint32_t)s->n_keys * 2 > s->mask && keys_grow(s) < 0) return -1;
-    if (s->n_keys > s->sum_cap) {
+    s->key_ptr[s->table.n] = copy;
+    s->key_len[s->table.n] = (uint32_t)n;
+    int32_t id = wire_table_add(&s->table, slot, (const uint8_t *)copy, (uint32_t)n, h);
+    if (id < 0) { PyErr_NoMemory(); return -1; }
+    if (s->table.n > s->sum_cap) {
         Py_ssize_t cap = s->sum_cap ? s->sum_cap * 2 : 256;
         uint32_t *g = realloc(s->sum_gen, cap * sizeof(uint32_t));
         if (g) s->sum_gen = g;
@@ -829,17 +773,15 @@ static PyObject *Scanner_held(Scanner *s, PyObject *noargs) { return PyLong_From
 
 static int Scanner_init(Scanner *s, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTuple(args, "")) return -1;
-    s->mask = 1023;
-    s->slots = calloc(s->mask + 1, sizeof(Slot));
     s->keys = PyList_New(0);
-    if (!s->slots || !s->keys) { PyErr_NoMemory(); return -1; }
+    if (wire_table_init(&s->table) < 0 || !s->keys) { PyErr_NoMemory(); return -1; }
     return 0;
 }
 
 static void Scanner_dealloc(Scanner *s) {
-    if (s->slots)
-        for (uint32_t i = 0; i <= s->mask; i++) free(s->slots[i].ptr);
-    free(s->slots);
+    if (s->table.slots)
+        for (uint32_t i = 0; i <= s->table.mask; i++) free((void *)s->table.slots[i].ptr);
+    free(s->table.slots);
     Py_XDECREF(s->keys);
     free(s->position); free(s->step); free(s->wall_time); free(s->value); free(s->tag); free(s->has_wall);
     free(s->sum_gen); free(s->sum_off); free(s->sum_len); free(s->sum_arena_flag); free(s->sum_order);

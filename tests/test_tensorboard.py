@@ -506,3 +506,25 @@ def test_mutated_tf2_events_with_valid_crcs_decode_as_protobuf_does(tmp_path_fac
         payload[index % len(payload)] = byte
     path = tmp_path_factory.mktemp("fuzz") / tf2_file.name
     check_against_reference(path, data[:off] + frame_record(bytes(payload)) + data[off + size :])
+
+
+def test_overlong_step_varint_reads_as_protobuf_reads_it(tmp_path):
+    """ingest/_wire.h holds one varint rule for both compiled cores, protobuf's (upb): a 10th byte's bits past
+    the 64th are dropped. The cores disagreed before (issue 11): this Event must decode as protobuf decodes it."""
+    import struct
+
+    from tensorboard.compat.proto import event_pb2
+
+    from benchmarks.bench_ingest_tensorboard import record
+
+    over = bytes([0xFF] * 9 + [0x02])  # 2**63 - 1, with a stray bit past the 64th
+    value = b"\x0a\x04loss" + b"\x15" + struct.pack("<f", 1.5)
+    event = b"\x09" + struct.pack("<d", 1.7e9) + b"\x10" + over + b"\x2a" + bytes([len(value) + 2, 0x0a, len(value)]) + value
+    expected = event_pb2.Event.FromString(event)
+    path = tmp_path / "events.out.tfevents.1.host"
+    path.write_bytes(record(event_pb2.Event(wall_time=1.7e9, file_version="brain.Event:2").SerializeToString())
+                     + record(event))
+    [chunk] = list(read_events(path))
+    assert chunk.issues == []
+    assert chunk.scalars["step"].to_list() == [expected.step] == [2**63 - 1]
+    assert chunk.scalars["value"].to_list() == [1.5]

@@ -650,3 +650,17 @@ def test_missing_compiled_core_is_a_one_line_error_naming_the_build(log_path, mo
     with pytest.raises(MissingDependency, match="pip install -e"):
         list(read_wandb(log_path, 0))
     assert list(read_wandb(log_path, 0, compiled=False))  # the reference walk still reads it
+
+
+def test_overlong_step_varint_reads_as_protobuf_reads_it(tmp_path):
+    """ingest/_wire.h: one varint rule for both cores, protobuf's. The W&B core used to refuse a 10th byte
+    above 1 (and handed the record to Python); both paths must give protobuf's reading of it."""
+    from benchmarks.bench_ingest_wandb import frame_records
+
+    over = bytes([0xFF] * 9 + [0x02])  # 2**63 - 1, with a stray bit past the 64th
+    payloads = [b"\x08\x05" + _field(2, _field(1, _item(b"loss", b"1.5")) + _field(2, b"\x08" + over))]
+    path = tmp_path / "run-over01.wandb"
+    path.write_bytes(frame_records(payloads))
+    chunks = _assert_same(path)
+    frame = pl.concat([c.scalars for c in chunks if c.scalars is not None])
+    assert frame.filter(pl.col("tag") == "loss")["step"].to_list() == [2**63 - 1]
