@@ -304,7 +304,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     finally:
         bars.close()
     with connect(db, write=False) as con:
-        summary = checkpoint_summary(con, report.run_id, top=args.top)
+        summary = _judge_batches(checkpoint_summary(con, report.run_id, top=args.top))
     if args.json:
         print(json.dumps({"db": str(db), "run": report.run_id, "name": report.name, **summary}, indent=2))
         return 0
@@ -343,6 +343,22 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         line = f"  batch step {step}: {b['path']} {b['n_samples'] or 0} samples, {b['status']}"
         print(line + "".join(f"; {f}" for f in flags))
     return 0
+
+
+def _judge_batches(summary: dict) -> dict:
+    """Outlier samples of each saved batch by the bad_batch detector's own rule and default threshold (the store
+    keeps per-sample norms, not a verdict); tensors with neither NaN/Inf nor outlier samples are left out."""
+    from forensics.detectors.bad_batch import BadBatch
+
+    judge = BadBatch()
+    for b in summary["batches"]:
+        tensors = []
+        for t in b["tensors"]:
+            far = judge.outliers(t.pop("sample_norms"))
+            if t["nonfinite_samples"] or far:
+                tensors.append(t | {"outlier_samples": [s for s, _ in far], "outlier_z": [z for _, z in far]})
+        b["tensors"] = tensors
+    return summary
 
 
 def _size(n: int | None) -> str:

@@ -7,12 +7,10 @@ and a tuple/list `(x, y)` gives `0`, `1`. Torch files are read with `weights_onl
 `ingest.tensorfiles.load_torch`).
 
 Per tensor (`batch_stats`): the statistics of `ingest.tensorstats` (min/max give an integer label's range),
-`nonfinite_samples` = indices along dim 0 holding any NaN/Inf, and for float tensors with at least
-`MIN_SAMPLES` samples, `outlier_samples`/`outlier_z` = samples whose L2 norm (over finite entries) lies more
-than `z` robust standard deviations from the median norm: z = (norm − median) / (1.4826 · MAD) (medians are
-lower medians for an even count, as `torch.median` takes them), or
-1.2533 · mean absolute deviation where the MAD is 0 (more than half the norms equal); no outliers when
-both are 0.
+`nonfinite_samples` = indices along dim 0 holding any NaN/Inf, and for floating tensors `sample_norms` = each
+sample's L2 norm over its finite entries (NULL for integer tensors: labels are categories, not magnitudes).
+Which samples are outliers is the `bad_batch` detector's judgement, with its own threshold (`--set
+bad-batch.z=...` reaches it, no re-ingest needed); ingest only measures.
 """
 
 from __future__ import annotations
@@ -29,9 +27,6 @@ from ingest.records import Issue
 from ingest.tensorfiles import STEP_IN_NAME, Unreadable, first_line, is_batch_path, load_torch, read_safetensors_header
 from ingest.tensorstats import TensorRef, dtype_name, is_float_dtype, stats_of
 
-OUTLIER_Z = 6.0
-MIN_SAMPLES = 4  # a median and a MAD of fewer norms say little
-
 BATCH_STATS_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64,
     "tensor": pl.Utf8,
@@ -46,8 +41,7 @@ BATCH_STATS_SCHEMA: dict[str, pl.DataType] = {
     "n_nan": pl.Int64,
     "n_inf": pl.Int64,
     "nonfinite_samples": pl.List(pl.Int64),
-    "outlier_samples": pl.List(pl.Int64),
-    "outlier_z": pl.List(pl.Float64),
+    "sample_norms": pl.List(pl.Float64),
 }
 
 
@@ -98,33 +92,24 @@ def _tensors(obj: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
             yield from _tensors(v, f"{prefix}.{i}" if prefix else str(i))
 
 
-def sample_findings(t: Any, z: float = OUTLIER_Z) -> tuple[list[int], list[int], list[float]]:
-    """(samples holding NaN/Inf, outlier samples, their robust z) along dim 0 of `t`."""
+def per_sample(t: Any) -> tuple[list[int], list[float] | None]:
+    """(samples holding NaN/Inf, each sample's L2 norm over its finite entries) along dim 0 of `t`; the norms
+    are None for a tensor that is not floating point (or complex) or has no leading dimension."""
     import torch
 
     if t.ndim == 0 or t.shape[0] == 0:
-        return [], [], []
+        return [], None
     if t.is_complex():
         t = torch.view_as_real(t)
     x = t.reshape(t.shape[0], -1).to(torch.float64)
     finite = torch.isfinite(x)
     nonfinite = torch.nonzero(~finite.all(dim=1)).flatten().tolist()
-    if not is_float_dtype(dtype_name(t.dtype)) or x.shape[0] < MIN_SAMPLES:
-        return nonfinite, [], []
-    norms = torch.where(finite, x, 0.0).pow(2).sum(dim=1).sqrt()
-    med = norms.median()  # the lower median for an even count: robust either way
-    dev = (norms - med).abs()
-    scale = 1.4826 * float(dev.median())
-    if scale == 0:
-        scale = 1.2533 * float(dev.mean())
-    if scale == 0:
-        return nonfinite, [], []
-    zs = (norms - med) / scale
-    out = torch.nonzero(zs.abs() > z).flatten()
-    return nonfinite, out.tolist(), zs[out].tolist()
+    if not is_float_dtype(dtype_name(t.dtype)):
+        return nonfinite, None
+    return nonfinite, torch.where(finite, x, 0.0).pow(2).sum(dim=1).sqrt().tolist()
 
 
-def read_batch(root: Path, found: FoundBatch, trust_pickle: bool = False, z: float = OUTLIER_Z) -> BatchRead:
+def read_batch(root: Path, found: FoundBatch, trust_pickle: bool = False) -> BatchRead:
     """Statistics of one saved batch. Never raises on bad input: a damaged file is a status and an issue."""
     path = root / found.path
     rel = str(found.path)
@@ -156,9 +141,9 @@ def read_batch(root: Path, found: FoundBatch, trust_pickle: bool = False, z: flo
     rows = []
     for name, t in tensors:
         s = stats_of(TensorRef(dtype_name(t.dtype), tuple(t.shape), tensor=t))
-        nonfinite, outliers, zs = sample_findings(t, z)
+        nonfinite, norms = per_sample(t)
         rows.append({"step": found.step, "tensor": name, **{k: s[k] for k in BATCH_STATS_SCHEMA if k in s},
-                     "nonfinite_samples": nonfinite, "outlier_samples": outliers, "outlier_z": zs})  # fmt: skip
+                     "nonfinite_samples": nonfinite, "sample_norms": norms})
     stats = pl.DataFrame(rows, schema=BATCH_STATS_SCHEMA) if rows else pl.DataFrame(schema=BATCH_STATS_SCHEMA)
     leading = [t.shape[0] for _, t in tensors if t.ndim > 0]
     row["n_samples"] = max(set(leading), key=leading.count) if leading else None

@@ -90,8 +90,8 @@ def stored_batches(con: Any, run_id: str) -> dict[str, tuple[int, str | None, in
 def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
     """What `forensics checkpoints` shows, from the store: every checkpoint (by step) with its non-finite
     tensors, for each consecutive pair the `top` parameters by ‖Δw‖/‖w‖ and the frozen ones (Δ = 0;
-    buffers left out), and the saved batches with their NaN/Inf samples and their per-sample scale
-    statistics. Plain JSON values."""
+    buffers left out), and the saved batches with each tensor's NaN/Inf samples and per-sample norms (which
+    samples are outliers is the bad_batch detector's call, made by the caller). Plain JSON values."""
     cols = ["ckpt_id", "path", "step", "step_from", "format", "size_bytes", "n_tensors", "n_nonfinite", "finite",
             "has_optimizer", "has_scaler", "has_rng", "status", "detail"]
     ckpts = [dict(zip(cols, r, strict=True)) for r in con.execute(
@@ -127,13 +127,13 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
     batches = [dict(zip(bcols, r[1:], strict=True)) | {"batch_id": r[0]} for r in con.execute(
         f"SELECT batch_id, {', '.join(bcols)} FROM batches WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
     ).fetchall()]
-    flagged = con.execute(
-        "SELECT batch_id, tensor, nonfinite_samples, outlier_samples, outlier_z FROM batch_stats WHERE run_id = ? "
-        "AND (len(nonfinite_samples) > 0 OR len(outlier_samples) > 0) ORDER BY batch_id, tensor", [run_id]
+    per_tensor = con.execute(
+        "SELECT batch_id, tensor, nonfinite_samples, sample_norms FROM batch_stats WHERE run_id = ? "
+        "ORDER BY batch_id, tensor", [run_id]
     ).fetchall()
     for b in batches:
-        b["tensors"] = [{"tensor": t, "nonfinite_samples": nf, "outlier_samples": o, "outlier_z": z}
-                        for i, t, nf, o, z in flagged if i == b["batch_id"]]
+        b["tensors"] = [{"tensor": t, "nonfinite_samples": nf, "sample_norms": norms}
+                        for i, t, nf, norms in per_tensor if i == b["batch_id"]]
     for item in (*ckpts, *batches):
         item.pop("ckpt_id", None)
         item.pop("batch_id", None)

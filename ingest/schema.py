@@ -16,7 +16,7 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     tensor_deltas   per-tensor change between consecutive checkpoints
     checkpoint_values  scalar facts of a checkpoint: learning rates, GradScaler scale, step counters
     batches         saved batches, located by step
-    batch_stats     per-tensor statistics of each saved batch, with the samples holding NaN/Inf or outliers
+    batch_stats     per-tensor statistics of each saved batch, the samples holding NaN/Inf, per-sample norms
     analyses        one row per `forensics analyze` of a run
     findings        the engine's claims, with evidence (JSON) and the rows they used (sources, JSON)
     spikes          spike timesteps of every series
@@ -24,7 +24,22 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     meta            schema_version and other store facts
 """
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# How a database of each older version becomes the next one: statements run in order, in one transaction, by
+# `ingest.store` when a writer opens it. A version missing here cannot be migrated (the user re-ingests).
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # v1 -> v2 (issue 11): saved batches keep each sample's norm; which samples are outliers is bad_batch's
+    # judgement. The stored batches are forgotten, so the next ingest reads them again with their norms.
+    1: (
+        "ALTER TABLE batch_stats ADD COLUMN sample_norms DOUBLE[]",
+        "ALTER TABLE batch_stats DROP COLUMN outlier_samples",
+        "ALTER TABLE batch_stats DROP COLUMN outlier_z",
+        "DELETE FROM batch_stats",
+        "DELETE FROM batches",
+        "DELETE FROM sources WHERE format = 'batch'",
+    ),
+}
 
 TABLES: dict[str, str] = {
     "meta": """
@@ -216,8 +231,7 @@ TABLES: dict[str, str] = {
             l2 DOUBLE, mean DOUBLE, std DOUBLE, abs_max DOUBLE, min DOUBLE, max DOUBLE,
             n_nan BIGINT, n_inf BIGINT,
             nonfinite_samples BIGINT[],     -- sample indices holding NaN or Inf
-            outlier_samples BIGINT[],       -- sample indices whose norm has robust z above the threshold
-            outlier_z DOUBLE[]
+            sample_norms DOUBLE[]           -- each sample's L2 norm over its finite entries (floating tensors)
         )""",
     "analyses": """
         CREATE TABLE IF NOT EXISTS analyses (

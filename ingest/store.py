@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 
 from ingest.errors import ForensicsError, SchemaError, StoreLocked
-from ingest.schema import SCHEMA_VERSION, SEQUENCES, TABLES
+from ingest.schema import MIGRATIONS, SCHEMA_VERSION, SEQUENCES, TABLES
 
 LOCK_WAIT_S = 5.0
 # Databases whose tables this process has already created: an ingest opens the store once per write
@@ -103,16 +103,25 @@ def run_lock(db: Path, run_id: str) -> Iterator[None]:
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
-    """Create what is missing; refuse a database written by a newer schema."""
+    """Create what is missing, migrate an older schema (schema.MIGRATIONS), refuse a newer one."""
     for seq in SEQUENCES:
         con.execute(f"CREATE SEQUENCE IF NOT EXISTS {seq} START 1")
     for ddl in TABLES.values():
         con.execute(ddl)
-    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    if row is None:
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    if not row:
         con.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-    else:
-        _check_version(int(row[0]), db)
+        return
+    found = int(row[0][0])
+    if found < SCHEMA_VERSION and all(v in MIGRATIONS for v in range(found, SCHEMA_VERSION)):
+        con.execute("BEGIN")
+        for version in range(found, SCHEMA_VERSION):
+            for statement in MIGRATIONS[version]:
+                con.execute(statement)
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
+        con.execute("COMMIT")
+        return
+    _check_version(found, db)
 
 
 def check_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
@@ -130,6 +139,11 @@ def _check_version(found: int, db: Path) -> None:
         raise SchemaError(
             f"{db} was written by a newer run-forensics (schema {found}, this one reads {SCHEMA_VERSION}); "
             f"upgrade run-forensics or use another --db"
+        )
+    if found < SCHEMA_VERSION and all(v in MIGRATIONS for v in range(found, SCHEMA_VERSION)):
+        raise SchemaError(
+            f"{db} has schema {found}, this version needs {SCHEMA_VERSION}; `forensics ingest RUN_DIR --db {db}` "
+            f"(or `analyze`) upgrades it in place"
         )
     if found < SCHEMA_VERSION:
         raise SchemaError(

@@ -10,7 +10,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from ingest.batches import OUTLIER_Z, FoundBatch, find_batches, read_batch, sample_findings
+from forensics.detectors.bad_batch import BadBatch
+from ingest.batches import FoundBatch, find_batches, per_sample, read_batch
 from ingest.run import ingest_batches
 
 
@@ -33,12 +34,16 @@ class Odd:
     """An object in a batch file: loading it needs full unpickling."""
 
 
+def reference_norms(x: torch.Tensor) -> np.ndarray:
+    """Per-sample L2 norms over finite entries, with numpy."""
+    return np.sqrt((np.nan_to_num(x.double().numpy(), nan=0, posinf=0, neginf=0) ** 2).reshape(len(x), -1).sum(1))
+
+
 def reference_z(x: torch.Tensor) -> np.ndarray:
     """Robust z of per-sample norms with numpy: (norm − median) / (1.4826 · MAD)."""
-    norms = np.sqrt((np.nan_to_num(x.double().numpy(), nan=0, posinf=0, neginf=0) ** 2).reshape(len(x), -1).sum(1))
-    lower_median = lambda v: np.sort(v)[(len(v) - 1) // 2]  # noqa: E731 -- torch.median's convention
-    med = lower_median(norms)
-    return (norms - med) / (1.4826 * lower_median(np.abs(norms - med)))
+    norms = reference_norms(x)
+    med = np.median(norms)
+    return (norms - med) / (1.4826 * np.median(np.abs(norms - med)))
 
 
 @pytest.mark.parametrize("fmt", ["pt", "safetensors"])
@@ -63,26 +68,40 @@ def test_nan_samples_outliers_and_label_range(tmp_path, fmt):
     assert set(rows) == {"input", "labels", "mask"}  # non-tensor entries ignored
     x = rows["input"]
     assert x["nonfinite_samples"] == [3, 7] and (x["n_nan"], x["n_inf"]) == (2, 1)
-    assert x["outlier_samples"] == [20]
-    assert x["outlier_z"][0] == pytest.approx(reference_z(batch["input"])[20], rel=1e-9)
-    assert x["outlier_z"][0] > 100
+    np.testing.assert_allclose(x["sample_norms"], reference_norms(batch["input"]), rtol=1e-12)
+    [(sample, z)] = BadBatch().outliers(x["sample_norms"])  # the judgement is the detector's, from stored norms
+    assert sample == 20 and z == pytest.approx(reference_z(batch["input"])[20], rel=1e-9) and z > 100
     assert (rows["labels"]["min"], rows["labels"]["max"]) == (0, 9)
-    assert rows["labels"]["outlier_samples"] == []  # labels are categories, not magnitudes
+    assert rows["labels"]["sample_norms"] is None  # labels are categories, not magnitudes
     assert x["shape"] == [32, 3, 8] and x["dtype"] == "float32"
 
 
 def test_healthy_batch_flags_nothing():
     t = torch.randn(256, 16, generator=torch.Generator().manual_seed(3))
-    nonfinite, outliers, zs = sample_findings(t)
-    assert (nonfinite, outliers, zs) == ([], [], [])
-    assert np.abs(reference_z(t)).max() < OUTLIER_Z  # the premise: no sample of a Gaussian batch is that far
+    nonfinite, norms = per_sample(t)
+    assert nonfinite == [] and BadBatch().outliers(norms) == []
+    assert np.abs(reference_z(t)).max() < BadBatch.z  # the premise: no sample of a Gaussian batch is that far
 
 
 def test_constant_norms_use_mean_deviation_fallback():
-    t = torch.ones(10, 4)
+    t = torch.ones(20, 4)
     t[2] *= 50  # more than half the norms equal: MAD is 0
-    _, outliers, zs = sample_findings(t)
-    assert outliers == [2] and zs[0] == pytest.approx((100 - 2) / (1.2533 * 98 / 10))
+    _, norms = per_sample(t)
+    [(sample, z)] = BadBatch().outliers(norms)
+    assert sample == 2 and z == pytest.approx((100 - 2) / (1.2533 * 98 / 20))
+    assert BadBatch().outliers([2.0] * 20) == []  # all equal: nothing stands out
+
+
+def test_a_lower_threshold_needs_no_reingest():
+    """Issue 11: the outlier threshold lives on the detector (`--set bad-batch.z=...`), not in ingest."""
+    t = torch.randn(64, 8, generator=torch.Generator().manual_seed(5))
+    t[9] *= 2.0
+    _, norms = per_sample(t)
+    z9 = reference_z(t)[9]
+    assert 2 < z9 < BadBatch.z
+    assert BadBatch().outliers(norms) == []
+    assert [s for s, _ in BadBatch(z=z9 - 0.01).outliers(norms)] == [9]
+    assert BadBatch(min_samples=65).outliers(norms) == []
 
 
 def test_tuple_batch_and_bare_tensor(tmp_path):

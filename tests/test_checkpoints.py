@@ -596,7 +596,7 @@ def test_run_ingest_and_checkpoints_command(tmp_path, capsys):
     assert "fc1.bias" in pair["frozen"]
     [b] = out["batches"]
     assert b["step"] == 4 and b["tensors"] == [{"tensor": "x", "nonfinite_samples": [6], "outlier_samples": [],
-                                                "outlier_z": []}]  # fmt: skip
+                                                "outlier_z": []}]
 
     assert main(["checkpoints", str(run), "--db", str(db), "--quiet"]) == 0
     text = capsys.readouterr().out

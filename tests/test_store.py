@@ -176,3 +176,38 @@ def test_ctrl_c_during_the_insert_rolls_back_and_exits_130_with_one_line(tmp_pat
                           capture_output=True, text=True, timeout=120).returncode == 0
     with connect(db, write=False) as con:
         assert con.execute("SELECT count(*) FROM scalars").fetchone()[0] == info["scalars"]
+
+
+def test_schema_1_database_is_migrated_and_its_batches_read_again(tmp_path):
+    """v1 stored outlier flags judged at ingest (z >= 6); v2 stores per-sample norms (issue 11). A v1 file is
+    upgraded in place by the next writer, and its saved batches are forgotten so that ingest reads them again."""
+    from ingest.schema import SEQUENCES, TABLES
+
+    db = tmp_path / "f.duckdb"
+    con = duckdb.connect(str(db))
+    for seq in SEQUENCES:
+        con.execute(f"CREATE SEQUENCE {seq} START 1")
+    for ddl in TABLES.values():
+        con.execute(ddl)
+    # The v1 shape of batch_stats, and a batch stored by a v1 ingest.
+    con.execute("ALTER TABLE batch_stats DROP COLUMN sample_norms")
+    con.execute("ALTER TABLE batch_stats ADD COLUMN outlier_samples BIGINT[]")
+    con.execute("ALTER TABLE batch_stats ADD COLUMN outlier_z DOUBLE[]")
+    con.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')")
+    con.execute("INSERT INTO batches (batch_id, run_id, path, format) VALUES (1, 'r1', 'batches/step_5.pt', 'torch')")
+    con.execute("INSERT INTO batch_stats (run_id, batch_id, tensor, outlier_samples, outlier_z) "
+                "VALUES ('r1', 1, 'x', [3], [7.5])")
+    con.execute("INSERT INTO sources (source_id, run_id, path, format, grp) VALUES (1, 'r1', 'batches/step_5.pt', "
+                "'batch', ''), (2, 'r1', 'events.out.tfevents.1', 'tensorboard', '')")
+    con.close()
+    with pytest.raises(SchemaError, match="upgrades it in place"):
+        with connect(db, write=False):
+            pass
+    with connect(db, write=True) as con:
+        columns = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                             "WHERE table_name = 'batch_stats'").fetchall()]
+        assert "sample_norms" in columns and "outlier_z" not in columns
+        assert con.execute("SELECT count(*) FROM batches").fetchone()[0] == 0
+        assert con.execute("SELECT path FROM sources").fetchall() == [("events.out.tfevents.1",)]
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)

@@ -19,8 +19,9 @@ from forensics.run import Run
 class BadBatch:
     """A saved batch holds NaN/Inf, samples with extreme outlier norms, or is off the scale of the other batches.
 
-    Detects: per saved batch, tensors with NaN/Inf (`batch_stats.n_nan/n_inf`, critical) or samples flagged
-    as outliers at robust z ≥ `z` (warning; only norms far above the rest, not blank samples). Across the
+    Detects: per saved batch, tensors with NaN/Inf (`batch_stats.n_nan/n_inf`, critical) or samples
+    whose norm lies at robust z ≥ `z` above the batch's median norm (warning; only norms far above the rest, not
+    blank samples; batches of at least `min_samples`). Across the
     run's batches (≥ 3), a floating tensor whose RMS per element is more than `fold` times above (or below)
     that of every other batch taken as normal (warning): a whole batch scaled by a unit bug is invisible
     within the batch. Batches saved at a loss spike or from the first non-finite loss on are not taken as
@@ -34,6 +35,7 @@ class BadBatch:
     kind: ClassVar[str] = "bad_batch"
     requires: ClassVar[tuple[str, ...]] = ()
     z: float = 10.0
+    min_samples: int = 4  # a median and a MAD of fewer sample norms say little
     fold: float = 10.0  # an order of magnitude beyond every normal batch: natural batch-to-batch spread is far less
 
     def unavailable(self, run: Run) -> str | None:
@@ -46,8 +48,7 @@ class BadBatch:
             tensors, bad_samples, far_samples, zs, n_nan, n_inf = [], set(), set(), [], 0, 0
             for b in rows.iter_rows(named=True):  # one row per saved tensor, not per point
                 nonfinite = (b["n_nan"] or 0) + (b["n_inf"] or 0)
-                big = [(s, z) for s, z in zip(b["outlier_samples"] or [], b["outlier_z"] or [])
-                       if z is not None and z >= self.z]
+                big = self.outliers(b["sample_norms"])
                 if not nonfinite and not big and (batch_id, b["tensor"]) not in scaled:
                     continue
                 tensors.append(b["tensor"])
@@ -78,6 +79,16 @@ class BadBatch:
                              evidence=ev, sources=tuple({"table": "batch_stats", "path": first["path"], "tensor": t}
                                                         for t in tensors),
                              summary=f"batch {first['path']} (step {first['step']}) holds {what}")
+
+    def outliers(self, norms: list[float] | None) -> list[tuple[int, float]]:
+        """(sample, robust z) of the samples whose norm lies `z` or more robust sigmas above the batch's median
+        norm (`stats.robust_scale`: from the MAD, else the mean absolute deviation; none when all are equal).
+        Ingest stores the norms (`batch_stats.sample_norms`); the judgement is made here."""
+        x = np.asarray(norms if norms is not None else [], dtype=float)
+        if x.size < self.min_samples:
+            return []
+        zs = (x - np.median(x)) / stats.robust_scale(x)
+        return [(int(i), float(zs[i])) for i in np.flatnonzero(zs >= self.z)]
 
     def _off_scale(self, run: Run, bs: pl.DataFrame) -> dict[tuple[int, str], dict]:
         """(batch_id, tensor) -> evidence for floating tensors an order of magnitude off the normal batches."""
