@@ -71,7 +71,7 @@ def naive_stats(t) -> dict:
     return {"numel": x.numel(), "l2": float(fin.norm()), "mean": float(fin.mean()), "std": float(fin.std(correction=0)),
             "min": float(fin.min()), "max": float(fin.max()), "abs_max": float(fin.abs().max()),
             "zero_fraction": float((x == 0).double().mean()), "n_nan": int(torch.isnan(x).sum()),
-            "n_inf": int(torch.isinf(x).sum())}  # fmt: skip
+            "n_inf": int(torch.isinf(x).sum())}
 
 
 def child(mode: str, path: Path, fmt: str) -> None:
@@ -111,12 +111,12 @@ def child(mode: str, path: Path, fmt: str) -> None:
     stop.set()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"seconds": elapsed, "peak_rss_mib": (peak - base) / 1024,
-                      "peak_anon_mib": (peak_anon[0] - base_anon) / 1024, "n_nan": n_nan, "l2": l2}))  # fmt: skip
+                      "peak_anon_mib": (peak_anon[0] - base_anon) / 1024, "n_nan": n_nan, "l2": l2}))
 
 
 def measure(mode: str, path: Path, fmt: str) -> dict:
     out = subprocess.run([sys.executable, __file__, "--child", mode, "--path", str(path), "--format", fmt],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -139,7 +139,7 @@ def main() -> None:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
                             f"from benchmarks.bench_checkpoint_stats import write_checkpoint as w; "
-                            f"from pathlib import Path; w(Path({str(path)!r}), {fmt!r}, {args.gb})"], check=True)  # fmt: skip
+                            f"from pathlib import Path; w(Path({str(path)!r}), {fmt!r}, {args.gb})"], check=True)
             size = path.stat().st_size
             print(f"{fmt}: wrote {size / 1e9:.2f} GB in {time.perf_counter() - t0:.1f} s", flush=True)
             naive = measure("naive", path, fmt)
@@ -149,11 +149,11 @@ def main() -> None:
             assert worst < 1e-9, worst
             for name, r in (("naive", naive), ("ours", ours)):
                 print(f"  {name:5s}  {r['seconds']:6.1f} s   peak RSS +{r['peak_rss_mib']:7.0f} MiB   "
-                      f"peak anonymous +{r['peak_anon_mib']:7.0f} MiB")  # fmt: skip
+                      f"peak anonymous +{r['peak_anon_mib']:7.0f} MiB")
             print(f"  ratio naive/ours: time {naive['seconds'] / ours['seconds']:.2f}x, peak RSS "
                   f"{naive['peak_rss_mib'] / max(ours['peak_rss_mib'], 1):.1f}x, peak anonymous "
                   f"{naive['peak_anon_mib'] / max(ours['peak_anon_mib'], 1):.1f}x; l2 agree to {worst:.1e}",
-                  flush=True)  # fmt: skip
+                  flush=True)
         finally:
             shutil.rmtree(folder)
 

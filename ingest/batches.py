@@ -115,7 +115,7 @@ def read_batch(root: Path, found: FoundBatch, trust_pickle: bool = False) -> Bat
     rel = str(found.path)
     issues: list[tuple[str, Issue]] = []
     row: dict[str, Any] = {"path": rel, "step": found.step, "format": found.format, "n_samples": None,
-                           "n_nonfinite": None, "status": "ok", "detail": None}  # fmt: skip
+                           "n_nonfinite": None, "status": "ok", "detail": None}
     try:
         if found.format == "safetensors":
             _, refs, file_issues = read_safetensors_header(path)

@@ -562,4 +562,4 @@ def _delta_row(name: str, step: int | None, prev_step: int | None, delta: float,
     distance = step - prev_step if step is not None and prev_step is not None else None
     ratio = delta / norm if norm > 0 else (0.0 if delta == 0 else float("inf"))
     return {"tensor": name, "step": step, "prev_step": prev_step, "step_distance": distance,
-            "delta_l2": delta, "ratio": ratio}  # fmt: skip
+            "delta_l2": delta, "ratio": ratio}

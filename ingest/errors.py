@@ -2,16 +2,15 @@
 
     ForensicsError                 anything this tool reports as one line and exit code 2
     ├── IngestError                a run could not be read
-    │   ├── UnreadableRun          nothing in the run directory could be read
-    │   └── UnknownFormat          a file named on purpose is of no format we know
+    │   └── UnreadableRun          nothing in the run directory could be read
     ├── SchemaError                the database has a schema this version cannot use
     ├── StoreLocked                another process holds the database for writing
-    ├── MissingDependency          an optional reader's package is not installed
-    └── UntrustedPickle            a checkpoint needs full unpickling and --trust-pickle was not given
+    └── MissingDependency          an optional reader's package (or a compiled core) is not installed
 
 ReplayError and its subclasses arrive with the replay issue.
 
-Only `forensics.cli` catches `ForensicsError`. Nothing catches bare `Exception`.
+A checkpoint that needs full unpickling is not an error: it is stored with status `needs_pickle` and read
+only with --trust-pickle. Only `forensics.cli` catches `ForensicsError`. Nothing catches bare `Exception`.
 """
 
 
@@ -27,10 +26,6 @@ class UnreadableRun(IngestError):
     """Nothing in the run directory could be read."""
 
 
-class UnknownFormat(IngestError):
-    """A file named explicitly is of no format we know."""
-
-
 class SchemaError(ForensicsError):
     """The database was written by a schema version this code cannot use."""
 
@@ -41,7 +36,3 @@ class StoreLocked(ForensicsError):
 
 class MissingDependency(ForensicsError):
     """An optional reader's package is missing; the message names the install command."""
-
-
-class UntrustedPickle(ForensicsError):
-    """A checkpoint can only be read by executing a pickle, which needs the user's explicit opt-in."""

@@ -1,7 +1,8 @@
 """What a reader returns: frames of points plus the issues it met, in chunks, and where to go on next time.
 
 Every reader is pure: it reads one file (from a resume position) and yields `Chunk`s; it never touches the
-database. `ingest.store` writes chunks. Column names and types are fixed here so that every reader agrees.
+database. `ingest.run` buffers chunks and writes them through `ingest.writes`. Column names and types are
+fixed here so that every reader agrees.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, str], dict[str, Tenso
             continue
         if start + end > size:
             issues.append(Issue(start + begin, "truncated", f"tensor {name!r} ends at byte {start + end}, "
-                                f"past the end of the {size}-byte file (cut off mid-save?)"))  # fmt: skip
+                                f"past the end of the {size}-byte file (cut off mid-save?)"))
             continue
         refs[name] = TensorRef(dtype=dtype, shape=shape, path=path, offset=start + begin, nbytes=end - begin)
     return {str(k): str(v) for k, v in metadata.items()}, refs, issues
@@ -118,7 +118,7 @@ def load_torch(path: Path, trust_pickle: bool = False) -> tuple[Any, Issue | Non
     except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as exc:
         raise Unreadable("truncated" if isinstance(exc, EOFError) else "unreadable", first_line(exc)) from None
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=False, mmap=is_zip)  # noqa: S614 -- opted in
+        obj = torch.load(path, map_location="cpu", weights_only=False, mmap=is_zip)  # the user opted in
     except (RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
         raise Unreadable("unreadable", f"full unpickling failed too: {first_line(exc)}") from None
     if isinstance(obj, torch.nn.Module):

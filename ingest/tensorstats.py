@@ -55,7 +55,7 @@ SAFETENSORS_DTYPES = {
     "U64": "uint64", "U32": "uint32", "U16": "uint16", "U8": "uint8", "BOOL": "bool",
     "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "F8_E8M0": "float8_e8m0fnu",
     "C64": "complex64",
-}  # fmt: skip
+}
 
 
 def dtype_name(dtype: Any) -> str:
@@ -134,7 +134,7 @@ def _countable() -> frozenset:
     import torch
 
     return frozenset((torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-                      torch.int16, torch.int8, torch.uint8, torch.bool))  # fmt: skip
+                      torch.int16, torch.int8, torch.uint8, torch.bool))
 
 
 class Moments:

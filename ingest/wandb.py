@@ -397,7 +397,7 @@ class _Decoder:
             if fast is None:
                 record.ParseFromString(payload)
                 kind = record.WhichOneof("record_type")
-        except Exception as exc:  # noqa: BLE001 -- protobuf's DecodeError has no stable import path across versions
+        except Exception as exc:  # protobuf's DecodeError has no stable import path across versions: re-raised below
             if type(exc).__name__ != "DecodeError":
                 raise
             self.framing.issues.append(Issue(offset, "garbled", f"record at byte {offset} passed its CRC but is "
@@ -809,7 +809,7 @@ def _seed_steps(data: mmap.mmap, start: int, run: _Run, pb) -> None:
     for _offset, _end, payload in _log_records(data[:start], 0, _Framing()):
         try:
             record.ParseFromString(payload)
-        except Exception as exc:  # noqa: BLE001 -- see _decode
+        except Exception as exc:  # DecodeError only, as in _decode: anything else is re-raised
             if type(exc).__name__ != "DecodeError":
                 raise
             continue

@@ -5,19 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from forensics.run import Run
-
-
-def tensorboard_reader_present() -> bool:
-    from ingest.formats import FORMATS
-
-    return any(f.name == "tensorboard" for f in FORMATS)
-
-
-needs_tensorboard = pytest.mark.skipif(not tensorboard_reader_present(),
-                                       reason="the TensorBoard reader is not on this branch yet (ingest/formats.py)")
 
 
 def write_tb(root: Path, series: dict[str, tuple[np.ndarray, np.ndarray]], config: dict | None = None) -> Path:
@@ -78,8 +67,8 @@ def hf_history(steps: np.ndarray, loss: np.ndarray, grad_norm: np.ndarray, lr: f
                per_epoch: int = 1000) -> list[dict]:
     """HF Trainer's training log entries, keys in the order it logs them: loss, grad_norm, learning_rate,
     epoch, step (plain floats; NaN/Inf stay NaN/Inf, as `json.dumps` writes them)."""
-    return [{"loss": float(l), "grad_norm": float(g), "learning_rate": lr, "epoch": round(int(s) / per_epoch, 4),
-             "step": int(s)} for s, l, g in zip(steps, loss, grad_norm)]
+    return [{"loss": float(v), "grad_norm": float(g), "learning_rate": lr, "epoch": round(int(s) / per_epoch, 4),
+             "step": int(s)} for s, v, g in zip(steps, loss, grad_norm)]
 
 
 class one_torch_thread:

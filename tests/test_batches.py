@@ -59,7 +59,7 @@ def test_nan_samples_outliers_and_label_range(tmp_path, fmt):
         torch.save(batch, tmp_path / "batches" / "step_500.pt")
     else:
         save_file({k: v for k, v in batch.items() if isinstance(v, torch.Tensor)},
-                  tmp_path / "batches" / "step_500.safetensors")  # fmt: skip
+                  tmp_path / "batches" / "step_500.safetensors")
     [found] = find_batches(rels(tmp_path))
     assert found.step == 500
     read = read_batch(tmp_path, found)
@@ -122,11 +122,11 @@ def test_damaged_batches_reported_run_goes_on(tmp_path):
     written = ingest_batches(db, "r1", run, find_batches(rels(run)))
     assert {r["path"]: r["status"] for r in written} == {
         "batches/step_1.pt": "ok", "batches/step_2.pt": "unreadable",
-        "batches/step_3.safetensors": "unreadable", "batches/step_4.pt": "needs_pickle"}  # fmt: skip
+        "batches/step_3.safetensors": "unreadable", "batches/step_4.pt": "needs_pickle"}
     con = duckdb.connect(str(db), read_only=True)
     kinds = dict(con.execute("SELECT path, kind FROM ingest_issues").fetchall())
     assert kinds == {"batches/step_2.pt": "truncated", "batches/step_3.safetensors": "empty",
-                     "batches/step_4.pt": "needs_pickle"}  # fmt: skip
+                     "batches/step_4.pt": "needs_pickle"}
     assert con.execute("SELECT count(*) FROM batch_stats").fetchone()[0] == 3
     stored = con.execute("SELECT step, n_samples FROM batches WHERE status = 'ok'").fetchall()
     assert stored == [(1, 32)]
@@ -136,7 +136,7 @@ def test_damaged_batches_reported_run_goes_on(tmp_path):
 
 def test_find_batches_by_folder_or_name():
     paths = [PurePosixPath(p) for p in ("batches/step_5.pt", "out/batches/00042.safetensors", "batch-7.pt",
-                                        "step_5.pt", "checkpoint-5/model.safetensors", "batches/notes.txt")]  # fmt: skip
+                                        "step_5.pt", "checkpoint-5/model.safetensors", "batches/notes.txt")]
     assert find_batches(paths) == [
         FoundBatch(PurePosixPath("batch-7.pt"), "torch", 7),
         FoundBatch(PurePosixPath("batches/step_5.pt"), "torch", 5),

@@ -97,7 +97,7 @@ def train(steps: int, seed: int = 0, frozen: bool = True):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
-                                   torch.float8_e4m3fn, torch.float8_e5m2, torch.int64, torch.uint8, torch.bool])  # fmt: skip
+                                   torch.float8_e4m3fn, torch.float8_e5m2, torch.int64, torch.uint8, torch.bool])
 @pytest.mark.parametrize("slice_elements", [7, 1 << 22])
 def test_stats_match_naive_float64(dtype, slice_elements):
     torch.manual_seed(1)
@@ -124,7 +124,7 @@ def test_stats_of_values_near_float64_max_do_not_raise():
 
 @settings(deadline=None, max_examples=30, derandomize=True)
 @given(n=st.integers(1, 300), n_nan=st.integers(0, 5), n_inf=st.integers(0, 5), offset=st.floats(-1e6, 1e6),
-       slice_elements=st.integers(1, 64))  # fmt: skip
+       slice_elements=st.integers(1, 64))
 def test_nan_inf_counts_exact_and_moments_of_the_rest(n, n_nan, n_inf, offset, slice_elements):
     g = torch.Generator().manual_seed(n)
     t = torch.randn(n, generator=g, dtype=torch.float64) + offset
@@ -154,7 +154,7 @@ def test_strided_tensor_streams_in_row_blocks_and_deltas_align(tmp_path):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2,
-                                   torch.int8, torch.complex64])  # fmt: skip
+                                   torch.int8, torch.complex64])
 def test_file_backed_slices_equal_tensor(tmp_path, dtype):
     """A safetensors tensor read in slices by byte range gives the statistics of the tensor itself."""
     t = (torch.randn(1000, 3) * 4).to(dtype) if dtype != torch.complex64 else torch.randn(1000, 3, dtype=dtype)
@@ -188,7 +188,7 @@ def test_bare_safetensors_step_from_metadata(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["step_500.pt", "ckpt-500.pt", "epoch=2-step=500.ckpt", "iter_0000500.pt",
-                                  "checkpoint-500/model.safetensors", "500.pth", "model_step500.safetensors"])  # fmt: skip
+                                  "checkpoint-500/model.safetensors", "500.pth", "model_step500.safetensors"])
 def test_step_from_each_name_pattern(name):
     assert step_from_name(PurePosixPath(name)) == 500
 
@@ -205,7 +205,7 @@ def test_step_from_name_when_contents_have_none(tmp_path):
 def test_torch_dict_with_model_optimizer_scaler_step(tmp_path):
     model, opt, scaler, sched, _ = train(2)
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scaler": scaler.state_dict(),
-                "scheduler": sched.state_dict(), "step": 7}, tmp_path / "ckpt-9.pt")  # fmt: skip
+                "scheduler": sched.state_dict(), "step": 7}, tmp_path / "ckpt-9.pt")
     read = read_checkpoint(tmp_path, find_checkpoints(rels(tmp_path))[0])
     row = read.row
     assert (row["step"], row["step_from"], row["status"]) == (7, "contents", "ok")  # contents beat the name
@@ -234,7 +234,7 @@ def test_nanogpt_checkpoint(tmp_path):
     compiled = {f"_orig_mod.{k}": v for k, v in model.state_dict().items()}
     torch.save({"model": compiled, "optimizer": opt.state_dict(), "model_args": {"n_layer": 2, "bias": True},
                 "iter_num": 2000, "best_val_loss": torch.tensor(1.25), "config": {"learning_rate": 6e-4}},
-               tmp_path / "ckpt.pt")  # fmt: skip
+               tmp_path / "ckpt.pt")
     torch.save(opt.state_dict(), tmp_path / "optim_only.pt")
     reads = {f.path.name: read_checkpoint(tmp_path, f) for f in find_checkpoints(rels(tmp_path))}
     read = reads["ckpt.pt"]
@@ -257,7 +257,7 @@ def test_hf_checkpoint_folder(tmp_path):
     torch.save(sched.state_dict(), ck / "scheduler.pt")
     torch.save(scaler.state_dict(), ck / "scaler.pt")
     torch.save({"python": random.getstate(), "numpy": np.random.get_state(), "cpu": torch.random.get_rng_state()},
-               ck / "rng_state.pth")  # fmt: skip
+               ck / "rng_state.pth")
     shutil.copy(REAL_TRAINER_STATE, ck / "trainer_state.json")  # a real one: global_step 2800
     (ck / "config.json").write_text(json.dumps({"model_type": "net"}))
     (ck / "training_args.bin").write_bytes(b"\x80\x04not ours")
@@ -267,7 +267,7 @@ def test_hf_checkpoint_folder(tmp_path):
     [found] = find_checkpoints(rels(tmp_path))
     assert (found.format, found.path, found.name_step) == ("hf", PurePosixPath("out/checkpoint-2800"), 2800)
     assert {f.name for f in found.files} == {"model.safetensors", "optimizer.pt", "scheduler.pt", "scaler.pt",
-                                             "rng_state.pth"}  # fmt: skip
+                                             "rng_state.pth"}
     assert [f.name for f in found.aux] == ["trainer_state.json"]  # read, not claimed: the log reader reads it too
     read = read_checkpoint(tmp_path, found)
     row = read.row
@@ -282,7 +282,7 @@ def test_hf_checkpoint_folder(tmp_path):
     assert values["scheduler._last_lr.0"] == pytest.approx(sched.get_last_lr()[0])
     assert values["scaler.scale"] == 1024.0
     assert row["size_bytes"] == sum((ck / n).stat().st_size for n in
-                                    ("model.safetensors", "optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth"))  # fmt: skip
+                                    ("model.safetensors", "optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state.pth"))
 
 
 def pl_kind(kind):
@@ -301,7 +301,7 @@ def test_sharded_safetensors_with_hf_index(tmp_path):
     for file, keys in shards.items():
         save_file({k: sd[k] for k in keys}, ck / file, metadata={"format": "pt"})
     index = {"metadata": {"total_size": sum(v.numel() * v.element_size() for v in sd.values())},
-             "weight_map": {k: f for f, keys in shards.items() for k in keys}}  # fmt: skip
+             "weight_map": {k: f for f, keys in shards.items() for k in keys}}
     (ck / "model.safetensors.index.json").write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
     [found] = find_checkpoints(rels(tmp_path))
     assert len(found.files) == 3 and found.name_step == 10
@@ -378,10 +378,10 @@ def test_lightning_deltas_join_tensor_stats_by_key_as_found(tmp_path):
     for step in (1, 3):
         torch.save({"epoch": 0, "global_step": step, "pytorch-lightning_version": "2.4.0",
                     "state_dict": {f"model.{k}": v for k, v in snaps[step - 1].items()}},
-                   run / f"epoch=0-step={step}.ckpt")  # fmt: skip
+                   run / f"epoch=0-step={step}.ckpt")
     ingest_checkpoints(db, "r1", run, find_checkpoints(rels(run)))
     joined = query(db, "SELECT d.tensor, t.param, d.delta_l2 FROM tensor_deltas d JOIN tensor_stats t "
-                       "ON t.ckpt_id = d.ckpt_id AND t.tensor = d.tensor ORDER BY d.tensor")  # fmt: skip
+                       "ON t.ckpt_id = d.ckpt_id AND t.tensor = d.tensor ORDER BY d.tensor")
     assert len(joined) == len(snaps[0]) - 1 and all(t == f"model.{p}" for t, p, _ in joined)
     assert dict((p, d) for _, p, d in joined)["fc1.bias"] == 0.0
 
@@ -464,15 +464,15 @@ def test_damaged_checkpoints_are_reported_and_the_run_still_ingests(tmp_path):
     status = {r["path"]: r["status"] for r in written}
     assert status == {"step_1.safetensors": "ok", "step_2.safetensors": "partial", "step_3.safetensors": "ok",
                       "step_4.pt": "unreadable", "step_5.pt": "unreadable", "step_6.pt": "unreadable",
-                      "step_7.safetensors": "unreadable"}  # fmt: skip
+                      "step_7.safetensors": "unreadable"}
     issues = dict(query(db, "SELECT path, kind FROM ingest_issues"))
     assert issues == {"step_2.safetensors": "truncated", "step_4.pt": "truncated", "step_5.pt": "empty",
-                      "step_6.pt": "not_this_format", "step_7.safetensors": "not_this_format"}  # fmt: skip
+                      "step_6.pt": "not_this_format", "step_7.safetensors": "not_this_format"}
     # Every tensor of step_2 but the one cut off is there; the good checkpoints are complete.
     n = dict(query(db, "SELECT c.path, count(*) FROM tensor_stats t JOIN checkpoints c USING (ckpt_id) "
-                       "GROUP BY c.path"))  # fmt: skip
+                       "GROUP BY c.path"))
     assert n == {"step_1.safetensors": len(snaps[0]), "step_3.safetensors": len(snaps[0]),
-                 "step_2.safetensors": len(snaps[0]) - 1}  # fmt: skip
+                 "step_2.safetensors": len(snaps[0]) - 1}
     # Deltas skip the unreadable ones: 1 -> 2 (partial) -> 3.
     assert query(db, "SELECT DISTINCT prev_step, step FROM tensor_deltas ORDER BY step") == [(1, 2), (2, 3)]
     assert dict(query(db, "SELECT path, format FROM sources"))["step_4.pt"] == "checkpoint"
@@ -495,7 +495,7 @@ def test_ingest_stores_frames_and_deltas_and_reingest_adds_nothing(tmp_path):
     counts = [query(db, f"SELECT count(*) FROM {t}") for t in ("tensor_stats", "tensor_deltas", "checkpoint_values")]
     assert ingest_checkpoints(db, "r1", run, found) == []
     assert [query(db, f"SELECT count(*) FROM {t}") for t in ("tensor_stats", "tensor_deltas",
-                                                             "checkpoint_values")] == counts  # fmt: skip
+                                                             "checkpoint_values")] == counts
     # A new checkpoint later in the run: read, and its delta against the stored step 4 computed.
     save_file(snaps[3], run / "step_9.safetensors", metadata={"step": "9"})
     assert [r["step"] for r in ingest_checkpoints(db, "r1", run, find_checkpoints(rels(run)))] == [9]
@@ -517,16 +517,16 @@ def test_ingest_stores_frames_and_deltas_and_reingest_adds_nothing(tmp_path):
 
 def test_hf_final_save_in_the_output_folder_is_named_by_its_model_file():
     paths = [PurePosixPath(p) for p in ("model.safetensors", "trainer_state.json", "config.json",
-                                        "step_300/model-00001-of-00002.safetensors", "batches/model.safetensors")]  # fmt: skip
+                                        "step_300/model-00001-of-00002.safetensors", "batches/model.safetensors")]
     root_ckpt, folder_ckpt = find_checkpoints(paths)
     assert (root_ckpt.path, root_ckpt.format, root_ckpt.aux) == (PurePosixPath("model.safetensors"), "hf",
-                                                                (PurePosixPath("trainer_state.json"),))  # fmt: skip
+                                                                (PurePosixPath("trainer_state.json"),))
     assert (folder_ckpt.path, folder_ckpt.name_step) == (PurePosixPath("step_300"), 300)
 
 
 def test_batches_and_non_tensor_files_are_not_checkpoints():
     paths = [PurePosixPath(p) for p in ("batches/step_5.pt", "batch_5.safetensors", "train.log", "checkpoint-5/"
-             "trainer_state.json", "out/training_args.bin", "events.out.tfevents.1.host")]  # fmt: skip
+             "trainer_state.json", "out/training_args.bin", "events.out.tfevents.1.host")]
     assert find_checkpoints(paths) == []
 
 
@@ -554,9 +554,9 @@ def hf_run(tmp_path: Path) -> Path:
         torch.save(opt.state_dict(), ck / "optimizer.pt")
         torch.save(sched.state_dict(), ck / "scheduler.pt")
         torch.save({"python": random.getstate(), "numpy": np.random.get_state(),
-                    "cpu": torch.random.get_rng_state()}, ck / "rng_state.pth")  # fmt: skip
+                    "cpu": torch.random.get_rng_state()}, ck / "rng_state.pth")
         log = [{"loss": 1.0 / s, "grad_norm": 0.5, "learning_rate": 1e-2, "epoch": s / 10, "step": s}
-               for s in range(1, step + 1)]  # fmt: skip
+               for s in range(1, step + 1)]
         TrainerState(global_step=step, max_steps=4, log_history=log).save_to_json(ck / "trainer_state.json")
     (run / "batches").mkdir()
     batch = {"input_ids": torch.randint(0, 50, (8, 5)), "x": torch.randn(8, 4)}
@@ -578,7 +578,7 @@ def test_run_ingest_and_checkpoints_command(tmp_path, capsys):
     assert sources["checkpoint-2"] == sources["whole_model.pt"] == "checkpoint"
     assert sources["batches/step_4.pt"] == "batch"
     assert not any(p.endswith((".safetensors", ".pt", ".pth")) and "/" in p and not p.startswith("batches")
-                   for p in sources)  # fmt: skip
+                   for p in sources)
     assert query(db, "SELECT count(*) FROM scalars") != [(0,)]
     assert query(db, "SELECT count(*) FROM ingest_issues WHERE kind = 'unknown_file'") == [(0,)]
 

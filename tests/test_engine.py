@@ -8,7 +8,7 @@ import pytest
 from forensics.cli import main
 from forensics.settings import build_detectors
 from ingest.errors import ForensicsError
-from tests.runwriters import curve, needs_tensorboard, write_tb
+from tests.runwriters import curve, write_tb
 
 
 def _nan_run(root):
@@ -21,7 +21,6 @@ def _nan_run(root):
     return write_tb(root, {"train/loss": (steps, loss), "train/grad_norm": (steps, g)})
 
 
-@needs_tensorboard
 def test_analyze_json_reports_the_chain_as_one_event(tmp_path, capsys):
     run = _nan_run(tmp_path / "nan_run")
     assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--json"]) == 0
@@ -36,7 +35,6 @@ def test_analyze_json_reports_the_chain_as_one_event(tmp_path, capsys):
         assert set(f) >= {"kind", "severity", "step", "step_end", "series", "summary", "evidence", "causes", "checks", "event"}
 
 
-@needs_tensorboard
 def test_analyze_text_fail_on_and_markdown(tmp_path, capsys):
     run = _nan_run(tmp_path / "nan_run")
     db = str(tmp_path / "f.duckdb")
@@ -53,7 +51,6 @@ def test_analyze_text_fail_on_and_markdown(tmp_path, capsys):
     con.close()
 
 
-@needs_tensorboard
 def test_healthy_run_has_no_critical_and_exits_zero_with_fail_on(tmp_path, capsys):
     run = write_tb(tmp_path / "ok", {"train/loss": curve(), "train/grad_norm": (np.arange(300) * 10, np.ones(300))})
     assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--json", "--fail-on", "critical"]) == 0

@@ -1,9 +1,8 @@
 """HF Trainer's trainer_state.json: real files, HF's exact writer, damage, and the format table entry."""
 
-import dataclasses
 import json
 import math
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 import pytest
 

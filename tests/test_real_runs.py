@@ -1,4 +1,5 @@
-"""Every real public log in ../shared/real_runs ingests and analyses end to end through the CLI, without error."""
+"""Every real public log in ../shared/real_runs ingests through the CLI, and its analysis shows what
+../shared/real_runs/labels.json says the run shows (a development set, DECISIONS.md §17)."""
 
 import json
 
@@ -26,11 +27,95 @@ def test_real_run_ingests_every_file(run, db, capsys):
     assert not [i for i in report["issues"] if i["kind"] in ("garbled", "crc_mismatch", "not_this_format")]
 
 
-@pytest.mark.parametrize("run", RUNS, ids=[p.name for p in RUNS])
-def test_real_run_analyses(run, db, capsys):
-    assert main(["analyze", str(run), "--db", str(db), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert isinstance(out["healthy"], bool)
-    assert out["healthy"] == (not out["findings"])
-    ran_nothing = {s["kind"] for s in out["skipped"]}
-    assert len(ran_nothing) < 30, "some detector must have been able to run on a real log"
+LABELS = json.loads((REAL_RUNS / "labels.json").read_text()) if (REAL_RUNS / "labels.json").is_file() else {}
+
+# Labelled pathologies the engine does not report yet (measured on this branch). Each is a strict xfail: when a
+# detector learns to see it, the test passes, pytest reports XPASS as a failure, and the entry goes.
+KNOWN_MISSES = {
+    ("hf_cpt", "plateau"): "eval-loss plateau with a ~1% upturn is not called (plateau reads the train loss)",
+    ("hf_dnabert2", "overfitting"): "11 noisy eval points: the widening gap after step 800 is not called",
+    ("hf_star", "exploding_gradients"): "isolated grad-norm spikes (82 vs median 4.8) without a loss spike",
+    ("log_byteps411", "divergence"): "a rise over 3 ordinal batches before the NaN is too short for divergence",
+    ("log_insightface2262", "amp_overflow"): "the console's 'Fp16 Grad Scale: 0' is not read as a loss scale",
+    ("log_ipexllm1486", "loss_spike"): "a single Infinity that recovers is reported as nan_loss only",
+    ("log_mlx620", "loss_spike"): "the 4.6x jump at iteration 75-100 among 9 points is not called a spike",
+    ("log_mlx620", "divergence"): "9 points: fewer than divergence needs",
+    ("mlflow_swahili_stt", "plateau"): "10 epochs: too short for the plateau detector",
+    ("tb_dlgn_v0", "divergence"): "5 points at 1e12: fewer than divergence needs (issue 13's 'healthy from nothing')",
+    ("tb_dlgn_v10", "flat_loss"): "val loss flat at ln 2 while the train loss wanders: not called flat",
+}
+# Healthy runs where the engine raises a warning (false alarms, DECISIONS.md §8: precision counts).
+KNOWN_FALSE_ALARMS = {
+    "hf_tsviz": "val_noise and overfitting warnings on a run labelled healthy",
+    "wandb_gpt_baseline": "initial_loss_mismatch on a GPT whose first loss is 429 (labelled healthy)",
+}
+# Where a label names the step of the first non-finite loss in the writer's own numbering.
+NAN_STEP_KEYS = ("first_nan_iter", "inf_iteration")
+
+
+@pytest.fixture(scope="module")
+def analyses(db):
+    """`forensics analyze --json` of each labelled real run, once per run."""
+    cache: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in cache:
+            import contextlib
+            import io
+
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                assert main(["analyze", str(REAL_RUNS / name), "--db", str(db), "--json"]) == 0
+            cache[name] = json.loads(buf.getvalue())
+        return cache[name]
+
+    return get
+
+
+def _cases(kinds: bool):
+    out = []
+    for name, label in sorted(LABELS.items()):
+        if not (REAL_RUNS / name).is_dir():
+            continue
+        if not kinds:
+            out.append(pytest.param(name, id=name))
+            continue
+        for kind in label["pathologies"]:
+            if kind == "healthy":
+                continue
+            miss = KNOWN_MISSES.get((name, kind))
+            marks = [pytest.mark.xfail(strict=True, reason=f"engine misses it: {miss}")] if miss else []
+            out.append(pytest.param(name, kind, id=f"{name}-{kind}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("name", _cases(kinds=False))
+def test_real_run_reads_its_training_loss(name, analyses):
+    """Every labelled run logs a training loss: the analysis must have read one (never a verdict from nothing)."""
+    out = analyses(name)
+    assert "loss" in out["checked"]["series"], out["checked"]
+
+
+@pytest.mark.parametrize("name,kind", _cases(kinds=True))
+def test_real_run_shows_its_labelled_pathology(name, kind, analyses):
+    found = {f["kind"]: f for f in analyses(name)["findings"]}
+    assert kind in found, f"labelled {kind}; found {sorted(found)}"
+    label = LABELS[name]
+    for key in NAN_STEP_KEYS:
+        if kind == "nan_loss" and key in label["key_steps"]:
+            assert found[kind]["step"] == label["key_steps"][key]
+
+
+HEALTHY = [n for n, label in sorted(LABELS.items()) if label["pathologies"] == ["healthy"] and (REAL_RUNS / n).is_dir()]
+
+
+@pytest.mark.parametrize("name", HEALTHY)
+def test_healthy_real_run_has_no_critical_finding(name, analyses):
+    assert [f for f in analyses(name)["findings"] if f["severity"] == "critical"] == []
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_FALSE_ALARMS[n])]
+                                               if n in KNOWN_FALSE_ALARMS else []) for n in HEALTHY])
+def test_healthy_real_run_has_no_finding(name, analyses):
+    out = analyses(name)
+    assert out["findings"] == [] and out["healthy"] is True

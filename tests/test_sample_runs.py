@@ -370,7 +370,7 @@ def test_resumed_run_repeats_steps_and_its_damage_is_real():
     assert min(overlap) == 405 and max(overlap) >= 595  # logged every 5 steps: 405..600 (600's record is cut)
     assert min(steps[1].values()) - max(steps[0].values()) > 1000
     import torch
-    with pytest.raises(Exception):  # noqa: PT011 - any unpickling/zip error proves the file is cut
+    with pytest.raises(Exception):  # any unpickling/zip error proves the file is cut
         torch.load(run / "checkpoints" / "step_600.pt", weights_only=True)
     assert {d["kind"] for d in t["damage"]} == {"truncated_record", "truncated_checkpoint"}
 

@@ -3,7 +3,7 @@
 import csv
 import json
 import math
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 import polars as pl
 import pytest

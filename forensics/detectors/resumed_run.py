@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-import polars as pl
 
 from forensics.detectors.base import src
 from forensics.findings import Finding

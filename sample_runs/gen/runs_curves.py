@@ -141,7 +141,7 @@ def plateau_double_softmax(ctx: Ctx):
         '    probs = torch.softmax(model(batch["x"]), dim=-1)  # BUG: CrossEntropyLoss applies log_softmax itself\n'
         '    return torch.nn.functional.cross_entropy(probs, batch["y"])'))
     con = loggers.Console(ctx.root, every=25, total=1500)
-    res = fit(ctx, model, opt, entry.loss_fn, Fit(steps=1500, batch_fn=batch_fn, loggers=[con]))
+    fit(ctx, model, opt, entry.loss_fn, Fit(steps=1500, batch_fn=batch_fn, loggers=[con]))
     con.close()
     s = con.logged["loss"]
     v = np.array([s[k] for k in sorted(s)])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from . import data, loggers
 from .common import Checkpoints, Ctx, Fit, fit, seed_all

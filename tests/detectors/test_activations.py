@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import DeadRelu, SaturatedActivation
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 STEPS = np.arange(100) * 10
 

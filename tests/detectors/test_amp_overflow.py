@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import AmpOverflow
-from tests.runwriters import load_run, needs_tensorboard, one_torch_thread, write_tb
+from tests.runwriters import load_run, one_torch_thread, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def _scales(overflow, n: int = 300, growth_interval: int = 20) -> tuple[np.ndarray, np.ndarray]:

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 from forensics.detectors import BadBatch
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def _batch(seed: int, n: int = 32):

@@ -1,7 +1,6 @@
 """weight_norm_growth, weight_collapse and update_ratio_anomaly from checkpoints (safetensors.torch.save_file,
 torch.save) ingested through the real checkpoint reader: norms from tensor_stats, ratios from tensor_deltas."""
 
-import numpy as np
 import pytest
 
 from forensics.detectors import UpdateRatioAnomaly, WeightCollapse, WeightNormGrowth

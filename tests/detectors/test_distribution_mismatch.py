@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import DistributionMismatch
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def _val(levels, every: int = 100, seed: int = 0, noise: float = 0.005):

@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import Divergence
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def test_fires_at_the_minimum_before_the_rise(tmp_path):

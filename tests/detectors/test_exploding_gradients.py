@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import ExplodingGradients
-from tests.runwriters import load_run, needs_tensorboard, write_tb
+from tests.runwriters import load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def _norms(seed=0):

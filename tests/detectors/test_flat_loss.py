@@ -5,9 +5,8 @@ import math
 import numpy as np
 
 from forensics.detectors import FlatLoss
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def test_fires_on_loss_stuck_at_log_c(tmp_path):

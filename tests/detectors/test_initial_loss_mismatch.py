@@ -6,9 +6,8 @@ import numpy as np
 
 from forensics.detectors import InitialLossMismatch
 from forensics.detectors.base import missing_reason
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def test_fires_when_the_first_loss_is_far_above_log_c(tmp_path):

@@ -1,11 +1,9 @@
 """loss_spike on real TensorBoard event files."""
 
-import numpy as np
 
 from forensics.detectors import LossSpike
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def test_fires_at_each_spike_with_its_baseline(tmp_path):

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from forensics.detectors import LrScheduleAnomaly
-from tests.runwriters import curve, load_run, needs_tensorboard, one_torch_thread, write_tb
+from tests.runwriters import curve, load_run, one_torch_thread, write_tb
 
-pytestmark = needs_tensorboard
 N = 1000  # optimizer steps in every run here; the LR is logged every 10
 
 

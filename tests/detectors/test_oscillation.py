@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 from forensics.detectors import Oscillation
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def _check(tmp_path, steps, loss):

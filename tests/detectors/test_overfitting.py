@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import Overfitting
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def _val(rise: bool, seed=0):

@@ -1,11 +1,9 @@
 """plateau on real TensorBoard event files."""
 
-import numpy as np
 
 from forensics.detectors import Plateau
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def test_fires_where_the_loss_stalls_high(tmp_path):

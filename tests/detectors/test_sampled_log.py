@@ -6,7 +6,7 @@ import csv
 import numpy as np
 
 from forensics.detectors import SampledLog
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
 RUN = "lucky-sun-12"
 
@@ -35,7 +35,6 @@ def test_fires_on_a_bucketed_ui_export(tmp_path):
     assert f.evidence["steps_covered"] == 9981
 
 
-@needs_tensorboard
 def test_every_logged_point_in_event_files_is_silent(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"train/loss": curve(n=500, every=10)}), tmp_path / "f.duckdb")
     assert list(SampledLog().check(run)) == []

@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import ThroughputDrop
-from tests.runwriters import curve, load_run, needs_tensorboard
+from tests.runwriters import curve, load_run
 
-pytestmark = needs_tensorboard
 
 
 def _write(root, dt, every=5, n=1000, val_every=None):

@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import ValNoise
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def _val(n: int = 30, every: int = 100, noise: float = 0.005, seed: int = 0, floor: float = 0.35, tau: float = 800):

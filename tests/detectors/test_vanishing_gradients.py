@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import VanishingGradients
-from tests.runwriters import load_run, needs_tensorboard, one_torch_thread, write_tb
+from tests.runwriters import load_run, one_torch_thread, write_tb
 
-pytestmark = needs_tensorboard
 
 
 def _layer_norms(depth: int, act: str, steps: int = 30, freeze_first: bool = False) -> dict:

@@ -3,9 +3,8 @@
 import numpy as np
 
 from forensics.detectors import WeightCollapse, WeightNormGrowth
-from tests.runwriters import curve, load_run, needs_tensorboard, write_tb
+from tests.runwriters import curve, load_run, write_tb
 
-pytestmark = needs_tensorboard
 
 STEPS = np.arange(25, 1501, 25)
 
