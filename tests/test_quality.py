@@ -19,6 +19,8 @@ from forensics.findings import Analysis
 from tests.paths import REPO
 from tests.runwriters import load_run
 
+pytestmark = pytest.mark.slow  # analyses all 33 gallery runs: about a minute and a half here
+
 GALLERY = REPO / "sample_runs"
 TRUTH = GALLERY / "ground_truth.json"
 

@@ -224,6 +224,7 @@ def _nonfinite(t) -> bool:
     return not bool(torch.isfinite(t).all())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAN_RUNS)
 def test_replay_reproduces_the_first_nonfinite_step(name):
     """Restore the last finite checkpoint, re-run the saved batches up to the NaN step with the run's own

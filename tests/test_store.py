@@ -147,6 +147,7 @@ INTERRUPTIBLE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_insert_rolls_back_and_exits_130_with_one_line(tmp_path):
     """Issue 13: Ctrl-C during the insert left an empty run row and a `RuntimeError: Query interrupted`."""
     import signal
