@@ -92,9 +92,14 @@ def run_lock(db: Path, run_id: str) -> Iterator[None]:
     of different runs do not wait for each other; the kernel releases it when the process ends, however
     it ends."""
     db = Path(db)
-    db.parent.mkdir(parents=True, exist_ok=True)
     offset = zlib.crc32(run_id.encode())
-    with open(f"{db}.lock", "a+b") as fh:
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(f"{db}.lock", "a+b")  # closed by the with below, after the lock is released
+    except OSError as exc:
+        raise ForensicsError(f"cannot write beside the database {db}: {exc.strerror or exc}; "
+                             f"pass a --db in a writable folder") from None
+    with fh:
         fcntl.lockf(fh, fcntl.LOCK_EX, 1, offset)
         try:
             yield

@@ -212,3 +212,15 @@ def test_schema_1_database_is_migrated_and_its_batches_read_again(tmp_path):
         assert con.execute("SELECT path FROM sources").fetchall() == [("events.out.tfevents.1",)]
     with connect(db, write=False) as con:
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
+def test_database_where_no_folder_can_be_made_is_one_line_exit_2(tmp_path, capsys):
+    """The ingest lock beside the database needs a folder it can write: a one-line error, never a traceback
+    (a path under a regular file fails for every user, root included)."""
+    from forensics.cli import main
+
+    run = _tb_run(tmp_path / "run", 5)
+    (tmp_path / "a_file").write_text("not a folder")
+    assert main(["ingest", str(run), "--db", str(tmp_path / "a_file" / "f.duckdb"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "writable" in err[0], err
