@@ -156,3 +156,20 @@ def test_stored_status_matches_the_report(tmp_path, capsys):
     assert main(["runs", "--db", str(db), "--json"]) == 0
     stored = {s["path"]: s["status"] for s in json.loads(capsys.readouterr().out)["runs"][0]["sources"]}
     assert reported == stored == {"config.yaml": "ok", "events.out.tfevents.1.host": "unreadable"}
+
+
+def test_progress_is_a_callback_the_caller_draws(tmp_path):
+    """Issue 11: ingest reports progress through one callback (stage, bytes done, bytes total); the CLI draws it."""
+    from ingest.run import ingest_run
+    from tests.paths import REPO
+
+    run = REPO / "sample_runs" / "runs" / "nan_lr_too_high"  # event files, checkpoints and saved batches
+    calls: list[tuple[str, int, int]] = []
+    ingest_run(run, tmp_path / "f.duckdb", progress=lambda stage, done, total: calls.append((stage, done, total)))
+    stages = [c[0] for c in calls]
+    assert set(stages) == {"logs", "checkpoints"} and stages.index("checkpoints") > max(
+        i for i, s in enumerate(stages) if s == "logs")
+    for stage in ("logs", "checkpoints"):
+        done = [d for s, d, _ in calls if s == stage]
+        [total] = {t for s, _, t in calls if s == stage}
+        assert done == sorted(done) and done[-1] == total > 0
