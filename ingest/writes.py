@@ -90,23 +90,26 @@ def series_ids(con: Any, run_id: str, grp: str, fmt: str, tags: Sequence[str], o
     `ordinal` are marked as ordinal-stepped. Idempotent under a concurrent ingest of the same run."""
     if not tags:
         return {}
-    existing = dict(con.execute(
-        "SELECT tag, series_id FROM series WHERE run_id = ? AND grp = ? AND list_contains(?, tag)",
-        [run_id, grp, list(tags)]).fetchall())
-    for tag in tags:
-        if tag in existing:
-            continue
-        r = role_of(tag)
-        made = con.execute(
-            "INSERT INTO series (series_id, run_id, grp, tag, format, name, role, split, layer, canonical, ordinal) "
-            "VALUES (nextval('series_id_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, grp, tag) DO NOTHING "
-            "RETURNING series_id",
-            [run_id, grp, tag, fmt, tag, r.role, r.split, r.layer, r.canonical, tag in ordinal],
-        ).fetchall()
-        if not made:
-            made = con.execute("SELECT series_id FROM series WHERE run_id = ? AND grp = ? AND tag = ?",
-                               [run_id, grp, tag]).fetchall()
-        existing[tag] = int(made[0][0])
+    lookup = ("SELECT tag, series_id FROM series WHERE run_id = ? AND grp = ? AND list_contains(?, tag)",
+              [run_id, grp, list(tags)])
+    existing = dict(con.execute(*lookup).fetchall())
+    new = [t for t in tags if t not in existing]
+    if new:  # one statement for all new tags: a statement per tag costs ~5 ms each with ON CONFLICT
+        roles = [role_of(t) for t in new]
+        frame = pl.DataFrame({"tag": new, "role": [r.role for r in roles], "split": [r.split for r in roles],
+                              "layer": [r.layer for r in roles], "canonical": [r.canonical for r in roles],
+                              "ordinal": [t in ordinal for t in new]},
+                             schema={"tag": pl.Utf8, "role": pl.Utf8, "split": pl.Utf8, "layer": pl.Utf8,
+                                     "canonical": pl.Boolean, "ordinal": pl.Boolean})
+        con.register("_new_series", frame.to_arrow())
+        try:
+            con.execute(
+                "INSERT INTO series (series_id, run_id, grp, tag, format, name, role, split, layer, canonical, ordinal) "
+                "SELECT nextval('series_id_seq'), ?, ?, tag, ?, tag, role, split, layer, canonical, ordinal "
+                "FROM _new_series ON CONFLICT (run_id, grp, tag) DO NOTHING", [run_id, grp, fmt])
+        finally:
+            con.unregister("_new_series")
+        existing = dict(con.execute(*lookup).fetchall())
     if ordinal:
         con.execute("UPDATE series SET ordinal = TRUE WHERE run_id = ? AND grp = ? AND list_contains(?, tag)",
                     [run_id, grp, sorted(ordinal)])
