@@ -1,5 +1,5 @@
-"""The layering rules (DECISIONS.md §6, STYLE.md), read from the source: who may import whom, who may print,
-and that importing the package pulls in no torch."""
+"""The layering rules (DECISIONS.md §6, STYLE.md), read from the source: who may import whom, who may print or
+read the environment, and that importing the package pulls in no torch."""
 
 from __future__ import annotations
 
@@ -36,14 +36,18 @@ def imported(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+def _label(path: Path) -> Path:
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
+
+
 def offending_imports(path: Path, forbidden: tuple[str, ...]) -> list[str]:
-    return [f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}:{line} imports {name}"
+    return [f"{_label(path)}:{line} imports {name}"
             for line, name in imported(path) if any(name == f or name.startswith(f + ".") for f in forbidden)]
 
 
 def prints(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    return [f"{path.relative_to(REPO)}:{n.lineno} calls print" for n in ast.walk(tree)
+    return [f"{_label(path)}:{n.lineno} calls print" for n in ast.walk(tree)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"]
 
 
@@ -57,15 +61,30 @@ def test_nothing_below_the_cli_prints():
     assert bad == []
 
 
+def environment_reads(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return [f"{_label(path)}:{n.lineno} reads the environment" for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv", "environb")
+            and isinstance(n.value, ast.Name) and n.value.id == "os"]
+
+
+def test_nothing_below_the_cli_reads_the_environment():
+    """$FORENSICS_DB and the cache folder are resolved in forensics/cli.py only (STYLE.md, Configuration)."""
+    bad = [o for folder in ("ingest", "forensics") for p in sources(folder) if p.name != "cli.py"
+           for o in environment_reads(p)]
+    assert bad == []
+
+
 def test_the_checks_catch_an_offender(tmp_path):
-    """The import and print checks above find what they look for (a check that cannot fail proves nothing)."""
+    """The import, print and environment checks find what they look for (a check that cannot fail proves nothing)."""
     bad = tmp_path / "bad.py"
     bad.write_text("import forensics.engine\nfrom ingest import wandb\nfrom ingest.queries import list_runs\n"
-                   "def f():\n    print('x')\n")
+                   "def f():\n    print('x')\n    return os.environ.get('X')\n")
     assert offending_imports(bad, APP_FORBIDDEN) == [f"{bad}:1 imports forensics.engine", f"{bad}:2 imports ingest.wandb"]
     assert offending_imports(bad, ("forensics",)) == [f"{bad}:1 imports forensics.engine"]
     assert [ln for ln, _ in imported(bad)] == [1, 2, 2, 3, 3]
-    assert len([n for n in ast.walk(ast.parse(bad.read_text())) if isinstance(n, ast.Call)]) == 1
+    assert prints(bad) == [f"{bad}:5 calls print"]
+    assert environment_reads(bad) == [f"{bad}:6 reads the environment"]
 
 
 def test_app_imports_neither_readers_nor_engine():
