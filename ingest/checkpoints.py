@@ -883,11 +883,13 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
         f"SELECT {', '.join(cols)} FROM checkpoints WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
     ).fetchall()]  # fmt: skip
     bad = con.execute(
-        "SELECT ckpt_id, tensor, n_nan, n_inf FROM tensor_stats WHERE run_id = ? AND n_nan + n_inf > 0 "
+        "SELECT ckpt_id, tensor, kind, n_nan, n_inf FROM tensor_stats WHERE run_id = ? AND n_nan + n_inf > 0 "
         "ORDER BY ckpt_id, n_nan + n_inf DESC, tensor", [run_id]
     ).fetchall()  # fmt: skip
     for c in ckpts:
-        c["nonfinite_tensors"] = [{"tensor": t, "n_nan": n, "n_inf": i} for k, t, n, i in bad if k == c["ckpt_id"]]
+        # `kind` (param, buffer, optimizer, ...): n_nonfinite counts model tensors' values only.
+        c["nonfinite_tensors"] = [{"tensor": t, "kind": kd, "n_nan": n, "n_inf": i}
+                                  for k, t, kd, n, i in bad if k == c["ckpt_id"]]
     by_id = {c["ckpt_id"]: c for c in ckpts}
     # Parameters only: running statistics (buffers) move with the data, not with the optimizer.
     deltas = con.execute(
