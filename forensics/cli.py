@@ -38,7 +38,10 @@ def _ingest_parser(sub) -> None:
             "Read everything each run directory holds (TensorBoard event files, W&B runs, HF trainer_state.json, "
             "Lightning metrics.csv, MLflow, CSV/JSONL/Parquet metric logs, console logs, configs) into the "
             "database. Re-ingesting reads only what is new. Damaged files keep their good records; what was "
-            "skipped is listed. The run directory is never written to."
+            "skipped is listed. The run directory is never written to. A folder that holds several runs "
+            "(TensorBoard run folders, wandb/run-*, lightning_logs/version_*, ...) is not read as one: name the "
+            "runs, or pass --all. Every directory that can be read is; each one that cannot is named on stderr, "
+            "and then the exit code is 2."
         ),
         epilog=f"{EPILOG_DB}\n\nexample:\n  forensics ingest sample_runs/runs/nan_lr_too_high --db /tmp/f.duckdb",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -47,6 +50,8 @@ def _ingest_parser(sub) -> None:
     _add_db(p)
     _add_json(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--all", action="store_true",
+                   help="a RUN_DIR holding several runs is split into them (discovery rules: docs/watch.md)")
     _add_trust_pickle(p)
     p.set_defaults(func=cmd_ingest)
 
@@ -59,14 +64,31 @@ def _add_trust_pickle(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    """Read every directory it can; report each one it cannot (one line each on stderr) and exit 2 if any
+    could not be read, after the others are stored: a script must not take a partial ingest for a whole one."""
+    from forensics.analysis import refuse_folder_of_runs
+    from ingest.discovery import discover_runs
     from ingest.run import ingest_run
 
     db = default_db_path(args.db)
-    reports = [ingest_run(run_dir, db, progress=not args.quiet, trust_pickle=args.trust_pickle)
-               for run_dir in args.run_dirs]
+    run_dirs: list[Path] = []
+    for d in args.run_dirs:
+        found = discover_runs(d) if args.all and d.is_dir() else []
+        run_dirs.extend(r.path for r in found) if found else run_dirs.append(d)
+    reports, failed = [], []
+    for run_dir in run_dirs:
+        try:
+            if not args.all:
+                refuse_folder_of_runs(run_dir, "ingest")
+            reports.append(ingest_run(run_dir, db, progress=not args.quiet, trust_pickle=args.trust_pickle))
+        except ForensicsError as exc:
+            failed.append({"path": str(run_dir), "error": str(exc)})
+            print(f"forensics: cannot ingest {run_dir}: {exc}", file=sys.stderr)
+    code = 2 if failed else 0
     if args.json:
-        print(json.dumps({"db": str(db), "runs": [r.to_json() for r in reports]}, indent=2, allow_nan=True))
-        return 0
+        print(json.dumps({"db": str(db), "runs": [r.to_json() for r in reports], "failed": failed},
+                         indent=2, allow_nan=True))
+        return code
     for r in reports:
         by_format: dict[str, int] = {}
         for s in r.sources:
@@ -87,8 +109,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if r.unknown:
             shown = ", ".join(r.unknown[:5]) + (f", ... ({len(r.unknown)} in all)" if len(r.unknown) > 5 else "")
             print(f"  not read (no reader for these files): {shown}", file=sys.stderr)
+    if failed:
+        print(f"{len(reports)} of {len(run_dirs)} directories read; not read: {', '.join(f['path'] for f in failed)}")
     print(f"database: {db}")
-    return 0
+    return code
 
 
 # -- runs ---------------------------------------------------------------------------------------------------
