@@ -83,7 +83,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             reports.append(ingest_run(run_dir, db, progress=not args.quiet, trust_pickle=args.trust_pickle))
         except ForensicsError as exc:
             failed.append({"path": str(run_dir), "error": str(exc)})
-            print(f"forensics: cannot ingest {run_dir}: {exc}", file=sys.stderr)
+            print(f"forensics: error: {exc}", file=sys.stderr)  # each message names its directory
     code = 2 if failed else 0
     if args.json:
         print(json.dumps({"db": str(db), "runs": [r.to_json() for r in reports], "failed": failed},

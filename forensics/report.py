@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from forensics import catalog
 from forensics.findings import Analysis, Finding, Spike
+from forensics.numbers import count
 
 
 def _where(f: Finding) -> str:
@@ -59,7 +60,7 @@ def spikes_line(spikes: list[Spike]) -> str:
     parts = "; ".join(f"{name} at {'step' if len(steps) == 1 else 'steps'} "
                       f"{', '.join(map(str, steps[:8]))}{', ...' if len(steps) > 8 else ''}"
                       for name, steps in by_series.items())
-    return (f"other spikes ({plural(len(spikes), 'point')} far above the local level that came straight back, "
+    return (f"other spikes ({count(len(spikes), 'point')} far above the local level that came straight back, "
             f"each alone too brief to be a finding): {parts}")
 
 
@@ -70,7 +71,7 @@ def skipped_summary(a: Analysis) -> str:
     ran = len(a.checked.get("detectors_run", []))
     parts = []
     if lacking:
-        parts.append(f"{len(lacking)} of {plural(ran + len(lacking), 'detector')} lacked what they need "
+        parts.append(f"{len(lacking)} of {count(ran + len(lacking), 'detector')} lacked what they need "
                      f"(a series the run did not log, too few points, a setting not in its config)")
     if not_yet:
         parts.append(f"{len(not_yet)} not detected yet ({', '.join(s.kind for s in not_yet)})")
@@ -90,7 +91,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
         if len(a.read_problems) > len(shown):
             lines.append(f"  ... {len(a.read_problems) - len(shown)} more (-v lists them all)")
     if a.unknown_files and (verbose or a.verdict == "inconclusive"):
-        lines.append(f"not read ({plural(len(a.unknown_files), 'file')} no reader knows): "
+        lines.append(f"not read ({count(len(a.unknown_files), 'file')} no reader knows): "
                      + ", ".join(a.unknown_files[:5]) + (", ..." if len(a.unknown_files) > 5 else ""))
     head = a.headline()
     if head is not None:
@@ -160,11 +161,6 @@ def markdown(a: Analysis) -> str:
     if a.skipped:
         out += ["## Could not check", ""] + [f"- `{s.kind}`: {s.reason}" for s in a.skipped] + [""]
     return "\n".join(out)
-
-
-def plural(n: int, noun: str) -> str:
-    """`1 point`, `5 points`, `1,204 points`."""
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def rules_text(detected: dict[str, type]) -> str:

@@ -10,8 +10,8 @@ So, when no finding is critical or warning, the run is inconclusive (first rule 
    also outranks warnings: a NaN printed under "suspicious" would understate it);
 4. none of the detectors that read the shape of the loss curve could run (every one found the series too short);
 5. most detectors that read the training loss could not run;
-6. a file was read with a loss (cut short, a damaged record, an unreadable checkpoint): what was lost may hold the
-   failure.
+6. a file was read with a loss (a document cut short, a damaged record, an unreadable checkpoint): what was lost
+   may hold the failure. The cut tail of an append-only log is not such a loss: it is the record in flight.
 
 Otherwise a critical finding makes the run failed, a warning suspicious, and nothing (or notes only) healthy.
 
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forensics.findings import RANK, Analysis, Finding
+from forensics.numbers import count
 
 VERDICTS = ("failed", "suspicious", "inconclusive", "healthy")
 
@@ -84,20 +85,35 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
         return Verdict("inconclusive", f"no training-loss series was read ({what}); there is nothing to judge")
     curve = [k for k in selected if k in CURVE_DETECTORS]
     if curve and not any(k in ran for k in curve):
-        return Verdict("inconclusive", f"the training loss has {_n(loss_points, 'finite point')}, too few for "
+        return Verdict("inconclusive", f"the training loss has {count(loss_points, 'finite point')}, too few for "
                        f"{_names(curve)}; nothing could judge the curve")
     loss_skipped = [k for k in loss_detectors if k in skipped]
     if loss_detectors and len(loss_skipped) * 2 > len(loss_detectors):
         return Verdict("inconclusive", f"{len(loss_skipped)} of the {len(loss_detectors)} detectors that read the "
                        f"training loss could not run ({_names(loss_skipped)})")
-    lossy = sorted({p["path"] for p in read_problems if p["kind"] in LOSSY_READS})
+    lossy = sorted({p["path"] for p in read_problems if lossy_read(p)})
     if lossy:
-        return Verdict("inconclusive", f"no finding, but {_n(len(lossy), 'file')} read with problems "
+        return Verdict("inconclusive", f"no finding, but {count(len(lossy), 'file')} read with problems "
                        f"({_names(lossy, 3)}): what could not be read may hold the failure")
-    notes = f"; {_n(counts['info'], 'note')}" if counts["info"] else ""
+    notes = f"; {count(counts['info'], 'note')}" if counts["info"] else ""
     only = f" (only {_names(ran)} checked)" if restricted else ""
-    return Verdict("healthy", f"no finding from {_n(len(ran), 'detector')}{only} over "
-                   f"{_n(loss_points, 'point')} of the training loss{notes}")
+    return Verdict("healthy", f"no finding from {count(len(ran), 'detector')}{only} over "
+                   f"{count(loss_points, 'point')} of the training loss{notes}")
+
+
+def lossy_read(problem: dict[str, Any]) -> bool:
+    """Whether a read problem lost evidence. The cut tail of an append-only log (an event file, a .wandb, a
+    console log) is the record being written when the reader came, or when the run died: at most one record;
+    a whole document cut short (trainer_state.json, a checkpoint) lost an unknown part."""
+    if problem["kind"] not in LOSSY_READS:
+        return False
+    return not (problem["kind"] == "truncated" and problem.get("format") in append_only_formats())
+
+
+def append_only_formats() -> frozenset[str]:
+    from ingest.formats import FORMATS
+
+    return frozenset(f.name for f in FORMATS if f.resumable)
 
 
 def headline(a: Analysis) -> Finding | None:
@@ -113,11 +129,6 @@ def headline(a: Analysis) -> Finding | None:
 
 def _count_line(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-
-
-def _n(n: int, noun: str) -> str:
-    """`1 point`, `5 points`: a count with its noun in the right number."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def _names(items: list[str], shown: int = 4) -> str:

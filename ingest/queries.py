@@ -18,10 +18,11 @@ NOT_A_READ_PROBLEM = ("unknown_file",)
 
 def read_problems(con, run_id: str) -> list[dict]:
     """Every problem met while reading the run's files, by path then position: path, position (byte offset or
-    line, None for a whole file), kind, detail, and `kept`: what the store holds from that file ("1,204 points",
-    "12 tensors", "nothing")."""
+    line, None for a whole file), kind, detail, `kept`: what the store holds from that file ("1,204 points",
+    "12 tensors", "nothing"), and `format` (the reader's, or checkpoint/batch)."""
     rows = con.execute(
-        """SELECT i.path, i.position, i.kind, i.detail, s.n_points, s.status,
+        """SELECT i.path, i.position, i.kind, i.detail, coalesce(s.format, CASE WHEN c.path IS NOT NULL THEN 'checkpoint'
+                  WHEN b.path IS NOT NULL THEN 'batch' END), s.n_points, s.status,
                   c.n_tensors, c.status, b.n_samples, b.status
            FROM ingest_issues i
            LEFT JOIN sources s ON s.run_id = i.run_id AND s.path = i.path
@@ -30,7 +31,7 @@ def read_problems(con, run_id: str) -> list[dict]:
            WHERE i.run_id = ? AND NOT list_contains(?, i.kind)
            ORDER BY i.path, i.position NULLS FIRST, i.kind""", [run_id, list(NOT_A_READ_PROBLEM)]).fetchall()
     out = []
-    for path, position, kind, detail, points, status, tensors, ck_status, samples, b_status in rows:
+    for path, position, kind, detail, fmt, points, status, tensors, ck_status, samples, b_status in rows:
         if ck_status is not None:
             kept = _count(tensors, "tensor") if tensors and ck_status not in ("unreadable", "needs_pickle") else "nothing"
         elif b_status is not None:
@@ -39,7 +40,7 @@ def read_problems(con, run_id: str) -> list[dict]:
             kept = _count(points, "point") if points else "nothing"
         else:
             kept = None
-        out.append({"path": path, "position": position, "kind": kind, "detail": detail, "kept": kept})
+        out.append({"path": path, "position": position, "kind": kind, "detail": detail, "kept": kept, "format": fmt})
     return out
 
 
