@@ -60,8 +60,8 @@ def spikes_line(spikes: list[Spike]) -> str:
     parts = "; ".join(f"{name} at {'step' if len(steps) == 1 else 'steps'} "
                       f"{', '.join(map(str, steps[:8]))}{', ...' if len(steps) > 8 else ''}"
                       for name, steps in by_series.items())
-    return (f"other spikes ({count(len(spikes), 'point')} far above the local level that came straight back, "
-            f"each alone too brief to be a finding): {parts}")
+    return (f"other spikes ({count(len(spikes), 'point')} far above the local level that came straight back; "
+            f"not findings on their own): {parts}")
 
 
 def skipped_summary(a: Analysis) -> str:

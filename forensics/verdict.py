@@ -93,7 +93,7 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
                        f"training loss could not run ({_names(loss_skipped)})")
     lossy = sorted({p["path"] for p in read_problems if lossy_read(p)})
     if lossy:
-        return Verdict("inconclusive", f"no finding, but {count(len(lossy), 'file')} read with problems "
+        return Verdict("inconclusive", f"no critical or warning finding, but {count(len(lossy), 'file')} read with problems "
                        f"({_names(lossy, 3)}): what could not be read may hold the failure")
     notes = f"; {count(counts['info'], 'note')}" if counts["info"] else ""
     only = f" (only {_names(ran)} checked)" if restricted else ""
