@@ -16,6 +16,7 @@ import numpy as np
 from forensics.detectors.base import Detector
 from forensics.engine import analyze_run, build_detectors, store_analysis
 from forensics.findings import Analysis
+from forensics.folders import refuse_folder_of_runs
 from forensics.run import Run
 from forensics.verdict import judge
 
@@ -35,7 +36,7 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike | None = None, *, 
     from ingest.store import connect, default_db_path
 
     detectors = build_detectors(only, skip, settings)
-    refuse_folder_of_runs(Path(run_dir), "analyse")
+    refuse_folder_of_runs(Path(run_dir), "analyze")
     path = default_db_path(db)
     report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle)
     with connect(path, write=False) as con:
@@ -48,25 +49,6 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike | None = None, *, 
     with connect(path, write=True) as con:
         store_analysis(con, result, settings)
     return result
-
-
-def refuse_folder_of_runs(root: Path, verb: str) -> None:
-    """Raise ForensicsError when `root` is no run itself but holds several (discovery rules: ingest/discovery.py,
-    docs/watch.md), naming them, instead of reading them all as one run. A folder that is one run, holds one
-    run or none goes on as given (DECISIONS.md §1)."""
-    from ingest.discovery import classify, discover_runs
-    from ingest.errors import IngestError
-
-    root = root.expanduser()
-    if not root.is_dir() or classify(root.resolve()) is not None:
-        return
-    runs = discover_runs(root)
-    if len(runs) < 2:
-        return
-    rel = [str(r.path.relative_to(root.resolve())) for r in runs]
-    shown = ", ".join(rel[:5]) + (f" and {len(rel) - 5} more" if len(rel) > 5 else "")
-    raise IngestError(f"{root} holds {len(runs)} runs ({shown}), not one; {verb} one, e.g. "
-                      f"`forensics {'analyze' if verb == 'analyse' else verb} {root / rel[0]}`, or all with --all")
 
 
 def give_verdict(result: Analysis, run: Run, detectors: Sequence[Detector], *, restricted: bool) -> None:

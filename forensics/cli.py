@@ -66,7 +66,7 @@ def _add_trust_pickle(parser: argparse.ArgumentParser) -> None:
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Read every directory it can; report each one it cannot (one line each on stderr) and exit 2 if any
     could not be read, after the others are stored: a script must not take a partial ingest for a whole one."""
-    from forensics.analysis import refuse_folder_of_runs
+    from forensics.folders import refuse_folder_of_runs
     from ingest.discovery import discover_runs
     from ingest.run import ingest_run
 
@@ -74,7 +74,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     run_dirs: list[Path] = []
     for d in args.run_dirs:
         found = discover_runs(d) if args.all and d.is_dir() else []
-        run_dirs.extend(r.path for r in found) if found else run_dirs.append(d)
+        run_dirs.extend([r.path for r in found] or [d])
     reports, failed = [], []
     for run_dir in run_dirs:
         try:
