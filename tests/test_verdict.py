@@ -292,3 +292,14 @@ def test_gallery_headline_is_the_ground_truth_primary(name, cause, tmp_path_fact
     assert [k["kind"] for k in truth["kinds"] if k.get("primary")] == [cause]
     result = analyze(GALLERY / name, tmp_path_factory.getbasetemp() / "gallery.duckdb")
     assert result.headline().kind == cause
+
+
+def test_the_default_install_reads_every_listed_format_and_leaves_the_app_out():
+    """The README's `pip install -e .` must read .wandb files (a missing reader made runs "healthy"), and the
+    CLI must not pull Streamlit and its kin."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    runtime = {d.split(">")[0].split("=")[0].strip() for d in project["dependencies"]}
+    assert "wandb" in runtime and "streamlit" not in runtime
+    assert any(d.startswith("streamlit") for d in project["optional-dependencies"]["app"])
