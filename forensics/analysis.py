@@ -11,10 +11,15 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+
+from forensics.detectors.base import Detector
 from forensics.engine import analyze_run, store_analysis
 from forensics.findings import Analysis
+from forensics.folders import refuse_folder_of_runs
 from forensics.run import Run
 from forensics.settings import build_detectors
+from forensics.verdict import judge
 
 
 def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence[str] = (),
@@ -27,15 +32,32 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence
     `progress` is ingest's callback; `trust_pickle` lets ingest unpickle checkpoints that need it (runs code
     from the file). Raises ForensicsError subclasses for unreadable runs, bad settings or a locked database.
     """
+    from ingest import queries
     from ingest.run import ingest_run
     from ingest.store import connect
 
     detectors = build_detectors(only, skip, settings)
+    refuse_folder_of_runs(Path(run_dir), "analyze")
     path = Path(db).expanduser()
     report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle)
     with connect(path, write=False) as con:
         run = Run.from_store(con, report.run_id)
         result = analyze_run(run, detectors)
+        result.read_problems = queries.read_problems(con, report.run_id)
+        result.unknown_files = queries.unknown_files(con, report.run_id)
+        give_verdict(result, run, detectors, restricted=bool(only or skip))
+    result.db = str(path)
     with connect(path, write=True) as con:
         store_analysis(con, result, settings)
     return result
+
+
+def give_verdict(result: Analysis, run: Run, detectors: Sequence[Detector], *, restricted: bool) -> None:
+    """Set `result.verdict` and its reason (rules in forensics/verdict.py) from what the analysis could see."""
+    loss_points = None
+    if run.has("loss"):
+        loss_points = int(np.isfinite(run.arrays("loss")[1]).sum())
+    v = judge(result, selected=[d.kind for d in detectors],
+              loss_detectors=[d.kind for d in detectors if "loss" in d.requires],
+              restricted=restricted, loss_points=loss_points, read_problems=result.read_problems)
+    result.verdict, result.verdict_reason = v.value, v.reason

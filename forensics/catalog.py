@@ -127,11 +127,12 @@ KINDS: tuple[str, ...] = tuple(BY_KIND)
 
 # Catalog kinds no detector covers yet, and why (DECISIONS.md §7: listed here, never a stub detector).
 NOT_YET_DETECTED: dict[str, str] = {
-    "grokking": "optional in this release (DECISIONS.md §15); needs train/val accuracy curves long past saturation",
+    "grokking": "not in this release; it needs train and validation accuracy curves logged long past saturation",
 }
 
 # Computing these from a checkpoint plus a saved batch needs running the model: that waits for replay.
-NEEDS_REPLAY = "computing it from a checkpoint and a saved batch waits for the replay issue"
+NEEDS_REPLAY = ("computing it from a checkpoint and a saved batch means running the model, which analyze never "
+                "does")
 
 
 def entry(kind: str) -> Entry:

@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from forensics import __version__
 from ingest.errors import ForensicsError
 
 EPILOG_DB = "The database is --db PATH, else $FORENSICS_DB, else ~/.cache/run-forensics/forensics.duckdb."
@@ -75,7 +76,10 @@ def _ingest_parser(sub) -> None:
             "Read everything each run directory holds (TensorBoard event files, W&B runs, HF trainer_state.json, "
             "Lightning metrics.csv, MLflow, CSV/JSONL/Parquet metric logs, console logs, configs) into the "
             "database. Re-ingesting reads only what is new. Damaged files keep their good records; what was "
-            "skipped is listed. The run directory is never written to."
+            "skipped is listed. The run directory is never written to. A folder that holds several runs "
+            "(TensorBoard run folders, wandb/run-*, lightning_logs/version_*, ...) is not read as one: name the "
+            "runs, or pass --all. Every directory that can be read is; each one that cannot is named on stderr, "
+            "and then the exit code is 2."
         ),
         epilog=f"{EPILOG_DB}\n\nexample:\n  forensics ingest sample_runs/runs/nan_lr_too_high --db /tmp/f.duckdb",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -84,6 +88,8 @@ def _ingest_parser(sub) -> None:
     _add_db(p)
     _add_json(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--all", action="store_true",
+                   help="a RUN_DIR holding several runs is split into them (discovery rules: docs/watch.md)")
     _add_trust_pickle(p)
     p.set_defaults(func=cmd_ingest)
 
@@ -96,19 +102,34 @@ def _add_trust_pickle(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    """Read every directory it can; report each one it cannot (one line each on stderr) and exit 2 if any
+    could not be read, after the others are stored: a script must not take a partial ingest for a whole one."""
+    from forensics.folders import refuse_folder_of_runs
+    from ingest.discovery import discover_runs
     from ingest.run import ingest_run
 
     db = db_path(args.db)
-    reports = []
-    for run_dir in args.run_dirs:
+    run_dirs: list[Path] = []
+    for d in args.run_dirs:
+        found = discover_runs(d) if args.all and d.is_dir() else []
+        run_dirs.extend([r.path for r in found] or [d])
+    reports, failed = [], []
+    for run_dir in run_dirs:
         bars = ProgressBars(Path(run_dir).name, enabled=not args.quiet)
         try:
+            if not args.all:
+                refuse_folder_of_runs(run_dir, "ingest")
             reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=args.trust_pickle))
+        except ForensicsError as exc:
+            failed.append({"path": str(run_dir), "error": str(exc)})
+            print(f"forensics: error: {exc}", file=sys.stderr)  # each message names its directory
         finally:
             bars.close()
+    code = 2 if failed else 0
     if args.json:
-        print(json.dumps({"db": str(db), "runs": [r.to_json() for r in reports]}, indent=2, allow_nan=True))
-        return 0
+        print(json.dumps({"db": str(db), "runs": [r.to_json() for r in reports], "failed": failed},
+                         indent=2, allow_nan=True))
+        return code
     for r in reports:
         by_format: dict[str, int] = {}
         for s in r.sources:
@@ -129,8 +150,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if r.unknown:
             shown = ", ".join(r.unknown[:5]) + (f", ... ({len(r.unknown)} in all)" if len(r.unknown) > 5 else "")
             print(f"  not read (no reader for these files): {shown}", file=sys.stderr)
+    if failed:
+        print(f"{len(reports)} of {len(run_dirs)} directories read; not read: {', '.join(f['path'] for f in failed)}")
     print(f"database: {db}")
-    return 0
+    return code
 
 
 # -- runs ---------------------------------------------------------------------------------------------------
@@ -161,15 +184,31 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not out:
         print(f"no runs in {db}; add one with `forensics ingest RUN_DIR`")
         return 0
+    # Two runs with one folder name (`version_0` of two experiments) are told apart by their path.
+    seen: dict[str, int] = {}
+    for r in out:
+        seen[r["name"]] = seen.get(r["name"], 0) + 1
+    shown = {r["run"]: r["name"] if seen[r["name"]] == 1 else _short_path(r["root"]) for r in out}
+    width = max(28, *(len(v) for v in shown.values()))
+    print(f"{'id':<10}  {'run':<{width}} {'points':>12}  {'series':>6}  {'problems':>8}  sources")
     for r in out:
         formats: dict[str, int] = {}
         for s in r["sources"]:
             formats[s["format"]] = formats.get(s["format"], 0) + 1
         kinds = ", ".join(f"{n} {f}" for f, n in sorted(formats.items()))
-        skipped = sum(1 for i in r["issues"] if i["kind"] != "unknown_file")
-        print(f"{r['run']}  {r['name']:<28} {r['points']:>12,} points  {r['series']:>4} series  "
-              f"{len(r['sources'])} sources ({kinds})" + (f"  {skipped} problems" if skipped else ""))
+        problems = sum(1 for i in r["issues"] if i["kind"] != "unknown_file")
+        print(f"{r['run']:<10}  {shown[r['run']]:<{width}} {r['points']:>12,}  {r['series']:>6}  {problems:>8}  "
+              f"{len(r['sources'])} ({kinds})")
+    print(f"database: {db}")
     return 0
+
+
+def _short_path(path: str) -> str:
+    """A run's root, relative to the working folder when it is below it."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
 
 
 # -- analyze ------------------------------------------------------------------------------------------------
@@ -191,9 +230,12 @@ def _analyze_parser(sub) -> None:
         help="diagnose a run: ingest what is new, run every detector, print a ranked diagnosis",
         description=(
             "Ingest RUN_DIR if needed, run every detector of the pathology catalog, store findings, spikes and "
-            "skipped checks in the database, and print the diagnosis: the verdict and the earliest critical "
-            "finding first, then one finding per line `run:step kind: summary`. Exit code 0 whatever it found; "
-            "--fail-on makes findings of that severity or worse exit 1."
+            "skipped checks in the database, and print the diagnosis: the verdict (failed, suspicious, "
+            "inconclusive or healthy) with its reason, the files read with problems, the earliest cause, then one "
+            "finding per line `run:step kind: summary`. A run is healthy only when it was read and checked: no "
+            "training loss, a missing reader, a loss too short to judge or a file read with problems make it "
+            "inconclusive. Exit code 0 whatever it found; --fail-on makes findings of that severity or worse "
+            "(or, with `inconclusive`, any verdict but healthy) exit 1."
         ),
         epilog=(f"{EPILOG_DB}\nThresholds: `forensics rules` lists every detector's fields.\n\nexample:\n"
                 "  forensics analyze sample_runs/runs/nan_lr_too_high --db /tmp/f.duckdb --set loss-spike.z=6"),
@@ -202,13 +244,16 @@ def _analyze_parser(sub) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a training run's folder")
     _add_db(p)
     _add_json(p)
-    p.add_argument("--markdown", metavar="FILE", type=Path, help="also write the diagnosis as markdown to FILE")
+    p.add_argument("--markdown", metavar="FILE", type=Path,
+                   help="also write the diagnosis as markdown to FILE (`-`: print it instead of the text)")
     p.add_argument("--only", type=_kinds, default=[], metavar="KINDS", help="run only these detectors (comma-separated kinds)")
     p.add_argument("--skip", type=_kinds, default=[], metavar="KINDS", help="do not run these detectors")
     p.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="DETECTOR.FIELD=VALUE",
                    help="override a detector threshold, e.g. loss-spike.z=6 (repeatable)")
-    p.add_argument("--fail-on", choices=["critical", "warning"], help="exit 1 when a finding reaches this severity")
-    p.add_argument("--verbose", "-v", action="store_true", help="print each finding's evidence")
+    p.add_argument("--fail-on", choices=["critical", "warning", "inconclusive"],
+                   help="exit 1 when a finding reaches this severity; `inconclusive`: unless the verdict is healthy")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="print each finding's evidence, every read problem and why each detector could not run")
     _add_trust_pickle(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -216,22 +261,54 @@ def _analyze_parser(sub) -> None:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from forensics import report
     from forensics.analysis import analyze
-    from forensics.findings import RANK
 
-    if args.markdown is not None and args.markdown.resolve().is_relative_to(args.run_dir.resolve()):
-        raise ForensicsError(f"--markdown {args.markdown} is inside the run directory, which is never written to")
+    markdown_to = _markdown_target(args)
     result = analyze(args.run_dir, db_path(args.db), only=args.only, skip=args.skip, settings=dict(args.settings),
                      trust_pickle=args.trust_pickle)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
-    else:
+    elif markdown_to != "-":
         print(report.text(result, verbose=args.verbose))
-    if args.markdown is not None:
-        args.markdown.write_text(report.markdown(result), encoding="utf-8")
-        print(f"markdown written to {args.markdown}", file=sys.stderr)
-    if args.fail_on and any(RANK[f.severity] <= RANK[args.fail_on] for f in result.findings):
-        return 1
-    return 0
+    if markdown_to == "-":
+        print(report.markdown(result))
+    elif markdown_to is not None:
+        try:
+            markdown_to.write_text(report.markdown(result), encoding="utf-8")
+        except OSError as exc:
+            raise ForensicsError(f"cannot write --markdown {markdown_to}: {exc.strerror or exc}") from None
+        print(f"markdown written to {markdown_to}", file=sys.stderr)
+    return 1 if args.fail_on and fails(result, args.fail_on) else 0
+
+
+def fails(result, level: str) -> bool:
+    """--fail-on: `critical` a critical finding; `warning` a warning or worse; `inconclusive` any verdict but
+    healthy (a pipeline that wants proof of health)."""
+    from forensics.findings import RANK
+
+    if level == "inconclusive":
+        return result.verdict != "healthy"
+    return any(RANK[f.severity] <= RANK[level] for f in result.findings)
+
+
+def _markdown_target(args: argparse.Namespace) -> Path | str | None:
+    """Where --markdown goes: None, "-" (stdout), or a path checked before any work is done."""
+    target = args.markdown
+    if target is None:
+        return None
+    if str(target) == "-":
+        if args.json:
+            raise ForensicsError("--json and --markdown - both write to stdout; write the markdown to a file")
+        return "-"
+    if target.resolve().is_relative_to(args.run_dir.resolve()):
+        raise ForensicsError(f"--markdown {target} is inside the run directory, which is never written to")
+    parent = target.resolve().parent
+    if target.is_dir():
+        raise ForensicsError(f"--markdown {target} is a directory; name a file, e.g. {target / 'diagnosis.md'}")
+    if not parent.is_dir():
+        raise ForensicsError(f"--markdown {target}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ForensicsError(f"--markdown {target}: not writable")
+    return target
 
 
 # -- rules --------------------------------------------------------------------------------------------------
@@ -284,7 +361,8 @@ def _checkpoints_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a training run's folder")
-    p.add_argument("--top", type=int, default=5, metavar="N", help="movers shown per pair (default 5)")
+    p.add_argument("--top", type=_count_arg, default=5, metavar="N",
+                   help="movers shown per pair of checkpoints (default 5; 0 lists only what did not move)")
     _add_db(p)
     _add_json(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -311,24 +389,26 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     ckpts, batches = summary["checkpoints"], summary["batches"]
     print(f"{report.name} ({report.run_id}): {len(ckpts)} checkpoints, {len(batches)} saved batches")
     if ckpts:
-        print(f"  {'step':>8}  {'from':<8} {'format':<11} {'size':>9}  {'finite':<28} {'status':<12} path")
+        print(f"  {'step':>8}  {'from':<8} {'format':<11} {'size':>9}  {'finite':<6} {'status':<12} path")
     for c in ckpts:
         step = "?" if c["step"] is None else str(c["step"])
-        if c["finite"] is None:
-            finite = "-"
-        elif c["finite"]:
-            finite = "yes"
-        else:
-            finite = f"NO: {c['n_nonfinite']:,} NaN/Inf in {len(c['nonfinite_tensors'])} tensors"
-        print(f"  {step:>8}  {c['step_from'] or '-':<8} {c['format']:<11} {_size(c['size_bytes']):>9}  {finite:<28} "
+        finite = "-" if c["finite"] is None else "yes" if c["finite"] else "NO"
+        print(f"  {step:>8}  {c['step_from'] or '-':<8} {c['format']:<11} {_size(c['size_bytes']):>9}  {finite:<6} "
               f"{c['status']:<12} {c['path']}")
+        if c["nonfinite_tensors"]:
+            print(f"  {'':>8}  {_nonfinite_line(c)}")
         if c["status"] != "ok" and c["detail"]:
             print(f"  {'':>8}  {c['detail']}")
-    if summary["deltas"]:
-        print("biggest movers between consecutive checkpoints (‖Δw‖/‖w‖):")
+    if summary["deltas"] and args.top > 0:
+        print("biggest movers between consecutive checkpoints (‖Δw‖/‖w‖, model parameters):")
+    elif any(d["frozen"] for d in summary["deltas"]):
+        print("parameters unchanged between consecutive checkpoints (--top 0: movers not listed):")
     for d in summary["deltas"]:
-        movers = ", ".join(f"{m['tensor']} {m['ratio']:.2e}" for m in d["top"]) or "nothing moved"
-        print(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps): {movers}")
+        if args.top > 0:
+            movers = ", ".join(f"{m['tensor']} {m['ratio']:.2e}" for m in d["top"]) or "no parameter moved"
+            print(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps): {movers}")
+        elif d["frozen"]:
+            print(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps):")
         if d["frozen"]:
             more = f" and {len(d['frozen']) - 8} more" if len(d["frozen"]) > 8 else ""
             print(f"    unchanged: {', '.join(d['frozen'][:8])}{more}")
@@ -361,6 +441,27 @@ def _judge_batches(summary: dict) -> dict:
     return summary
 
 
+def _nonfinite_line(c: dict) -> str:
+    """Model values as `analyze` counts them (nonfinite_weights), optimizer and other state apart."""
+    model = [t for t in c["nonfinite_tensors"] if t["kind"] in ("param", "buffer")]
+    other = [t for t in c["nonfinite_tensors"] if t["kind"] not in ("param", "buffer")]
+    values = f"{c['n_nonfinite']:,} NaN/Inf " + ("value" if c["n_nonfinite"] == 1 else "values")
+    line = f"{values} in {len(model)} model " + ("tensor" if len(model) == 1 else "tensors")
+    if model:
+        line += " (" + ", ".join(t["tensor"] for t in model[:4]) + (", ...)" if len(model) > 4 else ")")
+    if other:
+        kinds = sorted({t["kind"] for t in other})
+        line += f"; NaN/Inf also in {len(other)} {'/'.join(kinds)} " + ("tensor" if len(other) == 1 else "tensors")
+    return line
+
+
+def _count_arg(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {n}")
+    return n
+
+
 def _size(n: int | None) -> str:
     if n is None:
         return "-"
@@ -383,11 +484,12 @@ PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkp
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="forensics",
+        prog="forensics",  # also as `python -m forensics`
         description="Post-hoc forensics for failed deep-learning training runs.",
         epilog="example:\n  forensics ingest sample_runs/runs/nan_lr_too_high && forensics runs",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"forensics {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in PARSERS:
         add(sub)

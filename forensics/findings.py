@@ -112,22 +112,34 @@ class Analysis:
     replay_from: dict[str, Any] | None = None  # last finite checkpoint and batch before the NaN onset
     checked: dict[str, Any] = field(default_factory=dict)  # series present, detectors run
     analysis_id: int | None = None
+    # Set by `forensics.analysis.analyze` (forensics/verdict.py): failed, suspicious, inconclusive or healthy.
+    verdict: str | None = None
+    verdict_reason: str = ""
+    read_problems: list[dict[str, Any]] = field(default_factory=list)  # path, position, kind, detail, kept
+    unknown_files: list[str] = field(default_factory=list)  # files no reader knows
+    db: str | None = None
 
     @property
     def healthy(self) -> bool:
-        return not self.findings
+        """"I read this run and found nothing": the verdict is healthy (without a verdict yet: no finding)."""
+        return self.verdict == "healthy" if self.verdict is not None else not self.findings
 
     def worst(self) -> str | None:
         return min((f.severity for f in self.findings), key=RANK.__getitem__, default=None)
 
     def headline(self) -> Finding | None:
-        """The earliest finding of the worst severity: causes come before symptoms."""
-        worst = self.worst()
-        return next((f for f in self.findings if f.severity == worst), None)
+        """The earliest cause in the chain of the worst finding's event (rule in forensics/verdict.py)."""
+        from forensics.verdict import headline
+
+        return headline(self)
 
     def as_dict(self) -> dict[str, Any]:
-        """The documented JSON object (`forensics analyze --json`), plus `nonfinite`, `replay_from`, `checked`."""
-        return {"run": self.run, "healthy": self.healthy, "findings": [f.as_dict() for f in self.findings],
+        """The documented JSON object (`forensics analyze --json`): verdict and its reason, read problems, findings,
+        spikes, skips, plus `nonfinite`, `replay_from`, `checked`."""
+        return {"run": self.run, "verdict": self.verdict, "verdict_reason": self.verdict_reason,
+                "healthy": self.healthy, "read_problems": plain(self.read_problems),
+                "unknown_files": list(self.unknown_files), "db": self.db,
+                "findings": [f.as_dict() for f in self.findings],
                 "spikes": [s.as_dict() for s in self.spikes], "skipped": [s.as_dict() for s in self.skipped],
                 "nonfinite": plain(self.nonfinite), "replay_from": plain(self.replay_from),
                 "checked": plain(self.checked)}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from forensics import catalog
-from forensics.findings import Analysis, Finding
+from forensics.findings import Analysis, Finding, Spike
+from forensics.numbers import count
 
 
 def _where(f: Finding) -> str:
@@ -12,13 +13,25 @@ def _where(f: Finding) -> str:
     return f"{f.step}" if f.step_end in (None, f.step) else f"{f.step}-{f.step_end}"
 
 
+LABELS = {"failed": "FAILED", "suspicious": "suspicious", "inconclusive": "INCONCLUSIVE", "healthy": "healthy"}
+SHOWN_PROBLEMS = 5  # read problems shown in the text report without -v
+
+
 def verdict(a: Analysis) -> str:
-    if a.healthy:
-        ran = len(a.checked.get("detectors_run", []))
-        return f"{a.run}: healthy: no finding from {ran} detectors ({len(a.skipped)} could not run, listed below)"
-    counts = {s: sum(f.severity == s for f in a.findings) for s in ("critical", "warning", "info")}
-    parts = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    return f"{a.run}: {'FAILED' if counts['critical'] else 'suspicious' if counts['warning'] else 'notes'} ({parts})"
+    """`run: FAILED (4 critical, 3 warning)`, `run: INCONCLUSIVE: <why>`, `run: healthy: <what was checked>`."""
+    if a.verdict is None:  # an analysis that did not go through forensics.analysis.analyze
+        return f"{a.run}: {len(a.findings)} findings"
+    label = LABELS[a.verdict]
+    if a.verdict in ("failed", "suspicious"):
+        return f"{a.run}: {label} ({a.verdict_reason})"
+    return f"{a.run}: {label}: {a.verdict_reason}"
+
+
+def problem_line(p: dict) -> str:
+    """One read problem: `file at position: kind: detail; kept 104 points`."""
+    where = f" at {p['position']}" if p.get("position") is not None else ""
+    kept = f"; kept {p['kept']}" if p.get("kept") else ""
+    return f"{p['path']}{where}: {p['kind']}: {p['detail']}{kept}"
 
 
 def replay_lines(a: Analysis) -> list[str]:
@@ -34,13 +47,55 @@ def replay_lines(a: Analysis) -> list[str]:
     return out
 
 
+def other_spikes(a: Analysis) -> list[Spike]:
+    """Spikes that no finding accounts for (a finding's event holds the others)."""
+    events = {f.event for f in a.findings}
+    return [s for s in a.spikes if s.event not in events]
+
+
+def spikes_line(spikes: list[Spike]) -> str:
+    by_series: dict[str, list[int]] = {}
+    for s in spikes:
+        by_series.setdefault(s.series, []).append(s.step)
+    parts = "; ".join(f"{name} at {'step' if len(steps) == 1 else 'steps'} "
+                      f"{', '.join(map(str, steps[:8]))}{', ...' if len(steps) > 8 else ''}"
+                      for name, steps in by_series.items())
+    return (f"other spikes ({count(len(spikes), 'point')} far above the local level that came straight back; "
+            f"not findings on their own): {parts}")
+
+
+def skipped_summary(a: Analysis) -> str:
+    """One line: how many checks could not run, in the user's terms."""
+    not_yet = [s for s in a.skipped if s.kind in catalog.NOT_YET_DETECTED]
+    lacking = [s for s in a.skipped if s.kind not in catalog.NOT_YET_DETECTED]
+    ran = len(a.checked.get("detectors_run", []))
+    parts = []
+    if lacking:
+        parts.append(f"{len(lacking)} of {count(ran + len(lacking), 'detector')} lacked what they need "
+                     f"(a series the run did not log, too few points, a setting not in its config)")
+    if not_yet:
+        parts.append(f"{len(not_yet)} not detected yet ({', '.join(s.kind for s in not_yet)})")
+    return "could not check: " + "; ".join(parts) + "; -v lists why"
+
+
 def text(a: Analysis, verbose: bool = False) -> str:
-    """Verdict, the headline (earliest finding of the worst severity) with evidence and checks, then one line
-    per finding `run:step kind: summary`, non-finite onsets, replay starting point, and what was skipped."""
+    """Verdict, read problems, the headline (the earliest cause of the worst event) with its checks, then one
+    line per finding `run:step kind: summary`, non-finite onsets, replay starting point, spikes no finding
+    accounts for, one line of what could not be checked (all of it with `verbose`), and the database used."""
     lines = [verdict(a)]
+    if a.read_problems:
+        shown = a.read_problems if verbose else a.read_problems[:SHOWN_PROBLEMS]
+        lines.append("read with problems:" if len(shown) > 1 else "read with problems: " + problem_line(shown[0]))
+        if len(shown) > 1:
+            lines.extend("  " + problem_line(p) for p in shown)
+        if len(a.read_problems) > len(shown):
+            lines.append(f"  ... {len(a.read_problems) - len(shown)} more (-v lists them all)")
+    if a.unknown_files and (verbose or a.verdict == "inconclusive"):
+        lines.append(f"not read ({count(len(a.unknown_files), 'file')} no reader knows): "
+                     + ", ".join(a.unknown_files[:5]) + (", ..." if len(a.unknown_files) > 5 else ""))
     head = a.headline()
     if head is not None:
-        lines.append(f"first {head.severity}: {a.run}:{_where(head)} {head.kind}: {head.summary}")
+        lines.append(f"earliest cause: {a.run}:{_where(head)} {head.kind}: {head.summary}")
         lines.append("  check first: " + "; ".join(head.checks))
     if a.findings:
         lines.append("")
@@ -57,23 +112,33 @@ def text(a: Analysis, verbose: bool = False) -> str:
     if rl:
         lines.append("")
         lines.extend(rl)
-    if a.spikes:
+    spikes = other_spikes(a)
+    if spikes:
         lines.append("")
-        lines.append(f"spikes: {len(a.spikes)} (" + ", ".join(f"{s.series}@{s.step}" for s in a.spikes[:8])
-                     + (", ..." if len(a.spikes) > 8 else "") + ")")
+        lines.append(spikes_line(spikes))
     if a.skipped:
         lines.append("")
-        lines.append("could not check:")
-        lines.extend(f"  {s.kind}: {s.reason}" for s in a.skipped)
+        if verbose:
+            lines.append("could not check:")
+            lines.extend(f"  {s.kind}: {s.reason}" for s in a.skipped)
+        else:
+            lines.append(skipped_summary(a))
+    if a.db:
+        lines.append(f"database: {a.db}")
     return "\n".join(lines)
 
 
 def markdown(a: Analysis) -> str:
     """The same diagnosis as markdown, to paste into an issue tracker."""
     out = [f"# run-forensics diagnosis: `{a.run}`", "", f"**{verdict(a)}**", ""]
+    if a.read_problems:
+        out += ["## Read with problems", "", "| file | position | kind | detail | kept |", "|---|---|---|---|---|"]
+        out += [f"| `{p['path']}` | {'' if p['position'] is None else p['position']} | {p['kind']} | "
+                f"{str(p['detail']).replace('|', '/')} | {p['kept'] or ''} |" for p in a.read_problems]
+        out.append("")
     head = a.headline()
     if head is not None:
-        out += [f"**First {head.severity}:** `{head.kind}` at step {_where(head)}: {head.summary}", ""]
+        out += [f"**Earliest cause:** `{head.kind}` at step {_where(head)}: {head.summary}", ""]
     if a.findings:
         out += ["| step | kind | severity | event | summary |", "|---|---|---|---|---|"]
         out += [f"| {_where(f)} | `{f.kind}` | {f.severity} | {f.event} | {f.summary.replace('|', '/')} |"
@@ -90,6 +155,9 @@ def markdown(a: Analysis) -> str:
     rl = replay_lines(a)
     if rl:
         out += ["## Replay starting point", "", "```", *rl, "```", ""]
+    spikes = other_spikes(a)
+    if spikes:
+        out += [spikes_line(spikes), ""]
     if a.skipped:
         out += ["## Could not check", ""] + [f"- `{s.kind}`: {s.reason}" for s in a.skipped] + [""]
     return "\n".join(out)
@@ -99,7 +167,7 @@ def rules_text(detected: dict[str, type]) -> str:
     """Every catalog kind with its one-line summary, whether a detector covers it, and its thresholds."""
     import dataclasses
 
-    lines = []
+    lines = [f"{'kind':<24} {'status':<13} summary"]
     for e in catalog.ENTRIES:
         cls = detected.get(e.kind)
         if cls is not None:

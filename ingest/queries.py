@@ -98,11 +98,13 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
         f"SELECT {', '.join(cols)} FROM checkpoints WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
     ).fetchall()]
     bad = con.execute(
-        "SELECT ckpt_id, tensor, n_nan, n_inf FROM tensor_stats WHERE run_id = ? AND n_nan + n_inf > 0 "
+        "SELECT ckpt_id, tensor, kind, n_nan, n_inf FROM tensor_stats WHERE run_id = ? AND n_nan + n_inf > 0 "
         "ORDER BY ckpt_id, n_nan + n_inf DESC, tensor", [run_id]
     ).fetchall()
     for c in ckpts:
-        c["nonfinite_tensors"] = [{"tensor": t, "n_nan": n, "n_inf": i} for k, t, n, i in bad if k == c["ckpt_id"]]
+        # `kind` (param, buffer, optimizer, ...): n_nonfinite counts model tensors' values only.
+        c["nonfinite_tensors"] = [{"tensor": t, "kind": kd, "n_nan": n, "n_inf": i}
+                                  for k, t, kd, n, i in bad if k == c["ckpt_id"]]
     by_id = {c["ckpt_id"]: c for c in ckpts}
     # Parameters only: running statistics (buffers) move with the data, not with the optimizer.
     deltas = con.execute(
@@ -183,6 +185,47 @@ def series_points(con: Any, series_id: int) -> pl.DataFrame:
     return pl.from_arrow(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
                                      ORDER BY source_id, position""").to_arrow_table())
 
+# Issue kinds that are not problems of a file we read: files no reader knows are listed apart.
+NOT_A_READ_PROBLEM = ("unknown_file",)
+
+
+def read_problems(con, run_id: str) -> list[dict]:
+    """Every problem met while reading the run's files, by path then position: path, position (byte offset or
+    line, None for a whole file), kind, detail, `kept`: what the store holds from that file ("1,204 points",
+    "12 tensors", "nothing"), and `format` (the reader's, or checkpoint/batch)."""
+    rows = con.execute(
+        """SELECT i.path, i.position, i.kind, i.detail, coalesce(s.format, CASE WHEN c.path IS NOT NULL THEN 'checkpoint'
+                  WHEN b.path IS NOT NULL THEN 'batch' END), s.n_points, s.status,
+                  c.n_tensors, c.status, b.n_samples, b.status
+           FROM ingest_issues i
+           LEFT JOIN sources s ON s.run_id = i.run_id AND s.path = i.path
+           LEFT JOIN checkpoints c ON c.run_id = i.run_id AND (c.path = i.path OR starts_with(i.path, c.path || '/'))
+           LEFT JOIN batches b ON b.run_id = i.run_id AND b.path = i.path
+           WHERE i.run_id = ? AND NOT list_contains(?, i.kind)
+           ORDER BY i.path, i.position NULLS FIRST, i.kind""", [run_id, list(NOT_A_READ_PROBLEM)]).fetchall()
+    out = []
+    for path, position, kind, detail, fmt, points, status, tensors, ck_status, samples, b_status in rows:
+        if ck_status is not None:
+            kept = _count(tensors, "tensor") if tensors and ck_status not in ("unreadable", "needs_pickle") else "nothing"
+        elif b_status is not None:
+            kept = _count(samples, "sample") if samples and b_status not in ("unreadable", "needs_pickle") else "nothing"
+        elif status is not None:
+            kept = _count(points, "point") if points else "nothing"
+        else:
+            kept = None
+        out.append({"path": path, "position": position, "kind": kind, "detail": detail, "kept": kept, "format": fmt})
+    return out
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def unknown_files(con, run_id: str) -> list[str]:
+    """Files of the run that no reader knows, by path."""
+    return [r[0] for r in con.execute(
+        "SELECT DISTINCT path FROM ingest_issues WHERE run_id = ? AND list_contains(?, kind) ORDER BY path",
+        [run_id, list(NOT_A_READ_PROBLEM)]).fetchall()]
 
 # -- app ---------------------------------------------------------------------------------------------------
 

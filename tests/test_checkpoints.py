@@ -587,7 +587,8 @@ def test_run_ingest_and_checkpoints_command(tmp_path, capsys):
     by_path = {c["path"]: c for c in out["checkpoints"]}
     assert [(c["path"], c["step"]) for c in out["checkpoints"][:2]] == [("checkpoint-2", 2), ("checkpoint-4", 4)]
     assert by_path["checkpoint-2"]["finite"] is True and by_path["checkpoint-4"]["finite"] is False
-    assert by_path["checkpoint-4"]["nonfinite_tensors"] == [{"tensor": "fc2.weight", "n_nan": 1, "n_inf": 0}]
+    assert by_path["checkpoint-4"]["nonfinite_tensors"] == [{"tensor": "fc2.weight", "kind": "param", "n_nan": 1,
+                                                             "n_inf": 0}]
     assert by_path["whole_model.pt"]["status"] == "needs_pickle"
     assert by_path["last.safetensors"]["status"] == "unreadable"
     [pair] = out["deltas"]
@@ -600,7 +601,7 @@ def test_run_ingest_and_checkpoints_command(tmp_path, capsys):
 
     assert main(["checkpoints", str(run), "--db", str(db), "--quiet"]) == 0
     text = capsys.readouterr().out
-    assert "NO: 1 NaN/Inf in 1 tensors" in text and "2 → 4 (2 steps)" in text and "needs_pickle" in text
+    assert "1 NaN/Inf value in 1 model tensor (fc2.weight)" in text and "2 → 4 (2 steps)" in text and "needs_pickle" in text
     # Opting in reads the pickled module; nothing else is read again.
     assert main(["checkpoints", str(run), "--db", str(db), "--quiet", "--json", "--trust-pickle"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -42,7 +42,7 @@ def test_analyze_text_fail_on_and_markdown(tmp_path, capsys):
     assert main(["analyze", str(run), "--db", db, "--fail-on", "critical", "--markdown", str(md)]) == 1
     text = capsys.readouterr().out
     first = text.splitlines()
-    assert "FAILED" in first[0] and first[1].startswith("first critical: nan_run:")
+    assert "FAILED" in first[0] and first[1].startswith("earliest cause: nan_run:")
     assert "nan_run:2400 nan_loss" in text
     assert "# run-forensics diagnosis" in md.read_text()
     import duckdb

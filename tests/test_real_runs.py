@@ -94,6 +94,8 @@ def test_real_run_reads_its_training_loss(name, analyses):
     """Every labelled run logs a training loss: the analysis must have read one (never a verdict from nothing)."""
     out = analyses(name)
     assert "loss" in out["checked"]["series"], out["checked"]
+    assert out["verdict"] in ("failed", "suspicious", "inconclusive", "healthy") and out["verdict_reason"]
+    assert out["healthy"] == (out["verdict"] == "healthy")
 
 
 @pytest.mark.parametrize("name,kind", _cases(kinds=True))

@@ -12,6 +12,7 @@ import numpy as np
 from forensics import stats
 from forensics.detectors.base import finite_part, src, too_short
 from forensics.findings import Finding
+from forensics.numbers import ratio
 from forensics.run import Run
 
 
@@ -70,4 +71,4 @@ class Divergence:
         yield Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
-                                  f"by step {steps[-1]} (×{growth:.2f}, Mann–Kendall p={trend.p:.1g}){tail}"))
+                                  f"by step {steps[-1]} ({ratio(growth)}, Mann–Kendall p={trend.p:.1g}){tail}"))

@@ -11,6 +11,7 @@ import numpy as np
 from forensics import stats
 from forensics.detectors.base import src, too_short
 from forensics.findings import Finding
+from forensics.numbers import ratio
 from forensics.run import Run
 
 
@@ -86,5 +87,5 @@ class ExplodingGradients:
                              step_end=int(steps[b]), series=run.pick("grad_norm"), evidence=ev,
                              sources=(src(run, "grad_norm", steps[max(0, a - self.window):b + 1]),),
                              summary=(f"gradient norm rises from about {ev['norm_before']:.3g} to {ev['peak_norm']:.3g} "
-                                      f"(×{ev['factor']:.3g}) over steps {steps[a]}-{steps[b]}"
+                                      f"({ratio(ev['factor'])}) over steps {steps[a]}-{steps[b]}"
                                       + (" and turns non-finite" if ev["ends_nonfinite"] else "")))

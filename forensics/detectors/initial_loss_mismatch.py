@@ -11,6 +11,7 @@ import numpy as np
 
 from forensics.detectors.base import CLASS_KEYS, class_count, pretrained_key, src
 from forensics.findings import Finding
+from forensics.numbers import times
 from forensics.run import Run
 
 @dataclass(frozen=True)
@@ -62,5 +63,5 @@ class InitialLossMismatch:
             ev["ratio_if_summed_over_batch"] = first / (batch * log_c)
         yield Finding.of(self, severity="warning", step=step, series=run.pick("loss"), evidence=ev,
                          sources=(src(run, "loss", steps[ok[:1]]),),
-                         summary=(f"first loss {first:.4g} at step {step} is {ratio:.2g}× log({c}) = {log_c:.3g}, "
+                         summary=(f"first loss {first:.4g} at step {step} is {times(ratio)} log({c}) = {log_c:.3g}, "
                                   f"the loss of a uniform guess ({key} = {c} in the config)"))

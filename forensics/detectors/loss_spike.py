@@ -9,6 +9,7 @@ from typing import ClassVar
 from forensics import stats
 from forensics.detectors.base import src, too_short
 from forensics.findings import Finding
+from forensics.numbers import count, ratio
 from forensics.run import Run
 
 
@@ -42,4 +43,4 @@ class LossSpike:
                              sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
                              summary=(f"loss {s['value']:.4g} is {s['z']:.1f} robust sigmas above the median "
                                       f"{s['baseline']:.4g} of steps {s['window_start']}-{s['window_end']} "
-                                      f"(×{s['ratio']:.2f}), back within {s['recovery_points']} points"))
+                                      f"({ratio(s['ratio'])}), back within {count(s['recovery_points'], 'point')}"))

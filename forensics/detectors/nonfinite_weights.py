@@ -9,6 +9,7 @@ from typing import ClassVar
 import polars as pl
 
 from forensics.findings import Finding
+from forensics.numbers import count
 from forensics.run import Run
 
 
@@ -69,6 +70,6 @@ class NonfiniteWeights:
               "last_finite_step": good["step"][-1] if good.height else None}
         yield Finding.of(self, severity="critical", step=first["step"], series=None, evidence=ev,
                          sources=({"table": "checkpoints", "path": first["path"]},),
-                         summary=(f"checkpoint {first['path']} (step {first['step']}) holds {first['bad']} "
-                                  f"NaN/Inf values in {len(names) or 'some'} tensors"
+                         summary=(f"checkpoint {first['path']} (step {first['step']}) holds {first['bad']:,} "
+                                  f"NaN/Inf values in {count(len(names), 'tensor') if names else 'some tensors'}"
                                   + (f"; last finite: {ev['last_finite_checkpoint']}" if good.height else "")))

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from forensics.findings import Finding
+from forensics.numbers import count
 from forensics.run import Run
 
 
@@ -128,5 +129,5 @@ class UpdateRatioAnomaly:
             s1 = int(ep["step"].max())
             yield Finding.of(self, severity="warning", step=s0, step_end=s1, series=worst["layer"], evidence=ev,
                              sources=({"table": table, "step_min": s0, "step_max": s1},),
-                             summary=(f"{len(layers)} layer(s) update by more than {self.high:g} of their norm per "
+                             summary=(f"{count(len(layers), 'layer')} {'updates' if len(layers) == 1 else 'update'} by more than {self.high:g} of their norm per "
                                       f"step over steps {s0}-{s1}; {worst['layer']} peaks at {worst['low']:.3g}"))

@@ -11,6 +11,7 @@ import numpy as np
 
 from forensics import catalog, stats
 from forensics.findings import Finding
+from forensics.numbers import times
 from forensics.run import Run
 
 
@@ -57,5 +58,5 @@ class VanishingGradients:
               "first_norm": a, "last_norm": b, "ratio": a / b, "layers": len(names)}
         yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]), series=first,
                          evidence=ev, sources=tuple({"table": "scalars", "series": n} for n in (first, last)),
-                         summary=(f"gradient norm of the first layer {ev['first_layer']} ({a:.3g}) is {a / b:.1g}× "
+                         summary=(f"gradient norm of the first layer {ev['first_layer']} ({a:.3g}) is {times(a / b)} "
                                   f"that of the last layer {ev['last_layer']} ({b:.3g})"))

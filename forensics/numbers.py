@@ -1,0 +1,38 @@
+"""Numbers as a person reads them in a finding's summary: `×1.4e11`, `×8.7`, `550 times`, `1 point`, `3 points`.
+
+Python's `:.2g` writes `5.5e+02` and `:.2f` writes `139003454611.55`; neither is how anyone says a ratio. Summaries
+keep their full precision in the evidence; these are for the sentence.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def sig(x: float, digits: int = 2) -> str:
+    """`x` to `digits` significant figures, plainly where that is short (`8.7`, `550`, `0.052`), else with a
+    compact exponent (`1.4e11`, `3e-07` -> `3e-7`); `inf`, `nan` as such."""
+    if not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    if x == 0:
+        return "0"
+    if 1e-3 <= abs(x) < 10 ** max(digits, 4):
+        rounded = float(f"{x:.{digits}g}")
+        return f"{rounded:.0f}" if rounded.is_integer() else f"{rounded:g}"
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def ratio(x: float) -> str:
+    """A growth factor: `×1.4e11`, `×11`, `×8.7`, `×0.52`."""
+    return "×" + sig(x)
+
+
+def times(x: float) -> str:
+    """A multiple in prose, before a quantity: `550 times`, `1.4e11 times`."""
+    return f"{sig(x)} times"
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 point`, `3 points`, `1,204 points`; `plural` for irregular nouns."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

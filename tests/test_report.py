@@ -1,0 +1,105 @@
+"""Issue 13: output a user reads at 3 a.m. — numbers for people, spikes explained, "could not check" as one line in
+the user's terms, the database named, header rows, colliding run names told apart, checkpoints counted as analyze
+counts them, --version and `python -m forensics`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forensics.cli import main
+from tests.runwriters import curve, write_tb
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "sample_runs" / "runs" / "nan_lr_too_high"
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory):
+    """The demo run ingested once for this module (its checkpoints and batches take a few seconds)."""
+    db = tmp_path_factory.mktemp("demo") / "f.duckdb"
+    assert main(["ingest", str(DEMO), "--db", str(db), "--quiet", "--json"]) == 0
+    return db
+
+
+def test_text_numbers_are_for_people(demo_db, capsys):
+    assert main(["analyze", str(DEMO), "--db", str(demo_db)]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0].startswith("nan_lr_too_high: FAILED (") and lines[1].startswith("earliest cause: ")
+    assert not re.search(r"×\d{5,}|×[\d.]+e\+|\d\.\de\+\d\d× log|\b1 (points|tensors|layers)\b|layer\(s\)", text)
+    assert "back within 1 point" in text and "×1.4e11" in text
+    assert lines[-1] == f"database: {demo_db}"
+
+
+def test_spikes_are_explained_and_could_not_check_is_one_line(demo_db, capsys):
+    assert main(["analyze", str(DEMO), "--db", str(demo_db)]) == 0
+    text = capsys.readouterr().out
+    [spikes] = [line for line in text.splitlines() if "spikes" in line]
+    assert spikes.startswith("other spikes (") and "came straight back" in spikes
+    assert "train/grad_norm at steps 14, 17" in spikes  # the loss spikes at 47 and 63 are findings already
+    [could] = [line for line in text.splitlines() if line.startswith("could not check")]
+    assert re.match(r"could not check: \d+ of \d+ detectors lacked what they need .*-v lists why$", could)
+
+    assert main(["analyze", str(DEMO), "--db", str(demo_db), "-v"]) == 0
+    verbose = capsys.readouterr().out
+    listed = verbose[verbose.index("could not check:\n"):].splitlines()[1:-1]
+    assert len(listed) >= 10 and all(re.match(r"  [a-z_]+: \S", line) for line in listed)
+    assert not re.search(r"DECISIONS|§|issue\b", verbose)
+
+
+def test_checkpoints_count_model_values_as_analyze_does(demo_db, capsys):
+    assert main(["analyze", str(DEMO), "--db", str(demo_db), "--json"]) == 0
+    [nf] = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["kind"] == "nonfinite_weights"]
+    assert main(["checkpoints", str(DEMO), "--db", str(demo_db), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    n, values = nf["evidence"]["n_tensors"], nf["evidence"]["nonfinite_elements"]
+    assert f"{values:,} NaN/Inf values in {n} model tensors (" in text
+    assert "NaN/Inf also in 6 optimizer tensors" in text  # SGD momentum buffers of the same six parameters
+    assert main(["checkpoints", str(DEMO), "--db", str(demo_db), "--quiet", "--top", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "nothing moved" not in text and "biggest movers" not in text and "→" not in text
+    assert main(["checkpoints", str(DEMO), "--db", str(demo_db), "--top", "-1"]) == 2
+    assert "expected 0 or more" in capsys.readouterr().err
+
+
+def test_version_and_python_m_forensics(capsys):
+    from forensics import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"forensics {__version__}"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "forensics", "rules", "--help"], capture_output=True, text=True,
+                          env=env, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("usage: forensics rules")
+    assert done.stdout.rstrip().endswith("forensics rules --json")
+
+
+def test_rules_has_a_header_row(capsys):
+    assert main(["rules"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["kind", "status", "summary"]
+
+
+def test_runs_has_a_header_and_tells_colliding_names_apart(tmp_path, capsys):
+    for exp in ("exp_a", "exp_b"):
+        write_tb(tmp_path / exp / "lightning_logs" / "version_0", {"train/loss": curve(n=30)})
+    write_tb(tmp_path / "solo", {"train/loss": (np.arange(30), np.linspace(2, 1, 30))})
+    db = str(tmp_path / "f.duckdb")
+    for run in ("exp_a/lightning_logs/version_0", "exp_b/lightning_logs/version_0", "solo"):
+        assert main(["ingest", str(tmp_path / run), "--db", db, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--db", db]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:6] == ["id", "run", "points", "series", "problems", "sources"]
+    body = "\n".join(lines[1:])
+    assert str(tmp_path / "exp_a" / "lightning_logs" / "version_0") in body
+    assert str(tmp_path / "exp_b" / "lightning_logs" / "version_0") in body
+    assert re.search(r"^\w{10}  solo ", body, re.MULTILINE)  # a unique name stays short
+    assert lines[-1] == f"database: {db}"

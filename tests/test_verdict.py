@@ -1,0 +1,295 @@
+"""Issue 13: an honest verdict. "healthy" means "I read this run and found nothing", never "I read nothing"; every
+read problem is in the report; a folder of runs is named, not merged; --markdown paths fail in one line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forensics.cli import main
+from forensics.findings import Analysis, Finding
+from forensics.verdict import CAUSE_STAGE, headline
+from tests.runwriters import (
+    curve,
+    hf_history,
+    write_tb,
+    write_trainer_state,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+GALLERY = REPO / "sample_runs" / "runs"
+
+
+def analyze_json(capsys, run: Path, db: Path, *extra: str) -> tuple[int, dict]:
+    code = main(["analyze", str(run), "--db", str(db), "--json", *extra])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out else {}
+
+
+def files_of(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*")}
+
+
+def healthy_tb(root: Path) -> Path:
+    """A healthy run by SummaryWriter, at a steady 0.5 s per step (wall times written in a test loop are
+    microseconds apart, and their jitter would read as throughput stalls)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    steps, loss = curve()
+    w = SummaryWriter(log_dir=str(root))
+    for s, v in zip(steps.tolist(), loss.tolist()):
+        w.add_scalar("train/loss", v, global_step=s, walltime=1.7e9 + 0.5 * s)
+        w.add_scalar("train/grad_norm", 1.0, global_step=s, walltime=1.7e9 + 0.5 * s)
+    w.close()
+    return root
+
+
+def nan_tb(root: Path) -> Path:
+    steps, loss = curve(n=300)
+    loss[240:] = np.nan
+    return write_tb(root, {"train/loss": (steps, loss)})
+
+
+# -- four values --------------------------------------------------------------------------------------------
+
+def test_healthy_run_is_healthy_with_its_reason(tmp_path, capsys):
+    run = healthy_tb(tmp_path / "ok")
+    code, out = analyze_json(capsys, run, tmp_path / "f.duckdb", "--fail-on", "inconclusive")
+    assert code == 0
+    assert out["verdict"] == "healthy" and out["healthy"] is True
+    assert "300 points of the training loss" in out["verdict_reason"]
+    assert out["read_problems"] == [] and out["db"] == str(tmp_path / "f.duckdb")
+
+
+def test_a_documentation_folder_is_inconclusive_not_healthy(tmp_path, capsys):
+    """/usr/share/doc/python3.11 was "healthy": its pybench.log counted as a console log."""
+    doc = tmp_path / "python3.11"
+    doc.mkdir()
+    (doc / "README.Debian").write_text("Python 3.11 for Debian\n----------------------\n\nThis is Python 3.11.\n")
+    (doc / "changelog.Debian.gz").write_bytes(gzip.compress(b"python3.11 (3.11.2-6) bookworm; urgency=medium\n"))
+    (doc / "copyright").write_text("This package was put together by Matthias Klose.\n")
+    (doc / "pybench.log").write_text("pybench run disabled for this build\n")
+    before = files_of(doc)
+    code, out = analyze_json(capsys, doc, tmp_path / "f.duckdb")
+    assert code == 0 and out["verdict"] == "inconclusive" and out["healthy"] is False
+    assert "no training-loss series" in out["verdict_reason"]
+    assert "README.Debian" in out["unknown_files"]
+    assert main(["analyze", str(doc), "--db", str(tmp_path / "f.duckdb"), "--fail-on", "inconclusive"]) == 1
+    assert capsys.readouterr().out.splitlines()[0].startswith("python3.11: INCONCLUSIVE: no training-loss series")
+    assert files_of(doc) == before
+
+
+def test_a_system_log_folder_is_inconclusive(tmp_path, capsys):
+    """/var/log: every `.log` is a console log, and none holds a training series."""
+    logs = tmp_path / "log"
+    (logs / "apt").mkdir(parents=True)
+    (logs / "dpkg.log").write_text("".join(
+        f"2025-04-28 10:{m:02d}:00 status installed python3.11:amd64 3.11.2-6+deb12u{m}\n" for m in range(40)))
+    (logs / "alternatives.log").write_text(
+        "update-alternatives 2025-04-28 10:00:01: run with --install /usr/bin/python python /usr/bin/python3.11 1\n")
+    (logs / "apt" / "history.log").write_text("Start-Date: 2025-04-28  10:00:00\nCommandline: apt-get install -y gcc\n")
+    code, out = analyze_json(capsys, logs, tmp_path / "f.duckdb")
+    assert code == 0 and out["verdict"] == "inconclusive"
+    assert "no training-loss series" in out["verdict_reason"]
+
+
+def test_five_points_of_a_huge_loss_are_not_healthy(tmp_path, capsys):
+    """A TensorBoard run whose loss is ~1e12 at each of its 5 points was "healthy": divergence needs 12 points."""
+    steps = np.array([999, 1999, 2999, 3999, 4999])
+    run = write_tb(tmp_path / "tb_dlgn_v0", {"train_loss": (steps, np.array([1.87e12, 9e11, 4e10, 8e9, 2.2e9])),
+                                             "val_loss": (steps, np.array([4.8e11, 2e11, 3e10, 6e9, 2.4e9]))})
+    code, out = analyze_json(capsys, run, tmp_path / "f.duckdb")
+    assert code == 0 and out["verdict"] != "healthy" and out["healthy"] is False
+    assert out["verdict_reason"]
+
+
+def test_only_beside_a_nan_is_not_healthy(tmp_path, capsys):
+    """`--only loss_spike` on a NaN run said "healthy" with the NaN printed right below it."""
+    run = nan_tb(tmp_path / "nan_run")
+    code, out = analyze_json(capsys, run, tmp_path / "f.duckdb", "--only", "loss_spike")
+    assert code == 0 and out["verdict"] == "inconclusive"
+    assert "train/loss is nan at step 2400" in out["verdict_reason"] and "--only" in out["verdict_reason"]
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--only", "loss_spike"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "healthy" not in first and "INCONCLUSIVE" in first
+
+
+def test_a_missing_wandb_reader_is_inconclusive_and_names_the_install(tmp_path):
+    """Without wandb installed the gallery's W&B runs were "healthy: no finding from 0 detectors"."""
+    run = GALLERY / "val_noise_tiny_val"
+    code = ("import sys; sys.modules['wandb'] = None  # as if wandb were not installed\n"
+            "from forensics.cli import main\n"
+            f"sys.exit(main(['analyze', {str(run)!r}, '--db', {str(tmp_path / 'f.duckdb')!r}, '--json', "
+            "'--fail-on', 'inconclusive']))")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          check=False)
+    assert done.returncode == 1, done.stderr
+    out = json.loads(done.stdout)
+    assert out["verdict"] == "inconclusive" and "pip install wandb" in out["verdict_reason"]
+    assert [p["kind"] for p in out["read_problems"]] == ["missing_dependency"]
+    assert out["read_problems"][0]["path"].endswith("run-tinyval.wandb")
+    assert "Traceback" not in done.stderr
+
+
+# -- read problems in the report ----------------------------------------------------------------------------
+
+def test_a_trainer_state_cut_in_half_is_reported_and_not_healthy(tmp_path, capsys):
+    steps, loss = curve(n=60)
+    history = hf_history(steps + 10, loss, np.ones(steps.size))
+    run = write_trainer_state(tmp_path / "hf_run", history)
+    text = (run / "trainer_state.json").read_text()
+    (run / "trainer_state.json").write_text(text[:len(text) // 2])
+    code, out = analyze_json(capsys, run, tmp_path / "f.duckdb")
+    assert code == 0 and out["verdict"] == "inconclusive"
+    [problem] = out["read_problems"]
+    assert problem["path"] == "trainer_state.json" and problem["kind"] == "truncated"
+    assert problem["position"] is not None and problem["detail"]
+    assert problem["kept"].endswith("points") and problem["kept"] != "0 points"
+    assert "trainer_state.json" in out["verdict_reason"]
+
+    md = tmp_path / "diag.md"
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--markdown", str(md)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("read with problems: trainer_state.json at ") and "kept " in lines[1]
+    assert "## Read with problems" in md.read_text() and "| `trainer_state.json` |" in md.read_text()
+
+
+def test_garbage_event_file_and_a_pickled_checkpoint_are_read_problems(tmp_path, capsys):
+    import torch
+
+    run = healthy_tb(tmp_path / "run")
+    (run / "events.out.tfevents.1700000000.host.1.garbage").write_bytes(bytes(range(256)) * 8)
+    torch.save(torch.nn.Linear(2, 2), run / "model.pt")  # a whole module: loading it needs full unpickling
+    code, out = analyze_json(capsys, run, tmp_path / "f.duckdb")
+    assert code == 0
+    by_path = {p["path"]: p for p in out["read_problems"]}
+    assert by_path["model.pt"]["kind"] == "needs_pickle" and by_path["model.pt"]["kept"] == "nothing"
+    garbage = by_path["events.out.tfevents.1700000000.host.1.garbage"]
+    assert garbage["kept"] == "nothing" and garbage["detail"]
+    assert out["verdict"] == "inconclusive" and "read with problems" in out["verdict_reason"]
+
+
+def test_a_cut_event_file_tail_is_shown_but_is_the_record_in_flight(tmp_path, capsys):
+    run = healthy_tb(tmp_path / "run")
+    [events] = run.glob("events.out.tfevents.*")
+    events.write_bytes(events.read_bytes()[:-7])
+    code, out = analyze_json(capsys, run, tmp_path / "f.duckdb")
+    assert code == 0
+    [problem] = out["read_problems"]
+    assert problem["kind"] == "truncated" and problem["position"] > 0 and problem["format"] == "tensorboard"
+    assert out["verdict"] == "healthy"  # at most the last record was lost: the one being written
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb")]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith(f"read with problems: {events.name} at ")
+
+
+# -- a folder of runs ---------------------------------------------------------------------------------------
+
+def test_a_folder_of_runs_is_named_not_merged(tmp_path, capsys):
+    root = tmp_path / "experiments"
+    healthy_tb(root / "lr_1e-3")
+    nan_tb(root / "lr_1e-1")
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(root), "--db", str(db)]) == 2
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert "holds 2 runs (lr_1e-1, lr_1e-3)" in line and "--all" in line and captured.out == ""
+    assert not db.exists()  # nothing was read as one merged run
+    assert main(["ingest", str(root), "--db", str(db), "--quiet"]) == 2
+    assert "holds 2 runs" in capsys.readouterr().err
+    assert main(["ingest", str(root), "--all", "--db", str(db), "--quiet", "--json"]) == 0
+    assert sorted(r["name"] for r in json.loads(capsys.readouterr().out)["runs"]) == ["lr_1e-1", "lr_1e-3"]
+
+
+def test_ingest_reads_every_directory_it_can_and_names_the_rest(tmp_path, capsys):
+    good_a, good_b = healthy_tb(tmp_path / "a"), healthy_tb(tmp_path / "b")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code = main(["ingest", str(good_a), str(tmp_path / "missing"), str(empty), str(good_b),
+                 "--db", str(tmp_path / "f.duckdb"), "--quiet", "--json"])
+    captured = capsys.readouterr()
+    assert code == 2
+    out = json.loads(captured.out)
+    assert [r["name"] for r in out["runs"]] == ["a", "b"]
+    assert [f["path"] for f in out["failed"]] == [str(tmp_path / "missing"), str(empty)]
+    assert len(captured.err.splitlines()) == 2 and "Traceback" not in captured.err
+
+
+# -- --markdown ---------------------------------------------------------------------------------------------
+
+def test_unwritable_markdown_is_one_line_and_exit_2(tmp_path, capsys):
+    run = healthy_tb(tmp_path / "run")
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"),
+                 "--markdown", str(tmp_path / "no" / "such" / "r.md")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1 and "does not exist" in captured.err
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--markdown", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_markdown_dash_is_stdout(tmp_path, capsys, monkeypatch):
+    run = healthy_tb(tmp_path / "run")
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--markdown", "-"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# run-forensics diagnosis: `run`") and "**run: healthy:" in out
+    assert not (tmp_path / "-").exists()
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--markdown", "-", "--json"]) == 2
+
+
+# -- the headline: the earliest cause -----------------------------------------------------------------------
+
+class _Kind:
+    def __init__(self, kind: str):
+        self.kind = kind
+
+
+def _finding(kind: str, severity: str, step: int, step_end: int | None, event: int) -> Finding:
+    f = Finding.of(_Kind(kind), severity=severity, step=step, step_end=step_end, summary=kind)
+    return f.with_event(event)
+
+
+def test_headline_rule_causes_before_symptoms():
+    a = Analysis("r", "r", findings=[
+        _finding("nan_loss", "critical", 80, None, 1), _finding("exploding_gradients", "critical", 63, 80, 1),
+        _finding("flat_loss", "critical", 20, 800, 2), _finding("weight_collapse", "warning", 20, 800, 2),
+        _finding("loss_spike", "warning", 10, 10, 3)])
+    assert headline(a).kind == "weight_collapse"  # upstream of the flat loss in its event; earliest of stage 0
+    a.findings = [f for f in a.findings if f.event != 2]
+    assert headline(a).kind == "exploding_gradients"  # a warning in another event does not headline criticals
+    assert headline(Analysis("r", "r")) is None
+
+
+def test_every_catalog_kind_has_a_place_in_the_chain():
+    from forensics.catalog import KINDS
+
+    assert set(CAUSE_STAGE) == set(KINDS)
+
+
+@pytest.mark.parametrize("name, cause", [("weight_collapse_wd", "weight_collapse"), ("dead_relu_bias_init", "dead_relu"),
+                                         ("nan_lr_too_high", "divergence")])
+def test_gallery_headline_is_the_ground_truth_primary(name, cause, tmp_path_factory):
+    from forensics.analysis import analyze
+
+    truth = json.loads((REPO / "sample_runs" / "ground_truth.json").read_text())["runs"][name]
+    assert [k["kind"] for k in truth["kinds"] if k.get("primary")] == [cause]
+    result = analyze(GALLERY / name, tmp_path_factory.getbasetemp() / "gallery.duckdb")
+    assert result.headline().kind == cause
+
+
+def test_the_default_install_reads_every_listed_format_and_leaves_the_app_out():
+    """The README's `pip install -e .` must read .wandb files (a missing reader made runs "healthy"), and the
+    CLI must not pull Streamlit and its kin."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    runtime = {d.split(">")[0].split("=")[0].strip() for d in project["dependencies"]}
+    assert "wandb" in runtime and "streamlit" not in runtime
+    assert any(d.startswith("streamlit") for d in project["optional-dependencies"]["app"])
