@@ -181,6 +181,7 @@ def _analyze_parser(sub) -> None:
                    help="override a detector threshold, e.g. loss-spike.z=6 (repeatable)")
     p.add_argument("--fail-on", choices=["critical", "warning"], help="exit 1 when a finding reaches this severity")
     p.add_argument("--verbose", "-v", action="store_true", help="print each finding's evidence")
+    p.add_argument("--open", action="store_true", help="then open the report in the app (forensics app)")
     _add_trust_pickle(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -201,6 +202,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.markdown is not None:
         args.markdown.write_text(report.markdown(result), encoding="utf-8")
         print(f"markdown written to {args.markdown}", file=sys.stderr)
+    if args.open:
+        serve_app(default_db_path(args.db), run=result.run_id)
     if args.fail_on and any(RANK[f.severity] <= RANK[args.fail_on] for f in result.findings):
         return 1
     return 0
@@ -328,9 +331,103 @@ def _ints(values: list[int], shown: int = 8) -> str:
     return ", ".join(str(v) for v in values[:shown]) + more
 
 
+# -- app (the Streamlit browser; issue 15) ---------------------------------------------------------------------
+
+APP_PORT = 8501
+
+
+def _app_parser(sub) -> None:
+    p = sub.add_parser(
+        "app",
+        help="browse runs, findings, curves, checkpoints and replays in the browser",
+        description=(
+            "Start the Streamlit app on localhost and print its URL. It reads the database read-only and "
+            "briefly, so it stays open while `forensics ingest` or `analyze` write to it (reload to see new "
+            "results). Pages: Runs, Run report, Layers, Checkpoints and replays, Compare. Needs the app extra: "
+            "pip install -e \".[app]\"."
+        ),
+        epilog=f"{EPILOG_DB}\n\nexample:\n  forensics app --db /tmp/f.duckdb --run nan_lr_too_high --port 8502",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_db(p)
+    p.add_argument("--port", type=int, metavar="N",
+                   help=f"port on localhost (default {APP_PORT}, or the next free one when it is taken)")
+    p.add_argument("--run", metavar="NAME", help="open this run's report (its name or id)")
+    p.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
+    p.set_defaults(func=cmd_app)
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    return serve_app(default_db_path(args.db), port=args.port, run=args.run, browser=not args.no_browser)
+
+
+def _free_port(port: int | None) -> int:
+    """`port` if given and free (else an error); else the first free port from APP_PORT on."""
+    import socket
+
+    def free(n: int) -> bool:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", n))
+            except OSError:
+                return False
+            return True
+
+    if port is not None:
+        if not free(port):
+            raise ForensicsError(f"port {port} is in use; pass another --port")
+        return port
+    for n in range(APP_PORT, APP_PORT + 50):
+        if free(n):
+            return n
+    raise ForensicsError(f"no free port in {APP_PORT}-{APP_PORT + 49}; pass --port N")
+
+
+def serve_app(db: Path, *, port: int | None = None, run: str | None = None, browser: bool = True) -> int:
+    """Run `python -m streamlit run app/streamlit_app.py -- --db DB [--run RUN]` until it stops or Ctrl+C."""
+    import importlib.util
+    import os
+    import subprocess
+    from urllib.parse import urlencode
+
+    from ingest.errors import MissingDependency
+
+    missing = [m for m in ("streamlit", "plotly") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingDependency(f"the app needs {', '.join(missing)}: pip install -e \".[app]\"")
+    spec = importlib.util.find_spec("app")
+    if spec is None or spec.origin is None:
+        raise ForensicsError("the app's files (app/streamlit_app.py) are not installed with this copy")
+    script = Path(spec.origin).parent / "streamlit_app.py"
+    port = _free_port(port)
+    if not db.exists():
+        print(f"forensics: note: no database at {db} yet; the page says so until `forensics analyze RUN_DIR "
+              f"--db {db}` creates it", file=sys.stderr)
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
+           "--server.address", "localhost", "--server.headless", "false" if browser else "true",
+           "--browser.gatherUsageStats", "false", "--global.developmentMode", "false", "--", "--db", str(db)]
+    if run:
+        cmd += ["--run", run]
+    env = dict(os.environ)
+    root = str(script.parent.parent)  # so the script imports `app` and `ingest` from this same copy
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    query = "?" + urlencode({"run": run, "page": "Run report"}) if run else ""
+    print(f"run-forensics app: http://localhost:{port}/{query}  (Ctrl+C stops it)", flush=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
+        return 0
+    if code not in (0, -15):
+        raise ForensicsError(f"the app stopped with exit code {code} (streamlit's message is above)")
+    return 0
+
+
 # -- main ---------------------------------------------------------------------------------------------------
 
-PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser]
+PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _app_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:
