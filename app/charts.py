@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
@@ -71,6 +72,7 @@ def add_findings(fig: go.Figure, findings: pl.DataFrame, lo: int, hi: int, focus
 
     A one-step finding gets a minimum visible width; the focused finding is shaded more strongly."""
     min_width = max(1.0, (hi - lo) * 0.006)
+    shown = 0
     for f in findings.iter_rows(named=True):
         if f["step"] is None:
             continue
@@ -84,12 +86,15 @@ def add_findings(fig: go.Figure, findings: pl.DataFrame, lo: int, hi: int, focus
         colour, icon, _ = SEVERITY.get(f["severity"], ("#777777", "•", ""))
         focused = focus is not None and f["finding_id"] == focus
         fig.add_vrect(
-            x0=start, x1=end, fillcolor=colour, opacity=0.28 if focused else 0.12, line_width=1 if focused else 0,
+            x0=start, x1=end, fillcolor=colour, opacity=0.28 if focused else 0.06 if focus is not None else 0.12,
+            line_width=1 if focused else 0,
             line_color=colour, layer="below",
             annotation_text=f"{icon} {f['kind']}", annotation_position="top left",
+            annotation={"yshift": -15 * (shown % 3)},  # neighbouring labels step down instead of overlapping
             annotation_font={"size": 11, "color": "#333333"},
             name=f"finding {f['finding_id']}: {f['kind']}",
         )
+        shown += 1
 
 
 def add_checkpoints(fig: go.Figure, checkpoints: pl.DataFrame, lo: int, hi: int) -> None:
@@ -115,16 +120,22 @@ def series_figure(title: str, lines: list[dict[str, Any]], lo: int, hi: int, *, 
     are crosses along the top of the plot, the series' first one a star with its step written beside it."""
     fig = go.Figure()
     _base_layout(fig, title, height)
-    finite_values = [v for line in lines for v in line["points"]["value"].to_list() if math.isfinite(v)]
-    log = wants_log(finite_values)
-    top = _top_of(finite_values, log)
+    finite = pl.concat([line["points"].select("value") for line in lines]).filter(pl.col("value").is_finite())
+    positive = finite.filter(pl.col("value") > 0)
+    log = (finite.height > 0 and positive.height == finite.height
+           and wants_log([positive["value"].min(), positive["value"].max()]))
+    top = _top_of([finite["value"].min(), finite["value"].max()] if finite.height else [], log)
     for line in lines:
         pts: pl.DataFrame = line["points"]
         name, colour = line["name"], line["colour"]
         ordered = pts.unique(subset=["step", "value"], keep="first", maintain_order=True).sort("step")
-        ys = [v if math.isfinite(v) else None for v in ordered["value"].to_list()]
+        # numpy arrays travel to the browser as typed arrays; NaN breaks the line where a value is non-finite
+        xs = ordered["step"].to_numpy()
+        ys = ordered["value"].to_numpy().copy()
+        ys[~np.isfinite(ys)] = np.nan
         fig.add_trace(go.Scatter(
-            x=ordered["step"].to_list(), y=ys, mode="lines", name=name, connectgaps=False,
+            x=xs, y=ys, mode="lines+markers" if ordered.height <= 60 else "lines",
+            name=name, connectgaps=False, marker={"size": 5},
             line={"color": colour, "width": 1.6}, hovertemplate="step %{x}<br>%{y:.4g}<extra>" + name + "</extra>"))
         spikes = line.get("spikes")
         if spikes is not None and spikes.height:
@@ -146,7 +157,8 @@ def series_figure(title: str, lines: list[dict[str, Any]], lo: int, hi: int, *, 
             fig.add_trace(go.Scatter(
                 x=[first["step"]], y=[top], mode="markers+text", name=f"{name} · first non-finite",
                 marker={"symbol": "star", "size": 16, "color": NONFINITE, "line": {"color": "white", "width": 1}},
-                text=[label], textposition="middle left", textfont={"color": NONFINITE, "size": 12},
+                text=[label], textfont={"color": NONFINITE, "size": 12},
+                textposition="middle right" if first["step"] < lo + 0.4 * (hi - lo) else "middle left",
                 hovertemplate=label + "<extra>" + name + "</extra>"))
     if findings is not None:
         add_findings(fig, findings, lo, hi, focus)

@@ -6,6 +6,7 @@ only places them (a finding's steps on a chart, a spike as a marker) and decimat
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
@@ -48,6 +49,11 @@ def md(text: Any) -> str:
     for ch in "\\*_[]<>$`#|":
         out = out.replace(ch, "\\" + ch)
     return out
+
+
+def esc(text: Any) -> str:
+    """Plain text inside an HTML block, where markdown escapes would show literally."""
+    return html.escape(str(text))
 
 
 def badge(level: str, text: str) -> str:
@@ -117,15 +123,15 @@ def runs_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
                        + (f" <span class='muted'>({counts_text})</span>" if counts_text else ""),
                        unsafe_allow_html=True)
             if r["headline"]:
-                a.markdown(f"<div class='muted'>{charts.severity_label(r['worst'])} · {md(r['headline'])}</div>",
+                a.markdown(f"<div class='muted'>{charts.severity_label(r['worst'])} · {esc(r['headline'])}</div>",
                            unsafe_allow_html=True)
             elif r["verdict"] == "not analyzed":
-                a.markdown(f"<div class='muted'>ingested only: `forensics analyze {md(r['root'])}` gives its "
+                a.markdown(f"<div class='muted'>ingested only: <code>forensics analyze {esc(r['root'])}</code> gives its "
                            "diagnosis</div>", unsafe_allow_html=True)
             last = "?" if r["last_step"] is None else f"{r['last_step']:,}"
             when = r["last_ingested"].strftime("%Y-%m-%d %H:%M") if r["last_ingested"] else "?"
-            b.markdown(f"<div class='muted'>{last} steps · {r['n_points']:,} points · {r['n_series']} series<br>"
-                       f"{md(r['formats'] or 'no sources')}<br>ingested {when}</div>", unsafe_allow_html=True)
+            b.markdown(f"<div class='muted'>last step {last} · {r['n_points']:,} points · {r['n_series']} series<br>"
+                       f"{esc(r['formats'] or 'no sources')}<br>ingested {when}</div>", unsafe_allow_html=True)
             c.button("Open report", key=f"open_{r['run_id']}", on_click=_open, args=(r["run_id"],),
                      use_container_width=True)
 
@@ -172,7 +178,7 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
 
     st.title(run["name"])
     when = run["last_ingested"].strftime("%Y-%m-%d %H:%M") if run["last_ingested"] else "?"
-    st.markdown(f"<div class='muted'>{md(run['root'])} · {md(run['formats'] or 'no sources')} · "
+    st.markdown(f"<div class='muted'>{esc(run['root'])} · {esc(run['formats'] or 'no sources')} · "
                 f"{run['n_series']} series, {run['n_points']:,} points · ingested {when}</div>",
                 unsafe_allow_html=True)
 
@@ -250,7 +256,7 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
     where = steps_text(f["step"], f["step_end"]) + (f" · `{f['series']}`" if f["series"] else "")
     left.markdown(f"{badge(f['severity'], icon + ' ' + word)} &nbsp; **{md(f['kind'])}** "
                   f"<span class='muted'>· {where}</span>"
-                  f"<div class='finding-summary'>{md(f['summary'])}</div>", unsafe_allow_html=True)
+                  f"<div class='finding-summary'>{esc(f['summary'])}</div>", unsafe_allow_html=True)
     if f["step"] is not None:
         hi = f["step_end"] if f["step_end"] is not None else f["step"]
         right.button("Focus charts", key=f"focus_{f['finding_id']}", on_click=_focus,
@@ -443,7 +449,7 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
             step = "?" if c["step"] is None else f"{c['step']:,}"
             st.markdown(f"{flag} &nbsp; step **{step}** · `{c['path']}` · {c['format']} · {_size(c['size_bytes'])}"
                         + (f" · with {held}" if held else "")
-                        + (f" · <span class='muted'>{md(c['status'])}: {md(c['detail'])}</span>"
+                        + (f" · <span class='muted'>{esc(c['status'])}: {esc(c['detail'])}</span>"
                            if c["status"] != "ok" and c["detail"] else ""),
                         unsafe_allow_html=True)
     if movers.height:

@@ -383,6 +383,24 @@ def _free_port(port: int | None) -> int:
     raise ForensicsError(f"no free port in {APP_PORT}-{APP_PORT + 49}; pass --port N")
 
 
+def _wait_listening(proc, port: int, wait_s: float = 60.0) -> None:
+    """Return once the server accepts connections, so the printed URL works when it is printed."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ForensicsError(f"the app stopped with exit code {proc.returncode} before it served a page "
+                                 "(streamlit's message is above)")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    proc.terminate()
+    raise ForensicsError(f"the app did not start listening on port {port} within {wait_s:.0f} s")
+
+
 def serve_app(db: Path, *, port: int | None = None, run: str | None = None, browser: bool = True) -> int:
     """Run `python -m streamlit run app/streamlit_app.py -- --db DB [--run RUN]` until it stops or Ctrl+C."""
     import importlib.util
@@ -405,16 +423,18 @@ def serve_app(db: Path, *, port: int | None = None, run: str | None = None, brow
               f"--db {db}` creates it", file=sys.stderr)
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
            "--server.address", "localhost", "--server.headless", "false" if browser else "true",
-           "--browser.gatherUsageStats", "false", "--global.developmentMode", "false", "--", "--db", str(db)]
+           "--browser.gatherUsageStats", "false", "--global.developmentMode", "false", "--client.toolbarMode", "minimal",
+           "--", "--db", str(db)]
     if run:
         cmd += ["--run", run]
     env = dict(os.environ)
     root = str(script.parent.parent)  # so the script imports `app` and `ingest` from this same copy
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     query = "?" + urlencode({"run": run, "page": "Run report"}) if run else ""
-    print(f"run-forensics app: http://localhost:{port}/{query}  (Ctrl+C stops it)", flush=True)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
     try:
+        _wait_listening(proc, port)
+        print(f"run-forensics app: http://localhost:{port}/{query}  (Ctrl+C stops it)", flush=True)
         code = proc.wait()
     except KeyboardInterrupt:
         proc.terminate()

@@ -7,6 +7,7 @@ Pages run under Streamlit's AppTest; a plotly figure's spec is JSON, so the test
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -158,8 +159,15 @@ def _figures(at: AppTest) -> dict[str, dict]:
     return out
 
 
+def _array(v):
+    """A trace's x or y as a list: plotly sends numpy arrays as base64 typed arrays."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return v
+
+
 def _traces(spec: dict) -> dict[str, dict]:
-    return {t.get("name"): t for t in spec["data"]}
+    return {t.get("name"): {**t, "x": _array(t.get("x")), "y": _array(t.get("y"))} for t in spec["data"]}
 
 
 def test_report_draws_findings_spikes_nan_and_checkpoints(gallery_db, monkeypatch):
@@ -203,7 +211,7 @@ def test_focusing_a_finding_redraws_every_chart_over_its_steps(gallery_db, monke
     for title, spec in _figures(at).items():
         x0, x1 = spec["layout"]["xaxis"]["range"]
         assert x0 < lo + 1 and x1 > hi - 1 and x1 - x0 < hi - lo + 3, title
-        steps = [x for t in spec["data"] for x in (t.get("x") or []) if x is not None]
+        steps = [x for t in _traces(spec).values() for x in (t["x"] or []) if x is not None]
         assert min(steps) >= lo and max(steps) <= hi, title
     focused = [s for s in _figures(at)["Loss"]["layout"]["shapes"]
                if s.get("name") == f"finding {f['finding_id']}: loss_spike"]
