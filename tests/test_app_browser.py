@@ -116,6 +116,9 @@ def test_report_in_chromium_shows_findings_charts_and_focuses_a_finding(served, 
             assert page.locator(".js-plotly-plot .scatterlayer .trace .points path").count() > 10
             _shoot(page, tmp_path / "app_report.png")
             _shoot(page, tmp_path / "app_report_full.png", full=True)
+            page.get_by_role("heading", name="Curves").evaluate("el => el.scrollIntoView({block: 'start'})")
+            page.wait_for_timeout(500)
+            _shoot(page, tmp_path / "app_curves.png")
 
             spike = served["findings"].filter(served["findings"]["kind"] == "loss_spike").row(-1, named=True)
             page.locator(f".st-key-focus_{spike['finding_id']} button").first.click()
