@@ -8,6 +8,7 @@ colour and by an icon and a word, so it reads in grey too.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -181,11 +182,16 @@ def _top_of(finite: list[float], log: bool) -> float | None:
     return high + 0.08 * ((high - low) or abs(high) or 1.0)
 
 
+def natural(name: str) -> list:
+    """Sort key that puts body.fc2 before body.fc10: layers in depth order."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def heatmap_figure(title: str, cells: pl.DataFrame, *, colour_title: str, height: int | None = None) -> go.Figure:
     """Layers (rows) by steps (columns), coloured by log10 of the value; NaN/Inf cells crossed in dark red.
 
     `cells`: layer, step, value."""
-    layers = sorted(set(cells["layer"].to_list()))
+    layers = sorted(set(cells["layer"].to_list()), key=natural)
     steps = sorted(set(cells["step"].to_list()))
     index = {(r["layer"], r["step"]): r["value"] for r in cells.iter_rows(named=True)}
     z, bad_x, bad_y = [], [], []
@@ -212,7 +218,7 @@ def heatmap_figure(title: str, cells: pl.DataFrame, *, colour_title: str, height
                                  hovertemplate="%{y}<br>step %{x}: NaN/Inf<extra></extra>"))
     _base_layout(fig, title, height or max(260, 60 + 26 * len(layers)))
     fig.update_layout(dragmode="zoom", showlegend=bool(bad_x))
-    fig.update_yaxes(showgrid=False, automargin=True)
+    fig.update_yaxes(showgrid=False, automargin=True, autorange="reversed")  # the first layer on top
     fig.update_xaxes(showgrid=False)
     return fig
 

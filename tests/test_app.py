@@ -268,6 +268,32 @@ def test_layers_checkpoints_and_compare_pages(gallery_db, monkeypatch):
     assert at.dataframe[0].value.shape[0] >= 1
 
 
+def test_an_ingested_run_shows_its_logged_layer_norms_and_says_it_is_not_analysed(tmp_path, monkeypatch, capsys):
+    db = tmp_path / "ingested.duckdb"
+    assert main(["ingest", str(GALLERY / "vanishing_deep_sigmoid"), "--db", str(db), "--quiet"]) == 0
+    at = _app(monkeypatch, db, run="vanishing_deep_sigmoid")
+    assert not at.exception
+    assert any("not analysed yet" in i.value for i in at.info)
+    assert "Loss" in _figures(at)
+    at.sidebar.radio[0].set_value("Layers").run()
+    assert not at.exception
+    heat = _figures(at)["Per-layer gradient norm"]["data"][0]
+    assert heat["type"] == "heatmap"
+    assert heat["y"][:3] == ["body.fc1", "body.fc2", "body.fc3"] and heat["y"][-1] == "head"  # depth order
+    assert len(heat["y"]) == 11 and all(len(row) == len(heat["x"]) for row in heat["z"])
+
+
+def test_analyze_open_starts_the_app_on_the_analysed_run(tmp_path, monkeypatch, capsys):
+    import forensics.cli
+
+    started = []
+    monkeypatch.setattr(forensics.cli, "serve_app", lambda db, **kw: started.append((db, kw)) or 0)
+    db = tmp_path / "open.duckdb"
+    assert main(["analyze", str(GALLERY / "healthy_mlp"), "--db", str(db), "--open"]) == 0
+    run_id = _read(db, "app_runs")["run_id"][0]
+    assert started == [(db, {"run": run_id})]
+
+
 def test_replays_are_shown_when_the_table_has_rows(gallery_db, tmp_path, monkeypatch):
     """The replays table belongs to the replay issue; until it lands here, a table with a replay's JSON fields
     stands in for it: the page shows whatever columns it has."""

@@ -120,6 +120,26 @@ def test_report_in_chromium_shows_findings_charts_and_focuses_a_finding(served, 
             page.wait_for_timeout(500)
             _shoot(page, tmp_path / "app_curves.png")
 
+            # Zoom by selecting a box on the Loss chart: every chart is re-queried over the selected steps.
+            drag = page.locator(".js-plotly-plot").first.locator(".nsewdrag").first
+            box = drag.bounding_box()
+            y = box["y"] + box["height"] * 0.5
+            page.mouse.move(box["x"] + box["width"] * 0.25, y)
+            page.mouse.down()
+            page.mouse.move(box["x"] + box["width"] * 0.45, y + 20, steps=8)
+            page.mouse.move(box["x"] + box["width"] * 0.55, y + 40, steps=8)
+            page.mouse.up()
+            page.wait_for_function(
+                """() => [...document.querySelectorAll('.js-plotly-plot')].every(
+                    e => e.layout.xaxis.range[1] - e.layout.xaxis.range[0] < 60)""", timeout=60_000)
+            page.wait_for_selector(IDLE, timeout=60_000)
+            ranges = [c["range"] for c in _chart_data(page)]
+            assert all(20 < lo < 40 and 45 < hi < 65 for lo, hi in ranges), ranges
+            page.get_by_role("button", name="Show all steps").click()
+            page.wait_for_function(
+                """() => [...document.querySelectorAll('.js-plotly-plot')].every(
+                    e => e.layout.xaxis.range[1] - e.layout.xaxis.range[0] > 90)""", timeout=60_000)
+
             spike = served["findings"].filter(served["findings"]["kind"] == "loss_spike").row(-1, named=True)
             page.locator(f".st-key-focus_{spike['finding_id']} button").first.click()
             page.wait_for_function(
