@@ -133,7 +133,7 @@ def runs_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
             b.markdown(f"<div class='muted'>last step {last} · {r['n_points']:,} points · {r['n_series']} series<br>"
                        f"{esc(r['formats'] or 'no sources')}<br>ingested {when}</div>", unsafe_allow_html=True)
             c.button("Open report", key=f"open_{r['run_id']}", on_click=_open, args=(r["run_id"],),
-                     use_container_width=True)
+                     width="stretch")
 
 
 # -- Run report ---------------------------------------------------------------------------------------------
@@ -188,14 +188,20 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     else:
         _diagnosis(run, findings, skipped, first, series)
 
-    steps = series.filter(pl.col("first_step").is_not_null() & ~pl.col("ordinal"))
-    if steps.height == 0:
-        st.info("This run has no logged series to draw.")
+    drawable = series.filter(pl.col("first_step").is_not_null())
+    logged = drawable.filter(~pl.col("ordinal"))
+    # Ordinal axes (console lines without a step) never share a chart with logged steps (DECISIONS §16):
+    # they are drawn only when the run has no logged step at all.
+    drawable = logged if logged.height else drawable
+    if drawable.height == 0:
+        st.info("This run has no series to draw.")
         return
-    full = (int(steps["first_step"].min()), int(steps["last_step"].max()))
+    full = (int(drawable["first_step"].min()), int(drawable["last_step"].max()))
     _reset_view_for(run_id, full)
     st.header("Curves")
-    _curves(db, run, series, findings, spikes, first, ckpts, full)
+    if not logged.height:
+        st.caption("These logs print no step: the x axis is each line's ordinal in its log, not a training step.")
+    _curves(db, run, drawable, findings, spikes, first, ckpts if logged.height else ckpts.clear(), full)
     if findings is not None:
         _replay_hint(run, findings)
         if skipped is not None and skipped.height:
@@ -260,7 +266,7 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
     if f["step"] is not None:
         hi = f["step_end"] if f["step_end"] is not None else f["step"]
         right.button("Focus charts", key=f"focus_{f['finding_id']}", on_click=_focus,
-                     args=(f["finding_id"], f["step"], hi, full), use_container_width=True,
+                     args=(f["finding_id"], f["step"], hi, full), width="stretch",
                      help=f"draw every chart over {steps_text(f['step'], f['step_end'])}")
     with left.expander("Evidence, causes, first checks"):
         evidence = json.loads(f["evidence"] or "{}")
@@ -285,7 +291,8 @@ def _value(v: Any) -> str:
 
 
 def _pick(series: pl.DataFrame, role: str) -> dict | None:
-    rows = series.filter((pl.col("role") == role) & ~pl.col("ordinal")).sort("canonical", descending=True)
+    """The series of `role` to draw: the canonical one first (callers pass logged-step series only)."""
+    rows = series.filter(pl.col("role") == role).sort("canonical", descending=True)
     return rows.row(0, named=True) if rows.height else None
 
 
@@ -311,7 +318,7 @@ def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | 
     if full[1] > full[0]:
         left.slider("Steps shown", min_value=full[0], max_value=full[1], key="view",
                     help="Drag, or select a box on any chart: every chart is re-queried for the steps shown.")
-    right.button("Show all steps", on_click=_show_all, args=(full,), use_container_width=True)
+    right.button("Show all steps", on_click=_show_all, args=(full,), width="stretch")
     lo, hi = st.session_state.view
     focus = st.session_state.get("focus")
     st.caption(f"Steps {lo:,}–{hi:,}. Each curve keeps, per pixel column, its first, lowest, highest and last "
@@ -327,7 +334,7 @@ def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | 
         if r:
             groups.append((title, [r]))
     drawn = {r["name"] for _, rows in groups for r in rows}
-    others = [n for n in series.filter(~pl.col("ordinal"))["name"].to_list() if n not in drawn]
+    others = [n for n in series["name"].to_list() if n not in drawn]
     if others:
         extra = st.multiselect("More series", others, placeholder="add any other series of this run")
         for name in extra:
@@ -568,7 +575,7 @@ def compare_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         if not chosen:
             return
     try:
-        per_run = {r: query(db, "app_series", r) for r in chosen}
+        per_run = {r: query(db, "app_series", r).filter(~pl.col("ordinal")) for r in chosen}
         configs = query(db, "app_configs", list(chosen))
         firsts = {r: query(db, "app_first_nonfinite", r) for r in chosen}
     except StoreProblem as problem:
@@ -614,4 +621,4 @@ def _config_differences(configs: pl.DataFrame, chosen: list[str], names: dict[st
         return
     st.markdown(f"{differ.height} of {table.height} config values differ ({same} are the same):")
     shown = differ.sort("key").select("key", *[pl.col(r).fill_null("—").alias(names[r]) for r in chosen])
-    st.dataframe(shown, hide_index=True, use_container_width=True)
+    st.dataframe(shown, hide_index=True, width="stretch")

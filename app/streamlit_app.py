@@ -67,4 +67,8 @@ with st.sidebar:
 
 st.query_params["run"] = st.session_state.run
 st.query_params["page"] = st.session_state.page
-PAGES[st.session_state.page](db, runs, st.session_state.run)
+try:
+    PAGES[st.session_state.page](db, runs, st.session_state.run)
+except StoreProblem as problem:  # the store went away or got locked between two queries of one page
+    st.error(f"The database cannot be read: {problem}")
+    st.caption("Reload the page to try again; nothing was written.")
