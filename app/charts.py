@@ -35,10 +35,12 @@ def severity_label(severity: str) -> str:
     return f"{icon} {word}"
 
 
-def colour_of(name: str, split: str | None, index: int) -> str:
-    if split == "val" or name.startswith(("val", "eval", "valid")):
+def colour_of(name: str, split: str | None, role: str | None, index: int) -> str:
+    """Validation series orange, training series (and the train loss, however it is named) blue, others by
+    their place on the chart."""
+    if split == "val" or (role or "").startswith("val_") or name.startswith(("val", "eval", "valid")):
         return VAL
-    if split == "train" or name.startswith("train"):
+    if split == "train" or role == "train_loss" or name.startswith("train"):
         return TRAIN
     return OTHERS[index % len(OTHERS)]
 

@@ -306,7 +306,7 @@ def chart_lines(db: Path, series_rows: list[dict], lo: int, hi: int, analysis_id
         if spikes is not None:
             sp = spikes.filter((pl.col("series") == s["name"]) & pl.col("step").is_between(lo, hi))
         f = first.filter(pl.col("series_id") == s["series_id"])
-        out.append({"name": s["name"], "colour": charts.colour_of(s["name"], s["split"], i), "points": points,
+        out.append({"name": s["name"], "colour": charts.colour_of(s["name"], s["split"], s["role"], i), "points": points,
                     "spikes": sp, "first": f.row(0, named=True) if f.height else None})
     return out
 

@@ -405,7 +405,9 @@ def serve_app(db: Path, *, port: int | None = None, run: str | None = None, brow
     """Run `python -m streamlit run app/streamlit_app.py -- --db DB [--run RUN]` until it stops or Ctrl+C."""
     import importlib.util
     import os
+    import signal
     import subprocess
+    import threading
     from urllib.parse import urlencode
 
     from ingest.errors import MissingDependency
@@ -431,18 +433,33 @@ def serve_app(db: Path, *, port: int | None = None, run: str | None = None, brow
     root = str(script.parent.parent)  # so the script imports `app` and `ingest` from this same copy
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     query = "?" + urlencode({"run": run, "page": "Run report"}) if run else ""
+    # A SIGTERM (a service manager, a test's teardown) must stop the server too, not orphan it.
+    previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
+        else None
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
     try:
         _wait_listening(proc, port)
         print(f"run-forensics app: http://localhost:{port}/{query}  (Ctrl+C stops it)", flush=True)
         code = proc.wait()
     except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait()
-        return 0
+        code = 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     if code not in (0, -15):
         raise ForensicsError(f"the app stopped with exit code {code} (streamlit's message is above)")
     return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 # -- main ---------------------------------------------------------------------------------------------------

@@ -229,6 +229,7 @@ def test_report_on_600k_points_draws_every_spike_and_the_nan(big_db, monkeypatch
     assert traces["loss · first non-finite"]["x"] == [NAN_RUN[0]]
     assert INF_STEP in traces["loss · non-finite"]["x"]
     assert len(traces["loss"]["x"]) < 8 * 1600  # decimated to the width, not 600k points
+    assert traces["loss"]["line"]["color"] == "#0072B2"  # the train loss is blue, whatever its name
 
 
 def test_runs_page_lists_filters_and_opens_a_run(gallery_db, monkeypatch):
@@ -379,3 +380,22 @@ def test_app_on_a_taken_port_is_one_line_and_exit_2(tmp_path, capsys):
         assert main(["app", "--db", str(tmp_path / "f.duckdb"), "--port", str(port), "--no-browser"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"forensics: error: port {port} is in use; pass another --port"
+
+
+def test_stopping_forensics_app_stops_its_server(tmp_path):
+    """Regression: a SIGTERM to `forensics app` left its streamlit server running, orphaned."""
+    import os
+    import signal
+    import socket
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with (tmp_path / "app.log").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "forensics.cli", "app", "--db", str(tmp_path / "none.duckdb"),
+                                 "--no-browser"], stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=REPO)
+    line = proc.stdout.readline()
+    assert line.startswith("run-forensics app: http://localhost:"), (tmp_path / "app.log").read_text()
+    port = int(line.split()[2].split(":")[2].strip("/").split("/")[0])
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0  # nothing listens any more

@@ -48,12 +48,14 @@ def served(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-m", "forensics.cli", "app", "--db", str(db), "--port", str(port),
-                             "--no-browser", "--run", "nan_lr_too_high"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    log = db.parent / "app.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "forensics.cli", "app", "--db", str(db), "--port", str(port),
+                                 "--no-browser", "--run", "nan_lr_too_high"],
+                                stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=REPO)
     line = proc.stdout.readline()
     try:
-        assert line.startswith("run-forensics app: http://localhost:"), line + proc.stderr.read()
+        assert line.startswith("run-forensics app: http://localhost:"), line + log.read_text()
         url = line.split()[2]
         yield {"url": url, "base": f"http://localhost:{port}/", "findings": findings, "run": run}
     finally:
