@@ -10,7 +10,9 @@ its peak memory (max RSS) is its own:
 
 - app: what a chart costs the app: open the store read-only, `ingest.queries.app_m4` over the whole step range
   (and over a 1% zoom) at 1,000 / 2,000 / 4,000 pixel columns, close; then `app.charts.series_figure` and the
-  figure's JSON (what Streamlit sends to the browser). Median of 5 runs, the first (cold) run shown too.
+  figure's JSON (what Streamlit sends to the browser). Median of 5 runs, the first (cold) run shown too, and
+  the query alone repeated on one open connection (warm q: DuckDB's buffers already hold the series; the app
+  never holds a connection, DECISIONS.md §5, so a fresh one pays for reading the columns again).
 - peer: the same series loaded whole into Python (DuckDB → Arrow → numpy), a plotly figure of all its points
   and that figure's JSON.
 
@@ -95,11 +97,18 @@ for px in (1000, 2000, 4000):
         for _ in range(5):
             pts, q, f, size = chart(lo, hi, px)
             times.append((q, f))
+        with connect(db, write=False) as con:  # the same query on a connection whose buffers are warm
+            warm = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                queries.app_m4(con, 1, lo, hi, px, 1, "loss")
+                warm.append(time.perf_counter() - t0)
         steps = set(pts["step"].to_list())
         kept = all(s in steps for s in spikes if lo <= s <= hi) and (not lo <= first <= hi or first in steps)
         out[f"{{px}} {{label}}"] = {{
             "cold_s": times[0][0] + times[0][1],
             "query_s": statistics.median(t[0] for t in times), "figure_s": statistics.median(t[1] for t in times),
+            "warm_query_s": statistics.median(warm),
             "points": pts.height, "json_bytes": size, "evidence_kept": kept}}
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
@@ -150,13 +159,14 @@ def main() -> None:
     print(f"\napp: open read-only, M4 query, close; then the plotly figure and its JSON "
           f"(median of 5; peak RSS {app['peak_rss_mb']:.0f} MB)")
     print(f"{'pixels':>7} {'range':<8} {'query s':>8} {'figure s':>9} {'total s':>8} {'cold s':>7} "
-          f"{'points':>7} {'JSON KB':>8}  evidence kept")
+          f"{'warm q s':>8} {'points':>7} {'JSON KB':>8}  evidence kept")
     for key, r in app.items():
         if key == "peak_rss_mb":
             continue
         px, label = key.split(" ", 1)
         print(f"{px:>7} {label:<8} {r['query_s']:>8.3f} {r['figure_s']:>9.3f} {r['query_s'] + r['figure_s']:>8.3f} "
-              f"{r['cold_s']:>7.3f} {r['points']:>7,} {r['json_bytes'] / 1e3:>8.0f}  {r['evidence_kept']}")
+              f"{r['cold_s']:>7.3f} {r['warm_query_s']:>8.3f} {r['points']:>7,} {r['json_bytes'] / 1e3:>8.0f}  "
+              f"{r['evidence_kept']}")
     if args.no_peer:
         return
     peer = side(PEER_SIDE.format(repo=str(REPO), db=str(args.db)))

@@ -121,19 +121,23 @@ def app_first_nonfinite(con: Any, run_id: str) -> pl.DataFrame:
 
 def app_m4(con: Any, series_id: int, lo: int, hi: int, pixels: int, analysis_id: int | None = None,
            series_name: str | None = None) -> pl.DataFrame:
-    """The points of one series to draw over steps [lo, hi] at `pixels` columns, without losing evidence.
+    """The points of one series to draw over steps [lo, hi] at about `pixels` columns, without losing evidence.
 
-    Per pixel column: the first, minimum, maximum and last finite point (M4), and the first point of each
-    non-finite kind (NaN, +Inf, -Inf); plus every spike row of `analysis_id` for `series_name` in the range.
-    Returns step, value, what (`m4`, `nonfinite`, `spike`), sorted by step. At most about 7 rows per column
-    plus the spikes, whatever the series' length; NULL values are not drawn."""
+    A column is `ceil((hi - lo + 1) / pixels)` consecutive steps. Per column: the first, minimum, maximum and
+    last finite point (M4), and the first point of each non-finite kind (NaN, +Inf, -Inf); plus every spike
+    row of `analysis_id` for `series_name` in the range. Returns step, value, what (`m4`, `nonfinite`,
+    `spike`), sorted by step: at most about 7 rows per column plus the spikes, whatever the series' length.
+    NULL values are not drawn."""
     if hi < lo:
         lo, hi = hi, lo
-    width = float(hi - lo + 1)
-    return _app_frame(con, """
+    lo, hi, series_id = int(lo), int(hi), int(series_id)
+    per_column = max(1, -(-(hi - lo + 1) // max(1, int(pixels))))
+    # The integers are written into the SQL, not bound: with constants DuckDB knows the column number's range
+    # and groups with a perfect hash, 2-3x faster than binding them (measured: benchmarks/bench_app_decimation.py).
+    return _app_frame(con, f"""
         WITH pts AS (
-            SELECT step, value, CAST(floor((step - $lo) * $px / $width) AS BIGINT) AS col
-            FROM scalars WHERE series_id = $sid AND step BETWEEN $lo AND $hi AND value IS NOT NULL),
+            SELECT step, value, (step - {lo}) // {per_column} AS col
+            FROM scalars WHERE series_id = {series_id} AND step BETWEEN {lo} AND {hi} AND value IS NOT NULL),
         fin AS (
             SELECT col, min(step) AS s_first, arg_min(value, step) AS v_first,
                    max(step) AS s_last, arg_max(value, step) AS v_last,
@@ -150,13 +154,11 @@ def app_m4(con: Any, series_id: int, lo: int, hi: int, pixels: int, analysis_id:
             GROUP BY col, CASE WHEN isnan(value) THEN 0 WHEN value > 0 THEN 1 ELSE 2 END),
         spiked AS (
             SELECT step, value FROM spikes
-            WHERE analysis_id = $aid AND series = $name AND step BETWEEN $lo AND $hi)
+            WHERE analysis_id = $aid AND series = $name AND step BETWEEN {lo} AND {hi})
         SELECT step, value, 'm4' AS what FROM m4
         UNION ALL SELECT step, value, 'nonfinite' FROM nonfinite
         UNION ALL SELECT step, value, 'spike' FROM spiked
-        ORDER BY step, what""",
-        {"lo": int(lo), "hi": int(hi), "px": float(pixels), "width": width, "sid": int(series_id),
-         "aid": analysis_id, "name": series_name})
+        ORDER BY step, what""", {"aid": analysis_id, "name": series_name})
 
 
 def app_checkpoints(con: Any, run_id: str) -> pl.DataFrame:

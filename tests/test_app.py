@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -86,10 +87,11 @@ def _loss_series(db: Path) -> tuple[dict, int]:
 # -- decimation keeps the evidence ------------------------------------------------------------------------------
 
 def _reference_m4(points: pl.DataFrame, lo: int, hi: int, pixels: int) -> tuple[set, set]:
-    """Slow, obvious M4 in polars: per pixel column the first/min/max/last finite (step, value), and the
-    columns that hold a non-finite value."""
+    """Slow, obvious M4 in polars: per pixel column (ceil(width / pixels) steps) the first/min/max/last finite
+    (step, value), and the columns that hold a non-finite value."""
+    per_column = math.ceil((hi - lo + 1) / pixels)
     p = points.filter(pl.col("step").is_between(lo, hi)).with_columns(
-        ((pl.col("step") - lo) * pixels / (hi - lo + 1)).floor().cast(pl.Int64).alias("col"))
+        ((pl.col("step") - lo) // per_column).alias("col"))
     finite = p.filter(pl.col("value").is_finite())
     keep = set()
     for _, g in finite.group_by("col"):
@@ -125,7 +127,7 @@ def test_m4_keeps_every_spike_and_first_nonfinite_point(big_db, window):
     m4 = drawn.filter(pl.col("what") == "m4")
     assert set(zip(m4["step"].to_list(), m4["value"].to_list())) == expected
     nonfinite = drawn.filter(pl.col("what") == "nonfinite")
-    cols = {int((s - lo) * pixels // (hi - lo + 1)) for s in nonfinite["step"].to_list()}
+    cols = {(s - lo) // math.ceil((hi - lo + 1) / pixels) for s in nonfinite["step"].to_list()}
     assert cols == bad_cols  # every column holding a NaN/Inf draws one
     assert not nonfinite["value"].is_finite().any()
     if lo <= INF_STEP <= hi:
