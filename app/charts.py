@@ -31,7 +31,7 @@ FONT = "Inter, Source Sans Pro, Helvetica, Arial, sans-serif"
 
 def severity_label(severity: str) -> str:
     """`⛔ critical`: the icon and the word, never the colour alone."""
-    colour, icon, word = SEVERITY.get(severity, ("#777777", "•", severity))
+    _, icon, word = SEVERITY.get(severity, ("#777777", "•", severity))
     return f"{icon} {word}"
 
 

@@ -257,7 +257,7 @@ def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: 
 
 
 def _finding(f: dict, full: tuple[int, int]) -> None:
-    colour, icon, word = charts.SEVERITY.get(f["severity"], ("#777", "•", f["severity"]))
+    _, icon, word = charts.SEVERITY.get(f["severity"], ("#777", "•", f["severity"]))
     left, right = st.columns([6, 1.2], vertical_alignment="top")
     where = steps_text(f["step"], f["step_end"]) + (f" · `{f['series']}`" if f["series"] else "")
     left.markdown(f"{badge(f['severity'], icon + ' ' + word)} &nbsp; **{md(f['kind'])}** "
@@ -366,7 +366,7 @@ def _apply_box(event: Any, full: tuple[int, int]) -> None:
     xs = boxes[0].get("x") or []
     if len(xs) < 2:
         return
-    new = (max(full[0], int(math.floor(min(xs)))), min(full[1], int(math.ceil(max(xs)))))
+    new = (max(full[0], math.floor(min(xs))), min(full[1], math.ceil(max(xs))))
     if new[1] > new[0] and new != st.session_state.get("last_box"):
         st.session_state.last_box = new
         st.session_state.pending_view = new
@@ -377,7 +377,7 @@ def _replay_hint(run: dict, findings: pl.DataFrame) -> None:
     onset = findings.filter(pl.col("kind").is_in(["nan_loss", "masked_nonfinite"]) & pl.col("step").is_not_null())
     if onset.height:
         step = onset["step"][0]
-        st.markdown(f"**Replay the first non-finite step** to see the op, module and samples behind it:")
+        st.markdown("**Replay the first non-finite step** to see the op, module and samples behind it:")
         st.code(f"forensics replay {run['root']} --step {step}", language="bash")
 
 
@@ -433,8 +433,8 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     if ckpts.height == 0:
         st.markdown("No checkpoint was found in this run's folder.")
     else:
-        bad = ckpts.filter(pl.col("finite") == False)  # noqa: E712 (polars expression)
-        good_before = ckpts.filter(pl.col("finite") == True)  # noqa: E712
+        bad = ckpts.filter(pl.col("finite") == False)
+        good_before = ckpts.filter(pl.col("finite") == True)
         sentence = f"{ckpts.height} checkpoint{'s' if ckpts.height != 1 else ''}"
         if bad.height:
             first_bad = bad.row(0, named=True)

@@ -25,13 +25,13 @@ import pytest
 pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
 pytest.importorskip("plotly", reason="the app extra is not installed: pip install -e '.[app]'")
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from streamlit.testing.v1 import AppTest
 
-from forensics.analysis import analyze  # noqa: E402
-from forensics.cli import main  # noqa: E402
-from ingest import queries  # noqa: E402
-from ingest.store import connect  # noqa: E402
-from tests.paths import REPO  # noqa: E402
+from forensics.analysis import analyze
+from forensics.cli import main
+from ingest import queries
+from ingest.store import connect
+from tests.paths import REPO
 
 APP = str(REPO / "app" / "streamlit_app.py")
 GALLERY = REPO / "sample_runs" / "runs"
