@@ -171,6 +171,11 @@ def series_figure(title: str, lines: list[dict[str, Any]], lo: int, hi: int, *, 
     fig.update_xaxes(range=[lo - pad, hi + pad])
     if log:
         fig.update_yaxes(type="log", exponentformat="power")
+    elif finite.height and finite["value"].min() == finite["value"].max():
+        # A constant (an LR that never moved) would sit on plotly's default -1..1 axis, reading as 0.
+        v = float(finite["value"][0])
+        half = abs(v) * 0.5 or 1.0
+        fig.update_yaxes(range=[v - half, v + half * 1.3], exponentformat="SI")
     return fig
 
 

@@ -367,6 +367,8 @@ def _free_port(port: int | None) -> int:
 
     def free(n: int) -> bool:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As the server will: a port left in TIME_WAIT by a server just stopped is free; one listened on is not.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", n))
             except OSError:

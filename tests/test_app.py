@@ -401,3 +401,13 @@ def test_stopping_forensics_app_stops_its_server(tmp_path):
     assert proc.wait(timeout=30) == 0
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0  # nothing listens any more
+
+
+def test_a_constant_series_is_drawn_around_its_value():
+    """An LR that never moved would sit on plotly's default -1..1 axis and read as 0."""
+    from app import charts
+
+    points = pl.DataFrame({"step": [1, 2, 3], "value": [1e-3] * 3, "what": ["m4"] * 3})
+    fig = charts.series_figure("Learning rate", [{"name": "lr", "colour": charts.TRAIN, "points": points}], 1, 3)
+    low, high = fig.layout.yaxis.range
+    assert 0 < low < 1e-3 < high < 2e-3
