@@ -151,10 +151,14 @@ def _show_all(full: tuple[int, int]) -> None:
 
 
 def _reset_view_for(run_id: str, full: tuple[int, int]) -> None:
+    """The steps shown: all of them for a newly chosen run, and still all of them when the run has grown."""
     if st.session_state.get("view_run") != run_id or "view" not in st.session_state:
         st.session_state.view_run = run_id
         st.session_state.view = full
         st.session_state.focus = None
+    elif st.session_state.view == st.session_state.get("view_full"):
+        st.session_state.view = full
+    st.session_state.view_full = full
     if "pending_view" in st.session_state:  # a box selected on a chart in the last run
         st.session_state.view = st.session_state.pop("pending_view")
         st.session_state.focus = None
