@@ -143,11 +143,26 @@ def _focus(finding_id: int, lo: int, hi: int, full: tuple[int, int]) -> None:
     pad = max(5, (hi - lo) // 2)
     st.session_state.focus = finding_id
     st.session_state.view = (max(full[0], lo - pad), min(full[1], hi + pad))
+    st.query_params["finding"] = str(finding_id)  # a link to this page opens this finding
 
 
 def _show_all(full: tuple[int, int]) -> None:
     st.session_state.focus = None
     st.session_state.view = full
+    if "finding" in st.query_params:
+        del st.query_params["finding"]
+
+
+def _focus_from_link(run_id: str, findings: pl.DataFrame | None, full: tuple[int, int]) -> None:
+    """`?finding=ID` in the URL focuses that finding once, as its Focus button would."""
+    wanted = st.query_params.get("finding")
+    if findings is None or not wanted or st.session_state.get("finding_from_link") == (run_id, wanted):
+        return
+    st.session_state.finding_from_link = (run_id, wanted)
+    match = findings.filter(pl.col("finding_id") == int(wanted)) if wanted.isdigit() else findings.clear()
+    if match.height and match["step"][0] is not None:
+        f = match.row(0, named=True)
+        _focus(f["finding_id"], f["step"], f["step_end"] if f["step_end"] is not None else f["step"], full)
 
 
 def _reset_view_for(run_id: str, full: tuple[int, int]) -> None:
@@ -162,6 +177,8 @@ def _reset_view_for(run_id: str, full: tuple[int, int]) -> None:
     if "pending_view" in st.session_state:  # a box selected on a chart in the last run
         st.session_state.view = st.session_state.pop("pending_view")
         st.session_state.focus = None
+        if "finding" in st.query_params:
+            del st.query_params["finding"]
     lo, hi = st.session_state.view
     st.session_state.view = (max(full[0], min(lo, full[1])), min(full[1], max(hi, full[0])))
 
@@ -202,6 +219,7 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         return
     full = (int(drawable["first_step"].min()), int(drawable["last_step"].max()))
     _reset_view_for(run_id, full)
+    _focus_from_link(run_id, findings, full)
     st.header("Curves")
     if not logged.height:
         st.caption("These logs print no step: the x axis is each line's ordinal in its log, not a training step.")

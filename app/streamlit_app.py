@@ -48,7 +48,7 @@ if runs.height == 0:
             "then reload this page.")
     st.stop()
 
-# The run and the page live in the URL (?run=...&page=...), so a link opens one run's report.
+# The run, the page and a focused finding live in the URL (?run=...&page=...&finding=...), so a link opens them.
 names = runs["name"].to_list()
 ids = runs["run_id"].to_list()
 if "run" not in st.session_state:
@@ -65,6 +65,10 @@ with st.sidebar:
     st.caption(f"Database: `{db}`")
     st.caption("Read-only. Reload after `forensics analyze` to see new results.")
 
+linked = st.query_params.get("run")
+if linked is not None and linked not in (st.session_state.run, dict(zip(ids, names))[st.session_state.run]) \
+        and "finding" in st.query_params:
+    del st.query_params["finding"]  # a finding id belongs to the run it was linked from
 st.query_params["run"] = st.session_state.run
 st.query_params["page"] = st.session_state.page
 try:

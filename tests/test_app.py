@@ -222,6 +222,21 @@ def test_focusing_a_finding_redraws_every_chart_over_its_steps(gallery_db, monke
     assert at.session_state.view == (1, 95)
 
 
+def test_a_link_with_a_finding_opens_it_focused(gallery_db, monkeypatch):
+    run = _read(gallery_db, "app_runs").filter(pl.col("name") == "nan_lr_too_high").row(0, named=True)
+    f = _read(gallery_db, "app_findings", run["analysis_id"]).filter(pl.col("kind") == "nan_loss").row(0, named=True)
+    monkeypatch.setenv("FORENSICS_DB", str(gallery_db))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"run": "nan_lr_too_high", "page": "Run report", "finding": str(f["finding_id"])})
+    at.run()
+    assert not at.exception
+    assert at.session_state.focus == f["finding_id"]
+    lo, hi = at.session_state.view
+    assert lo <= f["step"] <= hi and hi - lo < 20
+    at.button[[b.label for b in at.button].index("Show all steps")].click().run()
+    assert at.session_state.view == (1, 95) and "finding" not in at.query_params
+
+
 def test_report_on_600k_points_draws_every_spike_and_the_nan(big_db, monkeypatch):
     at = _app(monkeypatch, big_db, run="big_run")
     assert not at.exception
