@@ -254,6 +254,7 @@ def _analyze_parser(sub) -> None:
                    help="exit 1 when a finding reaches this severity; `inconclusive`: unless the verdict is healthy")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="print each finding's evidence, every read problem and why each detector could not run")
+    p.add_argument("--open", action="store_true", help="then open the report in the app (forensics app)")
     _add_trust_pickle(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -277,6 +278,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise ForensicsError(f"cannot write --markdown {markdown_to}: {exc.strerror or exc}") from None
         print(f"markdown written to {markdown_to}", file=sys.stderr)
+    if args.open:
+        serve_app(db_path(args.db), run=result.run_id)
     return 1 if args.fail_on and fails(result, args.fail_on) else 0
 
 
@@ -477,9 +480,142 @@ def _ints(values: list[int], shown: int = 8) -> str:
     return ", ".join(str(v) for v in values[:shown]) + more
 
 
+# -- app (the Streamlit browser; issue 15) ---------------------------------------------------------------------
+
+APP_PORT = 8501
+
+
+def _app_parser(sub) -> None:
+    p = sub.add_parser(
+        "app",
+        help="browse runs, findings, curves, checkpoints and replays in the browser",
+        description=(
+            "Start the Streamlit app on localhost and print its URL. It reads the database read-only and "
+            "briefly, so it stays open while `forensics ingest` or `analyze` write to it (reload to see new "
+            "results). Pages: Runs, Run report, Layers, Checkpoints and replays, Compare. Needs the app extra: "
+            "pip install -e \".[app]\"."
+        ),
+        epilog=f"{EPILOG_DB}\n\nexample:\n  forensics app --db /tmp/f.duckdb --run nan_lr_too_high --port 8502",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_db(p)
+    p.add_argument("--port", type=int, metavar="N",
+                   help=f"port on localhost (default {APP_PORT}, or the next free one when it is taken)")
+    p.add_argument("--run", metavar="NAME", help="open this run's report (its name or id)")
+    p.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
+    p.set_defaults(func=cmd_app)
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    return serve_app(db_path(args.db), port=args.port, run=args.run, browser=not args.no_browser)
+
+
+def _free_port(port: int | None) -> int:
+    """`port` if given and free (else an error); else the first free port from APP_PORT on."""
+    import socket
+
+    def free(n: int) -> bool:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As the server will: a port left in TIME_WAIT by a server just stopped is free; one listened on is not.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", n))
+            except OSError:
+                return False
+            return True
+
+    if port is not None:
+        if not free(port):
+            raise ForensicsError(f"port {port} is in use; pass another --port")
+        return port
+    for n in range(APP_PORT, APP_PORT + 50):
+        if free(n):
+            return n
+    raise ForensicsError(f"no free port in {APP_PORT}-{APP_PORT + 49}; pass --port N")
+
+
+def _wait_listening(proc, port: int, wait_s: float = 60.0) -> None:
+    """Return once the server accepts connections, so the printed URL works when it is printed."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ForensicsError(f"the app stopped with exit code {proc.returncode} before it served a page "
+                                 "(streamlit's message is above)")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    proc.terminate()
+    raise ForensicsError(f"the app did not start listening on port {port} within {wait_s:.0f} s")
+
+
+def serve_app(db: Path, *, port: int | None = None, run: str | None = None, browser: bool = True) -> int:
+    """Run `python -m streamlit run app/streamlit_app.py -- --db DB [--run RUN]` until it stops or Ctrl+C."""
+    import importlib.util
+    import os
+    import signal
+    import subprocess
+    import threading
+    from urllib.parse import urlencode
+
+    from ingest.errors import MissingDependency
+
+    missing = [m for m in ("streamlit", "plotly") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise MissingDependency(f"the app needs {', '.join(missing)}: pip install -e \".[app]\"")
+    spec = importlib.util.find_spec("app")
+    if spec is None or spec.origin is None:
+        raise ForensicsError("the app's files (app/streamlit_app.py) are not installed with this copy")
+    script = Path(spec.origin).parent / "streamlit_app.py"
+    port = _free_port(port)
+    if not db.exists():
+        print(f"forensics: note: no database at {db} yet; the page says so until `forensics analyze RUN_DIR "
+              f"--db {db}` creates it", file=sys.stderr)
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
+           "--server.address", "localhost", "--server.headless", "false" if browser else "true",
+           "--browser.gatherUsageStats", "false", "--global.developmentMode", "false", "--client.toolbarMode", "minimal",
+           "--", "--db", str(db)]
+    if run:
+        cmd += ["--run", run]
+    env = dict(os.environ)
+    root = str(script.parent.parent)  # so the script imports `app` and `ingest` from this same copy
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    query = "?" + urlencode({"run": run, "page": "Run report"}) if run else ""
+    # A SIGTERM (a service manager, a test's teardown) must stop the server too, not orphan it.
+    previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
+        else None
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+    try:
+        _wait_listening(proc, port)
+        print(f"run-forensics app: http://localhost:{port}/{query}  (Ctrl+C stops it)", flush=True)
+        code = proc.wait()
+    except KeyboardInterrupt:
+        code = 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    if code not in (0, -15):
+        raise ForensicsError(f"the app stopped with exit code {code} (streamlit's message is above)")
+    return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 # -- main ---------------------------------------------------------------------------------------------------
 
-PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser]
+PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _app_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-HEAVY = ("torch", "scipy", "wandb", "streamlit", "tensorboard", "tbparse", "pandas", "matplotlib")
+HEAVY = ("torch", "scipy", "wandb", "streamlit", "plotly", "tensorboard", "tbparse", "pandas", "matplotlib")
 
 
 def test_cli_and_ingest_import_no_heavy_library():

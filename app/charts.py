@@ -1,0 +1,255 @@
+"""Plotly figures for the app, built from frames the store returned: no Streamlit here, and nothing computed
+beyond placing what is stored (a finding's steps, a spike, the first NaN) on the chart.
+
+Colours are the Okabe–Ito palette, so train and val read apart under colour blindness; severity is shown by
+colour and by an icon and a word, so it reads in grey too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+
+TRAIN = "#0072B2"      # blue: every train series
+VAL = "#E69F00"        # orange: every validation series
+OTHERS = ("#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
+SPIKE = "#D55E00"      # vermillion triangles
+NONFINITE = "#7B0000"  # dark red crosses; the first one a star
+SEVERITY = {  # colour, icon, word
+    "critical": ("#C0392B", "⛔", "critical"),
+    "warning": ("#E6A700", "⚠️", "warning"),
+    "info": ("#5B7C99", "ℹ️", "info"),
+}
+FONT = "Inter, Source Sans Pro, Helvetica, Arial, sans-serif"
+
+
+def severity_label(severity: str) -> str:
+    """`⛔ critical`: the icon and the word, never the colour alone."""
+    _, icon, word = SEVERITY.get(severity, ("#777777", "•", severity))
+    return f"{icon} {word}"
+
+
+def colour_of(name: str, split: str | None, role: str | None, index: int) -> str:
+    """Validation series orange, training series (and the train loss, however it is named) blue, others by
+    their place on the chart."""
+    if split == "val" or (role or "").startswith("val_") or name.startswith(("val", "eval", "valid")):
+        return VAL
+    if split == "train" or role == "train_loss" or name.startswith("train"):
+        return TRAIN
+    return OTHERS[index % len(OTHERS)]
+
+
+def wants_log(values: Iterable[float]) -> bool:
+    """Log scale when the finite values are all positive and span three orders of magnitude or more."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not finite or min(finite) <= 0:
+        return False
+    return max(finite) / min(finite) >= 1e3
+
+
+def nonfinite_text(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    return "+Inf" if value > 0 else "-Inf"
+
+
+def _base_layout(fig: go.Figure, title: str, height: int) -> None:
+    fig.update_layout(
+        title={"text": title, "font": {"size": 16}, "x": 0, "xanchor": "left"},
+        height=height, margin={"l": 60, "r": 20, "t": 48, "b": 40}, font={"family": FONT, "size": 13},
+        plot_bgcolor="white", paper_bgcolor="white", hovermode="closest", dragmode="select",
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1},
+    )
+    fig.update_xaxes(title_text="step", showgrid=True, gridcolor="#EEEEEE", zeroline=False)
+    fig.update_yaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False)
+
+
+def add_findings(fig: go.Figure, findings: pl.DataFrame, lo: int, hi: int, focus: int | None = None) -> None:
+    """Each finding as a shaded step range in its severity's colour, labelled with icon and kind.
+
+    A one-step finding gets a minimum visible width; the focused finding is shaded more strongly."""
+    min_width = max(1.0, (hi - lo) * 0.006)
+    shown = 0
+    for f in findings.iter_rows(named=True):
+        if f["step"] is None:
+            continue
+        start = f["step"]
+        end = f["step_end"] if f["step_end"] is not None else start
+        if end < lo or start > hi:
+            continue
+        if end - start < min_width:
+            mid = (start + end) / 2
+            start, end = mid - min_width / 2, mid + min_width / 2
+        colour, icon, _ = SEVERITY.get(f["severity"], ("#777777", "•", ""))
+        focused = focus is not None and f["finding_id"] == focus
+        fig.add_vrect(
+            x0=start, x1=end, fillcolor=colour, opacity=0.28 if focused else 0.06 if focus is not None else 0.12,
+            line_width=1 if focused else 0,
+            line_color=colour, layer="below",
+            annotation_text=f"{icon} {f['kind']}", annotation_position="top left",
+            annotation={"yshift": -15 * (shown % 3)},  # neighbouring labels step down instead of overlapping
+            annotation_font={"size": 11, "color": "#333333"},
+            name=f"finding {f['finding_id']}: {f['kind']}",
+        )
+        shown += 1
+
+
+def add_checkpoints(fig: go.Figure, checkpoints: pl.DataFrame, lo: int, hi: int) -> None:
+    """Checkpoints as ticks along the bottom edge: grey when finite, dark red when they hold NaN/Inf."""
+    shown = checkpoints.filter(pl.col("step").is_not_null() & pl.col("step").is_between(lo, hi))
+    for c in shown.iter_rows(named=True):
+        bad = c["finite"] is False
+        fig.add_shape(type="line", x0=c["step"], x1=c["step"], yref="paper", y0=0, y1=0.07,
+                      line={"color": NONFINITE if bad else "#555555", "width": 3 if bad else 2},
+                      name=f"checkpoint {c['path']}")
+    if shown.height:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="checkpoint (tick)",
+                                 marker={"symbol": "line-ns-open", "size": 12, "color": "#555555"}))
+
+
+def series_figure(title: str, lines: list[dict[str, Any]], lo: int, hi: int, *, findings: pl.DataFrame | None = None,
+                  checkpoints: pl.DataFrame | None = None, focus: int | None = None, height: int = 340) -> go.Figure:
+    """One chart of one or more series over steps [lo, hi].
+
+    Each entry of `lines`: name, colour, points (app_m4's frame: step, value, what), spikes (rows of the spikes
+    table for this series: step, value, z), first (the series' first non-finite point: step, value, or None).
+    Finite points draw the line (broken where a value is non-finite); spikes are triangles; non-finite points
+    are crosses along the top of the plot, the series' first one a star with its step written beside it."""
+    fig = go.Figure()
+    _base_layout(fig, title, height)
+    finite = pl.concat([line["points"].select("value") for line in lines]).filter(pl.col("value").is_finite())
+    positive = finite.filter(pl.col("value") > 0)
+    log = (finite.height > 0 and positive.height == finite.height
+           and wants_log([positive["value"].min(), positive["value"].max()]))
+    top = _top_of([finite["value"].min(), finite["value"].max()] if finite.height else [], log)
+    for line in lines:
+        pts: pl.DataFrame = line["points"]
+        name, colour = line["name"], line["colour"]
+        ordered = pts.unique(subset=["step", "value"], keep="first", maintain_order=True).sort("step")
+        # numpy arrays travel to the browser as typed arrays; NaN breaks the line where a value is non-finite
+        xs = ordered["step"].to_numpy()
+        ys = ordered["value"].to_numpy().copy()
+        ys[~np.isfinite(ys)] = np.nan
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="lines+markers" if ordered.height <= 60 else "lines",
+            name=name, connectgaps=False, marker={"size": 5},
+            line={"color": colour, "width": 1.6}, hovertemplate="step %{x}<br>%{y:.4g}<extra>" + name + "</extra>"))
+        spikes = line.get("spikes")
+        if spikes is not None and spikes.height:
+            fig.add_trace(go.Scatter(
+                x=spikes["step"].to_list(), y=spikes["value"].to_list(), mode="markers", name=f"{name} · spikes",
+                marker={"symbol": "triangle-up", "size": 11, "color": SPIKE, "line": {"color": "white", "width": 1}},
+                customdata=spikes["z"].to_list(),
+                hovertemplate="spike at step %{x}<br>value %{y:.4g}<br>z %{customdata:.1f}<extra>" + name + "</extra>"))
+        bad = ordered.filter(~pl.col("value").is_finite())
+        if bad.height and top is not None:
+            texts = [nonfinite_text(v) for v in bad["value"].to_list()]
+            fig.add_trace(go.Scatter(
+                x=bad["step"].to_list(), y=[top] * bad.height, mode="markers", name=f"{name} · non-finite",
+                marker={"symbol": "x-thin-open", "size": 9, "color": NONFINITE, "line": {"width": 2}},
+                text=texts, hovertemplate="%{text} at step %{x}<extra>" + name + "</extra>"))
+        first = line.get("first")
+        if first is not None and lo <= first["step"] <= hi and top is not None:
+            label = f"first {nonfinite_text(first['value'])} at step {first['step']}"
+            fig.add_trace(go.Scatter(
+                x=[first["step"]], y=[top], mode="markers+text", name=f"{name} · first non-finite",
+                marker={"symbol": "star", "size": 16, "color": NONFINITE, "line": {"color": "white", "width": 1}},
+                text=[label], textfont={"color": NONFINITE, "size": 12},
+                textposition="middle right" if first["step"] < lo + 0.4 * (hi - lo) else "middle left",
+                hovertemplate=label + "<extra>" + name + "</extra>"))
+    if findings is not None:
+        add_findings(fig, findings, lo, hi, focus)
+    if checkpoints is not None:
+        add_checkpoints(fig, checkpoints, lo, hi)
+    pad = max(1.0, (hi - lo) * 0.01)
+    fig.update_xaxes(range=[lo - pad, hi + pad])
+    if log:
+        fig.update_yaxes(type="log", exponentformat="power")
+    elif finite.height and finite["value"].min() == finite["value"].max():
+        # A constant (an LR that never moved) would sit on plotly's default -1..1 axis, reading as 0.
+        v = float(finite["value"][0])
+        half = abs(v) * 0.5 or 1.0
+        fig.update_yaxes(range=[v - half, v + half * 1.3], exponentformat="SI")
+    return fig
+
+
+def _top_of(finite: list[float], log: bool) -> float | None:
+    """Where non-finite markers sit: a little above the highest finite value in view."""
+    if not finite:
+        return 1.0
+    high, low = max(finite), min(finite)
+    if log:
+        return high * 3
+    return high + 0.08 * ((high - low) or abs(high) or 1.0)
+
+
+def natural(name: str) -> list:
+    """Sort key that puts body.fc2 before body.fc10: layers in depth order."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def heatmap_figure(title: str, cells: pl.DataFrame, *, colour_title: str, height: int | None = None) -> go.Figure:
+    """Layers (rows) by steps (columns), coloured by log10 of the value; NaN/Inf cells crossed in dark red.
+
+    `cells`: layer, step, value."""
+    layers = sorted(set(cells["layer"].to_list()), key=natural)
+    steps = sorted(set(cells["step"].to_list()))
+    index = {(r["layer"], r["step"]): r["value"] for r in cells.iter_rows(named=True)}
+    z, bad_x, bad_y = [], [], []
+    for layer in layers:
+        row = []
+        for step in steps:
+            v = index.get((layer, step))
+            if v is not None and not math.isfinite(v):
+                bad_x.append(step)
+                bad_y.append(layer)
+                row.append(None)
+            elif v is None or v <= 0:
+                row.append(None)
+            else:
+                row.append(math.log10(v))
+        z.append(row)
+    fig = go.Figure(go.Heatmap(
+        x=steps, y=layers, z=z, colorscale="Viridis", name=title,
+        colorbar={"title": {"text": colour_title}}, hoverongaps=False,
+        hovertemplate="%{y}<br>step %{x}<br>log10 = %{z:.2f}<extra></extra>"))
+    if bad_x:
+        fig.add_trace(go.Scatter(x=bad_x, y=bad_y, mode="markers", name="NaN/Inf",
+                                 marker={"symbol": "x", "size": 12, "color": NONFINITE},
+                                 hovertemplate="%{y}<br>step %{x}: NaN/Inf<extra></extra>"))
+    _base_layout(fig, title, height or max(260, 60 + 26 * len(layers)))
+    fig.update_layout(dragmode="zoom", showlegend=bool(bad_x))
+    fig.update_yaxes(showgrid=False, automargin=True, autorange="reversed")  # the first layer on top
+    fig.update_xaxes(showgrid=False)
+    return fig
+
+
+def movers_figure(title: str, movers: pl.DataFrame) -> go.Figure:
+    """Horizontal bars: the tensors that moved most between two checkpoints (‖Δw‖/‖w‖, log scale); a NaN
+    ratio is drawn as a labelled dark-red bar at the chart's right edge."""
+    finite = [v for v in movers["ratio"].to_list() if v is not None and math.isfinite(v) and v > 0]
+    cap = max(finite) * 3 if finite else 1.0
+    xs, colours, texts = [], [], []
+    for v in movers["ratio"].to_list():
+        if v is None or not math.isfinite(v):
+            xs.append(cap)
+            colours.append(NONFINITE)
+            texts.append("NaN/Inf")
+        else:
+            xs.append(v)
+            colours.append(TRAIN)
+            texts.append(f"{v:.3g}")
+    fig = go.Figure(go.Bar(x=xs, y=movers["tensor"].to_list(), orientation="h", marker_color=colours, text=texts,
+                           textposition="auto", name=title,
+                           hovertemplate="%{y}<br>‖Δw‖/‖w‖ %{text}<extra></extra>"))
+    _base_layout(fig, title, 60 + 30 * max(movers.height, 2))
+    fig.update_layout(dragmode="zoom", showlegend=False, margin={"t": 36})
+    fig.update_xaxes(type="log", title_text="‖Δw‖ / ‖w‖")
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return fig

@@ -1,0 +1,78 @@
+"""run-forensics in the browser: `forensics app [--db PATH] [--port N] [--run NAME]` starts this script.
+
+Reads top to bottom: which database (`-- --db PATH` after streamlit's own arguments, else $FORENSICS_DB, else
+the user cache), the runs it holds, the sidebar (run and page; both live in the URL, so a link opens one run's
+page), then the chosen page from `app/pages.py`. Every read goes through `app/data.py`: read-only, brief, cached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+from app import pages
+from app.data import StoreProblem, query
+from forensics.cli import db_path
+
+PAGES = {"Runs": pages.runs_page, "Run report": pages.report_page, "Layers": pages.layers_page,
+         "Checkpoints and replays": pages.checkpoints_page, "Compare": pages.compare_page}
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="streamlit_app.py", add_help=False)
+    parser.add_argument("--db")
+    parser.add_argument("--run")
+    args, _ = parser.parse_known_args(sys.argv[1:])
+    return args
+
+
+st.set_page_config(page_title="run-forensics", page_icon="🔎", layout="wide")
+st.markdown(pages.CSS, unsafe_allow_html=True)
+args = _arguments()
+db = Path(db_path(args.db)).resolve()  # the CLI's one rule: --db, $FORENSICS_DB, the user cache
+
+try:
+    runs = query(db, "app_runs")
+except StoreProblem as problem:
+    st.title("run-forensics")
+    st.error(f"The database cannot be read: {problem}")
+    st.caption("The page tries again on every reload; nothing was written.")
+    st.stop()
+
+if runs.height == 0:
+    st.title("run-forensics")
+    st.info(f"The database {db} holds no runs yet. Add one with `forensics analyze RUN_DIR --db {db}`, "
+            "then reload this page.")
+    st.stop()
+
+# The run, the page and a focused finding live in the URL (?run=...&page=...&finding=...), so a link opens them.
+names = runs["name"].to_list()
+ids = runs["run_id"].to_list()
+if "run" not in st.session_state:
+    wanted = st.query_params.get("run") or args.run
+    st.session_state.run = next((i for i, n in zip(ids, names) if wanted in (i, n)), ids[0])
+if "page" not in st.session_state:
+    wanted_page = st.query_params.get("page")
+    st.session_state.page = wanted_page if wanted_page in PAGES else ("Run report" if args.run else "Runs")
+
+with st.sidebar:
+    st.markdown("### 🔎 run-forensics")
+    st.radio("Page", list(PAGES), key="page")
+    st.selectbox("Run", ids, key="run", format_func=dict(zip(ids, names)).__getitem__)
+    st.caption(f"Database: `{db}`")
+    st.caption("Read-only. Reload after `forensics analyze` to see new results.")
+
+linked = st.query_params.get("run")
+if linked is not None and linked not in (st.session_state.run, dict(zip(ids, names))[st.session_state.run]) \
+        and "finding" in st.query_params:
+    del st.query_params["finding"]  # a finding id belongs to the run it was linked from
+st.query_params["run"] = st.session_state.run
+st.query_params["page"] = st.session_state.page
+try:
+    PAGES[st.session_state.page](db, runs, st.session_state.run)
+except StoreProblem as problem:  # the store went away or got locked between two queries of one page
+    st.error(f"The database cannot be read: {problem}")
+    st.caption("Reload the page to try again; nothing was written.")

@@ -1,0 +1,428 @@
+"""The Streamlit app (issue 15): evidence-keeping decimation, the pages' figures, and a store that cannot be read.
+
+Databases are made by the real pipeline: `forensics.analysis.analyze` on gallery runs, and on a run whose metric
+table polars writes as Parquet (a format `forensics ingest` reads) with spikes and NaN/Inf planted in 600k points.
+Pages run under Streamlit's AppTest; a plotly figure's spec is JSON, so the tests read its shapes and traces.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
+pytest.importorskip("plotly", reason="the app extra is not installed: pip install -e '.[app]'")
+
+from streamlit.testing.v1 import AppTest
+
+from forensics.analysis import analyze
+from forensics.cli import main
+from ingest import queries
+from ingest.store import connect
+from tests.paths import REPO
+
+APP = str(REPO / "app" / "streamlit_app.py")
+GALLERY = REPO / "sample_runs" / "runs"
+N_BIG = 600_000
+PLANTED_SPIKES = {60_000: 6.0, 60_120: 4.0, 240_000: 8.0, 420_123: 5.0}  # 60_000 and 60_120 share a pixel column
+NAN_RUN = (540_000, 540_050)  # NaN over these steps, then finite again
+INF_STEP = 570_000  # +Inf, then NaN to the end
+
+
+@pytest.fixture(scope="module")
+def gallery_db(tmp_path_factory) -> Path:
+    """nan_lr_too_high (NaN at step 80, spikes, checkpoints, batches) and its healthy sibling healthy_mlp."""
+    db = tmp_path_factory.mktemp("app") / "gallery.duckdb"
+    analyze(GALLERY / "nan_lr_too_high", db)
+    analyze(GALLERY / "healthy_mlp", db)
+    return db
+
+
+@pytest.fixture(scope="module")
+def big_db(tmp_path_factory) -> Path:
+    """One run, a 600k-point loss written by polars as Parquet, with planted spikes, a NaN stretch, an Inf and a
+    non-finite tail; analysed, so its spikes table holds the detector's spike rows."""
+    root = tmp_path_factory.mktemp("big")
+    run = root / "big_run"
+    run.mkdir()
+    rng = np.random.default_rng(0)
+    step = np.arange(N_BIG)
+    loss = 2.0 * np.exp(-step / 2e5) + 0.5 + 0.01 * rng.standard_normal(N_BIG)
+    for s, factor in PLANTED_SPIKES.items():
+        loss[s] *= factor
+    loss[NAN_RUN[0]:NAN_RUN[1]] = np.nan
+    loss[INF_STEP] = np.inf
+    loss[INF_STEP + 1:] = np.nan
+    pl.DataFrame({"step": step, "loss": loss}).write_parquet(run / "metrics.parquet")
+    db = root / "big.duckdb"
+    analyze(run, db)
+    return db
+
+
+def _read(db: Path, name: str, *args):
+    with connect(db, write=False) as con:
+        return getattr(queries, name)(con, *args)
+
+
+def _loss_series(db: Path) -> tuple[dict, int]:
+    runs = _read(db, "app_runs")
+    run = runs.row(0, named=True)
+    series = _read(db, "app_series", run["run_id"])
+    loss = series.filter(pl.col("role") == "train_loss").row(0, named=True)
+    return loss, run["analysis_id"]
+
+
+# -- decimation keeps the evidence ------------------------------------------------------------------------------
+
+def _reference_m4(points: pl.DataFrame, lo: int, hi: int, pixels: int) -> tuple[set, set]:
+    """Slow, obvious M4 in polars: per pixel column (ceil(width / pixels) steps) the first/min/max/last finite
+    (step, value), and the columns that hold a non-finite value."""
+    per_column = math.ceil((hi - lo + 1) / pixels)
+    p = points.filter(pl.col("step").is_between(lo, hi)).with_columns(
+        ((pl.col("step") - lo) // per_column).alias("col"))
+    finite = p.filter(pl.col("value").is_finite())
+    keep = set()
+    for _, g in finite.group_by("col"):
+        g = g.sort("step")
+        for i in (0, g.height - 1, int(g["value"].arg_min()), int(g["value"].arg_max())):
+            keep.add((g["step"][i], g["value"][i]))
+    bad_cols = set(p.filter(~pl.col("value").is_finite())["col"].to_list())
+    return keep, bad_cols
+
+
+@pytest.mark.parametrize("window", ["all", "zoom_on_close_spikes", "starts_inside_nan_run", "tail"])
+def test_m4_keeps_every_spike_and_first_nonfinite_point(big_db, window):
+    loss, aid = _loss_series(big_db)
+    lo, hi = {"all": (0, N_BIG - 1), "zoom_on_close_spikes": (59_000, 61_000),
+              "starts_inside_nan_run": (540_020, 560_000), "tail": (560_000, N_BIG - 1)}[window]
+    pixels = 1600
+    drawn = _read(big_db, "app_m4", loss["series_id"], lo, hi, pixels, aid, loss["name"])
+    spikes = _read(big_db, "app_spikes", aid)
+    assert set(PLANTED_SPIKES) <= set(spikes["step"].to_list())  # the detector found the planted spikes
+    steps = set(drawn["step"].to_list())
+
+    in_range = [s for s in spikes["step"].to_list() if lo <= s <= hi]
+    assert set(in_range) <= steps
+    first = _read(big_db, "app_first_nonfinite", _read(big_db, "app_runs")["run_id"][0])
+    assert first["step"].to_list() == [NAN_RUN[0]]
+    if lo <= NAN_RUN[0] <= hi:
+        assert NAN_RUN[0] in steps
+
+    with connect(big_db, write=False) as con:
+        rows = con.execute("SELECT step, value FROM scalars WHERE series_id = ?", [loss["series_id"]]).fetchall()
+    points = pl.DataFrame(rows, schema={"step": pl.Int64, "value": pl.Float64}, orient="row")
+    expected, bad_cols = _reference_m4(points, lo, hi, pixels)
+    m4 = drawn.filter(pl.col("what") == "m4")
+    assert set(zip(m4["step"].to_list(), m4["value"].to_list())) == expected
+    nonfinite = drawn.filter(pl.col("what") == "nonfinite")
+    cols = {(s - lo) // math.ceil((hi - lo + 1) / pixels) for s in nonfinite["step"].to_list()}
+    assert cols == bad_cols  # every column holding a NaN/Inf draws one
+    assert not nonfinite["value"].is_finite().any()
+    if lo <= INF_STEP <= hi:
+        assert INF_STEP in steps and drawn.filter(pl.col("step") == INF_STEP)["value"][0] == float("inf")
+    # Bounded by the width, not by the series' length.
+    assert drawn.height <= 7 * pixels + len(in_range)
+
+
+def test_m4_of_a_short_range_is_every_point(big_db):
+    loss, aid = _loss_series(big_db)
+    drawn = _read(big_db, "app_m4", loss["series_id"], 59_990, 60_010, 1600, aid, loss["name"])
+    assert sorted(set(drawn["step"].to_list())) == list(range(59_990, 60_011))
+
+
+# -- pages --------------------------------------------------------------------------------------------------------
+
+def _app(monkeypatch, db: Path, run: str | None = None) -> AppTest:
+    monkeypatch.setenv("FORENSICS_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=60)
+    if run:
+        at.query_params["run"] = run
+        at.query_params["page"] = "Run report"
+    return at.run()
+
+
+def _figures(at: AppTest) -> dict[str, dict]:
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        out[spec["layout"]["title"]["text"]] = spec
+    return out
+
+
+def _array(v):
+    """A trace's x or y as a list: plotly sends numpy arrays as base64 typed arrays."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return v
+
+
+def _traces(spec: dict) -> dict[str, dict]:
+    return {t.get("name"): {**t, "x": _array(t.get("x")), "y": _array(t.get("y"))} for t in spec["data"]}
+
+
+def test_report_draws_findings_spikes_nan_and_checkpoints(gallery_db, monkeypatch):
+    at = _app(monkeypatch, gallery_db, run="nan_lr_too_high")
+    assert not at.exception
+    assert any("Failed" in e.value for e in at.error)
+    run = _read(gallery_db, "app_runs").filter(pl.col("name") == "nan_lr_too_high").row(0, named=True)
+    findings = _read(gallery_db, "app_findings", run["analysis_id"])
+    spikes = _read(gallery_db, "app_spikes", run["analysis_id"])
+    figs = _figures(at)
+    assert {"Loss", "Gradient norm", "Learning rate"} <= set(figs)
+
+    loss = figs["Loss"]
+    shapes = [s.get("name", "") for s in loss["layout"]["shapes"]]
+    for f in findings.filter(pl.col("step").is_not_null()).iter_rows(named=True):
+        assert f"finding {f['finding_id']}: {f['kind']}" in shapes
+    assert {f"checkpoint checkpoints/step_{s}.pt" for s in (20, 40, 60, 80)} <= set(shapes)
+    assert loss["layout"]["yaxis"]["type"] == "log"  # 0.7 to 2.4e28
+
+    traces = _traces(loss)
+    assert traces["train/loss · spikes"]["x"] == spikes.filter(pl.col("series") == "train/loss")["step"].to_list()
+    star = traces["train/loss · first non-finite"]
+    assert star["x"] == [80] and "NaN" in star["text"][0]
+    assert 80 in traces["train/loss · non-finite"]["x"]
+    assert traces["train/loss"]["line"]["color"] != traces["val/loss"]["line"]["color"]
+    grad = _traces(figs["Gradient norm"])
+    assert grad["train/grad_norm · first non-finite"]["x"] == [79]
+    assert "+Inf" in grad["train/grad_norm · first non-finite"]["text"][0]
+    assert grad["train/grad_norm · spikes"]["x"] == spikes.filter(
+        pl.col("series") == "train/grad_norm")["step"].to_list()
+
+
+def test_focusing_a_finding_redraws_every_chart_over_its_steps(gallery_db, monkeypatch):
+    at = _app(monkeypatch, gallery_db, run="nan_lr_too_high")
+    run = _read(gallery_db, "app_runs").filter(pl.col("name") == "nan_lr_too_high").row(0, named=True)
+    f = _read(gallery_db, "app_findings", run["analysis_id"]).filter(pl.col("kind") == "loss_spike").row(0, named=True)
+    at.button(key=f"focus_{f['finding_id']}").click().run()
+    assert not at.exception
+    lo, hi = at.session_state.view
+    assert lo <= f["step"] <= hi and (hi - lo) < 95
+    for title, spec in _figures(at).items():
+        x0, x1 = spec["layout"]["xaxis"]["range"]
+        assert x0 < lo + 1 and x1 > hi - 1 and x1 - x0 < hi - lo + 3, title
+        steps = [x for t in _traces(spec).values() for x in (t["x"] or []) if x is not None]
+        assert min(steps) >= lo and max(steps) <= hi, title
+    focused = [s for s in _figures(at)["Loss"]["layout"]["shapes"]
+               if s.get("name") == f"finding {f['finding_id']}: loss_spike"]
+    assert focused and focused[0]["opacity"] > 0.2
+    at.button[[b.label for b in at.button].index("Show all steps")].click().run()
+    assert at.session_state.view == (1, 95)
+
+
+def test_a_link_with_a_finding_opens_it_focused(gallery_db, monkeypatch):
+    run = _read(gallery_db, "app_runs").filter(pl.col("name") == "nan_lr_too_high").row(0, named=True)
+    f = _read(gallery_db, "app_findings", run["analysis_id"]).filter(pl.col("kind") == "nan_loss").row(0, named=True)
+    monkeypatch.setenv("FORENSICS_DB", str(gallery_db))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"run": "nan_lr_too_high", "page": "Run report", "finding": str(f["finding_id"])})
+    at.run()
+    assert not at.exception
+    assert at.session_state.focus == f["finding_id"]
+    lo, hi = at.session_state.view
+    assert lo <= f["step"] <= hi and hi - lo < 20
+    at.button[[b.label for b in at.button].index("Show all steps")].click().run()
+    assert at.session_state.view == (1, 95) and "finding" not in at.query_params
+
+
+def test_report_on_600k_points_draws_every_spike_and_the_nan(big_db, monkeypatch):
+    at = _app(monkeypatch, big_db, run="big_run")
+    assert not at.exception
+    traces = _traces(_figures(at)["Loss"])
+    assert set(PLANTED_SPIKES) <= set(traces["loss · spikes"]["x"])
+    assert set(PLANTED_SPIKES) <= set(traces["loss"]["x"])  # on the line itself, not only as markers
+    assert traces["loss · first non-finite"]["x"] == [NAN_RUN[0]]
+    assert INF_STEP in traces["loss · non-finite"]["x"]
+    assert len(traces["loss"]["x"]) < 8 * 1600  # decimated to the width, not 600k points
+    assert traces["loss"]["line"]["color"] == "#0072B2"  # the train loss is blue, whatever its name
+
+
+def test_runs_page_lists_filters_and_opens_a_run(gallery_db, monkeypatch):
+    at = _app(monkeypatch, gallery_db)
+    assert not at.exception
+    assert any("2 runs in this database: 1 failed" in m.value for m in at.markdown)
+    at.text_input[0].set_value("healthy").run()
+    assert not any("nan\\_lr\\_too\\_high" in m.value for m in at.markdown)
+    at.text_input[0].set_value("").run()
+    run_id = _read(gallery_db, "app_runs").filter(pl.col("name") == "nan_lr_too_high")["run_id"][0]
+    at.button(key=f"open_{run_id}").click().run()
+    assert at.session_state.page == "Run report" and at.session_state.run == run_id
+    assert at.title[0].value == "nan_lr_too_high"
+
+
+def test_layers_checkpoints_and_compare_pages(gallery_db, monkeypatch):
+    at = _app(monkeypatch, gallery_db, run="nan_lr_too_high")
+    at.sidebar.radio[0].set_value("Layers").run()
+    assert not at.exception
+    heat = _figures(at)
+    assert "Per-layer weight norm" in heat and "Update ratio between checkpoints" in heat
+    nan_cells = _traces(heat["Per-layer weight norm"])["NaN/Inf"]
+    assert set(nan_cells["x"]) == {80}  # the step-80 checkpoint holds NaN
+
+    at.sidebar.radio[0].set_value("Checkpoints and replays").run()
+    assert not at.exception
+    text = "\n".join(m.value for m in at.markdown)
+    assert "checkpoints/step\\_80.pt" in text and "step\\_60.pt" in text
+    assert any("forensics replay" in c.value and "--step 80" in c.value for c in at.code)
+    assert any(t.startswith("step 60 → 80") for t in _figures(at))
+
+    at.sidebar.radio[0].set_value("Compare").run()
+    assert not at.exception
+    spec = _figures(at)["train loss, aligned by step"]
+    assert {"nan_lr_too_high", "healthy_mlp"} <= set(_traces(spec))
+    assert any("config values differ" in m.value for m in at.markdown)
+    assert at.dataframe[0].value.shape[0] >= 1
+
+
+def test_an_ingested_run_shows_its_logged_layer_norms_and_says_it_is_not_analysed(tmp_path, monkeypatch, capsys):
+    db = tmp_path / "ingested.duckdb"
+    assert main(["ingest", str(GALLERY / "vanishing_deep_sigmoid"), "--db", str(db), "--quiet"]) == 0
+    at = _app(monkeypatch, db, run="vanishing_deep_sigmoid")
+    assert not at.exception
+    assert any("not analysed yet" in i.value for i in at.info)
+    assert "Loss" in _figures(at)
+    at.sidebar.radio[0].set_value("Layers").run()
+    assert not at.exception
+    heat = _figures(at)["Per-layer gradient norm"]["data"][0]
+    assert heat["type"] == "heatmap"
+    assert heat["y"][:3] == ["body.fc1", "body.fc2", "body.fc3"] and heat["y"][-1] == "head"  # depth order
+    assert len(heat["y"]) == 11 and all(len(row) == len(heat["x"]) for row in heat["z"])
+
+
+def test_analyze_open_starts_the_app_on_the_analysed_run(tmp_path, monkeypatch, capsys):
+    import forensics.cli
+
+    started = []
+    monkeypatch.setattr(forensics.cli, "serve_app", lambda db, **kw: started.append((db, kw)) or 0)
+    db = tmp_path / "open.duckdb"
+    assert main(["analyze", str(GALLERY / "healthy_mlp"), "--db", str(db), "--open"]) == 0
+    run_id = _read(db, "app_runs")["run_id"][0]
+    assert started == [(db, {"run": run_id})]
+
+
+def test_replays_are_shown_when_the_table_has_rows(gallery_db, tmp_path, monkeypatch):
+    """The replays table belongs to the replay issue; until it lands here, a table with a replay's JSON fields
+    stands in for it: the page shows whatever columns it has."""
+    db = tmp_path / "with_replays.duckdb"
+    shutil.copy(gallery_db, db)
+    run_id = _read(db, "app_runs").filter(pl.col("name") == "nan_lr_too_high")["run_id"][0]
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE replays (run_id VARCHAR, step BIGINT, from_checkpoint VARCHAR, reproduced BOOLEAN, "
+                "first_nonfinite VARCHAR, culprit_samples VARCHAR, counterfactuals VARCHAR)")
+    con.execute("INSERT INTO replays VALUES (?, 80, 'checkpoints/step_60.pt', true, ?, '[3, 17]', ?)",
+                [run_id, json.dumps({"phase": "backward", "op": "MulBackward0", "module": "body.fc2"}),
+                 json.dumps([{"change": "fp32", "finite": False}, {"change": "lr_div_10", "finite": True}])])
+    con.close()
+    at = _app(monkeypatch, db, run="nan_lr_too_high")
+    at.sidebar.radio[0].set_value("Checkpoints and replays").run()
+    assert not at.exception
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Replay of step 80" in text and "3, 17" in text and "MulBackward0" in text
+    assert "lr_div_10" in at.json[0].value
+
+
+def _hold_write_lock(db: Path) -> subprocess.Popen:
+    code = textwrap.dedent(f"""
+        import duckdb, sys, time
+        con = duckdb.connect({str(db)!r})
+        print("locked", flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+@pytest.mark.parametrize("state", ["missing", "not_duckdb", "empty", "older_schema", "locked"])
+def test_a_store_that_cannot_be_read_is_a_message(state, gallery_db, tmp_path, monkeypatch):
+    db = tmp_path / "store.duckdb"
+    holder = None
+    if state == "not_duckdb":
+        db.write_text("not a database\n" * 100)
+    elif state == "empty":
+        with connect(db, write=True):
+            pass
+    elif state == "older_schema":
+        shutil.copy(gallery_db, db)
+        con = duckdb.connect(str(db))
+        con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+        con.close()
+    elif state == "locked":
+        shutil.copy(gallery_db, db)
+        holder = _hold_write_lock(db)
+    try:
+        start = time.monotonic()
+        at = _app(monkeypatch, db)
+        waited = time.monotonic() - start
+    finally:
+        if holder is not None:
+            holder.kill()
+            holder.wait()
+    assert not at.exception
+    messages = " ".join(e.value for e in at.error) + " ".join(i.value for i in at.info)
+    expected = {"missing": "no database at", "not_duckdb": "cannot", "empty": "holds no runs",
+                "older_schema": "has schema 0", "locked": "locked"}[state]
+    assert expected in messages
+    if state == "locked":
+        assert waited < 30
+
+
+# -- CLI ----------------------------------------------------------------------------------------------------------
+
+def test_app_help_ends_with_an_example(capsys):
+    assert main(["app", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().splitlines()[-1].strip().startswith("forensics app")
+
+
+def test_app_on_a_taken_port_is_one_line_and_exit_2(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert main(["app", "--db", str(tmp_path / "f.duckdb"), "--port", str(port), "--no-browser"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"forensics: error: port {port} is in use; pass another --port"
+
+
+def test_stopping_forensics_app_stops_its_server(tmp_path):
+    """Regression: a SIGTERM to `forensics app` left its streamlit server running, orphaned."""
+    import os
+    import signal
+    import socket
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with (tmp_path / "app.log").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "forensics.cli", "app", "--db", str(tmp_path / "none.duckdb"),
+                                 "--no-browser"], stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=REPO)
+    line = proc.stdout.readline()
+    assert line.startswith("run-forensics app: http://localhost:"), (tmp_path / "app.log").read_text()
+    port = int(line.split()[2].split(":")[2].strip("/").split("/")[0])
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0  # nothing listens any more
+
+
+def test_a_constant_series_is_drawn_around_its_value():
+    """An LR that never moved would sit on plotly's default -1..1 axis and read as 0."""
+    from app import charts
+
+    points = pl.DataFrame({"step": [1, 2, 3], "value": [1e-3] * 3, "what": ["m4"] * 3})
+    fig = charts.series_figure("Learning rate", [{"name": "lr", "colour": charts.TRAIN, "points": points}], 1, 3)
+    low, high = fig.layout.yaxis.range
+    assert 0 < low < 1e-3 < high < 2e-3
