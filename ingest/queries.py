@@ -17,3 +17,62 @@ from __future__ import annotations
 # -- replay ------------------------------------------------------------------------------------------------
 
 # -- watch -------------------------------------------------------------------------------------------------
+
+# Tables a fleet worker hands back: everything ingest writes. The engine's tables are written by the driver
+# (store_analysis) and the watch's own by the watch; meta is the store's.
+NOT_COPIED = frozenset({"meta", "analyses", "findings", "spikes", "skipped", "watched_runs", "alerts"})
+
+
+def export_run_tables(con) -> dict:
+    """Every ingest table of a private store holding one run (a fleet worker's), as Arrow tables."""
+    import warnings
+
+    from ingest.schema import TABLES
+
+    with warnings.catch_warnings():  # DuckDB warns of the copy DB-API Arrow output makes: wanted, it outlives con
+        warnings.simplefilter("ignore", UserWarning)
+        return {name: con.execute(f"SELECT * FROM {name}").to_arrow_table()
+                for name in TABLES if name not in NOT_COPIED}
+
+
+def known_run_ids(con) -> set[str]:
+    return {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+
+
+def analysed_run_ids(con) -> set[str]:
+    return {r[0] for r in con.execute("SELECT DISTINCT run_id FROM analyses").fetchall()}
+
+
+def watched_runs(con) -> list[dict]:
+    """Every run the watch has found, as dicts keyed like the table."""
+    cur = con.execute("SELECT * FROM watched_runs ORDER BY path")
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def alerted_severities(con) -> dict[tuple[str, str], str]:
+    """(run_id, kind) -> the worst severity already alerted, so a finding is alerted once per severity rise."""
+    rows = con.execute(
+        "SELECT run_id, kind, min(CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END) "
+        "FROM alerts GROUP BY run_id, kind").fetchall()
+    return {(r, k): ("critical", "warning", "info")[rank] for r, k, rank in rows}
+
+
+def alerts(con, run_id: str | None = None) -> list[dict]:
+    sql = "SELECT * FROM alerts" + (" WHERE run_id = ?" if run_id else "") + " ORDER BY alert_id"
+    cur = con.execute(sql, [run_id] if run_id else [])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def logging_interval_s(con, run_id: str) -> float | None:
+    """Median wall-clock seconds between consecutive points of the run's training loss (its last 200), or
+    None when it logs no wall time."""
+    row = con.execute(
+        """WITH s AS (SELECT series_id FROM series WHERE run_id = ? AND role = 'train_loss'
+                      ORDER BY canonical DESC, n_points DESC LIMIT 1),
+                p AS (SELECT wall_time FROM scalars WHERE series_id = (SELECT series_id FROM s)
+                      AND wall_time IS NOT NULL ORDER BY step DESC, position DESC LIMIT 200),
+                d AS (SELECT wall_time - lead(wall_time) OVER (ORDER BY wall_time DESC) AS gap FROM p)
+           SELECT median(gap) FROM d WHERE gap > 0""", [run_id]).fetchone()
+    return float(row[0]) if row and row[0] is not None else None

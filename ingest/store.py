@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from ingest.errors import ForensicsError, SchemaError, StoreLocked
-from ingest.schema import SCHEMA_VERSION, SEQUENCES, TABLES
+from ingest.schema import ADDITIVE_VERSIONS, SCHEMA_VERSION, SEQUENCES, TABLES
 
 LOCK_WAIT_S = 5.0
 # Databases whose tables this process has already created: an ingest opens the store once per write
@@ -90,8 +90,15 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None:
         con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    elif _migratable(int(row[0])):
+        # Every version since only added tables, which the CREATE IF NOT EXISTS above just made.
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
     else:
         _check_version(int(row[0]), db)
+
+
+def _migratable(found: int) -> bool:
+    return found < SCHEMA_VERSION and all(v in ADDITIVE_VERSIONS for v in range(found + 1, SCHEMA_VERSION + 1))
 
 
 def check_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
@@ -109,6 +116,11 @@ def _check_version(found: int, db: Path) -> None:
         raise SchemaError(
             f"{db} was written by a newer run-forensics (schema {found}, this one reads {SCHEMA_VERSION}); "
             f"upgrade run-forensics or use another --db"
+        )
+    if _migratable(found):
+        raise SchemaError(
+            f"{db} has schema {found}; this version adds tables (schema {SCHEMA_VERSION}): any writing command "
+            f"(`forensics ingest RUN_DIR --db {db}`) adds them, keeping everything stored"
         )
     if found < SCHEMA_VERSION:
         raise SchemaError(
