@@ -117,6 +117,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         issues = con.execute(
             "SELECT run_id, path, position, kind, detail FROM ingest_issues ORDER BY run_id, path, position"
         ).fetchall()
+        found = _found_by_watch(con)
     out = []
     for run_id, name, root, last in runs:
         srcs = [s for s in sources if s[0] == run_id]
@@ -126,6 +127,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             "sources": [{"path": s[1], "format": s[2], "points": s[3], "duplicate_points": s[4], "status": s[5]}
                         for s in srcs],
             "issues": [{"path": i[1], "position": i[2], "kind": i[3], "detail": i[4]} for i in issues if i[0] == run_id],
+            "found_by_watch": found.get(run_id),
         })
     if args.json:
         print(json.dumps({"db": str(db), "runs": out}, indent=2))
@@ -141,7 +143,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
         skipped = sum(1 for i in r["issues"] if i["kind"] != "unknown_file")
         print(f"{r['run']}  {r['name']:<28} {r['points']:>12,} points  {r['series']:>4} series  "
               f"{len(r['sources'])} sources ({kinds})" + (f"  {skipped} problems" if skipped else ""))
+        if r["found_by_watch"]:
+            w = r["found_by_watch"]
+            print(f"{'':12}found by watch as {w['kind']}: {w['reason']} ({w['state']})")
     return 0
+
+
+def _found_by_watch(con) -> dict[str, dict]:
+    """run_id -> how `forensics watch` found the run (docs/watch.md's rules) and its state there."""
+    from ingest.queries import watched_runs
+
+    return {w["run_id"]: {"kind": w["kind"], "reason": w["reason"], "state": w["state"], "watch_root": w["watch_root"]}
+            for w in watched_runs(con)}
 
 
 # -- analyze ------------------------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ class RunResult:
     retry: bool = False
     points: int = 0
     seconds: float = 0.0
+    store_seconds: float = 0.0  # the driver's time appending a worker's tables and storing its analysis
     where: str = "driver"  # driver, process, ray
     tables: dict | None = field(default=None, repr=False)  # a worker's Arrow tables, until the driver appends them
 
@@ -204,7 +205,9 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
             break
         if r.tables is not None:
             try:
+                t0 = time.monotonic()
                 store_worker_result(db, r, options)
+                r.store_seconds = time.monotonic() - t0
             except Exception as exc:  # noqa: BLE001 - a store write that fails (full disk) fails this run only
                 r = _failed(r.path, exc, r.where)
         done(r)

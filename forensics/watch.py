@@ -387,6 +387,7 @@ class Watcher:
         return out
 
     def _stalls(self, found: dict[str, Any], now: float) -> list[Alert]:
+        self._load_logged_intervals([self.runs[r] for r in found])
         out = []
         for run_id in found:
             st = self.runs[run_id]
@@ -409,19 +410,24 @@ class Watcher:
                                      "last_growth": st.last_growth}))
         return out
 
+    def _load_logged_intervals(self, runs: list[RunState]) -> None:
+        """The logged interval of every run read since it last changed, in one query (0 = none logged)."""
+        need = [st for st in runs if st.logged_interval is None and st.fingerprint is not None and len(st.growths) < 3]
+        if not need or not self.db.exists():
+            return
+        from ingest.queries import logging_intervals_s
+        from ingest.store import connect
+
+        with connect(self.db, write=False) as con:
+            found = logging_intervals_s(con, [st.run_id for st in need])
+        for st in need:
+            st.logged_interval = found.get(st.run_id, 0.0)
+
     def _stall_limit(self, st: RunState) -> tuple[float | None, float | None]:
         """The run's usual interval between growths (seen by this watch, else its logged wall-clock interval)
         times the factor, never under min_stall_s; (None, None) while the interval is unknown."""
         gaps = [b - a for a, b in zip(st.growths, list(st.growths)[1:]) if b > a]
-        usual = statistics.median(gaps) if len(gaps) >= 2 else None
-        if usual is None and st.fingerprint is not None and self.db.exists():
-            if st.logged_interval is None:
-                from ingest.queries import logging_interval_s
-                from ingest.store import connect
-
-                with connect(self.db, write=False) as con:
-                    st.logged_interval = logging_interval_s(con, st.run_id) or -1.0
-            usual = st.logged_interval if st.logged_interval and st.logged_interval > 0 else None
+        usual = statistics.median(gaps) if len(gaps) >= 2 else (st.logged_interval or None)
         if usual is None:
             return None, None
         return max(self.settings.stall_factor * usual, self.settings.min_stall_s), usual

@@ -65,14 +65,17 @@ def alerts(con, run_id: str | None = None) -> list[dict]:
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
-def logging_interval_s(con, run_id: str) -> float | None:
-    """Median wall-clock seconds between consecutive points of the run's training loss (its last 200), or
-    None when it logs no wall time."""
-    row = con.execute(
-        """WITH s AS (SELECT series_id FROM series WHERE run_id = ? AND role = 'train_loss'
-                      ORDER BY canonical DESC, n_points DESC LIMIT 1),
-                p AS (SELECT wall_time FROM scalars WHERE series_id = (SELECT series_id FROM s)
-                      AND wall_time IS NOT NULL ORDER BY step DESC, position DESC LIMIT 200),
-                d AS (SELECT wall_time - lead(wall_time) OVER (ORDER BY wall_time DESC) AS gap FROM p)
-           SELECT median(gap) FROM d WHERE gap > 0""", [run_id]).fetchone()
-    return float(row[0]) if row and row[0] is not None else None
+def logging_intervals_s(con, run_ids: list[str]) -> dict[str, float]:
+    """Per run: the median wall-clock seconds between consecutive points of its training loss (the canonical
+    one, else the longest), over its last 200 points. Runs that log no wall time are absent. One query for all."""
+    rows = con.execute(
+        """WITH s AS (SELECT run_id, series_id, row_number() OVER (PARTITION BY run_id
+                                                ORDER BY canonical DESC, n_points DESC, series_id) AS k
+                      FROM series WHERE role = 'train_loss' AND list_contains(?, run_id)),
+                p AS (SELECT s.run_id, x.wall_time, row_number() OVER (PARTITION BY s.run_id
+                                                ORDER BY x.step DESC, x.position DESC) AS i
+                      FROM scalars x JOIN s ON x.series_id = s.series_id WHERE s.k = 1 AND x.wall_time IS NOT NULL),
+                d AS (SELECT run_id, wall_time - lead(wall_time) OVER (PARTITION BY run_id ORDER BY i) AS gap
+                      FROM p WHERE i <= 200)
+           SELECT run_id, median(gap) FROM d WHERE gap > 0 GROUP BY run_id""", [run_ids]).fetchall()
+    return {r: float(g) for r, g in rows if g is not None}

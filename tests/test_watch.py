@@ -265,3 +265,16 @@ def test_nan_alert_names_the_last_finite_checkpoint(tmp_path):
     assert nan.message == "run-42: nan_loss at step 80 (critical) — last finite checkpoint step 60"
     assert nan.detail["replay_from"]["checkpoint"]["step"] == 60 and math.isfinite(nan.detail["evidence"]["last_finite_value"])
 
+
+
+def test_runs_lists_how_the_watch_found_each_run(tmp_path, capsys):
+    root = tmp_path / "runs"
+    shutil.copytree(GALLERY / "healthy_cnn", root / "cnn", ignore=shutil.ignore_patterns("*.py"))
+    db = tmp_path / "f.duckdb"
+    Watcher([root], db, WatchSettings(events=False)).poll_once()
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    [run] = json.loads(capsys.readouterr().out)["runs"]
+    assert run["found_by_watch"]["kind"] == "lightning_version"
+    assert "lightning_logs/ folder holds one run (version_0)" in run["found_by_watch"]["reason"]
+    assert main(["runs", "--db", str(db)]) == 0
+    assert "found by watch as lightning_version" in capsys.readouterr().out
