@@ -58,7 +58,7 @@ class RunResult:
     tables: dict | None = field(default=None, repr=False)  # a worker's Arrow tables, until the driver appends them
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "run": self.run_id, "name": self.name, "error": self.error,
+        return {"path": self.path, "run": self.run_id, "name": self.name, "error": self.error, "trace": self.trace,
                 "points": self.points, "seconds": round(self.seconds, 3), "where": self.where,
                 "analysis": self.analysis.as_dict() if self.analysis is not None else None}
 
@@ -121,32 +121,42 @@ def run_in_driver(path: str, db: Path, options: Options) -> RunResult:
     return out
 
 
-def store_worker_result(db: Path, result: RunResult, options: Options) -> None:
-    """Driver: append a worker's tables and its analysis in one write transaction; the tables are dropped
-    after, so the driver holds one run's rows at a time."""
+def store_worker_results(db: Path, results: list[RunResult], options: Options) -> None:
+    """Driver: append workers' tables and store their analyses, one write connection for the batch (the runs
+    finished meanwhile) and one transaction per run; each run's tables are dropped once stored, so the driver
+    holds a batch's rows at most. A run whose store fails (a full disk) gets the error; the others go on."""
     from forensics.engine import store_analysis
     from ingest.queries import known_run_ids
     from ingest.store import connect
     from ingest.writes import append_run_tables
 
-    if result.tables is None or result.run_id is None:
+    todo = [r for r in results if r.tables is not None and r.run_id is not None]
+    if not todo:
         return
     with connect(db, write=True) as con:
-        if result.run_id in known_run_ids(con):
-            # Another writer stored this run meanwhile: storing the worker's copy would hold its points twice.
-            result.error, result.analysis = "the run was stored by another process meanwhile; analyse it again", None
-            result.tables = None
-            return
-        con.execute("BEGIN")
-        try:
-            append_run_tables(con, result.tables)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        if result.analysis is not None:
-            store_analysis(con, result.analysis, options.settings)
-    result.tables = None
+        known = known_run_ids(con)
+        for r in todo:
+            t0 = time.monotonic()
+            if r.run_id in known:
+                # Another writer stored this run meanwhile: the worker's copy would hold its points twice.
+                r.error, r.analysis, r.retry = "the run was stored by another process meanwhile", None, True
+                r.tables = None
+                continue
+            try:
+                con.execute("BEGIN")
+                try:
+                    append_run_tables(con, r.tables)
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+                if r.analysis is not None:
+                    store_analysis(con, r.analysis, options.settings)
+            except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
+                failed = _failed(r.path, exc, r.where)
+                r.error, r.trace, r.retry, r.analysis = failed.error, failed.trace, True, None
+            r.tables = None
+            r.store_seconds = time.monotonic() - t0
 
 
 def _failed(path: str, exc: BaseException, where: str) -> RunResult:
@@ -199,18 +209,16 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
     fresh = [p for p in paths if run_id_for(Path(p)) not in known]
     stored = [p for p in paths if p not in set(fresh)]
     workers = _ray_results(fresh, options, ray_address) if use_ray else _process_results(fresh, options, jobs)
-    for r in workers:
+    for batch in workers:
         if should_stop():
             workers.close()  # pending runs are cancelled; finished ones not yet stored are dropped
             break
-        if r.tables is not None:
-            try:
-                t0 = time.monotonic()
-                store_worker_result(db, r, options)
-                r.store_seconds = time.monotonic() - t0
-            except Exception as exc:  # noqa: BLE001 - a store write that fails (full disk) fails this run only
-                r = _failed(r.path, exc, r.where)
-        done(r)
+        t0 = time.monotonic()
+        store_worker_results(db, batch, options)
+        opened = time.monotonic() - t0 - sum(r.store_seconds for r in batch)
+        for r in batch:
+            r.store_seconds += opened / len(batch)  # the connection's cost, shared
+            done(r)
     for p in stored:
         if should_stop():
             break
@@ -228,8 +236,8 @@ def _known(db: Path) -> set[str]:
         return known_run_ids(con)
 
 
-def _process_results(paths: Sequence[str], options: Options, jobs: int) -> Iterator[RunResult]:
-    """Results as workers finish. A worker process that dies (killed, out of memory) breaks the pool: the runs
+def _process_results(paths: Sequence[str], options: Options, jobs: int) -> Iterator[list[RunResult]]:
+    """Results as workers finish, in batches of those finished together. A worker process that dies (killed, out of memory) breaks the pool: the runs
     it left undone are retried once in a fresh pool, then reported failed."""
     import concurrent.futures as cf
     import multiprocessing as mp
@@ -242,20 +250,25 @@ def _process_results(paths: Sequence[str], options: Options, jobs: int) -> Itera
         pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("forkserver"),
                                       initializer=_ignore_sigint)
         try:
-            futures = {pool.submit(work_on_run, p, options): p for p in todo}
-            for fut in cf.as_completed(futures):
-                p = futures[fut]
-                try:
-                    r = fut.result()
-                    r.where = "process"
-                    yield r
-                except cf.process.BrokenProcessPool as exc:
-                    if attempt < 2:
-                        retry.append(p)
-                    else:
-                        yield _failed(p, exc, "process")
-                except Exception as exc:  # noqa: BLE001 - see _failed
-                    yield _failed(p, exc, "process")
+            pending = {pool.submit(work_on_run, p, options): p for p in todo}
+            while pending:
+                finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                batch = []
+                for fut in finished:
+                    p = pending.pop(fut)
+                    try:
+                        r = fut.result()
+                        r.where = "process"
+                        batch.append(r)
+                    except cf.process.BrokenProcessPool as exc:
+                        if attempt < 2:
+                            retry.append(p)
+                        else:
+                            batch.append(_failed(p, exc, "process"))
+                    except Exception as exc:  # noqa: BLE001 - see _failed
+                        batch.append(_failed(p, exc, "process"))
+                if batch:
+                    yield batch
         finally:
             # Stopped early (the generator closed): runs not started are cancelled, running ones finish.
             pool.shutdown(wait=True, cancel_futures=True)
@@ -269,8 +282,8 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _ray_results(paths: Sequence[str], options: Options, address: str | None) -> Iterator[RunResult]:
-    """Results as Ray tasks finish: `ray.init()` locally when no address is given, else the cluster's."""
+def _ray_results(paths: Sequence[str], options: Options, address: str | None) -> Iterator[list[RunResult]]:
+    """Results as Ray tasks finish, in batches of those finished together: `ray.init()` locally when no address is given, else the cluster's."""
     try:
         import ray
     except ImportError:
@@ -283,11 +296,17 @@ def _ray_results(paths: Sequence[str], options: Options, address: str | None) ->
     pending = {task.remote(p, options): p for p in paths}
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
+        rest = [ref for ref in pending if ref not in ready]
+        if rest:
+            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+            ready = list(ready) + list(more)
+        batch = []
         for ref in ready:
             p = pending.pop(ref)
             try:
                 r = ray.get(ref)
                 r.where = "ray"
-                yield r
+                batch.append(r)
             except Exception as exc:  # noqa: BLE001 - see _failed
-                yield _failed(p, exc, "ray")
+                batch.append(_failed(p, exc, "ray"))
+        yield batch

@@ -72,33 +72,41 @@ def append_run_tables(con, tables: dict) -> None:
     Fleet mode's single writer (docs/watch.md): a worker ingests a run into its own database and hands back
     every table as Arrow; here each id the worker drew from a sequence (source_id, series_id, ckpt_id,
     batch_id) is given a fresh id from this store's sequence, in the worker's order, and every column holding
-    that id (`series_id`, `prev_ckpt_id`, ...) is rewritten in the bulk INSERT ... SELECT. The rows go from
+    that id (`series_id`, `prev_ckpt_id`, ...) is rewritten in the bulk INSERT ... SELECT (an offset where both
+    numberings are contiguous, as they are with one writer; a lookup otherwise). The rows go from
     Arrow to DuckDB untouched otherwise (a NaN keeps its bits). Generic over ingest.schema.TABLES: a table
     added there is copied too. The caller holds the transaction.
     """
     import pyarrow as pa
 
-    keys = _key_columns()
-    maps: dict[str, str] = {}
-    for key, (seq, owner) in keys.items():
+    # key -> SQL that turns the worker's id in column {c} into this store's: an offset when both id ranges are
+    # contiguous (a fresh private store numbers from 1, this store's sequence hands out a run), else a lookup.
+    remap: dict[str, str] = {}
+    views: list[str] = []
+    for key, (seq, owner) in _key_columns().items():
         if owner not in tables or tables[owner].num_rows == 0:
             continue
         old = sorted(tables[owner].column(key).to_pylist())
         new = sorted(r[0] for r in con.execute(f"SELECT nextval('{seq}') FROM range(?)", [len(old)]).fetchall())
-        maps[key] = f"_map_{key}"
-        con.register(maps[key], pa.table({"old": pa.array(old, pa.int64()), "new": pa.array(new, pa.int64())}))
+        if old == list(range(old[0], old[0] + len(old))) and new == list(range(new[0], new[0] + len(new))):
+            remap[key] = f"({{c}} + {new[0] - old[0]})"
+        else:
+            view = f"_map_{key}"
+            con.register(view, pa.table({"old": pa.array(old, pa.int64()), "new": pa.array(new, pa.int64())}))
+            views.append(view)
+            remap[key] = f"(SELECT m.new FROM {view} m WHERE m.old = {{c}})"
     try:
         for name, table in tables.items():
             if table.num_rows == 0:
                 continue
             select = []
             for c in table.column_names:
-                key = next((k for k in maps if c == k or c.endswith("_" + k)), None)
-                select.append(f'(SELECT m.new FROM {maps[key]} m WHERE m.old = t."{c}")' if key else f't."{c}"')
+                key = next((k for k in remap if c == k or c.endswith("_" + k)), None)
+                select.append(remap[key].format(c=f't."{c}"') if key else f't."{c}"')
             cols = ", ".join(f'"{c}"' for c in table.column_names)
             con.register("_copied", table)
             con.execute(f"INSERT INTO {name} ({cols}) SELECT {', '.join(select)} FROM _copied t")
             con.unregister("_copied")
     finally:
-        for view in maps.values():
+        for view in views:
             con.unregister(view)

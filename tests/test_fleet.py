@@ -148,3 +148,30 @@ def test_ray_local_equals_sequential(mixed_root, sequential, tmp_path):
         assert r.where == "ray"
         assert (r.error is None) == (expected[name][0] is None)
         assert (r.analysis.as_dict() if r.analysis else None) == expected[name][1]
+
+
+def test_ids_that_are_not_contiguous_are_looked_up(tmp_path):
+    """append_run_tables renumbers by offset when both numberings are contiguous, else through a lookup table:
+    drop one series from a worker's export so its ids have a gap, and every point still lands on its series."""
+    import pyarrow.compute as pc
+
+    from ingest.queries import export_run_tables
+    from ingest.run import ingest_run
+    from ingest.writes import append_run_tables
+
+    private = tmp_path / "private.duckdb"
+    ingest_run(GALLERY / "dist_mismatch_val_norm", private, progress=False)
+    with connect(private, write=False) as con:
+        tables = export_run_tables(con)
+        expected = sorted(con.execute("SELECT r.name, count(*), sum(s.value) FROM scalars s JOIN series r "
+                                      "USING (series_id) WHERE r.series_id <> 2 GROUP BY 1").fetchall())
+    tables["series"] = tables["series"].filter(pc.not_equal(tables["series"]["series_id"], 2))
+    tables["scalars"] = tables["scalars"].filter(pc.not_equal(tables["scalars"]["series_id"], 2))
+    store = tmp_path / "store.duckdb"
+    with connect(store, write=True) as con:
+        con.execute("SELECT nextval('series_id_seq') FROM range(5)")  # the store has numbered series before
+        append_run_tables(con, tables)
+        got = sorted(con.execute("SELECT r.name, count(*), sum(s.value) FROM scalars s JOIN series r "
+                                 "USING (series_id) GROUP BY 1").fetchall())
+        assert con.execute("SELECT min(series_id) FROM series").fetchone()[0] == 6
+    assert got == expected and len(got) >= 2
