@@ -178,6 +178,7 @@ class Watcher:
         self.suspect_tails: dict[tuple[str, str, int], tuple[int, str]] = {}  # (run, file, pos) -> (size, detail)
         self.logged_errors: dict[str, str] = {}  # last message logged per root or run: said once, not every pass
         self.stop = threading.Event()
+        self.unrecorded: list[Alert] = []  # alerts of a pass whose write failed: recorded by the next pass
         self._loaded = False
 
     # -- state -------------------------------------------------------------------------------------------
@@ -228,7 +229,9 @@ class Watcher:
             for r in d.runs:
                 found.setdefault(run_id_for(r.path), (root, r))
         report.runs = len(found)
-        alerts: list[Alert] = []
+        # Alerts gather in `unrecorded` (extended in place) until the pass's write commits: a pass that fails
+        # halfway (a locked store, a full disk) leaves them for the next pass, which records and prints them.
+        alerts = self.unrecorded
         alerts += self._gone(found)
 
         changed: list[RunState] = []
@@ -245,8 +248,7 @@ class Watcher:
                 self._log_once(run_id, f"{st.name}: cannot read {r.path} ({exc.strerror or exc}); skipped")
                 continue
             if newest is not None and (st.last_growth is None or newest > st.last_growth):
-                if st.last_growth is not None:
-                    st.growths.append(newest)
+                st.growths.append(newest)
                 if st.state == "stalled":
                     st.state, st.detail = "active", None
                     self.log(f"{st.name}: growing again")
@@ -304,7 +306,6 @@ class Watcher:
             seen.add(f.kind)
             if before is not None and RANK[before] <= RANK[f.severity]:
                 continue
-            self.alerted[(st.run_id, f.kind)] = f.severity
             where = f" at step {f.step:,}" if f.step is not None else ""
             tail = f.summary
             ck = (analysis.replay_from or {}).get("checkpoint")
@@ -437,19 +438,28 @@ class Watcher:
         """One write transaction for the pass: changed watched_runs rows and the alerts; then emit them."""
         dirty = [st for st in self.runs.values() if st.dirty]
         if not dirty and not alerts:
+            self.unrecorded = []
             return
         from ingest.store import connect
         from ingest.writes import insert_alerts, upsert_watched_runs
 
-        with connect(self.db, write=True) as con:
-            con.execute("BEGIN")
-            try:
-                upsert_watched_runs(con, [st.row() for st in dirty])
-                insert_alerts(con, [a.row() for a in alerts])
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+        try:
+            with connect(self.db, write=True) as con:
+                con.execute("BEGIN")
+                try:
+                    upsert_watched_runs(con, [st.row() for st in dirty])
+                    insert_alerts(con, [a.row() for a in alerts])
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+        except BaseException:
+            self.unrecorded = alerts  # nothing is lost: the next pass records (and prints) them
+            raise
+        self.unrecorded = []
+        for a in alerts:
+            if a.origin == "finding":
+                self.alerted[(a.run_id, a.kind)] = a.severity
         for st in dirty:
             st.dirty = False
         for st in [s for s in self.runs.values() if s.state == "gone"]:
@@ -470,7 +480,12 @@ class Watcher:
         observer = self._observer(wake)
         try:
             while not self.stop.is_set():
-                on_pass(self.poll_once())
+                try:
+                    on_pass(self.poll_once())
+                except Exception as exc:  # noqa: BLE001 - the service outlives a failed pass (a locked store, a
+                    # full disk): its alerts are kept for the next pass, which tries again
+                    first = (str(exc).strip().splitlines() or [""])[0]
+                    self.log(f"pass failed ({type(exc).__name__}: {first}); trying again in {self.settings.interval:g}s")
                 wake.clear()
                 deadline = time.monotonic() + self.settings.interval
                 while not self.stop.is_set() and time.monotonic() < deadline:

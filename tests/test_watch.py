@@ -72,7 +72,7 @@ def watched(tmp_path):
     root.mkdir()
     db = tmp_path / "store" / "f.duckdb"
     log: list[str] = []
-    w = Watcher([root], db, WatchSettings(stall_factor=5, min_stall_s=0, events=False), log=log.append)
+    w = Watcher([root], db, WatchSettings(events=False), log=log.append)  # stalls need 300 s: none in these tests
     return root, db, w, log
 
 
@@ -149,7 +149,8 @@ def test_wandb_log_growing_mid_record_is_not_damage_but_a_stuck_tail_is(watched)
 
 
 def test_a_run_that_stops_growing_is_stalled_once_and_an_old_run_never(watched, tmp_path):
-    root, db, w, log = watched
+    root, db, _, log = watched
+    w = Watcher([root], db, WatchSettings(stall_factor=5, min_stall_s=0, events=False), log=log.append)
     tb = LiveTB(root / "live_job")
     event = None
     t0 = time.time() - 10_000
@@ -278,3 +279,28 @@ def test_runs_lists_how_the_watch_found_each_run(tmp_path, capsys):
     assert "lightning_logs/ folder holds one run (version_0)" in run["found_by_watch"]["reason"]
     assert main(["runs", "--db", str(db)]) == 0
     assert "found by watch as lightning_version" in capsys.readouterr().out
+
+
+def test_a_pass_whose_write_fails_loses_no_alert(watched, monkeypatch):
+    """A full disk or a locked store at the pass's write: the pass fails, the next one records and prints its
+    alerts (the run is not read again)."""
+    import ingest.writes
+
+    root, db, w, log = watched
+    shutil.copytree(GALLERY / "nan_lr_too_high", root / "job", ignore=shutil.ignore_patterns("*.py"))
+    real = ingest.writes.insert_alerts
+
+    def full_disk(con, rows):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ingest.writes, "insert_alerts", full_disk)
+    with pytest.raises(OSError):
+        w.poll_once()
+    monkeypatch.setattr(ingest.writes, "insert_alerts", real)
+    printed = []
+    w.emit = printed.append
+    again = w.poll_once()
+    assert again.changed == 0 and "nan_loss" in {a.kind for a in printed}
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT count(*) FROM alerts WHERE kind = 'nan_loss'").fetchone()[0] == 1
+    assert w.poll_once().alerts == []
