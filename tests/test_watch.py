@@ -4,6 +4,7 @@ time (`Watcher.poll_once`, what `--once` runs), never by sleeping. Plus the sche
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -304,3 +305,31 @@ def test_a_pass_whose_write_fails_loses_no_alert(watched, monkeypatch):
     with connect(db, write=False) as con:
         assert con.execute("SELECT count(*) FROM alerts WHERE kind = 'nan_loss'").fetchone()[0] == 1
     assert w.poll_once().alerts == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("watchdog") is None, reason="watchdog is not installed (the watch extra)")
+def test_file_events_wake_the_loop_before_the_interval(tmp_path):
+    """With watchdog, a NaN flushed into a watched run is alerted long before the next poll would come (the
+    interval here is 10 minutes); the loop stops cleanly when asked."""
+    import threading
+
+    root = tmp_path / "runs"
+    tb = LiveTB(root / "job")
+    tb.write(60)
+    got: dict[str, float] = {}
+    w = Watcher([root], tmp_path / "f.duckdb", WatchSettings(interval=600),
+                emit=lambda a: got.setdefault(a.kind, time.monotonic()))
+    passes = threading.Semaphore(0)
+    thread = threading.Thread(target=w.run_forever, kwargs={"on_pass": lambda r: passes.release()}, daemon=True)
+    thread.start()
+    try:
+        assert passes.acquire(timeout=120), "the first pass did not finish"
+        tb.write(80, nan_from=70)
+        t0 = time.monotonic()
+        assert passes.acquire(timeout=120), "no pass after the file changed: file events did not wake the loop"
+        assert "nan_loss" in got and got["nan_loss"] - t0 < 120
+    finally:
+        w.stop.set()
+        thread.join(30)
+        tb.w.close()
+    assert not thread.is_alive()
