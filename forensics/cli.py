@@ -451,7 +451,7 @@ def _watch_parser(sub) -> None:
     p.add_argument("--interval", type=float, default=30.0, metavar="S", help="seconds between passes (default 30)")
     p.add_argument("--once", action="store_true", help="one pass, then exit (for cron and CI)")
     p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
-                   help="analyse runs new to the database in N worker processes (default 1)")
+                   help="analyse changed runs in N worker processes (default 1)")
     p.add_argument("--stall-factor", type=float, default=10.0, metavar="F",
                    help="a run is stalled after F times its usual interval without growth (default 10)")
     p.add_argument("--min-stall", type=float, default=300.0, metavar="S",

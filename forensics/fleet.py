@@ -7,9 +7,10 @@ hands back the run's tables as Arrow with the analysis. The driver appends the t
 ids (`ingest.writes.append_run_tables`), and stores the analysis: the store ends up as a sequential
 `forensics analyze` of each run would leave it.
 
-A run the store already holds is read incrementally by the driver itself (`ingest_run` resumes where the last
-ingest stopped: DECISIONS.md §3), so nothing is read or stored twice. A run whose worker fails is reported
-with its error; the rest complete.
+A run the store already holds is ingested by the driver itself (`ingest_run` resumes where the last ingest
+stopped: DECISIONS.md §3, so nothing is read or stored twice), then analysed by workers that open the store
+read-only, and the driver stores the analyses. A run whose worker fails is reported with its error; the rest
+complete.
 """
 
 from __future__ import annotations
@@ -174,8 +175,8 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
     """Ingest and analyse every run in `paths`; store everything; return one result per run, in `paths` order.
 
     `jobs` = 1 without Ray: each run in this process, in order (the sequential reference). Otherwise runs the
-    store does not hold yet go to `jobs` worker processes (or Ray tasks), and runs it holds are read
-    incrementally here. `known` is the set of run ids the store holds (read from it when None).
+    store does not hold yet go to `jobs` worker processes (or Ray tasks); runs it holds are ingested here
+    (only what is new) and analysed by `jobs` processes reading the store (by this process under Ray). `known` is the set of run ids the store holds (read from it when None).
     `on_result` sees each result as soon as it is stored (the CLI prints progress with it). When
     `should_stop()` turns true (SIGINT/SIGTERM), the run being written finishes and no other starts: the
     results returned are those of the runs done.
@@ -219,11 +220,81 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
         for r in batch:
             r.store_seconds += opened / len(batch)  # the connection's cost, shared
             done(r)
-    for p in stored:
-        if should_stop():
-            break
-        in_driver(p)
+    if use_ray:  # a Ray task may run on another machine, which cannot open this store: the driver reads them
+        for p in stored:
+            if should_stop():
+                break
+            in_driver(p)
+    else:
+        for r in _stored_runs(stored, db, options, jobs, should_stop):
+            done(r)
     return [results[p] for p in paths if p in results]
+
+
+def _stored_runs(paths: Sequence[str], db: Path, options: Options, jobs: int,
+                 should_stop: Callable[[], bool]) -> list[RunResult]:
+    """Runs the store already holds, with N processes: the driver ingests what is new in each (one writer), then
+    workers analyse them reading the store read-only (DuckDB allows many readers when nobody writes), then the
+    driver stores every analysis through one connection. The phases do not overlap: a writer and readers
+    cannot hold the file at once."""
+    from ingest.errors import ForensicsError, StoreLocked
+    from ingest.run import ingest_run
+
+    out: list[RunResult] = []
+    ingested: list[tuple[str, str]] = []
+    for p in paths:
+        if should_stop():
+            return out
+        try:
+            report = ingest_run(Path(p), db, progress=False, trust_pickle=options.trust_pickle)
+            ingested.append((p, report.run_id))
+        except ForensicsError as exc:
+            out.append(RunResult(path=p, name=Path(p).name, error=str(exc), retry=isinstance(exc, StoreLocked)))
+        except Exception as exc:  # noqa: BLE001 - see analyze_runs
+            out.append(_failed(p, exc, "driver"))
+    if not ingested or should_stop():
+        return out
+    analysed: list[RunResult] = []
+    if len(ingested) == 1:  # a pool's start costs more than one run's analysis
+        analysed.append(analyse_stored(ingested[0], options, db))
+    else:
+        for batch in _process_results(ingested, options, jobs, task=analyse_stored, db=db):
+            analysed.extend(batch)
+    from forensics.engine import store_analysis
+    from ingest.store import connect
+
+    with connect(db, write=True) as con:
+        for r in analysed:
+            if r.analysis is None:
+                continue
+            t0 = time.monotonic()
+            try:
+                store_analysis(con, r.analysis, options.settings)
+            except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
+                failed = _failed(r.path, exc, r.where)
+                r.error, r.trace, r.retry, r.analysis = failed.error, failed.trace, True, None
+            r.store_seconds = time.monotonic() - t0
+    return out + analysed
+
+
+def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResult:
+    """Worker: analyse a run the store holds (already ingested by the driver), reading the store read-only."""
+    from forensics.engine import analyze_run, build_detectors
+    from forensics.run import Run
+    from ingest.errors import ForensicsError, StoreLocked
+    from ingest.store import connect
+
+    path, run_id = item
+    started = time.monotonic()
+    out = RunResult(path=path, name=Path(path).name, run_id=run_id)
+    try:
+        detectors = build_detectors(options.only, options.skip, options.settings)
+        with connect(db, write=False) as con:
+            out.analysis = analyze_run(Run.from_store(con, run_id), detectors)
+    except ForensicsError as exc:
+        out.error, out.retry = str(exc), isinstance(exc, StoreLocked)
+    out.seconds = time.monotonic() - started
+    return out
 
 
 def _known(db: Path) -> set[str]:
@@ -236,7 +307,8 @@ def _known(db: Path) -> set[str]:
         return known_run_ids(con)
 
 
-def _process_results(paths: Sequence[str], options: Options, jobs: int) -> Iterator[list[RunResult]]:
+def _process_results(paths: Sequence, options: Options, jobs: int, task: Callable = work_on_run,
+                     **kwargs: Any) -> Iterator[list[RunResult]]:
     """Results as workers finish, in batches of those finished together. A worker process that dies (killed, out of memory) breaks the pool: the runs
     it left undone are retried once in a fresh pool, then reported failed."""
     import concurrent.futures as cf
@@ -250,7 +322,7 @@ def _process_results(paths: Sequence[str], options: Options, jobs: int) -> Itera
         pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("forkserver"),
                                       initializer=_ignore_sigint)
         try:
-            pending = {pool.submit(work_on_run, p, options): p for p in todo}
+            pending = {pool.submit(task, p, options, **kwargs): p for p in todo}
             while pending:
                 finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
                 batch = []
@@ -264,15 +336,19 @@ def _process_results(paths: Sequence[str], options: Options, jobs: int) -> Itera
                         if attempt < 2:
                             retry.append(p)
                         else:
-                            batch.append(_failed(p, exc, "process"))
+                            batch.append(_failed(_path(p), exc, "process"))
                     except Exception as exc:  # noqa: BLE001 - see _failed
-                        batch.append(_failed(p, exc, "process"))
+                        batch.append(_failed(_path(p), exc, "process"))
                 if batch:
                     yield batch
         finally:
             # Stopped early (the generator closed): runs not started are cancelled, running ones finish.
             pool.shutdown(wait=True, cancel_futures=True)
         todo = retry
+
+
+def _path(item: str | tuple[str, str]) -> str:
+    return item if isinstance(item, str) else item[0]
 
 
 def _ignore_sigint() -> None:

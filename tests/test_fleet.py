@@ -108,13 +108,25 @@ def test_a_broken_run_is_reported_and_the_rest_complete(sequential):
     assert by_name["nan_sqrt_norm"]["kind"] == "hf_output_dir"
 
 
-def test_second_pass_reads_only_what_is_new(mixed_root, parallel):
+def test_second_pass_reads_only_what_is_new_and_equals_sequential(mixed_root, sequential, parallel):
+    """A run is added to the root; the stored runs are ingested by the driver (nothing new) and re-analysed
+    by workers reading the store, the new one goes to a worker: the store equals a sequential second pass."""
+    seq_db, _ = sequential
     db, _ = parallel
     before = _store_digest(db)
-    code, again = _run_cli(mixed_root, db, "--jobs", "2")
+    shutil.copytree(GALLERY / "clip_too_small", mixed_root / "clip_too_small", ignore=shutil.ignore_patterns("*.py"))
+    try:
+        code, again = _run_cli(mixed_root, db, "--jobs", "2")
+        _, seq_again = _run_cli(mixed_root, seq_db, "--jobs", "1")
+    finally:
+        shutil.rmtree(mixed_root / "clip_too_small")
     after = _store_digest(db)
-    assert {r["where"] for r in again["runs"]} == {"driver"}  # stored runs are read incrementally by the driver
-    assert after["scalars"] == before["scalars"] and after["tensor_stats"] == before["tensor_stats"]
+    where = {Path(r["path"]).name: r["where"] for r in again["runs"]}
+    assert where["clip_too_small"] == "process" and where["nan_sqrt_norm"] == "process"
+    assert len(after["scalars"]) > len(before["scalars"])
+    assert after["tensor_stats"] == before["tensor_stats"]  # no checkpoint read twice
+    assert after == _store_digest(seq_db)
+    assert _analyses(again) == _analyses(seq_again)
 
 
 def test_cli_all_text_and_bad_root(mixed_root, tmp_path, capsys):

@@ -333,3 +333,29 @@ def test_file_events_wake_the_loop_before_the_interval(tmp_path):
         thread.join(30)
         tb.w.close()
     assert not thread.is_alive()
+
+
+def test_watch_with_two_jobs_alerts_as_one_process_does(tmp_path):
+    """--jobs 2: new runs go to workers, grown ones are ingested by the watch and analysed by workers reading the
+    store; the alerts and the points stored are those of one process."""
+    out = {}
+    for jobs in (1, 2):
+        root = tmp_path / f"runs{jobs}"
+        for name in ("clip_too_small", "plateau_double_softmax"):
+            shutil.copytree(GALLERY / name, root / name, ignore=shutil.ignore_patterns("*.py"))
+        db = tmp_path / f"f{jobs}.duckdb"
+        w = Watcher([root], db, WatchSettings(jobs=jobs, events=False))
+        first = w.poll_once()
+        with open(root / "plateau_double_softmax" / "train.log", "a") as f:
+            f.writelines(f"[2026-01-01 00:00:00] step {s}/9999 | loss nan | lr 1.000e-03\n" for s in range(5000, 5010))
+        with open(root / "clip_too_small" / "config.yaml", "a") as f:
+            f.write("note: edited while the watch runs\n")  # both runs changed: the workers' pool analyses them
+        second = w.poll_once()
+        assert second.changed == 2
+        with connect(db, write=False) as con:
+            points = con.execute("SELECT count(*), count(DISTINCT (series_id, source_id, position)) FROM scalars").fetchone()
+        out[jobs] = ([(a.run_name, a.kind, a.severity, a.step) for a in first.alerts],
+                     [(a.run_name, a.kind, a.severity, a.step) for a in second.alerts], points)
+    assert out[1] == out[2]
+    assert ("plateau_double_softmax", "nan_loss", "critical", 5000) in out[2][1]
+    assert out[2][2][0] == out[2][2][1]
