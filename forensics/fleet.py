@@ -209,7 +209,9 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
         known = _known(db)
     fresh = [p for p in paths if run_id_for(Path(p)) not in known]
     stored = [p for p in paths if p not in set(fresh)]
-    workers = _ray_results(fresh, options, ray_address) if use_ray else _process_results(fresh, options, jobs)
+    workers = (batch for batch in ())  # a generator, like the two below: it can be closed
+    if fresh:  # (a generator: Ray starts, or a pool, only when there is work for it)
+        workers = _ray_results(fresh, options, ray_address) if use_ray else _process_results(fresh, options, jobs)
     for batch in workers:
         if should_stop():
             workers.close()  # pending runs are cancelled; finished ones not yet stored are dropped
