@@ -32,23 +32,33 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence
     `progress` is ingest's callback; `trust_pickle` lets ingest unpickle checkpoints that need it (runs code
     from the file). Raises ForensicsError subclasses for unreadable runs, bad settings or a locked database.
     """
-    from ingest import queries
     from ingest.run import ingest_run
     from ingest.store import connect
 
-    detectors = build_detectors(only, skip, settings)
+    build_detectors(only, skip, settings)  # bad --only/--skip/--set fail before any reading
     refuse_folder_of_runs(Path(run_dir), "analyze")
     path = Path(db).expanduser()
     report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle)
     with connect(path, write=False) as con:
-        run = Run.from_store(con, report.run_id)
-        result = analyze_run(run, detectors)
-        result.read_problems = queries.read_problems(con, report.run_id)
-        result.unknown_files = queries.unknown_files(con, report.run_id)
-        give_verdict(result, run, detectors, restricted=bool(only or skip))
+        result = analyze_stored(con, report.run_id, only=only, skip=skip, settings=settings)
     result.db = str(path)
     with connect(path, write=True) as con:
         store_analysis(con, result, settings)
+    return result
+
+
+def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence[str] = (),
+                   settings: dict[str, str] | None = None) -> Analysis:
+    """Analyse a run the store already holds (an open read-only connection): findings, read problems and the
+    verdict. `analyze` and the fleet's workers both come here, so a run gets the same diagnosis either way."""
+    from ingest import queries
+
+    detectors = build_detectors(only, skip, settings)
+    run = Run.from_store(con, run_id)
+    result = analyze_run(run, detectors)
+    result.read_problems = queries.read_problems(con, run_id)
+    result.unknown_files = queries.unknown_files(con, run_id)
+    give_verdict(result, run, detectors, restricted=bool(only or skip))
     return result
 
 

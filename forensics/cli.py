@@ -178,6 +178,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     db = db_path(args.db)
     with connect(db, write=False) as con:
         out = list_runs(con)
+        found = _found_by_watch(con)
+    for r in out:
+        r["found_by_watch"] = found.get(r["run"])
     if args.json:
         print(json.dumps({"db": str(db), "runs": out}, indent=2))
         return 0
@@ -199,6 +202,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         problems = sum(1 for i in r["issues"] if i["kind"] != "unknown_file")
         print(f"{r['run']:<10}  {shown[r['run']]:<{width}} {r['points']:>12,}  {r['series']:>6}  {problems:>8}  "
               f"{len(r['sources'])} ({kinds})")
+        if r["found_by_watch"]:
+            w = r["found_by_watch"]
+            print(f"{'':12}found by watch as {w['kind']}: {w['reason']} ({w['state']})")
     print(f"database: {db}")
     return 0
 
@@ -209,6 +215,14 @@ def _short_path(path: str) -> str:
         return str(Path(path).relative_to(Path.cwd()))
     except ValueError:
         return path
+
+
+def _found_by_watch(con) -> dict[str, dict]:
+    """run_id -> how `forensics watch` found the run (docs/watch.md's rules) and its state there."""
+    from ingest.queries import watched_runs
+
+    return {w["run_id"]: {"kind": w["kind"], "reason": w["reason"], "state": w["state"], "watch_root": w["watch_root"]}
+            for w in watched_runs(con)}
 
 
 # -- analyze ------------------------------------------------------------------------------------------------
@@ -244,6 +258,7 @@ def _analyze_parser(sub) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a training run's folder")
     _add_db(p)
     _add_json(p)
+    _add_fleet(p)
     p.add_argument("--markdown", metavar="FILE", type=Path,
                    help="also write the diagnosis as markdown to FILE (`-`: print it instead of the text)")
     p.add_argument("--only", type=_kinds, default=[], metavar="KINDS", help="run only these detectors (comma-separated kinds)")
@@ -263,6 +278,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from forensics import report
     from forensics.analysis import analyze
 
+    if args.all:
+        return cmd_analyze_all(args)
     markdown_to = _markdown_target(args)
     result = analyze(args.run_dir, db_path(args.db), only=args.only, skip=args.skip, settings=dict(args.settings),
                      trust_pickle=args.trust_pickle)
@@ -613,9 +630,173 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+# -- watch and fleet mode (analyze ROOT --all) ------------------------------------------------------------------
+
+def _jobs(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs takes a number of processes, 1 or more (got {n})")
+    return n
+
+
+def _add_fleet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", action="store_true",
+                   help="RUN_DIR is a folder of runs: find each run (docs/watch.md) and analyse them all")
+    p.add_argument("--jobs", type=_jobs, default=1, metavar="N", help="with --all: N worker processes (default 1)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="with --all: run as Ray tasks, on the cluster at ADDRESS or a local Ray without one "
+                        "(needs the ray extra)")
+
+
+def cmd_analyze_all(args: argparse.Namespace) -> int:
+    import time
+
+    from forensics import report
+    from forensics.findings import RANK
+    from forensics.fleet import Options, analyze_runs
+    from ingest.discovery import discover
+
+    if args.markdown is not None:
+        raise ForensicsError("--markdown writes one run's diagnosis; with --all use --json")
+    root = args.run_dir
+    if not root.is_dir():
+        raise ForensicsError(f"{root} is not a folder; --all takes a folder of runs")
+    found = discover(root)
+    if not found.runs:
+        raise ForensicsError(f"no runs found under {root} ({found.dirs_scanned} folders looked at); "
+                             f"docs/watch.md lists the layouts recognised")
+    db = db_path(args.db)
+    options = Options(args.only, args.skip, dict(args.settings), args.trust_pickle)
+    started = time.monotonic()
+    tty = sys.stderr.isatty()
+    count = [0]
+
+    def progress(r) -> None:
+        count[0] += 1
+        if tty:
+            print(f"\r{count[0]}/{len(found.runs)} runs", end="", file=sys.stderr, flush=True)
+
+    results = analyze_runs([str(r.path) for r in found.runs], db, options, jobs=args.jobs,
+                           use_ray=args.ray is not None, ray_address=args.ray or None, on_result=progress)
+    if tty:
+        print(file=sys.stderr)
+    seconds = time.monotonic() - started
+    by_path = {r.path: r for r in results}
+    failed = [r for r in results if r.error is not None]
+    if args.json:
+        print(json.dumps({"db": str(db), "root": str(found.root), "jobs": args.jobs, "ray": args.ray is not None,
+                          "seconds": round(seconds, 2), "failed": len(failed), "runs": [
+                              {"path": str(d.path), "kind": d.kind, "reason": d.reason,
+                               **by_path[str(d.path)].as_dict()} for d in found.runs]}, indent=2))
+    else:
+        for d in found.runs:
+            r = by_path[str(d.path)]
+            rel = d.path.relative_to(found.root) if d.path != found.root else Path(d.path.name)
+            if r.error is not None:
+                print(f"{rel}: could not analyse: {r.error}")
+                if args.verbose and r.trace:
+                    print(r.trace, end="")
+                continue
+            line = report.verdict(r.analysis).split(": ", 1)[1]
+            head = r.analysis.headline()
+            more = f" — first: {head.kind} at step {head.step}" if head is not None and head.step is not None else (
+                f" — first: {head.kind}" if head is not None else "")
+            print(f"{rel}: {line}{more}")
+        print(f"{len(results) - len(failed)} of {len(found.runs)} runs analysed in {seconds:.1f}s "
+              f"({args.jobs} {'Ray' if args.ray is not None else 'process'}{'es' if args.jobs > 1 and args.ray is None else ''}); "
+              f"database: {db}")
+    if failed:
+        print(f"forensics: error: {len(failed)} of {len(found.runs)} runs could not be analysed; the others were",
+              file=sys.stderr)
+        return 2
+    if args.fail_on and any(RANK[f.severity] <= RANK[args.fail_on] for r in results for f in r.analysis.findings):
+        return 1
+    return 0
+
+
+def _watch_parser(sub) -> None:
+    p = sub.add_parser(
+        "watch",
+        help="watch folders of runs: diagnose every new or growing run and alert on what changed",
+        description=(
+            "Find every run under each ROOT (the layouts W&B, TensorBoard, Lightning, HF Trainer, MLflow and "
+            "console scripts leave: docs/watch.md), then poll: a run whose files changed is ingested (only "
+            "what is new) and analysed again. An alert is one line on stdout (a JSON line with --json) and a "
+            "row in the database's alerts table: a finding the run did not have or a worse severity, a run "
+            "that stopped growing for longer than its usual interval times --stall-factor, a file whose tail "
+            "ends inside a record and has not grown by the next pass, a run that cannot be read or was "
+            "deleted. Service messages go to stderr. SIGINT/SIGTERM finish the current write and exit 0."
+        ),
+        epilog=(f"{EPILOG_DB}\nThe write lock is held only per transaction: `forensics app` can read meanwhile."
+                "\n\nexample:\n  forensics watch sample_runs/runs --db /tmp/f.duckdb --once --json"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("roots", nargs="+", metavar="ROOT", type=Path, help="a folder holding runs (or one run)")
+    _add_db(p)
+    _add_json(p)
+    p.add_argument("--interval", type=float, default=30.0, metavar="S", help="seconds between passes (default 30)")
+    p.add_argument("--once", action="store_true", help="one pass, then exit (for cron and CI)")
+    p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help="analyse changed runs in N worker processes (default 1)")
+    p.add_argument("--stall-factor", type=float, default=10.0, metavar="F",
+                   help="a run is stalled after F times its usual interval without growth (default 10)")
+    p.add_argument("--min-stall", type=float, default=300.0, metavar="S",
+                   help="and never before S seconds without growth (default 300)")
+    p.add_argument("--no-events", action="store_true",
+                   help="poll only; do not use watchdog's file events to wake early")
+    _add_trust_pickle(p)
+    p.set_defaults(func=cmd_watch)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    import signal
+
+    from forensics.fleet import Options
+    from forensics.watch import Watcher, WatchSettings
+
+    missing = [str(r) for r in args.roots if not r.is_dir()]
+    if missing:
+        raise ForensicsError(f"not a folder: {', '.join(missing)}; watch takes folders holding runs")
+    if args.interval <= 0:
+        raise ForensicsError(f"--interval must be positive (got {args.interval:g})")
+    db = db_path(args.db)
+
+    def emit(alert) -> None:
+        print(json.dumps(alert.as_dict(), default=str) if args.json else alert.message, flush=True)
+
+    def log(message: str) -> None:
+        print(f"forensics watch: {message}", file=sys.stderr, flush=True)
+
+    settings = WatchSettings(interval=args.interval, jobs=args.jobs, stall_factor=args.stall_factor,
+                             min_stall_s=args.min_stall, events=not args.no_events, options=Options(trust_pickle=args.trust_pickle))
+    watcher = Watcher(args.roots, db, settings, emit=emit, log=log)
+
+    def stop(signum, frame) -> None:
+        log(f"{signal.Signals(signum).name}: finishing the current write, then exiting")
+        watcher.stop.set()
+
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if args.once:
+            r = watcher.poll_once()
+            log(f"{r.runs} runs, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
+                f"{len(r.alerts)} alerts in {r.seconds:.1f}s; database: {db}")
+        else:
+            log(f"watching {', '.join(str(r) for r in watcher.roots)} every {args.interval:g}s; database: {db}")
+            watcher.run_forever()
+            log("stopped")
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    return 0
+
+
 # -- main ---------------------------------------------------------------------------------------------------
 
 PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _app_parser]
+
+
+PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _watch_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

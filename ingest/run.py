@@ -94,16 +94,16 @@ def walk(root: Path) -> list[PurePosixPath]:
     return found
 
 
-def _head(path: Path) -> bytes:
+def _head(path: Path, n: int = HEAD_BYTES) -> bytes:
     try:
         with path.open("rb") as f:
-            return f.read(HEAD_BYTES)
+            return f.read(n)
     except OSError:
         return b""
 
 
-def _head_hash(path: Path) -> str:
-    return hashlib.sha1(_head(path)).hexdigest()[:16]
+def _head_hash(path: Path, n: int = HEAD_BYTES) -> str:
+    return hashlib.sha1(_head(path, n)).hexdigest()[:16]
 
 
 @dataclass
@@ -194,7 +194,10 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
                 done += stat.st_size
                 progress("logs", done, total_bytes)
                 continue
-            rewritten = old_hash != head_hash or (fmt.resumable and stat.st_size < (resume_at or 0))
+            # A file shorter than HEAD_BYTES when last read grows into its own head: compare the bytes it had
+            # then, or a log still being written would be read again from 0 and its points stored twice.
+            then = head_hash if size is None or size >= HEAD_BYTES else _head_hash(path, size)
+            rewritten = old_hash != then or (fmt.resumable and stat.st_size < (resume_at or 0))
             start = 0 if rewritten and fmt.resumable else (resume_at or 0)
         item = _Pending(str(rel), fmt, fmt.group(rel), stat.st_size, stat.st_mtime, head_hash, source_id,
                         end=start, report=SourceReport(str(rel), fmt.name))

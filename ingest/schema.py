@@ -21,10 +21,12 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     findings        the engine's claims, with evidence (JSON) and the rows they used (sources, JSON)
     spikes          spike timesteps of every series
     skipped         detectors that could not run, and why
+    watched_runs    runs `forensics watch` found under its roots: why each is a run, how it last looked
+    alerts          what `forensics watch` reported: a new or worse finding, a stalled run, a damaged file
     meta            schema_version and other store facts
 """
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # How a database of each older version becomes the next one: statements run in order, in one transaction, by
 # `ingest.store` when a writer opens it. A version missing here cannot be migrated (the user re-ingests).
@@ -39,6 +41,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DELETE FROM batches",
         "DELETE FROM sources WHERE format = 'batch'",
     ),
+    # v2 -> v3 (issue 16): watched_runs and alerts, new tables only: the CREATE IF NOT EXISTS that runs before
+    # any migration makes them.
+    2: (),
 }
 
 TABLES: dict[str, str] = {
@@ -277,9 +282,41 @@ TABLES: dict[str, str] = {
             kind VARCHAR NOT NULL,
             reason VARCHAR NOT NULL
         )""",
+    # -- watch (docs/watch.md) ----------------------------------------------------------------------------
+    "watched_runs": """
+        CREATE TABLE IF NOT EXISTS watched_runs (
+            run_id VARCHAR PRIMARY KEY,     -- the id ingest gives the run's folder
+            path VARCHAR NOT NULL,          -- resolved absolute path of the run's folder
+            watch_root VARCHAR NOT NULL,    -- the ROOT it was found under
+            kind VARCHAR NOT NULL,          -- the discovery rule: tensorboard_logdir_run, wandb_run, ...
+            reason VARCHAR NOT NULL,        -- why it is a run, in words
+            first_seen TIMESTAMP,
+            last_checked TIMESTAMP,
+            last_growth DOUBLE,             -- newest mtime of its files, seconds since the epoch
+            fingerprint VARCHAR,            -- hash of every file's (path, size, mtime): unchanged = nothing to do
+            n_files BIGINT,
+            n_bytes BIGINT,
+            state VARCHAR,                  -- active, stalled, gone, error
+            detail VARCHAR                  -- the error of the last pass, if any
+        )""",
+    "alerts": """
+        CREATE TABLE IF NOT EXISTS alerts (
+            alert_id INTEGER PRIMARY KEY,
+            created TIMESTAMP NOT NULL,
+            run_id VARCHAR NOT NULL,
+            run_name VARCHAR NOT NULL,
+            origin VARCHAR NOT NULL,        -- finding (a detector's claim) or watch (the service's own)
+            kind VARCHAR NOT NULL,          -- a CATALOG.md id for findings; stalled, truncated, unreadable,
+                                            -- deleted for the service's own
+            severity VARCHAR NOT NULL,      -- critical, warning, info
+            step BIGINT,
+            analysis_id INTEGER,            -- the analysis holding the finding
+            message VARCHAR NOT NULL,       -- the line printed
+            detail VARCHAR                  -- JSON: the finding's evidence, the stall's numbers, the issue
+        )""",
 }
 
-SEQUENCES = ("source_id_seq", "series_id_seq", "ckpt_id_seq", "batch_id_seq", "analysis_id_seq")
+SEQUENCES = ("source_id_seq", "series_id_seq", "ckpt_id_seq", "batch_id_seq", "analysis_id_seq", "alert_id_seq")
 
 # No index on the point tables: an ART index slows bulk inserts many times over, and DuckDB's
 # per-row-group min/max (zonemaps) already prune scans by run and series.

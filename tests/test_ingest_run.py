@@ -173,3 +173,25 @@ def test_progress_is_a_callback_the_caller_draws(tmp_path):
         done = [d for s, d, _ in calls if s == stage]
         [total] = {t for s, _, t in calls if s == stage}
         assert done == sorted(done) and done[-1] == total > 0
+
+
+def test_small_log_that_grows_is_read_on_not_read_again(tmp_path):
+    """Regression (found by the watch issue's tests): a log under 4 KiB when first ingested grew into its own head
+    hash, so ingest took it for a rewritten file, read it again from byte 0 and stored its first points twice."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from ingest.run import ingest_run
+    from ingest.store import connect
+
+    w = SummaryWriter(str(tmp_path / "run"))
+    for step in range(20):
+        w.add_scalar("loss", 1.0 / (step + 1), step)
+    w.flush()  # the writer is still open: the job goes on
+    db = tmp_path / "f.duckdb"
+    assert ingest_run(tmp_path / "run", db, progress=None).points == 20
+    for step in range(20, 200):
+        w.add_scalar("loss", 1.0 / (step + 1), step)
+    w.close()
+    assert ingest_run(tmp_path / "run", db, progress=None).points == 180
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT count(*), count(DISTINCT position) FROM scalars").fetchone() == (200, 200)

@@ -1,0 +1,391 @@
+"""Fleet mode: ingest and analyse many runs in parallel, with one writer (`forensics analyze ROOT --all`, watch).
+
+Per-run ingest and analysis are independent, so they run in N worker processes (concurrent.futures) or as Ray
+tasks. DuckDB has one writer (DECISIONS.md §5), so a worker never opens the store: it ingests the run into a
+private database of its own (a file in RAM, /dev/shm where present, deleted after), analyses it there, and
+hands back the run's tables as Arrow with the analysis. The driver appends the tables in bulk, renumbering
+ids (`ingest.writes.append_run_tables`), and stores the analysis: the store ends up as a sequential
+`forensics analyze` of each run would leave it.
+
+A run the store already holds is ingested by the driver itself (`ingest_run` resumes where the last ingest
+stopped: DECISIONS.md §3, so nothing is read or stored twice), then analysed by workers that open the store
+read-only, and the driver stores the analyses. A run whose worker fails is reported with its error; the rest
+complete.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forensics.findings import Analysis
+
+
+@dataclass
+class Options:
+    """What every run's ingest and analysis get: detector choices (`analyze --only/--skip/--set`)."""
+
+    only: Sequence[str] = ()
+    skip: Sequence[str] = ()
+    settings: dict[str, str] = field(default_factory=dict)
+    trust_pickle: bool = False
+
+
+@dataclass
+class RunResult:
+    """One run's outcome. `analysis` is None when it failed; `error` says why (one line), `trace` keeps the
+    traceback of an unexpected failure; `retry` is True when the failure is not the run's (a locked store, a
+    failed write, a crashed worker), so a service tries it again; `points` counts the points a worker read
+    (0 in the driver)."""
+
+    path: str
+    run_id: str | None = None
+    name: str = ""
+    analysis: Analysis | None = None
+    error: str | None = None
+    trace: str | None = None
+    retry: bool = False
+    points: int = 0
+    seconds: float = 0.0
+    store_seconds: float = 0.0  # the driver's time appending a worker's tables and storing its analysis
+    where: str = "driver"  # driver, process, ray
+    tables: dict | None = field(default=None, repr=False)  # a worker's Arrow tables, until the driver appends them
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "run": self.run_id, "name": self.name, "error": self.error, "trace": self.trace,
+                "points": self.points, "seconds": round(self.seconds, 3), "where": self.where,
+                "analysis": self.analysis.as_dict() if self.analysis is not None else None}
+
+
+def _private_dir() -> str:
+    shm = Path("/dev/shm")
+    return tempfile.mkdtemp(prefix="forensics-worker-", dir=str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None)
+
+
+def work_on_run(path: str, options: Options) -> RunResult:
+    """Worker: `analyze` the run against a private store, return the analysis and the run's tables.
+
+    Runs in a worker process or a Ray task: it imports what it needs itself and never opens the shared store.
+    """
+    from forensics.analysis import analyze
+    from ingest.errors import ForensicsError
+    from ingest.queries import export_run_tables
+    from ingest.store import connect
+
+    started = time.monotonic()
+    out = RunResult(path=path, name=Path(path).name)
+    tmp = _private_dir()
+    db = Path(tmp) / "run.duckdb"
+    try:
+        try:
+            out.analysis = analyze(path, db, only=options.only, skip=options.skip, settings=options.settings,
+                                   trust_pickle=options.trust_pickle)
+            out.run_id = out.analysis.run_id
+        except ForensicsError as exc:
+            out.error = str(exc)
+        if db.exists():
+            # Also after a failure: what the ingest stored of an unreadable run (its read problems) goes to the
+            # store as a sequential ingest leaves it.
+            with connect(db, write=False) as con:
+                out.tables = export_run_tables(con)
+            out.points = out.tables["scalars"].num_rows
+            runs = out.tables["runs"].column("run_id").to_pylist()
+            out.run_id = out.run_id or (runs[0] if runs else None)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def run_in_driver(path: str, db: Path, options: Options) -> RunResult:
+    """The sequential path (also used for runs the store already holds): `analyze` against the store itself,
+    which reads only what is new since the last ingest."""
+    from forensics.analysis import analyze
+    from ingest.errors import ForensicsError, StoreLocked
+
+    started = time.monotonic()
+    out = RunResult(path=path, name=Path(path).name)
+    try:
+        out.analysis = analyze(path, db, only=options.only, skip=options.skip, settings=options.settings,
+                               trust_pickle=options.trust_pickle)
+        out.run_id = out.analysis.run_id
+    except ForensicsError as exc:
+        out.error, out.retry = str(exc), isinstance(exc, StoreLocked)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def store_worker_results(db: Path, results: list[RunResult], options: Options) -> None:
+    """Driver: append workers' tables and store their analyses, one write connection for the batch (the runs
+    finished meanwhile) and one transaction per run; each run's tables are dropped once stored, so the driver
+    holds a batch's rows at most. A run whose store fails (a full disk) gets the error; the others go on."""
+    from forensics.engine import store_analysis
+    from ingest.queries import known_run_ids
+    from ingest.store import connect
+    from ingest.writes import append_run_tables
+
+    todo = [r for r in results if r.tables is not None and r.run_id is not None]
+    if not todo:
+        return
+    with connect(db, write=True) as con:
+        known = known_run_ids(con)
+        for r in todo:
+            t0 = time.monotonic()
+            if r.run_id in known:
+                # Another writer stored this run meanwhile: the worker's copy would hold its points twice.
+                r.error, r.analysis, r.retry = "the run was stored by another process meanwhile", None, True
+                r.tables = None
+                continue
+            try:
+                con.execute("BEGIN")
+                try:
+                    append_run_tables(con, r.tables)
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+                if r.analysis is not None:
+                    r.analysis.db = str(db)  # the worker analysed against its private copy, now gone
+                    store_analysis(con, r.analysis, options.settings)
+            except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
+                failed = _failed(r.path, exc, r.where)
+                r.error, r.trace, r.retry, r.analysis = failed.error, failed.trace, True, None
+            r.tables = None
+            r.store_seconds = time.monotonic() - t0
+
+
+def _failed(path: str, exc: BaseException, where: str) -> RunResult:
+    """A worker that raised something other than ForensicsError (a bug, a crash, a killed process): the run is
+    reported with the error and its traceback, and the others go on (the issue's "the rest complete")."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return RunResult(path=path, name=Path(path).name, error=f"{type(exc).__name__}: {first}",
+                     trace="".join(traceback.format_exception(exc)), where=where, retry=True)
+
+
+def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int = 1, ray_address: str | None = None,
+                 use_ray: bool = False, known: set[str] | None = None,
+                 on_result: Callable[[RunResult], None] | None = None,
+                 should_stop: Callable[[], bool] = lambda: False) -> list[RunResult]:
+    """Ingest and analyse every run in `paths`; store everything; return one result per run, in `paths` order.
+
+    `jobs` = 1 without Ray: each run in this process, in order (the sequential reference). Otherwise runs the
+    store does not hold yet go to `jobs` worker processes (or Ray tasks); runs it holds are ingested here
+    (only what is new) and analysed by `jobs` processes reading the store (by this process under Ray). `known` is the set of run ids the store holds (read from it when None).
+    `on_result` sees each result as soon as it is stored (the CLI prints progress with it). When
+    `should_stop()` turns true (SIGINT/SIGTERM), the run being written finishes and no other starts: the
+    results returned are those of the runs done.
+
+    A run that fails in an unexpected way (a bug, a full disk, a killed worker) is reported with its error and
+    traceback, and the others go on: this is the one place that catches any Exception, per run.
+    """
+    from ingest.run import run_id_for
+
+    results: dict[str, RunResult] = {}
+
+    def done(r: RunResult) -> None:
+        results[r.path] = r
+        if on_result is not None:
+            on_result(r)
+
+    def in_driver(p: str) -> None:
+        try:
+            done(run_in_driver(p, db, options))
+        except Exception as exc:  # noqa: BLE001 - see the docstring: one run's failure is that run's only
+            done(_failed(p, exc, "driver"))
+
+    if jobs <= 1 and not use_ray:
+        for p in paths:
+            if should_stop():
+                break
+            in_driver(p)
+        return [results[p] for p in paths if p in results]
+    if known is None:
+        known = _known(db)
+    fresh = [p for p in paths if run_id_for(Path(p)) not in known]
+    stored = [p for p in paths if p not in set(fresh)]
+    workers = (batch for batch in ())  # a generator, like the two below: it can be closed
+    if fresh:  # (a generator: Ray starts, or a pool, only when there is work for it)
+        workers = _ray_results(fresh, options, ray_address) if use_ray else _process_results(fresh, options, jobs)
+    for batch in workers:
+        if should_stop():
+            workers.close()  # pending runs are cancelled; finished ones not yet stored are dropped
+            break
+        t0 = time.monotonic()
+        store_worker_results(db, batch, options)
+        opened = time.monotonic() - t0 - sum(r.store_seconds for r in batch)
+        for r in batch:
+            r.store_seconds += opened / len(batch)  # the connection's cost, shared
+            done(r)
+    if use_ray:  # a Ray task may run on another machine, which cannot open this store: the driver reads them
+        for p in stored:
+            if should_stop():
+                break
+            in_driver(p)
+    else:
+        for r in _stored_runs(stored, db, options, jobs, should_stop):
+            done(r)
+    return [results[p] for p in paths if p in results]
+
+
+def _stored_runs(paths: Sequence[str], db: Path, options: Options, jobs: int,
+                 should_stop: Callable[[], bool]) -> list[RunResult]:
+    """Runs the store already holds, with N processes: the driver ingests what is new in each (one writer), then
+    workers analyse them reading the store read-only (DuckDB allows many readers when nobody writes), then the
+    driver stores every analysis through one connection. The phases do not overlap: a writer and readers
+    cannot hold the file at once."""
+    from ingest.errors import ForensicsError, StoreLocked
+    from ingest.run import ingest_run
+
+    out: list[RunResult] = []
+    ingested: list[tuple[str, str]] = []
+    for p in paths:
+        if should_stop():
+            return out
+        try:
+            report = ingest_run(Path(p), db, progress=None, trust_pickle=options.trust_pickle)
+            ingested.append((p, report.run_id))
+        except ForensicsError as exc:
+            out.append(RunResult(path=p, name=Path(p).name, error=str(exc), retry=isinstance(exc, StoreLocked)))
+        except Exception as exc:  # noqa: BLE001 - see analyze_runs
+            out.append(_failed(p, exc, "driver"))
+    if not ingested or should_stop():
+        return out
+    analysed: list[RunResult] = []
+    if len(ingested) == 1:  # a pool's start costs more than one run's analysis
+        analysed.append(analyse_stored(ingested[0], options, db))
+    else:
+        for batch in _process_results(ingested, options, jobs, task=analyse_stored, db=db):
+            analysed.extend(batch)
+    from forensics.engine import store_analysis
+    from ingest.store import connect
+
+    with connect(db, write=True) as con:
+        for r in analysed:
+            if r.analysis is None:
+                continue
+            t0 = time.monotonic()
+            try:
+                store_analysis(con, r.analysis, options.settings)
+            except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
+                failed = _failed(r.path, exc, r.where)
+                r.error, r.trace, r.retry, r.analysis = failed.error, failed.trace, True, None
+            r.store_seconds = time.monotonic() - t0
+    return out + analysed
+
+
+def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResult:
+    """Worker: analyse a run the store holds (already ingested by the driver), reading the store read-only."""
+    from forensics.analysis import analyze_stored
+    from ingest.errors import ForensicsError, StoreLocked
+    from ingest.store import connect
+
+    path, run_id = item
+    started = time.monotonic()
+    out = RunResult(path=path, name=Path(path).name, run_id=run_id)
+    try:
+        with connect(db, write=False) as con:
+            out.analysis = analyze_stored(con, run_id, only=options.only, skip=options.skip,
+                                          settings=options.settings)
+        out.analysis.db = str(db)
+    except ForensicsError as exc:
+        out.error, out.retry = str(exc), isinstance(exc, StoreLocked)
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def _known(db: Path) -> set[str]:
+    from ingest.queries import known_run_ids
+    from ingest.store import connect
+
+    if not Path(db).exists():
+        return set()
+    with connect(db, write=False) as con:
+        return known_run_ids(con)
+
+
+def _process_results(paths: Sequence, options: Options, jobs: int, task: Callable = work_on_run,
+                     **kwargs: Any) -> Iterator[list[RunResult]]:
+    """Results as workers finish, in batches of those finished together. A worker process that dies (killed, out of memory) breaks the pool: the runs
+    it left undone are retried once in a fresh pool, then reported failed."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    todo, attempt = list(paths), 0
+    while todo and attempt < 2:
+        attempt += 1
+        retry: list[str] = []
+        # forkserver, not fork: the driver may hold DuckDB and polars thread pools, which fork does not copy.
+        pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("forkserver"),
+                                      initializer=_ignore_sigint)
+        try:
+            pending = {pool.submit(task, p, options, **kwargs): p for p in todo}
+            while pending:
+                finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                batch = []
+                for fut in finished:
+                    p = pending.pop(fut)
+                    try:
+                        r = fut.result()
+                        r.where = "process"
+                        batch.append(r)
+                    except cf.process.BrokenProcessPool as exc:
+                        if attempt < 2:
+                            retry.append(p)
+                        else:
+                            batch.append(_failed(_path(p), exc, "process"))
+                    except Exception as exc:  # noqa: BLE001 - see _failed
+                        batch.append(_failed(_path(p), exc, "process"))
+                if batch:
+                    yield batch
+        finally:
+            # Stopped early (the generator closed): runs not started are cancelled, running ones finish.
+            pool.shutdown(wait=True, cancel_futures=True)
+        todo = retry
+
+
+def _path(item: str | tuple[str, str]) -> str:
+    return item if isinstance(item, str) else item[0]
+
+
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the driver, which lets the run being written finish and stops cleanly."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _ray_results(paths: Sequence[str], options: Options, address: str | None) -> Iterator[list[RunResult]]:
+    """Results as Ray tasks finish, in batches of those finished together: `ray.init()` locally when no address is given, else the cluster's."""
+    try:
+        import ray
+    except ImportError:
+        from ingest.errors import MissingDependency
+
+        raise MissingDependency('--ray needs ray: pip install -e ".[ray]"') from None
+    if not ray.is_initialized():
+        ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
+    task = ray.remote(work_on_run).options(max_retries=1)
+    pending = {task.remote(p, options): p for p in paths}
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        rest = [ref for ref in pending if ref not in ready]
+        if rest:
+            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+            ready = list(ready) + list(more)
+        batch = []
+        for ref in ready:
+            p = pending.pop(ref)
+            try:
+                r = ray.get(ref)
+                r.where = "ray"
+                batch.append(r)
+            except Exception as exc:  # noqa: BLE001 - see _failed
+                batch.append(_failed(p, exc, "ray"))
+        yield batch

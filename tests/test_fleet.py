@@ -1,0 +1,192 @@
+"""Fleet mode (`forensics analyze ROOT --all --jobs N`, forensics/fleet.py): workers ingest into private stores and
+the driver appends their tables; the store and the diagnoses equal a sequential analysis of each run, a broken run
+is reported while the rest complete, and a second pass stores nothing twice. Ray's path when ray is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from forensics.cli import main
+from forensics.fleet import Options, analyze_runs
+from ingest.store import connect
+from tests.paths import REPO
+
+GALLERY = REPO / "sample_runs" / "runs"
+# One run of each layout: TensorBoard train/val, HF output dir with checkpoints (ids of checkpoints and deltas
+# renumbered), Lightning, W&B, console log, a W&B UI export.
+MIXED = ("dist_mismatch_val_norm", "nan_sqrt_norm", "flat_no_backward", "val_noise_tiny_val", "plateau_double_softmax",
+         "sampled_wandb_export")
+
+
+@pytest.fixture(scope="module")
+def mixed_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("fleet") / "runs"
+    for name in MIXED:
+        shutil.copytree(GALLERY / name, root / name, symlinks=True, ignore=shutil.ignore_patterns("*.py"))
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / "events.out.tfevents.1.host").write_bytes(b"\x00not an event file" * 8)
+    return root
+
+
+def _store_digest(db: Path) -> dict:
+    """What the store holds, without the ids a writer draws from sequences. Values computed from tensors compare
+    with NaN's sign dropped: a NaN made by arithmetic (0/0 on x86 gives -nan) takes its sign from the code path
+    torch took in that process, which is no evidence; values read from logs keep every bit."""
+    with connect(db, write=False) as con:
+        q = lambda sql: sorted(con.execute(sql).fetchall(), key=repr)  # noqa: E731
+        return {
+            "runs": q("SELECT run_id, name, root FROM runs"),
+            "sources": q("SELECT run_id, path, format, grp, size_bytes, resume_at, n_points, duplicate_points, status "
+                         "FROM sources"),
+            "series": q("SELECT run_id, grp, tag, name, role, canonical, ordinal, n_points, n_nonfinite, first_step, "
+                        "last_step FROM series"),
+            "scalars": q("SELECT r.run_id, r.name, o.path, s.position, s.step, s.value::VARCHAR, s.wall_time, s.epoch, "
+                         "s.batch FROM scalars s JOIN series r USING (series_id) JOIN sources o USING (source_id)"),
+            "configs": q("SELECT c.run_id, o.path, c.name, c.key, c.value FROM configs c JOIN sources o USING (source_id)"),
+            "issues": q("SELECT run_id, path, position, kind, detail FROM ingest_issues"),
+            "checkpoints": q("SELECT run_id, path, step, format, n_tensors, n_nonfinite, finite, status FROM checkpoints"),
+            "tensor_stats": q(f"SELECT t.run_id, c.path, t.tensor, {_nan('t.l2')}, t.n_nan, t.n_inf FROM tensor_stats t "
+                              "JOIN checkpoints c USING (ckpt_id)"),
+            "tensor_deltas": q(f"SELECT d.run_id, c.path, p.path, d.tensor, {_nan('d.ratio')} FROM tensor_deltas d "
+                               "JOIN checkpoints c ON c.ckpt_id = d.ckpt_id JOIN checkpoints p ON p.ckpt_id = d.prev_ckpt_id"),
+            "findings": q("SELECT run_id, finding_id, kind, severity, step, step_end, series, summary, evidence, event_id "
+                          "FROM findings"),
+        }
+
+
+def _nan(col: str) -> str:
+    return f"CASE WHEN isnan({col}) THEN 'nan' ELSE {col}::VARCHAR END"
+
+
+@pytest.fixture(scope="module")
+def sequential(mixed_root, tmp_path_factory):
+    db = tmp_path_factory.mktemp("seq") / "f.duckdb"
+    return db, _run_cli(mixed_root, db, "--jobs", "1")
+
+
+def _run_cli(root: Path, db: Path, *extra: str) -> tuple[int, dict]:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["analyze", str(root), "--all", "--db", str(db), "--json", *extra])
+    return code, json.loads(out.getvalue())
+
+
+def _analyses(result: dict) -> dict:
+    """Each run's error and diagnosis, less the database path (the two modes are compared on two databases)."""
+    return {Path(r["path"]).name: (r["error"], r["analysis"] and {k: v for k, v in r["analysis"].items() if k != "db"})
+            for r in result["runs"]}
+
+
+@pytest.fixture(scope="module")
+def parallel(mixed_root, tmp_path_factory):
+    db = tmp_path_factory.mktemp("par") / "f.duckdb"
+    return db, _run_cli(mixed_root, db, "--jobs", "2")
+
+
+def test_jobs_2_equals_sequential_exactly(sequential, parallel):
+    seq_db, (seq_code, seq) = sequential
+    db, (code, par) = parallel
+    assert {r["where"] for r in par["runs"]} == {"process"}
+    assert _analyses(par) == _analyses(seq)
+    assert _store_digest(db) == _store_digest(seq_db)
+    assert code == seq_code == 2  # the broken run: the tool could not do all of its job
+
+
+def test_a_broken_run_is_reported_and_the_rest_complete(sequential):
+    _, (code, result) = sequential
+    by_name = {Path(r["path"]).name: r for r in result["runs"]}
+    assert result["failed"] == 1 and by_name["broken"]["error"] and by_name["broken"]["analysis"] is None
+    assert all(by_name[n]["analysis"] is not None for n in MIXED)
+    assert "masked_nonfinite" in {f["kind"] for f in by_name["nan_sqrt_norm"]["analysis"]["findings"]}
+    assert by_name["nan_sqrt_norm"]["kind"] == "hf_output_dir"
+
+
+def test_second_pass_reads_only_what_is_new_and_equals_sequential(mixed_root, sequential, parallel):
+    """A run is added to the root; the stored runs are ingested by the driver (nothing new) and re-analysed
+    by workers reading the store, the new one goes to a worker: the store equals a sequential second pass."""
+    seq_db, _ = sequential
+    db, _ = parallel
+    before = _store_digest(db)
+    shutil.copytree(GALLERY / "clip_too_small", mixed_root / "clip_too_small", ignore=shutil.ignore_patterns("*.py"))
+    try:
+        code, again = _run_cli(mixed_root, db, "--jobs", "2")
+        _, seq_again = _run_cli(mixed_root, seq_db, "--jobs", "1")
+    finally:
+        shutil.rmtree(mixed_root / "clip_too_small")
+    after = _store_digest(db)
+    where = {Path(r["path"]).name: r["where"] for r in again["runs"]}
+    assert where["clip_too_small"] == "process" and where["nan_sqrt_norm"] == "process"
+    assert len(after["scalars"]) > len(before["scalars"])
+    assert after["tensor_stats"] == before["tensor_stats"]  # no checkpoint read twice
+    assert after == _store_digest(seq_db)
+    assert _analyses(again) == _analyses(seq_again)
+
+
+def test_cli_all_text_and_bad_root(mixed_root, tmp_path, capsys):
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(mixed_root / "plateau_double_softmax"), "--all", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("plateau_double_softmax: ") and "1 of 1 runs analysed" in out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["analyze", str(empty), "--all", "--db", str(db)]) == 2
+    assert "no runs found" in capsys.readouterr().err
+    assert main(["analyze", str(mixed_root), "--all", "--jobs", "0"]) == 2
+
+
+@pytest.mark.slow  # ray.init alone takes 10-20 s on two shared cores
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                    reason="ray is not installed: it is the ray extra, not the test extra (a large install, slow start)")
+def test_ray_local_equals_sequential(mixed_root, sequential, tmp_path):
+    import ray
+
+    seq_db, (_, seq) = sequential
+    paths = [str((mixed_root / n).resolve()) for n in ("plateau_double_softmax", "broken")]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        results = analyze_runs(paths, tmp_path / "f.duckdb", Options(), use_ray=True)
+    finally:
+        ray.shutdown()
+    expected = _analyses(seq)
+    for r in results:
+        name = Path(r.path).name
+        assert r.where == "ray"
+        assert (r.error is None) == (expected[name][0] is None)
+        got = {k: v for k, v in r.analysis.as_dict().items() if k != "db"} if r.analysis else None
+        assert got == expected[name][1]
+
+
+def test_ids_that_are_not_contiguous_are_looked_up(tmp_path):
+    """append_run_tables renumbers by offset when both numberings are contiguous, else through a lookup table:
+    drop one series from a worker's export so its ids have a gap, and every point still lands on its series."""
+    import pyarrow.compute as pc
+
+    from ingest.queries import export_run_tables
+    from ingest.run import ingest_run
+    from ingest.writes import append_run_tables
+
+    private = tmp_path / "private.duckdb"
+    ingest_run(GALLERY / "dist_mismatch_val_norm", private, progress=False)
+    with connect(private, write=False) as con:
+        tables = export_run_tables(con)
+        expected = sorted(con.execute("SELECT r.name, count(*), sum(s.value) FROM scalars s JOIN series r "
+                                      "USING (series_id) WHERE r.series_id <> 2 GROUP BY 1").fetchall())
+    tables["series"] = tables["series"].filter(pc.not_equal(tables["series"]["series_id"], 2))
+    tables["scalars"] = tables["scalars"].filter(pc.not_equal(tables["scalars"]["series_id"], 2))
+    store = tmp_path / "store.duckdb"
+    with connect(store, write=True) as con:
+        con.execute("SELECT nextval('series_id_seq') FROM range(5)")  # the store has numbered series before
+        append_run_tables(con, tables)
+        got = sorted(con.execute("SELECT r.name, count(*), sum(s.value) FROM scalars s JOIN series r "
+                                 "USING (series_id) GROUP BY 1").fetchall())
+        assert con.execute("SELECT min(series_id) FROM series").fetchone()[0] == 6
+    assert got == expected and len(got) >= 2
