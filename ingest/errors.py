@@ -7,9 +7,11 @@
     ├── SchemaError                the database has a schema this version cannot use
     ├── StoreLocked                another process holds the database for writing
     ├── MissingDependency          an optional reader's package is not installed
-    └── UntrustedPickle            a checkpoint needs full unpickling and --trust-pickle was not given
-
-ReplayError and its subclasses arrive with the replay issue.
+    ├── UntrustedPickle            a checkpoint needs full unpickling and --trust-pickle was not given
+    └── ReplayError                `forensics replay` could not re-execute the step
+        ├── CheckpointMismatch     no finite checkpoint before the step, or one that does not fit the model
+        ├── MissingBatch           a step to re-execute has no saved batch
+        └── EntryPointError        no entry point (a template is offered), or it does not import
 
 Only `forensics.cli` catches `ForensicsError`. Nothing catches bare `Exception`.
 """
@@ -45,3 +47,23 @@ class MissingDependency(ForensicsError):
 
 class UntrustedPickle(ForensicsError):
     """A checkpoint can only be read by executing a pickle, which needs the user's explicit opt-in."""
+
+
+class ReplayError(ForensicsError):
+    """`forensics replay` could not re-execute the step: a missing ingredient or an unusable one."""
+
+
+class CheckpointMismatch(ReplayError):
+    """No usable checkpoint: none finite before the step, unreadable, or not fitting the entry point's model."""
+
+
+class MissingBatch(ReplayError):
+    """A step to re-execute has no saved batch."""
+
+
+class EntryPointError(ReplayError):
+    """The entry point is missing or does not import; `template` holds a fill-in file when it is missing."""
+
+    def __init__(self, message: str, template: str | None = None):
+        super().__init__(message)
+        self.template = template

@@ -21,10 +21,12 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     findings        the engine's claims, with evidence (JSON) and the rows they used (sources, JSON)
     spikes          spike timesteps of every series
     skipped         detectors that could not run, and why
+    replays         one row per `forensics replay`: the step, its verdict, where the first non-finite value
+                    appeared, the culprit samples, and the whole result as JSON
     meta            schema_version and other store facts
 """
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TABLES: dict[str, str] = {
     "meta": """
@@ -263,9 +265,34 @@ TABLES: dict[str, str] = {
             kind VARCHAR NOT NULL,
             reason VARCHAR NOT NULL
         )""",
+    "replays": """
+        CREATE TABLE IF NOT EXISTS replays (
+            replay_id INTEGER PRIMARY KEY,
+            run_id VARCHAR NOT NULL,
+            created TIMESTAMP NOT NULL,
+            step BIGINT NOT NULL,           -- the step asked for (logged numbering)
+            bad_step BIGINT,                -- the first replayed step with a non-finite value (may precede `step`)
+            from_checkpoint VARCHAR,        -- relative to the run root
+            entry VARCHAR,                  -- the entry point file that was run
+            device VARCHAR,
+            faithful BOOLEAN,               -- replayed losses and grad norms match the logged ones
+            reproduced BOOLEAN,             -- the failure recurs, with equal numbers, in a second re-run
+            status VARCHAR,                 -- diagnosed / unfaithful / not reproduced, with the reason
+            phase VARCHAR,                  -- forward, backward, optimizer (NULL: no diagnosis)
+            op VARCHAR,
+            module VARCHAR,
+            file VARCHAR,
+            line INTEGER,
+            culprit_samples BIGINT[],
+            result VARCHAR                  -- the full JSON object `forensics replay --json` prints
+        )""",
 }
 
-SEQUENCES = ("source_id_seq", "series_id_seq", "ckpt_id_seq", "batch_id_seq", "analysis_id_seq")
+# Migrations from an older schema version: the tables it lacks (each added table is new, so creating it
+# is the whole migration). A version missing here gets a clear message instead (ingest/store.py).
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: ("replays",)}
+
+SEQUENCES = ("source_id_seq", "series_id_seq", "ckpt_id_seq", "batch_id_seq", "analysis_id_seq", "replay_id_seq")
 
 # No index on the point tables: an ART index slows bulk inserts many times over, and DuckDB's
 # per-row-group min/max (zonemaps) already prune scans by run and series.

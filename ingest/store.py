@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from ingest.errors import ForensicsError, SchemaError, StoreLocked
-from ingest.schema import SCHEMA_VERSION, SEQUENCES, TABLES
+from ingest.schema import MIGRATIONS, SCHEMA_VERSION, SEQUENCES, TABLES
 
 LOCK_WAIT_S = 5.0
 # Databases whose tables this process has already created: an ingest opens the store once per write
@@ -92,6 +92,8 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
         con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
     else:
         _check_version(int(row[0]), db)
+        if int(row[0]) < SCHEMA_VERSION:  # migratable (checked above): the loop above created the new tables
+            con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
 
 
 def check_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
@@ -110,8 +112,14 @@ def _check_version(found: int, db: Path) -> None:
             f"{db} was written by a newer run-forensics (schema {found}, this one reads {SCHEMA_VERSION}); "
             f"upgrade run-forensics or use another --db"
         )
-    if found < SCHEMA_VERSION:
+    if found < SCHEMA_VERSION and not migratable(found):
         raise SchemaError(
             f"{db} has schema {found}, this version needs {SCHEMA_VERSION} and has no migration for it; "
             f"delete the file and ingest again (the run directories are the source of truth)"
         )
+
+
+def migratable(found: int) -> bool:
+    """Whether every version from `found` up has a migration (schema.MIGRATIONS: tables to add). A reader
+    accepts such a store as it is; the next write adds the tables, and queries of a new table check for it."""
+    return all(v in MIGRATIONS for v in range(found, SCHEMA_VERSION))

@@ -68,3 +68,22 @@ def test_lock_held_by_another_process_fails_with_one_line_after_retrying(tmp_pat
                 pass
     finally:
         holder.communicate("\n", timeout=10)
+
+
+def test_schema_1_store_is_migrated_by_the_next_write_and_readable_before_it(tmp_path):
+    """A store written before the replays table existed (schema 1) stays readable and gains the table."""
+    db = tmp_path / "f.duckdb"
+    with connect(db, write=True):
+        pass
+    con = duckdb.connect(str(db))
+    con.execute("DROP TABLE replays")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    import ingest.store
+    ingest.store._SCHEMA_READY.clear()
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "1"
+    with connect(db, write=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert "replays" in tables
+        assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
