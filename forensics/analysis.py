@@ -35,6 +35,11 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike | None = None, *, 
     with connect(path, write=False) as con:
         run = Run.from_store(con, report.run_id)
         result = analyze_run(run, detectors)
+    r = result.replay_from
+    if r and r.get("checkpoint"):  # the exact command that replays the onset (issue 14)
+        import shlex
+        r["command"] = (f"forensics replay {shlex.quote(str(run_dir))} --step {r['onset_step']}"
+                        + (f" --db {shlex.quote(str(db))}" if db else ""))
     with connect(path, write=True) as con:
         store_analysis(con, result, settings)
     return result

@@ -247,3 +247,16 @@ def test_gallery_replay_on_cuda(run_copy, tmp_path, capsys):
 def test_help_ends_with_an_example(capsys):
     assert main(["replay", "--help"]) == 0
     assert capsys.readouterr().out.rstrip().splitlines()[-1].strip().startswith("forensics replay ")
+
+
+def test_analyze_prints_the_exact_replay_command_and_it_runs(run_copy, tmp_path, capsys):
+    import shlex
+
+    run, db = run_copy("nan_bad_sample"), tmp_path / "f.duckdb"
+    assert main(["analyze", str(run), "--db", str(db)]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "forensics replay " in ln)
+    argv = shlex.split(line.split(": ", 1)[1])
+    assert argv[:2] == ["forensics", "replay"] and "--step" in argv
+    assert main([*argv[1:], "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["first_nonfinite"]["op"] == "conv2d" and r["culprit_samples"] == [7]
