@@ -260,3 +260,18 @@ def test_analyze_prints_the_exact_replay_command_and_it_runs(run_copy, tmp_path,
     assert main([*argv[1:], "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["first_nonfinite"]["op"] == "conv2d" and r["culprit_samples"] == [7]
+
+
+def test_finite_spike_step_lists_the_samples_and_layers_that_drive_it(run_copy, tmp_path, capsys):
+    """nan_lr_too_high's ground truth has a loss spike at step 63: replaying it is faithful, finite, no NaN
+    diagnosis, and names the samples and layers behind the spike."""
+    spike = TRUTH["nan_lr_too_high"]["kinds"][0]
+    assert spike["kind"] == "loss_spike"
+    code, r, _ = replay_json(run_copy("nan_lr_too_high"), tmp_path / "f.duckdb", capsys, "--step", str(spike["step_end"]))
+    assert code == 0 and r["fidelity"]["faithful"] and r["first_nonfinite"] is None
+    sp = r["spike"]
+    logged = next(c["logged"] for c in r["fidelity"]["compared"] if c["step"] == spike["step_end"] and c["series"] == "train/loss")
+    assert abs(sp["loss"] - logged) <= 1e-5 * logged
+    top = sp["samples_by_loss"][0]
+    assert top["x_median"] > 5  # a few samples carry the spike
+    assert sp["layers_by_grad_norm"][0]["parameter"] in {"body.fc1.weight", "body.fc2.weight", "head.weight"}

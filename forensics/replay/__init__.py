@@ -206,6 +206,13 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     result["fidelity"] = fid
     if stopped:
         result["notes"].append(stopped)
+    logged_finite = _logged_finite_at(fid, target)
+    if bad is None and stopped is None and logged_finite and fid["faithful"]:  # a finite step: a spike, say
+        restore(st, snap)
+        result["spike"] = culprits.spike_drivers(st, batch)
+        result["status"] = (f"finite step {target} replayed faithfully: the samples and layers that drive its loss "
+                            f"and gradient norm are listed")
+        return _finish(result, db, t0)
     if bad is None:
         result["status"] = ("not reproduced: transient — hardware, non-deterministic kernels, or state not saved: "
                             f"steps {start}-{last} stay finite in the replay"
@@ -265,6 +272,12 @@ def _unfaithful(fid: dict) -> str:
     return (f"unfaithful: the replay does not match the run's logs ({fid['mismatched']} of "
             f"{len(fid['compared'])} values differ; first: {m['series']} at step {m['step']} logged {m['logged']:.6g}, "
             f"replayed {m['replayed']:.6g}); no diagnosis — check the entry point, the config and the saved states")
+
+
+def _logged_finite_at(fid: dict, step: int) -> bool:
+    """Whether the run logged finite values at `step` (so replaying it is about a finite event, not a NaN)."""
+    at = [c for c in fid["compared"] if c["step"] == step]
+    return bool(at) and all(math.isfinite(c["logged"]) for c in at)
 
 
 def _same(a: float, b: float) -> bool:

@@ -178,3 +178,30 @@ def sample_stats(batch: dict[str, torch.Tensor], rows: list[int]) -> dict[str, A
             entry["culprit_values"] = [x[i].tolist()[:32] for i in rows[:4]]
         out[k] = entry
     return out
+
+
+def spike_drivers(st: State, batch: dict[str, torch.Tensor], top: int = 5) -> dict[str, Any]:
+    """For a finite step (a loss spike, exploding gradients): the samples with the largest losses and
+    gradient norms against the batch median, and the layers holding most of the gradient norm."""
+    losses = per_sample_losses(st, batch)
+    norms, _, how = per_sample_grad_norms(st, batch)
+    st.optimizer.zero_grad(set_to_none=True)
+    with autocast(st):
+        loss = st.entry.loss_fn(st.model, batch)
+    loss.backward()
+    layers = {n: float(torch.linalg.vector_norm(p.grad.float())) for n, p in st.model.named_parameters()
+              if p.grad is not None}
+    st.optimizer.zero_grad(set_to_none=True)
+    total = math.sqrt(sum(v * v for v in layers.values())) or 1.0
+
+    def ranked(values: list[float]) -> list[dict[str, Any]]:
+        if not values:
+            return []
+        med = sorted(values)[len(values) // 2]
+        order = sorted(range(len(values)), key=lambda i: -values[i] if math.isfinite(values[i]) else -math.inf)
+        return [{"sample": i, "value": values[i], "x_median": values[i] / med if med else None} for i in order[:top]]
+
+    return {"loss": float(loss.detach()), "grad_norm": total,
+            "samples_by_loss": ranked(losses), "samples_by_grad_norm": ranked(norms), "grad_norm_method": how,
+            "layers_by_grad_norm": [{"parameter": n, "grad_norm": v, "share_of_squared_norm": (v / total) ** 2}
+                                    for n, v in sorted(layers.items(), key=lambda kv: -kv[1])[:top]]}

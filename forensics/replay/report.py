@@ -68,6 +68,15 @@ def lines(r: dict[str, Any]) -> list[str]:
             if "culprit_abs_max" in s:
                 out.append(f"  {k}: culprits' NaN/Inf {s['culprit_nonfinite'][:6]}, |max| "
                            f"{[_g(x) for x in s['culprit_abs_max'][:6]]} vs median |max| of the rest {_g(s['rest_abs_max_median'])}")
+    if r.get("spike"):
+        sp = r["spike"]
+        out.append(f"step {r['step']}: loss {_g(sp['loss'])}, grad norm {_g(sp['grad_norm'])}")
+        out.append("  samples by loss: " + ", ".join(f"{x['sample']} ({_g(x['value'])}, {_g(x['x_median'])}x median)"
+                                                   for x in sp["samples_by_loss"]))
+        out.append("  samples by grad norm: " + ", ".join(f"{x['sample']} ({_g(x['value'])}, {_g(x['x_median'])}x median)"
+                                                        for x in sp["samples_by_grad_norm"]))
+        out.append("  layers by grad norm: " + ", ".join(f"{x['parameter']} ({x['share_of_squared_norm']:.0%})"
+                                                        for x in sp["layers_by_grad_norm"]))
     if r.get("counterfactuals"):
         out.append("counterfactuals (the step re-run with one change):")
         for cf in r["counterfactuals"]:
