@@ -275,3 +275,14 @@ def test_finite_spike_step_lists_the_samples_and_layers_that_drive_it(run_copy, 
     top = sp["samples_by_loss"][0]
     assert top["x_median"] > 5  # a few samples carry the spike
     assert sp["layers_by_grad_norm"][0]["parameter"] in {"body.fc1.weight", "body.fc2.weight", "head.weight"}
+
+
+def test_from_checkpoint_is_used_and_one_without_batches_after_it_is_one_line(run_copy, tmp_path, capsys):
+    run = run_copy("nan_bad_sample")
+    early = "lightning_logs/version_0/checkpoints/epoch=5-step=192.ckpt"
+    code = main(["replay", str(run), "--from-checkpoint", early, "--db", str(tmp_path / "f.duckdb")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no batch saved for step 192" in err and "198-229" in err
+    code, r, _ = replay_json(run, tmp_path / "f.duckdb", capsys, "--from-checkpoint",
+                             str(run / "lightning_logs/version_0/checkpoints/epoch=6-step=224.ckpt"))
+    assert code == 0 and r["from_checkpoint"].endswith("epoch=6-step=224.ckpt") and r["culprit_samples"] == [7]

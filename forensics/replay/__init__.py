@@ -50,7 +50,18 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
             f"no entry point {entry_path} (DECISIONS.md §10): save one beside the run, or pass --entry FILE.py; "
             f"a template built from what the store knows is printed above", template=entry_template(run))
     target = step if step is not None else default_step(run)
-    return _replay(run, root, target, entry_path, from_checkpoint, device, path if store else None)
+    import torch
+
+    from forensics.replay.state import get_rng, set_rng
+
+    # replay sets process-wide state (RNG, deterministic algorithms): give the caller's back afterwards
+    saved_rng = get_rng()
+    saved_det = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    try:
+        return _replay(run, root, target, entry_path, from_checkpoint, device, path if store else None)
+    finally:
+        set_rng(saved_rng)
+        torch.use_deterministic_algorithms(saved_det[0], warn_only=saved_det[1])
 
 
 def default_step(run: Any) -> int:
@@ -83,7 +94,12 @@ def _choose_checkpoint(run: Any, root: Path, target: int, before_step: bool, exp
     rows = ck.to_dicts() if ck.height else []
     if explicit:
         p = Path(explicit)
-        rel = str(p.resolve().relative_to(root)) if p.is_absolute() or (Path.cwd() / p).resolve().is_relative_to(root) and not (root / p).exists() else str(p)
+        if p.is_absolute() or (not (root / p).exists() and p.exists()):  # a path from here, not from the run root
+            if not p.resolve().is_relative_to(root):
+                raise CheckpointMismatch(f"--from-checkpoint {explicit} is not inside the run directory {root}")
+            rel = str(p.resolve().relative_to(root))
+        else:
+            rel = str(p)
         for r in rows:
             if r["path"] == rel or r["path"].rstrip("/") == rel.rstrip("/"):
                 if r["step"] is None:
@@ -251,6 +267,9 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     result["timings_s"]["counterfactuals"] = time.perf_counter() - t1
     where = f" at step {bad}" + (f", before the requested step {target}" if bad < target else "")
     result["status"] = f"diagnosed: the first non-finite value appears in the {phase} pass{where}"
+    if not fid["verified"]:
+        result["status"] += (f" (fidelity unverified: the logs hold no loss or gradient norm in steps {start}-{last}; "
+                             f"log every step next time, as forensics.capture does)")
     del torch
     return _finish(result, db, t0)
 

@@ -39,7 +39,8 @@ def lines(r: dict[str, Any]) -> list[str]:
     how = ("no logged loss or gradient norm in the replayed steps: unverified" if not fid["verified"] else
            f"{n_ok}/{len(fid['compared'])} logged values match" +
            (" (some only within float32 rounding noise, measured)" if fid.get("within_rounding_noise") else ""))
-    out.append(f"fidelity: {'faithful' if fid['faithful'] else 'UNFAITHFUL'}: {how}")
+    verdict = "UNFAITHFUL" if not fid["faithful"] else "faithful" if fid["verified"] else "UNVERIFIED"
+    out.append(f"fidelity: {verdict}: {how}")
     for c in fid["compared"][-6:] if fid["faithful"] else [c for c in fid["compared"] if not c["match"]][:6]:
         out.append(f"  {c['series']}@{c['step']}: logged {_g(c['logged'])}, replayed {_g(c['replayed'])} "
                    f"{'ok' if c['match'] else 'DIFFERS'}")
