@@ -63,6 +63,8 @@ def test_gallery_nan_run_replays_and_matches_ground_truth(name, run_copy, tmp_pa
         assert hit["parameter"] == truth["parameter"]
     if truth["phase"] != "optimizer":  # the user's own file and line, not torch's
         assert hit["file"].endswith("forensics_entry.py") and hit["line"] > 0
+    if truth["phase"] == "forward":  # and the aten ops the torch call dispatched to
+        assert hit["aten_ops"] and all(op.startswith("aten.") for op in hit["aten_ops"])
     changes = {c["change"]: c for c in r["counterfactuals"]}
     assert set(changes) == {"fp32", "clip_1.0", "lr_div_10", "drop_culprits"}
     if 0 < len(truth["samples"]) < 16:  # dropping the culprits makes the step finite
@@ -286,3 +288,18 @@ def test_from_checkpoint_is_used_and_one_without_batches_after_it_is_one_line(ru
     code, r, _ = replay_json(run, tmp_path / "f.duckdb", capsys, "--from-checkpoint",
                              str(run / "lightning_logs/version_0/checkpoints/epoch=6-step=224.ckpt"))
     assert code == 0 and r["from_checkpoint"].endswith("epoch=6-step=224.ckpt") and r["culprit_samples"] == [7]
+
+
+@pytest.mark.parametrize(("logged", "replayed", "match"), [
+    (0.1234, 0.12344, True),                 # HF rounds to 4 digits: half a unit of the last one
+    (0.1234, 0.12346, False),
+    (2.3098154067993164, 2.3098154067993164 * (1 + 5e-6), True),   # full precision: 1e-5 relative
+    (2.3098154067993164, 2.3098154067993164 * (1 + 5e-5), False),
+    (1.5e-05, 1.54e-05, True), (1.5e-05, 1.56e-05, False),         # rounding read through an exponent
+    (float("nan"), float("nan"), True), (float("inf"), float("inf"), True),
+    (float("nan"), 1.0, False), (float("inf"), float("-inf"), False),
+])
+def test_fidelity_tolerance_is_the_logged_rounding(logged, replayed, match):
+    from forensics.replay.fidelity import close
+
+    assert close(logged, replayed)[0] is match

@@ -151,10 +151,9 @@ def determinism(device: Any) -> dict[str, Any]:
 
 def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint: str | None, device_name: str,
             db: Path | None) -> dict[str, Any]:
-    import torch
-
     from forensics.replay import counterfactuals, culprits, fidelity, instrument
     from forensics.replay.state import (
+        StepOptions,
         build_state,
         load_batch,
         load_checkpoint,
@@ -172,7 +171,6 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     device = _device(device_name)
     config, config_from = read_config(root, _nested(run._configs))
     entry = load_entry(entry_path)
-    from forensics.replay.state import StepOptions
     options = StepOptions.from_entry(entry, config)
     require_single_micro_batch(options)
     ck_path, ck_fmt, ck_step = _choose_checkpoint(run, root, target, options.checkpoint_before_step, from_checkpoint)
@@ -222,8 +220,8 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     result["fidelity"] = fid
     if stopped:
         result["notes"].append(stopped)
-    logged_finite = _logged_finite_at(fid, target)
-    if bad is None and stopped is None and logged_finite and fid["faithful"]:  # a finite step: a spike, say
+    quiet = not fid["logged_nonfinite_not_reproduced"]  # the logs show no NaN/Inf the replay missed
+    if bad is None and stopped is None and quiet and fid["faithful"]:  # a finite step: a spike, say
         restore(st, snap)
         result["spike"] = culprits.spike_drivers(st, batch)
         result["status"] = (f"finite step {target} replayed faithfully: the samples and layers that drive its loss "
@@ -270,7 +268,6 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     if not fid["verified"]:
         result["status"] += (f" (fidelity unverified: the logs hold no loss or gradient norm in steps {start}-{last}; "
                              f"log every step next time, as forensics.capture does)")
-    del torch
     return _finish(result, db, t0)
 
 
@@ -291,12 +288,6 @@ def _unfaithful(fid: dict) -> str:
     return (f"unfaithful: the replay does not match the run's logs ({fid['mismatched']} of "
             f"{len(fid['compared'])} values differ; first: {m['series']} at step {m['step']} logged {m['logged']:.6g}, "
             f"replayed {m['replayed']:.6g}); no diagnosis — check the entry point, the config and the saved states")
-
-
-def _logged_finite_at(fid: dict, step: int) -> bool:
-    """Whether the run logged finite values at `step` (so replaying it is about a finite event, not a NaN)."""
-    at = [c for c in fid["compared"] if c["step"] == step]
-    return bool(at) and all(math.isfinite(c["logged"]) for c in at)
 
 
 def _same(a: float, b: float) -> bool:

@@ -2,7 +2,7 @@
 or the optimizer's update.
 
 Forward: a `TorchFunctionMode` sees every torch function the user's code calls (`linear`, `log`, `conv2d`: the
-names a user wrote, not aten's `addmm`), in order; the first whose output holds NaN/Inf and lies on the autograd
+names a user wrote), in order, and a `TorchDispatchMode` under it names the aten ops each one ran (`aten.addmm`); the first whose output holds NaN/Inf and lies on the autograd
 path (attention masks hold -inf on purpose and need no grad) is the culprit. Module forward hooks keep the stack of
 running modules, and the Python stack trimmed to files outside torch and this package gives file:line.
 
@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
 from forensics.replay.state import State, nonfinite, run_step
@@ -84,19 +85,34 @@ def _tensors(x: Any) -> list[torch.Tensor]:
     return []
 
 
+class _AtenOps(TorchDispatchMode):
+    """The aten ops each torch call dispatches to (`linear` -> `aten.addmm`): names only, no checks, so cheap."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func.overloadpacket))
+        return func(*args, **(kwargs or {}))
+
+
 class _Recorder(TorchFunctionMode):
     """Remembers who made each tensor (op, module) and the first non-finite output on the autograd path;
     with `owners`, also which op and module created each autograd node (for the backward pass)."""
 
-    def __init__(self, modules: _ModuleStack, owners: dict | None = None):
+    def __init__(self, modules: _ModuleStack, owners: dict | None = None, aten: _AtenOps | None = None):
         super().__init__()
-        self.modules, self.owners = modules, owners
+        self.modules, self.owners, self.aten = modules, owners, aten
         self.made = WeakIdKeyDictionary()
         self.hit: dict[str, Any] | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.aten is not None:
+            self.aten.ops.clear()  # the function mode is off inside its own handler: one torch call at a time
         out = func(*args, **kwargs)
+        called = list(dict.fromkeys(self.aten.ops)) if self.aten is not None else []  # before our own checks run
         name = getattr(func, "__name__", str(func))
         if name.startswith("__") or name in ("dim", "size", "numel", "is_floating_point"):
             return out
@@ -117,6 +133,7 @@ class _Recorder(TorchFunctionMode):
                               else f"{made[1]}.{made[0]}" if made[1] else made[0])
                 inputs[f"arg{i}"] = st
             self.hit = {"phase": "forward", "op": name, "module": where, "file": f, "line": line, "source": src,
+                        "aten_ops": called,
                         "inputs": inputs, "output": tensor_stats(outs[0])}
         return out
 
@@ -124,12 +141,13 @@ class _Recorder(TorchFunctionMode):
 def first_nonfinite_forward(st: State, batch: dict[str, torch.Tensor]) -> tuple[dict | None, torch.Tensor]:
     """Run the forward pass recording ops; the first non-finite op (or None) and the loss."""
     mods = _ModuleStack(st.model)
-    rec = _Recorder(mods)
+    aten = _AtenOps()
+    rec = _Recorder(mods, aten=aten)
     for name, p in st.model.named_parameters():
         rec.made[p] = ("parameter", name)
     try:
         from forensics.replay.state import autocast
-        with autocast(st), rec:
+        with autocast(st), rec, aten:
             loss = st.entry.loss_fn(st.model, batch)
     finally:
         mods.close()

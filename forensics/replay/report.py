@@ -55,6 +55,8 @@ def lines(r: dict[str, Any]) -> list[str]:
         out.append(f"first non-finite: {hit['phase']}: {hit['op']} in {hit['module'] or '(top level)'}{where}")
         if hit.get("source"):
             out.append(f"    {hit['source']}")
+        if hit.get("aten_ops"):
+            out.append(f"  dispatched to {', '.join(hit['aten_ops'])}")
         if hit.get("forward_op"):
             out.append(f"  made by the forward op `{hit['forward_op']}`")
         if hit.get("parameter"):
