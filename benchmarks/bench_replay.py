@@ -8,14 +8,19 @@ them after the fidelity re-execution:
     plain step          forward + backward + clip + AdamW step (the unit)
     replayed step       run_step with the state snapshot replay takes before each step
     re-run              the failing step once more from the snapshot (restore + step)
-    instr. forward      TorchFunctionMode over every torch call + module stack hooks
-    instr. backward     node-owner recording forward + a hook on every grad_fn node
+    instr. forward      TorchFunctionMode over every torch call + module stack hooks (a forward failure stops here)
+    instr. step         one recorded forward (ops checked, autograd nodes mapped to ops and modules) + a backward
+                        with a hook on every grad_fn node: what a backward failure costs
     culprits (vmap)     per-sample losses + per-sample gradient norms via torch.func vmap(grad)
     culprits (B runs)   the naive peer: one forward+backward per sample
-    counterfactuals     four re-runs of the step, each from the snapshot
+    counterfactuals     the four changes, each from the snapshot; a change that is what the run already did is
+                        reported from the re-run instead of re-run (here fp32, as there is no autocast, and
+                        clip_1.0, as the run clips at 1.0): so 2 steps here, 4 for a run with autocast and no clip
     detect_anomaly      forward + backward under torch.autograd.detect_anomaly(check_nan=True), the folklore peer
-Medians over --repeat runs; ratios are to the plain step's median. The last line sums what a replay spends
-after fidelity (re-run + instrumented forward and backward + culprits by vmap + counterfactuals), in plain steps.
+Phases run round-robin (each repeat times every phase once), so load on a shared machine drifts over all of them
+alike; each is timed as process CPU time (what the phase computes, robust to other processes on the machine) and
+wall time. Medians over --repeat rounds; ratios are CPU-time medians over the plain step's. The last line sums
+what a replay spends after fidelity (re-run + instrumented step + culprits by vmap + counterfactuals), in plain steps.
 
     python benchmarks/bench_replay.py [--d 256] [--layers 4] [--batch 16] [--seq 128] [--repeat 5] [--device cpu]
 """
@@ -42,6 +47,8 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="CPU threads (default 1: idle OpenMP threads spin, which CPU time would count as work)")
     a = ap.parse_args()
 
     import torch
@@ -51,6 +58,7 @@ def main() -> None:
     from sample_runs.gen.models import TinyTransformer
 
     warnings.filterwarnings("ignore")
+    torch.set_num_threads(a.threads)
     device = torch.device(a.device)
     torch.manual_seed(0)
     pad, vocab = 15, 16
@@ -76,16 +84,13 @@ def main() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    def timed(fn, repeat=a.repeat):
-        out = []
-        for _ in range(repeat):
-            restore(st, snap)
-            sync()
-            t = time.perf_counter()
-            fn()
-            sync()
-            out.append(time.perf_counter() - t)
-        return statistics.median(out)
+    def once(fn):
+        restore(st, snap)
+        sync()
+        c, w = time.process_time(), time.perf_counter()
+        fn()
+        sync()
+        return time.process_time() - c, time.perf_counter() - w
 
     def plain():
         opt.zero_grad(set_to_none=True)
@@ -116,19 +121,27 @@ def main() -> None:
             opt.zero_grad(set_to_none=True)
             loss_fn(model, {k: v[i:i + 1] for k, v in batch.items()}).backward()
 
-    timed(plain, 2)  # warm up kernels and allocator
+    restore(st, snap)
+    base_out = run_step(st, batch)  # the re-run's result, which no-op counterfactuals (fp32 here) report
     found = {}
-    rows = [
-        ("plain step", timed(plain)),
-        ("replayed step (with snapshot)", timed(replayed)),
-        ("re-run of the failing step", timed(rerun)),
-        ("instrumented forward", timed(lambda: instrument.first_nonfinite_forward(st, batch))),
-        ("instrumented backward", timed(lambda: found.setdefault("b", instrument.first_nonfinite_backward(st, batch)))),
-        ("culprits: vmap per-sample", timed(lambda: found.setdefault("c", culprits.find_culprits(st, batch, "backward")))),
-        (f"culprits: {a.batch} single-sample runs", timed(loop_culprits)),
-        ("4 counterfactuals", timed(lambda: counterfactuals.try_changes(st, snap, batch, [3, 11]))),
-        ("detect_anomaly(check_nan=True) fwd+bwd", timed(anomaly)),
+    phases = [
+        ("plain step", plain),
+        ("replayed step (with snapshot)", replayed),
+        ("re-run of the failing step", rerun),
+        ("instrumented forward only", lambda: instrument.first_nonfinite_forward(st, batch)),
+        ("instrumented step (forward + backward)", lambda: found.setdefault("b", instrument.locate(st, batch, "backward"))),
+        ("culprits: vmap per-sample", lambda: found.setdefault("c", culprits.find_culprits(st, batch, "backward"))),
+        (f"culprits: {a.batch} single-sample runs", loop_culprits),
+        ("4 counterfactuals", lambda: counterfactuals.try_changes(st, snap, batch, [3, 11], baseline=base_out)),
+        ("detect_anomaly(check_nan=True) fwd+bwd", anomaly),
     ]
+    for _, fn in phases:  # warm up kernels, allocator, vmap's caches
+        once(fn)
+    times = {name: [] for name, _ in phases}
+    for _ in range(a.repeat):
+        for name, fn in phases:
+            times[name].append(once(fn))
+    rows = [(name, statistics.median(c for c, _ in ts), statistics.median(w for _, w in ts)) for name, ts in times.items()]
     base = rows[0][1]
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: TinyTransformer d={a.d} layers={a.layers}, {n_params / 1e6:.2f}M parameters; batch {a.batch} x "
@@ -136,11 +149,14 @@ def main() -> None:
           f"threads {torch.get_num_threads()}; median of {a.repeat}")
     print(f"found: backward {found['b']['op']} in {found['b']['module']}; culprits {found['c']['samples']} "
           f"({found['c']['method']})")
-    print(f"{'phase':<42} {'seconds':>9} {'x plain step':>13}")
-    for name, t in rows:
-        print(f"{name:<42} {t:>9.4f} {t / base:>13.2f}")
-    after = sum(t for n, t in rows if n.startswith(("re-run", "instrumented", "culprits: vmap", "4 counter")))
-    print(f"{'full answer after fidelity (sum)':<42} {after:>9.4f} {after / base:>13.2f}   goal <= 8")
+    print("| phase | CPU s | wall s | x plain step (CPU) |")
+    print("|---|---:|---:|---:|")
+    for name, c, w in rows:
+        print(f"| {name} | {c:.4f} | {w:.4f} | {c / base:.2f} |")
+    after = [r for r in rows if r[0].startswith(("re-run", "instrumented step", "culprits: vmap", "4 counter"))]
+    cpu = sum(r[1] for r in after)
+    print(f"| **full answer after fidelity (sum)** | {cpu:.4f} | {sum(r[2] for r in after):.4f} | "
+          f"**{cpu / base:.2f}** (goal <= 8) |")
 
 
 if __name__ == "__main__":

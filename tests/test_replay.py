@@ -67,6 +67,8 @@ def test_gallery_nan_run_replays_and_matches_ground_truth(name, run_copy, tmp_pa
         assert hit["aten_ops"] and all(op.startswith("aten.") for op in hit["aten_ops"])
     changes = {c["change"]: c for c in r["counterfactuals"]}
     assert set(changes) == {"fp32", "clip_1.0", "lr_div_10", "drop_culprits"}
+    assert changes["fp32"]["rerun"] is False  # no autocast in these runs: fp32 is the replay itself, not re-run
+    assert str(changes["fp32"]["loss"]) == str(r["rerun"]["loss"][1])
     if 0 < len(truth["samples"]) < 16:  # dropping the culprits makes the step finite
         assert changes["drop_culprits"]["finite"] is True
     assert tree(run) == before, "the run directory was written to"

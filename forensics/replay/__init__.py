@@ -261,7 +261,7 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     result["culprit_samples"], result["culprits"] = found["samples"], found
     result["timings_s"]["culprits"] = time.perf_counter() - t1
     t1 = time.perf_counter()
-    result["counterfactuals"] = counterfactuals.try_changes(st, snap, batch, found["samples"])
+    result["counterfactuals"] = counterfactuals.try_changes(st, snap, batch, found["samples"], baseline=second)
     result["timings_s"]["counterfactuals"] = time.perf_counter() - t1
     where = f" at step {bad}" + (f", before the requested step {target}" if bad < target else "")
     result["status"] = f"diagnosed: the first non-finite value appears in the {phase} pass{where}"

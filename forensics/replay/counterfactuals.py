@@ -11,21 +11,31 @@ from typing import Any
 
 import torch
 
-from forensics.replay.state import State, batch_size, restore, run_step, select
+from forensics.replay.state import State, StepOut, batch_size, restore, run_step, select
 
 CHANGES = ("fp32", "clip_1.0", "lr_div_10", "drop_culprits")
 
 
-def try_changes(st: State, snap: dict, batch: dict[str, torch.Tensor], culprits: list[int]) -> list[dict[str, Any]]:
+def try_changes(st: State, snap: dict, batch: dict[str, torch.Tensor], culprits: list[int],
+                baseline: StepOut | None = None) -> list[dict[str, Any]]:
+    """Each change from the same snapshot. A change that is what the run already did (fp32 without autocast,
+    clipping at 1.0 where the run clips at 1.0 or less) is not re-run: it reports `baseline`, the replayed step."""
     out = []
     n = batch_size(batch)
     for change in CHANGES:
         row: dict[str, Any] = {"change": change}
         b, how = batch, change
+        same = None
         if change == "fp32" and not st.options.autocast_dtype:
-            row["note"] = "the run already computes in float32 (no autocast in step_options): same as the replay"
+            same = "the run already computes in float32 (no autocast in step_options): same as the replay"
         if change == "clip_1.0" and st.options.max_grad_norm is not None and st.options.max_grad_norm <= 1.0:
-            row["note"] = f"the run already clips at {st.options.max_grad_norm}"
+            same = f"the run already clips at {st.options.max_grad_norm}: same as the replay"
+        if same is not None:
+            row["note"] = same
+            if baseline is not None:
+                out.append({**row, "finite": baseline.finite, "loss": baseline.loss, "grad_norm": baseline.grad_norm,
+                            "applicable": True, "phase": baseline.phase, "rerun": False})
+                continue
         if change == "drop_culprits":
             if not culprits or len(culprits) >= n:
                 out.append({**row, "finite": None, "loss": None, "grad_norm": None, "applicable": False,

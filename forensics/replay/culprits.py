@@ -132,7 +132,8 @@ def find_culprits(st: State, batch: dict[str, torch.Tensor], phase: str) -> dict
     n = batch_size(batch)
     if phase == "optimizer":
         return {"samples": [], "method": "none", "note": "forward and backward are finite: no sample is to blame"}
-    losses = per_sample_losses(st, batch)
+    # a backward failure has a finite batch loss: go straight to per-sample gradients
+    losses = per_sample_losses(st, batch) if phase == "forward" else []
     bad = [i for i, v in enumerate(losses) if not math.isfinite(v)]
     method, per_sample = "per_sample_loss", {"loss": losses}
     if not bad and phase in ("forward", "backward"):  # finite losses: the samples whose own gradient is not

@@ -17,8 +17,9 @@ and the optimizer state at the bad elements is reported (`exp_avg_sq` = 0 with `
 from __future__ import annotations
 
 import copy
+import linecache
 import os
-import traceback
+import sys
 from typing import Any
 
 import torch
@@ -32,13 +33,18 @@ _TORCH_DIR = os.path.dirname(torch.__file__)
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_SKIP = (_TORCH_DIR, _OUR_DIR, os.path.dirname(os.__file__), "<")
+
+
 def user_frame() -> tuple[str | None, int | None, str | None]:
-    """The innermost stack frame in the user's code (not torch, not this package, not the standard library)."""
-    for fr in reversed(traceback.extract_stack()):
-        f = os.path.abspath(fr.filename)
-        if f.startswith((_TORCH_DIR, _OUR_DIR, os.path.dirname(os.__file__), "<")):
-            continue
-        return fr.filename, fr.lineno, (fr.line or "").strip()
+    """The innermost stack frame in the user's code (not torch, not this package, not the standard library).
+    Walks frames directly: traceback.extract_stack reads source lines for every frame, too slow per op."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        f = frame.f_code.co_filename
+        if not os.path.abspath(f).startswith(_SKIP):
+            return f, frame.f_lineno, linecache.getline(f, frame.f_lineno).strip() or None
+        frame = frame.f_back
     return None, None, None
 
 
@@ -123,7 +129,7 @@ class _Recorder(TorchFunctionMode):
             if self.owners is not None and o.grad_fn is not None and o.grad_fn not in self.owners:
                 f, line, src = user_frame()
                 self.owners[o.grad_fn] = {"forward_op": name, "module": where, "file": f, "line": line, "source": src}
-        if self.hit is None and self.owners is None and any(nonfinite(o) and o.requires_grad for o in outs):
+        if self.hit is None and any(nonfinite(o) and o.requires_grad for o in outs):
             f, line, src = user_frame()
             inputs = {}
             for i, t in enumerate(_tensors((args, kwargs))):
@@ -138,15 +144,19 @@ class _Recorder(TorchFunctionMode):
         return out
 
 
-def first_nonfinite_forward(st: State, batch: dict[str, torch.Tensor]) -> tuple[dict | None, torch.Tensor]:
-    """Run the forward pass recording ops; the first non-finite op (or None) and the loss."""
+def recorded_forward(st: State, batch: dict[str, torch.Tensor], owners: dict | None = None
+                     ) -> tuple[dict | None, torch.Tensor]:
+    """The forward pass under the recorder: the first non-finite op (or None) and the loss; with `owners`, it
+    also maps each autograd node to the op and module that made it (for the backward pass)."""
+    from forensics.replay.state import autocast
+
     mods = _ModuleStack(st.model)
     aten = _AtenOps()
-    rec = _Recorder(mods, aten=aten)
+    rec = _Recorder(mods, owners, aten=aten)
     for name, p in st.model.named_parameters():
         rec.made[p] = ("parameter", name)
+    st.optimizer.zero_grad(set_to_none=True)
     try:
-        from forensics.replay.state import autocast
         with autocast(st), rec, aten:
             loss = st.entry.loss_fn(st.model, batch)
     finally:
@@ -154,20 +164,19 @@ def first_nonfinite_forward(st: State, batch: dict[str, torch.Tensor]) -> tuple[
     return rec.hit, loss
 
 
-def first_nonfinite_backward(st: State, batch: dict[str, torch.Tensor]) -> dict | None:
-    """Forward recording which op and module made each autograd node, then backward with a hook on every node:
-    the first node returning a non-finite gradient (NaN or Inf) from finite incoming gradients."""
-    from forensics.replay.state import autocast
+def first_nonfinite_forward(st: State, batch: dict[str, torch.Tensor]) -> tuple[dict | None, torch.Tensor]:
+    """Run the forward pass recording ops; the first non-finite op (or None) and the loss."""
+    return recorded_forward(st, batch)
 
-    mods = _ModuleStack(st.model)
-    owners: dict = {}
-    rec = _Recorder(mods, owners)
-    st.optimizer.zero_grad(set_to_none=True)
-    try:
-        with autocast(st), rec:
-            loss = st.entry.loss_fn(st.model, batch)
-    finally:
-        mods.close()
+
+def first_nonfinite_backward(st: State, batch: dict[str, torch.Tensor], loss: torch.Tensor | None = None,
+                             owners: dict | None = None) -> dict | None:
+    """Backward with a hook on every node of the graph: the first node returning a non-finite gradient (NaN
+    or Inf) from finite incoming gradients. Without `loss`, a recorded forward pass makes one (and `owners`)."""
+    if loss is None:
+        owners = {}
+        _, loss = recorded_forward(st, batch, owners)
+    owners = owners if owners is not None else {}
     hits: list[dict] = []
     seen, todo, handles = set(), [loss.grad_fn], []
     while todo:
@@ -237,11 +246,11 @@ def first_nonfinite_update(st: State, batch: dict[str, torch.Tensor]) -> dict | 
 def locate(st: State, batch: dict[str, torch.Tensor], phase: str) -> dict | None:
     """The first non-finite value of the step, searched from the forward pass on (the state is left as found:
     the forward and backward passes change no weights, the update runs on a copy)."""
-    hit, loss = first_nonfinite_forward(st, batch)
-    del loss
+    owners: dict = {}
+    hit, loss = recorded_forward(st, batch, owners)  # one forward serves both passes
     if hit is not None:
         return hit
-    hit = first_nonfinite_backward(st, batch)
+    hit = first_nonfinite_backward(st, batch, loss, owners)
     if hit is not None:
         return hit
     return first_nonfinite_update(st, batch)
