@@ -2,9 +2,9 @@
 or the optimizer's update.
 
 Forward: a `TorchFunctionMode` sees every torch function the user's code calls (`linear`, `log`, `conv2d`: the
-names a user wrote), in order, and a `TorchDispatchMode` under it names the aten ops each one ran (`aten.addmm`); the first whose output holds NaN/Inf and lies on the autograd
-path (attention masks hold -inf on purpose and need no grad) is the culprit. Module forward hooks keep the stack of
-running modules, and the Python stack trimmed to files outside torch and this package gives file:line.
+names a user wrote), in order; the first whose output holds NaN/Inf and lies on the autograd path (attention
+masks hold -inf on purpose and need no grad) is the culprit. Module forward hooks keep the stack of running modules, and the Python stack trimmed to files outside torch and this package gives file:line. The
+culprit call alone is run once more under a `TorchDispatchMode` to name the aten ops it ran (`aten.addmm`).
 
 Backward: `detect_anomaly(check_nan=True)` checks NaN only (pytorch#83537), so instead every node of the
 `grad_fn` graph gets a hook; the first node, in execution order, that returns a non-finite gradient from finite
@@ -36,16 +36,36 @@ _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SKIP = (_TORCH_DIR, _OUR_DIR, os.path.dirname(os.__file__), "<")
 
 
-def user_frame() -> tuple[str | None, int | None, str | None]:
-    """The innermost stack frame in the user's code (not torch, not this package, not the standard library).
-    Walks frames directly: traceback.extract_stack reads source lines for every frame, too slow per op."""
-    frame = sys._getframe(1)
+_USER_CODE: dict[Any, bool] = {}  # code object -> whether it is the user's (cached: checked once per function)
+
+
+def user_line(frame: Any) -> tuple[str | None, int | None]:
+    """(file, line) of the innermost frame, from `frame` outwards, in the user's code (not torch, not this
+    package, not the standard library). Walks frames directly, with a per-code-object cache: traceback's
+    extract_stack reads source lines for every frame, too slow to run for every op."""
     while frame is not None:
-        f = frame.f_code.co_filename
-        if not os.path.abspath(f).startswith(_SKIP):
-            return f, frame.f_lineno, linecache.getline(f, frame.f_lineno).strip() or None
+        code = frame.f_code
+        mine = _USER_CODE.get(code)
+        if mine is None:
+            mine = _USER_CODE[code] = not os.path.abspath(code.co_filename).startswith(_SKIP)
+        if mine:
+            return code.co_filename, frame.f_lineno
         frame = frame.f_back
-    return None, None, None
+    return None, None
+
+
+def user_frame() -> tuple[str | None, int | None, str | None]:
+    """The caller's innermost user frame: file, line and its source line."""
+    f, line = user_line(sys._getframe(1))
+    return f, line, (linecache.getline(f, line).strip() or None) if f else None
+
+
+def _quick_nonfinite(g: Any) -> bool:
+    """NaN/Inf anywhere in g: its sum is finite only if every element is (a NaN or Inf always reaches the sum),
+    one reduction without the boolean tensor isfinite makes; a non-finite sum (maybe overflow) is checked exactly."""
+    if not isinstance(g, torch.Tensor) or not g.is_floating_point():
+        return False
+    return not bool(torch.isfinite(g.sum())) and nonfinite(g)
 
 
 def tensor_stats(t: torch.Tensor) -> dict[str, Any]:
@@ -103,22 +123,30 @@ class _AtenOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def _aten_ops_of(func, name: str, args: tuple, kwargs: dict) -> list[str]:
+    """The aten ops one torch call dispatches to, by calling it once more under a dispatch mode (no grad, RNG
+    forked). Only for the culprit call, so the whole forward pays nothing; in-place calls are not repeated."""
+    if name.endswith("_"):
+        return []
+    aten = _AtenOps()
+    with torch.no_grad(), torch.random.fork_rng(devices=[]), aten:
+        func(*args, **kwargs)
+    return list(dict.fromkeys(aten.ops))
+
+
 class _Recorder(TorchFunctionMode):
     """Remembers who made each tensor (op, module) and the first non-finite output on the autograd path;
     with `owners`, also which op and module created each autograd node (for the backward pass)."""
 
-    def __init__(self, modules: _ModuleStack, owners: dict | None = None, aten: _AtenOps | None = None):
+    def __init__(self, modules: _ModuleStack, owners: dict | None = None):
         super().__init__()
-        self.modules, self.owners, self.aten = modules, owners, aten
+        self.modules, self.owners = modules, owners
         self.made = WeakIdKeyDictionary()
         self.hit: dict[str, Any] | None = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if self.aten is not None:
-            self.aten.ops.clear()  # the function mode is off inside its own handler: one torch call at a time
         out = func(*args, **kwargs)
-        called = list(dict.fromkeys(self.aten.ops)) if self.aten is not None else []  # before our own checks run
         name = getattr(func, "__name__", str(func))
         if name.startswith("__") or name in ("dim", "size", "numel", "is_floating_point"):
             return out
@@ -127,8 +155,7 @@ class _Recorder(TorchFunctionMode):
         for o in outs:
             self.made[o] = (name, where)
             if self.owners is not None and o.grad_fn is not None and o.grad_fn not in self.owners:
-                f, line, src = user_frame()
-                self.owners[o.grad_fn] = {"forward_op": name, "module": where, "file": f, "line": line, "source": src}
+                self.owners[o.grad_fn] = (name, where, *user_line(sys._getframe(1)))
         if self.hit is None and any(nonfinite(o) and o.requires_grad for o in outs):
             f, line, src = user_frame()
             inputs = {}
@@ -139,7 +166,7 @@ class _Recorder(TorchFunctionMode):
                               else f"{made[1]}.{made[0]}" if made[1] else made[0])
                 inputs[f"arg{i}"] = st
             self.hit = {"phase": "forward", "op": name, "module": where, "file": f, "line": line, "source": src,
-                        "aten_ops": called,
+                        "aten_ops": _aten_ops_of(func, name, args, kwargs),
                         "inputs": inputs, "output": tensor_stats(outs[0])}
         return out
 
@@ -151,13 +178,12 @@ def recorded_forward(st: State, batch: dict[str, torch.Tensor], owners: dict | N
     from forensics.replay.state import autocast
 
     mods = _ModuleStack(st.model)
-    aten = _AtenOps()
-    rec = _Recorder(mods, owners, aten=aten)
+    rec = _Recorder(mods, owners)
     for name, p in st.model.named_parameters():
         rec.made[p] = ("parameter", name)
     st.optimizer.zero_grad(set_to_none=True)
     try:
-        with autocast(st), rec, aten:
+        with autocast(st), rec:
             loss = st.entry.loss_fn(st.model, batch)
     finally:
         mods.close()
@@ -189,12 +215,12 @@ def first_nonfinite_backward(st: State, batch: dict[str, torch.Tensor], loss: to
         def hook(grad_inputs, grad_outputs, node=node):
             if hits:
                 return
-            if any(nonfinite(g) for g in grad_inputs) and not any(nonfinite(g) for g in grad_outputs):
+            if any(_quick_nonfinite(g) for g in grad_inputs) and not any(nonfinite(g) for g in grad_outputs):
                 bad = next(g for g in grad_inputs if nonfinite(g))
-                own = owners.get(node, {})
-                hits.append({"phase": "backward", "op": type(node).__name__, "module": own.get("module", ""),
-                             "forward_op": own.get("forward_op"), "file": own.get("file"), "line": own.get("line"),
-                             "source": own.get("source"),
+                op, module, f, line = owners.get(node, ("", "", None, None))
+                src = (linecache.getline(f, line).strip() or None) if f else None
+                hits.append({"phase": "backward", "op": type(node).__name__, "module": module,
+                             "forward_op": op or None, "file": f, "line": line, "source": src,
                              "inputs": {"incoming_grad": tensor_stats(next((g for g in grad_outputs if g is not None),
                                                                            torch.empty(0)))},
                              "output": tensor_stats(bad)})
