@@ -42,6 +42,11 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence
     with connect(path, write=False) as con:
         result = analyze_stored(con, report.run_id, only=only, skip=skip, settings=settings)
     result.db = str(path)
+    r = result.replay_from
+    if r and r.get("checkpoint"):  # the exact command that replays the onset (issue 14)
+        import shlex
+        r["command"] = (f"forensics replay {shlex.quote(str(run_dir))} --step {r['onset_step']}"
+                        + f" --db {shlex.quote(str(path))}")
     with connect(path, write=True) as con:
         store_analysis(con, result, settings)
     return result

@@ -788,15 +788,68 @@ def cmd_watch(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+
+
+# -- replay (issue 14) ---------------------------------------------------------------------------------------
+
+def _replay_parser(sub) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="re-execute the bad step from the last finite checkpoint: first non-finite op, samples, fixes",
+        description=(
+            "Re-execute RUN_DIR's step N from the last finite checkpoint before it, through the saved batches, "
+            "with the run's entry point (forensics_entry.py at the run root, DECISIONS.md §10). RUNNING THIS RUNS "
+            "THE USER'S CODE in that file: the command is the opt-in. Fidelity first (replayed vs logged losses and "
+            "gradient norms), then a second re-run of the failing step (transient or deterministic); only a faithful, "
+            "reproduced failure is diagnosed: phase, op, module, file:line, culprit samples and four "
+            "counterfactuals (fp32, clip_1.0, lr_div_10, drop_culprits). The result is stored in the database. "
+            "The run directory is never written to."
+        ),
+        epilog=(f"{EPILOG_DB}\n\nexample:\n"
+                "  forensics replay sample_runs/runs/nan_bad_sample --step 229 --db /tmp/f.duckdb"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a training run's folder")
+    p.add_argument("--step", type=int, metavar="N",
+                   help="the step to replay (default: the first non-finite loss, grad norm or checkpoint in the store)")
+    p.add_argument("--entry", metavar="FILE.py", type=Path, help="entry point (default: RUN_DIR/forensics_entry.py)")
+    p.add_argument("--from-checkpoint", metavar="PATH", help="start from this checkpoint (relative to RUN_DIR)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default auto: CUDA when present")
+    p.add_argument("--markdown", metavar="FILE", type=Path, help="also write the report as markdown to FILE")
+    _add_db(p)
+    _add_json(p)
+    p.set_defaults(func=cmd_replay)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ingest.errors import EntryPointError
+
+    if args.markdown is not None and args.markdown.resolve().is_relative_to(args.run_dir.resolve()):
+        raise ForensicsError(f"--markdown {args.markdown} is inside the run directory, which is never written to")
+    from forensics.replay import replay
+    from forensics.replay import report as replay_report
+
+    try:
+        result = replay(args.run_dir, args.step, entry=args.entry, from_checkpoint=args.from_checkpoint,
+                        device=args.device, db=db_path(args.db))
+    except EntryPointError as exc:
+        if exc.template:  # the fill-in file goes to stdout, so `> forensics_entry.py` saves it
+            print(exc.template)
+        raise
+    if args.json:
+        print(json.dumps(replay_report.plain(result), indent=2))
+    else:
+        print(replay_report.text(result))
+    if args.markdown is not None:
+        args.markdown.write_text(replay_report.markdown(result), encoding="utf-8")
+        print(f"markdown written to {args.markdown}", file=sys.stderr)
     return 0
 
 
 # -- main ---------------------------------------------------------------------------------------------------
 
-PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _app_parser]
-
-
-PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _watch_parser]
+PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _replay_parser,
+           _app_parser, _watch_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,12 +18,13 @@ DEFAULT_DB_LINE = "database: ~/.cache/run-forensics/forensics.duckdb"
 
 
 def sample_output(db: Path) -> str:
-    """What `forensics analyze SAMPLE_RUN` prints, analysed into `db`, with the default database path shown."""
+    """What `forensics analyze SAMPLE_RUN` prints from the repository's folder, analysed into `db`, shown as if
+    into the default database (whose replay command needs no --db)."""
     from forensics import report
     from forensics.analysis import analyze
 
     result = analyze(REPO / SAMPLE_RUN, db)
-    lines = report.text(result).splitlines()
+    lines = [line.replace(f" --db {db}", "").replace(f"{REPO}/", "") for line in report.text(result).splitlines()]
     return "\n".join(DEFAULT_DB_LINE if line.startswith("database: ") else line for line in lines)
 
 

@@ -44,6 +44,8 @@ def replay_lines(a: Analysis) -> list[str]:
            f"  last finite checkpoint: {ck['path']} (step {ck['step']})" if ck else
            "  last finite checkpoint: none saved before the onset",
            f"  batch of step {b['step']}: {b['path']}" if b else f"  batch: {r.get('batch_note', 'none saved')}"]
+    if r.get("command"):
+        out.append(f"  replay it (runs the run's forensics_entry.py): {r['command']}")
     return out
 
 

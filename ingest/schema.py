@@ -23,10 +23,12 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     skipped         detectors that could not run, and why
     watched_runs    runs `forensics watch` found under its roots: why each is a run, how it last looked
     alerts          what `forensics watch` reported: a new or worse finding, a stalled run, a damaged file
+    replays         one row per `forensics replay`: the step, its verdict, where the first non-finite value
+                    appeared, the culprit samples, and the whole result as JSON
     meta            schema_version and other store facts
 """
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # How a database of each older version becomes the next one: statements run in order, in one transaction, by
 # `ingest.store` when a writer opens it. A version missing here cannot be migrated (the user re-ingests).
@@ -44,6 +46,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # v2 -> v3 (issue 16): watched_runs and alerts, new tables only: the CREATE IF NOT EXISTS that runs before
     # any migration makes them.
     2: (),
+    # v3 -> v4 (issue 14): replays, a new table only.
+    3: (),
 }
 
 TABLES: dict[str, str] = {
@@ -314,9 +318,32 @@ TABLES: dict[str, str] = {
             message VARCHAR NOT NULL,       -- the line printed
             detail VARCHAR                  -- JSON: the finding's evidence, the stall's numbers, the issue
         )""",
+    # -- replay (docs/replay.md) ---------------------------------------------------------------------------
+    "replays": """
+        CREATE TABLE IF NOT EXISTS replays (
+            replay_id INTEGER PRIMARY KEY,
+            run_id VARCHAR NOT NULL,
+            created TIMESTAMP NOT NULL,
+            step BIGINT NOT NULL,           -- the step asked for (logged numbering)
+            bad_step BIGINT,                -- the first replayed step with a non-finite value (may precede `step`)
+            from_checkpoint VARCHAR,        -- relative to the run root
+            entry VARCHAR,                  -- the entry point file that was run
+            device VARCHAR,
+            faithful BOOLEAN,               -- replayed losses and grad norms match the logged ones
+            reproduced BOOLEAN,             -- the failure recurs, with equal numbers, in a second re-run
+            status VARCHAR,                 -- diagnosed / unfaithful / not reproduced, with the reason
+            phase VARCHAR,                  -- forward, backward, optimizer (NULL: no diagnosis)
+            op VARCHAR,
+            module VARCHAR,
+            file VARCHAR,
+            line INTEGER,
+            culprit_samples BIGINT[],
+            result VARCHAR                  -- the full JSON object `forensics replay --json` prints
+        )""",
 }
 
-SEQUENCES = ("source_id_seq", "series_id_seq", "ckpt_id_seq", "batch_id_seq", "analysis_id_seq", "alert_id_seq")
+SEQUENCES = ("source_id_seq", "series_id_seq", "ckpt_id_seq", "batch_id_seq", "analysis_id_seq", "alert_id_seq",
+             "replay_id_seq")
 
 # No index on the point tables: an ART index slows bulk inserts many times over, and DuckDB's
 # per-row-group min/max (zonemaps) already prune scans by run and series.

@@ -155,3 +155,4 @@ def _check_version(found: int, db: Path) -> None:
             f"{db} has schema {found}, this version needs {SCHEMA_VERSION} and has no migration for it; "
             f"delete the file and ingest again (the run directories are the source of truth)"
         )
+

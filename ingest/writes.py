@@ -330,6 +330,34 @@ def _json_cell(column: str, value: Any) -> Any:
 
 # -- replays ------------------------------------------------------------------------------------------------
 
+def insert_replay(con, result: dict) -> int:
+    """Store one `forensics replay` result (the documented JSON object); its replay_id."""
+    import json
+    import math
+
+    def plain(v):  # JSON has no NaN/Inf: write them as strings, as the CLI's --json does
+        if isinstance(v, float) and not math.isfinite(v):
+            return str(v)
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+
+    rid = con.execute("SELECT nextval('replay_id_seq')").fetchone()[0]
+    hit = result.get("first_nonfinite") or {}
+    fid = result.get("fidelity") or {}
+    con.execute(
+        """INSERT INTO replays (replay_id, run_id, created, step, bad_step, from_checkpoint, entry, device, faithful,
+                                reproduced, status, phase, op, module, file, line, culprit_samples, result)
+           VALUES (?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [rid, result["run_id"], result["step"], result.get("bad_step"), result.get("from_checkpoint"),
+         result.get("entry"), result.get("device"), fid.get("faithful"), result.get("reproduced"),
+         result.get("status"), hit.get("phase"), hit.get("op"), hit.get("module"), hit.get("file"), hit.get("line"),
+         list(result.get("culprit_samples") or []), json.dumps(plain({**result, "replay_id": int(rid)}))])
+    return int(rid)
+
+
 # -- watch: alerts and run discovery -------------------------------------------------------------------------
 
 WATCHED_RUN_COLUMNS = ("run_id", "path", "watch_root", "kind", "reason", "first_seen", "last_checked", "last_growth",

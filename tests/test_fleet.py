@@ -175,7 +175,7 @@ def test_ids_that_are_not_contiguous_are_looked_up(tmp_path):
     from ingest.writes import append_run_tables
 
     private = tmp_path / "private.duckdb"
-    ingest_run(GALLERY / "dist_mismatch_val_norm", private, progress=False)
+    ingest_run(GALLERY / "dist_mismatch_val_norm", private, progress=None)
     with connect(private, write=False) as con:
         tables = export_run_tables(con)
         expected = sorted(con.execute("SELECT r.name, count(*), sum(s.value) FROM scalars s JOIN series r "

@@ -224,3 +224,24 @@ def test_database_where_no_folder_can_be_made_is_one_line_exit_2(tmp_path, capsy
     assert main(["ingest", str(run), "--db", str(tmp_path / "a_file" / "f.duckdb"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "writable" in err[0], err
+
+
+def test_schema_3_store_gains_the_replays_table_on_the_next_write(tmp_path):
+    """A store written before the replays table existed (schema 3) is upgraded in place by the next write; a
+    reader meanwhile is told how, never handed a store without the table."""
+    db = tmp_path / "f.duckdb"
+    with connect(db, write=True):
+        pass
+    con = duckdb.connect(str(db))
+    con.execute("DROP TABLE replays")
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    con.close()
+    import ingest.store
+    ingest.store._SCHEMA_READY.clear()
+    with pytest.raises(SchemaError, match="upgrades it in place"):
+        with connect(db, write=False):
+            pass
+    with connect(db, write=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert "replays" in tables
+        assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)

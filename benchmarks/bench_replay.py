@@ -1,0 +1,163 @@
+"""Replay's phases, each timed against a plain training step of the same model in the same process.
+
+The model is the gallery's tiny causal transformer grown to GPT-like shapes (default d=256, 4 layers, 16 x 128
+tokens, AdamW + clipping at 1.0) with the hand-written norm whose eps sits outside the sqrt, and a batch whose
+rows 3 and 11 are padded: the forward is finite and the backward NaN, so every phase does its real work
+(backward instrumentation, per-sample gradients, bisection is not needed). Phases, as `forensics replay` runs
+them after the fidelity re-execution:
+    plain step          forward + backward + clip + AdamW step (the unit)
+    replayed step       run_step with the state snapshot replay takes before each step
+    re-run              the failing step once more from the snapshot (restore + step)
+    instr. forward      TorchFunctionMode over every torch call + module stack hooks (a forward failure stops here)
+    instr. step         one recorded forward (ops checked, autograd nodes mapped to ops and modules) + a backward
+                        with a hook on every grad_fn node: what a backward failure costs
+    culprits (vmap)     per-sample losses + per-sample gradient norms via torch.func vmap(grad)
+    culprits (B runs)   the naive peer: one forward+backward per sample
+    counterfactuals     the four changes, each from the snapshot; a change that is what the run already did is
+                        reported from the re-run instead of re-run (here fp32, as there is no autocast, and
+                        clip_1.0, as the run clips at 1.0): so 2 steps here, 4 for a run with autocast and no clip
+    detect_anomaly      forward + backward under torch.autograd.detect_anomaly(check_nan=True), the folklore peer
+Phases run round-robin (each repeat times every phase once), so load on a shared machine drifts over all of them
+alike; each is timed as process CPU time (what the phase computes, robust to other processes on the machine) and
+wall time. Medians over --repeat rounds; ratios are CPU-time medians over the plain step's. The last line sums
+what a replay spends after fidelity (re-run + instrumented step + culprits by vmap + counterfactuals), in plain steps.
+
+    python benchmarks/bench_replay.py [--d 256] [--layers 4] [--batch 16] [--seq 128] [--repeat 5] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--d", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="CPU threads (default 1: idle OpenMP threads spin, which CPU time would count as work)")
+    a = ap.parse_args()
+
+    import torch
+
+    from forensics.replay import counterfactuals, culprits, instrument
+    from forensics.replay.state import State, StepOptions, restore, run_step, snapshot
+    from sample_runs.gen.models import TinyTransformer
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(a.threads)
+    device = torch.device(a.device)
+    torch.manual_seed(0)
+    pad, vocab = 15, 16
+    model = TinyTransformer(vocab=vocab, d=a.d, heads=4, layers=a.layers, seq=a.seq, norm="custom", pad_idx=pad)
+    model.to(device).train()
+    tokens = torch.randint(0, pad, (a.batch, a.seq + 1))
+    tokens[[3, 11], a.seq // 2:] = pad
+    batch = {"input_ids": tokens[:, :-1].contiguous().to(device), "labels": tokens[:, 1:].contiguous().to(device)}
+
+    def loss_fn(m, b):
+        logits = m(b["input_ids"])
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), b["labels"].flatten(), ignore_index=pad)
+
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    entry = SimpleNamespace(loss_fn=loss_fn)
+    st = State(entry, {}, StepOptions(max_grad_norm=1.0), model, opt, None, None, device, ["model"], [])
+    # one finite warm-up step on an unpadded batch so that AdamW has state, then the snapshot replay would hold
+    clean = {"input_ids": tokens[:, :-1].clamp(max=pad - 1).to(device), "labels": tokens[:, 1:].clamp(max=pad - 1).to(device)}
+    run_step(st, clean)
+    snap = snapshot(st)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def once(fn):
+        restore(st, snap)
+        sync()
+        c, w = time.process_time(), time.perf_counter()
+        fn()
+        sync()
+        return time.process_time() - c, time.perf_counter() - w
+
+    def plain():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model, clean)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    def replayed():
+        snapshot(st)
+        run_step(st, clean)
+
+    def rerun():
+        restore(st, snap)
+        run_step(st, batch)
+
+    def anomaly():
+        opt.zero_grad(set_to_none=True)
+        with torch.autograd.detect_anomaly(check_nan=True):
+            loss = loss_fn(model, batch)
+            try:
+                loss.backward()
+            except RuntimeError:
+                pass
+
+    def loop_culprits():
+        for i in range(a.batch):
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model, {k: v[i:i + 1] for k, v in batch.items()}).backward()
+
+    restore(st, snap)
+    base_out = run_step(st, batch)  # the re-run's result, which no-op counterfactuals (fp32 here) report
+    found = {}
+    phases = [
+        ("plain step", plain),
+        ("replayed step (with snapshot)", replayed),
+        ("re-run of the failing step", rerun),
+        ("instrumented forward only", lambda: instrument.first_nonfinite_forward(st, batch)),
+        ("instrumented step (forward + backward)", lambda: found.setdefault("b", instrument.locate(st, batch, "backward"))),
+        ("culprits: vmap per-sample", lambda: found.setdefault("c", culprits.find_culprits(st, batch, "backward"))),
+        (f"culprits: {a.batch} single-sample runs", loop_culprits),
+        ("4 counterfactuals", lambda: counterfactuals.try_changes(st, snap, batch, [3, 11], baseline=base_out)),
+        ("detect_anomaly(check_nan=True) fwd+bwd", anomaly),
+    ]
+    for _, fn in phases:  # warm up kernels, allocator, vmap's caches
+        once(fn)
+    times = {name: [] for name, _ in phases}
+    for _ in range(a.repeat):
+        for name, fn in phases:
+            times[name].append(once(fn))
+    rows = [(name, statistics.median(c for c, _ in ts), statistics.median(w for _, w in ts)) for name, ts in times.items()]
+    base = rows[0][1]
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"model: TinyTransformer d={a.d} layers={a.layers}, {n_params / 1e6:.2f}M parameters; batch {a.batch} x "
+          f"{a.seq} tokens; AdamW + clip 1.0; device {device}; torch {torch.__version__}; "
+          f"threads {torch.get_num_threads()}; median of {a.repeat}")
+    print(f"found: backward {found['b']['op']} in {found['b']['module']}; culprits {found['c']['samples']} "
+          f"({found['c']['method']})")
+    print("| phase | CPU s | wall s | x plain step (CPU) |")
+    print("|---|---:|---:|---:|")
+    for name, c, w in rows:
+        print(f"| {name} | {c:.4f} | {w:.4f} | {c / base:.2f} |")
+    after = [r for r in rows if r[0].startswith(("re-run", "instrumented step", "culprits: vmap", "4 counter"))]
+    cpu = sum(r[1] for r in after)
+    print(f"| **full answer after fidelity (sum)** | {cpu:.4f} | {sum(r[2] for r in after):.4f} | "
+          f"**{cpu / base:.2f}** (goal <= 8) |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+"""`forensics replay`: re-execute a run's bad step from its last finite checkpoint and say where the first
+non-finite value came from (phase, op, module, file:line), which samples cause it, and which change fixes it.
+
+    from forensics.replay import replay
+    result = replay("sample_runs/runs/nan_bad_sample", db="/tmp/f.duckdb")   # the NaN onset from the store
+    result["first_nonfinite"]        # {"phase": "forward", "op": "conv2d", "module": "features.conv1", ...}
+
+Running it runs the user's code (the run's `forensics_entry.py`): calling `replay` is the opt-in. Torch is
+imported only here (never at the import of `forensics` or `ingest`). The run directory is never written to.
+Order: fidelity first (replayed vs logged losses and gradient norms), then the failing step a second time from
+the same state (transient or deterministic), and only a faithful, reproduced failure is diagnosed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+ENTRY_NAME = "forensics_entry.py"
+
+
+def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | os.PathLike | None = None,
+           from_checkpoint: str | None = None, device: str = "auto", db: str | os.PathLike,
+           store: bool = True) -> dict[str, Any]:
+    """Replay `run_dir` up to step `step` (default: the first non-finite loss, else gradient norm, else
+    checkpoint the store knows). Returns the documented result object (see docs/replay.md) and, with `store`,
+    writes it to the `replays` table of `db` (the CLI resolves --db, $FORENSICS_DB and the user cache). Raises
+    ReplayError subclasses for missing ingredients."""
+    from forensics.run import Run
+    from ingest.errors import EntryPointError, ForensicsError
+    from ingest.run import ingest_run
+    from ingest.store import connect
+
+    root = Path(run_dir).resolve()
+    if not root.is_dir():
+        raise ForensicsError(f"{run_dir} is not a directory")
+    path = Path(db).expanduser()
+    report = ingest_run(root, path, progress=None)
+    with connect(path, write=False) as con:
+        run = Run.from_store(con, report.run_id)
+        for role in ("loss", "grad_norm"):  # series load lazily: read what fidelity needs while the store is open
+            if run.pick(role):
+                run.series(role)
+    entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
+    if not entry_path.is_file():
+        from forensics.replay.template import entry_template
+        raise EntryPointError(
+            f"no entry point {entry_path} (DECISIONS.md §10): save one beside the run, or pass --entry FILE.py; "
+            f"a template built from what the store knows is printed above", template=entry_template(run))
+    target = step if step is not None else default_step(run)
+    import torch
+
+    from forensics.replay.state import get_rng, set_rng
+
+    # replay sets process-wide state (RNG, deterministic algorithms): give the caller's back afterwards
+    saved_rng = get_rng()
+    saved_det = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    try:
+        return _replay(run, root, target, entry_path, from_checkpoint, device, path if store else None)
+    finally:
+        set_rng(saved_rng)
+        torch.use_deterministic_algorithms(saved_det[0], warn_only=saved_det[1])
+
+
+def default_step(run: Any) -> int:
+    """The first non-finite logged loss, else gradient norm, else the first non-finite checkpoint."""
+    from ingest.errors import ReplayError
+
+    for role in ("loss", "grad_norm"):
+        name = run.pick(role)
+        if name is None:
+            continue
+        f = run.series_named(name)
+        bad = [s for s, v in zip(f["step"].to_list(), f["value"].to_list()) if v is not None and not math.isfinite(v)]
+        if bad:
+            return int(bad[0])
+    ck = run.table("checkpoints")
+    if ck.height:
+        bad = ck.filter(ck["finite"].fill_null(True).not_() & ck["step"].is_not_null()).sort("step")
+        if bad.height:
+            return int(bad["step"][0])
+    raise ReplayError(f"run {run.name} has no non-finite loss, gradient norm or checkpoint in the store; "
+                      f"name the step to replay with --step N")
+
+
+def _choose_checkpoint(run: Any, root: Path, target: int, before_step: bool, explicit: str | None) -> tuple[str, str, int]:
+    """(path, format, step) of the checkpoint to start from: the explicit one, else the last finite one whose
+    state precedes `target`."""
+    from ingest.errors import CheckpointMismatch
+
+    ck = run.table("checkpoints")
+    rows = ck.to_dicts() if ck.height else []
+    if explicit:
+        p = Path(explicit)
+        if p.is_absolute() or (not (root / p).exists() and p.exists()):  # a path from here, not from the run root
+            if not p.resolve().is_relative_to(root):
+                raise CheckpointMismatch(f"--from-checkpoint {explicit} is not inside the run directory {root}")
+            rel = str(p.resolve().relative_to(root))
+        else:
+            rel = str(p)
+        for r in rows:
+            if r["path"] == rel or r["path"].rstrip("/") == rel.rstrip("/"):
+                if r["step"] is None:
+                    raise CheckpointMismatch(f"{rel}: the store knows no step for this checkpoint")
+                return r["path"], r["format"], int(r["step"])
+        known = ", ".join(r["path"] for r in rows) or "none"
+        raise CheckpointMismatch(f"--from-checkpoint {explicit}: not a checkpoint of this run (known: {known})")
+    ok = [r for r in rows if r["step"] is not None and r["finite"] is not False and r["status"] in ("ok", "partial")
+          and (r["step"] if before_step else r["step"] + 1) <= target]
+    if not ok:
+        listed = ", ".join(f"{r['path']} (step {r['step']}, {'finite' if r['finite'] else 'NON-FINITE'})"
+                           for r in sorted(rows, key=lambda r: r["step"] or -1)) or "none"
+        raise CheckpointMismatch(
+            f"no finite checkpoint before step {target} (checkpoints: {listed}); save checkpoints with optimizer "
+            f"state every few hundred steps next time (forensics.capture does)")
+    best = max(ok, key=lambda r: r["step"])
+    return best["path"], best["format"], int(best["step"])
+
+
+def _device(name: str) -> Any:
+    import torch
+
+    from ingest.errors import ReplayError
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ReplayError("--device cuda: no CUDA device is available here; use --device cpu")
+    return torch.device(name)
+
+
+def determinism(device: Any) -> dict[str, Any]:
+    """Apply what makes a re-run give the same numbers, and say what it cannot promise."""
+    import torch
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    settings = {"use_deterministic_algorithms": "True (warn_only)", "threads": torch.get_num_threads()}
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        settings.update({"cudnn.deterministic": True, "cudnn.benchmark": False, "tf32": False})
+    settings["limits"] = ("bitwise equality with the original run needs the same hardware, library versions and "
+                          "thread count; other reductions differ in the last bits")
+    return settings
+
+
+def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint: str | None, device_name: str,
+            db: Path | None) -> dict[str, Any]:
+    from forensics.replay import counterfactuals, culprits, fidelity, instrument
+    from forensics.replay.state import (
+        StepOptions,
+        build_state,
+        load_batch,
+        load_checkpoint,
+        load_entry,
+        read_config,
+        require_single_micro_batch,
+        restore,
+        run_step,
+        snapshot,
+        to_device,
+    )
+    from ingest.errors import MissingBatch
+
+    t0 = time.perf_counter()
+    device = _device(device_name)
+    config, config_from = read_config(root, _nested(run._configs))
+    entry = load_entry(entry_path)
+    options = StepOptions.from_entry(entry, config)
+    require_single_micro_batch(options)
+    ck_path, ck_fmt, ck_step = _choose_checkpoint(run, root, target, options.checkpoint_before_step, from_checkpoint)
+    start = ck_step if options.checkpoint_before_step else ck_step + 1
+    b = run.table("batches")
+    batches = {int(s): p for s, p in zip(b["step"].to_list(), b["path"].to_list()) if s is not None} if b.height else {}
+    if start not in batches:
+        have = sorted(batches)
+        raise MissingBatch(
+            f"no batch saved for step {start}, the first step after {ck_path}" +
+            (f" (batches saved for steps {have[0]}-{have[-1]})" if have else " (no batches saved)") +
+            "; save the last K batches before a failure next time (forensics.capture's ring buffer does)")
+    settings = determinism(device)
+    saved = load_checkpoint(root, ck_path, ck_fmt, ck_step)
+    st = build_state(entry, config, saved, device)
+    result: dict[str, Any] = {
+        "run": run.name, "run_id": run.run_id, "step": target, "from_checkpoint": ck_path, "checkpoint_step": ck_step,
+        "entry": str(entry_path), "config": config_from, "device": str(device), "determinism": settings,
+        "restored": st.restored, "notes": list(st.notes), "replayed_steps": None, "fidelity": None,
+        "reproduced": False, "status": None, "first_nonfinite": None, "culprit_samples": [], "culprits": None,
+        "counterfactuals": [], "timings_s": {}}
+    outs, bad, snap, batch, stopped = {}, None, None, None, None
+    snap0 = snapshot(st)
+    for s in range(start, target + 1):
+        if s not in batches:
+            stopped = f"no batch saved for step {s}: the replay stopped after step {s - 1}"
+            break
+        batch = to_device(load_batch(root, batches[s]), device)
+        snap = snapshot(st)
+        outs[s] = run_step(st, batch)
+        if not outs[s].finite:
+            bad = s
+            break
+    last = bad if bad is not None else max(outs)
+    result["replayed_steps"] = [start, last]
+    result["timings_s"]["replay_to_step"] = time.perf_counter() - t0
+    fid = fidelity.compare(run, outs, start, last)
+    if not fid["faithful"]:  # how far one ulp of rounding moves these steps (fidelity.py)
+        t1 = time.perf_counter()
+        restore(st, snap0)
+        perturb_one_ulp(st.model)
+        noisy = {}
+        for s in outs:
+            noisy[s] = run_step(st, to_device(load_batch(root, batches[s]), device))
+        fid = fidelity.compare(run, outs, start, last, perturbed=noisy)
+        result["timings_s"]["rounding_noise"] = time.perf_counter() - t1
+    result["fidelity"] = fid
+    if stopped:
+        result["notes"].append(stopped)
+    quiet = not fid["logged_nonfinite_not_reproduced"]  # the logs show no NaN/Inf the replay missed
+    if bad is None and stopped is None and quiet and fid["faithful"]:  # a finite step: a spike, say
+        restore(st, snap)
+        result["spike"] = culprits.spike_drivers(st, batch)
+        result["status"] = (f"finite step {target} replayed faithfully: the samples and layers that drive its loss "
+                            f"and gradient norm are listed")
+        return _finish(result, db, t0)
+    if bad is None:
+        result["status"] = ("not reproduced: transient — hardware, non-deterministic kernels, or state not saved: "
+                            f"steps {start}-{last} stay finite in the replay"
+                            + (f" ({stopped})" if stopped else ""))
+        if not fid["faithful"]:
+            result["status"] = _unfaithful(fid) + "; " + result["status"]
+        return _finish(result, db, t0)
+    first = outs[bad]
+    restore(st, snap)
+    second = run_step(st, batch)
+    same = _same(first.loss, second.loss) and _same(first.grad_norm, second.grad_norm) and first.phase == second.phase
+    result["reproduced"] = same
+    result["bad_step"] = bad
+    result["rerun"] = {"loss": [first.loss, second.loss], "grad_norm": [first.grad_norm, second.grad_norm],
+                       "phase": [first.phase, second.phase]}
+    if not fid["faithful"]:
+        result["status"] = _unfaithful(fid)
+        return _finish(result, db, t0)
+    if not same:
+        result["status"] = ("not reproduced: transient — hardware, non-deterministic kernels, or state not saved: "
+                            f"two re-runs of step {bad} from the same state differ")
+        return _finish(result, db, t0)
+    t1 = time.perf_counter()
+    restore(st, snap)
+    hit = instrument.locate(st, batch, first.phase)
+    result["timings_s"]["instrumented"] = time.perf_counter() - t1
+    result["first_nonfinite"] = hit
+    phase = hit["phase"] if hit else first.phase
+    t1 = time.perf_counter()
+    restore(st, snap)
+    found = culprits.find_culprits(st, batch, phase)
+    result["culprit_samples"], result["culprits"] = found["samples"], found
+    result["timings_s"]["culprits"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    result["counterfactuals"] = counterfactuals.try_changes(st, snap, batch, found["samples"], baseline=second)
+    result["timings_s"]["counterfactuals"] = time.perf_counter() - t1
+    where = f" at step {bad}" + (f", before the requested step {target}" if bad < target else "")
+    result["status"] = f"diagnosed: the first non-finite value appears in the {phase} pass{where}"
+    if not fid["verified"]:
+        result["status"] += (f" (fidelity unverified: the logs hold no loss or gradient norm in steps {start}-{last}; "
+                             f"log every step next time, as forensics.capture does)")
+    return _finish(result, db, t0)
+
+
+def perturb_one_ulp(model: Any) -> None:
+    """Move every floating-point weight by about one float32 ulp, with a fixed sign pattern (deterministic)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point():
+                sign = torch.randint(0, 2, p.shape, generator=gen).to(p.device, p.dtype) * 2 - 1
+                p.add_(p * sign * 2.0 ** -23)
+
+
+def _unfaithful(fid: dict) -> str:
+    m = fid["first_mismatch"]
+    return (f"unfaithful: the replay does not match the run's logs ({fid['mismatched']} of "
+            f"{len(fid['compared'])} values differ; first: {m['series']} at step {m['step']} logged {m['logged']:.6g}, "
+            f"replayed {m['replayed']:.6g}); no diagnosis — check the entry point, the config and the saved states")
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def _nested(flat: dict[str, Any]) -> dict[str, Any]:
+    """The store's dotted config keys as a nested dict (a fallback when the run root holds no config file)."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = out
+        parts = key.split(".")
+        for p in parts[:-1]:
+            nxt = node.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                break
+            node = nxt
+        else:
+            node.setdefault(parts[-1], value)
+    return out
+
+
+def _finish(result: dict[str, Any], db: Path | None, t0: float) -> dict[str, Any]:
+    result["timings_s"]["total"] = time.perf_counter() - t0
+    result["diagnosed"] = result["first_nonfinite"] is not None
+    if db is not None:
+        from ingest.store import connect
+        from ingest.writes import insert_replay
+
+        with connect(db, write=True) as con:
+            result["replay_id"] = insert_replay(con, result)
+    return result

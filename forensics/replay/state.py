@@ -1,0 +1,419 @@
+"""What a replay starts from: the run's config, the entry point, a checkpoint's states, saved batches, and one
+training step done the way the run did it (DECISIONS.md §10).
+
+Checkpoints are untrusted: torch files are read with `weights_only=True`, weights preferably from safetensors.
+Nothing here writes into the run directory; importing the entry point writes no `__pycache__` there.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import math
+import pickle
+import random
+import sys
+import zipfile
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ingest.errors import CheckpointMismatch, EntryPointError, MissingBatch, ReplayError
+
+# Wrapper prefixes a state dict may carry: torch.compile's `_orig_mod.` (the compiled module wraps the
+# original one), DDP's `module.`, Lightning's `model.` (the LightningModule attribute).
+WRAPPER_PREFIXES = ("_orig_mod.", "module.", "model.")
+
+
+# ------------------------------------------------------------------------------------------ config, entry
+
+def read_config(root: Path, store_config: dict[str, Any] | None = None) -> tuple[dict, str]:
+    """The run's saved config and where it came from: the root's config.yaml/.yml/.json, else the config the
+    store read elsewhere (W&B, hparams.yaml), given as nested dict. ({}, "none") when there is none."""
+    for name in ("config.yaml", "config.yml", "config.json"):
+        p = root / name
+        if p.is_file():
+            text = p.read_text(encoding="utf-8")
+            if name.endswith(".json"):
+                return json.loads(text), name
+            import yaml
+            return (yaml.safe_load(text) or {}), name
+    if store_config:
+        return store_config, "store"
+    return {}, "none"
+
+
+def load_entry(path: Path) -> Any:
+    """Import the user's entry point (this runs their code: `forensics replay` is the opt-in)."""
+    if not path.is_file():
+        raise EntryPointError(f"no entry point at {path}")
+    spec = importlib.util.spec_from_file_location(f"forensics_entry_{abs(hash(str(path)))}", path)
+    mod = importlib.util.module_from_spec(spec)
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ inside the run directory
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as exc:
+        raise EntryPointError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        sys.dont_write_bytecode = saved
+    missing = [f for f in ("build_model", "loss_fn") if not callable(getattr(mod, f, None))]
+    if missing:
+        raise EntryPointError(f"{path} defines no {' or '.join(missing)} (DECISIONS.md §10 needs build_model "
+                              f"and loss_fn; build_optimizer, build_scheduler, step_options are optional)")
+    return mod
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """What the run's step did around `loss_fn` (the entry point's `step_options`)."""
+
+    max_grad_norm: float | None = None
+    grad_accumulation_steps: int = 1
+    grad_scaler: dict | None = None
+    autocast_dtype: str | None = None          # "float16" / "bfloat16" when the forward ran under autocast
+    checkpoint_before_step: bool = False       # Lightning: checkpoint step=N holds the state before step N
+
+    @classmethod
+    def from_entry(cls, entry: Any, config: dict) -> StepOptions:
+        raw = dict(entry.step_options(config)) if callable(getattr(entry, "step_options", None)) else {}
+        gs = raw.get("grad_scaler")
+        return cls(max_grad_norm=raw.get("max_grad_norm"),
+                   grad_accumulation_steps=int(raw.get("grad_accumulation_steps") or 1),
+                   grad_scaler=(gs if isinstance(gs, dict) else {}) if gs else None,
+                   autocast_dtype=raw.get("autocast_dtype"),
+                   checkpoint_before_step=raw.get("step_numbering") == "checkpoint_before_step")
+
+
+# ------------------------------------------------------------------------------------------ checkpoints
+
+@dataclass
+class Saved:
+    """The states one checkpoint holds (None where it did not save them) and what was missing."""
+
+    path: str
+    step: int
+    model: dict[str, torch.Tensor]
+    optimizer: dict | None = None
+    scheduler: dict | None = None
+    scaler: dict | None = None
+    rng: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+_LOAD_ERRORS = (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile)
+
+
+def _torch_load(path: Path) -> Any:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except _LOAD_ERRORS as exc:  # weights_only refusal, truncation, not a torch file: all end the replay here
+        raise CheckpointMismatch(f"cannot read {path} with weights_only=True: {str(exc).splitlines()[0]}") from None
+
+
+def _load_rng(path: Path) -> dict | None:
+    """HF's rng_state.pth holds numpy's state (an array): allow exactly numpy's reconstruct globals."""
+    import numpy as np
+    from numpy._core.multiarray import _reconstruct
+    from torch.serialization import safe_globals
+
+    try:
+        with safe_globals([_reconstruct, np.ndarray, np.dtype, type(np.dtype("uint32"))]):
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except _LOAD_ERRORS:  # an RNG state we cannot read safely is reported as not restored
+        return None
+
+
+def _first(obj: dict, *keys: str) -> Any:
+    return next((obj[k] for k in keys if isinstance(obj, dict) and obj.get(k) is not None), None)
+
+
+def load_checkpoint(root: Path, rel: str, fmt: str, step: int) -> Saved:
+    """Read one checkpoint of any layout the store knows (torch dict, HF folder, Lightning .ckpt, safetensors)."""
+    from safetensors.torch import load_file
+
+    path = root / rel
+    if fmt == "safetensors" or (path.is_file() and path.suffix == ".safetensors"):
+        return Saved(rel, step, load_file(path), notes=["weights only: no optimizer, scheduler or RNG state saved"])
+    if path.is_dir():  # HF Trainer's checkpoint-N/
+        if (path / "model.safetensors").is_file():
+            model = load_file(path / "model.safetensors")
+        elif (path / "pytorch_model.bin").is_file():
+            model = _torch_load(path / "pytorch_model.bin")
+        else:
+            raise CheckpointMismatch(f"{rel} holds no model.safetensors or pytorch_model.bin")
+        s = Saved(rel, step, model)
+        for attr, name in (("optimizer", "optimizer.pt"), ("scheduler", "scheduler.pt"), ("scaler", "scaler.pt")):
+            if (path / name).is_file():
+                setattr(s, attr, _torch_load(path / name))
+        if (path / "rng_state.pth").is_file():
+            s.rng = _load_rng(path / "rng_state.pth")
+            if s.rng is None:
+                s.notes.append("rng_state.pth could not be read safely: RNG not restored")
+        return s
+    obj = _torch_load(path)
+    if not isinstance(obj, dict):
+        raise CheckpointMismatch(f"{rel} holds a {type(obj).__name__}, not a dict of states")
+    if "state_dict" in obj and "optimizer_states" in obj:  # Lightning
+        opts, scheds = obj.get("optimizer_states") or [], obj.get("lr_schedulers") or []
+        return Saved(rel, step, obj["state_dict"], opts[0] if opts else None, scheds[0] if scheds else None,
+                     _first(obj, "MixedPrecision", "scaler"))
+    model = _first(obj, "model", "model_state_dict", "state_dict")
+    if model is None and all(isinstance(v, torch.Tensor) for v in obj.values()):
+        model = obj
+    if model is None:
+        raise CheckpointMismatch(f"{rel} has no model state (keys: {', '.join(map(str, list(obj)[:8]))})")
+    return Saved(rel, step, model, _first(obj, "optimizer", "optimizer_state_dict"),
+                 _first(obj, "scheduler", "lr_scheduler", "scheduler_state_dict"), _first(obj, "scaler", "grad_scaler"),
+                 _first(obj, "rng", "rng_state"))
+
+
+def strip_prefix(state: dict[str, torch.Tensor], wanted: set[str], declared: str | None) -> dict[str, torch.Tensor]:
+    """Drop a wrapper prefix (the entry's STATE_DICT_PREFIX, else a known one) when that makes keys match."""
+    for prefix in ([declared] if declared else []) + list(WRAPPER_PREFIXES):
+        if set(state) != wanted and all(k.startswith(prefix) for k in state):
+            state = {k[len(prefix):]: v for k, v in state.items()}
+    return state
+
+
+# ------------------------------------------------------------------------------------------ batches
+
+def load_batch(root: Path, rel: str) -> dict[str, torch.Tensor]:
+    """A saved batch as a dict of tensors with a leading batch dimension (non-tensor entries dropped)."""
+    path = root / rel
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+        obj = load_file(path)
+    else:
+        obj = _torch_load(path)
+    if not isinstance(obj, dict):
+        raise MissingBatch(f"{rel} holds a {type(obj).__name__}, not a dict of tensors (DECISIONS.md §10)")
+    return {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+
+
+def batch_size(batch: dict[str, torch.Tensor]) -> int:
+    return next(v.shape[0] for v in batch.values() if v.dim() > 0)
+
+
+def select(batch: dict[str, torch.Tensor], rows: list[int]) -> dict[str, torch.Tensor]:
+    """The batch restricted to `rows` (every tensor with the leading batch dimension is sliced)."""
+    n = batch_size(batch)
+    idx = torch.tensor(rows, dtype=torch.long)
+    return {k: (v.index_select(0, idx.to(v.device)) if v.dim() > 0 and v.shape[0] == n else v) for k, v in batch.items()}
+
+
+# ------------------------------------------------------------------------------------------ the state
+
+@dataclass
+class State:
+    """Model, optimizer, scheduler and scaler rebuilt by the entry point, with the checkpoint's states loaded."""
+
+    entry: Any
+    config: dict
+    options: StepOptions
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    scaler: Any
+    device: torch.device
+    restored: list[str]
+    notes: list[str]
+
+
+def build_state(entry: Any, config: dict, saved: Saved, device: torch.device) -> State:
+    """§10's order: build model, optimizer, scheduler; then load their saved states; then the RNG."""
+    options = StepOptions.from_entry(entry, config)
+    model = entry.build_model(config)
+    model.train()  # the tool, not the entry point, sets train mode
+    restored, notes = ["model"], list(saved.notes)
+    wanted = set(model.state_dict())
+    state = strip_prefix(saved.model, wanted, getattr(entry, "STATE_DICT_PREFIX", None))
+    missing, unexpected = sorted(wanted - set(state)), sorted(set(state) - wanted)
+    if missing or unexpected:
+        raise CheckpointMismatch(
+            f"{saved.path} does not fit the entry point's model: missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
+            f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}")
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        raise CheckpointMismatch(f"{saved.path} does not fit the entry point's model: {str(exc).splitlines()[-1].strip()}") from None
+    model.to(device)
+    if callable(getattr(entry, "build_optimizer", None)):
+        optimizer = entry.build_optimizer(model, config)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+        notes.append("entry point has no build_optimizer: the update is not replayed (SGD lr=0)")
+    scheduler = entry.build_scheduler(optimizer, config) if callable(getattr(entry, "build_scheduler", None)) else None
+    scaler = None
+    if options.grad_scaler is not None:
+        scaler = torch.amp.GradScaler(device.type, **{k: v for k, v in options.grad_scaler.items()
+                                                      if k in ("init_scale", "growth_factor", "backoff_factor",
+                                                               "growth_interval", "enabled")})
+    if saved.optimizer is not None:
+        try:
+            optimizer.load_state_dict(saved.optimizer)
+        except (ValueError, KeyError, RuntimeError) as exc:
+            raise CheckpointMismatch(f"{saved.path}: optimizer state does not fit build_optimizer's optimizer ({exc}); "
+                                     f"build_optimizer must list parameters in the run's order") from None
+        restored.append("optimizer")
+    else:
+        notes.append(f"{saved.path} holds no optimizer state: {type(optimizer).__name__} starts from empty state, "
+                     f"so later steps are not the run's")
+    if scheduler is not None:
+        if saved.scheduler is not None:
+            scheduler.load_state_dict(saved.scheduler)
+            restored.append("scheduler")
+        else:
+            notes.append(f"{saved.path} holds no scheduler state")
+    if scaler is not None:
+        if saved.scaler is not None:
+            scaler.load_state_dict(saved.scaler)
+            restored.append("scaler")
+        else:
+            notes.append(f"{saved.path} holds no GradScaler state: the scale starts at its initial value")
+    if saved.rng is not None:
+        set_rng(saved.rng)
+        restored.append("rng")
+    return State(entry, config, options, model, optimizer, scheduler, scaler, device, restored, notes)
+
+
+def set_rng(rng: dict) -> None:
+    import numpy as np
+    if rng.get("python") is not None:
+        random.setstate(rng["python"])
+    if rng.get("numpy") is not None:
+        state = rng["numpy"]
+        if isinstance(state, list):  # forensics.capture stores numpy's keys as a tensor (weights_only-safe)
+            state = (state[0], np.asarray(state[1], dtype=np.int64).astype(np.uint32), *state[2:])
+        np.random.set_state(tuple(state))
+    if rng.get("cpu") is not None:
+        torch.set_rng_state(rng["cpu"])
+    cuda = rng.get("cuda")
+    if cuda is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(cuda) if isinstance(cuda, (list, tuple)) else torch.cuda.set_rng_state(cuda)
+
+
+def get_rng() -> dict:
+    import numpy as np
+    out = {"python": random.getstate(), "numpy": np.random.get_state(), "cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        out["cuda"] = torch.cuda.get_rng_state_all()
+    return out
+
+
+def snapshot(st: State) -> dict:
+    """Everything a step changes, deep-copied: the optimizer keeps references to its state tensors."""
+    return copy.deepcopy({"model": st.model.state_dict(), "optimizer": st.optimizer.state_dict(),
+                          "scheduler": st.scheduler.state_dict() if st.scheduler is not None else None,
+                          "scaler": st.scaler.state_dict() if st.scaler is not None else None, "rng": get_rng()})
+
+
+def restore(st: State, snap: dict) -> None:
+    snap = copy.deepcopy(snap)
+    st.model.load_state_dict(snap["model"])
+    st.optimizer.load_state_dict(snap["optimizer"])
+    if st.scheduler is not None:
+        st.scheduler.load_state_dict(snap["scheduler"])
+    if st.scaler is not None:
+        st.scaler.load_state_dict(snap["scaler"])
+    set_rng(snap["rng"])
+
+
+# ------------------------------------------------------------------------------------------ one step
+
+def nonfinite(t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all())
+
+
+@dataclass
+class StepOut:
+    """One replayed step: the loss and gradient norm as the run logged them, and where non-finite values were."""
+
+    loss: float
+    grad_norm: float
+    lr: float
+    loss_finite: bool
+    grads_finite: bool
+    params_finite: bool
+    skipped: bool = False  # a GradScaler skipped the update (non-finite gradients under fp16)
+
+    @property
+    def finite(self) -> bool:
+        return self.loss_finite and (self.grads_finite or self.skipped) and self.params_finite
+
+    @property
+    def phase(self) -> str | None:
+        """Where the first non-finite value showed: forward, backward or optimizer (None: all finite)."""
+        if not self.loss_finite:
+            return "forward"
+        if not self.grads_finite and not self.skipped:
+            return "backward"
+        if not self.params_finite:
+            return "optimizer"
+        return None
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def autocast(st: State, fp32: bool = False):
+    if st.options.autocast_dtype and not fp32:
+        return torch.autocast(st.device.type, dtype=getattr(torch, st.options.autocast_dtype))
+    return nullcontext()
+
+
+def total_norm(params: list[torch.nn.Parameter]) -> float:
+    """The gradient norm a run logs without clipping: the norm of the per-parameter norms."""
+    if not params:
+        return 0.0
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad.detach()) for p in params])))
+
+
+def run_step(st: State, batch: dict[str, torch.Tensor], change: str | None = None) -> StepOut:
+    """One optimizer step as the run did it (`step_options`), optionally with one counterfactual change:
+    fp32 (no autocast), clip_1.0, lr_div_10. The loss is the step's mean loss (`loss_fn`)."""
+    model, opt = st.model, st.optimizer
+    opt.zero_grad(set_to_none=True)
+    with autocast(st, fp32=change == "fp32"):
+        loss = st.entry.loss_fn(model, batch)
+    loss_value = float(loss.detach().float())
+    (st.scaler.scale(loss) if st.scaler is not None else loss).backward()
+    if st.scaler is not None:
+        st.scaler.unscale_(opt)
+    params = [p for p in model.parameters() if p.grad is not None]
+    grads_finite = not any(nonfinite(p.grad) for p in params)
+    max_norm = 1.0 if change == "clip_1.0" else st.options.max_grad_norm
+    if max_norm is not None and params:
+        gn = float(torch.nn.utils.clip_grad_norm_(params, float(max_norm)))
+    else:
+        gn = total_norm(params)
+    lr = float(opt.param_groups[0]["lr"])
+    if change == "lr_div_10":
+        for g in opt.param_groups:
+            g["lr"] = g["lr"] / 10
+    skipped = False
+    if st.scaler is not None:
+        before = st.scaler.get_scale()
+        st.scaler.step(opt)
+        st.scaler.update()
+        skipped = st.scaler.get_scale() < before
+    else:
+        opt.step()
+    if change == "lr_div_10":
+        for g in opt.param_groups:
+            g["lr"] = g["lr"] * 10
+    opt.zero_grad(set_to_none=True)
+    if st.scheduler is not None:
+        st.scheduler.step()
+    params_finite = not any(nonfinite(p) for p in model.parameters())
+    return StepOut(loss_value, gn, lr, math.isfinite(loss_value), grads_finite, params_finite, skipped)
+
+
+def require_single_micro_batch(options: StepOptions) -> None:
+    if options.grad_accumulation_steps != 1:
+        raise ReplayError(f"grad_accumulation_steps={options.grad_accumulation_steps}: replaying accumulated "
+                          f"micro-batches is not supported yet (save one batch per micro-step to replay it)")
