@@ -87,7 +87,8 @@ def role_of(name: str) -> Role:
         return Role("memory", split)
     if ws & {"throughput", "samples", "tokens", "it"} and ws & {"per", "second", "sec", "s", "throughput"}:
         return Role("throughput", split)
-    if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or ws == {"dt"}:
+    if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or {"epoch", "time"} <= ws \
+            or ws == {"dt"}:
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)
