@@ -109,7 +109,7 @@ def series_spikes(run: Run, cfg: Any = None) -> list[Spike]:
     """Spike timesteps of every loss and gradient-norm series, with the loss-spike detector's thresholds."""
     window, z, ratio, recover = (cfg.window, cfg.z, cfg.min_ratio, cfg.recover) if cfg else (30, 8.0, 0.25, 5)
     out = []
-    for name in run.meta.filter(pl.col("role").is_in(SPIKE_ROLES))["name"].to_list():
+    for name in [n for role in SPIKE_ROLES for n in run.all_of(role)]:
         f = run.series_named(name)
         found = stats.spikes(f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy(), window, z, ratio, recover)
         out.extend(Spike(name, r["step"], r["value"], r["baseline"], r["z"]) for r in found.iter_rows(named=True))
