@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from forensics.stats import SpikeRule
+
 # Logical names detectors use -> the role ingest stored in series.role.
 ROLES: dict[str, str] = {
     "loss": "train_loss", "train_loss": "train_loss", "val_loss": "val_loss", "accuracy": "accuracy",
@@ -84,6 +86,9 @@ class Run:
     _tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     _cache: dict[int, pl.DataFrame] = field(default_factory=dict, repr=False)
     _steps_cache: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
+    # What a spike is in this analysis: the loss-spike detector's thresholds, set by the engine so that every
+    # reader of spikes (loss_spike, bad_batch, the spike list) shares one definition (issue 11).
+    spike_rule: SpikeRule = field(default_factory=SpikeRule, repr=False)
 
     # --- building ---------------------------------------------------------------------------------
     @classmethod

@@ -176,7 +176,7 @@ def test_spikes_find_isolated_jump_and_ignore_level_shift():
     y = 2.0 + rng.normal(0, 0.02, 300)
     y[150] = 6.0  # a spike that recovers
     y[250:] += 3.0  # a level shift that does not
-    out = stats.spikes(np.arange(300) * 10, y, window=30, z=8)
+    out = stats.spikes(np.arange(300) * 10, y, stats.SpikeRule(window=30, z=8))
     assert out["step"].to_list() == [1500]
     assert out["baseline"][0] == pytest.approx(2.0, abs=0.05) and out["z"][0] > 8
 
