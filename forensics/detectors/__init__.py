@@ -9,6 +9,7 @@ from forensics.detectors.exploding_gradients import ExplodingGradients
 from forensics.detectors.flat_loss import FlatLoss
 from forensics.detectors.frequent_clipping import FrequentClipping
 from forensics.detectors.frozen_parameters import FrozenParameters
+from forensics.detectors.grokking import Grokking
 from forensics.detectors.initial_loss_mismatch import InitialLossMismatch
 from forensics.detectors.loss_spike import LossSpike
 from forensics.detectors.lr_schedule_anomaly import LrScheduleAnomaly
@@ -31,7 +32,8 @@ from forensics.detectors.weight_norm_growth import WeightNormGrowth
 
 ALL: tuple[type, ...] = (
     NanLoss, MaskedNonfinite, ExplodingGradients, Divergence, NonfiniteWeights, BadBatch, LossSpike, AmpOverflow,
-    InitialLossMismatch, FlatLoss, Plateau, Underfitting, Oscillation, Overfitting, DistributionMismatch, ValNoise,
-    FrequentClipping, UpdateRatioAnomaly, LrScheduleAnomaly, VanishingGradients, DeadRelu, SaturatedActivation,
-    FrozenParameters, WeightNormGrowth, WeightCollapse, MemoryGrowth, ThroughputDrop, ResumedRun, SampledLog,
+    InitialLossMismatch, FlatLoss, Plateau, Underfitting, Oscillation, Overfitting, DistributionMismatch, Grokking,
+    ValNoise, FrequentClipping, UpdateRatioAnomaly, LrScheduleAnomaly, VanishingGradients, DeadRelu,
+    SaturatedActivation, FrozenParameters, WeightNormGrowth, WeightCollapse, MemoryGrowth, ThroughputDrop, ResumedRun,
+    SampledLog,
 )
