@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from forensics import catalog
-
-if TYPE_CHECKING:
-    from forensics.run import Run
 
 SEVERITIES = ("critical", "warning", "info")
 RANK = {s: i for i, s in enumerate(SEVERITIES)}  # lower is more severe

@@ -1,8 +1,8 @@
 """Every detector, one per file; `ALL` lists them in the order a report reads best (causes before symptoms)."""
 
-from forensics.detectors.activations import DeadRelu, SaturatedActivation
 from forensics.detectors.amp_overflow import AmpOverflow
 from forensics.detectors.bad_batch import BadBatch
+from forensics.detectors.dead_relu import DeadRelu
 from forensics.detectors.distribution_mismatch import DistributionMismatch
 from forensics.detectors.divergence import Divergence
 from forensics.detectors.exploding_gradients import ExplodingGradients
@@ -22,6 +22,7 @@ from forensics.detectors.overfitting import Overfitting
 from forensics.detectors.plateau import Plateau
 from forensics.detectors.resumed_run import ResumedRun
 from forensics.detectors.sampled_log import SampledLog
+from forensics.detectors.saturated_activation import SaturatedActivation
 from forensics.detectors.throughput_drop import ThroughputDrop
 from forensics.detectors.underfitting import Underfitting
 from forensics.detectors.update_ratio_anomaly import UpdateRatioAnomaly
