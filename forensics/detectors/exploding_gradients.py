@@ -45,6 +45,8 @@ class ExplodingGradients:
     fast_points: int = 10  # ×2 to ×factor within this many logged points is exponential growth
     loss_rise: float = 0.2  # the loss's median over the episode 20% above before: the loss pays for it
     min_series: int = 8  # fewer points have no reference level
+    calm_factor: float = 2.0  # within ×2 of the reference the norm is calm: the onset is the last calm point
+    onset_lookback: int = 4  # ... looked for up to this many windows back
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "grad_norm", self.min_series)
@@ -59,7 +61,7 @@ class ExplodingGradients:
         nonfinite = ~np.isfinite(g) & (np.arange(g.size) > 0)
         excess = lg - base
         mask = (excess >= np.log10(self.factor)) | nonfinite
-        calm = np.flatnonzero(excess < np.log10(2.0))
+        calm = np.flatnonzero(excess < np.log10(self.calm_factor))
         loss_onset = None
         if run.has("loss"):
             ls, lv = run.arrays("loss")
@@ -73,7 +75,7 @@ class ExplodingGradients:
                 episodes.append([a, b])
         for a, b in episodes:
             before = calm[calm < a]
-            if before.size and a - before[-1] <= 4 * self.window:
+            if before.size and a - before[-1] <= self.onset_lookback * self.window:
                 a = int(before[-1]) + 1
             b0 = base[a] if np.isfinite(base[a]) else np.nanmedian(lg[max(0, a - self.window):a + 1])
             if not np.isfinite(b0):
@@ -87,7 +89,7 @@ class ExplodingGradients:
             if not (long or ends_bad or peak - b0 >= np.log10(self.huge_factor)):
                 continue
             huge = peak - b0 >= np.log10(self.huge_factor)
-            up2 = np.flatnonzero(excess[a:b + 1] >= np.log10(2.0))
+            up2 = np.flatnonzero(excess[a:b + 1] >= np.log10(self.calm_factor))
             up10 = np.flatnonzero(excess[a:b + 1] >= np.log10(self.factor))
             rise_points = int(up10[0] - up2[0]) if up2.size and up10.size else None
             fast = rise_points is not None and rise_points <= self.fast_points
