@@ -21,8 +21,8 @@ class Grokking:
     Detects: on accuracies where both are logged (else losses), each curve smoothed (centred rolling median
     of `smooth` of its points) and read as progress from its first to its best level. Training saturates at
     the first step its progress reaches `train_done`; by then validation has made at most `val_before` of
-    its progress, and it gains at least `min_gain` of the metric's range (accuracy: absolute; loss: relative
-    to its level at saturation) afterwards; validation's jump (from `val_before` to `val_after` progress)
+    its progress, stays so for at least `min_flat_evals` evaluations, and gains at least `min_gain` of the
+    metric's range (accuracy: absolute; loss: relative to its level at saturation) afterwards; validation's jump (from `val_before` to `val_after` progress)
     happens at least `min_delay` × the saturation step after saturation, and within `max_jump` of the run.
     Why: informational: the model memorised first and generalised much later; keep training, weight decay.
     Evidence: train saturation step, val jump start and end steps, the levels at each, which metric.
@@ -38,6 +38,7 @@ class Grokking:
     min_delay: float = 1.0  # the jump starts at least one saturation time after saturation: "long before"
     max_jump: float = 0.35  # the jump takes at most this fraction of the run: sudden, not a slow climb
     min_points: int = 10  # per curve
+    min_flat_evals: int = 3  # evaluations between saturation and the jump that show validation still flat
 
     def _pair(self, run: Run) -> tuple[str, str, int] | None:
         """(train role, val role, sign): +1 for accuracies (higher is better), −1 for losses."""
@@ -81,6 +82,8 @@ class Grokking:
         if at_sat < 0 or vp[at_sat] > self.val_before:
             return
         start = at_sat + int(np.argmax(vp[at_sat:] > self.val_before))
+        if start - at_sat < self.min_flat_evals:
+            return  # the flat stretch after saturation must be seen, not inferred from sparse evaluations
         ends = np.flatnonzero(vp[start:] >= self.val_after)
         if ends.size == 0:
             return
