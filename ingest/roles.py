@@ -57,7 +57,7 @@ def role_of(name: str) -> Role:
         # Per-layer series put the layer in its own path segment: `grad_norm/fc1.weight`, `activations/fc1/dead_fraction`.
         segments = [s for s in _SEPARATORS.split(name) if s]
         for s in segments:
-            seg_words = set(words(s))
+            seg_words = {x for x in words(s) if not x.isdigit()}  # `grad_2.0_norm_total`: 2.0 is the norm's order
             if seg_words and not seg_words <= (QUANTITY_WORDS | NEUTRAL_WORDS | set(SPLIT_WORDS)):
                 return s
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -27,9 +28,12 @@ class ExplodingGradients:
     of norm works.
     Tie-break with late growth (issue 12 class 1): on healthy runs the norm grows ×10–30 late in training
     while the loss falls toward zero (weight decay against normalised layers). A sustained episode counts
-    only when it is an explosion: orders of magnitude (`huge_factor`), or fast (from ×2 to ×`factor` within
-    `fast_points` logged points: exponential growth), or the loss pays for it (the loss's median over the
-    episode is at least `loss_rise` above its median over the `window` points before), or it ends non-finite.
+    only when it is an explosion: orders of magnitude (`huge_factor`), or the loss pays for it (the loss's
+    median over the episode is at least `loss_rise` above its median over the `window` points before, and
+    `loss_z` standard errors beyond the loss's own log-scale noise), or it
+    is fast (from ×2 to ×`factor` within `fast_points` logged points: exponential growth) and never comes
+    back (it lasts to the end of the log or turns non-finite). A healthy run's grad-norm bursts of ×10–30
+    over a few steps come back; an explosion does not.
     Why: a norm that explodes precedes NaN losses and weights; a single bad batch makes a spike, not this.
     Evidence: onset and end step, norm before (baseline), peak norm, factor, growth per step (Theil–Sen on
     log10), points from ×2 to ×factor, the loss's change over the episode, whether it ends non-finite.
@@ -44,6 +48,7 @@ class ExplodingGradients:
     huge_factor: float = 1000.0  # three orders of magnitude: an explosion whatever the loss does
     fast_points: int = 10  # ×2 to ×factor within this many logged points is exponential growth
     loss_rise: float = 0.2  # the loss's median over the episode 20% above before: the loss pays for it
+    loss_z: float = 3.0  # ... and that rise 3 standard errors beyond the loss's own noise
     min_series: int = 8  # fewer points have no reference level
     calm_factor: float = 2.0  # within ×2 of the reference the norm is calm: the onset is the last calm point
     onset_lookback: int = 4  # ... looked for up to this many windows back
@@ -93,9 +98,11 @@ class ExplodingGradients:
             up10 = np.flatnonzero(excess[a:b + 1] >= np.log10(self.factor))
             rise_points = int(up10[0] - up2[0]) if up2.size and up10.size else None
             fast = rise_points is not None and rise_points <= self.fast_points
-            loss_change = _loss_change(run, steps, a, b, self.window)
-            paid = loss_change is not None and loss_change >= self.loss_rise
-            if not (ends_bad and bool(nonfinite[a:b + 1].any()) or huge or fast or paid):
+            paid_by = _loss_change(run, steps, a, b, self.window)
+            loss_change = paid_by[0] if paid_by else None
+            paid = paid_by is not None and paid_by[0] >= self.loss_rise and paid_by[1] >= self.loss_z
+            unrecovered = b == g.size - 1 or bool(nonfinite[a:b + 1].any())  # still up when the log ends
+            if not (huge or paid or (fast and unrecovered)):
                 continue  # late, slow growth the loss does not pay for: no explosion
             near_nan = loss_onset is not None and steps[a] <= loss_onset <= steps[min(b + 1, g.size - 1)] + self.window
             slope, _ = stats.theil_sen(steps[a:b + 1], seg) if np.isfinite(seg).sum() >= 2 else (float("nan"), 0)
@@ -113,10 +120,12 @@ class ExplodingGradients:
                                       + (" and turns non-finite" if ev["ends_nonfinite"] else "")))
 
 
-def _loss_change(run: Run, steps: np.ndarray, a: int, b: int, window: int) -> float | None:
-    """The loss's median over grad-norm points a..b relative to its median over the `window` grad-norm points
-    before a, minus 1 (0.2 = the loss is 20% higher during the episode); None without a loss or a before.
-    A non-finite loss inside the episode counts as an unbounded rise."""
+def _loss_change(run: Run, steps: np.ndarray, a: int, b: int, window: int) -> tuple[float, float] | None:
+    """(change, z) of the loss over grad-norm points a..b: its median there relative to its median over the
+    `window` grad-norm points before a, minus 1 (0.2 = 20% higher), and that log-ratio in standard errors of a
+    median of the loss's own log-scale noise before (so a loss near zero, whose minibatch noise is ±100%, does
+    not pay for anything by chance). None without a loss or a before; a non-finite loss inside the episode is an
+    unbounded rise."""
     if not run.has("loss"):
         return None
     ls, lv = run.arrays("loss")
@@ -127,6 +136,11 @@ def _loss_change(run: Run, steps: np.ndarray, a: int, b: int, window: int) -> fl
     if before.size == 0 or during.size == 0:
         return None
     if not np.all(np.isfinite(during)):
-        return float("inf")
-    ref = float(np.median(before))
-    return float(np.median(during)) / ref - 1 if ref > 0 else None
+        return float("inf"), float("inf")
+    ref, now = float(np.median(before)), float(np.median(during))
+    if not (ref > 0 and now > 0):
+        return None
+    sigma = stats.noise(np.log(before[before > 0])) if before.size >= 3 else float("nan")
+    se = 1.25 * sigma / math.sqrt(min(before.size, during.size)) if math.isfinite(sigma) and sigma > 0 else 0.0
+    z = math.log(now / ref) / se if se > 0 else float("inf")
+    return now / ref - 1, z
