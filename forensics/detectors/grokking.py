@@ -36,7 +36,7 @@ class Grokking:
     val_after: float = 0.8  # ... and the jump ends when it has made this much
     min_gain: float = 0.3  # validation gains 30 accuracy points (or 30% of its loss) after saturation
     min_delay: float = 1.0  # the jump starts at least one saturation time after saturation: "long before"
-    max_jump: float = 0.35  # the jump takes at most this fraction of the run: sudden, not a slow climb
+    max_jump: float = 0.5  # the jump takes at most half the run: not a climb spread over all of it
     min_points: int = 10  # per curve
     min_flat_evals: int = 3  # evaluations between saturation and the jump that show validation still flat
 
@@ -62,7 +62,9 @@ class Grokking:
         steps, y = finite_part(*run.arrays(role))
         sm = sign * stats.rolling_median(y, max(3, int(y.size * self.smooth)))
         start, best = float(sm[0]), float(np.nanmax(sm))
-        prog = (sm - start) / (best - start) if best > start else np.zeros_like(sm)
+        # A curve already at its best when first logged (train accuracy 1.0 at the first evaluation) is
+        # saturated from its first point.
+        prog = (sm - start) / (best - start) if best > start else np.ones_like(sm)
         return steps, sign * sm, prog
 
     def check(self, run: Run) -> Iterator[Finding]:
