@@ -47,6 +47,7 @@ def test_role_of_common_names(name, role, split):
         ("activations/fc1/dead_fraction", "dead_fraction", "fc1"),
         ("weight_norm/encoder.layer.0", "layer_weight_norm", "encoder.layer.0"),
         ("grad_2.0_norm/fc1.weight", "layer_grad_norm", "fc1.weight"),
+        ("grad_norm/0.weight", "layer_grad_norm", "0.weight"),  # an integer index names a layer
     ],
 )
 def test_per_layer_series_name_their_layer(name, role, layer):
