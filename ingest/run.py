@@ -462,7 +462,9 @@ def refresh_series(con, run_id: str) -> None:
         r = role_of(name)
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
     if updates:
-        frame = pl.DataFrame(updates, schema=["series_id", "name", "role", "split", "layer", "canonical"], orient="row")
+        # Explicit types: with over 100 series, polars would infer `split` from rows that are all None.
+        frame = pl.DataFrame(updates, schema={"series_id": pl.Int64, "name": pl.Utf8, "role": pl.Utf8, "split": pl.Utf8,
+                                              "layer": pl.Utf8, "canonical": pl.Boolean}, orient="row")
         con.register("_names", frame)
         con.execute("UPDATE series SET name = n.name, role = n.role, split = n.split, layer = n.layer, "
                     "canonical = n.canonical FROM _names n WHERE series.series_id = n.series_id")
