@@ -127,7 +127,6 @@ KINDS: tuple[str, ...] = tuple(BY_KIND)
 
 # Catalog kinds no detector covers yet, and why (DECISIONS.md §7: listed here, never a stub detector).
 NOT_YET_DETECTED: dict[str, str] = {
-    "grokking": "not in this release; it needs train and validation accuracy curves logged long past saturation",
 }
 
 # Computing these from a checkpoint plus a saved batch needs running the model: that waits for replay.

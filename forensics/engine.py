@@ -34,6 +34,10 @@ CHAIN_KINDS = frozenset({"exploding_gradients", "divergence", "nan_loss", "maske
 def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analysis:
     """Run `detectors` (default: all, with default thresholds) over `run` and tie the results into events."""
     detectors = list(detectors) if detectors is not None else [c() for c in ALL]
+    # One definition of a spike (issue 11): the loss-spike detector's thresholds, also for bad_batch and the
+    # spike list, so `--set loss-spike.z=…` reaches all three.
+    rule = next((d.rule() for d in detectors if d.kind == "loss_spike"), stats.SpikeRule())
+    run.spike_rule = rule
     out = Analysis(run=run.name, run_id=run.run_id)
     findings: list[Finding] = []
     for d in detectors:
@@ -43,8 +47,7 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analys
             continue
         findings.extend(d.check(run))
     out.skipped.extend(Skip(k, f"not yet detected: {why}") for k, why in catalog.NOT_YET_DETECTED.items())
-    spike_cfg = next((d for d in detectors if d.kind == "loss_spike"), None)
-    spikes = series_spikes(run, spike_cfg)
+    spikes = series_spikes(run, rule)
     findings.sort(key=Finding.sort_key)
     out.findings, out.spikes = tie_events(run, findings, spikes)
     out.nonfinite = run.first_nonfinite()
@@ -55,13 +58,12 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analys
     return out
 
 
-def series_spikes(run: Run, cfg: Any = None) -> list[Spike]:
+def series_spikes(run: Run, rule: stats.SpikeRule = stats.SpikeRule()) -> list[Spike]:
     """Spike timesteps of every loss and gradient-norm series, with the loss-spike detector's thresholds."""
-    window, z, ratio, recover = (cfg.window, cfg.z, cfg.min_ratio, cfg.recover) if cfg else (30, 8.0, 0.25, 5)
     out = []
-    for name in run.meta.filter(pl.col("role").is_in(SPIKE_ROLES))["name"].to_list():
+    for name in [n for role in SPIKE_ROLES for n in run.all_of(role)]:
         f = run.series_named(name)
-        found = stats.spikes(f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy(), window, z, ratio, recover)
+        found = stats.spikes(f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy(), rule)
         out.extend(Spike(name, r["step"], r["value"], r["baseline"], r["z"]) for r in found.iter_rows(named=True))
     return sorted(out, key=lambda s: (s.step, s.series))
 

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from forensics.stats import SpikeRule
+
 # Logical names detectors use -> the role ingest stored in series.role.
 ROLES: dict[str, str] = {
     "loss": "train_loss", "train_loss": "train_loss", "val_loss": "val_loss", "accuracy": "accuracy",
@@ -30,6 +32,33 @@ ROLES: dict[str, str] = {
 META_SCHEMA = {"series_id": pl.Int64, "grp": pl.Utf8, "tag": pl.Utf8, "name": pl.Utf8, "role": pl.Utf8,
                "split": pl.Utf8, "layer": pl.Utf8, "canonical": pl.Boolean, "ordinal": pl.Boolean, "n_points": pl.Int64,
                "n_nonfinite": pl.Int64, "format": pl.Utf8}
+
+
+# Formats whose steps are the writer's own text, not a structured log's record (DECISIONS §2, §16).
+TEXT_FORMATS = frozenset({"console"})
+
+
+def usable_series(meta: pl.DataFrame, role: str) -> pl.DataFrame:
+    """The series of `role` a detector may read, by the axis rule of DECISIONS §16 (a pure function of the
+    run's series list, META_SCHEMA rows):
+
+    1. a console log beside a structured log (W&B, TensorBoard, trainer_state, metrics.csv, MLflow) only fills
+       what the structured log lacks: when a structured series has this role, console series of it drop out
+       (the same metric from two sources is one series, the structured one);
+    2. an ordinal axis (line counters, DECISIONS §2) never shares a role with logged steps: when a series of
+       this role has logged steps, ordinal ones drop out.
+    What is left keeps its own axis; a role only the console log has (a loss scale, a step time) is kept.
+    """
+    m = meta.filter(pl.col("role") == role)
+    if m.height < 2:
+        return m
+    text = m["format"].is_in(list(TEXT_FORMATS)).fill_null(False)
+    if bool((~text).any()):
+        m = m.filter(~text)
+    ordinal = m["ordinal"].fill_null(False)
+    if bool((~ordinal).any()):
+        m = m.filter(~ordinal)
+    return m
 
 
 @dataclass
@@ -46,6 +75,9 @@ class Run:
     _tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     _cache: dict[int, pl.DataFrame] = field(default_factory=dict, repr=False)
     _steps_cache: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
+    # What a spike is in this analysis: the loss-spike detector's thresholds, set by the engine so that every
+    # reader of spikes (loss_spike, bad_batch, the spike list) shares one definition (issue 11).
+    spike_rule: SpikeRule = field(default_factory=SpikeRule, repr=False)
 
     # --- building ---------------------------------------------------------------------------------
     @classmethod
@@ -65,9 +97,12 @@ class Run:
 
     # --- series -----------------------------------------------------------------------------------
     def candidates(self, role_or_name: str) -> pl.DataFrame:
-        """Series rows matching a logical name (by role) or an exact series name or tag, best first."""
+        """Series rows matching a logical name (by role) or an exact series name or tag, best first.
+
+        By role, the axis rule (`usable_series`, DECISIONS §16) applies first: a console copy never stands
+        beside a structured log's series of the same role, and an ordinal axis never beside a logged one."""
         role = ROLES.get(role_or_name)
-        m = self.meta.filter(pl.col("role") == role) if role else self.meta.filter(
+        m = usable_series(self.meta, role) if role else self.meta.filter(
             (pl.col("name") == role_or_name) | (pl.col("tag") == role_or_name))
         return m.sort(["canonical", "n_points", "name"], descending=[True, True, False], nulls_last=True)
 
@@ -115,8 +150,8 @@ class Run:
 
     def last_step(self) -> int | None:
         """The largest logged step of any series (the run's length in its own numbering)."""
-        steps = [self.series_named(n)["step"].max() for n in self.meta.filter(
-            pl.col("role").is_in(["train_loss", "val_loss", "grad_norm", "lr"]))["name"]]
+        steps = [self.series_named(n)["step"].max()
+                 for role in ("train_loss", "val_loss", "grad_norm", "lr") for n in self.all_of(role)]
         steps = [s for s in steps if s is not None]
         return max(steps) if steps else None
 
@@ -133,8 +168,8 @@ class Run:
         return sorted(out, key=lambda r: (r["step"], r["series"]))
 
     def all_of(self, role: str) -> list[str]:
-        """Names of every series with this role (e.g. each layer's gradient norm), by name."""
-        return sorted(self.meta.filter(pl.col("role") == role)["name"].to_list())
+        """Names of every usable series with this role (e.g. each layer's gradient norm), by name."""
+        return sorted(usable_series(self.meta, role)["name"].to_list())
 
     def names(self) -> list[str]:
         return sorted(self.meta["name"].to_list())

@@ -11,9 +11,13 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
+
+if TYPE_CHECKING:
+    from forensics.run import Run
 
 MAD_TO_SIGMA = 1.4826  # MAD of a normal sample times this estimates its standard deviation
 
@@ -132,7 +136,33 @@ def mann_kendall(values: np.ndarray, steps: np.ndarray | None = None, max_bucket
     if var <= 0:
         return Trend(s, 0.0, 1.0, tau, n)
     z = (s - math.copysign(1.0, s)) / math.sqrt(var) if s != 0 else 0.0
+    if n <= EXACT_MK_MAX_N and counts.size == n:  # small sample, no ties: the exact null distribution of S
+        return Trend(s, z, kendall_exact_p(n, s), tau, n)
     return Trend(s, z, math.erfc(abs(z) / math.sqrt(2.0)), tau, n)
+
+
+# Up to this many points (without ties) Mann–Kendall's p comes from the exact permutation distribution of S:
+# the normal approximation is off by up to ×3 in the tail at n = 5 (Kendall 1975, table A), and a per-epoch
+# log of 5–15 points is exactly where a small-sample decision matters.
+EXACT_MK_MAX_N = 20
+
+
+def kendall_exact_p(n: int, s: float) -> float:
+    """Two-sided exact p of Mann–Kendall's S for n distinct values: S = n(n−1)/2 − 2·inversions, and the number
+    of inversions of a uniformly random permutation has the Mahonian distribution (built here by the
+    recurrence I(n, k) = Σ_{j<n} I(n−1, k−j)). p = P(|S'| ≥ |S|) under H0, capped at 1."""
+    n0 = n * (n - 1) // 2
+    counts = np.zeros(n0 + 1)
+    counts[0] = 1.0
+    for m in range(2, n + 1):  # add the m-th element: it creates 0..m-1 new inversions
+        nxt = np.zeros_like(counts)
+        for j in range(m):
+            nxt[j:] += counts[:counts.size - j]
+        counts = nxt
+    probs = counts / counts.sum()
+    inv = (n0 - abs(s)) / 2  # inversions of an ordering with this |S| (fewest for a rising one)
+    tail = float(probs[: int(math.floor(inv + 1e-9)) + 1].sum())  # P(S' ≥ |S|) = P(inversions ≤ inv)
+    return min(1.0, 2.0 * tail)
 
 
 def rolling_baseline(values: np.ndarray, window: int, min_periods: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -282,11 +312,35 @@ def head_tail_levels(values: np.ndarray, fraction: float = 0.1, min_points: int 
     return float(np.median(y[:k])), float(np.median(y[-k:]))
 
 
-def spikes(steps: np.ndarray, values: np.ndarray, window: int = 30, z: float = 8.0, min_ratio: float = 0.25,
-           recover: int = 5, direction: int = 1) -> pl.DataFrame:
-    """Isolated jumps of a series far from its trailing robust baseline that come back within `recover` points.
+@dataclass(frozen=True)
+class SpikeRule:
+    """The one definition of a spike's thresholds (issue 11): the loss-spike detector's fields default to these,
+    and the engine hands that detector's rule to the spike list and to bad_batch, so `--set loss-spike.z=…`
+    reaches all three.
 
-    The baseline is the median of the `window` points before (or of their last third, when that is higher
+    Calibration (issue 12 class 2): the noise model is the series' own, on a log scale where the series is
+    positive (a loss near zero is right-skewed: at 0.004, 0.07 is ordinary minibatch noise, ×16 yet a few log
+    sigmas), so z is the jump in log-noise sigmas; a series that yields more than `max_spikes` spikes has
+    tails its noise model does not describe, and only spikes `crowd_z_factor` times the median z of the
+    crowd stand out from it.
+    """
+
+    window: int = 30  # trailing points of the baseline
+    # z in log-noise sigmas: the largest z of any healthy loss or grad-norm series in the gallery and the
+    # labelled real runs is 4.8 (hf_tinyllama's grad norm, ×1.48); the gallery's true warning spikes before a
+    # divergence (nan_lr_too_high, ×9 and ×11 on a noisy SGD loss) stand at 5.2 and 5.8.
+    z: float = 5.0
+    min_ratio: float = 1.0  # and the value at least doubles its level: the effect a user acts on
+    recover: int = 5  # points after the spike within which it must come back
+    max_spikes: int = 8  # more spikes than this in one series are its noise's tail, not bad batches
+    crowd_z_factor: float = 2.0  # in such a crowd, a spike must be this many times the crowd's median z
+
+
+def spikes(steps: np.ndarray, values: np.ndarray, rule: SpikeRule = SpikeRule(), direction: int = 1) -> pl.DataFrame:
+    """Isolated jumps of a series far from its trailing robust baseline that come back within `rule.recover` points.
+
+    A strictly positive series is read on a log scale (jumps are ratios, noise is relative), others as they
+    are. The baseline is the median of the `window` points before (or of their last third, when that is higher
     in the spike's direction: the local level of a climbing series), sigma their point-to-point noise
     (`rolling_baseline`). A point is a spike candidate when (value − baseline)/sigma ≥ z (sign flipped for
     `direction=-1`) and the jump is at least `min_ratio` of the baseline's magnitude (so a near-noiseless
@@ -294,18 +348,26 @@ def spikes(steps: np.ndarray, values: np.ndarray, window: int = 30, z: float = 8
     its peak, and counts only when sudden (its first point rises at least half its jump above the point
     before it: the elevated shoulder after a spike is not a new one) and when it recovers: some finite point
     within `recover` points after it is back within half the jump of the baseline and within the larger of
-    z sigmas and |baseline| of it, and none of the rest of those points rises past half the jump again
-    (isolated). Otherwise it is a level shift, the start of a blow-up (a point inside a divergence that
-    ends in NaN), or one peak of many (a noisy climb, an oscillation), not a spike. Columns: step, value, baseline, sigma, z, ratio,
-    start_step, end_step, recovery_points, window_start, window_end.
+    z sigmas and the baseline's own magnitude (×2 on the log scale) of it, and none of the rest of those
+    points rises past half the jump again (isolated). Otherwise it is a level shift, the start of a blow-up
+    (a point inside a divergence that ends in NaN), or one peak of many (a noisy climb, an oscillation), not
+    a spike. More than `max_spikes` spikes: see SpikeRule. Columns: step, value, baseline (in the series'
+    units), sigma (log units on the log scale), z, ratio, start_step, end_step, recovery_points,
+    window_start, window_end, log_scale.
     """
+    window, z, min_ratio, recover = rule.window, rule.z, rule.min_ratio, rule.recover
     x = np.asarray(steps)
-    y = np.asarray(values, dtype=float)
+    raw = np.asarray(values, dtype=float)
     empty = pl.DataFrame(schema={"step": pl.Int64, "value": pl.Float64, "baseline": pl.Float64, "sigma": pl.Float64,
                                  "z": pl.Float64, "ratio": pl.Float64, "start_step": pl.Int64, "end_step": pl.Int64,
-                                 "recovery_points": pl.Int64, "window_start": pl.Int64, "window_end": pl.Int64})
-    if y.size < 8:
+                                 "recovery_points": pl.Int64, "window_start": pl.Int64, "window_end": pl.Int64,
+                                 "log_scale": pl.Boolean})
+    if raw.size < 8:
         return empty
+    fin = raw[np.isfinite(raw)]
+    log_scale = bool(fin.size and np.all(fin > 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(np.isfinite(raw), np.log(np.where(raw > 0, raw, 1.0)), np.nan) if log_scale else raw
     med, sig = rolling_baseline(y, window)
     # The local level is the higher of the window's median and that of its last third: while the level
     # climbs (an LR warm-up passing the stability limit) the long median lags behind it, and a point that
@@ -317,7 +379,8 @@ def spikes(steps: np.ndarray, values: np.ndarray, window: int = 30, z: float = 8
     floor = np.maximum(sig, 1e-12 * np.abs(med) + 1e-300)
     zz = direction * (y - med) / floor
     jump = direction * (y - med)
-    cand = np.isfinite(zz) & (zz >= z) & (jump >= min_ratio * np.abs(med))
+    big = jump >= (math.log1p(min_ratio) if log_scale else min_ratio * np.abs(med))
+    cand = np.isfinite(zz) & (zz >= z) & big
     if not cand.any():
         return empty
     # Hold the baseline of an episode at its first point: inside a multi-point spike, later points'
@@ -334,7 +397,7 @@ def spikes(steps: np.ndarray, values: np.ndarray, window: int = 30, z: float = 8
         # Back means near the old level: half-way down is not enough after a ×700 jump (a point 10× its
         # baseline is still far off it), so the tolerance is also capped by the baseline's noise band and its
         # own magnitude (back below 2× a positive level).
-        tol = min(0.5 * height, max(z * floor[a], abs(base)))
+        tol = min(0.5 * height, max(z * floor[a], math.log(2.0) if log_scale else abs(base)))
         after = y[b + 1: b + 1 + recover]
         back = np.flatnonzero(np.isfinite(after) & (direction * (after - base) <= tol))
         # Isolated: once back, the series does not rise past half the height again within `recover` points
@@ -343,11 +406,16 @@ def spikes(steps: np.ndarray, values: np.ndarray, window: int = 30, z: float = 8
         if back.size == 0 or np.any(np.isfinite(again) & (direction * (again - base) > 0.5 * height)):
             continue
         w0 = max(0, a - (short if use_recent[a] else window))  # the points the baseline is the median of
-        rows.append({"step": int(x[peak]), "value": float(y[peak]), "baseline": float(base),
+        level = float(np.exp(base)) if log_scale else float(base)
+        rows.append({"step": int(x[peak]), "value": float(raw[peak]), "baseline": level,
                      "sigma": float(floor[a]), "z": float(direction * (y[peak] - base) / floor[a]),
-                     "ratio": float(y[peak] / base) if base != 0 else math.inf,
+                     "ratio": float(raw[peak] / level) if level != 0 else math.inf,
                      "start_step": int(x[a]), "end_step": int(x[b]), "recovery_points": int(back[0] + 1),
-                     "window_start": int(x[w0]), "window_end": int(x[a - 1]) if a > 0 else int(x[0])})
+                     "window_start": int(x[w0]), "window_end": int(x[a - 1]) if a > 0 else int(x[0]),
+                     "log_scale": log_scale})
+    if len(rows) > rule.max_spikes:  # a crowd: the noise's own tail; keep what stands out from it
+        cut = rule.crowd_z_factor * float(np.median([r["z"] for r in rows]))
+        rows = [r for r in rows if r["z"] >= cut]
     return pl.DataFrame(rows, schema=empty.schema) if rows else empty
 
 
@@ -410,3 +478,133 @@ def swings(values: np.ndarray, band: float) -> int:
     state = np.where(y > band, 1, np.where(y < -band, -1, 0))
     state = state[state != 0]
     return int(np.sum(state[1:] != state[:-1])) if state.size > 1 else 0
+
+
+# ------------------------------------------------------------------------------------- curves from a run
+# Curves that weight-norm and update-ratio detectors read (issue 11: curve-building code lives here, not in
+# a detector). They take a `Run` (forensics/run.py) and return plain arrays or frames.
+
+@dataclass(frozen=True)
+class NormCurve:
+    """One weight-norm curve: a logged series, or a norm per checkpoint step from `tensor_stats`."""
+
+    name: str  # series name, "checkpoints: global", or "checkpoints: <tensor>"
+    layer: str | None  # None for the whole model
+    steps: np.ndarray
+    values: np.ndarray
+    source: dict
+
+
+def norm_curves(run: Run) -> list[NormCurve]:
+    """Every weight-norm curve of the run: the logged global series and per-layer series, else the global norm
+    across checkpoints (√Σ l2² of the parameters, the same set at every checkpoint) and each parameter tensor of
+    two or more dimensions (biases and norm gains start at 0 or 1, so their ratios say little)."""
+    out = []
+    for role in ("weight_norm", "layer_weight_norm"):
+        for name in run.all_of(role):
+            f = run.series_named(name).filter(pl.col("value").is_finite())
+            out.append(NormCurve(name, run.layer_of(name) or (None if role == "weight_norm" else name),
+                                 f["step"].to_numpy(), f["value"].to_numpy(),
+                                 {"table": "scalars", "series": name}))
+    ts = run.table("tensor_stats")
+    if out or not ts.height:
+        return out
+    p = ts.filter((pl.col("kind") == "param") & pl.col("step").is_not_null() & pl.col("l2").is_finite())
+    if p.select(pl.col("step").n_unique()).item() < 3:
+        return out
+    common = p.group_by("tensor").agg(pl.col("step").n_unique().alias("n")).filter(
+        pl.col("n") == p.select(pl.col("step").n_unique()).item())["tensor"]
+    p = p.filter(pl.col("tensor").is_in(common.implode()))
+    g = p.group_by("step").agg((pl.col("l2") ** 2).sum().sqrt().alias("norm")).sort("step")
+    src = {"table": "tensor_stats", "kind": "param"}
+    out.append(NormCurve("checkpoints: global", None, g["step"].to_numpy(), g["norm"].to_numpy(), src))
+    multi = p.filter(pl.col("shape").list.len() >= 2) if "shape" in p.columns else p
+    for (tensor,), f in multi.sort("step").group_by("tensor", maintain_order=True):
+        out.append(NormCurve(f"checkpoints: {tensor}", tensor, f["step"].to_numpy(), f["l2"].to_numpy(),
+                             {**src, "tensor": tensor}))
+    return out
+
+
+def norm_change(c: NormCurve, late: float = 0.5) -> dict | None:
+    """Initial level (median of the first three points; the first of a curve under 10 points), final level
+    (last tenth; the last point), their ratio, the
+    Mann–Kendall trend of the whole curve and of its last `late`, and the share of the log-change that
+    happens in that last part (near 0: it saturated; about `late` or more: it keeps going). None for a
+    curve too short to judge (< 3 points) or one that starts or ends at 0."""
+    s, v = c.steps, c.values
+    if v.size < 3:
+        return None
+    # A short curve (a few checkpoints) holds exact norms, not noisy logs: its first and last points are the levels.
+    head = float(np.median(v[:3])) if v.size >= 10 else float(v[0])
+    tail = head_tail_levels(v)[1] if v.size >= 10 else float(v[-1])
+    if not (head > 0 and tail > 0):
+        return None
+    k = min(int(v.size * (1 - late)), v.size - 3) if v.size >= 10 else (v.size - 1) // 2
+    mid = float(np.median(v[max(0, k - 1):k + 2])) if v.size >= 10 else float(v[k])
+    total = math.log(tail / head)
+    return {"series": c.name, "layer": c.layer, "first_step": int(s[0]), "last_step": int(s[-1]),
+            "initial": head, "final": tail, "factor": tail / head, "points": int(v.size),
+            "mk_p": mann_kendall(v, s).p, "mk_z": mann_kendall(v, s).z,
+            "late_mk_p": mann_kendall(v[k:], s[k:]).p, "late_mk_z": mann_kendall(v[k:], s[k:]).z,
+            "late_share": math.log(tail / mid) / total if total != 0 and mid > 0 else 0.0,
+            "monotone": bool(np.all(np.diff(v) > 0) or np.all(np.diff(v) < 0)),
+            "pace_kept": float((v[-1] - v[-2]) / (s[-1] - s[-2]) / ((v[1] - v[0]) / (s[1] - s[0])))
+            if v[1] != v[0] and s[1] != s[0] and s[-1] != s[-2] else 0.0}
+
+
+def trending(ch: dict, sign: int, p: float, late: bool = True) -> bool:
+    """A monotone trend of this sign: Mann–Kendall p below `p` over the curve (and in its last part when
+    `late`), or, for a handful of checkpoints too few for the test, every step in that direction."""
+    if ch["points"] < 8:
+        return ch["monotone"] and sign * ch["mk_z"] > 0
+    whole = ch["mk_p"] < p and sign * ch["mk_z"] > 0
+    return whole and (not late or (ch["late_mk_p"] < p and sign * ch["late_mk_z"] > 0))
+
+
+def logged_ratios(run: Run) -> pl.DataFrame:
+    """Logged update-ratio series as (layer, step, low, high): the per-step ratio, twice (a logged value is one
+    step's ratio). A series whose finite values are all negative is taken as log10 of the ratio (as in
+    Karpathy's makemore notebooks); layers logged as exactly 0 throughout are frozen, not slow, and left out."""
+    frames = []
+    for name in run.all_of("update_ratio"):
+        f = run.series_named(name).filter(pl.col("value").is_finite())
+        v = f["value"].to_numpy()
+        if v.size == 0:
+            continue
+        if np.all(v < 0):
+            v = 10.0 ** v
+        if not np.any(v > 0):
+            continue
+        frames.append(pl.DataFrame({"layer": name, "step": f["step"], "low": v, "high": v}))
+    return pl.concat(frames) if frames else pl.DataFrame(schema={"layer": pl.Utf8, "step": pl.Int64,
+                                                                 "low": pl.Float64, "high": pl.Float64})
+
+
+def checkpoint_ratios(run: Run) -> pl.DataFrame:
+    """Per-step update ratios between consecutive checkpoints, per parameter tensor of two or more dimensions
+    (a bias or norm gain near 0 or 1 makes the ratio meaningless), as (layer, step, prev_step, low, high).
+
+    A checkpoint pair `d` steps apart gives the ratio r = ‖w_t − w_{t−d}‖/‖w_{t−d}‖ of d updates summed. If
+    every update pointed the same way, the per-step ratio would be r/d (`low`: by the triangle inequality the
+    mean per-step ratio is at least this, give or take the change of ‖w‖); if they were independent, r/√d
+    (`high`, a random walk). The true value lies between for all but anti-correlated updates, so a claim of
+    "too large" uses `low` and a claim of "too small" uses `high`. Tensors that never change are
+    frozen_parameters, not this, and are left out.
+    """
+    d = run.table("tensor_deltas")
+    empty = pl.DataFrame(schema={"layer": pl.Utf8, "step": pl.Int64, "prev_step": pl.Int64, "low": pl.Float64,
+                                 "high": pl.Float64})
+    if not d.height:
+        return empty
+    d = d.filter((pl.col("step_distance") > 0) & pl.col("ratio").is_finite())
+    ts = run.table("tensor_stats")
+    if ts.height:
+        params = ts.filter(pl.col("kind") == "param")
+        if "shape" in params.columns:
+            params = params.filter(pl.col("shape").list.len() >= 2)
+        d = d.join(params.select("tensor").unique(), on="tensor")
+    moving = d.group_by("tensor").agg((pl.col("ratio") > 0).any().alias("moves")).filter(pl.col("moves"))
+    d = d.join(moving.select("tensor"), on="tensor")
+    dist = pl.col("step_distance").cast(pl.Float64)
+    return d.select(pl.col("tensor").alias("layer"), "step", "prev_step", (pl.col("ratio") / dist).alias("low"),
+                    (pl.col("ratio") / dist.sqrt()).alias("high")).sort("step", "layer")

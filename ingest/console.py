@@ -65,7 +65,8 @@ class LinePattern:
 
     time:    groups y, mo, d, h, mi, s, frac, tz (year/date groups may be absent);
     counter: groups step, epoch, batch (any of them);
-    assign:  groups key, value, matched anywhere, as many times as they occur.
+    assign:  groups key, value, matched anywhere, as many times as they occur; or, for a line whose value
+             has no key of its own (`OVERFLOW! ... reducing to 32`), group value alone and the fixed `tag`.
     `expect` is what the parsed `example` must contain (tested): metrics by tag, plus step/epoch/batch.
     """
 
@@ -74,6 +75,7 @@ class LinePattern:
     regex: re.Pattern[str]
     example: str
     expect: dict[str, float] = field(default_factory=dict)
+    tag: str | None = None  # the metric's name when the regex has no `key` group
 
 
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -118,6 +120,23 @@ PATTERNS: list[LinePattern] = [
     LinePattern("tqdm_bar", "counter", _p(r"\d+%\|[^|\n]*\|\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),
+    # --- fixed tags: lines whose value has no key of its own (run before the pairs, so `epoch= 2.68` in
+    # `time this epoch= 2.68` is not read as an epoch counter's value) --------------------------------
+    LinePattern("loss_scale_reduced", "assign", _p(
+        rf"(?:OVERFLOW!|[Oo]verflow detected\.).*?Attempted loss scale:\s*{NUM},\s*reducing to\s*(?P<value>{NUM}){_NUM_END}"),
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 64, reducing to 32",
+        {"loss_scale": 32}, tag="loss_scale"),
+    LinePattern("loss_scale_kept", "assign", _p(
+        rf"OVERFLOW!.*?Attempted loss scale:\s*(?P<value>{NUM}),\s*but hysteresis"),
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. "
+        "Reducing hysteresis to 1", {"loss_scale": 65536}, tag="loss_scale"),
+    LinePattern("loss_scale_set", "assign", _p(  # fairseq; apex (`loss scaler 0` is the scaler's index)
+        rf"\b(?:loss scaler\s+\d+\s+)?(?:setting|reducing)(?: dynamic)? loss scale (?:from\s*{NUM}\s*)?to:?\s*(?P<value>{NUM}){_NUM_END}", re.I),
+        "| WARNING | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.0625",
+        {"loss_scale": 0.0625}, tag="loss_scale"),
+    LinePattern("epoch_time", "assign", _p(
+        rf"\b(?:time|took)\s+(?:this|per|for this|of this)\s+epoch\s*[=:]?\s*(?P<value>{NUM}){_NUM_END}", re.I),
+        "epoch 3, loss=0.52, time this epoch= 2.68", {"epoch": 3, "loss": 0.52, "epoch_time": 2.68}, tag="epoch_time"),
     # --- explicit pairs -----------------------------------------------------------------------------
     LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.])(?P<key>[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
@@ -182,7 +201,7 @@ class _Shape:
     `metrics` lists (key start, key end, value start, value end, key) in the order the passes met them
     (the first of a repeated key wins, as in `dict.setdefault`); `key` is None unless the key runs through
     a span an earlier pass blanked (`'a 10:00:00 b': 1`): then it is that blanked text, not the line's own,
-    and the shape is not `exact`: it holds for this line only. `looks` is LOOKS_LIKE_METRIC on a line that
+    and the shape is not `exact`: it holds for this line only. A fixed-tag pattern's `key` is its tag. `looks` is LOOKS_LIKE_METRIC on a line that
     gave no metric.
     """
 
@@ -265,6 +284,10 @@ def _trace(text: str) -> _Shape:
     exact = True
     for pattern in _ASSIGN:
         for match in list(pattern.regex.finditer(text)):
+            if pattern.tag is not None:  # a fixed tag: the key is the pattern's, never the line's text
+                metrics.append((*match.span("value"), *match.span("value"), pattern.tag))
+                text = _blank(text, match.span(), blanked)
+                continue
             ks, ke = _stripped(text, *match.span("key"))
             key = text[ks:ke] if any(s < ke and ks < e for s, e in blanked) else None
             exact = exact and key is None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 _WORD = re.compile(r"[a-z]+|[0-9]+")
 _SEPARATORS = re.compile(r"[/|:]")
+_DECIMAL = re.compile(r"\d+\.\d+")
 
 SPLIT_WORDS = {
     "train": "train", "training": "train", "trn": "train",
@@ -57,7 +58,8 @@ def role_of(name: str) -> Role:
         # Per-layer series put the layer in its own path segment: `grad_norm/fc1.weight`, `activations/fc1/dead_fraction`.
         segments = [s for s in _SEPARATORS.split(name) if s]
         for s in segments:
-            seg_words = set(words(s))
+            # `grad_2.0_norm_total`: a decimal number is the norm's order, not a layer (`0.weight` is one)
+            seg_words = set(words(_DECIMAL.sub(" ", s)))
             if seg_words and not seg_words <= (QUANTITY_WORDS | NEUTRAL_WORDS | set(SPLIT_WORDS)):
                 return s
         return None
@@ -87,7 +89,8 @@ def role_of(name: str) -> Role:
         return Role("memory", split)
     if ws & {"throughput", "samples", "tokens", "it"} and ws & {"per", "second", "sec", "s", "throughput"}:
         return Role("throughput", split)
-    if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or ws == {"dt"}:
+    if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or {"epoch", "time"} <= ws \
+            or ws == {"dt"}:
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)

@@ -219,7 +219,7 @@ def reference_parse_line(line: str) -> ParsedLine:
                 break
     for pattern in C._ASSIGN:
         for match in list(pattern.regex.finditer(text)):
-            out.metrics.setdefault(match["key"].strip(), float(match["value"]))
+            out.metrics.setdefault(match["key"].strip() if pattern.tag is None else pattern.tag, float(match["value"]))
             text = C._blank(text, match.span())
     counted = out.step is not None or out.epoch is not None or out.batch is not None
     text = C._WIDE_SEPARATOR.sub(r"\1 ", text)

@@ -31,6 +31,8 @@ from ingest.roles import role_of
         ("total_flos", "other", None),
         ("IDLoss", "train_loss", None),  # byteps console logs: camel case with an acronym
         ("valLoss", "val_loss", "val"),
+        ("grad_2.0_norm_total", "grad_norm", None),  # Lightning's grad_norm(norm_type=2): 2.0 names no layer
+        ("epoch_time", "step_time", None),  # console `time this epoch= 2.68`
     ],
 )
 def test_role_of_common_names(name, role, split):
@@ -44,6 +46,8 @@ def test_role_of_common_names(name, role, split):
         ("grad_norm/fc1.weight", "layer_grad_norm", "fc1.weight"),
         ("activations/fc1/dead_fraction", "dead_fraction", "fc1"),
         ("weight_norm/encoder.layer.0", "layer_weight_norm", "encoder.layer.0"),
+        ("grad_2.0_norm/fc1.weight", "layer_grad_norm", "fc1.weight"),
+        ("grad_norm/0.weight", "layer_grad_norm", "0.weight"),  # an integer index names a layer
     ],
 )
 def test_per_layer_series_name_their_layer(name, role, layer):

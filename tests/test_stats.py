@@ -83,6 +83,17 @@ def test_mann_kendall_matches_kendalltau(seed, n):
             assert math.erfc(abs(z_raw) / math.sqrt(2)) == pytest.approx(ref.pvalue)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n", [3, 5, 8, 12, 20])
+def test_mann_kendall_small_samples_use_the_exact_distribution(seed, n):
+    """Issue 12 class 4: a 5-15 point log needs the exact p, which scipy computes by its own recursion."""
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(n) + 0.5 * np.arange(n) + rng.uniform(0, 0.01, n)  # distinct values, some trend
+    t = stats.mann_kendall(y)
+    ref = sps.kendalltau(np.arange(n), y, method="exact")
+    assert t.p == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-12)
+
+
 def test_mann_kendall_detects_trend_and_not_noise():
     rng = np.random.default_rng(0)
     assert stats.mann_kendall(np.arange(100) + rng.normal(0, 5, 100)).p < 1e-6
@@ -165,7 +176,7 @@ def test_spikes_find_isolated_jump_and_ignore_level_shift():
     y = 2.0 + rng.normal(0, 0.02, 300)
     y[150] = 6.0  # a spike that recovers
     y[250:] += 3.0  # a level shift that does not
-    out = stats.spikes(np.arange(300) * 10, y, window=30, z=8)
+    out = stats.spikes(np.arange(300) * 10, y, stats.SpikeRule(window=30, z=8))
     assert out["step"].to_list() == [1500]
     assert out["baseline"][0] == pytest.approx(2.0, abs=0.05) and out["z"][0] > 8
 

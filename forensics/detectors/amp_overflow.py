@@ -25,7 +25,8 @@ class AmpOverflow:
     step, `growth_interval` clean steps double it. A calibration drop in the first steps that then holds is
     healthy, and so is a scale that halves and grows back.
     Without a logged scale, the GradScaler state saved in checkpoints (`scaler.scale`) is the series: a few
-    points, so only the falling and floor rules apply there (a skip rate needs every step).
+    points, so only the falling and floor rules apply there (a skip rate needs every step). A scale below
+    `floor` is evidence even on one or two points (a console log printing `Fp16 Grad Scale: 0`).
     Why: persistent fp16 overflow means skipped optimizer steps and, eventually, a useless scale.
     Evidence: max, final and min scale, number of decreases, onset (first decrease after the last increase),
     and where the scale was read (`source`).
@@ -33,10 +34,10 @@ class AmpOverflow:
 
     kind: ClassVar[str] = "amp_overflow"
     requires: ClassVar[tuple[str, ...]] = ()  # a logged loss_scale series, or scaler state in checkpoints
-    min_halvings: int = 8
-    late_halvings: int = 4
-    floor: float = 1.0
-    max_skip_rate: float = 0.05
+    min_halvings: int = 8  # 65536 → 256: far past the few halvings of start-up calibration
+    late_halvings: int = 4  # ... and still falling ×16 in the second half
+    floor: float = 1.0  # below 1 the scale shrinks gradients: no fp16 run is healthy there (0 = collapsed)
+    max_skip_rate: float = 0.05  # healthy: about one overflow per growth_interval (2000 steps), 0.05%
 
     def unavailable(self, run: Run) -> str | None:
         if run.has("loss_scale") or _checkpoint_scales(run)[0].size:
@@ -46,12 +47,14 @@ class AmpOverflow:
     def check(self, run: Run) -> Iterator[Finding]:
         logged = run.has("loss_scale")
         steps, s = run.arrays("loss_scale") if logged else _checkpoint_scales(run)
-        ok = np.isfinite(s) & (s > 0)
-        if ok.sum() < 3:
-            return
+        ok = np.isfinite(s)
         steps, s = steps[ok], s[ok]
+        if s.size == 0 or (s.size < 3 and not np.any(s < self.floor)):
+            return  # a scale below the floor is evidence at any count (`Fp16 Grad Scale: 0` on three lines)
         top, final, low = float(s.max()), float(s[-1]), float(s.min())
-        late_top = float(s[s.size // 2:].max())
+        # the second half of the run by steps, not points: an overflow-only log (DeepSpeed prints a line per
+        # skipped step) crowds its points where the scale falls
+        late_top = float(s[steps >= steps[0] + (steps[-1] - steps[0]) / 2].max())
         falling = final <= top / 2 ** self.min_halvings and final <= late_top / 2 ** self.late_halvings
         d = np.diff(s)
         down = np.flatnonzero(d < 0) + 1
@@ -73,12 +76,17 @@ class AmpOverflow:
               "source": "logged loss scale" if logged else "GradScaler state in checkpoints"}
         where = (src(run, "loss_scale", steps) if logged else
                  {"table": "checkpoint_values", "key": SCALE_KEY, "step_min": int(steps[0]), "step_max": int(steps[-1])})
+        if top == low:  # pinned below the floor from the first point
+            summary = (f"loss scale is {top:g} at all {s.size} logged points (below {self.floor:g}): the fp16 "
+                       f"scaler has collapsed and every step overflows")
+        else:
+            summary = (f"loss scale falls from {top:g} to {final:g} (min {low:g}, {down.size} decreases) "
+                       f"from step {onset}; " + (f"{skip_rate:.0%} of steps after calibration overflowed: "
+                                                 if logged else f"read from GradScaler state in {s.size} checkpoints: ")
+                       + "fp16 overflows keep skipping steps")
         yield Finding.of(self, severity="warning", step=onset, step_end=int(steps[-1]),
                          series=run.pick("loss_scale") if logged else SCALE_KEY, evidence=ev, sources=(where,),
-                         summary=(f"loss scale falls from {top:g} to {final:g} (min {low:g}, {down.size} decreases) "
-                                  f"from step {onset}; " + (f"{skip_rate:.0%} of steps after calibration overflowed: "
-                                  if logged else f"read from GradScaler state in {s.size} checkpoints: ") +
-                                  "fp16 overflows keep skipping steps"))
+                         summary=summary)
 
 
 SCALE_KEY = "scaler.scale"  # GradScaler.state_dict()["scale"] as ingest/checkpoints.py stores it

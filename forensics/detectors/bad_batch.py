@@ -10,7 +10,6 @@ import numpy as np
 import polars as pl
 
 from forensics import stats
-from forensics.detectors.loss_spike import LossSpike
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -95,7 +94,7 @@ class BadBatch:
         floats = bs.filter(pl.col("dtype").str.contains("float") & pl.col("l2").is_not_null())
         if floats.height == 0 or floats["batch_id"].n_unique() < 3:
             return {}
-        spikes, onset = _loss_events(run)
+        spikes, onset = _loss_events(run, run.spike_rule)  # the loss-spike detector's rule, set by the engine
         out = {}
         for (tensor,), rows in floats.group_by("tensor"):  # one group per tensor name, a handful
             numel = np.array([float(np.prod(s)) if s else 1.0 for s in rows["shape"].to_list()])
@@ -118,7 +117,7 @@ def _spike_at(spikes: list[tuple[int, int, int]], step: int | None) -> int | Non
     return next((peak for lo, hi, peak in spikes if lo < step <= hi), None)
 
 
-def _loss_events(run: Run) -> tuple[list[tuple[int, int, int]], int | None]:
+def _loss_events(run: Run, rule: stats.SpikeRule) -> tuple[list[tuple[int, int, int]], int | None]:
     """Loss spike episodes as (previous logged step, last step, peak step), so a batch saved at any step the
     spike's logged points cover is matched, and the first non-finite loss step (None when all are finite)."""
     if not run.has("loss"):
@@ -126,8 +125,7 @@ def _loss_events(run: Run) -> tuple[list[tuple[int, int, int]], int | None]:
     steps, values = run.arrays("loss")
     bad = ~np.isfinite(values)
     onset = int(steps[np.argmax(bad)]) if bad.any() else None
-    d = LossSpike()  # the loss-spike detector's own defaults: one definition of a spike
-    found = stats.spikes(steps, values, d.window, d.z, d.min_ratio, d.recover)
+    found = stats.spikes(steps, values, rule)
     out = []
     for s in found.iter_rows(named=True):  # one row per spike episode
         k = int(np.searchsorted(steps, s["start_step"]))

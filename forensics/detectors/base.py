@@ -8,6 +8,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
+from forensics import catalog, stats
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -72,3 +73,40 @@ def class_count(run: Run) -> tuple[int, str] | None:
 def pretrained_key(run: Run) -> str | None:
     """The config key that says the model starts from trained weights, or None."""
     return next((k for k in PRETRAINED_KEYS if run.config(k) not in (None, False, "", "scratch")), None)
+
+
+def layers_over(run: Run, role: str, threshold: float, tail: float) -> list[dict]:
+    """Layers whose logged fraction (`dead_fraction`, `saturated_fraction`), as the median of the last `tail` of
+    its points, is ≥ threshold: series, layer, fraction, step range."""
+    out = []
+    for name in run.all_of(role):
+        f = run.series_named(name)
+        v = f["value"].fill_null(np.nan).to_numpy()
+        _, end = stats.head_tail_levels(v, tail)
+        if np.isfinite(end) and end >= threshold:
+            out.append({"series": name, "layer": run.layer_of(name), "fraction": float(end),
+                        "step": int(f["step"][0]), "step_end": int(f["step"][-1])})
+    return out
+
+
+def layer_stats_missing(run: Run, role: str) -> str | None:
+    """The skip reason of a per-layer activation detector whose logs lack `role`, else None."""
+    if run.all_of(role):
+        return None
+    return f"the logs have no per-layer {role} series; {catalog.NEEDS_REPLAY}"
+
+
+def layer_fraction_findings(detector, run: Run, role: str, what: str) -> Iterator[Finding]:
+    """One finding listing every layer whose logged `role` fraction ends at or above the detector's threshold
+    (dead_relu and saturated_activation share it)."""
+    hits = layers_over(run, role, detector.threshold, detector.tail)
+    if not hits:
+        return
+    worst = max(hits, key=lambda h: h["fraction"])
+    yield Finding.of(detector, severity="warning", step=min(h["step"] for h in hits),
+                     step_end=max(h["step_end"] for h in hits), series=worst["series"],
+                     evidence={"layers": [h["layer"] or h["series"] for h in hits],
+                               "fractions": [h["fraction"] for h in hits], "threshold": detector.threshold},
+                     sources=tuple({"table": "scalars", "series": h["series"]} for h in hits),
+                     summary=(f"{len(hits)} layers end with ≥{detector.threshold:.0%} {what}; worst "
+                              f"{worst['layer'] or worst['series']} at {worst['fraction']:.0%}"))

@@ -18,12 +18,18 @@ from forensics.run import Run
 
 @dataclass(frozen=True)
 class Divergence:
-    """The loss rises and does not come back.
+    """The loss rises and does not come back, or is already blown up when the log starts.
 
     Detects: on the finite part of the loss (before any NaN), the smoothed minimum (centred rolling median
     over `smooth` of the points) is followed by a rise to the end of at least `min_growth` of the minimum's
-    magnitude and `min_recovered` of the earlier drop, with a Mann–Kendall test of the points after the
-    minimum significant at `p` (waived when the loss then turns non-finite).
+    magnitude and `min_recovered` of the earlier drop, and the rise is real: a Mann–Kendall test of the
+    points after the minimum significant at `p` (exact below 21 points), or the loss then turns non-finite,
+    or (a step up that stays, as in 1.4 → 6.4 → 5.5 → 4.9 → 4.6) the rise is at least `step_sigmas` times the
+    log-scale noise of the points after the peak and none of them falls back below the rise's midpoint.
+    Short per-epoch logs count from `min_points` points. Separately: a loss whose every logged value is above
+    `blown_level` has blown up before the log began (1.87e12 → 2.2e9 over five evaluations).
+    Tie-break: when a validation loss rises while the training loss falls, that is `overfitting`, not this:
+    this detector reads only the training loss.
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p.
     """
@@ -31,13 +37,17 @@ class Divergence:
     kind: ClassVar[str] = "divergence"
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     smooth: float = 0.04  # smoothing window as a fraction of the points
-    min_growth: float = 0.5  # final − min ≥ this × |min|
+    min_growth: float = 0.5  # final − min ≥ this × |min|: a user acts on a loss half again above its best
     min_recovered: float = 0.3  # final − min ≥ this × (initial − min): it gave back a good part of its progress
-    p: float = 0.01
-    min_points_after: int = 5
+    p: float = 0.01  # Mann–Kendall p after the minimum; exact for short logs
+    min_points_after: int = 5  # a trend needs this many points after the minimum (unless NaN follows)
+    min_points: int = 4  # fewer finite points cannot separate a rise from one noisy value
+    step_sigmas: float = 8.0  # a step up that stays: rise ≥ this × the log-scale noise after it
+    min_step_after: int = 3  # ... and stays for at least this many points
+    blown_level: float = 1e8  # no mean-reduced loss of a live model sits above this at every logged point
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "loss", 12)
+        return too_short(run, "loss", self.min_points)
 
     def check(self, run: Run) -> Iterator[Finding]:
         all_steps, all_values = run.arrays("loss")
@@ -46,29 +56,61 @@ class Divergence:
         keep = np.isfinite(y)
         steps, y = steps[keep], y[keep]
         n = y.size
-        if n < 12:
+        if n < self.min_points:
             return
-        sm = stats.rolling_median(y, max(3, int(n * self.smooth)))
+        if float(np.min(y)) > self.blown_level:
+            yield self._blown(run, steps, y)
+            return
+        sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
         imin = int(np.nanargmin(sm))
         after = y[imin:]
-        if after.size < self.min_points_after and not (nan_follows and after.size >= 2):
+        if after.size < 2 or (after.size < self.min_points_after and not nan_follows
+                              and after.size < self.min_step_after + 1):
             return
         lo = float(sm[imin])
         head, _ = stats.head_tail_levels(y)
-        final = float(np.median(y[-max(2, min(after.size // 4, n // 20)):]))
+        # The final level: the last finite value when the loss then dies (its level at death), else a tail median.
+        final = float(y[-1]) if nan_follows else float(np.median(y[-max(2, min(after.size // 4, n // 20)):]))
         rise = final - lo
+        if not (rise > 0 and rise >= self.min_growth * abs(lo) and rise >= self.min_recovered * (head - lo)):
+            return
         trend = stats.mann_kendall(after, steps[imin:])
-        significant = trend.z > 0 and (trend.p < self.p or nan_follows)
-        if not (rise > 0 and rise >= self.min_growth * abs(lo) and rise >= self.min_recovered * (head - lo)
-                and significant):
+        significant = trend.z > 0 and ((trend.p < self.p and after.size >= self.min_points_after) or nan_follows
+                                       or self._stays_up(after, lo, final))
+        if not significant:
             return
         slope, _ = stats.theil_sen(steps[imin:], after)
         growth = final / lo if lo > 0 else math.inf
         ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": head, "final_level": final,
               "growth_factor": growth, "slope_per_step": slope, "mk_p": trend.p, "ends_nonfinite": nan_follows,
-              "last_finite_step": int(steps[-1])}
+              "last_finite_step": int(steps[-1]), "points_after_onset": int(after.size)}
         tail = " and then turns non-finite" if nan_follows else ""
         yield Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
                                   f"by step {steps[-1]} ({ratio(growth)}, Mann–Kendall p={trend.p:.1g}){tail}"))
+
+    def _stays_up(self, after: np.ndarray, lo: float, final: float) -> bool:
+        """A step up that stays: after the first point above the rise's midpoint, at least `min_step_after`
+        points, none back below the midpoint, and the rise ≥ `step_sigmas` × their log-scale noise."""
+        if lo <= 0 or final <= 0:
+            return False
+        mid = lo + (final - lo) / 2
+        above = np.flatnonzero(after > mid)
+        if above.size == 0:
+            return False
+        rest = after[above[0]:]
+        if rest.size < self.min_step_after or np.any(rest < mid):
+            return False
+        sigma = stats.noise(np.log(rest))
+        return math.isfinite(sigma) and math.log(final / lo) >= self.step_sigmas * max(sigma, 1e-12)
+
+    def _blown(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding:
+        lo = float(np.min(y))
+        ev = {"onset_step": int(steps[0]), "min_level": lo, "initial_level": float(y[0]),
+              "final_level": float(y[-1]), "blown_level": self.blown_level, "points": int(y.size),
+              "ends_nonfinite": False, "last_finite_step": int(steps[-1])}
+        return Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss is above {self.blown_level:.0e} at every logged point (from {y[0]:.4g} at "
+                                   f"step {steps[0]}, lowest {lo:.4g}): it had blown up before the log began"))

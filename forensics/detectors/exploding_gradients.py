@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -20,24 +21,41 @@ class ExplodingGradients:
     """The gradient norm jumps by orders of magnitude, or grows until it is non-finite.
 
     Detects: episodes where the global gradient norm stays at least `factor` above its reference level for
-    `min_points` logged points or more, or ends in a non-finite norm, or peaks `huge_factor` above it; episodes less than `window` points apart are one. The
-    reference is the lowest trailing median (over `window` points) seen so far, so slow exponential growth
-    cannot drag its own baseline up; the episode's onset is moved back to where the norm was last within
-    ×2 of the reference. A norm that turns non-finite without growing first is not an explosion (it is the NaN's symptom). Thresholds are ratios, so any scale of norm works.
+    `min_points` logged points or more, or ends in a non-finite norm, or peaks `huge_factor` above it;
+    episodes less than `window` points apart are one. The reference is the lowest trailing median (over
+    `window` points) seen so far, so slow exponential growth cannot drag its own baseline up; the episode's
+    onset is moved back to where the norm was last within ×2 of the reference. A norm that turns non-finite
+    without growing first is not an explosion (it is the NaN's symptom). Thresholds are ratios, so any scale
+    of norm works.
+    Tie-break with late growth (issue 12 class 1): on healthy runs the norm grows ×10–30 late in training
+    while the loss falls toward zero (weight decay against normalised layers). A sustained episode counts
+    only when it is an explosion: orders of magnitude (`huge_factor`), or the loss pays for it (the loss's
+    median over the episode is at least `loss_rise` above its median over the `window` points before, and
+    `loss_z` standard errors beyond the loss's own log-scale noise), or it
+    is fast (from ×2 to ×`factor` within `fast_points` logged points: exponential growth) and never comes
+    back (it lasts to the end of the log or turns non-finite). A healthy run's grad-norm bursts of ×10–30
+    over a few steps come back; an explosion does not.
     Why: a norm that explodes precedes NaN losses and weights; a single bad batch makes a spike, not this.
     Evidence: onset and end step, norm before (baseline), peak norm, factor, growth per step (Theil–Sen on
-    log10), whether it ends non-finite. Critical when it ends non-finite or the loss turns non-finite.
+    log10), points from ×2 to ×factor, the loss's change over the episode, whether it ends non-finite.
+    Critical when it ends non-finite or the loss turns non-finite.
     """
 
     kind: ClassVar[str] = "exploding_gradients"
     requires: ClassVar[tuple[str, ...]] = ("grad_norm",)
-    window: int = 30
-    factor: float = 10.0
-    min_points: int = 3
-    huge_factor: float = 1000.0
+    window: int = 30  # trailing points of the reference level
+    factor: float = 10.0  # an order of magnitude above the reference
+    min_points: int = 3  # sustained: a single point above is a spike (loss_spike's business), not this
+    huge_factor: float = 1000.0  # three orders of magnitude: an explosion whatever the loss does
+    fast_points: int = 10  # ×2 to ×factor within this many logged points is exponential growth
+    loss_rise: float = 0.2  # the loss's median over the episode 20% above before: the loss pays for it
+    loss_z: float = 3.0  # ... and that rise 3 standard errors beyond the loss's own noise
+    min_series: int = 8  # fewer points have no reference level
+    calm_factor: float = 2.0  # within ×2 of the reference the norm is calm: the onset is the last calm point
+    onset_lookback: int = 4  # ... looked for up to this many windows back
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "grad_norm", 8)
+        return too_short(run, "grad_norm", self.min_series)
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, g = run.arrays("grad_norm")
@@ -49,7 +67,7 @@ class ExplodingGradients:
         nonfinite = ~np.isfinite(g) & (np.arange(g.size) > 0)
         excess = lg - base
         mask = (excess >= np.log10(self.factor)) | nonfinite
-        calm = np.flatnonzero(excess < np.log10(2.0))
+        calm = np.flatnonzero(excess < np.log10(self.calm_factor))
         loss_onset = None
         if run.has("loss"):
             ls, lv = run.arrays("loss")
@@ -63,7 +81,7 @@ class ExplodingGradients:
                 episodes.append([a, b])
         for a, b in episodes:
             before = calm[calm < a]
-            if before.size and a - before[-1] <= 4 * self.window:
+            if before.size and a - before[-1] <= self.onset_lookback * self.window:
                 a = int(before[-1]) + 1
             b0 = base[a] if np.isfinite(base[a]) else np.nanmedian(lg[max(0, a - self.window):a + 1])
             if not np.isfinite(b0):
@@ -76,12 +94,24 @@ class ExplodingGradients:
             long = b - a + 1 >= self.min_points
             if not (long or ends_bad or peak - b0 >= np.log10(self.huge_factor)):
                 continue
+            huge = peak - b0 >= np.log10(self.huge_factor)
+            up2 = np.flatnonzero(excess[a:b + 1] >= np.log10(self.calm_factor))
+            up10 = np.flatnonzero(excess[a:b + 1] >= np.log10(self.factor))
+            rise_points = int(up10[0] - up2[0]) if up2.size and up10.size else None
+            fast = rise_points is not None and rise_points <= self.fast_points
+            paid_by = _loss_change(run, steps, a, b, self.window)
+            loss_change = paid_by[0] if paid_by else None
+            paid = paid_by is not None and paid_by[0] >= self.loss_rise and paid_by[1] >= self.loss_z
+            unrecovered = b == g.size - 1 or bool(nonfinite[a:b + 1].any())  # still up when the log ends
+            if not (huge or paid or (fast and unrecovered)):
+                continue  # late, slow growth the loss does not pay for: no explosion
             near_nan = loss_onset is not None and steps[a] <= loss_onset <= steps[min(b + 1, g.size - 1)] + self.window
             slope, _ = stats.theil_sen(steps[a:b + 1], seg) if np.isfinite(seg).sum() >= 2 else (float("nan"), 0)
             ev = {"onset_step": int(steps[a]), "end_step": int(steps[b]), "norm_before": 10 ** b0,
                   "peak_norm": 10 ** peak, "factor": 10 ** (peak - b0), "points": int(b - a + 1),
                   "log10_growth_per_step": slope, "ends_nonfinite": bool(nonfinite[a:b + 1].any()),
-                  "loss_nonfinite_step": loss_onset}
+                  "loss_nonfinite_step": loss_onset, "points_x2_to_factor": rise_points,
+                  "loss_change_over_episode": loss_change}
             severe = ev["ends_nonfinite"] or near_nan
             yield Finding.of(self, severity="critical" if severe else "warning", step=int(steps[a]),
                              step_end=int(steps[b]), series=run.pick("grad_norm"), evidence=ev,
@@ -89,3 +119,29 @@ class ExplodingGradients:
                              summary=(f"gradient norm rises from about {ev['norm_before']:.3g} to {ev['peak_norm']:.3g} "
                                       f"({ratio(ev['factor'])}) over steps {steps[a]}-{steps[b]}"
                                       + (" and turns non-finite" if ev["ends_nonfinite"] else "")))
+
+
+def _loss_change(run: Run, steps: np.ndarray, a: int, b: int, window: int) -> tuple[float, float] | None:
+    """(change, z) of the loss over grad-norm points a..b: its median there relative to its median over the
+    `window` grad-norm points before a, minus 1 (0.2 = 20% higher), and that log-ratio in standard errors of a
+    median of the loss's own log-scale noise before (so a loss near zero, whose minibatch noise is ±100%, does
+    not pay for anything by chance). None without a loss or a before; a non-finite loss inside the episode is an
+    unbounded rise."""
+    if not run.has("loss"):
+        return None
+    ls, lv = run.arrays("loss")
+    lo, start, end = steps[max(0, a - window)], steps[a], steps[b]
+    before = lv[(ls >= lo) & (ls < start)]
+    during = lv[(ls >= start) & (ls <= end)]
+    before = before[np.isfinite(before)]
+    if before.size == 0 or during.size == 0:
+        return None
+    if not np.all(np.isfinite(during)):
+        return float("inf"), float("inf")
+    ref, now = float(np.median(before)), float(np.median(during))
+    if not (ref > 0 and now > 0):
+        return None
+    sigma = stats.noise(np.log(before[before > 0])) if before.size >= 3 else float("nan")
+    se = 1.25 * sigma / math.sqrt(min(before.size, during.size)) if math.isfinite(sigma) and sigma > 0 else 0.0
+    z = math.log(now / ref) / se if se > 0 else float("inf")
+    return now / ref - 1, z

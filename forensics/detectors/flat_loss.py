@@ -20,8 +20,12 @@ class FlatLoss:
     """The loss does not move from the start, within its noise.
 
     Detects: the median of the last `edge` of the loss is within `rel_tol` of the first `edge`'s median
-    (relative to the first), and the smoothed curve never fell more than `rel_tol` below the start either
-    (a loss that fell and came back is divergence, not this).
+    (relative to the first), and the smoothed curve (rolling median over `smooth` of the points, at least
+    5, so that isolated dips do not count) never fell more than `rel_tol` below the start either (a loss
+    that fell and came back is divergence, not this). When the training loss is not flat by that rule but
+    does not fall by `max_train_drop` either, a validation loss flat by the same rule is the evidence (a
+    validation loss pinned at ln 2 for 30 evaluations while the training loss wanders). A validation loss
+    that is flat while the training loss falls is `distribution_mismatch`, not this.
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
     log(C) when the config names a class count, the median LR when an LR series exists.
@@ -29,32 +33,49 @@ class FlatLoss:
 
     kind: ClassVar[str] = "flat_loss"
     requires: ClassVar[tuple[str, ...]] = ("loss",)
-    rel_tol: float = 0.03
-    edge: float = 0.1
+    rel_tol: float = 0.03  # a 3% move over a whole run is below what a user calls learning
+    edge: float = 0.1  # first/last fraction of the points whose medians are compared
+    smooth: float = 0.1  # rolling-median window for the "never fell" check, as a fraction of the points
+    min_points: int = 10  # fewer points cannot tell a flat curve from a short one
+    max_train_drop: float = 0.1  # the validation loss speaks only when the training loss fell less than this
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "loss", 10)
+        return too_short(run, "loss", self.min_points)
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, y = finite_part(*run.arrays("loss"))
-        if y.size < 10:
+        role, ev = "loss", self._flat(steps, y)
+        if ev is None and run.has("val_loss"):
+            head, tail = stats.head_tail_levels(y, self.edge)
+            if math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop:
+                steps, y = finite_part(*run.arrays("val_loss"))
+                role, ev = "val_loss", self._flat(steps, y)
+                if ev is not None:
+                    ev["train_relative_change"] = (tail - head) / abs(head)
+        if ev is None:
             return
-        head, tail = stats.head_tail_levels(y, self.edge)
-        if not math.isfinite(head) or abs(head) < 1e-12:
-            return
-        rel = (tail - head) / abs(head)
-        low = float(np.nanmin(stats.rolling_median(y, max(3, y.size // 20))))
-        if abs(rel) > self.rel_tol or (head - low) / abs(head) > self.rel_tol:
-            return
-        slope, _ = stats.theil_sen(steps, y)
-        ev = {"first_level": head, "last_level": tail, "relative_change": rel, "min_smoothed": low,
-              "slope_per_step": slope, "mk_p": stats.mann_kendall(y, steps).p, "points": int(y.size)}
         classes = run.config_number("num_classes", "n_classes", "num_labels")
         if classes and classes > 1:
             ev["log_classes"] = math.log(classes)
         if run.has("lr"):
             ev["lr_median"] = stats.level(run.arrays("lr")[1])
+        what = "loss" if role == "loss" else "validation loss (training loss does not fall either)"
         yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
-                         series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                         summary=(f"loss stays at {head:.4g} → {tail:.4g} ({rel:+.1%}) over steps "
-                                  f"{steps[0]}-{steps[-1]}: it never moved"))
+                         series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
+                         summary=(f"{what} stays at {ev['first_level']:.4g} → {ev['last_level']:.4g} "
+                                  f"({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: it never moved"))
+
+    def _flat(self, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """The evidence when `y` is flat by the rule above, else None."""
+        if y.size < self.min_points:
+            return None
+        head, tail = stats.head_tail_levels(y, self.edge)
+        if not math.isfinite(head) or abs(head) < 1e-12:
+            return None
+        rel = (tail - head) / abs(head)
+        low = float(np.nanmin(stats.rolling_median(y, max(5, int(y.size * self.smooth)))))
+        if abs(rel) > self.rel_tol or (head - low) / abs(head) > self.rel_tol:
+            return None
+        slope, _ = stats.theil_sen(steps, y)
+        return {"first_level": head, "last_level": tail, "relative_change": rel, "min_smoothed": low,
+                "slope_per_step": slope, "mk_p": stats.mann_kendall(y, steps).p, "points": int(y.size)}

@@ -6,10 +6,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
 from forensics import stats
 from forensics.detectors.base import src, too_short
-from forensics.findings import Finding
+from forensics.findings import Finding, plain
 from forensics.numbers import count, ratio
+from forensics.stats import SpikeRule
 from forensics.run import Run
 
 
@@ -17,30 +20,52 @@ from forensics.run import Run
 class LossSpike:
     """The loss jumps far above its recent level and comes back.
 
-    Detects: a step whose loss is at least `z` robust sigmas (MAD of the trailing `window` points) and
-    `min_ratio` of its level above the trailing median, and that recovers within `recover` points (else
-    it is a level shift: see divergence). Scale-free: sigma and level are the series' own.
+    Detects: a step whose loss is at least `z` robust sigmas (point-to-point noise of the trailing `window`
+    points, on a log scale for a positive loss) and `min_ratio` of its level above the trailing median, and
+    that recovers within `recover` points (else it is a level shift: see divergence); more than `max_spikes`
+    in the series are its noise's tail, and only those `crowd_z_factor` × the crowd's median z count
+    (`stats.SpikeRule`, the one definition the engine's spike list and bad_batch share). Also a non-finite
+    loss of at most `recover` points between finite ones (1.26, 1.31, Infinity, 1.25): a spike of unbounded
+    height, found from `min_points_nonfinite` points.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median and sigma, z, ratio to the median, window, recovery length.
     """
 
     kind: ClassVar[str] = "loss_spike"
     requires: ClassVar[tuple[str, ...]] = ("loss",)
-    window: int = 30  # trailing points of the baseline
-    z: float = 8.0  # robust z threshold
-    min_ratio: float = 0.25  # the jump must also be this fraction of the local level
-    recover: int = 5  # points after the spike within which it must come back
+    window: int = SpikeRule.window  # trailing points of the baseline
+    z: float = SpikeRule.z  # robust z threshold
+    min_ratio: float = SpikeRule.min_ratio  # the jump must also be this fraction of the local level
+    recover: int = SpikeRule.recover  # points after the spike within which it must come back
+    max_spikes: int = SpikeRule.max_spikes  # more are the noise's tail
+    crowd_z_factor: float = SpikeRule.crowd_z_factor  # what stands out of such a crowd
+    min_points: int = 10  # the statistical rule needs a baseline window's worth of points
+    min_points_nonfinite: int = 3  # a finite point, the blip, a finite point
+
+    def rule(self) -> SpikeRule:
+        return SpikeRule(self.window, self.z, self.min_ratio, self.recover, self.max_spikes, self.crowd_z_factor)
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "loss", 10)
+        return too_short(run, "loss", self.min_points_nonfinite)
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, values = run.arrays("loss")
-        found = stats.spikes(steps, values, self.window, self.z, self.min_ratio, self.recover)
-        for s in found.iter_rows(named=True):  # one row per spike episode
-            yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
-                             series=run.pick("loss"), evidence=s,
-                             sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
-                             summary=(f"loss {s['value']:.4g} is {s['z']:.1f} robust sigmas above the median "
-                                      f"{s['baseline']:.4g} of steps {s['window_start']}-{s['window_end']} "
-                                      f"({ratio(s['ratio'])}), back within {count(s['recovery_points'], 'point')}"))
+        if int(np.isfinite(values).sum()) >= self.min_points:
+            found = stats.spikes(steps, values, self.rule())
+            for s in found.iter_rows(named=True):  # one row per spike episode
+                yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
+                                 series=run.pick("loss"), evidence=s,
+                                 sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
+                                 summary=(f"loss {s['value']:.4g} is {s['z']:.1f} robust sigmas above the median "
+                                          f"{s['baseline']:.4g} of steps {s['window_start']}-{s['window_end']} "
+                                          f"({ratio(s['ratio'])}), back within {count(s['recovery_points'], 'point')}"))
+        for a, b in stats.runs_of(~np.isfinite(values)):
+            if a == 0 or b == values.size - 1 or b - a + 1 > self.recover:
+                continue  # at the start, to the end (nan_loss), or too long to be a blip
+            ev = {"step": int(steps[a]), "value": plain(values[a]), "end_step": int(steps[b]),
+                  "previous_value": float(values[a - 1]), "next_value": float(values[b + 1]),
+                  "nonfinite_points": int(b - a + 1)}
+            yield Finding.of(self, severity="warning", step=int(steps[a]), step_end=int(steps[b]),
+                             series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a - 1:b + 2]),),
+                             summary=(f"loss is {ev['value']} at step {steps[a]} between {values[a - 1]:.4g} and "
+                                      f"{values[b + 1]:.4g}: a non-finite spike that recovers"))

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-
 from forensics import stats
 from forensics.detectors.base import src, too_short
 from forensics.findings import Finding

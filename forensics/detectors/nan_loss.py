@@ -34,7 +34,7 @@ class NanLoss:
         if not bad.any():
             return
         i = int(np.argmax(bad))
-        after = float(bad[i:].mean())
+        after = float(bad[i + 1:].mean()) if i + 1 < bad.size else 1.0  # the points after the onset
         stays = bool(bad[-1]) or after >= self.stays_fraction
         ev = {"onset_step": int(steps[i]), "onset_value": values[i], "nonfinite_points": int(bad.sum()),
               "nonfinite_fraction_after": after, "stays_nonfinite": stays,

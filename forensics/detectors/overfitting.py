@@ -28,17 +28,19 @@ class Overfitting:
 
     kind: ClassVar[str] = "overfitting"
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
-    smooth_points: int = 3
-    min_after: float = 0.1
-    min_rise: float = 0.05
-    noise_k: float = 3.0
+    smooth_points: int = 3  # the minimum of a 3-point rolling median: one low evaluation is not the crossover
+    min_after: float = 0.1  # the rise spans at least 10% of the evaluated steps
+    min_rise: float = 0.05  # validation 5% above its minimum: a user would stop earlier for that
+    noise_k: float = 3.0  # and three noise sigmas above it
+    max_train_share: float = 0.5  # a training loss rising by half the validation rise or more: divergence
+    min_points: int = 5  # evaluations needed to place a minimum with points after it
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "val_loss", 5)
+        return too_short(run, "val_loss", self.min_points)
 
     def check(self, run: Run) -> Iterator[Finding]:
         vs, v = finite_part(*run.arrays("val_loss"))
-        if v.size < 5:
+        if v.size < self.min_points:
             return
         sm = stats.rolling_median(v, self.smooth_points)
         imin = int(np.nanargmin(sm))
@@ -59,7 +61,7 @@ class Overfitting:
             return
         slope, _ = stats.theil_sen(ts[after], tv[after])
         train_change = slope * (ts[after][-1] - ts[after][0])
-        if train_change > 0.5 * rise:
+        if train_change > self.max_train_share * rise:
             return  # both rise: that is divergence, not overfitting
         ev = {"crossover_step": int(vs[imin]), "val_min": lo, "val_final": final, "val_rise": rise,
               "val_rise_relative": rise / abs(lo) if lo else None, "val_noise": sigma, "mk_p": trend.p,

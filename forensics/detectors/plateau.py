@@ -23,9 +23,10 @@ class Plateau:
     after falling at least `min_drop` of the initial level, while that final level is still at least
     `min_level` of the initial one; the Theil–Sen trend inside the plateau must project less than
     `max_progress` of the earlier drop (or two noise sigmas, whichever is larger) over its length. The initial
-    level is the median of the first three points.
+    level is the median of the first three points. A plateau below `min_level` still counts when the logged
+    LR had fallen `lr_fall` × below its peak by the plateau's start (an LR dropped to ~0 early).
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
-    Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it.
+    Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
     """
 
     kind: ClassVar[str] = "plateau"
@@ -37,13 +38,29 @@ class Plateau:
     min_level: float = 0.5  # "well above its floor": still at least half the initial loss
     max_progress: float = 0.1
     noise_k: float = 3.0  # band at least this many noise sigmas of the smoothed curve
+    # ... or, at any level, when the LR had fallen ×1000 below its peak by the plateau's start (LR dropped to
+    # ~0 early: the stall has a cause). Cosine or linear decay to 0 reach ×1000 only in the last ~2% of a run,
+    # after any plateau of min_length could start; a step schedule's ×0.1, ×0.01 never does.
+    lr_fall: float = 1000.0
+    min_points: int = 20  # the band and the trend inside the plateau need this many points
+
+    def _lr_fall(self, run: Run, start_step: int) -> float | None:
+        """Peak LR before `start_step` over the LR at it (None without an LR series on the loss's source)."""
+        if not run.has("lr") or run.format_of(run.pick("lr")) != run.format_of(run.pick("loss")):
+            return None
+        s, lr = run.arrays("lr")
+        ok = np.isfinite(lr) & (s <= start_step)
+        if ok.sum() < 2 or not lr[ok].max() > 0:
+            return None
+        now = float(lr[ok][-1])
+        return float(lr[ok].max()) / now if now > 0 else float("inf")
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "loss", 20)
+        return too_short(run, "loss", self.min_points)
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, y = finite_part(*run.arrays("loss"))
-        if y.size < 20:
+        if y.size < self.min_points:
             return
         _, tail = stats.head_tail_levels(y)
         head = float(np.median(y[:3]))  # the initial level: a fast early drop must not hide in a 10% median
@@ -57,8 +74,11 @@ class Plateau:
         start = int(outside[-1]) + 1 if outside.size else 0
         length = (y.size - start) / y.size
         drop = head - tail
-        if start == 0 or length < self.min_length or drop < self.min_drop * head or tail < self.min_level * head:
+        if start == 0 or length < self.min_length or drop < self.min_drop * head:
             return
+        lr_fall = self._lr_fall(run, steps[start])
+        if tail < self.min_level * head and not (lr_fall is not None and lr_fall >= self.lr_fall):
+            return  # low already, and no LR collapse to explain a stall: converged
         slope, _ = stats.theil_sen(steps[start:], y[start:])
         change = -slope * (steps[-1] - steps[start])
         progress = change / drop
@@ -66,7 +86,7 @@ class Plateau:
             return
         ev = {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": head,
               "fraction_of_initial": tail / head, "length_fraction": length, "slope_per_step": slope,
-              "progress_in_plateau": progress, "band": band}
+              "progress_in_plateau": progress, "band": band, "lr_fall_at_start": lr_fall}
         yield Finding.of(self, severity="warning", step=int(steps[start]), step_end=int(steps[-1]),
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss stalls at {tail:.4g} ({tail / head:.0%} of the initial {head:.4g}) from "

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import polars as pl
 
 from forensics.detectors.base import src
 from forensics.findings import Finding
-from forensics.run import Run
+from forensics.run import TEXT_FORMATS, Run
 
 
 @dataclass(frozen=True)
@@ -21,30 +22,45 @@ class ResumedRun:
     lower than or equal to the one before: a restart. Several files are ordered by wall time, so two event
     files of one resumed TensorBoard run count; plain duplicates with equal values (copies) do not. A step
     counter that resets every epoch (the batch index logged as the step: `min_resets` or more jumps, all back
-    to the same step after climbs of equal length) is no restart and is not reported.
+    to the same step after climbs of equal length) is no restart and is not reported. Console series need a
+    step strictly lower (a line without a counter inherits the last one, so equal steps are no evidence),
+    and an ordinal series (line numbers, DECISIONS §2) has no training steps to go back at all.
+    Second, a logged epoch that falls back by at least `min_epoch_drop` while the steps keep rising: a
+    process restarted from a checkpoint's weights with a fresh epoch count (an HF trainer_state whose epoch
+    returns to 0 three times while its global step climbs).
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
-    Evidence: restart step, the step it went back from, overlap in steps, wall-clock gap where known.
+    Evidence: restart step, the step it went back from, overlap in steps, wall-clock gap where known; for
+    an epoch reset, the epoch before and after.
     """
 
     kind: ClassVar[str] = "resumed_run"
     requires: ClassVar[tuple[str, ...]] = ("loss",)
-    min_resets: int = 3
+    min_resets: int = 3  # this many identical resets are a per-epoch counter, not restarts
+    max_reported: int = 20  # a handful of restarts at most; guard against a garbled order
+    min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
 
     def check(self, run: Run) -> Iterator[Finding]:
         name = run.pick("loss")
+        meta = run.meta.filter(pl.col("name") == name)
+        if bool(meta["ordinal"].fill_null(False).any()):
+            return
+        console = run.format_of(name) in TEXT_FORMATS
         pts = run.points(name).with_row_index("i")
         if pts["wall_time"].null_count() == 0:
             pts = pts.sort(["wall_time", "i"])
         pts = pts.unique(["step", "value"], keep="first", maintain_order=True)  # exact copies are not a resume
         steps = pts["step"].to_numpy()
         wall = pts["wall_time"].fill_null(np.nan).to_numpy()
-        back = np.flatnonzero(np.diff(steps) <= 0) + 1
+        back = np.flatnonzero(np.diff(steps) < 0 if console else np.diff(steps) <= 0) + 1
         if back.size >= self.min_resets and np.unique(steps[back]).size == 1:
             climbs = np.diff(np.concatenate(([0], back)))
             if climbs.max() <= 1.1 * climbs.min():
                 return  # a per-epoch counter: every "restart" lands on one step after as many points
-        for k in back[:20]:  # a handful of restarts at most; guard against a garbled order
+        if back.size == 0:
+            yield from self._epoch_resets(run)
+            return
+        for k in back[: self.max_reported]:
             gap = float(wall[k] - wall[k - 1]) if np.isfinite(wall[k]) and np.isfinite(wall[k - 1]) else None
             ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]),
                   "overlap_steps": int(steps[k - 1] - steps[k]), "wall_gap_s": gap}
@@ -52,3 +68,24 @@ class ResumedRun:
                              evidence=ev, sources=(src(run, "loss", steps[[k - 1, k]]),),
                              summary=(f"steps go back from {steps[k - 1]} to {steps[k]}: the run was resumed"
                                       + (f" after {gap:.0f} s" if gap is not None else "")))
+
+    def _epoch_resets(self, run: Run) -> Iterator[Finding]:
+        """Restarts shown by the epoch falling back while the steps rise (write order)."""
+        if not run.has("epoch"):
+            return
+        name = run.pick("epoch")
+        if run.format_of(name) != run.format_of(run.pick("loss")):
+            return  # another source's axis
+        pts = run.points(name).filter(pl.col("value").is_finite())
+        steps, epoch = pts["step"].to_numpy(), pts["value"].to_numpy()
+        if steps.size < 3 or np.any(np.diff(steps) < 0):
+            return
+        drops = np.flatnonzero(np.diff(epoch) <= -self.min_epoch_drop) + 1
+        for k in drops[: self.max_reported]:
+            ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": 0,
+                  "epoch_before": float(epoch[k - 1]), "epoch_after": float(epoch[k]), "wall_gap_s": None}
+            yield Finding.of(self, severity="info", step=int(steps[k]), step_end=int(steps[k - 1]), series=name,
+                             evidence=ev, sources=(src(run, "epoch", steps[[k - 1, k]]),),
+                             summary=(f"epoch falls back from {epoch[k - 1]:.3g} to {epoch[k]:.3g} at step "
+                                      f"{steps[k]} while the steps keep rising: the run was restarted from a "
+                                      f"checkpoint with a fresh epoch count"))

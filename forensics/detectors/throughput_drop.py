@@ -11,7 +11,7 @@ import polars as pl
 
 from forensics import stats
 from forensics.findings import Finding
-from forensics.run import Run
+from forensics.run import Run, usable_series
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class ThroughputDrop:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
         segment starts after each resume (a step or clock going back), so no change point is read across one."""
         train = run.meta.filter(~pl.col("split").is_in(["val", "test"]).fill_null(False))
-        st = train.filter(pl.col("role") == "step_time").sort("n_points", descending=True)
+        st = usable_series(train, "step_time").sort("n_points", descending=True)
         if st.height:
             name = st["name"][0]
             f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") > 0))

@@ -47,16 +47,20 @@ class Underfitting:
 
     kind: ClassVar[str] = "underfitting"
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
-    min_level: float = 0.3
-    min_drop: float = 0.05
-    max_gap: float = 0.25
-    late: float = 0.3
-    max_progress: float = 0.1
+    min_level: float = 0.3  # from scratch: still 30% of the initial loss is high
+    min_drop: float = 0.05  # it learned something (less is flat_loss)
+    max_gap: float = 0.25  # validation within 25% of train: they agree (a larger gap is over- or mis-fitting)
+    late: float = 0.3  # the last 30% of each curve is where "still falling" is read
+    max_progress: float = 0.1  # falling less than 10% of its drop so far over that stretch: stalled
     min_level_log_c: float = 0.4  # the model removed less than 60% of a uniform guess's loss
     max_stall_start: float = 0.5  # "most of the run at the stall level"
+    min_train_points: int = 20  # a stall and a late trend need this many training points
+    min_val_points: int = 4  # and this many evaluations
+    noise_sigmas: float = 2.0  # late progress below this many noise sigmas is no progress
+    max_smooth: int = 9  # the stall check's rolling median spans a tenth of the points, at most this many
 
     def unavailable(self, run: Run) -> str | None:
-        short = too_short(run, "loss", 20) or too_short(run, "val_loss", 4)
+        short = too_short(run, "loss", self.min_train_points) or too_short(run, "val_loss", self.min_val_points)
         if short or class_count(run) is not None:
             return short
         why = self._fine_tune(run)
@@ -77,7 +81,7 @@ class Underfitting:
 
     def _stall_start(self, steps: np.ndarray, y: np.ndarray, end: float, band: float) -> float:
         """Fraction of the curve's step span before its smoothed values stay within `band` of `end` for good."""
-        smooth = stats.rolling_median(y, max(1, min(9, y.size // 10)) | 1)
+        smooth = stats.rolling_median(y, max(1, min(self.max_smooth, y.size // 10)) | 1)
         out = np.flatnonzero(smooth > end + band)
         if out.size == 0:
             return 0.0
@@ -92,12 +96,13 @@ class Underfitting:
             late[-3:] = True
         slope, _ = stats.theil_sen(steps[late], y[late])
         noise = stats.noise(y)
-        return -slope * (steps[late][-1] - steps[late][0]), max(self.max_progress * drop, 2 * np.nan_to_num(noise))
+        allowance = max(self.max_progress * drop, self.noise_sigmas * np.nan_to_num(noise))
+        return -slope * (steps[late][-1] - steps[late][0]), allowance
 
     def check(self, run: Run) -> Iterator[Finding]:
         ts, t = finite_part(*run.arrays("loss"))
         vs, v = finite_part(*run.arrays("val_loss"))
-        if t.size < 20 or v.size < 4:
+        if t.size < self.min_train_points or v.size < self.min_val_points:
             return
         head = float(np.median(t[:3]))
         t_end, v_end = stats.head_tail_levels(t)[1], stats.head_tail_levels(v, min_points=2)[1]
@@ -125,7 +130,8 @@ class Underfitting:
         if max(t_start, v_start) > self.max_stall_start:
             return  # converged slowly over the whole run: not stuck early at a high level
         ev = {"reference": reference, "reference_source": source, "fraction_of_reference": t_end / reference,
-              "train_stall_start": t_start, "val_stall_start": v_start, "initial_level": head, "train_final": t_end, "val_final": v_end, "fraction_of_initial": fraction,
+              "train_stall_start": t_start, "val_stall_start": v_start, "initial_level": head, "train_final": t_end,
+              "val_final": v_end, "fraction_of_initial": fraction,
               "val_fraction_of_initial": v_end / head, "train_val_gap": gap, "train_late_fall": t_fall,
               "val_late_fall": v_fall, "val_points": int(v.size)}
         yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),

@@ -9,58 +9,10 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
+from forensics import stats
 from forensics.findings import Finding
 from forensics.numbers import count
 from forensics.run import Run
-
-
-def logged_ratios(run: Run) -> pl.DataFrame:
-    """Logged update-ratio series as (layer, step, low, high): the per-step ratio, twice (a logged value is one
-    step's ratio). A series whose finite values are all negative is taken as log10 of the ratio (as in
-    Karpathy's makemore notebooks); layers logged as exactly 0 throughout are frozen, not slow, and left out."""
-    frames = []
-    for name in run.all_of("update_ratio"):
-        f = run.series_named(name).filter(pl.col("value").is_finite())
-        v = f["value"].to_numpy()
-        if v.size == 0:
-            continue
-        if np.all(v < 0):
-            v = 10.0 ** v
-        if not np.any(v > 0):
-            continue
-        frames.append(pl.DataFrame({"layer": name, "step": f["step"], "low": v, "high": v}))
-    return pl.concat(frames) if frames else pl.DataFrame(schema={"layer": pl.Utf8, "step": pl.Int64,
-                                                                 "low": pl.Float64, "high": pl.Float64})
-
-
-def checkpoint_ratios(run: Run) -> pl.DataFrame:
-    """Per-step update ratios between consecutive checkpoints, per parameter tensor of two or more dimensions
-    (a bias or norm gain near 0 or 1 makes the ratio meaningless), as (layer, step, prev_step, low, high).
-
-    A checkpoint pair `d` steps apart gives the ratio r = ‖w_t − w_{t−d}‖/‖w_{t−d}‖ of d updates summed. If
-    every update pointed the same way, the per-step ratio would be r/d (`low`: by the triangle inequality the
-    mean per-step ratio is at least this, give or take the change of ‖w‖); if they were independent, r/√d
-    (`high`, a random walk). The true value lies between for all but anti-correlated updates, so a claim of
-    "too large" uses `low` and a claim of "too small" uses `high`. Tensors that never change are
-    frozen_parameters, not this, and are left out.
-    """
-    d = run.table("tensor_deltas")
-    empty = pl.DataFrame(schema={"layer": pl.Utf8, "step": pl.Int64, "prev_step": pl.Int64, "low": pl.Float64,
-                                 "high": pl.Float64})
-    if not d.height:
-        return empty
-    d = d.filter((pl.col("step_distance") > 0) & pl.col("ratio").is_finite())
-    ts = run.table("tensor_stats")
-    if ts.height:
-        params = ts.filter(pl.col("kind") == "param")
-        if "shape" in params.columns:
-            params = params.filter(pl.col("shape").list.len() >= 2)
-        d = d.join(params.select("tensor").unique(), on="tensor")
-    moving = d.group_by("tensor").agg((pl.col("ratio") > 0).any().alias("moves")).filter(pl.col("moves"))
-    d = d.join(moving.select("tensor"), on="tensor")
-    dist = pl.col("step_distance").cast(pl.Float64)
-    return d.select(pl.col("tensor").alias("layer"), "step", "prev_step", (pl.col("ratio") / dist).alias("low"),
-                    (pl.col("ratio") / dist.sqrt()).alias("high")).sort("step", "layer")
 
 
 @dataclass(frozen=True)
@@ -68,7 +20,7 @@ class UpdateRatioAnomaly:
     """The per-step update ratio ‖Δw‖/‖w‖ of a layer sits outside [`low`, `high`].
 
     Detects: from logged update-ratio series (per layer or global), else from `tensor_deltas` between
-    checkpoints (per-step estimates as in `checkpoint_ratios`): (1) too large: points where a layer's
+    checkpoints (per-step estimates as in `stats.checkpoint_ratios`): (1) too large: points where a layer's
     ratio exceeds `high`, grouped into episodes (flagged points of any layer with at most `gap_points`
     unflagged logged steps between them are one episode), one finding per episode; (2) too small: layers whose median ratio over the run is below
     `low` (glacial learning is a run-long state: an LR decayed to 0 at the very end is a schedule, not
@@ -85,8 +37,8 @@ class UpdateRatioAnomaly:
     gap_points: int = 2
 
     def _ratios(self, run: Run) -> tuple[pl.DataFrame, str]:
-        logged = logged_ratios(run)
-        return (logged, "logged update_ratio series") if logged.height else (checkpoint_ratios(run), "tensor_deltas")
+        logged = stats.logged_ratios(run)
+        return (logged, "logged update_ratio series") if logged.height else (stats.checkpoint_ratios(run), "tensor_deltas")
 
     def unavailable(self, run: Run) -> str | None:
         if not self._ratios(run)[0].height:

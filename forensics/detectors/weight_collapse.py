@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from forensics.detectors.weight_norm_growth import norm_change, norm_curves, trending
+from forensics import stats
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -16,7 +16,7 @@ class WeightCollapse:
     """Parameter norms collapse toward 0.
 
     Detects: a weight-norm curve (logged `weight_norm` or per-layer series, else the global and per-tensor
-    norms across three or more checkpoints; see `weight_norm_growth.norm_curves`) that ends at most
+    norms across three or more checkpoints; see `stats.norm_curves`) that ends at most
     1/`factor` of its initial level (median of the first three points) with a significant falling trend
     (Mann–Kendall p < `p`) over the whole curve, or every checkpoint lower than the one before (a norm
     that reached its floor may stop moving, so no late trend is asked for). One finding for the run, naming every curve that collapses.
@@ -30,13 +30,13 @@ class WeightCollapse:
     p: float = 1e-3
 
     def unavailable(self, run: Run) -> str | None:
-        if not norm_curves(run):
+        if not stats.norm_curves(run):
             return "needs weight-norm series (weight_norm, weight_norm/<layer>) or three or more checkpoints"
         return None
 
     def check(self, run: Run) -> Iterator[Finding]:
-        fall = [ch for c in norm_curves(run) if (ch := norm_change(c)) is not None
-                and ch["factor"] <= 1 / self.factor and trending(ch, -1, self.p, late=False)]
+        fall = [ch for c in stats.norm_curves(run) if (ch := stats.norm_change(c)) is not None
+                and ch["factor"] <= 1 / self.factor and stats.trending(ch, -1, self.p, late=False)]
         if not fall:
             return
         top = min(fall, key=lambda ch: ch["factor"])

@@ -98,3 +98,38 @@ def test_healthy_gradscaler_state_in_checkpoints_is_silent(tmp_path):
     root = _scaler_checkpoints(tmp_path / "r", lambda i: i % 37 == 5)
     run = load_run(root, tmp_path / "f.duckdb")
     assert list(AmpOverflow().check(run)) == []
+
+
+def _console_run(tmp_path, lines: list[str]):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+def test_deepspeed_overflow_lines_become_a_falling_loss_scale(tmp_path):
+    """Issue 12 class 5: DeepSpeed prints only its overflows; the scale in `reducing to N` is the series."""
+    lines, scale = [], 65536
+    for i in range(1, 400):
+        if i < 4 or i > 300:  # start-up calibration, then from step 300 every step overflows down to the minimum
+            new = max(1, scale // 2)
+            lines.append(f"[2023-06-07 22:{i // 60 % 60:02d}:{i % 60:02d},018] [INFO] [loss_scaler.py:181:update_scale] "
+                         f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale}, reducing to {new}")
+            scale = new
+        lines.append(f"{{'loss': {2.0 + 0.001 * i:.4f}, 'learning_rate': 0.0001, 'epoch': {i / 400:.2f}}}")
+    [f] = AmpOverflow().check(_console_run(tmp_path, lines))
+    assert f.evidence["final_scale"] == 1 and f.evidence["max_scale"] == 32768 and f.evidence["decreases"] >= 13
+
+
+def test_collapsed_scale_on_three_console_lines(tmp_path):
+    """arcface prints `Fp16 Grad Scale: 0` (the scale rounded to an integer): the scaler has collapsed."""
+    lines = [f"Training: 2023-03-14 09:08:{43 + 5 * k},293-Speed 2178.40 samples/sec   Loss nan   LearningRate "
+             f"0.001000   Epoch: 0   Global Step: {20 + 10 * k}   Fp16 Grad Scale:  0   Required: 194 hours"
+             for k in range(3)]
+    [f] = AmpOverflow().check(_console_run(tmp_path, lines))
+    assert f.evidence["min_scale"] == 0 and f.step == 20
+
+
+def test_few_healthy_scales_are_silent(tmp_path):
+    lines = [f"epoch 1 step {s} loss={1.0 / s:.3f} loss_scale={v}" for s, v in ((1, 65536), (2, 65536))]
+    assert list(AmpOverflow().check(_console_run(tmp_path, lines))) == []

@@ -19,3 +19,35 @@ def test_fires_at_the_minimum_before_the_rise(tmp_path):
 def test_healthy_run_is_silent(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"loss": curve(noise=0.1)}), tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []
+
+
+def test_short_per_epoch_step_up_that_stays_is_divergence(tmp_path):
+    """Issue 12 class 4: eight per-epoch points, 1.6 → 1.4 → 3.3 → 6.4 then 5.5, 4.9, 4.9, 4.6."""
+    steps = np.arange(1, 9) * 25
+    loss = np.array([1.593, 1.406, 3.316, 6.437, 5.478, 4.857, 4.874, 4.604])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.step == 50 and f.evidence["growth_factor"] > 3
+
+
+def test_short_rise_into_nan_is_divergence(tmp_path):
+    steps = np.arange(1, 10)
+    loss = np.array([45.7, 46.0, 45.8, 60.2, 61.2, 70.4, np.nan, np.nan, np.nan])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["ends_nonfinite"] and f.evidence["final_level"] == np.float32(70.4)
+
+
+def test_loss_blown_up_before_the_log_began(tmp_path):
+    steps = np.arange(1, 6) * 1000 - 1
+    loss = np.array([1.87e12, 2.09e11, 1.38e10, 3.3e9, 2.2e9])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.step == 999 and f.evidence["min_level"] > Divergence().blown_level
+
+
+def test_short_noisy_healthy_log_is_silent(tmp_path):
+    steps = np.arange(1, 9)
+    loss = np.array([2.3, 1.9, 1.7, 1.75, 1.6, 1.62, 1.55, 1.58])  # falls, with an ordinary wobble
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []

@@ -22,3 +22,17 @@ def test_fires_on_loss_stuck_at_log_c(tmp_path):
 def test_learning_run_is_silent(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"loss": curve()}), tmp_path / "f.duckdb")
     assert list(FlatLoss().check(run)) == []
+
+
+def test_validation_loss_pinned_while_training_loss_wanders(tmp_path):
+    """Issue 12 class 4: val loss pinned at ln 2 for 30 evaluations, train loss wandering 0.61-0.72."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 79) * 10
+    train = np.linspace(0.72, 0.67, steps.size) + rng.normal(0, 0.02, steps.size)  # −7%: not flat, not learning
+    train[[25, 51, 77]] = 0.6
+    vsteps = np.arange(1, 31) * 26
+    val = np.log(2) - np.linspace(0, 7e-4, 30)
+    run = load_run(write_tb(tmp_path / "r", {"train_loss": (steps, train), "val_loss": (vsteps, val)}),
+                   tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.series == "val_loss" and abs(f.evidence["relative_change"]) < 0.01

@@ -1,6 +1,8 @@
 """loss_spike on real TensorBoard event files."""
 
 
+import numpy as np
+
 from forensics.detectors import LossSpike
 from tests.runwriters import curve, load_run, write_tb
 
@@ -21,3 +23,22 @@ def test_level_shift_and_noise_are_not_spikes(tmp_path):
     loss[350:] *= 3  # a level shift that never comes back
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
     assert list(LossSpike().check(run)) == []
+
+
+def test_heavy_tailed_noise_near_zero_is_not_a_spike(tmp_path):
+    """Issue 12 class 2: at a loss of 0.004 minibatch noise is right-skewed; 0.07 is ordinary there."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(2000)
+    loss = (2.0 * np.exp(-steps / 150) + 0.004) * rng.lognormal(0, 0.8, steps.size)  # noise relative to the level
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert max(loss[1500:]) / np.median(loss[1500:]) > 5  # "spikes" by a ratio to the median
+    assert list(LossSpike().check(run)) == []
+
+
+def test_single_nonfinite_loss_between_finite_ones_is_a_spike(tmp_path):
+    """ipex-llm#1486: 1.26, 1.31, Infinity, 1.25 — a non-finite blip that recovers, on four lines."""
+    steps = np.arange(45457, 45461)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, np.array([1.26, 1.31, np.inf, 1.25]))}),
+                   tmp_path / "f.duckdb")
+    [f] = LossSpike().check(run)
+    assert f.step == 45459 and f.evidence["value"] == "inf" and f.evidence["next_value"] == np.float32(1.25)

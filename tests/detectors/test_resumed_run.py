@@ -58,3 +58,30 @@ def test_a_step_counter_reset_every_epoch_is_not_a_resume(tmp_path):
     steps, loss = curve(n=500, every=1)
     _segment(tmp_path / "r", steps % 100, loss, T0 + 0.5 * np.arange(500))
     assert list(ResumedRun().check(load_run(tmp_path / "r", tmp_path / "f.duckdb"))) == []
+
+
+def test_epoch_falling_back_while_steps_rise_is_a_restart(tmp_path):
+    """Issue 12 class 6: an HF trainer_state whose step climbs while its epoch returns to 0 three times."""
+    from tests.runwriters import hf_history, write_trainer_state
+
+    steps, loss = curve(n=400, every=10)
+    history = hf_history(steps, loss, np.ones(steps.size))
+    for e, s in zip(history, steps):  # each of four processes counted its epochs from 0 again
+        e["epoch"] = round((int(s) % 1000) / 500, 4)
+    run = load_run(write_trainer_state(tmp_path / "r", history), tmp_path / "f.duckdb")
+    found = list(ResumedRun().check(run))
+    assert [f.step for f in found] == [1000, 2000, 3000]
+    assert all(f.evidence["epoch_after"] == 0 for f in found)
+
+
+def test_console_dict_lines_without_a_step_are_no_restart(tmp_path):
+    """HF's printed dict lines carry no step: a line inherits the last counter, or its ordinal; no resume."""
+    root = tmp_path / "r"
+    root.mkdir()
+    lines = []
+    for k in range(1, 6):
+        lines.append(f"step {k * 4}: saving checkpoint")
+        lines += [f"{{'loss': {2.0 / (k + i):.4f}, 'learning_rate': 5e-05, 'epoch': {k / 10 + i / 100:.2f}}}"
+                  for i in range(3)]
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    assert list(ResumedRun().check(load_run(root, tmp_path / "f.duckdb"))) == []

@@ -1,8 +1,8 @@
-"""dead_relu and saturated_activation on real TensorBoard event files with per-layer activation statistics."""
+"""dead_relu on real TensorBoard event files with per-layer dead-unit fractions."""
 
 import numpy as np
 
-from forensics.detectors import DeadRelu, SaturatedActivation
+from forensics.detectors import DeadRelu
 from tests.runwriters import curve, load_run, write_tb
 
 
@@ -40,23 +40,3 @@ def test_dead_at_init_then_recovered_is_silent(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"activations/fc1/dead_fraction": _fractions(0.2, start=0.8)}),
                    tmp_path / "f.duckdb")
     assert list(DeadRelu().check(run)) == []
-
-
-def test_saturated_activation_fires_on_the_pinned_layer(tmp_path):
-    run = load_run(write_tb(tmp_path / "r", {
-        "activations/lstm/saturated_fraction": _fractions(0.7, seed=3),
-        "activations/gate/saturated_fraction": _fractions(0.05, seed=4),
-    }), tmp_path / "f.duckdb")
-    [f] = SaturatedActivation().check(run)
-    assert f.kind == "saturated_activation" and f.evidence["layers"] == ["lstm"]
-    assert abs(f.evidence["fractions"][0] - 0.7) < 0.03
-
-
-def test_unsaturated_layers_are_silent_and_runs_without_stats_are_skipped(tmp_path):
-    run = load_run(write_tb(tmp_path / "r", {
-        "loss": curve(n=100),
-        "activations/lstm/saturated_fraction": _fractions(0.2, seed=3),
-    }), tmp_path / "f.duckdb")
-    assert list(SaturatedActivation().check(run)) == []
-    reason = DeadRelu().unavailable(run)  # no dead-fraction series: skipped with a reason, not "nothing found"
-    assert reason is not None and "dead_fraction" in reason

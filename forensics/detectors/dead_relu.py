@@ -1,0 +1,34 @@
+"""dead_relu: a large fraction of a ReLU layer's units output zero, from logged per-layer statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from forensics.detectors.base import layer_fraction_findings, layer_stats_missing
+from forensics.findings import Finding
+from forensics.run import Run
+
+
+@dataclass(frozen=True)
+class DeadRelu:
+    """A large fraction of a ReLU layer's units output zero for every sample.
+
+    Detects: logged per-layer dead-unit fractions (series like `activations/<layer>/dead_fraction`) whose
+    level over the last `tail` of the run is at least `threshold`. Computing them from a checkpoint and
+    a saved batch waits for replay; until then runs without such logs are reported as skipped.
+    Why: dead units never recover and waste capacity; often an LR or init problem.
+    Evidence: layers with their dead fraction, steps covered.
+    """
+
+    kind: ClassVar[str] = "dead_relu"
+    requires: ClassVar[tuple[str, ...]] = ()
+    threshold: float = 0.5  # the catalog's "a large fraction (> 0.5)": most of the layer
+    tail: float = 0.2  # the last fifth of the run: where the layer ended up, not its start
+
+    def unavailable(self, run: Run) -> str | None:
+        return layer_stats_missing(run, "dead_fraction")
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        yield from layer_fraction_findings(self, run, "dead_fraction", "dead units")
