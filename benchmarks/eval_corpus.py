@@ -206,7 +206,8 @@ def table(title: str, summ: dict) -> str:
                   f"{summ['healthy_runs_with_a_false_finding']}",
               f"- critical findings on healthy runs: {len(summ['critical_on_healthy'])}"
               + "".join(f"\n  - {c['run']}: {c['kind']} at {c['step']}" for c in summ["critical_on_healthy"]),
-              f"- NaN onset exact: {summ['nan_onset_exact'][0]}/{summ['nan_onset_exact'][1]}"]
+              f"- NaN onset exact: {summ['nan_onset_exact'][0]}/{summ['nan_onset_exact'][1]}"
+              if summ["nan_onset_exact"][1] else "- NaN onset exact: no labelled onset"]
     if summ["errors"]:
         lines.append(f"- analyze failed on {len(summ['errors'])} run(s): " +
                      "; ".join(f"{e['run']}: {e['error']}" for e in summ["errors"]))

@@ -87,7 +87,7 @@ def build_run(spec: RunSpec, root: Path) -> dict:
     elif bug == "amp_overflow":
         knobs = {"x_scale": 30.0}
     elif bug == "memory_growth":
-        knobs = {"hidden": 512}
+        knobs = {"hidden": 512, "bs": 512}
     elif fam == "mlp" and spec.bug == "none" and spec.seed % 3 == 0:
         knobs = {"act": "gelu"}
     task = make_task(fam, spec.seed, **knobs)
@@ -378,6 +378,8 @@ def _resumed(spec, ctx, task, model, opt, f: Fit, logs, ckpt, facts):
             w.w_val.close()
             w.w_train = SummaryWriter(dirs[0])
             w.w_val = w.w_train if same else SummaryWriter(dirs[1])
+    if ckpt is not None:  # the resumed process writes its checkpoints again from `start` on
+        ckpt.saved = [(s, p) for s, p in ckpt.saved if s <= start]
     f2 = Fit(**{**f.__dict__, "first_step": start + 1})
     res2 = fit(ctx, model, opt, task.loss_fn, f2)
     for k in ("losses", "gnorms", "lrs"):

@@ -355,7 +355,7 @@ def _bug_rules(group, spec, logs, task, facts, root, L, V, G, LR, add, allowed):
         gap = abs(vfin - fin) / fin
         ev = {"initial": init, "final_train": fin, "final_val": vfin, "fraction_of_initial": fin / init,
               "train_val_gap": gap, "late_change": stall}
-        if fin >= 0.4 * init and gap < 0.15 and stall < 0.05:
+        if fin >= 0.3 * init and gap < 0.15 and stall < 0.05:
             add("underfitting", vs[0], vs[-1], vtag, ev, f"train {fin:.3g} / val {vfin:.3g} stall at {fin / init:.0%} of the initial {init:.3g}")
         else:
             allowed.add("underfitting")
@@ -472,7 +472,8 @@ def _bug_rules(group, spec, logs, task, facts, root, L, V, G, LR, add, allowed):
     if group == "lr_sched_per_micro" and LR:
         s, v = _arr(LR)
         top = float(v.max())
-        floor = next((st for st, x in zip(s, v) if x <= 0.01 * top and st > s[int(np.argmax(v))]), None)
+        warm = next(i for i, x in enumerate(v) if x >= 0.5 * top)  # past the warmup
+        floor = next((st for st, x in list(zip(s, v))[warm:] if x <= 0.01 * top), None)
         ev = {"peak_lr": top, "floor_step": floor, "last_step": s[-1]}
         if floor is not None and floor <= 0.5 * s[-1]:
             add("lr_schedule_anomaly", floor, s[-1], logs.tag("lr"), ev, f"LR reaches 1% of its peak at step {floor} of {s[-1]}")
@@ -480,7 +481,7 @@ def _bug_rules(group, spec, logs, task, facts, root, L, V, G, LR, add, allowed):
             allowed.add("lr_schedule_anomaly")
     if group == "lr_sched_never_stepped" and LR:
         s, v = _arr(LR)
-        if v.max() / v.min() < 1.001 and facts.get("configured_schedule", "constant") != "constant":
+        if v.max() - v.min() <= 1e-3 * abs(v.max()) and facts.get("configured_schedule", "constant") != "constant":
             add("lr_schedule_anomaly", s[0], s[-1], logs.tag("lr"), {"lr": float(v[0]), "configured": facts["configured_schedule"]},
                 f"LR constant at {v[0]:.3g} while the config names a {facts['configured_schedule']} schedule")
     if group == "amp_overflow":

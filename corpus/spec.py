@@ -88,7 +88,7 @@ BUGS = [
     ("dist_mismatch_val_zero", "mlp", (1.0,), CURVE_VAL, "adam", "warmup_cosine", 0, 600),
     ("dist_mismatch_val_shift", "cnn", (3.0,), CURVE_VAL, "adamw", "constant", 0, 400),
     ("underfitting_linear", "mlp", (1.0,), CURVE_VAL, "adam", "constant", 0, 1000),
-    ("underfitting_dropout", "mlp", (0.9,), CURVE_VAL, "sgd", "constant", 0, 800),
+    ("underfitting_dropout", "mlp", (0.9,), CURVE_VAL, "adam", "constant", 0, 800),
     ("val_noise_tiny_val", "mlp", (12.0, 32.0), (("tensorboard",), ("wandb",), ("hf",), ("lightning",)), "adam", "constant", 0, 800),
     ("initial_loss_bad_init", "mlp", (8.0, 3.0), (("tensorboard",), ("wandb",), ("hf",), ("lightning",), ("csv",)), "adam", "constant", 0, 500),
     ("initial_loss_bad_init", "lm_bigvocab", (6.0,), (("hf",), ("tensorboard",)), "adamw", "warmup_cosine", 0, 400),

@@ -67,7 +67,7 @@ def pretrained_body(d: int, hidden: int, seed: int = 1234) -> dict:
 
 def make_task(family: str, seed: int, *, n_train: int | None = None, n_val: int | None = None, depth: int = 2,
               act: str = "relu", hidden: int = 64, x_scale: float = 1.0, dropout: float = 0.0,
-              classes: int | None = None, loss: str = "") -> Task:
+              classes: int | None = None, loss: str = "", bs: int | None = None) -> Task:
     """Build the family's model and data. Knobs let a bug change the setup (the data size, the depth, ...)."""
     seed_all(seed)
     if family in ("mlp", "mlp_long", "finetune"):
@@ -85,7 +85,7 @@ def make_task(family: str, seed: int, *, n_train: int | None = None, n_val: int 
                                                ((layer, torch.nn.Dropout(dropout)) if isinstance(layer, torch.nn.Linear) else (layer,))])
         if family == "finetune":
             model.body.load_state_dict(pretrained_body(d, hidden))
-        bs = 32
+        batch_size = 32
         cfg = {"model": {"kind": "mlp", "d_in": d, "hidden": hidden, "depth": depth, "act": act}, "num_classes": c}
         lf = _ce
     elif family == "cnn":
@@ -94,14 +94,14 @@ def make_task(family: str, seed: int, *, n_train: int | None = None, n_val: int 
         x = x * x_scale
         c = 4
         model = models.SmallCNN(n_classes=4, width=8)
-        bs, lf = 32, _ce
+        batch_size, lf = 32, _ce
         cfg = {"model": {"kind": "cnn", "width": 8}, "num_classes": 4}
     elif family in ("lstm", "gru"):
         n, nv = n_train or 2048, n_val or 256
         x, y = data.count_sequences(n + nv, seed=seed)
         c = 2
         model = (models.LSTMClassifier if family == "lstm" else GRUClassifier)(vocab=6, d=16, hidden=32, n_classes=2)
-        bs, lf = 32, _ce
+        batch_size, lf = 32, _ce
         cfg = {"model": {"kind": family, "hidden": 32}, "num_classes": 2}
     elif family in ("transformer", "lm_bigvocab"):
         vocab = 16 if family == "transformer" else 2048
@@ -110,7 +110,7 @@ def make_task(family: str, seed: int, *, n_train: int | None = None, n_val: int 
         x, y = toks[:, :-1].contiguous(), toks[:, 1:].contiguous()
         c = vocab
         model = models.TinyTransformer(vocab=vocab, d=32, heads=2, layers=2 if vocab == 16 else 1, seq=16)
-        bs, lf = 16, _lm_loss
+        batch_size, lf = 16, _lm_loss
         cfg = {"model": {"kind": "transformer", "vocab": vocab, "d": 32, "seq": 16}, "vocab_size": vocab}
     elif family == "regression":
         n, nv = n_train or 4096, n_val or 512
@@ -118,7 +118,7 @@ def make_task(family: str, seed: int, *, n_train: int | None = None, n_val: int 
         y = y * 0.05  # tiny targets: MSE from ~1e-2 down to ~1e-5
         c = None
         model = models.MLP(16, hidden, 1, depth=depth, act="gelu")
-        bs, lf = 32, _mse
+        batch_size, lf = 32, _mse
         cfg = {"model": {"kind": "mlp", "d_in": 16, "hidden": hidden, "depth": depth}, "target_scale": 0.05}
     elif family == "modular":
         p = 31
@@ -131,7 +131,7 @@ def make_task(family: str, seed: int, *, n_train: int | None = None, n_val: int 
         nv = len(x) - n
         c = p
         model = ModularMLP(p, 64)
-        bs, lf = n, _ce  # full batch
+        batch_size, lf = n, _ce  # full batch
         cfg = {"model": {"kind": "modular_mlp", "p": p, "d": 64}, "num_classes": p, "train_fraction": 0.5}
     else:
         raise ValueError(family)
@@ -141,6 +141,7 @@ def make_task(family: str, seed: int, *, n_train: int | None = None, n_val: int 
     if loss == "log_softmax_by_hand":
         def lf(model, batch):  # BUG: log(softmax(z)) is -inf once a probability underflows
             return F.nll_loss(torch.log(torch.softmax(model(batch["x"]), -1)), batch["y"])
+    bs = bs or batch_size
     xt, yt, xv, yv = x[:n], y[:n], x[n:n + nv], y[n:n + nv]
     sampler = data.Sampler(n, bs, seed=seed)
 
