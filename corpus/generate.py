@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", default=None, help="run names, variants or name prefixes")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--list", action="store_true", help="print the selected run names and exit")
+    p.add_argument("--relabel", action="store_true",
+                   help="re-apply the labelling rules to runs already in --out (no training)")
     a = p.parse_args(argv)
     specs = select(all_specs(), a.split, a.only)
     if not specs:
@@ -63,6 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     index_path = a.out / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {"version": 1, "runs": {}}
+    if a.relabel:
+        from corpus.build import relabel
+        for s in specs:
+            root = a.out / s.split / s.name
+            if (root / "labels.json").exists():
+                index["runs"][s.name] = relabel(s, root)
+        index_path.write_text(json.dumps(index, indent=1, allow_nan=False) + "\n")
+        print(f"relabelled {sum((a.out / s.split / s.name / 'labels.json').exists() for s in specs)} run(s)", file=sys.stderr)
+        return 0
     failed = []
     jobs = [(s.name, str(a.out)) for s in specs]
     t0 = time.perf_counter()

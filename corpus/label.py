@@ -170,18 +170,23 @@ def is_flat(L: dict, tol: float = 0.03) -> tuple[bool, dict]:
 
 
 def overfitting_rule(L: dict, V: dict) -> tuple[str | None, dict]:
-    """Validation loss passes its minimum (not in its last two points) and ends >= 20 % above it while the training
-    loss after the minimum keeps falling (median of its later half below its level at the minimum): a kind;
-    >= 5 %: allowed."""
+    """Validation loss (median of 3 evaluations) passes its minimum (not in its last two points) and ends >= 20 %
+    above it, and >= 3x the evaluations' own jitter (median |diff| / level), while the training loss after the
+    minimum keeps falling (median of its later half below its level at the minimum): a kind; >= 5 %: allowed."""
     V = _finite(V)
     if len(V) < 4 or len(_finite(L)) < 4:
         return None, {}
-    vs, vv = _arr(V)
+    vs, raw = _arr(V)
+    # median of 3 (ends kept): one noisy evaluation neither makes the minimum nor the rise
+    vv = np.array([raw[0]] + [float(np.median(raw[j - 1:j + 2])) for j in range(1, len(raw) - 1)] + [raw[-1]])
     i = int(np.argmin(vv))
     if i >= len(vv) - 2:
         return None, {}
     end = float(np.mean(vv[-2:]))
     rise = (end - vv[i]) / abs(vv[i])
+    noise = float(np.median(np.abs(np.diff(raw)))) / abs(float(np.median(raw)))
+    if rise < 3 * noise:  # within the evaluations' own jitter
+        return ("allowed" if rise >= 0.05 else None), {"val_rise": rise, "val_noise": noise}
     ls, lv = _arr(_finite(L))
     at = lv[[j for j, s in enumerate(ls) if s <= vs[i]][-3:] or [0]]
     after = lv[[j for j, s in enumerate(ls) if s > vs[i]]]
@@ -233,7 +238,37 @@ def plateau_rule(L: dict) -> tuple[str | None, dict]:
     return None, ev
 
 
-def label_run(spec, logs, task, res, facts, root: Path) -> dict:
+class Measured:
+    """What the primary writer wrote: canonical name -> tag, and tag -> {logged step: value}. Saved in
+    labels.json ("measured") so that the rules can be re-applied without training again (`--relabel`)."""
+
+    def __init__(self, tags: dict[str, str], logged: dict[str, dict[int, float]]):
+        self.tags, self.logged = tags, logged
+
+    @classmethod
+    def of(cls, logs) -> "Measured":
+        return cls(dict(logs.tags), {t: {int(s): float(v) for s, v in d.items()} for t, d in logs.primary.logged.items()
+                                     if t in set(logs.tags.values())})
+
+    def tag(self, canonical: str) -> str | None:
+        return self.tags.get(canonical)
+
+    def series(self, canonical: str) -> dict[int, float]:
+        t = self.tag(canonical)
+        return dict(self.logged.get(t, {})) if t else {}
+
+    def to_json(self) -> dict:
+        return {"tags": self.tags, "logged": {t: {str(s): (v if math.isfinite(v) else str(v)) for s, v in d.items()}
+                                              for t, d in self.logged.items()}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Measured":
+        return cls(d["tags"], {t: {int(s): float(v) for s, v in x.items()} for t, x in d["logged"].items()})
+
+
+def label_run(spec, logs, facts, root: Path) -> dict:
+    """Labels of one run from what its primary writer wrote (`logs`: a Measured), the run's facts (checkpoints,
+    saved batches, configured clip norm, classes, ...) and the files under `root`."""
     lab = base(spec)
     lab["series"] = {k: logs.tag(k) for k in ("loss", "val_loss", "grad_norm", "lr") if logs.tag(k)}
     hf = spec.loggers[0] == "hf"
@@ -281,7 +316,8 @@ def label_run(spec, logs, task, res, facts, root: Path) -> dict:
              "dist_mismatch_val_zero": "dist_mismatch", "dist_mismatch_val_shift": "dist_mismatch",
              "underfitting_linear": "underfitting", "underfitting_dropout": "underfitting"}.get(bug, bug)
     allowed.update(CONSEQUENCES.get(group, []))
-    _bug_rules(group, spec, logs, task, facts, root, L, V, G, LR, add, allowed)
+    _bug_rules(group, spec, logs, facts, root, L, V, G, LR, add, allowed)
+    _universal_readings(group, facts, root, L, V, G, add, allowed, tag, gtag)
 
     if spec.flavour == "resumed":
         allowed.add("resumed_run")
@@ -300,7 +336,7 @@ def label_run(spec, logs, task, res, facts, root: Path) -> dict:
     return lab
 
 
-def _bug_rules(group, spec, logs, task, facts, root, L, V, G, LR, add, allowed):
+def _bug_rules(group, spec, logs, facts, root, L, V, G, LR, add, allowed):
     tag, vtag, gtag = logs.tag("loss"), logs.tag("val_loss"), logs.tag("grad_norm")
     off = facts.get("step_offset", 0)
     if group == "spike":
@@ -370,12 +406,13 @@ def _bug_rules(group, spec, logs, task, facts, root, L, V, G, LR, add, allowed):
             add("val_noise", vs[0], vs[-1], vtag, ev, f"median |diff| of val {dv:.3f} of its level vs train {dt:.3f}")
         else:
             allowed.add("val_noise")
-    if group in ("initial_loss_bad_init", "amp_overflow") and L and task.classes:
+    classes = facts.get("classes")
+    if group in ("initial_loss_bad_init", "amp_overflow") and L and classes:
         first = float(L[min(L)])
-        c = math.log(task.classes)
-        ev = {"first_loss": first, "log_C": c, "C": task.classes, "ratio": first / c}
+        c = math.log(classes)
+        ev = {"first_loss": first, "log_C": c, "C": classes, "ratio": first / c}
         if first >= 2 * c:
-            add("initial_loss_mismatch", min(L), None, tag, ev, f"first logged loss {first:.3g} vs log({task.classes}) = {c:.3g}")
+            add("initial_loss_mismatch", min(L), None, tag, ev, f"first logged loss {first:.3g} vs log({classes}) = {c:.3g}")
         elif first >= 1.3 * c:
             allowed.add("initial_loss_mismatch")
     if group == "grokking":
@@ -556,3 +593,49 @@ def _state(root, rel):
 
 def _strip(k: str) -> str:
     return k[len("model."):] if k.startswith("model.") else k
+
+
+def _universal_readings(group, facts, root, L, V, G, add, allowed, tag, gtag):
+    """Readings any run's numbers can support, whatever its bug: frequent clipping where a clip norm is configured
+    (a kind at >= 50 % of logged steps, the catalog's "most steps"; allowed at >= 20 %); and, as allowed only,
+    tiny or huge update ratios between checkpoints, validation flat from its first evaluation while training falls
+    over the same window, both losses stalled high together."""
+    clip = facts.get("max_grad_norm")
+    if clip and G and group != "clip_too_small":
+        gs, gv = _arr(_finite(G))
+        if len(gv) >= 5:
+            rate = float(np.mean(gv > clip))
+            if rate >= 0.5:
+                add("frequent_clipping", gs[0], gs[-1], gtag, {"clip_rate": rate, "threshold": clip,
+                                                               "median_norm": float(np.median(gv))},
+                    f"pre-clip norm above {clip} on {rate:.0%} of logged steps (median {np.median(gv):.3g})")
+            elif rate >= 0.2:
+                allowed.add("frequent_clipping")
+    ck = [(s, rel) for s, rel in facts.get("ckpt", []) if s > 0]
+    if len(ck) >= 2:
+        sds = [(s, _state(root, rel)) for s, rel in ck]
+        for (a, wa), (b, wb) in zip(sds, sds[1:]):
+            for k in wa:
+                if wa[k].is_floating_point() and wa[k].dim() >= 2 and torch.isfinite(wa[k]).all() and torch.isfinite(wb[k]).all():
+                    n = float(wa[k].norm())
+                    r = float((wb[k] - wa[k]).norm()) / n / (b - a) if n > 0 else 0.0
+                    if 0 < r < 1e-4 or r > 0.1:
+                        allowed.add("update_ratio_anomaly")
+    if V and L and group != "dist_mismatch":
+        vs, vv = _arr(_finite(V))
+        ls, lv = _arr(_finite(L))
+        inside = lv[[i for i, s in enumerate(ls) if s >= vs[0]]] if len(vs) else []
+        if len(vv) >= 3 and len(inside) >= 4:
+            q = max(1, len(inside) // 4)
+            tr = (np.median(inside[:q]) - np.median(inside[-q:])) / abs(np.median(inside[:q]))
+            if tr >= 0.3 and (vv[0] - vv.min()) / abs(vv[0]) < 0.05:
+                allowed.add("distribution_mismatch")
+    if V and L and group != "underfitting":
+        ls, lv = _arr(_finite(L))
+        vs, vv = _arr(_finite(V))
+        if len(lv) >= 8 and len(vv) >= 2:
+            k = max(2, len(lv) // 10)
+            init, fin, vfin = np.median(lv[:k]), np.median(lv[-k:]), np.median(vv[-2:])
+            late = smooth(lv)[int(len(lv) * 0.7):]
+            if fin >= 0.3 * init and abs(vfin - fin) / abs(fin) < 0.15 and abs(late[0] - late[-1]) / abs(fin) < 0.05:
+                allowed.add("underfitting")

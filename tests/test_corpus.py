@@ -148,8 +148,9 @@ def test_healthy_short_log_is_labelled_healthy_from_its_csv(corpus):
 
 def test_regeneration_is_deterministic(corpus, tmp_path):
     for name in ("exploding_guard_regression_100_r1", "healthy_mlp_sgd_linear_short_r0"):
-        again = _build(tmp_path, name)
+        _build(tmp_path, name)
         root, lab = _run(corpus, name)
+        again = json.loads((tmp_path / SPECS[name].split / name / "labels.json").read_text())
         assert again == lab
         if (root / "log.csv").exists():
             assert (root / "log.csv").read_text() == (tmp_path / SPECS[name].split / name / "log.csv").read_text()
@@ -188,6 +189,17 @@ def test_scoring_arithmetic_on_generated_runs(corpus):
     assert summ["false_findings_per_healthy_run"] == 2.0
     assert [c["kind"] for c in summ["critical_on_healthy"]] == ["divergence"]
     assert summ["nan_onset_exact"] == [1, 1]
+
+
+def test_relabel_reproduces_the_labels_without_training(corpus, tmp_path):
+    import shutil
+    from corpus.build import relabel
+    name = "nan_input_mlp_1_r0"
+    root, lab = _run(corpus, name)
+    copy = tmp_path / name
+    shutil.copytree(root, copy)
+    assert relabel(SPECS[name], copy) == lab  # the saved measurements and facts give the same labels
+    assert json.loads((copy / "labels.json").read_text()) == lab
 
 
 def test_step_tolerance_is_five_percent_of_the_run():
