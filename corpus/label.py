@@ -637,5 +637,10 @@ def _universal_readings(group, facts, root, L, V, G, add, allowed, tag, gtag):
             k = max(2, len(lv) // 10)
             init, fin, vfin = np.median(lv[:k]), np.median(lv[-k:]), np.median(vv[-2:])
             late = smooth(lv)[int(len(lv) * 0.7):]
-            if fin >= 0.3 * init and abs(vfin - fin) / abs(fin) < 0.15 and abs(late[0] - late[-1]) / abs(fin) < 0.05:
+            scale = max(abs(fin), 1e-12)
+            stalled = abs(vfin - fin) / scale < 0.15 and abs(late[0] - late[-1]) / scale < 0.05
+            uniform = facts.get("classes") and fin >= 0.9 * math.log(facts["classes"])  # no better than chance
+            if stalled and (fin >= 0.3 * init or uniform):
                 allowed.add("underfitting")
+            if stalled and uniform:
+                allowed.add("plateau")
