@@ -75,6 +75,20 @@ class OutputLog:
         self.f.close()
 
 
+class ConsoleLog(gl.Console):
+    """The gallery's train.log, remembering every value a line prints as the line prints it (loss to 4 decimals,
+    lr as %.3e, the other metrics to 4 significant digits), so the labels read what the file holds."""
+
+    def train(self, step, metrics, wall):
+        super().train(step, metrics, wall)
+        if step % self.every == 0:
+            self.logged["loss"][step] = float(f"{metrics['loss']:.4f}")
+            self.logged.setdefault("lr", {})[step] = float(f"{metrics['lr']:.3e}")
+            for k, v in metrics.items():
+                if k not in ("loss", "lr"):
+                    self.logged.setdefault(k, {})[step] = float(f"{v:.4g}")
+
+
 class LoggerSet:
     """The run's writers; `primary` is the first, `tag(canonical)` its spelling, `series(canonical)` what it wrote."""
 
@@ -108,8 +122,8 @@ class LoggerSet:
                 w = CSVLog(root, every, spe)
                 tags = {k: k for k in ("loss", "lr", "grad_norm", "val_loss", "val_acc", "train_acc")}
             elif name == "console":
-                w = gl.Console(root, every=every, total=steps)
-                tags = {"loss": "loss"}
+                w = ConsoleLog(root, every=every, total=steps)
+                tags = {"loss": "loss", "lr": "lr", "grad_norm": "grad_norm", **extra}
             else:
                 raise ValueError(name)
             self.writers.append(w)
