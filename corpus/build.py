@@ -306,9 +306,9 @@ def build_run(spec: RunSpec, root: Path) -> dict:
     f = Fit(steps=steps, batch_fn=batch_fn, loggers=writers, eval_fn=evaluate, eval_every=eval_every,
             ckpt=ckpt, **fit_kw)
     if spec.flavour == "resumed" or bug in ("resumed_older_ckpt", "resumed_epoch_reset"):
-        res = _resumed(spec, ctx, task, model, opt, f, logs, ckpt, facts)
+        _resumed(spec, ctx, task, model, opt, f, logs, ckpt, facts)
     else:
-        res = fit(ctx, model, opt, task.loss_fn, f)
+        fit(ctx, model, opt, task.loss_fn, f)
     if bug in ("spike_batches", "spike_one_of_many", "nan_input"):  # the saved batches, by logged step
         facts["saved_batches"] = sorted(int(p.stem.split("_")[1]) for p in (root / "batches").glob("step_*"))
     logs.close()
