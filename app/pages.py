@@ -17,6 +17,7 @@ import streamlit as st
 
 from app import charts
 from app.data import StoreProblem, query
+from forensics import numbers
 
 PIXELS = 1600  # pixel columns per chart for M4: at most ~4 points per column, whatever the series' length
 
@@ -476,7 +477,7 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
                 flag = badge("critical", f"⛔ {c['n_nonfinite']:,} NaN/Inf")
             held = ", ".join(w for w, k in (("optimizer", "has_optimizer"), ("GradScaler", "has_scaler")) if c[k])
             step = "?" if c["step"] is None else f"{c['step']:,}"
-            st.markdown(f"{flag} &nbsp; step **{step}** · `{c['path']}` · {c['format']} · {_size(c['size_bytes'])}"
+            st.markdown(f"{flag} &nbsp; step **{step}** · `{c['path']}` · {c['format']} · {numbers.size(c['size_bytes'], 'size unknown')}"
                         + (f" · with {held}" if held else "")
                         + (f" · <span class='muted'>{esc(c['status'])}: {esc(c['detail'])}</span>"
                            if c["status"] != "ok" and c["detail"] else ""),
@@ -499,7 +500,7 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         for b in flagged.iter_rows(named=True):
             bits = []
             if b["nonfinite_samples"]:
-                bits.append(f"NaN/Inf in samples {_ints(b['nonfinite_samples'])}")
+                bits.append(f"NaN/Inf in samples {numbers.ints(b['nonfinite_samples'])}")
             st.markdown(f"- step {b['step']}: `{b['path']}` `{b['tensor']}`: " + "; ".join(bits))
 
     st.header("Replays")
@@ -559,21 +560,6 @@ def _decode(v: Any) -> Any:
         except ValueError:
             return v
     return v
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "size unknown"
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
-
-
-def _ints(values: list[int], shown: int = 8) -> str:
-    more = f", … ({len(values)} in all)" if len(values) > shown else ""
-    return ", ".join(str(v) for v in values[:shown]) + more
 
 
 # -- Compare ------------------------------------------------------------------------------------------------

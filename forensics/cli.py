@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from forensics import __version__
+from forensics import __version__, numbers
 from ingest.errors import ForensicsError
 
 EPILOG_DB = "The database is --db PATH, else $FORENSICS_DB, else ~/.cache/run-forensics/forensics.duckdb."
@@ -413,7 +413,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     for c in ckpts:
         step = "?" if c["step"] is None else str(c["step"])
         finite = "-" if c["finite"] is None else "yes" if c["finite"] else "NO"
-        print(f"  {step:>8}  {c['step_from'] or '-':<8} {c['format']:<11} {_size(c['size_bytes']):>9}  {finite:<6} "
+        print(f"  {step:>8}  {c['step_from'] or '-':<8} {c['format']:<11} {numbers.size(c['size_bytes']):>9}  {finite:<6} "
               f"{c['status']:<12} {c['path']}")
         if c["nonfinite_tensors"]:
             print(f"  {'':>8}  {_nonfinite_line(c)}")
@@ -437,9 +437,9 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         flags = []
         for t in b["tensors"]:
             if t["nonfinite_samples"]:
-                flags.append(f"{t['tensor']}: NaN/Inf in samples {_ints(t['nonfinite_samples'])}")
+                flags.append(f"{t['tensor']}: NaN/Inf in samples {numbers.ints(t['nonfinite_samples'])}")
             if t["outlier_samples"]:
-                flags.append(f"{t['tensor']}: outlier samples {_ints(t['outlier_samples'])}")
+                flags.append(f"{t['tensor']}: outlier samples {numbers.ints(t['outlier_samples'])}")
         line = f"  batch step {step}: {b['path']} {b['n_samples'] or 0} samples, {b['status']}"
         print(line + "".join(f"; {f}" for f in flags))
     return 0
@@ -480,21 +480,6 @@ def _count_arg(text: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError(f"expected 0 or more, got {n}")
     return n
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
-
-
-def _ints(values: list[int], shown: int = 8) -> str:
-    more = f", ... ({len(values)} in all)" if len(values) > shown else ""
-    return ", ".join(str(v) for v in values[:shown]) + more
 
 
 # -- app (the Streamlit browser; issue 15) ---------------------------------------------------------------------

@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from forensics import catalog
+from ingest.jsonvalues import plain
 
 SEVERITIES = ("critical", "warning", "info")
 RANK = {s: i for i, s in enumerate(SEVERITIES)}  # lower is more severe
-
-
-def plain(value: Any) -> Any:
-    """A JSON-safe copy: numpy scalars to Python, non-finite floats to the strings "nan", "inf", "-inf"
-    (JSON has no NaN, and a NaN is evidence that must survive)."""
-    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)

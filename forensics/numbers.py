@@ -36,3 +36,21 @@ def times(x: float) -> str:
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """`1 point`, `3 points`, `1,204 points`; `plural` for irregular nouns."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def size(n: int | None, unknown: str = "-") -> str:
+    """Bytes as `512 B`, `1.2 MB`, `2.1 GB` (decimal units); `unknown` when the size is not known."""
+    if n is None:
+        return unknown
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} TB"
+
+
+def ints(values: list[int], shown: int = 8) -> str:
+    """The first `shown` of `values`, then how many there are in all: `3, 7, 11, … (40 in all)`."""
+    more = f", … ({len(values)} in all)" if len(values) > shown else ""
+    return ", ".join(str(v) for v in values[:shown]) + more

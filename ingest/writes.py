@@ -333,16 +333,8 @@ def _json_cell(column: str, value: Any) -> Any:
 def insert_replay(con, result: dict) -> int:
     """Store one `forensics replay` result (the documented JSON object); its replay_id."""
     import json
-    import math
 
-    def plain(v):  # JSON has no NaN/Inf: write them as strings, as the CLI's --json does
-        if isinstance(v, float) and not math.isfinite(v):
-            return str(v)
-        if isinstance(v, dict):
-            return {k: plain(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [plain(x) for x in v]
-        return v
+    from ingest.jsonvalues import plain  # JSON has no NaN/Inf: the strings the CLI's --json writes
 
     rid = con.execute("SELECT nextval('replay_id_seq')").fetchone()[0]
     hit = result.get("first_nonfinite") or {}

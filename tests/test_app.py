@@ -313,24 +313,30 @@ def test_analyze_open_starts_the_app_on_the_analysed_run(tmp_path, monkeypatch, 
 
 
 def test_replays_are_shown_when_the_table_has_rows(gallery_db, tmp_path, monkeypatch):
-    """The replays table belongs to the replay issue; until it lands here, a table with a replay's JSON fields
-    stands in for it: the page shows whatever columns it has."""
+    """A replay stored by replay's own writer (ingest.writes.insert_replay, the documented JSON object) is shown
+    with its step, checkpoint, the op and module of the first non-finite value, culprits and counterfactuals."""
+    from ingest.store import connect
+    from ingest.writes import insert_replay
+
     db = tmp_path / "with_replays.duckdb"
     shutil.copy(gallery_db, db)
     run_id = _read(db, "app_runs").filter(pl.col("name") == "nan_lr_too_high")["run_id"][0]
-    con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE replays (run_id VARCHAR, step BIGINT, from_checkpoint VARCHAR, reproduced BOOLEAN, "
-                "first_nonfinite VARCHAR, culprit_samples VARCHAR, counterfactuals VARCHAR)")
-    con.execute("INSERT INTO replays VALUES (?, 80, 'checkpoints/step_60.pt', true, ?, '[3, 17]', ?)",
-                [run_id, json.dumps({"phase": "backward", "op": "MulBackward0", "module": "body.fc2"}),
-                 json.dumps([{"change": "fp32", "finite": False}, {"change": "lr_div_10", "finite": True}])])
-    con.close()
+    result = {"run": "nan_lr_too_high", "run_id": run_id, "step": 80, "bad_step": 80,
+              "from_checkpoint": "checkpoints/step_60.pt", "entry": "forensics_entry.py", "device": "cpu",
+              "status": "diagnosed", "fidelity": {"faithful": True, "compared": []}, "reproduced": True,
+              "first_nonfinite": {"phase": "backward", "op": "MulBackward0", "module": "body.fc2",
+                                  "file": "forensics_entry.py", "line": 12, "inputs": {}},
+              "culprit_samples": [3, 17],
+              "counterfactuals": [{"change": "fp32", "finite": False, "loss": float("nan"), "grad_norm": None},
+                                  {"change": "lr_div_10", "finite": True, "loss": 2.1, "grad_norm": 0.8}]}
+    with connect(db, write=True) as con:
+        insert_replay(con, result)
     at = _app(monkeypatch, db, run="nan_lr_too_high")
     at.sidebar.radio[0].set_value("Checkpoints and replays").run()
     assert not at.exception
     text = "\n".join(m.value for m in at.markdown)
     assert "Replay of step 80" in text and "3, 17" in text and "MulBackward0" in text
-    assert "lr_div_10" in at.json[0].value
+    assert any("lr_div_10" in str(j.value) for j in at.json)
 
 
 def _hold_write_lock(db: Path) -> subprocess.Popen:

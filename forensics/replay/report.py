@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-
-def plain(v: Any) -> Any:
-    """JSON-safe: non-finite floats become the strings "nan", "inf", "-inf"."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    if isinstance(v, dict):
-        return {k: plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [plain(x) for x in v]
-    return v
+from ingest.jsonvalues import plain  # noqa: F401 - the CLI's --json uses report.plain
 
 
 def _g(v: Any) -> str:
