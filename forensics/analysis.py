@@ -42,14 +42,20 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence
     with connect(path, write=False) as con:
         result = analyze_stored(con, report.run_id, only=only, skip=skip, settings=settings)
     result.db = str(path)
-    r = result.replay_from
-    if r and r.get("checkpoint"):  # the exact command that replays the onset (issue 14)
-        import shlex
-        r["command"] = (f"forensics replay {shlex.quote(str(run_dir))} --step {r['onset_step']}"
-                        + f" --db {shlex.quote(str(path))}")
+    set_replay_command(result, run_dir, path)
     with connect(path, write=True) as con:
         store_analysis(con, result, settings)
     return result
+
+
+def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike) -> None:
+    """The exact `forensics replay` command for the NaN onset, where a finite checkpoint comes before it."""
+    import shlex
+
+    r = result.replay_from
+    if r and r.get("checkpoint"):
+        r["command"] = (f"forensics replay {shlex.quote(str(run_dir))} --step {r['onset_step']}"
+                        f" --db {shlex.quote(str(db))}")
 
 
 def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence[str] = (),

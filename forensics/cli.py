@@ -773,6 +773,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+    return 0
 
 
 # -- replay (issue 14) ---------------------------------------------------------------------------------------

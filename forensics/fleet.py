@@ -126,6 +126,7 @@ def store_worker_results(db: Path, results: list[RunResult], options: Options) -
     """Driver: append workers' tables and store their analyses, one write connection for the batch (the runs
     finished meanwhile) and one transaction per run; each run's tables are dropped once stored, so the driver
     holds a batch's rows at most. A run whose store fails (a full disk) gets the error; the others go on."""
+    from forensics.analysis import set_replay_command
     from forensics.engine import store_analysis
     from ingest.queries import known_run_ids
     from ingest.store import connect
@@ -153,6 +154,7 @@ def store_worker_results(db: Path, results: list[RunResult], options: Options) -
                     raise
                 if r.analysis is not None:
                     r.analysis.db = str(db)  # the worker analysed against its private copy, now gone
+                    set_replay_command(r.analysis, r.path, db)
                     store_analysis(con, r.analysis, options.settings)
             except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
                 failed = _failed(r.path, exc, r.where)
@@ -282,7 +284,7 @@ def _stored_runs(paths: Sequence[str], db: Path, options: Options, jobs: int,
 
 def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResult:
     """Worker: analyse a run the store holds (already ingested by the driver), reading the store read-only."""
-    from forensics.analysis import analyze_stored
+    from forensics.analysis import analyze_stored, set_replay_command
     from ingest.errors import ForensicsError, StoreLocked
     from ingest.store import connect
 
@@ -294,6 +296,7 @@ def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResu
             out.analysis = analyze_stored(con, run_id, only=options.only, skip=options.skip,
                                           settings=options.settings)
         out.analysis.db = str(db)
+        set_replay_command(out.analysis, path, db)
     except ForensicsError as exc:
         out.error, out.retry = str(exc), isinstance(exc, StoreLocked)
     out.seconds = time.monotonic() - started

@@ -81,9 +81,18 @@ def _run_cli(root: Path, db: Path, *extra: str) -> tuple[int, dict]:
 
 
 def _analyses(result: dict) -> dict:
-    """Each run's error and diagnosis, less the database path (the two modes are compared on two databases)."""
-    return {Path(r["path"]).name: (r["error"], r["analysis"] and {k: v for k, v in r["analysis"].items() if k != "db"})
-            for r in result["runs"]}
+    """Each run's error and diagnosis, less the database path, in `db` and in the replay command (the two modes
+    are compared on two databases)."""
+    return {Path(r["path"]).name: (r["error"], r["analysis"] and _without_db(r["analysis"])) for r in result["runs"]}
+
+
+def _without_db(analysis: dict) -> dict:
+    out = {k: v for k, v in analysis.items() if k != "db"}
+    replay = out.get("replay_from")
+    if replay and "command" in replay:
+        assert replay["command"].endswith(f" --db {analysis['db']}")  # the store the run is in, not a worker's copy
+        out["replay_from"] = {**replay, "command": replay["command"].removesuffix(f" --db {analysis['db']}")}
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +170,7 @@ def test_ray_local_equals_sequential(mixed_root, sequential, tmp_path):
         name = Path(r.path).name
         assert r.where == "ray"
         assert (r.error is None) == (expected[name][0] is None)
-        got = {k: v for k, v in r.analysis.as_dict().items() if k != "db"} if r.analysis else None
+        got = _without_db(r.analysis.as_dict()) if r.analysis else None
         assert got == expected[name][1]
 
 
