@@ -69,7 +69,7 @@ def mixed_root(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     # A job folder with one W&B run plus its checkpoints: the job folder is the run.
     shutil.copytree(WANDB_RUN, root / "job7" / "wandb" / WANDB_RUN.name)
     (root / "job7" / "checkpoints").mkdir()
-    shutil.copy(GALLERY / "nan_log_zero" / "weights" / "step_700.safetensors", root / "job7" / "checkpoints")
+    shutil.copy(next((GALLERY / "nan_log_zero" / "checkpoints").glob("step_*.pt")), root / "job7" / "checkpoints")
     expected["job7"] = "wandb_run"
     # HF output dirs: trainer_state.json at the root; another with only checkpoint-N/ folders so far.
     _hf(root / "hf" / "bert_out")

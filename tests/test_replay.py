@@ -44,7 +44,7 @@ def test_gallery_has_the_five_nan_runs():
     assert NAN_RUNS == ["nan_adam_eps_zero", "nan_bad_sample", "nan_log_zero", "nan_lr_too_high", "nan_sqrt_norm"]
 
 
-@pytest.mark.parametrize("name", [n for n in NAN_RUNS if n != "nan_log_zero"])
+@pytest.mark.parametrize("name", NAN_RUNS)
 def test_gallery_nan_run_replays_and_matches_ground_truth(name, run_copy, tmp_path, capsys):
     """Step, phase, op, module and culprit samples as the generator recorded them, with fidelity checked."""
     run = run_copy(name)
@@ -81,10 +81,22 @@ def test_fidelity_is_verified_where_the_logs_cover_the_replayed_steps(run_copy, 
     assert r["fidelity"]["verified"] is True
 
 
-def test_nan_log_zero_weights_only_checkpoint_is_unfaithful_not_diagnosed(run_copy, tmp_path, capsys):
-    """weights/step_N.safetensors hold no Adam state: the replayed steps are not the run's, so no diagnosis."""
-    code, r, _ = replay_json(run_copy("nan_log_zero"), tmp_path / "f.duckdb", capsys)
+def test_weights_only_checkpoints_are_unfaithful_not_diagnosed(run_copy, tmp_path, capsys):
+    """nan_log_zero's checkpoints saved as bare weights (weights/step_N.safetensors, as a run that saves only the
+    model does): no Adam state, so the replayed steps are not the run's and nothing is diagnosed."""
+    from safetensors.torch import save_file
+
+    run = run_copy("nan_log_zero")
+    (run / "weights").mkdir()
+    for pt in sorted((run / "checkpoints").glob("step_*.pt")):
+        step = pt.stem.split("_")[1]
+        save_file(torch.load(pt, weights_only=True)["model"], run / "weights" / f"step_{step}.safetensors",
+                  metadata={"step": step})
+    shutil.rmtree(run / "checkpoints")
+    code, r, _ = replay_json(run, tmp_path / "f.duckdb", capsys)
     assert code == 0
+    assert r["from_checkpoint"] == TRUTH["nan_log_zero"]["replay"]["checkpoint"].replace("checkpoints/", "weights/").replace(
+        ".pt", ".safetensors")
     assert r["fidelity"]["faithful"] is False
     assert r["first_nonfinite"] is None and r["status"].startswith("unfaithful")
     assert any("no optimizer state" in n for n in r["notes"])

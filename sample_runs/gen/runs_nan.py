@@ -154,7 +154,8 @@ def nan_log_zero(ctx: Ctx):
     opt = entry.build_optimizer(model, ctx.config)
     wb = loggers.Wandb(ctx.root, "nanlogzero", ctx.config,
                        {"loss": "train/loss", "grad_norm": "train/grad_norm", "lr": "train/lr"}, every=5)
-    ckpt = Checkpoints(ctx, "safetensors", every=100, keep=5)
+    # Model and Adam state together (checkpoints/step_N.pt): a replay restores the optimizer's moments.
+    ckpt = Checkpoints(ctx, "torch", every=100, keep=5)
     res = fit(ctx, model, opt, entry.loss_fn, Fit(steps=3000, batch_fn=batch_fn, loggers=[wb], ckpt=ckpt,
                                                   window=100, stop_after_nan=60, batch_fmt="safetensors"))
     wb.close()
@@ -162,7 +163,7 @@ def nan_log_zero(ctx: Ctx):
     ctx.truth["nan_onset"] = nan
     ctx.kind("nan_loss", step=nan, series="train/loss", primary=True,
              note=f"raw first non-finite step {res['first_bad']['step']}; logged every 5 steps")
-    ctx.kind("nonfinite_weights", step=first_nonfinite_ckpt(ckpt), note="weights/step_N.safetensors after the NaN")
+    ctx.kind("nonfinite_weights", step=first_nonfinite_ckpt(ckpt), note="checkpoints/step_N.pt after the NaN")
     ctx.truth["replay"] = replay_truth(ctx, res, ckpt, fmt="safetensors")
     return res, ckpt
 
