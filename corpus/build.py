@@ -12,6 +12,7 @@ import torch
 import yaml
 
 from sample_runs.gen.common import Checkpoints, Ctx, Fit, fit
+from sample_runs.gen.loggers import wandb_export
 from sample_runs.gen.stats import layer_stats
 
 from . import label
@@ -407,20 +408,12 @@ def _resumed(spec, ctx, task, model, opt, f: Fit, logs, ckpt, facts):
 def _sampled_export(spec, ctx, task, opt, steps):
     """Only a W&B UI export: train healthily, write the chart's CSV as W&B's UI exports it (300 sampled rows with
     __MIN/__MAX), nothing else."""
-    import csv
     res = fit(ctx, task.model, opt, task.loss_fn, Fit(steps=steps, batch_fn=task.batch_fn))
     losses = {s: v for s, v in res["losses"].items() if s != "val"}
     g = np.random.default_rng(spec.seed)
     picked = sorted(int(s) for s in g.choice(np.arange(1, steps + 1), 300, replace=False))
     run = f"corpus-{spec.seed}"
-    with open(ctx.root / "wandb_export_2025-11-13T10_15_02.481+01_00.csv", "w", newline="") as fh:
-        w = csv.writer(fh, quoting=csv.QUOTE_ALL)
-        w.writerow(["Step", f"{run} - train/loss", f"{run} - train/loss__MIN", f"{run} - train/loss__MAX"])
-        prev = 0
-        for s in picked:
-            bucket = [losses[t] for t in range(prev + 1, s + 1)]
-            w.writerow([s, losses[s], min(bucket), max(bucket)])
-            prev = s
+    wandb_export(ctx.root / "wandb_export_2025-11-13T10_15_02.481+01_00.csv", run, losses, picked)
     gaps = np.diff(picked)
     labels = label.base(spec)
     labels["kinds"].append(label.entry("sampled_log", picked[0], picked[-1], f"{run} - train/loss", {

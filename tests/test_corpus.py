@@ -20,6 +20,7 @@ import pytest
 
 from benchmarks.eval_corpus import READERS, Case, Label, score_case, summarise
 from corpus.spec import all_specs
+from tests.test_sample_runs import tb_scalars
 
 SPECS = {s.name: s for s in all_specs()}
 RUNS = ("nan_lr_regression_100_r0", "nan_input_mlp_1_r0", "nan_input_cnn_1_r0", "exploding_guard_regression_100_r1",
@@ -45,15 +46,6 @@ def _run(corpus: Path, name: str) -> tuple[Path, dict]:
     return root, json.loads((root / "labels.json").read_text())
 
 
-def tb_scalars(folder: Path) -> dict[str, dict[int, float]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    out: dict[str, dict[int, float]] = {}
-    for f in sorted(folder.glob("events.out.tfevents.*")):
-        acc = EventAccumulator(str(f), size_guidance={"scalars": 0})
-        acc.Reload()
-        for tag in acc.Tags()["scalars"]:
-            out.setdefault(tag, {}).update({e.step: e.value for e in acc.Scalars(tag)})
-    return out
 
 
 def _kinds(lab: dict) -> dict[str, dict]:

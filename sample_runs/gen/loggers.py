@@ -253,3 +253,16 @@ class Console:
 
     def close(self):
         self.f.close()
+
+
+def wandb_export(path: Path, run: str, losses: dict[int, float], steps: list[int]) -> None:
+    """A W&B UI export of `train/loss` as the web page writes it: one row per sampled step (the UI's sampling),
+    each with the value there and the MIN/MAX of the bucket since the previous row, every field quoted."""
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh, quoting=csv.QUOTE_ALL)
+        w.writerow(["Step", f"{run} - train/loss", f"{run} - train/loss__MIN", f"{run} - train/loss__MAX"])
+        prev = 0
+        for s in steps:
+            bucket = [losses[t] for t in range(prev + 1, s + 1)]
+            w.writerow([s, losses[s], min(bucket), max(bucket)])
+            prev = s

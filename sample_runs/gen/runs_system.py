@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import math
 
 import numpy as np
@@ -257,15 +256,7 @@ def sampled_wandb_export(ctx: Ctx):
     g = np.random.default_rng(309)
     steps = sorted(int(s) for s in g.choice(np.arange(1, 3001), 300, replace=False))
     run = "misty-forest-12"
-    path = ctx.root / "wandb_export_2025-11-13T10_15_02.481+01_00.csv"
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh, quoting=csv.QUOTE_ALL)
-        w.writerow(["Step", f"{run} - train/loss", f"{run} - train/loss__MIN", f"{run} - train/loss__MAX"])
-        prev = 0
-        for s in steps:
-            bucket = [losses[t] for t in range(prev + 1, s + 1)]
-            w.writerow([s, losses[s], min(bucket), max(bucket)])
-            prev = s
+    loggers.wandb_export(ctx.root / "wandb_export_2025-11-13T10_15_02.481+01_00.csv", run, losses, steps)
     ctx.kind("sampled_log", step=steps[0], step_end=steps[-1], series=f"{run} - train/loss", primary=True,
              note=f"300 rows for steps 1-3000, irregular spacing (gaps {min(np.diff(steps))}-{max(np.diff(steps))})")
 
