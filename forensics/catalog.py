@@ -129,7 +129,8 @@ KINDS: tuple[str, ...] = tuple(BY_KIND)
 NOT_YET_DETECTED: dict[str, str] = {
 }
 
-# Computing these from a checkpoint plus a saved batch needs running the model: that waits for replay.
+# Computing these from a checkpoint plus a saved batch needs running the model, which analyze never does
+# (DECISIONS.md §7); replay runs the model but does not compute these per-layer statistics yet.
 NEEDS_REPLAY = ("computing it from a checkpoint and a saved batch means running the model, which analyze never "
                 "does")
 
