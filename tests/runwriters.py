@@ -85,3 +85,19 @@ class one_torch_thread:
         import torch
 
         torch.set_num_threads(self._n)
+
+
+def user_module(tmp_path: Path, name: str, source: str):
+    """A user's model file, written to tmp_path/project/NAME.py and imported as NAME, as a training script would
+    (the capture callbacks record where the model's class lives, so the generated entry point imports it)."""
+    import importlib
+    import sys
+
+    src = tmp_path / "project" / f"{name}.py"
+    src.parent.mkdir(exist_ok=True)
+    src.write_text(source)
+    sys.path.insert(0, str(src.parent))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(src.parent))

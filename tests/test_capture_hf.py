@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
 from forensics.cli import main
+from tests.runwriters import user_module
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
@@ -57,14 +59,7 @@ def test_hf_capture_then_replay_names_op_module_and_sample(tmp_path, capsys):
 
     from forensics.capture.hf import ForensicsCallback
 
-    src = tmp_path / "project" / "tinymodel.py"
-    src.parent.mkdir()
-    src.write_text(MODEL_SOURCE)
-    sys.path.insert(0, str(src.parent))
-    try:
-        import tinymodel
-    finally:
-        sys.path.remove(str(src.parent))
+    tinymodel = user_module(tmp_path, "tinymodel", MODEL_SOURCE)
     g = torch.Generator().manual_seed(5)
     x, y = torch.randn(96, 8, generator=g), torch.randint(0, 3, (96,), generator=g)
     x[(BAD_STEP - 1) * BATCH + BAD_ROW] *= 1e6  # a corrupt record: softmax underflows to exact zeros
@@ -93,5 +88,5 @@ def test_hf_capture_then_replay_names_op_module_and_sample(tmp_path, capsys):
     assert r["bad_step"] == BAD_STEP
     hit = r["first_nonfinite"]
     assert (hit["phase"], hit["op"], hit["module"]) == ("forward", "log", "head")
-    assert hit["file"] == str(src.resolve())
+    assert hit["file"] == str(Path(tinymodel.__file__).resolve())
     assert r["culprit_samples"] == [BAD_ROW]

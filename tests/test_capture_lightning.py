@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
 from forensics.cli import main
+from tests.runwriters import user_module
 
 torch = pytest.importorskip("torch")
 L = pytest.importorskip("lightning.pytorch", reason="the test extra installs lightning")
@@ -66,14 +68,7 @@ def test_lightning_capture_then_replay_names_op_module_and_sample(tmp_path, caps
 
     from forensics.capture.lightning import ForensicsCapture
 
-    src = tmp_path / "project" / "litmodel.py"
-    src.parent.mkdir()
-    src.write_text(MODULE_SOURCE)
-    sys.path.insert(0, str(src.parent))
-    try:
-        import litmodel
-    finally:
-        sys.path.remove(str(src.parent))
+    litmodel = user_module(tmp_path, "litmodel", MODULE_SOURCE)
     run = tmp_path / "run"
     torch.manual_seed(0)
     model = litmodel.LitClassifier()
@@ -95,5 +90,5 @@ def test_lightning_capture_then_replay_names_op_module_and_sample(tmp_path, caps
     assert r["bad_step"] == BAD_STEP
     hit = r["first_nonfinite"]
     assert (hit["phase"], hit["op"], hit["module"]) == ("forward", "log", "head")
-    assert hit["file"] == str(src.resolve())
+    assert hit["file"] == str(Path(litmodel.__file__).resolve())
     assert r["culprit_samples"] == [BAD_ROW]
