@@ -1,0 +1,110 @@
+"""Sweep one detector's threshold over labelled runs: false alarms on healthy runs against recall, per value.
+
+    python benchmarks/calibrate.py --corpus /work/corpus_data --split tune --kind overfitting \\
+        --sweep noise_k=1,2,3 --sweep min_rise=0.02,0.05
+    python benchmarks/calibrate.py --real ../shared/real_runs --kind plateau --sweep min_points=5,8,20
+
+Issue 12 asks that each threshold come from the distribution of its statistic on healthy runs (a false-alarm
+budget of at most 1 % of healthy runs per kind). This prints, for each value of each swept field (one field at a
+time, the others at their defaults), how many healthy runs the detector fires on, its false findings on labelled
+runs, and its recall on the runs labelled with its kind — matched by `eval_corpus.score_case`, the same rule as
+the benchmark. Each run is ingested once into `--cache` (a DuckDB file per run, reused across calls; delete the
+folder after changing a reader); the sweep then analyses the stored runs in-process, a few ms per run and value.
+Only the TUNE part and the development runs are for tuning: sweeping the holdout is tuning on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from eval_corpus import Case, corpus_cases, real_cases, score_case
+
+
+def stored(case: Case, cache: Path) -> tuple[Path, str]:
+    """The case's DuckDB file in `cache` (ingested on first use) and its run id."""
+    from ingest.run import ingest_run, run_id_for
+
+    db = cache / f"{case.name}.duckdb"
+    if not db.exists():
+        ingest_run(case.path, db)
+    return db, run_id_for(case.path)
+
+
+def findings(db: Path, run_id: str, kind: str, settings: dict[str, str]) -> list[dict]:
+    from forensics.analysis import analyze_stored
+    from ingest.store import connect
+
+    with connect(db, write=False) as con:
+        result = analyze_stored(con, run_id, only=[kind], settings=settings)
+    return [{"kind": f.kind, "step": f.step, "step_end": f.step_end, "severity": f.severity,
+             "summary": f.summary} for f in result.findings]
+
+
+def sweep_one(cases: list[tuple[Case, Path, str]], kind: str, settings: dict[str, str]) -> dict:
+    healthy_hits, fp, tp, labels, fired = 0, 0, 0, 0, []
+    for case, db, rid in cases:
+        s = score_case(case, {"findings": findings(db, rid, kind, settings)})
+        mine_fp = [f for f in s["fp"] if f["kind"] == kind]
+        fp += len(mine_fp)
+        if case.healthy and mine_fp:
+            healthy_hits += 1
+            fired.append(case.name)
+        elif mine_fp:
+            fired.append(case.name + " (FP)")
+        tp += s["tp"].count(kind)
+        labels += s["tp"].count(kind) + s["fn"].count(kind)
+    n_healthy = sum(c.healthy for c, _, _ in cases)
+    return {"healthy_hits": healthy_hits, "healthy": n_healthy, "fp": fp, "tp": tp, "labels": labels,
+            "fired": fired}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="example:\n  python benchmarks/calibrate.py --corpus /work/corpus_data "
+                                        "--split tune --kind plateau --sweep min_points=8,12,20")
+    ap.add_argument("--corpus", type=Path, help="a generated corpus (python -m corpus.generate --out DIR)")
+    ap.add_argument("--split", choices=["tune", "holdout", "all"], default="tune")
+    ap.add_argument("--real", type=Path, help="a folder of real runs with a labels.json")
+    ap.add_argument("--labels", type=Path, help="the real runs' labels.json (default: REAL/labels.json)")
+    ap.add_argument("--kind", required=True, help="the detector (a catalog kind)")
+    ap.add_argument("--sweep", action="append", default=[], metavar="FIELD=V1,V2,...",
+                    help="a field of the detector and the values to try (repeatable; default: the defaults only)")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/forensics_calibrate"),
+                    help="where the ingested runs are kept between calls (default: %(default)s)")
+    ap.add_argument("--show", action="store_true", help="list the runs each value fires on wrongly")
+    a = ap.parse_args(argv)
+    if not a.corpus and not a.real:
+        ap.error("give --corpus and/or --real")
+    cases = []
+    if a.corpus:
+        cases += corpus_cases(a.corpus, a.split)
+    if a.real:
+        cases += real_cases(a.real, a.labels or a.real / "labels.json")
+    a.cache.mkdir(parents=True, exist_ok=True)
+    ready = []
+    for i, c in enumerate(cases):
+        print(f"\r{i + 1}/{len(cases)} ingested", end="", file=sys.stderr)
+        db, rid = stored(c, a.cache)
+        ready.append((c, db, rid))
+    print(file=sys.stderr)
+    grid = [("(defaults)", {})]
+    for spec in a.sweep:
+        field, _, values = spec.partition("=")
+        grid += [(f"{field}={v}", {f"{a.kind}.{field}": v}) for v in values.split(",")]
+    print(f"| {a.kind} | healthy runs fired on | false findings | recall |\n|---|---|---|---|")
+    for name, settings in grid:
+        r = sweep_one(ready, a.kind, settings)
+        rec = f"{r['tp']}/{r['labels']}" if r["labels"] else "-"
+        print(f"| {name} | {r['healthy_hits']}/{r['healthy']} | {r['fp']} | {rec} |")
+        if a.show and r["fired"]:
+            print("|  | " + ", ".join(r["fired"]) + " | | |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
