@@ -1,6 +1,6 @@
 """Sweep one detector's threshold over labelled runs: false alarms on healthy runs against recall, per value.
 
-    python benchmarks/calibrate.py --corpus /work/corpus_data --split tune --kind overfitting \\
+    python benchmarks/calibrate.py --corpus /work/corpus_data --kind overfitting \\
         --sweep noise_k=1,2,3 --sweep min_rise=0.02,0.05
     python benchmarks/calibrate.py --real ../shared/real_runs --kind plateau --sweep min_points=5,8,20
 
@@ -10,7 +10,7 @@ time, the others at their defaults), how many healthy runs the detector fires on
 runs, and its recall on the runs labelled with its kind — matched by `eval_corpus.score_case`, the same rule as
 the benchmark. Each run is ingested once into `--cache` (a DuckDB file per run, reused across calls; delete the
 folder after changing a reader); the sweep then analyses the stored runs in-process, a few ms per run and value.
-Only the TUNE part and the development runs are for tuning: sweeping the holdout is tuning on it.
+Only the TUNE and CALIB parts and the development runs are for tuning: sweeping the holdout is tuning on it.
 """
 
 from __future__ import annotations
@@ -66,9 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="example:\n  python benchmarks/calibrate.py --corpus /work/corpus_data "
-                                        "--split tune --kind plateau --sweep min_points=8,12,20")
+                                        "--kind plateau --sweep min_points=8,12,20")
     ap.add_argument("--corpus", type=Path, help="a generated corpus (python -m corpus.generate --out DIR)")
-    ap.add_argument("--split", choices=["tune", "holdout", "all"], default="tune")
+    ap.add_argument("--split", default="tune,calib",
+                    help="comma-separated parts of the corpus: tune, calib (extra healthy runs), holdout, all; "
+                         "tune and calib are for tuning (default: %(default)s)")
     ap.add_argument("--real", type=Path, help="a folder of real runs with a labels.json")
     ap.add_argument("--labels", type=Path, help="the real runs' labels.json (default: REAL/labels.json)")
     ap.add_argument("--kind", required=True, help="the detector (a catalog kind)")
@@ -82,16 +84,20 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give --corpus and/or --real")
     cases = []
     if a.corpus:
-        cases += corpus_cases(a.corpus, a.split)
+        for part in a.split.split(","):
+            cases += corpus_cases(a.corpus, part.strip())
     if a.real:
         cases += real_cases(a.real, a.labels or a.real / "labels.json")
     a.cache.mkdir(parents=True, exist_ok=True)
     ready = []
+    tty = sys.stderr.isatty()
     for i, c in enumerate(cases):
-        print(f"\r{i + 1}/{len(cases)} ingested", end="", file=sys.stderr)
+        if tty:
+            print(f"\r{i + 1}/{len(cases)} ingested", end="", file=sys.stderr)
         db, rid = stored(c, a.cache)
         ready.append((c, db, rid))
-    print(file=sys.stderr)
+    if tty:
+        print(file=sys.stderr)
     grid = [("(defaults)", {})]
     for spec in a.sweep:
         field, _, values = spec.partition("=")
