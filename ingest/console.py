@@ -5,7 +5,7 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
 
 1. time     a timestamp becomes the line's wall_time (and is blanked so its digits are not metrics);
 2. counter  the global step (`iter N`, `step N/M`, `Iteration N`, `Global Step: N`, `[Iteration N]`,
-            `global_step=N`), the epoch (`Epoch[e]`, `Epoch e/E`, `Epoch: e`, `epoch=e`) and the batch
+            `global_step=N`, fairseq's `num_updates=N`), the epoch (`Epoch[e]`, `Epoch e/E`, `Epoch: e`, `epoch=e`) and the batch
             (`Batch[b]`, a tqdm bar's `n/total`);
 3. assign   explicit pairs anywhere on the line: `key=value`, `key = value`, `'key': value` (a printed
             dict, as HF's Trainer prints its logs);
@@ -100,6 +100,11 @@ PATTERNS: list[LinePattern] = [
     LinePattern("global_step", "counter", _p(r"\b(?:Global Step|global[_ ]step)\s*[:=]?\s*(?P<step>\d+)\b", re.I),
                 "Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0",
                 {"step": 20, "epoch": 0, "Loss": float("nan"), "LearningRate": 0.001, "Fp16 Grad Scale": 0}),
+    LinePattern("num_updates", "counter", _p(r"\bnum_updates\s*[:=]\s*(?P<step>\d+)\b"),  # fairseq's update count
+                "| epoch 001:    430 / 614 loss=9.997, nll_loss=9.997, ppl=1021.81, wps=1340, ups=3.0, wpb=442, "
+                "bsz=18, num_updates=431, lr=0.05, gnorm=11.481, clip=100%, oom=0",
+                {"step": 431, "epoch": 1, "loss": 9.997, "nll_loss": 9.997, "ppl": 1021.81,
+                 "wps": 1340, "ups": 3.0, "wpb": 442, "bsz": 18, "lr": 0.05, "gnorm": 11.481, "clip": 100, "oom": 0}),
     LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b"),
                 "Iteration 20 (1.97443 iter/s, 5.06474s/10 iter), loss = nan", {"step": 20, "loss": float("nan")}),
     LinePattern("iter", "counter", _p(r"\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d)"),

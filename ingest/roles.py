@@ -7,7 +7,7 @@ and for per-layer statistics whatever is left of the name is the layer.
 
 Roles: train_loss, val_loss, accuracy, val_accuracy, grad_norm, layer_grad_norm, weight_norm,
 layer_weight_norm, update_ratio, lr, loss_scale, memory, throughput, step_time, epoch, dead_fraction,
-saturated_fraction, other.
+saturated_fraction, clip_rate, other.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def role_of(name: str) -> Role:
         return Role("dead_fraction", split, layer=layer())
     if ws & {"saturated", "saturation"}:
         return Role("saturated_fraction", split, layer=layer())
-    if ws & {"grad", "grads", "gradient", "gradients"} and ws & {"norm", "norms", "l2"} or "gradnorm" in ws:
+    if ws & {"grad", "grads", "gradient", "gradients"} and ws & {"norm", "norms", "l2"} or ws & {"gradnorm", "gnorm"}:
         lay = layer()
         return Role("layer_grad_norm" if lay else "grad_norm", split, layer=lay, canonical=lay is None)
     if ws & {"update", "updates"} and ws & {"ratio", "ratios"}:
@@ -94,11 +94,15 @@ def role_of(name: str) -> Role:
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)
+    if ws - NEUTRAL_WORDS == {"clip"} or ws & {"clip", "clipped"} and ws & {"pct", "percent", "percentage"}:
+        # fairseq's `clip`: the percentage of updates whose gradient norm was clipped (`clip=100%`); a bare
+        # `grad_clip` is a threshold, and PPO's `clip_fraction` counts clipped policy ratios: neither is this
+        return Role("clip_rate", split, canonical=True)
     return Role("other", split)
 
 
 QUANTITY_WORDS = {
     "loss", "acc", "accuracy", "lr", "learning", "rate", "grad", "grads", "gradient", "gradients", "norm", "norms",
     "l2", "weight", "weights", "param", "params", "parameter", "parameters", "update", "updates", "ratio", "ratios",
-    "dead", "fraction", "frac", "saturated", "saturation", "activation", "activations", "act", "gradnorm",
+    "dead", "fraction", "frac", "saturated", "saturation", "activation", "activations", "act", "gradnorm", "gnorm",
 }

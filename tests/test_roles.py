@@ -33,6 +33,12 @@ from ingest.roles import role_of
         ("valLoss", "val_loss", "val"),
         ("grad_2.0_norm_total", "grad_norm", None),  # Lightning's grad_norm(norm_type=2): 2.0 names no layer
         ("epoch_time", "step_time", None),  # console `time this epoch= 2.68`
+        ("gnorm", "grad_norm", None),  # fairseq: the total gradient norm before clipping
+        ("train/gnorm", "grad_norm", "train"),
+        ("clip", "clip_rate", None),  # fairseq: percentage of updates clipped (`clip=100%`)
+        ("train/clip", "clip_rate", "train"),
+        ("grad_clip", "other", None),  # a threshold, not a rate
+        ("train/clip_fraction", "other", "train"),  # PPO (stable-baselines3): clipped policy ratios
     ],
 )
 def test_role_of_common_names(name, role, split):

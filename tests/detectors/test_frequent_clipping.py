@@ -3,7 +3,7 @@
 import numpy as np
 
 from forensics.detectors import FrequentClipping
-from tests.runwriters import curve, hf_history, load_run, write_trainer_state
+from tests.runwriters import curve, hf_history, load_run, write_tb, write_trainer_state
 
 
 def _run(tmp_path, norms, config):
@@ -33,3 +33,26 @@ def test_a_few_percent_clipped_is_healthy(tmp_path):
 def test_without_a_threshold_it_is_skipped_not_silent(tmp_path):
     run = _run(tmp_path, _norms(3.0), {"learning_rate": 5e-5})
     assert "max_grad_norm" in FrequentClipping().unavailable(run)
+
+
+def _fairseq_tb(tmp_path, pct):
+    # fairseq's TensorBoard logger writes each stat under its split: `train/clip` is the percentage of updates
+    # in the logging interval whose norm was clipped (0-100), `train/gnorm` the norm before clipping
+    steps, loss = curve(n=pct.size, every=100)
+    return load_run(write_tb(tmp_path / "r", {"train/loss": (steps, loss), "train/clip": (steps, pct),
+                                              "train/gnorm": (steps, _norms(2.0, n=pct.size))}),
+                    tmp_path / "f.duckdb")
+
+
+def test_a_logged_clip_percentage_is_read_without_a_threshold(tmp_path):
+    run = _fairseq_tb(tmp_path, np.full(40, 100.0))
+    assert FrequentClipping().unavailable(run) is None
+    [f] = FrequentClipping().check(run)
+    assert f.evidence["clip_rate"] == 1.0 and f.evidence["threshold"] is None and f.evidence["points"] == 40
+    assert f.series == "train/clip" and "100% of updates clipped" in f.summary
+
+
+def test_a_few_percent_logged_clipped_is_healthy(tmp_path):
+    pct = np.zeros(40)
+    pct[::10] = 25.0  # a quarter of the updates in one interval out of ten: 2.5% overall
+    assert list(FrequentClipping().check(_fairseq_tb(tmp_path, pct))) == []
