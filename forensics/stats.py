@@ -165,6 +165,44 @@ def kendall_exact_p(n: int, s: float) -> float:
     return min(1.0, 2.0 * tail)
 
 
+@dataclass(frozen=True)
+class RankSum:
+    """Mann–Whitney U test of `b` against `a`: U of b (pairs where b's value is higher, ties count ½), its
+    continuity-corrected normal z (positive when b sits higher), two-sided p, and the common-language effect
+    size U / (n_a·n_b) (the chance that a point of b is above a point of a: 0.5 for no shift, 1 when every
+    point of b is above every point of a)."""
+
+    u: float
+    z: float
+    p: float
+    effect: float
+
+
+def mann_whitney(a: np.ndarray, b: np.ndarray) -> RankSum:
+    """Mann–Whitney U test of two samples (finite values only), with the tie correction of the variance and
+    a continuity correction, as scipy.stats.mannwhitneyu(b, a, method="asymptotic"). Distribution-free, so a
+    level shift in heavy-tailed noise is judged on ranks, not on a variance the tails would inflate. With an
+    empty sample or no spread at all: z = 0, p = 1."""
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    na, nb = x.size, y.size
+    if na == 0 or nb == 0:
+        return RankSum(0.0, 0.0, 1.0, 0.5)
+    both = np.concatenate([x, y])
+    ranks = pl.Series(both).rank("average").to_numpy()
+    u = float(ranks[na:].sum() - nb * (nb + 1) / 2)
+    n = na + nb
+    _, counts = np.unique(both, return_counts=True)
+    var = na * nb / 12.0 * ((n + 1) - float(np.sum(counts ** 3 - counts)) / (n * (n - 1)))
+    effect = u / (na * nb)
+    if var <= 0:
+        return RankSum(u, 0.0, 1.0, effect)
+    d = u - na * nb / 2.0
+    z = (d - math.copysign(0.5, d)) / math.sqrt(var) if d != 0 else 0.0
+    return RankSum(u, z, min(1.0, math.erfc(abs(z) / math.sqrt(2.0))), effect)
+
+
 def rolling_baseline(values: np.ndarray, window: int, min_periods: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Trailing robust baseline of each point from the `window` points *before* it (the point itself is
     excluded, so a spike does not raise its own baseline).
@@ -528,8 +566,9 @@ def norm_curves(run: Run) -> list[NormCurve]:
 def norm_change(c: NormCurve, late: float = 0.5) -> dict | None:
     """Initial level (median of the first three points; the first of a curve under 10 points), final level
     (last tenth; the last point), their ratio, the
-    Mann–Kendall trend of the whole curve and of its last `late`, and the share of the log-change that
-    happens in that last part (near 0: it saturated; about `late` or more: it keeps going). None for a
+    Mann–Kendall trend of the whole curve and of its last `late`, the share of the log-change that
+    happens in that last part (near 0: it saturated; about `late` or more: it keeps going), and the final
+    pace (the last quarter's Theil–Sen slope × the curve's step span / the final level). None for a
     curve too short to judge (< 3 points) or one that starts or ends at 0."""
     s, v = c.steps, c.values
     if v.size < 3:
@@ -542,11 +581,19 @@ def norm_change(c: NormCurve, late: float = 0.5) -> dict | None:
     k = min(int(v.size * (1 - late)), v.size - 3) if v.size >= 10 else (v.size - 1) // 2
     mid = float(np.median(v[max(0, k - 1):k + 2])) if v.size >= 10 else float(v[k])
     total = math.log(tail / head)
+    # The final pace: the Theil–Sen slope over the last quarter of the steps, as the share of the final level it
+    # would add over another span of the curve's length (near 0 once it levels off; ~1 for growth from near 0
+    # that keeps a constant pace).
+    q = s >= s[0] + 0.75 * (s[-1] - s[0])
+    q[-2:] = True
+    q_slope, _ = theil_sen(s[q], v[q])
+    span = float(s[-1] - s[0])
     return {"series": c.name, "layer": c.layer, "first_step": int(s[0]), "last_step": int(s[-1]),
             "initial": head, "final": tail, "factor": tail / head, "points": int(v.size),
             "mk_p": mann_kendall(v, s).p, "mk_z": mann_kendall(v, s).z,
             "late_mk_p": mann_kendall(v[k:], s[k:]).p, "late_mk_z": mann_kendall(v[k:], s[k:]).z,
             "late_share": math.log(tail / mid) / total if total != 0 and mid > 0 else 0.0,
+            "final_pace": q_slope * span / tail if math.isfinite(q_slope) and span > 0 else 0.0,
             "monotone": bool(np.all(np.diff(v) > 0) or np.all(np.diff(v) < 0)),
             "pace_kept": float((v[-1] - v[-2]) / (s[-1] - s[-2]) / ((v[1] - v[0]) / (s[1] - s[0])))
             if v[1] != v[0] and s[1] != s[0] and s[-1] != s[-2] else 0.0}

@@ -294,3 +294,25 @@ def test_relative_wiggle_sees_noise_not_trend():
     noisy = 3.0 * (1 + _np.random.default_rng(0).normal(0, 0.1, 2000))
     assert 0.09 < _s.relative_wiggle(noisy) < 0.11
     assert _m.isnan(_s.relative_wiggle(_np.array([1.0, 2.0, 3.0])))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mann_whitney_matches_scipy(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0, 1, rng.integers(3, 60))
+    b = rng.normal(0.4, 1.5, rng.integers(3, 60))
+    if seed % 2:  # ties, as rounded logs have
+        a, b = np.round(a), np.round(b)
+    ref = sps.mannwhitneyu(b, a, method="asymptotic", use_continuity=True)
+    got = stats.mann_whitney(a, b)
+    assert got.u == pytest.approx(ref.statistic) and got.p == pytest.approx(ref.pvalue, rel=1e-9)
+    assert got.effect == pytest.approx(ref.statistic / (a.size * b.size))
+
+
+def test_mann_whitney_sign_and_edge_cases():
+    low, high = np.arange(10.0), np.arange(10.0) + 100
+    assert stats.mann_whitney(low, high).z > 0 and stats.mann_whitney(high, low).z < 0
+    assert stats.mann_whitney(low, high).effect == 1.0
+    assert stats.mann_whitney(np.array([]), high).p == 1.0
+    assert stats.mann_whitney(np.ones(5), np.ones(5)).p == 1.0  # no spread at all
+    assert stats.mann_whitney(np.array([1.0, np.nan, 2.0]), np.array([np.inf, 3.0, 4.0])).u == 4.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -9,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics import stats
-from forensics.detectors.base import finite_part, src, too_short
+from forensics.detectors.base import class_count, finite_part, src, too_short
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -26,9 +27,22 @@ class Oscillation:
     batch, so its autocorrelation is near 0 at every lag. The residual also has to swing from below −½
     sigma to above +½ sigma (or back) at least `min_crossings` times, and the trend is weak: smaller than
     `max_trend` amplitudes over the half and |Kendall tau| ≤ `max_tau`.
+    Or, without structure (SGD far above a stable LR throws the weights around, so the loss jumps from batch
+    to batch as independently as noise does): the same crossings and weak trend, swings of robust sigma (MAD of
+    the residual) ≥ `min_amplitude` of the level, and a loss that has not settled anywhere useful: the
+    half's level is at least `min_above` × its reference (log C, a uniform guess's loss, where the config
+    names the class count; else the run's start, the median of its first tenth), and the swings' sigma is at
+    least `min_unsettled` × the run's whole progress from its start (a loss that rose made none). Noise
+    around a flat level (a model that learns nothing) sits at its reference, not 50% above it, and healthy
+    training converges: its swings, however large near zero, are a fraction of what it gained.
+    Calibration (issue 12), among runs with a weak trend and such swings: the highest level over its
+    reference where oscillation is neither labelled nor allowed is 0.71 (a GRU plateau at 0.71 log C; 0.31 on
+    a healthy TUNE run), and the largest sigma/progress 0.65 (the gallery's val_noise_tiny_val; 0.38 on a
+    healthy-recipe TUNE run); the oscillating SGD runs stand at 5.1 and 11.9 log C with no progress.
     Why: an LR too high without diverging keeps the loss bouncing instead of converging.
     Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
-    autocorrelation of the residual and of the differences, sign-change rate of differences, crossings.
+    autocorrelation of the residual and of the differences, sign-change rate of differences, crossings, the
+    robust sigma and the run's progress, and which rule held (`structured` or `unsettled`).
     """
 
     kind: ClassVar[str] = "oscillation"
@@ -39,6 +53,8 @@ class Oscillation:
     min_crossings: int = 6
     max_trend: float = 2.0
     max_tau: float = 0.3  # |Kendall tau| of the half against step: above it the trend is not weak
+    min_above: float = 1.5  # unstructured swings count on a loss this far above a uniform guess's (or its start)
+    min_unsettled: float = 1.0  # ... and with a sigma at least the run's whole progress
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", 24)
@@ -60,17 +76,36 @@ class Oscillation:
         crossings = stats.swings(resid, 0.5 * amp)
         trend = abs(slope * (x[-1] - x[0]))
         tau = stats.mann_kendall(seg, x).tau
-        structured = abs(r) >= max(self.min_autocorr, 4.0 / np.sqrt(seg.size))  # 4 sigmas of white noise's r
-        if not (lvl > 0 and abs(tau) <= self.max_tau and amp >= self.min_amplitude * lvl and structured
-                and crossings >= self.min_crossings and trend <= self.max_trend * amp):
+        structured = (abs(r) >= max(self.min_autocorr, 4.0 / np.sqrt(seg.size))  # 4 sigmas of white noise's r
+                      and amp >= self.min_amplitude * lvl and crossings >= self.min_crossings)
+        sigma = stats.MAD_TO_SIGMA * stats.mad(resid)
+        start = float(np.median(y[:max(3, y.size // 10)]))
+        progress = max(start - lvl, 0.0)  # a loss that rose made none
+        classes = class_count(run)
+        reference = math.log(classes[0]) if classes else start
+        unsettled = (sigma >= self.min_amplitude * lvl and lvl >= self.min_above * reference
+                     and sigma >= self.min_unsettled * progress
+                     and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)  # a band the tails do not widen
+        if not (lvl > 0 and abs(tau) <= self.max_tau and trend <= self.max_trend * amp and (structured or unsettled)):
             return
+        crossings = crossings if structured else stats.swings(resid, 0.5 * sigma)
         r1 = float(acf[0])
-        ev = {"relative_amplitude": amp / lvl, "amplitude": amp, "level": lvl, "autocorr": r, "autocorr_lag": lag,
+        ev = {"rule": "structured" if structured else "unsettled",
+              "relative_amplitude": amp / lvl, "amplitude": amp, "level": lvl, "robust_sigma": sigma,
+              "start_level": start, "progress": progress, "reference": reference,
+              "reference_source": f"log({classes[0]})" if classes else "start level", "autocorr": r, "autocorr_lag": lag,
               "lag1_autocorr": r1, "diff_lag1_autocorr": stats.lag1_autocorr(np.diff(seg)),
               "sign_change_rate": stats.sign_change_rate(seg), "zero_crossings": crossings, "kendall_tau": tau,
               "trend_over_window": trend, "window_start": int(x[0]), "window_end": int(x[-1])}
         yield Finding.of(self, severity="warning", step=int(x[0]), step_end=int(x[-1]), series=run.pick("loss"),
                          evidence=ev, sources=(src(run, "loss", x),),
                          summary=(f"loss swings by ±{amp:.3g} ({amp / lvl:.0%} of its level {lvl:.3g}) around a weak "
-                                  f"trend over steps {int(x[0])}-{int(x[-1])}, {crossings} crossings, "
-                                  f"autocorrelation {r:.2f} at lag {lag} (white noise: ~0)"))
+                                  f"trend over steps {int(x[0])}-{int(x[-1])}, {crossings} crossings, " + (
+                                      f"autocorrelation {r:.2f} at lag {lag} (white noise: ~0)"
+                                      if ev["rule"] == "structured" else
+                                      f"and does not settle: the level is {lvl / reference:.1f}× "
+                                      + (f"log({classes[0]}) = {reference:.3g}, a uniform guess's loss" if classes
+                                         else f"its start {start:.3g}") + (
+                                          f", no lower than its start {start:.3g}" if progress == 0 else
+                                          f", and the swings' robust sigma {sigma:.3g} is at least the run's whole "
+                                          f"progress ({progress:.3g} below its start {start:.3g})"))))

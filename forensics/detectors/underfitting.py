@@ -27,6 +27,13 @@ class Underfitting:
     or two noise sigmas, over that stretch); and both stalled early: each smoothed curve was within that
     same band of its final level from `max_stall_start` of its steps on, so most of the run was spent at the
     stall level (a curve that approaches its level slowly over the whole run is converging, not stuck).
+    Near chance (train and validation both at least `near_chance` × log C), the training curve's early stall
+    is enough from validation: a validation loss that still creeps down counts as stuck while its late pace,
+    kept for another run's length, would leave it above `min_level_log_c` × log C (dropout 0.9: validation
+    1.59 → 1.49 over the run, at log 5 = 1.61). Calibration (issue 12): the largest min(train, val) / log C
+    of a healthy TUNE run is 0.59 (an LM of 2048 tokens converging slowly); the runs above 0.8 where
+    underfitting is neither labelled nor allowed learned nothing (flat: less than `min_drop`) or ended above
+    their start (divergence), which the drop gate excludes; the dropout run stands at 0.93.
     "High" needs a reference. Where the config names the class count C (`CLASS_KEYS`), it is log(C), the
     loss of a uniform guess: the final train loss must be at least `min_level_log_c` of it, whether the
     model started from scratch or from pretrained weights. Without C, the initial loss is the reference
@@ -53,6 +60,7 @@ class Underfitting:
     late: float = 0.3  # the last 30% of each curve is where "still falling" is read
     max_progress: float = 0.1  # falling less than 10% of its drop so far over that stretch: stalled
     min_level_log_c: float = 0.4  # the model removed less than 60% of a uniform guess's loss
+    near_chance: float = 0.8  # both losses within a fifth of a uniform guess's: no better than chance
     max_stall_start: float = 0.5  # "most of the run at the stall level"
     min_train_points: int = 20  # a stall and a late trend need this many training points
     min_val_points: int = 4  # and this many evaluations
@@ -123,15 +131,20 @@ class Underfitting:
         v_head = float(np.median(v[:3])) if v.size >= 10 else float(v[0])
         t_fall, t_allow = self._late_progress(ts, t, head - t_end)
         v_fall, v_allow = self._late_progress(vs, v, max(v_head - v_end, 0.0))
-        if t_fall > t_allow or v_fall > v_allow:
+        # Near chance, a validation loss that still creeps down is stuck too while its late pace, kept for
+        # another run's length, would leave it high (dropout 0.9: 1.59 -> 1.49 at log(5) = 1.61).
+        chance = found is not None and min(t_end, v_end) >= self.near_chance * reference
+        v_projected = v_end - v_fall / self.late
+        if t_fall > t_allow or not (v_fall <= v_allow or (chance and v_projected >= min_level * reference)):
             return  # still learning: train longer first
         t_start = self._stall_start(ts, t, t_end, t_allow)
         v_start = self._stall_start(vs, v, v_end, v_allow)
-        if max(t_start, v_start) > self.max_stall_start:
+        if t_start > self.max_stall_start or (v_start > self.max_stall_start and not chance):
             return  # converged slowly over the whole run: not stuck early at a high level
         ev = {"reference": reference, "reference_source": source, "fraction_of_reference": t_end / reference,
               "train_stall_start": t_start, "val_stall_start": v_start, "initial_level": head, "train_final": t_end,
-              "val_final": v_end, "fraction_of_initial": fraction,
+              "val_final": v_end, "fraction_of_initial": fraction, "near_chance": chance,
+              "val_projected_one_more_run": v_projected,
               "val_fraction_of_initial": v_end / head, "train_val_gap": gap, "train_late_fall": t_fall,
               "val_late_fall": v_fall, "val_points": int(v.size)}
         yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),
@@ -139,4 +152,8 @@ class Underfitting:
                          sources=(src(run, "loss", ts), src(run, "val_loss", vs)),
                          summary=(f"train and validation loss both stall high: train {t_end:.4g} "
                                   f"({t_end / reference:.0%} of the {source} {reference:.4g}), validation {v_end:.4g} "
-                                  f"({gap:+.0%} from train), at that level from {max(t_start, v_start):.0%} of the run"))
+                                  f"({gap:+.0%} from train), " + (
+                                      f"at that level from {max(t_start, v_start):.0%} of the run"
+                                      if max(t_start, v_start) <= self.max_stall_start else
+                                      f"train at that level from {t_start:.0%} of the run; validation falls "
+                                      f"{v_fall:.3g} late, so another run at that pace leaves it at {v_projected:.4g}")))

@@ -38,8 +38,9 @@ def test_fires_when_every_step_overflows_from_step_200(tmp_path):
 
 
 def test_occasional_overflow_with_growth_back_is_silent(tmp_path):
-    """A healthy fp16 run: the scale halves on a rare overflow and grows back every growth_interval steps."""
-    steps, scale = _scales(lambda i: i % 37 == 5)
+    """A healthy fp16 run: the scale halves on a rare overflow (one step in 250, 0.4%; GradScaler's default
+    growth_interval of 2000 gives one in ~2000) and grows back every growth_interval steps."""
+    steps, scale = _scales(lambda i: i % 250 == 5, n=600)
     run = load_run(write_tb(tmp_path / "r", {"amp/loss_scale": (steps, scale)}), tmp_path / "f.duckdb")
     assert list(AmpOverflow().check(run)) == []
 
@@ -60,6 +61,46 @@ def test_fires_when_a_quarter_of_the_steps_overflow_at_a_steady_scale(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"amp/loss_scale": (steps, scale)}), tmp_path / "f.duckdb")
     [f] = AmpOverflow().check(run)
     assert 0.2 < f.evidence["skip_rate_after_calibration"] < 0.3 and f.step <= 12
+
+
+def _fp16_scales(reduction: str, growth_interval: int, n: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    """The loss scale of a real GradScaler over a tiny classifier whose forward runs under CPU fp16 autocast, so
+    the scaled backward really overflows fp16 when the loss is large (a summed loss is the batch size times
+    larger than a mean)."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 5)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cpu", growth_interval=growth_interval)
+    out = []
+    with one_torch_thread():
+        for _ in range(n):
+            x, y = torch.randn(32, 16) * 3, torch.randint(0, 5, (32,))
+            with torch.autocast("cpu", dtype=torch.float16):
+                logits = model(x)
+            loss = torch.nn.functional.cross_entropy(logits.float(), y, reduction=reduction)
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            out.append(scaler.get_scale())
+    return np.arange(1, n + 1), np.array(out)
+
+
+def test_fires_when_a_summed_fp16_loss_keeps_overflowing_at_a_low_scale(tmp_path):
+    """Issue 12: a summed loss under fp16 keeps the scale at 1024-2048 (from 65536), halving again each time it
+    grows back: a few percent of the optimizer steps skipped, read from a scale logged every 10 steps."""
+    steps, scale = _fp16_scales("sum", growth_interval=20)
+    run = load_run(write_tb(tmp_path / "r", {"amp/loss_scale": (steps[9::10], scale[9::10])}), tmp_path / "f.duckdb")
+    [f] = AmpOverflow().check(run)
+    assert 0.01 <= f.evidence["skip_rate_after_calibration"] < 0.1 and f.evidence["max_scale"] <= 8192
+
+
+def test_mean_fp16_loss_with_default_scaler_is_silent(tmp_path):
+    steps, scale = _fp16_scales("mean", growth_interval=2000)
+    run = load_run(write_tb(tmp_path / "r", {"amp/loss_scale": (steps, scale)}), tmp_path / "f.duckdb")
+    assert list(AmpOverflow().check(run)) == []
 
 
 def _scaler_checkpoints(root, overflow, n: int = 200, every: int = 40):

@@ -1,6 +1,7 @@
 """divergence on real TensorBoard event files."""
 
 import numpy as np
+import pytest
 
 from forensics.detectors import Divergence
 from tests.runwriters import curve, load_run, write_tb
@@ -49,5 +50,31 @@ def test_loss_blown_up_before_the_log_began(tmp_path):
 def test_short_noisy_healthy_log_is_silent(tmp_path):
     steps = np.arange(1, 9)
     loss = np.array([2.3, 1.9, 1.7, 1.75, 1.6, 1.62, 1.55, 1.58])  # falls, with an ordinary wobble
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def test_rise_then_noisy_plateau_is_divergence(tmp_path):
+    """SGD far above a stable LR throws the loss from 2.3 to ~30 within 60 of 800 steps; it then swings 15-45
+    there without a trend, so Mann–Kendall after the minimum sees a flat top (issue 12): the tail still sits
+    above the points at the minimum on ranks."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 801)
+    level = 2.3 + 27.7 * np.clip((steps - 3) / 60, 0, 1)
+    loss = level * np.exp(rng.normal(0, 0.25, steps.size))
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.kind == "divergence" and f.step <= 20 and f.severity == "critical"
+    assert f.evidence["level_shift_p"] < 1e-6 and f.evidence["growth_factor"] > 3
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_noisy_converging_run_with_a_bump_is_silent(tmp_path, seed):
+    """A healthy noisy loss that falls, bumps up by a third for a while and falls again: the rank test
+    compares the tail with the minimum, which the tail is not above."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(600) * 5
+    base = 0.4 + 1.9 * np.exp(-steps / 400) + 0.3 * np.exp(-((steps - 1500) / 200) ** 2)
+    loss = base * np.exp(rng.normal(0, 0.2, steps.size))
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []

@@ -42,3 +42,21 @@ def test_single_nonfinite_loss_between_finite_ones_is_a_spike(tmp_path):
                    tmp_path / "f.duckdb")
     [f] = LossSpike().check(run)
     assert f.step == 45459 and f.evidence["value"] == "inf" and f.evidence["next_value"] == np.float32(1.25)
+
+
+def test_a_jump_that_undoes_little_of_the_progress_near_zero_is_not_a_spike(tmp_path):
+    """A healthy LSTM near the end of training (issue 12): at 0.011, one batch reads 0.067 (×6, 7+ log sigmas
+    in this series' noise), a twentieth of the way back to the start 0.69; the same jump at a loss of 0.3
+    (a bad batch throwing the model back a third of the way it came) is a spike."""
+    rng = np.random.default_rng(6)
+    steps = np.arange(600)
+    loss = (0.68 * np.exp(-steps / 60) + 0.011) * np.exp(rng.normal(0, 0.12, steps.size))
+    loss[450] = 6 * np.median(loss[420:450])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert list(LossSpike(min_undo=0.0).check(run))  # the jump is there by z and ratio alone
+    assert list(LossSpike().check(run)) == []
+    loss = (0.68 * np.exp(-steps / 60) + 0.3) * np.exp(rng.normal(0, 0.12, steps.size))
+    loss[450] = 2.5 * np.median(loss[420:450])
+    run = load_run(write_tb(tmp_path / "s", {"loss": (steps, loss)}), tmp_path / "g.duckdb")
+    [f] = LossSpike().check(run)
+    assert f.step == 450 and f.evidence["undone"] > 0.25

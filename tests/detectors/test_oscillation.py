@@ -60,3 +60,33 @@ def test_logging_window_means_of_noisy_batches_are_silent(tmp_path):
     rng = np.random.default_rng(7)
     batches = 1.2 * (1 + rng.normal(0, 0.8, (200, 10))).clip(0.01)
     assert _check(tmp_path, np.arange(1, 201) * 10, batches.mean(axis=1)) == []
+
+
+def test_fires_on_a_loss_thrown_far_above_chance_that_swings_without_settling(tmp_path):
+    """SGD at LR 1.2 on a tanh MLP (issue 12): the loss is thrown from 4 to ~8, five times log(5), and jumps
+    ±40% from batch to batch for the rest of the run, as independent as noise (no autocorrelation)."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(1, 81) * 10
+    loss = np.minimum(4.0 + steps / 30, 8.5) * np.exp(rng.normal(0, 0.4, steps.size))
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}, config={"num_classes": 5}),
+                   tmp_path / "f.duckdb")
+    [f] = Oscillation().check(run)
+    assert f.evidence["rule"] == "unsettled" and f.step >= 400
+    assert f.evidence["level"] / f.evidence["reference"] > 3 and f.evidence["reference_source"] == "log(5)"
+    assert f.evidence["progress"] == 0.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_noise_at_chance_level_is_silent(tmp_path, seed):
+    """A model that learns nothing: the loss sits at log(5) with ±25% batch noise. Flat, not thrown around:
+    its level is at its reference, not far above it."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, 401) * 2
+    loss = np.log(5) * np.exp(rng.normal(0, 0.25, steps.size))
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}, config={"num_classes": 5}),
+                   tmp_path / "f.duckdb")
+    assert _check_run(run) == []
+
+
+def _check_run(run):
+    return list(Oscillation().check(run))

@@ -100,3 +100,30 @@ def test_a_slow_approach_over_the_whole_run_is_not_a_stall(tmp_path):
     fast = load_run(write_tb(tmp_path / "s", {"train/loss": curve(n=300, start=1.7, floor=0.7, tau=400),
                                               "val/loss": _val(0.72)}), tmp_path / "s.duckdb")
     assert [f.kind for f in Underfitting().check(fast)] == ["underfitting"]
+
+
+def test_fires_near_chance_while_validation_still_creeps(tmp_path):
+    """Dropout 0.9 (issue 12): train falls from 2.0 to ~1.55 early and stays; validation (dropout off) creeps
+    from 1.59 to 1.49 over the whole run: both at ~0.95 log(5), and another run at that pace stays high."""
+    rng = np.random.default_rng(2)
+    steps = np.arange(1, 401) * 2
+    train = (1.55 + 0.45 * np.exp(-steps / 40)) * (1 + rng.normal(0, 0.03, steps.size))
+    vsteps = np.arange(1, 26) * 32
+    val = 1.59 - 0.10 * vsteps / 800
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (vsteps, val)},
+                            config={"num_classes": 5}), tmp_path / "f.duckdb")
+    [f] = Underfitting().check(run)
+    assert f.evidence["near_chance"] and f.evidence["fraction_of_reference"] > 0.9
+    assert f.evidence["val_projected_one_more_run"] > 0.4 * np.log(5)
+
+
+def test_slow_creep_well_below_chance_is_silent(tmp_path):
+    """The same shapes at 0.6 log(5): not near chance, so validation still falling means still learning."""
+    rng = np.random.default_rng(2)
+    steps = np.arange(1, 401) * 2
+    train = (0.97 + 0.9 * np.exp(-steps / 40)) * (1 + rng.normal(0, 0.03, steps.size))
+    vsteps = np.arange(1, 26) * 32
+    val = 1.05 - 0.10 * vsteps / 800
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (vsteps, val)},
+                            config={"num_classes": 5}), tmp_path / "f.duckdb")
+    assert list(Underfitting().check(run)) == []
