@@ -374,6 +374,18 @@ class SpikeRule:
     crowd_z_factor: float = 2.0  # in such a crowd, a spike must be this many times the crowd's median z
 
 
+def resolution(values: np.ndarray) -> float:
+    """The step a printed series moves in: the smallest positive gap between its distinct finite values, when
+    they sit on a decimal grid coarser than float32 (0 for a series logged at full precision)."""
+    u = np.unique(np.asarray(values, dtype=float))
+    u = u[np.isfinite(u)]
+    if u.size < 2:
+        return 0.0
+    gap = float(np.min(np.diff(u)))
+    scale = float(np.max(np.abs(u)))
+    return gap if gap > 1e-6 * scale else 0.0  # float32 carries ~7 digits: a gap above that is the print's
+
+
 def spikes(steps: np.ndarray, values: np.ndarray, rule: SpikeRule = SpikeRule(), direction: int = 1) -> pl.DataFrame:
     """Isolated jumps of a series far from its trailing robust baseline that come back within `rule.recover` points.
 
@@ -415,6 +427,12 @@ def spikes(steps: np.ndarray, values: np.ndarray, rule: SpikeRule = SpikeRule(),
     use_recent = np.isfinite(recent) & (direction * (recent - med) > 0)
     med = np.where(use_recent, recent, med)
     floor = np.maximum(sig, 1e-12 * np.abs(med) + 1e-300)
+    # A value printed with few decimals moves in steps of the print's resolution (a loss of 0.0001 logged as
+    # `0.0001`/`0.0002` has a MAD of 0): noise is at least half that step, so one step is not a 10^12-sigma spike.
+    res = resolution(fin)
+    if res > 0:
+        half = 0.5 * (np.log1p(res / np.exp(med)) if log_scale else np.full_like(med, res))
+        floor = np.maximum(floor, np.where(np.isfinite(half), half, 0.0))
     zz = direction * (y - med) / floor
     jump = direction * (y - med)
     big = jump >= (math.log1p(min_ratio) if log_scale else min_ratio * np.abs(med))

@@ -316,3 +316,17 @@ def test_mann_whitney_sign_and_edge_cases():
     assert stats.mann_whitney(np.array([]), high).p == 1.0
     assert stats.mann_whitney(np.ones(5), np.ones(5)).p == 1.0  # no spread at all
     assert stats.mann_whitney(np.array([1.0, np.nan, 2.0]), np.array([np.inf, 3.0, 4.0])).u == 4.0
+
+
+def test_a_printed_series_is_not_spiky_at_its_resolution():
+    # a loss near 1e-4 printed with four decimals: 0.0001 most steps, 0.0002 now and then (MAD 0)
+    rng = np.random.default_rng(3)
+    y = np.where(rng.random(400) < 0.08, 0.0002, 0.0001)
+    assert stats.resolution(y) == pytest.approx(0.0001)
+    assert stats.spikes(np.arange(400), y).height == 0
+    y[200] = 0.05  # a real jump (×500) still stands out
+    assert stats.spikes(np.arange(400), y)["step"].to_list() == [200]
+
+
+def test_full_precision_has_no_resolution():
+    assert stats.resolution(np.random.default_rng(0).lognormal(0, 1, 500).astype(np.float32)) == 0.0
