@@ -108,6 +108,9 @@ def build_run(spec: RunSpec, root: Path) -> dict:
     stats_acts: dict[str, str] = {}
     stats_what: tuple = ()
     every_stats = 1
+    # calib replica 3 of a healthy recipe is instrumented (issue 12's false-alarm budget needs healthy runs
+    # that log per-layer norms, unit statistics, memory, a loss scale and saved batches)
+    instrumented = bug == "none" and spec.replica == 3
 
     # ---- the bug, before the optimizer exists
     if bug in ("nan_lr", "log_zero", "exploding_guard"):  # a learning rate `mag` times the family's working one
@@ -125,6 +128,11 @@ def build_run(spec: RunSpec, root: Path) -> dict:
     elif bug == "vanishing_deep_sigmoid":
         stats_layers = ["body.fc1", f"body.fc{int(mag) // 2}", "head"]
         stats_what = ("grad",)
+    elif instrumented and fam in ("mlp", "mlp_long", "finetune"):  # per-layer grad norms and unit statistics
+        stats_layers, stats_what = ["body.fc1", "body.fc2", "head"], ("grad",)
+        act = "gelu" if fam == "finetune" else knobs.get("act", "relu")
+        if act in ("relu", "tanh"):
+            stats_acts = {"body.act1": act, "body.act2": act}
     elif bug == "update_ratio_tiny_lr":
         lr = mag
         stats_layers, stats_what, every_stats = ["body.fc1", "body.fc2", "head"], ("update",), 1
@@ -247,6 +255,13 @@ def build_run(spec: RunSpec, root: Path) -> dict:
     if bug == "memory_growth":
         fit_kw["keep_losses"] = True
         extra_tags += ("rss_mb",)
+    if instrumented:  # a healthy run that logs what the memory, batch and loss-scale detectors read
+        fit_kw["log_rss"] = True
+        extra_tags += ("rss_mb",)
+        fit_kw.setdefault("save_batches_at", tuple(int(steps * f) for f in (0.3, 0.5, 0.7)))
+        if fam in ("mlp", "mlp_long", "finetune"):  # fp16 autocast with the default scaler and a mean loss
+            fit_kw.update(scaler=torch.amp.GradScaler("cpu"), amp_dtype=torch.float16)
+            extra_tags += ("scale",)
     if bug == "throughput_stalls":
         jit = rng.normal(0, 0.004, steps + 2)
         period = int(mag)

@@ -18,6 +18,8 @@ class DeadRelu:
     Detects: logged per-layer dead-unit fractions (series like `activations/<layer>/dead_fraction`) whose
     level over the last `tail` of the run is at least `threshold`. Computing them from a checkpoint and
     a saved batch waits for replay; until then runs without such logs are reported as skipped.
+    False alarms: fires on 0 of the 5 healthy runs it could check (at most 60% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: dead units never recover and waste capacity; often an LR or init problem.
     Evidence: layers with their dead fraction, steps covered.
     """

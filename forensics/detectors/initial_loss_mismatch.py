@@ -24,6 +24,9 @@ class InitialLossMismatch:
     below the loss at init, so a high ratio only understates the mismatch, while a low one may just be
     learning. So the low side needs the first point at step ≤ `max_low_step` and no sign of pretrained
     weights in the config (`PRETRAINED_KEYS`: a fine-tuned model rightly starts far below log(C)).
+    False alarms: fires on 1 of the 146 healthy runs it could check, a
+    development run whose label we dispute (docs/engine.md) (0.68%;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: a model at init should be unsure; far above means confidently wrong logits (double softmax, bad
     final-layer init, a loss summed instead of averaged), far below means labels leak into the inputs.
     Evidence: first step and loss, C and the key it came from, log(C), ratio, the thresholds; where the config

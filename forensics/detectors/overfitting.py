@@ -29,6 +29,9 @@ class Overfitting:
     overfitting, 11 evaluations) 1.7; no threshold takes the second without the first, so it stays a known
     miss. The minimum of n noisy points sits about σ·√(2 ln n) below the level, which is why the rise is
     measured in point sigmas, not in the standard error of two medians.
+    False alarms: fires on 1 of the 171 healthy runs it could check, a
+    development run whose label we dispute (docs/engine.md) (0.58%;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
     """

@@ -39,6 +39,8 @@ class SampledLog:
     least `min_points` points (a logger writing every N steps has one or two distinct gaps). An export whose
     `__MIN`/`__MAX` companions equal the value on every row, at evenly spaced steps, holds every logged
     point (a short run that fit the chart) and is not reported.
+    False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: spikes and the exact NaN step may have been sampled away.
     Evidence: format, points, steps covered, distinct gap fraction.
     """

@@ -45,6 +45,8 @@ class Underfitting:
     validation loss that rises well above train is overfitting, one far below it something else. A run
     can show plateau too: plateau reads the train curve alone, this one says that validation agrees, so
     more capacity (not regularisation) is the lever.
+    False alarms: fires on 0 of the 88 healthy runs it could check (at most 3.4% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: the model cannot fit even the training data: too little capacity, LR too small, too much
     regularisation, too short training.
     Evidence: the reference (log C or initial loss) and its source, initial, final train and val levels,

@@ -288,6 +288,7 @@ class Fit:
     save_batches_at: tuple = ()                # steps whose batch is saved (spikes)
     stop_after_nan: int | None = None          # stop this many steps after the first non-finite loss
     keep_losses: bool = False                  # BUG knob: metric losses (with graphs) kept in a list
+    log_rss: bool = False                      # log the process RSS (rss_mb) every step, as a leaking run does
     stop_at: int | None = None                 # crash: the process dies after this step
     step_offset: int = 0                       # logged step = loop step + offset (Lightning: -1)
     first_step: int = 1                        # a resumed run starts after its checkpoint
@@ -401,7 +402,7 @@ def fit(ctx: Ctx, model, opt, loss_fn, f: Fit) -> dict:
                     save_batch(ctx, s + f.step_offset, b, f.batch_fmt)
         if step in f.save_batches_at:
             save_batch(ctx, step + f.step_offset, batches[0], f.batch_fmt)
-        if f.keep_losses:
+        if f.keep_losses or f.log_rss:
             extra["rss_mb"] = _rss_mb()
         ctx.wall += f.dt(step)
         metrics = {"loss": step_loss, "grad_norm": gn, "lr": lr, **extra}
