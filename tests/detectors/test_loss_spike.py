@@ -35,6 +35,23 @@ def test_heavy_tailed_noise_near_zero_is_not_a_spike(tmp_path):
     assert list(LossSpike().check(run)) == []
 
 
+def test_heavy_tailed_bursts_need_to_beat_their_own_extremes(tmp_path):
+    """SGD trained to ~0.01: batches x5-9 above the level every ~20 steps and a few x20 ones, which the
+    baseline's sigma calls spikes; a corrupt batch (x300) still stands far above the run's own extremes."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(2500)
+    loss = (0.7 * np.exp(-steps / 100) + 0.01) * rng.lognormal(0, 0.3, steps.size)
+    small = rng.choice(np.arange(300, 2500), 110, replace=False)
+    loss[small] *= rng.uniform(5, 9, small.size)
+    loss[[700, 1200, 1600, 2100]] *= 20
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert list(LossSpike(heavy=float("inf")).check(run)) and not list(LossSpike().check(run))  # the rule does it
+    loss[1800] = 300 * np.median(loss[1700:1800])
+    run = load_run(write_tb(tmp_path / "r2", {"loss": (steps, loss)}), tmp_path / "f2.duckdb")
+    [f] = LossSpike().check(run)
+    assert f.step == 1800 and f.evidence["recent_max_excursion"] >= 3
+
+
 def test_single_nonfinite_loss_between_finite_ones_is_a_spike(tmp_path):
     """ipex-llm#1486: 1.26, 1.31, Infinity, 1.25 — a non-finite blip that recovers, on four lines."""
     steps = np.arange(45457, 45461)
