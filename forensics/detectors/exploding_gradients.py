@@ -93,7 +93,8 @@ class ExplodingGradients:
             before = calm[calm < a]
             if before.size and a - before[-1] <= self.onset_lookback * self.window:
                 a = int(before[-1]) + 1
-            b0 = base[a] if np.isfinite(base[a]) else np.nanmedian(lg[max(0, a - self.window):a + 1])
+            around = lg[max(0, a - self.window):a + 1]
+            b0 = base[a] if np.isfinite(base[a]) else (np.nanmedian(around) if np.isfinite(around).any() else np.nan)
             if not np.isfinite(b0):
                 continue
             seg = lg[a:b + 1]

@@ -24,7 +24,10 @@ class MaskedNonfinite:
     average) or exactly 0.0, and no higher than the highest finite loss logged before (a huge finite loss
     next to an overflowing norm is divergence, which the logs show plainly). The non-finite norm must persist
     (`min_streak` logged points, to the end, or next to a loss of exactly 0.0): a lone Inf norm followed by
-    finite ones is an fp16 step that GradScaler skipped.
+    finite ones is an fp16 step that GradScaler skipped. Where a loss scale is logged, a non-finite norm on a
+    step where the scale fell (logged after the scaler's update: below the previous point) is such a skipped
+    step whatever the streak: GradScaler's start-up calibration halves 65536 over several overflowing steps
+    in a row, and that hides nothing.
     False alarms: fires on 0 of the 168 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
@@ -40,6 +43,10 @@ class MaskedNonfinite:
         grad = run.series("grad_norm").select("step", pl.col("value").alias("grad"))
         both = loss.join(grad, on="step").sort("step")
         bad = ~both["grad"].is_finite().fill_null(False).to_numpy()
+        if bad.any() and run.has("loss_scale"):
+            scale = run.series("loss_scale").sort("step")
+            fell = scale.with_columns((pl.col("value") < pl.col("value").shift(1)).alias("fell")).filter("fell")
+            bad &= ~np.isin(both["step"].to_numpy(), fell["step"].to_numpy())  # the scaler skipped those steps
         if not bad.any():
             return
         # The loss must look ordinary there: 0.0, or no higher than any finite loss before the first bad grad

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from forensics.detectors import MaskedNonfinite
-from tests.runwriters import hf_history, load_run, write_trainer_state
+from tests.runwriters import hf_history, load_run, one_torch_thread, write_tb, write_trainer_state
 
 
 def _hf_logs(step_loss: np.ndarray, step_norm: np.ndarray, every: int = 10):
@@ -59,4 +59,37 @@ def test_one_skipped_fp16_overflow_step_is_silent(tmp_path):
     norm[[199, 579]] = np.inf  # logged steps 200 and 580 overflowed; the scaler skipped them
     steps, loss, norm = _hf_logs(loss, norm)
     run = load_run(write_trainer_state(tmp_path / "r", hf_history(steps, loss, norm)), tmp_path / "f.duckdb")
+    assert list(MaskedNonfinite().check(run)) == []
+
+
+def test_gradscaler_start_up_overflows_hide_nothing(tmp_path):
+    """A real GradScaler under CPU fp16 autocast starts at 65536 and halves on each overflowing step: the
+    first steps log a non-finite grad norm (unscaled after the overflow) beside a finite loss, several in a
+    row. The logged loss scale falls at each of them: the scaler skipped those steps, nothing is hidden."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 5)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cpu")
+    loss_, norm_, scale_ = [], [], []
+    with one_torch_thread():
+        for _ in range(60):
+            x, y = torch.randn(32, 16) * 3, torch.randint(0, 5, (32,))
+            with torch.autocast("cpu", dtype=torch.float16):
+                logits = model(x)
+            loss = torch.nn.functional.cross_entropy(logits.float(), y, reduction="sum")
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            norm_.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))))
+            scaler.step(opt)
+            scaler.update()
+            loss_.append(float(loss.detach()))
+            scale_.append(scaler.get_scale())
+    steps = np.arange(1, 61)
+    norms = np.array(norm_)
+    assert (~np.isfinite(norms[:3])).all()  # the start-up calibration: overflowing steps in a row
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, np.array(loss_)), "train/grad_norm": (steps, norms),
+                                             "train/loss_scale": (steps, np.array(scale_))}), tmp_path / "f.duckdb")
     assert list(MaskedNonfinite().check(run)) == []
