@@ -27,7 +27,9 @@ class MaskedNonfinite:
     finite ones is an fp16 step that GradScaler skipped. Where a loss scale is logged, a non-finite norm on a
     step where the scale fell (logged after the scaler's update: below the previous point) is such a skipped
     step whatever the streak: GradScaler's start-up calibration halves 65536 over several overflowing steps
-    in a row, and that hides nothing.
+    in a row, and that hides nothing. With a loss scale logged (fp16 under a scaler), a streak of non-finite
+    norms counts only when it never recovers: a scale logged every few steps may not show each halving, but
+    a skipped step leaves the weights finite and the norm comes back.
     False alarms: fires on 0 of the 168 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
@@ -58,9 +60,13 @@ class MaskedNonfinite:
         # A NaN that poisons the weights keeps the norm non-finite: a streak of `min_streak` logged points, one
         # reaching the end, or one behind a loss of exactly 0.0 (a window of only NaN steps). A lone Inf norm
         # followed by finite ones is a step GradScaler skipped under fp16: nothing is hidden there.
+        # Under a GradScaler (a loss scale is logged) a skipped step leaves the weights finite, so the norm comes
+        # back however many steps overflowed in a row: only a streak that never recovers hides a NaN there.
+        scaled = run.has("loss_scale")
         keep = np.zeros(bad.size, dtype=bool)
         for a, b in stats.runs_of(bad):
-            if b - a + 1 >= self.min_streak or b == bad.size - 1 or bool(np.any(lv[a:b + 1] == 0.0)):
+            long = b - a + 1 >= self.min_streak and not scaled
+            if long or b == bad.size - 1 or bool(np.any(lv[a:b + 1] == 0.0)):
                 keep[a:b + 1] = True
         hit = both.filter(pl.Series(keep & ordinary))
         if hit.height == 0:

@@ -43,6 +43,9 @@ class Overfitting:
     min_rise: float = 0.05  # validation 5% above its minimum: a user would stop earlier for that
     noise_k: float = 3.0  # and three noise sigmas above it
     max_train_share: float = 0.5  # a training loss rising by half the validation rise or more: divergence
+    # ... or rising by a fifth of its own level: the catalog's overfitting needs a training loss that keeps
+    # falling (a run whose validation goes 1.06 → 40 while training goes 1 → 14 is diverging, not overfitting)
+    max_train_rise: float = 0.2
     min_points: int = 5  # evaluations needed to place a minimum with points after it
 
     def unavailable(self, run: Run) -> str | None:
@@ -71,7 +74,9 @@ class Overfitting:
             return
         slope, _ = stats.theil_sen(ts[after], tv[after])
         train_change = slope * (ts[after][-1] - ts[after][0])
-        if train_change > self.max_train_share * rise:
+        train_level = float(np.median(tv[after][:3]))
+        if train_change > self.max_train_share * rise or (
+                train_level > 0 and train_change > self.max_train_rise * train_level):
             return  # both rise: that is divergence, not overfitting
         ev = {"crossover_step": int(vs[imin]), "val_min": lo, "val_final": final, "val_rise": rise,
               "val_rise_relative": rise / abs(lo) if lo else None, "val_noise": sigma, "mk_p": trend.p,

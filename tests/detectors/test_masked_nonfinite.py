@@ -93,3 +93,39 @@ def test_gradscaler_start_up_overflows_hide_nothing(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, np.array(loss_)), "train/grad_norm": (steps, norms),
                                              "train/loss_scale": (steps, np.array(scale_))}), tmp_path / "f.duckdb")
     assert list(MaskedNonfinite().check(run)) == []
+
+
+def test_overflow_streaks_that_recover_under_a_logged_scale_hide_nothing(tmp_path):
+    """A real GradScaler that grows after every good step (growth_interval=1) overflows every other step; logged
+    every 5 steps, three Inf norms in a row appear with no visible fall of the scale. The scaler skipped those
+    steps and the norm comes back: with the loss scale logged that is not a hidden NaN; without it, it is."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 5)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler("cpu", growth_interval=1)
+    loss_, norm_, scale_ = [], [], []
+    with one_torch_thread():
+        for _ in range(300):
+            x, y = torch.randn(32, 16) * 3, torch.randint(0, 5, (32,))
+            with torch.autocast("cpu", dtype=torch.float16):
+                logits = model(x)
+            loss = torch.nn.functional.cross_entropy(logits.float(), y, reduction="sum")
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            norm_.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))))
+            scaler.step(opt)
+            scaler.update()
+            loss_.append(float(loss.detach()))
+            scale_.append(scaler.get_scale())
+    steps = np.arange(1, 301)[4::5]
+    loss, norms, scale = np.array(loss_)[4::5], np.array(norm_)[4::5], np.array(scale_)[4::5]
+    bad = ~np.isfinite(norms)
+    assert any(bad[i:i + 3].all() for i in range(bad.size - 3)) and np.isfinite(norms[-5:]).any()
+    logged = {"train/loss": (steps, loss), "train/grad_norm": (steps, norms)}
+    with_scale = load_run(write_tb(tmp_path / "a", {**logged, "train/loss_scale": (steps, scale)}), tmp_path / "a.duckdb")
+    assert list(MaskedNonfinite().check(with_scale)) == []
+    without = load_run(write_tb(tmp_path / "b", logged), tmp_path / "b.duckdb")
+    assert list(MaskedNonfinite().check(without))
