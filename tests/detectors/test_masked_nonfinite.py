@@ -62,19 +62,19 @@ def test_one_skipped_fp16_overflow_step_is_silent(tmp_path):
     assert list(MaskedNonfinite().check(run)) == []
 
 
-def test_gradscaler_start_up_overflows_hide_nothing(tmp_path):
-    """A real GradScaler under CPU fp16 autocast starts at 65536 and halves on each overflowing step: the
-    first steps log a non-finite grad norm (unscaled after the overflow) beside a finite loss, several in a
-    row. The logged loss scale falls at each of them: the scaler skipped those steps, nothing is hidden."""
+def _fp16_steps(n: int, growth_interval: int = 2000) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Steps 1..n of a tiny classifier under CPU fp16 autocast with a real GradScaler and a summed loss (large
+    enough to overflow fp16 at a high scale): the loss, the grad norm unscaled before the step (Inf on a step
+    the scaler skips) and the scale after its update, as a training loop logs them."""
     import torch
 
     torch.manual_seed(0)
     model = torch.nn.Linear(16, 5)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    scaler = torch.amp.GradScaler("cpu")
+    scaler = torch.amp.GradScaler("cpu", growth_interval=growth_interval)
     loss_, norm_, scale_ = [], [], []
     with one_torch_thread():
-        for _ in range(60):
+        for _ in range(n):
             x, y = torch.randn(32, 16) * 3, torch.randint(0, 5, (32,))
             with torch.autocast("cpu", dtype=torch.float16):
                 logits = model(x)
@@ -87,11 +87,17 @@ def test_gradscaler_start_up_overflows_hide_nothing(tmp_path):
             scaler.update()
             loss_.append(float(loss.detach()))
             scale_.append(scaler.get_scale())
-    steps = np.arange(1, 61)
-    norms = np.array(norm_)
+    return np.arange(1, n + 1), np.array(loss_), np.array(norm_), np.array(scale_)
+
+
+def test_gradscaler_start_up_overflows_hide_nothing(tmp_path):
+    """A real GradScaler starts at 65536 and halves on each overflowing step: the first steps log a non-finite
+    grad norm beside a finite loss, several in a row. The logged loss scale falls at each of them: the scaler
+    skipped those steps, nothing is hidden."""
+    steps, loss, norms, scale = _fp16_steps(60)
     assert (~np.isfinite(norms[:3])).all()  # the start-up calibration: overflowing steps in a row
-    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, np.array(loss_)), "train/grad_norm": (steps, norms),
-                                             "train/loss_scale": (steps, np.array(scale_))}), tmp_path / "f.duckdb")
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, loss), "train/grad_norm": (steps, norms),
+                                             "train/loss_scale": (steps, scale)}), tmp_path / "f.duckdb")
     assert list(MaskedNonfinite().check(run)) == []
 
 
@@ -99,29 +105,7 @@ def test_overflow_streaks_that_recover_under_a_logged_scale_hide_nothing(tmp_pat
     """A real GradScaler that grows after every good step (growth_interval=1) overflows every other step; logged
     every 5 steps, three Inf norms in a row appear with no visible fall of the scale. The scaler skipped those
     steps and the norm comes back: with the loss scale logged that is not a hidden NaN; without it, it is."""
-    import torch
-
-    torch.manual_seed(0)
-    model = torch.nn.Linear(16, 5)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    scaler = torch.amp.GradScaler("cpu", growth_interval=1)
-    loss_, norm_, scale_ = [], [], []
-    with one_torch_thread():
-        for _ in range(300):
-            x, y = torch.randn(32, 16) * 3, torch.randint(0, 5, (32,))
-            with torch.autocast("cpu", dtype=torch.float16):
-                logits = model(x)
-            loss = torch.nn.functional.cross_entropy(logits.float(), y, reduction="sum")
-            opt.zero_grad()
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)
-            norm_.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))))
-            scaler.step(opt)
-            scaler.update()
-            loss_.append(float(loss.detach()))
-            scale_.append(scaler.get_scale())
-    steps = np.arange(1, 301)[4::5]
-    loss, norms, scale = np.array(loss_)[4::5], np.array(norm_)[4::5], np.array(scale_)[4::5]
+    steps, loss, norms, scale = (a[4::5] for a in _fp16_steps(300, growth_interval=1))
     bad = ~np.isfinite(norms)
     assert any(bad[i:i + 3].all() for i in range(bad.size - 3)) and np.isfinite(norms[-5:]).any()
     logged = {"train/loss": (steps, loss), "train/grad_norm": (steps, norms)}
