@@ -36,6 +36,12 @@ def stored(case: Case, cache: Path) -> tuple[Path, str]:
     return db, run_id_for(case.path)
 
 
+def as_dicts(result) -> list[dict]:
+    """An Analysis's findings in the shape `eval_corpus.score_case` reads (that of `analyze --json`)."""
+    return [{"kind": f.kind, "step": f.step, "step_end": f.step_end, "severity": f.severity,
+             "summary": f.summary} for f in result.findings]
+
+
 def findings(db: Path, run_id: str, kind: str, settings: dict[str, str]) -> tuple[list[dict], bool]:
     """The detector's findings on one stored run, and whether it could run there (not skipped)."""
     from forensics.analysis import analyze_stored
@@ -44,8 +50,7 @@ def findings(db: Path, run_id: str, kind: str, settings: dict[str, str]) -> tupl
     with connect(db, write=False) as con:
         result = analyze_stored(con, run_id, only=[kind], settings=settings)
     checked = not any(s.kind == kind for s in result.skipped)
-    return [{"kind": f.kind, "step": f.step, "step_end": f.step_end, "severity": f.severity,
-             "summary": f.summary} for f in result.findings], checked
+    return as_dicts(result), checked
 
 
 def sweep_one(cases: list[tuple[Case, Path, str]], kind: str, settings: dict[str, str]) -> dict:
@@ -80,9 +85,7 @@ def overview(cases: list[tuple[Case, Path, str]]) -> int:
         with connect(db, write=False) as con:
             result = analyze_stored(con, rid)
         skipped = {s.kind for s in result.skipped}
-        found = [{"kind": f.kind, "step": f.step, "step_end": f.step_end, "severity": f.severity,
-                  "summary": f.summary} for f in result.findings]
-        s = score_case(case, {"findings": found})
+        s = score_case(case, {"findings": as_dicts(result)})
         for kind, r in rows.items():
             mine = [f for f in s["fp"] if f["kind"] == kind]
             r["fp"] += len(mine)

@@ -36,14 +36,17 @@ class LossSpike:
     one); every labelled spike of the TUNE part, the gallery and shared/real_runs undoes 0.83 or more. The
     HOLDOUT and HOLDOUT2 parts, once measured, showed healthy SGD runs near 0.01 throwing single batches back
     0.30-0.49 of the way (×13-28 jumps, sparse enough that no recent excursion marks the noise as heavy), so
-    the threshold moved from 0.25 to 0.6, still under the labelled 0.83; HOLDOUT3 measures that change.
+    the threshold moved from 0.25 to 0.6, still under the labelled 0.83 (HOLDOUT3 and HOLDOUT4, generated
+    afterwards, show no healthy-run spike).
     And on a positive loss whose `max_window` points before the spike already hold an excursion of ×`heavy`
     or more above their local level (the trailing median of `window` points; earlier spikes excluded), the
     noise is heavy-tailed and its own extremes are its model: the spike must rise `min_over_max` × above the
     largest of them. SGD trained to ~0.01 throws single batches ×10-30 above the median that no baseline sigma
     explains; on the healthy tune and calib runs no spike rises more than 1.76× above the largest excursion
     of its 100 predecessors, while the corrupt-batch spikes rise 23-65× above theirs (5×: between the two,
-    with room on both sides; any value from 1 to 8 gives the same tune, calib and real_runs results). A spike
+    with room on both sides). Since `min_undo` is 0.6 this rule changes no tune, calib or real_runs result
+    (any `min_over_max` from 1 to 8, or the rule off, gives the same); it covers spikes that undo 0.6-1 of the
+    progress inside continuously heavy-tailed noise (tests/detectors/test_loss_spike.py). A spike
     that undoes all the progress made (`undo_always`) counts whatever the noise: the gallery's noisy SGD run
     (excursions ×3.1) jumps ×8.8 back above its starting loss before it diverges. A calm series (a PINN's
     ×2.3 spike over excursions of ×1.3) keeps the z rule alone.
