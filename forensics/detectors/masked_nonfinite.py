@@ -29,7 +29,8 @@ class MaskedNonfinite:
     step whatever the streak: GradScaler's start-up calibration halves 65536 over several overflowing steps
     in a row, and that hides nothing. With a loss scale logged (fp16 under a scaler), a streak of non-finite
     norms counts only when it never recovers: a scale logged every few steps may not show each halving, but
-    a skipped step leaves the weights finite and the norm comes back.
+    a skipped step leaves the weights finite and the norm comes back; that streak needs `min_streak` points
+    as well, since the last logged step of an fp16 run may be one skipped step.
     False alarms: fires on 0 of the 168 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
@@ -61,12 +62,15 @@ class MaskedNonfinite:
         # reaching the end, or one behind a loss of exactly 0.0 (a window of only NaN steps). A lone Inf norm
         # followed by finite ones is a step GradScaler skipped under fp16: nothing is hidden there.
         # Under a GradScaler (a loss scale is logged) a skipped step leaves the weights finite, so the norm comes
-        # back however many steps overflowed in a row: only a streak that never recovers hides a NaN there.
+        # back however many steps overflowed in a row: only a streak that never recovers hides a NaN there, and
+        # it needs `min_streak` points too (the very last logged step of an fp16 run may be one skipped step).
         scaled = run.has("loss_scale")
         keep = np.zeros(bad.size, dtype=bool)
         for a, b in stats.runs_of(bad):
-            long = b - a + 1 >= self.min_streak and not scaled
-            if long or b == bad.size - 1 or bool(np.any(lv[a:b + 1] == 0.0)):
+            n = b - a + 1
+            long = n >= self.min_streak and not scaled
+            at_end = b == bad.size - 1 and (n >= self.min_streak or not scaled)
+            if long or at_end or bool(np.any(lv[a:b + 1] == 0.0)):
                 keep[a:b + 1] = True
         hit = both.filter(pl.Series(keep & ordinary))
         if hit.height == 0:

@@ -113,3 +113,19 @@ def test_overflow_streaks_that_recover_under_a_logged_scale_hide_nothing(tmp_pat
     assert list(MaskedNonfinite().check(with_scale)) == []
     without = load_run(write_tb(tmp_path / "b", logged), tmp_path / "b.duckdb")
     assert list(MaskedNonfinite().check(without))
+
+
+def test_one_overflow_on_the_last_logged_step_under_a_scale_hides_nothing(tmp_path):
+    """The run stops right after a logged step the scaler skipped: the last logged norm is Inf, alone. Under a
+    logged loss scale that is one skipped step, not a NaN that poisoned the weights: a streak reaching the end
+    needs `min_streak` points there as well."""
+    steps, loss, norms, scale = (a[4::5] for a in _fp16_steps(300, growth_interval=1))
+    bad = ~np.isfinite(norms)
+    end = next(i for i in range(1, bad.size) if bad[i] and not bad[i - 1])  # a lone Inf after a finite norm
+    steps, loss, norms, scale = steps[:end + 1], loss[:end + 1], norms[:end + 1], scale[:end + 1]
+    logged = {"train/loss": (steps, loss), "train/grad_norm": (steps, norms)}
+    with_scale = load_run(write_tb(tmp_path / "a", {**logged, "train/loss_scale": (steps, scale)}), tmp_path / "a.duckdb")
+    assert list(MaskedNonfinite().check(with_scale)) == []
+    without = load_run(write_tb(tmp_path / "b", logged), tmp_path / "b.duckdb")  # no scaler in sight: it may hide a NaN
+    [f] = MaskedNonfinite().check(without)
+    assert f.step == int(steps[end])
