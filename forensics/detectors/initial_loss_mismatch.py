@@ -23,7 +23,10 @@ class InitialLossMismatch:
     over the first logging window (HF averages over `logging_steps`): for a falling loss that mean is
     below the loss at init, so a high ratio only understates the mismatch, while a low one may just be
     learning. So the low side needs the first point at step ≤ `max_low_step` and no sign of pretrained
-    weights in the config (`PRETRAINED_KEYS`: a fine-tuned model rightly starts far below log(C)).
+    weights in the config (`PRETRAINED_KEYS`: a fine-tuned model rightly starts far below log(C)). The high
+    side reads a window mean only while the loss does not grow after it (the median of the next
+    `window_after` points at most `max_rise_after` × the first): a loss that climbs from there was likely
+    climbing inside the first window too (an LR too high), and its mean says nothing of the loss at init.
     False alarms: fires on 1 of the 146 healthy runs it could check, a
     development run whose label we dispute (docs/engine.md) (0.68%;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
@@ -38,6 +41,8 @@ class InitialLossMismatch:
     high: float = 3.0
     low: float = 0.3
     max_low_step: int = 1
+    window_after: int = 5
+    max_rise_after: float = 1.2
 
     def unavailable(self, run: Run) -> str | None:
         if class_count(run) is None:
@@ -56,7 +61,9 @@ class InitialLossMismatch:
         ratio = first / log_c
         pretrained = pretrained_key(run)
         too_low = ratio <= self.low and step <= self.max_low_step and pretrained is None
-        if not (ratio >= self.high or too_low):
+        after = y[ok[1:1 + self.window_after]]
+        grew = step > self.max_low_step and after.size > 0 and float(np.median(after)) > self.max_rise_after * first
+        if not ((ratio >= self.high and not grew) or too_low):
             return
         ev = {"first_step": step, "first_loss": first, "classes": c, "classes_key": key, "log_classes": log_c,
               "ratio": ratio, "high": self.high, "low": self.low, "direction": "high" if ratio >= self.high else "low",

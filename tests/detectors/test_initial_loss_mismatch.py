@@ -39,3 +39,18 @@ def test_loss_near_log_c_is_silent_and_unknown_c_is_skipped(tmp_path):
     assert list(InitialLossMismatch().check(run)) == []
     bare = load_run(write_tb(tmp_path / "s", {"loss": (steps, np.asarray(loss) * 10)}), tmp_path / "s.duckdb")
     assert "class count" in missing_reason(InitialLossMismatch(), bare)
+
+
+def test_a_first_window_mean_of_a_climbing_loss_says_nothing_of_init(tmp_path):
+    """Logged every 10 steps, the first point is a mean over steps 1-10. With an LR too high the loss climbs
+    from log(C) inside that window and goes on climbing: 5× log(C) at step 10 is growth, not the loss at init.
+    The same mean followed by a falling loss (a bad final-layer init) still counts: its mean understates init."""
+    steps = np.arange(10, 310, 10)
+    rng = np.random.default_rng(0)
+    climbing = 5 * math.log(10) * np.exp(steps / 150) * (1 + rng.normal(0, 0.1, steps.size))
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, climbing)}, config={"num_classes": 10}), tmp_path / "a.duckdb")
+    assert list(InitialLossMismatch().check(run)) == []
+    _, falling = curve(start=5 * math.log(10), floor=0.3, n=steps.size)
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, falling)}, config={"num_classes": 10}), tmp_path / "b.duckdb")
+    [f] = InitialLossMismatch().check(run)
+    assert f.step == 10 and f.evidence["first_value_may_be_window_mean"]
