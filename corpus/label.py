@@ -112,6 +112,23 @@ def nan_rule(L: dict, G: dict, hf: bool, tag: str, gtag: str | None) -> tuple[li
     return out, onset
 
 
+def _seen_by_another_writer(found: list, onset: int | None, spec, L: dict, tag: str, allowed: set) -> tuple[list, int | None]:
+    """HF's filter hides a NaN loss from trainer_state.json, but the run's other writers (TensorBoard, W&B, CSV,
+    console) log the loss as the loop computed it. Where HF logged exactly 0.0 at the first masked step (a window
+    of only non-finite steps), they show it non-finite there: the NaN is in plain sight, so the kind is nan_loss
+    at that step and masked_nonfinite (true of trainer_state.json alone) is allowed."""
+    masked = next((e for e in found if e["kind"] == "masked_nonfinite"), None)
+    if masked is None or len(spec.loggers) < 2 or L.get(masked["step"]) != 0.0:
+        return found, onset
+    allowed.add("masked_nonfinite")
+    step = masked["step"]
+    seen = entry("nan_loss", step, masked["step_end"], tag, {"first_nonfinite_step": step,
+                 "hidden_in": "trainer_state.json", "shown_by": list(spec.loggers[1:])},
+                 f"HF logged 0.0 at step {step} (a window of only non-finite losses); "
+                 f"{', '.join(spec.loggers[1:])} logged the loss itself")
+    return [e for e in found if e is not masked] + [seen], step
+
+
 def nonfinite_weights_rule(root: Path, ckpts: list) -> list:
     from safetensors.torch import load_file
     for step, rel in ckpts:
@@ -167,6 +184,16 @@ def is_flat(L: dict, tol: float = 0.03) -> tuple[bool, dict]:
     ev = {"first_level": first, "last_level": last, "relative_change": (first - last) / abs(first),
           "lowest_running_median": low}
     return bool(abs(last - first) / abs(first) < tol and (first - low) / abs(first) < tol), ev
+
+
+def _no_update(G: dict, LR: dict) -> str | None:
+    """Why no optimizer step can move the weights, measured from the logs: every logged gradient norm is exactly
+    0 (no backward(), or every parameter frozen), or every logged learning rate is exactly 0; else None."""
+    for name, S in (("grad norm", G), ("learning rate", LR)):
+        _, v = _arr(_finite(S or {}))
+        if len(v) >= 5 and np.all(v == 0.0):
+            return f"{name} exactly 0 on all {len(v)} logged steps"
+    return None
 
 
 def overfitting_rule(L: dict, V: dict) -> tuple[str | None, dict]:
@@ -283,6 +310,7 @@ def label_run(spec, logs, facts, root: Path) -> dict:
 
     # universal: NaN, masked NaN, non-finite weights, divergence, flat, overfitting
     found, onset = nan_rule(L, G, hf, tag, gtag)
+    found, onset = _seen_by_another_writer(found, onset, spec, L, tag, allowed)
     for e in found:
         kinds.append(e)
     lab["nan_onset"] = onset
@@ -347,6 +375,11 @@ def _bug_rules(group, spec, logs, facts, root, L, V, G, LR, add, allowed):
                 f"{len(found)} transient spike(s), x{max(r for _, r in found):.1f} the median of the 10 points before")
         elif spikes(_finite(L), 2.0):
             allowed.add("loss_spike")
+    if group == "flat":  # `add` keeps the first flat_loss (is_flat's), if any
+        no_update = _no_update(G, LR)
+        if no_update and L:
+            add("flat_loss", min(L), max(L), tag, {"no_update": no_update},
+                f"no update can change the weights ({no_update}): the loss moves only with the data")
     if group in ("spike", "nan_input") and facts.get("saved_batches"):
         _bad_batch_rule(root, facts, add)
     if group == "plateau":
@@ -375,8 +408,12 @@ def _bug_rules(group, spec, logs, facts, root, L, V, G, LR, add, allowed):
         q = max(1, len(lv) // 4)
         tr = (np.median(lv[:q]) - np.median(lv[-q:])) / abs(np.median(lv[:q]))
         best = (vv[0] - vv.min()) / abs(vv[0])
-        ev = {"train_relative_fall": tr, "val_best_improvement": best, "val_first": vv[0]}
-        if tr >= 0.3 and best < 0.05:
+        rise = (float(np.median(vv[-2:])) - vv[0]) / abs(vv[0])
+        ev = {"train_relative_fall": tr, "val_best_improvement": best, "val_first": vv[0], "val_end_rise": rise}
+        # flat from the start: a validation loss that never improves and then rises is overfitting's shape (the
+        # human labels of shared/real_runs call tb_dlgn_v11/v12, ln 2 then up to x7, memorisation), so it is
+        # allowed here, not a kind
+        if tr >= 0.3 and best < 0.05 and rise <= 0.05:
             add("distribution_mismatch", vs[0], vs[-1], vtag, ev,
                 f"train falls {tr:.0%}, val never improves on its first value by more than {best:.1%}")
         else:

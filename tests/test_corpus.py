@@ -24,7 +24,7 @@ from tests.test_sample_runs import tb_scalars
 
 SPECS = {s.name: s for s in all_specs()}
 RUNS = ("nan_lr_regression_100_r0", "nan_input_mlp_1_r0", "nan_input_cnn_1_r0", "exploding_guard_regression_100_r1",
-        "healthy_mlp_sgd_linear_short_r0")
+        "healthy_mlp_sgd_linear_short_r0", "nan_lr_regression_60_r6", "flat_no_backward_lstm_1_r6")
 
 
 def _build(out: Path, name: str) -> dict:
@@ -117,6 +117,28 @@ def test_masked_nonfinite_in_trainer_state_and_the_nan_batch(corpus):
     bb = _kinds(lab)["bad_batch"]
     batch = torch.load(root / "batches" / f"step_{bb['step']}.pt", weights_only=True)
     assert not bool(torch.isfinite(batch["x"]).all())
+
+
+def test_a_nan_hidden_by_hf_but_logged_by_tensorboard_is_nan_loss(corpus):
+    """HF's filter logs 0.0 where the loss was NaN; the run's TensorBoard writer logged the loss itself, non-finite
+    from the same step: the NaN is visible, so the label is nan_loss there and masked_nonfinite is allowed."""
+    root, lab = _run(corpus, "nan_lr_regression_60_r6")
+    hist = json.loads((root / "trainer_state.json").read_text())["log_history"]
+    nan = _kinds(lab)["nan_loss"]
+    hf = next(x for x in hist if x["step"] == nan["step"] and "loss" in x)
+    assert hf["loss"] == 0.0 and math.isnan(hf["grad_norm"])
+    tb = tb_scalars(root)["Loss/train"]  # the TensorBoard writer's spelling in this run (TB_STYLES)
+    assert not math.isfinite(tb[nan["step"]]) and all(math.isfinite(v) for s, v in tb.items() if s < nan["step"])
+    assert lab["nan_onset"] == nan["step"] and "masked_nonfinite" in lab["allowed"]
+
+
+def test_no_backward_is_flat_loss_by_its_zero_gradient(corpus):
+    """The run never calls backward(): its logged grad norm is 0.0 throughout, so the weights cannot move and the
+    loss is flat by construction, whatever its minibatch noise does to the first/last-tenth rule."""
+    root, lab = _run(corpus, "flat_no_backward_lstm_1_r6")
+    grad = tb_scalars(root / "train")[lab["series"]["grad_norm"].removeprefix("train/")]
+    assert len(grad) >= 5 and all(v == 0.0 for v in grad.values())
+    assert "flat_loss" in _kinds(lab) and not lab["healthy"]
 
 
 def test_tensorboard_labels_match_event_files(corpus):
