@@ -37,3 +37,21 @@ def test_first_evaluation_after_the_fast_drop_is_silent(tmp_path):
     val = 0.32 + 0.01 * np.exp(-vs / 3000)
     run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (vs, val)}), tmp_path / "f.duckdb")
     assert list(DistributionMismatch().check(run)) == []
+
+
+def test_a_settled_validation_far_below_log_c_is_silent(tmp_path):
+    """A 2-class run first logged after most of its learning (0.18, far below log 2 = 0.69) keeps training down
+    to 0.01 while validation sits at 0.09 from its first evaluation on: it learnt, then settled. The first logged
+    training point is no untrained level; log(C) from the config is. A validation loss at log 2 all along, beside
+    the same training curve, is the mismatch."""
+    steps, train = curve(n=250, every=10, start=0.18, floor=0.008, tau=600)
+    config = {"num_classes": 2}
+    settled = {"train/loss": (steps, train), "val/loss": _val([0.09] * 12, every=200)}
+    run = load_run(write_tb(tmp_path / "a", settled, config=config), tmp_path / "a.duckdb")
+    assert list(DistributionMismatch().check(run)) == []
+    without_c = load_run(write_tb(tmp_path / "b", settled), tmp_path / "b.duckdb")
+    assert list(DistributionMismatch().check(without_c))  # only the first training point to go by: it fires
+    run = load_run(write_tb(tmp_path / "c", {"train/loss": (steps, train), "val/loss": _val([0.693] * 12, every=200)},
+                            config=config), tmp_path / "c.duckdb")
+    [f] = DistributionMismatch().check(run)
+    assert f.evidence["untrained_level"] == np.log(2)
