@@ -88,6 +88,11 @@ class ConsoleLog(gl.Console):
                 if k not in ("loss", "lr"):
                     self.logged.setdefault(k, {})[step] = float(f"{v:.4g}")
 
+    def val(self, step, metrics, wall):
+        super().val(step, metrics, wall)  # `eval @ step N | val_loss 0.1234 | val_acc 0.9160`: 4 decimals
+        for k, v in metrics.items():
+            self.logged.setdefault(k, {})[step] = float(f"{v:.4f}")
+
 
 class LoggerSet:
     """The run's writers; `primary` is the first, `tag(canonical)` its spelling, `series(canonical)` what it wrote."""
@@ -123,7 +128,8 @@ class LoggerSet:
                 tags = {k: k for k in ("loss", "lr", "grad_norm", "val_loss", "val_acc", "train_acc")}
             elif name == "console":
                 w = ConsoleLog(root, every=every, total=steps)
-                tags = {"loss": "loss", "lr": "lr", "grad_norm": "grad_norm", **extra}
+                tags = {"loss": "loss", "lr": "lr", "grad_norm": "grad_norm", "val_loss": "val_loss",
+                        "val_acc": "val_acc", **extra}
             else:
                 raise ValueError(name)
             self.writers.append(w)

@@ -24,7 +24,8 @@ from tests.test_sample_runs import tb_scalars
 
 SPECS = {s.name: s for s in all_specs()}
 RUNS = ("nan_lr_regression_100_r0", "nan_input_mlp_1_r0", "nan_input_cnn_1_r0", "exploding_guard_regression_100_r1",
-        "healthy_mlp_sgd_linear_short_r0", "nan_lr_regression_60_r6", "flat_no_backward_lstm_1_r6")
+        "healthy_mlp_sgd_linear_short_r0", "nan_lr_regression_60_r6", "flat_no_backward_lstm_1_r6",
+        "healthy_mlp_sgd_linear_short_r1")
 
 
 def _build(out: Path, name: str) -> dict:
@@ -139,6 +140,19 @@ def test_no_backward_is_flat_loss_by_its_zero_gradient(corpus):
     grad = tb_scalars(root / "train")[lab["series"]["grad_norm"].removeprefix("train/")]
     assert len(grad) >= 5 and all(v == 0.0 for v in grad.values())
     assert "flat_loss" in _kinds(lab) and not lab["healthy"]
+
+
+def test_console_labels_read_the_evaluations_the_log_prints(corpus):
+    """A run whose only writer is a train.log prints its evaluations as `eval @ step N | val_loss 0.1234 | ...`:
+    the labels read validation from those lines (4 decimals, as printed), so the validation kinds get labelled."""
+    root, lab = _run(corpus, "healthy_mlp_sgd_linear_short_r1")
+    printed = {}
+    for line in (root / "train.log").read_text().splitlines():
+        if "eval @ step" in line:
+            step = int(line.split("eval @ step")[1].split("|")[0])
+            printed[step] = float(line.split("val_loss")[1].split("|")[0])
+    assert len(printed) >= 4 and lab["series"]["val_loss"] == "val_loss"
+    assert {int(k): v for k, v in lab["measured"]["logged"]["val_loss"].items()} == printed  # JSON keys are strings
 
 
 def test_tensorboard_labels_match_event_files(corpus):
