@@ -78,3 +78,19 @@ def test_noisy_converging_run_with_a_bump_is_silent(tmp_path, seed):
     loss = base * np.exp(rng.normal(0, 0.2, steps.size))
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []
+
+
+def test_a_log_that_ends_on_a_blow_up_is_divergence(tmp_path):
+    """A regression whose script guards `if loss > limit: raise`: the loss falls to 3e-4, wanders up to 3e-3, and
+    the last line it logs is 0.034 before the job dies (corpus holdout, exploding_guard_regression_40_r1: 16
+    points, too few after the minimum for a trend test). The log ends on a blow-up, as one ending in NaN does.
+    The same log without its last line is no divergence."""
+    steps = np.arange(10, 170, 10)
+    loss = np.array([0.013, 0.00624, 0.00312, 0.0019, 0.00137, 0.000897, 0.000428, 0.000328, 0.00041, 0.0035,
+                     0.00293, 0.0022, 0.00156, 0.00245, 0.00333, 0.0337])
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, loss)}), tmp_path / "a.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["ends_on_blow_up"] and f.evidence["final_level"] == pytest.approx(0.0337)
+    assert list(Divergence(end_jump=0).check(run)) == []
+    cut = load_run(write_tb(tmp_path / "b", {"loss": (steps[:-1], loss[:-1])}), tmp_path / "b.duckdb")
+    assert list(Divergence().check(cut)) == []
