@@ -102,16 +102,22 @@ def test_a_slow_approach_over_the_whole_run_is_not_a_stall(tmp_path):
     assert [f.kind for f in Underfitting().check(fast)] == ["underfitting"]
 
 
+def _creeping_run(tmp_path, train_floor: float, train_drop: float, val_start: float):
+    """A 5-class run whose training loss falls by `train_drop` to `train_floor` early and stays, while validation
+    creeps down by 0.10 from `val_start` over the whole run."""
+    rng = np.random.default_rng(2)
+    steps = np.arange(1, 401) * 2
+    train = (train_floor + train_drop * np.exp(-steps / 40)) * (1 + rng.normal(0, 0.03, steps.size))
+    vsteps = np.arange(1, 26) * 32
+    val = val_start - 0.10 * vsteps / 800
+    return load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (vsteps, val)},
+                             config={"num_classes": 5}), tmp_path / "f.duckdb")
+
+
 def test_fires_near_chance_while_validation_still_creeps(tmp_path):
     """Dropout 0.9 (issue 12): train falls from 2.0 to ~1.55 early and stays; validation (dropout off) creeps
     from 1.59 to 1.49 over the whole run: both at ~0.95 log(5), and another run at that pace stays high."""
-    rng = np.random.default_rng(2)
-    steps = np.arange(1, 401) * 2
-    train = (1.55 + 0.45 * np.exp(-steps / 40)) * (1 + rng.normal(0, 0.03, steps.size))
-    vsteps = np.arange(1, 26) * 32
-    val = 1.59 - 0.10 * vsteps / 800
-    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (vsteps, val)},
-                            config={"num_classes": 5}), tmp_path / "f.duckdb")
+    run = _creeping_run(tmp_path, train_floor=1.55, train_drop=0.45, val_start=1.59)
     [f] = Underfitting().check(run)
     assert f.evidence["near_chance"] and f.evidence["fraction_of_reference"] > 0.9
     assert f.evidence["val_projected_one_more_run"] > 0.4 * np.log(5)
@@ -119,11 +125,5 @@ def test_fires_near_chance_while_validation_still_creeps(tmp_path):
 
 def test_slow_creep_well_below_chance_is_silent(tmp_path):
     """The same shapes at 0.6 log(5): not near chance, so validation still falling means still learning."""
-    rng = np.random.default_rng(2)
-    steps = np.arange(1, 401) * 2
-    train = (0.97 + 0.9 * np.exp(-steps / 40)) * (1 + rng.normal(0, 0.03, steps.size))
-    vsteps = np.arange(1, 26) * 32
-    val = 1.05 - 0.10 * vsteps / 800
-    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (vsteps, val)},
-                            config={"num_classes": 5}), tmp_path / "f.duckdb")
+    run = _creeping_run(tmp_path, train_floor=0.97, train_drop=0.9, val_start=1.05)
     assert list(Underfitting().check(run)) == []
