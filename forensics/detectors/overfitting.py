@@ -33,10 +33,10 @@ class Overfitting:
     overfitting, 11 evaluations) 1.7; no threshold takes the second without the first, so it stays a known
     miss. The minimum of n noisy points sits about σ·√(2 ln n) below the level, which is why the rise is
     measured in point sigmas, not in the standard error of two medians.
-    False alarms: fires on 2 of the 406 healthy runs it could check (0.49%): a development run whose label we
-    dispute (docs/engine.md) and one corpus run (benchmarks/calibrate.py over the corpus tune, calib and
-    holdout-holdout4 parts and shared/real_runs, 25 Nov 2026); the trend rule adds none at `trend_p` 0.01
-    (recall 34/42 against 32/42 without it; 0.05 takes one more labelled run, at p = 0.02).
+    False alarms: fires on 1 of the 406 healthy runs it could check (0.25%), a development run whose label we
+    dispute (docs/engine.md) (benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and
+    shared/real_runs, 25 Nov 2026); the trend rule adds none at `trend_p` 0.01 (recall 34/42 against 32/42
+    without it; 0.05 takes one more labelled run, at p = 0.02).
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
     """

@@ -92,13 +92,14 @@ class Plateau:
         w = max(3, int(y.size * self.smooth))
         sm = stats.rolling_median(y, w)
         # The band is relative to the level, widened to the noise a median of w points still carries.
-        band = max(self.band * abs(tail), self.noise_k * stats.noise(y) / np.sqrt(w))
+        sigma = stats.noise(y)
+        band = max(self.band * abs(tail), self.noise_k * sigma / np.sqrt(w))
         start = self._entry(np.abs(sm - tail), band)
         length = (y.size - start) / y.size
         drop = head - tail
         if start == 0 or length < self.min_length or drop < self.min_drop * head:
             return
-        if drop < self.min_drop_sigmas * stats.noise(y) / np.sqrt(3):
+        if drop < self.min_drop_sigmas * sigma / np.sqrt(3):
             return  # the fall itself is within the noise of a median of three points: nothing fell
         lr_fall = self._lr_fall(run, steps[start])
         if tail < self.min_level * head and not (lr_fall is not None and lr_fall >= self.lr_fall):
@@ -106,7 +107,7 @@ class Plateau:
         slope, _ = stats.theil_sen(steps[start:], y[start:])
         change = -slope * (steps[-1] - steps[start])
         progress = change / drop
-        if change > max(self.max_progress * drop, 2 * stats.noise(y)):
+        if change > max(self.max_progress * drop, 2 * sigma):
             return
         ev = {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": head,
               "fraction_of_initial": tail / head, "length_fraction": length, "slope_per_step": slope,
