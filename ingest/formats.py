@@ -127,6 +127,10 @@ def _is_wandb_config(rel: PurePosixPath) -> bool:
     return rel.name == "config.yaml" and in_run_folder(rel)
 
 
+def _is_wandb_debug_log(rel: PurePosixPath) -> bool:
+    return rel.name == "debug-internal.log" and in_run_folder(rel)
+
+
 def _is_wandb_export(rel: PurePosixPath) -> bool:
     return rel.name.startswith("wandb_export_") and rel.suffix.lower() == ".csv"
 
@@ -153,6 +157,8 @@ FORMATS: list[Format] = [
            group=wandb_group, resumable=False),
     Format("wandb_config", _is_wandb_config, "ingest.wandb_files:read_wandb_config", group=wandb_group,
            resumable=False),
+    # The client's debug log: only the history records W&B refused (steps logged below its current step).
+    Format("wandb_debug", _is_wandb_debug_log, "ingest.wandb_files:read_wandb_debug_log", group=wandb_group),
     # UI exports are down-sampled: the engine flags them `sampled_log` by this format's name.
     Format("wandb_export", _is_wandb_export, "ingest.wandb_files:read_wandb_export", group=file_group, resumable=False),
     Format("config", _is_config, "ingest.configs:read_config", group=file_group, resumable=False),

@@ -9,9 +9,11 @@ read whole with `configs.read_config`'s parsing; values keep the meaning `ingest
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +123,69 @@ def read_wandb_config(path: Path, start: int = 0) -> Iterator[Chunk]:
         return
     out = {k: unwrap_config_value(v) for k, v in doc.items() if k not in ("_wandb", "wandb_version")}
     yield Chunk(end=1, configs={"wandb_config": out})
+
+
+# -- the client's debug log -------------------------------------------------------------------------------
+
+DROPPED_TAG = "wandb/dropped_history_step"
+# wandb-core's JSON log line, and the warning it prints to the terminal (also in `output.log`) for the same event.
+_DROPPED_TEXT = re.compile(rb"Tried to log to step (\d+) that is less than the current step (\d+)")
+_DROPPED_MARK = b"ignoring partial history record"
+
+
+def read_wandb_debug_log(path: Path, start: int = 0) -> Iterator[Chunk]:
+    """A W&B run folder's `logs/debug-internal.log`: only the history records W&B refused to store.
+
+    W&B keeps one increasing step per run: a `wandb.log(..., step=s)` with s below the step it has reached is
+    dropped, and wandb-core logs `"handler: ignoring partial history record","step":s,"current":c`. A process
+    resumed from an older checkpoint into the same W&B run logs its repeated steps this way, and the history
+    then shows no repeat at all. Each distinct (step, current) becomes a point of the series
+    `wandb/dropped_history_step`: step = the refused step, value = the step W&B had reached, wall_time the
+    line's time. The rest of the file is the client's own chatter and is not read.
+    `start` and `position` are byte offsets of lines (the file is append-only); a last line without its
+    newline is left for the next read.
+    """
+    raw = path.read_bytes()
+    body = raw[start:]
+    cut = body.rfind(b"\n") + 1
+    rows: dict[tuple[int, int], tuple[int, float | None]] = {}
+    pos = start
+    for line in body[:cut].split(b"\n"):
+        at, pos = pos, pos + len(line) + 1
+        if _DROPPED_MARK in line:
+            try:
+                rec = json.loads(line)
+                step, current = int(rec["step"]), int(rec["current"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            wall = _iso_seconds(rec.get("time"))
+        else:
+            m = _DROPPED_TEXT.search(line)
+            if m is None:
+                continue
+            step, current, wall = int(m.group(1)), int(m.group(2)), None
+        rows.setdefault((step, current), (at, wall))
+    frame = None
+    if rows:
+        keys = list(rows)
+        frame = pl.DataFrame({"tag": [DROPPED_TAG] * len(keys), "step": [k[0] for k in keys],
+                              "value": [float(k[1]) for k in keys], "position": [rows[k][0] for k in keys],
+                              "wall_time": [rows[k][1] for k in keys]},
+                             schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64,
+                                     "wall_time": pl.Float64})
+    yield Chunk(end=start + cut, scalars=frame)
+
+
+def _iso_seconds(stamp: Any) -> float | None:
+    """Seconds since the epoch of wandb-core's RFC 3339 `time` (nanoseconds cut to what `fromisoformat` takes)."""
+    if not isinstance(stamp, str):
+        return None
+    m = re.match(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})?$", stamp)
+    if m is None:
+        return None
+    zone = m.group(3) or "Z"
+    when = datetime.fromisoformat(m.group(1) + ("+00:00" if zone == "Z" else zone))
+    return when.timestamp() + (float("0." + m.group(2)) if m.group(2) else 0.0)
 
 
 # -- UI exports ---------------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from ingest.formats import format_for
 from ingest.records import histograms_frame, scalars_frame
 from ingest.wandb import BLOCK, _Framing, _log_records, read_wandb, wandb_group
-from ingest.wandb_files import read_wandb_config, read_wandb_export, read_wandb_history, read_wandb_summary
+from ingest.wandb_files import (read_wandb_config, read_wandb_debug_log, read_wandb_export, read_wandb_history,
+                                read_wandb_summary)
 
 from tests.paths import REAL_RUNS
 
@@ -26,7 +27,8 @@ REAL = REAL_RUNS
 RUN_ID = "frnsx01"
 CONFIG = {"lr": 0.001, "model": {"layers": 4, "act": "gelu"}, "name": "baseline"}
 N_IMPLICIT = 1200  # enough rows for a log of several 32 KiB blocks
-LOGGED: list[tuple[int, dict]] = []  # (step, the dict given to wandb.log), in order
+LOGGED: list[tuple[int, dict]] = []
+REFUSED_STEP = 3500  # logged after step 4000: W&B drops it and says so in logs/debug-internal.log  # (step, the dict given to wandb.log), in order
 
 
 def _implicit_rows() -> list[dict]:
@@ -65,6 +67,7 @@ def wandb_run(tmp_path_factory) -> Path:
         for step, value in ((2000, 0.5), (3000, float("nan")), (4000, 0.25)):
             run.log({"val/loss": value}, step=step)
             LOGGED.append((step, {"val/loss": value}))
+        run.log({"val/loss": 0.75}, step=REFUSED_STEP)  # below step 4000: W&B refuses it (not in LOGGED)
         run.finish()
         # finish() can return before wandb's service process has written the last records; teardown()
         # waits for the service to exit, so the file is complete when the tests read it.
@@ -365,6 +368,7 @@ def test_ui_export_csv(tmp_path):
     ("wandb/offline-run-20250315_170908-6uznqj8h/files/wandb-history.jsonl", "wandb_history", "wandb/6uznqj8h"),
     ("wandb/offline-run-20250315_170908-6uznqj8h/files/wandb-summary.json", "wandb_summary", "wandb/6uznqj8h"),
     ("wandb/offline-run-20250315_170908-6uznqj8h/files/config.yaml", "wandb_config", "wandb/6uznqj8h"),
+    ("wandb/offline-run-20250315_170908-6uznqj8h/logs/debug-internal.log", "wandb_debug", "wandb/6uznqj8h"),
     ("wandb_vqvae/run-6uznqj8h.wandb", "wandb", "wandb/6uznqj8h"),
     ("config.yaml", "config", None),
 ])
@@ -373,6 +377,28 @@ def test_format_table_claims(rel, fmt, group):
     assert f is not None and f.name == fmt
     if group is not None:
         assert f.group(PurePosixPath(rel)) == group == wandb_group(PurePosixPath(rel))
+
+
+def test_debug_log_gives_the_refused_steps_only(wandb_run, tmp_path):
+    """wandb-core's own debug log: the record logged below the reached step is the one point read; a copy cut
+    mid-line keeps what came before and leaves the partial line for the next read."""
+    log = wandb_run / "logs" / "debug-internal.log"
+    [chunk] = read_wandb_debug_log(log)
+    assert chunk.end == log.stat().st_size
+    got = scalars_frame(chunk.scalars)
+    assert got["tag"].to_list() == ["wandb/dropped_history_step"]
+    assert got["step"].to_list() == [REFUSED_STEP] and got["value"].to_list() == [4000.0]
+    assert got["wall_time"][0] > 1.7e9
+    raw = log.read_bytes()
+    at = raw.index(b"ignoring partial history record")
+    cut = tmp_path / "debug-internal.log"
+    cut.write_bytes(raw[:at])
+    [part] = read_wandb_debug_log(cut)
+    assert part.scalars is None and part.end == raw.rfind(b"\n", 0, at) + 1
+    cut.write_bytes(raw)
+    [rest] = read_wandb_debug_log(cut, part.end)
+    assert scalars_frame(rest.scalars)["step"].to_list() == [REFUSED_STEP]
+    assert format_for(PurePosixPath("wandb/debug-internal.log")) is None  # wandb/'s link to the latest run's log
 
 
 def test_output_log_is_not_claimed():

@@ -13,6 +13,9 @@ from forensics.detectors.base import src
 from forensics.findings import Finding
 from forensics.run import TEXT_FORMATS, Run
 
+# The steps a W&B run refused to store, as `ingest.wandb_files.read_wandb_debug_log` names them.
+DROPPED_TAG = "wandb/dropped_history_step"
+
 
 @dataclass(frozen=True)
 class ResumedRun:
@@ -25,11 +28,18 @@ class ResumedRun:
     to the same step after climbs of equal length) is no restart and is not reported. Console series need a
     step strictly lower (a line without a counter inherits the last one, so equal steps are no evidence),
     and an ordinal series (line numbers, DECISIONS §2) has no training steps to go back at all.
-    Second, a logged epoch that falls back by at least `min_epoch_drop` while the steps keep rising: a
+    Second, a W&B run hides such a restart: it keeps one increasing step and refuses every record logged below
+    the step it has reached, so its history shows one clean pass. The steps it refused are read from the run
+    folder's debug log (`wandb/dropped_history_step`); `min_refused` or more distinct steps refused below one
+    and the same reached step are a process that went back to an older checkpoint and logged its way up again
+    (a single refused step now and then is an evaluation logged late, not a restart).
+    Third, a logged epoch that falls back by at least `min_epoch_drop` while the steps keep rising: a
     process restarted from a checkpoint's weights with a fresh epoch count (an HF trainer_state whose epoch
     returns to 0 three times while its global step climbs).
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026). Refused W&B
+    steps: none of the 148 healthy corpus runs written with W&B (tune, calib, holdout-holdout6) has a single
+    one; the three W&B resumes from an older checkpoint have 179-180 each, below one reached step.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
     Evidence: restart step, the step it went back from, overlap in steps, wall-clock gap where known; for
@@ -40,6 +50,10 @@ class ResumedRun:
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     min_resets: int = 3  # this many identical resets are a per-epoch counter, not restarts
     max_reported: int = 20  # a handful of restarts at most; guard against a garbled order
+    # A W&B run refuses a step below the one it reached. One refused step at a time (an evaluation logged one
+    # step late, two call sites with different step counters) is a logging slip; this many distinct steps
+    # refused below one reached step are a process that went back and logged its way up again.
+    min_refused: int = 5
     min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
 
     def check(self, run: Run) -> Iterator[Finding]:
@@ -60,6 +74,7 @@ class ResumedRun:
             if climbs.max() <= 1.1 * climbs.min():
                 return  # a per-epoch counter: every "restart" lands on one step after as many points
         if back.size == 0:
+            yield from self._refused_by_wandb(run, name)
             yield from self._epoch_resets(run)
             return
         for k in back[: self.max_reported]:
@@ -70,6 +85,30 @@ class ResumedRun:
                              evidence=ev, sources=(src(run, "loss", steps[[k - 1, k]]),),
                              summary=(f"steps go back from {steps[k - 1]} to {steps[k]}: the run was resumed"
                                       + (f" after {gap:.0f} s" if gap is not None else "")))
+
+    def _refused_by_wandb(self, run: Run, loss: str) -> Iterator[Finding]:
+        """Restarts W&B hid: the steps it refused to store because they were below the step it had reached
+        (`wandb/dropped_history_step`, read from the run folder's debug log), `min_refused` or more distinct
+        ones below one and the same reached step."""
+        refused = run.meta.filter(pl.col("tag") == DROPPED_TAG)
+        same_run = refused.filter(pl.col("grp").is_in(run.meta.filter(pl.col("name") == loss)["grp"].implode()))
+        if same_run.height == 0:
+            return  # no refusals, or another writer's (the loss is TensorBoard's: W&B's history is not its axis)
+        pts = run.points(same_run["name"][0]).filter(pl.col("value").is_finite())
+        found = 0
+        for current, steps in pts.group_by("value", maintain_order=True).agg(pl.col("step").unique().sort()).rows():
+            if len(steps) < self.min_refused or found >= self.max_reported:
+                continue
+            found += 1
+            first, reached = int(steps[0]), int(current)
+            ev = {"restart_step": first, "previous_step": reached, "overlap_steps": reached - first,
+                  "refused_steps": len(steps), "last_refused_step": int(steps[-1]), "wall_gap_s": None}
+            yield Finding.of(self, severity="info", step=first, step_end=reached, series=loss, evidence=ev,
+                             sources=(src(run, same_run["name"][0], np.asarray([first, steps[-1]])),),
+                             summary=(f"W&B refused {len(steps)} logged steps {first}-{steps[-1]} because it had "
+                                      f"already reached step {reached}: the run was resumed from an older "
+                                      f"checkpoint and logged those steps again, and the history shows only "
+                                      f"the first pass"))
 
     def _epoch_resets(self, run: Run) -> Iterator[Finding]:
         """Restarts shown by the epoch falling back while the steps rise (write order)."""
