@@ -2,9 +2,9 @@
 
 import numpy as np
 
+from forensics import stats
 from forensics.detectors import ExplodingGradients
 from tests.runwriters import load_run, write_tb
-
 
 
 def _norms(seed=0):
@@ -45,3 +45,38 @@ def test_slow_growth_the_loss_pays_for_is_an_explosion(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"grad_norm": (steps, g), "loss": (steps, loss)}), tmp_path / "f.duckdb")
     [f] = ExplodingGradients().check(run)
     assert f.evidence["loss_change_over_episode"] >= 0.2 and f.evidence["factor"] >= 10
+
+
+def test_exponential_growth_to_the_end_of_the_log_is_an_explosion(tmp_path):
+    """Fast and still as fast at the end (a job killed mid-explosion, the loss not yet paying): explosion."""
+    steps, g = _norms(3)
+    g[250:] = np.exp((steps[250:] - 250) / 6.0)
+    loss = np.full(steps.size, 1.386) + np.random.default_rng(3).normal(0, 0.02, steps.size)
+    run = load_run(write_tb(tmp_path / "r", {"grad_norm": (steps, g), "loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = ExplodingGradients().check(run)
+    assert f.evidence["factor"] >= 100 and f.step >= 245
+
+
+def test_gradients_accumulating_from_the_first_step_rise_slowly_and_are_no_explosion(tmp_path):
+    """A corpus run of a real bug (corpus/build.py `flat_frozen_all`): the head is replaced after the optimizer
+    was built, so nothing steps it and `zero_grad()` never clears its gradients. Its norm grows linearly from the
+    first logged steps (×38 by the end) while the loss stays at log 4. The rise from ×2 to ×10 takes dozens of
+    points; it starts before the reference level exists, and counting it from the episode's first point (where
+    the norm is already ×10) made it "fast" (0 points)."""
+    from corpus.build import build_run
+    from corpus.spec import all_specs
+
+    [spec] = [s for s in all_specs() if s.name == "flat_frozen_all_cnn_1_r4"]
+    root = tmp_path / spec.name
+    build_run(spec, root)
+    run = load_run(root, tmp_path / "f.duckdb")
+    steps, g = run.arrays("grad_norm")
+    assert g[-1] / np.median(g[:5]) >= 20  # the growth is real
+    assert list(ExplodingGradients().check(run)) == []
+    det = ExplodingGradients()
+    lg = np.log10(g)
+    trailing, _ = stats.rolling_baseline(lg, det.window)
+    base = np.fmin.accumulate(np.where(np.isfinite(trailing), trailing, np.inf))
+    excess = lg - np.where(np.isfinite(base), base, np.nan)
+    a = int(np.argmax(excess >= 1))  # the episode's first point: already ×10
+    assert det._rise_points(excess, a, g.size - 1) > det.fast_points
