@@ -59,3 +59,22 @@ def test_a_steady_rise_smaller_than_three_point_sigmas_counts(tmp_path):
     smooth_train = curve(n=250, start=0.7, floor=0.003, tau=300, noise=0.005)
     run = load_run(write_tb(tmp_path / "c", {"train/loss": smooth_train, "val/loss": (steps, val)}), tmp_path / "c.duckdb")
     assert list(Overfitting().check(run)) == []
+
+
+def test_training_after_the_last_evaluation_does_not_make_a_divergence_look_like_overfitting(tmp_path):
+    """A corpus run of a real bug (LR far too high, HF Trainer's log): validation rises ×100 from its minimum
+    while training climbs toward its blow-up; then HF logs 0.0 for every window of NaN losses. Training is read
+    over the validation rise's own span, so the logged 0.0s after the last finite evaluation cannot make it
+    "keep falling"."""
+    from corpus.build import build_run
+    from corpus.spec import all_specs
+
+    [spec] = [s for s in all_specs() if s.name == "nan_lr_regression_60_r7"]
+    build_run(spec, tmp_path / spec.name)
+    run = load_run(tmp_path / spec.name, tmp_path / "f.duckdb")
+    vs, v = run.arrays("val_loss")
+    ts, t = run.arrays("loss")
+    last = vs[np.isfinite(v)][-1]
+    assert np.nanmax(v) > 50 * np.nanmin(v)  # validation does rise, far
+    assert (t[ts > last] == 0.0).sum() >= 10  # HF's masked windows after it
+    assert list(Overfitting().check(run)) == []
