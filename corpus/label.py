@@ -199,7 +199,9 @@ def _no_update(G: dict, LR: dict) -> str | None:
 def overfitting_rule(L: dict, V: dict) -> tuple[str | None, dict]:
     """Validation loss (median of 3 evaluations) passes its minimum (not in its last two points) and ends >= 20 %
     above it, and >= 3x the evaluations' own jitter (median |diff| / level), while the training loss after the
-    minimum keeps falling (median of its later half below its level at the minimum): a kind; >= 5 %: allowed."""
+    minimum keeps falling (median of its later half below its level at the minimum): a kind; >= 5 %: allowed.
+    The end level is the median of the last quarter of the evaluations (at least 3): the last one or two of a
+    12-sample validation set swing by 2x, and one such swing is not a rise."""
     V = _finite(V)
     if len(V) < 4 or len(_finite(L)) < 4:
         return None, {}
@@ -209,7 +211,7 @@ def overfitting_rule(L: dict, V: dict) -> tuple[str | None, dict]:
     i = int(np.argmin(vv))
     if i >= len(vv) - 2:
         return None, {}
-    end = float(np.mean(vv[-2:]))
+    end = float(np.median(raw[-max(3, len(raw) // 4):]))
     rise = (end - vv[i]) / abs(vv[i])
     noise = float(np.median(np.abs(np.diff(raw)))) / abs(float(np.median(raw)))
     if rise < 3 * noise:  # within the evaluations' own jitter
@@ -433,11 +435,14 @@ def _bug_rules(group, spec, logs, facts, root, L, V, G, LR, add, allowed):
         else:
             allowed.add("underfitting")
     if group == "val_noise_tiny_val" and V:
+        # Both dispersions over the later half of the evaluations: early on the smoothed training curve falls
+        # fast between evaluations, and that fall is its trend, not its noise.
         vs, vv = _arr(_finite(V))
         ls, lv = _arr(_finite(L))
-        dv = float(np.median(np.abs(np.diff(vv))) / np.median(vv))
-        sub = np.array([lv[min(range(len(ls)), key=lambda j: abs(ls[j] - s))] for s in vs])
-        dt = float(np.median(np.abs(np.diff(smooth(lv)[[ls.index(x) for x in [min(ls, key=lambda t: abs(t - s)) for s in vs]]]))) / np.median(sub))
+        late = slice(len(vv) // 2 if len(vv) >= 8 else 0, None)
+        at = [min(range(len(ls)), key=lambda j: abs(ls[j] - s)) for s in vs[late]]
+        dv = float(np.median(np.abs(np.diff(vv[late]))) / np.median(vv[late]))
+        dt = float(np.median(np.abs(np.diff(smooth(lv)[at]))) / np.median(lv[at]))
         ev = {"val_rel_dispersion": dv, "train_rel_dispersion": dt}
         if dv >= 0.05 and dv >= 3 * dt:
             add("val_noise", vs[0], vs[-1], vtag, ev, f"median |diff| of val {dv:.3f} of its level vs train {dt:.3f}")
