@@ -29,3 +29,25 @@ def test_stable_norms_are_silent(tmp_path):
     fc1 = 2.5 * (0.8 + 0.2 * np.exp(-(STEPS - 25) / 100))  # decay that settles at 80%: healthy
     run = load_run(write_tb(tmp_path / "r", _norms(np.full(STEPS.size, 1.9), fc1)), tmp_path / "f.duckdb")
     assert list(WeightCollapse().check(run)) == []
+
+
+def test_a_norm_that_falls_early_and_rests_at_a_quarter_collapses(tmp_path):
+    """A corpus run of a real bug (AdamW with weight decay 0.1 on an MLP, TensorBoard): the body's norms fall
+    ÷4 within the first tenth and then rest there, drifting back up a little, so Mann–Kendall over the whole
+    curve finds no falling trend; the curve's second half lies wholly below its start."""
+    from corpus.build import build_run
+    from corpus.spec import all_specs
+
+    [spec] = [s for s in all_specs() if s.name == "weight_collapse_wd_mlp_0.1_r6"]
+    build_run(spec, tmp_path / spec.name)
+    run = load_run(tmp_path / spec.name, tmp_path / "f.duckdb")
+    s, v = run.arrays("weight_norm/body.fc1")
+    assert v[-1] < v[0] / 3 and v[-1] > 0.2 * v[0]  # ÷3-5, not ÷10
+    [f] = WeightCollapse().check(run)
+    assert f.series.startswith("weight_norm/body.fc") and 3 <= f.evidence["shrink_factor"] <= 5
+
+
+def test_a_norm_that_falls_by_half_and_rests_is_silent(tmp_path):
+    fc1 = 2.5 * (0.5 + 0.5 * np.exp(-(STEPS - 25) / 40))  # settles at half: decay doing its job
+    run = load_run(write_tb(tmp_path / "r", _norms(np.full(STEPS.size, 1.9), fc1)), tmp_path / "f.duckdb")
+    assert list(WeightCollapse().check(run)) == []
