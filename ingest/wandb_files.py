@@ -128,8 +128,8 @@ def read_wandb_config(path: Path, start: int = 0) -> Iterator[Chunk]:
 # -- the client's debug log -------------------------------------------------------------------------------
 
 DROPPED_TAG = "wandb/dropped_history_step"
-# wandb-core's JSON log line, and the warning it prints to the terminal (also in `output.log`) for the same event.
-_DROPPED_TEXT = re.compile(rb"Tried to log to step (\d+) that is less than the current step (\d+)")
+# wandb-core's JSON log line for a refused record (its terminal warning, "Tried to log to step N that is less than
+# the current step M", goes to the console, and so to `files/output.log`, which is the console reader's).
 _DROPPED_MARK = b"ignoring partial history record"
 
 
@@ -149,22 +149,19 @@ def read_wandb_debug_log(path: Path, start: int = 0) -> Iterator[Chunk]:
     body = raw[start:]
     cut = body.rfind(b"\n") + 1
     rows: dict[tuple[int, int], tuple[int, float | None]] = {}
+    issues: list[Issue] = []
     pos = start
     for line in body[:cut].split(b"\n"):
         at, pos = pos, pos + len(line) + 1
-        if _DROPPED_MARK in line:
-            try:
-                rec = json.loads(line)
-                step, current = int(rec["step"]), int(rec["current"])
-            except (ValueError, KeyError, TypeError):
-                continue
-            wall = _iso_seconds(rec.get("time"))
-        else:
-            m = _DROPPED_TEXT.search(line)
-            if m is None:
-                continue
-            step, current, wall = int(m.group(1)), int(m.group(2)), None
-        rows.setdefault((step, current), (at, wall))
+        if _DROPPED_MARK not in line:
+            continue
+        try:
+            rec = json.loads(line)
+            step, current = int(rec["step"]), int(rec["current"])
+        except (ValueError, KeyError, TypeError):
+            issues.append(Issue(at, "garbled", f"{path.name}: a refused-record line without its step and current"))
+            continue
+        rows.setdefault((step, current), (at, _iso_seconds(rec.get("time"))))
     frame = None
     if rows:
         keys = list(rows)
@@ -173,7 +170,7 @@ def read_wandb_debug_log(path: Path, start: int = 0) -> Iterator[Chunk]:
                               "wall_time": [rows[k][1] for k in keys]},
                              schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64,
                                      "wall_time": pl.Float64})
-    yield Chunk(end=start + cut, scalars=frame)
+    yield Chunk(end=start + cut, scalars=frame, issues=issues)
 
 
 def _iso_seconds(stamp: Any) -> float | None:

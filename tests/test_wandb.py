@@ -397,8 +397,14 @@ def test_debug_log_gives_the_refused_steps_only(wandb_run, tmp_path):
     assert part.scalars is None and part.end == raw.rfind(b"\n", 0, at) + 1
     cut.write_bytes(raw)
     [rest] = read_wandb_debug_log(cut, part.end)
+    assert rest.issues == []
     assert scalars_frame(rest.scalars)["step"].to_list() == [REFUSED_STEP]
     assert format_for(PurePosixPath("wandb/debug-internal.log")) is None  # wandb/'s link to the latest run's log
+    line_end = raw.index(b"\n", at) + 1
+    line_start = raw.rfind(b"\n", 0, at) + 1
+    cut.write_bytes(raw[:line_start] + raw[line_start:line_end - 12] + b"\n" + raw[line_end:])  # a torn line
+    [torn] = read_wandb_debug_log(cut)
+    assert torn.scalars is None and [(i.position, i.kind) for i in torn.issues] == [(line_start, "garbled")]
 
 
 def test_output_log_is_not_claimed():

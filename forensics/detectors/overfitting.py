@@ -21,8 +21,9 @@ class Overfitting:
     Detects: the minimum of the smoothed validation loss (centred rolling median of `smooth_points`) is
     followed by at least `min_after` of the validation steps, over which validation rises by at least
     `min_rise` of its minimum and `noise_k` noise sigmas (Mann–Kendall z > 0), while the training loss after
-    the crossover does not rise up to the last evaluation (else it is divergence). A rise under `noise_k` sigmas still counts when the
-    evaluations after the minimum (the minimum left out) trend up on their own: Mann–Kendall p < `trend_p`
+    the crossover does not rise up to the last evaluation (else it is divergence). A rise under `noise_k`
+    sigmas still counts when the evaluations after the minimum (the minimum left out) trend up on their own:
+    Mann–Kendall p < `trend_p`
     over at least `trend_points` evaluations, and a rise of `trend_noise_k` sigmas (long runs near a loss of
     0.1 with 12-14 evaluations climb +35-60% in noisy steps, 1.6-2.5 sigmas), unless validation is noisier
     than training (then it is val_noise's run: the gallery's 12-sample validation set drifts up at p = 0.005).
@@ -36,8 +37,9 @@ class Overfitting:
     False alarms: fires on 1 of the 462 healthy runs it could check (0.22%), real_runs/hf_tsviz, whose label we
     dispute (docs/engine.md) (benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and
     shared/real_runs, 25 Nov 2026; recall 41/47); reading training only up to the last finite evaluation removed
-    the one false finding on a run labelled otherwise (an LR blow-up whose HF log ends in masked 0.0s). The trend rule adds none at `trend_p` 0.01 (recall 34/42 against 32/42
-    without it; 0.05 takes one more labelled run, at p = 0.02).
+    the one false finding on a run labelled otherwise (an LR blow-up whose HF log ends in masked 0.0s). The
+    trend rule adds none at `trend_p` 0.01 (recall 34/42 against 32/42 without it; 0.05 takes one more
+    labelled run, at p = 0.02).
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
     """

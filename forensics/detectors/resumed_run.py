@@ -97,7 +97,9 @@ class ResumedRun:
         pts = run.points(same_run["name"][0]).filter(pl.col("value").is_finite())
         found = 0
         for current, steps in pts.group_by("value", maintain_order=True).agg(pl.col("step").unique().sort()).rows():
-            if len(steps) < self.min_refused or found >= self.max_reported:
+            if found >= self.max_reported:
+                break
+            if len(steps) < self.min_refused:
                 continue
             found += 1
             first, reached = int(steps[0]), int(current)
