@@ -87,37 +87,30 @@ def test_console_dict_lines_without_a_step_are_no_restart(tmp_path):
     assert list(ResumedRun().check(load_run(root, tmp_path / "f.duckdb"))) == []
 
 
-def _wandb_run(root, passes):
+def _wandb_run(root, passes, monkeypatch):
     """A real offline W&B run written by wandb itself: each pass logs `train/loss` at its explicit steps into
     the same run (a process resumed into the same run id, as `wandb.init(resume="allow")` does)."""
-    import os
-
     import pytest
 
     wandb = pytest.importorskip("wandb", reason="wandb writes the run under test")
-    env = {"WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true"}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        run = wandb.init(project="forensics-test", id="resumed1")
-        for steps, loss in passes:
-            for s, v in zip(steps.tolist(), loss.tolist()):
-                run.log({"train/loss": v}, step=int(s))
-        run.finish()
-        wandb.teardown()  # the service has written every record and its debug log when it exits
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    for k, v in {"WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true"}.items():
+        monkeypatch.setenv(k, v)
+    run = wandb.init(project="forensics-test", id="resumed1")
+    for steps, loss in passes:
+        for s, v in zip(steps.tolist(), loss.tolist()):
+            run.log({"train/loss": v}, step=int(s))
+    run.finish()
+    wandb.teardown()  # the service has written every record and its debug log when it exits
     return root
 
 
-def test_wandb_run_resumed_from_an_older_checkpoint_is_found_in_the_steps_wandb_refused(tmp_path):
+def test_wandb_run_resumed_from_an_older_checkpoint_is_found_in_the_steps_wandb_refused(tmp_path, monkeypatch):
     """W&B keeps one increasing step: the repeated steps of a resume from an older checkpoint are refused, so the
     history shows one clean pass; wandb-core's debug log names every refused step and the step it had reached."""
     steps, loss = curve(n=120, every=1)
     crash, ckpt = 90, 60  # the first process logs steps 0-90 and dies; the last checkpoint it reached was 60
     root = _wandb_run(tmp_path / "r", [(steps[:crash + 1], loss[:crash + 1]),
-                                       (steps[ckpt + 1:], loss[ckpt + 1:] * 1.01)])
+                                       (steps[ckpt + 1:], loss[ckpt + 1:] * 1.01)], monkeypatch)
     run = load_run(root, tmp_path / "f.duckdb")
     s, _ = run.arrays("loss")
     assert np.all(np.diff(s) > 0) and s[-1] == steps[-1]  # the history itself never goes back
@@ -127,14 +120,14 @@ def test_wandb_run_resumed_from_an_older_checkpoint_is_found_in_the_steps_wandb_
     assert "refused" in f.summary
 
 
-def test_wandb_evaluations_logged_one_step_late_are_no_resume(tmp_path):
+def test_wandb_evaluations_logged_one_step_late_are_no_resume(tmp_path, monkeypatch):
     """A step refused now and then (an evaluation logged with the step just passed) is a logging slip."""
     steps, loss = curve(n=120, every=1)
     late = steps[20::20] - 1  # after step s is logged, s - 1 is logged again: refused each time
     passes = [(steps[:21], loss[:21])]
     for a, b in zip(range(20, 120, 20), range(40, 140, 20)):
         passes += [(late[a // 20 - 1:a // 20], loss[:1]), (steps[a + 1:b + 1], loss[a + 1:b + 1])]
-    root = _wandb_run(tmp_path / "r", passes)
+    root = _wandb_run(tmp_path / "r", passes, monkeypatch)
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.has("wandb/dropped_history_step")  # W&B did refuse them: the reader saw it
     assert list(ResumedRun().check(run)) == []
