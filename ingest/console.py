@@ -146,7 +146,9 @@ PATTERNS: list[LinePattern] = [
     LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.])(?P<key>[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
                 {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21}),
-    LinePattern("dict_item", "assign", _p(rf"['\"](?P<key>[^'\"]+)['\"]\s*:\s*(?P<value>{NUM}){_NUM_END}"),
+    # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`).
+    LinePattern("dict_item", "assign", _p(
+        rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*(?P<value>{NUM}){_NUM_END}"),
                 "{'loss': 0.6931, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.27}",
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
 ]
@@ -277,13 +279,16 @@ def _trace(text: str) -> _Shape:
     for pattern in _COUNTERS:
         for match in pattern.regex.finditer(text):
             groups = match.groupdict()
-            took = False
-            for name in ("step", "epoch", "batch"):
-                if groups.get(name) is not None and name not in counters:
-                    counters[name] = match.span(name)
-                    took = True
-            if took:
+            found = [name for name in ("step", "epoch", "batch") if groups.get(name) is not None]
+            took = [name for name in found if name not in counters]
+            for name in took:
+                counters[name] = match.span(name)
+            if found:
+                # A second counter of a kind already taken is still a counter, not a metric's text: litgpt's
+                # `iter 76 step 38: loss 10.8259` (micro-batch and optimizer step) keeps the first and must
+                # not leave `step 38: loss 10.8259` to the phrase pass, which reads no key there.
                 text = _blank(text, match.span(), blanked)
+            if took:
                 break
     metrics: list[tuple[int, int, int, int, str | None]] = []
     exact = True
@@ -426,7 +431,7 @@ _CANDIDATE = "|".join([
     r"(?i:step|iter|epoch|batch)|\d%\|",  # every counter pattern (a counter also lets loose phrases count)
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
-    rf"['\"]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
+    rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).

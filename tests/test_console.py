@@ -141,6 +141,38 @@ def test_resume_reads_only_appended_lines(tmp_path):
     assert frame["step"].to_list() == [4, 4]  # the counter-less line takes the last step seen before it
 
 
+def test_second_counter_on_a_line_leaves_the_metrics_readable(tmp_path):
+    # litgpt's pretrain loop prints the micro-batch and the optimizer step on one line, with this f-string:
+    # f"iter {iter_num} step {step_count}: loss {loss:.4f}, iter time: {ms:.2f}ms{' (optimizer.step)' ...}"
+    lines = []
+    for iter_num in range(76, 82):
+        accumulating = iter_num % 2 == 0
+        lines.append(f"iter {iter_num} step {(iter_num + 1) // 2}: loss {10.8259:.4f}, iter time:"
+                     f" {198.0 if accumulating else 215.0:.2f}ms{' (optimizer.step)' if not accumulating else ''}")
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    frame, issues, _ = _read(path)
+    loss = frame.filter(pl.col("tag") == "loss")
+    assert loss["value"].to_list() == [10.8259] * 6
+    assert loss["step"].to_list() == list(range(76, 82)) and not loss["ordinal"].any()  # the first counter
+    assert "step" not in frame["tag"].to_list() and issues == []
+
+
+def test_hf_log_lines_with_typographic_quotes(tmp_path):
+    # HF Trainer prints its logs as a dict; pasted through an issue tracker or an editor, the quotes become
+    # typographic (transformers#33336 shows `{‘loss’: 1.453, ...}`). The values are read the same.
+    logs = [{"loss": 1.453, "grad_norm": 2.474428415298462, "learning_rate": 4.682539682539683e-05, "epoch": 0.19},
+            {"loss": 1.406, "grad_norm": 2.5064773559570312, "learning_rate": 4.3650793650793655e-05, "epoch": 0.38}]
+    path = tmp_path / "train.log"
+    path.write_text("".join(str(d).replace("'", "\u2019").replace("{\u2019", "{\u2018")
+                            .replace(", \u2019", ", \u2018") + "\n" for d in logs), encoding="utf-8")
+    assert "\u2018loss\u2019: 1.453" in path.read_text(encoding="utf-8")
+    frame, issues, _ = _read(path)
+    for key in logs[0]:
+        assert frame.filter(pl.col("tag") == key)["value"].to_list() == [d[key] for d in logs]
+    assert issues == []
+
+
 def test_unmatched_metric_lines_are_counted_once(tmp_path):
     path = tmp_path / "train.log"
     path.write_text("loss(5) reached\nstarting\nacc@1 92.1 top\nloss(7) reached\n")
@@ -209,13 +241,13 @@ def reference_parse_line(line: str) -> ParsedLine:
     for pattern in C._COUNTERS:
         for match in pattern.regex.finditer(text):
             groups = match.groupdict()
-            took = False
-            for name in ("step", "epoch", "batch"):
-                if groups.get(name) is not None and getattr(out, name) is None:
-                    setattr(out, name, int(groups[name]))
-                    took = True
-            if took:
+            found = [name for name in ("step", "epoch", "batch") if groups.get(name) is not None]
+            took = [name for name in found if getattr(out, name) is None]
+            for name in took:
+                setattr(out, name, int(groups[name]))
+            if found:  # a second counter of a taken kind is blanked too (`iter 76 step 38: loss ...`)
                 text = C._blank(text, match.span())
+            if took:
                 break
     for pattern in C._ASSIGN:
         for match in list(pattern.regex.finditer(text)):
@@ -382,6 +414,8 @@ TRICKY = [
     "lr5", "lrnan", "ſtep 5 loss 2", "Global \u017ftep: 7, \u212al 0.1", "\u0130ter 3: lo\u0131ss 2",
     "learnıng rate 0.1", "x=\u00a05", "x=\x1c7", "'k':\x1f 8", "Loss is Infinity", "loss = +inf, acc = -NaN",
     "{'lr 2024-01-01 10:00:00': 5, 'loss': 1}",  # a dict key holding a blanked time stamp
+    "{\u2018loss\u2019: 1.453, \u201cgrad_norm\u201d: 2.47}", "{\u2018k\u2019: 8}",  # typographic quotes
+    "iter 76 step 38: loss 10.8259, iter time: 197.87ms", "step 3 epoch 1 step 4 loss 2",  # two counters
     "Fp16 Grad Scale:  0   Required: 194 hours  Epoch: 1", "a:   b:    c: 7   loss:     9",
     "step 12/300 | loss 0.5 | acc 0.9", "epoch 2 batch 3/9 loss 0.31 loss 0.4",
     "[10:00:00] step 1 loss: 0.25", "[09:00:00] step 2 loss: 0.2", "[23:59:59.5] loss 1", "[00:00:01] loss 2",
