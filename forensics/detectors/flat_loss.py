@@ -26,8 +26,14 @@ class FlatLoss:
     does not fall by `max_train_drop` either, a validation loss flat by the same rule is the evidence (a
     validation loss pinned at ln 2 for 30 evaluations while the training loss wanders). A validation loss
     that is flat while the training loss falls is `distribution_mismatch`, not this.
-    False alarms: fires on 0 of the 139 healthy runs it could check (at most 2.2% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    A loss pinned at one value is flat at any length: when the last `min_repeats` points and at least
+    `pinned_share` of all of them are one and the same non-zero value, printed to `min_digits` significant
+    digits or more, the loss does not depend on the batch any more (Caffe printing `loss = 6.90776` = ln 1000
+    on every iteration, litgpt `loss 10.8259` = ln 50257 on 23 lines): minibatch noise never repeats a
+    value to that many digits, so five logged points are enough.
+    False alarms: fires on 0 of the 521 healthy runs it could check (at most 0.6% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs,
+    25 Nov 2026, fifth session); `min_digits` 3 and `pinned_share` 0.3 fire on none either.
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
     log(C) when the config names a class count, the median LR when an LR series exists.
@@ -40,13 +46,16 @@ class FlatLoss:
     smooth: float = 0.1  # rolling-median window for the "never fell" check, as a fraction of the points
     min_points: int = 10  # fewer points cannot tell a flat curve from a short one
     max_train_drop: float = 0.1  # the validation loss speaks only when the training loss fell less than this
+    min_repeats: int = 3  # a value repeated on the last this many points ...
+    pinned_share: float = 0.5  # ... and on at least this share of all of them ...
+    min_digits: int = 4  # ... printed to at least this many significant digits is a pinned loss
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "loss", self.min_points)
+        return too_short(run, "loss", self.min_repeats + 1)
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, y = finite_part(*run.arrays("loss"))
-        role, ev = "loss", self._flat(steps, y)
+        role, ev = "loss", self._flat(steps, y) or self._pinned(y)
         if ev is None and run.has("val_loss"):
             head, tail = stats.head_tail_levels(y, self.edge)
             if math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop:
@@ -64,8 +73,31 @@ class FlatLoss:
         what = "loss" if role == "loss" else "validation loss (training loss does not fall either)"
         yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
                          series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
-                         summary=(f"{what} stays at {ev['first_level']:.4g} → {ev['last_level']:.4g} "
-                                  f"({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: it never moved"))
+                         summary=self._summary(what, ev, steps))
+
+    @staticmethod
+    def _summary(what: str, ev: dict, steps: np.ndarray) -> str:
+        if "pinned_value" in ev:
+            return (f"{what} is pinned at {ev['pinned_value']!r} on {ev['pinned_points']} of its {ev['points']} "
+                    f"points (steps {steps[0]}-{steps[-1]}), to the end: it no longer depends on the batch")
+        return (f"{what} stays at {ev['first_level']:.4g} → {ev['last_level']:.4g} "
+                f"({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: it never moved")
+
+    def _pinned(self, y: np.ndarray) -> dict | None:
+        """The evidence when `y` ends pinned at one value by the rule above, else None."""
+        if y.size <= self.min_repeats:
+            return None
+        value = float(y[-1])
+        same = y == value
+        if value == 0 or not same[-self.min_repeats:].all() or same.mean() < self.pinned_share:
+            return None
+        digits = significant_digits(value)
+        if digits < self.min_digits:
+            return None
+        first = float(y[0])
+        return {"first_level": first, "last_level": value, "relative_change": (value - first) / abs(first),
+                "pinned_value": value, "pinned_points": int(same.sum()), "significant_digits": digits,
+                "points": int(y.size)}
 
     def _flat(self, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """The evidence when `y` is flat by the rule above, else None."""
@@ -81,3 +113,12 @@ class FlatLoss:
         slope, _ = stats.theil_sen(steps, y)
         return {"first_level": head, "last_level": tail, "relative_change": rel, "min_smoothed": low,
                 "slope_per_step": slope, "mk_p": stats.mann_kendall(y, steps).p, "points": int(y.size)}
+
+
+def significant_digits(x: float) -> int:
+    """Significant digits of `x` as written at its shortest (`6.90776` → 6, `0.0012` → 2, `100.0` → 1); a
+    float32 (TensorBoard's scalars) at its own shortest, so float32(0.01) is `0.01`, not 0.009999999776."""
+    single = np.float32(x)
+    text = repr(abs(float(x))) if float(single) != x else np.format_float_positional(abs(single), unique=True)
+    mantissa = text.split("e")[0].replace(".", "")
+    return len(mantissa.strip("0"))

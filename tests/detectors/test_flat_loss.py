@@ -36,3 +36,26 @@ def test_validation_loss_pinned_while_training_loss_wanders(tmp_path):
                    tmp_path / "f.duckdb")
     [f] = FlatLoss().check(run)
     assert f.series == "val_loss" and abs(f.evidence["relative_change"]) < 0.01
+
+
+def test_short_loss_pinned_at_one_value_is_flat(tmp_path):
+    """Issue 12 class 4: five logged points, the last four exactly log(1000) as float32 (a network giving the
+    uniform distribution whatever the batch); too short for the level rule, pinned all the same."""
+    steps = np.arange(5) * 20
+    loss = np.array([6.91161, *[math.log(1000)] * 4])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical" and f.evidence["pinned_points"] == 4 and f.evidence["points"] == 5
+    assert f.evidence["pinned_value"] == float(np.float32(math.log(1000)))
+    assert "pinned" in f.summary
+
+
+def test_short_learning_curve_with_equal_neighbours_is_silent(tmp_path):
+    # Two equal points at the end are a coincidence of printing, not a pinned loss; nor is a value printed
+    # to two significant digits (`loss 0.52` on every line of a converged run printed with %.2f).
+    steps = np.arange(6) * 20
+    falling = np.array([2.3, 1.7, 1.2, 0.9, 0.8125, 0.8125])
+    coarse = np.array([0.9, 0.61, 0.52, 0.52, 0.52, 0.52])
+    for name, loss in (("falling", falling), ("coarse", coarse)):
+        run = load_run(write_tb(tmp_path / name, {"loss": (steps, loss)}), tmp_path / f"{name}.duckdb")
+        assert list(FlatLoss().check(run)) == [], name
