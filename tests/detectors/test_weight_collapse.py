@@ -51,3 +51,25 @@ def test_a_norm_that_falls_by_half_and_rests_is_silent(tmp_path):
     fc1 = 2.5 * (0.5 + 0.5 * np.exp(-(STEPS - 25) / 40))  # settles at half: decay doing its job
     run = load_run(write_tb(tmp_path / "r", _norms(np.full(STEPS.size, 1.9), fc1)), tmp_path / "f.duckdb")
     assert list(WeightCollapse().check(run)) == []
+
+
+def test_a_norm_that_fell_within_its_first_three_points_is_measured_from_the_first(tmp_path):
+    """The same bug on another seed (holdout8): 3.88, 2.43, 1.27 in the first three logged points, then a rest
+    near 1.15. The median of the first three (2.43) already stands halfway down and gives ÷2.1; from the first
+    point, where the weights were initialised, the norm fell ÷3.4."""
+    from corpus.build import build_run
+    from corpus.spec import all_specs
+
+    [spec] = [s for s in all_specs() if s.name == "weight_collapse_wd_mlp_0.1_r10"]
+    build_run(spec, tmp_path / spec.name)
+    run = load_run(tmp_path / spec.name, tmp_path / "f.duckdb")
+    s, v = run.arrays("weight_norm/body.fc1")
+    assert np.median(v[:3]) / v[-1] < 3 < v[0] / v[-1]
+    [f] = WeightCollapse().check(run)
+    assert f.evidence["initial_from"] == "first point" and f.evidence["shrink_factor"] >= 3
+
+
+def test_a_norm_that_rests_at_half_after_a_fast_start_is_silent(tmp_path):
+    fc1 = np.concatenate(([3.9, 2.6], np.full(STEPS.size - 2, 1.95)))  # ÷2 from the first point: decay at work
+    run = load_run(write_tb(tmp_path / "r", _norms(np.full(STEPS.size, 1.9), fc1)), tmp_path / "f.duckdb")
+    assert list(WeightCollapse().check(run)) == []
