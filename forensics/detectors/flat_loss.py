@@ -30,7 +30,7 @@ class FlatLoss:
     `pinned_share` of all of them are one and the same non-zero value, printed to `min_digits` significant
     digits or more, the loss does not depend on the batch any more (Caffe printing `loss = 6.90776` = ln 1000
     on every iteration, litgpt `loss 10.8259` = ln 50257 on 23 lines): minibatch noise never repeats a
-    value to that many digits, so five logged points are enough.
+    value to that many digits, so four logged points are enough.
     False alarms: fires on 0 of the 521 healthy runs it could check (at most 0.6% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs,
     25 Nov 2026, fifth session); `min_digits` 3 and `pinned_share` 0.3 fire on none either.
@@ -95,7 +95,8 @@ class FlatLoss:
         if digits < self.min_digits:
             return None
         first = float(y[0])
-        return {"first_level": first, "last_level": value, "relative_change": (value - first) / abs(first),
+        rel = (value - first) / abs(first) if first else math.inf
+        return {"first_level": first, "last_level": value, "relative_change": rel,
                 "pinned_value": value, "pinned_points": int(same.sum()), "significant_digits": digits,
                 "points": int(y.size)}
 

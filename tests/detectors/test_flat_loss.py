@@ -59,3 +59,13 @@ def test_short_learning_curve_with_equal_neighbours_is_silent(tmp_path):
     for name, loss in (("falling", falling), ("coarse", coarse)):
         run = load_run(write_tb(tmp_path / name, {"loss": (steps, loss)}), tmp_path / f"{name}.duckdb")
         assert list(FlatLoss().check(run)) == [], name
+
+
+def test_loss_pinned_after_a_first_logged_zero(tmp_path):
+    # A first point of exactly 0 (a placeholder some loops log before the first step) must not break the
+    # relative change of a loss pinned afterwards.
+    steps = np.arange(5)
+    loss = np.array([0.0, *[math.log(10)] * 4])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.evidence["pinned_points"] == 4 and f.evidence["relative_change"] == "inf"  # evidence keeps JSON-safe text
