@@ -51,7 +51,12 @@ class FlatLoss:
     min_digits: int = 4  # ... printed to at least this many significant digits is a pinned loss
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "loss", self.min_repeats + 1)
+        # Under `min_points` only the pinned rule can speak: the detector counts as run (for the verdict and
+        # `-v`) only when it does, so a short log that is not pinned stays "too short" as before.
+        short = too_short(run, "loss", self.min_points)
+        if short and self._pinned(finite_part(*run.arrays("loss"))[1]) is None:
+            return short
+        return None
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, y = finite_part(*run.arrays("loss"))

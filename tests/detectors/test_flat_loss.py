@@ -69,3 +69,15 @@ def test_loss_pinned_after_a_first_logged_zero(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
     [f] = FlatLoss().check(run)
     assert f.evidence["pinned_points"] == 4 and f.evidence["relative_change"] == "inf"  # evidence keeps JSON-safe text
+
+
+def test_short_loss_counts_as_checked_only_when_pinned(tmp_path):
+    # Under 10 points only the pinned rule can speak; a short curve that is not pinned keeps its "too short"
+    # skip, so the verdict does not count the level rule as having run.
+    steps = np.arange(5) * 20
+    moving = load_run(write_tb(tmp_path / "m", {"loss": (steps, np.array([2.3, 1.9, 1.6, 1.4, 1.3]))}),
+                      tmp_path / "m.duckdb")
+    pinned = load_run(write_tb(tmp_path / "p", {"loss": (steps, np.array([2.31, *[math.log(10)] * 4]))}),
+                      tmp_path / "p.duckdb")
+    assert "needs at least 10" in FlatLoss().unavailable(moving)
+    assert FlatLoss().unavailable(pinned) is None
