@@ -145,8 +145,9 @@ def read_wandb_debug_log(path: Path, start: int = 0) -> Iterator[Chunk]:
     `start` and `position` are byte offsets of lines (the file is append-only); a last line without its
     newline is left for the next read.
     """
-    raw = path.read_bytes()
-    body = raw[start:]
+    with open(path, "rb") as f:
+        f.seek(start)
+        body = f.read()
     cut = body.rfind(b"\n") + 1
     rows: dict[tuple[int, int], tuple[int, float | None]] = {}
     issues: list[Issue] = []
