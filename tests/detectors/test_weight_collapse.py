@@ -70,6 +70,7 @@ def test_a_norm_that_fell_within_its_first_three_points_is_measured_from_the_fir
 
 
 def test_a_norm_that_rests_at_half_after_a_fast_start_is_silent(tmp_path):
-    fc1 = np.concatenate(([3.9, 2.6], np.full(STEPS.size - 2, 1.95)))  # ÷2 from the first point: decay at work
+    # Settled below its first three points (1.95 < 2.0), but ÷2 from the first point: decay at work.
+    fc1 = np.concatenate(([3.9, 2.6, 2.0], np.full(STEPS.size - 3, 1.95)))
     run = load_run(write_tb(tmp_path / "r", _norms(np.full(STEPS.size, 1.9), fc1)), tmp_path / "f.duckdb")
     assert list(WeightCollapse().check(run)) == []
