@@ -36,8 +36,6 @@ KNOWN_MISSES = {
     # that healthy corpus runs show too, so calling it would cost more precision than it gains.
     ("hf_cpt", "plateau"): "eval loss stalls at 88% of its first value while train halves: 10 healthy tune runs "
                            "do the same",
-    ("hf_dnabert2", "overfitting"): "11 noisy eval points: the rise from the minimum is 1.7 point sigmas, less than "
-                                    "the gallery's healthy 12-sample validation set shows (2.1)",
     ("hf_star", "exploding_gradients"): "isolated one-point grad-norm spikes (x17.7 the trailing median) without a "
                                         "loss spike: a healthy tune run reaches x23.8",
     ("log_mlx620", "loss_spike"): "the 4.6x jump at iteration 75-100 among 9 points is not called a spike",

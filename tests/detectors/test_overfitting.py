@@ -52,7 +52,8 @@ def test_a_steady_rise_smaller_than_three_point_sigmas_counts(tmp_path):
     run = load_run(write_tb(tmp_path / "a", {"train/loss": train, "val/loss": (steps, val)}), tmp_path / "a.duckdb")
     [f] = Overfitting().check(run)
     assert f.step == 356 and f.evidence["val_rise"] < 3 * f.evidence["val_noise"]
-    assert list(Overfitting(trend_p=0).check(run)) == []  # the three-sigma rule alone misses it
+    # the three-sigma rule alone misses it (training falling 0.70 -> 0.003 takes it as memorisation too)
+    assert list(Overfitting(trend_p=0, memorise_train_left=0).check(run)) == []
     untrended = val[[0, 1, 12, 2, 11, 3, 8, 4, 10, 5, 9, 6, 13, 7]]  # the same values, high and low interleaved
     run = load_run(write_tb(tmp_path / "b", {"train/loss": train, "val/loss": (steps, untrended)}), tmp_path / "b.duckdb")
     assert list(Overfitting().check(run)) == []
@@ -78,3 +79,36 @@ def test_training_after_the_last_evaluation_does_not_make_a_divergence_look_like
     assert np.nanmax(v) > 50 * np.nanmin(v)  # validation does rise, far
     assert (t[ts > last] == 0.0).sum() >= 10  # HF's masked windows after it
     assert list(Overfitting().check(run)) == []
+
+
+# shared/real_runs/hf_dnabert2 (a DNA classifier's trainer_state.json): 22 training points, 11 evaluations
+_DNA_STEPS = np.arange(100, 2300, 100)
+_DNA_TRAIN = np.array([0.4605, 0.3215, 0.2989, 0.257, 0.2309, 0.1856, 0.2026, 0.1838, 0.1709, 0.1294, 0.1035, 0.0985,
+                       0.1197, 0.0996, 0.0648, 0.0606, 0.0428, 0.0498, 0.0431, 0.0192, 0.0261, 0.0276])
+_DNA_VAL = np.array([0.3139, 0.2554, 0.2665, 0.2317, 0.3033, 0.2723, 0.2541, 0.2833, 0.2941, 0.2944, 0.2878])
+
+
+def test_a_small_rise_while_training_collapses_is_overfitting(tmp_path):
+    """Validation bottoms (3-point median 0.2554) and ends at 0.294, +15% but only 1.7 point sigmas of a noisy
+    11-point curve, with no trend of its own after the minimum; meanwhile training falls to an eighth of its level
+    at the crossover: the model memorises, and that is what makes the small rise a crossover. The same validation
+    beside a training loss that stays at its level is silent, and so is it beside a training loss smoother than
+    itself (a validation set too small to trust is val_noise's finding)."""
+    from tests.runwriters import hf_history, write_trainer_state
+
+    def run_with(train, name):
+        history = hf_history(_DNA_STEPS, train, np.ones(train.size), per_epoch=460)
+        history += [{"eval_loss": float(v), "epoch": round(int(s) / 460, 4), "step": int(s)}
+                    for s, v in zip(_DNA_STEPS[1::2], _DNA_VAL)]
+        history.sort(key=lambda e: e["step"])
+        return load_run(write_trainer_state(tmp_path / name, history), tmp_path / f"{name}.duckdb")
+
+    run = run_with(_DNA_TRAIN, "memorises")
+    [f] = Overfitting().check(run)
+    assert f.step == 600 and f.evidence["val_rise"] < 2 * f.evidence["val_noise"]
+    assert list(Overfitting(memorise_train_left=0).check(run)) == []  # the memorisation rule is what decides
+    rng = np.random.default_rng(3)
+    level = np.where(_DNA_STEPS < 600, _DNA_TRAIN, 0.2309 * (1 + rng.normal(0, 0.12, _DNA_STEPS.size)))
+    assert list(Overfitting().check(run_with(level, "stays"))) == []
+    smooth = 0.02 + 0.45 * np.exp(-_DNA_STEPS / 500)  # falls as far, without the minibatch noise
+    assert list(Overfitting().check(run_with(smooth, "smooth"))) == []
