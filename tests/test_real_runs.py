@@ -32,16 +32,13 @@ LABELS = json.loads((REAL_RUNS / "labels.json").read_text()) if (REAL_RUNS / "la
 # Labelled pathologies the engine does not report yet (measured on this branch). Each is a strict xfail: when a
 # detector learns to see it, the test passes, pytest reports XPASS as a failure, and the entry goes.
 KNOWN_MISSES = {
-    # The next three are disputed labels (docs/engine.md, "Where we disagree with a label"): the shape is one
+    # The next two are disputed labels (docs/engine.md, "Where we disagree with a label"): the shape is one
     # that healthy corpus runs show too, so calling it would cost more precision than it gains.
     ("hf_cpt", "plateau"): "eval loss stalls at 88% of its first value while train halves: 10 healthy tune runs "
                            "do the same",
     ("hf_star", "exploding_gradients"): "isolated one-point grad-norm spikes (x17.7 the trailing median) without a "
                                         "loss spike: a healthy tune run reaches x23.8",
     ("log_mlx620", "loss_spike"): "the 4.6x jump at iteration 75-100 among 9 points is not called a spike",
-    ("mlflow_swahili_stt", "plateau"): "10 epochs converging geometrically (332.7 -> 239.0 -> 234.8): at 8-12 "
-                                       "points the rule fires on 7-20 of 318-353 healthy runs (fine-tunes, "
-                                       "step schedules)",
 }
 # Healthy runs where the engine raises a warning (false alarms, DECISIONS.md §8: precision counts).
 KNOWN_FALSE_ALARMS = {
