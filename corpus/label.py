@@ -199,7 +199,9 @@ def _no_update(G: dict, LR: dict) -> str | None:
 def overfitting_rule(L: dict, V: dict) -> tuple[str | None, dict]:
     """Validation loss (median of 3 evaluations) passes its minimum (not in its last two points) and ends >= 20 %
     above it, and >= 3x the evaluations' own jitter (median |diff| / level), while the training loss after the
-    minimum keeps falling (median of its later half below its level at the minimum): a kind; >= 5 %: allowed.
+    minimum keeps falling (median of its later half >= 10 % below its level at the minimum: a drift of a few
+    per cent beside a doubling validation loss is the damage of something else showing on validation first):
+    a kind; >= 5 %: allowed.
     The end level is the median of the last quarter of the evaluations (at least 3): the last one or two of a
     12-sample validation set swing by 2x, and one such swing is not a rise."""
     V = _finite(V)
@@ -221,7 +223,7 @@ def overfitting_rule(L: dict, V: dict) -> tuple[str | None, dict]:
     after = lv[[j for j, s in enumerate(ls) if s > vs[i]]]
     if len(after) < 2:
         return None, {}
-    falling = float(np.median(after[len(after) // 2:])) < float(np.median(at))
+    falling = float(np.median(after[len(after) // 2:])) < 0.9 * float(np.median(at))
     ev = {"val_min_step": vs[i], "val_min": vv[i], "val_end": end, "val_rise": rise, "last_val_step": vs[-1],
           "train_at_min": float(np.median(at)), "train_late": float(np.median(after[len(after) // 2:]))}
     if falling and rise >= 0.2:
