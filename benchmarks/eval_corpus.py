@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="example:\n  python benchmarks/eval_corpus.py --corpus /work/corpus_data --split tune --jobs 2")
     p.add_argument("--corpus", type=Path, help="a generated corpus (python -m corpus.generate --out DIR)")
-    p.add_argument("--split", choices=("tune", "holdout", "calib", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8", "all"), default="tune")
+    p.add_argument("--split", choices=("tune", "holdout", "calib", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8", "holdout9", "all"), default="tune")
     p.add_argument("--real", type=Path, help="a folder of real runs with a labels.json")
     p.add_argument("--labels", type=Path, help="the real runs' labels.json (default: REAL/labels.json)")
     p.add_argument("--jobs", type=int, default=2)

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 epilog="example: python -m corpus.generate --out /tmp/corpus --split tune --jobs 2")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--split", choices=("tune", "holdout", "calib", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8", "all"), default="all")
+    p.add_argument("--split", choices=("tune", "holdout", "calib", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8", "holdout9", "all"), default="all")
     p.add_argument("--only", nargs="*", default=None, help="run names, variants or name prefixes")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--list", action="store_true", help="print the selected run names and exit")

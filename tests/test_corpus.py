@@ -64,11 +64,12 @@ def test_split_is_by_replica_and_both_parts_cover_every_variant():
     for s in specs:
         by_variant.setdefault(s.variant, {})[s.replica] = s.split
         assert s.split == ("tune", "holdout", "calib", "calib", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6",
-                           "holdout7", "holdout8")[s.replica]
+                           "holdout7", "holdout8", "holdout9")[s.replica]
     # every variant has a tune and a holdout replica; only healthy recipes have calibration replicas
     assert all({0: "tune", 1: "holdout"}.items() <= v.items() for v in by_variant.values())
     assert {s.bug for s in specs if s.split == "calib"} == {"none"}
-    for part in ("tune", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8"):
+    for part in ("tune", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8",
+                 "holdout9"):
         got = [s for s in specs if s.split == part]
         assert {s.bug for s in got} == {s.bug for s in specs}
         assert {s.family for s in got} == {s.family for s in specs}
