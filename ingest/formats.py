@@ -44,6 +44,9 @@ class Format:
     # For files no format claims by name: a look at the first 4 KiB (e.g. an MLflow metric file named
     # `loss`, a console log named `run1`). Sniffing is tried in FORMATS order, after all name claims.
     sniff: Callable[[bytes], bool] | None = None
+    # Bump when the reader would parse the same bytes differently (a fixed pattern, a new field): sources a
+    # reader of another version parsed are forgotten and read again by the next ingest (`sources.reader_version`).
+    version: int = 1
 
     def load_reader(self) -> Reader:
         module, _, function = self.reader.partition(":")

@@ -47,11 +47,12 @@ def list_runs(con: Any) -> list[dict[str, Any]]:
     return out
 
 
-def known_sources(con: Any, run_id: str) -> dict[str, tuple[int, int | None, float | None, str | None, int | None]]:
-    """Ingest's resume state: path -> (source_id, size_bytes, mtime, head_hash, resume_at) of a run's sources."""
+def known_sources(con: Any, run_id: str) -> dict[str, tuple]:
+    """Ingest's resume state: path -> (source_id, size_bytes, mtime, head_hash, resume_at, format,
+    reader_version) of a run's sources."""
     return {r[0]: r[1:] for r in con.execute(
-        "SELECT path, source_id, size_bytes, mtime, head_hash, resume_at FROM sources WHERE run_id = ?", [run_id]
-    ).fetchall()}
+        "SELECT path, source_id, size_bytes, mtime, head_hash, resume_at, format, reader_version FROM sources "
+        "WHERE run_id = ?", [run_id]).fetchall()}
 
 
 def series_rows(con: Any, run_id: str) -> list[tuple[int, str, str, str]]:

@@ -177,6 +177,17 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
         else:
             claimed.append((rel, fmt))
 
+    # Sources parsed by another version of their reader (or by another format's) are read again from nothing:
+    # a reader fix reaches runs stored before it (sources.reader_version).
+    stale = {str(rel): known[str(rel)][0] for rel, fmt in claimed
+             if str(rel) in known and known[str(rel)][5:7] != (fmt.name, fmt.version)}
+    if stale:
+        with connect(db, write=True) as con:
+            con.execute("BEGIN")
+            writes.forget_sources(con, run_id, stale)
+            con.execute("COMMIT")
+            known = queries.known_sources(con, run_id)
+
     total_bytes = sum((root / rel).stat().st_size for rel, _ in claimed)
     done = 0
     pending: list[_Pending] = []
@@ -188,7 +199,7 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
         start = 0
         source_id = None
         if prior is not None:
-            source_id, size, mtime, old_hash, resume_at = prior
+            source_id, size, mtime, old_hash, resume_at = prior[:5]
             unchanged = size == stat.st_size and mtime == stat.st_mtime and old_hash == head_hash
             if unchanged and (not fmt.resumable or resume_at >= stat.st_size):
                 done += stat.st_size
@@ -293,7 +304,8 @@ def _flush(db: Path, report: IngestReport, pending: list[_Pending]) -> None:
             item.report.points += written
             item.report.status = _source_status(item.report.points, dropped, item.report.issues)
             writes.update_source(con, item.source_id, size=item.size, mtime=item.mtime, head_hash=item.head_hash,
-                                 resume_at=item.end, points=written, dropped=dropped, status=item.report.status)
+                                 resume_at=item.end, points=written, dropped=dropped, status=item.report.status,
+                                 fmt=item.fmt.name, grp=item.grp, reader_version=item.fmt.version)
             item.chunks = []
         con.execute("COMMIT")
 

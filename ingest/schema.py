@@ -28,7 +28,7 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     meta            schema_version and other store facts
 """
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # How a database of each older version becomes the next one: statements run in order, in one transaction, by
 # `ingest.store` when a writer opens it. A version missing here cannot be migrated (the user re-ingests).
@@ -48,6 +48,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: (),
     # v3 -> v4 (issue 14): replays, a new table only.
     3: (),
+    # v4 -> v5: each log source records the version of the reader that parsed it. Sources stored before have
+    # none, so the next ingest reads them again with today's readers (a reader fix reaches stored runs).
+    4: ("ALTER TABLE sources ADD COLUMN IF NOT EXISTS reader_version INTEGER",),
 }
 
 TABLES: dict[str, str] = {
@@ -77,6 +80,8 @@ TABLES: dict[str, str] = {
             mtime DOUBLE,
             head_hash VARCHAR,              -- hash of the first bytes: a rewritten file is read anew
             resume_at BIGINT DEFAULT 0,     -- where the next ingest goes on (byte offset or record index)
+            reader_version INTEGER,         -- formats.Format.version of the reader that parsed it: another
+                                            -- version (or none) reads the file anew, its old points forgotten
             n_points BIGINT DEFAULT 0,
             duplicate_points BIGINT DEFAULT 0,  -- points dropped as exact copies of another source (§3)
             status VARCHAR,                 -- ok, partial, unreadable, duplicate

@@ -60,13 +60,38 @@ def claim_source(con: Any, run_id: str, path: str, fmt: str, grp: str) -> int:
 
 
 def update_source(con: Any, source_id: int, *, size: int, mtime: float, head_hash: str, resume_at: int,
-                  points: int, dropped: int, status: str) -> None:
-    """After a source's chunks are written: where the next ingest goes on, and its counts and status."""
+                  points: int, dropped: int, status: str, fmt: str, grp: str, reader_version: int) -> None:
+    """After a source's chunks are written: where the next ingest goes on, its counts and status, and which
+    format, and which version of its reader, parsed it."""
     con.execute(
         "UPDATE sources SET size_bytes = ?, mtime = ?, head_hash = ?, resume_at = ?, "
-        "n_points = n_points + ?, duplicate_points = duplicate_points + ?, status = ? WHERE source_id = ?",
-        [size, mtime, head_hash, resume_at, points, dropped, status, source_id],
+        "n_points = n_points + ?, duplicate_points = duplicate_points + ?, status = ?, format = ?, grp = ?, "
+        "reader_version = ? WHERE source_id = ?",
+        [size, mtime, head_hash, resume_at, points, dropped, status, fmt, grp, reader_version, source_id],
     )
+
+
+def forget_sources(con: Any, run_id: str, sources: dict[str, int]) -> None:
+    """Drop what earlier ingests read from `sources` (path -> source_id), so that the next read starts from
+    nothing: their points, histograms, texts, config values and issues. The rows stay (their ids are kept) with
+    their resume state cleared; the run's series are recounted, and series left with no data are dropped."""
+    ids, paths = list(sources.values()), list(sources)
+    for table in ("scalars", "histograms", "texts", "configs"):
+        con.execute(f"DELETE FROM {table} WHERE list_contains(?, source_id)", [ids])
+    con.execute("DELETE FROM ingest_issues WHERE run_id = ? AND list_contains(?, path)", [run_id, paths])
+    con.execute("UPDATE sources SET size_bytes = NULL, mtime = NULL, head_hash = NULL, resume_at = 0, n_points = 0, "
+                "duplicate_points = 0, status = NULL, detail = NULL, reader_version = NULL "
+                "WHERE list_contains(?, source_id)", [ids])
+    con.execute(
+        """UPDATE series SET n_points = coalesce(c.n, 0), n_nonfinite = coalesce(c.bad, 0), first_step = c.lo,
+                  last_step = c.hi
+           FROM (SELECT r.series_id, count(p.step) AS n, count(p.step) FILTER (WHERE NOT isfinite(p.value)) AS bad,
+                        min(p.step) AS lo, max(p.step) AS hi
+                 FROM series r LEFT JOIN scalars p ON p.series_id = r.series_id WHERE r.run_id = ?
+                 GROUP BY r.series_id) c
+           WHERE series.series_id = c.series_id""", [run_id])
+    con.execute("DELETE FROM series WHERE run_id = ? AND n_points = 0 AND series_id NOT IN "
+                "(SELECT DISTINCT series_id FROM histograms)", [run_id])
 
 
 def register_source(con: Any, run_id: str, path: str, fmt: str, size: int, mtime: float | None, status: str,

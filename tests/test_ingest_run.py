@@ -195,3 +195,74 @@ def test_small_log_that_grows_is_read_on_not_read_again(tmp_path):
     assert ingest_run(tmp_path / "run", db, progress=None).points == 180
     with connect(db, write=False) as con:
         assert con.execute("SELECT count(*), count(DISTINCT position) FROM scalars").fetchone() == (200, 200)
+
+
+def _reader_before_the_fix(path, start):
+    """The console reader as it was before a fix: the same chunks without their loss points (as the reader
+    read litgpt's `iter N step M: loss X` lines before it learned two counters on one line)."""
+    import polars as pl
+
+    from ingest.console import read_console
+
+    for chunk in read_console(path, start):
+        if chunk.scalars is not None:
+            chunk.scalars = chunk.scalars.filter(pl.col("tag").cast(pl.Utf8) != "loss")
+        yield chunk
+
+
+def test_a_reader_fix_reaches_a_run_stored_before_it(tmp_path, monkeypatch):
+    """Ingest is incremental, so without a reader version a fixed reader would never see a file it had read:
+    the store would keep the old parse. A source parsed by another version of its reader is forgotten and read
+    again, its points counted once; a source of the current version is left alone."""
+    import dataclasses
+
+    from ingest import formats
+
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = [f"iter {2 * i} step {i}: loss {10.8 - 0.05 * i:.4f}, iter time: 197.87ms" for i in range(1, 41)]
+    (run / "train.log").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "f.duckdb"
+    i = next(k for k, f in enumerate(formats.FORMATS) if f.name == "console")
+    fixed = formats.FORMATS[i]
+    before = dataclasses.replace(fixed, reader="tests.test_ingest_run:_reader_before_the_fix",
+                                 version=fixed.version - 1)
+    monkeypatch.setattr(formats, "FORMATS", formats.FORMATS[:i] + [before] + formats.FORMATS[i + 1:])
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+
+    def stored():
+        with duckdb.connect(str(db), read_only=True) as con:
+            tags = dict(con.execute("SELECT tag, n_points FROM series").fetchall())
+            return (tags, con.execute("SELECT count(*) FROM scalars").fetchone()[0],
+                    con.execute("SELECT reader_version FROM sources").fetchall())
+
+    old_tags, old_points, old_version = stored()
+    assert "loss" not in old_tags and old_points > 0 and old_version == [(fixed.version - 1,)]
+    monkeypatch.undo()  # the upgrade: today's reader
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    tags, points, version = stored()
+    assert tags["loss"] == 40 and version == [(fixed.version,)]
+    assert points == old_points + 40  # the old parse's points were forgotten, not stored twice
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    assert stored() == (tags, points, version)  # the same version: nothing read again
+
+
+def test_a_store_from_before_reader_versions_reads_its_logs_again_once(tmp_path):
+    """A schema-4 store has no reader versions: the write that upgrades it leaves them empty, so the next ingest
+    reads every log again with today's readers, replacing (never doubling) the old points."""
+    from tests.runwriters import curve, write_tb
+
+    run = write_tb(tmp_path / "run", {"loss": curve(n=50)})
+    db = tmp_path / "f.duckdb"
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE sources DROP COLUMN reader_version")
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    con.close()
+    import ingest.store
+    ingest.store._SCHEMA_READY.clear()
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*), count(DISTINCT position) FROM scalars").fetchone() == (50, 50)
+        assert con.execute("SELECT n_points FROM series").fetchall() == [(50,)]
+        assert con.execute("SELECT reader_version FROM sources").fetchall() == [(1,)]
