@@ -72,3 +72,31 @@ def test_set_is_strict_and_typed():
 def test_bad_set_is_exit_code_2(tmp_path, capsys):
     assert main(["analyze", str(tmp_path), "--db", str(tmp_path / "f.duckdb"), "--set", "loss-spike.bogus=1"]) == 2
     assert "no field 'bogus'" in capsys.readouterr().err
+
+
+def test_a_gans_adversarial_losses_are_not_judged_by_their_level(tmp_path, capsys):
+    """A GAN's discriminator sits near 2·ln 2 and its generator near its own level for the whole run: that
+    equilibrium is how a GAN trains. The detectors that judge the loss's level (flat_loss here) skip such a
+    loss, saying why; a NaN in it is still nan_loss. A plain loss of the same shape is still flat_loss."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(0, 3000, 10)
+    d_loss = 1.33 * (1 + rng.normal(0, 0.01, steps.size))
+    g_loss = 0.76 * (1 + rng.normal(0, 0.01, steps.size))
+
+    def analyze(name, series):
+        run = write_tb(tmp_path / name, series)
+        main(["analyze", str(run), "--db", str(tmp_path / f"{name}.duckdb"), "--json"])
+        out = json.loads(capsys.readouterr().out)
+        return {f["kind"] for f in out["findings"]}, {s["kind"]: s["reason"] for s in out["skipped"]}
+
+    kinds, skipped = analyze("gan", {"Loss/Discriminator": (steps, d_loss), "Loss/Generator": (steps, g_loss)})
+    assert "flat_loss" not in kinds and "adversarial" in skipped["flat_loss"]
+    assert "adversarial" in skipped["plateau"] and "adversarial" in skipped["divergence"]
+    kinds, skipped = analyze("g_loss", {"train/g_loss": (steps, g_loss)})  # the single-letter spelling
+    assert "flat_loss" not in kinds and "adversarial" in skipped["flat_loss"]
+    d_nan, g_nan = d_loss.copy(), g_loss.copy()
+    d_nan[200:], g_nan[200:] = np.nan, np.nan  # a GAN that dies: both sides share the fake samples' NaN
+    kinds, _ = analyze("gan_nan", {"Loss/Discriminator": (steps, d_nan), "Loss/Generator": (steps, g_nan)})
+    assert "nan_loss" in kinds
+    kinds, skipped = analyze("plain", {"train/loss": (steps, d_loss)})
+    assert "flat_loss" in kinds and "flat_loss" not in skipped

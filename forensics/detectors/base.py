@@ -21,12 +21,40 @@ class Detector(Protocol):
 
 
 def missing_reason(detector: Detector, run: Run) -> str | None:
-    """Why `detector` cannot run on `run` (a required series is missing, or its own `unavailable`), else None."""
+    """Why `detector` cannot run on `run` (a required series is missing, the training loss is adversarial and
+    the detector reads its level, or its own `unavailable`), else None."""
     for need in detector.requires:
         if not run.has(need):
             return run.missing_message(need)
+    if getattr(detector, "reads_loss_level", False):
+        why = adversarial_loss(run)
+        if why:
+            return why
     own = getattr(detector, "unavailable", None)
     return own(run) if own is not None else None
+
+
+# One side of a GAN: `Generator loss`, `Loss_D`, `disc_loss`, `critic_loss`, `g_loss`, `loss_G_GAN`. Not `adv_loss`:
+# adversarial *training* (PGD, FGSM) calls its loss on perturbed samples that, and it falls like any other.
+ADVERSARIAL_WORDS = frozenset({"generator", "discriminator", "gen", "disc", "critic", "gan"})
+
+
+def adversarial_loss(run: Run) -> str | None:
+    """A skip reason when the training loss the detectors would read is one side of an adversarial game (a GAN's
+    generator, discriminator or critic loss, and no plain loss beside it). Those losses hold an equilibrium by
+    design (a discriminator near 2·ln 2, a generator near its own level): a flat, stalled, rising or swinging
+    level is how a GAN trains, not a finding, so the detectors that judge the loss's level (`reads_loss_level`)
+    do not read it. Non-finite values and spikes in it are still evidence, and are still read."""
+    from ingest.roles import NEUTRAL_WORDS, SPLIT_WORDS, words
+
+    name = run.pick("loss")
+    if name is None:
+        return None
+    rest = set(words(name)) - {"loss", "losses"} - NEUTRAL_WORDS - set(SPLIT_WORDS)
+    if rest & ADVERSARIAL_WORDS or rest in ({"g"}, {"d"}):
+        return (f"the training loss, {name}, is one side of an adversarial game (a GAN's generator or "
+                f"discriminator): its level holds an equilibrium by design, so its level is not judged")
+    return None
 
 
 def finite_part(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

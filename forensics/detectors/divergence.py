@@ -49,6 +49,7 @@ class Divergence:
 
     kind: ClassVar[str] = "divergence"
     requires: ClassVar[tuple[str, ...]] = ("loss",)
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     smooth: float = 0.04  # smoothing window as a fraction of the points
     min_growth: float = 0.5  # final − min ≥ this × |min|: a user acts on a loss half again above its best
     min_recovered: float = 0.3  # final − min ≥ this × (initial − min): it gave back a good part of its progress

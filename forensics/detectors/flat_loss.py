@@ -41,6 +41,7 @@ class FlatLoss:
 
     kind: ClassVar[str] = "flat_loss"
     requires: ClassVar[tuple[str, ...]] = ("loss",)
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     rel_tol: float = 0.03  # a 3% move over a whole run is below what a user calls learning
     edge: float = 0.1  # first/last fraction of the points whose medians are compared
     smooth: float = 0.1  # rolling-median window for the "never fell" check, as a fraction of the points

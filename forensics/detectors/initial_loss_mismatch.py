@@ -39,6 +39,7 @@ class InitialLossMismatch:
 
     kind: ClassVar[str] = "initial_loss_mismatch"
     requires: ClassVar[tuple[str, ...]] = ("loss",)
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     high: float = 2.0
     low: float = 0.3
     max_low_step: int = 1

@@ -49,6 +49,7 @@ class Oscillation:
 
     kind: ClassVar[str] = "oscillation"
     requires: ClassVar[tuple[str, ...]] = ("loss",)
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     min_amplitude: float = 0.1
     min_autocorr: float = 0.5  # half the residual variance repeats at some lag: structure, not noise
     max_lag: int = 8

@@ -43,6 +43,7 @@ class Plateau:
 
     kind: ClassVar[str] = "plateau"
     requires: ClassVar[tuple[str, ...]] = ("loss",)
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     smooth: float = 0.05
     band: float = 0.03
     min_length: float = 0.35

@@ -56,6 +56,7 @@ class Underfitting:
 
     kind: ClassVar[str] = "underfitting"
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     min_level: float = 0.3  # from scratch: still 30% of the initial loss is high
     min_drop: float = 0.05  # it learned something (less is flat_loss)
     max_gap: float = 0.25  # validation within 25% of train: they agree (a larger gap is over- or mis-fitting)
