@@ -35,7 +35,7 @@ def missing_reason(detector: Detector, run: Run) -> str | None:
 
 
 # One side of a GAN: `Generator loss`, `Loss_D`, `disc_loss`, `critic_loss`, `g_loss`, `loss_G_GAN`. Not `adv_loss`:
-# adversarial *training* (PGD, FGSM) calls its loss on perturbed samples that, and it falls like any other.
+# adversarial *training* (PGD, FGSM) gives that name to its loss on perturbed samples, which falls like any other.
 ADVERSARIAL_WORDS = frozenset({"generator", "discriminator", "gen", "disc", "critic", "gan"})
 
 
