@@ -50,6 +50,9 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analys
     spikes = series_spikes(run, rule)
     findings.sort(key=Finding.sort_key)
     out.findings, out.spikes = tie_events(run, findings, spikes)
+    if bool(run.meta["ordinal"].fill_null(False).any()):  # say where ordinal steps are in the writer's words
+        out.findings = [f.with_positions(run.writer_positions(f.series, [f.step, f.step_end]))
+                        for f in out.findings]
     out.nonfinite = run.first_nonfinite()
     out.replay_from = replay_start(run, out.findings)
     out.checked = {"series": {r: run.pick(r) for r in ("loss", "val_loss", "grad_norm", "lr") if run.has(r)},

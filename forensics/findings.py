@@ -32,6 +32,9 @@ class Finding:
     checks: tuple[str, ...]
     sources: tuple[dict[str, Any], ...] = ()
     event: int | None = None
+    # `step` and `step_end` in the writer's words where the series' steps are line ordinals (Run.writer_positions)
+    at: str | None = None
+    at_end: str | None = None
 
     @classmethod
     def of(cls, detector: Any, *, severity: str, summary: str, step: int | None = None,
@@ -48,6 +51,12 @@ class Finding:
     def with_event(self, event: int) -> Finding:
         return replace(self, event=event)
 
+    def with_positions(self, positions: dict[int, str]) -> Finding:
+        """The finding with `at`/`at_end` from {step: the writer's words for it}."""
+        at = positions.get(self.step) if self.step is not None else None
+        at_end = positions.get(self.step_end) if self.step_end is not None else None
+        return replace(self, at=at, at_end=at_end) if at or at_end else self
+
     def sort_key(self) -> tuple:
         """By step (run-wide findings last), then severity, then kind."""
         return (self.step is None, self.step if self.step is not None else 0, RANK[self.severity], self.kind)
@@ -55,7 +64,8 @@ class Finding:
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "severity": self.severity, "step": self.step, "step_end": self.step_end,
                 "series": self.series, "summary": self.summary, "evidence": self.evidence,
-                "causes": list(self.causes), "checks": list(self.checks), "event": self.event}
+                "causes": list(self.causes), "checks": list(self.checks), "event": self.event,
+                **({"at": self.at, "at_end": self.at_end} if self.at or self.at_end else {})}
 
 
 @dataclass(frozen=True)

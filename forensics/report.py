@@ -10,7 +10,14 @@ from forensics.numbers import count
 def _where(f: Finding) -> str:
     if f.step is None:
         return "-"
-    return f"{f.step}" if f.step_end in (None, f.step) else f"{f.step}-{f.step_end}"
+    where = f"{f.step}" if f.step_end in (None, f.step) else f"{f.step}-{f.step_end}"
+    if f.at:  # an ordinal step: the writer's own counters beside it
+        where += f" ({f.at}" + (f" to {f.at_end}" if f.at_end and f.at_end != f.at else "") + ")"
+    return where
+
+
+def _nonfinite_at(n: dict) -> str:
+    return f" ({n['at']})" if n.get("at") else ""
 
 
 LABELS = {"failed": "FAILED", "suspicious": "suspicious", "inconclusive": "INCONCLUSIVE", "healthy": "healthy"}
@@ -109,7 +116,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
     if a.nonfinite:
         lines.append("")
         lines.append("first non-finite value per series (earliest first):")
-        lines.extend(f"  {n['series']}: {n['value']} at step {n['step']}" for n in a.nonfinite)
+        lines.extend(f"  {n['series']}: {n['value']} at step {n['step']}{_nonfinite_at(n)}" for n in a.nonfinite)
     rl = replay_lines(a)
     if rl:
         lines.append("")
@@ -152,7 +159,7 @@ def markdown(a: Analysis) -> str:
                     "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
     if a.nonfinite:
         out += ["## First non-finite value per series", ""]
-        out += [f"- `{n['series']}`: {n['value']} at step {n['step']}" for n in a.nonfinite]
+        out += [f"- `{n['series']}`: {n['value']} at step {n['step']}{_nonfinite_at(n)}" for n in a.nonfinite]
         out.append("")
     rl = replay_lines(a)
     if rl:

@@ -78,6 +78,8 @@ class Run:
     # What a spike is in this analysis: the loss-spike detector's thresholds, set by the engine so that every
     # reader of spikes (loss_spike, bad_batch, the spike list) shares one definition (issue 11).
     spike_rule: SpikeRule = field(default_factory=SpikeRule, repr=False)
+    # (series_id, steps) -> {step: (epoch, batch)} the writer printed on those lines (ordinal series only)
+    _counters: Any = field(default=None, repr=False)
 
     # --- building ---------------------------------------------------------------------------------
     @classmethod
@@ -93,7 +95,25 @@ class Run:
         meta = queries.series_meta(con, run_id)
         return cls(run_id, row[0], row[1], meta.cast({k: v for k, v in META_SCHEMA.items() if k in meta.columns}),
                    lambda series_id: queries.series_points(con, series_id), queries.run_configs(con, run_id),
-                   queries.run_tables(con, run_id))
+                   queries.run_tables(con, run_id),
+                   _counters=lambda series_id, steps: queries.point_counters(con, series_id, steps))
+
+    def writer_positions(self, series: str | None, steps: list[int | None]) -> dict[int, str]:
+        """Where each of `steps` is in the writer's own words, for a series on an ordinal axis whose lines print
+        an epoch and a batch but no global step (`Epoch[1] Batch[7]`, DECISIONS §2): {6: "epoch 1, batch 7"}.
+        Empty for a series with logged steps (its steps are the writer's already) or lines without counters."""
+        if series is None or self._counters is None:
+            return {}
+        row = self.meta.filter(pl.col("name") == series)
+        if row.height == 0 or not row["ordinal"][0]:
+            return {}
+        wanted = sorted({int(s) for s in steps if s is not None})
+        out = {}
+        for step, (epoch, batch) in self._counters(int(row["series_id"][0]), wanted).items():
+            words = [f"{k} {v}" for k, v in (("epoch", epoch), ("batch", batch)) if v is not None]
+            if words:
+                out[step] = ", ".join(words)
+        return out
 
     # --- series -----------------------------------------------------------------------------------
     def candidates(self, role_or_name: str) -> pl.DataFrame:
@@ -163,8 +183,12 @@ class Run:
             f = self.series_named(name).filter(~pl.col("value").is_finite())
             if f.height:
                 v = f["value"][0]
-                out.append({"series": name, "step": int(f["step"][0]),
+                step = int(f["step"][0])
+                out.append({"series": name, "step": step,
                             "value": "nan" if v is None or math.isnan(v) else ("inf" if v > 0 else "-inf")})
+                at = self.writer_positions(name, [step]).get(step)
+                if at:
+                    out[-1]["at"] = at
         return sorted(out, key=lambda r: (r["step"], r["series"]))
 
     def all_of(self, role: str) -> list[str]:

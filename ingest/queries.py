@@ -186,6 +186,16 @@ def series_points(con: Any, series_id: int) -> pl.DataFrame:
     return pl.from_arrow(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
                                      ORDER BY source_id, position""").to_arrow_table())
 
+def point_counters(con: Any, series_id: int, steps: list[int]) -> dict[int, tuple[int | None, int | None]]:
+    """step -> (epoch, batch) the writer printed on the line of each of `steps` (first in write order), for an
+    ordinal series whose steps are line ordinals (DECISIONS §2)."""
+    rows = con.execute("SELECT step, epoch, batch FROM scalars WHERE series_id = ? AND list_contains(?, step) "
+                       "ORDER BY source_id, position", [int(series_id), [int(x) for x in steps]]).fetchall()
+    out: dict[int, tuple[int | None, int | None]] = {}
+    for step, epoch, batch in rows:
+        out.setdefault(int(step), (epoch, batch))
+    return out
+
 # Issue kinds that are not problems of a file we read: files no reader knows are listed apart.
 NOT_A_READ_PROBLEM = ("unknown_file",)
 
