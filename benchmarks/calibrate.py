@@ -10,8 +10,9 @@ budget of at most 1 % of healthy runs per kind). This prints, for each value of 
 time, the others at their defaults), how many healthy runs the detector fires on (of those where it could run:
 a detector without its series is skipped, and a skip proves nothing about its false-alarm rate), its false findings on labelled
 runs, and its recall on the runs labelled with its kind — matched by `eval_corpus.score_case`, the same rule as
-the benchmark. Each run is ingested once into `--cache` (a DuckDB file per run, reused across calls; delete the
-folder after changing a reader); the sweep then analyses the stored runs in-process, a few ms per run and value.
+the benchmark. Each run is ingested into `--cache` (a DuckDB file per run, reused across calls: ingest is
+incremental, so an unchanged run costs a look at its files, and a store of an older schema or parsed by an older
+reader is brought up to date); the sweep then analyses the stored runs in-process, a few ms per run and value.
 Only the TUNE and CALIB parts and the development runs are for tuning: sweeping the holdout is tuning on it.
 """
 
@@ -27,12 +28,11 @@ from eval_corpus import Case, corpus_cases, real_cases, score_case
 
 
 def stored(case: Case, cache: Path) -> tuple[Path, str]:
-    """The case's DuckDB file in `cache` (ingested on first use) and its run id."""
+    """The case's DuckDB file in `cache`, up to date with the run and this version's readers, and its run id."""
     from ingest.run import ingest_run, run_id_for
 
     db = cache / f"{case.name}.duckdb"
-    if not db.exists():
-        ingest_run(case.path, db)
+    ingest_run(case.path, db)
     return db, run_id_for(case.path)
 
 
