@@ -70,35 +70,24 @@ class Overfitting:
     memorise_train_left: float = 0.5
     memorise_noise_k: float = 1.0  # as `trend_noise_k`: the second witness is training, not the rise
 
-    def _steady_rise(self, v: np.ndarray, vs: np.ndarray, imin: int, train: np.ndarray, rise: float,
-                     noise: float) -> bool:
+    def _steady_rise(self, v: np.ndarray, vs: np.ndarray, imin: int, rise: float, noise: float) -> bool:
         """A rise smaller than `noise_k` point sigmas still counts when the evaluations after the minimum
         (the minimum itself left out: every later point is above it by construction) trend up on their own:
-        Mann–Kendall p < `trend_p` over at least `trend_points` of them, and the rise is `trend_noise_k` sigmas.
-        Not on a validation loss noisier than training (val_noise's measure, `stats.relative_wiggle`): a
-        validation set that small is val_noise's finding, and its drift alone is no overfitting claim."""
+        Mann–Kendall p < `trend_p` over at least `trend_points` of them, and the rise is `trend_noise_k` sigmas."""
         after, steps = v[imin + 1:], vs[imin + 1:]
         if self.trend_p <= 0 or after.size < self.trend_points or rise < self.trend_noise_k * noise:
-            return False
-        vn, tn = stats.relative_wiggle(v), stats.relative_wiggle(train)
-        if np.isfinite(vn) and np.isfinite(tn) and vn >= tn:
             return False
         t = stats.mann_kendall(after, steps)
         return t.z > 0 and t.p < self.trend_p
 
-    def _memorises(self, v: np.ndarray, train: np.ndarray, train_after: np.ndarray, rise: float,
-                   noise: float) -> bool:
+    def _memorises(self, train_after: np.ndarray, rise: float, noise: float) -> bool:
         """A rise smaller than `noise_k` point sigmas still counts when training collapses meanwhile: the median
         of its last three points over the rise's span is under `memorise_train_left` of the median of its first
-        three, and validation rose `memorise_noise_k` sigmas. Not on a validation loss noisier than training
-        (val_noise's measure): a tiny validation set's lucky minimum is no crossover."""
+        three, and validation rose `memorise_noise_k` sigmas."""
         if self.memorise_train_left <= 0 or train_after.size < 6 or rise < self.memorise_noise_k * noise:
             return False
         start, end = float(np.median(train_after[:3])), float(np.median(train_after[-3:]))
-        if not (start > 0 and end < self.memorise_train_left * start):
-            return False
-        vn, tn = stats.relative_wiggle(v), stats.relative_wiggle(train)
-        return not (np.isfinite(vn) and np.isfinite(tn) and vn >= tn)
+        return start > 0 and end < self.memorise_train_left * start
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "val_loss", self.min_points)
@@ -126,8 +115,10 @@ class Overfitting:
         after = (ts >= vs[imin]) & (ts <= vs[-1])
         if after.sum() < 2:
             return
-        if rise < self.noise_k * noise and not self._steady_rise(v, vs, imin, tv, rise, noise) \
-                and not self._memorises(v, tv, tv[after], rise, noise):
+        # A rise under `noise_k` sigmas needs a second witness (its own trend, or training collapsing), and never
+        # on a validation loss noisier than training: a validation set that small is val_noise's finding.
+        if rise < self.noise_k * noise and (_noisier(v, tv) or not (
+                self._steady_rise(v, vs, imin, rise, noise) or self._memorises(tv[after], rise, noise))):
             return
         slope, _ = stats.theil_sen(ts[after], tv[after])
         train_change = slope * (ts[after][-1] - ts[after][0])
@@ -145,3 +136,9 @@ class Overfitting:
                          summary=(f"validation loss bottoms at {lo:.4g} at step {vs[imin]} and rises to {final:.4g} "
                                   f"(+{rise / abs(lo) if lo else 0:.0%}) while training loss changes by "
                                   f"{train_change:+.3g}"))
+
+
+def _noisier(val: np.ndarray, train: np.ndarray) -> bool:
+    """Validation moves more than training between points, by val_noise's measure (`stats.relative_wiggle`)."""
+    vn, tn = stats.relative_wiggle(val), stats.relative_wiggle(train)
+    return bool(np.isfinite(vn) and np.isfinite(tn) and vn >= tn)
