@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -202,6 +203,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         problems = sum(1 for i in r["issues"] if i["kind"] != "unknown_file")
         print(f"{r['run']:<10}  {shown[r['run']]:<{width}} {r['points']:>12,}  {r['series']:>6}  {problems:>8}  "
               f"{len(r['sources'])} ({kinds})")
+        if not r["ingest_complete"]:
+            print(f"{'':12}ingest did not finish (stopped or locked out): `forensics ingest` it again to read the rest")
         if r["found_by_watch"]:
             w = r["found_by_watch"]
             print(f"{'':12}found by watch as {w['kind']}: {w['reason']} ({w['state']})")
@@ -647,6 +650,8 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise ForensicsError(f"{root} is not a folder; --all takes a folder of runs")
     found = discover(root)
+    for path, err in found.errors:  # as watch says them: runs below these folders were not looked for
+        print(f"forensics: cannot list {path} ({err}); runs inside it, if any, are not analysed", file=sys.stderr)
     if not found.runs:
         raise ForensicsError(f"no runs found under {root} ({found.dirs_scanned} folders looked at); "
                              f"docs/watch.md lists the layouts recognised")
@@ -670,7 +675,8 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
     failed = [r for r in results if r.error is not None]
     if args.json:
         print(json.dumps({"db": str(db), "root": str(found.root), "jobs": args.jobs, "ray": args.ray is not None,
-                          "seconds": round(seconds, 2), "failed": len(failed), "runs": [
+                          "seconds": round(seconds, 2), "failed": len(failed),
+                          "not_listed": [{"path": p, "error": e} for p, e in found.errors], "runs": [
                               {"path": str(d.path), "kind": d.kind, "reason": d.reason,
                                **by_path[str(d.path)].as_dict()} for d in found.runs]}, indent=2))
     else:
@@ -852,17 +858,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so open transactions roll back as on Ctrl-C."""
+
+
+def _terminate(signum, frame) -> None:
+    raise _Terminated
+
+
+class _StderrLines(logging.Handler):
+    """The store's notices (waiting for the database or a run's ingest lock) as `forensics: ...` on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"forensics: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def _say_notices() -> None:
+    logger = logging.getLogger("ingest")
+    if not any(isinstance(h, _StderrLines) for h in logger.handlers):
+        logger.addHandler(_StderrLines())
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad arguments and 0 on --help
         return int(exc.code or 0)
+    _say_notices()
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals to whoever owns it
+        previous = None
     try:
         return args.func(args)
     except ForensicsError as exc:
         print(f"forensics: error: {exc}", file=sys.stderr)
         return 2
+    except _Terminated:
+        print("forensics: terminated (SIGTERM); what was written before is kept, and the next run goes on "
+              "from there", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("forensics: interrupted", file=sys.stderr)
         return 130
@@ -871,6 +911,9 @@ def main(argv: list[str] | None = None) -> int:
         # Point stdout at devnull so the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

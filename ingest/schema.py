@@ -28,7 +28,7 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     meta            schema_version and other store facts
 """
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # How a database of each older version becomes the next one: statements run in order, in one transaction, by
 # `ingest.store` when a writer opens it. A version missing here cannot be migrated (the user re-ingests).
@@ -51,6 +51,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # v4 -> v5: each log source records the version of the reader that parsed it. Sources stored before have
     # none, so the next ingest reads them again with today's readers (a reader fix reaches stored runs).
     4: ("ALTER TABLE sources ADD COLUMN IF NOT EXISTS reader_version INTEGER",),
+    # v5 -> v6 (issue 26): a run whose ingest stopped half-way (killed, or locked out of the database) is marked,
+    # so `runs`, the app and the next ingest know. Runs stored before are taken as complete (NULL).
+    5: ("ALTER TABLE runs ADD COLUMN IF NOT EXISTS ingest_complete BOOLEAN",),
 }
 
 TABLES: dict[str, str] = {
@@ -65,7 +68,10 @@ TABLES: dict[str, str] = {
             name VARCHAR NOT NULL,          -- the folder's name
             root VARCHAR NOT NULL,          -- resolved absolute path
             first_ingested TIMESTAMP,
-            last_ingested TIMESTAMP
+            last_ingested TIMESTAMP,
+            ingest_complete BOOLEAN         -- FALSE from an ingest's first write until its last: still FALSE
+                                            -- after one that stopped half-way (killed, locked out); NULL in
+                                            -- stores made before schema 6 (taken as complete)
         )""",
     "sources": """
         CREATE TABLE IF NOT EXISTS sources (
