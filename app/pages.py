@@ -311,11 +311,7 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
 
 
 def _value(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, list):
-        return ", ".join(_value(x) for x in v[:12]) + (f", … ({len(v)} in all)" if len(v) > 12 else "")
-    return str(v)
+    return numbers.shown(v)  # the text report's rendering: no `None`, no empty `****` for an empty list
 
 
 def _pick(series: pl.DataFrame, role: str) -> dict | None:

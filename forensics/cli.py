@@ -153,7 +153,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             print(f"  not read (no reader for these files): {shown}", file=sys.stderr)
     if failed:
         print(f"{len(reports)} of {len(run_dirs)} directories read; not read: {', '.join(f['path'] for f in failed)}")
-    print(f"database: {db}")
+    print(f"database: {numbers.home(db)}")
     return code
 
 
@@ -208,7 +208,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         if r["found_by_watch"]:
             w = r["found_by_watch"]
             print(f"{'':12}found by watch as {w['kind']}: {w['reason']} ({w['state']})")
-    print(f"database: {db}")
+    print(f"database: {numbers.home(db)}")
     return 0
 
 
@@ -695,7 +695,7 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
             print(f"{rel}: {line}{more}")
         print(f"{len(results) - len(failed)} of {len(found.runs)} runs analysed in {seconds:.1f}s "
               f"({args.jobs} {'Ray' if args.ray is not None else 'process'}{'es' if args.jobs > 1 and args.ray is None else ''}); "
-              f"database: {db}")
+              f"database: {numbers.home(db)}")
     if failed:
         print(f"forensics: error: {len(failed)} of {len(found.runs)} runs could not be analysed; the others were",
               file=sys.stderr)
@@ -771,9 +771,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if args.once:
             r = watcher.poll_once()
             log(f"{r.runs} runs, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
-                f"{len(r.alerts)} alerts in {r.seconds:.1f}s; database: {db}")
+                f"{len(r.alerts)} alerts in {r.seconds:.1f}s; database: {numbers.home(db)}")
         else:
-            log(f"watching {', '.join(str(r) for r in watcher.roots)} every {args.interval:g}s; database: {db}")
+            log(f"watching {', '.join(str(r) for r in watcher.roots)} every {args.interval:g}s; "
+                f"database: {numbers.home(db)}")
             watcher.run_forever()
             log("stopped")
     finally:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics import catalog
+from forensics import catalog, numbers
 from forensics.findings import Analysis, Finding, Spike
 from forensics.numbers import count
 
@@ -112,7 +112,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
         for f in a.findings:
             lines.append(f"{a.run}:{_where(f)} {f.kind} [{f.severity}, e{f.event}]: {f.summary}")
             if verbose:
-                lines.append("    evidence: " + ", ".join(f"{k}={v}" for k, v in f.evidence.items()))
+                lines.append("    evidence: " + "; ".join(f"{k}={numbers.shown(v)}" for k, v in f.evidence.items()))
     if a.nonfinite:
         lines.append("")
         lines.append("first non-finite value per series (earliest first):")
@@ -133,7 +133,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
         else:
             lines.append(skipped_summary(a))
     if a.db:
-        lines.append(f"database: {a.db}")
+        lines.append(f"database: {numbers.home(a.db)}")
     return "\n".join(lines)
 
 
@@ -155,7 +155,7 @@ def markdown(a: Analysis) -> str:
         out.append("")
         for f in a.findings:
             out += [f"### `{f.kind}` at step {_where(f)}", "", f.summary, "",
-                    "Evidence: " + ", ".join(f"`{k}`={v}" for k, v in f.evidence.items()), "",
+                    "Evidence: " + "; ".join(f"`{k}`={numbers.shown(v)}" for k, v in f.evidence.items()), "",
                     "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
     if a.nonfinite:
         out += ["## First non-finite value per series", ""]
