@@ -190,6 +190,7 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
 
     total_bytes = sum((root / rel).stat().st_size for rel, _ in claimed)
     done = 0
+    rewrite: Issue | None = None
     pending: list[_Pending] = []
     for rel, fmt in claimed:
         path = root / rel
@@ -210,8 +211,14 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             then = head_hash if size is None or size >= HEAD_BYTES else _head_hash(path, size)
             rewritten = old_hash != then or (fmt.resumable and stat.st_size < (resume_at or 0))
             start = 0 if rewritten and fmt.resumable else (resume_at or 0)
+            if rewritten and fmt.resumable and resume_at:
+                rewrite = _forget_rewritten(db, run_id, str(rel), source_id, size, stat.st_size, old_hash != then)
         item = _Pending(str(rel), fmt, fmt.group(rel), stat.st_size, stat.st_mtime, head_hash, source_id,
                         end=start, report=SourceReport(str(rel), fmt.name))
+        if rewrite is not None:
+            item.chunks.append(Chunk(end=start, issues=[rewrite]))
+            item.report.issues.append(rewrite)
+            rewrite = None
         report.sources.append(item.report)
         pending.append(item)
         try:
@@ -251,6 +258,21 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             f"no file in {root} could be read: "
             + "; ".join(f"{s.path}: {s.issues[0].detail}" for s in report.sources[:3] if s.issues)
         )
+
+
+def _forget_rewritten(db: Path, run_id: str, rel: str, source_id: int, was: int | None, now: int,
+                      head_changed: bool) -> Issue:
+    """A log rewritten since the last ingest (shorter than where reading stopped, or its first bytes changed) is
+    read again from byte 0, so what was read from it before is forgotten first: points no file holds any more
+    must not stay in the diagnosis, and none may be stored twice (DECISIONS.md §3). Returns the issue saying so."""
+    with connect(db, write=True) as con:
+        con.execute("BEGIN")
+        forgotten = queries.source_points(con, source_id)
+        writes.forget_sources(con, run_id, {rel: source_id})
+        con.execute("COMMIT")
+    why = "its first bytes changed" if head_changed else f"it shrank from {was:,} to {now:,} bytes"
+    return Issue(None, "rewritten", f"{rel} was rewritten since the last ingest ({why}): its {forgotten:,} earlier "
+                                    "points were forgotten and it was read again from the start")
 
 
 def _ingest_tensors(db: Path, run_id: str, root: Path, checkpoints: list[FoundCheckpoint], batches: list[FoundBatch],
@@ -314,7 +336,8 @@ def _tags(frames: list[pl.DataFrame]) -> set[str]:
     return {t for f in frames for t in f["tag"].unique().cast(pl.Utf8).to_list()}
 
 
-UNREADABLE_KINDS = ("empty", "not_this_format", "unreadable", "garbled", "missing_dependency")
+UNREADABLE_KINDS = ("empty", "not_this_format", "unreadable", "garbled", "missing_dependency", "too_large")
+NOTICE_KINDS = ("rewritten",)  # said once, but nothing was skipped: the source stays `ok`
 
 
 def _source_status(points: int, dropped: int, issues: list[Issue]) -> str:
@@ -323,7 +346,7 @@ def _source_status(points: int, dropped: int, issues: list[Issue]) -> str:
         return "duplicate"
     if points == 0 and any(i.kind in UNREADABLE_KINDS for i in issues):
         return "unreadable"
-    return "partial" if issues else "ok"
+    return "partial" if any(i.kind not in NOTICE_KINDS for i in issues) else "ok"
 
 
 def _with_series(frame: pl.DataFrame, series_ids: dict[str, int]) -> pl.DataFrame:
