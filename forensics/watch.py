@@ -157,7 +157,7 @@ def fingerprint(path: Path, counts: PassReport) -> tuple[str, float | None, int,
                     counts.stats += 1
                     entries.append((e.path, st.st_size, st.st_mtime_ns))
         for p, size, mtime_ns in sorted(entries):
-            h.update(f"{p}\0{size}\0{mtime_ns}\n".encode())
+            h.update(f"{p}\0{size}\0{mtime_ns}\n".encode("utf-8", "surrogateescape"))  # names need not be UTF-8
             n_files, n_bytes = n_files + 1, n_bytes + size
             newest = max(newest or 0.0, mtime_ns / 1e9)
     return h.hexdigest(), newest, n_files, n_bytes
@@ -246,6 +246,7 @@ class Watcher:
                 self.runs[run_id] = st
             elif (st.kind, st.reason) != (r.kind, r.reason):
                 st.kind, st.reason, st.dirty = r.kind, r.reason, True
+            st.path = str(r.path)  # the store keeps a non-UTF-8 name escaped; read from the name on disk
             try:
                 fp, newest, n_files, n_bytes = fingerprint(r.path, report)
             except OSError as exc:
