@@ -399,3 +399,21 @@ def test_finished_runs_copied_into_the_root_never_stall(watched, tmp_path):
     later = w.poll_once(now=copied + 5000)
     assert not [a for a in later.alerts if a.kind == "stalled"]
     assert {st.state for st in w.runs.values()} == {"active"}
+
+
+def test_a_log_rewritten_shorter_is_alerted_once_and_its_old_points_forgotten(watched):
+    """Issue 26 item 3: an event file cut shorter under a watched run was read again from byte 0 with its old
+    points kept; now the old points go, and the watch says so once."""
+    root, db, w, log = watched
+    tb = LiveTB(root / "tb_job")
+    tb.write(200)
+    tb.w.close()
+    assert w.poll_once().analysed == 1
+    [path] = (root / "tb_job").glob("events.out.tfevents.*")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    second = w.poll_once()
+    assert [(a.run_name, a.kind) for a in second.alerts if a.origin == "watch"] == [("tb_job", "rewritten")]
+    n, distinct = _scalars(db, "tb_job")
+    assert n == distinct < 200
+    assert [a for a in w.poll_once().alerts if a.kind == "rewritten"] == []
