@@ -395,7 +395,7 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
     for path, err in found.errors:  # as watch says them: runs below these folders were not looked for
         print(f"forensics: cannot list {path} ({err}); runs inside it, if any, are not analysed", file=sys.stderr)
     if not found.runs:
-        raise ForensicsError(f"no runs found under {root} ({found.dirs_scanned} folders looked at); "
+        raise ForensicsError(f"no runs found under {root} ({numbers.count(found.dirs_scanned, 'folder')} looked at); "
                              f"docs/watch.md lists the layouts recognised")
     db = db_path(args.db)
     options = Options(args.only, args.skip, dict(args.settings), args.trust_pickle)
@@ -504,8 +504,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     try:
         if args.once:
             r = watcher.poll_once()
-            log(f"{r.runs} runs, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
-                f"{len(r.alerts)} alerts in {r.seconds:.1f}s; database: {numbers.home(db)}")
+            log(f"{numbers.count(r.runs, 'run')}, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
+                f"{numbers.count(len(r.alerts), 'alert')} in {r.seconds:.1f}s; database: {numbers.home(db)}")
         else:
             log(f"watching {', '.join(str(r) for r in watcher.roots)} every {args.interval:g}s; "
                 f"database: {numbers.home(db)}")

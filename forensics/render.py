@@ -188,7 +188,8 @@ def fleet_text(rows: list[tuple[str, Any, dict | None]], verbose: bool) -> list[
 def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
     """`forensics checkpoints`: the checkpoints by step, what moved between them, the saved batches' bad samples."""
     ckpts, batches = summary["checkpoints"], summary["batches"]
-    out = [f"{name} ({run_id}): {len(ckpts)} checkpoints, {len(batches)} saved batches"]
+    out = [f"{name} ({run_id}): {numbers.count(len(ckpts), 'checkpoint')}, "
+           f"{numbers.count(len(batches), 'saved batch', 'saved batches')}"]
     if ckpts:
         out.append(f"  {'step':>8}  {'from':<8} {'format':<11} {'size':>9}  {'finite':<6} {'status':<12} path")
     for c in ckpts:
@@ -207,9 +208,9 @@ def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
     for d in summary["deltas"]:
         if top > 0:
             movers = ", ".join(f"{m['tensor']} {m['ratio']:.2e}" for m in d["top"]) or "no parameter moved"
-            out.append(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps): {movers}")
+            out.append(f"  {d['prev_step']} → {d['step']} ({numbers.count(d['step_distance'], 'step')}): {movers}")
         elif d["frozen"]:
-            out.append(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps):")
+            out.append(f"  {d['prev_step']} → {d['step']} ({numbers.count(d['step_distance'], 'step')}):")
         if d["frozen"]:
             more = f" and {len(d['frozen']) - 8} more" if len(d["frozen"]) > 8 else ""
             out.append(f"    unchanged: {', '.join(d['frozen'][:8])}{more}")
@@ -221,7 +222,7 @@ def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
                 flags.append(f"{t['tensor']}: NaN/Inf in samples {numbers.ints(t['nonfinite_samples'])}")
             if t["outlier_samples"]:
                 flags.append(f"{t['tensor']}: outlier samples {numbers.ints(t['outlier_samples'])}")
-        line = f"  batch step {step}: {b['path']} {b['n_samples'] or 0} samples, {b['status']}"
+        line = f"  batch step {step}: {b['path']} {numbers.count(b['n_samples'] or 0, 'sample')}, {b['status']}"
         out.append(line + "".join(f"; {f}" for f in flags))
     return lines(out)
 

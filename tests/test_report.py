@@ -176,3 +176,12 @@ def test_paths_below_home_are_shown_with_a_tilde(tmp_path, monkeypatch, capsys):
     text = capsys.readouterr().out
     assert text.splitlines()[-1] == "database: ~/.cache/run-forensics/forensics.duckdb"
     assert "--db ~/.cache/run-forensics/forensics.duckdb" in text  # the replay command, as a shell expands it
+
+
+def test_ingest_of_one_file_says_one_file(tmp_path, capsys):
+    """Issue 25's plurals, in `forensics ingest`'s line: "from 1 files"."""
+    steps, loss = curve(n=20)
+    run = write_tb(tmp_path / "r", {"train/loss": (steps, loss)})
+    assert main(["ingest", str(run), "--db", str(tmp_path / "f.duckdb"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"new points from 1 file \[", out), out

@@ -205,7 +205,7 @@ def test_watch_once_cli_prints_json_lines_and_exits_0(tmp_path, capsys):
     lines = [json.loads(line) for line in out.out.splitlines()]
     assert {"nan_loss", "exploding_gradients"} <= {a["kind"] for a in lines}
     assert all(a["run"] == "job" and a["origin"] == "finding" for a in lines)
-    assert "1 runs, 1 changed, 1 analysed" in out.err
+    assert "1 run, 1 changed, 1 analysed" in out.err
     assert main(["watch", str(tmp_path / "nope"), "--db", str(db), "--once"]) == 2
     assert "not a folder" in capsys.readouterr().err
 
