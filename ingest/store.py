@@ -1,16 +1,17 @@
 """The DuckDB store: how it is opened (briefly, with lock retries), its schema version, and the per-run ingest lock.
 
 DuckDB allows one read-write process or several read-only ones, never both (DECISIONS.md §5). So every
-write holds its connection for one transaction only, readers open read-only, and a lock held by another
-process is retried with backoff for a few seconds before failing with one line. Where the database lives
+write holds its connection for one transaction only, and readers open read-only. Where the database lives
 (`--db`, `$FORENSICS_DB`, the user cache) is the CLI's decision: nothing here reads the environment.
 
 Processes of this tool queue for the database instead of racing for DuckDB's lock (issue 26: of eight
-`analyze` at once, up to four gave up half-stored): a writer holds an exclusive, a reader a shared `lockf`
-on one byte of `<db>.lock` (the file of the per-run ingest locks) while its connection is open, so a waiter
-sleeps in the kernel and is woken when the holder's transaction ends. DuckDB's own lock, held by a process
-that is not ours, is still retried with jittered backoff. Whoever waits says so once on the `ingest.store`
-logger ("waiting for the database (another forensics is writing)"), which the CLI prints to stderr.
+`analyze` at once, up to four gave up after DuckDB's lock refused them for 5 s, their runs half-stored): a
+writer holds an exclusive, a reader a shared `lockf` on one byte of `<db>.lock` (the file of the per-run
+ingest locks) while its connection is open. A waiter tries for its place every 10-50 ms, jittered, which
+is cheap (no file is opened) and catches the gap between two transactions of the holder. DuckDB's own lock,
+held by a program that is not ours, is retried with jittered backoff. Either wait ends after `LOCK_WAIT_S`
+with one line (StoreLocked). Whoever waits says so on the `ingest.store` logger ("waiting for the database
+(another forensics is writing)"), once and then every `NOTICE_EVERY_S`; the CLI prints it to stderr.
 
 A query interrupted by Ctrl-C raises DuckDB's "Query interrupted"; `connect` turns it back into the
 KeyboardInterrupt it was, after the connection has closed (which rolls back an open transaction).
