@@ -290,6 +290,8 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
         refresh_series(con, run_id)
         writes.insert_issues(con, run_id, [(u, Issue(None, "unknown_file", "no reader knows this file"))
                                            for u in report.unknown] + report.skipped)
+        on_disk = {storable(str(p)) for rel in files for p in (rel, *rel.parents)}
+        writes.mark_deleted(con, run_id, [p for p in known if p not in on_disk], [p for p in known if p in on_disk])
         con.execute("COMMIT")
     if not report.sources and report.unknown and not known:
         raise UnreadableRun(
