@@ -415,16 +415,21 @@ _CHILD = ("import resource, runpy, sys\n"
           "    sys.stderr.write(f'\\npeak_rss_kb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n")
 
 
-def _run_capped(argv: list[str]) -> tuple[int, str, str, int]:
+def _run_capped(argv: list[str], file_size: int | None = None) -> tuple[int, str, str, int]:
     """The CLI in a subprocess under an address-space and CPU-time ceiling: (exit code, stdout, stderr without
-    the last line, peak RSS in bytes)."""
+    the last line, peak RSS in bytes). `file_size` caps the bytes any file it writes may hold (RLIMIT_FSIZE, with
+    SIGXFSZ ignored so that a write fails as on a full disk)."""
     import resource
+    import signal
     import subprocess
     import sys
 
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (8 * 2**30, 8 * 2**30))  # a backstop; the goal is checked after
         resource.setrlimit(resource.RLIMIT_CPU, (WALL_S, WALL_S))
+        if file_size is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
     proc = subprocess.run([sys.executable, "-c", _CHILD, *argv], env={**os.environ, "PYTHONPATH": str(REPO)},
                           preexec_fn=limits, capture_output=True, timeout=WALL_S * 2)
@@ -579,3 +584,24 @@ def test_a_log_whose_first_flush_looks_binary_is_judged_again_from_its_start(tmp
     path.write_bytes(data)
     assert [c.scalars["tag"].cast(str).to_list() for c in read_console(path, chunk.end) if c.scalars is not None
             and len(c.scalars)] == []
+
+
+def test_a_database_write_that_fails_is_one_line_and_the_store_stays_intact(tmp_path):
+    """Issue 26 item 7: a full disk (`IOException: No space left on device`, or a failed COMMIT) ended in a
+    traceback. Here the files it writes may not pass 20 kB (RLIMIT_FSIZE): its writes fail as on a full disk."""
+    import duckdb
+
+    _tb(tmp_path / "first")
+    _tb(tmp_path / "second", 2000)
+    db = tmp_path / "f.duckdb"
+    assert _run_capped(["analyze", str(tmp_path / "first"), "--db", str(db)])[0] == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        before = con.execute("SELECT count(*) FROM scalars").fetchone()
+    # 20 kB: the write-ahead log of the second run's points cannot be written (and no block past it of the file)
+    code, out, err, _ = _run_capped(["analyze", str(tmp_path / "second"), "--db", str(db)], file_size=20_000)
+    assert code == 2 and "Traceback" not in err and err.strip().startswith("forensics: error: cannot write")
+    assert len(err.strip().splitlines()) == 1, err
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM scalars").fetchone() >= before
+        assert con.execute("SELECT count(*) - count(DISTINCT (source_id, series_id, position)) FROM scalars"
+                           ).fetchone() == (0,)
