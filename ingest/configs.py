@@ -34,6 +34,24 @@ def read_config(path: Path, start: int = 0, *, name: str | None = None) -> Itera
     yield Chunk(end=1, configs={name or path.name: doc})
 
 
+# The run's own config at its root (DECISIONS.md §10: HF's root config.json, not a checkpoint's model config).
+ROOT_CONFIG_NAMES = ("config.yaml", "config.yml", "config.json")
+
+
+def root_config(root: Path) -> tuple[dict[str, Any] | None, str | None, Issue | None]:
+    """The run root's config document read as ingest reads it (Python tags kept as plain data): (document,
+    file name, None); (None, file name, issue) when it does not parse or is not a mapping; (None, None, None)
+    when the root has none."""
+    for name in ROOT_CONFIG_NAMES:
+        path = root / name
+        if path.is_file():
+            doc, issue = load_document(path)
+            if issue is None and not isinstance(doc, dict):
+                issue = Issue(None, "garbled", f"{name} holds a {type(doc).__name__}, not a mapping of settings")
+            return (doc if issue is None else None), name, issue
+    return None, None, None
+
+
 def load_document(path: Path) -> tuple[Any, Issue | None]:
     """A whole YAML or JSON document (by suffix), or the issue that kept it from being read (empty, garbled,
     past the limits above)."""

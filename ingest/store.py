@@ -14,7 +14,7 @@ from __future__ import annotations
 import fcntl
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,6 +24,18 @@ from ingest.errors import ForensicsError, SchemaError, StoreLocked, StoreUnwrita
 from ingest.schema import MIGRATIONS, SCHEMA_VERSION, SEQUENCES, TABLES
 
 LOCK_WAIT_S = 5.0
+
+
+def db_location(explicit: str | Path | None, env: Mapping[str, str]) -> Path:
+    """Where the database is: `explicit` (`--db PATH`), else `$FORENSICS_DB`, else the user's cache folder, never
+    inside a run directory (DECISIONS.md §5). The one rule; the CLI and the app pass their environment in."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if env.get("FORENSICS_DB"):
+        return Path(env["FORENSICS_DB"]).expanduser()
+    cache = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "run-forensics" / "forensics.duckdb"
+
 # Databases whose tables this process has already created: an ingest opens the store once per write
 # transaction, and ~20 CREATE IF NOT EXISTS statements each time would cost more than a small write.
 _SCHEMA_READY: set[str] = set()

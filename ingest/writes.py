@@ -327,17 +327,28 @@ FINDING_COLUMNS = ("finding_id", "kind", "severity", "step", "step_end", "series
                    "checks", "sources", "event_id")
 
 
-def insert_analysis(con: Any, run_id: str, *, engine_version: str, settings: dict[str, str], healthy: bool,
-                    findings: list[dict[str, Any]], spikes: list[dict[str, Any]],
+# The judgement of one analysis, stored once (schema.py's `analyses`): JSON-valued columns are lists or dicts.
+VERDICT_COLUMNS = ("healthy", "verdict", "verdict_reason", "headline_id", "only_kinds", "skip_kinds", "read_problems",
+                   "unknown_files")
+_VERDICT_JSON = ("only_kinds", "skip_kinds", "read_problems", "unknown_files")
+
+
+def insert_analysis(con: Any, run_id: str, *, engine_version: str, settings: dict[str, str],
+                    verdict: dict[str, Any], findings: list[dict[str, Any]], spikes: list[dict[str, Any]],
                     skipped: list[tuple[str, str]]) -> int:
-    """One analysis in one transaction: its row, findings (dicts with FINDING_COLUMNS; evidence, causes,
-    checks and sources as plain values, stored as JSON), spikes (series, step, value, baseline, z, event_id)
-    and skipped detectors (kind, reason). Returns the analysis id."""
+    """One analysis in one transaction: its row with the verdict (a dict with VERDICT_COLUMNS), findings (dicts
+    with FINDING_COLUMNS; evidence, causes, checks and sources as plain values, stored as JSON), spikes (series,
+    step, value, baseline, z, event_id) and skipped detectors (kind, reason). Returns the analysis id."""
+    from ingest.jsonvalues import plain
+
     con.execute("BEGIN TRANSACTION")
     try:
         aid = next_id(con, "analysis_id_seq")
-        con.execute("INSERT INTO analyses (analysis_id, run_id, created, engine_version, settings, healthy) "
-                    "VALUES (?, ?, now(), ?, ?, ?)", [aid, run_id, engine_version, json.dumps(settings), healthy])
+        con.execute(
+            f"INSERT INTO analyses (analysis_id, run_id, created, engine_version, settings, {', '.join(VERDICT_COLUMNS)}) "
+            f"VALUES (?, ?, now(), ?, ?, {', '.join('?' * len(VERDICT_COLUMNS))})",
+            [aid, run_id, engine_version, json.dumps(settings),
+             *(json.dumps(plain(verdict[c])) if c in _VERDICT_JSON else verdict[c] for c in VERDICT_COLUMNS)])
         if findings:
             con.executemany(
                 f"INSERT INTO findings (analysis_id, run_id, {', '.join(FINDING_COLUMNS)}) "
