@@ -167,9 +167,18 @@ def test_a_folder_name_that_is_not_utf8_does_not_stop_the_watch(tmp_path):
 
 
 def _tb(root, n: int = 60):
-    from tests.runwriters import curve, write_tb
+    """A healthy loss curve written by SummaryWriter, one step a second (so no throughput finding comes from
+    how fast the test happened to write it)."""
+    from torch.utils.tensorboard import SummaryWriter
 
-    return write_tb(root, {"loss": curve(n)})
+    from tests.runwriters import curve
+
+    steps, values = curve(n)
+    w = SummaryWriter(str(root))
+    for step, value in zip(steps.tolist(), values.tolist()):
+        w.add_scalar("loss", value, step, walltime=1.7e9 + step)
+    w.close()
+    return root
 
 
 def _denied(monkeypatch, *names: str) -> None:
