@@ -614,3 +614,13 @@ def test_a_database_write_that_fails_is_one_line_and_the_store_stays_intact(tmp_
         assert con.execute("SELECT count(*) FROM scalars").fetchone() >= before
         assert con.execute("SELECT count(*) - count(DISTINCT (source_id, series_id, position)) FROM scalars"
                            ).fetchone() == (0,)
+
+
+def test_an_unreadable_root_config_is_an_issue_for_replay_too(tmp_path, monkeypatch):
+    """Replay and probe read the root config outside ingest's walk: an unreadable one is an issue, not an OSError."""
+    from ingest.configs import root_config
+
+    (tmp_path / "config.yaml").write_text("lr: 0.1\n")
+    _denied(monkeypatch, "config.yaml")
+    doc, name, issue = root_config(tmp_path)
+    assert (doc, name, issue.kind) == (None, "config.yaml", "unreadable")
