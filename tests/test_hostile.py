@@ -275,6 +275,8 @@ def test_a_link_out_of_the_run_is_not_followed(tmp_path, capsys):
     assert [(i["path"], i["kind"]) for i in out["issues"]] == [("outside.log", "outside_run")]
     followed = ingest_run(run, tmp_path / "g.duckdb", follow_links=True)  # asked for: read
     assert "outside.log" in [s.path for s in followed.sources]
+    assert main(["analyze", str(run), "--db", str(tmp_path / "h.duckdb"), "--json", "--follow-links"]) == 0
+    assert "outside.log" not in [p["path"] for p in json.loads(capsys.readouterr().out)["read_problems"]]
 
 
 def test_deleted_sources_and_checkpoints_are_marked_not_listed_as_ok(tmp_path, capsys):
