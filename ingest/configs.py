@@ -128,7 +128,7 @@ def check_document(doc: Any) -> None:
                 n, h = measure(child, depth + 1)
                 total, height = total + n, max(height, h + 1)
                 if total > MAX_NODES:
-                    raise DocumentTooLarge(f"expands to more than {MAX_NODES:,} values (YAML aliases count each use)")
+                    raise DocumentTooLarge(f"holds more than {MAX_NODES:,} values (a YAML alias counts at each use)")
             memo[id(value)] = (total, height)
         total, height = memo[id(value)]
         if depth + height > MAX_DEPTH:
