@@ -234,10 +234,12 @@ def test_an_unreadable_folder_is_a_read_problem_not_silently_dropped(tmp_path, m
     assert main(["analyze", str(run), "--db", str(tmp_path / "whole.duckdb"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == "healthy"  # the same run, all of it readable
     _denied(monkeypatch, "/val")
-    assert main(["analyze", str(run), "--db", str(db), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert [(p["path"], p["kind"]) for p in out["read_problems"]] == [("val", "unreadable")]
-    assert out["verdict"] == "inconclusive"
+    for stored_before in (False, True):  # a first read, and one after the folder was read whole (not "deleted")
+        target = str(tmp_path / "whole.duckdb") if stored_before else str(db)
+        assert main(["analyze", str(run), "--db", target, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert [(p["path"], p["kind"]) for p in out["read_problems"]] == [("val", "unreadable")]
+        assert out["verdict"] == "inconclusive"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode; the monkeypatched cases above "
