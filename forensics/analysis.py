@@ -24,13 +24,14 @@ from forensics.verdict import judge
 
 def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence[str] = (),
             skip: Sequence[str] = (), settings: dict[str, str] | None = None,
-            progress: Callable[[str, int, int], None] | None = None, trust_pickle: bool = False) -> Analysis:
+            progress: Callable[[str, int, int], None] | None = None, trust_pickle: bool = False,
+            follow_links: bool = False) -> Analysis:
     """Ingest `run_dir` (only what is new since the last ingest), analyse it, store findings, spikes and skips.
 
     `db` is the DuckDB file (the CLI resolves `--db`, `$FORENSICS_DB` and the user cache, DECISIONS.md §5).
     `only`/`skip` take catalog kinds; `settings` maps "detector.field" to a value (see `forensics rules`);
     `progress` is ingest's callback; `trust_pickle` lets ingest unpickle checkpoints that need it (runs code
-    from the file). Raises ForensicsError subclasses for unreadable runs, bad settings or a locked database.
+    from the file); `follow_links` lets it read file links that lead out of the run. Raises ForensicsError subclasses for unreadable runs, bad settings or a locked database.
     """
     from ingest.run import ingest_run
     from ingest.store import connect
@@ -38,7 +39,7 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence
     build_detectors(only, skip, settings)  # bad --only/--skip/--set fail before any reading
     refuse_folder_of_runs(Path(run_dir), "analyze")
     path = Path(db).expanduser()
-    report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle)
+    report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle, follow_links=follow_links)
     with connect(path, write=False) as con:
         result = analyze_stored(con, report.run_id, only=only, skip=skip, settings=settings)
     result.db = str(path)

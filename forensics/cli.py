@@ -59,6 +59,7 @@ def _ingest_parser(sub) -> None:
     p.add_argument("--all", action="store_true",
                    help="a RUN_DIR holding several runs is split into them (discovery rules: docs/watch.md)")
     _add_trust_pickle(p)
+    _add_follow_links(p)
     p.set_defaults(func=cmd_ingest)
 
 
@@ -66,6 +67,13 @@ def _add_trust_pickle(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trust-pickle", action="store_true",
         help="read checkpoints that need full unpickling (this runs code from the file: only for files you trust)",
+    )
+
+
+def _add_follow_links(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--follow-links", action="store_true",
+        help="read file links that lead out of the run directory (by default they are listed, not read)",
     )
 
 
@@ -88,7 +96,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         try:
             if not args.all:
                 refuse_folder_of_runs(run_dir, "ingest")
-            reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=args.trust_pickle))
+            reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=args.trust_pickle,
+                                      follow_links=args.follow_links))
         except ForensicsError as exc:
             failed.append({"path": str(run_dir), "error": str(exc)})
             print(f"forensics: error: {clean(exc)}", file=sys.stderr)  # each message names its directory
@@ -187,6 +196,7 @@ def _analyze_parser(sub) -> None:
     p.add_argument("--open", action="store_true", help="then open the report in the app (forensics app)")
     p.add_argument("--no-browser", action="store_true", help="with --open: only print the app's URL")
     _add_trust_pickle(p)
+    _add_follow_links(p)
     p.set_defaults(func=cmd_analyze)
 
 
@@ -199,7 +209,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return cmd_analyze_all(args)
     markdown_to = _markdown_target(args)
     result = analyze(args.run_dir, db_path(args.db), only=args.only, skip=args.skip, settings=dict(args.settings),
-                     trust_pickle=args.trust_pickle)
+                     trust_pickle=args.trust_pickle, follow_links=args.follow_links)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     elif markdown_to != "-":
@@ -387,6 +397,8 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
 
     if args.markdown is not None:
         raise ForensicsError("--markdown writes one run's diagnosis; with --all use --json")
+    if args.follow_links:
+        raise ForensicsError("--follow-links reads one run's links; analyse that run by itself to follow them")
     root = args.run_dir
     if not root.is_dir():
         raise ForensicsError(f"{root} is not a folder; --all takes a folder of runs")

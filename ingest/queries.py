@@ -136,9 +136,12 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
     samples are outliers is the bad_batch detector's call, made by the caller). Plain JSON values."""
     cols = ["ckpt_id", "path", "step", "step_from", "format", "size_bytes", "n_tensors", "n_nonfinite", "finite",
             "has_optimizer", "has_scaler", "has_rng", "status", "detail"]
+    # A checkpoint whose file is gone since it was read shows as `deleted` (its stored statistics stay).
+    deleted = ("CASE WHEN EXISTS (SELECT 1 FROM ingest_issues i WHERE i.run_id = c.run_id AND i.path = c.path "
+               "AND i.kind = 'deleted') THEN 'deleted' ELSE c.status END AS status")
     ckpts = [dict(zip(cols, r, strict=True)) for r in con.execute(
-        f"SELECT {', '.join(cols)} FROM checkpoints WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
-    ).fetchall()]
+        f"SELECT {', '.join(deleted if c == 'status' else f'c.{c}' for c in cols)} FROM checkpoints c "
+        "WHERE c.run_id = ? ORDER BY c.step NULLS LAST, c.path", [run_id]).fetchall()]
     bad = con.execute(
         "SELECT ckpt_id, tensor, kind, n_nan, n_inf FROM tensor_stats WHERE run_id = ? AND n_nan + n_inf > 0 "
         "ORDER BY ckpt_id, n_nan + n_inf DESC, tensor", [run_id]

@@ -256,6 +256,15 @@ def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) ->
         con.unregister("_new_issues")
 
 
+def mark_deleted(con: Any, run_id: str, gone: list[str], present: list[str]) -> None:
+    """Stored sources whose files are gone get a `deleted` issue (their stored data stays: it is evidence);
+    one that is back loses it."""
+    con.execute("DELETE FROM ingest_issues WHERE run_id = ? AND kind = 'deleted' AND list_contains(?, path)",
+                [run_id, present])
+    insert_issues(con, run_id, [(p, Issue(None, "deleted", "the file is gone since it was read; what was read "
+                                          "from it is kept")) for p in gone])
+
+
 def update_series_names(con: Any, rows: list[tuple[int, str, str, str | None, str | None, bool]]) -> None:
     """(series_id, name, role, split, layer, canonical) for series whose display name and role are settled."""
     if not rows:
