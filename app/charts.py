@@ -231,25 +231,28 @@ def heatmap_figure(title: str, cells: pl.DataFrame, *, colour_title: str, height
 
 
 def movers_figure(title: str, movers: pl.DataFrame) -> go.Figure:
-    """Horizontal bars: the tensors that moved most between two checkpoints (‖Δw‖/‖w‖, log scale); a NaN
-    ratio is drawn as a labelled dark-red bar at the chart's right edge."""
-    finite = [v for v in movers["ratio"].to_list() if v is not None and math.isfinite(v) and v > 0]
+    """Horizontal bars: the tensors that moved most between two checkpoints, as the store ranks them (NaN/Inf
+    first, then the update's RMS ‖Δw‖/√n, log scale). A tensor holding NaN/Inf is a labelled dark-red bar at the
+    chart's right edge; a zero-initialised tensor is an ordinary bar (its ‖Δw‖/‖w‖ is undefined, not NaN)."""
+    finite = [v for v in movers["rms"].to_list() if v is not None and math.isfinite(v) and v > 0]
     cap = max(finite) * 3 if finite else 1.0
-    xs, colours, texts = [], [], []
-    for v in movers["ratio"].to_list():
-        if v is None or not math.isfinite(v):
+    xs, colours, texts, hovers = [], [], [], []
+    for rms, ratio, bad in zip(movers["rms"].to_list(), movers["ratio"].to_list(), movers["n_nonfinite"].to_list()):
+        if bad or rms is None or not math.isfinite(rms):
             xs.append(cap)
             colours.append(NONFINITE)
-            texts.append("NaN/Inf")
+            texts.append(f"NaN/Inf ({bad:,})" if bad else "NaN/Inf")
+            hovers.append("holds NaN/Inf")
         else:
-            xs.append(v)
+            xs.append(rms)
             colours.append(TRAIN)
-            texts.append(f"{v:.3g}")
+            texts.append(f"{rms:.3g}")
+            hovers.append(f"RMS Δw {rms:.3g}, ‖Δw‖/‖w‖ " + (f"{ratio:.3g}" if ratio is not None else "undefined (‖w‖ was 0)"))
     fig = go.Figure(go.Bar(x=xs, y=movers["tensor"].to_list(), orientation="h", marker_color=colours, text=texts,
-                           textposition="auto", name=title,
-                           hovertemplate="%{y}<br>‖Δw‖/‖w‖ %{text}<extra></extra>"))
+                           textposition="auto", name=title, customdata=hovers,
+                           hovertemplate="%{y}<br>%{customdata}<extra></extra>"))
     _base_layout(fig, title, 60 + 30 * max(movers.height, 2))
     fig.update_layout(dragmode="zoom", showlegend=False, margin={"t": 36})
-    fig.update_xaxes(type="log", title_text="‖Δw‖ / ‖w‖")
+    fig.update_xaxes(type="log", title_text="RMS of the update ‖Δw‖/√n")
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig

@@ -526,31 +526,37 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         _replay(run, r)
 
 
-REPLAY_ORDER = ("step", "from_checkpoint", "command", "faithful", "fidelity", "reproduced", "phase", "op", "module",
-                "file", "line", "first_nonfinite", "culprit_samples", "counterfactuals", "device", "entry", "created")
-
-
 def _replay(run: dict, r: dict[str, Any]) -> None:
-    """One stored replay, its fields in a reading order; JSON text decoded; unknown fields listed after."""
-    values = {k: _decode(v) for k, v in r.items() if k != "run_id" and v is not None}
+    """One stored replay as `forensics replay` prints it: verdict, the command that made it, fidelity, whether the
+    failure came back, where the first non-finite value appeared, culprit samples, counterfactuals."""
+    from forensics.replay import report
+    from forensics.replay.result import ReplayResult
+
+    doc = _decode(r.get("result"))
+    res = ReplayResult.from_json(doc if isinstance(doc, dict) else {})
+    if res.step is None:
+        res.step = r.get("step")
+    when = r.get("created")
     with st.container(border=True):
-        step = values.get("step", "?")
-        st.markdown(f"**Replay of step {step}**" + (f" from `{values['from_checkpoint']}`"
-                                                     if "from_checkpoint" in values else ""))
-        command = values.get("command") or f"forensics replay {run['root']} --step {step}"
-        st.code(str(command), language="bash")
-        keys = [k for k in REPLAY_ORDER if k in values and k not in ("step", "from_checkpoint", "command")]
-        keys += [k for k in values if k not in REPLAY_ORDER]
-        for k in keys:
-            v = values[k]
-            flat = list(v.values()) if isinstance(v, dict) else v if isinstance(v, list) else [v]
-            if not all(x is None or isinstance(x, (bool, int, float, str)) for x in flat):
-                st.markdown(f"**{md(k)}**")  # nested (counterfactuals, fidelity comparisons): as JSON
-                st.json(v, expanded=1)
-            elif isinstance(v, dict):
-                st.markdown(f"**{md(k)}**: " + " · ".join(f"{md(a)} **{md(_value(b))}**" for a, b in v.items()))
-            else:
-                st.markdown(f"**{md(k)}**: {md(_value(v))}")
+        st.markdown(f"**Replay of step {md(res.step)}** from `{esc(res.from_checkpoint)}`"
+                    + (f" <span class='muted'>· {esc(when.strftime('%Y-%m-%d %H:%M'))}</span>"
+                       if hasattr(when, "strftime") else ""), unsafe_allow_html=True)
+        if res.status:
+            st.markdown(md(res.status))
+        st.code(res.command or f"forensics replay {run['root']} --step {res.step}", language="bash")
+        rows = [("Fidelity", report.fidelity_line(res)), ("Reproduced", report.reproduced_line(res)),
+                ("First non-finite value", report.where_line(res)), ("Culprit samples", report.culprits_line(res))]
+        for label, text in rows:
+            if text:
+                st.markdown(f"**{label}**: {md(text)}")
+        hit = res.first_nonfinite or {}
+        if hit.get("source"):
+            st.code(str(hit["source"]), language="python")
+        if res.counterfactuals:
+            st.markdown("**Counterfactuals** (the step re-run with one change):\n"
+                        + "\n".join(f"- `{esc(change)}` {md(text)}" for change, text in report.counterfactual_lines(res)))
+        if res.notes:
+            st.caption(" · ".join(md(n) for n in res.notes))
 
 
 def _decode(v: Any) -> Any:

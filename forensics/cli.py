@@ -390,6 +390,13 @@ def _checkpoints_parser(sub) -> None:
     p.set_defaults(func=cmd_checkpoints)
 
 
+def _mover(m: dict) -> str:
+    if m["n_nonfinite"]:
+        return f"{m['tensor']} NaN/Inf ({m['n_nonfinite']:,} values)"
+    relative = f"{m['ratio']:.2e}" if m["ratio"] is not None else "from 0"
+    return f"{m['tensor']} {m['rms']:.2e} ({relative})"
+
+
 def cmd_checkpoints(args: argparse.Namespace) -> int:
     from ingest.queries import checkpoint_summary
     from ingest.run import ingest_run
@@ -420,12 +427,13 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         if c["status"] != "ok" and c["detail"]:
             print(f"  {'':>8}  {c['detail']}")
     if summary["deltas"] and args.top > 0:
-        print("biggest movers between consecutive checkpoints (‖Δw‖/‖w‖, model parameters):")
+        print("biggest movers between consecutive checkpoints (model parameters; NaN/Inf first, then by the "
+              "update's RMS ‖Δw‖/√n, with ‖Δw‖/‖w‖):")
     elif any(d["frozen"] for d in summary["deltas"]):
         print("parameters unchanged between consecutive checkpoints (--top 0: movers not listed):")
     for d in summary["deltas"]:
         if args.top > 0:
-            movers = ", ".join(f"{m['tensor']} {m['ratio']:.2e}" for m in d["top"]) or "no parameter moved"
+            movers = ", ".join(_mover(m) for m in d["top"]) or "no parameter moved"
             print(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps): {movers}")
         elif d["frozen"]:
             print(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps):")
@@ -801,6 +809,8 @@ def _replay_parser(sub) -> None:
     p.add_argument("--entry", metavar="FILE.py", type=Path, help="entry point (default: RUN_DIR/forensics_entry.py)")
     p.add_argument("--from-checkpoint", metavar="PATH", help="start from this checkpoint (relative to RUN_DIR)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default auto: CUDA when present")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="intra-op CPU threads (default: the CPUs free now, from the load average; reported)")
     p.add_argument("--markdown", metavar="FILE", type=Path, help="also write the report as markdown to FILE")
     _add_db(p)
     _add_json(p)
@@ -817,13 +827,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     try:
         result = replay(args.run_dir, args.step, entry=args.entry, from_checkpoint=args.from_checkpoint,
-                        device=args.device, db=db_path(args.db))
+                        device=args.device, threads=args.threads, db=db_path(args.db))
     except EntryPointError as exc:
         if exc.template:  # the fill-in file goes to stdout, so `> forensics_entry.py` saves it
             print(exc.template)
         raise
     if args.json:
-        print(json.dumps(replay_report.plain(result), indent=2))
+        print(json.dumps(result.to_json(), indent=2))
     else:
         print(replay_report.text(result))
     if args.markdown is not None:

@@ -345,7 +345,50 @@ def test_replays_are_shown_when_the_table_has_rows(gallery_db, tmp_path, monkeyp
     assert not at.exception
     text = "\n".join(m.value for m in at.markdown)
     assert "Replay of step 80" in text and "3, 17" in text and "MulBackward0" in text
-    assert any("lr_div_10" in str(j.value) for j in at.json)
+    assert "lr\\_div\\_10" in text or "lr_div_10" in text
+    assert not at.json, "the replay card shows sentences, not a raw dict"
+
+
+def test_replay_card_reads_as_the_cli_prints_it(gallery_db, tmp_path, monkeypatch):
+    """Issue 25: the card showed `created` as a JSON error and the rest as a raw dict. A real replay's JSON, stored by
+    replay's own writer, is shown with its fidelity, reproduced line, phase/op/module/file:line, culprits,
+    counterfactuals and command; a finite (spike) step reads "finite, as logged", not "reproduced: False"."""
+    from forensics.replay.result import ReplayResult
+    from ingest.store import connect
+    from ingest.writes import insert_replay
+
+    db = tmp_path / "with_replays.duckdb"
+    shutil.copy(gallery_db, db)
+    run_id = _read(db, "app_runs").filter(pl.col("name") == "nan_lr_too_high")["run_id"][0]
+    common = dict(run="nan_lr_too_high", run_id=run_id, from_checkpoint="checkpoints/step_60.pt", checkpoint_step=60,
+                  entry="forensics_entry.py", config="config.yaml", device="cpu", determinism={}, restored=["model"],
+                  notes=[], replayed_steps=[61, 80],
+                  fidelity={"faithful": True, "verified": True, "compared": [{"match": True}]})
+    nan = ReplayResult(step=80, command="forensics replay ~/runs/nan_lr_too_high --step 80", bad_step=80,
+                       reproduced=True, status="diagnosed: the first non-finite value appears in the forward pass",
+                       rerun={"loss": [float("nan")] * 2, "grad_norm": [float("nan")] * 2},
+                       first_nonfinite={"phase": "forward", "op": "linear", "module": "body.fc2",
+                                        "file": "forensics_entry.py", "line": 31},
+                       culprits={"samples": [3, 17], "method": "per_sample_loss"}, culprit_samples=[3, 17],
+                       counterfactuals=[{"change": "lr_div_10", "applicable": True, "finite": True, "loss": 2.1,
+                                         "grad_norm": 0.8}], **common)
+    spike = ReplayResult(step=70, command="forensics replay ~/runs/nan_lr_too_high --step 70",
+                         status="finite step 70 replayed faithfully", spike={"loss": 3.0, "grad_norm": 9.0,
+                         "samples_by_loss": [], "samples_by_grad_norm": [], "layers_by_grad_norm": []}, **common)
+    with connect(db, write=True) as con:
+        insert_replay(con, nan.to_json())
+        insert_replay(con, spike.to_json())
+    at = _app(monkeypatch, db, run="nan_lr_too_high")
+    at.sidebar.radio[0].set_value("Checkpoints and replays").run()
+    assert not at.exception and not at.json
+    text = "\n".join(m.value for m in at.markdown)
+    assert "ERROR" not in text and "src property" not in text
+    assert "**Fidelity**: faithful: 1/1 logged values match" in text
+    assert "**Reproduced**: yes" in text and "**Reproduced**: finite, as logged" in text
+    assert "forward: linear in body.fc2 at forensics\\_entry.py:31" in text
+    assert "**Culprit samples**: 3, 17" in text
+    assert any("lr\\_div\\_10" in t or "lr_div_10" in t for t in text.splitlines())
+    assert {c.value for c in at.code} >= {nan.command, spike.command}
 
 
 def _hold_write_lock(db: Path) -> subprocess.Popen:
