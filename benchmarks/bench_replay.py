@@ -25,7 +25,7 @@ wall time. Medians over --repeat rounds; ratios are CPU-time medians over the pl
 what a replay spends after fidelity (re-run + instrumented step + culprits by vmap + counterfactuals), in plain steps.
 
     python benchmarks/bench_replay.py [--d 256] [--layers 4] [--batch 16] [--seq 128] [--repeat 5] [--device cpu]
-                                      [--whole-process-only] [--run sample_runs/runs/nan_sqrt_norm]
+                                      [--whole-process-only] [--run sample_runs/runs/nan_sqrt_norm] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -58,8 +58,9 @@ def main() -> None:
     ap.add_argument("--whole-process-only", action="store_true", help="only the whole-process comparison")
     ap.add_argument("--run", type=Path, default=ROOT / "sample_runs" / "runs" / "nan_sqrt_norm",
                     help="the run the whole-process comparison replays")
+    ap.add_argument("--baseline", type=Path, help="another checkout whose replay is timed in the same rounds")
     a = ap.parse_args()
-    whole_process(a.run, a.repeat, a.device)
+    whole_process(a.run, a.repeat, a.device, a.baseline)
     if a.whole_process_only:
         return
 
@@ -171,29 +172,45 @@ def main() -> None:
           f"**{cpu / base:.2f}** (goal <= 8) |")
 
 
-def whole_process(run: Path, repeat: int, device: str) -> None:
-    """`forensics replay RUN` as a fresh process against `import torch` as one, alternating, wall time."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with tempfile.TemporaryDirectory() as tmp:
-        db = str(Path(tmp) / "bench.duckdb")
-        replay = [sys.executable, "-m", "forensics.cli", "replay", str(run), "--db", db, "--json", "--device", device]
-        imp = [sys.executable, "-c", "import torch"]
-        subprocess.run(replay, env=env, check=True, capture_output=True)  # ingest once: the store holds the run
+def whole_process(run: Path, repeat: int, device: str, baseline: Path | None = None) -> None:
+    """`forensics replay RUN` as a fresh process against `import torch` as one, alternating, wall time; beside them
+    the floor any replay pays: `import torch, torch._dynamo` (torch.optim.Optimizer.step imports torch._dynamo on
+    every call, `_use_grad_for_differentiable`, and sympy with it). With `baseline`, the same replay from that
+    checkout too (another version of this code), in the same rounds."""
+    import shutil
 
-        def wall(cmd: list[str]) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        cmds = {"import torch": ([sys.executable, "-c", "import torch"], ROOT),
+                "floor: import torch, torch._dynamo": ([sys.executable, "-c", "import torch, torch._dynamo"], ROOT)}
+        for name, root in (("forensics replay", ROOT), ("forensics replay (baseline)", baseline)):
+            if root is None:
+                continue
+            db = Path(tmp) / f"{len(cmds)}.duckdb"
+            run_copy = Path(tmp) / f"run{len(cmds)}"
+            shutil.copytree(run, run_copy)  # each its own copy: the store keys runs by path
+            cmds[name] = ([sys.executable, "-m", "forensics.cli", "replay", str(run_copy), "--db", str(db), "--json",
+                           "--device", device], root)
+            subprocess.run(cmds[name][0], env={**os.environ, "PYTHONPATH": str(root)}, cwd=root, check=True,
+                           capture_output=True)  # ingest once: the store holds the run
+
+        def wall(cmd: list[str], root: Path) -> float:
             t = time.perf_counter()
-            subprocess.run(cmd, env=env, check=True, capture_output=True)
+            subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(root)}, cwd=root, check=True, capture_output=True)
             return time.perf_counter() - t
 
-        times: dict[str, list[float]] = {"import torch": [], "forensics replay": []}
+        times: dict[str, list[float]] = {name: [] for name in cmds}
+        loads = []
         for _ in range(repeat):
-            times["import torch"].append(wall(imp))
-            times["forensics replay"].append(wall(replay))
-    t_imp, t_rep = (statistics.median(times[k]) for k in ("import torch", "forensics replay"))
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"whole process ({run.name}, store holding it, device {device}, load {load:.1f}, median of {repeat}): "
-          f"import torch {t_imp:.2f} s, forensics replay {t_rep:.2f} s = {t_rep / t_imp:.2f}x import torch "
-          f"(goal <= 2x)")
+            for name, (cmd, root) in cmds.items():
+                times[name].append(wall(cmd, root))
+            loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    print(f"whole process: {run.name}, the store holding it, device {device}, load {min(loads):.1f}-{max(loads):.1f}, "
+          f"median of {repeat} alternating rounds (wall s)")
+    for name, t in med.items():
+        print(f"  {name:<38} {t:6.2f} s  {t / med['import torch']:5.2f}x import torch")
+    print(f"  replay over its floor: {med['forensics replay'] / med['floor: import torch, torch._dynamo']:.2f}x; "
+          f"goal <= 2x import torch")
 
 
 if __name__ == "__main__":

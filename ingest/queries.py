@@ -314,6 +314,43 @@ def app_runs(con: Any) -> pl.DataFrame:
         ORDER BY r.name, r.run_id""")
 
 
+def app_step_time(con: Any, series_id: int, lo: int, hi: int, pixels: int) -> pl.DataFrame:
+    """Seconds per step between consecutive logged points of one series (Δwall_time / Δstep, what throughput_drop
+    judges from its wall-clock stamps), over steps [lo, hi], M4-decimated to about `pixels` columns as `app_m4`
+    is: per column the first, lowest, highest and last value, so every stall stays. step, value, what ('m4')."""
+    if hi < lo:
+        lo, hi = hi, lo
+    lo, hi, series_id = int(lo), int(hi), int(series_id)
+    per_column = max(1, -(-(hi - lo + 1) // max(1, int(pixels))))
+    return _app_frame(con, f"""
+        WITH raw AS (
+            SELECT step, (wall_time - lag(wall_time) OVER w) / (step - lag(step) OVER w) AS value
+            FROM scalars WHERE series_id = {series_id} AND wall_time IS NOT NULL
+            WINDOW w AS (ORDER BY step)),
+        pts AS (
+            SELECT step, value, (step - {lo}) // {per_column} AS col FROM raw
+            WHERE step BETWEEN {lo} AND {hi} AND isfinite(value) AND value >= 0),
+        fin AS (
+            SELECT col, min(step) AS s_first, arg_min(value, step) AS v_first,
+                   max(step) AS s_last, arg_max(value, step) AS v_last,
+                   arg_min(step, value) AS s_min, min(value) AS v_min,
+                   arg_max(step, value) AS s_max, max(value) AS v_max
+            FROM pts GROUP BY col)
+        SELECT step, value, 'm4' AS what FROM (
+            SELECT s_first AS step, v_first AS value FROM fin UNION SELECT s_min, v_min FROM fin
+            UNION SELECT s_max, v_max FROM fin UNION SELECT s_last, v_last FROM fin)
+        ORDER BY step""")
+
+
+def app_run_kinds(con: Any) -> pl.DataFrame:
+    """(run_id, kinds): the finding kinds of each run's latest analysis, space-separated, for the Runs filter."""
+    return _app_frame(con, """
+        SELECT f.run_id, string_agg(DISTINCT f.kind, ' ' ORDER BY f.kind) AS kinds
+        FROM findings f JOIN (SELECT run_id, max(analysis_id) AS analysis_id FROM analyses GROUP BY run_id)
+             USING (run_id, analysis_id)
+        GROUP BY f.run_id""")
+
+
 def app_findings(con: Any, analysis_id: int) -> pl.DataFrame:
     """One analysis's findings in the stored order (by step, then severity), evidence etc. as JSON text."""
     return _app_frame(con, """

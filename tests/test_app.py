@@ -484,3 +484,54 @@ def test_a_constant_series_is_drawn_around_its_value():
     fig = charts.series_figure("Learning rate", [{"name": "lr", "colour": charts.TRAIN, "points": points}], 1, 3)
     low, high = fig.layout.yaxis.range
     assert 0 < low < 1e-3 < high < 2e-3
+
+
+def test_runs_filter_finds_a_run_by_any_of_its_finding_kinds(gallery_db, monkeypatch):
+    """Issue 25: the filter searched names and the headline only, so a kind under the headline found nothing."""
+    runs = _read(gallery_db, "app_runs")
+    failed = runs.filter(pl.col("name") == "nan_lr_too_high").row(0, named=True)
+    kinds = _read(gallery_db, "app_run_kinds").filter(pl.col("run_id") == failed["run_id"])["kinds"][0].split()
+    hidden = [k for k in kinds if k not in (failed["headline"] or "")]
+    assert hidden, "every kind of the run is in its headline: nothing to test"
+    at = _app(monkeypatch, gallery_db)
+    at.text_input[0].set_value(hidden[0]).run()
+    assert not at.exception
+    text = "\n".join(m.value for m in at.markdown)
+    assert "nan\\_lr\\_too\\_high" in text and "healthy\\_mlp" not in text
+
+
+def test_compare_defaults_to_the_closest_healthy_sibling():
+    """docs/app.md: the failed run against the healthy run with the same config keys and fewest differences."""
+    from app.pages import closest_healthy_sibling
+
+    runs = pl.DataFrame({"run_id": ["bad", "far", "near", "other_keys", "sick"],
+                         "name": ["bad", "far", "near", "other_keys", "sick"],
+                         "verdict": ["failed", "no findings", "no findings", "no findings", "suspicious"]})
+    rows = [("bad", "lr", "0.5"), ("bad", "seed", "1"), ("bad", "width", "64"),
+            ("far", "lr", "0.001"), ("far", "seed", "2"), ("far", "width", "64"),
+            ("near", "lr", "0.001"), ("near", "seed", "1"), ("near", "width", "64"),
+            ("other_keys", "lr", "0.5"), ("other_keys", "seed", "1"), ("other_keys", "depth", "3"),
+            ("sick", "lr", "0.5"), ("sick", "seed", "1"), ("sick", "width", "64")]
+    configs = pl.DataFrame(rows, schema=["run_id", "key", "value"], orient="row")
+    assert closest_healthy_sibling(runs, "bad", configs) == "near"
+    assert closest_healthy_sibling(runs.filter(pl.col("verdict") != "no findings"), "bad", configs) is None
+
+
+def test_a_throughput_drop_shows_its_step_times(tmp_path, monkeypatch):
+    """Issue 25: the report drew loss and gradient norm under a throughput_drop, not the step times it is about.
+    The seconds per step of the series it judged, from the real run's wall-clock stamps, are drawn under it, with
+    the stall's steps among the points."""
+    db = tmp_path / "stalls.duckdb"
+    analyze(GALLERY / "throughput_stalls", db)
+    findings = _read(db, "app_findings", _read(db, "app_runs")["analysis_id"][0])
+    drop = findings.filter(pl.col("kind") == "throughput_drop").row(0, named=True)
+    at = _app(monkeypatch, db, run="throughput_stalls")
+    assert not at.exception
+    figures = _figures(at)
+    [title] = [t for t in figures if t.startswith("Step time")]
+    assert drop["series"] in title
+    traces = _traces(figures[title])
+    line = traces[f"{drop['series']} · seconds per step"]
+    stalled = [y for x, y in zip(line["x"], line["y"]) if drop["step"] <= x <= (drop["step_end"] or drop["step"])]
+    calm = [y for x, y in zip(line["x"], line["y"]) if x < drop["step"]]
+    assert stalled and calm and max(stalled) > 2 * float(np.median(calm))
