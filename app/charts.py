@@ -62,12 +62,16 @@ def nonfinite_text(value: float) -> str:
 def _base_layout(fig: go.Figure, title: str, height: int) -> None:
     fig.update_layout(
         title={"text": title, "font": {"size": 16}, "x": 0, "xanchor": "left"},
-        height=height, margin={"l": 60, "r": 20, "t": 48, "b": 40}, font={"family": FONT, "size": 13},
+        height=height, margin={"l": 60, "r": 20, "t": 48, "b": 64}, font={"family": FONT, "size": 13},
         plot_bgcolor="white", paper_bgcolor="white", hovermode="closest", dragmode="select",
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1},
+        # below the plot: above it, the legend would cover the finding labels' band
+        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "right", "x": 1},
     )
     fig.update_xaxes(title_text="step", showgrid=True, gridcolor="#EEEEEE", zeroline=False)
     fig.update_yaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False)
+
+
+LABEL_ROW, LABEL_ROWS = 15, 3  # finding labels: pixels per row of the band above the plot, rows before they repeat
 
 
 def add_findings(fig: go.Figure, findings: pl.DataFrame, lo: int, hi: int, focus: int | None = None) -> None:
@@ -92,12 +96,17 @@ def add_findings(fig: go.Figure, findings: pl.DataFrame, lo: int, hi: int, focus
             x0=start, x1=end, fillcolor=colour, opacity=0.28 if focused else 0.06 if focus is not None else 0.12,
             line_width=1 if focused else 0,
             line_color=colour, layer="below",
+            # the label sits in a band above the plot, not inside it, where the NaN/Inf marks and the first
+            # non-finite star are drawn along the top edge; neighbouring labels step up instead of overlapping
             annotation_text=f"{icon} {f['kind']}", annotation_position="top left",
-            annotation={"yshift": -15 * (shown % 3)},  # neighbouring labels step down instead of overlapping
+            annotation={"yref": "y domain", "y": 1.0, "yanchor": "bottom", "yshift": 2 + LABEL_ROW * (shown % LABEL_ROWS)},
             annotation_font={"size": 11, "color": "#333333"},
             name=f"finding {f['finding_id']}: {f['kind']}",
         )
         shown += 1
+    if shown:  # room for the label band between the title and the plot
+        top = fig.layout.margin.t if fig.layout.margin.t is not None else 48
+        fig.update_layout(margin={"t": top + LABEL_ROW * min(shown, LABEL_ROWS)})
 
 
 def add_checkpoints(fig: go.Figure, checkpoints: pl.DataFrame, lo: int, hi: int) -> None:

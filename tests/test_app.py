@@ -535,3 +535,18 @@ def test_a_throughput_drop_shows_its_step_times(tmp_path, monkeypatch):
     stalled = [y for x, y in zip(line["x"], line["y"]) if drop["step"] <= x <= (drop["step_end"] or drop["step"])]
     calm = [y for x, y in zip(line["x"], line["y"]) if x < drop["step"]]
     assert stalled and calm and max(stalled) > 2 * float(np.median(calm))
+
+
+def test_finding_labels_sit_above_the_plot_not_on_its_markers(gallery_db, monkeypatch):
+    """Issue 25: finding labels were drawn inside the plot's top edge, on the NaN/Inf marks and the first
+    non-finite star (nan_loss's label lay on the star at step 80). They sit in a band above the plot now, and the
+    legend below it."""
+    at = _app(monkeypatch, gallery_db, run="nan_lr_too_high")
+    loss = _figures(at)["Loss"]
+    labels = [a for a in loss["layout"]["annotations"] if a.get("text", "").split(" ", 1)[-1] in
+              {"nan_loss", "loss_spike", "divergence", "exploding_gradients", "lr_too_high"}]
+    assert labels
+    assert all(a["yref"] in ("paper", "y domain") and a["y"] >= 1 and a["yanchor"] == "bottom" for a in labels)
+    stars = _traces(loss)["train_loss · first non-finite"] if "train_loss · first non-finite" in _traces(loss) else None
+    assert stars is None or stars["yaxis"] in (None, "y")  # markers stay in data coordinates, inside the plot
+    assert loss["layout"]["legend"]["y"] < 0
