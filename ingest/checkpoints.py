@@ -27,7 +27,6 @@ are memory-mapped (`mmap=True`), so clean file pages, not anonymous memory, hold
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.configs import parse_json
 from ingest.records import Issue
 from ingest.tensorfiles import (
     STEP_IN_NAME,
@@ -492,10 +492,10 @@ def read_checkpoint(
             failed.append((str(rel), "unreadable", first_line(exc)))
     for rel in found.aux:  # trainer_state.json: the step HF's Trainer was at when it saved
         try:
-            state = json.loads((root / rel).read_text(encoding="utf-8"))
+            state = parse_json((root / rel).read_bytes())
             if isinstance(state, dict):
                 c.step_candidates(state, "contents")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # unreadable, not JSON, not UTF-8, past the document limits
             issues.append((str(rel), Issue(None, "garbled", f"trainer_state.json unreadable: {exc}")))
     step, step_from = (c.steps[0][1], "contents") if c.steps else (name_step, "name" if name_step is not None else None)
 
@@ -580,9 +580,9 @@ def _status(failed: list[tuple[str, str, str]], anything: bool) -> tuple[str, st
 def _check_index(root: Path, rel: PurePosixPath, claimed: tuple[PurePosixPath, ...]) -> list[Issue]:
     """HF's shard index {"metadata": {"total_size": N}, "weight_map": {tensor: file}}: every shard present?"""
     try:
-        index = json.loads((root / rel).read_text(encoding="utf-8"))
+        index = parse_json((root / rel).read_bytes())
         shards = set(index["weight_map"].values())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         return [Issue(None, "garbled", f"shard index unreadable: {exc}")]
     present = {f.name for f in claimed}
     missing = sorted(shards - present)

@@ -268,7 +268,7 @@ def test_runs_page_lists_filters_and_opens_a_run(gallery_db, monkeypatch):
     run_id = _read(gallery_db, "app_runs").filter(pl.col("name") == "nan_lr_too_high")["run_id"][0]
     at.button(key=f"open_{run_id}").click().run()
     assert at.session_state.page == "Run report" and at.session_state.run == run_id
-    assert at.title[0].value == "nan_lr_too_high"
+    assert at.title[0].value == "nan\\_lr\\_too\\_high"  # file-derived text is markdown-escaped; it reads the same
 
 
 def test_layers_checkpoints_and_compare_pages(gallery_db, monkeypatch):
@@ -311,14 +311,16 @@ def test_an_ingested_run_shows_its_logged_layer_norms_and_says_it_is_not_analyse
 
 
 def test_analyze_open_starts_the_app_on_the_analysed_run(tmp_path, monkeypatch, capsys):
-    import forensics.cli
+    """`--open` serves the analysed run's report; `--open --no-browser` (issue 25) only prints its URL."""
+    import app.server
 
     started = []
-    monkeypatch.setattr(forensics.cli, "serve_app", lambda db, **kw: started.append((db, kw)) or 0)
+    monkeypatch.setattr(app.server, "serve_app", lambda db, **kw: started.append((db, kw)) or 0)
     db = tmp_path / "open.duckdb"
     assert main(["analyze", str(GALLERY / "healthy_mlp"), "--db", str(db), "--open"]) == 0
+    assert main(["analyze", str(GALLERY / "healthy_mlp"), "--db", str(db), "--open", "--no-browser"]) == 0
     run_id = _read(db, "app_runs")["run_id"][0]
-    assert started == [(db, {"run": run_id})]
+    assert started == [(db, {"run": run_id, "browser": True}), (db, {"run": run_id, "browser": False})]
 
 
 def test_replays_are_shown_when_the_table_has_rows(gallery_db, tmp_path, monkeypatch):
@@ -506,7 +508,7 @@ def test_compare_defaults_to_the_closest_healthy_sibling():
 
     runs = pl.DataFrame({"run_id": ["bad", "far", "near", "other_keys", "sick"],
                          "name": ["bad", "far", "near", "other_keys", "sick"],
-                         "verdict": ["failed", "no findings", "no findings", "no findings", "suspicious"]})
+                         "verdict": ["failed", "healthy", "healthy", "healthy", "suspicious"]})
     rows = [("bad", "lr", "0.5"), ("bad", "seed", "1"), ("bad", "width", "64"),
             ("far", "lr", "0.001"), ("far", "seed", "2"), ("far", "width", "64"),
             ("near", "lr", "0.001"), ("near", "seed", "1"), ("near", "width", "64"),
@@ -514,7 +516,7 @@ def test_compare_defaults_to_the_closest_healthy_sibling():
             ("sick", "lr", "0.5"), ("sick", "seed", "1"), ("sick", "width", "64")]
     configs = pl.DataFrame(rows, schema=["run_id", "key", "value"], orient="row")
     assert closest_healthy_sibling(runs, "bad", configs) == "near"
-    assert closest_healthy_sibling(runs.filter(pl.col("verdict") != "no findings"), "bad", configs) is None
+    assert closest_healthy_sibling(runs.filter(pl.col("verdict") != "healthy"), "bad", configs) is None
 
 
 def test_a_throughput_drop_shows_its_step_times(tmp_path, monkeypatch):
