@@ -17,6 +17,26 @@ from contextlib import contextmanager
 from typing import Any
 
 INDUCTOR_ENV = "TORCHINDUCTOR_DETERMINISTIC"
+# The libraries' own variables replay sets (and gives back): nothing of ours is configured through the environment.
+LIBRARY_ENV = (INDUCTOR_ENV, "CUBLAS_WORKSPACE_CONFIG")
+
+
+def library_values() -> dict[str, str | None]:
+    """The LIBRARY_ENV variables as they are now (None: unset)."""
+    return {name: os.environ.get(LIBRARY_ENV[i]) for i, name in enumerate(LIBRARY_ENV)}
+
+
+def library_env(values: dict[str, str | None]) -> dict[str, str | None]:
+    """Set LIBRARY_ENV variables (None removes one); returns their values before, to give back the same way."""
+    before = {}
+    for i, name in enumerate(LIBRARY_ENV):
+        if name in values:
+            before[name] = os.environ.get(LIBRARY_ENV[i])
+            if values[name] is None:
+                os.environ.pop(LIBRARY_ENV[i], None)
+            else:
+                os.environ[LIBRARY_ENV[i]] = values[name]
+    return before
 
 
 def set_deterministic(mode: bool, warn_only: bool = False) -> None:
@@ -28,7 +48,7 @@ def set_deterministic(mode: bool, warn_only: bool = False) -> None:
     if config is not None:
         config.deterministic = mode
     else:
-        os.environ[INDUCTOR_ENV] = "1" if mode else "0"
+        library_env({INDUCTOR_ENV: "1" if mode else "0"})
 
 
 def available_threads() -> tuple[int, str]:
@@ -49,7 +69,7 @@ def deterministic(device: Any, threads: int | None = None) -> Iterator[dict[str,
 
     saved = {"det": (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
              "threads": torch.get_num_threads(),
-             "env": {k: os.environ.get(k) for k in (INDUCTOR_ENV, "CUBLAS_WORKSPACE_CONFIG")},
+             "env": library_values(),
              "inductor": getattr(sys.modules.get("torch._inductor.config"), "deterministic", None)}
     chosen, why = (threads, "--threads") if threads else available_threads()
     settings: dict[str, Any] = {"use_deterministic_algorithms": "True (warn_only)", "threads": chosen,
@@ -62,7 +82,8 @@ def deterministic(device: Any, threads: int | None = None) -> Iterator[dict[str,
         set_deterministic(True, warn_only=True)
         torch.set_num_threads(chosen)
         if cuda:
-            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            if saved["env"]["CUBLAS_WORKSPACE_CONFIG"] is None:  # cuBLAS's deterministic workspace
+                library_env({"CUBLAS_WORKSPACE_CONFIG": ":4096:8"})
             torch.backends.cudnn.benchmark = False
             torch.backends.cudnn.deterministic = True
             torch.backends.cuda.matmul.allow_tf32 = False
@@ -73,11 +94,7 @@ def deterministic(device: Any, threads: int | None = None) -> Iterator[dict[str,
         yield settings
     finally:
         torch._C._set_deterministic_algorithms(saved["det"][0], warn_only=saved["det"][1])
-        for key, value in saved["env"].items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        library_env(saved["env"])
         config = sys.modules.get("torch._inductor.config")
         if config is not None:  # imported during the replay (torch.compile): its flag as it was, or as the env said
             config.deterministic = saved["inductor"] if saved["inductor"] is not None else saved["env"][INDUCTOR_ENV] == "1"
