@@ -3,7 +3,8 @@ non-finite value came from (phase, op, module, file:line), which samples cause i
 
     from forensics.replay import replay
     result = replay("sample_runs/runs/nan_bad_sample", db="/tmp/f.duckdb")   # the NaN onset from the store
-    result["first_nonfinite"]        # {"phase": "forward", "op": "conv2d", "module": "features.conv1", ...}
+    result.first_nonfinite           # {"phase": "forward", "op": "conv2d", "module": "features.conv1", ...}
+    result.to_json()                 # the documented JSON object (docs/replay.md)
 
 Running it runs the user's code (the run's `forensics_entry.py`): calling `replay` is the opt-in. Torch is
 imported only here (never at the import of `forensics` or `ingest`). The run directory is never written to.
