@@ -50,13 +50,13 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence
 
 
 def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike) -> None:
-    """The exact `forensics replay` command for the NaN onset, where a finite checkpoint comes before it."""
-    import shlex
+    """The exact `forensics replay` command for the NaN onset, where a finite checkpoint comes before it (paths
+    under the home directory written with `~`, as the README shows them)."""
+    from forensics.replay import replay_command
 
     r = result.replay_from
     if r and r.get("checkpoint"):
-        r["command"] = (f"forensics replay {shlex.quote(str(run_dir))} --step {r['onset_step']}"
-                        f" --db {shlex.quote(str(db))}")
+        r["command"] = replay_command(run_dir, r["onset_step"], db=db)
 
 
 def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence[str] = (),

@@ -549,6 +549,8 @@ def _replay_parser(sub) -> None:
     p.add_argument("--entry", metavar="FILE.py", type=Path, help="entry point (default: RUN_DIR/forensics_entry.py)")
     p.add_argument("--from-checkpoint", metavar="PATH", help="start from this checkpoint (relative to RUN_DIR)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default auto: CUDA when present")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="intra-op CPU threads (default: the CPUs free now, from the load average; reported)")
     p.add_argument("--markdown", metavar="FILE", type=Path, help="also write the report as markdown to FILE")
     _add_db(p)
     _add_json(p)
@@ -566,13 +568,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     try:
         result = replay(args.run_dir, args.step, entry=args.entry, from_checkpoint=args.from_checkpoint,
-                        device=args.device, db=db_path(args.db))
+                        device=args.device, threads=args.threads, db=db_path(args.db))
     except EntryPointError as exc:
         if exc.template:  # the fill-in file goes to stdout, so `> forensics_entry.py` saves it
             print(exc.template)
         raise
     if args.json:
-        print(json.dumps(replay_report.plain(result), indent=2))
+        print(json.dumps(result.to_json(), indent=2))
     else:
         print(lines(replay_report.text(result).split("\n")))
     if args.markdown is not None:

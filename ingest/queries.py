@@ -129,6 +129,22 @@ def stored_batches(con: Any, run_id: str) -> dict[str, tuple[int, str | None, in
         "ON s.run_id = b.run_id AND s.path = b.path WHERE b.run_id = ?", [run_id]).fetchall()}
 
 
+# The biggest movers between consecutive checkpoints, one ranking for the CLI and the app: model parameters only
+# (running statistics move with the data, not the optimizer); first the tensors holding NaN/Inf in the newer
+# checkpoint (their Δ is NaN), then by the RMS of the update, ‖Δw‖/√n, a measure defined at zero: ‖Δw‖/‖w‖ is
+# infinite for every zero-initialised bias, which then filled the list and pushed out the one NaN tensor.
+MOVERS_SQL = """
+    SELECT d.ckpt_id, d.prev_ckpt_id, d.step, d.prev_step, d.step_distance, d.tensor, d.delta_l2,
+           CASE WHEN isfinite(d.ratio) THEN d.ratio END AS ratio,
+           d.delta_l2 / sqrt(greatest(t.numel, 1)) AS rms, t.n_nan + t.n_inf AS n_nonfinite,
+           row_number() OVER (PARTITION BY d.ckpt_id, d.prev_ckpt_id
+                              ORDER BY t.n_nan + t.n_inf DESC, isnan(d.delta_l2) DESC,
+                                       d.delta_l2 / sqrt(greatest(t.numel, 1)) DESC NULLS LAST, d.tensor) AS k
+    FROM tensor_deltas d JOIN tensor_stats t
+      ON t.run_id = d.run_id AND t.ckpt_id = d.ckpt_id AND t.tensor = d.tensor AND t.kind = 'param'
+    WHERE d.run_id = ?"""
+
+
 def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
     """What `forensics checkpoints` shows, from the store: every checkpoint (by step) with its non-finite
     tensors, for each consecutive pair the `top` parameters by ‖Δw‖/‖w‖ and the frozen ones (Δ = 0;
@@ -151,15 +167,10 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
         c["nonfinite_tensors"] = [{"tensor": t, "kind": kd, "n_nan": n, "n_inf": i}
                                   for k, t, kd, n, i in bad if k == c["ckpt_id"]]
     by_id = {c["ckpt_id"]: c for c in ckpts}
-    # Parameters only: running statistics (buffers) move with the data, not with the optimizer.
-    deltas = con.execute(
-        "SELECT d.ckpt_id, d.prev_ckpt_id, d.tensor, d.delta_l2, d.ratio, d.step_distance FROM tensor_deltas d "
-        "WHERE d.run_id = ? AND EXISTS (SELECT 1 FROM tensor_stats t WHERE t.run_id = d.run_id AND "
-        "t.ckpt_id = d.ckpt_id AND t.tensor = d.tensor AND t.kind = 'param') "
-        "ORDER BY d.step, isnan(d.ratio), d.ratio DESC, d.tensor", [run_id]
-    ).fetchall()
+    deltas = con.execute(f"SELECT ckpt_id, prev_ckpt_id, tensor, delta_l2, ratio, rms, n_nonfinite, step_distance "
+                         f"FROM ({MOVERS_SQL}) ORDER BY step, k", [run_id]).fetchall()
     movers: dict[tuple[int, int], dict[str, Any]] = {}
-    for cur, prev, tensor, delta, ratio, distance in deltas:
+    for cur, prev, tensor, delta, ratio, rms, n_bad, distance in deltas:
         pair = movers.get((prev, cur))
         if pair is None:
             pair = movers[(prev, cur)] = {
@@ -169,7 +180,8 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
         if delta == 0:
             pair["frozen"].append(tensor)
         elif len(pair["top"]) < top:
-            pair["top"].append({"tensor": tensor, "delta_l2": delta, "ratio": ratio})
+            pair["top"].append({"tensor": tensor, "delta_l2": delta, "ratio": ratio, "rms": rms,
+                                "n_nonfinite": n_bad})
     bcols = ["path", "step", "format", "n_samples", "n_nonfinite", "status", "detail"]
     batches = [dict(zip(bcols, r[1:], strict=True)) | {"batch_id": r[0]} for r in con.execute(
         f"SELECT batch_id, {', '.join(bcols)} FROM batches WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
@@ -340,6 +352,43 @@ def app_runs(con: Any) -> pl.DataFrame:
         ORDER BY r.name, r.run_id""")
 
 
+def app_step_time(con: Any, series_id: int, lo: int, hi: int, pixels: int) -> pl.DataFrame:
+    """Seconds per step between consecutive logged points of one series (Δwall_time / Δstep, what throughput_drop
+    judges from its wall-clock stamps), over steps [lo, hi], M4-decimated to about `pixels` columns as `app_m4`
+    is: per column the first, lowest, highest and last value, so every stall stays. step, value, what ('m4')."""
+    if hi < lo:
+        lo, hi = hi, lo
+    lo, hi, series_id = int(lo), int(hi), int(series_id)
+    per_column = max(1, -(-(hi - lo + 1) // max(1, int(pixels))))
+    return _app_frame(con, f"""
+        WITH raw AS (
+            SELECT step, (wall_time - lag(wall_time) OVER w) / (step - lag(step) OVER w) AS value
+            FROM scalars WHERE series_id = {series_id} AND wall_time IS NOT NULL
+            WINDOW w AS (ORDER BY step)),
+        pts AS (
+            SELECT step, value, (step - {lo}) // {per_column} AS col FROM raw
+            WHERE step BETWEEN {lo} AND {hi} AND isfinite(value) AND value >= 0),
+        fin AS (
+            SELECT col, min(step) AS s_first, arg_min(value, step) AS v_first,
+                   max(step) AS s_last, arg_max(value, step) AS v_last,
+                   arg_min(step, value) AS s_min, min(value) AS v_min,
+                   arg_max(step, value) AS s_max, max(value) AS v_max
+            FROM pts GROUP BY col)
+        SELECT step, value, 'm4' AS what FROM (
+            SELECT s_first AS step, v_first AS value FROM fin UNION SELECT s_min, v_min FROM fin
+            UNION SELECT s_max, v_max FROM fin UNION SELECT s_last, v_last FROM fin)
+        ORDER BY step""")
+
+
+def app_run_kinds(con: Any) -> pl.DataFrame:
+    """(run_id, kinds): the finding kinds of each run's latest analysis, space-separated, for the Runs filter."""
+    return _app_frame(con, """
+        SELECT f.run_id, string_agg(DISTINCT f.kind, ' ' ORDER BY f.kind) AS kinds
+        FROM findings f JOIN (SELECT run_id, max(analysis_id) AS analysis_id FROM analyses GROUP BY run_id)
+             USING (run_id, analysis_id)
+        GROUP BY f.run_id""")
+
+
 def app_findings(con: Any, analysis_id: int) -> pl.DataFrame:
     """One analysis's findings in the stored order (by step, then severity), evidence etc. as JSON text."""
     return _app_frame(con, """
@@ -429,13 +478,11 @@ def app_checkpoints(con: Any, run_id: str) -> pl.DataFrame:
 
 
 def app_movers(con: Any, run_id: str, top: int = 5) -> pl.DataFrame:
-    """For each consecutive checkpoint pair, the `top` tensors with the largest ‖Δw‖/‖w‖ (NaN ratios first)."""
-    return _app_frame(con, """
-        SELECT step, prev_step, step_distance, tensor, delta_l2, ratio FROM (
-            SELECT *, row_number() OVER (PARTITION BY ckpt_id
-                                         ORDER BY isnan(ratio) DESC, ratio DESC NULLS LAST) AS k
-            FROM tensor_deltas WHERE run_id = ?)
-        WHERE k <= ? ORDER BY step, k""", [run_id, top])
+    """For each consecutive checkpoint pair, the `top` movers as `forensics checkpoints` ranks them (MOVERS_SQL):
+    tensors holding NaN/Inf first, then by the update's RMS; `ratio` is ‖Δw‖/‖w‖, NULL where ‖w‖ was 0."""
+    return _app_frame(con, f"""
+        SELECT step, prev_step, step_distance, tensor, delta_l2, ratio, rms, n_nonfinite FROM ({MOVERS_SQL})
+        WHERE k <= ? AND delta_l2 IS DISTINCT FROM 0 ORDER BY step, k""", [run_id, top])
 
 
 def app_layer_norms(con: Any, run_id: str, columns: int = 200) -> pl.DataFrame:

@@ -68,10 +68,14 @@ def test_nothing_below_the_cli_prints():
 
 def environment_reads(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    # Setting a CUDA library's own variable for determinism (replay) configures nothing of ours: allowed.
+    # Setting a CUDA library's own variable for determinism (replay) configures nothing of ours: allowed; so does
+    # replay's determinism module, which sets and gives back exactly the libraries' variables it names in
+    # LIBRARY_ENV (cuBLAS's workspace, inductor's deterministic flag): a line indexing LIBRARY_ENV.
     sets_cuda = {n.func.value.lineno for n in ast.walk(tree)
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "setdefault"
                  and n.args and isinstance(n.args[0], ast.Constant) and str(n.args[0].value).startswith("CUBLAS_")}
+    sets_cuda |= {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Subscript)
+                  and isinstance(n.value, ast.Name) and n.value.id == "LIBRARY_ENV"}
     return [f"{_label(path)}:{n.lineno} reads the environment" for n in ast.walk(tree)
             if isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv", "environb")
             and isinstance(n.value, ast.Name) and n.value.id == "os" and n.lineno not in sets_cuda]
