@@ -113,6 +113,7 @@ class Analysis:
     verdict_reason: str = ""
     read_problems: list[dict[str, Any]] = field(default_factory=list)  # path, position, kind, detail, kept
     unknown_files: list[str] = field(default_factory=list)  # files no reader knows
+    lines_read: list[dict[str, Any]] = field(default_factory=list)  # console logs: lines each pattern took
     db: str | None = None
 
     @property
@@ -134,7 +135,7 @@ class Analysis:
         spikes, skips, plus `nonfinite`, `replay_from`, `checked`."""
         return {"run": self.run, "verdict": self.verdict, "verdict_reason": self.verdict_reason,
                 "healthy": self.healthy, "read_problems": plain(self.read_problems),
-                "unknown_files": list(self.unknown_files), "db": self.db,
+                "unknown_files": list(self.unknown_files), "lines_read": plain(self.lines_read), "db": self.db,
                 "findings": [f.as_dict() for f in self.findings],
                 "spikes": [s.as_dict() for s in self.spikes], "skipped": [s.as_dict() for s in self.skipped],
                 "nonfinite": plain(self.nonfinite), "replay_from": plain(self.replay_from),

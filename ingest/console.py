@@ -49,12 +49,15 @@ import numpy as np
 import polars as pl
 
 from ingest.records import Chunk, Issue, scalars_frame
+from ingest.roles import MEMORY_UNITS, role_of
 
 NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 METRIC_WORDS = re.compile(
     r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b",
     re.I)
+RATE_UNITS = (r"(?:ms|s|sec)/(?:it|iter|step|batch)"
+              r"|(?:it|iter|iters|samples|tokens|img|imgs|images|ex|examples)/s(?:ec)?")
 CHUNK_BYTES = 8 << 20
 MAX_LINES_LISTED = 10
 
@@ -64,6 +67,7 @@ class LinePattern:
     """One named line shape. `kind` says what its groups mean:
 
     time:    groups y, mo, d, h, mi, s, frac, tz (year/date groups may be absent);
+    ignore:  text blanked before the counters (no groups): it looks like pairs but logs nothing;
     counter: groups step, epoch, batch (any of them);
     assign:  groups key, value, matched anywhere, as many times as they occur; or, for a line whose value
              has no key of its own (`OVERFLOW! ... reducing to 32`), group value alone and the fixed `tag`.
@@ -96,6 +100,10 @@ PATTERNS: list[LinePattern] = [
         {"step": 2, "loss": float("nan")}),
     LinePattern("bracket_time", "time", _p(r"\[(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]"),
                 "[10:00:00] step 5 loss: 0.25", {"step": 5, "loss": 0.25}),
+    # --- ignored: text that looks like pairs but holds no logged values (blanked before the counters) -----
+    # argparse's `Namespace(batch_size=10, lr=0.0005, ...)`, printed at start: the run's arguments, not metrics.
+    LinePattern("argparse_namespace", "ignore", _p(r"\bNamespace\([^()]*\)"),
+                "Namespace(batch_size=10, cuda=True, gamma=0.1, lr=0.0005, momentum=0.9, resume=None)"),
     # --- counters -----------------------------------------------------------------------------------
     LinePattern("global_step", "counter", _p(r"\b(?:Global Step|global[_ ]step)\s*[:=]?\s*(?P<step>\d+)\b", re.I),
                 "Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0",
@@ -113,6 +121,12 @@ PATTERNS: list[LinePattern] = [
     LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
+    # PyTorch's ImageNet example and the MetricLogger of MAE/DeiT/LLaMA2-Accessory: `Epoch: [e][b/N]`,
+    # `Epoch: [e]  [b/N]` (tab-separated fields, a running average in brackets after each value).
+    LinePattern("epoch_bracket_of", "counter", _p(
+        r"\bEpoch:?\s*\[\s*(?P<epoch>\d+)\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]", re.I),
+        "Epoch: [11][1/48]\tTime 0.470 (1.206)\tData 0.076 (0.004)\tLoss 3.2168 (37.0903)\t",
+        {"epoch": 11, "batch": 1, "Time": 0.47, "Data": 0.076, "Loss": 3.2168}),
     LinePattern("epoch_batch_brackets", "counter", _p(r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?P<batch>\d+)\]", re.I),
                 "Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,",
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
@@ -122,6 +136,16 @@ PATTERNS: list[LinePattern] = [
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
     LinePattern("batch", "counter", _p(r"\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.])"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
+    # Keras' progress bar: `N/M [=====>....] - ETA: ... - loss: X` (its epoch is on the `Epoch e/E` line above).
+    LinePattern("keras_bar", "counter", _p(r"^\s*(?P<batch>\d+)/\d+\s*\[[=>.]*\]"),
+                "50000/50000 [==============================] - 678s - loss: 1.7646 - acc: 0.3460 - val_loss: 1.3379",
+                {"batch": 50000, "loss": 1.7646, "acc": 0.346, "val_loss": 1.3379}),
+    # A counter printed between a loss's name and its value (tacotron2's `Train loss {iteration} {loss:.6f}`,
+    # `Validation loss {iteration}: {loss:9f}`): a counter and a metric in one match.
+    LinePattern("loss_step_value", "counter", _p(
+        rf"\b(?P<key>[A-Za-z][A-Za-z ]*?[Ll]oss)\s+(?P<step>\d+):?\s+(?P<value>{NUM}){_NUM_END}"),
+        " **Train loss 12002 4.972964** Grad Norm inf 1.78s/it",
+        {"step": 12002, "Train loss": 4.972964, "Grad Norm": float("inf"), "s/it": 1.78}),
     LinePattern("tqdm_bar", "counter", _p(r"\d+%\|[^|\n]*\|\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),
@@ -142,8 +166,14 @@ PATTERNS: list[LinePattern] = [
     LinePattern("epoch_time", "assign", _p(
         rf"\b(?:time|took)\s+(?:this|per|for this|of this)\s+epoch\s*[=:]?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "epoch 3, loss=0.52, time this epoch= 2.68", {"epoch": 3, "loss": 0.52, "epoch_time": 2.68}, tag="epoch_time"),
+    # A rate printed with its unit and no name of its own (`2.51s/it`, `0.35 sec/step`, tqdm's `14.89s/it`):
+    # the unit is its tag. A value after `key:` or `key=` is that key's (`Speed: 512 samples/sec` is Speed).
+    LinePattern("bare_rate", "assign", _p(
+        rf"(?<![\w.:=])(?<![:=] )(?P<value>{NUM})\s?(?P<key>{RATE_UNITS})(?![\w/])"),
+        "Train loss 12005 5.318559 Grad Norm inf 1.75s/it", {"step": 12005, "Train loss": 5.318559, "s/it": 1.75}),
     # --- explicit pairs -----------------------------------------------------------------------------
-    LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.])(?P<key>[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
+    # Not after `-`: `--lr=5e-4` on a command line is an argument, not a logged value.
+    LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.-])(?P<key>[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
                 {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21}),
     # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`).
@@ -157,14 +187,16 @@ PATTERNS: list[LinePattern] = [
 # then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`).
 PHRASE = re.compile(
     rf"^(?P<key>[A-Za-z][\w/%.+-]*(?: [A-Za-z][\w/%.+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
-    r"(?P<unit>[A-Za-z%/]+)?(?:\s+[A-Za-z%/]+){0,2}$")
+    r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
-_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}")
+# `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
+_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?<=[A-Za-z])\s{2,}(?=[-+]?\.?\d)")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LOOKS_LIKE_METRIC = re.compile(
     rf"(?:{METRIC_WORDS.pattern})\w*\W{{0,4}}(?:{NUM})|(?:{NUM})\W{{0,3}}(?:{METRIC_WORDS.pattern})", re.I)
 
 _TIME = [p for p in PATTERNS if p.kind == "time"]
+_IGNORED = [p for p in PATTERNS if p.kind == "ignore"]
 _COUNTERS = [p for p in PATTERNS if p.kind == "counter"]
 _ASSIGN = [p for p in PATTERNS if p.kind == "assign"]
 
@@ -183,7 +215,7 @@ class ParsedLine:
 
 def parse_line(line: str) -> ParsedLine:
     """Parse one line (no line break) with the pattern table; pure, used by the reader and the tests."""
-    metrics, counters, time, time_kind, _ = _parse(line)
+    metrics, counters, time, time_kind, _, _ = _parse(line)
     return ParsedLine(metrics, counters.get("step"), counters.get("epoch"), counters.get("batch"), time, time_kind)
 
 
@@ -218,18 +250,24 @@ class _Shape:
     metrics: tuple[tuple[int, int, int, int, str | None], ...]
     looks: bool
     exact: bool
+    loose: tuple[tuple[int, int, int, int, str | None], ...] = ()  # pairs taken only where the line repeats
+    patterns: tuple[str, ...] = ()  # names of the patterns that took parts of the line (`phrase` for pass 4)
 
     @property
     def idle(self) -> bool:
-        """A line of this shape changes nothing: no point, no time, no step, nothing to count."""
-        return not (self.metrics or self.time_kind or self.looks or any(c[0] == "step" for c in self.counters))
+        """A line of this shape changes nothing: no point, no time, no step or epoch, nothing to count."""
+        return not (self.metrics or self.time_kind or self.looks or any(c[0] in ("step", "epoch") for c in self.counters))
 
 
-def _parse(line: str, shape: _Shape | None = None) -> tuple[dict[str, float], dict[str, int],
-                                                              dict[str, str] | None, str | None, bool]:
-    """(metrics, counters by name, time groups, time pattern's name, looks like a metric) of one line.
+def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tuple[
+        dict[str, float], dict[str, int], dict[str, str] | None, str | None, bool, tuple[str, ...]]:
+    """(metrics, counters by name, time groups, time pattern's name, looks like a metric, the patterns that took
+    its parts) of one line.
 
     `shape`, where the caller has it, is the exact shape of `line`'s template (no ANSI escape, no `f1`).
+    `repeated`: the line's shape recurs in its file (a record line), so its loose `name value` pairs count
+    even without a counter or a metric word, where it holds two pairs or more (`T: 17.6 | B: 3.2`; a
+    traceback's lone `line 71` stays out).
     """
     text = line
     if shape is None:
@@ -244,7 +282,10 @@ def _parse(line: str, shape: _Shape | None = None) -> tuple[dict[str, float], di
             if not shape.exact:
                 shape = _trace(text)
     metrics: dict[str, float] = {}
-    for ks, ke, vs, ve, key in shape.metrics:
+    pairs, patterns = shape.metrics, shape.patterns
+    if repeated and shape.loose and len(shape.metrics) + len(shape.loose) >= 2:
+        pairs, patterns = pairs + shape.loose, patterns + ("repeated_line",)
+    for ks, ke, vs, ve, key in pairs:
         metrics.setdefault(text[ks:ke] if key is None else key, float(text[vs:ve]))
     counters = {name: int(text[s:e]) for name, s, e in shape.counters}
     time = {name: text[s:e] for name, s, e in shape.time} if shape.time_kind else None
@@ -254,7 +295,7 @@ def _parse(line: str, shape: _Shape | None = None) -> tuple[dict[str, float], di
         looks = shape.looks
     else:  # the check reads the line as written, escape codes and all
         looks = LOOKS_LIKE_METRIC.search(line) is not None
-    return metrics, counters, time, shape.time_kind, looks
+    return metrics, counters, time, shape.time_kind, looks, patterns
 
 
 @lru_cache(maxsize=_SHAPES_CACHED)
@@ -275,7 +316,13 @@ def _trace(text: str) -> _Shape:
             time_kind = pattern.name
             text = _blank(text, match.span(), blanked)
             break
+    for pattern in _IGNORED:
+        for match in list(pattern.regex.finditer(text)):
+            text = _blank(text, match.span(), blanked)
     counters: dict[str, tuple[int, int]] = {}
+    metrics: list[tuple[int, int, int, int, str | None]] = []
+    exact = True
+    taken: list[str] = [time_kind] if time_kind else []  # the patterns this line's parts came from
     for pattern in _COUNTERS:
         for match in pattern.regex.finditer(text):
             groups = match.groupdict()
@@ -283,17 +330,23 @@ def _trace(text: str) -> _Shape:
             took = [name for name in found if name not in counters]
             for name in took:
                 counters[name] = match.span(name)
+            if groups.get("value") is not None:  # a counter printed inside a metric (`Train loss 12001 0.166`)
+                ks, ke = _stripped(text, *match.span("key"))
+                key = text[ks:ke] if any(s < ke and ks < e for s, e in blanked) else None
+                exact = exact and key is None
+                metrics.append((ks, ke, *match.span("value"), key))
             if found:
+                taken.append(pattern.name)
                 # A second counter of a kind already taken is still a counter, not a metric's text: litgpt's
                 # `iter 76 step 38: loss 10.8259` (micro-batch and optimizer step) keeps the first and must
                 # not leave `step 38: loss 10.8259` to the phrase pass, which reads no key there.
                 text = _blank(text, match.span(), blanked)
             if took:
                 break
-    metrics: list[tuple[int, int, int, int, str | None]] = []
-    exact = True
     for pattern in _ASSIGN:
         for match in list(pattern.regex.finditer(text)):
+            if not taken or taken[-1] != pattern.name:
+                taken.append(pattern.name)
             if pattern.tag is not None:  # a fixed tag: the key is the pattern's, never the line's text
                 metrics.append((*match.span("value"), *match.span("value"), pattern.tag))
                 text = _blank(text, match.span(), blanked)
@@ -310,10 +363,12 @@ def _trace(text: str) -> _Shape:
     cut = 0
     for match in _WIDE_SEPARATOR.finditer(text):
         start, end = match.span()
-        since = start - cut + 2  # where the text after this gap begins, in the shrunk text
-        cut += end - start - 2
+        kept = len(match.group(1) or "") + 1  # the `:` or `=`, if any, and one space
+        since = start - cut + kept  # where the text after this gap begins, in the shrunk text
+        cut += end - start - kept
         cuts.append((since, cut))
-    shrunk = _WIDE_SEPARATOR.sub(r"\1 ", text)
+    shrunk = _WIDE_SEPARATOR.sub(lambda m: (m.group(1) or "") + " ", text)
+    loose: list[tuple[int, int, int, int, str | None]] = []
     begin = 0
     for match in [*CLAUSE_SPLIT.finditer(shrunk), None]:
         end = match.start() if match else len(shrunk)
@@ -332,12 +387,24 @@ def _trace(text: str) -> _Shape:
         if found is None:
             continue
         ks, ke = _stripped(clause, *found.span("key"))
-        if counted or METRIC_WORDS.search(clause[ks:ke]):
-            vs, ve = found.span("value")
-            # A phrase's key never holds blanked text: clauses end at the NUL a blank starts with.
-            metrics.append((*(_unshrink(offset + p, cuts) for p in (ks, ke, vs, ve)), None))
+        vs, ve = found.span("value")
+        # A phrase's key never holds blanked text: clauses end at the NUL a blank starts with.
+        spans = tuple(_unshrink(offset + p, cuts) for p in (ks, ke, vs, ve))
+        key = clause[ks:ke]
+        unit = found.group("unit") or found.group("unit2")
+        tag = None
+        if unit and unit.lower() in MEMORY_UNITS and not any(c.isdigit() for c in key) \
+                and role_of(key).role == "other":
+            tag = f"{key} {unit}"  # `current 0.3 GB`: the unit says what the value is (roles: memory)
+        if counted or METRIC_WORDS.search(key):
+            metrics.append((*spans, tag))
+            if taken[-1:] != ["phrase"]:
+                taken.append("phrase")
+        else:
+            loose.append((*spans, tag))
     looks = not metrics and LOOKS_LIKE_METRIC.search(line) is not None
-    return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact)
+    return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
+                  tuple(loose), tuple(taken))
 
 
 def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
@@ -377,6 +444,7 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
                                                 f"{path.name} holds binary data, not a text log; skipped")])
             return
         state = _State.resume(f, start)
+        state.start = start
         f.seek(start)
         offset = start
         pending = b""
@@ -430,6 +498,7 @@ _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
     r"(?i:step|iter|epoch|batch)|\d%\|",  # every counter pattern (a counter also lets loose phrases count)
     r"\d\d:\d\d:\d\d",  # every time pattern
+    rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
     rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
@@ -440,15 +509,31 @@ _CANDIDATE = "|".join([
 _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy)"
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
 _NUMBER = r"\d|(?i:nan|inf)"
+# A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
+_PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
+_DIGITS = re.compile(r"\d+")
+_BLANKS = re.compile(r"[ \t]+")
+REPEATS = 3  # a line shape seen this often in a file is a record line (see `_candidate_lines`)
+MAX_OUTLINES = 4096  # repeated outlines remembered per file (a bound on memory, not on reading)
 
 
-def _candidate_lines(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shape | None]]:
+def outline(text: str) -> str:
+    """A line's outline: every run of digits one `0`, every run of blanks one space, no blanks at its ends."""
+    return _BLANKS.sub(" ", _DIGITS.sub("0", text)).strip(" \t\r\n")
+
+
+def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shape | None], list[bool]]:
     """Cut `data` (complete lines) into line segments and pick those that can change anything.
 
     Returns every segment's start (byte offset in `data`) and its count of `\\n` before it, the indices
-    of the picked segments, their text (decoded with replacement, line break removed) and their shape
-    where it is known (None: `_parse` works it out). Picked: what the pre-filter keeps, less the lines
-    whose template's shape is idle (a tqdm bar with no postfix, a stamped line without metrics is not).
+    of the picked segments, their text (decoded with replacement, line break removed), their shape
+    where it is known (None: `_parse` works it out) and whether each repeats. Picked: what the pre-filter
+    keeps, less the lines whose template's shape is idle (a tqdm bar with no postfix, a stamped line
+    without metrics is not), plus the repeated lines that hold `name value` pairs.
+
+    A line that holds a `name value` pair (`_PAIR`) repeats when its `outline` is seen `REPEATS` times or more
+    in `data` and earlier in the file: `known` counts the outlines seen before `data` and is updated.
     """
     import pyarrow as pa
 
@@ -465,19 +550,32 @@ def _candidate_lines(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, l
     offsets = np.concatenate(([0], bounds)).astype(np.int64)
     lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
     keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER))
-    candidates = np.flatnonzero(keep.to_numpy())
+    paired = lines.str.contains(_PAIR)
+    outlines = (lines.filter(paired).str.replace_all(_DIGITS.pattern, "0").str.replace_all(_BLANKS.pattern, " ")
+                .str.strip_chars(" \t\r\n"))
+    known = {} if known is None else known
+    for name, n in outlines.value_counts().iter_rows():
+        if name in known or len(known) < MAX_OUTLINES:
+            known[name] = known.get(name, 0) + n
+    recurring = [name for name, n in known.items() if n >= REPEATS]
+    repeated = paired.to_numpy().copy()
+    repeated[repeated] = outlines.is_in(pl.Series(recurring, dtype=pl.Utf8).implode()).to_numpy()
+    candidates = np.flatnonzero(keep.to_numpy() | repeated)
     picked = lines.gather(candidates).str.strip_chars_end("\r\n")
+    rep = repeated[candidates]
     # Templates, as `_parse` makes them, in bulk; each new one is traced once (lines with ANSI escapes
     # or `f1` are left to `_parse`).
     own = picked.str.contains(r"\x1b|f1|F1").to_numpy()
     templates = picked.str.replace_all("[1-9]", "0")
     shapes = {t: _cached_shape(t) for t in templates.filter(~own).unique().to_list()}
     busy = [t for t, shape in shapes.items() if not shape.idle]
-    keep = own | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy()
+    loose = [t for t, shape in shapes.items() if shape.loose]
+    keep = own | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
+        | (rep & templates.is_in(pl.Series(loose, dtype=pl.Utf8).implode()).to_numpy())
     candidates = candidates[keep]
     shown = [None if o or not shapes[t].exact else shapes[t]
              for o, t in zip(own[keep].tolist(), templates.filter(keep).to_list())]
-    return starts, line_nos, candidates, picked.filter(keep).to_list(), shown
+    return starts, line_nos, candidates, picked.filter(keep).to_list(), shown, rep[keep].tolist()
 
 
 def _segments(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -508,6 +606,12 @@ class _State:
     assumed: int | None = None  # line number of the first stamp whose date was assumed
     unmatched: list[int] = field(default_factory=list)
     n_unmatched: int = 0
+    outlines: dict[str, int] = field(default_factory=dict)  # lines seen per outline (`_candidate_lines`)
+    # The epoch of the last line that printed an epoch and nothing else (`Epoch 3/10` above Keras' bar,
+    # `epoch 3` above `loss: 0.52`): the epoch of the record lines under it that print none of their own.
+    header_epoch: int | None = None
+    taken: dict[str, int] = field(default_factory=dict)  # lines each pattern took parts of (`-v`)
+    start: int = 0  # the byte this read began at
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -520,15 +624,23 @@ class _State:
         state.line_no = prefix.count(b"\n") + 1
         state.segment = prefix.count(b"\n") + prefix.count(b"\r") - prefix.count(b"\r\n")
         # The last step and date are looked for in the last 64 KiB only: enough for any log's cadence.
-        tail = prefix[-(64 << 10) :].decode("utf-8", errors="replace")
+        tail_bytes = prefix[-(64 << 10) :]
+        tail = tail_bytes.decode("utf-8", errors="replace")
+        cut = max(tail_bytes.rfind(b"\n"), tail_bytes.rfind(b"\r")) + 1
+        if cut:
+            _candidate_lines(tail_bytes[:cut], state.outlines)
+        epoch_seen = False
         for line in reversed(re.split(r"\r\n|\r|\n", tail)):
             parsed = parse_line(line)
+            if not epoch_seen and parsed.epoch is not None:
+                epoch_seen = True
+                state.header_epoch = None if parsed.metrics else parsed.epoch
             if state.last_step is None and parsed.step is not None:
                 state.last_step = parsed.step
             if state.date is None and parsed.time and "y" in parsed.time:
                 t = parsed.time
                 state.date = datetime(int(t["y"]), int(t["mo"]), int(t["d"]), tzinfo=timezone.utc)
-            if state.last_step is not None and state.date is not None:
+            if state.last_step is not None and state.date is not None and epoch_seen:
                 break
         return state
 
@@ -544,18 +656,22 @@ class _State:
         # One row per line that gave points, repeated for each of its points at the end.
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
-        starts, line_nos, candidates, texts, shapes = _candidate_lines(data)
+        starts, line_nos, candidates, texts, shapes, repeated = _candidate_lines(data, self.outlines)
         segment, line_no0 = self.segment, self.line_no
         self.segment += len(starts)
         self.line_no += data.count(b"\n")
-        for k, start, line_no, text, shape in zip(candidates.tolist(), starts[candidates].tolist(),
-                                                  line_nos[candidates].tolist(), texts, shapes):
+        for k, start, line_no, text, shape, rep in zip(candidates.tolist(), starts[candidates].tolist(),
+                                                       line_nos[candidates].tolist(), texts, shapes, repeated):
             if not text.strip():
                 continue
             line_no += line_no0
-            metrics, counters, time, _, looks = _parse(text, shape)
+            metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
             wall_time = self._wall_time(time, line_no) if time else None
             step = counters.get("step")
+            epoch, batch = counters.get("epoch"), counters.get("batch")
+            if metrics or counters:
+                for name in patterns:
+                    self.taken[name] = self.taken.get(name, 0) + 1
             if not metrics:
                 if looks:
                     self.n_unmatched += 1
@@ -563,8 +679,11 @@ class _State:
                         self.unmatched.append(line_no)
                 if step is not None:
                     self.last_step = step
+                if epoch is not None:
+                    self.header_epoch = epoch
                 continue
-            epoch, batch = counters.get("epoch"), counters.get("batch")
+            if epoch is not None:
+                self.header_epoch = None  # this log prints the epoch on its record lines
             if step is not None:
                 is_ordinal = False
                 self.last_step = step
@@ -578,7 +697,7 @@ class _State:
             rows["step"].append(step)
             rows["position"].append(offset + start)
             rows["wall_time"].append(wall_time)
-            rows["epoch"].append(epoch)
+            rows["epoch"].append(epoch if epoch is not None else self.header_epoch)
             rows["batch"].append(batch)
             rows["ordinal"].append(is_ordinal)
         per_line = pl.DataFrame(rows, schema={"step": pl.Int64, "position": pl.Int64, "wall_time": pl.Float64,
@@ -611,7 +730,15 @@ class _State:
         return base.timestamp() + tod
 
     def issues(self, name: str) -> list[Issue]:
+        """What this read met, at its end: unmatched lines, assumed dates, and (kind `lines_read`, not a problem:
+        `forensics analyze -v` shows it) how many lines each pattern took parts of and how many none took."""
         out: list[Issue] = []
+        if self.taken or self.n_unmatched:
+            took = ", ".join(f"{k} {n:,}" for k, n in sorted(self.taken.items(), key=lambda kv: (-kv[1], kv[0])))
+            out.append(Issue(self.start, "lines_read",
+                             f"{name} from byte {self.start:,}: lines each pattern took: {took or 'none'}; "
+                             f"{self.n_unmatched:,} lines look like metrics but no pattern took them"))
+            self.taken = {}
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""
@@ -659,15 +786,22 @@ def claims_console(rel) -> bool:
 
 
 def sniff_console(head: bytes) -> bool:
-    """A text file (no NULs, UTF-8) with at least two lines that yield metrics with a step or epoch."""
+    """A text file (no NULs, UTF-8) with at least two lines that yield metrics with a step or epoch, or
+    `REPEATS` lines of one outline that yield two metrics or more each (record lines without a counter the
+    table knows: `[  1]    1440 || B: 5.495 | C: 3.668 | T: 17.647`)."""
     if not head or _is_binary(head):
         return False
     text = head.decode("utf-8", errors="replace")
     hits = 0
+    records: dict[str, int] = {}
     for line in re.split(r"\r\n|\r|\n", text)[:-1]:
         parsed = parse_line(line)
         if parsed.metrics and (parsed.step is not None or parsed.epoch is not None or parsed.batch is not None):
             hits += 1
             if hits >= 2:
+                return True
+        elif len(_parse(line, repeated=True)[0]) >= 2:
+            records[outline(line)] = records.get(outline(line), 0) + 1
+            if records[outline(line)] >= REPEATS:
                 return True
     return False
