@@ -127,7 +127,10 @@ PATTERNS: list[LinePattern] = [
         r"\bEpoch:?\s*\[\s*(?P<epoch>\d+)\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]", re.I),
         "Epoch: [11][1/48]\tTime 0.470 (1.206)\tData 0.076 (0.004)\tLoss 3.2168 (37.0903)\t",
         {"epoch": 11, "batch": 1, "Time": 0.47, "Data": 0.076, "Loss": 3.2168}),
-    LinePattern("epoch_batch_brackets", "counter", _p(r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?P<batch>\d+)\]", re.I),
+    # MXNet's Speedometer: `Epoch[e] Batch [b]`, and since MXNet 1.0 `Epoch[e] Batch [a-b]` (the batches since
+    # the last line: b is this line's), then tab-separated `Speed: ... samples/sec` and `name=value` pairs.
+    LinePattern("epoch_batch_brackets", "counter", _p(
+        r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?:\d+-)?(?P<batch>\d+)\]", re.I),
                 "Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,",
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
     LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*[:\[]?\s*(?P<epoch>\d+)\s*/\s*\d+\]?", re.I),
@@ -152,7 +155,7 @@ PATTERNS: list[LinePattern] = [
     # --- fixed tags: lines whose value has no key of its own (run before the pairs, so `epoch= 2.68` in
     # `time this epoch= 2.68` is not read as an epoch counter's value) --------------------------------
     LinePattern("loss_scale_reduced", "assign", _p(
-        rf"(?:OVERFLOW!|[Oo]verflow detected\.).*?Attempted loss scale:\s*{NUM},\s*reducing to\s*(?P<value>{NUM}){_NUM_END}"),
+        rf"(?i:overflow)(?:!| detected\.).*?Attempted loss scale:\s*{NUM},\s*reducing to\s*(?P<value>{NUM}){_NUM_END}"),
         "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 64, reducing to 32",
         {"loss_scale": 32}, tag="loss_scale"),
     LinePattern("loss_scale_kept", "assign", _p(
@@ -163,6 +166,12 @@ PATTERNS: list[LinePattern] = [
         rf"\b(?:loss scaler\s+\d+\s+)?(?:setting|reducing)(?: dynamic)? loss scale (?:from\s*{NUM}\s*)?to:?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "| WARNING | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.0625",
         {"loss_scale": 0.0625}, tag="loss_scale"),
+    # DeepSpeed before 0.4 (`fp16 dynamic loss scale overflow! ... reducing to`, above), ColossalAI's
+    # `Overflow occurs, the loss scale is adjusted to 32768.0`, and the like: `loss scale ... <verb> to X`.
+    LinePattern("loss_scale_changed", "assign", _p(
+        rf"\bloss[ _]scale(?: is| has been)? (?:adjusted|reduced|decreased|lowered|halved|changed|updated) to:?"
+        rf"\s*(?P<value>{NUM}){_NUM_END}", re.I),
+        "Overflow occurs, the loss scale is adjusted to 32768.0", {"loss_scale": 32768.0}, tag="loss_scale"),
     LinePattern("epoch_time", "assign", _p(
         rf"\b(?:time|took)\s+(?:this|per|for this|of this)\s+epoch\s*[=:]?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "epoch 3, loss=0.52, time this epoch= 2.68", {"epoch": 3, "loss": 0.52, "epoch_time": 2.68}, tag="epoch_time"),
@@ -188,6 +197,10 @@ PATTERNS: list[LinePattern] = [
 PHRASE = re.compile(
     rf"^(?P<key>[A-Za-z][\w/%.+-]*(?: [A-Za-z][\w/%.+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
+_PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.+-]*(?: [A-Za-z][\w/%.+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
+              r"(?P<unit>%)?(?P<unit2>)")
+_PAIR_IN_RUN = re.compile(_PAIR_TEXT)
+_PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}$")
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
 _WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?<=[A-Za-z])\s{2,}(?=[-+]?\.?\d)")
@@ -384,24 +397,25 @@ def _trace(text: str) -> _Shape:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         found = PHRASE.match(clause)
-        if found is None:
-            continue
-        ks, ke = _stripped(clause, *found.span("key"))
-        vs, ve = found.span("value")
-        # A phrase's key never holds blanked text: clauses end at the NUL a blank starts with.
-        spans = tuple(_unshrink(offset + p, cuts) for p in (ks, ke, vs, ve))
-        key = clause[ks:ke]
-        unit = found.group("unit") or found.group("unit2")
-        tag = None
-        if unit and unit.lower() in MEMORY_UNITS and not any(c.isdigit() for c in key) \
-                and role_of(key).role == "other":
-            tag = f"{key} {unit}"  # `current 0.3 GB`: the unit says what the value is (roles: memory)
-        if counted or METRIC_WORDS.search(key):
-            metrics.append((*spans, tag))
-            if taken[-1:] != ["phrase"]:
-                taken.append("phrase")
-        else:
-            loose.append((*spans, tag))
+        # `Train Acc 10.144 Train Loss 2.315`: a clause of several `Words value` pairs, one after the other.
+        pairs = [found] if found else list(_PAIR_IN_RUN.finditer(clause)) if _PAIR_RUN.match(clause) else []
+        for found in pairs:
+            ks, ke = _stripped(clause, *found.span("key"))
+            vs, ve = found.span("value")
+            # A phrase's key never holds blanked text: clauses end at the NUL a blank starts with.
+            spans = tuple(_unshrink(offset + p, cuts) for p in (ks, ke, vs, ve))
+            key = clause[ks:ke]
+            unit = found.group("unit") or found.group("unit2")
+            tag = None
+            if unit and unit.lower() in MEMORY_UNITS and not any(c.isdigit() for c in key) \
+                    and role_of(key).role == "other":
+                tag = f"{key} {unit}"  # `current 0.3 GB`: the unit says what the value is (roles: memory)
+            if counted or METRIC_WORDS.search(key):
+                metrics.append((*spans, tag))
+                if taken[-1:] != ["phrase"]:
+                    taken.append("phrase")
+            else:
+                loose.append((*spans, tag))
     looks = not metrics and LOOKS_LIKE_METRIC.search(line) is not None
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
                   tuple(loose), tuple(taken))

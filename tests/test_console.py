@@ -201,6 +201,37 @@ def test_word_language_model_padded_values_and_ms_per_batch():
     assert parsed.epoch == 1 and parsed.metrics == {"lr": 20.0, "ms/batch": 45.37, "loss": 7.63, "ppl": 2056.27}
 
 
+def test_real_several_pairs_in_one_clause():
+    # `INFO  * Train Acc 10.144 Train Loss 2.315` (a W&B run's output.log): read nothing before
+    frame, issues, _ = _read(REAL_RUNS_TEST / "wandb_cifar_alexnet" / "files" / "output.log")
+    assert _series(frame, "Train Loss")["value"].to_list()[:2] == [2.315, 2.304]
+    assert _series(frame, "Val Acc")["value"][0] == 10.0 and _series(frame, "Val Loss")["value"][0] == 2.303
+    assert not [i for i in issues if i.kind == "unmatched_lines"]
+
+
+def test_mxnet_speedometer_lines_both_spellings():
+    # mxnet/callback.py Speedometer: 'Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec' + '\t%s=%f' per metric
+    # (MXNet >= 1.0), and 'Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec\tTrain-%s=%f' before it
+    new = "Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec" % (2, 100, 200, 1205.34) + "\t%s=%f" % ("cross-entropy", 2.30153)
+    old = "Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec\tTrain-%s=%f" % (0, 1000, 512.3, "CrossEntropy", 2.302)
+    for line, epoch, batch, loss in ((new, 2, 200, "cross-entropy"), (old, 0, 1000, "Train-CrossEntropy")):
+        parsed = parse_line("INFO:root:" + line)
+        assert (parsed.epoch, parsed.batch) == (epoch, batch) and set(parsed.metrics) == {"Speed", loss}
+
+
+def test_loss_scale_spellings():
+    lines = {  # DeepSpeed before 0.4; ColossalAI's amp; fairseq; apex; DeepSpeed now
+        "[deepspeed] fp16 dynamic loss scale overflow! Skipping step. Attempted loss scale: 4294967296, "
+        "reducing to 2147483648": 2147483648,
+        "Overflow occurs, the loss scale is adjusted to 32768.0": 32768,
+        "| WARNING | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.0625": 0.0625,
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0": 16384,
+        "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 64, reducing to 32": 32,
+    }
+    for line, scale in lines.items():
+        assert parse_line(line).metrics == {"loss_scale": scale}, line
+
+
 def test_bare_rates_and_memory_units():
     from ingest.roles import role_of
 
@@ -381,18 +412,23 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         match = C.PHRASE.match(clause)
-        if match is None:
-            continue
-        key = match["key"].strip()
-        unit = match["unit"] or match["unit2"]
-        tag = key
-        if unit and unit.lower() in C.MEMORY_UNITS and not any(c.isdigit() for c in key) \
-                and C.role_of(key).role == "other":
-            tag = f"{key} {unit}"  # `current 0.3 GB`
-        if counted or C.METRIC_WORDS.search(key):
-            out.metrics.setdefault(tag, float(match["value"]))
+        if match is not None:
+            pairs = [match]
+        elif C._PAIR_RUN.match(clause):  # `Train Acc 10.144 Train Loss 2.315`
+            pairs = list(C._PAIR_IN_RUN.finditer(clause))
         else:
-            loose.append((tag, float(match["value"])))
+            continue
+        for match in pairs:
+            key = match["key"].strip()
+            unit = match["unit"] or match["unit2"]
+            tag = key
+            if unit and unit.lower() in C.MEMORY_UNITS and not any(c.isdigit() for c in key) \
+                    and C.role_of(key).role == "other":
+                tag = f"{key} {unit}"  # `current 0.3 GB`
+            if counted or C.METRIC_WORDS.search(key):
+                out.metrics.setdefault(tag, float(match["value"]))
+            else:
+                loose.append((tag, float(match["value"])))
     # A repeated line's loose pairs count where it holds two pairs or more (`T: 17.6 | B: 3.2`).
     if repeated and loose and len(out.metrics) + len(loose) >= 2:
         for tag, value in loose:
