@@ -49,7 +49,7 @@ import numpy as np
 import polars as pl
 
 from ingest.records import Chunk, Issue, scalars_frame
-from ingest.roles import MEMORY_UNITS, role_of
+from ingest.roles import MEMORY_UNITS, SPLIT_WORDS, role_of, words
 
 NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
@@ -121,6 +121,20 @@ PATTERNS: list[LinePattern] = [
     LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
+    # An evaluation pass's lines in PyTorch's ImageNet example, DeiT/MAE's MetricLogger and timm: `Test: [b/N]`.
+    # Their `Loss`, `Acc@1` are the validation's: the tags take the split's word (`Test Loss`), so they do not
+    # join the training's `Loss` (a tag that names a split already keeps its own).
+    LinePattern("split_bracket_of", "counter", _p(
+        r"\b(?P<split>Test|Val|Valid|Validation|Eval|Evaluation)\s*:\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]"),
+        "Test: [ 10/196]\tTime  0.254 ( 0.400)\tLoss 8.0e-01 (9.0e-01)\tAcc@1  80.00 ( 79.10)",
+        {"batch": 10, "Test Time": 0.254, "Test Loss": 0.8, "Test Acc@1": 80.0}),
+    # timm's train lines: `Train: e [ b/N (  8%)]  Loss: 6.912 (6.93)  Time: ...`
+    LinePattern("timm_train", "counter", _p(r"\bTrain:\s*(?P<epoch>\d+)\s*\[\s*(?P<batch>\d+)\s*/\s*\d+"),
+                "Train: 0 [ 100/1251 (  8%)]  Loss: 6.912 (6.93)  Time: 0.412s,  621.36/s  (0.420s,  609.52/s)  "
+                "LR: 1.000e-06  Data: 0.010 (0.015)", {"epoch": 0, "batch": 100, "Loss": 6.912, "LR": 1e-6}),
+    # PyTorch's CIFAR-10 tutorial: `[epoch, batch] loss: X` (`print(f'[{epoch + 1}, {i + 1:5d}] loss: ...')`).
+    LinePattern("bracket_pair", "counter", _p(r"^\s*\[\s*(?P<epoch>\d+),\s*(?P<batch>\d+)\]"),
+                "[1,  2000] loss: 2.183", {"epoch": 1, "batch": 2000, "loss": 2.183}),
     # PyTorch's ImageNet example and the MetricLogger of MAE/DeiT/LLaMA2-Accessory: `Epoch: [e][b/N]`,
     # `Epoch: [e]  [b/N]` (tab-separated fields, a running average in brackets after each value).
     LinePattern("epoch_bracket_of", "counter", _p(
@@ -192,18 +206,18 @@ PATTERNS: list[LinePattern] = [
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
 ]
 
-# Loose `Words value` clauses (pass 4): up to four words, an optional `:` / `is` / `=`, the value,
+# Loose `Words value` clauses (pass 4): up to four words (`Acc@1` is one), an optional `:` / `is` / `=`, the value,
 # then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`).
 PHRASE = re.compile(
-    rf"^(?P<key>[A-Za-z][\w/%.+-]*(?: [A-Za-z][\w/%.+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
+    rf"^(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
-_PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.+-]*(?: [A-Za-z][\w/%.+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
+_PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
               r"(?P<unit>%)?(?P<unit2>)")
 _PAIR_IN_RUN = re.compile(_PAIR_TEXT)
 _PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}$")
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
-_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?<=[A-Za-z])\s{2,}(?=[-+]?\.?\d)")
+_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?:(?<=[A-Za-z])|(?<=@\d))\s{2,}(?=[-+]?\.?\d)")  # `Acc@1   0.39`
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LOOKS_LIKE_METRIC = re.compile(
     rf"(?:{METRIC_WORDS.pattern})\w*\W{{0,4}}(?:{NUM})|(?:{NUM})\W{{0,3}}(?:{METRIC_WORDS.pattern})", re.I)
@@ -265,6 +279,7 @@ class _Shape:
     exact: bool
     loose: tuple[tuple[int, int, int, int, str | None], ...] = ()  # pairs taken only where the line repeats
     patterns: tuple[str, ...] = ()  # names of the patterns that took parts of the line (`phrase` for pass 4)
+    prefix: str | None = None  # a split word the line's tags take (`Test: [10/196] ... Loss 0.8`: `Test Loss`)
 
     @property
     def idle(self) -> bool:
@@ -299,7 +314,10 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     if repeated and shape.loose and len(shape.metrics) + len(shape.loose) >= 2:
         pairs, patterns = pairs + shape.loose, patterns + ("repeated_line",)
     for ks, ke, vs, ve, key in pairs:
-        metrics.setdefault(text[ks:ke] if key is None else key, float(text[vs:ve]))
+        tag = text[ks:ke] if key is None else key
+        if shape.prefix is not None and not _names_split(tag):
+            tag = f"{shape.prefix} {tag}"
+        metrics.setdefault(tag, float(text[vs:ve]))
     counters = {name: int(text[s:e]) for name, s, e in shape.counters}
     time = {name: text[s:e] for name, s, e in shape.time} if shape.time_kind else None
     if metrics:
@@ -309,6 +327,11 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     else:  # the check reads the line as written, escape codes and all
         looks = LOOKS_LIKE_METRIC.search(line) is not None
     return metrics, counters, time, shape.time_kind, looks, patterns
+
+
+@lru_cache(maxsize=4096)
+def _names_split(tag: str) -> bool:
+    return any(w in SPLIT_WORDS for w in words(tag))
 
 
 @lru_cache(maxsize=_SHAPES_CACHED)
@@ -335,6 +358,7 @@ def _trace(text: str) -> _Shape:
     counters: dict[str, tuple[int, int]] = {}
     metrics: list[tuple[int, int, int, int, str | None]] = []
     exact = True
+    prefix: str | None = None
     taken: list[str] = [time_kind] if time_kind else []  # the patterns this line's parts came from
     for pattern in _COUNTERS:
         for match in pattern.regex.finditer(text):
@@ -348,6 +372,8 @@ def _trace(text: str) -> _Shape:
                 key = text[ks:ke] if any(s < ke and ks < e for s, e in blanked) else None
                 exact = exact and key is None
                 metrics.append((ks, ke, *match.span("value"), key))
+            if groups.get("split") is not None and prefix is None:
+                prefix = groups["split"]
             if found:
                 taken.append(pattern.name)
                 # A second counter of a kind already taken is still a counter, not a metric's text: litgpt's
@@ -418,7 +444,7 @@ def _trace(text: str) -> _Shape:
                 loose.append((*spans, tag))
     looks = not metrics and LOOKS_LIKE_METRIC.search(line) is not None
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
-                  tuple(loose), tuple(taken))
+                  tuple(loose), tuple(taken), prefix)
 
 
 def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
@@ -510,7 +536,8 @@ def _undecodable_share(head: bytes) -> float:
 _NUMBER_START = r"[-+]{0,2}[\d.nNiI]"  # where NUM can begin (a sign, a digit, `.5`, nan, inf)
 _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
-    r"(?i:step|iter|epoch|batch)|\d%\|",  # every counter pattern (a counter also lets loose phrases count)
+    # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
+    r"(?i:step|iter|epoch|batch)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)

@@ -209,6 +209,19 @@ def test_real_several_pairs_in_one_clause():
     assert not [i for i in issues if i.kind == "unmatched_lines"]
 
 
+def test_imagenet_example_validation_lines_take_their_split():
+    # pytorch/examples imagenet/main.py's ProgressMeter: prefix "Epoch: [{}]" in training, "Test: " in
+    # validation, each meter printed as '{name} {val:6.3f} ({avg:6.3f})' (Loss as ':.4e'), tab-separated
+    train = "Epoch: [0][  10/5005]\tTime  0.365 ( 0.912)\tData  0.001 ( 0.402)\tLoss 6.8941e+00 (6.9077e+00)\tAcc@1   0.39 (  0.14)"
+    test = "Test: [ 10/196]\tTime  0.254 ( 0.400)\tLoss 8.0120e-01 (9.0027e-01)\tAcc@1  80.00 ( 79.10)"
+    assert parse_line(train).metrics == {"Time": 0.365, "Data": 0.001, "Loss": 6.8941, "Acc@1": 0.39}
+    parsed = parse_line(test)
+    assert parsed.metrics == {"Test Time": 0.254, "Test Loss": 0.8012, "Test Acc@1": 80.0} and parsed.batch == 10
+    from ingest.roles import role_of
+
+    assert (role_of("Test Loss").role, role_of("Test Acc@1").role) == ("val_loss", "val_accuracy")
+
+
 def test_mxnet_speedometer_lines_both_spellings():
     # mxnet/callback.py Speedometer: 'Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec' + '\t%s=%f' per metric
     # (MXNet >= 1.0), and 'Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec\tTrain-%s=%f' before it
@@ -310,7 +323,7 @@ def test_hf_log_lines_with_typographic_quotes(tmp_path):
 
 def test_unmatched_metric_lines_are_counted_once(tmp_path):
     path = tmp_path / "train.log"
-    path.write_text("loss(5) reached\nstarting\nacc@1 92.1 top\nloss(7) reached\n")
+    path.write_text("loss(5) reached\nstarting\nacc# 92.1 top\nloss(7) reached\n")
     chunks = list(read_console(path, 0))
     issues = [i for c in chunks for i in c.issues]
     assert [i.kind for i in issues] == ["lines_read", "unmatched_lines"]
@@ -377,6 +390,7 @@ def test_reading_never_imports_heavy_modules():
 def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
     text = C.ANSI.sub("", line)
     out = ParsedLine(metrics={})
+    prefix = None
     for pattern in C._TIME:
         match = pattern.regex.search(text)
         if match:
@@ -396,6 +410,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                 setattr(out, name, int(groups[name]))
             if groups.get("value") is not None:  # a counter inside a metric: `Train loss 12001 0.166141`
                 out.metrics.setdefault(match["key"].strip(), float(match["value"]))
+            if groups.get("split") is not None and prefix is None:
+                prefix = groups["split"]
             if found:  # a second counter of a taken kind is blanked too (`iter 76 step 38: loss ...`)
                 text = C._blank(text, match.span())
             if took:
@@ -433,6 +449,9 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
     if repeated and loose and len(out.metrics) + len(loose) >= 2:
         for tag, value in loose:
             out.metrics.setdefault(tag, value)
+    if prefix is not None:  # `Test: [10/196] ... Loss 0.8`: `Test Loss`, unless the tag names a split itself
+        out.metrics = {(t if any(w in C.SPLIT_WORDS for w in C.words(t)) else f"{prefix} {t}"): v
+                       for t, v in out.metrics.items()}
     return out
 
 
