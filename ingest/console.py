@@ -189,10 +189,12 @@ PATTERNS: list[LinePattern] = [
     LinePattern("epoch_time", "assign", _p(
         rf"\b(?:time|took)\s+(?:this|per|for this|of this)\s+epoch\s*[=:]?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "epoch 3, loss=0.52, time this epoch= 2.68", {"epoch": 3, "loss": 0.52, "epoch_time": 2.68}, tag="epoch_time"),
-    # A rate printed with its unit and no name of its own (`2.51s/it`, `0.35 sec/step`, tqdm's `14.89s/it`):
-    # the unit is its tag. A value after `key:` or `key=` is that key's (`Speed: 512 samples/sec` is Speed).
+    # A rate printed with its unit and no name of its own (`2.51s/it`, `0.35 sec/step`; not a tqdm bar's own):
+    # the unit is its tag. A value after `key:`, `key=` or a word (not a value: `inf 1.78s/it`) is that key's
+    # (`Speed: 512 samples/sec`, insightface's `-Speed 2074.94 samples/sec` are Speed).
     LinePattern("bare_rate", "assign", _p(
-        rf"(?<![\w.:=])(?<![:=] )(?P<value>{NUM})\s?(?P<key>{RATE_UNITS})(?![\w/])"),
+        rf"(?<![\w.:=])(?<![:=]\s)(?:(?<![A-Za-z]\s)|(?<=(?i:nan|inf)\s))(?<![A-Za-z:=]\s\s)(?<![:=]\s\s\s)"
+        rf"(?P<value>{NUM})\s?(?P<key>{RATE_UNITS})(?![\w/])"),
         "Train loss 12005 5.318559 Grad Norm inf 1.75s/it", {"step": 12005, "Train loss": 5.318559, "s/it": 1.75}),
     # --- explicit pairs -----------------------------------------------------------------------------
     # Not after `-`: `--lr=5e-4` on a command line is an argument, not a logged value.
@@ -277,7 +279,10 @@ class _Shape:
     metrics: tuple[tuple[int, int, int, int, str | None], ...]
     looks: bool
     exact: bool
-    loose: tuple[tuple[int, int, int, int, str | None], ...] = ()  # pairs taken only where the line repeats
+    # Pairs taken only where the line repeats, and only on a record line: one its pairs span at least half of
+    # (`B: 5.495 | C: 3.668 | T: 17.647`), not prose that holds a number or two (`Tried to allocate 20.00 MiB
+    # (GPU 0; ...)`, `[W reducer.cpp:1300] Warning: ... rank 0`), however often it repeats.
+    loose: tuple[tuple[int, int, int, int, str | None], ...] = ()
     patterns: tuple[str, ...] = ()  # names of the patterns that took parts of the line (`phrase` for pass 4)
     prefix: str | None = None  # a split word the line's tags take (`Test: [10/196] ... Loss 0.8`: `Test Loss`)
 
@@ -359,6 +364,7 @@ def _trace(text: str) -> _Shape:
     metrics: list[tuple[int, int, int, int, str | None]] = []
     exact = True
     prefix: str | None = None
+    covered = 0  # characters the pairs span (key to value), for `record`
     taken: list[str] = [time_kind] if time_kind else []  # the patterns this line's parts came from
     for pattern in _COUNTERS:
         for match in pattern.regex.finditer(text):
@@ -368,6 +374,7 @@ def _trace(text: str) -> _Shape:
             for name in took:
                 counters[name] = match.span(name)
             if groups.get("value") is not None:  # a counter printed inside a metric (`Train loss 12001 0.166`)
+                covered += match.end() - match.start()
                 ks, ke = _stripped(text, *match.span("key"))
                 key = text[ks:ke] if any(s < ke and ks < e for s, e in blanked) else None
                 exact = exact and key is None
@@ -383,7 +390,10 @@ def _trace(text: str) -> _Shape:
             if took:
                 break
     for pattern in _ASSIGN:
+        if pattern.name == "bare_rate" and "tqdm_bar" in taken:
+            continue  # a bar's own rate: often a data-loading bar's (`Map: 55%|...| 942.92 examples/s`)
         for match in list(pattern.regex.finditer(text)):
+            covered += match.end() - match.start()
             if not taken or taken[-1] != pattern.name:
                 taken.append(pattern.name)
             if pattern.tag is not None:  # a fixed tag: the key is the pattern's, never the line's text
@@ -426,6 +436,7 @@ def _trace(text: str) -> _Shape:
         # `Train Acc 10.144 Train Loss 2.315`: a clause of several `Words value` pairs, one after the other.
         pairs = [found] if found else list(_PAIR_IN_RUN.finditer(clause)) if _PAIR_RUN.match(clause) else []
         for found in pairs:
+            covered += found.end("value") - found.start("key")
             ks, ke = _stripped(clause, *found.span("key"))
             vs, ve = found.span("value")
             # A phrase's key never holds blanked text: clauses end at the NUL a blank starts with.
@@ -443,8 +454,9 @@ def _trace(text: str) -> _Shape:
             else:
                 loose.append((*spans, tag))
     looks = not metrics and LOOKS_LIKE_METRIC.search(line) is not None
+    record = 2 * covered >= sum(not c.isspace() for c in line)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
-                  tuple(loose), tuple(taken), prefix)
+                  tuple(loose) if record else (), tuple(taken), prefix)
 
 
 def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
@@ -552,15 +564,15 @@ _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc
 _NUMBER = r"\d|(?i:nan|inf)"
 # A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
 _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
-_DIGITS = re.compile(r"\d+")
-_BLANKS = re.compile(r"[ \t]+")
+_NOT_LETTERS = re.compile(r"[^A-Za-z]+")
 REPEATS = 3  # a line shape seen this often in a file is a record line (see `_candidate_lines`)
 MAX_OUTLINES = 4096  # repeated outlines remembered per file (a bound on memory, not on reading)
 
 
 def outline(text: str) -> str:
-    """A line's outline: every run of digits one `0`, every run of blanks one space, no blanks at its ends."""
-    return _BLANKS.sub(" ", _DIGITS.sub("0", text)).strip(" \t\r\n")
+    """A line's outline: its ASCII letters alone (`B: 5.495 | C: 3.668 | T: 17.647` -> `BCT`), so record lines
+    whose numbers differ in width or padding share one (one cheap polars pass per chunk)."""
+    return _NOT_LETTERS.sub("", text)
 
 
 def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
@@ -592,8 +604,7 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
     keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER))
     paired = lines.str.contains(_PAIR)
-    outlines = (lines.filter(paired).str.replace_all(_DIGITS.pattern, "0").str.replace_all(_BLANKS.pattern, " ")
-                .str.strip_chars(" \t\r\n"))
+    outlines = lines.filter(paired).str.replace_all(_NOT_LETTERS.pattern, "")
     known = {} if known is None else known
     for name, n in outlines.value_counts().iter_rows():
         if name in known or len(known) < MAX_OUTLINES:
