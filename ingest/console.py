@@ -202,8 +202,10 @@ PATTERNS: list[LinePattern] = [
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
                 {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21}),
     # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`).
+    # The value may be quoted too: sentence-transformers' Trainer prints `{'loss': '0.91', 'epoch': '0.6623'}`.
     LinePattern("dict_item", "assign", _p(
-        rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*(?P<value>{NUM}){_NUM_END}"),
+        rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*"
+        rf"(?P<q>['\"]?)(?P<value>{NUM})(?P=q){_NUM_END}"),
                 "{'loss': 0.6931, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.27}",
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
 ]
@@ -553,7 +555,7 @@ _CANDIDATE = "|".join([
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
-    rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
+    rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}['\"]?{_NUMBER_START}",  # dict_item
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
@@ -566,6 +568,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
 _NOT_LETTERS = re.compile(r"[^A-Za-z]+")
 REPEATS = 3  # a line shape seen this often in a file is a record line (see `_candidate_lines`)
+RECENT_RECORDS = 16  # records a copy by another rank is looked for among (`_State.copied_record`)
 MAX_OUTLINES = 4096  # repeated outlines remembered per file (a bound on memory, not on reading)
 
 
@@ -664,6 +667,8 @@ class _State:
     header_epoch: int | None = None
     taken: dict[str, int] = field(default_factory=dict)  # lines each pattern took parts of (`-v`)
     start: int = 0  # the byte this read began at
+    recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
+    n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -743,6 +748,8 @@ class _State:
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = segment + k, True
+            if self.copied_record(metrics, (None if is_ordinal else step, epoch, batch), text, wall_time):
+                continue
             tags.extend(metrics)
             values.extend(metrics.values())
             counts.append(len(metrics))
@@ -757,6 +764,21 @@ class _State:
         per_point = per_line[np.repeat(np.arange(len(counts)), counts)]
         return scalars_frame(per_point.with_columns(pl.Series("tag", tags, pl.Utf8),
                                                     pl.Series("value", values, pl.Float64)))
+
+    def copied_record(self, metrics: dict[str, float], counters: tuple, text: str, wall_time: float | None) -> bool:
+        """Whether the line repeats one of the last `RECENT_RECORDS` records (the same values, logged step, epoch
+        and batch) under another prefix and at the same time (within a second, or both unstamped): the same
+        record printed by another node or rank (LlamaFactory on 4 nodes prints each `{'loss': ...}` line 4 times,
+        each behind its node's address; torchrun's `[rank1]:`). Kept once. A line repeated exactly, prefix and
+        all, or a second later, is a record of its own (a loss stuck at 0.0 prints the same line)."""
+        record = (tuple((t, repr(v)) for t, v in metrics.items()), counters)
+        copied = any(r == record and t != text and (w is None and wall_time is None or
+                                                    w is not None and wall_time is not None and abs(w - wall_time) <= 1)
+                     for r, t, w in self.recent)
+        self.recent.append((record, text, wall_time))
+        del self.recent[:-RECENT_RECORDS]
+        self.n_copies += copied
+        return copied
 
     def _wall_time(self, t: dict[str, str], line_no: int) -> float | None:
         frac = float("0." + t["frac"]) if t.get("frac") else 0.0
@@ -789,8 +811,10 @@ class _State:
             took = ", ".join(f"{k} {n:,}" for k, n in sorted(self.taken.items(), key=lambda kv: (-kv[1], kv[0])))
             out.append(Issue(self.start, "lines_read",
                              f"{name} from byte {self.start:,}: lines each pattern took: {took or 'none'}; "
-                             f"{self.n_unmatched:,} lines look like metrics but no pattern took them"))
-            self.taken = {}
+                             f"{self.n_unmatched:,} lines look like metrics but no pattern took them"
+                             + (f"; {self.n_copies:,} records printed again under another prefix (another node "
+                                f"or rank) kept once" if self.n_copies else "")))
+            self.taken, self.n_copies = {}, 0
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""

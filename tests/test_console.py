@@ -222,6 +222,28 @@ def test_imagenet_example_validation_lines_take_their_split():
     assert (role_of("Test Loss").role, role_of("Test Acc@1").role) == ("val_loss", "val_accuracy")
 
 
+def test_real_records_printed_by_every_node_are_kept_once():
+    # LlamaFactory on 4 nodes: each `{'loss': ...}` record 4 times, behind each node's address
+    frame, _, _ = _read(REAL_RUNS_TEST / "log_llamafactory813" / "train.log")
+    assert _series(frame, "loss")["value"].to_list() == [1.8673, 0.7744, 0.6309, 0.5621]
+    tally = [i for c in read_console(REAL_RUNS_TEST / "log_llamafactory813" / "train.log") for i in c.issues
+             if i.kind == "lines_read"]
+    assert "12 records printed again under another prefix" in tally[0].detail
+
+
+def test_a_record_repeated_as_is_is_kept(tmp_path):
+    # HF Trainer dicts without a step, the loss stuck at 0.0 (Time-MoE's real lines): identical lines are records
+    frame, _, _ = _read(REAL_RUNS_TEST / "log_timemoe31" / "train.log")
+    assert _series(frame, "loss").height == 10
+
+
+def test_quoted_dict_values():
+    # sentence-transformers' Trainer logs formatted strings: `{'loss': '0.91', 'grad_norm': '0.8618', ...}`
+    frame, _, _ = _read(REAL_RUNS_TEST / "log_st3756" / "train.log")
+    assert _series(frame, "loss")["value"].to_list()[:3] == [0.91, 0.9154, 0.9243]
+    assert _series(frame, "learning_rate")["value"][0] == 3.094e-07
+
+
 def test_mxnet_speedometer_lines_both_spellings():
     # mxnet/callback.py Speedometer: 'Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec' + '\t%s=%f' per metric
     # (MXNet >= 1.0), and 'Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec\tTrain-%s=%f' before it
@@ -516,6 +538,9 @@ class _ReferenceState(C._State):
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = ordinal, True
+            if self.copied_record(parsed.metrics, (None if is_ordinal else step, parsed.epoch, parsed.batch), text,
+                                  wall_time):
+                continue
             for tag, value in parsed.metrics.items():
                 cols["tag"].append(tag)
                 cols["step"].append(step)
