@@ -102,20 +102,6 @@ def series_rows(con: Any, run_id: str) -> list[tuple[int, str, str, str]]:
                        [run_id]).fetchall()
 
 
-def record_values(con: Any, series_ids: list[int], limit: int = 2000) -> pl.DataFrame:
-    """The first `limit` record lines (source positions) of these series, one column of values per series
-    (named by its id), NaN where a line lacks the series: for telling a total from its parts (`refresh_series`)."""
-    long = pl.from_arrow(con.sql(
-        "WITH lines AS (SELECT DISTINCT source_id, position FROM scalars WHERE list_contains(?, series_id) "
-        "               ORDER BY source_id, position LIMIT ?) "
-        "SELECT s.source_id, s.position, s.series_id, s.value FROM scalars s JOIN lines USING (source_id, position) "
-        "WHERE list_contains(?, s.series_id)", params=[series_ids, limit, series_ids]).to_arrow_table())
-    if long.is_empty():
-        return pl.DataFrame()
-    wide = long.pivot(on="series_id", index=["source_id", "position"], values="value", aggregate_function="first")
-    return wide.drop("source_id", "position").fill_null(float("nan"))
-
-
 # -- checkpoints (CLI: checkpoints) ----------------------------------------------------------------------------
 
 def stored_checkpoints(con: Any, run_id: str) -> dict[str, tuple[int, int | None, str | None, float | None]]:

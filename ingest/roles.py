@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 _WORD = re.compile(r"[a-z]+|[0-9]+")
 _SEPARATORS = re.compile(r"[/|:]")
 _DECIMAL = re.compile(r"\d+\.\d+")
@@ -128,54 +126,3 @@ QUANTITY_WORDS = {
     "l2", "weight", "weights", "param", "params", "parameter", "parameters", "update", "updates", "ratio", "ratios",
     "dead", "fraction", "frac", "saturated", "saturation", "activation", "activations", "act", "gradnorm", "gnorm",
 }
-
-
-MAX_PARTS = 10  # series tried as the parts of a total (2^10 subsets): record lines print a handful
-MIN_ROWS = 3
-
-
-def total_of_parts(values: np.ndarray) -> tuple[int, list[int]] | None:
-    """The column that is the sum of two or more of the others on every row, and those others' columns.
-
-    `values` is rows x series (one console record line per row, NaN where a line lacks the series). A record
-    line that prints a total beside its components (YOLACT's `B: 5.495 | C: 3.668 | M: 6.919 | S: 1.564 |
-    T: 17.647`: T = B + C + M + S) names its loss by no word we know, but its values say which one it is: the
-    total loss. Each value is rounded as printed, so a sum may miss by half a unit in the last place per
-    term; the match must hold within that (and 0.1% of the total) on every row where all of them are finite,
-    at least `MIN_ROWS` rows, and be unique (one total; of its subsets, the one with most parts). None otherwise.
-    """
-    rows, k = values.shape
-    if k < 3 or k > MAX_PARTS + 1:
-        return None
-    found: list[tuple[int, list[int]]] = []
-    for total in range(k):
-        others = [j for j in range(k) if j != total]
-        masks = ((np.arange(1, 1 << len(others))[:, None] >> np.arange(len(others))) & 1).astype(bool)
-        masks = masks[masks.sum(axis=1) >= 2]
-        best: list[int] | None = None
-        for mask in masks:
-            cols = [others[j] for j in np.flatnonzero(mask)]
-            block = values[:, [total, *cols]]
-            ok = np.isfinite(block).all(axis=1)
-            if ok.sum() < MIN_ROWS:
-                continue
-            t, parts = block[ok, 0], block[ok, 1:]
-            if np.any(np.abs(parts).sum(axis=1) == 0) or np.all(t == np.round(t)):
-                continue  # all-zero parts prove nothing; whole numbers are counts (`correct + wrong = total`)
-            tol = _last_place(block[ok]) * (len(cols) + 1) / 2 + 1e-3 * np.abs(t)
-            if np.all(np.abs(t - parts.sum(axis=1)) <= tol) and (best is None or len(cols) > len(best)):
-                best = cols
-        if best is not None:
-            found.append((total, best))
-    return found[0] if len(found) == 1 else None
-
-
-def _last_place(block: np.ndarray) -> np.ndarray:
-    """Per row, the largest unit in the last printed place among its values (1e-3 for `5.495`), guessed from
-    the values themselves: the coarsest power of ten each value is a whole multiple of (to 1e-9)."""
-    places = np.full(block.shape, 1e-9)
-    for exp in range(-9, 3):
-        unit = 10.0 ** exp
-        whole = np.abs(block / unit - np.round(block / unit)) < 1e-6
-        places = np.where(whole, unit, places)
-    return places.max(axis=1)

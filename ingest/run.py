@@ -425,31 +425,7 @@ def refresh_series(con, run_id: str) -> None:
             name = tag if prefix in ("", ".") else f"{prefix}/{tag}"
         r = role_of(name)
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
-    if not any(u[2] == "train_loss" for u in updates):
-        updates = _total_loss_by_values(con, rows, updates)
     writes.update_series_names(con, updates)
-
-
-def _total_loss_by_values(con, rows: list[tuple], updates: list[tuple]) -> list[tuple]:
-    """A run whose names hold no loss: a console series that is the sum of other series on every record line
-    (`T: 17.647` beside `B: 5.495 | C: 3.668 | M: 6.919 | S: 1.564`) is its training loss (`roles.total_of_parts`)."""
-    from ingest.roles import MAX_PARTS, total_of_parts
-
-    by_group: dict[str, list[int]] = {}
-    for (series_id, grp, _, fmt), u in zip(rows, updates):
-        if fmt == "console" and u[2] == "other":
-            by_group.setdefault(grp, []).append(series_id)
-    for ids in by_group.values():
-        if not 3 <= len(ids) <= MAX_PARTS + 1:
-            continue
-        wide = queries.record_values(con, ids)
-        if wide.width < 3:
-            continue
-        hit = total_of_parts(wide.to_numpy().astype(float))
-        if hit is not None:
-            total = int(wide.columns[hit[0]])
-            return [(u[0], u[1], "train_loss", u[3], None, True) if u[0] == total else u for u in updates]
-    return updates
 
 
 # -- checkpoints and saved batches --------------------------------------------------------------------------

@@ -82,35 +82,3 @@ def test_per_layer_series_name_their_layer(name, role, layer):
 def test_main_loss_is_canonical_and_components_are_not():
     assert role_of("train/loss").canonical
     assert not role_of("recon_loss").canonical
-
-
-def test_a_total_printed_beside_its_parts_is_found_by_its_values():
-    import numpy as np
-
-    from ingest.roles import total_of_parts
-
-    # YOLACT's record lines (real values): B, C, M, S, T, ETA's days, timer; T = B + C + M + S as printed
-    rows = np.array([[5.514, 3.519, 6.986, 1.640, 17.658, 197, 0.291], [5.534, 3.423, 7.028, 1.677, 17.662, 197, 1.842],
-                     [5.511, 3.289, 7.060, 1.603, 17.464, 197, 0.328], [5.505, 3.218, 7.148, 1.514, 17.384, 197, 1.852]])
-    assert total_of_parts(rows) == (4, [0, 1, 2, 3])
-    assert total_of_parts(rows[:2]) is None  # two rows prove nothing
-    counts = np.array([[30.0, 5, 35], [28, 7, 35], [33, 2, 35]])  # correct + wrong = total: counts, not losses
-    assert total_of_parts(counts) is None
-    rng = np.random.default_rng(0)
-    assert total_of_parts(rng.random((50, 6))) is None
-
-
-def test_real_console_total_loss_named_by_one_letter_is_the_training_loss(tmp_path):
-    import duckdb
-
-    from forensics.cli import main
-    from tests.paths import REAL_RUNS_TEST
-
-    run = REAL_RUNS_TEST / "log_yolact359"
-    if not run.is_dir():
-        pytest.skip(f"the shared real runs are not at {run.parent}")
-    db = tmp_path / "f.duckdb"
-    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
-    with duckdb.connect(str(db), read_only=True) as con:
-        roles = dict(con.execute("SELECT name, role FROM series").fetchall())
-    assert roles["T"] == "train_loss" and roles["B"] == roles["timer"] == "other"
