@@ -202,10 +202,8 @@ PATTERNS: list[LinePattern] = [
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
                 {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21}),
     # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`).
-    # The value may be quoted too: sentence-transformers' Trainer prints `{'loss': '0.91', 'epoch': '0.6623'}`.
     LinePattern("dict_item", "assign", _p(
-        rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*"
-        rf"(?P<q>['\"]?)(?P<value>{NUM})(?P=q){_NUM_END}"),
+        rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*(?P<value>{NUM}){_NUM_END}"),
                 "{'loss': 0.6931, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.27}",
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
 ]
@@ -555,7 +553,7 @@ _CANDIDATE = "|".join([
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
-    rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}['\"]?{_NUMBER_START}",  # dict_item
+    rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).

@@ -237,13 +237,6 @@ def test_a_record_repeated_as_is_is_kept(tmp_path):
     assert _series(frame, "loss").height == 10
 
 
-def test_quoted_dict_values():
-    # sentence-transformers' Trainer logs formatted strings: `{'loss': '0.91', 'grad_norm': '0.8618', ...}`
-    frame, _, _ = _read(REAL_RUNS_TEST / "log_st3756" / "train.log")
-    assert _series(frame, "loss")["value"].to_list()[:3] == [0.91, 0.9154, 0.9243]
-    assert _series(frame, "learning_rate")["value"][0] == 3.094e-07
-
-
 def test_mxnet_speedometer_lines_both_spellings():
     # mxnet/callback.py Speedometer: 'Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec' + '\t%s=%f' per metric
     # (MXNet >= 1.0), and 'Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec\tTrain-%s=%f' before it
