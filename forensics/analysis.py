@@ -71,6 +71,7 @@ def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence
     result.only, result.skip = list(only), list(skip)
     result.read_problems = queries.read_problems(con, run_id)
     result.unknown_files = queries.unknown_files(con, run_id)
+    result.lines_read = queries.lines_read(con, run_id)
     give_verdict(result, run, detectors, restricted=bool(only or skip))
     return result
 

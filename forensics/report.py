@@ -98,6 +98,9 @@ def text(a: Analysis, verbose: bool = False) -> str:
             lines.extend("  " + problem_line(p) for p in shown)
         if len(a.read_problems) > len(shown):
             lines.append(f"  ... {len(a.read_problems) - len(shown)} more (-v lists them all)")
+    if verbose and a.lines_read:
+        lines.append("console lines read:")
+        lines.extend(f"  {r['detail']}" for r in a.lines_read)
     if a.unknown_files and (verbose or a.verdict == "inconclusive"):
         lines.append(f"not read ({count(len(a.unknown_files), 'file')} no reader knows): "
                      + ", ".join(a.unknown_files[:5]) + (", ..." if len(a.unknown_files) > 5 else ""))

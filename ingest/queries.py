@@ -253,7 +253,7 @@ def point_counters(con: Any, series_id: int, steps: list[int]) -> dict[int, tupl
     return out
 
 # Issue kinds that are not problems of a file we read: files no reader knows are listed apart.
-NOT_A_READ_PROBLEM = ("unknown_file",)
+NOT_A_READ_PROBLEM = ("unknown_file", "lines_read")  # a file no reader knows; a console reader's line tally
 
 
 def read_problems(con, run_id: str) -> list[dict]:
@@ -291,8 +291,15 @@ def _count(n: int, noun: str) -> str:
 def unknown_files(con, run_id: str) -> list[str]:
     """Files of the run that no reader knows, by path."""
     return [r[0] for r in con.execute(
-        "SELECT DISTINCT path FROM ingest_issues WHERE run_id = ? AND list_contains(?, kind) ORDER BY path",
-        [run_id, list(NOT_A_READ_PROBLEM)]).fetchall()]
+        "SELECT DISTINCT path FROM ingest_issues WHERE run_id = ? AND kind = 'unknown_file' ORDER BY path",
+        [run_id]).fetchall()]
+
+
+def lines_read(con, run_id: str) -> list[dict]:
+    """Per read of a console log: path, the byte it began at, and how many lines each pattern took (`-v`)."""
+    return [{"path": path, "position": position, "detail": detail} for path, position, detail in con.execute(
+        "SELECT path, position, detail FROM ingest_issues WHERE run_id = ? AND kind = 'lines_read' "
+        "ORDER BY path, position", [run_id]).fetchall()]
 
 # -- app ---------------------------------------------------------------------------------------------------
 # What the Streamlit app shows. The app computes no finding: these read what ingest and analyze stored.
