@@ -194,6 +194,7 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         spikes = query(db, "app_spikes", aid) if aid is not None else None
         first = query(db, "app_first_nonfinite", run_id)
         ckpts = query(db, "app_checkpoints", run_id)
+        probes = query(db, "app_probes", run_id)
     except StoreProblem as problem:
         _problem(problem)
         return
@@ -208,7 +209,7 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         st.info(f"This run was ingested but not analysed yet. `forensics analyze {run['root']} --db {db}` "
                 "stores its diagnosis; reload this page after.")
     else:
-        _diagnosis(run, findings, skipped, first, series)
+        _diagnosis(run, findings, skipped, first, series, probes)
 
     drawable = series.filter(pl.col("first_step").is_not_null())
     logged = drawable.filter(~pl.col("ordinal"))
@@ -235,7 +236,7 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
 
 
 def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: pl.DataFrame,
-               series: pl.DataFrame) -> None:
+               series: pl.DataFrame, probes: pl.DataFrame | None = None) -> None:
     icon, word, level = VERDICT[run["verdict"]]
     counts = ", ".join(f"{run[k]} {w}" for k, w in (("n_critical", "critical"), ("n_warning", "warning"),
                                                      ("n_info", "info")) if run[k])
@@ -277,6 +278,21 @@ def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: 
                         f"finding{'s' if group.height != 1 else ''}")
             for f in group.iter_rows(named=True):
                 _finding(f, full)
+                _probes_for(f["kind"], probes)
+
+
+def _probes_for(kind: str, probes: pl.DataFrame | None) -> None:
+    """The stored `forensics probe` checks that explain a finding of this kind, beside it (failed ones first)."""
+    if probes is None or probes.height == 0:
+        return
+    rows = [p for p in probes.iter_rows(named=True) if kind in (p["explains"] or [])]
+    for p in sorted(rows, key=lambda p: p["status"] != "fail"):
+        names = f" · names {', '.join(f'`{md(n)}`' for n in p['names'])}" if p["names"] else ""
+        st.markdown(f"<span class='muted'>probe</span> **{md(p['check_name'])}**: {PROBE_STATUS[p['status']]} — "
+                    f"{esc(p['summary'])}{names}", unsafe_allow_html=True)
+
+
+PROBE_STATUS = {"fail": "❌ fail", "pass": "✅ pass", "n/a": "➖ n/a"}
 
 
 def _finding(f: dict, full: tuple[int, int]) -> None:
