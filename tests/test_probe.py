@@ -221,3 +221,25 @@ def test_app_shows_the_probe_beside_the_finding_it_explains(runs, tmp_path, caps
     assert not at.exception
     text = "\n".join(m.value for m in at.markdown)
     assert "**lr\\_range**: ❌ fail" in text and "below where the loss starts to fall" in text
+
+
+def test_a_store_from_before_the_probes_table_gains_it_at_the_next_write(tmp_path):
+    """Schema 5 -> 6 (issue 27): a new table only, made by the next writing command."""
+    import duckdb
+
+    import ingest.store
+    from ingest.schema import SCHEMA_VERSION
+    from ingest.store import connect
+
+    db = tmp_path / "f.duckdb"
+    with connect(db, write=True):
+        pass
+    con = duckdb.connect(str(db))
+    con.execute("DROP TABLE probes")
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.close()
+    ingest.store._SCHEMA_READY.clear()
+    with connect(db, write=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert "probes" in tables
+        assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
