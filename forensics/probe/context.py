@@ -37,6 +37,10 @@ OTHER_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
 LOSSES = CLASSIFICATION_LOSSES + OTHER_LOSSES
 ACTIVATIONS = ("relu", "relu_", "tanh", "tanh_", "sigmoid", "sigmoid_")
 FIRST_LAYERS = ("linear", "conv1d", "conv2d", "conv3d", "embedding", "bilinear")
+# Ops that only reshape or cast: the producer of their output is the producer of their input (the logits a head
+# made stay the head's after `.flatten(0, 1)`).
+PASS_THROUGH = ("flatten", "view", "reshape", "permute", "transpose", "contiguous", "squeeze", "unsqueeze", "float",
+                "to", "type_as", "__getitem__", "view_as", "reshape_as", "clone", "double", "half", "bfloat16")
 SATURATED = 0.99  # |tanh| above this, or sigmoid within 0.01 of 0 or 1: the unit passes almost no gradient
 
 
@@ -56,8 +60,8 @@ class Call:
     input: torch.Tensor
     target: torch.Tensor | None
     producer: tuple[str, str] | None          # (op, module) that made the input
-    target_key: str | None = None
-    target_is_view: bool = False
+    target_key: str | None = None             # the batch entry the target is, or is a view of
+    target_shared: bool = False               # that entry (its storage) also feeds the model's forward
 
 
 @dataclass
@@ -101,7 +105,10 @@ class _Watch(TorchFunctionMode):
         elif name in ACTIVATIONS and isinstance(out, torch.Tensor) and out.dim() > 1:
             self.obs.activations.append(_activation(name.rstrip("_"), module, out.detach()))
         if isinstance(out, torch.Tensor):
-            self.producer[id(out)] = (name, module)
+            made = (name, module)
+            if name in PASS_THROUGH and args and isinstance(args[0], torch.Tensor):
+                made = self.producer.get(id(args[0]), made)
+            self.producer[id(out)] = made
             self.alive.append(out)
         return out
 
@@ -121,27 +128,36 @@ def observe(st: State, batch: dict[str, torch.Tensor]) -> Observation:
     """Call `loss_fn` once under the watch; the loss keeps its graph (a caller may call backward)."""
     obs = Observation(loss=torch.tensor(float("nan")))
     stack = _ModuleStack(st.model)
+    fed: set[int] = set()  # storages of the tensors the model's forward received
+
+    def inputs(module, args, kwargs):
+        fed.update(_storage(t) for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor))
+
+    hook = st.model.register_forward_pre_hook(inputs, with_kwargs=True)
     try:
         with _Watch(stack, obs):
             obs.loss = st.entry.loss_fn(st.model, batch)
     finally:
         stack.close()
+        hook.remove()
     for c in obs.calls:
-        c.target_key, c.target_is_view = _batch_key(c.target, batch)
+        c.target_key = _batch_key(c.target, batch)
+        c.target_shared = c.target_key is not None and _storage(batch[c.target_key]) in fed
     return obs
 
 
-def _batch_key(t: torch.Tensor | None, batch: dict[str, torch.Tensor]) -> tuple[str | None, bool]:
-    """The batch entry a tensor is (itself), or is a view of (same storage: `tokens[:, 1:]`)."""
+def _storage(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def _batch_key(t: torch.Tensor | None, batch: dict[str, torch.Tensor]) -> str | None:
+    """The batch entry a tensor is, or is a view of (same storage: `labels.flatten()`, `tokens[:, 1:]`)."""
     if t is None:
-        return None, False
+        return None
     for k, v in batch.items():
         if t is v:
-            return k, False
-    for k, v in batch.items():
-        if t.untyped_storage().data_ptr() == v.untyped_storage().data_ptr():
-            return k, True
-    return None, False
+            return k
+    return next((k for k, v in batch.items() if _storage(t) == _storage(v)), None)
 
 
 @dataclass

@@ -34,7 +34,7 @@ def check(ctx: Context) -> dict[str, Any]:
     step = ctx.batch_near("first")
     batch = ctx.batch(step)
     obs = ctx.observation("first")
-    targets = {c.target_key for c in obs.calls if c.target_key and not c.target_is_view}
+    targets = {c.target_key for c in obs.calls if c.target_key and not c.target_shared}
     inputs = {k: entry_stats(v) for k, v in batch.items() if v.is_floating_point() and k not in targets and v.numel()}
     first = obs.first_layer
     ev: dict[str, Any] = {"batch_step": step, "inputs": inputs, "first_layer": first, "max_scale": MAX_SCALE}

@@ -3,8 +3,9 @@ loss with the true pairing. A trained model whose loss is no better on the true 
 makes predictions that do not depend on which input goes with which label: a data-pipeline misalignment
 (targets shuffled, sorted or offset independently of the inputs).
 
-Needs the target to be a batch entry of its own (the loss call's target, watched); a target sliced from the inputs
-(a language model's shifted tokens) cannot be permuted apart from them: n/a. A model whose weights barely moved
+Needs the target to come from a batch entry of its own (the loss call's target, watched, or a view of it such as
+`labels.flatten()`); a target sliced from an entry the model also reads (a language model's shifted tokens) cannot
+be permuted apart from the inputs: n/a. A model whose weights barely moved
 since the earliest checkpoint has learned nothing to align, and one whose outputs are the same for every sample
 (dead layers) does not look at its inputs at all: n/a (see overfit_one_batch, lr_range, gradient_flow).
 """
@@ -41,9 +42,9 @@ def check(ctx: Context) -> dict[str, Any]:
     if call is None or call.target is None:
         return check_result(NAME, "n/a", "no watched loss call with a target tensor: nothing to permute",
                             explains=EXPLAINS)
-    if call.target_key is None or call.target_is_view:
-        why = (f"a view of batch entry {call.target_key!r}, which the inputs may share" if call.target_is_view
-               else "not a batch entry (made inside loss_fn)")
+    if call.target_key is None or call.target_shared:
+        why = (f"taken from batch entry {call.target_key!r}, which also feeds the model (a language model's shifted "
+               f"tokens)" if call.target_shared else "not a batch entry (made inside loss_fn)")
         return check_result(NAME, "n/a", f"{call.func}'s target is {why}: it cannot be permuted apart from the inputs",
                             {"loss": call.func, "target_key": call.target_key}, explains=EXPLAINS)
     out = call.input.float()

@@ -35,12 +35,12 @@ def train(ctx: Context, control: bool, batch: dict[str, torch.Tensor]) -> dict[s
     st = ctx.state("first")
     if control:
         opt = torch.optim.Adam([p for p in st.model.parameters() if p.requires_grad], lr=CONTROL_LR)
-        how = f"Adam lr {CONTROL_LR:g}"
+        how = f"Adam at lr {CONTROL_LR:g}"
     else:
         opt = st.optimizer
         for g in opt.param_groups:  # a scheduler's warmup may hold the LR at 0 at step 0: use its base LR
             g["lr"] = max(g["lr"], g.get("initial_lr", 0.0))
-        how = f"{type(opt).__name__} lr {max(g['lr'] for g in opt.param_groups):.3g} (the run's)"
+        how = f"the run's {type(opt).__name__} at lr {max(g['lr'] for g in opt.param_groups):.3g}"
     losses: list[float] = []
     target = None
     for _ in range(STEPS):
@@ -76,10 +76,11 @@ def check(ctx: Context) -> dict[str, Any]:
         return check_result(NAME, "pass", f"memorised one batch: {said}", ev, explains=EXPLAINS)
     control = train(ctx, True, batch)
     ev["control"] = control
-    said_c = f"Adam lr {CONTROL_LR:g}: {control['start']:.4g} -> {control['best']:.4g} in {control['steps']} steps"
+    said_c = f"{control['optimizer']}: loss {control['start']:.4g} -> {control['best']:.4g} in {control['steps']} steps"
     if control["memorised"]:
         return check_result(NAME, "pass", f"the model can memorise one batch ({said_c}), but not with the run's "
-                            f"optimizer ({said}): its settings, not the model, fail (see lr_range, gradient_flow)", ev,
+                            f"settings ({said}): the optimizer's settings, not the model, fail (see lr_range, "
+                            f"gradient_flow)", ev,
                             explains=EXPLAINS)
     target = f"{FRACTION:.0%} of the start or {FLOOR:g}"
     return check_result(NAME, "fail", f"cannot memorise one batch of {len(next(iter(batch.values())))} samples "
