@@ -224,7 +224,7 @@ def test_app_shows_the_probe_beside_the_finding_it_explains(runs, tmp_path, caps
 
 
 def test_a_store_from_before_the_probes_table_gains_it_at_the_next_write(tmp_path):
-    """Schema 5 -> 6 (issue 27): a new table only, made by the next writing command."""
+    """Schema 6 -> 7 (issue 27): a new table only, made by the next writing command."""
     import duckdb
 
     import ingest.store
@@ -236,7 +236,7 @@ def test_a_store_from_before_the_probes_table_gains_it_at_the_next_write(tmp_pat
         pass
     con = duckdb.connect(str(db))
     con.execute("DROP TABLE probes")
-    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     con.close()
     ingest.store._SCHEMA_READY.clear()
     with connect(db, write=True) as con:

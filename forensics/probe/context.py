@@ -2,8 +2,10 @@
 saved batches, fresh states rebuilt from a checkpoint, and one watched call of the loss (what the loss function
 received, which op and module made it, the first layer's output, each activation's dead or saturated share).
 
-Checkpoints and batches are read with replay's code (forensics/replay/state.py): torch files with
-`weights_only=True`, safetensors for weights; nothing here writes into the run directory.
+Checkpoints are read through the one layout table (`ingest.checkpoints.read_states`, torch files with
+`weights_only=True`, safetensors for weights) and restored with replay's `build_state`, the door replay uses too
+(`forensics.replay.state.restore_checkpoint`, here with the read states cached); nothing here writes into the run
+directory.
 """
 
 from __future__ import annotations
@@ -19,12 +21,10 @@ from torch.overrides import TorchFunctionMode
 
 from forensics.replay.instrument import _ModuleStack
 from forensics.replay.state import (
-    Saved,
     State,
     StepOptions,
     build_state,
     load_batch,
-    load_checkpoint,
     load_entry,
     read_config,
     to_device,
@@ -173,7 +173,7 @@ class Context:
     rows: list[dict]                          # usable checkpoints (finite, with a step), by step
     batch_paths: dict[int, str]
     notes: list[str] = field(default_factory=list)
-    _saved: dict[str, Saved] = field(default_factory=dict)
+    _saved: dict[str, Any] = field(default_factory=dict)   # path -> ingest.checkpoints.States, read once
     _batches: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
     _observed: dict[str, Observation] = field(default_factory=dict)
 
@@ -212,8 +212,10 @@ class Context:
     def state(self, which: str) -> State:
         """A fresh model, optimizer and scheduler with the checkpoint's states (replay's order, DECISIONS.md §10)."""
         r = self.row(which)
+        from ingest.checkpoints import read_states
+
         if r["path"] not in self._saved:
-            self._saved[r["path"]] = load_checkpoint(self.root, r["path"], r["format"], int(r["step"]))
+            self._saved[r["path"]] = read_states(self.root, r["path"], r["format"])
         # a deep copy: the optimizer's state tensors would otherwise alias the cached checkpoint's
         return build_state(self.entry, self.config, copy.deepcopy(self._saved[r["path"]]), self.device)
 
