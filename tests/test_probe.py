@@ -167,7 +167,7 @@ def test_text_and_markdown_reports(runs, tmp_path, capsys):
     assert out.splitlines()[0] == "targets_shuffled: probe: 1 failed, 1 passed, 0 not applicable"
     assert "FAIL label_shuffle:" in out and "names: y" in out and "your code was run" in out
     text = md.read_text()
-    assert "| `label_shuffle` | fail |" in text and "`y`" in text
+    assert "| `label_shuffle` | fail |" in text and "| y |" in text
 
 
 def test_bad_arguments_are_one_line_and_exit_2(runs, tmp_path, capsys):
@@ -243,3 +243,52 @@ def test_a_store_from_before_the_probes_table_gains_it_at_the_next_write(tmp_pat
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         assert "probes" in tables
         assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
+HOSTILE_ENTRY = '''
+import torch
+from torch import nn
+
+
+def build_model(config):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3))
+    model.add_module("sm\\x1b]0;owned\\x07|`*", nn.Softmax(dim=-1))  # a module name a file could hold
+    return model
+
+
+def loss_fn(model, batch):
+    return nn.functional.cross_entropy(model(batch["x"]), batch["y"])
+
+
+def build_optimizer(model, config):
+    return torch.optim.SGD(model.parameters(), lr=0.1)
+'''
+
+
+def test_a_module_name_with_control_characters_cannot_reach_the_terminal_or_the_markdown(tmp_path, capsys):
+    from forensics.capture import Capture
+
+    run = tmp_path / "hostile"
+    run.mkdir()
+    (run / "forensics_entry.py").write_text(HOSTILE_ENTRY)
+    ns: dict = {}
+    exec(HOSTILE_ENTRY, ns)
+    model = ns["build_model"]({})
+    opt = ns["build_optimizer"](model, {})
+    cap = Capture(run, config={}, every=2, model=model, optimizer=opt)
+    g = torch.Generator().manual_seed(0)
+    for step in (1, 2):
+        batch = {"x": torch.randn(8, 4, generator=g), "y": torch.randint(0, 3, (8,), generator=g)}
+        loss = ns["loss_fn"](model, batch)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        cap.step(step, batch, loss, None, model, opt)
+    md = tmp_path / "p.md"
+    assert main(["probe", str(run), "--db", str(tmp_path / "f.duckdb"), "--device", "cpu",
+                 "--checks", "output_head", "--markdown", str(md)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "sm\\x1b]0;owned\\x07" in out
+    text = md.read_text()
+    assert "\x1b" not in text and "\\|\\`\\*" in text and "FAIL" not in text and "| fail |" in text

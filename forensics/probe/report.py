@@ -1,12 +1,14 @@
 """A probe result as a person reads it (terminal text, markdown) and as scripts read it (JSON without NaN).
 
-Text that came from the user's files (module, parameter and batch-key names) is escaped in markdown.
+Text that came from the user's files (module, parameter and batch-key names, paths) is escaped: control characters
+in the text (`forensics.render.lines`), markdown syntax in the markdown.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from forensics.render import lines as joined
 from ingest.jsonvalues import plain
 
 # Evidence too long for a line of text (curves, per-parameter lists): in --json and the store only.
@@ -40,19 +42,19 @@ def text(r: dict[str, Any]) -> str:
             out.append(f"       explains: {', '.join(c['explains'])}")
     t = r["timings_s"]
     out.append(f"time: {t['total']:.2f} s (" + ", ".join(f"{k} {v:.2f}" for k, v in t.items() if k != "total") + ")")
-    return "\n".join(out)
+    return joined(out)
 
 
 def markdown(r: dict[str, Any]) -> str:
     ck = r["from_checkpoint"]
-    out = [f"# run-forensics probe: `{_md(r['run'])}`", "", f"**{counts(r)}**", "",
-           f"Entry point `{_md(r['entry'])}` (its code was run), device {r['device']}; earliest checkpoint "
-           f"`{_md(ck['first']['path'])}` (step {ck['first']['step']}), last finite `{_md(ck['last']['path'])}` "
+    out = [f"# run-forensics probe: {_md(r['run'])}", "", f"**{counts(r)}**", "",
+           f"Entry point {_md(r['entry'])} (its code was run), device {r['device']}; earliest checkpoint "
+           f"{_md(ck['first']['path'])} (step {ck['first']['step']}), last finite {_md(ck['last']['path'])} "
            f"(step {ck['last']['step']}).", "",
            "| check | status | summary | names | explains |", "|---|---|---|---|---|"]
     for c in r["checks"]:
         out.append(f"| `{c['name']}` | {c['status']} | {_md(c['summary'])} | "
-                   f"{', '.join(f'`{_md(n)}`' for n in c['names'])} | {', '.join(c['explains'])} |")
+                   f"{', '.join(_md(n) for n in c['names'])} | {', '.join(c['explains'])} |")
     out += ["", *(f"- note: {_md(n)}" for n in r["notes"])]
     return "\n".join(out) + "\n"
 
@@ -62,8 +64,11 @@ def _steps(steps: list[int]) -> str:
 
 
 def _md(s: Any) -> str:
-    """Markdown-escape text from the user's files (pipes would break the table, backticks the code spans)."""
-    out = str(s)
+    """Text from the user's files made inert in markdown: control characters escaped, then markdown syntax (pipes
+    would break the table, backticks the code spans)."""
+    from forensics.render import clean
+
+    out = clean(s)
     for ch in "\\`*_[]<>|":
         out = out.replace(ch, "\\" + ch)
     return out
