@@ -33,6 +33,7 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence
     `progress` is ingest's callback; `trust_pickle` lets ingest unpickle checkpoints that need it (runs code
     from the file); `follow_links` lets it read file links that lead out of the run. Raises ForensicsError subclasses for unreadable runs, bad settings or a locked database.
     """
+    from ingest import queries
     from ingest.run import ingest_run
     from ingest.store import connect
 
@@ -42,8 +43,10 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence
     report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle, follow_links=follow_links)
     with connect(path, write=False) as con:
         result = analyze_stored(con, report.run_id, only=only, skip=skip, settings=settings)
+        has_batch = bool(queries.stored_batches(con, report.run_id))
     result.db = str(path)
     set_replay_command(result, run_dir, path)
+    set_probe_command(result, run_dir, path, has_batch)
     with connect(path, write=True) as con:
         store_analysis(con, result, settings)
     return result
@@ -57,6 +60,18 @@ def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | o
     r = result.replay_from
     if r and r.get("checkpoint"):
         r["command"] = replay_command(run_dir, r["onset_step"], db=db)
+
+
+def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike, has_batch: bool) -> None:
+    """`forensics probe RUN_DIR`, for a finding a probe explains, when the run has an entry point and a saved batch
+    (the probe runs the user's code: only that command does, never analyze)."""
+    import shlex
+
+    from forensics.probe import PROBED_KINDS
+    from forensics.replay import ENTRY_NAME
+
+    if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and any(f.kind in PROBED_KINDS for f in result.findings):
+        result.probe_command = f"forensics probe {shlex.quote(str(run_dir))} --db {shlex.quote(str(db))}"
 
 
 def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence[str] = (),

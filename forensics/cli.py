@@ -583,10 +583,59 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- probe (issue 27) ----------------------------------------------------------------------------------------
+
+def _probe_parser(sub) -> None:
+    from forensics.probe import CHECKS
+
+    p = sub.add_parser(
+        "probe",
+        help="ask the run's own model the debugging guides' first questions: overfit one batch, LR range, ...",
+        description=(
+            "Run the debugging guides' first checks on RUN_DIR's own model, checkpoints and saved batches, through "
+            "its entry point (forensics_entry.py, DECISIONS.md §10). RUNNING THIS RUNS THE USER'S CODE in that file: "
+            "the command is the opt-in. Checks: " + ", ".join(CHECKS) + ". Each says pass, fail or n/a (with why), "
+            "the numbers, the modules or parameters it names and the findings it explains (docs/probe.md). The "
+            "result is stored in the database; the run directory is never written to."),
+        epilog=(f"{EPILOG_DB}\n\nexample:\n"
+                "  forensics probe runs/exp1 --checks overfit_one_batch,lr_range --db /tmp/f.duckdb"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a training run's folder")
+    p.add_argument("--checks", metavar="A,B", help="run only these checks (default: all)")
+    p.add_argument("--entry", metavar="FILE.py", type=Path, help="entry point (default: RUN_DIR/forensics_entry.py)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default auto: CUDA when present")
+    p.add_argument("--markdown", metavar="FILE", type=Path, help="also write the report as markdown to FILE")
+    _add_db(p)
+    _add_json(p)
+    p.set_defaults(func=cmd_probe)
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from forensics.probe import parse_checks, probe
+    from forensics.probe import report as probe_report
+    from ingest.errors import EntryPointError
+
+    if args.markdown is not None and args.markdown.resolve().is_relative_to(args.run_dir.resolve()):
+        raise ForensicsError(f"--markdown {args.markdown} is inside the run directory, which is never written to")
+    checks = parse_checks(args.checks)
+    try:
+        result = probe(args.run_dir, checks=checks, entry=args.entry, device=args.device, db=db_path(args.db))
+    except EntryPointError as exc:
+        if exc.template:  # the fill-in file goes to stdout, so `> forensics_entry.py` saves it
+            print(exc.template)
+        raise
+    print(json.dumps(probe_report.as_json(result), indent=2) if args.json else probe_report.text(result))
+    if args.markdown is not None:
+        args.markdown.write_text(probe_report.markdown(result), encoding="utf-8")
+        print(f"markdown written to {args.markdown}", file=sys.stderr)
+    return 0
+
+
 # -- main ---------------------------------------------------------------------------------------------------
 
 PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _replay_parser,
-           _app_parser, _watch_parser]
+           _probe_parser, _app_parser, _watch_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -540,6 +540,17 @@ def app_replays(con: Any, run_id: str) -> pl.DataFrame | None:
     return _app_frame(con, "SELECT * FROM replays WHERE run_id = ?", [run_id])
 
 
+def app_probes(con: Any, run_id: str) -> pl.DataFrame | None:
+    """The checks of the run's latest `forensics probe`, in output order; None when the database has no `probes`
+    table yet."""
+    if not app_has_table(con, "probes"):
+        return None
+    return _app_frame(con, """
+        SELECT probe_id, created, check_name, status, summary, names, explains, evidence, from_checkpoint
+        FROM probes WHERE run_id = ? AND probe_id = (SELECT max(probe_id) FROM probes WHERE run_id = ?)
+        ORDER BY position""", [run_id, run_id])
+
+
 def app_configs(con: Any, run_ids: list[str]) -> pl.DataFrame:
     """Config values of several runs: run_id, document, key, value (JSON text)."""
     return _app_frame(con, """

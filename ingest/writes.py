@@ -396,6 +396,26 @@ def insert_replay(con, result: dict) -> int:
     return int(rid)
 
 
+# -- probes -------------------------------------------------------------------------------------------------
+
+def insert_probe(con, result: dict) -> int:
+    """Store one `forensics probe` result, a row per check; its probe_id."""
+    import json
+
+    from ingest.jsonvalues import plain
+
+    pid = con.execute("SELECT nextval('probe_id_seq')").fetchone()[0]
+    times = result.get("timings_s") or {}
+    con.executemany(
+        """INSERT INTO probes (probe_id, run_id, created, position, check_name, status, summary, names, explains,
+                               evidence, from_checkpoint, entry, device, seconds)
+           VALUES (?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [[pid, result["run_id"], i, c["name"], c["status"], c["summary"], list(c["names"]), list(c["explains"]),
+          json.dumps(plain(c["evidence"])), json.dumps(plain(result.get("from_checkpoint"))), result.get("entry"),
+          result.get("device"), times.get(c["name"])] for i, c in enumerate(result["checks"])])
+    return int(pid)
+
+
 # -- watch: alerts and run discovery -------------------------------------------------------------------------
 
 WATCHED_RUN_COLUMNS = ("run_id", "path", "watch_root", "kind", "reason", "first_seen", "last_checked", "last_growth",
