@@ -391,8 +391,8 @@ def test_a_run_whose_ingest_stopped_halfway_is_marked_until_an_ingest_finishes(t
         assert con.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 4
 
 
-def test_schema_6_store_takes_its_runs_as_complete(tmp_path):
-    """v6 -> v7 adds runs.ingest_complete; runs stored before are not shown as stopped half-way."""
+def test_schema_7_store_takes_its_runs_as_complete(tmp_path):
+    """v7 -> v8 adds runs.ingest_complete; runs stored before are not shown as stopped half-way."""
     db = tmp_path / "f.duckdb"
     with connect(db, write=True):
         pass
@@ -401,7 +401,7 @@ def test_schema_6_store_takes_its_runs_as_complete(tmp_path):
     con.execute("CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, root VARCHAR NOT NULL, "
                 "first_ingested TIMESTAMP, last_ingested TIMESTAMP)")
     con.execute("INSERT INTO runs VALUES ('r1', 'old', '/old', now(), now())")
-    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     con.close()
     import ingest.store
     from ingest.queries import list_runs
