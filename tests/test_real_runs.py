@@ -31,21 +31,9 @@ LABELS = json.loads((REAL_RUNS / "labels.json").read_text()) if (REAL_RUNS / "la
 
 # Labelled pathologies the engine does not report yet (measured on this branch). Each is a strict xfail: when a
 # detector learns to see it, the test passes, pytest reports XPASS as a failure, and the entry goes.
-KNOWN_MISSES = {
-    # The next two are disputed labels (docs/engine.md, "Where we disagree with a label"): the shape is one
-    # that healthy corpus runs show too, so calling it would cost more precision than it gains.
-    ("hf_cpt", "plateau"): "eval loss stalls at 88% of its first value while train halves: 10 healthy tune runs "
-                           "do the same",
-    ("hf_star", "exploding_gradients"): "isolated one-point grad-norm spikes (x17.7 the trailing median) without a "
-                                        "loss spike: a healthy tune run reaches x23.8",
-    ("log_mlx620", "loss_spike"): "the 4.6x jump at iteration 75-100 among 9 points is not called a spike",
-}
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 # Healthy runs where the engine raises a warning (false alarms, DECISIONS.md §8: precision counts).
-KNOWN_FALSE_ALARMS = {
-    # Both disagreements are argued with numbers in docs/engine.md: the label may be what is wrong.
-    "hf_tsviz": "overfitting on a run labelled healthy: eval_g0_loss 1.13 at step 802 -> 2.75 while train 1.107 -> 0.055",
-    "wandb_gpt_baseline": "initial_loss_mismatch on a GPT labelled healthy: first loss 429.7 is 62x log(1024)",
-}
+KNOWN_FALSE_ALARMS: dict[str, str] = {}
 # Where a label names the step of the first non-finite loss in the writer's own numbering.
 NAN_STEP_KEYS = ("first_nan_iter", "inf_iteration")
 
