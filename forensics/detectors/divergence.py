@@ -92,7 +92,10 @@ class Divergence:
                       and float(y[-1]) >= self.end_jump * max(float(np.max(after[:-1])), lo))
         final = float(y[-1]) if nan_follows or ends_blown else float(np.median(y[-tail_n:]))
         rise = final - lo
-        if not (rise > 0 and rise >= self.min_growth * abs(lo) and rise >= self.min_recovered * (head - lo)):
+        # A loss that goes negative (a log-likelihood, an ELBO, a contrastive or GAN loss) has no ratio to its
+        # minimum: its own scale is the fall it made before the minimum, so the rise is judged against that.
+        scale = abs(lo) if lo > 0 else head - lo
+        if not (rise > 0 and rise >= self.min_growth * scale and rise >= self.min_recovered * (head - lo)):
             return
         trend = stats.mann_kendall(after, steps[imin:])
         significant = trend.z > 0 and ((trend.p < self.p and after.size >= self.min_points_after) or nan_follows
@@ -105,7 +108,7 @@ class Divergence:
         if not (significant or stays):
             return
         slope, _ = stats.theil_sen(steps[imin:], after)
-        growth = final / lo if lo > 0 else math.inf
+        growth = final / lo if lo > 0 else None
         ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": head, "final_level": final,
               "growth_factor": growth, "slope_per_step": slope, "mk_p": trend.p, "ends_nonfinite": nan_follows,
               "last_finite_step": int(steps[-1]), "points_after_onset": int(after.size), "ends_on_blow_up": ends_blown,
@@ -115,7 +118,7 @@ class Divergence:
         yield Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
-                                  f"by step {steps[-1]} ({ratio(growth)}, " + (
+                                  f"by step {steps[-1]} ({_effect(growth, rise, head - lo)}, " + (
                                      f"Mann–Kendall p={trend.p:.1g}" if significant else
                                      f"and stays there: the last {tail_n} points sit above the minimum's, "
                                      f"Mann–Whitney p={shift.p:.1g}") + f"){tail}"))
@@ -144,3 +147,12 @@ class Divergence:
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                           summary=(f"loss is above {self.blown_level:.0e} at every logged point (from {y[0]:.4g} at "
                                    f"step {steps[0]}, lowest {lo:.4g}): it had blown up before the log began"))
+
+
+def _effect(growth: float | None, rise: float, drop: float) -> str:
+    """The rise as a factor of a positive minimum (`×3.7`), else, for a loss at or below zero where a ratio means
+    nothing, as a difference against the fall before it (`+146.8, 99% of its earlier fall`)."""
+    if growth is not None:
+        return ratio(growth)
+    share = f", {rise / drop:.0%} of its earlier fall" if drop > 0 else ""
+    return f"{rise:+.4g}{share}"

@@ -94,3 +94,19 @@ def test_a_log_that_ends_on_a_blow_up_is_divergence(tmp_path):
     assert list(Divergence(end_jump=0).check(run)) == []
     cut = load_run(write_tb(tmp_path / "b", {"loss": (steps[:-1], loss[:-1])}), tmp_path / "b.duckdb")
     assert list(Divergence().check(cut)) == []
+
+
+def test_a_negative_loss_that_climbs_back_is_told_in_differences(tmp_path):
+    """Issue 24 class 7: a negative log-likelihood falls from 20 to -147 and climbs back to about -0.5. There is no
+    ratio to a negative minimum (the old summary printed ×inf): the rise is said and judged against the fall before
+    it. The same curve that keeps falling below zero is silent."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(300) * 10
+    fall = 20 - 167 * (1 - np.exp(-steps / 400))
+    loss = np.where(steps < 1500, fall, fall[150] + (steps - 1500) / 1500 * 146.8) + rng.normal(0, 1.0, steps.size)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["growth_factor"] is None and f.evidence["min_level"] < -140
+    assert "×" not in f.summary and "of its earlier fall" in f.summary
+    healthy = load_run(write_tb(tmp_path / "h", {"loss": (steps, fall + rng.normal(0, 1.0, steps.size))}), tmp_path / "h.duckdb")
+    assert list(Divergence().check(healthy)) == []
