@@ -113,7 +113,7 @@ class LossSpike:
                                  sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
                                  summary=(f"loss {s['value']:.4g} is {s['z']:.1f} robust sigmas above the median "
                                           f"{s['baseline']:.4g} of steps {s['window_start']}-{s['window_end']} "
-                                          f"({_jump(s)}), back within {count(s['recovery_points'], 'point')}"))
+                                          f"({ratio(s['ratio'])}), back within {count(s['recovery_points'], 'point')}"))
         for a, b in stats.runs_of(~np.isfinite(values)):
             if a == 0 or b == values.size - 1 or b - a + 1 > self.recover:
                 continue  # at the start, to the end (nan_loss), or too long to be a blip
@@ -124,11 +124,3 @@ class LossSpike:
                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a - 1:b + 2]),),
                              summary=(f"loss is {ev['value']} at step {steps[a]} between {values[a - 1]:.4g} and "
                                       f"{values[b + 1]:.4g}: a non-finite spike that recovers"))
-
-
-def _jump(s: dict) -> str:
-    """The spike's height: a factor over a positive baseline (`×2.8`), else, where the loss is at or below zero and
-    a ratio means nothing (issue 24 class 7), the difference in the baseline's robust sigmas (`+31.2, 9.4 sigmas`)."""
-    if s["baseline"] > 0:
-        return ratio(s["ratio"])
-    return f"{s['value'] - s['baseline']:+.4g}, {s['z']:.1f} sigmas"
