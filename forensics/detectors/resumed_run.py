@@ -28,6 +28,8 @@ class ResumedRun:
     to the same step after climbs of equal length) is no restart and is not reported. Console series need a
     step strictly lower (a line without a counter inherits the last one, so equal steps are no evidence),
     and an ordinal series (line numbers, DECISIONS §2) has no training steps to go back at all.
+    Rows that repeat the last step the log ever reaches (Lightning's test rows, a final evaluation under the
+    training loss's name) are no restart: "steps go back from N to N" with nothing after N is a false finding.
     Second, a W&B run hides such a restart: it keeps one increasing step and refuses every record logged below
     the step it has reached, so its history shows one clean pass. The steps it refused are read from the run
     folder's debug log (`wandb/dropped_history_step`); `min_refused` or more distinct steps refused below one
@@ -69,6 +71,10 @@ class ResumedRun:
         steps = pts["step"].to_numpy()
         wall = pts["wall_time"].fill_null(np.nan).to_numpy()
         back = np.flatnonzero(np.diff(steps) < 0 if console else np.diff(steps) <= 0) + 1
+        # Rows repeated at the step the log ends on (Lightning's test rows, a final evaluation logging the same
+        # name) go back nowhere: the log never moves past that step again, so nothing was resumed.
+        last = np.maximum.accumulate(steps[::-1])[::-1]  # the highest step from each point on
+        back = back[(steps[back] < steps[back - 1]) | (last[back] > steps[back])]
         if back.size >= self.min_resets and np.unique(steps[back]).size == 1:
             climbs = np.diff(np.concatenate(([0], back)))
             if climbs.max() <= 1.1 * climbs.min():
