@@ -350,6 +350,38 @@ def head_tail_levels(values: np.ndarray, fraction: float = 0.1, min_points: int 
     return float(np.median(y[:k])), float(np.median(y[-k:]))
 
 
+def lr_restarts(steps: np.ndarray, lr: np.ndarray, jump: float = 1.5, min_decay: float = 0.1, mid: float = 0.1,
+                match: float = 0.01) -> list[dict]:
+    """Points where a decaying LR jumps back up to a value its schedule had earlier: the scheduler started again
+    from an earlier state (a resume that restored the weights but not the scheduler) while the steps go on.
+
+    A jump is a point at least `jump` × the one before it, after the first peak, where the LR was still falling
+    into it (a cyclic schedule climbs point by point) and had decayed at least `min_decay` below that peak but
+    not below `mid` of it (mid-decay: a warm restart of SGDR jumps from the end of its cycle, near 0), to a value
+    within
+    `match` (relative) of an LR logged before the jump. Each: step, step before, LR before and after, the step
+    where the schedule last had that value. Steps must rise (a console counter going back is another signal)."""
+    ok = np.isfinite(lr)
+    s, v = np.asarray(steps)[ok], np.asarray(lr, dtype=float)[ok]
+    if v.size < 5 or np.any(np.diff(s) <= 0):
+        return []
+    peak = float(v.max())
+    if not peak > 0:
+        return []
+    ipeak = int(np.argmax(v >= (1 - match) * peak))
+    out = []
+    for j in range(ipeak + 2, v.size):
+        before, now = v[j - 1], v[j]
+        if not (before > 0 and now >= jump * before and before <= (1 - min_decay) * v[ipeak] and before <= v[j - 2]
+                and before >= mid * peak):
+            continue
+        earlier = np.flatnonzero(np.abs(v[:j - 1] - now) <= match * now)
+        if earlier.size:
+            out.append({"step": int(s[j]), "previous_step": int(s[j - 1]), "lr_before": float(before),
+                        "lr_after": float(now), "same_lr_step": int(s[earlier[-1]])})
+    return out
+
+
 def chance_counts(extra: tuple[int, ...] = ()) -> np.ndarray:
     """The whole numbers k whose ln k a loss sits at when the model predicts uniformly (cross-entropy over k
     outcomes) or a probability is clamped at 1/k: every k from 2 to 1000, powers of 2 (vocabularies of 2^m

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from forensics import stats
 from forensics.detectors.base import src
 from forensics.findings import Finding
 from forensics.run import Run
@@ -39,7 +40,10 @@ class LrScheduleAnomaly:
     time it reaches the floor counts: stepped past its horizon, HF's cosine climbs back and cycles. Otherwise
     (no scheduler named, or a cyclic one) the LR must stay at the floor to the end: a cyclic schedule touches
     it at every cycle's end; (b) an LR constant to 1e-9 while the config names a scheduler that should
-    move it (not a constant or plateau-driven one).
+    move it (not a constant or plateau-driven one); (c) a decaying LR that jumps back up, mid-decay, to a value
+    its schedule had earlier (`stats.lr_restarts`: ×`jump` or more, after falling `min_decay` below the peak,
+    from above `mid` of it, not from a cycle's end near 0 where SGDR restarts, to within `match` of an earlier LR), unless the config names a
+    cyclic scheduler: a process resumed with the weights but a fresh scheduler (issue 24 classes 3 and 4).
     False alarms: fires on 0 of the 169 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
@@ -51,8 +55,30 @@ class LrScheduleAnomaly:
     early: float = 0.5
     decay: float = 0.1
     near: float = 0.02  # "at the floor": within this fraction of the peak-to-floor range
+    jump: float = 1.5  # (c) a decaying LR that jumps ×1.5 or more back up ...
+    min_decay: float = 0.1  # ... after decaying 10% below its peak ...
+    mid: float = 0.1  # ... but not below 10% of it (SGDR restarts from its cycle's end, near 0) ...
+    match: float = 0.01  # ... to within 1% of a value its schedule had earlier
+
+    def restarts(self, run: Run) -> list[dict]:
+        """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
+        reads them too (a scheduler that started again is a resume that did not restore its state)."""
+        if not run.has("lr"):
+            return []
+        sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
+        if isinstance(sched, str) and _cyclic(sched):
+            return []
+        return stats.lr_restarts(*run.arrays("lr"), self.jump, self.min_decay, self.mid, self.match)
 
     def check(self, run: Run) -> Iterator[Finding]:
+        for r in self.restarts(run)[:1]:
+            yield Finding.of(self, severity="warning", step=r["step"], step_end=r["step"], series=run.pick("lr"),
+                             evidence=r, sources=(src(run, "lr", np.asarray([r["same_lr_step"], r["step"]])),),
+                             summary=(f"LR jumps back up from {r['lr_before']:.3g} to {r['lr_after']:.3g} at step "
+                                      f"{r['step']} in the middle of its decay, the value it had at step "
+                                      f"{r['same_lr_step']}: the scheduler started again (a resume that did not "
+                                      f"restore its state?)"))
+            return
         steps, lr = run.arrays("lr")
         ok = np.isfinite(lr)
         if ok.sum() < 5:

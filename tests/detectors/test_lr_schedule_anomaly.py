@@ -97,3 +97,42 @@ def test_fires_when_a_configured_cosine_overshoots_its_horizon_and_cycles(tmp_pa
     assert lr[1][-1] > lr[1].min()  # it does not end at the floor
     [f] = LrScheduleAnomaly().check(_run(tmp_path, lr, config={"optim": {"scheduler": "cosine"}}))
     assert 100 <= f.step <= 140 and f.evidence["fraction_of_run"] < 0.15 and f.evidence["rises_after_floor"] > 0
+
+
+def _resumed_without_scheduler(resume_at: int) -> tuple[np.ndarray, np.ndarray]:
+    """A cosine schedule (CosineAnnealingLR over N steps) logged every 10 steps; at `resume_at` the process restarts
+    from a checkpoint of the weights with a new optimizer and scheduler whose state was not loaded: the LR goes back
+    to the start of its schedule while the global step goes on (issue 24 class 3)."""
+    import torch
+
+    steps, lrs = [], []
+    with one_torch_thread():
+        for start, stop in ((0, resume_at), (resume_at, N)):
+            opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
+            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=N)
+            for i in range(start, stop):
+                if i % 10 == 0:
+                    steps.append(i)
+                    lrs.append(sched.get_last_lr()[0])
+                opt.step()
+                sched.step()
+    return np.array(steps), np.array(lrs)
+
+
+def test_fires_when_a_resume_restarts_the_schedule_mid_decay(tmp_path):
+    from forensics.detectors import ResumedRun
+
+    run = _run(tmp_path, _resumed_without_scheduler(600))
+    [f] = LrScheduleAnomaly().check(run)
+    assert f.step == 600 and f.evidence["same_lr_step"] < 100 and f.evidence["lr_after"] == pytest.approx(1e-3)
+    [r] = ResumedRun().check(run)
+    assert r.step == 600 and r.evidence["lr_before"] < 0.5e-3
+
+
+def test_warm_restarts_from_the_floor_are_no_restart_of_the_schedule(tmp_path):
+    """SGDR (CosineAnnealingWarmRestarts) jumps back to its peak by design, from its floor at each cycle's end."""
+    import torch
+
+    lr = _lrs(lambda opt: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=200))
+    assert np.sum(np.diff(lr[1]) > 0) >= 4  # it does jump back up
+    assert LrScheduleAnomaly().restarts(_run(tmp_path, lr)) == []
