@@ -46,6 +46,10 @@ class LrScheduleAnomaly:
     cyclic scheduler: a process resumed with the weights but a fresh scheduler (issue 24 classes 3 and 4).
     False alarms: fires on 0 of the 169 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    (d) An LR of exactly 0 on the first `zero_points` records or more, and on `zero_share` of them: a warmup
+    from 0 leaves 0 after one record; a quarter of the run at 0 trains nothing (issue 24 class 4). Unless the
+    loss falls meanwhile (by `zero_share` of its first level): then the logged LR is not the optimizer's
+    (shared/real_runs/wandb_gpt_baseline logs lr 0 on all 105 records while its loss falls 430 → 2.1).
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     """
@@ -59,6 +63,20 @@ class LrScheduleAnomaly:
     min_decay: float = 0.1  # ... after decaying 10% below its peak ...
     mid: float = 0.1  # ... but not below 10% of it (SGDR restarts from its cycle's end, near 0) ...
     match: float = 0.01  # ... to within 1% of a value its schedule had earlier
+    zero_points: int = 5  # (d) an LR of exactly 0 on the first 5 records or more ...
+    zero_share: float = 0.25  # ... and on a quarter of them (a warmup from 0 is 0 on its first record only)
+
+    def _learns(self, run: Run, until: int) -> bool:
+        """Whether the training loss falls by `zero_share` or more of its first level up to step `until` (then
+        the logged LR is not the one the optimizer used: a loss does not fall under an LR of 0)."""
+        if not run.has("loss"):
+            return False
+        s, y = run.arrays("loss")
+        y = y[(s <= until) & np.isfinite(y)]
+        if y.size < 6:
+            return False
+        head, tail = float(np.median(y[:3])), float(np.median(y[-3:]))
+        return head > 0 and (head - tail) / head >= self.zero_share
 
     def restarts(self, run: Run) -> list[dict]:
         """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
@@ -84,6 +102,16 @@ class LrScheduleAnomaly:
         if ok.sum() < 5:
             return
         steps, lr = steps[ok], lr[ok]
+        zero = int(np.argmax(lr != 0)) if np.any(lr != 0) else lr.size  # leading records at exactly 0
+        if zero >= self.zero_points and zero >= self.zero_share * lr.size and not self._learns(run, steps[zero - 1]):
+            ev = {"zero_points": zero, "points": int(lr.size), "first_step": int(steps[0]),
+                  "last_zero_step": int(steps[zero - 1]), "lr_after": float(lr[zero]) if zero < lr.size else None}
+            yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[zero - 1]),
+                             series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps[:zero]),),
+                             summary=(f"LR is 0 on the first {zero} of {lr.size} records (steps {steps[0]}-"
+                                      f"{steps[zero - 1]}): nothing moves the weights while it is (a warmup or "
+                                      f"scheduler stuck at 0, or an LR printed with too few decimals)"))
+            return
         last = max(int(run.last_step() or steps[-1]), int(steps[-1]))
         first = int(steps[0])
         peak, floor = float(lr.max()), float(lr.min())
