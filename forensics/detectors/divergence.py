@@ -43,6 +43,9 @@ class Divergence:
     False alarms: fires on 0 of the 406 healthy runs it could check (at most 0.74% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
     2026).
+    With issue 24's rules: fires on 0 of the 125 healthy runs it could check (corpus calib 104, shared/real_runs 5,
+    shared/real_runs_test 16; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p.
     """

@@ -44,6 +44,9 @@ class ExplodingGradients:
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and shared/real_runs,
     25 Nov 2026), and on no run labelled otherwise (2 flat_frozen_all runs before the rise was counted so);
     recall 6/7 on the labelled runs there.
+    With issue 24's rules: fires on 0 of the 96 healthy runs it could check (corpus calib 88, shared/real_runs 3,
+    shared/real_runs_test 5; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: a norm that explodes precedes NaN losses and weights; a single bad batch makes a spike, not this.
     Evidence: onset and end step, norm before (baseline), peak norm, factor, growth per step (Theil–Sen on
     log10), points from ×2 to ×factor, the loss's change over the episode, whether it ends non-finite.

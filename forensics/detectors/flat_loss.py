@@ -40,6 +40,9 @@ class FlatLoss:
     False alarms (range rule): fires on 0 of the 521 healthy runs it could check (at most 0.6% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs,
     25 Nov 2026, fifth session); `min_digits` 3 and `pinned_share` 0.3 fire on none either.
+    With issue 24's rules: fires on 0 of the 102 healthy runs it could check (corpus calib 83, shared/real_runs 5,
+    shared/real_runs_test 14; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
     log(C) when the config names a class count, the median LR when an LR series exists.

@@ -50,6 +50,9 @@ class LrScheduleAnomaly:
     from 0 leaves 0 after one record; a quarter of the run at 0 trains nothing (issue 24 class 4). Unless the
     loss falls meanwhile (by `zero_share` of its first level): then the logged LR is not the optimizer's
     (shared/real_runs/wandb_gpt_baseline logs lr 0 on all 105 records while its loss falls 430 → 2.1).
+    With issue 24's rules: fires on 0 of the 120 healthy runs it could check (corpus calib 104, shared/real_runs 3,
+    shared/real_runs_test 13; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     """

@@ -38,6 +38,9 @@ class MaskedNonfinite:
     False alarms (critical rule): fires on 0 of the 403 healthy runs it could check (at most 0.74% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
     2026).
+    With issue 24's rules: fires on 0 of the 112 healthy runs it could check (corpus calib 104, shared/real_runs 3,
+    shared/real_runs_test 5; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
     Evidence: first such step, count, the loss and grad norm there, whether the loss is exactly 0.
     """

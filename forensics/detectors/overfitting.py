@@ -51,6 +51,9 @@ class Overfitting:
     `early_evals` evaluations, training must fall by `min_train_fall` of its level over the rise (a validation
     loss that worsens from its first evaluations beside a flat training loss is a mismatch between the two
     sets, not memorisation).
+    With issue 24's rules: fires on 0 of the 114 healthy runs it could check (corpus calib 104, shared/real_runs 4,
+    shared/real_runs_test 6; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
     """

@@ -46,6 +46,9 @@ class ResumedRun:
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026). Refused W&B
     steps: none of the 148 healthy corpus runs written with W&B (tune, calib, holdout-holdout6) has a single
     one; the three W&B resumes from an older checkpoint have 179-180 each, below one reached step.
+    With issue 24's rules: fires on 0 of the 126 healthy runs it could check (corpus calib 104, shared/real_runs 5,
+    shared/real_runs_test 17; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
     Evidence: restart step, the step it went back from, overlap in steps, wall-clock gap where known; for

@@ -31,6 +31,9 @@ class ThroughputDrop:
     anything a user would act on.
     False alarms: fires on 0 of the 47 healthy runs it could check (at most 6.4% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    With issue 24's rules: fires on 0 of the 28 healthy runs it could check (corpus calib 24, shared/real_runs 1,
+    shared/real_runs_test 3; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their

@@ -52,6 +52,9 @@ class Underfitting:
     way to the accuracy; the drop, level and train–val gates still hold.
     False alarms: fires on 0 of the 88 healthy runs it could check (at most 3.4% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    With issue 24's rules: fires on 0 of the 55 healthy runs it could check (corpus calib 51, shared/real_runs 2,
+    shared/real_runs_test 2; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: the model cannot fit even the training data: too little capacity, LR too small, too much
     regularisation, too short training.
     Evidence: the reference (log C or initial loss) and its source, initial, final train and val levels,
