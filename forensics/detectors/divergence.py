@@ -36,7 +36,10 @@ class Divergence:
     A log that ends on a blow-up counts as one that turns non-finite: its last point `end_jump` × above every
     point since the minimum (a job killed by a loss guard, an OOM or a kill right there; +2 labelled runs on
     the development parts, no healthy one at 3, 5 or 10).
-    Short per-epoch logs count from `min_points` points. Separately: a loss whose every logged value is above
+    Short per-epoch logs count from `min_points` points. At any length (issue 24 class 2), a jump to
+    `short_jump` × a positive minimum that every later point holds (`min_jump_points` or more of them) is
+    divergence by its effect size alone in a log of up to `short_max` points: 0.166 → 4.97, 5.32, 4.38, 4.54,
+    8.92, 5.22 needs no trend test; a minimum that is a lone dip (a point before it already ×3 above) is not. Separately: a loss whose every logged value is above
     `blown_level` has blown up before the log began (1.87e12 → 2.2e9 over five evaluations).
     Tie-break: when a validation loss rises while the training loss falls, that is `overfitting`, not this:
     this detector reads only the training loss.
@@ -58,7 +61,10 @@ class Divergence:
     min_recovered: float = 0.3  # final − min ≥ this × (initial − min): it gave back a good part of its progress
     p: float = 0.01  # Mann–Kendall p after the minimum; exact for short logs
     min_points_after: int = 5  # a trend needs this many points after the minimum (unless NaN follows)
-    min_points: int = 4  # fewer finite points cannot separate a rise from one noisy value
+    min_points: int = 3  # fewer finite points cannot separate a rise from one noisy value
+    short_jump: float = 3.0  # a jump of ×3 over the minimum that every later point holds: divergence at any length
+    min_jump_points: int = 2  # ... shown by at least this many points (one is where the log ends: `end_jump`)
+    short_max: int = 20  # ... in a log of at most this many points (longer ones have the trend tests)
     step_sigmas: float = 8.0  # a step up that stays: rise ≥ this × the log-scale noise after it
     min_step_after: int = 3  # ... and stays for at least this many points
     blown_level: float = 1e8  # no mean-reduced loss of a live model sits above this at every logged point
@@ -82,11 +88,15 @@ class Divergence:
         sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
         imin = int(np.nanargmin(sm))
         after = y[imin:]
+        lo = float(sm[imin])
+        head, _ = stats.head_tail_levels(y)
+        held = self._held_jump(after, lo) if n <= self.short_max and not np.any(y[:imin] >= self.short_jump * lo) else None
+        if held is not None:
+            yield self._jump(run, steps, y, imin, lo, held, nan_follows)
+            return
         if after.size < 2 or (after.size < self.min_points_after and not nan_follows
                               and after.size < self.min_step_after + 1):
             return
-        lo = float(sm[imin])
-        head, _ = stats.head_tail_levels(y)
         # The final level: the last finite value when the loss then dies (its level at death), else a tail median.
         tail_n = max(2, min(after.size // 4, n // 20))
         # A log that ends on a blow-up (the job died there: a loss guard, an OOM, a kill) ends like one that
@@ -125,6 +135,31 @@ class Divergence:
                                      f"Mann–Kendall p={trend.p:.1g}" if significant else
                                      f"and stays there: the last {tail_n} points sit above the minimum's, "
                                      f"Mann–Whitney p={shift.p:.1g}") + f"){tail}"))
+
+    def _held_jump(self, after: np.ndarray, lo: float) -> int | None:
+        """Where the loss first stands `short_jump` × above a positive minimum `lo`, when every point from there to
+        the end (at least `min_jump_points` of them) stays that high, else None."""
+        if not lo > 0:
+            return None
+        up = np.flatnonzero(after >= self.short_jump * lo)
+        if up.size == 0 or after.size - up[0] < self.min_jump_points or np.any(after[up[0]:] < self.short_jump * lo):
+            return None
+        return int(up[0])
+
+    def _jump(self, run: Run, steps: np.ndarray, y: np.ndarray, imin: int, lo: float, j: int,
+              nan_follows: bool) -> Finding:
+        held = y[imin + j:]
+        low = float(np.min(held))
+        ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": float(y[0]),
+              "final_level": float(y[-1]), "growth_factor": low / lo, "jump_step": int(steps[imin + j]),
+              "points_held": int(held.size), "lowest_after_jump": low, "short_jump": self.short_jump,
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss jumps from its minimum {lo:.4g} at step {steps[imin]} to {y[imin + j]:.4g} at "
+                                   f"step {steps[imin + j]} and never comes back: all {held.size} points since stay at "
+                                   f"{low:.4g} or above ({ratio(low / lo)} the minimum)"
+                                   + (" and then turns non-finite" if nan_follows else "")))
 
     def _stays_up(self, after: np.ndarray, lo: float, final: float) -> bool:
         """A step up that stays: after the first point above the rise's midpoint, at least `min_step_after`
