@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +19,16 @@ import streamlit as st
 from app import charts
 from app.data import StoreProblem, query
 from forensics import numbers
+from forensics.render import clean
 
 PIXELS = 1600  # pixel columns per chart for M4: at most ~4 points per column, whatever the series' length
 
-VERDICT = {  # icon and word: reads in grey
+VERDICT = {  # the stored verdict (forensics/verdict.py) -> icon, word, badge colour: reads in grey
     "failed": ("⛔", "failed", "critical"),
     "suspicious": ("⚠️", "suspicious", "warning"),
-    "notes": ("ℹ️", "notes only", "info"),
-    "no findings": ("✅", "no findings", "ok"),
+    "inconclusive": ("❔", "INCONCLUSIVE", "info"),
+    "healthy": ("✅", "healthy", "ok"),
+    "older analysis": ("○", "analysed by an older version", "none"),
     "not analyzed": ("○", "not analyzed", "none"),
 }
 
@@ -45,20 +48,37 @@ CSS = """
 
 
 def md(text: Any) -> str:
-    """Plain text made safe for Streamlit markdown (no accidental emphasis, links or LaTeX)."""
-    out = str(text)
-    for ch in "\\*_[]<>$`#|":
+    """Text from a file made safe for Streamlit markdown: control characters written as escapes (a newline cannot
+    start a heading or a list), no emphasis, links, LaTeX, code spans, and no HTML, even where we allow our own
+    (`<` becomes `&lt;`)."""
+    out = clean(text)
+    for ch in "\\*_[]$`#|~!":
         out = out.replace(ch, "\\" + ch)
-    return out
+    return out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def esc(text: Any) -> str:
-    """Plain text inside an HTML block, where markdown escapes would show literally."""
-    return html.escape(str(text))
+    """Text from a file inside an HTML block of ours, where markdown escapes would show literally."""
+    return html.escape(clean(text))
 
 
 def badge(level: str, text: str) -> str:
     return f"<span class='sev sev-{level}'>{text}</span>"
+
+
+def restriction(run: dict) -> str:
+    """`only nan_loss, divergence checked` for an analysis restricted by `--only`/`--skip`, else ''."""
+    only, skip = json.loads(run["only_kinds"] or "[]"), json.loads(run["skip_kinds"] or "[]")
+    if only:
+        return f"only {', '.join(only)} checked"
+    return f"{', '.join(skip)} skipped" if skip else ""
+
+
+def headline_text(run: dict) -> str:
+    """The stored headline as the CLI shows it: `dead_relu at step 120 (event 2): <summary>`."""
+    at = f" at {steps_text(run['headline_step'], run['headline_step_end'])}" if run["headline_step"] is not None else ""
+    event = f" (event {run['headline_event']})" if run["headline_event"] is not None else ""
+    return f"{run['headline_kind']}{at}{event}: {run['headline_summary']}"
 
 
 def steps_text(step: int | None, step_end: int | None) -> str:
@@ -121,13 +141,20 @@ def runs_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
             counts_text = ", ".join(f"{r[k]} {w}" for k, w in (("n_critical", "critical"), ("n_warning", "warning"),
                                                                 ("n_info", "info")) if r[k])
             a.markdown(f"{badge(level, icon + ' ' + word)} &nbsp; **{md(r['name'])}**"
-                       + (f" <span class='muted'>({counts_text})</span>" if counts_text else ""),
+                       + (f" <span class='muted'>({counts_text})</span>" if counts_text else "")
+                       + (f" <span class='muted'>{esc(restriction(r))}</span>" if restriction(r) else ""),
                        unsafe_allow_html=True)
             if r["headline"]:
-                a.markdown(f"<div class='muted'>{charts.severity_label(r['worst'])} · {esc(r['headline'])}</div>",
+                a.markdown(f"<div class='muted'>first: {charts.severity_label(r['worst'])} · "
+                           f"{esc(headline_text(r))}</div>", unsafe_allow_html=True)
+            if r["verdict"] in ("inconclusive", "healthy") and r["verdict_reason"]:
+                a.markdown(f"<div class='muted'>{esc(r['verdict_reason'])}</div>", unsafe_allow_html=True)
+            if r["n_read_problems"]:
+                a.markdown(f"<div class='muted'>{r['n_read_problems']} read problem"
+                           f"{'s' if r['n_read_problems'] != 1 else ''} (listed in the report)</div>",
                            unsafe_allow_html=True)
-            elif r["verdict"] == "not analyzed":
-                a.markdown(f"<div class='muted'>ingested only: <code>forensics analyze {esc(r['root'])}</code> gives its "
+            if r["verdict"] in ("not analyzed", "older analysis"):
+                a.markdown(f"<div class='muted'>{word}: <code>forensics analyze {esc(r['root'])}</code> gives its "
                            "diagnosis</div>", unsafe_allow_html=True)
             last = "?" if r["last_step"] is None else f"{r['last_step']:,}"
             when = r["last_ingested"].strftime("%Y-%m-%d %H:%M") if r["last_ingested"] else "?"
@@ -160,10 +187,16 @@ def _focus_from_link(run_id: str, findings: pl.DataFrame | None, full: tuple[int
     if findings is None or not wanted or st.session_state.get("finding_from_link") == (run_id, wanted):
         return
     st.session_state.finding_from_link = (run_id, wanted)
-    match = findings.filter(pl.col("finding_id") == int(wanted)) if wanted.isdigit() else findings.clear()
+    number = link_number(wanted)  # anything else (`²`, 5000 digits, `-1`) falls back to the whole run
+    match = findings.filter(pl.col("finding_id") == number) if number is not None else findings.clear()
     if match.height and match["step"][0] is not None:
         f = match.row(0, named=True)
         _focus(f["finding_id"], f["step"], f["step_end"] if f["step_end"] is not None else f["step"], full)
+
+
+def link_number(text: str | None) -> int | None:
+    """A page parameter meant as a small id (`?finding=3`): ASCII digits only, at most 9 of them, else None."""
+    return int(text) if text and re.fullmatch(r"[0-9]{1,9}", text) else None
 
 
 def _reset_view_for(run_id: str, full: tuple[int, int]) -> None:
@@ -198,15 +231,19 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         _problem(problem)
         return
 
-    st.title(run["name"])
+    st.title(md(run["name"]))
     when = run["last_ingested"].strftime("%Y-%m-%d %H:%M") if run["last_ingested"] else "?"
     st.markdown(f"<div class='muted'>{esc(run['root'])} · {esc(run['formats'] or 'no sources')} · "
                 f"{run['n_series']} series, {run['n_points']:,} points · ingested {when}</div>",
                 unsafe_allow_html=True)
 
     if findings is None:
-        st.info(f"This run was ingested but not analysed yet. `forensics analyze {run['root']} --db {db}` "
+        st.info(f"This run was ingested but not analysed yet. **forensics analyze {md(run['root'])} --db {md(db)}** "
                 "stores its diagnosis; reload this page after.")
+    elif run["verdict"] == "older analysis":
+        st.info(f"This run was analysed by an older version, which stored no verdict. **forensics analyze "
+                f"{md(run['root'])} --db {md(db)}** stores one; reload this page after.")
+        _findings(findings, series)
     else:
         _diagnosis(run, findings, skipped, first, series)
 
@@ -236,25 +273,39 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
 
 def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: pl.DataFrame,
                series: pl.DataFrame) -> None:
+    """The stored verdict with its reason, the restriction, the read problems, the stored headline, then findings."""
     icon, word, level = VERDICT[run["verdict"]]
     counts = ", ".join(f"{run[k]} {w}" for k, w in (("n_critical", "critical"), ("n_warning", "warning"),
                                                      ("n_info", "info")) if run[k])
-    checked = f"; {skipped.height} detectors could not check (listed below the curves)" if skipped.height else ""
-    verdict = f"{icon} **{word.capitalize()}**" + (f": {counts}" if counts else "") + checked + "."
+    checked = f" {skipped.height} detectors could not check (listed below the curves)." if skipped.height else ""
+    only = f" Restricted analysis: {md(restriction(run))}." if restriction(run) else ""
+    verdict = (f"{icon} **{word if word.isupper() else word.capitalize()}**"
+               + (f" ({counts})" if counts and run["verdict"] in ("failed", "suspicious") else "")
+               + (f": {md(run['verdict_reason'])}" if run["verdict"] in ("inconclusive", "healthy") else "")
+               + "." + only + checked)
     {"critical": st.error, "warning": st.warning, "info": st.info}.get(level, st.success)(verdict)
-    if findings.height:
-        head = run["headline"] or ""
-        top = findings.filter(pl.col("severity") == run["worst"]).row(0, named=True)
-        st.markdown(f"**First {charts.severity_label(run['worst'])} finding**, {steps_text(top['step'], top['step_end'])}"
-                    f": {md(head)}")
-        top_checks = json.loads(top["checks"] or "[]")
+    problems = json.loads(run["read_problems"] or "[]")
+    if problems:
+        with st.expander(f"Read with problems ({len(problems)})", expanded=run["verdict"] == "inconclusive"):
+            for p in problems:
+                where = f" at {p['position']}" if p.get("position") is not None else ""
+                kept = f"; kept {p['kept']}" if p.get("kept") else ""
+                st.markdown(f"- {md(p['path'])}{md(where)}: **{md(p['kind'])}**: {md(p['detail'])}{md(kept)}")
+    if run["headline_id"] is not None:
+        top = findings.filter(pl.col("finding_id") == run["headline_id"])
+        st.markdown(f"**Earliest cause** ({charts.severity_label(run['worst'])}): {md(headline_text(run))}")
+        top_checks = json.loads(top["checks"][0] or "[]") if top.height else []
         if top_checks:
             st.markdown("Check first: " + "; ".join(md(c) for c in top_checks[:3]) + ".")
     if first.height:
         parts = [f"**{md(r['name'])}** {charts.nonfinite_text(r['value'])} at step {r['step']:,}"
                  for r in first.iter_rows(named=True)]
         st.markdown("First non-finite value per series (earliest first): " + "; ".join(parts) + ".")
+    _findings(findings, series)
 
+
+def _findings(findings: pl.DataFrame, series: pl.DataFrame) -> None:
+    """The findings, grouped by the events the engine stored."""
     st.header("Findings")
     if findings.height == 0:
         st.markdown("No detector fired on this run. That is a claim only about the detectors that ran: "
@@ -302,7 +353,7 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
             st.markdown("**Check first:** " + "; ".join(md(c) for c in checks) + ".")
         sources = json.loads(f["sources"] or "[]")
         if sources:
-            st.caption("Read from: " + "; ".join(", ".join(f"{k} {v}" for k, v in s.items()) for s in sources))
+            st.caption("Read from: " + "; ".join(", ".join(f"{md(k)} {md(v)}" for k, v in s.items()) for s in sources))
 
 
 def _value(v: Any) -> str:
@@ -408,7 +459,7 @@ def _replay_hint(run: dict, findings: pl.DataFrame) -> None:
 
 def layers_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     run = _run_row(runs, run_id)
-    st.title(f"Layers · {run['name']}")
+    st.title(f"Layers · {md(run['name'])}")
     try:
         norms = query(db, "app_layer_norms", run_id)
         ratios = query(db, "app_update_ratios", run_id)
@@ -442,7 +493,7 @@ def layers_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
 
 def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     run = _run_row(runs, run_id)
-    st.title(f"Checkpoints and replays · {run['name']}")
+    st.title(f"Checkpoints and replays · {md(run['name'])}")
     try:
         ckpts = query(db, "app_checkpoints", run_id)
         movers = query(db, "app_movers", run_id, 5)
@@ -477,7 +528,8 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
                 flag = badge("critical", f"⛔ {c['n_nonfinite']:,} NaN/Inf")
             held = ", ".join(w for w, k in (("optimizer", "has_optimizer"), ("GradScaler", "has_scaler")) if c[k])
             step = "?" if c["step"] is None else f"{c['step']:,}"
-            st.markdown(f"{flag} &nbsp; step **{step}** · `{c['path']}` · {c['format']} · {numbers.size(c['size_bytes'], 'size unknown')}"
+            st.markdown(f"{flag} &nbsp; step **{step}** · <code>{esc(c['path'])}</code> · {esc(c['format'])} · "
+                        f"{numbers.size(c['size_bytes'], 'size unknown')}"
                         + (f" · with {held}" if held else "")
                         + (f" · <span class='muted'>{esc(c['status'])}: {esc(c['detail'])}</span>"
                            if c["status"] != "ok" and c["detail"] else ""),
@@ -501,7 +553,7 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
             bits = []
             if b["nonfinite_samples"]:
                 bits.append(f"NaN/Inf in samples {numbers.ints(b['nonfinite_samples'])}")
-            st.markdown(f"- step {b['step']}: `{b['path']}` `{b['tensor']}`: " + "; ".join(bits))
+            st.markdown(f"- step {b['step']}: {md(b['path'])} {md(b['tensor'])}: " + "; ".join(bits))
 
     st.header("Replays")
     if replays is None or replays.height == 0:

@@ -8,14 +8,14 @@ page), then the chosen page from `app/pages.py`. Every read goes through `app/da
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 
 import streamlit as st
 
 from app import pages
 from app.data import StoreProblem, query
-from forensics.cli import db_path
+from ingest.store import db_location
 
 PAGES = {"Runs": pages.runs_page, "Run report": pages.report_page, "Layers": pages.layers_page,
          "Checkpoints and replays": pages.checkpoints_page, "Compare": pages.compare_page}
@@ -32,7 +32,7 @@ def _arguments() -> argparse.Namespace:
 st.set_page_config(page_title="run-forensics", page_icon="🔎", layout="wide")
 st.markdown(pages.CSS, unsafe_allow_html=True)
 args = _arguments()
-db = Path(db_path(args.db)).resolve()  # the CLI's one rule: --db, $FORENSICS_DB, the user cache
+db = db_location(args.db, os.environ).resolve()  # the CLI's one rule: --db, $FORENSICS_DB, the user cache
 
 try:
     runs = query(db, "app_runs")
@@ -44,17 +44,19 @@ except StoreProblem as problem:
 
 if runs.height == 0:
     st.title("run-forensics")
-    st.info(f"The database {db} holds no runs yet. Add one with `forensics analyze RUN_DIR --db {db}`, "
+    st.info(f"The database {pages.md(db)} holds no runs yet. Add one with forensics analyze RUN\\_DIR --db "
+            f"{pages.md(db)}, "
             "then reload this page.")
     st.stop()
 
 # The run, the page and a focused finding live in the URL (?run=...&page=...&finding=...), so a link opens them.
 names = runs["name"].to_list()
 ids = runs["run_id"].to_list()
-if "run" not in st.session_state:
+# A parameter that names nothing here (a typo, an old link, a hostile value) falls back to the default view.
+if st.session_state.get("run") not in ids:
     wanted = st.query_params.get("run") or args.run
     st.session_state.run = next((i for i, n in zip(ids, names) if wanted in (i, n)), ids[0])
-if "page" not in st.session_state:
+if st.session_state.get("page") not in PAGES:
     wanted_page = st.query_params.get("page")
     st.session_state.page = wanted_page if wanted_page in PAGES else ("Run report" if args.run else "Runs")
 
@@ -62,7 +64,7 @@ with st.sidebar:
     st.markdown("### 🔎 run-forensics")
     st.radio("Page", list(PAGES), key="page")
     st.selectbox("Run", ids, key="run", format_func=dict(zip(ids, names)).__getitem__)
-    st.caption(f"Database: `{db}`")
+    st.caption(f"Database: {pages.md(db)}")
     st.caption("Read-only. Reload after `forensics analyze` to see new results.")
 
 linked = st.query_params.get("run")

@@ -67,6 +67,7 @@ def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence
     detectors = build_detectors(only, skip, settings)
     run = Run.from_store(con, run_id)
     result = analyze_run(run, detectors)
+    result.only, result.skip = list(only), list(skip)
     result.read_problems = queries.read_problems(con, run_id)
     result.unknown_files = queries.unknown_files(con, run_id)
     give_verdict(result, run, detectors, restricted=bool(only or skip))

@@ -13,49 +13,17 @@ import os
 import sys
 from pathlib import Path
 
-from forensics import __version__, numbers
+from forensics import __version__
 from ingest.errors import ForensicsError
 
 EPILOG_DB = "The database is --db PATH, else $FORENSICS_DB, else ~/.cache/run-forensics/forensics.duckdb."
 
 
 def db_path(explicit: str | os.PathLike | None = None) -> Path:
-    """`--db PATH`, else `$FORENSICS_DB`, else the user's cache folder; never inside a run directory
-    (DECISIONS.md §5). The one place the environment is read."""
-    if explicit:
-        return Path(explicit).expanduser()
-    if os.environ.get("FORENSICS_DB"):
-        return Path(os.environ["FORENSICS_DB"]).expanduser()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "run-forensics" / "forensics.duckdb"
+    """`--db PATH`, else `$FORENSICS_DB`, else the user's cache folder (ingest.store.db_location's rule)."""
+    from ingest.store import db_location
 
-
-class ProgressBars:
-    """Draws ingest's progress callback as one tqdm bar per stage on stderr, only when stderr is a terminal
-    (tqdm's `disable=None`). Call `close()` when the work is done."""
-
-    def __init__(self, name: str, enabled: bool = True) -> None:
-        self.name, self.enabled = name, enabled
-        self.stage: str | None = None
-        self.bar = None
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if stage != self.stage:
-            from tqdm import tqdm
-
-            self.close()
-            self.stage = stage
-            self.bar = tqdm(total=total, desc=f"{stage} {self.name}", unit="B", unit_scale=True, disable=None,
-                            file=sys.stderr, leave=False)
-        self.bar.n = min(done, total)
-        self.bar.refresh()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+    return db_location(explicit, os.environ)
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +73,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     """Read every directory it can; report each one it cannot (one line each on stderr) and exit 2 if any
     could not be read, after the others are stored: a script must not take a partial ingest for a whole one."""
     from forensics.folders import refuse_folder_of_runs
+    from forensics.render import ProgressBars, clean, ingest_text
     from ingest.discovery import discover_runs
     from ingest.run import ingest_run
 
@@ -122,7 +91,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=args.trust_pickle))
         except ForensicsError as exc:
             failed.append({"path": str(run_dir), "error": str(exc)})
-            print(f"forensics: error: {exc}", file=sys.stderr)  # each message names its directory
+            print(f"forensics: error: {clean(exc)}", file=sys.stderr)  # each message names its directory
         finally:
             bars.close()
     code = 2 if failed else 0
@@ -130,29 +99,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(json.dumps({"db": str(db), "runs": [r.to_json() for r in reports], "failed": failed},
                          indent=2, allow_nan=True))
         return code
-    for r in reports:
-        by_format: dict[str, int] = {}
-        for s in r.sources:
-            # Checkpoints and batches hold tensors, not points: count them.
-            key = {"checkpoint": "checkpoints", "batch": "saved batches"}.get(s.format, s.format)
-            by_format[key] = by_format.get(key, 0) + (1 if s.format in ("checkpoint", "batch") else s.points)
-        formats = ", ".join(f"{n} {fmt}" for fmt, n in sorted(by_format.items())) or "nothing new"
-        print(f"{r.name} ({r.run_id}): {r.points:,} new points from {len(r.sources)} files [{formats}] "
-              f"in {r.seconds:.2f}s")
-        issues = r.issues
-        if issues:
-            print(f"  warning: {len(issues)} problems; good records were kept:", file=sys.stderr)
-            for path, issue in issues[:20]:
-                where = f" at {issue.position}" if issue.position is not None else ""
-                print(f"    {path}{where}: {issue.kind}: {issue.detail}", file=sys.stderr)
-            if len(issues) > 20:
-                print(f"    ... {len(issues) - 20} more (forensics runs --json lists them all)", file=sys.stderr)
-        if r.unknown:
-            shown = ", ".join(r.unknown[:5]) + (f", ... ({len(r.unknown)} in all)" if len(r.unknown) > 5 else "")
-            print(f"  not read (no reader for these files): {shown}", file=sys.stderr)
-    if failed:
-        print(f"{len(reports)} of {len(run_dirs)} directories read; not read: {', '.join(f['path'] for f in failed)}")
-    print(f"database: {db}")
+    out, err = ingest_text(reports, failed, len(run_dirs), str(db))
+    if err:
+        print(err, file=sys.stderr)
+    print(out)
     return code
 
 
@@ -172,57 +122,22 @@ def _runs_parser(sub) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from ingest.queries import list_runs
+    from forensics.render import runs_text, short_path
+    from ingest.queries import list_runs, watched_runs
     from ingest.store import connect
 
     db = db_path(args.db)
     with connect(db, write=False) as con:
         out = list_runs(con)
-        found = _found_by_watch(con)
+        found = {w["run_id"]: {"kind": w["kind"], "reason": w["reason"], "state": w["state"],
+                               "watch_root": w["watch_root"]} for w in watched_runs(con)}
     for r in out:
         r["found_by_watch"] = found.get(r["run"])
     if args.json:
         print(json.dumps({"db": str(db), "runs": out}, indent=2))
-        return 0
-    if not out:
-        print(f"no runs in {db}; add one with `forensics ingest RUN_DIR`")
-        return 0
-    # Two runs with one folder name (`version_0` of two experiments) are told apart by their path.
-    seen: dict[str, int] = {}
-    for r in out:
-        seen[r["name"]] = seen.get(r["name"], 0) + 1
-    shown = {r["run"]: r["name"] if seen[r["name"]] == 1 else _short_path(r["root"]) for r in out}
-    width = max(28, *(len(v) for v in shown.values()))
-    print(f"{'id':<10}  {'run':<{width}} {'points':>12}  {'series':>6}  {'problems':>8}  sources")
-    for r in out:
-        formats: dict[str, int] = {}
-        for s in r["sources"]:
-            formats[s["format"]] = formats.get(s["format"], 0) + 1
-        kinds = ", ".join(f"{n} {f}" for f, n in sorted(formats.items()))
-        problems = sum(1 for i in r["issues"] if i["kind"] != "unknown_file")
-        print(f"{r['run']:<10}  {shown[r['run']]:<{width}} {r['points']:>12,}  {r['series']:>6}  {problems:>8}  "
-              f"{len(r['sources'])} ({kinds})")
-        if r["found_by_watch"]:
-            w = r["found_by_watch"]
-            print(f"{'':12}found by watch as {w['kind']}: {w['reason']} ({w['state']})")
-    print(f"database: {db}")
+    else:
+        print(runs_text(out, str(db), short_path))
     return 0
-
-
-def _short_path(path: str) -> str:
-    """A run's root, relative to the working folder when it is below it."""
-    try:
-        return str(Path(path).relative_to(Path.cwd()))
-    except ValueError:
-        return path
-
-
-def _found_by_watch(con) -> dict[str, dict]:
-    """run_id -> how `forensics watch` found the run (docs/watch.md's rules) and its state there."""
-    from ingest.queries import watched_runs
-
-    return {w["run_id"]: {"kind": w["kind"], "reason": w["reason"], "state": w["state"], "watch_root": w["watch_root"]}
-            for w in watched_runs(con)}
 
 
 # -- analyze ------------------------------------------------------------------------------------------------
@@ -270,6 +185,7 @@ def _analyze_parser(sub) -> None:
     p.add_argument("--verbose", "-v", action="store_true",
                    help="print each finding's evidence, every read problem and why each detector could not run")
     p.add_argument("--open", action="store_true", help="then open the report in the app (forensics app)")
+    p.add_argument("--no-browser", action="store_true", help="with --open: only print the app's URL")
     _add_trust_pickle(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -277,6 +193,7 @@ def _analyze_parser(sub) -> None:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from forensics import report
     from forensics.analysis import analyze
+    from forensics.verdict import fails
 
     if args.all:
         return cmd_analyze_all(args)
@@ -296,18 +213,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             raise ForensicsError(f"cannot write --markdown {markdown_to}: {exc.strerror or exc}") from None
         print(f"markdown written to {markdown_to}", file=sys.stderr)
     if args.open:
-        serve_app(db_path(args.db), run=result.run_id)
+        from app.server import serve_app
+
+        serve_app(db_path(args.db), run=result.run_id, browser=not args.no_browser)
     return 1 if args.fail_on and fails(result, args.fail_on) else 0
-
-
-def fails(result, level: str) -> bool:
-    """--fail-on: `critical` a critical finding; `warning` a warning or worse; `inconclusive` any verdict but
-    healthy (a pipeline that wants proof of health)."""
-    from forensics.findings import RANK
-
-    if level == "inconclusive":
-        return result.verdict != "healthy"
-    return any(RANK[f.severity] <= RANK[level] for f in result.findings)
 
 
 def _markdown_target(args: argparse.Namespace) -> Path | str | None:
@@ -391,6 +300,8 @@ def _checkpoints_parser(sub) -> None:
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
+    from forensics.detectors.bad_batch import outlier_samples
+    from forensics.render import ProgressBars, checkpoints_text
     from ingest.queries import checkpoint_summary
     from ingest.run import ingest_run
     from ingest.store import connect
@@ -402,77 +313,12 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     finally:
         bars.close()
     with connect(db, write=False) as con:
-        summary = _judge_batches(checkpoint_summary(con, report.run_id, top=args.top))
+        summary = outlier_samples(checkpoint_summary(con, report.run_id, top=args.top))
     if args.json:
         print(json.dumps({"db": str(db), "run": report.run_id, "name": report.name, **summary}, indent=2))
-        return 0
-    ckpts, batches = summary["checkpoints"], summary["batches"]
-    print(f"{report.name} ({report.run_id}): {len(ckpts)} checkpoints, {len(batches)} saved batches")
-    if ckpts:
-        print(f"  {'step':>8}  {'from':<8} {'format':<11} {'size':>9}  {'finite':<6} {'status':<12} path")
-    for c in ckpts:
-        step = "?" if c["step"] is None else str(c["step"])
-        finite = "-" if c["finite"] is None else "yes" if c["finite"] else "NO"
-        print(f"  {step:>8}  {c['step_from'] or '-':<8} {c['format']:<11} {numbers.size(c['size_bytes']):>9}  {finite:<6} "
-              f"{c['status']:<12} {c['path']}")
-        if c["nonfinite_tensors"]:
-            print(f"  {'':>8}  {_nonfinite_line(c)}")
-        if c["status"] != "ok" and c["detail"]:
-            print(f"  {'':>8}  {c['detail']}")
-    if summary["deltas"] and args.top > 0:
-        print("biggest movers between consecutive checkpoints (‖Δw‖/‖w‖, model parameters):")
-    elif any(d["frozen"] for d in summary["deltas"]):
-        print("parameters unchanged between consecutive checkpoints (--top 0: movers not listed):")
-    for d in summary["deltas"]:
-        if args.top > 0:
-            movers = ", ".join(f"{m['tensor']} {m['ratio']:.2e}" for m in d["top"]) or "no parameter moved"
-            print(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps): {movers}")
-        elif d["frozen"]:
-            print(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps):")
-        if d["frozen"]:
-            more = f" and {len(d['frozen']) - 8} more" if len(d["frozen"]) > 8 else ""
-            print(f"    unchanged: {', '.join(d['frozen'][:8])}{more}")
-    for b in batches:
-        step = "?" if b["step"] is None else str(b["step"])
-        flags = []
-        for t in b["tensors"]:
-            if t["nonfinite_samples"]:
-                flags.append(f"{t['tensor']}: NaN/Inf in samples {numbers.ints(t['nonfinite_samples'])}")
-            if t["outlier_samples"]:
-                flags.append(f"{t['tensor']}: outlier samples {numbers.ints(t['outlier_samples'])}")
-        line = f"  batch step {step}: {b['path']} {b['n_samples'] or 0} samples, {b['status']}"
-        print(line + "".join(f"; {f}" for f in flags))
+    else:
+        print(checkpoints_text(report.name, report.run_id, summary, args.top))
     return 0
-
-
-def _judge_batches(summary: dict) -> dict:
-    """Outlier samples of each saved batch by the bad_batch detector's own rule and default threshold (the store
-    keeps per-sample norms, not a verdict); tensors with neither NaN/Inf nor outlier samples are left out."""
-    from forensics.detectors.bad_batch import BadBatch
-
-    judge = BadBatch()
-    for b in summary["batches"]:
-        tensors = []
-        for t in b["tensors"]:
-            far = judge.outliers(t.pop("sample_norms"))
-            if t["nonfinite_samples"] or far:
-                tensors.append(t | {"outlier_samples": [s for s, _ in far], "outlier_z": [z for _, z in far]})
-        b["tensors"] = tensors
-    return summary
-
-
-def _nonfinite_line(c: dict) -> str:
-    """Model values as `analyze` counts them (nonfinite_weights), optimizer and other state apart."""
-    model = [t for t in c["nonfinite_tensors"] if t["kind"] in ("param", "buffer")]
-    other = [t for t in c["nonfinite_tensors"] if t["kind"] not in ("param", "buffer")]
-    values = f"{c['n_nonfinite']:,} NaN/Inf " + ("value" if c["n_nonfinite"] == 1 else "values")
-    line = f"{values} in {len(model)} model " + ("tensor" if len(model) == 1 else "tensors")
-    if model:
-        line += " (" + ", ".join(t["tensor"] for t in model[:4]) + (", ...)" if len(model) > 4 else ")")
-    if other:
-        kinds = sorted({t["kind"] for t in other})
-        line += f"; NaN/Inf also in {len(other)} {'/'.join(kinds)} " + ("tensor" if len(other) == 1 else "tensors")
-    return line
 
 
 def _count_arg(text: str) -> int:
@@ -483,9 +329,6 @@ def _count_arg(text: str) -> int:
 
 
 # -- app (the Streamlit browser; issue 15) ---------------------------------------------------------------------
-
-APP_PORT = 8501
-
 
 def _app_parser(sub) -> None:
     p = sub.add_parser(
@@ -502,117 +345,16 @@ def _app_parser(sub) -> None:
     )
     _add_db(p)
     p.add_argument("--port", type=int, metavar="N",
-                   help=f"port on localhost (default {APP_PORT}, or the next free one when it is taken)")
+                   help="port on localhost (default 8501, or the next free one when it is taken)")
     p.add_argument("--run", metavar="NAME", help="open this run's report (its name or id)")
     p.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
     p.set_defaults(func=cmd_app)
 
 
 def cmd_app(args: argparse.Namespace) -> int:
+    from app.server import serve_app
+
     return serve_app(db_path(args.db), port=args.port, run=args.run, browser=not args.no_browser)
-
-
-def _free_port(port: int | None) -> int:
-    """`port` if given and free (else an error); else the first free port from APP_PORT on."""
-    import socket
-
-    def free(n: int) -> bool:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            # As the server will: a port left in TIME_WAIT by a server just stopped is free; one listened on is not.
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(("127.0.0.1", n))
-            except OSError:
-                return False
-            return True
-
-    if port is not None:
-        if not free(port):
-            raise ForensicsError(f"port {port} is in use; pass another --port")
-        return port
-    for n in range(APP_PORT, APP_PORT + 50):
-        if free(n):
-            return n
-    raise ForensicsError(f"no free port in {APP_PORT}-{APP_PORT + 49}; pass --port N")
-
-
-def _wait_listening(proc, port: int, wait_s: float = 60.0) -> None:
-    """Return once the server accepts connections, so the printed URL works when it is printed."""
-    import socket
-    import time
-
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise ForensicsError(f"the app stopped with exit code {proc.returncode} before it served a page "
-                                 "(streamlit's message is above)")
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    proc.terminate()
-    raise ForensicsError(f"the app did not start listening on port {port} within {wait_s:.0f} s")
-
-
-def serve_app(db: Path, *, port: int | None = None, run: str | None = None, browser: bool = True) -> int:
-    """Run `python -m streamlit run app/streamlit_app.py -- --db DB [--run RUN]` until it stops or Ctrl+C."""
-    import importlib.util
-    import os
-    import signal
-    import subprocess
-    import threading
-    from urllib.parse import urlencode
-
-    from ingest.errors import MissingDependency
-
-    missing = [m for m in ("streamlit", "plotly") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise MissingDependency(f"the app needs {', '.join(missing)}: pip install -e \".[app]\"")
-    spec = importlib.util.find_spec("app")
-    if spec is None or spec.origin is None:
-        raise ForensicsError("the app's files (app/streamlit_app.py) are not installed with this copy")
-    script = Path(spec.origin).parent / "streamlit_app.py"
-    port = _free_port(port)
-    if not db.exists():
-        print(f"forensics: note: no database at {db} yet; the page says so until `forensics analyze RUN_DIR "
-              f"--db {db}` creates it", file=sys.stderr)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
-           "--server.address", "localhost", "--server.headless", "false" if browser else "true",
-           "--browser.gatherUsageStats", "false", "--global.developmentMode", "false", "--client.toolbarMode", "minimal",
-           "--", "--db", str(db)]
-    if run:
-        cmd += ["--run", run]
-    env = dict(os.environ)
-    root = str(script.parent.parent)  # so the script imports `app` and `ingest` from this same copy
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    query = "?" + urlencode({"run": run, "page": "Run report"}) if run else ""
-    # A SIGTERM (a service manager, a test's teardown) must stop the server too, not orphan it.
-    previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
-        else None
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
-    try:
-        _wait_listening(proc, port)
-        print(f"run-forensics app: http://localhost:{port}/{query}  (Ctrl+C stops it)", flush=True)
-        code = proc.wait()
-    except KeyboardInterrupt:
-        code = 0
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    if code not in (0, -15):
-        raise ForensicsError(f"the app stopped with exit code {code} (streamlit's message is above)")
-    return 0
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 # -- watch and fleet mode (analyze ROOT --all) ------------------------------------------------------------------
@@ -636,10 +378,12 @@ def _add_fleet(p: argparse.ArgumentParser) -> None:
 def cmd_analyze_all(args: argparse.Namespace) -> int:
     import time
 
-    from forensics import report
-    from forensics.findings import RANK
     from forensics.fleet import Options, analyze_runs
+    from forensics.render import fleet_text, lines
+    from forensics.verdict import fails
     from ingest.discovery import discover
+    from ingest.queries import latest_verdicts
+    from ingest.store import connect
 
     if args.markdown is not None:
         raise ForensicsError("--markdown writes one run's diagnosis; with --all use --json")
@@ -668,35 +412,26 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
     seconds = time.monotonic() - started
     by_path = {r.path: r for r in results}
     failed = [r for r in results if r.error is not None]
+    with connect(db, write=False) as con:  # each run's verdict and headline as the engine stored them
+        stored = latest_verdicts(con, [r.run_id for r in results if r.error is None and r.run_id])
     if args.json:
         print(json.dumps({"db": str(db), "root": str(found.root), "jobs": args.jobs, "ray": args.ray is not None,
                           "seconds": round(seconds, 2), "failed": len(failed), "runs": [
                               {"path": str(d.path), "kind": d.kind, "reason": d.reason,
                                **by_path[str(d.path)].as_dict()} for d in found.runs]}, indent=2))
     else:
-        for d in found.runs:
-            r = by_path[str(d.path)]
-            rel = d.path.relative_to(found.root) if d.path != found.root else Path(d.path.name)
-            if r.error is not None:
-                print(f"{rel}: could not analyse: {r.error}")
-                if args.verbose and r.trace:
-                    print(r.trace, end="")
-                continue
-            line = report.verdict(r.analysis).split(": ", 1)[1]
-            head = r.analysis.headline()
-            more = f" — first: {head.kind} at step {head.step}" if head is not None and head.step is not None else (
-                f" — first: {head.kind}" if head is not None else "")
-            print(f"{rel}: {line}{more}")
-        print(f"{len(results) - len(failed)} of {len(found.runs)} runs analysed in {seconds:.1f}s "
-              f"({args.jobs} {'Ray' if args.ray is not None else 'process'}{'es' if args.jobs > 1 and args.ray is None else ''}); "
-              f"database: {db}")
+        rows = [(d.path.relative_to(found.root) if d.path != found.root else Path(d.path.name), by_path[str(d.path)],
+                 stored.get(by_path[str(d.path)].run_id)) for d in found.runs]
+        workers = f"{args.jobs} {'Ray' if args.ray is not None else 'process'}" + (
+            "es" if args.jobs > 1 and args.ray is None else "")
+        print(lines([*fleet_text(rows, args.verbose),
+                     f"{len(results) - len(failed)} of {len(found.runs)} runs analysed in {seconds:.1f}s "
+                     f"({workers}); database: {db}"]))
     if failed:
         print(f"forensics: error: {len(failed)} of {len(found.runs)} runs could not be analysed; the others were",
               file=sys.stderr)
         return 2
-    if args.fail_on and any(RANK[f.severity] <= RANK[args.fail_on] for r in results for f in r.analysis.findings):
-        return 1
-    return 0
+    return 1 if args.fail_on and any(fails(r.analysis, args.fail_on) for r in results) else 0
 
 
 def _watch_parser(sub) -> None:
@@ -737,6 +472,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     import signal
 
     from forensics.fleet import Options
+    from forensics.render import clean
     from forensics.watch import Watcher, WatchSettings
 
     missing = [str(r) for r in args.roots if not r.is_dir()]
@@ -747,10 +483,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
     db = db_path(args.db)
 
     def emit(alert) -> None:
-        print(json.dumps(alert.as_dict(), default=str) if args.json else alert.message, flush=True)
+        print(json.dumps(alert.as_dict(), default=str) if args.json else clean(alert.message), flush=True)
 
     def log(message: str) -> None:
-        print(f"forensics watch: {message}", file=sys.stderr, flush=True)
+        print(f"forensics watch: {clean(message)}", file=sys.stderr, flush=True)
 
     settings = WatchSettings(interval=args.interval, jobs=args.jobs, stall_factor=args.stall_factor,
                              min_stall_s=args.min_stall, events=not args.no_events, options=Options(trust_pickle=args.trust_pickle))
@@ -784,7 +520,7 @@ def _replay_parser(sub) -> None:
         help="re-execute the bad step from the last finite checkpoint: first non-finite op, samples, fixes",
         description=(
             "Re-execute RUN_DIR's step N from the last finite checkpoint before it, through the saved batches, "
-            "with the run's entry point (forensics_entry.py at the run root, DECISIONS.md §10). RUNNING THIS RUNS "
+            "with the run's entry point (forensics_entry.py at the run root, docs/replay.md). RUNNING THIS RUNS "
             "THE USER'S CODE in that file: the command is the opt-in. Fidelity first (replayed vs logged losses and "
             "gradient norms), then a second re-run of the failing step (transient or deterministic); only a faithful, "
             "reproduced failure is diagnosed: phase, op, module, file:line, culprit samples and four "
@@ -812,6 +548,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     if args.markdown is not None and args.markdown.resolve().is_relative_to(args.run_dir.resolve()):
         raise ForensicsError(f"--markdown {args.markdown} is inside the run directory, which is never written to")
+    from forensics.render import lines
     from forensics.replay import replay
     from forensics.replay import report as replay_report
 
@@ -825,7 +562,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(replay_report.plain(result), indent=2))
     else:
-        print(replay_report.text(result))
+        print(lines(replay_report.text(result).split("\n")))
     if args.markdown is not None:
         args.markdown.write_text(replay_report.markdown(result), encoding="utf-8")
         print(f"markdown written to {args.markdown}", file=sys.stderr)
@@ -861,7 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ForensicsError as exc:
-        print(f"forensics: error: {exc}", file=sys.stderr)
+        from forensics.render import clean
+
+        print(f"forensics: error: {clean(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("forensics: interrupted", file=sys.stderr)

@@ -20,6 +20,7 @@ from forensics.detectors import ALL
 from forensics.detectors.base import Detector, missing_reason
 from forensics.findings import Analysis, Finding, Skip, Spike
 from forensics.run import Run
+from forensics.verdict import headline_index
 from ingest import writes
 
 # Roles whose series get a spike list (the catalog's "spike timesteps for every series where it finds them":
@@ -53,6 +54,7 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analys
     if bool(run.meta["ordinal"].fill_null(False).any()):  # say where ordinal steps are in the writer's words
         out.findings = [f.with_positions(run.writer_positions(f.series, [f.step, f.step_end]))
                         for f in out.findings]
+    out.headline_index = headline_index(out.findings)
     out.nonfinite = run.first_nonfinite()
     out.replay_from = replay_start(run, out.findings)
     out.checked = {"series": {r: run.pick(r) for r in ("loss", "val_loss", "grad_norm", "lr") if run.has(r)},
@@ -141,9 +143,15 @@ def replay_start(run: Run, findings: list[Finding]) -> dict[str, Any] | None:
 
 
 def store_analysis(con: Any, analysis: Analysis, settings: dict[str, str] | None = None) -> int:
-    """Write one analysis (findings by step then severity, spikes, skips) in one transaction; its id."""
+    """Write one analysis in one transaction: its verdict, reason, headline, restriction, read problems, then
+    findings (by step then severity, with their event ids), spikes and skips; its id. What is stored here is what
+    the app, `forensics runs`, watch and `analyze --all` show: none of them judges again."""
     aid = writes.insert_analysis(
-        con, analysis.run_id, engine_version=__version__, settings=settings or {}, healthy=analysis.healthy,
+        con, analysis.run_id, engine_version=__version__, settings=settings or {},
+        verdict={"healthy": analysis.healthy, "verdict": analysis.verdict, "verdict_reason": analysis.verdict_reason,
+                 "headline_id": analysis.headline_index, "only_kinds": list(analysis.only),
+                 "skip_kinds": list(analysis.skip), "read_problems": analysis.read_problems,
+                 "unknown_files": list(analysis.unknown_files)},
         findings=[{"finding_id": i, "kind": f.kind, "severity": f.severity, "step": f.step, "step_end": f.step_end,
                    "series": f.series, "summary": f.summary, "evidence": f.evidence, "causes": list(f.causes),
                    "checks": list(f.checks), "sources": list(f.sources), "event_id": f.event}

@@ -114,6 +114,11 @@ class Analysis:
     read_problems: list[dict[str, Any]] = field(default_factory=list)  # path, position, kind, detail, kept
     unknown_files: list[str] = field(default_factory=list)  # files no reader knows
     db: str | None = None
+    # The earliest cause (forensics/verdict.py's rule), chosen once by the engine: an index into `findings`.
+    headline_index: int | None = None
+    # `--only`/`--skip`: an analysis restricted to some detectors is stored and shown as such.
+    only: list[str] = field(default_factory=list)
+    skip: list[str] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -123,17 +128,32 @@ class Analysis:
     def worst(self) -> str | None:
         return min((f.severity for f in self.findings), key=RANK.__getitem__, default=None)
 
-    def headline(self) -> Finding | None:
-        """The earliest cause in the chain of the worst finding's event (rule in forensics/verdict.py)."""
-        from forensics.verdict import headline
+    @property
+    def restricted(self) -> bool:
+        return bool(self.only or self.skip)
 
-        return headline(self)
+    def headline(self) -> Finding | None:
+        """The earliest cause in the chain of the worst finding's event, as the engine chose it
+        (rule in forensics/verdict.py); None when there is no finding."""
+        return self.findings[self.headline_index] if self.headline_index is not None else None
+
+    def headline_dict(self) -> dict[str, Any] | None:
+        """The headline as `--json` carries it: the finding's kind, severity, steps, summary and event id."""
+        head = self.headline()
+        if head is None:
+            return None
+        return {"finding": self.headline_index, "kind": head.kind, "severity": head.severity, "step": head.step,
+                "step_end": head.step_end, "event": head.event, "summary": head.summary,
+                **({"at": head.at, "at_end": head.at_end} if head.at or head.at_end else {})}
 
     def as_dict(self) -> dict[str, Any]:
-        """The documented JSON object (`forensics analyze --json`): verdict and its reason, read problems, findings,
+        """The documented JSON object (`forensics analyze --json`): verdict and its reason, the headline (the
+        earliest-cause finding, with its event id), the `--only`/`--skip` restriction, read problems, findings,
         spikes, skips, plus `nonfinite`, `replay_from`, `checked`."""
         return {"run": self.run, "verdict": self.verdict, "verdict_reason": self.verdict_reason,
-                "healthy": self.healthy, "read_problems": plain(self.read_problems),
+                "healthy": self.healthy, "headline": self.headline_dict(),
+                "restricted": {"only": list(self.only), "skip": list(self.skip)} if self.restricted else None,
+                "read_problems": plain(self.read_problems),
                 "unknown_files": list(self.unknown_files), "db": self.db,
                 "findings": [f.as_dict() for f in self.findings],
                 "spikes": [s.as_dict() for s in self.spikes], "skipped": [s.as_dict() for s in self.skipped],

@@ -5,6 +5,8 @@ from __future__ import annotations
 from forensics import catalog
 from forensics.findings import Analysis, Finding, Spike
 from forensics.numbers import count
+from forensics.render import lines as joined
+from forensics.render import verdict_words
 
 
 def _where(f: Finding) -> str:
@@ -20,7 +22,6 @@ def _nonfinite_at(n: dict) -> str:
     return f" ({n['at']})" if n.get("at") else ""
 
 
-LABELS = {"failed": "FAILED", "suspicious": "suspicious", "inconclusive": "INCONCLUSIVE", "healthy": "healthy"}
 SHOWN_PROBLEMS = 5  # read problems shown in the text report without -v
 
 
@@ -28,10 +29,8 @@ def verdict(a: Analysis) -> str:
     """`run: FAILED (4 critical, 3 warning)`, `run: INCONCLUSIVE: <why>`, `run: healthy: <what was checked>`."""
     if a.verdict is None:  # an analysis that did not go through forensics.analysis.analyze
         return f"{a.run}: {len(a.findings)} findings"
-    label = LABELS[a.verdict]
-    if a.verdict in ("failed", "suspicious"):
-        return f"{a.run}: {label} ({a.verdict_reason})"
-    return f"{a.run}: {label}: {a.verdict_reason}"
+    restricted = (f" [only {', '.join(a.only)}]" if a.only else "") + (f" [skipping {', '.join(a.skip)}]" if a.skip else "")
+    return f"{a.run}: {verdict_words(a.verdict, a.verdict_reason)}{restricted}"
 
 
 def problem_line(p: dict) -> str:
@@ -134,7 +133,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
             lines.append(skipped_summary(a))
     if a.db:
         lines.append(f"database: {a.db}")
-    return "\n".join(lines)
+    return joined(lines)
 
 
 def markdown(a: Analysis) -> str:
@@ -169,7 +168,7 @@ def markdown(a: Analysis) -> str:
         out += [spikes_line(spikes), ""]
     if a.skipped:
         out += ["## Could not check", ""] + [f"- `{s.kind}`: {s.reason}" for s in a.skipped] + [""]
-    return "\n".join(out)
+    return joined(out)
 
 
 def rules_text(detected: dict[str, type]) -> str:

@@ -35,7 +35,7 @@ VERDICTS = ("failed", "suspicious", "inconclusive", "healthy")
 # Detectors that read the shape of the training-loss curve: a run none of them could look at is not judged.
 CURVE_DETECTORS = frozenset({"divergence", "loss_spike", "flat_loss", "plateau", "oscillation"})
 # Read problems that lose evidence (the rest, e.g. console lines no pattern knows, lose nothing we could read).
-LOSSY_READS = frozenset({"truncated", "crc_mismatch", "bad_length", "garbled", "unreadable", "not_this_format",
+LOSSY_READS = frozenset({"truncated", "crc_mismatch", "bad_length", "garbled", "unreadable", "not_this_format", "too_large",
                          "missing_dependency", "needs_pickle", "missing_shard", "no_tensors", "unsupported_dtype"})
 
 # Where a kind sits in the chain from cause to symptom (lower comes first). Upstream: settings, data and the state
@@ -116,15 +116,26 @@ def append_only_formats() -> frozenset[str]:
     return frozenset(f.name for f in FORMATS if f.resumable)
 
 
-def headline(a: Analysis) -> Finding | None:
-    """The finding a report leads with: the earliest cause in the chain (module docstring), or None."""
-    worst = a.worst()
+def headline_index(findings: list[Finding]) -> int | None:
+    """Which finding a report leads with: the earliest cause in the chain (module docstring), or None. The engine
+    calls this once per analysis; the store keeps the answer and every face reads it from there."""
+    worst = min((f.severity for f in findings), key=RANK.__getitem__, default=None)
     if worst is None:
         return None
-    top = [f for f in a.findings if f.severity == worst]
-    events = {f.event for f in top if f.event is not None}
-    pool = top + [f for f in a.findings if f.severity != "info" and f.event in events and f not in top]
-    return min(pool, key=lambda f: (CAUSE_STAGE.get(f.kind, 2), f.step is None, f.step or 0, RANK[f.severity]))
+    top = [i for i, f in enumerate(findings) if f.severity == worst]
+    events = {findings[i].event for i in top if findings[i].event is not None}
+    pool = top + [i for i, f in enumerate(findings)
+                  if f.severity != "info" and f.event in events and f.severity != worst]
+    return min(pool, key=lambda i: (CAUSE_STAGE.get(findings[i].kind, 2), findings[i].step is None,
+                                    findings[i].step or 0, RANK[findings[i].severity]))
+
+
+def fails(a: Analysis, level: str) -> bool:
+    """`--fail-on`: `critical` a critical finding; `warning` a warning or worse; `inconclusive` any verdict but
+    healthy (a pipeline that wants proof of health). One rule for one run and for `analyze ROOT --all`."""
+    if level == "inconclusive":
+        return a.verdict != "healthy"
+    return any(RANK[f.severity] <= RANK[level] for f in a.findings)
 
 
 def _count_line(counts: dict[str, int]) -> str:

@@ -24,8 +24,8 @@ def _frame(con: Any, sql: str, params: list) -> pl.DataFrame:
 # -- runs and sources (CLI: runs, ingest reports) ------------------------------------------------------------
 
 def list_runs(con: Any) -> list[dict[str, Any]]:
-    """What `forensics runs` shows: every run with its sources (format, points, status), series count and
-    ingest issues, by name. Plain JSON values."""
+    """What `forensics runs` shows: every run with its latest analysis (`latest_verdicts`, None if never analysed),
+    its sources (format, points, status), series count and ingest issues, by name. Plain JSON values."""
     runs = con.execute("SELECT run_id, name, root, last_ingested FROM runs ORDER BY name, run_id").fetchall()
     sources = con.execute(
         "SELECT run_id, path, format, n_points, duplicate_points, status FROM sources ORDER BY run_id, path"
@@ -34,10 +34,12 @@ def list_runs(con: Any) -> list[dict[str, Any]]:
     issues = con.execute(
         "SELECT run_id, path, position, kind, detail FROM ingest_issues ORDER BY run_id, path, position"
     ).fetchall()
+    analyses = latest_verdicts(con)
     out = []
     for run_id, name, root, last in runs:
         srcs = [s for s in sources if s[0] == run_id]
         out.append({
+            "analysis": analyses.get(run_id),
             "run": run_id, "name": name, "root": root, "last_ingested": str(last),
             "points": sum(s[3] or 0 for s in srcs), "series": series.get(run_id, 0),
             "sources": [{"path": s[1], "format": s[2], "points": s[3], "duplicate_points": s[4], "status": s[5]}
@@ -47,12 +49,51 @@ def list_runs(con: Any) -> list[dict[str, Any]]:
     return out
 
 
+# The verdict column of a run's latest analysis (`a`), with the two states that are not the engine's verdict.
+_VERDICT_SQL = ("CASE WHEN a.analysis_id IS NULL THEN 'not analyzed' WHEN a.verdict IS NULL THEN 'older analysis' "
+                "ELSE a.verdict END")
+
+
+def latest_verdicts(con: Any, run_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """run_id -> its latest analysis's stored judgement: analysis_id, created, verdict (or `older analysis`),
+    verdict_reason, headline (kind, severity, step, step_end, event, summary; None without findings), only/skip,
+    read_problems. Runs never analysed are absent. What `forensics runs`, watch and `analyze --all` print."""
+    rows = con.execute(f"""
+        WITH latest AS (SELECT run_id, max(analysis_id) AS analysis_id FROM analyses GROUP BY run_id)
+        SELECT a.run_id, a.analysis_id, a.created, {_VERDICT_SQL}, a.verdict_reason, a.only_kinds, a.skip_kinds,
+               a.read_problems, h.finding_id, h.kind, h.severity, h.step, h.step_end, h.event_id, h.summary
+        FROM latest JOIN analyses a USING (analysis_id)
+        LEFT JOIN findings h ON h.analysis_id = a.analysis_id AND h.finding_id = a.headline_id
+        WHERE ? IS NULL OR list_contains(?, a.run_id)""", [run_ids, run_ids]).fetchall()
+    out = {}
+    for (run_id, aid, created, verdict, reason, only, skip, problems, fid, kind, severity, step, step_end, event,
+         summary) in rows:
+        out[run_id] = {
+            "analysis_id": aid, "analyzed": str(created), "verdict": verdict, "verdict_reason": reason,
+            "headline": None if fid is None else {"finding": fid, "kind": kind, "severity": severity, "step": step,
+                                                  "step_end": step_end, "event": event, "summary": summary},
+            "only": json.loads(only) if only else [], "skip": json.loads(skip) if skip else [],
+            "read_problems": json.loads(problems) if problems else []}
+    return out
+
+
 def known_sources(con: Any, run_id: str) -> dict[str, tuple]:
     """Ingest's resume state: path -> (source_id, size_bytes, mtime, head_hash, resume_at, format,
     reader_version) of a run's sources."""
     return {r[0]: r[1:] for r in con.execute(
         "SELECT path, source_id, size_bytes, mtime, head_hash, resume_at, format, reader_version FROM sources "
         "WHERE run_id = ?", [run_id]).fetchall()}
+
+
+def source_points(con: Any, source_id: int) -> int:
+    """How many points one source holds in the store."""
+    return con.execute("SELECT count(*) FROM scalars WHERE source_id = ?", [source_id]).fetchone()[0]
+
+
+def issues_of_kind(con: Any, run_ids: list[str], kind: str) -> list[tuple[str, str, str]]:
+    """(run_id, path, detail) of the runs' stored ingest issues of one kind."""
+    return con.execute("SELECT run_id, path, detail FROM ingest_issues WHERE kind = ? AND list_contains(?, run_id) "
+                       "ORDER BY run_id, path", [kind, run_ids]).fetchall()
 
 
 def series_rows(con: Any, run_id: str) -> list[tuple[int, str, str, str]]:
@@ -257,11 +298,13 @@ def app_has_table(con: Any, table: str) -> bool:
 
 
 def app_runs(con: Any) -> pl.DataFrame:
-    """Every run with its latest analysis: verdict counts, the headline finding, sources, length, last ingest.
+    """Every run with its latest analysis as the engine stored it: verdict, reason, headline finding (the earliest
+    cause, chosen once by the engine), the `--only`/`--skip` restriction, read problems (JSON), finding counts,
+    sources, length, last ingest.
 
-    `verdict` is `not analyzed` for a run that was only ingested. The headline is the earliest finding of the
-    worst severity (the report's own rule: causes come before symptoms)."""
-    return _app_frame(con, """
+    `verdict` is `not analyzed` for a run that was only ingested and `older analysis` for one analysed before
+    verdicts were stored (schema 5): the app asks for a new analysis rather than judge it."""
+    return _app_frame(con, f"""
         WITH latest AS (
             SELECT run_id, max(analysis_id) AS analysis_id FROM analyses GROUP BY run_id),
         counts AS (
@@ -270,33 +313,25 @@ def app_runs(con: Any) -> pl.DataFrame:
                    count(*) FILTER (WHERE severity = 'warning') AS n_warning,
                    count(*) FILTER (WHERE severity = 'info') AS n_info
             FROM findings f JOIN latest USING (run_id, analysis_id) GROUP BY f.run_id),
-        headline AS (
-            SELECT f.run_id, arg_min(f.kind || ': ' || f.summary,
-                                     (CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
-                                      coalesce(f.step, 9223372036854775807), f.finding_id)) AS headline,
-                   arg_min(f.severity,
-                           (CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
-                            coalesce(f.step, 9223372036854775807), f.finding_id)) AS worst
-            FROM findings f JOIN latest USING (run_id, analysis_id) GROUP BY f.run_id),
         srcs AS (
             SELECT run_id, string_agg(DISTINCT format, ', ' ORDER BY format) AS formats,
                    sum(n_points)::BIGINT AS n_points FROM sources GROUP BY run_id),
         length AS (
             SELECT run_id, max(last_step) AS last_step, count(*) AS n_series FROM series GROUP BY run_id)
         SELECT r.run_id, r.name, r.root, r.last_ingested, latest.analysis_id, a.created AS analyzed,
-               CASE WHEN a.analysis_id IS NULL THEN 'not analyzed'
-                    WHEN coalesce(c.n_critical, 0) > 0 THEN 'failed'
-                    WHEN coalesce(c.n_warning, 0) > 0 THEN 'suspicious'
-                    WHEN coalesce(c.n_info, 0) > 0 THEN 'notes'
-                    ELSE 'no findings' END AS verdict,
+               {_VERDICT_SQL} AS verdict, a.verdict_reason, a.only_kinds, a.skip_kinds, a.read_problems,
+               coalesce(json_array_length(a.read_problems), 0)::INTEGER AS n_read_problems,
                coalesce(c.n_critical, 0) AS n_critical, coalesce(c.n_warning, 0) AS n_warning,
-               coalesce(c.n_info, 0) AS n_info, h.worst, h.headline, s.formats,
+               coalesce(c.n_info, 0) AS n_info, a.headline_id, h.severity AS worst, h.kind AS headline_kind,
+               h.step AS headline_step, h.step_end AS headline_step_end, h.event_id AS headline_event,
+               h.summary AS headline_summary, h.checks AS headline_checks,
+               h.kind || ': ' || h.summary AS headline, s.formats,
                coalesce(s.n_points, 0) AS n_points, l.last_step, coalesce(l.n_series, 0) AS n_series
         FROM runs r
         LEFT JOIN latest USING (run_id)
         LEFT JOIN analyses a ON a.analysis_id = latest.analysis_id
+        LEFT JOIN findings h ON h.analysis_id = a.analysis_id AND h.finding_id = a.headline_id
         LEFT JOIN counts c ON c.run_id = r.run_id
-        LEFT JOIN headline h ON h.run_id = r.run_id
         LEFT JOIN srcs s ON s.run_id = r.run_id
         LEFT JOIN length l ON l.run_id = r.run_id
         ORDER BY r.name, r.run_id""")

@@ -28,7 +28,7 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     meta            schema_version and other store facts
 """
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # How a database of each older version becomes the next one: statements run in order, in one transaction, by
 # `ingest.store` when a writer opens it. A version missing here cannot be migrated (the user re-ingests).
@@ -51,6 +51,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # v4 -> v5: each log source records the version of the reader that parsed it. Sources stored before have
     # none, so the next ingest reads them again with today's readers (a reader fix reaches stored runs).
     4: ("ALTER TABLE sources ADD COLUMN IF NOT EXISTS reader_version INTEGER",),
+    # v5 -> v6 (issue 25): each analysis stores its verdict, reason, headline, restriction and read problems, so
+    # no face judges again. Older analyses keep NULL there: the app and `forensics runs` ask for a new analysis.
+    5: tuple(f"ALTER TABLE analyses ADD COLUMN IF NOT EXISTS {column}" for column in (
+        "verdict VARCHAR", "verdict_reason VARCHAR", "headline_id INTEGER", "only_kinds VARCHAR",
+        "skip_kinds VARCHAR", "read_problems VARCHAR", "unknown_files VARCHAR")),
 }
 
 TABLES: dict[str, str] = {
@@ -254,7 +259,14 @@ TABLES: dict[str, str] = {
             created TIMESTAMP NOT NULL,
             engine_version VARCHAR,
             settings VARCHAR,               -- JSON of detector overrides
-            healthy BOOLEAN
+            healthy BOOLEAN,                -- verdict = 'healthy'
+            verdict VARCHAR,                -- failed, suspicious, inconclusive, healthy (forensics/verdict.py)
+            verdict_reason VARCHAR,         -- one line, in the user's terms
+            headline_id INTEGER,            -- the finding_id of the earliest cause (the report's headline)
+            only_kinds VARCHAR,             -- JSON list: `--only` (empty: every detector)
+            skip_kinds VARCHAR,             -- JSON list: `--skip`
+            read_problems VARCHAR,          -- JSON list of {path, position, kind, detail, kept, format}
+            unknown_files VARCHAR           -- JSON list of files no reader knows
         )""",
     "findings": """
         CREATE TABLE IF NOT EXISTS findings (

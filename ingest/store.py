@@ -14,16 +14,28 @@ from __future__ import annotations
 import fcntl
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
-from ingest.errors import ForensicsError, SchemaError, StoreLocked
+from ingest.errors import ForensicsError, SchemaError, StoreLocked, StoreUnwritable
 from ingest.schema import MIGRATIONS, SCHEMA_VERSION, SEQUENCES, TABLES
 
 LOCK_WAIT_S = 5.0
+
+
+def db_location(explicit: str | Path | None, env: Mapping[str, str]) -> Path:
+    """Where the database is: `explicit` (`--db PATH`), else `$FORENSICS_DB`, else the user's cache folder, never
+    inside a run directory (DECISIONS.md §5). The one rule; the CLI and the app pass their environment in."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if env.get("FORENSICS_DB"):
+        return Path(env["FORENSICS_DB"]).expanduser()
+    cache = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "run-forensics" / "forensics.duckdb"
+
 # Databases whose tables this process has already created: an ingest opens the store once per write
 # transaction, and ~20 CREATE IF NOT EXISTS statements each time would cost more than a small write.
 _SCHEMA_READY: set[str] = set()
@@ -78,8 +90,25 @@ def connect(db: Path, *, write: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[d
             raise
         con.close()  # an open transaction is rolled back here
         raise KeyboardInterrupt from None
+    except (duckdb.IOException, duckdb.TransactionException) as exc:
+        if not write:
+            raise
+        con.close()  # an open transaction is rolled back here
+        raise StoreUnwritable(f"cannot write the database {db}: {_write_failure(exc)}; nothing of this write was "
+                              "kept (the store holds what it held before); free space or pass another --db") from None
     finally:
         con.close()
+
+
+def _write_failure(exc: BaseException) -> str:
+    """The first line of the DuckDB error that says why a write failed: a failed COMMIT is often followed by a
+    ROLLBACK that fails too ("no transaction is active"), which would hide the cause."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, duckdb.Error) and "no transaction is active" not in str(seen):
+            return str(seen).splitlines()[0]
+        seen = seen.__context__
+    return str(exc).splitlines()[0]
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.names import storable
 from ingest.records import Issue, texts_frame
 
 
@@ -317,17 +318,28 @@ FINDING_COLUMNS = ("finding_id", "kind", "severity", "step", "step_end", "series
                    "checks", "sources", "event_id")
 
 
-def insert_analysis(con: Any, run_id: str, *, engine_version: str, settings: dict[str, str], healthy: bool,
-                    findings: list[dict[str, Any]], spikes: list[dict[str, Any]],
+# The judgement of one analysis, stored once (schema.py's `analyses`): JSON-valued columns are lists or dicts.
+VERDICT_COLUMNS = ("healthy", "verdict", "verdict_reason", "headline_id", "only_kinds", "skip_kinds", "read_problems",
+                   "unknown_files")
+_VERDICT_JSON = ("only_kinds", "skip_kinds", "read_problems", "unknown_files")
+
+
+def insert_analysis(con: Any, run_id: str, *, engine_version: str, settings: dict[str, str],
+                    verdict: dict[str, Any], findings: list[dict[str, Any]], spikes: list[dict[str, Any]],
                     skipped: list[tuple[str, str]]) -> int:
-    """One analysis in one transaction: its row, findings (dicts with FINDING_COLUMNS; evidence, causes,
-    checks and sources as plain values, stored as JSON), spikes (series, step, value, baseline, z, event_id)
-    and skipped detectors (kind, reason). Returns the analysis id."""
+    """One analysis in one transaction: its row with the verdict (a dict with VERDICT_COLUMNS), findings (dicts
+    with FINDING_COLUMNS; evidence, causes, checks and sources as plain values, stored as JSON), spikes (series,
+    step, value, baseline, z, event_id) and skipped detectors (kind, reason). Returns the analysis id."""
+    from ingest.jsonvalues import plain
+
     con.execute("BEGIN TRANSACTION")
     try:
         aid = next_id(con, "analysis_id_seq")
-        con.execute("INSERT INTO analyses (analysis_id, run_id, created, engine_version, settings, healthy) "
-                    "VALUES (?, ?, now(), ?, ?, ?)", [aid, run_id, engine_version, json.dumps(settings), healthy])
+        con.execute(
+            f"INSERT INTO analyses (analysis_id, run_id, created, engine_version, settings, {', '.join(VERDICT_COLUMNS)}) "
+            f"VALUES (?, ?, now(), ?, ?, {', '.join('?' * len(VERDICT_COLUMNS))})",
+            [aid, run_id, engine_version, json.dumps(settings),
+             *(json.dumps(plain(verdict[c])) if c in _VERDICT_JSON else verdict[c] for c in VERDICT_COLUMNS)])
         if findings:
             con.executemany(
                 f"INSERT INTO findings (analysis_id, run_id, {', '.join(FINDING_COLUMNS)}) "
@@ -388,7 +400,7 @@ def upsert_watched_runs(con, rows: list[dict]) -> None:
         return
     import polars as pl
 
-    frame = pl.DataFrame([{c: r.get(c) for c in WATCHED_RUN_COLUMNS} for r in rows], schema={
+    frame = pl.DataFrame([{c: _text(r.get(c)) for c in WATCHED_RUN_COLUMNS} for r in rows], schema={
         "run_id": pl.Utf8, "path": pl.Utf8, "watch_root": pl.Utf8, "kind": pl.Utf8, "reason": pl.Utf8,
         "first_seen": pl.Datetime, "last_checked": pl.Datetime, "last_growth": pl.Float64, "fingerprint": pl.Utf8,
         "n_files": pl.Int64, "n_bytes": pl.Int64, "state": pl.Utf8, "detail": pl.Utf8})
@@ -400,6 +412,11 @@ def upsert_watched_runs(con, rows: list[dict]) -> None:
     con.unregister("_watched")
 
 
+def _text(value: Any) -> Any:
+    """A string as the store can hold it: a name that is not UTF-8 with its bad bytes as `\\xNN`."""
+    return storable(value) if isinstance(value, str) else value
+
+
 def insert_alerts(con, rows: list[dict]) -> list[int]:
     """Append alerts (dicts keyed by ALERT_COLUMNS), stamped now; their ids, in order."""
     ids = []
@@ -407,7 +424,7 @@ def insert_alerts(con, rows: list[dict]) -> list[int]:
         ids.append(con.execute(
             f"INSERT INTO alerts (alert_id, created, {', '.join(ALERT_COLUMNS)}) "
             f"VALUES (nextval('alert_id_seq'), now(), {', '.join('?' for _ in ALERT_COLUMNS)}) RETURNING alert_id",
-            [r.get(c) for c in ALERT_COLUMNS]).fetchone()[0])
+            [_text(r.get(c)) for c in ALERT_COLUMNS]).fetchone()[0])
     return ids
 
 

@@ -34,14 +34,6 @@ from ingest.store import connect
 from tests.paths import REPO
 
 
-@pytest.fixture(autouse=True)
-def _keep_main_module():
-    """AppTest runs the page as `__main__` and leaves it in sys.modules, pointing at a deleted temp file; a later
-    test's worker processes (forkserver re-imports `__main__`) would then die. Put the real one back."""
-    main_module = sys.modules["__main__"]
-    yield
-    sys.modules["__main__"] = main_module
-
 APP = str(REPO / "app" / "streamlit_app.py")
 GALLERY = REPO / "sample_runs" / "runs"
 N_BIG = 600_000
@@ -268,7 +260,7 @@ def test_runs_page_lists_filters_and_opens_a_run(gallery_db, monkeypatch):
     run_id = _read(gallery_db, "app_runs").filter(pl.col("name") == "nan_lr_too_high")["run_id"][0]
     at.button(key=f"open_{run_id}").click().run()
     assert at.session_state.page == "Run report" and at.session_state.run == run_id
-    assert at.title[0].value == "nan_lr_too_high"
+    assert at.title[0].value == "nan\\_lr\\_too\\_high"  # file-derived text is markdown-escaped; it reads the same
 
 
 def test_layers_checkpoints_and_compare_pages(gallery_db, monkeypatch):
@@ -311,14 +303,16 @@ def test_an_ingested_run_shows_its_logged_layer_norms_and_says_it_is_not_analyse
 
 
 def test_analyze_open_starts_the_app_on_the_analysed_run(tmp_path, monkeypatch, capsys):
-    import forensics.cli
+    """`--open` serves the analysed run's report; `--open --no-browser` (issue 25) only prints its URL."""
+    import app.server
 
     started = []
-    monkeypatch.setattr(forensics.cli, "serve_app", lambda db, **kw: started.append((db, kw)) or 0)
+    monkeypatch.setattr(app.server, "serve_app", lambda db, **kw: started.append((db, kw)) or 0)
     db = tmp_path / "open.duckdb"
     assert main(["analyze", str(GALLERY / "healthy_mlp"), "--db", str(db), "--open"]) == 0
+    assert main(["analyze", str(GALLERY / "healthy_mlp"), "--db", str(db), "--open", "--no-browser"]) == 0
     run_id = _read(db, "app_runs")["run_id"][0]
-    assert started == [(db, {"run": run_id})]
+    assert started == [(db, {"run": run_id, "browser": True}), (db, {"run": run_id, "browser": False})]
 
 
 def test_replays_are_shown_when_the_table_has_rows(gallery_db, tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ import pytest
 
 from forensics.cli import main
 from forensics.findings import Analysis, Finding
-from forensics.verdict import CAUSE_STAGE, headline
+from forensics.verdict import CAUSE_STAGE, headline_index
 from tests.runwriters import (
     curve,
     hf_history,
@@ -254,6 +254,11 @@ class _Kind:
 def _finding(kind: str, severity: str, step: int, step_end: int | None, event: int) -> Finding:
     f = Finding.of(_Kind(kind), severity=severity, step=step, step_end=step_end, summary=kind)
     return f.with_event(event)
+
+
+def headline(a: Analysis) -> Finding | None:
+    i = headline_index(a.findings)
+    return None if i is None else a.findings[i]
 
 
 def test_headline_rule_causes_before_symptoms():

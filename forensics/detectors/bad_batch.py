@@ -133,3 +133,18 @@ def _loss_events(run: Run, rule: stats.SpikeRule) -> tuple[list[tuple[int, int, 
         k = int(np.searchsorted(steps, s["start_step"]))
         out.append((int(steps[k - 1]) if k > 0 else int(s["start_step"]) - 1, int(s["end_step"]), int(s["step"])))
     return out, onset
+
+
+def outlier_samples(summary: dict) -> dict:
+    """`forensics checkpoints`' saved batches with their outlier samples by this detector's rule and default
+    threshold (the store keeps per-sample norms, not a verdict); tensors with neither NaN/Inf nor outlier samples
+    are left out."""
+    judge = BadBatch()
+    for b in summary["batches"]:
+        tensors = []
+        for t in b["tensors"]:
+            far = judge.outliers(t.pop("sample_norms"))
+            if t["nonfinite_samples"] or far:
+                tensors.append(t | {"outlier_samples": [s for s, _ in far], "outlier_z": [z for _, z in far]})
+        b["tensors"] = tensors
+    return summary

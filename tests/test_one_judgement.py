@@ -1,0 +1,253 @@
+"""One judgement, one home (issue 25): the verdict, its reason and the headline are computed once by the engine,
+stored with the analysis, and every face shows the stored ones: `analyze --json`, the app's Runs list and report,
+`forensics runs`, `analyze ROOT --all`. Also the first-day breakages (`--fail-on inconclusive` with `--all`) and
+the escaping of file-derived text in the terminal and the app (issue 26, items 8-10).
+
+Runs are the gallery's (sample_runs/runs) and bad inputs written here by real writers: PyYAML, Python's logging,
+polars' CSV writer, the HF Trainer layout of tests/runwriters.py cut in half.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+
+from forensics.cli import main
+from tests.paths import REPO
+from tests.runwriters import curve, hf_history, write_trainer_state
+
+GALLERY = REPO / "sample_runs" / "runs"
+# The four whose app headline differed from the CLI's before the verdict was stored once.
+DIFFERED = ["dead_relu_bias_init", "weight_collapse_wd", "update_ratio_lr_too_small", "amp_fp16_overflow"]
+
+
+def only_config(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "config.yaml").write_text(yaml.safe_dump({"lr": 0.1, "epochs": 3, "model": {"width": 64}}))
+    return root
+
+
+def log_without_metric(root: Path) -> Path:
+    root.mkdir(parents=True)
+    logger = logging.getLogger(f"train-{root.name}")
+    handler = logging.FileHandler(root / "train.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    for message in ("starting training", "loading the data set from /data/shards", "model built", "done"):
+        logger.info(message)
+    handler.close()
+    logger.removeHandler(handler)
+    return root
+
+
+def csv_only_val_loss(root: Path) -> Path:
+    root.mkdir(parents=True)
+    steps = np.arange(100, 1100, 100)
+    pl.DataFrame({"step": steps, "val_loss": 2.0 * np.exp(-steps / 500) + 0.3}).write_csv(root / "metrics.csv")
+    return root
+
+
+def truncated_trainer_state(root: Path) -> Path:
+    steps, loss = curve(n=60)
+    run = write_trainer_state(root, hf_history(steps + 10, loss, np.ones(steps.size)))
+    text = (run / "trainer_state.json").read_text()
+    (run / "trainer_state.json").write_text(text[:len(text) // 2])
+    return run
+
+
+BAD_INPUTS = {"only_config": only_config, "log_without_metric": log_without_metric,
+              "csv_only_val_loss": csv_only_val_loss, "truncated_trainer_state": truncated_trainer_state}
+
+
+def analyze_json(capsys, run: Path, db: Path, *extra: str) -> dict:
+    assert main(["analyze", str(run), "--db", str(db), "--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory) -> tuple[Path, dict[str, dict]]:
+    """A database holding the four runs whose headline differed and the four bad inputs, each analysed through
+    `forensics analyze --json`; what it printed, by run name."""
+    import contextlib
+    import io
+
+    root = tmp_path_factory.mktemp("judged")
+    db = root / "f.duckdb"
+    runs = {name: GALLERY / name for name in DIFFERED}
+    runs |= {name: make(root / name) for name, make in BAD_INPUTS.items()}
+    out = {}
+    for name, path in runs.items():
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert main(["analyze", str(path), "--db", str(db), "--json"]) == 0
+        out[name] = json.loads(buf.getvalue())
+    return db, out
+
+
+def test_bad_inputs_are_inconclusive_with_a_reason(judged):
+    _, out = judged
+    for name in BAD_INPUTS:
+        assert out[name]["verdict"] == "inconclusive", name
+        assert out[name]["verdict_reason"] and out[name]["headline"] is None
+
+
+def test_json_headline_is_a_finding_with_its_event(judged):
+    _, out = judged
+    for name in DIFFERED:
+        head = out[name]["headline"]
+        finding = out[name]["findings"][head["finding"]]
+        assert {k: finding[k] for k in ("kind", "severity", "step", "step_end", "event", "summary")} == \
+            {k: head[k] for k in ("kind", "severity", "step", "step_end", "event", "summary")}
+        assert head["event"] is not None
+
+
+def _verdict_word(verdict: str) -> str:
+    from app.pages import VERDICT
+
+    return VERDICT[verdict][1]
+
+
+def test_app_runs_list_and_report_show_what_analyze_json_said(judged, monkeypatch):
+    """The Runs list and each run's report show the verdict, its reason and the headline `analyze --json` gave:
+    INCONCLUSIVE for the bad inputs (they were green "no findings"), and the same earliest cause for the four
+    runs whose app headline used to differ (flat_loss where the CLI said dead_relu)."""
+    pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
+    from streamlit.testing.v1 import AppTest
+
+    from app.pages import headline_text
+
+    db, out = judged
+    monkeypatch.setenv("FORENSICS_DB", str(db))
+    at = AppTest.from_file(str(REPO / "app" / "streamlit_app.py"), default_timeout=90).run()
+    assert not at.exception
+    shown = [m.value for m in at.markdown]
+    for name, result in out.items():
+        row = next(i for i, v in enumerate(shown) if f"**{name.replace('_', chr(92) + '_')}**" in v)
+        card = " ".join(shown[row:row + 4])
+        assert _verdict_word(result["verdict"]) in card, (name, card)
+        if result["headline"]:
+            head = result["headline"]
+            assert f"{head['kind']} at " in card and f"(event {head['event']})" in card, (name, card)
+        else:
+            assert result["verdict_reason"].split(";")[0][:40] in card.replace("&#x27;", "'"), (name, card)
+
+    for name, result in out.items():
+        at = AppTest.from_file(str(REPO / "app" / "streamlit_app.py"), default_timeout=90)
+        at.query_params.update({"run": name, "page": "Run report"})
+        at.run()
+        assert not at.exception
+        boxes = [b.value for kind in ("error", "warning", "info", "success") for b in at.get(kind)]
+        verdict_box = next(b for b in boxes if _verdict_word(result["verdict"]).lower() in b.lower())
+        if result["verdict"] == "inconclusive":
+            assert result["verdict_reason"][:40].replace("_", "\\_") in verdict_box
+        if result["headline"]:
+            head = result["headline"]
+            earliest = next(m.value for m in at.markdown if m.value.startswith("**Earliest cause**"))
+            assert f"{head['kind']}".replace("_", "\\_") in earliest
+            assert f"(event {head['event']})" in earliest
+        if result["read_problems"]:
+            assert any(e.label.startswith("Read with problems") for e in at.expander)
+    assert headline_text  # the one formatter both the list and the report use
+
+
+def test_forensics_runs_prints_the_stored_verdict_and_headline(judged, capsys):
+    db, out = judged
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    listed = {r["name"]: r["analysis"] for r in json.loads(capsys.readouterr().out)["runs"]}
+    for name, result in out.items():
+        assert listed[name]["verdict"] == result["verdict"]
+        assert listed[name]["verdict_reason"] == result["verdict_reason"]
+        assert (listed[name]["headline"] or {}).get("kind") == (result["headline"] or {}).get("kind")
+    assert main(["runs", "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "first: dead_relu at step" in text and "INCONCLUSIVE: no training-loss series" in text
+
+
+def test_a_restricted_analysis_is_stored_and_shown_as_such(tmp_path, capsys):
+    db = tmp_path / "f.duckdb"
+    out = analyze_json(capsys, GALLERY / "healthy_mlp", db, "--only", "loss_spike,divergence")
+    assert out["restricted"] == {"only": ["loss_spike", "divergence"], "skip": []}
+    assert main(["runs", "--db", str(db)]) == 0
+    assert "[only loss_spike, divergence]" in capsys.readouterr().out
+    assert main(["analyze", str(GALLERY / "healthy_mlp"), "--db", str(db), "--skip", "plateau"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("[skipping plateau]")
+
+
+def test_analyze_all_fail_on_inconclusive_is_one_rule(tmp_path, capsys):
+    """Regression: `analyze ROOT --all --fail-on inconclusive` raised KeyError (a second copy of fails())."""
+    root = tmp_path / "root"
+    only_config(root / "docs_run")
+    (root / "docs_run" / "train.log").write_text("step 1 loss 2.0\nstep 2 loss 1.9\n")
+    code = main(["analyze", str(root), "--all", "--db", str(tmp_path / "f.duckdb"), "--fail-on", "inconclusive"])
+    captured = capsys.readouterr()
+    assert code == 1 and "Traceback" not in captured.err
+    assert "INCONCLUSIVE" in captured.out
+
+
+# -- escaping (issue 26, items 8-10) ----------------------------------------------------------------------------
+
+def test_control_characters_are_escaped_in_text_output():
+    from forensics.render import clean
+
+    assert clean("run\nfake: FAILED") == "run\\nfake: FAILED"
+    assert clean("\x1b]0;pwned\x07x") == "\\x1b]0;pwned\\x07x"
+    assert clean("a\u202eb") == "a\\u202eb"
+    assert clean(b"caf\xe9".decode("utf-8", "surrogateescape")) == "caf\\xe9"
+    assert clean("ok · ‖Δw‖ 名前") == "ok · ‖Δw‖ 名前"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names with control characters: Linux file systems")
+def test_a_run_named_to_forge_a_line_prints_escaped(tmp_path, capsys):
+    run = tmp_path / "r\nnan_lr_too_high: healthy\x1b]0;owned\x07"
+    run.mkdir()
+    (run / "train.log").write_text("".join(f"step {i} loss {2.0 / i:.4f}\n" for i in range(1, 40)))
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(run), "--db", str(db)]) == 0
+    assert main(["runs", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert not any(line.startswith("nan_lr_too_high: healthy") for line in out.splitlines())
+    assert "r\\nnan_lr_too_high: healthy\\x1b]0;owned\\x07" in out
+
+
+def test_app_escapes_file_names_and_ignores_bad_page_parameters(tmp_path, monkeypatch):
+    """A checkpoint file name holding HTML is shown as text (it made the browser fetch an <img>); `?finding=²`
+    and a 5000-digit value fall back to the whole run instead of crashing the page."""
+    pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
+    import torch
+    from streamlit.testing.v1 import AppTest
+
+    from app.pages import link_number, md
+
+    run = tmp_path / "html_run"
+    run.mkdir()
+    (run / "train.log").write_text("".join(f"step {i} loss {2.0 / i:.4f}\n" for i in range(1, 40)))
+    name = "step_20`<img src=x onerror=alert(1)>`.pt"  # a step in the name: a stepless checkpoint is item 4
+    torch.save({"w": torch.ones(2)}, run / name)
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(run), "--db", str(db)]) == 0
+    monkeypatch.setenv("FORENSICS_DB", str(db))
+    at = AppTest.from_file(str(REPO / "app" / "streamlit_app.py"), default_timeout=90)
+    at.query_params.update({"run": "html_run", "page": "Checkpoints and replays"})
+    at.run()
+    assert not at.exception
+    html_blocks = [m.value for m in at.markdown if "<img" in m.value or "&lt;img" in m.value]
+    assert html_blocks and all("<img" not in v for v in html_blocks)
+    assert "<" not in md("<b>x</b>") and link_number("²") is None and link_number("9" * 5000) is None
+    for value in ("²", "9" * 5000, "-1", "1e3"):
+        at = AppTest.from_file(str(REPO / "app" / "streamlit_app.py"), default_timeout=90)
+        at.query_params.update({"run": "html_run", "page": "Run report", "finding": value})
+        at.run()
+        assert not at.exception, value
+    at = AppTest.from_file(str(REPO / "app" / "streamlit_app.py"), default_timeout=90)
+    at.query_params.update({"run": "no such run", "page": "<script>"})
+    at.run()
+    assert not at.exception and at.session_state.page == "Runs"
