@@ -68,6 +68,12 @@ class ProgressBars:
             self.bar.close()
             self.bar = None
 
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 # -- ingest ---------------------------------------------------------------------------------------------------
 
@@ -162,22 +168,24 @@ def runs_text(runs: list[dict], db: str, short_path) -> str:
 
 # -- analyze ROOT --all ---------------------------------------------------------------------------------------
 
-def fleet_text(rows: list[tuple[str, Any, dict | None]], verbose: bool) -> list[str]:
-    """One line per run of `analyze ROOT --all`: (its path below the root, the RunResult, its stored judgement
-    from `ingest.queries.latest_verdicts`)."""
-    out: list[str] = []
-    for rel, r, stored in rows:
+def fleet_text(out, verbose: bool) -> str:
+    """`analyze ROOT --all`: one line per run (its path below the root, then its stored verdict and headline, or
+    why it could not be analysed), then how many were analysed, how, and where. `out` is a fleet.RootAnalysis."""
+    lines_out: list[str] = []
+    for rel, r, stored in out.rows():
         if r.error is not None:
-            out.append(f"{rel}: could not analyse: {r.error}")
+            lines_out.append(f"{rel}: could not analyse: {r.error}")
             if verbose and r.trace:
-                out.extend(r.trace.rstrip("\n").split("\n"))
-            continue
-        if stored is None:
-            out.append(f"{rel}: analysed, but its analysis is not in the store")
-            continue
-        out.append(f"{rel}: {verdict_words(stored['verdict'], stored['verdict_reason'])}"
-                   f"{headline_words(stored['headline'])}")
-    return out
+                lines_out.extend(r.trace.rstrip("\n").split("\n"))
+        elif stored is None:
+            lines_out.append(f"{rel}: analysed, but its analysis is not in the store")
+        else:
+            lines_out.append(f"{rel}: {verdict_words(stored['verdict'], stored['verdict_reason'])}"
+                             f"{headline_words(stored['headline'])}")
+    workers = f"{out.jobs} Ray" if out.ray else f"{out.jobs} process{'es' * (out.jobs > 1)}"
+    lines_out.append(f"{len(out.results) - len(out.failed)} of {len(out.found.runs)} runs analysed in "
+                     f"{out.seconds:.1f}s ({workers}); database: {out.db}")
+    return lines(lines_out)
 
 
 # -- checkpoints ----------------------------------------------------------------------------------------------

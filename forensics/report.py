@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from forensics import catalog
 from forensics.findings import Analysis, Finding, Spike
 from forensics.numbers import count
 from forensics.render import lines as joined
 from forensics.render import verdict_words
+from ingest.errors import ForensicsError
 
 
 def _where(f: Finding) -> str:
@@ -169,6 +173,36 @@ def markdown(a: Analysis) -> str:
     if a.skipped:
         out += ["## Could not check", ""] + [f"- `{s.kind}`: {s.reason}" for s in a.skipped] + [""]
     return joined(out)
+
+
+def markdown_target(target: Path | None, run_dir: Path) -> Path | str | None:
+    """Where `--markdown` goes: None, "-" (stdout), or a file path checked before any work is done: never inside
+    the run directory, not a folder, in a folder that exists and can be written."""
+    if target is None:
+        return None
+    if str(target) == "-":
+        return "-"
+    if target.resolve().is_relative_to(run_dir.resolve()):
+        raise ForensicsError(f"--markdown {target} is inside the run directory, which is never written to")
+    parent = target.resolve().parent
+    if target.is_dir():
+        raise ForensicsError(f"--markdown {target} is a directory; name a file, e.g. {target / 'diagnosis.md'}")
+    if not parent.is_dir():
+        raise ForensicsError(f"--markdown {target}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ForensicsError(f"--markdown {target}: not writable")
+    return target
+
+
+def rules_json(detected: dict[str, type]) -> dict:
+    """`forensics rules --json`: every catalog kind, whether it is detected, its fields and defaults."""
+    import dataclasses
+
+    return {"rules": [
+        {"kind": e.kind, "summary": e.summary, "detected": e.kind in detected,
+         "not_yet_reason": catalog.NOT_YET_DETECTED.get(e.kind),
+         "fields": {f.name: f.default for f in dataclasses.fields(detected[e.kind])} if e.kind in detected else {},
+         "causes": list(e.causes), "checks": list(e.checks)} for e in catalog.ENTRIES]}
 
 
 def rules_text(detected: dict[str, type]) -> str:

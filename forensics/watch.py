@@ -537,3 +537,37 @@ def _duration(seconds: float | None) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def serve(roots: list[Path], db: Path, settings: WatchSettings, *, emit: Callable[[Alert], None],
+          log: Callable[[str], None], once: bool = False) -> None:
+    """`forensics watch`: one pass (`once`, for cron and CI) or passes until SIGINT/SIGTERM, which finish the
+    current write and return. `emit` takes each alert, `log` each service message."""
+    import signal
+
+    from ingest.errors import ForensicsError
+
+    missing = [str(r) for r in roots if not Path(r).is_dir()]
+    if missing:
+        raise ForensicsError(f"not a folder: {', '.join(missing)}; watch takes folders holding runs")
+    if settings.interval <= 0:
+        raise ForensicsError(f"--interval must be positive (got {settings.interval:g})")
+    watcher = Watcher(roots, db, settings, emit=emit, log=log)
+
+    def stop(signum, frame) -> None:
+        log(f"{signal.Signals(signum).name}: finishing the current write, then exiting")
+        watcher.stop.set()
+
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if once:
+            r = watcher.poll_once()
+            log(f"{r.runs} runs, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
+                f"{len(r.alerts)} alerts in {r.seconds:.1f}s; database: {db}")
+        else:
+            log(f"watching {', '.join(str(r) for r in watcher.roots)} every {settings.interval:g}s; database: {db}")
+            watcher.run_forever()
+            log("stopped")
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

@@ -131,7 +131,7 @@ def test_two_ingests_of_one_new_run_at_once_store_each_point_once(tmp_path):
 
 INTERRUPTIBLE = textwrap.dedent("""
     import sys
-    from forensics import cli
+    from forensics import cli, render
 
     class Signal:  # says when the last bytes are read: the bulk insert of every point comes next
         def __init__(self, name, enabled=True):
@@ -142,7 +142,7 @@ INTERRUPTIBLE = textwrap.dedent("""
         def close(self):
             pass
 
-    cli.ProgressBars = Signal
+    render.ProgressBars = Signal  # cmd_ingest draws its bars with forensics.render.ProgressBars
     sys.exit(cli.main(sys.argv[1:]))
 """)
 
