@@ -109,7 +109,7 @@ def run_in_driver(path: str, db: Path, options: Options) -> RunResult:
     """The sequential path (also used for runs the store already holds): `analyze` against the store itself,
     which reads only what is new since the last ingest."""
     from forensics.analysis import analyze
-    from ingest.errors import ForensicsError, StoreLocked
+    from ingest.errors import ForensicsError, StoreLocked, StoreUnwritable
 
     started = time.monotonic()
     out = RunResult(path=path, name=Path(path).name)
@@ -118,7 +118,7 @@ def run_in_driver(path: str, db: Path, options: Options) -> RunResult:
                                trust_pickle=options.trust_pickle)
         out.run_id = out.analysis.run_id
     except ForensicsError as exc:
-        out.error, out.retry = str(exc), isinstance(exc, StoreLocked)
+        out.error, out.retry = str(exc), isinstance(exc, (StoreLocked, StoreUnwritable))
     out.seconds = time.monotonic() - started
     return out
 
@@ -243,7 +243,7 @@ def _stored_runs(paths: Sequence[str], db: Path, options: Options, jobs: int,
     workers analyse them reading the store read-only (DuckDB allows many readers when nobody writes), then the
     driver stores every analysis through one connection. The phases do not overlap: a writer and readers
     cannot hold the file at once."""
-    from ingest.errors import ForensicsError, StoreLocked
+    from ingest.errors import ForensicsError, StoreLocked, StoreUnwritable
     from ingest.run import ingest_run
 
     out: list[RunResult] = []
@@ -255,7 +255,7 @@ def _stored_runs(paths: Sequence[str], db: Path, options: Options, jobs: int,
             report = ingest_run(Path(p), db, progress=None, trust_pickle=options.trust_pickle)
             ingested.append((p, report.run_id))
         except ForensicsError as exc:
-            out.append(RunResult(path=p, name=Path(p).name, error=str(exc), retry=isinstance(exc, StoreLocked)))
+            out.append(RunResult(path=p, name=Path(p).name, error=str(exc), retry=isinstance(exc, (StoreLocked, StoreUnwritable))))
         except Exception as exc:  # noqa: BLE001 - see analyze_runs
             out.append(_failed(p, exc, "driver"))
     if not ingested or should_stop():
@@ -286,7 +286,7 @@ def _stored_runs(paths: Sequence[str], db: Path, options: Options, jobs: int,
 def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResult:
     """Worker: analyse a run the store holds (already ingested by the driver), reading the store read-only."""
     from forensics.analysis import analyze_stored, set_replay_command
-    from ingest.errors import ForensicsError, StoreLocked
+    from ingest.errors import ForensicsError, StoreLocked, StoreUnwritable
     from ingest.store import connect
 
     path, run_id = item
@@ -298,7 +298,7 @@ def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResu
         out.analysis.db = str(db)
         set_replay_command(out.analysis, path, db)
     except ForensicsError as exc:
-        out.error, out.retry = str(exc), isinstance(exc, StoreLocked)
+        out.error, out.retry = str(exc), isinstance(exc, (StoreLocked, StoreUnwritable))
     out.seconds = time.monotonic() - started
     return out
 

@@ -66,7 +66,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "replay": (
         're-execute the bad step from the last finite checkpoint: first non-finite op, samples, fixes',
         "Re-execute RUN_DIR's step N from the last finite checkpoint before it, through the saved batches, with "
-        "the run's entry point (forensics_entry.py at the run root, DECISIONS.md §10). RUNNING THIS RUNS THE "
+        "the run's entry point (forensics_entry.py at the run root, docs/replay.md). RUNNING THIS RUNS THE "
         "USER'S CODE in that file: the command is the opt-in. Fidelity first (replayed vs logged losses and "
         'gradient norms), then a second re-run of the failing step (transient or deterministic); only a faithful, '
         'reproduced failure is diagnosed: phase, op, module, file:line, culprit samples and four counterfactuals '

@@ -35,7 +35,7 @@ VERDICTS = ("failed", "suspicious", "inconclusive", "healthy")
 # Detectors that read the shape of the training-loss curve: a run none of them could look at is not judged.
 CURVE_DETECTORS = frozenset({"divergence", "loss_spike", "flat_loss", "plateau", "oscillation"})
 # Read problems that lose evidence (the rest, e.g. console lines no pattern knows, lose nothing we could read).
-LOSSY_READS = frozenset({"truncated", "crc_mismatch", "bad_length", "garbled", "unreadable", "not_this_format",
+LOSSY_READS = frozenset({"truncated", "crc_mismatch", "bad_length", "garbled", "unreadable", "not_this_format", "too_large",
                          "missing_dependency", "needs_pickle", "missing_shard", "no_tensors", "unsupported_dtype"})
 
 # Where a kind sits in the chain from cause to symptom (lower comes first). Upstream: settings, data and the state

@@ -157,7 +157,7 @@ def fingerprint(path: Path, counts: PassReport) -> tuple[str, float | None, int,
                     counts.stats += 1
                     entries.append((e.path, st.st_size, st.st_mtime_ns))
         for p, size, mtime_ns in sorted(entries):
-            h.update(f"{p}\0{size}\0{mtime_ns}\n".encode())
+            h.update(f"{p}\0{size}\0{mtime_ns}\n".encode("utf-8", "surrogateescape"))  # names need not be UTF-8
             n_files, n_bytes = n_files + 1, n_bytes + size
             newest = max(newest or 0.0, mtime_ns / 1e9)
     return h.hexdigest(), newest, n_files, n_bytes
@@ -176,6 +176,7 @@ class Watcher:
         self.runs: dict[str, RunState] = {}
         self.alerted: dict[tuple[str, str], str] = {}  # (run_id, kind) -> worst severity alerted
         self.suspect_tails: dict[tuple[str, str, int], tuple[int, str]] = {}  # (run, file, pos) -> (size, detail)
+        self.rewrites: set[tuple[str, str, str]] = set()  # (run, file, issue) of rewritten logs alerted
         self.logged_errors: dict[str, str] = {}  # last message logged per root or run: said once, not every pass
         self.stop = threading.Event()
         self.unrecorded: list[Alert] = []  # alerts of a pass whose write failed: recorded by the next pass
@@ -197,6 +198,9 @@ class Watcher:
                 if a["kind"] == "truncated" and a["detail"]:
                     d = json.loads(a["detail"])
                     self.suspect_tails[(a["run_id"], d["path"], d["position"])] = (-1, "alerted")
+                elif a["kind"] == "rewritten" and a["detail"]:
+                    d = json.loads(a["detail"])
+                    self.rewrites.add((a["run_id"], d["path"], d["issue"]))
         for r in rows:
             if r["state"] == "gone":
                 continue
@@ -242,6 +246,7 @@ class Watcher:
                 self.runs[run_id] = st
             elif (st.kind, st.reason) != (r.kind, r.reason):
                 st.kind, st.reason, st.dirty = r.kind, r.reason, True
+            st.path = str(r.path)  # the store keeps a non-UTF-8 name escaped; read from the name on disk
             try:
                 fp, newest, n_files, n_bytes = fingerprint(r.path, report)
             except OSError as exc:
@@ -272,6 +277,7 @@ class Watcher:
             self.logged_errors.pop(st.run_id, None)
             alerts += self._finding_alerts(st, res.analysis)
         alerts += self._tails(changed)
+        alerts += self._rewritten(changed)
         alerts += self._stalls(found, now)
         self._record(alerts)
         report.alerts = alerts
@@ -385,6 +391,26 @@ class Watcher:
                     [ids]).fetchall()
             for run_id, rel, position, detail, size in rows:
                 self.suspect_tails.setdefault((run_id, rel, int(position)), (int(size or 0), detail))
+        return out
+
+    def _rewritten(self, changed: list[RunState]) -> list[Alert]:
+        """A log rewritten under a running job (cut shorter, or replaced): ingest forgot its old points and read
+        it again; said once per rewrite (issue 26)."""
+        if not changed or not self.db.exists():
+            return []
+        from ingest.queries import issues_of_kind
+        from ingest.store import connect
+
+        with connect(self.db, write=False) as con:
+            rows = issues_of_kind(con, [st.run_id for st in changed], "rewritten")
+        out = []
+        for run_id, rel, detail in rows:
+            if (run_id, rel, detail) in self.rewrites or run_id not in self.runs:
+                continue
+            self.rewrites.add((run_id, rel, detail))
+            st = self.runs[run_id]
+            out.append(Alert(run_id, st.name, st.path, "watch", "rewritten", "warning", f"{st.name}: {detail}",
+                             detail={"path": rel, "issue": detail}))
         return out
 
     def _stalls(self, found: dict[str, Any], now: float) -> list[Alert]:

@@ -27,7 +27,6 @@ are memory-mapped (`mmap=True`), so clean file pages, not anonymous memory, hold
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.configs import parse_json
 from ingest.records import Issue
 from ingest.tensorfiles import (
     STEP_IN_NAME,
@@ -76,6 +76,59 @@ OPTIMIZER_KEYS = ("optimizer", "optimizer_state_dict", "optimizer_state", "optim
 SCALER_KEYS = ("scaler", "grad_scaler", "scaler_state_dict", "amp_scaler", "native_amp_scaling_state",
                "MixedPrecision", "MixedPrecisionPlugin", "NativeMixedPrecisionPlugin")
 SCHEDULER_KEYS = ("scheduler", "lr_scheduler", "lr_schedulers", "scheduler_state_dict", "sched")
+RNG_KEYS = ("rng", "rng_state", "rng_states")  # forensics.capture's and common scripts' RNG entry
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One way checkpoints are saved: how it is found, where its states are, and what its step number means.
+
+    `step_means` is "after" (the file holds the state after logged step N: a replay starts at N + 1) or
+    "before" (the state before logged step N: a replay starts at N). Lightning counts optimizer steps done, and
+    logs step N while doing the (N+1)-th, so its `step=N` file is the state before logged step N; a torch dict
+    or HF's `checkpoint-N/` is written after step N (DECISIONS.md §10).
+    """
+
+    name: str
+    found_as: str
+    step_means: str
+    model_keys: tuple[str, ...] = ()           # keys of a dict checkpoint holding the model's state_dict
+    optimizer_keys: tuple[str, ...] = ()       # a list value (Lightning's optimizer_states) holds one per optimizer
+    scheduler_keys: tuple[str, ...] = ()
+    scaler_keys: tuple[str, ...] = ()
+    rng_keys: tuple[str, ...] = ()
+    files: dict[str, str] = field(default_factory=dict)  # a folder layout's state files: role -> file name
+
+
+# The one table of checkpoint layouts: ingest (statistics) and replay/probe (restore) read it.
+LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (
+    Layout("torch", "a .pt/.pth/.bin file: a dict keyed model/net/state_dict/... or a bare state_dict", "after",
+           MODEL_KEYS, OPTIMIZER_KEYS, SCHEDULER_KEYS, SCALER_KEYS, RNG_KEYS),
+    Layout("hf", "a folder checkpoint-N/ (model.safetensors or pytorch_model.bin, optimizer.pt, ...)", "after",
+           files={"optimizer": "optimizer.pt", "scheduler": "scheduler.pt", "scaler": "scaler.pt",
+                  "rng": "rng_state.pth"}),
+    Layout("lightning", "a .ckpt file: state_dict, optimizer_states, lr_schedulers, global_step", "before",
+           ("state_dict",), ("optimizer_states",), ("lr_schedulers",), SCALER_KEYS, ()),
+    Layout("safetensors", "a bare .safetensors file: weights only", "after"),
+)}
+# What an entry point's `step_numbering` may say instead of the layout's own meaning (DECISIONS.md §10).
+STEP_NUMBERINGS = {"checkpoint_after_step": "after", "checkpoint_before_step": "before",
+                   **{name: layout.step_means for name, layout in LAYOUTS.items()}}
+
+
+def step_means(fmt: str, step_numbering: str | None = None) -> str:
+    """"after" or "before": what a checkpoint of layout `fmt` at step N holds, unless the entry point's
+    `step_numbering` overrides it. Raises ValueError naming the accepted values for an unknown one."""
+    if step_numbering is not None:
+        if step_numbering not in STEP_NUMBERINGS:
+            raise ValueError(f"unknown step_numbering {step_numbering!r}; accepted: {', '.join(STEP_NUMBERINGS)}")
+        return STEP_NUMBERINGS[step_numbering]
+    return LAYOUTS[fmt].step_means if fmt in LAYOUTS else "after"
+
+
+def first_step_after(fmt: str, step: int, step_numbering: str | None = None) -> int:
+    """The first logged step a checkpoint of layout `fmt` saved at `step` has not done yet."""
+    return step if step_means(fmt, step_numbering) == "before" else step + 1
 BUFFER_SUFFIXES = ("running_mean", "running_var", "num_batches_tracked")
 # Wrapper prefixes that do not change which parameter a key names: torch.compile's `_orig_mod.`,
 # DistributedDataParallel/DataParallel's `module.`.
@@ -439,10 +492,10 @@ def read_checkpoint(
             failed.append((str(rel), "unreadable", first_line(exc)))
     for rel in found.aux:  # trainer_state.json: the step HF's Trainer was at when it saved
         try:
-            state = json.loads((root / rel).read_text(encoding="utf-8"))
+            state = parse_json((root / rel).read_bytes())
             if isinstance(state, dict):
                 c.step_candidates(state, "contents")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # unreadable, not JSON, not UTF-8, past the document limits
             issues.append((str(rel), Issue(None, "garbled", f"trainer_state.json unreadable: {exc}")))
     step, step_from = (c.steps[0][1], "contents") if c.steps else (name_step, "name" if name_step is not None else None)
 
@@ -527,9 +580,9 @@ def _status(failed: list[tuple[str, str, str]], anything: bool) -> tuple[str, st
 def _check_index(root: Path, rel: PurePosixPath, claimed: tuple[PurePosixPath, ...]) -> list[Issue]:
     """HF's shard index {"metadata": {"total_size": N}, "weight_map": {tensor: file}}: every shard present?"""
     try:
-        index = json.loads((root / rel).read_text(encoding="utf-8"))
+        index = parse_json((root / rel).read_bytes())
         shards = set(index["weight_map"].values())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         return [Issue(None, "garbled", f"shard index unreadable: {exc}")]
     present = {f.name for f in claimed}
     missing = sorted(shards - present)
@@ -563,3 +616,116 @@ def _delta_row(name: str, step: int | None, prev_step: int | None, delta: float,
     ratio = delta / norm if norm > 0 else (0.0 if delta == 0 else float("inf"))
     return {"tensor": name, "step": step, "prev_step": prev_step, "step_distance": distance,
             "delta_l2": delta, "ratio": ratio}
+
+
+# ----------------------------------------------------------------------------------------------- states, for a restore
+
+
+@dataclass
+class States:
+    """The states one checkpoint holds, loaded (None where it did not save them), and what was missing.
+    `model` is the state_dict as saved: wrapper prefixes are the restorer's to strip (`strip_prefix`)."""
+
+    path: str
+    layout: str
+    model: dict[str, Any]
+    optimizer: dict | None = None
+    scheduler: dict | None = None
+    scaler: dict | None = None
+    rng: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def read_states(root: Path, rel: str, fmt: str) -> States:
+    """Load checkpoint `rel` (a path inside `root`, of layout `fmt` as the store found it) for a restore: the model,
+    optimizer, scheduler, scaler and RNG states where `LAYOUTS[fmt]` says they are. Torch files with
+    `weights_only=True` only (checkpoints are untrusted); raises `CheckpointMismatch` naming the file when one
+    cannot be read that way or holds no model state. Imports torch."""
+    from safetensors.torch import load_file
+
+    from ingest.errors import CheckpointMismatch
+
+    path = root / rel
+    if fmt == "safetensors" or (path.is_file() and path.suffix == ".safetensors"):
+        return States(rel, "safetensors", load_file(path), notes=["weights only: no optimizer, scheduler or RNG state saved"])
+    if path.is_dir():
+        layout = LAYOUTS["hf"]
+        weights = [f for f in ("model.safetensors", "pytorch_model.bin") if (path / f).is_file()]
+        if not weights:
+            raise CheckpointMismatch(f"{rel} holds no model.safetensors or pytorch_model.bin (sharded weights are not "
+                                     f"restored yet)")
+        model = load_file(path / weights[0]) if weights[0].endswith(".safetensors") else _load(path / weights[0], rel)
+        out = States(rel, "hf", model)
+        for role, name in layout.files.items():
+            if not (path / name).is_file():
+                continue
+            if role == "rng":
+                out.rng = _load_rng(path / name)
+                if out.rng is None:
+                    out.notes.append(f"{name} could not be read safely: RNG not restored")
+            else:
+                setattr(out, role, _load(path / name, f"{rel}/{name}"))
+        return out
+    layout = LAYOUTS.get(fmt, LAYOUTS["torch"])
+    obj = _load(path, rel)
+    if not isinstance(obj, dict):
+        raise CheckpointMismatch(f"{rel} holds a {type(obj).__name__}, not a dict of states")
+    if _is_state_dict(obj):
+        return States(rel, layout.name, obj, notes=["a bare state_dict: no optimizer, scheduler or RNG state saved"])
+    model = next((obj[k] for k in layout.model_keys if isinstance(obj.get(k), dict)), None)
+    if model is None:
+        raise CheckpointMismatch(f"{rel} has no model state under any of {', '.join(layout.model_keys)} "
+                                 f"(keys: {', '.join(map(str, list(obj)[:8]))})")
+    out = States(rel, layout.name, model)
+    for role, keys in (("optimizer", layout.optimizer_keys), ("scheduler", layout.scheduler_keys),
+                       ("scaler", layout.scaler_keys), ("rng", layout.rng_keys)):
+        key = next((k for k in keys if obj.get(k) is not None), None)
+        if key is None:
+            continue
+        value = obj[key]
+        if isinstance(value, list):  # Lightning: one state per optimizer / scheduler
+            if len(value) > 1:
+                out.notes.append(f"{rel} holds {len(value)} {role} states under {key}: the first is restored")
+            value = value[0] if value else None
+        if role == "scheduler" and isinstance(value, dict) and "scheduler" in value and "interval" in value:
+            value = value["scheduler"]  # Lightning 1.x wrapped each scheduler's state with its config
+        setattr(out, role, value)
+    return out
+
+
+def _load(path: Path, rel: str) -> Any:
+    from ingest.errors import CheckpointMismatch
+
+    try:
+        obj, _ = load_torch(path, trust_pickle=False)
+    except (Unreadable, OSError) as exc:
+        raise CheckpointMismatch(f"cannot read {rel} with weights_only=True: {first_line(exc)}") from None
+    return obj
+
+
+def _load_rng(path: Path) -> dict | None:
+    """HF's rng_state.pth holds numpy's state (an array): allow exactly numpy's reconstruct globals."""
+    import pickle
+    import zipfile
+
+    import numpy as np
+    import torch
+    from numpy._core.multiarray import _reconstruct
+    from torch.serialization import safe_globals
+
+    try:
+        with safe_globals([_reconstruct, np.ndarray, np.dtype, type(np.dtype("uint32"))]):
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile):
+        return None  # an RNG state we cannot read safely is reported as not restored
+
+
+def strip_prefix(state: dict[str, Any], wanted: set[str], declared: str | None = None) -> dict[str, Any]:
+    """`state` with a wrapper prefix dropped when that makes its keys those of `wanted`: the entry point's
+    declared one, torch.compile's `_orig_mod.` and DDP's `module.` (WRAPPER_PARTS), then a prefix every key
+    shares (Lightning's LightningModule attribute, e.g. `model.`)."""
+    for prefix in [declared or "", *(p + "." for p in WRAPPER_PARTS), None]:
+        prefix = _common_prefix(state) if prefix is None else prefix
+        if prefix and set(state) != wanted and all(str(k).startswith(prefix) for k in state):
+            state = {k[len(prefix):]: v for k, v in state.items()}
+    return state

@@ -9,6 +9,14 @@ from typing import Any
 
 from ingest.records import Chunk, Issue
 
+# Limits every structured document (YAML, JSON, a safetensors header) is held to, so that a small hostile file
+# cannot take memory or the stack without limit (issue 26): ten lines of YAML aliases expand to 9**9 leaves, and
+# 100k nested brackets overflow any recursive reader. Real configs are a few levels deep with a few thousand keys;
+# HF's trainer_state.json of a 100k-step run holds about a million values.
+MAX_DOCUMENT_BYTES = 256 * 2**20
+MAX_DEPTH = 100
+MAX_NODES = 5_000_000  # values and containers, each alias counted every time it is used
+
 
 def read_config(path: Path, start: int = 0, *, name: str | None = None) -> Iterator[Chunk]:
     """One chunk holding the whole document, stored under `name` (default: the file's name); a file that
@@ -26,34 +34,105 @@ def read_config(path: Path, start: int = 0, *, name: str | None = None) -> Itera
     yield Chunk(end=1, configs={name or path.name: doc})
 
 
+# The run's own config at its root (DECISIONS.md §10: HF's root config.json, not a checkpoint's model config).
+ROOT_CONFIG_NAMES = ("config.yaml", "config.yml", "config.json")
+
+
+def root_config(root: Path) -> tuple[dict[str, Any] | None, str | None, Issue | None]:
+    """The run root's config document read as ingest reads it (Python tags kept as plain data): (document,
+    file name, None); (None, file name, issue) when it does not parse or is not a mapping; (None, None, None)
+    when the root has none."""
+    for name in ROOT_CONFIG_NAMES:
+        path = root / name
+        if path.is_file():
+            doc, issue = load_document(path)
+            if issue is None and not isinstance(doc, dict):
+                issue = Issue(None, "garbled", f"{name} holds a {type(doc).__name__}, not a mapping of settings")
+            return (doc if issue is None else None), name, issue
+    return None, None, None
+
+
 def load_document(path: Path) -> tuple[Any, Issue | None]:
-    """A whole YAML or JSON document (by suffix), or the issue that kept it from being read (empty, garbled)."""
+    """A whole YAML or JSON document (by suffix), or the issue that kept it from being read (empty, garbled,
+    past the limits above)."""
+    size = path.stat().st_size
+    if size > MAX_DOCUMENT_BYTES:
+        return None, Issue(None, "too_large", f"{path.name} holds {size:,} bytes, over the {MAX_DOCUMENT_BYTES:,} "
+                                              "a config document may hold; not read")
     raw = path.read_bytes()
     if not raw.strip():
         return None, Issue(None, "empty", f"{path.name} is empty")
     try:
         return parse_config_text(raw.decode("utf-8", errors="replace"), path.suffix.lower()), None
+    except DocumentTooLarge as exc:
+        return None, Issue(None, "too_large", f"{path.name}: {exc}; not read")
     except ValueError as exc:
         return None, Issue(None, "garbled", f"{path.name} does not parse: {exc}")
 
 
+class DocumentTooLarge(ValueError):
+    """A document nested deeper than MAX_DEPTH or holding more than MAX_NODES values once aliases are expanded."""
+
+
 def parse_config_text(text: str, suffix: str) -> Any:
-    """Parse YAML or JSON config text; raises ValueError with the parser's message.
+    """Parse YAML or JSON config text; raises ValueError with the parser's message, DocumentTooLarge past the
+    limits above.
 
     YAML is read with `safe_load` plus a loader that ignores Python object tags, which Lightning's
     hparams.yaml carries (e.g. `!!python/object/apply:...`): their fields are kept as plain data.
     """
     if suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(str(exc)) from None
+        return parse_json(text)
     import yaml
 
     try:
-        return yaml.load(text, Loader=_PlainLoader)  # noqa: S506 -- _PlainLoader builds only plain data
+        doc = yaml.load(text, Loader=_PlainLoader)  # noqa: S506 -- _PlainLoader builds only plain data
+    except RecursionError:
+        raise DocumentTooLarge(f"nested deeper than the {MAX_DEPTH} levels a document may have") from None
     except yaml.YAMLError as exc:
         raise ValueError(str(exc).replace("\n", " ")) from None
+    check_document(doc)
+    return doc
+
+
+def parse_json(text: str | bytes) -> Any:
+    """`json.loads` held to the limits above (NaN / Infinity tokens read as Python writes them); raises
+    ValueError (a JSONDecodeError, with its position) or DocumentTooLarge."""
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise DocumentTooLarge(f"nested deeper than the {MAX_DEPTH} levels a document may have") from None
+    check_document(doc)
+    return doc
+
+
+def check_document(doc: Any) -> None:
+    """Raise DocumentTooLarge if `doc` nests deeper than MAX_DEPTH or expands to more than MAX_NODES values.
+
+    YAML aliases make a document a graph: each shared list is built once, but every later walk (flattening to
+    dotted keys, JSON for the store) visits it once per use. So sizes are counted per use, memoised per object,
+    which measures a 9**9 expansion without making it. A cycle (`a: &a [*a]`) counts as too deep."""
+    memo: dict[int, tuple[int, int]] = {}  # id -> (values, levels below)
+
+    def measure(value: Any, depth: int) -> tuple[int, int]:
+        if not isinstance(value, (dict, list)):
+            return 1, 0
+        if depth >= MAX_DEPTH:
+            raise DocumentTooLarge(f"nested deeper than the {MAX_DEPTH} levels a document may have")
+        if id(value) not in memo:
+            total, height = 1, 0
+            for child in value.values() if isinstance(value, dict) else value:
+                n, h = measure(child, depth + 1)
+                total, height = total + n, max(height, h + 1)
+                if total > MAX_NODES:
+                    raise DocumentTooLarge(f"expands to more than {MAX_NODES:,} values (YAML aliases count each use)")
+            memo[id(value)] = (total, height)
+        total, height = memo[id(value)]
+        if depth + height > MAX_DEPTH:
+            raise DocumentTooLarge(f"nested deeper than the {MAX_DEPTH} levels a document may have")
+        return total, height
+
+    measure(doc, 0)
 
 
 def flatten(doc: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:

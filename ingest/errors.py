@@ -5,6 +5,7 @@
     │   └── UnreadableRun          nothing in the run directory could be read
     ├── SchemaError                the database has a schema this version cannot use
     ├── StoreLocked                another process holds the database for writing
+    ├── StoreUnwritable            a write to the database failed (disk full, read-only folder); rolled back
     ├── MissingDependency          an optional reader's package (or a compiled core) is not installed
     └── ReplayError                `forensics replay` could not re-execute the step
         ├── CheckpointMismatch     no finite checkpoint before the step, or one that does not fit the model
@@ -34,6 +35,11 @@ class SchemaError(ForensicsError):
 
 class StoreLocked(ForensicsError):
     """Another process holds the database for writing, and retrying did not help."""
+
+
+class StoreUnwritable(ForensicsError):
+    """A write transaction failed for the database's own file (no space left, a read-only folder, a file size
+    limit); DuckDB rolled it back, so the store holds what it held before."""
 
 
 class MissingDependency(ForensicsError):

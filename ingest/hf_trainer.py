@@ -25,6 +25,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.configs import DocumentTooLarge, parse_json
 from ingest.records import Chunk, Issue, scalars_frame
 
 GROUP = "trainer_state"
@@ -44,7 +45,10 @@ def read_trainer_state(path: Path, start: int = 0) -> Iterator[Chunk]:
     text = raw.decode("utf-8", errors="replace")
     issues: list[Issue] = []
     try:
-        doc = json.loads(text)
+        doc = parse_json(text)
+    except DocumentTooLarge as exc:
+        yield Chunk(end=start, issues=[Issue(None, "too_large", f"trainer_state.json: {exc}; not read")])
+        return
     except json.JSONDecodeError as exc:
         doc, reason = _salvage(text)
         issues.append(Issue(exc.lineno, "truncated" if exc.pos >= len(text.rstrip()) - 1 else "garbled",
@@ -105,7 +109,7 @@ def _salvage(text: str) -> tuple[dict[str, Any] | None, str]:
             break
         try:
             value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # the damage, or an entry nested past any limit
             break
         entries.append(value)
     return {"log_history": entries}, f"kept the {len(entries)} complete log_history entries before it"

@@ -87,6 +87,17 @@ def known_sources(con: Any, run_id: str) -> dict[str, tuple]:
         "WHERE run_id = ?", [run_id]).fetchall()}
 
 
+def source_points(con: Any, source_id: int) -> int:
+    """How many points one source holds in the store."""
+    return con.execute("SELECT count(*) FROM scalars WHERE source_id = ?", [source_id]).fetchone()[0]
+
+
+def issues_of_kind(con: Any, run_ids: list[str], kind: str) -> list[tuple[str, str, str]]:
+    """(run_id, path, detail) of the runs' stored ingest issues of one kind."""
+    return con.execute("SELECT run_id, path, detail FROM ingest_issues WHERE kind = ? AND list_contains(?, run_id) "
+                       "ORDER BY run_id, path", [kind, run_ids]).fetchall()
+
+
 def series_rows(con: Any, run_id: str) -> list[tuple[int, str, str, str]]:
     """(series_id, grp, tag, format) of every series of a run, for naming them."""
     return con.execute("SELECT series_id, grp, tag, format FROM series WHERE run_id = ? ORDER BY series_id",

@@ -29,6 +29,7 @@ from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
 from ingest.formats import Format, format_for
+from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
 from ingest.store import connect, run_lock
@@ -42,8 +43,9 @@ SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".ipynb_che
 
 
 def run_id_for(root: Path) -> str:
-    """Stable short id for a run: a hash of its resolved path (DECISIONS.md §1)."""
-    return hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:10]
+    """Stable short id for a run: a hash of its resolved path (DECISIONS.md §1), as the bytes it is on disk (a
+    folder name need not be UTF-8; for one that is, the id is the hash of its UTF-8 text, as before)."""
+    return hashlib.sha1(os.fsencode(root.resolve())).hexdigest()[:10]
 
 
 @dataclass
@@ -62,6 +64,7 @@ class IngestReport:
     root: str
     sources: list[SourceReport] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, Issue]] = field(default_factory=list)  # folders not listed, links not followed
     seconds: float = 0.0
 
     @property
@@ -70,7 +73,7 @@ class IngestReport:
 
     @property
     def issues(self) -> list[tuple[str, Issue]]:
-        return [(s.path, i) for s in self.sources for i in s.issues]
+        return [(s.path, i) for s in self.sources for i in s.issues] + self.skipped
 
     def to_json(self) -> dict:
         return {
@@ -82,16 +85,43 @@ class IngestReport:
         }
 
 
-def walk(root: Path) -> list[PurePosixPath]:
-    """Every regular file below `root`, relative, sorted; symlinked folders are not followed."""
+def walk(root: Path, skipped: list[tuple[str, Issue]] | None = None, *,
+         follow_links: bool = False) -> list[PurePosixPath]:
+    """Every regular file below `root` (a resolved path), relative, sorted; symlinked folders are not followed.
+
+    A file symlink that leads out of `root` (`outside.log -> /etc/passwd`) is not read unless `follow_links`:
+    a run directory's links must not make the tool read, store and show files elsewhere. A folder that cannot
+    be listed is not silently dropped: it and each link passed over go to `skipped` as (path, Issue), so the
+    run is not called healthy on what was left out."""
     found: list[PurePosixPath] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    skipped = [] if skipped is None else skipped
+
+    def unlisted(err: OSError) -> None:
+        rel = os.path.relpath(err.filename, root) if err.filename else "."
+        skipped.append((storable(rel), Issue(None, "unreadable", f"folder {storable(rel)} cannot be listed "
+                                             f"({err.strerror or err}); its files were not read")))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         rel_dir = Path(dirpath).relative_to(root)
         for name in sorted(filenames):
-            if (Path(dirpath) / name).is_file():
-                found.append(PurePosixPath(rel_dir.as_posix()) / name if str(rel_dir) != "." else PurePosixPath(name))
+            path = Path(dirpath) / name
+            rel = PurePosixPath(rel_dir.as_posix()) / name if str(rel_dir) != "." else PurePosixPath(name)
+            if not path.is_file():
+                continue
+            if path.is_symlink() and not follow_links and not path.resolve().is_relative_to(root):
+                skipped.append((storable(str(rel)), Issue(None, "outside_run", "a link to a file outside the run "
+                                                          "directory; not followed")))
+                continue
+            found.append(rel)
     return found
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _head(path: Path, n: int = HEAD_BYTES) -> bytes:
@@ -127,11 +157,12 @@ class _Pending:
 
 
 def ingest_run(root: Path | str, db: Path, *, progress: Progress | None = None,
-               trust_pickle: bool = False) -> IngestReport:
+               trust_pickle: bool = False, follow_links: bool = False) -> IngestReport:
     """Read everything new under `root` into the store at `db`; return what was read and skipped.
 
     Checkpoints and saved batches are found first (by name) and their tensor files kept from the log formats;
-    `trust_pickle` lets a checkpoint that needs full unpickling be read (the CLI's --trust-pickle).
+    `trust_pickle` lets a checkpoint that needs full unpickling be read (the CLI's --trust-pickle);
+    `follow_links` reads file symlinks that lead out of the run directory (`walk`).
     `progress(stage, done, total)` is called as bytes are read ("logs", then "checkpoints"); the CLI draws it.
     Two ingests of one run take turns (`store.run_lock`): the second reads only what the first left new.
 
@@ -143,9 +174,9 @@ def ingest_run(root: Path | str, db: Path, *, progress: Progress | None = None,
         raise UnreadableRun(f"{root} is not a directory; point forensics at a training run's folder")
     root = root.resolve()
     run_id = run_id_for(root)
-    report = IngestReport(run_id=run_id, name=root.name, root=str(root))
-    files = walk(root)
-    if not files:
+    report = IngestReport(run_id=run_id, name=storable(root.name), root=storable(str(root)))
+    files = walk(root, report.skipped, follow_links=follow_links)
+    if not files and not report.skipped:
         raise UnreadableRun(f"{root} is empty: no logs, checkpoints or configs to read")
     with run_lock(db, run_id):
         _ingest_locked(root, db, run_id, files, report, progress or _no_progress, trust_pickle)
@@ -164,8 +195,10 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
 
     # Tensor files first: checkpoints and batches claim them before any log format sees them. An HF folder's
     # trainer_state.json is not claimed (the HF log reader reads it; the checkpoint only takes its step).
-    batches = find_batches(files)
-    checkpoints = find_checkpoints(files)
+    # A tensor file whose name is not UTF-8 is left to the walk below, which lists it as unknown (escaped).
+    named = [rel for rel in files if storable(str(rel)) == str(rel)]
+    batches = find_batches(named)
+    checkpoints = find_checkpoints(named)
     tensor_files = {b.path for b in batches} | {p for c in checkpoints for p in c.files}
     claimed: list[tuple[PurePosixPath, Format]] = []
     for rel in files:
@@ -173,14 +206,14 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             continue
         fmt = format_for(rel, lambda rel=rel: _head(root / rel))
         if fmt is None:
-            report.unknown.append(str(rel))
+            report.unknown.append(storable(str(rel)))
         else:
             claimed.append((rel, fmt))
 
     # Sources parsed by another version of their reader (or by another format's) are read again from nothing:
     # a reader fix reaches runs stored before it (sources.reader_version).
-    stale = {str(rel): known[str(rel)][0] for rel, fmt in claimed
-             if str(rel) in known and known[str(rel)][5:7] != (fmt.name, fmt.version)}
+    stale = {storable(str(rel)): known[storable(str(rel))][0] for rel, fmt in claimed
+             if storable(str(rel)) in known and known[storable(str(rel))][5:7] != (fmt.name, fmt.version)}
     if stale:
         with connect(db, write=True) as con:
             con.execute("BEGIN")
@@ -188,14 +221,19 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             con.execute("COMMIT")
             known = queries.known_sources(con, run_id)
 
-    total_bytes = sum((root / rel).stat().st_size for rel, _ in claimed)
+    total_bytes = sum(_size(root / rel) for rel, _ in claimed)
     done = 0
+    rewrite: Issue | None = None
     pending: list[_Pending] = []
     for rel, fmt in claimed:
         path = root / rel
-        stat = path.stat()
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # gone since the walk (a rotated log): the next ingest sees what is there then
         head_hash = _head_hash(path)
-        prior = known.get(str(rel))
+        name = storable(str(rel))  # the file's name in the store: `\xNN` for bytes that are not UTF-8
+        prior = known.get(name)
         start = 0
         source_id = None
         if prior is not None:
@@ -210,8 +248,14 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             then = head_hash if size is None or size >= HEAD_BYTES else _head_hash(path, size)
             rewritten = old_hash != then or (fmt.resumable and stat.st_size < (resume_at or 0))
             start = 0 if rewritten and fmt.resumable else (resume_at or 0)
-        item = _Pending(str(rel), fmt, fmt.group(rel), stat.st_size, stat.st_mtime, head_hash, source_id,
-                        end=start, report=SourceReport(str(rel), fmt.name))
+            if rewritten and fmt.resumable and resume_at:
+                rewrite = _forget_rewritten(db, run_id, name, source_id, size, stat.st_size, old_hash != then)
+        item = _Pending(name, fmt, storable(fmt.group(rel)), stat.st_size, stat.st_mtime, head_hash, source_id,
+                        end=start, report=SourceReport(name, fmt.name))
+        if rewrite is not None:
+            item.chunks.append(Chunk(end=start, issues=[rewrite]))
+            item.report.issues.append(rewrite)
+            rewrite = None
         report.sources.append(item.report)
         pending.append(item)
         try:
@@ -228,6 +272,12 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             # One format's optional package is missing: say so for its files and read the rest of the run.
             item.chunks.append(Chunk(end=start, issues=[Issue(None, "missing_dependency", str(exc))]))
             item.report.issues.extend(item.chunks[-1].issues)
+        except OSError as exc:
+            # Not readable (permissions, an I/O error, gone mid-read): what was read before stays, and where the
+            # next ingest goes on is where reading stopped.
+            item.chunks.append(Chunk(end=item.end, issues=[Issue(None, "unreadable", f"{name} cannot be read "
+                                                                 f"({exc.strerror or exc})")]))
+            item.report.issues.extend(item.chunks[-1].issues)
         done += stat.st_size
         progress("logs", done, total_bytes)
     _flush(db, report, pending)
@@ -236,10 +286,10 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
 
     with connect(db, write=True) as con:
         con.execute("BEGIN")
-        writes.upsert_run(con, run_id, root.name, str(root))
+        writes.upsert_run(con, run_id, report.name, report.root)
         refresh_series(con, run_id)
         writes.insert_issues(con, run_id, [(u, Issue(None, "unknown_file", "no reader knows this file"))
-                                           for u in report.unknown])
+                                           for u in report.unknown] + report.skipped)
         con.execute("COMMIT")
     if not report.sources and report.unknown and not known:
         raise UnreadableRun(
@@ -251,6 +301,21 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             f"no file in {root} could be read: "
             + "; ".join(f"{s.path}: {s.issues[0].detail}" for s in report.sources[:3] if s.issues)
         )
+
+
+def _forget_rewritten(db: Path, run_id: str, rel: str, source_id: int, was: int | None, now: int,
+                      head_changed: bool) -> Issue:
+    """A log rewritten since the last ingest (shorter than where reading stopped, or its first bytes changed) is
+    read again from byte 0, so what was read from it before is forgotten first: points no file holds any more
+    must not stay in the diagnosis, and none may be stored twice (DECISIONS.md §3). Returns the issue saying so."""
+    with connect(db, write=True) as con:
+        con.execute("BEGIN")
+        forgotten = queries.source_points(con, source_id)
+        writes.forget_sources(con, run_id, {rel: source_id})
+        con.execute("COMMIT")
+    why = "its first bytes changed" if head_changed else f"it shrank from {was:,} to {now:,} bytes"
+    return Issue(None, "rewritten", f"{rel} was rewritten since the last ingest ({why}): its {forgotten:,} earlier "
+                                    "points were forgotten and it was read again from the start")
 
 
 def _ingest_tensors(db: Path, run_id: str, root: Path, checkpoints: list[FoundCheckpoint], batches: list[FoundBatch],
@@ -314,7 +379,8 @@ def _tags(frames: list[pl.DataFrame]) -> set[str]:
     return {t for f in frames for t in f["tag"].unique().cast(pl.Utf8).to_list()}
 
 
-UNREADABLE_KINDS = ("empty", "not_this_format", "unreadable", "garbled", "missing_dependency")
+UNREADABLE_KINDS = ("empty", "not_this_format", "unreadable", "garbled", "missing_dependency", "too_large")
+NOTICE_KINDS = ("rewritten",)  # said once, but nothing was skipped: the source stays `ok`
 
 
 def _source_status(points: int, dropped: int, issues: list[Issue]) -> str:
@@ -323,7 +389,7 @@ def _source_status(points: int, dropped: int, issues: list[Issue]) -> str:
         return "duplicate"
     if points == 0 and any(i.kind in UNREADABLE_KINDS for i in issues):
         return "unreadable"
-    return "partial" if issues else "ok"
+    return "partial" if any(i.kind not in NOTICE_KINDS for i in issues) else "ok"
 
 
 def _with_series(frame: pl.DataFrame, series_ids: dict[str, int]) -> pl.DataFrame:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from ingest.errors import ForensicsError, SchemaError, StoreLocked
+from ingest.errors import ForensicsError, SchemaError, StoreLocked, StoreUnwritable
 from ingest.schema import MIGRATIONS, SCHEMA_VERSION, SEQUENCES, TABLES
 
 LOCK_WAIT_S = 5.0
@@ -90,8 +90,25 @@ def connect(db: Path, *, write: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[d
             raise
         con.close()  # an open transaction is rolled back here
         raise KeyboardInterrupt from None
+    except (duckdb.IOException, duckdb.TransactionException) as exc:
+        if not write:
+            raise
+        con.close()  # an open transaction is rolled back here
+        raise StoreUnwritable(f"cannot write the database {db}: {_write_failure(exc)}; nothing of this write was "
+                              "kept (the store holds what it held before); free space or pass another --db") from None
     finally:
         con.close()
+
+
+def _write_failure(exc: BaseException) -> str:
+    """The first line of the DuckDB error that says why a write failed: a failed COMMIT is often followed by a
+    ROLLBACK that fails too ("no transaction is active"), which would hide the cause."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, duckdb.Error) and "no transaction is active" not in str(seen):
+            return str(seen).splitlines()[0]
+        seen = seen.__context__
+    return str(exc).splitlines()[0]
 
 
 @contextmanager

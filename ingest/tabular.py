@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ingest.configs import parse_json
 from ingest.records import Chunk, Issue, scalars_frame
 
 STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "it", "Step")
@@ -322,8 +322,8 @@ def read_jsonl(path: Path, start: int = 0) -> Iterator[Chunk]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            record = parse_json(line)
+        except ValueError as exc:  # not JSON, not UTF-8, or nested past the document limits
             bad.append((here, f"not JSON ({exc.__class__.__name__}: {str(exc)[:80]})"))
             continue
         if not isinstance(record, dict):

@@ -7,7 +7,7 @@ refused (`needs_pickle`) unless the user passed --trust-pickle. Torch is importe
 
 from __future__ import annotations
 
-import json
+import math
 import pickle
 import re
 import struct
@@ -15,8 +15,9 @@ import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ingest.configs import parse_json
 from ingest.records import Issue
-from ingest.tensorstats import SAFETENSORS_DTYPES, TensorRef
+from ingest.tensorstats import SAFETENSORS_DTYPES, SAFETENSORS_ITEM_BYTES, TensorRef
 
 TENSOR_SUFFIXES = (".safetensors", ".pt", ".pth", ".ckpt", ".bin")
 # Step in a name: the keyword, an optional separator, the number (zero padding allowed).
@@ -46,7 +47,9 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, str], dict[str, Tenso
     Format (huggingface/safetensors README): 8-byte little-endian header length N, N bytes of JSON
     {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}}, then the data, offsets
     relative to its start. A file cut off mid-save keeps every tensor whose bytes are all present; the
-    others become `truncated` issues. Raises `Unreadable` when not even the header can be read.
+    others become `truncated` issues. An entry whose shape and byte range disagree (a 2**40-element shape over
+    16 bytes, a range starting before the data) is `garbled` and not read, and so is a `__metadata__` that is
+    not a mapping. Raises `Unreadable` when not even the header can be read.
     """
     size = path.stat().st_size
     if size == 0:
@@ -60,8 +63,8 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, str], dict[str, Tenso
             kind = "truncated" if n < 100 << 20 else "not_this_format"
             raise Unreadable(kind, f"header of {n} bytes does not fit in a {size}-byte file")
         try:
-            header = json.loads(f.read(n))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            header = parse_json(f.read(n))
+        except ValueError as exc:  # not UTF-8, not JSON, or nested past the document limits
             raise Unreadable("not_this_format", f"safetensors header is not JSON: {exc}") from None
     if not isinstance(header, dict):
         raise Unreadable("not_this_format", "safetensors header is not a JSON object")
@@ -69,6 +72,9 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, str], dict[str, Tenso
     start = 8 + n
     refs: dict[str, TensorRef] = {}
     issues: list[Issue] = []
+    if not isinstance(metadata, dict):
+        issues.append(Issue(None, "garbled", f"__metadata__ is a JSON {type(metadata).__name__}, not an object; ignored"))
+        metadata = {}
     for name, info in header.items():
         try:
             begin, end = (int(x) for x in info["data_offsets"])
@@ -76,6 +82,12 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, str], dict[str, Tenso
             dtype = SAFETENSORS_DTYPES.get(info["dtype"], info["dtype"])
         except (KeyError, TypeError, ValueError) as exc:
             issues.append(Issue(None, "garbled", f"tensor {name!r}: header entry unreadable ({exc})"))
+            continue
+        item = SAFETENSORS_ITEM_BYTES.get(info["dtype"]) if isinstance(info["dtype"], str) else None
+        if begin < 0 or end < begin or min(shape, default=0) < 0 or (
+                item is not None and math.prod(shape) * item != end - begin):
+            issues.append(Issue(None, "garbled", f"tensor {name!r}: header says shape {list(shape)} of "
+                                f"{info['dtype']} in bytes {begin}-{end} of the data, which do not agree; not read"))
             continue
         if start + end > size:
             issues.append(Issue(start + begin, "truncated", f"tensor {name!r} ends at byte {start + end}, "

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ingest.configs import parse_json
 from ingest.errors import MissingDependency
 from ingest.records import Chunk, Issue
 
@@ -600,7 +601,7 @@ def _as_float(vj: str) -> float | None:
         return float(vj)
     except ValueError:
         try:
-            return float(json.loads(vj))
+            return float(parse_json(vj))
         except (ValueError, TypeError):
             return None
 
@@ -629,7 +630,7 @@ def _nested_group(top, items, tags, raws, hist_rows, skipped, step, wall, offset
     obj: dict[str, Any] = {}
     for it in items:
         try:
-            obj[it.nested_key[1]] = json.loads(it.value_json)
+            obj[it.nested_key[1]] = parse_json(it.value_json)
         except ValueError:
             pass
     media(top, obj, hist_rows, skipped, step, wall, offset)
@@ -694,12 +695,12 @@ def parse_values(raws: list[str]) -> list[Any]:
         out = json.loads("[" + ",".join(raws) + "]")
         if len(out) == len(raws):
             return out
-    except ValueError:
+    except (ValueError, RecursionError):  # a malformed text, or one nested past the document limits
         pass
     parsed: list[Any] = []
     for raw in raws:
         try:
-            parsed.append(json.loads(raw))
+            parsed.append(parse_json(raw))
         except ValueError:
             parsed.append(None)
     return parsed

@@ -9,7 +9,6 @@ read whole with `configs.read_config`'s parsing; values keep the meaning `ingest
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from ingest.configs import load_document, read_config
+from ingest.configs import load_document, parse_json, read_config
 from ingest.records import Chunk, Issue
 from ingest.wandb import media, parse_values, unwrap_config_value
 
@@ -157,7 +156,7 @@ def read_wandb_debug_log(path: Path, start: int = 0) -> Iterator[Chunk]:
         if _DROPPED_MARK not in line:
             continue
         try:
-            rec = json.loads(line)
+            rec = parse_json(line)
             step, current = int(rec["step"]), int(rec["current"])
         except (ValueError, KeyError, TypeError):
             issues.append(Issue(at, "garbled", f"{path.name}: a refused-record line without its step and current"))

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.names import storable
 from ingest.records import Issue, texts_frame
 
 
@@ -399,7 +400,7 @@ def upsert_watched_runs(con, rows: list[dict]) -> None:
         return
     import polars as pl
 
-    frame = pl.DataFrame([{c: r.get(c) for c in WATCHED_RUN_COLUMNS} for r in rows], schema={
+    frame = pl.DataFrame([{c: _text(r.get(c)) for c in WATCHED_RUN_COLUMNS} for r in rows], schema={
         "run_id": pl.Utf8, "path": pl.Utf8, "watch_root": pl.Utf8, "kind": pl.Utf8, "reason": pl.Utf8,
         "first_seen": pl.Datetime, "last_checked": pl.Datetime, "last_growth": pl.Float64, "fingerprint": pl.Utf8,
         "n_files": pl.Int64, "n_bytes": pl.Int64, "state": pl.Utf8, "detail": pl.Utf8})
@@ -411,6 +412,11 @@ def upsert_watched_runs(con, rows: list[dict]) -> None:
     con.unregister("_watched")
 
 
+def _text(value: Any) -> Any:
+    """A string as the store can hold it: a name that is not UTF-8 with its bad bytes as `\\xNN`."""
+    return storable(value) if isinstance(value, str) else value
+
+
 def insert_alerts(con, rows: list[dict]) -> list[int]:
     """Append alerts (dicts keyed by ALERT_COLUMNS), stamped now; their ids, in order."""
     ids = []
@@ -418,7 +424,7 @@ def insert_alerts(con, rows: list[dict]) -> list[int]:
         ids.append(con.execute(
             f"INSERT INTO alerts (alert_id, created, {', '.join(ALERT_COLUMNS)}) "
             f"VALUES (nextval('alert_id_seq'), now(), {', '.join('?' for _ in ALERT_COLUMNS)}) RETURNING alert_id",
-            [r.get(c) for c in ALERT_COLUMNS]).fetchone()[0])
+            [_text(r.get(c)) for c in ALERT_COLUMNS]).fetchone()[0])
     return ids
 
 

@@ -266,3 +266,43 @@ def test_a_store_from_before_reader_versions_reads_its_logs_again_once(tmp_path)
         assert con.execute("SELECT count(*), count(DISTINCT position) FROM scalars").fetchone() == (50, 50)
         assert con.execute("SELECT n_points FROM series").fetchall() == [(50,)]
         assert con.execute("SELECT reader_version FROM sources").fetchall() == [(1,)]
+
+
+def _tb_run(root, steps, scale=1.0):
+    """A real event file (SummaryWriter) holding loss at `steps`; returns its path."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(root))
+    for step in steps:
+        w.add_scalar("loss", scale / (step + 1), step)
+    w.close()
+    [path] = root.glob("events.out.tfevents.*")
+    return path
+
+
+@pytest.mark.parametrize("how", ["cut", "replaced"])
+def test_a_log_rewritten_shorter_forgets_its_old_points(tmp_path, how):
+    """Issue 26 item 3: a file rewritten shorter was read again from byte 0 while its old points stayed: an
+    event file cut to a third held 533 points where a fresh read holds 133; one replaced by a different, shorter
+    file kept points no file holds any more. A rewrite forgets the source's points first, and says so."""
+    from ingest.run import ingest_run
+    from ingest.store import connect
+
+    run, db = tmp_path / "run", tmp_path / "f.duckdb"
+    path = _tb_run(run, range(400))
+    assert ingest_run(run, db).points == 400
+    if how == "cut":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 3])
+    else:
+        other = _tb_run(tmp_path / "other", range(0, 300, 3), scale=7.0)
+        path.write_bytes(other.read_bytes())
+    report = ingest_run(run, db)
+    fresh = ingest_run(run, tmp_path / "fresh.duckdb")
+    assert report.points == fresh.points
+    assert [i.kind for _, i in report.issues if i.kind == "rewritten"] == ["rewritten"]
+    with connect(db, write=False) as con, connect(tmp_path / "fresh.duckdb", write=False) as fresh_con:
+        query = "SELECT step, value FROM scalars ORDER BY step, position"
+        assert con.execute(query).fetchall() == fresh_con.execute(query).fetchall()
+        sources = "SELECT status, n_points FROM sources"
+        assert con.execute(sources).fetchall() == fresh_con.execute(sources).fetchall()

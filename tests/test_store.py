@@ -142,7 +142,7 @@ INTERRUPTIBLE = textwrap.dedent("""
         def close(self):
             pass
 
-    render.ProgressBars = Signal  # cmd_ingest draws its bars with forensics.render.ProgressBars
+    render.ProgressBars = Signal  # the CLI takes its progress bars from forensics.render when it runs
     sys.exit(cli.main(sys.argv[1:]))
 """)
 

@@ -359,3 +359,21 @@ def test_watch_with_two_jobs_alerts_as_one_process_does(tmp_path):
     assert out[1] == out[2]
     assert ("plateau_double_softmax", "nan_loss", "critical", 5000) in out[2][1]
     assert out[2][2][0] == out[2][2][1]
+
+
+def test_a_log_rewritten_shorter_is_alerted_once_and_its_old_points_forgotten(watched):
+    """Issue 26 item 3: an event file cut shorter under a watched run was read again from byte 0 with its old
+    points kept; now the old points go, and the watch says so once."""
+    root, db, w, log = watched
+    tb = LiveTB(root / "tb_job")
+    tb.write(200)
+    tb.w.close()
+    assert w.poll_once().analysed == 1
+    [path] = (root / "tb_job").glob("events.out.tfevents.*")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    second = w.poll_once()
+    assert [(a.run_name, a.kind) for a in second.alerts if a.origin == "watch"] == [("tb_job", "rewritten")]
+    n, distinct = _scalars(db, "tb_job")
+    assert n == distinct < 200
+    assert [a for a in w.poll_once().alerts if a.kind == "rewritten"] == []

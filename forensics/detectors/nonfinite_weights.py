@@ -16,8 +16,11 @@ from forensics.run import Run
 def _by_design(ts: pl.DataFrame) -> set[str]:
     """Tensors that hold Inf by design: Inf only (no NaN), present in the earliest checkpoint, and the same in
     every checkpoint (Inf count and the norm of the finite rest), e.g. a causal mask of -inf saved as a buffer.
-    Weights that overflowed change between checkpoints and soon hold NaN. Needs two checkpoints to tell."""
-    model = ts.filter(pl.col("kind").is_in(["param", "buffer"]))
+    Weights that overflowed change between checkpoints and soon hold NaN. Needs two checkpoints with a step to
+    tell; a checkpoint without one (`best_model.pth`, a root `model.safetensors`) has no place in that order."""
+    model = ts.filter(pl.col("kind").is_in(["param", "buffer"]) & pl.col("step").is_not_null())
+    if model.height == 0:
+        return set()
     first = model["ckpt_id"].filter(model["step"] == model["step"].min()).unique().to_list()
     per = model.group_by("tensor").agg(
         pl.col("ckpt_id").n_unique().alias("n"), pl.col("ckpt_id").is_in(first).any().alias("in_first"),

@@ -44,11 +44,14 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
         for role in ("loss", "grad_norm"):  # series load lazily: read what fidelity needs while the store is open
             if run.pick(role):
                 run.series(role)
+        last_logged = run.last_step()
+    if step is not None:
+        check_step(run.name, step, last_logged)
     entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
     if not entry_path.is_file():
         from forensics.replay.template import entry_template
         raise EntryPointError(
-            f"no entry point {entry_path} (DECISIONS.md §10): save one beside the run, or pass --entry FILE.py; "
+            f"no entry point {entry_path} (see docs/replay.md): save one beside the run, or pass --entry FILE.py; "
             f"a template built from what the store knows is printed above", template=entry_template(run))
     target = step if step is not None else default_step(run)
     import torch
@@ -86,9 +89,23 @@ def default_step(run: Any) -> int:
                       f"name the step to replay with --step N")
 
 
-def _choose_checkpoint(run: Any, root: Path, target: int, before_step: bool, explicit: str | None) -> tuple[str, str, int]:
-    """(path, format, step) of the checkpoint to start from: the explicit one, else the last finite one whose
-    state precedes `target`."""
+def check_step(run_name: str, step: int, last_logged: int | None) -> None:
+    """A step to replay is one the run logged: not negative, not past its last logged step."""
+    from ingest.errors import ReplayError
+
+    if step < 0:
+        raise ReplayError(f"--step {step}: steps are not negative; name a logged step of run {run_name}")
+    if last_logged is not None and step > last_logged:
+        raise ReplayError(f"--step {step} is past the last logged step {last_logged} of run {run_name}; name a "
+                          f"step from 0 to {last_logged}")
+
+
+def choose_checkpoint(run: Any, root: Path, target: int, step_numbering: str | None,
+                      explicit: str | None) -> tuple[str, str, int, int]:
+    """(path, layout, step, first step to replay) of the checkpoint to start from: the explicit one, else the
+    last finite one whose state precedes `target`. What a checkpoint's step means comes from its layout
+    (`ingest.checkpoints.LAYOUTS`), unless the entry point's `step_numbering` overrides it."""
+    from ingest.checkpoints import first_step_after
     from ingest.errors import CheckpointMismatch
 
     ck = run.table("checkpoints")
@@ -105,19 +122,19 @@ def _choose_checkpoint(run: Any, root: Path, target: int, before_step: bool, exp
             if r["path"] == rel or r["path"].rstrip("/") == rel.rstrip("/"):
                 if r["step"] is None:
                     raise CheckpointMismatch(f"{rel}: the store knows no step for this checkpoint")
-                return r["path"], r["format"], int(r["step"])
+                return r["path"], r["format"], int(r["step"]), first_step_after(r["format"], r["step"], step_numbering)
         known = ", ".join(r["path"] for r in rows) or "none"
         raise CheckpointMismatch(f"--from-checkpoint {explicit}: not a checkpoint of this run (known: {known})")
     ok = [r for r in rows if r["step"] is not None and r["finite"] is not False and r["status"] in ("ok", "partial")
-          and (r["step"] if before_step else r["step"] + 1) <= target]
+          and first_step_after(r["format"], r["step"], step_numbering) <= target]
     if not ok:
         listed = ", ".join(f"{r['path']} (step {r['step']}, {'finite' if r['finite'] else 'NON-FINITE'})"
                            for r in sorted(rows, key=lambda r: r["step"] or -1)) or "none"
         raise CheckpointMismatch(
             f"no finite checkpoint before step {target} (checkpoints: {listed}); save checkpoints with optimizer "
             f"state every few hundred steps next time (forensics.capture does)")
-    best = max(ok, key=lambda r: r["step"])
-    return best["path"], best["format"], int(best["step"])
+    best = max(ok, key=lambda r: first_step_after(r["format"], r["step"], step_numbering))
+    return best["path"], best["format"], int(best["step"]), first_step_after(best["format"], best["step"], step_numbering)
 
 
 def _device(name: str) -> Any:
@@ -155,13 +172,12 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     from forensics.replay import counterfactuals, culprits, fidelity, instrument
     from forensics.replay.state import (
         StepOptions,
-        build_state,
         load_batch,
-        load_checkpoint,
         load_entry,
         read_config,
         require_single_micro_batch,
         restore,
+        restore_checkpoint,
         run_step,
         snapshot,
         to_device,
@@ -174,8 +190,7 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     entry = load_entry(entry_path)
     options = StepOptions.from_entry(entry, config)
     require_single_micro_batch(options)
-    ck_path, ck_fmt, ck_step = _choose_checkpoint(run, root, target, options.checkpoint_before_step, from_checkpoint)
-    start = ck_step if options.checkpoint_before_step else ck_step + 1
+    ck_path, ck_fmt, ck_step, start = choose_checkpoint(run, root, target, options.step_numbering, from_checkpoint)
     b = run.table("batches")
     batches = {int(s): p for s, p in zip(b["step"].to_list(), b["path"].to_list()) if s is not None} if b.height else {}
     if start not in batches:
@@ -185,8 +200,7 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
             (f" (batches saved for steps {have[0]}-{have[-1]})" if have else " (no batches saved)") +
             "; save the last K batches before a failure next time (forensics.capture's ring buffer does)")
     settings = determinism(device)
-    saved = load_checkpoint(root, ck_path, ck_fmt, ck_step)
-    st = build_state(entry, config, saved, device)
+    st = restore_checkpoint(entry, config, root, ck_path, ck_fmt, device)
     result: dict[str, Any] = {
         "run": run.name, "run_id": run.run_id, "step": target, "from_checkpoint": ck_path, "checkpoint_step": ck_step,
         "entry": str(entry_path), "config": config_from, "device": str(device), "determinism": settings,

@@ -9,41 +9,37 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import json
 import math
 import pickle
 import random
 import sys
 import zipfile
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from ingest.checkpoints import States, strip_prefix
 from ingest.errors import CheckpointMismatch, EntryPointError, MissingBatch, ReplayError
-
-# Wrapper prefixes a state dict may carry: torch.compile's `_orig_mod.` (the compiled module wraps the
-# original one), DDP's `module.`, Lightning's `model.` (the LightningModule attribute).
-WRAPPER_PREFIXES = ("_orig_mod.", "module.", "model.")
-
 
 # ------------------------------------------------------------------------------------------ config, entry
 
 def read_config(root: Path, store_config: dict[str, Any] | None = None) -> tuple[dict, str]:
-    """The run's saved config and where it came from: the root's config.yaml/.yml/.json, else the config the
-    store read elsewhere (W&B, hparams.yaml), given as nested dict. ({}, "none") when there is none."""
-    for name in ("config.yaml", "config.yml", "config.json"):
-        p = root / name
-        if p.is_file():
-            text = p.read_text(encoding="utf-8")
-            if name.endswith(".json"):
-                return json.loads(text), name
-            import yaml
-            return (yaml.safe_load(text) or {}), name
+    """The run's saved config and where it came from: the root's config file as ingest reads it
+    (`ingest.configs.root_config`), else the config the store read elsewhere (W&B, Lightning's hparams.yaml), as
+    a nested dict. ({}, "none") when there is none; a root config that does not parse falls back to the store's."""
+    from ingest.configs import root_config
+
+    doc, name, issue = root_config(root)
+    if doc is not None:
+        return doc, name
     if store_config:
-        return store_config, "store"
+        return store_config, "store" + (f" ({name} unreadable: {issue.detail})" if issue else "")
+    if issue is not None:
+        raise EntryPointError(f"{name} at the run root cannot be read ({issue.detail}) and the store holds no "
+                              f"other config; fix the file (see docs/replay.md)")
     return {}, "none"
 
 
@@ -62,7 +58,7 @@ def load_entry(path: Path) -> Any:
         sys.dont_write_bytecode = saved
     missing = [f for f in ("build_model", "loss_fn") if not callable(getattr(mod, f, None))]
     if missing:
-        raise EntryPointError(f"{path} defines no {' or '.join(missing)} (DECISIONS.md §10 needs build_model "
+        raise EntryPointError(f"{path} defines no {' or '.join(missing)} (docs/replay.md: the entry point needs build_model "
                               f"and loss_fn; build_optimizer, build_scheduler, step_options are optional)")
     return mod
 
@@ -75,108 +71,32 @@ class StepOptions:
     grad_accumulation_steps: int = 1
     grad_scaler: dict | None = None
     autocast_dtype: str | None = None          # "float16" / "bfloat16" when the forward ran under autocast
-    checkpoint_before_step: bool = False       # Lightning: checkpoint step=N holds the state before step N
+    step_numbering: str | None = None          # overrides the checkpoint layout's (ingest.checkpoints.STEP_NUMBERINGS)
 
     @classmethod
     def from_entry(cls, entry: Any, config: dict) -> StepOptions:
+        from ingest.checkpoints import STEP_NUMBERINGS
+
         raw = dict(entry.step_options(config)) if callable(getattr(entry, "step_options", None)) else {}
         gs = raw.get("grad_scaler")
+        numbering = raw.get("step_numbering")
+        if numbering is not None and numbering not in STEP_NUMBERINGS:
+            raise EntryPointError(f"step_options: unknown step_numbering {numbering!r}; accepted: "
+                                  f"{', '.join(STEP_NUMBERINGS)} (or leave it out: the checkpoint's layout says "
+                                  f"what its step means; see docs/replay.md)")
         return cls(max_grad_norm=raw.get("max_grad_norm"),
                    grad_accumulation_steps=int(raw.get("grad_accumulation_steps") or 1),
                    grad_scaler=(gs if isinstance(gs, dict) else {}) if gs else None,
-                   autocast_dtype=raw.get("autocast_dtype"),
-                   checkpoint_before_step=raw.get("step_numbering") == "checkpoint_before_step")
+                   autocast_dtype=raw.get("autocast_dtype"), step_numbering=numbering)
 
 
 # ------------------------------------------------------------------------------------------ checkpoints
 
-@dataclass
-class Saved:
-    """The states one checkpoint holds (None where it did not save them) and what was missing."""
-
-    path: str
-    step: int
-    model: dict[str, torch.Tensor]
-    optimizer: dict | None = None
-    scheduler: dict | None = None
-    scaler: dict | None = None
-    rng: dict | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-_LOAD_ERRORS = (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile)
-
-
 def _torch_load(path: Path) -> Any:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except _LOAD_ERRORS as exc:  # weights_only refusal, truncation, not a torch file: all end the replay here
-        raise CheckpointMismatch(f"cannot read {path} with weights_only=True: {str(exc).splitlines()[0]}") from None
-
-
-def _load_rng(path: Path) -> dict | None:
-    """HF's rng_state.pth holds numpy's state (an array): allow exactly numpy's reconstruct globals."""
-    import numpy as np
-    from numpy._core.multiarray import _reconstruct
-    from torch.serialization import safe_globals
-
-    try:
-        with safe_globals([_reconstruct, np.ndarray, np.dtype, type(np.dtype("uint32"))]):
-            return torch.load(path, map_location="cpu", weights_only=True)
-    except _LOAD_ERRORS:  # an RNG state we cannot read safely is reported as not restored
-        return None
-
-
-def _first(obj: dict, *keys: str) -> Any:
-    return next((obj[k] for k in keys if isinstance(obj, dict) and obj.get(k) is not None), None)
-
-
-def load_checkpoint(root: Path, rel: str, fmt: str, step: int) -> Saved:
-    """Read one checkpoint of any layout the store knows (torch dict, HF folder, Lightning .ckpt, safetensors)."""
-    from safetensors.torch import load_file
-
-    path = root / rel
-    if fmt == "safetensors" or (path.is_file() and path.suffix == ".safetensors"):
-        return Saved(rel, step, load_file(path), notes=["weights only: no optimizer, scheduler or RNG state saved"])
-    if path.is_dir():  # HF Trainer's checkpoint-N/
-        if (path / "model.safetensors").is_file():
-            model = load_file(path / "model.safetensors")
-        elif (path / "pytorch_model.bin").is_file():
-            model = _torch_load(path / "pytorch_model.bin")
-        else:
-            raise CheckpointMismatch(f"{rel} holds no model.safetensors or pytorch_model.bin")
-        s = Saved(rel, step, model)
-        for attr, name in (("optimizer", "optimizer.pt"), ("scheduler", "scheduler.pt"), ("scaler", "scaler.pt")):
-            if (path / name).is_file():
-                setattr(s, attr, _torch_load(path / name))
-        if (path / "rng_state.pth").is_file():
-            s.rng = _load_rng(path / "rng_state.pth")
-            if s.rng is None:
-                s.notes.append("rng_state.pth could not be read safely: RNG not restored")
-        return s
-    obj = _torch_load(path)
-    if not isinstance(obj, dict):
-        raise CheckpointMismatch(f"{rel} holds a {type(obj).__name__}, not a dict of states")
-    if "state_dict" in obj and "optimizer_states" in obj:  # Lightning
-        opts, scheds = obj.get("optimizer_states") or [], obj.get("lr_schedulers") or []
-        return Saved(rel, step, obj["state_dict"], opts[0] if opts else None, scheds[0] if scheds else None,
-                     _first(obj, "MixedPrecision", "scaler"))
-    model = _first(obj, "model", "model_state_dict", "state_dict")
-    if model is None and all(isinstance(v, torch.Tensor) for v in obj.values()):
-        model = obj
-    if model is None:
-        raise CheckpointMismatch(f"{rel} has no model state (keys: {', '.join(map(str, list(obj)[:8]))})")
-    return Saved(rel, step, model, _first(obj, "optimizer", "optimizer_state_dict"),
-                 _first(obj, "scheduler", "lr_scheduler", "scheduler_state_dict"), _first(obj, "scaler", "grad_scaler"),
-                 _first(obj, "rng", "rng_state"))
-
-
-def strip_prefix(state: dict[str, torch.Tensor], wanted: set[str], declared: str | None) -> dict[str, torch.Tensor]:
-    """Drop a wrapper prefix (the entry's STATE_DICT_PREFIX, else a known one) when that makes keys match."""
-    for prefix in ([declared] if declared else []) + list(WRAPPER_PREFIXES):
-        if set(state) != wanted and all(k.startswith(prefix) for k in state):
-            state = {k[len(prefix):]: v for k, v in state.items()}
-    return state
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise MissingBatch(f"cannot read {path} with weights_only=True: {str(exc).splitlines()[0]}") from None
 
 
 # ------------------------------------------------------------------------------------------ batches
@@ -190,7 +110,7 @@ def load_batch(root: Path, rel: str) -> dict[str, torch.Tensor]:
     else:
         obj = _torch_load(path)
     if not isinstance(obj, dict):
-        raise MissingBatch(f"{rel} holds a {type(obj).__name__}, not a dict of tensors (DECISIONS.md §10)")
+        raise MissingBatch(f"{rel} holds a {type(obj).__name__}, not a dict of tensors (see docs/replay.md)")
     return {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
 
 
@@ -223,14 +143,23 @@ class State:
     notes: list[str]
 
 
-def build_state(entry: Any, config: dict, saved: Saved, device: torch.device) -> State:
+def restore_checkpoint(entry: Any, config: dict, root: Path, rel: str, fmt: str, device: torch.device) -> State:
+    """The entry point's model, optimizer, scheduler and scaler with checkpoint `rel` (of layout `fmt`, as the
+    store found it) loaded into them: what replay and probe start from. Raises CheckpointMismatch when the
+    checkpoint cannot be read with weights_only=True or does not fit the entry point's model."""
+    from ingest.checkpoints import read_states
+
+    return build_state(entry, config, read_states(root, rel, fmt), device)
+
+
+def build_state(entry: Any, config: dict, saved: States, device: torch.device) -> State:
     """§10's order: build model, optimizer, scheduler; then load their saved states; then the RNG."""
     options = StepOptions.from_entry(entry, config)
     model = entry.build_model(config)
     model.train()  # the tool, not the entry point, sets train mode
     restored, notes = ["model"], list(saved.notes)
     wanted = set(model.state_dict())
-    state = strip_prefix(saved.model, wanted, getattr(entry, "STATE_DICT_PREFIX", None))
+    state = strip_prefix(saved.model, wanted, getattr(entry, "STATE_DICT_PREFIX", None))  # torch.compile's _orig_mod. too
     missing, unexpected = sorted(wanted - set(state)), sorted(set(state) - wanted)
     if missing or unexpected:
         raise CheckpointMismatch(

@@ -63,3 +63,30 @@ def test_a_constant_minus_inf_mask_buffer_is_not_a_nonfinite_weight(tmp_path):
     the first: non-finite by design, not weights that blew up."""
     _train(tmp_path / "r", mask=True)
     assert list(NonfiniteWeights().check(load_run(tmp_path / "r", tmp_path / "f.duckdb"))) == []
+
+
+@pytest.mark.parametrize("name", ["best_model.pth", "model.pt", "model.safetensors", "checkpoints/best.ckpt"])
+@pytest.mark.parametrize("finite", [True, False])
+def test_a_checkpoint_without_a_step_is_checked_not_a_crash(tmp_path, capsys, name, finite):
+    """Issue 26 item 4: a run whose only checkpoint has no step (`best_model.pth` beside a console log, a root
+    `model.safetensors`, Lightning's `best.ckpt` without `global_step`) crashed analyze with a TypeError."""
+    import torch
+    from safetensors.torch import save_file
+
+    from forensics.cli import main
+
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text("".join(f"step {i} loss {2.0 / (i + 1):.4f}\n" for i in range(1, 60)))
+    weights = {"w": torch.tensor([1.0, 2.0, 1.0 if finite else float("nan")])}
+    path = root / name
+    path.parent.mkdir(exist_ok=True)
+    if name.endswith(".safetensors"):
+        save_file(weights, str(path))
+    else:
+        torch.save({"state_dict": weights} if name.endswith(".ckpt") else weights, path)
+    assert main(["analyze", str(root), "--db", str(tmp_path / "f.duckdb"), "--json"]) == 0
+    import json
+
+    found = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["kind"] == "nonfinite_weights"]
+    assert [f["evidence"]["checkpoint"] for f in found] == ([] if finite else [name])
