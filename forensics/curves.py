@@ -58,8 +58,8 @@ def norm_curves(run: Run) -> list[NormCurve]:
     return out
 
 
-def norm_change(c: NormCurve, late: float = 0.5) -> dict | None:
-    """Initial level (median of the first three points; the first of a curve under 10 points), final level
+def norm_change(c: NormCurve, late: float = 0.5, start_points: int = stats.START_POINTS) -> dict | None:
+    """Initial level (median of the first `start_points` points; the first of a curve under 10 points), final level
     (last tenth; the last point), their ratio, the
     Mann–Kendall trend of the whole curve and of its last `late`, the share of the log-change that
     happens in that last part (near 0: it saturated; about `late` or more: it keeps going), and the final
@@ -69,7 +69,7 @@ def norm_change(c: NormCurve, late: float = 0.5) -> dict | None:
     if v.size < 3:
         return None
     # A short curve (a few checkpoints) holds exact norms, not noisy logs: its first and last points are the levels.
-    head = float(np.median(v[:3])) if v.size >= 10 else float(v[0])
+    head = stats.start_level(v, start_points) if v.size >= 10 else float(v[0])
     tail = stats.head_tail_levels(v)[1] if v.size >= 10 else float(v[-1])
     if not (head > 0 and tail > 0):
         return None

@@ -16,7 +16,17 @@ import numpy as np
 import polars as pl
 
 
+# A curve's initial level is the median of its first START_POINTS points: one noisy first point cannot set it, and a
+# fast early drop does not hide in it. Detectors that read a start level carry it as `start_points` (--set reaches it).
+START_POINTS = 3
 MAD_TO_SIGMA = 1.4826  # MAD of a normal sample times this estimates its standard deviation
+
+
+def start_level(values: np.ndarray, points: int = START_POINTS) -> float:
+    """A curve's initial level: the median of its first `points` finite values (NaN when it has none)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)][:max(1, points)]
+    return float(np.median(v)) if v.size else math.nan
 
 
 def finite(values: np.ndarray) -> np.ndarray:

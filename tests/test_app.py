@@ -34,14 +34,6 @@ from ingest.store import connect
 from tests.paths import REPO
 
 
-@pytest.fixture(autouse=True)
-def _keep_main_module():
-    """AppTest runs the page as `__main__` and leaves it in sys.modules, pointing at a deleted temp file; a later
-    test's worker processes (forkserver re-imports `__main__`) would then die. Put the real one back."""
-    main_module = sys.modules["__main__"]
-    yield
-    sys.modules["__main__"] = main_module
-
 APP = str(REPO / "app" / "streamlit_app.py")
 GALLERY = REPO / "sample_runs" / "runs"
 N_BIG = 600_000

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -251,3 +252,105 @@ def test_app_escapes_file_names_and_ignores_bad_page_parameters(tmp_path, monkey
     at.query_params.update({"run": "no such run", "page": "<script>"})
     at.run()
     assert not at.exception and at.session_state.page == "Runs"
+
+
+def test_a_schema_5_store_migrates_and_asks_for_a_new_analysis(tmp_path, capsys):
+    """A store written before verdicts were stored (schema 5: the analyses table without them) is migrated by the
+    next writer; its old analysis shows as "re-analyse", never as a verdict judged again from its findings."""
+    import duckdb
+
+    from ingest.schema import SCHEMA_VERSION
+    from ingest.writes import VERDICT_COLUMNS
+
+    db = tmp_path / "old.duckdb"
+    analyze_json(capsys, GALLERY / "healthy_mlp", db)
+    con = duckdb.connect(str(db))
+    for column in VERDICT_COLUMNS[1:]:  # `healthy` was there before
+        con.execute(f"ALTER TABLE analyses DROP COLUMN {column}")
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.close()
+    import os
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "forensics.cli", "ingest", str(GALLERY / "nan_lr_too_high"), "--db",
+                           str(db), "--quiet"], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})  # a new process, as a user's next command
+    assert done.returncode == 0, done.stderr  # a writer migrates
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert main(["runs", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "re-analyse: analysed by an older version" in out and "not analysed: `forensics analyze" in out
+    out = analyze_json(capsys, GALLERY / "healthy_mlp", db)
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    listed = {r["name"]: r["analysis"] for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert listed["healthy_mlp"]["verdict"] == out["verdict"] == "healthy"
+
+
+# -- one name for a curve's initial level -------------------------------------------------------------------------
+
+def test_the_initial_level_is_named_once_and_set_reaches_it(tmp_path, capsys):
+    """"The median of the first three points" was written out in seven detectors; it is stats.start_level with
+    stats.START_POINTS, every detector that reads a start level carries it as `start_points`, and --set reaches it."""
+    import dataclasses
+
+    from forensics import stats
+    from forensics.detectors import ALL
+    from forensics.settings import selection
+
+    assert stats.start_level(np.array([np.nan, 5.0, 1.0, 3.0, 100.0])) == 3.0  # non-finite points do not count
+    assert stats.start_level(np.array([4.0, 2.0]), points=1) == 4.0 and np.isnan(stats.start_level(np.array([])))
+    carriers = {c.kind for c in ALL if "start_points" in {f.name for f in dataclasses.fields(c)}}
+    assert {"loss_spike", "plateau", "underfitting", "overfitting", "exploding_gradients", "distribution_mismatch",
+            "weight_collapse", "weight_norm_growth"} <= carriers
+    sel = selection(settings={"plateau.start_points": "5"})
+    assert next(d for d in sel.detectors() if d.kind == "plateau").start_points == 5
+    for name in ("forensics/detectors", "forensics/curves.py"):
+        for path in (REPO / name).rglob("*.py") if (REPO / name).is_dir() else [REPO / name]:
+            assert not re.search(r"np\.median\([^()]*\[:3\]\)", path.read_text(encoding="utf-8")), path
+    out = analyze_json(capsys, GALLERY / "healthy_mlp", tmp_path / "f.duckdb", "--set", "plateau.start_points=5")
+    assert out["verdict"] == "healthy"
+
+
+def test_forensics_app_serves_with_no_streamlit_folder_and_no_display(tmp_path):
+    """First day (issue 25): with no ~/.streamlit, Streamlit's e-mail prompt went to a discarded stdout and the app
+    exited 255 (no terminal) or served nothing (a terminal). Headless always: it serves, asks nothing, and, with
+    no display, opens no browser even without --no-browser."""
+    pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
+    import os
+    import subprocess
+    import urllib.request
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.update(HOME=str(home), PYTHONPATH=str(REPO))
+    with (tmp_path / "err.log").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "forensics.cli", "app", "--db", str(tmp_path / "none.duckdb")],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                                cwd=REPO)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("run-forensics app: http://localhost:"), (tmp_path / "err.log").read_text()
+        base = line.split()[2]
+        with urllib.request.urlopen(base + "_stcore/health", timeout=30) as r:
+            assert r.status == 200 and r.read() == b"ok"
+        with urllib.request.urlopen(base, timeout=30) as r:
+            assert r.status == 200 and b"<html" in r.read().lower()
+        assert not (home / ".streamlit" / "credentials.toml").exists()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+    assert "Traceback" not in (tmp_path / "err.log").read_text()
+
+
+def test_the_server_is_started_headless_without_usage_statistics():
+    from app.server import STREAMLIT_FLAGS, has_display, streamlit_command
+
+    cmd = streamlit_command(Path("app/streamlit_app.py"), 8501, Path("/tmp/f.duckdb"), None)
+    flags = dict(zip(cmd[::1], cmd[1::1]))
+    assert flags["--server.headless"] == "true" and flags["--browser.gatherUsageStats"] == "false"
+    assert flags["--server.showEmailPrompt"] == "false" and flags["--server.address"] == "localhost"
+    assert set(STREAMLIT_FLAGS) <= set(cmd)
+    assert not has_display({}) or sys.platform in ("darwin", "win32")
+    assert has_display({"DISPLAY": ":0"}) and has_display({"WAYLAND_DISPLAY": "wayland-0"})

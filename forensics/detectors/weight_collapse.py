@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from forensics import curves
+from forensics import curves, stats
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -43,6 +43,7 @@ class WeightCollapse:
     requires: ClassVar[tuple[str, ...]] = ()
     factor: float = 3.0  # the norm ends below a third of where it started
     p: float = 1e-3
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def unavailable(self, run: Run) -> str | None:
         if not curves.norm_curves(run):
@@ -67,7 +68,8 @@ class WeightCollapse:
 
     def check(self, run: Run) -> Iterator[Finding]:
         fall = [got for c in curves.norm_curves(run)
-                if (ch := curves.norm_change(c)) is not None and (got := self._collapse(c, ch)) is not None]
+                if (ch := curves.norm_change(c, start_points=self.start_points)) is not None
+                and (got := self._collapse(c, ch)) is not None]
         if not fall:
             return
         top = min(fall, key=lambda ch: ch["factor"])
