@@ -354,3 +354,36 @@ def test_the_server_is_started_headless_without_usage_statistics():
     assert set(STREAMLIT_FLAGS) <= set(cmd)
     assert not has_display({}) or sys.platform in ("darwin", "win32")
     assert has_display({"DISPLAY": ":0"}) and has_display({"WAYLAND_DISPLAY": "wayland-0"})
+
+
+@pytest.mark.slow
+def test_every_gallery_run_shows_in_the_app_what_analyze_json_said(tmp_path, capsys, monkeypatch):
+    """Done-when of issue 25 for the whole gallery: `analyze ROOT --all --json` and the app's Runs list (its
+    query, and the page under AppTest) give every run the same verdict, reason and headline."""
+    pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
+    from streamlit.testing.v1 import AppTest
+
+    from app.pages import VERDICT, headline_text
+    from ingest import queries
+    from ingest.store import connect
+
+    db = tmp_path / "gallery.duckdb"
+    assert main(["analyze", str(GALLERY), "--all", "--json", "--jobs", "2", "--db", str(db)]) == 0
+    said = {r["name"]: r["analysis"] for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert len(said) == len([p for p in GALLERY.iterdir() if p.is_dir()])
+    with connect(db, write=False) as con:
+        rows = {r["name"]: r for r in queries.app_runs(con).iter_rows(named=True)}
+    for name, a in said.items():
+        row = rows[name]
+        assert (row["verdict"], row["verdict_reason"]) == (a["verdict"], a["verdict_reason"]), name
+        head = a["headline"]
+        assert (row["headline_kind"], row["headline_step"], row["headline_event"]) == (
+            (head["kind"], head["step"], head["event"]) if head else (None, None, None)), name
+    monkeypatch.setenv("FORENSICS_DB", str(db))
+    at = AppTest.from_file(str(REPO / "app" / "streamlit_app.py"), default_timeout=120).run()
+    assert not at.exception
+    page = " ".join(m.value for m in at.markdown)
+    for name, row in rows.items():
+        assert VERDICT[row["verdict"]][1] in page
+        if row["headline_kind"]:
+            assert __import__("html").escape(headline_text(row)) in page, name
