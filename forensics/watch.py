@@ -264,7 +264,8 @@ class Watcher:
                 st.next_fingerprint = fp
         report.changed = len(changed)
 
-        for res in self._analyse(changed):
+        report_results = self._analyse(changed)
+        for res in report_results:
             st = self.runs[res.run_id or _id_of(res.path)]
             if res.error is not None:
                 report.failed += 1
@@ -276,6 +277,7 @@ class Watcher:
                 st.state, st.detail = "active", None
             self.logged_errors.pop(st.run_id, None)
             alerts += self._finding_alerts(st, res.analysis)
+        alerts += self._verdict_alerts([self.runs[r.run_id] for r in report_results if r.error is None and r.run_id])
         alerts += self._tails(changed)
         alerts += self._rewritten(changed)
         alerts += self._stalls(found, now)
@@ -322,6 +324,26 @@ class Watcher:
                              analysis_id=analysis.analysis_id,
                              detail={"summary": f.summary, "step_end": f.step_end, "series": f.series,
                                      "evidence": f.evidence, "replay_from": analysis.replay_from}))
+        return out
+
+    def _verdict_alerts(self, analysed: list[RunState]) -> list[Alert]:
+        """A run whose stored verdict is INCONCLUSIVE (a reader missing, no training loss, a damaged file): no
+        finding says so, and a silent watch would read as health. Said once per run, with the stored reason."""
+        if not analysed:
+            return []
+        from ingest.queries import latest_verdicts
+        from ingest.store import connect
+
+        with connect(self.db, write=False) as con:
+            stored = latest_verdicts(con, [st.run_id for st in analysed])
+        out = []
+        for st in analysed:
+            v = stored.get(st.run_id)
+            if v is None or v["verdict"] != "inconclusive" or (st.run_id, "inconclusive") in self.alerted:
+                continue
+            out.append(Alert(st.run_id, st.name, st.path, "watch", "inconclusive", "warning",
+                             f"{st.name}: INCONCLUSIVE — {v['verdict_reason']}", analysis_id=v["analysis_id"],
+                             detail={"reason": v["verdict_reason"], "read_problems": v["read_problems"][:20]}))
         return out
 
     def _failed(self, st: RunState, res: RunResult) -> list[Alert]:
@@ -484,7 +506,7 @@ class Watcher:
             raise
         self.unrecorded = []
         for a in alerts:
-            if a.origin == "finding":
+            if a.origin == "finding" or a.kind == "inconclusive":
                 self.alerted[(a.run_id, a.kind)] = a.severity
         for st in dirty:
             st.dirty = False

@@ -387,3 +387,23 @@ def test_every_gallery_run_shows_in_the_app_what_analyze_json_said(tmp_path, cap
         assert VERDICT[row["verdict"]][1] in page
         if row["headline_kind"]:
             assert __import__("html").escape(headline_text(row)) in page, name
+
+
+def test_watch_alerts_a_stored_inconclusive_verdict_once(tmp_path):
+    """watch reads the stored verdict: a run it can only call INCONCLUSIVE (here, a CSV with only a validation
+    loss) is alerted with the stored reason, once, also across a restart; a healthy run is not."""
+    import shutil
+
+    from forensics.watch import Watcher, WatchSettings
+
+    root = tmp_path / "root"
+    csv_only_val_loss(root / "val_only")
+    shutil.copytree(GALLERY / "healthy_mlp", root / "healthy_mlp", ignore=shutil.ignore_patterns("*.py"))
+    db = tmp_path / "f.duckdb"
+    first = Watcher([root], db, WatchSettings(events=False)).poll_once()
+    said = [a for a in first.alerts if a.kind == "inconclusive"]
+    assert [(a.run_name, a.origin, a.severity) for a in said] == [("val_only", "watch", "warning")]
+    assert said[0].message.startswith("val_only: INCONCLUSIVE — no training-loss series was read")
+    (root / "val_only" / "notes.txt").write_text("changed: analysed again\n")
+    again = Watcher([root], db, WatchSettings(events=False)).poll_once()  # a restarted watch
+    assert again.analysed >= 1 and not [a for a in again.alerts if a.kind == "inconclusive"]
