@@ -178,6 +178,18 @@ def test_a_restricted_analysis_is_stored_and_shown_as_such(tmp_path, capsys):
     assert out["restricted"] == {"only": ["loss_spike", "divergence"], "skip": []}
     assert main(["runs", "--db", str(db)]) == 0
     assert "[only loss_spike, divergence]" in capsys.readouterr().out
+    pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(REPO / "app" / "streamlit_app.py"), default_timeout=90)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FORENSICS_DB", str(db))
+        at.run()
+        assert any("only loss_spike, divergence checked" in m.value for m in at.markdown)
+        at.query_params.update({"run": "healthy_mlp", "page": "Run report"})
+        at.session_state.page = "Run report"
+        at.run()
+        assert any("Restricted analysis: only loss\\_spike, divergence checked" in b.value for b in at.success)
     assert main(["analyze", str(GALLERY / "healthy_mlp"), "--db", str(db), "--skip", "plateau"]) == 0
     assert capsys.readouterr().out.splitlines()[0].endswith("[skipping plateau]")
 
