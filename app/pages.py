@@ -587,7 +587,7 @@ def _replay(run: dict, r: dict[str, Any]) -> None:
     values = {k: _decode(v) for k, v in r.items() if k != "run_id" and v is not None}
     with st.container(border=True):
         step = values.get("step", "?")
-        st.markdown(f"**Replay of step {step}**" + (f" from `{values['from_checkpoint']}`"
+        st.markdown(f"**Replay of step {step}**" + (f" from {md(values['from_checkpoint'])}"
                                                      if "from_checkpoint" in values else ""))
         command = values.get("command") or f"forensics replay {run['root']} --step {step}"
         st.code(str(command), language="bash")

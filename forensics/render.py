@@ -124,6 +124,11 @@ def verdict_words(verdict: str | None, reason: str | None) -> str:
     return f"{label}: {reason}"
 
 
+def restriction_words(only: list[str], skip: list[str]) -> str:
+    """` [only nan_loss, divergence]` or ` [skipping plateau]` for an analysis restricted by --only/--skip."""
+    return (f" [only {', '.join(only)}]" if only else "") + (f" [skipping {', '.join(skip)}]" if skip else "")
+
+
 def headline_words(head: dict | None) -> str:
     """` — first: dead_relu at step 120 (e2)`: the stored headline, or nothing."""
     if head is None:
@@ -154,11 +159,11 @@ def runs_text(runs: list[dict], db: str, short_path) -> str:
         out.append(f"{r['run']:<10}  {shown[r['run']]:<{width}} {r['points']:>12,}  {r['series']:>6}  "
                    f"{problems:>8}  {len(r['sources'])} ({clean(kinds)})")
         a = r.get("analysis")
-        restricted = f" [only {', '.join(a['only'])}]" if a and a["only"] else (
-            f" [skipping {', '.join(a['skip'])}]" if a and a["skip"] else "")
-        out.append(f"{'':12}{verdict_words(a and a['verdict'], a and a['verdict_reason'])}{restricted}"
-                   f"{headline_words(a and a['headline'])}" if a else f"{'':12}not analysed: `forensics analyze "
-                   f"{r['root']}` gives its diagnosis")
+        if a is None:
+            out.append(f"{'':12}not analysed: `forensics analyze {r['root']}` gives its diagnosis")
+        else:
+            out.append(f"{'':12}{verdict_words(a['verdict'], a['verdict_reason'])}"
+                       f"{restriction_words(a['only'], a['skip'])}{headline_words(a['headline'])}")
         if r.get("found_by_watch"):
             w = r["found_by_watch"]
             out.append(f"{'':12}found by watch as {w['kind']}: {w['reason']} ({w['state']})")

@@ -9,7 +9,7 @@ from forensics import catalog
 from forensics.findings import Analysis, Finding, Spike
 from forensics.numbers import count
 from forensics.render import lines as joined
-from forensics.render import verdict_words
+from forensics.render import restriction_words, verdict_words
 from ingest.errors import ForensicsError
 
 
@@ -33,8 +33,7 @@ def verdict(a: Analysis) -> str:
     """`run: FAILED (4 critical, 3 warning)`, `run: INCONCLUSIVE: <why>`, `run: healthy: <what was checked>`."""
     if a.verdict is None:  # an analysis that did not go through forensics.analysis.analyze
         return f"{a.run}: {len(a.findings)} findings"
-    restricted = (f" [only {', '.join(a.only)}]" if a.only else "") + (f" [skipping {', '.join(a.skip)}]" if a.skip else "")
-    return f"{a.run}: {verdict_words(a.verdict, a.verdict_reason)}{restricted}"
+    return f"{a.run}: {verdict_words(a.verdict, a.verdict_reason)}{restriction_words(a.only, a.skip)}"
 
 
 def problem_line(p: dict) -> str:
