@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from forensics import __version__
+from forensics.helptext import JOBS
 from ingest.errors import ForensicsError
 
 
@@ -24,23 +25,10 @@ def db_path(explicit: str | os.PathLike | None = None) -> Path:
     return db_location(explicit, os.environ)
 
 
-# Arguments several commands share: name -> (flags, add_argument's keywords).
-COMMON = {
-    "run_dir": (("run_dir",), {"metavar": "RUN_DIR", "type": Path, "help": "a training run's folder"}),
-    "run_dirs": (("run_dirs",), {"nargs": "+", "metavar": "RUN_DIR", "type": Path, "help": "a training run's folder"}),
-    "roots": (("roots",), {"nargs": "+", "metavar": "ROOT", "type": Path, "help": "a folder holding runs (or one run)"}),
-    "db": (("--db",), {"metavar": "PATH", "help": "DuckDB file to use (default: $FORENSICS_DB or the user cache)"}),
-    "json": (("--json",), {"action": "store_true", "help": "print one JSON object for scripts instead of text"}),
-    "quiet": (("--quiet",), {"action": "store_true", "help": "no progress bar"}),
-    "trust_pickle": (("--trust-pickle",), {"action": "store_true", "help": "read checkpoints that need full "
-                     "unpickling (this runs code from the file: only for files you trust)"}),
-}
-
-
 def _command(sub, name: str, func, *common: str) -> argparse.ArgumentParser:
     """The subcommand `name` running `func`, with its help, description and example from forensics/helptext.py
     and the `common` arguments named."""
-    from forensics.helptext import COMMANDS
+    from forensics.helptext import COMMANDS, COMMON
 
     help_line, description, epilog = COMMANDS[name]
     p = sub.add_parser(name, help=help_line, description=description, epilog=epilog,
@@ -55,7 +43,7 @@ def _command(sub, name: str, func, *common: str) -> argparse.ArgumentParser:
 # -- ingest -------------------------------------------------------------------------------------------------
 
 def _ingest_parser(sub) -> None:
-    p = _command(sub, "ingest", cmd_ingest, "run_dirs", "db", "json", "quiet", "trust_pickle")
+    p = _command(sub, "ingest", cmd_ingest, "run_dirs", "db", "json", "quiet", "trust_pickle", "follow_links")
     p.add_argument("--all", action="store_true",
                    help="a RUN_DIR holding several runs is split into them (discovery rules: docs/watch.md)")
 
@@ -68,7 +56,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     db = db_path(args.db)
     run_dirs, reports, failed = ingest_folders(
-        args.run_dirs, db, split=args.all, trust_pickle=args.trust_pickle,
+        args.run_dirs, db, split=args.all, trust_pickle=args.trust_pickle, follow_links=args.follow_links,
         progress_for=lambda d: ProgressBars(Path(d).name, enabled=not args.quiet))
     for f in failed:  # each message names its directory
         print(f"forensics: error: {clean(f['error'])}", file=sys.stderr)
@@ -107,17 +95,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 # -- analyze ------------------------------------------------------------------------------------------------
 
-def _kinds(text: str) -> list[str]:
-    return [k.strip() for k in text.split(",") if k.strip()]
-
-
-def _setting(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or "." not in key:
-        raise argparse.ArgumentTypeError(f"expected DETECTOR.FIELD=VALUE, got {text!r} (e.g. loss-spike.z=6)")
-    return key.strip(), value.strip()
-
-
 def _selection(args: argparse.Namespace):
     """`--only`, `--skip` and `--set`, checked and typed (forensics.settings) before any reading."""
     from forensics.settings import selection
@@ -126,13 +103,15 @@ def _selection(args: argparse.Namespace):
 
 
 def _analyze_parser(sub) -> None:
-    p = _command(sub, "analyze", cmd_analyze, "run_dir", "db", "json", "trust_pickle")
+    from forensics.helptext import kinds_arg, setting_arg
+
+    p = _command(sub, "analyze", cmd_analyze, "run_dir", "db", "json", "trust_pickle", "follow_links")
     _add_fleet(p)
     p.add_argument("--markdown", metavar="FILE", type=Path,
                    help="also write the diagnosis as markdown to FILE (`-`: print it instead of the text)")
-    p.add_argument("--only", type=_kinds, default=[], metavar="KINDS", help="run only these detectors (comma-separated kinds)")
-    p.add_argument("--skip", type=_kinds, default=[], metavar="KINDS", help="do not run these detectors")
-    p.add_argument("--set", dest="settings", type=_setting, action="append", default=[], metavar="DETECTOR.FIELD=VALUE",
+    p.add_argument("--only", type=kinds_arg, default=[], metavar="KINDS", help="run only these detectors (comma-separated kinds)")
+    p.add_argument("--skip", type=kinds_arg, default=[], metavar="KINDS", help="do not run these detectors")
+    p.add_argument("--set", dest="settings", type=setting_arg, action="append", default=[], metavar="DETECTOR.FIELD=VALUE",
                    help="override a detector threshold, e.g. loss-spike.z=6 (repeatable)")
     p.add_argument("--fail-on", choices=["critical", "warning", "inconclusive"],
                    help="exit 1 when a finding reaches this severity; `inconclusive`: unless the verdict is healthy")
@@ -152,7 +131,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.json and str(args.markdown) == "-":
         raise ForensicsError("--json and --markdown - both write to stdout; write the markdown to a file")
     markdown_to = report.markdown_target(args.markdown, args.run_dir)  # checked before any work is done
-    result = analyze(args.run_dir, db_path(args.db), selection=_selection(args), trust_pickle=args.trust_pickle)
+    result = analyze(args.run_dir, db_path(args.db), selection=_selection(args), trust_pickle=args.trust_pickle,
+                     follow_links=args.follow_links)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     elif markdown_to != "-":
@@ -190,8 +170,10 @@ def cmd_rules(args: argparse.Namespace) -> int:
 # -- checkpoints --------------------------------------------------------------------------------------------
 
 def _checkpoints_parser(sub) -> None:
+    from forensics.helptext import at_least
+
     p = _command(sub, "checkpoints", cmd_checkpoints, "run_dir", "db", "json", "quiet", "trust_pickle")
-    p.add_argument("--top", type=_at_least(0), default=5, metavar="N",
+    p.add_argument("--top", type=at_least(0), default=5, metavar="N",
                    help="movers shown per pair of checkpoints (default 5; 0 lists only what did not move)")
 
 
@@ -232,19 +214,11 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 # -- watch and fleet mode (analyze ROOT --all) ------------------------------------------------------------------
 
-def _at_least(minimum: int, what: str = ""):
-    """An argparse type: an integer of at least `minimum`."""
-    def parse(text: str) -> int:
-        if int(text) < minimum:
-            raise argparse.ArgumentTypeError(f"{what}expected {minimum} or more, got {int(text)}")
-        return int(text)
-    return parse
-
-
 def _add_fleet(p: argparse.ArgumentParser) -> None:
+    """`analyze --all`'s own arguments."""
     p.add_argument("--all", action="store_true",
                    help="RUN_DIR is a folder of runs: find each run (docs/watch.md) and analyse them all")
-    p.add_argument("--jobs", type=_at_least(1, "--jobs takes a number of processes: "), default=1, metavar="N", help="with --all: N worker processes (default 1)")
+    p.add_argument("--jobs", type=JOBS, default=1, metavar="N", help="with --all: N worker processes (default 1)")
     p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="with --all: run as Ray tasks, on the cluster at ADDRESS or a local Ray without one "
                         "(needs the ray extra)")
@@ -257,6 +231,8 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
 
     if args.markdown is not None:
         raise ForensicsError("--markdown writes one run's diagnosis; with --all use --json")
+    if args.follow_links:
+        raise ForensicsError("--follow-links reads one run's links; analyse that run by itself to follow them")
     db = db_path(args.db)
     tty = sys.stderr.isatty()
 
@@ -281,7 +257,7 @@ def _watch_parser(sub) -> None:
     p = _command(sub, "watch", cmd_watch, "roots", "db", "json", "trust_pickle")
     p.add_argument("--interval", type=float, default=30.0, metavar="S", help="seconds between passes (default 30)")
     p.add_argument("--once", action="store_true", help="one pass, then exit (for cron and CI)")
-    p.add_argument("--jobs", type=_at_least(1, "--jobs takes a number of processes: "), default=1, metavar="N",
+    p.add_argument("--jobs", type=JOBS, default=1, metavar="N",
                    help="analyse changed runs in N worker processes (default 1)")
     p.add_argument("--stall-factor", type=float, default=10.0, metavar="F",
                    help="a run is stalled after F times its usual interval without growth (default 10)")
@@ -312,45 +288,69 @@ def cmd_watch(args: argparse.Namespace) -> int:
 # -- replay (issue 14) ---------------------------------------------------------------------------------------
 
 def _replay_parser(sub) -> None:
-    p = _command(sub, "replay", cmd_replay, "run_dir", "db", "json")
+    p = _command(sub, "replay", cmd_replay, "run_dir", "entry", "device", "markdown", "db", "json")
     p.add_argument("--step", type=int, metavar="N",
                    help="the step to replay (default: the first non-finite loss, grad norm or checkpoint in the store)")
-    p.add_argument("--entry", metavar="FILE.py", type=Path, help="entry point (default: RUN_DIR/forensics_entry.py)")
     p.add_argument("--from-checkpoint", metavar="PATH", help="start from this checkpoint (relative to RUN_DIR)")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default auto: CUDA when present")
-    p.add_argument("--markdown", metavar="FILE", type=Path, help="also write the report as markdown to FILE")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="intra-op CPU threads (default: the CPUs free now, from the load average; reported)")
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from forensics.replay import replay
+    from forensics.replay import report as replay_report
+
+    return _run_user_code(args, lambda: replay(args.run_dir, args.step, entry=args.entry,
+                                               from_checkpoint=args.from_checkpoint, device=args.device,
+                                               threads=args.threads, db=db_path(args.db)),
+                          lambda r: r.to_json(), replay_report.text, replay_report.markdown)
+
+
+def _run_user_code(args: argparse.Namespace, work, as_json, text, markdown) -> int:
+    """`replay` and `probe`, which run the run's entry point: --markdown checked first; a missing entry point's
+    fill-in template goes to stdout (so `> forensics_entry.py` saves it); the result as JSON or text."""
     from forensics.render import lines
     from forensics.report import markdown_target
     from ingest.errors import EntryPointError
 
     markdown_target(args.markdown, args.run_dir)  # before any work: never inside the run directory
-    from forensics.replay import replay
-    from forensics.replay import report as replay_report
-
     try:
-        result = replay(args.run_dir, args.step, entry=args.entry, from_checkpoint=args.from_checkpoint,
-                        device=args.device, db=db_path(args.db))
+        result = work()
     except EntryPointError as exc:
-        if exc.template:  # the fill-in file goes to stdout, so `> forensics_entry.py` saves it
+        if exc.template:
             print(exc.template)
         raise
-    if args.json:
-        print(json.dumps(replay_report.plain(result), indent=2))
-    else:
-        print(lines(replay_report.text(result).split("\n")))
+    print(json.dumps(as_json(result), indent=2) if args.json else lines(text(result).split("\n")))
     if args.markdown is not None:
-        args.markdown.write_text(replay_report.markdown(result), encoding="utf-8")
+        args.markdown.write_text(markdown(result), encoding="utf-8")
         print(f"markdown written to {args.markdown}", file=sys.stderr)
     return 0
+
+
+# -- probe (issue 27) ----------------------------------------------------------------------------------------
+
+def _probe_parser(sub) -> None:
+    from forensics.probe import CHECKS
+
+    p = _command(sub, "probe", cmd_probe, "run_dir", "entry", "device", "markdown", "db", "json")
+    p.description += " Checks: " + ", ".join(CHECKS) + "."
+    p.add_argument("--checks", metavar="A,B", help="run only these checks (default: all)")
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from forensics.probe import parse_checks, probe
+    from forensics.probe import report as probe_report
+
+    checks = parse_checks(args.checks)
+    return _run_user_code(args, lambda: probe(args.run_dir, checks=checks, entry=args.entry, device=args.device,
+                                              db=db_path(args.db)),
+                          probe_report.as_json, probe_report.text, probe_report.markdown)
 
 
 # -- main ---------------------------------------------------------------------------------------------------
 
 PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _replay_parser,
-           _app_parser, _watch_parser]
+           _probe_parser, _app_parser, _watch_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

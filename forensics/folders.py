@@ -26,10 +26,10 @@ def refuse_folder_of_runs(root: Path, command: str) -> None:
                       f"`forensics {command} {root / rel[0]}`, or all with `forensics {command} {root} --all`")
 
 
-def ingest_folders(paths: Sequence[Path], db: Path, *, split: bool, trust_pickle: bool,
+def ingest_folders(paths: Sequence[Path], db: Path, *, split: bool, trust_pickle: bool, follow_links: bool = False,
                    progress_for: Callable[[Path], Any]) -> tuple[list[Path], list, list[dict[str, str]]]:
     """`forensics ingest`: read every folder it can, each as one run (a folder of several runs is refused), or,
-    with `split`, each run found in it. Returns (the run folders, an IngestReport per folder read, {path, error}
+    with `split`, each run found in it (`follow_links`: also file links leading out of a run). Returns (the run folders, an IngestReport per folder read, {path, error}
     per folder that could not be). `progress_for(folder)` gives ingest's progress callback, with a `close()`."""
     from ingest.discovery import discover_runs
     from ingest.errors import ForensicsError
@@ -45,7 +45,8 @@ def ingest_folders(paths: Sequence[Path], db: Path, *, split: bool, trust_pickle
         try:
             if not split:
                 refuse_folder_of_runs(run_dir, "ingest")
-            reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=trust_pickle))
+            reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=trust_pickle,
+                                      follow_links=follow_links))
         except ForensicsError as exc:
             failed.append({"path": str(run_dir), "error": str(exc)})
         finally:

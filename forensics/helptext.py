@@ -1,7 +1,11 @@
 """The `forensics` commands' help: a line, a description and an example each (every help ends with a runnable
-example, as sqlite-utils' do). `forensics.cli` builds its parsers from this table."""
+example, as sqlite-utils' do), the arguments several commands share, and the argument types that check words.
+`forensics.cli` builds its parsers from these tables."""
 
 from __future__ import annotations
+
+import argparse
+from pathlib import Path
 
 EPILOG_DB = 'The database is --db PATH, else $FORENSICS_DB, else ~/.cache/run-forensics/forensics.duckdb.'
 
@@ -45,6 +49,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         'samples holding NaN/Inf or outliers. Torch files are read with weights_only=True: a file that needs full '
         'unpickling is listed as needs_pickle unless --trust-pickle is given.',
         EPILOG_DB + '\n\nexample:\n  forensics checkpoints sample_runs/runs/nan_lr_too_high --top 3 --json'),
+    "probe": (
+        'ask the run\'s own model the debugging guides\' first questions: overfit one batch, LR range, ...',
+        'Run the debugging guides\' first checks on RUN_DIR\'s own model, checkpoints and saved batches, through its '
+        'entry point (forensics_entry.py, docs/replay.md). RUNNING THIS RUNS THE USER\'S CODE in that file: the '
+        'command is the opt-in. Each check says pass, fail or n/a (with why), the numbers, the modules or parameters '
+        'it names and the findings it explains (docs/probe.md). The result is stored in the database; the run '
+        'directory is never written to.',
+        EPILOG_DB + '\n\nexample:\n  forensics probe runs/exp1 --checks overfit_one_batch,lr_range --db /tmp/f.duckdb'),
     "app": (
         'browse runs, findings, curves, checkpoints and replays in the browser',
         'Start the Streamlit app on localhost and print its URL. It reads the database read-only and briefly, so '
@@ -74,3 +86,47 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         'never written to.',
         EPILOG_DB + '\n\nexample:\n  forensics replay sample_runs/runs/nan_bad_sample --step 229 --db /tmp/f.duckdb'),
 }
+
+# Arguments several commands share: name -> (flags, add_argument's keywords).
+COMMON = {
+    "run_dir": (("run_dir",), {"metavar": "RUN_DIR", "type": Path, "help": "a training run's folder"}),
+    "run_dirs": (("run_dirs",), {"nargs": "+", "metavar": "RUN_DIR", "type": Path, "help": "a training run's folder"}),
+    "roots": (("roots",), {"nargs": "+", "metavar": "ROOT", "type": Path, "help": "a folder holding runs (or one run)"}),
+    "db": (("--db",), {"metavar": "PATH", "help": "DuckDB file to use (default: $FORENSICS_DB or the user cache)"}),
+    "json": (("--json",), {"action": "store_true", "help": "print one JSON object for scripts instead of text"}),
+    "quiet": (("--quiet",), {"action": "store_true", "help": "no progress bar"}),
+    "trust_pickle": (("--trust-pickle",), {"action": "store_true", "help": "read checkpoints that need full "
+                     "unpickling (this runs code from the file: only for files you trust)"}),
+    "entry": (("--entry",), {"metavar": "FILE.py", "type": Path,
+                             "help": "entry point (default: RUN_DIR/forensics_entry.py)"}),
+    "device": (("--device",), {"choices": ["auto", "cpu", "cuda"], "default": "auto",
+                               "help": "default auto: CUDA when present"}),
+    "markdown": (("--markdown",), {"metavar": "FILE", "type": Path, "help": "also write the report as markdown to FILE"}),
+    "follow_links": (("--follow-links",), {"action": "store_true", "help": "read file links that lead out of the run "
+                     "directory (by default they are listed, not read)"}),
+}
+
+
+def kinds_arg(text: str) -> list[str]:
+    """`--only`/`--skip`: comma-separated kinds."""
+    return [k.strip() for k in text.split(",") if k.strip()]
+
+
+def setting_arg(text: str) -> tuple[str, str]:
+    """`--set DETECTOR.FIELD=VALUE`, split; forensics.settings checks the names and the value's type."""
+    key, sep, value = text.partition("=")
+    if not sep or "." not in key:
+        raise argparse.ArgumentTypeError(f"expected DETECTOR.FIELD=VALUE, got {text!r} (e.g. loss-spike.z=6)")
+    return key.strip(), value.strip()
+
+
+def at_least(minimum: int, what: str = ""):
+    """An argument type: an integer of at least `minimum` (`what` starts the message)."""
+    def parse(text: str) -> int:
+        if int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"{what}expected {minimum} or more, got {int(text)}")
+        return int(text)
+    return parse
+
+
+JOBS = at_least(1, "--jobs takes a number of processes: ")

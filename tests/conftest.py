@@ -16,7 +16,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 def _keep_main_module():
     """AppTest runs the page as `__main__` and leaves it in sys.modules, pointing at a deleted temp file; a later
     test's worker processes (forkserver re-imports `__main__`) would then die. Put the real one back after every
-    test that might use it (tests/test_app.py, tests/test_one_judgement.py)."""
+    test, whichever file ran the page."""
     main_module = sys.modules["__main__"]
     yield
     sys.modules["__main__"] = main_module
