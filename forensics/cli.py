@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
 
-from forensics import __version__
-from forensics.helptext import JOBS
+from forensics.grammar import build_parser
 from ingest.errors import ForensicsError
 
 
@@ -25,27 +25,7 @@ def db_path(explicit: str | os.PathLike | None = None) -> Path:
     return db_location(explicit, os.environ)
 
 
-def _command(sub, name: str, func, *common: str) -> argparse.ArgumentParser:
-    """The subcommand `name` running `func`, with its help, description and example from forensics/helptext.py
-    and the `common` arguments named."""
-    from forensics.helptext import COMMANDS, COMMON
-
-    help_line, description, epilog = COMMANDS[name]
-    p = sub.add_parser(name, help=help_line, description=description, epilog=epilog,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    for c in common:
-        flags, kw = COMMON[c]
-        p.add_argument(*flags, **kw)
-    p.set_defaults(func=func)
-    return p
-
-
 # -- ingest -------------------------------------------------------------------------------------------------
-
-def _ingest_parser(sub) -> None:
-    p = _command(sub, "ingest", cmd_ingest, "run_dirs", "db", "json", "quiet", "trust_pickle", "follow_links")
-    p.add_argument("--all", action="store_true",
-                   help="a RUN_DIR holding several runs is split into them (discovery rules: docs/watch.md)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -74,9 +54,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 # -- runs ---------------------------------------------------------------------------------------------------
 
-def _runs_parser(sub) -> None:
-    _command(sub, "runs", cmd_runs, "db", "json")
-
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from forensics.render import runs_text, short_path
@@ -100,25 +77,6 @@ def _selection(args: argparse.Namespace):
     from forensics.settings import selection
 
     return selection(args.only, args.skip, dict(args.settings))
-
-
-def _analyze_parser(sub) -> None:
-    from forensics.helptext import kinds_arg, setting_arg
-
-    p = _command(sub, "analyze", cmd_analyze, "run_dir", "db", "json", "trust_pickle", "follow_links")
-    _add_fleet(p)
-    p.add_argument("--markdown", metavar="FILE", type=Path,
-                   help="also write the diagnosis as markdown to FILE (`-`: print it instead of the text)")
-    p.add_argument("--only", type=kinds_arg, default=[], metavar="KINDS", help="run only these detectors (comma-separated kinds)")
-    p.add_argument("--skip", type=kinds_arg, default=[], metavar="KINDS", help="do not run these detectors")
-    p.add_argument("--set", dest="settings", type=setting_arg, action="append", default=[], metavar="DETECTOR.FIELD=VALUE",
-                   help="override a detector threshold, e.g. loss-spike.z=6 (repeatable)")
-    p.add_argument("--fail-on", choices=["critical", "warning", "inconclusive"],
-                   help="exit 1 when a finding reaches this severity; `inconclusive`: unless the verdict is healthy")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="print each finding's evidence, every read problem and why each detector could not run")
-    p.add_argument("--open", action="store_true", help="then open the report in the app (forensics app)")
-    p.add_argument("--no-browser", action="store_true", help="with --open: only print the app's URL")
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -154,9 +112,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 # -- rules --------------------------------------------------------------------------------------------------
 
-def _rules_parser(sub) -> None:
-    _command(sub, "rules", cmd_rules, "json")
-
 
 def cmd_rules(args: argparse.Namespace) -> int:
     from forensics import report
@@ -168,13 +123,6 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 # -- checkpoints --------------------------------------------------------------------------------------------
-
-def _checkpoints_parser(sub) -> None:
-    from forensics.helptext import at_least
-
-    p = _command(sub, "checkpoints", cmd_checkpoints, "run_dir", "db", "json", "quiet", "trust_pickle")
-    p.add_argument("--top", type=at_least(0), default=5, metavar="N",
-                   help="movers shown per pair of checkpoints (default 5; 0 lists only what did not move)")
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
@@ -198,13 +146,6 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
 
 # -- app (the Streamlit browser; issue 15) ---------------------------------------------------------------------
 
-def _app_parser(sub) -> None:
-    p = _command(sub, "app", cmd_app, "db")
-    p.add_argument("--port", type=int, metavar="N",
-                   help="port on localhost (default 8501, or the next free one when it is taken)")
-    p.add_argument("--run", metavar="NAME", help="open this run's report (its name or id)")
-    p.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
-
 
 def cmd_app(args: argparse.Namespace) -> int:
     from app.server import serve_app
@@ -213,15 +154,6 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 
 # -- watch and fleet mode (analyze ROOT --all) ------------------------------------------------------------------
-
-def _add_fleet(p: argparse.ArgumentParser) -> None:
-    """`analyze --all`'s own arguments."""
-    p.add_argument("--all", action="store_true",
-                   help="RUN_DIR is a folder of runs: find each run (docs/watch.md) and analyse them all")
-    p.add_argument("--jobs", type=JOBS, default=1, metavar="N", help="with --all: N worker processes (default 1)")
-    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="with --all: run as Ray tasks, on the cluster at ADDRESS or a local Ray without one "
-                        "(needs the ray extra)")
 
 
 def cmd_analyze_all(args: argparse.Namespace) -> int:
@@ -240,8 +172,11 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
         if tty:
             print(f"\r{done}/{total} runs", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
+    def unlisted(path: str, err: str) -> None:  # as watch says them: runs below these folders were not looked for
+        print(f"forensics: cannot list {path} ({err}); runs inside it, if any, are not analysed", file=sys.stderr)
+
     out = analyze_root(args.run_dir, db, Options(_selection(args), args.trust_pickle), jobs=args.jobs, ray=args.ray,
-                       progress=progress)
+                       progress=progress, unlisted=unlisted)
     if args.json:
         print(json.dumps(out.as_dict(), indent=2))
     else:
@@ -251,20 +186,6 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
               "were", file=sys.stderr)
         return 2
     return 1 if args.fail_on and any(fails(r.analysis, args.fail_on) for r in out.results) else 0
-
-
-def _watch_parser(sub) -> None:
-    p = _command(sub, "watch", cmd_watch, "roots", "db", "json", "trust_pickle")
-    p.add_argument("--interval", type=float, default=30.0, metavar="S", help="seconds between passes (default 30)")
-    p.add_argument("--once", action="store_true", help="one pass, then exit (for cron and CI)")
-    p.add_argument("--jobs", type=JOBS, default=1, metavar="N",
-                   help="analyse changed runs in N worker processes (default 1)")
-    p.add_argument("--stall-factor", type=float, default=10.0, metavar="F",
-                   help="a run is stalled after F times its usual interval without growth (default 10)")
-    p.add_argument("--min-stall", type=float, default=300.0, metavar="S",
-                   help="and never before S seconds without growth (default 300)")
-    p.add_argument("--no-events", action="store_true",
-                   help="poll only; do not use watchdog's file events to wake early")
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -286,14 +207,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 # -- replay (issue 14) ---------------------------------------------------------------------------------------
-
-def _replay_parser(sub) -> None:
-    p = _command(sub, "replay", cmd_replay, "run_dir", "entry", "device", "markdown", "db", "json")
-    p.add_argument("--step", type=int, metavar="N",
-                   help="the step to replay (default: the first non-finite loss, grad norm or checkpoint in the store)")
-    p.add_argument("--from-checkpoint", metavar="PATH", help="start from this checkpoint (relative to RUN_DIR)")
-    p.add_argument("--threads", type=int, metavar="N",
-                   help="intra-op CPU threads (default: the CPUs free now, from the load average; reported)")
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -329,13 +242,6 @@ def _run_user_code(args: argparse.Namespace, work, as_json, text, markdown) -> i
 
 # -- probe (issue 27) ----------------------------------------------------------------------------------------
 
-def _probe_parser(sub) -> None:
-    from forensics.probe import CHECKS
-
-    p = _command(sub, "probe", cmd_probe, "run_dir", "entry", "device", "markdown", "db", "json")
-    p.description += " Checks: " + ", ".join(CHECKS) + "."
-    p.add_argument("--checks", metavar="A,B", help="run only these checks (default: all)")
-
 
 def cmd_probe(args: argparse.Namespace) -> int:
     from forensics.probe import parse_checks, probe
@@ -349,37 +255,59 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 # -- main ---------------------------------------------------------------------------------------------------
 
-PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _replay_parser,
-           _probe_parser, _app_parser, _watch_parser]
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so open transactions roll back as on Ctrl-C."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="forensics",  # also as `python -m forensics`
-        description="Post-hoc forensics for failed deep-learning training runs.",
-        epilog="example:\n  forensics ingest sample_runs/runs/nan_lr_too_high && forensics runs",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"forensics {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in PARSERS:
-        add(sub)
-    return parser
+def _terminate(signum, frame) -> None:
+    raise _Terminated
+
+
+class _StderrLines(logging.Handler):
+    """The store's notices (waiting for the database or a run's ingest lock) as `forensics: ...` on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"forensics: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def _say_notices() -> None:
+    logger = logging.getLogger("ingest")
+    if not any(isinstance(h, _StderrLines) for h in logger.handlers):
+        logger.addHandler(_StderrLines())
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+# What each command does; its arguments and help are forensics/grammar.py's.
+RUN = {"ingest": cmd_ingest, "runs": cmd_runs, "analyze": cmd_analyze, "rules": cmd_rules,
+       "checkpoints": cmd_checkpoints, "replay": cmd_replay, "probe": cmd_probe, "app": cmd_app, "watch": cmd_watch}
 
 
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad arguments and 0 on --help
         return int(exc.code or 0)
+    _say_notices()
     try:
-        return args.func(args)
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals to whoever owns it
+        previous = None
+    try:
+        return RUN[args.command](args)
     except ForensicsError as exc:
         from forensics.render import clean
 
         print(f"forensics: error: {clean(exc)}", file=sys.stderr)
         return 2
+    except _Terminated:
+        print("forensics: terminated (SIGTERM); what was written before is kept, and the next run goes on "
+              "from there", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("forensics: interrupted", file=sys.stderr)
         return 130
@@ -388,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         # Point stdout at devnull so the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.findings import Analysis
+from forensics.numbers import count
 from forensics.settings import Selection
 from ingest.errors import ForensicsError
 
@@ -420,16 +421,19 @@ class RootAnalysis:
     def as_dict(self) -> dict[str, Any]:
         by_path = {r.path: r for r in self.results}
         return {"db": str(self.db), "root": str(self.found.root), "jobs": self.jobs, "ray": self.ray,
-                "seconds": round(self.seconds, 2), "failed": len(self.failed), "runs": [
+                "seconds": round(self.seconds, 2), "failed": len(self.failed),
+                "not_listed": [{"path": p, "error": e} for p, e in self.found.errors], "runs": [
                     {"path": str(d.path), "kind": d.kind, "reason": d.reason, **by_path[str(d.path)].as_dict()}
                     for d in self.found.runs]}
 
 
 def analyze_root(root: Path, db: Path, options: Options, *, jobs: int = 1, ray: str | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> RootAnalysis:
+                 progress: Callable[[int, int], None] | None = None,
+                 unlisted: Callable[[str, str], None] | None = None) -> RootAnalysis:
     """Find every run under `root` (docs/watch.md's rules), analyse them all (`analyze_runs`; `ray` is None for
     processes, else a Ray address or "" for a local Ray), then read back each run's stored verdict and headline.
-    `progress(done, total)` after each run."""
+    `unlisted(path, error)` for each folder that could not be listed (before any work), `progress(done, total)`
+    after each run."""
     from ingest.discovery import discover
     from ingest.queries import latest_verdicts
     from ingest.store import connect
@@ -437,8 +441,10 @@ def analyze_root(root: Path, db: Path, options: Options, *, jobs: int = 1, ray: 
     if not root.is_dir():
         raise ForensicsError(f"{root} is not a folder; --all takes a folder of runs")
     found = discover(root)
+    for path, err in found.errors if unlisted is not None else ():
+        unlisted(path, err)
     if not found.runs:
-        raise ForensicsError(f"no runs found under {root} ({found.dirs_scanned} folders looked at); "
+        raise ForensicsError(f"no runs found under {root} ({count(found.dirs_scanned, 'folder')} looked at); "
                              f"docs/watch.md lists the layouts recognised")
     started = time.monotonic()
     done = [0]

@@ -1,11 +1,13 @@
-"""The `forensics` commands' help: a line, a description and an example each (every help ends with a runnable
-example, as sqlite-utils' do), the arguments several commands share, and the argument types that check words.
-`forensics.cli` builds its parsers from these tables."""
+"""The command line's grammar: every `forensics` command with its arguments, its help line, description and a
+runnable example (as sqlite-utils' help ends), the arguments several commands share, and the argument types that
+check words. `build_parser()` makes the argparse parser; `forensics.cli` runs the parsed command and prints."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from forensics import __version__
 
 EPILOG_DB = 'The database is --db PATH, else $FORENSICS_DB, else ~/.cache/run-forensics/forensics.duckdb.'
 
@@ -130,3 +132,121 @@ def at_least(minimum: int, what: str = ""):
 
 
 JOBS = at_least(1, "--jobs takes a number of processes: ")
+
+
+# -- one parser per command ------------------------------------------------------------------------------------
+
+def _command(sub, name: str, *common: str) -> argparse.ArgumentParser:
+    """The subcommand `name`, with its help, description and example from COMMANDS and the `common` arguments
+    named (COMMON)."""
+    help_line, description, epilog = COMMANDS[name]
+    p = sub.add_parser(name, help=help_line, description=description, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    for c in common:
+        flags, kw = COMMON[c]
+        p.add_argument(*flags, **kw)
+    return p
+
+
+def _ingest_parser(sub) -> None:
+    p = _command(sub, "ingest", "run_dirs", "db", "json", "quiet", "trust_pickle", "follow_links")
+    p.add_argument("--all", action="store_true",
+                   help="a RUN_DIR holding several runs is split into them (discovery rules: docs/watch.md)")
+
+
+def _runs_parser(sub) -> None:
+    _command(sub, "runs", "db", "json")
+
+
+def _analyze_parser(sub) -> None:
+    p = _command(sub, "analyze", "run_dir", "db", "json", "trust_pickle", "follow_links")
+    _add_fleet(p)
+    p.add_argument("--markdown", metavar="FILE", type=Path,
+                   help="also write the diagnosis as markdown to FILE (`-`: print it instead of the text)")
+    p.add_argument("--only", type=kinds_arg, default=[], metavar="KINDS", help="run only these detectors (comma-separated kinds)")
+    p.add_argument("--skip", type=kinds_arg, default=[], metavar="KINDS", help="do not run these detectors")
+    p.add_argument("--set", dest="settings", type=setting_arg, action="append", default=[], metavar="DETECTOR.FIELD=VALUE",
+                   help="override a detector threshold, e.g. loss-spike.z=6 (repeatable)")
+    p.add_argument("--fail-on", choices=["critical", "warning", "inconclusive"],
+                   help="exit 1 when a finding reaches this severity; `inconclusive`: unless the verdict is healthy")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="print each finding's evidence, every read problem and why each detector could not run")
+    p.add_argument("--open", action="store_true", help="then open the report in the app (forensics app)")
+    p.add_argument("--no-browser", action="store_true", help="with --open: only print the app's URL")
+
+
+def _rules_parser(sub) -> None:
+    _command(sub, "rules", "json")
+
+
+def _checkpoints_parser(sub) -> None:
+    p = _command(sub, "checkpoints", "run_dir", "db", "json", "quiet", "trust_pickle")
+    p.add_argument("--top", type=at_least(0), default=5, metavar="N",
+                   help="movers shown per pair of checkpoints (default 5; 0 lists only what did not move)")
+
+
+def _app_parser(sub) -> None:
+    p = _command(sub, "app", "db")
+    p.add_argument("--port", type=int, metavar="N",
+                   help="port on localhost (default 8501, or the next free one when it is taken)")
+    p.add_argument("--run", metavar="NAME", help="open this run's report (its name or id)")
+    p.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
+
+
+def _add_fleet(p: argparse.ArgumentParser) -> None:
+    """`analyze --all`'s own arguments."""
+    p.add_argument("--all", action="store_true",
+                   help="RUN_DIR is a folder of runs: find each run (docs/watch.md) and analyse them all")
+    p.add_argument("--jobs", type=JOBS, default=1, metavar="N", help="with --all: N worker processes (default 1)")
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="with --all: run as Ray tasks, on the cluster at ADDRESS or a local Ray without one "
+                        "(needs the ray extra)")
+
+
+def _watch_parser(sub) -> None:
+    p = _command(sub, "watch", "roots", "db", "json", "trust_pickle")
+    p.add_argument("--interval", type=float, default=30.0, metavar="S", help="seconds between passes (default 30)")
+    p.add_argument("--once", action="store_true", help="one pass, then exit (for cron and CI)")
+    p.add_argument("--jobs", type=JOBS, default=1, metavar="N",
+                   help="analyse changed runs in N worker processes (default 1)")
+    p.add_argument("--stall-factor", type=float, default=10.0, metavar="F",
+                   help="a run is stalled after F times its usual interval without growth (default 10)")
+    p.add_argument("--min-stall", type=float, default=300.0, metavar="S",
+                   help="and never before S seconds without growth (default 300)")
+    p.add_argument("--no-events", action="store_true",
+                   help="poll only; do not use watchdog's file events to wake early")
+
+
+def _replay_parser(sub) -> None:
+    p = _command(sub, "replay", "run_dir", "entry", "device", "markdown", "db", "json")
+    p.add_argument("--step", type=int, metavar="N",
+                   help="the step to replay (default: the first non-finite loss, grad norm or checkpoint in the store)")
+    p.add_argument("--from-checkpoint", metavar="PATH", help="start from this checkpoint (relative to RUN_DIR)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="intra-op CPU threads (default: the CPUs free now, from the load average; reported)")
+
+
+def _probe_parser(sub) -> None:
+    from forensics.probe import CHECKS
+
+    p = _command(sub, "probe", "run_dir", "entry", "device", "markdown", "db", "json")
+    p.description += " Checks: " + ", ".join(CHECKS) + "."
+    p.add_argument("--checks", metavar="A,B", help="run only these checks (default: all)")
+
+
+PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _replay_parser,
+           _probe_parser, _app_parser, _watch_parser]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="forensics",  # also as `python -m forensics`
+        description="Post-hoc forensics for failed deep-learning training runs.",
+        epilog="example:\n  forensics ingest sample_runs/runs/nan_lr_too_high && forensics runs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"forensics {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in PARSERS:
+        add(sub)
+    return parser
