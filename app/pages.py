@@ -233,6 +233,7 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         spikes = query(db, "app_spikes", aid) if aid is not None else None
         first = query(db, "app_first_nonfinite", run_id)
         ckpts = query(db, "app_checkpoints", run_id)
+        probes = query(db, "app_probes", run_id)
     except StoreProblem as problem:
         _problem(problem)
         return
@@ -249,9 +250,9 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     elif run["verdict"] == "older analysis":
         st.info(f"This run was analysed by an older version, which stored no verdict. **forensics analyze "
                 f"{md(run['root'])} --db {md(db)}** stores one; reload this page after.")
-        _findings(findings, series)
+        _findings(findings, series, probes)
     else:
-        _diagnosis(run, findings, skipped, first, series)
+        _diagnosis(run, findings, skipped, first, series, probes)
 
     drawable = series.filter(pl.col("first_step").is_not_null())
     logged = drawable.filter(~pl.col("ordinal"))
@@ -278,8 +279,9 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
 
 
 def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: pl.DataFrame,
-               series: pl.DataFrame) -> None:
-    """The stored verdict with its reason, the restriction, the read problems, the stored headline, then findings."""
+               series: pl.DataFrame, probes: pl.DataFrame | None = None) -> None:
+    """The stored verdict with its reason, the restriction, the read problems, the stored headline, then findings
+    (each with the stored probe checks that explain it)."""
     icon, word, level = VERDICT[run["verdict"]]
     counts = ", ".join(f"{run[k]} {w}" for k, w in (("n_critical", "critical"), ("n_warning", "warning"),
                                                      ("n_info", "info")) if run[k])
@@ -307,11 +309,11 @@ def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: 
         parts = [f"**{md(r['name'])}** {charts.nonfinite_text(r['value'])} at step {r['step']:,}"
                  for r in first.iter_rows(named=True)]
         st.markdown("First non-finite value per series (earliest first): " + "; ".join(parts) + ".")
-    _findings(findings, series)
+    _findings(findings, series, probes)
 
 
-def _findings(findings: pl.DataFrame, series: pl.DataFrame) -> None:
-    """The findings, grouped by the events the engine stored."""
+def _findings(findings: pl.DataFrame, series: pl.DataFrame, probes: pl.DataFrame | None = None) -> None:
+    """The findings, grouped by the events the engine stored, each with the stored probe checks that explain it."""
     st.header("Findings")
     if findings.height == 0:
         st.markdown("No detector fired on this run. That is a claim only about the detectors that ran: "
@@ -334,6 +336,21 @@ def _findings(findings: pl.DataFrame, series: pl.DataFrame) -> None:
                         f"finding{'s' if group.height != 1 else ''}")
             for f in group.iter_rows(named=True):
                 _finding(f, full)
+                _probes_for(f["kind"], probes)
+
+
+def _probes_for(kind: str, probes: pl.DataFrame | None) -> None:
+    """The stored `forensics probe` checks that explain a finding of this kind, beside it (failed ones first)."""
+    if probes is None or probes.height == 0:
+        return
+    rows = [p for p in probes.iter_rows(named=True) if kind in (p["explains"] or [])]
+    for p in sorted(rows, key=lambda p: p["status"] != "fail"):
+        names = f" · names {', '.join(f'`{md(n)}`' for n in p['names'])}" if p["names"] else ""
+        st.markdown(f"<span class='muted'>probe</span> **{md(p['check_name'])}**: {PROBE_STATUS[p['status']]} — "
+                    f"{esc(p['summary'])}{names}", unsafe_allow_html=True)
+
+
+PROBE_STATUS = {"fail": "❌ fail", "pass": "✅ pass", "n/a": "➖ n/a"}
 
 
 def _finding(f: dict, full: tuple[int, int]) -> None:

@@ -152,9 +152,12 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
     samples are outliers is the bad_batch detector's call, made by the caller). Plain JSON values."""
     cols = ["ckpt_id", "path", "step", "step_from", "format", "size_bytes", "n_tensors", "n_nonfinite", "finite",
             "has_optimizer", "has_scaler", "has_rng", "status", "detail"]
+    # A checkpoint whose file is gone since it was read shows as `deleted` (its stored statistics stay).
+    deleted = ("CASE WHEN EXISTS (SELECT 1 FROM ingest_issues i WHERE i.run_id = c.run_id AND i.path = c.path "
+               "AND i.kind = 'deleted') THEN 'deleted' ELSE c.status END AS status")
     ckpts = [dict(zip(cols, r, strict=True)) for r in con.execute(
-        f"SELECT {', '.join(cols)} FROM checkpoints WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
-    ).fetchall()]
+        f"SELECT {', '.join(deleted if c == 'status' else f'c.{c}' for c in cols)} FROM checkpoints c "
+        "WHERE c.run_id = ? ORDER BY c.step NULLS LAST, c.path", [run_id]).fetchall()]
     bad = con.execute(
         "SELECT ckpt_id, tensor, kind, n_nan, n_inf FROM tensor_stats WHERE run_id = ? AND n_nan + n_inf > 0 "
         "ORDER BY ckpt_id, n_nan + n_inf DESC, tensor", [run_id]
@@ -250,7 +253,7 @@ def point_counters(con: Any, series_id: int, steps: list[int]) -> dict[int, tupl
     return out
 
 # Issue kinds that are not problems of a file we read: files no reader knows are listed apart.
-NOT_A_READ_PROBLEM = ("unknown_file",)
+NOT_A_READ_PROBLEM = ("unknown_file", "lines_read")  # a file no reader knows; a console reader's line tally
 
 
 def read_problems(con, run_id: str) -> list[dict]:
@@ -288,8 +291,15 @@ def _count(n: int, noun: str) -> str:
 def unknown_files(con, run_id: str) -> list[str]:
     """Files of the run that no reader knows, by path."""
     return [r[0] for r in con.execute(
-        "SELECT DISTINCT path FROM ingest_issues WHERE run_id = ? AND list_contains(?, kind) ORDER BY path",
-        [run_id, list(NOT_A_READ_PROBLEM)]).fetchall()]
+        "SELECT DISTINCT path FROM ingest_issues WHERE run_id = ? AND kind = 'unknown_file' ORDER BY path",
+        [run_id]).fetchall()]
+
+
+def lines_read(con, run_id: str) -> list[dict]:
+    """Per read of a console log: path, the byte it began at, and how many lines each pattern took (`-v`)."""
+    return [{"path": path, "position": position, "detail": detail} for path, position, detail in con.execute(
+        "SELECT path, position, detail FROM ingest_issues WHERE run_id = ? AND kind = 'lines_read' "
+        "ORDER BY path, position", [run_id]).fetchall()]
 
 # -- app ---------------------------------------------------------------------------------------------------
 # What the Streamlit app shows. The app computes no finding: these read what ingest and analyze stored.
@@ -528,6 +538,17 @@ def app_replays(con: Any, run_id: str) -> pl.DataFrame | None:
     if "run_id" not in cols:
         return None
     return _app_frame(con, "SELECT * FROM replays WHERE run_id = ?", [run_id])
+
+
+def app_probes(con: Any, run_id: str) -> pl.DataFrame | None:
+    """The checks of the run's latest `forensics probe`, in output order; None when the database has no `probes`
+    table yet."""
+    if not app_has_table(con, "probes"):
+        return None
+    return _app_frame(con, """
+        SELECT probe_id, created, check_name, status, summary, names, explains, evidence, from_checkpoint
+        FROM probes WHERE run_id = ? AND probe_id = (SELECT max(probe_id) FROM probes WHERE run_id = ?)
+        ORDER BY position""", [run_id, run_id])
 
 
 def app_configs(con: Any, run_ids: list[str]) -> pl.DataFrame:

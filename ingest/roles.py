@@ -18,6 +18,16 @@ from dataclasses import dataclass
 _WORD = re.compile(r"[a-z]+|[0-9]+")
 _SEPARATORS = re.compile(r"[/|:]")
 _DECIMAL = re.compile(r"\d+\.\d+")
+# A rate written as its unit (`s/it`, `ms/batch`, `sec/step`, `it/s`, `samples/sec`): time per step, or steps
+# (samples, tokens) per second. The console reader names a value printed with such a unit and no key by its unit.
+_TIME_PER_STEP = re.compile(r"^(?:.*\W)?(?:ms|s|sec|secs|seconds?)\s*/\s*(?:it|iter|iters|iteration|step|batch|update)$", re.I)
+_PER_SECOND = re.compile(
+    r"^(?:.*\W)?(?:it|its|iters?|steps?|batch(?:es)?|samples?|tokens?|toks?|imgs?|images?|words?|wps|ex|examples?)"
+    r"\s*/\s*(?:s|sec|second)$", re.I)
+# Words that name a loss without the word `loss`: cross-entropy (`CrossEntropy`, `Train-CrossEntropy`,
+# `xent`), negative log-likelihood, and a loss word with a one- or two-letter qualifier glued on (`closs`,
+# LLaMA2-Accessory's; `dloss`): the qualifier makes it a component, not the run's main loss.
+_GLUED_LOSS = re.compile(r"^[a-z]{1,2}loss$")
 
 SPLIT_WORDS = {
     "train": "train", "training": "train", "trn": "train",
@@ -75,9 +85,11 @@ def role_of(name: str) -> Role:
 
     if "scale" in ws and ("loss" in ws or "grad" in ws or "scaler" in ws or ws == {"scale"}) or "scaler" in ws:
         return Role("loss_scale", split)
-    if "loss" in ws or "nll" in ws:
-        extra = ws - {"loss"} - NEUTRAL_WORDS
+    if "loss" in ws or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
+        extra = ws - {"loss", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
         return Role("val_loss" if is_val else "train_loss", split, canonical=not extra)
+    if any(_GLUED_LOSS.match(x) for x in ws):
+        return Role("val_loss" if is_val else "train_loss", split)
     if ws & {"acc", "accuracy", "top1", "top"}:
         return Role("val_accuracy" if is_val else "accuracy", split, canonical=True)
     if "lr" in ws or {"learning", "rate"} <= ws:
@@ -96,9 +108,14 @@ def role_of(name: str) -> Role:
     if ws & {"weight", "weights", "param", "params", "parameter", "parameters"} and ws & {"norm", "norms", "l2"}:
         lay = layer()
         return Role("layer_weight_norm" if lay else "weight_norm", split, layer=lay, canonical=lay is None)
-    if ws & {"memory", "mem", "rss", "vram"}:
+    if _TIME_PER_STEP.match(name):
+        return Role("step_time", split)
+    if _PER_SECOND.match(name):
+        return Role("throughput", split)
+    if ws & {"memory", "mem", "rss", "vram"} or ws & MEMORY_UNITS and not ws & QUANTITY_WORDS:
         return Role("memory", split)
-    if ws & {"throughput", "samples", "tokens", "it"} and ws & {"per", "second", "sec", "s", "throughput"}:
+    if ws & {"throughput", "samples", "tokens", "it"} and ws & {"per", "second", "sec", "s", "throughput"} \
+            or ws == {"speed"}:  # MXNet's Speedometer: `Speed: 512 samples/sec`
         return Role("throughput", split)
     if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or {"epoch", "time"} <= ws \
             or ws == {"dt"}:
@@ -112,6 +129,9 @@ def role_of(name: str) -> Role:
     return Role("other", split)
 
 
+# A value the console reader read with a memory unit and no quantity word in its key (`current 0.3 GB`,
+# `peak 2.1 GB`) carries the unit in its tag (`current GB`).
+MEMORY_UNITS = {"kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib"}
 QUANTITY_WORDS = {
     "loss", "acc", "accuracy", "lr", "learning", "rate", "grad", "grads", "gradient", "gradients", "norm", "norms",
     "l2", "weight", "weights", "param", "params", "parameter", "parameters", "update", "updates", "ratio", "ratios",

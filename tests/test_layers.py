@@ -108,9 +108,10 @@ def test_app_imports_neither_readers_nor_engine():
     assert bad == []
 
 
-# Modules whose job is to run a model (DECISIONS.md §6: torch "where a model runs"): replay's machinery, imported
-# only inside `forensics replay`, and the capture helpers, imported by a training script that has torch loaded.
-RUNS_A_MODEL = ("forensics.replay.", "forensics.capture")
+# Modules whose job is to run a model (DECISIONS.md §6: torch "where a model runs"): replay's and probe's machinery,
+# imported only inside `forensics replay` / `forensics probe`, and the capture helpers, imported by a training script
+# that has torch loaded.
+RUNS_A_MODEL = ("forensics.replay.", "forensics.probe.", "forensics.capture")
 
 
 def test_importing_every_module_of_forensics_and_ingest_loads_no_torch():
@@ -122,7 +123,7 @@ def test_importing_every_module_of_forensics_and_ingest_loads_no_torch():
         "names = [m.name for pkg in (forensics, ingest) for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.')]\n"
         f"names = [n for n in names if not n.startswith({RUNS_A_MODEL!r})]\n"
         "for n in names: importlib.import_module(n)\n"
-        "print(len(names), 'forensics.replay' in names, 'torch' in sys.modules)"
+        "print(len(names), 'forensics.replay' in names and 'forensics.probe' in names, 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     n, replay_checked, torch_loaded = out.split()

@@ -39,6 +39,24 @@ from ingest.roles import role_of
         ("train/clip", "clip_rate", "train"),
         ("grad_clip", "other", None),  # a threshold, not a rate
         ("train/clip_fraction", "other", "train"),  # PPO (stable-baselines3): clipped policy ratios
+        # names of a loss without the word `loss` (MXNet's metrics, LLaMA2-Accessory's `closs`)
+        ("CrossEntropy", "train_loss", None),
+        ("Train-CrossEntropy", "train_loss", "train"),
+        ("Validation-CrossEntropy", "val_loss", "val"),
+        ("cross-entropy", "train_loss", None),
+        ("xent", "train_loss", None),
+        ("closs", "train_loss", None),
+        ("total loss", "train_loss", None),
+        ("Train-Perplexity", "other", "train"),  # exp(loss): a loss detector's thresholds do not hold on it
+        # rates named by their unit (console `2.51s/it`, word_language_model's `ms/batch 45.37`)
+        ("s/it", "step_time", None),
+        ("sec/step", "step_time", None),
+        ("ms/batch", "step_time", None),
+        ("it/s", "throughput", None),
+        ("samples/sec", "throughput", None),
+        ("Speed", "throughput", None),  # MXNet's Speedometer: `Speed: 512 samples/sec`
+        ("peak GB", "memory", None),  # console `peak 2.1 GB`: the reader keeps the unit in the tag
+        ("max mem", "memory", None),
     ],
 )
 def test_role_of_common_names(name, role, split):
