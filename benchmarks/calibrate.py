@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="tune,calib",
                     help="comma-separated parts of the corpus: tune, calib (extra healthy runs), holdout, all; "
                          "tune and calib are for tuning (default: %(default)s)")
-    ap.add_argument("--real", type=Path, help="a folder of real runs with a labels.json")
+    ap.add_argument("--real", type=Path, action="append", default=[],
+                    help="a folder of real runs with a labels.json (repeatable: both shared sets at once)")
     ap.add_argument("--labels", type=Path, help="the real runs' labels.json (default: REAL/labels.json)")
     ap.add_argument("--kind", help="the detector (a catalog kind) to sweep; without it, one table of every "
                                    "detector at its defaults: healthy runs it could check and fired on")
@@ -128,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.corpus:
         for part in a.split.split(","):
             cases += corpus_cases(a.corpus, part.strip())
-    if a.real:
-        cases += real_cases(a.real, a.labels or a.real / "labels.json")
+    if a.labels and len(a.real) > 1:
+        ap.error("--labels goes with one --real")
+    for real in a.real:
+        cases += real_cases(real, a.labels or real / "labels.json")
     a.cache.mkdir(parents=True, exist_ok=True)
     ready = []
     tty = sys.stderr.isatty()

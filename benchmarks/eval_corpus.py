@@ -17,7 +17,10 @@ Matching (DECISIONS §8: every finding is a claim, whatever its severity):
 - every other finding is a false positive (FP);
 - a label matched by at least one finding is a true positive (TP), else a false negative (FN).
 Per kind: precision = correct findings / (correct findings + FP); recall = TP / labels. Overall: the same sums
-(micro). Healthy runs (no labelled kind): false findings per run and the critical ones. NaN onset: a nan_loss
+(micro).
+Printed beside it, the count of issue 24's table and ../shared/tools/score.py ("claims"): each kind found in a run
+is one claim, true when the run is labelled with it (nan_loss and masked_nonfinite count for each other), false
+otherwise, allowed or not; no step check. `--real` may be given more than once (both shared sets in one call). Healthy runs (no labelled kind): false findings per run and the critical ones. NaN onset: a nan_loss
 finding whose step equals the label's first non-finite logged step.
 """
 
@@ -190,6 +193,42 @@ def evaluate(cases: list[Case], jobs: int, progress: bool) -> tuple[dict, list[d
     return summarise(scored), scored
 
 
+# kinds that are the same observation seen from two sides (as ../shared/tools/score.py counts them)
+EQUIVALENT = {"nan_loss": {"nan_loss", "masked_nonfinite"}, "masked_nonfinite": {"nan_loss", "masked_nonfinite"}}
+
+
+def claims(scored: list[dict]) -> dict:
+    """Issue 24's count over scored runs: per kind, labels found (tp), labels missed (fn), kinds found in a run
+    that the run is not labelled with nor an equivalent of a label (fp, allowed ones included)."""
+    tp: dict[str, int] = {}
+    fp: dict[str, int] = {}
+    fn: dict[str, int] = {}
+    for s in scored:
+        want = set(s["tp"]) | set(s["fn"])
+        got = set(s["correct"]) | {f["kind"] for f in s["fp"]} | set(s["allowed_found"])
+        for k in want:
+            d = tp if got & EQUIVALENT.get(k, {k}) else fn
+            d[k] = d.get(k, 0) + 1
+        for k in got - want:
+            if not any(k in EQUIVALENT.get(w, {w}) for w in want):
+                fp[k] = fp.get(k, 0) + 1
+    T, F, N = sum(tp.values()), sum(fp.values()), sum(fn.values())
+    kinds = {k: {"tp": tp.get(k, 0), "fp": fp.get(k, 0), "fn": fn.get(k, 0)} for k in sorted(set(tp) | set(fp) | set(fn))}
+    return {"kinds": kinds, "tp": T, "fp": F, "fn": N, "recall": T / (T + N) if T + N else None,
+            "precision": T / (T + F) if T + F else None}
+
+
+def claims_table(c: dict) -> str:
+    lines = ["", "As issue 24's table counts (claims: a kind found is true when labelled, allowed or not):", "",
+             "| kind | TP | FP | FN | recall | precision |", "|---|---|---|---|---|---|"]
+    for kind, v in c["kinds"].items():
+        r = v["tp"] / (v["tp"] + v["fn"]) if v["tp"] + v["fn"] else None
+        p = v["tp"] / (v["tp"] + v["fp"]) if v["tp"] + v["fp"] else None
+        lines.append(f"| {kind} | {v['tp']} | {v['fp']} | {v['fn']} | {_f(r)} | {_f(p)} |")
+    lines.append(f"| **overall** | {c['tp']} | {c['fp']} | {c['fn']} | {_f(c['recall'])} | {_f(c['precision'])} |")
+    return "\n".join(lines)
+
+
 def _f(x) -> str:
     return "  -  " if x is None else f"{x:.2f}"
 
@@ -219,8 +258,9 @@ def main(argv: list[str] | None = None) -> int:
                                 epilog="example:\n  python benchmarks/eval_corpus.py --corpus /work/corpus_data --split tune --jobs 2")
     p.add_argument("--corpus", type=Path, help="a generated corpus (python -m corpus.generate --out DIR)")
     p.add_argument("--split", choices=("tune", "holdout", "calib", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8", "holdout9", "all"), default="tune")
-    p.add_argument("--real", type=Path, help="a folder of real runs with a labels.json")
-    p.add_argument("--labels", type=Path, help="the real runs' labels.json (default: REAL/labels.json)")
+    p.add_argument("--real", type=Path, action="append", default=[],
+                   help="a folder of real runs with a labels.json (repeatable)")
+    p.add_argument("--labels", type=Path, help="the real runs' labels.json (default: REAL/labels.json; one --real only)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--json", action="store_true", help="print one JSON object (summaries and per-run details)")
     p.add_argument("--progress", action="store_true", help="progress on stderr even when it is not a terminal")
@@ -234,12 +274,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no corpus folder {a.corpus}", file=sys.stderr)
             return 2
         parts.append((f"corpus {a.corpus} ({a.split})", READERS["corpus"](a.corpus, a.split)))
-    if a.real:
-        lf = a.labels or a.real / "labels.json"
+    if a.labels and len(a.real) > 1:
+        print("--labels goes with one --real; each folder of several keeps its own labels.json", file=sys.stderr)
+        return 2
+    for real in a.real:
+        lf = a.labels or real / "labels.json"
         if not lf.is_file():
             print(f"no labels file {lf}", file=sys.stderr)
             return 2
-        parts.append((f"real runs {a.real}", READERS["real"](a.real, lf)))
+        parts.append((f"real runs {real}", READERS["real"](real, lf)))
     progress = a.progress or sys.stderr.isatty()
     out = {}
     for title, cases in parts:
@@ -247,11 +290,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{title}: no labelled runs", file=sys.stderr)
             return 2
         summ, scored = evaluate(cases, a.jobs, progress)
-        out[title] = {"summary": summ, "runs": scored}
+        out[title] = {"summary": summ, "claims": claims(scored), "runs": scored}
     if a.json:
         print(json.dumps(out, indent=1))
     else:
-        print("\n\n".join(table(t, v["summary"]) for t, v in out.items()))
+        print("\n\n".join(table(t, v["summary"]) + "\n" + claims_table(v["claims"]) for t, v in out.items()))
     return 0
 
 

@@ -350,6 +350,66 @@ def head_tail_levels(values: np.ndarray, fraction: float = 0.1, min_points: int 
     return float(np.median(y[:k])), float(np.median(y[-k:]))
 
 
+def lr_restarts(steps: np.ndarray, lr: np.ndarray, jump: float = 1.5, min_decay: float = 0.1, mid: float = 0.1,
+                match: float = 0.01) -> list[dict]:
+    """Points where a decaying LR jumps back up to a value its schedule had earlier: the scheduler started again
+    from an earlier state (a resume that restored the weights but not the scheduler) while the steps go on.
+
+    A jump is a point at least `jump` × the one before it, after the first peak, where the LR was still falling
+    into it (a cyclic schedule climbs point by point) and had decayed at least `min_decay` below that peak but
+    not below `mid` of it (mid-decay: a warm restart of SGDR jumps from the end of its cycle, near 0), to a value
+    within
+    `match` (relative) of an LR logged before the jump. Each: step, step before, LR before and after, the step
+    where the schedule last had that value. Steps must rise (a console counter going back is another signal)."""
+    ok = np.isfinite(lr)
+    s, v = np.asarray(steps)[ok], np.asarray(lr, dtype=float)[ok]
+    if v.size < 5 or np.any(np.diff(s) <= 0):
+        return []
+    peak = float(v.max())
+    if not peak > 0:
+        return []
+    ipeak = int(np.argmax(v >= (1 - match) * peak))
+    out = []
+    for j in range(ipeak + 2, v.size):
+        before, now = v[j - 1], v[j]
+        if not (before > 0 and now >= jump * before and before <= (1 - min_decay) * v[ipeak] and before <= v[j - 2]
+                and before >= mid * peak):
+            continue
+        earlier = np.flatnonzero(np.abs(v[:j - 1] - now) <= match * now)
+        if earlier.size:
+            out.append({"step": int(s[j]), "previous_step": int(s[j - 1]), "lr_before": float(before),
+                        "lr_after": float(now), "same_lr_step": int(s[earlier[-1]])})
+    return out
+
+
+def chance_counts(extra: tuple[int, ...] = ()) -> np.ndarray:
+    """The whole numbers k whose ln k a loss sits at when the model predicts uniformly (cross-entropy over k
+    outcomes) or a probability is clamped at 1/k: every k from 2 to 1000, powers of 2 (vocabularies of 2^m
+    tokens), thousands up to 10^6 (32,000 and 50,000 token vocabularies), powers of 10 up to 10^16 (clamps such
+    as log(p + 1e-10): 23.0259), and `extra` (a class count from the run's config)."""
+    ks = np.concatenate([np.arange(2, 1001), 2 ** np.arange(10, 31), np.arange(1, 1001) * 1000,
+                         10 ** np.arange(3, 17, dtype=np.int64), np.asarray(extra, dtype=np.int64)])
+    return np.unique(ks[ks >= 2])
+
+
+def chance_level(values: np.ndarray, rel_tol: float = 3e-4, gap_share: float = 0.02,
+                 extra: tuple[int, ...] = ()) -> int | None:
+    """The k of `chance_counts` whose ln k every one of `values` (finite, the last few points of a loss) lies
+    within tolerance of, or None. The tolerance is `rel_tol` of ln k and at most `gap_share` of the distance
+    from ln k to the nearest other candidate, so that a match names one k: ln 10 = 2.302585 takes 2.3029
+    (0.0003 away), and a loss of 5.0 matches nothing unless pinned within 1e-5 of ln 148."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
+        return None
+    ks = chance_counts(extra)
+    logs = np.log(ks.astype(float))
+    i = int(np.argmin(np.abs(logs - float(np.median(v)))))
+    gaps = np.diff(logs)
+    gap = min(gaps[i - 1] if i > 0 else np.inf, gaps[i] if i < gaps.size else np.inf)
+    tol = min(rel_tol * logs[i], gap_share * gap)
+    return int(ks[i]) if bool(np.all(np.abs(v - logs[i]) <= tol)) else None
+
+
 @dataclass(frozen=True)
 class SpikeRule:
     """The one definition of a spike's thresholds (issue 11): the loss-spike detector's fields default to these,

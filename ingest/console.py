@@ -493,9 +493,10 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
     with path.open("rb") as f:
         head = f.read(4096) if start == 0 else b""
         if start == 0 and _is_binary(head):
-            size = path.stat().st_size
-            yield Chunk(end=size, issues=[Issue(0, "not_this_format",
-                                                f"{path.name} holds binary data, not a text log; skipped")])
+            # Nothing is consumed: a log whose first bytes only looked binary (a short head, a multi-byte
+            # character cut by the flush) is judged again from its start once it grows, never read from mid-line.
+            yield Chunk(end=0, issues=[Issue(0, "not_this_format",
+                                             f"{path.name} holds binary data, not a text log; skipped")])
             return
         state = _State.resume(f, start)
         state.start = start

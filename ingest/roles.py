@@ -34,6 +34,14 @@ SPLIT_WORDS = {
     "val": "val", "valid": "val", "validation": "val", "eval": "val", "evaluation": "val", "dev": "val",
     "test": "test", "testing": "test",
 }
+# Words that say when a gradient norm was taken around clipping (`train/grad_norm_preclip`,
+# `grad_norm_before_clip`): a qualifier, not a layer. Before clipping is the norm clip_grad_norm_ returns (the
+# run's gradient norm); after it, a value capped at max_norm.
+CLIP_WORDS = {"clip", "clipping", "preclip", "pre", "before", "unclipped", "raw", "after", "post", "postclip",
+              "clipped"}
+AFTER_CLIP_WORDS = {"after", "post", "postclip", "clipped"}
+# Namespaces a logger puts statistics under (`optimizer/grad_norm`, `metrics/grad_norm`): not layers either.
+NAMESPACE_WORDS = {"optimizer", "optim", "metrics", "stats"}
 # Words that qualify a statistic without naming a layer (`train_loss_epoch`, `loss/avg`, ...).
 NEUTRAL_WORDS = {"step", "epoch", "avg", "mean", "total", "global", "overall", "running", "smoothed", "ema",
                  "value", "s", "per", "batch", "iter", "sum", "all", "of"}
@@ -70,7 +78,8 @@ def role_of(name: str) -> Role:
         for s in segments:
             # `grad_2.0_norm_total`: a decimal number is the norm's order, not a layer (`0.weight` is one)
             seg_words = set(words(_DECIMAL.sub(" ", s)))
-            if seg_words and not seg_words <= (QUANTITY_WORDS | NEUTRAL_WORDS | set(SPLIT_WORDS)):
+            if seg_words and not seg_words <= (QUANTITY_WORDS | NEUTRAL_WORDS | CLIP_WORDS | NAMESPACE_WORDS
+                                                | set(SPLIT_WORDS)):
                 return s
         return None
 
@@ -89,9 +98,11 @@ def role_of(name: str) -> Role:
         return Role("dead_fraction", split, layer=layer())
     if ws & {"saturated", "saturation"}:
         return Role("saturated_fraction", split, layer=layer())
-    if ws & {"grad", "grads", "gradient", "gradients"} and ws & {"norm", "norms", "l2"} or ws & {"gradnorm", "gnorm"}:
+    if ws & {"grad", "grads", "gradient", "gradients"} and ws & {"norm", "norms", "l2"} or ws & {"gradnorm", "gnorm"} \
+            or ws == {"total", "norm"}:  # clip_grad_norm_'s return value, logged under its own name
         lay = layer()
-        return Role("layer_grad_norm" if lay else "grad_norm", split, layer=lay, canonical=lay is None)
+        return Role("layer_grad_norm" if lay else "grad_norm", split, layer=lay,
+                    canonical=lay is None and not ws & AFTER_CLIP_WORDS)
     if ws & {"update", "updates"} and ws & {"ratio", "ratios"}:
         return Role("update_ratio", split, layer=layer())
     if ws & {"weight", "weights", "param", "params", "parameter", "parameters"} and ws & {"norm", "norms", "l2"}:

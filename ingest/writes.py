@@ -38,13 +38,31 @@ def next_id(con: Any, sequence: str) -> int:
 
 # -- runs, sources and points (ingest) --------------------------------------------------------------------
 
-def upsert_run(con: Any, run_id: str, name: str, root: str) -> None:
-    """The run's row, created on its first ingest; later ingests only move `last_ingested`."""
+def upsert_run(con: Any, run_id: str, name: str, root: str, *, complete: bool = False) -> None:
+    """The run's row, created on its first ingest; later ingests only move `last_ingested`. Every write of an
+    ingest marks the run incomplete, its last write (`complete=True`) complete: a run left marked was stopped
+    half-way (issue 26)."""
     con.execute(
-        "INSERT INTO runs (run_id, name, root, first_ingested, last_ingested) VALUES (?, ?, ?, now(), now()) "
-        "ON CONFLICT (run_id) DO UPDATE SET last_ingested = now()",
-        [run_id, name, root],
+        "INSERT INTO runs (run_id, name, root, first_ingested, last_ingested, ingest_complete) "
+        "VALUES (?, ?, ?, now(), now(), ?) "
+        "ON CONFLICT (run_id) DO UPDATE SET last_ingested = now(), ingest_complete = excluded.ingest_complete",
+        [run_id, name, root, complete],
     )
+
+
+def mark_incomplete(con: Any, run_id: str) -> None:
+    """A write of an ingest that does not touch the run's row otherwise (forgetting a rewritten log's points)."""
+    con.execute("UPDATE runs SET ingest_complete = FALSE WHERE run_id = ?", [run_id])
+
+
+def delete_run(con: Any, run_id: str) -> None:
+    """Every row of a run, where a first ingest read nothing: it leaves no run behind."""
+    for table in ("scalars", "histograms"):
+        con.execute(f"DELETE FROM {table} WHERE source_id IN (SELECT source_id FROM sources WHERE run_id = ?)",
+                    [run_id])
+    for table in ("tensor_stats", "tensor_deltas", "checkpoint_values", "checkpoints", "batch_stats", "batches",
+                  "texts", "configs", "ingest_issues", "series", "sources", "runs"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
 
 def claim_source(con: Any, run_id: str, path: str, fmt: str, grp: str) -> int:
@@ -256,6 +274,15 @@ def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) ->
         con.unregister("_new_issues")
 
 
+def mark_deleted(con: Any, run_id: str, gone: list[str], present: list[str]) -> None:
+    """Stored sources whose files are gone get a `deleted` issue (their stored data stays: it is evidence);
+    one that is back loses it."""
+    con.execute("DELETE FROM ingest_issues WHERE run_id = ? AND kind = 'deleted' AND list_contains(?, path)",
+                [run_id, present])
+    insert_issues(con, run_id, [(p, Issue(None, "deleted", "the file is gone since it was read; what was read "
+                                          "from it is kept")) for p in gone])
+
+
 def update_series_names(con: Any, rows: list[tuple[int, str, str, str | None, str | None, bool]]) -> None:
     """(series_id, name, role, split, layer, canonical) for series whose display name and role are settled."""
     if not rows:
@@ -385,6 +412,26 @@ def insert_replay(con, result: dict) -> int:
          result.get("status"), hit.get("phase"), hit.get("op"), hit.get("module"), hit.get("file"), hit.get("line"),
          list(result.get("culprit_samples") or []), json.dumps(plain({**result, "replay_id": int(rid)}))])
     return int(rid)
+
+
+# -- probes -------------------------------------------------------------------------------------------------
+
+def insert_probe(con, result: dict) -> int:
+    """Store one `forensics probe` result, a row per check; its probe_id."""
+    import json
+
+    from ingest.jsonvalues import plain
+
+    pid = con.execute("SELECT nextval('probe_id_seq')").fetchone()[0]
+    times = result.get("timings_s") or {}
+    con.executemany(
+        """INSERT INTO probes (probe_id, run_id, created, position, check_name, status, summary, names, explains,
+                               evidence, from_checkpoint, entry, device, seconds)
+           VALUES (?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [[pid, result["run_id"], i, c["name"], c["status"], c["summary"], list(c["names"]), list(c["explains"]),
+          json.dumps(plain(c["evidence"])), json.dumps(plain(result.get("from_checkpoint"))), result.get("entry"),
+          result.get("device"), times.get(c["name"])] for i, c in enumerate(result["checks"])])
+    return int(pid)
 
 
 # -- watch: alerts and run discovery -------------------------------------------------------------------------

@@ -257,3 +257,20 @@ def test_eval_script_runs_the_engine_under_test_end_to_end(corpus, tmp_path):
     (part,) = doc.values()
     assert part["summary"]["runs"] == 1 and part["summary"]["errors"] == []
     assert part["runs"][0]["healthy"] is True
+
+
+def test_claims_count_as_the_shared_scorer_does():
+    """benchmarks/eval_corpus.claims counts as ../shared/tools/score.py and issue 24's table: a kind found is one
+    claim per run, an allowed kind found counts against precision there, nan_loss and masked_nonfinite stand for
+    each other."""
+    from benchmarks.eval_corpus import claims
+
+    cases = [Case("a", Path("a"), [Label("nan_loss")], {"divergence"}), Case("b", Path("b"), [Label("plateau")]),
+             Case("c", Path("c"), [])]
+    found = [[{"kind": "masked_nonfinite"}, {"kind": "divergence"}], [{"kind": "flat_loss"}, {"kind": "flat_loss"}],
+             [{"kind": "loss_spike"}]]
+    scored = [score_case(c, {"findings": f}) for c, f in zip(cases, found)]
+    c = claims(scored)
+    assert (c["tp"], c["fp"], c["fn"]) == (1, 3, 1)
+    assert c["kinds"]["nan_loss"] == {"tp": 1, "fp": 0, "fn": 0} and c["kinds"]["flat_loss"]["fp"] == 1
+    assert summarise(scored)["overall"]["fp"] == 4  # the benchmark's own count: each finding, allowed ones excused

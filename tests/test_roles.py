@@ -82,3 +82,18 @@ def test_per_layer_series_name_their_layer(name, role, layer):
 def test_main_loss_is_canonical_and_components_are_not():
     assert role_of("train/loss").canonical
     assert not role_of("recon_loss").canonical
+
+
+@pytest.mark.parametrize("name", ["train/grad_norm_preclip", "grad_norm_before_clip", "total_norm", "grad_norm/total",
+                                  "train/total_norm", "optimizer/grad_norm", "gradient_norm_pre_clip"])
+def test_clip_qualified_gradient_norms_are_gradient_norms_not_layers(name):
+    """Issue 25: `train/grad_norm_preclip` was read as the gradient norm of a layer named `grad_norm_preclip`."""
+    r = role_of(name)
+    assert (r.role, r.layer, r.canonical) == ("grad_norm", None, True)
+
+
+def test_gradient_norm_after_clipping_is_not_the_runs_gradient_norm():
+    """A norm taken after clipping is capped at max_norm: a gradient norm, but not the canonical one."""
+    r = role_of("grad_norm_clipped")
+    assert (r.role, r.layer, r.canonical) == ("grad_norm", None, False)
+    assert role_of("grad_norm/fc1.weight").layer == "fc1.weight"  # a real layer still names itself

@@ -330,3 +330,23 @@ def test_a_printed_series_is_not_spiky_at_its_resolution():
 
 def test_full_precision_has_no_resolution():
     assert stats.resolution(np.random.default_rng(0).lognormal(0, 1, 500).astype(np.float32)) == 0.0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_chance_level_matches_a_brute_force_search_over_k(seed):
+    """stats.chance_level against the obvious loop over every candidate k: the nearest ln k, a tolerance of
+    rel_tol·ln k capped at gap_share of the gap to its neighbours, every value inside it."""
+    rng = np.random.default_rng(seed)
+    ks = stats.chance_counts()
+    logs = np.log(ks.astype(float))
+    for _ in range(200):
+        k = int(rng.choice(ks[:1200]))
+        values = math.log(k) + rng.normal(0, 10 ** rng.uniform(-6, -2), 3)
+        mid = float(np.median(values))
+        i = min(range(ks.size), key=lambda j: abs(logs[j] - mid))
+        gap = min(logs[i] - logs[i - 1] if i else math.inf, logs[i + 1] - logs[i] if i + 1 < ks.size else math.inf)
+        tol = min(3e-4 * logs[i], 0.02 * gap)
+        want = int(ks[i]) if all(abs(v - logs[i]) <= tol for v in values) else None
+        assert stats.chance_level(values) == want
+    assert stats.chance_level([2.3029, 2.3028, 2.3027]) == 10 and stats.chance_level([5.0, 5.0, 5.0]) is None
+    assert stats.chance_level([0.6931, float("nan"), 0.6931]) is None and stats.chance_level([]) is None

@@ -36,13 +36,19 @@ class Divergence:
     A log that ends on a blow-up counts as one that turns non-finite: its last point `end_jump` × above every
     point since the minimum (a job killed by a loss guard, an OOM or a kill right there; +2 labelled runs on
     the development parts, no healthy one at 3, 5 or 10).
-    Short per-epoch logs count from `min_points` points. Separately: a loss whose every logged value is above
+    Short per-epoch logs count from `min_points` points. At any length (issue 24 class 2), a jump to
+    `short_jump` × a positive minimum that every later point holds (`min_jump_points` or more of them) is
+    divergence by its effect size alone in a log of up to `short_max` points: 0.166 → 4.97, 5.32, 4.38, 4.54,
+    8.92, 5.22 needs no trend test; a minimum that is a lone dip (a point before it already ×3 above) is not. Separately: a loss whose every logged value is above
     `blown_level` has blown up before the log began (1.87e12 → 2.2e9 over five evaluations).
     Tie-break: when a validation loss rises while the training loss falls, that is `overfitting`, not this:
     this detector reads only the training loss.
     False alarms: fires on 0 of the 406 healthy runs it could check (at most 0.74% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
     2026).
+    With issue 24's rules: fires on 0 of the 125 healthy runs it could check (corpus calib 104, shared/real_runs 5,
+    shared/real_runs_test 16; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p.
     """
@@ -55,7 +61,10 @@ class Divergence:
     min_recovered: float = 0.3  # final − min ≥ this × (initial − min): it gave back a good part of its progress
     p: float = 0.01  # Mann–Kendall p after the minimum; exact for short logs
     min_points_after: int = 5  # a trend needs this many points after the minimum (unless NaN follows)
-    min_points: int = 4  # fewer finite points cannot separate a rise from one noisy value
+    min_points: int = 3  # fewer finite points cannot separate a rise from one noisy value
+    short_jump: float = 3.0  # a jump of ×3 over the minimum that every later point holds: divergence at any length
+    min_jump_points: int = 2  # ... shown by at least this many points (one is where the log ends: `end_jump`)
+    short_max: int = 20  # ... in a log of at most this many points (longer ones have the trend tests)
     step_sigmas: float = 8.0  # a step up that stays: rise ≥ this × the log-scale noise after it
     min_step_after: int = 3  # ... and stays for at least this many points
     blown_level: float = 1e8  # no mean-reduced loss of a live model sits above this at every logged point
@@ -79,11 +88,15 @@ class Divergence:
         sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
         imin = int(np.nanargmin(sm))
         after = y[imin:]
+        lo = float(sm[imin])
+        head, _ = stats.head_tail_levels(y)
+        held = self._held_jump(after, lo) if n <= self.short_max and not np.any(y[:imin] >= self.short_jump * lo) else None
+        if held is not None:
+            yield self._jump(run, steps, y, imin, lo, held, nan_follows)
+            return
         if after.size < 2 or (after.size < self.min_points_after and not nan_follows
                               and after.size < self.min_step_after + 1):
             return
-        lo = float(sm[imin])
-        head, _ = stats.head_tail_levels(y)
         # The final level: the last finite value when the loss then dies (its level at death), else a tail median.
         tail_n = max(2, min(after.size // 4, n // 20))
         # A log that ends on a blow-up (the job died there: a loss guard, an OOM, a kill) ends like one that
@@ -92,7 +105,10 @@ class Divergence:
                       and float(y[-1]) >= self.end_jump * max(float(np.max(after[:-1])), lo))
         final = float(y[-1]) if nan_follows or ends_blown else float(np.median(y[-tail_n:]))
         rise = final - lo
-        if not (rise > 0 and rise >= self.min_growth * abs(lo) and rise >= self.min_recovered * (head - lo)):
+        # A loss that goes negative (a log-likelihood, an ELBO, a contrastive or GAN loss) has no ratio to its
+        # minimum: its own scale is the fall it made before the minimum, so the rise is judged against that.
+        scale = abs(lo) if lo > 0 else head - lo
+        if not (rise > 0 and rise >= self.min_growth * scale and rise >= self.min_recovered * (head - lo)):
             return
         trend = stats.mann_kendall(after, steps[imin:])
         significant = trend.z > 0 and ((trend.p < self.p and after.size >= self.min_points_after) or nan_follows
@@ -105,7 +121,7 @@ class Divergence:
         if not (significant or stays):
             return
         slope, _ = stats.theil_sen(steps[imin:], after)
-        growth = final / lo if lo > 0 else math.inf
+        growth = final / lo if lo > 0 else None
         ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": head, "final_level": final,
               "growth_factor": growth, "slope_per_step": slope, "mk_p": trend.p, "ends_nonfinite": nan_follows,
               "last_finite_step": int(steps[-1]), "points_after_onset": int(after.size), "ends_on_blow_up": ends_blown,
@@ -115,10 +131,35 @@ class Divergence:
         yield Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
-                                  f"by step {steps[-1]} ({ratio(growth)}, " + (
+                                  f"by step {steps[-1]} ({_effect(growth, rise, head - lo)}, " + (
                                      f"Mann–Kendall p={trend.p:.1g}" if significant else
                                      f"and stays there: the last {tail_n} points sit above the minimum's, "
                                      f"Mann–Whitney p={shift.p:.1g}") + f"){tail}"))
+
+    def _held_jump(self, after: np.ndarray, lo: float) -> int | None:
+        """Where the loss first stands `short_jump` × above a positive minimum `lo`, when every point from there to
+        the end (at least `min_jump_points` of them) stays that high, else None."""
+        if not lo > 0:
+            return None
+        up = np.flatnonzero(after >= self.short_jump * lo)
+        if up.size == 0 or after.size - up[0] < self.min_jump_points or np.any(after[up[0]:] < self.short_jump * lo):
+            return None
+        return int(up[0])
+
+    def _jump(self, run: Run, steps: np.ndarray, y: np.ndarray, imin: int, lo: float, j: int,
+              nan_follows: bool) -> Finding:
+        held = y[imin + j:]
+        low = float(np.min(held))
+        ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": float(y[0]),
+              "final_level": float(y[-1]), "growth_factor": low / lo, "jump_step": int(steps[imin + j]),
+              "points_held": int(held.size), "lowest_after_jump": low, "short_jump": self.short_jump,
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss jumps from its minimum {lo:.4g} at step {steps[imin]} to {y[imin + j]:.4g} at "
+                                   f"step {steps[imin + j]} and never comes back: all {held.size} points since stay at "
+                                   f"{low:.4g} or above ({ratio(low / lo)} the minimum)"
+                                   + (" and then turns non-finite" if nan_follows else "")))
 
     def _stays_up(self, after: np.ndarray, lo: float, final: float) -> bool:
         """A step up that stays: after the first point above the rise's midpoint, at least `min_step_after`
@@ -144,3 +185,12 @@ class Divergence:
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                           summary=(f"loss is above {self.blown_level:.0e} at every logged point (from {y[0]:.4g} at "
                                    f"step {steps[0]}, lowest {lo:.4g}): it had blown up before the log began"))
+
+
+def _effect(growth: float | None, rise: float, drop: float) -> str:
+    """The rise as a factor of a positive minimum (`×3.7`), else, for a loss at or below zero where a ratio means
+    nothing, as a difference against the fall before it (`+146.8, 99% of its earlier fall`)."""
+    if growth is not None:
+        return ratio(growth)
+    share = f", {rise / drop:.0%} of its earlier fall" if drop > 0 else ""
+    return f"{rise:+.4g}{share}"

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics import stats
-from forensics.detectors.base import finite_part, src, too_short
+from forensics.detectors.base import CLASS_KEYS, finite_part, src, too_short
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -31,9 +31,18 @@ class FlatLoss:
     digits or more, the loss does not depend on the batch any more (Caffe printing `loss = 6.90776` = ln 1000
     on every iteration, litgpt `loss 10.8259` = ln 50257 on 23 lines): minibatch noise never repeats a
     value to that many digits, so four logged points are enough.
-    False alarms: fires on 0 of the 521 healthy runs it could check (at most 0.6% at 95% confidence;
+    A loss at chance is flat at any length too: when its last `min_repeats` points all lie within
+    `chance_rel_tol` of ln k for a whole k (`stats.chance_level`: ln 2 = 0.6931, ln 10 = 2.3026, ln 32000 =
+    10.37, a clamp's −ln 1e-10 = 23.03) and no point was ever `chance_floor` below it, the model predicts
+    uniformly over k outcomes and never learned anything (AlexNet on CIFAR-10 at 2.3030, 2.3029, 2.3028 over
+    five epochs); the training loss is read first, then the validation loss. Minibatch noise does not hold three
+    points within 0.03% of one value, and a loss that fell below chance and came back is not flat.
+    False alarms (range rule): fires on 0 of the 521 healthy runs it could check (at most 0.6% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs,
     25 Nov 2026, fifth session); `min_digits` 3 and `pinned_share` 0.3 fire on none either.
+    With issue 24's rules: fires on 0 of the 102 healthy runs it could check (corpus calib 83, shared/real_runs 5,
+    shared/real_runs_test 14; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
     log(C) when the config names a class count, the median LR when an LR series exists.
@@ -50,18 +59,39 @@ class FlatLoss:
     min_repeats: int = 3  # a value repeated on the last this many points ...
     pinned_share: float = 0.5  # ... and on at least this share of all of them ...
     min_digits: int = 4  # ... printed to at least this many significant digits is a pinned loss
+    chance_rel_tol: float = 3e-4  # the last `min_repeats` points within this share of ln k (stats.chance_level)
+    chance_floor: float = 0.05  # ... and no point ever this share below ln k: it never learned anything
 
     def unavailable(self, run: Run) -> str | None:
         # Under `min_points` only the pinned rule can speak: the detector counts as run (for the verdict and
         # `-v`) only when it does, so a short log that is not pinned stays "too short" as before.
         short = too_short(run, "loss", self.min_points)
-        if short and self._pinned(finite_part(*run.arrays("loss"))[1]) is None:
+        if short and self._pinned(finite_part(*run.arrays("loss"))[1]) is None and self._chance_role(run) is None:
             return short
+        return None
+
+    def _chance_role(self, run: Run) -> tuple[str, dict] | None:
+        """The role and evidence of a loss pinned at chance by `_chance` (the training loss, else the validation
+        loss), or None."""
+        extra = tuple(int(c) for c in [run.config_number(*CLASS_KEYS)] if c and c >= 2 and float(c).is_integer())
+        for role in ("loss", "val_loss"):
+            if role == "val_loss" and run.has("loss"):
+                head, tail = stats.head_tail_levels(finite_part(*run.arrays("loss"))[1], self.edge)
+                if not (math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop):
+                    return None  # training falls while validation sits at chance: distribution_mismatch
+            if run.has(role):
+                ev = self._chance(finite_part(*run.arrays(role))[1], extra)
+                if ev is not None:
+                    return role, ev
         return None
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, y = finite_part(*run.arrays("loss"))
         role, ev = "loss", self._flat(steps, y) or self._pinned(y)
+        chance = self._chance_role(run) if ev is None else None
+        if chance is not None:
+            role, ev = chance
+            steps, y = finite_part(*run.arrays(role))
         if ev is None and run.has("val_loss"):
             head, tail = stats.head_tail_levels(y, self.edge)
             if math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop:
@@ -83,6 +113,12 @@ class FlatLoss:
 
     @staticmethod
     def _summary(what: str, ev: dict, steps: np.ndarray) -> str:
+        if "chance_k" in ev:
+            k = ev["chance_k"]
+            what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
+                      f"the model predicts uniformly over {k} classes")
+            return (f"{what} sits at {ev['last_level']:.5g} = ln {k} on its last {ev['chance_points']} points (steps "
+                    f"{steps[-ev['chance_points']]}-{steps[-1]}) and never fell below it: {what_k}")
         if "pinned_value" in ev:
             return (f"{what} is pinned at {ev['pinned_value']!r} on {ev['pinned_points']} of its {ev['points']} "
                     f"points (steps {steps[0]}-{steps[-1]}), to the end: it no longer depends on the batch")
@@ -105,6 +141,18 @@ class FlatLoss:
         return {"first_level": first, "last_level": value, "relative_change": rel,
                 "pinned_value": value, "pinned_points": int(same.sum()), "significant_digits": digits,
                 "points": int(y.size)}
+
+    def _chance(self, y: np.ndarray, extra: tuple[int, ...] = ()) -> dict | None:
+        """The evidence when `y` ends at a chance level ln k (`stats.chance_level`) on its last `min_repeats`
+        points and never fell more than `chance_floor` below it (it learned nothing), else None."""
+        if y.size < self.min_repeats:
+            return None
+        k = stats.chance_level(y[-self.min_repeats:], self.chance_rel_tol, extra=extra)
+        if k is None or float(np.min(y)) < math.log(k) * (1 - self.chance_floor):
+            return None
+        first, last = float(y[0]), float(y[-1])
+        return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
+                "chance_k": k, "log_k": math.log(k), "chance_points": self.min_repeats, "points": int(y.size)}
 
     def _flat(self, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """The evidence when `y` is flat by the rule above, else None."""

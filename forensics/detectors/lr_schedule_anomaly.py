@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from forensics import stats
 from forensics.detectors.base import src
 from forensics.findings import Finding
 from forensics.run import Run
@@ -39,9 +40,19 @@ class LrScheduleAnomaly:
     time it reaches the floor counts: stepped past its horizon, HF's cosine climbs back and cycles. Otherwise
     (no scheduler named, or a cyclic one) the LR must stay at the floor to the end: a cyclic schedule touches
     it at every cycle's end; (b) an LR constant to 1e-9 while the config names a scheduler that should
-    move it (not a constant or plateau-driven one).
+    move it (not a constant or plateau-driven one); (c) a decaying LR that jumps back up, mid-decay, to a value
+    its schedule had earlier (`stats.lr_restarts`: ×`jump` or more, after falling `min_decay` below the peak,
+    from above `mid` of it, not from a cycle's end near 0 where SGDR restarts, to within `match` of an earlier LR), unless the config names a
+    cyclic scheduler: a process resumed with the weights but a fresh scheduler (issue 24 classes 3 and 4).
     False alarms: fires on 0 of the 169 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    (d) An LR of exactly 0 on the first `zero_points` records or more, and on `zero_share` of them: a warmup
+    from 0 leaves 0 after one record; a quarter of the run at 0 trains nothing (issue 24 class 4). Unless the
+    loss falls meanwhile (by `zero_share` of its first level): then the logged LR is not the optimizer's
+    (shared/real_runs/wandb_gpt_baseline logs lr 0 on all 105 records while its loss falls 430 → 2.1).
+    With issue 24's rules: fires on 0 of the 120 healthy runs it could check (corpus calib 104, shared/real_runs 3,
+    shared/real_runs_test 13; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     """
@@ -51,13 +62,59 @@ class LrScheduleAnomaly:
     early: float = 0.5
     decay: float = 0.1
     near: float = 0.02  # "at the floor": within this fraction of the peak-to-floor range
+    jump: float = 1.5  # (c) a decaying LR that jumps ×1.5 or more back up ...
+    min_decay: float = 0.1  # ... after decaying 10% below its peak ...
+    mid: float = 0.1  # ... but not below 10% of it (SGDR restarts from its cycle's end, near 0) ...
+    match: float = 0.01  # ... to within 1% of a value its schedule had earlier
+    zero_points: int = 5  # (d) an LR of exactly 0 on the first 5 records or more ...
+    zero_share: float = 0.25  # ... and on a quarter of them (a warmup from 0 is 0 on its first record only)
+
+    def _learns(self, run: Run, until: int) -> bool:
+        """Whether the training loss falls by `zero_share` or more of its first level up to step `until` (then
+        the logged LR is not the one the optimizer used: a loss does not fall under an LR of 0)."""
+        if not run.has("loss"):
+            return False
+        s, y = run.arrays("loss")
+        y = y[(s <= until) & np.isfinite(y)]
+        if y.size < 6:
+            return False
+        head, tail = float(np.median(y[:3])), float(np.median(y[-3:]))
+        return head > 0 and (head - tail) / head >= self.zero_share
+
+    def restarts(self, run: Run) -> list[dict]:
+        """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
+        reads them too (a scheduler that started again is a resume that did not restore its state)."""
+        if not run.has("lr"):
+            return []
+        sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
+        if isinstance(sched, str) and _cyclic(sched):
+            return []
+        return stats.lr_restarts(*run.arrays("lr"), self.jump, self.min_decay, self.mid, self.match)
 
     def check(self, run: Run) -> Iterator[Finding]:
+        for r in self.restarts(run)[:1]:
+            yield Finding.of(self, severity="warning", step=r["step"], step_end=r["step"], series=run.pick("lr"),
+                             evidence=r, sources=(src(run, "lr", np.asarray([r["same_lr_step"], r["step"]])),),
+                             summary=(f"LR jumps back up from {r['lr_before']:.3g} to {r['lr_after']:.3g} at step "
+                                      f"{r['step']} in the middle of its decay, the value it had at step "
+                                      f"{r['same_lr_step']}: the scheduler started again (a resume that did not "
+                                      f"restore its state?)"))
+            return
         steps, lr = run.arrays("lr")
         ok = np.isfinite(lr)
         if ok.sum() < 5:
             return
         steps, lr = steps[ok], lr[ok]
+        zero = int(np.argmax(lr != 0)) if np.any(lr != 0) else lr.size  # leading records at exactly 0
+        if zero >= self.zero_points and zero >= self.zero_share * lr.size and not self._learns(run, steps[zero - 1]):
+            ev = {"zero_points": zero, "points": int(lr.size), "first_step": int(steps[0]),
+                  "last_zero_step": int(steps[zero - 1]), "lr_after": float(lr[zero]) if zero < lr.size else None}
+            yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[zero - 1]),
+                             series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps[:zero]),),
+                             summary=(f"LR is 0 on the first {zero} of {lr.size} records (steps {steps[0]}-"
+                                      f"{steps[zero - 1]}): nothing moves the weights while it is (a warmup or "
+                                      f"scheduler stuck at 0, or an LR printed with too few decimals)"))
+            return
         last = max(int(run.last_step() or steps[-1]), int(steps[-1]))
         first = int(steps[0])
         peak, floor = float(lr.max()), float(lr.min())

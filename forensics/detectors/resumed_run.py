@@ -28,6 +28,8 @@ class ResumedRun:
     to the same step after climbs of equal length) is no restart and is not reported. Console series need a
     step strictly lower (a line without a counter inherits the last one, so equal steps are no evidence),
     and an ordinal series (line numbers, DECISIONS §2) has no training steps to go back at all.
+    Rows that repeat the last step the log ever reaches (Lightning's test rows, a final evaluation under the
+    training loss's name) are no restart: "steps go back from N to N" with nothing after N is a false finding.
     Second, a W&B run hides such a restart: it keeps one increasing step and refuses every record logged below
     the step it has reached, so its history shows one clean pass. The steps it refused are read from the run
     folder's debug log (`wandb/dropped_history_step`); `min_refused` or more distinct steps refused below one
@@ -36,10 +38,17 @@ class ResumedRun:
     Third, a logged epoch that falls back by at least `min_epoch_drop` while the steps keep rising: a
     process restarted from a checkpoint's weights with a fresh epoch count (an HF trainer_state whose epoch
     returns to 0 three times while its global step climbs).
+    Fourth, an LR that jumps back up mid-decay to a value its schedule had earlier while the steps go on
+    (lr_schedule_anomaly's rule (c)): a resume that restored the weights but not the scheduler. A console log on
+    an ordinal axis (no counter to go back) is read for the third signal: an epoch counter that goes back
+    (60 → 41, then onwards) is a restart there too.
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026). Refused W&B
     steps: none of the 148 healthy corpus runs written with W&B (tune, calib, holdout-holdout6) has a single
     one; the three W&B resumes from an older checkpoint have 179-180 each, below one reached step.
+    With issue 24's rules: fires on 0 of the 126 healthy runs it could check (corpus calib 104, shared/real_runs 5,
+    shared/real_runs_test 17; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
     Evidence: restart step, the step it went back from, overlap in steps, wall-clock gap where known; for
@@ -60,6 +69,7 @@ class ResumedRun:
         name = run.pick("loss")
         meta = run.meta.filter(pl.col("name") == name)
         if bool(meta["ordinal"].fill_null(False).any()):
+            yield from self._epoch_resets(run)  # line order is the only order: an epoch going back still shows
             return
         console = run.format_of(name) in TEXT_FORMATS
         pts = run.points(name).with_row_index("i")
@@ -69,6 +79,10 @@ class ResumedRun:
         steps = pts["step"].to_numpy()
         wall = pts["wall_time"].fill_null(np.nan).to_numpy()
         back = np.flatnonzero(np.diff(steps) < 0 if console else np.diff(steps) <= 0) + 1
+        # Rows repeated at the step the log ends on (Lightning's test rows, a final evaluation logging the same
+        # name) go back nowhere: the log never moves past that step again, so nothing was resumed.
+        last = np.maximum.accumulate(steps[::-1])[::-1]  # the highest step from each point on
+        back = back[(steps[back] < steps[back - 1]) | (last[back] > steps[back])]
         if back.size >= self.min_resets and np.unique(steps[back]).size == 1:
             climbs = np.diff(np.concatenate(([0], back)))
             if climbs.max() <= 1.1 * climbs.min():
@@ -76,6 +90,7 @@ class ResumedRun:
         if back.size == 0:
             yield from self._refused_by_wandb(run, name)
             yield from self._epoch_resets(run)
+            yield from self._scheduler_restarts(run)
             return
         for k in back[: self.max_reported]:
             gap = float(wall[k] - wall[k - 1]) if np.isfinite(wall[k]) and np.isfinite(wall[k - 1]) else None
@@ -111,6 +126,21 @@ class ResumedRun:
                                       f"already reached step {reached}: the run was resumed from an older "
                                       f"checkpoint and logged those steps again, and the history shows only "
                                       f"the first pass"))
+
+    def _scheduler_restarts(self, run: Run) -> Iterator[Finding]:
+        """A resume the steps do not show: the LR jumps back up mid-decay to a value its schedule had earlier
+        while the steps go on (lr_schedule_anomaly's rule (c), read from there: one judgement, one home)."""
+        from forensics.detectors.lr_schedule_anomaly import LrScheduleAnomaly
+
+        for r in LrScheduleAnomaly().restarts(run)[: self.max_reported]:
+            ev = {"restart_step": r["step"], "previous_step": r["previous_step"], "overlap_steps": 0,
+                  "lr_before": r["lr_before"], "lr_after": r["lr_after"], "same_lr_step": r["same_lr_step"],
+                  "wall_gap_s": None}
+            yield Finding.of(self, severity="info", step=r["step"], step_end=r["previous_step"], series=run.pick("lr"),
+                             evidence=ev, sources=(src(run, "lr", np.asarray([r["same_lr_step"], r["step"]])),),
+                             summary=(f"the LR jumps back to {r['lr_after']:.3g} (its value at step {r['same_lr_step']}) "
+                                      f"at step {r['step']} while the steps go on: the run was resumed with the "
+                                      f"weights but a fresh scheduler"))
 
     def _epoch_resets(self, run: Run) -> Iterator[Finding]:
         """Restarts shown by the epoch falling back while the steps rise (write order)."""

@@ -45,8 +45,16 @@ class Underfitting:
     validation loss that rises well above train is overfitting, one far below it something else. A run
     can show plateau too: plateau reads the train curve alone, this one says that validation agrees, so
     more capacity (not regularisation) is the lever.
+    Class 5 of issue 24: where an accuracy series (not zero throughout) has stayed within `acc_band` (one
+    point) of its final level since `acc_pinned_from` of the run, the loss creeping down is calibration, not
+    learning: the predictions stopped changing (the majority token's rate, 0.066 for 50 epochs of a
+    translation model whose loss falls 11.2 → 8.7). Then the stall gates (late progress, early stall) give
+    way to the accuracy; the drop, level and train–val gates still hold.
     False alarms: fires on 0 of the 88 healthy runs it could check (at most 3.4% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    With issue 24's rules: fires on 0 of the 55 healthy runs it could check (corpus calib 51, shared/real_runs 2,
+    shared/real_runs_test 2; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
     Why: the model cannot fit even the training data: too little capacity, LR too small, too much
     regularisation, too short training.
     Evidence: the reference (log C or initial loss) and its source, initial, final train and val levels,
@@ -69,6 +77,8 @@ class Underfitting:
     min_val_points: int = 4  # and this many evaluations
     noise_sigmas: float = 2.0  # late progress below this many noise sigmas is no progress
     max_smooth: int = 9  # the stall check's rolling median spans a tenth of the points, at most this many
+    acc_band: float = 0.01  # an accuracy within one point of its final level ...
+    acc_pinned_from: float = 0.1  # ... from a tenth of the run on: the predictions stopped changing
 
     def unavailable(self, run: Run) -> str | None:
         short = too_short(run, "loss", self.min_train_points) or too_short(run, "val_loss", self.min_val_points)
@@ -88,6 +98,24 @@ class Underfitting:
             return f"the config names pretrained weights ({key})"
         if run.format_of(run.pick("loss") or "") == "hf_trainer_state":
             return "the training loss comes from an HF trainer_state.json (the HF Trainer fine-tunes pretrained models)"
+        return None
+
+    def _pinned_accuracy(self, run: Run) -> dict | None:
+        """Evidence that an accuracy series (train or validation, not zero throughout) has stayed within
+        `acc_band` of its final level (a fraction, or percentage points on a 0-100 scale) from `acc_pinned_from`
+        of its steps on, over at least `min_val_points` points, else None."""
+        for name in run.all_of("accuracy") + run.all_of("val_accuracy"):
+            steps, a = finite_part(*run.arrays(name))
+            if a.size < self.min_val_points or not np.any(a != 0):
+                continue
+            band = self.acc_band * (100.0 if float(np.max(np.abs(a))) > 1.5 else 1.0)
+            end = float(np.median(a[-3:]))
+            out = np.flatnonzero(np.abs(a - end) > band)
+            i = int(out[-1]) + 1 if out.size else 0
+            since = float((steps[min(i, a.size - 1)] - steps[0]) / max(steps[-1] - steps[0], 1))
+            if i < a.size and since <= self.acc_pinned_from:
+                return {"accuracy_series": name, "accuracy_level": end, "accuracy_since": since,
+                        "accuracy_band": band}
         return None
 
     def _stall_start(self, steps: np.ndarray, y: np.ndarray, end: float, band: float) -> float:
@@ -138,11 +166,12 @@ class Underfitting:
         # another run's length, would leave it high (dropout 0.9: 1.59 -> 1.49 at log(5) = 1.61).
         chance = found is not None and min(t_end, v_end) >= self.near_chance * reference
         v_projected = v_end - v_fall / self.late
-        if t_fall > t_allow or not (v_fall <= v_allow or (chance and v_projected >= min_level * reference)):
+        pinned = self._pinned_accuracy(run)
+        if pinned is None and (t_fall > t_allow or not (v_fall <= v_allow or (chance and v_projected >= min_level * reference))):
             return  # still learning: train longer first
         t_start = self._stall_start(ts, t, t_end, t_allow)
         v_start = self._stall_start(vs, v, v_end, v_allow)
-        if t_start > self.max_stall_start or (v_start > self.max_stall_start and not chance):
+        if pinned is None and (t_start > self.max_stall_start or (v_start > self.max_stall_start and not chance)):
             return  # converged slowly over the whole run: not stuck early at a high level
         ev = {"reference": reference, "reference_source": source, "fraction_of_reference": t_end / reference,
               "train_stall_start": t_start, "val_stall_start": v_start, "initial_level": head, "train_final": t_end,
@@ -150,6 +179,18 @@ class Underfitting:
               "val_projected_one_more_run": v_projected,
               "val_fraction_of_initial": v_end / head, "train_val_gap": gap, "train_late_fall": t_fall,
               "val_late_fall": v_fall, "val_points": int(v.size)}
+        if pinned is not None:
+            ev.update(pinned)
+            yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),
+                             series=run.pick("val_loss"), evidence=ev,
+                             sources=(src(run, "loss", ts), src(run, "val_loss", vs),
+                                      {"table": "scalars", "series": pinned["accuracy_series"]}),
+                             summary=(f"train and validation loss stay high together: train {t_end:.4g} "
+                                      f"({t_end / reference:.0%} of the {source} {reference:.4g}), validation "
+                                      f"{v_end:.4g} ({gap:+.0%} from train), while {pinned['accuracy_series']} has "
+                                      f"stayed at {pinned['accuracy_level']:.4g} since {pinned['accuracy_since']:.0%} "
+                                      f"of the run: the loss creeps down, the predictions do not change"))
+            return
         yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),
                          series=run.pick("val_loss"), evidence=ev,
                          sources=(src(run, "loss", ts), src(run, "val_loss", vs)),

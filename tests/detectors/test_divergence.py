@@ -94,3 +94,34 @@ def test_a_log_that_ends_on_a_blow_up_is_divergence(tmp_path):
     assert list(Divergence(end_jump=0).check(run)) == []
     cut = load_run(write_tb(tmp_path / "b", {"loss": (steps[:-1], loss[:-1])}), tmp_path / "b.duckdb")
     assert list(Divergence().check(cut)) == []
+
+
+def test_a_negative_loss_that_climbs_back_is_told_in_differences(tmp_path):
+    """Issue 24 class 7: a negative log-likelihood falls from 20 to -147 and climbs back to about -0.5. There is no
+    ratio to a negative minimum (the old summary printed ×inf): the rise is said and judged against the fall before
+    it. The same curve that keeps falling below zero is silent."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(300) * 10
+    fall = 20 - 167 * (1 - np.exp(-steps / 400))
+    loss = np.where(steps < 1500, fall, fall[150] + (steps - 1500) / 1500 * 146.8) + rng.normal(0, 1.0, steps.size)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["growth_factor"] is None and f.evidence["min_level"] < -140
+    assert "×" not in f.summary and "of its earlier fall" in f.summary
+    healthy = load_run(write_tb(tmp_path / "h", {"loss": (steps, fall + rng.normal(0, 1.0, steps.size))}), tmp_path / "h.duckdb")
+    assert list(Divergence().check(healthy)) == []
+
+
+def test_a_short_log_that_jumps_x30_and_stays_is_divergence_at_any_length(tmp_path):
+    """Issue 24 class 2: tacotron2 resumed under apex fp16 logs 0.166 then 4.97, 5.32, 4.38, 4.54, 8.92, 5.22: seven
+    points, no trend test can speak, the effect size does. Three points that jump x3 and stay are enough; a lone
+    low point between higher ones is no minimum to jump from."""
+    steps = np.array([12001, 12002, 12005, 12006, 12007, 12010, 12011])
+    loss = np.array([0.166141, 4.972964, 5.318559, 4.378150, 4.543454, 8.917800, 5.221804])
+    [f] = Divergence().check(load_run(write_tb(tmp_path / "a", {"loss": (steps, loss)}), tmp_path / "a.duckdb"))
+    assert (f.step, f.evidence["jump_step"], f.severity) == (12001, 12002, "critical")
+    assert f.evidence["growth_factor"] == pytest.approx(4.378150 / 0.166141)
+    [f] = Divergence().check(load_run(write_tb(tmp_path / "b", {"loss": ([1, 2, 3], [1.2, 4.0, 4.5])}), tmp_path / "b.duckdb"))
+    assert f.evidence["jump_step"] == 2
+    dip = load_run(write_tb(tmp_path / "c", {"loss": ([1, 2, 3, 4], [0.02, 0.005, 0.018, 0.02])}), tmp_path / "c.duckdb")
+    assert list(Divergence().check(dip)) == []

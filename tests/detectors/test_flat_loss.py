@@ -3,8 +3,10 @@
 import math
 
 import numpy as np
+import pytest
 
 from forensics.detectors import FlatLoss
+from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import curve, load_run, write_tb
 
 
@@ -81,3 +83,31 @@ def test_short_loss_counts_as_checked_only_when_pinned(tmp_path):
                       tmp_path / "p.duckdb")
     assert "needs at least 10" in FlatLoss().unavailable(moving)
     assert FlatLoss().unavailable(pinned) is None
+
+
+@pytest.mark.skipif(not (REAL_RUNS_TEST / "wandb_cifar_alexnet").is_dir(), reason="shared/real_runs_test is not beside the checkout")
+def test_five_epochs_at_ln_10_in_a_real_wandb_run_are_flat(tmp_path):
+    """AlexNet on CIFAR-10 (a real W&B run folder): train loss 2.3149, 2.3036, 2.3030, 2.3029, 2.3028 and val loss
+    2.303 at every epoch. Five points are too few for the range rule; at chance (ln 10) they are enough (issue 24,
+    class 2), and the finding names k."""
+    run = load_run(REAL_RUNS_TEST / "wandb_cifar_alexnet", tmp_path / "f.duckdb")
+    assert FlatLoss().unavailable(run) is None
+    [f] = FlatLoss().check(run)
+    assert (f.severity, f.step, f.step_end, f.evidence["chance_k"]) == ("critical", 0, 4, 10)
+    assert "uniformly over 10 classes" in f.summary
+
+
+def test_short_loss_at_a_clamp_value_is_flat_and_a_loss_that_fell_below_chance_is_not(tmp_path):
+    """A loss clamped at -ln(1e-10) = 23.0259 on six records is flat; a loss that had fallen to 0.4 and came back
+    to ln 2 learned something first (that is divergence's to judge), and a curve crossing ln 10 on its way down
+    is still learning."""
+    steps = np.arange(6) * 10
+    clamp = np.array([23.02585, 23.02585, 23.02585, 23.02585, 23.02585, 23.02585]) + [0, 1e-5, 0, 2e-5, 0, 1e-5]
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, clamp)}), tmp_path / "a.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.evidence["chance_k"] == 10 ** 10 and "clamped" in f.summary
+    back = np.array([0.69, 0.5, 0.4, 0.6931, 0.6932, 0.6931])
+    falling = np.array([2.6, 2.45, 2.3026, 2.2, 2.1, 2.0])
+    for name, y in (("b", back), ("c", falling)):
+        run = load_run(write_tb(tmp_path / name, {"loss": (steps, y)}), tmp_path / f"{name}.duckdb")
+        assert list(FlatLoss().check(run)) == [] and FlatLoss().unavailable(run) is not None

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from forensics.detectors import LrScheduleAnomaly
+from tests.paths import REAL_RUNS
 from tests.runwriters import curve, load_run, one_torch_thread, write_tb
 
 N = 1000  # optimizer steps in every run here; the LR is logged every 10
@@ -97,3 +98,65 @@ def test_fires_when_a_configured_cosine_overshoots_its_horizon_and_cycles(tmp_pa
     assert lr[1][-1] > lr[1].min()  # it does not end at the floor
     [f] = LrScheduleAnomaly().check(_run(tmp_path, lr, config={"optim": {"scheduler": "cosine"}}))
     assert 100 <= f.step <= 140 and f.evidence["fraction_of_run"] < 0.15 and f.evidence["rises_after_floor"] > 0
+
+
+def _resumed_without_scheduler(resume_at: int) -> tuple[np.ndarray, np.ndarray]:
+    """A cosine schedule (CosineAnnealingLR over N steps) logged every 10 steps; at `resume_at` the process restarts
+    from a checkpoint of the weights with a new optimizer and scheduler whose state was not loaded: the LR goes back
+    to the start of its schedule while the global step goes on (issue 24 class 3)."""
+    import torch
+
+    steps, lrs = [], []
+    with one_torch_thread():
+        for start, stop in ((0, resume_at), (resume_at, N)):
+            opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
+            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=N)
+            for i in range(start, stop):
+                if i % 10 == 0:
+                    steps.append(i)
+                    lrs.append(sched.get_last_lr()[0])
+                opt.step()
+                sched.step()
+    return np.array(steps), np.array(lrs)
+
+
+def test_fires_when_a_resume_restarts_the_schedule_mid_decay(tmp_path):
+    from forensics.detectors import ResumedRun
+
+    run = _run(tmp_path, _resumed_without_scheduler(600))
+    [f] = LrScheduleAnomaly().check(run)
+    assert f.step == 600 and f.evidence["same_lr_step"] < 100 and f.evidence["lr_after"] == pytest.approx(1e-3)
+    [r] = ResumedRun().check(run)
+    assert r.step == 600 and r.evidence["lr_before"] < 0.5e-3
+
+
+def test_warm_restarts_from_the_floor_are_no_restart_of_the_schedule(tmp_path):
+    """SGDR (CosineAnnealingWarmRestarts) jumps back to its peak by design, from its floor at each cycle's end."""
+    import torch
+
+    lr = _lrs(lambda opt: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=200))
+    assert np.sum(np.diff(lr[1]) > 0) >= 4  # it does jump back up
+    assert LrScheduleAnomaly().restarts(_run(tmp_path, lr)) == []
+
+
+def test_fires_when_the_lr_is_zero_on_the_first_quarter_of_the_records(tmp_path):
+    """A LambdaLR whose warmup multiplier is floor(step / 300): 0 for the first 300 of 1000 steps (an integer
+    division where a float one was meant). A real warmup from 0 (HF's linear warmup) is 0 on its first record only."""
+    import torch
+
+    lr = _lrs(lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, s // 300)))
+    steps, loss = curve(n=100)
+    loss = np.where(steps < 300, loss[0], loss[np.searchsorted(steps, np.maximum(steps - 300, 0))])  # waits for the LR
+    logs = {"train/loss": (steps, loss), "lr": lr}
+    [f] = LrScheduleAnomaly().check(load_run(write_tb(tmp_path / "a", logs), tmp_path / "a.duckdb"))
+    assert (f.step, f.step_end, f.evidence["zero_points"]) == (0, 290, 30)
+    assert list(LrScheduleAnomaly().check(_run(tmp_path / "b", _lrs(_linear_with_warmup(100, N))))) == []
+
+
+@pytest.mark.skipif(not (REAL_RUNS / "wandb_gpt_baseline").is_dir(), reason="shared/real_runs is not beside the checkout")
+def test_an_lr_logged_as_zero_while_the_loss_falls_is_not_the_optimizers(tmp_path):
+    """A real W&B run logs lr 0 on all 105 records while its loss falls from 430 to 2.1: whatever that series is,
+    it is not the LR the optimizer used, and no LR finding is made from it."""
+    run = load_run(REAL_RUNS / "wandb_gpt_baseline", tmp_path / "f.duckdb")
+    assert float(np.max(run.arrays("lr")[1])) == 0.0
+    assert list(LrScheduleAnomaly().check(run)) == []

@@ -112,3 +112,21 @@ def test_a_small_rise_while_training_collapses_is_overfitting(tmp_path):
     assert list(Overfitting().check(run_with(level, "stays"))) == []
     smooth = 0.02 + 0.45 * np.exp(-_DNA_STEPS / 500)  # falls as far, without the minibatch noise
     assert list(Overfitting().check(run_with(smooth, "smooth"))) == []
+
+
+def test_validation_rising_from_its_first_evaluation_beside_a_flat_training_loss_is_no_overfitting(tmp_path):
+    """Issue 24 class 6: validation worsens from its first evaluation (0.9 -> 1.3) while training stands at 0.8:
+    nothing is memorised, the two sets disagree from the start. The same validation beside a training loss that
+    keeps falling is overfitting."""
+    rng = np.random.default_rng(2)
+    steps = np.arange(0, 3000, 10)
+    vs = np.arange(100, 3001, 100)
+    val = 0.9 + 0.4 * (vs - 100) / 2900 + rng.normal(0, 0.01, vs.size)
+    flat = 0.8 * (1 + rng.normal(0, 0.02, steps.size))
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, flat), "val/loss": (vs, val)}), tmp_path / "f.duckdb")
+    assert list(Overfitting(min_train_fall=0.0).check(run))  # the training rule is what decides
+    assert list(Overfitting().check(run)) == []
+    falling = 0.8 * np.exp(-steps / 1500) * (1 + rng.normal(0, 0.02, steps.size))
+    run = load_run(write_tb(tmp_path / "s", {"train/loss": (steps, falling), "val/loss": (vs, val)}), tmp_path / "g.duckdb")
+    [f] = Overfitting().check(run)
+    assert f.step == 100

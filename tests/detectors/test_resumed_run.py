@@ -52,6 +52,22 @@ def test_a_copy_of_the_log_is_not_a_resume(tmp_path):
     assert list(ResumedRun().check(load_run(root, tmp_path / "f.duckdb"))) == []
 
 
+def test_rows_repeated_at_the_last_step_are_no_resume(tmp_path):
+    """Issue 24 class 3: a final evaluation (or Lightning's test loop) logs the training loss's name again at the
+    step the run ended on: 'steps go back from 990 to 990' was a false finding. A restart that logs on past that
+    step is still one."""
+    steps, loss = curve(n=100, every=10)
+    root = tmp_path / "r"
+    _segment(root, steps, loss, T0 + 2.0 * np.arange(100))
+    _segment(root, np.array([990, 990]), np.array([0.71, 0.69]), T0 + 2.0 * 100 + np.array([30.0, 31.0]))
+    assert list(ResumedRun().check(load_run(root, tmp_path / "f.duckdb"))) == []
+    resumed = tmp_path / "s"  # a process resumed from the checkpoint of the last step, and logging on from it
+    _segment(resumed, steps, loss, T0 + 2.0 * np.arange(100))
+    _segment(resumed, np.array([990, 1000, 1010]), np.array([0.3, 0.29, 0.28]), T0 + 2.0 * 100 + np.array([60.0, 62, 64]))
+    [f] = ResumedRun().check(load_run(resumed, tmp_path / "g.duckdb"))
+    assert (f.step, f.step_end) == (990, 990)
+
+
 def test_a_step_counter_reset_every_epoch_is_not_a_resume(tmp_path):
     """`writer.add_scalar("train/loss", loss, batch_idx)`: the step restarts at 0 every epoch in one process.
     Steps go back four times, but always to 0 after the same number of batches: no restart happened."""

@@ -44,3 +44,15 @@ def test_pauses_at_evaluation_steps_and_steady_runs_are_silent(tmp_path):
     assert list(ThroughputDrop().check(load_run(evals, tmp_path / "a.duckdb"))) == []
     steady = _write(tmp_path / "b", lambda s: 0.08 + jitter[s])
     assert list(ThroughputDrop().check(load_run(steady, tmp_path / "b.duckdb"))) == []
+
+
+def test_sub_millisecond_steps_slowing_down_are_below_the_floor(tmp_path):
+    """Issue 24 class 6: a toy CPU run whose steps go from 0.4 ms to 0.7 ms (×1.7) halfway: the user loses nothing
+    they would act on. The same ×1.7 at 40 ms -> 70 ms per step is a slowdown."""
+    jitter = np.random.default_rng(3).normal(0, 0.00002, 1001)
+    run = load_run(_write(tmp_path / "r", lambda s: (0.0004 if s < 500 else 0.0007) + jitter[s]), tmp_path / "f.duckdb")
+    assert list(ThroughputDrop(min_added=0.0).check(run))  # the floor is what decides
+    assert list(ThroughputDrop().check(run)) == []
+    run = load_run(_write(tmp_path / "s", lambda s: (0.04 if s < 500 else 0.07) + 50 * jitter[s]), tmp_path / "g.duckdb")
+    [f] = ThroughputDrop().check(run)
+    assert abs(f.step - 500) <= 5

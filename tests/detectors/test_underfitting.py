@@ -1,8 +1,10 @@
 """underfitting on real TensorBoard event files."""
 
 import numpy as np
+import pytest
 
 from forensics.detectors import Underfitting
+from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import curve, load_run, write_tb
 
 
@@ -127,3 +129,29 @@ def test_slow_creep_well_below_chance_is_silent(tmp_path):
     """The same shapes at 0.6 log(5): not near chance, so validation still falling means still learning."""
     run = _creeping_run(tmp_path, train_floor=0.97, train_drop=0.9, val_start=1.05)
     assert list(Underfitting().check(run)) == []
+
+
+@pytest.mark.skipif(not (REAL_RUNS_TEST / "log_mt_en2zh").is_dir(), reason="shared/real_runs_test is not beside the checkout")
+def test_accuracy_pinned_while_both_losses_creep_down_together_in_a_real_log(tmp_path):
+    """A translation model's per-epoch console log (52 epochs): train and validation loss fall together 11.2 -> 8.7,
+    slowly to the end, while token accuracy sits at 0.066-0.068 from epoch 1 (the majority token's rate). The
+    loss alone looks like slow convergence; the pinned accuracy says the predictions never changed (issue 24,
+    class 5)."""
+    run = load_run(REAL_RUNS_TEST / "log_mt_en2zh", tmp_path / "f.duckdb")
+    [f] = Underfitting().check(run)
+    assert f.evidence["accuracy_series"] == "Token Acc" and f.evidence["accuracy_since"] < 0.05
+    assert abs(f.evidence["train_val_gap"]) < 0.01
+
+
+def test_the_same_losses_with_accuracy_still_rising_are_silent(tmp_path):
+    """Losses that creep down together from 11.2 to 8.7 while the accuracy keeps rising: converging slowly."""
+    steps = np.arange(52) * 7 + 16
+    train = 8.5 + 2.7 * np.exp(-steps / 150)
+    acc = 0.05 + 0.3 * (1 - np.exp(-steps / 150))
+    logs = {"train/loss": (steps, train), "val/loss": (steps, train * 1.001), "train/accuracy": (steps, acc)}
+    run = load_run(write_tb(tmp_path / "r", logs), tmp_path / "f.duckdb")
+    assert list(Underfitting().check(run)) == []
+    pinned = np.where(steps > 16, 0.066, 0.049)  # the same losses beside an accuracy that stopped at once
+    run = load_run(write_tb(tmp_path / "p", {**logs, "train/accuracy": (steps, pinned)}), tmp_path / "p.duckdb")
+    [f] = Underfitting().check(run)
+    assert f.evidence["accuracy_level"] == pytest.approx(0.066)
