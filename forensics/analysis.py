@@ -65,13 +65,12 @@ def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | o
 def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike, has_batch: bool) -> None:
     """`forensics probe RUN_DIR`, for a finding a probe explains, when the run has an entry point and a saved batch
     (the probe runs the user's code: only that command does, never analyze)."""
-    import shlex
-
+    from forensics.numbers import shell_path
     from forensics.probe import PROBED_KINDS
     from forensics.replay import ENTRY_NAME
 
     if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and any(f.kind in PROBED_KINDS for f in result.findings):
-        result.probe_command = f"forensics probe {shlex.quote(str(run_dir))} --db {shlex.quote(str(db))}"
+        result.probe_command = f"forensics probe {shell_path(run_dir)} --db {shell_path(db)}"
 
 
 def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence[str] = (),

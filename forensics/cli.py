@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
 
-from forensics import __version__
+from forensics import __version__, numbers
 from ingest.errors import ForensicsError
 
 EPILOG_DB = "The database is --db PATH, else $FORENSICS_DB, else ~/.cache/run-forensics/forensics.duckdb."
@@ -403,8 +404,10 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise ForensicsError(f"{root} is not a folder; --all takes a folder of runs")
     found = discover(root)
+    for path, err in found.errors:  # as watch says them: runs below these folders were not looked for
+        print(f"forensics: cannot list {path} ({err}); runs inside it, if any, are not analysed", file=sys.stderr)
     if not found.runs:
-        raise ForensicsError(f"no runs found under {root} ({found.dirs_scanned} folders looked at); "
+        raise ForensicsError(f"no runs found under {root} ({numbers.count(found.dirs_scanned, 'folder')} looked at); "
                              f"docs/watch.md lists the layouts recognised")
     db = db_path(args.db)
     options = Options(args.only, args.skip, dict(args.settings), args.trust_pickle)
@@ -428,7 +431,8 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
         stored = latest_verdicts(con, [r.run_id for r in results if r.error is None and r.run_id])
     if args.json:
         print(json.dumps({"db": str(db), "root": str(found.root), "jobs": args.jobs, "ray": args.ray is not None,
-                          "seconds": round(seconds, 2), "failed": len(failed), "runs": [
+                          "seconds": round(seconds, 2), "failed": len(failed),
+                          "not_listed": [{"path": p, "error": e} for p, e in found.errors], "runs": [
                               {"path": str(d.path), "kind": d.kind, "reason": d.reason,
                                **by_path[str(d.path)].as_dict()} for d in found.runs]}, indent=2))
     else:
@@ -438,7 +442,7 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
             "es" if args.jobs > 1 and args.ray is None else "")
         print(lines([*fleet_text(rows, args.verbose),
                      f"{len(results) - len(failed)} of {len(found.runs)} runs analysed in {seconds:.1f}s "
-                     f"({workers}); database: {db}"]))
+                     f"({workers}); database: {numbers.home(db)}"]))
     if failed:
         print(f"forensics: error: {len(failed)} of {len(found.runs)} runs could not be analysed; the others were",
               file=sys.stderr)
@@ -512,10 +516,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
     try:
         if args.once:
             r = watcher.poll_once()
-            log(f"{r.runs} runs, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
-                f"{len(r.alerts)} alerts in {r.seconds:.1f}s; database: {db}")
+            log(f"{numbers.count(r.runs, 'run')}, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
+                f"{numbers.count(len(r.alerts), 'alert')} in {r.seconds:.1f}s; database: {numbers.home(db)}")
         else:
-            log(f"watching {', '.join(str(r) for r in watcher.roots)} every {args.interval:g}s; database: {db}")
+            log(f"watching {', '.join(str(r) for r in watcher.roots)} every {args.interval:g}s; "
+                f"database: {numbers.home(db)}")
             watcher.run_forever()
             log("stopped")
     finally:
@@ -652,12 +657,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so open transactions roll back as on Ctrl-C."""
+
+
+def _terminate(signum, frame) -> None:
+    raise _Terminated
+
+
+class _StderrLines(logging.Handler):
+    """The store's notices (waiting for the database or a run's ingest lock) as `forensics: ...` on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"forensics: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def _say_notices() -> None:
+    logger = logging.getLogger("ingest")
+    if not any(isinstance(h, _StderrLines) for h in logger.handlers):
+        logger.addHandler(_StderrLines())
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad arguments and 0 on --help
         return int(exc.code or 0)
+    _say_notices()
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals to whoever owns it
+        previous = None
     try:
         return args.func(args)
     except ForensicsError as exc:
@@ -665,6 +700,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"forensics: error: {clean(exc)}", file=sys.stderr)
         return 2
+    except _Terminated:
+        print("forensics: terminated (SIGTERM); what was written before is kept, and the next run goes on "
+              "from there", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("forensics: interrupted", file=sys.stderr)
         return 130
@@ -673,6 +712,9 @@ def main(argv: list[str] | None = None) -> int:
         # Point stdout at devnull so the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -82,10 +82,10 @@ def ingest_text(reports: list, failed: list[dict], n_dirs: int, db: str) -> tupl
             key = {"checkpoint": "checkpoints", "batch": "saved batches"}.get(s.format, s.format)
             by_format[key] = by_format.get(key, 0) + (1 if s.format in ("checkpoint", "batch") else s.points)
         formats = ", ".join(f"{n} {fmt}" for fmt, n in sorted(by_format.items())) or "nothing new"
-        out.append(f"{r.name} ({r.run_id}): {r.points:,} new points from {len(r.sources)} files "
+        out.append(f"{r.name} ({r.run_id}): {r.points:,} new points from {numbers.count(len(r.sources), 'file')} "
                    f"[{formats}] in {r.seconds:.2f}s")
         if r.issues:
-            err.append(f"  warning: {len(r.issues)} problems; good records were kept:")
+            err.append(f"  warning: {numbers.count(len(r.issues), 'problem')}; good records were kept:")
             for path, issue in r.issues[:20]:
                 where = f" at {issue.position}" if issue.position is not None else ""
                 err.append(f"    {path}{where}: {issue.kind}: {issue.detail}")
@@ -96,7 +96,7 @@ def ingest_text(reports: list, failed: list[dict], n_dirs: int, db: str) -> tupl
             err.append(f"  not read (no reader for these files): {shown}")
     if failed:
         out.append(f"{len(reports)} of {n_dirs} directories read; not read: {', '.join(f['path'] for f in failed)}")
-    out.append(f"database: {db}")
+    out.append(f"database: {numbers.home(db)}")
     return lines(out), lines(err)
 
 
@@ -153,10 +153,13 @@ def runs_text(runs: list[dict], db: str, short_path) -> str:
         out.append(f"{'':12}{verdict_words(a and a['verdict'], a and a['verdict_reason'])}{restricted}"
                    f"{headline_words(a and a['headline'])}" if a else f"{'':12}not analysed: `forensics analyze "
                    f"{r['root']}` gives its diagnosis")
+        if r.get("ingest_complete") is False:
+            out.append(f"{'':12}ingest did not finish (stopped or locked out): `forensics ingest` it again to read "
+                       "the rest")
         if r.get("found_by_watch"):
             w = r["found_by_watch"]
             out.append(f"{'':12}found by watch as {w['kind']}: {w['reason']} ({w['state']})")
-    out.append(f"database: {db}")
+    out.append(f"database: {numbers.home(db)}")
     return lines(out)
 
 
@@ -193,7 +196,8 @@ def _mover(m: dict) -> str:
 def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
     """`forensics checkpoints`: the checkpoints by step, what moved between them, the saved batches' bad samples."""
     ckpts, batches = summary["checkpoints"], summary["batches"]
-    out = [f"{name} ({run_id}): {len(ckpts)} checkpoints, {len(batches)} saved batches"]
+    out = [f"{name} ({run_id}): {numbers.count(len(ckpts), 'checkpoint')}, "
+           f"{numbers.count(len(batches), 'saved batch', 'saved batches')}"]
     if ckpts:
         out.append(f"  {'step':>8}  {'from':<8} {'format':<11} {'size':>9}  {'finite':<6} {'status':<12} path")
     for c in ckpts:
@@ -213,9 +217,9 @@ def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
     for d in summary["deltas"]:
         if top > 0:
             movers = ", ".join(_mover(m) for m in d["top"]) or "no parameter moved"
-            out.append(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps): {movers}")
+            out.append(f"  {d['prev_step']} → {d['step']} ({numbers.count(d['step_distance'], 'step')}): {movers}")
         elif d["frozen"]:
-            out.append(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps):")
+            out.append(f"  {d['prev_step']} → {d['step']} ({numbers.count(d['step_distance'], 'step')}):")
         if d["frozen"]:
             more = f" and {len(d['frozen']) - 8} more" if len(d["frozen"]) > 8 else ""
             out.append(f"    unchanged: {', '.join(d['frozen'][:8])}{more}")
@@ -227,7 +231,7 @@ def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
                 flags.append(f"{t['tensor']}: NaN/Inf in samples {numbers.ints(t['nonfinite_samples'])}")
             if t["outlier_samples"]:
                 flags.append(f"{t['tensor']}: outlier samples {numbers.ints(t['outlier_samples'])}")
-        line = f"  batch step {step}: {b['path']} {b['n_samples'] or 0} samples, {b['status']}"
+        line = f"  batch step {step}: {b['path']} {numbers.count(b['n_samples'] or 0, 'sample')}, {b['status']}"
         out.append(line + "".join(f"; {f}" for f in flags))
     return lines(out)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics import catalog
+from forensics import catalog, numbers
 from forensics.findings import Analysis, Finding, Spike
 from forensics.numbers import count
 from forensics.probe import PROBED_KINDS
@@ -123,7 +123,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
         for f in a.findings:
             lines.append(f"{a.run}:{_where(f)} {f.kind} [{f.severity}, e{f.event}]: {f.summary}")
             if verbose:
-                lines.append("    evidence: " + ", ".join(f"{k}={v}" for k, v in f.evidence.items()))
+                lines.append("    evidence: " + "; ".join(f"{k}={numbers.shown(v)}" for k, v in f.evidence.items()))
             if probe and f.kind in PROBED_KINDS:
                 lines.append("    " + probe)
                 probe = None  # once, under the first finding a probe explains
@@ -147,7 +147,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
         else:
             lines.append(skipped_summary(a))
     if a.db:
-        lines.append(f"database: {a.db}")
+        lines.append(f"database: {numbers.home(a.db)}")
     return joined(lines)
 
 
@@ -170,7 +170,7 @@ def markdown(a: Analysis) -> str:
         probe = probe_line(a)
         for f in a.findings:
             out += [f"### `{f.kind}` at step {_where(f)}", "", f.summary, "",
-                    "Evidence: " + ", ".join(f"`{k}`={v}" for k, v in f.evidence.items()), "",
+                    "Evidence: " + "; ".join(f"`{k}`={numbers.shown(v)}" for k, v in f.evidence.items()), "",
                     "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
             if probe and f.kind in PROBED_KINDS:
                 out += [f"Probe it: `{a.probe_command}` (runs the run's forensics_entry.py)", ""]

@@ -83,6 +83,10 @@ class RunState:
     state: str = "active"  # active, stalled, gone, error
     detail: str | None = None
     live: bool = False  # seen growing within its stall threshold during this watch: only a live run can stall
+    # Its contents as last looked at (files, bytes), or None before the first look: a fresh mtime is not growth
+    # (a finished run copied into a root has new mtimes, issue 26), more files or bytes than last time is.
+    looked: tuple[int, int] | None = None
+    grown: bool = False  # its contents grew between two looks of this watch
     growths: deque = field(default_factory=lambda: deque(maxlen=16))  # newest mtimes at each growth seen
     logged_interval: float | None = None  # median seconds between logged loss points (from the store)
     dirty: bool = True  # its watched_runs row needs writing
@@ -175,7 +179,8 @@ class Watcher:
         self.emit, self.log = emit, log
         self.runs: dict[str, RunState] = {}
         self.alerted: dict[tuple[str, str], str] = {}  # (run_id, kind) -> worst severity alerted
-        self.suspect_tails: dict[tuple[str, str, int], tuple[int, str]] = {}  # (run, file, pos) -> (size, detail)
+        # (run, file, byte position or None for a tensor file) -> (its size when suspected, or -1 once alerted; detail)
+        self.suspect_tails: dict[tuple[str, str, int | None], tuple[int, str]] = {}
         self.rewrites: set[tuple[str, str, str]] = set()  # (run, file, issue) of rewritten logs alerted
         self.logged_errors: dict[str, str] = {}  # last message logged per root or run: said once, not every pass
         self.stop = threading.Event()
@@ -201,13 +206,18 @@ class Watcher:
                 elif a["kind"] == "rewritten" and a["detail"]:
                     d = json.loads(a["detail"])
                     self.rewrites.add((a["run_id"], d["path"], d["issue"]))
+            # Tails cut off at the last ingest, suspects until a pass finds them unchanged: from the store, so a
+            # `--once` pass from cron alerts what the previous one suspected (issue 25).
+            for run_id, rel, position, detail, size in queries.truncated_tails(con):
+                self.suspect_tails.setdefault((run_id, rel, position), (int(size or 0), detail))
         for r in rows:
             if r["state"] == "gone":
                 continue
             self.runs[r["run_id"]] = RunState(
                 r["run_id"], r["path"], r["watch_root"], r["kind"], r["reason"], first_seen=r["first_seen"],
                 fingerprint=r["fingerprint"], last_growth=r["last_growth"], n_files=r["n_files"] or 0,
-                n_bytes=r["n_bytes"] or 0, state=r["state"] or "active", detail=r["detail"], dirty=False)
+                n_bytes=r["n_bytes"] or 0, state=r["state"] or "active", detail=r["detail"], dirty=False,
+                looked=(r["n_files"] or 0, r["n_bytes"] or 0))
 
     # -- one pass ----------------------------------------------------------------------------------------
     def poll_once(self, now: float | None = None) -> PassReport:
@@ -252,6 +262,9 @@ class Watcher:
             except OSError as exc:
                 self._log_once(run_id, f"{st.name}: cannot read {r.path} ({exc.strerror or exc}); skipped")
                 continue
+            if st.looked is not None and (n_files > st.looked[0] or n_bytes > st.looked[1]):
+                st.grown = True
+            st.looked = (n_files, n_bytes)
             if newest is not None and (st.last_growth is None or newest > st.last_growth):
                 st.growths.append(newest)
                 if st.state == "stalled":
@@ -373,24 +386,21 @@ class Watcher:
                 del self.suspect_tails[key]  # it grew (or was rewritten): the next ingest reads on from there
                 continue
             self.suspect_tails[key] = (-1, detail)
-            out.append(Alert(run_id, st.name, st.path, "watch", "truncated", "warning",
-                             f"{st.name}: {rel} ends inside a record at byte {position:,} and has not grown since "
-                             f"the last pass — kept everything before it", detail={"path": rel, "position": position,
-                                                                                   "issue": detail}))
+            if position is not None:
+                message = (f"{st.name}: {rel} ends inside a record at byte {position:,} and has not grown since the "
+                           f"last pass — kept everything before it")
+            else:  # a checkpoint or saved batch cut off mid-save
+                message = f"{st.name}: {rel} is cut off ({detail}) and has not changed since the last pass"
+            out.append(Alert(run_id, st.name, st.path, "watch", "truncated", "warning", message,
+                             detail={"path": rel, "position": position, "issue": detail}))
         if changed and self.db.exists():
+            from ingest.queries import truncated_tails
             from ingest.store import connect
 
-            ids = [st.run_id for st in changed]
             with connect(self.db, write=False) as con:
-                rows = con.execute(
-                    "SELECT i.run_id, i.path, i.position, i.detail, s.size_bytes FROM ingest_issues i "
-                    "JOIN sources s ON s.run_id = i.run_id AND s.path = i.path "
-                    "WHERE i.kind = 'truncated' AND i.position IS NOT NULL AND list_contains(?, i.run_id) "
-                    # still where the reading stopped: a tail read past since is history, not a suspect
-                    "AND s.resume_at = i.position AND s.size_bytes > s.resume_at",
-                    [ids]).fetchall()
+                rows = truncated_tails(con, [st.run_id for st in changed])
             for run_id, rel, position, detail, size in rows:
-                self.suspect_tails.setdefault((run_id, rel, int(position)), (int(size or 0), detail))
+                self.suspect_tails.setdefault((run_id, rel, position), (int(size or 0), detail))
         return out
 
     def _rewritten(self, changed: list[RunState]) -> list[Alert]:
@@ -425,7 +435,7 @@ class Watcher:
                 continue
             quiet = now - st.last_growth
             if quiet <= limit:
-                st.live = True
+                st.live = st.live or st.grown  # recent mtimes without new contents: a copy, not a job
                 continue
             if not st.live or st.state == "stalled":
                 continue  # finished before the watch saw it grow, or already alerted

@@ -62,7 +62,8 @@ class UpdateRatioAnomaly:
                   "lowest_median": float(slow["median"][0]), "lowest_layer": slow["layer"][0], "measured_from": how}
             yield Finding.of(self, severity="warning", step=first, step_end=last, series=slow["layer"][0], evidence=ev,
                              sources=({"table": table, "step_min": first, "step_max": last},),
-                             summary=(f"{slow.height} of {ev['n_layers_checked']} layers update by a median "
+                             summary=(f"{slow.height} of {count(ev['n_layers_checked'], 'layer')} "
+                                      f"{'updates' if slow.height == 1 else 'update'} by a median "
                                       f"{ev['lowest_median']:.2g} of their norm per step or less (below {self.low:g}): "
                                       f"{slow['layer'][0]} is the slowest"))
         big = r.filter(pl.col("low") > self.high).sort("step")
