@@ -258,8 +258,8 @@ def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) ->
     if not issues:
         return
     frame = pl.DataFrame(
-        {"path": [p for p, _ in issues], "position": [i.position for _, i in issues],
-         "kind": [i.kind for _, i in issues], "detail": [i.detail for _, i in issues]},
+        {"path": [storable(p) for p, _ in issues], "position": [i.position for _, i in issues],
+         "kind": [i.kind for _, i in issues], "detail": [storable(i.detail) for _, i in issues]},  # a detail may quote a name
         schema={"path": pl.Utf8, "position": pl.Int64, "kind": pl.Utf8, "detail": pl.Utf8},
     ).unique(maintain_order=True)
     con.register("_new_issues", frame.to_arrow())
