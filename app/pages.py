@@ -650,7 +650,7 @@ def _replay(run: dict, r: dict[str, Any]) -> None:
         res.step = r.get("step")
     when = r.get("created")
     with st.container(border=True):
-        st.markdown(f"**Replay of step {md(res.step)}** from `{esc(res.from_checkpoint)}`"
+        st.markdown(f"**Replay of step {md(res.step)}** from <code>{esc(res.from_checkpoint)}</code>"
                     + (f" <span class='muted'>· {esc(when.strftime('%Y-%m-%d %H:%M'))}</span>"
                        if hasattr(when, "strftime") else ""), unsafe_allow_html=True)
         if res.status:

@@ -68,6 +68,12 @@ class ProgressBars:
             self.bar.close()
             self.bar = None
 
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 # -- ingest ---------------------------------------------------------------------------------------------------
 
@@ -118,6 +124,11 @@ def verdict_words(verdict: str | None, reason: str | None) -> str:
     return f"{label}: {reason}"
 
 
+def restriction_words(only: list[str], skip: list[str]) -> str:
+    """` [only nan_loss, divergence]` or ` [skipping plateau]` for an analysis restricted by --only/--skip."""
+    return (f" [only {', '.join(only)}]" if only else "") + (f" [skipping {', '.join(skip)}]" if skip else "")
+
+
 def headline_words(head: dict | None) -> str:
     """` — first: dead_relu at step 120 (e2)`: the stored headline, or nothing."""
     if head is None:
@@ -148,11 +159,11 @@ def runs_text(runs: list[dict], db: str, short_path) -> str:
         out.append(f"{r['run']:<10}  {shown[r['run']]:<{width}} {r['points']:>12,}  {r['series']:>6}  "
                    f"{problems:>8}  {len(r['sources'])} ({clean(kinds)})")
         a = r.get("analysis")
-        restricted = f" [only {', '.join(a['only'])}]" if a and a["only"] else (
-            f" [skipping {', '.join(a['skip'])}]" if a and a["skip"] else "")
-        out.append(f"{'':12}{verdict_words(a and a['verdict'], a and a['verdict_reason'])}{restricted}"
-                   f"{headline_words(a and a['headline'])}" if a else f"{'':12}not analysed: `forensics analyze "
-                   f"{r['root']}` gives its diagnosis")
+        if a is None:
+            out.append(f"{'':12}not analysed: `forensics analyze {r['root']}` gives its diagnosis")
+        else:
+            out.append(f"{'':12}{verdict_words(a['verdict'], a['verdict_reason'])}"
+                       f"{restriction_words(a['only'], a['skip'])}{headline_words(a['headline'])}")
         if r.get("ingest_complete") is False:
             out.append(f"{'':12}ingest did not finish (stopped or locked out): `forensics ingest` it again to read "
                        "the rest")
@@ -165,22 +176,24 @@ def runs_text(runs: list[dict], db: str, short_path) -> str:
 
 # -- analyze ROOT --all ---------------------------------------------------------------------------------------
 
-def fleet_text(rows: list[tuple[str, Any, dict | None]], verbose: bool) -> list[str]:
-    """One line per run of `analyze ROOT --all`: (its path below the root, the RunResult, its stored judgement
-    from `ingest.queries.latest_verdicts`)."""
-    out: list[str] = []
-    for rel, r, stored in rows:
+def fleet_text(out, verbose: bool) -> str:
+    """`analyze ROOT --all`: one line per run (its path below the root, then its stored verdict and headline, or
+    why it could not be analysed), then how many were analysed, how, and where. `out` is a fleet.RootAnalysis."""
+    lines_out: list[str] = []
+    for rel, r, stored in out.rows():
         if r.error is not None:
-            out.append(f"{rel}: could not analyse: {r.error}")
+            lines_out.append(f"{rel}: could not analyse: {r.error}")
             if verbose and r.trace:
-                out.extend(r.trace.rstrip("\n").split("\n"))
-            continue
-        if stored is None:
-            out.append(f"{rel}: analysed, but its analysis is not in the store")
-            continue
-        out.append(f"{rel}: {verdict_words(stored['verdict'], stored['verdict_reason'])}"
-                   f"{headline_words(stored['headline'])}")
-    return out
+                lines_out.extend(r.trace.rstrip("\n").split("\n"))
+        elif stored is None:
+            lines_out.append(f"{rel}: analysed, but its analysis is not in the store")
+        else:
+            lines_out.append(f"{rel}: {verdict_words(stored['verdict'], stored['verdict_reason'])}"
+                             f"{headline_words(stored['headline'])}")
+    workers = f"{out.jobs} Ray" if out.ray else f"{out.jobs} process{'es' * (out.jobs > 1)}"
+    lines_out.append(f"{len(out.results) - len(out.failed)} of {len(out.found.runs)} runs analysed in "
+                     f"{out.seconds:.1f}s ({workers}); database: {numbers.home(out.db)}")
+    return lines(lines_out)
 
 
 # -- checkpoints ----------------------------------------------------------------------------------------------

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from forensics import catalog, numbers
 from forensics.findings import Analysis, Finding, Spike
 from forensics.numbers import count
 from forensics.probe import PROBED_KINDS
 from forensics.render import lines as joined
-from forensics.render import verdict_words
+from forensics.render import restriction_words, verdict_words
+from ingest.errors import ForensicsError
 
 
 def _where(f: Finding) -> str:
@@ -30,8 +34,7 @@ def verdict(a: Analysis) -> str:
     """`run: FAILED (4 critical, 3 warning)`, `run: INCONCLUSIVE: <why>`, `run: healthy: <what was checked>`."""
     if a.verdict is None:  # an analysis that did not go through forensics.analysis.analyze
         return f"{a.run}: {len(a.findings)} findings"
-    restricted = (f" [only {', '.join(a.only)}]" if a.only else "") + (f" [skipping {', '.join(a.skip)}]" if a.skip else "")
-    return f"{a.run}: {verdict_words(a.verdict, a.verdict_reason)}{restricted}"
+    return f"{a.run}: {verdict_words(a.verdict, a.verdict_reason)}{restriction_words(a.only, a.skip)}"
 
 
 def problem_line(p: dict) -> str:
@@ -188,6 +191,36 @@ def markdown(a: Analysis) -> str:
     if a.skipped:
         out += ["## Could not check", ""] + [f"- `{s.kind}`: {s.reason}" for s in a.skipped] + [""]
     return joined(out)
+
+
+def markdown_target(target: Path | None, run_dir: Path) -> Path | str | None:
+    """Where `--markdown` goes: None, "-" (stdout), or a file path checked before any work is done: never inside
+    the run directory, not a folder, in a folder that exists and can be written."""
+    if target is None:
+        return None
+    if str(target) == "-":
+        return "-"
+    if target.resolve().is_relative_to(run_dir.resolve()):
+        raise ForensicsError(f"--markdown {target} is inside the run directory, which is never written to")
+    parent = target.resolve().parent
+    if target.is_dir():
+        raise ForensicsError(f"--markdown {target} is a directory; name a file, e.g. {target / 'diagnosis.md'}")
+    if not parent.is_dir():
+        raise ForensicsError(f"--markdown {target}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ForensicsError(f"--markdown {target}: not writable")
+    return target
+
+
+def rules_json(detected: dict[str, type]) -> dict:
+    """`forensics rules --json`: every catalog kind, whether it is detected, its fields and defaults."""
+    import dataclasses
+
+    return {"rules": [
+        {"kind": e.kind, "summary": e.summary, "detected": e.kind in detected,
+         "not_yet_reason": catalog.NOT_YET_DETECTED.get(e.kind),
+         "fields": {f.name: f.default for f in dataclasses.fields(detected[e.kind])} if e.kind in detected else {},
+         "causes": list(e.causes), "checks": list(e.checks)} for e in catalog.ENTRIES]}
 
 
 def rules_text(detected: dict[str, type]) -> str:

@@ -277,7 +277,8 @@ class Watcher:
                 st.next_fingerprint = fp
         report.changed = len(changed)
 
-        for res in self._analyse(changed):
+        report_results = self._analyse(changed)
+        for res in report_results:
             st = self.runs[res.run_id or _id_of(res.path)]
             if res.error is not None:
                 report.failed += 1
@@ -289,6 +290,7 @@ class Watcher:
                 st.state, st.detail = "active", None
             self.logged_errors.pop(st.run_id, None)
             alerts += self._finding_alerts(st, res.analysis)
+        alerts += self._verdict_alerts([self.runs[r.run_id] for r in report_results if r.error is None and r.run_id])
         alerts += self._tails(changed)
         alerts += self._rewritten(changed)
         alerts += self._stalls(found, now)
@@ -335,6 +337,26 @@ class Watcher:
                              analysis_id=analysis.analysis_id,
                              detail={"summary": f.summary, "step_end": f.step_end, "series": f.series,
                                      "evidence": f.evidence, "replay_from": analysis.replay_from}))
+        return out
+
+    def _verdict_alerts(self, analysed: list[RunState]) -> list[Alert]:
+        """A run whose stored verdict is INCONCLUSIVE (a reader missing, no training loss, a damaged file): no
+        finding says so, and a silent watch would read as health. Said once per run, with the stored reason."""
+        if not analysed:
+            return []
+        from ingest.queries import latest_verdicts
+        from ingest.store import connect
+
+        with connect(self.db, write=False) as con:
+            stored = latest_verdicts(con, [st.run_id for st in analysed])
+        out = []
+        for st in analysed:
+            v = stored.get(st.run_id)
+            if v is None or v["verdict"] != "inconclusive" or (st.run_id, "inconclusive") in self.alerted:
+                continue
+            out.append(Alert(st.run_id, st.name, st.path, "watch", "inconclusive", "warning",
+                             f"{st.name}: INCONCLUSIVE — {v['verdict_reason']}", analysis_id=v["analysis_id"],
+                             detail={"reason": v["verdict_reason"], "read_problems": v["read_problems"][:20]}))
         return out
 
     def _failed(self, st: RunState, res: RunResult) -> list[Alert]:
@@ -494,7 +516,7 @@ class Watcher:
             raise
         self.unrecorded = []
         for a in alerts:
-            if a.origin == "finding":
+            if a.origin == "finding" or a.kind == "inconclusive":
                 self.alerted[(a.run_id, a.kind)] = a.severity
         for st in dirty:
             st.dirty = False
@@ -573,3 +595,39 @@ def _duration(seconds: float | None) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def serve(roots: list[Path], db: Path, settings: WatchSettings, *, emit: Callable[[Alert], None],
+          log: Callable[[str], None], once: bool = False) -> None:
+    """`forensics watch`: one pass (`once`, for cron and CI) or passes until SIGINT/SIGTERM, which finish the
+    current write and return. `emit` takes each alert, `log` each service message."""
+    import signal
+
+    from forensics.numbers import count, home
+    from ingest.errors import ForensicsError
+
+    missing = [str(r) for r in roots if not Path(r).is_dir()]
+    if missing:
+        raise ForensicsError(f"not a folder: {', '.join(missing)}; watch takes folders holding runs")
+    if settings.interval <= 0:
+        raise ForensicsError(f"--interval must be positive (got {settings.interval:g})")
+    watcher = Watcher(roots, db, settings, emit=emit, log=log)
+
+    def stop(signum, frame) -> None:
+        log(f"{signal.Signals(signum).name}: finishing the current write, then exiting")
+        watcher.stop.set()
+
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if once:
+            r = watcher.poll_once()
+            log(f"{count(r.runs, 'run')}, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
+                f"{count(len(r.alerts), 'alert')} in {r.seconds:.1f}s; database: {home(db)}")
+        else:
+            log(f"watching {', '.join(str(r) for r in watcher.roots)} every {settings.interval:g}s; "
+                f"database: {home(db)}")
+            watcher.run_forever()
+            log("stopped")
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

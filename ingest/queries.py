@@ -25,8 +25,8 @@ def _frame(con: Any, sql: str, params: list) -> pl.DataFrame:
 
 def list_runs(con: Any) -> list[dict[str, Any]]:
     """What `forensics runs` shows: every run with its latest analysis (`latest_verdicts`, None if never analysed),
-    whether its last ingest finished, its sources (format, points, status), series count and ingest issues, by
-    name. Plain JSON values."""
+    how `forensics watch` found it (None if it did not), whether its last ingest finished, its sources (format,
+    points, status), series count and ingest issues, by name. Plain JSON values."""
     runs = con.execute("SELECT run_id, name, root, last_ingested, ingest_complete FROM runs ORDER BY name, run_id"
                        ).fetchall()
     sources = con.execute(
@@ -37,11 +37,13 @@ def list_runs(con: Any) -> list[dict[str, Any]]:
         "SELECT run_id, path, position, kind, detail FROM ingest_issues ORDER BY run_id, path, position"
     ).fetchall()
     analyses = latest_verdicts(con)
+    found = {w["run_id"]: {"kind": w["kind"], "reason": w["reason"], "state": w["state"],
+                           "watch_root": w["watch_root"]} for w in watched_runs(con)}
     out = []
     for run_id, name, root, last, complete in runs:
         srcs = [s for s in sources if s[0] == run_id]
         out.append({
-            "analysis": analyses.get(run_id),
+            "analysis": analyses.get(run_id), "found_by_watch": found.get(run_id),
             "run": run_id, "name": name, "root": root, "last_ingested": str(last),
             "ingest_complete": complete is not False,
             "points": sum(s[3] or 0 for s in srcs), "series": series.get(run_id, 0),

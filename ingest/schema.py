@@ -338,7 +338,7 @@ TABLES: dict[str, str] = {
             run_name VARCHAR NOT NULL,
             origin VARCHAR NOT NULL,        -- finding (a detector's claim) or watch (the service's own)
             kind VARCHAR NOT NULL,          -- a CATALOG.md id for findings; stalled, truncated, unreadable,
-                                            -- deleted for the service's own
+                                            -- deleted, inconclusive for the service's own
             severity VARCHAR NOT NULL,      -- critical, warning, info
             step BIGINT,
             analysis_id INTEGER,            -- the analysis holding the finding

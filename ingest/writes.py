@@ -253,14 +253,13 @@ def replace_configs(con: Any, run_id: str, source_id: int, keys: Iterable[tuple[
 
 def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) -> None:
     """Rows of `ingest_issues` for (relative path, Issue) pairs, each once: a truncated tail met again by a
-    later ingest is the same issue, not a new one. A reader's detail may quote a file name that is not UTF-8:
-    it is stored as `storable` writes it, as the path is."""
+    later ingest is the same issue, not a new one."""
     issues = list(issues)
     if not issues:
         return
     frame = pl.DataFrame(
-        {"path": [_text(p) for p, _ in issues], "position": [i.position for _, i in issues],
-         "kind": [i.kind for _, i in issues], "detail": [_text(i.detail) for _, i in issues]},
+        {"path": [storable(p) for p, _ in issues], "position": [i.position for _, i in issues],
+         "kind": [i.kind for _, i in issues], "detail": [storable(i.detail) for _, i in issues]},  # a detail may quote a name
         schema={"path": pl.Utf8, "position": pl.Int64, "kind": pl.Utf8, "detail": pl.Utf8},
     ).unique(maintain_order=True)
     con.register("_new_issues", frame.to_arrow())
