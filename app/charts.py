@@ -62,12 +62,16 @@ def nonfinite_text(value: float) -> str:
 def _base_layout(fig: go.Figure, title: str, height: int) -> None:
     fig.update_layout(
         title={"text": title, "font": {"size": 16}, "x": 0, "xanchor": "left"},
-        height=height, margin={"l": 60, "r": 20, "t": 48, "b": 40}, font={"family": FONT, "size": 13},
+        height=height, margin={"l": 60, "r": 20, "t": 48, "b": 64}, font={"family": FONT, "size": 13},
         plot_bgcolor="white", paper_bgcolor="white", hovermode="closest", dragmode="select",
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1},
+        # below the plot: above it, the legend would cover the finding labels' band
+        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "right", "x": 1},
     )
     fig.update_xaxes(title_text="step", showgrid=True, gridcolor="#EEEEEE", zeroline=False)
     fig.update_yaxes(showgrid=True, gridcolor="#EEEEEE", zeroline=False)
+
+
+LABEL_ROW, LABEL_ROWS = 15, 3  # finding labels: pixels per row of the band above the plot, rows before they repeat
 
 
 def add_findings(fig: go.Figure, findings: pl.DataFrame, lo: int, hi: int, focus: int | None = None) -> None:
@@ -92,12 +96,17 @@ def add_findings(fig: go.Figure, findings: pl.DataFrame, lo: int, hi: int, focus
             x0=start, x1=end, fillcolor=colour, opacity=0.28 if focused else 0.06 if focus is not None else 0.12,
             line_width=1 if focused else 0,
             line_color=colour, layer="below",
+            # the label sits in a band above the plot, not inside it, where the NaN/Inf marks and the first
+            # non-finite star are drawn along the top edge; neighbouring labels step up instead of overlapping
             annotation_text=f"{icon} {f['kind']}", annotation_position="top left",
-            annotation={"yshift": -15 * (shown % 3)},  # neighbouring labels step down instead of overlapping
+            annotation={"yref": "y domain", "y": 1.0, "yanchor": "bottom", "yshift": 2 + LABEL_ROW * (shown % LABEL_ROWS)},
             annotation_font={"size": 11, "color": "#333333"},
             name=f"finding {f['finding_id']}: {f['kind']}",
         )
         shown += 1
+    if shown:  # room for the label band between the title and the plot
+        top = fig.layout.margin.t if fig.layout.margin.t is not None else 48
+        fig.update_layout(margin={"t": top + LABEL_ROW * min(shown, LABEL_ROWS)})
 
 
 def add_checkpoints(fig: go.Figure, checkpoints: pl.DataFrame, lo: int, hi: int) -> None:
@@ -231,25 +240,28 @@ def heatmap_figure(title: str, cells: pl.DataFrame, *, colour_title: str, height
 
 
 def movers_figure(title: str, movers: pl.DataFrame) -> go.Figure:
-    """Horizontal bars: the tensors that moved most between two checkpoints (‖Δw‖/‖w‖, log scale); a NaN
-    ratio is drawn as a labelled dark-red bar at the chart's right edge."""
-    finite = [v for v in movers["ratio"].to_list() if v is not None and math.isfinite(v) and v > 0]
+    """Horizontal bars: the tensors that moved most between two checkpoints, as the store ranks them (NaN/Inf
+    first, then the update's RMS ‖Δw‖/√n, log scale). A tensor holding NaN/Inf is a labelled dark-red bar at the
+    chart's right edge; a zero-initialised tensor is an ordinary bar (its ‖Δw‖/‖w‖ is undefined, not NaN)."""
+    finite = [v for v in movers["rms"].to_list() if v is not None and math.isfinite(v) and v > 0]
     cap = max(finite) * 3 if finite else 1.0
-    xs, colours, texts = [], [], []
-    for v in movers["ratio"].to_list():
-        if v is None or not math.isfinite(v):
+    xs, colours, texts, hovers = [], [], [], []
+    for rms, ratio, bad in zip(movers["rms"].to_list(), movers["ratio"].to_list(), movers["n_nonfinite"].to_list()):
+        if bad or rms is None or not math.isfinite(rms):
             xs.append(cap)
             colours.append(NONFINITE)
-            texts.append("NaN/Inf")
+            texts.append(f"NaN/Inf ({bad:,})" if bad else "NaN/Inf")
+            hovers.append("holds NaN/Inf")
         else:
-            xs.append(v)
+            xs.append(rms)
             colours.append(TRAIN)
-            texts.append(f"{v:.3g}")
+            texts.append(f"{rms:.3g}")
+            hovers.append(f"RMS Δw {rms:.3g}, ‖Δw‖/‖w‖ " + (f"{ratio:.3g}" if ratio is not None else "undefined (‖w‖ was 0)"))
     fig = go.Figure(go.Bar(x=xs, y=movers["tensor"].to_list(), orientation="h", marker_color=colours, text=texts,
-                           textposition="auto", name=title,
-                           hovertemplate="%{y}<br>‖Δw‖/‖w‖ %{text}<extra></extra>"))
+                           textposition="auto", name=title, customdata=hovers,
+                           hovertemplate="%{y}<br>%{customdata}<extra></extra>"))
     _base_layout(fig, title, 60 + 30 * max(movers.height, 2))
     fig.update_layout(dragmode="zoom", showlegend=False, margin={"t": 36})
-    fig.update_xaxes(type="log", title_text="‖Δw‖ / ‖w‖")
+    fig.update_xaxes(type="log", title_text="RMS of the update ‖Δw‖/√n")
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig

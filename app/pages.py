@@ -117,10 +117,16 @@ def runs_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     verdicts = middle.multiselect("Verdict", [VERDICT[v][1] for v in VERDICT], placeholder="any verdict")
     order = right.selectbox("Sort by", ["worst first", "name", "last ingested", "length"])
     shown = runs
-    if text:
+    if text:  # the name, the headline, or any finding kind of the run (`exploding` finds exploding_gradients)
         needle = text.lower()
+        try:
+            kinds = query(db, "app_run_kinds")
+        except StoreProblem:
+            kinds = pl.DataFrame(schema={"run_id": pl.Utf8, "kinds": pl.Utf8})
+        shown = shown.join(kinds, on="run_id", how="left")
         shown = shown.filter(pl.col("name").str.to_lowercase().str.contains(needle, literal=True)
-                             | pl.col("headline").fill_null("").str.to_lowercase().str.contains(needle, literal=True))
+                             | pl.col("headline").fill_null("").str.to_lowercase().str.contains(needle, literal=True)
+                             | pl.col("kinds").fill_null("").str.contains(needle, literal=True)).drop("kinds")
     if verdicts:
         keep = [v for v in VERDICT if VERDICT[v][1] in verdicts]
         shown = shown.filter(pl.col("verdict").is_in(keep))
@@ -227,6 +233,7 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         spikes = query(db, "app_spikes", aid) if aid is not None else None
         first = query(db, "app_first_nonfinite", run_id)
         ckpts = query(db, "app_checkpoints", run_id)
+        probes = query(db, "app_probes", run_id)
     except StoreProblem as problem:
         _problem(problem)
         return
@@ -243,9 +250,9 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     elif run["verdict"] == "older analysis":
         st.info(f"This run was analysed by an older version, which stored no verdict. **forensics analyze "
                 f"{md(run['root'])} --db {md(db)}** stores one; reload this page after.")
-        _findings(findings, series)
+        _findings(findings, series, probes)
     else:
-        _diagnosis(run, findings, skipped, first, series)
+        _diagnosis(run, findings, skipped, first, series, probes)
 
     drawable = series.filter(pl.col("first_step").is_not_null())
     logged = drawable.filter(~pl.col("ordinal"))
@@ -272,8 +279,9 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
 
 
 def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: pl.DataFrame,
-               series: pl.DataFrame) -> None:
-    """The stored verdict with its reason, the restriction, the read problems, the stored headline, then findings."""
+               series: pl.DataFrame, probes: pl.DataFrame | None = None) -> None:
+    """The stored verdict with its reason, the restriction, the read problems, the stored headline, then findings
+    (each with the stored probe checks that explain it)."""
     icon, word, level = VERDICT[run["verdict"]]
     counts = ", ".join(f"{run[k]} {w}" for k, w in (("n_critical", "critical"), ("n_warning", "warning"),
                                                      ("n_info", "info")) if run[k])
@@ -301,11 +309,11 @@ def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: 
         parts = [f"**{md(r['name'])}** {charts.nonfinite_text(r['value'])} at step {r['step']:,}"
                  for r in first.iter_rows(named=True)]
         st.markdown("First non-finite value per series (earliest first): " + "; ".join(parts) + ".")
-    _findings(findings, series)
+    _findings(findings, series, probes)
 
 
-def _findings(findings: pl.DataFrame, series: pl.DataFrame) -> None:
-    """The findings, grouped by the events the engine stored."""
+def _findings(findings: pl.DataFrame, series: pl.DataFrame, probes: pl.DataFrame | None = None) -> None:
+    """The findings, grouped by the events the engine stored, each with the stored probe checks that explain it."""
     st.header("Findings")
     if findings.height == 0:
         st.markdown("No detector fired on this run. That is a claim only about the detectors that ran: "
@@ -328,6 +336,21 @@ def _findings(findings: pl.DataFrame, series: pl.DataFrame) -> None:
                         f"finding{'s' if group.height != 1 else ''}")
             for f in group.iter_rows(named=True):
                 _finding(f, full)
+                _probes_for(f["kind"], probes)
+
+
+def _probes_for(kind: str, probes: pl.DataFrame | None) -> None:
+    """The stored `forensics probe` checks that explain a finding of this kind, beside it (failed ones first)."""
+    if probes is None or probes.height == 0:
+        return
+    rows = [p for p in probes.iter_rows(named=True) if kind in (p["explains"] or [])]
+    for p in sorted(rows, key=lambda p: p["status"] != "fail"):
+        names = f" · names {', '.join(f'`{md(n)}`' for n in p['names'])}" if p["names"] else ""
+        st.markdown(f"<span class='muted'>probe</span> **{md(p['check_name'])}**: {PROBE_STATUS[p['status']]} — "
+                    f"{esc(p['summary'])}{names}", unsafe_allow_html=True)
+
+
+PROBE_STATUS = {"fail": "❌ fail", "pass": "✅ pass", "n/a": "➖ n/a"}
 
 
 def _finding(f: dict, full: tuple[int, int]) -> None:
@@ -416,17 +439,53 @@ def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | 
 
     aid = run["analysis_id"]
     for title, rows in groups:
-        names = {r["name"] for r in rows}
-        shown = None
-        if findings is not None:
-            shown = findings.filter(pl.col("series").is_in(list(names)) | pl.col("series").is_null()
-                                    | (pl.col("finding_id") == (focus if focus is not None else -1))
-                                    | pl.lit(title == "Loss"))
-        lines = chart_lines(db, rows, lo, hi, aid, spikes, first)
-        fig = charts.series_figure(title, lines, lo, hi, findings=shown, checkpoints=ckpts, focus=focus)
-        event = st.plotly_chart(fig, key=f"chart_{title}", on_select="rerun", selection_mode=("box",),
-                                config={"displaylogo": False})
+        _draw_group(db, title, rows, lo, hi, aid, findings, spikes, first, ckpts, focus, full)
+    for f in _wall_clock_findings(findings):  # a throughput_drop is judged on step times: show them under it
+        rows = series.filter(pl.col("name") == f["series"])
+        if rows.height == 0:
+            continue
+        s = rows.row(0, named=True)
+        line = {"name": f"{s['name']} · seconds per step", "colour": charts.OTHERS[0], "spikes": None, "first": None,
+                "points": query(db, "app_step_time", s["series_id"], lo, hi, PIXELS)}
+        if line["points"].height == 0:
+            continue
+        shown = findings.filter(pl.col("finding_id") == f["finding_id"])
+        fig = charts.series_figure(f"Step time (Δwall time / Δstep of {s['name']})", [line], lo, hi, findings=shown,
+                                   checkpoints=ckpts, focus=focus)
+        event = st.plotly_chart(fig, key=f"chart_step_time_{f['finding_id']}", on_select="rerun",
+                                selection_mode=("box",), config={"displaylogo": False})
         _apply_box(event, full)
+
+
+def _wall_clock_findings(findings: pl.DataFrame | None) -> list[dict]:
+    """Findings whose sources are a series' wall-clock stamps (throughput_drop's), one per series."""
+    if findings is None or findings.height == 0:
+        return []
+    out, seen = [], set()
+    for f in findings.iter_rows(named=True):
+        sources = _decode(f.get("sources") or "[]")
+        if f["series"] and f["series"] not in seen and isinstance(sources, list) and any(
+                isinstance(x, dict) and x.get("column") == "wall_time" for x in sources):
+            seen.add(f["series"])
+            out.append(f)
+    return out
+
+
+def _draw_group(db: Path, title: str, rows: list[dict], lo: int, hi: int, aid: int | None,
+                findings: pl.DataFrame | None, spikes: pl.DataFrame | None, first: pl.DataFrame, ckpts: pl.DataFrame,
+                focus: int | None, full: tuple[int, int]) -> None:
+    """One chart of a group of series, with the findings on them shaded; a box selected on it sets the steps."""
+    names = {r["name"] for r in rows}
+    shown = None
+    if findings is not None:
+        shown = findings.filter(pl.col("series").is_in(list(names)) | pl.col("series").is_null()
+                                | (pl.col("finding_id") == (focus if focus is not None else -1))
+                                | pl.lit(title == "Loss"))
+    lines = chart_lines(db, rows, lo, hi, aid, spikes, first)
+    fig = charts.series_figure(title, lines, lo, hi, findings=shown, checkpoints=ckpts, focus=focus)
+    event = st.plotly_chart(fig, key=f"chart_{title}", on_select="rerun", selection_mode=("box",),
+                            config={"displaylogo": False})
+    _apply_box(event, full)
 
 
 def _apply_box(event: Any, full: tuple[int, int]) -> None:
@@ -578,31 +637,37 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         _replay(run, r)
 
 
-REPLAY_ORDER = ("step", "from_checkpoint", "command", "faithful", "fidelity", "reproduced", "phase", "op", "module",
-                "file", "line", "first_nonfinite", "culprit_samples", "counterfactuals", "device", "entry", "created")
-
-
 def _replay(run: dict, r: dict[str, Any]) -> None:
-    """One stored replay, its fields in a reading order; JSON text decoded; unknown fields listed after."""
-    values = {k: _decode(v) for k, v in r.items() if k != "run_id" and v is not None}
+    """One stored replay as `forensics replay` prints it: verdict, the command that made it, fidelity, whether the
+    failure came back, where the first non-finite value appeared, culprit samples, counterfactuals."""
+    from forensics.replay import report
+    from forensics.replay.result import ReplayResult
+
+    doc = _decode(r.get("result"))
+    res = ReplayResult.from_json(doc if isinstance(doc, dict) else {})
+    if res.step is None:
+        res.step = r.get("step")
+    when = r.get("created")
     with st.container(border=True):
-        step = values.get("step", "?")
-        st.markdown(f"**Replay of step {step}**" + (f" from `{values['from_checkpoint']}`"
-                                                     if "from_checkpoint" in values else ""))
-        command = values.get("command") or f"forensics replay {run['root']} --step {step}"
-        st.code(str(command), language="bash")
-        keys = [k for k in REPLAY_ORDER if k in values and k not in ("step", "from_checkpoint", "command")]
-        keys += [k for k in values if k not in REPLAY_ORDER]
-        for k in keys:
-            v = values[k]
-            flat = list(v.values()) if isinstance(v, dict) else v if isinstance(v, list) else [v]
-            if not all(x is None or isinstance(x, (bool, int, float, str)) for x in flat):
-                st.markdown(f"**{md(k)}**")  # nested (counterfactuals, fidelity comparisons): as JSON
-                st.json(v, expanded=1)
-            elif isinstance(v, dict):
-                st.markdown(f"**{md(k)}**: " + " · ".join(f"{md(a)} **{md(_value(b))}**" for a, b in v.items()))
-            else:
-                st.markdown(f"**{md(k)}**: {md(_value(v))}")
+        st.markdown(f"**Replay of step {md(res.step)}** from `{esc(res.from_checkpoint)}`"
+                    + (f" <span class='muted'>· {esc(when.strftime('%Y-%m-%d %H:%M'))}</span>"
+                       if hasattr(when, "strftime") else ""), unsafe_allow_html=True)
+        if res.status:
+            st.markdown(md(res.status))
+        st.code(res.command or f"forensics replay {run['root']} --step {res.step}", language="bash")
+        rows = [("Fidelity", report.fidelity_line(res)), ("Reproduced", report.reproduced_line(res)),
+                ("First non-finite value", report.where_line(res)), ("Culprit samples", report.culprits_line(res))]
+        for label, text in rows:
+            if text:
+                st.markdown(f"**{label}**: {md(text)}")
+        hit = res.first_nonfinite or {}
+        if hit.get("source"):
+            st.code(str(hit["source"]), language="python")
+        if res.counterfactuals:
+            st.markdown("**Counterfactuals** (the step re-run with one change):\n"
+                        + "\n".join(f"- `{esc(change)}` {md(text)}" for change, text in report.counterfactual_lines(res)))
+        if res.notes:
+            st.caption(" · ".join(md(n) for n in res.notes))
 
 
 def _decode(v: Any) -> Any:
@@ -625,7 +690,11 @@ def compare_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     st.title("Compare runs")
     names = dict(zip(runs["run_id"].to_list(), runs["name"].to_list()))
     others = [i for i in names if i != run_id]
-    default = [run_id] + others[:1]
+    try:
+        sibling = closest_healthy_sibling(runs, run_id, query(db, "app_configs", list(names)))
+    except StoreProblem:
+        sibling = None
+    default = [run_id] + ([sibling] if sibling else others[:1])
     chosen = st.multiselect("Runs", list(names), default=default, format_func=names.__getitem__,
                             help="a failed run against its healthy sibling, aligned by step")
     if len(chosen) < 2:
@@ -659,6 +728,25 @@ def compare_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         fig = charts.series_figure(f"{ROLE_TITLES[role]}, aligned by step", lines, lo, hi)
         st.plotly_chart(fig, key="compare_chart", config={"displaylogo": False})
     _config_differences(configs, chosen, names)
+
+
+def closest_healthy_sibling(runs: pl.DataFrame, run_id: str, configs: pl.DataFrame) -> str | None:
+    """The run to compare `run_id` against by default (docs/app.md): a healthy run (its stored verdict) with the same
+    config keys and the fewest differing values; else the healthy run with the fewest differing keys and values;
+    None when no other run is healthy. Ties go to the name that sorts first."""
+    healthy = runs.filter((pl.col("verdict") == "healthy") & (pl.col("run_id") != run_id))
+    if healthy.height == 0:
+        return None
+    conf = {r: dict(zip(g["key"].to_list(), g["value"].to_list()))
+            for (r,), g in configs.group_by("run_id")} if configs.height else {}
+    mine = conf.get(run_id, {})
+
+    def distance(other: str) -> tuple[int, int]:
+        theirs = conf.get(other, {})
+        keys = set(mine) | set(theirs)
+        return (len(set(mine) ^ set(theirs)), sum(mine.get(k) != theirs.get(k) for k in keys))
+
+    return min(healthy.sort("name")["run_id"].to_list(), key=distance)
 
 
 def _config_differences(configs: pl.DataFrame, chosen: list[str], names: dict[str, str]) -> None:

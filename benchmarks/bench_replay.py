@@ -17,19 +17,25 @@ them after the fidelity re-execution:
                         reported from the re-run instead of re-run (here fp32, as there is no autocast, and
                         clip_1.0, as the run clips at 1.0): so 2 steps here, 4 for a run with autocast and no clip
     detect_anomaly      forward + backward under torch.autograd.detect_anomaly(check_nan=True), the folklore peer
-Phases run round-robin (each repeat times every phase once), so load on a shared machine drifts over all of them
+Then the whole process, as a user meets it: `forensics replay` of the gallery's nan_sqrt_norm (the store already
+holding it) timed beside `python -c "import torch"`, alternating, wall time, median of --repeat (goal: <= 2x; the
+determinism flags are set without importing torch's compiler stack, forensics/replay/determinism.py). Phases run round-robin (each repeat times every phase once), so load on a shared machine drifts over all of them
 alike; each is timed as process CPU time (what the phase computes, robust to other processes on the machine) and
 wall time. Medians over --repeat rounds; ratios are CPU-time medians over the plain step's. The last line sums
 what a replay spends after fidelity (re-run + instrumented step + culprits by vmap + counterfactuals), in plain steps.
 
     python benchmarks/bench_replay.py [--d 256] [--layers 4] [--batch 16] [--seq 128] [--repeat 5] [--device cpu]
+                                      [--whole-process-only] [--run sample_runs/runs/nan_sqrt_norm] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -49,7 +55,14 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1,
                     help="CPU threads (default 1: idle OpenMP threads spin, which CPU time would count as work)")
+    ap.add_argument("--whole-process-only", action="store_true", help="only the whole-process comparison")
+    ap.add_argument("--run", type=Path, default=ROOT / "sample_runs" / "runs" / "nan_sqrt_norm",
+                    help="the run the whole-process comparison replays")
+    ap.add_argument("--baseline", type=Path, help="another checkout whose replay is timed in the same rounds")
     a = ap.parse_args()
+    whole_process(a.run, a.repeat, a.device, a.baseline)
+    if a.whole_process_only:
+        return
 
     import torch
 
@@ -157,6 +170,47 @@ def main() -> None:
     cpu = sum(r[1] for r in after)
     print(f"| **full answer after fidelity (sum)** | {cpu:.4f} | {sum(r[2] for r in after):.4f} | "
           f"**{cpu / base:.2f}** (goal <= 8) |")
+
+
+def whole_process(run: Path, repeat: int, device: str, baseline: Path | None = None) -> None:
+    """`forensics replay RUN` as a fresh process against `import torch` as one, alternating, wall time; beside them
+    the floor any replay pays: `import torch, torch._dynamo` (torch.optim.Optimizer.step imports torch._dynamo on
+    every call, `_use_grad_for_differentiable`, and sympy with it). With `baseline`, the same replay from that
+    checkout too (another version of this code), in the same rounds."""
+    import shutil
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cmds = {"import torch": ([sys.executable, "-c", "import torch"], ROOT),
+                "floor: import torch, torch._dynamo": ([sys.executable, "-c", "import torch, torch._dynamo"], ROOT)}
+        for name, root in (("forensics replay", ROOT), ("forensics replay (baseline)", baseline)):
+            if root is None:
+                continue
+            db = Path(tmp) / f"{len(cmds)}.duckdb"
+            run_copy = Path(tmp) / f"run{len(cmds)}"
+            shutil.copytree(run, run_copy)  # each its own copy: the store keys runs by path
+            cmds[name] = ([sys.executable, "-m", "forensics.cli", "replay", str(run_copy), "--db", str(db), "--json",
+                           "--device", device], root)
+            subprocess.run(cmds[name][0], env={**os.environ, "PYTHONPATH": str(root)}, cwd=root, check=True,
+                           capture_output=True)  # ingest once: the store holds the run
+
+        def wall(cmd: list[str], root: Path) -> float:
+            t = time.perf_counter()
+            subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(root)}, cwd=root, check=True, capture_output=True)
+            return time.perf_counter() - t
+
+        times: dict[str, list[float]] = {name: [] for name in cmds}
+        loads = []
+        for _ in range(repeat):
+            for name, (cmd, root) in cmds.items():
+                times[name].append(wall(cmd, root))
+            loads.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    print(f"whole process: {run.name}, the store holding it, device {device}, load {min(loads):.1f}-{max(loads):.1f}, "
+          f"median of {repeat} alternating rounds (wall s)")
+    for name, t in med.items():
+        print(f"  {name:<38} {t:6.2f} s  {t / med['import torch']:5.2f}x import torch")
+    print(f"  replay over its floor: {med['forensics replay'] / med['floor: import torch, torch._dynamo']:.2f}x; "
+          f"goal <= 2x import torch")
 
 
 if __name__ == "__main__":

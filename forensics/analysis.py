@@ -24,38 +24,54 @@ from forensics.verdict import judge
 
 def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence[str] = (),
             skip: Sequence[str] = (), settings: dict[str, str] | None = None,
-            progress: Callable[[str, int, int], None] | None = None, trust_pickle: bool = False) -> Analysis:
+            progress: Callable[[str, int, int], None] | None = None, trust_pickle: bool = False,
+            follow_links: bool = False) -> Analysis:
     """Ingest `run_dir` (only what is new since the last ingest), analyse it, store findings, spikes and skips.
 
     `db` is the DuckDB file (the CLI resolves `--db`, `$FORENSICS_DB` and the user cache, DECISIONS.md §5).
     `only`/`skip` take catalog kinds; `settings` maps "detector.field" to a value (see `forensics rules`);
     `progress` is ingest's callback; `trust_pickle` lets ingest unpickle checkpoints that need it (runs code
-    from the file). Raises ForensicsError subclasses for unreadable runs, bad settings or a locked database.
+    from the file); `follow_links` lets it read file links that lead out of the run. Raises ForensicsError subclasses for unreadable runs, bad settings or a locked database.
     """
+    from ingest import queries
     from ingest.run import ingest_run
     from ingest.store import connect
 
     build_detectors(only, skip, settings)  # bad --only/--skip/--set fail before any reading
     refuse_folder_of_runs(Path(run_dir), "analyze")
     path = Path(db).expanduser()
-    report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle)
+    report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle, follow_links=follow_links)
     with connect(path, write=False) as con:
         result = analyze_stored(con, report.run_id, only=only, skip=skip, settings=settings)
+        has_batch = bool(queries.stored_batches(con, report.run_id))
     result.db = str(path)
     set_replay_command(result, run_dir, path)
+    set_probe_command(result, run_dir, path, has_batch)
     with connect(path, write=True) as con:
         store_analysis(con, result, settings)
     return result
 
 
 def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike) -> None:
-    """The exact `forensics replay` command for the NaN onset, where a finite checkpoint comes before it."""
-    import shlex
+    """The exact `forensics replay` command for the NaN onset, where a finite checkpoint comes before it (paths
+    under the home directory written with `~`, as the README shows them)."""
+    from forensics.replay import replay_command
 
     r = result.replay_from
     if r and r.get("checkpoint"):
-        r["command"] = (f"forensics replay {shlex.quote(str(run_dir))} --step {r['onset_step']}"
-                        f" --db {shlex.quote(str(db))}")
+        r["command"] = replay_command(run_dir, r["onset_step"], db=db)
+
+
+def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike, has_batch: bool) -> None:
+    """`forensics probe RUN_DIR`, for a finding a probe explains, when the run has an entry point and a saved batch
+    (the probe runs the user's code: only that command does, never analyze)."""
+    import shlex
+
+    from forensics.probe import PROBED_KINDS
+    from forensics.replay import ENTRY_NAME
+
+    if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and any(f.kind in PROBED_KINDS for f in result.findings):
+        result.probe_command = f"forensics probe {shlex.quote(str(run_dir))} --db {shlex.quote(str(db))}"
 
 
 def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence[str] = (),
@@ -70,6 +86,7 @@ def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence
     result.only, result.skip = list(only), list(skip)
     result.read_problems = queries.read_problems(con, run_id)
     result.unknown_files = queries.unknown_files(con, run_id)
+    result.lines_read = queries.lines_read(con, run_id)
     give_verdict(result, run, detectors, restricted=bool(only or skip))
     return result
 

@@ -59,6 +59,7 @@ def _ingest_parser(sub) -> None:
     p.add_argument("--all", action="store_true",
                    help="a RUN_DIR holding several runs is split into them (discovery rules: docs/watch.md)")
     _add_trust_pickle(p)
+    _add_follow_links(p)
     p.set_defaults(func=cmd_ingest)
 
 
@@ -66,6 +67,13 @@ def _add_trust_pickle(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trust-pickle", action="store_true",
         help="read checkpoints that need full unpickling (this runs code from the file: only for files you trust)",
+    )
+
+
+def _add_follow_links(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--follow-links", action="store_true",
+        help="read file links that lead out of the run directory (by default they are listed, not read)",
     )
 
 
@@ -88,7 +96,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         try:
             if not args.all:
                 refuse_folder_of_runs(run_dir, "ingest")
-            reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=args.trust_pickle))
+            reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=args.trust_pickle,
+                                      follow_links=args.follow_links))
         except ForensicsError as exc:
             failed.append({"path": str(run_dir), "error": str(exc)})
             print(f"forensics: error: {clean(exc)}", file=sys.stderr)  # each message names its directory
@@ -187,6 +196,7 @@ def _analyze_parser(sub) -> None:
     p.add_argument("--open", action="store_true", help="then open the report in the app (forensics app)")
     p.add_argument("--no-browser", action="store_true", help="with --open: only print the app's URL")
     _add_trust_pickle(p)
+    _add_follow_links(p)
     p.set_defaults(func=cmd_analyze)
 
 
@@ -199,7 +209,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return cmd_analyze_all(args)
     markdown_to = _markdown_target(args)
     result = analyze(args.run_dir, db_path(args.db), only=args.only, skip=args.skip, settings=dict(args.settings),
-                     trust_pickle=args.trust_pickle)
+                     trust_pickle=args.trust_pickle, follow_links=args.follow_links)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     elif markdown_to != "-":
@@ -387,6 +397,8 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
 
     if args.markdown is not None:
         raise ForensicsError("--markdown writes one run's diagnosis; with --all use --json")
+    if args.follow_links:
+        raise ForensicsError("--follow-links reads one run's links; analyse that run by itself to follow them")
     root = args.run_dir
     if not root.is_dir():
         raise ForensicsError(f"{root} is not a folder; --all takes a folder of runs")
@@ -537,6 +549,8 @@ def _replay_parser(sub) -> None:
     p.add_argument("--entry", metavar="FILE.py", type=Path, help="entry point (default: RUN_DIR/forensics_entry.py)")
     p.add_argument("--from-checkpoint", metavar="PATH", help="start from this checkpoint (relative to RUN_DIR)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default auto: CUDA when present")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="intra-op CPU threads (default: the CPUs free now, from the load average; reported)")
     p.add_argument("--markdown", metavar="FILE", type=Path, help="also write the report as markdown to FILE")
     _add_db(p)
     _add_json(p)
@@ -554,13 +568,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     try:
         result = replay(args.run_dir, args.step, entry=args.entry, from_checkpoint=args.from_checkpoint,
-                        device=args.device, db=db_path(args.db))
+                        device=args.device, threads=args.threads, db=db_path(args.db))
     except EntryPointError as exc:
         if exc.template:  # the fill-in file goes to stdout, so `> forensics_entry.py` saves it
             print(exc.template)
         raise
     if args.json:
-        print(json.dumps(replay_report.plain(result), indent=2))
+        print(json.dumps(result.to_json(), indent=2))
     else:
         print(lines(replay_report.text(result).split("\n")))
     if args.markdown is not None:
@@ -569,10 +583,59 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- probe (issue 27) ----------------------------------------------------------------------------------------
+
+def _probe_parser(sub) -> None:
+    from forensics.probe import CHECKS
+
+    p = sub.add_parser(
+        "probe",
+        help="ask the run's own model the debugging guides' first questions: overfit one batch, LR range, ...",
+        description=(
+            "Run the debugging guides' first checks on RUN_DIR's own model, checkpoints and saved batches, through "
+            "its entry point (forensics_entry.py, DECISIONS.md §10). RUNNING THIS RUNS THE USER'S CODE in that file: "
+            "the command is the opt-in. Checks: " + ", ".join(CHECKS) + ". Each says pass, fail or n/a (with why), "
+            "the numbers, the modules or parameters it names and the findings it explains (docs/probe.md). The "
+            "result is stored in the database; the run directory is never written to."),
+        epilog=(f"{EPILOG_DB}\n\nexample:\n"
+                "  forensics probe runs/exp1 --checks overfit_one_batch,lr_range --db /tmp/f.duckdb"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a training run's folder")
+    p.add_argument("--checks", metavar="A,B", help="run only these checks (default: all)")
+    p.add_argument("--entry", metavar="FILE.py", type=Path, help="entry point (default: RUN_DIR/forensics_entry.py)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="default auto: CUDA when present")
+    p.add_argument("--markdown", metavar="FILE", type=Path, help="also write the report as markdown to FILE")
+    _add_db(p)
+    _add_json(p)
+    p.set_defaults(func=cmd_probe)
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from forensics.probe import parse_checks, probe
+    from forensics.probe import report as probe_report
+    from ingest.errors import EntryPointError
+
+    if args.markdown is not None and args.markdown.resolve().is_relative_to(args.run_dir.resolve()):
+        raise ForensicsError(f"--markdown {args.markdown} is inside the run directory, which is never written to")
+    checks = parse_checks(args.checks)
+    try:
+        result = probe(args.run_dir, checks=checks, entry=args.entry, device=args.device, db=db_path(args.db))
+    except EntryPointError as exc:
+        if exc.template:  # the fill-in file goes to stdout, so `> forensics_entry.py` saves it
+            print(exc.template)
+        raise
+    print(json.dumps(probe_report.as_json(result), indent=2) if args.json else probe_report.text(result))
+    if args.markdown is not None:
+        args.markdown.write_text(probe_report.markdown(result), encoding="utf-8")
+        print(f"markdown written to {args.markdown}", file=sys.stderr)
+    return 0
+
+
 # -- main ---------------------------------------------------------------------------------------------------
 
 PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _replay_parser,
-           _app_parser, _watch_parser]
+           _probe_parser, _app_parser, _watch_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

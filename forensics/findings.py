@@ -106,6 +106,7 @@ class Analysis:
     skipped: list[Skip] = field(default_factory=list)
     nonfinite: list[dict[str, Any]] = field(default_factory=list)  # first non-finite step per series
     replay_from: dict[str, Any] | None = None  # last finite checkpoint and batch before the NaN onset
+    probe_command: str | None = None  # `forensics probe RUN_DIR`, when the run has an entry point and a saved batch
     checked: dict[str, Any] = field(default_factory=dict)  # series present, detectors run
     analysis_id: int | None = None
     # Set by `forensics.analysis.analyze` (forensics/verdict.py): failed, suspicious, inconclusive or healthy.
@@ -113,6 +114,7 @@ class Analysis:
     verdict_reason: str = ""
     read_problems: list[dict[str, Any]] = field(default_factory=list)  # path, position, kind, detail, kept
     unknown_files: list[str] = field(default_factory=list)  # files no reader knows
+    lines_read: list[dict[str, Any]] = field(default_factory=list)  # console logs: lines each pattern took
     db: str | None = None
     # The earliest cause (forensics/verdict.py's rule), chosen once by the engine: an index into `findings`.
     headline_index: int | None = None
@@ -149,13 +151,14 @@ class Analysis:
     def as_dict(self) -> dict[str, Any]:
         """The documented JSON object (`forensics analyze --json`): verdict and its reason, the headline (the
         earliest-cause finding, with its event id), the `--only`/`--skip` restriction, read problems, findings,
-        spikes, skips, plus `nonfinite`, `replay_from`, `checked`."""
+        spikes, skips, plus `nonfinite`, `replay_from`, `probe_command`, `checked`."""
         return {"run": self.run, "verdict": self.verdict, "verdict_reason": self.verdict_reason,
                 "healthy": self.healthy, "headline": self.headline_dict(),
                 "restricted": {"only": list(self.only), "skip": list(self.skip)} if self.restricted else None,
                 "read_problems": plain(self.read_problems),
-                "unknown_files": list(self.unknown_files), "db": self.db,
+                "unknown_files": list(self.unknown_files), "lines_read": plain(self.lines_read), "db": self.db,
                 "findings": [f.as_dict() for f in self.findings],
                 "spikes": [s.as_dict() for s in self.spikes], "skipped": [s.as_dict() for s in self.skipped],
                 "nonfinite": plain(self.nonfinite), "replay_from": plain(self.replay_from),
+                "probe_command": self.probe_command,
                 "checked": plain(self.checked)}

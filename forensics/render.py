@@ -182,6 +182,14 @@ def fleet_text(rows: list[tuple[str, Any, dict | None]], verbose: bool) -> list[
 
 # -- checkpoints ----------------------------------------------------------------------------------------------
 
+def _mover(m: dict) -> str:
+    """One mover: a tensor holding NaN/Inf as such; else the update's RMS, with ‖Δw‖/‖w‖ ("from 0" where ‖w‖ was 0)."""
+    if m["n_nonfinite"]:
+        return f"{m['tensor']} NaN/Inf ({m['n_nonfinite']:,} values)"
+    relative = f"{m['ratio']:.2e}" if m["ratio"] is not None else "from 0"
+    return f"{m['tensor']} {m['rms']:.2e} ({relative})"
+
+
 def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
     """`forensics checkpoints`: the checkpoints by step, what moved between them, the saved batches' bad samples."""
     ckpts, batches = summary["checkpoints"], summary["batches"]
@@ -198,12 +206,13 @@ def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
         if c["status"] != "ok" and c["detail"]:
             out.append(f"  {'':>8}  {c['detail']}")
     if summary["deltas"] and top > 0:
-        out.append("biggest movers between consecutive checkpoints (‖Δw‖/‖w‖, model parameters):")
+        out.append("biggest movers between consecutive checkpoints (model parameters; NaN/Inf first, then by the "
+                   "update's RMS ‖Δw‖/√n, with ‖Δw‖/‖w‖):")
     elif any(d["frozen"] for d in summary["deltas"]):
         out.append("parameters unchanged between consecutive checkpoints (--top 0: movers not listed):")
     for d in summary["deltas"]:
         if top > 0:
-            movers = ", ".join(f"{m['tensor']} {m['ratio']:.2e}" for m in d["top"]) or "no parameter moved"
+            movers = ", ".join(_mover(m) for m in d["top"]) or "no parameter moved"
             out.append(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps): {movers}")
         elif d["frozen"]:
             out.append(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps):")

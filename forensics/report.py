@@ -5,6 +5,7 @@ from __future__ import annotations
 from forensics import catalog
 from forensics.findings import Analysis, Finding, Spike
 from forensics.numbers import count
+from forensics.probe import PROBED_KINDS
 from forensics.render import lines as joined
 from forensics.render import verdict_words
 
@@ -38,6 +39,13 @@ def problem_line(p: dict) -> str:
     where = f" at {p['position']}" if p.get("position") is not None else ""
     kept = f"; kept {p['kept']}" if p.get("kept") else ""
     return f"{p['path']}{where}: {p['kind']}: {p['detail']}{kept}"
+
+
+def probe_line(a: Analysis) -> str | None:
+    """The `forensics probe` command, printed under the first finding a probe explains."""
+    if not a.probe_command:
+        return None
+    return f"probe it (runs the run's forensics_entry.py: overfit one batch, LR range, gradient flow, ...): {a.probe_command}"
 
 
 def replay_lines(a: Analysis) -> list[str]:
@@ -98,6 +106,9 @@ def text(a: Analysis, verbose: bool = False) -> str:
             lines.extend("  " + problem_line(p) for p in shown)
         if len(a.read_problems) > len(shown):
             lines.append(f"  ... {len(a.read_problems) - len(shown)} more (-v lists them all)")
+    if verbose and a.lines_read:
+        lines.append("console lines read:")
+        lines.extend(f"  {r['detail']}" for r in a.lines_read)
     if a.unknown_files and (verbose or a.verdict == "inconclusive"):
         lines.append(f"not read ({count(len(a.unknown_files), 'file')} no reader knows): "
                      + ", ".join(a.unknown_files[:5]) + (", ..." if len(a.unknown_files) > 5 else ""))
@@ -108,10 +119,14 @@ def text(a: Analysis, verbose: bool = False) -> str:
     if a.findings:
         lines.append("")
         lines.append("findings (by step; e = event):")
+        probe = probe_line(a)
         for f in a.findings:
             lines.append(f"{a.run}:{_where(f)} {f.kind} [{f.severity}, e{f.event}]: {f.summary}")
             if verbose:
                 lines.append("    evidence: " + ", ".join(f"{k}={v}" for k, v in f.evidence.items()))
+            if probe and f.kind in PROBED_KINDS:
+                lines.append("    " + probe)
+                probe = None  # once, under the first finding a probe explains
     if a.nonfinite:
         lines.append("")
         lines.append("first non-finite value per series (earliest first):")
@@ -152,10 +167,14 @@ def markdown(a: Analysis) -> str:
         out += [f"| {_where(f)} | `{f.kind}` | {f.severity} | {f.event} | {f.summary.replace('|', '/')} |"
                 for f in a.findings]
         out.append("")
+        probe = probe_line(a)
         for f in a.findings:
             out += [f"### `{f.kind}` at step {_where(f)}", "", f.summary, "",
                     "Evidence: " + ", ".join(f"`{k}`={v}" for k, v in f.evidence.items()), "",
                     "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
+            if probe and f.kind in PROBED_KINDS:
+                out += [f"Probe it: `{a.probe_command}` (runs the run's forensics_entry.py)", ""]
+                probe = None
     if a.nonfinite:
         out += ["## First non-finite value per series", ""]
         out += [f"- `{n['series']}`: {n['value']} at step {n['step']}{_nonfinite_at(n)}" for n in a.nonfinite]

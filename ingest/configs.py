@@ -55,11 +55,14 @@ def root_config(root: Path) -> tuple[dict[str, Any] | None, str | None, Issue | 
 def load_document(path: Path) -> tuple[Any, Issue | None]:
     """A whole YAML or JSON document (by suffix), or the issue that kept it from being read (empty, garbled,
     past the limits above)."""
-    size = path.stat().st_size
-    if size > MAX_DOCUMENT_BYTES:
-        return None, Issue(None, "too_large", f"{path.name} holds {size:,} bytes, over the {MAX_DOCUMENT_BYTES:,} "
-                                              "a config document may hold; not read")
-    raw = path.read_bytes()
+    try:
+        size = path.stat().st_size
+        if size > MAX_DOCUMENT_BYTES:
+            return None, Issue(None, "too_large", f"{path.name} holds {size:,} bytes, over the "
+                                                  f"{MAX_DOCUMENT_BYTES:,} a config document may hold; not read")
+        raw = path.read_bytes()
+    except OSError as exc:  # replay and probe read the root config through here too, outside ingest's walk
+        return None, Issue(None, "unreadable", f"{path.name} cannot be read ({exc.strerror or exc})")
     if not raw.strip():
         return None, Issue(None, "empty", f"{path.name} is empty")
     try:
@@ -125,7 +128,7 @@ def check_document(doc: Any) -> None:
                 n, h = measure(child, depth + 1)
                 total, height = total + n, max(height, h + 1)
                 if total > MAX_NODES:
-                    raise DocumentTooLarge(f"expands to more than {MAX_NODES:,} values (YAML aliases count each use)")
+                    raise DocumentTooLarge(f"holds more than {MAX_NODES:,} values (a YAML alias counts at each use)")
             memo[id(value)] = (total, height)
         total, height = memo[id(value)]
         if depth + height > MAX_DEPTH:

@@ -49,12 +49,15 @@ import numpy as np
 import polars as pl
 
 from ingest.records import Chunk, Issue, scalars_frame
+from ingest.roles import MEMORY_UNITS, SPLIT_WORDS, role_of, words
 
 NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 METRIC_WORDS = re.compile(
     r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b",
     re.I)
+RATE_UNITS = (r"(?:ms|s|sec)/(?:it|iter|step|batch)"
+              r"|(?:it|iter|iters|samples|tokens|img|imgs|images|ex|examples)/s(?:ec)?")
 CHUNK_BYTES = 8 << 20
 MAX_LINES_LISTED = 10
 
@@ -64,6 +67,7 @@ class LinePattern:
     """One named line shape. `kind` says what its groups mean:
 
     time:    groups y, mo, d, h, mi, s, frac, tz (year/date groups may be absent);
+    ignore:  text blanked before the counters (no groups): it looks like pairs but logs nothing;
     counter: groups step, epoch, batch (any of them);
     assign:  groups key, value, matched anywhere, as many times as they occur; or, for a line whose value
              has no key of its own (`OVERFLOW! ... reducing to 32`), group value alone and the fixed `tag`.
@@ -96,6 +100,10 @@ PATTERNS: list[LinePattern] = [
         {"step": 2, "loss": float("nan")}),
     LinePattern("bracket_time", "time", _p(r"\[(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]"),
                 "[10:00:00] step 5 loss: 0.25", {"step": 5, "loss": 0.25}),
+    # --- ignored: text that looks like pairs but holds no logged values (blanked before the counters) -----
+    # argparse's `Namespace(batch_size=10, lr=0.0005, ...)`, printed at start: the run's arguments, not metrics.
+    LinePattern("argparse_namespace", "ignore", _p(r"\bNamespace\([^()]*\)"),
+                "Namespace(batch_size=10, cuda=True, gamma=0.1, lr=0.0005, momentum=0.9, resume=None)"),
     # --- counters -----------------------------------------------------------------------------------
     LinePattern("global_step", "counter", _p(r"\b(?:Global Step|global[_ ]step)\s*[:=]?\s*(?P<step>\d+)\b", re.I),
                 "Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0",
@@ -113,7 +121,30 @@ PATTERNS: list[LinePattern] = [
     LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
-    LinePattern("epoch_batch_brackets", "counter", _p(r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?P<batch>\d+)\]", re.I),
+    # An evaluation pass's lines in PyTorch's ImageNet example, DeiT/MAE's MetricLogger and timm: `Test: [b/N]`.
+    # Their `Loss`, `Acc@1` are the validation's: the tags take the split's word (`Test Loss`), so they do not
+    # join the training's `Loss` (a tag that names a split already keeps its own).
+    LinePattern("split_bracket_of", "counter", _p(
+        r"\b(?P<split>Test|Val|Valid|Validation|Eval|Evaluation)\s*:\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]"),
+        "Test: [ 10/196]\tTime  0.254 ( 0.400)\tLoss 8.0e-01 (9.0e-01)\tAcc@1  80.00 ( 79.10)",
+        {"batch": 10, "Test Time": 0.254, "Test Loss": 0.8, "Test Acc@1": 80.0}),
+    # timm's train lines: `Train: e [ b/N (  8%)]  Loss: 6.912 (6.93)  Time: ...`
+    LinePattern("timm_train", "counter", _p(r"\bTrain:\s*(?P<epoch>\d+)\s*\[\s*(?P<batch>\d+)\s*/\s*\d+"),
+                "Train: 0 [ 100/1251 (  8%)]  Loss: 6.912 (6.93)  Time: 0.412s,  621.36/s  (0.420s,  609.52/s)  "
+                "LR: 1.000e-06  Data: 0.010 (0.015)", {"epoch": 0, "batch": 100, "Loss": 6.912, "LR": 1e-6}),
+    # PyTorch's CIFAR-10 tutorial: `[epoch, batch] loss: X` (`print(f'[{epoch + 1}, {i + 1:5d}] loss: ...')`).
+    LinePattern("bracket_pair", "counter", _p(r"^\s*\[\s*(?P<epoch>\d+),\s*(?P<batch>\d+)\]"),
+                "[1,  2000] loss: 2.183", {"epoch": 1, "batch": 2000, "loss": 2.183}),
+    # PyTorch's ImageNet example and the MetricLogger of MAE/DeiT/LLaMA2-Accessory: `Epoch: [e][b/N]`,
+    # `Epoch: [e]  [b/N]` (tab-separated fields, a running average in brackets after each value).
+    LinePattern("epoch_bracket_of", "counter", _p(
+        r"\bEpoch:?\s*\[\s*(?P<epoch>\d+)\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]", re.I),
+        "Epoch: [11][1/48]\tTime 0.470 (1.206)\tData 0.076 (0.004)\tLoss 3.2168 (37.0903)\t",
+        {"epoch": 11, "batch": 1, "Time": 0.47, "Data": 0.076, "Loss": 3.2168}),
+    # MXNet's Speedometer: `Epoch[e] Batch [b]`, and since MXNet 1.0 `Epoch[e] Batch [a-b]` (the batches since
+    # the last line: b is this line's), then tab-separated `Speed: ... samples/sec` and `name=value` pairs.
+    LinePattern("epoch_batch_brackets", "counter", _p(
+        r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?:\d+-)?(?P<batch>\d+)\]", re.I),
                 "Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,",
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
     LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*[:\[]?\s*(?P<epoch>\d+)\s*/\s*\d+\]?", re.I),
@@ -122,13 +153,23 @@ PATTERNS: list[LinePattern] = [
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
     LinePattern("batch", "counter", _p(r"\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.])"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
+    # Keras' progress bar: `N/M [=====>....] - ETA: ... - loss: X` (its epoch is on the `Epoch e/E` line above).
+    LinePattern("keras_bar", "counter", _p(r"^\s*(?P<batch>\d+)/\d+\s*\[[=>.]*\]"),
+                "50000/50000 [==============================] - 678s - loss: 1.7646 - acc: 0.3460 - val_loss: 1.3379",
+                {"batch": 50000, "loss": 1.7646, "acc": 0.346, "val_loss": 1.3379}),
+    # A counter printed between a loss's name and its value (tacotron2's `Train loss {iteration} {loss:.6f}`,
+    # `Validation loss {iteration}: {loss:9f}`): a counter and a metric in one match.
+    LinePattern("loss_step_value", "counter", _p(
+        rf"\b(?P<key>[A-Za-z][A-Za-z ]*?[Ll]oss)\s+(?P<step>\d+):?\s+(?P<value>{NUM}){_NUM_END}"),
+        " **Train loss 12002 4.972964** Grad Norm inf 1.78s/it",
+        {"step": 12002, "Train loss": 4.972964, "Grad Norm": float("inf"), "s/it": 1.78}),
     LinePattern("tqdm_bar", "counter", _p(r"\d+%\|[^|\n]*\|\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),
     # --- fixed tags: lines whose value has no key of its own (run before the pairs, so `epoch= 2.68` in
     # `time this epoch= 2.68` is not read as an epoch counter's value) --------------------------------
     LinePattern("loss_scale_reduced", "assign", _p(
-        rf"(?:OVERFLOW!|[Oo]verflow detected\.).*?Attempted loss scale:\s*{NUM},\s*reducing to\s*(?P<value>{NUM}){_NUM_END}"),
+        rf"(?i:overflow)(?:!| detected\.).*?Attempted loss scale:\s*{NUM},\s*reducing to\s*(?P<value>{NUM}){_NUM_END}"),
         "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 64, reducing to 32",
         {"loss_scale": 32}, tag="loss_scale"),
     LinePattern("loss_scale_kept", "assign", _p(
@@ -139,11 +180,25 @@ PATTERNS: list[LinePattern] = [
         rf"\b(?:loss scaler\s+\d+\s+)?(?:setting|reducing)(?: dynamic)? loss scale (?:from\s*{NUM}\s*)?to:?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "| WARNING | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.0625",
         {"loss_scale": 0.0625}, tag="loss_scale"),
+    # DeepSpeed before 0.4 (`fp16 dynamic loss scale overflow! ... reducing to`, above), ColossalAI's
+    # `Overflow occurs, the loss scale is adjusted to 32768.0`, and the like: `loss scale ... <verb> to X`.
+    LinePattern("loss_scale_changed", "assign", _p(
+        rf"\bloss[ _]scale(?: is| has been)? (?:adjusted|reduced|decreased|lowered|halved|changed|updated) to:?"
+        rf"\s*(?P<value>{NUM}){_NUM_END}", re.I),
+        "Overflow occurs, the loss scale is adjusted to 32768.0", {"loss_scale": 32768.0}, tag="loss_scale"),
     LinePattern("epoch_time", "assign", _p(
         rf"\b(?:time|took)\s+(?:this|per|for this|of this)\s+epoch\s*[=:]?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "epoch 3, loss=0.52, time this epoch= 2.68", {"epoch": 3, "loss": 0.52, "epoch_time": 2.68}, tag="epoch_time"),
+    # A rate printed with its unit and no name of its own (`2.51s/it`, `0.35 sec/step`; not a tqdm bar's own):
+    # the unit is its tag. A value after `key:`, `key=` or a word (not a value: `inf 1.78s/it`) is that key's
+    # (`Speed: 512 samples/sec`, insightface's `-Speed 2074.94 samples/sec` are Speed).
+    LinePattern("bare_rate", "assign", _p(
+        rf"(?<![\w.:=])(?<![:=]\s)(?:(?<![A-Za-z]\s)|(?<=(?i:nan|inf)\s))(?<![A-Za-z:=]\s\s)(?<![:=]\s\s\s)"
+        rf"(?P<value>{NUM})\s?(?P<key>{RATE_UNITS})(?![\w/])"),
+        "Train loss 12005 5.318559 Grad Norm inf 1.75s/it", {"step": 12005, "Train loss": 5.318559, "s/it": 1.75}),
     # --- explicit pairs -----------------------------------------------------------------------------
-    LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.])(?P<key>[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
+    # Not after `-`: `--lr=5e-4` on a command line is an argument, not a logged value.
+    LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.-])(?P<key>[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
                 {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21}),
     # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`).
@@ -153,18 +208,24 @@ PATTERNS: list[LinePattern] = [
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
 ]
 
-# Loose `Words value` clauses (pass 4): up to four words, an optional `:` / `is` / `=`, the value,
+# Loose `Words value` clauses (pass 4): up to four words (`Acc@1` is one), an optional `:` / `is` / `=`, the value,
 # then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`).
 PHRASE = re.compile(
-    rf"^(?P<key>[A-Za-z][\w/%.+-]*(?: [A-Za-z][\w/%.+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
-    r"(?P<unit>[A-Za-z%/]+)?(?:\s+[A-Za-z%/]+){0,2}$")
+    rf"^(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
+    r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
+_PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
+              r"(?P<unit>%)?(?P<unit2>)")
+_PAIR_IN_RUN = re.compile(_PAIR_TEXT)
+_PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}$")
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
-_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}")
+# `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
+_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?:(?<=[A-Za-z])|(?<=@\d))\s{2,}(?=[-+]?\.?\d)")  # `Acc@1   0.39`
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LOOKS_LIKE_METRIC = re.compile(
     rf"(?:{METRIC_WORDS.pattern})\w*\W{{0,4}}(?:{NUM})|(?:{NUM})\W{{0,3}}(?:{METRIC_WORDS.pattern})", re.I)
 
 _TIME = [p for p in PATTERNS if p.kind == "time"]
+_IGNORED = [p for p in PATTERNS if p.kind == "ignore"]
 _COUNTERS = [p for p in PATTERNS if p.kind == "counter"]
 _ASSIGN = [p for p in PATTERNS if p.kind == "assign"]
 
@@ -183,7 +244,7 @@ class ParsedLine:
 
 def parse_line(line: str) -> ParsedLine:
     """Parse one line (no line break) with the pattern table; pure, used by the reader and the tests."""
-    metrics, counters, time, time_kind, _ = _parse(line)
+    metrics, counters, time, time_kind, _, _ = _parse(line)
     return ParsedLine(metrics, counters.get("step"), counters.get("epoch"), counters.get("batch"), time, time_kind)
 
 
@@ -218,18 +279,28 @@ class _Shape:
     metrics: tuple[tuple[int, int, int, int, str | None], ...]
     looks: bool
     exact: bool
+    # Pairs taken only where the line repeats, and only on a record line: one its pairs span at least half of
+    # (`B: 5.495 | C: 3.668 | T: 17.647`), not prose that holds a number or two (`Tried to allocate 20.00 MiB
+    # (GPU 0; ...)`, `[W reducer.cpp:1300] Warning: ... rank 0`), however often it repeats.
+    loose: tuple[tuple[int, int, int, int, str | None], ...] = ()
+    patterns: tuple[str, ...] = ()  # names of the patterns that took parts of the line (`phrase` for pass 4)
+    prefix: str | None = None  # a split word the line's tags take (`Test: [10/196] ... Loss 0.8`: `Test Loss`)
 
     @property
     def idle(self) -> bool:
-        """A line of this shape changes nothing: no point, no time, no step, nothing to count."""
-        return not (self.metrics or self.time_kind or self.looks or any(c[0] == "step" for c in self.counters))
+        """A line of this shape changes nothing: no point, no time, no step or epoch, nothing to count."""
+        return not (self.metrics or self.time_kind or self.looks or any(c[0] in ("step", "epoch") for c in self.counters))
 
 
-def _parse(line: str, shape: _Shape | None = None) -> tuple[dict[str, float], dict[str, int],
-                                                              dict[str, str] | None, str | None, bool]:
-    """(metrics, counters by name, time groups, time pattern's name, looks like a metric) of one line.
+def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tuple[
+        dict[str, float], dict[str, int], dict[str, str] | None, str | None, bool, tuple[str, ...]]:
+    """(metrics, counters by name, time groups, time pattern's name, looks like a metric, the patterns that took
+    its parts) of one line.
 
     `shape`, where the caller has it, is the exact shape of `line`'s template (no ANSI escape, no `f1`).
+    `repeated`: the line's shape recurs in its file (a record line), so its loose `name value` pairs count
+    even without a counter or a metric word, where it holds two pairs or more (`T: 17.6 | B: 3.2`; a
+    traceback's lone `line 71` stays out).
     """
     text = line
     if shape is None:
@@ -244,8 +315,14 @@ def _parse(line: str, shape: _Shape | None = None) -> tuple[dict[str, float], di
             if not shape.exact:
                 shape = _trace(text)
     metrics: dict[str, float] = {}
-    for ks, ke, vs, ve, key in shape.metrics:
-        metrics.setdefault(text[ks:ke] if key is None else key, float(text[vs:ve]))
+    pairs, patterns = shape.metrics, shape.patterns
+    if repeated and shape.loose and len(shape.metrics) + len(shape.loose) >= 2:
+        pairs, patterns = pairs + shape.loose, patterns + ("repeated_line",)
+    for ks, ke, vs, ve, key in pairs:
+        tag = text[ks:ke] if key is None else key
+        if shape.prefix is not None and not _names_split(tag):
+            tag = f"{shape.prefix} {tag}"
+        metrics.setdefault(tag, float(text[vs:ve]))
     counters = {name: int(text[s:e]) for name, s, e in shape.counters}
     time = {name: text[s:e] for name, s, e in shape.time} if shape.time_kind else None
     if metrics:
@@ -254,7 +331,12 @@ def _parse(line: str, shape: _Shape | None = None) -> tuple[dict[str, float], di
         looks = shape.looks
     else:  # the check reads the line as written, escape codes and all
         looks = LOOKS_LIKE_METRIC.search(line) is not None
-    return metrics, counters, time, shape.time_kind, looks
+    return metrics, counters, time, shape.time_kind, looks, patterns
+
+
+@lru_cache(maxsize=4096)
+def _names_split(tag: str) -> bool:
+    return any(w in SPLIT_WORDS for w in words(tag))
 
 
 @lru_cache(maxsize=_SHAPES_CACHED)
@@ -275,7 +357,15 @@ def _trace(text: str) -> _Shape:
             time_kind = pattern.name
             text = _blank(text, match.span(), blanked)
             break
+    for pattern in _IGNORED:
+        for match in list(pattern.regex.finditer(text)):
+            text = _blank(text, match.span(), blanked)
     counters: dict[str, tuple[int, int]] = {}
+    metrics: list[tuple[int, int, int, int, str | None]] = []
+    exact = True
+    prefix: str | None = None
+    covered = 0  # characters the pairs span (key to value), for `record`
+    taken: list[str] = [time_kind] if time_kind else []  # the patterns this line's parts came from
     for pattern in _COUNTERS:
         for match in pattern.regex.finditer(text):
             groups = match.groupdict()
@@ -283,17 +373,29 @@ def _trace(text: str) -> _Shape:
             took = [name for name in found if name not in counters]
             for name in took:
                 counters[name] = match.span(name)
+            if groups.get("value") is not None:  # a counter printed inside a metric (`Train loss 12001 0.166`)
+                covered += match.end() - match.start()
+                ks, ke = _stripped(text, *match.span("key"))
+                key = text[ks:ke] if any(s < ke and ks < e for s, e in blanked) else None
+                exact = exact and key is None
+                metrics.append((ks, ke, *match.span("value"), key))
+            if groups.get("split") is not None and prefix is None:
+                prefix = groups["split"]
             if found:
+                taken.append(pattern.name)
                 # A second counter of a kind already taken is still a counter, not a metric's text: litgpt's
                 # `iter 76 step 38: loss 10.8259` (micro-batch and optimizer step) keeps the first and must
                 # not leave `step 38: loss 10.8259` to the phrase pass, which reads no key there.
                 text = _blank(text, match.span(), blanked)
             if took:
                 break
-    metrics: list[tuple[int, int, int, int, str | None]] = []
-    exact = True
     for pattern in _ASSIGN:
+        if pattern.name == "bare_rate" and "tqdm_bar" in taken:
+            continue  # a bar's own rate: often a data-loading bar's (`Map: 55%|...| 942.92 examples/s`)
         for match in list(pattern.regex.finditer(text)):
+            covered += match.end() - match.start()
+            if not taken or taken[-1] != pattern.name:
+                taken.append(pattern.name)
             if pattern.tag is not None:  # a fixed tag: the key is the pattern's, never the line's text
                 metrics.append((*match.span("value"), *match.span("value"), pattern.tag))
                 text = _blank(text, match.span(), blanked)
@@ -310,10 +412,12 @@ def _trace(text: str) -> _Shape:
     cut = 0
     for match in _WIDE_SEPARATOR.finditer(text):
         start, end = match.span()
-        since = start - cut + 2  # where the text after this gap begins, in the shrunk text
-        cut += end - start - 2
+        kept = len(match.group(1) or "") + 1  # the `:` or `=`, if any, and one space
+        since = start - cut + kept  # where the text after this gap begins, in the shrunk text
+        cut += end - start - kept
         cuts.append((since, cut))
-    shrunk = _WIDE_SEPARATOR.sub(r"\1 ", text)
+    shrunk = _WIDE_SEPARATOR.sub(lambda m: (m.group(1) or "") + " ", text)
+    loose: list[tuple[int, int, int, int, str | None]] = []
     begin = 0
     for match in [*CLAUSE_SPLIT.finditer(shrunk), None]:
         end = match.start() if match else len(shrunk)
@@ -329,15 +433,30 @@ def _trace(text: str) -> _Shape:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         found = PHRASE.match(clause)
-        if found is None:
-            continue
-        ks, ke = _stripped(clause, *found.span("key"))
-        if counted or METRIC_WORDS.search(clause[ks:ke]):
+        # `Train Acc 10.144 Train Loss 2.315`: a clause of several `Words value` pairs, one after the other.
+        pairs = [found] if found else list(_PAIR_IN_RUN.finditer(clause)) if _PAIR_RUN.match(clause) else []
+        for found in pairs:
+            covered += found.end("value") - found.start("key")
+            ks, ke = _stripped(clause, *found.span("key"))
             vs, ve = found.span("value")
             # A phrase's key never holds blanked text: clauses end at the NUL a blank starts with.
-            metrics.append((*(_unshrink(offset + p, cuts) for p in (ks, ke, vs, ve)), None))
+            spans = tuple(_unshrink(offset + p, cuts) for p in (ks, ke, vs, ve))
+            key = clause[ks:ke]
+            unit = found.group("unit") or found.group("unit2")
+            tag = None
+            if unit and unit.lower() in MEMORY_UNITS and not any(c.isdigit() for c in key) \
+                    and role_of(key).role == "other":
+                tag = f"{key} {unit}"  # `current 0.3 GB`: the unit says what the value is (roles: memory)
+            if counted or METRIC_WORDS.search(key):
+                metrics.append((*spans, tag))
+                if taken[-1:] != ["phrase"]:
+                    taken.append("phrase")
+            else:
+                loose.append((*spans, tag))
     looks = not metrics and LOOKS_LIKE_METRIC.search(line) is not None
-    return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact)
+    record = 2 * covered >= sum(not c.isspace() for c in line)
+    return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
+                  tuple(loose) if record else (), tuple(taken), prefix)
 
 
 def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
@@ -372,11 +491,13 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
     with path.open("rb") as f:
         head = f.read(4096) if start == 0 else b""
         if start == 0 and _is_binary(head):
-            size = path.stat().st_size
-            yield Chunk(end=size, issues=[Issue(0, "not_this_format",
-                                                f"{path.name} holds binary data, not a text log; skipped")])
+            # Nothing is consumed: a log whose first bytes only looked binary (a short head, a multi-byte
+            # character cut by the flush) is judged again from its start once it grows, never read from mid-line.
+            yield Chunk(end=0, issues=[Issue(0, "not_this_format",
+                                             f"{path.name} holds binary data, not a text log; skipped")])
             return
         state = _State.resume(f, start)
+        state.start = start
         f.seek(start)
         offset = start
         pending = b""
@@ -428,8 +549,10 @@ def _undecodable_share(head: bytes) -> float:
 _NUMBER_START = r"[-+]{0,2}[\d.nNiI]"  # where NUM can begin (a sign, a digit, `.5`, nan, inf)
 _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
-    r"(?i:step|iter|epoch|batch)|\d%\|",  # every counter pattern (a counter also lets loose phrases count)
+    # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
+    r"(?i:step|iter|epoch|batch)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
     r"\d\d:\d\d:\d\d",  # every time pattern
+    rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
     rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
@@ -440,15 +563,32 @@ _CANDIDATE = "|".join([
 _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy)"
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
 _NUMBER = r"\d|(?i:nan|inf)"
+# A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
+_PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
+_NOT_LETTERS = re.compile(r"[^A-Za-z]+")
+REPEATS = 3  # a line shape seen this often in a file is a record line (see `_candidate_lines`)
+RECENT_RECORDS = 16  # records a copy by another rank is looked for among (`_State.copied_record`)
+MAX_OUTLINES = 4096  # repeated outlines remembered per file (a bound on memory, not on reading)
 
 
-def _candidate_lines(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shape | None]]:
+def outline(text: str) -> str:
+    """A line's outline: its ASCII letters alone (`B: 5.495 | C: 3.668 | T: 17.647` -> `BCT`), so record lines
+    whose numbers differ in width or padding share one (one cheap polars pass per chunk)."""
+    return _NOT_LETTERS.sub("", text)
+
+
+def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shape | None], list[bool]]:
     """Cut `data` (complete lines) into line segments and pick those that can change anything.
 
     Returns every segment's start (byte offset in `data`) and its count of `\\n` before it, the indices
-    of the picked segments, their text (decoded with replacement, line break removed) and their shape
-    where it is known (None: `_parse` works it out). Picked: what the pre-filter keeps, less the lines
-    whose template's shape is idle (a tqdm bar with no postfix, a stamped line without metrics is not).
+    of the picked segments, their text (decoded with replacement, line break removed), their shape
+    where it is known (None: `_parse` works it out) and whether each repeats. Picked: what the pre-filter
+    keeps, less the lines whose template's shape is idle (a tqdm bar with no postfix, a stamped line
+    without metrics is not), plus the repeated lines that hold `name value` pairs.
+
+    A line that holds a `name value` pair (`_PAIR`) repeats when its `outline` is seen `REPEATS` times or more
+    in `data` and earlier in the file: `known` counts the outlines seen before `data` and is updated.
     """
     import pyarrow as pa
 
@@ -465,19 +605,31 @@ def _candidate_lines(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, l
     offsets = np.concatenate(([0], bounds)).astype(np.int64)
     lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
     keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER))
-    candidates = np.flatnonzero(keep.to_numpy())
+    paired = lines.str.contains(_PAIR)
+    outlines = lines.filter(paired).str.replace_all(_NOT_LETTERS.pattern, "")
+    known = {} if known is None else known
+    for name, n in outlines.value_counts().iter_rows():
+        if name in known or len(known) < MAX_OUTLINES:
+            known[name] = known.get(name, 0) + n
+    recurring = [name for name, n in known.items() if n >= REPEATS]
+    repeated = paired.to_numpy().copy()
+    repeated[repeated] = outlines.is_in(pl.Series(recurring, dtype=pl.Utf8).implode()).to_numpy()
+    candidates = np.flatnonzero(keep.to_numpy() | repeated)
     picked = lines.gather(candidates).str.strip_chars_end("\r\n")
+    rep = repeated[candidates]
     # Templates, as `_parse` makes them, in bulk; each new one is traced once (lines with ANSI escapes
     # or `f1` are left to `_parse`).
     own = picked.str.contains(r"\x1b|f1|F1").to_numpy()
     templates = picked.str.replace_all("[1-9]", "0")
     shapes = {t: _cached_shape(t) for t in templates.filter(~own).unique().to_list()}
     busy = [t for t, shape in shapes.items() if not shape.idle]
-    keep = own | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy()
+    loose = [t for t, shape in shapes.items() if shape.loose]
+    keep = own | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
+        | (rep & templates.is_in(pl.Series(loose, dtype=pl.Utf8).implode()).to_numpy())
     candidates = candidates[keep]
     shown = [None if o or not shapes[t].exact else shapes[t]
              for o, t in zip(own[keep].tolist(), templates.filter(keep).to_list())]
-    return starts, line_nos, candidates, picked.filter(keep).to_list(), shown
+    return starts, line_nos, candidates, picked.filter(keep).to_list(), shown, rep[keep].tolist()
 
 
 def _segments(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -508,6 +660,14 @@ class _State:
     assumed: int | None = None  # line number of the first stamp whose date was assumed
     unmatched: list[int] = field(default_factory=list)
     n_unmatched: int = 0
+    outlines: dict[str, int] = field(default_factory=dict)  # lines seen per outline (`_candidate_lines`)
+    # The epoch of the last line that printed an epoch and nothing else (`Epoch 3/10` above Keras' bar,
+    # `epoch 3` above `loss: 0.52`): the epoch of the record lines under it that print none of their own.
+    header_epoch: int | None = None
+    taken: dict[str, int] = field(default_factory=dict)  # lines each pattern took parts of (`-v`)
+    start: int = 0  # the byte this read began at
+    recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
+    n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -520,15 +680,23 @@ class _State:
         state.line_no = prefix.count(b"\n") + 1
         state.segment = prefix.count(b"\n") + prefix.count(b"\r") - prefix.count(b"\r\n")
         # The last step and date are looked for in the last 64 KiB only: enough for any log's cadence.
-        tail = prefix[-(64 << 10) :].decode("utf-8", errors="replace")
+        tail_bytes = prefix[-(64 << 10) :]
+        tail = tail_bytes.decode("utf-8", errors="replace")
+        cut = max(tail_bytes.rfind(b"\n"), tail_bytes.rfind(b"\r")) + 1
+        if cut:
+            _candidate_lines(tail_bytes[:cut], state.outlines)
+        epoch_seen = False
         for line in reversed(re.split(r"\r\n|\r|\n", tail)):
             parsed = parse_line(line)
+            if not epoch_seen and parsed.epoch is not None:
+                epoch_seen = True
+                state.header_epoch = None if parsed.metrics else parsed.epoch
             if state.last_step is None and parsed.step is not None:
                 state.last_step = parsed.step
             if state.date is None and parsed.time and "y" in parsed.time:
                 t = parsed.time
                 state.date = datetime(int(t["y"]), int(t["mo"]), int(t["d"]), tzinfo=timezone.utc)
-            if state.last_step is not None and state.date is not None:
+            if state.last_step is not None and state.date is not None and epoch_seen:
                 break
         return state
 
@@ -544,18 +712,22 @@ class _State:
         # One row per line that gave points, repeated for each of its points at the end.
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
-        starts, line_nos, candidates, texts, shapes = _candidate_lines(data)
+        starts, line_nos, candidates, texts, shapes, repeated = _candidate_lines(data, self.outlines)
         segment, line_no0 = self.segment, self.line_no
         self.segment += len(starts)
         self.line_no += data.count(b"\n")
-        for k, start, line_no, text, shape in zip(candidates.tolist(), starts[candidates].tolist(),
-                                                  line_nos[candidates].tolist(), texts, shapes):
+        for k, start, line_no, text, shape, rep in zip(candidates.tolist(), starts[candidates].tolist(),
+                                                       line_nos[candidates].tolist(), texts, shapes, repeated):
             if not text.strip():
                 continue
             line_no += line_no0
-            metrics, counters, time, _, looks = _parse(text, shape)
+            metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
             wall_time = self._wall_time(time, line_no) if time else None
             step = counters.get("step")
+            epoch, batch = counters.get("epoch"), counters.get("batch")
+            if metrics or counters:
+                for name in patterns:
+                    self.taken[name] = self.taken.get(name, 0) + 1
             if not metrics:
                 if looks:
                     self.n_unmatched += 1
@@ -563,8 +735,11 @@ class _State:
                         self.unmatched.append(line_no)
                 if step is not None:
                     self.last_step = step
+                if epoch is not None:
+                    self.header_epoch = epoch
                 continue
-            epoch, batch = counters.get("epoch"), counters.get("batch")
+            if epoch is not None:
+                self.header_epoch = None  # this log prints the epoch on its record lines
             if step is not None:
                 is_ordinal = False
                 self.last_step = step
@@ -572,13 +747,15 @@ class _State:
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = segment + k, True
+            if self.copied_record(metrics, (None if is_ordinal else step, epoch, batch), text, wall_time):
+                continue
             tags.extend(metrics)
             values.extend(metrics.values())
             counts.append(len(metrics))
             rows["step"].append(step)
             rows["position"].append(offset + start)
             rows["wall_time"].append(wall_time)
-            rows["epoch"].append(epoch)
+            rows["epoch"].append(epoch if epoch is not None else self.header_epoch)
             rows["batch"].append(batch)
             rows["ordinal"].append(is_ordinal)
         per_line = pl.DataFrame(rows, schema={"step": pl.Int64, "position": pl.Int64, "wall_time": pl.Float64,
@@ -586,6 +763,21 @@ class _State:
         per_point = per_line[np.repeat(np.arange(len(counts)), counts)]
         return scalars_frame(per_point.with_columns(pl.Series("tag", tags, pl.Utf8),
                                                     pl.Series("value", values, pl.Float64)))
+
+    def copied_record(self, metrics: dict[str, float], counters: tuple, text: str, wall_time: float | None) -> bool:
+        """Whether the line repeats one of the last `RECENT_RECORDS` records (the same values, logged step, epoch
+        and batch) under another prefix and at the same time (within a second, or both unstamped): the same
+        record printed by another node or rank (LlamaFactory on 4 nodes prints each `{'loss': ...}` line 4 times,
+        each behind its node's address; torchrun's `[rank1]:`). Kept once. A line repeated exactly, prefix and
+        all, or a second later, is a record of its own (a loss stuck at 0.0 prints the same line)."""
+        record = (tuple((t, repr(v)) for t, v in metrics.items()), counters)
+        copied = any(r == record and t != text and (w is None and wall_time is None or
+                                                    w is not None and wall_time is not None and abs(w - wall_time) <= 1)
+                     for r, t, w in self.recent)
+        self.recent.append((record, text, wall_time))
+        del self.recent[:-RECENT_RECORDS]
+        self.n_copies += copied
+        return copied
 
     def _wall_time(self, t: dict[str, str], line_no: int) -> float | None:
         frac = float("0." + t["frac"]) if t.get("frac") else 0.0
@@ -611,7 +803,17 @@ class _State:
         return base.timestamp() + tod
 
     def issues(self, name: str) -> list[Issue]:
+        """What this read met, at its end: unmatched lines, assumed dates, and (kind `lines_read`, not a problem:
+        `forensics analyze -v` shows it) how many lines each pattern took parts of and how many none took."""
         out: list[Issue] = []
+        if self.taken or self.n_unmatched:
+            took = ", ".join(f"{k} {n:,}" for k, n in sorted(self.taken.items(), key=lambda kv: (-kv[1], kv[0])))
+            out.append(Issue(self.start, "lines_read",
+                             f"{name} from byte {self.start:,}: lines each pattern took: {took or 'none'}; "
+                             f"{self.n_unmatched:,} lines look like metrics but no pattern took them"
+                             + (f"; {self.n_copies:,} records printed again under another prefix (another node "
+                                f"or rank) kept once" if self.n_copies else "")))
+            self.taken, self.n_copies = {}, 0
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""
@@ -659,15 +861,22 @@ def claims_console(rel) -> bool:
 
 
 def sniff_console(head: bytes) -> bool:
-    """A text file (no NULs, UTF-8) with at least two lines that yield metrics with a step or epoch."""
+    """A text file (no NULs, UTF-8) with at least two lines that yield metrics with a step or epoch, or
+    `REPEATS` lines of one outline that yield two metrics or more each (record lines without a counter the
+    table knows: `[  1]    1440 || B: 5.495 | C: 3.668 | T: 17.647`)."""
     if not head or _is_binary(head):
         return False
     text = head.decode("utf-8", errors="replace")
     hits = 0
+    records: dict[str, int] = {}
     for line in re.split(r"\r\n|\r|\n", text)[:-1]:
         parsed = parse_line(line)
         if parsed.metrics and (parsed.step is not None or parsed.epoch is not None or parsed.batch is not None):
             hits += 1
             if hits >= 2:
+                return True
+        elif len(_parse(line, repeated=True)[0]) >= 2:
+            records[outline(line)] = records.get(outline(line), 0) + 1
+            if records[outline(line)] >= REPEATS:
                 return True
     return False

@@ -21,8 +21,10 @@ tried in this order on each folder (the first that matches names its `kind`):
    `console_and_checkpoints`  a console log (by name: `*.log`, `*.out`, `slurm-*.out`, ...) beside checkpoint
                         files (`*.pt`, `*.pth`, `*.ckpt`, `*.safetensors`), directly or in a `checkpoints/`,
                         `ckpt/`, `weights/` or `models/` folder;
-   `console_log`        a console log whose first 4 KiB has at least two lines with a step and a metric
-                        (`ingest.console.sniff_console`), so `/var/log` is not a run.
+   `console_log`        a console log whose first 4 KiB has at least two lines with a step and a metric, or
+                        repeated record lines (`ingest.console.sniff_console`), so `/var/log` is not a run; besides
+                        the names above, a file with no extension or a `.md`/`.txt` one is sniffed too
+                        (`stdout` saved by hand, a log pasted into `issue.md`).
 3. A tool folder inside it holds exactly one run, so the folder is that run with its other files (configs,
    checkpoints, batches): `wandb/` with one run folder, `lightning_logs/` with one `version_N`, `mlruns/`
    with one run, `runs/` (SummaryWriter's default `runs/<date>_<host>`) with one event-file folder. When a
@@ -168,16 +170,23 @@ def _log_kind(path: Path, entries: list[_Entry]) -> tuple[str, str] | None:
     if loose:
         return "wandb_run", f"holds the W&B run log {loose[0]}"
     logs = [f for f in files if _is_console_log(f)]
-    if logs:
+    if logs:  # a console log beside checkpoints needs no sniffing: its name says what it is
         ckpt = [f for f in files if _is_tensor_file(f)]
         ckpt_dirs = [d for d in dirs if d.lower() in CHECKPOINT_DIRS and _has_tensor_files(path / d)]
         if ckpt or ckpt_dirs:
             where = ckpt[0] if ckpt else f"{ckpt_dirs[0]}/"
             return "console_and_checkpoints", f"holds the console log {logs[0]} and checkpoints ({where})"
-        sniffed = next((f for f in logs[:SNIFFED_LOGS] if _sniffs_as_console(path / f)), None)
-        if sniffed:
-            return "console_log", f"holds the console log {sniffed}, whose lines carry steps and metrics"
+    # Logs under names no reader claims (no extension, `.md`, `.txt`) are recognised by their content.
+    unnamed = [f for f in files if f not in logs and _may_be_text_log(f)]
+    sniffed = next((f for f in logs[:SNIFFED_LOGS] + unnamed[:SNIFFED_LOGS] if _sniffs_as_console(path / f)), None)
+    if sniffed:
+        return "console_log", f"holds the console log {sniffed}, whose lines carry steps and metrics"
     return None
+
+
+def _may_be_text_log(name: str) -> bool:
+    suffix = PurePosixPath(name).suffix.lower()
+    return not name.startswith(".") and (suffix in ("", ".md", ".txt") or not suffix[1:].isalpha())
 
 
 def _tool_folder_units(path: Path, tool: str) -> list[str]:

@@ -175,7 +175,9 @@ FORMATS: list[Format] = [
     Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
            resumable=False),
-    Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console),
+    # version 2: counters inside metrics, bare rates, repeated record lines, header epochs (issue 24)
+    Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
+           version=2),
 ]
 
 

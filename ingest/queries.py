@@ -129,6 +129,22 @@ def stored_batches(con: Any, run_id: str) -> dict[str, tuple[int, str | None, in
         "ON s.run_id = b.run_id AND s.path = b.path WHERE b.run_id = ?", [run_id]).fetchall()}
 
 
+# The biggest movers between consecutive checkpoints, one ranking for the CLI and the app: model parameters only
+# (running statistics move with the data, not the optimizer); first the tensors holding NaN/Inf in the newer
+# checkpoint (their Δ is NaN), then by the RMS of the update, ‖Δw‖/√n, a measure defined at zero: ‖Δw‖/‖w‖ is
+# infinite for every zero-initialised bias, which then filled the list and pushed out the one NaN tensor.
+MOVERS_SQL = """
+    SELECT d.ckpt_id, d.prev_ckpt_id, d.step, d.prev_step, d.step_distance, d.tensor, d.delta_l2,
+           CASE WHEN isfinite(d.ratio) THEN d.ratio END AS ratio,
+           d.delta_l2 / sqrt(greatest(t.numel, 1)) AS rms, t.n_nan + t.n_inf AS n_nonfinite,
+           row_number() OVER (PARTITION BY d.ckpt_id, d.prev_ckpt_id
+                              ORDER BY t.n_nan + t.n_inf DESC, isnan(d.delta_l2) DESC,
+                                       d.delta_l2 / sqrt(greatest(t.numel, 1)) DESC NULLS LAST, d.tensor) AS k
+    FROM tensor_deltas d JOIN tensor_stats t
+      ON t.run_id = d.run_id AND t.ckpt_id = d.ckpt_id AND t.tensor = d.tensor AND t.kind = 'param'
+    WHERE d.run_id = ?"""
+
+
 def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
     """What `forensics checkpoints` shows, from the store: every checkpoint (by step) with its non-finite
     tensors, for each consecutive pair the `top` parameters by ‖Δw‖/‖w‖ and the frozen ones (Δ = 0;
@@ -136,9 +152,12 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
     samples are outliers is the bad_batch detector's call, made by the caller). Plain JSON values."""
     cols = ["ckpt_id", "path", "step", "step_from", "format", "size_bytes", "n_tensors", "n_nonfinite", "finite",
             "has_optimizer", "has_scaler", "has_rng", "status", "detail"]
+    # A checkpoint whose file is gone since it was read shows as `deleted` (its stored statistics stay).
+    deleted = ("CASE WHEN EXISTS (SELECT 1 FROM ingest_issues i WHERE i.run_id = c.run_id AND i.path = c.path "
+               "AND i.kind = 'deleted') THEN 'deleted' ELSE c.status END AS status")
     ckpts = [dict(zip(cols, r, strict=True)) for r in con.execute(
-        f"SELECT {', '.join(cols)} FROM checkpoints WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
-    ).fetchall()]
+        f"SELECT {', '.join(deleted if c == 'status' else f'c.{c}' for c in cols)} FROM checkpoints c "
+        "WHERE c.run_id = ? ORDER BY c.step NULLS LAST, c.path", [run_id]).fetchall()]
     bad = con.execute(
         "SELECT ckpt_id, tensor, kind, n_nan, n_inf FROM tensor_stats WHERE run_id = ? AND n_nan + n_inf > 0 "
         "ORDER BY ckpt_id, n_nan + n_inf DESC, tensor", [run_id]
@@ -148,15 +167,10 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
         c["nonfinite_tensors"] = [{"tensor": t, "kind": kd, "n_nan": n, "n_inf": i}
                                   for k, t, kd, n, i in bad if k == c["ckpt_id"]]
     by_id = {c["ckpt_id"]: c for c in ckpts}
-    # Parameters only: running statistics (buffers) move with the data, not with the optimizer.
-    deltas = con.execute(
-        "SELECT d.ckpt_id, d.prev_ckpt_id, d.tensor, d.delta_l2, d.ratio, d.step_distance FROM tensor_deltas d "
-        "WHERE d.run_id = ? AND EXISTS (SELECT 1 FROM tensor_stats t WHERE t.run_id = d.run_id AND "
-        "t.ckpt_id = d.ckpt_id AND t.tensor = d.tensor AND t.kind = 'param') "
-        "ORDER BY d.step, isnan(d.ratio), d.ratio DESC, d.tensor", [run_id]
-    ).fetchall()
+    deltas = con.execute(f"SELECT ckpt_id, prev_ckpt_id, tensor, delta_l2, ratio, rms, n_nonfinite, step_distance "
+                         f"FROM ({MOVERS_SQL}) ORDER BY step, k", [run_id]).fetchall()
     movers: dict[tuple[int, int], dict[str, Any]] = {}
-    for cur, prev, tensor, delta, ratio, distance in deltas:
+    for cur, prev, tensor, delta, ratio, rms, n_bad, distance in deltas:
         pair = movers.get((prev, cur))
         if pair is None:
             pair = movers[(prev, cur)] = {
@@ -166,7 +180,8 @@ def checkpoint_summary(con: Any, run_id: str, top: int = 5) -> dict[str, Any]:
         if delta == 0:
             pair["frozen"].append(tensor)
         elif len(pair["top"]) < top:
-            pair["top"].append({"tensor": tensor, "delta_l2": delta, "ratio": ratio})
+            pair["top"].append({"tensor": tensor, "delta_l2": delta, "ratio": ratio, "rms": rms,
+                                "n_nonfinite": n_bad})
     bcols = ["path", "step", "format", "n_samples", "n_nonfinite", "status", "detail"]
     batches = [dict(zip(bcols, r[1:], strict=True)) | {"batch_id": r[0]} for r in con.execute(
         f"SELECT batch_id, {', '.join(bcols)} FROM batches WHERE run_id = ? ORDER BY step NULLS LAST, path", [run_id]
@@ -238,7 +253,7 @@ def point_counters(con: Any, series_id: int, steps: list[int]) -> dict[int, tupl
     return out
 
 # Issue kinds that are not problems of a file we read: files no reader knows are listed apart.
-NOT_A_READ_PROBLEM = ("unknown_file",)
+NOT_A_READ_PROBLEM = ("unknown_file", "lines_read")  # a file no reader knows; a console reader's line tally
 
 
 def read_problems(con, run_id: str) -> list[dict]:
@@ -276,8 +291,15 @@ def _count(n: int, noun: str) -> str:
 def unknown_files(con, run_id: str) -> list[str]:
     """Files of the run that no reader knows, by path."""
     return [r[0] for r in con.execute(
-        "SELECT DISTINCT path FROM ingest_issues WHERE run_id = ? AND list_contains(?, kind) ORDER BY path",
-        [run_id, list(NOT_A_READ_PROBLEM)]).fetchall()]
+        "SELECT DISTINCT path FROM ingest_issues WHERE run_id = ? AND kind = 'unknown_file' ORDER BY path",
+        [run_id]).fetchall()]
+
+
+def lines_read(con, run_id: str) -> list[dict]:
+    """Per read of a console log: path, the byte it began at, and how many lines each pattern took (`-v`)."""
+    return [{"path": path, "position": position, "detail": detail} for path, position, detail in con.execute(
+        "SELECT path, position, detail FROM ingest_issues WHERE run_id = ? AND kind = 'lines_read' "
+        "ORDER BY path, position", [run_id]).fetchall()]
 
 # -- app ---------------------------------------------------------------------------------------------------
 # What the Streamlit app shows. The app computes no finding: these read what ingest and analyze stored.
@@ -335,6 +357,43 @@ def app_runs(con: Any) -> pl.DataFrame:
         LEFT JOIN srcs s ON s.run_id = r.run_id
         LEFT JOIN length l ON l.run_id = r.run_id
         ORDER BY r.name, r.run_id""")
+
+
+def app_step_time(con: Any, series_id: int, lo: int, hi: int, pixels: int) -> pl.DataFrame:
+    """Seconds per step between consecutive logged points of one series (Δwall_time / Δstep, what throughput_drop
+    judges from its wall-clock stamps), over steps [lo, hi], M4-decimated to about `pixels` columns as `app_m4`
+    is: per column the first, lowest, highest and last value, so every stall stays. step, value, what ('m4')."""
+    if hi < lo:
+        lo, hi = hi, lo
+    lo, hi, series_id = int(lo), int(hi), int(series_id)
+    per_column = max(1, -(-(hi - lo + 1) // max(1, int(pixels))))
+    return _app_frame(con, f"""
+        WITH raw AS (
+            SELECT step, (wall_time - lag(wall_time) OVER w) / (step - lag(step) OVER w) AS value
+            FROM scalars WHERE series_id = {series_id} AND wall_time IS NOT NULL
+            WINDOW w AS (ORDER BY step)),
+        pts AS (
+            SELECT step, value, (step - {lo}) // {per_column} AS col FROM raw
+            WHERE step BETWEEN {lo} AND {hi} AND isfinite(value) AND value >= 0),
+        fin AS (
+            SELECT col, min(step) AS s_first, arg_min(value, step) AS v_first,
+                   max(step) AS s_last, arg_max(value, step) AS v_last,
+                   arg_min(step, value) AS s_min, min(value) AS v_min,
+                   arg_max(step, value) AS s_max, max(value) AS v_max
+            FROM pts GROUP BY col)
+        SELECT step, value, 'm4' AS what FROM (
+            SELECT s_first AS step, v_first AS value FROM fin UNION SELECT s_min, v_min FROM fin
+            UNION SELECT s_max, v_max FROM fin UNION SELECT s_last, v_last FROM fin)
+        ORDER BY step""")
+
+
+def app_run_kinds(con: Any) -> pl.DataFrame:
+    """(run_id, kinds): the finding kinds of each run's latest analysis, space-separated, for the Runs filter."""
+    return _app_frame(con, """
+        SELECT f.run_id, string_agg(DISTINCT f.kind, ' ' ORDER BY f.kind) AS kinds
+        FROM findings f JOIN (SELECT run_id, max(analysis_id) AS analysis_id FROM analyses GROUP BY run_id)
+             USING (run_id, analysis_id)
+        GROUP BY f.run_id""")
 
 
 def app_findings(con: Any, analysis_id: int) -> pl.DataFrame:
@@ -426,13 +485,11 @@ def app_checkpoints(con: Any, run_id: str) -> pl.DataFrame:
 
 
 def app_movers(con: Any, run_id: str, top: int = 5) -> pl.DataFrame:
-    """For each consecutive checkpoint pair, the `top` tensors with the largest ‖Δw‖/‖w‖ (NaN ratios first)."""
-    return _app_frame(con, """
-        SELECT step, prev_step, step_distance, tensor, delta_l2, ratio FROM (
-            SELECT *, row_number() OVER (PARTITION BY ckpt_id
-                                         ORDER BY isnan(ratio) DESC, ratio DESC NULLS LAST) AS k
-            FROM tensor_deltas WHERE run_id = ?)
-        WHERE k <= ? ORDER BY step, k""", [run_id, top])
+    """For each consecutive checkpoint pair, the `top` movers as `forensics checkpoints` ranks them (MOVERS_SQL):
+    tensors holding NaN/Inf first, then by the update's RMS; `ratio` is ‖Δw‖/‖w‖, NULL where ‖w‖ was 0."""
+    return _app_frame(con, f"""
+        SELECT step, prev_step, step_distance, tensor, delta_l2, ratio, rms, n_nonfinite FROM ({MOVERS_SQL})
+        WHERE k <= ? AND delta_l2 IS DISTINCT FROM 0 ORDER BY step, k""", [run_id, top])
 
 
 def app_layer_norms(con: Any, run_id: str, columns: int = 200) -> pl.DataFrame:
@@ -481,6 +538,17 @@ def app_replays(con: Any, run_id: str) -> pl.DataFrame | None:
     if "run_id" not in cols:
         return None
     return _app_frame(con, "SELECT * FROM replays WHERE run_id = ?", [run_id])
+
+
+def app_probes(con: Any, run_id: str) -> pl.DataFrame | None:
+    """The checks of the run's latest `forensics probe`, in output order; None when the database has no `probes`
+    table yet."""
+    if not app_has_table(con, "probes"):
+        return None
+    return _app_frame(con, """
+        SELECT probe_id, created, check_name, status, summary, names, explains, evidence, from_checkpoint
+        FROM probes WHERE run_id = ? AND probe_id = (SELECT max(probe_id) FROM probes WHERE run_id = ?)
+        ORDER BY position""", [run_id, run_id])
 
 
 def app_configs(con: Any, run_ids: list[str]) -> pl.DataFrame:

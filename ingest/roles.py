@@ -18,12 +18,30 @@ from dataclasses import dataclass
 _WORD = re.compile(r"[a-z]+|[0-9]+")
 _SEPARATORS = re.compile(r"[/|:]")
 _DECIMAL = re.compile(r"\d+\.\d+")
+# A rate written as its unit (`s/it`, `ms/batch`, `sec/step`, `it/s`, `samples/sec`): time per step, or steps
+# (samples, tokens) per second. The console reader names a value printed with such a unit and no key by its unit.
+_TIME_PER_STEP = re.compile(r"^(?:.*\W)?(?:ms|s|sec|secs|seconds?)\s*/\s*(?:it|iter|iters|iteration|step|batch|update)$", re.I)
+_PER_SECOND = re.compile(
+    r"^(?:.*\W)?(?:it|its|iters?|steps?|batch(?:es)?|samples?|tokens?|toks?|imgs?|images?|words?|wps|ex|examples?)"
+    r"\s*/\s*(?:s|sec|second)$", re.I)
+# Words that name a loss without the word `loss`: cross-entropy (`CrossEntropy`, `Train-CrossEntropy`,
+# `xent`), negative log-likelihood, and a loss word with a one- or two-letter qualifier glued on (`closs`,
+# LLaMA2-Accessory's; `dloss`): the qualifier makes it a component, not the run's main loss.
+_GLUED_LOSS = re.compile(r"^[a-z]{1,2}loss$")
 
 SPLIT_WORDS = {
     "train": "train", "training": "train", "trn": "train",
     "val": "val", "valid": "val", "validation": "val", "eval": "val", "evaluation": "val", "dev": "val",
     "test": "test", "testing": "test",
 }
+# Words that say when a gradient norm was taken around clipping (`train/grad_norm_preclip`,
+# `grad_norm_before_clip`): a qualifier, not a layer. Before clipping is the norm clip_grad_norm_ returns (the
+# run's gradient norm); after it, a value capped at max_norm.
+CLIP_WORDS = {"clip", "clipping", "preclip", "pre", "before", "unclipped", "raw", "after", "post", "postclip",
+              "clipped"}
+AFTER_CLIP_WORDS = {"after", "post", "postclip", "clipped"}
+# Namespaces a logger puts statistics under (`optimizer/grad_norm`, `metrics/grad_norm`): not layers either.
+NAMESPACE_WORDS = {"optimizer", "optim", "metrics", "stats"}
 # Words that qualify a statistic without naming a layer (`train_loss_epoch`, `loss/avg`, ...).
 NEUTRAL_WORDS = {"step", "epoch", "avg", "mean", "total", "global", "overall", "running", "smoothed", "ema",
                  "value", "s", "per", "batch", "iter", "sum", "all", "of"}
@@ -60,15 +78,18 @@ def role_of(name: str) -> Role:
         for s in segments:
             # `grad_2.0_norm_total`: a decimal number is the norm's order, not a layer (`0.weight` is one)
             seg_words = set(words(_DECIMAL.sub(" ", s)))
-            if seg_words and not seg_words <= (QUANTITY_WORDS | NEUTRAL_WORDS | set(SPLIT_WORDS)):
+            if seg_words and not seg_words <= (QUANTITY_WORDS | NEUTRAL_WORDS | CLIP_WORDS | NAMESPACE_WORDS
+                                                | set(SPLIT_WORDS)):
                 return s
         return None
 
     if "scale" in ws and ("loss" in ws or "grad" in ws or "scaler" in ws or ws == {"scale"}) or "scaler" in ws:
         return Role("loss_scale", split)
-    if "loss" in ws or "nll" in ws:
-        extra = ws - {"loss"} - NEUTRAL_WORDS
+    if "loss" in ws or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
+        extra = ws - {"loss", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
         return Role("val_loss" if is_val else "train_loss", split, canonical=not extra)
+    if any(_GLUED_LOSS.match(x) for x in ws):
+        return Role("val_loss" if is_val else "train_loss", split)
     if ws & {"acc", "accuracy", "top1", "top"}:
         return Role("val_accuracy" if is_val else "accuracy", split, canonical=True)
     if "lr" in ws or {"learning", "rate"} <= ws:
@@ -77,17 +98,24 @@ def role_of(name: str) -> Role:
         return Role("dead_fraction", split, layer=layer())
     if ws & {"saturated", "saturation"}:
         return Role("saturated_fraction", split, layer=layer())
-    if ws & {"grad", "grads", "gradient", "gradients"} and ws & {"norm", "norms", "l2"} or ws & {"gradnorm", "gnorm"}:
+    if ws & {"grad", "grads", "gradient", "gradients"} and ws & {"norm", "norms", "l2"} or ws & {"gradnorm", "gnorm"} \
+            or ws == {"total", "norm"}:  # clip_grad_norm_'s return value, logged under its own name
         lay = layer()
-        return Role("layer_grad_norm" if lay else "grad_norm", split, layer=lay, canonical=lay is None)
+        return Role("layer_grad_norm" if lay else "grad_norm", split, layer=lay,
+                    canonical=lay is None and not ws & AFTER_CLIP_WORDS)
     if ws & {"update", "updates"} and ws & {"ratio", "ratios"}:
         return Role("update_ratio", split, layer=layer())
     if ws & {"weight", "weights", "param", "params", "parameter", "parameters"} and ws & {"norm", "norms", "l2"}:
         lay = layer()
         return Role("layer_weight_norm" if lay else "weight_norm", split, layer=lay, canonical=lay is None)
-    if ws & {"memory", "mem", "rss", "vram"}:
+    if _TIME_PER_STEP.match(name):
+        return Role("step_time", split)
+    if _PER_SECOND.match(name):
+        return Role("throughput", split)
+    if ws & {"memory", "mem", "rss", "vram"} or ws & MEMORY_UNITS and not ws & QUANTITY_WORDS:
         return Role("memory", split)
-    if ws & {"throughput", "samples", "tokens", "it"} and ws & {"per", "second", "sec", "s", "throughput"}:
+    if ws & {"throughput", "samples", "tokens", "it"} and ws & {"per", "second", "sec", "s", "throughput"} \
+            or ws == {"speed"}:  # MXNet's Speedometer: `Speed: 512 samples/sec`
         return Role("throughput", split)
     if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or {"epoch", "time"} <= ws \
             or ws == {"dt"}:
@@ -101,6 +129,9 @@ def role_of(name: str) -> Role:
     return Role("other", split)
 
 
+# A value the console reader read with a memory unit and no quantity word in its key (`current 0.3 GB`,
+# `peak 2.1 GB`) carries the unit in its tag (`current GB`).
+MEMORY_UNITS = {"kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib"}
 QUANTITY_WORDS = {
     "loss", "acc", "accuracy", "lr", "learning", "rate", "grad", "grads", "gradient", "gradients", "norm", "norms",
     "l2", "weight", "weights", "param", "params", "parameter", "parameters", "update", "updates", "ratio", "ratios",

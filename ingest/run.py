@@ -290,6 +290,11 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
         refresh_series(con, run_id)
         writes.insert_issues(con, run_id, [(u, Issue(None, "unknown_file", "no reader knows this file"))
                                            for u in report.unknown] + report.skipped)
+        # A stored source no longer found is deleted, unless it sits in a folder that could not be listed.
+        on_disk = {storable(str(p)) for rel in files for p in (rel, *rel.parents)}
+        unlisted = tuple(f"{path}/" for path, issue in report.skipped if issue.kind == "unreadable")
+        gone = [p for p in known if p not in on_disk and not p.startswith(unlisted)]
+        writes.mark_deleted(con, run_id, gone, [p for p in known if p in on_disk])
         con.execute("COMMIT")
     if not report.sources and report.unknown and not known:
         raise UnreadableRun(

@@ -25,10 +25,12 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     alerts          what `forensics watch` reported: a new or worse finding, a stalled run, a damaged file
     replays         one row per `forensics replay`: the step, its verdict, where the first non-finite value
                     appeared, the culprit samples, and the whole result as JSON
+    probes          one row per check of each `forensics probe`: pass / fail / n/a, its summary, the modules or
+                    parameters it names, the finding kinds it explains, its evidence (JSON)
     meta            schema_version and other store facts
 """
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # How a database of each older version becomes the next one: statements run in order, in one transaction, by
 # `ingest.store` when a writer opens it. A version missing here cannot be migrated (the user re-ingests).
@@ -56,6 +58,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     5: tuple(f"ALTER TABLE analyses ADD COLUMN IF NOT EXISTS {column}" for column in (
         "verdict VARCHAR", "verdict_reason VARCHAR", "headline_id INTEGER", "only_kinds VARCHAR",
         "skip_kinds VARCHAR", "read_problems VARCHAR", "unknown_files VARCHAR")),
+    # v6 -> v7 (issue 27): probes, a new table only.
+    6: (),
 }
 
 TABLES: dict[str, str] = {
@@ -357,10 +361,29 @@ TABLES: dict[str, str] = {
             culprit_samples BIGINT[],
             result VARCHAR                  -- the full JSON object `forensics replay --json` prints
         )""",
+    # -- probe (docs/probe.md) -----------------------------------------------------------------------------
+    "probes": """
+        CREATE TABLE IF NOT EXISTS probes (
+            probe_id INTEGER NOT NULL,      -- one `forensics probe` invocation; its checks share it
+            run_id VARCHAR NOT NULL,
+            created TIMESTAMP NOT NULL,
+            position INTEGER NOT NULL,      -- the check's place in the output
+            check_name VARCHAR NOT NULL,    -- overfit_one_batch, lr_range, gradient_flow, ...
+            status VARCHAR NOT NULL,        -- pass, fail, n/a
+            summary VARCHAR NOT NULL,       -- the sentence printed, numbers in it
+            names VARCHAR[],                -- the modules, parameters or batch keys it names
+            explains VARCHAR[],             -- the finding kinds (CATALOG.md) it explains
+            evidence VARCHAR,               -- JSON: the check's numbers
+            from_checkpoint VARCHAR,        -- JSON: the earliest and last checkpoints used
+            entry VARCHAR,                  -- the entry point file that was run
+            device VARCHAR,
+            seconds DOUBLE,                 -- the check's wall time
+            PRIMARY KEY (probe_id, position)
+        )""",
 }
 
 SEQUENCES = ("source_id_seq", "series_id_seq", "ckpt_id_seq", "batch_id_seq", "analysis_id_seq", "alert_id_seq",
-             "replay_id_seq")
+             "replay_id_seq", "probe_id_seq")
 
 # No index on the point tables: an ART index slows bulk inserts many times over, and DuckDB's
 # per-row-group min/max (zonemaps) already prune scans by run and series.

@@ -256,6 +256,15 @@ def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) ->
         con.unregister("_new_issues")
 
 
+def mark_deleted(con: Any, run_id: str, gone: list[str], present: list[str]) -> None:
+    """Stored sources whose files are gone get a `deleted` issue (their stored data stays: it is evidence);
+    one that is back loses it."""
+    con.execute("DELETE FROM ingest_issues WHERE run_id = ? AND kind = 'deleted' AND list_contains(?, path)",
+                [run_id, present])
+    insert_issues(con, run_id, [(p, Issue(None, "deleted", "the file is gone since it was read; what was read "
+                                          "from it is kept")) for p in gone])
+
+
 def update_series_names(con: Any, rows: list[tuple[int, str, str, str | None, str | None, bool]]) -> None:
     """(series_id, name, role, split, layer, canonical) for series whose display name and role are settled."""
     if not rows:
@@ -385,6 +394,26 @@ def insert_replay(con, result: dict) -> int:
          result.get("status"), hit.get("phase"), hit.get("op"), hit.get("module"), hit.get("file"), hit.get("line"),
          list(result.get("culprit_samples") or []), json.dumps(plain({**result, "replay_id": int(rid)}))])
     return int(rid)
+
+
+# -- probes -------------------------------------------------------------------------------------------------
+
+def insert_probe(con, result: dict) -> int:
+    """Store one `forensics probe` result, a row per check; its probe_id."""
+    import json
+
+    from ingest.jsonvalues import plain
+
+    pid = con.execute("SELECT nextval('probe_id_seq')").fetchone()[0]
+    times = result.get("timings_s") or {}
+    con.executemany(
+        """INSERT INTO probes (probe_id, run_id, created, position, check_name, status, summary, names, explains,
+                               evidence, from_checkpoint, entry, device, seconds)
+           VALUES (?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [[pid, result["run_id"], i, c["name"], c["status"], c["summary"], list(c["names"]), list(c["explains"]),
+          json.dumps(plain(c["evidence"])), json.dumps(plain(result.get("from_checkpoint"))), result.get("entry"),
+          result.get("device"), times.get(c["name"])] for i, c in enumerate(result["checks"])])
+    return int(pid)
 
 
 # -- watch: alerts and run discovery -------------------------------------------------------------------------

@@ -339,7 +339,50 @@ def test_replays_are_shown_when_the_table_has_rows(gallery_db, tmp_path, monkeyp
     assert not at.exception
     text = "\n".join(m.value for m in at.markdown)
     assert "Replay of step 80" in text and "3, 17" in text and "MulBackward0" in text
-    assert any("lr_div_10" in str(j.value) for j in at.json)
+    assert "lr\\_div\\_10" in text or "lr_div_10" in text
+    assert not at.json, "the replay card shows sentences, not a raw dict"
+
+
+def test_replay_card_reads_as_the_cli_prints_it(gallery_db, tmp_path, monkeypatch):
+    """Issue 25: the card showed `created` as a JSON error and the rest as a raw dict. A real replay's JSON, stored by
+    replay's own writer, is shown with its fidelity, reproduced line, phase/op/module/file:line, culprits,
+    counterfactuals and command; a finite (spike) step reads "finite, as logged", not "reproduced: False"."""
+    from forensics.replay.result import ReplayResult
+    from ingest.store import connect
+    from ingest.writes import insert_replay
+
+    db = tmp_path / "with_replays.duckdb"
+    shutil.copy(gallery_db, db)
+    run_id = _read(db, "app_runs").filter(pl.col("name") == "nan_lr_too_high")["run_id"][0]
+    common = dict(run="nan_lr_too_high", run_id=run_id, from_checkpoint="checkpoints/step_60.pt", checkpoint_step=60,
+                  entry="forensics_entry.py", config="config.yaml", device="cpu", determinism={}, restored=["model"],
+                  notes=[], replayed_steps=[61, 80],
+                  fidelity={"faithful": True, "verified": True, "compared": [{"match": True}]})
+    nan = ReplayResult(step=80, command="forensics replay ~/runs/nan_lr_too_high --step 80", bad_step=80,
+                       reproduced=True, status="diagnosed: the first non-finite value appears in the forward pass",
+                       rerun={"loss": [float("nan")] * 2, "grad_norm": [float("nan")] * 2},
+                       first_nonfinite={"phase": "forward", "op": "linear", "module": "body.fc2",
+                                        "file": "forensics_entry.py", "line": 31},
+                       culprits={"samples": [3, 17], "method": "per_sample_loss"}, culprit_samples=[3, 17],
+                       counterfactuals=[{"change": "lr_div_10", "applicable": True, "finite": True, "loss": 2.1,
+                                         "grad_norm": 0.8}], **common)
+    spike = ReplayResult(step=70, command="forensics replay ~/runs/nan_lr_too_high --step 70",
+                         status="finite step 70 replayed faithfully", spike={"loss": 3.0, "grad_norm": 9.0,
+                         "samples_by_loss": [], "samples_by_grad_norm": [], "layers_by_grad_norm": []}, **common)
+    with connect(db, write=True) as con:
+        insert_replay(con, nan.to_json())
+        insert_replay(con, spike.to_json())
+    at = _app(monkeypatch, db, run="nan_lr_too_high")
+    at.sidebar.radio[0].set_value("Checkpoints and replays").run()
+    assert not at.exception and not at.json
+    text = "\n".join(m.value for m in at.markdown)
+    assert "ERROR" not in text and "src property" not in text
+    assert "**Fidelity**: faithful: 1/1 logged values match" in text
+    assert "**Reproduced**: yes" in text and "**Reproduced**: finite, as logged" in text
+    assert "forward: linear in body.fc2 at forensics\\_entry.py:31" in text
+    assert "**Culprit samples**: 3, 17" in text
+    assert any("lr\\_div\\_10" in t or "lr_div_10" in t for t in text.splitlines())
+    assert {c.value for c in at.code} >= {nan.command, spike.command}
 
 
 def _hold_write_lock(db: Path) -> subprocess.Popen:
@@ -435,3 +478,69 @@ def test_a_constant_series_is_drawn_around_its_value():
     fig = charts.series_figure("Learning rate", [{"name": "lr", "colour": charts.TRAIN, "points": points}], 1, 3)
     low, high = fig.layout.yaxis.range
     assert 0 < low < 1e-3 < high < 2e-3
+
+
+def test_runs_filter_finds_a_run_by_any_of_its_finding_kinds(gallery_db, monkeypatch):
+    """Issue 25: the filter searched names and the headline only, so a kind under the headline found nothing."""
+    runs = _read(gallery_db, "app_runs")
+    failed = runs.filter(pl.col("name") == "nan_lr_too_high").row(0, named=True)
+    kinds = _read(gallery_db, "app_run_kinds").filter(pl.col("run_id") == failed["run_id"])["kinds"][0].split()
+    hidden = [k for k in kinds if k not in (failed["headline"] or "")]
+    assert hidden, "every kind of the run is in its headline: nothing to test"
+    at = _app(monkeypatch, gallery_db)
+    at.text_input[0].set_value(hidden[0]).run()
+    assert not at.exception
+    text = "\n".join(m.value for m in at.markdown)
+    assert "nan\\_lr\\_too\\_high" in text and "healthy\\_mlp" not in text
+
+
+def test_compare_defaults_to_the_closest_healthy_sibling():
+    """docs/app.md: the failed run against the healthy run with the same config keys and fewest differences."""
+    from app.pages import closest_healthy_sibling
+
+    runs = pl.DataFrame({"run_id": ["bad", "far", "near", "other_keys", "sick"],
+                         "name": ["bad", "far", "near", "other_keys", "sick"],
+                         "verdict": ["failed", "healthy", "healthy", "healthy", "suspicious"]})
+    rows = [("bad", "lr", "0.5"), ("bad", "seed", "1"), ("bad", "width", "64"),
+            ("far", "lr", "0.001"), ("far", "seed", "2"), ("far", "width", "64"),
+            ("near", "lr", "0.001"), ("near", "seed", "1"), ("near", "width", "64"),
+            ("other_keys", "lr", "0.5"), ("other_keys", "seed", "1"), ("other_keys", "depth", "3"),
+            ("sick", "lr", "0.5"), ("sick", "seed", "1"), ("sick", "width", "64")]
+    configs = pl.DataFrame(rows, schema=["run_id", "key", "value"], orient="row")
+    assert closest_healthy_sibling(runs, "bad", configs) == "near"
+    assert closest_healthy_sibling(runs.filter(pl.col("verdict") != "healthy"), "bad", configs) is None
+
+
+def test_a_throughput_drop_shows_its_step_times(tmp_path, monkeypatch):
+    """Issue 25: the report drew loss and gradient norm under a throughput_drop, not the step times it is about.
+    The seconds per step of the series it judged, from the real run's wall-clock stamps, are drawn under it, with
+    the stall's steps among the points."""
+    db = tmp_path / "stalls.duckdb"
+    analyze(GALLERY / "throughput_stalls", db)
+    findings = _read(db, "app_findings", _read(db, "app_runs")["analysis_id"][0])
+    drop = findings.filter(pl.col("kind") == "throughput_drop").row(0, named=True)
+    at = _app(monkeypatch, db, run="throughput_stalls")
+    assert not at.exception
+    figures = _figures(at)
+    [title] = [t for t in figures if t.startswith("Step time")]
+    assert drop["series"] in title
+    traces = _traces(figures[title])
+    line = traces[f"{drop['series']} · seconds per step"]
+    stalled = [y for x, y in zip(line["x"], line["y"]) if drop["step"] <= x <= (drop["step_end"] or drop["step"])]
+    calm = [y for x, y in zip(line["x"], line["y"]) if x < drop["step"]]
+    assert stalled and calm and max(stalled) > 2 * float(np.median(calm))
+
+
+def test_finding_labels_sit_above_the_plot_not_on_its_markers(gallery_db, monkeypatch):
+    """Issue 25: finding labels were drawn inside the plot's top edge, on the NaN/Inf marks and the first
+    non-finite star (nan_loss's label lay on the star at step 80). They sit in a band above the plot now, and the
+    legend below it."""
+    at = _app(monkeypatch, gallery_db, run="nan_lr_too_high")
+    loss = _figures(at)["Loss"]
+    labels = [a for a in loss["layout"]["annotations"] if a.get("text", "").split(" ", 1)[-1] in
+              {"nan_loss", "loss_spike", "divergence", "exploding_gradients", "lr_too_high"}]
+    assert labels
+    assert all(a["yref"] in ("paper", "y domain") and a["y"] >= 1 and a["yanchor"] == "bottom" for a in labels)
+    stars = _traces(loss)["train_loss · first non-finite"] if "train_loss · first non-finite" in _traces(loss) else None
+    assert stars is None or stars["yaxis"] in (None, "y")  # markers stay in data coordinates, inside the plot
+    assert loss["layout"]["legend"]["y"] < 0

@@ -77,6 +77,7 @@ def test_hf_capture_then_replay_names_op_module_and_sample(tmp_path, capsys):
     trainer.train()
     sys.modules.pop("tinymodel", None)
     assert (run / "forensics_entry.py").is_file() and (run / "checkpoint-4" / "optimizer.pt").is_file()
+    assert (run / "checkpoints" / "step_0.pt").is_file()  # the state at initialisation, for forensics probe
     assert (run / "batches" / f"step_{BAD_STEP}.pt").is_file()
     capsys.readouterr()  # HF Trainer prints its log dicts: not ours
     code = main(["replay", str(run), "--db", str(tmp_path / "f.duckdb"), "--json"])

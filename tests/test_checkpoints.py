@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import shutil
@@ -593,7 +594,7 @@ def test_run_ingest_and_checkpoints_command(tmp_path, capsys):
     assert by_path["last.safetensors"]["status"] == "unreadable"
     [pair] = out["deltas"]
     assert (pair["prev_step"], pair["step"], pair["step_distance"]) == (2, 4, 2)
-    assert len(pair["top"]) == 2 and pair["top"][0]["ratio"] >= pair["top"][1]["ratio"]
+    assert len(pair["top"]) == 2 and (pair["top"][0]["tensor"], pair["top"][0]["n_nonfinite"]) == ("fc2.weight", 1)
     assert "fc1.bias" in pair["frozen"]
     [b] = out["batches"]
     assert b["step"] == 4 and b["tensors"] == [{"tensor": "x", "nonfinite_samples": [6], "outlier_samples": [],
@@ -607,3 +608,22 @@ def test_run_ingest_and_checkpoints_command(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert {c["path"]: c["status"] for c in out["checkpoints"]}["whole_model.pt"] == "ok"
     assert query(db, "SELECT count(*) FROM checkpoints") == [(4,)]
+
+
+def test_movers_list_nonfinite_tensors_first_and_zero_initialised_biases_do_not_fill_the_list(tmp_path, capsys):
+    """Issue 25: ‖Δw‖/‖w‖ is inf for a tensor that starts at 0, so nan_adam_eps_zero's zero-initialised biases
+    filled the movers and its one NaN tensor (embed.weight) was missing. NaN/Inf tensors come first, as such, and
+    the rest rank by the update's RMS (defined at zero)."""
+    from forensics.cli import main
+    from tests.paths import REPO
+
+    run = tmp_path / "nan_adam_eps_zero"
+    shutil.copytree(REPO / "sample_runs" / "runs" / "nan_adam_eps_zero", run)
+    assert main(["checkpoints", str(run), "--db", str(tmp_path / "f.duckdb"), "--quiet", "--json", "--top", "5"]) == 0
+    first = json.loads(capsys.readouterr().out)["deltas"][0]
+    top = first["top"]
+    assert (top[0]["tensor"], top[0]["n_nonfinite"]) == ("embed.weight", 32)
+    rest = [m for m in top if not m["n_nonfinite"]]
+    assert rest and all(math.isfinite(m["rms"]) for m in rest)
+    assert [m["rms"] for m in rest] == sorted((m["rms"] for m in rest), reverse=True)
+    assert not all(m["ratio"] is None for m in rest), "zero-initialised tensors fill the list"

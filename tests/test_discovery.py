@@ -180,3 +180,16 @@ def test_ten_thousand_runs_walk_is_one_listing_per_run(tmp_path):
     d = discover(root)
     assert len(d.runs) == 300
     assert d.dirs_scanned == 1 + 3 + 300
+
+
+@pytest.mark.parametrize("name", ["stdout", "train.md", "run.txt", "train.log.1"])
+def test_a_log_under_a_name_no_reader_claims_is_found_by_its_content(tmp_path, name):
+    # a real log (tacotron2's lines, from a GitHub issue) saved as `stdout`, pasted into a `.md`, rotated
+    if not (REAL_RUNS.parent / "real_runs_test").is_dir():
+        pytest.skip(f"the shared real runs are not at {REAL_RUNS.parent}")
+    run = tmp_path / "job"
+    run.mkdir()
+    (run / name).write_bytes((REAL_RUNS.parent / "real_runs_test" / "log_tacotron485" / "train.log").read_bytes())
+    (run / "README").write_text("Notes: lr 1e-3, batch 32, 2 GPUs.\n")
+    runs = discover_runs(tmp_path)
+    assert [(r.name, r.kind) for r in runs] == [("job", "console_log")] and name in runs[0].reason

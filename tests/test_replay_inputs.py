@@ -121,3 +121,32 @@ def test_layout_table_says_what_each_step_means():
     assert first_step_after("torch", 60, "checkpoint_before_step") == 60
     with pytest.raises(ValueError, match="accepted: checkpoint_after_step, checkpoint_before_step"):
         step_means("torch", "lightning_style")
+
+
+def test_entry_template_reads_the_configs_own_keys(tmp_path, capsys):
+    """Issue 25: the template read `config.get("lr")` where the run's config says `optim: {lr: ...}`, and never its
+    `max_grad_norm`. It names the keys the stored config has, and is valid Python."""
+    import yaml
+
+    run = copy_run(tmp_path, "nan_lr_too_high")
+    (run / "forensics_entry.py").unlink()
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    (run / "config.yaml").write_text(yaml.safe_dump({**config, "max_grad_norm": 1.0}))
+    code = main(["replay", str(run), "--db", str(tmp_path / "f.duckdb")])
+    out = capsys.readouterr()
+    assert code == 2
+    assert 'lr=config["optim"]["lr"]' in out.out
+    assert '"max_grad_norm": config["max_grad_norm"]' in out.out
+    compile(out.out, "forensics_entry.py", "exec")
+
+
+def test_replay_commands_write_the_home_directory_as_tilde(tmp_path, monkeypatch):
+    """Issue 25: the README shows `~/...`; the hint printed /home/<user>/... (and a quoted `~` would not expand)."""
+    from forensics.replay import replay_command, shell_path
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    run = tmp_path / "runs" / "my run"
+    assert shell_path(run) == "~/'runs/my run'"
+    assert shell_path("/srv/runs/a") == "/srv/runs/a"
+    assert replay_command(run, 80, db=tmp_path / ".cache" / "f.duckdb", threads=2) == \
+        "forensics replay ~/'runs/my run' --step 80 --threads 2 --db ~/.cache/f.duckdb"

@@ -39,6 +39,24 @@ from ingest.roles import role_of
         ("train/clip", "clip_rate", "train"),
         ("grad_clip", "other", None),  # a threshold, not a rate
         ("train/clip_fraction", "other", "train"),  # PPO (stable-baselines3): clipped policy ratios
+        # names of a loss without the word `loss` (MXNet's metrics, LLaMA2-Accessory's `closs`)
+        ("CrossEntropy", "train_loss", None),
+        ("Train-CrossEntropy", "train_loss", "train"),
+        ("Validation-CrossEntropy", "val_loss", "val"),
+        ("cross-entropy", "train_loss", None),
+        ("xent", "train_loss", None),
+        ("closs", "train_loss", None),
+        ("total loss", "train_loss", None),
+        ("Train-Perplexity", "other", "train"),  # exp(loss): a loss detector's thresholds do not hold on it
+        # rates named by their unit (console `2.51s/it`, word_language_model's `ms/batch 45.37`)
+        ("s/it", "step_time", None),
+        ("sec/step", "step_time", None),
+        ("ms/batch", "step_time", None),
+        ("it/s", "throughput", None),
+        ("samples/sec", "throughput", None),
+        ("Speed", "throughput", None),  # MXNet's Speedometer: `Speed: 512 samples/sec`
+        ("peak GB", "memory", None),  # console `peak 2.1 GB`: the reader keeps the unit in the tag
+        ("max mem", "memory", None),
     ],
 )
 def test_role_of_common_names(name, role, split):
@@ -64,3 +82,18 @@ def test_per_layer_series_name_their_layer(name, role, layer):
 def test_main_loss_is_canonical_and_components_are_not():
     assert role_of("train/loss").canonical
     assert not role_of("recon_loss").canonical
+
+
+@pytest.mark.parametrize("name", ["train/grad_norm_preclip", "grad_norm_before_clip", "total_norm", "grad_norm/total",
+                                  "train/total_norm", "optimizer/grad_norm", "gradient_norm_pre_clip"])
+def test_clip_qualified_gradient_norms_are_gradient_norms_not_layers(name):
+    """Issue 25: `train/grad_norm_preclip` was read as the gradient norm of a layer named `grad_norm_preclip`."""
+    r = role_of(name)
+    assert (r.role, r.layer, r.canonical) == ("grad_norm", None, True)
+
+
+def test_gradient_norm_after_clipping_is_not_the_runs_gradient_norm():
+    """A norm taken after clipping is capped at max_norm: a gradient norm, but not the canonical one."""
+    r = role_of("grad_norm_clipped")
+    assert (r.role, r.layer, r.canonical) == ("grad_norm", None, False)
+    assert role_of("grad_norm/fc1.weight").layer == "fc1.weight"  # a real layer still names itself

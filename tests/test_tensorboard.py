@@ -508,6 +508,13 @@ def test_mutated_tf2_events_with_valid_crcs_decode_as_protobuf_does(tmp_path_fac
     check_against_reference(path, data[:off] + frame_record(bytes(payload)) + data[off + size :])
 
 
+def test_a_mutated_dtype_the_reference_cannot_decode_is_a_rejected_value(tmp_path_factory, tf2_file):
+    """Found with Hypothesis's default profile (issue 26): byte 800 of record 1 set to 120 makes the dtype
+    DT_RESOURCE_REF, which `make_ndarray` cannot decode (KeyError: 120); the reference must reject the value."""
+    test_mutated_tf2_events_with_valid_crcs_decode_as_protobuf_does.hypothesis.inner_test(
+        tmp_path_factory, tf2_file, edits=[(800, 120)], which=1)
+
+
 def test_overlong_step_varint_reads_as_protobuf_reads_it(tmp_path):
     """ingest/_wire.h holds one varint rule for both compiled cores, protobuf's (upb): a 10th byte's bits past
     the 64th are dropped. The cores disagreed before (issue 11): this Event must decode as protobuf decodes it."""

@@ -2,7 +2,7 @@
 
 Plain PyTorch, two lines:
 
-    cap = Capture("runs/exp1", config=config, every=100)          # before the loop
+    cap = Capture("runs/exp1", config=config, every=100, model=model, optimizer=optimizer)   # before the loop
     for step, batch in enumerate(loader, start=1):
         loss = loss_fn(model, batch); loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -13,9 +13,13 @@ It writes the layout replay reads (DECISIONS.md §10), and nothing else:
 
     config.json                  the config (once, at start)
     checkpoints/step_N.pt        every `every` steps: model, optimizer, scheduler, GradScaler and RNG states
-                                 (plain tensors and containers: readable with torch.load(weights_only=True))
-    batches/step_N.pt            the last `keep` batches (a ring buffer in CPU memory), written when the loss or
-                                 gradient norm turns non-finite or spikes (> `spike` x the median of the last 50)
+                                 (plain tensors and containers: readable with torch.load(weights_only=True));
+                                 checkpoints/step_0.pt, the state at initialisation, when the model is given at
+                                 construction (`forensics probe` starts its overfit and initial-loss checks there)
+    batches/step_N.pt            the first `first` batches of the run (what `forensics probe` trains and measures
+                                 on), and the last `keep` batches (a ring buffer in CPU memory), written when the
+                                 loss or gradient norm turns non-finite or spikes (> `spike` x the median of the
+                                 last 50)
     forensics_metrics.jsonl      every step's loss and gradient norm at full precision (fidelity's reference)
 
 `keep` defaults to `every`, so the batches since the last checkpoint are always there. The entry point
@@ -74,10 +78,11 @@ class Capture:
     log of loss and gradient norm. Steps are the numbers the caller passes (logged steps)."""
 
     def __init__(self, run_dir: str | os.PathLike, config: dict | None = None, every: int = 100,
-                 keep: int | None = None, spike: float = 10.0, state_dict_prefix: str = ""):
+                 keep: int | None = None, spike: float = 10.0, state_dict_prefix: str = "", model: Any = None,
+                 optimizer: Any = None, scheduler: Any = None, scaler: Any = None, first: int = 4):
         self.root = Path(run_dir)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.every, self.keep, self.spike = every, keep or every, spike
+        self.every, self.keep, self.spike, self.first = every, keep or every, spike, first
         self.prefix = state_dict_prefix
         self.ring: deque[tuple[int, dict]] = deque(maxlen=self.keep)
         self.recent: deque[float] = deque(maxlen=50)
@@ -85,6 +90,8 @@ class Capture:
         self.tripped = False
         if config is not None:
             (self.root / "config.json").write_text(json.dumps(config, indent=2, default=str) + "\n")
+        if model is not None:  # the state at initialisation: probe's overfit and initial-loss checks start here
+            self.checkpoint(0, model, optimizer, scheduler, scaler)
 
     def step(self, step: int, batch: Any, loss: Any = None, grad_norm: Any = None, model: Any = None,
              optimizer: Any = None, scheduler: Any = None, scaler: Any = None) -> None:
@@ -105,6 +112,8 @@ class Capture:
         else:
             kept = {"x0": _to_cpu(batch)}
         self.ring.append((step, kept))
+        if len(self.flushed) < self.first and not self.tripped and step not in self.flushed:
+            self.flush()  # the run's first batches are always kept: a probe trains and measures on them
 
     def log(self, step: int, loss: Any, grad_norm: Any) -> None:
         """Append loss and grad norm at full precision; flush the ring on a non-finite value or a spike."""

@@ -70,6 +70,8 @@ class ForensicsCallback(TrainerCallback):
                   "max_grad_norm": args.max_grad_norm, "gradient_accumulation_steps": args.gradient_accumulation_steps,
                   "seed": args.seed}
         self.cap = Capture(root, config=config, every=0, keep=self.keep, spike=self.spike)
+        # the state at initialisation (HF saves none): `forensics probe` starts its overfit and initial-loss checks here
+        self.cap.checkpoint(0, model, optimizer, kwargs.get("lr_scheduler"))
         write_entry(root, "forensics.capture.hf.ForensicsCallback", type(model), ENTRY_BODY)
         self.handles = [model.register_forward_pre_hook(self._inputs, with_kwargs=True),
                         model.register_forward_hook(self._outputs, with_kwargs=True)]

@@ -129,10 +129,14 @@ class ExplodingGradients:
             if not np.any(excess[a:b + 1] >= np.log10(self.factor)):
                 continue  # only non-finite norms, no growth first: the NaN's symptom, listed under nonfinite
             peak = float(np.nanmax(seg)) if np.isfinite(seg).any() else float("inf")
-            long = b - a + 1 >= self.min_points
-            huge = peak - b0 >= np.log10(self.huge_factor)
+            # counted above ×factor, not over the episode: its onset moved back to the last calm point, so one
+            # spike after a stretch between ×2 and ×10 made a "long" episode (spike_corrupt_batches' ×1000
+            # batches, once its `train/grad_norm_preclip` was read as the gradient norm it is)
+            above = int(np.sum(excess[a:b + 1] >= np.log10(self.factor)))
+            long = above >= self.min_points
+            huge = peak - b0 >= np.log10(self.huge_factor) and above >= 2  # a single point is a spike, however tall
             if not (long or bool(nonfinite[a:b + 1].any()) or (b == g.size - 1 and huge)):
-                continue  # fewer than `min_points` finite points: a spike that came back, or one the log ends on
+                continue  # too few points above ×factor: a spike that came back, or one the log ends on
             rise_points = self._rise_points(excess, a, b)
             fast = rise_points is not None and rise_points <= self.fast_points
             paid_by = _loss_change(run, steps, a, b, self.window)

@@ -3,7 +3,8 @@ non-finite value came from (phase, op, module, file:line), which samples cause i
 
     from forensics.replay import replay
     result = replay("sample_runs/runs/nan_bad_sample", db="/tmp/f.duckdb")   # the NaN onset from the store
-    result["first_nonfinite"]        # {"phase": "forward", "op": "conv2d", "module": "features.conv1", ...}
+    result.first_nonfinite           # {"phase": "forward", "op": "conv2d", "module": "features.conv1", ...}
+    result.to_json()                 # the documented JSON object (docs/replay.md)
 
 Running it runs the user's code (the run's `forensics_entry.py`): calling `replay` is the opt-in. Torch is
 imported only here (never at the import of `forensics` or `ingest`). The run directory is never written to.
@@ -19,24 +20,30 @@ import time
 from pathlib import Path
 from typing import Any
 
+from forensics.replay.result import ReplayResult
+
 ENTRY_NAME = "forensics_entry.py"
 
 
 def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | os.PathLike | None = None,
-           from_checkpoint: str | None = None, device: str = "auto", db: str | os.PathLike,
-           store: bool = True) -> dict[str, Any]:
+           from_checkpoint: str | None = None, device: str = "auto", threads: int | None = None,
+           db: str | os.PathLike, store: bool = True) -> ReplayResult:
     """Replay `run_dir` up to step `step` (default: the first non-finite loss, else gradient norm, else
-    checkpoint the store knows). Returns the documented result object (see docs/replay.md) and, with `store`,
-    writes it to the `replays` table of `db` (the CLI resolves --db, $FORENSICS_DB and the user cache). Raises
-    ReplayError subclasses for missing ingredients."""
+    checkpoint the store knows) with `threads` intra-op threads (default: what the machine can give now). Returns
+    the result (`to_json()`: the documented object, docs/replay.md) and, with `store`, writes it to the `replays`
+    table of `db` (the CLI resolves --db, $FORENSICS_DB and the user cache). Raises ReplayError subclasses for
+    missing ingredients. Process-wide settings replay changes (RNG, deterministic algorithms, threads, cuDNN
+    flags) are given back when it returns."""
     from forensics.run import Run
-    from ingest.errors import EntryPointError, ForensicsError
+    from ingest.errors import EntryPointError, ForensicsError, ReplayError
     from ingest.run import ingest_run
     from ingest.store import connect
 
     root = Path(run_dir).resolve()
     if not root.is_dir():
         raise ForensicsError(f"{run_dir} is not a directory")
+    if threads is not None and threads < 1:
+        raise ReplayError(f"--threads {threads}: give 1 or more (default: the CPUs free now)")
     path = Path(db).expanduser()
     report = ingest_run(root, path, progress=None)
     with connect(path, write=False) as con:
@@ -54,18 +61,50 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
             f"no entry point {entry_path} (see docs/replay.md): save one beside the run, or pass --entry FILE.py; "
             f"a template built from what the store knows is printed above", template=entry_template(run))
     target = step if step is not None else default_step(run)
-    import torch
+    command = replay_command(run_dir, target, entry=entry, from_checkpoint=from_checkpoint, device=device,
+                             threads=threads)
 
+    from forensics.replay.determinism import deterministic
     from forensics.replay.state import get_rng, set_rng
 
-    # replay sets process-wide state (RNG, deterministic algorithms): give the caller's back afterwards
-    saved_rng = get_rng()
-    saved_det = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    dev = _device(device)
+    saved_rng = get_rng()  # replay sets process-wide state: the caller's RNG comes back afterwards, as do the flags
     try:
-        return _replay(run, root, target, entry_path, from_checkpoint, device, path if store else None)
+        with deterministic(dev, threads) as settings:
+            return _replay(run, root, target, entry_path, from_checkpoint, dev, settings, command,
+                           path if store else None)
     finally:
         set_rng(saved_rng)
-        torch.use_deterministic_algorithms(saved_det[0], warn_only=saved_det[1])
+
+
+def replay_command(run_dir: str | os.PathLike, step: int, *, entry: str | os.PathLike | None = None,
+                   from_checkpoint: str | None = None, device: str = "auto", threads: int | None = None,
+                   db: str | os.PathLike | None = None) -> str:
+    """The `forensics replay` command line for these settings, paths under the home directory written with `~`."""
+    parts = ["forensics replay", shell_path(run_dir), "--step", str(step)]
+    if entry:
+        parts += ["--entry", shell_path(entry)]
+    if from_checkpoint:
+        parts += ["--from-checkpoint", shell_path(from_checkpoint)]
+    if device != "auto":
+        parts += ["--device", device]
+    if threads:
+        parts += ["--threads", str(threads)]
+    if db:
+        parts += ["--db", shell_path(db)]
+    return " ".join(parts)
+
+
+def shell_path(path: str | os.PathLike) -> str:
+    """A path quoted for the shell, `~/...` where it lies under the home directory (as the README writes it)."""
+    import shlex
+
+    text = str(path)
+    home = str(Path.home())
+    if text == home or text.startswith(home.rstrip("/") + "/"):
+        rest = text[len(home):].lstrip("/")
+        return "~/" + shlex.quote(rest) if rest else "~"
+    return shlex.quote(text)
 
 
 def default_step(run: Any) -> int:
@@ -149,26 +188,8 @@ def _device(name: str) -> Any:
     return torch.device(name)
 
 
-def determinism(device: Any) -> dict[str, Any]:
-    """Apply what makes a re-run give the same numbers, and say what it cannot promise."""
-    import torch
-
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    settings = {"use_deterministic_algorithms": "True (warn_only)", "threads": torch.get_num_threads()}
-    if device.type == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.backends.cudnn.benchmark = False
-        torch.backends.cudnn.deterministic = True
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        settings.update({"cudnn.deterministic": True, "cudnn.benchmark": False, "tf32": False})
-    settings["limits"] = ("bitwise equality with the original run needs the same hardware, library versions and "
-                          "thread count; other reductions differ in the last bits")
-    return settings
-
-
-def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint: str | None, device_name: str,
-            db: Path | None) -> dict[str, Any]:
+def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint: str | None, device: Any,
+            settings: dict[str, Any], command: str, db: Path | None) -> ReplayResult:
     from forensics.replay import counterfactuals, culprits, fidelity, instrument
     from forensics.replay.state import (
         StepOptions,
@@ -185,7 +206,6 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     from ingest.errors import MissingBatch
 
     t0 = time.perf_counter()
-    device = _device(device_name)
     config, config_from = read_config(root, _nested(run._configs))
     entry = load_entry(entry_path)
     options = StepOptions.from_entry(entry, config)
@@ -199,14 +219,10 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
             f"no batch saved for step {start}, the first step after {ck_path}" +
             (f" (batches saved for steps {have[0]}-{have[-1]})" if have else " (no batches saved)") +
             "; save the last K batches before a failure next time (forensics.capture's ring buffer does)")
-    settings = determinism(device)
     st = restore_checkpoint(entry, config, root, ck_path, ck_fmt, device)
-    result: dict[str, Any] = {
-        "run": run.name, "run_id": run.run_id, "step": target, "from_checkpoint": ck_path, "checkpoint_step": ck_step,
-        "entry": str(entry_path), "config": config_from, "device": str(device), "determinism": settings,
-        "restored": st.restored, "notes": list(st.notes), "replayed_steps": None, "fidelity": None,
-        "reproduced": False, "status": None, "first_nonfinite": None, "culprit_samples": [], "culprits": None,
-        "counterfactuals": [], "timings_s": {}}
+    result = ReplayResult(run=run.name, run_id=run.run_id, step=target, command=command, from_checkpoint=ck_path,
+                          checkpoint_step=ck_step, entry=str(entry_path), config=config_from, device=str(device),
+                          determinism=settings, restored=st.restored, notes=list(st.notes))
     outs, bad, snap, batch, stopped = {}, None, None, None, None
     snap0 = snapshot(st)
     for s in range(start, target + 1):
@@ -220,8 +236,8 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
             bad = s
             break
     last = bad if bad is not None else max(outs)
-    result["replayed_steps"] = [start, last]
-    result["timings_s"]["replay_to_step"] = time.perf_counter() - t0
+    result.replayed_steps = [start, last]
+    result.timings_s["replay_to_step"] = time.perf_counter() - t0
     fid = fidelity.compare(run, outs, start, last)
     if not fid["faithful"]:  # how far one ulp of rounding moves these steps (fidelity.py)
         t1 = time.perf_counter()
@@ -231,57 +247,58 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
         for s in outs:
             noisy[s] = run_step(st, to_device(load_batch(root, batches[s]), device))
         fid = fidelity.compare(run, outs, start, last, perturbed=noisy)
-        result["timings_s"]["rounding_noise"] = time.perf_counter() - t1
-    result["fidelity"] = fid
+        result.timings_s["rounding_noise"] = time.perf_counter() - t1
+    result.fidelity = fid
     if stopped:
-        result["notes"].append(stopped)
+        result.notes.append(stopped)
     quiet = not fid["logged_nonfinite_not_reproduced"]  # the logs show no NaN/Inf the replay missed
     if bad is None and stopped is None and quiet and fid["faithful"]:  # a finite step: a spike, say
         restore(st, snap)
-        result["spike"] = culprits.spike_drivers(st, batch)
-        result["status"] = (f"finite step {target} replayed faithfully: the samples and layers that drive its loss "
+        result.spike = culprits.spike_drivers(st, batch)
+        result.status = (f"finite step {target} replayed faithfully: the samples and layers that drive its loss "
                             f"and gradient norm are listed")
         return _finish(result, db, t0)
     if bad is None:
-        result["status"] = ("not reproduced: transient — hardware, non-deterministic kernels, or state not saved: "
+        result.status = ("not reproduced: transient — hardware, non-deterministic kernels, or state not saved: "
                             f"steps {start}-{last} stay finite in the replay"
                             + (f" ({stopped})" if stopped else ""))
         if not fid["faithful"]:
-            result["status"] = _unfaithful(fid) + "; " + result["status"]
+            result.status = _unfaithful(fid) + "; " + result.status
         return _finish(result, db, t0)
     first = outs[bad]
     restore(st, snap)
     second = run_step(st, batch)
     same = _same(first.loss, second.loss) and _same(first.grad_norm, second.grad_norm) and first.phase == second.phase
-    result["reproduced"] = same
-    result["bad_step"] = bad
-    result["rerun"] = {"loss": [first.loss, second.loss], "grad_norm": [first.grad_norm, second.grad_norm],
+    result.reproduced = same
+    result.bad_step = bad
+    result.rerun = {"loss": [first.loss, second.loss], "grad_norm": [first.grad_norm, second.grad_norm],
                        "phase": [first.phase, second.phase]}
     if not fid["faithful"]:
-        result["status"] = _unfaithful(fid)
+        result.status = _unfaithful(fid)
         return _finish(result, db, t0)
     if not same:
-        result["status"] = ("not reproduced: transient — hardware, non-deterministic kernels, or state not saved: "
+        result.status = ("not reproduced: transient — hardware, non-deterministic kernels, or state not saved: "
                             f"two re-runs of step {bad} from the same state differ")
         return _finish(result, db, t0)
     t1 = time.perf_counter()
     restore(st, snap)
     hit = instrument.locate(st, batch, first.phase)
-    result["timings_s"]["instrumented"] = time.perf_counter() - t1
-    result["first_nonfinite"] = hit
+    result.timings_s["instrumented"] = time.perf_counter() - t1
+    result.first_nonfinite = hit
     phase = hit["phase"] if hit else first.phase
     t1 = time.perf_counter()
     restore(st, snap)
     found = culprits.find_culprits(st, batch, phase)
-    result["culprit_samples"], result["culprits"] = found["samples"], found
-    result["timings_s"]["culprits"] = time.perf_counter() - t1
+    result.culprit_samples, result.culprits = found["samples"], found
+    result.timings_s["culprits"] = time.perf_counter() - t1
     t1 = time.perf_counter()
-    result["counterfactuals"] = counterfactuals.try_changes(st, snap, batch, found["samples"], baseline=second)
-    result["timings_s"]["counterfactuals"] = time.perf_counter() - t1
+    result.counterfactuals = counterfactuals.try_changes(st, snap, batch, found["samples"], baseline=second,
+                                                            phase=phase)
+    result.timings_s["counterfactuals"] = time.perf_counter() - t1
     where = f" at step {bad}" + (f", before the requested step {target}" if bad < target else "")
-    result["status"] = f"diagnosed: the first non-finite value appears in the {phase} pass{where}"
+    result.status = f"diagnosed: the first non-finite value appears in the {phase} pass{where}"
     if not fid["verified"]:
-        result["status"] += (f" (fidelity unverified: the logs hold no loss or gradient norm in steps {start}-{last}; "
+        result.status += (f" (fidelity unverified: the logs hold no loss or gradient norm in steps {start}-{last}; "
                              f"log every step next time, as forensics.capture does)")
     return _finish(result, db, t0)
 
@@ -325,13 +342,12 @@ def _nested(flat: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _finish(result: dict[str, Any], db: Path | None, t0: float) -> dict[str, Any]:
-    result["timings_s"]["total"] = time.perf_counter() - t0
-    result["diagnosed"] = result["first_nonfinite"] is not None
+def _finish(result: ReplayResult, db: Path | None, t0: float) -> ReplayResult:
+    result.timings_s["total"] = time.perf_counter() - t0
     if db is not None:
         from ingest.store import connect
         from ingest.writes import insert_replay
 
         with connect(db, write=True) as con:
-            result["replay_id"] = insert_replay(con, result)
+            result.replay_id = insert_replay(con, result.to_json())
     return result

@@ -10,14 +10,17 @@ Backward: `detect_anomaly(check_nan=True)` checks NaN only (pytorch#83537), so i
 `grad_fn` graph gets a hook; the first node, in execution order, that returns a non-finite gradient from finite
 incoming ones is the culprit, named with the forward op and module that created it.
 
-Optimizer: forward and backward finite but non-finite weights after the update: the update is redone on a copy,
-and the optimizer state at the bad elements is reported (`exp_avg_sq` = 0 with `eps` = 0).
+Optimizer: forward and backward finite, then each stage on a copy: a GradScaler's `unscale_`, `clip_grad_norm_`
+(a total norm that overflows float32 from finite gradients makes the clip coefficient 0, or NaN against an inf
+gradient), then the update: the first parameter it turns non-finite, with the optimizer state at the bad elements
+(`exp_avg_sq` = 0 with `eps` = 0).
 """
 
 from __future__ import annotations
 
 import copy
 import linecache
+import math
 import os
 import sys
 from typing import Any
@@ -27,7 +30,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
-from forensics.replay.state import State, nonfinite, run_step
+from forensics.replay.state import State, autocast, nonfinite, run_step
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -175,7 +178,6 @@ def recorded_forward(st: State, batch: dict[str, torch.Tensor], owners: dict | N
                      ) -> tuple[dict | None, torch.Tensor]:
     """The forward pass under the recorder: the first non-finite op (or None) and the loss; with `owners`, it
     also maps each autograd node to the op and module that made it (for the backward pass)."""
-    from forensics.replay.state import autocast
 
     mods = _ModuleStack(st.model)
     rec = _Recorder(mods, owners)
@@ -242,10 +244,12 @@ def first_nonfinite_backward(st: State, batch: dict[str, torch.Tensor], loss: to
 def first_nonfinite_update(st: State, batch: dict[str, torch.Tensor]) -> dict | None:
     """The step on a copy of model and optimizer; the first parameter the update made non-finite and the
     optimizer state at its bad elements."""
-    model, opt, sched, scaler = copy.deepcopy((st.model, st.optimizer, st.scheduler, st.scaler))
+    twin = _twin(st)
+    model, opt = twin.model, twin.optimizer
     before = {n: bool(torch.isfinite(p).all()) for n, p in model.named_parameters()}
-    twin = State(st.entry, st.config, st.options, model, opt, sched, scaler, st.device, st.restored, st.notes)
     out = run_step(twin, batch)
+    if out.stage in ("unscale_", "clip_grad_norm_"):
+        return _before_the_update(st, batch, out.stage)
     if out.params_finite:
         return None
     index = {id(p): n for n, p in model.named_parameters()}
@@ -267,6 +271,49 @@ def first_nonfinite_update(st: State, batch: dict[str, torch.Tensor]) -> dict | 
                     "inputs": {"n_bad_elements": int(bad.sum()), "state": state,
                                "hyperparameters": {k: (list(v) if isinstance(v, tuple) else v) for k, v in hyper.items()}}}
     return None
+
+
+def _twin(st: State) -> State:
+    model, opt, sched, scaler = copy.deepcopy((st.model, st.optimizer, st.scheduler, st.scaler))
+    return State(st.entry, st.config, st.options, model, opt, sched, scaler, st.device, st.restored, st.notes)
+
+
+def _before_the_update(st: State, batch: dict[str, torch.Tensor], stage: str) -> dict:
+    """The optimizer phase's first stages, redone on a copy: the gradients `unscale_` made non-finite, or the
+    total norm `clip_grad_norm_` overflowed (float32: a sum of squares past 3.4e38 from finite gradients of ~1e19),
+    with the parameters whose gradient norms drive it and what the clip coefficient did to the gradients."""
+    twin = _twin(st)
+    twin.optimizer.zero_grad(set_to_none=True)
+    with autocast(twin, fp32=False):
+        loss = twin.entry.loss_fn(twin.model, batch)
+    (twin.scaler.scale(loss) if twin.scaler is not None else loss).backward()
+    named = [(n, p) for n, p in twin.model.named_parameters() if p.grad is not None]
+    if stage == "unscale_":
+        scale = twin.scaler.get_scale()
+        twin.scaler.unscale_(twin.optimizer)
+        name = next(n for n, p in named if nonfinite(p.grad))
+        return {"phase": "optimizer", "op": "GradScaler.unscale_", "module": name.rpartition(".")[0],
+                "parameter": name, "file": None, "line": None,
+                "inputs": {"scale": scale, "gradient": tensor_stats(dict(named)[name].grad)}}
+    if twin.scaler is not None:
+        twin.scaler.unscale_(twin.optimizer)
+    norms = {n: float(torch.linalg.vector_norm(p.grad.detach())) for n, p in named}  # as clip_grad_norm_ computes them
+    total = float(torch.linalg.vector_norm(torch.tensor(list(norms.values()))))
+    first = next((n for n, v in norms.items() if not math.isfinite(v)), max(norms, key=norms.get))
+    max_norm = float(twin.options.max_grad_norm)
+    torch.nn.utils.clip_grad_norm_([p for _, p in named], max_norm)
+    after = torch.cat([p.grad.detach().flatten().float() for _, p in named])
+    n_nan, n_zero = int(torch.isnan(after).sum()), int((after == 0).sum())
+    largest = sorted(norms.items(), key=lambda kv: -kv[1] if math.isfinite(kv[1]) else -math.inf)[:3]
+    effect = ("every gradient scaled to 0: the update does nothing" if n_zero == after.numel() else
+              f"{n_nan:,} of {after.numel():,} gradient elements NaN, {n_zero:,} zero")
+    return {"phase": "optimizer", "op": "clip_grad_norm_", "module": first.rpartition(".")[0], "parameter": first,
+            "file": None, "line": None,
+            "inputs": {"total_norm": {"value": total, "max_norm": max_norm, "clip_coef": max_norm / (total + 1e-6),
+                                      "from": "finite gradients" if all(not nonfinite(p.grad) for _, p in named)
+                                      else "non-finite gradients"},
+                       "largest_parameter_norms": {n: v for n, v in largest},
+                       "gradients_after_clipping": {"effect": effect}}}
 
 
 def locate(st: State, batch: dict[str, torch.Tensor], phase: str) -> dict | None:

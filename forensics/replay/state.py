@@ -259,7 +259,12 @@ def nonfinite(t: Any) -> bool:
 
 @dataclass
 class StepOut:
-    """One replayed step: the loss and gradient norm as the run logged them, and where non-finite values were."""
+    """One replayed step: the loss and gradient norm as the run logged them, and where non-finite values were.
+
+    The optimizer phase is checked stage by stage (`stage`): `unscale_` (a GradScaler's unscaling turned finite
+    gradients non-finite), `clip_grad_norm_` (the total norm overflowed, or the clip coefficient turned
+    gradients non-finite: max_norm/inf scales every gradient to 0, an inf one to NaN) and `step` (the update
+    wrote a non-finite weight). `zeroed`: clipping scaled every gradient to 0, so the update did nothing."""
 
     loss: float
     grad_norm: float
@@ -268,10 +273,13 @@ class StepOut:
     grads_finite: bool
     params_finite: bool
     skipped: bool = False  # a GradScaler skipped the update (non-finite gradients under fp16)
+    norm_finite: bool = True  # the total norm clip_grad_norm_ computed (True when the run does not clip)
+    stage: str | None = None  # the optimizer-phase stage that made the first non-finite value
+    zeroed: bool = False
 
     @property
     def finite(self) -> bool:
-        return self.loss_finite and (self.grads_finite or self.skipped) and self.params_finite
+        return self.loss_finite and (self.grads_finite or self.skipped) and self.stage is None
 
     @property
     def phase(self) -> str | None:
@@ -280,7 +288,7 @@ class StepOut:
             return "forward"
         if not self.grads_finite and not self.skipped:
             return "backward"
-        if not self.params_finite:
+        if self.stage is not None:
             return "optimizer"
         return None
 
@@ -302,28 +310,44 @@ def total_norm(params: list[torch.nn.Parameter]) -> float:
     return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad.detach()) for p in params])))
 
 
-def run_step(st: State, batch: dict[str, torch.Tensor], change: str | None = None) -> StepOut:
-    """One optimizer step as the run did it (`step_options`), optionally with one counterfactual change:
-    fp32 (no autocast), clip_1.0, lr_div_10. The loss is the step's mean loss (`loss_fn`)."""
+RUN = object()  # run_step's default: do what the run did
+
+
+def run_step(st: State, batch: dict[str, torch.Tensor], *, fp32: bool = False, max_grad_norm: Any = RUN,
+             lr_scale: float = 1.0) -> StepOut:
+    """One optimizer step as the run did it (`step_options`), or with one change (a counterfactual): `fp32`
+    (no autocast), another `max_grad_norm`, the learning rate times `lr_scale` for this step. The loss is the
+    step's mean loss (`loss_fn`). Each stage of the optimizer phase is checked (StepOut)."""
     model, opt = st.model, st.optimizer
     opt.zero_grad(set_to_none=True)
-    with autocast(st, fp32=change == "fp32"):
+    with autocast(st, fp32=fp32):
         loss = st.entry.loss_fn(model, batch)
     loss_value = float(loss.detach().float())
     (st.scaler.scale(loss) if st.scaler is not None else loss).backward()
-    if st.scaler is not None:
-        st.scaler.unscale_(opt)
     params = [p for p in model.parameters() if p.grad is not None]
+    stage = None
     grads_finite = not any(nonfinite(p.grad) for p in params)
-    max_norm = 1.0 if change == "clip_1.0" else st.options.max_grad_norm
+    if st.scaler is not None:  # fp16 overflow in backward is the scaler's to skip: judge the unscaled grads
+        st.scaler.unscale_(opt)
+        unscaled_finite = not any(nonfinite(p.grad) for p in params)
+        if grads_finite and not unscaled_finite:
+            stage = "unscale_"
+        grads_finite = unscaled_finite
+    max_norm = st.options.max_grad_norm if max_grad_norm is RUN else max_grad_norm
+    norm_finite, zeroed = True, False
     if max_norm is not None and params:
         gn = float(torch.nn.utils.clip_grad_norm_(params, float(max_norm)))
+        norm_finite = math.isfinite(gn)
+        if stage is None and grads_finite and (not norm_finite or any(nonfinite(p.grad) for p in params)):
+            stage = "clip_grad_norm_"  # finite gradients in, a non-finite norm or gradients out
+            zeroed = all(not bool(p.grad.any()) for p in params)
     else:
         gn = total_norm(params)
     lr = float(opt.param_groups[0]["lr"])
-    if change == "lr_div_10":
+    if lr_scale != 1.0:
+        lrs = [g["lr"] for g in opt.param_groups]
         for g in opt.param_groups:
-            g["lr"] = g["lr"] / 10
+            g["lr"] = g["lr"] * lr_scale
     skipped = False
     if st.scaler is not None:
         before = st.scaler.get_scale()
@@ -332,14 +356,17 @@ def run_step(st: State, batch: dict[str, torch.Tensor], change: str | None = Non
         skipped = st.scaler.get_scale() < before
     else:
         opt.step()
-    if change == "lr_div_10":
-        for g in opt.param_groups:
-            g["lr"] = g["lr"] * 10
+    if lr_scale != 1.0:
+        for g, value in zip(opt.param_groups, lrs):
+            g["lr"] = value
     opt.zero_grad(set_to_none=True)
     if st.scheduler is not None:
         st.scheduler.step()
     params_finite = not any(nonfinite(p) for p in model.parameters())
-    return StepOut(loss_value, gn, lr, math.isfinite(loss_value), grads_finite, params_finite, skipped)
+    if stage is None and not params_finite and (grads_finite or skipped):
+        stage = "step"
+    return StepOut(loss_value, gn, lr, math.isfinite(loss_value), grads_finite, params_finite, skipped, norm_finite,
+                   stage, zeroed)
 
 
 def require_single_micro_batch(options: StepOptions) -> None:
