@@ -7,6 +7,7 @@ colour and by an icon and a word, so it reads in grey too.
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Iterable
@@ -15,6 +16,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 import polars as pl
+
+from forensics.render import clean
 
 TRAIN = "#0072B2"      # blue: every train series
 VAL = "#E69F00"        # orange: every validation series
@@ -59,9 +62,15 @@ def nonfinite_text(value: float) -> str:
     return "+Inf" if value > 0 else "-Inf"
 
 
+def plain(text: Any) -> str:
+    """Text from a file (a series, layer, tensor or run name) as plotly shows it: plotly reads `<br>`, `<a href>`
+    and entities in names and titles, so `<`, `>` and `&` are written as entities, control characters as escapes."""
+    return html.escape(clean(text), quote=False)
+
+
 def _base_layout(fig: go.Figure, title: str, height: int) -> None:
     fig.update_layout(
-        title={"text": title, "font": {"size": 16}, "x": 0, "xanchor": "left"},
+        title={"text": plain(title), "font": {"size": 16}, "x": 0, "xanchor": "left"},
         height=height, margin={"l": 60, "r": 20, "t": 48, "b": 64}, font={"family": FONT, "size": 13},
         plot_bgcolor="white", paper_bgcolor="white", hovermode="closest", dragmode="select",
         # below the plot: above it, the legend would cover the finding labels' band
@@ -116,7 +125,7 @@ def add_checkpoints(fig: go.Figure, checkpoints: pl.DataFrame, lo: int, hi: int)
         bad = c["finite"] is False
         fig.add_shape(type="line", x0=c["step"], x1=c["step"], yref="paper", y0=0, y1=0.07,
                       line={"color": NONFINITE if bad else "#555555", "width": 3 if bad else 2},
-                      name=f"checkpoint {c['path']}")
+                      name=f"checkpoint {plain(c['path'])}")
     if shown.height:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="checkpoint (tick)",
                                  marker={"symbol": "line-ns-open", "size": 12, "color": "#555555"}))
@@ -139,7 +148,7 @@ def series_figure(title: str, lines: list[dict[str, Any]], lo: int, hi: int, *, 
     top = _top_of([finite["value"].min(), finite["value"].max()] if finite.height else [], log)
     for line in lines:
         pts: pl.DataFrame = line["points"]
-        name, colour = line["name"], line["colour"]
+        name, colour = plain(line["name"]), line["colour"]
         ordered = pts.unique(subset=["step", "value"], keep="first", maintain_order=True).sort("step")
         # numpy arrays travel to the browser as typed arrays; NaN breaks the line where a value is non-finite
         xs = ordered["step"].to_numpy()
@@ -217,7 +226,7 @@ def heatmap_figure(title: str, cells: pl.DataFrame, *, colour_title: str, height
             v = index.get((layer, step))
             if v is not None and not math.isfinite(v):
                 bad_x.append(step)
-                bad_y.append(layer)
+                bad_y.append(plain(layer))
                 row.append(None)
             elif v is None or v <= 0:
                 row.append(None)
@@ -225,7 +234,7 @@ def heatmap_figure(title: str, cells: pl.DataFrame, *, colour_title: str, height
                 row.append(math.log10(v))
         z.append(row)
     fig = go.Figure(go.Heatmap(
-        x=steps, y=layers, z=z, colorscale="Viridis", name=title,
+        x=steps, y=[plain(layer) for layer in layers], z=z, colorscale="Viridis", name=plain(title),
         colorbar={"title": {"text": colour_title}}, hoverongaps=False,
         hovertemplate="%{y}<br>step %{x}<br>log10 = %{z:.2f}<extra></extra>"))
     if bad_x:
@@ -257,7 +266,7 @@ def movers_figure(title: str, movers: pl.DataFrame) -> go.Figure:
             colours.append(TRAIN)
             texts.append(f"{rms:.3g}")
             hovers.append(f"RMS Δw {rms:.3g}, ‖Δw‖/‖w‖ " + (f"{ratio:.3g}" if ratio is not None else "undefined (‖w‖ was 0)"))
-    fig = go.Figure(go.Bar(x=xs, y=movers["tensor"].to_list(), orientation="h", marker_color=colours, text=texts,
+    fig = go.Figure(go.Bar(x=xs, y=[plain(t) for t in movers["tensor"].to_list()], orientation="h", marker_color=colours, text=texts,
                            textposition="auto", name=title, customdata=hovers,
                            hovertemplate="%{y}<br>%{customdata}<extra></extra>"))
     _base_layout(fig, title, 60 + 30 * max(movers.height, 2))

@@ -32,6 +32,7 @@ VERDICT = {  # the stored verdict (forensics/verdict.py) -> icon, word, badge co
     "not analyzed": ("○", "not analyzed", "none"),
 }
 
+INCOMPLETE = {True: "", False: " · <b>ingest did not finish</b>"}  # runs.ingest_complete (issue 26)
 CSS = """
 <style>
   .sev {padding: 1px 9px; border-radius: 10px; font-size: 0.82em; font-weight: 600; white-space: nowrap;}
@@ -165,7 +166,8 @@ def runs_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
             last = "?" if r["last_step"] is None else f"{r['last_step']:,}"
             when = r["last_ingested"].strftime("%Y-%m-%d %H:%M") if r["last_ingested"] else "?"
             b.markdown(f"<div class='muted'>last step {last} · {r['n_points']:,} points · {r['n_series']} series<br>"
-                       f"{esc(r['formats'] or 'no sources')}<br>ingested {when}</div>", unsafe_allow_html=True)
+                       f"{esc(r['formats'] or 'no sources')}<br>ingested {when}{INCOMPLETE[r['ingest_complete']]}"
+                       "</div>", unsafe_allow_html=True)
             c.button("Open report", key=f"open_{r['run_id']}", on_click=_open, args=(r["run_id"],),
                      width="stretch")
 
@@ -241,8 +243,11 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     st.title(md(run["name"]))
     when = run["last_ingested"].strftime("%Y-%m-%d %H:%M") if run["last_ingested"] else "?"
     st.markdown(f"<div class='muted'>{esc(run['root'])} · {esc(run['formats'] or 'no sources')} · "
-                f"{run['n_series']} series, {run['n_points']:,} points · ingested {when}</div>",
-                unsafe_allow_html=True)
+                f"{run['n_series']} series, {run['n_points']:,} points · ingested {when}"
+                f"{INCOMPLETE[run['ingest_complete']]}</div>", unsafe_allow_html=True)
+    if not run["ingest_complete"]:
+        st.warning("The last ingest of this run did not finish (it was stopped, or locked out of the database): "
+                   "what is shown is part of the run. `forensics ingest` of its folder reads the rest.")
 
     if findings is None:
         st.info(f"This run was ingested but not analysed yet. **forensics analyze {md(run['root'])} --db {md(db)}** "
@@ -380,11 +385,7 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
 
 
 def _value(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, list):
-        return ", ".join(_value(x) for x in v[:12]) + (f", … ({len(v)} in all)" if len(v) > 12 else "")
-    return str(v)
+    return numbers.shown(v)  # the text report's rendering: no `None`, no empty `****` for an empty list
 
 
 def _pick(series: pl.DataFrame, role: str) -> dict | None:
@@ -649,7 +650,7 @@ def _replay(run: dict, r: dict[str, Any]) -> None:
         res.step = r.get("step")
     when = r.get("created")
     with st.container(border=True):
-        st.markdown(f"**Replay of step {md(res.step)}** from `{esc(res.from_checkpoint)}`"
+        st.markdown(f"**Replay of step {md(res.step)}** from <code>{esc(res.from_checkpoint)}</code>"
                     + (f" <span class='muted'>· {esc(when.strftime('%Y-%m-%d %H:%M'))}</span>"
                        if hasattr(when, "strftime") else ""), unsafe_allow_html=True)
         if res.status:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shutil
 import statistics
 import sys
 import tempfile
@@ -132,7 +133,7 @@ def main() -> None:
             mod = importlib.import_module(f"forensics.probe.{module}")
             c, w, res = timed(lambda mod=mod: mod.check(ctx))
             times[name].append((c, w))
-            statuses[name] = f"{res['status']}: {res['summary'][:90]}"
+            statuses[name] = f"{res['status']}: {res['summary'][:300]}"
 
     use_wall = device.type == "cuda"
     med = {n: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for n, v in times.items()}
@@ -152,6 +153,7 @@ def main() -> None:
     print(f"| **all checks (sum)** | {total_c:.4f} | {total_w:.4f} | **{total / unit:.1f}** (goal <= 300) |")
     for n, s in statuses.items():
         print(f"  {n}: {s}")
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

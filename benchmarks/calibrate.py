@@ -45,10 +45,11 @@ def as_dicts(result) -> list[dict]:
 def findings(db: Path, run_id: str, kind: str, settings: dict[str, str]) -> tuple[list[dict], bool]:
     """The detector's findings on one stored run, and whether it could run there (not skipped)."""
     from forensics.analysis import analyze_stored
+    from forensics.settings import selection
     from ingest.store import connect
 
     with connect(db, write=False) as con:
-        result = analyze_stored(con, run_id, only=[kind], settings=settings)
+        result = analyze_stored(con, run_id, selection([kind], (), settings))
     checked = not any(s.kind == kind for s in result.skipped)
     return as_dicts(result), checked
 

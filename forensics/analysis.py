@@ -18,37 +18,36 @@ from forensics.engine import analyze_run, store_analysis
 from forensics.findings import Analysis
 from forensics.folders import refuse_folder_of_runs
 from forensics.run import Run
-from forensics.settings import build_detectors
+from forensics.settings import Selection
 from forensics.verdict import judge
 
 
-def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, only: Sequence[str] = (),
-            skip: Sequence[str] = (), settings: dict[str, str] | None = None,
+def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, selection: Selection = Selection(),
             progress: Callable[[str, int, int], None] | None = None, trust_pickle: bool = False,
             follow_links: bool = False) -> Analysis:
     """Ingest `run_dir` (only what is new since the last ingest), analyse it, store findings, spikes and skips.
 
     `db` is the DuckDB file (the CLI resolves `--db`, `$FORENSICS_DB` and the user cache, DECISIONS.md §5).
-    `only`/`skip` take catalog kinds; `settings` maps "detector.field" to a value (see `forensics rules`);
-    `progress` is ingest's callback; `trust_pickle` lets ingest unpickle checkpoints that need it (runs code
-    from the file); `follow_links` lets it read file links that lead out of the run. Raises ForensicsError subclasses for unreadable runs, bad settings or a locked database.
+    `selection` says which detectors run with which thresholds (`forensics.settings.selection` builds it from
+    `--only`/`--skip`/`--set`); `progress` is ingest's callback; `trust_pickle` lets ingest unpickle checkpoints
+    that need it (runs code from the file); `follow_links` lets it read file links that lead out of the run.
+    Raises ForensicsError subclasses for unreadable runs or a locked database.
     """
     from ingest import queries
     from ingest.run import ingest_run
     from ingest.store import connect
 
-    build_detectors(only, skip, settings)  # bad --only/--skip/--set fail before any reading
     refuse_folder_of_runs(Path(run_dir), "analyze")
     path = Path(db).expanduser()
     report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle, follow_links=follow_links)
     with connect(path, write=False) as con:
-        result = analyze_stored(con, report.run_id, only=only, skip=skip, settings=settings)
+        result = analyze_stored(con, report.run_id, selection)
         has_batch = bool(queries.stored_batches(con, report.run_id))
     result.db = str(path)
     set_replay_command(result, run_dir, path)
     set_probe_command(result, run_dir, path, has_batch)
     with connect(path, write=True) as con:
-        store_analysis(con, result, settings)
+        store_analysis(con, result, selection.as_json())
     return result
 
 
@@ -65,29 +64,27 @@ def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | o
 def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike, has_batch: bool) -> None:
     """`forensics probe RUN_DIR`, for a finding a probe explains, when the run has an entry point and a saved batch
     (the probe runs the user's code: only that command does, never analyze)."""
-    import shlex
-
+    from forensics.numbers import shell_path
     from forensics.probe import PROBED_KINDS
     from forensics.replay import ENTRY_NAME
 
     if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and any(f.kind in PROBED_KINDS for f in result.findings):
-        result.probe_command = f"forensics probe {shlex.quote(str(run_dir))} --db {shlex.quote(str(db))}"
+        result.probe_command = f"forensics probe {shell_path(run_dir)} --db {shell_path(db)}"
 
 
-def analyze_stored(con, run_id: str, *, only: Sequence[str] = (), skip: Sequence[str] = (),
-                   settings: dict[str, str] | None = None) -> Analysis:
+def analyze_stored(con, run_id: str, selection: Selection = Selection()) -> Analysis:
     """Analyse a run the store already holds (an open read-only connection): findings, read problems and the
     verdict. `analyze` and the fleet's workers both come here, so a run gets the same diagnosis either way."""
     from ingest import queries
 
-    detectors = build_detectors(only, skip, settings)
+    detectors = selection.detectors()
     run = Run.from_store(con, run_id)
     result = analyze_run(run, detectors)
-    result.only, result.skip = list(only), list(skip)
+    result.only, result.skip = list(selection.only), list(selection.skip)
     result.read_problems = queries.read_problems(con, run_id)
     result.unknown_files = queries.unknown_files(con, run_id)
     result.lines_read = queries.lines_read(con, run_id)
-    give_verdict(result, run, detectors, restricted=bool(only or skip))
+    give_verdict(result, run, detectors, restricted=selection.restricted)
     return result
 
 

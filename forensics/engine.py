@@ -79,7 +79,8 @@ def tie_events(run: Run, findings: list[Finding], spikes: list[Spike]) -> tuple[
     Two items belong together when an edge of one (its step or step_end) lies within `tol` steps of an edge
     of the other: a loss spike and a grad-norm spike at one step; exploding gradients ending where the loss
     turns NaN; a divergence whose end meets the NaN onset. Findings of `CHAIN_KINDS` also join when their
-    ranges overlap. `tol` is two logging intervals of the loss (or
+    ranges overlap, and take in every spike or one-step finding inside their range (a loss spike in the
+    middle of a divergence is part of it). `tol` is two logging intervals of the loss (or
     of the grad norm). Run-wide findings (no step) are events of their own.
     """
     role = "loss" if run.has("loss") else ("grad_norm" if run.has("grad_norm") else None)
@@ -104,15 +105,19 @@ def tie_events(run: Run, findings: list[Finding], spikes: list[Spike]) -> tuple[
             continue
         d = np.abs(edges[:, :, None] - edges[i][None, None, :]).min(axis=(1, 2))
         close = d <= tol
-        if chain[i]:  # chain kinds also join when their ranges overlap
-            close |= chain & (edges[:, 0] <= edges[i, 1] + tol) & (edges[:, 1] >= edges[i, 0] - tol)
+        if chain[i]:  # chain kinds join when their ranges overlap, and a spike (any one-step item) inside one joins it
+            overlap = (edges[:, 0] <= edges[i, 1] + tol) & (edges[:, 1] >= edges[i, 0] - tol)
+            close |= overlap & (chain | (edges[:, 0] == edges[:, 1]))
         for j in np.flatnonzero(close):
             parent[find(int(j))] = find(i)
+    # Events are numbered from 1 in step order, the findings' events first: a report that lists findings shows
+    # e1, e2, ... without gaps left by events of spikes alone.
     ids: dict[int, int] = {}
-    order = sorted(range(n), key=lambda i: (math.isnan(edges[i, 0]), edges[i, 0] if not math.isnan(edges[i, 0]) else 0))
+    nf = len(findings)
+    order = sorted(range(n), key=lambda i: (i >= nf, math.isnan(edges[i, 0]),
+                                            edges[i, 0] if not math.isnan(edges[i, 0]) else 0))
     for i in order:
         ids.setdefault(find(i), len(ids) + 1)
-    nf = len(findings)
     return ([f.with_event(ids[find(i)]) for i, f in enumerate(findings)],
             [dataclasses.replace(s, event=ids[find(nf + k)]) for k, s in enumerate(spikes)])
 

@@ -26,15 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from forensics.findings import Analysis
+from forensics.numbers import count
+from forensics.settings import Selection
+from ingest.errors import ForensicsError
 
 
 @dataclass
 class Options:
-    """What every run's ingest and analysis get: detector choices (`analyze --only/--skip/--set`)."""
+    """What every run's ingest and analysis get: the detectors and thresholds (`analyze --only/--skip/--set`,
+    typed), and whether checkpoints may be unpickled."""
 
-    only: Sequence[str] = ()
-    skip: Sequence[str] = ()
-    settings: dict[str, str] = field(default_factory=dict)
+    selection: Selection = field(default_factory=Selection)
     trust_pickle: bool = False
 
 
@@ -85,7 +87,7 @@ def work_on_run(path: str, options: Options) -> RunResult:
     db = Path(tmp) / "run.duckdb"
     try:
         try:
-            out.analysis = analyze(path, db, only=options.only, skip=options.skip, settings=options.settings,
+            out.analysis = analyze(path, db, selection=options.selection,
                                    trust_pickle=options.trust_pickle)
             out.run_id = out.analysis.run_id
         except ForensicsError as exc:
@@ -113,7 +115,7 @@ def run_in_driver(path: str, db: Path, options: Options) -> RunResult:
     started = time.monotonic()
     out = RunResult(path=path, name=Path(path).name)
     try:
-        out.analysis = analyze(path, db, only=options.only, skip=options.skip, settings=options.settings,
+        out.analysis = analyze(path, db, selection=options.selection,
                                trust_pickle=options.trust_pickle)
         out.run_id = out.analysis.run_id
     except ForensicsError as exc:
@@ -155,7 +157,7 @@ def store_worker_results(db: Path, results: list[RunResult], options: Options) -
                 if r.analysis is not None:
                     r.analysis.db = str(db)  # the worker analysed against its private copy, now gone
                     set_replay_command(r.analysis, r.path, db)
-                    store_analysis(con, r.analysis, options.settings)
+                    store_analysis(con, r.analysis, options.selection.as_json())
             except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
                 failed = _failed(r.path, exc, r.where)
                 r.error, r.trace, r.retry, r.analysis = failed.error, failed.trace, True, None
@@ -274,7 +276,7 @@ def _stored_runs(paths: Sequence[str], db: Path, options: Options, jobs: int,
                 continue
             t0 = time.monotonic()
             try:
-                store_analysis(con, r.analysis, options.settings)
+                store_analysis(con, r.analysis, options.selection.as_json())
             except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
                 failed = _failed(r.path, exc, r.where)
                 r.error, r.trace, r.retry, r.analysis = failed.error, failed.trace, True, None
@@ -293,8 +295,7 @@ def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResu
     out = RunResult(path=path, name=Path(path).name, run_id=run_id)
     try:
         with connect(db, write=False) as con:
-            out.analysis = analyze_stored(con, run_id, only=options.only, skip=options.skip,
-                                          settings=options.settings)
+            out.analysis = analyze_stored(con, run_id, options.selection)
         out.analysis.db = str(db)
         set_replay_command(out.analysis, path, db)
     except ForensicsError as exc:
@@ -392,3 +393,70 @@ def _ray_results(paths: Sequence[str], options: Options, address: str | None) ->
             except Exception as exc:  # noqa: BLE001 - see _failed
                 batch.append(_failed(p, exc, "ray"))
         yield batch
+
+
+@dataclass
+class RootAnalysis:
+    """`analyze ROOT --all`: the runs found under ROOT, one result each, each run's stored judgement
+    (`ingest.queries.latest_verdicts`: what the text shows), and the time it took."""
+
+    found: Any  # ingest.discovery.Discovery
+    results: list[RunResult]
+    stored: dict[str, dict]
+    seconds: float
+    db: Path
+    jobs: int
+    ray: bool
+
+    @property
+    def failed(self) -> list[RunResult]:
+        return [r for r in self.results if r.error is not None]
+
+    def rows(self) -> list[tuple[Path, RunResult, dict | None]]:
+        """(path below the root, result, stored judgement) per run found, in discovery order."""
+        by_path = {r.path: r for r in self.results}
+        return [(d.path.relative_to(self.found.root) if d.path != self.found.root else Path(d.path.name),
+                 by_path[str(d.path)], self.stored.get(by_path[str(d.path)].run_id)) for d in self.found.runs]
+
+    def as_dict(self) -> dict[str, Any]:
+        by_path = {r.path: r for r in self.results}
+        return {"db": str(self.db), "root": str(self.found.root), "jobs": self.jobs, "ray": self.ray,
+                "seconds": round(self.seconds, 2), "failed": len(self.failed),
+                "not_listed": [{"path": p, "error": e} for p, e in self.found.errors], "runs": [
+                    {"path": str(d.path), "kind": d.kind, "reason": d.reason, **by_path[str(d.path)].as_dict()}
+                    for d in self.found.runs]}
+
+
+def analyze_root(root: Path, db: Path, options: Options, *, jobs: int = 1, ray: str | None = None,
+                 progress: Callable[[int, int], None] | None = None,
+                 unlisted: Callable[[str, str], None] | None = None) -> RootAnalysis:
+    """Find every run under `root` (docs/watch.md's rules), analyse them all (`analyze_runs`; `ray` is None for
+    processes, else a Ray address or "" for a local Ray), then read back each run's stored verdict and headline.
+    `unlisted(path, error)` for each folder that could not be listed (before any work), `progress(done, total)`
+    after each run."""
+    from ingest.discovery import discover
+    from ingest.queries import latest_verdicts
+    from ingest.store import connect
+
+    if not root.is_dir():
+        raise ForensicsError(f"{root} is not a folder; --all takes a folder of runs")
+    found = discover(root)
+    for path, err in found.errors if unlisted is not None else ():
+        unlisted(path, err)
+    if not found.runs:
+        raise ForensicsError(f"no runs found under {root} ({count(found.dirs_scanned, 'folder')} looked at); "
+                             f"docs/watch.md lists the layouts recognised")
+    started = time.monotonic()
+    done = [0]
+
+    def one_more(_: RunResult) -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], len(found.runs))
+
+    results = analyze_runs([str(r.path) for r in found.runs], db, options, jobs=jobs, use_ray=ray is not None,
+                           ray_address=ray or None, on_result=one_more)
+    seconds = time.monotonic() - started
+    with connect(db, write=False) as con:  # each run's verdict and headline as the engine stored them
+        stored = latest_verdicts(con, [r.run_id for r in results if r.error is None and r.run_id])
+    return RootAnalysis(found, results, stored, seconds, db, jobs, ray is not None)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def refuse_folder_of_runs(root: Path, command: str) -> None:
@@ -22,3 +24,31 @@ def refuse_folder_of_runs(root: Path, command: str) -> None:
     shown = ", ".join(rel[:5]) + (f" and {len(rel) - 5} more" if len(rel) > 5 else "")
     raise IngestError(f"{root} holds {len(runs)} runs ({shown}), not one; take one, e.g. "
                       f"`forensics {command} {root / rel[0]}`, or all with `forensics {command} {root} --all`")
+
+
+def ingest_folders(paths: Sequence[Path], db: Path, *, split: bool, trust_pickle: bool, follow_links: bool = False,
+                   progress_for: Callable[[Path], Any]) -> tuple[list[Path], list, list[dict[str, str]]]:
+    """`forensics ingest`: read every folder it can, each as one run (a folder of several runs is refused), or,
+    with `split`, each run found in it (`follow_links`: also file links leading out of a run). Returns (the run folders, an IngestReport per folder read, {path, error}
+    per folder that could not be). `progress_for(folder)` gives ingest's progress callback, with a `close()`."""
+    from ingest.discovery import discover_runs
+    from ingest.errors import ForensicsError
+    from ingest.run import ingest_run
+
+    run_dirs: list[Path] = []
+    for d in paths:
+        found = discover_runs(d) if split and d.is_dir() else []
+        run_dirs.extend([r.path for r in found] or [d])
+    reports, failed = [], []
+    for run_dir in run_dirs:
+        bars = progress_for(run_dir)
+        try:
+            if not split:
+                refuse_folder_of_runs(run_dir, "ingest")
+            reports.append(ingest_run(run_dir, db, progress=bars, trust_pickle=trust_pickle,
+                                      follow_links=follow_links))
+        except ForensicsError as exc:
+            failed.append({"path": str(run_dir), "error": str(exc)})
+        finally:
+            bars.close()
+    return run_dirs, reports, failed

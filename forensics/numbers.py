@@ -1,4 +1,5 @@
-"""Numbers as a person reads them in a finding's summary: `×1.4e11`, `×8.7`, `550 times`, `1 point`, `3 points`.
+"""Numbers as a person reads them in a finding's summary: `×1.4e11`, `×8.7`, `550 times`, `1 point`, `3 points`;
+and paths below the home folder as `~/...`, as the README shows them.
 
 Python's `:.2g` writes `5.5e+02` and `:.2f` writes `139003454611.55`; neither is how anyone says a ratio. Summaries
 keep their full precision in the evidence; these are for the sentence.
@@ -7,6 +8,9 @@ keep their full precision in the evidence; these are for the sentence.
 from __future__ import annotations
 
 import math
+import os
+import shlex
+from pathlib import Path
 
 
 def sig(x: float, digits: int = 2) -> str:
@@ -54,3 +58,42 @@ def ints(values: list[int], shown: int = 8) -> str:
     """The first `shown` of `values`, then how many there are in all: `3, 7, 11, … (40 in all)`."""
     more = f", … ({len(values)} in all)" if len(values) > shown else ""
     return ", ".join(str(v) for v in values[:shown]) + more
+
+
+def shown(value: object, items: int = 12) -> str:
+    """An evidence value as a person reads it, never a Python repr: `none` (not `None`), `yes`/`no`, floats to
+    four figures, lists as `5.99, 6.01, … (40 in all)` (not `['5.99', ...]`), an empty list as `none`."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return sig(value, 4)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "none"
+        more = f", … ({len(value)} in all)" if len(value) > items else ""
+        return ", ".join(shown(v, items) for v in value[:items]) + more
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {shown(v, items)}" for k, v in value.items()) or "none"
+    return str(value) if str(value) else "(empty)"
+
+
+def home(path: str | os.PathLike) -> str:
+    """`~/.cache/run-forensics/forensics.duckdb` for a path below the user's home folder, else the path as given.
+    JSON output keeps full paths; this is for lines a person reads."""
+    text = str(path)
+    try:
+        rest = Path(text).relative_to(Path.home())
+    except ValueError:
+        return text
+    return "~" if str(rest) == "." else f"~/{rest}"
+
+
+def shell_path(path: str | os.PathLike) -> str:
+    """A path for a command line a user copies: quoted where needed, `~/` left outside the quotes so the shell
+    still expands it."""
+    text = home(path)
+    if text.startswith("~/"):
+        return "~/" + shlex.quote(text[2:])
+    return shlex.quote(text)

@@ -68,6 +68,12 @@ class ProgressBars:
             self.bar.close()
             self.bar = None
 
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 # -- ingest ---------------------------------------------------------------------------------------------------
 
@@ -82,10 +88,10 @@ def ingest_text(reports: list, failed: list[dict], n_dirs: int, db: str) -> tupl
             key = {"checkpoint": "checkpoints", "batch": "saved batches"}.get(s.format, s.format)
             by_format[key] = by_format.get(key, 0) + (1 if s.format in ("checkpoint", "batch") else s.points)
         formats = ", ".join(f"{n} {fmt}" for fmt, n in sorted(by_format.items())) or "nothing new"
-        out.append(f"{r.name} ({r.run_id}): {r.points:,} new points from {len(r.sources)} files "
+        out.append(f"{r.name} ({r.run_id}): {r.points:,} new points from {numbers.count(len(r.sources), 'file')} "
                    f"[{formats}] in {r.seconds:.2f}s")
         if r.issues:
-            err.append(f"  warning: {len(r.issues)} problems; good records were kept:")
+            err.append(f"  warning: {numbers.count(len(r.issues), 'problem')}; good records were kept:")
             for path, issue in r.issues[:20]:
                 where = f" at {issue.position}" if issue.position is not None else ""
                 err.append(f"    {path}{where}: {issue.kind}: {issue.detail}")
@@ -96,7 +102,7 @@ def ingest_text(reports: list, failed: list[dict], n_dirs: int, db: str) -> tupl
             err.append(f"  not read (no reader for these files): {shown}")
     if failed:
         out.append(f"{len(reports)} of {n_dirs} directories read; not read: {', '.join(f['path'] for f in failed)}")
-    out.append(f"database: {db}")
+    out.append(f"database: {numbers.home(db)}")
     return lines(out), lines(err)
 
 
@@ -116,6 +122,11 @@ def verdict_words(verdict: str | None, reason: str | None) -> str:
     if verdict in ("failed", "suspicious"):
         return f"{label} ({reason})"
     return f"{label}: {reason}"
+
+
+def restriction_words(only: list[str], skip: list[str]) -> str:
+    """` [only nan_loss, divergence]` or ` [skipping plateau]` for an analysis restricted by --only/--skip."""
+    return (f" [only {', '.join(only)}]" if only else "") + (f" [skipping {', '.join(skip)}]" if skip else "")
 
 
 def headline_words(head: dict | None) -> str:
@@ -148,36 +159,41 @@ def runs_text(runs: list[dict], db: str, short_path) -> str:
         out.append(f"{r['run']:<10}  {shown[r['run']]:<{width}} {r['points']:>12,}  {r['series']:>6}  "
                    f"{problems:>8}  {len(r['sources'])} ({clean(kinds)})")
         a = r.get("analysis")
-        restricted = f" [only {', '.join(a['only'])}]" if a and a["only"] else (
-            f" [skipping {', '.join(a['skip'])}]" if a and a["skip"] else "")
-        out.append(f"{'':12}{verdict_words(a and a['verdict'], a and a['verdict_reason'])}{restricted}"
-                   f"{headline_words(a and a['headline'])}" if a else f"{'':12}not analysed: `forensics analyze "
-                   f"{r['root']}` gives its diagnosis")
+        if a is None:
+            out.append(f"{'':12}not analysed: `forensics analyze {r['root']}` gives its diagnosis")
+        else:
+            out.append(f"{'':12}{verdict_words(a['verdict'], a['verdict_reason'])}"
+                       f"{restriction_words(a['only'], a['skip'])}{headline_words(a['headline'])}")
+        if r.get("ingest_complete") is False:
+            out.append(f"{'':12}ingest did not finish (stopped or locked out): `forensics ingest` it again to read "
+                       "the rest")
         if r.get("found_by_watch"):
             w = r["found_by_watch"]
             out.append(f"{'':12}found by watch as {w['kind']}: {w['reason']} ({w['state']})")
-    out.append(f"database: {db}")
+    out.append(f"database: {numbers.home(db)}")
     return lines(out)
 
 
 # -- analyze ROOT --all ---------------------------------------------------------------------------------------
 
-def fleet_text(rows: list[tuple[str, Any, dict | None]], verbose: bool) -> list[str]:
-    """One line per run of `analyze ROOT --all`: (its path below the root, the RunResult, its stored judgement
-    from `ingest.queries.latest_verdicts`)."""
-    out: list[str] = []
-    for rel, r, stored in rows:
+def fleet_text(out, verbose: bool) -> str:
+    """`analyze ROOT --all`: one line per run (its path below the root, then its stored verdict and headline, or
+    why it could not be analysed), then how many were analysed, how, and where. `out` is a fleet.RootAnalysis."""
+    lines_out: list[str] = []
+    for rel, r, stored in out.rows():
         if r.error is not None:
-            out.append(f"{rel}: could not analyse: {r.error}")
+            lines_out.append(f"{rel}: could not analyse: {r.error}")
             if verbose and r.trace:
-                out.extend(r.trace.rstrip("\n").split("\n"))
-            continue
-        if stored is None:
-            out.append(f"{rel}: analysed, but its analysis is not in the store")
-            continue
-        out.append(f"{rel}: {verdict_words(stored['verdict'], stored['verdict_reason'])}"
-                   f"{headline_words(stored['headline'])}")
-    return out
+                lines_out.extend(r.trace.rstrip("\n").split("\n"))
+        elif stored is None:
+            lines_out.append(f"{rel}: analysed, but its analysis is not in the store")
+        else:
+            lines_out.append(f"{rel}: {verdict_words(stored['verdict'], stored['verdict_reason'])}"
+                             f"{headline_words(stored['headline'])}")
+    workers = f"{out.jobs} Ray" if out.ray else f"{out.jobs} process{'es' * (out.jobs > 1)}"
+    lines_out.append(f"{len(out.results) - len(out.failed)} of {len(out.found.runs)} runs analysed in "
+                     f"{out.seconds:.1f}s ({workers}); database: {numbers.home(out.db)}")
+    return lines(lines_out)
 
 
 # -- checkpoints ----------------------------------------------------------------------------------------------
@@ -193,7 +209,8 @@ def _mover(m: dict) -> str:
 def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
     """`forensics checkpoints`: the checkpoints by step, what moved between them, the saved batches' bad samples."""
     ckpts, batches = summary["checkpoints"], summary["batches"]
-    out = [f"{name} ({run_id}): {len(ckpts)} checkpoints, {len(batches)} saved batches"]
+    out = [f"{name} ({run_id}): {numbers.count(len(ckpts), 'checkpoint')}, "
+           f"{numbers.count(len(batches), 'saved batch', 'saved batches')}"]
     if ckpts:
         out.append(f"  {'step':>8}  {'from':<8} {'format':<11} {'size':>9}  {'finite':<6} {'status':<12} path")
     for c in ckpts:
@@ -213,9 +230,9 @@ def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
     for d in summary["deltas"]:
         if top > 0:
             movers = ", ".join(_mover(m) for m in d["top"]) or "no parameter moved"
-            out.append(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps): {movers}")
+            out.append(f"  {d['prev_step']} → {d['step']} ({numbers.count(d['step_distance'], 'step')}): {movers}")
         elif d["frozen"]:
-            out.append(f"  {d['prev_step']} → {d['step']} ({d['step_distance']} steps):")
+            out.append(f"  {d['prev_step']} → {d['step']} ({numbers.count(d['step_distance'], 'step')}):")
         if d["frozen"]:
             more = f" and {len(d['frozen']) - 8} more" if len(d["frozen"]) > 8 else ""
             out.append(f"    unchanged: {', '.join(d['frozen'][:8])}{more}")
@@ -227,7 +244,7 @@ def checkpoints_text(name: str, run_id: str, summary: dict, top: int) -> str:
                 flags.append(f"{t['tensor']}: NaN/Inf in samples {numbers.ints(t['nonfinite_samples'])}")
             if t["outlier_samples"]:
                 flags.append(f"{t['tensor']}: outlier samples {numbers.ints(t['outlier_samples'])}")
-        line = f"  batch step {step}: {b['path']} {b['n_samples'] or 0} samples, {b['status']}"
+        line = f"  batch step {step}: {b['path']} {numbers.count(b['n_samples'] or 0, 'sample')}, {b['status']}"
         out.append(line + "".join(f"; {f}" for f in flags))
     return lines(out)
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from forensics import catalog
+import os
+from pathlib import Path
+
+from forensics import catalog, numbers
 from forensics.findings import Analysis, Finding, Spike
 from forensics.numbers import count
 from forensics.probe import PROBED_KINDS
 from forensics.render import lines as joined
-from forensics.render import verdict_words
+from forensics.render import restriction_words, verdict_words
+from ingest.errors import ForensicsError
 
 
 def _where(f: Finding) -> str:
@@ -30,8 +34,7 @@ def verdict(a: Analysis) -> str:
     """`run: FAILED (4 critical, 3 warning)`, `run: INCONCLUSIVE: <why>`, `run: healthy: <what was checked>`."""
     if a.verdict is None:  # an analysis that did not go through forensics.analysis.analyze
         return f"{a.run}: {len(a.findings)} findings"
-    restricted = (f" [only {', '.join(a.only)}]" if a.only else "") + (f" [skipping {', '.join(a.skip)}]" if a.skip else "")
-    return f"{a.run}: {verdict_words(a.verdict, a.verdict_reason)}{restricted}"
+    return f"{a.run}: {verdict_words(a.verdict, a.verdict_reason)}{restriction_words(a.only, a.skip)}"
 
 
 def problem_line(p: dict) -> str:
@@ -123,7 +126,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
         for f in a.findings:
             lines.append(f"{a.run}:{_where(f)} {f.kind} [{f.severity}, e{f.event}]: {f.summary}")
             if verbose:
-                lines.append("    evidence: " + ", ".join(f"{k}={v}" for k, v in f.evidence.items()))
+                lines.append("    evidence: " + "; ".join(f"{k}={numbers.shown(v)}" for k, v in f.evidence.items()))
             if probe and f.kind in PROBED_KINDS:
                 lines.append("    " + probe)
                 probe = None  # once, under the first finding a probe explains
@@ -147,7 +150,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
         else:
             lines.append(skipped_summary(a))
     if a.db:
-        lines.append(f"database: {a.db}")
+        lines.append(f"database: {numbers.home(a.db)}")
     return joined(lines)
 
 
@@ -170,7 +173,7 @@ def markdown(a: Analysis) -> str:
         probe = probe_line(a)
         for f in a.findings:
             out += [f"### `{f.kind}` at step {_where(f)}", "", f.summary, "",
-                    "Evidence: " + ", ".join(f"`{k}`={v}" for k, v in f.evidence.items()), "",
+                    "Evidence: " + "; ".join(f"`{k}`={numbers.shown(v)}" for k, v in f.evidence.items()), "",
                     "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
             if probe and f.kind in PROBED_KINDS:
                 out += [f"Probe it: `{a.probe_command}` (runs the run's forensics_entry.py)", ""]
@@ -188,6 +191,36 @@ def markdown(a: Analysis) -> str:
     if a.skipped:
         out += ["## Could not check", ""] + [f"- `{s.kind}`: {s.reason}" for s in a.skipped] + [""]
     return joined(out)
+
+
+def markdown_target(target: Path | None, run_dir: Path) -> Path | str | None:
+    """Where `--markdown` goes: None, "-" (stdout), or a file path checked before any work is done: never inside
+    the run directory, not a folder, in a folder that exists and can be written."""
+    if target is None:
+        return None
+    if str(target) == "-":
+        return "-"
+    if target.resolve().is_relative_to(run_dir.resolve()):
+        raise ForensicsError(f"--markdown {target} is inside the run directory, which is never written to")
+    parent = target.resolve().parent
+    if target.is_dir():
+        raise ForensicsError(f"--markdown {target} is a directory; name a file, e.g. {target / 'diagnosis.md'}")
+    if not parent.is_dir():
+        raise ForensicsError(f"--markdown {target}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ForensicsError(f"--markdown {target}: not writable")
+    return target
+
+
+def rules_json(detected: dict[str, type]) -> dict:
+    """`forensics rules --json`: every catalog kind, whether it is detected, its fields and defaults."""
+    import dataclasses
+
+    return {"rules": [
+        {"kind": e.kind, "summary": e.summary, "detected": e.kind in detected,
+         "not_yet_reason": catalog.NOT_YET_DETECTED.get(e.kind),
+         "fields": {f.name: f.default for f in dataclasses.fields(detected[e.kind])} if e.kind in detected else {},
+         "causes": list(e.causes), "checks": list(e.checks)} for e in catalog.ENTRIES]}
 
 
 def rules_text(detected: dict[str, type]) -> str:

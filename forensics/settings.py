@@ -1,7 +1,9 @@
-"""Detector settings from the command line: `--only`, `--skip` and `--set detector.field=value`, parsed strictly.
+"""Detector settings: which detectors run and with what thresholds, as a typed `Selection`.
 
-An unknown detector or field is an error listing the valid names, and a value keeps its field's type
-(nanoGPT's configurator is this strict). The CLI builds detector instances here and hands them to the engine.
+`selection(only, skip, settings)` parses the command line's words (`--only`, `--skip`, `--set detector.field=value`)
+strictly, once: an unknown detector or field is an error listing the valid names, and a value keeps its field's
+type (nanoGPT's configurator is this strict). Library functions (`forensics.analysis.analyze`, the fleet, watch)
+take the `Selection`, never the strings; `Selection.detectors()` builds the instances the engine runs.
 """
 
 from __future__ import annotations
@@ -10,9 +12,49 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from dataclasses import dataclass, field
+
 from forensics.detectors import ALL
 from forensics.detectors.base import Detector
 from ingest.errors import ForensicsError
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The detectors an analysis runs: `only` (empty: all), `skip`, and thresholds {kind: {field: value}} with
+    each value of its field's type. Kinds are catalog ids (`loss_spike`)."""
+
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    thresholds: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def restricted(self) -> bool:
+        """`--only`/`--skip` left some detectors out."""
+        return bool(self.only or self.skip)
+
+    def detectors(self) -> list[Detector]:
+        return [c(**self.thresholds.get(c.kind, {})) for c in ALL
+                if (not self.only or c.kind in self.only) and c.kind not in self.skip]
+
+    def as_json(self) -> dict[str, Any]:
+        """The thresholds as stored with an analysis: {"loss-spike.z": 6.0}."""
+        return {f"{kind.replace('_', '-')}.{name}": value for kind, fields in self.thresholds.items()
+                for name, value in fields.items()}
+
+
+def selection(only: Sequence[str] = (), skip: Sequence[str] = (), settings: dict[str, str] | None = None) -> Selection:
+    """The typed Selection for `--only`, `--skip` and `--set` words; raises ForensicsError naming the valid kinds
+    or fields for an unknown one, or the expected type for a value that does not parse."""
+    build_detectors(only, skip, settings)  # the strict checks
+    by_name = {c.kind: c for c in ALL}
+    thresholds: dict[str, dict[str, Any]] = {}
+    for key, raw in (settings or {}).items():
+        det, _, fname = key.partition(".")
+        det = det.replace("-", "_")
+        known = {f.name: f for f in dataclasses.fields(by_name[det])}
+        thresholds.setdefault(det, {})[fname] = _parse(raw, known[fname].type, key)
+    return Selection(tuple(k.replace("-", "_") for k in only), tuple(k.replace("-", "_") for k in skip), thresholds)
 
 
 def build_detectors(only: Sequence[str] = (), skip: Sequence[str] = (),

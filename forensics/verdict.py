@@ -81,7 +81,8 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
         return Verdict("inconclusive", f"{missing[0]['path']} was not read: {missing[0]['detail']}")
     if loss_points is None:
         series = a.checked.get("n_series", 0)
-        what = f"{series} other series were read" if series else "nothing in it was a training log"
+        what = (f"{count(series, 'other series', 'other series')} {'was' if series == 1 else 'were'} read"
+                if series else "nothing in it was a training log")
         return Verdict("inconclusive", f"no training-loss series was read ({what}); there is nothing to judge")
     curve = [k for k in selected if k in CURVE_DETECTORS]
     if curve and not any(k in ran for k in curve):

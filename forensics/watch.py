@@ -83,6 +83,10 @@ class RunState:
     state: str = "active"  # active, stalled, gone, error
     detail: str | None = None
     live: bool = False  # seen growing within its stall threshold during this watch: only a live run can stall
+    # Its contents as last looked at (files, bytes), or None before the first look: a fresh mtime is not growth
+    # (a finished run copied into a root has new mtimes, issue 26), more files or bytes than last time is.
+    looked: tuple[int, int] | None = None
+    grown: bool = False  # its contents grew between two looks of this watch
     growths: deque = field(default_factory=lambda: deque(maxlen=16))  # newest mtimes at each growth seen
     logged_interval: float | None = None  # median seconds between logged loss points (from the store)
     dirty: bool = True  # its watched_runs row needs writing
@@ -175,7 +179,8 @@ class Watcher:
         self.emit, self.log = emit, log
         self.runs: dict[str, RunState] = {}
         self.alerted: dict[tuple[str, str], str] = {}  # (run_id, kind) -> worst severity alerted
-        self.suspect_tails: dict[tuple[str, str, int], tuple[int, str]] = {}  # (run, file, pos) -> (size, detail)
+        # (run, file, byte position or None for a tensor file) -> (its size when suspected, or -1 once alerted; detail)
+        self.suspect_tails: dict[tuple[str, str, int | None], tuple[int, str]] = {}
         self.rewrites: set[tuple[str, str, str]] = set()  # (run, file, issue) of rewritten logs alerted
         self.logged_errors: dict[str, str] = {}  # last message logged per root or run: said once, not every pass
         self.stop = threading.Event()
@@ -201,13 +206,18 @@ class Watcher:
                 elif a["kind"] == "rewritten" and a["detail"]:
                     d = json.loads(a["detail"])
                     self.rewrites.add((a["run_id"], d["path"], d["issue"]))
+            # Tails cut off at the last ingest, suspects until a pass finds them unchanged: from the store, so a
+            # `--once` pass from cron alerts what the previous one suspected (issue 25).
+            for run_id, rel, position, detail, size in queries.truncated_tails(con):
+                self.suspect_tails.setdefault((run_id, rel, position), (int(size or 0), detail))
         for r in rows:
             if r["state"] == "gone":
                 continue
             self.runs[r["run_id"]] = RunState(
                 r["run_id"], r["path"], r["watch_root"], r["kind"], r["reason"], first_seen=r["first_seen"],
                 fingerprint=r["fingerprint"], last_growth=r["last_growth"], n_files=r["n_files"] or 0,
-                n_bytes=r["n_bytes"] or 0, state=r["state"] or "active", detail=r["detail"], dirty=False)
+                n_bytes=r["n_bytes"] or 0, state=r["state"] or "active", detail=r["detail"], dirty=False,
+                looked=(r["n_files"] or 0, r["n_bytes"] or 0))
 
     # -- one pass ----------------------------------------------------------------------------------------
     def poll_once(self, now: float | None = None) -> PassReport:
@@ -252,6 +262,9 @@ class Watcher:
             except OSError as exc:
                 self._log_once(run_id, f"{st.name}: cannot read {r.path} ({exc.strerror or exc}); skipped")
                 continue
+            if st.looked is not None and (n_files > st.looked[0] or n_bytes > st.looked[1]):
+                st.grown = True
+            st.looked = (n_files, n_bytes)
             if newest is not None and (st.last_growth is None or newest > st.last_growth):
                 st.growths.append(newest)
                 if st.state == "stalled":
@@ -264,7 +277,8 @@ class Watcher:
                 st.next_fingerprint = fp
         report.changed = len(changed)
 
-        for res in self._analyse(changed):
+        report_results = self._analyse(changed)
+        for res in report_results:
             st = self.runs[res.run_id or _id_of(res.path)]
             if res.error is not None:
                 report.failed += 1
@@ -276,6 +290,7 @@ class Watcher:
                 st.state, st.detail = "active", None
             self.logged_errors.pop(st.run_id, None)
             alerts += self._finding_alerts(st, res.analysis)
+        alerts += self._verdict_alerts([self.runs[r.run_id] for r in report_results if r.error is None and r.run_id])
         alerts += self._tails(changed)
         alerts += self._rewritten(changed)
         alerts += self._stalls(found, now)
@@ -322,6 +337,26 @@ class Watcher:
                              analysis_id=analysis.analysis_id,
                              detail={"summary": f.summary, "step_end": f.step_end, "series": f.series,
                                      "evidence": f.evidence, "replay_from": analysis.replay_from}))
+        return out
+
+    def _verdict_alerts(self, analysed: list[RunState]) -> list[Alert]:
+        """A run whose stored verdict is INCONCLUSIVE (a reader missing, no training loss, a damaged file): no
+        finding says so, and a silent watch would read as health. Said once per run, with the stored reason."""
+        if not analysed:
+            return []
+        from ingest.queries import latest_verdicts
+        from ingest.store import connect
+
+        with connect(self.db, write=False) as con:
+            stored = latest_verdicts(con, [st.run_id for st in analysed])
+        out = []
+        for st in analysed:
+            v = stored.get(st.run_id)
+            if v is None or v["verdict"] != "inconclusive" or (st.run_id, "inconclusive") in self.alerted:
+                continue
+            out.append(Alert(st.run_id, st.name, st.path, "watch", "inconclusive", "warning",
+                             f"{st.name}: INCONCLUSIVE — {v['verdict_reason']}", analysis_id=v["analysis_id"],
+                             detail={"reason": v["verdict_reason"], "read_problems": v["read_problems"][:20]}))
         return out
 
     def _failed(self, st: RunState, res: RunResult) -> list[Alert]:
@@ -373,24 +408,21 @@ class Watcher:
                 del self.suspect_tails[key]  # it grew (or was rewritten): the next ingest reads on from there
                 continue
             self.suspect_tails[key] = (-1, detail)
-            out.append(Alert(run_id, st.name, st.path, "watch", "truncated", "warning",
-                             f"{st.name}: {rel} ends inside a record at byte {position:,} and has not grown since "
-                             f"the last pass — kept everything before it", detail={"path": rel, "position": position,
-                                                                                   "issue": detail}))
+            if position is not None:
+                message = (f"{st.name}: {rel} ends inside a record at byte {position:,} and has not grown since the "
+                           f"last pass — kept everything before it")
+            else:  # a checkpoint or saved batch cut off mid-save
+                message = f"{st.name}: {rel} is cut off ({detail}) and has not changed since the last pass"
+            out.append(Alert(run_id, st.name, st.path, "watch", "truncated", "warning", message,
+                             detail={"path": rel, "position": position, "issue": detail}))
         if changed and self.db.exists():
+            from ingest.queries import truncated_tails
             from ingest.store import connect
 
-            ids = [st.run_id for st in changed]
             with connect(self.db, write=False) as con:
-                rows = con.execute(
-                    "SELECT i.run_id, i.path, i.position, i.detail, s.size_bytes FROM ingest_issues i "
-                    "JOIN sources s ON s.run_id = i.run_id AND s.path = i.path "
-                    "WHERE i.kind = 'truncated' AND i.position IS NOT NULL AND list_contains(?, i.run_id) "
-                    # still where the reading stopped: a tail read past since is history, not a suspect
-                    "AND s.resume_at = i.position AND s.size_bytes > s.resume_at",
-                    [ids]).fetchall()
+                rows = truncated_tails(con, [st.run_id for st in changed])
             for run_id, rel, position, detail, size in rows:
-                self.suspect_tails.setdefault((run_id, rel, int(position)), (int(size or 0), detail))
+                self.suspect_tails.setdefault((run_id, rel, position), (int(size or 0), detail))
         return out
 
     def _rewritten(self, changed: list[RunState]) -> list[Alert]:
@@ -425,7 +457,7 @@ class Watcher:
                 continue
             quiet = now - st.last_growth
             if quiet <= limit:
-                st.live = True
+                st.live = st.live or st.grown  # recent mtimes without new contents: a copy, not a job
                 continue
             if not st.live or st.state == "stalled":
                 continue  # finished before the watch saw it grow, or already alerted
@@ -484,7 +516,7 @@ class Watcher:
             raise
         self.unrecorded = []
         for a in alerts:
-            if a.origin == "finding":
+            if a.origin == "finding" or a.kind == "inconclusive":
                 self.alerted[(a.run_id, a.kind)] = a.severity
         for st in dirty:
             st.dirty = False
@@ -563,3 +595,39 @@ def _duration(seconds: float | None) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def serve(roots: list[Path], db: Path, settings: WatchSettings, *, emit: Callable[[Alert], None],
+          log: Callable[[str], None], once: bool = False) -> None:
+    """`forensics watch`: one pass (`once`, for cron and CI) or passes until SIGINT/SIGTERM, which finish the
+    current write and return. `emit` takes each alert, `log` each service message."""
+    import signal
+
+    from forensics.numbers import count, home
+    from ingest.errors import ForensicsError
+
+    missing = [str(r) for r in roots if not Path(r).is_dir()]
+    if missing:
+        raise ForensicsError(f"not a folder: {', '.join(missing)}; watch takes folders holding runs")
+    if settings.interval <= 0:
+        raise ForensicsError(f"--interval must be positive (got {settings.interval:g})")
+    watcher = Watcher(roots, db, settings, emit=emit, log=log)
+
+    def stop(signum, frame) -> None:
+        log(f"{signal.Signals(signum).name}: finishing the current write, then exiting")
+        watcher.stop.set()
+
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if once:
+            r = watcher.poll_once()
+            log(f"{count(r.runs, 'run')}, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
+                f"{count(len(r.alerts), 'alert')} in {r.seconds:.1f}s; database: {home(db)}")
+        else:
+            log(f"watching {', '.join(str(r) for r in watcher.roots)} every {settings.interval:g}s; "
+                f"database: {home(db)}")
+            watcher.run_forever()
+            log("stopped")
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

@@ -20,7 +20,9 @@ Tags keep the writer's spelling (`Train loss`, `IDLoss`, `loss`). Values `nan`, 
 
 Steps (DECISIONS §2): the line's own global counter when it prints one. A line with no counter at all
 (Caffe's `Train net output #0: mbox_loss = inf` under its `Iteration N` line) takes the last global
-counter seen earlier in the file, as Caffe's own parse_log.py does. Otherwise (epoch/batch only, or
+counter seen earlier in the file, as Caffe's own parse_log.py does, unless it prints the very tags of the
+line that printed that counter: then it is a record of its own, not that line's detail (an ordinal log of
+`{'loss': ..., 'grad_norm': ...}` lines, one of them annotated `(step 4)` by hand). Otherwise (epoch/batch only, or
 nothing) step = the line's ordinal: its 0-based index among the file's line segments, counting `\\r`
 (tqdm's in-place updates) as a line break, so it stays stable when a later ingest resumes; `ordinal=True`.
 
@@ -655,6 +657,7 @@ class _State:
     segment: int = 0  # 0-based index of the next line segment (\r counts as a break)
     line_no: int = 1  # 1-based number of the next \n-terminated line
     last_step: int | None = None
+    step_tags: frozenset[str] = frozenset()  # the tags of the line that printed `last_step`
     date: datetime | None = None  # midnight UTC of the last full date seen
     last_tod: float | None = None  # the last time of day (s) placed on an assumed date
     assumed: int | None = None  # line number of the first stamp whose date was assumed
@@ -692,7 +695,7 @@ class _State:
                 epoch_seen = True
                 state.header_epoch = None if parsed.metrics else parsed.epoch
             if state.last_step is None and parsed.step is not None:
-                state.last_step = parsed.step
+                state.last_step, state.step_tags = parsed.step, frozenset(parsed.metrics)
             if state.date is None and parsed.time and "y" in parsed.time:
                 t = parsed.time
                 state.date = datetime(int(t["y"]), int(t["mo"]), int(t["d"]), tzinfo=timezone.utc)
@@ -734,7 +737,7 @@ class _State:
                     if len(self.unmatched) < MAX_LINES_LISTED:
                         self.unmatched.append(line_no)
                 if step is not None:
-                    self.last_step = step
+                    self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
                     self.header_epoch = epoch
                 continue
@@ -742,8 +745,8 @@ class _State:
                 self.header_epoch = None  # this log prints the epoch on its record lines
             if step is not None:
                 is_ordinal = False
-                self.last_step = step
-            elif epoch is None and batch is None and self.last_step is not None:
+                self.last_step, self.step_tags = step, frozenset(metrics)
+            elif epoch is None and batch is None and self.last_step is not None and frozenset(metrics) != self.step_tags:
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = segment + k, True

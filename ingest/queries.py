@@ -25,8 +25,10 @@ def _frame(con: Any, sql: str, params: list) -> pl.DataFrame:
 
 def list_runs(con: Any) -> list[dict[str, Any]]:
     """What `forensics runs` shows: every run with its latest analysis (`latest_verdicts`, None if never analysed),
-    its sources (format, points, status), series count and ingest issues, by name. Plain JSON values."""
-    runs = con.execute("SELECT run_id, name, root, last_ingested FROM runs ORDER BY name, run_id").fetchall()
+    how `forensics watch` found it (None if it did not), whether its last ingest finished, its sources (format,
+    points, status), series count and ingest issues, by name. Plain JSON values."""
+    runs = con.execute("SELECT run_id, name, root, last_ingested, ingest_complete FROM runs ORDER BY name, run_id"
+                       ).fetchall()
     sources = con.execute(
         "SELECT run_id, path, format, n_points, duplicate_points, status FROM sources ORDER BY run_id, path"
     ).fetchall()
@@ -35,18 +37,28 @@ def list_runs(con: Any) -> list[dict[str, Any]]:
         "SELECT run_id, path, position, kind, detail FROM ingest_issues ORDER BY run_id, path, position"
     ).fetchall()
     analyses = latest_verdicts(con)
+    found = {w["run_id"]: {"kind": w["kind"], "reason": w["reason"], "state": w["state"],
+                           "watch_root": w["watch_root"]} for w in watched_runs(con)}
     out = []
-    for run_id, name, root, last in runs:
+    for run_id, name, root, last, complete in runs:
         srcs = [s for s in sources if s[0] == run_id]
         out.append({
-            "analysis": analyses.get(run_id),
+            "analysis": analyses.get(run_id), "found_by_watch": found.get(run_id),
             "run": run_id, "name": name, "root": root, "last_ingested": str(last),
+            "ingest_complete": complete is not False,
             "points": sum(s[3] or 0 for s in srcs), "series": series.get(run_id, 0),
             "sources": [{"path": s[1], "format": s[2], "points": s[3], "duplicate_points": s[4], "status": s[5]}
                         for s in srcs],
             "issues": [{"path": i[1], "position": i[2], "kind": i[3], "detail": i[4]} for i in issues if i[0] == run_id],
         })
     return out
+
+
+def ingest_complete(con: Any, run_id: str) -> bool | None:
+    """Whether the run's last ingest finished: False after one stopped half-way, None for a run not stored (or
+    stored before schema 8)."""
+    row = con.execute("SELECT ingest_complete FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    return None if row is None else row[0]
 
 
 # The verdict column of a run's latest analysis (`a`), with the two states that are not the engine's verdict.
@@ -340,7 +352,8 @@ def app_runs(con: Any) -> pl.DataFrame:
                    sum(n_points)::BIGINT AS n_points FROM sources GROUP BY run_id),
         length AS (
             SELECT run_id, max(last_step) AS last_step, count(*) AS n_series FROM series GROUP BY run_id)
-        SELECT r.run_id, r.name, r.root, r.last_ingested, latest.analysis_id, a.created AS analyzed,
+        SELECT r.run_id, r.name, r.root, r.last_ingested, r.ingest_complete IS NOT FALSE AS ingest_complete,
+               latest.analysis_id, a.created AS analyzed,
                {_VERDICT_SQL} AS verdict, a.verdict_reason, a.only_kinds, a.skip_kinds, a.read_problems,
                coalesce(json_array_length(a.read_problems), 0)::INTEGER AS n_read_problems,
                coalesce(c.n_critical, 0) AS n_critical, coalesce(c.n_warning, 0) AS n_warning,
@@ -622,6 +635,23 @@ def alerted_severities(con) -> dict[tuple[str, str], str]:
         "SELECT run_id, kind, min(CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END) "
         "FROM alerts GROUP BY run_id, kind").fetchall()
     return {(r, k): ("critical", "warning", "info")[rank] for r, k, rank in rows}
+
+
+def truncated_tails(con, run_ids: list[str] | None = None) -> list[tuple[str, str, int | None, str, int]]:
+    """(run, path, position, detail, size at the last ingest) of every file whose end was cut off and is still
+    where the reading stopped: a log whose tail ends inside a record, a checkpoint or saved batch cut off
+    mid-save (position None). `watch` alerts one that has not changed by its next pass, whichever process
+    ran that pass (`--once` from cron)."""
+    return con.execute(
+        "SELECT i.run_id, i.path, i.position, i.detail, s.size_bytes FROM ingest_issues i "
+        "JOIN sources s ON s.run_id = i.run_id AND s.path = i.path "
+        "WHERE i.kind = 'truncated' AND (? IS NULL OR list_contains(?, i.run_id)) AND ("
+        # a log: still where the reading stopped (a tail read past since is history, not a suspect)
+        " (i.position IS NOT NULL AND s.resume_at = i.position AND s.size_bytes > s.resume_at)"
+        # a tensor file: still the damaged one (a rewritten checkpoint is read anew and its status changes)
+        " OR (i.position IS NULL AND s.format IN ('checkpoint', 'batch') AND s.status IN ('unreadable', 'partial')))"
+        " ORDER BY i.run_id, i.path",
+        [run_ids, run_ids]).fetchall()
 
 
 def alerts(con, run_id: str | None = None) -> list[dict]:

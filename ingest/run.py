@@ -13,6 +13,7 @@ This module decides what to read and when to write; the readers (`read_x(path, s
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -34,6 +35,7 @@ from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
 from ingest.store import connect, run_lock
 
+log = logging.getLogger(__name__)
 FLUSH_POINTS = 2_000_000  # about 100 MB of points: bounded memory, few transactions
 HEAD_BYTES = 4096
 # progress(stage, done, total): bytes of `stage` ("logs", "checkpoints") read so far, of `total`.
@@ -192,6 +194,9 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
                    progress: Progress, trust_pickle: bool) -> None:
     with connect(db, write=True) as con:
         known = queries.known_sources(con, run_id)
+        if queries.ingest_complete(con, run_id) is False:
+            log.info("the last ingest of %s did not finish (stopped or locked out); reading on from where it "
+                     "stopped", root)
 
     # Tensor files first: checkpoints and batches claim them before any log format sees them. An HF folder's
     # trainer_state.json is not claimed (the HF log reader reads it; the checkpoint only takes its step).
@@ -217,6 +222,7 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
     if stale:
         with connect(db, write=True) as con:
             con.execute("BEGIN")
+            writes.upsert_run(con, run_id, report.name, report.root)
             writes.forget_sources(con, run_id, stale)
             con.execute("COMMIT")
             known = queries.known_sources(con, run_id)
@@ -284,28 +290,41 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
     if checkpoints or batches:
         _ingest_tensors(db, run_id, root, checkpoints, batches, report, trust_pickle, progress)
 
+    failure = None if known else _nothing_read(root, report)
     with connect(db, write=True) as con:
         con.execute("BEGIN")
-        writes.upsert_run(con, run_id, report.name, report.root)
-        refresh_series(con, run_id)
-        writes.insert_issues(con, run_id, [(u, Issue(None, "unknown_file", "no reader knows this file"))
-                                           for u in report.unknown] + report.skipped)
-        # A stored source no longer found is deleted, unless it sits in a folder that could not be listed.
-        on_disk = {storable(str(p)) for rel in files for p in (rel, *rel.parents)}
-        unlisted = tuple(f"{path}/" for path, issue in report.skipped if issue.kind == "unreadable")
-        gone = [p for p in known if p not in on_disk and not p.startswith(unlisted)]
-        writes.mark_deleted(con, run_id, gone, [p for p in known if p in on_disk])
+        if failure is not None:
+            # A first ingest that read nothing leaves no trace: no run row, no sources, no issues (issue 25:
+            # `analyze /etc` left a run of 1043 unknown files in `runs`).
+            writes.delete_run(con, run_id)
+        else:
+            writes.upsert_run(con, run_id, report.name, report.root, complete=True)
+            refresh_series(con, run_id)
+            writes.insert_issues(con, run_id, [(u, Issue(None, "unknown_file", "no reader knows this file"))
+                                               for u in report.unknown] + report.skipped)
+            # A stored source no longer found is deleted, unless it sits in a folder that could not be listed.
+            on_disk = {storable(str(p)) for rel in files for p in (rel, *rel.parents)}
+            unlisted = tuple(f"{path}/" for path, issue in report.skipped if issue.kind == "unreadable")
+            gone = [p for p in known if p not in on_disk and not p.startswith(unlisted)]
+            writes.mark_deleted(con, run_id, gone, [p for p in known if p in on_disk])
         con.execute("COMMIT")
-    if not report.sources and report.unknown and not known:
-        raise UnreadableRun(
+    if failure is not None:
+        raise failure
+
+
+def _nothing_read(root: Path, report: IngestReport) -> UnreadableRun | None:
+    """The error for a run in which no file could be read, or None when something was."""
+    if not report.sources and report.unknown:
+        return UnreadableRun(
             f"nothing in {root} is a format forensics reads ({len(report.unknown)} unknown files, e.g. "
             f"{', '.join(report.unknown[:3])}); see `forensics ingest --help` for the formats"
         )
-    if report.sources and all(s.status == "unreadable" for s in report.sources) and not known:
-        raise UnreadableRun(
+    if report.sources and all(s.status == "unreadable" for s in report.sources):
+        return UnreadableRun(
             f"no file in {root} could be read: "
             + "; ".join(f"{s.path}: {s.issues[0].detail}" for s in report.sources[:3] if s.issues)
         )
+    return None
 
 
 def _forget_rewritten(db: Path, run_id: str, rel: str, source_id: int, was: int | None, now: int,
@@ -316,6 +335,7 @@ def _forget_rewritten(db: Path, run_id: str, rel: str, source_id: int, was: int 
     with connect(db, write=True) as con:
         con.execute("BEGIN")
         forgotten = queries.source_points(con, source_id)
+        writes.mark_incomplete(con, run_id)
         writes.forget_sources(con, run_id, {rel: source_id})
         con.execute("COMMIT")
     why = "its first bytes changed" if head_changed else f"it shrank from {was:,} to {now:,} bytes"
@@ -484,6 +504,7 @@ def ingest_checkpoints(
         read = read_checkpoint(root, f, trust_pickle, prev=prev[1] if prev else None)
         with connect(db, write=True) as con:
             con.execute("BEGIN")
+            writes.upsert_run(con, run_id, storable(Path(root).name), storable(str(root)))
             if old:
                 writes.delete_checkpoint(con, run_id, old[0])
             ckpt_id = writes.insert_checkpoint(con, run_id, read.row, read.stats, read.values)
@@ -549,6 +570,7 @@ def ingest_batches(
         read = read_batch(root, f, trust_pickle)
         with connect(db, write=True) as con:
             con.execute("BEGIN")
+            writes.upsert_run(con, run_id, storable(Path(root).name), storable(str(root)))
             if old:
                 writes.delete_batch(con, run_id, old[0])
             batch_id = writes.insert_batch(con, run_id, read.row, read.stats)

@@ -30,7 +30,7 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     meta            schema_version and other store facts
 """
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # How a database of each older version becomes the next one: statements run in order, in one transaction, by
 # `ingest.store` when a writer opens it. A version missing here cannot be migrated (the user re-ingests).
@@ -60,6 +60,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "skip_kinds VARCHAR", "read_problems VARCHAR", "unknown_files VARCHAR")),
     # v6 -> v7 (issue 27): probes, a new table only.
     6: (),
+    # v7 -> v8 (issue 26): a run whose ingest stopped half-way (killed, or locked out of the database) is marked,
+    # so `runs`, the app and the next ingest know. Runs stored before are taken as complete (NULL).
+    7: ("ALTER TABLE runs ADD COLUMN IF NOT EXISTS ingest_complete BOOLEAN",),
 }
 
 TABLES: dict[str, str] = {
@@ -74,7 +77,10 @@ TABLES: dict[str, str] = {
             name VARCHAR NOT NULL,          -- the folder's name
             root VARCHAR NOT NULL,          -- resolved absolute path
             first_ingested TIMESTAMP,
-            last_ingested TIMESTAMP
+            last_ingested TIMESTAMP,
+            ingest_complete BOOLEAN         -- FALSE from an ingest's first write until its last: still FALSE
+                                            -- after one that stopped half-way (killed, locked out); NULL in
+                                            -- stores made before schema 8 (taken as complete)
         )""",
     "sources": """
         CREATE TABLE IF NOT EXISTS sources (
@@ -332,7 +338,7 @@ TABLES: dict[str, str] = {
             run_name VARCHAR NOT NULL,
             origin VARCHAR NOT NULL,        -- finding (a detector's claim) or watch (the service's own)
             kind VARCHAR NOT NULL,          -- a CATALOG.md id for findings; stalled, truncated, unreadable,
-                                            -- deleted for the service's own
+                                            -- deleted, inconclusive for the service's own
             severity VARCHAR NOT NULL,      -- critical, warning, info
             step BIGINT,
             analysis_id INTEGER,            -- the analysis holding the finding

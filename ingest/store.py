@@ -1,9 +1,17 @@
 """The DuckDB store: how it is opened (briefly, with lock retries), its schema version, and the per-run ingest lock.
 
 DuckDB allows one read-write process or several read-only ones, never both (DECISIONS.md §5). So every
-write holds its connection for one transaction only, readers open read-only, and a lock held by another
-process is retried with backoff for a few seconds before failing with one line. Where the database lives
+write holds its connection for one transaction only, and readers open read-only. Where the database lives
 (`--db`, `$FORENSICS_DB`, the user cache) is the CLI's decision: nothing here reads the environment.
+
+Processes of this tool queue for the database instead of racing for DuckDB's lock (issue 26: of eight
+`analyze` at once, up to four gave up after DuckDB's lock refused them for 5 s, their runs half-stored): a
+writer holds an exclusive, a reader a shared `lockf` on one byte of `<db>.lock` (the file of the per-run
+ingest locks) while its connection is open. A waiter tries for its place every 10-50 ms, jittered, which
+is cheap (no file is opened) and catches the gap between two transactions of the holder. DuckDB's own lock,
+held by a program that is not ours, is retried with jittered backoff. Either wait ends after `LOCK_WAIT_S`
+with one line (StoreLocked). Whoever waits says so on the `ingest.store` logger ("waiting for the database
+(another forensics is writing)"), once and then every `NOTICE_EVERY_S`; the CLI prints it to stderr.
 
 A query interrupted by Ctrl-C raises DuckDB's "Query interrupted"; `connect` turns it back into the
 KeyboardInterrupt it was, after the connection has closed (which rolls back an open transaction).
@@ -12,6 +20,9 @@ KeyboardInterrupt it was, after the connection has closed (which rolls back an o
 from __future__ import annotations
 
 import fcntl
+import logging
+import os
+import random
 import time
 import zlib
 from collections.abc import Iterator, Mapping
@@ -23,7 +34,14 @@ import duckdb
 from ingest.errors import ForensicsError, SchemaError, StoreLocked, StoreUnwritable
 from ingest.schema import MIGRATIONS, SCHEMA_VERSION, SEQUENCES, TABLES
 
-LOCK_WAIT_S = 5.0
+# How long a process waits for the database before it gives up with one line. The queue moves one write
+# transaction at a time (each a second or two at most), so eight analyses of large runs at once wait well
+# under this; a process that holds the database longer than this is stuck or not ours.
+LOCK_WAIT_S = 300.0
+NOTICE_EVERY_S = 30.0  # a long wait is said again this often
+# The byte of `<db>.lock` that queues whole-database access; the per-run ingest locks use bytes below 2**32.
+GATE_OFFSET = 2**32
+log = logging.getLogger(__name__)
 
 
 def db_location(explicit: str | Path | None, env: Mapping[str, str]) -> Path:
@@ -51,53 +69,141 @@ def connect(db: Path, *, write: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[d
     """Open the store for one piece of work and close it after.
 
     Writers get the schema created (or checked) on open. Readers of a missing database get a one-line
-    error telling them to ingest first.
+    error telling them to ingest first. Waits up to `wait_s` for other processes (see the module docstring),
+    then raises StoreLocked.
     """
     db = Path(db)
     if not write and not db.exists():
         raise ForensicsError(f"no database at {db}; run `forensics ingest RUN_DIR --db {db}` first")
-    if write:
-        db.parent.mkdir(parents=True, exist_ok=True)
-    if not db.exists():
-        _SCHEMA_READY.discard(str(db.resolve()))  # a new (or deleted and re-made) file has no schema yet
     deadline = time.monotonic() + wait_s
+    with _gate(db, write=write, deadline=deadline):
+        if not db.exists():
+            _SCHEMA_READY.discard(str(db.resolve()))  # a new (or deleted and re-made) file has no schema yet
+        con = _open(db, write, deadline)
+        try:
+            key = str(db.resolve())
+            if write and key not in _SCHEMA_READY:
+                ensure_schema(con, db)
+                _SCHEMA_READY.add(key)
+            else:
+                check_schema(con, db)  # one query: the version may have changed under a long-lived process
+            yield con
+        except (duckdb.InterruptException, RuntimeError) as exc:
+            # DuckDB turns Ctrl-C during a query into "Query interrupted" (a RuntimeError in duckdb 1.x/2.x).
+            if not isinstance(exc, duckdb.InterruptException) and not str(exc).startswith("Query interrupted"):
+                raise
+            con.close()  # an open transaction is rolled back here
+            raise KeyboardInterrupt from None
+        except (duckdb.IOException, duckdb.TransactionException) as exc:
+            if not write:
+                raise
+            con.close()  # an open transaction is rolled back here
+            raise StoreUnwritable(f"cannot write the database {db}: {_write_failure(exc)}; nothing of this write "
+                                  "was kept (the store holds what it held before); free space or pass another "
+                                  "--db") from None
+        finally:
+            con.close()
+
+
+def _open(db: Path, write: bool, deadline: float) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect, retried with jittered backoff while a process outside the queue holds DuckDB's lock."""
     delay = 0.05
+    waiting = _Waiting()
     while True:
         try:
-            con = duckdb.connect(str(db), read_only=not write)
-            break
+            return duckdb.connect(str(db), read_only=not write)
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_error(exc):
                 raise ForensicsError(f"cannot open database {db}: {str(exc).splitlines()[0]}") from None
             if time.monotonic() >= deadline:
-                raise StoreLocked(
-                    f"database {db} is locked by another process writing to it; "
-                    f"wait for it to finish or pass another --db"
-                ) from None
-            time.sleep(delay)
+                raise _locked(db) from None
+            waiting.notice(db, "another program has it open")
+            time.sleep(delay * random.uniform(0.5, 1.5))  # jitter: waiters do not retry in step
             delay = min(delay * 2, 0.5)
+
+
+def _locked(db: Path) -> StoreLocked:
+    return StoreLocked(f"database {db} is locked by another process writing to it; "
+                       f"wait for it to finish or pass another --db")
+
+
+class _Waiting:
+    """Says that this process waits for the database: on its first wait, then at most every NOTICE_EVERY_S (an
+    ingest opens the store once per transaction, and eight processes in a queue wait many times each)."""
+
+    said: float | None = None  # when this process last said it, for all its waits
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def notice(self, db: Path, who: str) -> None:
+        now = time.monotonic()
+        if _Waiting.said is None or now - _Waiting.said >= NOTICE_EVERY_S:
+            waited = now - self.started
+            log.info("waiting for the database (%s)%s: %s", who, f", {waited:.0f}s so far" if waited >= 1 else "", db)
+            _Waiting.said = now
+
+
+# One open `<db>.lock` per database per process, never closed: POSIX record locks belong to the process and
+# closing any descriptor of the file drops all of them, so the gate and the run locks must share it.
+_LOCK_FILES: dict[str, tuple[object, list[int]]] = {}
+
+
+def _lock_file(db: Path, *, write: bool):
+    """The process's open `<db>.lock` and its gate depth; None for a reader that cannot open it (a database in a
+    read-only folder: no writer of ours can be writing it either)."""
+    key = os.path.abspath(f"{db}.lock")
+    if key not in _LOCK_FILES:
+        try:
+            if write:
+                db.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(key, "a+b")
+        except OSError as exc:
+            if not write:
+                try:
+                    fh = open(key, "rb")
+                except OSError:
+                    return None
+            else:
+                raise ForensicsError(f"cannot write beside the database {db}: {exc.strerror or exc}; "
+                                     f"pass a --db in a writable folder") from None
+        _LOCK_FILES[key] = (fh, [0])
+    return _LOCK_FILES[key]
+
+
+@contextmanager
+def _gate(db: Path, *, write: bool, deadline: float) -> Iterator[None]:
+    """Hold the database's place in the queue: exclusive for a writer, shared for a reader. Nested holds in one
+    process (a connection opened inside another's) share the outer one."""
+    found = _lock_file(db, write=write)
+    if found is None:
+        yield
+        return
+    fh, depth = found
+    if depth[0] == 0:
+        mode = fcntl.LOCK_EX if write else fcntl.LOCK_SH
+        waiting = None
+        delay = 0.01
+        while True:
+            try:
+                fcntl.lockf(fh, mode | fcntl.LOCK_NB, 1, GATE_OFFSET)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    raise _locked(db) from None
+                waiting = waiting or _Waiting()
+                waiting.notice(db, "another forensics is writing")
+                # Short jittered polls: the holder's transaction ends within a second or two, and a waiter
+                # that polls often gets its turn between the holder's transactions.
+                time.sleep(delay * random.uniform(0.5, 1.5))
+                delay = min(delay * 2, 0.05)
+    depth[0] += 1
     try:
-        key = str(db.resolve())
-        if write and key not in _SCHEMA_READY:
-            ensure_schema(con, db)
-            _SCHEMA_READY.add(key)
-        else:
-            check_schema(con, db)  # one query: the version may have changed under a long-lived process
-        yield con
-    except (duckdb.InterruptException, RuntimeError) as exc:
-        # DuckDB turns Ctrl-C during a query into "Query interrupted" (a RuntimeError in duckdb 1.x/2.x).
-        if not isinstance(exc, duckdb.InterruptException) and not str(exc).startswith("Query interrupted"):
-            raise
-        con.close()  # an open transaction is rolled back here
-        raise KeyboardInterrupt from None
-    except (duckdb.IOException, duckdb.TransactionException) as exc:
-        if not write:
-            raise
-        con.close()  # an open transaction is rolled back here
-        raise StoreUnwritable(f"cannot write the database {db}: {_write_failure(exc)}; nothing of this write was "
-                              "kept (the store holds what it held before); free space or pass another --db") from None
+        yield
     finally:
-        con.close()
+        depth[0] -= 1
+        if depth[0] == 0:
+            fcntl.lockf(fh, fcntl.LOCK_UN, 1, GATE_OFFSET)
 
 
 def _write_failure(exc: BaseException) -> str:
@@ -122,18 +228,16 @@ def run_lock(db: Path, run_id: str) -> Iterator[None]:
     it ends."""
     db = Path(db)
     offset = zlib.crc32(run_id.encode())
+    fh, _ = _lock_file(db, write=True)
     try:
-        db.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(f"{db}.lock", "a+b")  # closed by the with below, after the lock is released
-    except OSError as exc:
-        raise ForensicsError(f"cannot write beside the database {db}: {exc.strerror or exc}; "
-                             f"pass a --db in a writable folder") from None
-    with fh:
+        fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+    except OSError:
+        log.info("waiting for another forensics that is reading this run (run %s) into %s", run_id, db)
         fcntl.lockf(fh, fcntl.LOCK_EX, 1, offset)
-        try:
-            yield
-        finally:
-            fcntl.lockf(fh, fcntl.LOCK_UN, 1, offset)
+    try:
+        yield
+    finally:
+        fcntl.lockf(fh, fcntl.LOCK_UN, 1, offset)
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:

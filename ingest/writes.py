@@ -38,13 +38,31 @@ def next_id(con: Any, sequence: str) -> int:
 
 # -- runs, sources and points (ingest) --------------------------------------------------------------------
 
-def upsert_run(con: Any, run_id: str, name: str, root: str) -> None:
-    """The run's row, created on its first ingest; later ingests only move `last_ingested`."""
+def upsert_run(con: Any, run_id: str, name: str, root: str, *, complete: bool = False) -> None:
+    """The run's row, created on its first ingest; later ingests only move `last_ingested`. Every write of an
+    ingest marks the run incomplete, its last write (`complete=True`) complete: a run left marked was stopped
+    half-way (issue 26)."""
     con.execute(
-        "INSERT INTO runs (run_id, name, root, first_ingested, last_ingested) VALUES (?, ?, ?, now(), now()) "
-        "ON CONFLICT (run_id) DO UPDATE SET last_ingested = now()",
-        [run_id, name, root],
+        "INSERT INTO runs (run_id, name, root, first_ingested, last_ingested, ingest_complete) "
+        "VALUES (?, ?, ?, now(), now(), ?) "
+        "ON CONFLICT (run_id) DO UPDATE SET last_ingested = now(), ingest_complete = excluded.ingest_complete",
+        [run_id, name, root, complete],
     )
+
+
+def mark_incomplete(con: Any, run_id: str) -> None:
+    """A write of an ingest that does not touch the run's row otherwise (forgetting a rewritten log's points)."""
+    con.execute("UPDATE runs SET ingest_complete = FALSE WHERE run_id = ?", [run_id])
+
+
+def delete_run(con: Any, run_id: str) -> None:
+    """Every row of a run, where a first ingest read nothing: it leaves no run behind."""
+    for table in ("scalars", "histograms"):
+        con.execute(f"DELETE FROM {table} WHERE source_id IN (SELECT source_id FROM sources WHERE run_id = ?)",
+                    [run_id])
+    for table in ("tensor_stats", "tensor_deltas", "checkpoint_values", "checkpoints", "batch_stats", "batches",
+                  "texts", "configs", "ingest_issues", "series", "sources", "runs"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
 
 def claim_source(con: Any, run_id: str, path: str, fmt: str, grp: str) -> int:
@@ -240,8 +258,8 @@ def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) ->
     if not issues:
         return
     frame = pl.DataFrame(
-        {"path": [p for p, _ in issues], "position": [i.position for _, i in issues],
-         "kind": [i.kind for _, i in issues], "detail": [i.detail for _, i in issues]},
+        {"path": [storable(p) for p, _ in issues], "position": [i.position for _, i in issues],
+         "kind": [i.kind for _, i in issues], "detail": [storable(i.detail) for _, i in issues]},  # a detail may quote a name
         schema={"path": pl.Utf8, "position": pl.Int64, "kind": pl.Utf8, "detail": pl.Utf8},
     ).unique(maintain_order=True)
     con.register("_new_issues", frame.to_arrow())

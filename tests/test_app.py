@@ -480,6 +480,25 @@ def test_a_constant_series_is_drawn_around_its_value():
     assert 0 < low < 1e-3 < high < 2e-3
 
 
+def test_a_run_whose_ingest_stopped_halfway_says_so_on_the_runs_list_and_its_report(tmp_path, monkeypatch):
+    """Issue 26: a run half-stored by an ingest that was locked out looked whole in the app."""
+    import ingest.run
+    from ingest.errors import StoreLocked
+
+    def locked_out(*args, **kwargs):
+        raise StoreLocked("database is locked by another process writing to it")
+
+    db = tmp_path / "f.duckdb"
+    run = GALLERY / "nan_lr_too_high"
+    with monkeypatch.context() as m:
+        m.setattr(ingest.run, "_ingest_tensors", locked_out)  # after the logs, before the checkpoints
+        assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 2
+    listed = _app(monkeypatch, db)
+    assert any("ingest did not finish" in m.value for m in listed.markdown)
+    report = _app(monkeypatch, db, run="nan_lr_too_high")
+    assert any("did not finish" in w.value for w in report.warning)
+
+
 def test_runs_filter_finds_a_run_by_any_of_its_finding_kinds(gallery_db, monkeypatch):
     """Issue 25: the filter searched names and the headline only, so a kind under the headline found nothing."""
     runs = _read(gallery_db, "app_runs")

@@ -172,3 +172,82 @@ def test_report_in_chromium_shows_findings_charts_and_focuses_a_finding(served, 
         finally:
             browser.close()
     assert all((tmp_path / n).stat().st_size > 10_000 for n in ("app_report.png", "app_focused.png"))
+
+
+@pytest.fixture(scope="module")
+def judged_served(tmp_path_factory):
+    """`forensics app` started as a first-day user would: a HOME with no ~/.streamlit, no DISPLAY, serving runs
+    whose verdict the app used to re-derive differently (issue 25), each analysed by `forensics analyze --json`."""
+    from tests.test_one_judgement import csv_only_val_loss, only_config
+
+    root = tmp_path_factory.mktemp("judged_browser")
+    runs = {"dead_relu_bias_init": REPO / "sample_runs" / "runs" / "dead_relu_bias_init",
+            "only_config": only_config(root / "only_config"), "csv_only_val_loss": csv_only_val_loss(root / "csv_only_val_loss")}
+    db = root / "f.duckdb"
+    home = root / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.update(PYTHONPATH=str(REPO), HOME=str(home))
+    said = {}
+    for name, path in runs.items():
+        done = subprocess.run([sys.executable, "-m", "forensics.cli", "analyze", str(path), "--db", str(db), "--json"],
+                              capture_output=True, text=True, env=env, cwd=REPO, check=True)
+        said[name] = __import__("json").loads(done.stdout)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = root / "app.log"
+    with log.open("w") as err:  # no --no-browser: with no display, we open none and Streamlit asks nothing
+        proc = subprocess.Popen([sys.executable, "-m", "forensics.cli", "app", "--db", str(db), "--port", str(port)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                                cwd=REPO)
+    line = proc.stdout.readline()
+    try:
+        assert line.startswith("run-forensics app: http://localhost:"), line + log.read_text()
+        yield {"base": f"http://localhost:{port}/", "said": said, "home": home}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_runs_list_and_reports_in_chromium_say_what_analyze_json_said(judged_served):
+    """Done-when of issue 25, through the browser: the Runs list and each report show the verdict (INCONCLUSIVE with
+    its reason for the two bad inputs, once green "no findings") and the headline `analyze --json` gave."""
+    from urllib.parse import urlencode
+
+    said = judged_served["said"]
+    assert said["only_config"]["verdict"] == said["csv_only_val_loss"]["verdict"] == "inconclusive"
+    assert said["dead_relu_bias_init"]["headline"]["kind"] == "dead_relu"
+    assert not (judged_served["home"] / ".streamlit" / "credentials.toml").exists()  # no e-mail prompt was answered
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM),
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": WIDTH, "height": 1000})
+        try:
+            _load(page, judged_served["base"])
+            runs_text = page.locator("[data-testid='stMain']").inner_text()
+            for name, result in said.items():
+                assert name in runs_text, runs_text
+                text = runs_text[runs_text.rfind("\n", 0, runs_text.index(name)) + 1:]  # from the verdict badge
+                text = text[:text.index("ingested ")]  # the run's card: its name, verdict, headline, reason
+                assert {"inconclusive": "INCONCLUSIVE", "failed": "failed", "suspicious": "suspicious",
+                        "healthy": "healthy"}[result["verdict"]] in text, (name, text)
+                head = result["headline"]
+                if head:
+                    assert f"{head['kind']} at " in text and f"{head['step']:,}" in text, (name, text)
+                    assert f"(event {head['event']})" in text, (name, text)
+                else:
+                    assert result["verdict_reason"] in text, (name, text)
+            assert "no findings" not in runs_text
+            for name, result in said.items():
+                _load(page, judged_served["base"] + "?" + urlencode({"run": name, "page": "Run report"}))
+                main_text = page.locator("[data-testid='stMain']").inner_text()
+                assert page.locator("[data-testid='stException']").count() == 0, name
+                if result["verdict"] == "inconclusive":
+                    assert "INCONCLUSIVE" in main_text and result["verdict_reason"] in main_text, name
+                head = result["headline"]
+                if head:
+                    assert "Earliest cause" in main_text and f"{head['kind']} at " in main_text, name
+                    assert f"(event {head['event']})" in main_text, name
+        finally:
+            browser.close()

@@ -237,6 +237,15 @@ def test_a_record_repeated_as_is_is_kept(tmp_path):
     assert _series(frame, "loss").height == 10
 
 
+def test_real_step_in_a_hand_annotation_does_not_take_the_records_after_it():
+    # unsloth issue: nine `{'loss': 1.46,  'grad_norm':    14.98}` lines, the 4th annotated `<-- spike #1 (step 4)`:
+    # the lines after it are records of their own, not its detail lines (as Caffe's output lines are)
+    frame, _, _ = _read(REAL_RUNS_TEST / "log_unsloth5207" / "train.log")
+    grad = _series(frame, "grad_norm")
+    assert grad["step"].to_list() == [0, 1, 2, 4, 4, 5, 6, 7, 9] and grad["step"].n_unique() == 8
+    assert grad["value"].to_list()[-1] == 11140.0
+
+
 def test_mxnet_speedometer_lines_both_spellings():
     # mxnet/callback.py Speedometer: 'Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec' + '\t%s=%f' per metric
     # (MXNet >= 1.0), and 'Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec\tTrain-%s=%f' before it
@@ -518,7 +527,7 @@ class _ReferenceState(C._State):
                     if len(self.unmatched) < C.MAX_LINES_LISTED:
                         self.unmatched.append(line_no)
                 if parsed.step is not None:
-                    self.last_step = parsed.step
+                    self.last_step, self.step_tags = parsed.step, frozenset()
                 if parsed.epoch is not None:
                     self.header_epoch = parsed.epoch
                 continue
@@ -526,8 +535,9 @@ class _ReferenceState(C._State):
                 self.header_epoch = None
             if parsed.step is not None:
                 step, is_ordinal = parsed.step, False
-                self.last_step = parsed.step
-            elif parsed.epoch is None and parsed.batch is None and self.last_step is not None:
+                self.last_step, self.step_tags = parsed.step, frozenset(parsed.metrics)
+            elif (parsed.epoch is None and parsed.batch is None and self.last_step is not None
+                  and frozenset(parsed.metrics) != self.step_tags):
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = ordinal, True

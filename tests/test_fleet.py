@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -199,3 +200,21 @@ def test_ids_that_are_not_contiguous_are_looked_up(tmp_path):
                                  "USING (series_id) GROUP BY 1").fetchall())
         assert con.execute("SELECT min(series_id) FROM series").fetchone()[0] == 6
     assert got == expected and len(got) >= 2
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists folders whatever their permissions")
+def test_all_names_the_folders_it_could_not_list(tmp_path, capsys):
+    """Issue 26: `analyze ROOT --all` left out folders it could not list without a word (watch names them)."""
+    root = tmp_path / "runs"
+    shutil.copytree(GALLERY / "healthy_mlp", root / "mlp", ignore=shutil.ignore_patterns("*.py"))
+    locked = root / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        code = main(["analyze", str(root), "--all", "--db", str(tmp_path / "f.duckdb"), "--json"])
+    finally:
+        locked.chmod(0o755)
+    out = capsys.readouterr()
+    assert code == 0
+    assert f"cannot list {locked}" in out.err
+    assert json.loads(out.out)["not_listed"][0]["path"] == str(locked)

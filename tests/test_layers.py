@@ -128,3 +128,68 @@ def test_importing_every_module_of_forensics_and_ingest_loads_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     n, replay_checked, torch_loaded = out.split()
     assert int(n) > 40 and replay_checked == "True" and torch_loaded == "False"
+
+
+def module_of(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+
+
+def import_graph(folders: tuple[str, ...] = ("ingest", "forensics", "app")) -> dict[str, set[str]]:
+    """module -> the modules of ours it imports, at the top or inside a function (a lazy import that closes a
+    loop is still a loop: each half needs the other to be read)."""
+    ours = {module_of(p): p for folder in folders for p in sources(folder)}
+    graph: dict[str, set[str]] = {}
+    for name, path in ours.items():
+        graph[name] = {m for _, m in imported(path) if m in ours and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle():
+    """Issue 25: findings.py <-> verdict.py and run.py <-> stats.py imported each other."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check finds one
+    assert cycles(import_graph()) == []
+
+
+def test_the_app_imports_nothing_from_the_cli():
+    bad = [o for p in sources("app") for o in offending_imports(p, ("forensics.cli",))]
+    assert bad == []
+
+
+def test_cli_is_thin():
+    """Each command's rendering lives in forensics/render.py or report.py, the server launcher in app/server.py."""
+    assert len((REPO / "forensics" / "cli.py").read_text(encoding="utf-8").splitlines()) < 400

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -177,6 +178,18 @@ def test_a_restricted_analysis_is_stored_and_shown_as_such(tmp_path, capsys):
     assert out["restricted"] == {"only": ["loss_spike", "divergence"], "skip": []}
     assert main(["runs", "--db", str(db)]) == 0
     assert "[only loss_spike, divergence]" in capsys.readouterr().out
+    pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(REPO / "app" / "streamlit_app.py"), default_timeout=90)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FORENSICS_DB", str(db))
+        at.run()
+        assert any("only loss_spike, divergence checked" in m.value for m in at.markdown)
+        at.query_params.update({"run": "healthy_mlp", "page": "Run report"})
+        at.session_state.page = "Run report"
+        at.run()
+        assert any("Restricted analysis: only loss\\_spike, divergence checked" in b.value for b in at.success)
     assert main(["analyze", str(GALLERY / "healthy_mlp"), "--db", str(db), "--skip", "plateau"]) == 0
     assert capsys.readouterr().out.splitlines()[0].endswith("[skipping plateau]")
 
@@ -251,3 +264,158 @@ def test_app_escapes_file_names_and_ignores_bad_page_parameters(tmp_path, monkey
     at.query_params.update({"run": "no such run", "page": "<script>"})
     at.run()
     assert not at.exception and at.session_state.page == "Runs"
+
+
+def test_a_schema_5_store_migrates_and_asks_for_a_new_analysis(tmp_path, capsys):
+    """A store written before verdicts were stored (schema 5: the analyses table without them) is migrated by the
+    next writer; its old analysis shows as "re-analyse", never as a verdict judged again from its findings."""
+    import duckdb
+
+    from ingest.schema import SCHEMA_VERSION
+    from ingest.writes import VERDICT_COLUMNS
+
+    db = tmp_path / "old.duckdb"
+    analyze_json(capsys, GALLERY / "healthy_mlp", db)
+    con = duckdb.connect(str(db))
+    for column in VERDICT_COLUMNS[1:]:  # `healthy` was there before
+        con.execute(f"ALTER TABLE analyses DROP COLUMN {column}")
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.close()
+    import os
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "forensics.cli", "ingest", str(GALLERY / "nan_lr_too_high"), "--db",
+                           str(db), "--quiet"], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})  # a new process, as a user's next command
+    assert done.returncode == 0, done.stderr  # a writer migrates
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert main(["runs", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "re-analyse: analysed by an older version" in out and "not analysed: `forensics analyze" in out
+    out = analyze_json(capsys, GALLERY / "healthy_mlp", db)
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    listed = {r["name"]: r["analysis"] for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert listed["healthy_mlp"]["verdict"] == out["verdict"] == "healthy"
+
+
+# -- one name for a curve's initial level -------------------------------------------------------------------------
+
+def test_the_initial_level_is_named_once_and_set_reaches_it(tmp_path, capsys):
+    """"The median of the first three points" was written out in seven detectors; it is stats.start_level with
+    stats.START_POINTS, every detector that reads a start level carries it as `start_points`, and --set reaches it."""
+    import dataclasses
+
+    from forensics import stats
+    from forensics.detectors import ALL
+    from forensics.settings import selection
+
+    assert stats.start_level(np.array([np.nan, 5.0, 1.0, 3.0, 100.0])) == 3.0  # non-finite points do not count
+    assert stats.start_level(np.array([4.0, 2.0]), points=1) == 4.0 and np.isnan(stats.start_level(np.array([])))
+    carriers = {c.kind for c in ALL if "start_points" in {f.name for f in dataclasses.fields(c)}}
+    assert {"loss_spike", "plateau", "underfitting", "overfitting", "exploding_gradients", "distribution_mismatch",
+            "weight_collapse", "weight_norm_growth"} <= carriers
+    sel = selection(settings={"plateau.start_points": "5"})
+    assert next(d for d in sel.detectors() if d.kind == "plateau").start_points == 5
+    for name in ("forensics/detectors", "forensics/curves.py"):
+        for path in (REPO / name).rglob("*.py") if (REPO / name).is_dir() else [REPO / name]:
+            assert not re.search(r"np\.median\([^()]*\[:3\]\)", path.read_text(encoding="utf-8")), path
+    out = analyze_json(capsys, GALLERY / "healthy_mlp", tmp_path / "f.duckdb", "--set", "plateau.start_points=5")
+    assert out["verdict"] == "healthy"
+
+
+def test_forensics_app_serves_with_no_streamlit_folder_and_no_display(tmp_path):
+    """First day (issue 25): with no ~/.streamlit, Streamlit's e-mail prompt went to a discarded stdout and the app
+    exited 255 (no terminal) or served nothing (a terminal). Headless always: it serves, asks nothing, and, with
+    no display, opens no browser even without --no-browser."""
+    pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
+    import os
+    import subprocess
+    import urllib.request
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.update(HOME=str(home), PYTHONPATH=str(REPO))
+    with (tmp_path / "err.log").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "forensics.cli", "app", "--db", str(tmp_path / "none.duckdb")],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                                cwd=REPO)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("run-forensics app: http://localhost:"), (tmp_path / "err.log").read_text()
+        base = line.split()[2]
+        with urllib.request.urlopen(base + "_stcore/health", timeout=30) as r:
+            assert r.status == 200 and r.read() == b"ok"
+        with urllib.request.urlopen(base, timeout=30) as r:
+            assert r.status == 200 and b"<html" in r.read().lower()
+        assert not (home / ".streamlit" / "credentials.toml").exists()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+    assert "Traceback" not in (tmp_path / "err.log").read_text()
+
+
+def test_the_server_is_started_headless_without_usage_statistics():
+    from app.server import STREAMLIT_FLAGS, has_display, streamlit_command
+
+    cmd = streamlit_command(Path("app/streamlit_app.py"), 8501, Path("/tmp/f.duckdb"), None)
+    flags = dict(zip(cmd[::1], cmd[1::1]))
+    assert flags["--server.headless"] == "true" and flags["--browser.gatherUsageStats"] == "false"
+    assert flags["--server.showEmailPrompt"] == "false" and flags["--server.address"] == "localhost"
+    assert set(STREAMLIT_FLAGS) <= set(cmd)
+    assert not has_display({}) or sys.platform in ("darwin", "win32")
+    assert has_display({"DISPLAY": ":0"}) and has_display({"WAYLAND_DISPLAY": "wayland-0"})
+
+
+@pytest.mark.slow
+def test_every_gallery_run_shows_in_the_app_what_analyze_json_said(tmp_path, capsys, monkeypatch):
+    """Done-when of issue 25 for the whole gallery: `analyze ROOT --all --json` and the app's Runs list (its
+    query, and the page under AppTest) give every run the same verdict, reason and headline."""
+    pytest.importorskip("streamlit", reason="the app extra is not installed: pip install -e '.[app]'")
+    from streamlit.testing.v1 import AppTest
+
+    from app.pages import VERDICT, headline_text
+    from ingest import queries
+    from ingest.store import connect
+
+    db = tmp_path / "gallery.duckdb"
+    assert main(["analyze", str(GALLERY), "--all", "--json", "--jobs", "2", "--db", str(db)]) == 0
+    said = {r["name"]: r["analysis"] for r in json.loads(capsys.readouterr().out)["runs"]}
+    assert len(said) == len([p for p in GALLERY.iterdir() if p.is_dir()])
+    with connect(db, write=False) as con:
+        rows = {r["name"]: r for r in queries.app_runs(con).iter_rows(named=True)}
+    for name, a in said.items():
+        row = rows[name]
+        assert (row["verdict"], row["verdict_reason"]) == (a["verdict"], a["verdict_reason"]), name
+        head = a["headline"]
+        assert (row["headline_kind"], row["headline_step"], row["headline_event"]) == (
+            (head["kind"], head["step"], head["event"]) if head else (None, None, None)), name
+    monkeypatch.setenv("FORENSICS_DB", str(db))
+    at = AppTest.from_file(str(REPO / "app" / "streamlit_app.py"), default_timeout=120).run()
+    assert not at.exception
+    page = " ".join(m.value for m in at.markdown)
+    for name, row in rows.items():
+        assert VERDICT[row["verdict"]][1] in page
+        if row["headline_kind"]:
+            assert __import__("html").escape(headline_text(row)) in page, name
+
+
+def test_watch_alerts_a_stored_inconclusive_verdict_once(tmp_path):
+    """watch reads the stored verdict: a run it can only call INCONCLUSIVE (here, a CSV with only a validation
+    loss) is alerted with the stored reason, once, also across a restart; a healthy run is not."""
+    import shutil
+
+    from forensics.watch import Watcher, WatchSettings
+
+    root = tmp_path / "root"
+    csv_only_val_loss(root / "val_only")
+    shutil.copytree(GALLERY / "healthy_mlp", root / "healthy_mlp", ignore=shutil.ignore_patterns("*.py"))
+    db = tmp_path / "f.duckdb"
+    first = Watcher([root], db, WatchSettings(events=False)).poll_once()
+    said = [a for a in first.alerts if a.kind == "inconclusive"]
+    assert [(a.run_name, a.origin, a.severity) for a in said] == [("val_only", "watch", "warning")]
+    assert said[0].message.startswith("val_only: INCONCLUSIVE — no training-loss series was read")
+    (root / "val_only" / "notes.txt").write_text("changed: analysed again\n")
+    again = Watcher([root], db, WatchSettings(events=False)).poll_once()  # a restarted watch
+    assert again.analysed >= 1 and not [a for a in again.alerts if a.kind == "inconclusive"]

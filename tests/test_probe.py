@@ -193,6 +193,8 @@ def test_analyze_prints_the_probe_command_under_a_flat_loss(runs, tmp_path, caps
     assert lines[at + 1].strip().startswith("probe it") and f"forensics probe {run}" in lines[at + 1]
     assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["probe_command"].startswith(f"forensics probe {run}")
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--markdown", "-"]) == 0
+    assert f"Probe it: `forensics probe {run}" in capsys.readouterr().out
     bare = tmp_path / "bare"
     shutil.copytree(run, bare, ignore=shutil.ignore_patterns("forensics_entry.py"))
     assert main(["analyze", str(bare), "--db", str(tmp_path / "f.duckdb")]) == 0

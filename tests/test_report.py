@@ -105,3 +105,83 @@ def test_runs_has_a_header_and_tells_colliding_names_apart(tmp_path, capsys):
     assert str(tmp_path / "exp_b" / "lightning_logs" / "version_0") in body
     assert re.search(r"^\w{10}  solo ", body, re.MULTILINE)  # a unique name stays short
     assert lines[-1] == f"database: {db}"
+
+
+# -- issue 25: events, reprs, plurals, the home folder --------------------------------------------------------
+
+def test_events_are_numbered_from_1_and_a_spike_inside_a_divergence_joins_it(demo_db, capsys):
+    """Issue 25: event ids had gaps (events of lone spikes took numbers first), and the loss spikes at steps 47
+    and 63, inside the divergence of steps 33-79 that ends in the NaN, were events of their own."""
+    assert main(["analyze", str(DEMO), "--db", str(demo_db), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    events = sorted({f["event"] for f in out["findings"]})
+    assert events == list(range(1, len(events) + 1))
+    assert list(dict.fromkeys(f["event"] for f in out["findings"])) == events  # first met in step order
+    by_kind = {f["kind"]: f for f in out["findings"]}
+    spikes = [f for f in out["findings"] if f["kind"] == "loss_spike"]
+    assert [s["step"] for s in spikes] == [47, 63]
+    assert {s["event"] for s in spikes} == {by_kind["divergence"]["event"]} == {by_kind["nan_loss"]["event"]}
+
+
+def test_verbose_text_and_markdown_hold_no_python_reprs(demo_db, tmp_path, capsys):
+    """Issue 25: evidence printed `None`, `True` and `['5.99', ...]`; the app an empty list as `****`."""
+    from forensics import numbers
+
+    assert main(["analyze", str(DEMO), "--db", str(demo_db), "-v", "--markdown", str(tmp_path / "d.md")]) == 0
+    text = capsys.readouterr().out + (tmp_path / "d.md").read_text()
+    assert "evidence: " in text and "Evidence: " in text
+    assert not re.search(r"\bNone\b|\bTrue\b|\bFalse\b|\['|\[\d|\*\*\*\*", text)
+    assert [numbers.shown(v) for v in (None, True, [], [5.991234, 7], 0.000123456, {"a": None})] == [
+        "none", "yes", "none", "5.991, 7", "1.235e-4", "a none"]
+    assert numbers.shown(list(range(20))).endswith(", … (20 in all)")
+
+
+def test_one_other_series_was_read():
+    """Issue 25: "1 other series were read"."""
+    from forensics.findings import Analysis
+    from forensics.verdict import judge
+
+    a = Analysis(run="r", run_id="r1")
+    a.checked = {"n_series": 1}
+    v = judge(a, selected=["flat_loss"], loss_detectors=["flat_loss"], restricted=False, loss_points=None,
+              read_problems=[])
+    assert "1 other series was read" in v.reason
+    a.checked = {"n_series": 3}
+    assert "3 other series were read" in judge(a, selected=["flat_loss"], loss_detectors=["flat_loss"],
+                                               restricted=False, loss_points=None, read_problems=[]).reason
+
+
+def test_one_dead_layer_is_one_layer(tmp_path):
+    """Issue 25: "1 layers end with ≥50% dead units"."""
+    from forensics.detectors import DeadRelu
+    from tests.runwriters import load_run
+
+    steps = np.arange(0, 500, 10)
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": curve(n=50), "activations/fc1/dead_fraction": (steps, np.full(50, 0.9))}),
+                   tmp_path / "f.duckdb")
+    [f] = DeadRelu().check(run)
+    assert f.summary.startswith("1 layer ends with ≥"), f.summary
+
+
+def test_paths_below_home_are_shown_with_a_tilde(tmp_path, monkeypatch, capsys):
+    """Issue 25: the `database:` line and the replay command printed /home/user/... where the README shows ~."""
+    from forensics.numbers import home, shell_path
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    db = tmp_path / ".cache" / "run-forensics" / "forensics.duckdb"
+    assert home(db) == "~/.cache/run-forensics/forensics.duckdb"
+    assert home("/elsewhere/f.duckdb") == "/elsewhere/f.duckdb"
+    assert shell_path(tmp_path / "my runs" / "f.duckdb") == "~/'my runs/f.duckdb'"
+    assert main(["analyze", str(DEMO), "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[-1] == "database: ~/.cache/run-forensics/forensics.duckdb"
+    assert "--db ~/.cache/run-forensics/forensics.duckdb" in text  # the replay command, as a shell expands it
+
+
+def test_ingest_of_one_file_says_one_file(tmp_path, capsys):
+    """Issue 25's plurals, in `forensics ingest`'s line: "from 1 files"."""
+    steps, loss = curve(n=20)
+    run = write_tb(tmp_path / "r", {"train/loss": (steps, loss)})
+    assert main(["ingest", str(run), "--db", str(tmp_path / "f.duckdb"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"new points from 1 file \[", out), out

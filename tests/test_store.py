@@ -245,3 +245,192 @@ def test_schema_3_store_gains_the_replays_table_on_the_next_write(tmp_path):
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         assert "replays" in tables
         assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
+# -- issue 26: many processes on one database, a run's ingest lock, SIGTERM, runs whose ingest stopped ---------
+
+def _gallery(name: str):
+    from tests.paths import REPO
+
+    return REPO / "sample_runs" / "runs" / name
+
+
+def _cli(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+@pytest.mark.slow
+def test_eight_analyses_at_once_on_one_database_all_finish_and_store_everything(tmp_path):
+    """Issue 26: of eight `analyze` at once on one database, 1-4 exited 2 ("locked ... pass another --db") and
+    left their run half-stored (5 of 27 sources, 0 of 20 batches). They queue for the database now: every one
+    exits 0 or 1 and stores its run whole."""
+    names = ["nan_bad_sample", "spike_corrupt_batches", "nan_lr_too_high", "amp_fp16_overflow", "healthy_cnn",
+             "frozen_layer", "nan_adam_eps_zero", "resumed_after_crash"]
+    db = tmp_path / "f.duckdb"
+    procs = [_cli("analyze", str(_gallery(n)), "--db", str(db), "--json") for n in names]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode in (0, 1) for p in procs), [err for _, err in outs]
+    assert not any("Traceback" in err or "locked" in err for _, err in outs)
+    assert {json.loads(out)["run"] for out, _ in outs} == set(names)
+    with connect(db, write=False) as con:
+        runs = con.execute("SELECT name, ingest_complete FROM runs").fetchall()
+        analysed = con.execute("SELECT count(DISTINCT run_id), count(*) FROM analyses").fetchone()
+        stored, counted = con.execute("SELECT (SELECT count(*) FROM scalars), (SELECT sum(n_points) FROM sources)"
+                                      ).fetchone()
+    assert sorted(runs) == sorted((n, True) for n in names)
+    assert analysed == (8, 8)
+    assert stored == counted  # no point twice, none without its source's count
+    # Whole: ingesting every run again finds nothing left unread (no point, checkpoint or batch; a log whose tail
+    # was cut off is looked at again, and yields nothing new).
+    again = subprocess.run([sys.executable, "-c", CLI, "ingest", *(str(_gallery(n)) for n in names), "--db", str(db),
+                            "--json", "--quiet"], capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert [(r["name"], r["points"], [s["format"] for s in r["sources"] if s["format"] in ("checkpoint", "batch")])
+            for r in json.loads(again.stdout)["runs"]] == [(n, 0, []) for n in names]
+
+
+def _hold(path, offset: int):
+    """Hold one byte of `path` (a lock file beside a database) as another forensics process would."""
+    import fcntl
+
+    fh = open(path, "a+b")
+    fcntl.lockf(fh, fcntl.LOCK_EX, 1, offset)
+    return fh
+
+
+def _stderr_until(proc: subprocess.Popen, needle: str, timeout: float = 120) -> list[str]:
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if needle in line:
+            return lines
+    proc.kill()
+    pytest.fail(f"no {needle!r} on stderr: {lines}")
+
+
+def test_a_process_waiting_for_the_database_says_so_and_sigterm_exits_143_with_a_line(tmp_path):
+    """Issue 26: `analyze` waited without a word while another process wrote, and SIGTERM ended it with 143 and
+    no message. It says it waits, and a SIGTERM is one line, exit 143, nothing half-written."""
+    import signal
+
+    from ingest.store import GATE_OFFSET
+
+    run = _tb_run(tmp_path / "run", 50)
+    db = tmp_path / "f.duckdb"
+    holder = _hold(f"{db}.lock", GATE_OFFSET)
+    try:
+        proc = _cli("analyze", str(run), "--db", str(db))
+        lines = _stderr_until(proc, "waiting for the database")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        holder.close()
+    err = "".join(lines) + err
+    assert proc.returncode == 143, err
+    assert "waiting for the database (another forensics is writing)" in err
+    assert err.strip().splitlines()[-1].startswith("forensics: terminated (SIGTERM)")
+    assert "Traceback" not in err
+    assert not db.exists() or subprocess.run([sys.executable, "-c", CLI, "runs", "--db", str(db), "--json"],
+                                             capture_output=True, text=True).stdout.count('"run":') == 0
+
+
+def test_a_process_waiting_for_a_runs_ingest_lock_says_so_then_goes_on(tmp_path):
+    """Issue 26: `analyze` of a run another process is ingesting waited without a word."""
+    import zlib
+
+    from ingest.run import run_id_for
+
+    run = _tb_run(tmp_path / "run", 50)
+    db = tmp_path / "f.duckdb"
+    holder = _hold(f"{db}.lock", zlib.crc32(run_id_for(run).encode()))
+    try:
+        proc = _cli("analyze", str(run), "--db", str(db))
+        lines = _stderr_until(proc, "waiting for another forensics that is reading this run")
+    finally:
+        holder.close()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, "".join(lines) + err
+    assert out.splitlines()[0].startswith("run: ")  # the diagnosis, once the other process let go
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT name, ingest_complete FROM runs").fetchall() == [("run", True)]
+
+
+def test_a_run_whose_ingest_stopped_halfway_is_marked_until_an_ingest_finishes(tmp_path, monkeypatch, capsys):
+    """Issue 26: an analyze locked out after its logs were written left the run half-stored and unmarked. The run
+    stays marked (`runs`, its JSON, the app's query) until an ingest of it finishes, and the next one says it
+    reads on."""
+    import ingest.run
+    from forensics.cli import main
+    from ingest.queries import app_runs
+
+    def locked_out(*args, **kwargs):
+        raise StoreLocked("database is locked by another process writing to it")
+
+    db = tmp_path / "f.duckdb"
+    monkeypatch.setattr(ingest.run, "_ingest_tensors", locked_out)  # after the logs, before the checkpoints
+    assert main(["analyze", str(_gallery("nan_lr_too_high")), "--db", str(db)]) == 2
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert main(["runs", "--db", str(db), "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["runs"]
+    assert row["ingest_complete"] is False and row["points"] > 0
+    assert main(["runs", "--db", str(db)]) == 0
+    assert "ingest did not finish" in capsys.readouterr().out
+    with connect(db, write=False) as con:
+        assert app_runs(con)["ingest_complete"].to_list() == [False]
+
+    assert main(["analyze", str(_gallery("nan_lr_too_high")), "--db", str(db)]) == 0
+    assert "did not finish (stopped or locked out); reading on" in capsys.readouterr().err
+    with connect(db, write=False) as con:
+        assert app_runs(con)["ingest_complete"].to_list() == [True]
+        assert con.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 4
+
+
+def test_schema_7_store_takes_its_runs_as_complete(tmp_path):
+    """v7 -> v8 adds runs.ingest_complete; runs stored before are not shown as stopped half-way."""
+    db = tmp_path / "f.duckdb"
+    with connect(db, write=True):
+        pass
+    con = duckdb.connect(str(db))
+    con.execute("DROP TABLE runs")
+    con.execute("CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, root VARCHAR NOT NULL, "
+                "first_ingested TIMESTAMP, last_ingested TIMESTAMP)")
+    con.execute("INSERT INTO runs VALUES ('r1', 'old', '/old', now(), now())")
+    con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+    con.close()
+    import ingest.store
+    from ingest.queries import list_runs
+
+    ingest.store._SCHEMA_READY.clear()
+    with connect(db, write=True) as con:
+        assert [r["ingest_complete"] for r in list_runs(con)] == [True]
+
+
+@pytest.mark.parametrize("content", [b"\x00\x01 not a format we read", None])
+def test_a_run_that_fails_its_first_ingest_leaves_no_row(tmp_path, capsys, content):
+    """Issue 25: `analyze /etc` failed ("nothing ... is a format forensics reads") but left a run of 1043
+    unknown files in `runs`. Unknown files, or a log nothing could be read from: no run, source or issue stays."""
+    from forensics.cli import main
+
+    run = tmp_path / "not_a_run"
+    run.mkdir()
+    if content is None:
+        (run / "events.out.tfevents.1.host").write_bytes(b"\x00garbage, not a record" * 10)
+    else:
+        (run / "notes.bin").write_bytes(content)
+    db = tmp_path / "f.duckdb"
+    _tb_run(tmp_path / "good", 5)
+    assert main(["ingest", str(tmp_path / "good"), "--db", str(db), "--quiet"]) == 0
+    assert main(["analyze", str(run), "--db", str(db)]) == 2
+    assert "forensics: error:" in capsys.readouterr().err
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT name FROM runs").fetchall() == [("good",)]
+        assert con.execute("SELECT count(*) FROM sources s JOIN runs r USING (run_id)").fetchone()[0] == \
+            con.execute("SELECT count(*) FROM sources").fetchone()[0]
+        assert con.execute("SELECT count(*) FROM ingest_issues WHERE run_id NOT IN (SELECT run_id FROM runs)"
+                           ).fetchone()[0] == 0

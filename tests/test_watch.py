@@ -205,7 +205,7 @@ def test_watch_once_cli_prints_json_lines_and_exits_0(tmp_path, capsys):
     lines = [json.loads(line) for line in out.out.splitlines()]
     assert {"nan_loss", "exploding_gradients"} <= {a["kind"] for a in lines}
     assert all(a["run"] == "job" and a["origin"] == "finding" for a in lines)
-    assert "1 runs, 1 changed, 1 analysed" in out.err
+    assert "1 run, 1 changed, 1 analysed" in out.err
     assert main(["watch", str(tmp_path / "nope"), "--db", str(db), "--once"]) == 2
     assert "not a folder" in capsys.readouterr().err
 
@@ -359,6 +359,46 @@ def test_watch_with_two_jobs_alerts_as_one_process_does(tmp_path):
     assert out[1] == out[2]
     assert ("plateau_double_softmax", "nan_loss", "critical", 5000) in out[2][1]
     assert out[2][2][0] == out[2][2][1]
+
+
+def test_watch_once_from_cron_alerts_a_stuck_tail_and_a_cut_checkpoint_on_its_next_run(tmp_path, capsys):
+    """Issue 25: `watch --once` never raised the "truncated" alert: the suspicion lived in memory between passes,
+    and each --once is a new process. It lives in the store now; a checkpoint cut off mid-save is alerted too."""
+    root = tmp_path / "runs"
+    shutil.copytree(WANDB_RUN, root / "stuck" / "wandb" / WANDB_RUN.name)
+    log = next((root / "stuck" / "wandb" / WANDB_RUN.name).glob("*.wandb"))
+    log.write_bytes(log.read_bytes()[: log.stat().st_size // 2 + 13])  # inside a record
+    shutil.copytree(GALLERY / "nan_lr_too_high", root / "ckpt_job", ignore=shutil.ignore_patterns("*.py"))
+    ckpt = root / "ckpt_job" / "checkpoints" / "step_80.pt"
+    ckpt.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
+    db = tmp_path / "f.duckdb"
+    once = ["watch", str(root), "--db", str(db), "--once", "--json", "--no-events"]
+
+    assert main(once) == 0
+    first = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert not [a for a in first if a["kind"] == "truncated"]  # might still be being written
+    assert main(once) == 0
+    second = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    truncated = sorted((a["run"], a["detail"]["path"]) for a in second if a["kind"] == "truncated")
+    assert truncated == [("ckpt_job", "checkpoints/step_80.pt"), ("stuck", str(log.relative_to(root / "stuck")))]
+    assert main(once) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines() if '"truncated"' in line]  # once only
+
+
+def test_finished_runs_copied_into_the_root_never_stall(watched, tmp_path):
+    """Issue 26: 140 "stalled" alerts for finished runs copied into a watched root: a copy's files all have fresh
+    mtimes, which the watch took for growth. Growth is more contents between two looks, not a newer mtime."""
+    root, db, _, log = watched
+    w = Watcher([root], db, WatchSettings(stall_factor=5, min_stall_s=300, events=False), log=log.append)
+    copied = time.time()
+    for name in ("clip_too_small", "healthy_mlp"):
+        shutil.copytree(GALLERY / name, root / name, ignore=shutil.ignore_patterns("*.py"))
+        for p in (root / name).rglob("*"):
+            os.utime(p, (copied, copied))  # `cp -r` without -p: every file new
+    assert not [a for a in w.poll_once(now=copied + 5).alerts if a.kind == "stalled"]
+    later = w.poll_once(now=copied + 5000)
+    assert not [a for a in later.alerts if a.kind == "stalled"]
+    assert {st.state for st in w.runs.values()} == {"active"}
 
 
 def test_a_log_rewritten_shorter_is_alerted_once_and_its_old_points_forgotten(watched):

@@ -10,6 +10,7 @@ import numpy as np
 
 from forensics.detectors.base import src
 from forensics.findings import Finding
+from forensics.numbers import count
 from forensics.run import Run
 
 
@@ -89,13 +90,14 @@ class AmpOverflow:
             summary = (f"loss scale is {top:g} at all {s.size} logged points (below {self.floor:g}): the fp16 "
                        f"scaler has collapsed and every step overflows")
         elif not falling and low >= self.floor:  # it keeps overflowing at a steady level
-            summary = (f"loss scale halves {settled.size} times in the {span:g} steps after calibration (between "
+            summary = (f"loss scale halves {count(settled.size, 'time')} in the {span:g} steps after calibration (between "
                        f"{low:g} and {top:g}, ending at {final:g}): at least {skip_rate:.1%} of optimizer steps "
                        f"skipped, where a healthy scaler skips about one per growth interval (2000 steps by default)")
         else:
             summary = (f"loss scale falls from {top:g} to {final:g} (min {low:g}, {down.size} decreases) "
                        f"from step {onset}; " + (f"{skip_rate:.0%} of steps after calibration overflowed: "
-                                                 if logged else f"read from GradScaler state in {s.size} checkpoints: ")
+                                                 if logged else
+                                                 f"read from GradScaler state in {count(s.size, 'checkpoint')}: ")
                        + "fp16 overflows keep skipping steps")
         yield Finding.of(self, severity="warning", step=onset, step_end=int(steps[-1]),
                          series=run.pick("loss_scale") if logged else SCALE_KEY, evidence=ev, sources=(where,),

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics import stats
+from forensics import numbers, stats
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -67,12 +67,13 @@ class BadBatch:
             ev = {"batch": first["path"], "batch_step": first["step"], "tensors": tensors, "n_nan": n_nan,
                   "n_inf": n_inf, "samples": ordered[:20], "max_outlier_z": max(zs) if zs else None,
                   **(worst or {"scale_ratio": None, "normal_batches": None, "loss_spike_step": None})}
+            samples = f"{'sample' if len(ordered) == 1 else 'samples'} {numbers.ints(ordered, 5)}"
             if critical:
-                what = f"{n_nan + n_inf} NaN/Inf values in {', '.join(tensors)}, samples {ordered[:5]}"
+                what = f"{numbers.count(n_nan + n_inf, 'NaN/Inf value')} in {', '.join(tensors)}, {samples}"
             elif zs:
-                what = f"outlier samples (z up to {max(zs):.1f}) in {', '.join(tensors)}, samples {ordered[:5]}"
+                what = f"outlier samples (z up to {max(zs):.1f}) in {', '.join(tensors)}, {samples}"
             else:
-                what = (f"{worst['tensor']} at ×{worst['scale_ratio']:.3g} the median RMS of the same tensor in "
+                what = (f"{worst['tensor']} at {numbers.ratio(worst['scale_ratio'])} the median RMS of the same tensor in "
                         f"{worst['normal_batches']} batches saved at normal steps" + (
                             f", at the loss spike of step {worst['loss_spike_step']}"
                             if worst["loss_spike_step"] is not None else ""))

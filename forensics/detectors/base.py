@@ -8,7 +8,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from forensics import catalog, stats
+from forensics import catalog, numbers, stats
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -136,5 +136,6 @@ def layer_fraction_findings(detector, run: Run, role: str, what: str) -> Iterato
                      evidence={"layers": [h["layer"] or h["series"] for h in hits],
                                "fractions": [h["fraction"] for h in hits], "threshold": detector.threshold},
                      sources=tuple({"table": "scalars", "series": h["series"]} for h in hits),
-                     summary=(f"{len(hits)} layers end with ≥{detector.threshold:.0%} {what}; worst "
+                     summary=(f"{numbers.count(len(hits), 'layer')} {'ends' if len(hits) == 1 else 'end'} with "
+                              f"≥{detector.threshold:.0%} {what}; worst "
                               f"{worst['layer'] or worst['series']} at {worst['fraction']:.0%}"))

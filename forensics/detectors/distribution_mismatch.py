@@ -42,6 +42,7 @@ class DistributionMismatch:
     # The mismatched runs' validation ends at 0.99 (tune, unmapped columns) and 1.11 (gallery, unnormalised)
     # of the start; no tune, calib or real_runs result changes between 0 and 0.8.
     min_val_vs_start: float = 0.5
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "val_loss", 4) or too_short(run, "loss", 10)
@@ -66,7 +67,7 @@ class DistributionMismatch:
         if train_drop < self.min_train_drop or val_change > self.max_val_change or val_rise > self.max_val_change:
             return
         _, all_t = finite_part(*run.arrays("loss"))
-        start = float(np.median(all_t[:3]))
+        start = stats.start_level(all_t, self.start_points)
         classes = class_count(run)
         untrained = max(start, math.log(classes[0]) if classes and classes[0] > 1 else 0.0)
         if untrained > 0 and vt < self.min_val_vs_start * untrained:

@@ -77,6 +77,7 @@ class ExplodingGradients:
     min_series: int = 8  # fewer points have no reference level
     calm_factor: float = 2.0  # within ×2 of the reference the norm is calm: the onset is the last calm point
     onset_lookback: int = 4  # ... looked for up to this many windows back
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def _rise_points(self, excess: np.ndarray, a: int, b: int) -> int | None:
         """Logged points from ×`calm_factor` to ×`factor` above the reference: from the first point of the episode
@@ -142,7 +143,7 @@ class ExplodingGradients:
                 continue  # too few points above ×factor: a spike that came back, or one the log ends on
             rise_points = self._rise_points(excess, a, b)
             fast = rise_points is not None and rise_points <= self.fast_points
-            paid_by = _loss_change(run, steps, a, b, self.window)
+            paid_by = _loss_change(run, steps, a, b, self.window, self.start_points)
             loss_change = paid_by[0] if paid_by else None
             paid = (paid_by is not None and paid_by[0] >= self.loss_rise and paid_by[1] >= self.loss_z
                     and paid_by[2] >= self.loss_giveback)
@@ -168,7 +169,8 @@ class ExplodingGradients:
                                       + (" and turns non-finite" if ev["ends_nonfinite"] else "")))
 
 
-def _loss_change(run: Run, steps: np.ndarray, a: int, b: int, window: int) -> tuple[float, float, float] | None:
+def _loss_change(run: Run, steps: np.ndarray, a: int, b: int, window: int,
+                 start_points: int = stats.START_POINTS) -> tuple[float, float, float] | None:
     """(change, z, giveback) of the loss over grad-norm points a..b: its median there relative to its median over
     the `window` grad-norm points before a, minus 1 (0.2 = 20% higher); that log-ratio in standard errors of a
     median of the loss's own log-scale noise before (so a loss near zero, whose minibatch noise is ±100%, does
@@ -188,8 +190,7 @@ def _loss_change(run: Run, steps: np.ndarray, a: int, b: int, window: int) -> tu
     if not np.all(np.isfinite(during)):
         return float("inf"), float("inf"), float("inf")
     ref, now = float(np.median(before)), float(np.median(during))
-    first = lv[np.isfinite(lv)][:3]
-    gained = float(np.median(first)) - ref
+    gained = stats.start_level(lv, start_points) - ref
     giveback = (now - ref) / gained if gained > 0 else float("inf")
     if not (ref > 0 and now > 0):
         return None

@@ -74,6 +74,7 @@ class LossSpike:
     heavy: float = 3.0
     min_over_max: float = 5.0
     undo_always: float = 1.0  # a spike that undoes all the progress made is one whatever the noise
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def rule(self) -> SpikeRule:
         return SpikeRule(self.window, self.z, self.min_ratio, self.recover, self.max_spikes, self.crowd_z_factor)
@@ -85,7 +86,7 @@ class LossSpike:
         steps, values = run.arrays("loss")
         if int(np.isfinite(values).sum()) >= self.min_points:
             found = stats.spikes(steps, values, self.rule())
-            start = float(np.median(values[np.isfinite(values)][:3]))
+            start = stats.start_level(values, self.start_points)
             reference = np.isfinite(values)  # the points a spike is compared with: not other spikes
             for a, b in zip(found["start_step"], found["end_step"]):
                 reference &= ~((steps >= a) & (steps <= b))

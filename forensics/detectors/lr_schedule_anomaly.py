@@ -68,6 +68,7 @@ class LrScheduleAnomaly:
     match: float = 0.01  # ... to within 1% of a value its schedule had earlier
     zero_points: int = 5  # (d) an LR of exactly 0 on the first 5 records or more ...
     zero_share: float = 0.25  # ... and on a quarter of them (a warmup from 0 is 0 on its first record only)
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def _learns(self, run: Run, until: int) -> bool:
         """Whether the training loss falls by `zero_share` or more of its first level up to step `until` (then
@@ -78,7 +79,7 @@ class LrScheduleAnomaly:
         y = y[(s <= until) & np.isfinite(y)]
         if y.size < 6:
             return False
-        head, tail = float(np.median(y[:3])), float(np.median(y[-3:]))
+        head, tail = stats.start_level(y, self.start_points), float(np.median(y[-3:]))
         return head > 0 and (head - tail) / head >= self.zero_share
 
     def restarts(self, run: Run) -> list[dict]:

@@ -81,6 +81,7 @@ class Overfitting:
     # learning the training set too well (distribution_mismatch's picture, issue 24 class 6)
     early_evals: int = 2
     min_train_fall: float = 0.05
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def _steady_rise(self, v: np.ndarray, vs: np.ndarray, imin: int, rise: float, noise: float) -> bool:
         """A rise smaller than `noise_k` point sigmas still counts when the evaluations after the minimum
@@ -98,7 +99,7 @@ class Overfitting:
         three, and validation rose `memorise_noise_k` sigmas."""
         if self.memorise_train_left <= 0 or train_after.size < 6 or rise < self.memorise_noise_k * noise:
             return False
-        start, end = float(np.median(train_after[:3])), float(np.median(train_after[-3:]))
+        start, end = stats.start_level(train_after, self.start_points), float(np.median(train_after[-3:]))
         return start > 0 and end < self.memorise_train_left * start
 
     def unavailable(self, run: Run) -> str | None:
@@ -134,7 +135,7 @@ class Overfitting:
             return
         slope, _ = stats.theil_sen(ts[after], tv[after])
         train_change = slope * (ts[after][-1] - ts[after][0])
-        train_level = float(np.median(tv[after][:3]))
+        train_level = stats.start_level(tv[after], self.start_points)
         if train_change > self.max_train_share * rise or (
                 train_level > 0 and train_change > self.max_train_rise * train_level):
             return  # both rise: that is divergence, not overfitting

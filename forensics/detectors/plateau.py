@@ -71,6 +71,7 @@ class Plateau:
     min_drop_sigmas: float = 3.0  # the fall to the plateau, in noise sigmas of the initial level (a median of 3)
     val_fall: float = 0.05  # a validation loss still falling 5% over the plateau, on ...
     val_points: int = 3  # ... at least this many evaluations in it, means the model is still learning
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def _lr_fall(self, run: Run, start_step: int) -> float | None:
         """Peak LR before `start_step` over the LR at it (None without an LR series on the loss's source)."""
@@ -112,7 +113,7 @@ class Plateau:
         # The final level: the median over the last `min_length` of the points, the shortest plateau there is
         # (a last tenth's median wanders with the noise, and one bump of the smoothed curve then ends the band).
         tail = float(np.median(y[-max(3, int(np.ceil(self.min_length * y.size))):]))
-        head = float(np.median(y[:3]))  # the initial level: a fast early drop must not hide in a 10% median
+        head = stats.start_level(y, self.start_points)  # the initial level: a fast early drop must not hide in a 10% median
         if not head > 0:
             return None
         w = max(3, int(y.size * self.smooth))

@@ -79,6 +79,7 @@ class Underfitting:
     max_smooth: int = 9  # the stall check's rolling median spans a tenth of the points, at most this many
     acc_band: float = 0.01  # an accuracy within one point of its final level ...
     acc_pinned_from: float = 0.1  # ... from a tenth of the run on: the predictions stopped changing
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def unavailable(self, run: Run) -> str | None:
         short = too_short(run, "loss", self.min_train_points) or too_short(run, "val_loss", self.min_val_points)
@@ -143,7 +144,7 @@ class Underfitting:
         vs, v = finite_part(*run.arrays("val_loss"))
         if t.size < self.min_train_points or v.size < self.min_val_points:
             return
-        head = float(np.median(t[:3]))
+        head = stats.start_level(t, self.start_points)
         t_end, v_end = stats.head_tail_levels(t)[1], stats.head_tail_levels(v, min_points=2)[1]
         if not (head > 0 and t_end > 0 and v_end > 0):
             return
@@ -159,7 +160,7 @@ class Underfitting:
             return
         if t_end / reference < min_level:
             return
-        v_head = float(np.median(v[:3])) if v.size >= 10 else float(v[0])
+        v_head = stats.start_level(v, self.start_points) if v.size >= 10 else float(v[0])
         t_fall, t_allow = self._late_progress(ts, t, head - t_end)
         v_fall, v_allow = self._late_progress(vs, v, max(v_head - v_end, 0.0))
         # Near chance, a validation loss that still creeps down is stuck too while its late pace, kept for

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics import stats
+from forensics import curves
 from forensics.findings import Finding
 from forensics.numbers import count
 from forensics.run import Run
@@ -20,7 +20,7 @@ class UpdateRatioAnomaly:
     """The per-step update ratio ‖Δw‖/‖w‖ of a layer sits outside [`low`, `high`].
 
     Detects: from logged update-ratio series (per layer or global), else from `tensor_deltas` between
-    checkpoints (per-step estimates as in `stats.checkpoint_ratios`): (1) too large: points where a layer's
+    checkpoints (per-step estimates as in `curves.checkpoint_ratios`): (1) too large: points where a layer's
     ratio exceeds `high`, grouped into episodes (flagged points of any layer with at most `gap_points`
     unflagged logged steps between them are one episode), one finding per episode; (2) too small: layers whose median ratio over the run is below
     `low` (glacial learning is a run-long state: an LR decayed to 0 at the very end is a schedule, not
@@ -39,8 +39,8 @@ class UpdateRatioAnomaly:
     gap_points: int = 2
 
     def _ratios(self, run: Run) -> tuple[pl.DataFrame, str]:
-        logged = stats.logged_ratios(run)
-        return (logged, "logged update_ratio series") if logged.height else (stats.checkpoint_ratios(run), "tensor_deltas")
+        logged = curves.logged_ratios(run)
+        return (logged, "logged update_ratio series") if logged.height else (curves.checkpoint_ratios(run), "tensor_deltas")
 
     def unavailable(self, run: Run) -> str | None:
         if not self._ratios(run)[0].height:
@@ -62,7 +62,8 @@ class UpdateRatioAnomaly:
                   "lowest_median": float(slow["median"][0]), "lowest_layer": slow["layer"][0], "measured_from": how}
             yield Finding.of(self, severity="warning", step=first, step_end=last, series=slow["layer"][0], evidence=ev,
                              sources=({"table": table, "step_min": first, "step_max": last},),
-                             summary=(f"{slow.height} of {ev['n_layers_checked']} layers update by a median "
+                             summary=(f"{slow.height} of {count(ev['n_layers_checked'], 'layer')} "
+                                      f"{'updates' if slow.height == 1 else 'update'} by a median "
                                       f"{ev['lowest_median']:.2g} of their norm per step or less (below {self.low:g}): "
                                       f"{slow['layer'][0]} is the slowest"))
         big = r.filter(pl.col("low") > self.high).sort("step")

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from forensics import stats
+from forensics import numbers, stats
 from forensics.detectors.base import finite_part, src, too_short
 from forensics.findings import Finding
 from forensics.run import Run
@@ -71,4 +71,10 @@ class ValNoise:
         yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]), series=run.pick("val_loss"),
                          evidence=ev, sources=(src(run, "val_loss", vs), src(run, "loss", ts)),
                          summary=(f"validation loss moves {vn:.1%} of its level between evaluations, "
-                                  f"{vn / tn if tn > 0 else float('inf'):.1f}× the training loss's {tn:.1%}"))
+                                  f"{_times(vn, tn)} the training loss's {tn:.1%}"))
+
+
+def _times(vn: float, tn: float) -> str:
+    """The true ratio to three figures (`1.04×`, not a rounded `1.0×` beside a 1.0 threshold), or `while` when
+    training does not move at all."""
+    return f"{numbers.sig(vn / tn, 3)}×" if tn > 0 else "while"

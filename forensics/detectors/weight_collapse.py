@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from forensics import stats
+from forensics import curves, stats
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -18,7 +18,7 @@ class WeightCollapse:
     """Parameter norms collapse toward 0.
 
     Detects: a weight-norm curve (logged `weight_norm` or per-layer series, else the global and per-tensor
-    norms across three or more checkpoints; see `stats.norm_curves`) that ends at most
+    norms across three or more checkpoints; see `curves.norm_curves`) that ends at most
     1/`factor` of its initial level (median of the first three points) with a significant falling trend
     (Mann–Kendall p < `p`) over the whole curve, or every checkpoint lower than the one before (a norm
     that reached its floor may stop moving, so no late trend is asked for), or a curve that fell early and
@@ -43,9 +43,10 @@ class WeightCollapse:
     requires: ClassVar[tuple[str, ...]] = ()
     factor: float = 3.0  # the norm ends below a third of where it started
     p: float = 1e-3
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def unavailable(self, run: Run) -> str | None:
-        if not stats.norm_curves(run):
+        if not curves.norm_curves(run):
             return "needs weight-norm series (weight_norm, weight_norm/<layer>) or three or more checkpoints"
         return None
 
@@ -53,7 +54,7 @@ class WeightCollapse:
         """`ch` when the curve falls ÷`factor` with a trend, or settled below its start ÷`factor`: from the
         median of three, or from the first point when the fall came within the first three (then `initial`
         and `factor` are the first point's); else None."""
-        if ch["factor"] <= 1 / self.factor and stats.trending(ch, -1, self.p, late=False):
+        if ch["factor"] <= 1 / self.factor and curves.trending(ch, -1, self.p, late=False):
             return ch
         if not _settled_below(c):
             return None
@@ -66,8 +67,9 @@ class WeightCollapse:
         return None
 
     def check(self, run: Run) -> Iterator[Finding]:
-        fall = [got for c in stats.norm_curves(run)
-                if (ch := stats.norm_change(c)) is not None and (got := self._collapse(c, ch)) is not None]
+        fall = [got for c in curves.norm_curves(run)
+                if (ch := curves.norm_change(c, start_points=self.start_points)) is not None
+                and (got := self._collapse(c, ch)) is not None]
         if not fall:
             return
         top = min(fall, key=lambda ch: ch["factor"])

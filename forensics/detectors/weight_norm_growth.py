@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from forensics import stats
+from forensics import curves, stats
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -48,15 +48,17 @@ class WeightNormGrowth:
     late_share: float = 0.3
     factor_strong: float = 3.0  # a curve that tripled ...
     min_pace: float = 0.3  # ... and at its final pace would add this share of its level over another run
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def unavailable(self, run: Run) -> str | None:
-        if not stats.norm_curves(run):
+        if not curves.norm_curves(run):
             return "needs weight-norm series (weight_norm, weight_norm/<layer>) or three or more checkpoints"
         return None
 
     def check(self, run: Run) -> Iterator[Finding]:
-        grow = [ch for c in stats.norm_curves(run) if (ch := stats.norm_change(c)) is not None
-                and stats.trending(ch, +1, self.p)
+        grow = [ch for c in curves.norm_curves(run)
+                if (ch := curves.norm_change(c, start_points=self.start_points)) is not None
+                and curves.trending(ch, +1, self.p)
                 and ((ch["factor"] >= self.factor and (ch["late_share"] >= self.late_share or (
                     ch["factor"] >= self.factor_strong and ch["final_pace"] >= self.min_pace)))
                      if ch["points"] >= 8 else

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from forensics.numbers import shell_path  # one home for paths as a person types them (`~/...`)
 from forensics.replay.result import ReplayResult
 
 ENTRY_NAME = "forensics_entry.py"
@@ -93,18 +94,6 @@ def replay_command(run_dir: str | os.PathLike, step: int, *, entry: str | os.Pat
     if db:
         parts += ["--db", shell_path(db)]
     return " ".join(parts)
-
-
-def shell_path(path: str | os.PathLike) -> str:
-    """A path quoted for the shell, `~/...` where it lies under the home directory (as the README writes it)."""
-    import shlex
-
-    text = str(path)
-    home = str(Path.home())
-    if text == home or text.startswith(home.rstrip("/") + "/"):
-        rest = text[len(home):].lstrip("/")
-        return "~/" + shlex.quote(rest) if rest else "~"
-    return shlex.quote(text)
 
 
 def default_step(run: Any) -> int:

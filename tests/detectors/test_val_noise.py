@@ -57,3 +57,13 @@ def test_validation_moving_a_few_percent_beside_as_noisy_training_is_silent(tmp_
     [f] = ValNoise(min_noise=0.05).check(run)
     assert 0.05 < f.evidence["val_relative_noise"] < 0.1 and f.evidence["ratio"] >= 1.0
     assert list(ValNoise().check(run)) == []
+
+
+def test_the_summary_prints_the_true_ratio(tmp_path):
+    """Issue 25: a ratio of 1.04 (over the 1.0 threshold) read "1.0× the training loss's": as if at the threshold."""
+    from tests.paths import REPO
+
+    [f] = ValNoise().check(load_run(REPO / "sample_runs" / "runs" / "val_noise_tiny_val", tmp_path / "f.duckdb"))
+    ratio = f.evidence["ratio"]
+    assert 1.0 < ratio < 1.05
+    assert f"{ratio:.3g}× the training loss's" in f.summary and "1.0×" not in f.summary
