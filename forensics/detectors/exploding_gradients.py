@@ -136,7 +136,10 @@ class ExplodingGradients:
             above = int(np.sum(excess[a:b + 1] >= np.log10(self.factor)))
             long = above >= self.min_points
             huge = peak - b0 >= np.log10(self.huge_factor) and above >= 2  # a single point is a spike, however tall
-            if not (long or bool(nonfinite[a:b + 1].any()) or (b == g.size - 1 and huge)):
+            # ... except on the log's last point: nothing shows it coming back, so ×huge_factor there is enough
+            # (unsloth's pre-clip norm ends at 11140 after 5-15: issue 24)
+            ends_huge = b == g.size - 1 and peak - b0 >= np.log10(self.huge_factor)
+            if not (long or bool(nonfinite[a:b + 1].any()) or ends_huge):
                 continue  # too few points above ×factor: a spike that came back, or one the log ends on
             rise_points = self._rise_points(excess, a, b)
             fast = rise_points is not None and rise_points <= self.fast_points

@@ -24,7 +24,9 @@ class FlatLoss:
     5, so that isolated dips do not count) never fell more than `rel_tol` below the start either (a loss
     that fell and came back is divergence, not this). When the training loss is not flat by that rule but
     does not fall by `max_train_drop` either, a validation loss flat by the same rule is the evidence (a
-    validation loss pinned at ln 2 for 30 evaluations while the training loss wanders). A validation loss
+    validation loss pinned at ln 2 for 30 evaluations while the training loss wanders); a training loss of exactly 0
+    at every point (an empty training loop) counts as not falling, and the validation loss is read by the range
+    and the pinned rules. A validation loss
     that is flat while the training loss falls is `distribution_mismatch`, not this.
     A loss pinned at one value is flat at any length: when the last `min_repeats` points and at least
     `pinned_share` of all of them are one and the same non-zero value, printed to `min_digits` significant
@@ -75,10 +77,8 @@ class FlatLoss:
         loss), or None."""
         extra = tuple(int(c) for c in [run.config_number(*CLASS_KEYS)] if c and c >= 2 and float(c).is_integer())
         for role in ("loss", "val_loss"):
-            if role == "val_loss" and run.has("loss"):
-                head, tail = stats.head_tail_levels(finite_part(*run.arrays("loss"))[1], self.edge)
-                if not (math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop):
-                    return None  # training falls while validation sits at chance: distribution_mismatch
+            if role == "val_loss" and run.has("loss") and not self._train_stands(finite_part(*run.arrays("loss"))[1]):
+                return None  # training falls while validation sits at chance: distribution_mismatch
             if run.has(role):
                 ev = self._chance(finite_part(*run.arrays(role))[1], extra)
                 if ev is not None:
@@ -92,13 +92,13 @@ class FlatLoss:
         if chance is not None:
             role, ev = chance
             steps, y = finite_part(*run.arrays(role))
-        if ev is None and run.has("val_loss"):
+        if ev is None and run.has("val_loss") and self._train_stands(y):
             head, tail = stats.head_tail_levels(y, self.edge)
-            if math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop:
-                steps, y = finite_part(*run.arrays("val_loss"))
-                role, ev = "val_loss", self._flat(steps, y)
-                if ev is not None:
-                    ev["train_relative_change"] = (tail - head) / abs(head)
+            steps, y = finite_part(*run.arrays("val_loss"))
+            role, ev = "val_loss", self._flat(steps, y) or self._pinned(y)
+            if ev is not None:
+                ev["train_relative_change"] = (tail - head) / abs(head) if head else 0.0
+                ev["train_all_zero"] = head == 0 and tail == 0
         if ev is None:
             return
         classes = run.config_number("num_classes", "n_classes", "num_labels")
@@ -106,7 +106,8 @@ class FlatLoss:
             ev["log_classes"] = math.log(classes)
         if run.has("lr"):
             ev["lr_median"] = stats.level(run.arrays("lr")[1])
-        what = "loss" if role == "loss" else "validation loss (training loss does not fall either)"
+        what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"
+                if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
         yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
                          series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
                          summary=self._summary(what, ev, steps))
@@ -141,6 +142,14 @@ class FlatLoss:
         return {"first_level": first, "last_level": value, "relative_change": rel,
                 "pinned_value": value, "pinned_points": int(same.sum()), "significant_digits": digits,
                 "points": int(y.size)}
+
+    def _train_stands(self, y: np.ndarray) -> bool:
+        """The training loss does not fall by `max_train_drop` (head to tail levels), or is exactly 0 throughout
+        (an empty training loop's accumulator: nothing was trained)."""
+        if y.size and np.all(y == 0):
+            return True
+        head, tail = stats.head_tail_levels(y, self.edge)
+        return math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop
 
     def _chance(self, y: np.ndarray, extra: tuple[int, ...] = ()) -> dict | None:
         """The evidence when `y` ends at a chance level ln k (`stats.chance_level`) on its last `min_repeats`

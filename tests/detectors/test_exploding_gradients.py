@@ -1,9 +1,11 @@
 """exploding_gradients on real TensorBoard event files."""
 
 import numpy as np
+import pytest
 
 from forensics import stats
 from forensics.detectors import ExplodingGradients
+from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import load_run, write_tb
 
 
@@ -80,3 +82,25 @@ def test_gradients_accumulating_from_the_first_step_rise_slowly_and_are_no_explo
     excess = lg - np.where(np.isfinite(base), base, np.nan)
     a = int(np.argmax(excess >= 1))  # the episode's first point: already ×10
     assert det._rise_points(excess, a, g.size - 1) > det.fast_points
+
+
+@pytest.mark.skipif(not (REAL_RUNS_TEST / "hf_codebert_clinical").is_dir(), reason="shared/real_runs_test is not beside the checkout")
+@pytest.mark.parametrize("name", ["hf_codebert_clinical", "log_fairseq311"])
+def test_a_short_episode_that_comes_back_or_ends_the_log_small_is_no_explosion(name, tmp_path):
+    """Issue 24: a classifier at loss 3e-4 whose grad norm jumps x1300 for one logged step and is back the next
+    (hf_codebert_clinical, HF trainer_state), and a fairseq excerpt whose last line is x17 with no outcome in view
+    (log_fairseq311): spikes, not explosions."""
+    run = load_run(REAL_RUNS_TEST / name, tmp_path / "f.duckdb")
+    assert ExplodingGradients().unavailable(run) is None
+    assert list(ExplodingGradients().check(run)) == []
+
+
+def test_a_log_that_ends_on_a_x1000_jump_is_an_explosion(tmp_path):
+    """unsloth's pre-clip grad norms on nine lines: 15, 9.8, 7.6, 92 (x12, back the next line), 29, 5.2, 7.8, 7.8,
+    then 11140 on the last: the x12 one came back, the x1300 one is an explosion whatever follows."""
+    steps = np.arange(1, 10)
+    norms = [14.98, 9.78, 7.64, 92.10, 29.00, 5.21, 7.83, 7.79, 11140.0]
+    loss = [1.46, 1.28, 1.6, 1.5, 1.4, 1.36, 1.45, 1.3, 1.51]
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "grad_norm": (steps, norms)}), tmp_path / "f.duckdb")
+    [f] = ExplodingGradients().check(run)
+    assert (f.step, f.step_end) == (9, 9) and f.evidence["factor"] > 1000

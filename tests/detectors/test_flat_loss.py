@@ -111,3 +111,18 @@ def test_short_loss_at_a_clamp_value_is_flat_and_a_loss_that_fell_below_chance_i
     for name, y in (("b", back), ("c", falling)):
         run = load_run(write_tb(tmp_path / name, {"loss": (steps, y)}), tmp_path / f"{name}.duckdb")
         assert list(FlatLoss().check(run)) == [] and FlatLoss().unavailable(run) is not None
+
+
+def test_a_training_loss_of_exactly_zero_beside_a_pinned_validation_loss_is_flat(tmp_path):
+    """Issue 24 class 5: an empty training loop logs its untouched accumulator, 0.0, at every step, and the unchanged
+    model evaluates to the same 0.8472 six times. Neither curve moves; a validation loss that falls beside the same
+    zeros is a model that did learn (the logging is what is broken) and is silent here."""
+    steps, vs = np.arange(0, 300, 10), np.arange(50, 301, 50)
+    zeros = (steps, np.zeros(steps.size))
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": zeros, "val/loss": (vs, np.full(vs.size, 0.8472))}),
+                   tmp_path / "a.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.series == "val/loss" and f.evidence["train_all_zero"] and "exactly 0" in f.summary
+    falling = (vs, 0.85 * np.exp(-vs / 200))
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": zeros, "val/loss": falling}), tmp_path / "b.duckdb")
+    assert list(FlatLoss().check(run)) == []

@@ -84,3 +84,21 @@ def test_a_short_per_epoch_log_that_stalls_high_is_a_plateau(tmp_path):
     assert list(Plateau().check(run)) == [] and "at least 20" in Plateau().unavailable(run)
     run = load_run(write_tb(tmp_path / "c", {"loss": (epochs[:9], high[:9])}), tmp_path / "c.duckdb")
     assert list(Plateau().check(run)) == [] and "at least 20" in Plateau().unavailable(run)
+
+
+def test_a_training_stall_while_validation_keeps_improving_is_no_plateau(tmp_path):
+    """Issue 24 class 5: with heavy dropout the training loss stalls at 1.6 from step 600 while validation keeps
+    falling 1.5 -> 1.2 over the same steps: the model is still learning. The same stall beside a validation loss
+    that stalls too is a plateau."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(0, 3000, 10)
+    train = (1.6 + 0.8 * np.exp(-steps / 150)) * (1 + rng.normal(0, 0.01, steps.size))
+    vs = np.arange(100, 3001, 100)
+    improving = 1.5 - 0.3 * (vs - 100) / 2900 + rng.normal(0, 0.005, vs.size)
+    stalled = 1.5 + rng.normal(0, 0.005, vs.size)
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, train), "val/loss": (vs, stalled)}), tmp_path / "a.duckdb")
+    [f] = Plateau().check(run)
+    assert f.step < 1000
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, train), "val/loss": (vs, improving)}), tmp_path / "b.duckdb")
+    assert Plateau()._stall(run) is not None  # the training curve alone is a plateau ...
+    assert list(Plateau().check(run)) == []  # ... validation says the model still learns
