@@ -58,7 +58,15 @@ def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | o
 
     r = result.replay_from
     if r and r.get("checkpoint"):
-        r["command"] = replay_command(run_dir, r["onset_step"], db=db)
+        r["command"] = replay_command(run_dir, r["onset_step"], db=_db_argument(db))
+
+
+def _db_argument(db: str | os.PathLike) -> str | os.PathLike | None:
+    """`db` for a printed command, or None where the command would find that store by itself (no --db: the
+    README's sample shows the default store's command without one)."""
+    from ingest.store import db_location
+
+    return None if Path(db).expanduser() == db_location(None, os.environ) else db
 
 
 def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike, has_batch: bool) -> None:
@@ -69,7 +77,8 @@ def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os
     from forensics.replay import ENTRY_NAME
 
     if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and any(f.kind in PROBED_KINDS for f in result.findings):
-        result.probe_command = f"forensics probe {shell_path(run_dir)} --db {shell_path(db)}"
+        db_arg = _db_argument(db)
+        result.probe_command = f"forensics probe {shell_path(run_dir)}" + (f" --db {shell_path(db_arg)}" if db_arg else "")
 
 
 def analyze_stored(con, run_id: str, selection: Selection = Selection()) -> Analysis:

@@ -150,3 +150,16 @@ def test_replay_commands_write_the_home_directory_as_tilde(tmp_path, monkeypatch
     assert shell_path("/srv/runs/a") == "/srv/runs/a"
     assert replay_command(run, 80, db=tmp_path / ".cache" / "f.duckdb", threads=2) == \
         "forensics replay ~/'runs/my run' --step 80 --threads 2 --db ~/.cache/f.duckdb"
+
+
+def test_the_replay_hint_names_a_store_only_when_the_command_would_not_find_it(tmp_path, monkeypatch, capsys):
+    """The README's sample shows `forensics replay RUN --step 80` for the default store; the hint printed
+    `--db ~/.cache/run-forensics/forensics.duckdb`. Another store is still named, so the command finds the run."""
+    default = tmp_path / "default.duckdb"
+    monkeypatch.setenv("FORENSICS_DB", str(default))
+    run = RUNS / "nan_lr_too_high"
+    assert main(["analyze", str(run), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["replay_from"]["command"].endswith(" --step 80")
+    other = tmp_path / "other.duckdb"
+    assert main(["analyze", str(run), "--json", "--db", str(other)]) == 0
+    assert json.loads(capsys.readouterr().out)["replay_from"]["command"].endswith(f" --step 80 --db {other}")
