@@ -24,13 +24,15 @@ from forensics.verdict import judge
 
 def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, selection: Selection = Selection(),
             progress: Callable[[str, int, int], None] | None = None, trust_pickle: bool = False,
-            follow_links: bool = False) -> Analysis:
+            follow_links: bool = False, implied_db: str | os.PathLike | None = None) -> Analysis:
     """Ingest `run_dir` (only what is new since the last ingest), analyse it, store findings, spikes and skips.
 
     `db` is the DuckDB file (the CLI resolves `--db`, `$FORENSICS_DB` and the user cache, DECISIONS.md §5).
     `selection` says which detectors run with which thresholds (`forensics.settings.selection` builds it from
     `--only`/`--skip`/`--set`); `progress` is ingest's callback; `trust_pickle` lets ingest unpickle checkpoints
-    that need it (runs code from the file); `follow_links` lets it read file links that lead out of the run.
+    that need it (runs code from the file); `follow_links` lets it read file links that lead out of the run;
+    `implied_db` is the store a command finds with no `--db` (the CLI's default): the printed replay and probe
+    commands name `--db` only for another store.
     Raises ForensicsError subclasses for unreadable runs or a locked database.
     """
     from ingest import queries
@@ -44,32 +46,33 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, selection: Sel
         result = analyze_stored(con, report.run_id, selection)
         has_batch = bool(queries.stored_batches(con, report.run_id))
     result.db = str(path)
-    set_replay_command(result, run_dir, path)
-    set_probe_command(result, run_dir, path, has_batch)
+    set_replay_command(result, run_dir, path, implied_db)
+    set_probe_command(result, run_dir, path, has_batch, implied_db)
     with connect(path, write=True) as con:
         store_analysis(con, result, selection.as_json())
     return result
 
 
-def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike) -> None:
+def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike,
+                       implied_db: str | os.PathLike | None = None) -> None:
     """The exact `forensics replay` command for the NaN onset, where a finite checkpoint comes before it (paths
     under the home directory written with `~`, as the README shows them)."""
     from forensics.replay import replay_command
 
     r = result.replay_from
     if r and r.get("checkpoint"):
-        r["command"] = replay_command(run_dir, r["onset_step"], db=_db_argument(db))
+        r["command"] = replay_command(run_dir, r["onset_step"], db=_db_argument(db, implied_db))
 
 
-def _db_argument(db: str | os.PathLike) -> str | os.PathLike | None:
-    """`db` for a printed command, or None where the command would find that store by itself (no --db: the
-    README's sample shows the default store's command without one)."""
-    from ingest.store import db_location
+def _db_argument(db: str | os.PathLike, implied_db: str | os.PathLike | None) -> str | os.PathLike | None:
+    """`db` for a printed command, or None where the command would find that store by itself (`implied_db`, the
+    CLI's default: the README's sample shows the default store's command without --db)."""
+    same = implied_db is not None and Path(db).expanduser() == Path(implied_db).expanduser()
+    return None if same else db
 
-    return None if Path(db).expanduser() == db_location(None, os.environ) else db
 
-
-def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike, has_batch: bool) -> None:
+def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike, has_batch: bool,
+                      implied_db: str | os.PathLike | None = None) -> None:
     """`forensics probe RUN_DIR`, for a finding a probe explains, when the run has an entry point and a saved batch
     (the probe runs the user's code: only that command does, never analyze)."""
     from forensics.numbers import shell_path
@@ -77,7 +80,7 @@ def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os
     from forensics.replay import ENTRY_NAME
 
     if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and any(f.kind in PROBED_KINDS for f in result.findings):
-        db_arg = _db_argument(db)
+        db_arg = _db_argument(db, implied_db)
         result.probe_command = f"forensics probe {shell_path(run_dir)}" + (f" --db {shell_path(db_arg)}" if db_arg else "")
 
 

@@ -90,7 +90,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         raise ForensicsError("--json and --markdown - both write to stdout; write the markdown to a file")
     markdown_to = report.markdown_target(args.markdown, args.run_dir)  # checked before any work is done
     result = analyze(args.run_dir, db_path(args.db), selection=_selection(args), trust_pickle=args.trust_pickle,
-                     follow_links=args.follow_links)
+                     follow_links=args.follow_links, implied_db=db_path())
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     elif markdown_to != "-":
@@ -175,7 +175,7 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
     def unlisted(path: str, err: str) -> None:  # as watch says them: runs below these folders were not looked for
         print(f"forensics: cannot list {path} ({err}); runs inside it, if any, are not analysed", file=sys.stderr)
 
-    out = analyze_root(args.run_dir, db, Options(_selection(args), args.trust_pickle), jobs=args.jobs, ray=args.ray,
+    out = analyze_root(args.run_dir, db, Options(_selection(args), args.trust_pickle, db_path()), jobs=args.jobs, ray=args.ray,
                        progress=progress, unlisted=unlisted)
     if args.json:
         print(json.dumps(out.as_dict(), indent=2))
@@ -201,7 +201,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     settings = WatchSettings(interval=args.interval, jobs=args.jobs, stall_factor=args.stall_factor,
                              min_stall_s=args.min_stall, events=not args.no_events,
-                             options=Options(trust_pickle=args.trust_pickle))
+                             options=Options(trust_pickle=args.trust_pickle, implied_db=db_path()))
     serve(args.roots, db_path(args.db), settings, emit=emit, log=log, once=args.once)
     return 0
 

@@ -34,10 +34,11 @@ from ingest.errors import ForensicsError
 @dataclass
 class Options:
     """What every run's ingest and analysis get: the detectors and thresholds (`analyze --only/--skip/--set`,
-    typed), and whether checkpoints may be unpickled."""
+    typed), whether checkpoints may be unpickled, and the store the printed commands find with no --db."""
 
     selection: Selection = field(default_factory=Selection)
     trust_pickle: bool = False
+    implied_db: Path | None = None  # the store a command finds with no --db: printed commands omit --db for it
 
 
 @dataclass
@@ -156,7 +157,7 @@ def store_worker_results(db: Path, results: list[RunResult], options: Options) -
                     raise
                 if r.analysis is not None:
                     r.analysis.db = str(db)  # the worker analysed against its private copy, now gone
-                    set_replay_command(r.analysis, r.path, db)
+                    set_replay_command(r.analysis, r.path, db, options.implied_db)
                     store_analysis(con, r.analysis, options.selection.as_json())
             except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
                 failed = _failed(r.path, exc, r.where)
@@ -297,7 +298,7 @@ def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResu
         with connect(db, write=False) as con:
             out.analysis = analyze_stored(con, run_id, options.selection)
         out.analysis.db = str(db)
-        set_replay_command(out.analysis, path, db)
+        set_replay_command(out.analysis, path, db, options.implied_db)
     except ForensicsError as exc:
         out.error, out.retry = str(exc), isinstance(exc, (StoreLocked, StoreUnwritable))
     out.seconds = time.monotonic() - started

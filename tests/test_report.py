@@ -164,18 +164,27 @@ def test_one_dead_layer_is_one_layer(tmp_path):
 
 
 def test_paths_below_home_are_shown_with_a_tilde(tmp_path, monkeypatch, capsys):
-    """Issue 25: the `database:` line and the replay command printed /home/user/... where the README shows ~."""
+    """Issue 25: the `database:` line and the replay command printed /home/user/... where the README shows ~; the
+    default store's replay command names no --db (the README's sample), another store's does."""
     from forensics.numbers import home, shell_path
 
     monkeypatch.setenv("HOME", str(tmp_path))
-    db = tmp_path / ".cache" / "run-forensics" / "forensics.duckdb"
-    assert home(db) == "~/.cache/run-forensics/forensics.duckdb"
+    monkeypatch.delenv("FORENSICS_DB", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    default = tmp_path / ".cache" / "run-forensics" / "forensics.duckdb"
+    assert home(default) == "~/.cache/run-forensics/forensics.duckdb"
     assert home("/elsewhere/f.duckdb") == "/elsewhere/f.duckdb"
     assert shell_path(tmp_path / "my runs" / "f.duckdb") == "~/'my runs/f.duckdb'"
-    assert main(["analyze", str(DEMO), "--db", str(db)]) == 0
+
+    assert main(["analyze", str(DEMO), "--db", str(tmp_path / "stores" / "f.duckdb")]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[-1] == "database: ~/stores/f.duckdb"
+    assert "--step" in text and "--db ~/stores/f.duckdb" in text  # the replay command, as a shell expands it
+
+    assert main(["analyze", str(DEMO)]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[-1] == "database: ~/.cache/run-forensics/forensics.duckdb"
-    assert "--db ~/.cache/run-forensics/forensics.duckdb" in text  # the replay command, as a shell expands it
+    assert "--step" in text and "--db" not in text
 
 
 def test_ingest_of_one_file_says_one_file(tmp_path, capsys):
