@@ -162,7 +162,8 @@ class Divergence:
         tail = (" and then turns non-finite" if nan_follows else
                 " where the log ends, on its highest point since the minimum" if ends_blown else "")
         if drifts:
-            how = (f"{rise / scale:+.0%} of its minimum, a steady climb: Kendall τ={trend.tau:.2f} over "
+            how = (f"{rise / scale:+.0%} of its {'minimum' if lo > 0 else 'earlier fall'}, a steady climb: "
+                   f"Kendall τ={trend.tau:.2f} over "
                    f"{after.size} points, Mann–Kendall p={trend.p:.1g}")
         elif significant:
             how = f"{_effect(growth, rise, head - lo)}, Mann–Kendall p={trend.p:.1g}"
@@ -175,9 +176,12 @@ class Divergence:
                    f"({ratio(witness['val_growth'])}), every evaluation since step {steps[imin]} above "
                    f"{witness['val_lowest_since']:.4g}")
         yield Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
-                         series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                         summary=(f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
-                                  f"by step {steps[-1]} ({how}){tail}"))
+                         series=run.pick("loss"), evidence=ev, summary=(
+                             f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
+                             f"by step {steps[-1]} ({how}){tail}"),
+                         sources=(src(run, "loss", steps),) + (
+                             (src(run, "val_loss", [witness["val_min_step"], witness["val_last_step"]]),)
+                             if witness and not (significant or stays) else ()))
 
     def _stands_out(self, after: np.ndarray, lo: float, final: float) -> bool:
         """The rise from `lo` to `final` is at least `short_sigmas` × the point-to-point noise of the points after
@@ -209,7 +213,8 @@ class Divergence:
         if not (v0 > 0 and v_end >= (1 + self.witness_growth) * v0 and since.size >= self.witness_points
                 and np.all(since > v0 + (v_end - v0) / 2)):
             return None
-        return {"witness": run.pick("val_loss"), "val_min": v0, "val_min_step": int(vs[j]), "val_final": v_end,
+        return {"witness": run.pick("val_loss"), "val_min": v0, "val_min_step": int(vs[j]),
+                "val_last_step": int(vs[-1]), "val_final": v_end,
                 "val_growth": v_end / v0, "val_lowest_since": float(since.min()), "val_points_since": int(since.size)}
 
     def _held_jump(self, after: np.ndarray, lo: float) -> int | None:

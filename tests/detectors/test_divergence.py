@@ -142,6 +142,7 @@ def test_a_short_rise_shown_by_the_validation_loss_too_is_divergence(tmp_path):
     assert (f.step, f.step_end, f.severity) == (500, 2500, "critical")
     assert f.evidence["witness"] == "eval_loss" and f.evidence["val_min_step"] == 132
     assert f.evidence["val_growth"] > 1.2 and f.evidence["val_lowest_since"] > f.evidence["val_min"]
+    assert [s["series"] for s in f.sources] == ["loss", "eval_loss"]
     steps, loss = run.arrays("loss")
     alone = load_run(write_tb(tmp_path / "a", {"loss": (steps, loss)}), tmp_path / "a.duckdb")
     assert list(Divergence().check(alone)) == []
