@@ -132,11 +132,14 @@ class Divergence:
         scale = abs(lo) if lo > 0 else head - lo
         if not (rise > 0 and rise >= self.min_recovered * (head - lo)):
             return
-        trend = stats.mann_kendall(after, steps[imin:])
         grows = rise >= self.min_growth * scale
-        # A slow drift: smaller than `min_growth`, but near-monotone over many points and most of the log.
-        drifts = (not grows and rise >= self.drift_growth * scale and trend.p < self.p and trend.tau >= self.drift_tau
+        # A slow drift: smaller than `min_growth`, but near-monotone over many points and a good part of the log.
+        drifts = (not grows and rise >= self.drift_growth * scale
                   and after.size >= max(self.drift_points, self.drift_share * n))
+        if not (grows or drifts):
+            return
+        trend = stats.mann_kendall(after, steps[imin:])
+        drifts = drifts and trend.p < self.p and trend.tau >= self.drift_tau
         if not (grows or drifts):
             return
         # In a short log the trend test sees a handful of points: the rise must also stand out of their noise.
