@@ -165,9 +165,11 @@ class Divergence:
         tail = (" and then turns non-finite" if nan_follows else
                 " where the log ends, on its highest point since the minimum" if ends_blown else "")
         if drifts:
+            lr = self._lr_over(run, int(steps[imin]), int(steps[-1]))
+            ev |= lr or {}
             how = (f"{rise / scale:+.0%} of its {'minimum' if lo > 0 else 'earlier fall'}, a steady climb: "
-                   f"Kendall τ={trend.tau:.2f} over "
-                   f"{after.size} points, Mann–Kendall p={trend.p:.1g}")
+                   f"Kendall τ={trend.tau:.2f} over {after.size} points, Mann–Kendall p={trend.p:.1g}"
+                   + (f", while the LR falls from {lr['lr_at_onset']:.2g} to {lr['lr_at_end']:.2g}" if lr else ""))
         elif significant:
             how = f"{_effect(growth, rise, head - lo)}, Mann–Kendall p={trend.p:.1g}"
         elif stays:
@@ -185,6 +187,18 @@ class Divergence:
                          sources=(src(run, "loss", steps),) + (
                              (src(run, "val_loss", [witness["val_min_step"], witness["val_last_step"]]),)
                              if witness and not (significant or stays) else ()))
+
+    @staticmethod
+    def _lr_over(run: Run, start: int, end: int) -> dict | None:
+        """The logged LR at the first and last of its points within steps `start`-`end` when it falls over them (a
+        loss that climbs while the LR decays is no LR noise), else None."""
+        if not run.has("lr"):
+            return None
+        ls, lv = run.arrays("lr")
+        keep = (ls >= start) & (ls <= end) & np.isfinite(lv)
+        if keep.sum() < 2 or not lv[keep][-1] < lv[keep][0]:
+            return None
+        return {"lr_at_onset": float(lv[keep][0]), "lr_at_end": float(lv[keep][-1])}
 
     def _stands_out(self, after: np.ndarray, lo: float, final: float) -> bool:
         """The rise from `lo` to `final` is at least `short_sigmas` × the point-to-point noise of the points after

@@ -172,6 +172,7 @@ def test_a_slow_steady_climb_is_divergence(tmp_path):
     assert f.evidence["drift"] and f.evidence["kendall_tau"] > 0.9 and f.evidence["mk_p"] < 1e-4
     assert 1.1 < f.evidence["growth_factor"] < 1.2 and f.severity == "critical"
     assert "+12%" in f.summary and "×" not in f.summary
+    assert f.evidence["lr_at_end"] < f.evidence["lr_at_onset"] and "while the LR falls" in f.summary
 
 
 @pytest.mark.parametrize("seed", range(3))
