@@ -14,6 +14,9 @@ from forensics.findings import Finding
 from forensics.run import Run
 
 
+LR_ROUNDING = 1e-3  # LRs are logged as float32 or printed to 4 significant digits: ratios of them carry this error
+
+
 @dataclass(frozen=True)
 class Plateau:
     """The loss falls, then stalls well above its floor until the end.
@@ -27,7 +30,9 @@ class Plateau:
     `max_progress` of the earlier drop (or two noise sigmas, whichever is larger) over its length. The initial
     level is the median of the first three points, and the fall from it must stand out of the noise of such a
     median (`min_drop_sigmas`). A plateau below `min_level` still counts when the logged
-    LR had fallen `lr_fall` × below its peak by the plateau's start (an LR dropped to ~0 early).
+    LR's median over the plateau is `lr_fall` × below its peak before it (an LR dropped to ~0 early; the median,
+    since a nearly settled loss enters the band a few points before the drop, and ×1e-3 logged as float32 reads
+    999.99994, so the ratio is compared within `LR_ROUNDING`).
     A short log (`short_points` to `min_points` points: per-epoch logs) is read the same way, but its final level
     must be at least `short_min_level` of the initial one and no LR collapse excuses a lower one: with 10-19
     points only the larger effect can be told from a run that converged.
@@ -69,9 +74,10 @@ class Plateau:
     min_level: float = 0.55  # "well above its floor": still more than half the initial loss
     max_progress: float = 0.1
     noise_k: float = 3.0  # band at least this many noise sigmas of the smoothed curve
-    # ... or, at any level, when the LR had fallen ×1000 below its peak by the plateau's start (LR dropped to
-    # ~0 early: the stall has a cause). Cosine or linear decay to 0 reach ×1000 only in the last ~2% of a run,
-    # after any plateau of min_length could start; a step schedule's ×0.1, ×0.01 never does.
+    # ... or, at any level, when the LR's median over the plateau is ×1000 below its peak before it (LR dropped to
+    # ~0 early: the stall has a cause). Cosine or linear decay to 0 reach ×1000 only in the last ~2% of a run, and
+    # their median over a plateau of min_length (its middle is 17% of the run from the end or earlier) is ×13 at
+    # most (one-cycle ×7); a step schedule's ×0.1, ×0.01 never does.
     lr_fall: float = 1000.0
     min_points: int = 20  # the band and the trend inside the plateau need this many points
     # ... but a short log (per-epoch: 10-19 points) stalling at `short_min_level` of its initial loss or more is
@@ -89,15 +95,18 @@ class Plateau:
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def _lr_fall(self, run: Run, start_step: int) -> float | None:
-        """Peak LR before `start_step` over the LR at it (None without an LR series on the loss's source)."""
+        """Peak LR up to `start_step` over the median LR from it to the end (None without an LR series on the
+        loss's source). The median over the plateau, not the LR at its first step: a loss that has nearly settled
+        enters the band a few points before the LR drop that freezes it there."""
         if not run.has("lr") or run.format_of(run.pick("lr")) != run.format_of(run.pick("loss")):
             return None
         s, lr = run.arrays("lr")
-        ok = np.isfinite(lr) & (s <= start_step)
-        if ok.sum() < 2 or not lr[ok].max() > 0:
+        ok = np.isfinite(lr)
+        before, during = lr[ok & (s <= start_step)], lr[ok & (s >= start_step)]
+        if before.size < 2 or during.size < 1 or not before.max() > 0:
             return None
-        now = float(lr[ok][-1])
-        return float(lr[ok].max()) / now if now > 0 else float("inf")
+        now = float(np.median(during))
+        return float(before.max()) / now if now > 0 else float("inf")
 
     def _entry(self, dev: np.ndarray, band: float) -> int:
         """Where the smoothed curve enters the band around the final level for good: the first point inside it
@@ -148,7 +157,8 @@ class Plateau:
         if not stats.learned(y, tail, self.min_drop, self.min_drop_sigmas, self.start_points):
             return None  # it did not fall (or only within the noise of its initial level): flat_loss's, if anything
         lr_fall = self._lr_fall(run, steps[start])
-        lr_explains = lr_fall is not None and lr_fall >= self.lr_fall and y.size >= self.min_points
+        # ×1e-3 logged as float32 reads 999.99994: an LR's own rounding must not undo a fall of three decades
+        lr_explains = lr_fall is not None and lr_fall >= self.lr_fall * (1 - LR_ROUNDING) and y.size >= self.min_points
         constant = stats.constant_predictor_level(tail, float(np.nanmin(sm)), self.constant_tol)
         if tail < min_level * head and not lr_explains and constant is None:
             return None  # low already, and no LR collapse or constant prediction to explain a stall: converged

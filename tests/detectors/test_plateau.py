@@ -149,3 +149,20 @@ def test_a_loss_flat_from_its_first_points_is_flat_loss_not_plateau(tmp_path):
     assert list(Plateau().check(run)) == []
     assert [f.kind for f in FlatLoss().check(run)] == ["flat_loss"]
 
+
+def test_a_loss_frozen_by_an_lr_drop_just_after_it_settled_is_a_plateau(tmp_path):
+    """Issue 24 class 8, a plateau under a tiny LR: the loss has nearly settled at 30% of its start when the LR drops
+    ×1e-3 at 8% of the run (milestones given in steps), and stays there. The smoothed curve enters the band a few
+    points before the drop, so the LR at the plateau's first step has not fallen yet: the median LR over the
+    plateau has. TensorBoard keeps the LR as float32, where 1e-4 -> 1e-4 * 1e-3 reads ×999.99996."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(2, 1602, 2)
+    drop = 128
+    level = 0.7 + 1.6 * np.exp(-steps / 25)
+    level[steps >= drop] = level[steps < drop][-1]
+    loss = level * (1 + rng.normal(0, 0.01, steps.size))
+    lr = np.where(steps < drop, 1e-4, 1e-4 * 1e-3)  # as MultiStepLR(gamma=1e-3) computes it
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "lr": (steps, lr)}), tmp_path / "f.duckdb")
+    [f] = Plateau().check(run)
+    assert f.step < drop and 999 < f.evidence["lr_fall_at_start"] < 1000 and f.evidence["fraction_of_initial"] < 0.4
+    assert list(Plateau(lr_fall=1002.0).check(run)) == []  # the LR collapse is what decides
