@@ -63,7 +63,7 @@ def learned(values: np.ndarray, level: float, min_fall: float = LEARNED_FALL, mi
 CONSTANT_PREDICTOR_MSE = (0.25, 1.0)
 
 
-def constant_predictor_level(level: float, low: float, rel_tol: float = 0.01) -> float | None:
+def constant_predictor_level(level: float, low: float, rel_tol: float = 0.005) -> float | None:
     """The value of `CONSTANT_PREDICTOR_MSE` that a curve settled at: its final `level` within `rel_tol` of it,
     and its (smoothed) minimum `low` never more than `rel_tol` below it, so the model never beat a constant
     prediction; else None."""

@@ -58,7 +58,7 @@ class Plateau:
     plateau where the points enter the band (a 6% fall in the first 25 of 500 steps, then a stall:
     shared/real_runs_test/log_tfplateau_q4). With these rules: fires on 0 of the 67 healthy runs it could check
     (corpus calib 52, shared/real_runs 4, shared/real_runs_test 11; benchmarks/calibrate.py, 27 Nov 2026), as
-    with `min_drop` 0.05 or 0.03 alone and `constant_tol` 0; no false finding on a labelled run of either shared
+    with `min_drop` 0.05 or 0.03 alone and `constant_tol` 0 to 0.02; no false finding on a labelled run of either shared
     set; recall 7/7 there (4/7 before).
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
     Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
@@ -89,7 +89,9 @@ class Plateau:
     min_drop_sigmas: float = stats.LEARNED_SIGMAS  # ... in noise sigmas of the initial level (a median of 3)
     # A stall at the loss of a constant prediction (stats.CONSTANT_PREDICTOR_MSE: 0.25 for balanced binary targets)
     # is a plateau at any level: the model learned the targets' mean and nothing more.
-    constant_tol: float = 0.01
+    # Within 0.5% (pl_lstm_v0 ends 0.24% above 0.25): a healthy run that converges within this of 0.25 or 1.0, and
+    # never below it, is a coincidence the tight window keeps rare (0.005, 0.01 and 0.02 fire on no healthy run)
+    constant_tol: float = 0.005
     val_fall: float = 0.05  # a validation loss still falling 5% over the plateau, on ...
     val_points: int = 3  # ... at least this many evaluations in it, means the model is still learning
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
