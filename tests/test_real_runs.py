@@ -139,9 +139,6 @@ SECOND_MISSES = {
     ("log_llamaalpaca534", "amp_overflow"): "class 1: DeepSpeed's 'OVERFLOW! Attempted loss scale' lines are not read",
     ("log_tacotron485", "amp_overflow"): "class 1: apex's 'Gradient overflow. Skipping step' lines are not read",
     ("log_deepspeech127", "throughput_drop"): "class 1: deepspeech.pytorch's tab-separated 'Time' column is not read",
-    ("hf_whisper_braj", "divergence"): "x1.75 on five train points and on eval loss: under the x3 short-log effect",
-    ("log_hf33336", "divergence"): "a +15% drift over two epochs: under divergence's +50% effect size",
-    ("hf_qwen_chess", "loss_spike"): "an 11-point episode of x1.8-x2.8: longer than a spike's 5-point recovery",
 }
 
 
