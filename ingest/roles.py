@@ -118,7 +118,10 @@ def role_of(name: str) -> Role:
             or ws == {"speed"}:  # MXNet's Speedometer: `Speed: 512 samples/sec`
         return Role("throughput", split)
     if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or {"epoch", "time"} <= ws \
-            or ws == {"dt"}:
+            or ws == {"dt"} or "time" in ws and ws <= {"time"} | TIME_UNITS:
+        # a bare `Time` column (PyTorch's ImageNet example and its descendants: deepspeech.pytorch, MAE, timm's
+        # `Time`; nanoGPT's `time 1099.34ms`) is the time of the step it is printed on; a clock that only grows
+        # (elapsed time under the same name) is told apart by its values, where step times are read
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)
@@ -131,6 +134,7 @@ def role_of(name: str) -> Role:
 
 # A value the console reader read with a memory unit and no quantity word in its key (`current 0.3 GB`,
 # `peak 2.1 GB`) carries the unit in its tag (`current GB`).
+TIME_UNITS = {"ms", "s", "sec", "secs", "second", "seconds"}
 MEMORY_UNITS = {"kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib"}
 QUANTITY_WORDS = {
     "loss", "acc", "accuracy", "lr", "learning", "rate", "grad", "grads", "gradient", "gradients", "norm", "norms",

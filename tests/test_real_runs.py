@@ -135,7 +135,6 @@ SAME = {"nan_loss": {"nan_loss", "masked_nonfinite"}, "masked_nonfinite": {"nan_
 # Labelled pathologies the engine misses on the second set, by failure class of issue 24 (strict xfails: an entry
 # goes when the engine learns to see it).
 SECOND_MISSES = {
-    ("log_deepspeech127", "throughput_drop"): "class 1: deepspeech.pytorch's tab-separated 'Time' column is not read",
     ("hf_whisper_braj", "divergence"): "x1.75 on five train points and on eval loss: under the x3 short-log effect",
     ("log_hf33336", "divergence"): "a +15% drift over two epochs: under divergence's +50% effect size",
     ("hf_qwen_chess", "loss_spike"): "an 11-point episode of x1.8-x2.8: longer than a spike's 5-point recovery",

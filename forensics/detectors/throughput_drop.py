@@ -54,6 +54,13 @@ class ThroughputDrop:
     # A slowdown or a stall must add at least this many seconds per step: sub-millisecond steps (a toy model on a
     # CPU) going ×1.7 slower cost a user nothing they would act on (issue 24 class 6)
     min_added: float = 0.001
+    # A logged step time measures every step it is printed for (deepspeech.pytorch's `Time` per batch), where an
+    # interval between wall-clock stamps of sparse log points averages many: 12 such points judge a slowdown's
+    # ×1.5 (the change point still needs `min_points` on its slow side, nearly all above the fast side's median)
+    min_logged: int = 12
+    # A "step time" that rises at every point to `clock_ratio` × its first value is a clock (elapsed time logged as
+    # `time_ms`): its differences are the step times
+    clock_ratio: float = 10.0
 
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
@@ -62,9 +69,12 @@ class ThroughputDrop:
         st = usable_series(train, "step_time").sort("n_points", descending=True)
         if st.height:
             name = st["name"][0]
-            f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
-            s = f["step"].to_numpy()
-            return s, s, f["value"].to_numpy(), np.zeros(s.size, dtype=np.int64), name, "logged step time"
+            f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") >= 0))
+            s, v = f["step"].to_numpy(), f["value"].to_numpy()
+            if _is_clock(v, self.clock_ratio):  # elapsed time under a step-time name (`train/time_ms`)
+                return s[:-1], s[1:], np.diff(v) / np.diff(s), np.zeros(s.size - 1, dtype=np.int64), name, \
+                    "differences of the elapsed time logged"
+            return s, s, v, np.zeros(s.size, dtype=np.int64), name, "logged step time"
         name = run.pick("loss")
         if name is None:
             return None
@@ -77,12 +87,15 @@ class ThroughputDrop:
         seg = np.cumsum(~ok)
         return s[:-1][ok], s[1:][ok], dw[ok] / ds[ok], seg[ok], name, "wall_time / step between logged points"
 
+    def _enough(self, how: str) -> int:
+        return self.min_logged if how == "logged step time" else self.min_intervals
+
     def unavailable(self, run: Run) -> str | None:
         got = self._per_step(run)
         n = 0 if got is None else int(np.sum(got[2] > 0))
-        if n < self.min_intervals:
+        if got is None or n < self._enough(got[5]):
             return (f"needs wall-clock stamps on {self.min_intervals}+ logged steps of the loss (or a step-time "
-                    f"series); found {n} usable intervals")
+                    f"series of {self.min_logged}+ points); found {n} usable intervals")
         return None
 
     def _quiet_steps(self, run: Run) -> np.ndarray:
@@ -102,7 +115,7 @@ class ThroughputDrop:
         a, b, r, seg, name, how = got
         keep = r > 0
         a, b, r, seg = a[keep], b[keep], r[keep], seg[keep]
-        if r.size < self.min_intervals:
+        if r.size < self._enough(how):
             return
         lr = np.log(r)
         base = float(np.median(r))
@@ -155,3 +168,8 @@ class ThroughputDrop:
                          summary=(f"{idx.size} stalls between steps {stall_steps[0]} and {stall_steps[-1]} run at "
                                   f"{ev['seconds_per_step_in_stalls']:.3g} s per step against {base:.3g} s, costing "
                                   f"{lost:.3g} s ({lost / total:.0%} of the time); none at an evaluation or checkpoint"))
+
+
+def _is_clock(values: np.ndarray, ratio: float) -> bool:
+    """Values that grow at every point to `ratio` × the first (or from 0): elapsed time, not time per step."""
+    return values.size >= 3 and bool(np.all(np.diff(values) > 0)) and values[-1] >= ratio * values[0]
