@@ -21,9 +21,10 @@ class ThroughputDrop:
     Detects: seconds per step between consecutive logged points of the loss (Δwall_time / Δstep, within
     one segment of the run: intervals where steps go back or the clock runs backwards are a resume and
     are dropped), or a logged step-time series where there is one. (1) Slowdown: the single change point
-    of log step time splits it into a faster part and a part at least `slowdown` × slower that holds at
-    least `min_points` intervals and `min_share` of them, with the slower part's intervals nearly all
-    (`separation`) above the faster part's median. (2) Stalls: intervals at least `stall` × the median
+    of log step time splits it into a faster part and a part at least `slowdown` × slower, each holding at
+    least `min_points` intervals and `min_share` of them (one fast first step is no baseline to drop from), with
+    the slower part's intervals nearly all (`separation`) above the faster part's median. A logged step time
+    is read in seconds (a name with `ms` in it is in milliseconds: `time_ms`, `ms/batch`). (2) Stalls: intervals at least `stall` × the median
     (and `z` robust sigmas above it, in log) that do not touch a step where a validation series or a
     checkpoint was written (evaluation and checkpoint pauses are normal), at least `min_stalls` of them,
     costing at least `min_lost` of the run's wall time.
@@ -70,7 +71,7 @@ class ThroughputDrop:
         if st.height:
             name = st["name"][0]
             f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") >= 0))
-            s, v = f["step"].to_numpy(), f["value"].to_numpy()
+            s, v = f["step"].to_numpy(), f["value"].to_numpy() * _seconds_per_unit(name)
             if _is_clock(v, self.clock_ratio):  # elapsed time under a step-time name (`train/time_ms`)
                 return s[:-1], s[1:], np.diff(v) / np.diff(s), np.zeros(s.size - 1, dtype=np.int64), name, \
                     "differences of the elapsed time logged"
@@ -132,7 +133,7 @@ class ThroughputDrop:
         before, after = float(np.median(r[:k])), float(np.median(r[k:]))
         n_after = r.size - k
         sep = float(np.mean(r[k:] > before))
-        if after < self.slowdown * before or n_after < max(self.min_points, self.min_share * r.size) \
+        if after < self.slowdown * before or min(k, n_after) < max(self.min_points, self.min_share * r.size) \
                 or sep < self.separation or after - before < self.min_added:
             return
         ev = {"onset_step": int(a[k]), "end_step": int(b[-1]), "seconds_per_step_before": before,
@@ -173,3 +174,10 @@ class ThroughputDrop:
 def _is_clock(values: np.ndarray, ratio: float) -> bool:
     """Values that grow at every point to `ratio` × the first (or from 0): elapsed time, not time per step."""
     return values.size >= 3 and bool(np.all(np.diff(values) > 0)) and values[-1] >= ratio * values[0]
+
+
+def _seconds_per_unit(name: str) -> float:
+    """Seconds in one unit of a step-time series, by the unit its name carries (`time_ms`, `ms/batch`: 1e-3)."""
+    from ingest.roles import words
+
+    return 1e-3 if "ms" in words(name) else 1.0

@@ -92,3 +92,20 @@ def test_a_short_steady_logged_step_time_is_silent(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"batch_time": (steps, times), "loss": curve(n=12, every=1)}),
                    tmp_path / "f.duckdb")
     assert ThroughputDrop().unavailable(run) is None and list(ThroughputDrop().check(run)) == []
+
+
+@pytest.mark.parametrize("name,series", [
+    # nanoGPT prints `time 1099.34ms` per iteration: read as `time ms`, in seconds, steady (~1.1 s)
+    ("log_nanogpt215", "time ms"),
+    # W&B `train/time_ms` is the elapsed time: its differences are ~75 ms steps after one 47 ms first step, which is
+    # no baseline to drop from
+    ("wandb_gpt_baseline", "train/time_ms"),
+])
+def test_real_step_times_in_milliseconds_are_steady(tmp_path, name, series):
+    from tests.paths import REAL_RUNS
+
+    if not (REAL_RUNS / name).is_dir():
+        pytest.skip(f"shared/real_runs/{name} is not beside the checkout")
+    run = load_run(REAL_RUNS / name, tmp_path / "f.duckdb")
+    assert run.pick("step_time") == series and ThroughputDrop().unavailable(run) is None
+    assert list(ThroughputDrop().check(run)) == []
