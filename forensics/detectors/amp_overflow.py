@@ -44,6 +44,11 @@ class AmpOverflow:
     `floor` is evidence even on one or two points (a console log printing `Fp16 Grad Scale: 0`).
     False alarms: fires on 0 of the 14 healthy runs it could check (at most 21% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    With issue 24's calibration rules (horizon, finite-norm and non-finite-loss markers, `min_skips`): fires on
+    0 of the 11 healthy runs it could check (the corpus calib part's fp16 replicas; none of the 25 healthy runs
+    of shared/real_runs and shared/real_runs_test logs a loss scale), makes no false finding on a labelled run of
+    either shared set, and finds 10 of 10 labelled runs (7 real_runs_test, 1 real_runs, 2 corpus tune;
+    benchmarks/calibrate.py, 27 Nov 2026).
     Why: persistent fp16 overflow means skipped optimizer steps and, eventually, a useless scale.
     Evidence: max, final and min scale, number of decreases, onset (first decrease after the last increase, or
     after calibration), where calibration ended and on which axis, halvings beside a non-finite loss, and where

@@ -35,6 +35,12 @@ class ThroughputDrop:
     With issue 24's rules: fires on 0 of the 28 healthy runs it could check (corpus calib 24, shared/real_runs 1,
     shared/real_runs_test 3; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
+    With a bare `Time` column as step time, logged step times judged from `min_logged` points, the fast side's
+    `min_points` and the clock rule: fires on 1 of the 7 healthy runs it could check of 37 (the corpus calib
+    part's replica 3, both shared sets), mlflow_gan_2d73, whose label allows its ~700 once-per-epoch pauses
+    of ~2 s (31% of the time: the catalog's periodic pauses, which wall stamps cannot tell from the gallery's
+    shard stalls), and finds 2 of 2 labelled runs (log_deepspeech127, corpus throughput_stalls; benchmarks/
+    calibrate.py, 27 Nov 2026).
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
