@@ -24,7 +24,7 @@ ROLES: dict[str, str] = {
     "loss": "train_loss", "train_loss": "train_loss", "val_loss": "val_loss", "accuracy": "accuracy",
     "val_accuracy": "val_accuracy", "grad_norm": "grad_norm", "layer_grad_norm": "layer_grad_norm",
     "weight_norm": "weight_norm", "layer_weight_norm": "layer_weight_norm", "lr": "lr",
-    "loss_scale": "loss_scale", "memory": "memory", "throughput": "throughput", "step_time": "step_time",
+    "loss_scale": "loss_scale", "skipped_steps": "skipped_steps", "memory": "memory", "throughput": "throughput", "step_time": "step_time",
     "epoch": "epoch", "dead_fraction": "dead_fraction", "saturated_fraction": "saturated_fraction",
     "update_ratio": "update_ratio", "clip_rate": "clip_rate",
 }

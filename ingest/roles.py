@@ -6,7 +6,7 @@ A name is split into lower-case words; the split (train/val/test) and the quanti
 and for per-layer statistics whatever is left of the name is the layer.
 
 Roles: train_loss, val_loss, accuracy, val_accuracy, grad_norm, layer_grad_norm, weight_norm,
-layer_weight_norm, update_ratio, lr, loss_scale, memory, throughput, step_time, epoch, dead_fraction,
+layer_weight_norm, update_ratio, lr, loss_scale, skipped_steps, memory, throughput, step_time, epoch, dead_fraction,
 saturated_fraction, clip_rate, other.
 """
 
@@ -85,6 +85,9 @@ def role_of(name: str) -> Role:
 
     if "scale" in ws and ("loss" in ws or "grad" in ws or "scaler" in ws or ws == {"scale"}) or "scaler" in ws:
         return Role("loss_scale", split)
+    if ws & {"skipped", "skip"} and ws & {"iterations", "iteration", "iters", "iter", "steps", "step", "updates"}:
+        # Megatron's `number of skipped iterations: 3` (per log interval): optimizer steps an fp16 overflow skipped
+        return Role("skipped_steps", split)
     if "loss" in ws or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
         extra = ws - {"loss", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
         return Role("val_loss" if is_val else "train_loss", split, canonical=not extra)

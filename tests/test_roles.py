@@ -56,6 +56,9 @@ from ingest.roles import role_of
         ("Time", "step_time", None),
         ("time", "step_time", None),
         ("time_ms", "step_time", None),
+        ("number of skipped iterations", "skipped_steps", None),  # Megatron, per log interval
+        ("number of nan iterations", "other", None),
+        ("skip_connections", "other", None),
         ("Data", "other", None),  # the same lines' data-loading time: a part of the step, not the step
         ("data_time", "other", None),
         ("Wall Clock", "other", None),

@@ -31,6 +31,8 @@ class AmpOverflow:
     count: DeepSpeed's `OVERFLOW!` at tqdm step 378 of 2724 is no calibration), except in a log that starts past
     it at a fresh scaler's value (at least `fresh_scale`: a resume that did not restore the scaler recalibrates).
     Overflow-only logs (a line per skipped step, several under one logged step) are read record by record.
+    Where only a count of skipped steps is logged (Megatron's `number of skipped iterations` per log interval, or a
+    running total), the steps it counts past `horizon` make the same skip rate.
     Halvings in a stretch where the training loss itself is NaN/Inf (`min_nonfinite_skips` of them) are overflow
     at any point of the run: no scale makes a non-finite forward finite, so the scaler falls to its floor.
     Calibration (issue 12): no healthy run of the TUNE part, the gallery or shared/real_runs logs a loss
@@ -74,11 +76,47 @@ class AmpOverflow:
     min_nonfinite_skips: int = 2
 
     def unavailable(self, run: Run) -> str | None:
-        if run.has("loss_scale") or _checkpoint_scales(run)[0].size:
+        if run.has("loss_scale") or run.has("skipped_steps") or _checkpoint_scales(run)[0].size:
             return None
-        return run.missing_message("loss_scale") + "; no checkpoint holds GradScaler state either"
+        return (run.missing_message("loss_scale") + "; no skipped-step count is logged and no checkpoint holds "
+                "GradScaler state either")
 
     def check(self, run: Run) -> Iterator[Finding]:
+        found = list(self._from_scale(run))
+        yield from found if found or not run.has("skipped_steps") else self._from_skip_counts(run)
+
+    def _from_skip_counts(self, run: Run) -> Iterator[Finding]:
+        """A logged count of skipped optimizer steps where the scale itself says nothing (Megatron prints
+        `number of skipped iterations: N` per log interval beside a `loss scale` that grows back between): the
+        steps it counts past `horizon` (start-up calibration is over there) as a skip rate."""
+        name = run.pick("skipped_steps")
+        if run.meta.filter(pl.col("name") == name)["ordinal"][0]:
+            return  # no logged step: calibration cannot be placed
+        steps, n = run.arrays("skipped_steps")
+        ok = np.isfinite(n) & (n >= 0)
+        steps, n = steps[ok], n[ok]
+        cumulative = n.size > 1 and bool(np.all(np.diff(n) >= 0))  # a running total: its increments are the skips
+        counts = np.diff(n, prepend=0.0) if cumulative else n
+        late = np.flatnonzero(steps > self.horizon)
+        if late.size == 0:
+            return
+        i0 = int(late[0])
+        start = steps[i0 - 1] if i0 > 0 else steps[0] - (np.median(np.diff(steps)) if steps.size > 1 else 1)
+        skipped, span = float(counts[i0:].sum()), float(max(steps[-1] - max(start, 0), 1))
+        if skipped < self.min_skips or skipped / span < self.max_skip_rate:
+            return
+        onset = int(steps[i0 + int(np.flatnonzero(counts[i0:] > 0)[0])])
+        ev = {"skipped_steps": skipped, "steps_spanned": span, "skip_rate_after_calibration": skipped / span,
+              "onset_step": onset, "calibration_end": float(self.horizon),
+              "counter": "running total" if cumulative else "per log interval", "source": "logged skipped-step count"}
+        yield Finding.of(self, severity="warning", step=onset, step_end=int(steps[-1]), series=name, evidence=ev,
+                         sources=(src(run, "skipped_steps", steps),), summary=(
+                             f"{skipped:g} optimizer steps skipped ({name}) in the {span:g} steps since training "
+                             f"passed step {self.horizon}, past start-up calibration: {skipped / span:.1%} of steps, "
+                             f"where a healthy fp16 scaler skips about one per growth interval (2000 steps by "
+                             f"default)"))
+
+    def _from_scale(self, run: Run) -> Iterator[Finding]:
         logged = run.has("loss_scale")
         name = run.pick("loss_scale") if logged else None
         steps, s = _scale_points(run, name) if logged else _checkpoint_scales(run)

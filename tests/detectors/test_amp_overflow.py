@@ -216,3 +216,24 @@ def test_calibration_halvings_with_a_nan_loss_fire_and_with_a_finite_loss_do_not
                    tmp_path / "b.duckdb")
     [f] = AmpOverflow().check(run)
     assert f.step == 1 and f.evidence["halvings_while_loss_nonfinite"] == 4
+
+
+def _skips_per_interval(overflow, n: int, every: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Megatron's `number of skipped iterations` per log interval, counted from a real GradScaler: a step is skipped
+    where its scale halved."""
+    steps, scale = _scales(overflow, n=n, growth_interval=2000)
+    skipped = np.concatenate([[scale[0] < 65536.0], np.diff(scale) < 0])
+    ends = np.arange(every, n + 1, every)
+    return ends, np.array([skipped[e - every:e].sum() for e in ends], dtype=float)
+
+
+def test_a_logged_skipped_step_count_past_calibration_fires(tmp_path):
+    """Only the count is logged (the scale itself is not): five skipped steps at start-up are calibration; two in
+    every hundred steps from step 600 on are training being skipped."""
+    ends, skips = _skips_per_interval(lambda i: i < 5 or (i >= 600 and i % 50 == 7), n=1200)
+    run = load_run(write_tb(tmp_path / "a", {"train/skipped_iterations": (ends, skips)}), tmp_path / "a.duckdb")
+    [f] = AmpOverflow().check(run)
+    assert f.step == 700 and f.evidence["skipped_steps"] == 12 and f.evidence["counter"] == "per log interval"
+    ends, skips = _skips_per_interval(lambda i: i < 5 or i == 900, n=1200)
+    run = load_run(write_tb(tmp_path / "b", {"train/skipped_iterations": (ends, skips)}), tmp_path / "b.duckdb")
+    assert AmpOverflow().unavailable(run) is None and list(AmpOverflow().check(run)) == []
