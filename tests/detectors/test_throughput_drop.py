@@ -82,8 +82,8 @@ def test_an_elapsed_clock_under_a_step_time_name_is_read_by_its_differences(tmp_
     run = load_run(write_tb(tmp_path / "r", {"train/time_ms": (steps, clock), "train/loss": curve(n=40)}),
                    tmp_path / "f.duckdb")
     assert run.pick("step_time") == "train/time_ms"
+    assert clock[-1] > 30 * clock[0]  # read as step times, a ×30 'slowdown'
     assert list(ThroughputDrop().check(run)) == []
-    assert list(ThroughputDrop(clock_ratio=1e12).check(run))  # read as step times, it would fire
 
 
 def test_a_short_steady_logged_step_time_is_silent(tmp_path):
