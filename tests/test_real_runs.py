@@ -135,9 +135,6 @@ SAME = {"nan_loss": {"nan_loss", "masked_nonfinite"}, "masked_nonfinite": {"nan_
 # Labelled pathologies the engine misses on the second set, by failure class of issue 24 (strict xfails: an entry
 # goes when the engine learns to see it).
 SECOND_MISSES = {
-    ("hf_whisper_braj", "divergence"): "x1.75 on five train points and on eval loss: under the x3 short-log effect",
-    ("log_hf33336", "divergence"): "a +15% drift over two epochs: under divergence's +50% effect size",
-    ("hf_qwen_chess", "loss_spike"): "an 11-point episode of x1.8-x2.8: longer than a spike's 5-point recovery",
     ("log_tfplateau_q4", "plateau"): "a 7% fall in 25 of 500 steps then a stall: read as flat_loss (allowed)",
     ("pl_lstm_v0", "plateau"): "stalls at 0.25 (39% of the start), the mean predictor's MSE: no floor is known",
     ("pl_lstm_v6", "plateau"): "stalls at exactly 0.2500 (14% of the start): no floor is known",
