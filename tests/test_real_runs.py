@@ -135,10 +135,6 @@ SAME = {"nan_loss": {"nan_loss", "masked_nonfinite"}, "masked_nonfinite": {"nan_
 # Labelled pathologies the engine misses on the second set, by failure class of issue 24 (strict xfails: an entry
 # goes when the engine learns to see it).
 SECOND_MISSES = {
-    ("log_hallo152", "amp_overflow"): "class 1: DeepSpeed's 'OVERFLOW! ... loss scale' lines are not read",
-    ("log_llamaalpaca534", "amp_overflow"): "class 1: DeepSpeed's 'OVERFLOW! Attempted loss scale' lines are not read",
-    ("log_tacotron485", "amp_overflow"): "class 1: apex's 'Gradient overflow. Skipping step' lines are not read",
-    ("log_deepspeech127", "throughput_drop"): "class 1: deepspeech.pytorch's tab-separated 'Time' column is not read",
 }
 
 
