@@ -134,8 +134,7 @@ SECOND_LABELS = json.loads((SECOND / "labels.json").read_text()) if (SECOND / "l
 SAME = {"nan_loss": {"nan_loss", "masked_nonfinite"}, "masked_nonfinite": {"nan_loss", "masked_nonfinite"}}
 # Labelled pathologies the engine misses on the second set, by failure class of issue 24 (strict xfails: an entry
 # goes when the engine learns to see it).
-SECOND_MISSES = {
-}
+SECOND_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _second_cases(kinds: bool):
