@@ -382,9 +382,10 @@ class _Histograms:
             mean = s / num
             std = math.sqrt(max(0.0, q / num - mean * mean))
             if lo <= 0 <= hi and limits:
-                # bisect_right is numpy's searchsorted(side="right") step for step, except where NaN sorts last.
-                has_nan = any(x != x for x in limits)
-                i = int(np.searchsorted(np.asarray(limits), 0.0, "right")) if has_nan else bisect_right(limits, 0.0)
+                # bisect_right is numpy's searchsorted(side="right") step for step, except where NaN sorts last:
+                # a sum that is NaN (a NaN limit, or +inf and -inf) leaves the search to numpy.
+                exact = not math.isnan(sum(limits))
+                i = bisect_right(limits, 0.0) if exact else int(np.searchsorted(np.asarray(limits), 0.0, "right"))
                 zero = counts[i] / num if i < len(counts) else 0.0
             else:
                 zero = 0.0
