@@ -19,6 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -267,15 +268,16 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
         report.sources.append(item.report)
         pending.append(item)
         try:
-            for chunk in _read_ahead(fmt.load_reader()(path, start)):
-                item.chunks.append(chunk)
-                item.end = chunk.end
-                item.report.issues.extend(chunk.issues)
-                if fmt.resumable:
-                    progress("logs", done + max(0, chunk.end), total_bytes)
-                if sum(p.n_points for p in pending) >= FLUSH_POINTS:
-                    _flush(db, report, pending)
-                    pending = [item]  # keep the current source's row for its later chunks
+            with closing(_read_ahead(fmt.load_reader()(path, start))) as chunks:  # a failed write stops the reader
+                for chunk in chunks:
+                    item.chunks.append(chunk)
+                    item.end = chunk.end
+                    item.report.issues.extend(chunk.issues)
+                    if fmt.resumable:
+                        progress("logs", done + max(0, chunk.end), total_bytes)
+                    if sum(p.n_points for p in pending) >= FLUSH_POINTS:
+                        _flush(db, report, pending)
+                        pending = [item]  # keep the current source's row for its later chunks
         except MissingDependency as exc:
             # One format's optional package is missing: say so for its files and read the rest of the run.
             item.chunks.append(Chunk(end=start, issues=[Issue(None, "missing_dependency", str(exc))]))
