@@ -9,7 +9,8 @@ Fleet: `--runs` generated runs in four formats, round robin, 10k-100k points eac
 (transformers' TrainerState serialisation), Lightning CSVLogger `metrics.csv` and a console `train.log`; a
 quarter of them turn NaN. Each contender analyses every run into a fresh store (ingest + every detector +
 storing); the writer's share is the driver's time appending workers' tables and storing analyses over the
-wall time. A second pass over the same store (nothing new to read, every run analysed again, as a watch does
+wall time, printed with the load average and the driver's and workers' CPU seconds, from which the cluster
+projection (Amdahl) is printed after the table. `--rounds N` alternates the contenders N times. A second pass over the same store (nothing new to read, every run analysed again, as a watch does
 for runs that grew) is timed too.
 
 Idle pass: `--idle-runs` run folders (one event file each, hard links of one file, under 100 user folders),

@@ -3,9 +3,10 @@
 Per-run ingest and analysis are independent, so they run in N worker processes (concurrent.futures) or as Ray
 tasks. DuckDB has one writer (DECISIONS.md §5), so a worker never opens the store: it ingests the run into a
 private database of its own (a file in RAM, /dev/shm where present, deleted after), analyses it there, and
-hands back the run's tables as Arrow with the analysis. The driver appends the tables in bulk, renumbering
-ids (`ingest.writes.append_run_tables`), and stores the analysis: the store ends up as a sequential
-`forensics analyze` of each run would leave it.
+hands back the run's tables as Arrow with the analysis (a worker process: as Arrow IPC files beside its
+private database, which the driver memory-maps). The driver appends the tables in bulk, renumbering ids
+(`ingest.writes.append_run_tables`), many runs per transaction, and stores the analyses: the store ends up as a
+sequential `forensics analyze` of each run would leave it.
 
 A run the store already holds is ingested by the driver itself (`ingest_run` resumes where the last ingest
 stopped: DECISIONS.md §3, so nothing is read or stored twice), then analysed by workers that open the store
