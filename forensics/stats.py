@@ -439,6 +439,10 @@ class SpikeRule:
     recover: int = 5  # points after the spike within which it must come back
     max_spikes: int = 8  # more spikes than this in one series are its noise's tail, not bad batches
     crowd_z_factor: float = 2.0  # in such a crowd, a spike must be this many times the crowd's median z
+    # An episode of several peaks that comes back in the end is one spike when it spans at most this many points
+    # (half the baseline window: the level it comes back to was set by calm points, not by it) ...
+    max_episode: int = 15
+    episode_share: float = 0.05  # ... and at most this share of the series (short relative to the run)
 
 
 def resolution(values: np.ndarray) -> float:
@@ -466,9 +470,12 @@ def spikes(steps: np.ndarray, values: np.ndarray, rule: SpikeRule = SpikeRule(),
     before it: the elevated shoulder after a spike is not a new one) and when it recovers: some finite point
     within `recover` points after it is back within half the jump of the baseline and within the larger of
     z sigmas and the baseline's own magnitude (×2 on the log scale) of it, and none of the rest of those
-    points rises past half the jump again (isolated). Otherwise it is a level shift, the start of a blow-up
+    points rises past half the jump again (isolated; but see episodes below). Otherwise it is a level shift, the start of a blow-up
     (a point inside a divergence that ends in NaN), or one peak of many (a noisy climb, an oscillation), not
-    a spike. More than `max_spikes` spikes: see SpikeRule. Columns: step, value, baseline (in the series'
+    a spike. An episode whose series re-rises past half the height within `recover` points of coming back goes on
+    to that point, and is one spike (at its highest point) if it comes back in the end within `max_episode`
+    points and `episode_share` of the series; candidates inside a longer stretch start no episode of their own.
+    More than `max_spikes` spikes: see SpikeRule. Columns: step, value, baseline (in the series'
     units), sigma (log units on the log scale), z, ratio, start_step, end_step, recovery_points,
     window_start, window_end, log_scale.
     """
@@ -509,31 +516,47 @@ def spikes(steps: np.ndarray, values: np.ndarray, rule: SpikeRule = SpikeRule(),
     # Hold the baseline of an episode at its first point: inside a multi-point spike, later points'
     # trailing windows already contain the spike.
     rows = []
+    widest = max(recover, min(rule.max_episode, int(rule.episode_share * y.size)))
+    done, stretch = -1, False  # the last point of the previous episode, and whether it was a stretch of many peaks
     for a, b in runs_of(cand):  # loop per spike episode, not per point
+        if a <= done or (stretch and a <= done + recover):  # inside the last episode, or the stretch goes on
+            done = max(done, b) if stretch else done
+            continue
+        stretch = False
         # Sudden: a point on the elevated shoulder after a spike is far above the baseline without jumping.
         if a > 0 and np.isfinite(y[a - 1]) and direction * (y[a] - y[a - 1]) < 0.5 * jump[a]:
             continue
-        seg = slice(a, b + 1)
-        peak = a + int(np.argmax(jump[seg]))
         base = med[a]
-        height = direction * (y[peak] - base)
+        height = direction * (y[a + int(np.argmax(jump[a: b + 1]))] - base)
         # Back means near the old level: half-way down is not enough after a ×700 jump (a point 10× its
         # baseline is still far off it), so the tolerance is also capped by the baseline's noise band and its
         # own magnitude (back below 2× a positive level).
         tol = min(0.5 * height, max(z * floor[a], math.log(2.0) if log_scale else abs(base)))
-        after = y[b + 1: b + 1 + recover]
-        back = np.flatnonzero(np.isfinite(after) & (direction * (after - base) <= tol))
-        # Isolated: once back, the series does not rise past half the height again within `recover` points
-        # (a noisy climb or an oscillation has many such peaks; a transient has one).
-        again = after[back[0] + 1:] if back.size else after
-        if back.size == 0 or np.any(np.isfinite(again) & (direction * (again - base) > 0.5 * height)):
+        # Once back, the series does not rise past half the height again within `recover` points, or the
+        # episode goes on: an unstable stretch throws several peaks before it settles (a loss at ×1.8, ×2.8,
+        # ×2 over a dozen points, then back at its level). The episode is a spike if it comes back in the end
+        # and spans at most `widest` points; else it is a noisy climb or an oscillation (many peaks), not a spike.
+        e, back = b, np.empty(0, dtype=int)
+        while e - a < widest or e == b:
+            after = y[e + 1: e + 1 + recover]
+            back = np.flatnonzero(np.isfinite(after) & (direction * (after - base) <= tol))
+            again = np.flatnonzero(np.isfinite(after) & (direction * (after - base) > 0.5 * height))
+            again = again[again > back[0]] if back.size else again
+            if back.size == 0 or again.size == 0:
+                break
+            e, back = e + 1 + int(again[-1]), np.empty(0, dtype=int)
+        if back.size == 0:  # never back, or peaks for more than `widest` points: its later peaks are part of it
+            done, stretch = (e, True) if e > b else (done, False)
             continue
+        done = e
+        seg = slice(a, e + 1)
+        peak = a + int(np.nanargmax(np.where(np.isfinite(jump[seg]), jump[seg], -np.inf)))
         w0 = max(0, a - (short if use_recent[a] else window))  # the points the baseline is the median of
         level = float(np.exp(base)) if log_scale else float(base)
         rows.append({"step": int(x[peak]), "value": float(raw[peak]), "baseline": level,
                      "sigma": float(floor[a]), "z": float(direction * (y[peak] - base) / floor[a]),
                      "ratio": float(raw[peak] / level) if level != 0 else math.inf,
-                     "start_step": int(x[a]), "end_step": int(x[b]), "recovery_points": int(back[0] + 1),
+                     "start_step": int(x[a]), "end_step": int(x[e]), "recovery_points": int(back[0] + 1),
                      "window_start": int(x[w0]), "window_end": int(x[a - 1]) if a > 0 else int(x[0]),
                      "log_scale": log_scale})
     if len(rows) > rule.max_spikes:  # a crowd: the noise's own tail; keep what stands out from it

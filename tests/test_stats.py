@@ -350,3 +350,21 @@ def test_chance_level_matches_a_brute_force_search_over_k(seed):
         assert stats.chance_level(values) == want
     assert stats.chance_level([2.3029, 2.3028, 2.3027]) == 10 and stats.chance_level([5.0, 5.0, 5.0]) is None
     assert stats.chance_level([0.6931, float("nan"), 0.6931]) is None and stats.chance_level([]) is None
+
+
+def test_a_spike_episode_of_several_peaks_that_comes_back_is_one_spike():
+    """Issue 24: peaks ×3, ×2.5, ×3.5 within a few points, each back before the next, then calm: one spike at the
+    highest peak, its episode from the first to the last peak. The same peaks spread over more than the episode's
+    limit, or repeating through the run (an oscillation), are no spike."""
+    rng = np.random.default_rng(0)
+    y = np.exp(rng.normal(0, 0.02, 400))
+    y[200], y[203], y[206] = 3.0, 2.5, 3.5
+    out = stats.spikes(np.arange(400), y)
+    assert out["step"].to_list() == [206] and (out["start_step"][0], out["end_step"][0]) == (200, 206)
+    assert stats.spikes(np.arange(400), y, stats.SpikeRule(max_episode=5)).height == 0
+    wide = np.exp(rng.normal(0, 0.02, 400))
+    wide[200:260:4] = 3.0  # fifteen peaks over 57 points: longer than max_episode
+    assert stats.spikes(np.arange(400), wide).height == 0
+    osc = np.exp(rng.normal(0, 0.02, 400))
+    osc[::4] = 3.0
+    assert stats.spikes(np.arange(400), osc).height == 0

@@ -41,8 +41,22 @@ class Divergence:
     divergence by its effect size alone in a log of up to `short_max` points: 0.166 → 4.97, 5.32, 4.38, 4.54,
     8.92, 5.22 needs no trend test; a minimum that is a lone dip (a point before it already ×3 above) is not. Separately: a loss whose every logged value is above
     `blown_level` has blown up before the log began (1.87e12 → 2.2e9 over five evaluations).
+    Short logs and slow drifts (issue 24 class 2). In a log of up to `short_max` points the trend test sees a
+    handful of points, so the rise must also be `short_sigmas` × their point-to-point noise (log scale), the z a
+    spike needs: seventeen per-batch losses of one epoch, 3.2 → 13.1 while swinging ×2 batch to batch (5.8, 13.5,
+    8.9, 5.9, 14.9; the step time rising with them: longer utterances later in the epoch) rise 3.0 noise sigmas;
+    the labelled short divergences of both shared sets rise 8.6-17. Five points cannot pass the trend test at all
+    (the exact p of a perfect order of 5 is 0.017): a short rise of at least `min_growth` whose points hold above
+    its midpoint is divergence when a second, independent curve shows it, the validation loss (fixed held-out
+    data, no batch noise) ending `witness_growth` above its minimum with every evaluation since the training
+    minimum above the midpoint of that rise (1.24 → 2.03, 2.16, 1.98, 1.79 beside evaluations 2.55 → 3.1-4.5).
+    A rise under `min_growth` counts as a drift when it is near-monotone (Kendall τ ≥ `drift_tau`, Mann–Kendall p
+    < `p`) over at least `drift_points` points and `drift_share` of the log, and at least `drift_growth` of the
+    minimum (1.41 → 1.61 in eleven steps, ten of them up, while the LR decays). Calibration: none of the three
+    fires on a healthy run of corpus calib (104 checked), shared/real_runs (5) or shared/real_runs_test (17) even at
+    τ 0.3, growth 1%, 5 points, no share, no witness growth; the nearest healthy drift stands at τ 0.52, p 0.02.
     Tie-break: when a validation loss rises while the training loss falls, that is `overfitting`, not this:
-    this detector reads only the training loss.
+    the training loss must rise, and the validation loss is only ever a witness.
     False alarms: fires on 0 of the 406 healthy runs it could check (at most 0.74% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
     2026).
@@ -50,7 +64,8 @@ class Divergence:
     shared/real_runs_test 16; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
-    Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p.
+    Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,
+    Kendall τ and whether it is a drift, and the validation witness (its minimum, step, final level) when it took one.
     """
 
     kind: ClassVar[str] = "divergence"
@@ -69,6 +84,13 @@ class Divergence:
     min_step_after: int = 3  # ... and stays for at least this many points
     blown_level: float = 1e8  # no mean-reduced loss of a live model sits above this at every logged point
     end_jump: float = 5.0  # a last point this many times everything since the minimum: the log ends on a blow-up
+    short_sigmas: float = 5.0  # in a log of ≤ `short_max` points the rise is ≥ this × the noise after the minimum
+    drift_growth: float = 0.1  # a slow drift: a rise of +10% of the minimum ...
+    drift_tau: float = 0.7  # ... near-monotone (Kendall's τ of the points after the minimum) ...
+    drift_points: int = 8  # ... over at least this many points ...
+    drift_share: float = 0.25  # ... and this share of the log
+    witness_growth: float = 0.2  # a short log's rise shown by the validation loss too: it ends ×1.2 its minimum ...
+    witness_points: int = 3  # ... over at least this many evaluations since the training minimum
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points)
@@ -108,33 +130,109 @@ class Divergence:
         # A loss that goes negative (a log-likelihood, an ELBO, a contrastive or GAN loss) has no ratio to its
         # minimum: its own scale is the fall it made before the minimum, so the rise is judged against that.
         scale = abs(lo) if lo > 0 else head - lo
-        if not (rise > 0 and rise >= self.min_growth * scale and rise >= self.min_recovered * (head - lo)):
+        if not (rise > 0 and rise >= self.min_recovered * (head - lo)):
+            return
+        grows = rise >= self.min_growth * scale
+        # A slow drift: smaller than `min_growth`, but near-monotone over many points and a good part of the log.
+        drifts = (not grows and rise >= self.drift_growth * scale
+                  and after.size >= max(self.drift_points, self.drift_share * n))
+        if not (grows or drifts):
             return
         trend = stats.mann_kendall(after, steps[imin:])
-        significant = trend.z > 0 and ((trend.p < self.p and after.size >= self.min_points_after) or nan_follows
-                                       or ends_blown or self._stays_up(after, lo, final))
+        drifts = drifts and trend.p < self.p and trend.tau >= self.drift_tau
+        if not (grows or drifts):
+            return
+        # In a short log the trend test sees a handful of points: the rise must also stand out of their noise.
+        clear = n > self.short_max or self._stands_out(after, lo, final)
+        significant = trend.z > 0 and ((trend.p < self.p and after.size >= self.min_points_after and clear)
+                                       or (grows and (nan_follows or ends_blown or self._stays_up(after, lo, final))))
         w = max(3, int(n * self.smooth)) // 2
         at_min = y[max(0, imin - w): imin + w + 1]  # the points the smoothed minimum is the median of
         shift = stats.mann_whitney(at_min, y[-tail_n:])
-        stays = (shift.z > 0 and shift.p < self.p and not nan_follows and n >= 12
+        stays = (grows and shift.z > 0 and shift.p < self.p and not nan_follows and n >= 12
                  and min(tail_n, at_min.size) >= self.min_points_after)
-        if not (significant or stays):
+        witness = (self._witness(run, steps[imin], after, lo, final)
+                   if grows and n <= self.short_max and not (significant or stays) else None)
+        if not (significant or stays or witness):
             return
         slope, _ = stats.theil_sen(steps[imin:], after)
         growth = final / lo if lo > 0 else None
         ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": head, "final_level": final,
               "growth_factor": growth, "slope_per_step": slope, "mk_p": trend.p, "ends_nonfinite": nan_follows,
               "last_finite_step": int(steps[-1]), "points_after_onset": int(after.size), "ends_on_blow_up": ends_blown,
-              "tail_points": int(tail_n), "level_shift_p": shift.p, "level_shift_effect": shift.effect}
+              "tail_points": int(tail_n), "level_shift_p": shift.p, "level_shift_effect": shift.effect,
+              "kendall_tau": trend.tau, "drift": drifts} | (witness or {})
         tail = (" and then turns non-finite" if nan_follows else
                 " where the log ends, on its highest point since the minimum" if ends_blown else "")
+        if drifts:
+            lr = self._lr_over(run, int(steps[imin]), int(steps[-1]))
+            ev |= lr or {}
+            how = (f"{rise / scale:+.0%} of its {'minimum' if lo > 0 else 'earlier fall'}, a steady climb: "
+                   f"Kendall τ={trend.tau:.2f} over {after.size} points, Mann–Kendall p={trend.p:.1g}"
+                   + (f", while the LR falls from {lr['lr_at_onset']:.2g} to {lr['lr_at_end']:.2g}" if lr else ""))
+        elif significant:
+            how = f"{_effect(growth, rise, head - lo)}, Mann–Kendall p={trend.p:.1g}"
+        elif stays:
+            how = (f"{_effect(growth, rise, head - lo)}, and stays there: the last {tail_n} points sit above the "
+                   f"minimum's, Mann–Whitney p={shift.p:.1g}")
+        else:
+            how = (f"{_effect(growth, rise, head - lo)}; the validation loss rises with it, from "
+                   f"{witness['val_min']:.4g} at step {witness['val_min_step']} to {witness['val_final']:.4g} "
+                   f"({ratio(witness['val_growth'])}), every evaluation since step {steps[imin]} above "
+                   f"{witness['val_lowest_since']:.4g}")
         yield Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
-                         series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                         summary=(f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
-                                  f"by step {steps[-1]} ({_effect(growth, rise, head - lo)}, " + (
-                                     f"Mann–Kendall p={trend.p:.1g}" if significant else
-                                     f"and stays there: the last {tail_n} points sit above the minimum's, "
-                                     f"Mann–Whitney p={shift.p:.1g}") + f"){tail}"))
+                         series=run.pick("loss"), evidence=ev, summary=(
+                             f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
+                             f"by step {steps[-1]} ({how}){tail}"),
+                         sources=(src(run, "loss", steps),) + (
+                             (src(run, "val_loss", [witness["val_min_step"], witness["val_last_step"]]),)
+                             if witness and not (significant or stays) else ()))
+
+    @staticmethod
+    def _lr_over(run: Run, start: int, end: int) -> dict | None:
+        """The logged LR at the first and last of its points within steps `start`-`end` when it falls over them (a
+        loss that climbs while the LR decays is no LR noise), else None."""
+        if not run.has("lr"):
+            return None
+        ls, lv = run.arrays("lr")
+        keep = (ls >= start) & (ls <= end) & np.isfinite(lv)
+        if keep.sum() < 2 or not lv[keep][-1] < lv[keep][0]:
+            return None
+        return {"lr_at_onset": float(lv[keep][0]), "lr_at_end": float(lv[keep][-1])}
+
+    def _stands_out(self, after: np.ndarray, lo: float, final: float) -> bool:
+        """The rise from `lo` to `final` is at least `short_sigmas` × the point-to-point noise of the points after
+        the minimum (on a log scale for a positive loss), the effect size a spike must have (`SpikeRule.z`)."""
+        if lo > 0 and final > 0 and np.all(after > 0):
+            rise, sigma = math.log(final / lo), stats.noise(np.log(after))
+        else:
+            rise, sigma = final - lo, stats.noise(after)
+        return not math.isfinite(sigma) or rise >= self.short_sigmas * sigma
+
+    def _witness(self, run: Run, onset: int, after: np.ndarray, lo: float, final: float) -> dict | None:
+        """A second, independent curve that shows the rise: the validation loss stands `witness_growth` × above
+        its own positive minimum at the end, and every evaluation from the training minimum `onset` on (at least
+        `witness_points`) sits above the midpoint of that rise; the training rise itself holds (after its first
+        point above its midpoint, at least `min_step_after` points, none back below it). None otherwise."""
+        mid = lo + (final - lo) / 2
+        above = np.flatnonzero(after > mid)
+        if (above.size == 0 or after.size - above[0] < self.min_step_after or np.any(after[above[0]:] < mid)
+                or not run.has("val_loss")):
+            return None
+        vs, vv = run.arrays("val_loss")
+        keep = np.isfinite(vv)
+        vs, vv = vs[keep], vv[keep]
+        if vv.size < self.witness_points + 1:
+            return None
+        j = int(np.argmin(vv))
+        v0, v_end = float(vv[j]), float(np.median(vv[-max(2, vv.size // 4):]))
+        since = vv[vs >= max(int(vs[j]) + 1, onset)]
+        if not (v0 > 0 and v_end >= (1 + self.witness_growth) * v0 and since.size >= self.witness_points
+                and np.all(since > v0 + (v_end - v0) / 2)):
+            return None
+        return {"witness": run.pick("val_loss"), "val_min": v0, "val_min_step": int(vs[j]),
+                "val_last_step": int(vs[-1]), "val_final": v_end,
+                "val_growth": v_end / v0, "val_lowest_since": float(since.min()), "val_points_since": int(since.size)}
 
     def _held_jump(self, after: np.ndarray, lo: float) -> int | None:
         """Where the loss first stands `short_jump` × above a positive minimum `lo`, when every point from there to

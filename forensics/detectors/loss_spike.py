@@ -50,6 +50,11 @@ class LossSpike:
     that undoes all the progress made (`undo_always`) counts whatever the noise: the gallery's noisy SGD run
     (excursions ×3.1) jumps ×8.8 back above its starting loss before it diverges. A calm series (a PINN's
     ×2.3 spike over excursions of ×1.3) keeps the z rule alone.
+    An unstable stretch of several peaks, each back before the next rises, that comes back to its level in the end
+    is one spike at its highest peak when it spans at most `max_episode` points and `episode_share` of the series
+    (issue 24: 0.95, 0.66, 0.94, 0.53, 1.51, 1.17, 0.66, 0.70, 1.08, then 0.52-0.55 again, in a LoRA run of 2400
+    points); a longer stretch is an oscillation or a noisy climb. On corpus calib (104 healthy runs), shared/real_runs
+    (5) and shared/real_runs_test (18) no healthy run fires at max_episode 5, 15 or 60, share up to 0.5.
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
@@ -65,6 +70,8 @@ class LossSpike:
     recover: int = SpikeRule.recover  # points after the spike within which it must come back
     max_spikes: int = SpikeRule.max_spikes  # more are the noise's tail
     crowd_z_factor: float = SpikeRule.crowd_z_factor  # what stands out of such a crowd
+    max_episode: int = SpikeRule.max_episode  # an episode of several peaks spans at most this many points ...
+    episode_share: float = SpikeRule.episode_share  # ... and this share of the series
     min_points: int = 10  # the statistical rule needs a baseline window's worth of points
     min_points_nonfinite: int = 3  # a finite point, the blip, a finite point
     min_undo: float = 0.6  # a finite spike throws the run back more than half the way it came
@@ -77,7 +84,8 @@ class LossSpike:
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def rule(self) -> SpikeRule:
-        return SpikeRule(self.window, self.z, self.min_ratio, self.recover, self.max_spikes, self.crowd_z_factor)
+        return SpikeRule(self.window, self.z, self.min_ratio, self.recover, self.max_spikes, self.crowd_z_factor,
+                         self.max_episode, self.episode_share)
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
@@ -114,7 +122,9 @@ class LossSpike:
                                  sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
                                  summary=(f"loss {s['value']:.4g} is {s['z']:.1f} robust sigmas above the median "
                                           f"{s['baseline']:.4g} of steps {s['window_start']}-{s['window_end']} "
-                                          f"({ratio(s['ratio'])}), back within {count(s['recovery_points'], 'point')}"))
+                                          f"({ratio(s['ratio'])}), back within {count(s['recovery_points'], 'point')}"
+                                          + (f" of the episode's end (steps {s['start_step']}-{s['end_step']})"
+                                             if s["end_step"] > s["step"] else "")))
         for a, b in stats.runs_of(~np.isfinite(values)):
             if a == 0 or b == values.size - 1 or b - a + 1 > self.recover:
                 continue  # at the start, to the end (nan_loss), or too long to be a blip

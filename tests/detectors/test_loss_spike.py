@@ -2,8 +2,10 @@
 
 
 import numpy as np
+import pytest
 
 from forensics.detectors import LossSpike
+from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import curve, load_run, write_tb
 
 
@@ -79,3 +81,15 @@ def test_a_jump_that_undoes_little_of_the_progress_near_zero_is_not_a_spike(tmp_
     run = load_run(write_tb(tmp_path / "s", {"loss": (steps, loss)}), tmp_path / "g.duckdb")
     [f] = LossSpike().check(run)
     assert f.step == 450 and f.evidence["undone"] > 0.25
+
+
+@pytest.mark.skipif(not (REAL_RUNS_TEST / "hf_qwen_chess").is_dir(), reason="shared/real_runs_test is not beside the checkout")
+def test_an_unstable_stretch_of_several_peaks_that_comes_back_is_one_spike(tmp_path):
+    """Issue 24, hf_qwen_chess (a LoRA fine-tune logged every 5 steps, 2400 points): around a grad-norm burst the loss
+    (0.52-0.55) goes to 0.95, 0.66, 0.94, 0.53, 0.55, 1.51 (×2.8), 1.17, 0.66, 0.70, 1.08, then back to 0.52-0.55
+    for good. Each peak comes back, then the next one rises: no peak alone is isolated, but the episode spans a
+    handful of points of 2400 and ends where it began: one spike."""
+    run = load_run(REAL_RUNS_TEST / "hf_qwen_chess", tmp_path / "f.duckdb")
+    [f] = LossSpike().check(run)
+    assert (f.step, f.step_end) == (2700, 2720) and f.evidence["ratio"] > 2.5 and f.evidence["z"] > 10
+    assert "steps 2700-2720" in f.summary
