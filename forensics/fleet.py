@@ -3,8 +3,7 @@
 Per-run ingest and analysis are independent, so they run in N worker processes (concurrent.futures) or as Ray
 tasks. DuckDB has one writer (DECISIONS.md §5), so a worker never opens the store: it ingests the run into a
 private database of its own (a file in RAM, /dev/shm where present, deleted after), analyses it there, and
-hands back the run's tables as Arrow with the analysis (a worker process: as Arrow IPC files beside its
-private database, which the driver memory-maps). The driver appends the tables in bulk, renumbering ids
+hands back the run's tables as Arrow with the analysis. The driver appends the tables in bulk, renumbering ids
 (`ingest.writes.append_run_tables`), many runs per transaction, and stores the analyses: the store ends up as a
 sequential `forensics analyze` of each run would leave it.
 
@@ -63,7 +62,6 @@ class RunResult:
     store_seconds: float = 0.0  # the driver's time appending a worker's tables and storing its analysis
     where: str = "driver"  # driver, process, ray
     tables: dict | None = field(default=None, repr=False)  # a worker's Arrow tables, until the driver appends them
-    tables_dir: str | None = None  # or the Arrow IPC files a worker process left them in (hand_off), until then
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": self.path, "run": self.run_id, "name": self.name, "error": self.error, "trace": self.trace,
@@ -76,13 +74,10 @@ def _private_dir() -> str:
     return tempfile.mkdtemp(prefix="forensics-worker-", dir=str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None)
 
 
-def work_on_run(path: str, options: Options, hand_off: bool = False) -> RunResult:
+def work_on_run(path: str, options: Options) -> RunResult:
     """Worker: `analyze` the run against a private store, return the analysis and the run's tables.
 
     Runs in a worker process or a Ray task: it imports what it needs itself and never opens the shared store.
-    `hand_off` (a worker process on the driver's machine): the tables are left as Arrow IPC files in RAM
-    (`tables_dir`), which the driver memory-maps, instead of travelling pickled through the pool's pipe, which
-    the driver would unpickle while it writes (Ray's object store already shares Arrow buffers this way).
     """
     from forensics.analysis import analyze
     from ingest.errors import ForensicsError
@@ -108,42 +103,10 @@ def work_on_run(path: str, options: Options, hand_off: bool = False) -> RunResul
             out.points = out.tables["scalars"].num_rows
             runs = out.tables["runs"].column("run_id").to_pylist()
             out.run_id = out.run_id or (runs[0] if runs else None)
-            if hand_off:
-                out.tables_dir = _write_tables(out.tables, Path(tmp) / "tables")
-                out.tables = None
     finally:
-        if out.tables_dir is None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     out.seconds, out.cpu_seconds = time.monotonic() - started, time.process_time() - cpu
     return out
-
-
-def _write_tables(tables: dict, folder: Path) -> str:
-    """A worker's tables as one Arrow IPC file each; the folder's path (inside the worker's private folder, which
-    the driver removes once it has written them: `_drop_tables`)."""
-    import pyarrow as pa
-
-    folder.mkdir()
-    for name, table in tables.items():
-        with pa.OSFile(str(folder / f"{name}.arrow"), "wb") as f, pa.ipc.new_file(f, table.schema) as w:
-            w.write_table(table)
-    return str(folder)
-
-
-def _read_tables(r: RunResult) -> dict | None:
-    """The tables a worker handed back, memory-mapped from its files where it left them there (no copy)."""
-    import pyarrow as pa
-
-    if r.tables is not None or r.tables_dir is None:
-        return r.tables
-    return {f.stem: pa.ipc.open_file(pa.memory_map(str(f))).read_all() for f in sorted(Path(r.tables_dir).iterdir())}
-
-
-def _drop_tables(r: RunResult) -> None:
-    r.tables = None
-    if r.tables_dir is not None:
-        shutil.rmtree(Path(r.tables_dir).parent, ignore_errors=True)  # the worker's private folder
-        r.tables_dir = None
 
 
 def run_in_driver(path: str, db: Path, options: Options) -> RunResult:
@@ -169,28 +132,14 @@ def store_worker_results(db: Path, results: list[RunResult], options: Options) -
     (each connection's open and close, and each commit, cost the single writer more than a run's rows: see
     docs/watch.md). Should that transaction fail (a full disk, a bug in one run's rows), it is rolled back and
     each run is written in a transaction of its own, so a run whose store fails gets the error and the others
-    go on. Each run's tables are dropped once written (a worker's files removed), so the driver holds one
-    batch's rows at most."""
-    todo = [r for r in results if (r.tables is not None or r.tables_dir is not None) and r.run_id is not None]
-    if not todo:
-        for r in results:
-            _drop_tables(r)
-        return
-    t0 = time.monotonic()
-    try:
-        _store_batch(db, todo, options)
-    finally:
-        for r in results:
-            _drop_tables(r)
-    share = (time.monotonic() - t0) / len(todo)  # the connection, the transaction and the rows, shared
-    for r in todo:
-        r.store_seconds += share
-
-
-def _store_batch(db: Path, todo: list[RunResult], options: Options) -> None:
+    go on. Each run's tables are dropped once written, so the driver holds one batch's rows at most."""
     from ingest.queries import known_run_ids
     from ingest.store import connect
 
+    todo = [r for r in results if r.tables is not None and r.run_id is not None]
+    if not todo:
+        return
+    t0 = time.monotonic()
     with connect(db, write=True) as con:
         known = known_run_ids(con)
         fresh = []
@@ -198,6 +147,7 @@ def _store_batch(db: Path, todo: list[RunResult], options: Options) -> None:
             if r.run_id in known:
                 # Another writer stored this run meanwhile: the worker's copy would hold its points twice.
                 r.error, r.analysis, r.retry = "the run was stored by another process meanwhile", None, True
+                r.tables = None
                 continue
             known.add(r.run_id)  # the same run twice in one batch (two paths to one folder): stored once
             fresh.append(r)
@@ -210,6 +160,11 @@ def _store_batch(db: Path, todo: list[RunResult], options: Options) -> None:
                 except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
                     failed = _failed(r.path, exc, r.where)
                     r.error, r.trace, r.retry, r.analysis = failed.error, failed.trace, True, None
+    for r in todo:
+        r.tables = None
+    share = (time.monotonic() - t0) / len(todo)  # the connection, the transaction and the rows, shared
+    for r in todo:
+        r.store_seconds += share
 
 
 def _write_runs(con: Any, db: Path, runs: list[RunResult], options: Options) -> None:
@@ -223,7 +178,7 @@ def _write_runs(con: Any, db: Path, runs: list[RunResult], options: Options) -> 
     con.execute("BEGIN")
     try:
         for r in runs:
-            append_run_tables(con, _read_tables(r))
+            append_run_tables(con, r.tables)
         for r in runs:
             if r.analysis is not None:
                 r.analysis.db = str(db)  # the worker analysed against its private copy, now gone
@@ -244,9 +199,9 @@ def _failed(path: str, exc: BaseException, where: str) -> RunResult:
 
 
 # The single writer appends workers' results in batches, one transaction each: when the runs waiting hold
-# WRITE_POINTS points (memory: ~60 bytes a point as Arrow, in /dev/shm or in the driver), when the oldest has
-# waited WRITE_SECONDS (checked as each run finishes), and when the workers are done. Fewer, larger
-# transactions are what keep the writer's share of the wall time small (docs/watch.md, measured).
+# WRITE_POINTS points (the driver's memory: ~60 bytes a point as Arrow), when the oldest has waited WRITE_SECONDS
+# (checked as each run finishes), and when the workers are done. Fewer, larger transactions are what keep the
+# writer's share of the wall time small (docs/watch.md, measured).
 WRITE_POINTS = 2_000_000
 WRITE_SECONDS = 10.0
 
@@ -294,8 +249,7 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
     stored = [p for p in paths if p not in set(fresh)]
     workers = (batch for batch in ())  # a generator, like the two below: it can be closed
     if fresh:  # (a generator: Ray starts, or a pool, only when there is work for it)
-        workers = (_ray_results(fresh, options, ray_address) if use_ray
-                   else _process_results(fresh, options, jobs, hand_off=True))
+        workers = _ray_results(fresh, options, ray_address) if use_ray else _process_results(fresh, options, jobs)
     waiting: list[RunResult] = []  # finished by workers, not yet written
     since = 0.0
 
@@ -437,12 +391,8 @@ def _process_results(paths: Sequence, options: Options, jobs: int, task: Callabl
                 if batch:
                     yield batch
         finally:
-            # Stopped early (the generator closed): runs not started are cancelled, running ones finish, and the
-            # files of those finished but never yielded are removed.
+            # Stopped early (the generator closed): runs not started are cancelled, running ones finish.
             pool.shutdown(wait=True, cancel_futures=True)
-            for fut in pending:
-                if fut.done() and not fut.cancelled() and fut.exception() is None:
-                    _drop_tables(fut.result())
         todo = retry
 
 
