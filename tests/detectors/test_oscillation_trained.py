@@ -8,7 +8,7 @@ import json
 import pytest
 
 from forensics.detectors import Oscillation, Underfitting
-from tests.runwriters import load_run
+from tests.runwriters import load_run, one_torch_thread
 
 
 def _train(root, *, seed, opt, lr, classes, hidden, steps=400, every=1, batch=32, d=16):
@@ -60,7 +60,8 @@ CASES = {  # name: (training, oscillates)
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("trained")
-    return {name: load_run(_train(base / name, **kw), base / f"{name}.duckdb") for name, (kw, _) in CASES.items()}
+    with one_torch_thread():
+        return {name: load_run(_train(base / name, **kw), base / f"{name}.duckdb") for name, (kw, _) in CASES.items()}
 
 
 @pytest.mark.parametrize("name", CASES)
