@@ -8,13 +8,15 @@ Each run is one TensorBoard event file written with the ingest benchmark's gener
 detectors read, of equal length: train loss (a decaying curve with noise, spikes and a NaN onset), gradient
 norm, LR and validation loss. The run is ingested first (not timed here: the ingest benchmark measures that);
 then the full analysis (Run view, every detector, spikes, events, storing findings) is timed in a fresh
-subprocess, as is tbparse's `SummaryReader(file).scalars` on the largest file. Prints seconds, points/s, the
-growth per doubling (near 2.0 is linear) and the analysis / tbparse ratio (below 1 means faster than the read).
+subprocess, as is tbparse's `SummaryReader(file).scalars` on the largest file. Prints seconds, CPU seconds,
+peak RSS, points/s, the growth per doubling (near 2.0 is linear) and the analysis / tbparse ratio (below 1
+means faster than the read).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -72,10 +74,18 @@ def write_run(root: Path, n_points: int, seed: int = 0) -> Path:
 
 
 def timed(code: str) -> float:
-    """Seconds a fresh interpreter takes to run `code` (imports included, as a user's command pays them)."""
+    """Seconds a fresh interpreter takes to run `code` (imports included, as a user's command pays them).
+    Prints its CPU seconds, peak RSS and the load average beside (2 cores shared: compare within one run)."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
-    return time.perf_counter() - t0
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"failed ({proc.returncode}): {code}")
+    secs = time.perf_counter() - t0
+    print(f"    {secs:.2f} s wall, {usage.ru_utime + usage.ru_stime:.2f} s CPU, peak RSS {usage.ru_maxrss / 1024:.0f} MB, "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    return secs
 
 
 def main() -> None:

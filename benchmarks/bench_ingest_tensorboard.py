@@ -1,21 +1,23 @@
 """Benchmark: TensorBoard event-file ingest against tbparse and TensorBoard's EventAccumulator, in one run.
 
-    python benchmarks/bench_ingest_tensorboard.py                  # 10M scalars over 200 tags (~612 MB)
+    python benchmarks/bench_ingest_tensorboard.py                  # 10M scalars, 100 tags, 4,000 histograms
     python benchmarks/bench_ingest_tensorboard.py --scalars 1000000 --dir /tmp/tb_bench
+    python benchmarks/bench_ingest_tensorboard.py --only "forensics ingest,tbparse"   # the issue's pair
 
 Writes one event file in the real format (61-byte scalar records, as torch.utils.tensorboard writes them,
-plus histograms every 500 steps), checks a sample of its records byte for byte against SummaryWriter's
+plus 2 histograms every 50 steps: 4,000 at 10M scalars over 100 tags), checks a sample of its records byte for byte against SummaryWriter's
 output for the same values, then times each contender in its own subprocess (so peak memory is its own):
 
     forensics ingest   ingest.run.ingest_run into a fresh DuckDB file (reader + series ids + bulk insert)
     forensics reader   ingest.tensorboard.read_events alone (frames built, nothing stored)
-    reader + DuckDB    the reader plus a bare `INSERT INTO t SELECT * FROM frame` per chunk (the store's floor)
+    reader + DuckDB    the reader plus a bare insert of the same rows into the store's `scalars` table (the floor)
     python loop        a plain loop over records: crc32c package + TensorBoard's compiled Event protobuf
     tbparse            SummaryReader(file, extra_columns={"wall_time"}).scalars
     EventAccumulator   size_guidance 0 for every kind (keep all), then a (tag, step, wall_time, value) table
 
-and prints scalars/s, peak RSS and each one's ratio to tbparse. The real SummaryWriter manages ~30k scalars/s,
-so the file is written directly with numpy (same bytes), which takes a few seconds.
+and prints scalars/s, CPU seconds, peak RSS, the load average and each one's ratio to tbparse. The real
+SummaryWriter manages ~30k scalars/s, so the file is written directly with numpy (same bytes), which takes a
+few seconds.
 """
 
 from __future__ import annotations
@@ -34,13 +36,13 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-N_TAGS = 200
-HIST_EVERY = 500
+N_TAGS = 100
+HIST_EVERY = 50
 HIST_TAGS = ("hist/weights_0", "hist/weights_1")
 
 
 def tag_names(n: int) -> list[str]:
-    """200 tags of 21 characters: with 3-byte steps each scalar record is 61 bytes, as in the issue."""
+    """Tags of 21 characters: with 3-byte steps each scalar record is 61 bytes, as in the issue."""
     return [f"train/metric_{i:03d}_vals" for i in range(n)]
 
 
@@ -111,7 +113,7 @@ def histogram_record(tag: str, step: int, wall: float, rng: np.random.Generator)
 
 
 def write_event_file(path: Path, n_scalars: int, seed: int = 0) -> dict:
-    """Write `n_scalars` scalars over 200 tags (steps 0..n/200-1) plus 2 histograms every 500 steps."""
+    """Write `n_scalars` scalars over N_TAGS tags (steps 0..n/N_TAGS-1) plus 2 histograms every HIST_EVERY steps."""
     from tensorboard.compat.proto import event_pb2
 
     rng = np.random.default_rng(seed)
@@ -147,7 +149,7 @@ def check_against_summarywriter(tmp: Path) -> None:
     from ingest import _tfevents
 
     tags = [t.encode() for t in tag_names(N_TAGS)]
-    sample = [(3, 0, 0.25, 1.7e9), (7, 5, float("nan"), 1.7e9 + 1), (199, 300, -2.5, 1.7e9 + 2.5),
+    sample = [(3, 0, 0.25, 1.7e9), (7, 5, float("nan"), 1.7e9 + 1), (99, 300, -2.5, 1.7e9 + 2.5),
               (0, 40000, float("inf"), 1.7e9 + 3)]
     out = tmp / "sample"
     shutil.rmtree(out, ignore_errors=True)
@@ -189,21 +191,29 @@ def run_reader(file: Path, work: Path) -> int:
 
 
 def run_reader_duckdb(file: Path, work: Path) -> int:
-    """The reader plus a bare bulk insert per chunk (no series ids, no sources): the floor of the store path."""
+    """The reader plus a bare DuckDB insert of the same rows into the store's own `scalars` table (the tag's
+    code as series id; no series rows, sources, counts or histograms): the floor of the store path."""
     import duckdb
+    import polars as pl
 
+    from ingest.schema import TABLES
     from ingest.tensorboard import read_events
 
     db = work / "bare.duckdb"
     for p in (db, Path(str(db) + ".wal")):
         p.unlink(missing_ok=True)
     with duckdb.connect(str(db)) as con:
-        con.execute("CREATE TABLE t (tag VARCHAR, step BIGINT, value DOUBLE, position BIGINT, wall_time DOUBLE)")
+        con.execute(TABLES["scalars"])
+        con.execute("BEGIN")
         for chunk in read_events(file):
             if chunk.scalars is not None:
-                frame = chunk.scalars.select("tag", "step", "value", "position", "wall_time")  # noqa: F841
-                con.execute("INSERT INTO t SELECT * FROM frame")
-        return con.execute("SELECT count(*) FROM t").fetchone()[0]
+                frame = chunk.scalars.select(  # noqa: F841
+                    pl.col("tag").to_physical().cast(pl.Int32).alias("series_id"), pl.lit(1).alias("source_id"),
+                    "position", "step", "value", "wall_time")
+                con.execute("INSERT INTO scalars (series_id, source_id, position, step, value, wall_time) "
+                            "SELECT * FROM frame")
+        con.execute("COMMIT")
+        return con.execute("SELECT count(*) FROM scalars").fetchone()[0]
 
 
 def run_python_loop(file: Path, work: Path) -> int:
@@ -274,13 +284,16 @@ def measure(name: str, file: Path, work: Path) -> dict:
                             stdout=subprocess.PIPE, cwd=REPO)
     started = time.perf_counter()
     out = proc.stdout.read()
-    status = proc.wait()
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
-    if status != 0:
-        raise SystemExit(f"{name} failed (status {status})")
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} failed (status {proc.returncode})")
     result = json.loads(out.decode().strip().splitlines()[-1])
+    # CPU seconds (user + system, every thread) move less with the neighbours' load than wall time does.
     return {"name": name, "wall_s": wall, "seconds": result["seconds"], "scalars": result["scalars"],
-            "peak_mb": result["peak_kb"] / 1024}
+            "peak_mb": result["peak_kb"] / 1024, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "load": os.getloadavg()[0]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child(args.child, args.file, args.dir)
         return 0
-    run_dir = args.dir / f"run_{args.scalars}"
+    run_dir = args.dir / f"run_{args.scalars}_{N_TAGS}tags_hist{HIST_EVERY}"
     file = run_dir / "events.out.tfevents.1700000000.bench.1.0"
     args.dir.mkdir(parents=True, exist_ok=True)
     check_against_summarywriter(args.dir)
@@ -316,16 +329,21 @@ def main(argv: list[str] | None = None) -> int:
     base = next((r for r in results if r["name"] == "tbparse"), None)
     print(f"\n{size / 1e6:.0f} MB event file, {results[0]['scalars']:,} scalars; wall time includes interpreter "
           "start and imports\n")
-    print(f"| {'contender':<18} | {'wall s':>7} | {'in-process s':>12} | {'M scalars/s':>11} | {'peak RSS MB':>11} "
-          f"| {'x tbparse':>9} |")
-    print(f"|{'-' * 20}|{'-' * 9}|{'-' * 14}|{'-' * 13}|{'-' * 13}|{'-' * 11}|")
+    print(f"| {'contender':<18} | {'wall s':>7} | {'in-process s':>12} | {'CPU s':>6} | {'M scalars/s':>11} "
+          f"| {'peak RSS MB':>11} | {'x tbparse':>9} | {'load':>5} |")
+    print(f"|{'-' * 20}|{'-' * 9}|{'-' * 14}|{'-' * 8}|{'-' * 13}|{'-' * 13}|{'-' * 11}|{'-' * 7}|")
     for r in results:
         rate = r["scalars"] / r["wall_s"] / 1e6
         ratio = f"{base['wall_s'] / r['wall_s']:.1f}" if base else "-"
-        print(f"| {r['name']:<18} | {r['wall_s']:>7.2f} | {r['seconds']:>12.2f} | {rate:>11.3f} | "
-              f"{r['peak_mb']:>11.0f} | {ratio:>9} |")
-    print(f"\nM scalars/s and x tbparse use wall time; machine load (1 min) {os.getloadavg()[0]:.1f} on "
-          f"{os.cpu_count()} cores")
+        print(f"| {r['name']:<18} | {r['wall_s']:>7.2f} | {r['seconds']:>12.2f} | {r['cpu_s']:>6.2f} | {rate:>11.3f} | "
+              f"{r['peak_mb']:>11.0f} | {ratio:>9} | {r['load']:>5.1f} |")
+    floor = next((r for r in results if r["name"] == "reader + DuckDB"), None)
+    ingest = next((r for r in results if r["name"] == "forensics ingest"), None)
+    if floor and ingest:
+        print(f"\nforensics ingest / its floor (reader + bare insert of the same rows): wall "
+              f"{ingest['wall_s'] / floor['wall_s']:.2f}x, CPU {ingest['cpu_s'] / floor['cpu_s']:.2f}x")
+    print(f"\nM scalars/s and x tbparse use wall time; load is the 1-minute load average as each contender ended "
+          f"(machine of {os.cpu_count()} cores)")
     return 0
 
 

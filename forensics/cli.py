@@ -249,7 +249,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     checks = parse_checks(args.checks)
     return _run_user_code(args, lambda: probe(args.run_dir, checks=checks, entry=args.entry, device=args.device,
-                                              db=db_path(args.db)),
+                                              threads=args.threads, db=db_path(args.db)),
                           probe_report.as_json, probe_report.text, probe_report.markdown)
 
 

@@ -90,6 +90,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 # Arguments several commands share: name -> (flags, add_argument's keywords).
+def at_least(minimum: int, what: str = ""):
+    """An argument type: an integer of at least `minimum` (`what` starts the message)."""
+    def parse(text: str) -> int:
+        if int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"{what}expected {minimum} or more, got {int(text)}")
+        return int(text)
+    return parse
+
+
 COMMON = {
     "run_dir": (("run_dir",), {"metavar": "RUN_DIR", "type": Path, "help": "a training run's folder"}),
     "run_dirs": (("run_dirs",), {"nargs": "+", "metavar": "RUN_DIR", "type": Path, "help": "a training run's folder"}),
@@ -103,6 +112,9 @@ COMMON = {
                              "help": "entry point (default: RUN_DIR/forensics_entry.py)"}),
     "device": (("--device",), {"choices": ["auto", "cpu", "cuda"], "default": "auto",
                                "help": "default auto: CUDA when present"}),
+    "threads": (("--threads",), {"type": at_least(1, "--threads: "), "metavar": "N",
+                                 "help": "intra-op CPU threads (default: the CPUs free now, from the load average; "
+                                         "reported)"}),
     "markdown": (("--markdown",), {"metavar": "FILE", "type": Path, "help": "also write the report as markdown to FILE"}),
     "follow_links": (("--follow-links",), {"action": "store_true", "help": "read file links that lead out of the run "
                      "directory (by default they are listed, not read)"}),
@@ -120,15 +132,6 @@ def setting_arg(text: str) -> tuple[str, str]:
     if not sep or "." not in key:
         raise argparse.ArgumentTypeError(f"expected DETECTOR.FIELD=VALUE, got {text!r} (e.g. loss-spike.z=6)")
     return key.strip(), value.strip()
-
-
-def at_least(minimum: int, what: str = ""):
-    """An argument type: an integer of at least `minimum` (`what` starts the message)."""
-    def parse(text: str) -> int:
-        if int(text) < minimum:
-            raise argparse.ArgumentTypeError(f"{what}expected {minimum} or more, got {int(text)}")
-        return int(text)
-    return parse
 
 
 JOBS = at_least(1, "--jobs takes a number of processes: ")
@@ -218,18 +221,16 @@ def _watch_parser(sub) -> None:
 
 
 def _replay_parser(sub) -> None:
-    p = _command(sub, "replay", "run_dir", "entry", "device", "markdown", "db", "json")
+    p = _command(sub, "replay", "run_dir", "entry", "device", "threads", "markdown", "db", "json")
     p.add_argument("--step", type=int, metavar="N",
                    help="the step to replay (default: the first non-finite loss, grad norm or checkpoint in the store)")
     p.add_argument("--from-checkpoint", metavar="PATH", help="start from this checkpoint (relative to RUN_DIR)")
-    p.add_argument("--threads", type=int, metavar="N",
-                   help="intra-op CPU threads (default: the CPUs free now, from the load average; reported)")
 
 
 def _probe_parser(sub) -> None:
     from forensics.probe import CHECKS
 
-    p = _command(sub, "probe", "run_dir", "entry", "device", "markdown", "db", "json")
+    p = _command(sub, "probe", "run_dir", "entry", "device", "threads", "markdown", "db", "json")
     p.description += " Checks: " + ", ".join(CHECKS) + "."
     p.add_argument("--checks", metavar="A,B", help="run only these checks (default: all)")
 

@@ -24,7 +24,7 @@ ROLES: dict[str, str] = {
     "loss": "train_loss", "train_loss": "train_loss", "val_loss": "val_loss", "accuracy": "accuracy",
     "val_accuracy": "val_accuracy", "grad_norm": "grad_norm", "layer_grad_norm": "layer_grad_norm",
     "weight_norm": "weight_norm", "layer_weight_norm": "layer_weight_norm", "lr": "lr",
-    "loss_scale": "loss_scale", "memory": "memory", "throughput": "throughput", "step_time": "step_time",
+    "loss_scale": "loss_scale", "skipped_steps": "skipped_steps", "memory": "memory", "throughput": "throughput", "step_time": "step_time",
     "epoch": "epoch", "dead_fraction": "dead_fraction", "saturated_fraction": "saturated_fraction",
     "update_ratio": "update_ratio", "clip_rate": "clip_rate",
 }
@@ -102,18 +102,22 @@ class Run:
         """Where each of `steps` is in the writer's own words, for a series on an ordinal axis whose lines print
         an epoch and a batch but no global step (`Epoch[1] Batch[7]`, DECISIONS §2): {6: "epoch 1, batch 7"}.
         Empty for a series with logged steps (its steps are the writer's already) or lines without counters."""
+        out = {}
+        for step, (epoch, batch) in self.counters(series, steps).items():
+            words = [f"{k} {v}" for k, v in (("epoch", epoch), ("batch", batch)) if v is not None]
+            if words:
+                out[step] = ", ".join(words)
+        return out
+
+    def counters(self, series: str | None, steps: list[int | None]) -> dict[int, tuple[int | None, int | None]]:
+        """step -> (epoch, batch) the writer printed on the line of each of `steps`, for a series on an ordinal
+        axis (DECISIONS §2); empty for a series with logged steps, or one unknown."""
         if series is None or self._counters is None:
             return {}
         row = self.meta.filter(pl.col("name") == series)
         if row.height == 0 or not row["ordinal"][0]:
             return {}
-        wanted = sorted({int(s) for s in steps if s is not None})
-        out = {}
-        for step, (epoch, batch) in self._counters(int(row["series_id"][0]), wanted).items():
-            words = [f"{k} {v}" for k, v in (("epoch", epoch), ("batch", batch)) if v is not None]
-            if words:
-                out[step] = ", ".join(words)
-        return out
+        return self._counters(int(row["series_id"][0]), sorted({int(s) for s in steps if s is not None}))
 
     # --- series -----------------------------------------------------------------------------------
     def candidates(self, role_or_name: str) -> pl.DataFrame:

@@ -29,6 +29,50 @@ def start_level(values: np.ndarray, points: int = START_POINTS) -> float:
     return float(np.median(v)) if v.size else math.nan
 
 
+# The one boundary between flat_loss ("it never learned": the loss stays where it started) and plateau ("it learned,
+# then stopped"): a loss that fell LEARNED_FALL of its initial level, by LEARNED_SIGMAS noise sigmas of that level or
+# more, learned something (issue 24: a 7% fall in the first 25 of 500 steps, then a stall, is a plateau).
+LEARNED_FALL = 0.05
+LEARNED_SIGMAS = 3.0
+
+
+def fall_from_start(values: np.ndarray, level: float, points: int = START_POINTS) -> tuple[float, float]:
+    """How far a curve fell from its initial level (`start_level`) to `level`: as a share of the initial level's
+    magnitude, and in noise sigmas of a median of `points` points (`noise` / √points; inf when the noise is 0 and
+    it fell). Negative when it rose; (NaN, NaN) when the initial level is 0 or unknown."""
+    head = start_level(values, points)
+    if not math.isfinite(head) or head == 0 or not math.isfinite(level):
+        return math.nan, math.nan
+    drop = head - level
+    sigma = noise(values) / math.sqrt(max(1, points))
+    z = drop / sigma if sigma > 0 else (math.inf if drop > 0 else -math.inf if drop < 0 else 0.0)
+    return drop / abs(head), z
+
+
+def learned(values: np.ndarray, level: float, min_fall: float = LEARNED_FALL, min_sigmas: float = LEARNED_SIGMAS,
+            points: int = START_POINTS) -> bool:
+    """Whether a curve fell from its initial level to `level` by `min_fall` of it and by `min_sigmas` noise
+    sigmas (`fall_from_start`): it learned something. False for a curve that stayed or rose, or has no level."""
+    rel, z = fall_from_start(values, level, points)
+    return bool(rel >= min_fall and z >= min_sigmas)
+
+
+# Losses a model reaches by predicting one constant, fixed by the targets alone, beside cross-entropy's ln k
+# (`chance_level`): MSE 0.25 is that of predicting 0.5 for balanced {0, 1} targets (a fair coin's variance), MSE 1.0
+# that of predicting the mean of standardised targets (or 0 for ±1 targets).
+CONSTANT_PREDICTOR_MSE = (0.25, 1.0)
+
+
+def constant_predictor_level(level: float, low: float, rel_tol: float = 0.005) -> float | None:
+    """The value of `CONSTANT_PREDICTOR_MSE` that a curve settled at: its final `level` within `rel_tol` of it,
+    and its (smoothed) minimum `low` never more than `rel_tol` below it, so the model never beat a constant
+    prediction; else None."""
+    for c in CONSTANT_PREDICTOR_MSE:
+        if abs(level - c) <= rel_tol * c and low >= c * (1 - rel_tol):
+            return c
+    return None
+
+
 def finite(values: np.ndarray) -> np.ndarray:
     """Boolean mask of the finite entries (NaN, +Inf and -Inf are False)."""
     return np.isfinite(np.asarray(values, dtype=float))

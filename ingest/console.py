@@ -94,7 +94,7 @@ PATTERNS: list[LinePattern] = [
         r"(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[ T](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
         r"(?:[.,](?P<frac>\d{1,9}))?(?P<tz>Z|[+-]\d{2}:?\d{2}(?!\d))?"),
         "2023-03-22 09:30:39 iter 2920: loss 3.9883, time 1099.34ms, mfu 15.34%",
-        {"step": 2920, "loss": 3.9883, "time": 1099.34, "mfu": 15.34}),
+        {"step": 2920, "loss": 3.9883, "time ms": 1099.34, "mfu": 15.34}),
     LinePattern("glog_time", "time", _p(
         r"^[IWEF](?P<mo>\d{2})(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\.(?P<frac>\d+)"
         r"\s+\d+\s+[\w.-]+:\d+\]"),
@@ -449,6 +449,8 @@ def _trace(text: str) -> _Shape:
             if unit and unit.lower() in MEMORY_UNITS and not any(c.isdigit() for c in key) \
                     and role_of(key).role == "other":
                 tag = f"{key} {unit}"  # `current 0.3 GB`: the unit says what the value is (roles: memory)
+            elif unit == "ms" and role_of(key).role == "step_time" and "ms" not in words(key):
+                tag = f"{key} ms"  # nanoGPT's `time 1099.34ms`: a step time in milliseconds, not seconds
             if counted or METRIC_WORDS.search(key):
                 metrics.append((*spans, tag))
                 if taken[-1:] != ["phrase"]:

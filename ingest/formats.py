@@ -176,8 +176,9 @@ FORMATS: list[Format] = [
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
            resumable=False),
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs (issue 24)
+    # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           version=2),
+           version=3),
 ]
 
 

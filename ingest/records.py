@@ -81,6 +81,8 @@ def conform(frame: pl.DataFrame | None, columns: dict[str, pl.DataType], require
     """Cast `frame` to the fixed column set: required columns must be present, optional ones become nulls."""
     if frame is None:
         return pl.DataFrame(schema=columns)
+    if list(frame.schema) == list(columns) and all(_conformed(frame.schema[n], t) for n, t in columns.items()):
+        return frame  # already conformed (the store conforms what a reader conformed): no pass over 10M rows
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ValueError(f"reader frame lacks required columns {missing}; has {frame.columns}")
@@ -88,6 +90,10 @@ def conform(frame: pl.DataFrame | None, columns: dict[str, pl.DataType], require
         _keep_or_cast(frame, name, dtype) if name in frame.columns else pl.lit(None, dtype=dtype).alias(name)
         for name, dtype in columns.items()
     )
+
+
+def _conformed(have: pl.DataType, want: pl.DataType) -> bool:
+    return have == want or (want == pl.Utf8 and isinstance(have, (pl.Enum, pl.Categorical)))
 
 
 def _keep_or_cast(frame: pl.DataFrame, name: str, dtype: pl.DataType) -> pl.Expr:

@@ -6,7 +6,7 @@ A name is split into lower-case words; the split (train/val/test) and the quanti
 and for per-layer statistics whatever is left of the name is the layer.
 
 Roles: train_loss, val_loss, accuracy, val_accuracy, grad_norm, layer_grad_norm, weight_norm,
-layer_weight_norm, update_ratio, lr, loss_scale, memory, throughput, step_time, epoch, dead_fraction,
+layer_weight_norm, update_ratio, lr, loss_scale, skipped_steps, memory, throughput, step_time, epoch, dead_fraction,
 saturated_fraction, clip_rate, other.
 """
 
@@ -85,6 +85,9 @@ def role_of(name: str) -> Role:
 
     if "scale" in ws and ("loss" in ws or "grad" in ws or "scaler" in ws or ws == {"scale"}) or "scaler" in ws:
         return Role("loss_scale", split)
+    if ws & {"skipped", "skip"} and ws & {"iterations", "iteration", "iters", "iter", "steps", "step", "updates"}:
+        # Megatron's `number of skipped iterations: 3` (per log interval): optimizer steps an fp16 overflow skipped
+        return Role("skipped_steps", split)
     if "loss" in ws or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
         extra = ws - {"loss", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
         return Role("val_loss" if is_val else "train_loss", split, canonical=not extra)
@@ -118,7 +121,10 @@ def role_of(name: str) -> Role:
             or ws == {"speed"}:  # MXNet's Speedometer: `Speed: 512 samples/sec`
         return Role("throughput", split)
     if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or {"epoch", "time"} <= ws \
-            or ws == {"dt"}:
+            or ws == {"dt"} or "time" in ws and ws <= {"time"} | TIME_UNITS:
+        # a bare `Time` column (PyTorch's ImageNet example and its descendants: deepspeech.pytorch, MAE, timm's
+        # `Time`; nanoGPT's `time 1099.34ms`) is the time of the step it is printed on; a clock that only grows
+        # (elapsed time under the same name) is told apart by its values, where step times are read
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)
@@ -131,6 +137,7 @@ def role_of(name: str) -> Role:
 
 # A value the console reader read with a memory unit and no quantity word in its key (`current 0.3 GB`,
 # `peak 2.1 GB`) carries the unit in its tag (`current GB`).
+TIME_UNITS = {"ms", "s", "sec", "secs", "second", "seconds"}
 MEMORY_UNITS = {"kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib"}
 QUANTITY_WORDS = {
     "loss", "acc", "accuracy", "lr", "learning", "rate", "grad", "grads", "gradient", "gradients", "norm", "norms",

@@ -15,8 +15,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import queue
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -265,15 +268,16 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
         report.sources.append(item.report)
         pending.append(item)
         try:
-            for chunk in fmt.load_reader()(path, start):
-                item.chunks.append(chunk)
-                item.end = chunk.end
-                item.report.issues.extend(chunk.issues)
-                if fmt.resumable:
-                    progress("logs", done + max(0, chunk.end), total_bytes)
-                if sum(p.n_points for p in pending) >= FLUSH_POINTS:
-                    _flush(db, report, pending)
-                    pending = [item]  # keep the current source's row for its later chunks
+            with closing(_read_ahead(fmt.load_reader()(path, start))) as chunks:  # a failed write stops the reader
+                for chunk in chunks:
+                    item.chunks.append(chunk)
+                    item.end = chunk.end
+                    item.report.issues.extend(chunk.issues)
+                    if fmt.resumable:
+                        progress("logs", done + max(0, chunk.end), total_bytes)
+                    if sum(p.n_points for p in pending) >= FLUSH_POINTS:
+                        _flush(db, report, pending)
+                        pending = [item]  # keep the current source's row for its later chunks
         except MissingDependency as exc:
             # One format's optional package is missing: say so for its files and read the rest of the run.
             item.chunks.append(Chunk(end=start, issues=[Issue(None, "missing_dependency", str(exc))]))
@@ -400,8 +404,65 @@ def _flush(db: Path, report: IngestReport, pending: list[_Pending]) -> None:
         con.execute("COMMIT")
 
 
+def _read_ahead(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+    """Yield `chunks`, reading the next one in a second thread while the caller stores this one.
+
+    DuckDB's insert and polars release the GIL, so on two cores the compiled reader's scan of chunk k+1 runs
+    beside the store's insert of chunk k. At most one chunk is read ahead (memory stays bounded: one chunk
+    more than reading in line). What the reader raises is raised here, in the caller's thread, as it was.
+    """
+    handed = queue.SimpleQueue()  # ("chunk", c) | ("end", None) | ("error", exc)
+    may_read = threading.Semaphore(1)  # the reader reads one chunk, then waits until the caller takes it
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for chunk in chunks:
+                handed.put(("chunk", chunk))
+                del chunk
+                may_read.acquire()
+                if stop.is_set():
+                    return
+            handed.put(("end", None))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who raises it
+            handed.put(("error", exc))
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()  # the reader's open file is closed in the thread that iterated it
+
+    may_read.acquire()
+    thread = threading.Thread(target=read, name="forensics-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, item = handed.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            may_read.release()  # read the next chunk while this one is stored
+            yield item
+            del item
+    finally:
+        stop.set()
+        may_read.release()
+        thread.join()
+
+
 def _tags(frames: list[pl.DataFrame]) -> set[str]:
-    return {t for f in frames for t in f["tag"].unique().cast(pl.Utf8).to_list()}
+    return {t for f in frames for t in _distinct(f["tag"]).cast(pl.Utf8).to_list()}
+
+
+def _distinct(tags: pl.Series) -> pl.Series:
+    """The distinct tags of a column. A Categorical one is read through its codes: one scatter of 10M small
+    integers, not a hash of each point's tag."""
+    if not isinstance(tags.dtype, pl.Categorical) or tags.null_count() or tags.is_empty():
+        return tags.unique()
+    codes = tags.to_physical().to_numpy()
+    row = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+    row[codes] = np.arange(len(codes))  # some row holding each code (which one does not matter)
+    return tags.gather(row[row >= 0])
 
 
 UNREADABLE_KINDS = ("empty", "not_this_format", "unreadable", "garbled", "missing_dependency", "too_large")
@@ -422,7 +483,7 @@ def _with_series(frame: pl.DataFrame, series_ids: dict[str, int]) -> pl.DataFram
     distinct tag, not a string compare per point."""
     tags = frame["tag"]
     if isinstance(tags.dtype, pl.Categorical):
-        present = tags.unique()
+        present = _distinct(tags)
         codes = present.to_physical().to_numpy()
         lookup = np.zeros(int(codes.max()) + 1, dtype=np.int32)
         lookup[codes] = [series_ids[t] for t in present.cast(pl.Utf8).to_list()]

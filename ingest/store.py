@@ -111,7 +111,11 @@ def _open(db: Path, write: bool, deadline: float) -> duckdb.DuckDBPyConnection:
     waiting = _Waiting()
     while True:
         try:
-            return duckdb.connect(str(db), read_only=not write)
+            # DuckDB draws its own progress bar on stderr for a query over 2 s: our commands say their progress
+            # themselves, and a bar in the middle of `analyze --json`'s stderr or watch's log is noise
+            con = duckdb.connect(str(db), read_only=not write)
+            con.execute("SET enable_progress_bar = false")  # a session option: not settable in connect's config
+            return con
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_error(exc):
                 raise ForensicsError(f"cannot open database {db}: {str(exc).splitlines()[0]}") from None

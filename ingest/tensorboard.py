@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -178,7 +179,7 @@ def _chunk(path: Path, base: int, buf: memoryview, result: tuple, decoder: _Slow
     return Chunk(
         end=base + consumed,
         scalars=None if scalars is None else scalars_frame(scalars),
-        histograms=histograms_frame(pl.DataFrame(out.histograms)) if out.histograms else None,
+        histograms=histograms_frame(out.histograms.frame()) if out.histograms else None,
         texts=texts_frame(pl.DataFrame(out.texts)) if out.texts else None,
         configs=out.configs,
         issues=issues,
@@ -212,7 +213,7 @@ def _issue(path: Path, base: int, kind: int, offset: int, extra: int) -> Issue:
 class _Decoded:
     def __init__(self) -> None:
         self.scalars: list[tuple] = []
-        self.histograms: list[dict[str, Any]] = []
+        self.histograms = _Histograms()
         self.texts: list[dict[str, Any]] = []
         self.configs: dict[str, dict[str, Any]] = {}
         self.issues: list[Issue] = []
@@ -258,8 +259,8 @@ def _decode_summary(event, position: int, out: _Decoded, path: Path) -> None:
             out.scalars.append((value.tag, step, float(value.simple_value), position, wall_time))
         elif kind == "histo":
             h = value.histo
-            out.histograms.append(_histogram_row(value.tag, step, position, wall_time, list(h.bucket_limit),
-                                                 list(h.bucket), h.min, h.max, h.num, h.sum, h.sum_squares))
+            out.histograms.add(value.tag, step, position, wall_time, list(h.bucket_limit), list(h.bucket), h.min,
+                               h.max, h.num, h.sum, h.sum_squares)
         elif kind == "tensor":
             _decode_tensor(value, plugin, step, wall_time, position, out, path)
         elif kind is None and plugin == "hparams":
@@ -290,8 +291,8 @@ def _decode_tensor(value, plugin: str, step: int, wall_time: float, position: in
         squares = float((counts * centers * centers).sum())
         lo = float(left[0]) if len(left) else math.nan
         hi = float(right[-1]) if len(right) else math.nan
-        out.histograms.append(_histogram_row(value.tag, step, position, wall_time, right.tolist(), counts.tolist(),
-                                             lo, hi, num, None, None, mean_sum=total, mean_squares=squares))
+        out.histograms.add(value.tag, step, position, wall_time, right.tolist(), counts.tolist(), lo, hi, num, None,
+                           None, mean_sum=total, mean_squares=squares)
     elif plugin in ("scalars", "") and array.size == 1:
         out.scalars.append((value.tag, step, float(array.reshape(-1)[0]), position, wall_time))
 
@@ -343,29 +344,72 @@ def _tensor_array(tensor, shape: list[int]) -> np.ndarray | None:
     return values.reshape(shape)
 
 
-def _histogram_row(tag, step, position, wall_time, limits, counts, lo, hi, num, total, squares,
-                   mean_sum=None, mean_squares=None) -> dict[str, Any]:
-    """One histogram row with its derived statistics.
+class _Histograms:
+    """A chunk's histograms, gathered column by column and made into one frame at the end of the chunk.
 
-    mean = sum / num; std = sqrt(max(0, sum_squares / num - mean²)); both null when num is 0.
-    zero_fraction = counts of the bucket holding 0 over num. Buckets are [left, right) with `limits` the right
-    edges (TensorBoard's convention), so it is the first bucket whose right edge exceeds 0; 0 when 0 lies
-    outside [min, max]. It bounds the fraction of exact zeros from above.
+    Building the frame from a dict per histogram made polars construct two list Series per row: 4,000 histograms
+    (0.04% of a 10M-scalar file's records) cost 1.2 s of a 3.8 s ingest (issue 28). Here the bucket lists go
+    into two flat arrays with offsets, and become list columns in one Arrow step.
     """
-    s = total if total is not None else mean_sum
-    q = squares if squares is not None else mean_squares
-    mean = std = zero = None
-    if num and num > 0:
-        mean = s / num
-        std = math.sqrt(max(0.0, q / num - mean * mean))
-        if lo <= 0 <= hi and limits:
-            i = int(np.searchsorted(np.asarray(limits), 0.0, side="right"))
-            zero = counts[i] / num if i < len(counts) else 0.0
-        else:
-            zero = 0.0
-    return {"tag": tag, "step": step, "position": position, "wall_time": wall_time, "bucket_limits": limits,
-            "bucket_counts": [float(c) for c in counts], "min": lo, "max": hi, "num": num, "sum": total,
-            "sum_squares": squares, "mean": mean, "std": std, "zero_fraction": zero}
+
+    _SCALARS = ("step", "position", "wall_time", "min", "max", "num", "sum", "sum_squares", "mean", "std",
+                "zero_fraction")
+
+    def __init__(self) -> None:
+        self.tags: list[str] = []
+        self.columns: dict[str, list] = {name: [] for name in self._SCALARS}
+        self.limits: list[float] = []
+        self.counts: list[float] = []
+        self.limit_ends: list[int] = [0]
+        self.count_ends: list[int] = [0]
+
+    def __len__(self) -> int:
+        return len(self.tags)
+
+    def add(self, tag, step, position, wall_time, limits, counts, lo, hi, num, total, squares,
+            mean_sum=None, mean_squares=None) -> None:
+        """One histogram and its derived statistics.
+
+        mean = sum / num; std = sqrt(max(0, sum_squares / num - mean²)); both null when num is 0.
+        zero_fraction = counts of the bucket holding 0 over num. Buckets are [left, right) with `limits` the
+        right edges (TensorBoard's convention), so it is the first bucket whose right edge exceeds 0; 0 when 0
+        lies outside [min, max]. It bounds the fraction of exact zeros from above.
+        """
+        s = total if total is not None else mean_sum
+        q = squares if squares is not None else mean_squares
+        mean = std = zero = None
+        if num and num > 0:
+            mean = s / num
+            std = math.sqrt(max(0.0, q / num - mean * mean))
+            if lo <= 0 <= hi and limits:
+                # bisect_right is numpy's searchsorted(side="right") step for step, except where NaN sorts last:
+                # a sum that is NaN (a NaN limit, or +inf and -inf) leaves the search to numpy.
+                exact = not math.isnan(sum(limits))
+                i = bisect_right(limits, 0.0) if exact else int(np.searchsorted(np.asarray(limits), 0.0, "right"))
+                zero = counts[i] / num if i < len(counts) else 0.0
+            else:
+                zero = 0.0
+        self.tags.append(tag)
+        for name, v in zip(self._SCALARS, (step, position, wall_time, lo, hi, num, total, squares, mean, std, zero)):
+            self.columns[name].append(v)
+        self.limits.extend(limits)
+        self.counts.extend(counts)
+        self.limit_ends.append(len(self.limits))
+        self.count_ends.append(len(self.counts))  # a damaged record may hold more counts than limits
+
+    def frame(self) -> pl.DataFrame:
+        return pl.DataFrame({"tag": self.tags, **self.columns,
+                             "bucket_limits": _lists(self.limits, self.limit_ends),
+                             "bucket_counts": _lists(self.counts, self.count_ends)})
+
+
+def _lists(flat: list[float], ends: list[int]) -> pl.Series:
+    """A List(Float64) Series from flat values and offsets, in one Arrow step (not one Series per row)."""
+    import pyarrow as pa  # polars' own dependency for Arrow interchange; DuckDB's frame scans import it too
+
+    offsets = pl.Series(ends, dtype=pl.Int64).to_arrow()
+    values = pl.Series(flat, dtype=pl.Float64).to_arrow()
+    return pl.Series(pl.from_arrow(pa.LargeListArray.from_arrays(offsets, values))).cast(pl.List(pl.Float64))
 
 
 def _decode_hparams(content: bytes, position: int, out: _Decoded, path: Path) -> None:

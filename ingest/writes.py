@@ -182,16 +182,14 @@ def insert_scalars(con: Any, source_id: int, frame: pl.DataFrame | None, *, dedu
     con.execute(
         "INSERT INTO scalars (series_id, source_id, position, step, value, wall_time, epoch, batch) "
         "SELECT series_id, source_id, position, step, value, wall_time, epoch, batch FROM _new_points")
-    con.unregister("_new_points")
-    counts = new.group_by("series_id").agg(
-        pl.len().alias("n"), (~pl.col("value").is_finite()).sum().alias("bad"),
-        pl.col("step").min().alias("lo"), pl.col("step").max().alias("hi"))
-    con.register("_counts", counts)
+    # The counts are aggregated by DuckDB from the same registered frame (a polars group_by of 10M rows cost more).
     con.execute(
         """UPDATE series SET n_points = n_points + c.n, n_nonfinite = n_nonfinite + c.bad,
                   first_step = least(coalesce(first_step, c.lo), c.lo), last_step = greatest(coalesce(last_step, c.hi), c.hi)
-           FROM _counts c WHERE series.series_id = c.series_id""")
-    con.unregister("_counts")
+           FROM (SELECT series_id, count(*) AS n, count(*) FILTER (WHERE NOT isfinite(value)) AS bad,
+                        min(step) AS lo, max(step) AS hi FROM _new_points GROUP BY series_id) c
+           WHERE series.series_id = c.series_id""")
+    con.unregister("_new_points")
     return len(new), dropped
 
 

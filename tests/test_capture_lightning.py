@@ -1,5 +1,6 @@
 """The Lightning capture callback with the real Lightning Trainer (CPU, a tiny model): train until a real NaN,
-then `forensics replay` with the generated entry point names the op, the module and the sample."""
+then `forensics replay` with the generated entry point names the op, the module and the sample; the state at
+initialisation is saved in Lightning's layout, where `forensics probe` starts its initial-loss check."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def test_lightning_capture_then_replay_names_op_module_and_sample(tmp_path, caps
     run = tmp_path / "run"
     torch.manual_seed(0)
     model = litmodel.LitClassifier()
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
     trainer = L.Trainer(max_steps=8, accelerator="cpu", devices=1, logger=CSVLogger(run), enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, log_every_n_steps=1,
                         gradient_clip_val=5.0, default_root_dir=run,
@@ -92,3 +94,19 @@ def test_lightning_capture_then_replay_names_op_module_and_sample(tmp_path, caps
     assert (hit["phase"], hit["op"], hit["module"]) == ("forward", "log", "head")
     assert hit["file"] == str(Path(litmodel.__file__).resolve())
     assert r["culprit_samples"] == [BAD_ROW]
+
+    # the state before the first step, in Lightning's layout (state before logged step 0): probe starts there
+    saved = torch.load(run / "checkpoints" / "epoch=0-step=0.ckpt", weights_only=True)
+    assert saved["global_step"] == 0 and saved["state_dict"].keys() == initial.keys()
+    assert all(torch.equal(saved["state_dict"][k], v) for k, v in initial.items())
+    assert saved["optimizer_states"][0]["param_groups"][0]["lr"] == 0.01 and len(saved["lr_schedulers"]) == 1
+    code = main(["probe", str(run), "--db", str(tmp_path / "f.duckdb"), "--device", "cpu", "--json",
+                 "--checks", "output_head,initial_loss"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    p = json.loads(out.out)
+    assert p["from_checkpoint"]["first"] == {"path": "checkpoints/epoch=0-step=0.ckpt", "step": 0}
+    assert not any("no step-0 checkpoint" in n for n in p["notes"])
+    init = next(c for c in p["checks"] if c["name"] == "initial_loss")
+    assert init["status"] == "pass", init  # log(softmax) at initialisation: about log(3)
+    assert init["evidence"]["classes"] == 3

@@ -475,6 +475,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             if unit and unit.lower() in C.MEMORY_UNITS and not any(c.isdigit() for c in key) \
                     and C.role_of(key).role == "other":
                 tag = f"{key} {unit}"  # `current 0.3 GB`
+            elif unit == "ms" and C.role_of(key).role == "step_time" and "ms" not in C.words(key):
+                tag = f"{key} ms"  # nanoGPT's `time 1099.34ms`
             if counted or C.METRIC_WORDS.search(key):
                 out.metrics.setdefault(tag, float(match["value"]))
             else:

@@ -306,3 +306,35 @@ def test_a_log_rewritten_shorter_forgets_its_old_points(tmp_path, how):
         assert con.execute(query).fetchall() == fresh_con.execute(query).fetchall()
         sources = "SELECT status, n_points FROM sources"
         assert con.execute(sources).fetchall() == fresh_con.execute(sources).fetchall()
+
+
+def test_read_ahead_keeps_order_raises_the_readers_error_and_stops_its_thread():
+    """The store reads one chunk ahead in a second thread (issue 28): what it hands over is what the reader
+    yielded, in order; the reader's error is raised in the caller after the chunks before it; closing early
+    ends the reader (its generator is closed, in its own thread)."""
+    import threading
+
+    from ingest.run import _read_ahead
+
+    closed = []
+
+    def reader(n, fail_at=None):
+        try:
+            for i in range(n):
+                if i == fail_at:
+                    raise OSError(5, "Input/output error")
+                yield i
+        finally:
+            closed.append(threading.current_thread().name)
+
+    assert list(_read_ahead(reader(5))) == [0, 1, 2, 3, 4]
+    got = []
+    with pytest.raises(OSError, match="Input/output"):
+        for c in _read_ahead(reader(5, fail_at=3)):
+            got.append(c)
+    assert got == [0, 1, 2]
+    chunks = _read_ahead(reader(1000))
+    assert next(chunks) == 0
+    chunks.close()
+    assert closed == ["forensics-read-ahead"] * 3
+    assert not any(t.name == "forensics-read-ahead" for t in threading.enumerate())

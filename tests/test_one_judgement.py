@@ -324,6 +324,21 @@ def test_the_initial_level_is_named_once_and_set_reaches_it(tmp_path, capsys):
     assert out["verdict"] == "healthy"
 
 
+# -- one boundary between flat_loss and plateau ------------------------------------------------------------------
+
+def test_learned_or_not_is_one_boundary_that_flat_loss_plateau_and_underfitting_read():
+    """Issue 24: "it never learned" (flat_loss) against "it learned, then stopped" (plateau, underfitting) is one
+    rule, stats.learned (a fall of stats.LEARNED_FALL below the first three points' median, beyond its noise):
+    the three detectors' fields default to it, and flat_loss and plateau both call it."""
+    from forensics import stats
+    from forensics.detectors import FlatLoss, Plateau, Underfitting
+
+    assert FlatLoss().learned_fall == Plateau().min_drop == Underfitting().min_drop == stats.LEARNED_FALL
+    assert Plateau().min_drop_sigmas == stats.LEARNED_SIGMAS
+    for name in ("flat_loss.py", "plateau.py"):
+        assert "stats.learned(" in (REPO / "forensics" / "detectors" / name).read_text(encoding="utf-8"), name
+
+
 def test_forensics_app_serves_with_no_streamlit_folder_and_no_display(tmp_path):
     """First day (issue 25): with no ~/.streamlit, Streamlit's e-mail prompt went to a discarded stdout and the app
     exited 255 (no terminal) or served nothing (a terminal). Headless always: it serves, asks nothing, and, with

@@ -134,15 +134,7 @@ SECOND_LABELS = json.loads((SECOND / "labels.json").read_text()) if (SECOND / "l
 SAME = {"nan_loss": {"nan_loss", "masked_nonfinite"}, "masked_nonfinite": {"nan_loss", "masked_nonfinite"}}
 # Labelled pathologies the engine misses on the second set, by failure class of issue 24 (strict xfails: an entry
 # goes when the engine learns to see it).
-SECOND_MISSES = {
-    ("log_hallo152", "amp_overflow"): "class 1: DeepSpeed's 'OVERFLOW! ... loss scale' lines are not read",
-    ("log_llamaalpaca534", "amp_overflow"): "class 1: DeepSpeed's 'OVERFLOW! Attempted loss scale' lines are not read",
-    ("log_tacotron485", "amp_overflow"): "class 1: apex's 'Gradient overflow. Skipping step' lines are not read",
-    ("log_deepspeech127", "throughput_drop"): "class 1: deepspeech.pytorch's tab-separated 'Time' column is not read",
-    ("log_tfplateau_q4", "plateau"): "a 7% fall in 25 of 500 steps then a stall: read as flat_loss (allowed)",
-    ("pl_lstm_v0", "plateau"): "stalls at 0.25 (39% of the start), the mean predictor's MSE: no floor is known",
-    ("pl_lstm_v6", "plateau"): "stalls at exactly 0.2500 (14% of the start): no floor is known",
-}
+SECOND_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _second_cases(kinds: bool):

@@ -52,6 +52,17 @@ from ingest.roles import role_of
         ("s/it", "step_time", None),
         ("sec/step", "step_time", None),
         ("ms/batch", "step_time", None),
+        # a bare time column is the step's own (PyTorch's ImageNet example, deepspeech.pytorch, nanoGPT's `time`)
+        ("Time", "step_time", None),
+        ("time", "step_time", None),
+        ("time_ms", "step_time", None),
+        ("number of skipped iterations", "skipped_steps", None),  # Megatron, per log interval
+        ("number of nan iterations", "other", None),
+        ("skip_connections", "other", None),
+        ("Data", "other", None),  # the same lines' data-loading time: a part of the step, not the step
+        ("data_time", "other", None),
+        ("Wall Clock", "other", None),
+        ("train_runtime", "other", "train"),
         ("it/s", "throughput", None),
         ("samples/sec", "throughput", None),
         ("Speed", "throughput", None),  # MXNet's Speedometer: `Speed: 512 samples/sec`

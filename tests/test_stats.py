@@ -352,6 +352,30 @@ def test_chance_level_matches_a_brute_force_search_over_k(seed):
     assert stats.chance_level([0.6931, float("nan"), 0.6931]) is None and stats.chance_level([]) is None
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_learned_matches_its_definition_written_out(seed):
+    """stats.learned (the flat_loss / plateau boundary) against the rule written out with scipy: the fall from the
+    median of the first three points to the level, as a share of that median and in sigmas of a median of three
+    (the robust sigma of successive differences over √2, over √3)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        y = 2.0 * np.exp(-np.arange(200) / rng.uniform(5, 100)) * rng.uniform(0, 0.2) + 2.0
+        y = y + rng.normal(0, 10 ** rng.uniform(-4, -1), y.size)
+        level = float(np.median(y[-50:]))
+        head = float(np.median(y[:3]))
+        sigma = sps.median_abs_deviation(np.diff(y), scale="normal") / math.sqrt(2) / math.sqrt(3)
+        want = (head - level) / abs(head) >= 0.05 and (head - level) / sigma >= 3.0
+        assert stats.learned(y, level) == want
+    assert not stats.learned(np.full(20, 0.25), 0.25) and stats.learned(np.r_[[1.0, 1.0, 1.0], np.full(20, 0.25)], 0.25)
+    assert not stats.learned(np.array([]), 0.25) and math.isnan(stats.fall_from_start(np.zeros(5), 0.0)[0])
+
+
+def test_constant_predictor_level_needs_the_level_and_a_curve_that_never_beat_it():
+    assert stats.constant_predictor_level(0.2506, 0.2502) == 0.25 and stats.constant_predictor_level(1.004, 1.0) == 1.0
+    assert stats.constant_predictor_level(0.2506, 0.2) is None  # went below it: it learned more than the mean
+    assert stats.constant_predictor_level(0.26, 0.26) is None and stats.constant_predictor_level(0.5, 0.5) is None
+
+
 def test_a_spike_episode_of_several_peaks_that_comes_back_is_one_spike():
     """Issue 24: peaks ×3, ×2.5, ×3.5 within a few points, each back before the next, then calm: one spike at the
     highest peak, its episode from the first to the last peak. The same peaks spread over more than the episode's

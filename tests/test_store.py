@@ -39,6 +39,23 @@ def test_write_creates_schema_and_records_version(tmp_path):
         assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
+def test_store_connections_draw_no_duckdb_progress_bar(tmp_path):
+    """s28ing saw DuckDB's own bar on stderr while a 10M-point ingest ran a query over 2 s: every connection the
+    store opens, reading or writing, turns it off (our commands report their own progress). Read in a fresh
+    process, beside a plain connection that shows DuckDB's default (on)."""
+    code = textwrap.dedent(f"""
+        import duckdb
+        from ingest.store import connect
+        setting = "SELECT current_setting('enable_progress_bar')"
+        print(duckdb.connect({str(tmp_path / "plain.duckdb")!r}).execute(setting).fetchone()[0])
+        for write in (True, False):
+            with connect({str(tmp_path / "f.duckdb")!r}, write=write) as con:
+                print(con.execute(setting).fetchone()[0])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False", "False"]
+
+
 def test_newer_schema_is_refused_with_a_clear_message(tmp_path):
     db = tmp_path / "f.duckdb"
     with connect(db, write=True):

@@ -5,7 +5,9 @@
 
 Checkpoints are `checkpoints/step_N.pt` with N the logged (0-based) step just finished, so a replay starts at
 N + 1 as for any other capture; Lightning's own `epoch=E-step=N.ckpt` files (state before logged step N) are
-left as they are. The entry point is generated at the run root unless one exists: the LightningModule rebuilt
+left as they are. The state at initialisation (what `forensics probe` starts its overfit and initial-loss checks
+from) is `checkpoints/epoch=0-step=0.ckpt`, in Lightning's layout: with 0-based steps, `step_0.pt` would read as the
+state after logged step 0, while a `.ckpt` at global_step 0 is the state before it (ingest/checkpoints.py). The entry point is generated at the run root unless one exists: the LightningModule rebuilt
 from its source file with its saved hyperparameters, `training_step` as the loss, `configure_optimizers` for the
 optimizer and scheduler. Imports lightning only here (DECISIONS.md §13).
 """
@@ -19,7 +21,7 @@ from typing import Any
 import lightning.pytorch as L
 import torch
 
-from forensics.capture import Capture
+from forensics.capture import Capture, _to_cpu
 from forensics.capture.entry import optimizer_spec, write_entry
 
 ENTRY_BODY = '''
@@ -77,7 +79,23 @@ class ForensicsCapture(L.Callback):
                   "accumulate_grad_batches": trainer.accumulate_grad_batches,
                   "optimizer": optimizer_spec(pl_module, trainer.optimizers[0])}
         self.cap = Capture(root, config=config, every=0, keep=self.keep or self.every, spike=self.spike)
+        if trainer.global_step == 0:  # a fresh run, not one resumed from a checkpoint
+            self.initial_checkpoint(root, trainer, pl_module)
         write_entry(root, "forensics.capture.lightning.ForensicsCapture", type(pl_module), ENTRY_BODY)
+
+    def initial_checkpoint(self, root: Path, trainer: L.Trainer, pl_module: L.LightningModule) -> Path:
+        """The state before the first step as `checkpoints/epoch=0-step=0.ckpt`: Lightning's keys (state_dict,
+        optimizer_states, lr_schedulers, global_step), plain tensors and containers (weights_only-readable)."""
+        sched = trainer.lr_scheduler_configs[0].scheduler if trainer.lr_scheduler_configs else None
+        obj = {"epoch": 0, "global_step": 0, "state_dict": _to_cpu(pl_module.state_dict()),
+               "optimizer_states": [_to_cpu(trainer.optimizers[0].state_dict())],
+               "lr_schedulers": [sched.state_dict()] if sched is not None else []}
+        (root / "checkpoints").mkdir(exist_ok=True)
+        path = root / "checkpoints" / "epoch=0-step=0.ckpt"
+        tmp = path.with_suffix(".ckpt.tmp")
+        torch.save(obj, tmp)
+        tmp.replace(path)  # a crash mid-save leaves no half-written checkpoint
+        return path
 
     def on_before_optimizer_step(self, trainer: L.Trainer, pl_module: L.LightningModule, optimizer: Any) -> None:
         # Lightning calls this before it clips: the norm clip_grad_norm_ returns, as a run logs it

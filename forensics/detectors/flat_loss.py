@@ -45,6 +45,13 @@ class FlatLoss:
     With issue 24's rules: fires on 0 of the 102 healthy runs it could check (corpus calib 83, shared/real_runs 5,
     shared/real_runs_test 14; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
+    The range rule leaves a loss that fell from its first points to plateau: when `stats.learned` (the one
+    boundary between the two: a fall of `learned_fall` = 5% below the median of the first three points, and 3
+    noise sigmas of it) says it fell, it learned and then stopped, which a first-tenth median can hide (2.815 ->
+    2.611 in the first 25 of 500 steps, then flat: shared/real_runs_test/log_tfplateau_q4). Fires on 0 of the 101
+    healthy runs it could check with the boundary as without it (corpus calib, both shared sets;
+    benchmarks/calibrate.py, 27 Nov 2026), and keeps 6/6 on the shared sets' flat_loss runs and the generated
+    corpus's tune part (no backward, all frozen, an LR of 0, LR 1e-6/1e-7).
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
     log(C) when the config names a class count, the median LR when an LR series exists.
@@ -63,6 +70,7 @@ class FlatLoss:
     min_digits: int = 4  # ... printed to at least this many significant digits is a pinned loss
     chance_rel_tol: float = 3e-4  # the last `min_repeats` points within this share of ln k (stats.chance_level)
     chance_floor: float = 0.05  # ... and no point ever this share below ln k: it never learned anything
+    learned_fall: float = stats.LEARNED_FALL  # a loss that fell this much from its first points learned (plateau's)
 
     def unavailable(self, run: Run) -> str | None:
         # Under `min_points` only the pinned rule can speak: the detector counts as run (for the verdict and
@@ -174,6 +182,8 @@ class FlatLoss:
         low = float(np.nanmin(stats.rolling_median(y, max(5, int(y.size * self.smooth)))))
         if abs(rel) > self.rel_tol or (head - low) / abs(head) > self.rel_tol:
             return None
+        if stats.learned(y, tail, self.learned_fall):
+            return None  # it fell from its first points, then stalled: plateau's (the same boundary), not never moved
         slope, _ = stats.theil_sen(steps, y)
         return {"first_level": head, "last_level": tail, "relative_change": rel, "min_smoothed": low,
                 "slope_per_step": slope, "mk_p": stats.mann_kendall(y, steps).p, "points": int(y.size)}

@@ -21,9 +21,10 @@ class ThroughputDrop:
     Detects: seconds per step between consecutive logged points of the loss (Δwall_time / Δstep, within
     one segment of the run: intervals where steps go back or the clock runs backwards are a resume and
     are dropped), or a logged step-time series where there is one. (1) Slowdown: the single change point
-    of log step time splits it into a faster part and a part at least `slowdown` × slower that holds at
-    least `min_points` intervals and `min_share` of them, with the slower part's intervals nearly all
-    (`separation`) above the faster part's median. (2) Stalls: intervals at least `stall` × the median
+    of log step time splits it into a faster part and a part at least `slowdown` × slower, each holding at
+    least `min_points` intervals and `min_share` of them (one fast first step is no baseline to drop from), with
+    the slower part's intervals nearly all (`separation`) above the faster part's median. A logged step time
+    is read in seconds (a name with `ms` in it is in milliseconds: `time_ms`, `ms/batch`). (2) Stalls: intervals at least `stall` × the median
     (and `z` robust sigmas above it, in log) that do not touch a step where a validation series or a
     checkpoint was written (evaluation and checkpoint pauses are normal), at least `min_stalls` of them,
     costing at least `min_lost` of the run's wall time.
@@ -34,6 +35,12 @@ class ThroughputDrop:
     With issue 24's rules: fires on 0 of the 28 healthy runs it could check (corpus calib 24, shared/real_runs 1,
     shared/real_runs_test 3; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
+    With a bare `Time` column as step time, logged step times judged from `min_logged` points, the fast side's
+    `min_points` and the clock rule (a value that grows at every point): fires on 1 of the 7 healthy runs it could check of 37 (the corpus calib
+    part's replica 3, both shared sets), mlflow_gan_2d73, whose label allows its ~700 once-per-epoch pauses
+    of ~2 s (31% of the time: the catalog's periodic pauses, which wall stamps cannot tell from the gallery's
+    shard stalls), and finds 2 of 2 labelled runs (log_deepspeech127, corpus throughput_stalls; benchmarks/
+    calibrate.py, 27 Nov 2026).
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
@@ -54,6 +61,10 @@ class ThroughputDrop:
     # A slowdown or a stall must add at least this many seconds per step: sub-millisecond steps (a toy model on a
     # CPU) going ×1.7 slower cost a user nothing they would act on (issue 24 class 6)
     min_added: float = 0.001
+    # A logged step time measures every step it is printed for (deepspeech.pytorch's `Time` per batch), where an
+    # interval between wall-clock stamps of sparse log points averages many: 12 such points judge a slowdown's
+    # ×1.5 (the change point still needs `min_points` on its slow side, nearly all above the fast side's median)
+    min_logged: int = 12
 
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
@@ -62,9 +73,12 @@ class ThroughputDrop:
         st = usable_series(train, "step_time").sort("n_points", descending=True)
         if st.height:
             name = st["name"][0]
-            f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
-            s = f["step"].to_numpy()
-            return s, s, f["value"].to_numpy(), np.zeros(s.size, dtype=np.int64), name, "logged step time"
+            f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") >= 0))
+            s, v = f["step"].to_numpy(), f["value"].to_numpy() * _seconds_per_unit(name)
+            if _is_clock(v):  # elapsed time under a step-time name (`train/time_ms`): its differences are the steps
+                return s[:-1], s[1:], np.diff(v) / np.diff(s), np.zeros(s.size - 1, dtype=np.int64), name, \
+                    "differences of the elapsed time logged"
+            return s, s, v, np.zeros(s.size, dtype=np.int64), name, "logged step time"
         name = run.pick("loss")
         if name is None:
             return None
@@ -77,12 +91,15 @@ class ThroughputDrop:
         seg = np.cumsum(~ok)
         return s[:-1][ok], s[1:][ok], dw[ok] / ds[ok], seg[ok], name, "wall_time / step between logged points"
 
+    def _enough(self, how: str) -> int:
+        return self.min_logged if how == "logged step time" else self.min_intervals
+
     def unavailable(self, run: Run) -> str | None:
         got = self._per_step(run)
         n = 0 if got is None else int(np.sum(got[2] > 0))
-        if n < self.min_intervals:
+        if got is None or n < self._enough(got[5]):
             return (f"needs wall-clock stamps on {self.min_intervals}+ logged steps of the loss (or a step-time "
-                    f"series); found {n} usable intervals")
+                    f"series of {self.min_logged}+ points); found {n} usable intervals")
         return None
 
     def _quiet_steps(self, run: Run) -> np.ndarray:
@@ -102,7 +119,7 @@ class ThroughputDrop:
         a, b, r, seg, name, how = got
         keep = r > 0
         a, b, r, seg = a[keep], b[keep], r[keep], seg[keep]
-        if r.size < self.min_intervals:
+        if r.size < self._enough(how):
             return
         lr = np.log(r)
         base = float(np.median(r))
@@ -119,7 +136,7 @@ class ThroughputDrop:
         before, after = float(np.median(r[:k])), float(np.median(r[k:]))
         n_after = r.size - k
         sep = float(np.mean(r[k:] > before))
-        if after < self.slowdown * before or n_after < max(self.min_points, self.min_share * r.size) \
+        if after < self.slowdown * before or min(k, n_after) < max(self.min_points, self.min_share * r.size) \
                 or sep < self.separation or after - before < self.min_added:
             return
         ev = {"onset_step": int(a[k]), "end_step": int(b[-1]), "seconds_per_step_before": before,
@@ -155,3 +172,17 @@ class ThroughputDrop:
                          summary=(f"{idx.size} stalls between steps {stall_steps[0]} and {stall_steps[-1]} run at "
                                   f"{ev['seconds_per_step_in_stalls']:.3g} s per step against {base:.3g} s, costing "
                                   f"{lost:.3g} s ({lost / total:.0%} of the time); none at an evaluation or checkpoint"))
+
+
+def _is_clock(values: np.ndarray) -> bool:
+    """Values that grow at every logged point: elapsed time, not time per step. Measured step times scatter (the
+    deepspeech.pytorch slowdown falls at 4 of its 16 steps); a clock, even an excerpt of one that grows ×1.2, never
+    does. A smooth ramp of step times read this way is missed, never a false slowdown."""
+    return values.size >= 3 and bool(np.all(np.diff(values) > 0))
+
+
+def _seconds_per_unit(name: str) -> float:
+    """Seconds in one unit of a step-time series, by the unit its name carries (`time_ms`, `ms/batch`: 1e-3)."""
+    from ingest.roles import words
+
+    return 1e-3 if "ms" in words(name) else 1.0

@@ -70,7 +70,7 @@ class Underfitting:
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     min_level: float = 0.3  # from scratch: still 30% of the initial loss is high
-    min_drop: float = 0.05  # it learned something (less is flat_loss)
+    min_drop: float = stats.LEARNED_FALL  # it learned something (less is flat_loss): the boundary stats.learned draws
     max_gap: float = 0.25  # validation within 25% of train: they agree (a larger gap is over- or mis-fitting)
     late: float = 0.3  # the last 30% of each curve is where "still falling" is read
     max_progress: float = 0.1  # falling less than 10% of its drop so far over that stretch: stalled

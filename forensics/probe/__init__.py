@@ -44,12 +44,14 @@ def parse_checks(text: str | None) -> tuple[str, ...]:
 
 
 def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, entry: str | os.PathLike | None = None,
-          device: str = "auto", db: str | os.PathLike, store: bool = True) -> dict[str, Any]:
-    """Run `checks` (default all) on `run_dir`; returns the documented object (docs/probe.md) and, with `store`,
+          device: str = "auto", threads: int | None = None, db: str | os.PathLike, store: bool = True) -> dict[str, Any]:
+    """Run `checks` (default all) on `run_dir` with `threads` intra-op CPU threads (default: the CPUs free now, as
+    replay chooses them); returns the documented object (docs/probe.md) and, with `store`,
     writes one row per check to the `probes` table of `db`. Raises ReplayError subclasses when the run has no
     entry point or no checkpoint or batch at all (a check missing only its own ingredient says n/a)."""
     from forensics.probe.context import Context
     from forensics.replay import ENTRY_NAME
+    from forensics.replay.determinism import intra_op_threads
     from forensics.replay.state import get_rng, set_rng
     from forensics.run import Run
     from ingest.errors import EntryPointError, ForensicsError
@@ -74,16 +76,17 @@ def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, 
     t0 = time.perf_counter()
     saved_rng = get_rng()
     try:
-        ctx = Context.open(run, root, entry_path, device)
-        result: dict[str, Any] = {
-            "run": run.name, "run_id": run.run_id, "entry": str(entry_path), "from_checkpoint": ctx.checkpoints(),
-            "device": str(ctx.device), "batches": ctx.batch_steps(), "notes": ctx.notes, "checks": [],
-            "timings_s": {}}
-        for name in checks or tuple(CHECKS):
-            t1 = time.perf_counter()
-            module = importlib.import_module(f"forensics.probe.{CHECKS[name]}")
-            result["checks"].append(module.check(ctx))
-            result["timings_s"][name] = time.perf_counter() - t1
+        with intra_op_threads(threads) as (n_threads, threads_from):
+            ctx = Context.open(run, root, entry_path, device)
+            result: dict[str, Any] = {
+                "run": run.name, "run_id": run.run_id, "entry": str(entry_path), "from_checkpoint": ctx.checkpoints(),
+                "device": str(ctx.device), "threads": n_threads, "threads_from": threads_from,
+                "batches": ctx.batch_steps(), "notes": ctx.notes, "checks": [], "timings_s": {}}
+            for name in checks or tuple(CHECKS):
+                t1 = time.perf_counter()
+                module = importlib.import_module(f"forensics.probe.{CHECKS[name]}")
+                result["checks"].append(module.check(ctx))
+                result["timings_s"][name] = time.perf_counter() - t1
     finally:
         set_rng(saved_rng)
     result["timings_s"]["total"] = time.perf_counter() - t0

@@ -59,7 +59,7 @@ class Call:
     func: str
     input: torch.Tensor
     target: torch.Tensor | None
-    producer: tuple[str, str] | None          # (op, module) that made the input
+    producer: tuple[str, str | None] | None   # (op, module) that made the input; module None: outside the model
     target_key: str | None = None             # the batch entry the target is, or is a view of
     target_shared: bool = False               # that entry (its storage) also feeds the model's forward
 
@@ -86,7 +86,7 @@ class _Watch(TorchFunctionMode):
     def __init__(self, stack: _ModuleStack, obs: Observation):
         super().__init__()
         self.stack, self.obs = stack, obs
-        self.producer: dict[int, tuple[str, str]] = {}
+        self.producer: dict[int, tuple[str, str | None]] = {}
         self.alive: list[torch.Tensor] = []  # keeps outputs alive so that no id is reused during the forward
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -105,7 +105,7 @@ class _Watch(TorchFunctionMode):
         elif name in ACTIVATIONS and isinstance(out, torch.Tensor) and out.dim() > 1:
             self.obs.activations.append(_activation(name.rstrip("_"), module, out.detach()))
         if isinstance(out, torch.Tensor):
-            made = (name, module)
+            made = (name, module if self.stack.names else None)  # None: called outside every module (in loss_fn)
             if name in PASS_THROUGH and args and isinstance(args[0], torch.Tensor):
                 made = self.producer.get(id(args[0]), made)
             self.producer[id(out)] = made

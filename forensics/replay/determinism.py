@@ -61,6 +61,22 @@ def available_threads() -> tuple[int, str]:
 
 
 @contextmanager
+def intra_op_threads(threads: int | None = None) -> Iterator[tuple[int, str]]:
+    """Within: torch's intra-op thread count set to `threads`, else to `available_threads()`; yields (count, how it
+    was chosen) and gives the old count back on exit. Replay and probe both run under it: torch's default of one
+    thread per core, on a machine whose cores are busy, makes a small model's step 50-100x slower."""
+    import torch
+
+    saved = torch.get_num_threads()
+    chosen, why = (threads, "--threads") if threads else available_threads()
+    try:
+        torch.set_num_threads(chosen)
+        yield chosen, why
+    finally:
+        torch.set_num_threads(saved)
+
+
+@contextmanager
 def deterministic(device: Any, threads: int | None = None) -> Iterator[dict[str, Any]]:
     """Within: deterministic algorithms (warn only), the thread count (`threads`, else `available_threads`), and on
     CUDA cuDNN deterministic without benchmark or TF32. Yields the settings as the result reports them; every
@@ -68,19 +84,15 @@ def deterministic(device: Any, threads: int | None = None) -> Iterator[dict[str,
     import torch
 
     saved = {"det": (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()),
-             "threads": torch.get_num_threads(),
              "env": library_values(),
              "inductor": getattr(sys.modules.get("torch._inductor.config"), "deterministic", None)}
-    chosen, why = (threads, "--threads") if threads else available_threads()
-    settings: dict[str, Any] = {"use_deterministic_algorithms": "True (warn_only)", "threads": chosen,
-                                "threads_from": why}
+    settings: dict[str, Any] = {"use_deterministic_algorithms": "True (warn_only)"}
     cuda = device.type == "cuda"
     if cuda:
         saved["cudnn"] = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
                           torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     try:
         set_deterministic(True, warn_only=True)
-        torch.set_num_threads(chosen)
         if cuda:
             if saved["env"]["CUBLAS_WORKSPACE_CONFIG"] is None:  # cuBLAS's deterministic workspace
                 library_env({"CUBLAS_WORKSPACE_CONFIG": ":4096:8"})
@@ -91,14 +103,14 @@ def deterministic(device: Any, threads: int | None = None) -> Iterator[dict[str,
             settings.update({"cudnn.deterministic": True, "cudnn.benchmark": False, "tf32": False})
         settings["limits"] = ("bitwise equality with the original run needs the same hardware, library versions and "
                               "thread count; other reductions differ in the last bits")
-        yield settings
+        with intra_op_threads(threads) as (settings["threads"], settings["threads_from"]):
+            yield settings
     finally:
         torch._C._set_deterministic_algorithms(saved["det"][0], warn_only=saved["det"][1])
         library_env(saved["env"])
         config = sys.modules.get("torch._inductor.config")
         if config is not None:  # imported during the replay (torch.compile): its flag as it was, or as the env said
             config.deterministic = saved["inductor"] if saved["inductor"] is not None else saved["env"][INDUCTOR_ENV] == "1"
-        torch.set_num_threads(saved["threads"])
         if cuda:
             (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
              torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) = saved["cudnn"]

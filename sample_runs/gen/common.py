@@ -249,6 +249,16 @@ class Checkpoints:
         return path
 
 
+def capture(ctx: Ctx, model, opt, sched=None, every: int = 0, first: int = 2):
+    """What `forensics probe` needs, written by forensics.capture's helpers as a user's script would: the state at
+    initialisation (checkpoints/step_0.pt), the run's first `first` batches (batches/step_N.pt) and, with `every`,
+    a checkpoint every `every` steps. The gallery keeps them few (every = the run's length: step 0 and the last)
+    and tiny. Its full-precision metrics log (`Capture.log`) is left out: each run's series are its logger's."""
+    from forensics.capture import Capture
+
+    return Capture(ctx.root, every=every, keep=first, first=first, model=model, optimizer=opt, scheduler=sched)
+
+
 def save_batch(ctx: Ctx, step: int, batch: dict, fmt: str = "pt") -> Path:
     d = ctx.root / "batches"
     d.mkdir(exist_ok=True)
@@ -292,6 +302,7 @@ class Fit:
     stop_at: int | None = None                 # crash: the process dies after this step
     step_offset: int = 0                       # logged step = loop step + offset (Lightning: -1)
     first_step: int = 1                        # a resumed run starts after its checkpoint
+    capture: object = None                     # forensics.capture.Capture: the first batches, its checkpoints
 
 
 def loop_source(f: Fit) -> str:
@@ -321,6 +332,11 @@ def loop_source(f: Fit) -> str:
     lines.append("    optimizer.zero_grad()")
     if f.sched is not None and not f.sched_per_micro:
         lines.append("    scheduler.step()")
+    if f.capture is not None:
+        lines.append("    cap.remember(step, batch)  # forensics.capture: the run's first batches")
+        if f.capture.every:
+            lines.append(f"    if step % {f.capture.every} == 0:")
+            lines.append("        cap.checkpoint(step, model, optimizer)")
     return "\n".join("# " + ln for ln in lines)
 
 
@@ -380,6 +396,10 @@ def fit(ctx: Ctx, model, opt, loss_fn, f: Fit) -> dict:
             f.sched.step()
         params_bad = any(_nonfinite(p) for p in model.parameters())
         losses[step], gnorms[step], lrs[step] = step_loss, gn, lr
+        if f.capture is not None:
+            f.capture.remember(step + f.step_offset, batches[0])
+            if f.capture.every and step % f.capture.every == 0:
+                f.capture.checkpoint(step + f.step_offset, model, opt, f.sched, f.scaler)
         if first_bad is None and f.window and f.scaler is None:
             phase = ("forward" if not math.isfinite(step_loss) else "backward" if grads_bad
                      else "optimizer" if params_bad else None)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from . import data, loggers
-from .common import Checkpoints, Ctx, Fit, fit, seed_all
+from .common import Ctx, Fit, capture, fit, seed_all
 from .stats import layer_stats
 
 CLS = '''
@@ -34,15 +34,16 @@ ADAM = '    return torch.optim.Adam(model.parameters(), lr=o["lr"])'
 
 def cls_setup(ctx: Ctx, seed: int, *, d=16, hidden=64, depth=2, act="relu", classes=5, lr=1e-3, n=4096,
               n_val=512, bs=32, noise=0.0, init="", loss=CE, opt=ADAM, steps=500, extra_cfg=None, fmt="yaml",
-              x_scale=1.0, sharp=1.0):
-    """A classifier on teacher-labelled data: returns (entry, model, opt, batch_fn, evaluate, steps/epoch)."""
+              x_scale=1.0, sharp=1.0, probe=False):
+    """A classifier on teacher-labelled data: returns (entry, model, opt, batch_fn, evaluate, steps/epoch).
+    With `probe`, the run ships its entry point (forensics_entry.py) for `forensics probe`."""
     seed_all(seed)
     ctx.config = {"seed": seed, "model": {"d_in": d, "hidden": hidden, "depth": depth, "act": act, "classes": classes},
                   "optim": {"lr": lr}, "data": {"n_train": n, "n_val": n_val, "batch_size": bs, "label_noise": noise},
                   "max_steps": steps, "num_classes": classes, **(extra_cfg or {})}
     ctx.write_config(fmt)
     entry = ctx.write_entry(CLS.replace("{INIT}", init or "    pass").replace("{LOSS}", loss).replace("{OPT}", opt),
-                            replay=False)
+                            replay=probe)
     x, y = data.teacher_classification(n + n_val, d, classes, seed=seed, noise=noise, sharp=sharp)
     x = x * x_scale
     xt, yt, xv, yv = x[:n], y[:n], x[n:], y[n:]
@@ -88,11 +89,11 @@ def flat_no_backward(ctx: Ctx):
         "A refactor of the training step dropped loss.backward(): zero_grad() and optimizer.step() still run, "
         "but no gradient ever exists, so nothing learns. A user sees train_loss_step wobble around its initial "
         "value (about log 5 = 1.61) for the whole run and val_loss not move."))
-    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 101, steps=400, bs=64, lr=3e-3)
+    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 101, steps=400, bs=64, lr=3e-3, probe=True)
     pl = loggers.LightningCSV(ctx.root, ctx.config, {"loss": "train_loss_step", "val_loss": "val_loss",
                                                      "val_acc": "val_acc"}, every=10, steps_per_epoch=spe)
     fit(ctx, model, opt, entry.loss_fn, Fit(steps=400, batch_fn=batch_fn, loggers=[pl], backward=False,
-                                            eval_fn=evaluate, eval_every=spe))
+                                            eval_fn=evaluate, eval_every=spe, capture=capture(ctx, model, opt, every=400)))
     pl.close()
     s = pl.logged["train_loss_step"]
     assert is_flat(s), rel_change(s)
@@ -107,7 +108,7 @@ def flat_all_frozen(ctx: Ctx):
                  "then replaces the head with a fresh nn.Linear: the optimizer steps the old head's parameters, "
                  "the new head gets gradients that are never applied. Nothing changes: the loss is flat and every "
                  "checkpoint holds identical tensors. A user sees Loss/train flat at its initial value."))
-    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 102, steps=300, lr=1e-3, init=(
+    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 102, steps=300, lr=1e-3, probe=True, init=(
         "    for p in model.body.parameters():\n        p.requires_grad = False  # 'pretrained' backbone"),
         opt=ADAM + """
 
@@ -118,16 +119,15 @@ def replace_head(model):
     model.head = torch.nn.Linear(model.head.in_features, model.head.out_features)""")
     entry.replace_head(model)  # BUG: called after build_optimizer, so opt holds the old head
     tb = loggers.TensorBoard(ctx.root, {"loss": "Loss/train", "lr": "LR"}, every=5, val_tags={"val_loss": "Loss/val"})
-    ckpt = Checkpoints(ctx, "torch", every=100, keep=5)
-    fit(ctx, model, opt, entry.loss_fn, Fit(steps=300, batch_fn=batch_fn, loggers=[tb], ckpt=ckpt, eval_fn=evaluate,
-                                            eval_every=50))
+    fit(ctx, model, opt, entry.loss_fn, Fit(steps=300, batch_fn=batch_fn, loggers=[tb], eval_fn=evaluate,
+                                            eval_every=50, capture=capture(ctx, model, opt, every=100)))
     tb.close()
     s = tb.logged["Loss/train"]
     # frozen_parameters means "some parameters never change although the run trains"; here nothing trains,
     # so the finding is flat_loss (whose first check is exactly this), with the identical checkpoints as evidence
     assert is_flat(s)
     ctx.kind("flat_loss", step=min(s), step_end=max(s), series="Loss/train", primary=True,
-             note=f"relative change {rel_change(s):+.3f}; all tensors identical in checkpoints/step_{{100,200,300}}.pt")
+             note=f"relative change {rel_change(s):+.3f}; all tensors identical in checkpoints/step_{{0,100,200,300}}.pt")
 
 
 def plateau_double_softmax(ctx: Ctx):
@@ -137,11 +137,12 @@ def plateau_double_softmax(ctx: Ctx):
                  "again. Probabilities in [0, 1] as logits cap how low the loss can go (log(1 + (C-1)/e) = 0.90 "
                  "for C = 5), and gradients are small: the loss falls a little, then stalls far above the floor a "
                  "correct model reaches. A user sees the loss in train.log stuck near 1.0."))
-    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 103, steps=1500, lr=3e-3, loss=(
+    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 103, steps=1500, lr=3e-3, probe=True, loss=(
         '    probs = torch.softmax(model(batch["x"]), dim=-1)  # BUG: CrossEntropyLoss applies log_softmax itself\n'
         '    return torch.nn.functional.cross_entropy(probs, batch["y"])'))
     con = loggers.Console(ctx.root, every=25, total=1500)
-    fit(ctx, model, opt, entry.loss_fn, Fit(steps=1500, batch_fn=batch_fn, loggers=[con]))
+    fit(ctx, model, opt, entry.loss_fn, Fit(steps=1500, batch_fn=batch_fn, loggers=[con],
+                                            capture=capture(ctx, model, opt, every=1500)))
     con.close()
     s = con.logged["loss"]
     v = np.array([s[k] for k in sorted(s)])
@@ -223,12 +224,12 @@ def initial_loss_bad_init(ctx: Ctx):
                  "A custom init draws the classifier head's weights from N(0, 8^2): the first logits are huge and "
                  "confidently wrong, so the first loss is ~16 instead of log(10) = 2.30. Training recovers slowly. "
                  "A user sees train/loss start an order of magnitude above log(C)."))
-    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 107, classes=10, steps=600, lr=1e-3, init=(
+    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 107, classes=10, steps=600, lr=1e-3, probe=True, init=(
         "    torch.nn.init.normal_(model.head.weight, std=8.0)  # BUG: meant 'std=1/sqrt(fan_in)'"))
     wb = loggers.Wandb(ctx.root, "badinit", ctx.config, {"loss": "train/loss", "lr": "train/lr",
                                                         "val_loss": "val/loss", "val_acc": "val/acc"}, every=1)
     fit(ctx, model, opt, entry.loss_fn, Fit(steps=600, batch_fn=batch_fn, loggers=[wb], eval_fn=evaluate,
-                                            eval_every=50))
+                                            eval_every=50, capture=capture(ctx, model, opt, every=600)))
     wb.close()
     s = wb.logged["train/loss"]
     first = s[min(s)]
@@ -244,12 +245,12 @@ def underfit_linear(ctx: Ctx):
                  "teacher. Train and eval loss fall a little, then both stall high and close together. A user sees "
                  "loss and eval_loss flat near 0.8, about half the initial loss, in trainer_state.json."))
     entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 108, depth=0, steps=1500, lr=1e-2, noise=0.05,
-                                                              fmt="json", d=8, sharp=4.0,
+                                                              fmt="json", d=8, sharp=4.0, probe=True,
                                                               extra_cfg={"logging_steps": 20})
     hf = loggers.HFTrainer(ctx.root, logging_steps=20, max_steps=1500, steps_per_epoch=spe, batch_size=32,
                            eval_steps=100, save_steps=500)
     fit(ctx, model, opt, entry.loss_fn, Fit(steps=1500, batch_fn=batch_fn, loggers=[hf], eval_fn=evaluate,
-                                            eval_every=100))
+                                            eval_every=100, capture=capture(ctx, model, opt, every=1500)))
     hf.close()
     tr, va = hf.logged["loss"], hf.logged["eval_loss"]
     ctx.kind("underfitting", step=min(va), step_end=max(va), series="eval_loss", primary=True,
@@ -289,12 +290,14 @@ def update_ratio_lr_too_small(ctx: Ctx):
                  "Adam at lr=1e-6: every update is about a millionth of the weights (update_ratio/<layer> ~5e-6, "
                  "far below the healthy ~1e-3), and the loss barely moves over 800 steps. A user sees a flat "
                  "loss and tiny logged update ratios."))
-    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 110, steps=800, lr=1e-6)
+    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 110, steps=800, lr=1e-6, probe=True)
     layers = ["body.fc1", "body.fc2", "head"]
     tb = loggers.TensorBoard(ctx.root, {"loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
                                         **{f"update_ratio/{n}": f"update_ratio/{n}" for n in layers}}, every=10)
+    # step 0 only: a second checkpoint would let the checkpoint detectors measure the (tiny) update ratio again
     fit(ctx, model, opt, entry.loss_fn, Fit(steps=800, batch_fn=batch_fn, loggers=[tb],
-                                            extra_fn=layer_stats(model, layers=layers, what=("update",))))
+                                            extra_fn=layer_stats(model, layers=layers, what=("update",)),
+                                            capture=capture(ctx, model, opt)))
     tb.close()
     r = tb.logged["update_ratio/body.fc1"]
     med = float(np.median(list(r.values())))

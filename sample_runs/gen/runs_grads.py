@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import data, loggers
-from .common import Checkpoints, Ctx, Fit, fit, seed_all
+from .common import Checkpoints, Ctx, Fit, capture, fit, seed_all
 from .runs_curves import cls_setup, is_flat, rel_change
 from .stats import layer_stats
 
@@ -21,6 +21,9 @@ def _median(series: dict) -> float:
     return float(np.median(list(series.values())))
 
 
+# vanishing_deep_sigmoid and dead_relu_bias_init capture the step-0 checkpoint only: a second one would let the
+# checkpoint detectors compare the two (the stalled early layers read as frozen_parameters), so the run's
+# analysis would change; the probe's checks from "the last checkpoint" then start from step 0 too.
 def vanishing_deep_sigmoid(ctx: Ctx):
     ctx.meta(healthy=False, bug="10-layer sigmoid MLP without normalisation or residuals", logger="tensorboard",
              model="mlp", description=(
@@ -29,13 +32,14 @@ def vanishing_deep_sigmoid(ctx: Ctx):
                  "layers barely train. A user sees grad_norm/body.fc1 ~1e-9 against ~1e-1 for the head, and a loss "
                  "that barely moves."))
     entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 201, depth=10, act="sigmoid", hidden=32,
-                                                              steps=600, lr=1e-3, opt=(
+                                                              steps=600, lr=1e-3, probe=True, opt=(
         '    return torch.optim.SGD(model.parameters(), lr=o["lr"] * 100, momentum=0.9)'))
     layers = [f"body.fc{i}" for i in range(1, 11)] + ["head"]
     tags = {"loss": "train/loss", "grad_norm": "train/grad_norm", **{f"grad_norm/{n}": f"grad_norm/{n}" for n in layers}}
     tb = loggers.TensorBoard(ctx.root, tags, every=10)
     fit(ctx, model, opt, entry.loss_fn, Fit(steps=600, batch_fn=batch_fn, loggers=[tb],
-                                            extra_fn=layer_stats(model, layers=layers, what=("grad",))))
+                                            extra_fn=layer_stats(model, layers=layers, what=("grad",)),
+                                            capture=capture(ctx, model, opt)))  # step 0 only (see below)
     tb.close()
     first, last = _median(tb.logged["grad_norm/body.fc1"]), _median(tb.logged["grad_norm/body.fc10"])
     assert first < 1e-3 * last, (first, last)
@@ -52,13 +56,14 @@ def saturated_tanh_unscaled(ctx: Ctx):
                  "+1 or -1, its gradient is ~0, and learning crawls. A user sees "
                  "activations/body.act1/saturated_fraction near 0.9 and a loss that improves slowly."))
     entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 202, act="tanh", steps=500, lr=1e-3, x_scale=40.0,
-                                                              extra_cfg={"standardise_inputs": False})
+                                                              extra_cfg={"standardise_inputs": False}, probe=True)
     acts = {"body.act1": "tanh", "body.act2": "tanh"}
     tags = {"loss": "loss", "lr": "lr", **{f"activations/{n}/saturated_fraction": f"activations/{n}/saturated_fraction"
                                              for n in acts}}
     tb = loggers.TensorBoard(ctx.root, tags, every=10)
     fit(ctx, model, opt, entry.loss_fn, Fit(steps=500, batch_fn=batch_fn, loggers=[tb],
-                                            extra_fn=layer_stats(model, acts=acts, every=10)))
+                                            extra_fn=layer_stats(model, acts=acts, every=10),
+                                            capture=capture(ctx, model, opt, every=500)))
     tb.close()
     sat = _median(tb.logged["activations/body.act1/saturated_fraction"])
     assert sat > 0.5, sat
@@ -73,13 +78,14 @@ def dead_relu_bias_init(ctx: Ctx):
                  "The hidden layers' biases start at -2: most ReLU units output 0 for every input and, with no "
                  "gradient, never recover. A user sees activations/body.act2/dead_fraction near 1.0 and a loss "
                  "that never moves from log(5)."))
-    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 203, steps=600, lr=1e-3, hidden=64, init=(
+    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 203, steps=600, lr=1e-3, hidden=64, probe=True, init=(
         "    for layer in (model.body.fc1, model.body.fc2):\n        torch.nn.init.constant_(layer.bias, -2.0)"))
     acts = {"body.act1": "relu", "body.act2": "relu"}
     tags = {"loss": "train/loss", **{f"activations/{n}/dead_fraction": f"activations/{n}/dead_fraction" for n in acts}}
     tb = loggers.TensorBoard(ctx.root, tags, every=20)
     fit(ctx, model, opt, entry.loss_fn, Fit(steps=600, batch_fn=batch_fn, loggers=[tb],
-                                            extra_fn=layer_stats(model, acts=acts, every=20)))
+                                            extra_fn=layer_stats(model, acts=acts, every=20),
+                                            capture=capture(ctx, model, opt)))  # step 0 only (see below)
     tb.close()
     dead = _median(tb.logged["activations/body.act2/dead_fraction"])
     assert dead > 0.5, dead

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from . import data, loggers
-from .common import Checkpoints, Ctx, Fit, fit, seed_all
+from .common import Checkpoints, Ctx, Fit, capture, fit, seed_all
 from .runs_curves import cls_setup
 
 LM = '''
@@ -40,13 +40,13 @@ def build_scheduler(optimizer, config):
 '''
 
 
-def _lm_setup(ctx, seed, steps, lr=3e-3, warmup=20, fmt="json", extra=None):
+def _lm_setup(ctx, seed, steps, lr=3e-3, warmup=20, fmt="json", extra=None, probe=False):
     seed_all(seed)
     ctx.config = {"seed": seed, "model": {"vocab": 16, "d": 32, "heads": 2, "layers": 2, "seq": 16},
                   "optim": {"lr": lr, "warmup_steps": warmup, "scheduler": "cosine"}, "max_steps": steps,
                   "per_device_train_batch_size": 16, **(extra or {})}
     ctx.write_config(fmt)
-    entry = ctx.write_entry("import math\n" + LM, replay=False)
+    entry = ctx.write_entry("import math\n" + LM, replay=probe)
     toks = data.arithmetic_lm(8192, seed=seed)
     sampler = data.Sampler(8192, 16, seed=seed)
     vt = data.arithmetic_lm(256, seed=seed + 1)
@@ -265,12 +265,11 @@ def healthy_mlp(ctx: Ctx):
     ctx.meta(healthy=True, bug="none", logger="tensorboard", model="mlp", description=(
         "A correctly configured MLP classifier (Adam 1e-3, 4096 samples, clean labels): train and val loss "
         "fall together and flatten. A user sees nothing to fix."))
-    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 401, steps=1200, lr=1e-3, n=8192)
+    entry, model, opt, batch_fn, evaluate, spe, _ = cls_setup(ctx, 401, steps=1200, lr=1e-3, n=8192, probe=True)
     tb = loggers.TensorBoard(ctx.root, {"loss": "loss", "grad_norm": "grad_norm", "lr": "lr"}, every=10,
                              subfolders=True, val_tags={"val_loss": "loss", "val_acc": "accuracy"})
-    ckpt = Checkpoints(ctx, "torch", every=400, keep=3)
-    fit(ctx, model, opt, entry.loss_fn, Fit(steps=1200, batch_fn=batch_fn, loggers=[tb], ckpt=ckpt,
-                                            eval_fn=evaluate, eval_every=100))
+    fit(ctx, model, opt, entry.loss_fn, Fit(steps=1200, batch_fn=batch_fn, loggers=[tb], eval_fn=evaluate,
+                                            eval_every=100, capture=capture(ctx, model, opt, every=400)))
     tb.close()
     v = tb.logged["val/loss"]
     assert min(v, key=v.get) >= 1000, v
@@ -296,7 +295,7 @@ def loss_fn(model, batch):
 
 def build_optimizer(model, config):
     return torch.optim.SGD(model.parameters(), lr=config["optim"]["lr"], momentum=0.9)
-''', replay=False)
+''', replay=True)
     x, y = data.bar_images(4096, seed=402)
     xv, yv = data.bar_images(512, seed=403)
     sampler = data.Sampler(4096, 32, seed=402)
@@ -310,7 +309,8 @@ def build_optimizer(model, config):
         out = m(xv)
         return {"val_loss": float(torch.nn.functional.cross_entropy(out, yv)), "val_acc": float((out.argmax(1) == yv).float().mean())}
     fit(ctx, model, opt, entry.loss_fn, Fit(steps=480, batch_fn=lambda s: (lambda i: {"image": x[i], "label": y[i]})(sampler.next()),
-                                            loggers=[pl], ckpt=ckpt, eval_fn=evaluate, eval_every=64))
+                                            loggers=[pl], ckpt=ckpt, eval_fn=evaluate, eval_every=64,
+                                            capture=capture(ctx, model, opt)))
     pl.close()
 
 
@@ -320,10 +320,11 @@ def healthy_transformer(ctx: Ctx):
         "(HF-style): the loss falls smoothly, the LR warms up then decays (a schedule, not a pathology). A user "
         "sees a healthy trainer_state.json."))
     entry, model, opt, sched, batch_fn, evaluate = _lm_setup(ctx, 404, 300, lr=3e-3, warmup=30,
-                                                             extra={"logging_steps": 10, "max_grad_norm": 1.0})
+                                                             extra={"logging_steps": 10, "max_grad_norm": 1.0}, probe=True)
     hf = loggers.HFTrainer(ctx.root, logging_steps=10, max_steps=300, steps_per_epoch=512, batch_size=16,
                            eval_steps=100, save_steps=100)
     ckpt = Checkpoints(ctx, "hf", every=100, keep=2, hf=hf)
     fit(ctx, model, opt, entry.loss_fn, Fit(steps=300, batch_fn=batch_fn, loggers=[hf], sched=sched, ckpt=ckpt,
-                                            max_grad_norm=1.0, eval_fn=evaluate, eval_every=100))
+                                            max_grad_norm=1.0, eval_fn=evaluate, eval_every=100,
+                                            capture=capture(ctx, model, opt, sched)))
     hf.close()

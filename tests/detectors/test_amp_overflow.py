@@ -1,8 +1,10 @@
 """amp_overflow on a loss scale logged from a real GradScaler to real TensorBoard event files."""
 
 import numpy as np
+import pytest
 
 from forensics.detectors import AmpOverflow
+from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import load_run, one_torch_thread, write_tb
 
 
@@ -174,3 +176,64 @@ def test_collapsed_scale_on_three_console_lines(tmp_path):
 def test_few_healthy_scales_are_silent(tmp_path):
     lines = [f"epoch 1 step {s} loss={1.0 / s:.3f} loss_scale={v}" for s, v in ((1, 65536), (2, 65536))]
     assert list(AmpOverflow().check(_console_run(tmp_path, lines))) == []
+
+
+# Issue 24: short console excerpts. Every fp16 run starts with a few halvings while its dynamic scaler calibrates
+# from its start value; halvings that keep coming once training has progressed are the finding.
+@pytest.mark.parametrize("name,onset,evidence", [
+    # DeepSpeed: OVERFLOW! on the first steps while step_loss=nan: no scale makes a NaN forward finite
+    ("log_hallo152", 1, {"halvings_while_loss_nonfinite": 2}),
+    # DeepSpeed at tqdm step 378 of 2724, the scale already at 64 and halving to 2 on every step
+    ("log_llamaalpaca534", 3, {"decreases_since_onset": 4, "calibration_end": 378.0}),
+    # apex after a resume at 12001: a step with a finite grad norm, then seven halvings in ten steps
+    ("log_tacotron485", 12002, {"decreases_since_onset": 6, "final_scale": 512.0}),
+])
+def test_overflows_past_calibration_in_real_console_excerpts_fire(tmp_path, name, onset, evidence):
+    if not (REAL_RUNS_TEST / name).is_dir():
+        pytest.skip(f"shared/real_runs_test/{name} is not beside the checkout")
+    [f] = AmpOverflow().check(load_run(REAL_RUNS_TEST / name, tmp_path / "f.duckdb"))
+    assert f.step == onset and {k: f.evidence[k] for k in evidence} == evidence
+
+
+def test_a_resumed_scaler_recalibrating_from_its_start_value_is_silent(tmp_path):
+    """A run resumed at step 12000 without the scaler's state: GradScaler starts again at 65536 and its first ten
+    steps overflow, then the scale holds. Past step 200, but a fresh scaler's calibration, not skipped training."""
+    steps, scale = _scales(lambda i: i < 10, growth_interval=2000)
+    run = load_run(write_tb(tmp_path / "r", {"amp/loss_scale": (steps + 12000, scale)}), tmp_path / "f.duckdb")
+    assert list(AmpOverflow().check(run)) == []
+
+
+def test_calibration_halvings_with_a_nan_loss_fire_and_with_a_finite_loss_do_not(tmp_path):
+    """The same five start-up halvings of a real GradScaler: beside a finite loss they are calibration; beside a
+    loss that is NaN at those steps they are a scaler chasing an overflow no scale can cure."""
+    steps, scale = _scales(lambda i: i < 5, n=40, growth_interval=2000)
+    finite = np.linspace(2.3, 1.0, steps.size)
+    run = load_run(write_tb(tmp_path / "a", {"amp/loss_scale": (steps, scale), "train/loss": (steps, finite)}),
+                   tmp_path / "a.duckdb")
+    assert list(AmpOverflow().check(run)) == []
+    nan = np.where(steps < 5, np.nan, finite)
+    run = load_run(write_tb(tmp_path / "b", {"amp/loss_scale": (steps, scale), "train/loss": (steps, nan)}),
+                   tmp_path / "b.duckdb")
+    [f] = AmpOverflow().check(run)
+    assert f.step == 1 and f.evidence["halvings_while_loss_nonfinite"] == 4
+
+
+def _skips_per_interval(overflow, n: int, every: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Megatron's `number of skipped iterations` per log interval, counted from a real GradScaler: a step is skipped
+    where its scale halved."""
+    steps, scale = _scales(overflow, n=n, growth_interval=2000)
+    skipped = np.concatenate([[scale[0] < 65536.0], np.diff(scale) < 0])
+    ends = np.arange(every, n + 1, every)
+    return ends, np.array([skipped[e - every:e].sum() for e in ends], dtype=float)
+
+
+def test_a_logged_skipped_step_count_past_calibration_fires(tmp_path):
+    """Only the count is logged (the scale itself is not): five skipped steps at start-up are calibration; two in
+    every hundred steps from step 600 on are training being skipped."""
+    ends, skips = _skips_per_interval(lambda i: i < 5 or (i >= 600 and i % 50 == 7), n=1200)
+    run = load_run(write_tb(tmp_path / "a", {"train/skipped_iterations": (ends, skips)}), tmp_path / "a.duckdb")
+    [f] = AmpOverflow().check(run)
+    assert f.step == 700 and f.evidence["skipped_steps"] == 12 and f.evidence["counter"] == "per log interval"
+    ends, skips = _skips_per_interval(lambda i: i < 5 or i == 900, n=1200)
+    run = load_run(write_tb(tmp_path / "b", {"train/skipped_iterations": (ends, skips)}), tmp_path / "b.duckdb")
+    assert AmpOverflow().unavailable(run) is None and list(AmpOverflow().check(run)) == []

@@ -1,9 +1,10 @@
 """throughput_drop from the wall-clock stamps SummaryWriter writes (add_scalar(walltime=...))."""
 
 import numpy as np
+import pytest
 
 from forensics.detectors import ThroughputDrop
-from tests.runwriters import curve, load_run
+from tests.runwriters import curve, load_run, write_tb
 
 
 
@@ -56,3 +57,55 @@ def test_sub_millisecond_steps_slowing_down_are_below_the_floor(tmp_path):
     run = load_run(_write(tmp_path / "s", lambda s: (0.04 if s < 500 else 0.07) + 50 * jitter[s]), tmp_path / "g.duckdb")
     [f] = ThroughputDrop().check(run)
     assert abs(f.step - 500) <= 5
+
+
+def test_a_logged_time_column_that_rises_within_an_excerpt_is_a_slowdown(tmp_path):
+    """Issue 24: deepspeech.pytorch prints `Time 0.470 (1.206)` per batch (the ImageNet example's AverageMeter);
+    over 17 batches of one epoch the step time climbs from ~0.4 s to ~0.93 s while the data time stays 0.002 s."""
+    from tests.paths import REAL_RUNS_TEST
+
+    if not (REAL_RUNS_TEST / "log_deepspeech127").is_dir():
+        pytest.skip("shared/real_runs_test/log_deepspeech127 is not beside the checkout")
+    run = load_run(REAL_RUNS_TEST / "log_deepspeech127", tmp_path / "f.duckdb")
+    assert run.pick("step_time") == "Time"
+    [f] = ThroughputDrop().check(run)
+    assert f.evidence["measured_from"] == "logged step time" and 1.5 < f.evidence["factor"] < 2.5
+    assert 4 <= f.step <= 9
+
+
+def test_an_elapsed_clock_under_a_step_time_name_is_read_by_its_differences(tmp_path):
+    """`train/time_ms` as some scripts log it is the time since the start (it only grows): read as step times it
+    would be one long 'slowdown'; its differences are the steady 50 ms steps they are."""
+    steps = np.arange(10, 410, 10)
+    clock = 50.0 * steps + np.random.default_rng(4).normal(0, 2, steps.size).cumsum().clip(0)
+    clock = np.maximum.accumulate(clock) + np.arange(steps.size) * 1e-3
+    run = load_run(write_tb(tmp_path / "r", {"train/time_ms": (steps, clock), "train/loss": curve(n=40)}),
+                   tmp_path / "f.duckdb")
+    assert run.pick("step_time") == "train/time_ms"
+    assert clock[-1] > 30 * clock[0]  # read as step times, a ×30 'slowdown'
+    assert list(ThroughputDrop().check(run)) == []
+
+
+def test_a_short_steady_logged_step_time_is_silent(tmp_path):
+    steps = np.arange(12)
+    times = 0.4 + np.random.default_rng(5).normal(0, 0.02, steps.size)
+    run = load_run(write_tb(tmp_path / "r", {"batch_time": (steps, times), "loss": curve(n=12, every=1)}),
+                   tmp_path / "f.duckdb")
+    assert ThroughputDrop().unavailable(run) is None and list(ThroughputDrop().check(run)) == []
+
+
+@pytest.mark.parametrize("name,series", [
+    # nanoGPT prints `time 1099.34ms` per iteration: read as `time ms`, in seconds, steady (~1.1 s)
+    ("log_nanogpt215", "time ms"),
+    # W&B `train/time_ms` is the elapsed time: its differences are ~75 ms steps after one 47 ms first step, which is
+    # no baseline to drop from
+    ("wandb_gpt_baseline", "train/time_ms"),
+])
+def test_real_step_times_in_milliseconds_are_steady(tmp_path, name, series):
+    from tests.paths import REAL_RUNS
+
+    if not (REAL_RUNS / name).is_dir():
+        pytest.skip(f"shared/real_runs/{name} is not beside the checkout")
+    run = load_run(REAL_RUNS / name, tmp_path / "f.duckdb")
+    assert run.pick("step_time") == series and ThroughputDrop().unavailable(run) is None
+    assert list(ThroughputDrop().check(run)) == []

@@ -146,3 +146,4 @@ def build_optimizer(model, config):
 #     loss.backward()
 #     optimizer.step()
 #     optimizer.zero_grad()
+#     cap.remember(step, batch)  # forensics.capture: the run's first batches

@@ -152,3 +152,6 @@ def replace_head(model):
 #     loss.backward()
 #     optimizer.step()
 #     optimizer.zero_grad()
+#     cap.remember(step, batch)  # forensics.capture: the run's first batches
+#     if step % 100 == 0:
+#         cap.checkpoint(step, model, optimizer)

@@ -141,3 +141,4 @@ def build_optimizer(model, config):
 #     loss.backward()
 #     optimizer.step()
 #     optimizer.zero_grad()
+#     cap.remember(step, batch)  # forensics.capture: the run's first batches

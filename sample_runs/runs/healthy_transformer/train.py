@@ -159,3 +159,4 @@ def build_scheduler(optimizer, config):
 #     optimizer.step()
 #     optimizer.zero_grad()
 #     scheduler.step()
+#     cap.remember(step, batch)  # forensics.capture: the run's first batches

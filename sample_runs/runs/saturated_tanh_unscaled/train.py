@@ -145,3 +145,6 @@ def build_optimizer(model, config):
 #     loss.backward()
 #     optimizer.step()
 #     optimizer.zero_grad()
+#     cap.remember(step, batch)  # forensics.capture: the run's first batches
+#     if step % 500 == 0:
+#         cap.checkpoint(step, model, optimizer)
