@@ -18,12 +18,21 @@ from forensics.run import Run
 class Grokking:
     """Training saturates long before validation suddenly improves.
 
-    Detects: on accuracies where both are logged (else losses), each curve smoothed (centred rolling median
+    Detects: on accuracies where both are logged (else the training loss and the validation accuracy, else
+    losses), each curve smoothed (centred rolling median
     of `smooth` of its points) and read as progress from its first to its best level. Training saturates at
     the first step its progress reaches `train_done`; by then validation has made at most `val_before` of
     its progress, stays so for at least `min_flat_evals` evaluations, and gains at least `min_gain` of the
     metric's range (accuracy: absolute; loss: relative to its level at saturation) afterwards; validation's jump (from `val_before` to `val_after` progress)
     happens at least `min_delay` × the saturation step after saturation, and within `max_jump` of the run.
+    With the training loss beside a validation accuracy, training has also saturated once its smoothed loss is
+    at most `saturated_loss` (0.1 nats: the geometric mean of the right class's probability is 0.9 or more, a
+    memorised training set): under weight decay a memorising model's loss keeps falling by orders of magnitude
+    (0.27 → 0.004 on modular addition), so 95% of its progress is reached only after validation has jumped.
+    False alarms with the loss/accuracy pair and `saturated_loss`: 0 of the 7 healthy runs of both shared sets
+    it could check, no false finding on their labelled runs, also at `saturated_loss` 0.3 and 1.0
+    (benchmarks/calibrate.py, 27 Nov 2026); none on the gallery or corpus/'s holdouts (tests/test_quality.py,
+    tests/test_corpus.py); silent on a model that memorises without weight decay and never generalises.
     False alarms: fires on 0 of the 116 healthy runs it could check (at most 2.6% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: informational: the model memorised first and generalised much later; keep training, weight decay.
@@ -40,14 +49,20 @@ class Grokking:
     min_delay: float = 1.0  # the jump starts at least one saturation time after saturation: "long before"
     max_jump: float = 0.5  # the jump takes at most half the run: not a climb spread over all of it
     min_points: int = 10  # per curve
+    saturated_loss: float = 0.1  # beside a validation accuracy: a training loss of 0.1 nats is memorised
     min_flat_evals: int = 3  # evaluations between saturation and the jump that show validation still flat
 
-    def _pair(self, run: Run) -> tuple[str, str, int] | None:
-        """(train role, val role, sign): +1 for accuracies (higher is better), −1 for losses."""
+    def _pair(self, run: Run) -> tuple[str, str, int, int] | None:
+        """(train role, val role, train sign, val sign): +1 for accuracies (higher is better), −1 for losses.
+        Without a training accuracy, the training loss saturates and the validation accuracy jumps (issue 24
+        class 8: a run that logs its training loss and its validation accuracy; the validation loss of a
+        memorising model first rises, its accuracy is the generalisation's own measure)."""
         if run.has("accuracy") and run.has("val_accuracy"):
-            return "accuracy", "val_accuracy", 1
+            return "accuracy", "val_accuracy", 1, 1
+        if run.has("loss") and run.has("val_accuracy"):
+            return "loss", "val_accuracy", -1, 1
         if run.has("loss") and run.has("val_loss"):
-            return "loss", "val_loss", -1
+            return "loss", "val_loss", -1, -1
         return None
 
     def unavailable(self, run: Run) -> str | None:
@@ -73,12 +88,14 @@ class Grokking:
         pair = self._pair(run)
         if pair is None:
             return
-        train_role, val_role, sign = pair
-        ts, tsm, tp = self._progress(train_role, run, sign)
+        train_role, val_role, train_sign, sign = pair
+        ts, tsm, tp = self._progress(train_role, run, train_sign)
         vs, vsm, vp = self._progress(val_role, run, sign)
         if ts.size < self.min_points or vs.size < self.min_points:
             return
         done = np.flatnonzero(tp >= self.train_done)
+        if train_sign < 0 and sign > 0:  # a cross-entropy this low is a memorised training set, however it falls on
+            done = np.union1d(done, np.flatnonzero(tsm <= self.saturated_loss))
         if done.size == 0:
             return
         t_sat = int(ts[done[0]])
@@ -100,13 +117,14 @@ class Grokking:
                 and (vs[end] - vs[start]) <= self.max_jump * span):
             return
         what = "accuracy" if sign > 0 else "loss"
-        ev = {"metric": what, "train_saturation_step": t_sat, "train_level_at_saturation": float(tsm[done[0]]),
+        t_what = "accuracy" if train_sign > 0 else "loss"
+        ev = {"metric": what, "train_metric": t_what, "train_saturation_step": t_sat, "train_level_at_saturation": float(tsm[done[0]]),
               "val_level_at_saturation": level_sat, "val_jump_start_step": int(vs[start]),
               "val_jump_end_step": int(vs[end]), "val_best_level": level_best, "val_gain": gain,
               "delay_steps": delay}
         yield Finding.of(self, severity="info", step=int(vs[start]), step_end=int(vs[end]),
                          series=run.pick(val_role), evidence=ev,
                          sources=(src(run, train_role, ts), src(run, val_role, vs)),
-                         summary=(f"training {what} saturates at step {t_sat} ({float(tsm[done[0]]):.4g}) while "
+                         summary=(f"training {t_what} saturates at step {t_sat} ({float(tsm[done[0]]):.4g}) while "
                                   f"validation {what} stays at {level_sat:.4g}; validation then jumps between steps "
                                   f"{vs[start]} and {vs[end]} to {level_best:.4g}"))

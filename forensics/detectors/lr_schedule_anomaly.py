@@ -13,6 +13,9 @@ from forensics.detectors.base import src
 from forensics.findings import Finding
 from forensics.run import Run
 
+# Config keys for gradient accumulation steps (the replay template reads the same names).
+ACCUMULATION_KEYS = ("grad_accumulation_steps", "gradient_accumulation_steps", "accumulate_grad_batches",
+                     "grad_accum_steps")
 CONSTANT_SCHEDULES = {"none", "null", "", "fixed"}
 
 
@@ -53,6 +56,19 @@ class LrScheduleAnomaly:
     With issue 24's rules: fires on 0 of the 120 healthy runs it could check (corpus calib 104, shared/real_runs 3,
     shared/real_runs_test 13; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
+    (e) Issue 24 class 8: a decay that ran past its horizon and climbs back, with no scheduler named (a
+    one-way cosine stepped every micro-batch under gradient accumulation k runs k× too fast: it reaches its
+    floor at 1/k of the run and, cosine being periodic, climbs again; rule (a) needs the config to name it or
+    the LR to end at its floor). The LR decays from its peak to its floor (≤ `decay` × peak) before `early` of
+    the run, then climbs back smoothly to at least `min_return` of the peak: no single logged rise is more than
+    `max_rise_share` of the climb (a warm restart, SGDR, jumps in one step), and the way up to the peak took
+    less than half the way down (a warmup; a triangular cyclic schedule starts at its floor and climbs as long
+    as it falls). Where the config names the accumulation k and the floor came at 1/k of the run (±20%), the
+    finding says so. Pytorch's CyclicLR, CosineAnnealingWarmRestarts and a cosine stepped once per optimizer
+    step stay silent (tests/detectors/test_lr_schedule_anomaly.py trains them). False alarms: 0 of the 15 healthy
+    runs of both shared sets it could check, no false finding on their labelled runs, also at `min_return` 0.2
+    or `max_rise_share` 0.9 (benchmarks/calibrate.py, 27 Nov 2026); none on the gallery or corpus/'s holdouts
+    (tests/test_quality.py, tests/test_corpus.py).
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     """
@@ -69,6 +85,8 @@ class LrScheduleAnomaly:
     zero_points: int = 5  # (d) an LR of exactly 0 on the first 5 records or more ...
     zero_share: float = 0.25  # ... and on a quarter of them (a warmup from 0 is 0 on its first record only)
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
+    min_return: float = 0.5  # (e) after its floor the LR climbs back to half its peak or more ...
+    max_rise_share: float = 0.5  # ... in steps none of which is half the climb (not a warm restart's jump)
 
     def _learns(self, run: Run, until: int) -> bool:
         """Whether the training loss falls by `zero_share` or more of its first level up to step `until` (then
@@ -141,9 +159,54 @@ class LrScheduleAnomaly:
                                  summary=(f"LR decays from {peak:.3g} to its floor {floor:.3g} by step {reach}, "
                                           f"{ev['fraction_of_run']:.0%} into a run of {last} steps"))
                 return
+        if not (isinstance(sched, str) and _cyclic(sched)):
+            back = self._past_horizon(run, steps, lr, first, last)
+            if back:
+                yield Finding.of(self, severity="warning", step=back["floor_step"], step_end=back["return_step"],
+                                 series=run.pick("lr"), evidence=back, sources=(src(run, "lr", steps),),
+                                 summary=(f"LR decays from {peak:.3g} to its floor {floor:.3g} by step "
+                                          f"{back['floor_step']}, {back['fraction_of_run']:.0%} into a run of {last} "
+                                          f"steps, then climbs back to {back['return_lr']:.3g} by step "
+                                          f"{back['return_step']}: the schedule ran past its horizon" + (
+                                              f", {back['accumulation']}× too fast (stepped every micro-batch under "
+                                              f"gradient accumulation {back['accumulation']}?)"
+                                              if back.get("matches_accumulation") else "")))
+                return
         if isinstance(sched, str) and not _may_hold_constant(sched) and lr.size >= 10 \
                 and peak - floor <= 1e-9 * max(abs(peak), 1e-300):
             ev = {"lr": peak, "scheduler": sched, "points": int(lr.size)}
             yield Finding.of(self, severity="warning", step=first, step_end=int(steps[-1]), series=run.pick("lr"),
                              evidence=ev, sources=(src(run, "lr", steps),),
                              summary=f"LR stays at {peak:.3g} over {lr.size} points although the config names a {sched} scheduler")
+
+    def _past_horizon(self, run: Run, steps: np.ndarray, lr: np.ndarray, first: int, last: int) -> dict | None:
+        """Rule (e)'s evidence: a decay from the peak to the floor before `early` of the run, then a smooth climb
+        back to `min_return` of the peak; else None."""
+        if lr.size < 10 or last <= first:
+            return None
+        peak, floor = float(lr.max()), float(lr.min())
+        if not (peak > 0 and floor <= self.decay * peak):
+            return None
+        ipeak = int(np.argmax(lr >= peak - self.near * (peak - floor)))
+        at_floor = lr <= floor + self.near * (peak - floor)
+        if not at_floor[ipeak + 1:].any():
+            return None
+        f = ipeak + 1 + int(np.argmax(at_floor[ipeak + 1:]))
+        fraction = (steps[f] - first) / (last - first)
+        if fraction >= self.early or (steps[ipeak] - first) >= 0.5 * (steps[f] - steps[ipeak]):
+            return None  # late, or climbed to the peak as long as it fell (a cyclic schedule's ramp)
+        up = np.flatnonzero(lr[f:] >= self.min_return * peak)
+        if up.size == 0:
+            return None
+        r = f + int(up[0])
+        rises = np.diff(lr[f:r + 1])
+        if rises.size < 3 or float(rises.max()) > self.max_rise_share * (lr[r] - lr[f]):
+            return None  # a warm restart jumps back in one step
+        ev = {"peak_lr": peak, "floor_lr": floor, "peak_step": int(steps[ipeak]), "floor_step": int(steps[f]),
+              "last_step": last, "fraction_of_run": float(fraction), "return_step": int(steps[r]),
+              "return_lr": float(lr[r]), "rule": "past_horizon"}
+        accum = run.config_number(*ACCUMULATION_KEYS)
+        if accum and accum > 1:
+            ev["accumulation"] = int(accum)
+            ev["matches_accumulation"] = bool(abs(fraction * accum - 1) <= 0.2)
+        return ev

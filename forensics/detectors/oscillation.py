@@ -35,6 +35,22 @@ class Oscillation:
     least `min_unsettled` × the run's whole progress from its start (a loss that rose made none). Noise
     around a flat level (a model that learns nothing) sits at its reference, not 50% above it, and healthy
     training converges: its swings, however large near zero, are a fraction of what it gained.
+    Or, the weights themselves bounce (issue 24 class 8: Adam or SGD above a stable LR holds the loss around a
+    level instead of converging; it read as underfitting): the same weak trend of the training half, and the
+    validation loss over that half — one fixed set, a function of the weights alone — goes up and down as
+    minibatch noise cannot make it: at least `min_val_points` evaluations, at least `min_val_flips` of its
+    successive differences change sign, its median step is at least `min_val_step` of its level, the
+    training loss is the noisier of the two (`stats.relative_wiggle`; a validation noisier than training is
+    val_noise's), and the training level is at least `min_bounce_level` of its reference (log C, else the
+    start: a loss held up by the LR has not converged). Settled weights, converged or stuck in underfitting,
+    move a fixed validation set's loss smoothly, nearly monotone (sign-change rate ≤ 0.25, median step ≤ 0.7%
+    on the CPU-trained runs of tests/detectors/test_oscillation_trained.py); weights thrown around by the LR
+    move it 6-26% with 38-65% of its steps reversing, at 0.35-0.98 log C. The gallery's
+    dist_mismatch_val_norm (a validation set normalised otherwise, training converged at 0.15 log C) reverses
+    at 62% by 2.3%: the level gate and the 4% step keep it out. Bouncing-weights false alarms: 0 of the 15
+    healthy runs of both shared sets it could check, no false finding on their labelled runs, also at
+    min_val_step 0 or min_val_flips 0.2 (benchmarks/calibrate.py, 27 Nov 2026); 0 false findings on the
+    gallery and corpus/'s holdouts (tests/test_quality.py, tests/test_corpus.py).
     Calibration (issue 12), among runs with a weak trend and such swings: the highest level over its
     reference where oscillation is neither labelled nor allowed is 0.71 (a GRU plateau at 0.71 log C; 0.31 on
     a healthy TUNE run), and the largest sigma/progress 0.65 (the gallery's val_noise_tiny_val; 0.38 on a
@@ -58,6 +74,10 @@ class Oscillation:
     max_tau: float = 0.3  # |Kendall tau| of the half against step: above it the trend is not weak
     min_above: float = 1.5  # unstructured swings count on a loss this far above a uniform guess's (or its start)
     min_unsettled: float = 1.0  # ... and with a sigma at least the run's whole progress
+    min_val_points: int = 8  # evaluations over the training half, for the bouncing-weights rule
+    min_val_flips: float = 0.35  # a third of the validation steps reverse (settled weights: ~0; white noise: 2/3)
+    min_val_step: float = 0.04  # and its median step is 4% of its level (settled weights: < 1%; mismatch: 2.3%)
+    min_bounce_level: float = 0.25  # and the loss stays at a quarter of its reference or more (not converged)
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", 24)
@@ -89,11 +109,16 @@ class Oscillation:
         unsettled = (sigma >= self.min_amplitude * lvl and lvl >= self.min_above * reference
                      and sigma >= self.min_unsettled * progress
                      and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)  # a band the tails do not widen
-        if not (lvl > 0 and abs(tau) <= self.max_tau and trend <= self.max_trend * amp and (structured or unsettled)):
+        if not (lvl > 0 and abs(tau) <= self.max_tau and trend <= self.max_trend * amp):
             return
-        crossings = crossings if structured else stats.swings(resid, 0.5 * sigma)
+        high = lvl >= self.min_bounce_level * reference
+        bounce = None if structured or unsettled or not high else self.bouncing_weights(run, x[0], seg)
+        if not (structured or unsettled or bounce):
+            return
+        crossings = crossings if structured or bounce else stats.swings(resid, 0.5 * sigma)
         r1 = float(acf[0])
-        ev = {"rule": "structured" if structured else "unsettled",
+        rule = "structured" if structured else "unsettled" if unsettled else "bouncing_weights"
+        ev = {"rule": rule, **(bounce or {}),
               "relative_amplitude": amp / lvl, "amplitude": amp, "level": lvl, "robust_sigma": sigma,
               "start_level": start, "progress": progress, "reference": reference,
               "reference_source": f"log({classes[0]})" if classes else "start level", "autocorr": r, "autocorr_lag": lag,
@@ -105,10 +130,30 @@ class Oscillation:
                          summary=(f"loss swings by ±{amp:.3g} ({amp / lvl:.0%} of its level {lvl:.3g}) around a weak "
                                   f"trend over steps {int(x[0])}-{int(x[-1])}, {crossings} crossings, " + (
                                       f"autocorrelation {r:.2f} at lag {lag} (white noise: ~0)"
-                                      if ev["rule"] == "structured" else
+                                      if rule == "structured" else
+                                      f"and the validation loss moves {bounce['val_median_step']:.1%} of its level "
+                                      f"between evaluations, reversing at {bounce['val_sign_change_rate']:.0%} of "
+                                      f"them: the weights do not settle" if rule == "bouncing_weights" else
                                       f"and does not settle: the level is {lvl / reference:.1f}× "
                                       + (f"log({classes[0]}) = {reference:.3g}, a uniform guess's loss" if classes
                                          else f"its start {start:.3g}") + (
                                           f", no lower than its start {start:.3g}" if progress == 0 else
                                           f", and the swings' robust sigma {sigma:.3g} is at least the run's whole "
                                           f"progress ({progress:.3g} below its start {start:.3g})"))))
+
+    def bouncing_weights(self, run: Run, start: float, train: np.ndarray) -> dict | None:
+        """Evidence that the validation loss from step `start` on goes up and down as settled weights cannot
+        make it, with `train` (the training loss over the same stretch) the noisier of the two; else None."""
+        if run.pick("val_loss") is None:
+            return None
+        vs, v = finite_part(*run.arrays("val_loss"))
+        v = v[vs >= start]
+        if v.size < self.min_val_points or not np.all(v > 0):
+            return None
+        flips = stats.sign_change_rate(v)
+        step = float(np.median(np.abs(np.diff(v)))) / stats.level(v)
+        vn, tn = stats.relative_wiggle(v), stats.relative_wiggle(train)
+        if not (flips >= self.min_val_flips and step >= self.min_val_step and np.isfinite(vn) and tn > vn):
+            return None
+        return {"val_points": int(v.size), "val_sign_change_rate": flips, "val_median_step": step,
+                "val_relative_noise": vn, "train_relative_noise": tn}

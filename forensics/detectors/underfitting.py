@@ -12,6 +12,7 @@ import numpy as np
 
 from forensics import stats
 from forensics.detectors.base import class_count, finite_part, pretrained_key, src, too_short
+from forensics.detectors.oscillation import Oscillation
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -50,6 +51,9 @@ class Underfitting:
     learning: the predictions stopped changing (the majority token's rate, 0.066 for 50 epochs of a
     translation model whose loss falls 11.2 → 8.7). Then the stall gates (late progress, early stall) give
     way to the accuracy; the drop, level and train–val gates still hold.
+    Class 8 of issue 24: a stall whose weights do not settle is oscillation's (an LR too high holds the loss
+    around a level; its validation loss goes up and down between evaluations, `Oscillation.bouncing_weights`),
+    and this detector leaves it to that one: capacity is not the lever there, the LR is.
     False alarms: fires on 0 of the 88 healthy runs it could check (at most 3.4% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     With issue 24's rules: fires on 0 of the 55 healthy runs it could check (corpus calib 51, shared/real_runs 2,
@@ -174,6 +178,8 @@ class Underfitting:
         v_start = self._stall_start(vs, v, v_end, v_allow)
         if pinned is None and (t_start > self.max_stall_start or (v_start > self.max_stall_start and not chance)):
             return  # converged slowly over the whole run: not stuck early at a high level
+        if any(f.evidence.get("rule") == "bouncing_weights" for f in Oscillation().check(run)):
+            return  # the weights bounce around the level: oscillation's finding, the LR is the lever
         ev = {"reference": reference, "reference_source": source, "fraction_of_reference": t_end / reference,
               "train_stall_start": t_start, "val_stall_start": v_start, "initial_level": head, "train_final": t_end,
               "val_final": v_end, "fraction_of_initial": fraction, "near_chance": chance,

@@ -160,3 +160,41 @@ def test_an_lr_logged_as_zero_while_the_loss_falls_is_not_the_optimizers(tmp_pat
     run = load_run(REAL_RUNS / "wandb_gpt_baseline", tmp_path / "f.duckdb")
     assert float(np.max(run.arrays("lr")[1])) == 0.0
     assert list(LrScheduleAnomaly().check(run)) == []
+
+
+@pytest.mark.parametrize("accum,every,warmup", [(2, 10, 0), (3, 5, 0), (2, 20, 30), (6, 10, 0)])
+def test_fires_when_an_unnamed_cosine_stepped_per_micro_batch_climbs_back(tmp_path, accum, every, warmup):
+    """Issue 24 class 8: torch's CosineAnnealingLR (or a warmup + cosine LambdaLR) built for N optimizer steps and
+    stepped on each of `accum` micro-batches reaches its floor at N/accum and, periodic, climbs back; no scheduler
+    named in the config and the run does not end at the floor, so rule (a) cannot see it."""
+    import torch
+
+    def make(opt):
+        if not warmup:
+            return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=N)
+        return torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * s / N)))
+    lr = _lrs(make, every=every, steps_per_log=accum)
+    [f] = LrScheduleAnomaly().check(_run(tmp_path, lr, config={"gradient_accumulation_steps": accum}))
+    assert f.evidence.get("rule") == "past_horizon" or f.evidence["fraction_of_run"] < 0.5
+    assert abs(f.step - N / accum) <= 0.1 * N and f.evidence["fraction_of_run"] < 0.5
+    if f.evidence.get("rule") == "past_horizon":
+        assert f.evidence["matches_accumulation"] and "too fast" in f.summary
+
+
+@pytest.mark.parametrize("make", ["cyclic_long", "cyclic_exp", "sgdr_mult", "cosine_once", "onecycle"])
+def test_schedules_that_climb_by_design_are_silent(tmp_path, make):
+    """With no scheduler named, CyclicLR (it starts at its floor and climbs as long as it falls), SGDR (it jumps
+    back), a cosine stepped once per optimizer step and OneCycle stay silent under rule (e)."""
+    import torch
+
+    sched = {
+        "cyclic_long": lambda o: torch.optim.lr_scheduler.CyclicLR(o, 1e-5, 1e-3, step_size_up=150),
+        "cyclic_exp": lambda o: torch.optim.lr_scheduler.CyclicLR(o, 1e-5, 1e-3, step_size_up=100, mode="exp_range",
+                                                                  gamma=0.999),
+        "sgdr_mult": lambda o: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=150, T_mult=2),
+        "cosine_once": lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=N),
+        "onecycle": lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=1e-3, total_steps=N + 1),
+    }[make]
+    lr = _lrs(sched)
+    assert list(LrScheduleAnomaly().check(_run(tmp_path, lr))) == []
