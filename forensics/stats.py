@@ -311,16 +311,29 @@ def change_point(values: np.ndarray) -> tuple[int, float]:
     total sum of squares the split explains (0–1). (-1, 0) for fewer than 4 finite points.
     """
     y = np.asarray(values, dtype=float)
-    y = y[np.isfinite(y)]
+    finite = np.isfinite(y)
+    if not finite.all():
+        y = y[finite]
     n = y.size
     if n < 4:
         return -1, 0.0
     c1 = np.cumsum(y)
     c2 = np.cumsum(y * y)
-    k = np.arange(1, n)
-    left = c2[k - 1] - c1[k - 1] ** 2 / k
-    right = (c2[-1] - c2[k - 1]) - (c1[-1] - c1[k - 1]) ** 2 / (n - k)
-    sse = left + right
+    # sse[k-1] = (c2[k-1] - c1[k-1]² / k) + ((c2[-1] - c2[k-1]) - (c1[-1] - c1[k-1])² / (n - k)) for k = 1..n-1,
+    # the same operations in the same order, in place: a series of millions of points holds 5 arrays, not 12
+    k = np.arange(1, n, dtype=float)  # exact below 2**53
+    head1, head2 = c1[:-1], c2[:-1]  # views: c1[k - 1], c2[k - 1]
+    sse = np.square(head1)
+    sse /= k
+    np.subtract(head2, sse, out=sse)  # left
+    right = np.subtract(c1[-1], head1)
+    np.square(right, out=right)
+    np.subtract(n, k, out=k)
+    right /= k
+    np.subtract(c2[-1], head2, out=k)
+    np.subtract(k, right, out=right)
+    sse += right
+    del k, right
     total = c2[-1] - c1[-1] ** 2 / n
     best = int(np.argmin(sse))
     gain = 0.0 if total <= 0 else float(1.0 - sse[best] / total)
