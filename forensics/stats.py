@@ -265,14 +265,16 @@ def rolling_baseline(values: np.ndarray, window: int, min_periods: int | None = 
     Non-finite points are ignored; NaN where fewer than `min_periods` finite points precede.
     """
     y = np.asarray(values, dtype=float)
-    y = np.where(np.isfinite(y), y, np.nan)
     mp = min_periods if min_periods is not None else max(3, window // 4)
-    s = pl.Series("y", y, nan_to_null=True)
-    med = s.rolling_median(window_size=window, min_samples=mp).shift(1)
+    s = pl.Series("y", np.where(np.isfinite(y), y, np.nan), nan_to_null=True)
+    # each intermediate is dropped once read: on a series of millions of points every one is 8 bytes a point
+    med = s.rolling_median(window_size=window, min_samples=mp).shift(1).fill_null(np.nan).to_numpy()
     step = s.diff().abs()  # null next to a non-finite point
+    del s
     sig = step.rolling_median(window_size=max(window - 1, 1), min_samples=max(mp - 1, 1)).shift(1)
+    del step
     sig = sig * (MAD_TO_SIGMA / math.sqrt(2.0))
-    return med.fill_null(np.nan).to_numpy(), sig.fill_null(np.nan).to_numpy()
+    return med, sig.fill_null(np.nan).to_numpy()
 
 
 def ema(values: np.ndarray, span: float) -> np.ndarray:
@@ -547,6 +549,8 @@ def spikes(steps: np.ndarray, values: np.ndarray, rule: SpikeRule = SpikeRule(),
         return empty
     fin = raw[np.isfinite(raw)]
     log_scale = bool(fin.size and np.all(fin > 0))
+    res = resolution(fin)
+    del fin  # each full-length array below is freed once read: a long series' loss is millions of points
     with np.errstate(divide="ignore", invalid="ignore"):
         y = np.where(np.isfinite(raw), np.log(np.where(raw > 0, raw, 1.0)), np.nan) if log_scale else raw
     med, sig = rolling_baseline(y, window)
@@ -557,15 +561,17 @@ def spikes(steps: np.ndarray, values: np.ndarray, rule: SpikeRule = SpikeRule(),
     recent, _ = rolling_baseline(y, short)
     use_recent = np.isfinite(recent) & (direction * (recent - med) > 0)
     med = np.where(use_recent, recent, med)
+    del recent
     floor = np.maximum(sig, 1e-12 * np.abs(med) + 1e-300)
+    del sig
     # A value printed with few decimals moves in steps of the print's resolution (a loss of 0.0001 logged as
     # `0.0001`/`0.0002` has a MAD of 0): noise is at least half that step, so one step is not a 10^12-sigma spike.
-    res = resolution(fin)
     if res > 0:
         half = 0.5 * (np.log1p(res / np.exp(med)) if log_scale else np.full_like(med, res))
         floor = np.maximum(floor, np.where(np.isfinite(half), half, 0.0))
-    zz = direction * (y - med) / floor
+        del half
     jump = direction * (y - med)
+    zz = jump / floor
     big = jump >= (math.log1p(min_ratio) if log_scale else min_ratio * np.abs(med))
     cand = np.isfinite(zz) & (zz >= z) & big
     if not cand.any():
