@@ -90,10 +90,10 @@ class ThroughputDrop:
         ok = (ds > 0) & (dw >= 0)  # a step or clock going back is a resume (resumed_run), not a slow step
         if ok.sum() == 0:
             return None
-        seg = np.cumsum(~ok)
-        if ok.all():  # no resume: every interval is kept, as views
+        if ok.all():  # no resume: every interval is kept, as views, in one segment (zeros never written to)
             dw /= ds
-            return s[:-1], s[1:], dw, seg, name, "wall_time / step between logged points"
+            return s[:-1], s[1:], dw, np.zeros(dw.size, dtype=np.int64), name, "wall_time / step between logged points"
+        seg = np.cumsum(~ok)
         return s[:-1][ok], s[1:][ok], dw[ok] / ds[ok], seg[ok], name, "wall_time / step between logged points"
 
     def _enough(self, how: str) -> int:
