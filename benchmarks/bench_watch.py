@@ -9,7 +9,8 @@ Fleet: `--runs` generated runs in four formats, round robin, 10k-100k points eac
 (transformers' TrainerState serialisation), Lightning CSVLogger `metrics.csv` and a console `train.log`; a
 quarter of them turn NaN. Each contender analyses every run into a fresh store (ingest + every detector +
 storing); the writer's share is the driver's time appending workers' tables and storing analyses over the
-wall time. A second pass over the same store (nothing new to read, every run analysed again, as a watch does
+wall time, printed with the load average and the driver's and workers' CPU seconds, from which the cluster
+projection (Amdahl) is printed after the table. `--rounds N` alternates the contenders N times. A second pass over the same store (nothing new to read, every run analysed again, as a watch does
 for runs that grew) is timed too.
 
 Idle pass: `--idle-runs` run folders (one event file each, hard links of one file, under 100 user folders),
@@ -84,43 +85,66 @@ def write_runs(root: Path, n: int, seed: int = 0) -> list[Path]:
     return out
 
 
-def fleet(runs: list[Path], work: Path, ray_ok: bool) -> list[dict]:
+def fleet(runs: list[Path], work: Path, ray_ok: bool, rounds: int = 1, second_pass: bool = True) -> list[dict]:
+    """Each contender analyses every run into a fresh store, contenders in turn, `rounds` times (a loaded machine's
+    load moves: alternating pairs the contenders). Besides the wall time: the driver's CPU seconds and, for
+    worker processes, the workers' (each run's `cpu_seconds`), which the machine's load does not inflate."""
     from forensics.fleet import Options, analyze_runs
 
     rows = []
     contenders = [("1 process", dict(jobs=1)), ("--jobs 2", dict(jobs=2))]
     if ray_ok:
         contenders.append(("Ray local (2 CPUs)", dict(use_ray=True)))
-    for label, kw in contenders:
-        db = work / f"fleet_{len(rows)}.duckdb"
-        init = 0.0
-        if kw.get("use_ray"):
-            import ray
+    for round_ in range(rounds):
+        for label, kw in contenders:
+            db = work / f"fleet_{len(rows)}.duckdb"
+            init = 0.0
+            if kw.get("use_ray"):
+                import ray
 
-            t0 = time.monotonic()
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-            init = time.monotonic() - t0
-        t0 = time.monotonic()
-        results = analyze_runs([str(r) for r in runs], db, Options(), **kw)
-        wall = time.monotonic() - t0
-        failed = [r for r in results if r.error]
-        store = sum(r.store_seconds for r in results)
-        # A second pass over the same store: nothing new to read, every run analysed again (what a watch does
-        # for runs that grew): the driver ingests, workers read the store (under Ray: the driver alone).
-        t1 = time.monotonic()
-        again = analyze_runs([str(r) for r in runs], db, Options(), **kw)
-        wall2 = time.monotonic() - t1
-        if kw.get("use_ray"):
-            import ray
+                t0 = time.monotonic()
+                ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+                init = time.monotonic() - t0
+            load = os.getloadavg()[0]
+            cpu0, t0 = time.process_time(), time.monotonic()
+            results = analyze_runs([str(r) for r in runs], db, Options(), **kw)
+            wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
+            workers_cpu = sum(r.cpu_seconds for r in results)
+            failed = [r for r in results if r.error]
+            store = sum(r.store_seconds for r in results)
+            wall2 = again = None
+            if second_pass:
+                # A second pass over the same store: nothing new to read, every run analysed again (what a watch
+                # does for runs that grew): the driver ingests, workers read the store (under Ray: the driver).
+                t1 = time.monotonic()
+                again = analyze_runs([str(r) for r in runs], db, Options(), **kw)
+                wall2 = time.monotonic() - t1
+            if kw.get("use_ray"):
+                import ray
 
-            ray.shutdown()
-        rows.append({"contender": label, "runs": len(runs), "failed": len(failed), "seconds": wall,
-                     "runs_per_min": 60 * len(runs) / wall, "writer_share": store / wall if kw != {"jobs": 1} else None,
-                     "ray_init_s": init if kw.get("use_ray") else None,
-                     "second_pass_runs_per_min": 60 * len(runs) / wall2,
-                     "second_pass_failed": sum(1 for r in again if r.error),
-                     "errors": sorted({r.error for r in failed})[:3]})
+                ray.shutdown()
+            rows.append({"contender": label, "round": round_ + 1, "runs": len(runs), "failed": len(failed),
+                         "seconds": wall, "load": load, "runs_per_min": 60 * len(runs) / wall,
+                         "writer_s": store, "writer_share": store / wall if kw != {"jobs": 1} else None,
+                         "driver_cpu_s": cpu, "workers_cpu_s": workers_cpu if kw.get("jobs", 1) > 1 else None,
+                         "ray_init_s": init if kw.get("use_ray") else None,
+                         "second_pass_runs_per_min": 60 * len(runs) / wall2 if wall2 else None,
+                         "second_pass_failed": sum(1 for r in again if r.error) if again else None,
+                         "errors": sorted({r.error for r in failed})[:3]})
     return rows
+
+
+def projection(rows: list[dict]) -> list[dict]:
+    """Amdahl from CPU seconds, per round: one process does the work in T CPU seconds; with workers, the driver
+    (the single writer, and taking workers' results) spends D, the workers W together. N workers with a core
+    each go at most T / max(D, W / N) times one process; the cap, 1 / (D / T), is what no cluster passes."""
+    out = []
+    for one, par in zip((r for r in rows if r["contender"] == "1 process"),
+                        (r for r in rows if r["contender"] == "--jobs 2")):
+        t, d, w = one["driver_cpu_s"], par["driver_cpu_s"], par["workers_cpu_s"]
+        out.append({"round": one["round"], "T": t, "D": d, "W": w, "serial_share": d / t, "cap": t / d,
+                    "speedup": {n: t / max(d, w / n) for n in (2, 4, 8, 16, 32, 64)}})
+    return out
 
 
 def idle_pass(root: Path, n: int, work: Path) -> dict:
@@ -197,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=40, help="generated runs for fleet mode (the issue: 1000)")
     p.add_argument("--idle-runs", type=int, default=10_000)
     p.add_argument("--interval", type=float, default=10.0, help="watch interval for the latency test")
+    p.add_argument("--rounds", type=int, default=1, help="fleet contenders in turn, this many times")
+    p.add_argument("--no-second-pass", action="store_true", help="fleet: skip the second pass over the same store")
     p.add_argument("--dir", type=Path, default=None)
     p.add_argument("--skip", nargs="*", default=[], choices=["fleet", "idle", "latency"])
     p.add_argument("--json", type=Path, help="also write the numbers here")
@@ -215,16 +241,27 @@ def main(argv: list[str] | None = None) -> int:
             except ImportError:
                 ray_ok = False
                 print("ray not installed: Ray local skipped (pip install -e '.[ray]')", file=sys.stderr)
-            out["fleet"] = fleet(runs, work, ray_ok)
-            base = out["fleet"][0]["runs_per_min"]
+            out["fleet"] = fleet(runs, work, ray_ok, args.rounds, not args.no_second_pass)
             print(f"\nfleet mode, {args.runs} runs (10k-100k points; TensorBoard, HF, Lightning, console):")
-            print(f"  {'contender':<20} {'runs/min':>9} {'vs 1 process':>13} {'seconds':>8} {'writer share':>13} "
-                  f"failed  {'2nd pass runs/min':>17}")
+            print(f"  {'contender':<20} {'round':>5} {'load':>5} {'runs/min':>9} {'vs 1 process':>13} {'seconds':>8} "
+                  f"{'writer s':>8} {'writer share':>13} {'driver CPU s':>12} {'workers CPU s':>13} failed  "
+                  f"{'2nd pass runs/min':>17}")
             for r in out["fleet"]:
+                base = next(b["runs_per_min"] for b in out["fleet"] if b["round"] == r["round"])
                 share = f"{r['writer_share']:.1%}" if r["writer_share"] is not None else "-"
                 extra = f"  (+ray.init {r['ray_init_s']:.1f}s)" if r["ray_init_s"] else ""
-                print(f"  {r['contender']:<20} {r['runs_per_min']:>9.1f} {r['runs_per_min'] / base:>12.2f}x "
-                      f"{r['seconds']:>8.1f} {share:>13} {r['failed']:>6}  {r['second_pass_runs_per_min']:>17.1f}{extra}")
+                second = f"{r['second_pass_runs_per_min']:.1f}" if r["second_pass_runs_per_min"] else "-"
+                workers = f"{r['workers_cpu_s']:.1f}" if r["workers_cpu_s"] is not None else "-"
+                print(f"  {r['contender']:<20} {r['round']:>5} {r['load']:>5.1f} {r['runs_per_min']:>9.1f} "
+                      f"{r['runs_per_min'] / base:>12.2f}x {r['seconds']:>8.1f} {r['writer_s']:>8.1f} {share:>13} "
+                      f"{r['driver_cpu_s']:>12.1f} {workers:>13} {r['failed']:>6}  {second:>17}{extra}")
+            out["projection"] = projection(out["fleet"])
+            print("\ncluster projection (Amdahl on CPU seconds: T one process, D the driver with workers, W the "
+                  "workers):")
+            for p in out["projection"]:
+                ups = ", ".join(f"{n}: {x:.1f}x" for n, x in p["speedup"].items())
+                print(f"  round {p['round']}: T {p['T']:.1f}s, D {p['D']:.1f}s ({p['serial_share']:.1%} of T), "
+                      f"W {p['W']:.1f}s; N workers -> {ups}; cap {p['cap']:.0f}x")
         if "idle" not in args.skip:
             out["idle"] = r = idle_pass(work / "idle_root", args.idle_runs, work)
             print(f"\nidle watch pass over {r['runs']:,} runs: {r['listings']:,} folders listed, {r['stats']:,} "

@@ -57,10 +57,10 @@ def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | o
                        implied_db: str | os.PathLike | None = None) -> None:
     """The exact `forensics replay` command for the NaN onset, where a finite checkpoint comes before it (paths
     under the home directory written with `~`, as the README shows them)."""
-    from forensics.replay import replay_command
-
     r = result.replay_from
     if r and r.get("checkpoint"):
+        from forensics.replay import replay_command  # only here: an ordinary run (no checkpoint) never needs it
+
         r["command"] = replay_command(run_dir, r["onset_step"], db=_db_argument(db, implied_db))
 
 

@@ -168,8 +168,9 @@ def replay_start(run: Run, findings: list[Finding]) -> dict[str, Any] | None:
     return out
 
 
-def store_analysis(con: Any, analysis: Analysis, settings: dict[str, str] | None = None) -> int:
-    """Write one analysis in one transaction: its verdict, reason, headline, restriction, read problems, then
+def store_analysis(con: Any, analysis: Analysis, settings: dict[str, str] | None = None, *,
+                   transaction: bool = True) -> int:
+    """Write one analysis in one transaction (`transaction=False`: in the caller's): its verdict, reason, headline, restriction, read problems, then
     findings (by step then severity, with their event ids), spikes and skips; its id. What is stored here is what
     the app, `forensics runs`, watch and `analyze --all` show: none of them judges again."""
     aid = writes.insert_analysis(
@@ -184,6 +185,6 @@ def store_analysis(con: Any, analysis: Analysis, settings: dict[str, str] | None
                   for i, f in enumerate(analysis.findings)],
         spikes=[{"series": s.series, "step": s.step, "value": s.value, "baseline": s.baseline, "z": s.z,
                  "event_id": s.event} for s in analysis.spikes],
-        skipped=[(s.kind, s.reason) for s in analysis.skipped])
+        skipped=[(s.kind, s.reason) for s in analysis.skipped], transaction=transaction)
     analysis.analysis_id = aid
     return aid

@@ -3,9 +3,9 @@
 Per-run ingest and analysis are independent, so they run in N worker processes (concurrent.futures) or as Ray
 tasks. DuckDB has one writer (DECISIONS.md §5), so a worker never opens the store: it ingests the run into a
 private database of its own (a file in RAM, /dev/shm where present, deleted after), analyses it there, and
-hands back the run's tables as Arrow with the analysis. The driver appends the tables in bulk, renumbering
-ids (`ingest.writes.append_run_tables`), and stores the analysis: the store ends up as a sequential
-`forensics analyze` of each run would leave it.
+hands back the run's tables as Arrow with the analysis. The driver appends the tables in bulk, renumbering ids
+(`ingest.writes.append_run_tables`), many runs per transaction, and stores the analyses: the store ends up as a
+sequential `forensics analyze` of each run would leave it.
 
 A run the store already holds is ingested by the driver itself (`ingest_run` resumes where the last ingest
 stopped: DECISIONS.md §3, so nothing is read or stored twice), then analysed by workers that open the store
@@ -46,7 +46,8 @@ class RunResult:
     """One run's outcome. `analysis` is None when it failed; `error` says why (one line), `trace` keeps the
     traceback of an unexpected failure; `retry` is True when the failure is not the run's (a locked store, a
     failed write, a crashed worker), so a service tries it again; `points` counts the points a worker read
-    (0 in the driver)."""
+    (0 in the driver); `cpu_seconds` the CPU time of the process that read and analysed it, while it did (the
+    benchmark's Amdahl projection: the machine's load does not inflate it as it does `seconds`)."""
 
     path: str
     run_id: str | None = None
@@ -57,6 +58,7 @@ class RunResult:
     retry: bool = False
     points: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     store_seconds: float = 0.0  # the driver's time appending a worker's tables and storing its analysis
     where: str = "driver"  # driver, process, ray
     tables: dict | None = field(default=None, repr=False)  # a worker's Arrow tables, until the driver appends them
@@ -82,7 +84,7 @@ def work_on_run(path: str, options: Options) -> RunResult:
     from ingest.queries import export_run_tables
     from ingest.store import connect
 
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     out = RunResult(path=path, name=Path(path).name)
     tmp = _private_dir()
     db = Path(tmp) / "run.duckdb"
@@ -103,7 +105,7 @@ def work_on_run(path: str, options: Options) -> RunResult:
             out.run_id = out.run_id or (runs[0] if runs else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out.seconds = time.monotonic() - started
+    out.seconds, out.cpu_seconds = time.monotonic() - started, time.process_time() - cpu
     return out
 
 
@@ -126,44 +128,66 @@ def run_in_driver(path: str, db: Path, options: Options) -> RunResult:
 
 
 def store_worker_results(db: Path, results: list[RunResult], options: Options) -> None:
-    """Driver: append workers' tables and store their analyses, one write connection for the batch (the runs
-    finished meanwhile) and one transaction per run; each run's tables are dropped once stored, so the driver
-    holds a batch's rows at most. A run whose store fails (a full disk) gets the error; the others go on."""
-    from forensics.analysis import set_replay_command
-    from forensics.engine import store_analysis
+    """Driver: append workers' tables and store their analyses, many runs in one connection and one transaction
+    (each connection's open and close, and each commit, cost the single writer more than a run's rows: see
+    docs/watch.md). Should that transaction fail (a full disk, a bug in one run's rows), it is rolled back and
+    each run is written in a transaction of its own, so a run whose store fails gets the error and the others
+    go on. Each run's tables are dropped once written, so the driver holds one batch's rows at most."""
     from ingest.queries import known_run_ids
     from ingest.store import connect
-    from ingest.writes import append_run_tables
 
     todo = [r for r in results if r.tables is not None and r.run_id is not None]
     if not todo:
         return
+    t0 = time.monotonic()
     with connect(db, write=True) as con:
         known = known_run_ids(con)
+        fresh = []
         for r in todo:
-            t0 = time.monotonic()
             if r.run_id in known:
                 # Another writer stored this run meanwhile: the worker's copy would hold its points twice.
                 r.error, r.analysis, r.retry = "the run was stored by another process meanwhile", None, True
                 r.tables = None
                 continue
-            try:
-                con.execute("BEGIN")
+            known.add(r.run_id)  # the same run twice in one batch (two paths to one folder): stored once
+            fresh.append(r)
+        try:
+            _write_runs(con, db, fresh, options)
+        except Exception:  # noqa: BLE001 - the batch failed as a whole: find the run it was, one at a time
+            for r in fresh:
                 try:
-                    append_run_tables(con, r.tables)
-                    con.execute("COMMIT")
-                except BaseException:
-                    con.execute("ROLLBACK")
-                    raise
-                if r.analysis is not None:
-                    r.analysis.db = str(db)  # the worker analysed against its private copy, now gone
-                    set_replay_command(r.analysis, r.path, db, options.implied_db)
-                    store_analysis(con, r.analysis, options.selection.as_json())
-            except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
-                failed = _failed(r.path, exc, r.where)
-                r.error, r.trace, r.retry, r.analysis = failed.error, failed.trace, True, None
-            r.tables = None
-            r.store_seconds = time.monotonic() - t0
+                    _write_runs(con, db, [r], options)
+                except Exception as exc:  # noqa: BLE001 - a failed write fails this run only (see analyze_runs)
+                    failed = _failed(r.path, exc, r.where)
+                    r.error, r.trace, r.retry, r.analysis = failed.error, failed.trace, True, None
+    for r in todo:
+        r.tables = None
+    share = (time.monotonic() - t0) / len(todo)  # the connection, the transaction and the rows, shared
+    for r in todo:
+        r.store_seconds += share
+
+
+def _write_runs(con: Any, db: Path, runs: list[RunResult], options: Options) -> None:
+    """One transaction: every run's tables appended, then every analysis stored (rolled back whole on failure)."""
+    from forensics.analysis import set_replay_command
+    from forensics.engine import store_analysis
+    from ingest.writes import append_run_tables
+
+    if not runs:
+        return
+    con.execute("BEGIN")
+    try:
+        for r in runs:
+            append_run_tables(con, r.tables)
+        for r in runs:
+            if r.analysis is not None:
+                r.analysis.db = str(db)  # the worker analysed against its private copy, now gone
+                set_replay_command(r.analysis, r.path, db, options.implied_db)
+                store_analysis(con, r.analysis, options.selection.as_json(), transaction=False)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def _failed(path: str, exc: BaseException, where: str) -> RunResult:
@@ -172,6 +196,14 @@ def _failed(path: str, exc: BaseException, where: str) -> RunResult:
     first = (str(exc).strip().splitlines() or [""])[0]
     return RunResult(path=path, name=Path(path).name, error=f"{type(exc).__name__}: {first}",
                      trace="".join(traceback.format_exception(exc)), where=where, retry=True)
+
+
+# The single writer appends workers' results in batches, one transaction each: when the runs waiting hold
+# WRITE_POINTS points (the driver's memory: ~60 bytes a point as Arrow), when the oldest has waited WRITE_SECONDS
+# (checked as each run finishes), and when the workers are done. Fewer, larger transactions are what keep the
+# writer's share of the wall time small (docs/watch.md, measured).
+WRITE_POINTS = 2_000_000
+WRITE_SECONDS = 10.0
 
 
 def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int = 1, ray_address: str | None = None,
@@ -183,9 +215,9 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
     `jobs` = 1 without Ray: each run in this process, in order (the sequential reference). Otherwise runs the
     store does not hold yet go to `jobs` worker processes (or Ray tasks); runs it holds are ingested here
     (only what is new) and analysed by `jobs` processes reading the store (by this process under Ray). `known` is the set of run ids the store holds (read from it when None).
-    `on_result` sees each result as soon as it is stored (the CLI prints progress with it). When
-    `should_stop()` turns true (SIGINT/SIGTERM), the run being written finishes and no other starts: the
-    results returned are those of the runs done.
+    `on_result` sees each result as soon as it is stored (the CLI prints progress with it; workers' results are
+    stored in batches, see WRITE_POINTS). When `should_stop()` turns true (SIGINT/SIGTERM), no other run starts,
+    the runs finished are written, and the results returned are those of the runs done.
 
     A run that fails in an unexpected way (a bug, a full disk, a killed worker) is reported with its error and
     traceback, and the others go on: this is the one place that catches any Exception, per run.
@@ -218,16 +250,25 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
     workers = (batch for batch in ())  # a generator, like the two below: it can be closed
     if fresh:  # (a generator: Ray starts, or a pool, only when there is work for it)
         workers = _ray_results(fresh, options, ray_address) if use_ray else _process_results(fresh, options, jobs)
+    waiting: list[RunResult] = []  # finished by workers, not yet written
+    since = 0.0
+
+    def write() -> None:
+        store_worker_results(db, waiting, options)
+        for r in waiting:
+            done(r)
+        waiting.clear()
+
     for batch in workers:
         if should_stop():
-            workers.close()  # pending runs are cancelled; finished ones not yet stored are dropped
+            workers.close()  # pending runs are cancelled; finished ones are written below
             break
-        t0 = time.monotonic()
-        store_worker_results(db, batch, options)
-        opened = time.monotonic() - t0 - sum(r.store_seconds for r in batch)
-        for r in batch:
-            r.store_seconds += opened / len(batch)  # the connection's cost, shared
-            done(r)
+        if not waiting:
+            since = time.monotonic()
+        waiting.extend(batch)
+        if sum(r.points for r in waiting) >= WRITE_POINTS or time.monotonic() - since >= WRITE_SECONDS:
+            write()
+    write()
     if use_ray:  # a Ray task may run on another machine, which cannot open this store: the driver reads them
         for p in stored:
             if should_stop():
@@ -292,7 +333,7 @@ def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResu
     from ingest.store import connect
 
     path, run_id = item
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     out = RunResult(path=path, name=Path(path).name, run_id=run_id)
     try:
         with connect(db, write=False) as con:
@@ -301,7 +342,7 @@ def analyse_stored(item: tuple[str, str], options: Options, db: Path) -> RunResu
         set_replay_command(out.analysis, path, db, options.implied_db)
     except ForensicsError as exc:
         out.error, out.retry = str(exc), isinstance(exc, (StoreLocked, StoreUnwritable))
-    out.seconds = time.monotonic() - started
+    out.seconds, out.cpu_seconds = time.monotonic() - started, time.process_time() - cpu
     return out
 
 

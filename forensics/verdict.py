@@ -127,8 +127,17 @@ def headline_index(findings: list[Finding]) -> int | None:
     events = {findings[i].event for i in top if findings[i].event is not None}
     pool = top + [i for i, f in enumerate(findings)
                   if f.severity != "info" and f.event in events and f.severity != worst]
-    return min(pool, key=lambda i: (CAUSE_STAGE.get(findings[i].kind, 2), findings[i].step is None,
+    return min(pool, key=lambda i: (_stage(findings[i], findings), findings[i].step is None,
                                     findings[i].step or 0, RANK[findings[i].severity]))
+
+
+def _stage(f: Finding, findings: list[Finding]) -> float:
+    """`f`'s place in the chain: its kind's stage, or just after the kind its evidence says it `follows` when the
+    analysis found that kind too (amp_overflow whose every halving came with a NaN loss is the NaN's consequence)."""
+    follows = f.evidence.get("follows")
+    if follows and any(g.kind == follows for g in findings):
+        return CAUSE_STAGE.get(follows, 2) + 0.5
+    return CAUSE_STAGE.get(f.kind, 2)
 
 
 def fails(a: Analysis, level: str) -> bool:

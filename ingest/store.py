@@ -252,15 +252,24 @@ def run_lock(db: Path, run_id: str) -> Iterator[None]:
         fcntl.lockf(fh, fcntl.LOCK_UN, 1, offset)
 
 
+# Every CREATE ... IF NOT EXISTS as one script, run in one transaction: one commit instead of one per statement
+# (a fresh store is part of the first answer's time: docs/engine.md).
+_CREATE = ";\n".join([*(f"CREATE SEQUENCE IF NOT EXISTS {seq} START 1" for seq in SEQUENCES), *TABLES.values()])
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     """Create what is missing, migrate an older schema (schema.MIGRATIONS), refuse a newer one."""
-    for seq in SEQUENCES:
-        con.execute(f"CREATE SEQUENCE IF NOT EXISTS {seq} START 1")
-    for ddl in TABLES.values():
-        con.execute(ddl)
-    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    con.execute("BEGIN")
+    try:
+        con.execute(_CREATE)
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        if not row:
+            con.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
     if not row:
-        con.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
         return
     found = int(row[0][0])
     if found < SCHEMA_VERSION and all(v in MIGRATIONS for v in range(found, SCHEMA_VERSION)):

@@ -8,6 +8,7 @@ never beside the feature.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -351,13 +352,15 @@ _VERDICT_JSON = ("only_kinds", "skip_kinds", "read_problems", "unknown_files")
 
 def insert_analysis(con: Any, run_id: str, *, engine_version: str, settings: dict[str, str],
                     verdict: dict[str, Any], findings: list[dict[str, Any]], spikes: list[dict[str, Any]],
-                    skipped: list[tuple[str, str]]) -> int:
-    """One analysis in one transaction: its row with the verdict (a dict with VERDICT_COLUMNS), findings (dicts
+                    skipped: list[tuple[str, str]], transaction: bool = True) -> int:
+    """One analysis in one transaction (`transaction=False`: in the caller's, which fleet mode's writer holds
+    for many runs at once): its row with the verdict (a dict with VERDICT_COLUMNS), findings (dicts
     with FINDING_COLUMNS; evidence, causes, checks and sources as plain values, stored as JSON), spikes (series,
     step, value, baseline, z, event_id) and skipped detectors (kind, reason). Returns the analysis id."""
     from ingest.jsonvalues import plain
 
-    con.execute("BEGIN TRANSACTION")
+    if transaction:
+        con.execute("BEGIN TRANSACTION")
     try:
         aid = next_id(con, "analysis_id_seq")
         con.execute(
@@ -379,9 +382,11 @@ def insert_analysis(con: Any, run_id: str, *, engine_version: str, settings: dic
         if skipped:
             con.executemany("INSERT INTO skipped (analysis_id, run_id, kind, reason) VALUES (?, ?, ?, ?)",
                             [[aid, run_id, kind, reason] for kind, reason in skipped])
-        con.execute("COMMIT")
+        if transaction:
+            con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        if transaction:
+            con.execute("ROLLBACK")
         raise
     return aid
 
@@ -473,8 +478,10 @@ def insert_alerts(con, rows: list[dict]) -> list[int]:
     return ids
 
 
+@functools.cache
 def _key_columns() -> dict[str, tuple[str, str]]:
-    """Id column -> (its sequence, the table it is the primary key of), read off ingest.schema."""
+    """Id column -> (its sequence, the table it is the primary key of), read off ingest.schema (once: fleet mode's
+    writer appends one run after another)."""
     import re
 
     from ingest.schema import SEQUENCES, TABLES

@@ -1,6 +1,7 @@
 """Fleet mode (`forensics analyze ROOT --all --jobs N`, forensics/fleet.py): workers ingest into private stores and
 the driver appends their tables; the store and the diagnoses equal a sequential analysis of each run, a broken run
-is reported while the rest complete, and a second pass stores nothing twice. Ray's path when ray is installed."""
+is reported while the rest complete, and a second pass stores nothing twice. `--all --ray` on a local Ray
+(ray is in the test extra) gives the same diagnoses."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli import main
-from forensics.fleet import Options, analyze_runs
+from forensics.fleet import Options, store_worker_results, work_on_run
 from ingest.store import connect
 from tests.paths import REPO
 
@@ -153,26 +154,66 @@ def test_cli_all_text_and_bad_root(mixed_root, tmp_path, capsys):
     assert main(["analyze", str(mixed_root), "--all", "--jobs", "0"]) == 2
 
 
-@pytest.mark.slow  # ray.init alone takes 10-20 s on two shared cores
+@pytest.mark.slow  # ray.init takes 5-20 s on two shared cores
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                    reason="ray is not installed: it is the ray extra, not the test extra (a large install, slow start)")
-def test_ray_local_equals_sequential(mixed_root, sequential, tmp_path):
+                    reason="ray is not installed: it is in the test extra (pip install -e '.[test]')")
+def test_ray_local_all_equals_sequential(mixed_root, sequential, tmp_path):
+    """`analyze ROOT --all --ray` with a local Ray, as a user runs it, on a small root (two runs and the broken
+    one): every run's error and diagnosis equal the in-process ones, and the store holds their points."""
     import ray
 
-    seq_db, (_, seq) = sequential
-    paths = [str((mixed_root / n).resolve()) for n in ("plateau_double_softmax", "broken")]
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    root = tmp_path / "runs"
+    for name in ("plateau_double_softmax", "dist_mismatch_val_norm", "broken"):
+        shutil.copytree(mixed_root / name, root / name, symlinks=True)
+    db = tmp_path / "f.duckdb"
     try:
-        results = analyze_runs(paths, tmp_path / "f.duckdb", Options(), use_ray=True)
+        code, result = _run_cli(root, db, "--ray")
     finally:
         ray.shutdown()
+    _, (seq_code, seq) = sequential
+    assert code == seq_code == 2  # the broken run, as in-process
+    assert {r["where"] for r in result["runs"]} == {"ray"}
     expected = _analyses(seq)
-    for r in results:
-        name = Path(r.path).name
-        assert r.where == "ray"
-        assert (r.error is None) == (expected[name][0] is None)
-        got = _without_db(r.analysis.as_dict()) if r.analysis else None
-        assert got == expected[name][1]
+    got = _analyses(result)
+    assert set(got) == {"plateau_double_softmax", "dist_mismatch_val_norm", "broken"}
+    for name, (error, analysis) in got.items():
+        assert (error is None) == (expected[name][0] is None), name
+        assert analysis == expected[name][1], name
+    assert any(analysis["findings"] for _, analysis in got.values() if analysis)  # something to compare
+    two = ("plateau_double_softmax", "dist_mismatch_val_norm")
+    got_points, want_points = _points_by_run(_store_digest(db), two), _points_by_run(_store_digest(sequential[0]), two)
+    assert got_points == want_points and all(got_points.values())
+
+
+def _points_by_run(digest: dict, names: tuple[str, ...]) -> dict[str, list]:
+    """Each named run's scalars rows, less the run id (a hash of the run's path: the copies differ)."""
+    name_of = {r[0]: r[1] for r in digest["runs"]}
+    return {n: sorted(row[1:] for row in digest["scalars"] if name_of[row[0]] == n) for n in names}
+
+
+def test_the_writer_stores_many_runs_in_one_transaction_and_a_failed_one_alone(mixed_root, sequential, tmp_path):
+    """The single writer appends a batch of workers' results in one transaction; when it fails, each run is
+    written in a transaction of its own: the run whose rows cannot be written is reported (to retry), the others
+    are stored whole, with the points and findings a sequential analysis stores."""
+    import pyarrow as pa
+
+    names = ("plateau_double_softmax", "dist_mismatch_val_norm", "val_noise_tiny_val")
+    results = [work_on_run(str((mixed_root / n).resolve()), Options()) for n in names]
+    bad = results[1].tables["series"]  # a column the store has not: this run's INSERT fails, and only its
+    results[1].tables["series"] = bad.append_column("not_a_column", pa.array([1] * bad.num_rows))
+    db = tmp_path / "f.duckdb"
+    store_worker_results(db, results, Options())
+    assert [r.error is None for r in results] == [True, False, True]
+    assert results[1].retry and "not_a_column" in results[1].error and results[1].analysis is None
+    assert all(r.tables is None and r.store_seconds > 0 for r in results)
+    got, seq = _store_digest(db), _store_digest(sequential[0])
+    kept = {names[0], names[2]}
+    assert {r[1] for r in got["runs"]} == kept
+    run_of = {r[0]: r[1] for r in seq["runs"]}
+    for table in ("scalars", "series"):  # each row's first column is its run
+        assert got[table] == [row for row in seq[table] if run_of[row[0]] in kept], table
+    # as sets: the sequential store may hold a second analysis of each run (the second-pass test), the same rows
+    assert set(got["findings"]) == {row for row in seq["findings"] if run_of[row[0]] in kept}
 
 
 def test_ids_that_are_not_contiguous_are_looked_up(tmp_path):

@@ -272,6 +272,16 @@ def test_headline_rule_causes_before_symptoms():
     assert headline(Analysis("r", "r")) is None
 
 
+def test_a_finding_that_follows_another_kind_ranks_after_it():
+    """amp_overflow is upstream of nan_loss, except where its evidence says it follows the NaN (every halving came
+    with a non-finite loss): then the NaN leads; without a nan_loss finding the mark changes nothing."""
+    nan, amp = _finding("nan_loss", "critical", 1, None, 1), _finding("amp_overflow", "critical", 1, 2, 1)
+    assert headline(Analysis("r", "r", findings=[nan, amp])).kind == "amp_overflow"
+    amp.evidence["follows"] = "nan_loss"
+    assert headline(Analysis("r", "r", findings=[nan, amp])).kind == "nan_loss"
+    assert headline(Analysis("r", "r", findings=[_finding("loss_spike", "critical", 1, 1, 1), amp])).kind == "amp_overflow"
+
+
 def test_every_catalog_kind_has_a_place_in_the_chain():
     from forensics.catalog import KINDS
 

@@ -170,6 +170,7 @@ class AmpOverflow:
             summary = (f"loss scale is {top:g} at all {s.size} logged points (below {self.floor:g}): the fp16 "
                        f"scaler has collapsed and every step overflows")
         elif not falling and low >= self.floor and not skipping:  # every halving comes with a non-finite loss
+            ev["follows"] = "nan_loss"  # the overflow is the NaN loss's consequence: the headline leads with the NaN
             summary = (f"loss scale halves {count(sick, 'time')} (from {top:g} to {final:g}) while the training "
                        f"loss is non-finite: no loss scale makes those gradients finite, so every step is skipped "
                        f"and the scale falls toward its floor")

@@ -195,6 +195,18 @@ def test_overflows_past_calibration_in_real_console_excerpts_fire(tmp_path, name
     assert f.step == onset and {k: f.evidence[k] for k in evidence} == evidence
 
 
+def test_overflow_that_follows_a_nan_loss_does_not_lead_the_report(tmp_path):
+    """log_hallo152's loss is NaN from its first line and DeepSpeed halves the scale beside it: the report leads
+    with the NaN, the overflow it caused comes after (it led the report when first found)."""
+    from forensics.analysis import analyze
+
+    if not (REAL_RUNS_TEST / "log_hallo152").is_dir():
+        pytest.skip("shared/real_runs_test/log_hallo152 is not beside the checkout")
+    result = analyze(REAL_RUNS_TEST / "log_hallo152", tmp_path / "f.duckdb")
+    assert sorted(f.kind for f in result.findings) == ["amp_overflow", "nan_loss"]
+    assert result.headline().kind == "nan_loss"
+
+
 def test_a_resumed_scaler_recalibrating_from_its_start_value_is_silent(tmp_path):
     """A run resumed at step 12000 without the scaler's state: GradScaler starts again at 65536 and its first ten
     steps overflow, then the scale holds. Past step 200, but a fresh scaler's calibration, not skipped training."""
