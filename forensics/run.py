@@ -75,6 +75,7 @@ class Run:
     _tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     _cache: dict[int, pl.DataFrame] = field(default_factory=dict, repr=False)
     _steps_cache: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
+    _spikes_cache: dict[tuple[str, SpikeRule], pl.DataFrame] = field(default_factory=dict, repr=False)
     # What a spike is in this analysis: the loss-spike detector's thresholds, set by the engine so that every
     # reader of spikes (loss_spike, bad_batch, the spike list) shares one definition (issue 11).
     spike_rule: SpikeRule = field(default_factory=SpikeRule, repr=False)
@@ -171,6 +172,18 @@ class Run:
         """(steps, values) of `series(role_or_name)` as numpy arrays (int64, float64; NaN/Inf kept)."""
         f = self.series(role_or_name)
         return f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
+
+    def spikes(self, name: str, rule: SpikeRule) -> pl.DataFrame:
+        """`stats.spikes` of the series `name` (one row per step) under `rule`, computed once per analysis: the
+        loss-spike detector and the engine's spike list read the same spikes of the same loss, and on a long
+        series each computation holds a dozen arrays of its length."""
+        from forensics import stats
+
+        key = (name, rule)
+        if key not in self._spikes_cache:
+            f = self.series_named(name)
+            self._spikes_cache[key] = stats.spikes(f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy(), rule)
+        return self._spikes_cache[key]
 
     def last_step(self) -> int | None:
         """The largest logged step of any series (the run's length in its own numbering)."""

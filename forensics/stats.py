@@ -265,14 +265,16 @@ def rolling_baseline(values: np.ndarray, window: int, min_periods: int | None = 
     Non-finite points are ignored; NaN where fewer than `min_periods` finite points precede.
     """
     y = np.asarray(values, dtype=float)
-    y = np.where(np.isfinite(y), y, np.nan)
     mp = min_periods if min_periods is not None else max(3, window // 4)
-    s = pl.Series("y", y, nan_to_null=True)
-    med = s.rolling_median(window_size=window, min_samples=mp).shift(1)
+    s = pl.Series("y", np.where(np.isfinite(y), y, np.nan), nan_to_null=True)
+    # each intermediate is dropped once read: on a series of millions of points every one is 8 bytes a point
+    med = s.rolling_median(window_size=window, min_samples=mp).shift(1).fill_null(np.nan).to_numpy()
     step = s.diff().abs()  # null next to a non-finite point
+    del s
     sig = step.rolling_median(window_size=max(window - 1, 1), min_samples=max(mp - 1, 1)).shift(1)
+    del step
     sig = sig * (MAD_TO_SIGMA / math.sqrt(2.0))
-    return med.fill_null(np.nan).to_numpy(), sig.fill_null(np.nan).to_numpy()
+    return med, sig.fill_null(np.nan).to_numpy()
 
 
 def ema(values: np.ndarray, span: float) -> np.ndarray:
@@ -311,16 +313,29 @@ def change_point(values: np.ndarray) -> tuple[int, float]:
     total sum of squares the split explains (0–1). (-1, 0) for fewer than 4 finite points.
     """
     y = np.asarray(values, dtype=float)
-    y = y[np.isfinite(y)]
+    finite = np.isfinite(y)
+    if not finite.all():
+        y = y[finite]
     n = y.size
     if n < 4:
         return -1, 0.0
     c1 = np.cumsum(y)
     c2 = np.cumsum(y * y)
-    k = np.arange(1, n)
-    left = c2[k - 1] - c1[k - 1] ** 2 / k
-    right = (c2[-1] - c2[k - 1]) - (c1[-1] - c1[k - 1]) ** 2 / (n - k)
-    sse = left + right
+    # sse[k-1] = (c2[k-1] - c1[k-1]² / k) + ((c2[-1] - c2[k-1]) - (c1[-1] - c1[k-1])² / (n - k)) for k = 1..n-1,
+    # the same operations in the same order, in place: a series of millions of points holds 5 arrays, not 12
+    k = np.arange(1, n, dtype=float)  # exact below 2**53
+    head1, head2 = c1[:-1], c2[:-1]  # views: c1[k - 1], c2[k - 1]
+    sse = np.square(head1)
+    sse /= k
+    np.subtract(head2, sse, out=sse)  # left
+    right = np.subtract(c1[-1], head1)
+    np.square(right, out=right)
+    np.subtract(n, k, out=k)
+    right /= k
+    np.subtract(c2[-1], head2, out=k)
+    np.subtract(k, right, out=right)
+    sse += right
+    del k, right
     total = c2[-1] - c1[-1] ** 2 / n
     best = int(np.argmin(sse))
     gain = 0.0 if total <= 0 else float(1.0 - sse[best] / total)
@@ -534,6 +549,8 @@ def spikes(steps: np.ndarray, values: np.ndarray, rule: SpikeRule = SpikeRule(),
         return empty
     fin = raw[np.isfinite(raw)]
     log_scale = bool(fin.size and np.all(fin > 0))
+    res = resolution(fin)
+    del fin  # each full-length array below is freed once read: a long series' loss is millions of points
     with np.errstate(divide="ignore", invalid="ignore"):
         y = np.where(np.isfinite(raw), np.log(np.where(raw > 0, raw, 1.0)), np.nan) if log_scale else raw
     med, sig = rolling_baseline(y, window)
@@ -544,15 +561,17 @@ def spikes(steps: np.ndarray, values: np.ndarray, rule: SpikeRule = SpikeRule(),
     recent, _ = rolling_baseline(y, short)
     use_recent = np.isfinite(recent) & (direction * (recent - med) > 0)
     med = np.where(use_recent, recent, med)
+    del recent
     floor = np.maximum(sig, 1e-12 * np.abs(med) + 1e-300)
+    del sig
     # A value printed with few decimals moves in steps of the print's resolution (a loss of 0.0001 logged as
     # `0.0001`/`0.0002` has a MAD of 0): noise is at least half that step, so one step is not a 10^12-sigma spike.
-    res = resolution(fin)
     if res > 0:
         half = 0.5 * (np.log1p(res / np.exp(med)) if log_scale else np.full_like(med, res))
         floor = np.maximum(floor, np.where(np.isfinite(half), half, 0.0))
-    zz = direction * (y - med) / floor
+        del half
     jump = direction * (y - med)
+    zz = jump / floor
     big = jump >= (math.log1p(min_ratio) if log_scale else min_ratio * np.abs(med))
     cand = np.isfinite(zz) & (zz >= z) & big
     if not cand.any():

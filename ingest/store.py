@@ -38,6 +38,8 @@ from ingest.schema import MIGRATIONS, SCHEMA_VERSION, SEQUENCES, TABLES
 # transaction at a time (each a second or two at most), so eight analyses of large runs at once wait well
 # under this; a process that holds the database longer than this is stuck or not ours.
 LOCK_WAIT_S = 300.0
+# What one read connection may hold in DuckDB's own buffers (its block cache and sort runs): see `_open`
+READ_MEMORY_LIMIT = "64MB"
 NOTICE_EVERY_S = 30.0  # a long wait is said again this often
 # The byte of `<db>.lock` that queues whole-database access; the per-run ingest locks use bytes below 2**32.
 GATE_OFFSET = 2**32
@@ -115,6 +117,12 @@ def _open(db: Path, write: bool, deadline: float) -> duckdb.DuckDBPyConnection:
             # themselves, and a bar in the middle of `analyze --json`'s stderr or watch's log is noise
             con = duckdb.connect(str(db), read_only=not write)
             con.execute("SET enable_progress_bar = false")  # a session option: not settable in connect's config
+            if not write:
+                # A reader's block cache counts in its peak memory: DuckDB's default (80% of RAM) kept the whole
+                # store's columns cached beside the series a detector holds (issue 28: analysing 4 series of 2M
+                # points, the first series read cost 208 MB of which 48 MB were its points). Sorts and scans past
+                # the limit page from the file (or spill), the results handed to Arrow are not counted
+                con.execute(f"SET memory_limit = '{READ_MEMORY_LIMIT}'")
             return con
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_error(exc):

@@ -93,7 +93,7 @@ class LossSpike:
     def check(self, run: Run) -> Iterator[Finding]:
         steps, values = run.arrays("loss")
         if int(np.isfinite(values).sum()) >= self.min_points:
-            found = stats.spikes(steps, values, self.rule())
+            found = run.spikes(run.pick("loss"), self.rule())  # shared with the engine's spike list
             start = stats.start_level(values, self.start_points)
             reference = np.isfinite(values)  # the points a spike is compared with: not other spikes
             for a, b in zip(found["start_step"], found["end_step"]):

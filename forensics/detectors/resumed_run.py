@@ -72,17 +72,21 @@ class ResumedRun:
             yield from self._epoch_resets(run)  # line order is the only order: an epoch going back still shows
             return
         console = run.format_of(name) in TEXT_FORMATS
-        pts = run.points(name).with_row_index("i")
-        if pts["wall_time"].null_count() == 0:
-            pts = pts.sort(["wall_time", "i"])
-        pts = pts.unique(["step", "value"], keep="first", maintain_order=True)  # exact copies are not a resume
-        steps = pts["step"].to_numpy()
-        wall = pts["wall_time"].fill_null(np.nan).to_numpy()
-        back = np.flatnonzero(np.diff(steps) < 0 if console else np.diff(steps) <= 0) + 1
-        # Rows repeated at the step the log ends on (Lightning's test rows, a final evaluation logging the same
-        # name) go back nowhere: the log never moves past that step again, so nothing was resumed.
-        last = np.maximum.accumulate(steps[::-1])[::-1]  # the highest step from each point on
-        back = back[(steps[back] < steps[back - 1]) | (last[back] > steps[back])]
+        raw = run.points(name)
+        if _in_order(raw):  # the usual case: no step goes back in write order, so there is nothing to resolve
+            back = np.array([], dtype=np.int64)
+        else:
+            pts = raw.with_row_index("i")
+            if pts["wall_time"].null_count() == 0:
+                pts = pts.sort(["wall_time", "i"])
+            pts = pts.unique(["step", "value"], keep="first", maintain_order=True)  # exact copies are not a resume
+            steps = pts["step"].to_numpy()
+            wall = pts["wall_time"].fill_null(np.nan).to_numpy()
+            back = np.flatnonzero(np.diff(steps) < 0 if console else np.diff(steps) <= 0) + 1
+            # Rows repeated at the step the log ends on (Lightning's test rows, a final evaluation logging the same
+            # name) go back nowhere: the log never moves past that step again, so nothing was resumed.
+            last = np.maximum.accumulate(steps[::-1])[::-1]  # the highest step from each point on
+            back = back[(steps[back] < steps[back - 1]) | (last[back] > steps[back])]
         if back.size >= self.min_resets and np.unique(steps[back]).size == 1:
             climbs = np.diff(np.concatenate(([0], back)))
             if climbs.max() <= 1.1 * climbs.min():
@@ -162,3 +166,14 @@ class ResumedRun:
                              summary=(f"epoch falls back from {epoch[k - 1]:.3g} to {epoch[k]:.3g} at step "
                                       f"{steps[k]} while the steps keep rising: the run was restarted from a "
                                       f"checkpoint with a fresh epoch count"))
+
+
+def _in_order(points: pl.DataFrame) -> bool:
+    """Points whose steps rise at every point in write order, and whose wall clock (where every point has one)
+    never goes back: the order `check` would sort them into is the write order and no step repeats, so no step
+    goes back either. Read without a copy of the series (a long run's loss is millions of points)."""
+    steps = points["step"]
+    if steps.null_count() or not bool((steps.diff().drop_nulls() > 0).all()):
+        return False
+    wall = points["wall_time"]
+    return wall.null_count() > 0 or bool((wall.diff().drop_nulls() >= 0).all())

@@ -82,12 +82,17 @@ class ThroughputDrop:
         name = run.pick("loss")
         if name is None:
             return None
-        pts = run.points(name).filter(pl.col("wall_time").is_not_null())
+        pts = run.points(name)
+        if pts["wall_time"].null_count():  # no copy of a long series where every point has its stamp
+            pts = pts.filter(pl.col("wall_time").is_not_null())
         s, w = pts["step"].to_numpy(), pts["wall_time"].to_numpy()
         ds, dw = np.diff(s), np.diff(w)
         ok = (ds > 0) & (dw >= 0)  # a step or clock going back is a resume (resumed_run), not a slow step
         if ok.sum() == 0:
             return None
+        if ok.all():  # no resume: every interval is kept, as views, in one segment (zeros never written to)
+            dw /= ds
+            return s[:-1], s[1:], dw, np.zeros(dw.size, dtype=np.int64), name, "wall_time / step between logged points"
         seg = np.cumsum(~ok)
         return s[:-1][ok], s[1:][ok], dw[ok] / ds[ok], seg[ok], name, "wall_time / step between logged points"
 
@@ -118,7 +123,8 @@ class ThroughputDrop:
             return
         a, b, r, seg, name, how = got
         keep = r > 0
-        a, b, r, seg = a[keep], b[keep], r[keep], seg[keep]
+        if not keep.all():
+            a, b, r, seg = a[keep], b[keep], r[keep], seg[keep]
         if r.size < self._enough(how):
             return
         lr = np.log(r)
