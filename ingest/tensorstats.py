@@ -16,14 +16,16 @@ Statistics (see `TENSOR_STAT_COLUMNS`):
                     over the finite elements only, so that one NaN does not hide the magnitude of the
                     rest; NaN when no element is finite. std is the population std (ddof = 0).
 Every element is upcast to float64 before it is summed (bf16/fp16/fp8 included); mean and std are
-merged across slices with Chan et al.'s pairwise update, which keeps float64 precision.
+merged across slices with Chan et al.'s pairwise update, which keeps float64 precision. The sums run on one torch
+thread: a parallel reduction's order, and so its last bits, depends on the thread count (2 threads in a process,
+1 in a forked worker), and the same file must give the same statistics in every process (`--jobs`, watch, Ray).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,6 +220,24 @@ class Moments:
         }
 
 
+def _one_thread(fn: Callable) -> Callable:
+    """Run `fn` with torch's intra-op threads at 1, the caller's count given back after (module docstring)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        threads = torch.get_num_threads()
+        if threads == 1:
+            return fn(*args, **kwargs)
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(threads)
+    return wrapper
+
+
+@_one_thread
 def stats_of(ref: TensorRef, n: int = SLICE_ELEMENTS) -> dict[str, Any]:
     """The statistics of one tensor (the module docstring defines them), streamed slice by slice."""
     m = Moments()
@@ -226,6 +246,7 @@ def stats_of(ref: TensorRef, n: int = SLICE_ELEMENTS) -> dict[str, Any]:
     return {"dtype": ref.dtype, "shape": list(ref.shape), "numel": ref.numel, **m.row()}
 
 
+@_one_thread
 def stats_and_delta(cur: TensorRef, prev: TensorRef, n: int = SLICE_ELEMENTS) -> tuple[dict[str, Any], float, float]:
     """`stats_of(cur)` and `delta_norms(prev, cur)` in one pass over `cur` (read once, not twice)."""
     import torch
@@ -249,6 +270,7 @@ def empty_stats(ref: TensorRef) -> dict[str, Any]:
     return row
 
 
+@_one_thread
 def delta_norms(prev: TensorRef, cur: TensorRef, n: int = SLICE_ELEMENTS) -> tuple[float, float]:
     """(‖cur − prev‖₂, ‖prev‖₂) in float64, streaming both tensors in step. NaN anywhere gives NaN."""
     import torch

@@ -372,6 +372,24 @@ def test_deltas_equal_norm_of_difference_and_frozen_is_zero(tmp_path):
     assert deltas["fc1.weight"]["delta_l2"] > 0
 
 
+def test_statistics_are_the_same_bits_whatever_torch_thread_count():
+    """`--jobs 2` stored other last bits of l2 and of delta ratios than one process did (CI, on the gallery's
+    healthy_mlp): a forked worker runs torch on 1 thread, the driver on 2, and a parallel sum's order follows
+    the thread count. The statistics run on one thread, and the caller's count is given back."""
+    g = torch.Generator().manual_seed(0)
+    old, new = (torch.randn(3_000_000, generator=g, dtype=torch.float32) for _ in range(2))
+    ref, prev = (TensorRef("float32", (t.numel(),), tensor=t) for t in (new, old))
+    seen, before = [], torch.get_num_threads()
+    try:
+        for threads in (1, 2, 4):
+            torch.set_num_threads(threads)
+            seen.append((stats_of(ref), delta_norms(prev, ref), torch.get_num_threads()))
+    finally:
+        torch.set_num_threads(before)
+    assert [s[:2] for s in seen] == [seen[0][:2]] * 3
+    assert [s[2] for s in seen] == [1, 2, 4]
+
+
 def test_lightning_deltas_join_tensor_stats_by_key_as_found(tmp_path):
     *_, snaps = train(3)
     run, db = tmp_path / "run", tmp_path / "f.duckdb"
