@@ -128,7 +128,7 @@ def _loss_events(run: Run, rule: stats.SpikeRule) -> tuple[list[tuple[int, int, 
     steps, values = run.arrays("loss")
     bad = ~np.isfinite(values)
     onset = int(steps[np.argmax(bad)]) if bad.any() else None
-    found = stats.spikes(steps, values, rule)
+    found = run.spikes(run.pick("loss"), rule)  # the loss's spikes, computed once per analysis (Run.spikes)
     out = []
     for s in found.iter_rows(named=True):  # one row per spike episode
         k = int(np.searchsorted(steps, s["start_step"]))
