@@ -36,10 +36,13 @@ from ingest.formats import Format, format_for
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
-from ingest.store import connect, run_lock
+from ingest.store import connect, let_go, run_lock
 
 log = logging.getLogger(__name__)
 FLUSH_POINTS = 2_000_000  # about 100 MB of points: bounded memory, few transactions
+# The most bytes of logs a run may have for `analyze` to keep one connection through ingest, analysis and storing
+# (store.hold): ~100-250k points, whose analysis takes well under a second here (docs/engine.md, first answer).
+HOLD_BYTES = 8 * 2**20
 HEAD_BYTES = 4096
 # progress(stage, done, total): bytes of `stage` ("logs", "checkpoints") read so far, of `total`.
 Progress = Callable[[str, int, int], None]
@@ -218,6 +221,12 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
         else:
             claimed.append((rel, fmt))
 
+    total_bytes = sum(_size(root / rel) for rel, _ in claimed)
+    if checkpoints or batches or total_bytes > HOLD_BYTES:
+        # Not a small run: reading it (or importing torch for its tensors) and analysing it take long, so the
+        # connection an `analyze` holds (store.hold) is closed and others get their turn between transactions.
+        let_go(db)
+
     # Sources parsed by another version of their reader (or by another format's) are read again from nothing:
     # a reader fix reaches runs stored before it (sources.reader_version).
     stale = {storable(str(rel)): known[storable(str(rel))][0] for rel, fmt in claimed
@@ -230,7 +239,6 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             con.execute("COMMIT")
             known = queries.known_sources(con, run_id)
 
-    total_bytes = sum(_size(root / rel) for rel, _ in claimed)
     done = 0
     rewrite: Issue | None = None
     pending: list[_Pending] = []

@@ -451,3 +451,31 @@ def test_a_run_that_fails_its_first_ingest_leaves_no_row(tmp_path, capsys, conte
             con.execute("SELECT count(*) FROM sources").fetchone()[0]
         assert con.execute("SELECT count(*) FROM ingest_issues WHERE run_id NOT IN (SELECT run_id FROM runs)"
                            ).fetchone()[0] == 0
+
+
+def test_analyze_of_a_small_run_opens_the_store_once_and_closes_it_at_the_end(tmp_path, monkeypatch):
+    """Issue 28: one `analyze` opened DuckDB five times (three ingest transactions, the analysis's read, the findings'
+    write), ~0.3 s of an ordinary run's 1.2 s first answer. A small run's command keeps its first write connection
+    (store.hold) and closes it when it ends: another process can open the store for writing at once. A large run
+    (here: every run, with HOLD_BYTES at 0) opens per transaction as before, with the same stored analysis."""
+    import ingest.run
+    from forensics.analysis import analyze
+    from ingest import store
+
+    opened = []
+    real_open = store._open
+    monkeypatch.setattr(store, "_open", lambda db, write, deadline: opened.append(write) or real_open(db, write, deadline))
+    run = _tb_run(tmp_path / "run", 200)
+    held = analyze(run, tmp_path / "held.duckdb")
+    assert opened == [True]
+    subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()",
+                    str(tmp_path / "held.duckdb")], check=True, timeout=60)
+
+    opened.clear()
+    monkeypatch.setattr(ingest.run, "HOLD_BYTES", 0)
+    apart = analyze(run, tmp_path / "apart.duckdb")
+    assert opened == [True, True, True, False, True]  # ingest: what is known, the points, the run's row; read; write
+    drop = ("db",)
+    assert {k: v for k, v in held.as_dict().items() if k not in drop} == \
+        {k: v for k, v in apart.as_dict().items() if k not in drop}
+
