@@ -15,10 +15,10 @@ import polars as pl
 
 
 def _frame(con: Any, sql: str, params: list) -> pl.DataFrame:
-    """A small query's result (series list, checkpoint tables) as a polars frame."""
-    with warnings.catch_warnings():  # the extra copy DuckDB warns about is negligible for these small tables
-        warnings.simplefilter("ignore", UserWarning)
-        return pl.from_arrow(con.execute(sql, params).to_arrow_table())
+    """A query's result (series list, checkpoint tables) as a polars frame. polars reads the relation's Arrow C
+    stream itself: no copy, and no pyarrow import (`to_arrow_table()` is a pyarrow table; issue 28)."""
+    con.complete()  # a relation may not start while an earlier execute()'s rows are unread (fetchone leaves them)
+    return pl.DataFrame(con.sql(sql, params=params))
 
 
 # -- runs and sources (CLI: runs, ingest reports) ------------------------------------------------------------
@@ -251,8 +251,8 @@ def series_points(con: Any, series_id: int) -> pl.DataFrame:
     """(step, value, wall_time) of one series in write order (source, position), so that a resumed run's
     newer segment comes last. Relation API, not execute(): a zero-copy Arrow hand-off for series of millions
     of points. `series_id` is an int from our own table, safe to inline."""
-    return pl.from_arrow(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
-                                     ORDER BY source_id, position""").to_arrow_table())
+    return pl.DataFrame(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
+                                    ORDER BY source_id, position"""))
 
 def point_counters(con: Any, series_id: int, steps: list[int]) -> dict[int, tuple[int | None, int | None]]:
     """step -> (epoch, batch) the writer printed on the line of each of `steps` (first in write order), for an
