@@ -179,7 +179,8 @@ def hold(db: Path) -> Iterator[None]:
     command's few hundred milliseconds, as one write transaction would hold it, and never past the block: the
     app and other commands open the store between commands. Whoever knows that a long stretch of work comes
     (a large run to read or analyse) calls `let_go` first, so that others get their turn between transactions
-    as without `hold` (DECISIONS.md §5; docs/engine.md).
+    as without `hold` (DECISIONS.md §5; docs/schema.md). A read inside `hold` goes through the writer's
+    connection, without READ_MEMORY_LIMIT: that cap matters for long series, which a held run does not have.
     """
     key = _key(Path(db))
     outer = _held().get(key)
