@@ -97,7 +97,7 @@ def test_real_trainer_states_read(path):
 
 
 def test_real_file_count():
-    assert len(REAL_FILES) == 7, "all seven hf_* real runs must be found"
+    assert len(REAL_FILES) == 7, f"all seven hf_* real runs must be found under {REAL}"
 
 
 def test_real_star_last_loss_and_string_fields_skipped():
