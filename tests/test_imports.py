@@ -3,6 +3,9 @@
 import subprocess
 import sys
 
+from tests.paths import REAL_RUNS
+
+HF_TSVIZ = REAL_RUNS / "hf_tsviz"  # an ordinary run: logs only (tests/conftest.py skips the tests naming it without ../shared)
 HEAVY = ("torch", "scipy", "wandb", "streamlit", "plotly", "tensorboard", "tbparse", "pandas", "matplotlib")
 
 
@@ -20,13 +23,7 @@ def test_analyze_of_an_ordinary_run_imports_no_pyarrow(tmp_path):
     """Issue 28: pyarrow's import (~40-70 ms) was part of every first answer, only to hand frames between polars and
     DuckDB, which both speak the Arrow C stream interface. A logs-only run's `analyze` (ingest, detectors, storing,
     the report) imports it no more."""
-    from tests.paths import REAL_RUNS
-
-    run = REAL_RUNS / "hf_tsviz"
-    if not run.is_dir():
-        import pytest
-
-        pytest.skip(f"the shared real runs are not beside the checkout ({run})")
+    run = HF_TSVIZ
     code = (
         "import sys\nfrom forensics import cli\n"
         f"code = cli.main(['analyze', {str(run)!r}, '--db', {str(tmp_path / 'f.duckdb')!r}])\n"
@@ -43,13 +40,7 @@ def test_analyze_as_its_own_process_writes_all_its_output_closes_the_store_and_k
     the next process reads the stored analysis."""
     import json
 
-    from tests.paths import REAL_RUNS
-
-    run = REAL_RUNS / "hf_tsviz"
-    if not run.is_dir():
-        import pytest
-
-        pytest.skip(f"the shared real runs are not beside the checkout ({run})")
+    run = HF_TSVIZ
     db = tmp_path / "f.duckdb"
     done = subprocess.run([sys.executable, "-m", "forensics.cli", "analyze", str(run), "--db", str(db), "--json",
                            "--fail-on", "warning"], capture_output=True, text=True, timeout=300)
