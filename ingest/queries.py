@@ -257,8 +257,10 @@ def series_points(con: Any, series_id: int) -> pl.DataFrame:
 def point_counters(con: Any, series_id: int, steps: list[int]) -> dict[int, tuple[int | None, int | None]]:
     """step -> (epoch, batch) the writer printed on the line of each of `steps` (first in write order), for an
     ordinal series whose steps are line ordinals (DECISIONS §2)."""
-    rows = con.execute("SELECT step, epoch, batch FROM scalars WHERE series_id = ? AND list_contains(?, step) "
-                       "ORDER BY source_id, position", [int(series_id), [int(x) for x in steps]]).fetchall()
+    rows = con.execute("SELECT s.step, c.epoch, c.batch FROM scalars s LEFT JOIN point_counters c "
+                       "ON c.series_id = s.series_id AND c.source_id = s.source_id AND c.position = s.position "
+                       "AND c.step = s.step WHERE s.series_id = ? AND list_contains(?, s.step) "
+                       "ORDER BY s.source_id, s.position", [int(series_id), [int(x) for x in steps]]).fetchall()
     out: dict[int, tuple[int | None, int | None]] = {}
     for step, epoch, batch in rows:
         out.setdefault(int(step), (epoch, batch))

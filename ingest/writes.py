@@ -88,7 +88,7 @@ def mark_incomplete(con: Any, run_id: str) -> None:
 
 def delete_run(con: Any, run_id: str) -> None:
     """Every row of a run, where a first ingest read nothing: it leaves no run behind."""
-    for table in ("scalars", "histograms"):
+    for table in ("scalars", "point_counters", "histograms"):
         con.execute(f"DELETE FROM {table} WHERE source_id IN (SELECT source_id FROM sources WHERE run_id = ?)",
                     [run_id])
     for table in ("tensor_stats", "tensor_deltas", "checkpoint_values", "checkpoints", "batch_stats", "batches",
@@ -126,7 +126,7 @@ def forget_sources(con: Any, run_id: str, sources: dict[str, int]) -> None:
     nothing: their points, histograms, texts, config values and issues. The rows stay (their ids are kept) with
     their resume state cleared; the run's series are recounted, and series left with no data are dropped."""
     ids, paths = list(sources.values()), list(sources)
-    for table in ("scalars", "histograms", "texts", "configs"):
+    for table in ("scalars", "point_counters", "histograms", "texts", "configs"):
         con.execute(f"DELETE FROM {table} WHERE list_contains(?, source_id)", [ids])
     con.execute("DELETE FROM ingest_issues WHERE run_id = ? AND list_contains(?, path)", [run_id, paths])
     con.execute("UPDATE sources SET size_bytes = NULL, mtime = NULL, head_hash = NULL, resume_at = 0, n_points = 0, "
@@ -192,7 +192,8 @@ def series_ids(con: Any, run_id: str, grp: str, fmt: str, tags: Sequence[str], o
 
 
 def insert_scalars(con: Any, source_id: int, frame: pl.DataFrame | None, *, dedupe: bool) -> tuple[int, int]:
-    """Insert points (a frame with series_id in place of tag) and add them to their series' counts.
+    """Insert points (a frame with series_id in place of tag) and add them to their series' counts; the epoch
+    and batch of the points that have them go to `point_counters`.
 
     With `dedupe` (formats whose files are copies of one log, DECISIONS.md §3), exact (series, step, value)
     copies, within the frame or already stored, are dropped first. Returns (written, dropped)."""
@@ -211,8 +212,13 @@ def insert_scalars(con: Any, source_id: int, frame: pl.DataFrame | None, *, dedu
         dropped = before - len(new)
     con.register("_new_points", scannable(new))
     con.execute(
-        "INSERT INTO scalars (series_id, source_id, position, step, value, wall_time, epoch, batch) "
-        "SELECT series_id, source_id, position, step, value, wall_time, epoch, batch FROM _new_points")
+        "INSERT INTO scalars (series_id, source_id, position, step, value, wall_time) "
+        "SELECT series_id, source_id, position, step, value, wall_time FROM _new_points")
+    if len(new) > min(new["epoch"].null_count(), new["batch"].null_count()):  # null counts are free in polars
+        con.execute(
+            "INSERT INTO point_counters (series_id, source_id, position, step, epoch, batch) "
+            "SELECT series_id, source_id, position, step, epoch, batch FROM _new_points "
+            "WHERE epoch IS NOT NULL OR batch IS NOT NULL")
     # The counts are aggregated by DuckDB from the same registered frame (a polars group_by of 10M rows cost more).
     con.execute(
         """UPDATE series SET n_points = n_points + c.n, n_nonfinite = n_nonfinite + c.bad,

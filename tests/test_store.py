@@ -13,6 +13,7 @@ from ingest.errors import ForensicsError, SchemaError, StoreLocked
 from ingest.schema import SCHEMA_VERSION
 from forensics.cli import db_path
 from ingest.store import connect
+from tests.paths import REAL_RUNS
 
 
 def test_db_path_prefers_flag_then_env_then_cache(tmp_path, monkeypatch):
@@ -426,6 +427,44 @@ def test_schema_7_store_takes_its_runs_as_complete(tmp_path):
     ingest.store._SCHEMA_READY.clear()
     with connect(db, write=True) as con:
         assert [r["ingest_complete"] for r in list_runs(con)] == [True]
+
+
+def test_schema_8_store_moves_epoch_and_batch_out_of_scalars_and_reads_the_same_counters(tmp_path):
+    """v8 -> v9 (issue 28): `scalars` loses its epoch and batch columns (all NULL for every format but console
+    logs, they cost a quarter of the append); a v8 store's counters move to `point_counters` and read the same."""
+    from ingest.queries import point_counters
+    from ingest.run import ingest_run
+
+    log = REAL_RUNS / "log_byteps411"  # MXNet's `Epoch[e] Batch[b]` lines: points with both counters
+    if not log.is_dir():
+        pytest.skip("shared/real_runs/log_byteps411 is not beside the checkout")
+    db = tmp_path / "f.duckdb"
+    ingest_run(log, db)
+
+    def counters() -> dict:
+        with connect(db, write=False) as con:
+            series = con.execute("SELECT series_id, tag FROM series WHERE ordinal ORDER BY tag").fetchall()
+            out = {tag: point_counters(con, sid, list(range(0, 400))) for sid, tag in series}
+            return out, con.execute("SELECT count(*) FROM scalars").fetchone()[0]
+
+    now, points = counters()
+    assert now and any(e is not None and b is not None for c in now.values() for e, b in c.values())
+    con = duckdb.connect(str(db))  # the store as schema 8 wrote it: the counters inside `scalars`
+    con.execute("ALTER TABLE scalars ADD COLUMN epoch BIGINT")
+    con.execute("ALTER TABLE scalars ADD COLUMN batch BIGINT")
+    con.execute("UPDATE scalars s SET epoch = c.epoch, batch = c.batch FROM point_counters c WHERE (c.series_id, "
+                "c.source_id, c.position, c.step) = (s.series_id, s.source_id, s.position, s.step)")
+    con.execute("DROP TABLE point_counters")
+    con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    con.close()
+    import ingest.store
+
+    ingest.store._SCHEMA_READY.clear()
+    with connect(db, write=True):  # a writer migrates
+        pass
+    with connect(db, write=False) as con:
+        assert "epoch" not in [r[0] for r in con.execute("DESCRIBE scalars").fetchall()]
+    assert counters() == (now, points)
 
 
 @pytest.mark.parametrize("content", [b"\x00\x01 not a format we read", None])
