@@ -74,10 +74,22 @@ def _private_dir() -> str:
     return tempfile.mkdtemp(prefix="forensics-worker-", dir=str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None)
 
 
-def work_on_run(path: str, options: Options) -> RunResult:
+def empty_store(folder: Path) -> Path:
+    """A store with the schema and nothing else, made once by the driver for its workers to copy: each worker's
+    private store began by creating the schema, ~0.1 s of a small run's ~0.6 s (40 runs: 4 s of 25 CPU s)."""
+    from ingest.store import connect
+
+    db = Path(folder) / "empty.duckdb"
+    with connect(db, write=True):
+        pass
+    return db
+
+
+def work_on_run(path: str, options: Options, empty: str | None = None) -> RunResult:
     """Worker: `analyze` the run against a private store, return the analysis and the run's tables.
 
     Runs in a worker process or a Ray task: it imports what it needs itself and never opens the shared store.
+    `empty` is `empty_store`'s copy to start from, where this process can see it (not on a Ray node).
     """
     from forensics.analysis import analyze
     from ingest.errors import ForensicsError
@@ -89,6 +101,8 @@ def work_on_run(path: str, options: Options) -> RunResult:
     tmp = _private_dir()
     db = Path(tmp) / "run.duckdb"
     try:
+        if empty is not None and Path(empty).is_file():
+            shutil.copyfile(empty, db)
         try:
             out.analysis = analyze(path, db, selection=options.selection,
                                    trust_pickle=options.trust_pickle)
@@ -248,8 +262,10 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
     fresh = [p for p in paths if run_id_for(Path(p)) not in known]
     stored = [p for p in paths if p not in set(fresh)]
     workers = (batch for batch in ())  # a generator, like the two below: it can be closed
+    scratch = tempfile.TemporaryDirectory(prefix="forensics-fleet-") if fresh and not use_ray else None
     if fresh:  # (a generator: Ray starts, or a pool, only when there is work for it)
-        workers = _ray_results(fresh, options, ray_address) if use_ray else _process_results(fresh, options, jobs)
+        workers = _ray_results(fresh, options, ray_address) if use_ray else _process_results(
+            _largest_first(fresh), options, jobs, empty=str(empty_store(Path(scratch.name))))
     waiting: list[RunResult] = []  # finished by workers, not yet written
     since = 0.0
 
@@ -259,16 +275,20 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
             done(r)
         waiting.clear()
 
-    for batch in workers:
-        if should_stop():
-            workers.close()  # pending runs are cancelled; finished ones are written below
-            break
-        if not waiting:
-            since = time.monotonic()
-        waiting.extend(batch)
-        if sum(r.points for r in waiting) >= WRITE_POINTS or time.monotonic() - since >= WRITE_SECONDS:
-            write()
-    write()
+    try:
+        for batch in workers:
+            if should_stop():
+                workers.close()  # pending runs are cancelled; finished ones are written below
+                break
+            if not waiting:
+                since = time.monotonic()
+            waiting.extend(batch)
+            if sum(r.points for r in waiting) >= WRITE_POINTS or time.monotonic() - since >= WRITE_SECONDS:
+                write()
+        write()
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
     if use_ray:  # a Ray task may run on another machine, which cannot open this store: the driver reads them
         for p in stored:
             if should_stop():
@@ -394,6 +414,23 @@ def _process_results(paths: Sequence, options: Options, jobs: int, task: Callabl
             # Stopped early (the generator closed): runs not started are cancelled, running ones finish.
             pool.shutdown(wait=True, cancel_futures=True)
         todo = retry
+
+
+def _largest_first(paths: Sequence[str]) -> list[str]:
+    """The runs by the bytes their folders hold, largest first: with workers taking runs in turn, a large run
+    started last leaves the other workers idle while it finishes (on 40 runs of 10k-100k points, the tail was
+    the last second of 14)."""
+    def size(p: str) -> int:
+        total = 0
+        for root, _, files in os.walk(p):
+            for f in files:
+                try:
+                    total += os.lstat(os.path.join(root, f)).st_size
+                except OSError:
+                    pass
+        return total
+
+    return sorted(paths, key=size, reverse=True)
 
 
 def _path(item: str | tuple[str, str]) -> str:

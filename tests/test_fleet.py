@@ -261,3 +261,28 @@ def test_all_names_the_folders_it_could_not_list(tmp_path, capsys):
     assert code == 0
     assert f"cannot list {locked}" in out.err
     assert json.loads(out.out)["not_listed"][0]["path"] == str(locked)
+
+
+def test_workers_copy_one_empty_store_made_by_the_driver_and_it_is_removed(mixed_root, tmp_path, monkeypatch):
+    """Each worker's private store starts as a copy of one schema-only store (not a schema created per run); the
+    copy's folder is the driver's scratch, gone when the runs are written, and largest runs go first."""
+    import tempfile
+
+    from forensics import fleet
+
+    made, order = [], []
+    real_empty, real_largest = fleet.empty_store, fleet._largest_first
+    monkeypatch.setattr(fleet, "empty_store", lambda folder: made.append(real_empty(folder)) or made[-1])
+    monkeypatch.setattr(fleet, "_largest_first", lambda paths: order.extend(real_largest(paths)) or list(order))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    paths = [str(mixed_root / n) for n in ("flat_no_backward", "nan_sqrt_norm")]
+    results = fleet.analyze_runs(paths, tmp_path / "f.duckdb", Options(), jobs=2)
+    assert [r.error for r in results] == [None, None] and all(r.analysis is not None for r in results)
+    assert len(made) == 1 and not made[0].exists()
+    assert [p.name for p in scratch.iterdir() if not p.name.startswith("pymp-")] == []  # pymp-: multiprocessing's
+
+    def size(p):
+        return sum(f.stat().st_size for f in Path(p).rglob("*") if f.is_file() and not f.is_symlink())
+    assert [size(p) for p in order] == sorted((size(p) for p in paths), reverse=True)
