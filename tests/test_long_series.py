@@ -78,3 +78,23 @@ def test_reduced_view_holds_a_bounded_number_of_real_points(bench_run, tmp_path)
         assert np.nanmax(values) == np.nanmax(vals[:, 0])
         assert run.finite_points("loss") == int(np.isfinite(vals[:, 0]).sum())
         assert run.write_order("loss/train")["step"].to_list() == [N_STEPS - 1]  # in order: only the last point
+
+
+def test_restart_of_a_reduced_series_is_found_as_in_the_whole_series(tmp_path):
+    """resumed_run reads write order, which a reduced view (by step) has lost: for a long series it reads the
+    points around each place the steps go back from the store (`Run.write_order`), and finds the same restart."""
+    import time
+
+    root = tmp_path / "resumed"
+    rng = np.random.default_rng(1)
+    first, second = np.arange(0, 3_000), np.arange(2_000, 6_000)  # killed at 2,999, resumed from 2,000
+    write_tb(root, {"train/loss": (first, 2 + rng.normal(0, 0.05, first.size))})
+    time.sleep(1.1)  # the second process starts later: its event file's name and stamps come after the first's
+    write_tb(root, {"train/loss": (second, 1 + rng.normal(0, 0.05, second.size))})
+    found = {}
+    for long_series in (LONG_SERIES, LONG):
+        a = analyze(root, tmp_path / f"{long_series}.duckdb",
+                    selection=Selection(only=("resumed_run",), long_series=long_series))
+        found[long_series] = [(f.step, f.step_end, f.evidence["overlap_steps"]) for f in a.findings]
+        assert ("reduced" in a.checked) == (long_series == LONG)
+    assert found[LONG] == found[LONG_SERIES] == [(2_000, 2_999, 999)]
