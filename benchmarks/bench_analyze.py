@@ -2,6 +2,7 @@
 
     python benchmarks/bench_analyze.py                       # 1M, 2M, 4M, 8M points (~0.5 GB under /tmp)
     python benchmarks/bench_analyze.py --points 1000000 2000000 --dir /tmp/an_bench
+    python benchmarks/bench_analyze.py --reuse --points 8000000 32000000 100000000 --tbparse-max 8000000
 
 Each run is one TensorBoard event file written with the ingest benchmark's generator
 (`benchmarks/bench_ingest_tensorboard.py`: the bytes torch.utils.tensorboard writes) holding four series the
@@ -10,7 +11,9 @@ norm, LR and validation loss. The run is ingested first (not timed here: the ing
 then the full analysis (Run view, every detector, spikes, events, storing findings) is timed in a fresh
 subprocess, as is tbparse's `SummaryReader(file).scalars` on the largest file. Prints seconds, CPU seconds,
 peak RSS, points/s, the growth per doubling (near 2.0 is linear) and the analysis / tbparse ratio (below 1
-means faster than the read).
+means faster than the read). tbparse holds every point it reads (~0.3 KB each): `--tbparse-max` times it on the
+largest run it can hold and gives the ratio there; `--reuse` keeps runs written and ingested by an earlier call
+(a run is ~50 bytes a point on disk, its store ~11).
 """
 
 from __future__ import annotations
