@@ -19,62 +19,189 @@ group (`trainer_state`) so the store keeps one copy of each point (DECISIONS §3
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from ingest.configs import DocumentTooLarge, parse_json
+from ingest.configs import MAX_DEPTH, DocumentTooLarge, check_document, parse_json
 from ingest.records import Chunk, Issue, scalars_frame
 
 GROUP = "trainer_state"
 CONFIG_NAME = "trainer_state"
 
 
+# log_history entries per chunk: a long run's file (a million steps logged one by one is ~150 MB) is read entry by
+# entry, so memory holds the text and one chunk's entries, never the whole document as Python objects (a 95 MB
+# file parsed whole peaked at 1.35 GB, and past 5M values it was refused as too large).
+CHUNK_ENTRIES = 50_000
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+class _Damage(Exception):
+    """Where the document stops parsing: a JSONDecodeError's position and message, or a value too deep."""
+
+    def __init__(self, pos: int, lineno: int, msg: str, kind: str | None = None):
+        super().__init__(msg)
+        self.pos, self.lineno, self.msg, self.kind = pos, lineno, msg, kind
+
+
 def read_trainer_state(path: Path, start: int = 0) -> Iterator[Chunk]:
     """Entries from `log_history[start]` on, plus the top-level fields as config `trainer_state`.
 
-    A file that does not parse whole (cut off mid-write) keeps every complete `log_history` entry
-    before the damage, with one Issue saying where it stopped.
+    The top-level object is read member by member and `log_history` entry by entry (`json.JSONDecoder.raw_decode`,
+    the parser of `json.loads`), in chunks of CHUNK_ENTRIES entries. A file that does not parse whole (cut off
+    mid-write) keeps every complete `log_history` entry before the damage, with one Issue saying where it stopped.
     """
-    raw = path.read_bytes()
-    if not raw.strip():
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if not text.strip():
         yield Chunk(end=start, issues=[Issue(None, "empty", "trainer_state.json is empty")])
         return
-    text = raw.decode("utf-8", errors="replace")
+    doc = _Cursor(text)
+    if not doc.at("{"):
+        yield from _whole(text, start)
+        return
+    config: dict[str, Any] = {}
     issues: list[Issue] = []
+    entries: list[tuple[int, Any]] = []
+    seen = -1  # log_history entries found; -1 until the key is met
+    try:
+        for key in doc.members():
+            if key != "log_history" or not doc.at("["):
+                value = doc.value()
+                if key == "log_history":  # not a list: said below, not kept as a field
+                    continue
+                try:
+                    check_document(value)
+                    config[key] = value
+                except DocumentTooLarge as exc:
+                    issues.append(Issue(None, "too_large", f"trainer_state.json: `{key}` {exc}; not read"))
+                continue
+            seen = 0
+            for index, entry in doc.items():
+                seen = index + 1
+                if index >= start:
+                    entries.append((index, entry))
+                if len(entries) >= CHUNK_ENTRIES:
+                    yield Chunk(end=seen, scalars=_points(entries))
+                    entries = []
+    except _Damage as damage:
+        kept = (f"kept the {seen} complete log_history entries before it" if seen >= 0
+                else "no log_history found before the damage; nothing kept")
+        kind = damage.kind or ("truncated" if damage.pos >= len(text.rstrip()) - 1 else "garbled")
+        issues.append(Issue(damage.lineno, kind,
+                            f"trainer_state.json does not parse at line {damage.lineno} ({damage.msg}); {kept}"))
+        if seen < 0:
+            yield Chunk(end=start, issues=issues)
+            return
+        config = {}  # a damaged file's top-level fields are not kept: only its complete entries
+    if seen < 0:
+        issues.append(Issue(None, "not_this_format", "no `log_history` list in trainer_state.json"))
+        seen = 0
+    configs = {CONFIG_NAME: config} if config and (start == 0 or seen > start) else {}
+    yield Chunk(end=max(seen, start), scalars=_points(entries) if entries else None, configs=configs, issues=issues)
+
+
+class _Cursor:
+    """A position in a JSON text, read a value at a time with `json.JSONDecoder.raw_decode`: the members of an
+    object, the items of an array, each value decoded alone, so a long array is never held whole."""
+
+    _decoder = json.JSONDecoder()
+
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = _SPACE.match(text).end()
+
+    def at(self, char: str) -> bool:
+        return self.text.startswith(char, self.pos)
+
+    def _skip(self, char: str | None = None) -> None:
+        self.pos = _SPACE.match(self.text, self.pos + (1 if char else 0)).end()
+
+    def value(self) -> Any:
+        try:
+            value, self.pos = self._decoder.raw_decode(self.text, self.pos)
+        except json.JSONDecodeError as exc:
+            raise _Damage(exc.pos, exc.lineno, exc.msg) from None
+        except RecursionError:  # a value nested past any limit
+            raise self.damage(f"nested deeper than the {MAX_DEPTH} levels a document may have", "too_large") from None
+        self._skip()
+        return value
+
+    def members(self) -> Iterator[str]:
+        """Each key of the object opening here, with the cursor at its value; the caller reads the value."""
+        self._skip("{")
+        if self.at("}"):
+            return
+        while True:
+            key = self.value()
+            if not isinstance(key, str):
+                raise self.damage("Expecting property name enclosed in double quotes")
+            if not self.at(":"):
+                raise self.damage("Expecting ':' delimiter")
+            self._skip(":")
+            yield key
+            if self.at(","):
+                self._skip(",")
+            elif self.at("}"):
+                self._skip("}")
+                return
+            else:
+                raise self.damage("Expecting ',' delimiter")
+
+    def items(self) -> Iterator[tuple[int, Any]]:
+        """(index, value) for each value of the array opening here; the cursor ends after the array."""
+        self._skip("[")
+        if self.at("]"):
+            self._skip("]")
+            return
+        index = 0
+        while True:
+            entry = self.value()
+            if isinstance(entry, (dict, list)) and any(isinstance(v, (dict, list)) for v in
+                                                       (entry.values() if isinstance(entry, dict) else entry)):
+                try:
+                    check_document(entry)
+                except DocumentTooLarge as exc:
+                    raise self.damage(f"a log_history entry {exc}", "too_large") from None
+            yield index, entry
+            index += 1
+            if self.at(","):
+                self._skip(",")
+            elif self.at("]"):
+                self._skip("]")
+                return
+            else:
+                raise self.damage("Expecting ',' delimiter")
+
+    def damage(self, msg: str, kind: str | None = None) -> _Damage:
+        return _Damage(self.pos, self.text.count("\n", 0, self.pos) + 1, msg, kind)
+
+
+def _whole(text: str, start: int) -> Iterator[Chunk]:
+    """A document that is not a JSON object: parsed whole only to say what it is."""
     try:
         doc = parse_json(text)
     except DocumentTooLarge as exc:
         yield Chunk(end=start, issues=[Issue(None, "too_large", f"trainer_state.json: {exc}; not read")])
         return
     except json.JSONDecodeError as exc:
-        doc, reason = _salvage(text)
-        issues.append(Issue(exc.lineno, "truncated" if exc.pos >= len(text.rstrip()) - 1 else "garbled",
-                            f"trainer_state.json does not parse at line {exc.lineno} ({exc.msg}); "
-                            f"{reason}"))
-    if not isinstance(doc, dict):
-        yield Chunk(end=start, issues=issues or [Issue(None, "not_this_format", "not a JSON object")])
+        yield Chunk(end=start, issues=[Issue(exc.lineno, "garbled", f"trainer_state.json does not parse at line "
+                                                                    f"{exc.lineno} ({exc.msg}); nothing kept")])
         return
-    history = doc.get("log_history")
-    if not isinstance(history, list):
-        issues.append(Issue(None, "not_this_format", "no `log_history` list in trainer_state.json"))
-        history = []
-    config = {k: v for k, v in doc.items() if k != "log_history"}
-    frame = _points(history, start)
-    configs = {CONFIG_NAME: config} if config and (start == 0 or len(history) > start) else {}
-    yield Chunk(end=max(len(history), start), scalars=frame, configs=configs, issues=issues)
+    del doc
+    yield Chunk(end=start, issues=[Issue(None, "not_this_format", "not a JSON object")])
 
 
-def _points(history: list[Any], start: int) -> pl.DataFrame:
+def _points(entries: list[tuple[int, Any]]) -> pl.DataFrame:
     tags: list[str] = []
     steps: list[int] = []
     values: list[float] = []
     positions: list[int] = []
     ordinal: list[bool] = []
-    for index in range(start, len(history)):
-        entry = history[index]
+    for index, entry in entries:
         if not isinstance(entry, dict):
             continue
         step = entry.get("step")
@@ -91,28 +218,6 @@ def _points(history: list[Any], start: int) -> pl.DataFrame:
         {"tag": tags, "step": steps, "value": values, "position": positions, "ordinal": ordinal},
         schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64,
                 "ordinal": pl.Boolean}))
-
-
-def _salvage(text: str) -> tuple[dict[str, Any] | None, str]:
-    """The complete `log_history` entries of a damaged file, one JSON value at a time."""
-    key = text.find('"log_history"')
-    bracket = text.find("[", key) if key >= 0 else -1
-    if bracket < 0:
-        return None, "no log_history found before the damage; nothing kept"
-    decoder = json.JSONDecoder()
-    entries: list[Any] = []
-    pos = bracket + 1
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            break
-        try:
-            value, pos = decoder.raw_decode(text, pos)
-        except (json.JSONDecodeError, RecursionError):  # the damage, or an entry nested past any limit
-            break
-        entries.append(value)
-    return {"log_history": entries}, f"kept the {len(entries)} complete log_history entries before it"
 
 
 def read_training_args(path: Path, start: int = 0) -> Iterator[Chunk]:

@@ -42,6 +42,11 @@ CLIP_WORDS = {"clip", "clipping", "preclip", "pre", "before", "unclipped", "raw"
 AFTER_CLIP_WORDS = {"after", "post", "postclip", "clipped"}
 # Namespaces a logger puts statistics under (`optimizer/grad_norm`, `metrics/grad_norm`): not layers either.
 NAMESPACE_WORDS = {"optimizer", "optim", "metrics", "stats"}
+# Words that make a norm a statistic of norms (across layers, or over a logging window: `max_grad_norm`,
+# `grad_norm/std`) or name the clipping threshold HF's TrainingArguments calls `max_grad_norm`: neither a layer
+# nor the run's gradient norm, so such a series is `other` (its numbers stay in the store and the app).
+AGGREGATE_WORDS = {"max", "min", "maximum", "minimum", "std", "stdev", "var", "variance", "median", "p50", "p90",
+                   "p95", "p99"}
 # Words that qualify a statistic without naming a layer (`train_loss_epoch`, `loss/avg`, ...).
 NEUTRAL_WORDS = {"step", "epoch", "avg", "mean", "total", "global", "overall", "running", "smoothed", "ema",
                  "value", "s", "per", "batch", "iter", "sum", "all", "of"}
@@ -79,7 +84,7 @@ def role_of(name: str) -> Role:
             # `grad_2.0_norm_total`: a decimal number is the norm's order, not a layer (`0.weight` is one)
             seg_words = set(words(_DECIMAL.sub(" ", s)))
             if seg_words and not seg_words <= (QUANTITY_WORDS | NEUTRAL_WORDS | CLIP_WORDS | NAMESPACE_WORDS
-                                                | set(SPLIT_WORDS)):
+                                                | AGGREGATE_WORDS | set(SPLIT_WORDS)):
                 return s
         return None
 
@@ -104,12 +109,16 @@ def role_of(name: str) -> Role:
     if ws & {"grad", "grads", "gradient", "gradients"} and ws & {"norm", "norms", "l2"} or ws & {"gradnorm", "gnorm"} \
             or ws == {"total", "norm"}:  # clip_grad_norm_'s return value, logged under its own name
         lay = layer()
+        if ws & AGGREGATE_WORDS and lay is None:
+            return Role("other", split)
         return Role("layer_grad_norm" if lay else "grad_norm", split, layer=lay,
                     canonical=lay is None and not ws & AFTER_CLIP_WORDS)
     if ws & {"update", "updates"} and ws & {"ratio", "ratios"}:
         return Role("update_ratio", split, layer=layer())
     if ws & {"weight", "weights", "param", "params", "parameter", "parameters"} and ws & {"norm", "norms", "l2"}:
         lay = layer()
+        if ws & AGGREGATE_WORDS and lay is None:
+            return Role("other", split)
         return Role("layer_weight_norm" if lay else "weight_norm", split, layer=lay, canonical=lay is None)
     if _TIME_PER_STEP.match(name):
         return Role("step_time", split)

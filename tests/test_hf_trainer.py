@@ -5,7 +5,10 @@ import math
 from pathlib import PurePosixPath
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ingest import hf_trainer
 from ingest.formats import format_for
 from ingest.hf_trainer import read_trainer_state, read_training_args
 from tests.writers import TrainerState
@@ -97,7 +100,7 @@ def test_real_trainer_states_read(path):
 
 
 def test_real_file_count():
-    assert len(REAL_FILES) == 7, "all seven hf_* real runs must be found"
+    assert len(REAL_FILES) == 7, f"all seven hf_* real runs must be found under {REAL}"
 
 
 def test_real_star_last_loss_and_string_fields_skipped():
@@ -122,3 +125,78 @@ def test_format_table_claims_every_copy_in_one_group():
     assert root.group(PurePosixPath("trainer_state.json")) == copy.group(PurePosixPath("checkpoint-500/trainer_state.json"))
     assert root.dedupe_across_sources and not root.resumable
     assert format_for(PurePosixPath("checkpoint-500/training_args.bin")).name == "hf_training_args"
+
+
+# -- long files: read entry by entry, in chunks ------------------------------------------------------------
+
+
+def _long_state(n: int) -> TrainerState:
+    history = [{"epoch": i / 50, "grad_norm": 0.5 + i % 7, "learning_rate": 1e-4, "loss": 3.0 - i / n, "step": i}
+               for i in range(1, n + 1)]
+    history[n // 2]["loss"] = float("nan")
+    return TrainerState(global_step=n, max_steps=n, logging_steps=1, log_history=history)
+
+
+def _expected(doc: dict, start: int = 0) -> list[tuple]:
+    return [(k, e["step"], v, i) for i, e in enumerate(doc["log_history"][start:], start)
+            for k, v in e.items() if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def _rows(chunks) -> list[tuple]:
+    return [(t, s, v, p) for c in chunks if c.scalars is not None
+            for t, s, v, p in c.scalars.select("tag", "step", "value", "position").iter_rows()]
+
+
+def _same(a: list[tuple], b: list[tuple]) -> bool:
+    return len(a) == len(b) and all(x[:2] == y[:2] and x[3] == y[3] and (x[2] == y[2] or (math.isnan(x[2])
+                                    and math.isnan(y[2]))) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("start", [0, 23, 70])
+def test_long_state_read_in_chunks_equals_the_whole_document(tmp_path, monkeypatch, start):
+    monkeypatch.setattr(hf_trainer, "CHUNK_ENTRIES", 7)  # 70 entries: 10 chunks (a real file: 50,000 per chunk)
+    path = tmp_path / "trainer_state.json"
+    _long_state(70).save_to_json(path)
+    doc = json.loads(path.read_text())
+    chunks = list(read_trainer_state(path, start))
+    assert _same(_rows(chunks), _expected(doc, start))
+    ends = [c.end for c in chunks]
+    assert ends == sorted(ends) and ends[-1] == 70 and all(c.issues == [] for c in chunks)
+    assert (chunks[-1].configs.get("trainer_state", {}).get("global_step") == 70) == (start < 70)
+    assert all(not c.configs for c in chunks[:-1])  # the fields once, with the last chunk
+
+
+@settings(deadline=None, max_examples=60)
+@given(cut=st.integers(0, 4_000))
+def test_a_state_cut_anywhere_keeps_exactly_the_entries_complete_before_the_cut(tmp_path_factory, cut):
+    path = tmp_path_factory.mktemp("cut") / "trainer_state.json"
+    _long_state(12).save_to_json(path)
+    text = path.read_text()
+    cut = min(cut, len(text) - 2)
+    path.write_text(text[:cut])
+    whole = json.loads(text)
+    complete = 0  # entries whose closing brace lies before the cut
+    decoder, pos = json.JSONDecoder(), text.index("[", text.index('"log_history"')) + 1
+    for _ in whole["log_history"]:
+        pos = text.index("{", pos)
+        _, pos = decoder.raw_decode(text, pos)
+        complete += pos <= cut
+    chunks = list(read_trainer_state(path, 0))
+    issues = [i for c in chunks for i in c.issues]
+    assert len(issues) == 1 and issues[0].kind in ("truncated", "garbled", "empty", "not_this_format")
+    head = {"log_history": whole["log_history"][:complete]}
+    assert _same(_rows(chunks), _expected(head))
+    assert not any(c.configs for c in chunks)  # a damaged file's fields are not kept
+
+
+def test_a_deep_entry_stops_reading_there_and_keeps_what_came_before(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    _long_state(5).save_to_json(path)
+    text = path.read_text()
+    deep = '{"loss": ' + "[" * 5000 + "]" * 5000 + ', "step": 99},\n'
+    at = text.index("{", text.index('"log_history"'))
+    at = text.index("{", at + 1)  # before the second entry
+    path.write_text(text[:at] + deep + text[at:])
+    [chunk] = list(read_trainer_state(path, 0))
+    assert [i.kind for i in chunk.issues] == ["too_large"] and "deeper" in chunk.issues[0].detail
+    assert set(chunk.scalars["position"].to_list()) == {0}

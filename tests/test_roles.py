@@ -108,3 +108,17 @@ def test_gradient_norm_after_clipping_is_not_the_runs_gradient_norm():
     r = role_of("grad_norm_clipped")
     assert (r.role, r.layer, r.canonical) == ("grad_norm", None, False)
     assert role_of("grad_norm/fc1.weight").layer == "fc1.weight"  # a real layer still names itself
+
+
+@pytest.mark.parametrize("name", ["max_grad_norm", "train/max_grad_norm", "grad_norm_max", "grad_norm/std",
+                                  "min_grad_norm", "weight_norm/max"])
+def test_a_statistic_of_norms_is_neither_a_layer_nor_the_runs_norm(name):
+    """`max_grad_norm` (HF's clipping threshold, or the largest layer's norm) was read as a layer named
+    `max_grad_norm`, and would have stood in the layer table as the worst layer."""
+    r = role_of(name)
+    assert (r.role, r.layer) == ("other", None)
+
+
+def test_a_layer_named_after_a_statistic_word_with_more_words_is_still_a_layer():
+    r = role_of("grad_norm/max_pool.weight")
+    assert (r.role, r.layer) == ("layer_grad_norm", "max_pool.weight")

@@ -9,7 +9,9 @@ delta debugging (ddmin) shrinks the batch to a 1-minimal failing subset.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -31,7 +33,7 @@ def per_sample_losses(st: State, batch: dict[str, torch.Tensor]) -> list[float]:
         b = {k: v.unsqueeze(0) for k, v in sample.items()}
         return loss_fn(_Functional(model, params, buffers, functional_call), b)
 
-    with torch.no_grad(), autocast(st):
+    with torch.no_grad(), autocast(st), _quiet_vmap():
         try:
             out = vmap(one, randomness="same")({k: batch[k] for k in keys})
             return [float(v) for v in out.float()]
@@ -40,6 +42,16 @@ def per_sample_losses(st: State, batch: dict[str, torch.Tensor]) -> list[float]:
                 return [float(loss_fn(model, select(batch, [i])).float()) for i in range(n)]
             except (RuntimeError, ValueError):  # a model that cannot run one sample (batch norm in train mode)
                 return []
+
+
+@contextmanager
+def _quiet_vmap() -> Iterator[None]:
+    """Silences vmap's notice that an op has no batching rule and runs one sample at a time ("There is a
+    performance drop because we have not yet implemented the batching rule for aten::..."): torch's note to its own
+    developers, printed twice per replay on stderr beside our output; the per-sample numbers are the same."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="There is a performance drop because we have not yet implemented")
+        yield
 
 
 class _Functional(torch.nn.Module):
@@ -73,7 +85,7 @@ def per_sample_grad_norms(st: State, batch: dict[str, torch.Tensor]) -> tuple[li
         return loss_fn(_Functional(model, p, buffers, functional_call), b)
 
     try:
-        with autocast(st):
+        with autocast(st), _quiet_vmap():
             g = vmap(grad(loss_one), in_dims=(None, 0), randomness="same")(params, {k: batch[k] for k in keys})
         flat = torch.cat([v.reshape(n, -1).float() for v in g.values()], dim=1)
         finite = torch.isfinite(flat).all(dim=1)

@@ -14,6 +14,7 @@ import pickle
 import random
 import sys
 import zipfile
+from collections import OrderedDict
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,14 +235,42 @@ def get_rng() -> dict:
 
 
 def snapshot(st: State) -> dict:
-    """Everything a step changes, deep-copied: the optimizer keeps references to its state tensors."""
-    return copy.deepcopy({"model": st.model.state_dict(), "optimizer": st.optimizer.state_dict(),
-                          "scheduler": st.scheduler.state_dict() if st.scheduler is not None else None,
-                          "scaler": st.scaler.state_dict() if st.scaler is not None else None, "rng": get_rng()})
+    """Everything a step changes, copied: the optimizer keeps references to its state tensors."""
+    return _copied({"model": st.model.state_dict(), "optimizer": st.optimizer.state_dict(),
+                    "scheduler": st.scheduler.state_dict() if st.scheduler is not None else None,
+                    "scaler": st.scaler.state_dict() if st.scaler is not None else None, "rng": get_rng()}, {})
+
+
+_IMMUTABLE = (int, float, bool, str, bytes, complex)
+
+
+def _copied(obj: Any, memo: dict[int, Any]) -> Any:
+    """A deep copy of a state tree that clones its tensors directly: `copy.deepcopy` pays Python's reduce protocol
+    per tensor, a quarter of a replay's own time (22 snapshots of a 4-layer model: 0.55 of 2.6 s). Tensors shared
+    in the tree stay shared in the copy, as deepcopy keeps them; a state dict's `_metadata` (module versions that
+    `load_state_dict` reads) is kept; numbers and strings are immutable and kept; any other leaf is deep-copied."""
+    if obj is None or type(obj) in _IMMUTABLE:
+        return obj
+    if isinstance(obj, torch.Tensor):
+        if id(obj) not in memo:
+            with torch.no_grad():
+                c = obj.detach().clone(memory_format=torch.preserve_format)
+            memo[id(obj)] = c.requires_grad_(obj.requires_grad) if obj.is_leaf else c
+        return memo[id(obj)]
+    if type(obj) in (dict, OrderedDict):
+        out = type(obj)((k, _copied(v, memo)) for k, v in obj.items())
+        if hasattr(obj, "_metadata"):
+            out._metadata = copy.deepcopy(obj._metadata)
+        return out
+    if type(obj) is tuple and all(v is None or type(v) in _IMMUTABLE for v in obj):
+        return obj  # Python's RNG state: 625 ints
+    if type(obj) in (list, tuple):
+        return type(obj)(_copied(v, memo) for v in obj)
+    return copy.deepcopy(obj)
 
 
 def restore(st: State, snap: dict) -> None:
-    snap = copy.deepcopy(snap)
+    snap = _copied(snap, {})
     st.model.load_state_dict(snap["model"])
     st.optimizer.load_state_dict(snap["optimizer"])
     if st.scheduler is not None:
