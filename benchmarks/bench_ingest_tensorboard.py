@@ -11,6 +11,8 @@ output for the same values, then times each contender in its own subprocess (so 
     forensics ingest   ingest.run.ingest_run into a fresh DuckDB file (reader + series ids + bulk insert)
     forensics reader   ingest.tensorboard.read_events alone (frames built, nothing stored)
     reader + DuckDB    the reader plus a bare insert of the same rows into the store's `scalars` table (the floor)
+    DuckDB append      the same bare insert alone, its CPU timed apart from the read (the floor's store part)
+    imports            the interpreter and the imports ingest needs (the floor's fixed part)
     python loop        a plain loop over records: crc32c package + TensorBoard's compiled Event protobuf
     tbparse            SummaryReader(file, extra_columns={"wall_time"}).scalars
     EventAccumulator   size_guidance 0 for every kind (keep all), then a (tag, step, wall_time, value) table
@@ -216,6 +218,55 @@ def run_reader_duckdb(file: Path, work: Path) -> int:
         return con.execute("SELECT count(*) FROM scalars").fetchone()[0]
 
 
+def run_append_alone(file: Path, work: Path) -> int:
+    """DuckDB's append alone: the reader's rows are gathered first, then only the bare insert into the store's
+    `scalars` table is timed (its CPU seconds are reported as `part_cpu_s`): the store's share of the floor."""
+    import duckdb
+    import polars as pl
+
+    from ingest.schema import TABLES
+    from ingest.tensorboard import read_events
+
+    frames = [c.scalars.select(pl.col("tag").to_physical().cast(pl.Int32).alias("series_id"),
+                               pl.lit(1).alias("source_id"), "position", "step", "value", "wall_time")
+              for c in read_events(file) if c.scalars is not None]
+    db = work / "bare.duckdb"
+    for p in (db, Path(str(db) + ".wal")):
+        p.unlink(missing_ok=True)
+    with duckdb.connect(str(db)) as con:
+        con.execute(TABLES["scalars"])
+        started = _cpu()
+        con.execute("BEGIN")
+        for frame in frames:
+            con.execute("INSERT INTO scalars (series_id, source_id, position, step, value, wall_time) "
+                        "SELECT * FROM frame")
+        con.execute("COMMIT")
+        PART["part_cpu_s"] = _cpu() - started
+        return con.execute("SELECT count(*) FROM scalars").fetchone()[0]
+
+
+def run_imports(file: Path, work: Path) -> int:
+    """The interpreter and the imports `forensics ingest` needs before its first read: the floor's fixed part."""
+    import duckdb  # noqa: F401
+    import polars  # noqa: F401
+    import pyarrow  # noqa: F401
+
+    import ingest.run
+    import ingest.tensorboard  # noqa: F401
+
+    return 0
+
+
+def _cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+PART: dict[str, float] = {}  # a contender's CPU seconds for the part it is about (DuckDB append alone)
+
+
 def run_python_loop(file: Path, work: Path) -> int:
     import crc32c
     from tensorboard.compat.proto import event_pb2
@@ -262,6 +313,8 @@ CONTENDERS = {
     "forensics ingest": run_ingest,
     "forensics reader": run_reader,
     "reader + DuckDB": run_reader_duckdb,
+    "DuckDB append": run_append_alone,
+    "imports": run_imports,
     "python loop": run_python_loop,
     "tbparse": run_tbparse,
     "EventAccumulator": run_accumulator,
@@ -275,7 +328,7 @@ def child(name: str, file: Path, work: Path) -> None:
     # VmHWM is this interpreter's own peak (ru_maxrss would include the parent's pages from before exec).
     status = Path("/proc/self/status").read_text()
     peak_kb = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
-    print(json.dumps({"seconds": seconds, "scalars": n, "peak_kb": peak_kb}))
+    print(json.dumps({"seconds": seconds, "scalars": n, "peak_kb": peak_kb, **PART}))
 
 
 def measure(name: str, file: Path, work: Path) -> dict:
@@ -293,7 +346,7 @@ def measure(name: str, file: Path, work: Path) -> dict:
     # CPU seconds (user + system, every thread) move less with the neighbours' load than wall time does.
     return {"name": name, "wall_s": wall, "seconds": result["seconds"], "scalars": result["scalars"],
             "peak_mb": result["peak_kb"] / 1024, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "load": os.getloadavg()[0]}
+            "load": os.getloadavg()[0], "part_cpu_s": result.get("part_cpu_s")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,6 +390,10 @@ def main(argv: list[str] | None = None) -> int:
         ratio = f"{base['wall_s'] / r['wall_s']:.1f}" if base else "-"
         print(f"| {r['name']:<18} | {r['wall_s']:>7.2f} | {r['seconds']:>12.2f} | {r['cpu_s']:>6.2f} | {rate:>11.3f} | "
               f"{r['peak_mb']:>11.0f} | {ratio:>9} | {r['load']:>5.1f} |")
+    for r in results:
+        if r["part_cpu_s"] is not None:
+            print(f"\n{r['name']}: the insert alone {r['part_cpu_s']:.2f} CPU s "
+                  f"({r['scalars'] / r['part_cpu_s'] / 1e6:.2f} M rows per CPU second)")
     floor = next((r for r in results if r["name"] == "reader + DuckDB"), None)
     ingest = next((r for r in results if r["name"] == "forensics ingest"), None)
     if floor and ingest:

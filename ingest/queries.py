@@ -15,10 +15,10 @@ import polars as pl
 
 
 def _frame(con: Any, sql: str, params: list) -> pl.DataFrame:
-    """A small query's result (series list, checkpoint tables) as a polars frame."""
-    with warnings.catch_warnings():  # the extra copy DuckDB warns about is negligible for these small tables
-        warnings.simplefilter("ignore", UserWarning)
-        return pl.from_arrow(con.execute(sql, params).to_arrow_table())
+    """A query's result (series list, checkpoint tables) as a polars frame. polars reads the relation's Arrow C
+    stream itself: no copy, and no pyarrow import (`to_arrow_table()` is a pyarrow table; issue 28)."""
+    con.complete()  # a relation may not start while an earlier execute()'s rows are unread (fetchone leaves them)
+    return pl.DataFrame(con.sql(sql, params=params))
 
 
 # -- runs and sources (CLI: runs, ingest reports) ------------------------------------------------------------
@@ -251,8 +251,8 @@ def series_points(con: Any, series_id: int) -> pl.DataFrame:
     """(step, value, wall_time) of one series in write order (source, position), so that a resumed run's
     newer segment comes last. Relation API, not execute(): a zero-copy Arrow hand-off for series of millions
     of points. `series_id` is an int from our own table, safe to inline."""
-    return pl.from_arrow(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
-                                     ORDER BY source_id, position""").to_arrow_table())
+    return pl.DataFrame(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
+                                    ORDER BY source_id, position"""))
 
 # Columns of a long series reduced per query: each query's aggregate states (a few arg_min/arg_max per column) stay
 # well inside the read connection's memory limit (125,000 columns in one query needed more than its 64 MB; each of
@@ -272,10 +272,10 @@ def series_reduced(con: Any, series_id: int, buckets: int) -> pl.DataFrame:
         return pl.DataFrame(schema=schema)
     per_column = max(1, -(-(hi - lo + 1) // max(1, int(buckets))))
     span = per_column * REDUCE_COLUMNS_PER_QUERY
-    parts = [pl.from_arrow(con.sql(m4_sql(series_id, start, min(hi, start + span - 1), 0, wall_time=True,
-                                          per_column=per_column) + """
+    parts = [pl.DataFrame(con.sql(m4_sql(series_id, start, min(hi, start + span - 1), 0, wall_time=True,
+                                         per_column=per_column) + """
         SELECT step, value, wall_time FROM m4 UNION ALL SELECT step, value, wall_time FROM nonfinite
-        ORDER BY step, isfinite(value)""").to_arrow_table()).cast(schema) for start in range(lo, hi + 1, span)]
+        ORDER BY step, isfinite(value)""")).cast(schema) for start in range(lo, hi + 1, span)]
     # One row per step: a point kept twice (a tied minimum whose stamp came from its twin) is kept once.
     return pl.concat(parts).unique("step", keep="first", maintain_order=True)
 
@@ -318,7 +318,7 @@ def write_order_breaks(con: Any, series_id: int, strict: bool, limit: int = 1000
         empty = pl.DataFrame(schema={"step": pl.Int64, "value": pl.Float64, "wall_time": pl.Float64})
         return empty if last is None else last.select("step", "value", "wall_time")
     back = "<" if strict else "<="
-    return pl.from_arrow(con.sql(f"""
+    return pl.DataFrame(con.sql(f"""
         WITH o AS (
             SELECT step, value, wall_time, source_id, position,
                    lag(step) OVER w AS p_step, lag(value) OVER w AS p_value, lag(wall_time) OVER w AS p_wall,
@@ -332,14 +332,16 @@ def write_order_breaks(con: Any, series_id: int, strict: bool, limit: int = 1000
             UNION SELECT p_step, p_value, p_wall, p_source, p_position FROM breaks
             UNION (SELECT step, value, wall_time, source_id, position FROM scalars WHERE series_id = {sid}
                    ORDER BY source_id DESC, position DESC LIMIT 1))
-        SELECT step, value, wall_time FROM kept ORDER BY source_id, position""").to_arrow_table())
+        SELECT step, value, wall_time FROM kept ORDER BY source_id, position"""))
 
 
 def point_counters(con: Any, series_id: int, steps: list[int]) -> dict[int, tuple[int | None, int | None]]:
     """step -> (epoch, batch) the writer printed on the line of each of `steps` (first in write order), for an
     ordinal series whose steps are line ordinals (DECISIONS §2)."""
-    rows = con.execute("SELECT step, epoch, batch FROM scalars WHERE series_id = ? AND list_contains(?, step) "
-                       "ORDER BY source_id, position", [int(series_id), [int(x) for x in steps]]).fetchall()
+    rows = con.execute("SELECT s.step, c.epoch, c.batch FROM scalars s LEFT JOIN point_counters c "
+                       "ON c.series_id = s.series_id AND c.source_id = s.source_id AND c.position = s.position "
+                       "AND c.step = s.step WHERE s.series_id = ? AND list_contains(?, s.step) "
+                       "ORDER BY s.source_id, s.position", [int(series_id), [int(x) for x in steps]]).fetchall()
     out: dict[int, tuple[int | None, int | None]] = {}
     for step, epoch, batch in rows:
         out.setdefault(int(step), (epoch, batch))

@@ -23,10 +23,11 @@ import fcntl
 import logging
 import os
 import random
+import threading
 import time
 import zlib
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import duckdb
@@ -72,17 +73,29 @@ def connect(db: Path, *, write: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[d
 
     Writers get the schema created (or checked) on open. Readers of a missing database get a one-line
     error telling them to ingest first. Waits up to `wait_s` for other processes (see the module docstring),
-    then raises StoreLocked.
+    then raises StoreLocked. Inside `hold(db)`, a write connection is kept open for the next `connect`, read or
+    write, instead of being closed (see `hold`).
     """
     db = Path(db)
+    held = _held().get(_key(db))
+    if held is not None and held.con is not None:
+        with _failures(held.con, db, write, close=held.close):
+            yield held.con
+        return
     if not write and not db.exists():
         raise ForensicsError(f"no database at {db}; run `forensics ingest RUN_DIR --db {db}` first")
     deadline = time.monotonic() + wait_s
-    with _gate(db, write=write, deadline=deadline):
+    gate = ExitStack()
+    gate.enter_context(_gate(db, write=write, deadline=deadline))
+    try:
         if not db.exists():
             _SCHEMA_READY.discard(str(db.resolve()))  # a new (or deleted and re-made) file has no schema yet
         con = _open(db, write, deadline)
-        try:
+    except BaseException:
+        gate.close()
+        raise
+    try:
+        with _failures(con, db, write, close=con.close):
             key = str(db.resolve())
             if write and key not in _SCHEMA_READY:
                 ensure_schema(con, db)
@@ -90,21 +103,104 @@ def connect(db: Path, *, write: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[d
             else:
                 check_schema(con, db)  # one query: the version may have changed under a long-lived process
             yield con
-        except (duckdb.InterruptException, RuntimeError) as exc:
-            # DuckDB turns Ctrl-C during a query into "Query interrupted" (a RuntimeError in duckdb 1.x/2.x).
-            if not isinstance(exc, duckdb.InterruptException) and not str(exc).startswith("Query interrupted"):
-                raise
-            con.close()  # an open transaction is rolled back here
-            raise KeyboardInterrupt from None
-        except (duckdb.IOException, duckdb.TransactionException) as exc:
-            if not write:
-                raise
-            con.close()  # an open transaction is rolled back here
-            raise StoreUnwritable(f"cannot write the database {db}: {_write_failure(exc)}; nothing of this write "
-                                  "was kept (the store holds what it held before); free space or pass another "
-                                  "--db") from None
-        finally:
-            con.close()
+    except BaseException:
+        con.close()
+        gate.close()
+        raise
+    if write and held is not None and held.keeping:
+        held.con, held.gate = con, gate  # the next `connect` inside `hold` takes it as it is
+    else:
+        con.close()
+        gate.close()
+
+
+@contextmanager
+def _failures(con: duckdb.DuckDBPyConnection, db: Path, write: bool, close) -> Iterator[None]:
+    """What a failed piece of work on `con` becomes: Ctrl-C during a query a KeyboardInterrupt, a failed write a
+    StoreUnwritable; `close()` (which rolls back an open transaction) runs first."""
+    try:
+        yield
+    except (duckdb.InterruptException, RuntimeError) as exc:
+        # DuckDB turns Ctrl-C during a query into "Query interrupted" (a RuntimeError in duckdb 1.x/2.x).
+        if not isinstance(exc, duckdb.InterruptException) and not str(exc).startswith("Query interrupted"):
+            close()
+            raise
+        close()  # an open transaction is rolled back here
+        raise KeyboardInterrupt from None
+    except (duckdb.IOException, duckdb.TransactionException) as exc:
+        close()  # an open transaction is rolled back here
+        if not write:
+            raise
+        raise StoreUnwritable(f"cannot write the database {db}: {_write_failure(exc)}; nothing of this write "
+                              "was kept (the store holds what it held before); free space or pass another "
+                              "--db") from None
+    except BaseException:
+        close()
+        raise
+
+
+class _Held:
+    """The write connection `hold` keeps between `connect` blocks, with its place in the queue (`_gate`)."""
+
+    def __init__(self) -> None:
+        self.keeping = True  # False once `let_go` was called: later connections close as usual
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.gate: ExitStack | None = None
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()  # commits nothing: every writer here commits its own transaction
+            self.gate.close()
+        self.con = self.gate = None
+
+
+_HOLDS = threading.local()
+
+
+def _held() -> dict[str, _Held]:
+    if not hasattr(_HOLDS, "by_db"):
+        _HOLDS.by_db = {}
+    return _HOLDS.by_db
+
+
+def _key(db: Path) -> str:
+    return os.path.abspath(db)
+
+
+@contextmanager
+def hold(db: Path) -> Iterator[None]:
+    """Let the `connect` blocks inside share one write connection: the first write connection is kept open, and
+    every later `connect` to `db` in this thread, read or write, is handed that connection, until `let_go(db)` or
+    the end of the block closes it.
+
+    For a command on a small run (`forensics analyze`: ingest's three transactions, the analysis's read, the
+    findings' write), where opening DuckDB (~50-70 ms: it builds its catalog of built-in functions every time)
+    and closing it (its checkpoint) five times cost more than the work (issue 28). The connection is held for the
+    command's few hundred milliseconds, as one write transaction would hold it, and never past the block: the
+    app and other commands open the store between commands. Whoever knows that a long stretch of work comes
+    (a large run to read or analyse) calls `let_go` first, so that others get their turn between transactions
+    as without `hold` (DECISIONS.md §5; docs/schema.md). A read inside `hold` goes through the writer's
+    connection, without READ_MEMORY_LIMIT: that cap matters for long series, which a held run does not have.
+    """
+    key = _key(Path(db))
+    outer = _held().get(key)
+    if outer is not None:  # nested: the outer hold decides
+        yield
+        return
+    held = _held()[key] = _Held()
+    try:
+        yield
+    finally:
+        del _held()[key]
+        held.close()
+
+
+def let_go(db: Path) -> None:
+    """Close the connection `hold` keeps for `db` (if any), and keep no other until its block ends."""
+    held = _held().get(_key(Path(db)))
+    if held is not None:
+        held.keeping = False
+        held.close()
 
 
 def _open(db: Path, write: bool, deadline: float) -> duckdb.DuckDBPyConnection:

@@ -19,11 +19,41 @@ from ingest.names import storable
 from ingest.records import Issue, texts_frame
 
 
+def scannable(frame: pl.DataFrame) -> object:
+    """`frame` as DuckDB scans it (`con.register(name, scannable(frame))`): through the Arrow PyCapsule interface,
+    a new stream over the same buffers for each scan, so pyarrow is never imported (issue 28: its import was ~5%
+    of an ordinary run's first answer, and both polars' `to_arrow()` and DuckDB's scan of a polars frame make a
+    pyarrow table).
+
+    DuckDB refuses a stream column of Arrow's null type ("a non-zero null count but no validity bitmap"): a frame
+    holding one (a column, a list or a struct field with no value in it) goes through pyarrow as before."""
+    if any(_holds_null_type(dtype) for dtype in frame.dtypes):
+        return frame.to_arrow()
+    return _Stream(frame)
+
+
+class _Stream:
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self.frame.__arrow_c_stream__(requested_schema)
+
+
+def _holds_null_type(dtype: Any) -> bool:
+    if dtype == pl.Null:
+        return True
+    inner = getattr(dtype, "inner", None)
+    if inner is not None and _holds_null_type(inner):
+        return True
+    return any(_holds_null_type(f.dtype) for f in getattr(dtype, "fields", None) or ())
+
+
 def insert_frame(con: Any, table: str, frame: pl.DataFrame) -> None:
     """Bulk insert through Arrow, by column name: the frame's columns are the ones written."""
     if frame.height == 0:
         return
-    con.register("_frame", frame.to_arrow())
+    con.register("_frame", scannable(frame))
     try:
         cols = ", ".join(frame.columns)
         con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _frame")
@@ -58,7 +88,7 @@ def mark_incomplete(con: Any, run_id: str) -> None:
 
 def delete_run(con: Any, run_id: str) -> None:
     """Every row of a run, where a first ingest read nothing: it leaves no run behind."""
-    for table in ("scalars", "histograms"):
+    for table in ("scalars", "point_counters", "histograms"):
         con.execute(f"DELETE FROM {table} WHERE source_id IN (SELECT source_id FROM sources WHERE run_id = ?)",
                     [run_id])
     for table in ("tensor_stats", "tensor_deltas", "checkpoint_values", "checkpoints", "batch_stats", "batches",
@@ -96,7 +126,7 @@ def forget_sources(con: Any, run_id: str, sources: dict[str, int]) -> None:
     nothing: their points, histograms, texts, config values and issues. The rows stay (their ids are kept) with
     their resume state cleared; the run's series are recounted, and series left with no data are dropped."""
     ids, paths = list(sources.values()), list(sources)
-    for table in ("scalars", "histograms", "texts", "configs"):
+    for table in ("scalars", "point_counters", "histograms", "texts", "configs"):
         con.execute(f"DELETE FROM {table} WHERE list_contains(?, source_id)", [ids])
     con.execute("DELETE FROM ingest_issues WHERE run_id = ? AND list_contains(?, path)", [run_id, paths])
     con.execute("UPDATE sources SET size_bytes = NULL, mtime = NULL, head_hash = NULL, resume_at = 0, n_points = 0, "
@@ -146,7 +176,7 @@ def series_ids(con: Any, run_id: str, grp: str, fmt: str, tags: Sequence[str], o
                               "ordinal": [t in ordinal for t in new]},
                              schema={"tag": pl.Utf8, "role": pl.Utf8, "split": pl.Utf8, "layer": pl.Utf8,
                                      "canonical": pl.Boolean, "ordinal": pl.Boolean})
-        con.register("_new_series", frame.to_arrow())
+        con.register("_new_series", scannable(frame))
         try:
             con.execute(
                 "INSERT INTO series (series_id, run_id, grp, tag, format, name, role, split, layer, canonical, ordinal) "
@@ -162,7 +192,8 @@ def series_ids(con: Any, run_id: str, grp: str, fmt: str, tags: Sequence[str], o
 
 
 def insert_scalars(con: Any, source_id: int, frame: pl.DataFrame | None, *, dedupe: bool) -> tuple[int, int]:
-    """Insert points (a frame with series_id in place of tag) and add them to their series' counts.
+    """Insert points (a frame with series_id in place of tag) and add them to their series' counts; the epoch
+    and batch of the points that have them go to `point_counters`.
 
     With `dedupe` (formats whose files are copies of one log, DECISIONS.md §3), exact (series, step, value)
     copies, within the frame or already stored, are dropped first. Returns (written, dropped)."""
@@ -173,16 +204,21 @@ def insert_scalars(con: Any, source_id: int, frame: pl.DataFrame | None, *, dedu
     if dedupe:
         before = len(new)
         new = new.unique(subset=["series_id", "step", "value"], keep="first", maintain_order=True)
-        con.register("_new_points", new)
-        new = con.sql(
+        con.register("_new_points", scannable(new))
+        new = pl.DataFrame(con.sql(
             "SELECT n.* FROM _new_points n WHERE NOT EXISTS (SELECT 1 FROM scalars s "
-            "WHERE s.series_id = n.series_id AND s.step = n.step AND s.value IS NOT DISTINCT FROM n.value)").pl()
+            "WHERE s.series_id = n.series_id AND s.step = n.step AND s.value IS NOT DISTINCT FROM n.value)"))
         con.unregister("_new_points")
         dropped = before - len(new)
-    con.register("_new_points", new)
+    con.register("_new_points", scannable(new))
     con.execute(
-        "INSERT INTO scalars (series_id, source_id, position, step, value, wall_time, epoch, batch) "
-        "SELECT series_id, source_id, position, step, value, wall_time, epoch, batch FROM _new_points")
+        "INSERT INTO scalars (series_id, source_id, position, step, value, wall_time) "
+        "SELECT series_id, source_id, position, step, value, wall_time FROM _new_points")
+    if len(new) > min(new["epoch"].null_count(), new["batch"].null_count()):  # null counts are free in polars
+        con.execute(
+            "INSERT INTO point_counters (series_id, source_id, position, step, epoch, batch) "
+            "SELECT series_id, source_id, position, step, epoch, batch FROM _new_points "
+            "WHERE epoch IS NOT NULL OR batch IS NOT NULL")
     # The counts are aggregated by DuckDB from the same registered frame (a polars group_by of 10M rows cost more).
     con.execute(
         """UPDATE series SET n_points = n_points + c.n, n_nonfinite = n_nonfinite + c.bad,
@@ -197,7 +233,7 @@ def insert_scalars(con: Any, source_id: int, frame: pl.DataFrame | None, *, dedu
 def insert_histograms(con: Any, source_id: int, frame: pl.DataFrame) -> None:
     """Histogram rows (a frame with series_id in place of tag)."""
     new = frame.with_columns(pl.lit(source_id, dtype=pl.Int32).alias("source_id"))
-    con.register("_new_hist", new)
+    con.register("_new_hist", scannable(new))
     con.execute(
         "INSERT INTO histograms (series_id, source_id, position, step, wall_time, bucket_limits, bucket_counts, "
         "min, max, num, sum, sum_squares, mean, std, zero_fraction) "
@@ -211,7 +247,7 @@ def insert_texts(con: Any, run_id: str, source_id: int, frames: list[pl.DataFram
     if not frames:
         return
     new = pl.concat(frames).with_columns(pl.lit(run_id).alias("run_id"), pl.lit(source_id).alias("source_id"))
-    con.register("_new_text", new)
+    con.register("_new_text", scannable(new))
     con.execute("INSERT INTO texts (run_id, source_id, position, tag, step, wall_time, text) "
                 "SELECT run_id, source_id, position, tag, step, wall_time, text FROM _new_text")
     con.unregister("_new_text")
@@ -241,7 +277,7 @@ def replace_configs(con: Any, run_id: str, source_id: int, keys: Iterable[tuple[
         [(run_id, source_id, name, key, text, number) for (name, key), (text, number) in latest.items()],
         schema={"run_id": pl.Utf8, "source_id": pl.Int32, "name": pl.Utf8, "key": pl.Utf8, "value": pl.Utf8,
                 "value_num": pl.Float64}, orient="row")
-    con.register("_new_cfg", frame)
+    con.register("_new_cfg", scannable(frame))
     same_key = "" if whole else " AND c.key = n.key"
     con.execute("DELETE FROM configs c USING _new_cfg n WHERE c.run_id = n.run_id AND c.source_id = n.source_id "
                 "AND c.name = n.name" + same_key)
@@ -261,7 +297,7 @@ def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) ->
          "kind": [i.kind for _, i in issues], "detail": [storable(i.detail) for _, i in issues]},  # a detail may quote a name
         schema={"path": pl.Utf8, "position": pl.Int64, "kind": pl.Utf8, "detail": pl.Utf8},
     ).unique(maintain_order=True)
-    con.register("_new_issues", frame.to_arrow())
+    con.register("_new_issues", scannable(frame))
     try:
         con.execute(
             "INSERT INTO ingest_issues (run_id, ingest_time, path, position, kind, detail) "
@@ -288,7 +324,7 @@ def update_series_names(con: Any, rows: list[tuple[int, str, str, str | None, st
         return
     frame = pl.DataFrame(rows, schema={"series_id": pl.Int64, "name": pl.Utf8, "role": pl.Utf8, "split": pl.Utf8,
                                        "layer": pl.Utf8, "canonical": pl.Boolean}, orient="row")
-    con.register("_names", frame)
+    con.register("_names", scannable(frame))
     con.execute("UPDATE series SET name = n.name, role = n.role, split = n.split, layer = n.layer, "
                 "canonical = n.canonical FROM _names n WHERE series.series_id = n.series_id")
     con.unregister("_names")
@@ -456,7 +492,7 @@ def upsert_watched_runs(con, rows: list[dict]) -> None:
         "n_files": pl.Int64, "n_bytes": pl.Int64, "state": pl.Utf8, "detail": pl.Utf8})
     cols = ", ".join(WATCHED_RUN_COLUMNS)
     updates = ", ".join(f"{c} = excluded.{c}" for c in WATCHED_RUN_COLUMNS if c not in ("run_id", "first_seen"))
-    con.register("_watched", frame)
+    con.register("_watched", scannable(frame))
     con.execute(f"INSERT INTO watched_runs ({cols}) SELECT {cols} FROM _watched "
                 f"ON CONFLICT (run_id) DO UPDATE SET {updates}")
     con.unregister("_watched")

@@ -48,8 +48,10 @@ def _store_digest(db: Path) -> dict:
                          "FROM sources"),
             "series": q("SELECT run_id, grp, tag, name, role, canonical, ordinal, n_points, n_nonfinite, first_step, "
                         "last_step FROM series"),
-            "scalars": q("SELECT r.run_id, r.name, o.path, s.position, s.step, s.value::VARCHAR, s.wall_time, s.epoch, "
-                         "s.batch FROM scalars s JOIN series r USING (series_id) JOIN sources o USING (source_id)"),
+            "scalars": q("SELECT r.run_id, r.name, o.path, s.position, s.step, s.value::VARCHAR, s.wall_time, c.epoch, "
+                         "c.batch FROM scalars s JOIN series r USING (series_id) JOIN sources o USING (source_id) "
+                         "LEFT JOIN point_counters c ON (c.series_id, c.source_id, c.position, c.step) = "
+                         "(s.series_id, s.source_id, s.position, s.step)"),
             "configs": q("SELECT c.run_id, o.path, c.name, c.key, c.value FROM configs c JOIN sources o USING (source_id)"),
             "issues": q("SELECT run_id, path, position, kind, detail FROM ingest_issues"),
             "checkpoints": q("SELECT run_id, path, step, format, n_tensors, n_nonfinite, finite, status FROM checkpoints"),

@@ -422,10 +422,12 @@ HOSTILE = {
 }
 
 
-# The child reports its own peak RSS last, whatever way the CLI ends (a traceback, if any, still follows it).
-_CHILD = ("import resource, runpy, sys\n"
+# The child reports its own peak RSS last, whatever way the CLI ends (a traceback, if any, still follows it). It calls
+# main with its arguments: as the process's own command, main would end it with os._exit (cli._leave_now), past this.
+_CHILD = ("import resource, sys\n"
           "try:\n"
-          "    runpy.run_module('forensics.cli', run_name='__main__')\n"
+          "    from forensics.cli import main\n"
+          "    sys.exit(main(sys.argv[1:]))\n"
           "finally:\n"
           "    sys.stderr.write(f'\\npeak_rss_kb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n")
 

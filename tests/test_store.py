@@ -13,6 +13,7 @@ from ingest.errors import ForensicsError, SchemaError, StoreLocked
 from ingest.schema import SCHEMA_VERSION
 from forensics.cli import db_path
 from ingest.store import connect
+from tests.paths import REAL_RUNS
 
 
 def test_db_path_prefers_flag_then_env_then_cache(tmp_path, monkeypatch):
@@ -428,6 +429,44 @@ def test_schema_7_store_takes_its_runs_as_complete(tmp_path):
         assert [r["ingest_complete"] for r in list_runs(con)] == [True]
 
 
+def test_schema_8_store_moves_epoch_and_batch_out_of_scalars_and_reads_the_same_counters(tmp_path):
+    """v8 -> v9 (issue 28): `scalars` loses its epoch and batch columns (all NULL for every format but console
+    logs, they cost a quarter of the append); a v8 store's counters move to `point_counters` and read the same."""
+    from ingest.queries import point_counters
+    from ingest.run import ingest_run
+
+    log = REAL_RUNS / "log_byteps411"  # MXNet's `Epoch[e] Batch[b]` lines: points with both counters
+    if not log.is_dir():
+        pytest.skip("shared/real_runs/log_byteps411 is not beside the checkout")
+    db = tmp_path / "f.duckdb"
+    ingest_run(log, db)
+
+    def counters() -> dict:
+        with connect(db, write=False) as con:
+            series = con.execute("SELECT series_id, tag FROM series WHERE ordinal ORDER BY tag").fetchall()
+            out = {tag: point_counters(con, sid, list(range(0, 400))) for sid, tag in series}
+            return out, con.execute("SELECT count(*) FROM scalars").fetchone()[0]
+
+    now, points = counters()
+    assert now and any(e is not None and b is not None for c in now.values() for e, b in c.values())
+    con = duckdb.connect(str(db))  # the store as schema 8 wrote it: the counters inside `scalars`
+    con.execute("ALTER TABLE scalars ADD COLUMN epoch BIGINT")
+    con.execute("ALTER TABLE scalars ADD COLUMN batch BIGINT")
+    con.execute("UPDATE scalars s SET epoch = c.epoch, batch = c.batch FROM point_counters c WHERE (c.series_id, "
+                "c.source_id, c.position, c.step) = (s.series_id, s.source_id, s.position, s.step)")
+    con.execute("DROP TABLE point_counters")
+    con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    con.close()
+    import ingest.store
+
+    ingest.store._SCHEMA_READY.clear()
+    with connect(db, write=True):  # a writer migrates
+        pass
+    with connect(db, write=False) as con:
+        assert "epoch" not in [r[0] for r in con.execute("DESCRIBE scalars").fetchall()]
+    assert counters() == (now, points)
+
+
 @pytest.mark.parametrize("content", [b"\x00\x01 not a format we read", None])
 def test_a_run_that_fails_its_first_ingest_leaves_no_row(tmp_path, capsys, content):
     """Issue 25: `analyze /etc` failed ("nothing ... is a format forensics reads") but left a run of 1043
@@ -451,3 +490,53 @@ def test_a_run_that_fails_its_first_ingest_leaves_no_row(tmp_path, capsys, conte
             con.execute("SELECT count(*) FROM sources").fetchone()[0]
         assert con.execute("SELECT count(*) FROM ingest_issues WHERE run_id NOT IN (SELECT run_id FROM runs)"
                            ).fetchone()[0] == 0
+
+
+def test_analyze_of_a_small_run_opens_the_store_once_and_closes_it_at_the_end(tmp_path, monkeypatch):
+    """Issue 28: one `analyze` opened DuckDB five times (three ingest transactions, the analysis's read, the findings'
+    write), ~0.3 s of an ordinary run's 1.2 s first answer. A small run's command keeps its first write connection
+    (store.hold) and closes it when it ends: another process can open the store for writing at once. A large run
+    (here: every run, with HOLD_BYTES at 0) opens per transaction as before, with the same stored analysis."""
+    import ingest.run
+    from forensics.analysis import analyze
+    from ingest import store
+
+    opened = []
+    real_open = store._open
+    monkeypatch.setattr(store, "_open", lambda db, write, deadline: opened.append(write) or real_open(db, write, deadline))
+    run = _tb_run(tmp_path / "run", 200)
+    held = analyze(run, tmp_path / "held.duckdb")
+    assert opened == [True]
+    subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()",
+                    str(tmp_path / "held.duckdb")], check=True, timeout=60)
+
+    opened.clear()
+    monkeypatch.setattr(ingest.run, "HOLD_BYTES", 0)
+    apart = analyze(run, tmp_path / "apart.duckdb")
+    assert opened == [True, True, True, False, True]  # ingest: what is known, the points, the run's row; read; write
+    drop = ("db",)
+    assert {k: v for k, v in held.as_dict().items() if k not in drop} == \
+        {k: v for k, v in apart.as_dict().items() if k not in drop}
+
+
+@pytest.mark.parametrize("frame", [
+    {"i": [1, 2, None], "v": [1.5, float("nan"), None], "s": ["a", None, "ccc"], "b": [True, None, False]},
+    {"i": [1, 2, 3], "nothing": [None, None, None]},  # Arrow's null type: DuckDB refuses it in a C stream
+    {"i": [1, 2, 3], "empty_lists": [[None], [], None]},
+    {"i": [1, 2], "st": [{"a": None}, None]},
+], ids=["typed", "null_column", "list_of_null", "struct_of_null"])
+def test_frames_scanned_without_pyarrow_give_duckdb_the_rows_pyarrow_gives(frame):
+    """Issue 28: writes register polars frames as Arrow C streams (no pyarrow import); DuckDB must see the same rows
+    and types as through pyarrow, and a frame with a null-typed column (which DuckDB refuses as a stream) still goes
+    in."""
+    import polars as pl
+
+    from ingest.writes import scannable
+
+    f = pl.DataFrame(frame)
+    con = duckdb.connect()
+    con.register("_s", scannable(f))
+    con.register("_a", f.to_arrow())
+    for _ in range(2):  # a registered frame may be scanned more than once
+        assert repr(con.execute("SELECT * FROM _s").fetchall()) == repr(con.execute("SELECT * FROM _a").fetchall())
+    assert con.execute("DESCRIBE _s").fetchall() == con.execute("DESCRIBE _a").fetchall()
