@@ -2,6 +2,7 @@
 
     python benchmarks/bench_analyze.py                       # 1M, 2M, 4M, 8M points (~0.5 GB under /tmp)
     python benchmarks/bench_analyze.py --points 1000000 2000000 --dir /tmp/an_bench
+    python benchmarks/bench_analyze.py --reuse --points 8000000 32000000 100000000 --tbparse-max 8000000
 
 Each run is one TensorBoard event file written with the ingest benchmark's generator
 (`benchmarks/bench_ingest_tensorboard.py`: the bytes torch.utils.tensorboard writes) holding four series the
@@ -10,7 +11,9 @@ norm, LR and validation loss. The run is ingested first (not timed here: the ing
 then the full analysis (Run view, every detector, spikes, events, storing findings) is timed in a fresh
 subprocess, as is tbparse's `SummaryReader(file).scalars` on the largest file. Prints seconds, CPU seconds,
 peak RSS, points/s, the growth per doubling (near 2.0 is linear) and the analysis / tbparse ratio (below 1
-means faster than the read).
+means faster than the read). tbparse holds every point it reads (~0.3 KB each): `--tbparse-max` times it on the
+largest run it can hold and gives the ratio there; `--reuse` keeps runs written and ingested by an earlier call
+(a run is ~50 bytes a point on disk, its store ~11).
 """
 
 from __future__ import annotations
@@ -92,24 +95,35 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--points", type=int, nargs="+", default=[1_000_000, 2_000_000, 4_000_000, 8_000_000])
     ap.add_argument("--dir", type=Path, default=Path("/tmp/forensics_bench_analyze"))
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep runs and stores already under --dir (written and ingested by an earlier call)")
+    ap.add_argument("--tbparse-max", type=int, default=None, metavar="N",
+                    help="time tbparse on the largest run of at most N points (tbparse holds every point: ~0.4 KB "
+                         "each, so 32M points need ~13 GB); the ratio is given at that size")
     args = ap.parse_args()
-    shutil.rmtree(args.dir, ignore_errors=True)
+    if not args.reuse:
+        shutil.rmtree(args.dir, ignore_errors=True)
     rows = []
     for n in args.points:
-        root = write_run(args.dir / f"run_{n}", n)
-        db = args.dir / f"run_{n}.duckdb"
-        subprocess.run([sys.executable, "-c", f"from ingest.run import ingest_run; ingest_run({str(root)!r}, "
-                        f"__import__('pathlib').Path({str(db)!r}))"], check=True, cwd=REPO)
+        root, db = args.dir / f"run_{n}", args.dir / f"run_{n}.duckdb"
+        if not (args.reuse and db.exists()):
+            write_run(root, n)
+            subprocess.run([sys.executable, "-c", f"from ingest.run import ingest_run; ingest_run({str(root)!r}, "
+                            f"__import__('pathlib').Path({str(db)!r}))"], check=True, cwd=REPO)
         secs = timed("from forensics.analysis import analyze; "
                      f"a = analyze({str(root)!r}, {str(db)!r}); print(len(a.findings), 'findings,', len(a.spikes), 'spikes')")
         rows.append((n, secs))
         print(f"analyze {n:>10,} points: {secs:6.2f} s  ({n / secs / 1e6:.2f} M points/s)", flush=True)
     for (n0, s0), (n1, s1) in zip(rows, rows[1:]):
         print(f"  {n0:,} -> {n1:,}: time x{s1 / s0:.2f} for points x{n1 / n0:.1f}")
-    n, secs = rows[-1]
+    readable = [r for r in rows if args.tbparse_max is None or r[0] <= args.tbparse_max]
+    if not readable:
+        print(f"tbparse not timed: no run of at most {args.tbparse_max:,} points")
+        return
+    n, secs = readable[-1]
     event = next((args.dir / f"run_{n}").glob("events.out.tfevents.*"))
     tb = timed(f"from tbparse import SummaryReader; print(len(SummaryReader({str(event)!r}).scalars), 'scalars (tbparse)')")
-    print(f"tbparse reading {n:,} points: {tb:6.2f} s; analysis / tbparse read = {secs / tb:.2f}")
+    print(f"tbparse reading {n:,} points: {tb:6.2f} s; analysis / tbparse read = {secs / tb:.3f}")
 
 
 if __name__ == "__main__":

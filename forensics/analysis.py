@@ -11,8 +11,6 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from forensics.detectors.base import Detector
 from forensics.engine import analyze_run, store_analysis
 from forensics.findings import Analysis
@@ -94,7 +92,7 @@ def analyze_stored(con, run_id: str, selection: Selection = Selection()) -> Anal
     from ingest import queries
 
     detectors = selection.detectors()
-    run = Run.from_store(con, run_id)
+    run = Run.from_store(con, run_id, selection.long_series)
     result = analyze_run(run, detectors)
     result.only, result.skip = list(selection.only), list(selection.skip)
     result.read_problems = queries.read_problems(con, run_id)
@@ -106,9 +104,7 @@ def analyze_stored(con, run_id: str, selection: Selection = Selection()) -> Anal
 
 def give_verdict(result: Analysis, run: Run, detectors: Sequence[Detector], *, restricted: bool) -> None:
     """Set `result.verdict` and its reason (rules in forensics/verdict.py) from what the analysis could see."""
-    loss_points = None
-    if run.has("loss"):
-        loss_points = int(np.isfinite(run.arrays("loss")[1]).sum())
+    loss_points = run.finite_points("loss") if run.has("loss") else None
     v = judge(result, selected=[d.kind for d in detectors],
               loss_detectors=[d.kind for d in detectors if "loss" in d.requires],
               restricted=restricted, loss_points=loss_points, read_problems=result.read_problems)

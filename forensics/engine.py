@@ -61,6 +61,10 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analys
     out.checked = {"series": {r: run.pick(r) for r in ("loss", "val_loss", "grad_norm", "lr") if run.has(r)},
                    "detectors_run": sorted({d.kind for d in detectors} - {s.kind for s in out.skipped}),
                    "n_series": run.meta.height}
+    reduced = {n: r for n in run.meta["name"].to_list() if (r := run.reduced(n))}
+    if reduced:  # what a reader of these findings must know: the statistics saw M4 buckets of these series
+        out.checked["reduced"] = reduced
+        out.findings = [f.with_reduction(reduced[f.series]) if f.series in reduced else f for f in out.findings]
     return out
 
 

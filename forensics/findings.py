@@ -51,6 +51,13 @@ class Finding:
     def with_event(self, event: int) -> Finding:
         return replace(self, event=event)
 
+    def with_reduction(self, reduced: dict[str, int]) -> Finding:
+        """The finding of a series read reduced (`Run.reduced`: {"n_points", "buckets"}), saying so in its
+        evidence and summary: its statistics saw M4 buckets, not every point."""
+        ev = {**self.evidence, "series_points": reduced["n_points"], "reduced_to_buckets": reduced["buckets"]}
+        return replace(self, evidence=ev, summary=(f"{self.summary} (computed on {reduced['buckets']:,} M4 buckets "
+                                                   f"of the series' {reduced['n_points']:,} points)"))
+
     def with_positions(self, positions: dict[int, str]) -> Finding:
         """The finding with `at`/`at_end` from {step: the writer's words for it}."""
         at = positions.get(self.step) if self.step is not None else None

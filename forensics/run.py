@@ -6,6 +6,14 @@ Detectors never see SQL or files: they ask `run.series("loss")` and get a polars
 (`loss`, not `recon_loss`) wins, then the one with the most points (the loss in TensorBoard over the same
 loss in a console log), ties broken by name, so the choice is deterministic and `run.pick(...)` says
 which one was read.
+
+A series longer than `long_series` points (the analysis' `Selection.long_series`, `forensics.settings.LONG_SERIES`
+by default) is never held whole: it is read *reduced*, M4 in DuckDB (`ingest.queries.series_reduced`: per bucket the
+first, lowest, highest and last point with their real steps, stamps and exact values, and the first point of each
+non-finite kind), so an analysis holds at most ~`long_series / 2` points of it whatever its length. Detectors
+read it through the same `series`/`arrays`/`spikes`/`points`; `run.reduced(name)` says when they do. What must stay
+exact comes from the store instead: the point count (`finite_points`), the first non-finite step (kept by M4), and
+the places its steps go back in write order (`write_order`, for resumed_run).
 """
 
 from __future__ import annotations
@@ -61,10 +69,16 @@ def usable_series(meta: pl.DataFrame, role: str) -> pl.DataFrame:
     return m
 
 
+# A long series is reduced to `long_series // BUCKET_SHARE` buckets of ~4 points each (first, min, max, last): at most
+# half as many points as the shortest series that is reduced (125,000 buckets at settings.LONG_SERIES), so a
+# statistic over it costs no more than over a series read whole, whatever the length of the series.
+BUCKET_SHARE = 8
+
+
 @dataclass
 class Run:
     """One run, read-only, built with `Run.from_store(con, run_id)`. Frames are loaded once per series and
-    cached."""
+    cached; a series longer than `long_series` points is loaded reduced (module docstring)."""
 
     run_id: str
     name: str
@@ -82,12 +96,19 @@ class Run:
     spike_rule: SpikeRule = field(default_factory=SpikeRule, repr=False)
     # (series_id, steps) -> {step: (epoch, batch)} the writer printed on those lines (ordinal series only)
     _counters: Any = field(default=None, repr=False)
+    # Series of more points than this are read reduced (module docstring); None: every series whole.
+    long_series: int | None = None
+    # (series_id, buckets) -> the reduced frame; (series_id, strict) -> the points around write-order breaks
+    _reduce: Any = field(default=None, repr=False)
+    _breaks: Any = field(default=None, repr=False)
 
     # --- building ---------------------------------------------------------------------------------
     @classmethod
-    def from_store(cls, con: Any, run_id: str) -> Run:
+    def from_store(cls, con: Any, run_id: str, long_series: int | None = None) -> Run:
         """Read the run's series list, configs and checkpoint/batch tables from an open DuckDB connection
-        (the queries live in `ingest.queries`); points are read per series, on first use."""
+        (the queries live in `ingest.queries`); points are read per series, on first use, a series of more than
+        `long_series` points reduced (default `forensics.settings.LONG_SERIES`)."""
+        from forensics.settings import LONG_SERIES
         from ingest import queries
 
         row = queries.run_row(con, run_id)
@@ -98,7 +119,38 @@ class Run:
         return cls(run_id, row[0], row[1], meta.cast({k: v for k, v in META_SCHEMA.items() if k in meta.columns}),
                    lambda series_id: queries.series_points(con, series_id), queries.run_configs(con, run_id),
                    queries.run_tables(con, run_id),
-                   _counters=lambda series_id, steps: queries.point_counters(con, series_id, steps))
+                   _counters=lambda series_id, steps: queries.point_counters(con, series_id, steps),
+                   long_series=LONG_SERIES if long_series is None else long_series,
+                   _reduce=lambda series_id, buckets: queries.series_reduced(con, series_id, buckets),
+                   _breaks=lambda series_id, strict: queries.write_order_breaks(con, series_id, strict))
+
+    def reduced(self, name: str | None) -> dict[str, int] | None:
+        """For a series read reduced (longer than `long_series` points): {"n_points": its stored points,
+        "buckets": how many M4 buckets its view has}; None for a series read whole, or none at all."""
+        if name is None or self.long_series is None or self._reduce is None:
+            return None
+        row = self.meta.filter(pl.col("name") == name)
+        if row.height == 0 or (row["n_points"][0] or 0) <= self.long_series:
+            return None
+        return {"n_points": int(row["n_points"][0]), "buckets": max(1, self.long_series // BUCKET_SHARE)}
+
+    def finite_points(self, role_or_name: str) -> int:
+        """How many finite points `series(role_or_name)` has: counted from the store for a reduced series (its
+        view holds a few per bucket), from the frame otherwise."""
+        name = self.pick(role_or_name)
+        if self.reduced(name):
+            row = self.meta.filter(pl.col("name") == name)
+            return int(row["n_points"][0]) - int(row["n_nonfinite"][0] or 0)
+        return int(np.isfinite(self.arrays(role_or_name)[1]).sum())
+
+    def write_order(self, name: str, strict: bool = False) -> pl.DataFrame:
+        """The points of `name` in write order, for a reader of restarts (resumed_run): every point of a series
+        read whole; of a reduced one, only each point whose step goes back (at or below the one before; with
+        `strict` below) or whose clock does, the point before it, and the last point written, from the store.
+        Columns step, value, wall_time."""
+        if self.reduced(name):
+            return self._breaks(int(self.meta.filter(pl.col("name") == name)["series_id"][0]), strict)
+        return self.points(name)
 
     def writer_positions(self, series: str | None, steps: list[int | None]) -> dict[int, str]:
         """Where each of `steps` is in the writer's own words, for a series on an ordinal axis whose lines print
@@ -147,13 +199,15 @@ class Run:
         return self.candidates(role_or_name).height > 0
 
     def points(self, series_name: str) -> pl.DataFrame:
-        """Every stored point of one series in write order, duplicates and resumes included."""
+        """Every stored point of one series in write order, duplicates and resumes included; for a reduced
+        series (`reduced`), its M4 points by step (`write_order` has its write order's breaks)."""
         c = self.meta.filter(pl.col("name") == series_name)
         if c.height == 0:
             raise KeyError(self.missing_message(series_name))
         sid = int(c["series_id"][0])
         if sid not in self._cache:
-            self._cache[sid] = self._load(sid)
+            reduced = self.reduced(series_name)
+            self._cache[sid] = self._reduce(sid, reduced["buckets"]) if reduced else self._load(sid)
         return self._cache[sid]
 
     def series(self, role_or_name: str) -> pl.DataFrame:

@@ -254,6 +254,87 @@ def series_points(con: Any, series_id: int) -> pl.DataFrame:
     return pl.DataFrame(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
                                     ORDER BY source_id, position"""))
 
+# Columns of a long series reduced per query: each query's aggregate states (a few arg_min/arg_max per column) stay
+# well inside the read connection's memory limit (125,000 columns in one query needed more than its 64 MB; each of
+# DuckDB's threads holds its own states, so a machine of many cores needs more).
+REDUCE_COLUMNS_PER_QUERY = 20_000
+
+
+def series_reduced(con: Any, series_id: int, buckets: int) -> pl.DataFrame:
+    """(step, value, wall_time) of a long series reduced to `m4_sql`'s points over its whole step range in
+    `buckets` columns (at most ~7 points a column, by step): the engine's bounded view of a series too long to
+    hold whole (forensics.run). Steps, stamps and values are real points', exact. The columns are reduced
+    REDUCE_COLUMNS_PER_QUERY at a time (step ranges DuckDB prunes by its zone maps), so memory stays bounded
+    whatever the length."""
+    (lo, hi), = con.execute("SELECT first_step, last_step FROM series WHERE series_id = ?", [int(series_id)]).fetchall()
+    schema = {"step": pl.Int64, "value": pl.Float64, "wall_time": pl.Float64}
+    if lo is None:
+        return pl.DataFrame(schema=schema)
+    per_column = max(1, -(-(hi - lo + 1) // max(1, int(buckets))))
+    span = per_column * REDUCE_COLUMNS_PER_QUERY
+    parts = [pl.DataFrame(con.sql(m4_sql(series_id, start, min(hi, start + span - 1), 0, wall_time=True,
+                                         per_column=per_column) + """
+        SELECT step, value, wall_time FROM m4 UNION ALL SELECT step, value, wall_time FROM nonfinite
+        ORDER BY step, isfinite(value)""")).cast(schema) for start in range(lo, hi + 1, span)]
+    # One row per step: a point kept twice (a tied minimum whose stamp came from its twin) is kept once.
+    return pl.concat(parts).unique("step", keep="first", maintain_order=True)
+
+
+def write_order_breaks(con: Any, series_id: int, strict: bool, limit: int = 1000) -> pl.DataFrame:
+    """The points of a series, in write order (source, position), around each place its steps go back (a step
+    at or below the one before; with `strict`, only below) or its wall clock goes back: each such point and the
+    one before it, at most `limit` places, plus the series' last written point; (step, value, wall_time). What
+    `resumed_run` reads from a series too long to hold whole.
+
+    The usual series has no such place: that is checked streaming, a batch at a time in the table's own order,
+    which is the write order wherever (source, position) never goes back in it (a run ingested once). Only a
+    series that fails that check is sorted into write order by DuckDB (bounded by its memory limit, spilling)."""
+    import numpy as np
+
+    sid = int(series_id)
+    last = None
+    clean = True
+    cur = con.cursor()  # its own cursor: a stream left unfinished (a break found) must not block the connection
+    try:
+        reader = cur.sql(f"SELECT source_id, position, step, value, wall_time FROM scalars WHERE series_id = {sid}"
+                         ).to_arrow_reader(1 << 20)
+        for batch in reader:
+            b = pl.from_arrow(batch)
+            if last is not None:
+                b = pl.concat([last, b])
+            src, pos = b["source_id"].to_numpy(), b["position"].to_numpy()
+            steps, wall = b["step"].to_numpy(), b["wall_time"].fill_null(np.nan).to_numpy()
+            ordered = (src[1:] > src[:-1]) | ((src[1:] == src[:-1]) & (pos[1:] >= pos[:-1]))
+            with np.errstate(invalid="ignore"):  # a NULL stamp (NaN here) never counts as going back
+                back = (steps[1:] < steps[:-1]) if strict else (steps[1:] <= steps[:-1])
+                back |= wall[1:] < wall[:-1]
+            if not ordered.all() or back.any() or b["step"].null_count():
+                clean = False
+                break
+            last = b.tail(1)
+    finally:
+        cur.close()
+    if clean:
+        empty = pl.DataFrame(schema={"step": pl.Int64, "value": pl.Float64, "wall_time": pl.Float64})
+        return empty if last is None else last.select("step", "value", "wall_time")
+    back = "<" if strict else "<="
+    return pl.DataFrame(con.sql(f"""
+        WITH o AS (
+            SELECT step, value, wall_time, source_id, position,
+                   lag(step) OVER w AS p_step, lag(value) OVER w AS p_value, lag(wall_time) OVER w AS p_wall,
+                   lag(source_id) OVER w AS p_source, lag(position) OVER w AS p_position
+            FROM scalars WHERE series_id = {sid} WINDOW w AS (ORDER BY source_id, position)),
+        breaks AS (
+            SELECT * FROM o WHERE step {back} p_step OR wall_time < p_wall
+            ORDER BY source_id, position LIMIT {int(limit)}),
+        kept AS (
+            SELECT step, value, wall_time, source_id, position FROM breaks
+            UNION SELECT p_step, p_value, p_wall, p_source, p_position FROM breaks
+            UNION (SELECT step, value, wall_time, source_id, position FROM scalars WHERE series_id = {sid}
+                   ORDER BY source_id DESC, position DESC LIMIT 1))
+        SELECT step, value, wall_time FROM kept ORDER BY source_id, position"""))
+
+
 def point_counters(con: Any, series_id: int, steps: list[int]) -> dict[int, tuple[int | None, int | None]]:
     """step -> (epoch, batch) the writer printed on the line of each of `steps` (first in write order), for an
     ordinal series whose steps are line ordinals (DECISIONS §2)."""
@@ -449,39 +530,60 @@ def app_first_nonfinite(con: Any, run_id: str) -> pl.DataFrame:
         GROUP BY r.series_id, r.name ORDER BY step, r.name""", [run_id])
 
 
+def m4_sql(series_id: int, lo: int, hi: int, columns: int, wall_time: bool = False, per_column: int | None = None) -> str:
+    """The one M4 decimation (Jugel et al., VLDB 2014) of a series, as SQL the app's charts and the engine's reduced
+    view of a long series both select from: over steps [lo, hi] cut into columns of `ceil((hi - lo + 1) / columns)`
+    consecutive steps, per column the first, minimum, maximum and last finite point with their real steps and exact
+    values (`what` 'm4'), and the first point of each non-finite kind (NaN, +Inf, -Inf; 'nonfinite'), so a spike
+    keeps its peak and the first NaN its step whatever the length. At most 7 rows per column, by step; NULL values
+    dropped. `wall_time` adds each kept point's wall-clock stamp (where a column's min or max value is tied, step
+    and stamp may come from two points of that value). `per_column`, when given, is the column width in steps
+    (`columns` is then ignored). DuckDB aggregates it streaming, within the connection's memory limit."""
+    lo, hi, series_id = int(lo), int(hi), int(series_id)
+    per_column = int(per_column) if per_column else max(1, -(-(hi - lo + 1) // max(1, int(columns))))
+    if wall_time:
+        wall = {k: f", arg_{f}(wall_time, {by}) AS w_{k}" for k, f, by in (
+            ("first", "min", "step"), ("last", "max", "step"), ("min", "min", "value"),
+            ("max", "max", "value"))}
+        w = {k: f", w_{k} AS wall_time" for k in wall}
+        w_nonfinite = ", arg_min(wall_time, step) AS wall_time"
+    else:
+        wall, w, w_nonfinite = dict.fromkeys(("first", "last", "min", "max"), ""), \
+            dict.fromkeys(("first", "last", "min", "max"), ""), ""
+    # The integers are written into the SQL, not bound: with constants DuckDB knows the column number's range
+    # and groups with a perfect hash, 2-3x faster than binding them (measured: benchmarks/bench_app_decimation.py).
+    return f"""
+        WITH pts AS (
+            SELECT step, value, wall_time, (step - {lo}) // {per_column} AS col
+            FROM scalars WHERE series_id = {series_id} AND step BETWEEN {lo} AND {hi} AND value IS NOT NULL),
+        fin AS (
+            SELECT col, min(step) AS s_first, arg_min(value, step) AS v_first{wall["first"]},
+                   max(step) AS s_last, arg_max(value, step) AS v_last{wall["last"]},
+                   arg_min(step, value) AS s_min, min(value) AS v_min{wall["min"]},
+                   arg_max(step, value) AS s_max, max(value) AS v_max{wall["max"]}
+            FROM pts WHERE isfinite(value) GROUP BY col),
+        m4 AS (
+            SELECT s_first AS step, v_first AS value{w["first"]} FROM fin
+            UNION SELECT s_min, v_min{w["min"]} FROM fin
+            UNION SELECT s_max, v_max{w["max"]} FROM fin
+            UNION SELECT s_last, v_last{w["last"]} FROM fin),
+        nonfinite AS (
+            SELECT min(step) AS step, any_value(value) AS value{w_nonfinite} FROM pts WHERE NOT isfinite(value)
+            GROUP BY col, CASE WHEN isnan(value) THEN 0 WHEN value > 0 THEN 1 ELSE 2 END)"""
+
+
 def app_m4(con: Any, series_id: int, lo: int, hi: int, pixels: int, analysis_id: int | None = None,
            series_name: str | None = None) -> pl.DataFrame:
     """The points of one series to draw over steps [lo, hi] at about `pixels` columns, without losing evidence.
 
-    A column is `ceil((hi - lo + 1) / pixels)` consecutive steps. Per column: the first, minimum, maximum and
-    last finite point (M4), and the first point of each non-finite kind (NaN, +Inf, -Inf); plus every spike
-    row of `analysis_id` for `series_name` in the range. Returns step, value, what (`m4`, `nonfinite`,
-    `spike`), sorted by step: at most about 7 rows per column plus the spikes, whatever the series' length.
-    NULL values are not drawn."""
+    `m4_sql`'s points (per column the first, minimum, maximum and last finite point, and the first point of each
+    non-finite kind), plus every spike row of `analysis_id` for `series_name` in the range. Returns step, value,
+    what (`m4`, `nonfinite`, `spike`), sorted by step: at most about 7 rows per column plus the spikes, whatever
+    the series' length. NULL values are not drawn."""
     if hi < lo:
         lo, hi = hi, lo
-    lo, hi, series_id = int(lo), int(hi), int(series_id)
-    per_column = max(1, -(-(hi - lo + 1) // max(1, int(pixels))))
-    # The integers are written into the SQL, not bound: with constants DuckDB knows the column number's range
-    # and groups with a perfect hash, 2-3x faster than binding them (measured: benchmarks/bench_app_decimation.py).
-    return _app_frame(con, f"""
-        WITH pts AS (
-            SELECT step, value, (step - {lo}) // {per_column} AS col
-            FROM scalars WHERE series_id = {series_id} AND step BETWEEN {lo} AND {hi} AND value IS NOT NULL),
-        fin AS (
-            SELECT col, min(step) AS s_first, arg_min(value, step) AS v_first,
-                   max(step) AS s_last, arg_max(value, step) AS v_last,
-                   arg_min(step, value) AS s_min, min(value) AS v_min,
-                   arg_max(step, value) AS s_max, max(value) AS v_max
-            FROM pts WHERE isfinite(value) GROUP BY col),
-        m4 AS (
-            SELECT s_first AS step, v_first AS value FROM fin
-            UNION SELECT s_min, v_min FROM fin
-            UNION SELECT s_max, v_max FROM fin
-            UNION SELECT s_last, v_last FROM fin),
-        nonfinite AS (
-            SELECT min(step) AS step, any_value(value) AS value FROM pts WHERE NOT isfinite(value)
-            GROUP BY col, CASE WHEN isnan(value) THEN 0 WHEN value > 0 THEN 1 ELSE 2 END),
+    lo, hi = int(lo), int(hi)
+    return _app_frame(con, m4_sql(series_id, lo, hi, pixels) + f""",
         spiked AS (
             SELECT step, value FROM spikes
             WHERE analysis_id = $aid AND series = $name AND step BETWEEN {lo} AND {hi})

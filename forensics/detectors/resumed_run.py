@@ -72,7 +72,7 @@ class ResumedRun:
             yield from self._epoch_resets(run)  # line order is the only order: an epoch going back still shows
             return
         console = run.format_of(name) in TEXT_FORMATS
-        raw = run.points(name)
+        raw = run.write_order(name, strict=console)  # a series too long to hold whole: the points around its breaks
         if _in_order(raw):  # the usual case: no step goes back in write order, so there is nothing to resolve
             back = np.array([], dtype=np.int64)
         else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,9 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     path = Path(db).expanduser()
     report = ingest_run(root, path, progress=None)
     with connect(path, write=False) as con:
-        run = Run.from_store(con, report.run_id)
+        # Fidelity compares the logged value at every replayed step: a long series is read whole here, never
+        # reduced as analyze reads it (a reduced view keeps a few points per bucket: most steps would be missing).
+        run = Run.from_store(con, report.run_id, long_series=sys.maxsize)
         for role in ("loss", "grad_norm"):  # series load lazily: read what fidelity needs while the store is open
             if run.pick(role):
                 run.series(role)
