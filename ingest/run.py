@@ -222,9 +222,10 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             claimed.append((rel, fmt))
 
     total_bytes = sum(_size(root / rel) for rel, _ in claimed)
-    if checkpoints or batches or total_bytes > HOLD_BYTES:
-        # Not a small run: reading it (or importing torch for its tensors) and analysing it take long, so the
-        # connection an `analyze` holds (store.hold) is closed and others get their turn between transactions.
+    if total_bytes > HOLD_BYTES:
+        # Not a small run: reading it and analysing it take long, so the connection an `analyze` holds
+        # (store.hold) is closed and others get their turn between transactions. A checkpoint or batch not yet
+        # stored lets it go where it is read (below): one stored already costs nothing to pass over.
         let_go(db)
 
     # Sources parsed by another version of their reader (or by another format's) are read again from nothing:
@@ -570,6 +571,7 @@ def ingest_checkpoints(
             if on_read:
                 on_read(f, size)
             continue
+        let_go(db)  # reading a checkpoint (and importing torch) takes long: no held connection meanwhile
         read = read_checkpoint(root, f, trust_pickle, prev=prev[1] if prev else None)
         with connect(db, write=True) as con:
             con.execute("BEGIN")
@@ -611,6 +613,7 @@ def _store_deltas(db: Path, run_id: str, root: Path, found: dict[str, FoundCheck
             continue  # stored already, or a file gone since: its stored rows stay as evidence
         for ckpt_id, path in ((prev_id, prev_path), (cur_id, cur_path)):
             if ckpt_id not in opened:
+                let_go(db)
                 opened[ckpt_id] = read_checkpoint(root, found[path], trust_pickle, stats=False)
         frame = tensor_deltas(opened[prev_id], opened[cur_id])
         for old in [i for i in opened if i != cur_id]:
@@ -636,6 +639,7 @@ def ingest_batches(
         old = stored.get(str(f.path))
         if old and old[2:] == (size, mtime) and not (trust_pickle and old[1] == "needs_pickle"):
             continue
+        let_go(db)
         read = read_batch(root, f, trust_pickle)
         with connect(db, write=True) as con:
             con.execute("BEGIN")

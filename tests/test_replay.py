@@ -317,3 +317,32 @@ def test_fidelity_tolerance_is_the_logged_rounding(logged, replayed, match):
     from forensics.replay.fidelity import close
 
     assert close(logged, replayed)[0] is match
+
+
+def test_replay_of_a_stored_run_opens_the_store_twice_and_never_while_the_model_runs(run_copy, tmp_path, capsys,
+                                                                                      monkeypatch):
+    """Issue 28: replay opened DuckDB 7 times (14 connections' open and close) before its answer. With the run
+    and its checkpoints already stored, the check of what is new and the read of the run share one held
+    connection, closed before the user's code runs; the result is written through one more."""
+    from ingest import store
+
+    run = run_copy("nan_sqrt_norm")
+    db = tmp_path / "f.duckdb"
+    assert replay_json(run, db, capsys)[0] == 0  # the first replay stores the run and its checkpoints
+    events = []
+    real_open, real_entry = store._open, None
+
+    def spy_open(path, write, deadline):
+        events.append("open")
+        return real_open(path, write, deadline)
+    monkeypatch.setattr(store, "_open", spy_open)
+    import forensics.replay.state as state
+    real_entry = state.load_entry
+
+    def spy_entry(*a, **k):
+        events.append(("user code", len(store._held())))
+        return real_entry(*a, **k)
+    monkeypatch.setattr(state, "load_entry", spy_entry)
+    code, r, err = replay_json(run, db, capsys)
+    assert code == 0 and r["reproduced"] is True, err
+    assert events == ["open", ("user code", 0), "open"]

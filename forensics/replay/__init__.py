@@ -39,7 +39,7 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     from forensics.run import Run
     from ingest.errors import EntryPointError, ForensicsError, ReplayError
     from ingest.run import ingest_run
-    from ingest.store import connect
+    from ingest.store import connect, hold
 
     root = Path(run_dir).resolve()
     if not root.is_dir():
@@ -47,15 +47,19 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     if threads is not None and threads < 1:
         raise ReplayError(f"--threads {threads}: give 1 or more (default: the CPUs free now)")
     path = Path(db).expanduser()
-    report = ingest_run(root, path, progress=None)
-    with connect(path, write=False) as con:
-        # Fidelity compares the logged value at every replayed step: a long series is read whole here, never
-        # reduced as analyze reads it (a reduced view keeps a few points per bucket: most steps would be missing).
-        run = Run.from_store(con, report.run_id, long_series=sys.maxsize)
-        for role in ("loss", "grad_norm"):  # series load lazily: read what fidelity needs while the store is open
-            if run.pick(role):
-                run.series(role)
-        last_logged = run.last_step()
+    # One connection for the check of what is new and the read of the run (store.hold, as analyze does: replay
+    # opened the store 7 times before its model ran); closed before any user code runs.
+    with hold(path):
+        report = ingest_run(root, path, progress=None)
+        with connect(path, write=False) as con:
+            # Fidelity compares the logged value at every replayed step: a long series is read whole here, never
+            # reduced as analyze reads it (a reduced view keeps a few points per bucket: most steps would be
+            # missing).
+            run = Run.from_store(con, report.run_id, long_series=sys.maxsize)
+            for role in ("loss", "grad_norm"):  # series load lazily: read what fidelity needs while it is open
+                if run.pick(role):
+                    run.series(role)
+            last_logged = run.last_step()
     if step is not None:
         check_step(run.name, step, last_logged)
     entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
