@@ -7,7 +7,7 @@ Detectors never see SQL or files: they ask `run.series("loss")` and get a polars
 loss in a console log), ties broken by name, so the choice is deterministic and `run.pick(...)` says
 which one was read.
 
-A series longer than `long_series` points (the analysis' `Selection.long_series`, `forensics.settings.LONG_SERIES`
+A series longer than `long_series` points (the analysis' `Selection.long_series`, `LONG_SERIES` here
 by default) is never held whole: it is read *reduced*, M4 in DuckDB (`ingest.queries.series_reduced`: per bucket the
 first, lowest, highest and last point with their real steps, stamps and exact values, and the first point of each
 non-finite kind), so an analysis holds at most ~`long_series / 2` points of it whatever its length. Detectors
@@ -26,6 +26,12 @@ import numpy as np
 import polars as pl
 
 from forensics.stats import SpikeRule
+
+# A series of more points than this is read reduced (M4 in the store, a few points per bucket: below), so an
+# analysis holds a bounded number of points whatever the length of a run (issue 28). Above every series of every
+# real run, corpus and gallery run we judge on (the largest: 63,000 points, in shared/real_runs_test; the corpus
+# trains 2,500 steps at most), so their findings are those of the whole series.
+LONG_SERIES = 1_000_000
 
 # Logical names detectors use -> the role ingest stored in series.role.
 ROLES: dict[str, str] = {
@@ -70,7 +76,7 @@ def usable_series(meta: pl.DataFrame, role: str) -> pl.DataFrame:
 
 
 # A long series is reduced to `long_series // BUCKET_SHARE` buckets of ~4 points each (first, min, max, last): at most
-# half as many points as the shortest series that is reduced (125,000 buckets at settings.LONG_SERIES), so a
+# half as many points as the shortest series that is reduced (125,000 buckets at LONG_SERIES), so a
 # statistic over it costs no more than over a series read whole, whatever the length of the series.
 BUCKET_SHARE = 8
 
@@ -107,8 +113,7 @@ class Run:
     def from_store(cls, con: Any, run_id: str, long_series: int | None = None) -> Run:
         """Read the run's series list, configs and checkpoint/batch tables from an open DuckDB connection
         (the queries live in `ingest.queries`); points are read per series, on first use, a series of more than
-        `long_series` points reduced (default `forensics.settings.LONG_SERIES`)."""
-        from forensics.settings import LONG_SERIES
+        `long_series` points reduced (default `LONG_SERIES` here)."""
         from ingest import queries
 
         row = queries.run_row(con, run_id)

@@ -16,13 +16,9 @@ from dataclasses import dataclass, field
 
 from forensics.detectors import ALL
 from forensics.detectors.base import Detector
+from forensics.run import LONG_SERIES
 from ingest.errors import ForensicsError
 
-# A series of more points than this is read reduced (forensics/run.py: M4 in the store, a few points per bucket), so an
-# analysis holds a bounded number of points whatever the length of a run (issue 28). Above every series of every
-# real run, corpus and gallery run we judge on (the largest: 63,000 points, in shared/real_runs_test; the corpus
-# trains 2,500 steps at most), so their findings are those of the whole series.
-LONG_SERIES = 1_000_000
 
 
 @dataclass(frozen=True)

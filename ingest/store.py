@@ -120,9 +120,12 @@ def _failures(con: duckdb.DuckDBPyConnection, db: Path, write: bool, close) -> I
     StoreUnwritable; `close()` (which rolls back an open transaction) runs first."""
     try:
         yield
-    except (duckdb.InterruptException, RuntimeError) as exc:
-        # DuckDB turns Ctrl-C during a query into "Query interrupted" (a RuntimeError in duckdb 1.x/2.x).
-        if not isinstance(exc, duckdb.InterruptException) and not str(exc).startswith("Query interrupted"):
+    except (duckdb.InterruptException, RuntimeError, duckdb.ProgrammingError) as exc:
+        # DuckDB turns Ctrl-C during a query into "Query interrupted" (a RuntimeError in duckdb 1.x/2.x); Ctrl-C
+        # while DuckDB calls back into Python (the schema of a frame handed over as an Arrow stream, at
+        # `con.register`) comes back as an InvalidInputException whose message ends in the KeyboardInterrupt.
+        if not (isinstance(exc, duckdb.InterruptException) or str(exc).startswith("Query interrupted")
+                or "failed: KeyboardInterrupt" in str(exc)):
             close()
             raise
         close()  # an open transaction is rolled back here

@@ -12,7 +12,8 @@ import pytest
 from benchmarks.bench_analyze import TAGS, series_values
 from forensics.analysis import analyze
 from forensics.run import Run
-from forensics.settings import LONG_SERIES, Selection
+from forensics.run import LONG_SERIES
+from forensics.settings import Selection
 from ingest.store import connect
 from tests.runwriters import write_tb
 
