@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from forensics.render import clean
+from forensics.text.render import clean
 
 TRAIN = "#0072B2"      # blue: every train series
 VAL = "#E69F00"        # orange: every validation series

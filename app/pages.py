@@ -18,12 +18,12 @@ import streamlit as st
 
 from app import charts
 from app.data import StoreProblem, query
-from forensics import numbers
-from forensics.render import clean
+from forensics.judge import numbers
+from forensics.text.render import clean
 
 PIXELS = 1600  # pixel columns per chart for M4: at most ~4 points per column, whatever the series' length
 
-VERDICT = {  # the stored verdict (forensics/verdict.py) -> icon, word, badge colour: reads in grey
+VERDICT = {  # the stored verdict (forensics/judge/verdict.py) -> icon, word, badge colour: reads in grey
     "failed": ("⛔", "failed", "critical"),
     "suspicious": ("⚠️", "suspicious", "warning"),
     "inconclusive": ("❔", "INCONCLUSIVE", "info"),
@@ -641,8 +641,8 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
 def _replay(run: dict, r: dict[str, Any]) -> None:
     """One stored replay as `forensics replay` prints it: verdict, the command that made it, fidelity, whether the
     failure came back, where the first non-finite value appeared, culprit samples, counterfactuals."""
-    from forensics.replay import report
-    from forensics.replay.result import ReplayResult
+    from forensics.usercode.replay import report
+    from forensics.usercode.replay.result import ReplayResult
 
     doc = _decode(r.get("result"))
     res = ReplayResult.from_json(doc if isinstance(doc, dict) else {})

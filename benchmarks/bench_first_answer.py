@@ -6,7 +6,7 @@ beside `python -c "import torch"` (the goal: at most half of it). One run, conte
 Each round times, as separate processes and in turn (a shared machine's load drifts over all of them alike):
     import torch        python -c "import torch"
     analyze             python -m forensics.cli analyze RUN --db FRESH (ingest, every detector, storing, the report)
-    import analysis     python -c "import forensics.analysis" (the engine's imports)
+    import analysis     python -c "import forensics.services.analysis" (the engine's imports)
     floor               python -c "import duckdb, polars, numpy" (what the engine cannot run without)
     fresh store         python -c "... connect(FRESH, write=True)" minus its imports: creating the schema
 `--baseline DIR`: also `analyze` from another checkout (e.g. `git worktree add DIR main`), same rounds. Printed:
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     contenders: list[tuple[str, Path, list[str] | None]] = [
         ("import torch", REPO, [py, "-c", "import torch"]),
         ("analyze", REPO, None),
-        ("import forensics.analysis", REPO, [py, "-c", "import forensics.analysis"]),
+        ("import forensics.services.analysis", REPO, [py, "-c", "import forensics.services.analysis"]),
         ("floor: import duckdb, polars, numpy", REPO, [py, "-c", "import duckdb, polars, numpy"]),
         ("import ingest.store", REPO, [py, "-c", "import ingest.store"]),
         ("ingest.store + a fresh store", REPO, None),

@@ -6,7 +6,7 @@ AdamW at 1e-3) on a learnable next-token task (each row counts up modulo the voc
 the overfit check memorises its batch and stops early, as on a healthy run. Checks run as `forensics probe` runs
 them, sharing one Context (the watched forward each check reuses is paid by the first that asks):
     plain step          forward + backward + AdamW step (the unit)
-    input_scale ... lr_range   each check's `check(ctx)` (forensics/probe/<check>.py)
+    input_scale ... lr_range   each check's `check(ctx)` (forensics/usercode/probe/<check>.py)
 Each is timed as process CPU time (what it computes, robust to other processes on a shared machine) and wall
 time; medians over --repeat rounds, ratios are CPU-time medians over the plain step's (wall on CUDA, where the
 CPU waits). The last line sums all checks, in plain steps (goal: <= 300).
@@ -64,10 +64,10 @@ def main() -> None:
     import torch
 
     from forensics.capture import Capture
-    from forensics.probe import CHECKS
-    from forensics.probe.context import Context
-    from forensics.replay import ENTRY_NAME
-    from forensics.run import Run
+    from forensics.usercode.probe import CHECKS
+    from forensics.usercode.probe.context import Context
+    from forensics.usercode.replay import ENTRY_NAME
+    from forensics.judge.run import Run
     from ingest.run import ingest_run
     from ingest.store import connect
 
@@ -130,7 +130,7 @@ def main() -> None:
             times["plain step"].append((c, w))
         ctx = Context.open(run, run_dir, run_dir / ENTRY_NAME, a.device)  # a fresh context: nothing cached
         for name, module in CHECKS.items():
-            mod = importlib.import_module(f"forensics.probe.{module}")
+            mod = importlib.import_module(f"forensics.usercode.probe.{module}")
             c, w, res = timed(lambda mod=mod: mod.check(ctx))
             times[name].append((c, w))
             statuses[name] = f"{res['status']}: {res['summary'][:300]}"

@@ -19,7 +19,7 @@ them after the fidelity re-execution:
     detect_anomaly      forward + backward under torch.autograd.detect_anomaly(check_nan=True), the folklore peer
 Then the whole process, as a user meets it: `forensics replay` of the gallery's nan_sqrt_norm (the store already
 holding it) timed beside `python -c "import torch"`, alternating, wall time, median of --repeat (goal: <= 2x; the
-determinism flags are set without importing torch's compiler stack, forensics/replay/determinism.py). Phases run round-robin (each repeat times every phase once), so load on a shared machine drifts over all of them
+determinism flags are set without importing torch's compiler stack, forensics/usercode/replay/determinism.py). Phases run round-robin (each repeat times every phase once), so load on a shared machine drifts over all of them
 alike; each is timed as process CPU time (what the phase computes, robust to other processes on the machine) and
 wall time. Medians over --repeat rounds; ratios are CPU-time medians over the plain step's. The last line sums
 what a replay spends after fidelity (re-run + instrumented step + culprits by vmap + counterfactuals), in plain steps.
@@ -66,8 +66,8 @@ def main() -> None:
 
     import torch
 
-    from forensics.replay import counterfactuals, culprits, instrument
-    from forensics.replay.state import State, StepOptions, restore, run_step, snapshot
+    from forensics.usercode.replay import counterfactuals, culprits, instrument
+    from forensics.usercode.replay.state import State, StepOptions, restore, run_step, snapshot
     from sample_runs.gen.models import TinyTransformer
 
     warnings.filterwarnings("ignore")

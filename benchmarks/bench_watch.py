@@ -89,7 +89,7 @@ def fleet(runs: list[Path], work: Path, ray_ok: bool, rounds: int = 1, second_pa
     """Each contender analyses every run into a fresh store, contenders in turn, `rounds` times (a loaded machine's
     load moves: alternating pairs the contenders). Besides the wall time: the driver's CPU seconds and, for
     worker processes, the workers' (each run's `cpu_seconds`), which the machine's load does not inflate."""
-    from forensics.fleet import Options, analyze_runs
+    from forensics.services.fleet import Options, analyze_runs
 
     rows = []
     contenders = [("1 process", dict(jobs=1)), ("--jobs 2", dict(jobs=2))]
@@ -150,7 +150,7 @@ def projection(rows: list[dict]) -> list[dict]:
 def idle_pass(root: Path, n: int, work: Path) -> dict:
     """Fingerprint n runs once, then time a pass that finds nothing changed; and the os.walk + stat floor."""
     from benchmarks.bench_analyze import write_run as write_tb
-    from forensics.watch import Watcher, WatchSettings
+    from forensics.services.watch import Watcher, WatchSettings
 
     template = write_tb(work / "template", 40)
     event = next(template.iterdir())
@@ -187,7 +187,7 @@ def latency(work: Path, events: bool, interval: float) -> dict:
     """Seconds from a flushed NaN to its alert, with a SummaryWriter still writing the run."""
     from torch.utils.tensorboard import SummaryWriter
 
-    from forensics.watch import Watcher, WatchSettings
+    from forensics.services.watch import Watcher, WatchSettings
 
     root = work / f"live_{'events' if events else 'poll'}"
     w = SummaryWriter(str(root / "job"))

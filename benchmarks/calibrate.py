@@ -44,8 +44,8 @@ def as_dicts(result) -> list[dict]:
 
 def findings(db: Path, run_id: str, kind: str, settings: dict[str, str]) -> tuple[list[dict], bool]:
     """The detector's findings on one stored run, and whether it could run there (not skipped)."""
-    from forensics.analysis import analyze_stored
-    from forensics.settings import selection
+    from forensics.services.analysis import analyze_stored
+    from forensics.judge.settings import selection
     from ingest.store import connect
 
     with connect(db, write=False) as con:
@@ -77,8 +77,8 @@ def sweep_one(cases: list[tuple[Case, Path, str]], kind: str, settings: dict[str
 def overview(cases: list[tuple[Case, Path, str]]) -> int:
     """Every detector at its defaults, in one analysis per run: on how many healthy runs it could run, how many
     it fired on (the false-alarm rate the budget is about), and its false findings and recall elsewhere."""
-    from forensics.analysis import analyze_stored
-    from forensics.detectors import ALL
+    from forensics.services.analysis import analyze_stored
+    from forensics.judge.detectors import ALL
     from ingest.store import connect
 
     rows = {c.kind: {"checked": 0, "fired": 0, "fp": 0, "tp": 0, "labels": 0} for c in ALL}

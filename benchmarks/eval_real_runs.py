@@ -1,6 +1,6 @@
 """Per-kind precision and recall of `forensics analyze` on labelled runs (../shared/real_runs/labels.json).
 
-A development measurement, not a test: it runs the engine through its public API (`forensics.analysis.analyze`)
+A development measurement, not a test: it runs the engine through its public API (`forensics.services.analysis.analyze`)
 on every labelled run, compares the set of finding kinds with the label's pathologies (`["healthy"]` = no
 finding expected), and prints per-kind true/false positives, precision and recall, the false findings per
 healthy run, and the critical findings on healthy runs. Every finding counts, whatever its severity
@@ -45,7 +45,7 @@ def load_labels(path: Path, gallery: bool) -> dict[str, set[str]]:
 
 def predict(runs: Path, names: list[str], db: Path) -> dict[str, list[dict]]:
     """run name -> its findings (kind, severity, step, summary) from the engine."""
-    from forensics.analysis import analyze
+    from forensics.services.analysis import analyze
 
     out = {}
     for name in names:

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from forensics.grammar import build_parser
+from forensics.text.grammar import build_parser
 from ingest.errors import ForensicsError
 
 
@@ -31,8 +31,8 @@ def db_path(explicit: str | os.PathLike | None = None) -> Path:
 def cmd_ingest(args: argparse.Namespace) -> int:
     """Read every directory it can; report each one it cannot (one line each on stderr) and exit 2 if any
     could not be read, after the others are stored: a script must not take a partial ingest for a whole one."""
-    from forensics.folders import ingest_folders
-    from forensics.render import ProgressBars, clean, ingest_text
+    from forensics.services.folders import ingest_folders
+    from forensics.text.render import ProgressBars, clean, ingest_text
 
     db = db_path(args.db)
     run_dirs, reports, failed = ingest_folders(
@@ -56,7 +56,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from forensics.render import runs_text, short_path
+    from forensics.text.render import runs_text, short_path
     from ingest.queries import list_runs
     from ingest.store import connect
 
@@ -73,16 +73,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
 # -- analyze ------------------------------------------------------------------------------------------------
 
 def _selection(args: argparse.Namespace):
-    """`--only`, `--skip` and `--set`, checked and typed (forensics.settings) before any reading."""
-    from forensics.settings import selection
+    """`--only`, `--skip` and `--set`, checked and typed (forensics.judge.settings) before any reading."""
+    from forensics.judge.settings import selection
 
     return selection(args.only, args.skip, dict(args.settings))
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from forensics import report
-    from forensics.analysis import analyze
-    from forensics.verdict import fails
+    from forensics.text import report
+    from forensics.services.analysis import analyze
+    from forensics.judge.verdict import fails
 
     if args.all:
         return cmd_analyze_all(args)
@@ -114,8 +114,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from forensics import report
-    from forensics.detectors import ALL
+    from forensics.text import report
+    from forensics.judge.detectors import ALL
 
     detected = {c.kind: c for c in ALL}
     print(json.dumps(report.rules_json(detected), indent=2) if args.json else report.rules_text(detected))
@@ -126,8 +126,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
-    from forensics.detectors.bad_batch import outlier_samples
-    from forensics.render import ProgressBars, checkpoints_text
+    from forensics.judge.detectors.bad_batch import outlier_samples
+    from forensics.text.render import ProgressBars, checkpoints_text
     from ingest.queries import checkpoint_summary
     from ingest.run import ingest_run
     from ingest.store import connect
@@ -157,9 +157,9 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze_all(args: argparse.Namespace) -> int:
-    from forensics.fleet import Options, analyze_root
-    from forensics.render import fleet_text
-    from forensics.verdict import fails
+    from forensics.services.fleet import Options, analyze_root
+    from forensics.text.render import fleet_text
+    from forensics.judge.verdict import fails
 
     if args.markdown is not None:
         raise ForensicsError("--markdown writes one run's diagnosis; with --all use --json")
@@ -189,9 +189,9 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from forensics.fleet import Options
-    from forensics.render import clean
-    from forensics.watch import WatchSettings, serve
+    from forensics.services.fleet import Options
+    from forensics.text.render import clean
+    from forensics.services.watch import WatchSettings, serve
 
     def emit(alert) -> None:
         print(json.dumps(alert.as_dict(), default=str) if args.json else clean(alert.message), flush=True)
@@ -210,8 +210,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from forensics.replay import replay
-    from forensics.replay import report as replay_report
+    from forensics.usercode.replay import replay
+    from forensics.usercode.replay import report as replay_report
 
     return _run_user_code(args, lambda: replay(args.run_dir, args.step, entry=args.entry,
                                                from_checkpoint=args.from_checkpoint, device=args.device,
@@ -222,8 +222,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def _run_user_code(args: argparse.Namespace, work, as_json, text, markdown) -> int:
     """`replay` and `probe`, which run the run's entry point: --markdown checked first; a missing entry point's
     fill-in template goes to stdout (so `> forensics_entry.py` saves it); the result as JSON or text."""
-    from forensics.render import lines
-    from forensics.report import markdown_target
+    from forensics.text.render import lines
+    from forensics.text.report import markdown_target
     from ingest.errors import EntryPointError
 
     markdown_target(args.markdown, args.run_dir)  # before any work: never inside the run directory
@@ -244,8 +244,8 @@ def _run_user_code(args: argparse.Namespace, work, as_json, text, markdown) -> i
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from forensics.probe import parse_checks, probe
-    from forensics.probe import report as probe_report
+    from forensics.usercode.probe import parse_checks, probe
+    from forensics.usercode.probe import report as probe_report
 
     checks = parse_checks(args.checks)
     return _run_user_code(args, lambda: probe(args.run_dir, checks=checks, entry=args.entry, device=args.device,
@@ -292,7 +292,7 @@ def _collect_garbage_less_often() -> None:
     gc.set_threshold(50_000, *gc.get_threshold()[1:])
 
 
-# What each command does; its arguments and help are forensics/grammar.py's.
+# What each command does; its arguments and help are forensics/text/grammar.py's.
 RUN = {"ingest": cmd_ingest, "runs": cmd_runs, "analyze": cmd_analyze, "rules": cmd_rules,
        "checkpoints": cmd_checkpoints, "replay": cmd_replay, "probe": cmd_probe, "app": cmd_app, "watch": cmd_watch}
 
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = RUN[args.command](args)
     except ForensicsError as exc:
-        from forensics.render import clean
+        from forensics.text.render import clean
 
         print(f"forensics: error: {clean(exc)}", file=sys.stderr)
         return 2

@@ -20,8 +20,8 @@ DEFAULT_DB_LINE = "database: ~/.cache/run-forensics/forensics.duckdb"
 def sample_output(db: Path) -> str:
     """What `forensics analyze SAMPLE_RUN` prints from the repository's folder, analysed into `db`, shown as if
     into the default database (whose replay command needs no --db)."""
-    from forensics import report
-    from forensics.analysis import analyze
+    from forensics.text import report
+    from forensics.services.analysis import analyze
 
     result = analyze(REPO / SAMPLE_RUN, db)
     lines = [line.replace(f" --db {db}", "").replace(f"{REPO}/", "") for line in report.text(result).splitlines()]

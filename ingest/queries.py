@@ -263,7 +263,7 @@ REDUCE_COLUMNS_PER_QUERY = 20_000
 def series_reduced(con: Any, series_id: int, buckets: int) -> pl.DataFrame:
     """(step, value, wall_time) of a long series reduced to `m4_sql`'s points over its whole step range in
     `buckets` columns (at most ~7 points a column, by step): the engine's bounded view of a series too long to
-    hold whole (forensics.run). Steps, stamps and values are real points', exact. The columns are reduced
+    hold whole (forensics.judge.run). Steps, stamps and values are real points', exact. The columns are reduced
     REDUCE_COLUMNS_PER_QUERY at a time (step ranges DuckDB prunes by its zone maps), so memory stays bounded
     whatever the length."""
     (lo, hi), = con.execute("SELECT first_step, last_step FROM series WHERE series_id = ?", [int(series_id)]).fetchall()

@@ -292,7 +292,7 @@ TABLES: dict[str, str] = {
             engine_version VARCHAR,
             settings VARCHAR,               -- JSON of detector overrides
             healthy BOOLEAN,                -- verdict = 'healthy'
-            verdict VARCHAR,                -- failed, suspicious, inconclusive, healthy (forensics/verdict.py)
+            verdict VARCHAR,                -- failed, suspicious, inconclusive, healthy (forensics/judge/verdict.py)
             verdict_reason VARCHAR,         -- one line, in the user's terms
             headline_id INTEGER,            -- the finding_id of the earliest cause (the report's headline)
             only_kinds VARCHAR,             -- JSON list: `--only` (empty: every detector)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from forensics.run import Run
+from forensics.judge.run import Run
 
 
 def write_tb(root: Path, series: dict[str, tuple[np.ndarray, np.ndarray]], config: dict | None = None) -> Path:

@@ -1,6 +1,6 @@
 """The Streamlit app (issue 15): evidence-keeping decimation, the pages' figures, and a store that cannot be read.
 
-Databases are made by the real pipeline: `forensics.analysis.analyze` on gallery runs, and on a run whose metric
+Databases are made by the real pipeline: `forensics.services.analysis.analyze` on gallery runs, and on a run whose metric
 table polars writes as Parquet (a format `forensics ingest` reads) with spikes and NaN/Inf planted in 600k points.
 Pages run under Streamlit's AppTest; a plotly figure's spec is JSON, so the tests read its shapes and traces.
 """
@@ -27,7 +27,7 @@ pytest.importorskip("plotly", reason="the app extra is not installed: pip instal
 
 from streamlit.testing.v1 import AppTest
 
-from forensics.analysis import analyze
+from forensics.services.analysis import analyze
 from forensics.cli import main
 from ingest import queries
 from ingest.store import connect
@@ -347,7 +347,7 @@ def test_replay_card_reads_as_the_cli_prints_it(gallery_db, tmp_path, monkeypatc
     """Issue 25: the card showed `created` as a JSON error and the rest as a raw dict. A real replay's JSON, stored by
     replay's own writer, is shown with its fidelity, reproduced line, phase/op/module/file:line, culprits,
     counterfactuals and command; a finite (spike) step reads "finite, as logged", not "reproduced: False"."""
-    from forensics.replay.result import ReplayResult
+    from forensics.usercode.replay.result import ReplayResult
     from ingest.store import connect
     from ingest.writes import insert_replay
 

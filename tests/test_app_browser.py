@@ -33,7 +33,7 @@ WIDTH = 1400
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """The app serving a database that holds nan_lr_too_high and healthy_mlp, analysed by the real pipeline."""
-    from forensics.analysis import analyze
+    from forensics.services.analysis import analyze
     from ingest import queries
     from ingest.store import connect
 

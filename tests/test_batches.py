@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from forensics.detectors.bad_batch import BadBatch
+from forensics.judge.detectors.bad_batch import BadBatch
 from ingest.batches import FoundBatch, find_batches, per_sample, read_batch
 from ingest.run import ingest_batches
 

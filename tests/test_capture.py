@@ -151,7 +151,7 @@ def test_batch_norm_couples_samples_and_bisection_finds_the_culprit(tmp_path, ca
 
 
 def test_minimal_removal_finds_several_culprits_in_few_tests():
-    from forensics.replay.culprits import minimal_removal
+    from forensics.usercode.replay.culprits import minimal_removal
 
     calls = []
 

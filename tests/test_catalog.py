@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from forensics import catalog
+from forensics.judge import catalog
 from forensics.cli import main
-from forensics.detectors import ALL
+from forensics.judge.detectors import ALL
 from tests.paths import SHARED
 
 CATALOG_MD = SHARED / "CATALOG.md"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from forensics.cli import main
-from forensics.settings import build_detectors
+from forensics.judge.settings import build_detectors
 from ingest.errors import ForensicsError
 from tests.runwriters import curve, write_tb
 

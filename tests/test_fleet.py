@@ -1,4 +1,4 @@
-"""Fleet mode (`forensics analyze ROOT --all --jobs N`, forensics/fleet.py): workers ingest into private stores and
+"""Fleet mode (`forensics analyze ROOT --all --jobs N`, forensics/services/fleet.py): workers ingest into private stores and
 the driver appends their tables; the store and the diagnoses equal a sequential analysis of each run, a broken run
 is reported while the rest complete, and a second pass stores nothing twice. `--all --ray` on a local Ray
 (ray is in the test extra) gives the same diagnoses."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli import main
-from forensics.fleet import Options, store_worker_results, work_on_run
+from forensics.services.fleet import Options, store_worker_results, work_on_run
 from ingest.store import connect
 from tests.paths import REPO
 
@@ -268,7 +268,7 @@ def test_workers_copy_one_empty_store_made_by_the_driver_and_it_is_removed(mixed
     copy's folder is the driver's scratch, gone when the runs are written, and largest runs go first."""
     import tempfile
 
-    from forensics import fleet
+    from forensics.services import fleet
 
     made, order = [], []
     real_empty, real_largest = fleet.empty_store, fleet._largest_first

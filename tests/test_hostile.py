@@ -150,7 +150,7 @@ def test_a_file_name_that_is_not_utf8_is_read_and_stored_escaped(tmp_path, capsy
 
 def test_a_folder_name_that_is_not_utf8_does_not_stop_the_watch(tmp_path):
     """Issue 26 item 2: one non-UTF-8 folder name failed every watch pass (UnicodeEncodeError in run_id_for)."""
-    from forensics.watch import Watcher, WatchSettings
+    from forensics.services.watch import Watcher, WatchSettings
 
     root = tmp_path / "runs"
     for name in (b"bad\xfe", b"good"):

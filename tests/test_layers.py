@@ -17,7 +17,7 @@ from tests.paths import REPO
 APP_FORBIDDEN = ("ingest.run", "ingest.formats", "ingest.tensorboard", "ingest.wandb", "ingest.wandb_files",
                  "ingest.console", "ingest.tabular", "ingest.mlflow", "ingest.lightning", "ingest.hf_trainer",
                  "ingest.configs", "ingest.checkpoints", "ingest.batches", "ingest.tensorfiles", "ingest.tensorstats",
-                 "ingest.writes", "forensics.engine", "forensics.detectors", "forensics.analysis", "forensics.settings")
+                 "ingest.writes", "forensics.judge.engine", "forensics.judge.detectors", "forensics.services.analysis", "forensics.judge.settings")
 
 
 def sources(folder: str) -> list[Path]:
@@ -91,10 +91,10 @@ def test_nothing_below_the_cli_reads_the_environment():
 def test_the_checks_catch_an_offender(tmp_path):
     """The import, print and environment checks find what they look for (a check that cannot fail proves nothing)."""
     bad = tmp_path / "bad.py"
-    bad.write_text("import forensics.engine\nfrom ingest import wandb\nfrom ingest.queries import list_runs\n"
+    bad.write_text("import forensics.judge.engine\nfrom ingest import wandb\nfrom ingest.queries import list_runs\n"
                    "def f():\n    print('x')\n    return os.environ.get('X')\n")
-    assert offending_imports(bad, APP_FORBIDDEN) == [f"{bad}:1 imports forensics.engine", f"{bad}:2 imports ingest.wandb"]
-    assert offending_imports(bad, ("forensics",)) == [f"{bad}:1 imports forensics.engine"]
+    assert offending_imports(bad, APP_FORBIDDEN) == [f"{bad}:1 imports forensics.judge.engine", f"{bad}:2 imports ingest.wandb"]
+    assert offending_imports(bad, ("forensics",)) == [f"{bad}:1 imports forensics.judge.engine"]
     assert [ln for ln, _ in imported(bad)] == [1, 2, 2, 3, 3]
     assert prints(bad) == [f"{bad}:5 calls print"]
     assert environment_reads(bad) == [f"{bad}:6 reads the environment"]
@@ -111,7 +111,7 @@ def test_app_imports_neither_readers_nor_engine():
 # Modules whose job is to run a model (DECISIONS.md §6: torch "where a model runs"): replay's and probe's machinery,
 # imported only inside `forensics replay` / `forensics probe`, and the capture helpers, imported by a training script
 # that has torch loaded.
-RUNS_A_MODEL = ("forensics.replay.", "forensics.probe.", "forensics.capture")
+RUNS_A_MODEL = ("forensics.usercode.replay.", "forensics.usercode.probe.", "forensics.capture")
 
 
 def test_importing_every_module_of_forensics_and_ingest_loads_no_torch():
@@ -123,7 +123,7 @@ def test_importing_every_module_of_forensics_and_ingest_loads_no_torch():
         "names = [m.name for pkg in (forensics, ingest) for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.')]\n"
         f"names = [n for n in names if not n.startswith({RUNS_A_MODEL!r})]\n"
         "for n in names: importlib.import_module(n)\n"
-        "print(len(names), 'forensics.replay' in names and 'forensics.probe' in names, 'torch' in sys.modules)"
+        "print(len(names), 'forensics.usercode.replay' in names and 'forensics.usercode.probe' in names, 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     n, replay_checked, torch_loaded = out.split()
@@ -191,5 +191,5 @@ def test_the_app_imports_nothing_from_the_cli():
 
 
 def test_cli_is_thin():
-    """Each command's rendering lives in forensics/render.py or report.py, the server launcher in app/server.py."""
+    """Each command's rendering lives in forensics/text/render.py or report.py, the server launcher in app/server.py."""
     assert len((REPO / "forensics" / "cli.py").read_text(encoding="utf-8").splitlines()) < 400

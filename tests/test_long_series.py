@@ -1,4 +1,4 @@
-"""A series too long to hold whole is read reduced (forensics/run.py, issue 28): the findings on the analysis
+"""A series too long to hold whole is read reduced (forensics/judge/run.py, issue 28): the findings on the analysis
 benchmark's run (benchmarks/bench_analyze.py: a decaying loss with five 6x spikes and a NaN onset near the end,
 gradient norm, LR, validation loss) are the same read reduced as read whole, at a small scale: the threshold is
 lowered through the analysis' own setting (`Selection.long_series`), so the same code path runs as on a run of
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from benchmarks.bench_analyze import TAGS, series_values
-from forensics.analysis import analyze
-from forensics.run import Run
-from forensics.run import LONG_SERIES
-from forensics.settings import Selection
+from forensics.services.analysis import analyze
+from forensics.judge.run import Run
+from forensics.judge.run import LONG_SERIES
+from forensics.judge.settings import Selection
 from ingest.store import connect
 from tests.runwriters import write_tb
 

@@ -208,7 +208,7 @@ def test_analyze_all_fail_on_inconclusive_is_one_rule(tmp_path, capsys):
 # -- escaping (issue 26, items 8-10) ----------------------------------------------------------------------------
 
 def test_control_characters_are_escaped_in_text_output():
-    from forensics.render import clean
+    from forensics.text.render import clean
 
     assert clean("run\nfake: FAILED") == "run\\nfake: FAILED"
     assert clean("\x1b]0;pwned\x07x") == "\\x1b]0;pwned\\x07x"
@@ -306,9 +306,9 @@ def test_the_initial_level_is_named_once_and_set_reaches_it(tmp_path, capsys):
     stats.START_POINTS, every detector that reads a start level carries it as `start_points`, and --set reaches it."""
     import dataclasses
 
-    from forensics import stats
-    from forensics.detectors import ALL
-    from forensics.settings import selection
+    from forensics.judge import stats
+    from forensics.judge.detectors import ALL
+    from forensics.judge.settings import selection
 
     assert stats.start_level(np.array([np.nan, 5.0, 1.0, 3.0, 100.0])) == 3.0  # non-finite points do not count
     assert stats.start_level(np.array([4.0, 2.0]), points=1) == 4.0 and np.isnan(stats.start_level(np.array([])))
@@ -317,7 +317,7 @@ def test_the_initial_level_is_named_once_and_set_reaches_it(tmp_path, capsys):
             "weight_collapse", "weight_norm_growth"} <= carriers
     sel = selection(settings={"plateau.start_points": "5"})
     assert next(d for d in sel.detectors() if d.kind == "plateau").start_points == 5
-    for name in ("forensics/detectors", "forensics/curves.py"):
+    for name in ("forensics/judge/detectors", "forensics/judge/curves.py"):
         for path in (REPO / name).rglob("*.py") if (REPO / name).is_dir() else [REPO / name]:
             assert not re.search(r"np\.median\([^()]*\[:3\]\)", path.read_text(encoding="utf-8")), path
     out = analyze_json(capsys, GALLERY / "healthy_mlp", tmp_path / "f.duckdb", "--set", "plateau.start_points=5")
@@ -330,8 +330,8 @@ def test_learned_or_not_is_one_boundary_that_flat_loss_plateau_and_underfitting_
     """Issue 24: "it never learned" (flat_loss) against "it learned, then stopped" (plateau, underfitting) is one
     rule, stats.learned (a fall of stats.LEARNED_FALL below the first three points' median, beyond its noise):
     the three detectors' fields default to it, and flat_loss and plateau both call it."""
-    from forensics import stats
-    from forensics.detectors import FlatLoss, Plateau, Underfitting
+    from forensics.judge import stats
+    from forensics.judge.detectors import FlatLoss, Plateau, Underfitting
 
     assert FlatLoss().learned_fall == Plateau().min_drop == Underfitting().min_drop == stats.LEARNED_FALL
     assert Plateau().min_drop_sigmas == stats.LEARNED_SIGMAS
@@ -421,7 +421,7 @@ def test_watch_alerts_a_stored_inconclusive_verdict_once(tmp_path):
     loss) is alerted with the stored reason, once, also across a restart; a healthy run is not."""
     import shutil
 
-    from forensics.watch import Watcher, WatchSettings
+    from forensics.services.watch import Watcher, WatchSettings
 
     root = tmp_path / "root"
     csv_only_val_loss(root / "val_only")

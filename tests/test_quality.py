@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forensics.engine import analyze_run
-from forensics.findings import Analysis
+from forensics.judge.engine import analyze_run
+from forensics.judge.findings import Analysis
 from tests.paths import REPO
 from tests.runwriters import load_run
 
@@ -95,7 +95,7 @@ def test_precision_and_recall_per_kind(scored):
         p = tp_findings[kind] / n_findings[kind] if n_findings[kind] else None
         print(f"{kind:<24}{f'{tp_labels[kind]}/{n_labels[kind]}':>10} {r if r is None else round(r, 2)!s:>4}"
               f"{f'{tp_findings[kind]}/{n_findings[kind]}':>10} {p if p is None else round(p, 2)!s:>4}")
-        from forensics.detectors import ALL
+        from forensics.judge.detectors import ALL
         if kind in {d.kind for d in ALL} and ((r is not None and r < 0.9) or (p is not None and p < 0.9)):
             bad.append(kind)
     assert not bad, f"kinds under 0.9 precision or recall: {bad}"

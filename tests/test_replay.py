@@ -314,7 +314,7 @@ def test_from_checkpoint_is_used_and_one_without_batches_after_it_is_one_line(ru
     (float("nan"), 1.0, False), (float("inf"), float("-inf"), False),
 ])
 def test_fidelity_tolerance_is_the_logged_rounding(logged, replayed, match):
-    from forensics.replay.fidelity import close
+    from forensics.usercode.replay.fidelity import close
 
     assert close(logged, replayed)[0] is match
 
@@ -336,7 +336,7 @@ def test_replay_of_a_stored_run_opens_the_store_twice_and_never_while_the_model_
         events.append("open")
         return real_open(path, write, deadline)
     monkeypatch.setattr(store, "_open", spy_open)
-    import forensics.replay.state as state
+    import forensics.usercode.replay.state as state
     real_entry = state.load_entry
 
     def spy_entry(*a, **k):

@@ -36,7 +36,7 @@ def settings_after(setup: str) -> dict:
 @pytest.mark.slow  # two fresh interpreters each importing torch and its compiler stack
 @pytest.mark.parametrize("mode, warn_only", [(True, True), (False, False)])
 def test_set_deterministic_is_torch_use_deterministic_algorithms_without_the_compiler(mode, warn_only):
-    ours = settings_after(f"from forensics.replay.determinism import set_deterministic\n"
+    ours = settings_after(f"from forensics.usercode.replay.determinism import set_deterministic\n"
                           f"set_deterministic({mode}, warn_only={warn_only})")
     torchs = settings_after(f"torch.use_deterministic_algorithms({mode}, warn_only={warn_only})")
     assert {k: v for k, v in ours.items() if k != "compiler_imported_before"} == \
@@ -50,7 +50,7 @@ def test_deterministic_gives_every_setting_back():
 
     import torch
 
-    from forensics.replay.determinism import INDUCTOR_ENV, deterministic
+    from forensics.usercode.replay.determinism import INDUCTOR_ENV, deterministic
 
     before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
               torch.get_num_threads(), os.environ.get(INDUCTOR_ENV))
@@ -64,7 +64,7 @@ def test_deterministic_gives_every_setting_back():
 def test_default_threads_are_what_the_machine_can_give():
     import os
 
-    from forensics.replay.determinism import available_threads
+    from forensics.usercode.replay.determinism import available_threads
 
     n, why = available_threads()
     assert 1 <= n <= len(os.sched_getaffinity(0))

@@ -142,7 +142,7 @@ def test_entry_template_reads_the_configs_own_keys(tmp_path, capsys):
 
 def test_replay_commands_write_the_home_directory_as_tilde(tmp_path, monkeypatch):
     """Issue 25: the README shows `~/...`; the hint printed /home/<user>/... (and a quoted `~` would not expand)."""
-    from forensics.replay import replay_command, shell_path
+    from forensics.usercode.replay import replay_command, shell_path
 
     monkeypatch.setenv("HOME", str(tmp_path))
     run = tmp_path / "runs" / "my run"

@@ -1,5 +1,5 @@
 """Replay's snapshot of a training state (model, optimizer, scheduler, RNG): a copy that later steps cannot touch,
-restored bit for bit, made without `copy.deepcopy`'s per-tensor cost (forensics/replay/state.py `_copied`)."""
+restored bit for bit, made without `copy.deepcopy`'s per-tensor cost (forensics/usercode/replay/state.py `_copied`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="replay needs torch")
 
-from forensics.replay.state import _copied  # noqa: E402
+from forensics.usercode.replay.state import _copied  # noqa: E402
 
 
 def _trained():

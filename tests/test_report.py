@@ -125,7 +125,7 @@ def test_events_are_numbered_from_1_and_a_spike_inside_a_divergence_joins_it(dem
 
 def test_verbose_text_and_markdown_hold_no_python_reprs(demo_db, tmp_path, capsys):
     """Issue 25: evidence printed `None`, `True` and `['5.99', ...]`; the app an empty list as `****`."""
-    from forensics import numbers
+    from forensics.judge import numbers
 
     assert main(["analyze", str(DEMO), "--db", str(demo_db), "-v", "--markdown", str(tmp_path / "d.md")]) == 0
     text = capsys.readouterr().out + (tmp_path / "d.md").read_text()
@@ -138,8 +138,8 @@ def test_verbose_text_and_markdown_hold_no_python_reprs(demo_db, tmp_path, capsy
 
 def test_one_other_series_was_read():
     """Issue 25: "1 other series were read"."""
-    from forensics.findings import Analysis
-    from forensics.verdict import judge
+    from forensics.judge.findings import Analysis
+    from forensics.judge.verdict import judge
 
     a = Analysis(run="r", run_id="r1")
     a.checked = {"n_series": 1}
@@ -153,7 +153,7 @@ def test_one_other_series_was_read():
 
 def test_one_dead_layer_is_one_layer(tmp_path):
     """Issue 25: "1 layers end with ≥50% dead units"."""
-    from forensics.detectors import DeadRelu
+    from forensics.judge.detectors import DeadRelu
     from tests.runwriters import load_run
 
     steps = np.arange(0, 500, 10)
@@ -166,7 +166,7 @@ def test_one_dead_layer_is_one_layer(tmp_path):
 def test_paths_below_home_are_shown_with_a_tilde(tmp_path, monkeypatch, capsys):
     """Issue 25: the `database:` line and the replay command printed /home/user/... where the README shows ~; the
     default store's replay command names no --db (the README's sample), another store's does."""
-    from forensics.numbers import home, shell_path
+    from forensics.judge.numbers import home, shell_path
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("FORENSICS_DB", raising=False)

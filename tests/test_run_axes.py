@@ -3,7 +3,7 @@
 import numpy as np
 import polars as pl
 
-from forensics.run import META_SCHEMA, usable_series
+from forensics.judge.run import META_SCHEMA, usable_series
 from tests.runwriters import curve, load_run, write_tb
 
 

@@ -1,4 +1,4 @@
-"""forensics.stats against scipy's versions (the slow, obviously correct reference), over seeds and edge cases."""
+"""forensics.judge.stats against scipy's versions (the slow, obviously correct reference), over seeds and edge cases."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from forensics import stats
+from forensics.judge import stats
 
 SEEDS = range(6)
 EDGE = {
@@ -287,7 +287,7 @@ def test_relative_wiggle_sees_noise_not_trend():
 
     import numpy as _np
 
-    from forensics import stats as _s
+    from forensics.judge import stats as _s
     x = _np.arange(2000, dtype=float)
     assert _s.relative_wiggle(1.0 + 0.001 * x) < 1e-9
     assert _s.relative_wiggle(2.0 * _np.exp(-x / 300) + 0.5) < 1e-4

@@ -500,7 +500,7 @@ def test_analyze_of_a_small_run_opens_the_store_once_and_closes_it_at_the_end(tm
     (store.hold) and closes it when it ends: another process can open the store for writing at once. A large run
     (here: every run, with HOLD_BYTES at 0) opens per transaction as before, with the same stored analysis."""
     import ingest.run
-    from forensics.analysis import analyze
+    from forensics.services.analysis import analyze
     from ingest import store
 
     opened = []

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from forensics.cli import main
-from forensics.findings import Analysis, Finding
-from forensics.verdict import CAUSE_STAGE, headline_index
+from forensics.judge.findings import Analysis, Finding
+from forensics.judge.verdict import CAUSE_STAGE, headline_index
 from tests.runwriters import (
     curve,
     hf_history,
@@ -283,7 +283,7 @@ def test_a_finding_that_follows_another_kind_ranks_after_it():
 
 
 def test_every_catalog_kind_has_a_place_in_the_chain():
-    from forensics.catalog import KINDS
+    from forensics.judge.catalog import KINDS
 
     assert set(CAUSE_STAGE) == set(KINDS)
 
@@ -291,7 +291,7 @@ def test_every_catalog_kind_has_a_place_in_the_chain():
 @pytest.mark.parametrize("name, cause", [("weight_collapse_wd", "weight_collapse"), ("dead_relu_bias_init", "dead_relu"),
                                          ("nan_lr_too_high", "divergence")])
 def test_gallery_headline_is_the_ground_truth_primary(name, cause, tmp_path_factory):
-    from forensics.analysis import analyze
+    from forensics.services.analysis import analyze
 
     truth = json.loads((REPO / "sample_runs" / "ground_truth.json").read_text())["runs"][name]
     assert [k["kind"] for k in truth["kinds"] if k.get("primary")] == [cause]

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from forensics.cli import main
-from forensics.watch import Watcher, WatchSettings
+from forensics.services.watch import Watcher, WatchSettings
 from ingest.errors import SchemaError
 from ingest.schema import SCHEMA_VERSION
 from ingest.store import connect

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from forensics.detectors import AmpOverflow
+from forensics.judge.detectors import AmpOverflow
 from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import load_run, one_torch_thread, write_tb
 
@@ -198,7 +198,7 @@ def test_overflows_past_calibration_in_real_console_excerpts_fire(tmp_path, name
 def test_overflow_that_follows_a_nan_loss_does_not_lead_the_report(tmp_path):
     """log_hallo152's loss is NaN from its first line and DeepSpeed halves the scale beside it: the report leads
     with the NaN, the overflow it caused comes after (it led the report when first found)."""
-    from forensics.analysis import analyze
+    from forensics.services.analysis import analyze
 
     if not (REAL_RUNS_TEST / "log_hallo152").is_dir():
         pytest.skip("shared/real_runs_test/log_hallo152 is not beside the checkout")

@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from forensics.detectors import BadBatch
+from forensics.judge.detectors import BadBatch
 from tests.runwriters import curve, load_run, write_tb
 
 

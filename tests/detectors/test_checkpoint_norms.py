@@ -3,7 +3,7 @@ torch.save) ingested through the real checkpoint reader: norms from tensor_stats
 
 import pytest
 
-from forensics.detectors import UpdateRatioAnomaly, WeightCollapse, WeightNormGrowth
+from forensics.judge.detectors import UpdateRatioAnomaly, WeightCollapse, WeightNormGrowth
 from tests.runwriters import curve, load_run, write_tb
 
 pytest.importorskip("ingest.checkpoints", reason="the checkpoint reader (ingest/checkpoints.py) is not on this branch yet")

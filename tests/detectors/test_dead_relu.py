@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import DeadRelu
+from forensics.judge.detectors import DeadRelu
 from tests.runwriters import curve, load_run, write_tb
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import DistributionMismatch
+from forensics.judge.detectors import DistributionMismatch
 from tests.runwriters import curve, load_run, write_tb
 
 

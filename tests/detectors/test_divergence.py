@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from forensics.detectors import Divergence
+from forensics.judge.detectors import Divergence
 from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import curve, load_run, write_tb
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from forensics import stats
-from forensics.detectors import ExplodingGradients
+from forensics.judge import stats
+from forensics.judge.detectors import ExplodingGradients
 from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import load_run, write_tb
 

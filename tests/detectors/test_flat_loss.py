@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from forensics.detectors import FlatLoss
+from forensics.judge.detectors import FlatLoss
 from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import curve, load_run, write_tb
 

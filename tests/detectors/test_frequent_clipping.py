@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import FrequentClipping
+from forensics.judge.detectors import FrequentClipping
 from tests.runwriters import curve, hf_history, load_run, write_tb, write_trainer_state
 
 

@@ -1,7 +1,7 @@
 """frozen_parameters on consecutive checkpoints of a real (tiny) training loop: torch.save of model and
 optimizer state dicts, and HF-style `checkpoint-N/model.safetensors` folders."""
 
-from forensics.detectors import FrozenParameters
+from forensics.judge.detectors import FrozenParameters
 from tests.runwriters import load_run, one_torch_thread
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import Grokking
+from forensics.judge.detectors import Grokking
 from tests.runwriters import load_run, write_tb
 
 

@@ -3,7 +3,7 @@ the training loss (no training accuracy logged) reaches ~0 long before the valid
 
 import pytest
 
-from forensics.detectors import Grokking
+from forensics.judge.detectors import Grokking
 from tests.runwriters import load_run, one_torch_thread
 
 

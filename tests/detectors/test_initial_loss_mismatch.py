@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 
-from forensics.detectors import InitialLossMismatch
-from forensics.detectors.base import missing_reason
+from forensics.judge.detectors import InitialLossMismatch
+from forensics.judge.detectors.base import missing_reason
 from tests.runwriters import curve, load_run, write_tb
 
 

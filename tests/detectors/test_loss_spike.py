@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from forensics.detectors import LossSpike
+from forensics.judge.detectors import LossSpike
 from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import curve, load_run, write_tb
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from forensics.detectors import LrScheduleAnomaly
+from forensics.judge.detectors import LrScheduleAnomaly
 from tests.paths import REAL_RUNS
 from tests.runwriters import curve, load_run, one_torch_thread, write_tb
 
@@ -121,7 +121,7 @@ def _resumed_without_scheduler(resume_at: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_fires_when_a_resume_restarts_the_schedule_mid_decay(tmp_path):
-    from forensics.detectors import ResumedRun
+    from forensics.judge.detectors import ResumedRun
 
     run = _run(tmp_path, _resumed_without_scheduler(600))
     [f] = LrScheduleAnomaly().check(run)

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from forensics.detectors import MaskedNonfinite
+from forensics.judge.detectors import MaskedNonfinite
 from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import hf_history, load_run, one_torch_thread, write_tb, write_trainer_state
 

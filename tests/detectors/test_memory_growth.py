@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import MemoryGrowth
+from forensics.judge.detectors import MemoryGrowth
 from tests.runwriters import curve, load_run, write_tb
 
 STEPS = np.arange(200) * 10

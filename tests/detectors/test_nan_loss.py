@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import NanLoss
+from forensics.judge.detectors import NanLoss
 from tests.runwriters import curve, load_run, write_tb
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from forensics.detectors import NonfiniteWeights
+from forensics.judge.detectors import NonfiniteWeights
 from tests.runwriters import load_run, one_torch_thread
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from forensics.detectors import Oscillation
+from forensics.judge.detectors import Oscillation
 from tests.runwriters import curve, load_run, write_tb
 
 

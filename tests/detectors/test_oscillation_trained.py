@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from forensics.detectors import Oscillation, Underfitting
+from forensics.judge.detectors import Oscillation, Underfitting
 from tests.runwriters import load_run, one_torch_thread
 
 

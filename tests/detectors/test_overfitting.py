@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import Overfitting
+from forensics.judge.detectors import Overfitting
 from tests.runwriters import curve, load_run, write_tb
 
 

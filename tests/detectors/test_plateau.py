@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from forensics.detectors import FlatLoss, Plateau
+from forensics.judge.detectors import FlatLoss, Plateau
 from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import curve, load_run, write_tb
 

@@ -3,7 +3,7 @@ starts again from the last checkpoint's step, later in wall time, with different
 
 import numpy as np
 
-from forensics.detectors import ResumedRun
+from forensics.judge.detectors import ResumedRun
 from tests.runwriters import curve, load_run
 
 T0 = 1.7e9  # wall-clock seconds of the first step

@@ -5,7 +5,7 @@ import csv
 
 import numpy as np
 
-from forensics.detectors import SampledLog
+from forensics.judge.detectors import SampledLog
 from tests.runwriters import curve, load_run, write_tb
 
 RUN = "lucky-sun-12"

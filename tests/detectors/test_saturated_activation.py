@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import DeadRelu, SaturatedActivation
+from forensics.judge.detectors import DeadRelu, SaturatedActivation
 from tests.runwriters import curve, load_run, write_tb
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from forensics.detectors import ThroughputDrop
+from forensics.judge.detectors import ThroughputDrop
 from tests.runwriters import curve, load_run, write_tb
 
 

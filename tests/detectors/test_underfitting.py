@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from forensics.detectors import Underfitting
+from forensics.judge.detectors import Underfitting
 from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import curve, load_run, write_tb
 
@@ -50,7 +50,7 @@ def _fine_tune_shape():
 
 
 def test_an_hf_fine_tune_without_class_count_is_skipped_not_flagged(tmp_path):
-    from forensics.detectors.base import missing_reason
+    from forensics.judge.detectors.base import missing_reason
     from tests.runwriters import hf_history, write_trainer_state
 
     steps, train, ev, val = _fine_tune_shape()
@@ -66,7 +66,7 @@ def test_an_hf_fine_tune_without_class_count_is_skipped_not_flagged(tmp_path):
 def test_pretrained_weights_in_the_config_need_log_c(tmp_path):
     """The same fine-tune logged with SummaryWriter: skipped with model_name_or_path alone; with a vocabulary of
     32000 its ~1.04 nats are 10% of log C: silent."""
-    from forensics.detectors.base import missing_reason
+    from forensics.judge.detectors.base import missing_reason
 
     steps, train, ev, val = _fine_tune_shape()
     series = {"train/loss": (steps, train), "eval/loss": (ev, val)}

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import UpdateRatioAnomaly
+from forensics.judge.detectors import UpdateRatioAnomaly
 from tests.runwriters import curve, load_run, write_tb
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import ValNoise
+from forensics.judge.detectors import ValNoise
 from tests.runwriters import curve, load_run, write_tb
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import VanishingGradients
+from forensics.judge.detectors import VanishingGradients
 from tests.runwriters import load_run, one_torch_thread, write_tb
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from forensics.detectors import WeightCollapse, WeightNormGrowth
+from forensics.judge.detectors import WeightCollapse, WeightNormGrowth
 from tests.runwriters import curve, load_run, write_tb
 
 

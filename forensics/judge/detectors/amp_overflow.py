@@ -1,0 +1,254 @@
+"""amp_overflow: the mixed-precision loss scale keeps falling (logged, or read from GradScaler state in checkpoints)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import polars as pl
+
+from forensics.judge.detectors.base import src
+from forensics.judge.findings import Finding
+from forensics.judge.numbers import count
+from forensics.judge.run import Run
+
+
+@dataclass(frozen=True)
+class AmpOverflow:
+    """The mixed-precision loss scale keeps falling.
+
+    Detects: a logged loss-scale series that ends at most 2^-`min_halvings` of its maximum and is still
+    falling over the second half of the run (its last value at most 2^-`late_halvings` of the second half's
+    maximum), or that falls below `floor`, or that keeps overflowing: after the start-up calibration at least
+    `max_skip_rate` of the steps halve it, on at least `min_skips` halvings (each halving is a skipped
+    optimizer step; a healthy scaler overflows about once per growth_interval, 2000 steps by default; a
+    scale logged every k steps shows at most one halving per k steps, so the rate read is a lower bound).
+    Calibration is the run of halvings from the scaler's start value before any step succeeds; it is over at
+    the first growth, at the first step logged with a finite gradient norm (that step did not overflow), or
+    once training is past step `horizon` (the logged step, or on a console line without one the progress bar's
+    count: DeepSpeed's `OVERFLOW!` at tqdm step 378 of 2724 is no calibration), except in a log that starts past
+    it at a fresh scaler's value (at least `fresh_scale`: a resume that did not restore the scaler recalibrates).
+    Overflow-only logs (a line per skipped step, several under one logged step) are read record by record.
+    Where only a count of skipped steps is logged (Megatron's `number of skipped iterations` per log interval, or a
+    running total), the steps it counts past `horizon` make the same skip rate.
+    Halvings in a stretch where the training loss itself is NaN/Inf (`min_nonfinite_skips` of them) are overflow
+    at any point of the run: no scale makes a non-finite forward finite, so the scaler falls to its floor.
+    Calibration (issue 12): no healthy run of the TUNE part, the gallery or shared/real_runs logs a loss
+    scale, so the skip-rate threshold rests on the scalers' defaults (0.05-0.1% of steps skipped when
+    healthy); the summed-loss fp16 runs skip at least 1.9% (a scale pinned at 512-1024, logged every 10
+    steps) and 5.4%. GradScaler starts at 65536; each overflow halves it and skips the
+    step, `growth_interval` clean steps double it. A calibration drop in the first steps that then holds is
+    healthy, and so is a scale that halves and grows back.
+    Without a logged scale, the GradScaler state saved in checkpoints (`scaler.scale`) is the series: a few
+    points, so only the falling and floor rules apply there (a skip rate needs every step). A scale below
+    `floor` is evidence even on one or two points (a console log printing `Fp16 Grad Scale: 0`).
+    False alarms: fires on 0 of the 14 healthy runs it could check (at most 21% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    With issue 24's calibration rules (horizon, finite-norm and non-finite-loss markers, `min_skips`): fires on
+    0 of the 11 healthy runs it could check (the corpus calib part's fp16 replicas; none of the 25 healthy runs
+    of shared/real_runs and shared/real_runs_test logs a loss scale), makes no false finding on a labelled run of
+    either shared set, and finds 10 of 10 labelled runs (7 real_runs_test, 1 real_runs, 2 corpus tune;
+    benchmarks/calibrate.py, 27 Nov 2026).
+    Why: persistent fp16 overflow means skipped optimizer steps and, eventually, a useless scale.
+    Evidence: max, final and min scale, number of decreases, onset (first decrease after the last increase, or
+    after calibration), where calibration ended and on which axis, halvings beside a non-finite loss, and where
+    the scale was read (`source`).
+    """
+
+    kind: ClassVar[str] = "amp_overflow"
+    requires: ClassVar[tuple[str, ...]] = ()  # a logged loss_scale series, or scaler state in checkpoints
+    min_halvings: int = 8  # 65536 → 256: far past the few halvings of start-up calibration
+    late_halvings: int = 4  # ... and still falling ×16 in the second half
+    floor: float = 1.0  # below 1 the scale shrinks gradients: no fp16 run is healthy there (0 = collapsed)
+    # A healthy scaler overflows about once per growth interval: PyTorch's GradScaler default of 2000 steps is
+    # 0.05% of steps skipped, DeepSpeed's loss_scale_window of 1000 0.1%; 1% is 10-20x that, a step in a hundred.
+    max_skip_rate: float = 0.01
+    min_skips: int = 3  # ... on at least three skipped steps: one or two halvings in a short excerpt are a healthy scaler's
+    # Calibration from DeepSpeed's or Megatron's 2^32 down to 1 is 32 halvings, 64 skipped steps with DeepSpeed's
+    # hysteresis of 2; a log that counts micro-batches (gradient accumulation) stretches that: past step 200 no
+    # healthy scaler is still calibrating
+    horizon: int = 200
+    fresh_scale: float = 2.0**7  # the smallest start value of a dynamic scaler (fairseq's 128; 2^16 torch, apex, DeepSpeed)
+    # A skipped step whose loss is itself NaN/Inf overflows at any scale: two such halvings show the scaler chasing
+    # an overflow it cannot cure (calibration halvings come with a finite loss)
+    min_nonfinite_skips: int = 2
+
+    def unavailable(self, run: Run) -> str | None:
+        if run.has("loss_scale") or run.has("skipped_steps") or _checkpoint_scales(run)[0].size:
+            return None
+        return (run.missing_message("loss_scale") + "; no skipped-step count is logged and no checkpoint holds "
+                "GradScaler state either")
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        found = list(self._from_scale(run))
+        yield from found if found or not run.has("skipped_steps") else self._from_skip_counts(run)
+
+    def _from_skip_counts(self, run: Run) -> Iterator[Finding]:
+        """A logged count of skipped optimizer steps where the scale itself says nothing (Megatron prints
+        `number of skipped iterations: N` per log interval beside a `loss scale` that grows back between): the
+        steps it counts past `horizon` (start-up calibration is over there) as a skip rate."""
+        name = run.pick("skipped_steps")
+        if run.meta.filter(pl.col("name") == name)["ordinal"][0]:
+            return  # no logged step: calibration cannot be placed
+        steps, n = run.arrays("skipped_steps")
+        ok = np.isfinite(n) & (n >= 0)
+        steps, n = steps[ok], n[ok]
+        cumulative = n.size > 1 and bool(np.all(np.diff(n) >= 0))  # a running total: its increments are the skips
+        counts = np.diff(n, prepend=0.0) if cumulative else n
+        late = np.flatnonzero(steps > self.horizon)
+        if late.size == 0:
+            return
+        i0 = int(late[0])
+        start = steps[i0 - 1] if i0 > 0 else steps[0] - (np.median(np.diff(steps)) if steps.size > 1 else 1)
+        skipped, span = float(counts[i0:].sum()), float(max(steps[-1] - max(start, 0), 1))
+        if skipped < self.min_skips or skipped / span < self.max_skip_rate:
+            return
+        onset = int(steps[i0 + int(np.flatnonzero(counts[i0:] > 0)[0])])
+        ev = {"skipped_steps": skipped, "steps_spanned": span, "skip_rate_after_calibration": skipped / span,
+              "onset_step": onset, "calibration_end": float(self.horizon),
+              "counter": "running total" if cumulative else "per log interval", "source": "logged skipped-step count"}
+        yield Finding.of(self, severity="warning", step=onset, step_end=int(steps[-1]), series=name, evidence=ev,
+                         sources=(src(run, "skipped_steps", steps),), summary=(
+                             f"{skipped:g} optimizer steps skipped ({name}) in the {span:g} steps since training "
+                             f"passed step {self.horizon}, past start-up calibration: {skipped / span:.1%} of steps, "
+                             f"where a healthy fp16 scaler skips about one per growth interval (2000 steps by "
+                             f"default)"))
+
+    def _from_scale(self, run: Run) -> Iterator[Finding]:
+        logged = run.has("loss_scale")
+        name = run.pick("loss_scale") if logged else None
+        steps, s = _scale_points(run, name) if logged else _checkpoint_scales(run)
+        ok = np.isfinite(s)
+        steps, s = steps[ok], s[ok]
+        if s.size == 0 or (s.size < 3 and not np.any(s < self.floor)):
+            return  # a scale below the floor is evidence at any count (`Fp16 Grad Scale: 0` on three lines)
+        top, final, low = float(s.max()), float(s[-1]), float(s.min())
+        # the second half of the run by steps, not points: an overflow-only log (DeepSpeed prints a line per
+        # skipped step) crowds its points where the scale falls
+        late_top = float(s[steps >= steps[0] + (steps[-1] - steps[0]) / 2].max())
+        falling = final <= top / 2 ** self.min_halvings and final <= late_top / 2 ** self.late_halvings
+        d = np.diff(s)
+        down = np.flatnonzero(d < 0) + 1
+        ups = np.flatnonzero(d > 0) + 1
+        progress = _progress(run, name, steps) if logged else None
+        axis = steps.astype(float) if progress is None else progress
+        # Start-up calibration (halvings from the scaler's start value before any step succeeds) ends at the first
+        # growth, at the first step logged with a finite gradient norm, or once training is past its first
+        # `horizon` steps; a log that starts past them at a fresh scaler's value is a resume recalibrating.
+        ends = [(int(ups[0]), "the scale first grew")] if ups.size else []
+        if progress is not None and not (axis[0] > self.horizon and s[0] >= self.fresh_scale):
+            ends += [(int(i), f"training passed step {self.horizon}") for i in np.flatnonzero(axis > self.horizon)[:1]]
+        if logged:
+            ends += [(i, "a step logged a finite gradient norm") for i in _after_finite_step(run, name, steps)]
+        cal_end, since = min(ends) if ends else (None, "")
+        settled = down[down >= cal_end] if cal_end is not None else down[:0]  # halvings after calibration
+        span = float(axis[-1] - axis[cal_end]) if cal_end is not None else 0.0
+        skip_rate = settled.size / max(span, 1.0) if logged and settled.size else 0.0
+        skipping = skip_rate >= self.max_skip_rate and settled.size >= self.min_skips
+        sick = _halvings_on_nonfinite_loss(run, name, steps, down) if logged else 0
+        if not (falling or low < self.floor or skipping or sick >= self.min_nonfinite_skips):
+            return
+        if falling or low < self.floor:  # the fall that matters starts after the scale last grew
+            after = down[down > ups[-1]] if ups.size else down
+        else:
+            after = settled if skipping else down
+        onset = int(steps[after[0]]) if after.size else (int(steps[down[0]]) if down.size else int(steps[0]))
+        ev = {"max_scale": top, "final_scale": final, "min_scale": low, "decreases": int(down.size),
+              "decreases_since_onset": int(after.size), "onset_step": onset,
+              "first_decrease_step": int(steps[down[0]]) if down.size else None,
+              "skip_rate_after_calibration": skip_rate if logged else None,
+              "calibration_end": float(axis[cal_end]) if cal_end is not None else None,
+              "progress_read_from": ("logged step" if progress is None or not run.meta.filter(
+                  pl.col("name") == name)["ordinal"][0] else "the counter printed on each line") if logged else None,
+              "halvings_while_loss_nonfinite": sick if logged else None,
+              "source": "logged loss scale" if logged else "GradScaler state in checkpoints"}
+        where = (src(run, "loss_scale", steps) if logged else
+                 {"table": "checkpoint_values", "key": SCALE_KEY, "step_min": int(steps[0]), "step_max": int(steps[-1])})
+        if top == low:  # pinned below the floor from the first point
+            summary = (f"loss scale is {top:g} at all {s.size} logged points (below {self.floor:g}): the fp16 "
+                       f"scaler has collapsed and every step overflows")
+        elif not falling and low >= self.floor and not skipping:  # every halving comes with a non-finite loss
+            ev["follows"] = "nan_loss"  # the overflow is the NaN loss's consequence: the headline leads with the NaN
+            summary = (f"loss scale halves {count(sick, 'time')} (from {top:g} to {final:g}) while the training "
+                       f"loss is non-finite: no loss scale makes those gradients finite, so every step is skipped "
+                       f"and the scale falls toward its floor")
+        elif not falling and low >= self.floor:  # it keeps overflowing at a steady level
+            summary = (f"loss scale halves {count(settled.size, 'time')} in the {span:g} steps since {since}, past "
+                       f"start-up calibration (between {low:g} and {top:g}, ending at {final:g}): at least "
+                       f"{skip_rate:.1%} of optimizer "
+                       f"steps skipped, where a healthy scaler skips about one per growth interval (2000 steps by "
+                       f"default)")
+        else:
+            summary = (f"loss scale falls from {top:g} to {final:g} (min {low:g}, {down.size} decreases) "
+                       f"from step {onset}; " + (f"{skip_rate:.0%} of steps after calibration overflowed: "
+                                                 if logged else
+                                                 f"read from GradScaler state in {count(s.size, 'checkpoint')}: ")
+                       + "fp16 overflows keep skipping steps")
+        yield Finding.of(self, severity="warning", step=onset, step_end=int(steps[-1]),
+                         series=name if logged else SCALE_KEY, evidence=ev, sources=(where,),
+                         summary=summary)
+
+
+SCALE_KEY = "scaler.scale"  # GradScaler.state_dict()["scale"] as ingest/checkpoints.py stores it
+
+
+def _scale_points(run: Run, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, scale) of the logged loss scale, every record in write order: an overflow-only log (apex prints
+    `Gradient overflow. Skipping step` for each skipped step) has several halvings under one logged step, and
+    each is a skipped step. A series whose steps go back (a resume) is read one point per step instead."""
+    pts = run.points(name)
+    steps = pts["step"].to_numpy()
+    if steps.size > 1 and bool(np.any(np.diff(steps) < 0)):
+        pts = run.series_named(name)
+        steps = pts["step"].to_numpy()
+    return steps, pts["value"].fill_null(np.nan).to_numpy().astype(float)
+
+
+def _progress(run: Run, name: str, steps: np.ndarray) -> np.ndarray | None:
+    """Each point's place in training: its logged step, or on an ordinal axis (a console line with no global
+    step, DECISIONS §2) the progress bar's count printed on its line (tqdm's `n` of `n/total`: optimizer steps
+    done) when every point has one and no epoch restarts it. None when unknown."""
+    row = run.meta.filter(pl.col("name") == name)
+    if not row["ordinal"][0]:
+        return steps.astype(float)
+    printed = run.counters(name, steps.tolist())
+    got = [printed.get(int(x), (None, None)) for x in steps]
+    if all(epoch is None and batch is not None for epoch, batch in got):
+        return np.array([batch for _, batch in got], dtype=float)
+    return None
+
+
+def _after_finite_step(run: Run, name: str, steps: np.ndarray) -> list[int]:
+    """[the first index of the scale logged at or after a step whose gradient norm is finite], or []: a finite norm
+    is a step that did not overflow, so the scale had settled (read on the scale's own kind of axis)."""
+    norm = run.pick("grad_norm")
+    if norm is None or len(set(run.meta.filter(pl.col("name").is_in([name, norm]))["ordinal"].to_list())) != 1:
+        return []
+    g = run.points(norm).filter(pl.col("value").is_finite() & (pl.col("step") >= int(steps[0])))["step"]
+    return [int(np.searchsorted(steps, g.min(), side="left"))] if g.len() and g.min() <= steps[-1] else []
+
+
+def _halvings_on_nonfinite_loss(run: Run, name: str, steps: np.ndarray, down: np.ndarray) -> int:
+    """How many halvings fall in a stretch where every training-loss point is NaN/Inf (at least one point there),
+    the loss read on the scale's own kind of axis (two ordinal axes of one console log, or two logged ones)."""
+    loss = run.pick("loss")
+    if loss is None or down.size == 0:
+        return 0
+    ordinal = run.meta.filter(pl.col("name").is_in([name, loss]))["ordinal"].to_list()
+    if len(set(ordinal)) != 1:
+        return 0
+    pts = run.points(loss)
+    lo, hi = steps[down[0]], steps[down[-1]]
+    inside = pts.filter((pl.col("step") >= lo) & (pl.col("step") <= hi))["value"].fill_null(np.nan).to_numpy()
+    return int(down.size) if inside.size and not np.isfinite(inside).any() else 0
+
+
+def _checkpoint_scales(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, scale) of the GradScaler state saved in the run's checkpoints, by step."""
+    values = run.table("checkpoint_values")
+    if values.is_empty():
+        return np.array([], dtype=np.int64), np.array([])
+    rows = values.filter((values["key"] == SCALE_KEY) & values["step"].is_not_null()).sort("step")
+    return rows["step"].to_numpy(), rows["value"].to_numpy().astype(float)

@@ -1,0 +1,294 @@
+"""divergence: the loss rises from its minimum and does not come back."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from forensics.judge import stats
+from forensics.judge.detectors.base import finite_part, src, too_short
+from forensics.judge.findings import Finding
+from forensics.judge.numbers import ratio
+from forensics.judge.run import Run
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The loss rises and does not come back, or is already blown up when the log starts.
+
+    Detects: on the finite part of the loss (before any NaN), the smoothed minimum (centred rolling median
+    over `smooth` of the points) is followed by a rise to the end of at least `min_growth` of the minimum's
+    magnitude and `min_recovered` of the earlier drop, and the rise is real: a Mann–Kendall test of the
+    points after the minimum significant at `p` (exact below 21 points), or the loss then turns non-finite,
+    or (a step up that stays, as in 1.4 → 6.4 → 5.5 → 4.9 → 4.6) the rise is at least `step_sigmas` times the
+    log-scale noise of the points after the peak and none of them falls back below the rise's midpoint, or
+    (a rise that then stays up in heavy noise, where the trend test sees a flat top) the tail's points sit
+    above the points the minimum is the median of by a Mann–Whitney test at `p`, each side at least
+    `min_points_after` points. Calibration of that last test (issue 12): among the runs that pass the rise
+    gates, the smallest Mann–Whitney p of a healthy TUNE run is 0.60 (of any run where divergence is neither
+    labelled nor allowed, 0.39: the gallery's weight_growth_no_wd); the runs it adds (a loss thrown from 2.3 up
+    to 30 by SGD at LR 2.5 in 60 steps and swinging 15–45 there for 700 steps; a GRU whose loss climbs from
+    0.37 to 1.4 with a dip on the way) stand at 5e-9 and 7e-4.
+    A log that ends on a blow-up counts as one that turns non-finite: its last point `end_jump` × above every
+    point since the minimum (a job killed by a loss guard, an OOM or a kill right there; +2 labelled runs on
+    the development parts, no healthy one at 3, 5 or 10).
+    Short per-epoch logs count from `min_points` points. At any length (issue 24 class 2), a jump to
+    `short_jump` × a positive minimum that every later point holds (`min_jump_points` or more of them) is
+    divergence by its effect size alone in a log of up to `short_max` points: 0.166 → 4.97, 5.32, 4.38, 4.54,
+    8.92, 5.22 needs no trend test; a minimum that is a lone dip (a point before it already ×3 above) is not. Separately: a loss whose every logged value is above
+    `blown_level` has blown up before the log began (1.87e12 → 2.2e9 over five evaluations).
+    Short logs and slow drifts (issue 24 class 2). In a log of up to `short_max` points the trend test sees a
+    handful of points, so the rise must also be `short_sigmas` × their point-to-point noise (log scale), the z a
+    spike needs: seventeen per-batch losses of one epoch, 3.2 → 13.1 while swinging ×2 batch to batch (5.8, 13.5,
+    8.9, 5.9, 14.9; the step time rising with them: longer utterances later in the epoch) rise 3.0 noise sigmas;
+    the labelled short divergences of both shared sets rise 8.6-17. Five points cannot pass the trend test at all
+    (the exact p of a perfect order of 5 is 0.017): a short rise of at least `min_growth` whose points hold above
+    its midpoint is divergence when a second, independent curve shows it, the validation loss (fixed held-out
+    data, no batch noise) ending `witness_growth` above its minimum with every evaluation since the training
+    minimum above the midpoint of that rise (1.24 → 2.03, 2.16, 1.98, 1.79 beside evaluations 2.55 → 3.1-4.5).
+    A rise under `min_growth` counts as a drift when it is near-monotone (Kendall τ ≥ `drift_tau`, Mann–Kendall p
+    < `p`) over at least `drift_points` points and `drift_share` of the log, and at least `drift_growth` of the
+    minimum (1.41 → 1.61 in eleven steps, ten of them up, while the LR decays). Calibration: none of the three
+    fires on a healthy run of corpus calib (104 checked), shared/real_runs (5) or shared/real_runs_test (17) even at
+    τ 0.3, growth 1%, 5 points, no share, no witness growth; the nearest healthy drift stands at τ 0.52, p 0.02.
+    Tie-break: when a validation loss rises while the training loss falls, that is `overfitting`, not this:
+    the training loss must rise, and the validation loss is only ever a witness.
+    False alarms: fires on 0 of the 406 healthy runs it could check (at most 0.74% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
+    2026).
+    With issue 24's rules: fires on 0 of the 125 healthy runs it could check (corpus calib 104, shared/real_runs 5,
+    shared/real_runs_test 16; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
+    Why: a loss that climbs back is unstable training; it usually ends in NaN.
+    Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,
+    Kendall τ and whether it is a drift, and the validation witness (its minimum, step, final level) when it took one.
+    """
+
+    kind: ClassVar[str] = "divergence"
+    requires: ClassVar[tuple[str, ...]] = ("loss",)
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
+    smooth: float = 0.04  # smoothing window as a fraction of the points
+    min_growth: float = 0.5  # final − min ≥ this × |min|: a user acts on a loss half again above its best
+    min_recovered: float = 0.3  # final − min ≥ this × (initial − min): it gave back a good part of its progress
+    p: float = 0.01  # Mann–Kendall p after the minimum; exact for short logs
+    min_points_after: int = 5  # a trend needs this many points after the minimum (unless NaN follows)
+    min_points: int = 3  # fewer finite points cannot separate a rise from one noisy value
+    short_jump: float = 3.0  # a jump of ×3 over the minimum that every later point holds: divergence at any length
+    min_jump_points: int = 2  # ... shown by at least this many points (one is where the log ends: `end_jump`)
+    short_max: int = 20  # ... in a log of at most this many points (longer ones have the trend tests)
+    step_sigmas: float = 8.0  # a step up that stays: rise ≥ this × the log-scale noise after it
+    min_step_after: int = 3  # ... and stays for at least this many points
+    blown_level: float = 1e8  # no mean-reduced loss of a live model sits above this at every logged point
+    end_jump: float = 5.0  # a last point this many times everything since the minimum: the log ends on a blow-up
+    short_sigmas: float = 5.0  # in a log of ≤ `short_max` points the rise is ≥ this × the noise after the minimum
+    drift_growth: float = 0.1  # a slow drift: a rise of +10% of the minimum ...
+    drift_tau: float = 0.7  # ... near-monotone (Kendall's τ of the points after the minimum) ...
+    drift_points: int = 8  # ... over at least this many points ...
+    drift_share: float = 0.25  # ... and this share of the log
+    witness_growth: float = 0.2  # a short log's rise shown by the validation loss too: it ends ×1.2 its minimum ...
+    witness_points: int = 3  # ... over at least this many evaluations since the training minimum
+
+    def unavailable(self, run: Run) -> str | None:
+        return too_short(run, "loss", self.min_points)
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        all_steps, all_values = run.arrays("loss")
+        steps, y = finite_part(all_steps, all_values)
+        nan_follows = steps.size < all_steps.size
+        keep = np.isfinite(y)
+        steps, y = steps[keep], y[keep]
+        n = y.size
+        if n < self.min_points:
+            return
+        if float(np.min(y)) > self.blown_level:
+            yield self._blown(run, steps, y)
+            return
+        sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
+        imin = int(np.nanargmin(sm))
+        after = y[imin:]
+        lo = float(sm[imin])
+        head, _ = stats.head_tail_levels(y)
+        held = self._held_jump(after, lo) if n <= self.short_max and not np.any(y[:imin] >= self.short_jump * lo) else None
+        if held is not None:
+            yield self._jump(run, steps, y, imin, lo, held, nan_follows)
+            return
+        if after.size < 2 or (after.size < self.min_points_after and not nan_follows
+                              and after.size < self.min_step_after + 1):
+            return
+        # The final level: the last finite value when the loss then dies (its level at death), else a tail median.
+        tail_n = max(2, min(after.size // 4, n // 20))
+        # A log that ends on a blow-up (the job died there: a loss guard, an OOM, a kill) ends like one that
+        # turns non-finite: its last point `end_jump` × above everything since the minimum.
+        ends_blown = (self.end_jump > 0 and after.size >= 3 and lo > 0
+                      and float(y[-1]) >= self.end_jump * max(float(np.max(after[:-1])), lo))
+        final = float(y[-1]) if nan_follows or ends_blown else float(np.median(y[-tail_n:]))
+        rise = final - lo
+        # A loss that goes negative (a log-likelihood, an ELBO, a contrastive or GAN loss) has no ratio to its
+        # minimum: its own scale is the fall it made before the minimum, so the rise is judged against that.
+        scale = abs(lo) if lo > 0 else head - lo
+        if not (rise > 0 and rise >= self.min_recovered * (head - lo)):
+            return
+        grows = rise >= self.min_growth * scale
+        # A slow drift: smaller than `min_growth`, but near-monotone over many points and a good part of the log.
+        drifts = (not grows and rise >= self.drift_growth * scale
+                  and after.size >= max(self.drift_points, self.drift_share * n))
+        if not (grows or drifts):
+            return
+        trend = stats.mann_kendall(after, steps[imin:])
+        drifts = drifts and trend.p < self.p and trend.tau >= self.drift_tau
+        if not (grows or drifts):
+            return
+        # In a short log the trend test sees a handful of points: the rise must also stand out of their noise.
+        clear = n > self.short_max or self._stands_out(after, lo, final)
+        significant = trend.z > 0 and ((trend.p < self.p and after.size >= self.min_points_after and clear)
+                                       or (grows and (nan_follows or ends_blown or self._stays_up(after, lo, final))))
+        w = max(3, int(n * self.smooth)) // 2
+        at_min = y[max(0, imin - w): imin + w + 1]  # the points the smoothed minimum is the median of
+        shift = stats.mann_whitney(at_min, y[-tail_n:])
+        stays = (grows and shift.z > 0 and shift.p < self.p and not nan_follows and n >= 12
+                 and min(tail_n, at_min.size) >= self.min_points_after)
+        witness = (self._witness(run, steps[imin], after, lo, final)
+                   if grows and n <= self.short_max and not (significant or stays) else None)
+        if not (significant or stays or witness):
+            return
+        slope, _ = stats.theil_sen(steps[imin:], after)
+        growth = final / lo if lo > 0 else None
+        ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": head, "final_level": final,
+              "growth_factor": growth, "slope_per_step": slope, "mk_p": trend.p, "ends_nonfinite": nan_follows,
+              "last_finite_step": int(steps[-1]), "points_after_onset": int(after.size), "ends_on_blow_up": ends_blown,
+              "tail_points": int(tail_n), "level_shift_p": shift.p, "level_shift_effect": shift.effect,
+              "kendall_tau": trend.tau, "drift": drifts} | (witness or {})
+        tail = (" and then turns non-finite" if nan_follows else
+                " where the log ends, on its highest point since the minimum" if ends_blown else "")
+        if drifts:
+            lr = self._lr_over(run, int(steps[imin]), int(steps[-1]))
+            ev |= lr or {}
+            how = (f"{rise / scale:+.0%} of its {'minimum' if lo > 0 else 'earlier fall'}, a steady climb: "
+                   f"Kendall τ={trend.tau:.2f} over {after.size} points, Mann–Kendall p={trend.p:.1g}"
+                   + (f", while the LR falls from {lr['lr_at_onset']:.2g} to {lr['lr_at_end']:.2g}" if lr else ""))
+        elif significant:
+            how = f"{_effect(growth, rise, head - lo)}, Mann–Kendall p={trend.p:.1g}"
+        elif stays:
+            how = (f"{_effect(growth, rise, head - lo)}, and stays there: the last {tail_n} points sit above the "
+                   f"minimum's, Mann–Whitney p={shift.p:.1g}")
+        else:
+            how = (f"{_effect(growth, rise, head - lo)}; the validation loss rises with it, from "
+                   f"{witness['val_min']:.4g} at step {witness['val_min_step']} to {witness['val_final']:.4g} "
+                   f"({ratio(witness['val_growth'])}), every evaluation since step {steps[imin]} above "
+                   f"{witness['val_lowest_since']:.4g}")
+        yield Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                         series=run.pick("loss"), evidence=ev, summary=(
+                             f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
+                             f"by step {steps[-1]} ({how}){tail}"),
+                         sources=(src(run, "loss", steps),) + (
+                             (src(run, "val_loss", [witness["val_min_step"], witness["val_last_step"]]),)
+                             if witness and not (significant or stays) else ()))
+
+    @staticmethod
+    def _lr_over(run: Run, start: int, end: int) -> dict | None:
+        """The logged LR at the first and last of its points within steps `start`-`end` when it falls over them (a
+        loss that climbs while the LR decays is no LR noise), else None."""
+        if not run.has("lr"):
+            return None
+        ls, lv = run.arrays("lr")
+        keep = (ls >= start) & (ls <= end) & np.isfinite(lv)
+        if keep.sum() < 2 or not lv[keep][-1] < lv[keep][0]:
+            return None
+        return {"lr_at_onset": float(lv[keep][0]), "lr_at_end": float(lv[keep][-1])}
+
+    def _stands_out(self, after: np.ndarray, lo: float, final: float) -> bool:
+        """The rise from `lo` to `final` is at least `short_sigmas` × the point-to-point noise of the points after
+        the minimum (on a log scale for a positive loss), the effect size a spike must have (`SpikeRule.z`)."""
+        if lo > 0 and final > 0 and np.all(after > 0):
+            rise, sigma = math.log(final / lo), stats.noise(np.log(after))
+        else:
+            rise, sigma = final - lo, stats.noise(after)
+        return not math.isfinite(sigma) or rise >= self.short_sigmas * sigma
+
+    def _witness(self, run: Run, onset: int, after: np.ndarray, lo: float, final: float) -> dict | None:
+        """A second, independent curve that shows the rise: the validation loss stands `witness_growth` × above
+        its own positive minimum at the end, and every evaluation from the training minimum `onset` on (at least
+        `witness_points`) sits above the midpoint of that rise; the training rise itself holds (after its first
+        point above its midpoint, at least `min_step_after` points, none back below it). None otherwise."""
+        mid = lo + (final - lo) / 2
+        above = np.flatnonzero(after > mid)
+        if (above.size == 0 or after.size - above[0] < self.min_step_after or np.any(after[above[0]:] < mid)
+                or not run.has("val_loss")):
+            return None
+        vs, vv = run.arrays("val_loss")
+        keep = np.isfinite(vv)
+        vs, vv = vs[keep], vv[keep]
+        if vv.size < self.witness_points + 1:
+            return None
+        j = int(np.argmin(vv))
+        v0, v_end = float(vv[j]), float(np.median(vv[-max(2, vv.size // 4):]))
+        since = vv[vs >= max(int(vs[j]) + 1, onset)]
+        if not (v0 > 0 and v_end >= (1 + self.witness_growth) * v0 and since.size >= self.witness_points
+                and np.all(since > v0 + (v_end - v0) / 2)):
+            return None
+        return {"witness": run.pick("val_loss"), "val_min": v0, "val_min_step": int(vs[j]),
+                "val_last_step": int(vs[-1]), "val_final": v_end,
+                "val_growth": v_end / v0, "val_lowest_since": float(since.min()), "val_points_since": int(since.size)}
+
+    def _held_jump(self, after: np.ndarray, lo: float) -> int | None:
+        """Where the loss first stands `short_jump` × above a positive minimum `lo`, when every point from there to
+        the end (at least `min_jump_points` of them) stays that high, else None."""
+        if not lo > 0:
+            return None
+        up = np.flatnonzero(after >= self.short_jump * lo)
+        if up.size == 0 or after.size - up[0] < self.min_jump_points or np.any(after[up[0]:] < self.short_jump * lo):
+            return None
+        return int(up[0])
+
+    def _jump(self, run: Run, steps: np.ndarray, y: np.ndarray, imin: int, lo: float, j: int,
+              nan_follows: bool) -> Finding:
+        held = y[imin + j:]
+        low = float(np.min(held))
+        ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": float(y[0]),
+              "final_level": float(y[-1]), "growth_factor": low / lo, "jump_step": int(steps[imin + j]),
+              "points_held": int(held.size), "lowest_after_jump": low, "short_jump": self.short_jump,
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss jumps from its minimum {lo:.4g} at step {steps[imin]} to {y[imin + j]:.4g} at "
+                                   f"step {steps[imin + j]} and never comes back: all {held.size} points since stay at "
+                                   f"{low:.4g} or above ({ratio(low / lo)} the minimum)"
+                                   + (" and then turns non-finite" if nan_follows else "")))
+
+    def _stays_up(self, after: np.ndarray, lo: float, final: float) -> bool:
+        """A step up that stays: after the first point above the rise's midpoint, at least `min_step_after`
+        points, none back below the midpoint, and the rise ≥ `step_sigmas` × their log-scale noise."""
+        if lo <= 0 or final <= 0:
+            return False
+        mid = lo + (final - lo) / 2
+        above = np.flatnonzero(after > mid)
+        if above.size == 0:
+            return False
+        rest = after[above[0]:]
+        if rest.size < self.min_step_after or np.any(rest < mid):
+            return False
+        sigma = stats.noise(np.log(rest))
+        return math.isfinite(sigma) and math.log(final / lo) >= self.step_sigmas * max(sigma, 1e-12)
+
+    def _blown(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding:
+        lo = float(np.min(y))
+        ev = {"onset_step": int(steps[0]), "min_level": lo, "initial_level": float(y[0]),
+              "final_level": float(y[-1]), "blown_level": self.blown_level, "points": int(y.size),
+              "ends_nonfinite": False, "last_finite_step": int(steps[-1])}
+        return Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss is above {self.blown_level:.0e} at every logged point (from {y[0]:.4g} at "
+                                   f"step {steps[0]}, lowest {lo:.4g}): it had blown up before the log began"))
+
+
+def _effect(growth: float | None, rise: float, drop: float) -> str:
+    """The rise as a factor of a positive minimum (`×3.7`), else, for a loss at or below zero where a ratio means
+    nothing, as a difference against the fall before it (`+146.8, 99% of its earlier fall`)."""
+    if growth is not None:
+        return ratio(growth)
+    share = f", {rise / drop:.0%} of its earlier fall" if drop > 0 else ""
+    return f"{rise:+.4g}{share}"

@@ -1,0 +1,198 @@
+"""flat_loss: the loss does not move from the start."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from forensics.judge import stats
+from forensics.judge.detectors.base import CLASS_KEYS, finite_part, src, too_short
+from forensics.judge.findings import Finding
+from forensics.judge.run import Run
+
+
+@dataclass(frozen=True)
+class FlatLoss:
+    """The loss does not move from the start, within its noise.
+
+    Detects: the median of the last `edge` of the loss is within `rel_tol` of the first `edge`'s median
+    (relative to the first), and the smoothed curve (rolling median over `smooth` of the points, at least
+    5, so that isolated dips do not count) never fell more than `rel_tol` below the start either (a loss
+    that fell and came back is divergence, not this). When the training loss is not flat by that rule but
+    does not fall by `max_train_drop` either, a validation loss flat by the same rule is the evidence (a
+    validation loss pinned at ln 2 for 30 evaluations while the training loss wanders); a training loss of exactly 0
+    at every point (an empty training loop) counts as not falling, and the validation loss is read by the range
+    and the pinned rules. A validation loss
+    that is flat while the training loss falls is `distribution_mismatch`, not this.
+    A loss pinned at one value is flat at any length: when the last `min_repeats` points and at least
+    `pinned_share` of all of them are one and the same non-zero value, printed to `min_digits` significant
+    digits or more, the loss does not depend on the batch any more (Caffe printing `loss = 6.90776` = ln 1000
+    on every iteration, litgpt `loss 10.8259` = ln 50257 on 23 lines): minibatch noise never repeats a
+    value to that many digits, so four logged points are enough.
+    A loss at chance is flat at any length too: when its last `min_repeats` points all lie within
+    `chance_rel_tol` of ln k for a whole k (`stats.chance_level`: ln 2 = 0.6931, ln 10 = 2.3026, ln 32000 =
+    10.37, a clamp's −ln 1e-10 = 23.03) and no point was ever `chance_floor` below it, the model predicts
+    uniformly over k outcomes and never learned anything (AlexNet on CIFAR-10 at 2.3030, 2.3029, 2.3028 over
+    five epochs); the training loss is read first, then the validation loss. Minibatch noise does not hold three
+    points within 0.03% of one value, and a loss that fell below chance and came back is not flat.
+    False alarms (range rule): fires on 0 of the 521 healthy runs it could check (at most 0.6% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs,
+    25 Nov 2026, fifth session); `min_digits` 3 and `pinned_share` 0.3 fire on none either.
+    With issue 24's rules: fires on 0 of the 102 healthy runs it could check (corpus calib 83, shared/real_runs 5,
+    shared/real_runs_test 14; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
+    The range rule leaves a loss that fell from its first points to plateau: when `stats.learned` (the one
+    boundary between the two: a fall of `learned_fall` = 5% below the median of the first three points, and 3
+    noise sigmas of it) says it fell, it learned and then stopped, which a first-tenth median can hide (2.815 ->
+    2.611 in the first 25 of 500 steps, then flat: shared/real_runs_test/log_tfplateau_q4). Fires on 0 of the 101
+    healthy runs it could check with the boundary as without it (corpus calib, both shared sets;
+    benchmarks/calibrate.py, 27 Nov 2026), and keeps 6/6 on the shared sets' flat_loss runs and the generated
+    corpus's tune part (no backward, all frozen, an LR of 0, LR 1e-6/1e-7).
+    Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
+    Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
+    log(C) when the config names a class count, the median LR when an LR series exists.
+    """
+
+    kind: ClassVar[str] = "flat_loss"
+    requires: ClassVar[tuple[str, ...]] = ("loss",)
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
+    rel_tol: float = 0.03  # a 3% move over a whole run is below what a user calls learning
+    edge: float = 0.1  # first/last fraction of the points whose medians are compared
+    smooth: float = 0.1  # rolling-median window for the "never fell" check, as a fraction of the points
+    min_points: int = 10  # fewer points cannot tell a flat curve from a short one
+    max_train_drop: float = 0.1  # the validation loss speaks only when the training loss fell less than this
+    min_repeats: int = 3  # a value repeated on the last this many points ...
+    pinned_share: float = 0.5  # ... and on at least this share of all of them ...
+    min_digits: int = 4  # ... printed to at least this many significant digits is a pinned loss
+    chance_rel_tol: float = 3e-4  # the last `min_repeats` points within this share of ln k (stats.chance_level)
+    chance_floor: float = 0.05  # ... and no point ever this share below ln k: it never learned anything
+    learned_fall: float = stats.LEARNED_FALL  # a loss that fell this much from its first points learned (plateau's)
+
+    def unavailable(self, run: Run) -> str | None:
+        # Under `min_points` only the pinned rule can speak: the detector counts as run (for the verdict and
+        # `-v`) only when it does, so a short log that is not pinned stays "too short" as before.
+        short = too_short(run, "loss", self.min_points)
+        if short and self._pinned(finite_part(*run.arrays("loss"))[1]) is None and self._chance_role(run) is None:
+            return short
+        return None
+
+    def _chance_role(self, run: Run) -> tuple[str, dict] | None:
+        """The role and evidence of a loss pinned at chance by `_chance` (the training loss, else the validation
+        loss), or None."""
+        extra = tuple(int(c) for c in [run.config_number(*CLASS_KEYS)] if c and c >= 2 and float(c).is_integer())
+        for role in ("loss", "val_loss"):
+            if role == "val_loss" and run.has("loss") and not self._train_stands(finite_part(*run.arrays("loss"))[1]):
+                return None  # training falls while validation sits at chance: distribution_mismatch
+            if run.has(role):
+                ev = self._chance(finite_part(*run.arrays(role))[1], extra)
+                if ev is not None:
+                    return role, ev
+        return None
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        steps, y = finite_part(*run.arrays("loss"))
+        role, ev = "loss", self._flat(steps, y) or self._pinned(y)
+        chance = self._chance_role(run) if ev is None else None
+        if chance is not None:
+            role, ev = chance
+            steps, y = finite_part(*run.arrays(role))
+        if ev is None and run.has("val_loss") and self._train_stands(y):
+            head, tail = stats.head_tail_levels(y, self.edge)
+            steps, y = finite_part(*run.arrays("val_loss"))
+            role, ev = "val_loss", self._flat(steps, y) or self._pinned(y)
+            if ev is not None:
+                ev["train_relative_change"] = (tail - head) / abs(head) if head else 0.0
+                ev["train_all_zero"] = head == 0 and tail == 0
+        if ev is None:
+            return
+        classes = run.config_number("num_classes", "n_classes", "num_labels")
+        if classes and classes > 1:
+            ev["log_classes"] = math.log(classes)
+        if run.has("lr"):
+            ev["lr_median"] = stats.level(run.arrays("lr")[1])
+        what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"
+                if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
+        yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
+                         series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
+                         summary=self._summary(what, ev, steps))
+
+    @staticmethod
+    def _summary(what: str, ev: dict, steps: np.ndarray) -> str:
+        if "chance_k" in ev:
+            k = ev["chance_k"]
+            what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
+                      f"the model predicts uniformly over {k} classes")
+            return (f"{what} sits at {ev['last_level']:.5g} = ln {k} on its last {ev['chance_points']} points (steps "
+                    f"{steps[-ev['chance_points']]}-{steps[-1]}) and never fell below it: {what_k}")
+        if "pinned_value" in ev:
+            return (f"{what} is pinned at {ev['pinned_value']!r} on {ev['pinned_points']} of its {ev['points']} "
+                    f"points (steps {steps[0]}-{steps[-1]}), to the end: it no longer depends on the batch")
+        return (f"{what} stays at {ev['first_level']:.4g} → {ev['last_level']:.4g} "
+                f"({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: it never moved")
+
+    def _pinned(self, y: np.ndarray) -> dict | None:
+        """The evidence when `y` ends pinned at one value by the rule above, else None."""
+        if y.size <= self.min_repeats:
+            return None
+        value = float(y[-1])
+        same = y == value
+        if value == 0 or not same[-self.min_repeats:].all() or same.mean() < self.pinned_share:
+            return None
+        digits = significant_digits(value)
+        if digits < self.min_digits:
+            return None
+        first = float(y[0])
+        rel = (value - first) / abs(first) if first else math.inf
+        return {"first_level": first, "last_level": value, "relative_change": rel,
+                "pinned_value": value, "pinned_points": int(same.sum()), "significant_digits": digits,
+                "points": int(y.size)}
+
+    def _train_stands(self, y: np.ndarray) -> bool:
+        """The training loss does not fall by `max_train_drop` (head to tail levels), or is exactly 0 throughout
+        (an empty training loop's accumulator: nothing was trained)."""
+        if y.size and np.all(y == 0):
+            return True
+        head, tail = stats.head_tail_levels(y, self.edge)
+        return math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop
+
+    def _chance(self, y: np.ndarray, extra: tuple[int, ...] = ()) -> dict | None:
+        """The evidence when `y` ends at a chance level ln k (`stats.chance_level`) on its last `min_repeats`
+        points and never fell more than `chance_floor` below it (it learned nothing), else None."""
+        if y.size < self.min_repeats:
+            return None
+        k = stats.chance_level(y[-self.min_repeats:], self.chance_rel_tol, extra=extra)
+        if k is None or float(np.min(y)) < math.log(k) * (1 - self.chance_floor):
+            return None
+        first, last = float(y[0]), float(y[-1])
+        return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
+                "chance_k": k, "log_k": math.log(k), "chance_points": self.min_repeats, "points": int(y.size)}
+
+    def _flat(self, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """The evidence when `y` is flat by the rule above, else None."""
+        if y.size < self.min_points:
+            return None
+        head, tail = stats.head_tail_levels(y, self.edge)
+        if not math.isfinite(head) or abs(head) < 1e-12:
+            return None
+        rel = (tail - head) / abs(head)
+        low = float(np.nanmin(stats.rolling_median(y, max(5, int(y.size * self.smooth)))))
+        if abs(rel) > self.rel_tol or (head - low) / abs(head) > self.rel_tol:
+            return None
+        if stats.learned(y, tail, self.learned_fall):
+            return None  # it fell from its first points, then stalled: plateau's (the same boundary), not never moved
+        slope, _ = stats.theil_sen(steps, y)
+        return {"first_level": head, "last_level": tail, "relative_change": rel, "min_smoothed": low,
+                "slope_per_step": slope, "mk_p": stats.mann_kendall(y, steps).p, "points": int(y.size)}
+
+
+def significant_digits(x: float) -> int:
+    """Significant digits of `x` as written at its shortest (`6.90776` → 6, `0.0012` → 2, `100.0` → 1); a
+    float32 (TensorBoard's scalars) at its own shortest, so float32(0.01) is `0.01`, not 0.009999999776."""
+    single = np.float32(x)
+    text = repr(abs(float(x))) if float(single) != x else np.format_float_positional(abs(single), unique=True)
+    mantissa = text.split("e")[0].replace(".", "")
+    return len(mantissa.strip("0"))

@@ -1,0 +1,79 @@
+"""initial_loss_mismatch: the first loss is far from log(C) for a C-class cross-entropy."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from forensics.judge.detectors.base import CLASS_KEYS, class_count, pretrained_key, src
+from forensics.judge.findings import Finding
+from forensics.judge.numbers import times
+from forensics.judge.run import Run
+
+@dataclass(frozen=True)
+class InitialLossMismatch:
+    """The first logged loss is far from log(C), the cross-entropy of a uniform guess over C classes.
+
+    Detects: the earliest finite loss is at least `high` × log(C), or at most `low` × log(C). C comes from
+    the config (`CLASS_KEYS`); without it the detector is skipped. The first logged value may be a mean
+    over the first logging window (HF averages over `logging_steps`): for a falling loss that mean is
+    below the loss at init, so a high ratio only understates the mismatch, while a low one may just be
+    learning. So the low side needs the first point at step ≤ `max_low_step` and no sign of pretrained
+    weights in the config (`PRETRAINED_KEYS`: a fine-tuned model rightly starts far below log(C)). The high
+    side reads a window mean only while the loss does not grow after it (the median of the next
+    `window_after` points at most `max_rise_after` × the first): a loss that climbs from there was likely
+    climbing inside the first window too (an LR too high), and its mean says nothing of the loss at init.
+    False alarms: fires on 1 of the 353 healthy runs it could check, a development run whose label we dispute
+    (docs/engine.md) (0.28%; benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and
+    shared/real_runs, 25 Nov 2026). Healthy fine-tunes with a fresh head start at up to 1.3 × log(C) and no healthy
+    run reaches 1.5; `high` 3 missed bad inits at 2.3-2.7 × (recall 21/23, 23/23 at 2).
+    Why: a model at init should be unsure; far above means confidently wrong logits (double softmax, bad
+    final-layer init, a loss summed instead of averaged), far below means labels leak into the inputs.
+    Evidence: first step and loss, C and the key it came from, log(C), ratio, the thresholds; where the config
+    names a batch size, the ratio a loss summed over the batch would have per sample.
+    """
+
+    kind: ClassVar[str] = "initial_loss_mismatch"
+    requires: ClassVar[tuple[str, ...]] = ("loss",)
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
+    high: float = 2.0
+    low: float = 0.3
+    max_low_step: int = 1
+    window_after: int = 5
+    max_rise_after: float = 1.2
+
+    def unavailable(self, run: Run) -> str | None:
+        if class_count(run) is None:
+            return f"no class count in the run's config (looked for {', '.join(CLASS_KEYS[:4])}, vocab_size, ...)"
+        return None
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        found = class_count(run)
+        steps, y = run.arrays("loss")
+        ok = np.flatnonzero(np.isfinite(y))
+        if found is None or ok.size == 0:
+            return
+        c, key = found
+        step, first = int(steps[ok[0]]), float(y[ok[0]])
+        log_c = math.log(c)
+        ratio = first / log_c
+        pretrained = pretrained_key(run)
+        too_low = ratio <= self.low and step <= self.max_low_step and pretrained is None
+        after = y[ok[1:1 + self.window_after]]
+        grew = step > self.max_low_step and after.size > 0 and float(np.median(after)) > self.max_rise_after * first
+        if not ((ratio >= self.high and not grew) or too_low):
+            return
+        ev = {"first_step": step, "first_loss": first, "classes": c, "classes_key": key, "log_classes": log_c,
+              "ratio": ratio, "high": self.high, "low": self.low, "direction": "high" if ratio >= self.high else "low",
+              "first_value_may_be_window_mean": step > 1, "pretrained_key": pretrained}
+        batch = run.config_number("batch_size", "per_device_train_batch_size", "train_batch_size")
+        if batch and batch > 1 and ratio >= self.high:  # a loss summed over the batch, not averaged, looks like this
+            ev["ratio_if_summed_over_batch"] = first / (batch * log_c)
+        yield Finding.of(self, severity="warning", step=step, series=run.pick("loss"), evidence=ev,
+                         sources=(src(run, "loss", steps[ok[:1]]),),
+                         summary=(f"first loss {first:.4g} at step {step} is {times(ratio)} log({c}) = {log_c:.3g}, "
+                                  f"the loss of a uniform guess ({key} = {c} in the config)"))

@@ -1,0 +1,212 @@
+"""lr_schedule_anomaly: the logged LR reaches its floor far too early, or stays constant under a configured scheduler."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from forensics.judge import stats
+from forensics.judge.detectors.base import src
+from forensics.judge.findings import Finding
+from forensics.judge.run import Run
+
+# Config keys for gradient accumulation steps (the replay template reads the same names).
+ACCUMULATION_KEYS = ("grad_accumulation_steps", "gradient_accumulation_steps", "accumulate_grad_batches",
+                     "grad_accum_steps")
+CONSTANT_SCHEDULES = {"none", "null", "", "fixed"}
+
+
+def _may_hold_constant(name: str) -> bool:
+    """Schedulers under which a constant logged LR is expected: constant ones (HF `constant_with_warmup` once
+    the warmup is over or unlogged) and plateau-driven ones that only move when the metric stalls."""
+    n = name.lower().replace("-", "_")
+    return n in CONSTANT_SCHEDULES or "constant" in n or "plateau" in n
+
+
+def _cyclic(name: str) -> bool:
+    """Schedulers that return to their floor and rise again by design (SGDR, CyclicLR, one-cycle variants)."""
+    n = name.lower()
+    return any(w in n for w in ("restart", "cycl", "sgdr", "triangular", "polynomial_decay_with_cycles"))
+
+
+@dataclass(frozen=True)
+class LrScheduleAnomaly:
+    """The logged LR does not follow a sane schedule.
+
+    Detects: (a) a decaying LR (floor ≤ `decay` × peak) that reaches its floor (within `near` of the
+    peak-to-floor range) before
+    `early` of the run's logged steps (scheduler stepped every micro-batch under gradient accumulation, or
+    configured for too few steps). Where the config names a one-way schedule (cosine, linear, ...) the first
+    time it reaches the floor counts: stepped past its horizon, HF's cosine climbs back and cycles. Otherwise
+    (no scheduler named, or a cyclic one) the LR must stay at the floor to the end: a cyclic schedule touches
+    it at every cycle's end; (b) an LR constant to 1e-9 while the config names a scheduler that should
+    move it (not a constant or plateau-driven one); (c) a decaying LR that jumps back up, mid-decay, to a value
+    its schedule had earlier (`stats.lr_restarts`: ×`jump` or more, after falling `min_decay` below the peak,
+    from above `mid` of it, not from a cycle's end near 0 where SGDR restarts, to within `match` of an earlier LR), unless the config names a
+    cyclic scheduler: a process resumed with the weights but a fresh scheduler (issue 24 classes 3 and 4).
+    False alarms: fires on 0 of the 169 healthy runs it could check (at most 1.8% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    (d) An LR of exactly 0 on the first `zero_points` records or more, and on `zero_share` of them: a warmup
+    from 0 leaves 0 after one record; a quarter of the run at 0 trains nothing (issue 24 class 4). Unless the
+    loss falls meanwhile (by `zero_share` of its first level): then the logged LR is not the optimizer's
+    (shared/real_runs/wandb_gpt_baseline logs lr 0 on all 105 records while its loss falls 430 → 2.1).
+    With issue 24's rules: fires on 0 of the 120 healthy runs it could check (corpus calib 104, shared/real_runs 3,
+    shared/real_runs_test 13; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
+    (e) Issue 24 class 8: a decay that ran past its horizon and climbs back, with no scheduler named (a
+    one-way cosine stepped every micro-batch under gradient accumulation k runs k× too fast: it reaches its
+    floor at 1/k of the run and, cosine being periodic, climbs again; rule (a) needs the config to name it or
+    the LR to end at its floor). The LR decays from its peak to its floor (≤ `decay` × peak) before `early` of
+    the run, then climbs back smoothly to at least `min_return` of the peak: no single logged rise is more than
+    `max_rise_share` of the climb (a warm restart, SGDR, jumps in one step), and the way up to the peak took
+    less than half the way down (a warmup; a triangular cyclic schedule starts at its floor and climbs as long
+    as it falls). Where the config names the accumulation k and the floor came at 1/k of the run (±20%), the
+    finding says so. Pytorch's CyclicLR, CosineAnnealingWarmRestarts and a cosine stepped once per optimizer
+    step stay silent (tests/detectors/test_lr_schedule_anomaly.py trains them). False alarms: 0 of the 15 healthy
+    runs of both shared sets it could check, no false finding on their labelled runs, also at `min_return` 0.2
+    or `max_rise_share` 0.9 (benchmarks/calibrate.py, 27 Nov 2026); none on the gallery or corpus/'s holdouts
+    (tests/test_quality.py, tests/test_corpus.py).
+    Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
+    Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
+    """
+
+    kind: ClassVar[str] = "lr_schedule_anomaly"
+    requires: ClassVar[tuple[str, ...]] = ("lr",)
+    early: float = 0.5
+    decay: float = 0.1
+    near: float = 0.02  # "at the floor": within this fraction of the peak-to-floor range
+    jump: float = 1.5  # (c) a decaying LR that jumps ×1.5 or more back up ...
+    min_decay: float = 0.1  # ... after decaying 10% below its peak ...
+    mid: float = 0.1  # ... but not below 10% of it (SGDR restarts from its cycle's end, near 0) ...
+    match: float = 0.01  # ... to within 1% of a value its schedule had earlier
+    zero_points: int = 5  # (d) an LR of exactly 0 on the first 5 records or more ...
+    zero_share: float = 0.25  # ... and on a quarter of them (a warmup from 0 is 0 on its first record only)
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
+    min_return: float = 0.5  # (e) after its floor the LR climbs back to half its peak or more ...
+    max_rise_share: float = 0.5  # ... in steps none of which is half the climb (not a warm restart's jump)
+
+    def _learns(self, run: Run, until: int) -> bool:
+        """Whether the training loss falls by `zero_share` or more of its first level up to step `until` (then
+        the logged LR is not the one the optimizer used: a loss does not fall under an LR of 0)."""
+        if not run.has("loss"):
+            return False
+        s, y = run.arrays("loss")
+        y = y[(s <= until) & np.isfinite(y)]
+        if y.size < 6:
+            return False
+        head, tail = stats.start_level(y, self.start_points), float(np.median(y[-3:]))
+        return head > 0 and (head - tail) / head >= self.zero_share
+
+    def restarts(self, run: Run) -> list[dict]:
+        """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
+        reads them too (a scheduler that started again is a resume that did not restore its state)."""
+        if not run.has("lr"):
+            return []
+        sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
+        if isinstance(sched, str) and _cyclic(sched):
+            return []
+        return stats.lr_restarts(*run.arrays("lr"), self.jump, self.min_decay, self.mid, self.match)
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        for r in self.restarts(run)[:1]:
+            yield Finding.of(self, severity="warning", step=r["step"], step_end=r["step"], series=run.pick("lr"),
+                             evidence=r, sources=(src(run, "lr", np.asarray([r["same_lr_step"], r["step"]])),),
+                             summary=(f"LR jumps back up from {r['lr_before']:.3g} to {r['lr_after']:.3g} at step "
+                                      f"{r['step']} in the middle of its decay, the value it had at step "
+                                      f"{r['same_lr_step']}: the scheduler started again (a resume that did not "
+                                      f"restore its state?)"))
+            return
+        steps, lr = run.arrays("lr")
+        ok = np.isfinite(lr)
+        if ok.sum() < 5:
+            return
+        steps, lr = steps[ok], lr[ok]
+        zero = int(np.argmax(lr != 0)) if np.any(lr != 0) else lr.size  # leading records at exactly 0
+        if zero >= self.zero_points and zero >= self.zero_share * lr.size and not self._learns(run, steps[zero - 1]):
+            ev = {"zero_points": zero, "points": int(lr.size), "first_step": int(steps[0]),
+                  "last_zero_step": int(steps[zero - 1]), "lr_after": float(lr[zero]) if zero < lr.size else None}
+            yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[zero - 1]),
+                             series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps[:zero]),),
+                             summary=(f"LR is 0 on the first {zero} of {lr.size} records (steps {steps[0]}-"
+                                      f"{steps[zero - 1]}): nothing moves the weights while it is (a warmup or "
+                                      f"scheduler stuck at 0, or an LR printed with too few decimals)"))
+            return
+        last = max(int(run.last_step() or steps[-1]), int(steps[-1]))
+        first = int(steps[0])
+        peak, floor = float(lr.max()), float(lr.min())
+        # The first time at the peak: a cycling schedule's later peaks may be a rounding error higher.
+        ipeak = int(np.argmax(lr >= peak - self.near * (peak - floor)))
+        sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
+        one_way = isinstance(sched, str) and not _may_hold_constant(sched) and not _cyclic(sched)
+        at_floor = lr <= floor + self.near * (peak - floor)  # a logged trough may miss the exact minimum
+        if peak > 0 and floor <= self.decay * peak and (one_way or at_floor[-1]):
+            if one_way:  # the first time after the peak
+                at = ipeak + 1 + int(np.argmax(at_floor[ipeak + 1:])) if at_floor[ipeak + 1:].any() else lr.size - 1
+            else:  # the start of the final stretch at the floor
+                above = np.flatnonzero(~at_floor)
+                at = max(int(above[-1]) + 1 if above.size else 0, ipeak + 1)
+            reach = int(steps[min(at, lr.size - 1)])
+            if last > first and (reach - first) / (last - first) < self.early:
+                rises = int(np.sum(np.diff(lr[at:]) > 0)) if at < lr.size else 0
+                ev = {"peak_lr": peak, "floor_lr": floor, "floor_step": reach, "last_step": last,
+                      "fraction_of_run": (reach - first) / (last - first), "scheduler": sched,
+                      "rises_after_floor": rises}
+                yield Finding.of(self, severity="warning", step=reach, step_end=last, series=run.pick("lr"),
+                                 evidence=ev, sources=(src(run, "lr", steps),),
+                                 summary=(f"LR decays from {peak:.3g} to its floor {floor:.3g} by step {reach}, "
+                                          f"{ev['fraction_of_run']:.0%} into a run of {last} steps"))
+                return
+        if not (isinstance(sched, str) and _cyclic(sched)):
+            back = self._past_horizon(run, steps, lr, first, last)
+            if back:
+                yield Finding.of(self, severity="warning", step=back["floor_step"], step_end=back["return_step"],
+                                 series=run.pick("lr"), evidence=back, sources=(src(run, "lr", steps),),
+                                 summary=(f"LR decays from {peak:.3g} to its floor {floor:.3g} by step "
+                                          f"{back['floor_step']}, {back['fraction_of_run']:.0%} into a run of {last} "
+                                          f"steps, then climbs back to {back['return_lr']:.3g} by step "
+                                          f"{back['return_step']}: the schedule ran past its horizon" + (
+                                              f", {back['accumulation']}× too fast (stepped every micro-batch under "
+                                              f"gradient accumulation {back['accumulation']}?)"
+                                              if back.get("matches_accumulation") else "")))
+                return
+        if isinstance(sched, str) and not _may_hold_constant(sched) and lr.size >= 10 \
+                and peak - floor <= 1e-9 * max(abs(peak), 1e-300):
+            ev = {"lr": peak, "scheduler": sched, "points": int(lr.size)}
+            yield Finding.of(self, severity="warning", step=first, step_end=int(steps[-1]), series=run.pick("lr"),
+                             evidence=ev, sources=(src(run, "lr", steps),),
+                             summary=f"LR stays at {peak:.3g} over {lr.size} points although the config names a {sched} scheduler")
+
+    def _past_horizon(self, run: Run, steps: np.ndarray, lr: np.ndarray, first: int, last: int) -> dict | None:
+        """Rule (e)'s evidence: a decay from the peak to the floor before `early` of the run, then a smooth climb
+        back to `min_return` of the peak; else None."""
+        if lr.size < 10 or last <= first:
+            return None
+        peak, floor = float(lr.max()), float(lr.min())
+        if not (peak > 0 and floor <= self.decay * peak):
+            return None
+        ipeak = int(np.argmax(lr >= peak - self.near * (peak - floor)))
+        at_floor = lr <= floor + self.near * (peak - floor)
+        if not at_floor[ipeak + 1:].any():
+            return None
+        f = ipeak + 1 + int(np.argmax(at_floor[ipeak + 1:]))
+        fraction = (steps[f] - first) / (last - first)
+        if fraction >= self.early or (steps[ipeak] - first) >= 0.5 * (steps[f] - steps[ipeak]):
+            return None  # late, or climbed to the peak as long as it fell (a cyclic schedule's ramp)
+        up = np.flatnonzero(lr[f:] >= self.min_return * peak)
+        if up.size == 0:
+            return None
+        r = f + int(up[0])
+        rises = np.diff(lr[f:r + 1])
+        if rises.size < 3 or float(rises.max()) > self.max_rise_share * (lr[r] - lr[f]):
+            return None  # a warm restart jumps back in one step
+        ev = {"peak_lr": peak, "floor_lr": floor, "peak_step": int(steps[ipeak]), "floor_step": int(steps[f]),
+              "last_step": last, "fraction_of_run": float(fraction), "return_step": int(steps[r]),
+              "return_lr": float(lr[r]), "rule": "past_horizon"}
+        accum = run.config_number(*ACCUMULATION_KEYS)
+        if accum and accum > 1:
+            ev["accumulation"] = int(accum)
+            ev["matches_accumulation"] = bool(abs(fraction * accum - 1) <= 0.2)
+        return ev

@@ -1,0 +1,159 @@
+"""oscillation: the loss swings up and down without settling."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from forensics.judge import stats
+from forensics.judge.detectors.base import class_count, finite_part, src, too_short
+from forensics.judge.findings import Finding
+from forensics.judge.run import Run
+
+
+@dataclass(frozen=True)
+class Oscillation:
+    """The loss swings up and down without settling, with a weak trend.
+
+    Detects: in the second half of the finite loss, after removing the Theil–Sen line, the residual swings
+    are large (sigma ≥ `min_amplitude` of the level) and structured: the strongest autocorrelation over lags
+    1..`max_lag` reaches `min_autocorr` (and 4/√n, so short series need more) in magnitude. Slow swings
+    are positive at lag 1, step-to-step flip-flop negative, and an LR-driven cycle of p points peaks at lag
+    p even where lag 1 is near 0; per-step minibatch noise, however large, is independent from batch to
+    batch, so its autocorrelation is near 0 at every lag. The residual also has to swing from below −½
+    sigma to above +½ sigma (or back) at least `min_crossings` times, and the trend is weak: smaller than
+    `max_trend` amplitudes over the half and |Kendall tau| ≤ `max_tau`.
+    Or, without structure (SGD far above a stable LR throws the weights around, so the loss jumps from batch
+    to batch as independently as noise does): the same crossings and weak trend, swings of robust sigma (MAD of
+    the residual) ≥ `min_amplitude` of the level, and a loss that has not settled anywhere useful: the
+    half's level is at least `min_above` × its reference (log C, a uniform guess's loss, where the config
+    names the class count; else the run's start, the median of its first tenth), and the swings' sigma is at
+    least `min_unsettled` × the run's whole progress from its start (a loss that rose made none). Noise
+    around a flat level (a model that learns nothing) sits at its reference, not 50% above it, and healthy
+    training converges: its swings, however large near zero, are a fraction of what it gained.
+    Or, the weights themselves bounce (issue 24 class 8: Adam or SGD above a stable LR holds the loss around a
+    level instead of converging; it read as underfitting): the same weak trend of the training half, and the
+    validation loss over that half — one fixed set, a function of the weights alone — goes up and down as
+    minibatch noise cannot make it: at least `min_val_points` evaluations, at least `min_val_flips` of its
+    successive differences change sign, its median step is at least `min_val_step` of its level, the
+    training loss is the noisier of the two (`stats.relative_wiggle`; a validation noisier than training is
+    val_noise's), and the training level is at least `min_bounce_level` of its reference (log C, else the
+    start: a loss held up by the LR has not converged). Settled weights, converged or stuck in underfitting,
+    move a fixed validation set's loss smoothly, nearly monotone (sign-change rate ≤ 0.25, median step ≤ 0.7%
+    on the CPU-trained runs of tests/detectors/test_oscillation_trained.py); weights thrown around by the LR
+    move it 6-26% with 38-65% of its steps reversing, at 0.35-0.98 log C. The gallery's
+    dist_mismatch_val_norm (a validation set normalised otherwise, training converged at 0.15 log C) reverses
+    at 62% by 2.3%: the level gate and the 4% step keep it out. Bouncing-weights false alarms: 0 of the 15
+    healthy runs of both shared sets it could check, no false finding on their labelled runs, also at
+    min_val_step 0 or min_val_flips 0.2 (benchmarks/calibrate.py, 27 Nov 2026); 0 false findings on the
+    gallery and corpus/'s holdouts (tests/test_quality.py, tests/test_corpus.py).
+    Calibration (issue 12), among runs with a weak trend and such swings: the highest level over its
+    reference where oscillation is neither labelled nor allowed is 0.71 (a GRU plateau at 0.71 log C; 0.31 on
+    a healthy TUNE run), and the largest sigma/progress 0.65 (the gallery's val_noise_tiny_val; 0.38 on a
+    healthy-recipe TUNE run); the oscillating SGD runs stand at 5.1 and 11.9 log C with no progress.
+    False alarms: fires on 0 of the 79 healthy runs it could check (at most 3.8% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    Why: an LR too high without diverging keeps the loss bouncing instead of converging.
+    Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
+    autocorrelation of the residual and of the differences, sign-change rate of differences, crossings, the
+    robust sigma and the run's progress, and which rule held (`structured` or `unsettled`).
+    """
+
+    kind: ClassVar[str] = "oscillation"
+    requires: ClassVar[tuple[str, ...]] = ("loss",)
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
+    min_amplitude: float = 0.1
+    min_autocorr: float = 0.5  # half the residual variance repeats at some lag: structure, not noise
+    max_lag: int = 8
+    min_crossings: int = 6
+    max_trend: float = 2.0
+    max_tau: float = 0.3  # |Kendall tau| of the half against step: above it the trend is not weak
+    min_above: float = 1.5  # unstructured swings count on a loss this far above a uniform guess's (or its start)
+    min_unsettled: float = 1.0  # ... and with a sigma at least the run's whole progress
+    min_val_points: int = 8  # evaluations over the training half, for the bouncing-weights rule
+    min_val_flips: float = 0.35  # a third of the validation steps reverse (settled weights: ~0; white noise: 2/3)
+    min_val_step: float = 0.04  # and its median step is 4% of its level (settled weights: < 1%; mismatch: 2.3%)
+    min_bounce_level: float = 0.25  # and the loss stays at a quarter of its reference or more (not converged)
+
+    def unavailable(self, run: Run) -> str | None:
+        return too_short(run, "loss", 24)
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        steps, y = finite_part(*run.arrays("loss"))
+        keep = np.isfinite(y)
+        steps, y = steps[keep], y[keep]
+        if y.size < 24:
+            return
+        x, seg = steps[y.size // 2:].astype(float), y[y.size // 2:]
+        slope, icpt = stats.theil_sen(x, seg)
+        resid = seg - (slope * x + icpt)
+        lvl = abs(stats.level(seg))
+        amp = float(np.std(resid))
+        acf = stats.autocorr(resid, self.max_lag)
+        lag = int(np.nanargmax(np.abs(acf))) + 1 if np.isfinite(acf).any() else 1
+        r = float(acf[lag - 1])
+        crossings = stats.swings(resid, 0.5 * amp)
+        trend = abs(slope * (x[-1] - x[0]))
+        tau = stats.mann_kendall(seg, x).tau
+        structured = (abs(r) >= max(self.min_autocorr, 4.0 / np.sqrt(seg.size))  # 4 sigmas of white noise's r
+                      and amp >= self.min_amplitude * lvl and crossings >= self.min_crossings)
+        sigma = stats.MAD_TO_SIGMA * stats.mad(resid)
+        start = float(np.median(y[:max(3, y.size // 10)]))
+        progress = max(start - lvl, 0.0)  # a loss that rose made none
+        classes = class_count(run)
+        reference = math.log(classes[0]) if classes else start
+        unsettled = (sigma >= self.min_amplitude * lvl and lvl >= self.min_above * reference
+                     and sigma >= self.min_unsettled * progress
+                     and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)  # a band the tails do not widen
+        if not (lvl > 0 and abs(tau) <= self.max_tau and trend <= self.max_trend * amp):
+            return
+        high = lvl >= self.min_bounce_level * reference
+        bounce = None if structured or unsettled or not high else self.bouncing_weights(run, x[0], seg)
+        if not (structured or unsettled or bounce):
+            return
+        crossings = crossings if structured or bounce else stats.swings(resid, 0.5 * sigma)
+        r1 = float(acf[0])
+        rule = "structured" if structured else "unsettled" if unsettled else "bouncing_weights"
+        ev = {"rule": rule, **(bounce or {}),
+              "relative_amplitude": amp / lvl, "amplitude": amp, "level": lvl, "robust_sigma": sigma,
+              "start_level": start, "progress": progress, "reference": reference,
+              "reference_source": f"log({classes[0]})" if classes else "start level", "autocorr": r, "autocorr_lag": lag,
+              "lag1_autocorr": r1, "diff_lag1_autocorr": stats.lag1_autocorr(np.diff(seg)),
+              "sign_change_rate": stats.sign_change_rate(seg), "zero_crossings": crossings, "kendall_tau": tau,
+              "trend_over_window": trend, "window_start": int(x[0]), "window_end": int(x[-1])}
+        yield Finding.of(self, severity="warning", step=int(x[0]), step_end=int(x[-1]), series=run.pick("loss"),
+                         evidence=ev, sources=(src(run, "loss", x),),
+                         summary=(f"loss swings by ±{amp:.3g} ({amp / lvl:.0%} of its level {lvl:.3g}) around a weak "
+                                  f"trend over steps {int(x[0])}-{int(x[-1])}, {crossings} crossings, " + (
+                                      f"autocorrelation {r:.2f} at lag {lag} (white noise: ~0)"
+                                      if rule == "structured" else
+                                      f"and the validation loss moves {bounce['val_median_step']:.1%} of its level "
+                                      f"between evaluations, reversing at {bounce['val_sign_change_rate']:.0%} of "
+                                      f"them: the weights do not settle" if rule == "bouncing_weights" else
+                                      f"and does not settle: the level is {lvl / reference:.1f}× "
+                                      + (f"log({classes[0]}) = {reference:.3g}, a uniform guess's loss" if classes
+                                         else f"its start {start:.3g}") + (
+                                          f", no lower than its start {start:.3g}" if progress == 0 else
+                                          f", and the swings' robust sigma {sigma:.3g} is at least the run's whole "
+                                          f"progress ({progress:.3g} below its start {start:.3g})"))))
+
+    def bouncing_weights(self, run: Run, start: float, train: np.ndarray) -> dict | None:
+        """Evidence that the validation loss from step `start` on goes up and down as settled weights cannot
+        make it, with `train` (the training loss over the same stretch) the noisier of the two; else None."""
+        if run.pick("val_loss") is None:
+            return None
+        vs, v = finite_part(*run.arrays("val_loss"))
+        v = v[vs >= start]
+        if v.size < self.min_val_points or not np.all(v > 0):
+            return None
+        flips = stats.sign_change_rate(v)
+        step = float(np.median(np.abs(np.diff(v)))) / stats.level(v)
+        vn, tn = stats.relative_wiggle(v), stats.relative_wiggle(train)
+        if not (flips >= self.min_val_flips and step >= self.min_val_step and np.isfinite(vn) and tn > vn):
+            return None
+        return {"val_points": int(v.size), "val_sign_change_rate": flips, "val_median_step": step,
+                "val_relative_noise": vn, "train_relative_noise": tn}

@@ -1,0 +1,194 @@
+"""throughput_drop: step time jumps or degrades (stalls, slowdowns, recurring pauses), from wall-clock stamps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import polars as pl
+
+from forensics.judge import stats
+from forensics.judge.findings import Finding
+from forensics.judge.run import Run, usable_series
+
+
+@dataclass(frozen=True)
+class ThroughputDrop:
+    """Step time jumps or degrades: a sustained slowdown, or stalls that keep coming back.
+
+    Detects: seconds per step between consecutive logged points of the loss (Δwall_time / Δstep, within
+    one segment of the run: intervals where steps go back or the clock runs backwards are a resume and
+    are dropped), or a logged step-time series where there is one. (1) Slowdown: the single change point
+    of log step time splits it into a faster part and a part at least `slowdown` × slower, each holding at
+    least `min_points` intervals and `min_share` of them (one fast first step is no baseline to drop from), with
+    the slower part's intervals nearly all (`separation`) above the faster part's median. A logged step time
+    is read in seconds (a name with `ms` in it is in milliseconds: `time_ms`, `ms/batch`). (2) Stalls: intervals at least `stall` × the median
+    (and `z` robust sigmas above it, in log) that do not touch a step where a validation series or a
+    checkpoint was written (evaluation and checkpoint pauses are normal), at least `min_stalls` of them,
+    costing at least `min_lost` of the run's wall time.
+    Both need the step to take `min_added` seconds longer (1 ms): sub-millisecond steps moving ×1.7 are below
+    anything a user would act on.
+    False alarms: fires on 0 of the 47 healthy runs it could check (at most 6.4% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    With issue 24's rules: fires on 0 of the 28 healthy runs it could check (corpus calib 24, shared/real_runs 1,
+    shared/real_runs_test 3; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
+    With a bare `Time` column as step time, logged step times judged from `min_logged` points, the fast side's
+    `min_points` and the clock rule (a value that grows at every point): fires on 1 of the 7 healthy runs it could check of 37 (the corpus calib
+    part's replica 3, both shared sets), mlflow_gan_2d73, whose label allows its ~700 once-per-epoch pauses
+    of ~2 s (31% of the time: the catalog's periodic pauses, which wall stamps cannot tell from the gallery's
+    shard stalls), and finds 2 of 2 labelled runs (log_deepspeech127, corpus throughput_stalls; benchmarks/
+    calibrate.py, 27 Nov 2026).
+    Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
+    it needed to, and a slowdown that grows often precedes an out-of-memory crash.
+    Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
+    median length, the time they cost; the series whose stamps were read.
+    """
+
+    kind: ClassVar[str] = "throughput_drop"
+    requires: ClassVar[tuple[str, ...]] = ()
+    slowdown: float = 1.5
+    min_points: int = 5
+    min_share: float = 0.1
+    separation: float = 0.8
+    stall: float = 3.0
+    z: float = 6.0
+    min_stalls: int = 3
+    min_lost: float = 0.1
+    min_intervals: int = 20
+    # A slowdown or a stall must add at least this many seconds per step: sub-millisecond steps (a toy model on a
+    # CPU) going ×1.7 slower cost a user nothing they would act on (issue 24 class 6)
+    min_added: float = 0.001
+    # A logged step time measures every step it is printed for (deepspeech.pytorch's `Time` per batch), where an
+    # interval between wall-clock stamps of sparse log points averages many: 12 such points judge a slowdown's
+    # ×1.5 (the change point still needs `min_points` on its slow side, nearly all above the fast side's median)
+    min_logged: int = 12
+
+    def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
+        """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
+        segment starts after each resume (a step or clock going back), so no change point is read across one."""
+        train = run.meta.filter(~pl.col("split").is_in(["val", "test"]).fill_null(False))
+        st = usable_series(train, "step_time").sort("n_points", descending=True)
+        if st.height:
+            name = st["name"][0]
+            f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") >= 0))
+            s, v = f["step"].to_numpy(), f["value"].to_numpy() * _seconds_per_unit(name)
+            if _is_clock(v):  # elapsed time under a step-time name (`train/time_ms`): its differences are the steps
+                return s[:-1], s[1:], np.diff(v) / np.diff(s), np.zeros(s.size - 1, dtype=np.int64), name, \
+                    "differences of the elapsed time logged"
+            return s, s, v, np.zeros(s.size, dtype=np.int64), name, "logged step time"
+        name = run.pick("loss")
+        if name is None:
+            return None
+        pts = run.points(name)
+        if pts["wall_time"].null_count():  # no copy of a long series where every point has its stamp
+            pts = pts.filter(pl.col("wall_time").is_not_null())
+        s, w = pts["step"].to_numpy(), pts["wall_time"].to_numpy()
+        ds, dw = np.diff(s), np.diff(w)
+        ok = (ds > 0) & (dw >= 0)  # a step or clock going back is a resume (resumed_run), not a slow step
+        if ok.sum() == 0:
+            return None
+        if ok.all():  # no resume: every interval is kept, as views, in one segment (zeros never written to)
+            dw /= ds
+            return s[:-1], s[1:], dw, np.zeros(dw.size, dtype=np.int64), name, "wall_time / step between logged points"
+        seg = np.cumsum(~ok)
+        return s[:-1][ok], s[1:][ok], dw[ok] / ds[ok], seg[ok], name, "wall_time / step between logged points"
+
+    def _enough(self, how: str) -> int:
+        return self.min_logged if how == "logged step time" else self.min_intervals
+
+    def unavailable(self, run: Run) -> str | None:
+        got = self._per_step(run)
+        n = 0 if got is None else int(np.sum(got[2] > 0))
+        if got is None or n < self._enough(got[5]):
+            return (f"needs wall-clock stamps on {self.min_intervals}+ logged steps of the loss (or a step-time "
+                    f"series of {self.min_logged}+ points); found {n} usable intervals")
+        return None
+
+    def _quiet_steps(self, run: Run) -> np.ndarray:
+        """Steps where a validation series or a checkpoint was written: pauses there are expected."""
+        val = run.meta.filter(pl.col("split").is_in(["val", "test"]).fill_null(False)
+                              | pl.col("role").is_in(["val_loss", "val_accuracy"]))["name"].to_list()
+        steps = [run.series_named(n)["step"].to_numpy() for n in val]
+        ck = run.table("checkpoints")
+        if ck.height and "step" in ck.columns:
+            steps.append(ck["step"].drop_nulls().to_numpy())
+        return np.unique(np.concatenate(steps)) if steps else np.array([], dtype=np.int64)
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        got = self._per_step(run)
+        if got is None:
+            return
+        a, b, r, seg, name, how = got
+        keep = r > 0
+        if not keep.all():
+            a, b, r, seg = a[keep], b[keep], r[keep], seg[keep]
+        if r.size < self._enough(how):
+            return
+        lr = np.log(r)
+        base = float(np.median(r))
+        span = np.maximum(b - a, 1)  # steps an interval covers (1 for a logged step-time point)
+        src = ({"table": "scalars", "series": name, "column": "value" if how.startswith("logged") else "wall_time",
+                "step_min": int(a[0]), "step_max": int(b[-1])},)
+        yield from self._slowdown(a, b, r, lr, seg, name, how, src)
+        yield from self._stalls(run, a, b, r, lr, span, base, name, how, src)
+
+    def _slowdown(self, a, b, r, lr, seg, name, how, src) -> Iterator[Finding]:
+        k, gain = stats.change_point(lr)
+        if k < 0 or seg[k] != seg[k - 1]:
+            return  # no split, or one at a resume: a restarted job on other hardware is resumed_run's story
+        before, after = float(np.median(r[:k])), float(np.median(r[k:]))
+        n_after = r.size - k
+        sep = float(np.mean(r[k:] > before))
+        if after < self.slowdown * before or min(k, n_after) < max(self.min_points, self.min_share * r.size) \
+                or sep < self.separation or after - before < self.min_added:
+            return
+        ev = {"onset_step": int(a[k]), "end_step": int(b[-1]), "seconds_per_step_before": before,
+              "seconds_per_step_after": after, "factor": after / before, "intervals_after": int(n_after),
+              "fraction_after_above_before_median": sep, "explained_variance": gain, "measured_from": how}
+        yield Finding.of(self, severity="warning", step=int(a[k]), step_end=int(b[-1]), series=name, evidence=ev,
+                         sources=src, summary=(f"steps slow down from {before:.3g} s to {after:.3g} s per step "
+                                               f"(×{after / before:.2g}) from step {a[k]} to the end"))
+
+    def _stalls(self, run, a, b, r, lr, span, base, name, how, src) -> Iterator[Finding]:
+        sigma = stats.robust_scale(lr)
+        cut = max(np.log(self.stall), self.z * sigma)
+        far = lr - np.log(base) >= cut
+        quiet = self._quiet_steps(run)
+        if quiet.size:  # an interval [a, b] touching an eval or checkpoint step holds that pause
+            lo = np.searchsorted(quiet, a, side="left")
+            hi = np.searchsorted(quiet, b, side="right")
+            far &= hi <= lo
+        idx = np.flatnonzero(far)
+        total = float(np.sum(r * span))
+        lost = float(np.sum((r[idx] - base) * span[idx]))
+        if idx.size < self.min_stalls or total <= 0 or lost < self.min_lost * total \
+                or float(np.median(r[idx])) - base < self.min_added:
+            return
+        stall_steps = b[idx]
+        ev = {"first_stall_step": int(stall_steps[0]), "last_stall_step": int(stall_steps[-1]),
+              "stalls": int(idx.size), "stall_steps": [int(s) for s in stall_steps[:20]],
+              "median_interval_step": float(np.median(np.diff(stall_steps))) if idx.size > 1 else None,
+              "seconds_per_step_baseline": base, "seconds_per_step_in_stalls": float(np.median(r[idx])),
+              "seconds_lost": lost, "fraction_of_time_lost": lost / total, "measured_from": how}
+        yield Finding.of(self, severity="warning", step=int(a[idx[0]]), step_end=int(stall_steps[-1]), series=name,
+                         evidence=ev, sources=src,
+                         summary=(f"{idx.size} stalls between steps {stall_steps[0]} and {stall_steps[-1]} run at "
+                                  f"{ev['seconds_per_step_in_stalls']:.3g} s per step against {base:.3g} s, costing "
+                                  f"{lost:.3g} s ({lost / total:.0%} of the time); none at an evaluation or checkpoint"))
+
+
+def _is_clock(values: np.ndarray) -> bool:
+    """Values that grow at every logged point: elapsed time, not time per step. Measured step times scatter (the
+    deepspeech.pytorch slowdown falls at 4 of its 16 steps); a clock, even an excerpt of one that grows ×1.2, never
+    does. A smooth ramp of step times read this way is missed, never a false slowdown."""
+    return values.size >= 3 and bool(np.all(np.diff(values) > 0))
+
+
+def _seconds_per_unit(name: str) -> float:
+    """Seconds in one unit of a step-time series, by the unit its name carries (`time_ms`, `ms/batch`: 1e-3)."""
+    from ingest.roles import words
+
+    return 1e-3 if "ms" in words(name) else 1.0

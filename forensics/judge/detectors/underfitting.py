@@ -1,0 +1,210 @@
+"""underfitting: train and validation loss both stall high, close to each other."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import math
+
+import numpy as np
+
+from forensics.judge import stats
+from forensics.judge.detectors.base import class_count, finite_part, pretrained_key, src, too_short
+from forensics.judge.detectors.oscillation import Oscillation
+from forensics.judge.findings import Finding
+from forensics.judge.run import Run
+
+
+@dataclass(frozen=True)
+class Underfitting:
+    """Train and validation loss both stall high, close to each other.
+
+    Detects: the training loss fell at least `min_drop` of its initial level (median of the first three
+    points; a loss that never moved is flat_loss) and ends high in absolute terms; the validation loss ends
+    within `max_gap` (relative to the train level) of the training loss; neither still falls (the Theil–Sen
+    trend over the last `late` of each curve projects less than `max_progress` of that curve's drop so far,
+    or two noise sigmas, over that stretch); and both stalled early: each smoothed curve was within that
+    same band of its final level from `max_stall_start` of its steps on, so most of the run was spent at the
+    stall level (a curve that approaches its level slowly over the whole run is converging, not stuck).
+    Near chance (train and validation both at least `near_chance` × log C), the training curve's early stall
+    is enough from validation: a validation loss that still creeps down counts as stuck while its late pace,
+    kept for another run's length, would leave it above `min_level_log_c` × log C (dropout 0.9: validation
+    1.59 → 1.49 over the run, at log 5 = 1.61). Calibration (issue 12): the largest min(train, val) / log C
+    of a healthy TUNE run is 0.59 (an LM of 2048 tokens converging slowly); the runs above 0.8 where
+    underfitting is neither labelled nor allowed learned nothing (flat: less than `min_drop`) or ended above
+    their start (divergence), which the drop gate excludes; the dropout run stands at 0.93.
+    "High" needs a reference. Where the config names the class count C (`CLASS_KEYS`), it is log(C), the
+    loss of a uniform guess: the final train loss must be at least `min_level_log_c` of it, whether the
+    model started from scratch or from pretrained weights. Without C, the initial loss is the reference
+    (final at least `min_level` of it), which only holds for a model trained from scratch: a fine-tune
+    starts from pretrained weights, its first loss says nothing about distance from initialisation, and
+    ~1 nat/token is an ordinary fine-tune loss. So the detector is skipped, with that reason, when the
+    config names pretrained weights (`PRETRAINED_KEYS`) or the training loss comes from an HF
+    `trainer_state.json` (the HF Trainer is used for fine-tuning pretrained models nearly always). A
+    validation loss that rises well above train is overfitting, one far below it something else. A run
+    can show plateau too: plateau reads the train curve alone, this one says that validation agrees, so
+    more capacity (not regularisation) is the lever.
+    Class 5 of issue 24: where an accuracy series (not zero throughout) has stayed within `acc_band` (one
+    point) of its final level since `acc_pinned_from` of the run, the loss creeping down is calibration, not
+    learning: the predictions stopped changing (the majority token's rate, 0.066 for 50 epochs of a
+    translation model whose loss falls 11.2 → 8.7). Then the stall gates (late progress, early stall) give
+    way to the accuracy; the drop, level and train–val gates still hold.
+    Class 8 of issue 24: a stall whose weights do not settle is oscillation's (an LR too high holds the loss
+    around a level; its validation loss goes up and down between evaluations, `Oscillation.bouncing_weights`),
+    and this detector leaves it to that one: capacity is not the lever there, the LR is.
+    False alarms: fires on 0 of the 88 healthy runs it could check (at most 3.4% at 95% confidence;
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    With issue 24's rules: fires on 0 of the 55 healthy runs it could check (corpus calib 51, shared/real_runs 2,
+    shared/real_runs_test 2; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    either shared set (a kind its label allows aside).
+    Why: the model cannot fit even the training data: too little capacity, LR too small, too much
+    regularisation, too short training.
+    Evidence: the reference (log C or initial loss) and its source, initial, final train and val levels,
+    final train level as a fraction of the reference and of the initial, the train–val gap, the late
+    progress of each curve, the fraction of each curve's steps before it reached its stall level.
+    """
+
+    kind: ClassVar[str] = "underfitting"
+    requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
+    reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
+    min_level: float = 0.3  # from scratch: still 30% of the initial loss is high
+    min_drop: float = stats.LEARNED_FALL  # it learned something (less is flat_loss): the boundary stats.learned draws
+    max_gap: float = 0.25  # validation within 25% of train: they agree (a larger gap is over- or mis-fitting)
+    late: float = 0.3  # the last 30% of each curve is where "still falling" is read
+    max_progress: float = 0.1  # falling less than 10% of its drop so far over that stretch: stalled
+    min_level_log_c: float = 0.4  # the model removed less than 60% of a uniform guess's loss
+    near_chance: float = 0.8  # both losses within a fifth of a uniform guess's: no better than chance
+    max_stall_start: float = 0.5  # "most of the run at the stall level"
+    min_train_points: int = 20  # a stall and a late trend need this many training points
+    min_val_points: int = 4  # and this many evaluations
+    noise_sigmas: float = 2.0  # late progress below this many noise sigmas is no progress
+    max_smooth: int = 9  # the stall check's rolling median spans a tenth of the points, at most this many
+    acc_band: float = 0.01  # an accuracy within one point of its final level ...
+    acc_pinned_from: float = 0.1  # ... from a tenth of the run on: the predictions stopped changing
+    start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
+
+    def unavailable(self, run: Run) -> str | None:
+        short = too_short(run, "loss", self.min_train_points) or too_short(run, "val_loss", self.min_val_points)
+        if short or class_count(run) is not None:
+            return short
+        why = self._fine_tune(run)
+        if why:
+            return (f"{why} and the config names no class count: the initial loss of a fine-tune is no reference "
+                    "for 'high' (set num_classes or vocab_size in the run's config to check it against log C)")
+        return None
+
+    @staticmethod
+    def _fine_tune(run: Run) -> str | None:
+        """Why the run looks like a fine-tune of pretrained weights, or None."""
+        key = pretrained_key(run)
+        if key:
+            return f"the config names pretrained weights ({key})"
+        if run.format_of(run.pick("loss") or "") == "hf_trainer_state":
+            return "the training loss comes from an HF trainer_state.json (the HF Trainer fine-tunes pretrained models)"
+        return None
+
+    def _pinned_accuracy(self, run: Run) -> dict | None:
+        """Evidence that an accuracy series (train or validation, not zero throughout) has stayed within
+        `acc_band` of its final level (a fraction, or percentage points on a 0-100 scale) from `acc_pinned_from`
+        of its steps on, over at least `min_val_points` points, else None."""
+        for name in run.all_of("accuracy") + run.all_of("val_accuracy"):
+            steps, a = finite_part(*run.arrays(name))
+            if a.size < self.min_val_points or not np.any(a != 0):
+                continue
+            band = self.acc_band * (100.0 if float(np.max(np.abs(a))) > 1.5 else 1.0)
+            end = float(np.median(a[-3:]))
+            out = np.flatnonzero(np.abs(a - end) > band)
+            i = int(out[-1]) + 1 if out.size else 0
+            since = float((steps[min(i, a.size - 1)] - steps[0]) / max(steps[-1] - steps[0], 1))
+            if i < a.size and since <= self.acc_pinned_from:
+                return {"accuracy_series": name, "accuracy_level": end, "accuracy_since": since,
+                        "accuracy_band": band}
+        return None
+
+    def _stall_start(self, steps: np.ndarray, y: np.ndarray, end: float, band: float) -> float:
+        """Fraction of the curve's step span before its smoothed values stay within `band` of `end` for good."""
+        smooth = stats.rolling_median(y, max(1, min(self.max_smooth, y.size // 10)) | 1)
+        out = np.flatnonzero(smooth > end + band)
+        if out.size == 0:
+            return 0.0
+        i = min(out[-1] + 1, y.size - 1)
+        return float((steps[i] - steps[0]) / max(steps[-1] - steps[0], 1))
+
+    def _late_progress(self, steps: np.ndarray, y: np.ndarray, drop: float) -> tuple[float, float]:
+        """(fall projected by the Theil–Sen trend over the last `late` of the steps, the allowance it is compared
+        to: `max_progress` of the curve's own drop so far, or two noise sigmas, whichever is larger)."""
+        late = steps >= steps[0] + (1 - self.late) * (steps[-1] - steps[0])
+        if late.sum() < 3:
+            late[-3:] = True
+        slope, _ = stats.theil_sen(steps[late], y[late])
+        noise = stats.noise(y)
+        allowance = max(self.max_progress * drop, self.noise_sigmas * np.nan_to_num(noise))
+        return -slope * (steps[late][-1] - steps[late][0]), allowance
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        ts, t = finite_part(*run.arrays("loss"))
+        vs, v = finite_part(*run.arrays("val_loss"))
+        if t.size < self.min_train_points or v.size < self.min_val_points:
+            return
+        head = stats.start_level(t, self.start_points)
+        t_end, v_end = stats.head_tail_levels(t)[1], stats.head_tail_levels(v, min_points=2)[1]
+        if not (head > 0 and t_end > 0 and v_end > 0):
+            return
+        fraction, gap = t_end / head, (v_end - t_end) / t_end
+        if fraction > 1 - self.min_drop or abs(gap) > self.max_gap:
+            return
+        found = class_count(run)
+        if found is not None:
+            reference, source, min_level = math.log(found[0]), f"log({found[1]} = {found[0]})", self.min_level_log_c
+        elif self._fine_tune(run) is None:
+            reference, source, min_level = head, "initial loss", self.min_level
+        else:
+            return
+        if t_end / reference < min_level:
+            return
+        v_head = stats.start_level(v, self.start_points) if v.size >= 10 else float(v[0])
+        t_fall, t_allow = self._late_progress(ts, t, head - t_end)
+        v_fall, v_allow = self._late_progress(vs, v, max(v_head - v_end, 0.0))
+        # Near chance, a validation loss that still creeps down is stuck too while its late pace, kept for
+        # another run's length, would leave it high (dropout 0.9: 1.59 -> 1.49 at log(5) = 1.61).
+        chance = found is not None and min(t_end, v_end) >= self.near_chance * reference
+        v_projected = v_end - v_fall / self.late
+        pinned = self._pinned_accuracy(run)
+        if pinned is None and (t_fall > t_allow or not (v_fall <= v_allow or (chance and v_projected >= min_level * reference))):
+            return  # still learning: train longer first
+        t_start = self._stall_start(ts, t, t_end, t_allow)
+        v_start = self._stall_start(vs, v, v_end, v_allow)
+        if pinned is None and (t_start > self.max_stall_start or (v_start > self.max_stall_start and not chance)):
+            return  # converged slowly over the whole run: not stuck early at a high level
+        if any(f.evidence.get("rule") == "bouncing_weights" for f in Oscillation().check(run)):
+            return  # the weights bounce around the level: oscillation's finding, the LR is the lever
+        ev = {"reference": reference, "reference_source": source, "fraction_of_reference": t_end / reference,
+              "train_stall_start": t_start, "val_stall_start": v_start, "initial_level": head, "train_final": t_end,
+              "val_final": v_end, "fraction_of_initial": fraction, "near_chance": chance,
+              "val_projected_one_more_run": v_projected,
+              "val_fraction_of_initial": v_end / head, "train_val_gap": gap, "train_late_fall": t_fall,
+              "val_late_fall": v_fall, "val_points": int(v.size)}
+        if pinned is not None:
+            ev.update(pinned)
+            yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),
+                             series=run.pick("val_loss"), evidence=ev,
+                             sources=(src(run, "loss", ts), src(run, "val_loss", vs),
+                                      {"table": "scalars", "series": pinned["accuracy_series"]}),
+                             summary=(f"train and validation loss stay high together: train {t_end:.4g} "
+                                      f"({t_end / reference:.0%} of the {source} {reference:.4g}), validation "
+                                      f"{v_end:.4g} ({gap:+.0%} from train), while {pinned['accuracy_series']} has "
+                                      f"stayed at {pinned['accuracy_level']:.4g} since {pinned['accuracy_since']:.0%} "
+                                      f"of the run: the loss creeps down, the predictions do not change"))
+            return
+        yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),
+                         series=run.pick("val_loss"), evidence=ev,
+                         sources=(src(run, "loss", ts), src(run, "val_loss", vs)),
+                         summary=(f"train and validation loss both stall high: train {t_end:.4g} "
+                                  f"({t_end / reference:.0%} of the {source} {reference:.4g}), validation {v_end:.4g} "
+                                  f"({gap:+.0%} from train), " + (
+                                      f"at that level from {max(t_start, v_start):.0%} of the run"
+                                      if max(t_start, v_start) <= self.max_stall_start else
+                                      f"train at that level from {t_start:.0%} of the run; validation falls "
+                                      f"{v_fall:.3g} late, so another run at that pace leaves it at {v_projected:.4g}")))

@@ -1,0 +1,196 @@
+"""The engine: run every detector over a `Run`, tie findings and spikes into events, list what could not run.
+
+`analyze_run(run, detectors)` is pure (a Run in, an `Analysis` out); `store_analysis(con, analysis)` hands
+it to `ingest.writes.insert_analysis`, which writes the `analyses`, `findings`, `spikes` and `skipped` tables
+in one transaction. Detector instances come from `forensics.judge.settings.build_detectors`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from forensics import __version__
+
+from forensics.judge import catalog, stats
+from forensics.judge.detectors import ALL
+from forensics.judge.detectors.base import Detector, missing_reason
+from forensics.judge.findings import Analysis, Finding, Skip, Spike
+from forensics.judge.run import Run
+from forensics.judge.verdict import headline_index
+from ingest import writes
+
+# Roles whose series get a spike list (the catalog's "spike timesteps for every series where it finds them":
+# the series where a spike means something — losses and gradient norms).
+SPIKE_ROLES = ("train_loss", "val_loss", "grad_norm", "layer_grad_norm")
+# Kinds that form a chain to a dead run: one of these whose step range holds another's is one event
+# (exploding gradients, then the NaN; a divergence that ends in NaN).
+CHAIN_KINDS = frozenset({"exploding_gradients", "divergence", "nan_loss", "masked_nonfinite", "amp_overflow",
+                         "nonfinite_weights"})
+
+
+def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analysis:
+    """Run `detectors` (default: all, with default thresholds) over `run` and tie the results into events."""
+    detectors = list(detectors) if detectors is not None else [c() for c in ALL]
+    _return_freed_arrays()
+    # One definition of a spike (issue 11): the loss-spike detector's thresholds, also for bad_batch and the
+    # spike list, so `--set loss-spike.z=…` reaches all three.
+    rule = next((d.rule() for d in detectors if d.kind == "loss_spike"), stats.SpikeRule())
+    run.spike_rule = rule
+    out = Analysis(run=run.name, run_id=run.run_id)
+    findings: list[Finding] = []
+    for d in detectors:
+        reason = missing_reason(d, run)
+        if reason is not None:
+            out.skipped.append(Skip(d.kind, reason))
+            continue
+        findings.extend(d.check(run))
+    out.skipped.extend(Skip(k, f"not yet detected: {why}") for k, why in catalog.NOT_YET_DETECTED.items())
+    spikes = series_spikes(run, rule)
+    findings.sort(key=Finding.sort_key)
+    out.findings, out.spikes = tie_events(run, findings, spikes)
+    if bool(run.meta["ordinal"].fill_null(False).any()):  # say where ordinal steps are in the writer's words
+        out.findings = [f.with_positions(run.writer_positions(f.series, [f.step, f.step_end]))
+                        for f in out.findings]
+    out.headline_index = headline_index(out.findings)
+    out.nonfinite = run.first_nonfinite()
+    out.replay_from = replay_start(run, out.findings)
+    out.checked = {"series": {r: run.pick(r) for r in ("loss", "val_loss", "grad_norm", "lr") if run.has(r)},
+                   "detectors_run": sorted({d.kind for d in detectors} - {s.kind for s in out.skipped}),
+                   "n_series": run.meta.height}
+    reduced = {n: r for n in run.meta["name"].to_list() if (r := run.reduced(n))}
+    if reduced:  # what a reader of these findings must know: the statistics saw M4 buckets of these series
+        out.checked["reduced"] = reduced
+        out.findings = [f.with_reduction(reduced[f.series]) if f.series in reduced else f for f in out.findings]
+    return out
+
+
+def _return_freed_arrays() -> None:
+    """Have glibc give a freed array's memory back at once. By default each free of a large block raises its
+    mmap threshold (up to 32 MB), after which arrays of a long series (16 MB per 2M points) come from the heap
+    and stay in the process once freed: analysing 4 series of 2M points held ~100 MB more at the end and its
+    peak varied by as much from run to run (issue 28). A fixed threshold maps every block of 1 MB or more on
+    its own and unmaps it when freed. Elsewhere (no glibc) nothing is done."""
+    global _MALLOC_SET
+    if _MALLOC_SET:
+        return
+    _MALLOC_SET = True
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+_MALLOC_SET = False
+
+
+def series_spikes(run: Run, rule: stats.SpikeRule = stats.SpikeRule()) -> list[Spike]:
+    """Spike timesteps of every loss and gradient-norm series, with the loss-spike detector's thresholds."""
+    out = []
+    for name in [n for role in SPIKE_ROLES for n in run.all_of(role)]:
+        found = run.spikes(name, rule)
+        out.extend(Spike(name, r["step"], r["value"], r["baseline"], r["z"]) for r in found.iter_rows(named=True))
+    return sorted(out, key=lambda s: (s.step, s.series))
+
+
+def tie_events(run: Run, findings: list[Finding], spikes: list[Spike]) -> tuple[list[Finding], list[Spike]]:
+    """Give findings and spikes of one event one id (DECISIONS.md §8).
+
+    Two items belong together when an edge of one (its step or step_end) lies within `tol` steps of an edge
+    of the other: a loss spike and a grad-norm spike at one step; exploding gradients ending where the loss
+    turns NaN; a divergence whose end meets the NaN onset. Findings of `CHAIN_KINDS` also join when their
+    ranges overlap, and take in every spike or one-step finding inside their range (a loss spike in the
+    middle of a divergence is part of it). `tol` is two logging intervals of the loss (or
+    of the grad norm). Run-wide findings (no step) are events of their own.
+    """
+    role = "loss" if run.has("loss") else ("grad_norm" if run.has("grad_norm") else None)
+    tol = 2 * stats.cadence(run.arrays(role)[0]) if role else 1.0
+    items: list[tuple[float, float]] = []
+    for f in findings:
+        items.append((f.step, f.step_end if f.step_end is not None else f.step) if f.step is not None else (math.nan, math.nan))
+    items.extend((s.step, s.step) for s in spikes)
+    n = len(items)
+    parent = list(range(n))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    edges = np.array([[a, b] for a, b in items], dtype=float).reshape(-1, 2)
+    chain = np.array([f.kind in CHAIN_KINDS for f in findings] + [False] * len(spikes))
+    for i in range(n):  # O(items²); items are findings and spikes, a few hundred at most, not data points
+        if math.isnan(edges[i, 0]):
+            continue
+        d = np.abs(edges[:, :, None] - edges[i][None, None, :]).min(axis=(1, 2))
+        close = d <= tol
+        if chain[i]:  # chain kinds join when their ranges overlap, and a spike (any one-step item) inside one joins it
+            overlap = (edges[:, 0] <= edges[i, 1] + tol) & (edges[:, 1] >= edges[i, 0] - tol)
+            close |= overlap & (chain | (edges[:, 0] == edges[:, 1]))
+        for j in np.flatnonzero(close):
+            parent[find(int(j))] = find(i)
+    # Events are numbered from 1 in step order, the findings' events first: a report that lists findings shows
+    # e1, e2, ... without gaps left by events of spikes alone.
+    ids: dict[int, int] = {}
+    nf = len(findings)
+    order = sorted(range(n), key=lambda i: (i >= nf, math.isnan(edges[i, 0]),
+                                            edges[i, 0] if not math.isnan(edges[i, 0]) else 0))
+    for i in order:
+        ids.setdefault(find(i), len(ids) + 1)
+    return ([f.with_event(ids[find(i)]) for i, f in enumerate(findings)],
+            [dataclasses.replace(s, event=ids[find(nf + k)]) for k, s in enumerate(spikes)])
+
+
+def replay_start(run: Run, findings: list[Finding]) -> dict[str, Any] | None:
+    """For the earliest non-finite onset (nan_loss or masked_nonfinite), the last finite checkpoint before it
+    and the saved batch of that step: what a replay will start from. None when there is no such finding."""
+    onset = next((f for f in findings if f.kind in ("nan_loss", "masked_nonfinite")), None)
+    if onset is None or onset.step is None:
+        return None
+    out: dict[str, Any] = {"onset_step": onset.step, "checkpoint": None, "batch": None}
+    ck = run.table("checkpoints")
+    if ck.height:
+        ok = ck.filter(pl.col("step").is_not_null() & (pl.col("step") < onset.step)
+                       & pl.col("finite").fill_null(True)).sort("step")
+        if ok.height:
+            out["checkpoint"] = {"path": ok["path"][-1], "step": int(ok["step"][-1])}
+    b = run.table("batches")
+    if b.height:
+        at = b.filter(pl.col("step") == onset.step)
+        if at.height:
+            out["batch"] = {"path": at["path"][0], "step": onset.step}
+        else:
+            near = b.filter(pl.col("step") <= onset.step).sort("step")
+            out["batch_note"] = (f"no batch saved for step {onset.step}" +
+                                 (f"; nearest before: {near['path'][-1]} (step {near['step'][-1]})" if near.height else ""))
+    return out
+
+
+def store_analysis(con: Any, analysis: Analysis, settings: dict[str, str] | None = None, *,
+                   transaction: bool = True) -> int:
+    """Write one analysis in one transaction (`transaction=False`: in the caller's): its verdict, reason, headline, restriction, read problems, then
+    findings (by step then severity, with their event ids), spikes and skips; its id. What is stored here is what
+    the app, `forensics runs`, watch and `analyze --all` show: none of them judges again."""
+    aid = writes.insert_analysis(
+        con, analysis.run_id, engine_version=__version__, settings=settings or {},
+        verdict={"healthy": analysis.healthy, "verdict": analysis.verdict, "verdict_reason": analysis.verdict_reason,
+                 "headline_id": analysis.headline_index, "only_kinds": list(analysis.only),
+                 "skip_kinds": list(analysis.skip), "read_problems": analysis.read_problems,
+                 "unknown_files": list(analysis.unknown_files)},
+        findings=[{"finding_id": i, "kind": f.kind, "severity": f.severity, "step": f.step, "step_end": f.step_end,
+                   "series": f.series, "summary": f.summary, "evidence": f.evidence, "causes": list(f.causes),
+                   "checks": list(f.checks), "sources": list(f.sources), "event_id": f.event}
+                  for i, f in enumerate(analysis.findings)],
+        spikes=[{"series": s.series, "step": s.step, "value": s.value, "baseline": s.baseline, "z": s.z,
+                 "event_id": s.event} for s in analysis.spikes],
+        skipped=[(s.kind, s.reason) for s in analysis.skipped], transaction=transaction)
+    analysis.analysis_id = aid
+    return aid

@@ -1,0 +1,157 @@
+"""The verdict on one analysed run (failed, suspicious, inconclusive or healthy, with a one-line reason) and the
+headline finding a report leads with.
+
+"healthy" is a claim like any finding: it means "I read this run and found nothing", never "I read nothing".
+So, when no finding is critical or warning, the run is inconclusive (first rule that applies wins) when:
+
+1. a file's reader is missing (its package is not installed): the run was not read;
+2. no training-loss series was read (a folder of documents, a system log, a run that logged only metrics);
+3. `--only`/`--skip` left out detectors and a series holds NaN/Inf: what judges it may not have run (this rule
+   also outranks warnings: a NaN printed under "suspicious" would understate it);
+4. none of the detectors that read the shape of the loss curve could run (every one found the series too short);
+5. most detectors that read the training loss could not run;
+6. a file was read with a loss (a document cut short, a damaged record, an unreadable checkpoint): what was lost
+   may hold the failure. The cut tail of an append-only log is not such a loss: it is the record in flight.
+
+Otherwise a critical finding makes the run failed, a warning suspicious, and nothing (or notes only) healthy.
+
+The headline is the earliest cause in the chain of events, by this rule: take the findings of the worst severity
+present, add every warning or critical finding that shares an event with one of them (the engine ties findings of
+one episode into an event), and pick the one whose kind comes first from cause to symptom (`CAUSE_STAGE`, lower is
+earlier), then the earliest step, then the worse severity. A weight collapse headlines the flat loss it causes;
+exploding gradients or a divergence, whichever starts first, headline the NaN they end in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from forensics.judge.findings import RANK, Analysis, Finding
+from forensics.judge.numbers import count
+
+VERDICTS = ("failed", "suspicious", "inconclusive", "healthy")
+
+# Detectors that read the shape of the training-loss curve: a run none of them could look at is not judged.
+CURVE_DETECTORS = frozenset({"divergence", "loss_spike", "flat_loss", "plateau", "oscillation"})
+# Read problems that lose evidence (the rest, e.g. console lines no pattern knows, lose nothing we could read).
+LOSSY_READS = frozenset({"truncated", "crc_mismatch", "bad_length", "garbled", "unreadable", "not_this_format", "too_large",
+                         "missing_dependency", "needs_pickle", "missing_shard", "no_tensors", "unsupported_dtype"})
+
+# Where a kind sits in the chain from cause to symptom (lower comes first). Upstream: settings, data and the state
+# of the weights; then the mechanism by which a run breaks; then what the loss curve and the checkpoints show.
+CAUSE_STAGE: dict[str, int] = {
+    **dict.fromkeys(("lr_schedule_anomaly", "bad_batch", "distribution_mismatch", "frozen_parameters",
+                     "weight_collapse", "weight_norm_growth", "vanishing_gradients", "dead_relu",
+                     "saturated_activation", "update_ratio_anomaly", "amp_overflow", "frequent_clipping",
+                     "memory_growth", "resumed_run", "sampled_log"), 0),
+    **dict.fromkeys(("exploding_gradients", "divergence", "loss_spike", "oscillation", "throughput_drop"), 1),
+    **dict.fromkeys(("initial_loss_mismatch", "flat_loss", "plateau", "underfitting", "overfitting", "val_noise",
+                     "grokking"), 2),
+    **dict.fromkeys(("nan_loss", "masked_nonfinite", "nonfinite_weights"), 3),
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    value: str  # one of VERDICTS
+    reason: str  # one line, in the user's terms
+
+
+def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restricted: bool,
+          loss_points: int | None, read_problems: list[dict[str, Any]]) -> Verdict:
+    """The verdict on analysis `a`. `selected` are the kinds of the detectors this analysis ran or tried,
+    `loss_detectors` those of them that read the training loss, `restricted` says `--only`/`--skip` left some
+    out, `loss_points` is the number of finite points of the training loss read (None when there is none),
+    `read_problems` the run's read problems (`kind` per row)."""
+    counts = {s: sum(f.severity == s for f in a.findings) for s in ("critical", "warning", "info")}
+    if counts["critical"]:
+        return Verdict("failed", _count_line(counts))
+    skipped = {s.kind: s.reason for s in a.skipped if s.kind in selected}
+    ran = [k for k in selected if k not in skipped]
+    if restricted and a.nonfinite:
+        n = a.nonfinite[0]
+        found = f"{_count_line(counts)}; " if a.findings else ""
+        return Verdict("inconclusive", f"{found}{n['series']} is {n['value']} at step {n['step']} and only "
+                       f"{_names(ran) or 'no detector'} ran; analyse without --only/--skip for a verdict")
+    if counts["warning"]:
+        return Verdict("suspicious", _count_line(counts))
+    missing = [p for p in read_problems if p["kind"] == "missing_dependency"]
+    if missing:
+        return Verdict("inconclusive", f"{missing[0]['path']} was not read: {missing[0]['detail']}")
+    if loss_points is None:
+        series = a.checked.get("n_series", 0)
+        what = (f"{count(series, 'other series', 'other series')} {'was' if series == 1 else 'were'} read"
+                if series else "nothing in it was a training log")
+        return Verdict("inconclusive", f"no training-loss series was read ({what}); there is nothing to judge")
+    curve = [k for k in selected if k in CURVE_DETECTORS]
+    if curve and not any(k in ran for k in curve):
+        return Verdict("inconclusive", f"the training loss has {count(loss_points, 'finite point')}, too few for "
+                       f"{_names(curve)}; nothing could judge the curve")
+    loss_skipped = [k for k in loss_detectors if k in skipped]
+    if loss_detectors and len(loss_skipped) * 2 > len(loss_detectors):
+        return Verdict("inconclusive", f"{len(loss_skipped)} of the {len(loss_detectors)} detectors that read the "
+                       f"training loss could not run ({_names(loss_skipped)})")
+    lossy = sorted({p["path"] for p in read_problems if lossy_read(p)})
+    if lossy:
+        return Verdict("inconclusive", f"no critical or warning finding, but {count(len(lossy), 'file')} read with problems "
+                       f"({_names(lossy, 3)}): what could not be read may hold the failure")
+    notes = f"; {count(counts['info'], 'note')}" if counts["info"] else ""
+    only = f" (only {_names(ran)} checked)" if restricted else ""
+    return Verdict("healthy", f"no finding from {count(len(ran), 'detector')}{only} over "
+                   f"{count(loss_points, 'point')} of the training loss{notes}")
+
+
+def lossy_read(problem: dict[str, Any]) -> bool:
+    """Whether a read problem lost evidence. The cut tail of an append-only log (an event file, a .wandb, a
+    console log) is the record being written when the reader came, or when the run died: at most one record;
+    a whole document cut short (trainer_state.json, a checkpoint) lost an unknown part."""
+    if problem["kind"] not in LOSSY_READS:
+        return False
+    return not (problem["kind"] == "truncated" and problem.get("format") in append_only_formats())
+
+
+def append_only_formats() -> frozenset[str]:
+    from ingest.formats import FORMATS
+
+    return frozenset(f.name for f in FORMATS if f.resumable)
+
+
+def headline_index(findings: list[Finding]) -> int | None:
+    """Which finding a report leads with: the earliest cause in the chain (module docstring), or None. The engine
+    calls this once per analysis; the store keeps the answer and every face reads it from there."""
+    worst = min((f.severity for f in findings), key=RANK.__getitem__, default=None)
+    if worst is None:
+        return None
+    top = [i for i, f in enumerate(findings) if f.severity == worst]
+    events = {findings[i].event for i in top if findings[i].event is not None}
+    pool = top + [i for i, f in enumerate(findings)
+                  if f.severity != "info" and f.event in events and f.severity != worst]
+    return min(pool, key=lambda i: (_stage(findings[i], findings), findings[i].step is None,
+                                    findings[i].step or 0, RANK[findings[i].severity]))
+
+
+def _stage(f: Finding, findings: list[Finding]) -> float:
+    """`f`'s place in the chain: its kind's stage, or just after the kind its evidence says it `follows` when the
+    analysis found that kind too (amp_overflow whose every halving came with a NaN loss is the NaN's consequence)."""
+    follows = f.evidence.get("follows")
+    if follows and any(g.kind == follows for g in findings):
+        return CAUSE_STAGE.get(follows, 2) + 0.5
+    return CAUSE_STAGE.get(f.kind, 2)
+
+
+def fails(a: Analysis, level: str) -> bool:
+    """`--fail-on`: `critical` a critical finding; `warning` a warning or worse; `inconclusive` any verdict but
+    healthy (a pipeline that wants proof of health). One rule for one run and for `analyze ROOT --all`."""
+    if level == "inconclusive":
+        return a.verdict != "healthy"
+    return any(RANK[f.severity] <= RANK[level] for f in a.findings)
+
+
+def _count_line(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+
+
+def _names(items: list[str], shown: int = 4) -> str:
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more

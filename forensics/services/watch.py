@@ -1,0 +1,633 @@
+"""`forensics watch`: diagnose every new or growing run under a team's runs folders, and alert on what changed.
+
+One pass (`Watcher.poll_once`, what `--once` runs and the loop repeats):
+
+1. discover the runs under every root (`ingest.discovery`: rules in docs/watch.md);
+2. fingerprint each run: one listing per folder and one stat per file, hashed with every file's size and
+   mtime. Network filesystems send no inotify events, so polling is the ground truth; watchdog's observer,
+   where installed and the filesystem supports it, only wakes the loop early;
+3. ingest and analyse only the runs whose fingerprint changed (ingest itself reads only appended bytes and
+   new files), in this process or `--jobs N` workers (`forensics.services.fleet`);
+4. alert: a finding kind the run had not been alerted for, or a worse severity; a run that stopped growing for
+   longer than its usual interval × `stall_factor` (once); a file whose tail ends inside a record and has not
+   grown by the next pass (a tail still being written is not damage); a run that failed to read; a run
+   that was deleted. Each alert is one row in `alerts` and one printed line (or JSON line);
+5. record the runs' state in `watched_runs`, in one short write transaction (the app can read meanwhile).
+
+Nothing here prints: the CLI passes `emit` (alerts, stdout) and `log` (service messages, stderr).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from forensics.judge.findings import RANK, Analysis
+from forensics.services.fleet import Options, RunResult, analyze_runs
+
+ALERT_SEVERITIES = ("critical", "warning")  # findings of these severities are alerted; info is stored only
+SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".ipynb_checkpoints", ".hypothesis"}
+NONFINITE_KINDS = ("nan_loss", "masked_nonfinite", "nonfinite_weights")
+
+
+@dataclass
+class Alert:
+    """One thing the watch reports: a finding (origin "finding") or the service's own (origin "watch")."""
+
+    run_id: str
+    run_name: str
+    path: str
+    origin: str
+    kind: str
+    severity: str
+    message: str
+    step: int | None = None
+    analysis_id: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "run_name": self.run_name, "origin": self.origin, "kind": self.kind,
+                "severity": self.severity, "step": self.step, "analysis_id": self.analysis_id,
+                "message": self.message, "detail": json.dumps(self.detail, default=str)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run": self.run_name, "run_id": self.run_id, "path": self.path, "origin": self.origin,
+                "kind": self.kind, "severity": self.severity, "step": self.step, "message": self.message,
+                "detail": self.detail}
+
+
+@dataclass
+class RunState:
+    """What the watch remembers of one run between passes (a few hundred bytes: memory stays bounded)."""
+
+    run_id: str
+    path: str
+    watch_root: str
+    kind: str
+    reason: str
+    first_seen: datetime | None = None
+    fingerprint: str | None = None
+    last_growth: float | None = None  # newest mtime of its files
+    n_files: int = 0
+    n_bytes: int = 0
+    state: str = "active"  # active, stalled, gone, error
+    detail: str | None = None
+    live: bool = False  # seen growing within its stall threshold during this watch: only a live run can stall
+    # Its contents as last looked at (files, bytes), or None before the first look: a fresh mtime is not growth
+    # (a finished run copied into a root has new mtimes, issue 26), more files or bytes than last time is.
+    looked: tuple[int, int] | None = None
+    grown: bool = False  # its contents grew between two looks of this watch
+    growths: deque = field(default_factory=lambda: deque(maxlen=16))  # newest mtimes at each growth seen
+    logged_interval: float | None = None  # median seconds between logged loss points (from the store)
+    dirty: bool = True  # its watched_runs row needs writing
+    next_fingerprint: str | None = None  # this pass's, stored once the run was read (a failed read is retried)
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    def row(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "path": self.path, "watch_root": self.watch_root, "kind": self.kind,
+                "reason": self.reason, "first_seen": self.first_seen or datetime.now(),
+                "last_checked": datetime.now(), "last_growth": self.last_growth, "fingerprint": self.fingerprint,
+                "n_files": self.n_files, "n_bytes": self.n_bytes, "state": self.state, "detail": self.detail}
+
+
+@dataclass
+class PassReport:
+    """One pass in numbers: runs found, changed and analysed, alerts, and the file-system calls it cost."""
+
+    runs: int = 0
+    changed: int = 0
+    analysed: int = 0
+    failed: int = 0
+    alerts: list[Alert] = field(default_factory=list)
+    listings: int = 0  # folders listed (discovery + fingerprints)
+    stats: int = 0  # files stat'ed
+    seconds: float = 0.0
+
+
+@dataclass
+class WatchSettings:
+    interval: float = 30.0  # seconds between passes
+    jobs: int = 1
+    stall_factor: float = 10.0  # stalled after this many usual intervals without growth
+    min_stall_s: float = 300.0  # and never before this many seconds (writers buffer: SummaryWriter flushes every 120 s)
+    events: bool = True  # let watchdog's file events wake the loop early, where installed
+    options: Options = field(default_factory=Options)
+
+
+def fingerprint(path: Path, counts: PassReport) -> tuple[str, float | None, int, int]:
+    """(hash of every file's relative path, size and mtime; newest mtime; files; bytes) of a run's folder.
+
+    Walks like ingest does (symlinked folders not followed, the same folders skipped). Raises OSError when
+    the run's folder itself cannot be listed.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    newest, n_files, n_bytes = None, 0, 0
+    stack = [path]
+    first = True
+    while stack:
+        folder = stack.pop()
+        try:
+            it = os.scandir(folder)
+        except OSError:
+            if first:
+                raise
+            continue  # a sub-folder deleted or locked mid-walk: its files count as gone
+        first = False
+        counts.listings += 1
+        entries = []
+        with it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name not in SKIP_DIRS:
+                        stack.append(Path(e.path))
+                elif e.is_file(follow_symlinks=False):
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    counts.stats += 1
+                    entries.append((e.path, st.st_size, st.st_mtime_ns))
+        for p, size, mtime_ns in sorted(entries):
+            h.update(f"{p}\0{size}\0{mtime_ns}\n".encode("utf-8", "surrogateescape"))  # names need not be UTF-8
+            n_files, n_bytes = n_files + 1, n_bytes + size
+            newest = max(newest or 0.0, mtime_ns / 1e9)
+    return h.hexdigest(), newest, n_files, n_bytes
+
+
+class Watcher:
+    """The watch service's state and its single pass. `emit` receives each alert after it is stored; `log`
+    receives one-line service messages (a run that could not be read, a root that is gone)."""
+
+    def __init__(self, roots: list[Path], db: Path, settings: WatchSettings | None = None,
+                 emit: Callable[[Alert], None] = lambda a: None, log: Callable[[str], None] = lambda m: None):
+        self.roots = [Path(r).expanduser().resolve() for r in roots]
+        self.db = Path(db)
+        self.settings = settings or WatchSettings()
+        self.emit, self.log = emit, log
+        self.runs: dict[str, RunState] = {}
+        self.alerted: dict[tuple[str, str], str] = {}  # (run_id, kind) -> worst severity alerted
+        # (run, file, byte position or None for a tensor file) -> (its size when suspected, or -1 once alerted; detail)
+        self.suspect_tails: dict[tuple[str, str, int | None], tuple[int, str]] = {}
+        self.rewrites: set[tuple[str, str, str]] = set()  # (run, file, issue) of rewritten logs alerted
+        self.logged_errors: dict[str, str] = {}  # last message logged per root or run: said once, not every pass
+        self.stop = threading.Event()
+        self.unrecorded: list[Alert] = []  # alerts of a pass whose write failed: recorded by the next pass
+        self._loaded = False
+
+    # -- state -------------------------------------------------------------------------------------------
+    def load(self) -> None:
+        """What earlier watches stored: each run's fingerprint and state, and the alerts already given."""
+        from ingest import queries
+        from ingest.store import connect
+
+        self._loaded = True
+        if not self.db.exists():
+            return
+        with connect(self.db, write=True) as con:  # write: an older schema gets the watch's tables added
+            rows = queries.watched_runs(con)
+            self.alerted = queries.alerted_severities(con)
+            for a in queries.alerts(con):
+                if a["kind"] == "truncated" and a["detail"]:
+                    d = json.loads(a["detail"])
+                    self.suspect_tails[(a["run_id"], d["path"], d["position"])] = (-1, "alerted")
+                elif a["kind"] == "rewritten" and a["detail"]:
+                    d = json.loads(a["detail"])
+                    self.rewrites.add((a["run_id"], d["path"], d["issue"]))
+            # Tails cut off at the last ingest, suspects until a pass finds them unchanged: from the store, so a
+            # `--once` pass from cron alerts what the previous one suspected (issue 25).
+            for run_id, rel, position, detail, size in queries.truncated_tails(con):
+                self.suspect_tails.setdefault((run_id, rel, position), (int(size or 0), detail))
+        for r in rows:
+            if r["state"] == "gone":
+                continue
+            self.runs[r["run_id"]] = RunState(
+                r["run_id"], r["path"], r["watch_root"], r["kind"], r["reason"], first_seen=r["first_seen"],
+                fingerprint=r["fingerprint"], last_growth=r["last_growth"], n_files=r["n_files"] or 0,
+                n_bytes=r["n_bytes"] or 0, state=r["state"] or "active", detail=r["detail"], dirty=False,
+                looked=(r["n_files"] or 0, r["n_bytes"] or 0))
+
+    # -- one pass ----------------------------------------------------------------------------------------
+    def poll_once(self, now: float | None = None) -> PassReport:
+        """Discover, fingerprint, ingest and analyse what changed, alert, record. `now` (seconds since the
+        epoch) is for tests that age a run without sleeping."""
+        from ingest.discovery import discover
+        from ingest.run import run_id_for
+
+        if not self._loaded:
+            self.load()
+        started = time.monotonic()
+        now = time.time() if now is None else now
+        report = PassReport()
+        found: dict[str, tuple[Path, Any]] = {}
+        for root in self.roots:
+            if not root.is_dir():
+                self._log_once(str(root), f"{root}: not a folder (deleted or unmounted?); skipped this pass")
+                continue
+            d = discover(root)
+            report.listings += d.dirs_scanned
+            for path, err in d.errors:
+                self._log_once(path, f"{path}: cannot list ({err}); skipped")
+            for r in d.runs:
+                found.setdefault(run_id_for(r.path), (root, r))
+        report.runs = len(found)
+        # Alerts gather in `unrecorded` (extended in place) until the pass's write commits: a pass that fails
+        # halfway (a locked store, a full disk) leaves them for the next pass, which records and prints them.
+        alerts = self.unrecorded
+        alerts += self._gone(found)
+
+        changed: list[RunState] = []
+        for run_id, (root, r) in found.items():
+            st = self.runs.get(run_id)
+            if st is None or st.state == "gone":
+                st = RunState(run_id, str(r.path), str(root), r.kind, r.reason, first_seen=datetime.now())
+                self.runs[run_id] = st
+            elif (st.kind, st.reason) != (r.kind, r.reason):
+                st.kind, st.reason, st.dirty = r.kind, r.reason, True
+            st.path = str(r.path)  # the store keeps a non-UTF-8 name escaped; read from the name on disk
+            try:
+                fp, newest, n_files, n_bytes = fingerprint(r.path, report)
+            except OSError as exc:
+                self._log_once(run_id, f"{st.name}: cannot read {r.path} ({exc.strerror or exc}); skipped")
+                continue
+            if st.looked is not None and (n_files > st.looked[0] or n_bytes > st.looked[1]):
+                st.grown = True
+            st.looked = (n_files, n_bytes)
+            if newest is not None and (st.last_growth is None or newest > st.last_growth):
+                st.growths.append(newest)
+                if st.state == "stalled":
+                    st.state, st.detail = "active", None
+                    self.log(f"{st.name}: growing again")
+                st.last_growth, st.dirty = newest, True
+            if fp != st.fingerprint:
+                st.n_files, st.n_bytes = n_files, n_bytes
+                changed.append(st)
+                st.next_fingerprint = fp
+        report.changed = len(changed)
+
+        report_results = self._analyse(changed)
+        for res in report_results:
+            st = self.runs[res.run_id or _id_of(res.path)]
+            if res.error is not None:
+                report.failed += 1
+                alerts += self._failed(st, res)
+                continue
+            report.analysed += 1
+            st.fingerprint, st.dirty, st.logged_interval = st.next_fingerprint, True, None
+            if st.state == "error":
+                st.state, st.detail = "active", None
+            self.logged_errors.pop(st.run_id, None)
+            alerts += self._finding_alerts(st, res.analysis)
+        alerts += self._verdict_alerts([self.runs[r.run_id] for r in report_results if r.error is None and r.run_id])
+        alerts += self._tails(changed)
+        alerts += self._rewritten(changed)
+        alerts += self._stalls(found, now)
+        self._record(alerts)
+        report.alerts = alerts
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _analyse(self, changed: list[RunState]) -> list[RunResult]:
+        if not changed:
+            return []
+        from ingest.queries import known_run_ids
+        from ingest.store import connect
+
+        known: set[str] = set()
+        if self.db.exists():
+            with connect(self.db, write=False) as con:
+                known = known_run_ids(con)
+        return analyze_runs([st.path for st in changed], self.db, self.settings.options, jobs=self.settings.jobs,
+                            known=known, should_stop=self.stop.is_set)
+
+    # -- alerts ------------------------------------------------------------------------------------------
+    def _finding_alerts(self, st: RunState, analysis: Analysis) -> list[Alert]:
+        """A kind the run was not alerted for, or a worse severity: the earliest such finding of each kind."""
+        out = []
+        seen: set[str] = set()
+        for f in analysis.findings:
+            if f.severity not in ALERT_SEVERITIES or f.kind in seen:
+                continue
+            before = self.alerted.get((st.run_id, f.kind))
+            worst = min((g.severity for g in analysis.findings if g.kind == f.kind), key=RANK.__getitem__)
+            if f.severity != worst:
+                continue
+            seen.add(f.kind)
+            if before is not None and RANK[before] <= RANK[f.severity]:
+                continue
+            where = f" at step {f.step:,}" if f.step is not None else ""
+            tail = f.summary
+            ck = (analysis.replay_from or {}).get("checkpoint")
+            if f.kind in NONFINITE_KINDS and analysis.replay_from and analysis.replay_from.get("onset_step") == f.step:
+                tail = f"last finite checkpoint step {ck['step']:,}" if ck else "no finite checkpoint saved before it"
+            out.append(Alert(st.run_id, st.name, st.path, "finding", f.kind, f.severity,
+                             f"{st.name}: {f.kind}{where} ({f.severity}) — {tail}", step=f.step,
+                             analysis_id=analysis.analysis_id,
+                             detail={"summary": f.summary, "step_end": f.step_end, "series": f.series,
+                                     "evidence": f.evidence, "replay_from": analysis.replay_from}))
+        return out
+
+    def _verdict_alerts(self, analysed: list[RunState]) -> list[Alert]:
+        """A run whose stored verdict is INCONCLUSIVE (a reader missing, no training loss, a damaged file): no
+        finding says so, and a silent watch would read as health. Said once per run, with the stored reason."""
+        if not analysed:
+            return []
+        from ingest.queries import latest_verdicts
+        from ingest.store import connect
+
+        with connect(self.db, write=False) as con:
+            stored = latest_verdicts(con, [st.run_id for st in analysed])
+        out = []
+        for st in analysed:
+            v = stored.get(st.run_id)
+            if v is None or v["verdict"] != "inconclusive" or (st.run_id, "inconclusive") in self.alerted:
+                continue
+            out.append(Alert(st.run_id, st.name, st.path, "watch", "inconclusive", "warning",
+                             f"{st.name}: INCONCLUSIVE — {v['verdict_reason']}", analysis_id=v["analysis_id"],
+                             detail={"reason": v["verdict_reason"], "read_problems": v["read_problems"][:20]}))
+        return out
+
+    def _failed(self, st: RunState, res: RunResult) -> list[Alert]:
+        if not res.retry:
+            st.fingerprint = st.next_fingerprint  # a run that cannot be read is tried again once it changes
+        st.dirty = True
+        if st.state == "error" and st.detail == res.error:
+            return []
+        st.state, st.detail = "error", res.error
+        self.log(f"{st.name}: could not analyse ({res.error}); " +
+                 ("will try again next pass" if res.retry else "will try again when it changes"))
+        if res.retry:
+            return []  # a locked store or a failed write is the service's trouble, not the run's
+        return [Alert(st.run_id, st.name, st.path, "watch", "unreadable", "warning",
+                      f"{st.name}: could not be read — {res.error}", detail={"error": res.error})]
+
+    def _gone(self, found: dict[str, Any]) -> list[Alert]:
+        out = []
+        for st in self.runs.values():
+            if st.run_id in found or st.state == "gone":
+                continue
+            if Path(st.path).exists() and any(Path(st.path).is_relative_to(r) for r in self.roots):
+                st.state, st.detail, st.dirty = "gone", "no longer a run by itself under the roots", True
+                self.log(f"{st.name}: {st.path} is no longer a run by itself (now part of another?); not watched")
+                continue
+            st.state, st.detail, st.dirty = "gone", "deleted", True
+            out.append(Alert(st.run_id, st.name, st.path, "watch", "deleted", "info",
+                             f"{st.name}: deleted ({st.path}); its stored data is kept", detail={"path": st.path}))
+        return out
+
+    def _tails(self, changed: list[RunState]) -> list[Alert]:
+        """A file that ends inside a record: suspect when first seen, damage when it has not grown by the next
+        pass (the writer stopped mid-record), forgotten when it grew (it was still being written)."""
+        out = []
+        for key, (size, detail) in list(self.suspect_tails.items()):
+            if size < 0:
+                continue  # already alerted
+            run_id, rel, position = key
+            st = self.runs.get(run_id)
+            if st is None or st.state == "gone":
+                del self.suspect_tails[key]
+                continue
+            try:
+                now_size = (Path(st.path) / rel).stat().st_size
+            except OSError:
+                del self.suspect_tails[key]
+                continue
+            if now_size != size:
+                del self.suspect_tails[key]  # it grew (or was rewritten): the next ingest reads on from there
+                continue
+            self.suspect_tails[key] = (-1, detail)
+            if position is not None:
+                message = (f"{st.name}: {rel} ends inside a record at byte {position:,} and has not grown since the "
+                           f"last pass — kept everything before it")
+            else:  # a checkpoint or saved batch cut off mid-save
+                message = f"{st.name}: {rel} is cut off ({detail}) and has not changed since the last pass"
+            out.append(Alert(run_id, st.name, st.path, "watch", "truncated", "warning", message,
+                             detail={"path": rel, "position": position, "issue": detail}))
+        if changed and self.db.exists():
+            from ingest.queries import truncated_tails
+            from ingest.store import connect
+
+            with connect(self.db, write=False) as con:
+                rows = truncated_tails(con, [st.run_id for st in changed])
+            for run_id, rel, position, detail, size in rows:
+                self.suspect_tails.setdefault((run_id, rel, position), (int(size or 0), detail))
+        return out
+
+    def _rewritten(self, changed: list[RunState]) -> list[Alert]:
+        """A log rewritten under a running job (cut shorter, or replaced): ingest forgot its old points and read
+        it again; said once per rewrite (issue 26)."""
+        if not changed or not self.db.exists():
+            return []
+        from ingest.queries import issues_of_kind
+        from ingest.store import connect
+
+        with connect(self.db, write=False) as con:
+            rows = issues_of_kind(con, [st.run_id for st in changed], "rewritten")
+        out = []
+        for run_id, rel, detail in rows:
+            if (run_id, rel, detail) in self.rewrites or run_id not in self.runs:
+                continue
+            self.rewrites.add((run_id, rel, detail))
+            st = self.runs[run_id]
+            out.append(Alert(run_id, st.name, st.path, "watch", "rewritten", "warning", f"{st.name}: {detail}",
+                             detail={"path": rel, "issue": detail}))
+        return out
+
+    def _stalls(self, found: dict[str, Any], now: float) -> list[Alert]:
+        self._load_logged_intervals([self.runs[r] for r in found])
+        out = []
+        for run_id in found:
+            st = self.runs[run_id]
+            if st.last_growth is None or st.state in ("gone", "error"):
+                continue
+            limit, usual = self._stall_limit(st)
+            if limit is None:
+                continue
+            quiet = now - st.last_growth
+            if quiet <= limit:
+                st.live = st.live or st.grown  # recent mtimes without new contents: a copy, not a job
+                continue
+            if not st.live or st.state == "stalled":
+                continue  # finished before the watch saw it grow, or already alerted
+            st.state, st.detail, st.dirty = "stalled", f"no growth for {quiet:.0f} s", True
+            out.append(Alert(st.run_id, st.name, st.path, "watch", "stalled", "warning",
+                             f"{st.name}: stalled — no new data for {_duration(quiet)}, its usual interval is "
+                             f"{_duration(usual)} (limit {_duration(limit)}); a dead job?",
+                             detail={"quiet_s": round(quiet, 1), "usual_interval_s": usual, "limit_s": limit,
+                                     "last_growth": st.last_growth}))
+        return out
+
+    def _load_logged_intervals(self, runs: list[RunState]) -> None:
+        """The logged interval of every run read since it last changed, in one query (0 = none logged)."""
+        need = [st for st in runs if st.logged_interval is None and st.fingerprint is not None and len(st.growths) < 3]
+        if not need or not self.db.exists():
+            return
+        from ingest.queries import logging_intervals_s
+        from ingest.store import connect
+
+        with connect(self.db, write=False) as con:
+            found = logging_intervals_s(con, [st.run_id for st in need])
+        for st in need:
+            st.logged_interval = found.get(st.run_id, 0.0)
+
+    def _stall_limit(self, st: RunState) -> tuple[float | None, float | None]:
+        """The run's usual interval between growths (seen by this watch, else its logged wall-clock interval)
+        times the factor, never under min_stall_s; (None, None) while the interval is unknown."""
+        gaps = [b - a for a, b in zip(st.growths, list(st.growths)[1:]) if b > a]
+        usual = statistics.median(gaps) if len(gaps) >= 2 else (st.logged_interval or None)
+        if usual is None:
+            return None, None
+        return max(self.settings.stall_factor * usual, self.settings.min_stall_s), usual
+
+    # -- recording ---------------------------------------------------------------------------------------
+    def _record(self, alerts: list[Alert]) -> None:
+        """One write transaction for the pass: changed watched_runs rows and the alerts; then emit them."""
+        dirty = [st for st in self.runs.values() if st.dirty]
+        if not dirty and not alerts:
+            self.unrecorded = []
+            return
+        from ingest.store import connect
+        from ingest.writes import insert_alerts, upsert_watched_runs
+
+        try:
+            with connect(self.db, write=True) as con:
+                con.execute("BEGIN")
+                try:
+                    upsert_watched_runs(con, [st.row() for st in dirty])
+                    insert_alerts(con, [a.row() for a in alerts])
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+        except BaseException:
+            self.unrecorded = alerts  # nothing is lost: the next pass records (and prints) them
+            raise
+        self.unrecorded = []
+        for a in alerts:
+            if a.origin == "finding" or a.kind == "inconclusive":
+                self.alerted[(a.run_id, a.kind)] = a.severity
+        for st in dirty:
+            st.dirty = False
+        for st in [s for s in self.runs.values() if s.state == "gone"]:
+            del self.runs[st.run_id]  # forgotten in memory; its row says it went
+        for a in alerts:
+            self.emit(a)
+
+    def _log_once(self, key: str, message: str) -> None:
+        if self.logged_errors.get(key) != message:
+            self.logged_errors[key] = message
+            self.log(message)
+
+    # -- the loop ----------------------------------------------------------------------------------------
+    def run_forever(self, on_pass: Callable[[PassReport], None] = lambda r: None) -> None:
+        """Pass after pass until `stop` is set (by SIGINT/SIGTERM in the CLI): the current run's write
+        finishes first. A watchdog observer, where installed, wakes the loop as soon as a file changes."""
+        wake = threading.Event()
+        observer = self._observer(wake)
+        try:
+            while not self.stop.is_set():
+                try:
+                    on_pass(self.poll_once())
+                except Exception as exc:  # noqa: BLE001 - the service outlives a failed pass (a locked store, a
+                    # full disk): its alerts are kept for the next pass, which tries again
+                    first = (str(exc).strip().splitlines() or [""])[0]
+                    self.log(f"pass failed ({type(exc).__name__}: {first}); trying again in {self.settings.interval:g}s")
+                wake.clear()
+                deadline = time.monotonic() + self.settings.interval
+                while not self.stop.is_set() and time.monotonic() < deadline:
+                    if wake.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
+                        time.sleep(1.0)  # let a burst of writes land before the pass
+                        break
+        finally:
+            if observer is not None:
+                observer.stop()
+                observer.join(timeout=5)
+
+    def _observer(self, wake: threading.Event):
+        if not self.settings.events:
+            return None
+        try:
+            from watchdog.events import FileSystemEventHandler
+            from watchdog.observers import Observer
+        except ImportError:
+            return None
+
+        class Wake(FileSystemEventHandler):
+            def on_any_event(self, event):
+                if not event.is_directory or event.event_type in ("created", "deleted", "moved"):
+                    wake.set()
+
+        observer = Observer()
+        try:
+            for root in self.roots:
+                if root.is_dir():
+                    observer.schedule(Wake(), str(root), recursive=True)
+            observer.start()
+        except OSError as exc:  # inotify watch limit on a big tree, a filesystem without events: poll only
+            self.log(f"file events unavailable ({exc}); polling every {self.settings.interval:g} s")
+            return None
+        return observer
+
+
+def _id_of(path: str) -> str:
+    from ingest.run import run_id_for
+
+    return run_id_for(Path(path))
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def serve(roots: list[Path], db: Path, settings: WatchSettings, *, emit: Callable[[Alert], None],
+          log: Callable[[str], None], once: bool = False) -> None:
+    """`forensics watch`: one pass (`once`, for cron and CI) or passes until SIGINT/SIGTERM, which finish the
+    current write and return. `emit` takes each alert, `log` each service message."""
+    import signal
+
+    from forensics.judge.numbers import count, home
+    from ingest.errors import ForensicsError
+
+    missing = [str(r) for r in roots if not Path(r).is_dir()]
+    if missing:
+        raise ForensicsError(f"not a folder: {', '.join(missing)}; watch takes folders holding runs")
+    if settings.interval <= 0:
+        raise ForensicsError(f"--interval must be positive (got {settings.interval:g})")
+    watcher = Watcher(roots, db, settings, emit=emit, log=log)
+
+    def stop(signum, frame) -> None:
+        log(f"{signal.Signals(signum).name}: finishing the current write, then exiting")
+        watcher.stop.set()
+
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if once:
+            r = watcher.poll_once()
+            log(f"{count(r.runs, 'run')}, {r.changed} changed, {r.analysed} analysed, {r.failed} failed, "
+                f"{count(len(r.alerts), 'alert')} in {r.seconds:.1f}s; database: {home(db)}")
+        else:
+            log(f"watching {', '.join(str(r) for r in watcher.roots)} every {settings.interval:g}s; "
+                f"database: {home(db)}")
+            watcher.run_forever()
+            log("stopped")
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

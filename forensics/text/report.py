@@ -1,0 +1,241 @@
+"""The diagnosis as a person reads it: terminal text (verdict first, one finding per line) and markdown."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from forensics.judge import catalog, numbers
+from forensics.judge.findings import Analysis, Finding, Spike
+from forensics.judge.numbers import count
+from forensics.usercode.probe import PROBED_KINDS
+from forensics.text.render import lines as joined
+from forensics.text.render import restriction_words, verdict_words
+from ingest.errors import ForensicsError
+
+
+def _where(f: Finding) -> str:
+    if f.step is None:
+        return "-"
+    where = f"{f.step}" if f.step_end in (None, f.step) else f"{f.step}-{f.step_end}"
+    if f.at:  # an ordinal step: the writer's own counters beside it
+        where += f" ({f.at}" + (f" to {f.at_end}" if f.at_end and f.at_end != f.at else "") + ")"
+    return where
+
+
+def _nonfinite_at(n: dict) -> str:
+    return f" ({n['at']})" if n.get("at") else ""
+
+
+SHOWN_PROBLEMS = 5  # read problems shown in the text report without -v
+
+
+def verdict(a: Analysis) -> str:
+    """`run: FAILED (4 critical, 3 warning)`, `run: INCONCLUSIVE: <why>`, `run: healthy: <what was checked>`."""
+    if a.verdict is None:  # an analysis that did not go through forensics.services.analysis.analyze
+        return f"{a.run}: {len(a.findings)} findings"
+    return f"{a.run}: {verdict_words(a.verdict, a.verdict_reason)}{restriction_words(a.only, a.skip)}"
+
+
+def problem_line(p: dict) -> str:
+    """One read problem: `file at position: kind: detail; kept 104 points`."""
+    where = f" at {p['position']}" if p.get("position") is not None else ""
+    kept = f"; kept {p['kept']}" if p.get("kept") else ""
+    return f"{p['path']}{where}: {p['kind']}: {p['detail']}{kept}"
+
+
+def probe_line(a: Analysis) -> str | None:
+    """The `forensics probe` command, printed under the first finding a probe explains."""
+    if not a.probe_command:
+        return None
+    return f"probe it (runs the run's forensics_entry.py: overfit one batch, LR range, gradient flow, ...): {a.probe_command}"
+
+
+def replay_lines(a: Analysis) -> list[str]:
+    r = a.replay_from
+    if not r:
+        return []
+    ck = r.get("checkpoint")
+    b = r.get("batch")
+    out = [f"replay starting point for the non-finite onset at step {r['onset_step']}:",
+           f"  last finite checkpoint: {ck['path']} (step {ck['step']})" if ck else
+           "  last finite checkpoint: none saved before the onset",
+           f"  batch of step {b['step']}: {b['path']}" if b else f"  batch: {r.get('batch_note', 'none saved')}"]
+    if r.get("command"):
+        out.append(f"  replay it (runs the run's forensics_entry.py): {r['command']}")
+    return out
+
+
+def other_spikes(a: Analysis) -> list[Spike]:
+    """Spikes that no finding accounts for (a finding's event holds the others)."""
+    events = {f.event for f in a.findings}
+    return [s for s in a.spikes if s.event not in events]
+
+
+def spikes_line(spikes: list[Spike]) -> str:
+    by_series: dict[str, list[int]] = {}
+    for s in spikes:
+        by_series.setdefault(s.series, []).append(s.step)
+    parts = "; ".join(f"{name} at {'step' if len(steps) == 1 else 'steps'} "
+                      f"{', '.join(map(str, steps[:8]))}{', ...' if len(steps) > 8 else ''}"
+                      for name, steps in by_series.items())
+    return (f"other spikes ({count(len(spikes), 'point')} far above the local level that came straight back; "
+            f"not findings on their own): {parts}")
+
+
+def skipped_summary(a: Analysis) -> str:
+    """One line: how many checks could not run, in the user's terms."""
+    not_yet = [s for s in a.skipped if s.kind in catalog.NOT_YET_DETECTED]
+    lacking = [s for s in a.skipped if s.kind not in catalog.NOT_YET_DETECTED]
+    ran = len(a.checked.get("detectors_run", []))
+    parts = []
+    if lacking:
+        parts.append(f"{len(lacking)} of {count(ran + len(lacking), 'detector')} lacked what they need "
+                     f"(a series the run did not log, too few points, a setting not in its config)")
+    if not_yet:
+        parts.append(f"{len(not_yet)} not detected yet ({', '.join(s.kind for s in not_yet)})")
+    return "could not check: " + "; ".join(parts) + "; -v lists why"
+
+
+def text(a: Analysis, verbose: bool = False) -> str:
+    """Verdict, read problems, the headline (the earliest cause of the worst event) with its checks, then one
+    line per finding `run:step kind: summary`, non-finite onsets, replay starting point, spikes no finding
+    accounts for, one line of what could not be checked (all of it with `verbose`), and the database used."""
+    lines = [verdict(a)]
+    if a.read_problems:
+        shown = a.read_problems if verbose else a.read_problems[:SHOWN_PROBLEMS]
+        lines.append("read with problems:" if len(shown) > 1 else "read with problems: " + problem_line(shown[0]))
+        if len(shown) > 1:
+            lines.extend("  " + problem_line(p) for p in shown)
+        if len(a.read_problems) > len(shown):
+            lines.append(f"  ... {len(a.read_problems) - len(shown)} more (-v lists them all)")
+    if verbose and a.lines_read:
+        lines.append("console lines read:")
+        lines.extend(f"  {r['detail']}" for r in a.lines_read)
+    if a.unknown_files and (verbose or a.verdict == "inconclusive"):
+        lines.append(f"not read ({count(len(a.unknown_files), 'file')} no reader knows): "
+                     + ", ".join(a.unknown_files[:5]) + (", ..." if len(a.unknown_files) > 5 else ""))
+    head = a.headline()
+    if head is not None:
+        lines.append(f"earliest cause: {a.run}:{_where(head)} {head.kind}: {head.summary}")
+        lines.append("  check first: " + "; ".join(head.checks))
+    if a.findings:
+        lines.append("")
+        lines.append("findings (by step; e = event):")
+        probe = probe_line(a)
+        for f in a.findings:
+            lines.append(f"{a.run}:{_where(f)} {f.kind} [{f.severity}, e{f.event}]: {f.summary}")
+            if verbose:
+                lines.append("    evidence: " + "; ".join(f"{k}={numbers.shown(v)}" for k, v in f.evidence.items()))
+            if probe and f.kind in PROBED_KINDS:
+                lines.append("    " + probe)
+                probe = None  # once, under the first finding a probe explains
+    if a.nonfinite:
+        lines.append("")
+        lines.append("first non-finite value per series (earliest first):")
+        lines.extend(f"  {n['series']}: {n['value']} at step {n['step']}{_nonfinite_at(n)}" for n in a.nonfinite)
+    rl = replay_lines(a)
+    if rl:
+        lines.append("")
+        lines.extend(rl)
+    spikes = other_spikes(a)
+    if spikes:
+        lines.append("")
+        lines.append(spikes_line(spikes))
+    if a.skipped:
+        lines.append("")
+        if verbose:
+            lines.append("could not check:")
+            lines.extend(f"  {s.kind}: {s.reason}" for s in a.skipped)
+        else:
+            lines.append(skipped_summary(a))
+    if a.db:
+        lines.append(f"database: {numbers.home(a.db)}")
+    return joined(lines)
+
+
+def markdown(a: Analysis) -> str:
+    """The same diagnosis as markdown, to paste into an issue tracker."""
+    out = [f"# run-forensics diagnosis: `{a.run}`", "", f"**{verdict(a)}**", ""]
+    if a.read_problems:
+        out += ["## Read with problems", "", "| file | position | kind | detail | kept |", "|---|---|---|---|---|"]
+        out += [f"| `{p['path']}` | {'' if p['position'] is None else p['position']} | {p['kind']} | "
+                f"{str(p['detail']).replace('|', '/')} | {p['kept'] or ''} |" for p in a.read_problems]
+        out.append("")
+    head = a.headline()
+    if head is not None:
+        out += [f"**Earliest cause:** `{head.kind}` at step {_where(head)}: {head.summary}", ""]
+    if a.findings:
+        out += ["| step | kind | severity | event | summary |", "|---|---|---|---|---|"]
+        out += [f"| {_where(f)} | `{f.kind}` | {f.severity} | {f.event} | {f.summary.replace('|', '/')} |"
+                for f in a.findings]
+        out.append("")
+        probe = probe_line(a)
+        for f in a.findings:
+            out += [f"### `{f.kind}` at step {_where(f)}", "", f.summary, "",
+                    "Evidence: " + "; ".join(f"`{k}`={numbers.shown(v)}" for k, v in f.evidence.items()), "",
+                    "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
+            if probe and f.kind in PROBED_KINDS:
+                out += [f"Probe it: `{a.probe_command}` (runs the run's forensics_entry.py)", ""]
+                probe = None
+    if a.nonfinite:
+        out += ["## First non-finite value per series", ""]
+        out += [f"- `{n['series']}`: {n['value']} at step {n['step']}{_nonfinite_at(n)}" for n in a.nonfinite]
+        out.append("")
+    rl = replay_lines(a)
+    if rl:
+        out += ["## Replay starting point", "", "```", *rl, "```", ""]
+    spikes = other_spikes(a)
+    if spikes:
+        out += [spikes_line(spikes), ""]
+    if a.skipped:
+        out += ["## Could not check", ""] + [f"- `{s.kind}`: {s.reason}" for s in a.skipped] + [""]
+    return joined(out)
+
+
+def markdown_target(target: Path | None, run_dir: Path) -> Path | str | None:
+    """Where `--markdown` goes: None, "-" (stdout), or a file path checked before any work is done: never inside
+    the run directory, not a folder, in a folder that exists and can be written."""
+    if target is None:
+        return None
+    if str(target) == "-":
+        return "-"
+    if target.resolve().is_relative_to(run_dir.resolve()):
+        raise ForensicsError(f"--markdown {target} is inside the run directory, which is never written to")
+    parent = target.resolve().parent
+    if target.is_dir():
+        raise ForensicsError(f"--markdown {target} is a directory; name a file, e.g. {target / 'diagnosis.md'}")
+    if not parent.is_dir():
+        raise ForensicsError(f"--markdown {target}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ForensicsError(f"--markdown {target}: not writable")
+    return target
+
+
+def rules_json(detected: dict[str, type]) -> dict:
+    """`forensics rules --json`: every catalog kind, whether it is detected, its fields and defaults."""
+    import dataclasses
+
+    return {"rules": [
+        {"kind": e.kind, "summary": e.summary, "detected": e.kind in detected,
+         "not_yet_reason": catalog.NOT_YET_DETECTED.get(e.kind),
+         "fields": {f.name: f.default for f in dataclasses.fields(detected[e.kind])} if e.kind in detected else {},
+         "causes": list(e.causes), "checks": list(e.checks)} for e in catalog.ENTRIES]}
+
+
+def rules_text(detected: dict[str, type]) -> str:
+    """Every catalog kind with its one-line summary, whether a detector covers it, and its thresholds."""
+    import dataclasses
+
+    lines = [f"{'kind':<24} {'status':<13} summary"]
+    for e in catalog.ENTRIES:
+        cls = detected.get(e.kind)
+        if cls is not None:
+            fields = ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(cls))
+            lines.append(f"{e.kind:<24} detected      {e.summary}")
+            if fields:
+                lines.append(f"{'':<24} --set {e.kind.replace('_', '-')}.FIELD: {fields}")
+        else:
+            why = catalog.NOT_YET_DETECTED.get(e.kind, "no detector")
+            lines.append(f"{e.kind:<24} NOT YET       {e.summary} ({why})")
+    return "\n".join(lines)

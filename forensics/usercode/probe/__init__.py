@@ -1,0 +1,98 @@
+"""`forensics probe`: the debugging guides' first questions, asked post hoc of the run's own model, checkpoints and
+saved batches: can it overfit one batch, which LR works, do gradients reach every layer, is the loss fed logits,
+does the initial loss match log(C), do labels line up with inputs, are inputs scaled.
+
+    from forensics.usercode.probe import probe
+    result = probe("runs/exp1", db="/tmp/f.duckdb")          # every check; checks=("lr_range",) for one
+    result["checks"][0]        # {"name", "status": "pass"|"fail"|"n/a", "summary", "evidence", "names", "explains"}
+
+Running it runs the user's code (the run's `forensics_entry.py`, DECISIONS.md §10): calling `probe` is the opt-in.
+It reuses replay's entry point loading, checkpoint reading and state restore (forensics/usercode/replay/state.py); the run
+directory is never written to. Each check lives in its own module with `NAME`, `EXPLAINS` and `check(ctx)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+# check name -> its module (imported when it runs: torch is never imported by `forensics --help`), in the order
+# they run and are printed: the single-pass checks first, the trained ones last.
+CHECKS = {"input_scale": "input_scale", "output_head": "output_head", "initial_loss": "initial_loss",
+          "gradient_flow": "gradient_flow", "label_shuffle": "label_shuffle", "overfit_one_batch": "overfit",
+          "lr_range": "lr_range"}
+
+# The finding kinds a probe can explain: `forensics analyze` prints the probe command under these.
+PROBED_KINDS = ("flat_loss", "plateau", "underfitting", "oscillation", "dead_relu", "saturated_activation",
+                "vanishing_gradients", "initial_loss_mismatch", "frozen_parameters")
+
+
+def parse_checks(text: str | None) -> tuple[str, ...]:
+    """`--checks a,b` as check names, in the run order; an unknown name is an error listing the valid ones."""
+    from ingest.errors import ForensicsError
+
+    if not text:
+        return tuple(CHECKS)
+    wanted = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in CHECKS]
+    if unknown:
+        raise ForensicsError(f"--checks: unknown check {', '.join(unknown)}; valid: {', '.join(CHECKS)}")
+    return tuple(c for c in CHECKS if c in wanted)
+
+
+def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, entry: str | os.PathLike | None = None,
+          device: str = "auto", threads: int | None = None, db: str | os.PathLike, store: bool = True) -> dict[str, Any]:
+    """Run `checks` (default all) on `run_dir` with `threads` intra-op CPU threads (default: the CPUs free now, as
+    replay chooses them); returns the documented object (docs/probe.md) and, with `store`,
+    writes one row per check to the `probes` table of `db`. Raises ReplayError subclasses when the run has no
+    entry point or no checkpoint or batch at all (a check missing only its own ingredient says n/a)."""
+    from forensics.usercode.probe.context import Context
+    from forensics.usercode.replay import ENTRY_NAME
+    from forensics.usercode.replay.determinism import intra_op_threads
+    from forensics.usercode.replay.state import get_rng, set_rng
+    from forensics.judge.run import Run
+    from ingest.errors import EntryPointError, ForensicsError
+    from ingest.run import ingest_run
+    from ingest.store import connect
+
+    root = Path(run_dir).resolve()
+    if not root.is_dir():
+        raise ForensicsError(f"{run_dir} is not a directory")
+    path = Path(db).expanduser()
+    report = ingest_run(root, path, progress=None)
+    with connect(path, write=False) as con:
+        run = Run.from_store(con, report.run_id)
+        if run.pick("lr"):
+            run.series("lr")
+    entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
+    if not entry_path.is_file():
+        from forensics.usercode.replay.template import entry_template
+        raise EntryPointError(
+            f"no entry point {entry_path} (DECISIONS.md §10): save one beside the run, or pass --entry FILE.py; "
+            f"a template built from what the store knows is printed above", template=entry_template(run))
+    t0 = time.perf_counter()
+    saved_rng = get_rng()
+    try:
+        with intra_op_threads(threads) as (n_threads, threads_from):
+            ctx = Context.open(run, root, entry_path, device)
+            result: dict[str, Any] = {
+                "run": run.name, "run_id": run.run_id, "entry": str(entry_path), "from_checkpoint": ctx.checkpoints(),
+                "device": str(ctx.device), "threads": n_threads, "threads_from": threads_from,
+                "batches": ctx.batch_steps(), "notes": ctx.notes, "checks": [], "timings_s": {}}
+            for name in checks or tuple(CHECKS):
+                t1 = time.perf_counter()
+                module = importlib.import_module(f"forensics.usercode.probe.{CHECKS[name]}")
+                result["checks"].append(module.check(ctx))
+                result["timings_s"][name] = time.perf_counter() - t1
+    finally:
+        set_rng(saved_rng)
+    result["timings_s"]["total"] = time.perf_counter() - t0
+    if store:
+        from ingest.writes import insert_probe
+
+        with connect(path, write=True) as con:
+            result["probe_id"] = insert_probe(con, result)
+    return result

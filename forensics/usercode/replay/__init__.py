@@ -1,0 +1,349 @@
+"""`forensics replay`: re-execute a run's bad step from its last finite checkpoint and say where the first
+non-finite value came from (phase, op, module, file:line), which samples cause it, and which change fixes it.
+
+    from forensics.usercode.replay import replay
+    result = replay("sample_runs/runs/nan_bad_sample", db="/tmp/f.duckdb")   # the NaN onset from the store
+    result.first_nonfinite           # {"phase": "forward", "op": "conv2d", "module": "features.conv1", ...}
+    result.to_json()                 # the documented JSON object (docs/replay.md)
+
+Running it runs the user's code (the run's `forensics_entry.py`): calling `replay` is the opt-in. Torch is
+imported only here (never at the import of `forensics` or `ingest`). The run directory is never written to.
+Order: fidelity first (replayed vs logged losses and gradient norms), then the failing step a second time from
+the same state (transient or deterministic), and only a faithful, reproduced failure is diagnosed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from forensics.judge.numbers import shell_path  # one home for paths as a person types them (`~/...`)
+from forensics.usercode.replay.result import ReplayResult
+
+ENTRY_NAME = "forensics_entry.py"
+
+
+def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | os.PathLike | None = None,
+           from_checkpoint: str | None = None, device: str = "auto", threads: int | None = None,
+           db: str | os.PathLike, store: bool = True) -> ReplayResult:
+    """Replay `run_dir` up to step `step` (default: the first non-finite loss, else gradient norm, else
+    checkpoint the store knows) with `threads` intra-op threads (default: what the machine can give now). Returns
+    the result (`to_json()`: the documented object, docs/replay.md) and, with `store`, writes it to the `replays`
+    table of `db` (the CLI resolves --db, $FORENSICS_DB and the user cache). Raises ReplayError subclasses for
+    missing ingredients. Process-wide settings replay changes (RNG, deterministic algorithms, threads, cuDNN
+    flags) are given back when it returns."""
+    from forensics.judge.run import Run
+    from ingest.errors import EntryPointError, ForensicsError, ReplayError
+    from ingest.run import ingest_run
+    from ingest.store import connect, hold
+
+    root = Path(run_dir).resolve()
+    if not root.is_dir():
+        raise ForensicsError(f"{run_dir} is not a directory")
+    if threads is not None and threads < 1:
+        raise ReplayError(f"--threads {threads}: give 1 or more (default: the CPUs free now)")
+    path = Path(db).expanduser()
+    # One connection for the check of what is new and the read of the run (store.hold, as analyze does: replay
+    # opened the store 7 times before its model ran); closed before any user code runs.
+    with hold(path):
+        report = ingest_run(root, path, progress=None)
+        with connect(path, write=False) as con:
+            # Fidelity compares the logged value at every replayed step: a long series is read whole here, never
+            # reduced as analyze reads it (a reduced view keeps a few points per bucket: most steps would be
+            # missing).
+            run = Run.from_store(con, report.run_id, long_series=sys.maxsize)
+            for role in ("loss", "grad_norm"):  # series load lazily: read what fidelity needs while it is open
+                if run.pick(role):
+                    run.series(role)
+            last_logged = run.last_step()
+    if step is not None:
+        check_step(run.name, step, last_logged)
+    entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
+    if not entry_path.is_file():
+        from forensics.usercode.replay.template import entry_template
+        raise EntryPointError(
+            f"no entry point {entry_path} (see docs/replay.md): save one beside the run, or pass --entry FILE.py; "
+            f"a template built from what the store knows is printed above", template=entry_template(run))
+    target = step if step is not None else default_step(run)
+    command = replay_command(run_dir, target, entry=entry, from_checkpoint=from_checkpoint, device=device,
+                             threads=threads)
+
+    from forensics.usercode.replay.determinism import deterministic
+    from forensics.usercode.replay.state import get_rng, set_rng
+
+    dev = _device(device)
+    saved_rng = get_rng()  # replay sets process-wide state: the caller's RNG comes back afterwards, as do the flags
+    try:
+        with deterministic(dev, threads) as settings:
+            return _replay(run, root, target, entry_path, from_checkpoint, dev, settings, command,
+                           path if store else None)
+    finally:
+        set_rng(saved_rng)
+
+
+def replay_command(run_dir: str | os.PathLike, step: int, *, entry: str | os.PathLike | None = None,
+                   from_checkpoint: str | None = None, device: str = "auto", threads: int | None = None,
+                   db: str | os.PathLike | None = None) -> str:
+    """The `forensics replay` command line for these settings, paths under the home directory written with `~`."""
+    parts = ["forensics replay", shell_path(run_dir), "--step", str(step)]
+    if entry:
+        parts += ["--entry", shell_path(entry)]
+    if from_checkpoint:
+        parts += ["--from-checkpoint", shell_path(from_checkpoint)]
+    if device != "auto":
+        parts += ["--device", device]
+    if threads:
+        parts += ["--threads", str(threads)]
+    if db:
+        parts += ["--db", shell_path(db)]
+    return " ".join(parts)
+
+
+def default_step(run: Any) -> int:
+    """The first non-finite logged loss, else gradient norm, else the first non-finite checkpoint."""
+    from ingest.errors import ReplayError
+
+    for role in ("loss", "grad_norm"):
+        name = run.pick(role)
+        if name is None:
+            continue
+        f = run.series_named(name)
+        bad = [s for s, v in zip(f["step"].to_list(), f["value"].to_list()) if v is not None and not math.isfinite(v)]
+        if bad:
+            return int(bad[0])
+    ck = run.table("checkpoints")
+    if ck.height:
+        bad = ck.filter(ck["finite"].fill_null(True).not_() & ck["step"].is_not_null()).sort("step")
+        if bad.height:
+            return int(bad["step"][0])
+    raise ReplayError(f"run {run.name} has no non-finite loss, gradient norm or checkpoint in the store; "
+                      f"name the step to replay with --step N")
+
+
+def check_step(run_name: str, step: int, last_logged: int | None) -> None:
+    """A step to replay is one the run logged: not negative, not past its last logged step."""
+    from ingest.errors import ReplayError
+
+    if step < 0:
+        raise ReplayError(f"--step {step}: steps are not negative; name a logged step of run {run_name}")
+    if last_logged is not None and step > last_logged:
+        raise ReplayError(f"--step {step} is past the last logged step {last_logged} of run {run_name}; name a "
+                          f"step from 0 to {last_logged}")
+
+
+def choose_checkpoint(run: Any, root: Path, target: int, step_numbering: str | None,
+                      explicit: str | None) -> tuple[str, str, int, int]:
+    """(path, layout, step, first step to replay) of the checkpoint to start from: the explicit one, else the
+    last finite one whose state precedes `target`. What a checkpoint's step means comes from its layout
+    (`ingest.checkpoints.LAYOUTS`), unless the entry point's `step_numbering` overrides it."""
+    from ingest.checkpoints import first_step_after
+    from ingest.errors import CheckpointMismatch
+
+    ck = run.table("checkpoints")
+    rows = ck.to_dicts() if ck.height else []
+    if explicit:
+        p = Path(explicit)
+        if p.is_absolute() or (not (root / p).exists() and p.exists()):  # a path from here, not from the run root
+            if not p.resolve().is_relative_to(root):
+                raise CheckpointMismatch(f"--from-checkpoint {explicit} is not inside the run directory {root}")
+            rel = str(p.resolve().relative_to(root))
+        else:
+            rel = str(p)
+        for r in rows:
+            if r["path"] == rel or r["path"].rstrip("/") == rel.rstrip("/"):
+                if r["step"] is None:
+                    raise CheckpointMismatch(f"{rel}: the store knows no step for this checkpoint")
+                return r["path"], r["format"], int(r["step"]), first_step_after(r["format"], r["step"], step_numbering)
+        known = ", ".join(r["path"] for r in rows) or "none"
+        raise CheckpointMismatch(f"--from-checkpoint {explicit}: not a checkpoint of this run (known: {known})")
+    ok = [r for r in rows if r["step"] is not None and r["finite"] is not False and r["status"] in ("ok", "partial")
+          and first_step_after(r["format"], r["step"], step_numbering) <= target]
+    if not ok:
+        listed = ", ".join(f"{r['path']} (step {r['step']}, {'finite' if r['finite'] else 'NON-FINITE'})"
+                           for r in sorted(rows, key=lambda r: r["step"] or -1)) or "none"
+        raise CheckpointMismatch(
+            f"no finite checkpoint before step {target} (checkpoints: {listed}); save checkpoints with optimizer "
+            f"state every few hundred steps next time (forensics.capture does)")
+    best = max(ok, key=lambda r: first_step_after(r["format"], r["step"], step_numbering))
+    return best["path"], best["format"], int(best["step"]), first_step_after(best["format"], best["step"], step_numbering)
+
+
+def _device(name: str) -> Any:
+    import torch
+
+    from ingest.errors import ReplayError
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ReplayError("--device cuda: no CUDA device is available here; use --device cpu")
+    return torch.device(name)
+
+
+def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint: str | None, device: Any,
+            settings: dict[str, Any], command: str, db: Path | None) -> ReplayResult:
+    from forensics.usercode.replay import counterfactuals, culprits, fidelity, instrument
+    from forensics.usercode.replay.state import (
+        StepOptions,
+        load_batch,
+        load_entry,
+        read_config,
+        require_single_micro_batch,
+        restore,
+        restore_checkpoint,
+        run_step,
+        snapshot,
+        to_device,
+    )
+    from ingest.errors import MissingBatch
+
+    t0 = time.perf_counter()
+    config, config_from = read_config(root, _nested(run._configs))
+    entry = load_entry(entry_path)
+    options = StepOptions.from_entry(entry, config)
+    require_single_micro_batch(options)
+    ck_path, ck_fmt, ck_step, start = choose_checkpoint(run, root, target, options.step_numbering, from_checkpoint)
+    b = run.table("batches")
+    batches = {int(s): p for s, p in zip(b["step"].to_list(), b["path"].to_list()) if s is not None} if b.height else {}
+    if start not in batches:
+        have = sorted(batches)
+        raise MissingBatch(
+            f"no batch saved for step {start}, the first step after {ck_path}" +
+            (f" (batches saved for steps {have[0]}-{have[-1]})" if have else " (no batches saved)") +
+            "; save the last K batches before a failure next time (forensics.capture's ring buffer does)")
+    st = restore_checkpoint(entry, config, root, ck_path, ck_fmt, device)
+    result = ReplayResult(run=run.name, run_id=run.run_id, step=target, command=command, from_checkpoint=ck_path,
+                          checkpoint_step=ck_step, entry=str(entry_path), config=config_from, device=str(device),
+                          determinism=settings, restored=st.restored, notes=list(st.notes))
+    outs, bad, snap, batch, stopped = {}, None, None, None, None
+    snap0 = snapshot(st)
+    for s in range(start, target + 1):
+        if s not in batches:
+            stopped = f"no batch saved for step {s}: the replay stopped after step {s - 1}"
+            break
+        batch = to_device(load_batch(root, batches[s]), device)
+        snap = snapshot(st)
+        outs[s] = run_step(st, batch)
+        if not outs[s].finite:
+            bad = s
+            break
+    last = bad if bad is not None else max(outs)
+    result.replayed_steps = [start, last]
+    result.timings_s["replay_to_step"] = time.perf_counter() - t0
+    fid = fidelity.compare(run, outs, start, last)
+    if not fid["faithful"]:  # how far one ulp of rounding moves these steps (fidelity.py)
+        t1 = time.perf_counter()
+        restore(st, snap0)
+        perturb_one_ulp(st.model)
+        noisy = {}
+        for s in outs:
+            noisy[s] = run_step(st, to_device(load_batch(root, batches[s]), device))
+        fid = fidelity.compare(run, outs, start, last, perturbed=noisy)
+        result.timings_s["rounding_noise"] = time.perf_counter() - t1
+    result.fidelity = fid
+    if stopped:
+        result.notes.append(stopped)
+    quiet = not fid["logged_nonfinite_not_reproduced"]  # the logs show no NaN/Inf the replay missed
+    if bad is None and stopped is None and quiet and fid["faithful"]:  # a finite step: a spike, say
+        restore(st, snap)
+        result.spike = culprits.spike_drivers(st, batch)
+        result.status = (f"finite step {target} replayed faithfully: the samples and layers that drive its loss "
+                            f"and gradient norm are listed")
+        return _finish(result, db, t0)
+    if bad is None:
+        result.status = ("not reproduced: transient — hardware, non-deterministic kernels, or state not saved: "
+                            f"steps {start}-{last} stay finite in the replay"
+                            + (f" ({stopped})" if stopped else ""))
+        if not fid["faithful"]:
+            result.status = _unfaithful(fid) + "; " + result.status
+        return _finish(result, db, t0)
+    first = outs[bad]
+    restore(st, snap)
+    second = run_step(st, batch)
+    same = _same(first.loss, second.loss) and _same(first.grad_norm, second.grad_norm) and first.phase == second.phase
+    result.reproduced = same
+    result.bad_step = bad
+    result.rerun = {"loss": [first.loss, second.loss], "grad_norm": [first.grad_norm, second.grad_norm],
+                       "phase": [first.phase, second.phase]}
+    if not fid["faithful"]:
+        result.status = _unfaithful(fid)
+        return _finish(result, db, t0)
+    if not same:
+        result.status = ("not reproduced: transient — hardware, non-deterministic kernels, or state not saved: "
+                            f"two re-runs of step {bad} from the same state differ")
+        return _finish(result, db, t0)
+    t1 = time.perf_counter()
+    restore(st, snap)
+    hit = instrument.locate(st, batch, first.phase)
+    result.timings_s["instrumented"] = time.perf_counter() - t1
+    result.first_nonfinite = hit
+    phase = hit["phase"] if hit else first.phase
+    t1 = time.perf_counter()
+    restore(st, snap)
+    found = culprits.find_culprits(st, batch, phase)
+    result.culprit_samples, result.culprits = found["samples"], found
+    result.timings_s["culprits"] = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    result.counterfactuals = counterfactuals.try_changes(st, snap, batch, found["samples"], baseline=second,
+                                                            phase=phase)
+    result.timings_s["counterfactuals"] = time.perf_counter() - t1
+    where = f" at step {bad}" + (f", before the requested step {target}" if bad < target else "")
+    result.status = f"diagnosed: the first non-finite value appears in the {phase} pass{where}"
+    if not fid["verified"]:
+        result.status += (f" (fidelity unverified: the logs hold no loss or gradient norm in steps {start}-{last}; "
+                             f"log every step next time, as forensics.capture does)")
+    return _finish(result, db, t0)
+
+
+def perturb_one_ulp(model: Any) -> None:
+    """Move every floating-point weight by about one float32 ulp, with a fixed sign pattern (deterministic)."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point():
+                sign = torch.randint(0, 2, p.shape, generator=gen).to(p.device, p.dtype) * 2 - 1
+                p.add_(p * sign * 2.0 ** -23)
+
+
+def _unfaithful(fid: dict) -> str:
+    m = fid["first_mismatch"]
+    return (f"unfaithful: the replay does not match the run's logs ({fid['mismatched']} of "
+            f"{len(fid['compared'])} values differ; first: {m['series']} at step {m['step']} logged {m['logged']:.6g}, "
+            f"replayed {m['replayed']:.6g}); no diagnosis — check the entry point, the config and the saved states")
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def _nested(flat: dict[str, Any]) -> dict[str, Any]:
+    """The store's dotted config keys as a nested dict (a fallback when the run root holds no config file)."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = out
+        parts = key.split(".")
+        for p in parts[:-1]:
+            nxt = node.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                break
+            node = nxt
+        else:
+            node.setdefault(parts[-1], value)
+    return out
+
+
+def _finish(result: ReplayResult, db: Path | None, t0: float) -> ReplayResult:
+    result.timings_s["total"] = time.perf_counter() - t0
+    if db is not None:
+        from ingest.store import connect
+        from ingest.writes import insert_replay
+
+        with connect(db, write=True) as con:
+            result.replay_id = insert_replay(con, result.to_json())
+    return result
