@@ -41,6 +41,9 @@ class Format:
     # stored once: points identical in (series, step, value) to ones already stored are dropped (§3).
     dedupe_across_sources: bool = False
     resumable: bool = True  # False: the file is rewritten whole, `start` counts entries, not bytes
+    # True: its steps are the writer's own text (a console log's printed counters), not a structured log's
+    # record; where a structured source holds the same series, the engine prefers it (DECISIONS §2, §16).
+    text: bool = False
     # For files no format claims by name: a look at the first 4 KiB (e.g. an MLflow metric file named
     # `loss`, a console log named `run1`). Sniffing is tried in FORMATS order, after all name claims.
     sniff: Callable[[bytes], bool] | None = None
@@ -178,7 +181,7 @@ FORMATS: list[Format] = [
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs (issue 24)
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           version=3),
+           text=True, version=3),
 ]
 
 

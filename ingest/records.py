@@ -58,8 +58,43 @@ class Issue:
     """Something a reader skipped or could not make sense of. `position` is a byte offset or a line number."""
 
     position: int | None
-    kind: str  # truncated, crc_mismatch, empty, not_this_format, garbled, unmatched_line, ...
+    kind: str  # a key of READ_PROBLEMS
     detail: str
+
+
+# Every kind of read problem a reader may store, once: whether it lost evidence (`lossy`: what could not be read may
+# hold the failure, so a run with nothing else found is inconclusive) and what it means. A reader that stores a kind
+# missing here fails tests/test_records.py.
+READ_PROBLEMS: dict[str, tuple[bool, str]] = {  # kind: (lossy, meaning)
+    "truncated": (True, "the file ends inside a record (an append-only log's last record is the one in flight)"),
+    "crc_mismatch": (True, "a record fails its checksum; skipped to the next"),
+    "bad_length": (True, "a record's length field does not fit; skipped to the next"),
+    "garbled": (True, "a record, line or cell does not parse; skipped"),
+    "unreadable": (True, "the file or folder cannot be opened or read"),
+    "not_this_format": (True, "named like a format it does not hold"),
+    "too_large": (True, "over a size or column limit; not read"),
+    "missing_dependency": (True, "the reader's package or compiled core is not installed"),
+    "needs_pickle": (True, "readable only by unpickling, which runs code: read with --trust-pickle"),
+    "missing_shard": (True, "a sharded checkpoint names a shard that is not there"),
+    "no_tensors": (True, "a batch or checkpoint file holds no tensors"),
+    "unsupported_dtype": (True, "a tensor's dtype this reader cannot decode"),
+    "empty": (False, "the file is empty"),
+    "deleted": (False, "the file is gone since it was read; what was read is kept"),
+    "rewritten": (False, "the file was rewritten since the last ingest; read again from the start"),
+    "outside_run": (False, "a link to a file outside the run folder; not followed"),
+    "unknown_file": (False, "no reader knows this file"),
+    "no_step": (False, "no step column; steps are the rows' ordinals"),
+    "skipped_values": (False, "values that are not scalars; not stored"),
+    "lines_read": (False, "how many lines of a console log gave metrics"),
+    "unmatched_lines": (False, "lines that look like metrics but no pattern read"),
+    "assumed_date": (False, "time stamps without a date were placed on an assumed date"),
+    "untrusted_pickle_read": (False, "a pickle was unpickled because --trust-pickle was given"),
+}
+
+
+def lossy(kind: str) -> bool:
+    """Whether a read problem of `kind` lost evidence (an unknown kind is taken as lossy: nothing vouches for it)."""
+    return READ_PROBLEMS.get(kind, (True, ""))[0]
 
 
 @dataclass

@@ -59,14 +59,40 @@ def test_healthy_run_has_no_critical_and_exits_zero_with_fail_on(tmp_path, capsy
 
 
 def test_set_is_strict_and_typed():
-    [d] = build_detectors(only=["loss_spike"], settings={"loss-spike.z": "6", "loss-spike.window": "40"})
-    assert d.z == 6.0 and isinstance(d.window, int) and d.window == 40
-    with pytest.raises(ForensicsError, match="fields: window"):
+    [d] = build_detectors(only=["loss_spike"], settings={"loss-spike.min_undo": "0.5", "spike.window": "40"})
+    assert d.min_undo == 0.5 and isinstance(d.spike.window, int) and d.spike.window == 40
+    with pytest.raises(ForensicsError, match="fields: .*min_undo"):
         build_detectors(settings={"loss-spike.zz": "6"})
     with pytest.raises(ForensicsError, match="detectors: .*nan_loss"):
         build_detectors(settings={"nope.z": "6"})
     with pytest.raises(ForensicsError, match="expected a int"):
-        build_detectors(settings={"loss-spike.window": "4.5"})
+        build_detectors(settings={"spike.window": "4.5"})
+    with pytest.raises(ForensicsError, match="spike rule has no field 'zz'"):
+        build_detectors(settings={"spike.zz": "6"})
+    with pytest.raises(ForensicsError, match="a setting of its own.*--set spike.z=6"):
+        build_detectors(settings={"loss-spike.z": "6"})
+
+
+def test_the_spike_rule_reaches_every_reader_of_spikes():
+    """`--set spike.z=4` is one setting: loss_spike, bad_batch and the engine's spike list get the same rule, also
+    when loss_spike itself does not run, and the stored settings say so."""
+    from forensics.judge.settings import selection
+
+    sel = selection(only=["bad_batch"], settings={"spike.z": "4"})
+    [bad] = sel.detectors()
+    assert bad.kind == "bad_batch" and bad.spike.z == 4.0 and sel.spike.z == 4.0
+    assert sel.as_json() == {"spike.z": 4.0}
+    both = selection(settings={"spike.z": "4"}).detectors()
+    assert {d.kind: d.spike.z for d in both if hasattr(d, "spike")} == {"loss_spike": 4.0, "bad_batch": 4.0}
+
+
+def test_set_for_a_detector_that_does_not_run_is_refused(tmp_path, capsys):
+    with pytest.raises(ForensicsError, match="plateau does not run in this analysis"):
+        build_detectors(only=["bad_batch"], settings={"plateau.start_points": "5"})
+    assert main(["analyze", str(tmp_path), "--db", str(tmp_path / "f.duckdb"), "--skip", "plateau",
+                 "--set", "plateau.start_points=5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not run" in err
 
 
 def test_bad_set_is_exit_code_2(tmp_path, capsys):

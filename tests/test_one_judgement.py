@@ -336,7 +336,7 @@ def test_learned_or_not_is_one_boundary_that_flat_loss_plateau_and_underfitting_
     assert FlatLoss().learned_fall == Plateau().min_drop == Underfitting().min_drop == stats.LEARNED_FALL
     assert Plateau().min_drop_sigmas == stats.LEARNED_SIGMAS
     for name in ("flat_loss.py", "plateau.py"):
-        assert "stats.learned(" in (REPO / "forensics" / "detectors" / name).read_text(encoding="utf-8"), name
+        assert "stats.learned(" in (REPO / "forensics" / "judge" / "detectors" / name).read_text(encoding="utf-8"), name
 
 
 def test_forensics_app_serves_with_no_streamlit_folder_and_no_display(tmp_path):

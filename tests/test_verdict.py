@@ -15,7 +15,7 @@ import pytest
 
 from forensics.cli import main
 from forensics.judge.findings import Analysis, Finding
-from forensics.judge.verdict import CAUSE_STAGE, headline_index
+from forensics.judge.verdict import headline_index
 from tests.runwriters import (
     curve,
     hf_history,
@@ -282,10 +282,20 @@ def test_a_finding_that_follows_another_kind_ranks_after_it():
     assert headline(Analysis("r", "r", findings=[_finding("loss_spike", "critical", 1, 1, 1), amp])).kind == "amp_overflow"
 
 
-def test_every_catalog_kind_has_a_place_in_the_chain():
-    from forensics.judge.catalog import KINDS
+def test_every_detector_declares_its_facts_on_its_class():
+    """A detector's place in the chain is its own class's `stage`, declared, not inherited or defaulted: a new
+    detector without one fails here; the sets the verdict, the engine and watch read are derived from the flags."""
+    from forensics.judge import detectors
+    from forensics.judge.catalog import KINDS, NOT_YET_DETECTED
+    from forensics.judge.detectors.base import MECHANISM, NONFINITE, SHAPE, UPSTREAM
 
-    assert set(CAUSE_STAGE) == set(KINDS)
+    assert set(detectors.STAGE) == set(KINDS) - set(NOT_YET_DETECTED)
+    for cls in detectors.ALL:
+        assert "stage" in vars(cls) and cls.stage in (UPSTREAM, MECHANISM, SHAPE, NONFINITE), cls.__name__
+        for flag in ("reads_curve", "joins_chain", "nonfinite", "reads_loss_level"):
+            assert isinstance(getattr(cls, flag, False), bool), (cls.__name__, flag)
+    assert detectors.NONFINITE_KINDS <= detectors.CHAIN_KINDS  # a NaN is where a chain ends
+    assert detectors.CURVE_KINDS and all(detectors.STAGE[k] in (MECHANISM, SHAPE) for k in detectors.CURVE_KINDS)
 
 
 @pytest.mark.parametrize("name, cause", [("weight_collapse_wd", "weight_collapse"), ("dead_relu_bias_init", "dead_relu"),

@@ -18,7 +18,7 @@ import polars as pl
 from forensics import __version__
 
 from forensics.judge import catalog, stats
-from forensics.judge.detectors import ALL
+from forensics.judge.detectors import ALL, CHAIN_KINDS
 from forensics.judge.detectors.base import Detector, missing_reason
 from forensics.judge.findings import Analysis, Finding, Skip, Spike
 from forensics.judge.run import Run
@@ -28,20 +28,15 @@ from ingest import writes
 # Roles whose series get a spike list (the catalog's "spike timesteps for every series where it finds them":
 # the series where a spike means something — losses and gradient norms).
 SPIKE_ROLES = ("train_loss", "val_loss", "grad_norm", "layer_grad_norm")
-# Kinds that form a chain to a dead run: one of these whose step range holds another's is one event
-# (exploding gradients, then the NaN; a divergence that ends in NaN).
-CHAIN_KINDS = frozenset({"exploding_gradients", "divergence", "nan_loss", "masked_nonfinite", "amp_overflow",
-                         "nonfinite_weights"})
 
 
-def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analysis:
-    """Run `detectors` (default: all, with default thresholds) over `run` and tie the results into events."""
+def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
+                spike: stats.SpikeRule = stats.SpikeRule()) -> Analysis:
+    """Run `detectors` (default: all, with default thresholds) over `run` and tie the results into events.
+    `spike` is what a spike is in this analysis, for the spike list; the detectors that read spikes were given
+    the same rule when they were built (`Selection.detectors`)."""
     detectors = list(detectors) if detectors is not None else [c() for c in ALL]
     _return_freed_arrays()
-    # One definition of a spike (issue 11): the loss-spike detector's thresholds, also for bad_batch and the
-    # spike list, so `--set loss-spike.z=…` reaches all three.
-    rule = next((d.rule() for d in detectors if d.kind == "loss_spike"), stats.SpikeRule())
-    run.spike_rule = rule
     out = Analysis(run=run.name, run_id=run.run_id)
     findings: list[Finding] = []
     for d in detectors:
@@ -51,7 +46,7 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None) -> Analys
             continue
         findings.extend(d.check(run))
     out.skipped.extend(Skip(k, f"not yet detected: {why}") for k, why in catalog.NOT_YET_DETECTED.items())
-    spikes = series_spikes(run, rule)
+    spikes = series_spikes(run, spike)
     findings.sort(key=Finding.sort_key)
     out.findings, out.spikes = tie_events(run, findings, spikes)
     if bool(run.meta["ordinal"].fill_null(False).any()):  # say where ordinal steps are in the writer's words
@@ -92,7 +87,7 @@ _MALLOC_SET = False
 
 
 def series_spikes(run: Run, rule: stats.SpikeRule = stats.SpikeRule()) -> list[Spike]:
-    """Spike timesteps of every loss and gradient-norm series, with the loss-spike detector's thresholds."""
+    """Spike timesteps of every loss and gradient-norm series, under the analysis's spike rule."""
     out = []
     for name in [n for role in SPIKE_ROLES for n in run.all_of(role)]:
         found = run.spikes(name, rule)

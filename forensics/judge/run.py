@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from forensics.judge.stats import SpikeRule
+from ingest.formats import FORMATS
 
 # A series of more points than this is read reduced (M4 in the store, a few points per bucket: below), so an
 # analysis holds a bounded number of points whatever the length of a run (issue 28). Above every series of every
@@ -48,8 +49,9 @@ META_SCHEMA = {"series_id": pl.Int64, "grp": pl.Utf8, "tag": pl.Utf8, "name": pl
                "n_nonfinite": pl.Int64, "format": pl.Utf8}
 
 
-# Formats whose steps are the writer's own text, not a structured log's record (DECISIONS §2, §16).
-TEXT_FORMATS = frozenset({"console"})
+# Formats whose steps are the writer's own text, not a structured log's record (DECISIONS §2, §16): each format
+# says so on its row.
+TEXT_FORMATS = frozenset(f.name for f in FORMATS if f.text)
 
 
 def usable_series(meta: pl.DataFrame, role: str) -> pl.DataFrame:
@@ -81,7 +83,7 @@ def usable_series(meta: pl.DataFrame, role: str) -> pl.DataFrame:
 BUCKET_SHARE = 8
 
 
-@dataclass
+@dataclass(frozen=True)
 class Run:
     """One run, read-only, built with `Run.from_store(con, run_id)`. Frames are loaded once per series and
     cached; a series longer than `long_series` points is loaded reduced (module docstring)."""
@@ -97,9 +99,6 @@ class Run:
     _steps_cache: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     _spikes_cache: dict[tuple[str, SpikeRule], pl.DataFrame] = field(default_factory=dict, repr=False)
     _candidates_cache: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict, repr=False)
-    # What a spike is in this analysis: the loss-spike detector's thresholds, set by the engine so that every
-    # reader of spikes (loss_spike, bad_batch, the spike list) shares one definition (issue 11).
-    spike_rule: SpikeRule = field(default_factory=SpikeRule, repr=False)
     # (series_id, steps) -> {step: (epoch, batch)} the writer printed on those lines (ordinal series only)
     _counters: Any = field(default=None, repr=False)
     # Series of more points than this are read reduced (module docstring); None: every series whole.

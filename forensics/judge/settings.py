@@ -1,8 +1,9 @@
 """Detector settings: which detectors run and with what thresholds, as a typed `Selection`.
 
 `selection(only, skip, settings)` parses the command line's words (`--only`, `--skip`, `--set detector.field=value`)
-strictly, once: an unknown detector or field is an error listing the valid names, and a value keeps its field's
-type (nanoGPT's configurator is this strict). Library functions (`forensics.services.analysis.analyze`, the fleet, watch)
+strictly, once: an unknown detector or field, or a detector that would not run, is a one-line error listing the valid
+names, and a value keeps its field's type (nanoGPT's configurator is this strict). What a spike is (`--set spike.z=…`)
+is a setting of its own, given to every detector that reads spikes and to the engine's spike list. Library functions (`forensics.services.analysis.analyze`, the fleet, watch)
 take the `Selection`, never the strings; `Selection.detectors()` builds the instances the engine runs.
 """
 
@@ -17,19 +18,22 @@ from dataclasses import dataclass, field
 from forensics.judge.detectors import ALL
 from forensics.judge.detectors.base import Detector
 from forensics.judge.run import LONG_SERIES
+from forensics.judge.stats import SpikeRule
 from ingest.errors import ForensicsError
 
+SPIKE = "spike"  # `--set spike.z=…`: what a spike is, for every reader of spikes (loss_spike, bad_batch, the spike list)
 
 
 @dataclass(frozen=True)
 class Selection:
-    """The detectors an analysis runs: `only` (empty: all), `skip`, and thresholds {kind: {field: value}} with
-    each value of its field's type. Kinds are catalog ids (`loss_spike`)."""
+    """The detectors an analysis runs: `only` (empty: all), `skip`, thresholds {kind: {field: value}} with each value
+    of its field's type, and `spike`, the one spike rule every reader of spikes is given. Kinds are catalog ids."""
 
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
     thresholds: dict[str, dict[str, Any]] = field(default_factory=dict)
     long_series: int = LONG_SERIES  # series of more points are read reduced (forensics.judge.run)
+    spike: SpikeRule = SpikeRule()
 
     @property
     def restricted(self) -> bool:
@@ -37,52 +41,80 @@ class Selection:
         return bool(self.only or self.skip)
 
     def detectors(self) -> list[Detector]:
-        return [c(**self.thresholds.get(c.kind, {})) for c in ALL
-                if (not self.only or c.kind in self.only) and c.kind not in self.skip]
+        """The detector instances, each with its thresholds and, where it reads spikes, this analysis's rule."""
+        return [c(**self.thresholds.get(c.kind, {}), **({SPIKE: self.spike} if _reads_spikes(c) else {}))
+                for c in _chosen(self.only, self.skip)]
 
     def as_json(self) -> dict[str, Any]:
-        """The thresholds as stored with an analysis: {"loss-spike.z": 6.0}."""
-        return {f"{kind.replace('_', '-')}.{name}": value for kind, fields in self.thresholds.items()
-                for name, value in fields.items()}
+        """The settings as stored with an analysis: {"loss-spike.min-undo": 0.5, "spike.z": 6.0}."""
+        out = {f"{kind.replace('_', '-')}.{name}": value for kind, fields in self.thresholds.items()
+               for name, value in fields.items()}
+        default = SpikeRule()
+        out.update({f"{SPIKE}.{f.name}": getattr(self.spike, f.name) for f in dataclasses.fields(SpikeRule)
+                    if getattr(self.spike, f.name) != getattr(default, f.name)})
+        return out
 
 
 def selection(only: Sequence[str] = (), skip: Sequence[str] = (), settings: dict[str, str] | None = None) -> Selection:
-    """The typed Selection for `--only`, `--skip` and `--set` words; raises ForensicsError naming the valid kinds
-    or fields for an unknown one, or the expected type for a value that does not parse."""
-    build_detectors(only, skip, settings)  # the strict checks
+    """The typed Selection for `--only`, `--skip` and `--set` words; raises ForensicsError (one line) naming the valid
+    kinds or fields for an unknown one, a detector that would not run, or the expected type for a value that does
+    not parse."""
+    only, skip = tuple(_kinds(only)), tuple(_kinds(skip))
+    running = {c.kind for c in _chosen(only, skip)}
     by_name = {c.kind: c for c in ALL}
+    valid = ", ".join(sorted(by_name))
     thresholds: dict[str, dict[str, Any]] = {}
+    spike: dict[str, Any] = {}
     for key, raw in (settings or {}).items():
         det, _, fname = key.partition(".")
         det = det.replace("-", "_")
-        known = {f.name: f for f in dataclasses.fields(by_name[det])}
+        if det == SPIKE:
+            known = {f.name: f for f in dataclasses.fields(SpikeRule)}
+            if fname not in known:
+                raise ForensicsError(f"--set {key}: the spike rule has no field {fname!r}; fields: {', '.join(known)}")
+            spike[fname] = _parse(raw, known[fname].type, key)
+            continue
+        if det not in by_name:
+            raise ForensicsError(f"--set {key}: unknown detector {det!r}; detectors: {valid}, or {SPIKE}")
+        known = settable(by_name[det])
+        if fname not in known:
+            if fname in {f.name for f in dataclasses.fields(SpikeRule)} and _reads_spikes(by_name[det]):
+                raise ForensicsError(f"--set {key}: the spike rule is a setting of its own, read by every detector "
+                                     f"that reads spikes: --set {SPIKE}.{fname}={raw}")
+            raise ForensicsError(f"--set {key}: {det} has no field {fname!r}; fields: {', '.join(known) or 'none'}")
+        if det not in running:
+            raise ForensicsError(f"--set {key}: {det} does not run in this analysis (--only/--skip), so nothing "
+                                 f"would read it")
         thresholds.setdefault(det, {})[fname] = _parse(raw, known[fname].type, key)
-    return Selection(tuple(k.replace("-", "_") for k in only), tuple(k.replace("-", "_") for k in skip), thresholds)
+    return Selection(only, skip, thresholds, spike=SpikeRule(**spike))
 
 
 def build_detectors(only: Sequence[str] = (), skip: Sequence[str] = (),
                     settings: dict[str, str] | None = None) -> list[Detector]:
-    """Detector instances for this analysis. `only`/`skip` take kinds; `settings` maps "detector.field" to
-    a string value parsed to the field's type. Unknown kinds, detectors or fields raise ForensicsError
-    listing the valid names."""
-    by_name = {c.kind: c for c in ALL}
-    valid = ", ".join(sorted(by_name))
-    for k in [*only, *skip]:
-        if k.replace("-", "_") not in by_name:
-            raise ForensicsError(f"unknown detector {k!r}; detectors: {valid}")
-    chosen = [c for c in ALL if (not only or c.kind in {k.replace("-", "_") for k in only})
-              and c.kind not in {k.replace("-", "_") for k in skip}]
-    fields: dict[str, dict[str, Any]] = {c.kind: {} for c in ALL}
-    for key, raw in (settings or {}).items():
-        det, _, fname = key.partition(".")
-        det = det.replace("-", "_")
-        if det not in by_name:
-            raise ForensicsError(f"--set {key}: unknown detector {det!r}; detectors: {valid}")
-        known = {f.name: f for f in dataclasses.fields(by_name[det])}
-        if fname not in known:
-            raise ForensicsError(f"--set {key}: {det} has no field {fname!r}; fields: {', '.join(known) or 'none'}")
-        fields[det][fname] = _parse(raw, known[fname].type, key)
-    return [c(**fields[c.kind]) for c in chosen]
+    """Detector instances for these `--only`/`--skip`/`--set` words (`selection(...).detectors()`)."""
+    return selection(only, skip, settings).detectors()
+
+
+def settable(cls: type) -> dict[str, dataclasses.Field]:
+    """A detector's fields `--set` can give: its scalar thresholds (the spike rule is set as `spike.FIELD`)."""
+    return {f.name: f for f in dataclasses.fields(cls) if f.name != SPIKE}
+
+
+def _reads_spikes(cls: type) -> bool:
+    return any(f.name == SPIKE for f in dataclasses.fields(cls))
+
+
+def _kinds(words: Sequence[str]) -> list[str]:
+    kinds = {c.kind for c in ALL}
+    out = [w.replace("-", "_") for w in words]
+    for w, k in zip(words, out):
+        if k not in kinds:
+            raise ForensicsError(f"unknown detector {w!r}; detectors: {', '.join(sorted(kinds))}")
+    return out
+
+
+def _chosen(only: Sequence[str], skip: Sequence[str]) -> list[type]:
+    return [c for c in ALL if (not only or c.kind in only) and c.kind not in skip]
 
 
 def _parse(raw: str, typ: Any, key: str) -> Any:

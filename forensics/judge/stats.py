@@ -478,9 +478,8 @@ def chance_level(values: np.ndarray, rel_tol: float = 3e-4, gap_share: float = 0
 
 @dataclass(frozen=True)
 class SpikeRule:
-    """The one definition of a spike's thresholds (issue 11): the loss-spike detector's fields default to these,
-    and the engine hands that detector's rule to the spike list and to bad_batch, so `--set loss-spike.z=…`
-    reaches all three.
+    """The one definition of a spike's thresholds, a setting of its own (`--set spike.z=…`): every detector that reads
+    spikes (loss_spike, bad_batch) is given it, and the engine's spike list uses it.
 
     Calibration (issue 12 class 2): the noise model is the series' own, on a log scale where the series is
     positive (a loss near zero is right-skewed: at 0.004, 0.07 is ordinary minibatch noise, ×16 yet a few log

@@ -17,8 +17,8 @@ Otherwise a critical finding makes the run failed, a warning suspicious, and not
 
 The headline is the earliest cause in the chain of events, by this rule: take the findings of the worst severity
 present, add every warning or critical finding that shares an event with one of them (the engine ties findings of
-one episode into an event), and pick the one whose kind comes first from cause to symptom (`CAUSE_STAGE`, lower is
-earlier), then the earliest step, then the worse severity. A weight collapse headlines the flat loss it causes;
+one episode into an event), and pick the one whose kind comes first from cause to symptom (each detector's `stage`, lower
+is earlier), then the earliest step, then the worse severity. A weight collapse headlines the flat loss it causes;
 exploding gradients or a divergence, whichever starts first, headline the NaN they end in.
 """
 
@@ -27,34 +27,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from forensics.judge.detectors import CURVE_KINDS, STAGE
 from forensics.judge.findings import RANK, Analysis, Finding
 from forensics.judge.numbers import count
-
-VERDICTS = ("failed", "suspicious", "inconclusive", "healthy")
-
-# Detectors that read the shape of the training-loss curve: a run none of them could look at is not judged.
-CURVE_DETECTORS = frozenset({"divergence", "loss_spike", "flat_loss", "plateau", "oscillation"})
-# Read problems that lose evidence (the rest, e.g. console lines no pattern knows, lose nothing we could read).
-LOSSY_READS = frozenset({"truncated", "crc_mismatch", "bad_length", "garbled", "unreadable", "not_this_format", "too_large",
-                         "missing_dependency", "needs_pickle", "missing_shard", "no_tensors", "unsupported_dtype"})
-
-# Where a kind sits in the chain from cause to symptom (lower comes first). Upstream: settings, data and the state
-# of the weights; then the mechanism by which a run breaks; then what the loss curve and the checkpoints show.
-CAUSE_STAGE: dict[str, int] = {
-    **dict.fromkeys(("lr_schedule_anomaly", "bad_batch", "distribution_mismatch", "frozen_parameters",
-                     "weight_collapse", "weight_norm_growth", "vanishing_gradients", "dead_relu",
-                     "saturated_activation", "update_ratio_anomaly", "amp_overflow", "frequent_clipping",
-                     "memory_growth", "resumed_run", "sampled_log"), 0),
-    **dict.fromkeys(("exploding_gradients", "divergence", "loss_spike", "oscillation", "throughput_drop"), 1),
-    **dict.fromkeys(("initial_loss_mismatch", "flat_loss", "plateau", "underfitting", "overfitting", "val_noise",
-                     "grokking"), 2),
-    **dict.fromkeys(("nan_loss", "masked_nonfinite", "nonfinite_weights"), 3),
-}
+from ingest.records import lossy
 
 
 @dataclass(frozen=True)
 class Verdict:
-    value: str  # one of VERDICTS
+    value: str  # failed, suspicious, inconclusive or healthy
     reason: str  # one line, in the user's terms
 
 
@@ -84,7 +65,7 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
         what = (f"{count(series, 'other series', 'other series')} {'was' if series == 1 else 'were'} read"
                 if series else "nothing in it was a training log")
         return Verdict("inconclusive", f"no training-loss series was read ({what}); there is nothing to judge")
-    curve = [k for k in selected if k in CURVE_DETECTORS]
+    curve = [k for k in selected if k in CURVE_KINDS]
     if curve and not any(k in ran for k in curve):
         return Verdict("inconclusive", f"the training loss has {count(loss_points, 'finite point')}, too few for "
                        f"{_names(curve)}; nothing could judge the curve")
@@ -106,7 +87,7 @@ def lossy_read(problem: dict[str, Any]) -> bool:
     """Whether a read problem lost evidence. The cut tail of an append-only log (an event file, a .wandb, a
     console log) is the record being written when the reader came, or when the run died: at most one record;
     a whole document cut short (trainer_state.json, a checkpoint) lost an unknown part."""
-    if problem["kind"] not in LOSSY_READS:
+    if not lossy(problem["kind"]):
         return False
     return not (problem["kind"] == "truncated" and problem.get("format") in append_only_formats())
 
@@ -136,8 +117,8 @@ def _stage(f: Finding, findings: list[Finding]) -> float:
     analysis found that kind too (amp_overflow whose every halving came with a NaN loss is the NaN's consequence)."""
     follows = f.evidence.get("follows")
     if follows and any(g.kind == follows for g in findings):
-        return CAUSE_STAGE.get(follows, 2) + 0.5
-    return CAUSE_STAGE.get(f.kind, 2)
+        return STAGE.get(follows, 2) + 0.5
+    return STAGE.get(f.kind, 2)
 
 
 def fails(a: Analysis, level: str) -> bool:

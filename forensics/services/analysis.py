@@ -93,7 +93,7 @@ def analyze_stored(con, run_id: str, selection: Selection = Selection()) -> Anal
 
     detectors = selection.detectors()
     run = Run.from_store(con, run_id, selection.long_series)
-    result = analyze_run(run, detectors)
+    result = analyze_run(run, detectors, selection.spike)
     result.only, result.skip = list(selection.only), list(selection.skip)
     result.read_problems = queries.read_problems(con, run_id)
     result.unknown_files = queries.unknown_files(con, run_id)

@@ -32,12 +32,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from forensics.judge.detectors import NONFINITE_KINDS
 from forensics.judge.findings import RANK, Analysis
 from forensics.services.fleet import Options, RunResult, analyze_runs
 
 ALERT_SEVERITIES = ("critical", "warning")  # findings of these severities are alerted; info is stored only
 SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".ipynb_checkpoints", ".hypothesis"}
-NONFINITE_KINDS = ("nan_loss", "masked_nonfinite", "nonfinite_weights")
 
 
 @dataclass

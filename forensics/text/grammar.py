@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         'whatever it found; --fail-on makes findings of that severity or worse (or, with `inconclusive`, any '
         'verdict but healthy) exit 1.',
         EPILOG_DB + "\nThresholds: `forensics rules` lists every detector's fields.\n\nexample:\n  forensics analyze "
-            'sample_runs/runs/nan_lr_too_high --db /tmp/f.duckdb --set loss-spike.z=6'),
+            'sample_runs/runs/nan_lr_too_high --db /tmp/f.duckdb --set spike.z=6'),
     "rules": (
         "list every catalog pathology, whether it is detected yet, and each detector's thresholds",
         'Every kind of the pathology catalog with its one-line summary; detected kinds show the fields `forensics '
@@ -130,7 +130,7 @@ def setting_arg(text: str) -> tuple[str, str]:
     """`--set DETECTOR.FIELD=VALUE`, split; forensics.judge.settings checks the names and the value's type."""
     key, sep, value = text.partition("=")
     if not sep or "." not in key:
-        raise argparse.ArgumentTypeError(f"expected DETECTOR.FIELD=VALUE, got {text!r} (e.g. loss-spike.z=6)")
+        raise argparse.ArgumentTypeError(f"expected DETECTOR.FIELD=VALUE, got {text!r} (e.g. spike.z=6)")
     return key.strip(), value.strip()
 
 
@@ -169,7 +169,7 @@ def _analyze_parser(sub) -> None:
     p.add_argument("--only", type=kinds_arg, default=[], metavar="KINDS", help="run only these detectors (comma-separated kinds)")
     p.add_argument("--skip", type=kinds_arg, default=[], metavar="KINDS", help="do not run these detectors")
     p.add_argument("--set", dest="settings", type=setting_arg, action="append", default=[], metavar="DETECTOR.FIELD=VALUE",
-                   help="override a detector threshold, e.g. loss-spike.z=6 (repeatable)")
+                   help="override a detector threshold, e.g. plateau.start_points=5, or the spike rule, e.g. spike.z=6 (repeatable)")
     p.add_argument("--fail-on", choices=["critical", "warning", "inconclusive"],
                    help="exit 1 when a finding reaches this severity; `inconclusive`: unless the verdict is healthy")
     p.add_argument("--verbose", "-v", action="store_true",

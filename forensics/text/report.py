@@ -213,29 +213,40 @@ def markdown_target(target: Path | None, run_dir: Path) -> Path | str | None:
 
 
 def rules_json(detected: dict[str, type]) -> dict:
-    """`forensics rules --json`: every catalog kind, whether it is detected, its fields and defaults."""
+    """`forensics rules --json`: every catalog kind, whether it is detected, its fields and defaults, and the spike
+    rule's fields (`--set spike.FIELD`, read by every detector that reads spikes)."""
     import dataclasses
+
+    from forensics.judge.settings import settable
+    from forensics.judge.stats import SpikeRule
 
     return {"rules": [
         {"kind": e.kind, "summary": e.summary, "detected": e.kind in detected,
          "not_yet_reason": catalog.NOT_YET_DETECTED.get(e.kind),
-         "fields": {f.name: f.default for f in dataclasses.fields(detected[e.kind])} if e.kind in detected else {},
-         "causes": list(e.causes), "checks": list(e.checks)} for e in catalog.ENTRIES]}
+         "fields": {n: f.default for n, f in settable(detected[e.kind]).items()} if e.kind in detected else {},
+         "causes": list(e.causes), "checks": list(e.checks)} for e in catalog.ENTRIES],
+        "spike": {f.name: f.default for f in dataclasses.fields(SpikeRule)}}
 
 
 def rules_text(detected: dict[str, type]) -> str:
     """Every catalog kind with its one-line summary, whether a detector covers it, and its thresholds."""
     import dataclasses
 
+    from forensics.judge.settings import settable
+    from forensics.judge.stats import SpikeRule
+
     lines = [f"{'kind':<24} {'status':<13} summary"]
     for e in catalog.ENTRIES:
         cls = detected.get(e.kind)
         if cls is not None:
-            fields = ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(cls))
+            fields = ", ".join(f"{n}={f.default}" for n, f in settable(cls).items())
             lines.append(f"{e.kind:<24} detected      {e.summary}")
             if fields:
                 lines.append(f"{'':<24} --set {e.kind.replace('_', '-')}.FIELD: {fields}")
         else:
             why = catalog.NOT_YET_DETECTED.get(e.kind, "no detector")
             lines.append(f"{e.kind:<24} NOT YET       {e.summary} ({why})")
+    spike = ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(SpikeRule))
+    lines.append(f"{'spike':<24} a setting    what a spike is, for loss_spike, bad_batch and the spike list")
+    lines.append(f"{'':<24} --set spike.FIELD: {spike}")
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Every detector, one per file; `ALL` lists them in the order a report reads best (causes before symptoms)."""
+"""Every detector, one per file; `ALL` lists them in the order a report reads best (causes before symptoms). Every
+set another module needs is derived here from the detectors' own class facts (`detectors.base.Detector`)."""
 
 from forensics.judge.detectors.amp_overflow import AmpOverflow
 from forensics.judge.detectors.bad_batch import BadBatch
@@ -38,3 +39,9 @@ ALL: tuple[type, ...] = (
     SaturatedActivation, FrozenParameters, WeightNormGrowth, WeightCollapse, MemoryGrowth, ThroughputDrop, ResumedRun,
     SampledLog,
 )
+
+# Derived from the classes: adding a detector adds it to each set its facts put it in.
+STAGE: dict[str, int] = {c.kind: c.stage for c in ALL}
+CURVE_KINDS = frozenset(c.kind for c in ALL if getattr(c, "reads_curve", False))
+CHAIN_KINDS = frozenset(c.kind for c in ALL if getattr(c, "joins_chain", False))
+NONFINITE_KINDS = frozenset(c.kind for c in ALL if getattr(c, "nonfinite", False))

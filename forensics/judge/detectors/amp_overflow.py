@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics.judge.detectors.base import src
+from forensics.judge.detectors.base import UPSTREAM, src
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
 from forensics.judge.run import Run
@@ -58,6 +58,8 @@ class AmpOverflow:
     """
 
     kind: ClassVar[str] = "amp_overflow"
+    stage: ClassVar[int] = UPSTREAM
+    joins_chain: ClassVar[bool] = True  # one event with the NaN its step range holds
     requires: ClassVar[tuple[str, ...]] = ()  # a logged loss_scale series, or scaler state in checkpoints
     min_halvings: int = 8  # 65536 → 256: far past the few halvings of start-up calibration
     late_halvings: int = 4  # ... and still falling ×16 in the second half

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 import polars as pl
 
 from forensics.judge import numbers, stats
+from forensics.judge.detectors.base import UPSTREAM
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -34,10 +35,12 @@ class BadBatch:
     """
 
     kind: ClassVar[str] = "bad_batch"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ()
     z: float = 10.0
     min_samples: int = 4  # a median and a MAD of fewer sample norms say little
     fold: float = 10.0  # an order of magnitude beyond every normal batch: natural batch-to-batch spread is far less
+    spike: stats.SpikeRule = field(default_factory=stats.SpikeRule)  # the analysis's one rule (`--set spike.z=`)
 
     def unavailable(self, run: Run) -> str | None:
         return None if run.table("batch_stats").height else "no saved batches in this run"
@@ -97,7 +100,7 @@ class BadBatch:
         floats = bs.filter(pl.col("dtype").str.contains("float") & pl.col("l2").is_not_null())
         if floats.height == 0 or floats["batch_id"].n_unique() < 3:
             return {}
-        spikes, onset = _loss_events(run, run.spike_rule)  # the loss-spike detector's rule, set by the engine
+        spikes, onset = _loss_events(run, self.spike)
         out = {}
         for (tensor,), rows in floats.group_by("tensor"):  # one group per tensor name, a handful
             numel = np.array([float(np.prod(s)) if s else 1.0 for s in rows["shape"].to_list()])

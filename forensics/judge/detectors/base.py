@@ -13,9 +13,22 @@ from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
 
+# Where a kind sits in the chain from cause to symptom, each detector's `stage` (lower comes first; the verdict's
+# headline rule reads it). Upstream: settings, data and the state of the weights; then the mechanism by which a run
+# breaks; then what the loss curve and the checkpoints show; last the non-finite values everything ends in.
+UPSTREAM, MECHANISM, SHAPE, NONFINITE = 0, 1, 2, 3
+
+
 class Detector(Protocol):
+    """What the engine, the verdict and watch know of a detector, all read from its class (never a list kept
+    elsewhere): `kind` (the catalog id), `requires` (logical series), `stage` (above); and, where true,
+    `reads_curve` (judges the shape of the training-loss curve: a run none of these could read is not judged),
+    `joins_chain` (a finding whose step range holds a NaN is one event with it), `nonfinite` (a non-finite value:
+    the step replay starts from), `reads_loss_level` (not on a GAN's adversarial losses)."""
+
     kind: ClassVar[str]
     requires: ClassVar[tuple[str, ...]]
+    stage: ClassVar[int]
 
     def check(self, run: Run) -> Iterator[Finding]: ...
 

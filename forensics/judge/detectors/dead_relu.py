@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from forensics.judge.detectors.base import layer_fraction_findings, layer_stats_missing
+from forensics.judge.detectors.base import UPSTREAM, layer_fraction_findings, layer_stats_missing
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -25,6 +25,7 @@ class DeadRelu:
     """
 
     kind: ClassVar[str] = "dead_relu"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ()
     threshold: float = 0.5  # the catalog's "a large fraction (> 0.5)": most of the layer
     tail: float = 0.2  # the last fifth of the run: where the layer ended up, not its start

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import class_count, finite_part, src, too_short
+from forensics.judge.detectors.base import UPSTREAM, class_count, finite_part, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -31,6 +31,7 @@ class DistributionMismatch:
     """
 
     kind: ClassVar[str] = "distribution_mismatch"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     min_train_drop: float = 0.3
     max_val_change: float = 0.05

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import finite_part, src, too_short
+from forensics.judge.detectors.base import MECHANISM, finite_part, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
@@ -69,6 +69,9 @@ class Divergence:
     """
 
     kind: ClassVar[str] = "divergence"
+    stage: ClassVar[int] = MECHANISM
+    reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
+    joins_chain: ClassVar[bool] = True  # one event with the NaN its step range holds
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     smooth: float = 0.04  # smoothing window as a fraction of the points

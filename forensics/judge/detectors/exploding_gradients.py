@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import src, too_short
+from forensics.judge.detectors.base import MECHANISM, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
@@ -59,6 +59,8 @@ class ExplodingGradients:
     """
 
     kind: ClassVar[str] = "exploding_gradients"
+    stage: ClassVar[int] = MECHANISM
+    joins_chain: ClassVar[bool] = True  # one event with the NaN its step range holds
     requires: ClassVar[tuple[str, ...]] = ("grad_norm",)
     window: int = 30  # trailing points of the reference level
     factor: float = 10.0  # an order of magnitude above the reference

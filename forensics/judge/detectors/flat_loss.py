@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import CLASS_KEYS, finite_part, src, too_short
+from forensics.judge.detectors.base import CLASS_KEYS, SHAPE, finite_part, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -58,6 +58,8 @@ class FlatLoss:
     """
 
     kind: ClassVar[str] = "flat_loss"
+    stage: ClassVar[int] = SHAPE
+    reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     rel_tol: float = 0.03  # a 3% move over a whole run is below what a user calls learning

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from forensics.judge.detectors.base import src
+from forensics.judge.detectors.base import UPSTREAM, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -31,6 +31,7 @@ class FrequentClipping:
     """
 
     kind: ClassVar[str] = "frequent_clipping"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ()  # grad_norm + a configured threshold, or a logged clip_rate
     min_rate: float = 0.5
     min_points: int = 5  # logged points for a rate

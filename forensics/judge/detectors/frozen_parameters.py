@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import polars as pl
 
+from forensics.judge.detectors.base import UPSTREAM
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -36,6 +37,7 @@ class FrozenParameters:
     """
 
     kind: ClassVar[str] = "frozen_parameters"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ()
     max_names: int = 20
 

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import finite_part, src
+from forensics.judge.detectors.base import SHAPE, finite_part, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -40,6 +40,7 @@ class Grokking:
     """
 
     kind: ClassVar[str] = "grokking"
+    stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ()  # train and val accuracy, or train and val loss
     smooth: float = 0.05  # smoothing window, as a fraction of the points
     train_done: float = 0.95  # training has made 95% of its progress: saturated

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from forensics.judge.detectors.base import CLASS_KEYS, class_count, pretrained_key, src
+from forensics.judge.detectors.base import CLASS_KEYS, SHAPE, class_count, pretrained_key, src
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import times
 from forensics.judge.run import Run
@@ -38,6 +38,7 @@ class InitialLossMismatch:
     """
 
     kind: ClassVar[str] = "initial_loss_mismatch"
+    stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     high: float = 2.0

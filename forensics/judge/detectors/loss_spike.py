@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import src, too_short
+from forensics.judge.detectors.base import MECHANISM, src, too_short
 from forensics.judge.findings import Finding, plain
 from forensics.judge.numbers import count, ratio
 from forensics.judge.stats import SpikeRule
@@ -63,15 +63,10 @@ class LossSpike:
     """
 
     kind: ClassVar[str] = "loss_spike"
+    stage: ClassVar[int] = MECHANISM
+    reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
     requires: ClassVar[tuple[str, ...]] = ("loss",)
-    window: int = SpikeRule.window  # trailing points of the baseline
-    z: float = SpikeRule.z  # robust z threshold
-    min_ratio: float = SpikeRule.min_ratio  # the jump must also be this fraction of the local level
-    recover: int = SpikeRule.recover  # points after the spike within which it must come back
-    max_spikes: int = SpikeRule.max_spikes  # more are the noise's tail
-    crowd_z_factor: float = SpikeRule.crowd_z_factor  # what stands out of such a crowd
-    max_episode: int = SpikeRule.max_episode  # an episode of several peaks spans at most this many points ...
-    episode_share: float = SpikeRule.episode_share  # ... and this share of the series
+    spike: SpikeRule = field(default_factory=SpikeRule)  # what a spike is: the analysis's one rule (`--set spike.z=`)
     min_points: int = 10  # the statistical rule needs a baseline window's worth of points
     min_points_nonfinite: int = 3  # a finite point, the blip, a finite point
     min_undo: float = 0.6  # a finite spike throws the run back more than half the way it came
@@ -83,17 +78,13 @@ class LossSpike:
     undo_always: float = 1.0  # a spike that undoes all the progress made is one whatever the noise
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
-    def rule(self) -> SpikeRule:
-        return SpikeRule(self.window, self.z, self.min_ratio, self.recover, self.max_spikes, self.crowd_z_factor,
-                         self.max_episode, self.episode_share)
-
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, values = run.arrays("loss")
         if int(np.isfinite(values).sum()) >= self.min_points:
-            found = run.spikes(run.pick("loss"), self.rule())  # shared with the engine's spike list
+            found = run.spikes(run.pick("loss"), self.spike)  # shared with the engine's spike list
             start = stats.start_level(values, self.start_points)
             reference = np.isfinite(values)  # the points a spike is compared with: not other spikes
             for a, b in zip(found["start_step"], found["end_step"]):
@@ -103,7 +94,7 @@ class LossSpike:
             if positive:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     logs = np.where(np.isfinite(values), np.log(np.where(values > 0, values, 1.0)), np.nan)
-                level, _ = stats.rolling_baseline(logs, self.window)
+                level, _ = stats.rolling_baseline(logs, self.spike.window)
                 excursion = np.exp(logs - level)
             for s in found.iter_rows(named=True):  # one row per spike episode
                 progress = start - s["baseline"]
@@ -126,7 +117,7 @@ class LossSpike:
                                           + (f" of the episode's end (steps {s['start_step']}-{s['end_step']})"
                                              if s["end_step"] > s["step"] else "")))
         for a, b in stats.runs_of(~np.isfinite(values)):
-            if a == 0 or b == values.size - 1 or b - a + 1 > self.recover:
+            if a == 0 or b == values.size - 1 or b - a + 1 > self.spike.recover:
                 continue  # at the start, to the end (nan_loss), or too long to be a blip
             ev = {"step": int(steps[a]), "value": plain(values[a]), "end_step": int(steps[b]),
                   "previous_value": float(values[a - 1]), "next_value": float(values[b + 1]),

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import src
+from forensics.judge.detectors.base import UPSTREAM, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -74,6 +74,7 @@ class LrScheduleAnomaly:
     """
 
     kind: ClassVar[str] = "lr_schedule_anomaly"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ("lr",)
     early: float = 0.5
     decay: float = 0.1

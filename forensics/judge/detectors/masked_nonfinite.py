@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import src
+from forensics.judge.detectors.base import NONFINITE, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -46,6 +46,9 @@ class MaskedNonfinite:
     """
 
     kind: ClassVar[str] = "masked_nonfinite"
+    stage: ClassVar[int] = NONFINITE
+    joins_chain: ClassVar[bool] = True  # one event with the NaN its step range holds
+    nonfinite: ClassVar[bool] = True  # a non-finite value: where replay starts
     requires: ClassVar[tuple[str, ...]] = ("loss", "grad_norm")
     min_streak: int = 3
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import src, too_short
+from forensics.judge.detectors.base import UPSTREAM, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -28,6 +28,7 @@ class MemoryGrowth:
     """
 
     kind: ClassVar[str] = "memory_growth"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ("memory",)
     warmup: float = 0.1
     min_growth: float = 0.2

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from forensics.judge.detectors.base import src
+from forensics.judge.detectors.base import NONFINITE, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -27,6 +27,9 @@ class NanLoss:
     """
 
     kind: ClassVar[str] = "nan_loss"
+    stage: ClassVar[int] = NONFINITE
+    joins_chain: ClassVar[bool] = True  # one event with the NaN its step range holds
+    nonfinite: ClassVar[bool] = True  # a non-finite value: where replay starts
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     stays_fraction: float = 0.5  # non-finite share of the points after the onset that counts as "stays so"
 

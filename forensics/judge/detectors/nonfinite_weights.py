@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import polars as pl
 
+from forensics.judge.detectors.base import NONFINITE
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
 from forensics.judge.run import Run
@@ -45,6 +46,9 @@ class NonfiniteWeights:
     """
 
     kind: ClassVar[str] = "nonfinite_weights"
+    stage: ClassVar[int] = NONFINITE
+    joins_chain: ClassVar[bool] = True  # one event with the NaN its step range holds
+    nonfinite: ClassVar[bool] = True  # a non-finite value: where replay starts
     requires: ClassVar[tuple[str, ...]] = ()
 
     def unavailable(self, run: Run) -> str | None:

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import class_count, finite_part, src, too_short
+from forensics.judge.detectors.base import MECHANISM, class_count, finite_part, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -64,6 +64,8 @@ class Oscillation:
     """
 
     kind: ClassVar[str] = "oscillation"
+    stage: ClassVar[int] = MECHANISM
+    reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     min_amplitude: float = 0.1

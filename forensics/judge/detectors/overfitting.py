@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import finite_part, src, too_short
+from forensics.judge.detectors.base import SHAPE, finite_part, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -59,6 +59,7 @@ class Overfitting:
     """
 
     kind: ClassVar[str] = "overfitting"
+    stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     smooth_points: int = 3  # the minimum of a 3-point rolling median: one low evaluation is not the crossover
     min_after: float = 0.1  # the rise spans at least 10% of the evaluated steps

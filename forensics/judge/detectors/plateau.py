@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import finite_part, src, too_short
+from forensics.judge.detectors.base import SHAPE, finite_part, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -65,6 +65,8 @@ class Plateau:
     """
 
     kind: ClassVar[str] = "plateau"
+    stage: ClassVar[int] = SHAPE
+    reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     smooth: float = 0.05

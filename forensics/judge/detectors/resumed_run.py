@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics.judge.detectors.base import src
+from forensics.judge.detectors.base import UPSTREAM, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import TEXT_FORMATS, Run
 
@@ -56,6 +56,7 @@ class ResumedRun:
     """
 
     kind: ClassVar[str] = "resumed_run"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     min_resets: int = 3  # this many identical resets are a per-epoch counter, not restarts
     max_reported: int = 20  # a handful of restarts at most; guard against a garbled order

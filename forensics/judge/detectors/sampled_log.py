@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics.judge.detectors.base import src
+from forensics.judge.detectors.base import UPSTREAM, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -46,6 +46,7 @@ class SampledLog:
     """
 
     kind: ClassVar[str] = "sampled_log"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     min_distinct: float = 0.3
     min_points: int = 50

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from forensics.judge import stats
+from forensics.judge.detectors.base import MECHANISM
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run, usable_series
 
@@ -48,6 +49,7 @@ class ThroughputDrop:
     """
 
     kind: ClassVar[str] = "throughput_drop"
+    stage: ClassVar[int] = MECHANISM
     requires: ClassVar[tuple[str, ...]] = ()
     slowdown: float = 1.5
     min_points: int = 5

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import class_count, finite_part, pretrained_key, src, too_short
+from forensics.judge.detectors.base import SHAPE, class_count, finite_part, pretrained_key, src, too_short
 from forensics.judge.detectors.oscillation import Oscillation
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
@@ -67,6 +67,7 @@ class Underfitting:
     """
 
     kind: ClassVar[str] = "underfitting"
+    stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     min_level: float = 0.3  # from scratch: still 30% of the initial loss is high

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from forensics.judge import curves
+from forensics.judge.detectors.base import UPSTREAM
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
 from forensics.judge.run import Run
@@ -33,6 +34,7 @@ class UpdateRatioAnomaly:
     """
 
     kind: ClassVar[str] = "update_ratio_anomaly"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ()
     low: float = 1e-4
     high: float = 1e-1

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import numbers, stats
-from forensics.judge.detectors.base import finite_part, src, too_short
+from forensics.judge.detectors.base import SHAPE, finite_part, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -39,6 +39,7 @@ class ValNoise:
     """
 
     kind: ClassVar[str] = "val_noise"
+    stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     ratio: float = 1.0  # validation (an average over many batches) noisier than single-batch training
     min_noise: float = 0.1  # 10% of the level between evaluations: healthy validation moves up to ~8%

@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import catalog, stats
+from forensics.judge.detectors.base import UPSTREAM
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import times
 from forensics.judge.run import Run
@@ -36,6 +37,7 @@ class VanishingGradients:
     """
 
     kind: ClassVar[str] = "vanishing_gradients"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ()
     ratio: float = 1e-3
 

@@ -9,6 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import curves, stats
+from forensics.judge.detectors.base import UPSTREAM
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -40,6 +41,7 @@ class WeightCollapse:
     """
 
     kind: ClassVar[str] = "weight_collapse"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ()
     factor: float = 3.0  # the norm ends below a third of where it started
     p: float = 1e-3

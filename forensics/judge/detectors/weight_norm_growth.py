@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from forensics.judge import curves, stats
+from forensics.judge.detectors.base import UPSTREAM
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -40,6 +41,7 @@ class WeightNormGrowth:
     """
 
     kind: ClassVar[str] = "weight_norm_growth"
+    stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ()
     factor: float = 1.5
     factor_few: float = 3.0  # for curves of fewer than 8 points (a few checkpoints), where no trend test holds
