@@ -19,7 +19,7 @@ import streamlit as st
 from app import charts
 from app.data import StoreProblem, query
 from forensics.judge import numbers
-from forensics.text.render import clean
+from forensics.text.render import clean, md
 
 PIXELS = 1600  # pixel columns per chart for M4: at most ~4 points per column, whatever the series' length
 
@@ -46,16 +46,6 @@ CSS = """
   div[data-testid="stMetricValue"] {font-size: 1.6rem;}
 </style>
 """
-
-
-def md(text: Any) -> str:
-    """Text from a file made safe for Streamlit markdown: control characters written as escapes (a newline cannot
-    start a heading or a list), no emphasis, links, LaTeX, code spans, and no HTML, even where we allow our own
-    (`<` becomes `&lt;`)."""
-    out = clean(text)
-    for ch in "\\*_[]$`#|~!":
-        out = out.replace(ch, "\\" + ch)
-    return out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def esc(text: Any) -> str:

@@ -194,3 +194,31 @@ def test_ingest_of_one_file_says_one_file(tmp_path, capsys):
     assert main(["ingest", str(run), "--db", str(tmp_path / "f.duckdb"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"new points from 1 file \[", out), out
+
+
+def test_one_markdown_policy_makes_file_text_inert():
+    """`render.md` is the one escaping every markdown face uses: a name from a file cannot open a table cell, a
+    heading, a link, a code span or HTML; `render.fenced` picks a fence no line from a file can close."""
+    from forensics.text.render import fenced, md
+
+    hostile = "loss | x `code` <script>alert(1)</script> [a](b) *e* # h\nnext"
+    out = md(hostile)
+    assert "|" not in out.replace("\\|", "") and "<" not in out and "`" not in out.replace("\\`", "")
+    assert "\n" not in out and "\\[a\\](b)" in out and "\\*e\\*" in out
+    block = fenced(["ok", "a ```` run"])
+    assert block[0] == block[-1] == "`````" and block[1:-1] == ["ok", "a ```` run"]
+    assert fenced(["plain"])[0] == "```"
+
+
+def test_markdown_faces_share_the_policy():
+    """The report, probe and replay markdown and the app import the one function, none keeps its own."""
+    import ast
+
+    for rel in ("forensics/text/report.py", "forensics/usercode/probe/report.py",
+                "forensics/usercode/replay/report.py", "app/pages.py"):
+        tree = ast.parse((REPO / rel).read_text(encoding="utf-8"))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                    and n.module == "forensics.text.render" for a in n.names}
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert "md" in imported or "fenced" in imported, rel
+        assert not {"md", "_md", "escape_md"} & defined, rel

@@ -36,6 +36,25 @@ def clean(text: Any) -> str:
     return _UNSAFE.sub(_escape, str(text))
 
 
+def md(text: Any) -> str:
+    """Text from a file made inert in markdown, the one policy for every face that writes markdown (the report's
+    `--markdown`, probe's and replay's, the app's pages): control characters written as escapes (a newline cannot
+    start a heading or a list), then no emphasis, links, LaTeX, code spans, table pipes or headings, and no HTML
+    (`<` becomes `&lt;`), so a series name or a path shows as it is and does nothing."""
+    out = clean(text)
+    for ch in "\\*_[]$`#|~!":
+        out = out.replace(ch, "\\" + ch)
+    return out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def fenced(items: list[str]) -> list[str]:
+    """`items` as a markdown code block whose fence is longer than any run of backticks in them (CommonMark), so
+    a line from a file cannot close it."""
+    longest = max((len(m) for x in items for m in re.findall(r"`+", str(x))), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *items, fence]
+
+
 def lines(items: list[str]) -> str:
     """Our lines, each cleaned of control characters, joined by newlines (ours are the only ones)."""
     return "\n".join(clean(x) for x in items)

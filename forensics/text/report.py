@@ -9,6 +9,7 @@ from forensics.judge import catalog, numbers
 from forensics.judge.findings import Analysis, Finding, Spike
 from forensics.judge.numbers import count
 from forensics.usercode.probe import PROBED_KINDS
+from forensics.text.render import fenced, md
 from forensics.text.render import lines as joined
 from forensics.text.render import restriction_words, verdict_words
 from ingest.errors import ForensicsError
@@ -156,40 +157,40 @@ def text(a: Analysis, verbose: bool = False) -> str:
 
 def markdown(a: Analysis) -> str:
     """The same diagnosis as markdown, to paste into an issue tracker."""
-    out = [f"# run-forensics diagnosis: `{a.run}`", "", f"**{verdict(a)}**", ""]
+    out = [f"# run-forensics diagnosis: {md(a.run)}", "", f"**{md(verdict(a))}**", ""]
     if a.read_problems:
         out += ["## Read with problems", "", "| file | position | kind | detail | kept |", "|---|---|---|---|---|"]
-        out += [f"| `{p['path']}` | {'' if p['position'] is None else p['position']} | {p['kind']} | "
-                f"{str(p['detail']).replace('|', '/')} | {p['kept'] or ''} |" for p in a.read_problems]
+        out += [f"| {md(p['path'])} | {'' if p['position'] is None else p['position']} | {p['kind']} | "
+                f"{md(p['detail'])} | {md(p['kept'] or '')} |" for p in a.read_problems]
         out.append("")
     head = a.headline()
     if head is not None:
-        out += [f"**Earliest cause:** `{head.kind}` at step {_where(head)}: {head.summary}", ""]
+        out += [f"**Earliest cause:** `{head.kind}` at step {_where(head)}: {md(head.summary)}", ""]
     if a.findings:
         out += ["| step | kind | severity | event | summary |", "|---|---|---|---|---|"]
-        out += [f"| {_where(f)} | `{f.kind}` | {f.severity} | {f.event} | {f.summary.replace('|', '/')} |"
+        out += [f"| {_where(f)} | `{f.kind}` | {f.severity} | {f.event} | {md(f.summary)} |"
                 for f in a.findings]
         out.append("")
         probe = probe_line(a)
         for f in a.findings:
-            out += [f"### `{f.kind}` at step {_where(f)}", "", f.summary, "",
-                    "Evidence: " + "; ".join(f"`{k}`={numbers.shown(v)}" for k, v in f.evidence.items()), "",
+            out += [f"### `{f.kind}` at step {_where(f)}", "", md(f.summary), "",
+                    "Evidence: " + "; ".join(f"`{k}`={md(numbers.shown(v))}" for k, v in f.evidence.items()), "",
                     "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
             if probe and f.kind in PROBED_KINDS:
                 out += [f"Probe it: `{a.probe_command}` (runs the run's forensics_entry.py)", ""]
                 probe = None
     if a.nonfinite:
         out += ["## First non-finite value per series", ""]
-        out += [f"- `{n['series']}`: {n['value']} at step {n['step']}{_nonfinite_at(n)}" for n in a.nonfinite]
+        out += [f"- {md(n['series'])}: {n['value']} at step {n['step']}{md(_nonfinite_at(n))}" for n in a.nonfinite]
         out.append("")
     rl = replay_lines(a)
     if rl:
-        out += ["## Replay starting point", "", "```", *rl, "```", ""]
+        out += ["## Replay starting point", "", *fenced(rl), ""]
     spikes = other_spikes(a)
     if spikes:
         out += [spikes_line(spikes), ""]
     if a.skipped:
-        out += ["## Could not check", ""] + [f"- `{s.kind}`: {s.reason}" for s in a.skipped] + [""]
+        out += ["## Could not check", ""] + [f"- `{s.kind}`: {md(s.reason)}" for s in a.skipped] + [""]
     return joined(out)
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from forensics.judge.numbers import count
+from forensics.judge.numbers import count, ints
 from forensics.text.render import lines as joined
+from forensics.text.render import md
 from ingest.jsonvalues import plain
 
 # Evidence too long for a line of text (curves, per-parameter lists): in --json and the store only.
@@ -34,7 +35,7 @@ def text(r: dict[str, Any]) -> str:
            f"  entry point: {r['entry']} (your code was run); device {r['device']}"
            + (f", {count(r['threads'], 'thread')} ({r['threads_from']})" if "threads" in r else ""),
            f"  checkpoints: earliest {ck['first']['path']} (step {ck['first']['step']}), "
-           f"last finite {ck['last']['path']} (step {ck['last']['step']}); batches of steps {_steps(r['batches'])}"]
+           f"last finite {ck['last']['path']} (step {ck['last']['step']}); batches of steps {ints(r['batches'])}"]
     out += [f"  note: {n}" for n in r["notes"]]
     for c in r["checks"]:
         out.append(f"{STATUS[c['status']]} {c['name']}: {c['summary']}")
@@ -49,28 +50,13 @@ def text(r: dict[str, Any]) -> str:
 
 def markdown(r: dict[str, Any]) -> str:
     ck = r["from_checkpoint"]
-    out = [f"# run-forensics probe: {_md(r['run'])}", "", f"**{counts(r)}**", "",
-           f"Entry point {_md(r['entry'])} (its code was run), device {r['device']}; earliest checkpoint "
-           f"{_md(ck['first']['path'])} (step {ck['first']['step']}), last finite {_md(ck['last']['path'])} "
+    out = [f"# run-forensics probe: {md(r['run'])}", "", f"**{counts(r)}**", "",
+           f"Entry point {md(r['entry'])} (its code was run), device {r['device']}; earliest checkpoint "
+           f"{md(ck['first']['path'])} (step {ck['first']['step']}), last finite {md(ck['last']['path'])} "
            f"(step {ck['last']['step']}).", "",
            "| check | status | summary | names | explains |", "|---|---|---|---|---|"]
     for c in r["checks"]:
-        out.append(f"| `{c['name']}` | {c['status']} | {_md(c['summary'])} | "
-                   f"{', '.join(_md(n) for n in c['names'])} | {', '.join(c['explains'])} |")
-    out += ["", *(f"- note: {_md(n)}" for n in r["notes"])]
+        out.append(f"| `{c['name']}` | {c['status']} | {md(c['summary'])} | "
+                   f"{', '.join(md(n) for n in c['names'])} | {', '.join(c['explains'])} |")
+    out += ["", *(f"- note: {md(n)}" for n in r["notes"])]
     return "\n".join(out) + "\n"
-
-
-def _steps(steps: list[int]) -> str:
-    return ", ".join(map(str, steps[:8])) + (f", ... ({len(steps)} in all)" if len(steps) > 8 else "")
-
-
-def _md(s: Any) -> str:
-    """Text from the user's files made inert in markdown: control characters escaped, then markdown syntax (pipes
-    would break the table, backticks the code spans)."""
-    from forensics.text.render import clean
-
-    out = clean(s)
-    for ch in "\\`*_[]<>|":
-        out = out.replace(ch, "\\" + ch)
-    return out

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from forensics.judge.numbers import ints
+from forensics.text.render import fenced, md
 from forensics.usercode.replay.result import ReplayResult
 
 
@@ -13,11 +15,6 @@ def _g(v: Any) -> str:
     if v is None:
         return "n/a"
     return f"{v:.6g}" if isinstance(v, float) else str(v)
-
-
-def _ints(values: list[int], shown: int = 12) -> str:
-    more = f", ... ({len(values)} in all)" if len(values) > shown else ""
-    return ", ".join(str(v) for v in values[:shown]) + more
 
 
 def _finite(v: Any) -> bool:
@@ -60,8 +57,8 @@ def where_line(r: ReplayResult) -> str | None:
 def culprits_line(r: ReplayResult) -> str | None:
     c = r.culprits
     if not c:
-        return _ints(r.culprit_samples) if r.culprit_samples else None
-    return (f"{_ints(c['samples'])} ({c['method']})" if c["samples"] else f"none ({c.get('note', c['method'])})")
+        return ints(r.culprit_samples, 12) if r.culprit_samples else None
+    return (f"{ints(c['samples'], 12)} ({c['method']})" if c["samples"] else f"none ({c.get('note', c['method'])})")
 
 
 def counterfactual_lines(r: ReplayResult) -> list[tuple[str, str]]:
@@ -154,5 +151,5 @@ def text(r: ReplayResult) -> str:
 
 
 def markdown(r: ReplayResult) -> str:
-    return "\n".join([f"# run-forensics replay: `{r.run}` step {r.step}", "", f"**{r.status}**", "",
-                      "```", *lines(r), "```", ""])
+    return "\n".join([f"# run-forensics replay: {md(r.run)} step {r.step}", "", f"**{md(r.status)}**", "",
+                      *fenced(lines(r)), ""])
