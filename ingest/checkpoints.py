@@ -90,7 +90,6 @@ class Layout:
     """
 
     name: str
-    found_as: str
     step_means: str
     model_keys: tuple[str, ...] = ()           # keys of a dict checkpoint holding the model's state_dict
     optimizer_keys: tuple[str, ...] = ()       # a list value (Lightning's optimizer_states) holds one per optimizer
@@ -102,14 +101,14 @@ class Layout:
 
 # The one table of checkpoint layouts: ingest (statistics) and replay/probe (restore) read it.
 LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (
-    Layout("torch", "a .pt/.pth/.bin file: a dict keyed model/net/state_dict/... or a bare state_dict", "after",
+    Layout("torch", "after",
            MODEL_KEYS, OPTIMIZER_KEYS, SCHEDULER_KEYS, SCALER_KEYS, RNG_KEYS),
-    Layout("hf", "a folder checkpoint-N/ (model.safetensors or pytorch_model.bin, optimizer.pt, ...)", "after",
+    Layout("hf", "after",
            files={"optimizer": "optimizer.pt", "scheduler": "scheduler.pt", "scaler": "scaler.pt",
                   "rng": "rng_state.pth"}),
-    Layout("lightning", "a .ckpt file: state_dict, optimizer_states, lr_schedulers, global_step", "before",
+    Layout("lightning", "before",
            ("state_dict",), ("optimizer_states",), ("lr_schedulers",), SCALER_KEYS, ()),
-    Layout("safetensors", "a bare .safetensors file: weights only", "after"),
+    Layout("safetensors", "after"),
 )}
 # What an entry point's `step_numbering` may say instead of the layout's own meaning (DECISIONS.md §10).
 STEP_NUMBERINGS = {"checkpoint_after_step": "after", "checkpoint_before_step": "before",

@@ -249,11 +249,6 @@ def classify(path: Path, entries: list[_Entry] | None = None) -> DiscoveredRun |
     return None
 
 
-def looks_like_single_run(root: Path) -> bool:
-    """True when the folder is one run by the rules above (a folder of several runs is not)."""
-    return classify(Path(root).expanduser().resolve()) is not None
-
-
 def discover(root: Path, *, max_depth: int = MAX_DEPTH, max_dirs: int = MAX_DIRS) -> Discovery:
     """Walk `root` top-down and return every run under it (the root itself when it is one run)."""
     root = Path(root).expanduser().resolve()

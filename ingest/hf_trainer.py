@@ -29,7 +29,6 @@ import polars as pl
 from ingest.configs import MAX_DEPTH, DocumentTooLarge, check_document, parse_json
 from ingest.records import Chunk, Issue, scalars_frame
 
-GROUP = "trainer_state"
 CONFIG_NAME = "trainer_state"
 
 

@@ -686,23 +686,6 @@ def app_batches(con: Any, run_id: str) -> pl.DataFrame:
 
 # -- replay ------------------------------------------------------------------------------------------------
 
-def replays(con, run_id: str):
-    """Every stored replay of a run, newest first (an empty frame on a store from before the replays table)."""
-    import polars as pl
-
-    cols = ("replay_id, run_id, created, step, bad_step, from_checkpoint, entry, device, faithful, reproduced, "
-            "status, phase, op, module, file, line, culprit_samples, result")
-    exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'replays'").fetchall()[0][0]
-    if not exists:
-        return pl.DataFrame()
-    rel = con.sql(f"SELECT {cols} FROM replays WHERE run_id = $run_id ORDER BY replay_id DESC", params={"run_id": run_id})
-    return pl.from_arrow(rel.to_arrow_table())
-
-
-# -- watch -------------------------------------------------------------------------------------------------
-
-# Tables a fleet worker hands back: everything ingest writes. The engine's tables are written by the driver
-# (store_analysis) and the watch's own by the watch; meta is the store's.
 NOT_COPIED = frozenset({"meta", "analyses", "findings", "spikes", "skipped", "watched_runs", "alerts"})
 
 
@@ -720,10 +703,6 @@ def export_run_tables(con) -> dict:
 
 def known_run_ids(con) -> set[str]:
     return {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
-
-
-def analysed_run_ids(con) -> set[str]:
-    return {r[0] for r in con.execute("SELECT DISTINCT run_id FROM analyses").fetchall()}
 
 
 def watched_runs(con) -> list[dict]:

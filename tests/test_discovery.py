@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ingest.discovery import discover, discover_runs, looks_like_single_run
+from ingest.discovery import discover, discover_runs
 from sample_runs.gen.loggers import LightningCSV
 from tests.paths import REAL_RUNS, REPO
 from tests.runwriters import curve, hf_history, write_tb, write_trainer_state
@@ -117,17 +117,14 @@ def test_a_run_given_as_root_is_that_one_run(mixed_root):
     root, _ = mixed_root
     run = root / "tb_logs" / "run_b"
     assert [r.path for r in discover_runs(run)] == [run.resolve()]
-    assert looks_like_single_run(run)
-    assert looks_like_single_run(root / "job7")
-    assert not looks_like_single_run(root)
-    assert not looks_like_single_run(root / "pl_multi")  # two Lightning versions: two runs
+    assert [r.path for r in discover_runs(root / "job7")] == [(root / "job7").resolve()]
+    assert len(discover_runs(root / "pl_multi")) == 2  # two Lightning versions: two runs
 
 
 def test_gallery_is_33_runs_named_by_their_folders():
     runs = discover_runs(GALLERY)
     assert sorted(r.name for r in runs) == sorted(p.name for p in GALLERY.iterdir() if p.is_dir())
-    assert not looks_like_single_run(GALLERY)
-    assert all(looks_like_single_run(GALLERY / r.name) for r in runs)
+    assert all([x.path for x in discover_runs(GALLERY / r.name)] == [(GALLERY / r.name).resolve()] for r in runs)
 
 
 def test_real_runs_each_one_run():
@@ -143,7 +140,6 @@ def test_system_folders_are_not_runs(tmp_path):
     (logs / "syslog.log").write_text("Nov 25 03:00:01 host CRON[1]: (root) CMD (run-parts)\n" * 50)
     (logs / "dpkg.log").write_text("2026-11-25 03:00:00 status installed libc6:amd64 2.36\n" * 50)
     assert discover_runs(logs) == []
-    assert not looks_like_single_run(logs)
 
 
 def test_depth_and_folder_limits_are_reported(tmp_path):

@@ -277,13 +277,6 @@ def rolling_baseline(values: np.ndarray, window: int, min_periods: int | None = 
     return med, sig.fill_null(np.nan).to_numpy()
 
 
-def ema(values: np.ndarray, span: float) -> np.ndarray:
-    """Bias-corrected exponential moving average (TensorBoard's smoothing, `adjust=True`), skipping
-    non-finite values; NaN before the first finite value."""
-    s = pl.Series("y", np.where(np.isfinite(values), values, np.nan), nan_to_null=True)
-    return s.ewm_mean(span=max(span, 1.0), adjust=True, ignore_nulls=True).fill_null(np.nan).to_numpy()
-
-
 def rolling_median(values: np.ndarray, window: int) -> np.ndarray:
     """Centred rolling median over finite values (edges use the points available).
 

@@ -99,7 +99,6 @@ class DropCulprits:
 
 
 COUNTERFACTUALS = (Fp32(), Clip(), LrDiv(), DropCulprits())
-CHANGES = tuple(c.name for c in COUNTERFACTUALS)
 
 
 def try_changes(st: State, snap: dict, batch: dict[str, torch.Tensor], culprits: list[int], baseline: StepOut,

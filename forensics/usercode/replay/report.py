@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from forensics.judge.numbers import ints
@@ -15,10 +14,6 @@ def _g(v: Any) -> str:
     if v is None:
         return "n/a"
     return f"{v:.6g}" if isinstance(v, float) else str(v)
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def fidelity_line(r: ReplayResult) -> str:
