@@ -80,7 +80,6 @@ def test_real_run_reads_its_training_loss(name, analyses):
     out = analyses(name)
     assert "loss" in out["checked"]["series"], out["checked"]
     assert out["verdict"] in ("failed", "suspicious", "inconclusive", "healthy") and out["verdict_reason"]
-    assert out["healthy"] == (out["verdict"] == "healthy")
 
 
 @pytest.mark.parametrize("name,kind", _cases(kinds=True))
@@ -112,13 +111,11 @@ def test_an_ordinal_step_is_shown_in_the_writers_own_counters(analyses, db, caps
     """MXNet's Speedometer prints `Epoch[1] Batch[7] Speed: ... IDLoss=nan` and no global step, so the lines sit
     on an ordinal axis (DECISIONS §2) and the NaN is the 7th record, ordinal step 6. A user reads `Batch[7]` in
     the log: the report says so beside the step, in the JSON and in the text."""
-    if not (REAL_RUNS / "log_byteps411").is_dir():
-        pytest.skip("shared/real_runs/log_byteps411 is not beside the checkout")
     out = analyses("log_byteps411")
     [nan] = [f for f in out["findings"] if f["kind"] == "nan_loss"]
     assert (nan["step"], nan["at"]) == (6, "epoch 1, batch 7")
     assert out["nonfinite"][0]["at"] == "epoch 1, batch 7"
-    assert main(["analyze", str(REAL_RUNS / "log_byteps411"), "--db", str(db)]) in (0, 1)
+    assert main(["analyze", str(REAL_RUNS / "log_byteps411"), "--db", str(db)]) == 0  # no --fail-on: 0
     text = capsys.readouterr().out
     assert "log_byteps411:6 (epoch 1, batch 7) nan_loss" in text and "nan at step 6 (epoch 1, batch 7)" in text
     logged = analyses("log_nanogpt215")  # a console log that prints its own iteration: nothing to add

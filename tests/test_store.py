@@ -284,13 +284,13 @@ def _cli(*args: str) -> subprocess.Popen:
 def test_eight_analyses_at_once_on_one_database_all_finish_and_store_everything(tmp_path):
     """Issue 26: of eight `analyze` at once on one database, 1-4 exited 2 ("locked ... pass another --db") and
     left their run half-stored (5 of 27 sources, 0 of 20 batches). They queue for the database now: every one
-    exits 0 or 1 and stores its run whole."""
+    exits 0 and stores its run whole."""
     names = ["nan_bad_sample", "spike_corrupt_batches", "nan_lr_too_high", "amp_fp16_overflow", "healthy_cnn",
              "frozen_layer", "nan_adam_eps_zero", "resumed_after_crash"]
     db = tmp_path / "f.duckdb"
     procs = [_cli("analyze", str(_gallery(n)), "--db", str(db), "--json") for n in names]
     outs = [p.communicate(timeout=600) for p in procs]
-    assert all(p.returncode in (0, 1) for p in procs), [err for _, err in outs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]  # no --fail-on: 0
     assert not any("Traceback" in err or "locked" in err for _, err in outs)
     assert {json.loads(out)["run"] for out, _ in outs} == set(names)
     with connect(db, write=False) as con:
@@ -438,8 +438,6 @@ def test_schema_8_store_moves_epoch_and_batch_out_of_scalars_and_reads_the_same_
     from ingest.run import ingest_run
 
     log = REAL_RUNS / "log_byteps411"  # MXNet's `Epoch[e] Batch[b]` lines: points with both counters
-    if not log.is_dir():
-        pytest.skip("shared/real_runs/log_byteps411 is not beside the checkout")
     db = tmp_path / "f.duckdb"
     ingest_run(log, db)
 

@@ -189,8 +189,6 @@ def test_few_healthy_scales_are_silent(tmp_path):
     ("log_tacotron485", 12002, {"decreases_since_onset": 6, "final_scale": 512.0}),
 ])
 def test_overflows_past_calibration_in_real_console_excerpts_fire(tmp_path, name, onset, evidence):
-    if not (REAL_RUNS_TEST / name).is_dir():
-        pytest.skip(f"shared/real_runs_test/{name} is not beside the checkout")
     [f] = AmpOverflow().check(load_run(REAL_RUNS_TEST / name, tmp_path / "f.duckdb"))
     assert f.step == onset and {k: f.evidence[k] for k in evidence} == evidence
 
@@ -200,8 +198,6 @@ def test_overflow_that_follows_a_nan_loss_does_not_lead_the_report(tmp_path):
     with the NaN, the overflow it caused comes after (it led the report when first found)."""
     from forensics.services.analysis import analyze
 
-    if not (REAL_RUNS_TEST / "log_hallo152").is_dir():
-        pytest.skip("shared/real_runs_test/log_hallo152 is not beside the checkout")
     result = analyze(REAL_RUNS_TEST / "log_hallo152", tmp_path / "f.duckdb")
     assert sorted(f.kind for f in result.findings) == ["amp_overflow", "nan_loss"]
     assert result.headline().kind == "nan_loss"

@@ -63,9 +63,6 @@ def test_a_logged_time_column_that_rises_within_an_excerpt_is_a_slowdown(tmp_pat
     """Issue 24: deepspeech.pytorch prints `Time 0.470 (1.206)` per batch (the ImageNet example's AverageMeter);
     over 17 batches of one epoch the step time climbs from ~0.4 s to ~0.93 s while the data time stays 0.002 s."""
     from tests.paths import REAL_RUNS_TEST
-
-    if not (REAL_RUNS_TEST / "log_deepspeech127").is_dir():
-        pytest.skip("shared/real_runs_test/log_deepspeech127 is not beside the checkout")
     run = load_run(REAL_RUNS_TEST / "log_deepspeech127", tmp_path / "f.duckdb")
     assert run.pick("step_time") == "Time"
     [f] = ThroughputDrop().check(run)
@@ -103,9 +100,6 @@ def test_a_short_steady_logged_step_time_is_silent(tmp_path):
 ])
 def test_real_step_times_in_milliseconds_are_steady(tmp_path, name, series):
     from tests.paths import REAL_RUNS
-
-    if not (REAL_RUNS / name).is_dir():
-        pytest.skip(f"shared/real_runs/{name} is not beside the checkout")
     run = load_run(REAL_RUNS / name, tmp_path / "f.duckdb")
     assert run.pick("step_time") == series and ThroughputDrop().unavailable(run) is None
     assert list(ThroughputDrop().check(run)) == []
