@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from forensics.text.grammar import build_parser
+from forensics.grammar import build_parser
 from ingest.errors import ForensicsError
 
 
@@ -292,7 +292,7 @@ def _collect_garbage_less_often() -> None:
     gc.set_threshold(50_000, *gc.get_threshold()[1:])
 
 
-# What each command does; its arguments and help are forensics/text/grammar.py's.
+# What each command does; its arguments and help are forensics/grammar.py's.
 RUN = {"ingest": cmd_ingest, "runs": cmd_runs, "analyze": cmd_analyze, "rules": cmd_rules,
        "checkpoints": cmd_checkpoints, "replay": cmd_replay, "probe": cmd_probe, "app": cmd_app, "watch": cmd_watch}
 

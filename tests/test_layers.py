@@ -191,3 +191,34 @@ def test_the_app_imports_nothing_from_the_cli():
 def test_cli_is_thin():
     """Each command's rendering lives in forensics/text/render.py or report.py, the server launcher in app/server.py."""
     assert len((REPO / "forensics" / "cli.py").read_text(encoding="utf-8").splitlines()) < 400
+
+
+# forensics/'s layers, lowest first: a package imports only from those before it (and ingest). The judgement decides;
+# text words it; the user's model runs on what was judged; the services wire it all; the CLI and docs sit on top.
+LAYERS = ("forensics.judge", "forensics.text", "forensics.capture", "forensics.usercode", "forensics.services",
+          "forensics.cli")
+
+
+def layer_of(module: str) -> int | None:
+    return next((i for i, layer in enumerate(LAYERS) if module == layer or module.startswith(layer + ".")), None)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} imports {b}" for a, targets in graph.items() for b in targets
+                  if layer_of(a) is not None and layer_of(b) is not None and layer_of(b) > layer_of(a))
+
+
+def test_forensics_packages_import_only_downward():
+    assert upward_imports({"forensics.judge.run": {"forensics.text.render"}}) == [
+        "forensics.judge.run imports forensics.text.render"]  # the check sees one
+    assert upward_imports(import_graph()) == []
+
+
+def test_forensics_top_level_is_its_layers():
+    """A newcomer finds the room for a change in one look: forensics/ holds its layer packages and at most a few
+    modules of its own (the CLI and its entry points)."""
+    top = sorted(p.name for p in (REPO / "forensics").iterdir() if p.suffix == ".py")
+    packages = sorted(p.name for p in (REPO / "forensics").iterdir() if (p / "__init__.py").is_file())
+    assert len(top) <= 8, top
+    assert set(packages) == {name.split(".")[1] for name in LAYERS if name.count(".") == 1 and name != "forensics.cli"}
+    assert all(layer_of(module_of(p)) is not None or p.parent == REPO / "forensics" for p in sources("forensics"))
