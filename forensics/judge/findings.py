@@ -114,6 +114,7 @@ class Analysis:
     nonfinite: list[dict[str, Any]] = field(default_factory=list)  # first non-finite step per series
     replay_from: dict[str, Any] | None = None  # last finite checkpoint and batch before the NaN onset
     probe_command: str | None = None  # `forensics probe RUN_DIR`, when the run has an entry point and a saved batch
+    probed: frozenset[str] = frozenset()  # with probe_command: the kinds of this run's findings a probe explains
     checked: dict[str, Any] = field(default_factory=dict)  # series present, detectors run
     analysis_id: int | None = None
     # Set by `forensics.services.analysis.analyze` (forensics/judge/verdict.py): failed, suspicious, inconclusive or healthy.

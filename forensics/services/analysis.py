@@ -81,8 +81,10 @@ def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os
     from forensics.usercode.probe import PROBED_KINDS
     from forensics.usercode.replay import ENTRY_NAME
 
-    if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and any(f.kind in PROBED_KINDS for f in result.findings):
+    probed = frozenset(f.kind for f in result.findings if f.kind in PROBED_KINDS)
+    if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and probed:
         db_arg = _db_argument(db, implied_db)
+        result.probed = probed
         result.probe_command = f"forensics probe {shell_path(run_dir)}" + (f" --db {shell_path(db_arg)}" if db_arg else "")
 
 

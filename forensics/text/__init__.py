@@ -1,2 +1,2 @@
-"""Text for people: the command line's grammar (`grammar`), the report of one analysis (`report`) and the helpers every
-face writes with (`render`: escaping, lines, tables). Reads judgements; decides nothing."""
+"""Text for people: the report of one analysis (`report`) and the helpers every face writes with (`render`:
+escaping, lines, tables). Reads judgements; decides nothing."""

@@ -8,7 +8,6 @@ from pathlib import Path
 from forensics.judge import catalog, numbers
 from forensics.judge.findings import Analysis, Finding, Spike
 from forensics.judge.numbers import count
-from forensics.usercode.probe import PROBED_KINDS
 from forensics.text.render import fenced, md
 from forensics.text.render import lines as joined
 from forensics.text.render import restriction_words, verdict_words
@@ -128,7 +127,7 @@ def text(a: Analysis, verbose: bool = False) -> str:
             lines.append(f"{a.run}:{_where(f)} {f.kind} [{f.severity}, e{f.event}]: {f.summary}")
             if verbose:
                 lines.append("    evidence: " + "; ".join(f"{k}={numbers.shown(v)}" for k, v in f.evidence.items()))
-            if probe and f.kind in PROBED_KINDS:
+            if probe and f.kind in a.probed:
                 lines.append("    " + probe)
                 probe = None  # once, under the first finding a probe explains
     if a.nonfinite:
@@ -176,7 +175,7 @@ def markdown(a: Analysis) -> str:
             out += [f"### `{f.kind}` at step {_where(f)}", "", md(f.summary), "",
                     "Evidence: " + "; ".join(f"`{k}`={md(numbers.shown(v))}" for k, v in f.evidence.items()), "",
                     "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
-            if probe and f.kind in PROBED_KINDS:
+            if probe and f.kind in a.probed:
                 out += [f"Probe it: `{a.probe_command}` (runs the run's forensics_entry.py)", ""]
                 probe = None
     if a.nonfinite:
