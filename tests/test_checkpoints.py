@@ -248,6 +248,7 @@ def test_nanogpt_checkpoint(tmp_path):
     assert only.row["has_optimizer"] and set(only.stats["kind"]) == {"optimizer"}
 
 
+@pytest.mark.needs_shared
 def test_hf_checkpoint_folder(tmp_path):
     """checkpoint-N/ as HF's Trainer writes it; rng_state.pth needs numpy globals that weights_only refuses."""
     model, opt, scaler, sched, _ = train(2)

@@ -47,6 +47,7 @@ def test_traceback_lines_are_not_metrics():
     assert parse_line('  File "/home/u/trainer.py", line 71, in <module>').metrics == {}
 
 
+@pytest.mark.needs_shared
 def test_real_nanogpt_nan_after_step_3000():
     frame, issues, _ = _read(REAL / "log_nanogpt215" / "console.log")
     loss = frame.filter(pl.col("tag") == "loss")
@@ -60,6 +61,7 @@ def test_real_nanogpt_nan_after_step_3000():
     assert issues == []
 
 
+@pytest.mark.needs_shared
 def test_real_byteps_epoch_batch_ordinal():
     frame, _, _ = _read(REAL / "log_byteps411" / "console.log")
     loss = frame.filter(pl.col("tag") == "IDLoss")
@@ -69,6 +71,7 @@ def test_real_byteps_epoch_batch_ordinal():
     assert loss["wall_time"][0] == pytest.approx(1628747042.294)
 
 
+@pytest.mark.needs_shared
 def test_real_caffe_iterations_and_output_lines():
     frame, issues, _ = _read(REAL / "log_caffe499" / "console.log")
     loss = frame.filter(pl.col("tag") == "loss")
@@ -80,6 +83,7 @@ def test_real_caffe_iterations_and_output_lines():
     assert loss["wall_time"][1] - loss["wall_time"][0] == pytest.approx(4.109669, abs=1e-6)
 
 
+@pytest.mark.needs_shared
 def test_real_insightface_global_step_nan():
     frame, _, _ = _read(REAL / "log_insightface2262" / "console.log")
     loss = frame.filter(pl.col("tag") == "Loss")
@@ -88,6 +92,7 @@ def test_real_insightface_global_step_nan():
     assert frame.filter(pl.col("tag") == "LearningRate")["value"][0] == 0.001
 
 
+@pytest.mark.needs_shared
 def test_real_ipexllm_infinity():
     frame, _, _ = _read(REAL / "log_ipexllm1486" / "console.log")
     loss = frame.filter(pl.col("tag") == "Loss")
@@ -96,6 +101,7 @@ def test_real_ipexllm_infinity():
     assert set(loss["epoch"].to_list()) == {64}
 
 
+@pytest.mark.needs_shared
 def test_real_mlx_train_and_val_loss():
     frame, _, _ = _read(REAL / "log_mlx620" / "console.log")
     train = frame.filter(pl.col("tag") == "Train loss")
@@ -104,6 +110,7 @@ def test_real_mlx_train_and_val_loss():
     assert "iters" not in frame["tag"].to_list()
 
 
+@pytest.mark.needs_shared
 def test_real_wandb_output_log_tqdm_postfix():
     frame, _, _ = _read(REAL / "wandb_vqvae" / "output.log")
     assert frame["tag"].to_list() == ["loss"] and frame["value"][0] == 0.481  # not the bar's own 3.38it/s
@@ -114,6 +121,7 @@ def _series(frame: pl.DataFrame, tag: str) -> pl.DataFrame:
     return frame.filter(pl.col("tag") == tag)
 
 
+@pytest.mark.needs_shared
 def test_real_tacotron2_counter_between_loss_name_and_value():
     # tacotron2's `Train loss {iteration} {loss:.6f} Grad Norm {grad_norm:.6f} {duration:.2f}s/it`, pasted
     # with `**` bold markers: read nothing but the loss-scale lines before
@@ -126,6 +134,7 @@ def test_real_tacotron2_counter_between_loss_name_and_value():
     assert not [i for i in issues if i.kind == "unmatched_lines"]
 
 
+@pytest.mark.needs_shared
 def test_real_pytorch_imagenet_style_epoch_and_batch_in_brackets():
     # `Epoch: [11][1/48]\tTime 0.470 (1.206)\tData ...\tLoss 3.2168 (37.0903)` (deepspeech.pytorch, as in
     # PyTorch's ImageNet example): tab-separated, no `step`; only `Loss` was read before, without counters
@@ -135,6 +144,7 @@ def test_real_pytorch_imagenet_style_epoch_and_batch_in_brackets():
     assert loss["value"][0] == 3.2168 and _series(frame, "Time")["value"][:2].to_list() == [0.470, 0.407]
 
 
+@pytest.mark.needs_shared
 def test_real_metric_logger_closs_and_max_mem():
     # LLaMA2-Accessory's MetricLogger: `Epoch: [1]  [1480/1504]  lr: 0.000012  closs: 0.9233 (0.9531) ...`
     from ingest.roles import role_of
@@ -147,6 +157,7 @@ def test_real_metric_logger_closs_and_max_mem():
     assert _series(frame, "max mem")["value"][0] == 51710
 
 
+@pytest.mark.needs_shared
 def test_real_repeated_record_lines_without_counter_or_metric_word():
     # YOLACT: `[  1]    1440 || B: 5.495 | C: 3.668 | M: 6.919 | S: 1.564 | T: 17.647 || ETA: ... || timer: 0.298`
     # names its losses by one letter and prints no counter the table knows: read because the line repeats
@@ -165,6 +176,7 @@ def test_a_lone_traceback_line_number_is_no_series(tmp_path):
     assert all(c.scalars is None or c.scalars.height == 0 for c in chunks)
 
 
+@pytest.mark.needs_shared
 def test_real_keras_progress_bar_takes_the_epoch_header_above_it():
     # Keras prints `Epoch 2/200` on its own line, then `50000/50000 [====] - 701s - loss: 1.3731 - ...`
     frame, _, _ = _read(REAL_RUNS_TEST / "log_keras2937" / "train.log")
@@ -184,6 +196,7 @@ def test_header_epoch_goes_back_on_a_resume(tmp_path):
     assert _series(frame, "test accuracy")["epoch"].to_list() == epochs
 
 
+@pytest.mark.needs_shared
 def test_real_command_line_and_argparse_namespace_are_not_metrics():
     # `train.py --n_epoch=100 --lr=5e-4 ...` and `Namespace(batch_size=10, ..., lr=0.0005, ...)` printed at start
     frame, _, _ = _read(REAL_RUNS_TEST / "log_mt_en2zh" / "train.log")
@@ -201,6 +214,7 @@ def test_word_language_model_padded_values_and_ms_per_batch():
     assert parsed.epoch == 1 and parsed.metrics == {"lr": 20.0, "ms/batch": 45.37, "loss": 7.63, "ppl": 2056.27}
 
 
+@pytest.mark.needs_shared
 def test_real_several_pairs_in_one_clause():
     # `INFO  * Train Acc 10.144 Train Loss 2.315` (a W&B run's output.log): read nothing before
     frame, issues, _ = _read(REAL_RUNS_TEST / "wandb_cifar_alexnet" / "files" / "output.log")
@@ -222,6 +236,7 @@ def test_imagenet_example_validation_lines_take_their_split():
     assert (role_of("Test Loss").role, role_of("Test Acc@1").role) == ("val_loss", "val_accuracy")
 
 
+@pytest.mark.needs_shared
 def test_real_records_printed_by_every_node_are_kept_once():
     # LlamaFactory on 4 nodes: each `{'loss': ...}` record 4 times, behind each node's address
     frame, _, _ = _read(REAL_RUNS_TEST / "log_llamafactory813" / "train.log")
@@ -231,12 +246,14 @@ def test_real_records_printed_by_every_node_are_kept_once():
     assert "12 records printed again under another prefix" in tally[0].detail
 
 
+@pytest.mark.needs_shared
 def test_a_record_repeated_as_is_is_kept(tmp_path):
     # HF Trainer dicts without a step, the loss stuck at 0.0 (Time-MoE's real lines): identical lines are records
     frame, _, _ = _read(REAL_RUNS_TEST / "log_timemoe31" / "train.log")
     assert _series(frame, "loss").height == 10
 
 
+@pytest.mark.needs_shared
 def test_real_step_in_a_hand_annotation_does_not_take_the_records_after_it():
     # unsloth issue: nine `{'loss': 1.46,  'grad_norm':    14.98}` lines, the 4th annotated `<-- spike #1 (step 4)`:
     # the lines after it are records of their own, not its detail lines (as Caffe's output lines are)
@@ -355,6 +372,7 @@ def test_unmatched_metric_lines_are_counted_once(tmp_path):
     assert issues[0].detail.endswith("took: none; 3 lines look like metrics but no pattern took them")
 
 
+@pytest.mark.needs_shared
 def test_lines_read_counts_the_lines_each_pattern_took():
     chunks = list(read_console(REAL_RUNS_TEST / "log_tacotron485" / "train.log"))
     tally = [i for c in chunks for i in c.issues if i.kind == "lines_read"]
@@ -390,6 +408,7 @@ def test_format_claims(rel, claimed):
     assert (fmt is not None and fmt.name == "console") == claimed
 
 
+@pytest.mark.needs_shared
 def test_unnamed_log_is_sniffed(tmp_path):
     head = (REAL / "log_nanogpt215" / "console.log").read_bytes()[:4096]
     fmt = format_for(PurePosixPath("run1"), lambda: head)
@@ -642,6 +661,7 @@ CONSOLE_LOGS = sorted(REAL.glob("log_*/console.log")) + [REAL / "wandb_vqvae" / 
 
 
 @pytest.mark.parametrize("path", CONSOLE_LOGS, ids=lambda p: p.parent.name)
+@pytest.mark.needs_shared
 def test_real_console_log_equals_reference_from_every_line(path):
     data = path.read_bytes()
     assert _assert_same_as_reference(path) > 0
@@ -783,6 +803,7 @@ def test_doubled_sign_before_inf_is_no_number_and_no_crash(tmp_path):
     assert ("loss", 1) not in got and ("loss", 2) not in got
 
 
+@pytest.mark.needs_shared
 def test_analyze_verbose_shows_the_lines_each_pattern_took(tmp_path, capsys):
     from forensics.cli import main
 

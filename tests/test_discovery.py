@@ -127,6 +127,7 @@ def test_gallery_is_33_runs_named_by_their_folders():
     assert all([x.path for x in discover_runs(GALLERY / r.name)] == [(GALLERY / r.name).resolve()] for r in runs)
 
 
+@pytest.mark.needs_shared
 def test_real_runs_each_one_run():
     runs = discover_runs(REAL_RUNS)
     assert sorted(r.name for r in runs) == sorted(p.name for p in REAL_RUNS.iterdir() if p.is_dir())
@@ -177,6 +178,7 @@ def test_ten_thousand_runs_walk_is_one_listing_per_run(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["stdout", "train.md", "run.txt", "train.log.1"])
+@pytest.mark.needs_shared
 def test_a_log_under_a_name_no_reader_claims_is_found_by_its_content(tmp_path, name):
     # a real log (tacotron2's lines, from a GitHub issue) saved as `stdout`, pasted into a `.md`, rotated
     run = tmp_path / "job"

@@ -86,6 +86,7 @@ def test_empty_or_garbled_state_is_an_issue(tmp_path, content):
 
 
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name)
+@pytest.mark.needs_shared
 def test_real_trainer_states_read(path):
     doc = json.loads(path.read_text())
     [chunk] = list(read_trainer_state(path, 0))
@@ -99,10 +100,12 @@ def test_real_trainer_states_read(path):
     assert chunk.configs["trainer_state"]["global_step"] == doc["global_step"]
 
 
+@pytest.mark.needs_shared
 def test_real_file_count():
     assert len(REAL_FILES) == 7, f"all seven hf_* real runs must be found under {REAL}"
 
 
+@pytest.mark.needs_shared
 def test_real_star_last_loss_and_string_fields_skipped():
     path = REAL / "hf_star" / "trainer_state.json"
     [chunk] = list(read_trainer_state(path, 0))

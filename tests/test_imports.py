@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.paths import REAL_RUNS
 
 HF_TSVIZ = REAL_RUNS / "hf_tsviz"  # an ordinary run: logs only (tests/conftest.py skips the tests naming it without ../shared)
@@ -19,6 +21,7 @@ def test_cli_and_ingest_import_no_heavy_library():
     assert out == "", f"imported at start-up: {out}"
 
 
+@pytest.mark.needs_shared
 def test_analyze_of_an_ordinary_run_imports_no_pyarrow(tmp_path):
     """Issue 28: pyarrow's import (~40-70 ms) was part of every first answer, only to hand frames between polars and
     DuckDB, which both speak the Arrow C stream interface. A logs-only run's `analyze` (ingest, detectors, storing,
@@ -33,6 +36,7 @@ def test_analyze_of_an_ordinary_run_imports_no_pyarrow(tmp_path):
     assert out.stderr.strip().splitlines()[-1] == "False 0"
 
 
+@pytest.mark.needs_shared
 def test_analyze_as_its_own_process_writes_all_its_output_closes_the_store_and_keeps_its_exit_code(tmp_path):
     """Issue 28: `forensics analyze` as a process skips the interpreter's teardown (`cli._leave_now`, os._exit: 0.15 s
     of duckdb's, polars' and numpy's modules). What it printed through a pipe is whole, its exit code is the command's

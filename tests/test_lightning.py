@@ -110,6 +110,7 @@ def test_empty_or_header_only(tmp_path, content):
 
 
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.parent.name)
+@pytest.mark.needs_shared
 def test_real_metrics_csv(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -121,6 +122,7 @@ def test_real_metrics_csv(path):
     assert frame["step"][0] == int(rows[0]["step"]) and frame["step"][-1] == int(rows[-1]["step"])
 
 
+@pytest.mark.needs_shared
 def test_real_slm_v0_values():
     [chunk] = list(read_metrics_csv(REAL / "pl_slm_v0" / "metrics.csv", 0))
     val = chunk.scalars.filter(chunk.scalars["tag"] == "val_loss")

@@ -8,6 +8,7 @@ format string of mlflow's FileStore._log_run_metric: f"{metric.timestamp} {metri
 import math
 from pathlib import Path, PurePosixPath
 
+import pytest
 import yaml
 
 from ingest.formats import format_for
@@ -85,6 +86,7 @@ def test_empty_metric_file(tmp_path):
     assert chunk.issues[0].kind == "empty"
 
 
+@pytest.mark.needs_shared
 def test_real_bare_metric_file_is_sniffed_and_read():
     head = REAL_LOSS.read_bytes()[:4096]
     fmt = format_for(PurePosixPath("loss"), lambda: head)

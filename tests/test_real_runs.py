@@ -18,6 +18,7 @@ def db(tmp_path_factory):
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[p.name for p in RUNS])
+@pytest.mark.needs_shared
 def test_real_run_ingests_every_file(run, db, capsys):
     assert main(["ingest", str(run), "--db", str(db), "--quiet", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["runs"][0]
@@ -75,6 +76,7 @@ def _cases(kinds: bool):
 
 
 @pytest.mark.parametrize("name", _cases(kinds=False))
+@pytest.mark.needs_shared
 def test_real_run_reads_its_training_loss(name, analyses):
     """Every labelled run logs a training loss: the analysis must have read one (never a verdict from nothing)."""
     out = analyses(name)
@@ -83,6 +85,7 @@ def test_real_run_reads_its_training_loss(name, analyses):
 
 
 @pytest.mark.parametrize("name,kind", _cases(kinds=True))
+@pytest.mark.needs_shared
 def test_real_run_shows_its_labelled_pathology(name, kind, analyses):
     found = {f["kind"]: f for f in analyses(name)["findings"]}
     assert kind in found, f"labelled {kind}; found {sorted(found)}"
@@ -96,17 +99,20 @@ HEALTHY = [n for n, label in sorted(LABELS.items()) if label["pathologies"] == [
 
 
 @pytest.mark.parametrize("name", HEALTHY)
+@pytest.mark.needs_shared
 def test_healthy_real_run_has_no_critical_finding(name, analyses):
     assert [f for f in analyses(name)["findings"] if f["severity"] == "critical"] == []
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_FALSE_ALARMS[n])]
                                                if n in KNOWN_FALSE_ALARMS else []) for n in HEALTHY])
+@pytest.mark.needs_shared
 def test_healthy_real_run_has_no_finding(name, analyses):
     out = analyses(name)
     assert out["findings"] == [] and out["healthy"] is True
 
 
+@pytest.mark.needs_shared
 def test_an_ordinal_step_is_shown_in_the_writers_own_counters(analyses, db, capsys):
     """MXNet's Speedometer prints `Epoch[1] Batch[7] Speed: ... IDLoss=nan` and no global step, so the lines sit
     on an ordinal axis (DECISIONS §2) and the NaN is the 7th record, ordinal step 6. A user reads `Batch[7]` in
@@ -171,6 +177,7 @@ def second(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,kind", _second_cases(kinds=True))
+@pytest.mark.needs_shared
 def test_second_set_shows_its_labelled_pathology(name, kind, second):
     found = {f["kind"] for f in second(name)["findings"]}
     assert found & SAME.get(kind, {kind}), f"labelled {kind}; found {sorted(found)}"
@@ -178,6 +185,7 @@ def test_second_set_shows_its_labelled_pathology(name, kind, second):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _second_cases(kinds=False))
+@pytest.mark.needs_shared
 def test_second_set_claims_nothing_the_label_does_not_allow(name, second):
     """Precision counts (DECISIONS §8): every kind found is labelled, the equivalent of a labelled one, or allowed,
     and a healthy run has no critical finding."""

@@ -121,6 +121,7 @@ def series(name: str) -> dict[str, dict[int, float]]:
 
 # --------------------------------------------------------------------------------------------- tests
 
+@pytest.mark.needs_shared
 def test_kinds_are_catalog_ids_and_every_producible_kind_is_covered():
     text = CATALOG.read_text()
     ids = {line.split("`")[1] for line in text.splitlines() if line.startswith("| `")}
@@ -396,6 +397,7 @@ def test_lr_and_scale_series_show_the_labelled_anomaly():
     assert vals[-1] < vals[0] / 16 and drops >= 20 and f"{drops} decreases" in k["note"]
 
 
+@pytest.mark.needs_shared
 def test_trainer_state_has_the_field_set_of_real_hf_files():
     real = CATALOG.parent / "real_runs" / "hf_tinyllama" / "trainer_state.json"
     want = set(json.loads(real.read_text()))

@@ -431,6 +431,7 @@ def test_schema_7_store_takes_its_runs_as_complete(tmp_path):
         assert [r["ingest_complete"] for r in list_runs(con)] == [True]
 
 
+@pytest.mark.needs_shared
 def test_schema_8_store_moves_epoch_and_batch_out_of_scalars_and_reads_the_same_counters(tmp_path):
     """v8 -> v9 (issue 28): `scalars` loses its epoch and batch columns (all NULL for every format but console
     logs, they cost a quarter of the append); a v8 store's counters move to `point_counters` and read the same."""

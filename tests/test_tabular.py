@@ -101,6 +101,7 @@ def test_empty_or_junk_is_an_issue(tmp_path, reader, name, content):
     assert chunks[0].issues and (chunks[0].scalars is None or chunks[0].scalars.height == 0)
 
 
+@pytest.mark.needs_shared
 def test_real_lightning_file_reads_as_plain_csv_too():
     [chunk] = list(read_csv(REAL_RUNS / "pl_slm_v7" / "metrics.csv", 0))
     assert chunk.scalars.filter(chunk.scalars["tag"] == "train_loss_step").height == 220

@@ -230,6 +230,7 @@ def ours_rows(path: Path) -> list[tuple]:
 
 
 @pytest.mark.parametrize("path", REAL_EVENT_FILES, ids=lambda p: p.parent.name)
+@pytest.mark.needs_shared
 def test_real_files_match_event_accumulator_and_reference(path):
     scalars, _, _, _, issues, end, _ = read_all(path)
     assert issues == [] and end == path.stat().st_size
@@ -238,6 +239,7 @@ def test_real_files_match_event_accumulator_and_reference(path):
     assert scalar_rows(scalars) == ref_rows and ref_issues == []
 
 
+@pytest.mark.needs_shared
 def test_swahili_tf2_file_yields_its_epoch_losses():
     (path,) = REAL_RUNS.glob("mlflow_swahili_stt/events.out.tfevents.*")
     scalars = read_all(path)[0]
@@ -270,6 +272,7 @@ def real_copy(tmp_path) -> tuple[Path, bytes]:
     return dst, path.read_bytes()
 
 
+@pytest.mark.needs_shared
 def test_truncated_event_file_keeps_earlier_steps(real_copy):
     path, data = real_copy
     last_off, last_size = records(data)[-1]
@@ -286,6 +289,7 @@ def _read_bytes(path: Path, data: bytes):
     return read_all(other)
 
 
+@pytest.mark.needs_shared
 def test_crc_mismatch_mid_file_skips_exactly_that_record(real_copy):
     path, data = real_copy
     off, size = records(data)[100]
@@ -298,6 +302,7 @@ def test_crc_mismatch_mid_file_skips_exactly_that_record(real_copy):
     assert issue_pairs(issues) == [("crc_mismatch", off)] and end == len(data)
 
 
+@pytest.mark.needs_shared
 def test_corrupt_length_crc_resyncs_at_next_record(real_copy):
     path, data = real_copy
     off, size = records(data)[200]
@@ -344,6 +349,7 @@ def test_resume_from_end_returns_only_records_appended_later(tmp_path):
     assert read_all(path, start=again[5])[6] == 0  # nothing new: no chunk at all
 
 
+@pytest.mark.needs_shared
 def test_resume_after_truncation_reads_the_completed_record(real_copy):
     """A writer still running: the tail record is half-written, then finished by appending its bytes."""
     path, data = real_copy
@@ -391,6 +397,7 @@ def test_random_bytes_never_raise(tmp_path_factory, data, chunk_bytes):
 @settings(deadline=None, max_examples=80)
 @given(flips=st.lists(st.tuples(st.integers(0, 16578), st.integers(1, 255)), max_size=6),
        cut=st.integers(0, 16579), chunk_bytes=st.sampled_from([None, 97, 2048]))
+@pytest.mark.needs_shared
 def test_damaged_real_file_keeps_only_original_records(tmp_path_factory, flips, cut, chunk_bytes):
     (src,) = (REAL_RUNS / "tb_dlgn_v25").glob("events.out.tfevents.*")
     original = src.read_bytes()
@@ -419,6 +426,7 @@ def test_any_payload_with_valid_crcs_decodes_as_protobuf_does(tmp_path_factory, 
 @settings(deadline=None, max_examples=100)
 @given(edits=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=4),
        which=st.integers(0, 354))
+@pytest.mark.needs_shared
 def test_mutated_real_events_with_valid_crcs_decode_as_protobuf_does(tmp_path_factory, edits, which):
     """Real Events with bytes overwritten and CRCs recomputed: near-misses of the fast shape (a wrong wire
     type, a length one off, an extra field) must not be decoded differently from protobuf."""

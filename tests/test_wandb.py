@@ -262,6 +262,7 @@ def fuzz_seed() -> bytes:
        flips=st.lists(st.tuples(st.integers(min_value=0, max_value=2 * BLOCK + 2999), st.integers(1, 255)),
                       max_size=6),
        junk=st.binary(max_size=200))
+@pytest.mark.needs_shared
 def test_fuzzed_logs_never_raise(tmp_path_factory, fuzz_seed, cut, flips, junk):
     data = bytearray(fuzz_seed)
     for at, x in flips:
@@ -280,6 +281,7 @@ def test_fuzzed_logs_never_raise(tmp_path_factory, fuzz_seed, cut, flips, junk):
 # -- the real runs ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.needs_shared
 def test_real_vqvae_run():
     path = REAL / "wandb_vqvae" / "run-6uznqj8h.wandb"
     chunks, scalars, _, issues, configs = _read_all(path)
@@ -294,6 +296,7 @@ def test_real_vqvae_run():
     assert chunks[-1].end == path.stat().st_size
 
 
+@pytest.mark.needs_shared
 def test_real_gpt_baseline_run():
     path = REAL / "wandb_gpt_baseline" / "run-xan8n35e.wandb"
     _, scalars, _, issues, configs = _read_all(path)
@@ -306,6 +309,7 @@ def test_real_gpt_baseline_run():
     assert "_wandb" not in configs["wandb_config"]
 
 
+@pytest.mark.needs_shared
 def test_real_summary_json():
     (chunk,) = read_wandb_summary(REAL / "wandb_vqvae" / "wandb-summary.json", 0)
     assert chunk.configs["wandb_summary"]["_step"] == 157
@@ -472,6 +476,7 @@ def test_compiled_matches_python_on_the_real_writer(log_path):
 
 
 @pytest.mark.parametrize("name", ["wandb_vqvae/run-6uznqj8h.wandb", "wandb_gpt_baseline/run-xan8n35e.wandb"])
+@pytest.mark.needs_shared
 def test_compiled_matches_python_on_real_runs(name):
     _assert_same(REAL / name)
 
@@ -648,6 +653,7 @@ def test_compiled_matches_python_on_damaged_files(tmp_path_factory, adversarial_
         _assert_same(path, starts[start_at % len(starts)])
 
 
+@pytest.mark.needs_shared
 def test_rewritten_summary_json_is_read_again(tmp_path):
     """wandb-summary.json is rewritten whole as a run goes on: a changed file replaces its values (the W&B
     text readers now read documents as every config is read, ignoring the resume position)."""

@@ -188,11 +188,13 @@ def test_few_healthy_scales_are_silent(tmp_path):
     # apex after a resume at 12001: a step with a finite grad norm, then seven halvings in ten steps
     ("log_tacotron485", 12002, {"decreases_since_onset": 6, "final_scale": 512.0}),
 ])
+@pytest.mark.needs_shared
 def test_overflows_past_calibration_in_real_console_excerpts_fire(tmp_path, name, onset, evidence):
     [f] = AmpOverflow().check(load_run(REAL_RUNS_TEST / name, tmp_path / "f.duckdb"))
     assert f.step == onset and {k: f.evidence[k] for k in evidence} == evidence
 
 
+@pytest.mark.needs_shared
 def test_overflow_that_follows_a_nan_loss_does_not_lead_the_report(tmp_path):
     """log_hallo152's loss is NaN from its first line and DeepSpeed halves the scale beside it: the report leads
     with the NaN, the overflow it caused comes after (it led the report when first found)."""

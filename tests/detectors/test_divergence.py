@@ -132,6 +132,7 @@ def test_a_short_log_that_jumps_x30_and_stays_is_divergence_at_any_length(tmp_pa
 
 
 @needs_real
+@pytest.mark.needs_shared
 def test_a_short_rise_shown_by_the_validation_loss_too_is_divergence(tmp_path):
     """Issue 24 class 2, hf_whisper_braj: five training points 1.24 → 2.03, 2.16, 1.98, 1.79 (LR warmed up to 3e-3)
     and twenty evaluations 2.55 → 3.6-4.5 → 3.1-3.7. Five points can never pass a trend test at p=0.01 (its exact
@@ -163,6 +164,7 @@ def test_overfitting_is_no_witness(tmp_path):
 
 
 @needs_real
+@pytest.mark.needs_shared
 def test_a_slow_steady_climb_is_divergence(tmp_path):
     """Issue 24 class 2, log_hf33336 (HF Trainer dict lines with typographic quotes): the loss bottoms at 1.41 and
     climbs +12% over eleven of its twelve points while the LR decays; ten of eleven steps go up (Kendall τ 0.93,
@@ -186,6 +188,7 @@ def test_an_epoch_sawtooth_is_no_drift(tmp_path, seed):
 
 
 @needs_real
+@pytest.mark.needs_shared
 def test_a_noisy_per_batch_rise_inside_one_short_excerpt_is_not_divergence(tmp_path):
     """Issue 24, log_deepspeech127: seventeen per-batch CTC losses of one epoch, 3.2 → 13.1, swinging ×2 from one
     batch to the next (5.8, 13.5, 8.9, 5.9, 14.9) while the step time rises with them (longer utterances later in

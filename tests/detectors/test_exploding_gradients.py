@@ -86,6 +86,7 @@ def test_gradients_accumulating_from_the_first_step_rise_slowly_and_are_no_explo
 
 @pytest.mark.skipif(not (REAL_RUNS_TEST / "hf_codebert_clinical").is_dir(), reason="shared/real_runs_test is not beside the checkout")
 @pytest.mark.parametrize("name", ["hf_codebert_clinical", "log_fairseq311"])
+@pytest.mark.needs_shared
 def test_a_short_episode_that_comes_back_or_ends_the_log_small_is_no_explosion(name, tmp_path):
     """Issue 24: a classifier at loss 3e-4 whose grad norm jumps x1300 for one logged step and is back the next
     (hf_codebert_clinical, HF trainer_state), and a fairseq excerpt whose last line is x17 with no outcome in view

@@ -86,6 +86,7 @@ def test_short_loss_counts_as_checked_only_when_pinned(tmp_path):
 
 
 @pytest.mark.skipif(not (REAL_RUNS_TEST / "wandb_cifar_alexnet").is_dir(), reason="shared/real_runs_test is not beside the checkout")
+@pytest.mark.needs_shared
 def test_five_epochs_at_ln_10_in_a_real_wandb_run_are_flat(tmp_path):
     """AlexNet on CIFAR-10 (a real W&B run folder): train loss 2.3149, 2.3036, 2.3030, 2.3029, 2.3028 and val loss
     2.303 at every epoch. Five points are too few for the range rule; at chance (ln 10) they are enough (issue 24,

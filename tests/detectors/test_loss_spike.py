@@ -84,6 +84,7 @@ def test_a_jump_that_undoes_little_of_the_progress_near_zero_is_not_a_spike(tmp_
 
 
 @pytest.mark.skipif(not (REAL_RUNS_TEST / "hf_qwen_chess").is_dir(), reason="shared/real_runs_test is not beside the checkout")
+@pytest.mark.needs_shared
 def test_an_unstable_stretch_of_several_peaks_that_comes_back_is_one_spike(tmp_path):
     """Issue 24, hf_qwen_chess (a LoRA fine-tune logged every 5 steps, 2400 points): around a grad-norm burst the loss
     (0.52-0.55) goes to 0.95, 0.66, 0.94, 0.53, 0.55, 1.51 (×2.8), 1.17, 0.66, 0.70, 1.08, then back to 0.52-0.55

@@ -154,6 +154,7 @@ def test_fires_when_the_lr_is_zero_on_the_first_quarter_of_the_records(tmp_path)
 
 
 @pytest.mark.skipif(not (REAL_RUNS / "wandb_gpt_baseline").is_dir(), reason="shared/real_runs is not beside the checkout")
+@pytest.mark.needs_shared
 def test_an_lr_logged_as_zero_while_the_loss_falls_is_not_the_optimizers(tmp_path):
     """A real W&B run logs lr 0 on all 105 records while its loss falls from 430 to 2.1: whatever that series is,
     it is not the LR the optimizer used, and no LR finding is made from it."""

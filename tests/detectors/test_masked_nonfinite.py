@@ -68,6 +68,7 @@ def test_a_lone_nonfinite_norm_without_a_loss_scale_is_a_warning(tmp_path):
 
 
 @pytest.mark.skipif(not (REAL_RUNS_TEST / "log_timemoe71").is_dir(), reason="shared/real_runs_test is not beside the checkout")
+@pytest.mark.needs_shared
 def test_nan_norms_that_come_back_in_a_real_hf_log_are_a_warning(tmp_path):
     """Time-MoE's HF Trainer lines: grad_norm nan on two of nine records while the loss reads 0.147 and 0.182."""
     run = load_run(REAL_RUNS_TEST / "log_timemoe71", tmp_path / "f.duckdb")

@@ -111,6 +111,7 @@ def test_a_training_stall_while_validation_keeps_improving_is_no_plateau(tmp_pat
 
 @needs_second_set
 @pytest.mark.parametrize("name,start,level", [("pl_lstm_v0", 0.61, 0.2506), ("pl_lstm_v6", 1.52, 0.2500)])
+@pytest.mark.needs_shared
 def test_a_stall_at_a_constant_predictions_mse_is_a_plateau_at_any_level(tmp_path, name, start, level):
     """Issue 24: a real Lightning metrics.csv of a toy LSTM trained with MSE on binary targets. The loss falls 61% (86%)
     from its start and then settles at 0.25, the MSE of predicting 0.5 for every input, and never gets below it:
@@ -127,6 +128,7 @@ def test_a_stall_at_a_constant_predictions_mse_is_a_plateau_at_any_level(tmp_pat
 
 
 @needs_second_set
+@pytest.mark.needs_shared
 def test_a_curve_that_falls_briefly_then_stalls_is_a_plateau_not_flat_loss(tmp_path):
     """Issue 24: a real console output.log of a small transformer, 500 steps: the loss falls 2.815 -> 2.611 in the
     first 25 steps (6% below the median of the first three) and then stays at 2.60-2.63 to the end. It learned and

@@ -132,6 +132,7 @@ def test_slow_creep_well_below_chance_is_silent(tmp_path):
 
 
 @pytest.mark.skipif(not (REAL_RUNS_TEST / "log_mt_en2zh").is_dir(), reason="shared/real_runs_test is not beside the checkout")
+@pytest.mark.needs_shared
 def test_accuracy_pinned_while_both_losses_creep_down_together_in_a_real_log(tmp_path):
     """A translation model's per-epoch console log (52 epochs): train and validation loss fall together 11.2 -> 8.7,
     slowly to the end, while token accuracy sits at 0.066-0.068 from epoch 1 (the majority token's rate). The
