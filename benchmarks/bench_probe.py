@@ -66,7 +66,7 @@ def main() -> None:
     from forensics.capture import Capture
     from forensics.usercode.probe import CHECKS
     from forensics.usercode.probe.context import Context
-    from forensics.usercode.replay import ENTRY_NAME
+    from forensics.usercode.kit.entry import ENTRY_NAME
     from forensics.judge.run import Run
     from ingest.run import ingest_run
     from ingest.store import connect

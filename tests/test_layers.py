@@ -109,7 +109,11 @@ def test_app_imports_neither_readers_nor_engine():
 # Modules whose job is to run a model (DECISIONS.md §6: torch "where a model runs"): replay's and probe's machinery,
 # imported only inside `forensics replay` / `forensics probe`, and the capture helpers, imported by a training script
 # that has torch loaded.
-RUNS_A_MODEL = ("forensics.usercode.replay.", "forensics.usercode.probe.", "forensics.capture")
+# The kit's modules that hold tensors are named one by one: the rest of the kit (entry point, config, the starting
+# checkpoint's rule, device, threads) is imported by `analyze` and stays without torch.
+RUNS_A_MODEL = ("forensics.usercode.replay.", "forensics.usercode.probe.", "forensics.capture",
+                "forensics.usercode.kit.restore", "forensics.usercode.kit.batches", "forensics.usercode.kit.rng",
+                "forensics.usercode.kit.modules")
 
 
 def test_importing_every_module_of_forensics_and_ingest_loads_no_torch():

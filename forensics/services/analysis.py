@@ -79,7 +79,7 @@ def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os
     (the probe runs the user's code: only that command does, never analyze)."""
     from forensics.judge.numbers import shell_path
     from forensics.usercode.probe import PROBED_KINDS
-    from forensics.usercode.replay import ENTRY_NAME
+    from forensics.usercode.kit.entry import ENTRY_NAME
 
     probed = frozenset(f.kind for f in result.findings if f.kind in PROBED_KINDS)
     if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and probed:

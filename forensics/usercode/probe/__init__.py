@@ -7,8 +7,8 @@ does the initial loss match log(C), do labels line up with inputs, are inputs sc
     result["checks"][0]        # {"name", "status": "pass"|"fail"|"n/a", "summary", "evidence", "names", "explains"}
 
 Running it runs the user's code (the run's `forensics_entry.py`, DECISIONS.md §10): calling `probe` is the opt-in.
-It reuses replay's entry point loading, checkpoint reading and state restore (forensics/usercode/replay/state.py); the run
-directory is never written to. Each check lives in its own module with `NAME`, `EXPLAINS` and `check(ctx)`.
+It shares the user-code kit with replay (forensics/usercode/kit/: entry point loading, checkpoint choice and
+reading, state restore, batches, RNG, device, threads); the run directory is never written to. Each check lives in its own module with `NAME`, `EXPLAINS` and `check(ctx)`.
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, 
     replay chooses them); returns the documented object (docs/probe.md) and, with `store`,
     writes one row per check to the `probes` table of `db`. Raises ReplayError subclasses when the run has no
     entry point or no checkpoint or batch at all (a check missing only its own ingredient says n/a)."""
-    from forensics.usercode.probe.context import Context
-    from forensics.usercode.replay import ENTRY_NAME
-    from forensics.usercode.replay.determinism import intra_op_threads
-    from forensics.usercode.replay.state import get_rng, set_rng
     from forensics.judge.run import Run
+    from forensics.usercode.kit.entry import ENTRY_NAME
+    from forensics.usercode.kit.rng import get_rng, set_rng
+    from forensics.usercode.kit.threads import intra_op_threads
+    from forensics.usercode.probe.context import Context
     from ingest.errors import EntryPointError, ForensicsError
     from ingest.run import ingest_run
     from ingest.store import connect
@@ -69,7 +69,7 @@ def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, 
             run.series("lr")
     entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
     if not entry_path.is_file():
-        from forensics.usercode.replay.template import entry_template
+        from forensics.usercode.kit.template import entry_template
         raise EntryPointError(
             f"no entry point {entry_path} (DECISIONS.md §10): save one beside the run, or pass --entry FILE.py; "
             f"a template built from what the store knows is printed above", template=entry_template(run))
