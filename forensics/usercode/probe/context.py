@@ -20,6 +20,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from forensics.usercode.kit.batches import load_batch, to_device
+from forensics.usercode.kit.checkpoints import usable
 from forensics.usercode.kit.entry import StepOptions, load_entry, nested_config, read_config
 from forensics.usercode.kit.modules import ModuleStack
 from forensics.usercode.kit.restore import State, build_state
@@ -179,8 +180,7 @@ class Context:
         config, _ = read_config(root, nested_config(run._configs))
         entry = load_entry(entry_path)
         ck = run.table("checkpoints")
-        rows = sorted((r for r in (ck.to_dicts() if ck.height else []) if r["step"] is not None
-                       and r["finite"] is not False and r["status"] in ("ok", "partial")), key=lambda r: r["step"])
+        rows = sorted(usable(ck.to_dicts() if ck.height else []), key=lambda r: r["step"])
         if not rows:
             raise CheckpointMismatch(f"run {run.name} has no finite checkpoint with a step: a probe needs the run's "
                                      f"weights (forensics.capture saves them, step 0 included)")

@@ -150,7 +150,9 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     entry = load_entry(entry_path)
     options = StepOptions.from_entry(entry, config)
     require_single_micro_batch(options)
-    ck_path, ck_fmt, ck_step, start = choose_checkpoint(run, root, target, options.step_numbering, from_checkpoint)
+    ck = run.table("checkpoints")
+    ck_path, ck_fmt, ck_step, start = choose_checkpoint(ck.to_dicts() if ck.height else [], root, target,
+                                                        options.step_numbering, from_checkpoint)
     b = run.table("batches")
     batches = {int(s): p for s, p in zip(b["step"].to_list(), b["path"].to_list()) if s is not None} if b.height else {}
     if start not in batches:
