@@ -8,26 +8,20 @@ does the initial loss match log(C), do labels line up with inputs, are inputs sc
 
 Running it runs the user's code (the run's `forensics_entry.py`, DECISIONS.md §10): calling `probe` is the opt-in.
 It shares the user-code kit with replay (forensics/usercode/kit/: entry point loading, checkpoint choice and
-reading, state restore, batches, RNG, device, threads); the run directory is never written to. Each check lives in its own module with `NAME`, `EXPLAINS` and `check(ctx)`.
+reading, state restore, batches, RNG, device, threads); the run directory is never written to. Each check is one
+small class in `checks.CHECKS` (its name, the finding kinds it explains, `check(ctx)`), its work in its own module.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-# check name -> its module (imported when it runs: torch is never imported by `forensics --help`), in the order
-# they run and are printed: the single-pass checks first, the trained ones last.
-CHECKS = {"input_scale": "input_scale", "output_head": "output_head", "initial_loss": "initial_loss",
-          "gradient_flow": "gradient_flow", "label_shuffle": "label_shuffle", "overfit_one_batch": "overfit",
-          "lr_range": "lr_range"}
+from forensics.usercode.probe.checks import CHECK_NAMES, CHECKS, PROBED_KINDS
 
-# The finding kinds a probe can explain: `forensics analyze` prints the probe command under these.
-PROBED_KINDS = ("flat_loss", "plateau", "underfitting", "oscillation", "dead_relu", "saturated_activation",
-                "vanishing_gradients", "initial_loss_mismatch", "frozen_parameters")
+__all__ = ["CHECKS", "CHECK_NAMES", "PROBED_KINDS", "parse_checks", "probe"]
 
 
 def parse_checks(text: str | None) -> tuple[str, ...]:
@@ -35,12 +29,12 @@ def parse_checks(text: str | None) -> tuple[str, ...]:
     from ingest.errors import ForensicsError
 
     if not text:
-        return tuple(CHECKS)
+        return CHECK_NAMES
     wanted = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in wanted if c not in CHECKS]
+    unknown = [c for c in wanted if c not in CHECK_NAMES]
     if unknown:
-        raise ForensicsError(f"--checks: unknown check {', '.join(unknown)}; valid: {', '.join(CHECKS)}")
-    return tuple(c for c in CHECKS if c in wanted)
+        raise ForensicsError(f"--checks: unknown check {', '.join(unknown)}; valid: {', '.join(CHECK_NAMES)}")
+    return tuple(c for c in CHECK_NAMES if c in wanted)
 
 
 def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, entry: str | os.PathLike | None = None,
@@ -82,10 +76,10 @@ def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, 
                 "run": run.name, "run_id": run.run_id, "entry": str(entry_path), "from_checkpoint": ctx.checkpoints(),
                 "device": str(ctx.device), "threads": n_threads, "threads_from": threads_from,
                 "batches": ctx.batch_steps(), "notes": ctx.notes, "checks": [], "timings_s": {}}
-            for name in checks or tuple(CHECKS):
+            by_name = {c.name: c for c in CHECKS}
+            for name in checks or CHECK_NAMES:
                 t1 = time.perf_counter()
-                module = importlib.import_module(f"forensics.usercode.probe.{CHECKS[name]}")
-                result["checks"].append(module.check(ctx))
+                result["checks"].append(by_name[name].check(ctx))
                 result["timings_s"][name] = time.perf_counter() - t1
     finally:
         set_rng(saved_rng)
