@@ -110,13 +110,13 @@ def replay_start(run: Run, findings: list[Finding]) -> dict[str, Any] | None:
     """For the earliest non-finite onset (nan_loss or masked_nonfinite), the checkpoint a replay of that step starts
     from, chosen by the rule replay itself uses (`forensics.usercode.kit.checkpoints.starting_checkpoint`), and the
     saved batch of that step. None when there is no such finding."""
-    import polars as pl
-
-    from forensics.usercode.kit.checkpoints import starting_checkpoint
-
     onset = next((f for f in findings if f.kind in ("nan_loss", "masked_nonfinite")), None)
     if onset is None or onset.step is None:
         return None
+    import polars as pl
+
+    from forensics.usercode.kit.checkpoints import starting_checkpoint  # only here: most runs have no NaN onset
+
     out: dict[str, Any] = {"onset_step": onset.step, "checkpoint": None, "batch": None}
     ck = run.table("checkpoints")
     start = starting_checkpoint(ck.to_dicts() if ck.height else [], onset.step)
