@@ -17,7 +17,6 @@ CPU waits). The last line sums all checks, in plain steps (goal: <= 300).
 from __future__ import annotations
 
 import argparse
-import importlib
 import shutil
 import statistics
 import sys
@@ -66,7 +65,7 @@ def main() -> None:
     from forensics.capture import Capture
     from forensics.usercode.probe import CHECKS
     from forensics.usercode.probe.context import Context
-    from forensics.usercode.replay import ENTRY_NAME
+    from forensics.usercode.kit.entry import ENTRY_NAME
     from forensics.judge.run import Run
     from ingest.run import ingest_run
     from ingest.store import connect
@@ -120,7 +119,7 @@ def main() -> None:
         sync()
         return time.process_time() - c, time.perf_counter() - w, out
 
-    names = ["plain step"] + list(CHECKS)
+    names = ["plain step"] + [c.name for c in CHECKS]
     times: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
     statuses = {}
     timed(lambda: plain(one))  # warm up kernels and the allocator
@@ -129,11 +128,10 @@ def main() -> None:
             c, w, _ = timed(lambda: plain(one))
             times["plain step"].append((c, w))
         ctx = Context.open(run, run_dir, run_dir / ENTRY_NAME, a.device)  # a fresh context: nothing cached
-        for name, module in CHECKS.items():
-            mod = importlib.import_module(f"forensics.usercode.probe.{module}")
-            c, w, res = timed(lambda mod=mod: mod.check(ctx))
-            times[name].append((c, w))
-            statuses[name] = f"{res['status']}: {res['summary'][:300]}"
+        for check in CHECKS:
+            c, w, res = timed(lambda check=check: check.check(ctx))
+            times[check.name].append((c, w))
+            statuses[check.name] = f"{res['status']}: {res['summary'][:300]}"
 
     use_wall = device.type == "cuda"
     med = {n: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for n, v in times.items()}

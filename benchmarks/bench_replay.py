@@ -67,7 +67,9 @@ def main() -> None:
     import torch
 
     from forensics.usercode.replay import counterfactuals, culprits, instrument
-    from forensics.usercode.replay.state import State, StepOptions, restore, run_step, snapshot
+    from forensics.usercode.kit.entry import StepOptions
+    from forensics.usercode.kit.restore import State
+    from forensics.usercode.replay.state import restore, run_step, snapshot
     from sample_runs.gen.models import TinyTransformer
 
     warnings.filterwarnings("ignore")

@@ -228,10 +228,10 @@ def _replay_parser(sub) -> None:
 
 
 def _probe_parser(sub) -> None:
-    from forensics.usercode.probe import CHECKS
+    from forensics.usercode.probe import CHECK_NAMES
 
     p = _command(sub, "probe", "run_dir", "entry", "device", "threads", "markdown", "db", "json")
-    p.description += " Checks: " + ", ".join(CHECKS) + "."
+    p.description += " Checks: " + ", ".join(CHECK_NAMES) + "."
     p.add_argument("--checks", metavar="A,B", help="run only these checks (default: all)")
 
 

@@ -109,7 +109,11 @@ def test_app_imports_neither_readers_nor_engine():
 # Modules whose job is to run a model (DECISIONS.md §6: torch "where a model runs"): replay's and probe's machinery,
 # imported only inside `forensics replay` / `forensics probe`, and the capture helpers, imported by a training script
 # that has torch loaded.
-RUNS_A_MODEL = ("forensics.usercode.replay.", "forensics.usercode.probe.", "forensics.capture")
+# The kit's modules that hold tensors are named one by one: the rest of the kit (entry point, config, the starting
+# checkpoint's rule, device, threads) is imported by `analyze` and stays without torch.
+RUNS_A_MODEL = ("forensics.usercode.replay.", "forensics.usercode.probe.", "forensics.capture",
+                "forensics.usercode.kit.restore", "forensics.usercode.kit.batches", "forensics.usercode.kit.rng",
+                "forensics.usercode.kit.modules")
 
 
 def test_importing_every_module_of_forensics_and_ingest_loads_no_torch():
@@ -222,3 +226,63 @@ def test_forensics_top_level_is_its_layers():
     assert len(top) <= 8, top
     assert set(packages) == {name.split(".")[1] for name in LAYERS if name.count(".") == 1 and name != "forensics.cli"}
     assert all(layer_of(module_of(p)) is not None or p.parent == REPO / "forensics" for p in sources("forensics"))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports(root: Path, folders: tuple[str, ...] = ("forensics", "app", "ingest")) -> list[str]:
+    """Every import, at the top or inside a function, of a `_private` name (a function, class or module) of ours
+    from another package than the importing module's own: `from forensics.usercode.replay import _device` in
+    forensics/usercode/probe/ is one; the same import inside forensics/usercode/replay/ is not. A package is one
+    folder: its subpackages are other packages."""
+    out = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            mine = path.relative_to(root).parent.parts  # a module's package; an __init__.py's is the one it opens
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for node in sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))),
+                               key=lambda n: n.lineno):
+                if isinstance(node, ast.Import):
+                    dotted = [a.name.split(".") for a in node.names]
+                else:  # `from .. import x` counts from this module's package
+                    base = [*mine[:len(mine) - node.level + 1], *(node.module or "").split(".")] if node.level \
+                        else node.module.split(".")
+                    dotted = [[*filter(None, base), a.name] for a in node.names]
+                for parts in dotted:
+                    if parts[0] not in folders:
+                        continue
+                    for i, part in enumerate(parts[1:], 1):
+                        # a name in a module belongs to the module's package
+                        owner = parts[:i - 1] if i == len(parts) - 1 and not (root / Path(*parts[:i])).is_dir() \
+                            else parts[:i]
+                        if _private(part) and tuple(owner) != mine:
+                            out.append(f"{path.relative_to(root)}:{node.lineno} imports {'.'.join(parts[:i + 1])}")
+                            break
+    return out
+
+
+def test_no_module_imports_a_private_name_from_another_package():
+    assert private_imports(REPO) == []
+
+
+def test_the_private_import_check_catches_an_offender(tmp_path):
+    for pkg in ("forensics/a", "forensics/b", "ingest"):
+        (tmp_path / pkg).mkdir(parents=True, exist_ok=True)
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "forensics/b/mod.py").write_text("_hidden = 1\n")
+    (tmp_path / "forensics/a/x.py").write_text(
+        "from forensics.a.y import _mine\n"           # same package: allowed
+        "from forensics.b.mod import _hidden, shown\n"  # another package's private name
+        "def f():\n    from forensics.b import _helper\n"  # lazily, from a package's __init__
+        "from ingest._reader import read\n"           # another package's private module
+        "import ingest._reader\n"
+        "from torch.utils._python_dispatch import TorchDispatchMode\n"  # not ours: not judged here
+        "from .. import _parent\n"                 # relative, from the package above
+        "from . import _sibling\n")                # relative, its own package
+    (tmp_path / "forensics/b/__init__.py").write_text("from forensics.b.mod import _hidden\n")  # its own package
+    assert private_imports(tmp_path) == [
+        "forensics/a/x.py:2 imports forensics.b.mod._hidden", "forensics/a/x.py:4 imports forensics.b._helper",
+        "forensics/a/x.py:5 imports ingest._reader", "forensics/a/x.py:6 imports ingest._reader",
+        "forensics/a/x.py:8 imports forensics._parent"]

@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from forensics.cli import main  # noqa: E402
+from forensics.usercode.probe import CHECKS  # noqa: E402
 from tests.probe_runs import RUNS, train_run  # noqa: E402
 
 # run -> the checks that fail on it (every other check passes or says n/a)
@@ -98,6 +99,8 @@ def run_and_check(name: str, runs, tmp_path, capsys) -> dict:
     r = probe_json(runs(name), tmp_path / "f.duckdb", capsys)
     failed = {c["name"] for c in r["checks"] if c["status"] == "fail"}
     assert failed == FAILS[name], {c["name"]: c["summary"] for c in r["checks"]}
+    for c in r["checks"]:  # an answer explains only kinds its check declares (analyze offers the probe under those)
+        assert set(c["explains"]) <= set(next(k for k in CHECKS if k.name == c["name"]).explains), c
     if name in NAMED:
         check, names, evidence, kind = NAMED[name]
         c = check_of(r, check)

@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from forensics.cli import main  # noqa: E402
+from forensics.usercode.probe import CHECKS  # noqa: E402
 from tests.paths import REPO  # noqa: E402
 
 GALLERY = REPO / "sample_runs" / "runs"
@@ -73,6 +74,8 @@ def probe(name: str, tmp_path: Path, capsys, checks: str | None = None) -> dict:
 def judge(name: str, r: dict, among: set[str]) -> None:
     fails, names = EXPECTED[name]
     statuses = {c["name"]: c["status"] for c in r["checks"]}
+    for c in r["checks"]:  # an answer explains only kinds its check declares (analyze offers the probe under those)
+        assert set(c["explains"]) <= set(next(k for k in CHECKS if k.name == c["name"]).explains), c
     assert {c for c, s in statuses.items() if s == "fail"} == fails & among, {c["name"]: c["summary"]
                                                                                for c in r["checks"]}
     for check, wanted in names.items():

@@ -336,13 +336,13 @@ def test_replay_of_a_stored_run_opens_the_store_twice_and_never_while_the_model_
         events.append("open")
         return real_open(path, write, deadline)
     monkeypatch.setattr(store, "_open", spy_open)
-    import forensics.usercode.replay.state as state
-    real_entry = state.load_entry
+    import forensics.usercode.kit.entry as entry
+    real_entry = entry.load_entry
 
     def spy_entry(*a, **k):
         events.append(("user code", len(store._held())))
         return real_entry(*a, **k)
-    monkeypatch.setattr(state, "load_entry", spy_entry)
+    monkeypatch.setattr(entry, "load_entry", spy_entry)
     code, r, err = replay_json(run, db, capsys)
     assert code == 0 and r["reproduced"] is True, err
     assert events == ["open", ("user code", 0), "open"]

@@ -64,7 +64,7 @@ def test_deterministic_gives_every_setting_back():
 def test_default_threads_are_what_the_machine_can_give():
     import os
 
-    from forensics.usercode.replay.determinism import available_threads
+    from forensics.usercode.kit.threads import available_threads
 
     n, why = available_threads()
     assert 1 <= n <= len(os.sched_getaffinity(0))

@@ -112,7 +112,9 @@ def test_counterfactual_that_only_zeroes_the_gradients_says_so(tmp_path, capsys)
 
 def test_clip_stage_is_checked_in_a_plain_step():
     """run_step's stages: finite gradients in, an inf total norm out, every gradient zeroed: the optimizer phase."""
-    from forensics.usercode.replay.state import State, StepOptions, run_step
+    from forensics.usercode.kit.entry import StepOptions
+    from forensics.usercode.kit.restore import State
+    from forensics.usercode.replay.state import run_step
 
     class Entry:
         @staticmethod

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from forensics import __version__
 
@@ -54,7 +53,6 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
                         for f in out.findings]
     out.headline_index = headline_index(out.findings)
     out.nonfinite = run.first_nonfinite()
-    out.replay_from = replay_start(run, out.findings)
     out.checked = {"series": {r: run.pick(r) for r in ("loss", "val_loss", "grad_norm", "lr") if run.has(r)},
                    "detectors_run": sorted({d.kind for d in detectors} - {s.kind for s in out.skipped}),
                    "n_series": run.meta.height}
@@ -142,31 +140,6 @@ def tie_events(run: Run, findings: list[Finding], spikes: list[Spike]) -> tuple[
         ids.setdefault(find(i), len(ids) + 1)
     return ([f.with_event(ids[find(i)]) for i, f in enumerate(findings)],
             [dataclasses.replace(s, event=ids[find(nf + k)]) for k, s in enumerate(spikes)])
-
-
-def replay_start(run: Run, findings: list[Finding]) -> dict[str, Any] | None:
-    """For the earliest non-finite onset (nan_loss or masked_nonfinite), the last finite checkpoint before it
-    and the saved batch of that step: what a replay will start from. None when there is no such finding."""
-    onset = next((f for f in findings if f.kind in ("nan_loss", "masked_nonfinite")), None)
-    if onset is None or onset.step is None:
-        return None
-    out: dict[str, Any] = {"onset_step": onset.step, "checkpoint": None, "batch": None}
-    ck = run.table("checkpoints")
-    if ck.height:
-        ok = ck.filter(pl.col("step").is_not_null() & (pl.col("step") < onset.step)
-                       & pl.col("finite").fill_null(True)).sort("step")
-        if ok.height:
-            out["checkpoint"] = {"path": ok["path"][-1], "step": int(ok["step"][-1])}
-    b = run.table("batches")
-    if b.height:
-        at = b.filter(pl.col("step") == onset.step)
-        if at.height:
-            out["batch"] = {"path": at["path"][0], "step": onset.step}
-        else:
-            near = b.filter(pl.col("step") <= onset.step).sort("step")
-            out["batch_note"] = (f"no batch saved for step {onset.step}" +
-                                 (f"; nearest before: {near['path'][-1]} (step {near['step'][-1]})" if near.height else ""))
-    return out
 
 
 def store_analysis(con: Any, analysis: Analysis, settings: dict[str, str] | None = None, *,

@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from forensics.judge.detectors.base import Detector
 from forensics.judge.engine import analyze_run, store_analysis
-from forensics.judge.findings import Analysis
+from forensics.judge.findings import Analysis, Finding
 from forensics.services.folders import refuse_folder_of_runs
 from forensics.judge.run import Run
 from forensics.judge.settings import Selection
@@ -79,7 +80,7 @@ def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os
     (the probe runs the user's code: only that command does, never analyze)."""
     from forensics.judge.numbers import shell_path
     from forensics.usercode.probe import PROBED_KINDS
-    from forensics.usercode.replay import ENTRY_NAME
+    from forensics.usercode.kit.entry import ENTRY_NAME
 
     probed = frozenset(f.kind for f in result.findings if f.kind in PROBED_KINDS)
     if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and probed:
@@ -96,12 +97,41 @@ def analyze_stored(con, run_id: str, selection: Selection = Selection()) -> Anal
     detectors = selection.detectors()
     run = Run.from_store(con, run_id, selection.long_series)
     result = analyze_run(run, detectors, selection.spike)
+    result.replay_from = replay_start(run, result.findings)
     result.only, result.skip = list(selection.only), list(selection.skip)
     result.read_problems = queries.read_problems(con, run_id)
     result.unknown_files = queries.unknown_files(con, run_id)
     result.lines_read = queries.lines_read(con, run_id)
     give_verdict(result, run, detectors, restricted=selection.restricted)
     return result
+
+
+def replay_start(run: Run, findings: list[Finding]) -> dict[str, Any] | None:
+    """For the earliest non-finite onset (nan_loss or masked_nonfinite), the checkpoint a replay of that step starts
+    from, chosen by the rule replay itself uses (`forensics.usercode.kit.checkpoints.starting_checkpoint`), and the
+    saved batch of that step. None when there is no such finding."""
+    onset = next((f for f in findings if f.kind in ("nan_loss", "masked_nonfinite")), None)
+    if onset is None or onset.step is None:
+        return None
+    import polars as pl
+
+    from forensics.usercode.kit.checkpoints import starting_checkpoint  # only here: most runs have no NaN onset
+
+    out: dict[str, Any] = {"onset_step": onset.step, "checkpoint": None, "batch": None}
+    ck = run.table("checkpoints")
+    start = starting_checkpoint(ck.to_dicts() if ck.height else [], onset.step)
+    if start is not None:
+        out["checkpoint"] = {"path": start["path"], "step": int(start["step"])}
+    b = run.table("batches")
+    if b.height:
+        at = b.filter(pl.col("step") == onset.step)
+        if at.height:
+            out["batch"] = {"path": at["path"][0], "step": onset.step}
+        else:
+            near = b.filter(pl.col("step") <= onset.step).sort("step")
+            out["batch_note"] = (f"no batch saved for step {onset.step}" +
+                                 (f"; nearest before: {near['path'][-1]} (step {near['step'][-1]})" if near.height else ""))
+    return out
 
 
 def give_verdict(result: Analysis, run: Run, detectors: Sequence[Detector], *, restricted: bool) -> None:

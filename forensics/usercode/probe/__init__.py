@@ -7,27 +7,21 @@ does the initial loss match log(C), do labels line up with inputs, are inputs sc
     result["checks"][0]        # {"name", "status": "pass"|"fail"|"n/a", "summary", "evidence", "names", "explains"}
 
 Running it runs the user's code (the run's `forensics_entry.py`, DECISIONS.md §10): calling `probe` is the opt-in.
-It reuses replay's entry point loading, checkpoint reading and state restore (forensics/usercode/replay/state.py); the run
-directory is never written to. Each check lives in its own module with `NAME`, `EXPLAINS` and `check(ctx)`.
+It shares the user-code kit with replay (forensics/usercode/kit/: entry point loading, checkpoint choice and
+reading, state restore, batches, RNG, device, threads); the run directory is never written to. Each check is one
+small class in `checks.CHECKS` (its name, the finding kinds it explains, `check(ctx)`), its work in its own module.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-# check name -> its module (imported when it runs: torch is never imported by `forensics --help`), in the order
-# they run and are printed: the single-pass checks first, the trained ones last.
-CHECKS = {"input_scale": "input_scale", "output_head": "output_head", "initial_loss": "initial_loss",
-          "gradient_flow": "gradient_flow", "label_shuffle": "label_shuffle", "overfit_one_batch": "overfit",
-          "lr_range": "lr_range"}
+from forensics.usercode.probe.checks import CHECK_NAMES, CHECKS, PROBED_KINDS
 
-# The finding kinds a probe can explain: `forensics analyze` prints the probe command under these.
-PROBED_KINDS = ("flat_loss", "plateau", "underfitting", "oscillation", "dead_relu", "saturated_activation",
-                "vanishing_gradients", "initial_loss_mismatch", "frozen_parameters")
+__all__ = ["CHECKS", "CHECK_NAMES", "PROBED_KINDS", "parse_checks", "probe"]
 
 
 def parse_checks(text: str | None) -> tuple[str, ...]:
@@ -35,12 +29,12 @@ def parse_checks(text: str | None) -> tuple[str, ...]:
     from ingest.errors import ForensicsError
 
     if not text:
-        return tuple(CHECKS)
+        return CHECK_NAMES
     wanted = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in wanted if c not in CHECKS]
+    unknown = [c for c in wanted if c not in CHECK_NAMES]
     if unknown:
-        raise ForensicsError(f"--checks: unknown check {', '.join(unknown)}; valid: {', '.join(CHECKS)}")
-    return tuple(c for c in CHECKS if c in wanted)
+        raise ForensicsError(f"--checks: unknown check {', '.join(unknown)}; valid: {', '.join(CHECK_NAMES)}")
+    return tuple(c for c in CHECK_NAMES if c in wanted)
 
 
 def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, entry: str | os.PathLike | None = None,
@@ -49,11 +43,11 @@ def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, 
     replay chooses them); returns the documented object (docs/probe.md) and, with `store`,
     writes one row per check to the `probes` table of `db`. Raises ReplayError subclasses when the run has no
     entry point or no checkpoint or batch at all (a check missing only its own ingredient says n/a)."""
-    from forensics.usercode.probe.context import Context
-    from forensics.usercode.replay import ENTRY_NAME
-    from forensics.usercode.replay.determinism import intra_op_threads
-    from forensics.usercode.replay.state import get_rng, set_rng
     from forensics.judge.run import Run
+    from forensics.usercode.kit.entry import ENTRY_NAME
+    from forensics.usercode.kit.rng import get_rng, set_rng
+    from forensics.usercode.kit.threads import intra_op_threads
+    from forensics.usercode.probe.context import Context
     from ingest.errors import EntryPointError, ForensicsError
     from ingest.run import ingest_run
     from ingest.store import connect
@@ -69,7 +63,7 @@ def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, 
             run.series("lr")
     entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
     if not entry_path.is_file():
-        from forensics.usercode.replay.template import entry_template
+        from forensics.usercode.kit.template import entry_template
         raise EntryPointError(
             f"no entry point {entry_path} (DECISIONS.md §10): save one beside the run, or pass --entry FILE.py; "
             f"a template built from what the store knows is printed above", template=entry_template(run))
@@ -82,10 +76,10 @@ def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, 
                 "run": run.name, "run_id": run.run_id, "entry": str(entry_path), "from_checkpoint": ctx.checkpoints(),
                 "device": str(ctx.device), "threads": n_threads, "threads_from": threads_from,
                 "batches": ctx.batch_steps(), "notes": ctx.notes, "checks": [], "timings_s": {}}
-            for name in checks or tuple(CHECKS):
+            by_name = {c.name: c for c in CHECKS}
+            for name in checks or CHECK_NAMES:
                 t1 = time.perf_counter()
-                module = importlib.import_module(f"forensics.usercode.probe.{CHECKS[name]}")
-                result["checks"].append(module.check(ctx))
+                result["checks"].append(by_name[name].check(ctx))
                 result["timings_s"][name] = time.perf_counter() - t1
     finally:
         set_rng(saved_rng)

@@ -3,9 +3,9 @@ saved batches, fresh states rebuilt from a checkpoint, and one watched call of t
 received, which op and module made it, the first layer's output, each activation's dead or saturated share).
 
 Checkpoints are read through the one layout table (`ingest.checkpoints.read_states`, torch files with
-`weights_only=True`, safetensors for weights) and restored with replay's `build_state`, the door replay uses too
-(`forensics.usercode.replay.state.restore_checkpoint`, here with the read states cached); nothing here writes into the run
-directory.
+`weights_only=True`, safetensors for weights) and restored with the kit's `build_state`, the door replay uses too
+(`forensics.usercode.kit.restore.restore_checkpoint`, here with the read states cached); nothing here writes into the
+run directory.
 """
 
 from __future__ import annotations
@@ -19,16 +19,11 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from forensics.usercode.replay.instrument import _ModuleStack
-from forensics.usercode.replay.state import (
-    State,
-    StepOptions,
-    build_state,
-    load_batch,
-    load_entry,
-    read_config,
-    to_device,
-)
+from forensics.usercode.kit.batches import load_batch, to_device
+from forensics.usercode.kit.checkpoints import usable
+from forensics.usercode.kit.entry import StepOptions, load_entry, nested_config, read_config
+from forensics.usercode.kit.modules import ModuleStack
+from forensics.usercode.kit.restore import State, build_state
 
 # Loss functions whose call is watched (torch.nn.functional names; nn.CrossEntropyLoss and friends call these).
 CLASSIFICATION_LOSSES = ("cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits")
@@ -83,7 +78,7 @@ class _Watch(TorchFunctionMode):
     """Sees every torch function the user's code calls: records each output's producer (op, module), the loss
     calls, the first layer, and the activations' dead or saturated shares (computed once, without grad)."""
 
-    def __init__(self, stack: _ModuleStack, obs: Observation):
+    def __init__(self, stack: ModuleStack, obs: Observation):
         super().__init__()
         self.stack, self.obs = stack, obs
         self.producer: dict[int, tuple[str, str | None]] = {}
@@ -127,7 +122,7 @@ def _activation(op: str, module: str, y: torch.Tensor) -> dict[str, Any]:
 def observe(st: State, batch: dict[str, torch.Tensor]) -> Observation:
     """Call `loss_fn` once under the watch; the loss keeps its graph (a caller may call backward)."""
     obs = Observation(loss=torch.tensor(float("nan")))
-    stack = _ModuleStack(st.model)
+    stack = ModuleStack(st.model)
     fed: set[int] = set()  # storages of the tensors the model's forward received
 
     def inputs(module, args, kwargs):
@@ -179,14 +174,13 @@ class Context:
 
     @classmethod
     def open(cls, run: Any, root: Path, entry_path: Path, device_name: str) -> Context:
-        from forensics.usercode.replay import _device, _nested
+        from forensics.usercode.kit.device import choose_device
         from ingest.errors import CheckpointMismatch, MissingBatch
 
-        config, _ = read_config(root, _nested(run._configs))
+        config, _ = read_config(root, nested_config(run._configs))
         entry = load_entry(entry_path)
         ck = run.table("checkpoints")
-        rows = sorted((r for r in (ck.to_dicts() if ck.height else []) if r["step"] is not None
-                       and r["finite"] is not False and r["status"] in ("ok", "partial")), key=lambda r: r["step"])
+        rows = sorted(usable(ck.to_dicts() if ck.height else []), key=lambda r: r["step"])
         if not rows:
             raise CheckpointMismatch(f"run {run.name} has no finite checkpoint with a step: a probe needs the run's "
                                      f"weights (forensics.capture saves them, step 0 included)")
@@ -195,7 +189,7 @@ class Context:
         if not paths:
             raise MissingBatch(f"run {run.name} has no saved batch: a probe needs one (forensics.capture saves the "
                                f"first batches of a run)")
-        ctx = cls(run, root, entry, config, StepOptions.from_entry(entry, config), _device(device_name), rows, paths)
+        ctx = cls(run, root, entry, config, StepOptions.from_entry(entry, config), choose_device(device_name), rows, paths)
         if rows[0]["step"] != 0:
             ctx.notes.append(f"no step-0 checkpoint: the earliest is {rows[0]['path']} (step {rows[0]['step']})")
         return ctx

@@ -20,9 +20,6 @@ from forensics.judge.detectors.saturated_activation import SaturatedActivation
 from forensics.judge.detectors.vanishing_gradients import VanishingGradients
 from forensics.usercode.probe.context import Context, check_result, observe
 
-NAME = "gradient_flow"
-EXPLAINS = ("flat_loss", "plateau", "underfitting", "vanishing_gradients", "dead_relu", "saturated_activation",
-            "frozen_parameters")
 # what each problem explains
 PROBLEM_EXPLAINS = {"frozen": ("flat_loss", "plateau", "frozen_parameters"),
                     "not_in_optimizer": ("flat_loss", "plateau", "frozen_parameters"),
@@ -64,13 +61,13 @@ def vanishing(norms: dict[str, float], ratio: float) -> dict[str, Any] | None:
             "threshold": ratio}
 
 
-def check(ctx: Context) -> dict[str, Any]:
+def check(ctx: Context, me: Any) -> dict[str, Any]:
     st = ctx.state("last")
     step = ctx.batch_near("last")
     st.optimizer.zero_grad(set_to_none=True)
     obs = observe(st, ctx.batch(step))
     if not obs.loss.requires_grad:
-        return check_result(NAME, "fail", f"the loss does not require grad: no parameter is connected to it "
+        return check_result(me.name, "fail", f"the loss does not require grad: no parameter is connected to it "
                             f"(loss {float(obs.loss):.4g})", {"batch_step": step},
                             [n for n, _ in st.model.named_parameters()], PROBLEM_EXPLAINS["not_connected"])
     obs.loss.backward()
@@ -112,11 +109,11 @@ def check(ctx: Context) -> dict[str, Any]:
                      f"(vanishing below {vanish['threshold']:g})")
     if not parts:
         worst = max((a.get("dead_fraction", a.get("saturated_fraction", 0.0)) for a in layers), default=0.0)
-        return check_result(NAME, "pass", f"every one of {ev['parameters']} parameters gets a non-zero gradient and "
+        return check_result(me.name, "pass", f"every one of {ev['parameters']} parameters gets a non-zero gradient and "
                             f"is in the optimizer; {len(layers)} activation layer(s), worst dead/saturated share "
-                            f"{worst:.0%}", ev, explains=EXPLAINS)
+                            f"{worst:.0%}", ev, explains=me.explains)
     names = sorted({n for v in found.values() for n in v} | {a["module"] for a in dead + sat if a["module"]}
                    | ({vanish["first_layer"], vanish["last_layer"]} if vanish else set()))
     explains = sorted({k for p in list(found) + (["dead_relu"] if dead else []) + (["saturated"] if sat else [])
                        + (["vanishing"] if vanish else []) for k in PROBLEM_EXPLAINS[p]})
-    return check_result(NAME, "fail", "; ".join(parts), ev, names, explains)
+    return check_result(me.name, "fail", "; ".join(parts), ev, names, explains)

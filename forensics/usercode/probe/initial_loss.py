@@ -14,23 +14,21 @@ from typing import Any
 from forensics.judge.detectors.initial_loss_mismatch import InitialLossMismatch
 from forensics.usercode.probe.context import CLASSIFICATION_LOSSES, Context, check_result
 
-NAME = "initial_loss"
-EXPLAINS = ("initial_loss_mismatch",)
 
 
-def check(ctx: Context) -> dict[str, Any]:
+def check(ctx: Context, me: Any) -> dict[str, Any]:
     from forensics.judge.detectors.base import class_count
 
     if not ctx.initial():
-        return check_result(NAME, "n/a", f"no step-0 checkpoint (the earliest is step {ctx.row('first')['step']}): the "
+        return check_result(me.name, "n/a", f"no step-0 checkpoint (the earliest is step {ctx.row('first')['step']}): the "
                             f"loss at initialisation cannot be measured; forensics.capture saves one",
-                            explains=EXPLAINS)
+                            explains=me.explains)
     obs = ctx.observation("first")
     call = obs.loss_call
     if call is None or call.func not in CLASSIFICATION_LOSSES:
         what = call.func if call else "no watched loss function"
-        return check_result(NAME, "n/a", f"the loss is {what}, not a classification loss: no log(C) to compare with",
-                            explains=EXPLAINS)
+        return check_result(me.name, "n/a", f"the loss is {what}, not a classification loss: no log(C) to compare with",
+                            explains=me.explains)
     loss = float(obs.loss)
     if call.func.startswith("binary"):
         c, source = 2, f"{call.func}: two outcomes per element"
@@ -48,12 +46,12 @@ def check(ctx: Context) -> dict[str, Any]:
     names = [module] if module else []
     said = f"step-0 loss {loss:.4g} is {ratio:.2f} x log({c}) = {log_c:.3g}"
     if not math.isfinite(loss):
-        return check_result(NAME, "fail", f"step-0 loss is {loss}: non-finite at initialisation", ev, names, EXPLAINS)
+        return check_result(me.name, "fail", f"step-0 loss is {loss}: non-finite at initialisation", ev, names, me.explains)
     if ratio >= rule.high:
-        return check_result(NAME, "fail", f"{said}: confidently wrong at initialisation (the output layer "
+        return check_result(me.name, "fail", f"{said}: confidently wrong at initialisation (the output layer "
                             f"{module or 'of the model'} gives large logits: init scale, double softmax, a summed loss)",
-                            ev, names, EXPLAINS)
+                            ev, names, me.explains)
     if ratio <= rule.low:
-        return check_result(NAME, "fail", f"{said}: far below a uniform guess at initialisation (labels leak into "
-                            f"the inputs, or the weights are not fresh)", ev, names, EXPLAINS)
-    return check_result(NAME, "pass", f"{said}, within [{rule.low}, {rule.high}] x", ev, explains=EXPLAINS)
+        return check_result(me.name, "fail", f"{said}: far below a uniform guess at initialisation (labels leak into "
+                            f"the inputs, or the weights are not fresh)", ev, names, me.explains)
+    return check_result(me.name, "pass", f"{said}, within [{rule.low}, {rule.high}] x", ev, explains=me.explains)

@@ -14,8 +14,6 @@ import torch
 
 from forensics.usercode.probe.context import Context, check_result
 
-NAME = "input_scale"
-EXPLAINS = ("saturated_activation", "vanishing_gradients", "flat_loss", "plateau")
 MAX_SCALE = 10.0
 
 
@@ -30,7 +28,7 @@ def entry_stats(x: torch.Tensor) -> dict[str, Any]:
             "feature_std_max": float(per.std(dim=1).max()) if per.shape[1] > 1 else 0.0}
 
 
-def check(ctx: Context) -> dict[str, Any]:
+def check(ctx: Context, me: Any) -> dict[str, Any]:
     step = ctx.batch_near("first")
     batch = ctx.batch(step)
     obs = ctx.observation("first")
@@ -39,8 +37,8 @@ def check(ctx: Context) -> dict[str, Any]:
     first = obs.first_layer
     ev: dict[str, Any] = {"batch_step": step, "inputs": inputs, "first_layer": first, "max_scale": MAX_SCALE}
     if not inputs and first is None:
-        return check_result(NAME, "n/a", "no floating-point input and no linear, conv or embedding layer seen: "
-                            "nothing to measure", ev, explains=EXPLAINS)
+        return check_result(me.name, "n/a", "no floating-point input and no linear, conv or embedding layer seen: "
+                            "nothing to measure", ev, explains=me.explains)
     bad = {k: s for k, s in inputs.items() if s["std"] > MAX_SCALE or abs(s["mean"]) > MAX_SCALE}
     wide = first is not None and first["std"] > MAX_SCALE
     names = sorted(bad) + ([first["module"]] if wide and first["module"] else [])
@@ -49,8 +47,8 @@ def check(ctx: Context) -> dict[str, Any]:
         parts.append(f"first layer {first['module'] or first['op']} ({first['op']}) outputs std {first['std']:.3g}, "
                      f"|max| {first['abs_max']:.3g}: a tanh or sigmoid after it saturates")
     if parts:
-        return check_result(NAME, "fail", "; ".join(parts) + f" (above {MAX_SCALE:g}: standardise the inputs)",
-                            ev, names, EXPLAINS)
+        return check_result(me.name, "fail", "; ".join(parts) + f" (above {MAX_SCALE:g}: standardise the inputs)",
+                            ev, names, me.explains)
     shown = ", ".join(f"{k} std {s['std']:.3g}" for k, s in inputs.items()) or "integer inputs only"
     fl = f"; first layer {first['module'] or first['op']} outputs std {first['std']:.3g}" if first else ""
-    return check_result(NAME, "pass", f"inputs are standardised ({shown}){fl}", ev, explains=EXPLAINS)
+    return check_result(me.name, "pass", f"inputs are standardised ({shown}){fl}", ev, explains=me.explains)

@@ -19,8 +19,6 @@ import torch
 
 from forensics.usercode.probe.context import Context, check_result
 
-NAME = "label_shuffle"
-EXPLAINS = ("flat_loss", "plateau", "underfitting")
 PERMUTATIONS = 5
 MIN_GAP = 0.1       # the true pairing's loss must be at least 10 % below the permuted one's
 MIN_MOVED = 1e-3    # ||w_last - w_first|| / ||w_first|| below this: the model has not trained
@@ -37,41 +35,41 @@ def moved(ctx: Context) -> float | None:
     return diff / base if base else None
 
 
-def check(ctx: Context) -> dict[str, Any]:
+def check(ctx: Context, me: Any) -> dict[str, Any]:
     obs = ctx.observation("last")
     call = obs.loss_call
     if call is None or call.target is None:
-        return check_result(NAME, "n/a", "no watched loss call with a target tensor: nothing to permute",
-                            explains=EXPLAINS)
+        return check_result(me.name, "n/a", "no watched loss call with a target tensor: nothing to permute",
+                            explains=me.explains)
     if call.target_key is None or call.target_shared:
         why = (f"taken from batch entry {call.target_key!r}, which also feeds the model (a language model's shifted "
                f"tokens)" if call.target_shared else "not a batch entry (made inside loss_fn)")
-        return check_result(NAME, "n/a", f"{call.func}'s target is {why}: it cannot be permuted apart from the inputs",
-                            {"loss": call.func, "target_key": call.target_key}, explains=EXPLAINS)
+        return check_result(me.name, "n/a", f"{call.func}'s target is {why}: it cannot be permuted apart from the inputs",
+                            {"loss": call.func, "target_key": call.target_key}, explains=me.explains)
     out = call.input.float()
     if out.dim() > 0 and out.shape[0] > 1 and float((out - out[0]).abs().max()) <= 1e-6 * (1 + float(out.abs().max())):
-        return check_result(NAME, "n/a", f"the model's outputs ({call.func}'s input) are the same for every sample of "
+        return check_result(me.name, "n/a", f"the model's outputs ({call.func}'s input) are the same for every sample of "
                             f"the batch: they do not depend on the inputs at all, so the pairing cannot show (see "
-                            f"gradient_flow)", {"loss": call.func, "target_key": call.target_key}, explains=EXPLAINS)
+                            f"gradient_flow)", {"loss": call.func, "target_key": call.target_key}, explains=me.explains)
     if ctx.initial() and ctx.row("last")["path"] == ctx.row("first")["path"]:
-        return check_result(NAME, "n/a", f"the only checkpoint, {ctx.row('last')['path']}, is the state at "
+        return check_result(me.name, "n/a", f"the only checkpoint, {ctx.row('last')['path']}, is the state at "
                             f"initialisation: an untrained model's predictions ignore the labels whatever the pairing "
                             f"(measured: +0.5 % on a correctly paired gallery run)", {"weights_moved": None},
-                            explains=EXPLAINS)
+                            explains=me.explains)
     rel = moved(ctx)
     if rel is not None and rel < MIN_MOVED:
-        return check_result(NAME, "n/a", f"the weights moved by {rel:.2g} of their norm between "
+        return check_result(me.name, "n/a", f"the weights moved by {rel:.2g} of their norm between "
                             f"{ctx.row('first')['path']} and {ctx.row('last')['path']}: the model has not trained, so "
                             f"the pairing cannot show (see overfit_one_batch, lr_range)", {"weights_moved": rel},
-                            explains=EXPLAINS)
+                            explains=me.explains)
     st = ctx.state("last")
     step = ctx.batch_near("last")
     batch = ctx.batch(step)
     key = call.target_key
     n = batch[key].shape[0]
     if n < 2:
-        return check_result(NAME, "n/a", f"the saved batch of step {step} holds one sample: nothing to permute",
-                            explains=EXPLAINS)
+        return check_result(me.name, "n/a", f"the saved batch of step {step} holds one sample: nothing to permute",
+                            explains=me.explains)
     gen = torch.Generator().manual_seed(0)
     losses = []
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
@@ -90,7 +88,7 @@ def check(ctx: Context) -> dict[str, Any]:
     said = (f"loss {true:.4g} with the true pairing vs {permuted:.4g} with '{key}' permuted within the batch "
             f"(mean of {PERMUTATIONS}): {gap:+.1%}")
     if gap < MIN_GAP:
-        return check_result(NAME, "fail", f"{said}: the model's predictions do not depend on which input goes with "
+        return check_result(me.name, "fail", f"{said}: the model's predictions do not depend on which input goes with "
                             f"which label; check that '{key}' is shuffled together with the inputs", ev, [key],
-                            EXPLAINS)
-    return check_result(NAME, "pass", said, ev, explains=EXPLAINS)
+                            me.explains)
+    return check_result(me.name, "pass", said, ev, explains=me.explains)

@@ -19,8 +19,6 @@ import torch
 
 from forensics.usercode.probe.context import Context, check_result
 
-NAME = "lr_range"
-EXPLAINS = ("flat_loss", "plateau", "oscillation", "underfitting")
 LR_MIN, LR_MAX, STEPS = 1e-7, 10.0, 100
 BETA = 0.9          # EMA of the loss (fastai uses 0.98 over its longer sweeps)
 EXPLODE = 4.0       # smoothed loss above this x its best: the sweep stops
@@ -106,7 +104,7 @@ def _x(a: float, b: float) -> str:
     return f"10^{round(math.log10(r))}x" if r >= 1000 else f"{r:.3g}x"
 
 
-def check(ctx: Context) -> dict[str, Any]:
+def check(ctx: Context, me: Any) -> dict[str, Any]:
     res = sweep(ctx)
     found = analyse(res)
     lr, lr_from = run_lr(ctx)
@@ -118,14 +116,14 @@ def check(ctx: Context) -> dict[str, Any]:
         (f", fastest at {steep:.2g}" if steep else "") + \
         (f", explodes at {explode:.2g}" if explode else f", no explosion up to {LR_MAX:g}")
     if lr is None:
-        return check_result(NAME, "n/a", f"{where}; the run's LR is unknown (no optimizer LR, no logged lr)", ev,
-                            explains=EXPLAINS)
+        return check_result(me.name, "n/a", f"{where}; the run's LR is unknown (no optimizer LR, no logged lr)", ev,
+                            explains=me.explains)
     names = [f"lr={lr:.3g}"]
     if fall is not None and lr * BELOW < fall:
-        return check_result(NAME, "fail", f"the run's LR {lr:.3g} is {_x(fall, lr)} below where the loss starts to "
+        return check_result(me.name, "fail", f"the run's LR {lr:.3g} is {_x(fall, lr)} below where the loss starts to "
                             f"fall ({fall:.2g}); {where}", ev, names, ("flat_loss", "plateau", "underfitting"))
     if explode is not None and lr * NEAR > explode:
-        return check_result(NAME, "fail", f"the run's LR {lr:.3g} is within {NEAR:g}x of where the loss explodes "
+        return check_result(me.name, "fail", f"the run's LR {lr:.3g} is within {NEAR:g}x of where the loss explodes "
                             f"({explode:.2g}): steps overshoot; {where}", ev, names, ("oscillation", "plateau"))
-    return check_result(NAME, "pass", f"the run's LR {lr:.3g} lies in the working range: {where}", ev,
-                        explains=EXPLAINS)
+    return check_result(me.name, "pass", f"the run's LR {lr:.3g} lies in the working range: {where}", ev,
+                        explains=me.explains)

@@ -15,8 +15,6 @@ import torch
 
 from forensics.usercode.probe.context import CLASSIFICATION_LOSSES, LOSSES, Context, check_result
 
-NAME = "output_head"
-EXPLAINS = ("initial_loss_mismatch", "flat_loss", "plateau", "underfitting")
 TOLERANCE = 1e-3  # rows summing to 1 within this, or log-rows' logsumexp within it of 0
 
 
@@ -55,15 +53,15 @@ PROBLEMS = {
 }
 
 
-def check(ctx: Context) -> dict[str, Any]:
+def check(ctx: Context, me: Any) -> dict[str, Any]:
     obs = ctx.observation("first")
     call = obs.loss_call
     if call is None:
-        return check_result(NAME, "n/a", f"loss_fn called none of the watched loss functions ({', '.join(LOSSES[:6])}, "
-                            f"...): what the loss receives cannot be judged", explains=EXPLAINS)
+        return check_result(me.name, "n/a", f"loss_fn called none of the watched loss functions ({', '.join(LOSSES[:6])}, "
+                            f"...): what the loss receives cannot be judged", explains=me.explains)
     if call.func not in CLASSIFICATION_LOSSES:
-        return check_result(NAME, "n/a", f"the loss is {call.func}, not a classification loss: no output head "
-                            f"convention to check", {"loss": call.func}, explains=EXPLAINS)
+        return check_result(me.name, "n/a", f"the loss is {call.func}, not a classification loss: no output head "
+                            f"convention to check", {"loss": call.func}, explains=me.explains)
     class_dim = 1 if call.func in ("cross_entropy", "nll_loss") and call.input.dim() > 1 else call.input.dim() - 1
     stats = describe(call.input, class_dim)
     if call.func.startswith("binary"):
@@ -77,8 +75,8 @@ def check(ctx: Context) -> dict[str, Any]:
     problem = PROBLEMS.get((call.func, got))
     if problem:
         names = [module] if module else [op] if op else []  # a softmax called in loss_fn: the op is the name
-        return check_result(NAME, "fail", f"{call.func} receives {problem}: made by {made_by}; inputs range "
-                            f"[{stats['min']:.3g}, {stats['max']:.3g}]", ev, names, EXPLAINS)
+        return check_result(me.name, "fail", f"{call.func} receives {problem}: made by {made_by}; inputs range "
+                            f"[{stats['min']:.3g}, {stats['max']:.3g}]", ev, names, me.explains)
     note = (" (log_softmax twice is harmless: the loss is unchanged)"
             if (call.func, got) == ("cross_entropy", "log-probabilities") else "")
-    return check_result(NAME, "pass", f"{call.func} receives {got} from {made_by}{note}", ev, explains=EXPLAINS)
+    return check_result(me.name, "pass", f"{call.func} receives {got} from {made_by}{note}", ev, explains=me.explains)

@@ -20,8 +20,6 @@ import torch
 
 from forensics.usercode.probe.context import Context, check_result
 
-NAME = "overfit_one_batch"
-EXPLAINS = ("flat_loss", "plateau", "underfitting")
 STEPS = 200
 FRACTION = 0.01
 FLOOR = 1e-3
@@ -65,7 +63,7 @@ def train(ctx: Context, control: bool, batch: dict[str, torch.Tensor]) -> dict[s
             "still_falling": falling, "diverged": not math.isfinite(losses[-1])}
 
 
-def check(ctx: Context) -> dict[str, Any]:
+def check(ctx: Context, me: Any) -> dict[str, Any]:
     step = min(ctx.batch_steps(), key=lambda s: abs(s - int(ctx.row("first")["step"]) - 1))
     batch = ctx.batch(step)
     run = train(ctx, False, batch)
@@ -74,16 +72,16 @@ def check(ctx: Context) -> dict[str, Any]:
     said = (f"{run['optimizer']}: loss {run['start']:.4g} -> {run['best']:.4g} in {run['steps']} steps"
             + (" (diverged)" if run["diverged"] else "") + (", still falling" if run["still_falling"] else ""))
     if run["memorised"]:
-        return check_result(NAME, "pass", f"memorised one batch: {said}", ev, explains=EXPLAINS)
+        return check_result(me.name, "pass", f"memorised one batch: {said}", ev, explains=me.explains)
     control = train(ctx, True, batch)
     ev["control"] = control
     said_c = f"{control['optimizer']}: loss {control['start']:.4g} -> {control['best']:.4g} in {control['steps']} steps"
     if control["memorised"]:
-        return check_result(NAME, "pass", f"the model can memorise one batch ({said_c}), but not with the run's "
+        return check_result(me.name, "pass", f"the model can memorise one batch ({said_c}), but not with the run's "
                             f"settings ({said}): the optimizer's settings, not the model, fail (see lr_range, "
                             f"gradient_flow)", ev,
-                            explains=EXPLAINS)
+                            explains=me.explains)
     target = f"{FRACTION:.0%} of the start or {FLOOR:g}"
-    return check_result(NAME, "fail", f"cannot memorise one batch of {len(next(iter(batch.values())))} samples "
+    return check_result(me.name, "fail", f"cannot memorise one batch of {len(next(iter(batch.values())))} samples "
                         f"(target {target}): {said}; {said_c}: a bug in the objective, architecture or gradients",
-                        ev, [], EXPLAINS)
+                        ev, [], me.explains)

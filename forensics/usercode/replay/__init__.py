@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from forensics.judge.numbers import shell_path  # one home for paths as a person types them (`~/...`)
+from forensics.usercode.kit.entry import ENTRY_NAME
 from forensics.usercode.replay.result import ReplayResult
-
-ENTRY_NAME = "forensics_entry.py"
 
 
 def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | os.PathLike | None = None,
@@ -64,7 +63,7 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
         check_step(run.name, step, last_logged)
     entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
     if not entry_path.is_file():
-        from forensics.usercode.replay.template import entry_template
+        from forensics.usercode.kit.template import entry_template
         raise EntryPointError(
             f"no entry point {entry_path} (see docs/replay.md): save one beside the run, or pass --entry FILE.py; "
             f"a template built from what the store knows is printed above", template=entry_template(run))
@@ -72,10 +71,11 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     command = replay_command(run_dir, target, entry=entry, from_checkpoint=from_checkpoint, device=device,
                              threads=threads)
 
+    from forensics.usercode.kit.device import choose_device
+    from forensics.usercode.kit.rng import get_rng, set_rng
     from forensics.usercode.replay.determinism import deterministic
-    from forensics.usercode.replay.state import get_rng, set_rng
 
-    dev = _device(device)
+    dev = choose_device(device)
     saved_rng = get_rng()  # replay sets process-wide state: the caller's RNG comes back afterwards, as do the flags
     try:
         with deterministic(dev, threads) as settings:
@@ -135,78 +135,24 @@ def check_step(run_name: str, step: int, last_logged: int | None) -> None:
                           f"step from 0 to {last_logged}")
 
 
-def choose_checkpoint(run: Any, root: Path, target: int, step_numbering: str | None,
-                      explicit: str | None) -> tuple[str, str, int, int]:
-    """(path, layout, step, first step to replay) of the checkpoint to start from: the explicit one, else the
-    last finite one whose state precedes `target`. What a checkpoint's step means comes from its layout
-    (`ingest.checkpoints.LAYOUTS`), unless the entry point's `step_numbering` overrides it."""
-    from ingest.checkpoints import first_step_after
-    from ingest.errors import CheckpointMismatch
-
-    ck = run.table("checkpoints")
-    rows = ck.to_dicts() if ck.height else []
-    if explicit:
-        p = Path(explicit)
-        if p.is_absolute() or (not (root / p).exists() and p.exists()):  # a path from here, not from the run root
-            if not p.resolve().is_relative_to(root):
-                raise CheckpointMismatch(f"--from-checkpoint {explicit} is not inside the run directory {root}")
-            rel = str(p.resolve().relative_to(root))
-        else:
-            rel = str(p)
-        for r in rows:
-            if r["path"] == rel or r["path"].rstrip("/") == rel.rstrip("/"):
-                if r["step"] is None:
-                    raise CheckpointMismatch(f"{rel}: the store knows no step for this checkpoint")
-                return r["path"], r["format"], int(r["step"]), first_step_after(r["format"], r["step"], step_numbering)
-        known = ", ".join(r["path"] for r in rows) or "none"
-        raise CheckpointMismatch(f"--from-checkpoint {explicit}: not a checkpoint of this run (known: {known})")
-    ok = [r for r in rows if r["step"] is not None and r["finite"] is not False and r["status"] in ("ok", "partial")
-          and first_step_after(r["format"], r["step"], step_numbering) <= target]
-    if not ok:
-        listed = ", ".join(f"{r['path']} (step {r['step']}, {'finite' if r['finite'] else 'NON-FINITE'})"
-                           for r in sorted(rows, key=lambda r: r["step"] or -1)) or "none"
-        raise CheckpointMismatch(
-            f"no finite checkpoint before step {target} (checkpoints: {listed}); save checkpoints with optimizer "
-            f"state every few hundred steps next time (forensics.capture does)")
-    best = max(ok, key=lambda r: first_step_after(r["format"], r["step"], step_numbering))
-    return best["path"], best["format"], int(best["step"]), first_step_after(best["format"], best["step"], step_numbering)
-
-
-def _device(name: str) -> Any:
-    import torch
-
-    from ingest.errors import ReplayError
-
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ReplayError("--device cuda: no CUDA device is available here; use --device cpu")
-    return torch.device(name)
-
-
 def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint: str | None, device: Any,
             settings: dict[str, Any], command: str, db: Path | None) -> ReplayResult:
+    from forensics.usercode.kit.batches import load_batch, to_device
+    from forensics.usercode.kit.checkpoints import choose_checkpoint
+    from forensics.usercode.kit.entry import StepOptions, load_entry, nested_config, read_config
+    from forensics.usercode.kit.restore import restore_checkpoint
     from forensics.usercode.replay import counterfactuals, culprits, fidelity, instrument
-    from forensics.usercode.replay.state import (
-        StepOptions,
-        load_batch,
-        load_entry,
-        read_config,
-        require_single_micro_batch,
-        restore,
-        restore_checkpoint,
-        run_step,
-        snapshot,
-        to_device,
-    )
+    from forensics.usercode.replay.state import require_single_micro_batch, restore, run_step, snapshot
     from ingest.errors import MissingBatch
 
     t0 = time.perf_counter()
-    config, config_from = read_config(root, _nested(run._configs))
+    config, config_from = read_config(root, nested_config(run._configs))
     entry = load_entry(entry_path)
     options = StepOptions.from_entry(entry, config)
     require_single_micro_batch(options)
-    ck_path, ck_fmt, ck_step, start = choose_checkpoint(run, root, target, options.step_numbering, from_checkpoint)
+    ck = run.table("checkpoints")
+    ck_path, ck_fmt, ck_step, start = choose_checkpoint(ck.to_dicts() if ck.height else [], root, target,
+                                                        options.step_numbering, from_checkpoint)
     b = run.table("batches")
     batches = {int(s): p for s, p in zip(b["step"].to_list(), b["path"].to_list()) if s is not None} if b.height else {}
     if start not in batches:
@@ -320,22 +266,6 @@ def _unfaithful(fid: dict) -> str:
 
 def _same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
-
-
-def _nested(flat: dict[str, Any]) -> dict[str, Any]:
-    """The store's dotted config keys as a nested dict (a fallback when the run root holds no config file)."""
-    out: dict[str, Any] = {}
-    for key, value in flat.items():
-        node = out
-        parts = key.split(".")
-        for p in parts[:-1]:
-            nxt = node.setdefault(p, {})
-            if not isinstance(nxt, dict):
-                break
-            node = nxt
-        else:
-            node.setdefault(parts[-1], value)
-    return out
 
 
 def _finish(result: ReplayResult, db: Path | None, t0: float) -> ReplayResult:

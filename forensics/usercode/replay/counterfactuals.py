@@ -15,7 +15,9 @@ from typing import Any, ClassVar
 
 import torch
 
-from forensics.usercode.replay.state import State, StepOut, batch_size, restore, run_step, select
+from forensics.usercode.kit.batches import batch_size, select
+from forensics.usercode.kit.restore import State
+from forensics.usercode.replay.state import StepOut, restore, run_step
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ from typing import Any
 
 import torch
 
-from forensics.usercode.replay.state import State, autocast, batch_size, nonfinite, select
+from forensics.usercode.kit.batches import batch_size, select
+from forensics.usercode.kit.restore import State
+from forensics.usercode.replay.state import autocast, nonfinite
 
 
 def per_sample_losses(st: State, batch: dict[str, torch.Tensor]) -> list[float]:

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from forensics.usercode.kit.threads import intra_op_threads
+
 INDUCTOR_ENV = "TORCHINDUCTOR_DETERMINISTIC"
 # The libraries' own variables replay sets (and gives back): nothing of ours is configured through the environment.
 LIBRARY_ENV = (INDUCTOR_ENV, "CUBLAS_WORKSPACE_CONFIG")
@@ -49,31 +51,6 @@ def set_deterministic(mode: bool, warn_only: bool = False) -> None:
         config.deterministic = mode
     else:
         library_env({INDUCTOR_ENV: "1" if mode else "0"})
-
-
-def available_threads() -> tuple[int, str]:
-    """The intra-op threads this machine can give now: its usable CPUs less the ones busy (the 1-minute load
-    average), at least 1; and how that was decided. A busy neighbour slows an oversubscribed step 50-100x."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    free = max(1, min(cpus, cpus - int(load)))
-    return free, f"{cpus} CPUs, load {load:.1f}: {free} free"
-
-
-@contextmanager
-def intra_op_threads(threads: int | None = None) -> Iterator[tuple[int, str]]:
-    """Within: torch's intra-op thread count set to `threads`, else to `available_threads()`; yields (count, how it
-    was chosen) and gives the old count back on exit. Replay and probe both run under it: torch's default of one
-    thread per core, on a machine whose cores are busy, makes a small model's step 50-100x slower."""
-    import torch
-
-    saved = torch.get_num_threads()
-    chosen, why = (threads, "--threads") if threads else available_threads()
-    try:
-        torch.set_num_threads(chosen)
-        yield chosen, why
-    finally:
-        torch.set_num_threads(saved)
 
 
 @contextmanager

@@ -30,7 +30,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakIdKeyDictionary
 
-from forensics.usercode.replay.state import State, autocast, nonfinite, run_step
+from forensics.usercode.kit.modules import ModuleStack
+from forensics.usercode.kit.restore import State
+from forensics.usercode.replay.state import autocast, nonfinite, run_step
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,25 +87,6 @@ def tensor_stats(t: torch.Tensor) -> dict[str, Any]:
     return out
 
 
-class _ModuleStack:
-    """Forward pre/post hooks on every module: `names[-1]` is the innermost module running."""
-
-    def __init__(self, model: torch.nn.Module):
-        self.names: list[str] = []
-        self.handles = []
-        for name, m in model.named_modules():
-            self.handles.append(m.register_forward_pre_hook(lambda mod, inp, n=name: self.names.append(n)))
-            self.handles.append(m.register_forward_hook(lambda mod, inp, out: (self.names.pop(), None)[1]))
-
-    @property
-    def current(self) -> str:
-        return self.names[-1] if self.names else ""
-
-    def close(self) -> None:
-        for h in self.handles:
-            h.remove()
-
-
 def _tensors(x: Any) -> list[torch.Tensor]:
     if isinstance(x, torch.Tensor):
         return [x]
@@ -141,7 +124,7 @@ class _Recorder(TorchFunctionMode):
     """Remembers who made each tensor (op, module) and the first non-finite output on the autograd path;
     with `owners`, also which op and module created each autograd node (for the backward pass)."""
 
-    def __init__(self, modules: _ModuleStack, owners: dict | None = None):
+    def __init__(self, modules: ModuleStack, owners: dict | None = None):
         super().__init__()
         self.modules, self.owners = modules, owners
         self.made = WeakIdKeyDictionary()
@@ -179,7 +162,7 @@ def recorded_forward(st: State, batch: dict[str, torch.Tensor], owners: dict | N
     """The forward pass under the recorder: the first non-finite op (or None) and the loss; with `owners`, it
     also maps each autograd node to the op and module that made it (for the backward pass)."""
 
-    mods = _ModuleStack(st.model)
+    mods = ModuleStack(st.model)
     rec = _Recorder(mods, owners)
     for name, p in st.model.named_parameters():
         rec.made[p] = ("parameter", name)
