@@ -233,13 +233,13 @@ def test_missing_batch_is_one_clear_line(run_copy, tmp_path, capsys):
 
 
 def test_replay_result_is_stored_for_the_app(run_copy, tmp_path, capsys):
-    from ingest.queries import replays
+    from ingest.queries import app_replays
     from ingest.store import connect
 
     db = tmp_path / "f.duckdb"
     _, r, _ = replay_json(run_copy("nan_bad_sample"), db, capsys)
     with connect(db, write=False) as con:
-        rows = replays(con, r["run_id"])
+        rows = app_replays(con, r["run_id"])  # what the app's replay page reads
     assert rows.height == 1
     row = rows.row(0, named=True)
     assert (row["phase"], row["op"], row["module"], row["culprit_samples"]) == ("forward", "conv2d", "features.conv1", [7])
