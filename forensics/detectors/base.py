@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import ClassVar, Protocol
 
@@ -138,4 +139,60 @@ def layer_fraction_findings(detector, run: Run, role: str, what: str) -> Iterato
                      sources=tuple({"table": "scalars", "series": h["series"]} for h in hits),
                      summary=(f"{numbers.count(len(hits), 'layer')} {'ends' if len(hits) == 1 else 'end'} with "
                               f"≥{detector.threshold:.0%} {what}; worst "
-                              f"{worst['layer'] or worst['series']} at {worst['fraction']:.0%}"))
+                              f"{worst['layer'] or worst['series']} at {worst['fraction']:.0%} (the median of its last "
+                              f"{detector.tail:.0%} of points)"))
+
+
+# -- the numbers a summary quotes --------------------------------------------------------------------------------
+# A summary quotes what a user can find in their own log: a point's logged value with its step (`0.5999 at step 46`),
+# or a level over several points called what it is, with the steps it is the median of (`median 0.7287 of steps
+# 32-34`). A detector's smoothed or windowed statistics stay in its evidence. tests/test_summary_numbers.py checks
+# every such phrase on the gallery against the stored values.
+
+def level_of(steps: np.ndarray, values: np.ndarray, a: int, b: int, fmt: str = ".4g") -> tuple[float, str]:
+    """The level of points `a`..`b` (indices, inclusive) and how a summary says it: one point's logged value
+    (`0.5999 at step 46`), else the median of the finite values among them (`median 0.7287 of steps 32-34`).
+    NaN and `nan` when none is finite."""
+    a, b = max(0, int(a)), min(len(values) - 1, int(b))
+    seg = np.asarray(values[a:b + 1], dtype=float)
+    fin = seg[np.isfinite(seg)]
+    if fin.size == 0:
+        return math.nan, f"nan at step {steps[a]}"
+    if b == a:
+        return float(seg[0]), f"{float(seg[0]):{fmt}} at step {steps[a]}"
+    v = float(np.median(fin))
+    return v, f"median {v:{fmt}} of steps {steps[a]}-{steps[b]}"
+
+
+def point(steps: np.ndarray, values: np.ndarray, i: int, fmt: str = ".4g") -> str:
+    """`0.5999 at step 46`: the logged value of point `i` with its step."""
+    return f"{float(values[i]):{fmt}} at step {steps[i]}"
+
+
+def head_tail_of(steps: np.ndarray, values: np.ndarray, fraction: float = 0.1, min_points: int = 3,
+                 fmt: str = ".4g") -> tuple[tuple[float, str], tuple[float, str]]:
+    """`stats.head_tail_levels` with the phrases that say them: the medians of the first and last `fraction` of
+    the finite points (at least `min_points` each), as `median 1.625 of steps 10-80` (`level_of`)."""
+    keep = np.isfinite(np.asarray(values, dtype=float))
+    s, v = np.asarray(steps)[keep], np.asarray(values, dtype=float)[keep]
+    if v.size == 0:
+        return (math.nan, "nan"), (math.nan, "nan")
+    k = min(v.size, max(min_points, int(round(v.size * fraction))))
+    return level_of(s, v, 0, k - 1, fmt), level_of(s, v, v.size - k, v.size - 1, fmt)
+
+
+def curve_ends(steps: np.ndarray, values: np.ndarray, start_points: int, checkpoints: bool = False,
+               first_point: bool = False) -> tuple[str, str]:
+    """How a summary says a norm curve's initial and final levels as `curves.norm_change` takes them: from 10
+    points on, the median of the first `start_points` and of the last tenth; below, the first and last points
+    (`first_point`: the first point whatever the length). A curve of checkpoint norms says `checkpoint step`."""
+    n = len(values)
+    if n >= 10 and not first_point:
+        head = level_of(steps, values, 0, start_points - 1)[1]
+    else:
+        head = point(steps, values, 0)
+    k = min(n, max(3, int(round(n * 0.1))))
+    tail = level_of(steps, values, n - k, n - 1)[1] if n >= 10 else point(steps, values, n - 1)
+    if checkpoints:
+        head, tail = (t.replace(" step", " checkpoint step") for t in (head, tail))
+    return head, tail

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics import stats
-from forensics.detectors.base import CLASS_KEYS, finite_part, src, too_short
+from forensics.detectors.base import CLASS_KEYS, finite_part, head_tail_of, src, too_short
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -118,10 +118,9 @@ class FlatLoss:
                 if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
         yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
                          series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
-                         summary=self._summary(what, ev, steps))
+                         summary=self._summary(what, ev, steps, y))
 
-    @staticmethod
-    def _summary(what: str, ev: dict, steps: np.ndarray) -> str:
+    def _summary(self, what: str, ev: dict, steps: np.ndarray, y: np.ndarray) -> str:
         if "chance_k" in ev:
             k = ev["chance_k"]
             what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
@@ -131,8 +130,9 @@ class FlatLoss:
         if "pinned_value" in ev:
             return (f"{what} is pinned at {ev['pinned_value']!r} on {ev['pinned_points']} of its {ev['points']} "
                     f"points (steps {steps[0]}-{steps[-1]}), to the end: it no longer depends on the batch")
-        return (f"{what} stays at {ev['first_level']:.4g} → {ev['last_level']:.4g} "
-                f"({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: it never moved")
+        (_, head), (_, tail) = head_tail_of(steps, y, self.edge)
+        return (f"{what} stays at {head} → {tail} ({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: "
+                f"it never moved")
 
     def _pinned(self, y: np.ndarray) -> dict | None:
         """The evidence when `y` ends pinned at one value by the rule above, else None."""

@@ -117,12 +117,17 @@ class LossSpike:
                         and s["ratio"] < self.min_over_max * s["recent_max_excursion"]
                         and (s["undone"] is None or s["undone"] < self.undo_always)):
                     continue  # heavy-tailed noise: no higher than its own recent extremes
+                # The sentence quotes the plain median of the window's logged values (the baseline itself is a
+                # median of logs: between two middle values it is their geometric mean, not what a user computes).
+                window = values[(steps >= s["window_start"]) & (steps <= s["window_end"]) & np.isfinite(values)]
+                median = float(np.median(window)) if window.size else s["baseline"]
                 yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
                                  series=run.pick("loss"), evidence=s,
                                  sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
-                                 summary=(f"loss {s['value']:.4g} is {s['z']:.1f} robust sigmas above the median "
-                                          f"{s['baseline']:.4g} of steps {s['window_start']}-{s['window_end']} "
-                                          f"({ratio(s['ratio'])}), back within {count(s['recovery_points'], 'point')}"
+                                 summary=(f"loss {s['value']:.4g} at step {s['step']} is {s['z']:.1f} robust sigmas "
+                                          f"above the median {median:.4g} of steps {s['window_start']}-"
+                                          f"{s['window_end']} ({ratio(s['value'] / median) if median else ratio(s['ratio'])}), "
+                                          f"back within {count(s['recovery_points'], 'point')}"
                                           + (f" of the episode's end (steps {s['start_step']}-{s['end_step']})"
                                              if s["end_step"] > s["step"] else "")))
         for a, b in stats.runs_of(~np.isfinite(values)):
