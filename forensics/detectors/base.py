@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import ClassVar, Protocol
 
@@ -82,21 +83,44 @@ def src(run: Run, role: str, steps: np.ndarray | None = None) -> dict:
     return entry
 
 
-# Config keys that name the number of classes of the loss's softmax, most specific first.
-CLASS_KEYS = ("num_classes", "n_classes", "num_labels", "n_labels", "nb_classes", "classes", "vocab_size",
-              "n_vocab", "ntokens")
+# Config keys that name the number of classes of the loss's softmax, most specific first: what a classifier
+# declares (its class count, its labels) before any vocabulary size.
+CLASS_KEYS = ("num_classes", "n_classes", "nb_classes", "num_labels", "n_labels", "id2label", "label2id", "classes",
+              "vocab_size", "n_vocab", "ntokens")
+LABEL_MAPS = ("id2label", "label2id")  # HF's label maps: their entries are the classes
 # Config keys that say the model starts from trained weights: its first loss is not the loss at init.
 PRETRAINED_KEYS = ("_name_or_path", "model_name_or_path", "pretrained_model_name_or_path", "init_from",
                    "pretrained", "resume_from_checkpoint", "load_from", "checkpoint_path", "finetune")
+# An HF architecture with a classification head (`ViTForImageClassification`, `BertForSequenceClassification`).
+CLASSIFIER_HEAD = re.compile(r"Classification|Classifier")
+HF_DEFAULT_LABEL = re.compile(r"LABEL_\d+")
 
 
 def class_count(run: Run) -> tuple[int, str] | None:
-    """(C, config key) for the loss's softmax width, from the run's config, or None."""
+    """(C, config key) for the loss's softmax width, from the run's config, or None: a declared class count
+    (`num_classes`, HF's `num_labels`), then the labels a classifier declares (HF's `id2label`/`label2id`), before
+    any vocabulary size. HF writes a two-entry map of its default names (`LABEL_0`, `LABEL_1`) into every model's
+    config, a language model's too: such a map counts only beside a classification head in `architectures`."""
     for key in CLASS_KEYS:
+        if key in LABEL_MAPS:
+            labels = run.config_group(key)
+            names = [str(n) for n in (labels.values() if key == "id2label" else labels)]
+            default = len(names) == 2 and all(HF_DEFAULT_LABEL.fullmatch(n) for n in names)
+            heads = run.config("architectures")
+            heads = " ".join(str(h) for h in (heads if isinstance(heads, list) else [heads] if heads else []))
+            if len(labels) >= 2 and not (default and not CLASSIFIER_HEAD.search(heads)):
+                return len(labels), key
+            continue
         c = run.config_number(key)
         if c is not None and c >= 2 and float(c).is_integer():
             return int(c), key
     return None
+
+
+def class_source(found: tuple[int, str]) -> str:
+    """Where a class count came from, for a summary: `num_classes = 10 in the config`, `8 labels in its id2label`."""
+    c, key = found
+    return f"{c} labels in its {key}" if key in LABEL_MAPS else f"{key} = {c} in the config"
 
 
 def pretrained_key(run: Run) -> str | None:

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics import stats
-from forensics.detectors.base import CLASS_KEYS, finite_part, head_tail_of, src, too_short
+from forensics.detectors.base import class_count, finite_part, head_tail_of, src, too_short
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -83,7 +83,8 @@ class FlatLoss:
     def _chance_role(self, run: Run) -> tuple[str, dict] | None:
         """The role and evidence of a loss pinned at chance by `_chance` (the training loss, else the validation
         loss), or None."""
-        extra = tuple(int(c) for c in [run.config_number(*CLASS_KEYS)] if c and c >= 2 and float(c).is_integer())
+        found = class_count(run)
+        extra = (found[0],) if found else ()
         for role in ("loss", "val_loss"):
             if role == "val_loss" and run.has("loss") and not self._train_stands(finite_part(*run.arrays("loss"))[1]):
                 return None  # training falls while validation sits at chance: distribution_mismatch
@@ -109,9 +110,9 @@ class FlatLoss:
                 ev["train_all_zero"] = head == 0 and tail == 0
         if ev is None:
             return
-        classes = run.config_number("num_classes", "n_classes", "num_labels")
-        if classes and classes > 1:
-            ev["log_classes"] = math.log(classes)
+        classes = class_count(run)
+        if classes is not None and classes[1] not in ("vocab_size", "n_vocab", "ntokens"):
+            ev["log_classes"] = math.log(classes[0])
         if run.has("lr"):
             ev["lr_median"] = stats.level(run.arrays("lr")[1])
         what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from forensics import stats
-from forensics.detectors.base import class_count, finite_part, head_tail_of, level_of, pretrained_key, src, too_short
+from forensics.detectors.base import LABEL_MAPS, class_count, finite_part, head_tail_of, level_of, pretrained_key, src, too_short
 from forensics.detectors.oscillation import Oscillation
 from forensics.findings import Finding
 from forensics.run import Run
@@ -157,7 +157,8 @@ class Underfitting:
             return
         found = class_count(run)
         if found is not None:
-            reference, source, min_level = math.log(found[0]), f"log({found[1]} = {found[0]})", self.min_level_log_c
+            reference, source, min_level = math.log(found[0]), (f"log({found[1]} = {found[0]})" if found[1] not in LABEL_MAPS
+                                                        else f"log({found[0]} labels)"), self.min_level_log_c
         elif self._fine_tune(run) is None:
             reference, source, min_level = head, "initial loss", self.min_level
         else:
