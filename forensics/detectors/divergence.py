@@ -65,7 +65,7 @@ class Divergence:
     either shared set (a kind its label allows aside).
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,
-    Kendall τ and whether it is a drift, and the validation witness (its minimum, step, final level) when it took one.
+    Kendall τ and whether it is a drift, the levels the summary quotes and the lowest logged point after the onset, and the validation witness (its minimum, step, final level) when it took one.
     """
 
     kind: ClassVar[str] = "divergence"
@@ -169,6 +169,10 @@ class Divergence:
         lo_q, lo_text, low_note = _minimum(steps, y, imin, w if n >= 12 else 0)
         fin_q, fin_text = (level_of(steps, y, n - 1, n - 1) if nan_follows or ends_blown
                            else level_of(steps, y, n - tail_n, n - 1))
+        j = max(0, imin - (w if n >= 12 else 0))
+        j += int(np.argmin(y[j:]))  # the lowest logged point from the minimum's window on
+        ev |= {"quoted_min_level": lo_q, "quoted_final_level": fin_q, "lowest_logged": float(y[j]),
+               "lowest_logged_step": int(steps[j])}
         growth_q = fin_q / lo_q if lo_q > 0 else None
         if drifts:
             lr = self._lr_over(run, int(steps[imin]), int(steps[-1]))

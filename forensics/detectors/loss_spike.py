@@ -58,8 +58,9 @@ class LossSpike:
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
-    Evidence: step, loss, trailing median and sigma, z, ratio to the median, window, recovery length, the
-    start level and the share of the progress undone.
+    Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
+    and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
+    share of the progress undone.
     """
 
     kind: ClassVar[str] = "loss_spike"
@@ -121,6 +122,7 @@ class LossSpike:
                 # median of logs: between two middle values it is their geometric mean, not what a user computes).
                 window = values[(steps >= s["window_start"]) & (steps <= s["window_end"]) & np.isfinite(values)]
                 median = float(np.median(window)) if window.size else s["baseline"]
+                s["window_median"] = median
                 yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
                                  series=run.pick("loss"), evidence=s,
                                  sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
