@@ -144,9 +144,51 @@ def test_every_bug_fails_exactly_its_checks_and_names_it(name, runs, tmp_path, c
 def test_lr_range_says_how_far_below_the_working_range_the_run_is(runs, tmp_path, capsys):
     r = probe_json(runs("lr_1e-7"), tmp_path / "f.duckdb", capsys, "--checks", "lr_range")
     [c] = r["checks"]
-    falls = c["evidence"]["lr_falls"]
-    assert 1e-4 < falls < 1.0 and c["evidence"]["lr_explodes"] > falls
-    assert f"is 10^{round(math.log10(falls / 1e-7))}x below where the loss starts to fall" in c["summary"]
+    starts, falls = c["evidence"]["lr_starts_to_fall"], c["evidence"]["lr_falls"]
+    assert 1e-4 < starts <= falls < 1.0 and c["evidence"]["lr_explodes"] > falls
+    assert f"is 10^{round(math.log10(starts / 1e-7))}x below where the loss starts to fall" in c["summary"]
+
+
+def sweep_curve(falls_from: float | None, lowest_at: float, explodes_at: float | None) -> dict:
+    """A sweep as lr_range.sweep returns it, made by hand: the loss 1.0 up to LR `falls_from`, then falling as
+    log10(LR) grows to 0.3 at `lowest_at`, then rising, stopped at `explodes_at` (None: a loss that never falls)."""
+    from forensics.usercode.probe import lr_range
+
+    lrs, raw, smooth, avg = [], [], [], 0.0
+    for i in range(lr_range.STEPS):
+        lr = lr_range.LR_MIN * (lr_range.LR_MAX / lr_range.LR_MIN) ** (i / (lr_range.STEPS - 1))
+        if explodes_at is not None and lr > explodes_at:
+            break
+        if falls_from is None or lr <= falls_from:
+            loss = 1.0
+        elif lr <= lowest_at:
+            loss = 1.0 - 0.7 * math.log10(lr / falls_from) / math.log10(lowest_at / falls_from)
+        else:
+            loss = 0.3 * (lr / lowest_at) ** 0.5
+        lrs.append(lr)
+        raw.append(loss)
+        avg = lr_range.BETA * avg + (1 - lr_range.BETA) * loss
+        smooth.append(avg / (1 - lr_range.BETA ** (i + 1)))
+    return {"lrs": lrs, "losses": raw, "smoothed": smooth, "batches": [],
+            "exploded_at": lrs[-1] if explodes_at is not None else None}
+
+
+def test_lr_range_reads_the_sweep_as_the_lr_finder_literature_does():
+    """Smith / fastai's `lr_find`: an LR above the loss-minimum LR is too high, one an order of magnitude or more
+    below where the loss starts to fall is too low, and a sweep whose loss never falls 10 % is a failed sweep."""
+    from forensics.usercode.probe.lr_range import analyse, judge
+
+    found = analyse(sweep_curve(1e-4, 1e-1, 3.0))
+    assert 1e-4 < found["lr_starts_to_fall"] < found["lr_falls"] < found["lr_min_loss"] < found["lr_explodes"]
+    assert 0.05 < found["lr_min_loss"] < 0.3
+    assert judge(found, 1e-2)[0] == "pass"
+    status, summary, explains = judge(found, 0.5)  # above the minimum, though 6x below the explosion
+    assert status == "fail" and "too high" in summary and "oscillation" in explains
+    status, summary, explains = judge(found, found["lr_starts_to_fall"] / 12)  # 12x below: an order of magnitude
+    assert status == "fail" and "too low" in summary and "flat_loss" in explains
+    assert judge(found, found["lr_starts_to_fall"] / 5)[0] == "pass"
+    status, summary, _ = judge(analyse(sweep_curve(None, 1e-1, None)), 1e-2)
+    assert status == "n/a" and "the sweep failed" in summary and "never fell 10%" in summary
 
 
 def test_without_a_step_0_checkpoint_initial_loss_says_why_not(runs, tmp_path, capsys):

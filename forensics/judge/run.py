@@ -307,6 +307,17 @@ class Run:
                     return v
         return default
 
+    def config_group(self, key: str) -> dict[str, Any]:
+        """The entries of a mapping in the config (`id2label` -> {"0": "neg", "1": "pos"}), stored flattened as
+        `key.<entry>` at the top level or below any prefix (`model.id2label.0`): the first such mapping found,
+        entry -> value; empty when there is none."""
+        found: dict[str, dict[str, Any]] = {}
+        for k, v in self._configs.items():
+            head, sep, entry = k.rpartition(".")
+            if sep and (head == key or head.endswith("." + key)):
+                found.setdefault(head, {})[entry] = v
+        return next(iter(found.values()), {})
+
     def config_number(self, *keys: str) -> float | None:
         v = self.config(*keys)
         try:

@@ -54,3 +54,52 @@ def test_a_first_window_mean_of_a_climbing_loss_says_nothing_of_init(tmp_path):
     run = load_run(write_tb(tmp_path / "b", {"loss": (steps, falling)}, config={"num_classes": 10}), tmp_path / "b.duckdb")
     [f] = InitialLossMismatch().check(run)
     assert f.step == 10 and f.evidence["first_value_may_be_window_mean"]
+
+
+def test_a_first_record_late_in_the_run_is_not_judged(tmp_path):
+    """The first logged value speaks of init only when it comes early: one logged 1000 steps into a 10,000-step run
+    (a mean over a tenth of it, as HF logs with logging_steps=1000) is not the loss at init; the same curve logged
+    from step 100 is judged (its mean understates a high start)."""
+    _, falling = curve(start=5 * math.log(10), floor=0.3, n=100, tau=3000)
+    late = np.arange(1, 101) * 100 + 900  # steps 1000, 1100, ..., 10,900
+    run = load_run(write_tb(tmp_path / "a", {"loss": (late, falling)}, config={"num_classes": 10}), tmp_path / "a.duckdb")
+    assert list(InitialLossMismatch().check(run)) == []
+    early = np.arange(1, 101) * 100  # steps 100, 200, ..., 10,000
+    run = load_run(write_tb(tmp_path / "b", {"loss": (early, falling)}, config={"num_classes": 10}), tmp_path / "b.duckdb")
+    [f] = InitialLossMismatch().check(run)
+    assert f.step == 100 and f.evidence["run_last_step"] == 10_000
+
+
+def test_hf_trainer_s_first_record_is_called_a_mean(tmp_path):
+    """HF's Trainer logs the mean of the first `logging_steps` steps: the summary says so."""
+    from tests.runwriters import hf_history, write_trainer_state
+
+    steps = np.arange(10, 1010, 10)
+    _, falling = curve(start=5 * math.log(10), floor=0.3, n=steps.size)
+    run = load_run(write_trainer_state(tmp_path / "r", hf_history(steps, falling, np.ones(steps.size)),
+                                       config={"num_classes": 10}), tmp_path / "f.duckdb")
+    [f] = InitialLossMismatch().check(run)
+    assert f.step == 10 and f.evidence["first_value_is_window_mean"]
+    assert "the mean of steps 1-10" in f.summary and f"{falling[0]:.4g} at step 10" in f.summary
+
+
+def test_the_class_count_comes_from_the_labels_a_classifier_declares_before_its_vocabulary(tmp_path):
+    """HF's config.json of a classifier names its labels (`id2label`) and often a tokenizer's `vocab_size` too: the
+    softmax the loss reads is over the labels. HF writes a two-entry map of default names into every config, a
+    language model's too: beside a language-model head that map is not a class count, the vocabulary is."""
+    from forensics.judge.detectors.base import class_count
+
+    labels = {str(i): name for i, name in enumerate(["AK", "BCC", "BKL", "DF", "MEL", "NV", "SCC", "VASC"])}
+    steps, loss = curve(start=2.5 * math.log(8), floor=0.3)  # 2.5 x log(8), but 0.5 x log(30522)
+    config = {"architectures": ["BertForSequenceClassification"], "id2label": labels, "vocab_size": 30522}
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, loss)}, config=config), tmp_path / "a.duckdb")
+    assert class_count(run) == (8, "id2label")
+    [f] = InitialLossMismatch().check(run)
+    assert f.evidence["classes"] == 8 and f.evidence["classes_key"] == "id2label" and "8 labels" in f.summary
+    lm = {"architectures": ["GPT2LMHeadModel"], "id2label": {"0": "LABEL_0", "1": "LABEL_1"}, "vocab_size": 50257}
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, loss)}, config=lm), tmp_path / "b.duckdb")
+    assert class_count(run) == (50257, "vocab_size")
+    binary = {"architectures": ["BertForSequenceClassification"], "id2label": {"0": "LABEL_0", "1": "LABEL_1"},
+              "vocab_size": 30522}
+    run = load_run(write_tb(tmp_path / "c", {"loss": (steps, loss)}, config=binary), tmp_path / "c.duckdb")
+    assert class_count(run) == (2, "id2label")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 from typing import ClassVar, Protocol
 
@@ -94,21 +96,44 @@ def src(run: Run, role: str, steps: np.ndarray | None = None) -> dict:
     return entry
 
 
-# Config keys that name the number of classes of the loss's softmax, most specific first.
-CLASS_KEYS = ("num_classes", "n_classes", "num_labels", "n_labels", "nb_classes", "classes", "vocab_size",
-              "n_vocab", "ntokens")
+# Config keys that name the number of classes of the loss's softmax, most specific first: what a classifier
+# declares (its class count, its labels) before any vocabulary size.
+CLASS_KEYS = ("num_classes", "n_classes", "nb_classes", "num_labels", "n_labels", "id2label", "label2id", "classes",
+              "vocab_size", "n_vocab", "ntokens")
+LABEL_MAPS = ("id2label", "label2id")  # HF's label maps: their entries are the classes
 # Config keys that say the model starts from trained weights: its first loss is not the loss at init.
 PRETRAINED_KEYS = ("_name_or_path", "model_name_or_path", "pretrained_model_name_or_path", "init_from",
                    "pretrained", "resume_from_checkpoint", "load_from", "checkpoint_path", "finetune")
+# An HF architecture with a classification head (`ViTForImageClassification`, `BertForSequenceClassification`).
+CLASSIFIER_HEAD = re.compile(r"Classification|Classifier")
+HF_DEFAULT_LABEL = re.compile(r"LABEL_\d+")
 
 
 def class_count(run: Run) -> tuple[int, str] | None:
-    """(C, config key) for the loss's softmax width, from the run's config, or None."""
+    """(C, config key) for the loss's softmax width, from the run's config, or None: a declared class count
+    (`num_classes`, HF's `num_labels`), then the labels a classifier declares (HF's `id2label`/`label2id`), before
+    any vocabulary size. HF writes a two-entry map of its default names (`LABEL_0`, `LABEL_1`) into every model's
+    config, a language model's too: such a map counts only beside a classification head in `architectures`."""
     for key in CLASS_KEYS:
+        if key in LABEL_MAPS:
+            labels = run.config_group(key)
+            names = [str(n) for n in (labels.values() if key == "id2label" else labels)]
+            default = len(names) == 2 and all(HF_DEFAULT_LABEL.fullmatch(n) for n in names)
+            heads = run.config("architectures")
+            heads = " ".join(str(h) for h in (heads if isinstance(heads, list) else [heads] if heads else []))
+            if len(labels) >= 2 and not (default and not CLASSIFIER_HEAD.search(heads)):
+                return len(labels), key
+            continue
         c = run.config_number(key)
         if c is not None and c >= 2 and float(c).is_integer():
             return int(c), key
     return None
+
+
+def class_source(found: tuple[int, str]) -> str:
+    """Where a class count came from, for a summary: `num_classes = 10 in the config`, `8 labels in its id2label`."""
+    c, key = found
+    return f"{c} labels in its {key}" if key in LABEL_MAPS else f"{key} = {c} in the config"
 
 
 def pretrained_key(run: Run) -> str | None:
@@ -151,4 +176,60 @@ def layer_fraction_findings(detector, run: Run, role: str, what: str) -> Iterato
                      sources=tuple({"table": "scalars", "series": h["series"]} for h in hits),
                      summary=(f"{numbers.count(len(hits), 'layer')} {'ends' if len(hits) == 1 else 'end'} with "
                               f"≥{detector.threshold:.0%} {what}; worst "
-                              f"{worst['layer'] or worst['series']} at {worst['fraction']:.0%}"))
+                              f"{worst['layer'] or worst['series']} at {worst['fraction']:.0%} (the median of its last "
+                              f"{detector.tail:.0%} of points)"))
+
+
+# -- the numbers a summary quotes --------------------------------------------------------------------------------
+# A summary quotes what a user can find in their own log: a point's logged value with its step (`0.5999 at step 46`),
+# or a level over several points called what it is, with the steps it is the median of (`median 0.7287 of steps
+# 32-34`). A detector's smoothed or windowed statistics stay in its evidence. tests/test_summary_numbers.py checks
+# every such phrase on the gallery against the stored values.
+
+def level_of(steps: np.ndarray, values: np.ndarray, a: int, b: int, fmt: str = ".4g") -> tuple[float, str]:
+    """The level of points `a`..`b` (indices, inclusive) and how a summary says it: one point's logged value
+    (`0.5999 at step 46`), else the median of the finite values among them (`median 0.7287 of steps 32-34`).
+    NaN and `nan` when none is finite."""
+    a, b = max(0, int(a)), min(len(values) - 1, int(b))
+    seg = np.asarray(values[a:b + 1], dtype=float)
+    fin = seg[np.isfinite(seg)]
+    if fin.size == 0:
+        return math.nan, f"nan at step {steps[a]}"
+    if b == a:
+        return float(seg[0]), f"{float(seg[0]):{fmt}} at step {steps[a]}"
+    v = float(np.median(fin))
+    return v, f"median {v:{fmt}} of steps {steps[a]}-{steps[b]}"
+
+
+def point(steps: np.ndarray, values: np.ndarray, i: int, fmt: str = ".4g") -> str:
+    """`0.5999 at step 46`: the logged value of point `i` with its step."""
+    return f"{float(values[i]):{fmt}} at step {steps[i]}"
+
+
+def head_tail_of(steps: np.ndarray, values: np.ndarray, fraction: float = 0.1, min_points: int = 3,
+                 fmt: str = ".4g") -> tuple[tuple[float, str], tuple[float, str]]:
+    """`stats.head_tail_levels` with the phrases that say them: the medians of the first and last `fraction` of
+    the finite points (at least `min_points` each), as `median 1.625 of steps 10-80` (`level_of`)."""
+    keep = np.isfinite(np.asarray(values, dtype=float))
+    s, v = np.asarray(steps)[keep], np.asarray(values, dtype=float)[keep]
+    if v.size == 0:
+        return (math.nan, "nan"), (math.nan, "nan")
+    k = min(v.size, max(min_points, int(round(v.size * fraction))))
+    return level_of(s, v, 0, k - 1, fmt), level_of(s, v, v.size - k, v.size - 1, fmt)
+
+
+def curve_ends(steps: np.ndarray, values: np.ndarray, start_points: int, checkpoints: bool = False,
+               first_point: bool = False) -> tuple[str, str]:
+    """How a summary says a norm curve's initial and final levels as `curves.norm_change` takes them: from 10
+    points on, the median of the first `start_points` and of the last tenth; below, the first and last points
+    (`first_point`: the first point whatever the length). A curve of checkpoint norms says `checkpoint step`."""
+    n = len(values)
+    if n >= 10 and not first_point:
+        head = level_of(steps, values, 0, start_points - 1)[1]
+    else:
+        head = point(steps, values, 0)
+    k = min(n, max(3, int(round(n * 0.1))))
+    tail = level_of(steps, values, n - k, n - 1)[1] if n >= 10 else point(steps, values, n - 1)
+    if checkpoints:
+        head, tail = (t.replace(" step", " checkpoint step") for t in (head, tail))
+    return head, tail

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import UPSTREAM, class_count, finite_part, src, too_short
+from forensics.judge.detectors.base import UPSTREAM, class_count, finite_part, head_tail_of, point, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -77,5 +77,15 @@ class DistributionMismatch:
               "val_min": vmin, "val_drop": val_change, "train_start": start, "untrained_level": untrained}
         yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]), series=run.pick("val_loss"),
                          evidence=ev, sources=(src(run, "loss", ts), src(run, "val_loss", vs)),
-                         summary=(f"training loss falls {train_drop:.0%} ({th:.4g} → {tt:.4g}) while validation loss "
-                                  f"stays at {vh:.4g} → {vt:.4g} from the start"))
+                         summary=_summary(ts, t, vs, v, train_drop))
+
+
+def _summary(ts: np.ndarray, t: np.ndarray, vs: np.ndarray, v: np.ndarray, train_drop: float) -> str:
+    """The sentence, each level named as the file shows it: the medians of the first and last tenth (the first
+    evaluation itself when there are under 10)."""
+    (_, th), (_, tt) = head_tail_of(ts, t)
+    (_, vh), (_, vt) = head_tail_of(vs, v)
+    if v.size < 10:
+        vh = point(vs, v, 0)
+    return (f"training loss falls {train_drop:.0%} ({th} → {tt}) while validation loss stays at {vh} → {vt} "
+            f"from the start")

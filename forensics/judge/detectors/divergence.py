@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, finite_part, src, too_short
+from forensics.judge.detectors.base import MECHANISM, finite_part, level_of, point, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
@@ -65,7 +65,7 @@ class Divergence:
     either shared set (a kind its label allows aside).
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,
-    Kendall τ and whether it is a drift, and the validation witness (its minimum, step, final level) when it took one.
+    Kendall τ and whether it is a drift, the levels the summary quotes and the lowest logged point after the onset, and the validation witness (its minimum, step, final level) when it took one.
     """
 
     kind: ClassVar[str] = "divergence"
@@ -167,26 +167,36 @@ class Divergence:
               "kendall_tau": trend.tau, "drift": drifts} | (witness or {})
         tail = (" and then turns non-finite" if nan_follows else
                 " where the log ends, on its highest point since the minimum" if ends_blown else "")
+        # The sentence quotes the file: the minimum's level as the median of the points it is the median of (one
+        # point's logged value below 12 points), the end as its last point or the median of the tail.
+        lo_q, lo_text, low_note = _minimum(steps, y, imin, w if n >= 12 else 0)
+        fin_q, fin_text = (level_of(steps, y, n - 1, n - 1) if nan_follows or ends_blown
+                           else level_of(steps, y, n - tail_n, n - 1))
+        j = max(0, imin - (w if n >= 12 else 0))
+        j += int(np.argmin(y[j:]))  # the lowest logged point from the minimum's window on
+        ev |= {"quoted_min_level": lo_q, "quoted_final_level": fin_q, "lowest_logged": float(y[j]),
+               "lowest_logged_step": int(steps[j])}
+        growth_q = fin_q / lo_q if lo_q > 0 else None
         if drifts:
             lr = self._lr_over(run, int(steps[imin]), int(steps[-1]))
             ev |= lr or {}
-            how = (f"{rise / scale:+.0%} of its {'minimum' if lo > 0 else 'earlier fall'}, a steady climb: "
+            how = (f"{(fin_q - lo_q) / (abs(lo_q) if lo_q > 0 else head - lo_q):+.0%} of its "
+                   f"{'minimum' if lo > 0 else 'earlier fall'}, a steady climb: "
                    f"Kendall τ={trend.tau:.2f} over {after.size} points, Mann–Kendall p={trend.p:.1g}"
                    + (f", while the LR falls from {lr['lr_at_onset']:.2g} to {lr['lr_at_end']:.2g}" if lr else ""))
         elif significant:
-            how = f"{_effect(growth, rise, head - lo)}, Mann–Kendall p={trend.p:.1g}"
+            how = f"{_effect(growth_q, fin_q - lo_q, head - lo_q)}, Mann–Kendall p={trend.p:.1g}"
         elif stays:
-            how = (f"{_effect(growth, rise, head - lo)}, and stays there: the last {tail_n} points sit above the "
-                   f"minimum's, Mann–Whitney p={shift.p:.1g}")
+            how = (f"{_effect(growth_q, fin_q - lo_q, head - lo_q)}, and stays there: the last {tail_n} points sit "
+                   f"above the minimum's, Mann–Whitney p={shift.p:.1g}")
         else:
-            how = (f"{_effect(growth, rise, head - lo)}; the validation loss rises with it, from "
-                   f"{witness['val_min']:.4g} at step {witness['val_min_step']} to {witness['val_final']:.4g} "
-                   f"({ratio(witness['val_growth'])}), every evaluation since step {steps[imin]} above "
-                   f"{witness['val_lowest_since']:.4g}")
+            how = (f"{_effect(growth_q, fin_q - lo_q, head - lo_q)}; the validation loss rises with it, from "
+                   f"{witness['val_min']:.4g} at step {witness['val_min_step']} to median {witness['val_final']:.4g} "
+                   f"of steps {witness['val_tail_step']}-{witness['val_last_step']} ({ratio(witness['val_growth'])}), "
+                   f"every evaluation since step {steps[imin]} above {witness['val_lowest_since']:.4g}")
         yield Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
                          series=run.pick("loss"), evidence=ev, summary=(
-                             f"loss rises from its minimum {lo:.4g} at step {steps[imin]} to {final:.4g} "
-                             f"by step {steps[-1]} ({how}){tail}"),
+                             f"loss rises from {lo_text} to {fin_text} ({how}{low_note}){tail}"),
                          sources=(src(run, "loss", steps),) + (
                              (src(run, "val_loss", [witness["val_min_step"], witness["val_last_step"]]),)
                              if witness and not (significant or stays) else ()))
@@ -228,13 +238,14 @@ class Divergence:
         if vv.size < self.witness_points + 1:
             return None
         j = int(np.argmin(vv))
-        v0, v_end = float(vv[j]), float(np.median(vv[-max(2, vv.size // 4):]))
+        k = max(2, vv.size // 4)
+        v0, v_end = float(vv[j]), float(np.median(vv[-k:]))
         since = vv[vs >= max(int(vs[j]) + 1, onset)]
         if not (v0 > 0 and v_end >= (1 + self.witness_growth) * v0 and since.size >= self.witness_points
                 and np.all(since > v0 + (v_end - v0) / 2)):
             return None
         return {"witness": run.pick("val_loss"), "val_min": v0, "val_min_step": int(vs[j]),
-                "val_last_step": int(vs[-1]), "val_final": v_end,
+                "val_last_step": int(vs[-1]), "val_final": v_end, "val_tail_step": int(vs[-k]),
                 "val_growth": v_end / v0, "val_lowest_since": float(since.min()), "val_points_since": int(since.size)}
 
     def _held_jump(self, after: np.ndarray, lo: float) -> int | None:
@@ -251,15 +262,16 @@ class Divergence:
               nan_follows: bool) -> Finding:
         held = y[imin + j:]
         low = float(np.min(held))
+        lo_q, lo_text, _ = _minimum(steps, y, imin, max(3, int(y.size * self.smooth)) // 2 if y.size >= 12 else 0)
         ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": float(y[0]),
               "final_level": float(y[-1]), "growth_factor": low / lo, "jump_step": int(steps[imin + j]),
               "points_held": int(held.size), "lowest_after_jump": low, "short_jump": self.short_jump,
               "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size)}
         return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                          summary=(f"loss jumps from its minimum {lo:.4g} at step {steps[imin]} to {y[imin + j]:.4g} at "
-                                   f"step {steps[imin + j]} and never comes back: all {held.size} points since stay at "
-                                   f"{low:.4g} or above ({ratio(low / lo)} the minimum)"
+                          summary=(f"loss jumps from {lo_text} to {y[imin + j]:.4g} at step {steps[imin + j]} and never "
+                                   f"comes back: all {held.size} points since stay at {low:.4g} or above "
+                                   f"({ratio(low / lo_q)} the minimum)"
                                    + (" and then turns non-finite" if nan_follows else "")))
 
     def _stays_up(self, after: np.ndarray, lo: float, final: float) -> bool:
@@ -286,6 +298,19 @@ class Divergence:
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                           summary=(f"loss is above {self.blown_level:.0e} at every logged point (from {y[0]:.4g} at "
                                    f"step {steps[0]}, lowest {lo:.4g}): it had blown up before the log began"))
+
+
+def _minimum(steps: np.ndarray, y: np.ndarray, i: int, w: int) -> tuple[float, str, str]:
+    """The minimum a rise starts from, as the file shows it: (level, phrase, note). Unsmoothed (`w` 0), point `i`'s
+    logged value, "its minimum 0.166 at step 3"; else the median of the points `i`±`w` the smoothed minimum is the
+    median of, "its lowest level, the median 0.7287 of steps 32-34,", and a note naming the lowest logged point from there
+    on when it is lower ("; lowest logged 0.5999 at step 46")."""
+    if w <= 0:
+        return float(y[i]), f"its minimum {point(steps, y, i)}", ""
+    level, text = level_of(steps, y, i - w, i + w)
+    j = max(0, i - w) + int(np.argmin(y[max(0, i - w):]))
+    note = f"; lowest logged {point(steps, y, j)}" if y[j] < level else ""
+    return level, f"its lowest level, the {text},", note
 
 
 def _effect(growth: float | None, rise: float, drop: float) -> str:

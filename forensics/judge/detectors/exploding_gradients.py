@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, src, too_short
+from forensics.judge.detectors.base import MECHANISM, level_of, point, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
@@ -166,9 +166,23 @@ class ExplodingGradients:
             yield Finding.of(self, severity="critical" if severe else "warning", step=int(steps[a]),
                              step_end=int(steps[b]), series=run.pick("grad_norm"), evidence=ev,
                              sources=(src(run, "grad_norm", steps[max(0, a - self.window):b + 1]),),
-                             summary=(f"gradient norm rises from about {ev['norm_before']:.3g} to {ev['peak_norm']:.3g} "
-                                      f"({ratio(ev['factor'])}) over steps {steps[a]}-{steps[b]}"
-                                      + (" and turns non-finite" if ev["ends_nonfinite"] else "")))
+                             summary=_rise(steps, g, a, b, self.window, ev))
+
+
+def _rise(steps: np.ndarray, g: np.ndarray, a: int, b: int, window: int, ev: dict) -> str:
+    """The sentence, with the file's numbers: the median of the `window` logged norms before the episode, and its
+    highest logged norm with the step (the evidence keeps the detector's own reference, a running low of trailing
+    log-medians)."""
+    before = g[max(0, a - window):a]
+    seg = np.where(np.isfinite(g[a:b + 1]), g[a:b + 1], -np.inf)
+    ends = " and turns non-finite" if ev["ends_nonfinite"] else ""
+    if not np.isfinite(before).any() or not np.isfinite(seg).any():
+        return (f"gradient norm rises from about {ev['norm_before']:.3g} to {ev['peak_norm']:.3g} "
+                f"({ratio(ev['factor'])}) over steps {steps[a]}-{steps[b]}{ends}")
+    ref, ref_text = level_of(steps, g, max(0, a - window), a - 1, ".3g")
+    top = a + int(np.argmax(seg))
+    return (f"gradient norm rises from {'the ' if a - 1 > max(0, a - window) else ''}{ref_text} to "
+            f"{point(steps, g, top, '.3g')} ({ratio(g[top] / ref)}) over steps {steps[a]}-{steps[b]}{ends}")
 
 
 def _loss_change(run: Run, steps: np.ndarray, a: int, b: int, window: int,

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import CLASS_KEYS, SHAPE, finite_part, src, too_short
+from forensics.judge.detectors.base import SHAPE, class_count, finite_part, head_tail_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -85,7 +85,8 @@ class FlatLoss:
     def _chance_role(self, run: Run) -> tuple[str, dict] | None:
         """The role and evidence of a loss pinned at chance by `_chance` (the training loss, else the validation
         loss), or None."""
-        extra = tuple(int(c) for c in [run.config_number(*CLASS_KEYS)] if c and c >= 2 and float(c).is_integer())
+        found = class_count(run)
+        extra = (found[0],) if found else ()
         for role in ("loss", "val_loss"):
             if role == "val_loss" and run.has("loss") and not self._train_stands(finite_part(*run.arrays("loss"))[1]):
                 return None  # training falls while validation sits at chance: distribution_mismatch
@@ -111,19 +112,18 @@ class FlatLoss:
                 ev["train_all_zero"] = head == 0 and tail == 0
         if ev is None:
             return
-        classes = run.config_number("num_classes", "n_classes", "num_labels")
-        if classes and classes > 1:
-            ev["log_classes"] = math.log(classes)
+        classes = class_count(run)
+        if classes is not None and classes[1] not in ("vocab_size", "n_vocab", "ntokens"):
+            ev["log_classes"] = math.log(classes[0])
         if run.has("lr"):
             ev["lr_median"] = stats.level(run.arrays("lr")[1])
         what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"
                 if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
         yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
                          series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
-                         summary=self._summary(what, ev, steps))
+                         summary=self._summary(what, ev, steps, y))
 
-    @staticmethod
-    def _summary(what: str, ev: dict, steps: np.ndarray) -> str:
+    def _summary(self, what: str, ev: dict, steps: np.ndarray, y: np.ndarray) -> str:
         if "chance_k" in ev:
             k = ev["chance_k"]
             what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
@@ -133,8 +133,9 @@ class FlatLoss:
         if "pinned_value" in ev:
             return (f"{what} is pinned at {ev['pinned_value']!r} on {ev['pinned_points']} of its {ev['points']} "
                     f"points (steps {steps[0]}-{steps[-1]}), to the end: it no longer depends on the batch")
-        return (f"{what} stays at {ev['first_level']:.4g} → {ev['last_level']:.4g} "
-                f"({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: it never moved")
+        (_, head), (_, tail) = head_tail_of(steps, y, self.edge)
+        return (f"{what} stays at {head} → {tail} ({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: "
+                f"it never moved")
 
     def _pinned(self, y: np.ndarray) -> dict | None:
         """The evidence when `y` ends pinned at one value by the rule above, else None."""

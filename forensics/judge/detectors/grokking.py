@@ -126,6 +126,6 @@ class Grokking:
         yield Finding.of(self, severity="info", step=int(vs[start]), step_end=int(vs[end]),
                          series=run.pick(val_role), evidence=ev,
                          sources=(src(run, train_role, ts), src(run, val_role, vs)),
-                         summary=(f"training {t_what} saturates at step {t_sat} ({float(tsm[done[0]]):.4g}) while "
-                                  f"validation {what} stays at {level_sat:.4g}; validation then jumps between steps "
-                                  f"{vs[start]} and {vs[end]} to {level_best:.4g}"))
+                         summary=(f"training {t_what} saturates at step {t_sat} (smoothed {float(tsm[done[0]]):.4g}) "
+                                  f"while validation {what} stays at a smoothed {level_sat:.4g}; validation then jumps "
+                                  f"between steps {vs[start]} and {vs[end]} to a smoothed {level_best:.4g}"))

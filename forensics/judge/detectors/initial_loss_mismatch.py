@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from forensics.judge.detectors.base import CLASS_KEYS, SHAPE, class_count, pretrained_key, src
+from forensics.judge.detectors.base import CLASS_KEYS, SHAPE, class_count, class_source, pretrained_key, src
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import times
 from forensics.judge.run import Run
@@ -19,7 +19,10 @@ class InitialLossMismatch:
     """The first logged loss is far from log(C), the cross-entropy of a uniform guess over C classes.
 
     Detects: the earliest finite loss is at least `high` × log(C), or at most `low` × log(C). C comes from
-    the config (`CLASS_KEYS`); without it the detector is skipped. The first logged value may be a mean
+    the config (`CLASS_KEYS`: a declared class count, then HF's `id2label` labels, before any vocabulary size;
+    `base.class_count`); without it the detector is skipped. The first value is judged only when it is logged
+    early: at step ≤ `max_low_step` or within the first `early_share` of the run (a first record half-way through
+    says nothing of the start). The first logged value may be a mean
     over the first logging window (HF averages over `logging_steps`): for a falling loss that mean is
     below the loss at init, so a high ratio only understates the mismatch, while a low one may just be
     learning. So the low side needs the first point at step ≤ `max_low_step` and no sign of pretrained
@@ -33,8 +36,8 @@ class InitialLossMismatch:
     run reaches 1.5; `high` 3 missed bad inits at 2.3-2.7 × (recall 21/23, 23/23 at 2).
     Why: a model at init should be unsure; far above means confidently wrong logits (double softmax, bad
     final-layer init, a loss summed instead of averaged), far below means labels leak into the inputs.
-    Evidence: first step and loss, C and the key it came from, log(C), ratio, the thresholds; where the config
-    names a batch size, the ratio a loss summed over the batch would have per sample.
+    Evidence: first step and loss, whether it is a window mean (HF's Trainer, or a config naming `logging_steps`),
+    C and the key it came from, log(C), ratio, the thresholds; where the config names a batch size, the ratio a loss summed over the batch would have per sample.
     """
 
     kind: ClassVar[str] = "initial_loss_mismatch"
@@ -46,10 +49,12 @@ class InitialLossMismatch:
     max_low_step: int = 1
     window_after: int = 5
     max_rise_after: float = 1.2
+    early_share: float = 0.05  # the first record within the first 5% of the run speaks of its start
 
     def unavailable(self, run: Run) -> str | None:
         if class_count(run) is None:
-            return f"no class count in the run's config (looked for {', '.join(CLASS_KEYS[:4])}, vocab_size, ...)"
+            return (f"no class count in the run's config (looked for {', '.join(CLASS_KEYS[:4])}, HF's id2label, "
+                    f"vocab_size, ...)")
         return None
 
     def check(self, run: Run) -> Iterator[Finding]:
@@ -60,21 +65,31 @@ class InitialLossMismatch:
             return
         c, key = found
         step, first = int(steps[ok[0]]), float(y[ok[0]])
+        # The first logged value speaks of the loss at init only when it comes early in the run: HF logs the mean
+        # of the first `logging_steps`, and a first record half-way through says nothing of the start.
+        last = max(float(steps[ok[-1]]), run.config_number("max_steps") or 0.0)
+        early = step <= self.max_low_step or step <= self.early_share * last
         log_c = math.log(c)
         ratio = first / log_c
         pretrained = pretrained_key(run)
         too_low = ratio <= self.low and step <= self.max_low_step and pretrained is None
         after = y[ok[1:1 + self.window_after]]
         grew = step > self.max_low_step and after.size > 0 and float(np.median(after)) > self.max_rise_after * first
-        if not ((ratio >= self.high and not grew) or too_low):
+        if not early or not ((ratio >= self.high and not grew) or too_low):
             return
+        logging = run.config_number("logging_steps")
+        mean = step > 1 and (run.format_of(run.pick("loss")) == "hf_trainer_state"
+                             or (logging is not None and step <= logging))
         ev = {"first_step": step, "first_loss": first, "classes": c, "classes_key": key, "log_classes": log_c,
               "ratio": ratio, "high": self.high, "low": self.low, "direction": "high" if ratio >= self.high else "low",
-              "first_value_may_be_window_mean": step > 1, "pretrained_key": pretrained}
+              "first_value_may_be_window_mean": step > 1, "first_value_is_window_mean": mean,
+              "early_share": self.early_share, "run_last_step": last, "pretrained_key": pretrained}
         batch = run.config_number("batch_size", "per_device_train_batch_size", "train_batch_size")
         if batch and batch > 1 and ratio >= self.high:  # a loss summed over the batch, not averaged, looks like this
             ev["ratio_if_summed_over_batch"] = first / (batch * log_c)
+        what = (f"first logged loss {first:.4g} at step {step} (the mean of steps 1-{step}, as HF's Trainer logs it)"
+                if mean else f"first loss {first:.4g} at step {step}")
         yield Finding.of(self, severity="warning", step=step, series=run.pick("loss"), evidence=ev,
                          sources=(src(run, "loss", steps[ok[:1]]),),
-                         summary=(f"first loss {first:.4g} at step {step} is {times(ratio)} log({c}) = {log_c:.3g}, "
-                                  f"the loss of a uniform guess ({key} = {c} in the config)"))
+                         summary=(f"{what} is {times(ratio)} log({c}) = {log_c:.3g}, the loss of a uniform guess "
+                                  f"({class_source(found)})"))

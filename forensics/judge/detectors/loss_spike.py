@@ -58,8 +58,9 @@ class LossSpike:
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
-    Evidence: step, loss, trailing median and sigma, z, ratio to the median, window, recovery length, the
-    start level and the share of the progress undone.
+    Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
+    and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
+    share of the progress undone.
     """
 
     kind: ClassVar[str] = "loss_spike"
@@ -108,12 +109,18 @@ class LossSpike:
                         and s["ratio"] < self.min_over_max * s["recent_max_excursion"]
                         and (s["undone"] is None or s["undone"] < self.undo_always)):
                     continue  # heavy-tailed noise: no higher than its own recent extremes
+                # The sentence quotes the plain median of the window's logged values (the baseline itself is a
+                # median of logs: between two middle values it is their geometric mean, not what a user computes).
+                window = values[(steps >= s["window_start"]) & (steps <= s["window_end"]) & np.isfinite(values)]
+                median = float(np.median(window)) if window.size else s["baseline"]
+                s["window_median"] = median
                 yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
                                  series=run.pick("loss"), evidence=s,
                                  sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
-                                 summary=(f"loss {s['value']:.4g} is {s['z']:.1f} robust sigmas above the median "
-                                          f"{s['baseline']:.4g} of steps {s['window_start']}-{s['window_end']} "
-                                          f"({ratio(s['ratio'])}), back within {count(s['recovery_points'], 'point')}"
+                                 summary=(f"loss {s['value']:.4g} at step {s['step']} is {s['z']:.1f} robust sigmas "
+                                          f"above the median {median:.4g} of steps {s['window_start']}-"
+                                          f"{s['window_end']} ({ratio(s['value'] / median) if median else ratio(s['ratio'])}), "
+                                          f"back within {count(s['recovery_points'], 'point')}"
                                           + (f" of the episode's end (steps {s['start_step']}-{s['end_step']})"
                                              if s["end_step"] > s["step"] else "")))
         for a, b in stats.runs_of(~np.isfinite(values)):

@@ -157,7 +157,7 @@ class LrScheduleAnomaly:
                       "rises_after_floor": rises}
                 yield Finding.of(self, severity="warning", step=reach, step_end=last, series=run.pick("lr"),
                                  evidence=ev, sources=(src(run, "lr", steps),),
-                                 summary=(f"LR decays from {peak:.3g} to its floor {floor:.3g} by step {reach}, "
+                                 summary=(f"LR decays from {peak:.3g} to its floor, {_at_floor(steps, lr, at, floor)}, "
                                           f"{ev['fraction_of_run']:.0%} into a run of {last} steps"))
                 return
         if not (isinstance(sched, str) and _cyclic(sched)):
@@ -165,9 +165,10 @@ class LrScheduleAnomaly:
             if back:
                 yield Finding.of(self, severity="warning", step=back["floor_step"], step_end=back["return_step"],
                                  series=run.pick("lr"), evidence=back, sources=(src(run, "lr", steps),),
-                                 summary=(f"LR decays from {peak:.3g} to its floor {floor:.3g} by step "
-                                          f"{back['floor_step']}, {back['fraction_of_run']:.0%} into a run of {last} "
-                                          f"steps, then climbs back to {back['return_lr']:.3g} by step "
+                                 summary=(f"LR decays from {peak:.3g} to its floor, "
+                                          f"{_at_floor(steps, lr, int(np.searchsorted(steps, back['floor_step'])), floor)}, "
+                                          f"{back['fraction_of_run']:.0%} into a run of {last} "
+                                          f"steps, then climbs back to {back['return_lr']:.3g} at step "
                                           f"{back['return_step']}: the schedule ran past its horizon" + (
                                               f", {back['accumulation']}× too fast (stepped every micro-batch under "
                                               f"gradient accumulation {back['accumulation']}?)"
@@ -211,3 +212,10 @@ class LrScheduleAnomaly:
             ev["accumulation"] = int(accum)
             ev["matches_accumulation"] = bool(abs(fraction * accum - 1) <= 0.2)
         return ev
+
+
+def _at_floor(steps: np.ndarray, lr: np.ndarray, at: int, floor: float) -> str:
+    """`0 at step 25`: the logged LR where it reached its floor, with the floor itself when that point is only near
+    it (`3e-07 at step 25, lowest 1e-07`)."""
+    at = min(at, lr.size - 1)
+    return f"{lr[at]:.3g} at step {steps[at]}" + (f", lowest {floor:.3g}" if lr[at] != floor else "")

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import UPSTREAM, src, too_short
+from forensics.judge.detectors.base import UPSTREAM, head_tail_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -56,5 +57,11 @@ class MemoryGrowth:
               "mk_p": trend.p, "late_growth_share": late / (tail - head)}
         yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]),
                          series=run.pick("memory"), evidence=ev, sources=(src(run, "memory", steps),),
-                         summary=(f"memory grows from {head:.4g} to {tail:.4g} (+{ev['growth']:.0%}) over steps "
-                                  f"{steps[0]}-{steps[-1]} (Mann–Kendall p={trend.p:.1g})"))
+                         summary=_grows(steps, m, trend.p))
+
+
+def _grows(steps: np.ndarray, m: np.ndarray, p: float) -> str:
+    """The sentence, with the medians of the first and last tenth named as such (`head_tail_of`)."""
+    (head, head_text), (tail, tail_text) = head_tail_of(steps, m)
+    return (f"memory grows from the {head_text} to the {tail_text} (+{(tail - head) / head:.0%}) over steps "
+            f"{steps[0]}-{steps[-1]} (Mann–Kendall p={p:.1g})")

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, class_count, finite_part, src, too_short
+from forensics.judge.detectors.base import MECHANISM, class_count, finite_part, level_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -127,9 +127,10 @@ class Oscillation:
               "lag1_autocorr": r1, "diff_lag1_autocorr": stats.lag1_autocorr(np.diff(seg)),
               "sign_change_rate": stats.sign_change_rate(seg), "zero_crossings": crossings, "kendall_tau": tau,
               "trend_over_window": trend, "window_start": int(x[0]), "window_end": int(x[-1])}
+        start_text = level_of(steps, y, 0, max(3, y.size // 10) - 1, ".3g")[1]  # the start as the file shows it
         yield Finding.of(self, severity="warning", step=int(x[0]), step_end=int(x[-1]), series=run.pick("loss"),
-                         evidence=ev, sources=(src(run, "loss", x),),
-                         summary=(f"loss swings by ±{amp:.3g} ({amp / lvl:.0%} of its level {lvl:.3g}) around a weak "
+                         evidence=ev, sources=(src(run, "loss", steps),),
+                         summary=(f"loss swings by ±{amp:.3g} ({amp / lvl:.0%} of its median {lvl:.3g} there) around a weak "
                                   f"trend over steps {int(x[0])}-{int(x[-1])}, {crossings} crossings, " + (
                                       f"autocorrelation {r:.2f} at lag {lag} (white noise: ~0)"
                                       if rule == "structured" else
@@ -138,10 +139,10 @@ class Oscillation:
                                       f"them: the weights do not settle" if rule == "bouncing_weights" else
                                       f"and does not settle: the level is {lvl / reference:.1f}× "
                                       + (f"log({classes[0]}) = {reference:.3g}, a uniform guess's loss" if classes
-                                         else f"its start {start:.3g}") + (
-                                          f", no lower than its start {start:.3g}" if progress == 0 else
+                                         else f"its start ({start_text})") + (
+                                          f", no lower than its start ({start_text})" if progress == 0 else
                                           f", and the swings' robust sigma {sigma:.3g} is at least the run's whole "
-                                          f"progress ({progress:.3g} below its start {start:.3g})"))))
+                                          f"progress ({progress:.3g} below its start ({start_text}))"))))
 
     def bouncing_weights(self, run: Run, start: float, train: np.ndarray) -> dict | None:
         """Evidence that the validation loss from step `start` on goes up and down as settled weights cannot

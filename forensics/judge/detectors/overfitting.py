@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, finite_part, src, too_short
+from forensics.judge.detectors.base import SHAPE, finite_part, level_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -149,9 +149,17 @@ class Overfitting:
         yield Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
                          series=run.pick("val_loss"), evidence=ev,
                          sources=(src(run, "val_loss", vs), src(run, "loss", ts[after])),
-                         summary=(f"validation loss bottoms at {lo:.4g} at step {vs[imin]} and rises to {final:.4g} "
-                                  f"(+{rise / abs(lo) if lo else 0:.0%}) while training loss changes by "
-                                  f"{train_change:+.3g}"))
+                         summary=self._summary(vs, v, imin, train_change))
+
+    def _summary(self, vs: np.ndarray, v: np.ndarray, imin: int, train_change: float) -> str:
+        """The sentence, with the levels as the file shows them: the lowest evaluation's value (the median of the
+        evaluations the smoothed minimum is the median of, when smoothed) and the median of the last third."""
+        w = self.smooth_points // 2
+        lo, lo_text = level_of(vs, v, imin - w, imin + w)
+        final, final_text = level_of(vs, v, v.size - max(1, (v.size - imin) // 3), v.size - 1)
+        where = f"at {lo_text}" if w == 0 else f"at step {vs[imin]}, {lo_text},"
+        return (f"validation loss bottoms {where} and rises to {final_text} (+{(final - lo) / abs(lo) if lo else 0:.0%}) "
+                f"while training loss changes by {train_change:+.3g}")
 
 
 def _noisier(val: np.ndarray, train: np.ndarray) -> bool:

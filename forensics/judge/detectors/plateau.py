@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, finite_part, src, too_short
+from forensics.judge.detectors.base import SHAPE, finite_part, level_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -197,11 +197,14 @@ class Plateau:
         ev = self._stall(run)
         if ev is None or self._val_improves(run, ev["plateau_start_step"]) is not None:
             return  # training stalls while validation keeps improving (dropout, augmentation): no plateau
-        steps = finite_part(*run.arrays("loss"))[0]
-        tail, head, length = ev["level"], ev["initial_level"], ev["length_fraction"]
+        steps, y = finite_part(*run.arrays("loss"))
+        length = ev["length_fraction"]
+        # the levels as the file shows them: the medians `_stall` took, with their steps
+        tail, tail_text = level_of(steps, y, y.size - max(3, int(np.ceil(self.min_length * y.size))), y.size - 1)
+        head, head_text = level_of(steps, y, 0, self.start_points - 1)
         constant = ("" if ev["constant_predictor_level"] is None else
                     f", the MSE of a constant prediction ({ev['constant_predictor_level']:g}), never beaten")
         yield Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                         summary=(f"loss stalls at {tail:.4g} ({tail / head:.0%} of the initial {head:.4g}) from "
+                         summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
                                   f"step {ev['plateau_start_step']} to the end ({length:.0%} of the points){constant}"))

@@ -151,7 +151,7 @@ class ThroughputDrop:
               "seconds_per_step_after": after, "factor": after / before, "intervals_after": int(n_after),
               "fraction_after_above_before_median": sep, "explained_variance": gain, "measured_from": how}
         yield Finding.of(self, severity="warning", step=int(a[k]), step_end=int(b[-1]), series=name, evidence=ev,
-                         sources=src, summary=(f"steps slow down from {before:.3g} s to {after:.3g} s per step "
+                         sources=src, summary=(f"steps slow down from a median {before:.3g} s to a median {after:.3g} s per step "
                                                f"(×{after / before:.2g}) from step {a[k]} to the end"))
 
     def _stalls(self, run, a, b, r, lr, span, base, name, how, src) -> Iterator[Finding]:
@@ -178,7 +178,7 @@ class ThroughputDrop:
         yield Finding.of(self, severity="warning", step=int(a[idx[0]]), step_end=int(stall_steps[-1]), series=name,
                          evidence=ev, sources=src,
                          summary=(f"{idx.size} stalls between steps {stall_steps[0]} and {stall_steps[-1]} run at "
-                                  f"{ev['seconds_per_step_in_stalls']:.3g} s per step against {base:.3g} s, costing "
+                                  f"a median {ev['seconds_per_step_in_stalls']:.3g} s per step against a median {base:.3g} s, costing "
                                   f"{lost:.3g} s ({lost / total:.0%} of the time); none at an evaluation or checkpoint"))
 
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, class_count, finite_part, pretrained_key, src, too_short
+from forensics.judge.detectors.base import LABEL_MAPS, SHAPE, class_count, finite_part, head_tail_of, level_of, pretrained_key, src, too_short
 from forensics.judge.detectors.oscillation import Oscillation
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
@@ -158,7 +158,8 @@ class Underfitting:
             return
         found = class_count(run)
         if found is not None:
-            reference, source, min_level = math.log(found[0]), f"log({found[1]} = {found[0]})", self.min_level_log_c
+            reference, source, min_level = math.log(found[0]), (f"log({found[1]} = {found[0]})" if found[1] not in LABEL_MAPS
+                                                        else f"log({found[0]} labels)"), self.min_level_log_c
         elif self._fine_tune(run) is None:
             reference, source, min_level = head, "initial loss", self.min_level
         else:
@@ -187,23 +188,27 @@ class Underfitting:
               "val_projected_one_more_run": v_projected,
               "val_fraction_of_initial": v_end / head, "train_val_gap": gap, "train_late_fall": t_fall,
               "val_late_fall": v_fall, "val_points": int(v.size)}
+        # the levels as the file shows them: the medians of the last tenth, with their steps
+        t_text, v_text = head_tail_of(ts, t)[1][1], head_tail_of(vs, v, min_points=2)[1][1]
+        ref_text = (f"{source} {reference:.4g}" if found is not None else
+                    f"initial {level_of(ts, t, 0, self.start_points - 1)[1]}")
         if pinned is not None:
             ev.update(pinned)
             yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),
                              series=run.pick("val_loss"), evidence=ev,
                              sources=(src(run, "loss", ts), src(run, "val_loss", vs),
                                       {"table": "scalars", "series": pinned["accuracy_series"]}),
-                             summary=(f"train and validation loss stay high together: train {t_end:.4g} "
-                                      f"({t_end / reference:.0%} of the {source} {reference:.4g}), validation "
-                                      f"{v_end:.4g} ({gap:+.0%} from train), while {pinned['accuracy_series']} has "
+                             summary=(f"train and validation loss stay high together: train {t_text} "
+                                      f"({t_end / reference:.0%} of the {ref_text}), validation "
+                                      f"{v_text} ({gap:+.0%} from train), while {pinned['accuracy_series']} has "
                                       f"stayed at {pinned['accuracy_level']:.4g} since {pinned['accuracy_since']:.0%} "
                                       f"of the run: the loss creeps down, the predictions do not change"))
             return
         yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),
                          series=run.pick("val_loss"), evidence=ev,
                          sources=(src(run, "loss", ts), src(run, "val_loss", vs)),
-                         summary=(f"train and validation loss both stall high: train {t_end:.4g} "
-                                  f"({t_end / reference:.0%} of the {source} {reference:.4g}), validation {v_end:.4g} "
+                         summary=(f"train and validation loss both stall high: train {t_text} "
+                                  f"({t_end / reference:.0%} of the {ref_text}), validation {v_text} "
                                   f"({gap:+.0%} from train), " + (
                                       f"at that level from {max(t_start, v_start):.0%} of the run"
                                       if max(t_start, v_start) <= self.max_stall_start else

@@ -62,5 +62,5 @@ class VanishingGradients:
               "first_norm": a, "last_norm": b, "ratio": a / b, "layers": len(names)}
         yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]), series=first,
                          evidence=ev, sources=tuple({"table": "scalars", "series": n} for n in (first, last)),
-                         summary=(f"gradient norm of the first layer {ev['first_layer']} ({a:.3g}) is {times(a / b)} "
-                                  f"that of the last layer {ev['last_layer']} ({b:.3g})"))
+                         summary=(f"gradient norm of the first layer {ev['first_layer']} (median {a:.3g} over its "
+                                  f"points) is {times(a / b)} that of the last layer {ev['last_layer']} (median {b:.3g})"))

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import curves, stats
-from forensics.judge.detectors.base import UPSTREAM
+from forensics.judge.detectors.base import UPSTREAM, curve_ends
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -79,8 +79,7 @@ class WeightCollapse:
               "n_collapsing": len(fall)}
         yield Finding.of(self, severity="warning", step=top["first_step"], step_end=top["last_step"],
                          series=top["series"], evidence=ev, sources=tuple({"series": ch["series"]} for ch in fall[:20]),
-                         summary=(f"{top['series']} shrinks ÷{1 / top['factor']:.3g} ({top['initial']:.4g} → "
-                                  f"{top['final']:.4g}) over steps {top['first_step']}-{top['last_step']}"
+                         summary=(f"{top['series']} shrinks ÷{1 / top['factor']:.3g} ({_ends(run, top, self.start_points)}) over steps {top['first_step']}-{top['last_step']}"
                                   + (f"; {len(fall) - 1} more curves collapse too" if len(fall) > 1 else "")))
 
 
@@ -88,3 +87,11 @@ def _settled_below(c) -> bool:
     """The curve fell and stayed down: every point of its second half lies below the lowest of its first three."""
     v = c.values[np.isfinite(c.values)]
     return v.size >= 10 and float(np.max(v[v.size // 2:])) < float(np.min(v[:3]))
+
+
+def _ends(run: Run, ch: dict, start_points: int) -> str:
+    """`median 7.384 of steps 25-75 → median 18.35 of steps 1350-1500`: the curve's levels as the file shows them."""
+    c = next(c for c in curves.norm_curves(run) if c.name == ch["series"])
+    head, tail = curve_ends(c.steps, c.values, start_points, checkpoints=c.source.get("table") == "tensor_stats",
+                            first_point=ch.get("initial_from") == "first point")
+    return f"{head} → {tail}"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from forensics.judge import curves, stats
-from forensics.judge.detectors.base import UPSTREAM
+from forensics.judge.detectors.base import UPSTREAM, curve_ends
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -72,6 +72,14 @@ class WeightNormGrowth:
         ev = {**top, "curves_growing": [ch["series"] for ch in grow][:20], "n_growing": len(grow)}
         yield Finding.of(self, severity="warning", step=top["first_step"], step_end=top["last_step"],
                          series=top["series"], evidence=ev, sources=tuple({"series": ch["series"]} for ch in grow[:20]),
-                         summary=(f"{top['series']} grows ×{top['factor']:.3g} ({top['initial']:.4g} → {top['final']:.4g}) "
+                         summary=(f"{top['series']} grows ×{top['factor']:.3g} ({_ends(run, top, self.start_points)}) "
                                   f"over steps {top['first_step']}-{top['last_step']} and is still rising"
                                   + (f"; {len(grow) - 1} more curves grow too" if len(grow) > 1 else "")))
+
+
+def _ends(run: Run, ch: dict, start_points: int) -> str:
+    """`median 7.384 of steps 25-75 → median 18.35 of steps 1350-1500`: the curve's levels as the file shows them."""
+    c = next(c for c in curves.norm_curves(run) if c.name == ch["series"])
+    head, tail = curve_ends(c.steps, c.values, start_points, checkpoints=c.source.get("table") == "tensor_stats",
+                            first_point=ch.get("initial_from") == "first point")
+    return f"{head} → {tail}"
