@@ -4,10 +4,15 @@ set's loss goes up and down with them; a model too small stalls with settled wei
 smooth. The first is oscillation (not underfitting), the second underfitting (not oscillation)."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from forensics.judge.detectors import Oscillation, Underfitting
+from tests.paths import REPO
 from tests.runwriters import load_run, one_torch_thread
 
 
@@ -57,11 +62,22 @@ CASES = {  # name: (training, oscillates)
 }
 
 
+def _train_all(base: str) -> None:
+    with one_torch_thread():
+        for name, (kw, _) in CASES.items():
+            _train(Path(base) / name, **kw)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """The runs are trained in a child whose ATen kernels are the portable ones (ATEN_CPU_CAPABILITY=default): an
+    LR high enough to oscillate makes training chaotic, and AVX2 and AVX-512 kernels round differently enough to
+    land the same seed on another curve. The curves are then the same on every machine."""
     base = tmp_path_factory.mktemp("trained")
-    with one_torch_thread():
-        return {name: load_run(_train(base / name, **kw), base / f"{name}.duckdb") for name, (kw, _) in CASES.items()}
+    subprocess.run([sys.executable, "-c", f"from tests.detectors.test_oscillation_trained import _train_all; "
+                    f"_train_all({str(base)!r})"], cwd=REPO, check=True, timeout=600,
+                   env={**os.environ, "ATEN_CPU_CAPABILITY": "default"})
+    return {name: load_run(base / name, base / f"{name}.duckdb") for name in CASES}
 
 
 @pytest.mark.parametrize("name", CASES)
