@@ -32,6 +32,7 @@ from ingest.batches import FoundBatch, find_batches, read_batch
 from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints, read_checkpoint, tensor_deltas
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
+from ingest.files import walk
 from ingest.formats import Format, format_for
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
@@ -46,8 +47,6 @@ HOLD_BYTES = 8 * 2**20
 HEAD_BYTES = 4096
 # progress(stage, done, total): bytes of `stage` ("logs", "checkpoints") read so far, of `total`.
 Progress = Callable[[str, int, int], None]
-# Folders that are never part of a run's evidence (and can be huge).
-SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".ipynb_checkpoints", ".hypothesis"}
 
 
 def run_id_for(root: Path) -> str:
@@ -91,38 +90,6 @@ class IngestReport:
             "issues": [{"path": p, "position": i.position, "kind": i.kind, "detail": i.detail} for p, i in self.issues],
             "unknown_files": self.unknown,
         }
-
-
-def walk(root: Path, skipped: list[tuple[str, Issue]] | None = None, *,
-         follow_links: bool = False) -> list[PurePosixPath]:
-    """Every regular file below `root` (a resolved path), relative, sorted; symlinked folders are not followed.
-
-    A file symlink that leads out of `root` (`outside.log -> /etc/passwd`) is not read unless `follow_links`:
-    a run directory's links must not make the tool read, store and show files elsewhere. A folder that cannot
-    be listed is not silently dropped: it and each link passed over go to `skipped` as (path, Issue), so the
-    run is not called healthy on what was left out."""
-    found: list[PurePosixPath] = []
-    skipped = [] if skipped is None else skipped
-
-    def unlisted(err: OSError) -> None:
-        rel = os.path.relpath(err.filename, root) if err.filename else "."
-        skipped.append((storable(rel), Issue(None, "unreadable", f"folder {storable(rel)} cannot be listed "
-                                             f"({err.strerror or err}); its files were not read")))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        rel_dir = Path(dirpath).relative_to(root)
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            rel = PurePosixPath(rel_dir.as_posix()) / name if str(rel_dir) != "." else PurePosixPath(name)
-            if not path.is_file():
-                continue
-            if path.is_symlink() and not follow_links and not path.resolve().is_relative_to(root):
-                skipped.append((storable(str(rel)), Issue(None, "outside_run", "a link to a file outside the run "
-                                                          "directory; not followed")))
-                continue
-            found.append(rel)
-    return found
 
 
 def _size(path: Path) -> int:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import statistics
 import threading
 import time
@@ -37,7 +36,6 @@ from forensics.judge.findings import RANK, Analysis
 from forensics.services.fleet import Options, RunResult, analyze_runs
 
 ALERT_SEVERITIES = ("critical", "warning")  # findings of these severities are alerted; info is stored only
-SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".ipynb_checkpoints", ".hypothesis"}
 
 
 @dataclass
@@ -128,42 +126,35 @@ class WatchSettings:
 
 
 def fingerprint(path: Path, counts: PassReport) -> tuple[str, float | None, int, int]:
-    """(hash of every file's relative path, size and mtime; newest mtime; files; bytes) of a run's folder.
+    """(hash of every file's path, size and mtime; newest mtime; files; bytes) of a run's folder: the files ingest
+    reads (`ingest.files.walk`'s walk and rule, a file link inside the run by its target's size and mtime).
+    Raises OSError when the run's folder itself cannot be listed."""
+    from ingest.files import folders, is_read
 
-    Walks like ingest does (symlinked folders not followed, the same folders skipped). Raises OSError when
-    the run's folder itself cannot be listed.
-    """
     h = hashlib.blake2b(digest_size=16)
     newest, n_files, n_bytes = None, 0, 0
-    stack = [path]
-    first = True
-    while stack:
-        folder = stack.pop()
-        try:
-            it = os.scandir(folder)
-        except OSError:
-            if first:
-                raise
-            continue  # a sub-folder deleted or locked mid-walk: its files count as gone
-        first = False
+    root = path.resolve()
+
+    listed = 0
+
+    def unlisted(exc: OSError) -> None:
+        if not listed:
+            raise exc  # the run's folder itself; a sub-folder deleted or locked mid-walk: its files count as gone
+
+    for _, entries in folders(root, unlisted):
+        listed += 1
         counts.listings += 1
-        entries = []
-        with it:
-            for e in it:
-                if e.is_dir(follow_symlinks=False):
-                    if e.name not in SKIP_DIRS:
-                        stack.append(Path(e.path))
-                elif e.is_file(follow_symlinks=False):
-                    try:
-                        st = e.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    counts.stats += 1
-                    entries.append((e.path, st.st_size, st.st_mtime_ns))
-        for p, size, mtime_ns in sorted(entries):
-            h.update(f"{p}\0{size}\0{mtime_ns}\n".encode("utf-8", "surrogateescape"))  # names need not be UTF-8
-            n_files, n_bytes = n_files + 1, n_bytes + size
-            newest = max(newest or 0.0, mtime_ns / 1e9)
+        for e in entries:
+            if not is_read(e, root, follow_links=False):
+                continue
+            try:
+                st = e.stat()
+            except OSError:
+                continue
+            counts.stats += 1
+            h.update(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))  # names need not be UTF-8
+            n_files, n_bytes = n_files + 1, n_bytes + st.st_size
+            newest = max(newest or 0.0, st.st_mtime_ns / 1e9)
     return h.hexdigest(), newest, n_files, n_bytes
 
 
