@@ -384,7 +384,9 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 
 def check_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     try:
-        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        # fetchall, not fetchone: a result left unfinished on the connection refuses the caller's next relation
+        # (`con.sql`, as `queries.series_points` reads) with DuckDB's "unfinished result from execute()"
+        row = next(iter(con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()), None)
     except duckdb.CatalogException:
         raise SchemaError(f"{db} is not a run-forensics database (no meta table)") from None
     if row is None:
