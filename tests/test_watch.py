@@ -398,7 +398,7 @@ def test_finished_runs_copied_into_the_root_never_stall(watched, tmp_path):
     assert not [a for a in w.poll_once(now=copied + 5).alerts if a.kind == "stalled"]
     later = w.poll_once(now=copied + 5000)
     assert not [a for a in later.alerts if a.kind == "stalled"]
-    assert {st.state for st in w.runs.values()} == {"active"}
+    assert {st.state for st in w.memory.runs.values()} == {"active"}
 
 
 def test_a_log_rewritten_shorter_is_alerted_once_and_its_old_points_forgotten(watched):
