@@ -467,3 +467,27 @@ def test_the_walk_goes_in_os_walks_order(tmp_path):
         expected += [os.path.relpath(os.path.join(folder, f), tmp_path) for f in sorted(filenames)]
     assert [str(p) for p in walk(tmp_path.resolve())] == expected
     assert expected[0] == "b.txt" and "__pycache__/p.pyc" not in expected
+
+
+def test_a_pass_whose_store_read_fails_keeps_the_alerts_made_before_it(watched, monkeypatch):
+    """The store is read once per pass, by the first policy that needs it (POLICIES: those that need only the pass
+    come first): when that read fails (a locked store), the finding alerts already made are recorded and printed by
+    the next pass, though the run is not read again."""
+    import ingest.queries
+
+    root, db, w, log = watched
+    shutil.copytree(GALLERY / "nan_lr_too_high", root / "job", ignore=shutil.ignore_patterns("*.py"))
+    real = ingest.queries.latest_verdicts
+
+    def locked(con, run_ids):
+        raise OSError("the store is locked")
+
+    monkeypatch.setattr(ingest.queries, "latest_verdicts", locked)
+    with pytest.raises(OSError):
+        w.poll_once()
+    monkeypatch.setattr(ingest.queries, "latest_verdicts", real)
+    printed = []
+    w.emit = printed.append
+    again = w.poll_once()
+    assert again.changed == 0 and "nan_loss" in {a.kind for a in printed}
+    assert w.poll_once().alerts == []
