@@ -436,8 +436,10 @@ def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | 
         if rows.height == 0:
             continue
         s = rows.row(0, named=True)
+        evidence = _decode(f.get("evidence") or "{}")
+        buckets = evidence.get("reduced_to_buckets") if isinstance(evidence, dict) else None  # the view it judged
         line = {"name": f"{s['name']} · seconds per step", "colour": charts.OTHERS[0], "spikes": None, "first": None,
-                "points": query(db, "app_step_time", s["series_id"], lo, hi, PIXELS)}
+                "points": query(db, "app_step_time", s["series_id"], lo, hi, PIXELS, buckets)}
         if line["points"].height == 0:
             continue
         shown = findings.filter(pl.col("finding_id") == f["finding_id"])

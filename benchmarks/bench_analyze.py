@@ -110,7 +110,9 @@ def main() -> None:
             write_run(root, n)
             subprocess.run([sys.executable, "-c", f"from ingest.run import ingest_run; ingest_run({str(root)!r}, "
                             f"__import__('pathlib').Path({str(db)!r}))"], check=True, cwd=REPO)
-        secs = timed("from forensics.services.analysis import analyze; "
+        # The process as `forensics analyze` sets it up (cli.main: freed arrays go back at once), then the analysis
+        secs = timed("from forensics.services.process import return_freed_arrays; return_freed_arrays(); "
+                     "from forensics.services.analysis import analyze; "
                      f"a = analyze({str(root)!r}, {str(db)!r}); print(len(a.findings), 'findings,', len(a.spikes), 'spikes')")
         rows.append((n, secs))
         print(f"analyze {n:>10,} points: {secs:6.2f} s  ({n / secs / 1e6:.2f} M points/s)", flush=True)

@@ -161,7 +161,7 @@ def idle_pass(root: Path, n: int, work: Path) -> dict:
     w = Watcher([root], work / "idle.duckdb", WatchSettings(events=False))
     w._analyse = lambda changed: []  # the first pass only discovers and fingerprints: reading 10,000 runs is not
     w.poll_once()                    # what an idle pass costs
-    for st in w.runs.values():
+    for st in w.memory.runs.values():
         st.fingerprint = st.next_fingerprint
     del w._analyse
     passes = []

@@ -12,10 +12,23 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from forensics.grammar import build_parser
 from ingest.errors import ForensicsError
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a command returns when nothing of its work outlives it: its output written, every store connection
+    closed (each `connect` closes at the end of its block), no thread, worker process, server or user code of its
+    left running. `main` then ends the process without the interpreter's teardown (`_leave_now`). A command that
+    may leave something behind (`--all`'s workers, `--open`'s server, `watch`, `app`, replay's torch) returns its
+    exit code as a plain int."""
+
+    code: int
 
 
 def db_path(explicit: str | os.PathLike | None = None) -> Path:
@@ -28,7 +41,7 @@ def db_path(explicit: str | os.PathLike | None = None) -> Path:
 # -- ingest -------------------------------------------------------------------------------------------------
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
+def cmd_ingest(args: argparse.Namespace) -> Done:
     """Read every directory it can; report each one it cannot (one line each on stderr) and exit 2 if any
     could not be read, after the others are stored: a script must not take a partial ingest for a whole one."""
     from forensics.services.folders import ingest_folders
@@ -44,18 +57,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"db": str(db), "runs": [r.to_json() for r in reports], "failed": failed},
                          indent=2, allow_nan=True))
-        return code
+        return Done(code)
     out, err = ingest_text(reports, failed, len(run_dirs), str(db))
     if err:
         print(err, file=sys.stderr)
     print(out)
-    return code
+    return Done(code)
 
 
 # -- runs ---------------------------------------------------------------------------------------------------
 
 
-def cmd_runs(args: argparse.Namespace) -> int:
+def cmd_runs(args: argparse.Namespace) -> Done:
     from forensics.text.render import runs_text, short_path
     from ingest.queries import list_runs
     from ingest.store import connect
@@ -67,7 +80,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print(json.dumps({"db": str(db), "runs": out}, indent=2))
     else:
         print(runs_text(out, str(db), short_path))
-    return 0
+    return Done(0)
 
 
 # -- analyze ------------------------------------------------------------------------------------------------
@@ -79,7 +92,7 @@ def _selection(args: argparse.Namespace):
     return selection(args.only, args.skip, dict(args.settings))
 
 
-def cmd_analyze(args: argparse.Namespace) -> int:
+def cmd_analyze(args: argparse.Namespace) -> Done | int:
     from forensics.text import report
     from forensics.services.analysis import analyze
     from forensics.judge.verdict import fails
@@ -103,29 +116,31 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise ForensicsError(f"cannot write --markdown {markdown_to}: {exc.strerror or exc}") from None
         print(f"markdown written to {markdown_to}", file=sys.stderr)
-    if args.open:
-        from app.server import serve_app
+    code = 1 if args.fail_on and fails(result, args.fail_on) else 0
+    if not args.open:
+        return Done(code)
+    from app.server import serve_app
 
-        serve_app(db_path(args.db), run=result.run_id, browser=not args.no_browser)
-    return 1 if args.fail_on and fails(result, args.fail_on) else 0
+    serve_app(db_path(args.db), run=result.run_id, browser=not args.no_browser)
+    return code
 
 
 # -- rules --------------------------------------------------------------------------------------------------
 
 
-def cmd_rules(args: argparse.Namespace) -> int:
+def cmd_rules(args: argparse.Namespace) -> Done:
     from forensics.text import report
     from forensics.judge.detectors import ALL
 
     detected = {c.kind: c for c in ALL}
     print(json.dumps(report.rules_json(detected), indent=2) if args.json else report.rules_text(detected))
-    return 0
+    return Done(0)
 
 
 # -- checkpoints --------------------------------------------------------------------------------------------
 
 
-def cmd_checkpoints(args: argparse.Namespace) -> int:
+def cmd_checkpoints(args: argparse.Namespace) -> Done:
     from forensics.judge.detectors.bad_batch import outlier_samples
     from forensics.text.render import ProgressBars, checkpoints_text
     from ingest.queries import checkpoint_summary
@@ -141,7 +156,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         print(json.dumps({"db": str(db), "run": report.run_id, "name": report.name, **summary}, indent=2))
     else:
         print(checkpoints_text(report.name, report.run_id, summary, args.top))
-    return 0
+    return Done(0)
 
 
 # -- app (the Streamlit browser; issue 15) ---------------------------------------------------------------------
@@ -284,36 +299,55 @@ def _collect_garbage_less_often() -> None:
 
     A command allocates most of its objects importing duckdb, polars and numpy, objects that live as long as the
     process: with the default, `analyze` of an ordinary run ran 131 collections that scanned them again and again,
-    80-120 ms of a 1.2 s first answer (issue 28). Reference cycles are still collected, a little later; the objects
-    that hold a run's points (numpy arrays, polars and Arrow buffers) are freed by reference counting, so peak
+    80-120 ms of a 1.2 s first answer (docs/engine.md). Reference cycles are still collected, a little later; the
+    objects that hold a run's points (numpy arrays, polars and Arrow buffers) are freed by reference counting, so peak
     memory does not change (same peak RSS, measured)."""
     import gc
 
     gc.set_threshold(50_000, *gc.get_threshold()[1:])
 
 
-# What each command does; its arguments and help are forensics/grammar.py's.
-RUN = {"ingest": cmd_ingest, "runs": cmd_runs, "analyze": cmd_analyze, "rules": cmd_rules,
-       "checkpoints": cmd_checkpoints, "replay": cmd_replay, "probe": cmd_probe, "app": cmd_app, "watch": cmd_watch}
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: what it does (its arguments and help are forensics/grammar.py's), and whether it judges
+    runs in this process, where long series' arrays come and go (`return_freed_arrays`; not for replay and probe,
+    whose user model allocates as it would in training)."""
+
+    run: Callable[[argparse.Namespace], Done | int]
+    judges: bool = False
+
+
+COMMANDS = {"ingest": Command(cmd_ingest), "runs": Command(cmd_runs), "analyze": Command(cmd_analyze, judges=True),
+            "rules": Command(cmd_rules), "checkpoints": Command(cmd_checkpoints), "replay": Command(cmd_replay),
+            "probe": Command(cmd_probe), "app": Command(cmd_app), "watch": Command(cmd_watch, judges=True)}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Called with no arguments, this process is the command (tests call main with theirs, in
+    their own process), so main also sets the process's policy: the collector's threshold, freed arrays returned
+    at once for a command that judges runs, and an end without teardown when the command returns `Done`."""
     import signal
 
-    if argv is None:  # this process is the command (tests call main with their arguments, in their own process)
+    own_process = argv is None
+    if own_process:
         _collect_garbage_less_often()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad arguments and 0 on --help
         return int(exc.code or 0)
+    command = COMMANDS[args.command]
+    if own_process and command.judges:
+        from forensics.services.process import return_freed_arrays
+
+        return_freed_arrays()
     _say_notices()
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: leave signals to whoever owns it
         previous = None
     try:
-        code = RUN[args.command](args)
+        out = command.run(args)
     except ForensicsError as exc:
         from forensics.text.render import clean
 
@@ -334,25 +368,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    if argv is None and args.command in DONE_AT_RETURN and not getattr(args, "all", False) \
-            and not getattr(args, "open", False):
-        _leave_now(code)
-    return code
-
-
-# Commands whose work is over when they return: their output written, every store connection closed (each
-# `connect` closes at the end of its block), no thread or process of theirs left (not `--all`'s workers, `--open`'s
-# server, `watch`, `app`, or replay's torch).
-DONE_AT_RETURN = frozenset({"analyze", "ingest", "runs", "rules", "checkpoints"})
+    if isinstance(out, Done):
+        if own_process:
+            _leave_now(out.code)
+        return out.code
+    return out
 
 
 def _leave_now(code: int) -> None:
     """End the process without the interpreter's teardown: flush what was written, then `os._exit`.
 
     Tearing down duckdb's, polars' and numpy's ~800 modules does nothing the user waits for, yet it cost 0.15-0.19 s
-    of wall time (0.08-0.1 CPU s) after `analyze` had printed its answer (issue 28: `import duckdb, polars, numpy`
-    and exit, with and without `os._exit`, 7 rounds). Nothing of ours registers an exit handler. Where the final
-    flush fails (a reader that went away), the interpreter's own exit says so, as before."""
+    of wall time (0.08-0.1 CPU s) after `analyze` had printed its answer (docs/engine.md: `import duckdb, polars,
+    numpy` and exit, with and without `os._exit`, 7 rounds). Nothing of ours registers an exit handler. Where the
+    final flush fails (a reader that went away), the interpreter's own exit says so, as before."""
     logging.shutdown()
     try:
         sys.stdout.flush()

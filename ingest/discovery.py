@@ -42,12 +42,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ingest import files
 from ingest.checkpoints import TENSOR_SUFFIXES
 from ingest.wandb import RUN_FILE, RUN_FOLDER
 
 MAX_DEPTH = 8
 MAX_DIRS = 200_000
-SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages", "dist-packages"}
+# Never a run, nor above one: what ingest never reads (its visible ones; every hidden folder is skipped) and
+# installed packages.
+SKIP_DIRS = {name for name in files.SKIP_DIRS if not name.startswith(".")} | {"site-packages", "dist-packages"}
 SPLIT_DIRS = {"train", "training", "val", "valid", "validation", "eval", "evaluation", "test"}
 CHECKPOINT_DIRS = {"checkpoints", "checkpoint", "ckpt", "ckpts", "weights", "models", "saved_models"}
 VERSION_DIR = re.compile(r"^version_\d+$")

@@ -455,32 +455,31 @@ def app_runs(con: Any) -> pl.DataFrame:
         ORDER BY r.name, r.run_id""")
 
 
-def app_step_time(con: Any, series_id: int, lo: int, hi: int, pixels: int) -> pl.DataFrame:
-    """Seconds per step between consecutive logged points of one series (Δwall_time / Δstep, what throughput_drop
-    judges from its wall-clock stamps), over steps [lo, hi], M4-decimated to about `pixels` columns as `app_m4`
-    is: per column the first, lowest, highest and last value, so every stall stays. step, value, what ('m4')."""
+def app_step_time(con: Any, series_id: int, lo: int, hi: int, pixels: int, buckets: int | None = None) -> pl.DataFrame:
+    """Seconds per step of one series as throughput_drop judged them (`ingest.steptime.seconds_per_step` over its
+    points in write order, or over the reduced view the analysis read when `buckets`, the finding's
+    `reduced_to_buckets`, is given), each interval drawn at its end step, over steps [lo, hi], M4-decimated to
+    about `pixels` columns as `app_m4` is: per column the first, lowest, highest and last value, so every stall
+    stays. step, value, what ('m4')."""
+    from ingest.steptime import seconds_per_step
+
     if hi < lo:
         lo, hi = hi, lo
-    lo, hi, series_id = int(lo), int(hi), int(series_id)
+    lo, hi = int(lo), int(hi)
     per_column = max(1, -(-(hi - lo + 1) // max(1, int(pixels))))
-    return _app_frame(con, f"""
-        WITH raw AS (
-            SELECT step, (wall_time - lag(wall_time) OVER w) / (step - lag(step) OVER w) AS value
-            FROM scalars WHERE series_id = {series_id} AND wall_time IS NOT NULL
-            WINDOW w AS (ORDER BY step)),
-        pts AS (
-            SELECT step, value, (step - {lo}) // {per_column} AS col FROM raw
-            WHERE step BETWEEN {lo} AND {hi} AND isfinite(value) AND value >= 0),
-        fin AS (
-            SELECT col, min(step) AS s_first, arg_min(value, step) AS v_first,
-                   max(step) AS s_last, arg_max(value, step) AS v_last,
-                   arg_min(step, value) AS s_min, min(value) AS v_min,
-                   arg_max(step, value) AS s_max, max(value) AS v_max
-            FROM pts GROUP BY col)
-        SELECT step, value, 'm4' AS what FROM (
-            SELECT s_first AS step, v_first AS value FROM fin UNION SELECT s_min, v_min FROM fin
-            UNION SELECT s_max, v_max FROM fin UNION SELECT s_last, v_last FROM fin)
-        ORDER BY step""")
+    schema = {"step": pl.Int64, "value": pl.Float64, "what": pl.String}
+    points = series_reduced(con, series_id, int(buckets)) if buckets else series_points(con, series_id)
+    got = seconds_per_step(points)
+    if got is None:
+        return pl.DataFrame(schema=schema)
+    pts = (pl.DataFrame({"step": got[1], "value": got[2]}, schema={"step": pl.Int64, "value": pl.Float64})
+           .filter(pl.col("step").is_between(lo, hi)).sort("step", maintain_order=True)
+           .with_columns(((pl.col("step") - lo) // per_column).alias("col")))
+    point = pl.struct("step", "value")
+    kept = pts.group_by("col").agg(point.first().alias("first"), point.get(pl.col("value").arg_min()).alias("min"),
+                                   point.get(pl.col("value").arg_max()).alias("max"), point.last().alias("last"))
+    return (pl.concat([kept.select(pl.col(c).struct.unnest()) for c in ("first", "min", "max", "last")])
+            .unique().sort("step", "value").with_columns(pl.lit("m4").alias("what")).cast(schema))
 
 
 def app_run_kinds(con: Any) -> pl.DataFrame:

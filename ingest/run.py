@@ -32,11 +32,12 @@ from ingest.batches import FoundBatch, find_batches, read_batch
 from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints, read_checkpoint, tensor_deltas
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
+from ingest.files import walk
 from ingest.formats import Format, format_for
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
-from ingest.store import connect, let_go, run_lock
+from ingest.store import Session, run_lock, session_of
 
 log = logging.getLogger(__name__)
 FLUSH_POINTS = 2_000_000  # about 100 MB of points: bounded memory, few transactions
@@ -46,8 +47,6 @@ HOLD_BYTES = 8 * 2**20
 HEAD_BYTES = 4096
 # progress(stage, done, total): bytes of `stage` ("logs", "checkpoints") read so far, of `total`.
 Progress = Callable[[str, int, int], None]
-# Folders that are never part of a run's evidence (and can be huge).
-SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".ipynb_checkpoints", ".hypothesis"}
 
 
 def run_id_for(root: Path) -> str:
@@ -93,38 +92,6 @@ class IngestReport:
         }
 
 
-def walk(root: Path, skipped: list[tuple[str, Issue]] | None = None, *,
-         follow_links: bool = False) -> list[PurePosixPath]:
-    """Every regular file below `root` (a resolved path), relative, sorted; symlinked folders are not followed.
-
-    A file symlink that leads out of `root` (`outside.log -> /etc/passwd`) is not read unless `follow_links`:
-    a run directory's links must not make the tool read, store and show files elsewhere. A folder that cannot
-    be listed is not silently dropped: it and each link passed over go to `skipped` as (path, Issue), so the
-    run is not called healthy on what was left out."""
-    found: list[PurePosixPath] = []
-    skipped = [] if skipped is None else skipped
-
-    def unlisted(err: OSError) -> None:
-        rel = os.path.relpath(err.filename, root) if err.filename else "."
-        skipped.append((storable(rel), Issue(None, "unreadable", f"folder {storable(rel)} cannot be listed "
-                                             f"({err.strerror or err}); its files were not read")))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        rel_dir = Path(dirpath).relative_to(root)
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            rel = PurePosixPath(rel_dir.as_posix()) / name if str(rel_dir) != "." else PurePosixPath(name)
-            if not path.is_file():
-                continue
-            if path.is_symlink() and not follow_links and not path.resolve().is_relative_to(root):
-                skipped.append((storable(str(rel)), Issue(None, "outside_run", "a link to a file outside the run "
-                                                          "directory; not followed")))
-                continue
-            found.append(rel)
-    return found
-
-
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -164,9 +131,11 @@ class _Pending:
         return sum(len(c.scalars) for c in self.chunks if c.scalars is not None)
 
 
-def ingest_run(root: Path | str, db: Path, *, progress: Progress | None = None,
+def ingest_run(root: Path | str, db: Path | Session, *, progress: Progress | None = None,
                trust_pickle: bool = False, follow_links: bool = False) -> IngestReport:
-    """Read everything new under `root` into the store at `db`; return what was read and skipped.
+    """Read everything new under `root` into the store at `db` (a path, or the caller's `store.Session`: a held one
+    keeps its connection through a small run and is let go before a large one's reading); return what was read
+    and skipped.
 
     Checkpoints and saved batches are found first (by name) and their tensor files kept from the log formats;
     `trust_pickle` lets a checkpoint that needs full unpickling be read (the CLI's --trust-pickle);
@@ -186,8 +155,9 @@ def ingest_run(root: Path | str, db: Path, *, progress: Progress | None = None,
     files = walk(root, report.skipped, follow_links=follow_links)
     if not files and not report.skipped:
         raise UnreadableRun(f"{root} is empty: no logs, checkpoints or configs to read")
-    with run_lock(db, run_id):
-        _ingest_locked(root, db, run_id, files, report, progress or _no_progress, trust_pickle)
+    store = session_of(db)
+    with run_lock(store.db, run_id):
+        _ingest_locked(root, store, run_id, files, report, progress or _no_progress, trust_pickle)
     report.seconds = time.monotonic() - started
     return report
 
@@ -196,9 +166,9 @@ def _no_progress(stage: str, done: int, total: int) -> None:
     pass
 
 
-def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath], report: IngestReport,
+def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosixPath], report: IngestReport,
                    progress: Progress, trust_pickle: bool) -> None:
-    with connect(db, write=True) as con:
+    with store.connect(write=True) as con:
         known = queries.known_sources(con, run_id)
         if queries.ingest_complete(con, run_id) is False:
             log.info("the last ingest of %s did not finish (stopped or locked out); reading on from where it "
@@ -226,14 +196,14 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
         # Not a small run: reading it and analysing it take long, so the connection an `analyze` holds
         # (store.hold) is closed and others get their turn between transactions. A checkpoint or batch not yet
         # stored lets it go where it is read (below): one stored already costs nothing to pass over.
-        let_go(db)
+        store.let_go()
 
     # Sources parsed by another version of their reader (or by another format's) are read again from nothing:
     # a reader fix reaches runs stored before it (sources.reader_version).
     stale = {storable(str(rel)): known[storable(str(rel))][0] for rel, fmt in claimed
              if storable(str(rel)) in known and known[storable(str(rel))][5:7] != (fmt.name, fmt.version)}
     if stale:
-        with connect(db, write=True) as con:
+        with store.connect(write=True) as con:
             con.execute("BEGIN")
             writes.upsert_run(con, run_id, report.name, report.root)
             writes.forget_sources(con, run_id, stale)
@@ -267,7 +237,7 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             rewritten = old_hash != then or (fmt.resumable and stat.st_size < (resume_at or 0))
             start = 0 if rewritten and fmt.resumable else (resume_at or 0)
             if rewritten and fmt.resumable and resume_at:
-                rewrite = _forget_rewritten(db, run_id, name, source_id, size, stat.st_size, old_hash != then)
+                rewrite = _forget_rewritten(store, run_id, name, source_id, size, stat.st_size, old_hash != then)
         item = _Pending(name, fmt, storable(fmt.group(rel)), stat.st_size, stat.st_mtime, head_hash, source_id,
                         end=start, report=SourceReport(name, fmt.name))
         if rewrite is not None:
@@ -285,7 +255,7 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
                     if fmt.resumable:
                         progress("logs", done + max(0, chunk.end), total_bytes)
                     if sum(p.n_points for p in pending) >= FLUSH_POINTS:
-                        _flush(db, report, pending)
+                        _flush(store, report, pending)
                         pending = [item]  # keep the current source's row for its later chunks
         except MissingDependency as exc:
             # One format's optional package is missing: say so for its files and read the rest of the run.
@@ -299,12 +269,12 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
             item.report.issues.extend(item.chunks[-1].issues)
         done += stat.st_size
         progress("logs", done, total_bytes)
-    _flush(db, report, pending)
+    _flush(store, report, pending)
     if checkpoints or batches:
-        _ingest_tensors(db, run_id, root, checkpoints, batches, report, trust_pickle, progress)
+        _ingest_tensors(store, run_id, root, checkpoints, batches, report, trust_pickle, progress)
 
     failure = None if known else _nothing_read(root, report)
-    with connect(db, write=True) as con:
+    with store.connect(write=True) as con:
         con.execute("BEGIN")
         if failure is not None:
             # A first ingest that read nothing leaves no trace: no run row, no sources, no issues (issue 25:
@@ -340,12 +310,12 @@ def _nothing_read(root: Path, report: IngestReport) -> UnreadableRun | None:
     return None
 
 
-def _forget_rewritten(db: Path, run_id: str, rel: str, source_id: int, was: int | None, now: int,
+def _forget_rewritten(store: Session, run_id: str, rel: str, source_id: int, was: int | None, now: int,
                       head_changed: bool) -> Issue:
     """A log rewritten since the last ingest (shorter than where reading stopped, or its first bytes changed) is
     read again from byte 0, so what was read from it before is forgotten first: points no file holds any more
     must not stay in the diagnosis, and none may be stored twice (DECISIONS.md §3). Returns the issue saying so."""
-    with connect(db, write=True) as con:
+    with store.connect(write=True) as con:
         con.execute("BEGIN")
         forgotten = queries.source_points(con, source_id)
         writes.mark_incomplete(con, run_id)
@@ -356,7 +326,7 @@ def _forget_rewritten(db: Path, run_id: str, rel: str, source_id: int, was: int 
                                     "points were forgotten and it was read again from the start")
 
 
-def _ingest_tensors(db: Path, run_id: str, root: Path, checkpoints: list[FoundCheckpoint], batches: list[FoundBatch],
+def _ingest_tensors(store: Session, run_id: str, root: Path, checkpoints: list[FoundCheckpoint], batches: list[FoundBatch],
                     report: IngestReport, trust_pickle: bool, progress: Progress) -> None:
     """Checkpoints (statistics, values, deltas) and saved batches; each is written in its own transaction."""
     total = sum(checkpoint_size(root, c) for c in checkpoints)
@@ -367,14 +337,14 @@ def _ingest_tensors(db: Path, run_id: str, root: Path, checkpoints: list[FoundCh
         done += n
         progress("checkpoints", done, total)
 
-    written = ingest_checkpoints(db, run_id, root, checkpoints, trust_pickle, on_read=on_read)
-    written += ingest_batches(db, run_id, root, batches, trust_pickle)
+    written = ingest_checkpoints(store, run_id, root, checkpoints, trust_pickle, on_read=on_read)
+    written += ingest_batches(store, run_id, root, batches, trust_pickle)
     for row in written:
         kind = "checkpoint" if "ckpt_id" in row else "batch"
         report.sources.append(SourceReport(row["path"], kind, 0, [i for _, i in row["issues"]], row["status"]))
 
 
-def _flush(db: Path, report: IngestReport, pending: list[_Pending]) -> None:
+def _flush(store: Session, report: IngestReport, pending: list[_Pending]) -> None:
     """Write the buffered chunks of `pending` sources in one transaction, then forget the chunks.
 
     The run's row is written in the same transaction, so an ingest interrupted before its first write leaves
@@ -382,7 +352,7 @@ def _flush(db: Path, report: IngestReport, pending: list[_Pending]) -> None:
     if not pending:
         return
     run_id = report.run_id
-    with connect(db, write=True) as con:
+    with store.connect(write=True) as con:
         con.execute("BEGIN")
         writes.upsert_run(con, run_id, report.name, report.root)
         for item in pending:
@@ -538,7 +508,7 @@ def _mtime(root: Path, files: Iterable[PurePosixPath]) -> float | None:
 
 
 def ingest_checkpoints(
-    db: Path,
+    db: Path | Session,
     run_id: str,
     root: Path,
     found: list[FoundCheckpoint],
@@ -556,7 +526,8 @@ def ingest_checkpoints(
     `on_read(found, size_bytes)` is called after each checkpoint (read or skipped), for progress. Returns
     the `checkpoints` rows written, with their issues under "issues" as (path, Issue) pairs.
     """
-    with connect(db, write=True) as con:
+    store = session_of(db)
+    with store.connect(write=True) as con:
         stored = queries.stored_checkpoints(con, run_id)
     written = []
     # In name order (which is step order in every layout above), each checkpoint's deltas against the one
@@ -571,9 +542,9 @@ def ingest_checkpoints(
             if on_read:
                 on_read(f, size)
             continue
-        let_go(db)  # reading a checkpoint (and importing torch) takes long: no held connection meanwhile
+        store.let_go()  # reading a checkpoint (and importing torch) takes long: no held connection meanwhile
         read = read_checkpoint(root, f, trust_pickle, prev=prev[1] if prev else None)
-        with connect(db, write=True) as con:
+        with store.connect(write=True) as con:
             con.execute("BEGIN")
             writes.upsert_run(con, run_id, storable(Path(root).name), storable(str(root)))
             if old:
@@ -594,18 +565,18 @@ def ingest_checkpoints(
             read.model.clear()
         if on_read:
             on_read(f, size)
-    _store_deltas(db, run_id, root, {str(f.path): f for f in found}, trust_pickle)
+    _store_deltas(store, run_id, root, {str(f.path): f for f in found}, trust_pickle)
     return written
 
 
-def _store_deltas(db: Path, run_id: str, root: Path, found: dict[str, FoundCheckpoint], trust_pickle: bool) -> None:
+def _store_deltas(store: Session, run_id: str, root: Path, found: dict[str, FoundCheckpoint], trust_pickle: bool) -> None:
     """Deltas for each consecutive pair of readable checkpoints (by step) that has none stored yet."""
-    with connect(db, write=True) as con:
+    with store.connect(write=True) as con:
         ckpts, done = queries.delta_state(con, run_id)
     pairs = [(cur[0], prev[0], prev[1], cur[1]) for prev, cur in zip(ckpts, ckpts[1:], strict=False)]
     stale = done - {(cur, prev) for cur, prev, _, _ in pairs}  # no longer neighbours: one came between
     if stale:
-        with connect(db, write=True) as con:
+        with store.connect(write=True) as con:
             writes.delete_deltas(con, run_id, stale)
     opened: dict[int, CheckpointRead] = {}
     for cur_id, prev_id, prev_path, cur_path in pairs:
@@ -613,24 +584,25 @@ def _store_deltas(db: Path, run_id: str, root: Path, found: dict[str, FoundCheck
             continue  # stored already, or a file gone since: its stored rows stay as evidence
         for ckpt_id, path in ((prev_id, prev_path), (cur_id, cur_path)):
             if ckpt_id not in opened:
-                let_go(db)
+                store.let_go()
                 opened[ckpt_id] = read_checkpoint(root, found[path], trust_pickle, stats=False)
         frame = tensor_deltas(opened[prev_id], opened[cur_id])
         for old in [i for i in opened if i != cur_id]:
             del opened[old]  # only the next pair's first checkpoint stays open
-        with connect(db, write=True) as con:
+        with store.connect(write=True) as con:
             con.execute("BEGIN")
             writes.insert_deltas(con, run_id, cur_id, prev_id, frame)
             con.execute("COMMIT")
 
 
 def ingest_batches(
-    db: Path, run_id: str, root: Path, found: list[FoundBatch], trust_pickle: bool = False
+    db: Path | Session, run_id: str, root: Path, found: list[FoundBatch], trust_pickle: bool = False
 ) -> list[dict[str, Any]]:
     """Read and store saved batches, each in its own short write transaction. One already stored under the
     same path, size and mtime is not read again, unless it was refused for pickle and `trust_pickle` is now given.
     Returns the `batches` rows written, with their issues under "issues"."""
-    with connect(db, write=True) as con:
+    store = session_of(db)
+    with store.connect(write=True) as con:
         stored = queries.stored_batches(con, run_id)
     written = []
     for f in found:
@@ -639,9 +611,9 @@ def ingest_batches(
         old = stored.get(str(f.path))
         if old and old[2:] == (size, mtime) and not (trust_pickle and old[1] == "needs_pickle"):
             continue
-        let_go(db)
+        store.let_go()
         read = read_batch(root, f, trust_pickle)
-        with connect(db, write=True) as con:
+        with store.connect(write=True) as con:
             con.execute("BEGIN")
             writes.upsert_run(con, run_id, storable(Path(root).name), storable(str(root)))
             if old:

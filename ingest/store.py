@@ -23,11 +23,10 @@ import fcntl
 import logging
 import os
 import random
-import threading
 import time
 import zlib
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 import duckdb
@@ -67,51 +66,14 @@ def _is_lock_error(exc: duckdb.Error) -> bool:
     return "lock" in text.lower() or "Conflicting" in text
 
 
-@contextmanager
-def connect(db: Path, *, write: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the store for one piece of work and close it after.
+def connect(db: Path, *, write: bool, wait_s: float = LOCK_WAIT_S) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+    """Open the store for one piece of work and close it after (a `with` block yielding the connection).
 
     Writers get the schema created (or checked) on open. Readers of a missing database get a one-line
     error telling them to ingest first. Waits up to `wait_s` for other processes (see the module docstring),
-    then raises StoreLocked. Inside `hold(db)`, a write connection is kept open for the next `connect`, read or
-    write, instead of being closed (see `hold`).
-    """
-    db = Path(db)
-    held = _held().get(_key(db))
-    if held is not None and held.con is not None:
-        with _failures(held.con, db, write, close=held.close):
-            yield held.con
-        return
-    if not write and not db.exists():
-        raise ForensicsError(f"no database at {db}; run `forensics ingest RUN_DIR --db {db}` first")
-    deadline = time.monotonic() + wait_s
-    gate = ExitStack()
-    gate.enter_context(_gate(db, write=write, deadline=deadline))
-    try:
-        if not db.exists():
-            _SCHEMA_READY.discard(str(db.resolve()))  # a new (or deleted and re-made) file has no schema yet
-        con = _open(db, write, deadline)
-    except BaseException:
-        gate.close()
-        raise
-    try:
-        with _failures(con, db, write, close=con.close):
-            key = str(db.resolve())
-            if write and key not in _SCHEMA_READY:
-                ensure_schema(con, db)
-                _SCHEMA_READY.add(key)
-            else:
-                check_schema(con, db)  # one query: the version may have changed under a long-lived process
-            yield con
-    except BaseException:
-        con.close()
-        gate.close()
-        raise
-    if write and held is not None and held.keeping:
-        held.con, held.gate = con, gate  # the next `connect` inside `hold` takes it as it is
-    else:
-        con.close()
-        gate.close()
+    then raises StoreLocked. A command that wants one connection for several pieces of work passes a `Session`
+    (`hold`) to them instead."""
+    return Session(db).connect(write=write, wait_s=wait_s)
 
 
 @contextmanager
@@ -142,68 +104,96 @@ def _failures(con: duckdb.DuckDBPyConnection, db: Path, write: bool, close) -> I
         raise
 
 
-class _Held:
-    """The write connection `hold` keeps between `connect` blocks, with its place in the queue (`_gate`)."""
+class Session:
+    """The store as one command's pieces of work reach it, passed to each of them: `connect` opens a connection
+    for one piece of work and closes it after; a session made by `hold` keeps its first write connection open
+    instead and hands it to every later `connect`, read or write, until `let_go` or the end of the `hold` block.
 
-    def __init__(self) -> None:
-        self.keeping = True  # False once `let_go` was called: later connections close as usual
-        self.con: duckdb.DuckDBPyConnection | None = None
-        self.gate: ExitStack | None = None
+    A session is one caller's, never shared between threads or processes; `Session(db)` keeps nothing (what
+    `connect(db, ...)` uses)."""
+
+    def __init__(self, db: str | os.PathLike, *, keep: bool = False) -> None:
+        self.db = Path(db)
+        self.keeping = keep  # False once `let_go` was called: later connections close as usual
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._gate: ExitStack | None = None  # the kept connection's place in the queue (`_gate`)
+
+    @contextmanager
+    def connect(self, *, write: bool, wait_s: float = LOCK_WAIT_S) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one piece of work: the kept one if there is one, else a new one (see `connect`)."""
+        db = self.db
+        if self._con is not None:
+            with _failures(self._con, db, write, close=self.close):
+                yield self._con
+            return
+        if not write and not db.exists():
+            raise ForensicsError(f"no database at {db}; run `forensics ingest RUN_DIR --db {db}` first")
+        deadline = time.monotonic() + wait_s
+        gate = ExitStack()
+        gate.enter_context(_gate(db, write=write, deadline=deadline))
+        try:
+            if not db.exists():
+                _SCHEMA_READY.discard(str(db.resolve()))  # a new (or deleted and re-made) file has no schema yet
+            con = _open(db, write, deadline)
+        except BaseException:
+            gate.close()
+            raise
+        try:
+            with _failures(con, db, write, close=con.close):
+                key = str(db.resolve())
+                if write and key not in _SCHEMA_READY:
+                    ensure_schema(con, db)
+                    _SCHEMA_READY.add(key)
+                else:
+                    check_schema(con, db)  # one query: the version may have changed under a long-lived process
+                yield con
+        except BaseException:
+            con.close()
+            gate.close()
+            raise
+        if write and self.keeping:
+            self._con, self._gate = con, gate  # the next `connect` of this session takes it as it is
+        else:
+            con.close()
+            gate.close()
+
+    def let_go(self) -> None:
+        """Close the kept connection (if any), and keep no other: a long stretch of work comes (a large run to read
+        or analyse, a checkpoint to load), and others get their turn between transactions."""
+        self.keeping = False
+        self.close()
 
     def close(self) -> None:
-        if self.con is not None:
-            self.con.close()  # commits nothing: every writer here commits its own transaction
-            self.gate.close()
-        self.con = self.gate = None
-
-
-_HOLDS = threading.local()
-
-
-def _held() -> dict[str, _Held]:
-    if not hasattr(_HOLDS, "by_db"):
-        _HOLDS.by_db = {}
-    return _HOLDS.by_db
-
-
-def _key(db: Path) -> str:
-    return os.path.abspath(db)
+        if self._con is not None:
+            self._con.close()  # commits nothing: every writer here commits its own transaction
+            self._gate.close()
+        self._con = self._gate = None
 
 
 @contextmanager
-def hold(db: Path) -> Iterator[None]:
-    """Let the `connect` blocks inside share one write connection: the first write connection is kept open, and
-    every later `connect` to `db` in this thread, read or write, is handed that connection, until `let_go(db)` or
-    the end of the block closes it.
+def hold(db: str | os.PathLike) -> Iterator[Session]:
+    """A session that keeps its first write connection for the pieces of work it is passed to (`Session`), closed
+    at the end of the block at the latest.
 
     For a command on a small run (`forensics analyze`: ingest's three transactions, the analysis's read, the
     findings' write), where opening DuckDB (~50-70 ms: it builds its catalog of built-in functions every time)
-    and closing it (its checkpoint) five times cost more than the work (issue 28). The connection is held for the
-    command's few hundred milliseconds, as one write transaction would hold it, and never past the block: the
-    app and other commands open the store between commands. Whoever knows that a long stretch of work comes
-    (a large run to read or analyse) calls `let_go` first, so that others get their turn between transactions
-    as without `hold` (DECISIONS.md §5; docs/schema.md). A read inside `hold` goes through the writer's
-    connection, without READ_MEMORY_LIMIT: that cap matters for long series, which a held run does not have.
-    """
-    key = _key(Path(db))
-    outer = _held().get(key)
-    if outer is not None:  # nested: the outer hold decides
-        yield
-        return
-    held = _held()[key] = _Held()
+    and closing it (its checkpoint) five times cost more than the work (docs/engine.md, first answer). The
+    connection is held for the command's few hundred milliseconds, as one write transaction would hold it, and
+    never past the block: the app and other commands open the store between commands. Whoever knows that a long
+    stretch of work comes (a large run to read or analyse) calls the session's `let_go` first, so that others get
+    their turn between transactions as without `hold` (DECISIONS.md §5; docs/schema.md). A read through the held
+    connection is a writer's, without READ_MEMORY_LIMIT: that cap matters for long series, which a held run does
+    not have."""
+    session = Session(db, keep=True)
     try:
-        yield
+        yield session
     finally:
-        del _held()[key]
-        held.close()
+        session.close()
 
 
-def let_go(db: Path) -> None:
-    """Close the connection `hold` keeps for `db` (if any), and keep no other until its block ends."""
-    held = _held().get(_key(Path(db)))
-    if held is not None:
-        held.keeping = False
-        held.close()
+def session_of(store: str | os.PathLike | Session) -> Session:
+    """`store` as a session: itself, or the path of a database, reached one connection per piece of work."""
+    return store if isinstance(store, Session) else Session(store)
 
 
 def _open(db: Path, write: bool, deadline: float) -> duckdb.DuckDBPyConnection:
@@ -384,7 +374,9 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
 
 def check_schema(con: duckdb.DuckDBPyConnection, db: Path) -> None:
     try:
-        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        # fetchall, not fetchone: a result left unfinished on the connection refuses the caller's next relation
+        # (`con.sql`, as `queries.series_points` reads) with DuckDB's "unfinished result from execute()"
+        row = next(iter(con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()), None)
     except duckdb.CatalogException:
         raise SchemaError(f"{db} is not a run-forensics database (no meta table)") from None
     if row is None:

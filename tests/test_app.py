@@ -550,6 +550,33 @@ def test_a_throughput_drop_shows_its_step_times(tmp_path, monkeypatch):
     assert stalled and calm and max(stalled) > 2 * float(np.median(calm))
 
 
+def test_the_step_time_chart_draws_the_intervals_throughput_drop_judged(tmp_path):
+    """The chart's seconds per step are the detector's own (`ingest.steptime`), not a second derivation: a run
+    resumed from an earlier step (a second event file rewrites steps 40-59 an hour later) has no interval across the
+    resume, where a Δwall/Δstep over the points sorted by step drew intervals between the two writers' points."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from forensics.judge.detectors.throughput_drop import ThroughputDrop
+    from forensics.judge.run import Run
+
+    run_dir = tmp_path / "resumed"
+    for first, last, t0, pace in ((0, 60, 1.7e9, 1.0), (40, 100, 1.7e9 + 3600, 2.0)):
+        w = SummaryWriter(str(run_dir), filename_suffix=f".{first}")
+        for i in range(first, last):
+            w.add_scalar("train/loss", 1.0 / (1 + i), i, walltime=t0 + (i - first) * pace)
+        w.close()
+    db = tmp_path / "f.duckdb"
+    analyze(run_dir, db)
+    with connect(db, write=False) as con:
+        run = Run.from_store(con, queries.app_runs(con)["run_id"][0])
+        a, b, r, seg, name, _ = ThroughputDrop()._per_step(run)
+        sid = int(run.meta.filter(pl.col("name") == name)["series_id"][0])
+        drawn = queries.app_step_time(con, sid, 0, 99, 1000)
+    judged = sorted(zip(b.tolist(), r.tolist()))
+    assert sorted(zip(drawn["step"].to_list(), drawn["value"].to_list())) == judged
+    assert set(seg.tolist()) == {0, 1} and set(drawn["value"].round(6).to_list()) == {1.0, 2.0}
+
+
 def test_finding_labels_sit_above_the_plot_not_on_its_markers(gallery_db, monkeypatch):
     """Issue 25: finding labels were drawn inside the plot's top edge, on the NaN/Inf marks and the first
     non-finite star (nan_loss's label lay on the star at step 80). They sit in a band above the plot now, and the

@@ -55,3 +55,35 @@ def test_analyze_as_its_own_process_writes_all_its_output_closes_the_store_and_k
     runs = subprocess.run([sys.executable, "-m", "forensics.cli", "runs", "--db", str(db), "--json"],
                           capture_output=True, text=True, timeout=300, check=True)
     assert [r["name"] for r in json.loads(runs.stdout)["runs"]] == ["hf_tsviz"]
+
+
+def _as_own_process(setup: str, argv: list[str]) -> subprocess.CompletedProcess:
+    """`main()` as a process's own command, after `setup` (which may replace a command); an exit handler says
+    whether the interpreter's teardown ran."""
+    code = ("import atexit, sys\nfrom forensics import cli\nfrom forensics.services import process\n"
+            "atexit.register(lambda: print('teardown', flush=True))\n" + setup +
+            f"sys.argv = ['forensics', *{argv!r}]\nsys.exit(cli.main())\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_the_process_ends_without_teardown_only_when_the_command_says_it_is_done():
+    """The process policy follows what the command returns: `Done(code)` (nothing of it left running) ends the process
+    at once, with its code; a plain exit code leaves the process to the interpreter's teardown."""
+    done = _as_own_process("cli.COMMANDS['rules'] = cli.Command(lambda args: cli.Done(3))\n", ["rules"])
+    assert (done.returncode, done.stdout) == (3, "")
+    plain = _as_own_process("cli.COMMANDS['rules'] = cli.Command(lambda args: 3)\n", ["rules"])
+    assert (plain.returncode, plain.stdout) == (3, "teardown\n")
+    real = _as_own_process("", ["rules", "--json"])
+    assert real.returncode == 0 and "teardown" not in real.stdout and real.stdout.lstrip().startswith(("[", "{"))
+
+
+def test_freed_arrays_go_back_at_once_only_in_a_process_whose_command_judges_runs():
+    """glibc's mmap threshold is the process's policy, set by main for a command that judges runs (analyze, watch) and
+    left alone for one that runs the user's model (replay, probe) or a library caller."""
+    show = "print('returned' if process._FREED_ARRAYS_RETURNED else 'left', flush=True) or 0"
+    judging = _as_own_process(f"cli.COMMANDS['runs'] = cli.Command(lambda args: {show}, judges=True)\n", ["runs"])
+    assert judging.stdout.splitlines()[0] == "returned", judging.stderr
+    other = _as_own_process(f"cli.COMMANDS['runs'] = cli.Command(lambda args: {show})\n", ["runs"])
+    assert other.stdout.splitlines()[0] == "left", other.stderr
+    assert {n for n, c in __import__("forensics.cli", fromlist=["COMMANDS"]).COMMANDS.items() if c.judges} == {
+        "analyze", "watch"}

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from forensics.cli import main
@@ -329,18 +330,26 @@ def test_replay_of_a_stored_run_opens_the_store_twice_and_never_while_the_model_
     run = run_copy("nan_sqrt_norm")
     db = tmp_path / "f.duckdb"
     assert replay_json(run, db, capsys)[0] == 0  # the first replay stores the run and its checkpoints
-    events = []
+    events, connections = [], []
     real_open, real_entry = store._open, None
 
     def spy_open(path, write, deadline):
         events.append("open")
-        return real_open(path, write, deadline)
+        connections.append(real_open(path, write, deadline))
+        return connections[-1]
     monkeypatch.setattr(store, "_open", spy_open)
     import forensics.usercode.kit.entry as entry
     real_entry = entry.load_entry
 
+    def is_open(con) -> bool:
+        try:
+            con.execute("SELECT 1").fetchall()
+            return True
+        except duckdb.ConnectionException:
+            return False
+
     def spy_entry(*a, **k):
-        events.append(("user code", len(store._held())))
+        events.append(("user code", sum(map(is_open, connections))))
         return real_entry(*a, **k)
     monkeypatch.setattr(entry, "load_entry", spy_entry)
     code, r, err = replay_json(run, db, capsys)

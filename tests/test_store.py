@@ -541,3 +541,26 @@ def test_frames_scanned_without_pyarrow_give_duckdb_the_rows_pyarrow_gives(frame
     for _ in range(2):  # a registered frame may be scanned more than once
         assert repr(con.execute("SELECT * FROM _s").fetchall()) == repr(con.execute("SELECT * FROM _a").fetchall())
     assert con.execute("DESCRIBE _s").fetchall() == con.execute("DESCRIBE _a").fetchall()
+
+
+def test_a_held_session_is_shared_only_by_the_work_it_is_passed_to(tmp_path):
+    """`store.hold` is a session passed to the callers, not state of the thread: the pieces of work given the session
+    share its kept write connection, a `connect` elsewhere in the same thread opens its own, and after `let_go` the
+    session keeps none."""
+    from ingest.store import hold
+
+    db = tmp_path / "f.duckdb"
+    with hold(db) as store:
+        with store.connect(write=True) as first:
+            first.execute("CREATE TABLE t (x INTEGER)")
+        with store.connect(write=False) as again:
+            assert again is first
+        with connect(db, write=True) as other:
+            assert other is not first
+        store.let_go()
+        with store.connect(write=True) as after:
+            assert after is not first
+        with store.connect(write=True) as later:
+            assert later is not after
+    subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()", str(db)],
+                   check=True, timeout=60)  # nothing held past the block

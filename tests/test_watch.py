@@ -398,7 +398,7 @@ def test_finished_runs_copied_into_the_root_never_stall(watched, tmp_path):
     assert not [a for a in w.poll_once(now=copied + 5).alerts if a.kind == "stalled"]
     later = w.poll_once(now=copied + 5000)
     assert not [a for a in later.alerts if a.kind == "stalled"]
-    assert {st.state for st in w.runs.values()} == {"active"}
+    assert {st.state for st in w.memory.runs.values()} == {"active"}
 
 
 def test_a_log_rewritten_shorter_is_alerted_once_and_its_old_points_forgotten(watched):
@@ -417,3 +417,77 @@ def test_a_log_rewritten_shorter_is_alerted_once_and_its_old_points_forgotten(wa
     n, distinct = _scalars(db, "tb_job")
     assert n == distinct < 200
     assert [a for a in w.poll_once().alerts if a.kind == "rewritten"] == []
+
+
+def test_the_watch_looks_at_exactly_the_files_ingest_reads(tmp_path):
+    """One walk (ingest.files): the fingerprint hashes the files ingest reads, so a change in a folder ingest never
+    reads (`.git/`, a virtualenv) is no change, and a change to a file a link inside the run points at is one."""
+    from forensics.services.watch import PassReport, fingerprint
+    from ingest.files import walk
+
+    run = tmp_path / "run"
+    for rel in ("train.log", "logs/metrics.csv", "ckpt/a/b.pt", ".git/objects/x", "node_modules/m/index.js",
+                "data/real.log", ".hydra/config.yaml"):
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_text(rel)
+    (run / "latest.log").symlink_to(run / "data" / "real.log")
+    (tmp_path / "elsewhere.txt").write_text("not the run's")
+    (run / "outside.txt").symlink_to(tmp_path / "elsewhere.txt")
+    (run / "linked_dir").symlink_to(run / "logs", target_is_directory=True)
+    root = run.resolve()
+    assert [str(p) for p in walk(root)] == ["latest.log", "train.log", ".hydra/config.yaml", "ckpt/a/b.pt",
+                                            "data/real.log", "logs/metrics.csv"]
+
+    def look() -> tuple[str, int]:
+        fp, _, n_files, _ = fingerprint(run, PassReport())
+        return fp, n_files
+
+    before = look()
+    assert before[1] == len(walk(root))
+    (run / ".git" / "objects" / "x").write_text("a commit later")
+    (run / "node_modules" / "m" / "index.js").write_text("reinstalled")
+    (tmp_path / "elsewhere.txt").write_text("changed, and not read")
+    assert look() == before
+    with open(run / "data" / "real.log", "a") as f:
+        f.write("one more line")
+    assert look()[0] != before[0]
+
+
+def test_the_walk_goes_in_os_walks_order(tmp_path):
+    """Ingest's order of files is os.walk's (a folder's files by name, then its sub-folders by name, depth first):
+    the order sources are read and stored in, which a new walk must not change."""
+    from ingest.files import SKIP_DIRS, walk
+
+    for rel in ("b.txt", "a/z.txt", "a/b/c.txt", "a.b/x", "A/y", "a/_/k", "__pycache__/p.pyc", "z/.hidden"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(rel)
+    expected = []
+    for folder, dirnames, filenames in os.walk(tmp_path):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        expected += [os.path.relpath(os.path.join(folder, f), tmp_path) for f in sorted(filenames)]
+    assert [str(p) for p in walk(tmp_path.resolve())] == expected
+    assert expected[0] == "b.txt" and "__pycache__/p.pyc" not in expected
+
+
+def test_a_pass_whose_store_read_fails_keeps_the_alerts_made_before_it(watched, monkeypatch):
+    """The store is read once per pass, by the first policy that needs it (POLICIES: those that need only the pass
+    come first): when that read fails (a locked store), the finding alerts already made are recorded and printed by
+    the next pass, though the run is not read again."""
+    import ingest.queries
+
+    root, db, w, log = watched
+    shutil.copytree(GALLERY / "nan_lr_too_high", root / "job", ignore=shutil.ignore_patterns("*.py"))
+    real = ingest.queries.latest_verdicts
+
+    def locked(con, run_ids):
+        raise OSError("the store is locked")
+
+    monkeypatch.setattr(ingest.queries, "latest_verdicts", locked)
+    with pytest.raises(OSError):
+        w.poll_once()
+    monkeypatch.setattr(ingest.queries, "latest_verdicts", real)
+    printed = []
+    w.emit = printed.append
+    again = w.poll_once()
+    assert again.changed == 0 and "nan_loss" in {a.kind for a in printed}
+    assert w.poll_once().alerts == []

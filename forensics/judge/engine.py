@@ -35,7 +35,6 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
     `spike` is what a spike is in this analysis, for the spike list; the detectors that read spikes were given
     the same rule when they were built (`Selection.detectors`)."""
     detectors = list(detectors) if detectors is not None else [c() for c in ALL]
-    _return_freed_arrays()
     out = Analysis(run=run.name, run_id=run.run_id)
     findings: list[Finding] = []
     for d in detectors:
@@ -61,27 +60,6 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
         out.checked["reduced"] = reduced
         out.findings = [f.with_reduction(reduced[f.series]) if f.series in reduced else f for f in out.findings]
     return out
-
-
-def _return_freed_arrays() -> None:
-    """Have glibc give a freed array's memory back at once. By default each free of a large block raises its
-    mmap threshold (up to 32 MB), after which arrays of a long series (16 MB per 2M points) come from the heap
-    and stay in the process once freed: analysing 4 series of 2M points held ~100 MB more at the end and its
-    peak varied by as much from run to run (issue 28). A fixed threshold maps every block of 1 MB or more on
-    its own and unmaps it when freed. Elsewhere (no glibc) nothing is done."""
-    global _MALLOC_SET
-    if _MALLOC_SET:
-        return
-    _MALLOC_SET = True
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
-_MALLOC_SET = False
 
 
 def series_spikes(run: Run, rule: stats.SpikeRule = stats.SpikeRule()) -> list[Spike]:

@@ -36,22 +36,22 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, selection: Sel
     """
     from ingest import queries
     from ingest.run import ingest_run
-    from ingest.store import connect, hold
+    from ingest.store import hold
 
     refuse_folder_of_runs(Path(run_dir), "analyze")
     path = Path(db).expanduser()
     # One connection for the whole command on a small run (ingest lets it go on a large one): opening and closing
-    # DuckDB five times cost more than an ordinary run's work (issue 28; store.hold)
-    with hold(path):
-        report = ingest_run(Path(run_dir), path, progress=progress, trust_pickle=trust_pickle,
+    # DuckDB five times cost more than an ordinary run's work (store.hold)
+    with hold(path) as store:
+        report = ingest_run(Path(run_dir), store, progress=progress, trust_pickle=trust_pickle,
                             follow_links=follow_links)
-        with connect(path, write=False) as con:
+        with store.connect(write=False) as con:
             result = analyze_stored(con, report.run_id, selection)
             has_batch = bool(queries.stored_batches(con, report.run_id))
         result.db = str(path)
         set_replay_command(result, run_dir, path, implied_db)
         set_probe_command(result, run_dir, path, has_batch, implied_db)
-        with connect(path, write=True) as con:
+        with store.connect(write=True) as con:
             store_analysis(con, result, selection.as_json())
     return result
 

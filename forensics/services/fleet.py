@@ -389,7 +389,7 @@ def _process_results(paths: Sequence, options: Options, jobs: int, task: Callabl
         retry: list[str] = []
         # forkserver, not fork: the driver may hold DuckDB and polars thread pools, which fork does not copy.
         pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("forkserver"),
-                                      initializer=_ignore_sigint)
+                                      initializer=_start_worker)
         try:
             pending = {pool.submit(task, p, options, **kwargs): p for p in todo}
             while pending:
@@ -417,15 +417,17 @@ def _process_results(paths: Sequence, options: Options, jobs: int, task: Callabl
 
 
 def _largest_first(paths: Sequence[str]) -> list[str]:
-    """The runs by the bytes their folders hold, largest first: with workers taking runs in turn, a large run
-    started last leaves the other workers idle while it finishes (on 40 runs of 10k-100k points, the tail was
-    the last second of 14)."""
+    """The runs by the bytes of the files ingest reads in them (`ingest.files`), largest first: with workers taking
+    runs in turn, a large run started last leaves the other workers idle while it finishes (on 40 runs of 10k-100k
+    points, the tail was the last second of 14)."""
+    from ingest.files import folders, is_read
+
     def size(p: str) -> int:
-        total = 0
-        for root, _, files in os.walk(p):
-            for f in files:
+        root, total = Path(p).resolve(), 0
+        for _, entries in folders(root, lambda exc: None):
+            for e in entries:
                 try:
-                    total += os.lstat(os.path.join(root, f)).st_size
+                    total += e.stat().st_size if is_read(e, root, follow_links=False) else 0
                 except OSError:
                     pass
         return total
@@ -437,8 +439,12 @@ def _path(item: str | tuple[str, str]) -> str:
     return item if isinstance(item, str) else item[0]
 
 
-def _ignore_sigint() -> None:
-    """Workers leave Ctrl-C to the driver, which lets the run being written finish and stops cleanly."""
+def _start_worker() -> None:
+    """A worker process judges runs as `analyze` does, so freed arrays go back at once (`return_freed_arrays`), and
+    it leaves Ctrl-C to the driver, which lets the run being written finish and stops cleanly."""
+    from forensics.services.process import return_freed_arrays
+
+    return_freed_arrays()
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -454,7 +460,7 @@ def _ray_results(paths: Sequence[str], options: Options, address: str | None) ->
         raise MissingDependency('--ray needs ray: pip install -e ".[ray]"') from None
     if not ray.is_initialized():
         ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
-    task = ray.remote(work_on_run).options(max_retries=1)
+    task = ray.remote(_ray_task).options(max_retries=1)
     pending = {task.remote(p, options): p for p in paths}
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
@@ -472,6 +478,14 @@ def _ray_results(paths: Sequence[str], options: Options, address: str | None) ->
             except Exception as exc:  # noqa: BLE001 - see _failed
                 batch.append(_failed(p, exc, "ray"))
         yield batch
+
+
+def _ray_task(path: str, options: Options) -> RunResult:
+    """`work_on_run` in a Ray worker, which judges runs as a worker process of ours does (`_start_worker`)."""
+    from forensics.services.process import return_freed_arrays
+
+    return_freed_arrays()
+    return work_on_run(path, options)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from forensics.judge import stats
 from forensics.judge.detectors.base import MECHANISM
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run, usable_series
+from ingest.steptime import seconds_per_step
 
 
 @dataclass(frozen=True)
@@ -84,19 +85,8 @@ class ThroughputDrop:
         name = run.pick("loss")
         if name is None:
             return None
-        pts = run.points(name)
-        if pts["wall_time"].null_count():  # no copy of a long series where every point has its stamp
-            pts = pts.filter(pl.col("wall_time").is_not_null())
-        s, w = pts["step"].to_numpy(), pts["wall_time"].to_numpy()
-        ds, dw = np.diff(s), np.diff(w)
-        ok = (ds > 0) & (dw >= 0)  # a step or clock going back is a resume (resumed_run), not a slow step
-        if ok.sum() == 0:
-            return None
-        if ok.all():  # no resume: every interval is kept, as views, in one segment (zeros never written to)
-            dw /= ds
-            return s[:-1], s[1:], dw, np.zeros(dw.size, dtype=np.int64), name, "wall_time / step between logged points"
-        seg = np.cumsum(~ok)
-        return s[:-1][ok], s[1:][ok], dw[ok] / ds[ok], seg[ok], name, "wall_time / step between logged points"
+        got = seconds_per_step(run.points(name))
+        return None if got is None else (*got, name, "wall_time / step between logged points")
 
     def _enough(self, how: str) -> int:
         return self.min_logged if how == "logged step time" else self.min_intervals

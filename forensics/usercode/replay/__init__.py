@@ -38,7 +38,7 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     from forensics.judge.run import Run
     from ingest.errors import EntryPointError, ForensicsError, ReplayError
     from ingest.run import ingest_run
-    from ingest.store import connect, hold
+    from ingest.store import hold
 
     root = Path(run_dir).resolve()
     if not root.is_dir():
@@ -48,9 +48,9 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     path = Path(db).expanduser()
     # One connection for the check of what is new and the read of the run (store.hold, as analyze does: replay
     # opened the store 7 times before its model ran); closed before any user code runs.
-    with hold(path):
-        report = ingest_run(root, path, progress=None)
-        with connect(path, write=False) as con:
+    with hold(path) as store:
+        report = ingest_run(root, store, progress=None)
+        with store.connect(write=False) as con:
             # Fidelity compares the logged value at every replayed step: a long series is read whole here, never
             # reduced as analyze reads it (a reduced view keeps a few points per bucket: most steps would be
             # missing).
