@@ -176,18 +176,19 @@ def sweep_curve(falls_from: float | None, lowest_at: float, explodes_at: float |
 def test_lr_range_reads_the_sweep_as_the_lr_finder_literature_does():
     """Smith / fastai's `lr_find`: an LR above the loss-minimum LR is too high, one an order of magnitude or more
     below where the loss starts to fall is too low, and a sweep whose loss never falls 10 % is a failed sweep."""
+    from forensics.usercode.probe.checks import LrRange
     from forensics.usercode.probe.lr_range import analyse, judge
 
     found = analyse(sweep_curve(1e-4, 1e-1, 3.0))
     assert 1e-4 < found["lr_starts_to_fall"] < found["lr_falls"] < found["lr_min_loss"] < found["lr_explodes"]
     assert 0.05 < found["lr_min_loss"] < 0.3
-    assert judge(found, 1e-2)[0] == "pass"
-    status, summary, explains = judge(found, 0.5)  # above the minimum, though 6x below the explosion
+    assert judge(found, 1e-2, LrRange.explains)[0] == "pass"
+    status, summary, explains = judge(found, 0.5, LrRange.explains)  # above the minimum, though 6x below the explosion
     assert status == "fail" and "too high" in summary and "oscillation" in explains
-    status, summary, explains = judge(found, found["lr_starts_to_fall"] / 12)  # 12x below: an order of magnitude
+    status, summary, explains = judge(found, found["lr_starts_to_fall"] / 12, LrRange.explains)  # 12x below: an order of magnitude
     assert status == "fail" and "too low" in summary and "flat_loss" in explains
-    assert judge(found, found["lr_starts_to_fall"] / 5)[0] == "pass"
-    status, summary, _ = judge(analyse(sweep_curve(None, 1e-1, None)), 1e-2)
+    assert judge(found, found["lr_starts_to_fall"] / 5, LrRange.explains)[0] == "pass"
+    status, summary, _ = judge(analyse(sweep_curve(None, 1e-1, None)), 1e-2, LrRange.explains)
     assert status == "n/a" and "the sweep failed" in summary and "never fell 10%" in summary
 
 

@@ -132,13 +132,9 @@ def check(ctx: Context, me: Any) -> dict[str, Any]:
 
 
 def judge(found: dict[str, Any], lr: float | None,
-          explains: tuple[str, ...] | None = None) -> tuple[str, str, tuple[str, ...]]:
+          explains: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
     """(status, summary, the kinds it explains) for a run at `lr` against the sweep's points (`analyse`); a pass or
-    an n/a explains the check's own kinds (`explains`, default the LrRange class's)."""
-    if explains is None:
-        from forensics.usercode.probe.checks import LrRange
-
-        explains = LrRange.explains
+    an n/a explains the check's own kinds (`explains`: its class's)."""
     starts, fall, explode = found["lr_starts_to_fall"], found["lr_falls"], found["lr_explodes"]
     steep, lowest = found["lr_steepest"], found["lr_min_loss"]
     where = (f"the loss starts to fall at LR {starts:.2g}" if starts else "") + \
