@@ -112,6 +112,12 @@ def _sniff_mlflow(head: bytes) -> bool:
     return sniff_metric_file(head)
 
 
+def _sniff_json_document(head: bytes) -> bool:
+    from ingest.jsondocs import sniff_json_document
+
+    return sniff_json_document(head)
+
+
 def _sniff_console(head: bytes) -> bool:
     from ingest.console import sniff_console
 
@@ -175,6 +181,9 @@ FORMATS: list[Format] = [
     Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
            resumable=False),
+    # A whole JSON document (not JSON lines) of metrics, under any name: recognised by its first bytes.
+    Format("json", lambda rel: False, "ingest.jsondocs:read_json", group=file_group, resumable=False,
+           sniff=_sniff_json_document),
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs (issue 24)
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
