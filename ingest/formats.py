@@ -118,6 +118,12 @@ def _sniff_json_document(head: bytes) -> bool:
     return sniff_json_document(head)
 
 
+def _sniff_table(head: bytes) -> bool:
+    from ingest.tabular import sniff_table
+
+    return sniff_table(head)
+
+
 def _sniff_console(head: bytes) -> bool:
     from ingest.console import sniff_console
 
@@ -184,6 +190,9 @@ FORMATS: list[Format] = [
     # A whole JSON document (not JSON lines) of metrics, under any name: recognised by its first bytes.
     Format("json", lambda rel: False, "ingest.jsondocs:read_json", group=file_group, resumable=False,
            sniff=_sniff_json_document),
+    # A metric table under a name no format claims (`progress.txt`, a CSV with no extension, numpy.savetxt's
+    # one number per line, YOLO's headerless results.txt): recognised by its first lines.
+    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table),
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs (issue 24)
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,

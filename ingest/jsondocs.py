@@ -36,7 +36,7 @@ import polars as pl
 from ingest.configs import MAX_DOCUMENT_BYTES, DocumentTooLarge, parse_json
 from ingest.records import Chunk, Issue, scalars_frame
 from ingest.roles import SPLIT_WORDS, role_of, words
-from ingest.tabular import _flat_numbers, _record_points
+from ingest.tabular import _flat_numbers, _record_points, with_loss_sums
 
 # Names of documents that hold a run's results (HF's train_results.json / eval_results.json / all_results.json,
 # `metrics.json`, `scores.json`): their numbers are one record, not settings.
@@ -84,7 +84,7 @@ def read_json(path: Path, start: int = 0) -> Iterator[Chunk]:
                 rest, end = None, 1
     else:
         rest = {"value": doc}
-    frame = scalars_frame(pl.DataFrame(cols, schema=_SCHEMA)) if cols["tag"] else None
+    frame = with_loss_sums(scalars_frame(pl.DataFrame(cols, schema=_SCHEMA))) if cols["tag"] else None
     configs = {path.name: rest} if isinstance(rest, dict) and rest else {}
     yield Chunk(end=max(end, start), scalars=frame, configs=configs, issues=issues)
 

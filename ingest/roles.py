@@ -28,6 +28,7 @@ _PER_SECOND = re.compile(
 # `xent`), negative log-likelihood, and a loss word with a one- or two-letter qualifier glued on (`closs`,
 # LLaMA2-Accessory's; `dloss`): the qualifier makes it a component, not the run's main loss.
 _GLUED_LOSS = re.compile(r"^[a-z]{1,2}loss$")
+_SUM_OF = re.compile(r"\s*\(sum of [^)]*\)$")
 
 SPLIT_WORDS = {
     "train": "train", "training": "train", "trn": "train",
@@ -71,7 +72,7 @@ def role_of(name: str) -> Role:
     """The role of a series from its name (as shown: TensorBoard sub-folder + tag)."""
     if name.endswith(("__MIN", "__MAX")):
         return Role("other")  # W&B UI exports' companions of a down-sampled column: extremes, not the series
-    w = words(name)
+    w = words(_SUM_OF.sub("", name))  # `train/loss (sum of box_loss, cls_loss)`: the sum a table reader made
     # A name with a train word and a val/test word (`training_history/val_loss`) names the held-out split
     splits = [SPLIT_WORDS[x] for x in w if x in SPLIT_WORDS]
     split = next((s for s in splits if s != "train"), splits[0] if splits else None)
