@@ -311,8 +311,8 @@ def load_torch_pickle(path: Path) -> Any:
 
 def plain_settings(obj: Any) -> Any:
     """An unpickled object as plain data: a record built with a state (a dataclass such as TrainingArguments, built
-    by `copyreg` or NEWOBJ) becomes its fields; one called with one plain argument (an Enum member, a
-    `torch.device`) that argument; a global itself its name; any other record its name and arguments."""
+    by `copyreg` or NEWOBJ) becomes its fields; a class called with one plain argument (an Enum member) that
+    argument; a global itself its name; any other record its name and arguments (`torch.device('cpu')`)."""
     count = [0]
 
     def plain(value: Any, depth: int) -> Any:
@@ -326,8 +326,9 @@ def plain_settings(obj: Any) -> Any:
                 return plain(value.state, depth + 1)
             if isinstance(value.state, tuple) and len(value.state) == 2 and isinstance(value.state[0], dict):
                 return plain(value.state[0], depth + 1)  # (state, slot state)
-            if value.state is None and len(value.args) == 1 and not isinstance(value.args[0], (_Inert, type)):
-                return plain(value.args[0], depth + 1)
+            if value.state is None and len(value.args) == 1 and not isinstance(value.args[0], (_Inert, type)) \
+                    and type(value).name.rpartition(".")[2][:1].isupper():
+                return plain(value.args[0], depth + 1)  # a class called with its value: an Enum member
             return {"class": type(value).name, "args": [plain(a, depth + 1) for a in value.args]}
         if isinstance(value, dict):
             return {str(plain(k, depth + 1)): plain(v, depth + 1) for k, v in value.items()}
