@@ -37,6 +37,7 @@ from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
 from ingest.store import connect, let_go, run_lock
+from ingest.wandb_files import wandb_own_link
 
 log = logging.getLogger(__name__)
 FLUSH_POINTS = 2_000_000  # about 100 MB of points: bounded memory, few transactions
@@ -118,6 +119,8 @@ def walk(root: Path, skipped: list[tuple[str, Issue]] | None = None, *,
             if not path.is_file():
                 continue
             if path.is_symlink() and not follow_links and not path.resolve().is_relative_to(root):
+                if wandb_own_link(rel, path.resolve()):
+                    continue  # W&B's link to its service's log in the user's cache: the tool's, not the run's
                 skipped.append((storable(str(rel)), Issue(None, "outside_run", "a link to a file outside the run "
                                                           "directory; not followed")))
                 continue
