@@ -15,8 +15,9 @@ A JSON-lines log (one object per line) is `tabular.read_jsonl`'s; this reader ta
     index as an ordinal step (DECISIONS §2); a lone list counts when its name has a role (`loss`, not `betas`);
   - gauges `{"value", "min", "max", "count"}` (Unity ML-Agents' `timers.json`): the gauge's last value;
 - what is left: a document named for results or metrics (`*_results.json`, `metrics.json`, `scores.json`) whose
-  leaves are numbers is one record (HF Trainer's `save_metrics` files); any other remainder is a document of
-  settings, stored as the run's config (nothing in it is a curve).
+  leaves are numbers is one record (HF Trainer's `save_metrics` files), its series named under the document's
+  stem (`train_results/train_loss`); any other remainder is a document of settings, stored as the run's config
+  (nothing in it is a curve).
 
 Numbers only: strings, booleans and nulls in a series are not points; values encoded as objects (jsonpickle'd
 tensors) are counted in one read problem of their series. `start` counts entries already read (the document is
@@ -78,7 +79,9 @@ def read_json(path: Path, start: int = 0) -> Iterator[Chunk]:
         rest = _walk(doc, "", found)
         cols, issues, end = found.cols, found.issues, found.end
         if not cols["tag"] and isinstance(rest, dict) and RESULT_NAMES.search(path.stem):
-            record = dict(_flat_numbers(rest))
+            # Named under the document (`train_results/train_loss`): a summary of a run whose log holds the same
+            # names (HF's trainer_state.json beside its *_results.json) must not share their names.
+            record = dict(_flat_numbers(rest, f"{path.stem}/"))
             if record and start == 0:
                 _record_points(record, 0, 0, cols)
                 rest, end = None, 1

@@ -85,8 +85,10 @@ def test_settings_beside_a_history_are_kept_as_the_document_and_not_made_series(
 def test_a_results_document_is_one_record():
     doc = json.loads(HF_RESULTS.read_text())
     frame = points(HF_RESULTS)
-    assert series(frame, "train_loss")["value"].to_list() == [doc["train_loss"]]
-    assert role_of("train_loss").role == "train_loss"
+    # named under the document: HF's trainer_state.json beside it logs `train_loss` too
+    assert series(frame, "train_results/train_loss")["value"].to_list() == [doc["train_loss"]]
+    assert role_of("train_results/train_loss").role == "train_loss"
+    assert not role_of("train_results/train_loss").canonical
 
 
 def test_documents_are_sniffed_and_json_lines_are_left_to_the_line_readers():
