@@ -98,7 +98,8 @@ def role_of(name: str) -> Role:
         return Role("skipped_steps", split)
     if ws & {"loss", "losses"} or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
         extra = ws - {"loss", "losses", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
-        return Role("val_loss" if is_val else "train_loss", split, canonical=not extra)
+        # a held-out loss per evaluation batch (Lightning's `val_loss_step`) is not the run's validation loss
+        return Role("val_loss" if is_val else "train_loss", split, canonical=not extra and not (is_val and "step" in ws))
     if any(_GLUED_LOSS.match(x) for x in ws):
         return Role("val_loss" if is_val else "train_loss", split)
     if ws & {"acc", "accuracy", "top1", "top"}:
