@@ -26,6 +26,7 @@ rewritten whole): the records or list positions before it are not read again.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator
@@ -202,17 +203,21 @@ NOT_LOGS = re.compile(r"^(tokenizer.*|vocab.*|special_tokens_map|added_tokens|.*
                       r"|generation_config|adapter_config)\.json$", re.I)
 
 
-def sniff_json_document(head: bytes) -> bool:
-    """Whether a file's first bytes open one JSON document (an array, or an object spread over lines or longer
-    than the head), not JSON lines (whose first line is a whole object: the JSON-lines readers take those)."""
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text[:1] == b"[":
-        return text[1:].lstrip()[:1] in (b"{", b"[", b"]", b"-", b".") or text[1:].lstrip()[:1].isdigit()
-    if text[:1] != b"{":
+def sniff_json_document(head: bytes, *, cut: bool | None = None) -> bool:
+    """Whether a file's first bytes are one JSON document (an array or an object, pretty-printed or not) and
+    nothing else: not JSON lines (a whole object, then more: the JSON-lines readers take those), not a console
+    log that opens with a JSON dump of its config and goes on in text. A document longer than the head is one
+    whose only fault is that the head ends inside it. `cut`: whether `head` stops before the file's end (by
+    default, when it is 4096 bytes long)."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    if text[:1] not in ("[", "{"):
         return False
-    first, newline, more = text.partition(b"\n")
+    cut = len(head) >= 4096 if cut is None else cut
     try:
-        parse_json(first)
-    except (ValueError, UnicodeDecodeError):
-        return True  # the first line does not close the object: a document over several lines (or a long one)
-    return not more.strip()  # one whole object and nothing after it: a one-record document
+        _, end = json.JSONDecoder().raw_decode(text)
+    except json.JSONDecodeError as exc:
+        # cut inside the document: the parser runs out of text (at the end, or in a string the cut left open)
+        return cut and (exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string"))
+    except RecursionError:
+        return False
+    return not text[end:].strip()

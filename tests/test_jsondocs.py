@@ -97,6 +97,11 @@ def test_documents_are_sniffed_and_json_lines_are_left_to_the_line_readers():
         assert format_for(PurePosixPath(path.name), lambda p=path: p.read_bytes()[:4096]).name == "json"
     assert not sniff_json_document(JSON_LINES.read_bytes()[:4096])
     assert not sniff_json_document(b"epoch loss\n1 0.5\n")
+    # a console log that opens with its config dumped as JSON, then prints its training lines
+    config = json.dumps({"lr": 0.1, "layers": [64, 64]}, indent=2).encode()
+    assert not sniff_json_document(config + b"\nepoch 1 loss 0.52\nepoch 2 loss 0.41\n")
+    # a document longer than the head: the head ends inside it
+    assert sniff_json_document(HISTORY.read_bytes()[:200], cut=True)
 
 
 def test_a_file_that_does_not_parse_is_a_read_problem_not_an_error(tmp_path):
