@@ -306,3 +306,23 @@ def test_a_deep_entry_stops_reading_there_and_keeps_what_came_before(tmp_path):
     [chunk] = list(read_trainer_state(path, 0))
     assert [i.kind for i in chunk.issues] == ["too_large"] and "deeper" in chunk.issues[0].detail
     assert set(chunk.scalars["position"].to_list()) == {0}
+
+
+def test_a_classifiers_config_gives_its_label_count_and_a_language_models_does_not(tmp_path):
+    pytest.importorskip("transformers", reason="the test extra installs transformers")
+    from transformers import GPT2Config
+
+    from ingest.configs import read_config
+
+    classifier = GPT2Config(vocab_size=50, n_layer=1, num_labels=4, architectures=["GPT2ForSequenceClassification"])
+    classifier.save_pretrained(tmp_path / "clf")
+    doc = json.loads((tmp_path / "clf" / "config.json").read_text())
+    assert "num_labels" not in doc and len(doc["id2label"]) == 4  # the premise: save_pretrained writes id2label only
+    [chunk] = list(read_config(tmp_path / "clf" / "config.json"))
+    assert chunk.configs["config.json"]["num_labels"] == 4
+    lm = GPT2Config(vocab_size=50, n_layer=1, architectures=["GPT2LMHeadModel"])
+    lm.id2label = {i: f"LABEL_{i}" for i in range(3)}  # HF's default names, not the head's classes
+    lm.save_pretrained(tmp_path / "lm")
+    assert "id2label" in json.loads((tmp_path / "lm" / "config.json").read_text())  # the premise
+    [chunk] = list(read_config(tmp_path / "lm" / "config.json"))
+    assert "num_labels" not in chunk.configs["config.json"]
