@@ -99,6 +99,11 @@ def settled_tail(path: Path, raw: bytes, start: int, separators: int, sep: str) 
     tail = raw[max(cut, start):]
     if not tail.strip() or tail.count(sep.encode()) != separators or cut < start:
         return False
+    return _still(path)
+
+
+def _still(path: Path) -> bool:
+    """Whether the file has not changed for SETTLED_SECONDS."""
     try:
         return time.time() - path.stat().st_mtime >= SETTLED_SECONDS
     except OSError:
@@ -686,8 +691,8 @@ def _read_rows(path: Path, start: int, parse) -> Iterator[Chunk]:
     step (an ordinal, DECISIONS §2) unless a tag is `epoch`. Lines that do not parse are issues."""
     raw = path.read_bytes()
     end = raw.rfind(b"\n") + 1
-    if settled_tail(path, raw, start, raw[end:].count(b"\t"), "\t"):
-        end = len(raw)
+    if end >= start and raw[end:].strip() and _still(path):
+        end = len(raw)  # a last line with no newline in a file no longer written: a whole row (a cut one is an issue)
     if end <= start:
         return
     line_no = raw.count(b"\n", 0, start) + 1
