@@ -35,7 +35,7 @@ from typing import Any
 
 import polars as pl
 
-from ingest.configs import MAX_DOCUMENT_BYTES, DocumentTooLarge, parse_json
+from ingest.configs import DocumentTooLarge, flatten, parse_json
 from ingest.records import Chunk, Issue, scalars_frame
 from ingest.roles import SPLIT_WORDS, role_of, words
 from ingest.tabular import _flat_numbers, _record_points, with_loss_sums
@@ -44,6 +44,8 @@ from ingest.tabular import _flat_numbers, _record_points, with_loss_sums
 # `metrics.json`, `scores.json`): their numbers are one record, not settings.
 RESULT_NAMES = re.compile(r"(^|[_.\-])(results?|metrics?|scores?|summary|stats|history|losses?)([_.\-]|$)", re.I)
 GAUGE_KEYS = {"value", "min", "max", "count"}
+MAX_JSON_BYTES = 64 * 2**20
+MAX_SETTINGS_LEAVES = 20_000  # a config holds hundreds to a few thousand; COCO's annotations hold millions
 PAIR_SUFFIX = "_T"
 SACRED_KEYS = {"steps", "values"}
 _COLS = ("tag", "step", "value", "position", "wall_time", "epoch", "batch", "ordinal")
@@ -89,7 +91,15 @@ def read_json(path: Path, start: int = 0) -> Iterator[Chunk]:
     else:
         rest = {"value": doc}
     frame = with_loss_sums(scalars_frame(pl.DataFrame(cols, schema=_SCHEMA))) if cols["tag"] else None
-    configs = {path.name: rest} if isinstance(rest, dict) and rest else {}
+    configs = {}
+    if isinstance(rest, dict) and rest:
+        leaves = sum(1 for _ in flatten(rest))
+        if leaves <= MAX_SETTINGS_LEAVES:
+            configs = {path.name: rest}
+        else:  # a dataset's annotations, a vocabulary: not the run's settings, and too many rows for the store
+            issues = [*issues, Issue(None, "not_settings", f"{path.name}: {leaves:,} values that are no metric "
+                                                           f"series, more than the {MAX_SETTINGS_LEAVES:,} settings "
+                                                           "a document may hold (a dataset's file?); not stored")]
     yield Chunk(end=max(end, start), scalars=frame, configs=configs, issues=issues)
 
 
@@ -98,9 +108,10 @@ def load_json(path: Path) -> tuple[Any, Issue | None]:
     document is held to; or the issue that kept it from being read."""
     try:
         size = path.stat().st_size
-        if size > MAX_DOCUMENT_BYTES:
-            return None, Issue(None, "too_large", f"{path.name} holds {size:,} bytes, over the "
-                                                  f"{MAX_DOCUMENT_BYTES:,} a document may hold; not read")
+        if size > MAX_JSON_BYTES:
+            # metric documents are small (a 10k-epoch history is a few MB); this is a dataset's or a model's file
+            return None, Issue(None, "not_settings", f"{path.name} holds {size:,} bytes, over the "
+                                                     f"{MAX_JSON_BYTES:,} a JSON document of metrics may hold; not read")
         raw = path.read_bytes()
     except OSError as exc:
         return None, Issue(None, "unreadable", f"{path.name} cannot be read ({exc.strerror or exc})")

@@ -109,3 +109,15 @@ def test_a_file_that_does_not_parse_is_a_read_problem_not_an_error(tmp_path):
     bad.write_text('{"loss": [1.0, 0.5,')
     chunk = next(read_json(bad))
     assert chunk.scalars is None and chunk.issues[0].kind == "garbled"
+
+
+def test_a_large_document_with_no_series_is_not_stored_as_settings_nor_lost_evidence(tmp_path):
+    from forensics.verdict import LOSSY_READS
+
+    path = tmp_path / "instances_val.json"  # shaped as COCO's annotations: lists of objects, no metric series
+    doc = {"images": [{"id": i, "width": 640, "height": 480} for i in range(10_000)],
+           "annotations": [{"id": i, "image_id": i, "bbox": [1, 2, 3, 4]} for i in range(10_000)]}
+    path.write_text(json.dumps(doc))
+    [chunk] = list(read_json(path))
+    assert chunk.scalars is None and not chunk.configs
+    assert [i.kind for i in chunk.issues] == ["not_settings"] and "not_settings" not in LOSSY_READS
