@@ -53,7 +53,9 @@ class Format:
         return getattr(importlib.import_module(module), function)
 
 
-CONFIG_NAMES = re.compile(r"^(config|hparams|params|args|training_args|run_config)\.(ya?ml|json)$", re.I)
+# hyp/opt: YOLOv5's hyperparameters and options (train.py saves both); configuration: Unity ML-Agents' run config
+CONFIG_NAMES = re.compile(r"^(config|hparams|params|args|training_args|run_config|hyp|opt|configuration"
+                          r"|hyperparameters)\.(ya?ml|json)$", re.I)
 
 
 def _is_config(rel: PurePosixPath) -> bool:

@@ -153,3 +153,15 @@ def test_a_cut_line_is_not_taken_for_a_settled_one(tmp_path):
     path.write_bytes(b"step,loss,acc\n0,1.0,0.1\n1,0.9")  # two fields of three: cut mid-record
     got = points(read_csv(old(path), 0))
     assert got.filter(pl.col("tag") == "loss")["value"].to_list() == [1.0]
+
+
+def test_yolos_hyperparameters_and_options_are_the_runs_settings():
+    import yaml
+
+    from ingest.configs import read_config
+
+    for name in ("hyp.yaml", "opt.yaml"):
+        path = YOLO_CSV.parent / name
+        assert format_for(PurePosixPath(f"runs/train/exp2/{name}")).name == "config"
+        [chunk] = list(read_config(path))
+        assert chunk.configs[name] == yaml.safe_load(path.read_text())
