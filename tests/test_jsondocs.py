@@ -1,10 +1,13 @@
 """Whole JSON documents of metrics, read by shape: real files from the shared corpus of metric files."""
 
 import json
+import math
 from pathlib import Path, PurePosixPath
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ingest.formats import format_for
 from ingest.jsondocs import read_json, sniff_json_document
@@ -121,3 +124,21 @@ def test_a_large_document_with_no_series_is_not_stored_as_settings_nor_lost_evid
     [chunk] = list(read_json(path))
     assert chunk.scalars is None and not chunk.configs
     assert [i.kind for i in chunk.issues] == ["not_settings"] and "not_settings" not in LOSSY_READS
+
+
+finite_or_not = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@settings(deadline=None, max_examples=40)
+@given(names=st.lists(st.sampled_from(["loss", "val_loss", "accuracy", "val_accuracy", "lr", "mse_loss"]),
+                      min_size=1, max_size=4, unique=True),
+       n=st.integers(2, 30), data=st.data())
+def test_any_history_dumped_by_json_comes_back_exact(tmp_path_factory, names, n, data):
+    history = {k: data.draw(st.lists(finite_or_not, min_size=n, max_size=n)) for k in names}
+    path = tmp_path_factory.mktemp("h") / "history.json"
+    path.write_text(json.dumps(history))  # Python's json writes NaN / Infinity tokens, as Keras users' dumps do
+    frame = points(path)
+    for key, values in history.items():
+        got = series(frame, key)
+        assert got["step"].to_list() == list(range(n))
+        assert [(math.isnan(a) and math.isnan(b)) or a == b for a, b in zip(got["value"].to_list(), values)] == [True] * n
