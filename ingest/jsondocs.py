@@ -10,9 +10,10 @@ A JSON-lines log (one object per line) is `tabular.read_jsonl`'s; this reader ta
   - Sacred's metric entries `{"steps": [...], "values": [...], "timestamps": [...]}`: a series with its steps;
   - lists paired with a `<name>_T` list of the same length (PyMARL's `info.json`: `loss_td` beside `loss_td_T`,
     the environment steps): a series on those steps;
-  - sibling lists of numbers of one length, with no number beside them in their object (Keras' `History.history`
-    dumped whole, `{"train": [...], "val": [...]}`, a history nested under a key): one series each, the list
-    index as an ordinal step (DECISIONS §2); a lone list counts when its name has a role (`loss`, not `betas`);
+  - sibling lists of numbers with no number beside them in their object (Keras' `History.history` dumped whole,
+    `{"train": [...], "val": [...]}`, a history nested under a key): one series each, the list index as an
+    ordinal step (DECISIONS §2), when a list's name has a role (`loss`, `val_acc`: lengths may differ, as with a
+    validation every few epochs) or several nameless lists share one length;
   - gauges `{"value", "min", "max", "count"}` (Unity ML-Agents' `timers.json`): the gauge's last value;
 - what is left: a document named for results or metrics (`*_results.json`, `metrics.json`, `scores.json`) whose
   leaves are numbers is one record (HF Trainer's `save_metrics` files), its series named under the document's
@@ -157,8 +158,10 @@ def _walk(node: dict, prefix: str, found: _Found) -> dict | None:
     loose = {k: v for k, v in lists.items() if k not in paired and k.removesuffix(PAIR_SUFFIX) not in paired}
     has_numbers = any(_is_number(v) for v in node.values())
     lengths = {len(v) for v in loose.values()}
-    table = not has_numbers and len(lengths) == 1 and (
-        len(loose) >= 2 and lengths != {1} or any(role_of(prefix + k).role != "other" for k in loose))
+    # Lists with a metric's name may differ in length (a validation every few epochs); nameless ones count as a
+    # history when they are several of one length (a config's `betas` or `milestones` sit beside numbers or alone).
+    named = any(role_of(prefix + k).role != "other" for k in loose)
+    table = not has_numbers and bool(loose) and (named or len(loose) >= 2 and len(lengths) == 1 and lengths != {1})
     for key, value in node.items():
         if key in paired or key.removesuffix(PAIR_SUFFIX) in paired and key.endswith(PAIR_SUFFIX):
             continue

@@ -142,3 +142,18 @@ def test_any_history_dumped_by_json_comes_back_exact(tmp_path_factory, names, n,
         got = series(frame, key)
         assert got["step"].to_list() == list(range(n))
         assert [(math.isnan(a) and math.isnan(b)) or a == b for a, b in zip(got["value"].to_list(), values)] == [True] * n
+
+
+def test_a_history_validated_every_few_epochs_keeps_lists_of_different_lengths(tmp_path):
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"loss": [1.0, 0.8, 0.7, 0.6], "val_loss": [0.9, 0.75], "betas": [0.9, 0.99]}))
+    frame = points(path)
+    assert series(frame, "loss")["value"].to_list() == [1.0, 0.8, 0.7, 0.6]
+    assert series(frame, "val_loss")["value"].to_list() == [0.9, 0.75]
+
+
+def test_settings_with_short_lists_beside_numbers_are_not_series(tmp_path):
+    path = tmp_path / "training_options.json"
+    path.write_text(json.dumps({"lr": 0.1, "milestones": [30, 60], "optimizer": {"betas": [0.9, 0.99], "eps": 1e-8}}))
+    [chunk] = list(read_json(path))
+    assert chunk.scalars is None and chunk.configs["training_options.json"]["milestones"] == [30, 60]
