@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,25 @@ def read_config(path: Path, start: int = 0, *, name: str | None = None) -> Itera
         return
     if not isinstance(doc, dict):
         doc = {"value": doc}
-    yield Chunk(end=1, configs={name or path.name: doc})
+    yield Chunk(end=1, configs={name or path.name: with_label_count(doc)})
+
+
+_DEFAULT_LABEL = re.compile(r"^LABEL_\d+$")
+
+
+def with_label_count(doc: dict[str, Any]) -> dict[str, Any]:
+    """An HF model config with its class count: `save_pretrained` writes `id2label` but not `num_labels` (a
+    property of PretrainedConfig, `len(id2label)`), so a classifier's config says its label count only through
+    `id2label`, beside a `vocab_size` that is the tokenizer's, not the head's. `num_labels` is added where
+    `id2label` names a classifier's labels: the architecture is a classification head, or the labels are not the
+    `LABEL_i` defaults every config carries."""
+    labels = doc.get("id2label")
+    if "num_labels" in doc or not isinstance(labels, dict) or len(labels) < 1:
+        return doc
+    heads = doc.get("architectures")
+    classifier = isinstance(heads, list) and any(isinstance(h, str) and "Classification" in h for h in heads)
+    named = not all(isinstance(v, str) and _DEFAULT_LABEL.match(v) for v in labels.values())
+    return {**doc, "num_labels": len(labels)} if classifier or named else doc
 
 
 # The run's own config at its root (DECISIONS.md §10: HF's root config.json, not a checkpoint's model config).

@@ -81,6 +81,10 @@ def walk(root: Path, skipped: list[tuple[str, Issue]] | None = None, *,
             rel = PurePosixPath(rel_dir.as_posix()) / e.name if str(rel_dir) != "." else PurePosixPath(e.name)
             read = is_read(e, root, follow_links)
             if read is None:
+                from ingest.wandb_files import wandb_own_link
+
+                if wandb_own_link(rel, Path(e.path).resolve()):
+                    continue  # W&B's link to its service's log in the user's cache: the tool's, not the run's
                 skipped.append((storable(str(rel)), Issue(None, "outside_run", "a link to a file outside the run "
                                                           "directory; not followed")))
             elif read:

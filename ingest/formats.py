@@ -56,7 +56,9 @@ class Format:
         return getattr(importlib.import_module(module), function)
 
 
-CONFIG_NAMES = re.compile(r"^(config|hparams|params|args|training_args|run_config)\.(ya?ml|json)$", re.I)
+# hyp/opt: YOLOv5's hyperparameters and options (train.py saves both); configuration: Unity ML-Agents' run config
+CONFIG_NAMES = re.compile(r"^(config|hparams|params|args|training_args|run_config|hyp|opt|configuration"
+                          r"|hyperparameters)\.(ya?ml|json)$", re.I)
 
 
 def _is_config(rel: PurePosixPath) -> bool:
@@ -113,6 +115,18 @@ def _sniff_mlflow(head: bytes) -> bool:
     from ingest.mlflow import sniff_metric_file
 
     return sniff_metric_file(head)
+
+
+def _sniff_json_document(head: bytes) -> bool:
+    from ingest.jsondocs import sniff_json_document
+
+    return sniff_json_document(head)
+
+
+def _sniff_table(head: bytes) -> bool:
+    from ingest.tabular import sniff_table
+
+    return sniff_table(head)
 
 
 def _sniff_console(head: bytes) -> bool:
@@ -178,6 +192,12 @@ FORMATS: list[Format] = [
     Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
            resumable=False),
+    # A whole JSON document (not JSON lines) of metrics, under any name: recognised by its first bytes.
+    Format("json", lambda rel: False, "ingest.jsondocs:read_json", group=file_group, resumable=False,
+           sniff=_sniff_json_document),
+    # A metric table under a name no format claims (`progress.txt`, a CSV with no extension, numpy.savetxt's
+    # one number per line, YOLO's headerless results.txt): recognised by its first lines.
+    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table),
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs (issue 24)
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,

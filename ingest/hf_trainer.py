@@ -13,16 +13,20 @@ The file is rewritten whole at every save and copied into each `checkpoint-*` fo
 the first `log_history` index not yet read, `position` is the entry index, and every copy shares one
 group (`trainer_state`) so the store keeps one copy of each point (DECISIONS §3).
 
-`training_args.bin` beside it is a pickle of TrainingArguments: never unpickled, only listed.
+`training_args.bin` beside it is a pickle of TrainingArguments: read as settings by an unpickler that imports and
+calls nothing (`inert_unpickle`), so its fields are the run's config.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import pickle
 import re
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -220,10 +224,117 @@ def _points(entries: list[tuple[int, Any]]) -> pl.DataFrame:
 
 
 def read_training_args(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """`training_args.bin` is a pickle (torch.save of TrainingArguments): listed, never unpickled."""
+    """`training_args.bin` (torch.save of TrainingArguments) as the run's settings, read by `inert_unpickle`:
+    `max_grad_norm`, `learning_rate`, the warmup, `fp16`, ... A file that cannot be read so loses settings, not
+    training evidence: its read problem is `settings_unread`, which no verdict counts as lost evidence."""
     if start > 0:
         return
-    yield Chunk(end=1, issues=[Issue(None, "needs_pickle",
-                                     "training_args.bin is a pickled TrainingArguments; not read, since "
-                                     "unpickling runs code. The run's trainer_state.json and config.json "
-                                     "hold what the analysis needs")])
+    try:
+        doc = plain_settings(load_torch_pickle(path))
+    except (OSError, ValueError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, RecursionError,
+            MemoryError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        yield Chunk(end=1, issues=[Issue(None, "settings_unread", f"training_args.bin could not be read as a "
+                                                                  f"pickle of settings ({exc.__class__.__name__}: "
+                                                                  f"{str(exc)[:120]}); the run's logs are read")])
+        return
+    if not isinstance(doc, dict):
+        yield Chunk(end=1, issues=[Issue(None, "settings_unread", f"training_args.bin holds a {type(doc).__name__}, "
+                                                                  "not the fields of TrainingArguments")])
+        return
+    yield Chunk(end=1, configs={path.name: doc})
+
+
+# -- a pickle read without running it ------------------------------------------------------------------------
+# A pickle names the globals (classes, functions) its objects are built with, and loading it imports and calls
+# them: that is how a pickle runs code. `inert_unpickle` imports nothing: every global becomes an `_Inert`
+# record of its name, and calling or building one records what it was given. So reading a hostile pickle builds
+# only lists, dicts, numbers, strings and these records.
+
+TORCH_MAGIC = 0x1950A86A20F9469CFC6C  # the legacy (non-zip) torch.save format opens with this number
+MAX_PICKLE_BYTES = 64 * 2**20
+MAX_SETTINGS_NODES = 1_000_000
+
+
+class _Inert:
+    """A global named by a pickle, as a record: `name` is `module.qualname`; an instance keeps the arguments it was
+    called (REDUCE) or created (NEWOBJ) with and the state it was built (BUILD) with. Nothing of it runs."""
+
+    __slots__ = ("args", "state")
+    name = "?"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> _Inert:
+        obj = object.__new__(cls)
+        obj.args, obj.state = args + ((kwargs,) if kwargs else ()), None
+        return obj
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+
+class _InertUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> type:
+        return type("inert", (_Inert,), {"__slots__": (), "name": f"{module}.{name}"})
+
+    def persistent_load(self, pid: Any) -> Any:
+        return type("inert", (_Inert,), {"__slots__": (), "name": "persistent"})(pid)
+
+
+def inert_unpickle(data: bytes | BinaryIO) -> Any:
+    """One pickle's object, with every global an inert record (never imported, never called)."""
+    return _InertUnpickler(io.BytesIO(data) if isinstance(data, bytes) else data).load()
+
+
+def load_torch_pickle(path: Path) -> Any:
+    """The object `torch.save` wrote, read with `inert_unpickle`: the zip format's `*/data.pkl` (torch >= 1.6), or
+    the legacy stream (magic number, protocol, system info, then the object)."""
+    if path.stat().st_size > MAX_PICKLE_BYTES:
+        raise ValueError(f"{path.stat().st_size:,} bytes, more than the {MAX_PICKLE_BYTES:,} a pickle of settings "
+                         "may hold")
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            name = next((n for n in z.namelist() if n.endswith("data.pkl")), None)
+            if name is None:
+                raise ValueError("a zip without the data.pkl torch.save writes")
+            return inert_unpickle(z.read(name))
+    with path.open("rb") as f:
+        first = inert_unpickle(f)
+        if first != TORCH_MAGIC:
+            return first
+        inert_unpickle(f)  # protocol version
+        inert_unpickle(f)  # system info
+        return inert_unpickle(f)
+
+
+def plain_settings(obj: Any) -> Any:
+    """An unpickled object as plain data: a record built with a state (a dataclass such as TrainingArguments, built
+    by `copyreg` or NEWOBJ) becomes its fields; a class called with one plain argument (an Enum member) that
+    argument; a global itself its name; any other record its name and arguments (`torch.device('cpu')`)."""
+    count = [0]
+
+    def plain(value: Any, depth: int) -> Any:
+        count[0] += 1
+        if depth > MAX_DEPTH or count[0] > MAX_SETTINGS_NODES:
+            raise ValueError("nested too deep or too large for a document of settings")
+        if isinstance(value, type) and issubclass(value, _Inert):
+            return value.name
+        if isinstance(value, _Inert):
+            if isinstance(value.state, dict):
+                return plain(value.state, depth + 1)
+            if isinstance(value.state, tuple) and len(value.state) == 2 and isinstance(value.state[0], dict):
+                return plain(value.state[0], depth + 1)  # (state, slot state)
+            if value.state is None and len(value.args) == 1 and not isinstance(value.args[0], (_Inert, type)) \
+                    and type(value).name.rpartition(".")[2][:1].isupper():
+                return plain(value.args[0], depth + 1)  # a class called with its value: an Enum member
+            return {"class": type(value).name, "args": [plain(a, depth + 1) for a in value.args]}
+        if isinstance(value, dict):
+            return {str(plain(k, depth + 1)): plain(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return [plain(v, depth + 1) for v in value]
+        if isinstance(value, (bytes, bytearray)):
+            return f"<{len(value)} bytes>"
+        return value
+
+    return plain(obj, 0)

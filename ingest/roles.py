@@ -28,6 +28,7 @@ _PER_SECOND = re.compile(
 # `xent`), negative log-likelihood, and a loss word with a one- or two-letter qualifier glued on (`closs`,
 # LLaMA2-Accessory's; `dloss`): the qualifier makes it a component, not the run's main loss.
 _GLUED_LOSS = re.compile(r"^[a-z]{1,2}loss$")
+_SUM_OF = re.compile(r"\s*\(sum of [^)]*\)$")
 
 SPLIT_WORDS = {
     "train": "train", "training": "train", "trn": "train",
@@ -49,7 +50,7 @@ AGGREGATE_WORDS = {"max", "min", "maximum", "minimum", "std", "stdev", "var", "v
                    "p95", "p99"}
 # Words that qualify a statistic without naming a layer (`train_loss_epoch`, `loss/avg`, ...).
 NEUTRAL_WORDS = {"step", "epoch", "avg", "mean", "total", "global", "overall", "running", "smoothed", "ema",
-                 "value", "s", "per", "batch", "iter", "sum", "all", "of"}
+                 "value", "s", "per", "batch", "iter", "sum", "all", "of", "history"}
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,10 @@ def role_of(name: str) -> Role:
     """The role of a series from its name (as shown: TensorBoard sub-folder + tag)."""
     if name.endswith(("__MIN", "__MAX")):
         return Role("other")  # W&B UI exports' companions of a down-sampled column: extremes, not the series
-    w = words(name)
-    split = next((SPLIT_WORDS[x] for x in w if x in SPLIT_WORDS), None)
+    w = words(_SUM_OF.sub("", name))  # `train/loss (sum of box_loss, cls_loss)`: the sum a table reader made
+    # A name with a train word and a val/test word (`training_history/val_loss`) names the held-out split
+    splits = [SPLIT_WORDS[x] for x in w if x in SPLIT_WORDS]
+    split = next((s for s in splits if s != "train"), splits[0] if splits else None)
     rest = [x for x in w if x not in SPLIT_WORDS]
     ws = set(rest)
     is_val = split in ("val", "test")
@@ -93,9 +96,10 @@ def role_of(name: str) -> Role:
     if ws & {"skipped", "skip"} and ws & {"iterations", "iteration", "iters", "iter", "steps", "step", "updates"}:
         # Megatron's `number of skipped iterations: 3` (per log interval): optimizer steps an fp16 overflow skipped
         return Role("skipped_steps", split)
-    if "loss" in ws or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
-        extra = ws - {"loss", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
-        return Role("val_loss" if is_val else "train_loss", split, canonical=not extra)
+    if ws & {"loss", "losses"} or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
+        extra = ws - {"loss", "losses", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
+        # a held-out loss per evaluation batch (Lightning's `val_loss_step`) is not the run's validation loss
+        return Role("val_loss" if is_val else "train_loss", split, canonical=not extra and not (is_val and "step" in ws))
     if any(_GLUED_LOSS.match(x) for x in ws):
         return Role("val_loss" if is_val else "train_loss", split)
     if ws & {"acc", "accuracy", "top1", "top"}:
@@ -149,7 +153,8 @@ def role_of(name: str) -> Role:
 TIME_UNITS = {"ms", "s", "sec", "secs", "second", "seconds"}
 MEMORY_UNITS = {"kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib"}
 QUANTITY_WORDS = {
-    "loss", "acc", "accuracy", "lr", "learning", "rate", "grad", "grads", "gradient", "gradients", "norm", "norms",
+    "loss", "losses", "acc", "accuracy", "lr", "learning", "rate", "grad", "grads", "gradient", "gradients", "norm",
+    "norms",
     "l2", "weight", "weights", "param", "params", "parameter", "parameters", "update", "updates", "ratio", "ratios",
     "dead", "fraction", "frac", "saturated", "saturation", "activation", "activations", "act", "gradnorm", "gnorm",
 }

@@ -26,6 +26,8 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,8 @@ import polars as pl
 from ingest.configs import parse_json
 from ingest.records import Chunk, Issue, scalars_frame
 
-STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "it", "Step")
+# `""` and `Unnamed: 0`: the row index pandas' `to_csv` writes unnamed (and reads back under that name)
+STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "it", "Step", "", "Unnamed: 0")
 TIME_COLUMNS = ("timestamp", "_timestamp", "wall_time", "time")
 EPOCH_COLUMNS = ("epoch",)
 BATCH_COLUMNS = ("batch", "batch_idx")
@@ -46,6 +49,8 @@ MAX_LISTED = 20  # garbled lines reported one by one; the rest are summed up in 
 MAX_COLUMNS = 10_000
 EPOCH_SECONDS_MIN = 1e8  # 1973-03-03: smaller "time" values are durations, not wall-clock times
 EPOCH_MILLIS_MIN = 1e11  # larger values are milliseconds (1e11 s is the year 5138)
+# A file unchanged this long is not being written: its last line, newline or not, is whole (`settled_tail`).
+SETTLED_SECONDS = 60.0
 
 
 # ----------------------------------------------------------------------------------------------- CSV
@@ -54,27 +59,55 @@ EPOCH_MILLIS_MIN = 1e11  # larger values are milliseconds (1e11 s is the year 51
 def read_csv(path: Path, start: int = 0) -> Iterator[Chunk]:
     """A CSV (or, by suffix, TSV) metric log; `start` is a byte offset, 0 for a first read.
 
-    Only complete lines are read: a partial last line (a writer mid-flush) is left for the next ingest.
+    Only complete lines are read: a partial last line (a writer mid-flush) is left for the next ingest, unless
+    the file has been still for SETTLED_SECONDS and that line holds every field of the header (`settled_tail`).
     """
+    yield from _read_delimited(path, start, "\t" if path.suffix.lower() == ".tsv" else ",")
+
+
+def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
     raw = path.read_bytes()
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
     header_end = raw.find(b"\n")
     if not raw.strip():
         yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")])
         return
     if header_end < 0:
         return  # not even a complete header line yet
+    header = raw[: header_end + 1]
     body_start = max(start, header_end + 1)
     body_end = raw.rfind(b"\n") + 1
+    body = raw[body_start:body_end]
+    if settled_tail(path, raw, body_start, header.count(sep.encode()), sep):
+        body, body_end = raw[body_start:] + b"\n", len(raw)
     if body_end <= body_start:
         return
     first_line = raw.count(b"\n", 0, body_start) + 1
-    header = raw[: header_end + 1]
-    wide, issues = parse_csv_rows(header, raw[body_start:body_end], first_line, sep)
+    wide, issues = parse_csv_rows(header, body, first_line, sep)
     # Ordinal = 0-based data-line index (line 2 is the first data line).
     wide = wide.with_columns((pl.col("__line") - 2).alias("__ordinal"))
-    scalars, more = wide_to_points(wide)
-    yield Chunk(end=body_end, scalars=scalars, issues=issues + more)
+    scalars, more = wide_to_points(long_to_wide(wide))
+    yield Chunk(end=body_end, scalars=with_loss_sums(scalars), issues=issues + more)
+
+
+def settled_tail(path: Path, raw: bytes, start: int, separators: int, sep: str) -> bool:
+    """Whether the last line of `raw`, which has no newline, is a whole record to read now: the file has not
+    changed for SETTLED_SECONDS (a writer mid-flush finishes its line in far less) and the line holds as many
+    separators as the header. Some writers end every line but the last (Flair's `loss.tsv` writes `\\n` before
+    each row), so a finished run's last record is such a line. A line read this way is part of what was read:
+    a later ingest goes on after it."""
+    cut = raw.rfind(b"\n") + 1
+    tail = raw[max(cut, start):]
+    if not tail.strip() or tail.count(sep.encode()) != separators or cut < start:
+        return False
+    return _still(path)
+
+
+def _still(path: Path) -> bool:
+    """Whether the file has not changed for SETTLED_SECONDS."""
+    try:
+        return time.time() - path.stat().st_mtime >= SETTLED_SECONDS
+    except OSError:
+        return False
 
 
 def parse_csv_rows(header: bytes, body: bytes, first_line: int, sep: str = ",") -> tuple[pl.DataFrame, list[Issue]]:
@@ -186,6 +219,95 @@ def _line_issues(bad: list[tuple[int, str]], kind: str) -> list[Issue]:
 
 
 # ------------------------------------------------------------------------------- wide rows -> points
+
+# A long (tidy) table holds one point per row: the metric's name in one column, its value in another, e.g.
+# `epoch,model,metric_name,metric_value`. Names compared exactly as written.
+LONG_NAME_COLUMNS = ("metric_name", "metric", "name", "key", "tag", "variable")
+LONG_VALUE_COLUMNS = ("metric_value", "value")
+
+
+# Words that make a `*_loss` series no part of a sum: one side of a GAN (its losses pull against each other), a
+# change between updates, a statistic over a window.
+NOT_SUMMED = {"d", "g", "dis", "disc", "discriminator", "gen", "generator", "critic", "adv", "adversarial", "delta",
+              "min", "max", "std", "var", "median"}
+
+
+def loss_sums(tags: list[str]) -> dict[str, list[str]]:
+    """The loss a table logs only in components, per split: {sum tag: component tags}.
+
+    A table whose loss series are all components named `<what>_loss` (YOLO's `train/box_loss`, `train/cls_loss`,
+    `train/dfl_loss`; `mse_loss`, `kl_loss`), with no total among them, trained on their sum: the sum is the run's
+    loss, named `<prefix>loss (sum of ...)`. No sum where a total is logged, where any loss series of the split is
+    not such a component (`LossPi`, `loss_cls`, a GAN's `gen/loss` beside `dis/loss`), or for a lone component."""
+    from ingest.roles import role_of, words
+
+    by_role: dict[str, list[str]] = {}
+    refused: set[str] = set()
+    for tag in tags:
+        r = role_of(tag)
+        if r.role not in ("train_loss", "val_loss") or r.layer:
+            continue
+        w = words(tag)
+        if r.canonical or w[-1:] != ["loss"] or set(w) & NOT_SUMMED:
+            refused.add(r.role)
+        by_role.setdefault(r.role, []).append(tag)
+    out = {}
+    for role, parts in by_role.items():
+        if role in refused or len(parts) < 2:
+            continue
+        prefix = _common_prefix(parts)
+        out[f"{prefix}loss (sum of {', '.join(p[len(prefix):] for p in parts)})"] = parts
+    return out
+
+
+def _common_prefix(tags: list[str]) -> str:
+    """The path segments (`train/`) all tags share."""
+    first = tags[0].rpartition("/")[0]
+    return first + "/" if first and all(t.startswith(first + "/") for t in tags) else ""
+
+
+def with_loss_sums(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` (long points of one table) with the sum series of `loss_sums` added: one point per record (position)
+    that logged every component; a NaN component makes a NaN sum, as it made the run's loss."""
+    if frame.is_empty():
+        return frame
+    sums = loss_sums(frame["tag"].cast(pl.Utf8).unique(maintain_order=True).to_list())
+    if not sums:
+        return frame
+    added = []
+    for tag, parts in sums.items():
+        rows = (frame.filter(pl.col("tag").cast(pl.Utf8).is_in(parts))
+                .group_by("position", maintain_order=True)
+                .agg(pl.col("value").sum(), pl.len().alias("__n"),
+                     *(pl.col(c).first() for c in frame.columns if c not in ("tag", "value", "position")))
+                .filter(pl.col("__n") == len(parts)).drop("__n")
+                .with_columns(pl.lit(tag).alias("tag")))
+        added.append(rows.select(frame.columns))
+    base = frame.with_columns(pl.col("tag").cast(pl.Utf8))
+    return scalars_frame(pl.concat([base, *added]).sort("position", maintain_order=True))
+
+
+def long_to_wide(wide: pl.DataFrame) -> pl.DataFrame:
+    """A long table as the wide table `wide_to_points` reads: one column per metric name, prefixed by the row's
+    other text cells (`generator.pt/train_mean_loss`: the model a row is about is part of what it measures).
+    Any other table is returned as it is."""
+    name = next((c for c in LONG_NAME_COLUMNS if c in wide.columns and wide.schema[c] == pl.Utf8), None)
+    value = next((c for c in LONG_VALUE_COLUMNS if c in wide.columns), None)
+    if name is None or value is None:
+        return wide
+    values, _ = _as_float(wide[value])
+    if values is None or _as_float(wide[name])[0] is not None:
+        return wide
+    special = set(STEP_COLUMNS + TIME_COLUMNS + EPOCH_COLUMNS + BATCH_COLUMNS)
+    qualifiers = [c for c in wide.columns if not c.startswith("__") and c not in (name, value)
+                  and c not in special and _as_float(wide[c])[0] is None]
+    tag = pl.concat_str([pl.col(c).fill_null("") for c in qualifiers] + [pl.col(name).fill_null("")],
+                        separator="/") if qualifiers else pl.col(name).fill_null("")
+    tags = wide.select(tag.alias("t"))["t"]
+    keep = [c for c in wide.columns if c not in qualifiers and c not in (name, value)]
+    columns = {t: pl.Series(t, values).zip_with(tags == t, pl.Series([None] * wide.height, dtype=pl.Float64))
+               for t in tags.unique(maintain_order=True).to_list() if t not in keep}
+    return wide.select(keep).with_columns(**columns)
 
 
 def wide_to_points(wide: pl.DataFrame, *, position: str = "__line") -> tuple[pl.DataFrame, list[Issue]]:
@@ -391,7 +513,7 @@ def read_jsonl(path: Path, start: int = 0) -> Iterator[Chunk]:
                                                      "position": pl.Int64, "wall_time": pl.Float64,
                                                      "epoch": pl.Int64, "batch": pl.Int64,
                                                      "ordinal": pl.Boolean}))
-    yield Chunk(end=body_end, scalars=frame, issues=_line_issues(bad, "garbled"))
+    yield Chunk(end=body_end, scalars=with_loss_sums(frame), issues=_line_issues(bad, "garbled"))
 
 
 def _flat_numbers(record: dict, prefix: str = "") -> Iterator[tuple[str, float]]:
@@ -451,4 +573,144 @@ def read_parquet(path: Path, start: int = 0) -> Iterator[Chunk]:
     index = pl.int_range(start, frame.height, dtype=pl.Int64, eager=True)
     rows = rows.with_columns(index.alias("__row"), index.alias("__ordinal"))
     scalars, issues = wide_to_points(rows, position="__row")
-    yield Chunk(end=frame.height, scalars=scalars, issues=issues)
+    yield Chunk(end=frame.height, scalars=with_loss_sums(scalars), issues=issues)
+
+
+# --------------------------------------------------------------------------- tables under any name
+
+
+def _head_lines(head: bytes) -> list[str]:
+    """The complete lines of a file's first bytes (the last one may be cut), without blank ones."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    lines = text.split("\n")
+    if len(lines) > 1:
+        lines = lines[:-1]
+    return [line.rstrip("\r") for line in lines if line.strip()]
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def table_separator(head: bytes) -> str | None:
+    """The separator of a metric table with one header row, recognised by its first bytes whatever the file's name
+    (Spinning Up's `progress.txt`, a CSV with no extension): tab or comma, the header's fields names (not all
+    numbers), and every following line as many fields, mostly numbers. None when the head is no such table."""
+    lines = _head_lines(head)
+    if len(lines) < 2:
+        return None
+    for sep in ("\t", ","):
+        header = lines[0].split(sep)
+        if len(header) < 2 or all(_is_number(c) for c in header if c.strip()):
+            continue
+        rows = [line.split(sep) for line in lines[1:]]
+        if any(len(r) != len(header) for r in rows):
+            continue
+        cells = [c.strip() for r in rows for c in r if c.strip()]
+        if cells and sum(_is_number(c) for c in cells) * 2 >= len(cells):
+            return sep
+    return None
+
+
+def headerless_separator(head: bytes) -> str | None:
+    """The separator of a table of numbers with no header row (numpy.savetxt of a 2-D array, `f.write(f"{a},{b}\\n")`):
+    every line the same count of fields, every field a number. Its columns are named by position: nothing says
+    what they hold."""
+    lines = _head_lines(head)
+    if len(lines) < 2:
+        return None
+    for sep in ("\t", ","):
+        rows = [line.split(sep) for line in lines]
+        if len(rows[0]) >= 2 and all(len(r) == len(rows[0]) and all(_is_number(c) for c in r) for r in rows):
+            return sep
+    return None
+
+
+def single_values(head: bytes) -> bool:
+    """Whether a file's first bytes are numbers one per line with no header (numpy.savetxt of a 1-D array)."""
+    lines = _head_lines(head)
+    return len(lines) >= 2 and all(_is_number(line.strip()) and " " not in line.strip() for line in lines)
+
+
+# YOLOv5's (and YOLOv3's, YOLOv7's) results.txt: one headerless row per epoch, `%10s` x 2 then `%10.4g` x 13:
+# epoch/last epoch, GPU memory, the mean train losses (box, objectness, class, their total), targets in the last
+# batch, image size, then test's precision, recall, mAP@.5, mAP@.5:.95 and its val losses (box, obj, cls). YOLOv3
+# puts F1 where v5 has mAP@.5:.95. Named as YOLOv5's later results.csv names them.
+YOLO_TXT_COLUMNS = ("epoch", "gpu_mem GB", "train/box_loss", "train/obj_loss", "train/cls_loss", "train/total_loss",
+                    "targets", "img_size", "metrics/precision", "metrics/recall", "metrics/mAP_0.5",
+                    "metrics/mAP_0.5:0.95", "val/box_loss", "val/obj_loss", "val/cls_loss")
+_YOLO_ROW = re.compile(r"^\s*(\d+)/\d+\s+([\d.]+)([KMG]?)\s+(\S+(?:\s+\S+){12})\s*$")
+
+
+def yolo_results_rows(head: bytes) -> bool:
+    """Whether a file's first bytes are rows of YOLO's headerless results.txt (see YOLO_TXT_COLUMNS)."""
+    lines = _head_lines(head)
+    return bool(lines) and all(_YOLO_ROW.match(line) for line in lines)
+
+
+def sniff_table(head: bytes) -> bool:
+    """A metric table under a name no table format claims: with a header row, one number per line, YOLO's
+    headerless results.txt, or numbers with no header."""
+    return (table_separator(head) is not None or single_values(head) or yolo_results_rows(head)
+            or headerless_separator(head) is not None)
+
+
+def read_table(path: Path, start: int = 0) -> Iterator[Chunk]:
+    """A table `sniff_table` recognised, by the shape it recognised; `start` is a byte offset."""
+    with path.open("rb") as f:
+        head = f.read(4096)
+    sep = table_separator(head)
+    if sep is not None:
+        yield from _read_delimited(path, start, sep)
+    elif yolo_results_rows(head):
+        yield from _read_rows(path, start, _yolo_row)
+    elif (bare := headerless_separator(head)) is not None:
+        yield from _read_rows(path, start, lambda line: [(f"column {i}", float(cell))
+                                                         for i, cell in enumerate(line.split(bare), 1)])
+    else:
+        yield from _read_rows(path, start, lambda line: [(path.name if "." not in path.name[1:] else path.stem,
+                                                          float(line))])
+
+
+def _yolo_row(line: str) -> list[tuple[str, float]]:
+    m = _YOLO_ROW.match(line)
+    if m is None:
+        raise ValueError("not a row of YOLO's results.txt")
+    epoch, mem, unit, rest = m.groups()
+    gigabytes = float(mem) * {"": 1e-9, "K": 1e-6, "M": 1e-3, "G": 1.0}[unit]
+    values = [float(epoch), gigabytes] + [float(v) for v in rest.split()]
+    return list(zip(YOLO_TXT_COLUMNS, values, strict=True))
+
+
+def _read_rows(path: Path, start: int, parse) -> Iterator[Chunk]:
+    """A headerless table read line by line with `parse(line) -> [(tag, value)]`; the line's 0-based index is the
+    step (an ordinal, DECISIONS §2) unless a tag is `epoch`. Lines that do not parse are issues."""
+    raw = path.read_bytes()
+    end = raw.rfind(b"\n") + 1
+    if end >= start and raw[end:].strip() and _still(path):
+        end = len(raw)  # a last line with no newline in a file no longer written: a whole row (a cut one is an issue)
+    if end <= start:
+        return
+    line_no = raw.count(b"\n", 0, start) + 1
+    cols: dict[str, list[Any]] = {k: [] for k in ("tag", "step", "value", "position", "wall_time", "epoch", "batch",
+                                                  "ordinal")}
+    bad: list[tuple[int, str]] = []
+    for line in raw[start:end].decode("utf-8", errors="replace").split("\n"):
+        here, line_no = line_no, line_no + 1
+        if not line.strip():
+            continue
+        try:
+            record = dict(parse(line.rstrip("\r")))
+        except ValueError as exc:
+            bad.append((here, f"not a row of this table ({exc})"))
+            continue
+        _record_points(record, here, here - 1, cols)
+    frame = scalars_frame(pl.DataFrame(cols, schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64,
+                                                     "position": pl.Int64, "wall_time": pl.Float64,
+                                                     "epoch": pl.Int64, "batch": pl.Int64,
+                                                     "ordinal": pl.Boolean}))
+    yield Chunk(end=end, scalars=frame, issues=_line_issues(bad, "garbled"))

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import polars as pl
@@ -247,3 +247,10 @@ def read_wandb_export(path: Path, start: int = 0) -> Iterator[Chunk]:
     frames = [pl.DataFrame(acc, schema=schema) for acc in per_run.values() if acc["tag"]]
     scalars = pl.concat(frames) if frames else None
     yield Chunk(end=len(body), scalars=scalars, issues=issues)
+
+
+def wandb_own_link(rel: PurePosixPath, target: Path) -> bool:
+    """Whether a link in a run folder is the one W&B makes itself: `logs/debug-core.log` -> the wandb-core service's
+    log in the user's cache (`~/.cache/wandb/logs/core-debug-<time>.log`, SDK 0.17+). It is the tool's log of its
+    own service, shared by every run of that machine, not this run's evidence: not followed, and not a read problem."""
+    return rel.name == "debug-core.log" and rel.parent.name == "logs" and target.name.startswith("core-debug")

@@ -114,11 +114,117 @@ def test_real_star_last_loss_and_string_fields_skipped():
     assert "remaining_time" not in set(chunk.scalars["tag"].to_list())
 
 
-def test_training_args_is_listed_never_unpickled(tmp_path):
+def test_training_args_that_are_no_pickle_are_settings_unread_never_lost_evidence(tmp_path):
+    from forensics.verdict import LOSSY_READS
+
     path = tmp_path / "training_args.bin"
     path.write_bytes(b"\x80\x04not really")
     [chunk] = list(read_training_args(path, 0))
-    assert chunk.issues[0].kind == "needs_pickle" and chunk.scalars is None
+    assert chunk.issues[0].kind == "settings_unread" and chunk.scalars is None and not chunk.configs
+    assert "settings_unread" not in LOSSY_READS
+
+
+class _Runs:
+    """A pickled object whose loading would run a command and open a file, were its globals imported."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+class _Opens:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_hostile_pickle_runs_nothing_and_reads_as_records(tmp_path):
+    import pickle
+
+    ran, opened = tmp_path / "ran", tmp_path / "opened"
+    path = tmp_path / "training_args.bin"
+    path.write_bytes(pickle.dumps({"max_grad_norm": 1.0, "evil": _Runs(ran), "file": _Opens(opened)}))
+    [chunk] = list(read_training_args(path, 0))
+    doc = chunk.configs["training_args.bin"]
+    assert not ran.exists() and not opened.exists()
+    assert doc["max_grad_norm"] == 1.0
+    assert doc["evil"]["class"] in ("posix.system", "os.system", "nt.system")
+    assert doc["file"]["class"] == "io.open" or doc["file"]["class"].endswith(".open")
+
+
+@pytest.fixture(scope="module")
+def hf_output(tmp_path_factory):
+    """A real HF Trainer output folder: a tiny BERT classifier (3 named labels, vocab 50) built locally, trained 8
+    steps with checkpoints every 4, its metrics, state and model saved as Trainer saves them."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
+    from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+
+    out = tmp_path_factory.mktemp("hf") / "out"
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32, num_labels=3,
+                        id2label={0: "neg", 1: "neu", 2: "pos"}, label2id={"neg": 0, "neu": 1, "pos": 2})
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    data = [{"input_ids": torch.randint(0, 50, (8,), generator=g), "labels": i % 3} for i in range(64)]
+    args = TrainingArguments(output_dir=str(out), max_steps=8, per_device_train_batch_size=8, learning_rate=3e-4,
+                             warmup_steps=2, logging_steps=1, save_steps=4, report_to=[], use_cpu=True,
+                             max_grad_norm=0.5, disable_tqdm=True)
+    trainer = Trainer(model=BertForSequenceClassification(config), args=args, train_dataset=data)
+    result = trainer.train()
+    trainer.save_metrics("train", result.metrics)
+    trainer.save_model()
+    trainer.save_state()
+    assert transformers.__version__ and (out / "training_args.bin").is_file()
+    return out, args
+
+
+def test_training_args_written_by_trainer_are_read_as_settings(hf_output):
+    out, args = hf_output
+    for path in [out / "training_args.bin", *sorted(out.glob("checkpoint-*/training_args.bin"))]:
+        [chunk] = list(read_training_args(path, 0))
+        doc = chunk.configs["training_args.bin"]
+        assert not chunk.issues
+        assert (doc["max_grad_norm"], doc["learning_rate"], doc["warmup_steps"], doc["fp16"]) == (
+            args.max_grad_norm, args.learning_rate, args.warmup_steps, args.fp16)
+        assert doc["lr_scheduler_type"] == "linear"  # an Enum member, as its value
+
+
+def test_training_args_in_the_legacy_torch_format_are_read(hf_output, tmp_path):
+    import torch
+
+    _, args = hf_output
+    path = tmp_path / "training_args.bin"
+    torch.save(args, path, _use_new_zipfile_serialization=False)
+    [chunk] = list(read_training_args(path, 0))
+    assert chunk.configs["training_args.bin"]["max_grad_norm"] == args.max_grad_norm
+
+
+def test_a_real_hf_output_folder_is_judged_not_inconclusive_and_its_class_count_is_the_heads(hf_output, tmp_path):
+    from forensics.cli import main
+
+    out, _ = hf_output
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(out), "--db", str(db), "--json"]) in (0, 1)
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        kinds = {k for (k,) in con.execute("SELECT DISTINCT kind FROM ingest_issues").fetchall()}
+        verdict = con.execute("SELECT verdict FROM analyses").fetchone()
+        configs = dict(con.execute("SELECT key, value FROM configs WHERE key IN ('num_labels', 'max_grad_norm')")
+                       .fetchall())
+    finally:
+        con.close()
+    assert "needs_pickle" not in kinds and "settings_unread" not in kinds
+    assert verdict is not None and verdict[0] != "inconclusive"
+    assert float(configs["max_grad_norm"]) == 0.5 and int(configs["num_labels"]) == 3
 
 
 def test_format_table_claims_every_copy_in_one_group():
@@ -203,3 +309,23 @@ def test_a_deep_entry_stops_reading_there_and_keeps_what_came_before(tmp_path):
     [chunk] = list(read_trainer_state(path, 0))
     assert [i.kind for i in chunk.issues] == ["too_large"] and "deeper" in chunk.issues[0].detail
     assert set(chunk.scalars["position"].to_list()) == {0}
+
+
+def test_a_classifiers_config_gives_its_label_count_and_a_language_models_does_not(tmp_path):
+    pytest.importorskip("transformers", reason="the test extra installs transformers")
+    from transformers import GPT2Config
+
+    from ingest.configs import read_config
+
+    classifier = GPT2Config(vocab_size=50, n_layer=1, num_labels=4, architectures=["GPT2ForSequenceClassification"])
+    classifier.save_pretrained(tmp_path / "clf")
+    doc = json.loads((tmp_path / "clf" / "config.json").read_text())
+    assert "num_labels" not in doc and len(doc["id2label"]) == 4  # the premise: save_pretrained writes id2label only
+    [chunk] = list(read_config(tmp_path / "clf" / "config.json"))
+    assert chunk.configs["config.json"]["num_labels"] == 4
+    lm = GPT2Config(vocab_size=50, n_layer=1, architectures=["GPT2LMHeadModel"])
+    lm.id2label = {i: f"LABEL_{i}" for i in range(3)}  # HF's default names, not the head's classes
+    lm.save_pretrained(tmp_path / "lm")
+    assert "id2label" in json.loads((tmp_path / "lm" / "config.json").read_text())  # the premise
+    [chunk] = list(read_config(tmp_path / "lm" / "config.json"))
+    assert "num_labels" not in chunk.configs["config.json"]

@@ -5,6 +5,7 @@ import csv
 import math
 from pathlib import Path, PurePosixPath
 
+import polars as pl
 import pytest
 import yaml
 
@@ -145,3 +146,49 @@ def test_format_table():
     assert fmt.name == "lightning_csv" and not fmt.resumable
     assert fmt.group(PurePosixPath("lightning_logs/version_3/metrics.csv")) == "lightning_logs/version_3"
     assert format_for(PurePosixPath("lightning_logs/version_3/hparams.yaml")).name == "config"
+
+
+def test_validation_logged_per_batch_sits_at_the_step_its_evaluation_ran_with_its_batch_count(tmp_path):
+    torch = pytest.importorskip("torch")
+    lightning = pytest.importorskip("lightning", reason="the test extra installs lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    from ingest.roles import role_of
+
+    class Net(lightning.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, _):
+            x, y = batch
+            loss = torch.nn.functional.mse_loss(self.layer(x), y)
+            self.log("train_loss", loss, on_step=True, on_epoch=True)
+            return loss
+
+        def validation_step(self, batch, _):
+            x, y = batch
+            self.log("val_loss", torch.nn.functional.mse_loss(self.layer(x), y), on_step=True, on_epoch=True)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=8)
+    trainer = lightning.Trainer(max_epochs=3, logger=CSVLogger(tmp_path), log_every_n_steps=2, accelerator="cpu",
+                                enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
+                                num_sanity_val_steps=0)
+    trainer.fit(Net(), loader, loader)
+    [path] = tmp_path.glob("lightning_logs/version_*/metrics.csv")
+    rows = list(csv.DictReader(path.open()))
+    logged = [int(r["step"]) for r in rows if r["val_loss_step"]]
+    assert max(logged) < 3 * 8 and not all(r["epoch"] for r in rows if r["val_loss_step"])  # the premise
+    [chunk] = list(read_metrics_csv(path, 0))
+    per_batch = chunk.scalars.filter(pl.col("tag") == "val_loss_step").sort("position")
+    per_epoch = chunk.scalars.filter(pl.col("tag") == "val_loss_epoch").sort("position")
+    assert per_batch["batch"].to_list() == logged  # the count Lightning wrote, kept
+    # Lightning's 0-based step of each epoch's last batch: 7, 15, 23
+    assert set(per_batch["step"].to_list()) == set(per_epoch["step"].to_list()) == {7, 15, 23}
+    assert per_batch.filter(pl.col("step") == 7).height == 8  # one evaluation of 8 batches, after step 7
+    assert not role_of("val_loss_step").canonical and role_of("val_loss_epoch").canonical

@@ -702,3 +702,21 @@ def test_overlong_step_varint_reads_as_protobuf_reads_it(tmp_path):
     chunks = _assert_same(path)
     frame = pl.concat([c.scalars for c in chunks if c.scalars is not None])
     assert frame.filter(pl.col("tag") == "loss")["step"].to_list() == [2**63 - 1]
+
+
+def test_wandbs_own_link_to_its_service_log_is_no_read_problem_but_other_outside_links_are(wandb_run, tmp_path):
+    import shutil
+
+    from ingest.run import walk
+
+    link = wandb_run / "logs" / "debug-core.log"
+    assert link.is_symlink() and not link.resolve().is_relative_to(wandb_run.resolve())  # wandb's, into its cache
+    run = tmp_path / wandb_run.name
+    shutil.copytree(wandb_run, run, symlinks=True)
+    outside = tmp_path / "elsewhere.log"
+    outside.write_text("step 1 loss 0.5\n")
+    (run / "outside.log").symlink_to(outside)
+    skipped = []
+    files = walk(run.resolve(), skipped)
+    assert [p for p, _ in skipped] == ["outside.log"]
+    assert PurePosixPath("logs/debug-core.log") not in files

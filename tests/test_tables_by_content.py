@@ -1,0 +1,167 @@
+"""Metric tables recognised by content under names no table format claims, long tables, sums of loss components
+and a last line without its newline: files written by pandas and numpy, and real files from the shared corpus."""
+
+import os
+import time
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+from ingest.formats import format_for
+from ingest.roles import role_of
+from ingest.tabular import SETTLED_SECONDS, loss_sums, read_csv, read_table, sniff_table
+from tests.paths import SHARED
+
+WILD = SHARED / "wild" / "structured"
+TAB_TXT = WILD / "m076_spinningup" / "data" / "ppo" / "ppo_s0" / "progress.txt"  # tab-separated, header, .txt
+YOLO_TXT = WILD / "m020_yolov5_txt" / "runs" / "train" / "exp2" / "results.txt"  # headerless YOLO rows
+YOLO_CSV = WILD / "m018_yolov5" / "runs" / "train" / "exp2" / "results.csv"  # padded header, loss in components
+NO_NEWLINE_TSV = WILD / "m029_flair" / "loss.tsv"  # every line but the last ends in a newline
+
+
+def points(chunks) -> pl.DataFrame:
+    frames = [c.scalars for c in chunks if c.scalars is not None]
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def head(path: Path) -> bytes:
+    return path.read_bytes()[:4096]
+
+
+def old(path: Path) -> Path:
+    """The file as a finished run leaves it: unchanged for longer than SETTLED_SECONDS."""
+    past = time.time() - 10 * SETTLED_SECONDS
+    os.utime(path, (past, past))
+    return path
+
+
+def test_a_tab_separated_table_named_txt_is_read_by_its_header():
+    assert format_for(PurePosixPath("progress.txt"), lambda: head(TAB_TXT)).name == "table"
+    frame = points(read_table(TAB_TXT, 0))
+    want = pd.read_csv(TAB_TXT, sep="\t")
+    loss_v = frame.filter(pl.col("tag") == "LossV").sort("position")
+    assert loss_v["value"].to_list() == pytest.approx(want["LossV"].tolist())
+    assert loss_v["epoch"].to_list() == want["Epoch"].tolist() or loss_v["step"].to_list() == list(range(len(want)))
+
+
+def test_numpy_savetxt_one_value_per_line_is_a_series_named_by_the_file(tmp_path):
+    values = np.array([3160.74, 1410.9, 1408.7, np.nan, 1232.5])
+    path = tmp_path / "train_loss"
+    np.savetxt(path, values)
+    assert sniff_table(head(path))
+    frame = points(read_table(path, 0))
+    assert frame["tag"].unique().to_list() == ["train_loss"]
+    got = frame.sort("position")["value"].to_numpy()
+    assert np.allclose(got, values, equal_nan=True)
+    assert frame.sort("position")["step"].to_list() == list(range(len(values)))
+    assert role_of("train_loss").role == "train_loss"
+
+
+def test_numbers_with_no_header_are_columns_by_position_and_no_loss_is_invented(tmp_path):
+    path = tmp_path / "log.txt"
+    np.savetxt(path, np.array([[16.84, -210.47], [10.07, -158.77], [6.74, -203.33]]), delimiter=",")
+    frame = points(read_table(path, 0))
+    assert sorted(frame["tag"].unique().to_list()) == ["column 1", "column 2"]
+    assert all(role_of(t).role == "other" for t in frame["tag"].unique().to_list())
+
+
+def test_yolo_headerless_results_take_the_documented_columns_and_its_total_is_the_loss():
+    assert sniff_table(head(YOLO_TXT))
+    frame = points(read_table(YOLO_TXT, 0))
+    rows = [line.split() for line in YOLO_TXT.read_text().splitlines() if line.strip()]
+    total = frame.filter(pl.col("tag") == "train/total_loss").sort("position")
+    assert total["value"].to_list() == [float(r[5]) for r in rows]
+    assert total["epoch"].to_list() == [int(r[0].split("/")[0]) for r in rows]
+    assert role_of("train/total_loss").canonical
+    # the train total is logged: nothing is summed for train; the val losses are components only
+    assert [t.split("/")[0] for t in loss_sums(frame["tag"].unique().to_list())] == ["val"]
+
+
+def test_a_loss_logged_only_in_components_gets_their_sum_per_record():
+    frame = points(read_csv(YOLO_CSV, 0))
+    table = pd.read_csv(YOLO_CSV, skipinitialspace=True)
+    table.columns = [c.strip() for c in table.columns]
+    sums = [t for t in frame["tag"].unique().to_list() if "(sum of" in t]
+    assert len(sums) == 2  # train and val
+    train = next(t for t in sums if t.startswith("train/"))
+    assert role_of(train).role == "train_loss" and role_of(train).canonical
+    got = frame.filter(pl.col("tag") == train).sort("position")["value"].to_list()
+    want = (table["train/box_loss"] + table["train/obj_loss"] + table["train/cls_loss"]).tolist()
+    assert got == pytest.approx(want)
+
+
+@pytest.mark.parametrize("tags", [
+    ["gen/loss", "dis/loss"],  # a GAN's two sides
+    ["LossPi", "LossV", "DeltaLossPi"],  # an RL objective's terms, not `<what>_loss` components
+    ["loss", "box_loss", "cls_loss"],  # the total is logged
+    ["box_loss"],  # one component alone
+    ["d_loss", "g_loss"],
+])
+def test_no_sum_where_the_components_are_not_one_loss(tags):
+    assert loss_sums(tags) == {}
+
+
+def test_pandas_to_csv_unnamed_index_is_the_step_and_components_sum(tmp_path):
+    frame = pd.DataFrame({"mse_loss": [0.5, 0.4, 0.3], "kl_loss": [0.2, 0.1, 0.05], "reward": [1.0, 2.0, 3.0]},
+                         index=[0, 100, 200])
+    path = tmp_path / "history.csv"
+    frame.to_csv(path)
+    got = points(read_csv(path, 0))
+    total = got.filter(pl.col("tag").str.starts_with("loss (sum of")).sort("position")
+    assert total["step"].to_list() == [0, 100, 200]
+    assert total["value"].to_list() == pytest.approx([0.7, 0.5, 0.35])
+    assert "" not in got["tag"].to_list()
+
+
+def test_a_long_table_is_pivoted_by_metric_name_with_its_text_qualifiers(tmp_path):
+    wide = pd.DataFrame({"epoch": [1, 2], "generator.pt": [-8.05, -3.99], "discriminator.pt": [-94.7, -100.3]})
+    long = wide.melt(id_vars="epoch", var_name="model", value_name="metric_value").assign(metric_name="train_loss")
+    path = tmp_path / "loss"
+    long[["epoch", "model", "metric_name", "metric_value"]].to_csv(path, index=False)
+    assert format_for(PurePosixPath("loss"), lambda: head(path)).name == "table"
+    got = points(read_table(path, 0))
+    gen = got.filter(pl.col("tag") == "generator.pt/train_loss").sort("position")
+    assert gen["value"].to_list() == [-8.05, -3.99]
+    assert gen["epoch"].to_list() == [1, 2]
+    assert loss_sums(got["tag"].unique().to_list()) == {}
+
+
+def test_a_settled_last_line_without_newline_is_read_and_a_fresh_one_waits(tmp_path):
+    rows = NO_NEWLINE_TSV.read_bytes()
+    assert not rows.endswith(b"\n")
+    path = tmp_path / "loss.tsv"
+    path.write_bytes(rows)
+    fresh = points(read_csv(path, 0)).filter(pl.col("tag") == "TRAIN_LOSS")
+    settled_chunks = list(read_csv(old(path), 0))
+    settled = points(settled_chunks).filter(pl.col("tag") == "TRAIN_LOSS")
+    last = float(rows.rsplit(b"\n", 1)[1].split(b"\t")[4])
+    assert last not in fresh["value"].to_list()
+    assert settled["value"].to_list()[-1] == last and settled.height == fresh.height + 1
+    # the writer goes on: the next line starts with its newline, and nothing is read twice
+    end = settled_chunks[-1].end
+    with path.open("ab") as f:
+        f.write(b"\n5\t15:00:00\t0\t0.1000\t0.09\t0.1\t0.9\t0.9\t0.9\t0.1\t0.9\t0.9\t0.9")
+    more = points(read_csv(old(path), end)).filter(pl.col("tag") == "TRAIN_LOSS")
+    assert more["value"].to_list() == [0.09]
+
+
+def test_a_cut_line_is_not_taken_for_a_settled_one(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"step,loss,acc\n0,1.0,0.1\n1,0.9")  # two fields of three: cut mid-record
+    got = points(read_csv(old(path), 0))
+    assert got.filter(pl.col("tag") == "loss")["value"].to_list() == [1.0]
+
+
+def test_yolos_hyperparameters_and_options_are_the_runs_settings():
+    import yaml
+
+    from ingest.configs import read_config
+
+    for name in ("hyp.yaml", "opt.yaml"):
+        path = YOLO_CSV.parent / name
+        assert format_for(PurePosixPath(f"runs/train/exp2/{name}")).name == "config"
+        [chunk] = list(read_config(path))
+        assert chunk.configs[name] == yaml.safe_load(path.read_text())
