@@ -89,6 +89,9 @@ READ_PROBLEMS: dict[str, tuple[bool, str]] = {  # kind: (lossy, meaning)
     "unmatched_lines": (False, "lines that look like metrics but no pattern read"),
     "assumed_date": (False, "time stamps without a date were placed on an assumed date"),
     "untrusted_pickle_read": (False, "a pickle was unpickled because --trust-pickle was given"),
+    "settings_unread": (False, "a settings file (training_args.bin) that could not be read; the logs are read"),
+    "not_settings": (False, "a JSON document with no metrics and too many values to be settings (a data set's?)"),
+    "unread_values": (False, "values in a metrics document that are not numbers (objects, text); skipped"),
 }
 
 

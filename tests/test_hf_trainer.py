@@ -115,7 +115,7 @@ def test_real_star_last_loss_and_string_fields_skipped():
 
 
 def test_training_args_that_are_no_pickle_are_settings_unread_never_lost_evidence(tmp_path):
-    from forensics.verdict import LOSSY_READS
+    from forensics.judge.verdict import LOSSY_READS
 
     path = tmp_path / "training_args.bin"
     path.write_bytes(b"\x80\x04not really")

@@ -115,7 +115,7 @@ def test_a_file_that_does_not_parse_is_a_read_problem_not_an_error(tmp_path):
 
 
 def test_a_large_document_with_no_series_is_not_stored_as_settings_nor_lost_evidence(tmp_path):
-    from forensics.verdict import LOSSY_READS
+    from forensics.judge.verdict import LOSSY_READS
 
     path = tmp_path / "instances_val.json"  # shaped as COCO's annotations: lists of objects, no metric series
     doc = {"images": [{"id": i, "width": 640, "height": 480} for i in range(10_000)],

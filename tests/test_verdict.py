@@ -239,7 +239,7 @@ def test_markdown_dash_is_stdout(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--markdown", "-"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("# run-forensics diagnosis: `run`") and "**run: healthy:" in out
+    assert out.startswith("# run-forensics diagnosis: run") and "**run: healthy:" in out
     assert not (tmp_path / "-").exists()
     assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--markdown", "-", "--json"]) == 2
 
