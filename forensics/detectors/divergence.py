@@ -55,6 +55,14 @@ class Divergence:
     minimum (1.41 → 1.61 in eleven steps, ten of them up, while the LR decays). Calibration: none of the three
     fires on a healthy run of corpus calib (104 checked), shared/real_runs (5) or shared/real_runs_test (17) even at
     τ 0.3, growth 1%, 5 points, no share, no witness growth; the nearest healthy drift stands at τ 0.52, p 0.02.
+    Effect size first, at any length. A log that ends on a blow-up, its last points above every earlier one and
+    `glaring` × the median of them (`witnessed_glaring` × when the validation loss ends on such a blow-up too), is
+    divergence from two points on, with no test (the median, not the minimum: a loss near 0 dips ×100 below its
+    ordinary points in minibatch noise). A loss that rises at every one of its last `rising_points` points by
+    `rising_growth`, while the validation loss rises at every one of its last `val_rising_points` evaluations by
+    `val_rising_growth`, is divergence however few the points (a running mean creeping +6% in an epoch is not).
+    False alarms (these two rules): 0 of the 36 healthy real runs with a loss (shared real_runs, real_runs_test,
+    real_runs_3); the nearest healthy end blow-up is ×1.1 the median, the nearest rising tail +6% with a still validation loss.
     Tie-break: when a validation loss rises while the training loss falls, that is `overfitting`, not this:
     the training loss must rise, and the validation loss is only ever a witness.
     False alarms: fires on 0 of the 406 healthy runs it could check (at most 0.74% at 95% confidence;
@@ -91,22 +99,49 @@ class Divergence:
     drift_share: float = 0.25  # ... and this share of the log
     witness_growth: float = 0.2  # a short log's rise shown by the validation loss too: it ends ×1.2 its minimum ...
     witness_points: int = 3  # ... over at least this many evaluations since the training minimum
+    glaring: float = 100.0  # a log that ends on its last points ×100 the median of the rest: a blow-up, at any length
+    witnessed_glaring: float = 10.0  # ... ×10 when the validation loss ends on a ×10 blow-up too
+    rising_points: int = 5  # a loss that rises at every one of its last 5 points or more ...
+    rising_growth: float = 0.1  # ... by 10% of where that rise began ...
+    val_rising_points: int = 3  # ... while the validation loss rises at every one of its last 3 evaluations ...
+    val_rising_growth: float = 0.05  # ... by 5%: two curves climbing together is no noise
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "loss", self.min_points)
+        # Under `min_points` only a blow-up the log ends on can speak (at two points): the detector counts as run
+        # (for the verdict) only when it does, so a short log that did not blow up stays "too short".
+        short = too_short(run, "loss", self.min_points)
+        if short and self._glaring(run, *self._alive(run)[:2]) is None:
+            return short
+        return None
 
-    def check(self, run: Run) -> Iterator[Finding]:
+    @staticmethod
+    def _alive(run: Run) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The finite part of the loss (steps, values) and whether a non-finite value follows it."""
         all_steps, all_values = run.arrays("loss")
         steps, y = finite_part(all_steps, all_values)
-        nan_follows = steps.size < all_steps.size
         keep = np.isfinite(y)
-        steps, y = steps[keep], y[keep]
+        return steps[keep], y[keep], steps.size < all_steps.size
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        steps, y, nan_follows = self._alive(run)
         n = y.size
+        glaring = self._glaring(run, steps, y)
+        if glaring is not None:
+            yield self._glaring_finding(run, steps, y, glaring, nan_follows)
+            return
         if n < self.min_points:
             return
         if float(np.min(y)) > self.blown_level:
             yield self._blown(run, steps, y)
             return
+        found = list(self._trend(run, steps, y, nan_follows))
+        if not found:
+            found = [f for f in [self._rising(run, steps, y, nan_follows)] if f is not None]
+        yield from found
+
+    def _trend(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Iterator[Finding]:
+        """The rise from the smoothed minimum, by the trend, step, level-shift and witness tests (docstring)."""
+        n = y.size
         sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
         imin = int(np.nanargmin(sm))
         after = y[imin:]
@@ -187,6 +222,72 @@ class Divergence:
                          sources=(src(run, "loss", steps),) + (
                              (src(run, "val_loss", [witness["val_min_step"], witness["val_last_step"]]),)
                              if witness and not (significant or stays) else ()))
+
+    def _glaring(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """A blow-up the log ends on, by its effect size alone (`stats.blow_up_at_end`): the last points `glaring` ×
+        the median of the earlier ones, or `witnessed_glaring` × when the validation loss ends on such a blow-up too.
+        No trend test: a loss ×100 its own ordinary level where the log stops needs none. None otherwise."""
+        hit = stats.blow_up_at_end(y, self.witnessed_glaring)
+        if hit is None:
+            return None
+        ev = {"blow_up_factor": hit[0], "blow_up_points": hit[1]}
+        if hit[0] >= self.glaring:
+            return ev
+        if run.has("val_loss"):
+            vs, vv = finite_part(*run.arrays("val_loss"))
+            vhit = stats.blow_up_at_end(vv, self.witnessed_glaring)
+            if vhit is not None:
+                return ev | {"witness": run.pick("val_loss"), "val_blow_up_factor": vhit[0],
+                             "val_last_step": int(vs[-1]), "val_final": float(vv[-1])}
+        return None
+
+    def _glaring_finding(self, run: Run, steps: np.ndarray, y: np.ndarray, ev: dict, nan_follows: bool) -> Finding:
+        ref = float(np.median(y[:-ev["blow_up_points"]]))
+        # the rise starts after the last point still near the ordinary level (within ×2 of its median)
+        near = np.flatnonzero(y[:-ev["blow_up_points"]] <= 2 * ref)
+        k = y.size - 1 - int(near[-1]) if near.size else ev["blow_up_points"]
+        ev = ev | {"blow_up_points": k}
+        onset = int(steps[-k - 1])
+        ev = ev | {"onset_step": onset, "reference_level": ref, "min_level": float(np.min(y[:-k])),
+                   "initial_level": float(y[0]), "final_level": float(y[-1]), "growth_factor": ev["blow_up_factor"],
+                   "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size)}
+        val = (f"; the validation loss ends on a blow-up too, {ev['val_final']:.4g} at step {ev['val_last_step']} "
+               f"({ratio(ev['val_blow_up_factor'])} the median of its earlier evaluations)" if "witness" in ev else "")
+        return Finding.of(self, severity="critical", step=onset, step_end=int(steps[-1]), series=run.pick("loss"),
+                          evidence=ev, sources=(src(run, "loss", steps),) + (
+                              (src(run, "val_loss"),) if "witness" in ev else ()),
+                          summary=(f"loss blows up where the log ends: {y[-1]:.4g} at step {steps[-1]}, "
+                                   f"{ratio(ev['blow_up_factor'])} the median {ref:.4g} of its "
+                                   f"{y.size - k} earlier points (last ordinary value {y[-k - 1]:.4g} at step {onset})"
+                                   f"{val}" + (" and then turns non-finite" if nan_follows else "")))
+
+    def _rising(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """A loss that rises at every one of its last `rising_points` points or more, by `rising_growth` of where
+        the rise began, while the validation loss rises at every one of its last `val_rising_points` evaluations by
+        `val_rising_growth`: a handful of epochs getting worse together, too few for a trend test to speak."""
+        k = stats.rising_tail(y)
+        if k < self.rising_points or not y[-k] > 0 or y[-1] < (1 + self.rising_growth) * y[-k]:
+            return None
+        if not run.has("val_loss"):
+            return None
+        vs, vv = finite_part(*run.arrays("val_loss"))
+        vk = stats.rising_tail(vv)
+        if vk < self.val_rising_points or not vv[-vk] > 0 or vv[-1] < (1 + self.val_rising_growth) * vv[-vk]:
+            return None
+        start = y.size - k
+        ev = {"onset_step": int(steps[start]), "min_level": float(y[start]), "initial_level": float(y[0]),
+              "final_level": float(y[-1]), "growth_factor": float(y[-1] / y[start]), "rising_points": int(k),
+              "witness": run.pick("val_loss"), "val_start": float(vv[-vk]), "val_start_step": int(vs[-vk]),
+              "val_final": float(vv[-1]), "val_last_step": int(vs[-1]), "val_rising_points": int(vk),
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1])}
+        return Finding.of(self, severity="critical", step=int(steps[start]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev,
+                          sources=(src(run, "loss", steps[start:]), src(run, "val_loss", vs[-vk:])),
+                          summary=(f"loss rises at every one of its last {k} points, from {y[start]:.4g} at step "
+                                   f"{steps[start]} to {y[-1]:.4g} at step {steps[-1]} ({ratio(y[-1] / y[start])}), "
+                                   f"and the validation loss rises at every one of its last {vk} evaluations, "
+                                   f"{vv[-vk]:.4g} at step {vs[-vk]} to {vv[-1]:.4g} at step {vs[-1]}"
+                                   + (" and then turns non-finite" if nan_follows else "")))
 
     @staticmethod
     def _lr_over(run: Run, start: int, end: int) -> dict | None:
