@@ -77,7 +77,9 @@ class Divergence:
     """
 
     kind: ClassVar[str] = "divergence"
-    requires: ClassVar[tuple[str, ...]] = ("loss",)
+    # the training loss; without one, a validation loss judged as validation (`_validation_alone`)
+    requires: ClassVar[tuple[str, ...]] = ()
+    reads_validation_alone: ClassVar[bool] = True
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     smooth: float = 0.04  # smoothing window as a fraction of the points
     min_growth: float = 0.5  # final − min ≥ this × |min|: a user acts on a loss half again above its best
@@ -107,6 +109,8 @@ class Divergence:
     val_rising_growth: float = 0.05  # ... by 5%: two curves climbing together is no noise
 
     def unavailable(self, run: Run) -> str | None:
+        if not run.has("loss"):
+            return None if self._validation_alone(run) is not None else run.missing_message("loss")
         # Under `min_points` only a blow-up the log ends on can speak (at two points): the detector counts as run
         # (for the verdict) only when it does, so a short log that did not blow up stays "too short".
         short = too_short(run, "loss", self.min_points)
@@ -123,19 +127,24 @@ class Divergence:
         return steps[keep], y[keep], steps.size < all_steps.size
 
     def check(self, run: Run) -> Iterator[Finding]:
+        if not run.has("loss"):
+            alone = self._validation_alone(run)
+            if alone is not None:
+                yield alone
+            return
         steps, y, nan_follows = self._alive(run)
         n = y.size
-        glaring = self._glaring(run, steps, y)
-        if glaring is not None:
-            yield self._glaring_finding(run, steps, y, glaring, nan_follows)
-            return
-        if n < self.min_points:
-            return
-        if float(np.min(y)) > self.blown_level:
+        if n >= self.min_points and float(np.min(y)) > self.blown_level:
             yield self._blown(run, steps, y)
             return
-        found = list(self._trend(run, steps, y, nan_follows))
+        # The trend tests first (their onset is the minimum the rise starts from); where they cannot speak, the
+        # effect-size rules: a blow-up the log ends on, a rise at every point beside a rising validation loss.
+        found = list(self._trend(run, steps, y, nan_follows)) if n >= self.min_points else []
         if not found:
+            glaring = self._glaring(run, steps, y)
+            if glaring is not None:
+                found = [self._glaring_finding(run, steps, y, glaring, nan_follows)]
+        if not found and n >= self.min_points:
             found = [f for f in [self._rising(run, steps, y, nan_follows)] if f is not None]
         yield from found
 
@@ -222,6 +231,27 @@ class Divergence:
                          sources=(src(run, "loss", steps),) + (
                              (src(run, "val_loss", [witness["val_min_step"], witness["val_last_step"]]),)
                              if witness and not (significant or stays) else ()))
+
+    def _validation_alone(self, run: Run) -> Finding | None:
+        """Where no training loss was read, the validation loss judged as validation: only a blow-up its log ends
+        on (`glaring` × the median of its earlier evaluations) is divergence there. A validation loss that rises
+        less may be overfitting as well: without the training loss nothing tells them apart."""
+        if not run.has("val_loss"):
+            return None
+        vs, vv = finite_part(*run.arrays("val_loss"))
+        hit = stats.blow_up_at_end(vv, self.glaring)
+        if hit is None:
+            return None
+        ref = float(np.median(vv[:-hit[1]]))
+        onset = int(vs[-hit[1] - 1])
+        ev = {"onset_step": onset, "reference_level": ref, "final_level": float(vv[-1]), "growth_factor": hit[0],
+              "blow_up_factor": hit[0], "blow_up_points": hit[1], "training_loss_missing": True,
+              "last_finite_step": int(vs[-1]), "points": int(vv.size)}
+        return Finding.of(self, severity="critical", step=onset, step_end=int(vs[-1]), series=run.pick("val_loss"),
+                          evidence=ev, sources=(src(run, "val_loss", vs),),
+                          summary=(f"validation loss blows up where the log ends: {vv[-1]:.4g} at step {vs[-1]}, "
+                                   f"{ratio(hit[0])} the median {ref:.4g} of its earlier evaluations (no training "
+                                   f"loss was read: judged as validation)"))
 
     def _glaring(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """A blow-up the log ends on, by its effect size alone (`stats.blow_up_at_end`): the last points `glaring` ×

@@ -67,7 +67,9 @@ class FlatLoss:
     """
 
     kind: ClassVar[str] = "flat_loss"
-    requires: ClassVar[tuple[str, ...]] = ("loss",)
+    # the training loss; without one, a validation loss judged as validation (`_validation_alone`)
+    requires: ClassVar[tuple[str, ...]] = ()
+    reads_validation_alone: ClassVar[bool] = True
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     rel_tol: float = 0.03  # a 3% move over a whole run is below what a user calls learning
     edge: float = 0.1  # first/last fraction of the points whose medians are compared
@@ -86,6 +88,8 @@ class FlatLoss:
     exploding_growth: float = 10.0  # a loss that sits still while the gradient norm grows ×10 is exploding_gradients'
 
     def unavailable(self, run: Run) -> str | None:
+        if not run.has("loss"):
+            return None if self._validation_alone(run) is not None else run.missing_message("loss")
         # Under `min_points` only the pinned rule can speak: the detector counts as run (for the verdict and
         # `-v`) only when it does, so a short log that is not pinned stays "too short" as before.
         short = too_short(run, "loss", self.min_points)
@@ -107,7 +111,29 @@ class FlatLoss:
                     return role, ev
         return None
 
+    def _validation_alone(self, run: Run) -> tuple[np.ndarray, dict] | None:
+        """Where no training loss was read, the validation loss judged as validation: flat by the range rule, pinned,
+        exactly constant or at chance, it never learned (a validation loss does not hide a learning model). (steps,
+        evidence) or None."""
+        if not run.has("val_loss"):
+            return None
+        steps, y = finite_part(*run.arrays("val_loss"))
+        ev = (self._flat(steps, y) or self._pinned(y) or self._constant(run, y)
+              or self._chance(y, tuple(int(c) for c in [run.config_number(*CLASS_KEYS)]
+                                       if c and c >= 2 and float(c).is_integer())))
+        return (steps, ev) if ev is not None else None
+
     def check(self, run: Run) -> Iterator[Finding]:
+        if not run.has("loss"):
+            alone = self._validation_alone(run)
+            if alone is not None:
+                steps, ev = alone
+                ev["training_loss_missing"] = True
+                yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
+                                 series=run.pick("val_loss"), evidence=ev, sources=(src(run, "val_loss", steps),),
+                                 summary=self._summary("validation loss (no training loss was read: judged as "
+                                                       "validation)", ev, steps))
+            return
         steps, y = finite_part(*run.arrays("loss"))
         if self._gradients_explode(run):
             return

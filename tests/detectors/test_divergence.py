@@ -209,12 +209,13 @@ def test_a_log_that_ends_on_a_blow_up_of_orders_of_magnitude_is_divergence_at_tw
     assert Divergence().unavailable(calm) is not None
 
 
-def test_a_blow_up_over_the_last_records_counts_from_the_ordinary_level(tmp_path):
-    steps = np.arange(1, 13) * 10
-    y = np.r_[np.linspace(2.3, 1.2, 9), 40.0, 3e3, 8e5]
-    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y)}), tmp_path / "f.duckdb")
+def test_a_blow_up_on_the_last_record_of_a_short_log_needs_no_trend_test(tmp_path):
+    """Three per-epoch points, 2.3, 2.1, then 5e4: one point after the minimum is too few for any trend or step
+    rule; its size alone is the finding, counted from the last ordinary point."""
+    steps = np.array([1, 2, 3])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, np.array([2.3, 2.1, 5e4]))}), tmp_path / "f.duckdb")
     [f] = Divergence().check(run)
-    assert f.step == 90 and f.evidence["blow_up_points"] == 3
+    assert f.step == 2 and f.evidence["blow_up_points"] == 1 and "blows up where the log ends" in f.summary
 
 
 def test_a_tenfold_end_jump_needs_the_validation_loss_to_blow_up_beside_it(tmp_path):
