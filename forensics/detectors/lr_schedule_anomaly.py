@@ -46,7 +46,10 @@ class LrScheduleAnomaly:
     move it (not a constant or plateau-driven one); (c) a decaying LR that jumps back up, mid-decay, to a value
     its schedule had earlier (`stats.lr_restarts`: ×`jump` or more, after falling `min_decay` below the peak,
     from above `mid` of it, not from a cycle's end near 0 where SGDR restarts, to within `match` of an earlier LR), unless the config names a
-    cyclic scheduler: a process resumed with the weights but a fresh scheduler (issue 24 classes 3 and 4).
+    cyclic scheduler: a process resumed with the weights but a fresh scheduler (issue 24 classes 3 and 4). The
+    jump is ×1.25 (×1.5 before): a resume that rebuilt a linear schedule for a longer run lands ×1.4995 up, on a
+    value it had before; the match to an earlier value is what tells a restart from noise. False alarms: 0 of the
+    40 healthy real runs of the three shared sets even at ×1.1.
     False alarms: fires on 0 of the 169 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
     (d) An LR of exactly 0 on the first `zero_points` records or more, and on `zero_share` of them: a warmup
@@ -81,7 +84,7 @@ class LrScheduleAnomaly:
     early: float = 0.5
     decay: float = 0.1
     near: float = 0.02  # "at the floor": within this fraction of the peak-to-floor range
-    jump: float = 1.5  # (c) a decaying LR that jumps ×1.5 or more back up ...
+    jump: float = 1.25  # (c) a decaying LR that jumps ×1.25 or more back up ...
     min_decay: float = 0.1  # ... after decaying 10% below its peak ...
     mid: float = 0.1  # ... but not below 10% of it (SGDR restarts from its cycle's end, near 0) ...
     match: float = 0.01  # ... to within 1% of a value its schedule had earlier

@@ -212,3 +212,13 @@ def test_schedules_that_climb_by_design_are_silent(tmp_path, make):
     }[make]
     lr = _lrs(sched)
     assert list(LrScheduleAnomaly().check(_run(tmp_path, lr))) == []
+
+
+def test_a_resume_that_rebuilt_a_longer_linear_schedule_is_a_restart(tmp_path):
+    """A linear decay over 20000 steps, resumed at step 10000 with max_steps doubled: the rebuilt schedule lands at
+    1.4995e-5 from 1.0e-5 (×1.4995, a value the first schedule had at step 5000) and decays over 40000 steps."""
+    first = np.arange(10, 10001, 10)
+    second = np.arange(10010, 38001, 10)
+    lr = np.r_[2e-5 * (1 - first / 20000), 2e-5 * (1 - second / 40000)]
+    [f] = LrScheduleAnomaly().check(_run(tmp_path, (np.r_[first, second], lr)))
+    assert f.step == 10010 and f.evidence["lr_after"] == pytest.approx(1.4995e-5)
