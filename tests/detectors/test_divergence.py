@@ -267,13 +267,17 @@ def test_a_running_mean_that_creeps_up_within_an_epoch_is_not_divergence(tmp_pat
     assert list(Divergence().check(run)) == []
 
 
-def test_single_batch_losses_under_a_poly_decay_are_not_divergence(tmp_path):
-    """Per-display single-batch losses of a segmentation run: a wide spread (×4 batch to batch) around a level that
-    falls and then holds while a poly schedule decays the LR to 0. The spread is noise, however high one point."""
-    rng = np.random.default_rng(11)
-    steps = np.arange(1, 401) * 20
-    level = 0.35 + 1.2 * np.exp(-steps / 1500)
-    y = level * np.exp(rng.normal(0, 0.55, steps.size))
-    lr = 0.01 * (1 - steps / steps[-1] * 0.999) ** 0.9
+@pytest.mark.parametrize("seed", [25, 65, 114, 128])
+def test_single_batch_losses_under_a_poly_decay_are_not_divergence(tmp_path, seed):
+    """Per-display single-batch losses: eighty points swinging ×2.2 (log sd 0.8) around a level that falls and then
+    holds while a poly schedule decays the LR. In these draws a lucky dip late in the log makes the smoothed minimum
+    and the tail's median stands ×4-12 above it, at Mann–Kendall p ≤ 0.01: no level moved, the points after the dip
+    sit where the points before it did, and none blows up past every earlier point."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, 81) * 20
+    level = 0.4 + 1.5 * np.exp(-steps / (steps[-1] / 3))
+    y = level * np.exp(rng.normal(0, 0.8, steps.size))
+    lr = 0.01 * (1 - steps / (steps[-1] + 1)) ** 0.9
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y), "lr": (steps, lr)}), tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []
+    assert list(Divergence(wide_spread=10.0).check(run))  # without the spread guard this draw reads as a rise
