@@ -53,7 +53,7 @@ class FlatLoss:
     benchmarks/calibrate.py, 27 Nov 2026), and keeps 6/6 on the shared sets' flat_loss runs and the generated
     corpus's tune part (no backward, all frozen, an LR of 0, LR 1e-6/1e-7).
     Effect size first, at any length: a training loss exactly one value on every one of its points (at least
-    `constant_points`; 0 included) is an empty or replaced loss, said as such (not convergence), unless a gradient
+    `constant_points`; 0, or a value of `min_digits` significant digits) is an empty or replaced loss, said as such (not convergence), unless a gradient
     norm beside it is non-finite (`masked_nonfinite`'s); when the validation loss falls beside it the model trains
     and the finding is a warning about the log. A loss that does not move beyond its own noise, from `min_points`
     on (no trend at Mann–Kendall p ≥ `still_p`, last level within `still_tol` of the first, never learned), is flat
@@ -197,10 +197,13 @@ class FlatLoss:
     def _constant(self, run: Run, y: np.ndarray) -> dict | None:
         """The evidence when the training loss is exactly one value (0 included) on every one of its points, at
         least `constant_points`, else None. Minibatch noise never repeats a value to the last digit on every record
-        from the start: the loss is empty (0) or replaced by a constant. A loss of exactly 0 beside a non-finite
+        from the start: the loss is empty (0) or replaced by a constant. A non-zero value needs `min_digits`
+        significant digits, as the pinned rule: `LOSS_WEIGHT: 1.0` printed three times in a config dump is no loss. A loss of exactly 0 beside a non-finite
         gradient norm is a NaN the logger hid (`masked_nonfinite`), not this."""
         if y.size < self.constant_points or not np.all(y == y[0]):
             return None
+        if y[0] != 0 and significant_digits(float(y[0])) < self.min_digits:
+            return None  # a round constant (1.0, 0.25) on a few lines is as likely a setting read as a loss
         if run.has("grad_norm") and not np.all(np.isfinite(run.arrays("grad_norm")[1])):
             return None
         v = float(y[0])

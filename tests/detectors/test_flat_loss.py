@@ -134,14 +134,16 @@ def test_a_loss_exactly_constant_over_the_whole_log_is_an_empty_loss_at_any_leng
     """Three or more points of exactly one value, from the first record: a replaced or never-computed loss. Said as
     such (not "it never moved"), 0 as an empty loop."""
     steps = np.array([1, 2, 3, 4])
-    for name, v, words in (("z", 0.0, "never computed"), ("c", 2.5, "not convergence")):
-        run = load_run(write_tb(tmp_path / name, {"loss": (steps, np.full(4, v))}), tmp_path / f"{name}.duckdb")
+    for name, v, words in (("z", 0.0, "never computed"), ("c", 2.3456, "not convergence")):
+        run = load_run(write_tb(tmp_path / name, {"loss": (steps[:3], np.full(3, v))}), tmp_path / f"{name}.duckdb")
         assert FlatLoss().unavailable(run) is None
         [f] = FlatLoss().check(run)
-        assert f.evidence["constant_value"] == v and words in f.summary and f.severity == "critical"
+        assert f.evidence["constant_value"] == pytest.approx(v) and words in f.summary and f.severity == "critical"
     moving = load_run(write_tb(tmp_path / "m", {"loss": (steps, np.array([2.5, 2.5, 2.4, 2.5]))}),
                       tmp_path / "m.duckdb")
     assert FlatLoss().unavailable(moving) is not None
+    setting = load_run(write_tb(tmp_path / "s", {"loss": (steps[:3], np.ones(3))}), tmp_path / "s.duckdb")
+    assert FlatLoss().unavailable(setting) is not None  # `LOSS_WEIGHT: 1.0` thrice in a config dump
 
 
 def test_an_exactly_zero_loss_beside_a_nan_gradient_norm_is_left_to_masked_nonfinite(tmp_path):

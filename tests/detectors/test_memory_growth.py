@@ -60,3 +60,13 @@ def test_memory_rising_at_every_one_of_a_few_records_is_a_leak(tmp_path):
     run = load_run(write_tb(tmp_path / "c", {"loss": loss, "gpu/memory_current_gb": (steps, wobble)}),
                    tmp_path / "c.duckdb")
     assert MemoryGrowth().unavailable(run) is not None
+
+
+def test_memory_that_jumps_while_caches_fill_and_then_creeps_is_no_leak(tmp_path):
+    """A process's RSS rises at every one of 18 records, but 1776 -> 2749 MB over the first four (caches, the data
+    in memory) and +14 MB over the other fourteen: the growth is over."""
+    steps = np.arange(18)
+    rss = np.r_[1775.8, 2090.2, 2402.1, 2692.1, 2748.9 + np.cumsum(np.full(14, 1.0))]
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, np.linspace(2.0, 1.0, 18)), "proc/memory_rss_mb": (steps, rss)}),
+                   tmp_path / "a.duckdb")
+    assert list(MemoryGrowth().check(run)) == []
