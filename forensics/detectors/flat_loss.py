@@ -179,9 +179,11 @@ class FlatLoss:
                     + (f"; the validation loss falls ({ev['val_first']:.4g} → {ev['val_last']:.4g}), so the model "
                        f"trains and the logged training loss is what is empty" if "val_first" in ev else ""))
         if "still" in ev:
+            k = ev["edge_points"]
             return (f"{what} stays within its own noise over all {ev['points']} points, steps {steps[0]}-{steps[-1]}: "
-                    f"median of the first points {ev['first_level']:.4g}, of the last {ev['last_level']:.4g} "
-                    f"({ev['relative_change']:+.1%}), no trend (Mann–Kendall p={ev['mk_p']:.2g}); it never learned")
+                    f"median of steps {steps[0]}-{steps[k - 1]} {ev['first_level']:.4g}, of steps {steps[-k]}-"
+                    f"{steps[-1]} {ev['last_level']:.4g} ({ev['relative_change']:+.1%}), no trend (Mann–Kendall "
+                    f"p={ev['mk_p']:.2g}); it never learned")
         if "chance_k" in ev:
             k = ev["chance_k"]
             what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
@@ -225,8 +227,9 @@ class FlatLoss:
         if trend.p < self.still_p:
             return None
         slope, _ = stats.theil_sen(steps, y)
+        k = min(y.size, max(3, int(round(y.size * self.edge))))  # the points each median is over (head_tail_levels)
         return {"first_level": head, "last_level": tail, "relative_change": (tail - head) / abs(head),
-                "slope_per_step": slope, "mk_p": trend.p, "points": int(y.size), "still": True}
+                "slope_per_step": slope, "mk_p": trend.p, "points": int(y.size), "still": True, "edge_points": k}
 
     def _gradients_explode(self, run: Run) -> bool:
         """The gradient norm grows

@@ -162,7 +162,7 @@ def test_a_loss_wandering_within_its_noise_over_the_whole_log_is_flat(tmp_path):
     y = 0.88 * (1 + rng.normal(0, 0.05, steps.size))
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y)}), tmp_path / "f.duckdb")
     [f] = FlatLoss().check(run)
-    assert f.evidence["still"] and "within its own noise" in f.summary
+    assert f.evidence["still"] and "within its own noise" in f.summary and "median of steps 50-250 " in f.summary
     falling = y * np.linspace(1.0, 0.8, steps.size)
     run = load_run(write_tb(tmp_path / "d", {"loss": (steps, falling)}), tmp_path / "d.duckdb")
     assert list(FlatLoss().check(run)) == []
