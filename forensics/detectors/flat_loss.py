@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics import stats
-from forensics.detectors.base import CLASS_KEYS, finite_part, src, too_short
+from forensics.detectors.base import CLASS_KEYS, class_count, finite_part, src, too_short
 from forensics.findings import Finding
 from forensics.run import Run
 
@@ -118,9 +118,9 @@ class FlatLoss:
         if not run.has("val_loss"):
             return None
         steps, y = finite_part(*run.arrays("val_loss"))
+        found = class_count(run)
         ev = (self._flat(steps, y) or self._pinned(y) or self._constant(run, y)
-              or self._chance(y, tuple(int(c) for c in [run.config_number(*CLASS_KEYS)]
-                                       if c and c >= 2 and float(c).is_integer())))
+              or self._chance(y, (found[0],) if found else ()))
         return (steps, ev) if ev is not None else None
 
     def check(self, run: Run) -> Iterator[Finding]:
