@@ -110,6 +110,34 @@ def test_five_points_of_a_huge_loss_are_not_healthy(tmp_path, capsys):
     assert out["verdict_reason"]
 
 
+def test_a_validation_loss_alone_is_judged_as_validation_and_the_verdict_says_the_training_loss_is_missing(
+        tmp_path, capsys):
+    """No training loss, a validation loss that blows up ×1e5 at its last evaluation: divergence on the validation
+    loss, said as such; the same validation loss falling is inconclusive, naming what would decide (the training
+    loss), and a rise of ×1.3 is not called a divergence (without the training loss it may be overfitting)."""
+    steps = np.arange(1, 7) * 100
+    for name, val, verdict, kinds in (("blown", [2.1, 1.8, 1.6, 1.5, 1.45, 2e5], "failed", ["divergence"]),
+                                      ("calm", [2.1, 1.8, 1.6, 1.5, 1.45, 1.4], "inconclusive", []),
+                                      ("rising", [1.4, 1.45, 1.5, 1.6, 1.7, 1.8], "inconclusive", [])):
+        run = write_tb(tmp_path / name, {"eval/loss": (steps, np.array(val))})
+        code, out = analyze_json(capsys, run, tmp_path / f"{name}.duckdb")
+        assert out["verdict"] == verdict and [f["kind"] for f in out["findings"]] == kinds, name
+        assert "no training loss" in out["verdict_reason"] or "no training-loss series" in out["verdict_reason"]
+        assert "validation" in out["verdict_reason"]
+        if kinds:
+            assert out["findings"][0]["series"] == "eval/loss" and "judged as validation" in out["findings"][0]["summary"]
+        else:
+            assert "the training loss beside it would decide" in out["verdict_reason"]
+
+
+def test_a_short_log_with_nothing_glaring_says_what_would_decide(tmp_path, capsys):
+    """Four falling points: too few for the shape rules, nothing glaring; the verdict names the points it needs."""
+    run = write_tb(tmp_path / "short", {"train/loss": (np.arange(1, 5), np.array([2.3, 2.0, 1.8, 1.7]))})
+    code, out = analyze_json(capsys, run, tmp_path / "f.duckdb")
+    assert out["verdict"] == "inconclusive" and "what would decide" in out["verdict_reason"]
+    assert "points of train/loss (it has 4" in out["verdict_reason"]
+
+
 def test_only_beside_a_nan_is_not_healthy(tmp_path, capsys):
     """`--only loss_spike` on a NaN run said "healthy" with the NaN printed right below it."""
     run = nan_tb(tmp_path / "nan_run")

@@ -679,3 +679,31 @@ def swings(values: np.ndarray, band: float) -> int:
     state = np.where(y > band, 1, np.where(y < -band, -1, 0))
     state = state[state != 0]
     return int(np.sum(state[1:] != state[:-1])) if state.size > 1 else 0
+
+
+def blow_up_at_end(values: np.ndarray, factor: float, max_tail: int = 3) -> tuple[float, int] | None:
+    """(factor, k) when a positive curve ends on a blow-up: its last k points (k ≤ `max_tail`, the most that fit)
+    all stand above every earlier point and at least `factor` × the median of the earlier points; the factor is the
+    last point over that median. None otherwise (or with fewer than two finite points). The median, not the
+    minimum, is the reference: a loss near 0 whose heavy-tailed minibatch noise dips to 1e-4 is 100× below its
+    ordinary points without anything blowing up."""
+    y = np.asarray(values, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size < 2 or not np.all(y > 0):
+        return None
+    hit = None
+    for k in range(1, min(max_tail, y.size - 1) + 1):
+        before, end = y[:-k], y[-k:]
+        ref = float(np.median(before))
+        if float(np.min(end)) > float(np.max(before)) and float(np.min(end)) >= factor * ref:
+            hit = float(y[-1]) / ref, k
+    return hit
+
+def rising_tail(values: np.ndarray) -> int:
+    """How many of the last points rise at every point (each strictly above the one before it), counting the
+    point the rise starts from: 1 for a curve whose last point is not above the one before."""
+    y = np.asarray(values, dtype=float)
+    k = 1
+    while k < y.size and np.isfinite(y[-k]) and np.isfinite(y[-k - 1]) and y[-k] > y[-k - 1]:
+        k += 1
+    return k
