@@ -159,7 +159,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> Done:
     return Done(0)
 
 
-# -- app (the Streamlit browser; issue 15) ---------------------------------------------------------------------
+# -- app (the Streamlit browser) ---------------------------------------------------------------------
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -221,7 +221,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- replay (issue 14) ---------------------------------------------------------------------------------------
+# -- replay ---------------------------------------------------------------------------------------
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -255,7 +255,7 @@ def _run_user_code(args: argparse.Namespace, work, as_json, text, markdown) -> i
     return 0
 
 
-# -- probe (issue 27) ----------------------------------------------------------------------------------------
+# -- probe ----------------------------------------------------------------------------------------
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

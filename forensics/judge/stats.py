@@ -31,7 +31,7 @@ def start_level(values: np.ndarray, points: int = START_POINTS) -> float:
 
 # The one boundary between flat_loss ("it never learned": the loss stays where it started) and plateau ("it learned,
 # then stopped"): a loss that fell LEARNED_FALL of its initial level, by LEARNED_SIGMAS noise sigmas of that level or
-# more, learned something (issue 24: a 7% fall in the first 25 of 500 steps, then a stall, is a plateau).
+# more, learned something (a 7% fall in the first 25 of 500 steps, then a stall, is a plateau).
 LEARNED_FALL = 0.05
 LEARNED_SIGMAS = 3.0
 
@@ -474,7 +474,7 @@ class SpikeRule:
     """The one definition of a spike's thresholds, a setting of its own (`--set spike.z=…`): every detector that reads
     spikes (loss_spike, bad_batch) is given it, and the engine's spike list uses it.
 
-    Calibration (issue 12 class 2): the noise model is the series' own, on a log scale where the series is
+    Calibration: the noise model is the series' own, on a log scale where the series is
     positive (a loss near zero is right-skewed: at 0.004, 0.07 is ordinary minibatch noise, ×16 yet a few log
     sigmas), so z is the jump in log-noise sigmas; a series that yields more than `max_spikes` spikes has
     tails its noise model does not describe, and only spikes `crowd_z_factor` times the median z of the

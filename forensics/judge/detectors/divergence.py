@@ -28,7 +28,7 @@ class Divergence:
     log-scale noise of the points after the peak and none of them falls back below the rise's midpoint, or
     (a rise that then stays up in heavy noise, where the trend test sees a flat top) the tail's points sit
     above the points the minimum is the median of by a Mann–Whitney test at `p`, each side at least
-    `min_points_after` points. Calibration of that last test (issue 12): among the runs that pass the rise
+    `min_points_after` points. Calibration of that last test: among the runs that pass the rise
     gates, the smallest Mann–Whitney p of a healthy TUNE run is 0.60 (of any run where divergence is neither
     labelled nor allowed, 0.39: the gallery's weight_growth_no_wd); the runs it adds (a loss thrown from 2.3 up
     to 30 by SGD at LR 2.5 in 60 steps and swinging 15–45 there for 700 steps; a GRU whose loss climbs from
@@ -36,12 +36,12 @@ class Divergence:
     A log that ends on a blow-up counts as one that turns non-finite: its last point `end_jump` × above every
     point since the minimum (a job killed by a loss guard, an OOM or a kill right there; +2 labelled runs on
     the development parts, no healthy one at 3, 5 or 10).
-    Short per-epoch logs count from `min_points` points. At any length (issue 24 class 2), a jump to
+    Short per-epoch logs count from `min_points` points. At any length, a jump to
     `short_jump` × a positive minimum that every later point holds (`min_jump_points` or more of them) is
     divergence by its effect size alone in a log of up to `short_max` points: 0.166 → 4.97, 5.32, 4.38, 4.54,
     8.92, 5.22 needs no trend test; a minimum that is a lone dip (a point before it already ×3 above) is not. Separately: a loss whose every logged value is above
     `blown_level` has blown up before the log began (1.87e12 → 2.2e9 over five evaluations).
-    Short logs and slow drifts (issue 24 class 2). In a log of up to `short_max` points the trend test sees a
+    Short logs and slow drifts. In a log of up to `short_max` points the trend test sees a
     handful of points, so the rise must also be `short_sigmas` × their point-to-point noise (log scale), the z a
     spike needs: seventeen per-batch losses of one epoch, 3.2 → 13.1 while swinging ×2 batch to batch (5.8, 13.5,
     8.9, 5.9, 14.9; the step time rising with them: longer utterances later in the epoch) rise 3.0 noise sigmas;
@@ -74,8 +74,8 @@ class Divergence:
     False alarms: fires on 0 of the 406 healthy runs it could check (at most 0.74% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
     2026).
-    With issue 24's rules: fires on 0 of the 125 healthy runs it could check (corpus calib 104, shared/real_runs 5,
-    shared/real_runs_test 16; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    fires on 0 of the 125 healthy runs it could check (corpus calib 104, shared/real_runs 5,
+    shared/real_runs_test 16; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,

@@ -27,7 +27,7 @@ class ExplodingGradients:
     onset is moved back to where the norm was last within ×2 of the reference. A norm that turns non-finite
     without growing first is not an explosion (it is the NaN's symptom). Thresholds are ratios, so any scale
     of norm works.
-    Tie-break with late growth (issue 12 class 1): on healthy runs the norm grows ×10–30 late in training
+    Tie-break with late growth: on healthy runs the norm grows ×10–30 late in training
     while the loss falls toward zero (weight decay against normalised layers). A sustained episode counts
     only when it is an explosion: orders of magnitude (`huge_factor`), or the loss pays for it (the loss's
     median over the episode is at least `loss_rise` above its median over the `window` points before,
@@ -41,11 +41,11 @@ class ExplodingGradients:
     head no optimizer steps, linearly: ×38 in 200 steps while the loss stays at log 4) is already ×10 where its
     episode begins, and counting from there made 48 points of growth "0 points: fast".
     False alarms: fires on 0 of the 399 healthy runs it could check (at most 0.75% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and shared/real_runs,
-    25 Nov 2026), and on no run labelled otherwise (2 flat_frozen_all runs before the rise was counted so);
+    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and shared/real_runs)
+    and on no run labelled otherwise (2 flat_frozen_all runs before the rise was counted so);
     recall 6/7 on the labelled runs there.
-    With issue 24's rules: fires on 0 of the 96 healthy runs it could check (corpus calib 88, shared/real_runs 3,
-    shared/real_runs_test 5; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    fires on 0 of the 96 healthy runs it could check (corpus calib 88, shared/real_runs 3,
+    shared/real_runs_test 5; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     At any length (effect size first): a norm that rises at every one of its last `geometric_points` points or more
     and ends `factor` × where that rise began, no record making more than `geometric_step_share` of the growth (on a
@@ -182,7 +182,7 @@ class ExplodingGradients:
             long = above >= self.min_points
             huge = peak - b0 >= np.log10(self.huge_factor) and above >= 2  # a single point is a spike, however tall
             # ... except on the log's last point: nothing shows it coming back, so ×huge_factor there is enough
-            # (unsloth's pre-clip norm ends at 11140 after 5-15: issue 24)
+            # (a pre-clip norm that ends at 11140 after 5-15)
             ends_huge = b == g.size - 1 and peak - b0 >= np.log10(self.huge_factor)
             if not (long or bool(nonfinite[a:b + 1].any()) or ends_huge):
                 continue  # too few points above ×factor: a spike that came back, or one the log ends on

@@ -40,17 +40,17 @@ class FlatLoss:
     five epochs); the training loss is read first, then the validation loss. Minibatch noise does not hold three
     points within 0.03% of one value, and a loss that fell below chance and came back is not flat.
     False alarms (range rule): fires on 0 of the 521 healthy runs it could check (at most 0.6% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs,
-    25 Nov 2026, fifth session); `min_digits` 3 and `pinned_share` 0.3 fire on none either.
-    With issue 24's rules: fires on 0 of the 102 healthy runs it could check (corpus calib 83, shared/real_runs 5,
-    shared/real_runs_test 14; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs)
+    `min_digits` 3 and `pinned_share` 0.3 fire on none either.
+    fires on 0 of the 102 healthy runs it could check (corpus calib 83, shared/real_runs 5,
+    shared/real_runs_test 14; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     The range rule leaves a loss that fell from its first points to plateau: when `stats.learned` (the one
     boundary between the two: a fall of `learned_fall` = 5% below the median of the first three points, and 3
     noise sigmas of it) says it fell, it learned and then stopped, which a first-tenth median can hide (2.815 ->
     2.611 in the first 25 of 500 steps, then flat: shared/real_runs_test/log_tfplateau_q4). Fires on 0 of the 101
     healthy runs it could check with the boundary as without it (corpus calib, both shared sets;
-    benchmarks/calibrate.py, 27 Nov 2026), and keeps 6/6 on the shared sets' flat_loss runs and the generated
+    benchmarks/calibrate.py), and keeps 6/6 on the shared sets' flat_loss runs and the generated
     corpus's tune part (no backward, all frozen, an LR of 0, LR 1e-6/1e-7).
     Effect size first, at any length: a training loss exactly one value on every one of its points (at least
     `constant_points`; 0, or a value of `min_digits` significant digits) is an empty or replaced loss, said as such (not convergence), unless a gradient

@@ -38,8 +38,8 @@ class MaskedNonfinite:
     False alarms (critical rule): fires on 0 of the 403 healthy runs it could check (at most 0.74% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
     2026).
-    With issue 24's rules: fires on 0 of the 112 healthy runs it could check (corpus calib 104, shared/real_runs 3,
-    shared/real_runs_test 5; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    fires on 0 of the 112 healthy runs it could check (corpus calib 104, shared/real_runs 3,
+    shared/real_runs_test 5; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     Where no loss scale is logged, the LR tells the skipped step: a short streak that comes back, within the first
     `calibration_steps` steps, on steps where a per-step LR (moving between `moving_share` of its logged points or

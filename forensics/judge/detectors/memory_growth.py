@@ -26,7 +26,7 @@ class MemoryGrowth:
     projects at least `late_share` of the whole growth): caches that fill over the first epoch and then
     hold are not a leak.
     False alarms: fires on 0 of the 35 healthy runs it could check (at most 8.6% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     At any length (effect size first): a memory series of use (not free, available, total or clock) that rises at
     every one of its records, at least `every_points`, by `min_growth` of its first value, its second half carrying
     `late_share` of that growth, is a leak however few the records (GPU memory +0.03 GB at each of seven

@@ -38,12 +38,12 @@ class Overfitting:
     smoother curve; the gallery run's validation is the noisier one. The memorisation rule (`memorise_train_left`
     0.5) adds no healthy run of 643 and two labelled ones (recall 60/65 against 58/65; the same at
     `memorise_noise_k` 0.5-1.5, 59/65 at 2 or at `memorise_train_left` 0.25; benchmarks/calibrate.py over
-    tune, calib, holdout-holdout8 and shared/real_runs, 25 Nov 2026). The minimum of n noisy points sits about
+    tune, calib, holdout-holdout8 and shared/real_runs). The minimum of n noisy points sits about
     σ·√(2 ln n) below the level, which is why the rise is measured in point sigmas, not in the standard error of
     two medians.
     False alarms: fires on 1 of the 462 healthy runs it could check (0.22%), real_runs/hf_tsviz, whose label we
     dispute (docs/engine.md) (benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and
-    shared/real_runs, 25 Nov 2026; recall 41/47); reading training only up to the last finite evaluation removed
+    shared/real_runs; recall 41/47); reading training only up to the last finite evaluation removed
     the one false finding on a run labelled otherwise (an LR blow-up whose HF log ends in masked 0.0s). The
     trend rule adds none at `trend_p` 0.01 (recall 34/42 against 32/42 without it; 0.05 takes one more
     labelled run, at p = 0.02).
@@ -51,8 +51,8 @@ class Overfitting:
     `early_evals` evaluations, training must fall by `min_train_fall` of its level over the rise (a validation
     loss that worsens from its first evaluations beside a flat training loss is a mismatch between the two
     sets, not memorisation).
-    With issue 24's rules: fires on 0 of the 114 healthy runs it could check (corpus calib 104, shared/real_runs 4,
-    shared/real_runs_test 6; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    fires on 0 of the 114 healthy runs it could check (corpus calib 104, shared/real_runs 4,
+    shared/real_runs_test 6; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     Under heavy evaluation noise (from `wide_min_evals` evaluations) the medians speak where single points cannot:
     the rolling median over `wide_share` of the evaluations bottoms, the evaluations after it trend up, its last
@@ -84,7 +84,7 @@ class Overfitting:
     memorise_noise_k: float = 1.0  # as `trend_noise_k`: the second witness is training, not the rise
     # A validation minimum among the first `early_evals` evaluations needs training to fall by `min_train_fall`
     # of its level over the rise: validation rising from the start while training stands still is no model
-    # learning the training set too well (distribution_mismatch's picture, issue 24 class 6)
+    # learning the training set too well (distribution_mismatch's picture)
     early_evals: int = 2
     min_train_fall: float = 0.05
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points

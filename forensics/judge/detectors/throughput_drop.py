@@ -33,16 +33,16 @@ class ThroughputDrop:
     Both need the step to take `min_added` seconds longer (1 ms): sub-millisecond steps moving ×1.7 are below
     anything a user would act on.
     False alarms: fires on 0 of the 47 healthy runs it could check (at most 6.4% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
-    With issue 24's rules: fires on 0 of the 28 healthy runs it could check (corpus calib 24, shared/real_runs 1,
-    shared/real_runs_test 3; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
+    fires on 0 of the 28 healthy runs it could check (corpus calib 24, shared/real_runs 1,
+    shared/real_runs_test 3; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     With a bare `Time` column as step time, logged step times judged from `min_logged` points, the fast side's
     `min_points` and the clock rule (a value that grows at every point): fires on 1 of the 7 healthy runs it could check of 37 (the corpus calib
     part's replica 3, both shared sets), mlflow_gan_2d73, whose label allows its ~700 once-per-epoch pauses
     of ~2 s (31% of the time: the catalog's periodic pauses, which wall stamps cannot tell from the gallery's
     shard stalls), and finds 2 of 2 labelled runs (log_deepspeech127, corpus throughput_stalls; benchmarks/
-    calibrate.py, 27 Nov 2026).
+    calibrate.py).
     At any length (effect size first): on a log too short for those rules (from `spread_points` intervals),
     step times spread `spread` × and more, at least `min_stalls_spread` intervals past the first and away from
     evaluation and checkpoint steps, are a finding. Every stall finding costs `min_seconds` in all: 0.3 s lost is
@@ -67,7 +67,7 @@ class ThroughputDrop:
     min_lost: float = 0.1
     min_intervals: int = 20
     # A slowdown or a stall must add at least this many seconds per step: sub-millisecond steps (a toy model on a
-    # CPU) going ×1.7 slower cost a user nothing they would act on (issue 24 class 6)
+    # CPU) going ×1.7 slower cost a user nothing they would act on
     min_added: float = 0.001
     # A logged step time measures every step it is printed for (deepspeech.pytorch's `Time` per batch), where an
     # interval between wall-clock stamps of sparse log points averages many: 12 such points judge a slowdown's
