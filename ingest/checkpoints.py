@@ -36,6 +36,7 @@ from typing import Any
 import polars as pl
 
 from ingest.configs import parse_json
+from ingest.jsonvalues import INT64_MAX, as_float, int64_or_none
 from ingest.records import Issue
 from ingest.tensorfiles import (
     STEP_IN_NAME,
@@ -187,9 +188,9 @@ def step_from_name(rel: PurePosixPath) -> int | None:
     for part in (rel.name, rel.parent.name):
         found = STEP_IN_NAME.findall(part)
         if found:
-            return int(found[-1])
+            return int64_or_none(int(found[-1]))
     stem = rel.name.split(".")[0]
-    return int(stem) if stem.isdigit() else None
+    return int64_or_none(int(stem)) if stem.isdigit() else None
 
 
 def find_checkpoints(rel_paths: Iterable[PurePosixPath]) -> list[FoundCheckpoint]:
@@ -212,7 +213,7 @@ def find_checkpoints(rel_paths: Iterable[PurePosixPath]) -> list[FoundCheckpoint
             aux = tuple(names[n] for n in ("trainer_state.json",) if n in names)
             # HF's final save lands in the output folder itself: name it by its model file, not ".".
             path = folder if folder.parts else sorted(claimed)[0]
-            step = int(hf_folder[1]) if hf_folder else step_from_name(sorted(claimed)[0])
+            step = int64_or_none(int(hf_folder[1])) if hf_folder else step_from_name(sorted(claimed)[0])
             found.append(FoundCheckpoint(path, "hf", tuple(sorted(claimed)), aux, step))
             taken = set(claimed)
         for f in sorted(files):
@@ -340,7 +341,7 @@ class _Collector:
     def step_candidates(self, obj: dict[str, Any], source: str) -> None:
         for key in STEP_KEYS:
             num = _number(obj.get(key))
-            if num is not None and num == int(num) and num >= 0:
+            if num is not None and num == num and 0 <= num <= INT64_MAX and num == int(num):
                 self.steps.append((source, int(num)))
 
 
@@ -349,7 +350,7 @@ def _number(v: Any) -> float | None:
     if isinstance(v, bool):
         return float(v)
     if isinstance(v, int | float):
-        return float(v)
+        return as_float(v)
     if hasattr(v, "ndim") and getattr(v, "ndim", 1) == 0 and hasattr(v, "item"):
         try:
             return float(v.item())
@@ -466,7 +467,7 @@ def read_checkpoint(
                     failed.append((str(rel), "partial", "; ".join(i.detail for i in file_issues)))
                 c.model_refs(str(rel), refs)
                 for key in STEP_KEYS:
-                    if str(metadata.get(key, "")).isdigit():
+                    if str(metadata.get(key, "")).isdigit() and int64_or_none(int(metadata[key])) is not None:
                         c.steps.append(("contents", int(metadata[key])))
                         break
                 continue

@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.jsonvalues import as_float, fits_int64
 from ingest.names import storable
 from ingest.records import Issue, texts_frame
 
@@ -257,8 +258,9 @@ def _json_value(value: Any) -> tuple[str, float | None]:
     if isinstance(value, bool) or value is None:
         return json.dumps(value), None
     if isinstance(value, (int, float)):
-        # json.dumps writes NaN/Infinity as Python's json does: readable back by json.loads.
-        return json.dumps(value), float(value)
+        # json.dumps writes NaN/Infinity as Python's json does: readable back by json.loads. An integer past
+        # float64 keeps its digits in the text and ±inf as its number.
+        return json.dumps(value), as_float(value)
     try:
         return json.dumps(value), None
     except TypeError:
@@ -289,7 +291,7 @@ def replace_configs(con: Any, run_id: str, source_id: int, keys: Iterable[tuple[
 def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) -> None:
     """Rows of `ingest_issues` for (relative path, Issue) pairs, each once: a truncated tail met again by a
     later ingest is the same issue, not a new one."""
-    issues = list(issues)
+    issues = [(p, _storable_position(i)) for p, i in issues]
     if not issues:
         return
     frame = pl.DataFrame(
@@ -307,6 +309,14 @@ def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) ->
             [run_id, run_id])
     finally:
         con.unregister("_new_issues")
+
+
+def _storable_position(issue: Issue) -> Issue:
+    """An issue whose position does not fit the BIGINT column (an offset of 2**63 in a hostile header) is stored
+    with no position and the position in its detail: the problem is kept, not the write lost."""
+    if issue.position is None or fits_int64(issue.position):
+        return issue
+    return Issue(None, issue.kind, f"{issue.detail} (at position {issue.position}, past what the store holds)")
 
 
 def mark_deleted(con: Any, run_id: str, gone: list[str], present: list[str]) -> None:
