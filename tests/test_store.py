@@ -540,3 +540,27 @@ def test_frames_scanned_without_pyarrow_give_duckdb_the_rows_pyarrow_gives(frame
     for _ in range(2):  # a registered frame may be scanned more than once
         assert repr(con.execute("SELECT * FROM _s").fetchall()) == repr(con.execute("SELECT * FROM _a").fetchall())
     assert con.execute("DESCRIBE _s").fetchall() == con.execute("DESCRIBE _a").fetchall()
+
+
+def test_a_db_in_a_missing_folder_is_an_error_naming_it_and_nothing_is_made(tmp_path, capsys):
+    """`--db /nonexistent/dir/x.duckdb` made the folders and a new, empty store: a mistyped path gave a store
+    nobody would find again. It is one line naming the folder, exit 2, and no folder is made."""
+    from forensics.cli import main
+
+    run = _tb_run(tmp_path / "run", 5)
+    missing = tmp_path / "nonexistent" / "dir"
+    for command in (["analyze", str(run)], ["ingest", str(run), "--quiet"], ["analyze", str(tmp_path), "--all"]):
+        assert main([*command, "--db", str(missing / "x.duckdb")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{missing} does not exist" in err[0], err
+        assert not (tmp_path / "nonexistent").exists()
+
+
+def test_the_default_cache_folder_is_still_made(tmp_path, monkeypatch, capsys):
+    from forensics.cli import main
+
+    monkeypatch.delenv("FORENSICS_DB", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run = _tb_run(tmp_path / "run", 5)
+    assert main(["ingest", str(run), "--quiet"]) == 0
+    assert (tmp_path / "cache" / "run-forensics" / "forensics.duckdb").is_file()
