@@ -641,20 +641,19 @@ def read_states(root: Path, rel: str, fmt: str) -> States:
     optimizer, scheduler, scaler and RNG states where `LAYOUTS[fmt]` says they are. Torch files with
     `weights_only=True` only (checkpoints are untrusted); raises `CheckpointMismatch` naming the file when one
     cannot be read that way or holds no model state. Imports torch."""
-    from safetensors.torch import load_file
-
     from ingest.errors import CheckpointMismatch
+    from ingest.tensorfiles import load_safetensors
 
     path = root / rel
     if fmt == "safetensors" or (path.is_file() and path.suffix == ".safetensors"):
-        return States(rel, "safetensors", load_file(path), notes=["weights only: no optimizer, scheduler or RNG state saved"])
+        return States(rel, "safetensors", load_safetensors(path), notes=["weights only: no optimizer, scheduler or RNG state saved"])
     if path.is_dir():
         layout = LAYOUTS["hf"]
         weights = [f for f in ("model.safetensors", "pytorch_model.bin") if (path / f).is_file()]
         if not weights:
             raise CheckpointMismatch(f"{rel} holds no model.safetensors or pytorch_model.bin (sharded weights are not "
                                      f"restored yet)")
-        model = load_file(path / weights[0]) if weights[0].endswith(".safetensors") else _load(path / weights[0], rel)
+        model = load_safetensors(path / weights[0]) if weights[0].endswith(".safetensors") else _load(path / weights[0], rel)
         out = States(rel, "hf", model)
         for role, name in layout.files.items():
             if not (path / name).is_file():
@@ -709,13 +708,14 @@ def _load_rng(path: Path) -> dict | None:
     import zipfile
 
     import numpy as np
-    import torch
     from numpy._core.multiarray import _reconstruct
     from torch.serialization import safe_globals
 
+    from ingest.tensorfiles import torch_load
+
     try:
         with safe_globals([_reconstruct, np.ndarray, np.dtype, type(np.dtype("uint32"))]):
-            return torch.load(path, map_location="cpu", weights_only=True)
+            return torch_load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile):
         return None  # an RNG state we cannot read safely is reported as not restored
 

@@ -166,6 +166,51 @@ def test_a_folder_name_that_is_not_utf8_does_not_stop_the_watch(tmp_path):
     assert (again.changed, again.analysed, again.failed) == (1, 1, 0)
 
 
+@pytest.mark.parametrize("proc", [True, False], ids=["proc_fd", "open_file"])
+def test_a_run_in_a_folder_named_in_latin1_reads_its_checkpoints_optimizer_and_batches(tmp_path, monkeypatch, capsys,
+                                                                                         proc):
+    """In a folder named with Latin-1 bytes every torch checkpoint, optimizer file and batch was `unreadable:
+    UnicodeEncodeError … surrogates not allowed` (torch's zip reader and safetensors encode the name as UTF-8), so
+    a healthy run was INCONCLUSIVE. Each is read; where there is no /proc, from an open file."""
+    from pathlib import Path
+
+    import torch
+    from safetensors.torch import save_file
+
+    from forensics.cli import main
+    from ingest import tensorfiles
+    from ingest.checkpoints import read_states
+    from ingest.store import connect
+
+    if not proc:
+        monkeypatch.setattr(tensorfiles, "PROC_FD", str(tmp_path / "no-proc"))
+    run = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "batches").mkdir()
+    (run / "train.log").write_text("".join(f"step {i} loss {2 / (i + 1):.4f}\n" for i in range(1, 200)))
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    for step in (50, 100):
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step},
+                   run / "checkpoints" / f"step_{step}.pt")
+    torch.save(opt.state_dict(), run / "checkpoints" / "optimizer.pt")
+    save_file(model.state_dict(), str(run / "checkpoints" / "step_150.safetensors"))
+    torch.save({"x": torch.ones(4, 3)}, run / "batches" / "step_10.pt")
+    save_file({"x": torch.ones(4, 3)}, str(run / "batches" / "step_11.safetensors"))
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(run), "--db", str(db), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["read_problems"] == [] and out["verdict"] == "healthy"
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT count(*) FROM checkpoints WHERE status = 'ok'").fetchone()[0] == 4  # optimizer.pt too
+        assert con.execute("SELECT count(*) FROM batches").fetchone()[0] == 2
+    states = read_states(run, "checkpoints/step_150.safetensors", "safetensors")  # replay's restore too
+    assert set(states.model) == {"weight", "bias"}
+    assert read_states(run, "checkpoints/step_100.pt", "torch").optimizer["state"]
+
+
 def _tb(root, n: int = 60):
     """A healthy loss curve written by SummaryWriter, one step a second (so no throughput finding comes from
     how fast the test happened to write it)."""
