@@ -145,6 +145,23 @@ def forget_sources(con: Any, run_id: str, sources: dict[str, int]) -> None:
                 "(SELECT DISTINCT series_id FROM histograms)", [run_id])
 
 
+def register_sources(con: Any, run_id: str, rows: Sequence[tuple[str, str, int, float | None, str, str | None]]) -> None:
+    """`register_source` for many (path, format, size, mtime, status, detail) rows in one statement."""
+    if not rows:
+        return
+    frame = pl.DataFrame(rows, schema={"path": pl.Utf8, "format": pl.Utf8, "size_bytes": pl.Int64,
+                                       "mtime": pl.Float64, "status": pl.Utf8, "detail": pl.Utf8}, orient="row")
+    con.register("_new_sources", scannable(frame.unique("path", keep="last", maintain_order=True)))
+    try:
+        con.execute(
+            "INSERT INTO sources (source_id, run_id, path, format, grp, size_bytes, mtime, status, detail) "
+            "SELECT nextval('source_id_seq'), ?, path, format, '', size_bytes, mtime, status, detail FROM _new_sources "
+            "ON CONFLICT (run_id, path) DO UPDATE SET size_bytes = excluded.size_bytes, mtime = excluded.mtime, "
+            "status = excluded.status, detail = excluded.detail", [run_id])
+    finally:
+        con.unregister("_new_sources")
+
+
 def register_source(con: Any, run_id: str, path: str, fmt: str, size: int, mtime: float | None, status: str,
                     detail: str | None) -> None:
     """A `sources` row for a checkpoint (its folder, for the hf layout) or a saved batch, so that
@@ -371,17 +388,23 @@ def delete_deltas(con: Any, run_id: str, pairs: Iterable[tuple[int, int]]) -> No
         con.execute("DELETE FROM tensor_deltas WHERE run_id = ? AND ckpt_id = ? AND prev_ckpt_id = ?", [run_id, cur, prev])
 
 
-def insert_batch(con: Any, run_id: str, row: dict[str, Any], stats: pl.DataFrame) -> int:
-    """A saved batch's row and its per-tensor statistics; its new id."""
-    batch_id = next_id(con, "batch_id_seq")
-    insert_frame(con, "batches", pl.DataFrame([{"batch_id": batch_id, "run_id": run_id, **row}]))
-    insert_frame(con, "batch_stats", stats.with_columns(run_id=pl.lit(run_id), batch_id=pl.lit(batch_id, dtype=pl.Int32)))
-    return batch_id
+def insert_batches(con: Any, run_id: str, reads: Sequence[tuple[dict[str, Any], pl.DataFrame]]) -> list[int]:
+    """Many saved batches (their rows and per-tensor statistics) in two statements; their new ids, in order."""
+    if not reads:
+        return []
+    ids = [int(i) for (i,) in con.execute("SELECT nextval('batch_id_seq') FROM range(?)", [len(reads)]).fetchall()]
+    insert_frame(con, "batches", pl.DataFrame([{"batch_id": i, "run_id": run_id, **row} for i, (row, _) in
+                                               zip(ids, reads)]))
+    stats = [s.with_columns(run_id=pl.lit(run_id), batch_id=pl.lit(i, dtype=pl.Int32))
+             for i, (_, s) in zip(ids, reads) if s.height]
+    if stats:
+        insert_frame(con, "batch_stats", pl.concat(stats, how="vertical_relaxed"))
+    return ids
 
 
-def delete_batch(con: Any, run_id: str, batch_id: int) -> None:
-    con.execute("DELETE FROM batch_stats WHERE run_id = ? AND batch_id = ?", [run_id, batch_id])
-    con.execute("DELETE FROM batches WHERE run_id = ? AND batch_id = ?", [run_id, batch_id])
+def delete_batches(con: Any, run_id: str, batch_ids: Sequence[int]) -> None:
+    con.execute("DELETE FROM batch_stats WHERE run_id = ? AND list_contains(?, batch_id)", [run_id, list(batch_ids)])
+    con.execute("DELETE FROM batches WHERE run_id = ? AND list_contains(?, batch_id)", [run_id, list(batch_ids)])
 
 
 # -- analyses, findings, spikes, skipped (engine) -------------------------------------------------------
