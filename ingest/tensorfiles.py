@@ -36,6 +36,12 @@ def is_batch_path(rel: PurePosixPath) -> bool:
     )
 
 
+# What an unpickler raises on bytes that are no pickle past the first (`\x80garbage`): torch's weights-only
+# unpickler pops an empty stack (IndexError), looks up a memo it never stored (KeyError), or unpacks a short
+# argument (struct.error, TypeError).
+GARBLED_PICKLE = (IndexError, KeyError, TypeError, struct.error)
+
+
 class Unreadable(Exception):
     """A file could not be read; `kind` is the ingest_issues kind, the message the reason."""
 
@@ -177,11 +183,12 @@ def load_torch(path: Path, trust_pickle: bool = False) -> tuple[Any, Issue | Non
                 "needs_pickle",
                 f"needs full unpickling (globals: {names}); read it with --trust-pickle only if you trust it",
             ) from None
-    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as exc:
+    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile, *GARBLED_PICKLE) as exc:
         raise Unreadable("truncated" if isinstance(exc, EOFError) else "unreadable", first_line(exc)) from None
     try:
         obj = torch_load(path, map_location="cpu", weights_only=False, mmap=is_zip)  # the user opted in
-    except (RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
+    except (RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError, AttributeError, ImportError,
+            *GARBLED_PICKLE) as exc:
         raise Unreadable("unreadable", f"full unpickling failed too: {first_line(exc)}") from None
     if isinstance(obj, torch.nn.Module):
         obj = obj.state_dict()

@@ -127,6 +127,23 @@ def test_inconsistent_safetensors_entries_are_not_read_as_ok(tmp_path, entry):
     assert list(refs) == ["b"] and [i.kind for i in issues] == ["garbled"] and "'w'" in issues[0].detail
 
 
+@pytest.mark.parametrize("content", [b"\x80garbage", b"\x80\x02}q\x00(X\x01", b"\x80\x02h\x05."],
+                         ids=["stack", "cut", "memo"])
+def test_a_torch_file_the_unpickler_chokes_on_is_unreadable_not_a_traceback(tmp_path, capsys, content):
+    """A nine-byte `batches/step_3.pt` of `\x80garbage` ended analyze in an IndexError from torch's weights-only
+    unpickler (an empty stack popped); it is a read problem and the log beside it is judged."""
+    from forensics.cli import main
+
+    run = tmp_path / "run"
+    (run / "batches").mkdir(parents=True)
+    (run / "train.log").write_text(console_log())
+    (run / "batches" / "step_3.pt").write_bytes(content)
+    (run / "model.pt").write_bytes(content)
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {p["path"] for p in out["read_problems"]} == {"batches/step_3.pt", "model.pt"}
+
+
 def console_log(n: int = 60) -> str:
     return "".join(f"step {i} loss {2.0 / (i + 1):.4f}\n" for i in range(1, n))
 
