@@ -78,6 +78,8 @@ READ_PROBLEMS: dict[str, tuple[bool, str]] = {  # kind: (lossy, meaning)
     "missing_shard": (True, "a sharded checkpoint names a shard that is not there"),
     "no_tensors": (True, "a batch or checkpoint file holds no tensors"),
     "unsupported_dtype": (True, "a tensor's dtype this reader cannot decode"),
+    "out_of_range": (True, "a number past what the store holds (a step past 64 bits: its record skipped; an "
+                           "integer past float64: stored as ±inf; a position past 64 bits: stored as none)"),
     "empty": (False, "the file is empty"),
     "deleted": (False, "the file is gone since it was read; what was read is kept"),
     "rewritten": (False, "the file was rewritten since the last ingest; read again from the start"),

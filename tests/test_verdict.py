@@ -68,6 +68,27 @@ def test_healthy_run_is_healthy_with_its_reason(tmp_path, capsys):
     assert out["read_problems"] == [] and out["db"] == str(tmp_path / "f.duckdb")
 
 
+def test_fail_on_warning_fails_an_inconclusive_run_and_critical_does_not(tmp_path, capsys):
+    """`--fail-on warning` passed an INCONCLUSIVE run: a CI gate asking to fail on warnings means "anything not
+    healthy", and a run nobody could check must not pass as one where nothing was found. Inconclusive ranks with
+    warning (`inconclusive` is the same rule); `critical` still asks for a critical finding only."""
+    root = tmp_path / "root"
+    run = root / "short"
+    run.mkdir(parents=True)
+    (run / "train.log").write_text("".join(f"step {i} loss {1 / i}\n" for i in range(1, 4)))  # too short to judge
+    db = tmp_path / "f.duckdb"
+    expected = {"warning": 1, "inconclusive": 1, "critical": 0}
+    got = {}
+    for level in expected:
+        got[level], out = analyze_json(capsys, run, db, "--fail-on", level)
+        assert out["verdict"] == "inconclusive" and not out["findings"]
+    assert got == expected
+    assert main(["analyze", str(root), "--all", "--db", str(db), "--fail-on", "warning"]) == 1
+    assert "INCONCLUSIVE" in capsys.readouterr().out
+    healthy = healthy_tb(tmp_path / "ok")
+    assert analyze_json(capsys, healthy, db, "--fail-on", "warning")[0] == 0
+
+
 def test_a_documentation_folder_is_inconclusive_not_healthy(tmp_path, capsys):
     """/usr/share/doc/python3.11 was "healthy": its pybench.log counted as a console log."""
     doc = tmp_path / "python3.11"

@@ -149,10 +149,12 @@ def _stage(f: Finding, findings: list[Finding]) -> float:
 
 
 def fails(a: Analysis, level: str) -> bool:
-    """`--fail-on`: `critical` a critical finding; `warning` a warning or worse; `inconclusive` any verdict but
-    healthy (a pipeline that wants proof of health). One rule for one run and for `analyze ROOT --all`."""
-    if level == "inconclusive":
-        return a.verdict != "healthy"
+    """`--fail-on`: `critical` a critical finding; `warning` a warning or worse, or a run that could not be judged
+    (inconclusive ranks with warning: a pipeline asking to fail on warnings means "anything not healthy", and a
+    run nobody could check must not pass as one where nothing was found); `inconclusive`, the earlier spelling
+    of that rule, the same. One rule for one run and for `analyze ROOT --all`."""
+    if level in ("warning", "inconclusive"):
+        return a.verdict != "healthy" or any(RANK[f.severity] <= RANK["warning"] for f in a.findings)
     return any(RANK[f.severity] <= RANK[level] for f in a.findings)
 
 
