@@ -102,6 +102,12 @@ PATTERNS: list[LinePattern] = [
         {"step": 2, "loss": float("nan")}),
     LinePattern("bracket_time", "time", _p(r"\[(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]"),
                 "[10:00:00] step 5 loss: 0.25", {"step": 5, "loss": 0.25}),
+    # A time of day in a stamp of another form (`[03.24.23|09:56:11]`, `INFO - 09/02/20 14:18:08 - ...`,
+    # `06:38:14.898 [main] INFO ...`): an hour of 00-23, not a tqdm bar's elapsed or remaining time (`<`).
+    LinePattern("time_of_day", "time", _p(
+        r"(?<![\d:.<])(?P<h>[01]\d|2[0-3]):(?P<mi>[0-5]\d):(?P<s>[0-5]\d)(?:[.,](?P<frac>\d{1,9}))?(?![\d:<])"),
+        "06:38:16.402 [main] INFO ScoreIterationListener - Score at iteration 0 is 1.6235184989295723",
+        {"step": 0, "Score": 1.6235184989295723}),
     # --- ignored: text that looks like pairs but holds no logged values (blanked before the counters) -----
     # argparse's `Namespace(batch_size=10, lr=0.0005, ...)`, printed at start: the run's arguments, not metrics.
     LinePattern("argparse_namespace", "ignore", _p(r"\bNamespace\([^()]*\)"),
@@ -110,7 +116,7 @@ PATTERNS: list[LinePattern] = [
     LinePattern("global_step", "counter", _p(r"\b(?:Global Step|global[_ ]step)\s*[:=]?\s*(?P<step>\d+)\b", re.I),
                 "Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0",
                 {"step": 20, "epoch": 0, "Loss": float("nan"), "LearningRate": 0.001, "Fp16 Grad Scale": 0}),
-    LinePattern("num_updates", "counter", _p(r"\bnum_updates\s*[:=]\s*(?P<step>\d+)\b"),  # fairseq's update count
+    LinePattern("num_updates", "counter", _p(r"\bnum_updates['\"]?\s*[:=]\s*['\"]?(?P<step>\d+)\b"),  # fairseq's update count
                 "| epoch 001:    430 / 614 loss=9.997, nll_loss=9.997, ppl=1021.81, wps=1340, ups=3.0, wpb=442, "
                 "bsz=18, num_updates=431, lr=0.05, gnorm=11.481, clip=100%, oom=0",
                 {"step": 431, "epoch": 1, "loss": 9.997, "nll_loss": 9.997, "ppl": 1021.81,
@@ -120,6 +126,9 @@ PATTERNS: list[LinePattern] = [
     LinePattern("iter", "counter", _p(r"\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d)"),
                 "Iter 25: Train loss 1.593, Learning Rate 7.000e-05, It/sec 0.999, Tokens/sec 387.697",
                 {"step": 25, "Train loss": 1.593, "Learning Rate": 7e-05, "It/sec": 0.999, "Tokens/sec": 387.697}),
+    # `Epoch [e/E], Step [s/N]` (the PyTorch tutorials' loop): the step within the epoch, so its batch.
+    LinePattern("step_bracket_of", "counter", _p(r"\b(?:step|Step|STEP)\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]"),
+                "Epoch [1/50], Step [6/48], Loss: nan", {"epoch": 1, "batch": 6, "Loss": float("nan")}),
     LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
@@ -203,11 +212,31 @@ PATTERNS: list[LinePattern] = [
     LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.-])(?P<key>[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
                 {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21}),
-    # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`).
+    # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`); the
+    # value quoted too where the writer printed strings (fairseq's json log format, transformers 5's console).
     LinePattern("dict_item", "assign", _p(
-        rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*(?P<value>{NUM}){_NUM_END}"),
+        rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*"
+        rf"['\"]?(?P<value>{NUM})(?:['\"](?=\s*[,}}]))?{_NUM_END}"),
                 "{'loss': 0.6931, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.27}",
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
+    # `name:value` with no space (modded-nanogpt's `step:1/20000 train_loss:6.9319 train_time:132ms`, `Loss:14.28`):
+    # a unit may be glued on. Not a device (`cuda:0`), a port, a URL or a quoted string's inside.
+    LinePattern("key_colon_value", "assign", _p(
+        rf"(?<![\w.:/'\"-])(?P<key>(?!(?:cuda|cpu|gpu|npu|xpu|mps|localhost|port|rank)\b)[A-Za-z_][\w./@#-]*):"
+        rf"(?P<value>{NUM})(?:ms|s|%)?(?![\w.'\"]|/\d|:\d)", re.I),
+        "step:1/20000 train_loss:6.9319 train_time:132ms step_avg:131.94ms",
+        {"step": 1, "train_loss": 6.9319, "train_time": 132, "step_avg": 131.94}),
+    # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`).
+    LinePattern("pipe_row", "assign", _p(
+        rf"^\s*\|\s*(?P<key>[A-Za-z][\w./ -]*?)\s*\|\s*(?P<value>{NUM})\s*\|\s*$"),
+        "|    loss                 | -0.016      |", {"loss": -0.016}),
+    # A sentence that names its counters between the name and the value: `Score at iteration 0 is 1.62`,
+    # `Loss at epoch 0 and iteration 500 is 0.219`, `loss for step 3: 0.5` (the counters are blanked by then).
+    LinePattern("key_at_counter_is", "assign", _p(
+        rf"(?P<key>[A-Za-z][A-Za-z_ ]*?)\s+(?:at|for|in|of|after)\s+\x00[\x00\s]*(?:(?:and|,)\s*\x00[\x00\s]*)*"
+        rf"(?:\bis\b|:|=)\s*(?P<value>{NUM}){_NUM_END}"),
+        "NCE Loss at epoch 0 and iteration 500 is 0.9422569870948792",
+        {"epoch": 0, "step": 500, "NCE Loss": 0.9422569870948792}),
 ]
 
 # Loose `Words value` clauses (pass 4): up to four words (`Acc@1` is one), an optional `:` / `is` / `=`, the value,
@@ -502,6 +531,8 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             return
         state = _State.resume(f, start)
         state.start = start
+        state.stem_tag = _stem_tag(path)
+        idle = _idle(path)
         f.seek(start)
         offset = start
         pending = b""
@@ -512,10 +543,14 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             if cut == 0 and block:
                 pending = data
                 continue
+            unended = 0
+            if not block and idle and cut < len(data) and not _is_binary(data[cut:]):
+                # the last print of a finished run, never ended by a line break: read it now
+                data, cut, unended = data + b"\n", len(data) + 1, 1
             complete, pending = data[:cut], data[cut:]
             if complete:
                 frame = state.parse(complete, offset)
-                offset += len(complete)
+                offset += len(complete) - unended
                 last = not block
                 yield Chunk(end=offset, scalars=frame, issues=state.issues(path.name) if last else [])
                 if last:
@@ -523,6 +558,24 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             if not block:
                 yield Chunk(end=offset, issues=state.issues(path.name))
                 return
+
+
+IDLE_SECONDS = 60.0  # a log unchanged this long is finished: its last line, even without a line break, is read
+
+
+def _idle(path: Path) -> bool:
+    import time
+
+    try:
+        return time.time() - path.stat().st_mtime > IDLE_SECONDS
+    except OSError:
+        return False
+
+
+def _stem_tag(path: Path) -> str | None:
+    """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`)."""
+    stem = path.name.split(".")[0]
+    return stem if role_of(stem).role != "other" else None
 
 
 def _is_binary(head: bytes) -> bool:
@@ -567,6 +620,17 @@ _CANDIDATE = "|".join([
 _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy)"
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
 _NUMBER = r"\d|(?i:nan|inf)"
+# Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
+# own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
+# (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
+_VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,2}|N/?A|(?i:nan|inf))"
+_NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_TABLE_LINE = "|".join([
+    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*$",
+    rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
+    r"^\s*(?:\d+\s*[:,]\s*)?[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?\s*$",
+    r"^\s*\[\s*[-+]?\.?\d",
+])
 # A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
 _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
 _NOT_LETTERS = re.compile(r"[^A-Za-z]+")
@@ -609,6 +673,9 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     offsets = np.concatenate(([0], bounds)).astype(np.int64)
     lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
     keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER))
+    tabular_lines = lines.str.contains(_TABLE_LINE)
+    keep = keep | tabular_lines
+    tabular = tabular_lines.to_numpy()
     paired = lines.str.contains(_PAIR)
     outlines = lines.filter(paired).str.replace_all(_NOT_LETTERS.pattern, "")
     known = {} if known is None else known
@@ -628,7 +695,7 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     shapes = {t: _cached_shape(t) for t in templates.filter(~own).unique().to_list()}
     busy = [t for t, shape in shapes.items() if not shape.idle]
     loose = [t for t, shape in shapes.items() if shape.loose]
-    keep = own | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
+    keep = own | tabular[candidates] | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
         | (rep & templates.is_in(pl.Series(loose, dtype=pl.Utf8).implode()).to_numpy())
     candidates = candidates[keep]
     shown = [None if o or not shapes[t].exact else shapes[t]
@@ -673,6 +740,8 @@ class _State:
     start: int = 0  # the byte this read began at
     recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
+    headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
+    stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -727,7 +796,29 @@ class _State:
                 continue
             line_no += line_no0
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
+            listed = None
+            if self.headers or self.stem_tag:
+                row = self.table_row(text)
+                if row is not None:
+                    metrics, looks, patterns = row[0], False, ("header_table",)
+                    counters = {**counters, **row[1]}
+                elif self.stem_tag:
+                    listed = _bare_values(text)
+            if not metrics and listed is None and _HEADER.match(text):
+                self.note_header(text)
             wall_time = self._wall_time(time, line_no) if time else None
+            if listed:  # bare values: one per line (`N: value` or `value`), or a list printed on one line
+                for i, (n, value) in enumerate(listed):
+                    ordinal = n is None
+                    step = segment + k if ordinal and len(listed) == 1 else i if ordinal else n
+                    tags.append(self.stem_tag)
+                    values.append(value)
+                    counts.append(1)
+                    for col, v in (("step", step), ("position", offset + start), ("wall_time", wall_time),
+                                   ("epoch", None), ("batch", None), ("ordinal", ordinal)):
+                        rows[col].append(v)
+                self.taken["bare_values"] = self.taken.get("bare_values", 0) + 1
+                continue
             step = counters.get("step")
             epoch, batch = counters.get("epoch"), counters.get("batch")
             if metrics or counters:
@@ -752,7 +843,8 @@ class _State:
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = segment + k, True
-            if self.copied_record(metrics, (None if is_ordinal else step, epoch, batch), text, wall_time):
+            if self.copied_record(metrics, (None if is_ordinal else step, epoch, self.header_epoch, batch), text,
+                                  wall_time):
                 continue
             tags.extend(metrics)
             values.extend(metrics.values())
@@ -769,6 +861,50 @@ class _State:
         return scalars_frame(per_point.with_columns(pl.Series("tag", tags, pl.Utf8),
                                                     pl.Series("value", values, pl.Float64)))
 
+    def note_header(self, text: str) -> None:
+        """Remember a table's header row (`Epoch\tLR\tTrain Loss`, `  Epoch   gpu_mem   box   obj`): two or more
+        names, apart by tabs, runs of spaces or `|`, after at most one field of prefix (a time, a logger)."""
+        fields = _fields(text)
+        names = 0
+        for f in reversed(fields):
+            if not _NAME_FIELD.fullmatch(f) or _VALUE_FIELD.fullmatch(f):
+                break
+            names += 1
+        if names >= 2 and len(fields) - names <= 1 and len(fields) <= MAX_COLUMNS:
+            self.headers[len(fields)] = tuple(fields[-names:])
+            self.headers = dict(list(self.headers.items())[-MAX_HEADERS:])
+
+    def table_row(self, text: str) -> tuple[dict[str, float], dict[str, int]] | None:
+        """Metrics and counters of a row of numbers under a remembered header with as many fields: each value
+        takes its column's name (a counter's column, `Epoch` `Batch` `Iter`, is the row's counter; `0/29` reads 0).
+        A row whose one prefix field ends in a name (`... - loss  |  -137.6  |  -146.7` under `Training | Validation`)
+        names each value `<name> <column>`."""
+        fields = _fields(text)
+        names = self.headers.get(len(fields))
+        if names is None:
+            return None
+        found = [_VALUE_FIELD.fullmatch(f) for f in fields[-len(names):]]
+        if not all(found):
+            return None
+        label = None
+        if len(fields) > len(names):
+            named = _ROW_LABEL.search(fields[0])
+            label = named.group(1) if named else None
+        metrics: dict[str, float] = {}
+        counters: dict[str, int] = {}
+        losses = any(role_of(n).role == "train_loss" for n in names)
+        for name, match in zip(names, found):
+            if match.group("value") is None:
+                continue  # `N/A`: no value in this column
+            counter = COUNTER_COLUMNS.get(name.lower())
+            if counter is not None and label is None:
+                counters.setdefault(counter, int(float(match.group("value"))))
+                continue
+            if losses and name.lower() in TOTAL_COLUMNS:
+                name = f"{name} loss"  # a table of loss components: its `total` is the loss they sum to
+            metrics.setdefault(f"{label} {name}" if label else name, float(match.group("value")))
+        return metrics, counters
+
     def copied_record(self, metrics: dict[str, float], counters: tuple, text: str, wall_time: float | None) -> bool:
         """Whether the line repeats one of the last `RECENT_RECORDS` records (the same values, logged step, epoch
         and batch) under another prefix and at the same time (within a second, or both unstamped): the same
@@ -776,8 +912,8 @@ class _State:
         each behind its node's address; torchrun's `[rank1]:`). Kept once. A line repeated exactly, prefix and
         all, or a second later, is a record of its own (a loss stuck at 0.0 prints the same line)."""
         record = (tuple((t, repr(v)) for t, v in metrics.items()), counters)
-        copied = any(r == record and t != text and (w is None and wall_time is None or
-                                                    w is not None and wall_time is not None and abs(w - wall_time) <= 1)
+        copied = any(r == record and t != text and _same_but_prefix(t, text, metrics) and (
+            w is None and wall_time is None or w is not None and wall_time is not None and abs(w - wall_time) <= 1)
                      for r, t, w in self.recent)
         self.recent.append((record, text, wall_time))
         del self.recent[:-RECENT_RECORDS]
@@ -832,6 +968,47 @@ class _State:
             self.assumed = None
         self.unmatched, self.n_unmatched = [], 0
         return out
+
+
+# Tables printed with one header row, and bare values (`note_header`, `table_row`, `_bare_values`).
+_TQDM_TAIL = re.compile(r":?\s*\d+%\|.*$")
+_FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
+_NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_NAME_FIELD = re.compile(_NAME_TEXT)
+_VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?[A-Za-z%]{{0,2}}|N/?A|None|-+")
+_HEADER = re.compile(rf"^[^\t|]*?{_NAME_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT})+[\s|]*(?::?\s*\d+%\|.*)?$")
+_ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*)$")
+COUNTER_COLUMNS = {"epoch": "epoch", "ep": "epoch", "batch": "batch", "iter": "step", "iters": "step",
+                   "iteration": "step", "it": "step", "step": "step", "steps": "step"}
+TOTAL_COLUMNS = {"total", "sum", "all", "overall"}
+MAX_COLUMNS = 40
+MAX_HEADERS = 8
+_BARE = re.compile(rf"^\s*(?:(?P<n>\d+)\s*[:,]\s*)?(?P<value>{NUM})\s*$")
+_LIST = re.compile(rf"^\s*\[\s*{NUM}(?:\s*,\s*{NUM})+\s*,?\s*\]\s*$")
+_LIST_ITEM = re.compile(NUM)
+
+
+def _fields(text: str) -> list[str]:
+    text = _TQDM_TAIL.sub("", ANSI.sub("", text) if "\x1b" in text else text).strip(" \t|\r\n")
+    return [f for f in _FIELD_SPLIT.split(text) if f]
+
+
+def _bare_values(text: str) -> list[tuple[int | None, float]] | None:
+    """(counter or None, value) of a line that is only a value (`0.693`, `12: 0.693`) or a list of values."""
+    bare = _BARE.match(text)
+    if bare:
+        n = bare.group("n")
+        return [(int(n) if n is not None else None, float(bare.group("value")))]
+    if _LIST.match(text):
+        return [(None, float(v)) for v in _LIST_ITEM.findall(text)]
+    return None
+
+
+def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
+    """Whether two lines differ only before their first metric (`node-1: {'loss': 0.5}`, `node-2: {'loss': 0.5}`),
+    not in text between or after the values (`Step [6/48], Loss: nan` and `Step [12/48], Loss: nan` are two)."""
+    first = min((i for i in (a.find(t.split()[-1]) for t in metrics) if i >= 0), default=-1)
+    return first >= 0 and b.endswith(a[first:])
 
 
 @lru_cache(maxsize=1024)

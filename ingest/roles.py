@@ -93,6 +93,14 @@ def role_of(name: str) -> Role:
     if ws & {"skipped", "skip"} and ws & {"iterations", "iteration", "iters", "iter", "steps", "step", "updates"}:
         # Megatron's `number of skipped iterations: 3` (per log interval): optimizer steps an fp16 overflow skipped
         return Role("skipped_steps", split)
+    if _names_loss(name, ws) and ws & (AGGREGATE_WORDS | SETTING_WORDS):
+        # `min_loss`, `best_loss` (a running extreme), `LOSS_WEIGHT`, `FOCAL_LOSS_GAMMA`, `l1_w` (a config's
+        # setting, printed in its dump): numbers about a loss, not the loss
+        return Role("other", split)
+    if _PRINTED_LOSS.match(name) or ws & LOSS_NAMES or {"smooth", "l"} <= ws or {"td", "error"} <= ws:
+        # names a loss without the word: an objective's own name (`cost`, `objective`, `energy`, DL4J's `Score`),
+        # a loss function's (`SmoothL1`, `huber`, `bce`, `ctc`, `focal`), BasicSR's `l_pix`, a critic's `TD Error`
+        return Role("val_loss" if is_val else "train_loss", split, canonical=False)
     if "loss" in ws or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
         extra = ws - {"loss", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
         return Role("val_loss" if is_val else "train_loss", split, canonical=not extra)
@@ -137,11 +145,29 @@ def role_of(name: str) -> Role:
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)
+    if set() < ws - NEUTRAL_WORDS <= DETECTION_LOSS_WORDS or _GAN_LOSS.match(name):
+        # a detector's loss components printed without the word (`box`, `obj`, `cls`, `dfl` columns), and a GAN's
+        # per-network losses (`D_A`, `G_A`, `d_real`, `g_adv`, `errD`, `d`, `gen`): each a part of the training loss
+        return Role("val_loss" if is_val else "train_loss", split, canonical=False)
     if ws - NEUTRAL_WORDS == {"clip"} or ws & {"clip", "clipped"} and ws & {"pct", "percent", "percentage"}:
         # fairseq's `clip`: the percentage of updates whose gradient norm was clipped (`clip=100%`); a bare
         # `grad_clip` is a threshold, and PPO's `clip_fraction` counts clipped policy ratios: neither is this
         return Role("clip_rate", split, canonical=True)
     return Role("other", split)
+
+
+LOSS_NAMES = {"cost", "objective", "energy", "smoothl1", "huber", "bce", "ctc", "focal"}
+_PRINTED_LOSS = re.compile(r"^(?:[Ss]core|SCORE|l_[a-z]\w*)$")
+# Words that make a loss-named number a setting of the loss, not its value (`loss_weight`, `FOCAL_LOSS_GAMMA`).
+SETTING_WORDS = {"weight", "weights", "w", "coef", "coeff", "coefficient", "beta", "alpha", "gamma", "lambda", "type",
+                 "freq", "power", "factor", "threshold", "thresh", "eps", "temperature", "margin", "best"}
+DETECTION_LOSS_WORDS = {"box", "obj", "cls", "dfl", "giou", "ciou", "objectness", "kpt"}
+# A GAN's network named by its letter or short name, alone or with a qualifier (`D_A`, `d_real`, `G_l1`, `errD`, `gen`).
+_GAN_LOSS = re.compile(r"^(?:[DdGg](?:_[A-Za-z][A-Za-z0-9]*)?|err[DG]|(?:gen|disc|netD|netG)(?:_[A-Za-z0-9]+)?)$")
+
+
+def _names_loss(name: str, ws: set[str]) -> bool:
+    return bool("loss" in ws or "nll" in ws or ws & LOSS_NAMES or _PRINTED_LOSS.match(name) or _GAN_LOSS.match(name))
 
 
 # A value the console reader read with a memory unit and no quantity word in its key (`current 0.3 GB`,
