@@ -84,6 +84,9 @@ class LinePattern:
     tag: str | None = None  # the metric's name when the regex has no `key` group
 
 
+_COUNTED = r"(?:\x00[\x00\s]*|(?:epoch|iteration|iter|step|batch)\s*\d+\s*)"  # a counter, blanked or not
+
+
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
@@ -103,9 +106,9 @@ PATTERNS: list[LinePattern] = [
     LinePattern("bracket_time", "time", _p(r"\[(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]"),
                 "[10:00:00] step 5 loss: 0.25", {"step": 5, "loss": 0.25}),
     # A time of day in a stamp of another form (`[03.24.23|09:56:11]`, `INFO - 09/02/20 14:18:08 - ...`,
-    # `06:38:14.898 [main] INFO ...`): an hour of 00-23, not a tqdm bar's elapsed or remaining time (`<`).
+    # `06:38:14.898 [main] INFO ...`), not a tqdm bar's elapsed or remaining time (`<`).
     LinePattern("time_of_day", "time", _p(
-        r"(?<![\d:.<])(?P<h>[01]\d|2[0-3]):(?P<mi>[0-5]\d):(?P<s>[0-5]\d)(?:[.,](?P<frac>\d{1,9}))?(?![\d:<])"),
+        r"(?<![\d:.<])(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:<])"),
         "06:38:16.402 [main] INFO ScoreIterationListener - Score at iteration 0 is 1.6235184989295723",
         {"step": 0, "Score": 1.6235184989295723}),
     # --- ignored: text that looks like pairs but holds no logged values (blanked before the counters) -----
@@ -209,7 +212,7 @@ PATTERNS: list[LinePattern] = [
         "Train loss 12005 5.318559 Grad Norm inf 1.75s/it", {"step": 12005, "Train loss": 5.318559, "s/it": 1.75}),
     # --- explicit pairs -----------------------------------------------------------------------------
     # Not after `-`: `--lr=5e-4` on a command line is an argument, not a logged value.
-    LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.-])(?P<key>[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
+    LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.-])(?P<key>(?:[A-Za-z]+ (?=[A-Za-z_][\w./-]*\s*=))?[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
                 {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21}),
     # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`); the
@@ -219,10 +222,12 @@ PATTERNS: list[LinePattern] = [
         rf"['\"]?(?P<value>{NUM})(?:['\"](?=\s*[,}}]))?{_NUM_END}"),
                 "{'loss': 0.6931, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.27}",
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
-    # `name:value` with no space (modded-nanogpt's `step:1/20000 train_loss:6.9319 train_time:132ms`, `Loss:14.28`):
+    # `name:value` with no space (modded-nanogpt's `step:1/20000 train_loss:6.9319 train_time:132ms`, `train loss:1.2`):
     # a unit may be glued on. Not a device (`cuda:0`), a port, a URL or a quoted string's inside.
     LinePattern("key_colon_value", "assign", _p(
-        rf"(?<![\w.:/'\"-])(?P<key>(?!(?:cuda|cpu|gpu|npu|xpu|mps|localhost|port|rank)\b)[A-Za-z_][\w./@#-]*):"
+        rf"(?<![\w.:/'\"-])(?P<key>(?!(?:cuda|cpu|gpu|npu|xpu|mps|localhost|port|rank)\b)"
+        rf"(?:[A-Za-z][A-Za-z0-9]* ){{0,3}}[A-Za-z_][\w./@#-]*)"
+        r"(?<!\.[A-Za-z])(?<!\.[A-Za-z]{2})(?<!\.[A-Za-z]{3})(?<!\.[A-Za-z]{4}):"  # not a source file's line
         rf"(?P<value>{NUM})(?:ms|s|%)?(?![\w.'\"]|/\d|:\d)", re.I),
         "step:1/20000 train_loss:6.9319 train_time:132ms step_avg:131.94ms",
         {"step": 1, "train_loss": 6.9319, "train_time": 132, "step_avg": 131.94}),
@@ -233,7 +238,7 @@ PATTERNS: list[LinePattern] = [
     # A sentence that names its counters between the name and the value: `Score at iteration 0 is 1.62`,
     # `Loss at epoch 0 and iteration 500 is 0.219`, `loss for step 3: 0.5` (the counters are blanked by then).
     LinePattern("key_at_counter_is", "assign", _p(
-        rf"(?P<key>[A-Za-z][A-Za-z_ ]*?)\s+(?:at|for|in|of|after)\s+\x00[\x00\s]*(?:(?:and|,)\s*\x00[\x00\s]*)*"
+        rf"(?P<key>[A-Za-z][A-Za-z_ ]*?)\s+(?:at|for|in|of|after)\s+{_COUNTED}(?:(?:and|,)\s*{_COUNTED})*"
         rf"(?:\bis\b|:|=)\s*(?P<value>{NUM}){_NUM_END}"),
         "NCE Loss at epoch 0 and iteration 500 is 0.9422569870948792",
         {"epoch": 0, "step": 500, "NCE Loss": 0.9422569870948792}),
@@ -611,6 +616,7 @@ _CANDIDATE = "|".join([
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
+    rf"[A-Za-z_]:{_NUMBER_START}",  # key_colon_value
     rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
 ])
@@ -796,16 +802,7 @@ class _State:
                 continue
             line_no += line_no0
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
-            listed = None
-            if self.headers or self.stem_tag:
-                row = self.table_row(text)
-                if row is not None:
-                    metrics, looks, patterns = row[0], False, ("header_table",)
-                    counters = {**counters, **row[1]}
-                elif self.stem_tag:
-                    listed = _bare_values(text)
-            if not metrics and listed is None and _HEADER.match(text):
-                self.note_header(text)
+            metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
             wall_time = self._wall_time(time, line_no) if time else None
             if listed:  # bare values: one per line (`N: value` or `value`), or a list printed on one line
                 for i, (n, value) in enumerate(listed):
@@ -860,6 +857,22 @@ class _State:
         per_point = per_line[np.repeat(np.arange(len(counts)), counts)]
         return scalars_frame(per_point.with_columns(pl.Series("tag", tags, pl.Utf8),
                                                     pl.Series("value", values, pl.Float64)))
+
+    def tabled(self, text: str, metrics: dict[str, float], counters: dict[str, int], looks: bool,
+               patterns: tuple[str, ...]) -> tuple[dict[str, float], dict[str, int], bool, tuple[str, ...],
+                                                   list[tuple[int | None, float]] | None]:
+        """A line as a row of a table seen before (its values named by the header) or as bare values, else as the
+        table parsed it (and remembered as a header, when it is one)."""
+        listed = None
+        if self.headers or self.stem_tag:
+            row = self.table_row(text)
+            if row is not None:
+                return row[0], {**counters, **row[1]}, False, ("header_table",), None
+            if self.stem_tag:
+                listed = _bare_values(text)
+        if not metrics and listed is None and _HEADER.match(text):
+            self.note_header(text)
+        return metrics, counters, looks, patterns, listed
 
     def note_header(self, text: str) -> None:
         """Remember a table's header row (`Epoch\tLR\tTrain Loss`, `  Epoch   gpu_mem   box   obj`): two or more

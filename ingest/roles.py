@@ -160,7 +160,7 @@ LOSS_NAMES = {"cost", "objective", "energy", "smoothl1", "huber", "bce", "ctc", 
 _PRINTED_LOSS = re.compile(r"^(?:[Ss]core|SCORE|l_[a-z]\w*)$")
 # Words that make a loss-named number a setting of the loss, not its value (`loss_weight`, `FOCAL_LOSS_GAMMA`).
 SETTING_WORDS = {"weight", "weights", "w", "coef", "coeff", "coefficient", "beta", "alpha", "gamma", "lambda", "type",
-                 "freq", "power", "factor", "threshold", "thresh", "eps", "temperature", "margin", "best"}
+                 "freq", "power", "factor", "num", "threshold", "thresh", "eps", "temperature", "margin", "best"}
 DETECTION_LOSS_WORDS = {"box", "obj", "cls", "dfl", "giou", "ciou", "objectness", "kpt"}
 # A GAN's network named by its letter or short name, alone or with a qualifier (`D_A`, `d_real`, `G_l1`, `errD`, `gen`).
 _GAN_LOSS = re.compile(r"^(?:[DdGg](?:_[A-Za-z][A-Za-z0-9]*)?|err[DG]|(?:gen|disc|netD|netG)(?:_[A-Za-z0-9]+)?)$")

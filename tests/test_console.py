@@ -522,7 +522,20 @@ class _ReferenceState(C._State):
                 continue
             repeated = bool(re.search(C._PAIR, text)) and self.outlines.get(C.outline(text), 0) >= C.REPEATS
             parsed = reference_parse_line(text, repeated)
+            metrics, counters, _, _, listed = self.tabled(
+                text, parsed.metrics, {k: getattr(parsed, k) for k in ("step", "epoch", "batch")
+                                       if getattr(parsed, k) is not None}, False, ())
+            parsed = ParsedLine(metrics, counters.get("step"), counters.get("epoch"), counters.get("batch"),
+                                parsed.time, parsed.time_kind)
             wall_time = self._reference_wall_time(parsed, line_no)
+            if listed:
+                for i, (n, value) in enumerate(listed):
+                    cols["tag"].append(self.stem_tag)
+                    cols["step"].append((ordinal if len(listed) == 1 else i) if n is None else n)
+                    for col, v in (("value", value), ("position", position), ("wall_time", wall_time),
+                                   ("epoch", None), ("batch", None), ("ordinal", n is None)):
+                        cols[col].append(v)
+                continue
             if not parsed.metrics:
                 if C.LOOKS_LIKE_METRIC.search(text):
                     self.n_unmatched += 1
@@ -543,8 +556,8 @@ class _ReferenceState(C._State):
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = ordinal, True
-            if self.copied_record(parsed.metrics, (None if is_ordinal else step, parsed.epoch, parsed.batch), text,
-                                  wall_time):
+            if self.copied_record(parsed.metrics, (None if is_ordinal else step, parsed.epoch, self.header_epoch,
+                                                   parsed.batch), text, wall_time):
                 continue
             for tag, value in parsed.metrics.items():
                 cols["tag"].append(tag)
