@@ -228,7 +228,7 @@ PATTERNS: list[LinePattern] = [
         rf"(?<![\w.:/'\"-])(?P<key>(?!(?:cuda|cpu|gpu|npu|xpu|mps|localhost|port|rank)\b)"
         rf"(?:[A-Za-z][A-Za-z0-9]* ){{0,3}}[A-Za-z_][\w./@#-]*)"
         r"(?<!\.[A-Za-z])(?<!\.[A-Za-z]{2})(?<!\.[A-Za-z]{3})(?<!\.[A-Za-z]{4}):"  # not a source file's line
-        rf"(?P<value>{NUM})(?:ms|s|%)?(?![\w.'\"]|/\d|:\d)", re.I),
+        rf"(?P<value>{NUM})(?:ms|s|%)?(?![\w.'\":]|/\d)", re.I),
         "step:1/20000 train_loss:6.9319 train_time:132ms step_avg:131.94ms",
         {"step": 1, "train_loss": 6.9319, "train_time": 132, "step_avg": 131.94}),
     # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`).
@@ -341,6 +341,7 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     text = line
     if shape is None:
         text = ANSI.sub("", line) if "\x1b" in line else line
+        text = _normalise(text)
         if _DIGIT_WORDS[0] in text or _DIGIT_WORDS[1] in text:
             shape = _trace(text)
         else:
@@ -368,6 +369,23 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     else:  # the check reads the line as written, escape codes and all
         looks = LOOKS_LIKE_METRIC.search(line) is not None
     return metrics, counters, time, shape.time_kind, looks, patterns
+
+
+# Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
+# list `[ 0.4127735]`, `0.41±0.02`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
+# cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
+_REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
+                   rf"|\[\s*(?P<l>[-+]?\d*\.\d+(?:[eE][-+]?\d+)?)\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
+_GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
+_REPR_HINT = r"tensor\(|±|\+/?-\s*\d|\[\s*[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\s*\]|\d[A-Za-z_]{3,}\s*[:=]"
+_NEEDS_NORMAL = re.compile(_REPR_HINT)
+
+
+def _normalise(text: str) -> str:
+    if not _NEEDS_NORMAL.search(text):
+        return text
+    text = _REPR.sub(lambda m: m.group("t") or m.group("l") or m.group("pm") + m.group("pmu"), text)
+    return _GLUED.sub(" ", text)
 
 
 @lru_cache(maxsize=4096)
@@ -632,7 +650,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 _VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,2}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
-    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*$",
+    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%\|.*)?\s*$",  # a bar may follow
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
@@ -696,7 +714,7 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     rep = repeated[candidates]
     # Templates, as `_parse` makes them, in bulk; each new one is traced once (lines with ANSI escapes
     # or `f1` are left to `_parse`).
-    own = picked.str.contains(r"\x1b|f1|F1").to_numpy()
+    own = picked.str.contains(r"\x1b|f1|F1|" + _REPR_HINT).to_numpy()
     templates = picked.str.replace_all("[1-9]", "0")
     shapes = {t: _cached_shape(t) for t in templates.filter(~own).unique().to_list()}
     busy = [t for t, shape in shapes.items() if not shape.idle]
@@ -1055,23 +1073,60 @@ def claims_console(rel) -> bool:
     return bool(CONSOLE_NAMES.match(rel.name)) and not NOT_CONSOLE.match(rel.name)
 
 
-def sniff_console(head: bytes) -> bool:
-    """A text file (no NULs, UTF-8) with at least two lines that yield metrics with a step or epoch, or
-    `REPEATS` lines of one outline that yield two metrics or more each (record lines without a counter the
-    table knows: `[  1]    1440 || B: 5.495 | C: 3.668 | T: 17.647`)."""
-    if not head or _is_binary(head):
-        return False
-    text = head.decode("utf-8", errors="replace")
-    hits = 0
+
+def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
+    """Whether a text file's sampled lines are a training log, and what they hold, in words."""
+    if not sample:
+        return False, "it is empty"
+    if _is_binary(sample[:4096]):
+        return False, "it holds binary data, not text"
+    lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
+    state = _State(stem_tag=_stem_tag(Path(name)) if name else None)
+    counted = named = bare = tabled = 0
     records: dict[str, int] = {}
-    for line in re.split(r"\r\n|\r|\n", text)[:-1]:
-        parsed = parse_line(line)
-        if parsed.metrics and (parsed.step is not None or parsed.epoch is not None or parsed.batch is not None):
-            hits += 1
-            if hits >= 2:
-                return True
+    texts = [line for line in lines if line.strip()]
+    for line in texts:
+        metrics, counters, _, _, looks, _ = _parse(line)
+        metrics, counters, _, patterns, listed = state.tabled(line, metrics, counters, looks, ())
+        if listed:
+            bare += 1
+            continue
+        if patterns == ("header_table",) and metrics:
+            tabled += 1
+        if metrics and counters.keys() & {"step", "epoch", "batch"}:
+            counted += 1
+        if any(role_of(tag).role != "other" for tag in metrics):
+            named += 1
+            key = "named " + outline(line)
+            records[key] = records.get(key, 0) + 1
         elif len(_parse(line, repeated=True)[0]) >= 2:
             records[outline(line)] = records.get(outline(line), 0) + 1
-            if records[outline(line)] >= REPEATS:
-                return True
-    return False
+        if counted >= 2 or tabled >= 2 or max(records.values(), default=0) >= REPEATS:
+            return True, "its lines carry metrics"
+    if bare and bare >= 0.9 * len(texts):
+        return True, f"its lines are values of {state.stem_tag}"
+    sampled = f"{len(texts):,} sampled lines"
+    if not texts:
+        return False, "it holds no text lines"
+    if bare:
+        return False, (f"{bare:,} of its {sampled} are bare values, too few to be a series"
+                       if state.stem_tag else f"its lines are bare values, but its name does not say of what")
+    if counted or named or records:
+        return False, (f"of its {sampled}, {counted} carry a metric with a step or epoch and {named} a named "
+                       f"quantity (loss, accuracy, lr, ...): too few for a training log")
+    return False, f"none of its {sampled} carries a metric (a number named as a loss, accuracy, lr, ... or under a step)"
+
+
+def sniff_console(head: bytes, name: str = "") -> bool:
+    """A text file whose lines (sampled across it by `ingest.formats.sample`) are a training log: two lines that
+    yield metrics with a step, epoch or batch; `REPEATS` lines of one outline with a named quantity
+    (`train_mean loss: 2.27`, `idx: 0loss: 8.46`); two rows of a table under its header; `REPEATS` record lines of one outline that yield
+    two metrics or more each (`[  1]    1440 || B: 5.495 | C: 3.668 | T: 17.647`); or, in a file whose name says what
+    they are (`loss.txt`), bare values."""
+    return _sniff(head, name)[0]
+
+
+def why_not_console(sample: bytes, name: str) -> str:
+    """Why a text file is not read as a training log, in words (for `-v` and the read problems)."""
+    taken, why = _sniff(sample, name)
+    return "read as a console log" if taken else f"not read as a training log: {why}"

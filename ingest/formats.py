@@ -41,9 +41,10 @@ class Format:
     # stored once: points identical in (series, step, value) to ones already stored are dropped (§3).
     dedupe_across_sources: bool = False
     resumable: bool = True  # False: the file is rewritten whole, `start` counts entries, not bytes
-    # For files no format claims by name: a look at the first 4 KiB (e.g. an MLflow metric file named
-    # `loss`, a console log named `run1`). Sniffing is tried in FORMATS order, after all name claims.
-    sniff: Callable[[bytes], bool] | None = None
+    # For files no format claims by name: a look at the file's bytes sampled from its head, middle and tail
+    # (`sample`), and its name (e.g. an MLflow metric file named `loss`, a console log named `run1`, bare values in
+    # `loss.txt`). Sniffing is tried in FORMATS order, after all name claims.
+    sniff: Callable[[bytes, PurePosixPath], bool] | None = None
     # Bump when the reader would parse the same bytes differently (a fixed pattern, a new field): sources a
     # reader of another version parsed are forgotten and read again by the next ingest (`sources.reader_version`).
     version: int = 1
@@ -106,16 +107,16 @@ def _claims_console(rel: PurePosixPath) -> bool:
     return claims_console(rel)
 
 
-def _sniff_mlflow(head: bytes) -> bool:
+def _sniff_mlflow(head: bytes, rel: PurePosixPath) -> bool:
     from ingest.mlflow import sniff_metric_file
 
     return sniff_metric_file(head)
 
 
-def _sniff_console(head: bytes) -> bool:
+def _sniff_console(head: bytes, rel: PurePosixPath) -> bool:
     from ingest.console import sniff_console
 
-    return sniff_console(head)
+    return sniff_console(head, rel.name)
 
 
 # W&B: the group helpers live beside the readers but import nothing heavy (wandb's protobufs load lazily).
@@ -138,7 +139,7 @@ def _is_wandb_export(rel: PurePosixPath) -> bool:
     return rel.name.startswith("wandb_export_") and rel.suffix.lower() == ".csv"
 
 
-def _sniff_wandb_log(head: bytes) -> bool:
+def _sniff_wandb_log(head: bytes, rel: PurePosixPath) -> bool:
     return head[:4] == b":W&B" and head[4:6] == b"\xe1\xbe"
 
 
@@ -185,7 +186,8 @@ FORMATS: list[Format] = [
 def format_for(rel: PurePosixPath, head: Callable[[], bytes] | None = None) -> Format | None:
     """The format that reads this file, or None for a file no reader knows.
 
-    `head` returns the file's first bytes; it is called only when no format claims the file by name.
+    `head` returns the file's bytes as `sample` takes them; it is called only when no format claims the file by
+    name.
     """
     claimed = next((f for f in FORMATS if f.claims(rel)), None)
     if claimed is not None or head is None:
@@ -194,4 +196,37 @@ def format_for(rel: PurePosixPath, head: Callable[[], bytes] | None = None) -> F
     if not sniffers:
         return None
     first = head()
-    return next((f for f in sniffers if f.sniff(first)), None)
+    return next((f for f in sniffers if f.sniff(first, rel)), None)
+
+
+SAMPLE_BYTES = 16 << 10  # bytes `sample` takes at each of a file's head, middle and tail
+
+
+def sample(path: Path, n: int = SAMPLE_BYTES) -> bytes:
+    """A file's bytes where it is small, else its first `n` bytes and whole lines from its middle and its end,
+    joined by line breaks: a log whose first kilobytes are an environment or config dump, or that holds several
+    launches, is known by what it prints later. b"" when it cannot be read."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, 2)
+            f.seek(0)
+            if size <= 3 * n:
+                return f.read()
+            parts = [f.read(n)]
+            for at in (size // 2 - n // 2, size - n):
+                f.seek(at)
+                part = f.read(n)
+                cut = part.find(b"\n") + 1
+                parts.append(part[cut:] if cut else b"")
+    except OSError:
+        return b""
+    head = parts[0]
+    head = head[: max(head.rfind(b"\n"), 0) + 1]  # the head's whole lines only
+    return b"".join([head, *(p if p.endswith(b"\n") else p + b"\n" for p in parts[1:] if p)])
+
+
+def why_unread(rel: PurePosixPath, data: bytes) -> str:
+    """Why no format took a file: for a text file, what its sampled lines hold (`ingest.console.why_not_console`)."""
+    from ingest.console import why_not_console
+
+    return why_not_console(data, rel.name)

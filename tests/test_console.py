@@ -412,7 +412,7 @@ def test_reading_never_imports_heavy_modules():
 
 
 def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
-    text = C.ANSI.sub("", line)
+    text = C._normalise(C.ANSI.sub("", line))
     out = ParsedLine(metrics={})
     prefix = None
     covered = 0  # characters spanned by pairs: a repeated line's loose pairs count on a record line only
