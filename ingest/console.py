@@ -82,6 +82,7 @@ class LinePattern:
     example: str
     expect: dict[str, float] = field(default_factory=dict)
     tag: str | None = None  # the metric's name when the regex has no `key` group
+    tags: tuple[tuple[str, str], ...] = ()  # (group, metric's name) for a message that holds several values
 
 
 _COUNTED = r"(?:\x00[\x00\s]*|(?:epoch|iteration|iter|step|batch)\s*\d+\s*)"  # a counter, blanked or not
@@ -200,6 +201,16 @@ PATTERNS: list[LinePattern] = [
         rf"\bloss[ _]scale(?: is| has been)? (?:adjusted|reduced|decreased|lowered|halved|changed|updated) to:?"
         rf"\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "Overflow occurs, the loss scale is adjusted to 32768.0", {"loss_scale": 32768.0}, tag="loss_scale"),
+    # A clipping message with the norm it clipped and the threshold (Caffe's `Gradient clipping: scaling down
+    # gradients (L2 norm 5120.3 > 35) by scale factor 0.0068`; `clipping gradient norm 12.5 to 1.0`): evidence of the
+    # gradients where no loss is printed. Printed on clipped steps only: the norm is the norm before clipping.
+    LinePattern("grad_clipping", "assign", _p(
+        rf"(?i:gradient clipping|clipping gradients?|clip(?:ped|ping)? grad(?:ient)?s?)\b[^\n]{{0,80}}?"
+        rf"(?:(?:L\d )?norm[:=]?\s*(?P<norm>{NUM})\s*(?:>|to|exceeds|above)\s*(?:max(?:_norm)?[:=]?\s*)?"
+        rf"(?P<threshold>{NUM}))(?:\)?\s*(?:by )?(?:scale )?factor[:=]?\s*(?P<factor>{NUM}))?{_NUM_END}"),
+        "Gradient clipping: scaling down gradients (L2 norm 5120.3 > 35) by scale factor 0.0068",
+        {"grad_norm": 5120.3, "grad_clip": 35, "clip_scale": 0.0068},
+        tags=(("norm", "grad_norm"), ("threshold", "grad_clip"), ("factor", "clip_scale"))),
     LinePattern("epoch_time", "assign", _p(
         rf"\b(?:time|took)\s+(?:this|per|for this|of this)\s+epoch\s*[=:]?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "epoch 3, loss=0.52, time this epoch= 2.68", {"epoch": 3, "loss": 0.52, "epoch_time": 2.68}, tag="epoch_time"),
@@ -454,6 +465,11 @@ def _trace(text: str) -> _Shape:
                 metrics.append((*match.span("value"), *match.span("value"), pattern.tag))
                 text = _blank(text, match.span(), blanked)
                 continue
+            if pattern.tags:  # a message of several values, each under the pattern's name for it
+                metrics.extend((*match.span(g), *match.span(g), tag) for g, tag in pattern.tags
+                               if match.group(g) is not None)
+                text = _blank(text, match.span(), blanked)
+                continue
             ks, ke = _stripped(text, *match.span("key"))
             key = text[ks:ke] if any(s < ke and ks < e for s, e in blanked) else None
             exact = exact and key is None
@@ -545,6 +561,13 @@ def _blank(text: str, span: tuple[int, int], blanked: list[tuple[int, int]] | No
 def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
     """Points from byte `start` on, one chunk per ~8 MiB of complete lines."""
     with path.open("rb") as f:
+        if _is_csv(f.read(4096)):
+            # a CSV under a log's name (Keras's own example: `CSVLogger('training.log')`): the CSV reader's
+            from ingest.tabular import read_csv
+
+            yield from read_csv(path, start)
+            return
+        f.seek(0)
         head = f.read(4096) if start == 0 else b""
         if start == 0 and _is_binary(head):
             # Nothing is consumed: a log whose first bytes only looked binary (a short head, a multi-byte
@@ -581,6 +604,23 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             if not block:
                 yield Chunk(end=offset, issues=state.issues(path.name))
                 return
+
+
+_CSV_NAME = re.compile(r"^\s*[A-Za-z_][\w ./@%()\[\]-]*\s*$")
+_CSV_VALUE = re.compile(rf"^\s*(?:{NUM}|)\s*$")
+
+
+def _is_csv(head: bytes) -> bool:
+    """A header of two or more names apart by commas, then rows of as many values (numbers or empty)."""
+    lines = head.decode("utf-8", errors="replace").splitlines()[:-1] if b"\n" in head else []
+    lines = [line for line in lines if line.strip()]
+    if len(lines) < 2:
+        return False
+    names = lines[0].split(",")
+    if len(names) < 2 or not all(_CSV_NAME.match(n) for n in names):
+        return False
+    return all(len(row.split(",")) == len(names) and all(_CSV_VALUE.match(v) for v in row.split(","))
+               for row in lines[1:])
 
 
 IDLE_SECONDS = 60.0  # a log unchanged this long is finished: its last line, even without a line break, is read
@@ -1110,7 +1150,7 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
         return False, "it holds no text lines"
     if bare:
         return False, (f"{bare:,} of its {sampled} are bare values, too few to be a series"
-                       if state.stem_tag else f"its lines are bare values, but its name does not say of what")
+                       if state.stem_tag else "its lines are bare values, but its name does not say of what")
     if counted or named or records:
         return False, (f"of its {sampled}, {counted} carry a metric with a step or epoch and {named} a named "
                        f"quantity (loss, accuracy, lr, ...): too few for a training log")

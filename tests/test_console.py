@@ -451,7 +451,13 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             continue  # a tqdm bar's own rate is not read
         for match in list(pattern.regex.finditer(text)):
             covered += match.end() - match.start()
-            out.metrics.setdefault(match["key"].strip() if pattern.tag is None else pattern.tag, float(match["value"]))
+            if pattern.tags:
+                for group, tag in pattern.tags:
+                    if match[group] is not None:
+                        out.metrics.setdefault(tag, float(match[group]))
+            else:
+                out.metrics.setdefault(match["key"].strip() if pattern.tag is None else pattern.tag,
+                                       float(match["value"]))
             text = C._blank(text, match.span())
     counted = out.step is not None or out.epoch is not None or out.batch is not None
     text = C._WIDE_SEPARATOR.sub(r"\1 ", text)
