@@ -388,13 +388,25 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
 _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
                    rf"|\[\s*(?P<l>[-+]?\d*\.\d+(?:[eE][-+]?\d+)?)\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
-_REPR_HINT = r"tensor\(|±|\+/?-\s*\d|\[\s*[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\s*\]|\d[A-Za-z_]{3,}\s*[:=]"
+_REPR_HINT = r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d|tensor\(|±|\+/?-\s*\d|\[\s*[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\s*\]|\d[A-Za-z_]{3,}\s*[:=]"
 _NEEDS_NORMAL = re.compile(_REPR_HINT)
+
+
+# A name before a list of values (`TD Error [2354.3, 1952.9]`, a numpy array's `[101.   9.]`, per-group `lr: [0.1,
+# 0.01]`): each value is the name's element (`TD Error_0: 2354.3, TD Error_1: 1952.9`).
+_NAMED_LIST = re.compile(rf"(?P<key>(?<![\w.-])[A-Za-z][\w.-]*(?: [A-Za-z][\w.-]*)?)\s*:?\s*"
+                         rf"\[\s*(?P<items>{NUM}(?:(?:\s*,\s*|\s+){NUM}){{1,7}})\s*,?\s*\]")
+
+
+def _named_list(match: re.Match[str]) -> str:
+    key = match.group("key")
+    return ", ".join(f"{key}_{i}: {v}" for i, v in enumerate(_LIST_ITEM.findall(match.group("items")))) + ","
 
 
 def _normalise(text: str) -> str:
     if not _NEEDS_NORMAL.search(text):
         return text
+    text = _NAMED_LIST.sub(_named_list, text)
     text = _REPR.sub(lambda m: m.group("t") or m.group("l") or m.group("pm") + m.group("pmu"), text)
     return _GLUED.sub(" ", text)
 
@@ -525,10 +537,37 @@ def _trace(text: str) -> _Shape:
                     taken.append("phrase")
             else:
                 loose.append((*spans, tag))
+    if (metrics or loose) and _GROUP_LABEL.search(line):
+        metrics, loose = _grouped(line, metrics), _grouped(line, loose)
+        exact = exact and not any(key is not None and any(c.isdigit() for c in key) for *_, key in metrics + loose)
     looks = not metrics and LOOKS_LIKE_METRIC.search(line) is not None
     record = 2 * covered >= sum(not c.isspace() for c in line)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
                   tuple(loose) if record else (), tuple(taken), prefix)
+
+
+# A group of values under a label that names them losses (`[Losses: x 0.27, y 0.25, total 15.1, recall: 0.1]`,
+# spaCy's `Losses {'ner': 172.9}`): each value in it whose name says nothing of its own is that loss's part
+# (`Losses x`, `Losses ner`); one that names a quantity (`recall`, `precision`, `acc`) keeps its name.
+_GROUP_LABEL = re.compile(r"\b(?P<label>[A-Za-z_]*?(?:[Ll]oss(?:es)?|LOSS(?:ES)?))\s*(?::\s*(?!(?i:nan|inf))(?=[A-Za-z'\"\[{(])|(?=[\[{(]))")
+_GROUP_END = re.compile(r"[\]})]|$")
+_OWN_NAMES = re.compile(r"(?i)recall|precision|acc|f1|map|ap\b|iou|lr|time|speed|eta|mem")
+
+
+def _grouped(line: str, parts: list[tuple[int, int, int, int, str | None]]) -> list[tuple[int, int, int, int, str | None]]:
+    groups = []
+    for match in _GROUP_LABEL.finditer(line):
+        opened = line[match.end():match.end() + 1] in "[{("
+        end = _GROUP_END.search(line, match.end() + (1 if opened else 0))
+        groups.append((match.group("label"), match.end(), end.start() if end else len(line)))
+    out = []
+    for ks, ke, vs, ve, key in parts:
+        name = line[ks:ke] if key is None else key
+        label = next((g for g, start, end in groups if start <= ks and ve <= end), None)
+        if label is not None and role_of(name).role == "other" and not _OWN_NAMES.search(name):
+            key = f"{label} {name}"
+        out.append((ks, ke, vs, ve, key))
+    return out
 
 
 def _stripped(text: str, start: int, end: int) -> tuple[int, int]:

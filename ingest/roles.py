@@ -73,7 +73,7 @@ def role_of(name: str) -> Role:
         return Role("other")  # W&B UI exports' companions of a down-sampled column: extremes, not the series
     w = words(name)
     split = next((SPLIT_WORDS[x] for x in w if x in SPLIT_WORDS), None)
-    rest = [x for x in w if x not in SPLIT_WORDS]
+    rest = ["loss" if x == "losses" else x for x in w if x not in SPLIT_WORDS]  # `Losses x`: a part of the loss
     ws = set(rest)
     is_val = split in ("val", "test")
 
@@ -97,9 +97,11 @@ def role_of(name: str) -> Role:
         # `min_loss`, `best_loss` (a running extreme), `LOSS_WEIGHT`, `FOCAL_LOSS_GAMMA`, `l1_w` (a config's
         # setting, printed in its dump): numbers about a loss, not the loss
         return Role("other", split)
-    if _PRINTED_LOSS.match(name) or ws & LOSS_NAMES or {"smooth", "l"} <= ws or {"td", "error"} <= ws:
+    if _PRINTED_LOSS.match(name) or ws & LOSS_NAMES and not ws & ({"time"} | TIME_UNITS) or {"smooth", "l"} <= ws \
+            or {"td", "error"} <= ws:
         # names a loss without the word: an objective's own name (`cost`, `objective`, `energy`, DL4J's `Score`),
-        # a loss function's (`SmoothL1`, `huber`, `bce`, `ctc`, `focal`), BasicSR's `l_pix`, a critic's `TD Error`
+        # a loss function's (`SmoothL1`, `huber`, `bce`, `ctc`, `focal`), BasicSR's `l_pix`, a critic's `TD Error`;
+        # not a duration (MXNet's `Time cost=140.9`)
         return Role("val_loss" if is_val else "train_loss", split, canonical=False)
     if "loss" in ws or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
         extra = ws - {"loss", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS

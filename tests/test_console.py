@@ -491,6 +491,20 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
     if repeated and loose and len(out.metrics) + len(loose) >= 2 and 2 * covered >= chars:
         for tag, value in loose:
             out.metrics.setdefault(tag, value)
+    if C._GROUP_LABEL.search(line):  # `[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`
+        groups = []
+        for match in C._GROUP_LABEL.finditer(line):
+            opened = line[match.end():match.end() + 1] in "[{("
+            end = C._GROUP_END.search(line, match.end() + (1 if opened else 0))
+            groups.append((match["label"], match.end(), end.start()))
+        renamed = {}
+        for tag, value in out.metrics.items():
+            at = line.find(tag)
+            label = next((g for g, s, e in groups if s <= at < e), None)
+            if label is not None and C.role_of(tag).role == "other" and not C._OWN_NAMES.search(tag):
+                tag = f"{label} {tag}"
+            renamed.setdefault(tag, value)
+        out.metrics = renamed
     if prefix is not None:  # `Test: [10/196] ... Loss 0.8`: `Test Loss`, unless the tag names a split itself
         out.metrics = {(t if any(w in C.SPLIT_WORDS for w in C.words(t)) else f"{prefix} {t}"): v
                        for t, v in out.metrics.items()}
