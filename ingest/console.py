@@ -386,9 +386,9 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
 # list `[ 0.4127735]`, `0.41±0.02`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
 _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
-                   rf"|\[\s*(?P<l>[-+]?\d*\.\d+(?:[eE][-+]?\d+)?)\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
+                   rf"|(?P<lpre>[A-Za-z_][:=]?\s?)\[\s*(?P<l>[-+]?\d*\.\d+(?:[eE][-+]?\d+)?)\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
-_REPR_HINT = r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d|tensor\(|±|\+/?-\s*\d|\[\s*[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\s*\]|\d[A-Za-z_]{3,}\s*[:=]"
+_REPR_HINT = r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d|tensor\(|±|\+/?-\s*\d|[A-Za-z_][:=]?\s?\[\s*[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\s*\]|\d[A-Za-z_]{3,}\s*[:=]"
 _NEEDS_NORMAL = re.compile(_REPR_HINT)
 
 
@@ -407,7 +407,8 @@ def _normalise(text: str) -> str:
     if not _NEEDS_NORMAL.search(text):
         return text
     text = _NAMED_LIST.sub(_named_list, text)
-    text = _REPR.sub(lambda m: m.group("t") or m.group("l") or m.group("pm") + m.group("pmu"), text)
+    text = _REPR.sub(lambda m: m.group("t") or m.group("l") and m.group("lpre") + m.group("l")
+                     or m.group("pm") + m.group("pmu"), text)
     return _GLUED.sub(" ", text)
 
 
@@ -967,13 +968,15 @@ class _State:
                 return row[0], {**counters, **row[1]}, False, ("header_table",), None
             if self.stem_tag:
                 listed = _bare_values(text)
-        if not metrics and listed is None and _HEADER.match(text):
+        if not metrics and listed is None:
             self.note_header(text)
         return metrics, counters, looks, patterns, listed
 
     def note_header(self, text: str) -> None:
         """Remember a table's header row (`Epoch\tLR\tTrain Loss`, `  Epoch   gpu_mem   box   obj`): two or more
         names, apart by tabs, runs of spaces or `|`, after at most one field of prefix (a time, a logger)."""
+        if "\t" not in text and "  " not in text and "|" not in text:
+            return  # one field: no table
         fields = _fields(text)
         names = 0
         for f in reversed(fields):
@@ -1086,7 +1089,6 @@ _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
 _VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?[A-Za-z%]{{0,2}}|N/?A|None|-+")
-_HEADER = re.compile(rf"^[^\t|]*?{_NAME_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT})+[\s|]*(?::?\s*\d+%\|.*)?$")
 _ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*)$")
 COUNTER_COLUMNS = {"epoch": "epoch", "ep": "epoch", "batch": "batch", "iter": "step", "iters": "step",
                    "iteration": "step", "it": "step", "step": "step", "steps": "step"}
