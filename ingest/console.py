@@ -56,12 +56,14 @@ from ingest.roles import MEMORY_UNITS, SPLIT_WORDS, role_of, words
 NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 METRIC_WORDS = re.compile(
-    r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b",
+    r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
+    r"|cost|objective|nll|xent|energy",
     re.I)
 RATE_UNITS = (r"(?:ms|s|sec)/(?:it|iter|step|batch)"
               r"|(?:it|iter|iters|samples|tokens|img|imgs|images|ex|examples)/s(?:ec)?")
 CHUNK_BYTES = 8 << 20
 MAX_LINES_LISTED = 10
+MAX_SAMPLE_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,12 @@ PATTERNS: list[LinePattern] = [
     # argparse's `Namespace(batch_size=10, lr=0.0005, ...)`, printed at start: the run's arguments, not metrics.
     LinePattern("argparse_namespace", "ignore", _p(r"\bNamespace\([^()]*\)"),
                 "Namespace(batch_size=10, cuda=True, gamma=0.1, lr=0.0005, momentum=0.9, resume=None)"),
+    # A dump of settings under their label (YOLOv5's `hyperparameters: lr0=0.01, box=0.05, ...`, `args: {'lr': ...}`,
+    # `config: {...}`): the run's settings, not logged values, though their names are those of metrics.
+    LinePattern("settings_dump", "ignore", _p(
+        r"\b(?i:hyper-?parameters|hyps?|hparams|args|arguments|config|configuration|options|opts?|params|parameters"
+        r"|settings|kwargs|cfg)\s*[:=]\s*[{(\[]?\s*['\"]?[A-Za-z_][\w.]*['\"]?\s*[:=].*$"),
+        "hyperparameters: lr0=0.01, lrf=0.1, momentum=0.937, box=0.05, cls=0.5, obj=1.0"),
     # --- counters -----------------------------------------------------------------------------------
     LinePattern("global_step", "counter", _p(r"\b(?:Global Step|global[_ ]step)\s*[:=]?\s*(?P<step>\d+)\b", re.I),
                 "Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0",
@@ -136,6 +144,9 @@ PATTERNS: list[LinePattern] = [
     LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
+    # A loop's index printed as `idx: N` (`print(f"idx: {i}loss: {loss}")`): the step.
+    LinePattern("index", "counter", _p(r"\b(?:idx|index|Idx|Index|IDX)\s*[:=]\s*(?P<step>\d+)(?!\.\d)"),
+                "idx: 0loss: tensor(8.4650, grad_fn=<NegBackward>)", {"step": 0, "loss": 8.465}),
     # An evaluation pass's lines in PyTorch's ImageNet example, DeiT/MAE's MetricLogger and timm: `Test: [b/N]`.
     # Their `Loss`, `Acc@1` are the validation's: the tags take the split's word (`Test Loss`), so they do not
     # join the training's `Loss` (a tag that names a split already keeps its own).
@@ -230,7 +241,7 @@ PATTERNS: list[LinePattern] = [
     # value quoted too where the writer printed strings (fairseq's json log format, transformers 5's console).
     LinePattern("dict_item", "assign", _p(
         rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*"
-        rf"['\"]?(?P<value>{NUM})(?:['\"](?=\s*[,}}]))?{_NUM_END}"),
+        rf"(?P<quote>['\"])?(?P<value>{NUM})(?(quote)['\"]){_NUM_END}"),
                 "{'loss': 0.6931, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.27}",
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
     # `name:value` with no space (modded-nanogpt's `step:1/20000 train_loss:6.9319 train_time:132ms`, `train loss:1.2`):
@@ -385,10 +396,12 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
 # list `[ 0.4127735]`, `0.41±0.02`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
+_FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
 _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
-                   rf"|(?P<lpre>[A-Za-z_][:=]?\s?)\[\s*(?P<l>[-+]?\d*\.\d+(?:[eE][-+]?\d+)?)\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
+                   rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
-_REPR_HINT = r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d|tensor\(|±|\+/?-\s*\d|[A-Za-z_][:=]?\s?\[\s*[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\s*\]|\d[A-Za-z_]{3,}\s*[:=]"
+_REPR_HINT = (r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d|tensor\(|±|\+/?-\s*\d"
+              rf"|[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]|\d[A-Za-z_]{{3,}}\s*[:=]")
 _NEEDS_NORMAL = re.compile(_REPR_HINT)
 
 
@@ -710,7 +723,7 @@ _NUMBER_START = r"[-+]{0,2}[\d.nNiI]"  # where NUM can begin (a sign, a digit, `
 _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
     # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
-    r"(?i:step|iter|epoch|batch)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
+    r"(?i:step|iter|epoch|batch|idx|index)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
@@ -721,7 +734,8 @@ _CANDIDATE = "|".join([
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
 # but a letter or `_` is let through, and n, N, i, I.
-_METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy)"
+_METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy"
+                r"|cost|objective|nll|xent|energy)"
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
 _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
@@ -836,6 +850,7 @@ class _State:
     assumed: int | None = None  # line number of the first stamp whose date was assumed
     unmatched: list[int] = field(default_factory=list)
     n_unmatched: int = 0
+    unmatched_sample: str | None = None  # the first of them, as printed
     outlines: dict[str, int] = field(default_factory=dict)  # lines seen per outline (`_candidate_lines`)
     # The epoch of the last line that printed an epoch and nothing else (`Epoch 3/10` above Keras' bar,
     # `epoch 3` above `loss: 0.52`): the epoch of the record lines under it that print none of their own.
@@ -924,6 +939,8 @@ class _State:
                     self.n_unmatched += 1
                     if len(self.unmatched) < MAX_LINES_LISTED:
                         self.unmatched.append(line_no)
+                    if self.unmatched_sample is None:
+                        self.unmatched_sample = text.strip()[:MAX_SAMPLE_CHARS]
                 if step is not None:
                     self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
@@ -1071,15 +1088,16 @@ class _State:
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""
+            sample = f"; the first reads: {self.unmatched_sample!r}" if self.unmatched_sample else ""
             out.append(Issue(self.unmatched[0], "unmatched_lines",
-                             f"{self.n_unmatched} lines of {name} look like metrics but match no pattern "
-                             f"(lines {lines}{more}); add a LinePattern to ingest/console.py PATTERNS"))
+                             f"{self.n_unmatched} lines of {name} look like metrics but nothing was read from them "
+                             f"(lines {lines}{more}){sample}"))
         if self.assumed is not None:
             out.append(Issue(self.assumed, "assumed_date",
                              f"{name} stamps lines without a full date (first at line {self.assumed}); their "
                              f"wall_time is placed on 1970-01-01 UTC: durations hold, dates do not"))
             self.assumed = None
-        self.unmatched, self.n_unmatched = [], 0
+        self.unmatched, self.n_unmatched, self.unmatched_sample = [], 0, None
         return out
 
 
@@ -1169,7 +1187,7 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
     for line in texts:
         metrics, counters, _, _, looks, _ = _parse(line)
         metrics, counters, _, patterns, listed = state.tabled(line, metrics, counters, looks, ())
-        if listed:
+        if listed or not metrics and _bare_values(line):
             bare += 1
             continue
         if patterns == ("header_table",) and metrics:
@@ -1184,7 +1202,7 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
             records[outline(line)] = records.get(outline(line), 0) + 1
         if counted >= 2 or tabled >= 2 or max(records.values(), default=0) >= REPEATS:
             return True, "its lines carry metrics"
-    if bare and bare >= 0.9 * len(texts):
+    if bare and bare >= 0.9 * len(texts) and state.stem_tag:
         return True, f"its lines are values of {state.stem_tag}"
     sampled = f"{len(texts):,} sampled lines"
     if not texts:

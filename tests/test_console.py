@@ -561,6 +561,8 @@ class _ReferenceState(C._State):
                     self.n_unmatched += 1
                     if len(self.unmatched) < C.MAX_LINES_LISTED:
                         self.unmatched.append(line_no)
+                    if self.unmatched_sample is None:
+                        self.unmatched_sample = text.strip()[:C.MAX_SAMPLE_CHARS]
                 if parsed.step is not None:
                     self.last_step, self.step_tags = parsed.step, frozenset()
                 if parsed.epoch is not None:
