@@ -189,6 +189,12 @@ PATTERNS: list[LinePattern] = [
         rf"\b(?P<key>[A-Za-z][A-Za-z ]*?[Ll]oss)\s+(?P<step>\d+):?\s+(?P<value>{NUM}){_NUM_END}"),
         " **Train loss 12002 4.972964** Grad Norm inf 1.78s/it",
         {"step": 12002, "Train loss": 4.972964, "Grad Norm": float("inf"), "s/it": 1.78}),
+    # darknet's `%d: %f, %f avg loss, %f rate, ...`: the iteration, then the batch's value unnamed beside its running
+    # average, which names them both (`avg loss`): the first is the loss.
+    LinePattern("value_beside_average", "counter", _p(
+        rf"^\s*(?P<step>\d+):\s*(?P<value>{NUM}),\s*{NUM}\s+(?:avg|average|mean)\s+(?P<key>[A-Za-z]\w*){_NUM_END}"),
+        " 1: 364.146759, 364.146759 avg loss, 0.000000 rate, 0.641364 seconds, 48 images, -1.000000 hours left",
+        {"step": 1, "loss": 364.146759}),
     LinePattern("tqdm_bar", "counter", _p(r"\d+%\|[^|\n]*\|\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),

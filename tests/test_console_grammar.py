@@ -278,3 +278,18 @@ def test_an_unended_last_line_waits_while_the_file_is_being_written(tmp_path):
     old = time.time() - 2 * C.IDLE_SECONDS
     os.utime(log, (old, old))
     assert _frame(log)["value"].to_list() == [0.5, 0.4]
+
+
+def test_discovery_finds_a_run_whose_log_opens_with_a_long_dump(tmp_path):
+    from ingest.discovery import discover_runs
+
+    run = tmp_path / "exp1"
+    run.mkdir()
+    dump = "".join(f"  model.layers.{i}.attention.dropout: 0.1\n" for i in range(2000))  # ~80 KB of config
+    records = "".join(f"[INFO|2024-11-26 22:{i:02d}:01] >> {{'loss': {2 - i / 50}, 'epoch': {i / 10}}}\n"
+                      for i in range(40))
+    (run / "stdout").write_text("LlamaConfig {\n" + dump + "}\n" + records)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("try a lower lr: 0.1 was too high, 0.01 next\n")
+    found = discover_runs(tmp_path)
+    assert [(r.path.name, r.kind) for r in found] == [("exp1", "console_log")]
