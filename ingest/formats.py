@@ -205,7 +205,8 @@ SAMPLE_BYTES = 16 << 10  # bytes `sample` takes at each of a file's head, middle
 def sample(path: Path, n: int = SAMPLE_BYTES) -> bytes:
     """A file's bytes where it is small, else its first `n` bytes and whole lines from its middle and its end,
     joined by line breaks: a log whose first kilobytes are an environment or config dump, or that holds several
-    launches, is known by what it prints later. b"" when it cannot be read."""
+    launches, is known by what it prints later. A binary file (NULs in its first 4 KiB) gives its head only; b""
+    when it cannot be read."""
     try:
         with path.open("rb") as f:
             size = f.seek(0, 2)
@@ -213,6 +214,8 @@ def sample(path: Path, n: int = SAMPLE_BYTES) -> bytes:
             if size <= 3 * n:
                 return f.read()
             parts = [f.read(n)]
+            if b"\x00" in parts[0][:4096]:
+                return parts[0]  # binary: no line of it is sampled further
             for at in (size // 2 - n // 2, size - n):
                 f.seek(at)
                 part = f.read(n)
