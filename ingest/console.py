@@ -108,6 +108,10 @@ PATTERNS: list[LinePattern] = [
         {"step": 2, "loss": float("nan")}),
     LinePattern("bracket_time", "time", _p(r"\[(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]"),
                 "[10:00:00] step 5 loss: 0.25", {"step": 5, "loss": 0.25}),
+    # A date and time without separators in the date (`20191107-14:02:11`, `20191107_140211`).
+    LinePattern("compact_time", "time", _p(
+        r"(?<!\d)(?P<y>\d{4})(?P<mo>\d{2})(?P<d>\d{2})[-_ T](?P<h>\d{2}):?(?P<mi>\d{2}):?(?P<s>\d{2})(?!\d)"),
+        "20191107-14:02:11  total_loss: 3.81", {"total_loss": 3.81}),
     # A time of day in a stamp of another form (`[03.24.23|09:56:11]`, `INFO - 09/02/20 14:18:08 - ...`,
     # `06:38:14.898 [main] INFO ...`), not a tqdm bar's elapsed or remaining time (`<`).
     LinePattern("time_of_day", "time", _p(
@@ -141,6 +145,9 @@ PATTERNS: list[LinePattern] = [
     # `Epoch [e/E], Step [s/N]` (the PyTorch tutorials' loop): the step within the epoch, so its batch.
     LinePattern("step_bracket_of", "counter", _p(r"\b(?:step|Step|STEP)\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]"),
                 "Epoch [1/50], Step [6/48], Loss: nan", {"epoch": 1, "batch": 6, "Loss": float("nan")}),
+    # tqdm-style `it N |`, `It 300:` (an iteration's short name before a separator): the step, not a metric `it`.
+    LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[|,:\]]|\s{2,}|\s*$)"),
+                "epoch 2 it 300 | loss 0.3", {"epoch": 2, "step": 300, "loss": 0.3}),
     LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
@@ -278,7 +285,7 @@ PHRASE = re.compile(
     rf"^(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
 _PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
-              r"(?P<unit>%)?(?P<unit2>)")
+              r"(?P<unit>%|ms\b|s\b)?(?P<unit2>)")
 _PAIR_IN_RUN = re.compile(_PAIR_TEXT)
 _PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}$")
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
@@ -407,7 +414,7 @@ _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 _REPR_HINT = (r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d|tensor\(|±|\+/?-\s*\d"
-              rf"|[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]|\d[A-Za-z_]{{3,}}\s*[:=]")
+              rf"|[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]|\d[A-Za-z_]{{3,}}\s*[:=]|\dm\s*\d+(?:\.\d+)?s\b")
 _NEEDS_NORMAL = re.compile(_REPR_HINT)
 
 
@@ -422,9 +429,19 @@ def _named_list(match: re.Match[str]) -> str:
     return ", ".join(f"{key}_{i}: {v}" for i, v in enumerate(_LIST_ITEM.findall(match.group("items")))) + ","
 
 
+# A duration in hours, minutes and seconds (`9m 2s`, `1h 3m 2.5s`): its seconds (`542s`).
+_DURATION = re.compile(r"\b(?:(?P<h>\d+)h\s*)?(?P<m>\d+)m\s*(?P<s>\d+(?:\.\d+)?)s\b")
+
+
+def _seconds(match: re.Match[str]) -> str:
+    total = int(match.group("h") or 0) * 3600 + int(match.group("m")) * 60 + float(match.group("s"))
+    return f"{total:g}s"
+
+
 def _normalise(text: str) -> str:
     if not _NEEDS_NORMAL.search(text):
         return text
+    text = _DURATION.sub(_seconds, text)
     text = _NAMED_LIST.sub(_named_list, text)
     text = _REPR.sub(lambda m: m.group("t") or m.group("l") and m.group("lpre") + m.group("l")
                      or m.group("pm") + m.group("pmu"), text)
@@ -729,7 +746,7 @@ _NUMBER_START = r"[-+]{0,2}[\d.nNiI]"  # where NUM can begin (a sign, a digit, `
 _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
     # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
-    r"(?i:step|iter|epoch|batch|idx|index)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
+    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
