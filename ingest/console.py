@@ -7,13 +7,27 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
 2. counter  the global step (`iter N`, `step N/M`, `Iteration N`, `Global Step: N`, `[Iteration N]`,
             `global_step=N`, fairseq's `num_updates=N`), the epoch (`Epoch[e]`, `Epoch e/E`, `Epoch: e`, `epoch=e`) and the batch
             (`Batch[b]`, a tqdm bar's `n/total`);
-3. assign   explicit pairs anywhere on the line: `key=value`, `key = value`, `'key': value` (a printed
-            dict, as HF's Trainer prints its logs);
+3. assign   explicit pairs anywhere on the line: `key=value`, `key = value`, `'key': value` and `'key': '1.1'` (a
+            printed dict, as HF's Trainer and fairseq's json format print their logs), `name:value` with no
+            space (`train loss:1.234`), a box table's row (`|  loss  | -0.016 |`), a sentence with its counters
+            inside (`Score at iteration 0 is 1.62`), and messages whose values have fixed names (loss-scale
+            changes, gradient clipping: `grad_norm`, `grad_clip`, `clip_scale`);
 4. phrase   what is left is cut into clauses (at `,` `;` `|` brackets, `. ` and runs of 2+ spaces) and a
             clause that reads `Some Words[:| is] value [unit]` is a metric (`Train loss 1.593`,
             `Loss is Infinity`, `Speed: 2.38 samples/sec`). Such loose pairs count only on lines that
             carry a counter, or when the key names a metric (loss, acc, lr, grad, norm, ppl, ...), so a
             traceback's `line 71` is not a metric.
+
+Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
+`0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
+`TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`). After them, values inside a
+group labelled as losses are its parts (`[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`).
+
+Beside the line passes (`_State.tabled`): a row of values under a header row printed earlier with as many fields
+(apart by tabs, runs of spaces or `|`) takes its names from the header (`Epoch  gpu_mem  box  obj`, a TSV with
+a trailing tab, AllenNLP's `Training | Validation`); a counter's column (`Epoch`, `Batch`, `Iter`) is the row's
+counter. In a file whose name names a quantity (`loss.txt`), bare values (`0.693`, `12: 0.693`, one list
+`[0.33, 0.13]`) take that name.
 
 Tags keep the writer's spelling (`Train loss`, `IDLoss`, `loss`). Values `nan`, `inf`, `-inf`,
 `Infinity`, `NaN` are read as such.
@@ -33,9 +47,14 @@ of the last full date seen earlier in the file; before any, they are placed on 1
 Issue(kind="assumed_date") says so. A time-of-day going backwards moves the assumed date on one day.
 
 Lines that look like metrics (a number next to a metric-like word) but gave none are counted: one
-Issue(kind="unmatched_lines") per read with the count and the first line numbers. Binary junk gives
-one Issue(kind="not_this_format"). The file is append-only: `start` is a byte offset, and only
-complete lines (ending in `\\n` or `\\r`) are read; a partial last line waits for the next ingest.
+Issue(kind="unmatched_lines") per read with the count, the first line numbers and the first such line. Binary
+junk gives one Issue(kind="not_this_format"). The file is append-only: `start` is a byte offset, and only
+complete lines (ending in `\\n` or `\\r`) are read; a partial last line waits for the next ingest, unless the
+file has not changed for `IDLE_SECONDS` (a finished run's last print, never ended). A CSV under a log's name
+(Keras's `CSVLogger('training.log')`) is read by the CSV reader.
+
+Recognition (`sniff_console`, for files no name claims): lines sampled from a file's head, middle and tail
+(`ingest.formats.sample`), not its first kilobytes; a text file not taken is told why (`why_not_console`).
 """
 
 from __future__ import annotations

@@ -55,8 +55,6 @@ VERSION_DIR = re.compile(r"^version_\d+$")
 HF_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
 LIGHTNING_FILES = {"metrics.csv", "hparams.yaml"}
 SNIFFED_LOGS = 3  # console logs sampled (`ingest.formats.sample`) per folder before giving up on rule 2's console_log
-# Names a run's text output is saved under besides the console names (`*.log`, `*.out`, `nohup.out`, ...): sniffed.
-TEXT_SUFFIXES = ("", ".md", ".txt", ".text", ".log", ".out", ".err")
 
 
 @dataclass(frozen=True)
@@ -185,8 +183,9 @@ def _log_kind(path: Path, entries: list[_Entry]) -> tuple[str, str] | None:
 
 
 def _may_be_text_log(name: str) -> bool:
-    suffix = PurePosixPath(name).suffix.lower()
-    return not name.startswith(".") and (suffix in TEXT_SUFFIXES or not suffix[1:].isalpha())
+    from ingest.formats import may_be_text_log
+
+    return may_be_text_log(PurePosixPath(name))
 
 
 def _tool_folder_units(path: Path, tool: str) -> list[str]:

@@ -199,6 +199,16 @@ def format_for(rel: PurePosixPath, head: Callable[[], bytes] | None = None) -> F
     return next((f for f in sniffers if f.sniff(first, rel)), None)
 
 
+# Names a run's printed output is saved under (`train.log`, `nohup.out`, `log_train.txt`, `stdout`, a log pasted in
+# `issue.md`): a text file of these that no reader takes is a read problem, with the reason.
+TEXT_LOG_SUFFIXES = ("", ".md", ".txt", ".text", ".log", ".out", ".err")
+
+
+def may_be_text_log(rel: PurePosixPath) -> bool:
+    suffix = rel.suffix.lower()
+    return not rel.name.startswith(".") and (suffix in TEXT_LOG_SUFFIXES or not suffix[1:].isalpha())
+
+
 SAMPLE_BYTES = 16 << 10  # bytes `sample` takes at each of a file's head, middle and tail
 
 

@@ -32,7 +32,7 @@ from ingest.batches import FoundBatch, find_batches, read_batch
 from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints, read_checkpoint, tensor_deltas
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
-from ingest.formats import Format, format_for, sample, why_unread
+from ingest.formats import Format, format_for, may_be_text_log, sample, why_unread
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
@@ -226,7 +226,7 @@ def _ingest_locked(root: Path, db: Path, run_id: str, files: list[PurePosixPath]
         fmt = format_for(rel, lambda rel=rel: sampled.append(sample(root / rel)) or sampled[-1])
         if fmt is None:
             report.unknown.append(storable(str(rel)))
-            if sampled and sampled[-1] and not _binary(sampled[-1]):
+            if sampled and sampled[-1] and may_be_text_log(rel) and not _binary(sampled[-1]):
                 # a text file no reader took: a read problem, with the reason (not just "unknown")
                 report.unread_text[storable(str(rel))] = why_unread(rel, sampled[-1])
         else:
