@@ -99,7 +99,7 @@ def role_of(name: str) -> Role:
         return Role("other", split)
     if _PRINTED_LOSS.match(name) or ws & LOSS_NAMES and not ws & ({"time"} | TIME_UNITS) or {"smooth", "l"} <= ws \
             or {"td", "error"} <= ws:
-        # names a loss without the word: an objective's own name (`cost`, `objective`, `energy`, DL4J's `Score`),
+        # names a loss without the word: an objective's own name (`cost`, `objective`, `energy`),
         # a loss function's (`SmoothL1`, `huber`, `bce`, `ctc`, `focal`), BasicSR's `l_pix`, a critic's `TD Error`;
         # not a duration (MXNet's `Time cost=140.9`)
         return Role("val_loss" if is_val else "train_loss", split, canonical=False)
@@ -159,7 +159,8 @@ def role_of(name: str) -> Role:
 
 
 LOSS_NAMES = {"cost", "objective", "energy", "smoothl1", "huber", "bce", "ctc", "focal"}
-_PRINTED_LOSS = re.compile(r"^(?:[Ss]core|SCORE|l_[a-z]\w*)$")
+# BasicSR's `l_pix`, `l_g_gan`. Not `score`: DL4J's score is its loss, but an agent's score is its reward.
+_PRINTED_LOSS = re.compile(r"^l_[a-z]\w*$")
 # Words that make a loss-named number a setting of the loss, not its value (`loss_weight`, `FOCAL_LOSS_GAMMA`).
 SETTING_WORDS = {"weight", "weights", "w", "coef", "coeff", "coefficient", "beta", "alpha", "gamma", "lambda", "type",
                  "freq", "power", "factor", "num", "threshold", "thresh", "eps", "temperature", "margin", "best"}
