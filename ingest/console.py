@@ -433,7 +433,7 @@ _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 _REPR_HINT = (r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d|tensor\(|±|\+/?-\s*\d"
-              rf"|[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]|\d[A-Za-z_]{{3,}}\s*[:=]|\dm\s*\d+(?:\.\d+)?s\b")
+              rf"|[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]|\d[A-Za-z_]{{3,}}\s*[:=]|\dm\s*\d+(?:\.\d+)?s\b|\d,\d\d\d")
 _NEEDS_NORMAL = re.compile(_REPR_HINT)
 
 
@@ -457,10 +457,15 @@ def _seconds(match: re.Match[str]) -> str:
     return f"{total:g}s"
 
 
+# A count printed with thousands separators (`iter: 121,400`, `PV:10,434,100`, f"{n:,}"): one number.
+_THOUSANDS = re.compile(r"(?<![\w.])(?<!\d,)\d{1,3}(?:,\d{3})+(?!\d|,\d|\.\d)")
+
+
 def _normalise(text: str) -> str:
     if not _NEEDS_NORMAL.search(text):
         return text
     text = _DURATION.sub(_seconds, text)
+    text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
     text = _NAMED_LIST.sub(_named_list, text)
     text = _REPR.sub(lambda m: m.group("t") or m.group("l") and m.group("lpre") + m.group("l")
                      or m.group("pm") + m.group("pmu"), text)
