@@ -301,3 +301,8 @@ def test_counts_with_thousands_separators_are_one_number():
     assert parse_line("[035420][Epoch 01/10] PV:10,434,100 Loss:14.286367").metrics == {"PV": 10434100,
                                                                                       "Loss": 14.286367}
     assert parse_line("[1,  2000] loss: 2.183").batch == 2000  # a pair of counters, not a number
+
+
+def test_a_stamps_milliseconds_after_a_comma_are_no_thousands():
+    parsed = parse_line("Training: 2023-11-14 22:13:37,195-Speed 2183.40 samples/sec   Loss 1.6935   Global Step: 30")
+    assert parsed.time["frac"] == "195" and parsed.metrics["Speed"] == 2183.4 and parsed.step == 30
