@@ -458,7 +458,7 @@ def _seconds(match: re.Match[str]) -> str:
 
 
 # A count printed with thousands separators (`iter: 121,400`, `PV:10,434,100`, f"{n:,}"): one number.
-_THOUSANDS = re.compile(r"(?<![\w.:])(?<!\d,)\d{1,3}(?:,\d{3})+(?!\d|,\d|\.\d)")
+_THOUSANDS = re.compile(r"(?<![\w.])(?<!\d:)(?<!\d,)\d{1,3}(?:,\d{3})+(?!\d|,\d|\.\d)")
 
 
 def _normalise(text: str) -> str:
