@@ -433,7 +433,8 @@ _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 _REPR_HINT = (r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d|tensor\(|±|\+/?-\s*\d"
-              rf"|[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]|\d[A-Za-z_]{{3,}}\s*[:=]|\dm\s*\d+(?:\.\d+)?s\b|\d,\d\d\d")
+              rf"|[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]|\d[A-Za-z_]{{3,}}\s*[:=]|\dm\s*\d+(?:\.\d+)?s\b"
+              r"|(?:^|[^\d:.,]|[A-Za-z_]:)\d{1,3},\d\d\d")  # not a stamp's milliseconds (`13:37,195`)
 _NEEDS_NORMAL = re.compile(_REPR_HINT)
 
 
