@@ -432,9 +432,15 @@ _FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?
 _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
-_REPR_HINT = (r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d|tensor\(|±|\+/?-\s*\d"
-              rf"|[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]|\d[A-Za-z_]{{3,}}\s*[:=]|\dm\s*\d+(?:\.\d+)?s\b"
-              r"|(?:^|[^\d:.,]|[A-Za-z_]:)\d{1,3},\d\d\d")  # not a stamp's milliseconds (`13:37,195`)
+_REPR_HINTS = [
+    r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
+    r"tensor\(", "±", r"\+/?-\s*\d",
+    rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
+    r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
+    r"\dm\s*\d+(?:\.\d+)?s\b",  # a duration
+    r"(?:^|[^\d:.,]|[A-Za-z_]:)\d{1,3},\d\d\d",  # thousands, not a stamp's milliseconds (`13:37,195`)
+]
+_REPR_HINT = "|".join(_REPR_HINTS)
 _NEEDS_NORMAL = re.compile(_REPR_HINT)
 
 
@@ -856,7 +862,11 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     rep = repeated[candidates]
     # Templates, as `_parse` makes them, in bulk; each new one is traced once (lines with ANSI escapes
     # or `f1` are left to `_parse`).
-    own = picked.str.contains(r"\x1b|f1|F1|" + _REPR_HINT).to_numpy()
+    # (each alternative of the hint on its own: polars' engine runs their union several times slower)
+    own = picked.str.contains(r"\x1b|f1|F1")
+    for hint in _REPR_HINTS:
+        own = own | picked.str.contains(hint)
+    own = own.to_numpy()
     templates = picked.str.replace_all("[1-9]", "0")
     shapes = {t: _cached_shape(t) for t in templates.filter(~own).unique().to_list()}
     busy = [t for t, shape in shapes.items() if not shape.idle]
