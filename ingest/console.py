@@ -132,9 +132,10 @@ PATTERNS: list[LinePattern] = [
         r"(?<!\d)(?P<y>\d{4})(?P<mo>\d{2})(?P<d>\d{2})[-_ T](?P<h>\d{2}):?(?P<mi>\d{2}):?(?P<s>\d{2})(?!\d)"),
         "20191107-14:02:11  total_loss: 3.81", {"total_loss": 3.81}),
     # A time of day in a stamp of another form (`[03.24.23|09:56:11]`, `INFO - 09/02/20 14:18:08 - ...`,
-    # `06:38:14.898 [main] INFO ...`), not a tqdm bar's elapsed or remaining time (`<`).
+    # `06:38:14.898 [main] INFO ...`), not a tqdm bar's elapsed or remaining time (`<`) nor an `eta: 12:34:56`.
     LinePattern("time_of_day", "time", _p(
-        r"(?<![\d:.<])(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:<])"),
+        r"(?<![\d:.<])(?<![Ee][Tt][Aa]: )(?<![Ee][Tt][Aa] )(?<![Ee][Tt][Aa][:=])(?<!elapsed: )(?<!left: )"
+        r"(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:<])"),
         "06:38:16.402 [main] INFO ScoreIterationListener - Score at iteration 0 is 1.6235184989295723",
         {"step": 0, "Score": 1.6235184989295723}),
     # --- ignored: text that looks like pairs but holds no logged values (blanked before the counters) -----
