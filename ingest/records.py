@@ -85,6 +85,7 @@ READ_PROBLEMS: dict[str, tuple[bool, str]] = {  # kind: (lossy, meaning)
     "rewritten": (False, "the file was rewritten since the last ingest; read again from the start"),
     "outside_run": (False, "a link to a file outside the run folder; not followed"),
     "unknown_file": (False, "no reader knows this file"),
+    "unread_text": (False, "a text file of the run no reader took, with why (what its sampled lines hold)"),
     "no_step": (False, "no step column; steps are the rows' ordinals"),
     "skipped_values": (False, "values that are not scalars; not stored"),
     "lines_read": (False, "how many lines of a console log gave metrics"),

@@ -33,7 +33,7 @@ from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
 from ingest.files import walk
-from ingest.formats import Format, format_for
+from ingest.formats import Format, format_for, may_be_text_log, sample, why_unread
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
@@ -71,6 +71,7 @@ class IngestReport:
     root: str
     sources: list[SourceReport] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    unread_text: dict[str, str] = field(default_factory=dict)  # text files among `unknown`: why each was not read
     skipped: list[tuple[str, Issue]] = field(default_factory=list)  # folders not listed, links not followed
     seconds: float = 0.0
 
@@ -97,6 +98,12 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def _binary(data: bytes) -> bool:
+    from ingest.console import _is_binary
+
+    return _is_binary(data[:4096])
 
 
 def _head(path: Path, n: int = HEAD_BYTES) -> bytes:
@@ -185,9 +192,13 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
     for rel in files:
         if rel in tensor_files:
             continue
-        fmt = format_for(rel, lambda rel=rel: _head(root / rel))
+        sampled: list[bytes] = []
+        fmt = format_for(rel, lambda rel=rel: sampled.append(sample(root / rel)) or sampled[-1])
         if fmt is None:
             report.unknown.append(storable(str(rel)))
+            if sampled and sampled[-1] and may_be_text_log(rel) and not _binary(sampled[-1]):
+                # a text file no reader took: a read problem, with the reason (not just "unknown")
+                report.unread_text[storable(str(rel))] = why_unread(rel, sampled[-1])
         else:
             claimed.append((rel, fmt))
 
@@ -284,7 +295,9 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
             writes.upsert_run(con, run_id, report.name, report.root, complete=True)
             refresh_series(con, run_id)
             writes.insert_issues(con, run_id, [(u, Issue(None, "unknown_file", "no reader knows this file"))
-                                               for u in report.unknown] + report.skipped)
+                                               for u in report.unknown]
+                                 + [(u, Issue(None, "unread_text", f"{u}: {why}")) for u, why in report.unread_text.items()]
+                                 + report.skipped)
             # A stored source no longer found is deleted, unless it sits in a folder that could not be listed.
             on_disk = {storable(str(p)) for rel in files for p in (rel, *rel.parents)}
             unlisted = tuple(f"{path}/" for path, issue in report.skipped if issue.kind == "unreadable")
@@ -298,9 +311,10 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
 def _nothing_read(root: Path, report: IngestReport) -> UnreadableRun | None:
     """The error for a run in which no file could be read, or None when something was."""
     if not report.sources and report.unknown:
+        texts = [f"{u} ({why})" for u, why in report.unread_text.items()][:3]
         return UnreadableRun(
             f"nothing in {root} is a format forensics reads ({len(report.unknown)} unknown files, e.g. "
-            f"{', '.join(report.unknown[:3])}); see `forensics ingest --help` for the formats"
+            f"{'; '.join(texts or report.unknown[:3])}); see `forensics ingest --help` for the formats"
         )
     if report.sources and all(s.status == "unreadable" for s in report.sources):
         return UnreadableRun(
