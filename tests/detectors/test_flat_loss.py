@@ -186,3 +186,17 @@ def test_a_still_loss_while_the_gradient_norm_explodes_is_not_flat(tmp_path):
     assert list(FlatLoss().check(run)) == []
     run = load_run(write_tb(tmp_path / "s", {"loss": (steps, loss)}), tmp_path / "s.duckdb")
     assert len(list(FlatLoss().check(run))) == 1
+
+
+def test_a_still_loss_in_an_excerpt_from_a_decayed_schedules_end_is_not_flat(tmp_path):
+    """A console excerpt that opens two thirds into an epoch while the LR decays to nothing holds its level: the run
+    converged as the LR ran out. The same excerpt under a constant LR is a loss that does not move: flat_loss."""
+    rng = np.random.default_rng(0)
+    for lr_of, expect in ((lambda i: 3.1e-7 * (1 - 0.01 * i), 0), (lambda i: 3e-4, 1)):
+        run_dir = tmp_path / f"run_{expect}"
+        run_dir.mkdir()
+        lines = [str({"loss": f"{0.915 + 0.01 * rng.standard_normal():.4f}", "learning_rate": f"{lr_of(i):.4g}",
+                      "epoch": f"{0.66 + 0.0023 * i:.4f}"}) for i in range(14)]
+        (run_dir / "train.log").write_text("\n".join(lines) + "\n")
+        found = list(FlatLoss().check(load_run(run_dir, tmp_path / f"{expect}.duckdb")))
+        assert len(found) == expect, [f.summary for f in found]

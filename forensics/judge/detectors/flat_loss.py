@@ -141,7 +141,9 @@ class FlatLoss:
         steps, y = finite_part(*run.arrays("loss"))
         if self._gradients_explode(run):
             return
-        role, ev = "loss", self._flat(steps, y) or self._pinned(y) or self._still(steps, y)
+        decayed = decayed_tail(run, steps)  # a converged stretch at a schedule's end is not a loss that never moved
+        role, ev = "loss", ((None if decayed else self._flat(steps, y)) or self._pinned(y)
+                            or (None if decayed else self._still(steps, y)))
         chance = self._chance_role(run) if ev is None else None
         if chance is not None:
             role, ev = chance
@@ -311,3 +313,24 @@ def significant_digits(x: float) -> int:
     text = repr(abs(float(x))) if float(single) != x else np.format_float_positional(abs(single), unique=True)
     mantissa = text.split("e")[0].replace(".", "")
     return len(mantissa.strip("0"))
+
+
+
+def decayed_tail(run: Run, steps: np.ndarray, share: float = 0.1, fall: float = 0.05) -> bool:
+    """Whether the log is an excerpt from the end of a schedule: it opens well into training (its first epoch, or
+    on a logged step axis its first step, is more than `share` of its last) and the LR falls across it by `fall` or
+    more. A loss that holds its level there has converged as the LR ran out; it says nothing of a loss that never
+    moved (a stuck loss in an excerpt under a constant LR is still judged)."""
+    if not run.has("lr"):
+        return False
+    lr = run.arrays("lr")[1]
+    lr = lr[np.isfinite(lr)]
+    if lr.size < 2 or not (lr[0] > 0 and lr[-1] <= (1 - fall) * lr[0]):
+        return False
+    if run.has("epoch"):
+        e = run.arrays("epoch")[1]
+        e = e[np.isfinite(e)]
+        if e.size >= 2 and e[-1] > 0 and e[0] > share * e[-1]:
+            return True
+    ordinal = bool(run.meta.filter(run.meta["name"] == run.pick("loss"))["ordinal"].fill_null(False).any())
+    return not ordinal and steps.size >= 2 and steps[-1] > 0 and steps[0] > share * steps[-1]
