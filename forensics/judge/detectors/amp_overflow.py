@@ -40,18 +40,11 @@ class AmpOverflow:
     min_halvings: int = 8  # 65536 → 256: far past the few halvings of start-up calibration
     late_halvings: int = 4  # ... and still falling ×16 in the second half
     floor: float = 1.0  # below 1 the scale shrinks gradients: no fp16 run is healthy there (0 = collapsed)
-    # A healthy scaler overflows about once per growth interval: PyTorch's GradScaler default of 2000 steps is
-    # 0.05% of steps skipped, DeepSpeed's loss_scale_window of 1000 0.1%; 1% is 10-20x that, a step in a hundred.
-    max_skip_rate: float = 0.01
+    max_skip_rate: float = 0.01  # a step in a hundred: 10-20× a healthy scaler's one overflow per growth interval
     min_skips: int = 3  # ... on at least three skipped steps: one or two halvings in a short excerpt are a healthy scaler's
-    # Calibration from DeepSpeed's or Megatron's 2^32 down to 1 is 32 halvings, 64 skipped steps with DeepSpeed's
-    # hysteresis of 2; a log that counts micro-batches (gradient accumulation) stretches that: past step 200 no
-    # healthy scaler is still calibrating
-    horizon: int = 200
+    horizon: int = 200  # past step 200 no healthy scaler is still calibrating (2^32 to 1: 64 skipped steps at most)
     fresh_scale: float = 2.0**7  # the smallest start value of a dynamic scaler (fairseq's 128; 2^16 torch, apex, DeepSpeed)
-    # A skipped step whose loss is itself NaN/Inf overflows at any scale: two such halvings show the scaler chasing
-    # an overflow it cannot cure (calibration halvings come with a finite loss)
-    min_nonfinite_skips: int = 2
+    min_nonfinite_skips: int = 2  # halvings beside a NaN/Inf loss: the scaler chases an overflow it cannot cure
 
     def unavailable(self, run: Run) -> str | None:
         if run.has("loss_scale") or run.has("skipped_steps") or _checkpoint_scales(run)[0].size:

@@ -48,12 +48,7 @@ class ExplodingGradients:
     fast_points: int = 10  # ×2 to ×factor within this many logged points is exponential growth
     loss_rise: float = 0.2  # the loss's median over the episode 20% above before: the loss pays for it
     loss_z: float = 3.0  # ... and that rise 3 standard errors beyond the loss's own noise
-    # fast growth must hold: the episode's median norm at least ×3 above its median over the `window` points
-    # before. Bursts of a heavy-tailed norm (SGD near zero loss: 0.005 to 1.5 step to step) merge into one
-    # "episode" reaching the log's end whose median is the level before; a real explosion's is ×10 and more.
-    # Calibration (benchmarks/calibrate.py, 170 healthy tune/calib/dev runs + the labelled ones): the one run
-    # the fast rule fired on wrongly steps up ×2–2.5; no labelled explosion depends on this guard up to ×100.
-    sustained_factor: float = 3.0
+    sustained_factor: float = 3.0  # fast growth must hold: the episode's median norm ×3 its median before
     loss_giveback: float = 0.05  # ... and gives back 5% of what training had gained (initial level − before)
     min_series: int = 8  # fewer points have no reference level
     calm_factor: float = 2.0  # within ×2 of the reference the norm is calm: the onset is the last calm point

@@ -44,11 +44,9 @@ class LossSpike:
     min_points: int = 10  # the statistical rule needs a baseline window's worth of points
     min_points_nonfinite: int = 3  # a finite point, the blip, a finite point
     min_undo: float = 0.6  # a finite spike throws the run back more than half the way it came
-    # ... and where the `max_window` points before it already hold an excursion of ×`heavy` above their local
-    # level (heavy-tailed noise), rises `min_over_max` × above the largest such excursion
-    max_window: int = 100
-    heavy: float = 3.0
-    min_over_max: float = 5.0
+    max_window: int = 100  # where the points before it hold an excursion ...
+    heavy: float = 3.0  # ... of ×3 above their local level (heavy-tailed noise), the spike ...
+    min_over_max: float = 5.0  # ... rises ×5 above the largest such excursion
     undo_always: float = 1.0  # a spike that undoes all the progress made is one whatever the noise
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 

@@ -41,22 +41,15 @@ class Overfitting:
     min_rise: float = 0.05  # validation 5% above its minimum: a user would stop earlier for that
     noise_k: float = 3.0  # and three noise sigmas above it
     max_train_share: float = 0.5  # a training loss rising by half the validation rise or more: divergence
-    # ... or rising by a fifth of its own level: the catalog's overfitting needs a training loss that keeps
-    # falling (a run whose validation goes 1.06 → 40 while training goes 1 → 14 is diverging, not overfitting)
-    max_train_rise: float = 0.2
+    max_train_rise: float = 0.2  # ... or rising by a fifth of its own level: diverging, not overfitting
     min_points: int = 5  # evaluations needed to place a minimum with points after it
     trend_p: float = 0.01
     trend_points: int = 8
     trend_noise_k: float = 1.0
-    # ... or when the model memorises: training falls to under `memorise_train_left` of its level at the
-    # crossover over the validation rise's span, and validation rises `memorise_noise_k` sigmas
-    memorise_train_left: float = 0.5
+    memorise_train_left: float = 0.5  # the model memorises: training falls to under half its level at the crossover
     memorise_noise_k: float = 1.0  # as `trend_noise_k`: the second witness is training, not the rise
-    # A validation minimum among the first `early_evals` evaluations needs training to fall by `min_train_fall`
-    # of its level over the rise: validation rising from the start while training stands still is no model
-    # learning the training set too well (distribution_mismatch's picture)
-    early_evals: int = 2
-    min_train_fall: float = 0.05
+    early_evals: int = 2  # a validation minimum among the first two evaluations ...
+    min_train_fall: float = 0.05  # ... needs training to fall 5% over the rise (else distribution_mismatch's picture)
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     wide_min_evals: int = 40  # under heavy evaluation noise, from 40 evaluations: medians over ...
     wide_share: float = 0.1  # ... a tenth of them

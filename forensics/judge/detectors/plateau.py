@@ -49,24 +49,14 @@ class Plateau:
     min_level: float = 0.55  # "well above its floor": still more than half the initial loss
     max_progress: float = 0.1
     noise_k: float = 3.0  # band at least this many noise sigmas of the smoothed curve
-    # ... or, at any level, when the LR's median over the plateau is ×1000 below its peak before it (LR dropped to
-    # ~0 early: the stall has a cause). Cosine or linear decay to 0 reach ×1000 only in the last ~2% of a run, and
-    # their median over a plateau of min_length (its middle is 17% of the run from the end or earlier) is ×13 at
-    # most (one-cycle ×7); a step schedule's ×0.1, ×0.01 never does.
-    lr_fall: float = 1000.0
+    lr_fall: float = 1000.0  # at any level when the LR's median over the plateau is ×1000 below its peak before it
     min_points: int = 20  # the band and the trend inside the plateau need this many points
-    # ... but a short log (per-epoch: 10-19 points) stalling at `short_min_level` of its initial loss or more is
-    # a plateau too; with that few points only the larger effect can be told from convergence
-    short_points: int = 10
-    short_min_level: float = 0.75
+    short_points: int = 10  # a short log (per-epoch: 10-19 points) ...
+    short_min_level: float = 0.75  # ... stalls at this share of its initial loss or more: the larger effect only
     max_outside: float = 0.1  # brief excursions of the smoothed curve out of the band inside a plateau
     far: float = 2.0  # ... but none this many bands away
     min_drop_sigmas: float = stats.LEARNED_SIGMAS  # ... in noise sigmas of the initial level (a median of 3)
-    # A stall at the loss of a constant prediction (stats.CONSTANT_PREDICTOR_MSE: 0.25 for balanced binary targets)
-    # is a plateau at any level: the model learned the targets' mean and nothing more.
-    # Within 0.5% (pl_lstm_v0 ends 0.24% above 0.25): a healthy run that converges within this of 0.25 or 1.0, and
-    # never below it, is a coincidence the tight window keeps rare (0.005, 0.01 and 0.02 fire on no healthy run)
-    constant_tol: float = 0.005
+    constant_tol: float = 0.005  # a stall within 0.5% of a constant prediction's loss: the targets' mean learned
     val_fall: float = 0.05  # a validation loss still falling 5% over the plateau, on ...
     val_points: int = 3  # ... at least this many evaluations in it, means the model is still learning
     val_steady_fall: float = 0.01  # ... or by 1% when it falls steadily: Mann–Kendall p below this ...

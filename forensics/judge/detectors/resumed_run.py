@@ -40,10 +40,7 @@ class ResumedRun:
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     min_resets: int = 3  # this many identical resets are a per-epoch counter, not restarts
     max_reported: int = 20  # a handful of restarts at most; guard against a garbled order
-    # A W&B run refuses a step below the one it reached. One refused step at a time (an evaluation logged one
-    # step late, two call sites with different step counters) is a logging slip; this many distinct steps
-    # refused below one reached step are a process that went back and logged its way up again.
-    min_refused: int = 5
+    min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
     min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
 
     def check(self, run: Run) -> Iterator[Finding]:

@@ -48,15 +48,9 @@ class ThroughputDrop:
     min_stalls: int = 3
     min_lost: float = 0.1
     min_intervals: int = 20
-    # A slowdown or a stall must add at least this many seconds per step: sub-millisecond steps (a toy model on a
-    # CPU) going ×1.7 slower cost a user nothing they would act on
-    min_added: float = 0.001
-    # A logged step time measures every step it is printed for (deepspeech.pytorch's `Time` per batch), where an
-    # interval between wall-clock stamps of sparse log points averages many: 12 such points judge a slowdown's
-    # ×1.5 (the change point still needs `min_points` on its slow side, nearly all above the fast side's median)
-    min_logged: int = 12
-    # Stalls cost at least this many seconds in all: a warning for 0.3 s lost is noise, whatever share of a short run
-    min_seconds: float = 5.0
+    min_added: float = 0.001  # seconds a slowdown or stall adds per step: sub-millisecond steps are no concern
+    min_logged: int = 12  # a logged step time measures every step it is printed for: 12 points judge a slowdown
+    min_seconds: float = 5.0  # stalls cost at least this many seconds in all: 0.3 s lost is noise
     spread: float = 10.0  # on a log too short for the trend rules: steps ×10 the median or slower ...
     min_stalls_spread: int = 2  # ... at least two of them (one is a hiccup) ...
     spread_points: int = 5  # ... from five step times on

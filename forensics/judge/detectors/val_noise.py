@@ -32,9 +32,7 @@ class ValNoise:
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     ratio: float = 1.0  # validation (an average over many batches) noisier than single-batch training
     min_noise: float = 0.1  # 10% of the level between evaluations: healthy validation moves up to ~8%
-    # White noise flips about 2/3 of the time. On the corpus TUNE part and the gallery, validation sets of 12-32
-    # samples flip 0.65-0.74; a healthy run whose validation is as noisy as training (ratio 1.0) flips 0.33.
-    min_sign_changes: float = 0.45
+    min_sign_changes: float = 0.45  # share of successive differences flipping sign (white noise: about 2/3)
     max_train_rise: float = 0.5  # training ending 50% above its minimum is diverging: the validation swings
     min_points: int = 8  # second differences and sign changes need this many points of each curve
 
