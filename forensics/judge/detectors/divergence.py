@@ -20,66 +20,27 @@ from forensics.judge.run import Run
 class Divergence:
     """The loss rises and does not come back, or is already blown up when the log starts.
 
-    Detects: on the finite part of the loss (before any NaN), the smoothed minimum (centred rolling median
-    over `smooth` of the points) is followed by a rise to the end of at least `min_growth` of the minimum's
-    magnitude and `min_recovered` of the earlier drop, and the rise is real: a Mann–Kendall test of the
-    points after the minimum significant at `p` (exact below 21 points), or the loss then turns non-finite,
-    or (a step up that stays, as in 1.4 → 6.4 → 5.5 → 4.9 → 4.6) the rise is at least `step_sigmas` times the
-    log-scale noise of the points after the peak and none of them falls back below the rise's midpoint, or
-    (a rise that then stays up in heavy noise, where the trend test sees a flat top) the tail's points sit
-    above the points the minimum is the median of by a Mann–Whitney test at `p`, each side at least
-    `min_points_after` points. Calibration of that last test: among the runs that pass the rise
-    gates, the smallest Mann–Whitney p of a healthy TUNE run is 0.60 (of any run where divergence is neither
-    labelled nor allowed, 0.39: the gallery's weight_growth_no_wd); the runs it adds (a loss thrown from 2.3 up
-    to 30 by SGD at LR 2.5 in 60 steps and swinging 15–45 there for 700 steps; a GRU whose loss climbs from
-    0.37 to 1.4 with a dip on the way) stand at 5e-9 and 7e-4.
-    A log that ends on a blow-up counts as one that turns non-finite: its last point `end_jump` × above every
-    point since the minimum (a job killed by a loss guard, an OOM or a kill right there; +2 labelled runs on
-    the development parts, no healthy one at 3, 5 or 10).
-    Short per-epoch logs count from `min_points` points. At any length, a jump to
-    `short_jump` × a positive minimum that every later point holds (`min_jump_points` or more of them) is
-    divergence by its effect size alone in a log of up to `short_max` points: 0.166 → 4.97, 5.32, 4.38, 4.54,
-    8.92, 5.22 needs no trend test; a minimum that is a lone dip (a point before it already ×3 above) is not. Separately: a loss whose every logged value is above
-    `blown_level` has blown up before the log began (1.87e12 → 2.2e9 over five evaluations).
-    Short logs and slow drifts. In a log of up to `short_max` points the trend test sees a
-    handful of points, so the rise must also be `short_sigmas` × their point-to-point noise (log scale), the z a
-    spike needs: seventeen per-batch losses of one epoch, 3.2 → 13.1 while swinging ×2 batch to batch (5.8, 13.5,
-    8.9, 5.9, 14.9; the step time rising with them: longer utterances later in the epoch) rise 3.0 noise sigmas;
-    the labelled short divergences of both shared sets rise 8.6-17. Five points cannot pass the trend test at all
-    (the exact p of a perfect order of 5 is 0.017): a short rise of at least `min_growth` whose points hold above
-    its midpoint is divergence when a second, independent curve shows it, the validation loss (fixed held-out
-    data, no batch noise) ending `witness_growth` above its minimum with every evaluation since the training
-    minimum above the midpoint of that rise (1.24 → 2.03, 2.16, 1.98, 1.79 beside evaluations 2.55 → 3.1-4.5).
-    A rise under `min_growth` counts as a drift when it is near-monotone (Kendall τ ≥ `drift_tau`, Mann–Kendall p
-    < `p`) over at least `drift_points` points and `drift_share` of the log, and at least `drift_growth` of the
-    minimum (1.41 → 1.61 in eleven steps, ten of them up, while the LR decays). Calibration: none of the three
-    fires on a healthy run of corpus calib (104 checked), shared/real_runs (5) or shared/real_runs_test (17) even at
-    τ 0.3, growth 1%, 5 points, no share, no witness growth; the nearest healthy drift stands at τ 0.52, p 0.02.
-    Effect size first, at any length. A log that ends on a blow-up, its last points above every earlier one and
-    `glaring` × the median of them (`witnessed_glaring` × when the validation loss ends on such a blow-up too), is
-    divergence from two points on, with no test (the median, not the minimum: a loss near 0 dips ×100 below its
-    ordinary points in minibatch noise). A loss that rises at every one of its last `rising_points` points by
-    `rising_growth`, while the validation loss rises at every one of its last `val_rising_points` evaluations by
-    `val_rising_growth`, is divergence however few the points (a running mean creeping +6% in an epoch is not).
-    False alarms (these two rules): 0 of the 36 healthy real runs with a loss (shared real_runs, real_runs_test,
-    real_runs_3); the nearest healthy end blow-up is ×1.1 the median, the nearest rising tail +6% with a still validation loss.
-    Single-batch losses with a wide spread (log-scale point noise of `wide_spread` or more: a loss printed per
-    display, one batch each, under a poly LR decay) make a lucky dip the smoothed minimum and the tail's median a
-    "rise" of ×2-×12 at Mann–Kendall p ≤ 0.01. There the trend and level-shift rules also need the points after
-    the minimum above as many points before it (Mann–Whitney at `p`), and a blow-up at the end must pass every
-    point logged. Over 3,600 simulated such logs (8-200 points, log sd 0.5-1.0) the rules fired on 44 before and
-    4 with the guard; 0 of the 36 healthy real runs with a loss either way, no labelled divergence lost.
-    Tie-break: when a validation loss rises while the training loss falls, that is `overfitting`, not this:
-    the training loss must rise, and the validation loss is only ever a witness.
-    False alarms: fires on 0 of the 406 healthy runs it could check (at most 0.74% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
-    2026).
-    fires on 0 of the 125 healthy runs it could check (corpus calib 104, shared/real_runs 5,
-    shared/real_runs_test 16; benchmarks/calibrate.py), and makes no false finding on a labelled run of
-    either shared set (a kind its label allows aside).
+    Detects: on the finite part of the loss (before any NaN), a rise from the smoothed minimum (centred rolling
+    median over `smooth` of the points) to the end of at least `min_growth` of the minimum's magnitude and
+    `min_recovered` of the earlier drop, from `min_points` points, that is real by one of: a Mann–Kendall trend
+    after the minimum at `p` (over `min_points_after` points); a NaN after it, or a last point `end_jump` × every
+    point since the minimum (the log ends on a blow-up); a step up of `step_sigmas` log-scale noise sigmas that
+    holds above its midpoint; or a tail above the minimum's points by Mann–Whitney at `p`.
+    In a log of up to `short_max` points: a jump to `short_jump` × a positive minimum that `min_jump_points` later
+    points hold; otherwise the rise must also be `short_sigmas` × its point noise, and a rise too short for the
+    trend test counts when the validation loss ends `witness_growth` above its minimum over `witness_points`.
+    A slow drift: a rise of `drift_growth` with Kendall τ ≥ `drift_tau` over `drift_points` points and `drift_share`
+    of the log. A loss above `blown_level` at every point blew up before the log began.
+    Effect size first, at any length: a log whose last points are `glaring` × the median of the rest
+    (`witnessed_glaring` × with a validation blow-up too), or a loss rising at each of its last `rising_points` by
+    `rising_growth` while the validation loss rises at each of its last `val_rising_points` by `val_rising_growth`.
+    With log-scale point noise of `wide_spread` or more, the tail must also stand above the points before the minimum.
+    A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,
-    Kendall τ and whether it is a drift, the levels the summary quotes and the lowest logged point after the onset, and the validation witness (its minimum, step, final level) when it took one.
+    Kendall τ and whether it is a drift, the levels the summary quotes and the lowest logged point after the onset,
+    and the validation witness (its minimum, step, final level) when it took one.
+    False alarms: 0 of the 406 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss.
     """
 
     kind: ClassVar[str] = "divergence"

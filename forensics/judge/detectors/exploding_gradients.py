@@ -20,47 +20,21 @@ from forensics.judge.run import Run
 class ExplodingGradients:
     """The gradient norm jumps by orders of magnitude, or grows until it is non-finite.
 
-    Detects: episodes where the global gradient norm stays at least `factor` above its reference level for
-    `min_points` logged points or more, or ends in a non-finite norm, or peaks `huge_factor` above it;
-    episodes less than `window` points apart are one. The reference is the lowest trailing median (over
-    `window` points) seen so far, so slow exponential growth cannot drag its own baseline up; the episode's
-    onset is moved back to where the norm was last within ×2 of the reference. A norm that turns non-finite
-    without growing first is not an explosion (it is the NaN's symptom). Thresholds are ratios, so any scale
-    of norm works.
-    Tie-break with late growth: on healthy runs the norm grows ×10–30 late in training
-    while the loss falls toward zero (weight decay against normalised layers). A sustained episode counts
-    only when it is an explosion: orders of magnitude (`huge_factor`), or the loss pays for it (the loss's
-    median over the episode is at least `loss_rise` above its median over the `window` points before,
-    `loss_z` standard errors beyond the loss's own log-scale noise, and gives back at least `loss_giveback` of
-    what training had gained: a loss near zero doubling is not paying), or it
-    is fast (from ×2 to ×`factor` within `fast_points` logged points: exponential growth) and never comes
-    back (it lasts to the end of the log or turns non-finite). A healthy run's grad-norm bursts of ×10–30
-    over a few steps come back; an explosion does not.
-    The rise from ×2 to ×`factor` is counted from where the norm first stood ×2 above the reference, even
-    before the episode's first point: a norm growing from the first logged steps (gradients accumulating on a
-    head no optimizer steps, linearly: ×38 in 200 steps while the loss stays at log 4) is already ×10 where its
-    episode begins, and counting from there made 48 points of growth "0 points: fast".
-    False alarms: fires on 0 of the 399 healthy runs it could check (at most 0.75% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and shared/real_runs)
-    and on no run labelled otherwise (2 flat_frozen_all runs before the rise was counted so);
-    recall 6/7 on the labelled runs there.
-    fires on 0 of the 96 healthy runs it could check (corpus calib 88, shared/real_runs 3,
-    shared/real_runs_test 5; benchmarks/calibrate.py), and makes no false finding on a labelled run of
-    either shared set (a kind its label allows aside).
-    At any length (effect size first): a norm that rises at every one of its last `geometric_points` points or more
-    and ends `factor` × where that rise began, no record making more than `geometric_step_share` of the growth (on a
-    log scale; one jump the log ends on shows no outcome), is growing geometrically (×1.5 a record from 3.8e12 to 1.4e14 while
-    the loss sits still), from five points on. False alarms: 0 of the 40 healthy real runs (shared real_runs,
-    real_runs_test, real_runs_3; the longest rising tail of a healthy norm there is short of ×10).
+    Detects: episodes where the global gradient norm stays at least `factor` above its reference (the lowest trailing
+    median over `window` points so far) for `min_points` points or more, or ends non-finite, or peaks `huge_factor`
+    above it; episodes less than `window` points apart are one; the onset is the last point within `calm_factor`.
+    A sustained episode counts only as an explosion: `huge_factor`, or the loss pays (its median `loss_rise` above
+    before, `loss_z` standard errors, giving back `loss_giveback` of the gain), or fast growth (×2 to ×`factor`
+    within `fast_points`, counted from where the norm first stood ×2) that never comes back and holds
+    `sustained_factor` × its level before. Shorter episodes that come back are spikes; one the log ends on counts
+    only at `huge_factor`. A norm that turns non-finite without growing first is the NaN's symptom, not this.
+    Effect size first: a norm rising at each of its last `geometric_points` or more, ×`factor` over them, no record
+    over `geometric_step_share` of the growth (log scale), grows geometrically.
     Why: a norm that explodes precedes NaN losses and weights; a single bad batch makes a spike, not this.
     Evidence: onset and end step, norm before (baseline), peak norm, factor, growth per step (Theil–Sen on
     log10), points from ×2 to ×factor, the loss's change over the episode, whether it ends non-finite.
     Critical when it ends non-finite or the loss turns non-finite.
-    An episode of fewer than `min_points` points is a spike, however high, when the norm comes back (a ×1300
-    grad-norm spike with a loss spike at one step of a classifier at loss 3e-4, back the next point: the spike
-    list's business), and when the log ends on it only a `huge_factor` jump is one (the last two lines of an
-    excerpt at ×15 show no outcome; ×1400 is one whatever follows). On shared/real_runs_test this removes 2
-    false findings (hf_codebert_clinical, log_fairseq311) and no true one; healthy runs: see False alarms.
+    False alarms: 0 of the 399 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
     """
 
     kind: ClassVar[str] = "exploding_gradients"
@@ -74,12 +48,7 @@ class ExplodingGradients:
     fast_points: int = 10  # ×2 to ×factor within this many logged points is exponential growth
     loss_rise: float = 0.2  # the loss's median over the episode 20% above before: the loss pays for it
     loss_z: float = 3.0  # ... and that rise 3 standard errors beyond the loss's own noise
-    # fast growth must hold: the episode's median norm at least ×3 above its median over the `window` points
-    # before. Bursts of a heavy-tailed norm (SGD near zero loss: 0.005 to 1.5 step to step) merge into one
-    # "episode" reaching the log's end whose median is the level before; a real explosion's is ×10 and more.
-    # Calibration (benchmarks/calibrate.py, 170 healthy tune/calib/dev runs + the labelled ones): the one run
-    # the fast rule fired on wrongly steps up ×2–2.5; no labelled explosion depends on this guard up to ×100.
-    sustained_factor: float = 3.0
+    sustained_factor: float = 3.0  # fast growth must hold: the episode's median norm ×3 its median before
     loss_giveback: float = 0.05  # ... and gives back 5% of what training had gained (initial level − before)
     min_series: int = 8  # fewer points have no reference level
     calm_factor: float = 2.0  # within ×2 of the reference the norm is calm: the onset is the last calm point

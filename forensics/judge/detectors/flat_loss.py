@@ -19,51 +19,24 @@ from forensics.judge.run import Run
 class FlatLoss:
     """The loss does not move from the start, within its noise.
 
-    Detects: the median of the last `edge` of the loss is within `rel_tol` of the first `edge`'s median
-    (relative to the first), and the smoothed curve (rolling median over `smooth` of the points, at least
-    5, so that isolated dips do not count) never fell more than `rel_tol` below the start either (a loss
-    that fell and came back is divergence, not this). When the training loss is not flat by that rule but
-    does not fall by `max_train_drop` either, a validation loss flat by the same rule is the evidence (a
-    validation loss pinned at ln 2 for 30 evaluations while the training loss wanders); a training loss of exactly 0
-    at every point (an empty training loop) counts as not falling, and the validation loss is read by the range
-    and the pinned rules. A validation loss
-    that is flat while the training loss falls is `distribution_mismatch`, not this.
-    A loss pinned at one value is flat at any length: when the last `min_repeats` points and at least
-    `pinned_share` of all of them are one and the same non-zero value, printed to `min_digits` significant
-    digits or more, the loss does not depend on the batch any more (Caffe printing `loss = 6.90776` = ln 1000
-    on every iteration, litgpt `loss 10.8259` = ln 50257 on 23 lines): minibatch noise never repeats a
-    value to that many digits, so four logged points are enough.
-    A loss at chance is flat at any length too: when its last `min_repeats` points all lie within
-    `chance_rel_tol` of ln k for a whole k (`stats.chance_level`: ln 2 = 0.6931, ln 10 = 2.3026, ln 32000 =
-    10.37, a clamp's −ln 1e-10 = 23.03) and no point was ever `chance_floor` below it, the model predicts
-    uniformly over k outcomes and never learned anything (AlexNet on CIFAR-10 at 2.3030, 2.3029, 2.3028 over
-    five epochs); the training loss is read first, then the validation loss. Minibatch noise does not hold three
-    points within 0.03% of one value, and a loss that fell below chance and came back is not flat.
-    False alarms (range rule): fires on 0 of the 521 healthy runs it could check (at most 0.6% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs)
-    `min_digits` 3 and `pinned_share` 0.3 fire on none either.
-    fires on 0 of the 102 healthy runs it could check (corpus calib 83, shared/real_runs 5,
-    shared/real_runs_test 14; benchmarks/calibrate.py), and makes no false finding on a labelled run of
-    either shared set (a kind its label allows aside).
-    The range rule leaves a loss that fell from its first points to plateau: when `stats.learned` (the one
-    boundary between the two: a fall of `learned_fall` = 5% below the median of the first three points, and 3
-    noise sigmas of it) says it fell, it learned and then stopped, which a first-tenth median can hide (2.815 ->
-    2.611 in the first 25 of 500 steps, then flat: shared/real_runs_test/log_tfplateau_q4). Fires on 0 of the 101
-    healthy runs it could check with the boundary as without it (corpus calib, both shared sets;
-    benchmarks/calibrate.py), and keeps 6/6 on the shared sets' flat_loss runs and the generated
-    corpus's tune part (no backward, all frozen, an LR of 0, LR 1e-6/1e-7).
-    Effect size first, at any length: a training loss exactly one value on every one of its points (at least
-    `constant_points`; 0, or a value of `min_digits` significant digits) is an empty or replaced loss, said as such (not convergence), unless a gradient
-    norm beside it is non-finite (`masked_nonfinite`'s); when the validation loss falls beside it the model trains
-    and the finding is a warning about the log. A loss that does not move beyond its own noise, from `min_points`
-    on (no trend at Mann–Kendall p ≥ `still_p`, last level within `still_tol` of the first, never learned), is flat
-    where the 3% band misses its wander. Neither fires while the gradient norm grows `exploding_growth` × with a
-    rising trend (the loss sits still because the gradients blow up), and a loss that rose to its pin from half of
-    it or less collapsed (divergence's), it did not stay. False alarms: 0 of the 36 healthy real runs with a loss
-    (shared real_runs, real_runs_test, real_runs_3; none of them is both unlearned and 10 points long).
+    Detects: the median of the last `edge` of the loss is within `rel_tol` of the first `edge`'s median, and the
+    smoothed curve (rolling median over `smooth`) never fell more than `rel_tol` below the start (a loss that fell
+    and came back is divergence), from `min_points` points; a loss that fell `learned_fall` (`stats.learned`)
+    learned and then stopped: plateau's. When the training loss does not fall by `max_train_drop`, a validation loss
+    flat by the same rule is the evidence (a validation loss flat under a falling training loss is
+    `distribution_mismatch`).
+    Pinned: the last `min_repeats` points and `pinned_share` of all of them one non-zero value of `min_digits`
+    significant digits or more: the loss no longer depends on the batch.
+    At chance: the last `min_repeats` points within `chance_rel_tol` of ln k (`stats.chance_level`), none ever
+    `chance_floor` below it: the model predicts uniformly over k outcomes.
+    Effect size first: a training loss exactly one value on `constant_points` points or more is an empty or replaced
+    loss (a warning when validation falls; masked_nonfinite's beside a non-finite grad norm); no trend (Mann–Kendall
+    p ≥ `still_p`) from `min_points` on, within `still_tol` of the start and never learned, is flat. Neither fires
+    while the gradient norm grows `exploding_growth` ×, nor on a loss that rose to its pin from half of it.
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
     log(C) when the config names a class count, the median LR when an LR series exists.
+    False alarms: 0 of the 521 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss.
     """
 
     kind: ClassVar[str] = "flat_loss"

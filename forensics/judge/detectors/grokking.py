@@ -18,25 +18,15 @@ from forensics.judge.run import Run
 class Grokking:
     """Training saturates long before validation suddenly improves.
 
-    Detects: on accuracies where both are logged (else the training loss and the validation accuracy, else
-    losses), each curve smoothed (centred rolling median
-    of `smooth` of its points) and read as progress from its first to its best level. Training saturates at
-    the first step its progress reaches `train_done`; by then validation has made at most `val_before` of
-    its progress, stays so for at least `min_flat_evals` evaluations, and gains at least `min_gain` of the
-    metric's range (accuracy: absolute; loss: relative to its level at saturation) afterwards; validation's jump (from `val_before` to `val_after` progress)
-    happens at least `min_delay` × the saturation step after saturation, and within `max_jump` of the run.
-    With the training loss beside a validation accuracy, training has also saturated once its smoothed loss is
-    at most `saturated_loss` (0.1 nats: the geometric mean of the right class's probability is 0.9 or more, a
-    memorised training set): under weight decay a memorising model's loss keeps falling by orders of magnitude
-    (0.27 → 0.004 on modular addition), so 95% of its progress is reached only after validation has jumped.
-    False alarms with the loss/accuracy pair and `saturated_loss`: 0 of the 7 healthy runs of both shared sets
-    it could check, no false finding on their labelled runs, also at `saturated_loss` 0.3 and 1.0
-    (benchmarks/calibrate.py); none on the gallery or corpus/'s holdouts (tests/test_quality.py,
-    tests/test_corpus.py); silent on a model that memorises without weight decay and never generalises.
-    False alarms: fires on 0 of the 116 healthy runs it could check (at most 2.6% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
+    Detects: on accuracies where both are logged (else the training loss and the validation accuracy, else losses),
+    each curve smoothed (centred rolling median of `smooth` of its points) and read as progress from its first to its
+    best level. Training saturates when its progress reaches `train_done` (or, a training loss beside a validation
+    accuracy, at `saturated_loss`); by then validation has made at most `val_before` of its progress, stays so for
+    `min_flat_evals` evaluations, and gains at least `min_gain` afterwards; its jump (`val_before` to `val_after`)
+    starts `min_delay` × the saturation step after saturation and takes at most `max_jump` of the run.
     Why: informational: the model memorised first and generalised much later; keep training, weight decay.
     Evidence: train saturation step, val jump start and end steps, the levels at each, which metric.
+    False alarms: 0 of the 116 healthy runs it could check (at most 2.6% at 95% confidence; benchmarks/calibrate.py).
     """
 
     kind: ClassVar[str] = "grokking"

@@ -18,26 +18,18 @@ from forensics.judge.run import Run
 class InitialLossMismatch:
     """The first logged loss is far from log(C), the cross-entropy of a uniform guess over C classes.
 
-    Detects: the earliest finite loss is at least `high` × log(C), or at most `low` × log(C). C comes from
-    the config (`CLASS_KEYS`: a declared class count, then HF's `id2label` labels, before any vocabulary size;
-    `base.class_count`); without it the detector is skipped. The first value is judged only when it is logged
-    early: at step ≤ `max_low_step` or within the first `early_share` of the run (a first record half-way through
-    says nothing of the start). The first logged value may be a mean
-    over the first logging window (HF averages over `logging_steps`): for a falling loss that mean is
-    below the loss at init, so a high ratio only understates the mismatch, while a low one may just be
-    learning. So the low side needs the first point at step ≤ `max_low_step` and no sign of pretrained
-    weights in the config (`PRETRAINED_KEYS`: a fine-tuned model rightly starts far below log(C)). The high
-    side reads a window mean only while the loss does not grow after it (the median of the next
-    `window_after` points at most `max_rise_after` × the first): a loss that climbs from there was likely
-    climbing inside the first window too (an LR too high), and its mean says nothing of the loss at init.
-    False alarms: fires on 1 of the 353 healthy runs it could check, a development run whose label we dispute
-    (docs/engine.md) (0.28%; benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and
-    shared/real_runs). Healthy fine-tunes with a fresh head start at up to 1.3 × log(C) and no healthy
-    run reaches 1.5; `high` 3 missed bad inits at 2.3-2.7 × (recall 21/23, 23/23 at 2).
+    Detects: the earliest finite loss is at least `high` × log(C), or at most `low` × log(C), logged early (at step
+    ≤ `max_low_step` or within the first `early_share` of the run). C comes from the config (`CLASS_KEYS`,
+    `base.class_count`); without it the detector is skipped. The low side needs the first point at step
+    ≤ `max_low_step` and no pretrained weights named (`PRETRAINED_KEYS`): a first value may be a window mean (HF's
+    `logging_steps`). The high side reads a window mean only while the loss does not grow after it (the median of
+    the next `window_after` points at most `max_rise_after` × the first).
     Why: a model at init should be unsure; far above means confidently wrong logits (double softmax, bad
     final-layer init, a loss summed instead of averaged), far below means labels leak into the inputs.
     Evidence: first step and loss, whether it is a window mean (HF's Trainer, or a config naming `logging_steps`),
-    C and the key it came from, log(C), ratio, the thresholds; where the config names a batch size, the ratio a loss summed over the batch would have per sample.
+    C and the key it came from, log(C), ratio, the thresholds; where the config names a batch size, the ratio a
+    loss summed over the batch would have per sample.
+    False alarms: 1 of the 353 healthy runs it could check (0.28%; a disputed label, docs/engine.md).
     """
 
     kind: ClassVar[str] = "initial_loss_mismatch"

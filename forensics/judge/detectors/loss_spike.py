@@ -20,47 +20,20 @@ from forensics.judge.run import Run
 class LossSpike:
     """The loss jumps far above its recent level and comes back.
 
-    Detects: a step whose loss is at least `z` robust sigmas (point-to-point noise of the trailing `window`
-    points, on a log scale for a positive loss) and `min_ratio` of its level above the trailing median, and
-    that recovers within `recover` points (else it is a level shift: see divergence); more than `max_spikes`
-    in the series are its noise's tail, and only those `crowd_z_factor` × the crowd's median z count
-    (`stats.SpikeRule`, the one definition the engine's spike list and bad_batch share). Also a non-finite
-    loss of at most `recover` points between finite ones (1.26, 1.31, Infinity, 1.25): a spike of unbounded
-    height, found from `min_points_nonfinite` points.
-    A finite spike must also undo at least `min_undo` of the progress the run had made by then (its height
-    over the start level minus the local level, the start being the median of the first three points): near
-    zero, minibatch noise is heavy-tailed even on a log scale (a healthy LSTM at 0.011 reaches 0.067, ×5.8,
-    7.6 log sigmas), but a bad batch throws the model back a good part of the way it came. Where the level
-    is not below the start there is no progress to undo and the rule does not apply. Calibration:
-    of the spikes at z ≥ 5 and ×2 on healthy TUNE runs the largest share undone is 0.083 (that LSTM; the only
-    one); every labelled spike of the TUNE part, the gallery and shared/real_runs undoes 0.83 or more. The
-    HOLDOUT and HOLDOUT2 parts, once measured, showed healthy SGD runs near 0.01 throwing single batches back
-    0.30-0.49 of the way (×13-28 jumps, sparse enough that no recent excursion marks the noise as heavy), so
-    the threshold moved from 0.25 to 0.6, still under the labelled 0.83 (HOLDOUT3 and HOLDOUT4, generated
-    afterwards, show no healthy-run spike).
-    And on a positive loss whose `max_window` points before the spike already hold an excursion of ×`heavy`
-    or more above their local level (the trailing median of `window` points; earlier spikes excluded), the
-    noise is heavy-tailed and its own extremes are its model: the spike must rise `min_over_max` × above the
-    largest of them. SGD trained to ~0.01 throws single batches ×10-30 above the median that no baseline sigma
-    explains; on the healthy tune and calib runs no spike rises more than 1.76× above the largest excursion
-    of its 100 predecessors, while the corrupt-batch spikes rise 23-65× above theirs (5×: between the two,
-    with room on both sides). Since `min_undo` is 0.6 this rule changes no tune, calib or real_runs result
-    (any `min_over_max` from 1 to 8, or the rule off, gives the same); it covers spikes that undo 0.6-1 of the
-    progress inside continuously heavy-tailed noise (tests/detectors/test_loss_spike.py). A spike
-    that undoes all the progress made (`undo_always`) counts whatever the noise: the gallery's noisy SGD run
-    (excursions ×3.1) jumps ×8.8 back above its starting loss before it diverges. A calm series (a PINN's
-    ×2.3 spike over excursions of ×1.3) keeps the z rule alone.
-    An unstable stretch of several peaks, each back before the next rises, that comes back to its level in the end
-    is one spike at its highest peak when it spans at most `max_episode` points and `episode_share` of the series
-    (0.95, 0.66, 0.94, 0.53, 1.51, 1.17, 0.66, 0.70, 1.08, then 0.52-0.55 again, in a LoRA run of 2400
-    points); a longer stretch is an oscillation or a noisy climb. On corpus calib (104 healthy runs), shared/real_runs
-    (5) and shared/real_runs_test (18) no healthy run fires at max_episode 5, 15 or 60, share up to 0.5.
-    False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
+    Detects: a step whose loss is at least `z` robust sigmas (of the trailing `window` points, on a log scale for a
+    positive loss) and `min_ratio` of its level above the trailing median, back within `recover` points (else a level
+    shift: divergence); past `max_spikes`, only those `crowd_z_factor` × the crowd's median z (`stats.SpikeRule`,
+    shared with the engine's spike list and bad_batch). A non-finite loss of at most `recover` points between finite
+    ones is a spike of unbounded height, from `min_points_nonfinite` points.
+    A finite spike must also undo at least `min_undo` of the progress made by then (from the start level); where the
+    `max_window` points before it hold an excursion of ×`heavy` (heavy-tailed noise) it must rise `min_over_max` ×
+    above the largest one, unless it undoes `undo_always` of the progress. An unstable stretch of several peaks that
+    comes back is one spike at its highest, up to `max_episode` points and `episode_share` of the series.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
     and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
     share of the progress undone.
+    False alarms: 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence; benchmarks/calibrate.py).
     """
 
     kind: ClassVar[str] = "loss_spike"
@@ -71,11 +44,9 @@ class LossSpike:
     min_points: int = 10  # the statistical rule needs a baseline window's worth of points
     min_points_nonfinite: int = 3  # a finite point, the blip, a finite point
     min_undo: float = 0.6  # a finite spike throws the run back more than half the way it came
-    # ... and where the `max_window` points before it already hold an excursion of ×`heavy` above their local
-    # level (heavy-tailed noise), rises `min_over_max` × above the largest such excursion
-    max_window: int = 100
-    heavy: float = 3.0
-    min_over_max: float = 5.0
+    max_window: int = 100  # where the points before it hold an excursion ...
+    heavy: float = 3.0  # ... of ×3 above their local level (heavy-tailed noise), the spike ...
+    min_over_max: float = 5.0  # ... rises ×5 above the largest such excursion
     undo_always: float = 1.0  # a spike that undoes all the progress made is one whatever the noise
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
 

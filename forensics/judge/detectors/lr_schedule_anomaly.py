@@ -36,47 +36,19 @@ def _cyclic(name: str) -> bool:
 class LrScheduleAnomaly:
     """The logged LR does not follow a sane schedule.
 
-    Detects: (a) a decaying LR (floor ≤ `decay` × peak) that reaches its floor (within `near` of the
-    peak-to-floor range) before
-    `early` of the run's logged steps (scheduler stepped every micro-batch under gradient accumulation, or
-    configured for too few steps). Where the config names a one-way schedule (cosine, linear, ...) the first
-    time it reaches the floor counts: stepped past its horizon, HF's cosine climbs back and cycles. Otherwise
-    (no scheduler named, or a cyclic one) the LR must stay at the floor to the end: a cyclic schedule touches
-    it at every cycle's end; (b) an LR constant to 1e-9 while the config names a scheduler that should
-    move it (not a constant or plateau-driven one); (c) a decaying LR that jumps back up, mid-decay, to a value
-    its schedule had earlier (`stats.lr_restarts`: ×`jump` or more, after falling `min_decay` below the peak,
-    from above `mid` of it, not from a cycle's end near 0 where SGDR restarts, to within `match` of an earlier LR), unless the config names a
-    cyclic scheduler: a process resumed with the weights but a fresh scheduler. The
-    jump is ×1.25 (×1.5 before): a resume that rebuilt a linear schedule for a longer run lands ×1.4995 up, on a
-    value it had before; the match to an earlier value is what tells a restart from noise. False alarms: 0 of the
-    40 healthy real runs of the three shared sets even at ×1.1.
-    False alarms: fires on 0 of the 169 healthy runs it could check (at most 1.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
-    (d) An LR of exactly 0 on the first `zero_points` records or more, and on `zero_share` of them: a warmup
-    from 0 leaves 0 after one record; a quarter of the run at 0 trains nothing. Unless the
-    loss falls meanwhile (by `zero_share` of its first level): then the logged LR is not the optimizer's
-    (a W&B run logs lr 0 on all 105 records while its loss falls 430 → 2.1). At any length (effect size first):
-    an LR printed as 0 on every one of `all_zero_points` records or more, the loss not falling meanwhile, is the same
-    finding (two epochs of a 210-epoch run at `LR 0.00000000`). False alarms: 0 of the 40 healthy real runs
-    (shared real_runs, real_runs_test, real_runs_3; none logs an LR of 0 on every record).
-    fires on 0 of the 120 healthy runs it could check (corpus calib 104, shared/real_runs 3,
-    shared/real_runs_test 13; benchmarks/calibrate.py), and makes no false finding on a labelled run of
-    either shared set (a kind its label allows aside).
-    (e) a decay that ran past its horizon and climbs back, with no scheduler named (a
-    one-way cosine stepped every micro-batch under gradient accumulation k runs k× too fast: it reaches its
-    floor at 1/k of the run and, cosine being periodic, climbs again; rule (a) needs the config to name it or
-    the LR to end at its floor). The LR decays from its peak to its floor (≤ `decay` × peak) before `early` of
-    the run, then climbs back smoothly to at least `min_return` of the peak: no single logged rise is more than
-    `max_rise_share` of the climb (a warm restart, SGDR, jumps in one step), and the way up to the peak took
-    less than half the way down (a warmup; a triangular cyclic schedule starts at its floor and climbs as long
-    as it falls). Where the config names the accumulation k and the floor came at 1/k of the run (±20%), the
-    finding says so. Pytorch's CyclicLR, CosineAnnealingWarmRestarts and a cosine stepped once per optimizer
-    step stay silent (tests/detectors/test_lr_schedule_anomaly.py trains them). False alarms: 0 of the 15 healthy
-    runs of both shared sets it could check, no false finding on their labelled runs, also at `min_return` 0.2
-    or `max_rise_share` 0.9 (benchmarks/calibrate.py); none on the gallery or corpus/'s holdouts
-    (tests/test_quality.py, tests/test_corpus.py).
+    Detects: (a) a decaying LR (floor ≤ `decay` × peak) that reaches its floor (within `near` of the range) before
+    `early` of the run and stays there, or, where the config names a one-way schedule, first reaches it then;
+    (b) an LR constant to 1e-9 while the config names a scheduler that should move it;
+    (c) a decaying LR (`min_decay` below its peak, above `mid` of it) that jumps ×`jump` back up to within `match`
+    of a value it had earlier (`stats.lr_restarts`), no cyclic scheduler named: a resume with a fresh scheduler;
+    (d) an LR of exactly 0 on the first `zero_points` records and `zero_share` of them, or on every one of
+    `all_zero_points` or more, unless the loss falls meanwhile (then the logged LR is not the optimizer's);
+    (e) with no scheduler named, a decay to its floor before `early` of the run that climbs back smoothly to
+    `min_return` of the peak, no single rise over `max_rise_share` of the climb (a periodic schedule run past its
+    horizon, e.g. stepped every micro-batch under gradient accumulation).
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
+    False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
     """
 
     kind: ClassVar[str] = "lr_schedule_anomaly"

@@ -19,48 +19,20 @@ from forensics.judge.run import Run
 class Oscillation:
     """The loss swings up and down without settling, with a weak trend.
 
-    Detects: in the second half of the finite loss, after removing the Theil–Sen line, the residual swings
-    are large (sigma ≥ `min_amplitude` of the level) and structured: the strongest autocorrelation over lags
-    1..`max_lag` reaches `min_autocorr` (and 4/√n, so short series need more) in magnitude. Slow swings
-    are positive at lag 1, step-to-step flip-flop negative, and an LR-driven cycle of p points peaks at lag
-    p even where lag 1 is near 0; per-step minibatch noise, however large, is independent from batch to
-    batch, so its autocorrelation is near 0 at every lag. The residual also has to swing from below −½
-    sigma to above +½ sigma (or back) at least `min_crossings` times, and the trend is weak: smaller than
-    `max_trend` amplitudes over the half and |Kendall tau| ≤ `max_tau`.
-    Or, without structure (SGD far above a stable LR throws the weights around, so the loss jumps from batch
-    to batch as independently as noise does): the same crossings and weak trend, swings of robust sigma (MAD of
-    the residual) ≥ `min_amplitude` of the level, and a loss that has not settled anywhere useful: the
-    half's level is at least `min_above` × its reference (log C, a uniform guess's loss, where the config
-    names the class count; else the run's start, the median of its first tenth), and the swings' sigma is at
-    least `min_unsettled` × the run's whole progress from its start (a loss that rose made none). Noise
-    around a flat level (a model that learns nothing) sits at its reference, not 50% above it, and healthy
-    training converges: its swings, however large near zero, are a fraction of what it gained.
-    Or, the weights themselves bounce (Adam or SGD above a stable LR holds the loss around a
-    level instead of converging; it read as underfitting): the same weak trend of the training half, and the
-    validation loss over that half — one fixed set, a function of the weights alone — goes up and down as
-    minibatch noise cannot make it: at least `min_val_points` evaluations, at least `min_val_flips` of its
-    successive differences change sign, its median step is at least `min_val_step` of its level, the
-    training loss is the noisier of the two (`stats.relative_wiggle`; a validation noisier than training is
-    val_noise's), and the training level is at least `min_bounce_level` of its reference (log C, else the
-    start: a loss held up by the LR has not converged). Settled weights, converged or stuck in underfitting,
-    move a fixed validation set's loss smoothly, nearly monotone (sign-change rate ≤ 0.25, median step ≤ 0.7%
-    on the CPU-trained runs of tests/detectors/test_oscillation_trained.py); weights thrown around by the LR
-    move it 6-26% with 38-65% of its steps reversing, at 0.35-0.98 log C. The gallery's
-    dist_mismatch_val_norm (a validation set normalised otherwise, training converged at 0.15 log C) reverses
-    at 62% by 2.3%: the level gate and the 4% step keep it out. Bouncing-weights false alarms: 0 of the 15
-    healthy runs of both shared sets it could check, no false finding on their labelled runs, also at
-    min_val_step 0 or min_val_flips 0.2 (benchmarks/calibrate.py); 0 false findings on the
-    gallery and corpus/'s holdouts (tests/test_quality.py, tests/test_corpus.py).
-    Calibration, among runs with a weak trend and such swings: the highest level over its
-    reference where oscillation is neither labelled nor allowed is 0.71 (a GRU plateau at 0.71 log C; 0.31 on
-    a healthy TUNE run), and the largest sigma/progress 0.65 (the gallery's val_noise_tiny_val; 0.38 on a
-    healthy-recipe TUNE run); the oscillating SGD runs stand at 5.1 and 11.9 log C with no progress.
-    False alarms: fires on 0 of the 79 healthy runs it could check (at most 3.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
+    Detects: in the second half of the finite loss, around its Theil–Sen line, at least `min_crossings` swings from
+    below −½ sigma to above +½ sigma, a weak trend (under `max_trend` amplitudes, |Kendall τ| ≤ `max_tau`), and one of:
+    structured swings: sigma ≥ `min_amplitude` of the level and an autocorrelation over lags 1..`max_lag` of at least
+    `min_autocorr` (and 4/√n) in magnitude (minibatch noise is independent from batch to batch);
+    unsettled swings: robust sigma ≥ `min_amplitude` of the level, on a level `min_above` × its reference (log C,
+    else the start), with a sigma of at least `min_unsettled` × the run's whole progress;
+    bouncing weights: the validation loss over that half (`min_val_points` evaluations) reverses at `min_val_flips`
+    of its steps by a median step of `min_val_step` of its level, training being the noisier of the two, at a
+    training level of at least `min_bounce_level` of its reference.
     Why: an LR too high without diverging keeps the loss bouncing instead of converging.
     Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
     autocorrelation of the residual and of the differences, sign-change rate of differences, crossings, the
     robust sigma and the run's progress, and which rule held (`structured` or `unsettled`).
+    False alarms: 0 of the 79 healthy runs it could check (at most 3.8% at 95% confidence; benchmarks/calibrate.py).
     """
 
     kind: ClassVar[str] = "oscillation"

@@ -18,49 +18,19 @@ from forensics.judge.run import Run
 class Overfitting:
     """Validation loss passes its minimum and rises while training loss keeps falling.
 
-    Detects: the minimum of the smoothed validation loss (centred rolling median of `smooth_points`) is
-    followed by at least `min_after` of the validation steps, over which validation rises by at least
-    `min_rise` of its minimum and `noise_k` noise sigmas (Mann–Kendall z > 0), while the training loss after
-    the crossover does not rise up to the last evaluation (else it is divergence). A rise under `noise_k`
-    sigmas still counts when the evaluations after the minimum (the minimum left out) trend up on their own:
-    Mann–Kendall p < `trend_p`
-    over at least `trend_points` evaluations, and a rise of `trend_noise_k` sigmas (long runs near a loss of
-    0.1 with 12-14 evaluations climb +35-60% in noisy steps, 1.6-2.5 sigmas), unless validation is noisier
-    than training (then it is val_noise's run: the gallery's 12-sample validation set drifts up at p = 0.005).
-    A rise of `memorise_noise_k` sigmas also counts while training falls to under `memorise_train_left` of its
-    level at the crossover over the rise's span (the model memorises), on the same noise condition.
-    Calibration (benchmarks/calibrate.py: 176 healthy tune/calib runs, the labelled tune runs, shared/real_runs):
-    no healthy corpus run fires at any noise_k from 0 to 3, and the labelled ones are found at 3. The noise
-    guard is what keeps jagged validation curves out: the gallery's 12-sample validation set (val_noise,
-    training healthy) rises 2.1 point sigmas from its lucky minimum, and real_runs/hf_dnabert2 (labelled
-    overfitting, 11 evaluations) 1.7; no rise threshold takes the second without the first. What tells them
-    apart is training: hf_dnabert2's falls to an eighth of its level at the crossover while its validation is the
-    smoother curve; the gallery run's validation is the noisier one. The memorisation rule (`memorise_train_left`
-    0.5) adds no healthy run of 643 and two labelled ones (recall 60/65 against 58/65; the same at
-    `memorise_noise_k` 0.5-1.5, 59/65 at 2 or at `memorise_train_left` 0.25; benchmarks/calibrate.py over
-    tune, calib, holdout-holdout8 and shared/real_runs). The minimum of n noisy points sits about
-    σ·√(2 ln n) below the level, which is why the rise is measured in point sigmas, not in the standard error of
-    two medians.
-    False alarms: fires on 1 of the 462 healthy runs it could check (0.22%), real_runs/hf_tsviz, whose label we
-    dispute (docs/engine.md) (benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and
-    shared/real_runs; recall 41/47); reading training only up to the last finite evaluation removed
-    the one false finding on a run labelled otherwise (an LR blow-up whose HF log ends in masked 0.0s). The
-    trend rule adds none at `trend_p` 0.01 (recall 34/42 against 32/42 without it; 0.05 takes one more
-    labelled run, at p = 0.02).
-    The catalog's overfitting needs training to keep falling: where the validation minimum is among the first
-    `early_evals` evaluations, training must fall by `min_train_fall` of its level over the rise (a validation
-    loss that worsens from its first evaluations beside a flat training loss is a mismatch between the two
-    sets, not memorisation).
-    fires on 0 of the 114 healthy runs it could check (corpus calib 104, shared/real_runs 4,
-    shared/real_runs_test 6; benchmarks/calibrate.py), and makes no false finding on a labelled run of
-    either shared set (a kind its label allows aside).
-    Under heavy evaluation noise (from `wide_min_evals` evaluations) the medians speak where single points cannot:
-    the rolling median over `wide_share` of the evaluations bottoms, the evaluations after it trend up, its last
-    window ends `min_rise` and `noise_k` window standard errors above the minimum, and training falls meanwhile
-    (`_wide`). False alarms: 0 of the 4 healthy real runs with 40+ evaluations in the three shared sets (none of the 4
-    labelled otherwise either); it finds all 4 labelled overfitting there.
+    Detects: the minimum of the smoothed validation loss (rolling median of `smooth_points`) is followed by at least
+    `min_after` of the validation steps, over which validation rises by at least `min_rise` of its minimum and
+    `noise_k` noise sigmas, while the training loss does not rise (by `max_train_share` of the validation rise or
+    `max_train_rise` of its own level: divergence). From `min_points` evaluations.
+    A smaller rise counts when the evaluations after the minimum trend up (Mann–Kendall p < `trend_p` over
+    `trend_points`, a rise of `trend_noise_k` sigmas), or rise `memorise_noise_k` sigmas while training falls to
+    under `memorise_train_left` of its level at the crossover (memorisation); neither when validation is noisier
+    than training (val_noise's). A minimum among the first `early_evals` evaluations needs training to fall by
+    `min_train_fall` (else it is a mismatch between the two sets). From `wide_min_evals` evaluations, under heavy
+    evaluation noise, rolling medians over `wide_share` of them are read instead (`_wide`).
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
+    False alarms: 1 of the 462 healthy runs it could check (0.22%; a disputed label, docs/engine.md).
     """
 
     kind: ClassVar[str] = "overfitting"
@@ -71,22 +41,15 @@ class Overfitting:
     min_rise: float = 0.05  # validation 5% above its minimum: a user would stop earlier for that
     noise_k: float = 3.0  # and three noise sigmas above it
     max_train_share: float = 0.5  # a training loss rising by half the validation rise or more: divergence
-    # ... or rising by a fifth of its own level: the catalog's overfitting needs a training loss that keeps
-    # falling (a run whose validation goes 1.06 → 40 while training goes 1 → 14 is diverging, not overfitting)
-    max_train_rise: float = 0.2
+    max_train_rise: float = 0.2  # ... or rising by a fifth of its own level: diverging, not overfitting
     min_points: int = 5  # evaluations needed to place a minimum with points after it
     trend_p: float = 0.01
     trend_points: int = 8
     trend_noise_k: float = 1.0
-    # ... or when the model memorises: training falls to under `memorise_train_left` of its level at the
-    # crossover over the validation rise's span, and validation rises `memorise_noise_k` sigmas
-    memorise_train_left: float = 0.5
+    memorise_train_left: float = 0.5  # the model memorises: training falls to under half its level at the crossover
     memorise_noise_k: float = 1.0  # as `trend_noise_k`: the second witness is training, not the rise
-    # A validation minimum among the first `early_evals` evaluations needs training to fall by `min_train_fall`
-    # of its level over the rise: validation rising from the start while training stands still is no model
-    # learning the training set too well (distribution_mismatch's picture)
-    early_evals: int = 2
-    min_train_fall: float = 0.05
+    early_evals: int = 2  # a validation minimum among the first two evaluations ...
+    min_train_fall: float = 0.05  # ... needs training to fall 5% over the rise (else distribution_mismatch's picture)
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     wide_min_evals: int = 40  # under heavy evaluation noise, from 40 evaluations: medians over ...
     wide_share: float = 0.1  # ... a tenth of them

