@@ -309,19 +309,6 @@ def _say_notices() -> None:
         logger.propagate = False
 
 
-def _collect_garbage_less_often() -> None:
-    """Raise the cyclic garbage collector's first threshold from 700 to 50,000 new objects.
-
-    A command allocates most of its objects importing duckdb, polars and numpy, objects that live as long as the
-    process: with the default, `analyze` of an ordinary run ran 131 collections that scanned them again and again,
-    80-120 ms of a 1.2 s first answer (docs/engine.md). Reference cycles are still collected, a little later; the
-    objects that hold a run's points (numpy arrays, polars and Arrow buffers) are freed by reference counting, so peak
-    memory does not change (same peak RSS, measured)."""
-    import gc
-
-    gc.set_threshold(50_000, *gc.get_threshold()[1:])
-
-
 @dataclass(frozen=True)
 class Command:
     """One subcommand: what it does (its arguments and help are forensics/grammar.py's), and whether it judges
@@ -345,7 +332,9 @@ def main(argv: list[str] | None = None) -> int:
 
     own_process = argv is None
     if own_process:
-        _collect_garbage_less_often()
+        from forensics.services.process import collect_garbage_less_often
+
+        collect_garbage_less_often()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

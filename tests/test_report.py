@@ -164,8 +164,8 @@ def test_one_dead_layer_is_one_layer(tmp_path):
 
 
 def test_paths_below_home_are_shown_with_a_tilde(tmp_path, monkeypatch, capsys):
-    """Issue 25: the `database:` line and the replay command printed /home/user/... where the README shows ~; the
-    default store's replay command names no --db (the README's sample), another store's does."""
+    """The `database:` line and the replay command print ~ for the home folder, as the README shows; the default
+    store's replay command names no --db (the README's sample), another store's does."""
     from forensics.judge.numbers import home, shell_path
 
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -176,6 +176,7 @@ def test_paths_below_home_are_shown_with_a_tilde(tmp_path, monkeypatch, capsys):
     assert home("/elsewhere/f.duckdb") == "/elsewhere/f.duckdb"
     assert shell_path(tmp_path / "my runs" / "f.duckdb") == "~/'my runs/f.duckdb'"
 
+    (tmp_path / "stores").mkdir()  # a --db goes in a folder that exists
     assert main(["analyze", str(DEMO), "--db", str(tmp_path / "stores" / "f.duckdb")]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[-1] == "database: ~/stores/f.duckdb"
