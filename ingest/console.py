@@ -142,6 +142,14 @@ PATTERNS: list[LinePattern] = [
     # argparse's `Namespace(batch_size=10, lr=0.0005, ...)`, printed at start: the run's arguments, not metrics.
     LinePattern("argparse_namespace", "ignore", _p(r"\bNamespace\([^()]*\)"),
                 "Namespace(batch_size=10, cuda=True, gamma=0.1, lr=0.0005, momentum=0.9, resume=None)"),
+    # A settings object's repr (a dataclass or attrs config printed at start: `TrainConfig(run_name='x', seed=6, ...,
+    # model=ModelConfig(d_model=2048, ...))`): a capitalised name called with 4+ `key=value` pairs, one of them text,
+    # None, a boolean or a nested object. A logged record is not printed as a constructor call of settings.
+    LinePattern("settings_repr", "ignore", _p(
+        r"\b[A-Z][A-Za-z0-9_]*\((?=(?:[^=\n]*\w=){4})(?=[^\n]*=(?:'|\"|None\b|True\b|False\b|[A-Z]\w*\())"
+        r"\s*[a-z_]\w*=.*$"),
+        "INFO TrainConfig(run_name='base-1000', seed=6198, model=ModelConfig(d_model=2048, n_heads=16, clip_qkv=8.0), "
+        "max_grad_norm=1.0, output_proj_clip_scale_factor=0.1)"),
     # A dump of settings under their label (YOLOv5's `hyperparameters: lr0=0.01, box=0.05, ...`, `args: {'lr': ...}`,
     # `config: {...}`): the run's settings, not logged values, though their names are those of metrics.
     LinePattern("settings_dump", "ignore", _p(

@@ -257,3 +257,21 @@ def test_one_line_of_a_scale_between_zero_and_one_is_no_collapsed_scaler(tmp_pat
         run = load_run(write_tb(tmp_path / name, {"loss_scale": (np.array(steps), np.array(values))}),
                        tmp_path / f"{name}.duckdb")
         assert bool(list(AmpOverflow().check(run))) == fires, name
+
+
+def test_a_sub_unit_scale_seen_at_one_step_only_is_no_collapsed_scaler(tmp_path):
+    """`scale=0.1` printed by two modules at start-up (a clipping setting, not a loss scale) is one observation:
+    nothing pinned the scaler. A scale below 1 on lines of several steps still is one."""
+    start = ["step 0 | loss 2.000 | lr 0.0003", "INFO Enabling output projection gradient clipping (window=5, scale=0.1)",
+             "INFO Output projection gradient clipping enabled (window=5, scale=0.1, threshold=rolling_avg*0.1)"]
+    steps = [f"step {i} | loss {2.0 - 0.01 * i:.3f} | lr 0.0003" for i in range(1, 40)]
+    once = tmp_path / "once"
+    once.mkdir()
+    (once / "train.log").write_text("\n".join(start + steps) + "\n")
+    assert list(AmpOverflow().check(load_run(once, tmp_path / "once.duckdb"))) == []
+    pinned = tmp_path / "pinned"
+    pinned.mkdir()
+    (pinned / "train.log").write_text("\n".join(f"step {i} | loss {2.0 - 0.01 * i:.3f} | scale 0.5" for i in range(1, 40))
+                                      + "\n")
+    [f] = AmpOverflow().check(load_run(pinned, tmp_path / "pinned.duckdb"))
+    assert f.evidence["max_scale"] == 0.5

@@ -93,10 +93,10 @@ class AmpOverflow:
         steps, s = _scale_points(run, name) if logged else _checkpoint_scales(run)
         ok = np.isfinite(s)
         steps, s = steps[ok], s[ok]
-        if s.size == 0 or (s.size < 3 and not np.any(s < self.floor)) or (s.size == 1 and s[0] != 0):
+        if s.size == 0 or (s.size < 3 and not np.any(s < self.floor)) or (np.unique(steps).size == 1 and np.all(s)):
             # a scale below the floor is evidence at any count (`Fp16 Grad Scale: 0` on three lines), a collapsed 0
-            # even on one line; one line of a scale between 0 and 1 is no scaler pinned anywhere (`scale=0.1` in a
-            # message about some other scaling)
+            # even on one line; a scale between 0 and 1 seen at one step only (a line, or two modules printing one
+            # setting at start-up) is no scaler pinned anywhere (`scale=0.1` in a message about some other scaling)
             return
         top, final, low = float(s.max()), float(s[-1]), float(s.min())
         # the second half of the run by steps, not points: an overflow-only log (DeepSpeed prints a line per
