@@ -227,9 +227,15 @@ def format_for(rel: PurePosixPath, head: Callable[[], bytes] | None = None) -> F
 TEXT_LOG_SUFFIXES = ("", ".md", ".txt", ".text", ".log", ".out", ".err")
 
 
+# Text files a tool writes about itself beside a run, never the run's printed output: W&B's own debug logs and its
+# copy of the environment's packages, pip's requirements lists.
+TOOL_TEXT = re.compile(r"(?:^|/)(?:wandb/(?:.*/)?debug(?:-internal|-core)?\.log|(?:.*/)?requirements[\w.-]*\.txt)$", re.I)
+
+
 def may_be_text_log(rel: PurePosixPath) -> bool:
     suffix = rel.suffix.lower()
-    return not rel.name.startswith(".") and (suffix in TEXT_LOG_SUFFIXES or not suffix[1:].isalpha())
+    return (not rel.name.startswith(".") and (suffix in TEXT_LOG_SUFFIXES or not suffix[1:].isalpha())
+            and not TOOL_TEXT.search(rel.as_posix()))
 
 
 SAMPLE_BYTES = 16 << 10  # bytes `sample` takes at each of a file's head, middle and tail

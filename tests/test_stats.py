@@ -165,12 +165,6 @@ def test_sign_change_rate_of_alternating_and_monotone():
     assert math.isnan(stats.sign_change_rate(np.array([1.0])))
 
 
-def test_ema_is_bias_corrected():
-    y = np.full(10, 4.0)
-    assert np.allclose(stats.ema(y, 5), 4.0)  # an uncorrected EMA would start near 0
-    assert math.isnan(stats.ema(np.array([np.nan, 1.0]), 3)[0])
-
-
 def test_spikes_find_isolated_jump_and_ignore_level_shift():
     rng = np.random.default_rng(0)
     y = 2.0 + rng.normal(0, 0.02, 300)

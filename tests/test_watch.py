@@ -72,6 +72,7 @@ def watched(tmp_path):
     root = tmp_path / "runs"
     root.mkdir()
     db = tmp_path / "store" / "f.duckdb"
+    db.parent.mkdir()  # a --db goes in a folder that exists
     log: list[str] = []
     w = Watcher([root], db, WatchSettings(events=False), log=log.append)  # stalls need 300 s: none in these tests
     return root, db, w, log
