@@ -1296,3 +1296,15 @@ def why_not_console(sample: bytes, name: str) -> str:
     """Why a text file is not read as a training log, in words (for `-v` and the read problems)."""
     taken, why = _sniff(sample, name)
     return "read as a console log" if taken else f"not read as a training log: {why}"
+
+
+def prints_a_loss(sample: bytes) -> bool:
+    """Whether any sampled line of a text file yields a training or validation loss (`loss: inf`): for a file whose
+    name already says it is a training log (`train.log`), one such line makes it a run, however short (a crash
+    after three batches); a file of any other name needs `sniff_console`'s stronger evidence."""
+    if not sample or _is_binary(sample[:4096]):
+        return False
+    for line in re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace")):
+        if line.strip() and any(role_of(tag).role in ("train_loss", "val_loss") for tag in _parse(line)[0]):
+            return True
+    return False

@@ -182,7 +182,17 @@ def _log_kind(path: Path, entries: list[_Entry]) -> tuple[str, str] | None:
     sniffed = next((f for f in logs[:SNIFFED_LOGS] + unnamed[:SNIFFED_LOGS] if _sniffs_as_console(path / f)), None)
     if sniffed:
         return "console_log", f"holds the console log {sniffed}, whose lines carry steps and metrics"
+    named = next((f for f in logs[:SNIFFED_LOGS] if _prints_a_loss(path / f)), None)
+    if named:  # a log by its name that prints a loss, however few lines (a crash after three batches)
+        return "console_log", f"holds the console log {named}, which prints a loss"
     return None
+
+
+def _prints_a_loss(path: Path) -> bool:
+    from ingest.console import prints_a_loss
+    from ingest.formats import sample
+
+    return prints_a_loss(sample(path))
 
 
 def _may_be_text_log(name: str) -> bool:

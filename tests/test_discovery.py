@@ -187,3 +187,18 @@ def test_a_log_under_a_name_no_reader_claims_is_found_by_its_content(tmp_path, n
     (run / "README").write_text("Notes: lr 1e-3, batch 32, 2 GPUs.\n")
     runs = discover_runs(tmp_path)
     assert [(r.name, r.kind) for r in runs] == [("job", "console_log")] and name in runs[0].reason
+
+
+def test_a_short_log_named_as_a_training_log_that_prints_a_loss_is_a_run(tmp_path):
+    """A Keras run that died after three batches leaves a `train.log` of four lines (`loss: inf`): `analyze DIR`
+    calls it failed, so `--all` and watch must take it too. A log of that name that prints no loss is no run."""
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    (crashed / "train.log").write_text(
+        "Epoch 1/10\n"
+        "  3/234 [..............................] - ETA: 33:37:24 - loss: 44.4110Batch 3: Invalid loss, terminating\n"
+        "  4/234 [..............................] - ETA: 25:09:00 - loss: inf \n")
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    (quiet / "train.log").write_text("starting\nloading data from /data/x\ndone\n")
+    assert [r.path.name for r in discover_runs(tmp_path)] == ["crashed"]
