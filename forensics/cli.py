@@ -24,7 +24,7 @@ from ingest.errors import ForensicsError
 class Done:
     """What a command returns when nothing of its work outlives it: its output written, every store connection
     closed (each `connect` closes at the end of its block), no thread, worker process, server or user code of its
-    left running. `main` then ends the process without the interpreter's teardown (`_leave_now`). A command that
+    left running. `main` then ends the process without the interpreter's teardown (`services.process.leave_now`). A command that
     may leave something behind (`--all`'s workers, `--open`'s server, `watch`, `app`, replay's torch) returns its
     exit code as a plain int."""
 
@@ -350,8 +350,19 @@ def main(argv: list[str] | None = None) -> int:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: leave signals to whoever owns it
         previous = None
+    from forensics.services.process import OUTPUT_LOST, GuardedOutput, OutputLost
+
+    stdout, closed = sys.stdout, sys.stdout is None  # `forensics analyze RUN >&-`: no standard output at all
+    sys.stdout = GuardedOutput(open(os.devnull, "w") if closed else stdout)
     try:
         out = command.run(args)
+        if closed:
+            raise OutputLost("standard output is closed")
+        sys.stdout.flush()
+    except OutputLost as exc:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the interpreter's last flush must not fail again
+        print(f"forensics: could not write the output ({exc}); what the command stored is kept", file=sys.stderr)
+        return OUTPUT_LOST
     except ForensicsError as exc:
         from forensics.text.render import clean
 
@@ -370,29 +381,16 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     finally:
+        sys.stdout = stdout
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     if isinstance(out, Done):
         if own_process:
-            _leave_now(out.code)
+            from forensics.services.process import leave_now
+
+            leave_now(out.code)
         return out.code
     return out
-
-
-def _leave_now(code: int) -> None:
-    """End the process without the interpreter's teardown: flush what was written, then `os._exit`.
-
-    Tearing down duckdb's, polars' and numpy's ~800 modules does nothing the user waits for, yet it cost 0.15-0.19 s
-    of wall time (0.08-0.1 CPU s) after `analyze` had printed its answer (docs/engine.md: `import duckdb, polars,
-    numpy` and exit, with and without `os._exit`, 7 rounds). Nothing of ours registers an exit handler. Where the
-    final flush fails (a reader that went away), the interpreter's own exit says so, as before."""
-    logging.shutdown()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:
-        return
-    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ from forensics import __version__
 
 EPILOG_DB = 'The database is --db PATH, else $FORENSICS_DB, else ~/.cache/run-forensics/forensics.duckdb.'
 
+EXIT_CODES = ("exit codes: 0 done; 1 a --fail-on level was met (analyze); 2 an error, said in one line on stderr;\n"
+              "  74 the output could not be written (standard output closed or full; what was stored is kept);\n"
+              "  130 interrupted; 143 terminated")
+
 # command -> (one-line help, description, epilog ending with an example)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "ingest": (
@@ -143,7 +147,7 @@ def _command(sub, name: str, *common: str) -> argparse.ArgumentParser:
     """The subcommand `name`, with its help, description and example from COMMANDS and the `common` arguments
     named (COMMON)."""
     help_line, description, epilog = COMMANDS[name]
-    p = sub.add_parser(name, help=help_line, description=description, epilog=epilog,
+    p = sub.add_parser(name, help=help_line, description=description, epilog=f"{EXIT_CODES}\n\n{epilog}",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     for c in common:
         flags, kw = COMMON[c]

@@ -485,7 +485,7 @@ HOSTILE = {
 
 
 # The child reports its own peak RSS last, whatever way the CLI ends (a traceback, if any, still follows it). It calls
-# main with its arguments: as the process's own command, main would end it with os._exit (cli._leave_now), past this.
+# main with its arguments: as the process's own command, main would end it with os._exit (services.process.leave_now), past this.
 _CHILD = ("import resource, sys\n"
           "try:\n"
           "    from forensics.cli import main\n"

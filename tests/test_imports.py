@@ -38,7 +38,7 @@ def test_analyze_of_an_ordinary_run_imports_no_pyarrow(tmp_path):
 
 @pytest.mark.needs_shared
 def test_analyze_as_its_own_process_writes_all_its_output_closes_the_store_and_keeps_its_exit_code(tmp_path):
-    """Issue 28: `forensics analyze` as a process skips the interpreter's teardown (`cli._leave_now`, os._exit: 0.15 s
+    """Issue 28: `forensics analyze` as a process skips the interpreter's teardown (`services.process.leave_now`, os._exit: 0.15 s
     of duckdb's, polars' and numpy's modules). What it printed through a pipe is whole, its exit code is the command's
     (1 under --fail-on warning, hf_tsviz has a warning), and the store was closed properly: no WAL left behind, and
     the next process reads the stored analysis."""

@@ -223,3 +223,27 @@ def test_markdown_faces_share_the_policy():
         defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         assert "md" in imported or "fenced" in imported, rel
         assert not {"md", "_md", "escape_md"} & defined, rel
+
+
+@pytest.mark.parametrize("command", [["rules"], ["rules", "--json"], ["runs"]])
+@pytest.mark.parametrize("stream", ["closed", "full"])
+def test_a_closed_or_full_standard_output_is_one_line_and_exit_74(tmp_path, command, stream):
+    """`forensics rules >&-` and `> /dev/full` ended in a traceback and exit 1: now one line on stderr and the
+    documented code, in the real CLI as a process."""
+    if stream == "full" and not Path("/dev/full").exists():
+        pytest.skip("this system has no /dev/full")
+    args = [sys.executable, "-m", "forensics", *command, *(["--db", str(tmp_path / "f.duckdb")] if command == ["runs"]
+                                                          else [])]
+    if command == ["runs"]:
+        subprocess.run([sys.executable, "-m", "forensics", "ingest", str(DEMO), "--db", str(tmp_path / "f.duckdb"),
+                        "--quiet"], cwd=REPO, check=True, capture_output=True, timeout=300)
+    with open("/dev/full", "w") if stream == "full" else open(os.devnull) as out:
+        done = subprocess.run(args, cwd=REPO, stdout=out if stream == "full" else subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, timeout=300,
+                              preexec_fn=(lambda: os.close(1)) if stream == "closed" else None)
+    assert done.returncode == 74, done.stderr
+    assert done.stderr.strip().startswith("forensics: could not write the output") and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    help_text = subprocess.run([sys.executable, "-m", "forensics", command[0], "--help"], cwd=REPO,
+                               capture_output=True, text=True, timeout=120).stdout
+    assert "74 the output could not be written" in help_text
