@@ -492,3 +492,29 @@ def test_a_pass_whose_store_read_fails_keeps_the_alerts_made_before_it(watched, 
     again = w.poll_once()
     assert again.changed == 0 and "nan_loss" in {a.kind for a in printed}
     assert w.poll_once().alerts == []
+
+
+def test_a_young_run_is_not_inconclusive_until_it_has_the_points_to_judge(watched):
+    """A run that has just started has too few points for the detectors: it is young, not inconclusive, and the
+    watch says nothing of it while it grows; once its log is long enough it is judged like any other. A run
+    inconclusive for another reason (no training loss) is still alerted at once."""
+    root, db, w, log = watched
+    tb = LiveTB(root / "young")
+    tb.write(2)
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(root / "no_loss")) as other:  # a run that logs no loss at all
+        for i in range(40):
+            other.add_scalar("train/accuracy", 0.5 + 0.01 * i, i, walltime=1.7e9 + i)
+    first = w.poll_once()
+    assert [a.run_name for a in first.alerts if a.kind == "inconclusive"] == ["no_loss"]
+    tb.write(4)
+    assert not [a for a in w.poll_once().alerts if a.kind == "inconclusive"]
+    tb.write(120)
+    third = w.poll_once()
+    assert not [a for a in third.alerts if a.kind == "inconclusive"]
+    with connect(db, write=False) as con:
+        verdicts = dict(con.execute("SELECT r.name, a.verdict FROM analyses a JOIN runs r USING (run_id) "
+                                    "WHERE a.analysis_id = (SELECT max(analysis_id) FROM analyses b "
+                                    "WHERE b.run_id = a.run_id)").fetchall())
+    assert verdicts["young"] != "inconclusive"

@@ -119,6 +119,8 @@ class Analysis:
     analysis_id: int | None = None
     # Set by `forensics.services.analysis.analyze` (forensics/judge/verdict.py): failed, suspicious, inconclusive or healthy.
     verdict: str | None = None
+    # The verdict is inconclusive only for want of points: a run still being written will decide (watch waits).
+    short_log: bool = False
     verdict_reason: str = ""
     read_problems: list[dict[str, Any]] = field(default_factory=list)  # path, position, kind, detail, kept
     unknown_files: list[str] = field(default_factory=list)  # files no reader knows

@@ -38,6 +38,7 @@ from ingest.records import lossy
 class Verdict:
     value: str  # failed, suspicious, inconclusive or healthy
     reason: str  # one line, in the user's terms
+    short: bool = False  # inconclusive only for want of points: the same log, longer, would decide
 
 
 def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restricted: bool,
@@ -77,12 +78,13 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
     if curve and not any(k in ran for k in curve):
         return Verdict("inconclusive", f"the training loss has {count(loss_points, 'finite point')}, too few for "
                        f"{_names(curve)}; nothing glaring stands out in them (no blow-up, no constant loss, no rise "
-                       f"at every point){_would_decide(skipped, curve)}")
+                       f"at every point){_would_decide(skipped, curve)}", short=True)
     loss_skipped = [k for k in loss_detectors if k in skipped]
     if loss_detectors and len(loss_skipped) * 2 > len(loss_detectors):
         return Verdict("inconclusive", f"{len(loss_skipped)} of the {len(loss_detectors)} detectors that read the "
                        f"training loss could not run ({_names(loss_skipped)}) and nothing glaring stands out"
-                       f"{_would_decide(skipped, loss_skipped)}")
+                       f"{_would_decide(skipped, loss_skipped)}",
+                       short=len([k for k in loss_skipped if not _too_short(skipped[k])]) * 2 <= len(loss_detectors))
     lossy = sorted({p["path"] for p in read_problems if lossy_read(p)})
     if lossy:
         return Verdict("inconclusive", f"no critical or warning finding, but {count(len(lossy), 'file')} read with problems "
@@ -91,6 +93,12 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
     only = f" (only {_names(ran)} checked)" if restricted else ""
     return Verdict("healthy", f"no finding from {count(len(ran), 'detector')}{only} over "
                    f"{count(loss_points, 'point')} of the training loss{notes}")
+
+
+def _too_short(reason: str) -> bool:
+    """Whether a detector could not run only for want of points (a series too short so far), not for a series the
+    run does not log: the same run, longer, would have it run."""
+    return "finite points; this detector needs at least" in reason
 
 
 def _would_decide(skipped: dict[str, str], kinds: list[str]) -> str:

@@ -142,4 +142,4 @@ def give_verdict(result: Analysis, run: Run, detectors: Sequence[Detector], *, r
                               if "loss" in d.requires or getattr(d, "reads_validation_alone", False)],
               val_points=run.finite_points("val_loss") if run.has("val_loss") else None,
               restricted=restricted, loss_points=loss_points, read_problems=result.read_problems)
-    result.verdict, result.verdict_reason = v.value, v.reason
+    result.verdict, result.verdict_reason, result.short_log = v.value, v.reason, v.short

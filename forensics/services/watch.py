@@ -252,11 +252,15 @@ def new_findings(p: PassReport, m: Memory) -> list[Alert]:
 
 def inconclusive(p: PassReport, m: Memory) -> list[Alert]:
     """A run whose stored verdict is INCONCLUSIVE (a reader missing, no training loss, a damaged file): no finding
-    says so, and a silent watch would read as health. Said once per run, with the stored reason."""
+    says so, and a silent watch would read as health. Said once per run, with the stored reason. A run that is
+    inconclusive only for want of points is young, not inconclusive: it is not alerted while it grows (the stalled
+    alert speaks for one that stops)."""
     out = []
-    for st, _ in p.analyses:
+    for st, analysis in p.analyses:
         v = p.stored.verdicts.get(st.run_id)
         if v is None or v["verdict"] != "inconclusive" or (st.run_id, "inconclusive") in m.alerted:
+            continue
+        if analysis.short_log:
             continue
         out.append(Alert(st.run_id, st.name, st.path, "watch", "inconclusive", "warning",
                          f"{st.name}: INCONCLUSIVE — {v['verdict_reason']}", analysis_id=v["analysis_id"],
