@@ -205,6 +205,22 @@ FORMATS: list[Format] = [
 ]
 
 
+# A file Git LFS keeps on its server is checked out as a pointer when LFS is not installed or the clone skipped it:
+# three text lines (`version https://git-lfs.github.com/spec/v1`, `oid sha256:<hash>`, `size <bytes>`), whatever
+# the file's name (an event file, a metrics.jsonl, a checkpoint). The spec allows only these keys, sorted.
+_LFS_POINTER = re.compile(rb"\Aversion https://git-lfs\.github\.com/spec/v\d+\r?\n(?:[a-z0-9.\-]+ [^\r\n]*\r?\n)*?"
+                          rb"size (\d+)\r?\n")
+LFS_POINTER_MAX = 1024  # pointers are ~130 bytes; the spec caps them below 1024
+
+
+def lfs_pointer(head: bytes) -> int | None:
+    """The size of the file a Git LFS pointer stands for, when `head` (a file's first bytes) is one; else None."""
+    if len(head) >= LFS_POINTER_MAX or not head.startswith(b"version https://git-lfs"):
+        return None
+    found = _LFS_POINTER.match(head)
+    return int(found.group(1)) if found else None
+
+
 def format_for(rel: PurePosixPath, head: Callable[[], bytes] | None = None) -> Format | None:
     """The format that reads this file, or None for a file no reader knows.
 

@@ -33,7 +33,7 @@ from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
 from ingest.files import walk
-from ingest.formats import Format, format_for
+from ingest.formats import LFS_POINTER_MAX, Format, format_for, lfs_pointer
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
@@ -246,6 +246,18 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
             rewrite = None
         report.sources.append(item.report)
         pending.append(item)
+        pointer = lfs_pointer(_head(path)) if stat.st_size < LFS_POINTER_MAX else None
+        if pointer is not None:
+            # Not the file but where to fetch it. An append-only log's pointer counts as read to its end, so that
+            # the file `git lfs pull` puts in its place is a rewrite: read from byte 0, this problem forgotten.
+            issue = Issue(None, "lfs_pointer", f"{name} is a Git LFS pointer to a file of {pointer:,} bytes, not the "
+                                               "file: its content was not checked out (`git lfs pull` fetches it)")
+            item.end = stat.st_size if fmt.resumable else 0
+            item.chunks.append(Chunk(end=item.end, issues=[issue]))
+            item.report.issues.append(issue)
+            done += stat.st_size
+            progress("logs", done, total_bytes)
+            continue
         try:
             with closing(_read_ahead(fmt.load_reader()(path, start))) as chunks:  # a failed write stops the reader
                 for chunk in chunks:
@@ -444,7 +456,7 @@ def _distinct(tags: pl.Series) -> pl.Series:
     return tags.unique()
 
 
-UNREADABLE_KINDS = ("empty", "not_this_format", "unreadable", "garbled", "missing_dependency", "too_large")
+UNREADABLE_KINDS = ("empty", "not_this_format", "lfs_pointer", "unreadable", "garbled", "missing_dependency", "too_large")
 NOTICE_KINDS = ("rewritten",)  # said once, but nothing was skipped: the source stays `ok`
 
 
