@@ -484,6 +484,9 @@ def _with_series(frame: pl.DataFrame, series_ids: dict[str, int], present: pl.Se
     return frame.drop("tag").with_columns(ids)
 
 
+FILE_NAMED_FORMATS = ("csv", "table")  # formats whose series group is one file (`formats.file_group`)
+
+
 def refresh_series(con, run_id: str) -> None:
     """Give every series of the run its display name and role, now that all its sources are known.
 
@@ -494,12 +497,20 @@ def refresh_series(con, run_id: str) -> None:
     rows = queries.series_rows(con, run_id)
     tb_groups = sorted({grp for _, grp, _, fmt in rows if fmt == "tensorboard"})
     common = os.path.commonpath(tb_groups) if len(tb_groups) > 1 and all(tb_groups) else None
+    # A file that holds one metric named like the file (DVCLive's plots/metrics/val/loss.tsv for `val/loss`,
+    # numpy.savetxt's `train_loss`) is named, like an event file, by its folder below the folders of all such files.
+    own = {grp: str(PurePosixPath(grp).parent) for _, grp, tag, fmt in rows
+           if fmt in FILE_NAMED_FORMATS and tag == PurePosixPath(grp).stem}
+    own_common = os.path.commonpath(list(own.values())) if len(set(own.values())) > 1 else None
     updates = []
     for series_id, grp, tag, fmt in rows:
         name = tag
         if fmt == "tensorboard" and len(tb_groups) > 1:
             prefix = os.path.relpath(grp or ".", common or ".") if grp else ""
             name = tag if prefix in ("", ".") else f"{prefix}/{tag}"
+        elif own_common is not None and grp in own and tag == PurePosixPath(grp).stem:
+            prefix = os.path.relpath(own[grp], own_common)
+            name = tag if prefix == "." else f"{prefix}/{tag}"
         r = role_of(name)
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
     writes.update_series_names(con, updates)

@@ -165,3 +165,47 @@ def test_yolos_hyperparameters_and_options_are_the_runs_settings():
         assert format_for(PurePosixPath(f"runs/train/exp2/{name}")).name == "config"
         [chunk] = list(read_config(path))
         assert chunk.configs[name] == yaml.safe_load(path.read_text())
+
+
+DVCLIVE = WILD / "m015_dvclive_lightning"  # DVCLive: one TSV per metric under plots/metrics/<its name>.tsv
+
+
+def _stored_names(run: Path, tmp_path: Path) -> dict[str, tuple[str, str | None]]:
+    import duckdb
+
+    from forensics.cli import main
+
+    db = tmp_path / "f.duckdb"
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {name: (role, split) for name, role, split in con.execute("SELECT name, role, split FROM series").fetchall()}
+
+
+def test_files_that_each_hold_one_metric_are_named_by_their_folders_as_event_files_are(tmp_path):
+    """One metric per file, named like the file, in folders that name its split (a logger that writes
+    `<name>.tsv` under the metric's path): `val/loss` is the validation loss, not a second training loss."""
+    run = tmp_path / "run"
+    for path, values in {"train/loss": [2.0, 1.5, 1.0], "val/loss": [2.2, 1.9, 1.8], "val/acc": [0.1, 0.4, 0.5],
+                         "lr": [0.1, 0.1, 0.01]}.items():
+        out = run / "plots" / f"{path}.tsv"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"step": range(3), path.rsplit("/", 1)[-1]: values}).to_csv(out, sep="\t", index=False)
+    names = _stored_names(run, tmp_path)
+    assert names == {"train/loss": ("train_loss", "train"), "val/loss": ("val_loss", "val"),
+                     "val/acc": ("val_accuracy", "val"), "lr": ("lr", None)}
+
+
+def test_numpy_savetxt_files_side_by_side_keep_their_own_names(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    np.savetxt(run / "train_loss", [0.9, 0.5, 0.3])
+    np.savetxt(run / "val_loss", [1.0, 0.8, 0.7])
+    assert _stored_names(run, tmp_path) == {"train_loss": ("train_loss", "train"), "val_loss": ("val_loss", "val")}
+
+
+@pytest.mark.needs_shared
+def test_dvclive_metric_files_are_named_by_their_path_under_plots_metrics(tmp_path):
+    names = _stored_names(DVCLIVE, tmp_path)
+    held_out = {n for n, (role, _) in names.items() if n.startswith(("val/", "test/")) and "loss" in n}
+    assert held_out and all(names[n][0] == "val_loss" for n in held_out)
+    assert names["train/total_loss"] == ("train_loss", "train") and names["train/lr"] == ("lr", "train")
