@@ -96,7 +96,7 @@ def role_of(name: str) -> Role:
     if ws & {"skipped", "skip"} and ws & {"iterations", "iteration", "iters", "iter", "steps", "step", "updates"}:
         # Megatron's `number of skipped iterations: 3` (per log interval): optimizer steps an fp16 overflow skipped
         return Role("skipped_steps", split)
-    if ws & {"loss", "losses"} or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
+    if ws & {"loss", "losses"} or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy", "logloss"}:
         extra = ws - {"loss", "losses", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
         # a held-out loss per evaluation batch (Lightning's `val_loss_step`) is not the run's validation loss
         return Role("val_loss" if is_val else "train_loss", split, canonical=not extra and not (is_val and "step" in ws))

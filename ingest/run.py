@@ -502,6 +502,14 @@ def refresh_series(con, run_id: str) -> None:
     own = {grp: str(PurePosixPath(grp).parent) for _, grp, tag, fmt in rows
            if fmt in FILE_NAMED_FORMATS and tag == PurePosixPath(grp).stem}
     own_common = os.path.commonpath(list(own.values())) if len(set(own.values())) > 1 else None
+    # A table whose file names a held-out split (`test_error.tsv`, `val_log.csv`) and none of whose columns names
+    # a split: its columns are that split's (`test_error/Logloss` is a test loss, not the training loss).
+    split_named: dict[str, bool] = {}
+    for _, grp, tag, fmt in rows:
+        if fmt in FILE_NAMED_FORMATS and grp not in own:
+            split_named[grp] = split_named.get(grp, True) and role_of(tag).split is None
+    held_out = {grp for grp, unsplit in split_named.items()
+                if unsplit and role_of(PurePosixPath(grp).stem).split in ("val", "test")}
     updates = []
     for series_id, grp, tag, fmt in rows:
         name = tag
@@ -511,6 +519,8 @@ def refresh_series(con, run_id: str) -> None:
         elif own_common is not None and grp in own and tag == PurePosixPath(grp).stem:
             prefix = os.path.relpath(own[grp], own_common)
             name = tag if prefix == "." else f"{prefix}/{tag}"
+        elif grp in held_out:
+            name = f"{PurePosixPath(grp).stem}/{tag}"
         r = role_of(name)
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
     writes.update_series_names(con, updates)

@@ -209,3 +209,34 @@ def test_dvclive_metric_files_are_named_by_their_path_under_plots_metrics(tmp_pa
     held_out = {n for n, (role, _) in names.items() if n.startswith(("val/", "test/")) and "loss" in n}
     assert held_out and all(names[n][0] == "val_loss" for n in held_out)
     assert names["train/total_loss"] == ("train_loss", "train") and names["train/lr"] == ("lr", "train")
+
+
+def test_catboost_train_dir_learn_logloss_is_the_training_loss_and_test_the_held_out_one(tmp_path):
+    """CatBoost's train_dir: learn_error.tsv and test_error.tsv hold the same column names (`iter`, `Logloss`),
+    and so do its learn/ and test/ event files; the test file's columns are the held-out split's."""
+    catboost = pytest.importorskip("catboost")
+    import duckdb
+
+    from forensics.cli import main
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 4))
+    y = (x[:, 0] + 0.5 * rng.normal(size=400) > 0).astype(int)
+    run = tmp_path / "catboost_info"
+    model = catboost.CatBoostClassifier(iterations=30, train_dir=str(run), verbose=False, random_seed=0,
+                                        thread_count=1)
+    model.fit(x[:300], y[:300], eval_set=(x[300:], y[300:]))
+    evals = model.get_evals_result()
+    db = tmp_path / "f.duckdb"
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT s.format, s.name, s.role, list(p.value ORDER BY p.step) FROM series s "
+                           "JOIN scalars p USING (series_id) WHERE s.name LIKE '%Logloss' "
+                           "GROUP BY ALL").fetchall()
+    by_role = {}
+    for fmt, name, role, values in rows:
+        by_role.setdefault(role, []).append((fmt, name))
+        want = evals["validation" if role == "val_loss" else "learn"]["Logloss"]
+        assert values == pytest.approx(want, rel=1e-6), name
+    assert sorted(f for f, _ in by_role["train_loss"]) == ["csv", "tensorboard"]
+    assert sorted(f for f, _ in by_role["val_loss"]) == ["csv", "tensorboard"]
