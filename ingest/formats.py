@@ -197,7 +197,8 @@ FORMATS: list[Format] = [
            sniff=_sniff_json_document),
     # A metric table under a name no format claims (`progress.txt`, a CSV with no extension, numpy.savetxt's
     # one number per line, YOLO's headerless results.txt): recognised by its first lines.
-    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table),
+    # version 2: a headerless table in a file named for a quantity (`loss_log.txt`) names its first non-counter column
+    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table, version=2),
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs (issue 24)
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,

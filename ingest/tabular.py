@@ -669,11 +669,34 @@ def read_table(path: Path, start: int = 0) -> Iterator[Chunk]:
     elif yolo_results_rows(head):
         yield from _read_rows(path, start, _yolo_row)
     elif (bare := headerless_separator(head)) is not None:
-        yield from _read_rows(path, start, lambda line: [(f"column {i}", float(cell))
-                                                         for i, cell in enumerate(line.split(bare), 1)])
+        names = _headerless_names(head, bare, _file_quantity(path))
+        yield from _read_rows(path, start, lambda line: list(zip(names, map(float, line.split(bare)), strict=True)))
     else:
-        yield from _read_rows(path, start, lambda line: [(path.name if "." not in path.name[1:] else path.stem,
-                                                          float(line))])
+        yield from _read_rows(path, start, lambda line: [(_file_quantity(path), float(line))])
+
+
+def _file_quantity(path: Path) -> str:
+    """What a file of bare numbers holds, as its name says (`train_loss`, `loss_log.txt`)."""
+    return path.name if "." not in path.name[1:] else path.stem
+
+
+def _headerless_names(head: bytes, sep: str, quantity: str) -> list[str]:
+    """Columns of numbers with no header are named by position, except that a file named for a quantity with a
+    role (`loss_log.txt` holding `f"{loss},{reward}"` per episode) names its first column that is not a counter
+    (whole numbers counting up: an epoch or episode index), as a one-column file is named by its file."""
+    from ingest.roles import role_of
+
+    rows = [[float(c) for c in line.split(sep)] for line in _head_lines(head)]
+    names = [f"column {i}" for i in range(1, len(rows[0]) + 1)]
+    if role_of(quantity).role == "other":
+        return names
+    for i in range(len(names)):
+        column = [r[i] for r in rows]
+        counts = all(v == int(v) for v in column) and all(b > a for a, b in zip(column, column[1:]))
+        if not counts:
+            names[i] = quantity
+            break
+    return names
 
 
 def _yolo_row(line: str) -> list[tuple[str, float]]:

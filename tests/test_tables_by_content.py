@@ -240,3 +240,19 @@ def test_catboost_train_dir_learn_logloss_is_the_training_loss_and_test_the_held
         assert values == pytest.approx(want, rel=1e-6), name
     assert sorted(f for f, _ in by_role["train_loss"]) == ["csv", "tensorboard"]
     assert sorted(f for f, _ in by_role["val_loss"]) == ["csv", "tensorboard"]
+
+
+@pytest.mark.parametrize("counter", [False, True])
+def test_numbers_with_no_header_in_a_file_named_for_the_loss_name_its_first_column_not_a_counter(tmp_path, counter):
+    """`f.write(f"{loss},{reward}\\n")` into loss_log.txt: the file names the first column (as a one-column file is
+    named by its file); an episode index before it is a counter, not the loss."""
+    rows = np.array([[16.84, -210.47], [10.07, -158.77], [6.74, -203.33], [6.67, -190.0]])
+    if counter:
+        rows = np.column_stack([np.arange(1, 5), rows])
+    path = tmp_path / "loss_log.txt"
+    np.savetxt(path, rows, delimiter=",", fmt="%g")
+    frame = points(read_table(path, 0))
+    loss = frame.filter(pl.col("tag") == "loss_log")
+    assert loss["value"].to_list() == [16.84, 10.07, 6.74, 6.67] and role_of("loss_log").role == "train_loss"
+    assert sorted(frame["tag"].unique().to_list()) == (["column 1", "column 3", "loss_log"] if counter
+                                                       else ["column 2", "loss_log"])
