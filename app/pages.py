@@ -32,7 +32,7 @@ VERDICT = {  # the stored verdict (forensics/judge/verdict.py) -> icon, word, ba
     "not analyzed": ("○", "not analyzed", "none"),
 }
 
-INCOMPLETE = {True: "", False: " · <b>ingest did not finish</b>"}  # runs.ingest_complete (issue 26)
+INCOMPLETE = {True: "", False: " · <b>ingest did not finish</b>"}  # runs.ingest_complete
 CSS = """
 <style>
   .sev {padding: 1px 9px; border-radius: 10px; font-size: 0.82em; font-weight: 600; white-space: nowrap;}

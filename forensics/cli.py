@@ -32,10 +32,25 @@ class Done:
 
 
 def db_path(explicit: str | os.PathLike | None = None) -> Path:
-    """`--db PATH`, else `$FORENSICS_DB`, else the user's cache folder (ingest.store.db_location's rule)."""
+    """`--db PATH`, else `$FORENSICS_DB`, else the user's cache folder (ingest.store.db_location's rule). The
+    cache folder is made here when missing; a folder the user named must exist (the store says so)."""
     from ingest.store import db_location
 
-    return db_location(explicit, os.environ)
+    db = db_location(explicit, os.environ)
+    if not explicit and not os.environ.get("FORENSICS_DB"):
+        try:
+            db.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ForensicsError(f"cannot make the cache folder {db.parent} for the database: "
+                                 f"{exc.strerror or exc}; pass --db") from None
+    return db
+
+
+def implied_db() -> Path:
+    """The store a command finds with no --db (printed commands omit --db for it): located, not made."""
+    from ingest.store import db_location
+
+    return db_location(None, os.environ)
 
 
 # -- ingest -------------------------------------------------------------------------------------------------
@@ -103,7 +118,7 @@ def cmd_analyze(args: argparse.Namespace) -> Done | int:
         raise ForensicsError("--json and --markdown - both write to stdout; write the markdown to a file")
     markdown_to = report.markdown_target(args.markdown, args.run_dir)  # checked before any work is done
     result = analyze(args.run_dir, db_path(args.db), selection=_selection(args), trust_pickle=args.trust_pickle,
-                     follow_links=args.follow_links, implied_db=db_path())
+                     follow_links=args.follow_links, implied_db=implied_db())
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     elif markdown_to != "-":
@@ -159,7 +174,7 @@ def cmd_checkpoints(args: argparse.Namespace) -> Done:
     return Done(0)
 
 
-# -- app (the Streamlit browser; issue 15) ---------------------------------------------------------------------
+# -- app (the Streamlit browser) ---------------------------------------------------------------------
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -190,7 +205,7 @@ def cmd_analyze_all(args: argparse.Namespace) -> int:
     def unlisted(path: str, err: str) -> None:  # as watch says them: runs below these folders were not looked for
         print(f"forensics: cannot list {path} ({err}); runs inside it, if any, are not analysed", file=sys.stderr)
 
-    out = analyze_root(args.run_dir, db, Options(_selection(args), args.trust_pickle, db_path()), jobs=args.jobs, ray=args.ray,
+    out = analyze_root(args.run_dir, db, Options(_selection(args), args.trust_pickle, implied_db()), jobs=args.jobs, ray=args.ray,
                        progress=progress, unlisted=unlisted)
     if args.json:
         print(json.dumps(out.as_dict(), indent=2))
@@ -216,12 +231,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     settings = WatchSettings(interval=args.interval, jobs=args.jobs, stall_factor=args.stall_factor,
                              min_stall_s=args.min_stall, events=not args.no_events,
-                             options=Options(trust_pickle=args.trust_pickle, implied_db=db_path()))
+                             options=Options(trust_pickle=args.trust_pickle, implied_db=implied_db()))
     serve(args.roots, db_path(args.db), settings, emit=emit, log=log, once=args.once)
     return 0
 
 
-# -- replay (issue 14) ---------------------------------------------------------------------------------------
+# -- replay ---------------------------------------------------------------------------------------
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -255,7 +270,7 @@ def _run_user_code(args: argparse.Namespace, work, as_json, text, markdown) -> i
     return 0
 
 
-# -- probe (issue 27) ----------------------------------------------------------------------------------------
+# -- probe ----------------------------------------------------------------------------------------
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

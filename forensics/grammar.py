@@ -34,8 +34,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         'or healthy) with its reason, the files read with problems, the earliest cause, then one finding per line '
         '`run:step kind: summary`. A run is healthy only when it was read and checked: no training loss, a '
         'missing reader, a loss too short to judge or a file read with problems make it inconclusive. Exit code 0 '
-        'whatever it found; --fail-on makes findings of that severity or worse (or, with `inconclusive`, any '
-        'verdict but healthy) exit 1.',
+        'whatever it found; --fail-on critical makes a critical finding exit 1, --fail-on warning any verdict but '
+        'healthy (a warning, a critical finding, or a run that could not be judged).',
         EPILOG_DB + "\nThresholds: `forensics rules` lists every detector's fields.\n\nexample:\n  forensics analyze "
             'sample_runs/runs/nan_lr_too_high --db /tmp/f.duckdb --set spike.z=6'),
     "rules": (
@@ -171,7 +171,8 @@ def _analyze_parser(sub) -> None:
     p.add_argument("--set", dest="settings", type=setting_arg, action="append", default=[], metavar="DETECTOR.FIELD=VALUE",
                    help="override a detector threshold, e.g. plateau.start_points=5, or the spike rule, e.g. spike.z=6 (repeatable)")
     p.add_argument("--fail-on", choices=["critical", "warning", "inconclusive"],
-                   help="exit 1 when a finding reaches this severity; `inconclusive`: unless the verdict is healthy")
+                   help="exit 1 when a finding reaches this severity; an INCONCLUSIVE run ranks with `warning` "
+                        "(`warning`: any verdict but healthy; `inconclusive`: the same)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="print each finding's evidence, every read problem and why each detector could not run")
     p.add_argument("--open", action="store_true", help="then open the report in the app (forensics app)")

@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.jsonvalues import int64_or_none
 from ingest.records import Issue
 from ingest.tensorfiles import STEP_IN_NAME, Unreadable, first_line, is_batch_path, load_torch, read_safetensors_header
 from ingest.tensorstats import TensorRef, dtype_name, is_float_dtype, stats_of
@@ -65,9 +66,9 @@ def batch_step(rel: PurePosixPath) -> int | None:
     """`step_500.pt` → 500, `batch_00500.safetensors` → 500: a step pattern, else the last number in the name."""
     found = STEP_IN_NAME.findall(rel.name)
     if found:
-        return int(found[-1])
+        return int64_or_none(int(found[-1]))
     numbers = re.findall(r"\d+", rel.name.split(".")[0])
-    return int(numbers[-1]) if numbers else None
+    return int64_or_none(int(numbers[-1])) if numbers else None
 
 
 def find_batches(rel_paths: Iterable[PurePosixPath]) -> list[FoundBatch]:

@@ -36,6 +36,7 @@ from typing import Any
 import polars as pl
 
 from ingest.configs import parse_json
+from ingest.jsonvalues import INT64_MAX, as_float, int64_or_none
 from ingest.records import Issue
 from ingest.tensorfiles import (
     STEP_IN_NAME,
@@ -187,9 +188,9 @@ def step_from_name(rel: PurePosixPath) -> int | None:
     for part in (rel.name, rel.parent.name):
         found = STEP_IN_NAME.findall(part)
         if found:
-            return int(found[-1])
+            return int64_or_none(int(found[-1]))
     stem = rel.name.split(".")[0]
-    return int(stem) if stem.isdigit() else None
+    return int64_or_none(int(stem)) if stem.isdigit() else None
 
 
 def find_checkpoints(rel_paths: Iterable[PurePosixPath]) -> list[FoundCheckpoint]:
@@ -212,7 +213,7 @@ def find_checkpoints(rel_paths: Iterable[PurePosixPath]) -> list[FoundCheckpoint
             aux = tuple(names[n] for n in ("trainer_state.json",) if n in names)
             # HF's final save lands in the output folder itself: name it by its model file, not ".".
             path = folder if folder.parts else sorted(claimed)[0]
-            step = int(hf_folder[1]) if hf_folder else step_from_name(sorted(claimed)[0])
+            step = int64_or_none(int(hf_folder[1])) if hf_folder else step_from_name(sorted(claimed)[0])
             found.append(FoundCheckpoint(path, "hf", tuple(sorted(claimed)), aux, step))
             taken = set(claimed)
         for f in sorted(files):
@@ -340,7 +341,7 @@ class _Collector:
     def step_candidates(self, obj: dict[str, Any], source: str) -> None:
         for key in STEP_KEYS:
             num = _number(obj.get(key))
-            if num is not None and num == int(num) and num >= 0:
+            if num is not None and num == num and 0 <= num <= INT64_MAX and num == int(num):
                 self.steps.append((source, int(num)))
 
 
@@ -349,7 +350,7 @@ def _number(v: Any) -> float | None:
     if isinstance(v, bool):
         return float(v)
     if isinstance(v, int | float):
-        return float(v)
+        return as_float(v)
     if hasattr(v, "ndim") and getattr(v, "ndim", 1) == 0 and hasattr(v, "item"):
         try:
             return float(v.item())
@@ -466,7 +467,7 @@ def read_checkpoint(
                     failed.append((str(rel), "partial", "; ".join(i.detail for i in file_issues)))
                 c.model_refs(str(rel), refs)
                 for key in STEP_KEYS:
-                    if str(metadata.get(key, "")).isdigit():
+                    if str(metadata.get(key, "")).isdigit() and int64_or_none(int(metadata[key])) is not None:
                         c.steps.append(("contents", int(metadata[key])))
                         break
                 continue
@@ -640,20 +641,19 @@ def read_states(root: Path, rel: str, fmt: str) -> States:
     optimizer, scheduler, scaler and RNG states where `LAYOUTS[fmt]` says they are. Torch files with
     `weights_only=True` only (checkpoints are untrusted); raises `CheckpointMismatch` naming the file when one
     cannot be read that way or holds no model state. Imports torch."""
-    from safetensors.torch import load_file
-
     from ingest.errors import CheckpointMismatch
+    from ingest.tensorfiles import load_safetensors
 
     path = root / rel
     if fmt == "safetensors" or (path.is_file() and path.suffix == ".safetensors"):
-        return States(rel, "safetensors", load_file(path), notes=["weights only: no optimizer, scheduler or RNG state saved"])
+        return States(rel, "safetensors", load_safetensors(path), notes=["weights only: no optimizer, scheduler or RNG state saved"])
     if path.is_dir():
         layout = LAYOUTS["hf"]
         weights = [f for f in ("model.safetensors", "pytorch_model.bin") if (path / f).is_file()]
         if not weights:
             raise CheckpointMismatch(f"{rel} holds no model.safetensors or pytorch_model.bin (sharded weights are not "
                                      f"restored yet)")
-        model = load_file(path / weights[0]) if weights[0].endswith(".safetensors") else _load(path / weights[0], rel)
+        model = load_safetensors(path / weights[0]) if weights[0].endswith(".safetensors") else _load(path / weights[0], rel)
         out = States(rel, "hf", model)
         for role, name in layout.files.items():
             if not (path / name).is_file():
@@ -708,13 +708,14 @@ def _load_rng(path: Path) -> dict | None:
     import zipfile
 
     import numpy as np
-    import torch
     from numpy._core.multiarray import _reconstruct
     from torch.serialization import safe_globals
 
+    from ingest.tensorfiles import torch_load
+
     try:
         with safe_globals([_reconstruct, np.ndarray, np.dtype, type(np.dtype("uint32"))]):
-            return torch.load(path, map_location="cpu", weights_only=True)
+            return torch_load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile):
         return None  # an RNG state we cannot read safely is reported as not restored
 

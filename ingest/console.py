@@ -7,13 +7,27 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
 2. counter  the global step (`iter N`, `step N/M`, `Iteration N`, `Global Step: N`, `[Iteration N]`,
             `global_step=N`, fairseq's `num_updates=N`), the epoch (`Epoch[e]`, `Epoch e/E`, `Epoch: e`, `epoch=e`) and the batch
             (`Batch[b]`, a tqdm bar's `n/total`);
-3. assign   explicit pairs anywhere on the line: `key=value`, `key = value`, `'key': value` (a printed
-            dict, as HF's Trainer prints its logs);
+3. assign   explicit pairs anywhere on the line: `key=value`, `key = value`, `'key': value` and `'key': '1.1'` (a
+            printed dict, as HF's Trainer and fairseq's json format print their logs), `name:value` with no
+            space (`train loss:1.234`), a box table's row (`|  loss  | -0.016 |`), a sentence with its counters
+            inside (`Score at iteration 0 is 1.62`), and messages whose values have fixed names (loss-scale
+            changes, gradient clipping: `grad_norm`, `grad_clip`, `clip_scale`);
 4. phrase   what is left is cut into clauses (at `,` `;` `|` brackets, `. ` and runs of 2+ spaces) and a
             clause that reads `Some Words[:| is] value [unit]` is a metric (`Train loss 1.593`,
             `Loss is Infinity`, `Speed: 2.38 samples/sec`). Such loose pairs count only on lines that
             carry a counter, or when the key names a metric (loss, acc, lr, grad, norm, ppl, ...), so a
             traceback's `line 71` is not a metric.
+
+Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
+`0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
+`TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`). After them, values inside a
+group labelled as losses are its parts (`[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`).
+
+Beside the line passes (`_State.tabled`): a row of values under a header row printed earlier with as many fields
+(apart by tabs, runs of spaces or `|`) takes its names from the header (`Epoch  gpu_mem  box  obj`, a TSV with
+a trailing tab, AllenNLP's `Training | Validation`); a counter's column (`Epoch`, `Batch`, `Iter`) is the row's
+counter. In a file whose name names a quantity (`loss.txt`), bare values (`0.693`, `12: 0.693`, one list
+`[0.33, 0.13]`) take that name.
 
 Tags keep the writer's spelling (`Train loss`, `IDLoss`, `loss`). Values `nan`, `inf`, `-inf`,
 `Infinity`, `NaN` are read as such.
@@ -33,9 +47,14 @@ of the last full date seen earlier in the file; before any, they are placed on 1
 Issue(kind="assumed_date") says so. A time-of-day going backwards moves the assumed date on one day.
 
 Lines that look like metrics (a number next to a metric-like word) but gave none are counted: one
-Issue(kind="unmatched_lines") per read with the count and the first line numbers. Binary junk gives
-one Issue(kind="not_this_format"). The file is append-only: `start` is a byte offset, and only
-complete lines (ending in `\\n` or `\\r`) are read; a partial last line waits for the next ingest.
+Issue(kind="unmatched_lines") per read with the count, the first line numbers and the first such line. Binary
+junk gives one Issue(kind="not_this_format"). The file is append-only: `start` is a byte offset, and only
+complete lines (ending in `\\n` or `\\r`) are read; a partial last line waits for the next ingest, unless the
+file has not changed for `IDLE_SECONDS` (a finished run's last print, never ended). A CSV under a log's name
+(Keras's `CSVLogger('training.log')`) is read by the CSV reader.
+
+Recognition (`sniff_console`, for files no name claims): lines sampled from a file's head, middle and tail
+(`ingest.formats.sample`), not its first kilobytes; a text file not taken is told why (`why_not_console`).
 """
 
 from __future__ import annotations
@@ -56,12 +75,14 @@ from ingest.roles import MEMORY_UNITS, SPLIT_WORDS, role_of, words
 NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 METRIC_WORDS = re.compile(
-    r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b",
+    r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
+    r"|cost|objective|nll|xent|energy",
     re.I)
 RATE_UNITS = (r"(?:ms|s|sec)/(?:it|iter|step|batch)"
               r"|(?:it|iter|iters|samples|tokens|img|imgs|images|ex|examples)/s(?:ec)?")
 CHUNK_BYTES = 8 << 20
 MAX_LINES_LISTED = 10
+MAX_SAMPLE_CHARS = 160
 
 
 @dataclass(frozen=True)
@@ -82,6 +103,10 @@ class LinePattern:
     example: str
     expect: dict[str, float] = field(default_factory=dict)
     tag: str | None = None  # the metric's name when the regex has no `key` group
+    tags: tuple[tuple[str, str], ...] = ()  # (group, metric's name) for a message that holds several values
+
+
+_COUNTED = r"(?:\x00[\x00\s]*|(?:epoch|iteration|iter|step|batch)\s*\d+\s*)"  # a counter, blanked or not
 
 
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -102,15 +127,32 @@ PATTERNS: list[LinePattern] = [
         {"step": 2, "loss": float("nan")}),
     LinePattern("bracket_time", "time", _p(r"\[(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]"),
                 "[10:00:00] step 5 loss: 0.25", {"step": 5, "loss": 0.25}),
+    # A date and time without separators in the date (`20191107-14:02:11`, `20191107_140211`).
+    LinePattern("compact_time", "time", _p(
+        r"(?<!\d)(?P<y>\d{4})(?P<mo>\d{2})(?P<d>\d{2})[-_ T](?P<h>\d{2}):?(?P<mi>\d{2}):?(?P<s>\d{2})(?!\d)"),
+        "20191107-14:02:11  total_loss: 3.81", {"total_loss": 3.81}),
+    # A time of day in a stamp of another form (`[03.24.23|09:56:11]`, `INFO - 09/02/20 14:18:08 - ...`,
+    # `06:38:14.898 [main] INFO ...`), not a tqdm bar's elapsed or remaining time (`<`) nor an `eta: 12:34:56`.
+    LinePattern("time_of_day", "time", _p(
+        r"(?<![\d:.<])(?<![Ee][Tt][Aa]: )(?<![Ee][Tt][Aa] )(?<![Ee][Tt][Aa][:=])(?<!elapsed: )(?<!left: )"
+        r"(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:<])"),
+        "06:38:16.402 [main] INFO ScoreIterationListener - Score at iteration 0 is 1.6235184989295723",
+        {"step": 0, "Score": 1.6235184989295723}),
     # --- ignored: text that looks like pairs but holds no logged values (blanked before the counters) -----
     # argparse's `Namespace(batch_size=10, lr=0.0005, ...)`, printed at start: the run's arguments, not metrics.
     LinePattern("argparse_namespace", "ignore", _p(r"\bNamespace\([^()]*\)"),
                 "Namespace(batch_size=10, cuda=True, gamma=0.1, lr=0.0005, momentum=0.9, resume=None)"),
+    # A dump of settings under their label (YOLOv5's `hyperparameters: lr0=0.01, box=0.05, ...`, `args: {'lr': ...}`,
+    # `config: {...}`): the run's settings, not logged values, though their names are those of metrics.
+    LinePattern("settings_dump", "ignore", _p(
+        r"\b(?i:hyper-?parameters|hyps?|hparams|args|arguments|config|configuration|options|opts?|params|parameters"
+        r"|settings|kwargs|cfg)\s*[:=]\s*[{(\[]?\s*['\"]?[A-Za-z_][\w.]*['\"]?\s*[:=].*$"),
+        "hyperparameters: lr0=0.01, lrf=0.1, momentum=0.937, box=0.05, cls=0.5, obj=1.0"),
     # --- counters -----------------------------------------------------------------------------------
     LinePattern("global_step", "counter", _p(r"\b(?:Global Step|global[_ ]step)\s*[:=]?\s*(?P<step>\d+)\b", re.I),
                 "Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0",
                 {"step": 20, "epoch": 0, "Loss": float("nan"), "LearningRate": 0.001, "Fp16 Grad Scale": 0}),
-    LinePattern("num_updates", "counter", _p(r"\bnum_updates\s*[:=]\s*(?P<step>\d+)\b"),  # fairseq's update count
+    LinePattern("num_updates", "counter", _p(r"\bnum_updates['\"]?\s*[:=]\s*['\"]?(?P<step>\d+)\b"),  # fairseq's update count
                 "| epoch 001:    430 / 614 loss=9.997, nll_loss=9.997, ppl=1021.81, wps=1340, ups=3.0, wpb=442, "
                 "bsz=18, num_updates=431, lr=0.05, gnorm=11.481, clip=100%, oom=0",
                 {"step": 431, "epoch": 1, "loss": 9.997, "nll_loss": 9.997, "ppl": 1021.81,
@@ -120,9 +162,18 @@ PATTERNS: list[LinePattern] = [
     LinePattern("iter", "counter", _p(r"\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d)"),
                 "Iter 25: Train loss 1.593, Learning Rate 7.000e-05, It/sec 0.999, Tokens/sec 387.697",
                 {"step": 25, "Train loss": 1.593, "Learning Rate": 7e-05, "It/sec": 0.999, "Tokens/sec": 387.697}),
+    # `Epoch [e/E], Step [s/N]` (the PyTorch tutorials' loop): the step within the epoch, so its batch.
+    LinePattern("step_bracket_of", "counter", _p(r"\b(?:step|Step|STEP)\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]"),
+                "Epoch [1/50], Step [6/48], Loss: nan", {"epoch": 1, "batch": 6, "Loss": float("nan")}),
+    # tqdm-style `it N |`, `It 300:` (an iteration's short name before a separator): the step, not a metric `it`.
+    LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[|,:\]]|\s{2,}|\s*$)"),
+                "epoch 2 it 300 | loss 0.3", {"epoch": 2, "step": 300, "loss": 0.3}),
     LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
+    # A loop's index printed as `idx: N` (`print(f"idx: {i}loss: {loss}")`): the step.
+    LinePattern("index", "counter", _p(r"\b(?:idx|index|Idx|Index|IDX)\s*[:=]\s*(?P<step>\d+)(?!\.\d)"),
+                "idx: 0loss: tensor(8.4650, grad_fn=<NegBackward>)", {"step": 0, "loss": 8.465}),
     # An evaluation pass's lines in PyTorch's ImageNet example, DeiT/MAE's MetricLogger and timm: `Test: [b/N]`.
     # Their `Loss`, `Acc@1` are the validation's: the tags take the split's word (`Test Loss`), so they do not
     # join the training's `Loss` (a tag that names a split already keeps its own).
@@ -165,6 +216,12 @@ PATTERNS: list[LinePattern] = [
         rf"\b(?P<key>[A-Za-z][A-Za-z ]*?[Ll]oss)\s+(?P<step>\d+):?\s+(?P<value>{NUM}){_NUM_END}"),
         " **Train loss 12002 4.972964** Grad Norm inf 1.78s/it",
         {"step": 12002, "Train loss": 4.972964, "Grad Norm": float("inf"), "s/it": 1.78}),
+    # darknet's `%d: %f, %f avg loss, %f rate, ...`: the iteration, then the batch's value unnamed beside its running
+    # average, which names them both (`avg loss`): the first is the loss.
+    LinePattern("value_beside_average", "counter", _p(
+        rf"^\s*(?P<step>\d+):\s*(?P<value>{NUM}),\s*{NUM}\s+(?:avg|average|mean)\s+(?P<key>[A-Za-z]\w*){_NUM_END}"),
+        " 1: 364.146759, 364.146759 avg loss, 0.000000 rate, 0.641364 seconds, 48 images, -1.000000 hours left",
+        {"step": 1, "loss": 364.146759}),
     LinePattern("tqdm_bar", "counter", _p(r"\d+%\|[^|\n]*\|\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),
@@ -188,6 +245,16 @@ PATTERNS: list[LinePattern] = [
         rf"\bloss[ _]scale(?: is| has been)? (?:adjusted|reduced|decreased|lowered|halved|changed|updated) to:?"
         rf"\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "Overflow occurs, the loss scale is adjusted to 32768.0", {"loss_scale": 32768.0}, tag="loss_scale"),
+    # A clipping message with the norm it clipped and the threshold (Caffe's `Gradient clipping: scaling down
+    # gradients (L2 norm 5120.3 > 35) by scale factor 0.0068`; `clipping gradient norm 12.5 to 1.0`): evidence of the
+    # gradients where no loss is printed. Printed on clipped steps only: the norm is the norm before clipping.
+    LinePattern("grad_clipping", "assign", _p(
+        rf"(?i:gradient clipping|clipping gradients?|clip(?:ped|ping)? grad(?:ient)?s?)\b[^\n]{{0,80}}?"
+        rf"(?:(?:L\d )?norm[:=]?\s*(?P<norm>{NUM})\s*(?:>|to|exceeds|above)\s*(?:max(?:_norm)?[:=]?\s*)?"
+        rf"(?P<threshold>{NUM}))(?:\)?\s*(?:by )?(?:scale )?factor[:=]?\s*(?P<factor>{NUM}))?{_NUM_END}"),
+        "Gradient clipping: scaling down gradients (L2 norm 5120.3 > 35) by scale factor 0.0068",
+        {"grad_norm": 5120.3, "grad_clip": 35, "clip_scale": 0.0068},
+        tags=(("norm", "grad_norm"), ("threshold", "grad_clip"), ("factor", "clip_scale"))),
     LinePattern("epoch_time", "assign", _p(
         rf"\b(?:time|took)\s+(?:this|per|for this|of this)\s+epoch\s*[=:]?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "epoch 3, loss=0.52, time this epoch= 2.68", {"epoch": 3, "loss": 0.52, "epoch_time": 2.68}, tag="epoch_time"),
@@ -200,14 +267,36 @@ PATTERNS: list[LinePattern] = [
         "Train loss 12005 5.318559 Grad Norm inf 1.75s/it", {"step": 12005, "Train loss": 5.318559, "s/it": 1.75}),
     # --- explicit pairs -----------------------------------------------------------------------------
     # Not after `-`: `--lr=5e-4` on a command line is an argument, not a logged value.
-    LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.-])(?P<key>[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
+    LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.-])(?P<key>(?:[A-Za-z]+ (?=[A-Za-z_][\w./-]*\s*=))?[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
                 {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21}),
-    # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`).
+    # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`); the
+    # value quoted too where the writer printed strings (fairseq's json log format, transformers 5's console).
     LinePattern("dict_item", "assign", _p(
-        rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*(?P<value>{NUM}){_NUM_END}"),
+        rf"['\"\u2018\u2019\u201c\u201d](?P<key>[^'\"\u2018\u2019\u201c\u201d]+)['\"\u2018\u2019\u201c\u201d]\s*:\s*"
+        rf"(?P<quote>['\"])?(?P<value>{NUM})(?(quote)['\"]){_NUM_END}"),
                 "{'loss': 0.6931, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.27}",
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
+    # `name:value` with no space (modded-nanogpt's `step:1/20000 train_loss:6.9319 train_time:132ms`, `train loss:1.2`):
+    # a unit may be glued on. Not a device (`cuda:0`), a port, a URL or a quoted string's inside.
+    LinePattern("key_colon_value", "assign", _p(
+        rf"(?<![\w.:/'\"-])(?P<key>(?!(?:cuda|cpu|gpu|npu|xpu|mps|localhost|port|rank)\b)"
+        rf"(?:[A-Za-z][A-Za-z0-9]* ){{0,3}}[A-Za-z_][\w./@#-]*)"
+        r"(?<!\.[A-Za-z])(?<!\.[A-Za-z]{2})(?<!\.[A-Za-z]{3})(?<!\.[A-Za-z]{4}):"  # not a source file's line
+        rf"(?P<value>{NUM})(?:ms|s|%)?(?![\w.'\":]|/\d)", re.I),
+        "step:1/20000 train_loss:6.9319 train_time:132ms step_avg:131.94ms",
+        {"step": 1, "train_loss": 6.9319, "train_time": 132, "step_avg": 131.94}),
+    # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`).
+    LinePattern("pipe_row", "assign", _p(
+        rf"^\s*\|\s*(?P<key>[A-Za-z][\w./ -]*?)\s*\|\s*(?P<value>{NUM})\s*\|\s*$"),
+        "|    loss                 | -0.016      |", {"loss": -0.016}),
+    # A sentence that names its counters between the name and the value: `Score at iteration 0 is 1.62`,
+    # `Loss at epoch 0 and iteration 500 is 0.219`, `loss for step 3: 0.5` (the counters are blanked by then).
+    LinePattern("key_at_counter_is", "assign", _p(
+        rf"(?P<key>[A-Za-z][A-Za-z_ ]*?)\s+(?:at|for|in|of|after)\s+{_COUNTED}(?:(?:and|,)\s*{_COUNTED})*"
+        rf"(?:\bis\b|:|=)\s*(?P<value>{NUM}){_NUM_END}"),
+        "NCE Loss at epoch 0 and iteration 500 is 0.9422569870948792",
+        {"epoch": 0, "step": 500, "NCE Loss": 0.9422569870948792}),
 ]
 
 # Loose `Words value` clauses (pass 4): up to four words (`Acc@1` is one), an optional `:` / `is` / `=`, the value,
@@ -216,7 +305,7 @@ PHRASE = re.compile(
     rf"^(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
 _PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
-              r"(?P<unit>%)?(?P<unit2>)")
+              r"(?P<unit>%|ms\b|s\b)?(?P<unit2>)")
 _PAIR_IN_RUN = re.compile(_PAIR_TEXT)
 _PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}$")
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
@@ -307,6 +396,7 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     text = line
     if shape is None:
         text = ANSI.sub("", line) if "\x1b" in line else line
+        text = _normalise(text)
         if _DIGIT_WORDS[0] in text or _DIGIT_WORDS[1] in text:
             shape = _trace(text)
         else:
@@ -334,6 +424,60 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     else:  # the check reads the line as written, escape codes and all
         looks = LOOKS_LIKE_METRIC.search(line) is not None
     return metrics, counters, time, shape.time_kind, looks, patterns
+
+
+# Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
+# list `[ 0.4127735]`, `0.41±0.02`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
+# cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
+_FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
+_REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
+                   rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
+_GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
+_REPR_HINTS = [
+    r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
+    r"tensor\(", "±", r"\+/?-\s*\d",
+    rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
+    r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
+    r"\dm\s*\d+(?:\.\d+)?s\b",  # a duration
+    r"(?:^|[^\d:.,]|[A-Za-z_]:)\d{1,3},\d\d\d",  # thousands, not a stamp's milliseconds (`13:37,195`)
+]
+_REPR_HINT = "|".join(_REPR_HINTS)
+_NEEDS_NORMAL = re.compile(_REPR_HINT)
+
+
+# A name before a list of values (`TD Error [2354.3, 1952.9]`, a numpy array's `[101.   9.]`, per-group `lr: [0.1,
+# 0.01]`): each value is the name's element (`TD Error_0: 2354.3, TD Error_1: 1952.9`).
+_NAMED_LIST = re.compile(rf"(?P<key>(?<![\w.-])[A-Za-z][\w.-]*(?: [A-Za-z][\w.-]*)?)\s*:?\s*"
+                         rf"\[\s*(?P<items>{NUM}(?:(?:\s*,\s*|\s+){NUM}){{1,7}})\s*,?\s*\]")
+
+
+def _named_list(match: re.Match[str]) -> str:
+    key = match.group("key")
+    return ", ".join(f"{key}_{i}: {v}" for i, v in enumerate(_LIST_ITEM.findall(match.group("items")))) + ","
+
+
+# A duration in hours, minutes and seconds (`9m 2s`, `1h 3m 2.5s`): its seconds (`542s`).
+_DURATION = re.compile(r"\b(?:(?P<h>\d+)h\s*)?(?P<m>\d+)m\s*(?P<s>\d+(?:\.\d+)?)s\b")
+
+
+def _seconds(match: re.Match[str]) -> str:
+    total = int(match.group("h") or 0) * 3600 + int(match.group("m")) * 60 + float(match.group("s"))
+    return f"{total:g}s"
+
+
+# A count printed with thousands separators (`iter: 121,400`, `PV:10,434,100`, f"{n:,}"): one number.
+_THOUSANDS = re.compile(r"(?<![\w.])(?<!\d:)(?<!\d,)\d{1,3}(?:,\d{3})+(?!\d|,\d|\.\d)")
+
+
+def _normalise(text: str) -> str:
+    if not _NEEDS_NORMAL.search(text):
+        return text
+    text = _DURATION.sub(_seconds, text)
+    text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
+    text = _NAMED_LIST.sub(_named_list, text)
+    text = _REPR.sub(lambda m: m.group("t") or m.group("l") and m.group("lpre") + m.group("l")
+                     or m.group("pm") + m.group("pmu"), text)
+    return _GLUED.sub(" ", text)
 
 
 @lru_cache(maxsize=4096)
@@ -402,6 +546,11 @@ def _trace(text: str) -> _Shape:
                 metrics.append((*match.span("value"), *match.span("value"), pattern.tag))
                 text = _blank(text, match.span(), blanked)
                 continue
+            if pattern.tags:  # a message of several values, each under the pattern's name for it
+                metrics.extend((*match.span(g), *match.span(g), tag) for g, tag in pattern.tags
+                               if match.group(g) is not None)
+                text = _blank(text, match.span(), blanked)
+                continue
             ks, ke = _stripped(text, *match.span("key"))
             key = text[ks:ke] if any(s < ke and ks < e for s, e in blanked) else None
             exact = exact and key is None
@@ -457,10 +606,37 @@ def _trace(text: str) -> _Shape:
                     taken.append("phrase")
             else:
                 loose.append((*spans, tag))
+    if (metrics or loose) and _GROUP_LABEL.search(line):
+        metrics, loose = _grouped(line, metrics), _grouped(line, loose)
+        exact = exact and not any(key is not None and any(c.isdigit() for c in key) for *_, key in metrics + loose)
     looks = not metrics and LOOKS_LIKE_METRIC.search(line) is not None
     record = 2 * covered >= sum(not c.isspace() for c in line)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
                   tuple(loose) if record else (), tuple(taken), prefix)
+
+
+# A group of values under a label that names them losses (`[Losses: x 0.27, y 0.25, total 15.1, recall: 0.1]`,
+# spaCy's `Losses {'ner': 172.9}`): each value in it whose name says nothing of its own is that loss's part
+# (`Losses x`, `Losses ner`); one that names a quantity (`recall`, `precision`, `acc`) keeps its name.
+_GROUP_LABEL = re.compile(r"\b(?P<label>[A-Za-z_]*?(?:[Ll]oss(?:es)?|LOSS(?:ES)?))\s*(?::\s*(?!(?i:nan|inf))(?=[A-Za-z'\"\[{(])|(?=[\[{(]))")
+_GROUP_END = re.compile(r"[\]})]|$")
+_OWN_NAMES = re.compile(r"(?i)recall|precision|acc|f1|map|ap\b|iou|lr|time|speed|eta|mem")
+
+
+def _grouped(line: str, parts: list[tuple[int, int, int, int, str | None]]) -> list[tuple[int, int, int, int, str | None]]:
+    groups = []
+    for match in _GROUP_LABEL.finditer(line):
+        opened = line[match.end():match.end() + 1] in "[{("
+        end = _GROUP_END.search(line, match.end() + (1 if opened else 0))
+        groups.append((match.group("label"), match.end(), end.start() if end else len(line)))
+    out = []
+    for ks, ke, vs, ve, key in parts:
+        name = line[ks:ke] if key is None else key
+        label = next((g for g, start, end in groups if start <= ks and ve <= end), None)
+        if label is not None and role_of(name).role == "other" and not _OWN_NAMES.search(name):
+            key = f"{label} {name}"
+        out.append((ks, ke, vs, ve, key))
+    return out
 
 
 def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
@@ -493,6 +669,13 @@ def _blank(text: str, span: tuple[int, int], blanked: list[tuple[int, int]] | No
 def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
     """Points from byte `start` on, one chunk per ~8 MiB of complete lines."""
     with path.open("rb") as f:
+        if _is_csv(f.read(4096)):
+            # a CSV under a log's name (Keras's own example: `CSVLogger('training.log')`): the CSV reader's
+            from ingest.tabular import read_csv
+
+            yield from read_csv(path, start)
+            return
+        f.seek(0)
         head = f.read(4096) if start == 0 else b""
         if start == 0 and _is_binary(head):
             # Nothing is consumed: a log whose first bytes only looked binary (a short head, a multi-byte
@@ -502,6 +685,8 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             return
         state = _State.resume(f, start)
         state.start = start
+        state.stem_tag = _stem_tag(path)
+        idle = _idle(path)
         f.seek(start)
         offset = start
         pending = b""
@@ -512,10 +697,14 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             if cut == 0 and block:
                 pending = data
                 continue
+            unended = 0
+            if not block and idle and cut < len(data) and not _is_binary(data[cut:]):
+                # the last print of a finished run, never ended by a line break: read it now
+                data, cut, unended = data + b"\n", len(data) + 1, 1
             complete, pending = data[:cut], data[cut:]
             if complete:
                 frame = state.parse(complete, offset)
-                offset += len(complete)
+                offset += len(complete) - unended
                 last = not block
                 yield Chunk(end=offset, scalars=frame, issues=state.issues(path.name) if last else [])
                 if last:
@@ -523,6 +712,41 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             if not block:
                 yield Chunk(end=offset, issues=state.issues(path.name))
                 return
+
+
+_CSV_NAME = re.compile(r"^\s*[A-Za-z_][\w ./@%()\[\]-]*\s*$")
+_CSV_VALUE = re.compile(rf"^\s*(?:{NUM}|)\s*$")
+
+
+def _is_csv(head: bytes) -> bool:
+    """A header of two or more names apart by commas, then rows of as many values (numbers or empty)."""
+    lines = head.decode("utf-8", errors="replace").splitlines()[:-1] if b"\n" in head else []
+    lines = [line for line in lines if line.strip()]
+    if len(lines) < 2:
+        return False
+    names = lines[0].split(",")
+    if len(names) < 2 or not all(_CSV_NAME.match(n) for n in names):
+        return False
+    return all(len(row.split(",")) == len(names) and all(_CSV_VALUE.match(v) for v in row.split(","))
+               for row in lines[1:])
+
+
+IDLE_SECONDS = 60.0  # a log unchanged this long is finished: its last line, even without a line break, is read
+
+
+def _idle(path: Path) -> bool:
+    import time
+
+    try:
+        return time.time() - path.stat().st_mtime > IDLE_SECONDS
+    except OSError:
+        return False
+
+
+def _stem_tag(path: Path) -> str | None:
+    """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`)."""
+    stem = path.name.split(".")[0]
+    return stem if role_of(stem).role != "other" else None
 
 
 def _is_binary(head: bytes) -> bool:
@@ -554,19 +778,32 @@ _NUMBER_START = r"[-+]{0,2}[\d.nNiI]"  # where NUM can begin (a sign, a digit, `
 _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
     # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
-    r"(?i:step|iter|epoch|batch)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
+    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
+    rf"[A-Za-z_]:{_NUMBER_START}",  # key_colon_value
     rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
 # but a letter or `_` is let through, and n, N, i, I.
-_METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy)"
+_METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy"
+                r"|cost|objective|nll|xent|energy)"
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
 _NUMBER = r"\d|(?i:nan|inf)"
+# Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
+# own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
+# (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
+_VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,2}|N/?A|(?i:nan|inf))"
+_NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_TABLE_LINE = "|".join([
+    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%\|.*)?\s*$",  # a bar may follow
+    rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
+    r"^\s*(?:\d+\s*[:,]\s*)?[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?\s*$",
+    r"^\s*\[\s*[-+]?\.?\d",
+])
 # A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
 _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
 _NOT_LETTERS = re.compile(r"[^A-Za-z]+")
@@ -609,6 +846,9 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     offsets = np.concatenate(([0], bounds)).astype(np.int64)
     lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
     keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER))
+    tabular_lines = lines.str.contains(_TABLE_LINE)
+    keep = keep | tabular_lines
+    tabular = tabular_lines.to_numpy()
     paired = lines.str.contains(_PAIR)
     outlines = lines.filter(paired).str.replace_all(_NOT_LETTERS.pattern, "")
     known = {} if known is None else known
@@ -623,12 +863,16 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     rep = repeated[candidates]
     # Templates, as `_parse` makes them, in bulk; each new one is traced once (lines with ANSI escapes
     # or `f1` are left to `_parse`).
-    own = picked.str.contains(r"\x1b|f1|F1").to_numpy()
+    # (each alternative of the hint on its own: polars' engine runs their union several times slower)
+    own = picked.str.contains(r"\x1b|f1|F1")
+    for hint in _REPR_HINTS:
+        own = own | picked.str.contains(hint)
+    own = own.to_numpy()
     templates = picked.str.replace_all("[1-9]", "0")
     shapes = {t: _cached_shape(t) for t in templates.filter(~own).unique().to_list()}
     busy = [t for t, shape in shapes.items() if not shape.idle]
     loose = [t for t, shape in shapes.items() if shape.loose]
-    keep = own | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
+    keep = own | tabular[candidates] | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
         | (rep & templates.is_in(pl.Series(loose, dtype=pl.Utf8).implode()).to_numpy())
     candidates = candidates[keep]
     shown = [None if o or not shapes[t].exact else shapes[t]
@@ -665,6 +909,7 @@ class _State:
     assumed: int | None = None  # line number of the first stamp whose date was assumed
     unmatched: list[int] = field(default_factory=list)
     n_unmatched: int = 0
+    unmatched_sample: str | None = None  # the first of them, as printed
     outlines: dict[str, int] = field(default_factory=dict)  # lines seen per outline (`_candidate_lines`)
     # The epoch of the last line that printed an epoch and nothing else (`Epoch 3/10` above Keras' bar,
     # `epoch 3` above `loss: 0.52`): the epoch of the record lines under it that print none of their own.
@@ -673,6 +918,8 @@ class _State:
     start: int = 0  # the byte this read began at
     recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
+    headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
+    stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -727,7 +974,20 @@ class _State:
                 continue
             line_no += line_no0
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
+            metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
             wall_time = self._wall_time(time, line_no) if time else None
+            if listed:  # bare values: one per line (`N: value` or `value`), or a list printed on one line
+                for i, (n, value) in enumerate(listed):
+                    ordinal = n is None
+                    step = segment + k if ordinal and len(listed) == 1 else i if ordinal else n
+                    tags.append(self.stem_tag)
+                    values.append(value)
+                    counts.append(1)
+                    for col, v in (("step", step), ("position", offset + start), ("wall_time", wall_time),
+                                   ("epoch", None), ("batch", None), ("ordinal", ordinal)):
+                        rows[col].append(v)
+                self.taken["bare_values"] = self.taken.get("bare_values", 0) + 1
+                continue
             step = counters.get("step")
             epoch, batch = counters.get("epoch"), counters.get("batch")
             if metrics or counters:
@@ -738,6 +998,8 @@ class _State:
                     self.n_unmatched += 1
                     if len(self.unmatched) < MAX_LINES_LISTED:
                         self.unmatched.append(line_no)
+                    if self.unmatched_sample is None:
+                        self.unmatched_sample = text.strip()[:MAX_SAMPLE_CHARS]
                 if step is not None:
                     self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
@@ -752,7 +1014,8 @@ class _State:
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = segment + k, True
-            if self.copied_record(metrics, (None if is_ordinal else step, epoch, batch), text, wall_time):
+            if self.copied_record(metrics, (None if is_ordinal else step, epoch, self.header_epoch, batch), text,
+                                  wall_time):
                 continue
             tags.extend(metrics)
             values.extend(metrics.values())
@@ -769,6 +1032,68 @@ class _State:
         return scalars_frame(per_point.with_columns(pl.Series("tag", tags, pl.Utf8),
                                                     pl.Series("value", values, pl.Float64)))
 
+    def tabled(self, text: str, metrics: dict[str, float], counters: dict[str, int], looks: bool,
+               patterns: tuple[str, ...]) -> tuple[dict[str, float], dict[str, int], bool, tuple[str, ...],
+                                                   list[tuple[int | None, float]] | None]:
+        """A line as a row of a table seen before (its values named by the header) or as bare values, else as the
+        table parsed it (and remembered as a header, when it is one)."""
+        listed = None
+        if self.headers or self.stem_tag:
+            row = self.table_row(text)
+            if row is not None:
+                return row[0], {**counters, **row[1]}, False, ("header_table",), None
+            if self.stem_tag:
+                listed = _bare_values(text)
+        if not metrics and listed is None:
+            self.note_header(text)
+        return metrics, counters, looks, patterns, listed
+
+    def note_header(self, text: str) -> None:
+        """Remember a table's header row (`Epoch\tLR\tTrain Loss`, `  Epoch   gpu_mem   box   obj`): two or more
+        names, apart by tabs, runs of spaces or `|`, after at most one field of prefix (a time, a logger)."""
+        if "\t" not in text and "  " not in text and "|" not in text:
+            return  # one field: no table
+        fields = _fields(text)
+        names = 0
+        for f in reversed(fields):
+            if not _NAME_FIELD.fullmatch(f) or _VALUE_FIELD.fullmatch(f):
+                break
+            names += 1
+        if names >= 2 and len(fields) - names <= 1 and len(fields) <= MAX_COLUMNS:
+            self.headers[len(fields)] = tuple(fields[-names:])
+            self.headers = dict(list(self.headers.items())[-MAX_HEADERS:])
+
+    def table_row(self, text: str) -> tuple[dict[str, float], dict[str, int]] | None:
+        """Metrics and counters of a row of numbers under a remembered header with as many fields: each value
+        takes its column's name (a counter's column, `Epoch` `Batch` `Iter`, is the row's counter; `0/29` reads 0).
+        A row whose one prefix field ends in a name (`... - loss  |  -137.6  |  -146.7` under `Training | Validation`)
+        names each value `<name> <column>`."""
+        fields = _fields(text)
+        names = self.headers.get(len(fields))
+        if names is None:
+            return None
+        found = [_VALUE_FIELD.fullmatch(f) for f in fields[-len(names):]]
+        if not all(found):
+            return None
+        label = None
+        if len(fields) > len(names):
+            named = _ROW_LABEL.search(fields[0])
+            label = named.group(1) if named else None
+        metrics: dict[str, float] = {}
+        counters: dict[str, int] = {}
+        losses = any(role_of(n).role == "train_loss" for n in names)
+        for name, match in zip(names, found):
+            if match.group("value") is None:
+                continue  # `N/A`: no value in this column
+            counter = COUNTER_COLUMNS.get(name.lower())
+            if counter is not None and label is None:
+                counters.setdefault(counter, int(float(match.group("value"))))
+                continue
+            if losses and name.lower() in TOTAL_COLUMNS:
+                name = f"{name} loss"  # a table of loss components: its `total` is the loss they sum to
+            metrics.setdefault(f"{label} {name}" if label else name, float(match.group("value")))
+        return metrics, counters
+
     def copied_record(self, metrics: dict[str, float], counters: tuple, text: str, wall_time: float | None) -> bool:
         """Whether the line repeats one of the last `RECENT_RECORDS` records (the same values, logged step, epoch
         and batch) under another prefix and at the same time (within a second, or both unstamped): the same
@@ -776,8 +1101,8 @@ class _State:
         each behind its node's address; torchrun's `[rank1]:`). Kept once. A line repeated exactly, prefix and
         all, or a second later, is a record of its own (a loss stuck at 0.0 prints the same line)."""
         record = (tuple((t, repr(v)) for t, v in metrics.items()), counters)
-        copied = any(r == record and t != text and (w is None and wall_time is None or
-                                                    w is not None and wall_time is not None and abs(w - wall_time) <= 1)
+        copied = any(r == record and t != text and _same_but_prefix(t, text, metrics) and (
+            w is None and wall_time is None or w is not None and wall_time is not None and abs(w - wall_time) <= 1)
                      for r, t, w in self.recent)
         self.recent.append((record, text, wall_time))
         del self.recent[:-RECENT_RECORDS]
@@ -822,16 +1147,57 @@ class _State:
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""
+            sample = f"; the first reads: {self.unmatched_sample!r}" if self.unmatched_sample else ""
             out.append(Issue(self.unmatched[0], "unmatched_lines",
-                             f"{self.n_unmatched} lines of {name} look like metrics but match no pattern "
-                             f"(lines {lines}{more}); add a LinePattern to ingest/console.py PATTERNS"))
+                             f"{self.n_unmatched} lines of {name} look like metrics but nothing was read from them "
+                             f"(lines {lines}{more}){sample}"))
         if self.assumed is not None:
             out.append(Issue(self.assumed, "assumed_date",
                              f"{name} stamps lines without a full date (first at line {self.assumed}); their "
                              f"wall_time is placed on 1970-01-01 UTC: durations hold, dates do not"))
             self.assumed = None
-        self.unmatched, self.n_unmatched = [], 0
+        self.unmatched, self.n_unmatched, self.unmatched_sample = [], 0, None
         return out
+
+
+# Tables printed with one header row, and bare values (`note_header`, `table_row`, `_bare_values`).
+_TQDM_TAIL = re.compile(r":?\s*\d+%\|.*$")
+_FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
+_NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_NAME_FIELD = re.compile(_NAME_TEXT)
+_VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?[A-Za-z%]{{0,2}}|N/?A|None|-+")
+_ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*)$")
+COUNTER_COLUMNS = {"epoch": "epoch", "ep": "epoch", "batch": "batch", "iter": "step", "iters": "step",
+                   "iteration": "step", "it": "step", "step": "step", "steps": "step"}
+TOTAL_COLUMNS = {"total", "sum", "all", "overall"}
+MAX_COLUMNS = 40
+MAX_HEADERS = 8
+_BARE = re.compile(rf"^\s*(?:(?P<n>\d+)\s*[:,]\s*)?(?P<value>{NUM})\s*$")
+_LIST = re.compile(rf"^\s*\[\s*{NUM}(?:\s*,\s*{NUM})+\s*,?\s*\]\s*$")
+_LIST_ITEM = re.compile(NUM)
+
+
+def _fields(text: str) -> list[str]:
+    text = _TQDM_TAIL.sub("", ANSI.sub("", text) if "\x1b" in text else text).strip(" \t|\r\n")
+    return [f for f in _FIELD_SPLIT.split(text) if f]
+
+
+def _bare_values(text: str) -> list[tuple[int | None, float]] | None:
+    """(counter or None, value) of a line that is only a value (`0.693`, `12: 0.693`) or a list of values."""
+    bare = _BARE.match(text)
+    if bare:
+        n = bare.group("n")
+        return [(int(n) if n is not None else None, float(bare.group("value")))]
+    if _LIST.match(text):
+        return [(None, float(v)) for v in _LIST_ITEM.findall(text)]
+    return None
+
+
+def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
+    """Whether two lines differ only before their first metric (`node-1: {'loss': 0.5}`, `node-2: {'loss': 0.5}`),
+    not in text between or after the values (`Step [6/48], Loss: nan` and `Step [12/48], Loss: nan` are two)."""
+    first = min((i for i in (a.find(t.split()[-1]) for t in metrics) if i >= 0), default=-1)
+    return first >= 0 and b.endswith(a[first:])
 
 
 @lru_cache(maxsize=1024)
@@ -865,23 +1231,60 @@ def claims_console(rel) -> bool:
     return bool(CONSOLE_NAMES.match(rel.name)) and not NOT_CONSOLE.match(rel.name)
 
 
-def sniff_console(head: bytes) -> bool:
-    """A text file (no NULs, UTF-8) with at least two lines that yield metrics with a step or epoch, or
-    `REPEATS` lines of one outline that yield two metrics or more each (record lines without a counter the
-    table knows: `[  1]    1440 || B: 5.495 | C: 3.668 | T: 17.647`)."""
-    if not head or _is_binary(head):
-        return False
-    text = head.decode("utf-8", errors="replace")
-    hits = 0
+
+def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
+    """Whether a text file's sampled lines are a training log, and what they hold, in words."""
+    if not sample:
+        return False, "it is empty"
+    if _is_binary(sample[:4096]):
+        return False, "it holds binary data, not text"
+    lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
+    state = _State(stem_tag=_stem_tag(Path(name)) if name else None)
+    counted = named = bare = tabled = 0
     records: dict[str, int] = {}
-    for line in re.split(r"\r\n|\r|\n", text)[:-1]:
-        parsed = parse_line(line)
-        if parsed.metrics and (parsed.step is not None or parsed.epoch is not None or parsed.batch is not None):
-            hits += 1
-            if hits >= 2:
-                return True
+    texts = [line for line in lines if line.strip()]
+    for line in texts:
+        metrics, counters, _, _, looks, _ = _parse(line)
+        metrics, counters, _, patterns, listed = state.tabled(line, metrics, counters, looks, ())
+        if listed or not metrics and _bare_values(line):
+            bare += 1
+            continue
+        if patterns == ("header_table",) and metrics:
+            tabled += 1
+        if metrics and counters.keys() & {"step", "epoch", "batch"}:
+            counted += 1
+        if any(role_of(tag).role != "other" for tag in metrics):
+            named += 1
+            key = "named " + outline(line)
+            records[key] = records.get(key, 0) + 1
         elif len(_parse(line, repeated=True)[0]) >= 2:
             records[outline(line)] = records.get(outline(line), 0) + 1
-            if records[outline(line)] >= REPEATS:
-                return True
-    return False
+        if counted >= 2 or tabled >= 2 or max(records.values(), default=0) >= REPEATS:
+            return True, "its lines carry metrics"
+    if bare and bare >= 0.9 * len(texts) and state.stem_tag:
+        return True, f"its lines are values of {state.stem_tag}"
+    sampled = f"{len(texts):,} sampled lines"
+    if not texts:
+        return False, "it holds no text lines"
+    if bare:
+        return False, (f"{bare:,} of its {sampled} are bare values, too few to be a series"
+                       if state.stem_tag else "its lines are bare values, but its name does not say of what")
+    if counted or named or records:
+        return False, (f"of its {sampled}, {counted} carry a metric with a step or epoch and {named} a named "
+                       f"quantity (loss, accuracy, lr, ...): too few for a training log")
+    return False, f"none of its {sampled} carries a metric (a number named as a loss, accuracy, lr, ... or under a step)"
+
+
+def sniff_console(head: bytes, name: str = "") -> bool:
+    """A text file whose lines (sampled across it by `ingest.formats.sample`) are a training log: two lines that
+    yield metrics with a step, epoch or batch; `REPEATS` lines of one outline with a named quantity
+    (`train_mean loss: 2.27`, `idx: 0loss: 8.46`); two rows of a table under its header; `REPEATS` record lines of one outline that yield
+    two metrics or more each (`[  1]    1440 || B: 5.495 | C: 3.668 | T: 17.647`); or, in a file whose name says what
+    they are (`loss.txt`), bare values."""
+    return _sniff(head, name)[0]
+
+
+def why_not_console(sample: bytes, name: str) -> str:
+    """Why a text file is not read as a training log, in words (for `-v` and the read problems)."""
+    taken, why = _sniff(sample, name)
+    return "read as a console log" if taken else f"not read as a training log: {why}"

@@ -21,10 +21,11 @@ tried in this order on each folder (the first that matches names its `kind`):
    `console_and_checkpoints`  a console log (by name: `*.log`, `*.out`, `slurm-*.out`, ...) beside checkpoint
                         files (`*.pt`, `*.pth`, `*.ckpt`, `*.safetensors`), directly or in a `checkpoints/`,
                         `ckpt/`, `weights/` or `models/` folder;
-   `console_log`        a console log whose first 4 KiB has at least two lines with a step and a metric, or
-                        repeated record lines (`ingest.console.sniff_console`), so `/var/log` is not a run; besides
-                        the names above, a file with no extension or a `.md`/`.txt` one is sniffed too
-                        (`stdout` saved by hand, a log pasted into `issue.md`).
+   `console_log`        a console log whose lines, sampled from its head, middle and tail, carry steps and
+                        metrics, repeated record lines, a table under its header, or bare values of what its name
+                        says (`ingest.console.sniff_console`), so `/var/log` is not a run; besides the names above, a
+                        file with no extension or a `.md`/`.txt` one is sniffed too (`stdout` saved by hand, a log
+                        pasted into `issue.md`).
 3. A tool folder inside it holds exactly one run, so the folder is that run with its other files (configs,
    checkpoints, batches): `wandb/` with one run folder, `lightning_logs/` with one `version_N`, `mlruns/`
    with one run, `runs/` (SummaryWriter's default `runs/<date>_<host>`) with one event-file folder. When a
@@ -56,7 +57,7 @@ CHECKPOINT_DIRS = {"checkpoints", "checkpoint", "ckpt", "ckpts", "weights", "mod
 VERSION_DIR = re.compile(r"^version_\d+$")
 HF_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
 LIGHTNING_FILES = {"metrics.csv", "hparams.yaml"}
-SNIFFED_LOGS = 3  # console logs read (4 KiB each) per folder before giving up on rule 2's console_log
+SNIFFED_LOGS = 3  # console logs sampled (`ingest.formats.sample`) per folder before giving up on rule 2's console_log
 
 
 @dataclass(frozen=True)
@@ -127,12 +128,9 @@ def _has_tensor_files(path: Path) -> bool:
 
 def _sniffs_as_console(path: Path) -> bool:
     from ingest.console import sniff_console
+    from ingest.formats import sample
 
-    try:
-        with path.open("rb") as f:
-            return sniff_console(f.read(4096))
-    except OSError:
-        return False
+    return sniff_console(sample(path), path.name)
 
 
 def _own_kind(path: Path, entries: list[_Entry]) -> tuple[str, str] | None:
@@ -219,8 +217,9 @@ def _one_process_writers(path: Path, dirs: list[str]) -> list[str]:
 
 
 def _may_be_text_log(name: str) -> bool:
-    suffix = PurePosixPath(name).suffix.lower()
-    return not name.startswith(".") and (suffix in ("", ".md", ".txt") or not suffix[1:].isalpha())
+    from ingest.formats import may_be_text_log
+
+    return may_be_text_log(PurePosixPath(name))
 
 
 def _tool_folder_units(path: Path, tool: str) -> list[str]:

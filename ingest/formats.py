@@ -44,9 +44,10 @@ class Format:
     # True: its steps are the writer's own text (a console log's printed counters), not a structured log's
     # record; where a structured source holds the same series, the engine prefers it (DECISIONS §2, §16).
     text: bool = False
-    # For files no format claims by name: a look at the first 4 KiB (e.g. an MLflow metric file named
-    # `loss`, a console log named `run1`). Sniffing is tried in FORMATS order, after all name claims.
-    sniff: Callable[[bytes], bool] | None = None
+    # For files no format claims by name: a look at the file's bytes sampled from its head, middle and tail
+    # (`sample`), and its name (e.g. an MLflow metric file named `loss`, a console log named `run1`, bare values in
+    # `loss.txt`). Sniffing is tried in FORMATS order, after all name claims.
+    sniff: Callable[[bytes, PurePosixPath], bool] | None = None
     # Bump when the reader would parse the same bytes differently (a fixed pattern, a new field): sources a
     # reader of another version parsed are forgotten and read again by the next ingest (`sources.reader_version`).
     version: int = 1
@@ -111,28 +112,28 @@ def _claims_console(rel: PurePosixPath) -> bool:
     return claims_console(rel)
 
 
-def _sniff_mlflow(head: bytes) -> bool:
+def _sniff_mlflow(head: bytes, rel: PurePosixPath) -> bool:
     from ingest.mlflow import sniff_metric_file
 
     return sniff_metric_file(head)
 
 
-def _sniff_json_document(head: bytes) -> bool:
+def _sniff_json_document(sampled: bytes, rel: PurePosixPath) -> bool:
     from ingest.jsondocs import sniff_json_document
 
-    return sniff_json_document(head)
+    return sniff_json_document(sampled[:SAMPLE_BYTES])  # a document is known by its head
 
 
-def _sniff_table(head: bytes) -> bool:
+def _sniff_table(sampled: bytes, rel: PurePosixPath) -> bool:
     from ingest.tabular import sniff_table
 
-    return sniff_table(head)
+    return sniff_table(sampled[:SAMPLE_BYTES])  # a table by its header and first rows
 
 
-def _sniff_console(head: bytes) -> bool:
+def _sniff_console(head: bytes, rel: PurePosixPath) -> bool:
     from ingest.console import sniff_console
 
-    return sniff_console(head)
+    return sniff_console(head, rel.name)
 
 
 # W&B: the group helpers live beside the readers but import nothing heavy (wandb's protobufs load lazily).
@@ -155,7 +156,7 @@ def _is_wandb_export(rel: PurePosixPath) -> bool:
     return rel.name.startswith("wandb_export_") and rel.suffix.lower() == ".csv"
 
 
-def _sniff_wandb_log(head: bytes) -> bool:
+def _sniff_wandb_log(head: bytes, rel: PurePosixPath) -> bool:
     return head[:4] == b":W&B" and head[4:6] == b"\xe1\xbe"
 
 
@@ -225,7 +226,8 @@ def lfs_pointer(head: bytes) -> int | None:
 def format_for(rel: PurePosixPath, head: Callable[[], bytes] | None = None) -> Format | None:
     """The format that reads this file, or None for a file no reader knows.
 
-    `head` returns the file's first bytes; it is called only when no format claims the file by name.
+    `head` returns the file's bytes as `sample` takes them; it is called only when no format claims the file by
+    name.
     """
     claimed = next((f for f in FORMATS if f.claims(rel)), None)
     if claimed is not None or head is None:
@@ -234,4 +236,50 @@ def format_for(rel: PurePosixPath, head: Callable[[], bytes] | None = None) -> F
     if not sniffers:
         return None
     first = head()
-    return next((f for f in sniffers if f.sniff(first)), None)
+    return next((f for f in sniffers if f.sniff(first, rel)), None)
+
+
+# Names a run's printed output is saved under (`train.log`, `nohup.out`, `log_train.txt`, `stdout`, a log pasted in
+# `issue.md`): a text file of these that no reader takes is a read problem, with the reason.
+TEXT_LOG_SUFFIXES = ("", ".md", ".txt", ".text", ".log", ".out", ".err")
+
+
+def may_be_text_log(rel: PurePosixPath) -> bool:
+    suffix = rel.suffix.lower()
+    return not rel.name.startswith(".") and (suffix in TEXT_LOG_SUFFIXES or not suffix[1:].isalpha())
+
+
+SAMPLE_BYTES = 16 << 10  # bytes `sample` takes at each of a file's head, middle and tail
+
+
+def sample(path: Path, n: int = SAMPLE_BYTES) -> bytes:
+    """A file's bytes where it is small, else its first `n` bytes and whole lines from its middle and its end,
+    joined by line breaks: a log whose first kilobytes are an environment or config dump, or that holds several
+    launches, is known by what it prints later. A binary file (NULs in its first 4 KiB) gives its head only; b""
+    when it cannot be read."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, 2)
+            f.seek(0)
+            if size <= 3 * n:
+                return f.read()
+            parts = [f.read(n)]
+            if b"\x00" in parts[0][:4096]:
+                return parts[0]  # binary: no line of it is sampled further
+            for at in (size // 2 - n // 2, size - n):
+                f.seek(at)
+                part = f.read(n)
+                cut = part.find(b"\n") + 1
+                parts.append(part[cut:] if cut else b"")
+    except OSError:
+        return b""
+    head = parts[0]
+    head = head[: max(head.rfind(b"\n"), 0) + 1]  # the head's whole lines only
+    return b"".join([head, *(p if p.endswith(b"\n") else p + b"\n" for p in parts[1:] if p)])
+
+
+def why_unread(rel: PurePosixPath, data: bytes) -> str:
+    """Why no format took a file: for a text file, what its sampled lines hold (`ingest.console.why_not_console`)."""
+    from ingest.console import why_not_console
+
+    return why_not_console(data, rel.name)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import pickle
 import re
 import zipfile
@@ -31,6 +32,7 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from ingest.configs import MAX_DEPTH, DocumentTooLarge, check_document, parse_json
+from ingest.jsonvalues import LongInteger, as_float, describe_number, fits_int64, parse_int
 from ingest.records import Chunk, Issue, scalars_frame
 
 CONFIG_NAME = "trainer_state"
@@ -88,8 +90,8 @@ def read_trainer_state(path: Path, start: int = 0) -> Iterator[Chunk]:
                 if index >= start:
                     entries.append((index, entry))
                 if len(entries) >= CHUNK_ENTRIES:
-                    yield Chunk(end=seen, scalars=_points(entries))
-                    entries = []
+                    yield Chunk(end=seen, scalars=_points(entries, issues), issues=issues)
+                    entries, issues = [], []
     except _Damage as damage:
         kept = (f"kept the {seen} complete log_history entries before it" if seen >= 0
                 else "no log_history found before the damage; nothing kept")
@@ -104,14 +106,15 @@ def read_trainer_state(path: Path, start: int = 0) -> Iterator[Chunk]:
         issues.append(Issue(None, "not_this_format", "no `log_history` list in trainer_state.json"))
         seen = 0
     configs = {CONFIG_NAME: config} if config and (start == 0 or seen > start) else {}
-    yield Chunk(end=max(seen, start), scalars=_points(entries) if entries else None, configs=configs, issues=issues)
+    yield Chunk(end=max(seen, start), scalars=_points(entries, issues) if entries else None, configs=configs,
+                issues=issues)
 
 
 class _Cursor:
     """A position in a JSON text, read a value at a time with `json.JSONDecoder.raw_decode`: the members of an
     object, the items of an array, each value decoded alone, so a long array is never held whole."""
 
-    _decoder = json.JSONDecoder()
+    _decoder = json.JSONDecoder(parse_int=parse_int)  # an integer of 5,000 digits is a number, not a crash
 
     def __init__(self, text: str):
         self.text = text
@@ -198,7 +201,9 @@ def _whole(text: str, start: int) -> Iterator[Chunk]:
     yield Chunk(end=start, issues=[Issue(None, "not_this_format", "not a JSON object")])
 
 
-def _points(entries: list[tuple[int, Any]]) -> pl.DataFrame:
+def _points(entries: list[tuple[int, Any]], issues: list[Issue]) -> pl.DataFrame:
+    """The entries' numbers as points. A step past 64 bits skips its entry, an integer value past float64 is
+    stored as the ±inf it rounds to; each is named in `issues`."""
     tags: list[str] = []
     steps: list[int] = []
     values: list[float] = []
@@ -209,12 +214,20 @@ def _points(entries: list[tuple[int, Any]]) -> pl.DataFrame:
             continue
         step = entry.get("step")
         logged = isinstance(step, int) and not isinstance(step, bool)
+        if (logged and not fits_int64(step)) or isinstance(step, LongInteger):
+            issues.append(Issue(index, "out_of_range", f"log_history[{index}]: step {describe_number(step)} does "
+                                                       f"not fit a 64-bit step; the entry is skipped"))
+            continue
         for key, value in entry.items():
             if key == "step" or isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
+            number = as_float(value)
+            if isinstance(value, LongInteger) or (isinstance(value, int) and math.isinf(number)):
+                issues.append(Issue(index, "out_of_range", f"log_history[{index}]: {key} is "
+                                    f"{describe_number(value)}, past float64: stored as {number}"))
             tags.append(key)
             steps.append(step if logged else index)
-            values.append(float(value))
+            values.append(number)
             positions.append(index)
             ordinal.append(not logged)
     return scalars_frame(pl.DataFrame(

@@ -76,7 +76,7 @@ def role_of(name: str) -> Role:
     # A name with a train word and a val/test word (`training_history/val_loss`) names the held-out split
     splits = [SPLIT_WORDS[x] for x in w if x in SPLIT_WORDS]
     split = next((s for s in splits if s != "train"), splits[0] if splits else None)
-    rest = [x for x in w if x not in SPLIT_WORDS]
+    rest = ["loss" if x == "losses" else x for x in w if x not in SPLIT_WORDS]  # `Losses x`: a part of the loss
     ws = set(rest)
     is_val = split in ("val", "test")
 
@@ -96,6 +96,16 @@ def role_of(name: str) -> Role:
     if ws & {"skipped", "skip"} and ws & {"iterations", "iteration", "iters", "iter", "steps", "step", "updates"}:
         # Megatron's `number of skipped iterations: 3` (per log interval): optimizer steps an fp16 overflow skipped
         return Role("skipped_steps", split)
+    if _names_loss(name, ws) and ws & (AGGREGATE_WORDS | SETTING_WORDS):
+        # `min_loss`, `best_loss` (a running extreme), `LOSS_WEIGHT`, `FOCAL_LOSS_GAMMA`, `l1_w` (a config's
+        # setting, printed in its dump): numbers about a loss, not the loss
+        return Role("other", split)
+    if _PRINTED_LOSS.match(name) or ws & LOSS_NAMES and not ws & ({"time"} | TIME_UNITS) or {"smooth", "l"} <= ws \
+            or {"td", "error"} <= ws:
+        # names a loss without the word: an objective's own name (`cost`, `objective`, `energy`),
+        # a loss function's (`SmoothL1`, `huber`, `bce`, `ctc`, `focal`), BasicSR's `l_pix`, a critic's `TD Error`;
+        # not a duration (MXNet's `Time cost=140.9`)
+        return Role("val_loss" if is_val else "train_loss", split, canonical=False)
     if ws & {"loss", "losses"} or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy", "logloss"}:
         extra = ws - {"loss", "losses", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
         # a held-out loss per evaluation batch (Lightning's `val_loss_step`) is not the run's validation loss
@@ -141,11 +151,30 @@ def role_of(name: str) -> Role:
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)
+    if set() < ws - NEUTRAL_WORDS <= DETECTION_LOSS_WORDS or _GAN_LOSS.match(name):
+        # a detector's loss components printed without the word (`box`, `obj`, `cls`, `dfl` columns), and a GAN's
+        # per-network losses (`D_A`, `G_A`, `d_real`, `g_adv`, `errD`, `d`, `gen`): each a part of the training loss
+        return Role("val_loss" if is_val else "train_loss", split, canonical=False)
     if ws - NEUTRAL_WORDS == {"clip"} or ws & {"clip", "clipped"} and ws & {"pct", "percent", "percentage"}:
         # fairseq's `clip`: the percentage of updates whose gradient norm was clipped (`clip=100%`); a bare
         # `grad_clip` is a threshold, and PPO's `clip_fraction` counts clipped policy ratios: neither is this
         return Role("clip_rate", split, canonical=True)
     return Role("other", split)
+
+
+LOSS_NAMES = {"cost", "objective", "energy", "smoothl1", "huber", "bce", "ctc", "focal"}
+# BasicSR's `l_pix`, `l_g_gan`. Not `score`: DL4J's score is its loss, but an agent's score is its reward.
+_PRINTED_LOSS = re.compile(r"^l_[a-z]\w*$")
+# Words that make a loss-named number a setting of the loss, not its value (`loss_weight`, `FOCAL_LOSS_GAMMA`).
+SETTING_WORDS = {"weight", "weights", "w", "coef", "coeff", "coefficient", "beta", "alpha", "gamma", "lambda", "type",
+                 "freq", "power", "factor", "num", "threshold", "thresh", "eps", "temperature", "margin", "best"}
+DETECTION_LOSS_WORDS = {"box", "obj", "cls", "dfl", "giou", "ciou", "objectness", "kpt"}
+# A GAN's network named by its letter or short name, alone or with a qualifier (`D_A`, `d_real`, `G_l1`, `errD`, `gen`).
+_GAN_LOSS = re.compile(r"^(?:[DdGg](?:_[A-Za-z][A-Za-z0-9]*)?|err[DG]|(?:gen|disc|netD|netG)(?:_[A-Za-z0-9]+)?)$")
+
+
+def _names_loss(name: str, ws: set[str]) -> bool:
+    return bool("loss" in ws or "nll" in ws or ws & LOSS_NAMES or _PRINTED_LOSS.match(name) or _GAN_LOSS.match(name))
 
 
 # A value the console reader read with a memory unit and no quantity word in its key (`current 0.3 GB`,

@@ -33,7 +33,7 @@ from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
 from ingest.files import walk
-from ingest.formats import LFS_POINTER_MAX, Format, format_for, lfs_pointer
+from ingest.formats import LFS_POINTER_MAX, Format, format_for, lfs_pointer, may_be_text_log, sample, why_unread
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
@@ -71,6 +71,7 @@ class IngestReport:
     root: str
     sources: list[SourceReport] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    unread_text: dict[str, str] = field(default_factory=dict)  # text files among `unknown`: why each was not read
     skipped: list[tuple[str, Issue]] = field(default_factory=list)  # folders not listed, links not followed
     seconds: float = 0.0
 
@@ -97,6 +98,12 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def _binary(data: bytes) -> bool:
+    from ingest.console import _is_binary
+
+    return _is_binary(data[:4096])
 
 
 def _head(path: Path, n: int = HEAD_BYTES) -> bytes:
@@ -185,9 +192,13 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
     for rel in files:
         if rel in tensor_files:
             continue
-        fmt = format_for(rel, lambda rel=rel: _head(root / rel))
+        sampled: list[bytes] = []
+        fmt = format_for(rel, lambda rel=rel: sampled.append(sample(root / rel)) or sampled[-1])
         if fmt is None:
             report.unknown.append(storable(str(rel)))
+            if sampled and sampled[-1] and may_be_text_log(rel) and not _binary(sampled[-1]):
+                # a text file no reader took: a read problem, with the reason (not just "unknown")
+                report.unread_text[storable(str(rel))] = why_unread(rel, sampled[-1])
         else:
             claimed.append((rel, fmt))
 
@@ -296,7 +307,9 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
             writes.upsert_run(con, run_id, report.name, report.root, complete=True)
             refresh_series(con, run_id)
             writes.insert_issues(con, run_id, [(u, Issue(None, "unknown_file", "no reader knows this file"))
-                                               for u in report.unknown] + report.skipped)
+                                               for u in report.unknown]
+                                 + [(u, Issue(None, "unread_text", f"{u}: {why}")) for u, why in report.unread_text.items()]
+                                 + report.skipped)
             # A stored source no longer found is deleted, unless it sits in a folder that could not be listed.
             on_disk = {storable(str(p)) for rel in files for p in (rel, *rel.parents)}
             unlisted = tuple(f"{path}/" for path, issue in report.skipped if issue.kind == "unreadable")
@@ -310,9 +323,10 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
 def _nothing_read(root: Path, report: IngestReport) -> UnreadableRun | None:
     """The error for a run in which no file could be read, or None when something was."""
     if not report.sources and report.unknown:
+        texts = [f"{u} ({why})" for u, why in report.unread_text.items()][:3]
         return UnreadableRun(
             f"nothing in {root} is a format forensics reads ({len(report.unknown)} unknown files, e.g. "
-            f"{', '.join(report.unknown[:3])}); see `forensics ingest --help` for the formats"
+            f"{'; '.join(texts or report.unknown[:3])}); see `forensics ingest --help` for the formats"
         )
     if report.sources and all(s.status == "unreadable" for s in report.sources):
         return UnreadableRun(
@@ -628,32 +642,63 @@ def _store_deltas(store: Session, run_id: str, root: Path, found: dict[str, Foun
             con.execute("COMMIT")
 
 
+# Saved batches are read in groups, and each group is written in one transaction: a small batch takes ~3 ms to
+# read, while a transaction of its own (a connection opened and closed, a commit, five statements) cost ~80 ms,
+# which made a run of 100 small batches wait ten times longer than its logs. A group ends when its files reach
+# BATCH_GROUP_BYTES (what a crash can cost to read again) or BATCH_GROUP_FILES; what it holds meanwhile is each
+# batch's statistics (a row per tensor), never its tensors.
+BATCH_GROUP_BYTES = 64 * 2**20
+BATCH_GROUP_FILES = 1000
+
+
 def ingest_batches(
     db: Path | Session, run_id: str, root: Path, found: list[FoundBatch], trust_pickle: bool = False
 ) -> list[dict[str, Any]]:
-    """Read and store saved batches, each in its own short write transaction. One already stored under the
-    same path, size and mtime is not read again, unless it was refused for pickle and `trust_pickle` is now given.
-    Returns the `batches` rows written, with their issues under "issues"."""
+    """Read and store saved batches, a group of them per short write transaction (BATCH_GROUP_BYTES). One already
+    stored under the same path, size and mtime is not read again, unless it was refused for pickle and
+    `trust_pickle` is now given. Returns the `batches` rows written, with their issues under "issues"."""
     store = session_of(db)
     with store.connect(write=True) as con:
         stored = queries.stored_batches(con, run_id)
-    written = []
+    todo = []
     for f in found:
         stat = (root / f.path).stat() if (root / f.path).exists() else None
         size, mtime = (stat.st_size, stat.st_mtime) if stat else (0, None)
         old = stored.get(str(f.path))
         if old and old[2:] == (size, mtime) and not (trust_pickle and old[1] == "needs_pickle"):
             continue
-        store.let_go()
-        read = read_batch(root, f, trust_pickle)
-        with store.connect(write=True) as con:
-            con.execute("BEGIN")
-            writes.upsert_run(con, run_id, storable(Path(root).name), storable(str(root)))
-            if old:
-                writes.delete_batch(con, run_id, old[0])
-            batch_id = writes.insert_batch(con, run_id, read.row, read.stats)
-            writes.register_source(con, run_id, str(f.path), "batch", size, mtime, read.row["status"], read.row["detail"])
-            writes.insert_issues(con, run_id, read.issues)
-            con.execute("COMMIT")
+        todo.append((f, size, mtime, old))
+    if sum(size for _, size, _, _ in todo) > HOLD_BYTES:
+        store.let_go()  # a long read: no held connection meanwhile, others get their turn between groups
+    written: list[dict[str, Any]] = []
+    group: list[tuple[FoundBatch, int, float | None, Any, Any]] = []
+    group_bytes = 0
+    for f, size, mtime, old in todo:
+        group.append((f, size, mtime, old, read_batch(root, f, trust_pickle)))
+        group_bytes += size
+        if group_bytes >= BATCH_GROUP_BYTES or len(group) >= BATCH_GROUP_FILES:
+            written += _write_batches(store, run_id, root, group)
+            group, group_bytes = [], 0
+    if group:
+        written += _write_batches(store, run_id, root, group)
+    return written
+
+
+def _write_batches(store: Session, run_id: str, root: Path, group: list) -> list[dict[str, Any]]:
+    """One transaction: each batch of the group replaces the copy stored before (if any), with its source row
+    and read problems."""
+    written = []
+    with store.connect(write=True) as con:
+        con.execute("BEGIN")
+        writes.upsert_run(con, run_id, storable(Path(root).name), storable(str(root)))
+        olds = [old[0] for _, _, _, old, _ in group if old]
+        if olds:
+            writes.delete_batches(con, run_id, olds)
+        ids = writes.insert_batches(con, run_id, [(read.row, read.stats) for *_, read in group])
+        writes.register_sources(con, run_id, [(str(f.path), "batch", size, mtime, read.row["status"],
+                                               read.row["detail"]) for f, size, mtime, _, read in group])
+        writes.insert_issues(con, run_id, [i for *_, read in group for i in read.issues])
+        con.execute("COMMIT")
+    for batch_id, (*_, read) in zip(ids, group):
         written.append({"batch_id": batch_id, **read.row, "issues": read.issues})
     return written

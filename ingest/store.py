@@ -126,6 +126,8 @@ class Session:
             with _failures(self._con, db, write, close=self.close):
                 yield self._con
             return
+        if write or not db.exists():
+            _need_folder(db)
         if not write and not db.exists():
             raise ForensicsError(f"no database at {db}; run `forensics ingest RUN_DIR --db {db}` first")
         deadline = time.monotonic() + wait_s
@@ -250,14 +252,23 @@ class _Waiting:
 _LOCK_FILES: dict[str, tuple[object, list[int]]] = {}
 
 
+def _need_folder(db: Path) -> None:
+    """A writer's database goes in a folder that exists: a mistyped --db must not become a new, empty store
+    somewhere nobody looks (the CLI makes the default cache folder itself)."""
+    if not db.parent.is_dir():
+        what = "is not a folder" if db.parent.exists() else "does not exist"
+        raise ForensicsError(f"the database's folder {db.parent} {what}: create it, or pass a --db in a writable "
+                             f"folder that exists")
+
+
 def _lock_file(db: Path, *, write: bool):
     """The process's open `<db>.lock` and its gate depth; None for a reader that cannot open it (a database in a
     read-only folder: no writer of ours can be writing it either)."""
     key = os.path.abspath(f"{db}.lock")
     if key not in _LOCK_FILES:
+        if write:
+            _need_folder(db)
         try:
-            if write:
-                db.parent.mkdir(parents=True, exist_ok=True)
             fh = open(key, "a+b")
         except OSError as exc:
             if not write:

@@ -8,10 +8,13 @@ refused (`needs_pickle`) unless the user passed --trust-pickle. Torch is importe
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import re
 import struct
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -32,6 +35,12 @@ def is_batch_path(rel: PurePosixPath) -> bool:
     return any(p.lower() in ("batches", "batch", "saved_batches") for p in rel.parts[:-1]) or bool(
         re.match(r"^batch(?:es)?[_\-.=]", rel.name, re.I)
     )
+
+
+# What an unpickler raises on bytes that are no pickle past the first (`\x80garbage`): torch's weights-only
+# unpickler pops an empty stack (IndexError), looks up a memo it never stored (KeyError), or unpacks a short
+# argument (struct.error, TypeError).
+GARBLED_PICKLE = (IndexError, KeyError, TypeError, struct.error)
 
 
 class Unreadable(Exception):
@@ -99,6 +108,53 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, str], dict[str, Tenso
     return {str(k): str(v) for k, v in metadata.items()}, refs, issues
 
 
+@contextmanager
+def native_path(path: Path) -> Iterator[str | None]:
+    """`path` as a name native readers can open: torch's zip reader and safetensors encode it as UTF-8, which a
+    name holding non-UTF-8 bytes (a folder named in Latin-1, decoded with surrogate escapes) cannot be. Such a
+    file is opened here and named by its descriptor (`/proc/self/fd/N`) while the block runs; None where there is
+    no /proc: the caller then reads an open file object."""
+    name = os.fspath(path)
+    try:
+        name.encode("utf-8")
+        encodable = True
+    except UnicodeEncodeError:
+        encodable = False
+    if encodable:
+        yield name
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        yield f"{PROC_FD}/{fd}" if os.path.isdir(PROC_FD) else None
+    finally:
+        os.close(fd)
+
+
+PROC_FD = "/proc/self/fd"  # Linux: a process's open files, each by a name that is all ASCII
+
+
+def torch_load(path: Path, **options: Any) -> Any:
+    """`torch.load(path, **options)` for any file name (see `native_path`; without /proc, from an open file and
+    not memory-mapped)."""
+    import torch
+
+    with native_path(path) as name:
+        if name is not None:
+            return torch.load(name, **options)
+        with open(path, "rb") as f:
+            return torch.load(f, **{**options, "mmap": False})
+
+
+def load_safetensors(path: Path) -> dict[str, Any]:
+    """`safetensors.torch.load_file` for any file name (see `native_path`)."""
+    from safetensors.torch import load, load_file
+
+    with native_path(path) as name:
+        if name is not None:
+            return load_file(name)
+        return load(Path(path).read_bytes())
+
+
 def load_torch(path: Path, trust_pickle: bool = False) -> tuple[Any, Issue | None]:
     """`torch.load` a file safely: (object, None), or raises `Unreadable`.
 
@@ -121,7 +177,7 @@ def load_torch(path: Path, trust_pickle: bool = False) -> tuple[Any, Issue | Non
     if is_zip and not zipfile.is_zipfile(path):
         raise Unreadable("truncated", "zip archive has no central directory: cut off mid-save?")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=is_zip), None
+        return torch_load(path, map_location="cpu", weights_only=True, mmap=is_zip), None
     except pickle.UnpicklingError as exc:
         refused = _unsafe_globals(path) if is_zip else []
         if not trust_pickle:
@@ -130,11 +186,12 @@ def load_torch(path: Path, trust_pickle: bool = False) -> tuple[Any, Issue | Non
                 "needs_pickle",
                 f"needs full unpickling (globals: {names}); read it with --trust-pickle only if you trust it",
             ) from None
-    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as exc:
+    except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile, *GARBLED_PICKLE) as exc:
         raise Unreadable("truncated" if isinstance(exc, EOFError) else "unreadable", first_line(exc)) from None
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=False, mmap=is_zip)  # the user opted in
-    except (RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError, AttributeError, ImportError) as exc:
+        obj = torch_load(path, map_location="cpu", weights_only=False, mmap=is_zip)  # the user opted in
+    except (RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError, AttributeError, ImportError,
+            *GARBLED_PICKLE) as exc:
         raise Unreadable("unreadable", f"full unpickling failed too: {first_line(exc)}") from None
     if isinstance(obj, torch.nn.Module):
         obj = obj.state_dict()
@@ -157,7 +214,10 @@ def _unsafe_globals(path: Path) -> list[str]:
     import torch
 
     try:
-        return list(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+        with native_path(path) as name:
+            if name is None:
+                return []
+            return list(torch.serialization.get_unsafe_globals_in_checkpoint(name))
     except (RuntimeError, ValueError, pickle.UnpicklingError):
         return []
 

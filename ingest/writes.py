@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.jsonvalues import as_float, fits_int64
 from ingest.names import storable
 from ingest.records import Issue, texts_frame
 
@@ -144,6 +145,23 @@ def forget_sources(con: Any, run_id: str, sources: dict[str, int]) -> None:
                 "(SELECT DISTINCT series_id FROM histograms)", [run_id])
 
 
+def register_sources(con: Any, run_id: str, rows: Sequence[tuple[str, str, int, float | None, str, str | None]]) -> None:
+    """`register_source` for many (path, format, size, mtime, status, detail) rows in one statement."""
+    if not rows:
+        return
+    frame = pl.DataFrame(rows, schema={"path": pl.Utf8, "format": pl.Utf8, "size_bytes": pl.Int64,
+                                       "mtime": pl.Float64, "status": pl.Utf8, "detail": pl.Utf8}, orient="row")
+    con.register("_new_sources", scannable(frame.unique("path", keep="last", maintain_order=True)))
+    try:
+        con.execute(
+            "INSERT INTO sources (source_id, run_id, path, format, grp, size_bytes, mtime, status, detail) "
+            "SELECT nextval('source_id_seq'), ?, path, format, '', size_bytes, mtime, status, detail FROM _new_sources "
+            "ON CONFLICT (run_id, path) DO UPDATE SET size_bytes = excluded.size_bytes, mtime = excluded.mtime, "
+            "status = excluded.status, detail = excluded.detail", [run_id])
+    finally:
+        con.unregister("_new_sources")
+
+
 def register_source(con: Any, run_id: str, path: str, fmt: str, size: int, mtime: float | None, status: str,
                     detail: str | None) -> None:
     """A `sources` row for a checkpoint (its folder, for the hf layout) or a saved batch, so that
@@ -257,8 +275,9 @@ def _json_value(value: Any) -> tuple[str, float | None]:
     if isinstance(value, bool) or value is None:
         return json.dumps(value), None
     if isinstance(value, (int, float)):
-        # json.dumps writes NaN/Infinity as Python's json does: readable back by json.loads.
-        return json.dumps(value), float(value)
+        # json.dumps writes NaN/Infinity as Python's json does: readable back by json.loads. An integer past
+        # float64 keeps its digits in the text and ±inf as its number.
+        return json.dumps(value), as_float(value)
     try:
         return json.dumps(value), None
     except TypeError:
@@ -289,7 +308,7 @@ def replace_configs(con: Any, run_id: str, source_id: int, keys: Iterable[tuple[
 def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) -> None:
     """Rows of `ingest_issues` for (relative path, Issue) pairs, each once: a truncated tail met again by a
     later ingest is the same issue, not a new one."""
-    issues = list(issues)
+    issues = [(p, _storable_position(i)) for p, i in issues]
     if not issues:
         return
     frame = pl.DataFrame(
@@ -307,6 +326,14 @@ def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) ->
             [run_id, run_id])
     finally:
         con.unregister("_new_issues")
+
+
+def _storable_position(issue: Issue) -> Issue:
+    """An issue whose position does not fit the BIGINT column (an offset of 2**63 in a hostile header) is stored
+    with no position and the position in its detail: the problem is kept, not the write lost."""
+    if issue.position is None or fits_int64(issue.position):
+        return issue
+    return Issue(None, issue.kind, f"{issue.detail} (at position {issue.position}, past what the store holds)")
 
 
 def mark_deleted(con: Any, run_id: str, gone: list[str], present: list[str]) -> None:
@@ -361,17 +388,23 @@ def delete_deltas(con: Any, run_id: str, pairs: Iterable[tuple[int, int]]) -> No
         con.execute("DELETE FROM tensor_deltas WHERE run_id = ? AND ckpt_id = ? AND prev_ckpt_id = ?", [run_id, cur, prev])
 
 
-def insert_batch(con: Any, run_id: str, row: dict[str, Any], stats: pl.DataFrame) -> int:
-    """A saved batch's row and its per-tensor statistics; its new id."""
-    batch_id = next_id(con, "batch_id_seq")
-    insert_frame(con, "batches", pl.DataFrame([{"batch_id": batch_id, "run_id": run_id, **row}]))
-    insert_frame(con, "batch_stats", stats.with_columns(run_id=pl.lit(run_id), batch_id=pl.lit(batch_id, dtype=pl.Int32)))
-    return batch_id
+def insert_batches(con: Any, run_id: str, reads: Sequence[tuple[dict[str, Any], pl.DataFrame]]) -> list[int]:
+    """Many saved batches (their rows and per-tensor statistics) in two statements; their new ids, in order."""
+    if not reads:
+        return []
+    ids = [int(i) for (i,) in con.execute("SELECT nextval('batch_id_seq') FROM range(?)", [len(reads)]).fetchall()]
+    insert_frame(con, "batches", pl.DataFrame([{"batch_id": i, "run_id": run_id, **row} for i, (row, _) in
+                                               zip(ids, reads)]))
+    stats = [s.with_columns(run_id=pl.lit(run_id), batch_id=pl.lit(i, dtype=pl.Int32))
+             for i, (_, s) in zip(ids, reads) if s.height]
+    if stats:
+        insert_frame(con, "batch_stats", pl.concat(stats, how="vertical_relaxed"))
+    return ids
 
 
-def delete_batch(con: Any, run_id: str, batch_id: int) -> None:
-    con.execute("DELETE FROM batch_stats WHERE run_id = ? AND batch_id = ?", [run_id, batch_id])
-    con.execute("DELETE FROM batches WHERE run_id = ? AND batch_id = ?", [run_id, batch_id])
+def delete_batches(con: Any, run_id: str, batch_ids: Sequence[int]) -> None:
+    con.execute("DELETE FROM batch_stats WHERE run_id = ? AND list_contains(?, batch_id)", [run_id, list(batch_ids)])
+    con.execute("DELETE FROM batches WHERE run_id = ? AND list_contains(?, batch_id)", [run_id, list(batch_ids)])
 
 
 # -- analyses, findings, spikes, skipped (engine) -------------------------------------------------------

@@ -646,3 +646,32 @@ def test_movers_list_nonfinite_tensors_first_and_zero_initialised_biases_do_not_
     assert rest and all(math.isfinite(m["rms"]) for m in rest)
     assert [m["rms"] for m in rest] == sorted((m["rms"] for m in rest), reverse=True)
     assert not all(m["ratio"] is None for m in rest), "zero-initialised tensors fill the list"
+
+
+def test_an_offset_past_64_bits_is_stored_with_its_detail_and_the_run_completes(tmp_path, capsys):
+    """A safetensors entry at offset 2**63 raised while storing its read problem (the position overflowed the
+    BIGINT column) and left the run incomplete; the problem is stored with no position and the offset in its
+    detail, the rest of the file is read. A checkpoint named with a step past 64 bits has no step."""
+    import struct
+
+    from forensics.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("".join(f"step {i} loss {1 / i}\n" for i in range(1, 40)))
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [2**63, 2**63 + 16]},
+                         "b": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+    (run / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    save_file({"w": torch.ones(2)}, str(run / f"step_{2**64}.safetensors"))
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(run), "--db", str(db)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    with connect(db, write=False) as con:
+        [(position, kind, detail)] = con.execute("SELECT position, kind, detail FROM ingest_issues "
+                                                 "WHERE path = 'model.safetensors'").fetchall()
+        complete = con.execute("SELECT ingest_complete FROM runs").fetchone()[0]
+        steps = dict(con.execute("SELECT path, step FROM checkpoints").fetchall())
+    assert position is None and kind == "truncated" and f"position {2**63 + 8 + len(header)}" in detail
+    assert complete
+    assert steps == {"model.safetensors": None, f"step_{2**64}.safetensors": None}
+    assert step_from_name(PurePosixPath(f"checkpoint-{2**63}/model.safetensors")) is None

@@ -431,7 +431,7 @@ def test_reading_never_imports_heavy_modules():
 
 
 def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
-    text = C.ANSI.sub("", line)
+    text = C._normalise(C.ANSI.sub("", line))
     out = ParsedLine(metrics={})
     prefix = None
     covered = 0  # characters spanned by pairs: a repeated line's loose pairs count on a record line only
@@ -470,7 +470,13 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             continue  # a tqdm bar's own rate is not read
         for match in list(pattern.regex.finditer(text)):
             covered += match.end() - match.start()
-            out.metrics.setdefault(match["key"].strip() if pattern.tag is None else pattern.tag, float(match["value"]))
+            if pattern.tags:
+                for group, tag in pattern.tags:
+                    if match[group] is not None:
+                        out.metrics.setdefault(tag, float(match[group]))
+            else:
+                out.metrics.setdefault(match["key"].strip() if pattern.tag is None else pattern.tag,
+                                       float(match["value"]))
             text = C._blank(text, match.span())
     counted = out.step is not None or out.epoch is not None or out.batch is not None
     text = C._WIDE_SEPARATOR.sub(r"\1 ", text)
@@ -504,6 +510,20 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
     if repeated and loose and len(out.metrics) + len(loose) >= 2 and 2 * covered >= chars:
         for tag, value in loose:
             out.metrics.setdefault(tag, value)
+    if C._GROUP_LABEL.search(line):  # `[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`
+        groups = []
+        for match in C._GROUP_LABEL.finditer(line):
+            opened = line[match.end():match.end() + 1] in "[{("
+            end = C._GROUP_END.search(line, match.end() + (1 if opened else 0))
+            groups.append((match["label"], match.end(), end.start()))
+        renamed = {}
+        for tag, value in out.metrics.items():
+            at = line.find(tag)
+            label = next((g for g, s, e in groups if s <= at < e), None)
+            if label is not None and C.role_of(tag).role == "other" and not C._OWN_NAMES.search(tag):
+                tag = f"{label} {tag}"
+            renamed.setdefault(tag, value)
+        out.metrics = renamed
     if prefix is not None:  # `Test: [10/196] ... Loss 0.8`: `Test Loss`, unless the tag names a split itself
         out.metrics = {(t if any(w in C.SPLIT_WORDS for w in C.words(t)) else f"{prefix} {t}"): v
                        for t, v in out.metrics.items()}
@@ -541,12 +561,27 @@ class _ReferenceState(C._State):
                 continue
             repeated = bool(re.search(C._PAIR, text)) and self.outlines.get(C.outline(text), 0) >= C.REPEATS
             parsed = reference_parse_line(text, repeated)
+            metrics, counters, _, _, listed = self.tabled(
+                text, parsed.metrics, {k: getattr(parsed, k) for k in ("step", "epoch", "batch")
+                                       if getattr(parsed, k) is not None}, False, ())
+            parsed = ParsedLine(metrics, counters.get("step"), counters.get("epoch"), counters.get("batch"),
+                                parsed.time, parsed.time_kind)
             wall_time = self._reference_wall_time(parsed, line_no)
+            if listed:
+                for i, (n, value) in enumerate(listed):
+                    cols["tag"].append(self.stem_tag)
+                    cols["step"].append((ordinal if len(listed) == 1 else i) if n is None else n)
+                    for col, v in (("value", value), ("position", position), ("wall_time", wall_time),
+                                   ("epoch", None), ("batch", None), ("ordinal", n is None)):
+                        cols[col].append(v)
+                continue
             if not parsed.metrics:
                 if C.LOOKS_LIKE_METRIC.search(text):
                     self.n_unmatched += 1
                     if len(self.unmatched) < C.MAX_LINES_LISTED:
                         self.unmatched.append(line_no)
+                    if self.unmatched_sample is None:
+                        self.unmatched_sample = text.strip()[:C.MAX_SAMPLE_CHARS]
                 if parsed.step is not None:
                     self.last_step, self.step_tags = parsed.step, frozenset()
                 if parsed.epoch is not None:
@@ -562,8 +597,8 @@ class _ReferenceState(C._State):
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = ordinal, True
-            if self.copied_record(parsed.metrics, (None if is_ordinal else step, parsed.epoch, parsed.batch), text,
-                                  wall_time):
+            if self.copied_record(parsed.metrics, (None if is_ordinal else step, parsed.epoch, self.header_epoch,
+                                                   parsed.batch), text, wall_time):
                 continue
             for tag, value in parsed.metrics.items():
                 cols["tag"].append(tag)

@@ -286,3 +286,73 @@ def test_workers_copy_one_empty_store_made_by_the_driver_and_it_is_removed(mixed
     def size(p):
         return sum(f.stat().st_size for f in Path(p).rglob("*") if f.is_file() and not f.is_symlink())
     assert [size(p) for p in order] == sorted((size(p) for p in paths), reverse=True)
+
+
+def test_workers_die_with_a_killed_driver_and_leave_no_folder(mixed_root, tmp_path):
+    """kill -9 of `analyze ROOT --all --jobs 2` left both workers, the forkserver and the resource tracker alive
+    and idle for ever (the workers wait on a queue only the dead driver fed), and their folders in /dev/shm."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "forensics", "analyze", str(mixed_root), "--all", "--jobs", "2",
+                             "--db", str(tmp_path / "f.duckdb")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    driver = psutil.Process(proc.pid)
+    family: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                family = driver.children(recursive=True)
+            except psutil.NoSuchProcess:
+                break
+            workers = [p for p in family if p.ppid() != proc.pid]  # forked by the forkserver
+            if len(workers) >= 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None and len(family) >= 4, "the driver finished before its workers were seen"
+        family = driver.children(recursive=True)
+        folders = [f"forensics-worker-{p.pid}-" for p in family]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        gone, alive = psutil.wait_procs(family, timeout=30)
+        assert alive == [], f"left running after the driver's death: {[p.cmdline()[-1][:60] for p in alive]}"
+        left = [e for e in os.listdir("/dev/shm") if e.startswith(tuple(folders))] if os.path.isdir("/dev/shm") else []
+        assert left == []
+    finally:
+        for p in family:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+def test_a_start_removes_the_folders_of_owners_that_are_gone(mixed_root, tmp_path, monkeypatch):
+    """A worker killed on its own (out of memory) leaves its private store behind: the next start removes every
+    fleet folder whose owner process is gone, and keeps those of live owners and of other names."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from forensics.services import fleet
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setattr(fleet, "_scratch_parent", lambda: str(scratch))
+    monkeypatch.setattr(fleet, "_swept", False)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    for name in (f"forensics-worker-{dead}-x1", f"forensics-fleet-{dead}-x2", f"forensics-worker-{os.getpid()}-x3",
+                 "forensics-worker-unowned", "other-folder"):
+        (scratch / name).mkdir()
+        (scratch / name / "run.duckdb").write_bytes(b"x")
+    code = main(["analyze", str(mixed_root), "--all", "--db", str(tmp_path / "f.duckdb"), "--json", "--jobs", "2"])
+    assert code == 2  # the broken run
+    assert sorted(p.name for p in scratch.iterdir() if not p.name.startswith("pymp-")) == [
+        f"forensics-worker-{os.getpid()}-x3", "forensics-worker-unowned", "other-folder"]

@@ -329,3 +329,72 @@ def test_a_classifiers_config_gives_its_label_count_and_a_language_models_does_n
     assert "id2label" in json.loads((tmp_path / "lm" / "config.json").read_text())  # the premise
     [chunk] = list(read_config(tmp_path / "lm" / "config.json"))
     assert "num_labels" not in chunk.configs["config.json"]
+
+
+BIG = "1" + "0" * 4999  # more digits than Python's int() converts by default (4,300)
+
+
+@pytest.mark.parametrize("step", [str(2**63), str(2**64), str(-(2**63) - 1), BIG])
+def test_a_step_past_64_bits_skips_its_entry_and_names_it(tmp_path, step):
+    """A step of 2**63, 2**64 or 5,000 digits raised (the frame's Int64 overflowed, or int() refused the digits):
+    the run failed and, under watch, the good logs beside it were never stored."""
+    path = tmp_path / "trainer_state.json"
+    path.write_text('{"global_step": 3, "log_history": [{"step": 1, "loss": 1.0}, {"step": %s, "loss": 0.5}, '
+                    '{"step": 3, "loss": 0.25}]}' % step)
+    [chunk] = list(read_trainer_state(path, 0))
+    assert chunk.scalars.sort("step")["step"].to_list() == [1, 3]
+    [issue] = chunk.issues
+    assert issue.kind == "out_of_range" and issue.position == 1
+    assert (step if len(step) < 30 else "5,000 digits") in issue.detail
+
+
+@pytest.mark.parametrize("value, stored", [(str(10**400), math.inf), ("-" + str(10**400), -math.inf), (BIG, math.inf),
+                                           (str(2**64), float(2**64))])
+def test_an_integer_value_past_float64_is_stored_as_inf_and_named(tmp_path, value, stored):
+    """An integer grad_norm of 10**400 raised OverflowError in float(); one of 5,000 digits, ValueError in the
+    parser. It is the ±inf it rounds to (as the literal 1e400 is read), and a read problem names it."""
+    path = tmp_path / "trainer_state.json"
+    path.write_text('{"log_history": [{"step": 1, "loss": 1.0, "grad_norm": %s}, {"step": 2, "loss": 0.5}]}' % value)
+    [chunk] = list(read_trainer_state(path, 0))
+    rows = chunk.scalars.filter(chunk.scalars["tag"] == "grad_norm")
+    assert rows["value"].to_list() == [stored] and rows["step"].to_list() == [1]
+    assert [i.kind for i in chunk.issues] == (["out_of_range"] if math.isinf(stored) else [])
+    assert len(chunk.scalars) == 3
+
+
+def test_a_run_with_numbers_past_the_store_is_analysed_with_the_logs_beside_it(tmp_path, capsys):
+    """Through the CLI: a trainer_state.json holding a 2**64 step and a 10**400 grad norm beside a good
+    TensorBoard log: rc 0, the TensorBoard points stored, both numbers named, and a config value past float64
+    kept with its digits."""
+    import shutil
+
+    from forensics.cli import main
+    from ingest.store import connect
+    from tests.paths import REPO
+
+    run = tmp_path / "run"
+    shutil.copytree(REPO / "sample_runs" / "runs" / "healthy_mlp" / "train", run / "train")
+    (run / "trainer_state.json").write_text(
+        '{"max_steps": %d, "log_history": [{"step": %d, "loss": 1.0}, {"step": 2, "loss": 0.5, "grad_norm": %d}]}'
+        % (10**400, 2**64, 10**400))
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(run), "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    with connect(db, write=False) as con:
+        issues = con.execute("SELECT kind, position FROM ingest_issues WHERE path = 'trainer_state.json' "
+                             "ORDER BY position").fetchall()
+        tb = con.execute("SELECT count(*) FROM scalars JOIN sources USING (source_id) "
+                         "WHERE format = 'tensorboard'").fetchone()[0]
+        config = con.execute("SELECT value, value_num FROM configs WHERE key = 'max_steps'").fetchone()
+    assert issues == [("out_of_range", 0), ("out_of_range", 1)] and tb > 0
+    assert config == (str(10**400), math.inf)
+
+
+def test_a_number_past_the_store_in_an_early_chunk_is_named_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(hf_trainer, "CHUNK_ENTRIES", 2)
+    path = tmp_path / "trainer_state.json"
+    path.write_text('{"log_history": [{"step": %d, "loss": 1.0}, {"step": 2, "loss": 0.5}, {"step": 3, "loss": 0.4}]}'
+                    % 2**64)
+    chunks = list(read_trainer_state(path, 0))
+    assert len(chunks) == 2 and [i.position for c in chunks for i in c.issues] == [0]

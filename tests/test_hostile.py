@@ -127,6 +127,23 @@ def test_inconsistent_safetensors_entries_are_not_read_as_ok(tmp_path, entry):
     assert list(refs) == ["b"] and [i.kind for i in issues] == ["garbled"] and "'w'" in issues[0].detail
 
 
+@pytest.mark.parametrize("content", [b"\x80garbage", b"\x80\x02}q\x00(X\x01", b"\x80\x02h\x05."],
+                         ids=["stack", "cut", "memo"])
+def test_a_torch_file_the_unpickler_chokes_on_is_unreadable_not_a_traceback(tmp_path, capsys, content):
+    """A nine-byte `batches/step_3.pt` of `\x80garbage` ended analyze in an IndexError from torch's weights-only
+    unpickler (an empty stack popped); it is a read problem and the log beside it is judged."""
+    from forensics.cli import main
+
+    run = tmp_path / "run"
+    (run / "batches").mkdir(parents=True)
+    (run / "train.log").write_text(console_log())
+    (run / "batches" / "step_3.pt").write_bytes(content)
+    (run / "model.pt").write_bytes(content)
+    assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {p["path"] for p in out["read_problems"]} == {"batches/step_3.pt", "model.pt"}
+
+
 def console_log(n: int = 60) -> str:
     return "".join(f"step {i} loss {2.0 / (i + 1):.4f}\n" for i in range(1, n))
 
@@ -164,6 +181,51 @@ def test_a_folder_name_that_is_not_utf8_does_not_stop_the_watch(tmp_path):
         f.write("step 60 loss 0.03\n")
     again = Watcher([root], db, WatchSettings(events=False)).poll_once()  # restarted: it stored the name escaped
     assert (again.changed, again.analysed, again.failed) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("proc", [True, False], ids=["proc_fd", "open_file"])
+def test_a_run_in_a_folder_named_in_latin1_reads_its_checkpoints_optimizer_and_batches(tmp_path, monkeypatch, capsys,
+                                                                                         proc):
+    """In a folder named with Latin-1 bytes every torch checkpoint, optimizer file and batch was `unreadable:
+    UnicodeEncodeError … surrogates not allowed` (torch's zip reader and safetensors encode the name as UTF-8), so
+    a healthy run was INCONCLUSIVE. Each is read; where there is no /proc, from an open file."""
+    from pathlib import Path
+
+    import torch
+    from safetensors.torch import save_file
+
+    from forensics.cli import main
+    from ingest import tensorfiles
+    from ingest.checkpoints import read_states
+    from ingest.store import connect
+
+    if not proc:
+        monkeypatch.setattr(tensorfiles, "PROC_FD", str(tmp_path / "no-proc"))
+    run = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "batches").mkdir()
+    (run / "train.log").write_text("".join(f"step {i} loss {2 / (i + 1):.4f}\n" for i in range(1, 200)))
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    for step in (50, 100):
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step},
+                   run / "checkpoints" / f"step_{step}.pt")
+    torch.save(opt.state_dict(), run / "checkpoints" / "optimizer.pt")
+    save_file(model.state_dict(), str(run / "checkpoints" / "step_150.safetensors"))
+    torch.save({"x": torch.ones(4, 3)}, run / "batches" / "step_10.pt")
+    save_file({"x": torch.ones(4, 3)}, str(run / "batches" / "step_11.safetensors"))
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(run), "--db", str(db), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["read_problems"] == [] and out["verdict"] == "healthy"
+    with connect(db, write=False) as con:
+        assert con.execute("SELECT count(*) FROM checkpoints WHERE status = 'ok'").fetchone()[0] == 4  # optimizer.pt too
+        assert con.execute("SELECT count(*) FROM batches").fetchone()[0] == 2
+    states = read_states(run, "checkpoints/step_150.safetensors", "safetensors")  # replay's restore too
+    assert set(states.model) == {"weight", "bias"}
+    assert read_states(run, "checkpoints/step_100.pt", "torch").optimizer["state"]
 
 
 def _tb(root, n: int = 60):

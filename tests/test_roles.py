@@ -122,3 +122,24 @@ def test_a_statistic_of_norms_is_neither_a_layer_nor_the_runs_norm(name):
 def test_a_layer_named_after_a_statistic_word_with_more_words_is_still_a_layer():
     r = role_of("grad_norm/max_pool.weight")
     assert (r.role, r.layer) == ("layer_grad_norm", "max_pool.weight")
+
+
+# ---- losses printed without the word, and numbers about a loss that are not it (console grammar)
+
+
+@pytest.mark.parametrize("name", ["cost", "objective", "Batch Energy", "nll", "xent", "total_loss", "main/loss",
+                                  "Train-SmoothL1", "l_pix", "TD Error_0", "Losses total", "Losses ner", "box",
+                                  "obj", "cls", "dfl", "D_A", "G_A", "d_real", "g_adv", "errD", "d", "gen"])
+def test_losses_named_without_the_word_are_training_losses(name):
+    assert role_of(name).role == "train_loss"
+
+
+@pytest.mark.parametrize("name", ["min_loss", "best_loss", "LOSS_WEIGHT", "FOCAL_LOSS_GAMMA", "loss_weight",
+                                  "FED_LOSS_NUM_CLASSES", "l1_w", "Time cost", "Score", "score", "D(x)", "total",
+                                  "F1 Score", "IoU threshold"])
+def test_settings_extremes_and_lookalikes_are_not_the_loss(name):
+    assert role_of(name).role != "train_loss"
+
+
+def test_a_validation_loss_named_without_the_word_is_a_validation_loss():
+    assert role_of("val_cost").role == "val_loss" and role_of("Valid Losses total").role == "val_loss"

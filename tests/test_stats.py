@@ -392,3 +392,23 @@ def test_a_spike_episode_of_several_peaks_that_comes_back_is_one_spike():
     osc = np.exp(rng.normal(0, 0.02, 400))
     osc[::4] = 3.0
     assert stats.spikes(np.arange(400), osc).height == 0
+
+
+def test_blow_up_at_end_measures_from_the_median_and_takes_the_whole_blow_up():
+    """The last points above every earlier one and ×factor their median; the count is the most that fit; a loss
+    near 0 whose last point is ×1000 its lowest but ×20 its median is no blow-up."""
+    assert stats.blow_up_at_end(np.array([2.3, 4600.0]), 100) == (pytest.approx(2000.0), 1)
+    factor, k = stats.blow_up_at_end(np.array([2.0, 1.8, 1.7, 1.6, 900.0, 5e4]), 100)
+    assert k == 2 and factor == pytest.approx(5e4 / 1.75)
+    near_zero = np.array([0.02, 0.0001, 0.01, 0.03, 0.015, 0.4])
+    assert stats.blow_up_at_end(near_zero, 100) is None and near_zero[-1] > 1000 * near_zero.min()
+    assert stats.blow_up_at_end(np.array([2.0, 900.0, 1.9, 800.0]), 100) is None  # not above every earlier point
+    for edge in (np.array([]), np.array([3.0]), np.array([-1.0, 500.0]), np.array([np.nan, 1.0])):
+        assert stats.blow_up_at_end(edge, 100) is None
+
+
+def test_rising_tail_counts_the_points_of_the_last_rise():
+    assert stats.rising_tail(np.array([3.0, 2.0, 2.1, 2.2, 2.5])) == 4
+    assert stats.rising_tail(np.array([1.0, 2.0, 2.0])) == 1  # equal is no rise
+    assert stats.rising_tail(np.array([1.0, np.nan, 2.0, 3.0])) == 2
+    assert stats.rising_tail(np.array([5.0])) == 1 and stats.rising_tail(np.array([])) == 1

@@ -564,3 +564,27 @@ def test_a_held_session_is_shared_only_by_the_work_it_is_passed_to(tmp_path):
             assert later is not after
     subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()", str(db)],
                    check=True, timeout=60)  # nothing held past the block
+
+
+def test_a_db_in_a_missing_folder_is_an_error_naming_it_and_nothing_is_made(tmp_path, capsys):
+    """`--db /nonexistent/dir/x.duckdb` made the folders and a new, empty store: a mistyped path gave a store
+    nobody would find again. It is one line naming the folder, exit 2, and no folder is made."""
+    from forensics.cli import main
+
+    run = _tb_run(tmp_path / "run", 5)
+    missing = tmp_path / "nonexistent" / "dir"
+    for command in (["analyze", str(run)], ["ingest", str(run), "--quiet"], ["analyze", str(tmp_path), "--all"]):
+        assert main([*command, "--db", str(missing / "x.duckdb")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{missing} does not exist" in err[0], err
+        assert not (tmp_path / "nonexistent").exists()
+
+
+def test_the_default_cache_folder_is_still_made(tmp_path, monkeypatch, capsys):
+    from forensics.cli import main
+
+    monkeypatch.delenv("FORENSICS_DB", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    run = _tb_run(tmp_path / "run", 5)
+    assert main(["ingest", str(run), "--quiet"]) == 0
+    assert (tmp_path / "cache" / "run-forensics" / "forensics.duckdb").is_file()

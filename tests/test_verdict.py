@@ -68,6 +68,27 @@ def test_healthy_run_is_healthy_with_its_reason(tmp_path, capsys):
     assert out["read_problems"] == [] and out["db"] == str(tmp_path / "f.duckdb")
 
 
+def test_fail_on_warning_fails_an_inconclusive_run_and_critical_does_not(tmp_path, capsys):
+    """`--fail-on warning` passed an INCONCLUSIVE run: a CI gate asking to fail on warnings means "anything not
+    healthy", and a run nobody could check must not pass as one where nothing was found. Inconclusive ranks with
+    warning (`inconclusive` is the same rule); `critical` still asks for a critical finding only."""
+    root = tmp_path / "root"
+    run = root / "short"
+    run.mkdir(parents=True)
+    (run / "train.log").write_text("".join(f"step {i} loss {1 / i}\n" for i in range(1, 4)))  # too short to judge
+    db = tmp_path / "f.duckdb"
+    expected = {"warning": 1, "inconclusive": 1, "critical": 0}
+    got = {}
+    for level in expected:
+        got[level], out = analyze_json(capsys, run, db, "--fail-on", level)
+        assert out["verdict"] == "inconclusive" and not out["findings"]
+    assert got == expected
+    assert main(["analyze", str(root), "--all", "--db", str(db), "--fail-on", "warning"]) == 1
+    assert "INCONCLUSIVE" in capsys.readouterr().out
+    healthy = healthy_tb(tmp_path / "ok")
+    assert analyze_json(capsys, healthy, db, "--fail-on", "warning")[0] == 0
+
+
 def test_a_documentation_folder_is_inconclusive_not_healthy(tmp_path, capsys):
     """/usr/share/doc/python3.11 was "healthy": its pybench.log counted as a console log."""
     doc = tmp_path / "python3.11"
@@ -108,6 +129,34 @@ def test_five_points_of_a_huge_loss_are_not_healthy(tmp_path, capsys):
     code, out = analyze_json(capsys, run, tmp_path / "f.duckdb")
     assert code == 0 and out["verdict"] != "healthy" and out["healthy"] is False
     assert out["verdict_reason"]
+
+
+def test_a_validation_loss_alone_is_judged_as_validation_and_the_verdict_says_the_training_loss_is_missing(
+        tmp_path, capsys):
+    """No training loss, a validation loss that blows up ×1e5 at its last evaluation: divergence on the validation
+    loss, said as such; the same validation loss falling is inconclusive, naming what would decide (the training
+    loss), and a rise of ×1.3 is not called a divergence (without the training loss it may be overfitting)."""
+    steps = np.arange(1, 7) * 100
+    for name, val, verdict, kinds in (("blown", [2.1, 1.8, 1.6, 1.5, 1.45, 2e5], "failed", ["divergence"]),
+                                      ("calm", [2.1, 1.8, 1.6, 1.5, 1.45, 1.4], "inconclusive", []),
+                                      ("rising", [1.4, 1.45, 1.5, 1.6, 1.7, 1.8], "inconclusive", [])):
+        run = write_tb(tmp_path / name, {"eval/loss": (steps, np.array(val))})
+        code, out = analyze_json(capsys, run, tmp_path / f"{name}.duckdb")
+        assert out["verdict"] == verdict and [f["kind"] for f in out["findings"]] == kinds, name
+        assert "no training loss" in out["verdict_reason"] or "no training-loss series" in out["verdict_reason"]
+        assert "validation" in out["verdict_reason"]
+        if kinds:
+            assert out["findings"][0]["series"] == "eval/loss" and "judged as validation" in out["findings"][0]["summary"]
+        else:
+            assert "the training loss beside it would decide" in out["verdict_reason"]
+
+
+def test_a_short_log_with_nothing_glaring_says_what_would_decide(tmp_path, capsys):
+    """Four falling points: too few for the shape rules, nothing glaring; the verdict names the points it needs."""
+    run = write_tb(tmp_path / "short", {"train/loss": (np.arange(1, 5), np.array([2.3, 2.0, 1.8, 1.7]))})
+    code, out = analyze_json(capsys, run, tmp_path / "f.duckdb")
+    assert out["verdict"] == "inconclusive" and "what would decide" in out["verdict_reason"]
+    assert "points of train/loss (it has 4" in out["verdict_reason"]
 
 
 def test_only_beside_a_nan_is_not_healthy(tmp_path, capsys):

@@ -29,7 +29,7 @@ from forensics.judge.stats import SpikeRule
 from ingest.formats import FORMATS
 
 # A series of more points than this is read reduced (M4 in the store, a few points per bucket: below), so an
-# analysis holds a bounded number of points whatever the length of a run (issue 28). Above every series of every
+# analysis holds a bounded number of points whatever the length of a run. Above every series of every
 # real run, corpus and gallery run we judge on (the largest: 63,000 points, in shared/real_runs_test; the corpus
 # trains 2,500 steps at most), so their findings are those of the whole series.
 LONG_SERIES = 1_000_000
@@ -184,7 +184,7 @@ class Run:
         By role, the axis rule (`usable_series`, DECISIONS §16) applies first: a console copy never stands
         beside a structured log's series of the same role, and an ordinal axis never beside a logged one.
         Cached per name for this series list: the detectors ask ~100 times per analysis, each a few polars
-        queries (~0.5 ms each on a handful of rows: 5% of an ordinary run's first answer, issue 28)."""
+        queries (~0.5 ms each on a handful of rows: 5% of an ordinary run's first answer)."""
         hit = self._candidates_cache.get(role_or_name)
         if hit is None or hit[0] is not self.meta:
             role = ROLES.get(role_or_name)

@@ -31,7 +31,7 @@ def start_level(values: np.ndarray, points: int = START_POINTS) -> float:
 
 # The one boundary between flat_loss ("it never learned": the loss stays where it started) and plateau ("it learned,
 # then stopped"): a loss that fell LEARNED_FALL of its initial level, by LEARNED_SIGMAS noise sigmas of that level or
-# more, learned something (issue 24: a 7% fall in the first 25 of 500 steps, then a stall, is a plateau).
+# more, learned something (a 7% fall in the first 25 of 500 steps, then a stall, is a plateau).
 LEARNED_FALL = 0.05
 LEARNED_SIGMAS = 3.0
 
@@ -474,7 +474,7 @@ class SpikeRule:
     """The one definition of a spike's thresholds, a setting of its own (`--set spike.z=…`): every detector that reads
     spikes (loss_spike, bad_batch) is given it, and the engine's spike list uses it.
 
-    Calibration (issue 12 class 2): the noise model is the series' own, on a log scale where the series is
+    Calibration: the noise model is the series' own, on a log scale where the series is
     positive (a loss near zero is right-skewed: at 0.004, 0.07 is ordinary minibatch noise, ×16 yet a few log
     sigmas), so z is the jump in log-noise sigmas; a series that yields more than `max_spikes` spikes has
     tails its noise model does not describe, and only spikes `crowd_z_factor` times the median z of the
@@ -679,3 +679,31 @@ def swings(values: np.ndarray, band: float) -> int:
     state = np.where(y > band, 1, np.where(y < -band, -1, 0))
     state = state[state != 0]
     return int(np.sum(state[1:] != state[:-1])) if state.size > 1 else 0
+
+
+def blow_up_at_end(values: np.ndarray, factor: float, max_tail: int = 3) -> tuple[float, int] | None:
+    """(factor, k) when a positive curve ends on a blow-up: its last k points (k ≤ `max_tail`, the most that fit)
+    all stand above every earlier point and at least `factor` × the median of the earlier points; the factor is the
+    last point over that median. None otherwise (or with fewer than two finite points). The median, not the
+    minimum, is the reference: a loss near 0 whose heavy-tailed minibatch noise dips to 1e-4 is 100× below its
+    ordinary points without anything blowing up."""
+    y = np.asarray(values, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size < 2 or not np.all(y > 0):
+        return None
+    hit = None
+    for k in range(1, min(max_tail, y.size - 1) + 1):
+        before, end = y[:-k], y[-k:]
+        ref = float(np.median(before))
+        if float(np.min(end)) > float(np.max(before)) and float(np.min(end)) >= factor * ref:
+            hit = float(y[-1]) / ref, k
+    return hit
+
+def rising_tail(values: np.ndarray) -> int:
+    """How many of the last points rise at every point (each strictly above the one before it), counting the
+    point the rise starts from: 1 for a curve whose last point is not above the one before."""
+    y = np.asarray(values, dtype=float)
+    k = 1
+    while k < y.size and np.isfinite(y[-k]) and np.isfinite(y[-k - 1]) and y[-k] > y[-k - 1]:
+        k += 1
+    return k

@@ -24,6 +24,7 @@ exploding gradients or a divergence, whichever starts first, headline the NaN th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,14 +41,17 @@ class Verdict:
 
 
 def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restricted: bool,
-          loss_points: int | None, read_problems: list[dict[str, Any]]) -> Verdict:
+          loss_points: int | None, read_problems: list[dict[str, Any]], val_points: int | None = None) -> Verdict:
     """The verdict on analysis `a`. `selected` are the kinds of the detectors this analysis ran or tried,
     `loss_detectors` those of them that read the training loss, `restricted` says `--only`/`--skip` left some
     out, `loss_points` is the number of finite points of the training loss read (None when there is none),
-    `read_problems` the run's read problems (`kind` per row)."""
+    `val_points` that of the validation loss, `read_problems` the run's read problems (`kind` per row)."""
     counts = {s: sum(f.severity == s for f in a.findings) for s in ("critical", "warning", "info")}
+    # Where only a validation loss was read it is judged as validation, and every verdict says the training loss is missing
+    missing = (f"; no training loss was read: the validation loss ({count(val_points, 'point')}) was judged as "
+               f"validation" if loss_points is None and val_points else "")
     if counts["critical"]:
-        return Verdict("failed", _count_line(counts))
+        return Verdict("failed", _count_line(counts) + missing)
     skipped = {s.kind: s.reason for s in a.skipped if s.kind in selected}
     ran = [k for k in selected if k not in skipped]
     if restricted and a.nonfinite:
@@ -56,10 +60,14 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
         return Verdict("inconclusive", f"{found}{n['series']} is {n['value']} at step {n['step']} and only "
                        f"{_names(ran) or 'no detector'} ran; analyse without --only/--skip for a verdict")
     if counts["warning"]:
-        return Verdict("suspicious", _count_line(counts))
+        return Verdict("suspicious", _count_line(counts) + missing)
     missing = [p for p in read_problems if p["kind"] == "missing_dependency"]
     if missing:
         return Verdict("inconclusive", f"{missing[0]['path']} was not read: {missing[0]['detail']}")
+    if loss_points is None and val_points:
+        return Verdict("inconclusive", f"no training-loss series was read, only a validation loss ({count(val_points, 'point')}); "
+                       f"judged as validation it neither blows up nor stays flat, and a rise or a stall in it could be "
+                       f"overfitting or a failing run alike: the training loss beside it would decide")
     if loss_points is None:
         series = a.checked.get("n_series", 0)
         what = (f"{count(series, 'other series', 'other series')} {'was' if series == 1 else 'were'} read"
@@ -68,11 +76,13 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
     curve = [k for k in selected if k in CURVE_KINDS]
     if curve and not any(k in ran for k in curve):
         return Verdict("inconclusive", f"the training loss has {count(loss_points, 'finite point')}, too few for "
-                       f"{_names(curve)}; nothing could judge the curve")
+                       f"{_names(curve)}; nothing glaring stands out in them (no blow-up, no constant loss, no rise "
+                       f"at every point){_would_decide(skipped, curve)}")
     loss_skipped = [k for k in loss_detectors if k in skipped]
     if loss_detectors and len(loss_skipped) * 2 > len(loss_detectors):
         return Verdict("inconclusive", f"{len(loss_skipped)} of the {len(loss_detectors)} detectors that read the "
-                       f"training loss could not run ({_names(loss_skipped)})")
+                       f"training loss could not run ({_names(loss_skipped)}) and nothing glaring stands out"
+                       f"{_would_decide(skipped, loss_skipped)}")
     lossy = sorted({p["path"] for p in read_problems if lossy_read(p)})
     if lossy:
         return Verdict("inconclusive", f"no critical or warning finding, but {count(len(lossy), 'file')} read with problems "
@@ -81,6 +91,23 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
     only = f" (only {_names(ran)} checked)" if restricted else ""
     return Verdict("healthy", f"no finding from {count(len(ran), 'detector')}{only} over "
                    f"{count(loss_points, 'point')} of the training loss{notes}")
+
+
+def _would_decide(skipped: dict[str, str], kinds: list[str]) -> str:
+    """What would decide, from the skip reasons of `kinds`: the fewest points a short series needs for the detectors
+    that found it too short (`series S has n finite points; this detector needs at least N`), and the series the
+    others lack (`no series with role R`)."""
+    short: dict[str, tuple[int, int]] = {}
+    for k in kinds:
+        m = re.search(r"series (.+?) has (\d+) finite points; this detector needs at least (\d+)", skipped.get(k, ""))
+        if m and (m.group(1) not in short or int(m.group(3)) < short[m.group(1)][1]):
+            short[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    roles = sorted({m.group(1) for k in kinds if (m := re.search(r"no series with role (\w+)", skipped.get(k, "")))})
+    parts = [f"{need}+ points of {name} (it has {have}: log more often, or longer)"
+             for name, (have, need) in list(short.items())[:2]]
+    if roles:
+        parts.append("a logged " + " and ".join(r.replace("_", " ") for r in roles))
+    return "; what would decide: " + ", and ".join(parts) if parts else ""
 
 
 def lossy_read(problem: dict[str, Any]) -> bool:
@@ -122,10 +149,12 @@ def _stage(f: Finding, findings: list[Finding]) -> float:
 
 
 def fails(a: Analysis, level: str) -> bool:
-    """`--fail-on`: `critical` a critical finding; `warning` a warning or worse; `inconclusive` any verdict but
-    healthy (a pipeline that wants proof of health). One rule for one run and for `analyze ROOT --all`."""
-    if level == "inconclusive":
-        return a.verdict != "healthy"
+    """`--fail-on`: `critical` a critical finding; `warning` a warning or worse, or a run that could not be judged
+    (inconclusive ranks with warning: a pipeline asking to fail on warnings means "anything not healthy", and a
+    run nobody could check must not pass as one where nothing was found); `inconclusive`, the earlier spelling
+    of that rule, the same. One rule for one run and for `analyze ROOT --all`."""
+    if level in ("warning", "inconclusive"):
+        return a.verdict != "healthy" or any(RANK[f.severity] <= RANK["warning"] for f in a.findings)
     return any(RANK[f.severity] <= RANK[level] for f in a.findings)
 
 

@@ -138,6 +138,8 @@ def give_verdict(result: Analysis, run: Run, detectors: Sequence[Detector], *, r
     """Set `result.verdict` and its reason (rules in forensics/judge/verdict.py) from what the analysis could see."""
     loss_points = run.finite_points("loss") if run.has("loss") else None
     v = judge(result, selected=[d.kind for d in detectors],
-              loss_detectors=[d.kind for d in detectors if "loss" in d.requires],
+              loss_detectors=[d.kind for d in detectors
+                              if "loss" in d.requires or getattr(d, "reads_validation_alone", False)],
+              val_points=run.finite_points("val_loss") if run.has("val_loss") else None,
               restricted=restricted, loss_points=loss_points, read_problems=result.read_problems)
     result.verdict, result.verdict_reason = v.value, v.reason

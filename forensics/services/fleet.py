@@ -70,8 +70,57 @@ class RunResult:
 
 
 def _private_dir() -> str:
+    """A worker's folder for its private store, named after the worker's pid, the folder's owner: a worker
+    killed with it (kill -9, out of memory) cannot remove it, so the next start does (`remove_orphaned_folders`)."""
+    global _current_private_dir
+    _current_private_dir = tempfile.mkdtemp(prefix=f"forensics-worker-{os.getpid()}-", dir=_scratch_parent())
+    return _current_private_dir
+
+
+_current_private_dir: str | None = None  # the folder this worker process is using now, for _follow_driver
+
+
+def _scratch_parent() -> str | None:
     shm = Path("/dev/shm")
-    return tempfile.mkdtemp(prefix="forensics-worker-", dir=str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None)
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+# A folder the fleet makes outside --db (a worker's private store, the driver's empty one) is named
+# PREFIX-PID-RANDOM, PID its owner. Folders named before the owner was in the name are removed once this old.
+SCRATCH_PREFIXES = ("forensics-worker-", "forensics-fleet-")
+UNOWNED_SCRATCH_SECONDS = 24 * 3600.0
+
+
+def remove_orphaned_folders() -> list[str]:
+    """Remove the fleet's scratch folders whose owner process is gone (a driver or worker killed before its
+    cleanup ran); return their paths. A folder whose owner lives (this machine's other analyses) or that this
+    user may not remove is left alone."""
+    removed = []
+    for parent in {p for p in (_scratch_parent(), tempfile.gettempdir()) if p}:
+        try:
+            entries = list(os.scandir(parent))
+        except OSError:
+            continue
+        for e in entries:
+            if not e.name.startswith(SCRATCH_PREFIXES) or not e.is_dir(follow_symlinks=False):
+                continue
+            if not _owner_gone(e):
+                continue
+            shutil.rmtree(e.path, ignore_errors=True)
+            if not os.path.lexists(e.path):
+                removed.append(e.path)
+    return removed
+
+
+def _owner_gone(entry: os.DirEntry) -> bool:
+    rest = entry.name.removeprefix("forensics-worker-").removeprefix("forensics-fleet-")
+    pid = rest.partition("-")[0]
+    if not pid.isdigit():  # named before the owner was in the name: gone once nothing touched it for a day
+        try:
+            return time.time() - entry.stat(follow_symlinks=False).st_mtime > UNOWNED_SCRATCH_SECONDS
+        except OSError:
+            return False
+    return not _alive(int(pid))
 
 
 def empty_store(folder: Path) -> Path:
@@ -217,6 +266,7 @@ def _failed(path: str, exc: BaseException, where: str) -> RunResult:
 # (checked as each run finishes), and when the workers are done. Fewer, larger transactions are what keep the
 # writer's share of the wall time small (docs/watch.md, measured).
 WRITE_POINTS = 2_000_000
+_swept = False  # remove_orphaned_folders has run in this process
 WRITE_SECONDS = 10.0
 
 
@@ -251,6 +301,10 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
         except Exception as exc:  # noqa: BLE001 - see the docstring: one run's failure is that run's only
             done(_failed(p, exc, "driver"))
 
+    global _swept
+    if not _swept:  # once a process: a watch calls this every pass
+        _swept = True
+        remove_orphaned_folders()
     if jobs <= 1 and not use_ray:
         for p in paths:
             if should_stop():
@@ -262,7 +316,7 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
     fresh = [p for p in paths if run_id_for(Path(p)) not in known]
     stored = [p for p in paths if p not in set(fresh)]
     workers = (batch for batch in ())  # a generator, like the two below: it can be closed
-    scratch = tempfile.TemporaryDirectory(prefix="forensics-fleet-") if fresh and not use_ray else None
+    scratch = tempfile.TemporaryDirectory(prefix=f"forensics-fleet-{os.getpid()}-") if fresh and not use_ray else None
     if fresh:  # (a generator: Ray starts, or a pool, only when there is work for it)
         workers = _ray_results(fresh, options, ray_address) if use_ray else _process_results(
             _largest_first(fresh), options, jobs, empty=str(empty_store(Path(scratch.name))))
@@ -389,7 +443,7 @@ def _process_results(paths: Sequence, options: Options, jobs: int, task: Callabl
         retry: list[str] = []
         # forkserver, not fork: the driver may hold DuckDB and polars thread pools, which fork does not copy.
         pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("forkserver"),
-                                      initializer=_start_worker)
+                                      initializer=_start_worker, initargs=(os.getpid(),))
         try:
             pending = {pool.submit(task, p, options, **kwargs): p for p in todo}
             while pending:
@@ -439,15 +493,51 @@ def _path(item: str | tuple[str, str]) -> str:
     return item if isinstance(item, str) else item[0]
 
 
-def _start_worker() -> None:
-    """A worker process judges runs as `analyze` does, so freed arrays go back at once (`return_freed_arrays`), and
-    it leaves Ctrl-C to the driver, which lets the run being written finish and stops cleanly."""
+def _start_worker(driver: int) -> None:
+    """A worker process judges runs as `analyze` does, so freed arrays go back at once (`return_freed_arrays`); it
+    leaves Ctrl-C to the driver, which lets the run being written finish and stops cleanly, and it dies with the
+    driver: a pool's workers wait on a queue the driver feeds, and a killed driver never closes it, so they, the
+    forkserver and the resource tracker (both kept alive by the workers) would wait for ever."""
     from forensics.services.process import return_freed_arrays
 
     return_freed_arrays()
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_follow_driver, args=(driver,), name="follow-driver", daemon=True).start()
+
+
+def _follow_driver(driver: int) -> None:
+    """Wait for the driver's death (a pidfd where Linux has one, else a check each second), then remove this
+    worker's folder and exit at once: what the worker was doing has nobody left to hand it to."""
+    import select
+
+    try:
+        fd = os.pidfd_open(driver)
+    except ProcessLookupError:  # died before this worker started
+        fd = None
+    except (AttributeError, OSError):  # no pidfd here (not Linux, or a kernel before 5.3)
+        fd = -1
+    if fd is not None and fd >= 0:
+        select.select([fd], [], [])  # readable when the process exits
+    elif fd == -1:
+        while _alive(driver):
+            time.sleep(1.0)
+    if _current_private_dir is not None:
+        shutil.rmtree(_current_private_dir, ignore_errors=True)
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    """True unless no process has this pid (another user's process is alive, and not ours to judge)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _ray_results(paths: Sequence[str], options: Options, address: str | None) -> Iterator[list[RunResult]]:

@@ -85,7 +85,7 @@ class RunState:
     detail: str | None = None
     live: bool = False  # seen growing within its stall threshold during this watch: only a live run can stall
     # Its contents as last looked at (files, bytes), or None before the first look: a fresh mtime is not growth
-    # (a finished run copied into a root has new mtimes, issue 26), more files or bytes than last time is.
+    # (a finished run copied into a root has new mtimes), more files or bytes than last time is.
     looked: tuple[int, int] | None = None
     grown: bool = False  # its contents grew between two looks of this watch
     growths: deque = field(default_factory=lambda: deque(maxlen=16))  # newest mtimes at each growth seen

@@ -2,7 +2,7 @@
 
 Each function takes what a library call returned and gives back lines; `cli.py` only prints them. Every value that
 came from a file (a run's or a file's name, a tag, a detail) goes through `clean`, so a name holding a newline or a
-terminal escape cannot forge a line or retitle the terminal (issue 26, item 9).
+terminal escape cannot forge a line or retitle the terminal.
 """
 
 from __future__ import annotations

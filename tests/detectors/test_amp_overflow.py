@@ -247,3 +247,13 @@ def test_a_logged_skipped_step_count_past_calibration_fires(tmp_path):
     ends, skips = _skips_per_interval(lambda i: i < 5 or i == 900, n=1200)
     run = load_run(write_tb(tmp_path / "b", {"train/skipped_iterations": (ends, skips)}), tmp_path / "b.duckdb")
     assert AmpOverflow().unavailable(run) is None and list(AmpOverflow().check(run)) == []
+
+
+def test_one_line_of_a_scale_between_zero_and_one_is_no_collapsed_scaler(tmp_path):
+    """A bf16 run's log prints `clipping enabled (window=5, scale=0.1)` once: one point of a 'scale' below 1 is no
+    scaler pinned at its floor. A scale of 0 is collapsed on one line, and two lines below 1 are a scaler."""
+    for name, steps, values, fires in (("a", [0], [0.1], False), ("b", [0], [0.0], True),
+                                       ("c", [10, 20], [1.5e-5, 7.6e-6], True)):
+        run = load_run(write_tb(tmp_path / name, {"loss_scale": (np.array(steps), np.array(values))}),
+                       tmp_path / f"{name}.duckdb")
+        assert bool(list(AmpOverflow().check(run))) == fires, name

@@ -197,3 +197,90 @@ def test_a_noisy_per_batch_rise_inside_one_short_excerpt_is_not_divergence(tmp_p
     run = load_run(REAL_RUNS_TEST / "log_deepspeech127", tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []
     assert len(list(Divergence(short_sigmas=2.0).check(run))) == 1
+
+
+def test_a_log_that_ends_on_a_blow_up_of_orders_of_magnitude_is_divergence_at_two_points(tmp_path):
+    """Effect size first: two logged points, the second ×2000 the first, need no trend test to be a blow-up."""
+    run = load_run(write_tb(tmp_path / "r", {"loss": (np.array([10, 20]), np.array([2.31, 4.6e3]))}),
+                   tmp_path / "f.duckdb")
+    assert Divergence().unavailable(run) is None
+    [f] = Divergence().check(run)
+    assert f.severity == "critical" and f.step == 10 and f.evidence["blow_up_factor"] > 1000
+    assert "4600 at step 20" in f.summary
+    calm = load_run(write_tb(tmp_path / "c", {"loss": (np.array([10, 20]), np.array([2.31, 2.2]))}),
+                    tmp_path / "c.duckdb")
+    assert Divergence().unavailable(calm) is not None
+
+
+def test_a_blow_up_on_the_last_record_of_a_short_log_needs_no_trend_test(tmp_path):
+    """Three per-epoch points, 2.3, 2.1, then 5e4: one point after the minimum is too few for any trend or step
+    rule; its size alone is the finding, counted from the last ordinary point."""
+    steps = np.array([1, 2, 3])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, np.array([2.3, 2.1, 5e4]))}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.step == 2 and f.evidence["blow_up_points"] == 1 and "blows up where the log ends" in f.summary
+
+
+def test_a_tenfold_end_jump_needs_the_validation_loss_to_blow_up_beside_it(tmp_path):
+    steps = np.array([1, 2])
+    witnessed = load_run(write_tb(tmp_path / "w", {"train/loss": (steps, np.array([1.5, 30.0])),
+                                                    "val/loss": (steps, np.array([1.2, 25.0]))}), tmp_path / "w.duckdb")
+    [f] = Divergence().check(witnessed)
+    assert f.evidence["witness"] == "val/loss" and "validation loss ends on a blow-up too" in f.summary
+    alone = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, np.array([1.5, 30.0])),
+                                                "val/loss": (steps, np.array([1.2, 1.1]))}), tmp_path / "a.duckdb")
+    assert Divergence().unavailable(alone) is not None and list(Divergence().check(alone)) == []
+
+
+def test_heavy_tailed_noise_near_zero_is_no_blow_up(tmp_path):
+    """A converged classifier's per-batch losses span 3e-4 to 0.6 (heavy-tailed minibatch noise near 0): the last
+    point, the highest since the first step, is ×1000 the lowest one and ×60 the median: no blow-up."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 171) * 50
+    y = np.exp(rng.normal(np.log(0.01), 1.3, steps.size))
+    y[:10] = np.linspace(0.6, 0.1, 10)
+    y[-1] = 1.05 * float(y[:-1].max())
+    assert y[-1] > 1000 * y[:-1].min() and y[-1] < 100 * np.median(y[:-1])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y)}), tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def test_a_loss_rising_at_every_epoch_beside_a_rising_validation_loss_is_divergence(tmp_path):
+    """Six epochs, each worse than the one before, validation worse at each of its last four (five points): too few points for
+    a trend test at p 0.01, glaring to a reader."""
+    ep = np.arange(1, 7)
+    train = np.array([1.0, 1.04, 1.1, 1.17, 1.26, 1.38])
+    val = np.array([0.95, 0.93, 0.97, 1.02, 1.08, 1.15])
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (ep, train), "val/loss": (ep, val)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.step == 1 and f.evidence["rising_points"] == 6 and f.evidence["val_rising_points"] == 5
+    falling_val = load_run(write_tb(tmp_path / "v", {"train/loss": (ep, train), "val/loss": (ep, val[::-1])}),
+                           tmp_path / "v.duckdb")
+    assert list(Divergence().check(falling_val)) == []
+
+
+def test_a_running_mean_that_creeps_up_within_an_epoch_is_not_divergence(tmp_path):
+    """`avg loss so far` printed five times in an epoch drifts +6% while the validation loss sits still: the rise is
+    under `rising_growth` and the validation loss does not climb with it."""
+    steps = np.arange(25, 126, 25)
+    train = np.array([0.02068, 0.02146, 0.02191, 0.02196, 0.02204])
+    val = np.array([0.02971, 0.02966, 0.02967, 0.02971, 0.02973])
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (steps, val)}),
+                   tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+@pytest.mark.parametrize("seed", [25, 65, 114, 128])
+def test_single_batch_losses_under_a_poly_decay_are_not_divergence(tmp_path, seed):
+    """Per-display single-batch losses: eighty points swinging ×2.2 (log sd 0.8) around a level that falls and then
+    holds while a poly schedule decays the LR. In these draws a lucky dip late in the log makes the smoothed minimum
+    and the tail's median stands ×4-12 above it, at Mann–Kendall p ≤ 0.01: no level moved, the points after the dip
+    sit where the points before it did, and none blows up past every earlier point."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, 81) * 20
+    level = 0.4 + 1.5 * np.exp(-steps / (steps[-1] / 3))
+    y = level * np.exp(rng.normal(0, 0.8, steps.size))
+    lr = 0.01 * (1 - steps / (steps[-1] + 1)) ** 0.9
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y), "lr": (steps, lr)}), tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []
+    assert list(Divergence(wide_spread=10.0).check(run))  # without the spread guard this draw reads as a rise

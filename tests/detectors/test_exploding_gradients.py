@@ -105,3 +105,19 @@ def test_a_log_that_ends_on_a_x1000_jump_is_an_explosion(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "grad_norm": (steps, norms)}), tmp_path / "f.duckdb")
     [f] = ExplodingGradients().check(run)
     assert (f.step, f.step_end) == (9, 9) and f.evidence["factor"] > 1000
+
+
+def test_a_norm_growing_at_every_record_to_the_end_of_a_short_log_is_an_explosion(tmp_path):
+    """Ten records, the norm ×1.5 at each (3.8e12 to 1.4e14) while the loss sits at 11.3: too few points for a
+    reference level, glaring growth. Five flat records then one ×15 jump at the end are no such growth."""
+    steps = np.arange(10)
+    loss = (steps, np.array([11.68, 11.43, 11.32, 11.25, 11.11, 11.24, 11.38, 11.23, 11.39, 11.28]))
+    run = load_run(write_tb(tmp_path / "a", {"loss": loss, "grad_norm": (steps, 3.8e12 * 1.5 ** steps)}),
+                   tmp_path / "a.duckdb")
+    [f] = ExplodingGradients().check(run)
+    assert f.step == 0 and f.evidence["points"] == 10 and "every one of its last 10 points" in f.summary
+    short = load_run(write_tb(tmp_path / "s", {"grad_norm": (steps[:6], 2.0 * 1.8 ** steps[:6])}), tmp_path / "s.duckdb")
+    assert ExplodingGradients().unavailable(short) is None and len(list(ExplodingGradients().check(short))) == 1
+    jump = np.array([0.787, 0.788, 0.789, 0.794, 0.795, 11.5])
+    run = load_run(write_tb(tmp_path / "j", {"grad_norm": (steps[:6], jump)}), tmp_path / "j.duckdb")
+    assert list(ExplodingGradients().check(run)) == []

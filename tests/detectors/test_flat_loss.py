@@ -117,7 +117,8 @@ def test_short_loss_at_a_clamp_value_is_flat_and_a_loss_that_fell_below_chance_i
 def test_a_training_loss_of_exactly_zero_beside_a_pinned_validation_loss_is_flat(tmp_path):
     """Issue 24 class 5: an empty training loop logs its untouched accumulator, 0.0, at every step, and the unchanged
     model evaluates to the same 0.8472 six times. Neither curve moves; a validation loss that falls beside the same
-    zeros is a model that did learn (the logging is what is broken) and is silent here."""
+    zeros is a model that did learn: the training loss is still an empty one, said as a warning that names the
+    validation loss's fall (the logging is what is broken)."""
     steps, vs = np.arange(0, 300, 10), np.arange(50, 301, 50)
     zeros = (steps, np.zeros(steps.size))
     run = load_run(write_tb(tmp_path / "a", {"train/loss": zeros, "val/loss": (vs, np.full(vs.size, 0.8472))}),
@@ -126,4 +127,62 @@ def test_a_training_loss_of_exactly_zero_beside_a_pinned_validation_loss_is_flat
     assert f.series == "val/loss" and f.evidence["train_all_zero"] and "exactly 0" in f.summary
     falling = (vs, 0.85 * np.exp(-vs / 200))
     run = load_run(write_tb(tmp_path / "b", {"train/loss": zeros, "val/loss": falling}), tmp_path / "b.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.series == "train/loss" and f.severity == "warning" and "the validation loss falls" in f.summary
+
+
+def test_a_loss_exactly_constant_over_the_whole_log_is_an_empty_loss_at_any_length(tmp_path):
+    """Three or more points of exactly one value, from the first record: a replaced or never-computed loss. Said as
+    such (not "it never moved"), 0 as an empty loop."""
+    steps = np.array([1, 2, 3, 4])
+    for name, v, words in (("z", 0.0, "never computed"), ("c", 2.3456, "not convergence")):
+        run = load_run(write_tb(tmp_path / name, {"loss": (steps[:3], np.full(3, v))}), tmp_path / f"{name}.duckdb")
+        assert FlatLoss().unavailable(run) is None
+        [f] = FlatLoss().check(run)
+        assert f.evidence["constant_value"] == pytest.approx(v) and words in f.summary and f.severity == "critical"
+    moving = load_run(write_tb(tmp_path / "m", {"loss": (steps, np.array([2.5, 2.5, 2.4, 2.5]))}),
+                      tmp_path / "m.duckdb")
+    assert FlatLoss().unavailable(moving) is not None
+    setting = load_run(write_tb(tmp_path / "s", {"loss": (steps[:3], np.ones(3))}), tmp_path / "s.duckdb")
+    assert FlatLoss().unavailable(setting) is not None  # `LOSS_WEIGHT: 1.0` thrice in a config dump
+
+
+def test_an_exactly_zero_loss_beside_a_nan_gradient_norm_is_left_to_masked_nonfinite(tmp_path):
+    steps = np.arange(1, 6)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, np.zeros(5)),
+                                             "grad_norm": (steps, np.array([1.0, np.nan, np.nan, np.nan, np.nan]))}),
+                   tmp_path / "f.duckdb")
     assert list(FlatLoss().check(run)) == []
+
+
+def test_a_loss_wandering_within_its_noise_over_the_whole_log_is_flat(tmp_path):
+    """Forty-seven points wandering ±5% around 0.88 with no trend: the 3% range band misses it, the trend test
+    says the wandering is noise. The same wander around a falling level learned, and is silent."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(1, 48) * 50
+    y = 0.88 * (1 + rng.normal(0, 0.05, steps.size))
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.evidence["still"] and "within its own noise" in f.summary and "median of steps 50-250 " in f.summary
+    falling = y * np.linspace(1.0, 0.8, steps.size)
+    run = load_run(write_tb(tmp_path / "d", {"loss": (steps, falling)}), tmp_path / "d.duckdb")
+    assert list(FlatLoss().check(run)) == []
+
+
+def test_a_loss_that_rose_to_its_pin_is_a_collapse_not_a_flat_loss(tmp_path):
+    """1.64 then 11.8 and 10.3735 to the end (ln 32000): the model collapsed after one update. It moved; the pin is
+    divergence's evidence."""
+    steps = np.arange(1, 11)
+    y = np.array([1.637, 11.807, 11.605, 10.383] + [10.3735] * 6)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y)}), tmp_path / "f.duckdb")
+    assert all("pinned_value" not in f.evidence for f in FlatLoss().check(run))
+
+
+def test_a_still_loss_while_the_gradient_norm_explodes_is_not_flat(tmp_path):
+    steps = np.arange(10)
+    loss = np.array([11.68, 11.43, 11.32, 11.25, 11.11, 11.24, 11.38, 11.23, 11.39, 11.28])
+    g = 3.8e12 * 1.5 ** steps
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "grad_norm": (steps, g)}), tmp_path / "f.duckdb")
+    assert list(FlatLoss().check(run)) == []
+    run = load_run(write_tb(tmp_path / "s", {"loss": (steps, loss)}), tmp_path / "s.duckdb")
+    assert len(list(FlatLoss().check(run))) == 1

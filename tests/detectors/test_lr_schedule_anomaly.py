@@ -153,6 +153,20 @@ def test_fires_when_the_lr_is_zero_on_the_first_quarter_of_the_records(tmp_path)
     assert list(LrScheduleAnomaly().check(_run(tmp_path / "b", _lrs(_linear_with_warmup(100, N))))) == []
 
 
+def test_an_lr_printed_as_zero_on_every_record_of_a_short_log_fires(tmp_path):
+    """Two epochs whose progress line prints `LR 0.00000000` (a per-group decay multiplied into the LR at every
+    step): 0 on every record is nothing trained, from two records on. An LR that leaves 0 after its first record is a
+    warmup, and silent."""
+    steps = np.array([100, 200])
+    loss = (steps, np.array([0.0029, 0.0037]))
+    [f] = LrScheduleAnomaly().check(load_run(write_tb(tmp_path / "a", {"train/loss": loss, "lr": (steps, np.zeros(2))}),
+                                             tmp_path / "a.duckdb"))
+    assert f.evidence["zero_points"] == 2 and "every one of its 2 records" in f.summary
+    warm = (steps, np.array([0.0, 1e-4]))
+    assert list(LrScheduleAnomaly().check(load_run(write_tb(tmp_path / "b", {"train/loss": loss, "lr": warm}),
+                                                   tmp_path / "b.duckdb"))) == []
+
+
 @pytest.mark.skipif(not (REAL_RUNS / "wandb_gpt_baseline").is_dir(), reason="shared/real_runs is not beside the checkout")
 @pytest.mark.needs_shared
 def test_an_lr_logged_as_zero_while_the_loss_falls_is_not_the_optimizers(tmp_path):
@@ -199,3 +213,13 @@ def test_schedules_that_climb_by_design_are_silent(tmp_path, make):
     }[make]
     lr = _lrs(sched)
     assert list(LrScheduleAnomaly().check(_run(tmp_path, lr))) == []
+
+
+def test_a_resume_that_rebuilt_a_longer_linear_schedule_is_a_restart(tmp_path):
+    """A linear decay over 20000 steps, resumed at step 10000 with max_steps doubled: the rebuilt schedule lands at
+    1.4995e-5 from 1.0e-5 (×1.4995, a value the first schedule had at step 5000) and decays over 40000 steps."""
+    first = np.arange(10, 10001, 10)
+    second = np.arange(10010, 38001, 10)
+    lr = np.r_[2e-5 * (1 - first / 20000), 2e-5 * (1 - second / 40000)]
+    [f] = LrScheduleAnomaly().check(_run(tmp_path, (np.r_[first, second], lr)))
+    assert f.step == 10010 and f.evidence["lr_after"] == pytest.approx(1.4995e-5)

@@ -143,3 +143,29 @@ def test_one_overflow_on_the_last_logged_step_under_a_scale_hides_nothing(tmp_pa
     without = load_run(write_tb(tmp_path / "b", logged), tmp_path / "b.duckdb")  # no scaler in sight: it may hide a NaN
     [f] = MaskedNonfinite().check(without)
     assert f.step_end == int(steps[end]) and f.severity == "critical"
+
+
+def test_nan_norms_on_steps_where_the_lr_did_not_advance_are_skipped_fp16_steps(tmp_path):
+    """HF fp16 with warmup: grad_norm NaN at steps 1, 2 and 6, and the logged LR does not advance on exactly those
+    steps (0.0, 0.0, then 1.983e-4 twice): the scaler skipped three optimizer steps while calibrating, the loss there
+    is real. The same NaN norms beside an LR that advances at every step stay a warning, and so does one held LR
+    past the scaler's start-up (a skipped step mid-run is the catalog's non-finite norm beside a finite loss)."""
+    steps = np.arange(1, 41)
+    loss = 4.3 * np.exp(-steps / 15) + 0.5
+    grad = np.ones(steps.size)
+    grad[[0, 1, 5]] = np.nan
+    lr = np.r_[0.0, 0.0, 1e-4, 2e-4, 1.983e-4, 1.983e-4, 2e-4 - 1.7e-6 * np.arange(2, 36)]
+    hist = [{"loss": float(v), "grad_norm": float(g), "learning_rate": float(r), "epoch": round(int(s) / 40, 4),
+             "step": int(s)} for s, v, g, r in zip(steps, loss, grad, lr)]
+    run = load_run(write_trainer_state(tmp_path / "a", hist), tmp_path / "a.duckdb")
+    assert list(MaskedNonfinite().check(run)) == []
+    moving = [dict(h, learning_rate=2e-4 - 1e-6 * i) for i, h in enumerate(hist)]
+    run = load_run(write_trainer_state(tmp_path / "b", moving), tmp_path / "b.duckdb")
+    [f] = MaskedNonfinite().check(run)
+    assert f.severity == "warning" and f.evidence["steps_masked"] == 3
+    late = [dict(h) for h in moving]
+    late[30]["grad_norm"], late[30]["learning_rate"] = float("nan"), late[29]["learning_rate"]
+    late = [dict(h, grad_norm=1.0) if h["step"] in (1, 2, 6) else h for h in late]
+    run = load_run(write_trainer_state(tmp_path / "c", late), tmp_path / "c.duckdb")
+    [f] = MaskedNonfinite().check(run)
+    assert f.step == 31 and f.evidence["steps_masked"] == 1

@@ -38,3 +38,35 @@ def test_caches_filling_over_the_first_third_then_flat_is_silent(tmp_path):
     profile = 2 * GB + 1.5 * GB * np.clip(STEPS / 600, 0, 1)
     run = _run(tmp_path, _memory(profile))
     assert list(MemoryGrowth().check(run)) == []
+
+
+def test_memory_rising_at_every_one_of_a_few_records_is_a_leak(tmp_path):
+    """Seven iterations of a custom loop, GPU memory in use +0.03 GB at each (0.18 -> 0.35) while the memory
+    available falls: too few points for a trend test, glaring all the same. Four records are too few even so."""
+    steps = np.arange(6, 13)
+    used = np.array([0.18, 0.21, 0.24, 0.27, 0.29, 0.32, 0.35])
+    avail = np.array([190.78, 190.58, 190.38, 190.11, 189.94, 189.67, 189.48])
+    loss = (steps, np.linspace(2.473, 2.437, 7))
+    run = load_run(write_tb(tmp_path / "a", {"loss": loss, "gpu/memory_current_gb": (steps, used),
+                                             "cpu/memory_available_gb": (steps, avail)}), tmp_path / "a.duckdb")
+    assert MemoryGrowth().unavailable(run) is None
+    [f] = MemoryGrowth().check(run)
+    assert f.series == "gpu/memory_current_gb" and f.evidence["points"] == 7 and f.step == 6
+    short = load_run(write_tb(tmp_path / "b", {"loss": loss, "gpu/memory_current_gb": (steps[:4], used[:4])}),
+                     tmp_path / "b.duckdb")
+    assert MemoryGrowth().unavailable(short) is not None
+    wobble = used.copy()
+    wobble[4] = 0.26  # one record down: use that comes and goes
+    run = load_run(write_tb(tmp_path / "c", {"loss": loss, "gpu/memory_current_gb": (steps, wobble)}),
+                   tmp_path / "c.duckdb")
+    assert MemoryGrowth().unavailable(run) is not None
+
+
+def test_memory_that_jumps_while_caches_fill_and_then_creeps_is_no_leak(tmp_path):
+    """A process's RSS rises at every one of 18 records, but 1776 -> 2749 MB over the first four (caches, the data
+    in memory) and +14 MB over the other fourteen: the growth is over."""
+    steps = np.arange(18)
+    rss = np.r_[1775.8, 2090.2, 2402.1, 2692.1, 2748.9 + np.cumsum(np.full(14, 1.0))]
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, np.linspace(2.0, 1.0, 18)), "proc/memory_rss_mb": (steps, rss)}),
+                   tmp_path / "a.duckdb")
+    assert list(MemoryGrowth().check(run)) == []

@@ -130,3 +130,21 @@ def test_validation_rising_from_its_first_evaluation_beside_a_flat_training_loss
     run = load_run(write_tb(tmp_path / "s", {"train/loss": (steps, falling), "val/loss": (vs, val)}), tmp_path / "g.duckdb")
     [f] = Overfitting().check(run)
     assert f.step == 100
+
+
+def test_overfitting_under_heavy_evaluation_noise_is_read_from_medians(tmp_path):
+    """A six-class classifier on a tiny validation set, 300 epochs: validation jumps ±40% between epochs, its median
+    climbs 0.97 -> 1.6 after epoch 80 while training keeps falling, and a lucky dip near the end is its lowest point.
+    The same noise around a flat validation level is silent."""
+    rng = np.random.default_rng(21)
+    ep = np.arange(1, 301) * 3
+    train = 0.55 + 1.2 * np.exp(-ep / 200) + rng.normal(0, 0.01, ep.size)
+    level = np.where(ep < 240, 1.2 - 0.23 * ep / 240, 0.97 + 0.63 * (ep - 240) / (ep[-1] - 240))
+    val = level * np.exp(rng.normal(0, 0.35, ep.size))
+    val[-10] = 0.5
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (ep, train), "val/loss": (ep, val)}), tmp_path / "a.duckdb")
+    [f] = Overfitting().check(run)
+    assert f.evidence["smoothed"] and 150 <= f.step <= 400 and f.evidence["val_rise_relative"] > 0.3
+    flat = 1.0 * np.exp(rng.normal(0, 0.35, ep.size))
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (ep, train), "val/loss": (ep, flat)}), tmp_path / "b.duckdb")
+    assert list(Overfitting().check(run)) == []

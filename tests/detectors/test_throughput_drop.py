@@ -103,3 +103,20 @@ def test_real_step_times_in_milliseconds_are_steady(tmp_path, name, series):
     run = load_run(REAL_RUNS / name, tmp_path / "f.duckdb")
     assert run.pick("step_time") == series and ThroughputDrop().unavailable(run) is None
     assert list(ThroughputDrop().check(run)) == []
+
+
+def test_step_times_spread_tenfold_on_a_short_log_fire_when_they_cost_seconds(tmp_path):
+    """Eight batch times of a short excerpt, two of them ×15 the 0.4 s median (a loader waiting on a remote shard):
+    too few points for the trend rules, glaring, 11 s lost. The same spread on 10 ms steps loses 0.3 s: noise. A
+    slow first step is start-up (compilation, caches), not a stall."""
+    steps = np.arange(8)
+    loss = curve(n=8, every=1)
+    for name, times, fires in (("a", [0.4, 0.41, 6.0, 0.39, 0.4, 6.2, 0.4, 0.41], True),
+                               ("b", [0.01, 0.0101, 0.15, 0.0099, 0.01, 0.155, 0.01, 0.0101], False),
+                               ("c", [9.0, 0.41, 0.4, 0.39, 0.4, 0.42, 0.4, 0.41], False)):
+        run = load_run(write_tb(tmp_path / name, {"batch_time": (steps, np.array(times)), "loss": loss}),
+                       tmp_path / f"{name}.duckdb")
+        found = list(ThroughputDrop().check(run))
+        assert bool(found) == fires, name
+        if fires:
+            assert found[0].evidence["slow"] == 2 and found[0].evidence["seconds_lost"] > 10

@@ -156,3 +156,13 @@ def test_the_same_losses_with_accuracy_still_rising_are_silent(tmp_path):
     run = load_run(write_tb(tmp_path / "p", {**logs, "train/accuracy": (steps, pinned)}), tmp_path / "p.duckdb")
     [f] = Underfitting().check(run)
     assert f.evidence["accuracy_level"] == pytest.approx(0.066)
+
+
+def test_a_stall_that_ends_in_nan_is_the_nans_not_underfitting(tmp_path):
+    """The same stalled curves, the training loss then NaN on its last records: the run died, nothing says how
+    far it would have gone."""
+    steps, y = curve(n=300, start=1.7, floor=0.7, tau=400)
+    y = y.copy()
+    y[-6:] = np.nan
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, y), "val/loss": _val(0.72)}), tmp_path / "f.duckdb")
+    assert list(Underfitting().check(run)) == []

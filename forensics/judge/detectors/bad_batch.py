@@ -28,7 +28,7 @@ class BadBatch:
     normal, so a run that saved each spike's batch beside the one before it is judged against the latter.
     One finding per batch: a corrupt sample usually shows in several of its tensors (input and target).
     False alarms: fires on 0 of the 53 healthy runs it could check (at most 5.7% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: one corrupt sample or batch can spike or poison a step; the indices point at the data to inspect.
     Evidence: batch path and step, the tensors, non-finite counts, sample indices, largest outlier z, the
     scale ratio to the median of the normal batches and how many there were, the loss spike at that step.

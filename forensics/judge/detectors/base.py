@@ -26,7 +26,8 @@ class Detector(Protocol):
     elsewhere): `kind` (the catalog id), `requires` (logical series), `stage` (above); and, where true,
     `reads_curve` (judges the shape of the training-loss curve: a run none of these could read is not judged),
     `joins_chain` (a finding whose step range holds a NaN is one event with it), `nonfinite` (a non-finite value:
-    the step replay starts from), `reads_loss_level` (not on a GAN's adversarial losses)."""
+    the step replay starts from), `reads_loss_level` (not on a GAN's adversarial losses), `reads_validation_alone`
+    (where no training loss was read, judges the validation loss as validation)."""
 
     kind: ClassVar[str]
     requires: ClassVar[tuple[str, ...]]

@@ -19,7 +19,7 @@ class DeadRelu:
     level over the last `tail` of the run is at least `threshold`. Computing them from a checkpoint and
     a saved batch waits for replay; until then runs without such logs are reported as skipped.
     False alarms: fires on 0 of the 5 healthy runs it could check (at most 60% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: dead units never recover and waste capacity; often an LR or init problem.
     Evidence: layers with their dead fraction, steps covered.
     """

@@ -28,7 +28,7 @@ class Divergence:
     log-scale noise of the points after the peak and none of them falls back below the rise's midpoint, or
     (a rise that then stays up in heavy noise, where the trend test sees a flat top) the tail's points sit
     above the points the minimum is the median of by a Mann–Whitney test at `p`, each side at least
-    `min_points_after` points. Calibration of that last test (issue 12): among the runs that pass the rise
+    `min_points_after` points. Calibration of that last test: among the runs that pass the rise
     gates, the smallest Mann–Whitney p of a healthy TUNE run is 0.60 (of any run where divergence is neither
     labelled nor allowed, 0.39: the gallery's weight_growth_no_wd); the runs it adds (a loss thrown from 2.3 up
     to 30 by SGD at LR 2.5 in 60 steps and swinging 15–45 there for 700 steps; a GRU whose loss climbs from
@@ -36,12 +36,12 @@ class Divergence:
     A log that ends on a blow-up counts as one that turns non-finite: its last point `end_jump` × above every
     point since the minimum (a job killed by a loss guard, an OOM or a kill right there; +2 labelled runs on
     the development parts, no healthy one at 3, 5 or 10).
-    Short per-epoch logs count from `min_points` points. At any length (issue 24 class 2), a jump to
+    Short per-epoch logs count from `min_points` points. At any length, a jump to
     `short_jump` × a positive minimum that every later point holds (`min_jump_points` or more of them) is
     divergence by its effect size alone in a log of up to `short_max` points: 0.166 → 4.97, 5.32, 4.38, 4.54,
     8.92, 5.22 needs no trend test; a minimum that is a lone dip (a point before it already ×3 above) is not. Separately: a loss whose every logged value is above
     `blown_level` has blown up before the log began (1.87e12 → 2.2e9 over five evaluations).
-    Short logs and slow drifts (issue 24 class 2). In a log of up to `short_max` points the trend test sees a
+    Short logs and slow drifts. In a log of up to `short_max` points the trend test sees a
     handful of points, so the rise must also be `short_sigmas` × their point-to-point noise (log scale), the z a
     spike needs: seventeen per-batch losses of one epoch, 3.2 → 13.1 while swinging ×2 batch to batch (5.8, 13.5,
     8.9, 5.9, 14.9; the step time rising with them: longer utterances later in the epoch) rise 3.0 noise sigmas;
@@ -55,13 +55,27 @@ class Divergence:
     minimum (1.41 → 1.61 in eleven steps, ten of them up, while the LR decays). Calibration: none of the three
     fires on a healthy run of corpus calib (104 checked), shared/real_runs (5) or shared/real_runs_test (17) even at
     τ 0.3, growth 1%, 5 points, no share, no witness growth; the nearest healthy drift stands at τ 0.52, p 0.02.
+    Effect size first, at any length. A log that ends on a blow-up, its last points above every earlier one and
+    `glaring` × the median of them (`witnessed_glaring` × when the validation loss ends on such a blow-up too), is
+    divergence from two points on, with no test (the median, not the minimum: a loss near 0 dips ×100 below its
+    ordinary points in minibatch noise). A loss that rises at every one of its last `rising_points` points by
+    `rising_growth`, while the validation loss rises at every one of its last `val_rising_points` evaluations by
+    `val_rising_growth`, is divergence however few the points (a running mean creeping +6% in an epoch is not).
+    False alarms (these two rules): 0 of the 36 healthy real runs with a loss (shared real_runs, real_runs_test,
+    real_runs_3); the nearest healthy end blow-up is ×1.1 the median, the nearest rising tail +6% with a still validation loss.
+    Single-batch losses with a wide spread (log-scale point noise of `wide_spread` or more: a loss printed per
+    display, one batch each, under a poly LR decay) make a lucky dip the smoothed minimum and the tail's median a
+    "rise" of ×2-×12 at Mann–Kendall p ≤ 0.01. There the trend and level-shift rules also need the points after
+    the minimum above as many points before it (Mann–Whitney at `p`), and a blow-up at the end must pass every
+    point logged. Over 3,600 simulated such logs (8-200 points, log sd 0.5-1.0) the rules fired on 44 before and
+    4 with the guard; 0 of the 36 healthy real runs with a loss either way, no labelled divergence lost.
     Tie-break: when a validation loss rises while the training loss falls, that is `overfitting`, not this:
     the training loss must rise, and the validation loss is only ever a witness.
     False alarms: fires on 0 of the 406 healthy runs it could check (at most 0.74% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
     2026).
-    With issue 24's rules: fires on 0 of the 125 healthy runs it could check (corpus calib 104, shared/real_runs 5,
-    shared/real_runs_test 16; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    fires on 0 of the 125 healthy runs it could check (corpus calib 104, shared/real_runs 5,
+    shared/real_runs_test 16; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,
@@ -72,7 +86,9 @@ class Divergence:
     stage: ClassVar[int] = MECHANISM
     reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
     joins_chain: ClassVar[bool] = True  # one event with the NaN its step range holds
-    requires: ClassVar[tuple[str, ...]] = ("loss",)
+    # the training loss; without one, a validation loss judged as validation (`_validation_alone`)
+    requires: ClassVar[tuple[str, ...]] = ()
+    reads_validation_alone: ClassVar[bool] = True
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     smooth: float = 0.04  # smoothing window as a fraction of the points
     min_growth: float = 0.5  # final − min ≥ this × |min|: a user acts on a loss half again above its best
@@ -88,28 +104,64 @@ class Divergence:
     blown_level: float = 1e8  # no mean-reduced loss of a live model sits above this at every logged point
     end_jump: float = 5.0  # a last point this many times everything since the minimum: the log ends on a blow-up
     short_sigmas: float = 5.0  # in a log of ≤ `short_max` points the rise is ≥ this × the noise after the minimum
+    spread_sigmas: float = 2.0  # in a longer log, by the trend or level-shift test, ≥ this × that noise
+    wide_spread: float = 0.3  # points swinging ×1.35 point to point (log noise 0.3) must rise above the level before the minimum
     drift_growth: float = 0.1  # a slow drift: a rise of +10% of the minimum ...
     drift_tau: float = 0.7  # ... near-monotone (Kendall's τ of the points after the minimum) ...
     drift_points: int = 8  # ... over at least this many points ...
     drift_share: float = 0.25  # ... and this share of the log
     witness_growth: float = 0.2  # a short log's rise shown by the validation loss too: it ends ×1.2 its minimum ...
     witness_points: int = 3  # ... over at least this many evaluations since the training minimum
+    glaring: float = 100.0  # a log that ends on its last points ×100 the median of the rest: a blow-up, at any length
+    witnessed_glaring: float = 10.0  # ... ×10 when the validation loss ends on a ×10 blow-up too
+    rising_points: int = 5  # a loss that rises at every one of its last 5 points or more ...
+    rising_growth: float = 0.1  # ... by 10% of where that rise began ...
+    val_rising_points: int = 3  # ... while the validation loss rises at every one of its last 3 evaluations ...
+    val_rising_growth: float = 0.05  # ... by 5%: two curves climbing together is no noise
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "loss", self.min_points)
+        if not run.has("loss"):
+            return None if self._validation_alone(run) is not None else run.missing_message("loss")
+        # Under `min_points` only a blow-up the log ends on can speak (at two points): the detector counts as run
+        # (for the verdict) only when it does, so a short log that did not blow up stays "too short".
+        short = too_short(run, "loss", self.min_points)
+        if short and self._glaring(run, *self._alive(run)[:2]) is None:
+            return short
+        return None
 
-    def check(self, run: Run) -> Iterator[Finding]:
+    @staticmethod
+    def _alive(run: Run) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The finite part of the loss (steps, values) and whether a non-finite value follows it."""
         all_steps, all_values = run.arrays("loss")
         steps, y = finite_part(all_steps, all_values)
-        nan_follows = steps.size < all_steps.size
         keep = np.isfinite(y)
-        steps, y = steps[keep], y[keep]
-        n = y.size
-        if n < self.min_points:
+        return steps[keep], y[keep], steps.size < all_steps.size
+
+    def check(self, run: Run) -> Iterator[Finding]:
+        if not run.has("loss"):
+            alone = self._validation_alone(run)
+            if alone is not None:
+                yield alone
             return
-        if float(np.min(y)) > self.blown_level:
+        steps, y, nan_follows = self._alive(run)
+        n = y.size
+        if n >= self.min_points and float(np.min(y)) > self.blown_level:
             yield self._blown(run, steps, y)
             return
+        # The trend tests first (their onset is the minimum the rise starts from); where they cannot speak, the
+        # effect-size rules: a blow-up the log ends on, a rise at every point beside a rising validation loss.
+        found = list(self._trend(run, steps, y, nan_follows)) if n >= self.min_points else []
+        if not found:
+            glaring = self._glaring(run, steps, y)
+            if glaring is not None:
+                found = [self._glaring_finding(run, steps, y, glaring, nan_follows)]
+        if not found and n >= self.min_points:
+            found = [f for f in [self._rising(run, steps, y, nan_follows)] if f is not None]
+        yield from found
+
+    def _trend(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Iterator[Finding]:
+        """The rise from the smoothed minimum, by the trend, step, level-shift and witness tests (docstring)."""
+        n = y.size
         sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
         imin = int(np.nanargmin(sm))
         after = y[imin:]
@@ -128,6 +180,8 @@ class Divergence:
         # turns non-finite: its last point `end_jump` × above everything since the minimum.
         ends_blown = (self.end_jump > 0 and after.size >= 3 and lo > 0
                       and float(y[-1]) >= self.end_jump * max(float(np.max(after[:-1])), lo))
+        if ends_blown and np.all(y > 0) and stats.noise(np.log(y[:-1])) >= self.wide_spread:
+            ends_blown = float(y[-1]) > float(np.max(y[:-1]))  # in wide single-batch noise: above every point logged
         final = float(y[-1]) if nan_follows or ends_blown else float(np.median(y[-tail_n:]))
         rise = final - lo
         # A loss that goes negative (a log-likelihood, an ELBO, a contrastive or GAN loss) has no ratio to its
@@ -146,14 +200,20 @@ class Divergence:
         if not (grows or drifts):
             return
         # In a short log the trend test sees a handful of points: the rise must also stand out of their noise.
-        clear = n > self.short_max or self._stands_out(after, lo, final)
+        # In a longer one the rise must still clear the points' own spread: single-batch losses that swing ×2-×3
+        # from display to display make a "rise" of ×2 from a lucky minimum to the tail's median (the smoothed
+        # minimum of n such points sits σ·√(2 ln n) below their level).
+        clear = (self._stands_out(after, lo, final, self.spread_sigmas) if n > self.short_max
+                 else self._stands_out(after, lo, final))
         significant = trend.z > 0 and ((trend.p < self.p and after.size >= self.min_points_after and clear)
                                        or (grows and (nan_follows or ends_blown or self._stays_up(after, lo, final))))
         w = max(3, int(n * self.smooth)) // 2
         at_min = y[max(0, imin - w): imin + w + 1]  # the points the smoothed minimum is the median of
         shift = stats.mann_whitney(at_min, y[-tail_n:])
         stays = (grows and shift.z > 0 and shift.p < self.p and not nan_follows and n >= 12
-                 and min(tail_n, at_min.size) >= self.min_points_after)
+                 and min(tail_n, at_min.size) >= self.min_points_after and (clear or n <= self.short_max))
+        if (significant or stays) and not (nan_follows or ends_blown) and self._wide_spread(y, imin, after):
+            significant = stays = False  # a rise out of a lucky dip in single-batch noise: the level did not move
         witness = (self._witness(run, steps[imin], after, lo, final)
                    if grows and n <= self.short_max and not (significant or stays) else None)
         if not (significant or stays or witness):
@@ -201,6 +261,93 @@ class Divergence:
                              (src(run, "val_loss", [witness["val_min_step"], witness["val_last_step"]]),)
                              if witness and not (significant or stays) else ()))
 
+    def _validation_alone(self, run: Run) -> Finding | None:
+        """Where no training loss was read, the validation loss judged as validation: only a blow-up its log ends
+        on (`glaring` × the median of its earlier evaluations) is divergence there. A validation loss that rises
+        less may be overfitting as well: without the training loss nothing tells them apart."""
+        if not run.has("val_loss"):
+            return None
+        vs, vv = finite_part(*run.arrays("val_loss"))
+        hit = stats.blow_up_at_end(vv, self.glaring)
+        if hit is None:
+            return None
+        ref = float(np.median(vv[:-hit[1]]))
+        onset = int(vs[-hit[1] - 1])
+        ev = {"onset_step": onset, "reference_level": ref, "final_level": float(vv[-1]), "growth_factor": hit[0],
+              "blow_up_factor": hit[0], "blow_up_points": hit[1], "training_loss_missing": True,
+              "last_finite_step": int(vs[-1]), "points": int(vv.size)}
+        return Finding.of(self, severity="critical", step=onset, step_end=int(vs[-1]), series=run.pick("val_loss"),
+                          evidence=ev, sources=(src(run, "val_loss", vs),),
+                          summary=(f"validation loss blows up where the log ends: {vv[-1]:.4g} at step {vs[-1]}, "
+                                   f"{ratio(hit[0])} the median {ref:.4g} of its earlier evaluations (no training "
+                                   f"loss was read: judged as validation)"))
+
+    def _glaring(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """A blow-up the log ends on, by its effect size alone (`stats.blow_up_at_end`): the last points `glaring` ×
+        the median of the earlier ones, or `witnessed_glaring` × when the validation loss ends on such a blow-up too.
+        No trend test: a loss ×100 its own ordinary level where the log stops needs none. None otherwise."""
+        hit = stats.blow_up_at_end(y, self.witnessed_glaring)
+        if hit is None:
+            return None
+        ev = {"blow_up_factor": hit[0], "blow_up_points": hit[1]}
+        if hit[0] >= self.glaring:
+            return ev
+        if run.has("val_loss"):
+            vs, vv = finite_part(*run.arrays("val_loss"))
+            vhit = stats.blow_up_at_end(vv, self.witnessed_glaring)
+            if vhit is not None:
+                return ev | {"witness": run.pick("val_loss"), "val_blow_up_factor": vhit[0],
+                             "val_last_step": int(vs[-1]), "val_final": float(vv[-1])}
+        return None
+
+    def _glaring_finding(self, run: Run, steps: np.ndarray, y: np.ndarray, ev: dict, nan_follows: bool) -> Finding:
+        ref = float(np.median(y[:-ev["blow_up_points"]]))
+        # the rise starts after the last point still near the ordinary level (within ×2 of its median)
+        near = np.flatnonzero(y[:-ev["blow_up_points"]] <= 2 * ref)
+        k = y.size - 1 - int(near[-1]) if near.size else ev["blow_up_points"]
+        ev = ev | {"blow_up_points": k}
+        onset = int(steps[-k - 1])
+        ev = ev | {"onset_step": onset, "reference_level": ref, "min_level": float(np.min(y[:-k])),
+                   "initial_level": float(y[0]), "final_level": float(y[-1]), "growth_factor": ev["blow_up_factor"],
+                   "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size)}
+        val = (f"; the validation loss ends on a blow-up too, {ev['val_final']:.4g} at step {ev['val_last_step']} "
+               f"({ratio(ev['val_blow_up_factor'])} the median of its earlier evaluations)" if "witness" in ev else "")
+        return Finding.of(self, severity="critical", step=onset, step_end=int(steps[-1]), series=run.pick("loss"),
+                          evidence=ev, sources=(src(run, "loss", steps),) + (
+                              (src(run, "val_loss"),) if "witness" in ev else ()),
+                          summary=(f"loss blows up where the log ends: {y[-1]:.4g} at step {steps[-1]}, "
+                                   f"{ratio(ev['blow_up_factor'])} the median {ref:.4g} of its "
+                                   f"{y.size - k} earlier points (last ordinary value {y[-k - 1]:.4g} at step {onset})"
+                                   f"{val}" + (" and then turns non-finite" if nan_follows else "")))
+
+    def _rising(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """A loss that rises at every one of its last `rising_points` points or more, by `rising_growth` of where
+        the rise began, while the validation loss rises at every one of its last `val_rising_points` evaluations by
+        `val_rising_growth`: a handful of epochs getting worse together, too few for a trend test to speak."""
+        k = stats.rising_tail(y)
+        if k < self.rising_points or not y[-k] > 0 or y[-1] < (1 + self.rising_growth) * y[-k]:
+            return None
+        if not run.has("val_loss"):
+            return None
+        vs, vv = finite_part(*run.arrays("val_loss"))
+        vk = stats.rising_tail(vv)
+        if vk < self.val_rising_points or not vv[-vk] > 0 or vv[-1] < (1 + self.val_rising_growth) * vv[-vk]:
+            return None
+        start = y.size - k
+        ev = {"onset_step": int(steps[start]), "min_level": float(y[start]), "initial_level": float(y[0]),
+              "final_level": float(y[-1]), "growth_factor": float(y[-1] / y[start]), "rising_points": int(k),
+              "witness": run.pick("val_loss"), "val_start": float(vv[-vk]), "val_start_step": int(vs[-vk]),
+              "val_final": float(vv[-1]), "val_last_step": int(vs[-1]), "val_rising_points": int(vk),
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1])}
+        return Finding.of(self, severity="critical", step=int(steps[start]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev,
+                          sources=(src(run, "loss", steps[start:]), src(run, "val_loss", vs[-vk:])),
+                          summary=(f"loss rises at every one of its last {k} points, from {y[start]:.4g} at step "
+                                   f"{steps[start]} to {y[-1]:.4g} at step {steps[-1]} ({ratio(y[-1] / y[start])}), "
+                                   f"and the validation loss rises at every one of its last {vk} evaluations, "
+                                   f"{vv[-vk]:.4g} at step {vs[-vk]} to {vv[-1]:.4g} at step {vs[-1]}"
+                                   + (" and then turns non-finite" if nan_follows else "")))
+
     @staticmethod
     def _lr_over(run: Run, start: int, end: int) -> dict | None:
         """The logged LR at the first and last of its points within steps `start`-`end` when it falls over them (a
@@ -213,14 +360,29 @@ class Divergence:
             return None
         return {"lr_at_onset": float(lv[keep][0]), "lr_at_end": float(lv[keep][-1])}
 
-    def _stands_out(self, after: np.ndarray, lo: float, final: float) -> bool:
-        """The rise from `lo` to `final` is at least `short_sigmas` × the point-to-point noise of the points after
-        the minimum (on a log scale for a positive loss), the effect size a spike must have (`SpikeRule.z`)."""
+    def _wide_spread(self, y: np.ndarray, imin: int, after: np.ndarray) -> bool:
+        """The points swing wide (log-scale point noise of at least `wide_spread` over the log: single-batch
+        losses printed per display) and the points after the minimum do not sit above as many points before it
+        (a Mann–Whitney test at `p`): the "rise" is a lucky dip followed by ordinary points, not a new level."""
+        if not np.all(y > 0) or imin == 0:
+            return False
+        sigma = stats.noise(np.log(y))
+        if not (math.isfinite(sigma) and sigma >= self.wide_spread):
+            return False
+        before = y[max(0, imin - max(after.size, self.min_points_after)):imin]
+        shift = stats.mann_whitney(before, after)
+        return not (shift.z > 0 and shift.p < self.p)
+
+    def _stands_out(self, after: np.ndarray, lo: float, final: float, sigmas: float | None = None) -> bool:
+        """The rise from `lo` to `final` is at least `sigmas` (default `short_sigmas`, the effect size a spike must
+        have: `SpikeRule.z`) × the point-to-point noise of the points after the minimum (on a log scale for a
+        positive loss)."""
+        sigmas = self.short_sigmas if sigmas is None else sigmas
         if lo > 0 and final > 0 and np.all(after > 0):
             rise, sigma = math.log(final / lo), stats.noise(np.log(after))
         else:
             rise, sigma = final - lo, stats.noise(after)
-        return not math.isfinite(sigma) or rise >= self.short_sigmas * sigma
+        return not math.isfinite(sigma) or rise >= sigmas * sigma
 
     def _witness(self, run: Run, onset: int, after: np.ndarray, lo: float, final: float) -> dict | None:
         """A second, independent curve that shows the rise: the validation loss stands `witness_growth` × above

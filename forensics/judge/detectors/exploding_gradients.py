@@ -27,7 +27,7 @@ class ExplodingGradients:
     onset is moved back to where the norm was last within ×2 of the reference. A norm that turns non-finite
     without growing first is not an explosion (it is the NaN's symptom). Thresholds are ratios, so any scale
     of norm works.
-    Tie-break with late growth (issue 12 class 1): on healthy runs the norm grows ×10–30 late in training
+    Tie-break with late growth: on healthy runs the norm grows ×10–30 late in training
     while the loss falls toward zero (weight decay against normalised layers). A sustained episode counts
     only when it is an explosion: orders of magnitude (`huge_factor`), or the loss pays for it (the loss's
     median over the episode is at least `loss_rise` above its median over the `window` points before,
@@ -41,12 +41,17 @@ class ExplodingGradients:
     head no optimizer steps, linearly: ×38 in 200 steps while the loss stays at log 4) is already ×10 where its
     episode begins, and counting from there made 48 points of growth "0 points: fast".
     False alarms: fires on 0 of the 399 healthy runs it could check (at most 0.75% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and shared/real_runs,
-    25 Nov 2026), and on no run labelled otherwise (2 flat_frozen_all runs before the rise was counted so);
+    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and shared/real_runs)
+    and on no run labelled otherwise (2 flat_frozen_all runs before the rise was counted so);
     recall 6/7 on the labelled runs there.
-    With issue 24's rules: fires on 0 of the 96 healthy runs it could check (corpus calib 88, shared/real_runs 3,
-    shared/real_runs_test 5; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    fires on 0 of the 96 healthy runs it could check (corpus calib 88, shared/real_runs 3,
+    shared/real_runs_test 5; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
+    At any length (effect size first): a norm that rises at every one of its last `geometric_points` points or more
+    and ends `factor` × where that rise began, no record making more than `geometric_step_share` of the growth (on a
+    log scale; one jump the log ends on shows no outcome), is growing geometrically (×1.5 a record from 3.8e12 to 1.4e14 while
+    the loss sits still), from five points on. False alarms: 0 of the 40 healthy real runs (shared real_runs,
+    real_runs_test, real_runs_3; the longest rising tail of a healthy norm there is short of ×10).
     Why: a norm that explodes precedes NaN losses and weights; a single bad batch makes a spike, not this.
     Evidence: onset and end step, norm before (baseline), peak norm, factor, growth per step (Theil–Sen on
     log10), points from ×2 to ×factor, the loss's change over the episode, whether it ends non-finite.
@@ -80,6 +85,8 @@ class ExplodingGradients:
     calm_factor: float = 2.0  # within ×2 of the reference the norm is calm: the onset is the last calm point
     onset_lookback: int = 4  # ... looked for up to this many windows back
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
+    geometric_points: int = 5  # a norm rising at every one of its last 5 points or more, ×`factor` over them, to the end
+    geometric_step_share: float = 0.5  # ... no single record more than half of that growth (on a log scale)
 
     def _rise_points(self, excess: np.ndarray, a: int, b: int) -> int | None:
         """Logged points from ×`calm_factor` to ×`factor` above the reference: from the first point of the episode
@@ -96,9 +103,45 @@ class ExplodingGradients:
         return a + int(up10[0]) - start
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "grad_norm", self.min_series)
+        short = too_short(run, "grad_norm", self.min_series)
+        if short and self._geometric(*run.arrays("grad_norm")) is None:
+            return short  # under `min_series` points only a norm growing at every record can speak
+        return None
 
     def check(self, run: Run) -> Iterator[Finding]:
+        found = list(self._episodes(run)) if not too_short(run, "grad_norm", self.min_series) else []
+        if not found:
+            steps, g = run.arrays("grad_norm")
+            hit = self._geometric(steps, g)
+            if hit is not None:
+                found = [self._geometric_finding(run, steps, g, hit)]
+        yield from found
+
+    def _geometric(self, steps: np.ndarray, g: np.ndarray) -> int | None:
+        """Where a run of growth the log ends on begins: the norm rises at every one of its last
+        `geometric_points` points or more and ends `factor` × where that run began. None otherwise."""
+        k = stats.rising_tail(g)
+        if k < self.geometric_points or not g[-k] > 0 or not g[-1] >= self.factor * g[-k]:
+            return None
+        steps_up = np.diff(np.log(g[-k:]))
+        if float(steps_up.max()) > self.geometric_step_share * float(steps_up.sum()):
+            return None  # one jump makes most of it: a jump the log ends on, not growth at every record
+        return g.size - k
+
+    def _geometric_finding(self, run: Run, steps: np.ndarray, g: np.ndarray, a: int) -> Finding:
+        n = g.size - a
+        per = (g[-1] / g[a]) ** (1 / (n - 1))
+        ev = {"onset_step": int(steps[a]), "end_step": int(steps[-1]), "norm_before": float(g[a]),
+              "peak_norm": float(g[-1]), "factor": float(g[-1] / g[a]), "points": int(n), "growth_per_record": per,
+              "ends_nonfinite": False, "rising_at_every_record": True}
+        return Finding.of(self, severity="warning", step=int(steps[a]), step_end=int(steps[-1]),
+                          series=run.pick("grad_norm"), evidence=ev, sources=(src(run, "grad_norm", steps[a:]),),
+                          summary=(f"gradient norm rises at every one of its last {n} points, from {g[a]:.3g} at step "
+                                   f"{steps[a]} to {g[-1]:.3g} at step {steps[-1]} ({ratio(ev['factor'])}, about "
+                                   f"{ratio(per)} a record): it grows geometrically to the end of the log"))
+
+    def _episodes(self, run: Run) -> Iterator[Finding]:
+        """Episodes above the trailing reference (docstring)."""
         steps, g = run.arrays("grad_norm")
         with np.errstate(divide="ignore", invalid="ignore"):
             lg = np.where(np.isfinite(g) & (g > 0), np.log10(np.where(g > 0, g, 1.0)), np.nan)
@@ -139,7 +182,7 @@ class ExplodingGradients:
             long = above >= self.min_points
             huge = peak - b0 >= np.log10(self.huge_factor) and above >= 2  # a single point is a spike, however tall
             # ... except on the log's last point: nothing shows it coming back, so ×huge_factor there is enough
-            # (unsloth's pre-clip norm ends at 11140 after 5-15: issue 24)
+            # (a pre-clip norm that ends at 11140 after 5-15)
             ends_huge = b == g.size - 1 and peak - b0 >= np.log10(self.huge_factor)
             if not (long or bool(nonfinite[a:b + 1].any()) or ends_huge):
                 continue  # too few points above ×factor: a spike that came back, or one the log ends on

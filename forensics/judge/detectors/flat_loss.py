@@ -40,18 +40,27 @@ class FlatLoss:
     five epochs); the training loss is read first, then the validation loss. Minibatch noise does not hold three
     points within 0.03% of one value, and a loss that fell below chance and came back is not flat.
     False alarms (range rule): fires on 0 of the 521 healthy runs it could check (at most 0.6% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs,
-    25 Nov 2026, fifth session); `min_digits` 3 and `pinned_share` 0.3 fire on none either.
-    With issue 24's rules: fires on 0 of the 102 healthy runs it could check (corpus calib 83, shared/real_runs 5,
-    shared/real_runs_test 14; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout6 parts and shared/real_runs)
+    `min_digits` 3 and `pinned_share` 0.3 fire on none either.
+    fires on 0 of the 102 healthy runs it could check (corpus calib 83, shared/real_runs 5,
+    shared/real_runs_test 14; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     The range rule leaves a loss that fell from its first points to plateau: when `stats.learned` (the one
     boundary between the two: a fall of `learned_fall` = 5% below the median of the first three points, and 3
     noise sigmas of it) says it fell, it learned and then stopped, which a first-tenth median can hide (2.815 ->
     2.611 in the first 25 of 500 steps, then flat: shared/real_runs_test/log_tfplateau_q4). Fires on 0 of the 101
     healthy runs it could check with the boundary as without it (corpus calib, both shared sets;
-    benchmarks/calibrate.py, 27 Nov 2026), and keeps 6/6 on the shared sets' flat_loss runs and the generated
+    benchmarks/calibrate.py), and keeps 6/6 on the shared sets' flat_loss runs and the generated
     corpus's tune part (no backward, all frozen, an LR of 0, LR 1e-6/1e-7).
+    Effect size first, at any length: a training loss exactly one value on every one of its points (at least
+    `constant_points`; 0, or a value of `min_digits` significant digits) is an empty or replaced loss, said as such (not convergence), unless a gradient
+    norm beside it is non-finite (`masked_nonfinite`'s); when the validation loss falls beside it the model trains
+    and the finding is a warning about the log. A loss that does not move beyond its own noise, from `min_points`
+    on (no trend at Mann–Kendall p ≥ `still_p`, last level within `still_tol` of the first, never learned), is flat
+    where the 3% band misses its wander. Neither fires while the gradient norm grows `exploding_growth` × with a
+    rising trend (the loss sits still because the gradients blow up), and a loss that rose to its pin from half of
+    it or less collapsed (divergence's), it did not stay. False alarms: 0 of the 36 healthy real runs with a loss
+    (shared real_runs, real_runs_test, real_runs_3; none of them is both unlearned and 10 points long).
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
     log(C) when the config names a class count, the median LR when an LR series exists.
@@ -60,7 +69,9 @@ class FlatLoss:
     kind: ClassVar[str] = "flat_loss"
     stage: ClassVar[int] = SHAPE
     reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
-    requires: ClassVar[tuple[str, ...]] = ("loss",)
+    # the training loss; without one, a validation loss judged as validation (`_validation_alone`)
+    requires: ClassVar[tuple[str, ...]] = ()
+    reads_validation_alone: ClassVar[bool] = True
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     rel_tol: float = 0.03  # a 3% move over a whole run is below what a user calls learning
     edge: float = 0.1  # first/last fraction of the points whose medians are compared
@@ -73,12 +84,19 @@ class FlatLoss:
     chance_rel_tol: float = 3e-4  # the last `min_repeats` points within this share of ln k (stats.chance_level)
     chance_floor: float = 0.05  # ... and no point ever this share below ln k: it never learned anything
     learned_fall: float = stats.LEARNED_FALL  # a loss that fell this much from its first points learned (plateau's)
+    constant_points: int = 3  # a loss exactly one value on every one of this many points or more was never computed
+    still_p: float = 0.05  # a loss with no trend (Mann–Kendall p at least this) over at least `min_points` ...
+    still_tol: float = 0.05  # ... that ends within 5% of where it began and never learned: still within its noise
+    exploding_growth: float = 10.0  # a loss that sits still while the gradient norm grows ×10 is exploding_gradients'
 
     def unavailable(self, run: Run) -> str | None:
+        if not run.has("loss"):
+            return None if self._validation_alone(run) is not None else run.missing_message("loss")
         # Under `min_points` only the pinned rule can speak: the detector counts as run (for the verdict and
         # `-v`) only when it does, so a short log that is not pinned stays "too short" as before.
         short = too_short(run, "loss", self.min_points)
-        if short and self._pinned(finite_part(*run.arrays("loss"))[1]) is None and self._chance_role(run) is None:
+        y = finite_part(*run.arrays("loss"))[1]
+        if short and self._pinned(y) is None and self._chance_role(run) is None and self._constant(run, y) is None:
             return short
         return None
 
@@ -96,9 +114,34 @@ class FlatLoss:
                     return role, ev
         return None
 
+    def _validation_alone(self, run: Run) -> tuple[np.ndarray, dict] | None:
+        """Where no training loss was read, the validation loss judged as validation: flat by the range rule, pinned,
+        exactly constant or at chance, it never learned (a validation loss does not hide a learning model). (steps,
+        evidence) or None."""
+        if not run.has("val_loss"):
+            return None
+        steps, y = finite_part(*run.arrays("val_loss"))
+        found = class_count(run)
+        ev = (self._flat(steps, y) or self._pinned(y) or self._constant(run, y)
+              or self._chance(y, (found[0],) if found else ()))
+        return (steps, ev) if ev is not None else None
+
     def check(self, run: Run) -> Iterator[Finding]:
+        if not run.has("loss"):
+            alone = self._validation_alone(run)
+            if alone is not None:
+                steps, ev = alone
+                ev["training_loss_missing"] = True
+                yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
+                                 series=run.pick("val_loss"), evidence=ev, sources=(src(run, "val_loss", steps),),
+                                 summary=self._summary("validation loss (no training loss was read: judged as "
+                                                       "validation)", ev, steps,
+                                                       finite_part(*run.arrays("val_loss"))[1]))
+            return
         steps, y = finite_part(*run.arrays("loss"))
-        role, ev = "loss", self._flat(steps, y) or self._pinned(y)
+        if self._gradients_explode(run):
+            return
+        role, ev = "loss", self._flat(steps, y) or self._pinned(y) or self._still(steps, y)
         chance = self._chance_role(run) if ev is None else None
         if chance is not None:
             role, ev = chance
@@ -111,6 +154,13 @@ class FlatLoss:
                 ev["train_relative_change"] = (tail - head) / abs(head) if head else 0.0
                 ev["train_all_zero"] = head == 0 and tail == 0
         if ev is None:
+            steps, y = finite_part(*run.arrays("loss"))
+            role, ev = "loss", self._constant(run, y)
+            if ev is not None and run.has("val_loss"):
+                vv = finite_part(*run.arrays("val_loss"))[1]
+                if vv.size >= self.min_repeats and stats.learned(vv, stats.head_tail_levels(vv, self.edge)[1]):
+                    ev["val_first"], ev["val_last"] = float(vv[0]), float(vv[-1])  # the model trains; the log is empty
+        if ev is None:
             return
         classes = class_count(run)
         if classes is not None and classes[1] not in ("vocab_size", "n_vocab", "ntokens"):
@@ -119,11 +169,24 @@ class FlatLoss:
             ev["lr_median"] = stats.level(run.arrays("lr")[1])
         what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"
                 if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
-        yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
-                         series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
+        yield Finding.of(self, severity="warning" if "val_first" in ev else "critical", step=int(steps[0]),
+                         step_end=int(steps[-1]), series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
                          summary=self._summary(what, ev, steps, y))
 
     def _summary(self, what: str, ev: dict, steps: np.ndarray, y: np.ndarray) -> str:
+        if "constant_value" in ev:
+            v = ev["constant_value"]
+            return (f"{what} is exactly {v!r} at every one of its {ev['points']} points (steps {steps[0]}-{steps[-1]}): "
+                    + ("nothing was trained, or the loss was never computed (an empty loop, a placeholder)"
+                       if v == 0 else "an empty or replaced loss (a constant, a placeholder), not convergence")
+                    + (f"; the validation loss falls ({ev['val_first']:.4g} → {ev['val_last']:.4g}), so the model "
+                       f"trains and the logged training loss is what is empty" if "val_first" in ev else ""))
+        if "still" in ev:
+            k = ev["edge_points"]
+            return (f"{what} stays within its own noise over all {ev['points']} points, steps {steps[0]}-{steps[-1]}: "
+                    f"median of steps {steps[0]}-{steps[k - 1]} {ev['first_level']:.4g}, of steps {steps[-k]}-"
+                    f"{steps[-1]} {ev['last_level']:.4g} ({ev['relative_change']:+.1%}), no trend (Mann–Kendall "
+                    f"p={ev['mk_p']:.2g}); it never learned")
         if "chance_k" in ev:
             k = ev["chance_k"]
             what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
@@ -137,6 +200,53 @@ class FlatLoss:
         return (f"{what} stays at {head} → {tail} ({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: "
                 f"it never moved")
 
+    def _constant(self, run: Run, y: np.ndarray) -> dict | None:
+        """The evidence when the training loss is exactly one value (0 included) on every one of its points, at
+        least `constant_points`, else None. Minibatch noise never repeats a value to the last digit on every record
+        from the start: the loss is empty (0) or replaced by a constant. A non-zero value needs `min_digits`
+        significant digits, as the pinned rule: `LOSS_WEIGHT: 1.0` printed three times in a config dump is no loss. A loss of exactly 0 beside a non-finite
+        gradient norm is a NaN the logger hid (`masked_nonfinite`), not this."""
+        if y.size < self.constant_points or not np.all(y == y[0]):
+            return None
+        if y[0] != 0 and significant_digits(float(y[0])) < self.min_digits:
+            return None  # a round constant (1.0, 0.25) on a few lines is as likely a setting read as a loss
+        if run.has("grad_norm") and not np.all(np.isfinite(run.arrays("grad_norm")[1])):
+            return None
+        v = float(y[0])
+        return {"first_level": v, "last_level": v, "relative_change": 0.0, "constant_value": v, "points": int(y.size)}
+
+    def _still(self, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """The evidence when the loss does not move beyond its own noise over the whole log: at least `min_points`,
+        no trend (Mann–Kendall p ≥ `still_p`), its last points' median within `still_tol` of its first points', and
+        no fall from its first points (`stats.learned`), else None. The range rule's 3% band misses a loss that
+        wanders ±5% around one level; the trend test is what says the wandering is noise."""
+        if y.size < self.min_points:
+            return None
+        head, tail = stats.head_tail_levels(y, self.edge)
+        if not (math.isfinite(head) and abs(head) > 1e-12) or abs(tail - head) > self.still_tol * abs(head):
+            return None
+        if stats.learned(y, tail, self.learned_fall):
+            return None
+        trend = stats.mann_kendall(y, steps)
+        if trend.p < self.still_p:
+            return None
+        slope, _ = stats.theil_sen(steps, y)
+        k = min(y.size, max(3, int(round(y.size * self.edge))))  # the points each median is over (head_tail_levels)
+        return {"first_level": head, "last_level": tail, "relative_change": (tail - head) / abs(head),
+                "slope_per_step": slope, "mk_p": trend.p, "points": int(y.size), "still": True, "edge_points": k}
+
+    def _gradients_explode(self, run: Run) -> bool:
+        """The gradient norm grows
+        `exploding_growth` × from its first to its last point with a rising trend: a loss that sits still while the
+        gradients blow up is not a loss that nothing trains (`exploding_gradients` says what it is)."""
+        if not run.has("grad_norm"):
+            return False
+        gs, g = finite_part(*run.arrays("grad_norm"))
+        if g.size < 3 or not g[0] > 0:
+            return False
+        return bool(g[-1] >= self.exploding_growth * g[0] and stats.mann_kendall(g, gs).z > 0
+                    and stats.mann_kendall(g, gs).p < self.still_p)
+
     def _pinned(self, y: np.ndarray) -> dict | None:
         """The evidence when `y` ends pinned at one value by the rule above, else None."""
         if y.size <= self.min_repeats:
@@ -148,6 +258,8 @@ class FlatLoss:
         digits = significant_digits(value)
         if digits < self.min_digits:
             return None
+        if float(np.min(y)) > 0 and float(np.min(y)) * 2 <= value:
+            return None  # it rose to its pin from half of it or less: a collapse (divergence's), not a loss that never moved
         first = float(y[0])
         rel = (value - first) / abs(first) if first else math.inf
         return {"first_level": first, "last_level": value, "relative_change": rel,

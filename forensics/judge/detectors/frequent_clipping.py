@@ -24,7 +24,7 @@ class FrequentClipping:
     clip rate itself (fairseq's `clip`, the percentage of updates clipped: `clip=100%`), its mean over the
     logged points is at least `min_rate`. The threshold rule wins when both are there (it shows the norms).
     False alarms: fires on 0 of the 76 healthy runs it could check (at most 3.9% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: clipping on most steps turns SGD into normalised SGD and hides an LR or loss-scale problem; a
     healthy clip rate is a few percent.
     Evidence: clip rate, threshold, median norm, points.

@@ -31,7 +31,7 @@ class FrozenParameters:
     `attn.bias`) and tensors holding Inf (-inf masks); one-element tensors (GPT-2's `masked_bias`) are listed
     but never fire alone.
     False alarms: fires on 0 of the 40 healthy runs it could check (at most 7.5% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: requires_grad=False left on, or parameters not passed to the optimizer.
     Evidence: parameter names, how many, checkpoint steps compared.
     """

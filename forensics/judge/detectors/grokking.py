@@ -31,10 +31,10 @@ class Grokking:
     (0.27 → 0.004 on modular addition), so 95% of its progress is reached only after validation has jumped.
     False alarms with the loss/accuracy pair and `saturated_loss`: 0 of the 7 healthy runs of both shared sets
     it could check, no false finding on their labelled runs, also at `saturated_loss` 0.3 and 1.0
-    (benchmarks/calibrate.py, 27 Nov 2026); none on the gallery or corpus/'s holdouts (tests/test_quality.py,
+    (benchmarks/calibrate.py); none on the gallery or corpus/'s holdouts (tests/test_quality.py,
     tests/test_corpus.py); silent on a model that memorises without weight decay and never generalises.
     False alarms: fires on 0 of the 116 healthy runs it could check (at most 2.6% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: informational: the model memorised first and generalised much later; keep training, weight decay.
     Evidence: train saturation step, val jump start and end steps, the levels at each, which metric.
     """
@@ -55,9 +55,9 @@ class Grokking:
 
     def _pair(self, run: Run) -> tuple[str, str, int, int] | None:
         """(train role, val role, train sign, val sign): +1 for accuracies (higher is better), −1 for losses.
-        Without a training accuracy, the training loss saturates and the validation accuracy jumps (issue 24
-        class 8: a run that logs its training loss and its validation accuracy; the validation loss of a
-        memorising model first rises, its accuracy is the generalisation's own measure)."""
+        Without a training accuracy, the training loss saturates and the validation accuracy jumps (a run that logs
+        its training loss and its validation accuracy; the validation loss of a memorising model first rises, its
+        accuracy is the generalisation's own measure)."""
         if run.has("accuracy") and run.has("val_accuracy"):
             return "accuracy", "val_accuracy", 1, 1
         if run.has("loss") and run.has("val_accuracy"):

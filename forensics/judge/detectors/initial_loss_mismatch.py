@@ -32,7 +32,7 @@ class InitialLossMismatch:
     climbing inside the first window too (an LR too high), and its mean says nothing of the loss at init.
     False alarms: fires on 1 of the 353 healthy runs it could check, a development run whose label we dispute
     (docs/engine.md) (0.28%; benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and
-    shared/real_runs, 25 Nov 2026). Healthy fine-tunes with a fresh head start at up to 1.3 × log(C) and no healthy
+    shared/real_runs). Healthy fine-tunes with a fresh head start at up to 1.3 × log(C) and no healthy
     run reaches 1.5; `high` 3 missed bad inits at 2.3-2.7 × (recall 21/23, 23/23 at 2).
     Why: a model at init should be unsure; far above means confidently wrong logits (double softmax, bad
     final-layer init, a loss summed instead of averaged), far below means labels leak into the inputs.

@@ -31,7 +31,7 @@ class LossSpike:
     over the start level minus the local level, the start being the median of the first three points): near
     zero, minibatch noise is heavy-tailed even on a log scale (a healthy LSTM at 0.011 reaches 0.067, ×5.8,
     7.6 log sigmas), but a bad batch throws the model back a good part of the way it came. Where the level
-    is not below the start there is no progress to undo and the rule does not apply. Calibration (issue 12):
+    is not below the start there is no progress to undo and the rule does not apply. Calibration:
     of the spikes at z ≥ 5 and ×2 on healthy TUNE runs the largest share undone is 0.083 (that LSTM; the only
     one); every labelled spike of the TUNE part, the gallery and shared/real_runs undoes 0.83 or more. The
     HOLDOUT and HOLDOUT2 parts, once measured, showed healthy SGD runs near 0.01 throwing single batches back
@@ -52,11 +52,11 @@ class LossSpike:
     ×2.3 spike over excursions of ×1.3) keeps the z rule alone.
     An unstable stretch of several peaks, each back before the next rises, that comes back to its level in the end
     is one spike at its highest peak when it spans at most `max_episode` points and `episode_share` of the series
-    (issue 24: 0.95, 0.66, 0.94, 0.53, 1.51, 1.17, 0.66, 0.70, 1.08, then 0.52-0.55 again, in a LoRA run of 2400
+    (0.95, 0.66, 0.94, 0.53, 1.51, 1.17, 0.66, 0.70, 1.08, then 0.52-0.55 again, in a LoRA run of 2400
     points); a longer stretch is an oscillation or a noisy climb. On corpus calib (104 healthy runs), shared/real_runs
     (5) and shared/real_runs_test (18) no healthy run fires at max_episode 5, 15 or 60, share up to 0.5.
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
     and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
@@ -72,7 +72,7 @@ class LossSpike:
     min_points_nonfinite: int = 3  # a finite point, the blip, a finite point
     min_undo: float = 0.6  # a finite spike throws the run back more than half the way it came
     # ... and where the `max_window` points before it already hold an excursion of ×`heavy` above their local
-    # level (heavy-tailed noise), rises `min_over_max` × above the largest such excursion (issue 12 class 2)
+    # level (heavy-tailed noise), rises `min_over_max` × above the largest such excursion
     max_window: int = 100
     heavy: float = 3.0
     min_over_max: float = 5.0

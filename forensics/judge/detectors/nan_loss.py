@@ -19,7 +19,7 @@ class NanLoss:
 
     Detects: the first logged step whose loss is not finite (the onset, exact to the logged step).
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: the first non-finite value is where the run died; every later value is a symptom.
     Evidence: onset step and value, last finite step and value, how much of the rest is non-finite, and the
     gradient norm at the last finite step against its earlier median where a grad-norm series exists.

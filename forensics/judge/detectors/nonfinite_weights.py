@@ -40,7 +40,7 @@ class NonfiniteWeights:
     that holds the same Inf values in every checkpoint from the first (a -inf attention mask buffer) is
     non-finite by design and does not count.
     False alarms: fires on 0 of the 40 healthy runs it could check (at most 7.5% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: every checkpoint after it is useless; the last finite one is the replay starting point.
     Evidence: checkpoint path and step, tensors with counts, last finite checkpoint.
     """

@@ -35,7 +35,7 @@ class Oscillation:
     least `min_unsettled` × the run's whole progress from its start (a loss that rose made none). Noise
     around a flat level (a model that learns nothing) sits at its reference, not 50% above it, and healthy
     training converges: its swings, however large near zero, are a fraction of what it gained.
-    Or, the weights themselves bounce (issue 24 class 8: Adam or SGD above a stable LR holds the loss around a
+    Or, the weights themselves bounce (Adam or SGD above a stable LR holds the loss around a
     level instead of converging; it read as underfitting): the same weak trend of the training half, and the
     validation loss over that half — one fixed set, a function of the weights alone — goes up and down as
     minibatch noise cannot make it: at least `min_val_points` evaluations, at least `min_val_flips` of its
@@ -49,14 +49,14 @@ class Oscillation:
     dist_mismatch_val_norm (a validation set normalised otherwise, training converged at 0.15 log C) reverses
     at 62% by 2.3%: the level gate and the 4% step keep it out. Bouncing-weights false alarms: 0 of the 15
     healthy runs of both shared sets it could check, no false finding on their labelled runs, also at
-    min_val_step 0 or min_val_flips 0.2 (benchmarks/calibrate.py, 27 Nov 2026); 0 false findings on the
+    min_val_step 0 or min_val_flips 0.2 (benchmarks/calibrate.py); 0 false findings on the
     gallery and corpus/'s holdouts (tests/test_quality.py, tests/test_corpus.py).
-    Calibration (issue 12), among runs with a weak trend and such swings: the highest level over its
+    Calibration, among runs with a weak trend and such swings: the highest level over its
     reference where oscillation is neither labelled nor allowed is 0.71 (a GRU plateau at 0.71 log C; 0.31 on
     a healthy TUNE run), and the largest sigma/progress 0.65 (the gallery's val_noise_tiny_val; 0.38 on a
     healthy-recipe TUNE run); the oscillating SGD runs stand at 5.1 and 11.9 log C with no progress.
     False alarms: fires on 0 of the 79 healthy runs it could check (at most 3.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: an LR too high without diverging keeps the loss bouncing instead of converging.
     Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
     autocorrelation of the residual and of the differences, sign-change rate of differences, crossings, the

@@ -43,11 +43,11 @@ class ResumedRun:
     an ordinal axis (no counter to go back) is read for the third signal: an epoch counter that goes back
     (60 → 41, then onwards) is a restart there too.
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026). Refused W&B
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs). Refused W&B
     steps: none of the 148 healthy corpus runs written with W&B (tune, calib, holdout-holdout6) has a single
     one; the three W&B resumes from an older checkpoint have 179-180 each, below one reached step.
-    With issue 24's rules: fires on 0 of the 126 healthy runs it could check (corpus calib 104, shared/real_runs 5,
-    shared/real_runs_test 17; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    fires on 0 of the 126 healthy runs it could check (corpus calib 104, shared/real_runs 5,
+    shared/real_runs_test 17; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.

@@ -40,7 +40,7 @@ class SampledLog:
     `__MIN`/`__MAX` companions equal the value on every row, at evenly spaced steps, holds every logged
     point (a short run that fit the chart) and is not reported.
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: spikes and the exact NaN step may have been sampled away.
     Evidence: format, points, steps covered, distinct gap fraction.
     """

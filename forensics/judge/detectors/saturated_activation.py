@@ -18,7 +18,7 @@ class SaturatedActivation:
     Detects: logged per-layer saturated fractions (series like `activations/<layer>/saturated_fraction`)
     at least `threshold` over the last `tail` of the run. Without such logs it is skipped (replay will
     compute it from a checkpoint and a batch).
-    False alarms: no healthy corpus run logs what it reads (benchmarks/calibrate.py, Nov 2026), so its
+    False alarms: no healthy corpus run logs what it reads (benchmarks/calibrate.py), so its
     thresholds rest on the effect sizes above, not on a measured rate.
     Why: saturated units pass no gradient (vanishing gradients).
     Evidence: layers with their saturated fraction.

@@ -33,16 +33,21 @@ class ThroughputDrop:
     Both need the step to take `min_added` seconds longer (1 ms): sub-millisecond steps moving ×1.7 are below
     anything a user would act on.
     False alarms: fires on 0 of the 47 healthy runs it could check (at most 6.4% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
-    With issue 24's rules: fires on 0 of the 28 healthy runs it could check (corpus calib 24, shared/real_runs 1,
-    shared/real_runs_test 3; benchmarks/calibrate.py, 27 Nov 2026), and makes no false finding on a labelled run of
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
+    fires on 0 of the 28 healthy runs it could check (corpus calib 24, shared/real_runs 1,
+    shared/real_runs_test 3; benchmarks/calibrate.py), and makes no false finding on a labelled run of
     either shared set (a kind its label allows aside).
     With a bare `Time` column as step time, logged step times judged from `min_logged` points, the fast side's
     `min_points` and the clock rule (a value that grows at every point): fires on 1 of the 7 healthy runs it could check of 37 (the corpus calib
     part's replica 3, both shared sets), mlflow_gan_2d73, whose label allows its ~700 once-per-epoch pauses
     of ~2 s (31% of the time: the catalog's periodic pauses, which wall stamps cannot tell from the gallery's
     shard stalls), and finds 2 of 2 labelled runs (log_deepspeech127, corpus throughput_stalls; benchmarks/
-    calibrate.py, 27 Nov 2026).
+    calibrate.py).
+    At any length (effect size first): on a log too short for those rules (from `spread_points` intervals),
+    step times spread `spread` × and more, at least `min_stalls_spread` intervals past the first and away from
+    evaluation and checkpoint steps, are a finding. Every stall finding costs `min_seconds` in all: 0.3 s lost is
+    noise. False alarms: 0 of the 40 healthy real runs (shared real_runs, real_runs_test, real_runs_3; the widest
+    healthy spread there is ×1.3, and a ×7-32 pause at a nanoGPT log's evaluation and checkpoint sits at those steps).
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
@@ -62,12 +67,17 @@ class ThroughputDrop:
     min_lost: float = 0.1
     min_intervals: int = 20
     # A slowdown or a stall must add at least this many seconds per step: sub-millisecond steps (a toy model on a
-    # CPU) going ×1.7 slower cost a user nothing they would act on (issue 24 class 6)
+    # CPU) going ×1.7 slower cost a user nothing they would act on
     min_added: float = 0.001
     # A logged step time measures every step it is printed for (deepspeech.pytorch's `Time` per batch), where an
     # interval between wall-clock stamps of sparse log points averages many: 12 such points judge a slowdown's
     # ×1.5 (the change point still needs `min_points` on its slow side, nearly all above the fast side's median)
     min_logged: int = 12
+    # Stalls cost at least this many seconds in all: a warning for 0.3 s lost is noise, whatever share of a short run
+    min_seconds: float = 5.0
+    spread: float = 10.0  # on a log too short for the trend rules: steps ×10 the median or slower ...
+    min_stalls_spread: int = 2  # ... at least two of them (one is a hiccup) ...
+    spread_points: int = 5  # ... from five step times on
 
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
@@ -94,6 +104,8 @@ class ThroughputDrop:
     def unavailable(self, run: Run) -> str | None:
         got = self._per_step(run)
         n = 0 if got is None else int(np.sum(got[2] > 0))
+        if got is not None and n >= self.spread_points and n < self._enough(got[5]) and self._spread(run, got):
+            return None  # under the counts the trend rules need, only step times spread ×`spread` can speak
         if got is None or n < self._enough(got[5]):
             return (f"needs wall-clock stamps on {self.min_intervals}+ logged steps of the loss (or a step-time "
                     f"series of {self.min_logged}+ points); found {n} usable intervals")
@@ -118,6 +130,16 @@ class ThroughputDrop:
         if not keep.all():
             a, b, r, seg = a[keep], b[keep], r[keep], seg[keep]
         if r.size < self._enough(how):
+            spread = self._spread(run, got) if r.size >= self.spread_points else None
+            if spread is not None:
+                yield Finding.of(self, severity="warning", step=spread["first_slow_step"],
+                                 step_end=spread["last_slow_step"], series=name, evidence=spread | {"measured_from": how},
+                                 sources=({"table": "scalars", "series": name, "step_min": int(a[0]),
+                                           "step_max": int(b[-1])},),
+                                 summary=(f"step times spread ×{spread['spread']:.3g}: {spread['slow']} of "
+                                          f"{spread['intervals']} run at {spread['seconds_per_step_slow']:.3g} s per "
+                                          f"step or more against a median of {spread['seconds_per_step_median']:.3g} s, "
+                                          f"costing {spread['seconds_lost']:.3g} s; none at an evaluation or checkpoint"))
             return
         lr = np.log(r)
         base = float(np.median(r))
@@ -126,6 +148,28 @@ class ThroughputDrop:
                 "step_min": int(a[0]), "step_max": int(b[-1])},)
         yield from self._slowdown(a, b, r, lr, seg, name, how, src)
         yield from self._stalls(run, a, b, r, lr, span, base, name, how, src)
+
+    def _spread(self, run: Run, got: tuple) -> dict | None:
+        """Step times spread ×`spread` on a log too short for the trend rules: past the first interval (start-up:
+        compilation, caches) and away from evaluation and checkpoint steps, at least `min_stalls_spread` intervals
+        run `spread` × the median or slower, costing `min_seconds` or more in all. None otherwise."""
+        a, b, r = got[0], got[1], got[2]
+        keep = r > 0
+        a, b, r = a[keep][1:], b[keep][1:], r[keep][1:]
+        if r.size < self.spread_points - 1:
+            return None
+        base = float(np.median(r))
+        slow = r >= self.spread * base
+        quiet = self._quiet_steps(run)
+        if quiet.size:
+            slow &= np.searchsorted(quiet, b, side="right") <= np.searchsorted(quiet, a, side="left")
+        span = np.maximum(b - a, 1)
+        lost = float(np.sum((r[slow] - base) * span[slow]))
+        if int(slow.sum()) < self.min_stalls_spread or lost < self.min_seconds:
+            return None
+        return {"spread": float(r[slow].max() / base), "slow": int(slow.sum()), "intervals": int(r.size),
+                "seconds_per_step_slow": float(r[slow].min()), "seconds_per_step_median": base,
+                "seconds_lost": lost, "first_slow_step": int(a[slow][0]), "last_slow_step": int(b[slow][-1])}
 
     def _slowdown(self, a, b, r, lr, seg, name, how, src) -> Iterator[Finding]:
         k, gain = stats.change_point(lr)
@@ -156,7 +200,7 @@ class ThroughputDrop:
         idx = np.flatnonzero(far)
         total = float(np.sum(r * span))
         lost = float(np.sum((r[idx] - base) * span[idx]))
-        if idx.size < self.min_stalls or total <= 0 or lost < self.min_lost * total \
+        if idx.size < self.min_stalls or total <= 0 or lost < max(self.min_lost * total, self.min_seconds) \
                 or float(np.median(r[idx])) - base < self.min_added:
             return
         stall_steps = b[idx]

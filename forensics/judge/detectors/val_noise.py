@@ -29,7 +29,7 @@ class ValNoise:
     diverges), the validation swings are
     the divergence's symptom and this detector stays silent.
     False alarms: fires on 1 of the 610 healthy runs it could check (0.16%), recall 13/18 (benchmarks/calibrate.py
-    over the corpus tune, calib and holdout-holdout9 parts and shared/real_runs, 25 Nov 2026). `min_noise` 0.05
+    over the corpus tune, calib and holdout-holdout9 parts and shared/real_runs). `min_noise` 0.05
     fired on 3 (healthy runs whose validation moves 5-8% between evaluations, 1.0-1.4× training) with the same
     recall, 0.08 on 2; `ratio` 1.5 fires on none but finds 8/18, 2.0 finds 2/18. The labelled tiny validation
     sets move 10% or more. The 0.1 was set after HOLDOUT9's first measurement, whose one false finding (8.3%)

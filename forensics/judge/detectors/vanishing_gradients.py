@@ -31,7 +31,7 @@ class VanishingGradients:
     and are left out of the comparison. Without per-layer logs it is
     skipped: computing them from a checkpoint and a batch waits for replay.
     False alarms: fires on 0 of the 13 healthy runs it could check (at most 23% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: early layers stop learning (saturating activations, init, no residual paths or normalisation).
     Evidence: first and last layer, their median norms, ratio, layer count.
     """

@@ -30,8 +30,8 @@ class WeightCollapse:
     1.27) has a median of three already halfway down. One finding for the run, naming every curve that
     collapses.
     False alarms: fires on 0 of the 116 healthy runs it could check (at most 2.6% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and shared/real_runs,
-    25 Nov 2026) at any `factor` from 10 down to 2, and on no run labelled otherwise; at 1.5 it takes three LR
+    benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout5 parts and shared/real_runs)
+    at any `factor` from 10 down to 2, and on no run labelled otherwise; at 1.5 it takes three LR
     blow-ups. Recall 10/12 at 5 and above, 12/12 from 4 down (the labelled collapses end at ÷3.8-4.3); 3 sits
     inside the clean range. With the fall of a settled curve measured from its first point (fifth session):
     0 of 144 healthy runs over tune, calib, holdout-holdout7 and shared/real_runs (at most 2.1% at 95%

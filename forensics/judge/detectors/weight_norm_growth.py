@@ -27,13 +27,13 @@ class WeightNormGrowth:
     a small init, then a steady linear climb: ×5.7 with 17% of the log-growth in the second half) if its
     final pace (the last quarter's Theil–Sen slope over the curve's step span, relative to the final level)
     is at least `min_pace`: it would still add that share over another run of the same length.
-    Calibration (issue 12): no healthy run of the TUNE part, the gallery or shared/real_runs logs weight
+    Calibration: no healthy run of the TUNE part, the gallery or shared/real_runs logs weight
     norms; on their checkpoint norms (3-5 points) the largest factor is 3.08 (the gallery's healthy_cnn head,
     final pace 0.21, its second half +12%) and the largest final pace 0.53 (a positional embedding that grew
     ×1.58); the no-weight-decay run grows ×5.7 at a final pace of 0.56.
     One finding for the run, naming every curve that grows.
     False alarms: fires on 0 of the 41 healthy runs it could check (at most 7.3% at 95% confidence;
-    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs, Nov 2026).
+    benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: without weight decay (or with feedback in the architecture) logits and activations keep growing
     until softmax saturates or fp16 overflows.
     Evidence: the fastest-growing curve's initial and final norm, factor, trend p, late share, final pace; all

@@ -1,0 +1,308 @@
+"""Console logs read from the grammar of printed metrics: tokens, reprs, tables under a header, bare values,
+groups, messages without a loss; recognition by lines sampled across a file; what a refused text file is told.
+
+Real logs from ../shared/wild/console (module-level paths), files the real tools write (Python's logging, tqdm),
+and hypothesis lines generated from the grammar whose values must come back exact."""
+
+import csv
+import logging
+import math
+import os
+import time
+from pathlib import Path, PurePosixPath
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ingest.console as C
+from ingest.console import parse_line, read_console, sniff_console
+from ingest.formats import format_for, sample
+from ingest.roles import role_of
+from ingest.run import ingest_run
+
+from tests.paths import SHARED
+
+WILD = SHARED / "wild" / "console"
+# One real log per class, each from a different printer.
+HEADER_TABLE_TSV = WILD / "c029_tsvtable" / "train_log.txt"  # tab table, one header row, trailing tabs
+HEADER_TABLE_REPRINTED = WILD / "c021_jde" / "log_train.txt"  # header re-printed per epoch, a stamp before it
+TABLE_ROW_WITH_BAR = WILD / "c063_yolov5" / "yolov5" / "runs" / "terminal_output_300_epochs.md"
+BARE_VALUES = WILD / "c069_bare" / "loss.txt"  # one float a line, the name only in the file's name
+LIST_REPR = WILD / "c071_listrepr" / "loss.txt"  # one list on one line, no line break at all
+TENSOR_REPR = WILD / "c073_tensorrepr" / "loss.txt"  # `idx: 0loss: tensor(8.4650, grad_fn=<NegBackward>)`
+LOSS_GROUP = WILD / "c018_yolov3pt" / "log_train.txt"  # `[Losses: x .., total X, recall: ..]`
+LONG_PREAMBLE = WILD / "c089_llamafactory" / "running_log.txt"  # transformers' config dump before any record
+BOX_TABLE = WILD / "c062_sb3" / "frozenlake_code" / "4x4_ppo_on.txt"  # `|    loss    | -0.016   |`
+SENTENCE = WILD / "c001_dl4j" / "train.log"  # `Score at iteration N is X`, an unusual stamp
+APPENDED_NANS = WILD / "c033_plainprint" / "loss_log.txt"  # the same `Loss: nan` record on every step
+NO_LOSS_CONFIG_DUMP = WILD / "c024_detectron2" / "output" / "log.txt"  # a config dump's LOSS_WEIGHT: 1.0 only
+NO_LOSS_BEST_VALUES = WILD / "c087_tqdm" / "nohup.log"  # validation only, with a running `min_loss`
+
+
+def _frame(path: Path) -> pl.DataFrame:
+    frames = [c.scalars for c in read_console(path) if c.scalars is not None]
+    return pl.concat(frames) if frames else pl.DataFrame({"tag": [], "value": []})
+
+
+def _losses(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.filter(pl.col("tag").map_elements(lambda t: role_of(t).role == "train_loss",
+                                                   return_dtype=pl.Boolean))
+
+
+# ------------------------------------------------------------------------------------------ the real logs
+
+
+def test_tab_table_columns_are_named_by_its_header():
+    frame = _frame(HEADER_TABLE_TSV)
+    total = frame.filter(pl.col("tag") == "total loss")
+    assert total.height == 600 and total["value"][0] == 46.604204 and total["value"][-1] == 17.122059
+    assert set(frame["tag"]) == {"total loss", "score loss", "border loss", "direc loss", "ctc loss"}
+
+
+def test_reprinted_header_names_the_rows_and_its_counter_columns_are_counters():
+    frame = _frame(HEADER_TABLE_REPRINTED)
+    total = frame.filter(pl.col("tag") == "total loss")  # `total` among loss components: the loss they sum to
+    assert total["value"][0] == 158 and total["value"][-1] == -13.9 and total.height == 150
+    assert total["epoch"][-1] == 29 and total["batch"][-1] == 160
+    assert "Epoch" not in set(frame["tag"]) and "Batch" not in set(frame["tag"])
+
+
+def test_a_table_row_followed_by_its_progress_bar():
+    box = _frame(TABLE_ROW_WITH_BAR).filter(pl.col("tag") == "box")
+    assert box["value"][0] == 0.06359 and box["value"][-1] == 0.01268 and box["epoch"][0] == 0
+    assert role_of("box").role == "train_loss"
+
+
+def test_bare_values_take_the_name_of_their_file():
+    frame = _frame(BARE_VALUES)
+    assert set(frame["tag"]) == {"loss"} and frame.height == 20923
+    assert frame["value"][0] == 21.28346061706543 and frame["value"][-1] == 7.077110290527344
+
+
+def test_a_list_on_one_unended_line_is_a_series_by_position():
+    frame = _frame(LIST_REPR)  # the file is long finished: its one line, never ended, is read
+    assert frame["value"].to_list()[:2] == [0.33006555, 0.13408972] and frame["step"].to_list() == list(range(10))
+
+
+def test_tensor_reprs_and_a_counter_glued_to_the_name():
+    frame = _frame(TENSOR_REPR)
+    loss = frame.filter(pl.col("tag") == "loss")
+    assert loss.height == 5000 and loss["value"][0] == 8.465 and loss["value"][-1] == 45.8649
+    assert "idx" not in set(frame["tag"])
+
+
+def test_values_under_a_losses_label_are_its_parts():
+    frame = _frame(LOSS_GROUP)
+    total = frame.filter(pl.col("tag") == "Losses total")
+    assert total["value"][0] == 15.143305 and total["value"][-1] == 8.151598
+    assert role_of("Losses total").role == "train_loss" and "recall" in set(frame["tag"])
+
+
+def test_box_table_rows_and_sentences_with_counters():
+    box = _frame(BOX_TABLE).filter(pl.col("tag") == "loss")
+    assert box["value"][0] == -0.016 and box.height == 244
+    score = _frame(SENTENCE).filter(pl.col("tag") == "Score")
+    assert score["step"][0] == 0 and score["value"][0] == 1.6235184989295723 and score.height == 788
+
+
+def test_one_record_printed_on_every_step_is_not_a_copy():
+    loss = _frame(APPENDED_NANS).filter(pl.col("tag") == "Loss")
+    assert loss.height == 1425 and math.isnan(loss["value"][0]) and loss["value"][-1] == 0.1401
+
+
+@pytest.mark.parametrize("path", [NO_LOSS_CONFIG_DUMP, NO_LOSS_BEST_VALUES], ids=["config_dump", "best_values"])
+def test_no_loss_is_invented_from_settings_or_running_extremes(path):
+    assert _losses(_frame(path)).height == 0
+
+
+def test_a_log_after_a_long_preamble_is_recognised_by_its_sampled_lines():
+    head = LONG_PREAMBLE.read_bytes()[:4096]
+    assert not sniff_console(head, LONG_PREAMBLE.name)  # its first kilobytes are the config dump
+    assert sniff_console(sample(LONG_PREAMBLE), LONG_PREAMBLE.name)
+    fmt = format_for(PurePosixPath(LONG_PREAMBLE.name), lambda: sample(LONG_PREAMBLE))
+    assert fmt is not None and fmt.name == "console"
+
+
+# ------------------------------------------------------------------------- files the real tools write
+
+
+def _logging_file(path: Path, messages: list[str], fmt: str) -> None:
+    logger = logging.getLogger(f"grammar-{path.name}")
+    logger.propagate = False
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter(fmt))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    for m in messages:
+        logger.info(m)
+    handler.close()
+    logger.removeHandler(handler)
+
+
+def test_python_logging_with_name_colon_value_and_a_dumped_config_first(tmp_path):
+    log = tmp_path / "run_output.txt"  # a name no reader claims: recognised by its content
+    dump = [f"  {k}: {v}" for k, v in (("hidden_size", 768), ("num_layers", 12), ("dropout", 0.1))] * 300
+    records = [f"epoch {e} it {i} | train loss:{1.0 / (e * 10 + i + 1):.6f} lr:{1e-3:.1e}"
+               for e in range(3) for i in range(10)]
+    _logging_file(log, ["config:", *dump, *records], "%(asctime)s %(levelname)s %(name)s: %(message)s")
+    assert sniff_console(sample(log), log.name)
+    loss = _frame(log).filter(pl.col("tag") == "train loss")
+    assert loss.height == 30 and loss["value"][0] == 1.0 and loss["value"][-1] == round(1 / 30, 6)
+    assert loss["wall_time"].null_count() == 0
+
+
+def test_tqdm_description_and_postfix(tmp_path):
+    from tqdm import tqdm
+
+    log = tmp_path / "nohup.out"
+    with log.open("w") as f:
+        bar = tqdm(range(40), file=f, mininterval=0, miniters=1, ascii=False)
+        for i in bar:
+            bar.set_description(f"d: {-i / 7:.3f};gen: {i / 3:.3f}")
+            bar.set_postfix(loss=f"{1 / (i + 1):.4f}")
+        bar.close()
+    frame = _frame(log)
+    assert frame.filter(pl.col("tag") == "loss")["value"][-1] == round(1 / 40, 4)
+    d = frame.filter(pl.col("tag") == "d")
+    assert d["value"][-1] == round(-39 / 7, 3) and role_of("d").role == "train_loss"
+
+
+def test_csv_logger_file_under_a_log_name_goes_to_the_csv_reader(tmp_path):
+    # Keras's CSVLogger (keras/callbacks/csv_logger.py) writes `epoch` then the logs' keys, sorted, with
+    # csv.DictWriter and the default `,` separator; Keras is not installed here, so the same writer writes it.
+    log = tmp_path / "training.log"
+    with log.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["epoch", "accuracy", "loss", "val_accuracy", "val_loss"])
+        writer.writeheader()
+        for e in range(5):
+            writer.writerow({"epoch": e, "accuracy": 0.5 + e / 10, "loss": 1 / (e + 1), "val_accuracy": 0.4,
+                             "val_loss": 0.9})
+    frame = _frame(log)
+    loss = frame.filter(pl.col("tag") == "loss")
+    assert loss["value"].to_list() == [1, 0.5, 1 / 3, 0.25, 0.2]
+
+
+def test_a_text_file_not_taken_says_which_and_why(tmp_path):
+    (tmp_path / "notes.txt").write_text("We trained the model for a while.\nIt went fine, mostly.\n")
+    with pytest.raises(Exception) as err:
+        ingest_run(tmp_path, db=tmp_path / "r.duckdb")
+    assert "notes.txt" in str(err.value) and "not read as a training log" in str(err.value)
+
+
+def test_unmatched_lines_are_reported_without_advice_to_edit_the_package(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step {i} loss 0.{i}\n" for i in range(1, 5)) + "loss≈0.5 by eye\n" * 3)
+    issues = [i for c in read_console(log) for i in c.issues if i.kind == "unmatched_lines"]
+    assert issues and "LinePattern" not in issues[0].detail and "loss≈0.5 by eye" in issues[0].detail
+
+
+# ------------------------------------------------------------------------------------ no loss, evidence
+
+
+def test_clipping_and_loss_scale_messages_are_series():
+    clip = parse_line("I0822 20:54:57.256644 14071 sgd_solver.cpp:91] Gradient clipping: scaling down gradients "
+                      "(L2 norm 5120.3 > 35) by scale factor 0.0068")
+    assert clip.metrics == {"grad_norm": 5120.3, "grad_clip": 35.0, "clip_scale": 0.0068}
+    assert role_of("grad_norm").role == "grad_norm"
+    scale = parse_line("2020-01-01 10:00:00 | WARNING | fairseq.trainer | NOTE: overflow detected, setting loss "
+                       "scale to: 0.5")
+    assert scale.metrics == {"loss_scale": 0.5} and role_of("loss_scale").role == "loss_scale"
+
+
+# ---------------------------------------------------------------------------------- the grammar, generated
+
+_NAMES = st.sampled_from(["loss", "train_loss", "val_loss", "acc", "lr", "grad_norm", "cost", "nll", "xent",
+                          "total_loss", "objective", "box_loss", "perplexity", "Loss", "mae"])
+_SEPARATORS = st.sampled_from([": ", ":", "=", " = ", " "])
+_JOINS = st.sampled_from([", ", " | ", "  ", "\t", " - ", "; "])
+_VALUES = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False).map(lambda v: round(v, 6))
+_FORMS = st.sampled_from(["{}", "'{}'", "tensor({}, device='cuda:0')", "tensor({}, grad_fn=<AddBackward0>)",
+                          "[{}]", "{}±0.02"])
+_COUNTERS = st.sampled_from(["", "step {n} ", "Epoch {n} ", "iter {n} | ", "[Iteration {n}] ", "Step {n}/100: "])
+_STAMPS = st.sampled_from(["", "2024-03-26 10:00:00,123 - INFO - ", "[10:00:00] ", "I0822 20:54:57.256644 1 x.cpp:9] ",
+                           "[03.24.23|09:56:11] "])
+
+
+@settings(deadline=None, max_examples=300, derandomize=True)
+@given(st.lists(st.tuples(_NAMES, _SEPARATORS, _FORMS, _VALUES), min_size=1, max_size=4,
+                unique_by=lambda t: t[0]), _JOINS, _COUNTERS, _STAMPS, st.integers(0, 10 ** 6))
+def test_generated_lines_give_their_values_back_exact(pairs, join, counter, stamp, n):
+    written = []
+    for name, sep, form, value in pairs:
+        text = repr(value)
+        if form.startswith("'"):  # a quoted value is a printed dict's: its key is quoted too
+            written.append(f"'{name}': {form.format(text)}")
+        else:
+            written.append(f"{name}{sep}{form.format(text)}")
+    line = stamp + counter.format(n=n) + join.join(written)
+    parsed = parse_line(line)
+    for name, _, _, value in pairs:
+        assert name in parsed.metrics, (line, parsed.metrics)
+        assert parsed.metrics[name] == value, (line, parsed.metrics)
+    if counter:
+        assert n in (parsed.step, parsed.epoch), (line, parsed)
+
+
+@settings(deadline=None, max_examples=60, derandomize=True)
+@given(st.lists(st.sampled_from(["epoch", "train loss", "val loss", "lr", "acc@1", "grad norm"]), min_size=2,
+                max_size=5, unique=True), st.sampled_from(["\t", "   ", " | "]),
+       st.lists(st.lists(_VALUES, min_size=5, max_size=5), min_size=2, max_size=6))
+def test_generated_tables_give_their_columns_back(names, sep, rows):
+    state = C._State()
+    state.note_header(sep.join(n.title() if n == "epoch" else n for n in names))
+    for i, row in enumerate(rows):
+        values = [str(i) if n == "epoch" else repr(v) for n, v in zip(names, row)]
+        metrics, counters = state.table_row(sep.join(values))
+        for n, v in zip(names, row):
+            if n == "epoch":
+                assert counters["epoch"] == i
+            else:
+                assert metrics[n] == v
+
+
+def test_bare_values_need_a_file_that_names_them(tmp_path):
+    values = "".join(f"{1 / (i + 1)!r}\n" for i in range(50))
+    (tmp_path / "loss.txt").write_text(values)
+    (tmp_path / "numbers.txt").write_text(values)
+    assert sniff_console(sample(tmp_path / "loss.txt"), "loss.txt")
+    assert not sniff_console(sample(tmp_path / "numbers.txt"), "numbers.txt")
+    assert "does not say of what" in C.why_not_console(sample(tmp_path / "numbers.txt"), "numbers.txt")
+
+
+def test_an_unended_last_line_waits_while_the_file_is_being_written(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 0.5\nstep 2 loss 0.4")
+    assert _frame(log).height == 1  # written just now: the writer may be mid-line
+    old = time.time() - 2 * C.IDLE_SECONDS
+    os.utime(log, (old, old))
+    assert _frame(log)["value"].to_list() == [0.5, 0.4]
+
+
+def test_discovery_finds_a_run_whose_log_opens_with_a_long_dump(tmp_path):
+    from ingest.discovery import discover_runs
+
+    run = tmp_path / "exp1"
+    run.mkdir()
+    dump = "".join(f"  model.layers.{i}.attention.dropout: 0.1\n" for i in range(2000))  # ~80 KB of config
+    records = "".join(f"[INFO|2024-11-26 22:{i:02d}:01] >> {{'loss': {2 - i / 50}, 'epoch': {i / 10}}}\n"
+                      for i in range(40))
+    (run / "stdout").write_text("LlamaConfig {\n" + dump + "}\n" + records)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("try a lower lr: 0.1 was too high, 0.01 next\n")
+    found = discover_runs(tmp_path)
+    assert [(r.path.name, r.kind) for r in found] == [("exp1", "console_log")]
+
+
+def test_counts_with_thousands_separators_are_one_number():
+    parsed = parse_line("[epoch: 0, iter: 121,400, lr:(1.723e-04,)] l_pix: 5.1789e-03")
+    assert parsed.step == 121400 and parsed.metrics == {"l_pix": 5.1789e-03}
+    assert parse_line("[035420][Epoch 01/10] PV:10,434,100 Loss:14.286367").metrics == {"PV": 10434100,
+                                                                                      "Loss": 14.286367}
+    assert parse_line("[1,  2000] loss: 2.183").batch == 2000  # a pair of counters, not a number
+
+
+def test_a_stamps_milliseconds_after_a_comma_are_no_thousands():
+    parsed = parse_line("Training: 2023-11-14 22:13:37,195-Speed 2183.40 samples/sec   Loss 1.6935   Global Step: 30")
+    assert parsed.time["frac"] == "195" and parsed.metrics["Speed"] == 2183.4 and parsed.step == 30
