@@ -115,7 +115,7 @@ def test_a_file_that_does_not_parse_is_a_read_problem_not_an_error(tmp_path):
 
 
 def test_a_large_document_with_no_series_is_not_stored_as_settings_nor_lost_evidence(tmp_path):
-    from forensics.judge.verdict import LOSSY_READS
+    from ingest.records import lossy
 
     path = tmp_path / "instances_val.json"  # shaped as COCO's annotations: lists of objects, no metric series
     doc = {"images": [{"id": i, "width": 640, "height": 480} for i in range(10_000)],
@@ -123,7 +123,7 @@ def test_a_large_document_with_no_series_is_not_stored_as_settings_nor_lost_evid
     path.write_text(json.dumps(doc))
     [chunk] = list(read_json(path))
     assert chunk.scalars is None and not chunk.configs
-    assert [i.kind for i in chunk.issues] == ["not_settings"] and "not_settings" not in LOSSY_READS
+    assert [i.kind for i in chunk.issues] == ["not_settings"] and not lossy("not_settings")
 
 
 finite_or_not = st.floats(allow_nan=True, allow_infinity=True, width=64)
