@@ -257,7 +257,28 @@ def loss_sums(tags: list[str]) -> dict[str, list[str]]:
             continue
         prefix = _common_prefix(parts)
         out[f"{prefix}loss (sum of {', '.join(p[len(prefix):] for p in parts)})"] = parts
-    return out
+    return out or generator_sum(tags)
+
+
+# A GAN's losses printed per network and per direction or kind: `D_A G_A cycle_A idt_A D_B G_B cycle_B idt_B`
+# (CycleGAN: the generators' objective sums G_A, G_B, cycle_A, cycle_B, idt_A, idt_B), `G_GAN G_L1 D_real D_fake`
+# (pix2pix: G_GAN + G_L1). The discriminator's terms are trained apart.
+_NETWORK_TERM = re.compile(r"^([DG])_([A-Za-z][A-Za-z0-9]*)$")
+GENERATOR_TOTALS = {"G", "loss_G", "G_loss", "errG", "lossG", "g_loss", "loss_g", "G_total"}
+
+
+def generator_sum(tags: list[str]) -> dict[str, list[str]]:
+    """{`loss_G (sum of ...)`: terms} for a GAN that prints its generator's objective only in terms: the `G_<q>` terms
+    and every other term qualified as one of them is (`cycle_A` beside `G_A`), not the discriminator's `D_<q>`;
+    nothing where a total is printed, no discriminator term is, or the generator has one term."""
+    nets = {t: m.groups() for t in tags if (m := _NETWORK_TERM.match(t))}
+    generator = {t for t, (net, _) in nets.items() if net == "G"}
+    if not generator or len(generator) == len(nets) or GENERATOR_TOTALS & set(tags):
+        return {}
+    qualifiers = {q for t, (_, q) in nets.items() if t in generator}
+    parts = [t for t in tags if t in generator or t not in nets and t.rpartition("_")[0]
+             and t.rpartition("_")[2] in qualifiers]
+    return {f"loss_G (sum of {', '.join(parts)})": parts} if len(parts) >= 2 else {}
 
 
 def _common_prefix(tags: list[str]) -> str:

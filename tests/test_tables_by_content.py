@@ -256,3 +256,35 @@ def test_numbers_with_no_header_in_a_file_named_for_the_loss_name_its_first_colu
     assert loss["value"].to_list() == [16.84, 10.07, 6.74, 6.67] and role_of("loss_log").role == "train_loss"
     assert sorted(frame["tag"].unique().to_list()) == (["column 1", "column 3", "loss_log"] if counter
                                                        else ["column 2", "loss_log"])
+
+
+CYCLEGAN_LOG = WILD / "m030_cyclegan" / "loss_log.txt"  # `(epoch: E, iters: I, ...) D_A: x G_A: y cycle_A: ...`
+
+
+@pytest.mark.parametrize(("tags", "parts"), [
+    (["D_A", "G_A", "cycle_A", "idt_A", "D_B", "G_B", "cycle_B", "idt_B", "iters", "time"],
+     ["G_A", "cycle_A", "idt_A", "G_B", "cycle_B", "idt_B"]),  # CycleGAN: both generators and their terms
+    (["G_GAN", "G_L1", "D_real", "D_fake"], ["G_GAN", "G_L1"]),  # pix2pix
+    (["G", "G_A", "D_A", "cycle_A"], None),  # the generator's total is printed
+    (["G_A", "G_B"], None),  # no discriminator: not one GAN's two sides
+    (["D_A", "G_A"], None),  # one generator term: it is the objective
+])
+def test_a_gans_generator_objective_printed_in_terms_is_their_sum(tags, parts):
+    assert loss_sums(tags) == ({f"loss_G (sum of {', '.join(parts)})": parts} if parts else {})
+
+
+@pytest.mark.needs_shared
+def test_a_cyclegan_loss_log_gets_the_generators_objective_per_line():
+    import re
+
+    from ingest.console import read_console
+
+    frame = points(read_console(CYCLEGAN_LOG, 0))
+    [total] = [t for t in frame["tag"].unique().to_list() if t.startswith("loss_G (sum of")]
+    assert role_of(total).role == "train_loss"
+    want = []
+    for line in CYCLEGAN_LOG.read_text().splitlines():
+        terms = dict(re.findall(r"(\w+): ([-\d.]+)", line.partition(")")[2]))
+        if terms:
+            want.append(sum(float(terms[k]) for k in ("G_A", "G_B", "cycle_A", "cycle_B", "idt_A", "idt_B")))
+    assert frame.filter(pl.col("tag") == total).sort("position")["value"].to_list() == pytest.approx(want)
