@@ -14,7 +14,9 @@ tried in this order on each folder (the first that matches names its `kind`):
 2. The folder holds a run's logs itself:
    `hf_output_dir`      `trainer_state.json`, or `checkpoint-N/` folders (HF Trainer's output_dir);
    `tensorboard_logdir_run`  event files, directly or in split folders (`train/`, `val/`, `validation/`,
-                        `eval/`, `test/`: one writer per split, as Keras and most scripts do);
+                        `eval/`, `test/`: one writer per split, as Keras and most scripts do), or in sibling
+                        folders whose first event files one process began together (one host and pid, within
+                        a minute: a writer per network, `gen/` and `dis/`);
    `metrics_table`      Lightning's `metrics.csv` outside a version folder, or a W&B UI export
                         `wandb_export_*.csv`;
    `wandb_run`          a loose `run-<id>.wandb` file;
