@@ -531,7 +531,7 @@ def refresh_series(con, run_id: str) -> None:
             prefix = os.path.relpath(grp or ".", common or ".") if grp else ""
             name = tag if prefix in ("", ".") else f"{prefix}/{tag}"
         elif own_common is not None and grp in own and tag == PurePosixPath(grp).stem:
-            prefix = os.path.relpath(own[grp], own_common)
+            prefix = os.path.relpath(own[grp], own_common or ".")
             name = tag if prefix == "." else f"{prefix}/{tag}"
         elif grp in held_out:
             name = f"{PurePosixPath(grp).stem}/{tag}"

@@ -288,3 +288,12 @@ def test_a_cyclegan_loss_log_gets_the_generators_objective_per_line():
         if terms:
             want.append(sum(float(terms[k]) for k in ("G_A", "G_B", "cycle_A", "cycle_B", "idt_A", "idt_B")))
     assert frame.filter(pl.col("tag") == total).sort("position")["value"].to_list() == pytest.approx(want)
+
+
+def test_a_metric_file_at_the_runs_root_beside_one_in_a_folder_keeps_its_name(tmp_path):
+    run = tmp_path / "run"
+    (run / "val").mkdir(parents=True)
+    np.savetxt(run / "train_loss", [0.9, 0.5, 0.3])
+    np.savetxt(run / "val" / "val_loss", [1.0, 0.8, 0.7])
+    assert _stored_names(run, tmp_path) == {"train_loss": ("train_loss", "train"),
+                                            "val/val_loss": ("val_loss", "val")}
