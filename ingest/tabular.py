@@ -268,9 +268,10 @@ GENERATOR_TOTALS = {"G", "loss_G", "G_loss", "errG", "lossG", "g_loss", "loss_g"
 
 
 def generator_sum(tags: list[str]) -> dict[str, list[str]]:
-    """{`loss_G (sum of ...)`: terms} for a GAN that prints its generator's objective only in terms: the `G_<q>` terms
-    and every other term qualified as one of them is (`cycle_A` beside `G_A`), not the discriminator's `D_<q>`;
-    nothing where a total is printed, no discriminator term is, or the generator has one term."""
+    """{`loss (sum of G_A, ...)`: terms} for a GAN that prints its generator's objective only in terms: the
+    `G_<q>` terms and every other term qualified as one of them is (`cycle_A` beside `G_A`), not the
+    discriminator's `D_<q>`; nothing where a total is printed, no discriminator term is, or the generator has one
+    term. The sum is the run's canonical loss: the objective the script minimises, not one network's term."""
     nets = {t: m.groups() for t in tags if (m := _NETWORK_TERM.match(t))}
     generator = {t for t, (net, _) in nets.items() if net == "G"}
     if not generator or len(generator) == len(nets) or GENERATOR_TOTALS & set(tags):
@@ -278,7 +279,7 @@ def generator_sum(tags: list[str]) -> dict[str, list[str]]:
     qualifiers = {q for t, (_, q) in nets.items() if t in generator}
     parts = [t for t in tags if t in generator or t not in nets and t.rpartition("_")[0]
              and t.rpartition("_")[2] in qualifiers]
-    return {f"loss_G (sum of {', '.join(parts)})": parts} if len(parts) >= 2 else {}
+    return {f"loss (sum of {', '.join(parts)})": parts} if len(parts) >= 2 else {}
 
 
 def _common_prefix(tags: list[str]) -> str:

@@ -270,7 +270,7 @@ CYCLEGAN_LOG = WILD / "m030_cyclegan" / "loss_log.txt"  # `(epoch: E, iters: I, 
     (["D_A", "G_A"], None),  # one generator term: it is the objective
 ])
 def test_a_gans_generator_objective_printed_in_terms_is_their_sum(tags, parts):
-    assert loss_sums(tags) == ({f"loss_G (sum of {', '.join(parts)})": parts} if parts else {})
+    assert loss_sums(tags) == ({f"loss (sum of {', '.join(parts)})": parts} if parts else {})
 
 
 @pytest.mark.needs_shared
@@ -280,8 +280,8 @@ def test_a_cyclegan_loss_log_gets_the_generators_objective_per_line():
     from ingest.console import read_console
 
     frame = points(read_console(CYCLEGAN_LOG, 0))
-    [total] = [t for t in frame["tag"].unique().to_list() if t.startswith("loss_G (sum of")]
-    assert role_of(total).role == "train_loss"
+    [total] = [t for t in frame["tag"].unique().to_list() if t.startswith("loss (sum of G_A")]
+    assert role_of(total).role == "train_loss" and role_of(total).canonical  # the run's loss, not D_A
     want = []
     for line in CYCLEGAN_LOG.read_text().splitlines():
         terms = dict(re.findall(r"(\w+): ([-\d.]+)", line.partition(")")[2]))
