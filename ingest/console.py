@@ -71,6 +71,7 @@ import polars as pl
 
 from ingest.records import Chunk, Issue, scalars_frame
 from ingest.roles import MEMORY_UNITS, SPLIT_WORDS, role_of, words
+from ingest.tabular import with_loss_sums
 
 NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
@@ -711,7 +712,7 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
                 data, cut, unended = data + b"\n", len(data) + 1, 1
             complete, pending = data[:cut], data[cut:]
             if complete:
-                frame = state.parse(complete, offset)
+                frame = with_loss_sums(state.parse(complete, offset))
                 offset += len(complete) - unended
                 last = not block
                 yield Chunk(end=offset, scalars=frame, issues=state.issues(path.name) if last else [])

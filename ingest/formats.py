@@ -198,12 +198,30 @@ FORMATS: list[Format] = [
            sniff=_sniff_json_document),
     # A metric table under a name no format claims (`progress.txt`, a CSV with no extension, numpy.savetxt's
     # one number per line, YOLO's headerless results.txt): recognised by its first lines.
-    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table),
+    # version 2: a headerless table in a file named for a quantity (`loss_log.txt`) names its first non-counter column
+    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table, version=2),
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs (issue 24)
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
+    # version 4: a loss printed only in components gets their sum, as in tables (`ingest.tabular.loss_sums`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=3),
+           text=True, version=4),
 ]
+
+
+# A file Git LFS keeps on its server is checked out as a pointer when LFS is not installed or the clone skipped it:
+# three text lines (`version https://git-lfs.github.com/spec/v1`, `oid sha256:<hash>`, `size <bytes>`), whatever
+# the file's name (an event file, a metrics.jsonl, a checkpoint). The spec allows only these keys, sorted.
+_LFS_POINTER = re.compile(rb"\Aversion https://git-lfs\.github\.com/spec/v\d+\r?\n(?:[a-z0-9.\-]+ [^\r\n]*\r?\n)*?"
+                          rb"size (\d+)\r?\n")
+LFS_POINTER_MAX = 1024  # pointers are ~130 bytes; the spec caps them below 1024
+
+
+def lfs_pointer(head: bytes) -> int | None:
+    """The size of the file a Git LFS pointer stands for, when `head` (a file's first bytes) is one; else None."""
+    if len(head) >= LFS_POINTER_MAX or not head.startswith(b"version https://git-lfs"):
+        return None
+    found = _LFS_POINTER.match(head)
+    return int(found.group(1)) if found else None
 
 
 def format_for(rel: PurePosixPath, head: Callable[[], bytes] | None = None) -> Format | None:

@@ -72,6 +72,7 @@ READ_PROBLEMS: dict[str, tuple[bool, str]] = {  # kind: (lossy, meaning)
     "garbled": (True, "a record, line or cell does not parse; skipped"),
     "unreadable": (True, "the file or folder cannot be opened or read"),
     "not_this_format": (True, "named like a format it does not hold"),
+    "lfs_pointer": (True, "a Git LFS pointer checked out in place of the file: its content is on the LFS server"),
     "too_large": (True, "over a size or column limit; not read"),
     "missing_dependency": (True, "the reader's package or compiled core is not installed"),
     "needs_pickle": (True, "readable only by unpickling, which runs code: read with --trust-pickle"),

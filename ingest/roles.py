@@ -106,7 +106,7 @@ def role_of(name: str) -> Role:
         # a loss function's (`SmoothL1`, `huber`, `bce`, `ctc`, `focal`), BasicSR's `l_pix`, a critic's `TD Error`;
         # not a duration (MXNet's `Time cost=140.9`)
         return Role("val_loss" if is_val else "train_loss", split, canonical=False)
-    if ws & {"loss", "losses"} or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy"}:
+    if ws & {"loss", "losses"} or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy", "logloss"}:
         extra = ws - {"loss", "losses", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
         # a held-out loss per evaluation batch (Lightning's `val_loss_step`) is not the run's validation loss
         return Role("val_loss" if is_val else "train_loss", split, canonical=not extra and not (is_val and "step" in ws))

@@ -33,7 +33,7 @@ from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
 from ingest.files import walk
-from ingest.formats import Format, format_for, may_be_text_log, sample, why_unread
+from ingest.formats import LFS_POINTER_MAX, Format, format_for, lfs_pointer, may_be_text_log, sample, why_unread
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
@@ -257,6 +257,18 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
             rewrite = None
         report.sources.append(item.report)
         pending.append(item)
+        pointer = lfs_pointer(_head(path)) if stat.st_size < LFS_POINTER_MAX else None
+        if pointer is not None:
+            # Not the file but where to fetch it. An append-only log's pointer counts as read to its end, so that
+            # the file `git lfs pull` puts in its place is a rewrite: read from byte 0, this problem forgotten.
+            issue = Issue(None, "lfs_pointer", f"{name} is a Git LFS pointer to a file of {pointer:,} bytes, not the "
+                                               "file: its content was not checked out (`git lfs pull` fetches it)")
+            item.end = stat.st_size if fmt.resumable else 0
+            item.chunks.append(Chunk(end=item.end, issues=[issue]))
+            item.report.issues.append(issue)
+            done += stat.st_size
+            progress("logs", done, total_bytes)
+            continue
         try:
             with closing(_read_ahead(fmt.load_reader()(path, start))) as chunks:  # a failed write stops the reader
                 for chunk in chunks:
@@ -458,7 +470,7 @@ def _distinct(tags: pl.Series) -> pl.Series:
     return tags.unique()
 
 
-UNREADABLE_KINDS = ("empty", "not_this_format", "unreadable", "garbled", "missing_dependency", "too_large")
+UNREADABLE_KINDS = ("empty", "not_this_format", "lfs_pointer", "unreadable", "garbled", "missing_dependency", "too_large")
 NOTICE_KINDS = ("rewritten",)  # said once, but nothing was skipped: the source stays `ok`
 
 
@@ -486,6 +498,9 @@ def _with_series(frame: pl.DataFrame, series_ids: dict[str, int], present: pl.Se
     return frame.drop("tag").with_columns(ids)
 
 
+FILE_NAMED_FORMATS = ("csv", "table")  # formats whose series group is one file (`formats.file_group`)
+
+
 def refresh_series(con, run_id: str) -> None:
     """Give every series of the run its display name and role, now that all its sources are known.
 
@@ -496,12 +511,30 @@ def refresh_series(con, run_id: str) -> None:
     rows = queries.series_rows(con, run_id)
     tb_groups = sorted({grp for _, grp, _, fmt in rows if fmt == "tensorboard"})
     common = os.path.commonpath(tb_groups) if len(tb_groups) > 1 and all(tb_groups) else None
+    # A file that holds one metric named like the file (DVCLive's plots/metrics/val/loss.tsv for `val/loss`,
+    # numpy.savetxt's `train_loss`) is named, like an event file, by its folder below the folders of all such files.
+    own = {grp: str(PurePosixPath(grp).parent) for _, grp, tag, fmt in rows
+           if fmt in FILE_NAMED_FORMATS and tag == PurePosixPath(grp).stem}
+    own_common = os.path.commonpath(list(own.values())) if len(set(own.values())) > 1 else None
+    # A table whose file names a held-out split (`test_error.tsv`, `val_log.csv`) and none of whose columns names
+    # a split: its columns are that split's (`test_error/Logloss` is a test loss, not the training loss).
+    split_named: dict[str, bool] = {}
+    for _, grp, tag, fmt in rows:
+        if fmt in FILE_NAMED_FORMATS and grp not in own:
+            split_named[grp] = split_named.get(grp, True) and role_of(tag).split is None
+    held_out = {grp for grp, unsplit in split_named.items()
+                if unsplit and role_of(PurePosixPath(grp).stem).split in ("val", "test")}
     updates = []
     for series_id, grp, tag, fmt in rows:
         name = tag
         if fmt == "tensorboard" and len(tb_groups) > 1:
             prefix = os.path.relpath(grp or ".", common or ".") if grp else ""
             name = tag if prefix in ("", ".") else f"{prefix}/{tag}"
+        elif own_common is not None and grp in own and tag == PurePosixPath(grp).stem:
+            prefix = os.path.relpath(own[grp], own_common or ".")
+            name = tag if prefix == "." else f"{prefix}/{tag}"
+        elif grp in held_out:
+            name = f"{PurePosixPath(grp).stem}/{tag}"
         r = role_of(name)
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
     writes.update_series_names(con, updates)

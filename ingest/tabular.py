@@ -257,7 +257,29 @@ def loss_sums(tags: list[str]) -> dict[str, list[str]]:
             continue
         prefix = _common_prefix(parts)
         out[f"{prefix}loss (sum of {', '.join(p[len(prefix):] for p in parts)})"] = parts
-    return out
+    return out or generator_sum(tags)
+
+
+# A GAN's losses printed per network and per direction or kind: `D_A G_A cycle_A idt_A D_B G_B cycle_B idt_B`
+# (CycleGAN: the generators' objective sums G_A, G_B, cycle_A, cycle_B, idt_A, idt_B), `G_GAN G_L1 D_real D_fake`
+# (pix2pix: G_GAN + G_L1). The discriminator's terms are trained apart.
+_NETWORK_TERM = re.compile(r"^([DG])_([A-Za-z][A-Za-z0-9]*)$")
+GENERATOR_TOTALS = {"G", "loss_G", "G_loss", "errG", "lossG", "g_loss", "loss_g", "G_total"}
+
+
+def generator_sum(tags: list[str]) -> dict[str, list[str]]:
+    """{`loss (sum of G_A, ...)`: terms} for a GAN that prints its generator's objective only in terms: the
+    `G_<q>` terms and every other term qualified as one of them is (`cycle_A` beside `G_A`), not the
+    discriminator's `D_<q>`; nothing where a total is printed, no discriminator term is, or the generator has one
+    term. The sum is the run's canonical loss: the objective the script minimises, not one network's term."""
+    nets = {t: m.groups() for t in tags if (m := _NETWORK_TERM.match(t))}
+    generator = {t for t, (net, _) in nets.items() if net == "G"}
+    if not generator or len(generator) == len(nets) or GENERATOR_TOTALS & set(tags):
+        return {}
+    qualifiers = {q for t, (_, q) in nets.items() if t in generator}
+    parts = [t for t in tags if t in generator or t not in nets and t.rpartition("_")[0]
+             and t.rpartition("_")[2] in qualifiers]
+    return {f"loss (sum of {', '.join(parts)})": parts} if len(parts) >= 2 else {}
 
 
 def _common_prefix(tags: list[str]) -> str:
@@ -669,11 +691,34 @@ def read_table(path: Path, start: int = 0) -> Iterator[Chunk]:
     elif yolo_results_rows(head):
         yield from _read_rows(path, start, _yolo_row)
     elif (bare := headerless_separator(head)) is not None:
-        yield from _read_rows(path, start, lambda line: [(f"column {i}", float(cell))
-                                                         for i, cell in enumerate(line.split(bare), 1)])
+        names = _headerless_names(head, bare, _file_quantity(path))
+        yield from _read_rows(path, start, lambda line: list(zip(names, map(float, line.split(bare)), strict=True)))
     else:
-        yield from _read_rows(path, start, lambda line: [(path.name if "." not in path.name[1:] else path.stem,
-                                                          float(line))])
+        yield from _read_rows(path, start, lambda line: [(_file_quantity(path), float(line))])
+
+
+def _file_quantity(path: Path) -> str:
+    """What a file of bare numbers holds, as its name says (`train_loss`, `loss_log.txt`)."""
+    return path.name if "." not in path.name[1:] else path.stem
+
+
+def _headerless_names(head: bytes, sep: str, quantity: str) -> list[str]:
+    """Columns of numbers with no header are named by position, except that a file named for a quantity with a
+    role (`loss_log.txt` holding `f"{loss},{reward}"` per episode) names its first column that is not a counter
+    (whole numbers counting up: an epoch or episode index), as a one-column file is named by its file."""
+    from ingest.roles import role_of
+
+    rows = [[float(c) for c in line.split(sep)] for line in _head_lines(head)]
+    names = [f"column {i}" for i in range(1, len(rows[0]) + 1)]
+    if role_of(quantity).role == "other":
+        return names
+    for i in range(len(names)):
+        column = [r[i] for r in rows]
+        counts = all(v == int(v) for v in column) and all(b > a for a, b in zip(column, column[1:]))
+        if not counts:
+            names[i] = quantity
+            break
+    return names
 
 
 def _yolo_row(line: str) -> list[tuple[str, float]]:

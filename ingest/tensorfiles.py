@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ingest.configs import parse_json
+from ingest.formats import LFS_POINTER_MAX, lfs_pointer
 from ingest.records import Issue
 from ingest.tensorstats import SAFETENSORS_DTYPES, SAFETENSORS_ITEM_BYTES, TensorRef
 
@@ -63,6 +64,7 @@ def read_safetensors_header(path: Path) -> tuple[dict[str, str], dict[str, Tenso
     size = path.stat().st_size
     if size == 0:
         raise Unreadable("empty", "file is empty (0 bytes)")
+    _refuse_lfs_pointer(path, size)
     with open(path, "rb") as f:
         head = f.read(8)
         if len(head) < 8:
@@ -166,6 +168,7 @@ def load_torch(path: Path, trust_pickle: bool = False) -> tuple[Any, Issue | Non
     size = path.stat().st_size
     if size == 0:
         raise Unreadable("empty", "file is empty (0 bytes)")
+    _refuse_lfs_pointer(path, size)
     with open(path, "rb") as f:
         magic = f.read(4)
     is_zip = magic == b"PK\x03\x04"
@@ -194,6 +197,17 @@ def load_torch(path: Path, trust_pickle: bool = False) -> tuple[Any, Issue | Non
         obj = obj.state_dict()
     note = f"read with full unpickling (--trust-pickle): {', '.join(refused) or 'globals unknown'}"
     return obj, Issue(None, "untrusted_pickle_read", note)
+
+
+def _refuse_lfs_pointer(path: Path, size: int) -> None:
+    """A Git LFS pointer checked out in place of the tensor file is not a damaged file: say what it is."""
+    if size >= LFS_POINTER_MAX:
+        return
+    with open(path, "rb") as f:
+        pointer = lfs_pointer(f.read(LFS_POINTER_MAX))
+    if pointer is not None:
+        raise Unreadable("lfs_pointer", f"a Git LFS pointer to a file of {pointer:,} bytes, not the file "
+                                        "(`git lfs pull` fetches it)")
 
 
 def _unsafe_globals(path: Path) -> list[str]:

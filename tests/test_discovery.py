@@ -202,3 +202,33 @@ def test_a_short_log_named_as_a_training_log_that_prints_a_loss_is_a_run(tmp_pat
     quiet.mkdir()
     (quiet / "train.log").write_text("starting\nloading data from /data/x\ndone\n")
     assert [r.path.name for r in discover_runs(tmp_path)] == ["crashed"]
+
+
+def _writers(root: Path, subdirs: list[str]) -> None:
+    """One process opening one SummaryWriter per sub-folder at its start (one per network), as GAN scripts do."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writers = [SummaryWriter(str(root / d)) for d in subdirs]
+    for step in range(3):
+        for i, w in enumerate(writers):
+            w.add_scalar("loss", 1.0 / (step + 1 + i), step)
+    for w in writers:
+        w.close()
+
+
+def test_writers_one_process_began_together_in_sibling_folders_are_one_run(tmp_path):
+    _writers(tmp_path / "exp", ["gen", "dis", "aux"])
+    [run] = discover_runs(tmp_path)
+    assert run.path == tmp_path / "exp" and run.kind == "tensorboard_logdir_run"
+    assert "aux/, dis/, gen/" in run.reason
+
+
+def test_writers_other_processes_began_in_sibling_folders_stay_runs_of_their_own(tmp_path):
+    import subprocess
+    import sys
+
+    for d in ("seed0", "seed1"):  # two launches: two processes, two pids
+        subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
+                        "from tests.test_discovery import _writers; _writers(Path(sys.argv[1]), [sys.argv[2]])",
+                        str(tmp_path / "sweep"), d], check=True, cwd=REPO)
+    assert [r.path.name for r in discover_runs(tmp_path)] == ["seed0", "seed1"]

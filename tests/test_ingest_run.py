@@ -338,3 +338,44 @@ def test_read_ahead_keeps_order_raises_the_readers_error_and_stops_its_thread():
     chunks.close()
     assert closed == ["forensics-read-ahead"] * 3
     assert not any(t.name == "forensics-read-ahead" for t in threading.enumerate())
+
+
+def _lfs_pointer(content: bytes) -> bytes:
+    """What `git lfs` checks out in place of `content` when the LFS object is not fetched (the pointer spec v1)."""
+    import hashlib
+
+    return (b"version https://git-lfs.github.com/spec/v1\noid sha256:" + hashlib.sha256(content).hexdigest().encode()
+            + b"\nsize " + str(len(content)).encode() + b"\n")
+
+
+def test_a_git_lfs_pointer_in_place_of_a_log_or_checkpoint_says_so_and_the_rest_is_read(tmp_path):
+    """A clone without LFS holds pointers where event files, JSON-lines logs and checkpoints were: each is one
+    `lfs_pointer` read problem naming the size it stands for (not 'not an event file', not garbled lines), and
+    what was checked out is read. Once the file is fetched, the next ingest reads it."""
+    import torch
+
+    run = tmp_path / "run"
+    _tb_run(run / "train", range(5))
+    fetched = _tb_run(tmp_path / "elsewhere", range(20), scale=2.0)
+    (run / "val").mkdir()
+    pointer = run / "val" / fetched.name
+    pointer.write_bytes(_lfs_pointer(fetched.read_bytes()))
+    log = b"".join(json.dumps({"step": s, "loss": 1.0 / (s + 1)}).encode() + b"\n" for s in range(30))
+    (run / "metrics.jsonl").write_bytes(_lfs_pointer(log))
+    torch.save({"w": torch.ones(3)}, tmp_path / "model.pt")
+    (run / "model.pt").write_bytes(_lfs_pointer((tmp_path / "model.pt").read_bytes()))
+    db = tmp_path / "f.duckdb"
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        issues = dict(con.execute("SELECT path, kind FROM ingest_issues").fetchall())
+        details = " ".join(d for (d,) in con.execute("SELECT detail FROM ingest_issues").fetchall())
+        assert con.execute("SELECT sum(n_points) FROM series").fetchone() == (5,)
+    assert issues == {f"val/{fetched.name}": "lfs_pointer", "metrics.jsonl": "lfs_pointer", "model.pt": "lfs_pointer"}
+    assert f"{fetched.stat().st_size:,} bytes" in details and f"{len(log):,} bytes" in details
+
+    pointer.write_bytes(fetched.read_bytes())  # `git lfs pull`
+    (run / "metrics.jsonl").write_bytes(log)
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT sum(n_points) FROM series").fetchone() == (55,)
+        assert con.execute("SELECT count(*) FROM ingest_issues WHERE kind = 'lfs_pointer'").fetchone() == (1,)

@@ -165,3 +165,135 @@ def test_yolos_hyperparameters_and_options_are_the_runs_settings():
         assert format_for(PurePosixPath(f"runs/train/exp2/{name}")).name == "config"
         [chunk] = list(read_config(path))
         assert chunk.configs[name] == yaml.safe_load(path.read_text())
+
+
+DVCLIVE = WILD / "m015_dvclive_lightning"  # DVCLive: one TSV per metric under plots/metrics/<its name>.tsv
+
+
+def _stored_names(run: Path, tmp_path: Path) -> dict[str, tuple[str, str | None]]:
+    import duckdb
+
+    from forensics.cli import main
+
+    db = tmp_path / "f.duckdb"
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {name: (role, split) for name, role, split in con.execute("SELECT name, role, split FROM series").fetchall()}
+
+
+def test_files_that_each_hold_one_metric_are_named_by_their_folders_as_event_files_are(tmp_path):
+    """One metric per file, named like the file, in folders that name its split (a logger that writes
+    `<name>.tsv` under the metric's path): `val/loss` is the validation loss, not a second training loss."""
+    run = tmp_path / "run"
+    for path, values in {"train/loss": [2.0, 1.5, 1.0], "val/loss": [2.2, 1.9, 1.8], "val/acc": [0.1, 0.4, 0.5],
+                         "lr": [0.1, 0.1, 0.01]}.items():
+        out = run / "plots" / f"{path}.tsv"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"step": range(3), path.rsplit("/", 1)[-1]: values}).to_csv(out, sep="\t", index=False)
+    names = _stored_names(run, tmp_path)
+    assert names == {"train/loss": ("train_loss", "train"), "val/loss": ("val_loss", "val"),
+                     "val/acc": ("val_accuracy", "val"), "lr": ("lr", None)}
+
+
+def test_numpy_savetxt_files_side_by_side_keep_their_own_names(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    np.savetxt(run / "train_loss", [0.9, 0.5, 0.3])
+    np.savetxt(run / "val_loss", [1.0, 0.8, 0.7])
+    assert _stored_names(run, tmp_path) == {"train_loss": ("train_loss", "train"), "val_loss": ("val_loss", "val")}
+
+
+@pytest.mark.needs_shared
+def test_dvclive_metric_files_are_named_by_their_path_under_plots_metrics(tmp_path):
+    names = _stored_names(DVCLIVE, tmp_path)
+    held_out = {n for n, (role, _) in names.items() if n.startswith(("val/", "test/")) and "loss" in n}
+    assert held_out and all(names[n][0] == "val_loss" for n in held_out)
+    assert names["train/total_loss"] == ("train_loss", "train") and names["train/lr"] == ("lr", "train")
+
+
+def test_catboost_train_dir_learn_logloss_is_the_training_loss_and_test_the_held_out_one(tmp_path):
+    """CatBoost's train_dir: learn_error.tsv and test_error.tsv hold the same column names (`iter`, `Logloss`),
+    and so do its learn/ and test/ event files; the test file's columns are the held-out split's."""
+    catboost = pytest.importorskip("catboost")
+    import duckdb
+
+    from forensics.cli import main
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 4))
+    y = (x[:, 0] + 0.5 * rng.normal(size=400) > 0).astype(int)
+    run = tmp_path / "catboost_info"
+    model = catboost.CatBoostClassifier(iterations=30, train_dir=str(run), verbose=False, random_seed=0,
+                                        thread_count=1)
+    model.fit(x[:300], y[:300], eval_set=(x[300:], y[300:]))
+    evals = model.get_evals_result()
+    db = tmp_path / "f.duckdb"
+    assert main(["ingest", str(run), "--db", str(db), "--quiet"]) == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT s.format, s.name, s.role, list(p.value ORDER BY p.step) FROM series s "
+                           "JOIN scalars p USING (series_id) WHERE s.name LIKE '%Logloss' "
+                           "GROUP BY ALL").fetchall()
+    by_role = {}
+    for fmt, name, role, values in rows:
+        by_role.setdefault(role, []).append((fmt, name))
+        want = evals["validation" if role == "val_loss" else "learn"]["Logloss"]
+        assert values == pytest.approx(want, rel=1e-6), name
+    assert sorted(f for f, _ in by_role["train_loss"]) == ["csv", "tensorboard"]
+    assert sorted(f for f, _ in by_role["val_loss"]) == ["csv", "tensorboard"]
+
+
+@pytest.mark.parametrize("counter", [False, True])
+def test_numbers_with_no_header_in_a_file_named_for_the_loss_name_its_first_column_not_a_counter(tmp_path, counter):
+    """`f.write(f"{loss},{reward}\\n")` into loss_log.txt: the file names the first column (as a one-column file is
+    named by its file); an episode index before it is a counter, not the loss."""
+    rows = np.array([[16.84, -210.47], [10.07, -158.77], [6.74, -203.33], [6.67, -190.0]])
+    if counter:
+        rows = np.column_stack([np.arange(1, 5), rows])
+    path = tmp_path / "loss_log.txt"
+    np.savetxt(path, rows, delimiter=",", fmt="%g")
+    frame = points(read_table(path, 0))
+    loss = frame.filter(pl.col("tag") == "loss_log")
+    assert loss["value"].to_list() == [16.84, 10.07, 6.74, 6.67] and role_of("loss_log").role == "train_loss"
+    assert sorted(frame["tag"].unique().to_list()) == (["column 1", "column 3", "loss_log"] if counter
+                                                       else ["column 2", "loss_log"])
+
+
+CYCLEGAN_LOG = WILD / "m030_cyclegan" / "loss_log.txt"  # `(epoch: E, iters: I, ...) D_A: x G_A: y cycle_A: ...`
+
+
+@pytest.mark.parametrize(("tags", "parts"), [
+    (["D_A", "G_A", "cycle_A", "idt_A", "D_B", "G_B", "cycle_B", "idt_B", "iters", "time"],
+     ["G_A", "cycle_A", "idt_A", "G_B", "cycle_B", "idt_B"]),  # CycleGAN: both generators and their terms
+    (["G_GAN", "G_L1", "D_real", "D_fake"], ["G_GAN", "G_L1"]),  # pix2pix
+    (["G", "G_A", "D_A", "cycle_A"], None),  # the generator's total is printed
+    (["G_A", "G_B"], None),  # no discriminator: not one GAN's two sides
+    (["D_A", "G_A"], None),  # one generator term: it is the objective
+])
+def test_a_gans_generator_objective_printed_in_terms_is_their_sum(tags, parts):
+    assert loss_sums(tags) == ({f"loss (sum of {', '.join(parts)})": parts} if parts else {})
+
+
+@pytest.mark.needs_shared
+def test_a_cyclegan_loss_log_gets_the_generators_objective_per_line():
+    import re
+
+    from ingest.console import read_console
+
+    frame = points(read_console(CYCLEGAN_LOG, 0))
+    [total] = [t for t in frame["tag"].unique().to_list() if t.startswith("loss (sum of G_A")]
+    assert role_of(total).role == "train_loss" and role_of(total).canonical  # the run's loss, not D_A
+    want = []
+    for line in CYCLEGAN_LOG.read_text().splitlines():
+        terms = dict(re.findall(r"(\w+): ([-\d.]+)", line.partition(")")[2]))
+        if terms:
+            want.append(sum(float(terms[k]) for k in ("G_A", "G_B", "cycle_A", "cycle_B", "idt_A", "idt_B")))
+    assert frame.filter(pl.col("tag") == total).sort("position")["value"].to_list() == pytest.approx(want)
+
+
+def test_a_metric_file_at_the_runs_root_beside_one_in_a_folder_keeps_its_name(tmp_path):
+    run = tmp_path / "run"
+    (run / "val").mkdir(parents=True)
+    np.savetxt(run / "train_loss", [0.9, 0.5, 0.3])
+    np.savetxt(run / "val" / "val_loss", [1.0, 0.8, 0.7])
+    assert _stored_names(run, tmp_path) == {"train_loss": ("train_loss", "train"),
+                                            "val/val_loss": ("val_loss", "val")}
