@@ -81,6 +81,7 @@ METRIC_WORDS = re.compile(
 RATE_UNITS = (r"(?:ms|s|sec)/(?:it|iter|step|batch)"
               r"|(?:it|iter|iters|samples|tokens|img|imgs|images|ex|examples)/s(?:ec)?")
 CHUNK_BYTES = 8 << 20
+EPOCH_TAG = "epoch"  # the series an ordinal record's epoch counter is kept as
 MAX_LINES_LISTED = 10
 MAX_SAMPLE_CHARS = 160
 
@@ -165,9 +166,11 @@ PATTERNS: list[LinePattern] = [
                 "bsz=18, num_updates=431, lr=0.05, gnorm=11.481, clip=100%, oom=0",
                 {"step": 431, "epoch": 1, "loss": 9.997, "nll_loss": 9.997, "ppl": 1021.81,
                  "wps": 1340, "ups": 3.0, "wpb": 442, "bsz": 18, "lr": 0.05, "gnorm": 11.481, "clip": 100, "oom": 0}),
-    LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b"),
+    # A counter's word as a progress bar's description (`Step: 100%|███| 1827/1827`) is no counter: the number is the
+    # bar's percentage, the same on every bar's end (the bar's own `n/total` is its batch, `tqdm_bar`).
+    LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*%)"),
                 "Iteration 20 (1.97443 iter/s, 5.06474s/10 iter), loss = nan", {"step": 20, "loss": float("nan")}),
-    LinePattern("iter", "counter", _p(r"\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d)"),
+    LinePattern("iter", "counter", _p(r"\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d|\s*%)"),
                 "Iter 25: Train loss 1.593, Learning Rate 7.000e-05, It/sec 0.999, Tokens/sec 387.697",
                 {"step": 25, "Train loss": 1.593, "Learning Rate": 7e-05, "It/sec": 0.999, "Tokens/sec": 387.697}),
     # `Epoch [e/E], Step [s/N]` (the PyTorch tutorials' loop): the step within the epoch, so its batch.
@@ -176,7 +179,7 @@ PATTERNS: list[LinePattern] = [
     # tqdm-style `it N |`, `It 300:` (an iteration's short name before a separator): the step, not a metric `it`.
     LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[|,:\]]|\s{2,}|\s*$)"),
                 "epoch 2 it 300 | loss 0.3", {"epoch": 2, "step": 300, "loss": 0.3}),
-    LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d)"),
+    LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
     # A loop's index printed as `idx: N` (`print(f"idx: {i}loss: {loss}")`): the step.
@@ -210,10 +213,15 @@ PATTERNS: list[LinePattern] = [
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
     LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*[:\[]?\s*(?P<epoch>\d+)\s*/\s*\d+\]?", re.I),
                 "Epoch 3/10 - loss: 0.52 - accuracy: 0.81", {"epoch": 3, "loss": 0.52, "accuracy": 0.81}),
-    LinePattern("epoch", "counter", _p(r"\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.])"),
+    LinePattern("epoch", "counter", _p(r"\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
-    LinePattern("batch", "counter", _p(r"\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.])"),
+    LinePattern("batch", "counter", _p(r"\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.]|\s*%)"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
+    # A count of batches before its word (word_language_model's `|   200/ 2983 batches |`): the batch. Without it, two
+    # records of the same values (a loss that stays nan) differ only before their metrics, as another rank's copy would.
+    LinePattern("batches_of", "counter", _p(r"\b(?P<batch>\d+)\s*/\s*\d+\s+(?:batches|Batches)\b"),
+                "| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.61 | loss   nan | ppl      nan",
+                {"epoch": 1, "batch": 200, "lr": 20.0, "ms/batch": 11.61, "loss": float("nan"), "ppl": float("nan")}),
     # Keras' progress bar: `N/M [=====>....] - ETA: ... - loss: X` (its epoch is on the `Epoch e/E` line above).
     LinePattern("keras_bar", "counter", _p(r"^\s*(?P<batch>\d+)/\d+\s*\[[=>.]*\]"),
                 "50000/50000 [==============================] - 678s - loss: 1.7646 - acc: 0.3460 - val_loss: 1.3379",
@@ -291,7 +299,7 @@ PATTERNS: list[LinePattern] = [
         rf"(?<![\w.:/'\"-])(?P<key>(?!(?:cuda|cpu|gpu|npu|xpu|mps|localhost|port|rank)\b)"
         rf"(?:[A-Za-z][A-Za-z0-9]* ){{0,3}}[A-Za-z_][\w./@#-]*)"
         r"(?<!\.[A-Za-z])(?<!\.[A-Za-z]{2})(?<!\.[A-Za-z]{3})(?<!\.[A-Za-z]{4}):"  # not a source file's line
-        rf"(?P<value>{NUM})(?:ms|s|%)?(?![\w.'\":]|/\d)", re.I),
+        rf"(?P<value>{NUM})(?:ms|s|%|[KMGT]i?B)?(?![\w.'\":]|/\d)", re.I),
         "step:1/20000 train_loss:6.9319 train_time:132ms step_avg:131.94ms",
         {"step": 1, "train_loss": 6.9319, "train_time": 132, "step_avg": 131.94}),
     # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`).
@@ -315,10 +323,13 @@ PHRASE = re.compile(
 _PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
               r"(?P<unit>%|ms\b|s\b)?(?P<unit2>)")
 _PAIR_IN_RUN = re.compile(_PAIR_TEXT)
+_LABEL_END = re.compile(r":\s+(?=[A-Za-z])")
 _PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}$")
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
-_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?:(?<=[A-Za-z])|(?<=@\d))\s{2,}(?=[-+]?\.?\d)")  # `Acc@1   0.39`
+# The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`).
+_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?:(?<=[A-Za-z])|(?<=@\d))\s{2,}"
+                             r"(?=[-+]?\.?\d|[-+]?(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)(?![\w.]))")  # `Acc@1   0.39`
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LOOKS_LIKE_METRIC = re.compile(
     rf"(?:{METRIC_WORDS.pattern})\w*\W{{0,4}}(?:{NUM})|(?:{NUM})\W{{0,3}}(?:{METRIC_WORDS.pattern})", re.I)
@@ -514,6 +525,7 @@ def _trace(text: str) -> _Shape:
     for pattern in _IGNORED:
         for match in list(pattern.regex.finditer(text)):
             text = _blank(text, match.span(), blanked)
+    unignored = text  # what may look like a metric: not a settings dump's names and values
     counters: dict[str, tuple[int, int]] = {}
     metrics: list[tuple[int, int, int, int, str | None]] = []
     exact = True
@@ -592,6 +604,14 @@ def _trace(text: str) -> _Shape:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         found = PHRASE.match(clause)
+        if not found and ": " in clause:
+            # `Train: loss: 0.3`, `GPU /physical_device:GPU:0: current: 0.18`: a label before the pair, ending in a colon
+            # (the label is the text before the pair: `_quantity_labelled`).
+            for cut in _LABEL_END.finditer(clause):
+                found = PHRASE.match(clause[cut.end():])
+                if found:
+                    clause, offset = clause[cut.end():], offset + cut.end()
+                    break
         # `Train Acc 10.144 Train Loss 2.315`: a clause of several `Words value` pairs, one after the other.
         pairs = [found] if found else list(_PAIR_IN_RUN.finditer(clause)) if _PAIR_RUN.match(clause) else []
         for found in pairs:
@@ -614,10 +634,15 @@ def _trace(text: str) -> _Shape:
                     taken.append("phrase")
             else:
                 loose.append((*spans, tag))
+    if metrics or loose:
+        labelled = _quantity_labelled(line, text, metrics + loose)
+        if labelled is not None:
+            metrics, loose = labelled, []
+            taken.append("quantity_label")
     if (metrics or loose) and _GROUP_LABEL.search(line):
         metrics, loose = _grouped(line, metrics), _grouped(line, loose)
         exact = exact and not any(key is not None and any(c.isdigit() for c in key) for *_, key in metrics + loose)
-    looks = not metrics and LOOKS_LIKE_METRIC.search(line) is not None
+    looks = not metrics and LOOKS_LIKE_METRIC.search(unignored) is not None
     record = 2 * covered >= sum(not c.isspace() for c in line)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
                   tuple(loose) if record else (), tuple(taken), prefix)
@@ -629,6 +654,36 @@ def _trace(text: str) -> _Shape:
 _GROUP_LABEL = re.compile(r"\b(?P<label>[A-Za-z_]*?(?:[Ll]oss(?:es)?|LOSS(?:ES)?))\s*(?::\s*(?!(?i:nan|inf))(?=[A-Za-z'\"\[{(])|(?=[\[{(]))")
 _GROUP_END = re.compile(r"[\]})]|$")
 _OWN_NAMES = re.compile(r"(?i)recall|precision|acc|f1|map|ap\b|iou|lr|time|speed|eta|mem")
+
+
+# Values listed under a label that names their quantity (`Memory info of GPU /physical_device:GPU:0: current: 0.18, peak:
+# 2.55`, `GPU memory: allocated: 1.2, reserved: 3.4`): each value whose own name says nothing (`current`, `peak`,
+# `available`) is that quantity's (`Memory info of GPU current`), and counts without a counter or a metric word. The
+# label is the text before the line's first pair, ending in a colon; its words are kept, a device's path or index
+# (`/physical_device:GPU:0`, `cuda:0`) and counters (blanked by then) dropped. Memory only: the quantity a label
+# names over values that say nothing of themselves in the logs met.
+_LABEL_WORD = re.compile(r"[A-Za-z][A-Za-z_-]*")
+MAX_LABEL_WORDS = 6
+
+
+def _quantity_labelled(line: str, text: str, parts: list[tuple[int, int, int, int, str | None]]) -> list[
+        tuple[int, int, int, int, str | None]] | None:
+    head = text[:min(ks for ks, *_ in parts)].rsplit("\x00", 1)[-1].rstrip()
+    if not head.endswith(":"):
+        return None
+    kept = [w for w in (t.rstrip(":") for t in head.split()) if _LABEL_WORD.fullmatch(w)]
+    if not kept or len(kept) > MAX_LABEL_WORDS:
+        return None
+    label = " ".join(kept)
+    if role_of(label).role != "memory":
+        return None
+    out = []
+    for ks, ke, vs, ve, key in sorted(parts):
+        name = line[ks:ke]
+        if role_of(name).role == "other" and not any(c.isdigit() for c in name):
+            key = f"{label} {name}"
+        out.append((ks, ke, vs, ve, key))
+    return out
 
 
 def _grouped(line: str, parts: list[tuple[int, int, int, int, str | None]]) -> list[tuple[int, int, int, int, str | None]]:
@@ -796,9 +851,9 @@ _CANDIDATE = "|".join([
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
-# but a letter or `_` is let through, and n, N, i, I.
+# but a letter or `_` is let through, and n, N, i, I. `mem`: values under a label naming memory (`_quantity_labelled`).
 _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy"
-                r"|cost|objective|nll|xent|energy)"
+                r"|cost|objective|nll|xent|energy|mem)"
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
 _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
@@ -922,6 +977,7 @@ class _State:
     # The epoch of the last line that printed an epoch and nothing else (`Epoch 3/10` above Keras' bar,
     # `epoch 3` above `loss: 0.52`): the epoch of the record lines under it that print none of their own.
     header_epoch: int | None = None
+    epoch_kept: bool = True  # whether `header_epoch` went into the `epoch` series already (once per `epoch N` line)
     taken: dict[str, int] = field(default_factory=dict)  # lines each pattern took parts of (`-v`)
     start: int = 0  # the byte this read began at
     recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
@@ -1011,7 +1067,7 @@ class _State:
                 if step is not None:
                     self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
-                    self.header_epoch = epoch
+                    self.header_epoch, self.epoch_kept = epoch, False
                 continue
             if epoch is not None:
                 self.header_epoch = None  # this log prints the epoch on its record lines
@@ -1025,6 +1081,13 @@ class _State:
             if self.copied_record(metrics, (None if is_ordinal else step, epoch, self.header_epoch, batch), text,
                                   wall_time):
                 continue
+            if is_ordinal and epoch is None and batch is None and self.header_epoch is not None \
+                    and not self.epoch_kept and EPOCH_TAG not in metrics:
+                # Records that print no counter under an `epoch N` line of its own are ordered by their lines alone;
+                # that epoch is the only counter they have, so it is kept as a series too: an epoch that falls back
+                # (a resume from a checkpoint, the records of epochs already logged printed again) shows.
+                metrics = {**metrics, EPOCH_TAG: float(self.header_epoch)}
+                self.epoch_kept = True  # once per `epoch N` line, with the first record under it
             tags.extend(metrics)
             values.extend(metrics.values())
             counts.append(len(metrics))
