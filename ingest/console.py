@@ -222,6 +222,11 @@ PATTERNS: list[LinePattern] = [
     LinePattern("batches_of", "counter", _p(r"\b(?P<batch>\d+)\s*/\s*\d+\s+(?:batches|Batches)\b"),
                 "| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.61 | loss   nan | ppl      nan",
                 {"epoch": 1, "batch": 200, "lr": 20.0, "ms/batch": 11.61, "loss": float("nan"), "ppl": float("nan")}),
+    # A count of epochs or steps done, after the word that says so (Torch7 scripts' `Loss after 1 epochs: 0.034`,
+    # `loss after 500 steps: 0.2`): the counter, not the loss (`key_at_counter_is` reads the value after it).
+    LinePattern("after_n", "counter", _p(
+        r"(?<=\bafter )(?:(?P<epoch>\d+)\s+(?i:epochs?)|(?P<step>\d+)\s+(?i:steps?|iterations?|iters?))\b"),
+        "Loss after 1 epochs: 0.034\t", {"epoch": 1, "Loss": 0.034}),
     # Keras' progress bar: `N/M [=====>....] - ETA: ... - loss: X` (its epoch is on the `Epoch e/E` line above).
     LinePattern("keras_bar", "counter", _p(r"^\s*(?P<batch>\d+)/\d+\s*\[[=>.]*\]"),
                 "50000/50000 [==============================] - 678s - loss: 1.7646 - acc: 0.3460 - val_loss: 1.3379",
@@ -812,7 +817,15 @@ def _stem_tag(path: Path) -> str | None:
     return stem if role_of(stem).role != "other" else None
 
 
+# Encodings a text log is written in besides UTF-8 (a Chinese Windows console's GBK, which GB18030 extends): text in
+# one of them is a log's text, whose ASCII (its names and values) reads as it is.
+LEGACY_ENCODINGS = ("gb18030",)
+
+
 def _is_binary(head: bytes) -> bool:
+    # A run of NULs at the start is a hole, not data: a log truncated while its writer kept its offset (`> log` on a
+    # running job) restarts with the zeros up to that offset; the text after them is judged.
+    head = head.lstrip(b"\x00")
     if not head:
         return False
     if b"\x00" in head:
@@ -822,7 +835,18 @@ def _is_binary(head: bytes) -> bool:
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4:  # not just a character cut at the 4 KiB boundary
             control = sum(b < 9 or 13 < b < 32 for b in head)
-            return control > len(head) // 20 or _undecodable_share(head) > 0.3
+            return control > len(head) // 20 or _undecodable_share(head) > 0.3 and not _legacy_text(head)
+    return False
+
+
+def _legacy_text(head: bytes) -> bool:
+    """Whether `head` is text in one of `LEGACY_ENCODINGS` (a character cut at its end allowed)."""
+    for encoding in LEGACY_ENCODINGS:
+        try:
+            head[:-4].decode(encoding)
+            return True
+        except UnicodeDecodeError:
+            continue
     return False
 
 

@@ -400,3 +400,36 @@ def test_a_real_resumed_log_keeps_both_segments():
     back = [i for i in range(1, len(epochs)) if epochs[i] < epochs[i - 1]]
     assert len(epochs) == 300 and len(back) == 1 and (epochs[back[0] - 1], epochs[back[0]]) == (100, 71)
     assert frame.filter(pl.col("tag") == "loss")["value"][0] == 6.608444
+
+
+def test_a_log_written_in_gbk_is_text(tmp_path):
+    log = tmp_path / "train_log.txt"
+    with log.open("w", encoding="gbk", newline="\r\n") as f:
+        print("训练开始，模型结构如下：" * 40, file=f)  # a Chinese console's banner: most of the head is not UTF-8
+        for i in range(1, 21):
+            print(f"2021-09-03 19:05:{i:02d} | INFO | 训练器 - epoch: 1/300, iter: {i}/47, total_loss: {10.7 - i / 10:.1f}",
+                  file=f)
+    assert sniff_console(sample(log), log.name)
+    loss = _frame(log).filter(pl.col("tag") == "total_loss")
+    assert loss.height == 20 and loss["value"][0] == 10.6 and loss["value"][-1] == 8.7
+
+
+def test_a_log_after_a_run_of_nuls_is_read(tmp_path):
+    # `> train.log` while the job still writes at its old offset: the file restarts with zeros up to that offset.
+    log = tmp_path / "training.log"
+    with log.open("wb") as f:
+        f.write(b"\x00" * 11_000)
+        for step in range(710, 810, 10):
+            f.write(f"step {step} | loss {4.37 - step / 1e4:.4f} | lr 3e-4\r\n\r\n".encode())
+    loss = _frame(log).filter(pl.col("tag") == "loss")
+    assert loss["step"].to_list() == list(range(710, 810, 10)) and loss["value"][0] == 4.299
+    assert C._is_binary(b"\x00" * 100 + b"\x00\x01\x02" * 2000)  # zeros inside the data are still binary
+
+
+def test_a_count_of_epochs_after_its_word_is_the_epoch(tmp_path):
+    log = tmp_path / "cnn_output.log"
+    with log.open("w") as f:
+        for epoch in range(1, 4):
+            print(f"MRR : {0.6 + epoch / 100:.3f}\t\nLoss after {epoch} epochs: {0.04 - epoch / 100:.3f}\t", file=f)
+    loss = _frame(log).filter(pl.col("tag") == "Loss")
+    assert loss["value"].to_list() == [0.03, 0.02, 0.01] and loss["epoch"].to_list() == [1, 2, 3]
