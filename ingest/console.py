@@ -21,7 +21,9 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
 Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
 `TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`). After them, values inside a
-group labelled as losses are its parts (`[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`).
+group labelled as losses are its parts (`[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`), and values
+listed after a label that names memory and ends in a colon are that memory's (`Memory info of GPU /physical_device:GPU:0:
+current: 0.18, peak: 2.55`: `Memory info of GPU current`, `... peak`), counter or not.
 
 Beside the line passes (`_State.tabled`): a row of values under a header row printed earlier with as many fields
 (apart by tabs, runs of spaces or `|`) takes its names from the header (`Epoch  gpu_mem  box  obj`, a TSV with
@@ -39,6 +41,8 @@ line that printed that counter: then it is a record of its own, not that line's 
 `{'loss': ..., 'grad_norm': ...}` lines, one of them annotated `(step 4)` by hand). Otherwise (epoch/batch only, or
 nothing) step = the line's ordinal: its 0-based index among the file's line segments, counting `\\r`
 (tqdm's in-place updates) as a line break, so it stays stable when a later ingest resumes; `ordinal=True`.
+Records that print no counter under an `epoch N` line of its own also keep that epoch as a series `epoch` (one point,
+with the first record under the line), so an epoch that falls back in write order (a resume) is seen.
 
 Times: ISO `2024-03-26 10:00:00[,.]fff[+zz:zz]` is UTC unless it carries an offset (the writer's zone
 is unknown). Stamps without a year or date (glog `I0822 20:54:57.256644`, `[10:00:00]`) take the date
@@ -48,7 +52,8 @@ Issue(kind="assumed_date") says so. A time-of-day going backwards moves the assu
 
 Lines that look like metrics (a number next to a metric-like word) but gave none are counted: one
 Issue(kind="unmatched_lines") per read with the count, the first line numbers and the first such line. Binary
-junk gives one Issue(kind="not_this_format"). The file is append-only: `start` is a byte offset, and only
+junk gives one Issue(kind="not_this_format"); text in GBK (GB18030) is not junk, nor is a run of NULs at a file's start
+(a log truncated while its writer kept its offset): the text after it is read. The file is append-only: `start` is a byte offset, and only
 complete lines (ending in `\\n` or `\\r`) are read; a partial last line waits for the next ingest, unless the
 file has not changed for `IDLE_SECONDS` (a finished run's last print, never ended). A CSV under a log's name
 (Keras's `CSVLogger('training.log')`) is read by the CSV reader.
