@@ -451,8 +451,21 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     elif text is line:
         looks = shape.looks
     else:  # the check reads the line as written, escape codes and all
-        looks = LOOKS_LIKE_METRIC.search(line) is not None
+        looks = _looks_like_metric(line)
     return metrics, counters, time, shape.time_kind, looks, patterns
+
+
+def _looks_like_metric(line: str) -> bool:
+    """LOOKS_LIKE_METRIC outside the line's time and the spans the table ignores (a settings dump is no unread metric)."""
+    for pattern in _TIME:
+        match = pattern.regex.search(line)
+        if match:
+            line = _blank(line, match.span())
+            break
+    for pattern in _IGNORED:
+        for match in list(pattern.regex.finditer(line)):
+            line = _blank(line, match.span())
+    return LOOKS_LIKE_METRIC.search(line) is not None
 
 
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element

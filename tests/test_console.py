@@ -550,7 +550,7 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
 
 def _looks(line: str) -> bool:
     """LOOKS_LIKE_METRIC outside the line's time and what the table ignores (a settings dump is no unread metric)."""
-    text = C.ANSI.sub("", line)
+    text = line
     for pattern in C._TIME:
         match = pattern.regex.search(text)
         if match:
