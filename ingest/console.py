@@ -21,7 +21,9 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
 Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
 `TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`). After them, values inside a
-group labelled as losses are its parts (`[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`).
+group labelled as losses are its parts (`[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`), and values
+listed after a label that names memory and ends in a colon are that memory's (`Memory info of GPU /physical_device:GPU:0:
+current: 0.18, peak: 2.55`: `Memory info of GPU current`, `... peak`), counter or not.
 
 Beside the line passes (`_State.tabled`): a row of values under a header row printed earlier with as many fields
 (apart by tabs, runs of spaces or `|`) takes its names from the header (`Epoch  gpu_mem  box  obj`, a TSV with
@@ -39,6 +41,8 @@ line that printed that counter: then it is a record of its own, not that line's 
 `{'loss': ..., 'grad_norm': ...}` lines, one of them annotated `(step 4)` by hand). Otherwise (epoch/batch only, or
 nothing) step = the line's ordinal: its 0-based index among the file's line segments, counting `\\r`
 (tqdm's in-place updates) as a line break, so it stays stable when a later ingest resumes; `ordinal=True`.
+Records that print no counter under an `epoch N` line of its own also keep that epoch as a series `epoch` (one point,
+with the first record under the line), so an epoch that falls back in write order (a resume) is seen.
 
 Times: ISO `2024-03-26 10:00:00[,.]fff[+zz:zz]` is UTC unless it carries an offset (the writer's zone
 is unknown). Stamps without a year or date (glog `I0822 20:54:57.256644`, `[10:00:00]`) take the date
@@ -48,7 +52,8 @@ Issue(kind="assumed_date") says so. A time-of-day going backwards moves the assu
 
 Lines that look like metrics (a number next to a metric-like word) but gave none are counted: one
 Issue(kind="unmatched_lines") per read with the count, the first line numbers and the first such line. Binary
-junk gives one Issue(kind="not_this_format"). The file is append-only: `start` is a byte offset, and only
+junk gives one Issue(kind="not_this_format"); text in GBK (GB18030) is not junk, nor is a run of NULs at a file's start
+(a log truncated while its writer kept its offset): the text after it is read. The file is append-only: `start` is a byte offset, and only
 complete lines (ending in `\\n` or `\\r`) are read; a partial last line waits for the next ingest, unless the
 file has not changed for `IDLE_SECONDS` (a finished run's last print, never ended). A CSV under a log's name
 (Keras's `CSVLogger('training.log')`) is read by the CSV reader.
@@ -82,6 +87,7 @@ METRIC_WORDS = re.compile(
 RATE_UNITS = (r"(?:ms|s|sec)/(?:it|iter|step|batch)"
               r"|(?:it|iter|iters|samples|tokens|img|imgs|images|ex|examples)/s(?:ec)?")
 CHUNK_BYTES = 8 << 20
+EPOCH_TAG = "epoch"  # the series an ordinal record's epoch counter is kept as
 MAX_LINES_LISTED = 10
 MAX_SAMPLE_CHARS = 160
 
@@ -166,9 +172,11 @@ PATTERNS: list[LinePattern] = [
                 "bsz=18, num_updates=431, lr=0.05, gnorm=11.481, clip=100%, oom=0",
                 {"step": 431, "epoch": 1, "loss": 9.997, "nll_loss": 9.997, "ppl": 1021.81,
                  "wps": 1340, "ups": 3.0, "wpb": 442, "bsz": 18, "lr": 0.05, "gnorm": 11.481, "clip": 100, "oom": 0}),
-    LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b"),
+    # A counter's word as a progress bar's description (`Step: 100%|███| 1827/1827`) is no counter: the number is the
+    # bar's percentage, the same on every bar's end (the bar's own `n/total` is its batch, `tqdm_bar`).
+    LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*%)"),
                 "Iteration 20 (1.97443 iter/s, 5.06474s/10 iter), loss = nan", {"step": 20, "loss": float("nan")}),
-    LinePattern("iter", "counter", _p(r"\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d)"),
+    LinePattern("iter", "counter", _p(r"\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d|\s*%)"),
                 "Iter 25: Train loss 1.593, Learning Rate 7.000e-05, It/sec 0.999, Tokens/sec 387.697",
                 {"step": 25, "Train loss": 1.593, "Learning Rate": 7e-05, "It/sec": 0.999, "Tokens/sec": 387.697}),
     # `Epoch [e/E], Step [s/N]` (the PyTorch tutorials' loop): the step within the epoch, so its batch.
@@ -177,7 +185,7 @@ PATTERNS: list[LinePattern] = [
     # tqdm-style `it N |`, `It 300:` (an iteration's short name before a separator): the step, not a metric `it`.
     LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[|,:\]]|\s{2,}|\s*$)"),
                 "epoch 2 it 300 | loss 0.3", {"epoch": 2, "step": 300, "loss": 0.3}),
-    LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d)"),
+    LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
     # A loop's index printed as `idx: N` (`print(f"idx: {i}loss: {loss}")`): the step.
@@ -211,10 +219,20 @@ PATTERNS: list[LinePattern] = [
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
     LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*[:\[]?\s*(?P<epoch>\d+)\s*/\s*\d+\]?", re.I),
                 "Epoch 3/10 - loss: 0.52 - accuracy: 0.81", {"epoch": 3, "loss": 0.52, "accuracy": 0.81}),
-    LinePattern("epoch", "counter", _p(r"\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.])"),
+    LinePattern("epoch", "counter", _p(r"\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
-    LinePattern("batch", "counter", _p(r"\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.])"),
+    LinePattern("batch", "counter", _p(r"\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.]|\s*%)"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
+    # A count of batches before its word (word_language_model's `|   200/ 2983 batches |`): the batch. Without it, two
+    # records of the same values (a loss that stays nan) differ only before their metrics, as another rank's copy would.
+    LinePattern("batches_of", "counter", _p(r"\b(?P<batch>\d+)\s*/\s*\d+\s+(?:batches|Batches)\b"),
+                "| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.61 | loss   nan | ppl      nan",
+                {"epoch": 1, "batch": 200, "lr": 20.0, "ms/batch": 11.61, "loss": float("nan"), "ppl": float("nan")}),
+    # A count of epochs or steps done, after the word that says so (Torch7 scripts' `Loss after 1 epochs: 0.034`,
+    # `loss after 500 steps: 0.2`): the counter, not the loss (`key_at_counter_is` reads the value after it).
+    LinePattern("after_n", "counter", _p(
+        r"(?<=\bafter )(?:(?P<epoch>\d+)\s+(?i:epochs?)|(?P<step>\d+)\s+(?i:steps?|iterations?|iters?))\b"),
+        "Loss after 1 epochs: 0.034\t", {"epoch": 1, "Loss": 0.034}),
     # Keras' progress bar: `N/M [=====>....] - ETA: ... - loss: X` (its epoch is on the `Epoch e/E` line above).
     LinePattern("keras_bar", "counter", _p(r"^\s*(?P<batch>\d+)/\d+\s*\[[=>.]*\]"),
                 "50000/50000 [==============================] - 678s - loss: 1.7646 - acc: 0.3460 - val_loss: 1.3379",
@@ -292,7 +310,7 @@ PATTERNS: list[LinePattern] = [
         rf"(?<![\w.:/'\"-])(?P<key>(?!(?:cuda|cpu|gpu|npu|xpu|mps|localhost|port|rank)\b)"
         rf"(?:[A-Za-z][A-Za-z0-9]* ){{0,3}}[A-Za-z_][\w./@#-]*)"
         r"(?<!\.[A-Za-z])(?<!\.[A-Za-z]{2})(?<!\.[A-Za-z]{3})(?<!\.[A-Za-z]{4}):"  # not a source file's line
-        rf"(?P<value>{NUM})(?:ms|s|%)?(?![\w.'\":]|/\d)", re.I),
+        rf"(?P<value>{NUM})(?:ms|s|%|[KMGT]i?B)?(?![\w.'\":]|/\d)", re.I),
         "step:1/20000 train_loss:6.9319 train_time:132ms step_avg:131.94ms",
         {"step": 1, "train_loss": 6.9319, "train_time": 132, "step_avg": 131.94}),
     # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`).
@@ -316,10 +334,13 @@ PHRASE = re.compile(
 _PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
               r"(?P<unit>%|ms\b|s\b)?(?P<unit2>)")
 _PAIR_IN_RUN = re.compile(_PAIR_TEXT)
+_LABEL_END = re.compile(r":\s+(?=[A-Za-z])")
 _PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}$")
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
-_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?:(?<=[A-Za-z])|(?<=@\d))\s{2,}(?=[-+]?\.?\d)")  # `Acc@1   0.39`
+# The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`).
+_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?:(?<=[A-Za-z])|(?<=@\d))\s{2,}"
+                             r"(?=[-+]?\.?\d|[-+]?(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)(?![\w.]))")  # `Acc@1   0.39`
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LOOKS_LIKE_METRIC = re.compile(
     rf"(?:{METRIC_WORDS.pattern})\w*\W{{0,4}}(?:{NUM})|(?:{NUM})\W{{0,3}}(?:{METRIC_WORDS.pattern})", re.I)
@@ -431,8 +452,21 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     elif text is line:
         looks = shape.looks
     else:  # the check reads the line as written, escape codes and all
-        looks = LOOKS_LIKE_METRIC.search(line) is not None
+        looks = _looks_like_metric(line)
     return metrics, counters, time, shape.time_kind, looks, patterns
+
+
+def _looks_like_metric(line: str) -> bool:
+    """LOOKS_LIKE_METRIC outside the line's time and the spans the table ignores (a settings dump is no unread metric)."""
+    for pattern in _TIME:
+        match = pattern.regex.search(line)
+        if match:
+            line = _blank(line, match.span())
+            break
+    for pattern in _IGNORED:
+        for match in list(pattern.regex.finditer(line)):
+            line = _blank(line, match.span())
+    return LOOKS_LIKE_METRIC.search(line) is not None
 
 
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
@@ -515,6 +549,7 @@ def _trace(text: str) -> _Shape:
     for pattern in _IGNORED:
         for match in list(pattern.regex.finditer(text)):
             text = _blank(text, match.span(), blanked)
+    unignored = text  # what may look like a metric: not a settings dump's names and values
     counters: dict[str, tuple[int, int]] = {}
     metrics: list[tuple[int, int, int, int, str | None]] = []
     exact = True
@@ -593,6 +628,14 @@ def _trace(text: str) -> _Shape:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         found = PHRASE.match(clause)
+        if not found and ": " in clause:
+            # `Train: loss: 0.3`, `GPU /physical_device:GPU:0: current: 0.18`: a label before the pair, ending in a colon
+            # (the label is the text before the pair: `_quantity_labelled`).
+            for cut in _LABEL_END.finditer(clause):
+                found = PHRASE.match(clause[cut.end():])
+                if found:
+                    clause, offset = clause[cut.end():], offset + cut.end()
+                    break
         # `Train Acc 10.144 Train Loss 2.315`: a clause of several `Words value` pairs, one after the other.
         pairs = [found] if found else list(_PAIR_IN_RUN.finditer(clause)) if _PAIR_RUN.match(clause) else []
         for found in pairs:
@@ -615,10 +658,15 @@ def _trace(text: str) -> _Shape:
                     taken.append("phrase")
             else:
                 loose.append((*spans, tag))
+    if metrics or loose:
+        labelled = _quantity_labelled(line, text, metrics + loose)
+        if labelled is not None:
+            metrics, loose = labelled, []
+            taken.append("quantity_label")
     if (metrics or loose) and _GROUP_LABEL.search(line):
         metrics, loose = _grouped(line, metrics), _grouped(line, loose)
         exact = exact and not any(key is not None and any(c.isdigit() for c in key) for *_, key in metrics + loose)
-    looks = not metrics and LOOKS_LIKE_METRIC.search(line) is not None
+    looks = not metrics and LOOKS_LIKE_METRIC.search(unignored) is not None
     record = 2 * covered >= sum(not c.isspace() for c in line)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
                   tuple(loose) if record else (), tuple(taken), prefix)
@@ -630,6 +678,36 @@ def _trace(text: str) -> _Shape:
 _GROUP_LABEL = re.compile(r"\b(?P<label>[A-Za-z_]*?(?:[Ll]oss(?:es)?|LOSS(?:ES)?))\s*(?::\s*(?!(?i:nan|inf))(?=[A-Za-z'\"\[{(])|(?=[\[{(]))")
 _GROUP_END = re.compile(r"[\]})]|$")
 _OWN_NAMES = re.compile(r"(?i)recall|precision|acc|f1|map|ap\b|iou|lr|time|speed|eta|mem")
+
+
+# Values listed under a label that names their quantity (`Memory info of GPU /physical_device:GPU:0: current: 0.18, peak:
+# 2.55`, `GPU memory: allocated: 1.2, reserved: 3.4`): each value whose own name says nothing (`current`, `peak`,
+# `available`) is that quantity's (`Memory info of GPU current`), and counts without a counter or a metric word. The
+# label is the text before the line's first pair, ending in a colon; its words are kept, a device's path or index
+# (`/physical_device:GPU:0`, `cuda:0`) and counters (blanked by then) dropped. Memory only: the quantity a label
+# names over values that say nothing of themselves in the logs met.
+_LABEL_WORD = re.compile(r"[A-Za-z][A-Za-z_-]*")
+MAX_LABEL_WORDS = 6
+
+
+def _quantity_labelled(line: str, text: str, parts: list[tuple[int, int, int, int, str | None]]) -> list[
+        tuple[int, int, int, int, str | None]] | None:
+    head = text[:min(ks for ks, *_ in parts)].rsplit("\x00", 1)[-1].rstrip()
+    if not head.endswith(":"):
+        return None
+    kept = [w for w in (t.rstrip(":") for t in head.split()) if _LABEL_WORD.fullmatch(w)]
+    if not kept or len(kept) > MAX_LABEL_WORDS:
+        return None
+    label = " ".join(kept)
+    if role_of(label).role != "memory":
+        return None
+    out = []
+    for ks, ke, vs, ve, key in sorted(parts):
+        name = line[ks:ke]
+        if role_of(name).role == "other" and not any(c.isdigit() for c in name):
+            key = f"{label} {name}"
+        out.append((ks, ke, vs, ve, key))
+    return out
 
 
 def _grouped(line: str, parts: list[tuple[int, int, int, int, str | None]]) -> list[tuple[int, int, int, int, str | None]]:
@@ -758,7 +836,15 @@ def _stem_tag(path: Path) -> str | None:
     return stem if role_of(stem).role != "other" else None
 
 
+# Encodings a text log is written in besides UTF-8 (a Chinese Windows console's GBK, which GB18030 extends): text in
+# one of them is a log's text, whose ASCII (its names and values) reads as it is.
+LEGACY_ENCODINGS = ("gb18030",)
+
+
 def _is_binary(head: bytes) -> bool:
+    # A run of NULs at the start is a hole, not data: a log truncated while its writer kept its offset (`> log` on a
+    # running job) restarts with the zeros up to that offset; the text after them is judged.
+    head = head.lstrip(b"\x00")
     if not head:
         return False
     if b"\x00" in head:
@@ -768,7 +854,18 @@ def _is_binary(head: bytes) -> bool:
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4:  # not just a character cut at the 4 KiB boundary
             control = sum(b < 9 or 13 < b < 32 for b in head)
-            return control > len(head) // 20 or _undecodable_share(head) > 0.3
+            return control > len(head) // 20 or _undecodable_share(head) > 0.3 and not _legacy_text(head)
+    return False
+
+
+def _legacy_text(head: bytes) -> bool:
+    """Whether `head` is text in one of `LEGACY_ENCODINGS` (a character cut at its end allowed)."""
+    for encoding in LEGACY_ENCODINGS:
+        try:
+            head[:-4].decode(encoding)
+            return True
+        except UnicodeDecodeError:
+            continue
     return False
 
 
@@ -797,9 +894,9 @@ _CANDIDATE = "|".join([
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
-# but a letter or `_` is let through, and n, N, i, I.
+# but a letter or `_` is let through, and n, N, i, I. `mem`: values under a label naming memory (`_quantity_labelled`).
 _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy"
-                r"|cost|objective|nll|xent|energy)"
+                r"|cost|objective|nll|xent|energy|mem)"
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
 _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
@@ -923,6 +1020,7 @@ class _State:
     # The epoch of the last line that printed an epoch and nothing else (`Epoch 3/10` above Keras' bar,
     # `epoch 3` above `loss: 0.52`): the epoch of the record lines under it that print none of their own.
     header_epoch: int | None = None
+    epoch_kept: bool = True  # whether `header_epoch` went into the `epoch` series already (once per `epoch N` line)
     taken: dict[str, int] = field(default_factory=dict)  # lines each pattern took parts of (`-v`)
     start: int = 0  # the byte this read began at
     recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
@@ -1012,7 +1110,7 @@ class _State:
                 if step is not None:
                     self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
-                    self.header_epoch = epoch
+                    self.header_epoch, self.epoch_kept = epoch, False
                 continue
             if epoch is not None:
                 self.header_epoch = None  # this log prints the epoch on its record lines
@@ -1026,6 +1124,13 @@ class _State:
             if self.copied_record(metrics, (None if is_ordinal else step, epoch, self.header_epoch, batch), text,
                                   wall_time):
                 continue
+            if is_ordinal and epoch is None and batch is None and self.header_epoch is not None \
+                    and not self.epoch_kept and EPOCH_TAG not in metrics:
+                # Records that print no counter under an `epoch N` line of its own are ordered by their lines alone;
+                # that epoch is the only counter they have, so it is kept as a series too: an epoch that falls back
+                # (a resume from a checkpoint, the records of epochs already logged printed again) shows.
+                metrics = {**metrics, EPOCH_TAG: float(self.header_epoch)}
+                self.epoch_kept = True  # once per `epoch N` line, with the first record under it
             tags.extend(metrics)
             values.extend(metrics.values())
             counts.append(len(metrics))

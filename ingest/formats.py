@@ -271,7 +271,7 @@ def sample(path: Path, n: int = SAMPLE_BYTES) -> bytes:
             if size <= 3 * n:
                 return f.read()
             parts = [f.read(n)]
-            if b"\x00" in parts[0][:4096]:
+            if b"\x00" in parts[0].lstrip(b"\x00")[:4096]:  # a leading run of NULs is a truncated log's hole
                 return parts[0]  # binary: no line of it is sampled further
             for at in (size // 2 - n // 2, size - n):
                 f.seek(at)

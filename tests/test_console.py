@@ -486,6 +486,12 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         match = C.PHRASE.match(clause)
+        if match is None and ": " in clause:  # `Train: loss: 0.3`: the pair after a label ending in a colon
+            for cut in re.finditer(r":\s+(?=[A-Za-z])", clause):
+                match = C.PHRASE.match(clause[cut.end():])
+                if match is not None:
+                    clause = clause[cut.end():]
+                    break
         if match is not None:
             pairs = [match]
         elif C._PAIR_RUN.match(clause):  # `Train Acc 10.144 Train Loss 2.315`
@@ -506,6 +512,18 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                 out.metrics.setdefault(tag, float(match["value"]))
             else:
                 loose.append((tag, float(match["value"])))
+    # Values under a label naming memory, ending in a colon, before the first pair (`Memory info of GPU
+    # /physical_device:GPU:0: current: 0.18, peak: 2.55`): `Memory info of GPU current`, with or without a counter.
+    named = {**out.metrics, **dict(loose)}
+    if named:
+        first = min(text.find(t.split(" ")[0]) if t in text or t.split(" ")[0] in text else len(text) for t in named)
+        head = text[:first].rsplit("\x00", 1)[-1].rstrip()
+        kept = [w for w in (t.rstrip(":") for t in head.split()) if re.fullmatch(r"[A-Za-z][A-Za-z_-]*", w)]
+        if head.endswith(":") and 0 < len(kept) <= 6 and C.role_of(" ".join(kept)).role == "memory":
+            label = " ".join(kept)
+            out.metrics = {(f"{label} {t}" if C.role_of(t).role == "other" and not any(c.isdigit() for c in t)
+                            else t): v for t, v in named.items()}
+            loose = []
     # A repeated line's loose pairs count where it holds two pairs or more (`T: 17.6 | B: 3.2`).
     if repeated and loose and len(out.metrics) + len(loose) >= 2 and 2 * covered >= chars:
         for tag, value in loose:
@@ -528,6 +546,20 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         out.metrics = {(t if any(w in C.SPLIT_WORDS for w in C.words(t)) else f"{prefix} {t}"): v
                        for t, v in out.metrics.items()}
     return out
+
+
+def _looks(line: str) -> bool:
+    """LOOKS_LIKE_METRIC outside the line's time and what the table ignores (a settings dump is no unread metric)."""
+    text = line
+    for pattern in C._TIME:
+        match = pattern.regex.search(text)
+        if match:
+            text = C._blank(text, match.span())
+            break
+    for pattern in C._IGNORED:
+        for match in list(pattern.regex.finditer(text)):
+            text = C._blank(text, match.span())
+    return C.LOOKS_LIKE_METRIC.search(text) is not None
 
 
 class _ReferenceState(C._State):
@@ -576,7 +608,7 @@ class _ReferenceState(C._State):
                         cols[col].append(v)
                 continue
             if not parsed.metrics:
-                if C.LOOKS_LIKE_METRIC.search(text):
+                if _looks(text):
                     self.n_unmatched += 1
                     if len(self.unmatched) < C.MAX_LINES_LISTED:
                         self.unmatched.append(line_no)
@@ -585,7 +617,7 @@ class _ReferenceState(C._State):
                 if parsed.step is not None:
                     self.last_step, self.step_tags = parsed.step, frozenset()
                 if parsed.epoch is not None:
-                    self.header_epoch = parsed.epoch
+                    self.header_epoch, self.epoch_kept = parsed.epoch, False
                 continue
             if parsed.epoch is not None:
                 self.header_epoch = None
@@ -600,6 +632,10 @@ class _ReferenceState(C._State):
             if self.copied_record(parsed.metrics, (None if is_ordinal else step, parsed.epoch, self.header_epoch,
                                                    parsed.batch), text, wall_time):
                 continue
+            if is_ordinal and parsed.epoch is None and parsed.batch is None and self.header_epoch is not None \
+                    and not self.epoch_kept and "epoch" not in parsed.metrics:
+                parsed.metrics["epoch"] = float(self.header_epoch)  # once under an `epoch N` line, as a series
+                self.epoch_kept = True
             for tag, value in parsed.metrics.items():
                 cols["tag"].append(tag)
                 cols["step"].append(step)
@@ -779,7 +815,7 @@ def _assert_parses_as_reference(line: str) -> None:
     assert all(_bits(fast.metrics[k]) == _bits(slow.metrics[k]) for k in slow.metrics), line
     assert (fast.step, fast.epoch, fast.batch, fast.time, fast.time_kind) == (
         slow.step, slow.epoch, slow.batch, slow.time, slow.time_kind), line
-    looks = not slow.metrics and bool(C.LOOKS_LIKE_METRIC.search(line))
+    looks = not slow.metrics and _looks(line)
     assert C._parse(line)[4] == looks, line
     # A line the pre-filter drops must give nothing at all.
     one = pl.Series([line])

@@ -39,6 +39,11 @@ SENTENCE = WILD / "c001_dl4j" / "train.log"  # `Score at iteration N is X`, an u
 APPENDED_NANS = WILD / "c033_plainprint" / "loss_log.txt"  # the same `Loss: nan` record on every step
 NO_LOSS_CONFIG_DUMP = WILD / "c024_detectron2" / "output" / "log.txt"  # a config dump's LOSS_WEIGHT: 1.0 only
 NO_LOSS_BEST_VALUES = WILD / "c087_tqdm" / "nohup.log"  # validation only, with a running `min_loss`
+REAL3 = SHARED / "real_runs_3"
+PADDED_NAN = REAL3 / "s40_log" / "model_RNN_RELU_epochs_5.md"  # `| loss   nan | ppl      nan`, a format's width
+MEMORY_LABEL = REAL3 / "s34_log" / "console.log"  # `Memory info of GPU /physical_device:GPU:0: current: 0.18, ...`
+BAR_PER_EPOCH = REAL3 / "s31_log" / "console.log"  # one finished bar an epoch, `Step: 100%|...| 1827/1827`
+EPOCH_FALLS_BACK = REAL3 / "s26_log" / "train_log.txt"  # `epoch N` / `loss: X` / `test accuracy: Y%`, resumed at 71
 
 
 def _frame(path: Path) -> pl.DataFrame:
@@ -306,3 +311,125 @@ def test_counts_with_thousands_separators_are_one_number():
 def test_a_stamps_milliseconds_after_a_comma_are_no_thousands():
     parsed = parse_line("Training: 2023-11-14 22:13:37,195-Speed 2183.40 samples/sec   Loss 1.6935   Global Step: 30")
     assert parsed.time["frac"] == "195" and parsed.metrics["Speed"] == 2183.4 and parsed.step == 30
+
+
+# ------------------------------------------------------------------ padded values, labels, bars, restarts
+
+
+def test_a_non_finite_value_padded_to_its_columns_width(tmp_path):
+    # word_language_model's record: `'| loss {:5.2f} | ppl {:8.2f}'` pads nan to the width, two spaces or more.
+    log = tmp_path / "train.log"
+    with log.open("w") as f:
+        for batch in range(200, 1001, 200):
+            loss = float("nan") if batch > 200 else 5.2
+            print("| epoch {:3d} | {:5d}/{:5d} batches | lr {:02.2f} | ms/batch {:5.2f} | loss {:5.2f} | ppl {:8.2f}"
+                  .format(1, batch, 2983, 20.0, 11.61, loss, math.exp(loss)), file=f)
+    loss = _frame(log).filter(pl.col("tag") == "loss")["value"].to_list()
+    assert loss[0] == 5.2 and len(loss) == 5 and all(math.isnan(v) for v in loss[1:])
+
+
+@pytest.mark.needs_shared
+def test_a_real_log_whose_loss_is_nan_from_its_first_record():
+    loss = _frame(PADDED_NAN).filter(pl.col("tag") == "loss")
+    assert loss.height > 50 and loss["value"].is_nan().all()
+
+
+def test_values_under_a_label_naming_memory_are_memory(tmp_path):
+    log = tmp_path / "train.log"
+    with log.open("w") as f:
+        for i in range(6):
+            print(f"epoch 1/50 - it {i}/100 - loss: {2.4 - i / 100:.3f}", file=f)
+            print(f"GPU memory: allocated: {0.18 + i / 30:.2f}, reserved: {2.55 + i / 30:.2f}", file=f)
+            print(f"Train: loss: {2.4 - i / 100:.3f}", file=f)
+    frame = _frame(log)
+    allocated = frame.filter(pl.col("tag") == "GPU memory allocated")
+    assert allocated.height == 6 and allocated["value"][0] == 0.18 and role_of("GPU memory allocated").role == "memory"
+    assert frame.filter(pl.col("tag") == "loss").height == 12  # `Train: loss: X`: the pair after its label
+
+
+@pytest.mark.needs_shared
+def test_a_real_labelled_memory_report_names_its_quantity():
+    frame = _frame(MEMORY_LABEL)
+    current = frame.filter(pl.col("tag") == "Memory info of GPU current")["value"].to_list()
+    assert current[0] == 0.18 and current[-1] == 0.35 and len(current) == 7
+    assert frame.filter(pl.col("tag") == "Memory info of CPU available")["value"][0] == 190.78
+    assert {role_of(t).role for t in frame["tag"].unique() if t.startswith("Memory info")} == {"memory"}
+
+
+def test_a_bar_whose_description_names_a_counter_is_one_record_per_epoch(tmp_path):
+    from tqdm import tqdm
+
+    log = tmp_path / "console.log"
+    with log.open("w") as f:
+        for epoch in range(3):
+            bar = tqdm(range(20), file=f, desc=f"Epoch [{epoch:03d}/210] | Loss {0.003 - epoch / 1e4:.4f} | "
+                       f"LR {0.0:.8f} | Step", mininterval=1e9)
+            for _ in bar:
+                pass
+            bar.close()
+            f.write("\n")
+    frame = _frame(log)
+    lr, loss = frame.filter(pl.col("tag") == "LR"), frame.filter(pl.col("tag") == "Loss")
+    assert lr["value"].to_list()[-3:] == [0.0, 0.0, 0.0] and loss["step"].n_unique() == loss.height
+    assert loss["value"][-1] == 0.0028 and loss["epoch"][-1] == 2
+
+
+@pytest.mark.needs_shared
+def test_a_real_bar_per_epoch_gives_a_point_per_epoch():
+    frame = _frame(BAR_PER_EPOCH)
+    for tag, values in (("Loss", [0.0029, 0.0037]), ("LR", [0.0, 0.0])):
+        points = frame.filter(pl.col("tag") == tag)
+        assert points["value"].to_list() == values and points["epoch"].to_list() == [0, 1]
+
+
+def test_an_epoch_counter_that_falls_back_is_kept_in_write_order(tmp_path):
+    log = tmp_path / "train_log.txt"
+    with log.open("w") as f:
+        for epoch in [*range(1, 6), *range(3, 8)]:  # resumed from epoch 2's checkpoint
+            print(f"epoch {epoch:3d}\nloss: {1 / epoch:.6f}\ntest accuracy: {epoch:.2f}%", file=f)
+    frame = _frame(log)
+    epochs = frame.filter(pl.col("tag") == "epoch").sort("position")["value"].to_list()
+    assert epochs == [1, 2, 3, 4, 5, 3, 4, 5, 6, 7]
+    assert frame.filter(pl.col("tag") == "loss").sort("position")["epoch"].to_list() == epochs
+
+
+@pytest.mark.needs_shared
+def test_a_real_resumed_log_keeps_both_segments():
+    frame = _frame(EPOCH_FALLS_BACK).sort("position")
+    epochs = frame.filter(pl.col("tag") == "epoch")["value"].to_list()
+    back = [i for i in range(1, len(epochs)) if epochs[i] < epochs[i - 1]]
+    assert len(epochs) == 300 and len(back) == 1 and (epochs[back[0] - 1], epochs[back[0]]) == (100, 71)
+    assert frame.filter(pl.col("tag") == "loss")["value"][0] == 6.608444
+
+
+def test_a_log_written_in_gbk_is_text(tmp_path):
+    log = tmp_path / "train_log.txt"
+    with log.open("w", encoding="gbk", newline="\r\n") as f:
+        print("训练开始，模型结构如下：" * 40, file=f)  # a Chinese console's banner: most of the head is not UTF-8
+        for i in range(1, 21):
+            print(f"2021-09-03 19:05:{i:02d} | INFO | 训练器 - epoch: 1/300, iter: {i}/47, total_loss: {10.7 - i / 10:.1f}",
+                  file=f)
+    assert sniff_console(sample(log), log.name)
+    loss = _frame(log).filter(pl.col("tag") == "total_loss")
+    assert loss.height == 20 and loss["value"][0] == 10.6 and loss["value"][-1] == 8.7
+
+
+def test_a_log_after_a_run_of_nuls_is_read(tmp_path):
+    # `> train.log` while the job still writes at its old offset: the file restarts with zeros up to that offset.
+    log = tmp_path / "training.log"
+    with log.open("wb") as f:
+        f.write(b"\x00" * 11_000)
+        for step in range(710, 810, 10):
+            f.write(f"step {step} | loss {4.37 - step / 1e4:.4f} | lr 3e-4\r\n\r\n".encode())
+    loss = _frame(log).filter(pl.col("tag") == "loss")
+    assert loss["step"].to_list() == list(range(710, 810, 10)) and loss["value"][0] == 4.299
+    assert C._is_binary(b"\x00" * 100 + b"\x00\x01\x02" * 2000)  # zeros inside the data are still binary
+
+
+def test_a_count_of_epochs_after_its_word_is_the_epoch(tmp_path):
+    log = tmp_path / "cnn_output.log"
+    with log.open("w") as f:
+        for epoch in range(1, 4):
+            print(f"MRR : {0.6 + epoch / 100:.3f}\t\nLoss after {epoch} epochs: {0.04 - epoch / 100:.3f}\t", file=f)
+    loss = _frame(log).filter(pl.col("tag") == "Loss")
+    assert loss["value"].to_list() == [0.03, 0.02, 0.01] and loss["epoch"].to_list() == [1, 2, 3]
