@@ -34,3 +34,11 @@ def test_unsaturated_layers_are_silent_and_runs_without_stats_are_skipped(tmp_pa
     assert list(SaturatedActivation().check(run)) == []
     reason = DeadRelu().unavailable(run)  # no dead-fraction series: skipped with a reason, not "nothing found"
     assert reason is not None and "dead_fraction" in reason
+
+
+def test_a_series_named_as_a_fraction_that_holds_counts_is_no_fraction(tmp_path):
+    """A printed count (`'saturated': 2` of a dict) takes a fraction's name; values past 1 are no fraction, so no
+    layer is '200% saturated'. The same name holding fractions still fires."""
+    counts = (STEPS, np.where(np.arange(100) % 2 == 0, 2.0, 0.0))
+    run = load_run(write_tb(tmp_path / "r", {"activations/lstm/saturated_fraction": counts}), tmp_path / "f.duckdb")
+    assert list(SaturatedActivation().check(run)) == []

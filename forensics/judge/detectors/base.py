@@ -149,6 +149,8 @@ def layers_over(run: Run, role: str, threshold: float, tail: float) -> list[dict
     for name in run.all_of(role):
         f = run.series_named(name)
         v = f["value"].fill_null(np.nan).to_numpy()
+        if np.nanmax(np.abs(v), initial=0.0) > 1:
+            continue  # no fraction: a count or a percentage named like one (`'saturated': 2` in a printed dict)
         _, end = stats.head_tail_levels(v, tail)
         if np.isfinite(end) and end >= threshold:
             out.append({"series": name, "layer": run.layer_of(name), "fraction": float(end),
