@@ -11,7 +11,7 @@ from typing import Any
 from ingest.records import Chunk, Issue
 
 # Limits every structured document (YAML, JSON, a safetensors header) is held to, so that a small hostile file
-# cannot take memory or the stack without limit (issue 26): ten lines of YAML aliases expand to 9**9 leaves, and
+# cannot take memory or the stack without limit: ten lines of YAML aliases expand to 9**9 leaves, and
 # 100k nested brackets overflow any recursive reader. Real configs are a few levels deep with a few thousand keys;
 # HF's trainer_state.json of a 100k-step run holds about a million values.
 MAX_DOCUMENT_BYTES = 256 * 2**20

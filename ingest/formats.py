@@ -200,7 +200,7 @@ FORMATS: list[Format] = [
     # one number per line, YOLO's headerless results.txt): recognised by its first lines.
     # version 2: a headerless table in a file named for a quantity (`loss_log.txt`) names its first non-counter column
     Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table, version=2),
-    # version 2: counters inside metrics, bare rates, repeated record lines, header epochs (issue 24)
+    # version 2: counters inside metrics, bare rates, repeated record lines, header epochs
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     # version 4: a loss printed only in components gets their sum, as in tables (`ingest.tabular.loss_sums`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,

@@ -16,7 +16,7 @@ import polars as pl
 
 def _frame(con: Any, sql: str, params: list) -> pl.DataFrame:
     """A query's result (series list, checkpoint tables) as a polars frame. polars reads the relation's Arrow C
-    stream itself: no copy, and no pyarrow import (`to_arrow_table()` is a pyarrow table; issue 28)."""
+    stream itself: no copy, and no pyarrow import (`to_arrow_table()` is a pyarrow table)."""
     con.complete()  # a relation may not start while an earlier execute()'s rows are unread (fetchone leaves them)
     return pl.DataFrame(con.sql(sql, params=params))
 

@@ -300,7 +300,7 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
     with store.connect(write=True) as con:
         con.execute("BEGIN")
         if failure is not None:
-            # A first ingest that read nothing leaves no trace: no run row, no sources, no issues (issue 25:
+            # A first ingest that read nothing leaves no trace: no run row, no sources, no issues (before,
             # `analyze /etc` left a run of 1043 unknown files in `runs`).
             writes.delete_run(con, run_id)
         else:
@@ -374,7 +374,7 @@ def _flush(store: Session, report: IngestReport, pending: list[_Pending]) -> Non
     """Write the buffered chunks of `pending` sources in one transaction, then forget the chunks.
 
     The run's row is written in the same transaction, so an ingest interrupted before its first write leaves
-    no empty run behind (issue 13)."""
+    no empty run behind."""
     if not pending:
         return
     run_id = report.run_id

@@ -36,7 +36,7 @@ SCHEMA_VERSION = 9
 # How a database of each older version becomes the next one: statements run in order, in one transaction, by
 # `ingest.store` when a writer opens it. A version missing here cannot be migrated (the user re-ingests).
 MIGRATIONS: dict[int, tuple[str, ...]] = {
-    # v1 -> v2 (issue 11): saved batches keep each sample's norm; which samples are outliers is bad_batch's
+    # v1 -> v2: saved batches keep each sample's norm; which samples are outliers is bad_batch's
     # judgement. The stored batches are forgotten, so the next ingest reads them again with their norms.
     1: (
         "ALTER TABLE batch_stats ADD COLUMN sample_norms DOUBLE[]",
@@ -46,25 +46,25 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DELETE FROM batches",
         "DELETE FROM sources WHERE format = 'batch'",
     ),
-    # v2 -> v3 (issue 16): watched_runs and alerts, new tables only: the CREATE IF NOT EXISTS that runs before
+    # v2 -> v3: watched_runs and alerts, new tables only: the CREATE IF NOT EXISTS that runs before
     # any migration makes them.
     2: (),
-    # v3 -> v4 (issue 14): replays, a new table only.
+    # v3 -> v4: replays, a new table only.
     3: (),
     # v4 -> v5: each log source records the version of the reader that parsed it. Sources stored before have
     # none, so the next ingest reads them again with today's readers (a reader fix reaches stored runs).
     4: ("ALTER TABLE sources ADD COLUMN IF NOT EXISTS reader_version INTEGER",),
-    # v5 -> v6 (issue 25): each analysis stores its verdict, reason, headline, restriction and read problems, so
+    # v5 -> v6: each analysis stores its verdict, reason, headline, restriction and read problems, so
     # no face judges again. Older analyses keep NULL there: the app and `forensics runs` ask for a new analysis.
     5: tuple(f"ALTER TABLE analyses ADD COLUMN IF NOT EXISTS {column}" for column in (
         "verdict VARCHAR", "verdict_reason VARCHAR", "headline_id INTEGER", "only_kinds VARCHAR",
         "skip_kinds VARCHAR", "read_problems VARCHAR", "unknown_files VARCHAR")),
-    # v6 -> v7 (issue 27): probes, a new table only.
+    # v6 -> v7: probes, a new table only.
     6: (),
-    # v7 -> v8 (issue 26): a run whose ingest stopped half-way (killed, or locked out of the database) is marked,
+    # v7 -> v8: a run whose ingest stopped half-way (killed, or locked out of the database) is marked,
     # so `runs`, the app and the next ingest know. Runs stored before are taken as complete (NULL).
     7: ("ALTER TABLE runs ADD COLUMN IF NOT EXISTS ingest_complete BOOLEAN",),
-    # v8 -> v9 (issue 28): a point's epoch and batch move from `scalars` to `point_counters`, which holds only the
+    # v8 -> v9: a point's epoch and batch move from `scalars` to `point_counters`, which holds only the
     # points that have them (console lines). Two all-NULL columns cost DuckDB 0.6-0.8 CPU s per 10M appended
     # points (a quarter of the append) for every other format.
     # (The ADD IF NOT EXISTS lets a store made with today's `scalars` and marked older, as tests make them, migrate.)

@@ -4,7 +4,7 @@ DuckDB allows one read-write process or several read-only ones, never both (DECI
 write holds its connection for one transaction only, and readers open read-only. Where the database lives
 (`--db`, `$FORENSICS_DB`, the user cache) is the CLI's decision: nothing here reads the environment.
 
-Processes of this tool queue for the database instead of racing for DuckDB's lock (issue 26: of eight
+Processes of this tool queue for the database instead of racing for DuckDB's lock (of eight
 `analyze` at once, up to four gave up after DuckDB's lock refused them for 5 s, their runs half-stored): a
 writer holds an exclusive, a reader a shared `lockf` on one byte of `<db>.lock` (the file of the per-run
 ingest locks) while its connection is open. A waiter tries for its place every 10-50 ms, jittered, which
@@ -210,7 +210,7 @@ def _open(db: Path, write: bool, deadline: float) -> duckdb.DuckDBPyConnection:
             con.execute("SET enable_progress_bar = false")  # a session option: not settable in connect's config
             if not write:
                 # A reader's block cache counts in its peak memory: DuckDB's default (80% of RAM) kept the whole
-                # store's columns cached beside the series a detector holds (issue 28: analysing 4 series of 2M
+                # store's columns cached beside the series a detector holds (analysing 4 series of 2M
                 # points, the first series read cost 208 MB of which 48 MB were its points). Sorts and scans past
                 # the limit page from the file (or spill), the results handed to Arrow are not counted
                 con.execute(f"SET memory_limit = '{READ_MEMORY_LIMIT}'")
@@ -334,7 +334,7 @@ def run_lock(db: Path, run_id: str) -> Iterator[None]:
     """Hold the ingest lock of one run in one database, waiting while another process holds it.
 
     Two ingests of one run at once would both see its files as new and store every point twice; with this
-    lock the second waits, then reads only what the first left new (issue 13). The lock is a byte-range
+    lock the second waits, then reads only what the first left new. The lock is a byte-range
     `lockf` on `<db>.lock` beside the database (never in a run directory), one byte per run id, so ingests
     of different runs do not wait for each other; the kernel releases it when the process ends, however
     it ends."""

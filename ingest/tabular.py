@@ -397,7 +397,7 @@ def wide_to_points(wide: pl.DataFrame, *, position: str = "__line") -> tuple[pl.
 def _numeric_columns(wide: pl.DataFrame, names: list[str]) -> dict[str, tuple[pl.Series, pl.Series | None]]:
     """The numeric columns among `names`, in order: name -> (values as Float64, mask of non-empty cells that did
     not parse). Text columns are parsed in one pass over the table, not one select per column: a header of 10**6
-    columns took 6 minutes one column at a time (issue 26). The rule per column is `_as_float`'s."""
+    columns took 6 minutes one column at a time. The rule per column is `_as_float`'s."""
     schema = wide.schema  # built anew on each access: once, not once per column
     text = [n for n in names if schema[n] == pl.Utf8]
     counted: dict[str, tuple[int, int]] = {}

@@ -348,7 +348,7 @@ class _Histograms:
     """A chunk's histograms, gathered column by column and made into one frame at the end of the chunk.
 
     Building the frame from a dict per histogram made polars construct two list Series per row: 4,000 histograms
-    (0.04% of a 10M-scalar file's records) cost 1.2 s of a 3.8 s ingest (issue 28). Here the bucket lists go
+    (0.04% of a 10M-scalar file's records) cost 1.2 s of a 3.8 s ingest. Here the bucket lists go
     into two flat arrays with offsets, and become list columns in one Arrow step.
     """
 

@@ -58,7 +58,7 @@ SAFETENSORS_DTYPES = {
     "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "F8_E8M0": "float8_e8m0fnu",
     "C64": "complex64",
 }
-# Bytes per element of each safetensors dtype: a header's shape and byte range must agree (issue 26).
+# Bytes per element of each safetensors dtype: a header's shape and byte range must agree.
 SAFETENSORS_ITEM_BYTES = {
     "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
     "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "C64": 8,

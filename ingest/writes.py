@@ -22,7 +22,7 @@ from ingest.records import Issue, texts_frame
 
 def scannable(frame: pl.DataFrame) -> object:
     """`frame` as DuckDB scans it (`con.register(name, scannable(frame))`): through the Arrow PyCapsule interface,
-    a new stream over the same buffers for each scan, so pyarrow is never imported (issue 28: its import was ~5%
+    a new stream over the same buffers for each scan, so pyarrow is never imported (its import was ~5%
     of an ordinary run's first answer, and both polars' `to_arrow()` and DuckDB's scan of a polars frame make a
     pyarrow table).
 
@@ -73,7 +73,7 @@ def next_id(con: Any, sequence: str) -> int:
 def upsert_run(con: Any, run_id: str, name: str, root: str, *, complete: bool = False) -> None:
     """The run's row, created on its first ingest; later ingests only move `last_ingested`. Every write of an
     ingest marks the run incomplete, its last write (`complete=True`) complete: a run left marked was stopped
-    half-way (issue 26)."""
+    half-way."""
     con.execute(
         "INSERT INTO runs (run_id, name, root, first_ingested, last_ingested, ingest_complete) "
         "VALUES (?, ?, ?, now(), now(), ?) "
@@ -99,7 +99,7 @@ def delete_run(con: Any, run_id: str) -> None:
 
 def claim_source(con: Any, run_id: str, path: str, fmt: str, grp: str) -> int:
     """The `sources` row of a log file, created if new; its id. Idempotent: a concurrent ingest of the same
-    run that created the row first is not an error (issue 13: two ingests of one new run)."""
+    run that created the row first is not an error (two ingests of one new run)."""
     made = con.execute(
         "INSERT INTO sources (source_id, run_id, path, format, grp) VALUES (nextval('source_id_seq'), ?, ?, ?, ?) "
         "ON CONFLICT (run_id, path) DO NOTHING RETURNING source_id",
