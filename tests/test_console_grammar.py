@@ -59,6 +59,7 @@ def _losses(frame: pl.DataFrame) -> pl.DataFrame:
 # ------------------------------------------------------------------------------------------ the real logs
 
 
+@pytest.mark.needs_shared
 def test_tab_table_columns_are_named_by_its_header():
     frame = _frame(HEADER_TABLE_TSV)
     total = frame.filter(pl.col("tag") == "total loss")
@@ -66,6 +67,7 @@ def test_tab_table_columns_are_named_by_its_header():
     assert set(frame["tag"]) == {"total loss", "score loss", "border loss", "direc loss", "ctc loss"}
 
 
+@pytest.mark.needs_shared
 def test_reprinted_header_names_the_rows_and_its_counter_columns_are_counters():
     frame = _frame(HEADER_TABLE_REPRINTED)
     total = frame.filter(pl.col("tag") == "total loss")  # `total` among loss components: the loss they sum to
@@ -74,23 +76,27 @@ def test_reprinted_header_names_the_rows_and_its_counter_columns_are_counters():
     assert "Epoch" not in set(frame["tag"]) and "Batch" not in set(frame["tag"])
 
 
+@pytest.mark.needs_shared
 def test_a_table_row_followed_by_its_progress_bar():
     box = _frame(TABLE_ROW_WITH_BAR).filter(pl.col("tag") == "box")
     assert box["value"][0] == 0.06359 and box["value"][-1] == 0.01268 and box["epoch"][0] == 0
     assert role_of("box").role == "train_loss"
 
 
+@pytest.mark.needs_shared
 def test_bare_values_take_the_name_of_their_file():
     frame = _frame(BARE_VALUES)
     assert set(frame["tag"]) == {"loss"} and frame.height == 20923
     assert frame["value"][0] == 21.28346061706543 and frame["value"][-1] == 7.077110290527344
 
 
+@pytest.mark.needs_shared
 def test_a_list_on_one_unended_line_is_a_series_by_position():
     frame = _frame(LIST_REPR)  # the file is long finished: its one line, never ended, is read
     assert frame["value"].to_list()[:2] == [0.33006555, 0.13408972] and frame["step"].to_list() == list(range(10))
 
 
+@pytest.mark.needs_shared
 def test_tensor_reprs_and_a_counter_glued_to_the_name():
     frame = _frame(TENSOR_REPR)
     loss = frame.filter(pl.col("tag") == "loss")
@@ -98,6 +104,7 @@ def test_tensor_reprs_and_a_counter_glued_to_the_name():
     assert "idx" not in set(frame["tag"])
 
 
+@pytest.mark.needs_shared
 def test_values_under_a_losses_label_are_its_parts():
     frame = _frame(LOSS_GROUP)
     total = frame.filter(pl.col("tag") == "Losses total")
@@ -105,6 +112,7 @@ def test_values_under_a_losses_label_are_its_parts():
     assert role_of("Losses total").role == "train_loss" and "recall" in set(frame["tag"])
 
 
+@pytest.mark.needs_shared
 def test_box_table_rows_and_sentences_with_counters():
     box = _frame(BOX_TABLE).filter(pl.col("tag") == "loss")
     assert box["value"][0] == -0.016 and box.height == 244
@@ -112,16 +120,19 @@ def test_box_table_rows_and_sentences_with_counters():
     assert score["step"][0] == 0 and score["value"][0] == 1.6235184989295723 and score.height == 788
 
 
+@pytest.mark.needs_shared
 def test_one_record_printed_on_every_step_is_not_a_copy():
     loss = _frame(APPENDED_NANS).filter(pl.col("tag") == "Loss")
     assert loss.height == 1425 and math.isnan(loss["value"][0]) and loss["value"][-1] == 0.1401
 
 
 @pytest.mark.parametrize("path", [NO_LOSS_CONFIG_DUMP, NO_LOSS_BEST_VALUES], ids=["config_dump", "best_values"])
+@pytest.mark.needs_shared
 def test_no_loss_is_invented_from_settings_or_running_extremes(path):
     assert _losses(_frame(path)).height == 0
 
 
+@pytest.mark.needs_shared
 def test_a_log_after_a_long_preamble_is_recognised_by_its_sampled_lines():
     head = LONG_PREAMBLE.read_bytes()[:4096]
     assert not sniff_console(head, LONG_PREAMBLE.name)  # its first kilobytes are the config dump

@@ -35,6 +35,7 @@ def series(frame: pl.DataFrame, tag: str) -> pl.DataFrame:
     return frame.filter(pl.col("tag") == tag).sort("position")
 
 
+@pytest.mark.needs_shared
 def test_an_array_of_reports_is_read_as_records_on_their_iteration():
     doc = json.loads(LOG_REPORT.read_text())
     frame = points(LOG_REPORT)
@@ -45,6 +46,7 @@ def test_an_array_of_reports_is_read_as_records_on_their_iteration():
     assert "iteration" not in frame["tag"].to_list()
 
 
+@pytest.mark.needs_shared
 def test_lists_paired_with_a_steps_list_take_those_steps_and_encoded_values_are_counted():
     doc = json.loads(PAIRED_LISTS.read_text())
     chunk = next(read_json(PAIRED_LISTS))
@@ -57,6 +59,7 @@ def test_lists_paired_with_a_steps_list_take_those_steps_and_encoded_values_are_
     assert any("grad_norm" in i.detail and i.kind == "unread_values" for i in chunk.issues)
 
 
+@pytest.mark.needs_shared
 def test_a_gauge_is_its_last_value_and_the_timer_tree_is_kept_as_settings():
     doc = json.loads(GAUGES.read_text())
     chunk = next(read_json(GAUGES))
@@ -66,6 +69,7 @@ def test_a_gauge_is_its_last_value_and_the_timer_tree_is_kept_as_settings():
 
 
 @pytest.mark.parametrize("path", [HISTORY, SPLIT_LISTS, NESTED_HISTORY])
+@pytest.mark.needs_shared
 def test_a_history_of_lists_is_one_series_per_list_on_the_list_index(path):
     frame = points(path)
     doc = json.loads(path.read_text())
@@ -78,6 +82,7 @@ def test_a_history_of_lists_is_one_series_per_list_on_the_list_index(path):
     assert losses["ordinal"].all()
 
 
+@pytest.mark.needs_shared
 def test_settings_beside_a_history_are_kept_as_the_document_and_not_made_series():
     chunk = next(read_json(NESTED_HISTORY))
     doc = json.loads(NESTED_HISTORY.read_text())
@@ -85,6 +90,7 @@ def test_settings_beside_a_history_are_kept_as_the_document_and_not_made_series(
     assert not any(t.startswith("model_info") for t in chunk.scalars["tag"].to_list())
 
 
+@pytest.mark.needs_shared
 def test_a_results_document_is_one_record():
     doc = json.loads(HF_RESULTS.read_text())
     frame = points(HF_RESULTS)
@@ -94,6 +100,7 @@ def test_a_results_document_is_one_record():
     assert not role_of("train_results/train_loss").canonical
 
 
+@pytest.mark.needs_shared
 def test_documents_are_sniffed_and_json_lines_are_left_to_the_line_readers():
     for path in (LOG_REPORT, PAIRED_LISTS, GAUGES, HISTORY, SPLIT_LISTS, HF_RESULTS):
         assert sniff_json_document(path.read_bytes()[:4096]), path

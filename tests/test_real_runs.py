@@ -254,6 +254,7 @@ def third(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,kind", _third_cases(kinds=True))
+@pytest.mark.needs_shared
 def test_third_set_shows_its_labelled_pathology(name, kind, third):
     found = {f["kind"] for f in third(name)["findings"]}
     assert found & SAME.get(kind, {kind}), f"labelled {kind}; found {sorted(found)}"
@@ -261,6 +262,7 @@ def test_third_set_shows_its_labelled_pathology(name, kind, third):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _third_cases(kinds=False))
+@pytest.mark.needs_shared
 def test_third_set_claims_nothing_the_label_does_not_allow(name, third):
     label = THIRD_LABELS[name]
     ok = set(label["pathologies"]) | set(label.get("allowed", []))

@@ -38,6 +38,7 @@ def old(path: Path) -> Path:
     return path
 
 
+@pytest.mark.needs_shared
 def test_a_tab_separated_table_named_txt_is_read_by_its_header():
     assert format_for(PurePosixPath("progress.txt"), lambda: head(TAB_TXT)).name == "table"
     frame = points(read_table(TAB_TXT, 0))
@@ -68,6 +69,7 @@ def test_numbers_with_no_header_are_columns_by_position_and_no_loss_is_invented(
     assert all(role_of(t).role == "other" for t in frame["tag"].unique().to_list())
 
 
+@pytest.mark.needs_shared
 def test_yolo_headerless_results_take_the_documented_columns_and_its_total_is_the_loss():
     assert sniff_table(head(YOLO_TXT))
     frame = points(read_table(YOLO_TXT, 0))
@@ -80,6 +82,7 @@ def test_yolo_headerless_results_take_the_documented_columns_and_its_total_is_th
     assert [t.split("/")[0] for t in loss_sums(frame["tag"].unique().to_list())] == ["val"]
 
 
+@pytest.mark.needs_shared
 def test_a_loss_logged_only_in_components_gets_their_sum_per_record():
     frame = points(read_csv(YOLO_CSV, 0))
     table = pd.read_csv(YOLO_CSV, skipinitialspace=True)
@@ -129,6 +132,7 @@ def test_a_long_table_is_pivoted_by_metric_name_with_its_text_qualifiers(tmp_pat
     assert loss_sums(got["tag"].unique().to_list()) == {}
 
 
+@pytest.mark.needs_shared
 def test_a_settled_last_line_without_newline_is_read_and_a_fresh_one_waits(tmp_path):
     rows = NO_NEWLINE_TSV.read_bytes()
     assert not rows.endswith(b"\n")
@@ -155,6 +159,7 @@ def test_a_cut_line_is_not_taken_for_a_settled_one(tmp_path):
     assert got.filter(pl.col("tag") == "loss")["value"].to_list() == [1.0]
 
 
+@pytest.mark.needs_shared
 def test_yolos_hyperparameters_and_options_are_the_runs_settings():
     import yaml
 
