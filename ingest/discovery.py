@@ -14,9 +14,7 @@ tried in this order on each folder (the first that matches names its `kind`):
 2. The folder holds a run's logs itself:
    `hf_output_dir`      `trainer_state.json`, or `checkpoint-N/` folders (HF Trainer's output_dir);
    `tensorboard_logdir_run`  event files, directly or in split folders (`train/`, `val/`, `validation/`,
-                        `eval/`, `test/`: one writer per split, as Keras and most scripts do), or in sibling
-                        folders whose first event files one process began together (one host and pid, within
-                        a minute: a writer per network, `gen/` and `dis/`);
+                        `eval/`, `test/`: one writer per split, as Keras and most scripts do);
    `metrics_table`      Lightning's `metrics.csv` outside a version folder, or a W&B UI export
                         `wandb_export_*.csv`;
    `wandb_run`          a loose `run-<id>.wandb` file;
@@ -166,10 +164,6 @@ def _log_kind(path: Path, entries: list[_Entry]) -> tuple[str, str] | None:
     splits = [d for d in dirs if d.lower() in SPLIT_DIRS and _has_events(path / d)]
     if splits:
         return "tensorboard_logdir_run", f"holds TensorBoard event files in {', '.join(s + '/' for s in splits)}"
-    writers = _one_process_writers(path, dirs)
-    if writers:
-        return "tensorboard_logdir_run", (f"holds event files one process began together in "
-                                          f"{', '.join(d + '/' for d in writers)}")
     tables = [f for f in files if f == "metrics.csv" or (f.startswith("wandb_export_") and f.endswith(".csv"))]
     if tables:
         return "metrics_table", f"holds {tables[0]}"
@@ -199,33 +193,6 @@ def _prints_a_loss(path: Path) -> bool:
     from ingest.formats import sample
 
     return prints_a_loss(sample(path))
-
-
-# An event file's name says who began it: events.out.tfevents.<unix time>.<host>[.<pid>.<counter>][.v2]
-EVENT_FILE_NAME = re.compile(r"^events\.out\.tfevents\.(\d+)\.(.+?)(?:\.(\d+)\.(\d+))?(?:\.v2)?$")
-TOGETHER_SECONDS = 60  # writers one script opens at its start (one per network, per metric group)
-
-
-def _one_process_writers(path: Path, dirs: list[str]) -> list[str]:
-    """Sub-folders (two or more) whose first event files one process began together: one host (and pid, where
-    the name has one), within TOGETHER_SECONDS. A script that opens one SummaryWriter per network (`gen/`,
-    `dis/`) writes one run's series into them, as Keras does with `train/` and `validation/`. Empty otherwise."""
-    began: dict[str, tuple[int, str, str | None]] = {}
-    files: set[tuple[str, int]] = set()
-    for d in dirs:
-        names = sorted(e.name for e in _list(path / d) or [] if e.is_file and _is_event_file(e.name))
-        found = [m for m in map(EVENT_FILE_NAME.match, names) if m]
-        if found:
-            first = min(found, key=lambda m: int(m.group(1)))
-            began[d] = (int(first.group(1)), first.group(2), first.group(3))
-            try:
-                files.add((first.group(0), (path / d / first.group(0)).stat().st_size))
-            except OSError:
-                return []
-    if len(began) < 2 or len({(host, pid) for _, host, pid in began.values()}) != 1 or len(files) < len(began):
-        return []  # other hosts or processes, or copies of one file (one name, one size): runs of their own
-    times = [t for t, _, _ in began.values()]
-    return sorted(began) if max(times) - min(times) <= TOGETHER_SECONDS else []
 
 
 def _may_be_text_log(name: str) -> bool:

@@ -216,13 +216,6 @@ def _writers(root: Path, subdirs: list[str]) -> None:
         w.close()
 
 
-def test_writers_one_process_began_together_in_sibling_folders_are_one_run(tmp_path):
-    _writers(tmp_path / "exp", ["gen", "dis", "aux"])
-    [run] = discover_runs(tmp_path)
-    assert run.path == tmp_path / "exp" and run.kind == "tensorboard_logdir_run"
-    assert "aux/, dis/, gen/" in run.reason
-
-
 def test_writers_other_processes_began_in_sibling_folders_stay_runs_of_their_own(tmp_path):
     import subprocess
     import sys
