@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from ingest.configs import MAX_DEPTH, DocumentTooLarge, check_document, parse_json
+from ingest.decoding import decode
 from ingest.jsonvalues import LongInteger, as_float, describe_number, fits_int64, parse_int
 from ingest.records import Chunk, Issue, scalars_frame
 
@@ -73,7 +74,7 @@ def read_trainer_state(path: Path, start: int = 0) -> Iterator[Chunk]:
     mid-write) keeps every complete `log_history` entry before the damage, with one Issue saying where it stopped.
     An entry or field nested past the limit a document may have is skipped alone, named in an Issue.
     """
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = decode(path.read_bytes())  # UTF-8 with or without a BOM, UTF-16, UTF-32
     if not text.strip():
         yield Chunk(end=start, issues=[Issue(None, "empty", "trainer_state.json is empty")])
         return
