@@ -379,7 +379,7 @@ def test_a_run_another_process_stored_meanwhile_is_analysed_from_the_store(mixed
     def another_process_first(db_, results, options):
         if not calls:  # the other process stores the first run the workers finished, before this driver writes
             subprocess.run([sys.executable, "-m", "forensics", "analyze", results[0].path, "--db", str(db_)],
-                           check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                           check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
         calls.append([r.path for r in results])
         return real(db_, results, options)
 

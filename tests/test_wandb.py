@@ -740,7 +740,7 @@ def test_analysing_a_wandb_run_leaves_nothing_in_the_temp_folder(tmp_path):
     store.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(scratch), "XDG_CACHE_HOME": str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(run), "--db", str(store / "f.duckdb"),
-                           "--json"], capture_output=True, text=True, env=env, timeout=300)
+                           "--json"], capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
     assert proc.returncode in (0, 1), proc.stderr
     assert json.loads(proc.stdout)["findings"] is not None
     assert sorted(p.name for p in scratch.iterdir()) == []

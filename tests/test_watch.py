@@ -535,7 +535,8 @@ def test_a_watch_beside_another_takes_a_run_the_other_stored_meanwhile(tmp_path,
     def the_other_watch_first(db_, results, options):
         if not calls:
             subprocess.run([sys.executable, "-m", "forensics", "watch", str(results[0].path), "--once", "--db",
-                            str(db_)], check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                            str(db_)], check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                           cwd=REPO)
         calls.append(results[0].path)
         return real(db_, results, options)
 
