@@ -91,3 +91,14 @@ def test_logs_of_lines_in_utf16_are_named_as_utf16_not_garbled(tmp_path, rel):
 def test_the_encoding_of_a_files_first_bytes(raw, codec):
     assert encoding_of(raw[:4]) == codec
     assert decode(raw) == raw.decode(codec, "replace")
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_an_mlflow_param_with_a_bom_or_in_utf16_is_its_number(tmp_path, encoding):
+    from ingest.mlflow import _read_value_file
+
+    path = tmp_path / "mlruns" / "0" / "abc" / "params" / "lr"
+    path.parent.mkdir(parents=True)
+    path.write_bytes("0.001".encode(encoding))
+    [chunk] = _read_value_file(path, 0, "params")
+    assert chunk.configs == {"mlflow_params": {"lr": 0.001}}
