@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forensics.grammar import build_parser
+from forensics.services.process import end_on_sigterm
 from ingest.errors import ForensicsError
 
 
@@ -286,14 +287,6 @@ def cmd_probe(args: argparse.Namespace) -> int:
 # -- main ---------------------------------------------------------------------------------------------------
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the process is, so open transactions roll back as on Ctrl-C."""
-
-
-def _terminate(signum, frame) -> None:
-    raise _Terminated
-
-
 class _StderrLines(logging.Handler):
     """The store's notices (waiting for the database or a run's ingest lock) as `forensics: ...` on stderr."""
 
@@ -327,7 +320,8 @@ COMMANDS = {"ingest": Command(cmd_ingest), "runs": Command(cmd_runs), "analyze":
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Called with no arguments, this process is the command (tests call main with theirs, in
     their own process), so main also sets the process's policy: the collector's threshold, freed arrays returned
-    at once for a command that judges runs, and an end without teardown when the command returns `Done`."""
+    at once for a command that judges runs, an end without teardown (at once for `Done`, else after the exit
+    handlers), and SIGTERM as one line and 143 until the end (services/process.py)."""
     import signal
 
     own_process = argv is None
@@ -346,8 +340,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return_freed_arrays()
     _say_notices()
+    from forensics.services.process import catch_sigterm, say_terminated, sigterm_seen
+
     try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
+        previous = catch_sigterm()
     except ValueError:  # not the main thread: leave signals to whoever owns it
         previous = None
     from forensics.services.process import OUTPUT_LOST, GuardedOutput, OutputLost
@@ -366,13 +362,13 @@ def main(argv: list[str] | None = None) -> int:
     except ForensicsError as exc:
         from forensics.text.render import clean
 
+        if sigterm_seen():  # a write the termination cut short
+            return say_terminated()
         print(f"forensics: error: {clean(exc)}", file=sys.stderr)
         return 2
-    except _Terminated:
-        print("forensics: terminated (SIGTERM); what was written before is kept, and the next run goes on "
-              "from there", file=sys.stderr)
-        return 143
     except KeyboardInterrupt:
+        if sigterm_seen():
+            return say_terminated()
         print("forensics: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
@@ -390,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
 
             leave_now(out.code)
         return out.code
+    if own_process and previous is not None:
+        end_on_sigterm(out)  # the exit handlers come, then the end (imported first: services/process.py)
     return out
 
 

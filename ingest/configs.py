@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ingest.decoding import decode
 from ingest.records import Chunk, Issue
 
 # Limits every structured document (YAML, JSON, a safetensors header) is held to, so that a small hostile file
@@ -85,7 +86,7 @@ def load_document(path: Path) -> tuple[Any, Issue | None]:
     if not raw.strip():
         return None, Issue(None, "empty", f"{path.name} is empty")
     try:
-        return parse_config_text(raw.decode("utf-8", errors="replace"), path.suffix.lower()), None
+        return parse_config_text(decode(raw), path.suffix.lower()), None
     except DocumentTooLarge as exc:
         return None, Issue(None, "too_large", f"{path.name}: {exc}; not read")
     except ValueError as exc:

@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from ingest.configs import MAX_DEPTH, DocumentTooLarge, check_document, parse_json
+from ingest.decoding import decode
 from ingest.jsonvalues import LongInteger, as_float, describe_number, fits_int64, parse_int
 from ingest.records import Chunk, Issue, scalars_frame
 
@@ -43,6 +44,18 @@ CONFIG_NAME = "trainer_state"
 # file parsed whole peaked at 1.35 GB, and past 5M values it was refused as too large).
 CHUNK_ENTRIES = 50_000
 _SPACE = re.compile(r"[ \t\n\r]*")
+
+
+class _TooDeep(Exception):
+    """A value nested past the limit a document may have, passed over whole: the cursor stands after it, so the
+    values after it are read (one log_history entry skipped, never the entries after it)."""
+
+
+class _Skipped:
+    """A log_history entry that was not read, in the entries' order, with why (`_Cursor.items`)."""
+
+    def __init__(self, why: str):
+        self.why = why
 
 
 class _Damage(Exception):
@@ -59,8 +72,9 @@ def read_trainer_state(path: Path, start: int = 0) -> Iterator[Chunk]:
     The top-level object is read member by member and `log_history` entry by entry (`json.JSONDecoder.raw_decode`,
     the parser of `json.loads`), in chunks of CHUNK_ENTRIES entries. A file that does not parse whole (cut off
     mid-write) keeps every complete `log_history` entry before the damage, with one Issue saying where it stopped.
+    An entry or field nested past the limit a document may have is skipped alone, named in an Issue.
     """
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = decode(path.read_bytes())  # UTF-8 with or without a BOM, UTF-16, UTF-32
     if not text.strip():
         yield Chunk(end=start, issues=[Issue(None, "empty", "trainer_state.json is empty")])
         return
@@ -75,19 +89,24 @@ def read_trainer_state(path: Path, start: int = 0) -> Iterator[Chunk]:
     try:
         for key in doc.members():
             if key != "log_history" or not doc.at("["):
-                value = doc.value()
-                if key == "log_history":  # not a list: said below, not kept as a field
-                    continue
                 try:
+                    value = doc.value()
+                    if key == "log_history":  # not a list: said below, not kept as a field
+                        continue
                     check_document(value)
                     config[key] = value
-                except DocumentTooLarge as exc:
+                except (DocumentTooLarge, _TooDeep) as exc:
                     issues.append(Issue(None, "too_large", f"trainer_state.json: `{key}` {exc}; not read"))
                 continue
             seen = 0
             for index, entry in doc.items():
                 seen = index + 1
-                if index >= start:
+                if index < start:
+                    continue
+                if isinstance(entry, _Skipped):
+                    issues.append(Issue(index, "too_large", f"log_history[{index}] {entry.why}; the entry is "
+                                                            "skipped, the entries after it are read"))
+                else:
                     entries.append((index, entry))
                 if len(entries) >= CHUNK_ENTRIES:
                     yield Chunk(end=seen, scalars=_points(entries, issues), issues=issues)
@@ -131,10 +150,36 @@ class _Cursor:
             value, self.pos = self._decoder.raw_decode(self.text, self.pos)
         except json.JSONDecodeError as exc:
             raise _Damage(exc.pos, exc.lineno, exc.msg) from None
-        except RecursionError:  # a value nested past any limit
-            raise self.damage(f"nested deeper than the {MAX_DEPTH} levels a document may have", "too_large") from None
+        except RecursionError:  # a value nested past any limit: passed over unparsed
+            self._pass_over()
+            raise _TooDeep(f"nested deeper than the {MAX_DEPTH} levels a document may have") from None
         self._skip()
         return value
+
+    def _pass_over(self) -> None:
+        """Move past the array or object opening here by its brackets alone (strings skipped whole), as a
+        parser that never recurses: how a value too deep for `raw_decode` is skipped. A value that never
+        closes, or closes with the wrong bracket, is the document's damage."""
+        closers, pos, text = [], self.pos, self.text
+        while True:
+            m = _NESTED_TOKEN.search(text, pos)
+            if m is None:
+                self.pos = len(text)
+                raise self.damage("a value nested past the limit is cut off before it closes", "too_large")
+            token, pos = m.group(), m.end()
+            if token in "[{":
+                closers.append("]" if token == "[" else "}")
+            elif token in "]}":
+                if not closers or closers.pop() != token:
+                    self.pos = m.start()
+                    raise self.damage(f"a value nested past the limit closes with an unexpected {token!r}")
+                if not closers:
+                    self.pos = pos
+                    self._skip()
+                    return
+            elif not token.endswith('"') or len(token) < 2 or _escaped(token):  # a string cut off by the end
+                self.pos = len(text)
+                raise self.damage("a value nested past the limit is cut off inside a string", "too_large")
 
     def members(self) -> Iterator[str]:
         """Each key of the object opening here, with the cursor at its value; the caller reads the value."""
@@ -142,7 +187,10 @@ class _Cursor:
         if self.at("}"):
             return
         while True:
-            key = self.value()
+            try:
+                key = self.value()
+            except _TooDeep:
+                key = None
             if not isinstance(key, str):
                 raise self.damage("Expecting property name enclosed in double quotes")
             if not self.at(":"):
@@ -165,13 +213,13 @@ class _Cursor:
             return
         index = 0
         while True:
-            entry = self.value()
-            if isinstance(entry, (dict, list)) and any(isinstance(v, (dict, list)) for v in
-                                                       (entry.values() if isinstance(entry, dict) else entry)):
-                try:
+            try:
+                entry = self.value()
+                if isinstance(entry, (dict, list)) and any(isinstance(v, (dict, list)) for v in
+                                                           (entry.values() if isinstance(entry, dict) else entry)):
                     check_document(entry)
-                except DocumentTooLarge as exc:
-                    raise self.damage(f"a log_history entry {exc}", "too_large") from None
+            except (DocumentTooLarge, _TooDeep) as exc:
+                entry = _Skipped(exc)
             yield index, entry
             index += 1
             if self.at(","):
@@ -184,6 +232,17 @@ class _Cursor:
 
     def damage(self, msg: str, kind: str | None = None) -> _Damage:
         return _Damage(self.pos, self.text.count("\n", 0, self.pos) + 1, msg, kind)
+
+
+# What a value passed over by its brackets is made of: a bracket, a string (to its closing quote, or to the end of
+# the text when it has none), or a run of anything else.
+_NESTED_TOKEN = re.compile(r'[\[\]{}]|"[^"\\]*(?:\\.[^"\\]*)*"?')
+
+
+def _escaped(token: str) -> bool:
+    """True when a string token's last quote is escaped (the string never closed)."""
+    tail = len(token) - 1 - len(token[:-1].rstrip("\\"))
+    return tail % 2 == 1
 
 
 def _whole(text: str, start: int) -> Iterator[Chunk]:

@@ -37,6 +37,7 @@ from typing import Any
 import polars as pl
 
 from ingest.configs import DocumentTooLarge, flatten, parse_json
+from ingest.decoding import decode
 from ingest.records import Chunk, Issue, scalars_frame
 from ingest.roles import SPLIT_WORDS, role_of, words
 from ingest.tabular import _flat_numbers, _record_points, with_loss_sums
@@ -223,7 +224,7 @@ def sniff_json_document(head: bytes, *, cut: bool | None = None) -> bool:
     log that opens with a JSON dump of its config and goes on in text. A document longer than the head is one
     whose only fault is that the head ends inside it. `cut`: whether `head` stops before the file's end (by
     default, when it is 4096 bytes long)."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    text = decode(head).lstrip("\ufeff \t\r\n")  # UTF-8 with or without a BOM, UTF-16, UTF-32
     if text[:1] not in ("[", "{"):
         return False
     cut = len(head) >= 4096 if cut is None else cut

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ingest.decoding import wide_text
 from ingest.records import Chunk, Issue
 from ingest.tabular import parse_csv_rows, wide_to_points
 
@@ -23,6 +24,9 @@ from ingest.tabular import parse_csv_rows, wide_to_points
 def read_metrics_csv(path: Path, start: int = 0) -> Iterator[Chunk]:
     """All rows from data-row index `start` on, including a last line cut short (it becomes an Issue)."""
     raw = path.read_bytes()
+    if (wide := wide_text(path.name, raw, start)) is not None:
+        yield wide
+        return
     if not raw.strip():
         yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")])
         return

@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from ingest.decoding import decode
 from ingest.records import Chunk, Issue, scalars_frame
 
 # `<ms> <value> <step>` (or `<ms> <value>` before MLflow 1.0). Values as Python's repr of a float.
@@ -137,7 +138,7 @@ def _read_value_file(path: Path, start: int, kind: str) -> Iterator[Chunk]:
     parts = path.parts
     i = len(parts) - 1 - parts[::-1].index(kind)
     key = "/".join(parts[i + 1 :])
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    text = decode(path.read_bytes())
     value: Any = _number_or_text(text) if kind == "params" else text
     yield Chunk(end=1, configs={f"mlflow_{kind}": {key: value}})
 
@@ -159,7 +160,7 @@ def _read_meta(path: Path, start: int) -> Iterator[Chunk]:
     from ingest.configs import parse_config_text
 
     try:
-        doc = parse_config_text(path.read_bytes().decode("utf-8", errors="replace"), ".yaml")
+        doc = parse_config_text(decode(path.read_bytes()), ".yaml")
     except ValueError as exc:
         yield Chunk(end=1, issues=[Issue(None, "garbled", f"meta.yaml does not parse: {exc}")])
         return

@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from ingest.configs import parse_json
+from ingest.decoding import wide_text
 from ingest.records import Chunk, Issue, scalars_frame
 
 # `""` and `Unnamed: 0`: the row index pandas' `to_csv` writes unnamed (and reads back under that name)
@@ -67,6 +68,9 @@ def read_csv(path: Path, start: int = 0) -> Iterator[Chunk]:
 
 def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
     raw = path.read_bytes()
+    if (wide := wide_text(path.name, raw, start)) is not None:
+        yield wide
+        return
     header_end = raw.find(b"\n")
     if not raw.strip():
         yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")])
@@ -508,6 +512,9 @@ def read_jsonl(path: Path, start: int = 0) -> Iterator[Chunk]:
     the tag `train/loss`); strings, booleans and lists are skipped. Only complete lines are read.
     """
     raw = path.read_bytes()
+    if (wide := wide_text(path.name, raw, start)) is not None:
+        yield wide
+        return
     if not raw.strip():
         yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")])
         return
@@ -735,6 +742,9 @@ def _read_rows(path: Path, start: int, parse) -> Iterator[Chunk]:
     """A headerless table read line by line with `parse(line) -> [(tag, value)]`; the line's 0-based index is the
     step (an ordinal, DECISIONS §2) unless a tag is `epoch`. Lines that do not parse are issues."""
     raw = path.read_bytes()
+    if (wide := wide_text(path.name, raw, start)) is not None:
+        yield wide
+        return
     end = raw.rfind(b"\n") + 1
     if end >= start and raw[end:].strip() and _still(path):
         end = len(raw)  # a last line with no newline in a file no longer written: a whole row (a cut one is an issue)

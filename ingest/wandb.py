@@ -3,9 +3,9 @@
 A W&B run folder is `wandb/run-YYYYMMDD_HHMMSS-<id>/` (or `offline-run-...`). Current wandb keeps history,
 summary and config only in `run-<id>.wandb`: a 7-byte W&B header, then a LevelDB-style log of 32 KiB blocks
 whose chunks reassemble into `wandb_internal_pb2.Record` protobufs. wandb ships no local reader for it, so
-this module reads the framing itself and decodes the records with wandb's own protobuf classes (imported
-lazily: they cost 0.38 s). The compiled core `ingest._wandblog` walks the framing and decodes the common
-history and summary records into arrays; every other record goes to the exact Python path here
+this module reads the framing itself and decodes the records with wandb's own protobuf classes (loaded
+lazily, without the rest of wandb: `_load_protos`). The compiled core `ingest._wandblog` walks the framing and
+decodes the common history and summary records into arrays; every other record goes to the exact Python path here
 (`_Decoder.handle`), which is also the reference the core is tested against (docs/wandb.md). The text files
 of a run folder (`files/config.yaml`, `wandb-summary.json`, `wandb-history.jsonl`, `wandb-metadata.json`)
 and the UI's `wandb_export_*.csv` are read by `ingest.wandb_files`, with the value semantics defined here
@@ -23,6 +23,8 @@ import math
 import mmap
 import re
 import struct
+import sys
+import threading
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -204,13 +206,50 @@ def check_header(head: bytes) -> str | None:
     return None
 
 
+_PROTOS: Any = None
+_PROTOS_LOCK = threading.Lock()
+
+
 def _load_protos():
-    try:
-        from wandb.proto import wandb_internal_pb2
-    except ImportError as exc:
-        raise MissingDependency(f"reading W&B .wandb files needs the wandb package ({exc}); "
-                                "run: pip install wandb") from None
+    """wandb's `Record` protobuf classes, loaded without running `wandb/__init__.py` when this process has not
+    imported wandb itself: that import makes folders in the system temp folder for uploads
+    (`tmp*wandb-artifacts`, `tmp*wandb-media`), removed only by the interpreter's teardown, which the CLI and
+    its workers skip, and costs over a second more. Only the protobuf modules (`wandb.proto`, which import
+    nothing of wandb's but each other) are loaded, under a stand-in for the package that is taken away at once,
+    with them: a later `import wandb` in this process is the whole package, as if nothing had been loaded."""
+    global _PROTOS
+    with _PROTOS_LOCK:
+        if _PROTOS is None:
+            try:
+                _PROTOS = _protos_alone() if "wandb" not in sys.modules else _protos_of_wandb()
+            except ImportError as exc:
+                raise MissingDependency(f"reading W&B .wandb files needs the wandb package ({exc}); "
+                                        "run: pip install wandb") from None
+        return _PROTOS
+
+
+def _protos_of_wandb():
+    from wandb.proto import wandb_internal_pb2
+
     return wandb_internal_pb2
+
+
+def _protos_alone():
+    import importlib.util
+    import types
+
+    spec = importlib.util.find_spec("wandb")  # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'wandb'")
+    stand_in = types.ModuleType("wandb")
+    stand_in.__path__ = list(spec.submodule_search_locations)
+    before = set(sys.modules)
+    sys.modules["wandb"] = stand_in
+    try:
+        return _protos_of_wandb()
+    finally:
+        for name in [n for n in sys.modules if n not in before and (n == "wandb" or n.startswith("wandb."))]:
+            del sys.modules[name]
 
 
 def _core():

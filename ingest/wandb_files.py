@@ -9,6 +9,7 @@ read whole with `configs.read_config`'s parsing; values keep the meaning `ingest
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from ingest.configs import load_document, parse_json, read_config
+from ingest.decoding import decode
 from ingest.records import Chunk, Issue
 from ingest.wandb import media, parse_values, unwrap_config_value
 
@@ -199,8 +201,7 @@ def read_wandb_export(path: Path, start: int = 0) -> Iterator[Chunk]:
     their series stay apart.
     `start` counts data rows (the file is written whole); `position` is the data row's index.
     """
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        rows = list(csv.reader(fh))
+    rows = list(csv.reader(io.StringIO(decode(path.read_bytes()), newline="")))  # a BOM (Excel's) is no header
     if not rows:
         yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")] if start == 0 else [])
         return

@@ -356,3 +356,40 @@ def test_a_start_removes_the_folders_of_owners_that_are_gone(mixed_root, tmp_pat
     assert code == 2  # the broken run
     assert sorted(p.name for p in scratch.iterdir() if not p.name.startswith("pymp-")) == [
         f"forensics-worker-{os.getpid()}-x3", "forensics-worker-unowned", "other-folder"]
+
+
+def test_a_run_another_process_stored_meanwhile_is_analysed_from_the_store(mixed_root, sequential, tmp_path,
+                                                                           monkeypatch):
+    """`--all` beside a running watch: a worker read a run into its private store while another process (a watch
+    on the same store) stored it; the driver cannot append the worker's copy (its points would be there twice),
+    and said "could not be analysed ... stored by another process meanwhile", exit 2, for a run that was analysed.
+    Now such a run is analysed from the store: every run has its diagnosis, exit 0, each point stored once."""
+    import subprocess
+    import sys
+
+    from forensics.services import fleet
+
+    names = ("plateau_double_softmax", "dist_mismatch_val_norm")
+    root = tmp_path / "runs"
+    for name in names:
+        shutil.copytree(mixed_root / name, root / name, symlinks=True)
+    db = tmp_path / "f.duckdb"
+    real, calls = fleet.store_worker_results, []
+
+    def another_process_first(db_, results, options):
+        if not calls:  # the other process stores the first run the workers finished, before this driver writes
+            subprocess.run([sys.executable, "-m", "forensics", "analyze", results[0].path, "--db", str(db_)],
+                           check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+        calls.append([r.path for r in results])
+        return real(db_, results, options)
+
+    monkeypatch.setattr(fleet, "store_worker_results", another_process_first)
+    code, result = _run_cli(root, db, "--jobs", "2")
+    assert calls, "no worker's results were written"
+    assert result["failed"] == 0 and [r["error"] for r in result["runs"]] == [None, None]
+    assert code == 0
+    expected = _analyses(sequential[1][1])
+    for name, (error, analysis) in _analyses(result).items():
+        assert analysis == expected[name][1], name
+    got, want = _points_by_run(_store_digest(db), names), _points_by_run(_store_digest(sequential[0]), names)
+    assert got == want and all(got.values())  # the run the other process stored: its points once

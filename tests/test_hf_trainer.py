@@ -298,16 +298,44 @@ def test_a_state_cut_anywhere_keeps_exactly_the_entries_complete_before_the_cut(
     assert not any(c.configs for c in chunks)  # a damaged file's fields are not kept
 
 
-def test_a_deep_entry_stops_reading_there_and_keeps_what_came_before(tmp_path):
+@pytest.mark.parametrize("deep", [
+    '{"loss": ' + "[" * 5000 + "]" * 5000 + ', "step": 99}',  # past the parser's recursion
+    '{"loss": ' + "[" * 150 + "]" * 150 + ', "step": 99}',  # parsed, past the 100 levels a document may have
+    '{"loss": ' + "[{\"a]}\\\"\": " * 3000 + "0" + "}]" * 3000 + ', "step": 99}',  # brackets inside strings
+])
+def test_a_deep_entry_is_skipped_alone_and_the_entries_after_it_are_read(tmp_path, deep):
+    """A log_history entry nested past the limit stopped the reading there: the well-formed entries after it were
+    lost (and the file's fields). Now that entry alone is skipped and named; the others, before and after it, and
+    the fields are read as if it were not there."""
     path = tmp_path / "trainer_state.json"
     _long_state(5).save_to_json(path)
     text = path.read_text()
-    deep = '{"loss": ' + "[" * 5000 + "]" * 5000 + ', "step": 99},\n'
     at = text.index("{", text.index('"log_history"'))
     at = text.index("{", at + 1)  # before the second entry
-    path.write_text(text[:at] + deep + text[at:])
+    path.write_text(text[:at] + deep + ",\n" + text[at:])
     [chunk] = list(read_trainer_state(path, 0))
-    assert [i.kind for i in chunk.issues] == ["too_large"] and "deeper" in chunk.issues[0].detail
+    assert [(i.position, i.kind) for i in chunk.issues] == [(1, "too_large")]
+    assert "log_history[1]" in chunk.issues[0].detail and "deeper" in chunk.issues[0].detail
+    assert chunk.end == 6 and set(chunk.scalars["position"].to_list()) == {0, 2, 3, 4, 5}
+    plain = tmp_path / "plain" / "trainer_state.json"
+    plain.parent.mkdir()
+    _long_state(5).save_to_json(plain)
+    [expected] = list(read_trainer_state(plain, 0))
+    moved = [(t, s, v, p - (p > 1)) for t, s, v, p in _rows([chunk])]  # the positions as if it were not there
+    assert _same(moved, _rows([expected])) and moved
+    assert chunk.configs == expected.configs and chunk.configs
+    [again] = list(read_trainer_state(path, 2))  # a resume past it does not name it again
+    assert again.issues == [] and set(again.scalars["position"].to_list()) == {2, 3, 4, 5}
+
+
+def test_a_deep_value_that_never_closes_is_the_files_damage(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    _long_state(3).save_to_json(path)
+    text = path.read_text()
+    at = text.index("{", text.index("{", text.index('"log_history"')) + 1)
+    path.write_text(text[:at] + '{"loss": ' + "[" * 5000 + ' "a]]]')
+    [chunk] = list(read_trainer_state(path, 0))
+    assert [i.kind for i in chunk.issues] == ["too_large"] and "kept the 1 complete" in chunk.issues[0].detail
     assert set(chunk.scalars["position"].to_list()) == {0}
 
 

@@ -340,3 +340,17 @@ def test_a_module_name_with_control_characters_cannot_reach_the_terminal_or_the_
     assert "\x1b" not in out and "\x07" not in out and "sm\\x1b]0;owned\\x07" in out
     text = md.read_text()
     assert "\x1b" not in text and "\\|\\`\\*" in text and "FAIL" not in text and "| fail |" in text
+
+
+def test_sigterm_as_probe_ends_says_what_analyze_says(tmp_path):
+    """As replay (tests/test_replay.py): a SIGTERM during the interpreter's teardown after probe's answer ended it
+    with 143 and not a word; now it ends first with its own code, or says analyze's one line and exits 143."""
+
+    from forensics.services.process import TERMINATED_LINE
+    from tests.paths import REPO
+    from tests.test_replay import _terminate_after_the_answer
+
+    run = tmp_path / "run"
+    shutil.copytree(REPO / "sample_runs" / "runs" / "nan_sqrt_norm", run)
+    code, err = _terminate_after_the_answer("probe", run, tmp_path / "f.duckdb")
+    assert (code, err) == (0, "") or (code == 143 and err.splitlines() == [TERMINATED_LINE]), (code, err)

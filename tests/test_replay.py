@@ -355,3 +355,64 @@ def test_replay_of_a_stored_run_opens_the_store_twice_and_never_while_the_model_
     code, r, err = replay_json(run, db, capsys)
     assert code == 0 and r["reproduced"] is True, err
     assert events == ["open", ("user code", 0), "open"]
+
+
+def _terminate_after_the_answer(command: str, run: Path, db: Path) -> tuple[int, str]:
+    """The real CLI: wait for the command's JSON answer to close on stdout, then SIGTERM it at once; (rc, stderr)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "forensics", command, str(run), "--db", str(db), "--json",
+                             *(["--device", "cpu"] if command == "probe" else [])], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+    try:
+        for line in proc.stdout:
+            if line.rstrip("\n") == "}":  # the answer's last line, flushed as main returns: the process ends
+                time.sleep(0.3)  # past main (torch's teardown took about a second more)
+                proc.send_signal(signal.SIGTERM)
+                break
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    return proc.returncode, err
+
+
+def test_sigterm_as_replay_ends_says_what_analyze_says(run_copy, tmp_path):
+    """`analyze` ends without the interpreter's teardown; replay ran torch's (about a second) after main had put
+    SIGTERM's default action back, so a SIGTERM then ended it with 143 and not a word (analyze: one line, 143). Now
+    the process either ends first with its own code or says the one line and exits 143."""
+    from forensics.services.process import TERMINATED_LINE
+
+    code, err = _terminate_after_the_answer("replay", run_copy("nan_lr_too_high"), tmp_path / "f.duckdb")
+    assert (code, err) == (0, "") or (code == 143 and err.splitlines() == [TERMINATED_LINE]), (code, err)
+
+
+@pytest.mark.parametrize("then", ["interrupted", "store_failed"])
+def test_a_sigterm_a_library_turned_into_its_own_error_is_still_a_sigterm(monkeypatch, capsys, then):
+    """DuckDB turns an interrupt during a query into its own error, which the store raises back as a plain
+    KeyboardInterrupt, or a write after it fails ("Current transaction is aborted"): a SIGTERM there said
+    "interrupted" (130) or "cannot write the database" (2). It is a SIGTERM: one line, 143."""
+    import os
+    import signal
+
+    from forensics import cli
+    from forensics.services.process import TERMINATED_LINE
+    from ingest.errors import StoreUnwritable
+
+    def command(args):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        except KeyboardInterrupt:
+            if then == "interrupted":
+                raise KeyboardInterrupt from None  # as ingest.store's _failures re-raises DuckDB's
+            raise StoreUnwritable("cannot write the database: Current transaction is aborted") from None
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "rules", cli.Command(command))
+    assert main(["rules"]) == 143
+    assert capsys.readouterr().err.splitlines() == [TERMINATED_LINE]
+    monkeypatch.setitem(cli.COMMANDS, "rules", cli.Command(lambda args: (_ for _ in ()).throw(StoreUnwritable("x"))))
+    assert main(["rules"]) == 2  # the next command starts with no SIGTERM seen: its own error is its own

@@ -720,3 +720,31 @@ def test_wandbs_own_link_to_its_service_log_is_no_read_problem_but_other_outside
     files = walk(run.resolve(), skipped)
     assert [p for p, _ in skipped] == ["outside.log"]
     assert PurePosixPath("logs/debug-core.log") not in files
+
+
+def test_analysing_a_wandb_run_leaves_nothing_in_the_temp_folder(tmp_path):
+    """Every analysis of a W&B run left two empty folders, tmp*wandb-artifacts and tmp*wandb-media, in the system
+    temp folder: `import wandb` (run to reach its protobufs) makes them for its uploads, and the CLI's end, which
+    skips the interpreter's teardown, never removed them. The real CLI, with a temp folder of its own: nothing
+    is left there, and the run's history was read."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.paths import REPO
+
+    run = tmp_path / "runs" / "val_noise_tiny_val"
+    shutil.copytree(REPO / "sample_runs" / "runs" / "val_noise_tiny_val", run, symlinks=True)
+    scratch, store = tmp_path / "tmp", tmp_path / "store"
+    scratch.mkdir()
+    store.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(scratch), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "forensics", "analyze", str(run), "--db", str(store / "f.duckdb"),
+                           "--json"], capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert json.loads(proc.stdout)["findings"] is not None
+    assert sorted(p.name for p in scratch.iterdir()) == []
+    from ingest.store import connect
+    with connect(store / "f.duckdb", write=False) as con:
+        formats = {f for (f,) in con.execute("SELECT DISTINCT format FROM sources WHERE n_points > 0").fetchall()}
+    assert "wandb" in formats

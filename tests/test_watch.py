@@ -518,3 +518,36 @@ def test_a_young_run_is_not_inconclusive_until_it_has_the_points_to_judge(watche
                                     "WHERE a.analysis_id = (SELECT max(analysis_id) FROM analyses b "
                                     "WHERE b.run_id = a.run_id)").fetchall())
     assert verdicts["young"] != "inconclusive"
+
+
+def test_a_watch_beside_another_takes_a_run_the_other_stored_meanwhile(tmp_path, monkeypatch):
+    """Two watches on one store: this one's worker read a run into its private store while the other watch stored
+    it; this watch logged "could not analyse (the run was stored by another process meanwhile)" and judged the
+    run only on a later pass. Now the run is analysed from the store in the same pass: its alerts come, once."""
+    from forensics.services import fleet
+
+    root = tmp_path / "runs"
+    for name in ("clip_too_small", "plateau_double_softmax"):
+        shutil.copytree(GALLERY / name, root / name, ignore=shutil.ignore_patterns("*.py"))
+    db = tmp_path / "f.duckdb"
+    real, calls = fleet.store_worker_results, []
+
+    def the_other_watch_first(db_, results, options):
+        if not calls:
+            subprocess.run([sys.executable, "-m", "forensics", "watch", str(results[0].path), "--once", "--db",
+                            str(db_)], check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                           cwd=REPO)
+        calls.append(results[0].path)
+        return real(db_, results, options)
+
+    monkeypatch.setattr(fleet, "store_worker_results", the_other_watch_first)
+    log: list[str] = []
+    w = Watcher([root], db, WatchSettings(jobs=2, events=False), log=log.append)
+    report = w.poll_once()
+    assert calls
+    assert (report.analysed, report.failed) == (2, 0)
+    assert not [line for line in log if "could not analyse" in line]
+    assert {a.run_name for a in report.alerts} == {"clip_too_small", "plateau_double_softmax"}
+    with connect(db, write=False) as con:
+        points = con.execute("SELECT count(*), count(DISTINCT (series_id, source_id, position)) FROM scalars").fetchone()
+    assert points[0] == points[1] > 0

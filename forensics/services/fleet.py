@@ -9,8 +9,9 @@ sequential `forensics analyze` of each run would leave it.
 
 A run the store already holds is ingested by the driver itself (`ingest_run` resumes where the last ingest
 stopped: DECISIONS.md §3, so nothing is read or stored twice), then analysed by workers that open the store
-read-only, and the driver stores the analyses. A run whose worker fails is reported with its error; the rest
-complete.
+read-only, and the driver stores the analyses. A run another process (a watch on the same store) stored while a
+worker read it is analysed so too: the worker's copy is dropped, never reported as a failure. A run whose worker
+fails is reported with its error; the rest complete.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class RunResult:
     cpu_seconds: float = 0.0
     store_seconds: float = 0.0  # the driver's time appending a worker's tables and storing its analysis
     where: str = "driver"  # driver, process, ray
+    stored_meanwhile: bool = False  # another process stored the run first: the driver analyses it from the store
     tables: dict | None = field(default=None, repr=False)  # a worker's Arrow tables, until the driver appends them
 
     def as_dict(self) -> dict[str, Any]:
@@ -208,9 +210,10 @@ def store_worker_results(db: Path, results: list[RunResult], options: Options) -
         fresh = []
         for r in todo:
             if r.run_id in known:
-                # Another writer stored this run meanwhile: the worker's copy would hold its points twice.
+                # Another writer (a watch on the same store) stored this run meanwhile: the worker's copy would
+                # hold its points twice. `analyze_runs` analyses it from the store instead (`stored_meanwhile`).
                 r.error, r.analysis, r.retry = "the run was stored by another process meanwhile", None, True
-                r.tables = None
+                r.tables, r.stored_meanwhile = None, True
                 continue
             known.add(r.run_id)  # the same run twice in one batch (two paths to one folder): stored once
             fresh.append(r)
@@ -278,7 +281,9 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
 
     `jobs` = 1 without Ray: each run in this process, in order (the sequential reference). Otherwise runs the
     store does not hold yet go to `jobs` worker processes (or Ray tasks); runs it holds are ingested here
-    (only what is new) and analysed by `jobs` processes reading the store (by this process under Ray). `known` is the set of run ids the store holds (read from it when None).
+    (only what is new) and analysed by `jobs` processes reading the store (by this process under Ray). `known` is
+    the set of run ids the store holds (read from it when None). A run another process (a watch on the same
+    store) stored while a worker read it is one the store holds: it is analysed as those are, never failed.
     `on_result` sees each result as soon as it is stored (the CLI prints progress with it; workers' results are
     stored in batches, see WRITE_POINTS). When `should_stop()` turns true (SIGINT/SIGTERM), no other run starts,
     the runs finished are written, and the results returned are those of the runs done.
@@ -326,7 +331,10 @@ def analyze_runs(paths: Sequence[str], db: Path, options: Options, *, jobs: int 
     def write() -> None:
         store_worker_results(db, waiting, options)
         for r in waiting:
-            done(r)
+            if r.stored_meanwhile:  # analysed from the store below, with the runs it held at the start
+                stored.append(r.path)
+            else:
+                done(r)
         waiting.clear()
 
     try:

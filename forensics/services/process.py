@@ -4,6 +4,7 @@ failures as one exit code, an end without teardown). Nothing that judges or read
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
@@ -90,3 +91,75 @@ def leave_now(code: int) -> None:
     except OSError:
         return
     os._exit(code)
+
+
+TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
+TERMINATED_LINE = ("forensics: terminated (SIGTERM); what was written before is kept, and the next run goes on "
+                   "from there")
+_sigterm_seen = False
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, so open transactions roll back as on Ctrl-C."""
+
+
+def raise_terminated(signum, frame) -> None:
+    """The command's SIGTERM handler. It is remembered as well as raised: a library that catches the interrupt
+    and raises its own (DuckDB's "Query interrupted", turned back into a KeyboardInterrupt by the store; a write
+    refused after it) must not make a SIGTERM read as Ctrl-C (130) or as a store failure (2)."""
+    global _sigterm_seen
+    _sigterm_seen = True
+    raise Terminated
+
+
+def catch_sigterm():
+    """Install `raise_terminated` for this command (none seen yet); return the handler it replaces. Raises
+    ValueError outside the main thread, where signals are whoever owns it's."""
+    import signal
+
+    global _sigterm_seen
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    _sigterm_seen = False
+    return previous
+
+
+def sigterm_seen() -> bool:
+    return _sigterm_seen
+
+
+def say_terminated() -> int:
+    sys.stderr.write(TERMINATED_LINE + "\n")
+    sys.stderr.flush()
+    return TERMINATED
+
+
+_exit_code: int | None = None  # set by `end_on_sigterm`: the code the process ends with, after the exit handlers
+
+
+def _leave_after_the_exit_handlers() -> None:
+    """Once the other exit handlers have run (those of torch, multiprocessing and user code, after non-daemon
+    threads were joined), end as `leave_now` does: without the teardown of torch's and duckdb's modules (about a
+    second), in which no Python signal handler runs and a SIGTERM would end the process without a word."""
+    if _exit_code is not None:
+        leave_now(_exit_code)
+
+
+# Registered when this module is first imported (by forensics.cli's import, before torch, multiprocessing or user
+# code register theirs): exit handlers run last registered first, so this one runs after theirs.
+atexit.register(_leave_after_the_exit_handlers)
+
+
+def end_on_sigterm(code: int) -> None:
+    """For a command that ends with the interpreter's exit handlers (replay's and probe's torch and user code): a
+    SIGTERM meanwhile says the one line and exits 143 at once, as during the command, not silently by the
+    default action; then the process ends with `code` (`_leave_after_the_exit_handlers`)."""
+    import signal
+
+    global _exit_code
+    _exit_code = code
+
+    def leave(signum, frame) -> None:
+        os.write(2, (TERMINATED_LINE + "\n").encode())  # no stream: they may be half torn down
+        os._exit(TERMINATED)
+
+    signal.signal(signal.SIGTERM, leave)
