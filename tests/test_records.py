@@ -62,3 +62,13 @@ def test_every_read_problem_kind_a_reader_stores_is_in_the_one_table():
     assert {"truncated", "garbled", "unmatched_lines", "needs_pickle"} <= set(kinds)  # the scan sees the readers
     missing = {k: where for k, where in kinds.items() if k not in READ_PROBLEMS}
     assert missing == {}
+
+
+def test_a_format_says_on_its_row_whether_its_steps_are_the_writers_text():
+    """The engine prefers a structured source over a text one holding the same series (forensics.judge.run
+    derives TEXT_FORMATS from the rows): a format whose reader reads printed text must say so on its row."""
+    from forensics.judge.run import TEXT_FORMATS
+    from ingest.formats import FORMATS
+
+    printed = {f.name for f in FORMATS if f.reader.startswith("ingest.console:")}
+    assert printed and {f.name for f in FORMATS if f.text} == printed == set(TEXT_FORMATS)
