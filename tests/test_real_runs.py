@@ -128,75 +128,16 @@ def test_an_ordinal_step_is_shown_in_the_writers_own_counters(analyses, db, caps
     assert all("at" not in f for f in logged["findings"]) and "at" not in logged["nonfinite"][0]
 
 
-# The second development set (issue 24): the runs of corpus/real rebuilt from their public sources, labelled by
+# The second development set: the runs of corpus/real rebuilt from their public sources, labelled by
 # hand in ../shared/real_runs_test/labels.json. Scored as tools/score.py scores it (a labelled kind found is a true
 # positive; nan_loss and masked_nonfinite count for each other), except that a kind the label allows is no false
 # claim here: the scorer's figure counts it, this test does not forbid it.
 SECOND = REAL_RUNS_TEST
 SECOND_LABELS = json.loads((SECOND / "labels.json").read_text()) if (SECOND / "labels.json").is_file() else {}
 SAME = {"nan_loss": {"nan_loss", "masked_nonfinite"}, "masked_nonfinite": {"nan_loss", "masked_nonfinite"}}
-# Labelled pathologies the engine misses on the second set, by failure class of issue 24 (strict xfails: an entry
+# Labelled pathologies the engine misses on the second set, (strict xfails: an entry
 # goes when the engine learns to see it).
 SECOND_MISSES: dict[tuple[str, str], str] = {}
-
-
-def _second_cases(kinds: bool):
-    out = []
-    for name, label in sorted(SECOND_LABELS.items()):
-        if not (SECOND / name).is_dir():
-            continue
-        if not kinds:
-            out.append(pytest.param(name, id=name))
-            continue
-        for kind in set(label["pathologies"]) - {"healthy"}:
-            miss = SECOND_MISSES.get((name, kind))
-            marks = [pytest.mark.xfail(strict=True, reason=f"engine misses it: {miss}")] if miss else []
-            out.append(pytest.param(name, kind, id=f"{name}-{kind}", marks=marks))
-    return sorted(out, key=lambda p: p.id)
-
-
-@pytest.fixture(scope="module")
-def second(tmp_path_factory):
-    """`forensics analyze --json` of each run of the second set, once per run."""
-    db = tmp_path_factory.mktemp("second") / "second.duckdb"
-    cache: dict[str, dict] = {}
-
-    def get(name: str) -> dict:
-        if name not in cache:
-            import contextlib
-            import io
-
-            buf = io.StringIO()
-            with contextlib.redirect_stdout(buf):
-                assert main(["analyze", str(SECOND / name), "--db", str(db), "--json"]) == 0
-            cache[name] = json.loads(buf.getvalue())
-        return cache[name]
-
-    return get
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name,kind", _second_cases(kinds=True))
-@pytest.mark.needs_shared
-def test_second_set_shows_its_labelled_pathology(name, kind, second):
-    found = {f["kind"] for f in second(name)["findings"]}
-    assert found & SAME.get(kind, {kind}), f"labelled {kind}; found {sorted(found)}"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", _second_cases(kinds=False))
-@pytest.mark.needs_shared
-def test_second_set_claims_nothing_the_label_does_not_allow(name, second):
-    """Precision counts (DECISIONS §8): every kind found is labelled, the equivalent of a labelled one, or allowed,
-    and a healthy run has no critical finding."""
-    label = SECOND_LABELS[name]
-    ok = set(label["pathologies"]) | set(label.get("allowed", []))
-    ok |= {k for w in label["pathologies"] for k in SAME.get(w, ())}
-    findings = second(name)["findings"]
-    assert {f["kind"] for f in findings} <= ok
-    if label["pathologies"] == ["healthy"]:
-        assert [f for f in findings if f["severity"] == "critical"] == []
-
 
 # The third set (held out until the effect-size rules): ../shared/real_runs_3/labels.json, scored as the second.
 THIRD = REAL_RUNS_3
@@ -215,59 +156,65 @@ THIRD_FALSE: dict[str, str] = {
               "while validation is flat, at the plateau rule's own level boundary",
 }
 
+# Both sets, scored alike: (folder, labels, labelled kinds missed, runs with a kind the label does not allow).
+SETS = {"second": (SECOND, SECOND_LABELS, SECOND_MISSES, {}), "third": (THIRD, THIRD_LABELS, THIRD_MISSES, THIRD_FALSE)}
 
-def _third_cases(kinds: bool):
+
+def _set_cases(kinds: bool):
     out = []
-    for name, label in sorted(THIRD_LABELS.items()):
-        if not (THIRD / name).is_dir():
-            continue
-        if not kinds:
-            marks = [pytest.mark.xfail(strict=True, reason=THIRD_FALSE[name])] if name in THIRD_FALSE else []
-            out.append(pytest.param(name, id=name, marks=marks))
-            continue
-        for kind in set(label["pathologies"]) - {"healthy"}:
-            miss = THIRD_MISSES.get((name, kind))
-            marks = [pytest.mark.xfail(strict=True, reason=f"engine misses it: {miss}")] if miss else []
-            out.append(pytest.param(name, kind, id=f"{name}-{kind}", marks=marks))
+    for which, (root, labels, misses, false) in SETS.items():
+        for name, label in sorted(labels.items()):
+            if not (root / name).is_dir():
+                continue
+            if not kinds:
+                marks = [pytest.mark.xfail(strict=True, reason=false[name])] if name in false else []
+                out.append(pytest.param(which, name, id=f"{which}-{name}", marks=marks))
+                continue
+            for kind in set(label["pathologies"]) - {"healthy"}:
+                miss = misses.get((name, kind))
+                marks = [pytest.mark.xfail(strict=True, reason=f"engine misses it: {miss}")] if miss else []
+                out.append(pytest.param(which, name, kind, id=f"{which}-{name}-{kind}", marks=marks))
     return sorted(out, key=lambda p: p.id)
 
 
 @pytest.fixture(scope="module")
-def third(tmp_path_factory):
-    """`forensics analyze --json` of each run of the third set, once per run."""
-    db = tmp_path_factory.mktemp("third") / "third.duckdb"
-    cache: dict[str, dict] = {}
+def labelled(tmp_path_factory):
+    """`forensics analyze --json` of each run of the second and third sets, once per run."""
+    db = tmp_path_factory.mktemp("labelled") / "labelled.duckdb"
+    cache: dict[tuple[str, str], dict] = {}
 
-    def get(name: str) -> dict:
-        if name not in cache:
+    def get(which: str, name: str) -> dict:
+        if (which, name) not in cache:
             import contextlib
             import io
 
             buf = io.StringIO()
             with contextlib.redirect_stdout(buf):
-                assert main(["analyze", str(THIRD / name), "--db", str(db), "--json"]) == 0
-            cache[name] = json.loads(buf.getvalue())
-        return cache[name]
+                assert main(["analyze", str(SETS[which][0] / name), "--db", str(db), "--json"]) == 0
+            cache[which, name] = json.loads(buf.getvalue())
+        return cache[which, name]
 
     return get
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,kind", _third_cases(kinds=True))
+@pytest.mark.parametrize("which,name,kind", _set_cases(kinds=True))
 @pytest.mark.needs_shared
-def test_third_set_shows_its_labelled_pathology(name, kind, third):
-    found = {f["kind"] for f in third(name)["findings"]}
+def test_labelled_set_shows_its_labelled_pathology(which, name, kind, labelled):
+    found = {f["kind"] for f in labelled(which, name)["findings"]}
     assert found & SAME.get(kind, {kind}), f"labelled {kind}; found {sorted(found)}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", _third_cases(kinds=False))
+@pytest.mark.parametrize("which,name", _set_cases(kinds=False))
 @pytest.mark.needs_shared
-def test_third_set_claims_nothing_the_label_does_not_allow(name, third):
-    label = THIRD_LABELS[name]
+def test_labelled_set_claims_nothing_the_label_does_not_allow(which, name, labelled):
+    """Precision counts (DECISIONS §8): every kind found is labelled, the equivalent of a labelled one, or allowed,
+    and a healthy run has no critical finding."""
+    label = SETS[which][1][name]
     ok = set(label["pathologies"]) | set(label.get("allowed", []))
     ok |= {k for w in label["pathologies"] for k in SAME.get(w, ())}
-    findings = third(name)["findings"]
+    findings = labelled(which, name)["findings"]
     assert {f["kind"] for f in findings} <= ok
     if label["pathologies"] == ["healthy"]:
         assert [f for f in findings if f["severity"] == "critical"] == []
