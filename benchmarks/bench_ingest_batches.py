@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,16 +27,7 @@ from pathlib import Path, PurePosixPath
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's modules for the in-process part, not an installed copy
 
-
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one process, our modules from bytecode as installed."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(cwd)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+from benchmarks.bench_first_answer import timed  # noqa: E402  (one process, wall and CPU; bytecode as installed)
 
 
 def copies(run: Path, work: Path) -> tuple[Path, Path, int, int]:
