@@ -141,6 +141,34 @@ def cmd_analyze(args: argparse.Namespace) -> Done | int:
     return code
 
 
+# -- compare ------------------------------------------------------------------------------------------------
+
+
+def cmd_compare(args: argparse.Namespace) -> Done:
+    from forensics.services.compare import compare
+    from forensics.text import compare as compare_text
+    from ingest.store import connect
+
+    if args.json and str(args.markdown) == "-":
+        raise ForensicsError("--json and --markdown - both write to stdout; write the markdown to a file")
+    with connect(db_path(args.db), write=False) as con:
+        result = compare(con, args.run, args.others)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    elif str(args.markdown) != "-":
+        print(compare_text.text(result))
+    if args.markdown is not None:
+        if str(args.markdown) == "-":
+            print(compare_text.markdown(result))
+        else:
+            try:
+                args.markdown.write_text(compare_text.markdown(result), encoding="utf-8")
+            except OSError as exc:
+                raise ForensicsError(f"cannot write --markdown {args.markdown}: {exc.strerror or exc}") from None
+            print(f"markdown written to {args.markdown}", file=sys.stderr)
+    return Done(0)
+
+
 # -- rules --------------------------------------------------------------------------------------------------
 
 
@@ -313,6 +341,7 @@ class Command:
 
 
 COMMANDS = {"ingest": Command(cmd_ingest), "runs": Command(cmd_runs), "analyze": Command(cmd_analyze, judges=True),
+            "compare": Command(cmd_compare),
             "rules": Command(cmd_rules), "checkpoints": Command(cmd_checkpoints), "replay": Command(cmd_replay),
             "probe": Command(cmd_probe), "app": Command(cmd_app), "watch": Command(cmd_watch, judges=True)}
 
