@@ -38,7 +38,8 @@ from ingest.jsonvalues import plain
 SMOOTH = 5
 PERSIST = 3
 BAND_SIGMAS = 4.0
-SEED_BAND = math.log(1.5)
+SEED_BAND = math.log(2.5)
+ABS_SHARE = 0.1
 CALM_POINTS = 10  # points before its earliest finding that measure the failed run's own noise
 MEDIAN_EFFICIENCY = 1.2533  # a median of k normal points has sigma × this / √k
 
@@ -399,8 +400,16 @@ def part(f_steps: np.ndarray, f_values: np.ndarray, s_steps: np.ndarray, s_value
     if not log_scale:  # a linear scale has no seed band: the same share of the sibling's typical level
         band = max(band, (math.exp(SEED_BAND) - 1) * float(np.median(np.abs(ts[within_s]))) if within_s.any() else 0)
     gap = f_at - s_at
-    out = np.where(gap > band, 1, np.where(gap < -band, -1, 0))
     steps = g_steps.astype(np.int64)
+    # A lag of one of the sparser run's logging intervals is no parting: where the sibling's curve falls fast (the
+    # first steps), two seeds one interval apart differ by its slope times that interval.
+    lag = np.abs(np.gradient(s_at, steps)) * max(cf, cs) if steps.size > 1 else np.zeros(steps.size)
+    # Near a loss of 0, two seeds differ by large factors in small amounts: a gap must also be ABS_SHARE of the
+    # sibling's initial level.
+    floor = ABS_SHARE * abs(stats.start_level(sv))
+    plain_gap = (np.exp(f_at) - np.exp(s_at)) if log_scale else gap
+    out = np.where((gap > band + lag) & (plain_gap > floor), 1,
+                   np.where((gap < -band - lag) & (plain_gap < -floor), -1, 0))
     ends_nonfinite = f_nonfinite is not None and ss[0] <= f_nonfinite <= ss[-1] + max(cs, cf)
     if until is not None:
         keep = steps <= until
@@ -470,8 +479,14 @@ def parting(con: Any, run_id: str, sibling_id: str, calm_until: int | None = Non
 
 # -- settings ----------------------------------------------------------------------------------------------------
 
-def _change(a: Any, b: Any) -> str:
+# A seed names a draw, not a setting: it is listed after the others, without a ratio, and gets no team row.
+SEED_KEY = r"(^|[._])(seed|random_seed|data_seed|manual_seed)$"
+
+
+def _change(a: Any, b: Any, key: str = "") -> str:
     shown = f"{_shown(a)} vs {_shown(b)}"
+    if re.search(SEED_KEY, key.lower()):
+        return f"{shown} (a seed)"
     try:
         fa, fb = float(a), float(b)
     except (TypeError, ValueError):
@@ -514,11 +529,11 @@ def ranked_settings(mine: dict[str, Any], theirs: dict[str, Any], kinds: list[st
         if key in mine and key in theirs and _same(a, b):
             continue
         hit = implicated(key, kinds)
-        order = (0, hit[0], hit[1]) if hit else (1, 0, 0)
+        order = (0, hit[0], hit[1]) if hit else (2 if re.search(SEED_KEY, key.lower()) else 1, 0, 0)
         far = _log_ratio(a, b) if a is not ABSENT and b is not ABSENT else 0.5
         rows.append((order, evidence.get(key, 1.0), -far, key, a, b, hit[2] if hit else None))
     rows.sort(key=lambda r: r[:4])
-    return [Setting(key, None if a is ABSENT else a, None if b is ABSENT else b, _change(a, b), kind, i + 1)
+    return [Setting(key, None if a is ABSENT else a, None if b is ABSENT else b, _change(a, b, key), kind, i + 1)
             for i, (_, _, _, key, a, b, kind) in enumerate(rows)]
 
 
@@ -544,6 +559,10 @@ def _number(v: Any) -> float | None:
     return float(v) if math.isfinite(float(v)) else None
 
 
+def _cut(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else numbers.sig(v, 3)
+
+
 def team_row(key: str, mine: Any, outcomes: list[tuple[Any, bool]], outcome: str) -> TeamRow | None:
     """How the runs holding `key` ended (`outcomes`: (value, ended as the failed run did)), split at the value cut
     that separates them best (numbers; the failed run's side first) or into the failed run's value and the
@@ -559,8 +578,8 @@ def team_row(key: str, mine: Any, outcomes: list[tuple[Any, bool]], outcome: str
         for lo, hi in cuts:
             high_side = num >= hi
             inside = [(v >= hi) == high_side for v in values]
-            label_in = f"≥ {numbers.sig(hi, 3)}" if high_side else f"≤ {numbers.sig(lo, 3)}"
-            label_out = f"≤ {numbers.sig(lo, 3)}" if high_side else f"≥ {numbers.sig(hi, 3)}"
+            label_in = f"≥ {_cut(hi)}" if high_side else f"≤ {_cut(lo)}"
+            label_out = f"≤ {_cut(lo)}" if high_side else f"≥ {_cut(hi)}"
             tables.append((inside, label_in, label_out))
     else:
         inside = [_same(v, mine) for v, _ in outcomes]
@@ -647,7 +666,7 @@ def compare(con: Any, run: str | Path, others: list[str | Path] | None = None) -
     kinds = _kinds(con, run_id, me["headline_kind"])
     mine, theirs = store.configs.get(run_id, {}), store.configs.get(best.run_id, {})
     first = ranked_settings(mine, theirs, kinds)
-    out.team = team(store, run_id, [s.key for s in first[:TEAM_KEYS]])
+    out.team = team(store, run_id, [s.key for s in first if not re.search(SEED_KEY, s.key.lower())][:TEAM_KEYS])
     evidence = {t.key: t.p for t in out.team if t.p is not None}
     out.settings = ranked_settings(mine, theirs, kinds, evidence)
     if not mine and not theirs:
