@@ -195,11 +195,9 @@ def _analyze_parser(sub) -> None:
 
 
 def _compare_parser(sub) -> None:
-    p = _command(sub, "compare", "db", "json")
-    p.add_argument("run", metavar="RUN", help="the run to explain: its folder, or its name or id in the store")
+    p = _command(sub, "compare", "db", "json", "markdown")
+    p.add_argument("run_dir", metavar="RUN", type=Path, help="the run to explain: its folder, or its name or id in the store")
     p.add_argument("others", nargs="*", metavar="OTHER", help="compare with these runs instead of the chosen siblings")
-    p.add_argument("--markdown", metavar="FILE", type=Path,
-                   help="also write the comparison as markdown to FILE (`-`: print it instead of the text)")
 
 
 def _rules_parser(sub) -> None:

@@ -113,7 +113,7 @@ class Sibling:
     same_writer: list[str]  # formats both runs' series came from
     keys_shared: int
     keys_union: int
-    values_differ: list[str]  # shared keys whose values differ, nearest first
+    values_differ: list[str]  # shared keys whose values differ, the farthest apart first
     series_shared: int
     series_union: int
     why: str  # one line
@@ -316,7 +316,7 @@ def siblings(store: _Store, run_id: str, only: list[str] | None = None) -> list[
             continue
         shared = sorted(set(mine_cfg) & set(cfg))
         differ = sorted((k for k in shared if not _same(mine_cfg[k], cfg[k])),
-                        key=lambda k: (_log_ratio(mine_cfg[k], cfg[k]), k))
+                        key=lambda k: (-_log_ratio(mine_cfg[k], cfg[k]), k))
         distance = sum(_log_ratio(mine_cfg[k], cfg[k]) for k in differ)
         verdict = other["verdict"]
         head = _headline_words(other)
@@ -672,6 +672,14 @@ def compare(con: Any, run: str | Path, others: list[str | Path] | None = None) -
     if not mine and not theirs:
         out.notes.append("neither run has a stored config: no settings to compare")
     return out
+
+
+def compare_at(db: str | Path, run: str | Path, others: list[str | Path] | None = None) -> Comparison:
+    """`compare` on the store at `db`, opened read-only for the call."""
+    from ingest.store import connect
+
+    with connect(Path(db), write=False) as con:
+        return compare(con, run, others)
 
 
 def _calm_until(row: dict[str, Any]) -> int | None:

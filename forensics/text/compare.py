@@ -75,7 +75,7 @@ def markdown(c: Any) -> str:
             out += ["Moved first: " + "; ".join(md(mover_words(m)) for m in c.movers), ""]
         if c.settings:
             out += ["## Settings that differ", "", "| rank | key | change | implicated by |", "|---|---|---|---|"]
-            out += [f"| {s.rank} | {md(s.key)} | {md(s.change)} | {s.implicated_by or ''} |" for s in c.settings]
+            out += [f"| {s.rank} | {md(s.key)} | {md(s.change)} | {f'`{s.implicated_by}`' if s.implicated_by else ''} |" for s in c.settings]
             out.append("")
         if c.team:
             out += ["## What the store's runs say", "", "Counts of runs; an association, not a cause.", ""]
