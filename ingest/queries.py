@@ -763,7 +763,7 @@ def logging_intervals_s(con, run_ids: list[str]) -> dict[str, float]:
 
 def compare_runs(con: Any) -> pl.DataFrame:
     """Every run with its latest analysis as `forensics compare` weighs it: run_id, name, root, verdict (as
-    `app_runs`), headline kind and step, the finding kinds (space-separated) with their critical count and the
+    `app_runs`), headline kind, series and step, the finding kinds (space-separated) with their critical count and the
     earliest critical step, and the formats of its scalar series (space-separated)."""
     return _app_frame(con, f"""
         WITH latest AS (SELECT run_id, max(analysis_id) AS analysis_id FROM analyses GROUP BY run_id),
@@ -775,7 +775,7 @@ def compare_runs(con: Any) -> pl.DataFrame:
         fmt AS (SELECT run_id, string_agg(DISTINCT format, ' ' ORDER BY format) AS formats FROM series
                 GROUP BY run_id)
         SELECT r.run_id, r.name, r.root, {_VERDICT_SQL} AS verdict, h.kind AS headline_kind,
-               h.step AS headline_step, h.step_end AS headline_step_end, coalesce(f.kinds, '') AS kinds,
+               h.series AS headline_series, h.step AS headline_step, h.step_end AS headline_step_end, coalesce(f.kinds, '') AS kinds,
                coalesce(f.n_critical, 0) AS n_critical, coalesce(f.n_findings, 0) AS n_findings,
                f.first_critical, coalesce(fmt.formats, '') AS formats
         FROM runs r LEFT JOIN latest USING (run_id)

@@ -113,3 +113,28 @@ def test_fisher_exact_matches_scipy(table):
 
 def test_every_implicating_kind_is_a_catalog_id():
     assert set(IMPLICATES) <= {e.kind for e in catalog.ENTRIES}
+
+
+@pytest.mark.needs_shared
+def test_versions_of_a_real_lightning_project_part_on_the_loss_their_diagnosis_reads(tmp_path):
+    """Five logged versions of one real project (Lightning's TensorBoard logger, hparams in the event files): the
+    overfitting version is put beside the healthy one and parts from it on the validation loss once it rises
+    (labelled from step ~1065); the diverged version ranks the LR first among the settings."""
+    from tests.paths import REAL_RUNS
+
+    labels = json.loads((REAL_RUNS / "labels.json").read_text())
+    versions = sorted(p for p in REAL_RUNS.glob("tb_dlgn_v*") if p.is_dir())
+    db = tmp_path / "versions.duckdb"
+    for v in versions:
+        analyze(v, db)
+    kinds = {v.name: labels[v.name]["pathologies"] for v in versions}
+    [over] = [v for v in versions if kinds[v.name] == ["overfitting"] and "val_rise_start" in labels[v.name]["key_steps"]]
+    [healthy] = [v for v in versions if kinds[v.name] == ["healthy"]]
+    [diverged] = [v for v in versions if kinds[v.name] == ["divergence"]]
+    c = _compare(db, over)
+    assert c.sibling.name == healthy.name
+    keys = labels[over.name]["key_steps"]
+    assert c.parting.series.startswith("val") and c.parting.direction == "above"
+    assert keys["val_loss_min"] < c.parting.step <= keys["val_rise_start"] + 100
+    d = _compare(db, diverged)
+    assert d.sibling.name == healthy.name and d.settings[0].key == "lr"

@@ -270,15 +270,17 @@ def _decided(verdict: str) -> bool:
 
 
 def _tier(me: dict[str, Any], other: dict[str, Any]) -> int | None:
-    """0 healthy; 1 judged with fewer critical findings, or its first one later; None: not a reference."""
+    """0 healthy; 1 judged with fewer critical findings, or as many with the first one later, or (neither has one)
+    fewer warnings; None: not a reference."""
     if other["verdict"] == "healthy":
         return 0
     if not _decided(other["verdict"]) or me["verdict"] == "healthy":
         return None
-    fewer = other["n_critical"] < me["n_critical"]
-    later = (other["first_critical"] is None or
-             (me["first_critical"] is not None and other["first_critical"] > me["first_critical"]))
-    return 1 if (fewer or later) and other["n_critical"] <= me["n_critical"] else None
+    if other["n_critical"] != me["n_critical"]:
+        return 1 if other["n_critical"] < me["n_critical"] else None
+    if me["first_critical"] is not None:  # as many critical findings: the first one later
+        return 1 if other["first_critical"] is not None and other["first_critical"] > me["first_critical"] else None
+    return 1 if other["n_findings"] < me["n_findings"] else None  # no critical finding: fewer warnings
 
 
 def _headline_words(row: dict[str, Any]) -> str | None:
@@ -452,13 +454,21 @@ def _curves(run, role: str) -> tuple[str, np.ndarray, np.ndarray] | None:
     return name, f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
 
 
-def parting(con: Any, run_id: str, sibling_id: str, calm_until: int | None = None) -> tuple[Part | None, list[Part]]:
-    """Where `run_id`'s training loss leaves `sibling_id`'s, and each of MOVER_ROLES both runs log that left the
+def loss_role(store: _Store, run_id: str) -> str:
+    """The loss compared: the validation loss where the run's earliest cause was read from it (overfitting, ...),
+    else the training loss."""
+    series = store.row(run_id)["headline_series"]
+    return "val_loss" if store.series.get(run_id, {}).get(series) == "val_loss" else "loss"
+
+
+def parting(con: Any, run_id: str, sibling_id: str, calm_until: int | None = None,
+            role: str = "loss") -> tuple[Part | None, list[Part]]:
+    """Where `run_id`'s loss (`role`) leaves `sibling_id`'s, and each of MOVER_ROLES both runs log that left the
     sibling's at or before that step (earliest first)."""
     from forensics.judge.run import Run
 
     me, sib = Run.from_store(con, run_id), Run.from_store(con, sibling_id)
-    mine, theirs = _curves(me, "loss"), _curves(sib, "loss")
+    mine, theirs = _curves(me, role), _curves(sib, role)
     if mine is None or theirs is None:
         return None, []
     loss = part(mine[1], mine[2], theirs[1], theirs[2], series=mine[0], sibling_series=theirs[0],
@@ -662,7 +672,7 @@ def compare(con: Any, run: str | Path, others: list[str | Path] | None = None) -
                          "healthy or has fewer or later critical findings")
         return out
     best = out.siblings[0]
-    out.parting, out.movers = parting(con, run_id, best.run_id, _calm_until(me))
+    out.parting, out.movers = parting(con, run_id, best.run_id, _calm_until(me), loss_role(store, run_id))
     kinds = _kinds(con, run_id, me["headline_kind"])
     mine, theirs = store.configs.get(run_id, {}), store.configs.get(best.run_id, {})
     first = ranked_settings(mine, theirs, kinds)
@@ -697,7 +707,8 @@ def sibling_line(con: Any, run_id: str) -> str | None:
     from forensics.judge.run import Run
 
     best = found[0]
-    mine, theirs = _curves(Run.from_store(con, run_id), "loss"), _curves(Run.from_store(con, best.run_id), "loss")
+    role = loss_role(store, run_id)
+    mine, theirs = _curves(Run.from_store(con, run_id), role), _curves(Run.from_store(con, best.run_id), role)
     where = ""
     if mine is not None and theirs is not None:
         p = part(mine[1], mine[2], theirs[1], theirs[2], calm_until=_calm_until(store.row(run_id)))
