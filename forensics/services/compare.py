@@ -43,7 +43,7 @@ ABS_SHARE = 0.1
 CALM_POINTS = 10  # points before its earliest finding that measure the failed run's own noise
 MEDIAN_EFFICIENCY = 1.2533  # a median of k normal points has sigma × this / √k
 
-# Series roles compared for "what moved first", in the order a tie is told.
+# Series roles compared for "what moved first"; beside them, each layer's logged norms and checkpoints' parameters.
 MOVER_ROLES = ("lr", "grad_norm", "loss_scale", "update_ratio")
 
 SIBLINGS_SHOWN = 5
@@ -353,9 +353,10 @@ def part(f_steps: np.ndarray, f_values: np.ndarray, s_steps: np.ndarray, s_value
     """Where the failed run's curve (f) leaves the sibling's (s), aligned by step: both smoothed (`SMOOTH`),
     compared on the sparser one's steps inside the steps both cover (different lengths, resumes read as one row
     per step, sampled exports and missing stretches: a step the other run has no point near is left out), on a
-    log scale when both are positive. The first step of a gap outside the band for `PERSIST` aligned points
-    (same side), or of one that lasts until the failed curve turns non-finite while the sibling's is still
-    logged; `until` stops the search at a step. The failed run's noise is measured before `calm_until` (its
+    log scale when both are positive. The first step of a gap outside the band over `PERSIST` of the sparser run's
+    intervals (same side), or of one that lasts until the failed curve turns non-finite while the sibling's is
+    still logged, after the curves were once inside the band (a gap they start with and lose is none; one they
+    never lose is reported at the first aligned step); `until` stops the search at a step. The failed run's noise is measured before `calm_until` (its
     earliest finding: a diverged stretch is not its noise), or taken as the sibling's when too few points precede."""
     fs, fv, f_nonfinite = _finite_head(np.asarray(f_steps), np.asarray(f_values, dtype=float))
     ss = np.asarray(s_steps)
@@ -424,8 +425,10 @@ def part(f_steps: np.ndarray, f_values: np.ndarray, s_steps: np.ndarray, s_value
         return float(math.exp(x)) if log_scale else float(x)
 
     n = steps.size
+    together = False  # a gap the runs start with is no parting: they must have run together first
     for i in range(n):
-        if out[i] == 0:
+        together = together or out[i] == 0
+        if out[i] == 0 or not together:
             continue
         held = steps[i:][steps[i:] <= steps[i] + span]
         run = out[i:i + held.size]
@@ -434,6 +437,10 @@ def part(f_steps: np.ndarray, f_values: np.ndarray, s_steps: np.ndarray, s_value
         if lasting or to_the_end:
             return Part(series, sibling_series, int(steps[i]), "above" if out[i] > 0 else "below", value(f_at[i]),
                         value(s_at[i]), shown_band, log_scale, n, overlap)
+    if n and not together:
+        return Part(series, sibling_series, int(steps[0]), "above" if out[0] > 0 else "below", value(f_at[0]),
+                    value(s_at[0]), shown_band, log_scale, n, overlap, "apart from the first aligned step: the runs "
+                    "never ran together")
     if ends_nonfinite:
         return Part(series, sibling_series, f_nonfinite, "non-finite", math.nan,
                     value(s_at[-1]) if n else None, shown_band, log_scale, n, overlap,
@@ -483,8 +490,39 @@ def parting(con: Any, run_id: str, sibling_id: str, calm_until: int | None = Non
         p = part(a[1], a[2], b[1], b[2], series=a[0], sibling_series=b[0], until=loss.step, calm_until=calm_until)
         if p.step is not None:
             movers.append(p)
-    return loss, sorted(movers, key=lambda p: (p.step, MOVER_ROLES.index(next(
-        r for r in MOVER_ROLES if me.pick(r) == p.series))))
+    # Per layer, the earliest of the layers both runs log (by name), then of the parameters both runs' checkpoints
+    # hold: a layer's norm that left the sibling's says where in the model it started.
+    for role in LAYER_ROLES:
+        pairs = {n: (me.series_named(n), sib.series_named(n)) for n in set(me.all_of(role)) & set(sib.all_of(role))}
+        movers += _earliest(pairs, loss.step, calm_until)
+    movers += _earliest(_checkpoint_norms(me, sib), loss.step, calm_until)
+    return loss, sorted(movers, key=lambda p: p.step)
+
+
+LAYER_ROLES = ("layer_grad_norm", "layer_weight_norm")
+
+
+def _earliest(pairs: dict[str, tuple[pl.DataFrame, pl.DataFrame]], until: int, calm_until: int | None) -> list[Part]:
+    """The first of these series (name -> the two runs' (step, value) frames) to leave the sibling's, at or before
+    `until`; empty when none does."""
+    found = [part(a["step"].to_numpy(), a["value"].fill_null(np.nan).to_numpy(), b["step"].to_numpy(),
+                  b["value"].fill_null(np.nan).to_numpy(), series=name, sibling_series=name, until=until,
+                  calm_until=calm_until) for name, (a, b) in sorted(pairs.items())]
+    found = [p for p in found if p.step is not None]
+    return [min(found, key=lambda p: p.step)] if found else []
+
+
+def _checkpoint_norms(me, sib) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+    """Parameter name -> each run's (step, l2) from its checkpoints (`tensor_stats`), for the parameters both hold."""
+    def norms(run) -> dict[str, pl.DataFrame]:
+        t = run.table("tensor_stats")
+        if t.height == 0 or "kind" not in t.columns:
+            return {}
+        t = t.filter((pl.col("kind") == "param") & pl.col("step").is_not_null()).sort("step")
+        return {name: g.select("step", pl.col("l2").alias("value")) for (name,), g in t.group_by("tensor")}
+
+    a, b = norms(me), norms(sib)
+    return {f"checkpoint {k} norm": (a[k], b[k]) for k in set(a) & set(b)}
 
 
 # -- settings ----------------------------------------------------------------------------------------------------
