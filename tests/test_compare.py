@@ -138,3 +138,26 @@ def test_versions_of_a_real_lightning_project_part_on_the_loss_their_diagnosis_r
     assert keys["val_loss_min"] < c.parting.step <= keys["val_rise_start"] + 100
     d = _compare(db, diverged)
     assert d.sibling.name == healthy.name and d.settings[0].key == "lr"
+
+
+def test_a_resumed_sibling_is_read_as_one_row_per_step(tmp_path):
+    """A sibling resumed from an earlier step (a second SummaryWriter rewrites steps 600-990 after a crash at 990)
+    is aligned on its last-written values: two seeds of one healthy config still do not part."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from tests.runwriters import curve, write_tb
+
+    config = {"optim": {"lr": 0.01}, "model": {"hidden": 32}}
+    write_tb(tmp_path / "a", {"train/loss": curve(n=150, seed=1)}, config)
+    steps, values = curve(n=150, seed=2)
+    for i, (lo, hi) in enumerate(((0, 100), (60, 150))):  # crashed at step 990, resumed from the step-600 checkpoint
+        w = SummaryWriter(log_dir=str(tmp_path / "b"), filename_suffix=f".{i}")
+        for s, v in zip(steps[lo:hi], values[lo:hi] * (1.0 + 0.01 * i)):
+            w.add_scalar("train/loss", float(v), int(s))
+        w.close()
+    (tmp_path / "b" / "config.json").write_text(json.dumps({**config, "seed": 2}))
+    db = tmp_path / "r.duckdb"
+    for run in ("a", "b"):
+        analyze(tmp_path / run, db)
+    c = _compare(db, tmp_path / "a", [tmp_path / "b"])
+    assert c.parting.step is None and c.parting.aligned_points == 150

@@ -659,11 +659,15 @@ def team_row(key: str, mine: Any, outcomes: list[tuple[Any, bool]], outcome: str
 
 
 def team(store: _Store, run_id: str, keys: list[str]) -> list[TeamRow]:
-    """For each of `keys`, how every judged run of the store that holds it ended (`team_row`): "ended as the
-    failed run did" is a failed verdict with a finding of the failed run's headline kind."""
+    """For each of `keys`, how every judged run of the store that holds it ended (`team_row`): "ended as the run
+    did" is a finding of the run's headline kind (with a failed verdict, for a failed run); none for a run without
+    a finding."""
     me = store.row(run_id)
     kind = me["headline_kind"]
-    outcome = f"failed with {kind}" if me["verdict"] == "failed" and kind else "failed"
+    if kind is None:
+        return []
+    failed = me["verdict"] == "failed"
+    outcome = f"failed with {kind}" if failed else f"showed {kind}"
     judged = [r for r in store.runs.iter_rows(named=True) if _decided(r["verdict"])]
     rows = []
     mine = store.configs.get(run_id, {})
@@ -671,7 +675,7 @@ def team(store: _Store, run_id: str, keys: list[str]) -> list[TeamRow]:
         if key not in mine:
             continue
         outcomes = [(store.configs[r["run_id"]][key],
-                     r["verdict"] == "failed" and (kind is None or kind in r["kinds"].split()))
+                     (r["verdict"] == "failed" or not failed) and kind in r["kinds"].split())
                     for r in judged if key in store.configs.get(r["run_id"], {})]
         row = team_row(key, mine[key], outcomes, outcome)
         if row is not None:
@@ -706,7 +710,8 @@ def compare(con: Any, run: str | Path, others: list[str | Path] | None = None) -
     out = Comparison(me["name"], run_id, me["verdict"], head)
     out.siblings = siblings(store, run_id, only)[:SIBLINGS_SHOWN if only is None else None]
     if not out.siblings:
-        out.notes.append("no sibling in the store: no other judged run of the same writer and model shape that is "
+        out.notes.append("the runs given have no training loss to compare" if only else
+                         "no sibling in the store: no other judged run of the same writer and model shape that is "
                          "healthy or has fewer or later critical findings")
         return out
     best = out.siblings[0]
