@@ -161,3 +161,13 @@ def test_a_resumed_sibling_is_read_as_one_row_per_step(tmp_path):
         analyze(tmp_path / run, db)
     c = _compare(db, tmp_path / "a", [tmp_path / "b"])
     assert c.parting.step is None and c.parting.aligned_points == 150
+
+
+def test_analyze_of_a_failed_run_names_its_closest_run_that_worked(sweep, capsys):
+    runs, db = sweep
+    assert main(["analyze", str(runs / sweep_name(max(SWEEP_LRS), 0)), "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    [line] = [x for x in lines if x.startswith("closest run that worked")]
+    assert sweep_name(sorted(SWEEP_LRS)[-2], 0) in line and "the losses part at step" in line
+    assert main(["analyze", str(runs / sweep_name(min(SWEEP_LRS), 0)), "--db", str(db), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sibling"] is None  # a healthy run needs no sibling
