@@ -765,7 +765,7 @@ def compare_runs(con: Any) -> pl.DataFrame:
     """Every run with its latest analysis as `forensics compare` weighs it: run_id, name, root, verdict (as
     `app_runs`), headline kind, series and step, the finding kinds (space-separated) with their critical count and the
     earliest critical step, and the formats of its scalar series (space-separated)."""
-    return _app_frame(con, f"""
+    return _frame(con, f"""
         WITH latest AS (SELECT run_id, max(analysis_id) AS analysis_id FROM analyses GROUP BY run_id),
         f AS (SELECT f.run_id, string_agg(DISTINCT f.kind, ' ' ORDER BY f.kind) AS kinds,
                      count(*) FILTER (WHERE severity = 'critical') AS n_critical,
@@ -782,7 +782,7 @@ def compare_runs(con: Any) -> pl.DataFrame:
         LEFT JOIN analyses a ON a.analysis_id = latest.analysis_id
         LEFT JOIN findings h ON h.analysis_id = a.analysis_id AND h.finding_id = a.headline_id
         LEFT JOIN f ON f.run_id = r.run_id LEFT JOIN fmt ON fmt.run_id = r.run_id
-        ORDER BY r.name, r.run_id""")
+        ORDER BY r.name, r.run_id""", [])
 
 
 def compare_configs(con: Any) -> dict[str, dict[str, Any]]:
@@ -799,5 +799,6 @@ def compare_configs(con: Any) -> dict[str, dict[str, Any]]:
 
 
 def compare_series(con: Any) -> pl.DataFrame:
-    """Every run's series names and roles (run_id, name, role, ordinal), for telling runs that log alike."""
-    return _app_frame(con, "SELECT run_id, name, role, ordinal FROM series ORDER BY run_id, name")
+    """Every run's series names and roles (run_id, name, role, ordinal), for telling runs that log alike. (These
+    read through `_frame`, not `_app_frame`: analyze asks for them, and pyarrow's import costs it 0.08 s.)"""
+    return _frame(con, "SELECT run_id, name, role, ordinal FROM series ORDER BY run_id, name", [])

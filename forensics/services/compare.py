@@ -751,7 +751,7 @@ def sibling_line(con: Any, run_id: str) -> str | None:
 
     best = found[0]
     role = loss_role(store, run_id)
-    mine, theirs = _curves(Run.from_store(con, run_id), role), _curves(Run.from_store(con, best.run_id), role)
+    mine, theirs = (_curves(Run.from_store(con, r, tables=False), role) for r in (run_id, best.run_id))
     where = ""
     if mine is not None and theirs is not None:
         p = part(mine[1], mine[2], theirs[1], theirs[2], calm_until=_calm_until(store.row(run_id)))
