@@ -276,6 +276,8 @@ def _tier(me: dict[str, Any], other: dict[str, Any]) -> int | None:
         return 0
     if not _decided(other["verdict"]) or me["verdict"] == "healthy":
         return None
+    if other["verdict"] == "failed" and other["headline_kind"] == me["headline_kind"]:
+        return None  # the same failure, however late, is no run that worked
     if other["n_critical"] != me["n_critical"]:
         return 1 if other["n_critical"] < me["n_critical"] else None
     if me["first_critical"] is not None:  # as many critical findings: the first one later
