@@ -307,7 +307,7 @@ def siblings(store: _Store, run_id: str, only: list[str] | None = None) -> list[
         tier = 0 if only is not None else _tier(me, other)
         if tier is None or "train_loss" not in store.series.get(rid, {}).values():
             continue
-        if store.ordinal_loss.get(rid) != store.ordinal_loss.get(run_id) and only is None:
+        if store.ordinal_loss.get(rid) != store.ordinal_loss.get(run_id):
             continue  # a loss on line ordinals is never placed on logged steps (DECISIONS §16)
         writers = sorted(my_formats & set(other["formats"].split()))
         if not writers and only is None:
@@ -712,7 +712,8 @@ def compare(con: Any, run: str | Path, others: list[str | Path] | None = None) -
     out = Comparison(me["name"], run_id, me["verdict"], head)
     out.siblings = siblings(store, run_id, only)[:SIBLINGS_SHOWN if only is None else None]
     if not out.siblings:
-        out.notes.append("the runs given have no training loss to compare" if only else
+        out.notes.append("the runs given cannot be put beside it: no training loss, or one on line ordinals against "
+                         "logged steps (or the other way round)" if only else
                          "no sibling in the store: no other judged run of the same writer and model shape that is "
                          "healthy or has fewer or later critical findings")
         return out
