@@ -31,7 +31,8 @@ def mover_words(m: Any) -> str:
         return f"{m.series} at step {m.step} (non-finite)"
     factor = (numbers.ratio(m.value / m.sibling_value) if m.log_scale and m.sibling_value and
               math.isfinite(m.value) else f"{numbers.sig(m.value)} vs {numbers.sig(m.sibling_value)}")
-    return f"{m.series} at step {m.step} ({m.direction}, {factor})"
+    start = ", apart from the first aligned step" if m.note.startswith("apart from the first") else ""
+    return f"{m.series} at step {m.step} ({m.direction}, {factor}{start})"
 
 
 def _head(c: Any) -> str:
