@@ -58,3 +58,22 @@ def query(db: Path, name: str, *args: Any) -> Any:
     if not db.exists():
         raise StoreProblem(f"no database at {db}; create one with `forensics analyze RUN_DIR --db {db}`")
     return _cached(str(db), stamp(db), name, tuple(args))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _compared(db: str, state: tuple, run_id: str, others: tuple) -> Any:
+    from forensics.services.compare import compare
+
+    try:
+        with connect(Path(db), write=False, wait_s=LOCK_WAIT_S) as con:
+            return compare(con, run_id, list(others) or None)
+    except ForensicsError as exc:  # not analysed yet, locked, ...: one sentence on the page
+        raise StoreProblem(str(exc)) from None
+
+
+def compared(db: Path, run_id: str, others: tuple[str, ...] = ()) -> Any:
+    """`forensics compare`'s result for a stored run (`forensics.services.compare.compare`, the CLI's own), on a
+    brief read-only connection, cached for this database state: the app shows it, never computes its own."""
+    if not db.exists():
+        raise StoreProblem(f"no database at {db}; create one with `forensics analyze RUN_DIR --db {db}`")
+    return _compared(str(db), stamp(db), run_id, tuple(others))

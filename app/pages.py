@@ -17,7 +17,7 @@ import polars as pl
 import streamlit as st
 
 from app import charts
-from app.data import StoreProblem, query
+from app.data import StoreProblem, compared, query
 from forensics.judge import numbers
 from forensics.text.render import clean, md
 
@@ -680,32 +680,43 @@ ROLE_TITLES = {"train_loss": "train loss", "val_loss": "validation loss", "grad_
 
 
 def compare_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
+    """`forensics compare` of the chosen run (its own result, forensics.services.compare): the siblings chosen and
+    why, the two runs' curves with the step where they part, what moved first, the ranked settings, the team table."""
+    from forensics.text import compare as words
+
     st.title("Compare runs")
     names = dict(zip(runs["run_id"].to_list(), runs["name"].to_list()))
-    others = [i for i in names if i != run_id]
     try:
-        sibling = closest_healthy_sibling(runs, run_id, query(db, "app_configs", list(names)))
-    except StoreProblem:
-        sibling = None
-    default = [run_id] + ([sibling] if sibling else others[:1])
-    chosen = st.multiselect("Runs", list(names), default=default, format_func=names.__getitem__,
-                            help="a failed run against its healthy sibling, aligned by step")
-    if len(chosen) < 2:
-        st.info("Choose two or more runs to overlay." if len(names) > 1 else
-                "The database holds one run; ingest a sibling run to compare against.")
-        if not chosen:
-            return
+        chosen = compared(db, run_id)
+    except StoreProblem as problem:
+        st.info(f"Nothing to compare: {problem}")
+        return
+    sibling_ids = [s.run_id for s in chosen.siblings]
+    pickable = sibling_ids + [r for r in names if r != run_id and r not in sibling_ids]
+    if not pickable:
+        st.info("The database holds one run; ingest a sibling run to compare against.")
+        return
+    other = st.selectbox("Compare with", pickable, format_func=lambda r: names[r] + (
+        " (chosen sibling)" if sibling_ids and r == sibling_ids[0] else " (sibling)" if r in sibling_ids else ""),
+        help="the store's runs that worked, with the same writer and model shape, nearest config first")
+    c = chosen if sibling_ids and other == sibling_ids[0] else compared(db, run_id, (other,))
+    st.markdown(md(words.text(c).split("\n")[0]))
+    if chosen.siblings:
+        st.subheader("Siblings")
+        st.dataframe(pl.DataFrame({"run": [s.name for s in chosen.siblings], "verdict": [s.verdict for s in chosen.siblings],
+                                   "why": [s.why for s in chosen.siblings]}), hide_index=True, width="stretch")
     try:
-        per_run = {r: query(db, "app_series", r).filter(~pl.col("ordinal")) for r in chosen}
-        configs = query(db, "app_configs", list(chosen))
-        firsts = {r: query(db, "app_first_nonfinite", r) for r in chosen}
+        per_run = {r: query(db, "app_series", r).filter(~pl.col("ordinal")) for r in (run_id, other)}
+        firsts = {r: query(db, "app_first_nonfinite", r) for r in (run_id, other)}
     except StoreProblem as problem:
         _problem(problem)
         return
     roles = [role for role in ROLE_TITLES if all(_pick(s, role) for s in per_run.values())]
-    if not roles:
-        st.info("These runs share no series role (train loss, validation loss, gradient norm, ...) to overlay.")
-    else:
+    st.subheader("Where they part")
+    st.markdown(md(words.parting_words(c.parting, names[other])))
+    if c.movers:
+        st.markdown(md(f"Moved first, at or before step {c.parting.step}: " + "; ".join(words.mover_words(m) for m in c.movers)))
+    if roles:
         role = st.selectbox("Series", roles, format_func=ROLE_TITLES.__getitem__)
         rows = {r: _pick(s, role) for r, s in per_run.items()}
         lo = min(x["first_step"] for x in rows.values() if x["first_step"] is not None)
@@ -719,46 +730,31 @@ def compare_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
             line["colour"] = (charts.TRAIN, charts.VAL, *charts.OTHERS)[i % (2 + len(charts.OTHERS))]
             lines.append(line)
         fig = charts.series_figure(f"{ROLE_TITLES[role]}, aligned by step", lines, lo, hi)
+        if c.parting is not None and c.parting.step is not None:
+            fig.add_vline(x=c.parting.step, line_dash="dash", line_color="#922B21",
+                          annotation_text=f"part at step {c.parting.step}", annotation_position="top left")
         st.plotly_chart(fig, key="compare_chart", config={"displaylogo": False})
-    _config_differences(configs, chosen, names)
+    else:
+        st.info("These runs share no series role (train loss, validation loss, gradient norm, ...) to overlay.")
+    _settings(c, names[other])
+    for note in c.notes:
+        st.caption(md(note))
 
 
-def closest_healthy_sibling(runs: pl.DataFrame, run_id: str, configs: pl.DataFrame) -> str | None:
-    """The run to compare `run_id` against by default (docs/app.md): a healthy run (its stored verdict) with the same
-    config keys and the fewest differing values; else the healthy run with the fewest differing keys and values;
-    None when no other run is healthy. Ties go to the name that sorts first."""
-    healthy = runs.filter((pl.col("verdict") == "healthy") & (pl.col("run_id") != run_id))
-    if healthy.height == 0:
-        return None
-    conf = {r: dict(zip(g["key"].to_list(), g["value"].to_list()))
-            for (r,), g in configs.group_by("run_id")} if configs.height else {}
-    mine = conf.get(run_id, {})
-
-    def distance(other: str) -> tuple[int, int]:
-        theirs = conf.get(other, {})
-        keys = set(mine) | set(theirs)
-        return (len(set(mine) ^ set(theirs)), sum(mine.get(k) != theirs.get(k) for k in keys))
-
-    return min(healthy.sort("name")["run_id"].to_list(), key=distance)
-
-
-def _config_differences(configs: pl.DataFrame, chosen: list[str], names: dict[str, str]) -> None:
-    st.subheader("Config differences")
-    if configs.height == 0:
-        st.markdown("None of these runs has a stored config.")
-        return
-    table = configs.group_by("key", "run_id").agg(pl.col("value").first()).pivot(
-        on="run_id", index="key", values="value")
-    cols = [r for r in chosen if r in table.columns]
-    for r in chosen:
-        if r not in table.columns:
-            table = table.with_columns(pl.lit(None, dtype=pl.Utf8).alias(r))
-            cols.append(r)
-    differ = table.filter(pl.concat_list([pl.col(c).fill_null("(absent)") for c in chosen]).list.n_unique() > 1)
-    same = table.height - differ.height
-    if differ.height == 0:
-        st.markdown(f"All {table.height} config values are the same in these runs.")
-        return
-    st.markdown(f"{differ.height} of {table.height} config values differ ({same} are the same):")
-    shown = differ.sort("key").select("key", *[pl.col(r).fill_null("—").alias(names[r]) for r in chosen])
-    st.dataframe(shown, hide_index=True, width="stretch")
+def _settings(c: Any, other: str) -> None:
+    st.subheader("Settings that differ")
+    what = c.headline["kind"] if c.headline else "the diagnosis"
+    if not c.settings:
+        st.markdown("No config value differs between these runs (or neither has a stored config).")
+    else:
+        st.markdown(md(f"{len(c.settings)} config values differ from {other}, ranked by what {what} implicates:"))
+        st.dataframe(pl.DataFrame({"rank": [s.rank for s in c.settings], "key": [s.key for s in c.settings],
+                                   "change": [s.change for s in c.settings],
+                                   "implicated by": [s.implicated_by or "" for s in c.settings]}),
+                     hide_index=True, width="stretch")
+    if c.team:
+        st.subheader("What the store's runs say")
+        st.caption("Counts of runs with each value and how they ended: an association in this store, not a cause.")
+        st.dataframe(pl.DataFrame({"key": [t.key for t in c.team], "runs": [t.runs for t in c.team],
+                                   "p (Fisher exact)": [t.p for t in c.team], "how they ended": [t.text for t in c.team]}),
+                     hide_index=True, width="stretch")

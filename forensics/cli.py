@@ -92,11 +92,16 @@ def cmd_runs(args: argparse.Namespace) -> Done:
     db = db_path(args.db)
     with connect(db, write=False) as con:
         out = list_runs(con)
-    if args.json:
-        print(json.dumps({"db": str(db), "runs": out}, indent=2))
-    else:
-        print(runs_text(out, str(db), short_path))
+    print(json.dumps({"db": str(db), "runs": out}, indent=2) if args.json else runs_text(out, str(db), short_path))
     return Done(0)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from forensics.services.compare import compare_at
+    from forensics.text import compare as words
+
+    return _run_user_code(args, lambda: compare_at(db_path(args.db), args.run_dir, args.others),
+                          lambda r: r.as_dict(), words.text, words.markdown)
 
 
 # -- analyze ------------------------------------------------------------------------------------------------
@@ -168,10 +173,8 @@ def cmd_checkpoints(args: argparse.Namespace) -> Done:
         report = ingest_run(args.run_dir, db, progress=bars, trust_pickle=args.trust_pickle)
     with connect(db, write=False) as con:
         summary = outlier_samples(checkpoint_summary(con, report.run_id, top=args.top))
-    if args.json:
-        print(json.dumps({"db": str(db), "run": report.run_id, "name": report.name, **summary}, indent=2))
-    else:
-        print(checkpoints_text(report.name, report.run_id, summary, args.top))
+    print(json.dumps({"db": str(db), "run": report.run_id, "name": report.name, **summary}, indent=2) if args.json
+          else checkpoints_text(report.name, report.run_id, summary, args.top))
     return Done(0)
 
 
@@ -251,8 +254,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _run_user_code(args: argparse.Namespace, work, as_json, text, markdown) -> int:
-    """`replay` and `probe`, which run the run's entry point: --markdown checked first; a missing entry point's
-    fill-in template goes to stdout (so `> forensics_entry.py` saves it); the result as JSON or text."""
+    """`replay` and `probe`, which run the run's entry point, and `compare`: --markdown checked first; a missing
+    entry point's fill-in template goes to stdout (so `> forensics_entry.py` saves it); the result as JSON or text."""
     from forensics.text.render import lines
     from forensics.text.report import markdown_target
     from ingest.errors import EntryPointError
@@ -313,8 +316,9 @@ class Command:
 
 
 COMMANDS = {"ingest": Command(cmd_ingest), "runs": Command(cmd_runs), "analyze": Command(cmd_analyze, judges=True),
-            "rules": Command(cmd_rules), "checkpoints": Command(cmd_checkpoints), "replay": Command(cmd_replay),
-            "probe": Command(cmd_probe), "app": Command(cmd_app), "watch": Command(cmd_watch, judges=True)}
+            "compare": Command(cmd_compare), "rules": Command(cmd_rules), "checkpoints": Command(cmd_checkpoints),
+            "replay": Command(cmd_replay), "probe": Command(cmd_probe), "app": Command(cmd_app),
+            "watch": Command(cmd_watch, judges=True)}
 
 
 def main(argv: list[str] | None = None) -> int:

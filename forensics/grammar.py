@@ -63,6 +63,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         'it names and the findings it explains (docs/probe.md). The result is stored in the database; the run '
         'directory is never written to.',
         EPILOG_DB + '\n\nexample:\n  forensics probe runs/exp1 --checks overfit_one_batch,lr_range --db /tmp/f.duckdb'),
+    "compare": (
+        'a failed run beside the runs that worked: siblings, where the losses part, ranked settings, team counts',
+        'Compare RUN (a run folder, name or id in the store; analyse the runs first, e.g. `forensics analyze ROOT '
+        '--all`) with its siblings: with no OTHER, the judged runs of the store with the same writer and model shape '
+        '(config keys and series), nearest config, healthy or with fewer or later critical findings, ranked with one '
+        'line of why each. Against the best: the first step where the loss leaves the sibling\'s beyond both runs\' '
+        'noise (aligned by step) and which of LR, gradient norm, loss scale and update ratio left it first; the '
+        'config values that differ (dotted keys), ranked by what the diagnosis implicates; and for each, how the '
+        'store\'s runs with each value ended, with counts and Fisher\'s exact test where enough runs hold it (an '
+        'association, never a cause). Reads the store only.',
+        EPILOG_DB + '\n\nexample:\n  forensics compare sample_runs/runs/nan_lr_too_high --db /tmp/f.duckdb --json'),
     "app": (
         'browse runs, findings, curves, checkpoints and replays in the browser',
         'Start the Streamlit app on localhost and print its URL. It reads the database read-only and briefly, so '
@@ -183,6 +194,12 @@ def _analyze_parser(sub) -> None:
     p.add_argument("--no-browser", action="store_true", help="with --open: only print the app's URL")
 
 
+def _compare_parser(sub) -> None:
+    p = _command(sub, "compare", "db", "json", "markdown")
+    p.add_argument("run_dir", metavar="RUN", type=Path, help="the run to explain: its folder, or its name or id in the store")
+    p.add_argument("others", nargs="*", metavar="OTHER", help="compare with these runs instead of the chosen siblings")
+
+
 def _rules_parser(sub) -> None:
     _command(sub, "rules", "json")
 
@@ -240,7 +257,7 @@ def _probe_parser(sub) -> None:
     p.add_argument("--checks", metavar="A,B", help="run only these checks (default: all)")
 
 
-PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _rules_parser, _checkpoints_parser, _replay_parser,
+PARSERS = [_ingest_parser, _runs_parser, _analyze_parser, _compare_parser, _rules_parser, _checkpoints_parser, _replay_parser,
            _probe_parser, _app_parser, _watch_parser]
 
 

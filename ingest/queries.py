@@ -757,3 +757,48 @@ def logging_intervals_s(con, run_ids: list[str]) -> dict[str, float]:
                       FROM p WHERE i <= 200)
            SELECT run_id, median(gap) FROM d WHERE gap > 0 GROUP BY run_id""", [run_ids]).fetchall()
     return {r: float(g) for r, g in rows if g is not None}
+
+
+# -- compare (CLI: compare; app: Compare; analyze's sibling line) ---------------------------------------------
+
+def compare_runs(con: Any) -> pl.DataFrame:
+    """Every run with its latest analysis as `forensics compare` weighs it: run_id, name, root, verdict (as
+    `app_runs`), headline kind, series and step, the finding kinds (space-separated) with their critical count and the
+    earliest critical step, and the formats of its scalar series (space-separated)."""
+    return _frame(con, f"""
+        WITH latest AS (SELECT run_id, max(analysis_id) AS analysis_id FROM analyses GROUP BY run_id),
+        f AS (SELECT f.run_id, string_agg(DISTINCT f.kind, ' ' ORDER BY f.kind) AS kinds,
+                     count(*) FILTER (WHERE severity = 'critical') AS n_critical,
+                     count(*) FILTER (WHERE severity IN ('critical', 'warning')) AS n_findings,
+                     min(step) FILTER (WHERE severity = 'critical') AS first_critical
+              FROM findings f JOIN latest USING (run_id, analysis_id) GROUP BY f.run_id),
+        fmt AS (SELECT run_id, string_agg(DISTINCT format, ' ' ORDER BY format) AS formats FROM series
+                GROUP BY run_id)
+        SELECT r.run_id, r.name, r.root, {_VERDICT_SQL} AS verdict, h.kind AS headline_kind,
+               h.series AS headline_series, h.step AS headline_step, h.step_end AS headline_step_end, coalesce(f.kinds, '') AS kinds,
+               coalesce(f.n_critical, 0) AS n_critical, coalesce(f.n_findings, 0) AS n_findings,
+               f.first_critical, coalesce(fmt.formats, '') AS formats
+        FROM runs r LEFT JOIN latest USING (run_id)
+        LEFT JOIN analyses a ON a.analysis_id = latest.analysis_id
+        LEFT JOIN findings h ON h.analysis_id = a.analysis_id AND h.finding_id = a.headline_id
+        LEFT JOIN f ON f.run_id = r.run_id LEFT JOIN fmt ON fmt.run_id = r.run_id
+        ORDER BY r.name, r.run_id""", [])
+
+
+def compare_configs(con: Any) -> dict[str, dict[str, Any]]:
+    """Every run's config values, run_id -> {dotted key -> value}, as `run_configs` reads one run's (the first
+    source's value where sources disagree)."""
+    out: dict[str, dict[str, Any]] = {}
+    for run_id, key, value in con.execute("SELECT run_id, key, value FROM configs ORDER BY run_id, source_id"
+                                          ).fetchall():
+        try:
+            out.setdefault(run_id, {}).setdefault(key, json.loads(value) if value is not None else None)
+        except json.JSONDecodeError:
+            out.setdefault(run_id, {}).setdefault(key, value)
+    return out
+
+
+def compare_series(con: Any) -> pl.DataFrame:
+    """Every run's series names and roles (run_id, name, role, ordinal), for telling runs that log alike. (These
+    read through `_frame`, not `_app_frame`: analyze asks for them, and pyarrow's import costs it 0.08 s.)"""
+    return _frame(con, "SELECT run_id, name, role, ordinal FROM series ORDER BY run_id, name", [])

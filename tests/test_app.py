@@ -281,10 +281,25 @@ def test_layers_checkpoints_and_compare_pages(gallery_db, monkeypatch):
 
     at.sidebar.radio[0].set_value("Compare").run()
     assert not at.exception
+    _the_compare_page_shows_compare(at, gallery_db)
+
+
+def _the_compare_page_shows_compare(at: AppTest, db: Path) -> None:
+    """The Compare page shows `forensics compare`'s own result: its chosen sibling, the parting step marked on the
+    overlaid curves, the settings in its order."""
+    from forensics.services.compare import compare
+
+    with connect(db, write=False) as con:
+        c = compare(con, "nan_lr_too_high")
+    assert at.selectbox[0].value == c.sibling.run_id
     spec = _figures(at)["train loss, aligned by step"]
-    assert {"nan_lr_too_high", "healthy_mlp"} <= set(_traces(spec))
+    assert {"nan_lr_too_high", c.sibling.name} <= set(_traces(spec))
+    marks = [s for s in spec["layout"].get("shapes", []) if s.get("line", {}).get("dash") == "dash"]
+    assert c.parting.step is not None and [m["x0"] for m in marks] == [c.parting.step]
+    assert any(f"at step {c.parting.step}" in m.value for m in at.markdown)
     assert any("config values differ" in m.value for m in at.markdown)
-    assert at.dataframe[0].value.shape[0] >= 1
+    [settings] = [d.value for d in at.dataframe if "implicated by" in d.value.columns]
+    assert list(settings["key"]) == [s.key for s in c.settings]
 
 
 def test_an_ingested_run_shows_its_logged_layer_norms_and_says_it_is_not_analysed(tmp_path, monkeypatch, capsys):
@@ -511,23 +526,6 @@ def test_runs_filter_finds_a_run_by_any_of_its_finding_kinds(gallery_db, monkeyp
     assert not at.exception
     text = "\n".join(m.value for m in at.markdown)
     assert "nan\\_lr\\_too\\_high" in text and "healthy\\_mlp" not in text
-
-
-def test_compare_defaults_to_the_closest_healthy_sibling():
-    """docs/app.md: the failed run against the healthy run with the same config keys and fewest differences."""
-    from app.pages import closest_healthy_sibling
-
-    runs = pl.DataFrame({"run_id": ["bad", "far", "near", "other_keys", "sick"],
-                         "name": ["bad", "far", "near", "other_keys", "sick"],
-                         "verdict": ["failed", "healthy", "healthy", "healthy", "suspicious"]})
-    rows = [("bad", "lr", "0.5"), ("bad", "seed", "1"), ("bad", "width", "64"),
-            ("far", "lr", "0.001"), ("far", "seed", "2"), ("far", "width", "64"),
-            ("near", "lr", "0.001"), ("near", "seed", "1"), ("near", "width", "64"),
-            ("other_keys", "lr", "0.5"), ("other_keys", "seed", "1"), ("other_keys", "depth", "3"),
-            ("sick", "lr", "0.5"), ("sick", "seed", "1"), ("sick", "width", "64")]
-    configs = pl.DataFrame(rows, schema=["run_id", "key", "value"], orient="row")
-    assert closest_healthy_sibling(runs, "bad", configs) == "near"
-    assert closest_healthy_sibling(runs.filter(pl.col("verdict") != "healthy"), "bad", configs) is None
 
 
 def test_a_throughput_drop_shows_its_step_times(tmp_path, monkeypatch):

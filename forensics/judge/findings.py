@@ -131,6 +131,8 @@ class Analysis:
     # `--only`/`--skip`: an analysis restricted to some detectors is stored and shown as such.
     only: list[str] = field(default_factory=list)
     skip: list[str] = field(default_factory=list)
+    # A failed run's closest run that worked in the store and where their losses part (`forensics compare`), one line.
+    sibling: str | None = None
 
     @property
     def healthy(self) -> bool:
@@ -170,5 +172,5 @@ class Analysis:
                 "findings": [f.as_dict() for f in self.findings],
                 "spikes": [s.as_dict() for s in self.spikes], "skipped": [s.as_dict() for s in self.skipped],
                 "nonfinite": plain(self.nonfinite), "replay_from": plain(self.replay_from),
-                "probe_command": self.probe_command,
+                "probe_command": self.probe_command, "sibling": self.sibling,
                 "checked": plain(self.checked)}

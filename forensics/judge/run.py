@@ -109,10 +109,10 @@ class Run:
 
     # --- building ---------------------------------------------------------------------------------
     @classmethod
-    def from_store(cls, con: Any, run_id: str, long_series: int | None = None) -> Run:
-        """Read the run's series list, configs and checkpoint/batch tables from an open DuckDB connection
-        (the queries live in `ingest.queries`); points are read per series, on first use, a series of more than
-        `long_series` points reduced (default `LONG_SERIES` here)."""
+    def from_store(cls, con: Any, run_id: str, long_series: int | None = None, *, tables: bool = True) -> Run:
+        """Read the run's series list, configs and checkpoint/batch tables (not with `tables=False`: a reader of
+        curves only) from an open DuckDB connection (the queries live in `ingest.queries`); points are read per
+        series, on first use, a series of more than `long_series` points reduced (default `LONG_SERIES` here)."""
         from ingest import queries
 
         row = queries.run_row(con, run_id)
@@ -122,7 +122,7 @@ class Run:
         meta = queries.series_meta(con, run_id)
         return cls(run_id, row[0], row[1], meta.cast({k: v for k, v in META_SCHEMA.items() if k in meta.columns}),
                    lambda series_id: queries.series_points(con, series_id), queries.run_configs(con, run_id),
-                   queries.run_tables(con, run_id),
+                   queries.run_tables(con, run_id) if tables else {},
                    _counters=lambda series_id, steps: queries.point_counters(con, series_id, steps),
                    long_series=LONG_SERIES if long_series is None else long_series,
                    _reduce=lambda series_id, buckets: queries.series_reduced(con, series_id, buckets),

@@ -53,6 +53,11 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, selection: Sel
         set_probe_command(result, run_dir, path, has_batch, implied_db)
         with store.connect(write=True) as con:
             store_analysis(con, result, selection.as_json())
+        if result.verdict == "failed":  # the store's closest run that worked, in one line (`forensics compare`)
+            from forensics.services.compare import sibling_line
+
+            with store.connect(write=False) as con:
+                result.sibling = sibling_line(con, report.run_id)
     return result
 
 

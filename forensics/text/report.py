@@ -119,6 +119,8 @@ def text(a: Analysis, verbose: bool = False) -> str:
     if head is not None:
         lines.append(f"earliest cause: {a.run}:{_where(head)} {head.kind}: {head.summary}")
         lines.append("  check first: " + "; ".join(head.checks))
+    if a.sibling:
+        lines.append(a.sibling)
     if a.findings:
         lines.append("")
         lines.append("findings (by step; e = event):")
@@ -165,6 +167,8 @@ def markdown(a: Analysis) -> str:
     head = a.headline()
     if head is not None:
         out += [f"**Earliest cause:** `{head.kind}` at step {_where(head)}: {md(head.summary)}", ""]
+    if a.sibling:
+        out += [md(a.sibling), ""]
     if a.findings:
         out += ["| step | kind | severity | event | summary |", "|---|---|---|---|---|"]
         out += [f"| {_where(f)} | `{f.kind}` | {f.severity} | {f.event} | {md(f.summary)} |"
