@@ -667,6 +667,40 @@ def app_probes(con: Any, run_id: str) -> pl.DataFrame | None:
         ORDER BY position""", [run_id, run_id])
 
 
+def stored_answers(con: Any, run_id: str) -> dict[str, Any]:
+    """What `forensics replay` and `forensics probe` learned about the run, as the report and the app both show it:
+    {"replays": the newest replay of each step asked for (newest first), "probe": the checks of the latest probe or
+    None}. Each carries `ran` (when, ISO) and `changed`: a file of the run was written after it ran (a source's
+    recorded mtime is later), so its answer may be out of date. Empty in a store made before these tables."""
+    import json
+
+    # A source written after the answer: `created` is local wall time (DuckDB's now() cast to TIMESTAMP), read back
+    # as such; mtime is seconds since the epoch.
+    changed = ("EXISTS (SELECT 1 FROM sources s WHERE s.run_id = t.run_id "
+               "AND s.mtime > epoch(t.created::TIMESTAMPTZ))")
+    out: dict[str, Any] = {"replays": [], "probe": None}
+    if app_has_table(con, "replays"):
+        rows = con.execute(f"""
+            SELECT replay_id, strftime(created, '%Y-%m-%dT%H:%M:%S'), {changed}, result FROM replays t
+            WHERE run_id = ? QUALIFY row_number() OVER (PARTITION BY step ORDER BY replay_id DESC) = 1
+            ORDER BY replay_id DESC""", [run_id]).fetchall()
+        for rid, ran, moved, result in rows:
+            doc = json.loads(result) if result else {}
+            out["replays"].append({**(doc if isinstance(doc, dict) else {}), "replay_id": rid, "ran": ran,
+                                   "changed": bool(moved)})
+    if app_has_table(con, "probes"):
+        rows = con.execute(f"""
+            SELECT probe_id, strftime(created, '%Y-%m-%dT%H:%M:%S'), {changed}, check_name, status, summary, names,
+                   explains FROM probes t
+            WHERE run_id = ? AND probe_id = (SELECT max(probe_id) FROM probes WHERE run_id = ?)
+            ORDER BY position""", [run_id, run_id]).fetchall()
+        if rows:
+            out["probe"] = {"probe_id": rows[0][0], "ran": rows[0][1], "changed": bool(rows[0][2]),
+                            "checks": [{"name": r[3], "status": r[4], "summary": r[5], "names": list(r[6] or []),
+                                        "explains": list(r[7] or [])} for r in rows]}
+    return out
+
+
 def app_configs(con: Any, run_ids: list[str]) -> pl.DataFrame:
     """Config values of several runs: run_id, document, key, value (JSON text)."""
     return _app_frame(con, """
