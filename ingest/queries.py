@@ -639,9 +639,10 @@ def app_layer_norms(con: Any, run_id: str, columns: int = 200) -> pl.DataFrame:
 
 
 def app_update_ratios(con: Any, run_id: str) -> pl.DataFrame:
-    """‖Δw‖/‖w‖ of every tensor between consecutive checkpoints: layer, step, value (a heatmap's cells)."""
+    """‖Δw‖/‖w‖ of every tensor between consecutive checkpoints: layer, prev_step, step, step_distance, value
+    (a heatmap's cells, each over its own interval)."""
     return _app_frame(con, """
-        SELECT tensor AS layer, step, ratio AS value FROM tensor_deltas WHERE run_id = ?
+        SELECT tensor AS layer, prev_step, step, step_distance, ratio AS value FROM tensor_deltas WHERE run_id = ?
         ORDER BY tensor, step""", [run_id])
 
 
@@ -699,6 +700,17 @@ def stored_answers(con: Any, run_id: str) -> dict[str, Any]:
                             "checks": [{"name": r[3], "status": r[4], "summary": r[5], "names": list(r[6] or []),
                                         "explains": list(r[7] or [])} for r in rows]}
     return out
+
+
+def app_report(con: Any, run_id: str, analysis_id: int | None) -> dict[str, Any]:
+    """Everything the app's Run report reads, on one connection (each page visit opened seven): series, findings,
+    skipped, spikes (None when not analysed), first non-finite points, checkpoints, stored answers, unknown files."""
+    analysed = analysis_id is not None
+    return {"series": app_series(con, run_id), "findings": app_findings(con, analysis_id) if analysed else None,
+            "skipped": app_skipped(con, analysis_id) if analysed else None,
+            "spikes": app_spikes(con, analysis_id) if analysed else None,
+            "first": app_first_nonfinite(con, run_id), "ckpts": app_checkpoints(con, run_id),
+            "answers": stored_answers(con, run_id), "unknown": unknown_files(con, run_id)}
 
 
 def app_configs(con: Any, run_ids: list[str]) -> pl.DataFrame:

@@ -268,7 +268,7 @@ def test_layers_checkpoints_and_compare_pages(gallery_db, monkeypatch):
     at.sidebar.radio[0].set_value("Layers").run()
     assert not at.exception
     heat = _figures(at)
-    assert "Per-layer weight norm" in heat and "Update ratio between checkpoints" in heat
+    assert "Per-layer weight norm" in heat and "Update ratio per step, between checkpoints" in heat
     nan_cells = _traces(heat["Per-layer weight norm"])["NaN/Inf"]
     assert set(nan_cells["x"]) == {80}  # the step-80 checkpoint holds NaN
 
