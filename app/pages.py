@@ -268,7 +268,11 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     _scroll_to_curves()
     if not logged.height:
         st.caption("These logs print no step: the x axis is each line's ordinal in its log, not a training step.")
-    _curves(db, run, drawable, findings, spikes, first, ckpts if logged.height else ckpts.clear(), full)
+    if tables["passes"].height:
+        st.caption("This run was resumed over steps it had already logged: each pass is drawn as its own line, "
+                   "named by the file that holds it.")
+    _curves(db, run, drawable, findings, spikes, first, ckpts if logged.height else ckpts.clear(), full,
+            tables["passes"])
     if findings is not None:
         _replay_hint(run, findings, answers)
         if skipped is not None and skipped.height:
@@ -402,22 +406,35 @@ def _pick(series: pl.DataFrame, role: str) -> dict | None:
 
 
 def chart_lines(db: Path, series_rows: list[dict], lo: int, hi: int, analysis_id: int | None,
-                spikes: pl.DataFrame | None, first: pl.DataFrame) -> list[dict]:
-    """For each series: its decimated points over [lo, hi], its spikes there and its first non-finite point."""
+                spikes: pl.DataFrame | None, first: pl.DataFrame, passes: pl.DataFrame | None = None) -> list[dict]:
+    """For each series: its decimated points over [lo, hi], its spikes there and its first non-finite point. A
+    series a resumed run logged twice over the same steps (`passes`, app_passes) is drawn as one line per pass,
+    named by its file, so the curve does not double back on itself; its markers go with the first pass."""
     out = []
     for i, s in enumerate(series_rows):
-        points = query(db, "app_m4", s["series_id"], lo, hi, PIXELS, analysis_id, s["name"])
         sp = None
         if spikes is not None:
             sp = spikes.filter((pl.col("series") == s["name"]) & pl.col("step").is_between(lo, hi))
         f = first.filter(pl.col("series_id") == s["series_id"])
-        out.append({"name": s["name"], "colour": charts.colour_of(s["name"], s["split"], s["role"], i), "points": points,
-                    "spikes": sp, "first": f.row(0, named=True) if f.height else None})
+        colour = charts.colour_of(s["name"], s["split"], s["role"], i)
+        mine = passes.filter(pl.col("series_id") == s["series_id"]) if passes is not None else None
+        if mine is None or mine.height < 2:
+            points = query(db, "app_m4", s["series_id"], lo, hi, PIXELS, analysis_id, s["name"])
+            out.append({"name": s["name"], "colour": colour, "points": points, "spikes": sp,
+                        "first": f.row(0, named=True) if f.height else None})
+            continue
+        for k, p in enumerate(mine.iter_rows(named=True)):
+            points = query(db, "app_m4", s["series_id"], lo, hi, PIXELS, analysis_id, s["name"], p["source_id"])
+            out.append({"name": f"{s['name']} · pass {p['pass']} ({Path(p['path']).name}, steps "
+                                f"{p['first_step']:,}–{p['last_step']:,})",
+                        "colour": colour if k == 0 else charts.OTHERS[(i + k) % len(charts.OTHERS)], "points": points,
+                        "spikes": sp if k == 0 else None, "first": (f.row(0, named=True) if f.height else None)
+                        if k == 0 else None})
     return out
 
 
 def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | None, spikes: pl.DataFrame | None,
-            first: pl.DataFrame, ckpts: pl.DataFrame, full: tuple[int, int]) -> None:
+            first: pl.DataFrame, ckpts: pl.DataFrame, full: tuple[int, int], passes: pl.DataFrame | None = None) -> None:
     lo, hi = st.session_state.view
     left, right = st.columns([5, 1.2], vertical_alignment="bottom")
     if full[1] > full[0]:
@@ -447,7 +464,7 @@ def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | 
 
     aid = run["analysis_id"]
     for title, rows in groups:
-        _draw_group(db, title, rows, lo, hi, aid, findings, spikes, first, ckpts, focus, full)
+        _draw_group(db, title, rows, lo, hi, aid, findings, spikes, first, ckpts, focus, full, passes)
     for f in _wall_clock_findings(findings):  # a throughput_drop is judged on step times: show them under it
         rows = series.filter(pl.col("name") == f["series"])
         if rows.height == 0:
@@ -505,7 +522,7 @@ def _figure(key: tuple, _build: Any) -> Any:
 
 def _draw_group(db: Path, title: str, rows: list[dict], lo: int, hi: int, aid: int | None,
                 findings: pl.DataFrame | None, spikes: pl.DataFrame | None, first: pl.DataFrame, ckpts: pl.DataFrame,
-                focus: int | None, full: tuple[int, int]) -> None:
+                focus: int | None, full: tuple[int, int], passes: pl.DataFrame | None = None) -> None:
     """One chart of a group of series, with the findings on them shaded; a box selected on it sets the steps."""
     names = {r["name"] for r in rows}
     shown = None
@@ -515,8 +532,8 @@ def _draw_group(db: Path, title: str, rows: list[dict], lo: int, hi: int, aid: i
                                 | pl.lit(title == "Loss"))
     key = (str(db), stamp(db), aid, title, tuple(r["series_id"] for r in rows), lo, hi, focus, ckpts.height,
            findings is None)
-    fig = _figure(key, lambda: charts.series_figure(title, chart_lines(db, rows, lo, hi, aid, spikes, first), lo, hi,
-                                                    findings=shown, checkpoints=ckpts, focus=focus))
+    fig = _figure(key, lambda: charts.series_figure(title, chart_lines(db, rows, lo, hi, aid, spikes, first, passes),
+                                                    lo, hi, findings=shown, checkpoints=ckpts, focus=focus))
     event = st.plotly_chart(fig, key=f"chart_{title}", on_select="rerun", selection_mode=("box",),
                             config={"displaylogo": False})
     _apply_box(event, full)
