@@ -590,15 +590,17 @@ def layers_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
                        if origin == "logs" else "From the checkpoints' tensor statistics (L2 of each parameter)."))
         for quantity in sorted(set(norms["quantity"].to_list())):
             cells = norms.filter(pl.col("quantity") == quantity)
-            st.plotly_chart(charts.heatmap_figure(f"Per-layer {quantity}", cells, colour_title="log10"),
-                            key=f"heat_{quantity}", config={"displaylogo": False})
+            fig = _figure((str(db), stamp(db), run_id, "heat", quantity),
+                          lambda: charts.heatmap_figure(f"Per-layer {quantity}", cells, colour_title="log10"))
+            st.plotly_chart(fig, key=f"heat_{quantity}", config={"displaylogo": False})
     if ratios.height:
         st.markdown("How far each tensor moved per step between consecutive checkpoints, relative to its size: "
                     "‖Δw‖/‖w‖ between two checkpoints divided by the steps between them, each cell drawn over "
                     "those steps (about 1e-3 per step is typical for Adam, much larger means the step size "
                     "overwhelms the weights, near zero means the layer is frozen).")
-        st.plotly_chart(charts.interval_heatmap_figure("Update ratio per step, between checkpoints", ratios),
-                        key="heat_ratio", config={"displaylogo": False})
+        fig = _figure((str(db), stamp(db), run_id, "heat_ratio"),
+                      lambda: charts.interval_heatmap_figure("Update ratio per step, between checkpoints", ratios))
+        st.plotly_chart(fig, key="heat_ratio", config={"displaylogo": False})
 
 
 # -- Checkpoints and replays ----------------------------------------------------------------------------------
@@ -652,7 +654,8 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         cols = st.columns(2)
         for i, p in enumerate(pairs.iter_rows(named=True)):
             part = movers.filter((pl.col("step") == p["step"]) & (pl.col("prev_step") == p["prev_step"]))
-            fig = charts.movers_figure(f"step {p['prev_step']} → {p['step']} ({p['step_distance']} steps)", part)
+            fig = _figure((str(db), stamp(db), run_id, "movers", p["prev_step"], p["step"]), lambda: charts.movers_figure(
+                f"step {p['prev_step']} → {p['step']} ({p['step_distance']} steps)", part))
             cols[i % 2].plotly_chart(fig, key=f"movers_{p['prev_step']}_{p['step']}", config={"displaylogo": False})
     flagged = batches.filter(pl.col("nonfinite_samples").list.len() > 0)
     if batches.height:
