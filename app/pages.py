@@ -711,7 +711,11 @@ def _replay(run: dict, r: dict[str, Any]) -> None:
         if res.status:
             st.markdown(md(res.status))
         st.code(res.command or f"forensics replay {run['root']} --step {res.step}", language="bash")
-        rows = [("Fidelity", replay_report.fidelity_line(res)), ("Reproduced", replay_report.reproduced_line(res)),
+        restored = (f"{res.from_checkpoint} (step {res.checkpoint_step}; restored: {', '.join(res.restored)})"
+                    if res.restored else None)
+        rows = [("Entry point", f"{res.entry} (the run's code, as replay ran it)" if res.entry != "?" else None),
+                ("Restored", restored),
+                ("Fidelity", replay_report.fidelity_line(res)), ("Reproduced", replay_report.reproduced_line(res)),
                 ("First non-finite value", replay_report.where_line(res)), ("Culprit samples", replay_report.culprits_line(res))]
         for label, text in rows:
             if text:

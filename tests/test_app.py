@@ -664,3 +664,20 @@ def test_a_resumed_run_draws_each_pass_apart(tmp_path, monkeypatch):
     one, two = (traces[n]["x"] for n in passes[:2])
     assert one == sorted(one) and two == sorted(two)  # each pass runs forward
     assert min(two) <= max(one)  # and the second goes back over steps the first logged
+
+
+def test_report_says_what_the_cli_says_of_other_spikes_and_files_not_read(gallery_db, tmp_path, monkeypatch):
+    """The CLI's "other spikes" sentence (spikes no finding accounts for) and its "not read" files, on the page."""
+    from forensics.text import report
+    from forensics.text.render import md
+
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(gallery_db, db)
+    result = analyze(GALLERY / "nan_lr_too_high", db)
+    assert report.other_spikes(result) and result.unknown_files
+    at = _app(monkeypatch, db, run="nan_lr_too_high")
+    assert not at.exception
+    text = "\n".join(m.value for m in at.markdown)
+    assert md(report.spikes_line(report.other_spikes(result))) in text
+    assert any(e.label.startswith(f"Not read ({len(result.unknown_files)} file") for e in at.expander)
+    assert all(f"- {md(u)}" in text for u in result.unknown_files)
