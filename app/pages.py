@@ -382,17 +382,20 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
                      args=(f["finding_id"], f["step"], hi, full), width="stretch",
                      help=f"draw every chart over {steps_text(f['step'], f['step_end'])}")
     with left.expander("Evidence, causes, first checks"):
+        # one element, not four: a report holds many findings, and each element costs the browser a render
         evidence = json.loads(f["evidence"] or "{}")
-        if evidence:
-            st.markdown("\n".join(f"- {md(k)}: **{md(_value(v))}**" for k, v in evidence.items()))
         causes, checks = json.loads(f["causes"] or "[]"), json.loads(f["checks"] or "[]")
-        if causes:
-            st.markdown("**Likely causes:** " + "; ".join(md(c) for c in causes) + ".")
-        if checks:
-            st.markdown("**Check first:** " + "; ".join(md(c) for c in checks) + ".")
         sources = json.loads(f["sources"] or "[]")
+        parts = ["\n".join(f"- {md(k)}: **{md(_value(v))}**" for k, v in evidence.items())] if evidence else []
+        if causes:
+            parts.append("**Likely causes:** " + "; ".join(md(c) for c in causes) + ".")
+        if checks:
+            parts.append("**Check first:** " + "; ".join(md(c) for c in checks) + ".")
         if sources:
-            st.caption("Read from: " + "; ".join(", ".join(f"{md(k)} {md(v)}" for k, v in s.items()) for s in sources))
+            parts.append("<span class='muted'>Read from: " + "; ".join(", ".join(f"{md(k)} {md(v)}" for k, v in s.items())
+                                                                    for s in sources) + "</span>")
+        if parts:
+            st.markdown("\n\n".join(parts), unsafe_allow_html=True)
 
 
 def _value(v: Any) -> str:
