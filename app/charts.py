@@ -86,9 +86,11 @@ LABEL_ROW, LABEL_ROWS = 15, 3  # finding labels: pixels per row of the band abov
 def add_findings(fig: go.Figure, findings: pl.DataFrame, lo: int, hi: int, focus: int | None = None) -> None:
     """Each finding as a shaded step range in its severity's colour, labelled with icon and kind.
 
-    A one-step finding gets a minimum visible width; the focused finding is shaded more strongly."""
+    A one-step finding gets a minimum visible width; the focused finding is shaded more strongly. Shapes and labels
+    are added in one layout update (plotly's add_vrect validates the whole layout on each call: 10 findings cost
+    the page a fifth of a second)."""
     min_width = max(1.0, (hi - lo) * 0.006)
-    shown = 0
+    shapes, labels = [], []
     for f in findings.iter_rows(named=True):
         if f["step"] is None:
             continue
@@ -101,32 +103,32 @@ def add_findings(fig: go.Figure, findings: pl.DataFrame, lo: int, hi: int, focus
             start, end = mid - min_width / 2, mid + min_width / 2
         colour, icon, _ = SEVERITY.get(f["severity"], ("#777777", "•", ""))
         focused = focus is not None and f["finding_id"] == focus
-        fig.add_vrect(
-            x0=start, x1=end, fillcolor=colour, opacity=0.28 if focused else 0.06 if focus is not None else 0.12,
-            line_width=1 if focused else 0,
-            line_color=colour, layer="below",
-            # the label sits in a band above the plot, not inside it, where the NaN/Inf marks and the first
-            # non-finite star are drawn along the top edge; neighbouring labels step up instead of overlapping
-            annotation_text=f"{icon} {f['kind']}", annotation_position="top left",
-            annotation={"yref": "y domain", "y": 1.0, "yanchor": "bottom", "yshift": 2 + LABEL_ROW * (shown % LABEL_ROWS)},
-            annotation_font={"size": 11, "color": "#333333"},
-            name=f"finding {f['finding_id']}: {f['kind']}",
-        )
-        shown += 1
-    if shown:  # room for the label band between the title and the plot
+        shapes.append({"type": "rect", "xref": "x", "yref": "y domain", "x0": start, "x1": end, "y0": 0, "y1": 1,
+                       "fillcolor": colour, "opacity": 0.28 if focused else 0.06 if focus is not None else 0.12,
+                       "line": {"width": 1 if focused else 0, "color": colour}, "layer": "below",
+                       "name": f"finding {f['finding_id']}: {f['kind']}"})
+        # the label sits in a band above the plot, not inside it, where the NaN/Inf marks and the first
+        # non-finite star are drawn along the top edge; neighbouring labels step up instead of overlapping
+        labels.append({"text": f"{icon} {f['kind']}", "xref": "x", "x": start, "xanchor": "left", "yref": "y domain",
+                       "y": 1.0, "yanchor": "bottom", "yshift": 2 + LABEL_ROW * (len(labels) % LABEL_ROWS),
+                       "showarrow": False, "font": {"size": 11, "color": "#333333"}})
+    if shapes:  # room for the label band between the title and the plot
         top = fig.layout.margin.t if fig.layout.margin.t is not None else 48
-        fig.update_layout(margin={"t": top + LABEL_ROW * min(shown, LABEL_ROWS)})
+        fig.update_layout(shapes=[*fig.layout.shapes, *shapes], annotations=[*fig.layout.annotations, *labels],
+                          margin={"t": top + LABEL_ROW * min(len(shapes), LABEL_ROWS)})
 
 
 def add_checkpoints(fig: go.Figure, checkpoints: pl.DataFrame, lo: int, hi: int) -> None:
     """Checkpoints as ticks along the bottom edge: grey when finite, dark red when they hold NaN/Inf."""
     shown = checkpoints.filter(pl.col("step").is_not_null() & pl.col("step").is_between(lo, hi))
+    ticks = []
     for c in shown.iter_rows(named=True):
         bad = c["finite"] is False
-        fig.add_shape(type="line", x0=c["step"], x1=c["step"], yref="paper", y0=0, y1=0.07,
-                      line={"color": NONFINITE if bad else "#555555", "width": 3 if bad else 2},
-                      name=f"checkpoint {plain(c['path'])}")
-    if shown.height:
+        ticks.append({"type": "line", "x0": c["step"], "x1": c["step"], "xref": "x", "yref": "paper", "y0": 0,
+                      "y1": 0.07, "line": {"color": NONFINITE if bad else "#555555", "width": 3 if bad else 2},
+                      "name": f"checkpoint {plain(c['path'])}"})
+    if ticks:
+        fig.update_layout(shapes=[*fig.layout.shapes, *ticks])
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="checkpoint (tick)",
                                  marker={"symbol": "line-ns-open", "size": 12, "color": "#555555"}))
 
@@ -248,12 +250,56 @@ def heatmap_figure(title: str, cells: pl.DataFrame, *, colour_title: str, height
     return fig
 
 
+def interval_heatmap_figure(title: str, cells: pl.DataFrame) -> go.Figure:
+    """Layers (rows) by checkpoint intervals (columns): each cell spans the steps between its two checkpoints and
+    is coloured by log10 of ‖Δw‖/‖w‖ divided by the steps between them (the per-step ratio if every update
+    pointed the same way, the lower bound update_ratio_anomaly judges "too large" by). NaN/Inf cells crossed.
+
+    `cells`: layer, prev_step, step, step_distance, value (‖Δw‖/‖w‖ over the interval)."""
+    cells = cells.filter(pl.col("prev_step").is_not_null() & pl.col("step").is_not_null()
+                         & (pl.col("step") > pl.col("prev_step")))
+    layers = sorted(set(cells["layer"].to_list()), key=natural)
+    edges = sorted(set(cells["prev_step"].to_list()) | set(cells["step"].to_list()))
+    at = {e: i for i, e in enumerate(edges)}
+    z = [[None] * max(len(edges) - 1, 1) for _ in layers]
+    hover = [[""] * max(len(edges) - 1, 1) for _ in layers]
+    row_of = {layer: i for i, layer in enumerate(layers)}
+    bad_x, bad_y = [], []
+    for c in cells.iter_rows(named=True):
+        r, v, d = row_of[c["layer"]], c["value"], c["step_distance"] or (c["step"] - c["prev_step"])
+        if v is not None and not math.isfinite(v):
+            bad_x.append((c["prev_step"] + c["step"]) / 2)
+            bad_y.append(plain(c["layer"]))
+            continue
+        for col in range(at[c["prev_step"]], at[c["step"]]):
+            if v is not None and v > 0:
+                z[r][col] = math.log10(v / d)
+                hover[r][col] = (f"steps {c['prev_step']}–{c['step']}: {v / d:.3g} per step "
+                                 f"(‖Δw‖/‖w‖ {v:.3g} over {d} steps)")
+    fig = go.Figure(go.Heatmap(
+        x=edges, y=[plain(layer) for layer in layers], z=z, colorscale="Viridis", name=plain(title),
+        colorbar={"title": {"text": "log10 ‖Δw‖/‖w‖<br>per step"}}, hoverongaps=False, customdata=hover,
+        hovertemplate="%{y}<br>%{customdata}<extra></extra>"))
+    if bad_x:
+        fig.add_trace(go.Scatter(x=bad_x, y=bad_y, mode="markers", name="NaN/Inf",
+                                 marker={"symbol": "x", "size": 12, "color": NONFINITE},
+                                 hovertemplate="%{y}: NaN/Inf<extra></extra>"))
+    _base_layout(fig, title, max(260, 60 + 26 * len(layers)))
+    fig.update_layout(dragmode="zoom", showlegend=bool(bad_x))
+    fig.update_yaxes(showgrid=False, automargin=True, autorange="reversed")
+    fig.update_xaxes(showgrid=False, title_text="step (each cell spans the steps between two checkpoints)",
+                     tickvals=edges)
+    return fig
+
+
 def movers_figure(title: str, movers: pl.DataFrame) -> go.Figure:
     """Horizontal bars: the tensors that moved most between two checkpoints, as the store ranks them (NaN/Inf
-    first, then the update's RMS ‖Δw‖/√n, log scale). A tensor holding NaN/Inf is a labelled dark-red bar at the
-    chart's right edge; a zero-initialised tensor is an ordinary bar (its ‖Δw‖/‖w‖ is undefined, not NaN)."""
+    first, then the update's RMS ‖Δw‖/√n). Bars start at 0 on a linear axis, so their lengths compare as the
+    values do (on a log axis a bar starts at the axis' edge and its length means nothing); each is labelled with
+    its value. A tensor holding NaN/Inf is a labelled dark-red bar across the chart; a zero-initialised tensor is
+    an ordinary bar (its ‖Δw‖/‖w‖ is undefined, not NaN)."""
     finite = [v for v in movers["rms"].to_list() if v is not None and math.isfinite(v) and v > 0]
-    cap = max(finite) * 3 if finite else 1.0
+    cap = max(finite) * 1.15 if finite else 1.0
     xs, colours, texts, hovers = [], [], [], []
     for rms, ratio, bad in zip(movers["rms"].to_list(), movers["ratio"].to_list(), movers["n_nonfinite"].to_list()):
         if bad or rms is None or not math.isfinite(rms):
@@ -271,6 +317,6 @@ def movers_figure(title: str, movers: pl.DataFrame) -> go.Figure:
                            hovertemplate="%{y}<br>%{customdata}<extra></extra>"))
     _base_layout(fig, title, 60 + 30 * max(movers.height, 2))
     fig.update_layout(dragmode="zoom", showlegend=False, margin={"t": 36})
-    fig.update_xaxes(type="log", title_text="RMS of the update ‖Δw‖/√n")
+    fig.update_xaxes(type="linear", range=[0, cap], rangemode="tozero", title_text="RMS of the update ‖Δw‖/√n")
     fig.update_yaxes(autorange="reversed", automargin=True)
     return fig

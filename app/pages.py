@@ -17,8 +17,10 @@ import polars as pl
 import streamlit as st
 
 from app import charts
-from app.data import StoreProblem, compared, query
-from forensics.judge import numbers
+from app.data import StoreProblem, compared, query, stamp
+from forensics.judge import learned, numbers
+from forensics.judge.findings import Spike
+from forensics.text import report
 from forensics.text.render import clean, md
 
 PIXELS = 1600  # pixel columns per chart for M4: at most ~4 points per column, whatever the series' length
@@ -96,6 +98,14 @@ def _open(run_id: str) -> None:
     st.session_state.page = "Run report"
 
 
+def worst_first(runs: pl.DataFrame) -> pl.DataFrame:
+    """Runs in the Runs page's default order, which the sidebar's run select follows too: failed first, then
+    suspicious, inconclusive, healthy, not analysed; within one verdict the most critical, then warning findings."""
+    rank = {v: i for i, v in enumerate(VERDICT)}
+    return runs.with_columns(pl.col("verdict").replace_strict(rank, default=9).alias("_rank")).sort(
+        ["_rank", "n_critical", "n_warning", "name"], descending=[False, True, True, False]).drop("_rank")
+
+
 def runs_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     st.title("Runs")
     counts = runs.group_by("verdict").len()
@@ -121,10 +131,8 @@ def runs_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     if verdicts:
         keep = [v for v in VERDICT if VERDICT[v][1] in verdicts]
         shown = shown.filter(pl.col("verdict").is_in(keep))
-    rank = {v: i for i, v in enumerate(VERDICT)}
     if order == "worst first":
-        shown = shown.with_columns(pl.col("verdict").replace_strict(rank, default=9).alias("_rank")).sort(
-            ["_rank", "n_critical", "n_warning", "name"], descending=[False, True, True, False])
+        shown = worst_first(shown)
     elif order == "last ingested":
         shown = shown.sort("last_ingested", descending=True)
     elif order == "length":
@@ -169,6 +177,7 @@ def _focus(finding_id: int, lo: int, hi: int, full: tuple[int, int]) -> None:
     pad = max(5, (hi - lo) // 2)
     st.session_state.focus = finding_id
     st.session_state.view = (max(full[0], lo - pad), min(full[1], hi + pad))
+    st.session_state.scroll_to_curves = st.session_state.get("scroll_to_curves_n", 0) + 1
     st.query_params["finding"] = str(finding_id)  # a link to this page opens this finding
 
 
@@ -218,17 +227,12 @@ def _reset_view_for(run_id: str, full: tuple[int, int]) -> None:
 def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     run = _run_row(runs, run_id)
     try:
-        series = query(db, "app_series", run_id)
-        aid = run["analysis_id"]
-        findings = query(db, "app_findings", aid) if aid is not None else None
-        skipped = query(db, "app_skipped", aid) if aid is not None else None
-        spikes = query(db, "app_spikes", aid) if aid is not None else None
-        first = query(db, "app_first_nonfinite", run_id)
-        ckpts = query(db, "app_checkpoints", run_id)
-        probes = query(db, "app_probes", run_id)
+        tables = query(db, "app_report", run_id, run["analysis_id"])
     except StoreProblem as problem:
         _problem(problem)
         return
+    series, findings, skipped, spikes = tables["series"], tables["findings"], tables["skipped"], tables["spikes"]
+    first, ckpts, answers = tables["first"], tables["ckpts"], tables["answers"]
 
     st.title(md(run["name"]))
     when = run["last_ingested"].strftime("%Y-%m-%d %H:%M") if run["last_ingested"] else "?"
@@ -245,9 +249,9 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     elif run["verdict"] == "older analysis":
         st.info(f"This run was analysed by an older version, which stored no verdict. **forensics analyze "
                 f"{md(run['root'])} --db {md(db)}** stores one; reload this page after.")
-        _findings(findings, series, probes)
+        _findings(findings, series, spikes, answers)
     else:
-        _diagnosis(run, findings, skipped, first, series, probes)
+        _diagnosis(run, findings, skipped, first, series, spikes, answers, tables["unknown"])
 
     drawable = series.filter(pl.col("first_step").is_not_null())
     logged = drawable.filter(~pl.col("ordinal"))
@@ -260,12 +264,17 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
     full = (int(drawable["first_step"].min()), int(drawable["last_step"].max()))
     _reset_view_for(run_id, full)
     _focus_from_link(run_id, findings, full)
-    st.header("Curves")
+    st.header("Curves", anchor="curves")
+    _scroll_to_curves()
     if not logged.height:
         st.caption("These logs print no step: the x axis is each line's ordinal in its log, not a training step.")
-    _curves(db, run, drawable, findings, spikes, first, ckpts if logged.height else ckpts.clear(), full)
+    if tables["passes"].height:
+        st.caption("This run was resumed over steps it had already logged: each pass is drawn as its own line, "
+                   "named by the file that holds it.")
+    _curves(db, run, drawable, findings, spikes, first, ckpts if logged.height else ckpts.clear(), full,
+            tables["passes"])
     if findings is not None:
-        _replay_hint(run, findings)
+        _replay_hint(run, findings, answers)
         if skipped is not None and skipped.height:
             with st.expander(f"Could not check ({skipped.height} detectors)", expanded=False):
                 st.markdown("These detectors did not run, so their silence is not health:")
@@ -273,10 +282,19 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
                     st.markdown(f"- **{md(s['kind'])}**: {md(s['reason'])}")
 
 
+def _placed(findings: pl.DataFrame, answers: dict | None) -> tuple[list[dict], dict[int, dict]]:
+    """The findings as forensics/judge/learned.py reads them, and {finding_id: the stored answers it explains}."""
+    rows = [{**f, "event": f["event_id"]} for f in findings.iter_rows(named=True)]
+    placed = learned.place(rows, answers)
+    return rows, {rows[i]["finding_id"]: v for i, v in placed.items()}
+
+
 def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: pl.DataFrame,
-               series: pl.DataFrame, probes: pl.DataFrame | None = None) -> None:
-    """The stored verdict with its reason, the restriction, the read problems, the stored headline, then findings
-    (each with the stored probe checks that explain it)."""
+               series: pl.DataFrame, spikes: pl.DataFrame | None = None, answers: dict | None = None,
+               unknown: list[str] | None = None) -> None:
+    """The stored verdict with its reason, the restriction, the read problems and the files not read, the stored
+    headline with what to check first (led by a stored replay or probe answer), then findings (each with the stored
+    answers that explain it)."""
     icon, word, level = VERDICT[run["verdict"]]
     counts = ", ".join(f"{run[k]} {w}" for k, w in (("n_critical", "critical"), ("n_warning", "warning"),
                                                      ("n_info", "info")) if run[k])
@@ -294,22 +312,30 @@ def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: 
                 where = f" at {p['position']}" if p.get("position") is not None else ""
                 kept = f"; kept {p['kept']}" if p.get("kept") else ""
                 st.markdown(f"- {md(p['path'])}{md(where)}: **{md(p['kind'])}**: {md(p['detail'])}{md(kept)}")
+    if unknown:
+        with st.expander(f"Not read ({len(unknown)} file{'s' if len(unknown) != 1 else ''} no reader knows)",
+                         expanded=run["verdict"] == "inconclusive"):
+            st.markdown("\n".join(f"- {md(u)}" for u in unknown))
     if run["headline_id"] is not None:
-        top = findings.filter(pl.col("finding_id") == run["headline_id"])
+        rows, _ = _placed(findings, answers)
+        head = next((i for i, f in enumerate(rows) if f["finding_id"] == run["headline_id"]), None)
         st.markdown(f"**Earliest cause** ({charts.severity_label(run['worst'])}): {md(headline_text(run))}")
-        top_checks = json.loads(top["checks"][0] or "[]") if top.height else []
-        if top_checks:
-            st.markdown("Check first: " + "; ".join(md(c) for c in top_checks[:3]) + ".")
+        top_checks = json.loads(rows[head]["checks"] or "[]") if head is not None else []
+        checks = learned.check_first(rows, head, learned.place(rows, answers), top_checks[:3])
+        if checks:
+            st.markdown("Check first: " + "; ".join(md(c) for c in checks) + ".")
     if first.height:
         parts = [f"**{md(r['name'])}** {charts.nonfinite_text(r['value'])} at step {r['step']:,}"
                  for r in first.iter_rows(named=True)]
         st.markdown("First non-finite value per series (earliest first): " + "; ".join(parts) + ".")
-    _findings(findings, series, probes)
+    _findings(findings, series, spikes, answers)
 
 
-def _findings(findings: pl.DataFrame, series: pl.DataFrame, probes: pl.DataFrame | None = None) -> None:
-    """The findings, grouped by the events the engine stored, each with the stored probe checks that explain it."""
-    st.header("Findings")
+def _findings(findings: pl.DataFrame, series: pl.DataFrame, spikes: pl.DataFrame | None = None,
+              answers: dict | None = None) -> None:
+    """The findings, grouped by the events the engine stored, each with the stored replay and probe answers that
+    explain it, then the spikes no finding accounts for."""
+    st.header("Findings", anchor="findings")
     if findings.height == 0:
         st.markdown("No detector fired on this run. That is a claim only about the detectors that ran: "
                     "see *Could not check* below the curves.")
@@ -317,6 +343,7 @@ def _findings(findings: pl.DataFrame, series: pl.DataFrame, probes: pl.DataFrame
     st.caption("Grouped by event: findings that belong to one episode (exploding gradients, then divergence, "
                "then NaN) share an event. Focus a finding to draw every chart over its steps.")
     full = (int(series["first_step"].min() or 0), int(series["last_step"].max() or 0))
+    _, placed = _placed(findings, answers)
     events = (findings.with_columns(pl.col("event_id").fill_null(-1 - pl.col("finding_id")))
               .group_by("event_id", maintain_order=True)
               .agg(pl.col("step").min().alias("start"), pl.col("step_end").max().alias("end"),
@@ -331,21 +358,15 @@ def _findings(findings: pl.DataFrame, series: pl.DataFrame, probes: pl.DataFrame
                         f"finding{'s' if group.height != 1 else ''}")
             for f in group.iter_rows(named=True):
                 _finding(f, full)
-                _probes_for(f["kind"], probes)
-
-
-def _probes_for(kind: str, probes: pl.DataFrame | None) -> None:
-    """The stored `forensics probe` checks that explain a finding of this kind, beside it (failed ones first)."""
-    if probes is None or probes.height == 0:
-        return
-    rows = [p for p in probes.iter_rows(named=True) if kind in (p["explains"] or [])]
-    for p in sorted(rows, key=lambda p: p["status"] != "fail"):
-        names = f" · names {', '.join(f'`{md(n)}`' for n in p['names'])}" if p["names"] else ""
-        st.markdown(f"<span class='muted'>probe</span> **{md(p['check_name'])}**: {PROBE_STATUS[p['status']]} — "
-                    f"{esc(p['summary'])}{names}", unsafe_allow_html=True)
-
-
-PROBE_STATUS = {"fail": "❌ fail", "pass": "✅ pass", "n/a": "➖ n/a"}
+                found = report.learned_lines(placed.get(f["finding_id"], {}))
+                if found:
+                    st.markdown("\n".join(("- " if not x.startswith(" ") else "  - ") + md(x.strip()) for x in found))
+    if spikes is not None and spikes.height:
+        events_seen = set(findings["event_id"].drop_nulls().to_list())
+        other = [Spike(r["series"], r["step"], r["value"], r["baseline"], r["z"], r["event_id"])
+                 for r in spikes.iter_rows(named=True) if r["event_id"] not in events_seen]
+        if other:
+            st.markdown(md(report.spikes_line(other)))
 
 
 def _finding(f: dict, full: tuple[int, int]) -> None:
@@ -361,17 +382,20 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
                      args=(f["finding_id"], f["step"], hi, full), width="stretch",
                      help=f"draw every chart over {steps_text(f['step'], f['step_end'])}")
     with left.expander("Evidence, causes, first checks"):
+        # one element, not four: a report holds many findings, and each element costs the browser a render
         evidence = json.loads(f["evidence"] or "{}")
-        if evidence:
-            st.markdown("\n".join(f"- {md(k)}: **{md(_value(v))}**" for k, v in evidence.items()))
         causes, checks = json.loads(f["causes"] or "[]"), json.loads(f["checks"] or "[]")
-        if causes:
-            st.markdown("**Likely causes:** " + "; ".join(md(c) for c in causes) + ".")
-        if checks:
-            st.markdown("**Check first:** " + "; ".join(md(c) for c in checks) + ".")
         sources = json.loads(f["sources"] or "[]")
+        parts = ["\n".join(f"- {md(k)}: **{md(_value(v))}**" for k, v in evidence.items())] if evidence else []
+        if causes:
+            parts.append("**Likely causes:** " + "; ".join(md(c) for c in causes) + ".")
+        if checks:
+            parts.append("**Check first:** " + "; ".join(md(c) for c in checks) + ".")
         if sources:
-            st.caption("Read from: " + "; ".join(", ".join(f"{md(k)} {md(v)}" for k, v in s.items()) for s in sources))
+            parts.append("<span class='muted'>Read from: " + "; ".join(", ".join(f"{md(k)} {md(v)}" for k, v in s.items())
+                                                                    for s in sources) + "</span>")
+        if parts:
+            st.markdown("\n\n".join(parts), unsafe_allow_html=True)
 
 
 def _value(v: Any) -> str:
@@ -385,22 +409,35 @@ def _pick(series: pl.DataFrame, role: str) -> dict | None:
 
 
 def chart_lines(db: Path, series_rows: list[dict], lo: int, hi: int, analysis_id: int | None,
-                spikes: pl.DataFrame | None, first: pl.DataFrame) -> list[dict]:
-    """For each series: its decimated points over [lo, hi], its spikes there and its first non-finite point."""
+                spikes: pl.DataFrame | None, first: pl.DataFrame, passes: pl.DataFrame | None = None) -> list[dict]:
+    """For each series: its decimated points over [lo, hi], its spikes there and its first non-finite point. A
+    series a resumed run logged twice over the same steps (`passes`, app_passes) is drawn as one line per pass,
+    named by its file, so the curve does not double back on itself; its markers go with the first pass."""
     out = []
     for i, s in enumerate(series_rows):
-        points = query(db, "app_m4", s["series_id"], lo, hi, PIXELS, analysis_id, s["name"])
         sp = None
         if spikes is not None:
             sp = spikes.filter((pl.col("series") == s["name"]) & pl.col("step").is_between(lo, hi))
         f = first.filter(pl.col("series_id") == s["series_id"])
-        out.append({"name": s["name"], "colour": charts.colour_of(s["name"], s["split"], s["role"], i), "points": points,
-                    "spikes": sp, "first": f.row(0, named=True) if f.height else None})
+        colour = charts.colour_of(s["name"], s["split"], s["role"], i)
+        mine = passes.filter(pl.col("series_id") == s["series_id"]) if passes is not None else None
+        if mine is None or mine.height < 2:
+            points = query(db, "app_m4", s["series_id"], lo, hi, PIXELS, analysis_id, s["name"])
+            out.append({"name": s["name"], "colour": colour, "points": points, "spikes": sp,
+                        "first": f.row(0, named=True) if f.height else None})
+            continue
+        for k, p in enumerate(mine.iter_rows(named=True)):
+            points = query(db, "app_m4", s["series_id"], lo, hi, PIXELS, analysis_id, s["name"], p["source_id"])
+            out.append({"name": f"{s['name']} · pass {p['pass']} ({Path(p['path']).name}, steps "
+                                f"{p['first_step']:,}–{p['last_step']:,})",
+                        "colour": colour if k == 0 else charts.OTHERS[(i + k) % len(charts.OTHERS)], "points": points,
+                        "spikes": sp if k == 0 else None, "first": (f.row(0, named=True) if f.height else None)
+                        if k == 0 else None})
     return out
 
 
 def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | None, spikes: pl.DataFrame | None,
-            first: pl.DataFrame, ckpts: pl.DataFrame, full: tuple[int, int]) -> None:
+            first: pl.DataFrame, ckpts: pl.DataFrame, full: tuple[int, int], passes: pl.DataFrame | None = None) -> None:
     lo, hi = st.session_state.view
     left, right = st.columns([5, 1.2], vertical_alignment="bottom")
     if full[1] > full[0]:
@@ -430,7 +467,7 @@ def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | 
 
     aid = run["analysis_id"]
     for title, rows in groups:
-        _draw_group(db, title, rows, lo, hi, aid, findings, spikes, first, ckpts, focus, full)
+        _draw_group(db, title, rows, lo, hi, aid, findings, spikes, first, ckpts, focus, full, passes)
     for f in _wall_clock_findings(findings):  # a throughput_drop is judged on step times: show them under it
         rows = series.filter(pl.col("name") == f["series"])
         if rows.height == 0:
@@ -450,6 +487,20 @@ def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | 
         _apply_box(event, full)
 
 
+def _scroll_to_curves() -> None:
+    """After a Focus click, bring the charts it redrew into view (the button sits far below them, in the findings).
+    Streamlit has no scroll call: a zero-height component's script scrolls its parent page (same origin)."""
+    n = st.session_state.pop("scroll_to_curves", None)
+    if n is None:
+        return
+    st.session_state.scroll_to_curves_n = n
+    import streamlit.components.v1 as components
+
+    components.html(f"""<script>/* focus {n} */
+        const el = window.parent.document.getElementById('curves');
+        if (el) el.scrollIntoView({{block: 'start'}});</script>""", height=0)
+
+
 def _wall_clock_findings(findings: pl.DataFrame | None) -> list[dict]:
     """Findings whose sources are a series' wall-clock stamps (throughput_drop's), one per series."""
     if findings is None or findings.height == 0:
@@ -464,9 +515,17 @@ def _wall_clock_findings(findings: pl.DataFrame | None) -> list[dict]:
     return out
 
 
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _figure(key: tuple, _build: Any) -> Any:
+    """A chart built once per database state and view (`key`): a page redrawn, or visited again, sends the same
+    figure without building it (plotly validates every property it is given: a tenth of a second a chart).
+    Streamlit only reads the figure (`to_dict`), so sessions can share it."""
+    return _build()
+
+
 def _draw_group(db: Path, title: str, rows: list[dict], lo: int, hi: int, aid: int | None,
                 findings: pl.DataFrame | None, spikes: pl.DataFrame | None, first: pl.DataFrame, ckpts: pl.DataFrame,
-                focus: int | None, full: tuple[int, int]) -> None:
+                focus: int | None, full: tuple[int, int], passes: pl.DataFrame | None = None) -> None:
     """One chart of a group of series, with the findings on them shaded; a box selected on it sets the steps."""
     names = {r["name"] for r in rows}
     shown = None
@@ -474,8 +533,10 @@ def _draw_group(db: Path, title: str, rows: list[dict], lo: int, hi: int, aid: i
         shown = findings.filter(pl.col("series").is_in(list(names)) | pl.col("series").is_null()
                                 | (pl.col("finding_id") == (focus if focus is not None else -1))
                                 | pl.lit(title == "Loss"))
-    lines = chart_lines(db, rows, lo, hi, aid, spikes, first)
-    fig = charts.series_figure(title, lines, lo, hi, findings=shown, checkpoints=ckpts, focus=focus)
+    key = (str(db), stamp(db), aid, title, tuple(r["series_id"] for r in rows), lo, hi, focus, ckpts.height,
+           findings is None)
+    fig = _figure(key, lambda: charts.series_figure(title, chart_lines(db, rows, lo, hi, aid, spikes, first, passes),
+                                                    lo, hi, findings=shown, checkpoints=ckpts, focus=focus))
     event = st.plotly_chart(fig, key=f"chart_{title}", on_select="rerun", selection_mode=("box",),
                             config={"displaylogo": False})
     _apply_box(event, full)
@@ -499,9 +560,10 @@ def _apply_box(event: Any, full: tuple[int, int]) -> None:
         st.rerun()
 
 
-def _replay_hint(run: dict, findings: pl.DataFrame) -> None:
-    onset = findings.filter(pl.col("kind").is_in(["nan_loss", "masked_nonfinite"]) & pl.col("step").is_not_null())
-    if onset.height:
+def _replay_hint(run: dict, findings: pl.DataFrame, answers: dict | None = None) -> None:
+    """The replay command for the non-finite onset, unless a replay of it is stored since the run last changed."""
+    onset = findings.filter(pl.col("kind").is_in(learned.ONSET_KINDS) & pl.col("step").is_not_null())
+    if onset.height and not learned.replay_fresh(answers, onset["step"][0]):
         step = onset["step"][0]
         st.markdown("**Replay the first non-finite step** to see the op, module and samples behind it:")
         st.code(f"forensics replay {run['root']} --step {step}", language="bash")
@@ -531,14 +593,17 @@ def layers_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
                        if origin == "logs" else "From the checkpoints' tensor statistics (L2 of each parameter)."))
         for quantity in sorted(set(norms["quantity"].to_list())):
             cells = norms.filter(pl.col("quantity") == quantity)
-            st.plotly_chart(charts.heatmap_figure(f"Per-layer {quantity}", cells, colour_title="log10"),
-                            key=f"heat_{quantity}", config={"displaylogo": False})
+            fig = _figure((str(db), stamp(db), run_id, "heat", quantity),
+                          lambda: charts.heatmap_figure(f"Per-layer {quantity}", cells, colour_title="log10"))
+            st.plotly_chart(fig, key=f"heat_{quantity}", config={"displaylogo": False})
     if ratios.height:
-        st.markdown("How far each tensor moved between consecutive checkpoints, relative to its size "
-                    "(‖Δw‖/‖w‖; about 1e-3 per step is typical for Adam, much larger means the step size "
+        st.markdown("How far each tensor moved per step between consecutive checkpoints, relative to its size: "
+                    "‖Δw‖/‖w‖ between two checkpoints divided by the steps between them, each cell drawn over "
+                    "those steps (about 1e-3 per step is typical for Adam, much larger means the step size "
                     "overwhelms the weights, near zero means the layer is frozen).")
-        st.plotly_chart(charts.heatmap_figure("Update ratio between checkpoints", ratios, colour_title="log10"),
-                        key="heat_ratio", config={"displaylogo": False})
+        fig = _figure((str(db), stamp(db), run_id, "heat_ratio"),
+                      lambda: charts.interval_heatmap_figure("Update ratio per step, between checkpoints", ratios))
+        st.plotly_chart(fig, key="heat_ratio", config={"displaylogo": False})
 
 
 # -- Checkpoints and replays ----------------------------------------------------------------------------------
@@ -592,7 +657,8 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         cols = st.columns(2)
         for i, p in enumerate(pairs.iter_rows(named=True)):
             part = movers.filter((pl.col("step") == p["step"]) & (pl.col("prev_step") == p["prev_step"]))
-            fig = charts.movers_figure(f"step {p['prev_step']} → {p['step']} ({p['step_distance']} steps)", part)
+            fig = _figure((str(db), stamp(db), run_id, "movers", p["prev_step"], p["step"]), lambda: charts.movers_figure(
+                f"step {p['prev_step']} → {p['step']} ({p['step_distance']} steps)", part))
             cols[i % 2].plotly_chart(fig, key=f"movers_{p['prev_step']}_{p['step']}", config={"displaylogo": False})
     flagged = batches.filter(pl.col("nonfinite_samples").list.len() > 0)
     if batches.height:
@@ -633,7 +699,7 @@ def checkpoints_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
 def _replay(run: dict, r: dict[str, Any]) -> None:
     """One stored replay as `forensics replay` prints it: verdict, the command that made it, fidelity, whether the
     failure came back, where the first non-finite value appeared, culprit samples, counterfactuals."""
-    from forensics.usercode.replay import report
+    from forensics.usercode.replay import report as replay_report
     from forensics.usercode.replay.result import ReplayResult
 
     doc = _decode(r.get("result"))
@@ -648,8 +714,12 @@ def _replay(run: dict, r: dict[str, Any]) -> None:
         if res.status:
             st.markdown(md(res.status))
         st.code(res.command or f"forensics replay {run['root']} --step {res.step}", language="bash")
-        rows = [("Fidelity", report.fidelity_line(res)), ("Reproduced", report.reproduced_line(res)),
-                ("First non-finite value", report.where_line(res)), ("Culprit samples", report.culprits_line(res))]
+        restored = (f"{res.from_checkpoint} (step {res.checkpoint_step}; restored: {', '.join(res.restored)})"
+                    if res.restored else None)
+        rows = [("Entry point", f"{res.entry} (the run's code, as replay ran it)" if res.entry != "?" else None),
+                ("Restored", restored),
+                ("Fidelity", replay_report.fidelity_line(res)), ("Reproduced", replay_report.reproduced_line(res)),
+                ("First non-finite value", replay_report.where_line(res)), ("Culprit samples", replay_report.culprits_line(res))]
         for label, text in rows:
             if text:
                 st.markdown(f"**{label}**: {md(text)}")
@@ -658,9 +728,17 @@ def _replay(run: dict, r: dict[str, Any]) -> None:
             st.code(str(hit["source"]), language="python")
         if res.counterfactuals:
             st.markdown("**Counterfactuals** (the step re-run with one change):\n"
-                        + "\n".join(f"- `{esc(change)}` {md(text)}" for change, text in report.counterfactual_lines(res)))
+                        + "\n".join(f"- `{esc(change)}` {md(text)}" for change, text in replay_report.counterfactual_lines(res)))
         if res.notes:
             st.caption(" · ".join(md(n) for n in res.notes))
+        try:
+            whole = replay_report.text(res)
+        except (KeyError, TypeError, IndexError):  # a result stored by another version, without a field it needs
+            whole = None
+        if whole:
+            with st.expander("The whole replay, as `forensics replay` printed it: entry point, restored state, every "
+                             "fidelity value"):
+                st.code(clean(whole), language=None)
 
 
 def _decode(v: Any) -> Any:

@@ -50,8 +50,9 @@ if runs.height == 0:
     st.stop()
 
 # The run, the page and a focused finding live in the URL (?run=...&page=...&finding=...), so a link opens them.
-names = runs["name"].to_list()
-ids = runs["run_id"].to_list()
+ordered = pages.worst_first(runs)  # the sidebar lists runs as the Runs page does by default
+names = ordered["name"].to_list()
+ids = ordered["run_id"].to_list()
 # A parameter that names nothing here (a typo, an old link, a hostile value) falls back to the default view.
 if st.session_state.get("run") not in ids:
     wanted = st.query_params.get("run") or args.run

@@ -529,7 +529,8 @@ def app_first_nonfinite(con: Any, run_id: str) -> pl.DataFrame:
         GROUP BY r.series_id, r.name ORDER BY step, r.name""", [run_id])
 
 
-def m4_sql(series_id: int, lo: int, hi: int, columns: int, wall_time: bool = False, per_column: int | None = None) -> str:
+def m4_sql(series_id: int, lo: int, hi: int, columns: int, wall_time: bool = False, per_column: int | None = None,
+           source_id: int | None = None) -> str:
     """The one M4 decimation (Jugel et al., VLDB 2014) of a series, as SQL the app's charts and the engine's reduced
     view of a long series both select from: over steps [lo, hi] cut into columns of `ceil((hi - lo + 1) / columns)`
     consecutive steps, per column the first, minimum, maximum and last finite point with their real steps and exact
@@ -537,8 +538,10 @@ def m4_sql(series_id: int, lo: int, hi: int, columns: int, wall_time: bool = Fal
     keeps its peak and the first NaN its step whatever the length. At most 7 rows per column, by step; NULL values
     dropped. `wall_time` adds each kept point's wall-clock stamp (where a column's min or max value is tied, step
     and stamp may come from two points of that value). `per_column`, when given, is the column width in steps
-    (`columns` is then ignored). DuckDB aggregates it streaming, within the connection's memory limit."""
+    (`columns` is then ignored). `source_id`, when given, keeps that file's points only (one pass of a resumed run).
+    DuckDB aggregates it streaming, within the connection's memory limit."""
     lo, hi, series_id = int(lo), int(hi), int(series_id)
+    of_source = f" AND source_id = {int(source_id)}" if source_id is not None else ""
     per_column = int(per_column) if per_column else max(1, -(-(hi - lo + 1) // max(1, int(columns))))
     if wall_time:
         wall = {k: f", arg_{f}(wall_time, {by}) AS w_{k}" for k, f, by in (
@@ -554,7 +557,8 @@ def m4_sql(series_id: int, lo: int, hi: int, columns: int, wall_time: bool = Fal
     return f"""
         WITH pts AS (
             SELECT step, value, wall_time, (step - {lo}) // {per_column} AS col
-            FROM scalars WHERE series_id = {series_id} AND step BETWEEN {lo} AND {hi} AND value IS NOT NULL),
+            FROM scalars WHERE series_id = {series_id}{of_source} AND step BETWEEN {lo} AND {hi}
+                               AND value IS NOT NULL),
         fin AS (
             SELECT col, min(step) AS s_first, arg_min(value, step) AS v_first{wall["first"]},
                    max(step) AS s_last, arg_max(value, step) AS v_last{wall["last"]},
@@ -572,17 +576,17 @@ def m4_sql(series_id: int, lo: int, hi: int, columns: int, wall_time: bool = Fal
 
 
 def app_m4(con: Any, series_id: int, lo: int, hi: int, pixels: int, analysis_id: int | None = None,
-           series_name: str | None = None) -> pl.DataFrame:
+           series_name: str | None = None, source_id: int | None = None) -> pl.DataFrame:
     """The points of one series to draw over steps [lo, hi] at about `pixels` columns, without losing evidence.
 
     `m4_sql`'s points (per column the first, minimum, maximum and last finite point, and the first point of each
     non-finite kind), plus every spike row of `analysis_id` for `series_name` in the range. Returns step, value,
     what (`m4`, `nonfinite`, `spike`), sorted by step: at most about 7 rows per column plus the spikes, whatever
-    the series' length. NULL values are not drawn."""
+    the series' length. NULL values are not drawn. `source_id`: one file's points (a pass of a resumed run)."""
     if hi < lo:
         lo, hi = hi, lo
     lo, hi = int(lo), int(hi)
-    return _app_frame(con, m4_sql(series_id, lo, hi, pixels) + f""",
+    return _app_frame(con, m4_sql(series_id, lo, hi, pixels, source_id=source_id) + f""",
         spiked AS (
             SELECT step, value FROM spikes
             WHERE analysis_id = $aid AND series = $name AND step BETWEEN {lo} AND {hi})
@@ -639,9 +643,10 @@ def app_layer_norms(con: Any, run_id: str, columns: int = 200) -> pl.DataFrame:
 
 
 def app_update_ratios(con: Any, run_id: str) -> pl.DataFrame:
-    """‖Δw‖/‖w‖ of every tensor between consecutive checkpoints: layer, step, value (a heatmap's cells)."""
+    """‖Δw‖/‖w‖ of every tensor between consecutive checkpoints: layer, prev_step, step, step_distance, value
+    (a heatmap's cells, each over its own interval)."""
     return _app_frame(con, """
-        SELECT tensor AS layer, step, ratio AS value FROM tensor_deltas WHERE run_id = ?
+        SELECT tensor AS layer, prev_step, step, step_distance, ratio AS value FROM tensor_deltas WHERE run_id = ?
         ORDER BY tensor, step""", [run_id])
 
 
@@ -665,6 +670,73 @@ def app_probes(con: Any, run_id: str) -> pl.DataFrame | None:
         SELECT probe_id, created, check_name, status, summary, names, explains, evidence, from_checkpoint
         FROM probes WHERE run_id = ? AND probe_id = (SELECT max(probe_id) FROM probes WHERE run_id = ?)
         ORDER BY position""", [run_id, run_id])
+
+
+def stored_answers(con: Any, run_id: str) -> dict[str, Any]:
+    """What `forensics replay` and `forensics probe` learned about the run, as the report and the app both show it:
+    {"replays": the newest replay of each step asked for (newest first), "probe": the checks of the latest probe or
+    None}. Each carries `ran` (when, ISO) and `changed`: a file of the run was written after it ran (a source's
+    recorded mtime is later), so its answer may be out of date. Empty in a store made before these tables."""
+    import json
+
+    # A source written after the answer: `created` is local wall time (DuckDB's now() cast to TIMESTAMP), read back
+    # as such; mtime is seconds since the epoch.
+    changed = ("EXISTS (SELECT 1 FROM sources s WHERE s.run_id = t.run_id "
+               "AND s.mtime > epoch(t.created::TIMESTAMPTZ))")
+    out: dict[str, Any] = {"replays": [], "probe": None}
+    if app_has_table(con, "replays"):
+        rows = con.execute(f"""
+            SELECT replay_id, strftime(created, '%Y-%m-%dT%H:%M:%S'), {changed}, result FROM replays t
+            WHERE run_id = ? QUALIFY row_number() OVER (PARTITION BY step ORDER BY replay_id DESC) = 1
+            ORDER BY replay_id DESC""", [run_id]).fetchall()
+        for rid, ran, moved, result in rows:
+            doc = json.loads(result) if result else {}
+            out["replays"].append({**(doc if isinstance(doc, dict) else {}), "replay_id": rid, "ran": ran,
+                                   "changed": bool(moved)})
+    if app_has_table(con, "probes"):
+        rows = con.execute(f"""
+            SELECT probe_id, strftime(created, '%Y-%m-%dT%H:%M:%S'), {changed}, check_name, status, summary, names,
+                   explains FROM probes t
+            WHERE run_id = ? AND probe_id = (SELECT max(probe_id) FROM probes WHERE run_id = ?)
+            ORDER BY position""", [run_id, run_id]).fetchall()
+        if rows:
+            out["probe"] = {"probe_id": rows[0][0], "ran": rows[0][1], "changed": bool(rows[0][2]),
+                            "checks": [{"name": r[3], "status": r[4], "summary": r[5], "names": list(r[6] or []),
+                                        "explains": list(r[7] or [])} for r in rows]}
+    return out
+
+
+def app_passes(con: Any, run_id: str) -> pl.DataFrame:
+    """The passes of a resumed run: for each series whose points come from two or more files whose step ranges
+    overlap (a run resumed from an earlier checkpoint logs those steps again), one row per file by its first step:
+    series_id, source_id, path, first_step, last_step, pass (1, 2, ...). Empty for a run logged in one pass."""
+    return _app_frame(con, """
+        WITH per AS (
+            SELECT p.series_id, p.source_id, min(p.step) AS first_step, max(p.step) AS last_step
+            FROM scalars p JOIN series r USING (series_id) WHERE r.run_id = ? AND p.step IS NOT NULL
+            GROUP BY p.series_id, p.source_id),
+        ordered AS (
+            SELECT *, row_number() OVER (PARTITION BY series_id ORDER BY first_step, source_id) AS pass,
+                   max(last_step) OVER (PARTITION BY series_id ORDER BY first_step, source_id
+                                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_last
+            FROM per),
+        resumed AS (SELECT DISTINCT series_id FROM ordered WHERE first_step <= before_last)
+        SELECT o.series_id, o.source_id, s.path, o.first_step, o.last_step, o.pass
+        FROM ordered o JOIN resumed USING (series_id) JOIN sources s USING (source_id)
+        ORDER BY o.series_id, o.pass""", [run_id])
+
+
+def app_report(con: Any, run_id: str, analysis_id: int | None) -> dict[str, Any]:
+    """Everything the app's Run report reads, on one connection (each page visit opened seven): series, findings,
+    skipped, spikes (None when not analysed), first non-finite points, checkpoints, stored answers, unknown files,
+    the passes of a resumed run."""
+    analysed = analysis_id is not None
+    return {"series": app_series(con, run_id), "findings": app_findings(con, analysis_id) if analysed else None,
+            "skipped": app_skipped(con, analysis_id) if analysed else None,
+            "spikes": app_spikes(con, analysis_id) if analysed else None,
+            "first": app_first_nonfinite(con, run_id), "ckpts": app_checkpoints(con, run_id),
+            "answers": stored_answers(con, run_id), "unknown": unknown_files(con, run_id),
+            "passes": app_passes(con, run_id)}
 
 
 def app_configs(con: Any, run_ids: list[str]) -> pl.DataFrame:

@@ -268,7 +268,7 @@ def test_layers_checkpoints_and_compare_pages(gallery_db, monkeypatch):
     at.sidebar.radio[0].set_value("Layers").run()
     assert not at.exception
     heat = _figures(at)
-    assert "Per-layer weight norm" in heat and "Update ratio between checkpoints" in heat
+    assert "Per-layer weight norm" in heat and "Update ratio per step, between checkpoints" in heat
     nan_cells = _traces(heat["Per-layer weight norm"])["NaN/Inf"]
     assert set(nan_cells["x"]) == {80}  # the step-80 checkpoint holds NaN
 
@@ -588,3 +588,94 @@ def test_finding_labels_sit_above_the_plot_not_on_its_markers(gallery_db, monkey
     stars = _traces(loss)["train_loss · first non-finite"] if "train_loss · first non-finite" in _traces(loss) else None
     assert stars is None or stars["yaxis"] in (None, "y")  # markers stay in data coordinates, inside the plot
     assert loss["layout"]["legend"]["y"] < 0
+
+
+def test_stored_answers_sit_under_their_findings_and_lead_check_first(gallery_db, tmp_path, monkeypatch):
+    """After a replay and a probe (stored by their own writers), the Run report shows each under the finding it
+    explains, with when it ran, leads "Check first" with the replay's likely fix and op, and no longer asks for the
+    replay; the same rule as `analyze` (forensics/judge/learned.py)."""
+    from ingest.store import connect
+    from ingest.writes import insert_probe, insert_replay
+
+    db = tmp_path / "answers.duckdb"
+    shutil.copy(gallery_db, db)
+    run_id = _read(db, "app_runs").filter(pl.col("name") == "nan_lr_too_high")["run_id"][0]
+    replay = {"run": "nan_lr_too_high", "run_id": run_id, "step": 80, "bad_step": 79, "status": "diagnosed",
+              "from_checkpoint": "checkpoints/step_60.pt", "command": "forensics replay x --step 80",
+              "first_nonfinite": {"phase": "forward", "op": "addmm", "module": "body.fc2", "file": "train.py",
+                                  "line": 12},
+              "culprit_samples": [4], "counterfactuals": [],
+              "likely_fix": {"change": "lr_div_10", "window": [61, 80], "evidence": "lr_div_10 keeps steps 61-80 "
+                             "finite"}}
+    probe = {"run_id": run_id, "checks": [
+        {"name": "lr_range", "status": "fail", "summary": "the run's LR is past the range where the loss falls",
+         "names": ["lr=0.15"], "explains": ["divergence"], "evidence": {}}]}
+    with connect(db, write=True) as con:
+        insert_replay(con, replay)
+        insert_probe(con, probe)
+    at = _app(monkeypatch, db, run="nan_lr_too_high")
+    assert not at.exception
+    text = "\n".join(m.value for m in at.markdown)
+    assert "replay of step 80 (ran " in text and "forward: addmm in body.fc2 at train.py:12" in text
+    assert "probe lr\\_range FAILED (ran " in text
+    check = next(m.value for m in at.markdown if m.value.startswith("Check first:"))
+    assert check.startswith("Check first: lr\\_div\\_10, the likely fix replay found") and "addmm in body.fc2" in check
+    assert not any("forensics replay" in c.value and "--step 80" in c.value for c in at.code)
+
+
+def test_sidebar_lists_runs_worst_first(gallery_db, monkeypatch):
+    """The run select follows the Runs page's default order (the failed run first), not the store's (by name)."""
+    assert _read(gallery_db, "app_runs")["name"].to_list() == ["healthy_mlp", "nan_lr_too_high"]
+    at = _app(monkeypatch, gallery_db)
+    assert at.sidebar.selectbox[0].options == ["nan_lr_too_high", "healthy_mlp"]
+
+
+def test_movers_start_at_zero_and_update_ratios_span_their_interval(gallery_db, monkeypatch):
+    at = _app(monkeypatch, gallery_db, run="nan_lr_too_high")
+    at.sidebar.radio[0].set_value("Checkpoints and replays").run()
+    movers = [spec for title, spec in _figures(at).items() if title.startswith("step ")]
+    assert movers and all(s["layout"]["xaxis"]["type"] == "linear" and s["layout"]["xaxis"]["range"][0] == 0
+                          for s in movers)
+    at.sidebar.radio[0].set_value("Layers").run()
+    heat = _figures(at)["Update ratio per step, between checkpoints"]
+    edges = _array(heat["data"][0]["x"])
+    ckpts = sorted(_read(gallery_db, "app_checkpoints", runs_id(gallery_db, "nan_lr_too_high"))["step"].to_list())
+    assert edges == [s for s in ckpts if s in edges] and len(edges) >= 3  # cell edges are checkpoint steps
+    assert len(heat["data"][0]["z"][0]) == len(edges) - 1
+    assert "per step" in heat["data"][0]["colorbar"]["title"]["text"]
+
+
+def runs_id(db: Path, name: str) -> str:
+    return _read(db, "app_runs").filter(pl.col("name") == name)["run_id"][0]
+
+
+def test_a_resumed_run_draws_each_pass_apart(tmp_path, monkeypatch):
+    """A run resumed from an earlier checkpoint logs the same steps again from a second event file: the loss is drawn
+    as one line per file over its own steps, not one line that doubles back."""
+    db = tmp_path / "resumed.duckdb"
+    analyze(GALLERY / "resumed_after_crash", db)
+    at = _app(monkeypatch, db, run="resumed_after_crash")
+    assert not at.exception
+    traces = _traces(_figures(at)["Loss"])
+    passes = sorted(n for n in traces if " · pass " in n and "spikes" not in n)
+    assert len(passes) >= 2, list(traces)
+    one, two = (traces[n]["x"] for n in passes[:2])
+    assert one == sorted(one) and two == sorted(two)  # each pass runs forward
+    assert min(two) <= max(one)  # and the second goes back over steps the first logged
+
+
+def test_report_says_what_the_cli_says_of_other_spikes_and_files_not_read(gallery_db, tmp_path, monkeypatch):
+    """The CLI's "other spikes" sentence (spikes no finding accounts for) and its "not read" files, on the page."""
+    from forensics.text import report
+    from forensics.text.render import md
+
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(gallery_db, db)
+    result = analyze(GALLERY / "nan_lr_too_high", db)
+    assert report.other_spikes(result) and result.unknown_files
+    at = _app(monkeypatch, db, run="nan_lr_too_high")
+    assert not at.exception
+    text = "\n".join(m.value for m in at.markdown)
+    assert md(report.spikes_line(report.other_spikes(result))) in text
+    assert any(e.label.startswith(f"Not read ({len(result.unknown_files)} file") for e in at.expander)
+    assert all(f"- {md(u)}" in text for u in result.unknown_files)

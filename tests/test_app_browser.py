@@ -152,6 +152,10 @@ def test_report_in_chromium_shows_findings_charts_and_focuses_a_finding(served, 
                         && el.layout.xaxis.range[0] < step && el.layout.xaxis.range[1] > step; }""",
                 arg=spike["step"], timeout=60_000)
             page.wait_for_selector(IDLE, timeout=60_000)
+            # the Focus button sits in the findings, far below the charts it redrew: the page scrolls up to them
+            page.wait_for_function("""() => { const el = document.getElementById('curves');
+                    const top = el && el.getBoundingClientRect().top; return top !== null && top > -80 && top < 300; }""",
+                                   timeout=30_000)
             for c in _chart_data(page):
                 if c["title"] in ("Loss", "Gradient norm", "Learning rate"):
                     lo, hi = c["range"]

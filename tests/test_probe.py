@@ -268,7 +268,8 @@ def test_app_shows_the_probe_beside_the_finding_it_explains(runs, tmp_path, caps
         sys.modules["__main__"] = main_module
     assert not at.exception
     text = "\n".join(m.value for m in at.markdown)
-    assert "**lr\\_range**: ❌ fail" in text and "below where the loss starts to fall" in text
+    # the CLI's sentence (forensics.text.report.learned_lines), with when the probe ran
+    assert "probe lr\\_range FAILED (ran " in text and "below where the loss starts to fall" in text
 
 
 def test_a_store_from_before_the_probes_table_gains_it_at_the_next_write(tmp_path):

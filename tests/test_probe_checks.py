@@ -42,9 +42,9 @@ def test_analyze_offers_the_probe_under_every_kind_a_check_explains(tmp_path):
     (tmp_path / ENTRY_NAME).write_text("")
     for c in CHECKS:
         for kind in c.explains:
-            result = SimpleNamespace(findings=[SimpleNamespace(kind=kind)], probe_command=None)
+            result = SimpleNamespace(findings=[SimpleNamespace(kind=kind)], probe_command=None, answers=None)
             set_probe_command(result, tmp_path, tmp_path / "f.duckdb", True)
             assert result.probe_command and result.probe_command.startswith("forensics probe"), (c.name, kind)
-    result = SimpleNamespace(findings=[SimpleNamespace(kind="nan_loss")], probe_command=None)
+    result = SimpleNamespace(findings=[SimpleNamespace(kind="nan_loss")], probe_command=None, answers=None)
     set_probe_command(result, tmp_path, tmp_path / "f.duckdb", True)
     assert result.probe_command is None  # a kind no check explains: no probe offered

@@ -133,6 +133,9 @@ class Analysis:
     skip: list[str] = field(default_factory=list)
     # A failed run's closest run that worked in the store and where their losses part (`forensics compare`), one line.
     sibling: str | None = None
+    # What `forensics replay` and `probe` stored for this run (ingest.queries.stored_answers), placed under the
+    # findings they explain by forensics/judge/learned.py.
+    answers: dict[str, Any] | None = None
 
     @property
     def healthy(self) -> bool:
@@ -151,26 +154,56 @@ class Analysis:
         (rule in forensics/judge/verdict.py); None when there is no finding."""
         return self.findings[self.headline_index] if self.headline_index is not None else None
 
+    def learned(self) -> dict[int, dict[str, Any]]:
+        """{finding index: {"replay": ..., "probe": ...}}: the stored answers under the findings they explain."""
+        from forensics.judge import learned
+
+        return learned.place([f.as_dict() for f in self.findings], self.answers)
+
+    def answers_dict(self) -> dict[str, Any] | None:
+        """Every stored replay and the latest probe, as the report carries them (each with `ran` and `changed`)."""
+        from forensics.judge import learned
+
+        if self.answers is None:
+            return None
+        p = self.answers.get("probe")
+        return plain({"replays": [learned.replay_verdict(r) for r in self.answers.get("replays") or []],
+                      "probe": learned.probe_verdict(p) if p else None})
+
+    def check_first(self) -> list[str]:
+        """The headline's checks, led by what a stored replay or probe found about its event."""
+        from forensics.judge import learned
+
+        head = self.headline()
+        if head is None:
+            return []
+        return learned.check_first([f.as_dict() for f in self.findings], self.headline_index, self.learned(),
+                                   head.checks)
+
     def headline_dict(self) -> dict[str, Any] | None:
-        """The headline as `--json` carries it: the finding's kind, severity, steps, summary and event id."""
+        """The headline as `--json` carries it: the finding's kind, severity, steps, summary, event id and what to
+        check first."""
         head = self.headline()
         if head is None:
             return None
         return {"finding": self.headline_index, "kind": head.kind, "severity": head.severity, "step": head.step,
                 "step_end": head.step_end, "event": head.event, "summary": head.summary,
+                "check_first": self.check_first(),
                 **({"at": head.at, "at_end": head.at_end} if head.at or head.at_end else {})}
 
     def as_dict(self) -> dict[str, Any]:
         """The documented JSON object (`forensics analyze --json`): verdict and its reason, the headline (the
         earliest-cause finding, with its event id), the `--only`/`--skip` restriction, read problems, findings,
-        spikes, skips, plus `nonfinite`, `replay_from`, `probe_command`, `checked`."""
+        spikes, skips, plus `nonfinite`, `replay_from`, `probe_command`, `checked`; each finding a stored replay or
+        probe explains carries it (`replay`, `probe`), and `answers` holds them all (ingest.queries.stored_answers)."""
+        placed = self.learned()
         return {"run": self.run, "verdict": self.verdict, "verdict_reason": self.verdict_reason,
                 "healthy": self.healthy, "headline": self.headline_dict(),
                 "restricted": {"only": list(self.only), "skip": list(self.skip)} if self.restricted else None,
                 "read_problems": plain(self.read_problems),
                 "unknown_files": list(self.unknown_files), "lines_read": plain(self.lines_read), "db": self.db,
-                "findings": [f.as_dict() for f in self.findings],
+                "findings": [{**f.as_dict(), **placed.get(i, {})} for i, f in enumerate(self.findings)],
                 "spikes": [s.as_dict() for s in self.spikes], "skipped": [s.as_dict() for s in self.skipped],
                 "nonfinite": plain(self.nonfinite), "replay_from": plain(self.replay_from),
-                "probe_command": self.probe_command, "sibling": self.sibling,
+                "probe_command": self.probe_command, "sibling": self.sibling, "answers": self.answers_dict(),
                 "checked": plain(self.checked)}

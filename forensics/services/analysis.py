@@ -63,10 +63,13 @@ def analyze(run_dir: str | os.PathLike, db: str | os.PathLike, *, selection: Sel
 
 def set_replay_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike,
                        implied_db: str | os.PathLike | None = None) -> None:
-    """The exact `forensics replay` command for the NaN onset, where a finite checkpoint comes before it (paths
-    under the home directory written with `~`, as the README shows them)."""
+    """The exact `forensics replay` command for the NaN onset, where a finite checkpoint comes before it and no
+    replay of it is stored since the run last changed (paths under the home directory written with `~`, as the
+    README shows them)."""
+    from forensics.judge.learned import replay_fresh
+
     r = result.replay_from
-    if r and r.get("checkpoint"):
+    if r and r.get("checkpoint") and not replay_fresh(result.answers, r["onset_step"]):
         from forensics.usercode.replay import replay_command  # only here: an ordinary run (no checkpoint) never needs it
 
         r["command"] = replay_command(run_dir, r["onset_step"], db=_db_argument(db, implied_db))
@@ -82,13 +85,15 @@ def _db_argument(db: str | os.PathLike, implied_db: str | os.PathLike | None) ->
 def set_probe_command(result: Analysis, run_dir: str | os.PathLike, db: str | os.PathLike, has_batch: bool,
                       implied_db: str | os.PathLike | None = None) -> None:
     """`forensics probe RUN_DIR`, for a finding a probe explains, when the run has an entry point and a saved batch
-    (the probe runs the user's code: only that command does, never analyze)."""
+    (the probe runs the user's code: only that command does, never analyze), and no probe is stored since the run
+    last changed."""
+    from forensics.judge.learned import probe_fresh
     from forensics.judge.numbers import shell_path
     from forensics.usercode.probe import PROBED_KINDS
     from forensics.usercode.kit.entry import ENTRY_NAME
 
     probed = frozenset(f.kind for f in result.findings if f.kind in PROBED_KINDS)
-    if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and probed:
+    if has_batch and (Path(run_dir) / ENTRY_NAME).is_file() and probed and not probe_fresh(result.answers):
         db_arg = _db_argument(db, implied_db)
         result.probed = probed
         result.probe_command = f"forensics probe {shell_path(run_dir)}" + (f" --db {shell_path(db_arg)}" if db_arg else "")
@@ -107,6 +112,7 @@ def analyze_stored(con, run_id: str, selection: Selection = Selection()) -> Anal
     result.read_problems = queries.read_problems(con, run_id)
     result.unknown_files = queries.unknown_files(con, run_id)
     result.lines_read = queries.lines_read(con, run_id)
+    result.answers = queries.stored_answers(con, run_id)
     give_verdict(result, run, detectors, restricted=selection.restricted)
     return result
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from forensics.judge import catalog, numbers
+from forensics.judge import catalog, learned, numbers
 from forensics.judge.findings import Analysis, Finding, Spike
 from forensics.judge.numbers import count
 from forensics.text.render import fenced, md
@@ -53,7 +53,7 @@ def probe_line(a: Analysis) -> str | None:
 
 def replay_lines(a: Analysis) -> list[str]:
     r = a.replay_from
-    if not r:
+    if not r or learned.replay_fresh(a.answers, r["onset_step"]):  # its answer is shown under the finding
         return []
     ck = r.get("checkpoint")
     b = r.get("batch")
@@ -63,6 +63,34 @@ def replay_lines(a: Analysis) -> list[str]:
            f"  batch of step {b['step']}: {b['path']}" if b else f"  batch: {r.get('batch_note', 'none saved')}"]
     if r.get("command"):
         out.append(f"  replay it (runs the run's forensics_entry.py): {r['command']}")
+    return out
+
+
+def learned_lines(placed: dict) -> list[str]:
+    """Under a finding: the stored replay's verdict (where, culprits, the change that fixed it) and the stored
+    probe's failed checks, each with when it ran, and a word where the run changed since."""
+    out = []
+    v = placed.get("replay")
+    if v:
+        stale = " (the run changed since: replay it again)" if v["changed"] else ""
+        out.append(f"replay of step {v['step']} (ran {v['ran']}){stale}: {v['status']}")
+        if v["diagnosed"]:
+            out.append(f"  first non-finite value: {learned.where_words(v)}")
+        if v["culprit_samples"]:
+            out.append(f"  culprit samples: {numbers.ints(v['culprit_samples'], 12)}")
+        fix = v.get("likely_fix")
+        if isinstance(fix, dict) and fix.get("change"):
+            out.append(f"  likely fix: {fix['change']}: {fix.get('evidence', '')}".rstrip(": "))
+        elif v["fixed_by"]:
+            out.append(f"  fixed by: {v['fixed_by']} (the counterfactual that came out finite)")
+        if v["changed"] and v.get("command"):
+            out.append(f"  replay it again: {v['command']}")
+    p = placed.get("probe")
+    if p:
+        stale = " (the run changed since: probe it again)" if p["changed"] else ""
+        for c in p["failed"]:
+            names = f" [{', '.join(c['names'])}]" if c["names"] else ""
+            out.append(f"probe {c['name']} FAILED (ran {p['ran']}){stale}: {c['summary']}{names}")
     return out
 
 
@@ -118,15 +146,17 @@ def text(a: Analysis, verbose: bool = False) -> str:
     head = a.headline()
     if head is not None:
         lines.append(f"earliest cause: {a.run}:{_where(head)} {head.kind}: {head.summary}")
-        lines.append("  check first: " + "; ".join(head.checks))
+        lines.append("  check first: " + "; ".join(a.check_first()))
     if a.sibling:
         lines.append(a.sibling)
     if a.findings:
         lines.append("")
         lines.append("findings (by step; e = event):")
         probe = probe_line(a)
-        for f in a.findings:
+        placed = a.learned()
+        for i, f in enumerate(a.findings):
             lines.append(f"{a.run}:{_where(f)} {f.kind} [{f.severity}, e{f.event}]: {f.summary}")
+            lines.extend("    " + x for x in learned_lines(placed.get(i, {})))
             if verbose:
                 lines.append("    evidence: " + "; ".join(f"{k}={numbers.shown(v)}" for k, v in f.evidence.items()))
             if probe and f.kind in a.probed:
@@ -166,7 +196,8 @@ def markdown(a: Analysis) -> str:
         out.append("")
     head = a.headline()
     if head is not None:
-        out += [f"**Earliest cause:** `{head.kind}` at step {_where(head)}: {md(head.summary)}", ""]
+        out += [f"**Earliest cause:** `{head.kind}` at step {_where(head)}: {md(head.summary)}", "",
+                "Check first: " + "; ".join(md(c) for c in a.check_first()), ""]
     if a.sibling:
         out += [md(a.sibling), ""]
     if a.findings:
@@ -175,10 +206,14 @@ def markdown(a: Analysis) -> str:
                 for f in a.findings]
         out.append("")
         probe = probe_line(a)
-        for f in a.findings:
+        placed = a.learned()
+        for i, f in enumerate(a.findings):
             out += [f"### `{f.kind}` at step {_where(f)}", "", md(f.summary), "",
                     "Evidence: " + "; ".join(f"`{k}`={md(numbers.shown(v))}" for k, v in f.evidence.items()), "",
                     "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
+            found = learned_lines(placed.get(i, {}))
+            if found:
+                out += ["What replay and probe found:", "", *fenced(found), ""]
             if probe and f.kind in a.probed:
                 out += [f"Probe it: `{a.probe_command}` (runs the run's forensics_entry.py)", ""]
                 probe = None
