@@ -77,7 +77,7 @@ def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
         return
     if header_end < 0:
         return  # not even a complete header line yet
-    header = raw[: header_end + 1]
+    header = _header_above(raw, header_end, start, sep)
     body_start = max(start, header_end + 1)
     body_end = raw.rfind(b"\n") + 1
     body = raw[body_start:body_end]
@@ -93,15 +93,30 @@ def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
     yield Chunk(end=body_end, scalars=with_loss_sums(scalars), issues=issues + more)
 
 
+def _header_above(raw: bytes, header_end: int, start: int, sep: str) -> bytes:
+    """The header line the rows from `start` on are read under: the first line, or the last time it was written
+    again before `start` (a resumed read of a file whose header was rewritten as a new section). A header written
+    again is found by the first line's first name; one that starts with another name is read as a row."""
+    header = raw[: header_end + 1]
+    first = header.split(sep.encode(), 1)[0].strip()
+    at = raw.rfind(b"\n" + first + sep.encode(), header_end, start) if first else -1
+    if at < 0:
+        return header
+    end = raw.find(b"\n", at + 1)
+    line = raw[at + 1: end + 1]
+    row = next(csv.reader(io.StringIO(line.decode("utf-8", errors="replace")), delimiter=sep), [])
+    return line if _is_header_row(row) else header
+
+
 def settled_tail(path: Path, raw: bytes, start: int, separators: int, sep: str) -> bool:
     """Whether the last line of `raw`, which has no newline, is a whole record to read now: the file has not
-    changed for SETTLED_SECONDS (a writer mid-flush finishes its line in far less) and the line holds as many
-    separators as the header. Some writers end every line but the last (Flair's `loss.tsv` writes `\\n` before
+    changed for SETTLED_SECONDS (a writer mid-flush finishes its line in far less) and the line holds at least as
+    many separators as the header. Some writers end every line but the last (Flair's `loss.tsv` writes `\\n` before
     each row), so a finished run's last record is such a line. A line read this way is part of what was read:
     a later ingest goes on after it."""
     cut = raw.rfind(b"\n") + 1
     tail = raw[max(cut, start):]
-    if not tail.strip() or tail.count(sep.encode()) != separators or cut < start:
+    if not tail.strip() or tail.count(sep.encode()) < separators or cut < start:
         return False
     return _still(path)
 
@@ -153,17 +168,15 @@ def _cut_columns(header: bytes, body: bytes, sep: str) -> tuple[bytes, bytes, li
 
 def _header_names(header: bytes, sep: str) -> list[str]:
     text = header.decode("utf-8", errors="replace").lstrip("\ufeff")
-    row = next(csv.reader(io.StringIO(text), delimiter=sep), [])
-    names, seen = [], {}
-    for name in (n.strip() for n in row):
-        seen[name] = seen.get(name, 0) + 1
-        names.append(name if seen[name] == 1 else f"{name}.{seen[name] - 1}")
-    return names
+    return _unique_names(next(csv.reader(io.StringIO(text), delimiter=sep), []))
 
 
 def _polars_rows(header: bytes, body: bytes, first_line: int, sep: str, n_cols: int) -> pl.DataFrame | None:
     if b'"' in body or b'"' in header:
         return None
+    first = header.split(sep.encode(), 1)[0].strip()
+    if first and (b"\n" + body).find(b"\n" + first + sep.encode()) >= 0:
+        return None  # the header again, perhaps with other columns: the careful path reads it as a new section
     arr = np.frombuffer(body, dtype=np.uint8)
     ends = np.flatnonzero(arr == 10)
     if len(ends) == 0 or ends[-1] != len(arr) - 1:
@@ -183,10 +196,13 @@ def _polars_rows(header: bytes, body: bytes, first_line: int, sep: str, n_cols: 
 
 
 def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tuple[pl.DataFrame, list[Issue]]:
+    """Rows by Python's csv module, each aligned to the header above it (`_aligned`): a header written again
+    (another launch appended, a column added) starts a new section under its own names."""
     text = body.decode("utf-8", errors="replace")
-    columns: list[list[str | None]] = [[] for _ in names]
-    lines: list[int] = []
+    order = list(names)
+    sections: list[tuple[list[str], list[tuple[int, list[str]]]]] = [(names, [])]
     bad: list[tuple[int, str]] = []
+    headers: list[int] = []
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
     while True:
         try:
@@ -199,15 +215,106 @@ def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tu
         line = first_line + reader.line_num - 1
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # blank line
-        if len(row) != len(names):
-            bad.append((line, f"{len(row)} fields where the header has {len(names)}"))
+        if _is_header_row(row):
+            again = _unique_names(row)
+            headers.append(line)
+            order += [n for n in again if n not in order]
+            sections.append((again, []))
             continue
-        for col, cell in zip(columns, row):
-            col.append(cell if cell != "" else None)
-        lines.append(line)
-    frame = pl.DataFrame({name: pl.Series(name, col, dtype=pl.Utf8) for name, col in zip(names, columns)})
+        sections[-1][1].append((line, row))
+    notes = [(headers[0], f"the header written again ({_line_span(headers)}, {len(headers)} times): the rows below "
+                          "each are read under it")] if headers else []
+    columns: dict[str, list[str | None]] = {}
+    lines: list[int] = []
+    for header, rows in sections:
+        aligned, more, skipped = _aligned(header, rows)
+        notes += more
+        bad += skipped
+        for name in aligned:
+            if name not in order:
+                order.append(name)
+        n_before = len(lines)
+        for name, cells in aligned.items():
+            columns.setdefault(name, [None] * n_before).extend(cells)
+        gone = {at for at, _ in skipped}
+        lines += [line for line, _ in rows if line not in gone]
+        for cells in columns.values():
+            cells.extend([None] * (len(lines) - len(cells)))
+    frame = pl.DataFrame({name: pl.Series(name, columns.get(name, [None] * len(lines)), dtype=pl.Utf8)
+                          for name in order})
     frame = frame.with_columns(pl.Series("__line", lines, dtype=pl.Int64))
-    return frame, _line_issues(bad, "garbled")
+    realigned = [Issue(line, "realigned", why) for line, why in notes[:MAX_LISTED]]
+    return frame, _line_issues(sorted(bad), "garbled") + realigned
+
+
+def _is_header_row(row: list[str]) -> bool:
+    """A row of names: two or more cells, none empty, none a number (a table's header written again)."""
+    cells = [c.strip() for c in row]
+    return len(cells) >= 2 and all(cells) and not any(_is_number(c) for c in cells)
+
+
+def _unique_names(row: list[str]) -> list[str]:
+    names, seen = [], {}
+    for name in (n.strip() for n in row):
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name}.{seen[name] - 1}")
+    return names
+
+
+def _aligned(names: list[str], rows: list[tuple[int, list[str]]]) -> tuple[
+        dict[str, list[str | None]], list[tuple[int, str]], list[tuple[int, str]]]:
+    """The cells of one section's rows as columns under `names`, a note per kind of row that needed aligning, and
+    the rows that could not be aligned.
+
+    Rows with fewer fields than the header miss their last cells (not logged on that row), unless only one row
+    is short: a line cut off, skipped as damage. Rows with more: when
+    the extra fields are empty at the end of every such row, a trailing separator; when every row of the section
+    holds the same extra field count and exactly one field position is empty in all of them, a separator written
+    twice there (old Flair's `loss.tsv`), dropped; otherwise, when every row from the first long one on is long, the
+    fields past the header are columns with no name, `column N` by their position (a column added mid-run without
+    its name). A long row among rows of the header's width is damage: skipped."""
+    n = len(names)
+    long = [row for _, row in rows if len(row) > n]
+    drop: set[int] = set()
+    by_width = {len(row) for row in long}
+    if len(by_width) == 1:
+        width = by_width.pop()
+        empty = [i for i in range(width) if all(not row[i].strip() for row in long)]
+        if set(range(n, width)) <= set(empty):
+            drop = set(range(n, width))
+        elif width == n + 1 and len(long) == len(rows) and len(empty) == 1:
+            drop = set(empty)
+    kept = [(line, row, [c for i, c in enumerate(row) if i not in drop] if len(row) > n else row)
+            for line, row in rows]
+    longer = [len(cells) > n for _, _, cells in kept]
+    damaged = longer if any(longer) and not all(longer[longer.index(True):]) else [False] * len(kept)
+    shorter = [len(row) < n for _, row, _ in kept]
+    if sum(shorter) == 1:  # one short row: a line cut off (its last cell may be cut too), not a habit of the writer
+        damaged = [d or s for d, s in zip(damaged, shorter)]
+    bad = [(line, f"{len(row)} fields where the header has {n}") for (line, row, _), d in zip(kept, damaged) if d]
+    kept = [k for k, d in zip(kept, damaged) if not d]
+    width = max((len(cells) for _, _, cells in kept), default=n)
+    out_names = names + [f"column {i + 1}" for i in range(n, width)]
+    columns: dict[str, list[str | None]] = {name: [] for name in out_names}
+    odd: dict[str, list[int]] = {}
+    for line, row, cells in kept:
+        if len(row) != n:
+            if len(cells) < n:
+                why = "the missing cells read as not logged"
+            elif len(cells) == n:
+                why = f"the empty field {', '.join(str(i + 1) for i in sorted(drop))} dropped to align them"
+            else:
+                why = f"the fields past the header read as {', '.join(out_names[n:len(cells)])}"
+            odd.setdefault(f"{len(row)} fields where the header has {n}; {why}", []).append(line)
+        for i, name in enumerate(out_names):
+            cell = cells[i] if i < len(cells) else ""
+            columns[name].append(cell if cell != "" else None)
+    notes = [(at[0], f"{len(at)} rows ({_line_span(at)}): {why}") for why, at in odd.items()]
+    return columns, notes, bad
+
+
+def _line_span(lines: list[int]) -> str:
+    return f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}..{lines[-1]}"
 
 
 def _empty_wide() -> pl.DataFrame:
