@@ -735,7 +735,8 @@ def _is_number(cell: str) -> bool:
 def table_separator(head: bytes) -> str | None:
     """The separator of a metric table with one header row, recognised by its first bytes whatever the file's name
     (Spinning Up's `progress.txt`, a CSV with no extension): tab or comma, the header's fields names (not all
-    numbers), and every following line as many fields, mostly numbers. None when the head is no such table."""
+    numbers), and every following line as many fields (give or take an empty last one), mostly numbers. None when
+    the head is no such table."""
     lines = _head_lines(head)
     if len(lines) < 2:
         return None
@@ -744,12 +745,18 @@ def table_separator(head: bytes) -> str | None:
         if len(header) < 2 or all(_is_number(c) for c in header if c.strip()):
             continue
         rows = [line.split(sep) for line in lines[1:]]
-        if any(len(r) != len(header) for r in rows):
+        if any(len(r) != len(header) and not _trailing_separator(r, header) for r in rows):
             continue
         cells = [c.strip() for r in rows for c in r if c.strip()]
         if cells and sum(_is_number(c) for c in cells) * 2 >= len(cells):
             return sep
     return None
+
+
+def _trailing_separator(row: list[str], header: list[str]) -> bool:
+    """Whether a row's fields differ from its header's only by an empty last field on one of them."""
+    longer, shorter = (row, header) if len(row) > len(header) else (header, row)
+    return len(longer) == len(shorter) + 1 and not longer[-1].strip()
 
 
 def headerless_separator(head: bytes) -> str | None:
