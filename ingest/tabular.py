@@ -58,12 +58,30 @@ SETTLED_SECONDS = 60.0
 
 
 def read_csv(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """A CSV (or, by suffix, TSV) metric log; `start` is a byte offset, 0 for a first read.
+    """A CSV (or, by suffix, TSV; by its header, `;`-separated) metric log; `start` is a byte offset, 0 for a first
+    read.
 
     Only complete lines are read: a partial last line (a writer mid-flush) is left for the next ingest, unless
     the file has been still for SETTLED_SECONDS and that line holds every field of the header (`settled_tail`).
     """
-    yield from _read_delimited(path, start, "\t" if path.suffix.lower() == ".tsv" else ",")
+    yield from _read_delimited(path, start, _separator(path))
+
+
+SEPARATORS = (",", "\t", ";")  # `;`: Excel's and pandas' CSV where the decimal mark is a comma
+
+
+def _separator(path: Path) -> str:
+    """The suffix's separator (tab for `.tsv`, else comma), or the first of SEPARATORS the header line holds when
+    it holds none of that one (`to_csv(sep=";")`, a `.csv` written with tabs)."""
+    named = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        with path.open("rb") as f:
+            header = f.readline(1 << 20)
+    except OSError:
+        return named
+    if named.encode() in header:
+        return named
+    return next((sep for sep in SEPARATORS if sep.encode() in header), named)
 
 
 def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:

@@ -188,3 +188,13 @@ def test_pandas_appends_a_launch_with_its_header_and_another_column(tmp_path):
     pd.DataFrame({"epoch": [4], "lr": [0.01], "loss": [0.45]}).to_csv(path, mode="a", index=False, header=False)
     [more] = list(read_csv(path, first.end))
     assert _series(more, "loss")[1] == [0.45] and _series(more, "lr")[1] == [0.01] and not more.issues
+
+
+def test_a_csv_separated_by_semicolons_or_tabs_is_read_by_its_header(tmp_path):
+    pd = pytest.importorskip("pandas")
+    history = pd.DataFrame({"epoch": [0, 1, 2], "loss": [1.5, 1.25, 1.0], "val_loss": [1.6, 1.4, 1.3]})
+    for sep in (";", "\t"):
+        path = tmp_path / "history.csv"
+        history.to_csv(path, sep=sep, index=False)
+        [chunk] = list(read_csv(path, 0))
+        assert _series(chunk, "loss") == ([0, 1, 2], [1.5, 1.25, 1.0]) and not chunk.issues
