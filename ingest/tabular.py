@@ -285,12 +285,13 @@ def _aligned(names: list[str], rows: list[tuple[int, list[str]]]) -> tuple[
     the rows that could not be aligned.
 
     Rows with fewer fields than the header miss their last cells (not logged on that row), unless only one row
-    is short: a line cut off, skipped as damage. Rows with more: when
-    the extra fields are empty at the end of every such row, a trailing separator; when every row of the section
+    is short: a line cut off, skipped as damage. Rows with more: when the extra fields are empty at the end of every
+    such row, a trailing separator; when every row of the section
     holds the same extra field count and exactly one field position is empty in all of them, a separator written
-    twice there (old Flair's `loss.tsv`), dropped; otherwise, when every row from the first long one on is long, the
-    fields past the header are columns with no name, `column N` by their position (a column added mid-run without
-    its name). A long row among rows of the header's width is damage: skipped."""
+    twice there (old Flair's `loss.tsv`), dropped. Otherwise which field a name belongs to is unknown (Keras'
+    CSVLogger appending a fit that logs more metrics writes them in sorted order under the old header): when every
+    row from the first long one on is long, their fields are columns with no name, `column N` by position, so no
+    value is read under another's name. A long row among rows of the header's width is damage: skipped."""
     n = len(names)
     long = [row for _, row in rows if len(row) > n]
     drop: set[int] = set()
@@ -312,21 +313,24 @@ def _aligned(names: list[str], rows: list[tuple[int, list[str]]]) -> tuple[
     bad = [(line, f"{len(row)} fields where the header has {n}") for (line, row, _), d in zip(kept, damaged) if d]
     kept = [k for k, d in zip(kept, damaged) if not d]
     width = max((len(cells) for _, _, cells in kept), default=n)
-    out_names = names + [f"column {i + 1}" for i in range(n, width)]
-    columns: dict[str, list[str | None]] = {name: [] for name in out_names}
+    unnamed = [f"column {i + 1}" for i in range(width)] if width > n else []
+    columns: dict[str, list[str | None]] = {name: [] for name in names + [u for u in unnamed if u not in names]}
     odd: dict[str, list[int]] = {}
     for line, row, cells in kept:
+        under = names
         if len(row) != n:
             if len(cells) < n:
                 why = "the missing cells read as not logged"
             elif len(cells) == n:
                 why = f"the empty field {', '.join(str(i + 1) for i in sorted(drop))} dropped to align them"
             else:
-                why = f"the fields past the header read as {', '.join(out_names[n:len(cells)])}"
+                under = unnamed
+                why = "which field is which name is unknown: read as columns with no name, `column N` by position"
             odd.setdefault(f"{len(row)} fields where the header has {n}; {why}", []).append(line)
-        for i, name in enumerate(out_names):
-            cell = cells[i] if i < len(cells) else ""
-            columns[name].append(cell if cell != "" else None)
+        for name in columns:
+            columns[name].append(None)
+        for name, cell in zip(under, cells):
+            columns[name][-1] = cell if cell != "" else None
     notes = [(at[0], f"{len(at)} rows ({_line_span(at)}): {why}") for why, at in odd.items()]
     return columns, notes, bad
 

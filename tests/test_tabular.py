@@ -161,9 +161,33 @@ def test_a_column_added_mid_run_without_its_name(tmp_path):
         for step in range(3, 5):  # the script began logging a validation loss, the header stayed as it was
             f.write(f"{step},{1.0 - step / 10},{2.0 - step / 10}\n")
     [chunk] = list(read_csv(path, 0))
-    assert _series(chunk, "loss") == ([0, 1, 2, 3, 4], pytest.approx([1.0, 0.9, 0.8, 0.7, 0.6]))
+    assert _series(chunk, "loss") == ([0, 1, 2], pytest.approx([1.0, 0.9, 0.8]))  # under its name where it is known
+    assert _series(chunk, "column 2") == ([3, 4], pytest.approx([0.7, 0.6]))  # by position where it is not
     assert _series(chunk, "column 3") == ([3, 4], pytest.approx([1.7, 1.6]))
     assert [(i.kind, i.position) for i in chunk.issues] == [("realigned", 5)]
+
+
+def test_keras_csvlogger_appending_a_fit_with_more_metrics_reads_no_value_under_another_s_name(tmp_path, monkeypatch):
+    """Keras' CSVLogger(append=True) keeps the first fit's header and writes a later fit's keys sorted, so with a
+    metric added every field after `epoch` moves: the later rows' fields are read by position, not by the header."""
+    monkeypatch.setenv("KERAS_BACKEND", "torch")  # read when keras is first imported; torch is installed
+    keras = pytest.importorskip("keras", reason="the test extra installs keras")
+    import numpy as np
+
+    x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    y = (x.sum(1) > 0).astype("float32")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="sigmoid")])
+    log = tmp_path / "training.log"
+    model.compile("sgd", "binary_crossentropy")
+    first = model.fit(x, y, epochs=3, verbose=0, callbacks=[keras.callbacks.CSVLogger(str(log))])
+    model.compile("sgd", "binary_crossentropy", metrics=["accuracy"])
+    model.fit(x, y, epochs=2, verbose=0, callbacks=[keras.callbacks.CSVLogger(str(log), append=True)])
+    path = tmp_path / "training.csv"
+    path.write_bytes(log.read_bytes())
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "loss")[1] == pytest.approx(first.history["loss"])  # the later fit's accuracy is not one
+    assert set(chunk.scalars["tag"].to_list()) >= {"column 2", "column 3"} and [i.kind for i in chunk.issues] == [
+        "realigned"]
 
 
 def test_rows_shorter_than_the_header_keep_their_cells(tmp_path):
