@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.decoding import decode
+from ingest.jsonvalues import parse_int
 from ingest.records import Chunk, Issue
 
 # Limits every structured document (YAML, JSON, a safetensors header) is held to, so that a small hostile file
@@ -122,7 +123,7 @@ def parse_json(text: str | bytes) -> Any:
     """`json.loads` held to the limits above (NaN / Infinity tokens read as Python writes them); raises
     ValueError (a JSONDecodeError, with its position) or DocumentTooLarge."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=parse_int)  # an integer past the digit limit is a LongInteger, not an error
     except RecursionError:
         raise DocumentTooLarge(f"nested deeper than the {MAX_DEPTH} levels a document may have") from None
     check_document(doc)

@@ -64,6 +64,7 @@ Recognition (`sniff_console`, for files no name claims): lines sampled from a fi
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -74,9 +75,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame
 from ingest.roles import MEMORY_UNITS, SPLIT_WORDS, role_of, words
 from ingest.tabular import with_loss_sums
+
+PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its line is skipped, and said)
 
 NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
@@ -445,7 +449,7 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
         if shape.prefix is not None and not _names_split(tag):
             tag = f"{shape.prefix} {tag}"
         metrics.setdefault(tag, float(text[vs:ve]))
-    counters = {name: int(text[s:e]) for name, s, e in shape.counters}
+    counters = {name: _count(text[s:e]) for name, s, e in shape.counters}
     time = {name: text[s:e] for name, s, e in shape.time} if shape.time_kind else None
     if metrics:
         looks = False
@@ -1015,6 +1019,7 @@ class _State:
     assumed: int | None = None  # line number of the first stamp whose date was assumed
     unmatched: list[int] = field(default_factory=list)
     n_unmatched: int = 0
+    far: list[int] = field(default_factory=list)  # lines whose counter is past 64 bits: skipped
     unmatched_sample: str | None = None  # the first of them, as printed
     outlines: dict[str, int] = field(default_factory=dict)  # lines seen per outline (`_candidate_lines`)
     # The epoch of the last line that printed an epoch and nothing else (`Epoch 3/10` above Keras' bar,
@@ -1083,6 +1088,9 @@ class _State:
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
             metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
             wall_time = self._wall_time(time, line_no) if time else None
+            if any(c == PAST_64_BITS for c in counters.values()) or any(n == PAST_64_BITS for n, _ in listed or ()):
+                self.far.append(line_no)  # a step the store cannot hold: the line is skipped, and said
+                continue
             if listed:  # bare values: one per line (`N: value` or `value`), or a list printed on one line
                 for i, (n, value) in enumerate(listed):
                     ordinal = n is None
@@ -1201,7 +1209,8 @@ class _State:
                 continue  # `N/A`: no value in this column
             counter = COUNTER_COLUMNS.get(name.lower())
             if counter is not None and label is None:
-                counters.setdefault(counter, int(float(match.group("value"))))
+                value = float(match.group("value"))
+                counters.setdefault(counter, int(value) if math.isfinite(value) and abs(value) <= INT64_MAX else PAST_64_BITS)
                 continue
             if losses and name.lower() in TOTAL_COLUMNS:
                 name = f"{name} loss"  # a table of loss components: its `total` is the loss they sum to
@@ -1265,6 +1274,11 @@ class _State:
             out.append(Issue(self.unmatched[0], "unmatched_lines",
                              f"{self.n_unmatched} lines of {name} look like metrics but nothing was read from them "
                              f"(lines {lines}{more}){sample}"))
+        if self.far:
+            lines = ", ".join(map(str, self.far[:MAX_LINES_LISTED])) + (" ..." if len(self.far) > MAX_LINES_LISTED else "")
+            out.append(Issue(self.far[0], "out_of_range", f"{len(self.far)} lines of {name} print a counter past 64 "
+                                                          f"bits (lines {lines}); skipped"))
+            self.far = []
         if self.assumed is not None:
             out.append(Issue(self.assumed, "assumed_date",
                              f"{name} stamps lines without a full date (first at line {self.assumed}); their "
@@ -1296,12 +1310,19 @@ def _fields(text: str) -> list[str]:
     return [f for f in _FIELD_SPLIT.split(text) if f]
 
 
+def _count(digits: str) -> int:
+    """A printed counter as an int, or PAST_64_BITS where the store could not hold it (never `int()` of thousands of
+    digits, which Python refuses)."""
+    value = int(digits) if len(digits.lstrip("+-")) <= 19 else PAST_64_BITS
+    return value if abs(value) <= INT64_MAX else PAST_64_BITS
+
+
 def _bare_values(text: str) -> list[tuple[int | None, float]] | None:
     """(counter or None, value) of a line that is only a value (`0.693`, `12: 0.693`) or a list of values."""
     bare = _BARE.match(text)
     if bare:
         n = bare.group("n")
-        return [(int(n) if n is not None else None, float(bare.group("value")))]
+        return [(_count(n) if n is not None else None, float(bare.group("value")))]
     if _LIST.match(text):
         return [(None, float(v)) for v in _LIST_ITEM.findall(text)]
     return None

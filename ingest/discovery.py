@@ -85,6 +85,7 @@ class Discovery:
     dirs_scanned: int = 0
     errors: list[tuple[str, str]] = field(default_factory=list)
     truncated: bool = False
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (folder, why): files, but not a run
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,14 @@ def classify(path: Path, entries: list[_Entry] | None = None) -> DiscoveredRun |
     return None
 
 
+def _why_not_a_run(files: list[str]) -> str:
+    """Why a folder of files is no run: none of them is a log, metrics file, checkpoint or saved batch (the first few
+    named, so a user sees whether one of them was meant to be)."""
+    shown = ", ".join(sorted(files)[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    which = "its one file is not" if len(files) == 1 else f"none of its {len(files)} files is"
+    return f"{which} a training log, metrics file or checkpoint ({shown})"
+
+
 def discover(root: Path, *, max_depth: int = MAX_DEPTH, max_dirs: int = MAX_DIRS) -> Discovery:
     """Walk `root` top-down and return every run under it (the root itself when it is one run)."""
     root = Path(root).expanduser().resolve()
@@ -297,6 +306,9 @@ def discover(root: Path, *, max_depth: int = MAX_DEPTH, max_dirs: int = MAX_DIRS
             continue
         children = [e.name for e in entries
                     if e.is_dir and not e.name.startswith(".") and e.name not in SKIP_DIRS]
+        files = [e.name for e in entries if e.is_file and not e.name.startswith(".")]
+        if not children and files and path != root:
+            out.left_out.append((str(path), _why_not_a_run(files)))
         if depth >= max_depth:
             out.truncated = out.truncated or bool(children)  # runs deeper than this are not looked for
             continue

@@ -75,8 +75,8 @@ def read_json(path: Path, start: int = 0) -> Iterator[Chunk]:
     end = start
     if isinstance(doc, list) and doc and all(isinstance(e, dict) for e in doc):
         for index, entry in enumerate(doc):
-            if index >= start:
-                _record_points(dict(_flat_numbers(entry)), index, index, cols)
+            if index >= start and (why := _record_points(dict(_flat_numbers(entry)), index, index, cols)):
+                issues.append(Issue(index, "out_of_range", f"entry {index}: {why}; skipped"))
         end = len(doc)
     elif isinstance(doc, list):
         numbers = _numbers(doc)
@@ -93,7 +93,8 @@ def read_json(path: Path, start: int = 0) -> Iterator[Chunk]:
             # names (HF's trainer_state.json beside its *_results.json) must not share their names.
             record = dict(_flat_numbers(rest, f"{path.stem}/"))
             if record and start == 0:
-                _record_points(record, 0, 0, cols)
+                if (why := _record_points(record, 0, 0, cols)) is not None:
+                    issues = [*issues, Issue(0, "out_of_range", f"{path.name}: {why}; not stored")]
                 rest, end = None, 1
     else:
         rest = {"value": doc}

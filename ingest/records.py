@@ -74,6 +74,7 @@ READ_PROBLEMS: dict[str, tuple[bool, str]] = {  # kind: (lossy, meaning)
     "not_this_format": (True, "named like a format it does not hold"),
     "lfs_pointer": (True, "a Git LFS pointer checked out in place of the file: its content is on the LFS server"),
     "too_large": (True, "over a size or column limit; not read"),
+    "too_many_series": (True, "a file naming more distinct series than a run logs; the points of the rest skipped"),
     "wide_text": (True, "a log of lines written as UTF-16 or UTF-32 text, which its reader does not read; not read"),
     "missing_dependency": (True, "the reader's package or compiled core is not installed"),
     "needs_pickle": (True, "readable only by unpickling, which runs code: read with --trust-pickle"),

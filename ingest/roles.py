@@ -12,6 +12,7 @@ saturated_fraction, clip_rate, other.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -68,6 +69,7 @@ def words(name: str) -> list[str]:
     return _WORD.findall(spaced.lower())
 
 
+@functools.lru_cache(maxsize=8192)  # a console reader asks once per name per line
 def role_of(name: str) -> Role:
     """The role of a series from its name (as shown: TensorBoard sub-folder + tag)."""
     if name.endswith(("__MIN", "__MAX")):

@@ -44,6 +44,11 @@ FLUSH_POINTS = 2_000_000  # about 100 MB of points: bounded memory, few transact
 # The most bytes of logs a run may have for `analyze` to keep one connection through ingest, analysis and storing
 # (store.hold): ~100-250k points, whose analysis takes well under a second here (docs/engine.md, first answer).
 HOLD_BYTES = 8 * 2**20
+# The distinct series one file may create. Real logs hold tens to a few thousand (per-layer statistics of a large
+# model); a file naming a new metric on every line would otherwise cost time per name in every later stage. Past
+# the cap a file's new names are skipped (one read problem names how many), so any file reads in time linear in
+# its bytes.
+MAX_SERIES_PER_FILE = 10_000
 HEAD_BYTES = 4096
 # progress(stage, done, total): bytes of `stage` ("logs", "checkpoints") read so far, of `total`.
 Progress = Callable[[str, int, int], None]
@@ -132,6 +137,8 @@ class _Pending:
     chunks: list[Chunk] = field(default_factory=list)
     end: int = 0
     report: SourceReport | None = None
+    tags: set[str] = field(default_factory=set)  # the series this file has created, up to MAX_SERIES_PER_FILE
+    over_cap: set[str] = field(default_factory=set)  # the names past it, skipped
 
     @property
     def n_points(self) -> int:
@@ -272,6 +279,7 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
         try:
             with closing(_read_ahead(fmt.load_reader()(path, start))) as chunks:  # a failed write stops the reader
                 for chunk in chunks:
+                    _cap_series(item, chunk)
                     item.chunks.append(chunk)
                     item.end = chunk.end
                     item.report.issues.extend(chunk.issues)
@@ -290,6 +298,12 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
             item.chunks.append(Chunk(end=item.end, issues=[Issue(None, "unreadable", f"{name} cannot be read "
                                                                  f"({exc.strerror or exc})")]))
             item.report.issues.extend(item.chunks[-1].issues)
+        if item.over_cap:
+            issue = Issue(None, "too_many_series",
+                          f"{name} names more than {MAX_SERIES_PER_FILE:,} series; the points of "
+                          f"{len(item.over_cap):,} more (e.g. {', '.join(sorted(item.over_cap)[:3])}) were skipped")
+            item.chunks.append(Chunk(end=item.end, issues=[issue]))
+            item.report.issues.append(issue)
         done += stat.st_size
         progress("logs", done, total_bytes)
     _flush(store, report, pending)
@@ -456,6 +470,25 @@ def _read_ahead(chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         stop.set()
         may_read.release()
         thread.join()
+
+
+def _cap_series(item: _Pending, chunk: Chunk) -> None:
+    """Keep `chunk`'s points of the first MAX_SERIES_PER_FILE series its file names; drop the rest's, noting their
+    names in `item.over_cap`. Costs one distinct-tags pass per chunk; filters only a chunk that crosses the cap."""
+    frames = [f for f in (chunk.scalars, chunk.histograms) if f is not None and len(f)]
+    names = [t for f in frames for t in f["tag"].unique(maintain_order=True).cast(pl.Utf8).to_list()]
+    new = [t for t in dict.fromkeys(names) if t not in item.tags]  # in the order the file names them
+    room = MAX_SERIES_PER_FILE - len(item.tags)
+    if len(new) <= room:
+        item.tags.update(new)
+        return
+    item.tags.update(new[:max(room, 0)])
+    item.over_cap.update(new[max(room, 0):])
+    keep = list(item.tags)
+    if chunk.scalars is not None and len(chunk.scalars):
+        chunk.scalars = chunk.scalars.filter(pl.col("tag").cast(pl.Utf8).is_in(keep))
+    if chunk.histograms is not None and len(chunk.histograms):
+        chunk.histograms = chunk.histograms.filter(pl.col("tag").cast(pl.Utf8).is_in(keep))
 
 
 def _tags(frames: list[pl.DataFrame]) -> set[str]:

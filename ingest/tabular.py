@@ -37,6 +37,7 @@ import polars as pl
 
 from ingest.configs import parse_json
 from ingest.decoding import wide_text
+from ingest.jsonvalues import LongInteger, as_float, describe_number, fits_int64
 from ingest.records import Chunk, Issue, scalars_frame
 
 # `""` and `Unnamed: 0`: the row index pandas' `to_csv` writes unnamed (and reads back under that name)
@@ -495,10 +496,17 @@ def wide_to_points(wide: pl.DataFrame, *, position: str = "__line") -> tuple[pl.
 
     step_name = next((c for c in STEP_COLUMNS if c in numeric), None)
     ordinal = wide["__ordinal"].cast(pl.Int64)
+    far = pl.Series([False] * wide.height, dtype=pl.Boolean)  # rows whose step the store cannot hold: skipped
     if step_name is None:
         step = ordinal
         is_ordinal = pl.Series([True] * wide.height, dtype=pl.Boolean)
     else:
+        far = (numeric[step_name].is_finite() & (numeric[step_name].abs() >= 2.0**63)).fill_null(False)
+        if far.any():
+            lines = positions.filter(far).to_list()
+            listed = ", ".join(map(str, lines[:MAX_LISTED])) + (" ..." if len(lines) > MAX_LISTED else "")
+            issues.append(Issue(lines[0], "out_of_range", f"{len(lines)} rows whose {step_name!r} is past 64 bits "
+                                                          f"(lines {listed}); skipped"))
         logged = _as_int(numeric.pop(step_name))
         step = logged.fill_null(ordinal)
         is_ordinal = logged.is_null()
@@ -512,7 +520,7 @@ def wide_to_points(wide: pl.DataFrame, *, position: str = "__line") -> tuple[pl.
         return scalars_frame(None), issues
     base = pl.DataFrame({
         "position": positions.cast(pl.Int64), "step": step.cast(pl.Int64), "wall_time": wall_time,
-        "epoch": epoch, "batch": batch, "ordinal": is_ordinal,
+        "epoch": epoch, "batch": batch, "ordinal": is_ordinal, "__far": far,
     })
     # Columns are renamed while unpivoting: a log may well have a column named `value` or `position`.
     names = {f"__m{i}": name for i, name in enumerate(numeric)}
@@ -520,7 +528,8 @@ def wide_to_points(wide: pl.DataFrame, *, position: str = "__line") -> tuple[pl.
     long = (
         pl.concat([base, values], how="horizontal")
         .unpivot(on=list(names), index=list(base.columns), variable_name="tag", value_name="value")
-        .filter(pl.col("value").is_not_null())  # null = not logged on this row; NaN stays
+        .filter(pl.col("value").is_not_null() & ~pl.col("__far"))  # null = not logged on this row; NaN stays
+        .drop("__far")
         .with_columns(pl.col("tag").replace_strict(names, return_dtype=pl.Utf8))
         .sort("position", maintain_order=True)
     )
@@ -584,8 +593,8 @@ def _as_float(col: pl.Series) -> tuple[pl.Series | None, pl.Series | None]:
 
 
 def _as_int(values: pl.Series) -> pl.Series:
-    """Integral float values as Int64; anything else (fractional, NaN, inf) becomes null."""
-    ok = values.is_finite() & (values == values.round(0))
+    """Integral float values as Int64; anything else (fractional, NaN, inf, past 64 bits) becomes null."""
+    ok = values.is_finite() & (values == values.round(0)) & (values.abs() < 2.0**63)
     return pl.select(pl.when(ok).then(values).otherwise(None).cast(pl.Int64)).to_series()
 
 
@@ -654,6 +663,8 @@ def read_jsonl(path: Path, start: int = 0) -> Iterator[Chunk]:
     cols: dict[str, list[Any]] = {k: [] for k in ("tag", "step", "value", "position", "wall_time", "epoch", "batch",
                                                   "ordinal")}
     bad: list[tuple[int, str]] = []
+    far: list[tuple[int, str]] = []
+    rounded: list[Issue] = []
     for line in raw[start:body_end].split(b"\n")[:-1]:
         here, line_no = line_no, line_no + 1
         if not line.strip():
@@ -666,26 +677,39 @@ def read_jsonl(path: Path, start: int = 0) -> Iterator[Chunk]:
         if not isinstance(record, dict):
             bad.append((here, f"a JSON {type(record).__name__}, not an object"))
             continue
-        _record_points(dict(_flat_numbers(record)), here, here - 1, cols)
+        past: list[str] = []
+        if (why := _record_points(dict(_flat_numbers(record, past=past)), here, here - 1, cols)) is not None:
+            far.append((here, why))
+        elif past and len(rounded) < MAX_LISTED:
+            rounded.append(Issue(here, "out_of_range", f"line {here}: {', '.join(past)} past float64, stored as inf"))
     frame = scalars_frame(pl.DataFrame(cols, schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64,
                                                      "position": pl.Int64, "wall_time": pl.Float64,
                                                      "epoch": pl.Int64, "batch": pl.Int64,
                                                      "ordinal": pl.Boolean}))
-    yield Chunk(end=body_end, scalars=with_loss_sums(frame), issues=_line_issues(bad, "garbled"))
+    yield Chunk(end=body_end, scalars=with_loss_sums(frame),
+                issues=_line_issues(bad, "garbled") + _line_issues(far, "out_of_range") + rounded)
 
 
-def _flat_numbers(record: dict, prefix: str = "") -> Iterator[tuple[str, float]]:
+def _flat_numbers(record: dict, prefix: str = "", past: list[str] | None = None) -> Iterator[tuple[str, float]]:
+    """A record's numbers under dotted/slashed names. An integer past float64 is the ±inf it rounds to, as the
+    store holds it; its name and size go to `past` where the caller keeps them."""
     for key, value in record.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            yield from _flat_numbers(value, name + "/")
+            yield from _flat_numbers(value, name + "/", past)
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            yield name, float(value)
+            number = as_float(value)
+            if past is not None and math.isinf(number) and (isinstance(value, int) or isinstance(value, LongInteger)):
+                past.append(f"{name} {describe_number(value)}")
+            yield name, number
 
 
-def _record_points(numbers: dict[str, float], position: int, ordinal: int, cols: dict[str, list]) -> None:
-    """Append one record's points to the column lists, choosing step, wall time, epoch and batch."""
+def _record_points(numbers: dict[str, float], position: int, ordinal: int, cols: dict[str, list]) -> str | None:
+    """Append one record's points to the column lists, choosing step, wall time, epoch and batch. Returns why the
+    record was skipped (a step past what the store holds), or None."""
     step_name = next((c for c in STEP_COLUMNS if c in numbers and _whole(numbers[c])), None)
+    if step_name is not None and not fits_int64(int(numbers[step_name])):
+        return f"its {step_name} {describe_number(int(numbers[step_name]))} is past 64 bits"
     step = int(numbers.pop(step_name)) if step_name else ordinal
     wall_time = None
     for name in TIME_COLUMNS:
@@ -694,8 +718,8 @@ def _record_points(numbers: dict[str, float], position: int, ordinal: int, cols:
             wall_time = value / 1000.0 if value > EPOCH_MILLIS_MIN else value
             del numbers[name]
             break
-    epoch = next((int(numbers[c]) for c in EPOCH_COLUMNS if c in numbers and _whole(numbers[c])), None)
-    batch = next((int(numbers[c]) for c in BATCH_COLUMNS if c in numbers and _whole(numbers[c])), None)
+    epoch = next((int(numbers[c]) for c in EPOCH_COLUMNS if c in numbers and _counter(numbers[c])), None)
+    batch = next((int(numbers[c]) for c in BATCH_COLUMNS if c in numbers and _counter(numbers[c])), None)
     for tag, value in numbers.items():
         cols["tag"].append(tag)
         cols["step"].append(step)
@@ -709,6 +733,10 @@ def _record_points(numbers: dict[str, float], position: int, ordinal: int, cols:
 
 def _whole(value: float) -> bool:
     return math.isfinite(value) and value == int(value)
+
+
+def _counter(value: float) -> bool:
+    return _whole(value) and fits_int64(int(value))
 
 
 # ------------------------------------------------------------------------------------------- Parquet

@@ -263,6 +263,29 @@ def test_all_names_the_folders_it_could_not_list(tmp_path, capsys):
     assert json.loads(out.out)["not_listed"][0]["path"] == str(locked)
 
 
+def test_all_names_each_folder_of_files_it_left_out_and_why(tmp_path, capsys):
+    """`--all` counted only the runs it took: a folder of files that is no run was left out without a word. Each
+    is named with why, in the text and in --json; a folder of folders (a parent) is not."""
+    root = tmp_path / "runs"
+    shutil.copytree(GALLERY / "healthy_mlp", root / "group" / "mlp", ignore=shutil.ignore_patterns("*.py"))
+    (root / "notes").mkdir()
+    (root / "notes" / "README.md").write_text("# what we tried\n")
+    (root / "plots").mkdir()
+    for name in ("a.png", "b.png", "c.png", "d.png"):
+        (root / "plots" / name).write_bytes(b"\x89PNG\r\n\x1a\n")
+    db = str(tmp_path / "f.duckdb")
+    assert main(["analyze", str(root), "--all", "--db", db]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert "notes: not a run: its one file is not a training log, metrics file or checkpoint (README.md)" in text
+    assert ("plots: not a run: none of its 4 files is a training log, metrics file or checkpoint (a.png, b.png, c.png "
+            "and 1 more)") in text
+    assert not any(line.startswith("group:") for line in text)
+    assert "2 folders with files left out, not runs (named above)" in text[-1]
+    assert main(["analyze", str(root), "--all", "--db", db, "--json"]) == 0
+    left = json.loads(capsys.readouterr().out)["left_out"]
+    assert [Path(x["path"]).name for x in left] == ["notes", "plots"]
+
+
 def test_workers_copy_one_empty_store_made_by_the_driver_and_it_is_removed(mixed_root, tmp_path, monkeypatch):
     """Each worker's private store starts as a copy of one schema-only store (not a schema created per run); the
     copy's folder is the driver's scratch, gone when the runs are written, and largest runs go first."""

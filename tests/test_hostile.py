@@ -4,6 +4,7 @@ bounded memory, and keeps what it can. The files are built here by the tests, ne
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 
@@ -390,6 +391,104 @@ def test_a_table_wider_than_the_series_limit_keeps_the_first_columns(tmp_path, r
     assert len(tags) == MAX_COLUMNS - 1 and f"m{MAX_COLUMNS - 2}" in tags  # `step` is one of the columns kept
     last = chunk.scalars.filter(chunk.scalars["tag"].cast(str) == "m7")
     assert last["step"].to_list() == [0, 1, 2] and last["value"].to_list() == [7 / n, 1 + 7 / n, 2 + 7 / n]
+
+
+def _series_count(db, run_id: str | None = None) -> dict[str, int]:
+    """Points per series tag of `run_id` (or of the store's one run)."""
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        return dict(con.execute("SELECT tag, n_points FROM series WHERE run_id = coalesce(?, run_id)",
+                                [run_id]).fetchall())
+
+
+def test_a_console_log_naming_a_new_metric_on_every_line_keeps_the_first_series_and_says_so(tmp_path, monkeypatch):
+    """A log naming a new metric on every line cost time per name in every stage after reading (10**6 names ran
+    past 7 minutes). Past the per-file cap, the points of new names are skipped with one read problem: the loss,
+    named first, is kept whole."""
+    import ingest.run
+    from ingest.run import ingest_run
+
+    monkeypatch.setattr(ingest.run, "MAX_SERIES_PER_FILE", 40)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("".join(f"step {i} loss {2.0 / (i + 1):.4f} metric_{i} {i * 0.5}\n"
+                                           for i in range(1, 201)))
+    report = ingest_run(run, tmp_path / "db.duckdb")
+    [problem] = [i for s in report.sources for i in s.issues if i.kind == "too_many_series"]
+    assert "more than 40 series" in problem.detail and "161 more" in problem.detail  # 39 metric_i kept beside loss
+    counts = _series_count(tmp_path / "db.duckdb", report.run_id)
+    assert counts["loss"] == 200 and len(counts) == 40
+    assert counts["metric_39"] == 1 and "metric_40" not in counts
+
+
+def test_a_tensorboard_file_with_more_tags_than_the_cap_keeps_the_first_tags(tmp_path, monkeypatch):
+    """The same cap for a TensorBoard file written by SummaryWriter with one scalar tag per step."""
+    import ingest.run
+    from ingest.run import ingest_run
+    from tests.runwriters import write_tb
+
+    monkeypatch.setattr(ingest.run, "MAX_SERIES_PER_FILE", 30)
+    series = {"train/loss": (list(range(100)), [1.0 / (s + 1) for s in range(100)])}
+    series.update({f"probe/unit_{s}": ([s], [float(s)]) for s in range(100)})
+    report = ingest_run(write_tb(tmp_path / "run", series), tmp_path / "db.duckdb")
+    assert [i.kind for s in report.sources for i in s.issues if i.kind == "too_many_series"] == ["too_many_series"]
+    counts = _series_count(tmp_path / "db.duckdb", report.run_id)
+    assert len(counts) == 30 and counts["train/loss"] == 100
+
+
+BIG = "9" * 5000  # more digits than Python's int() converts by default (4,300)
+GOOD = [(i, 2.0 / (i + 1)) for i in range(1, 30)]
+
+
+@pytest.mark.parametrize("name, text, far_line", [
+    ("train.log", "".join(f"step {s} loss {v:.4f}\n" for s, v in GOOD) + f"step {2**64} loss 0.5\n", 30),
+    ("train.log", "".join(f"step {s} loss {v:.4f}\n" for s, v in GOOD) + f"step {BIG} loss 0.5\n", 30),
+    ("metrics.csv", "step,train_loss\n" + "".join(f"{s},{v}\n" for s, v in GOOD) + f"{2**64},0.5\n", 31),
+    ("log.jsonl", "".join(json.dumps({"step": s, "loss": v}) + "\n" for s, v in GOOD)
+     + '{"step": %d, "loss": 0.5}\n' % 2**64, 30),
+])
+def test_a_step_past_64_bits_in_a_text_log_skips_its_line_and_names_it(tmp_path, capsys, name, text, far_line):
+    """A 5,000-digit step in a console log (int() refuses the digits), a 2**64 step in a CSV (the Int64 cast
+    fails) or in JSON lines: a traceback, and the run not analysed. The line is skipped and named; the rest kept."""
+    from forensics.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / name).write_text(text)
+    assert main(["analyze", str(run), "--db", str(tmp_path / "db.duckdb"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    [far] = [p for p in report["read_problems"] if p["kind"] == "out_of_range"]
+    assert far["position"] == far_line and "past 64 bits" in far["detail"]
+    counts = _series_count(tmp_path / "db.duckdb")
+    assert counts[next(t for t in counts if "loss" in t)] == len(GOOD)
+
+
+def test_an_integer_past_float64_in_json_lines_is_inf_and_named(tmp_path):
+    from ingest.tabular import read_jsonl
+
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "loss": v}) + "\n" for s, v in GOOD)
+                    + '{"step": 30, "loss": 1%s}\n{"step": 31, "grad_norm": %s}\n' % ("0" * 400, BIG))
+    [chunk] = list(read_jsonl(path))
+    tail = chunk.scalars.filter(chunk.scalars["step"] >= 30).sort("step")
+    assert tail["value"].to_list() == [math.inf, math.inf]
+    assert [(i.kind, i.position) for i in chunk.issues] == [("out_of_range", 30), ("out_of_range", 31)]
+    assert "401 digits" in chunk.issues[0].detail and "5,000 digits" in chunk.issues[1].detail
+
+
+def test_a_config_holding_an_integer_of_thousands_of_digits_is_read(tmp_path):
+    """json.loads refused the digits: the whole config.json was a garbled file and the run inconclusive."""
+    [chunk] = list(read_config_file(tmp_path, '{"lr": 0.001, "epochs": %s, "batch_size": %d}' % (BIG, 2**64)))
+    assert not chunk.issues
+    doc = chunk.configs["config.json"]
+    assert doc["lr"] == 0.001 and doc["batch_size"] == 2**64 and math.isinf(doc["epochs"])
+
+
+def read_config_file(folder, text: str):
+    path = folder / "config.json"
+    path.write_text(text)
+    return read_config(path)
 
 
 # -- the fuzz-style suite: each hostile file beside a good run, analysed in a subprocess under ceilings ------------

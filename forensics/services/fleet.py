@@ -613,7 +613,8 @@ class RootAnalysis:
         by_path = {r.path: r for r in self.results}
         return {"db": str(self.db), "root": str(self.found.root), "jobs": self.jobs, "ray": self.ray,
                 "seconds": round(self.seconds, 2), "failed": len(self.failed),
-                "not_listed": [{"path": p, "error": e} for p, e in self.found.errors], "runs": [
+                "not_listed": [{"path": p, "error": e} for p, e in self.found.errors],
+                "left_out": [{"path": p, "reason": why} for p, why in self.found.left_out], "runs": [
                     {"path": str(d.path), "kind": d.kind, "reason": d.reason, **by_path[str(d.path)].as_dict()}
                     for d in self.found.runs]}
 

@@ -209,10 +209,21 @@ def fleet_text(out, verbose: bool) -> str:
         else:
             lines_out.append(f"{rel}: {verdict_words(stored['verdict'], stored['verdict_reason'])}"
                              f"{headline_words(stored['headline'])}")
+    for path, why in out.found.left_out:
+        lines_out.append(f"{_below(out.found.root, path)}: not a run: {why}")
     workers = f"{out.jobs} Ray" if out.ray else f"{out.jobs} process{'es' * (out.jobs > 1)}"
+    left = (f"; {numbers.count(len(out.found.left_out), 'folder')} with files left out, not runs (named above)"
+            if out.found.left_out else "")
     lines_out.append(f"{len(out.results) - len(out.failed)} of {len(out.found.runs)} runs analysed in "
-                     f"{out.seconds:.1f}s ({workers}); database: {numbers.home(out.db)}")
+                     f"{out.seconds:.1f}s ({workers}){left}; database: {numbers.home(out.db)}")
     return lines(lines_out)
+
+
+def _below(root, path: str) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return path
 
 
 # -- checkpoints ----------------------------------------------------------------------------------------------
