@@ -216,7 +216,8 @@ def _polars_rows(header: bytes, body: bytes, first_line: int, sep: str, n_cols: 
 
 def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tuple[pl.DataFrame, list[Issue]]:
     """Rows by Python's csv module, each aligned to the header above it (`_aligned`): a header written again
-    (another launch appended, a column added) starts a new section under its own names."""
+    (another launch appended, a column added) starts a new section under its own names, and a row as wide as an
+    earlier header, not the current one, is read under that earlier one (two tables written in turn)."""
     text = body.decode("utf-8", errors="replace")
     order = list(names)
     sections: list[tuple[list[str], list[tuple[int, list[str]]]]] = [(names, [])]
@@ -240,9 +241,14 @@ def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tu
             order += [n for n in again if n not in order]
             sections.append((again, []))
             continue
-        sections[-1][1].append((line, row))
-    notes = [(headers[0], f"the header written again ({_line_span(headers)}, {len(headers)} times): the rows below "
-                          "each are read under it")] if headers else []
+        # Under the last header of its width when the current one is not (two tables written in turn, rllab's and
+        # OptionGAN's progress.csv); else under the current one, aligned by `_aligned`.
+        width = len(row)
+        under = next((sec for sec in reversed(sections) if len(sec[0]) == width), sections[-1]) \
+            if len(sections[-1][0]) != width else sections[-1]
+        under[1].append((line, row))
+    notes = [(headers[0], f"{len(headers)} more header lines ({_line_span(headers)}): each row is read under the last "
+                          "header of its width")] if headers else []
     columns: dict[str, list[str | None]] = {}
     lines: list[int] = []
     for header, rows in sections:
@@ -266,10 +272,14 @@ def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tu
     return frame, _line_issues(sorted(bad), "garbled") + realigned
 
 
+_LETTER = re.compile(r"[A-Za-z]")
+
+
 def _is_header_row(row: list[str]) -> bool:
-    """A row of names: two or more cells, none empty, none a number (a table's header written again)."""
+    """A row of names: two or more cells, each with a letter and none a number (a table's header written again;
+    not a row of array reprs, `[0.27 0.73]`)."""
     cells = [c.strip() for c in row]
-    return len(cells) >= 2 and all(cells) and not any(_is_number(c) for c in cells)
+    return len(cells) >= 2 and all(_LETTER.search(c) and not _is_number(c) for c in cells)
 
 
 def _unique_names(row: list[str]) -> list[str]:

@@ -225,3 +225,24 @@ def test_a_csv_separated_by_semicolons_or_tabs_is_read_by_its_header(tmp_path):
         history.to_csv(path, sep=sep, index=False)
         [chunk] = list(read_csv(path, 0))
         assert _series(chunk, "loss") == ([0, 1, 2], [1.5, 1.25, 1.0]) and not chunk.issues
+
+
+def test_two_tables_written_in_turn_into_one_file_each_keep_their_names(tmp_path):
+    """A logger that dumps two tables into one progress.csv in turn (rllab-style: the iteration's statistics, then
+    per-option gate statistics printed as numpy reprs): each row is read under the header of its width."""
+    import numpy as np
+
+    path = tmp_path / "progress.csv"
+    with open(path, "w", newline="") as f:
+        main, gates = csv.writer(f), csv.writer(f)
+        main.writerow(["SurrogateLoss", "vf_loss", "AverageReturn"])
+        for i in range(4):
+            main.writerow([-0.1 / (i + 1), 1.0 + i, 10.0 * i])
+            if i == 0:
+                gates.writerow(["MeanGateDist", "MaxGateDist"])
+            gates.writerow([str(np.array([0.25, 0.75])), str(np.array([0.5, 0.5]))])
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "SurrogateLoss")[1] == pytest.approx([-0.1, -0.05, -0.1 / 3, -0.025])
+    assert _series(chunk, "AverageReturn")[1] == [0.0, 10.0, 20.0, 30.0]
+    assert not [t for t in chunk.scalars["tag"].unique().to_list() if t.startswith("column")]
+    assert [(i.kind, i.position) for i in chunk.issues] == [("realigned", 3)]
