@@ -60,3 +60,13 @@ def test_a_loss_logged_in_components_one_tsv_each_gets_its_sum(tmp_path):
     assert points[total] == [(e, pytest.approx(3.0 - e / 5)) for e in range(4)]
     assert points["val/loss (sum of box_loss, cls_loss)"] == [(e, 2.5) for e in range(4)]
     assert points["train/box_loss"] == [(e, pytest.approx(1.0 - e / 10)) for e in range(4)]  # components as logged
+
+
+def test_a_folder_holding_dvclive_s_folder_is_one_run(tmp_path):
+    from ingest.discovery import discover_runs
+
+    project = tmp_path / "root" / "project"
+    project.mkdir(parents=True)
+    _write(project, lambda e: {"train/loss": 1.0 / (e + 1)})
+    [run] = discover_runs(tmp_path / "root")
+    assert (run.path.name, run.kind) == ("project", "dvclive_run")
