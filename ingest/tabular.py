@@ -235,7 +235,8 @@ def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tu
         line = first_line + reader.line_num - 1
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # blank line
-        if _is_header_row(row):
+        if _is_header_row(row) and (len(row) != len(sections[-1][0]) or {c.strip() for c in row} & set(order)):
+            # a row of text as wide as the header and sharing none of its names is a row of text, not a header
             again = _unique_names(row)
             headers.append(line)
             order += [n for n in again if n not in order]
@@ -555,7 +556,7 @@ def _numeric_columns(wide: pl.DataFrame, names: list[str]) -> dict[str, tuple[pl
     counted: dict[str, tuple[int, int]] = {}
     parsed_all = pl.DataFrame()
     if text:
-        stripped = wide.select(pl.col(text).str.strip_chars())
+        stripped = wide.select(_cells(pl.col(text)))
         parsed_all = stripped.select(pl.all().cast(pl.Float64, strict=False))
         present = stripped.select((pl.all().is_not_null() & (pl.all() != "")).sum()).row(0)
         parsed = parsed_all.select(pl.all().is_not_null().sum()).row(0)
@@ -573,10 +574,20 @@ def _numeric_columns(wide: pl.DataFrame, names: list[str]) -> dict[str, tuple[pl
         values = parsed_all[name]
         bad = None
         if n_parsed < n_present:
-            cells = wide[name].str.strip_chars()
+            cells = _cells(wide[name])
             bad = cells.is_not_null() & (cells != "") & values.is_null()
         out[name] = (values, bad)
     return out
+
+
+# Cells that say "not logged" in words: Keras' CSVLogger writes NA for a key an epoch did not log (a validation
+# every few epochs), R and spreadsheets NA or N/A, Python's str() None.
+MISSING_WORDS = ("NA", "N/A", "None", "null")
+
+
+def _cells(cells: pl.Expr | pl.Series) -> pl.Expr | pl.Series:
+    """Cells stripped, with MISSING_WORDS as empty: not logged on that row, like an empty cell."""
+    return cells.str.strip_chars().replace({word: "" for word in MISSING_WORDS})
 
 
 def _as_float(col: pl.Series) -> tuple[pl.Series | None, pl.Series | None]:
@@ -592,7 +603,7 @@ def _as_float(col: pl.Series) -> tuple[pl.Series | None, pl.Series | None]:
         return None, None
     if col.dtype != pl.Utf8:
         return None, None
-    text = col.str.strip_chars()
+    text = _cells(col)
     parsed = text.cast(pl.Float64, strict=False)
     present = text.is_not_null() & (text != "")
     n_present = int(present.sum())

@@ -246,3 +246,17 @@ def test_two_tables_written_in_turn_into_one_file_each_keep_their_names(tmp_path
     assert _series(chunk, "AverageReturn")[1] == [0.0, 10.0, 20.0, 30.0]
     assert not [t for t in chunk.scalars["tag"].unique().to_list() if t.startswith("column")]
     assert [(i.kind, i.position) for i in chunk.issues] == [("realigned", 3)]
+
+
+def test_a_row_of_text_as_wide_as_the_header_is_no_header(tmp_path):
+    path = tmp_path / "results.csv"
+    path.write_text("model,split,loss\nresnet,train,0.5\nresnet,val,NA\nvit,train,0.25\n")
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "loss")[1] == [0.5, 0.25] and not [i for i in chunk.issues if i.kind == "realigned"]
+
+
+def test_cells_that_say_not_logged_in_words_are_not_logged(tmp_path):
+    path = tmp_path / "log.csv"  # Keras' CSVLogger with validation every other epoch writes NA between
+    path.write_text("epoch,loss,val_loss\n0,1.0,NA\n1,0.9,0.95\n2,0.8,NA\n3,0.7,0.85\n")
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "val_loss") == ([1, 3], [0.95, 0.85]) and not chunk.issues
