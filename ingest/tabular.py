@@ -194,7 +194,7 @@ def _polars_rows(header: bytes, body: bytes, first_line: int, sep: str, n_cols: 
     if b'"' in body or b'"' in header:
         return None
     first = header.split(sep.encode(), 1)[0].strip()
-    if first and (b"\n" + body).find(b"\n" + first + sep.encode()) >= 0:
+    if first and (body.startswith(first + sep.encode()) or body.find(b"\n" + first + sep.encode()) >= 0):
         return None  # the header again, perhaps with other columns: the careful path reads it as a new section
     arr = np.frombuffer(body, dtype=np.uint8)
     ends = np.flatnonzero(arr == 10)
