@@ -15,7 +15,9 @@ Which column is what (first match wins, names compared exactly as written):
   skipped. An empty cell means "not logged on this row" (Lightning writes sparse rows); `nan`, `inf`,
   `-inf`, `Infinity` are kept as such.
 
-Damage: a line with the wrong number of fields, or a non-numeric cell in a numeric column, is an Issue
+Rows that do not fit their header are aligned where that is known (`_aligned`: a trailing separator, a doubled
+empty field, rows longer from some line on read by position, a header written again), said in one `realigned`
+notice per kind. Damage: a lone row of another width, or a non-numeric cell in a numeric column, is an Issue
 with its line number; every other line is kept. CSV and JSONL logs are appended to while a run goes, so
 they resume at a byte offset and read complete lines only; Parquet files are written whole, so `start`
 is a row index.
