@@ -806,11 +806,12 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
 
 
 _CSV_NAME = re.compile(r"^\s*[A-Za-z_][\w ./@%()\[\]-]*\s*$")
-_CSV_VALUE = re.compile(rf"^\s*(?:{NUM}|)\s*$")
+_CSV_VALUE = re.compile(rf"^\s*(?:{NUM}|NA|)\s*$")  # NA: Keras' CSVLogger for a key not logged that epoch
 
 
 def _is_csv(head: bytes) -> bool:
-    """A header of two or more names apart by commas, then rows of as many values (numbers or empty)."""
+    """A header of two or more names apart by commas, then rows of values (numbers or empty), the first as many as
+    the names, later ones perhaps more (Keras' CSVLogger appending a fit that logs more metrics)."""
     lines = head.decode("utf-8", errors="replace").splitlines()[:-1] if b"\n" in head else []
     lines = [line for line in lines if line.strip()]
     if len(lines) < 2:
@@ -818,8 +819,9 @@ def _is_csv(head: bytes) -> bool:
     names = lines[0].split(",")
     if len(names) < 2 or not all(_CSV_NAME.match(n) for n in names):
         return False
-    return all(len(row.split(",")) == len(names) and all(_CSV_VALUE.match(v) for v in row.split(","))
-               for row in lines[1:])
+    widths = [len(row.split(",")) for row in lines[1:]]
+    return widths[0] == len(names) and min(widths) >= len(names) and all(
+        _CSV_VALUE.match(v) for row in lines[1:] for v in row.split(","))
 
 
 IDLE_SECONDS = 60.0  # a log unchanged this long is finished: its last line, even without a line break, is read

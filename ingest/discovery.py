@@ -17,7 +17,9 @@ tried in this order on each folder (the first that matches names its `kind`):
                         `eval/`, `test/`: one writer per split, as Keras and most scripts do);
    `metrics_table`      Lightning's `metrics.csv` outside a version folder, or a W&B UI export
                         `wandb_export_*.csv`;
-   `wandb_run`          a loose `run-<id>.wandb` file;
+   `dvclive_run`        DVCLive's folder (`metrics.json` beside `plots/metrics/`), or a folder holding one;
+   `wandb_run`          a loose `run-<id>.wandb` file, or W&B's `wandb-summary.json` (with `output.log` and
+                        `config.yaml`, what a run's `files/` keeps), directly or in a `files/` folder;
    `console_and_checkpoints`  a console log (by name: `*.log`, `*.out`, `slurm-*.out`, ...) beside checkpoint
                         files (`*.pt`, `*.pth`, `*.ckpt`, `*.safetensors`), directly or in a `checkpoints/`,
                         `ckpt/`, `weights/` or `models/` folder;
@@ -57,6 +59,7 @@ CHECKPOINT_DIRS = {"checkpoints", "checkpoint", "ckpt", "ckpts", "weights", "mod
 VERSION_DIR = re.compile(r"^version_\d+$")
 HF_CHECKPOINT_DIR = re.compile(r"^checkpoint-\d+$")
 LIGHTNING_FILES = {"metrics.csv", "hparams.yaml"}
+WANDB_SUMMARY = "wandb-summary.json"
 SNIFFED_LOGS = 3  # console logs sampled (`ingest.formats.sample`) per folder before giving up on rule 2's console_log
 
 
@@ -171,6 +174,14 @@ def _log_kind(path: Path, entries: list[_Entry]) -> tuple[str, str] | None:
     loose = [f for f in files if RUN_FILE.match(f)]
     if loose:
         return "wandb_run", f"holds the W&B run log {loose[0]}"
+    dvclive = [d for d in dirs if _is_dvclive_dir(path / d)] + (["."] if _is_dvclive_dir(path) else [])
+    if dvclive:
+        where = "it is" if dvclive[0] == "." else f"its {dvclive[0]}/ folder is"
+        return "dvclive_run", f"{where} DVCLive's (metrics.json beside plots/metrics/)"
+    if WANDB_SUMMARY in files:
+        return "wandb_run", f"holds W&B's {WANDB_SUMMARY} (a run's files kept without its history)"
+    if "files" in dirs and (path / "files" / WANDB_SUMMARY).is_file():
+        return "wandb_run", f"its files/ folder holds W&B's {WANDB_SUMMARY} (a run's files kept without its history)"
     logs = [f for f in files if _is_console_log(f)]
     if logs:  # a console log beside checkpoints needs no sniffing: its name says what it is
         ckpt = [f for f in files if _is_tensor_file(f)]
@@ -187,6 +198,11 @@ def _log_kind(path: Path, entries: list[_Entry]) -> tuple[str, str] | None:
     if named:  # a log by its name that prints a loss, however few lines (a crash after three batches)
         return "console_log", f"holds the console log {named}, which prints a loss"
     return None
+
+
+def _is_dvclive_dir(path: Path) -> bool:
+    """DVCLive's folder (`dvclive/` unless `Live(dir=...)` names another): its summary beside its per-metric TSVs."""
+    return (path / "metrics.json").is_file() and (path / "plots" / "metrics").is_dir()
 
 
 def _prints_a_loss(path: Path) -> bool:

@@ -38,6 +38,7 @@ import polars as pl
 
 from ingest.configs import DocumentTooLarge, flatten, parse_json
 from ingest.decoding import decode
+from ingest.dvclive import component_sums, plots_beside
 from ingest.records import Chunk, Issue, scalars_frame
 from ingest.roles import SPLIT_WORDS, role_of, words
 from ingest.tabular import _flat_numbers, _record_points, with_loss_sums
@@ -63,6 +64,10 @@ def read_json(path: Path, start: int = 0) -> Iterator[Chunk]:
     doc, issue = load_json(path)
     if issue is not None:
         yield Chunk(end=start, issues=[issue])
+        return
+    if isinstance(doc, dict) and (plots := plots_beside(path)) is not None:
+        sums, end, issues = component_sums(plots, start)  # DVCLive's summary: its series are the TSVs beside it
+        yield Chunk(end=max(end, start), scalars=sums, configs={path.name: doc}, issues=issues)
         return
     cols: dict[str, list[Any]] = {c: [] for c in _COLS}
     issues: list[Issue] = []

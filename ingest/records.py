@@ -89,6 +89,8 @@ READ_PROBLEMS: dict[str, tuple[bool, str]] = {  # kind: (lossy, meaning)
     "outside_run": (False, "a link to a file outside the run folder; not followed"),
     "unknown_file": (False, "no reader knows this file"),
     "unread_text": (False, "a text file of the run no reader took, with why (what its sampled lines hold)"),
+    "realigned": (False, "table rows with more or fewer fields than their header, or a header written again, read by "
+                         "the rule named (an empty field dropped, unnamed extra columns, missing cells not logged)"),
     "no_step": (False, "no step column; steps are the rows' ordinals"),
     "skipped_values": (False, "values that are not scalars; not stored"),
     "lines_read": (False, "how many lines of a console log gave metrics"),

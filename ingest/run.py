@@ -504,7 +504,7 @@ def _distinct(tags: pl.Series) -> pl.Series:
 
 
 UNREADABLE_KINDS = ("empty", "not_this_format", "lfs_pointer", "unreadable", "garbled", "missing_dependency", "too_large")
-NOTICE_KINDS = ("rewritten",)  # said once, but nothing was skipped: the source stays `ok`
+NOTICE_KINDS = ("rewritten", "realigned")  # said, but nothing was skipped: the source stays `ok`
 
 
 def _source_status(points: int, dropped: int, issues: list[Issue]) -> str:

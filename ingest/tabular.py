@@ -15,7 +15,9 @@ Which column is what (first match wins, names compared exactly as written):
   skipped. An empty cell means "not logged on this row" (Lightning writes sparse rows); `nan`, `inf`,
   `-inf`, `Infinity` are kept as such.
 
-Damage: a line with the wrong number of fields, or a non-numeric cell in a numeric column, is an Issue
+Rows that do not fit their header are aligned where that is known (`_aligned`: a trailing separator, a doubled
+empty field, rows longer from some line on read by position, a header written again), said in one `realigned`
+notice per kind. Damage: a lone row of another width, or a non-numeric cell in a numeric column, is an Issue
 with its line number; every other line is kept. CSV and JSONL logs are appended to while a run goes, so
 they resume at a byte offset and read complete lines only; Parquet files are written whole, so `start`
 is a row index.
@@ -59,12 +61,30 @@ SETTLED_SECONDS = 60.0
 
 
 def read_csv(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """A CSV (or, by suffix, TSV) metric log; `start` is a byte offset, 0 for a first read.
+    """A CSV (or, by suffix, TSV; by its header, `;`-separated) metric log; `start` is a byte offset, 0 for a first
+    read.
 
     Only complete lines are read: a partial last line (a writer mid-flush) is left for the next ingest, unless
     the file has been still for SETTLED_SECONDS and that line holds every field of the header (`settled_tail`).
     """
-    yield from _read_delimited(path, start, "\t" if path.suffix.lower() == ".tsv" else ",")
+    yield from _read_delimited(path, start, _separator(path))
+
+
+SEPARATORS = (",", "\t", ";")  # `;`: Excel's and pandas' CSV where the decimal mark is a comma
+
+
+def _separator(path: Path) -> str:
+    """The suffix's separator (tab for `.tsv`, else comma), or the first of SEPARATORS the header line holds when
+    it holds none of that one (`to_csv(sep=";")`, a `.csv` written with tabs)."""
+    named = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        with path.open("rb") as f:
+            header = f.readline(1 << 20)
+    except OSError:
+        return named
+    if named.encode() in header:
+        return named
+    return next((sep for sep in SEPARATORS if sep.encode() in header), named)
 
 
 def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
@@ -78,7 +98,7 @@ def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
         return
     if header_end < 0:
         return  # not even a complete header line yet
-    header = raw[: header_end + 1]
+    header = _header_above(raw, header_end, start, sep)
     body_start = max(start, header_end + 1)
     body_end = raw.rfind(b"\n") + 1
     body = raw[body_start:body_end]
@@ -94,15 +114,30 @@ def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
     yield Chunk(end=body_end, scalars=with_loss_sums(scalars), issues=issues + more)
 
 
+def _header_above(raw: bytes, header_end: int, start: int, sep: str) -> bytes:
+    """The header line the rows from `start` on are read under: the first line, or the last time it was written
+    again before `start` (a resumed read of a file whose header was rewritten as a new section). A header written
+    again is found by the first line's first name; one that starts with another name is read as a row."""
+    header = raw[: header_end + 1]
+    first = header.split(sep.encode(), 1)[0].strip()
+    at = raw.rfind(b"\n" + first + sep.encode(), header_end, start) if first else -1
+    if at < 0:
+        return header
+    end = raw.find(b"\n", at + 1)
+    line = raw[at + 1: end + 1]
+    row = next(csv.reader(io.StringIO(line.decode("utf-8", errors="replace")), delimiter=sep), [])
+    return line if _is_header_row(row) else header
+
+
 def settled_tail(path: Path, raw: bytes, start: int, separators: int, sep: str) -> bool:
     """Whether the last line of `raw`, which has no newline, is a whole record to read now: the file has not
-    changed for SETTLED_SECONDS (a writer mid-flush finishes its line in far less) and the line holds as many
-    separators as the header. Some writers end every line but the last (Flair's `loss.tsv` writes `\\n` before
+    changed for SETTLED_SECONDS (a writer mid-flush finishes its line in far less) and the line holds at least as
+    many separators as the header. Some writers end every line but the last (Flair's `loss.tsv` writes `\\n` before
     each row), so a finished run's last record is such a line. A line read this way is part of what was read:
     a later ingest goes on after it."""
     cut = raw.rfind(b"\n") + 1
     tail = raw[max(cut, start):]
-    if not tail.strip() or tail.count(sep.encode()) != separators or cut < start:
+    if not tail.strip() or tail.count(sep.encode()) < separators or cut < start:
         return False
     return _still(path)
 
@@ -154,17 +189,15 @@ def _cut_columns(header: bytes, body: bytes, sep: str) -> tuple[bytes, bytes, li
 
 def _header_names(header: bytes, sep: str) -> list[str]:
     text = header.decode("utf-8", errors="replace").lstrip("\ufeff")
-    row = next(csv.reader(io.StringIO(text), delimiter=sep), [])
-    names, seen = [], {}
-    for name in (n.strip() for n in row):
-        seen[name] = seen.get(name, 0) + 1
-        names.append(name if seen[name] == 1 else f"{name}.{seen[name] - 1}")
-    return names
+    return _unique_names(next(csv.reader(io.StringIO(text), delimiter=sep), []))
 
 
 def _polars_rows(header: bytes, body: bytes, first_line: int, sep: str, n_cols: int) -> pl.DataFrame | None:
     if b'"' in body or b'"' in header:
         return None
+    first = header.split(sep.encode(), 1)[0].strip()
+    if first and (body.startswith(first + sep.encode()) or body.find(b"\n" + first + sep.encode()) >= 0):
+        return None  # the header again, perhaps with other columns: the careful path reads it as a new section
     arr = np.frombuffer(body, dtype=np.uint8)
     ends = np.flatnonzero(arr == 10)
     if len(ends) == 0 or ends[-1] != len(arr) - 1:
@@ -184,10 +217,14 @@ def _polars_rows(header: bytes, body: bytes, first_line: int, sep: str, n_cols: 
 
 
 def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tuple[pl.DataFrame, list[Issue]]:
+    """Rows by Python's csv module, each aligned to the header above it (`_aligned`): a header written again
+    (another launch appended, a column added) starts a new section under its own names, and a row as wide as an
+    earlier header, not the current one, is read under that earlier one (two tables written in turn)."""
     text = body.decode("utf-8", errors="replace")
-    columns: list[list[str | None]] = [[] for _ in names]
-    lines: list[int] = []
+    order = list(names)
+    sections: list[tuple[list[str], list[tuple[int, list[str]]]]] = [(names, [])]
     bad: list[tuple[int, str]] = []
+    headers: list[int] = []
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
     while True:
         try:
@@ -200,15 +237,120 @@ def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tu
         line = first_line + reader.line_num - 1
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # blank line
-        if len(row) != len(names):
-            bad.append((line, f"{len(row)} fields where the header has {len(names)}"))
+        if _is_header_row(row) and (len(row) != len(sections[-1][0]) or {c.strip() for c in row} & set(order)):
+            # a row of text as wide as the header and sharing none of its names is a row of text, not a header
+            again = _unique_names(row)
+            headers.append(line)
+            order += [n for n in again if n not in order]
+            sections.append((again, []))
             continue
-        for col, cell in zip(columns, row):
-            col.append(cell if cell != "" else None)
-        lines.append(line)
-    frame = pl.DataFrame({name: pl.Series(name, col, dtype=pl.Utf8) for name, col in zip(names, columns)})
+        # Under the last header of its width when the current one is not (two tables written in turn, rllab's and
+        # OptionGAN's progress.csv); else under the current one, aligned by `_aligned`.
+        width = len(row)
+        under = next((sec for sec in reversed(sections) if len(sec[0]) == width), sections[-1]) \
+            if len(sections[-1][0]) != width else sections[-1]
+        under[1].append((line, row))
+    notes = [(headers[0], f"{len(headers)} more header lines ({_line_span(headers)}): each row is read under the last "
+                          "header of its width")] if headers else []
+    columns: dict[str, list[str | None]] = {}
+    lines: list[int] = []
+    for header, rows in sections:
+        aligned, more, skipped = _aligned(header, rows)
+        notes += more
+        bad += skipped
+        for name in aligned:
+            if name not in order:
+                order.append(name)
+        n_before = len(lines)
+        for name, cells in aligned.items():
+            columns.setdefault(name, [None] * n_before).extend(cells)
+        gone = {at for at, _ in skipped}
+        lines += [line for line, _ in rows if line not in gone]
+        for cells in columns.values():
+            cells.extend([None] * (len(lines) - len(cells)))
+    frame = pl.DataFrame({name: pl.Series(name, columns.get(name, [None] * len(lines)), dtype=pl.Utf8)
+                          for name in order})
     frame = frame.with_columns(pl.Series("__line", lines, dtype=pl.Int64))
-    return frame, _line_issues(bad, "garbled")
+    realigned = [Issue(line, "realigned", why) for line, why in notes[:MAX_LISTED]]
+    return frame, _line_issues(sorted(bad), "garbled") + realigned
+
+
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _is_header_row(row: list[str]) -> bool:
+    """A row of names: two or more cells, each with a letter and none a number (a table's header written again;
+    not a row of array reprs, `[0.27 0.73]`)."""
+    cells = [c.strip() for c in row]
+    return len(cells) >= 2 and all(_LETTER.search(c) and not _is_number(c) for c in cells)
+
+
+def _unique_names(row: list[str]) -> list[str]:
+    names, seen = [], {}
+    for name in (n.strip() for n in row):
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name}.{seen[name] - 1}")
+    return names
+
+
+def _aligned(names: list[str], rows: list[tuple[int, list[str]]]) -> tuple[
+        dict[str, list[str | None]], list[tuple[int, str]], list[tuple[int, str]]]:
+    """The cells of one section's rows as columns under `names`, a note per kind of row that needed aligning, and
+    the rows that could not be aligned.
+
+    Rows with fewer fields than the header miss their last cells (not logged on that row), unless only one row
+    is short: a line cut off, skipped as damage. Rows with more: when the extra fields are empty at the end of every
+    such row, a trailing separator; when every row of the section
+    holds the same extra field count and exactly one field position is empty in all of them, a separator written
+    twice there (old Flair's `loss.tsv`), dropped. Otherwise which field a name belongs to is unknown (Keras'
+    CSVLogger appending a fit that logs more metrics writes them in sorted order under the old header): when every
+    row from the first long one on is long, their fields are columns with no name, `column N` by position, so no
+    value is read under another's name. A long row among rows of the header's width is damage: skipped."""
+    n = len(names)
+    long = [row for _, row in rows if len(row) > n]
+    drop: set[int] = set()
+    by_width = {len(row) for row in long}
+    if len(by_width) == 1:
+        width = by_width.pop()
+        empty = [i for i in range(width) if all(not row[i].strip() for row in long)]
+        if set(range(n, width)) <= set(empty):
+            drop = set(range(n, width))
+        elif width == n + 1 and len(long) == len(rows) and len(empty) == 1:
+            drop = set(empty)
+    kept = [(line, row, [c for i, c in enumerate(row) if i not in drop] if len(row) > n else row)
+            for line, row in rows]
+    longer = [len(cells) > n for _, _, cells in kept]
+    damaged = longer if any(longer) and not all(longer[longer.index(True):]) else [False] * len(kept)
+    shorter = [len(row) < n for _, row, _ in kept]
+    if sum(shorter) == 1:  # one short row: a line cut off (its last cell may be cut too), not a habit of the writer
+        damaged = [d or s for d, s in zip(damaged, shorter)]
+    bad = [(line, f"{len(row)} fields where the header has {n}") for (line, row, _), d in zip(kept, damaged) if d]
+    kept = [k for k, d in zip(kept, damaged) if not d]
+    width = max((len(cells) for _, _, cells in kept), default=n)
+    unnamed = [f"column {i + 1}" for i in range(width)] if width > n else []
+    columns: dict[str, list[str | None]] = {name: [] for name in names + [u for u in unnamed if u not in names]}
+    odd: dict[str, list[int]] = {}
+    for line, row, cells in kept:
+        under = names
+        if len(row) != n:
+            if len(cells) < n:
+                why = "the missing cells read as not logged"
+            elif len(cells) == n:
+                why = f"the empty field {', '.join(str(i + 1) for i in sorted(drop))} dropped to align them"
+            else:
+                under = unnamed
+                why = "which field is which name is unknown: read as columns with no name, `column N` by position"
+            odd.setdefault(f"{len(row)} fields where the header has {n}; {why}", []).append(line)
+        for name in columns:
+            columns[name].append(None)
+        for name, cell in zip(under, cells):
+            columns[name][-1] = cell if cell != "" else None
+    notes = [(at[0], f"{len(at)} rows ({_line_span(at)}): {why}") for why, at in odd.items()]
+    return columns, notes, bad
+
+
+def _line_span(lines: list[int]) -> str:
+    return f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}..{lines[-1]}"
 
 
 def _empty_wide() -> pl.DataFrame:
@@ -416,7 +558,7 @@ def _numeric_columns(wide: pl.DataFrame, names: list[str]) -> dict[str, tuple[pl
     counted: dict[str, tuple[int, int]] = {}
     parsed_all = pl.DataFrame()
     if text:
-        stripped = wide.select(pl.col(text).str.strip_chars())
+        stripped = wide.select(_cells(pl.col(text)))
         parsed_all = stripped.select(pl.all().cast(pl.Float64, strict=False))
         present = stripped.select((pl.all().is_not_null() & (pl.all() != "")).sum()).row(0)
         parsed = parsed_all.select(pl.all().is_not_null().sum()).row(0)
@@ -434,10 +576,20 @@ def _numeric_columns(wide: pl.DataFrame, names: list[str]) -> dict[str, tuple[pl
         values = parsed_all[name]
         bad = None
         if n_parsed < n_present:
-            cells = wide[name].str.strip_chars()
+            cells = _cells(wide[name])
             bad = cells.is_not_null() & (cells != "") & values.is_null()
         out[name] = (values, bad)
     return out
+
+
+# Cells that say "not logged" in words: Keras' CSVLogger writes NA for a key an epoch did not log (a validation
+# every few epochs), R and spreadsheets NA or N/A, Python's str() None.
+MISSING_WORDS = ("NA", "N/A", "None", "null")
+
+
+def _cells(cells: pl.Expr | pl.Series) -> pl.Expr | pl.Series:
+    """Cells stripped, with MISSING_WORDS as empty: not logged on that row, like an empty cell."""
+    return cells.str.strip_chars().replace({word: "" for word in MISSING_WORDS})
 
 
 def _as_float(col: pl.Series) -> tuple[pl.Series | None, pl.Series | None]:
@@ -453,7 +605,7 @@ def _as_float(col: pl.Series) -> tuple[pl.Series | None, pl.Series | None]:
         return None, None
     if col.dtype != pl.Utf8:
         return None, None
-    text = col.str.strip_chars()
+    text = _cells(col)
     parsed = text.cast(pl.Float64, strict=False)
     present = text.is_not_null() & (text != "")
     n_present = int(present.sum())
@@ -656,7 +808,8 @@ def _is_number(cell: str) -> bool:
 def table_separator(head: bytes) -> str | None:
     """The separator of a metric table with one header row, recognised by its first bytes whatever the file's name
     (Spinning Up's `progress.txt`, a CSV with no extension): tab or comma, the header's fields names (not all
-    numbers), and every following line as many fields, mostly numbers. None when the head is no such table."""
+    numbers), and every following line as many fields (give or take an empty last one), mostly numbers. None when
+    the head is no such table."""
     lines = _head_lines(head)
     if len(lines) < 2:
         return None
@@ -665,12 +818,18 @@ def table_separator(head: bytes) -> str | None:
         if len(header) < 2 or all(_is_number(c) for c in header if c.strip()):
             continue
         rows = [line.split(sep) for line in lines[1:]]
-        if any(len(r) != len(header) for r in rows):
+        if any(len(r) != len(header) and not _trailing_separator(r, header) for r in rows):
             continue
         cells = [c.strip() for r in rows for c in r if c.strip()]
         if cells and sum(_is_number(c) for c in cells) * 2 >= len(cells):
             return sep
     return None
+
+
+def _trailing_separator(row: list[str], header: list[str]) -> bool:
+    """Whether a row's fields differ from its header's only by an empty last field on one of them."""
+    longer, shorter = (row, header) if len(row) > len(header) else (header, row)
+    return len(longer) == len(shorter) + 1 and not longer[-1].strip()
 
 
 def headerless_separator(head: bytes) -> str | None:

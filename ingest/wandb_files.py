@@ -22,7 +22,7 @@ import polars as pl
 from ingest.configs import load_document, parse_json, read_config
 from ingest.decoding import decode
 from ingest.records import Chunk, Issue
-from ingest.wandb import media, parse_values, unwrap_config_value
+from ingest.wandb import RUN_FILE, media, parse_values, unwrap_config_value
 
 
 def read_wandb_history(path: Path, start: int = 0) -> Iterator[Chunk]:
@@ -104,8 +104,46 @@ def _flatten_row(row: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, A
 
 
 def read_wandb_summary(path: Path, start: int = 0) -> Iterator[Chunk]:
-    """`wandb-summary.json`: the run's last values, stored whole as the `wandb_summary` config document."""
-    yield from read_config(path, start, name="wandb_summary")
+    """`wandb-summary.json`: the run's last values, stored whole as the `wandb_summary` config document. Where the
+    run's history is not there (no `run-*.wandb`, no `wandb-history.jsonl`: the summary and `output.log` were all
+    that was kept), its numbers are also points, each a last value at the summary's `_step` (W&B's step when it was
+    written), so the run's final loss is known; beside a history they would repeat its last points."""
+    chunks = list(read_config(path, start, name="wandb_summary"))
+    doc = next((c.configs.get("wandb_summary") for c in chunks if c.configs), None)
+    if isinstance(doc, dict) and start == 0 and not _history_beside(path):  # points once; the document each time
+        chunks[-1].scalars = _summary_points(doc)
+    yield from chunks
+
+
+def _history_beside(summary: Path) -> bool:
+    """Whether the run folder of a `wandb-summary.json` (its folder, or the one above `files/`) holds its history."""
+    folders = [summary.parent] + ([summary.parent.parent] if summary.parent.name == "files" else [])
+    return any(RUN_FILE.match(p.name) or p.name == "wandb-history.jsonl" for f in folders for p in _files(f))
+
+
+def _files(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_file()]
+    except OSError:
+        return []
+
+
+def _summary_points(doc: dict[str, Any]) -> pl.DataFrame | None:
+    """The summary's numbers (nested keys joined with ".", W&B's own names; `_`-keys are W&B's bookkeeping) as one
+    point each at `_step`, or at 0 marked ordinal when there is none."""
+    step = doc.get("_step")
+    logged = isinstance(step, int) and not isinstance(step, bool)
+    wall = doc.get("_timestamp")
+    wall = float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None
+    values = [(tag, float(v)) for tag, v in _flatten_row({k: v for k, v in doc.items() if not k.startswith("_")})
+              if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not values:
+        return None
+    return pl.DataFrame({"tag": [t for t, _ in values], "step": [step if logged else 0] * len(values),
+                         "value": [v for _, v in values], "position": list(range(len(values))),
+                         "wall_time": [wall] * len(values), "ordinal": [not logged] * len(values)},
+                        schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64,
+                                "wall_time": pl.Float64, "ordinal": pl.Boolean})
 
 
 def read_wandb_metadata(path: Path, start: int = 0) -> Iterator[Chunk]:

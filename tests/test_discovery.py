@@ -13,7 +13,7 @@ import pytest
 
 from ingest.discovery import discover, discover_runs
 from sample_runs.gen.loggers import LightningCSV
-from tests.paths import REAL_RUNS, REPO
+from tests.paths import REAL_RUNS, REPO, SHARED
 from tests.runwriters import curve, hf_history, write_tb, write_trainer_state
 
 GALLERY = REPO / "sample_runs" / "runs"
@@ -225,3 +225,14 @@ def test_writers_other_processes_began_in_sibling_folders_stay_runs_of_their_own
                         "from tests.test_discovery import _writers; _writers(Path(sys.argv[1]), [sys.argv[2]])",
                         str(tmp_path / "sweep"), d], check=True, cwd=REPO)
     assert [r.path.name for r in discover_runs(tmp_path)] == ["seed0", "seed1"]
+
+
+@pytest.mark.needs_shared
+def test_w_and_b_files_kept_without_their_history_are_one_run(tmp_path):
+    """W&B's `files/` kept alone (summary, config, a console of progress bars): the folder above is the run, whether
+    or not the console is recognised, so the summary and `output.log` are read together."""
+    kept = SHARED / "wild" / "structured" / "m022_wandb"
+    shutil.copytree(kept, tmp_path / "run")
+    (tmp_path / "run" / "files" / "output.log").write_text("\x1b[2K\n")  # nothing a console reader takes
+    [run] = discover_runs(tmp_path)
+    assert (run.path.name, run.kind) == ("run", "wandb_run") and "wandb-summary.json" in run.reason

@@ -41,3 +41,9 @@ def test_console_log_beside_tensorboard_does_not_become_the_loss(tmp_path):
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.pick("loss") == "loss" and run.format_of(run.pick("loss")) == "tensorboard"
     assert run.last_step() == int(steps[-1])
+
+
+def test_a_summary_s_one_last_value_displaces_no_console_curve():
+    meta = _meta([{"name": "loss", "format": "wandb_summary", "n_points": 1},
+                  {"name": "loss", "format": "console", "n_points": 400}])
+    assert sorted(usable_series(meta, "train_loss")["n_points"].to_list()) == [1, 400]

@@ -12,7 +12,7 @@ import pytest
 
 from ingest.formats import format_for
 from ingest.roles import role_of
-from ingest.tabular import SETTLED_SECONDS, loss_sums, read_csv, read_table, sniff_table
+from ingest.tabular import SETTLED_SECONDS, loss_sums, read_csv, read_table, sniff_table, table_separator
 from tests.paths import SHARED
 
 WILD = SHARED / "wild" / "structured"
@@ -302,3 +302,15 @@ def test_a_metric_file_at_the_runs_root_beside_one_in_a_folder_keeps_its_name(tm
     np.savetxt(run / "val" / "val_loss", [1.0, 0.8, 0.7])
     assert _stored_names(run, tmp_path) == {"train_loss": ("train_loss", "train"),
                                             "val/val_loss": ("val_loss", "val")}
+
+
+def test_a_table_whose_rows_end_with_a_separator_is_known_by_its_content(tmp_path):
+    path = tmp_path / "progress.txt"
+    with open(path, "w") as f:  # `f.write(f"{k}\t")` per value: every line ends with a tab
+        f.write("Epoch\tLossPi\tLossV\n")
+        for epoch in range(5):
+            f.write(f"{epoch}\t{0.1 * epoch}\t{1.0 / (epoch + 1)}\t\n")
+    head = path.read_bytes()
+    assert table_separator(head) == "\t"
+    frame = pl.concat([c.scalars for c in read_table(path, 0)])
+    assert frame.filter(pl.col("tag") == "LossV")["value"].to_list() == [1.0, 0.5, 1 / 3, 0.25, 0.2]

@@ -114,3 +114,149 @@ def test_real_lightning_file_reads_as_plain_csv_too():
 def test_format_table(rel, name):
     fmt = format_for(PurePosixPath(rel))
     assert (fmt.name if fmt else None) == name
+
+
+# -- rows that do not fit their header: every row that can be aligned is kept, and the read problem says how
+
+
+def _series(chunk, tag):
+    frame = chunk.scalars.filter(chunk.scalars["tag"] == tag)
+    return frame["step"].to_list(), frame["value"].to_list()
+
+
+def test_trailing_separator_on_every_row(tmp_path):
+    path = tmp_path / "log.csv"
+    with open(path, "w") as f:  # a hand-written logger that ends each field with its separator
+        f.write("epoch,loss,acc\n")
+        for epoch in range(4):
+            f.write(f"{epoch},{1.0 / (epoch + 1)},{0.5 + epoch / 10},\n")
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "loss")[1] == [1.0, 0.5, 1 / 3, 0.25]
+    assert set(chunk.scalars["tag"].to_list()) == {"epoch", "loss", "acc"}
+    assert [(i.kind, i.position) for i in chunk.issues] == [("realigned", 2)]
+    assert "4 rows (lines 2..5)" in chunk.issues[0].detail
+
+
+def test_an_empty_field_written_twice_on_every_row_is_dropped(tmp_path):
+    """Old Flair's loss.tsv: an empty cell and `_` placeholders written under a header one field shorter, so every
+    column after the empty cell would sit one to the right of its name."""
+    path = tmp_path / "loss.tsv"
+    with open(path, "w") as f:
+        f.write("EPOCH\tTIMESTAMP\tTRAIN_LOSS\tTRAIN_F-SCORE\tDEV_LOSS\tDEV_F-SCORE\n")
+        for epoch in range(3):
+            f.write(f"{epoch}\t11:17:{epoch:02d}\t{0.1 / (epoch + 1)}\t\t_\t{0.2 / (epoch + 1)}\t0.8\n")
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "TRAIN_LOSS")[1] == [0.1, 0.05, 0.1 / 3]
+    assert _series(chunk, "DEV_LOSS")[1] == [0.2, 0.1, 0.2 / 3]  # not the placeholder, not shifted
+    assert _series(chunk, "DEV_F-SCORE")[1] == [0.8] * 3
+    assert [i.kind for i in chunk.issues] == ["realigned"] and "field 4 dropped" in chunk.issues[0].detail
+
+
+def test_a_column_added_mid_run_without_its_name(tmp_path):
+    path = tmp_path / "train_log.csv"
+    with open(path, "w") as f:
+        f.write("step,loss\n")
+        for step in range(3):
+            f.write(f"{step},{1.0 - step / 10}\n")
+        for step in range(3, 5):  # the script began logging a validation loss, the header stayed as it was
+            f.write(f"{step},{1.0 - step / 10},{2.0 - step / 10}\n")
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "loss") == ([0, 1, 2], pytest.approx([1.0, 0.9, 0.8]))  # under its name where it is known
+    assert _series(chunk, "column 2") == ([3, 4], pytest.approx([0.7, 0.6]))  # by position where it is not
+    assert _series(chunk, "column 3") == ([3, 4], pytest.approx([1.7, 1.6]))
+    assert [(i.kind, i.position) for i in chunk.issues] == [("realigned", 5)]
+
+
+def test_keras_csvlogger_appending_a_fit_with_more_metrics_reads_no_value_under_another_s_name(tmp_path, monkeypatch):
+    """Keras' CSVLogger(append=True) keeps the first fit's header and writes a later fit's keys sorted, so with a
+    metric added every field after `epoch` moves: the later rows' fields are read by position, not by the header."""
+    monkeypatch.setenv("KERAS_BACKEND", "torch")  # read when keras is first imported; torch is installed
+    keras = pytest.importorskip("keras", reason="the test extra installs keras")
+    import numpy as np
+
+    x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    y = (x.sum(1) > 0).astype("float32")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="sigmoid")])
+    log = tmp_path / "training.log"
+    model.compile("sgd", "binary_crossentropy")
+    first = model.fit(x, y, epochs=3, verbose=0, callbacks=[keras.callbacks.CSVLogger(str(log))])
+    model.compile("sgd", "binary_crossentropy", metrics=["accuracy"])
+    model.fit(x, y, epochs=2, verbose=0, callbacks=[keras.callbacks.CSVLogger(str(log), append=True)])
+    assert b",NA" in log.read_bytes()  # what it writes for a key a fit did not log
+    # Under the name Keras' documentation gives it (a log's name: read as the CSV it is) and as a .csv.
+    path = tmp_path / "training.csv"
+    path.write_bytes(log.read_bytes())
+    for read in (format_for(PurePosixPath(log.name)).load_reader(), read_csv):
+        [chunk] = list(read(log if read is not read_csv else path, 0))
+        assert _series(chunk, "loss")[1] == pytest.approx(first.history["loss"])  # no later accuracy among them
+        assert set(chunk.scalars["tag"].to_list()) >= {"column 2", "column 3"}
+        assert [i.kind for i in chunk.issues] == ["realigned"]
+
+
+def test_rows_shorter_than_the_header_keep_their_cells(tmp_path):
+    path = tmp_path / "history.csv"
+    path.write_text("step,loss,val_loss\n0,1.0\n1,0.9,0.8\n2,0.7\n")
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "loss") == ([0, 1, 2], [1.0, 0.9, 0.7]) and _series(chunk, "val_loss") == ([1], [0.8])
+    assert [i.kind for i in chunk.issues] == ["realigned"] and "not logged" in chunk.issues[0].detail
+
+
+def test_pandas_appends_a_launch_with_its_header_and_another_column(tmp_path):
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "metrics.csv"
+    pd.DataFrame({"epoch": [0, 1], "loss": [1.0, 0.8]}).to_csv(path, index=False)
+    pd.DataFrame({"epoch": [2, 3], "lr": [0.1, 0.05], "loss": [0.6, 0.5]}).to_csv(path, mode="a", index=False)
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "loss")[1] == [1.0, 0.8, 0.6, 0.5]  # read under each header, not shifted
+    assert _series(chunk, "lr")[1] == [0.1, 0.05]
+    assert [(i.kind, i.position) for i in chunk.issues] == [("realigned", 4)]
+    # A later read that starts below the second header reads under it too.
+    [first] = list(read_csv(path, 0))
+    pd.DataFrame({"epoch": [4], "lr": [0.01], "loss": [0.45]}).to_csv(path, mode="a", index=False, header=False)
+    [more] = list(read_csv(path, first.end))
+    assert _series(more, "loss")[1] == [0.45] and _series(more, "lr")[1] == [0.01] and not more.issues
+
+
+def test_a_csv_separated_by_semicolons_or_tabs_is_read_by_its_header(tmp_path):
+    pd = pytest.importorskip("pandas")
+    history = pd.DataFrame({"epoch": [0, 1, 2], "loss": [1.5, 1.25, 1.0], "val_loss": [1.6, 1.4, 1.3]})
+    for sep in (";", "\t"):
+        path = tmp_path / "history.csv"
+        history.to_csv(path, sep=sep, index=False)
+        [chunk] = list(read_csv(path, 0))
+        assert _series(chunk, "loss") == ([0, 1, 2], [1.5, 1.25, 1.0]) and not chunk.issues
+
+
+def test_two_tables_written_in_turn_into_one_file_each_keep_their_names(tmp_path):
+    """A logger that dumps two tables into one progress.csv in turn (rllab-style: the iteration's statistics, then
+    per-option gate statistics printed as numpy reprs): each row is read under the header of its width."""
+    import numpy as np
+
+    path = tmp_path / "progress.csv"
+    with open(path, "w", newline="") as f:
+        main, gates = csv.writer(f), csv.writer(f)
+        main.writerow(["SurrogateLoss", "vf_loss", "AverageReturn"])
+        for i in range(4):
+            main.writerow([-0.1 / (i + 1), 1.0 + i, 10.0 * i])
+            if i == 0:
+                gates.writerow(["MeanGateDist", "MaxGateDist"])
+            gates.writerow([str(np.array([0.25, 0.75])), str(np.array([0.5, 0.5]))])
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "SurrogateLoss")[1] == pytest.approx([-0.1, -0.05, -0.1 / 3, -0.025])
+    assert _series(chunk, "AverageReturn")[1] == [0.0, 10.0, 20.0, 30.0]
+    assert not [t for t in chunk.scalars["tag"].unique().to_list() if t.startswith("column")]
+    assert [(i.kind, i.position) for i in chunk.issues] == [("realigned", 3)]
+
+
+def test_a_row_of_text_as_wide_as_the_header_is_no_header(tmp_path):
+    path = tmp_path / "results.csv"
+    path.write_text("model,split,loss\nresnet,train,0.5\nresnet,val,NA\nvit,train,0.25\n")
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "loss")[1] == [0.5, 0.25] and not [i for i in chunk.issues if i.kind == "realigned"]
+
+
+def test_cells_that_say_not_logged_in_words_are_not_logged(tmp_path):
+    path = tmp_path / "log.csv"  # Keras' CSVLogger with validation every other epoch writes NA between
+    path.write_text("epoch,loss,val_loss\n0,1.0,NA\n1,0.9,0.95\n2,0.8,NA\n3,0.7,0.85\n")
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "val_loss") == ([1, 3], [0.95, 0.85]) and not chunk.issues

@@ -20,7 +20,7 @@ from ingest.wandb import BLOCK, _Framing, _log_records, read_wandb, wandb_group
 from ingest.wandb_files import (read_wandb_config, read_wandb_debug_log, read_wandb_export, read_wandb_history,
                                 read_wandb_summary)
 
-from tests.paths import REAL_RUNS
+from tests.paths import REAL_RUNS, SHARED
 
 REAL = REAL_RUNS
 
@@ -748,3 +748,18 @@ def test_analysing_a_wandb_run_leaves_nothing_in_the_temp_folder(tmp_path):
     with connect(store / "f.duckdb", write=False) as con:
         formats = {f for (f,) in con.execute("SELECT DISTINCT format FROM sources WHERE n_points > 0").fetchall()}
     assert "wandb" in formats
+
+
+@pytest.mark.needs_shared
+def test_a_summary_kept_without_its_history_gives_its_last_values_as_points():
+    """A run folder kept with only `files/` (summary, config, console; Keras' WandbCallback): the summary's numbers
+    are the run's last values, at its `_step`. Beside the history (`run-*.wandb` above `files/`) they are no points:
+    they would repeat its last ones."""
+    summary = SHARED / "wild" / "structured" / "m022_wandb" / "files" / "wandb-summary.json"
+    [alone] = list(read_wandb_summary(summary))
+    points = {t: (s, v) for t, s, v in alone.scalars.select("tag", "step", "value").iter_rows()}
+    doc = alone.configs["wandb_summary"]
+    assert points["loss"] == (doc["_step"], doc["loss"]) and points["val_loss"] == (doc["_step"], doc["val_loss"])
+    assert not any(t.startswith("_") or t == "graph" for t in points) and not alone.scalars["ordinal"].any()
+    [beside] = list(read_wandb_summary(next((SHARED / "real_runs_3").glob("*/wandb/run-*/files/wandb-summary.json"))))
+    assert beside.scalars is None and beside.configs["wandb_summary"]

@@ -59,8 +59,9 @@ def usable_series(meta: pl.DataFrame, role: str) -> pl.DataFrame:
     run's series list, META_SCHEMA rows):
 
     1. a console log beside a structured log (W&B, TensorBoard, trainer_state, metrics.csv, MLflow) only fills
-       what the structured log lacks: when a structured series has this role, console series of it drop out
-       (the same metric from two sources is one series, the structured one);
+       what the structured log lacks: when a structured series of this role holds a curve (two points or more),
+       console series of it drop out (the same metric from two sources is one series, the structured one); a
+       summary's one last value (W&B's wandb-summary.json kept without its history) displaces no console curve;
     2. an ordinal axis (line counters, DECISIONS §2) never shares a role with logged steps: when a series of
        this role has logged steps, ordinal ones drop out.
     What is left keeps its own axis; a role only the console log has (a loss scale, a step time) is kept.
@@ -69,7 +70,7 @@ def usable_series(meta: pl.DataFrame, role: str) -> pl.DataFrame:
     if m.height < 2:
         return m
     text = m["format"].is_in(list(TEXT_FORMATS)).fill_null(False)
-    if bool((~text).any()):
+    if bool((~text & (m["n_points"].fill_null(0) > 1)).any()):
         m = m.filter(~text)
     ordinal = m["ordinal"].fill_null(False)
     if bool((~ordinal).any()):
