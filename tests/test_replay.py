@@ -67,7 +67,8 @@ def test_gallery_nan_run_replays_and_matches_ground_truth(name, run_copy, tmp_pa
     if truth["phase"] == "forward":  # and the aten ops the torch call dispatched to
         assert hit["aten_ops"] and all(op.startswith("aten.") for op in hit["aten_ops"])
     changes = {c["change"]: c for c in r["counterfactuals"]}
-    assert set(changes) == {"fp32", "clip_1.0", "lr_div_10", "drop_culprits"}
+    assert set(changes) == {"fp32", "clip_1.0", "lr_div_10", "eps_default", "drop_culprits"}
+    assert all(c["window"] == [r["replayed_steps"][0], r["bad_step"]] for c in changes.values())
     assert changes["fp32"]["rerun"] is False  # no autocast in these runs: fp32 is the replay itself, not re-run
     assert str(changes["fp32"]["loss"]) == str(r["rerun"]["loss"][1])
     if 0 < len(truth["samples"]) < 16:  # dropping the culprits makes the step finite

@@ -181,13 +181,13 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     result.replayed_steps = [start, last]
     result.timings_s["replay_to_step"] = time.perf_counter() - t0
     fid = fidelity.compare(run, outs, start, last)
-    if not fid["faithful"]:  # how far one ulp of rounding moves these steps (fidelity.py)
+    if not fid["faithful"] or fidelity.blowing_up(outs):  # how far one ulp of rounding moves these steps (fidelity.py)
         t1 = time.perf_counter()
-        restore(st, snap0)
-        perturb_one_ulp(st.model)
-        noisy = {}
-        for s in outs:
-            noisy[s] = run_step(st, to_device(load_batch(root, batches[s]), device))
+        noisy = []
+        for seed in range(fidelity.SPREAD_RERUNS):
+            restore(st, snap0)
+            perturb_one_ulp(st.model, seed)
+            noisy.append({s: run_step(st, to_device(load_batch(root, batches[s]), device)) for s in outs})
         fid = fidelity.compare(run, outs, start, last, perturbed=noisy)
         result.timings_s["rounding_noise"] = time.perf_counter() - t1
     result.fidelity = fid
@@ -234,8 +234,11 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     result.culprit_samples, result.culprits = found["samples"], found
     result.timings_s["culprits"] = time.perf_counter() - t1
     t1 = time.perf_counter()
-    result.counterfactuals = counterfactuals.try_changes(st, snap, batch, found["samples"], baseline=second,
-                                                            phase=phase)
+    window = {**{s: outs[s] for s in range(start, bad)}, bad: second}
+    result.counterfactuals = counterfactuals.try_changes(
+        st, snap0, list(window), lambda s: to_device(load_batch(root, batches[s]), device), found["samples"],
+        baseline=window, phase=phase, changes=counterfactuals.changes_for(clip_threshold(run, options)))
+    result.likely_fix = counterfactuals.likely_fix(result.counterfactuals, window)
     result.timings_s["counterfactuals"] = time.perf_counter() - t1
     where = f" at step {bad}" + (f", before the requested step {target}" if bad < target else "")
     result.status = f"diagnosed: the first non-finite value appears in the {phase} pass{where}"
@@ -245,11 +248,22 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     return _finish(result, db, t0)
 
 
-def perturb_one_ulp(model: Any) -> None:
-    """Move every floating-point weight by about one float32 ulp, with a fixed sign pattern (deterministic)."""
+def clip_threshold(run: Any, options: Any) -> float | None:
+    """The run's own gradient-clipping threshold: the entry point's `max_grad_norm`, else its config's (the keys
+    frequent_clipping reads), else None."""
+    from forensics.judge.detectors.frequent_clipping import CLIP_KEYS
+
+    if options.max_grad_norm is not None:
+        return float(options.max_grad_norm)
+    t = run.config_number(*CLIP_KEYS)
+    return t if t is not None and 0 < t < math.inf else None
+
+
+def perturb_one_ulp(model: Any, seed: int = 0) -> None:
+    """Move every floating-point weight by about one float32 ulp, with the sign pattern of `seed` (deterministic)."""
     import torch
 
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in model.parameters():
             if p.is_floating_point():
@@ -261,7 +275,7 @@ def _unfaithful(fid: dict) -> str:
     m = fid["first_mismatch"]
     return (f"unfaithful: the replay does not match the run's logs ({fid['mismatched']} of "
             f"{len(fid['compared'])} values differ; first: {m['series']} at step {m['step']} logged {m['logged']:.6g}, "
-            f"replayed {m['replayed']:.6g}); no diagnosis — check the entry point, the config and the saved states")
+            f"replayed {m['replayed']:.6g}, outside its tolerance ±{m['tolerance']:.2g}); no diagnosis — check the entry point, the config and the saved states")
 
 
 def _same(a: float, b: float) -> bool:
