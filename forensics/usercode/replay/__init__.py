@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from forensics.judge.numbers import shell_path  # one home for paths as a person types them (`~/...`)
-from forensics.usercode.kit.entry import ENTRY_NAME
 from forensics.usercode.replay.result import ReplayResult
 
 
@@ -36,7 +35,8 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     missing ingredients. Process-wide settings replay changes (RNG, deterministic algorithms, threads, cuDNN
     flags) are given back when it returns."""
     from forensics.judge.run import Run
-    from ingest.errors import EntryPointError, ForensicsError, ReplayError
+    from forensics.usercode.kit.template import entry_path
+    from ingest.errors import ForensicsError, ReplayError
     from ingest.run import ingest_run
     from ingest.store import hold
 
@@ -61,12 +61,7 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
             last_logged = run.last_step()
     if step is not None:
         check_step(run.name, step, last_logged)
-    entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
-    if not entry_path.is_file():
-        from forensics.usercode.kit.template import entry_template
-        raise EntryPointError(
-            f"no entry point {entry_path} (see docs/replay.md): save one beside the run, or pass --entry FILE.py; "
-            f"a template built from what the store knows is printed above", template=entry_template(run))
+    entry_file = entry_path(run, root, entry)
     target = step if step is not None else default_step(run)
     command = replay_command(run_dir, target, entry=entry, from_checkpoint=from_checkpoint, device=device,
                              threads=threads)
@@ -79,7 +74,7 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     saved_rng = get_rng()  # replay sets process-wide state: the caller's RNG comes back afterwards, as do the flags
     try:
         with deterministic(dev, threads) as settings:
-            return _replay(run, root, target, entry_path, from_checkpoint, dev, settings, command,
+            return _replay(run, root, target, entry_file, from_checkpoint, dev, settings, command,
                            path if store else None)
     finally:
         set_rng(saved_rng)
