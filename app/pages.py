@@ -363,7 +363,7 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
     with left.expander("Evidence, causes, first checks"):
         evidence = json.loads(f["evidence"] or "{}")
         if evidence:
-            st.markdown("\n".join(f"- {md(k)}: **{md(_value(v))}**" for k, v in evidence.items()))
+            st.markdown("\n".join(f"- {md(k)}: **{md(v)}**" for k, v in numbers.evidence(evidence)))
         causes, checks = json.loads(f["causes"] or "[]"), json.loads(f["checks"] or "[]")
         if causes:
             st.markdown("**Likely causes:** " + "; ".join(md(c) for c in causes) + ".")
@@ -372,10 +372,6 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
         sources = json.loads(f["sources"] or "[]")
         if sources:
             st.caption("Read from: " + "; ".join(", ".join(f"{md(k)} {md(v)}" for k, v in s.items()) for s in sources))
-
-
-def _value(v: Any) -> str:
-    return numbers.shown(v)  # the text report's rendering: no `None`, no empty `****` for an empty list
 
 
 def _pick(series: pl.DataFrame, role: str) -> dict | None:
