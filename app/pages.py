@@ -653,8 +653,11 @@ def _replay(run: dict, r: dict[str, Any]) -> None:
         if hit.get("source"):
             st.code(str(hit["source"]), language="python")
         if res.counterfactuals:
-            st.markdown("**Counterfactuals** (the step re-run with one change):\n"
+            st.markdown(f"**Counterfactuals** ({md(report.counterfactuals_window(res))}):\n"
                         + "\n".join(f"- `{esc(change)}` {md(text)}" for change, text in report.counterfactual_lines(res)))
+            fix = report.likely_fix_line(res)
+            if fix:
+                st.markdown(f"**{md(fix.partition(': ')[0].capitalize())}**: {md(fix.partition(': ')[2])}")
         if res.notes:
             st.caption(" · ".join(md(n) for n in res.notes))
 

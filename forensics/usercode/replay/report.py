@@ -110,6 +110,16 @@ def counterfactual_lines(r: ReplayResult) -> list[tuple[str, str]]:
     return out
 
 
+def counterfactuals_window(r: ReplayResult) -> str:
+    """`steps 61-80 replayed from checkpoints/step_60.pt with one change` (a result stored before windows: the step
+    alone)."""
+    window = next((cf["window"] for cf in r.counterfactuals if cf.get("window")), None)
+    if not window:
+        return "the step re-run with one change"
+    span = f"step {window[0]}" if window[0] == window[1] else f"steps {window[0]}-{window[1]}"
+    return f"{span} replayed from {r.from_checkpoint} with one change"
+
+
 def likely_fix_line(r: ReplayResult) -> str | None:
     """`likely fix: <change> keeps steps a-b finite: ...`, or that no change did; None without counterfactuals."""
     if r.likely_fix:
@@ -168,10 +178,7 @@ def lines(r: ReplayResult) -> list[str]:
         out.append("  layers by grad norm: " + ", ".join(f"{x['parameter']} ({x['share_of_squared_norm']:.0%})"
                                                         for x in sp["layers_by_grad_norm"]))
     if r.counterfactuals:
-        window = next((cf["window"] for cf in r.counterfactuals if cf.get("window")), None)
-        span = (f"step {window[0]}" if window[0] == window[1] else f"steps {window[0]}-{window[1]}") if window else ""
-        out.append(f"counterfactuals ({span} replayed from {r.from_checkpoint} with one change):"
-                   if window else "counterfactuals (the step re-run with one change):")
+        out.append(f"counterfactuals ({counterfactuals_window(r)}):")
         out += [f"  {change:<14} {text}" for change, text in counterfactual_lines(r)]
     if r.command:
         out.append(f"command: {r.command}")
