@@ -132,7 +132,7 @@ def check_step(run_name: str, step: int, last_logged: int | None) -> None:
 
 def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint: str | None, device: Any,
             settings: dict[str, Any], command: str, db: Path | None) -> ReplayResult:
-    from forensics.usercode.kit.batches import load_batch, to_device
+    from forensics.usercode.kit.batches import load_batch
     from forensics.usercode.kit.checkpoints import choose_checkpoint
     from forensics.usercode.kit.entry import StepOptions, load_entry, nested_config, read_config
     from forensics.usercode.kit.restore import restore_checkpoint
@@ -161,12 +161,20 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
                           checkpoint_step=ck_step, entry=str(entry_path), config=config_from, device=str(device),
                           determinism=settings, restored=st.restored, notes=list(st.notes))
     outs, bad, snap, batch, stopped = {}, None, None, None, None
+    loaded: dict[int, Any] = {}  # the window's batches as read (the spread re-runs and counterfactuals replay them)
+
+    def load(s: int) -> Any:
+        """Step `s`'s batch on the device, a copy of its own each time (user code may change a batch in place)."""
+        if s not in loaded:
+            loaded[s] = load_batch(root, batches[s])
+        return {k: v.clone() if v.device == device else v.to(device) for k, v in loaded[s].items()}
+
     snap0 = snapshot(st)
     for s in range(start, target + 1):
         if s not in batches:
             stopped = f"no batch saved for step {s}: the replay stopped after step {s - 1}"
             break
-        batch = to_device(load_batch(root, batches[s]), device)
+        batch = load(s)
         snap = snapshot(st)
         outs[s] = run_step(st, batch)
         if not outs[s].finite:
@@ -182,7 +190,7 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
         for seed in range(fidelity.SPREAD_RERUNS):
             restore(st, snap0)
             perturb_one_ulp(st.model, seed)
-            noisy.append({s: run_step(st, to_device(load_batch(root, batches[s]), device)) for s in outs})
+            noisy.append({s: run_step(st, load(s)) for s in outs})
         fid = fidelity.compare(run, outs, start, last, perturbed=noisy)
         result.timings_s["rounding_noise"] = time.perf_counter() - t1
     result.fidelity = fid
@@ -231,8 +239,8 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     t1 = time.perf_counter()
     window = {**{s: outs[s] for s in range(start, bad)}, bad: second}
     result.counterfactuals = counterfactuals.try_changes(
-        st, snap0, list(window), lambda s: to_device(load_batch(root, batches[s]), device), found["samples"],
-        baseline=window, phase=phase, changes=counterfactuals.changes_for(clip_threshold(run, options)))
+        st, snap0, list(window), load, found["samples"], baseline=window, phase=phase,
+        changes=counterfactuals.changes_for(clip_threshold(run, options)), failing=snap)
     result.likely_fix = counterfactuals.likely_fix(result.counterfactuals, window)
     result.timings_s["counterfactuals"] = time.perf_counter() - t1
     where = f" at step {bad}" + (f", before the requested step {target}" if bad < target else "")

@@ -34,7 +34,7 @@ class Fp32:
 
     name: ClassVar[str] = "fp32"
 
-    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor]) -> str | None:
+    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor], no_divergence: str | None) -> str | None:
         return None
 
     def same_as_run(self, st: State) -> str | None:
@@ -56,8 +56,8 @@ class Clip:
     def name(self) -> str:
         return f"clip_{self.max_norm}"
 
-    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor]) -> str | None:
-        return None
+    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor], no_divergence: str | None) -> str | None:
+        return no_divergence and f"{no_divergence}: no exploding gradient for clipping to hold back"
 
     def same_as_run(self, st: State) -> str | None:
         if st.options.max_grad_norm is not None and st.options.max_grad_norm <= self.max_norm:
@@ -80,8 +80,8 @@ class LrDiv:
     name: ClassVar[str] = "lr_div_10"
     factor: float = 10.0
 
-    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor]) -> str | None:
-        return None
+    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor], no_divergence: str | None) -> str | None:
+        return no_divergence and f"{no_divergence}: no divergence for a lower LR to prevent"
 
     def same_as_run(self, st: State) -> str | None:
         return None
@@ -107,7 +107,7 @@ class SaneEps:
 
     name: ClassVar[str] = "eps_default"
 
-    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor]) -> str | None:
+    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor], no_divergence: str | None) -> str | None:
         eps = [g["eps"] for g in st.optimizer.param_groups if "eps" in g]
         sane = default_eps(st.optimizer)
         if not eps or sane is None:
@@ -128,8 +128,9 @@ class DropCulprits:
     """The culprit samples removed from the failing step's batch (the steps before it as run)."""
 
     name: ClassVar[str] = "drop_culprits"
+    failing_step_only: ClassVar[bool] = True  # the steps before are the replay's own: it starts from its snapshot
 
-    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor]) -> str | None:
+    def why_not(self, st: State, culprits: list[int], batch: dict[str, torch.Tensor], no_divergence: str | None) -> str | None:
         if not culprits:
             return "no culprit samples to drop"
         if len(culprits) >= batch_size(batch):
@@ -151,20 +152,34 @@ def changes_for(clip_threshold: float | None) -> tuple[Any, ...]:
     return (Fp32(), Clip(clip_threshold or DEFAULT_CLIP), LrDiv(), SaneEps(), DropCulprits())
 
 
+def not_diverging(baseline: dict[int, StepOut]) -> str | None:
+    """Why the replayed window is no divergence (its loss and gradient norm never grow fidelity.BLOWUP times), or
+    None when it is one: lr/10 and clipping are the fixes a divergence implies."""
+    from forensics.usercode.replay.fidelity import BLOWUP, blowing_up
+
+    if blowing_up(baseline):
+        return None
+    first, last = min(baseline), max(baseline)
+    span = f"step {first}" if first == last else f"steps {first}-{last}"
+    return f"{span} do not blow up (loss and gradient norm within {BLOWUP:g}x of their first values)"
+
+
 def try_changes(st: State, start: dict, steps: list[int], load: Callable[[int], dict[str, torch.Tensor]],
                 culprits: list[int], baseline: dict[int, StepOut], phase: str | None = None,
-                changes: tuple[Any, ...] = changes_for(None)) -> list[dict[str, Any]]:
+                changes: tuple[Any, ...] = changes_for(None), failing: dict | None = None) -> list[dict[str, Any]]:
     """Each change replayed over `steps` (the window: the first step after the checkpoint through the failing step)
-    from the snapshot `start`, as JSON rows. `baseline` is the replay's own window (its failing step the re-run): a
-    change that is what the run already did is not re-run but reports it. `phase` is where the replay located the
-    failing step's first non-finite value: a change that fails there the way the replay did reports that phase too.
-    A change stops at the first step it leaves non-finite."""
+    from the snapshot `start`, as JSON rows; a change that acts at the failing step only starts from `failing`, the
+    snapshot before it, where given (the steps before are the replay's own). `baseline` is the replay's own window
+    (its failing step the re-run): a change that is what the run already did is not re-run but reports it. `phase`
+    is where the replay located the failing step's first non-finite value: a change that fails there the way the
+    replay did reports that phase too. A change stops at the first step it leaves non-finite."""
     rows = []
     last = steps[-1]
     bad_batch = load(last)
+    no_divergence = not_diverging(baseline)
     for cf in changes:
         row: dict[str, Any] = {"change": cf.name, "window": [steps[0], last]}
-        why_not = cf.why_not(st, culprits, bad_batch)
+        why_not = cf.why_not(st, culprits, bad_batch, no_divergence)
         if why_not is not None:
             rows.append({**row, "applicable": False, "finite": None, "loss": None, "grad_norm": None, "note": why_not})
             continue
@@ -175,9 +190,10 @@ def try_changes(st: State, start: dict, steps: list[int], load: Callable[[int], 
             row["rerun"] = False
             notes.append(same)
         else:
-            restore(st, start)
-            outs = []
-            for s in steps:
+            shortcut = getattr(cf, "failing_step_only", False) and failing is not None
+            restore(st, failing if shortcut else start)
+            outs = [(s, baseline[s]) for s in steps[:-1]] if shortcut else []
+            for s in steps[len(outs):]:
                 out = cf.step(st, bad_batch if s == last else load(s), culprits if s == last else [])
                 outs.append((s, out))
                 if not stays_finite(out):
