@@ -386,7 +386,7 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
         evidence = json.loads(f["evidence"] or "{}")
         causes, checks = json.loads(f["causes"] or "[]"), json.loads(f["checks"] or "[]")
         sources = json.loads(f["sources"] or "[]")
-        parts = ["\n".join(f"- {md(k)}: **{md(_value(v))}**" for k, v in evidence.items())] if evidence else []
+        parts = ["\n".join(f"- {md(k)}: **{md(v)}**" for k, v in numbers.evidence(evidence))] if evidence else []
         if causes:
             parts.append("**Likely causes:** " + "; ".join(md(c) for c in causes) + ".")
         if checks:
@@ -396,10 +396,6 @@ def _finding(f: dict, full: tuple[int, int]) -> None:
                                                                     for s in sources) + "</span>")
         if parts:
             st.markdown("\n\n".join(parts), unsafe_allow_html=True)
-
-
-def _value(v: Any) -> str:
-    return numbers.shown(v)  # the text report's rendering: no `None`, no empty `****` for an empty list
 
 
 def _pick(series: pl.DataFrame, role: str) -> dict | None:
@@ -727,8 +723,11 @@ def _replay(run: dict, r: dict[str, Any]) -> None:
         if hit.get("source"):
             st.code(str(hit["source"]), language="python")
         if res.counterfactuals:
-            st.markdown("**Counterfactuals** (the step re-run with one change):\n"
+            st.markdown(f"**Counterfactuals** ({md(replay_report.counterfactuals_window(res))}):\n"
                         + "\n".join(f"- `{esc(change)}` {md(text)}" for change, text in replay_report.counterfactual_lines(res)))
+            fix = replay_report.likely_fix_line(res)
+            if fix:
+                st.markdown(f"**{md(fix.partition(': ')[0].capitalize())}**: {md(fix.partition(': ')[2])}")
         if res.notes:
             st.caption(" · ".join(md(n) for n in res.notes))
         try:

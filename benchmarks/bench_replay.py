@@ -13,9 +13,10 @@ them after the fidelity re-execution:
                         with a hook on every grad_fn node: what a backward failure costs
     culprits (vmap)     per-sample losses + per-sample gradient norms via torch.func vmap(grad)
     culprits (B runs)   the naive peer: one forward+backward per sample
-    counterfactuals     the four changes, each from the snapshot; a change that is what the run already did is
-                        reported from the re-run instead of re-run (here fp32, as there is no autocast, and
-                        clip_1.0, as the run clips at 1.0): so 2 steps here, 4 for a run with autocast and no clip
+    counterfactuals     the changes over a one-step window (each further step of a window costs as much again),
+                        each from the snapshot; a change that is what the run already did is reported from the
+                        re-run instead of re-run (here fp32, as there is no autocast, and clip_1.0, as the run clips
+                        at 1.0), eps_default does not apply (AdamW's default eps): so 2 steps here
     detect_anomaly      forward + backward under torch.autograd.detect_anomaly(check_nan=True), the folklore peer
 Then the whole process, as a user meets it: `forensics replay` of the gallery's nan_sqrt_norm (the store already
 holding it) timed beside `python -c "import torch"`, alternating, wall time, median of --repeat (goal: <= 2x; the
@@ -147,7 +148,8 @@ def main() -> None:
         ("instrumented step (forward + backward)", lambda: found.setdefault("b", instrument.locate(st, batch, "backward"))),
         ("culprits: vmap per-sample", lambda: found.setdefault("c", culprits.find_culprits(st, batch, "backward"))),
         (f"culprits: {a.batch} single-sample runs", loop_culprits),
-        ("4 counterfactuals", lambda: counterfactuals.try_changes(st, snap, batch, [3, 11], baseline=base_out)),
+        ("counterfactuals (one-step window)", lambda: counterfactuals.try_changes(
+            st, snap, [1], lambda s: batch, [3, 11], baseline={1: base_out}, phase="backward")),
         ("detect_anomaly(check_nan=True) fwd+bwd", anomaly),
     ]
     for _, fn in phases:  # warm up kernels, allocator, vmap's caches

@@ -98,9 +98,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "the run's entry point (forensics_entry.py at the run root, docs/replay.md). RUNNING THIS RUNS THE "
         "USER'S CODE in that file: the command is the opt-in. Fidelity first (replayed vs logged losses and "
         'gradient norms), then a second re-run of the failing step (transient or deterministic); only a faithful, '
-        'reproduced failure is diagnosed: phase, op, module, file:line, culprit samples and four counterfactuals '
-        '(fp32, clip_1.0, lr_div_10, drop_culprits). The result is stored in the database. The run directory is '
-        'never written to.',
+        'reproduced failure is diagnosed: phase, op, module, file:line, culprit samples and counterfactuals '
+        "replayed over the window from the checkpoint to the failing step (fp32, clipping at the run's own "
+        'threshold, lr_div_10, eps_default, drop_culprits), the likely fix last. The result is stored in the '
+        'database. The run directory is never written to.',
         EPILOG_DB + '\n\nexample:\n  forensics replay sample_runs/runs/nan_bad_sample --step 229 --db /tmp/f.duckdb'),
 }
 

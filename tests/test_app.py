@@ -380,7 +380,10 @@ def test_replay_card_reads_as_the_cli_prints_it(gallery_db, tmp_path, monkeypatc
                                         "file": "forensics_entry.py", "line": 31},
                        culprits={"samples": [3, 17], "method": "per_sample_loss"}, culprit_samples=[3, 17],
                        counterfactuals=[{"change": "lr_div_10", "applicable": True, "finite": True, "loss": 2.1,
-                                         "grad_norm": 0.8}], **common)
+                                         "grad_norm": 0.8, "window": [61, 80], "loss_start": 2.3, "failed_at": None}],
+                       likely_fix={"change": "lr_div_10", "window": [61, 80], "loss_start": 2.3, "loss_end": 2.1,
+                                   "evidence": "lr_div_10 keeps steps 61-80 finite: loss 2.3 at step 61 → 2.1 at step 80"},
+                       **common)
     spike = ReplayResult(step=70, command="forensics replay ~/runs/nan_lr_too_high --step 70",
                          status="finite step 70 replayed faithfully", spike={"loss": 3.0, "grad_norm": 9.0,
                          "samples_by_loss": [], "samples_by_grad_norm": [], "layers_by_grad_norm": []}, **common)
@@ -392,11 +395,13 @@ def test_replay_card_reads_as_the_cli_prints_it(gallery_db, tmp_path, monkeypatc
     assert not at.exception and not at.json
     text = "\n".join(m.value for m in at.markdown)
     assert "ERROR" not in text and "src property" not in text
-    assert "**Fidelity**: faithful: 1/1 logged values match" in text
+    assert "**Fidelity**: faithful: 1/1 logged values within tolerance, all to the logged rounding" in text
     assert "**Reproduced**: yes" in text and "**Reproduced**: finite, as logged" in text
     assert "forward: linear in body.fc2 at forensics\\_entry.py:31" in text
     assert "**Culprit samples**: 3, 17" in text
     assert any("lr\\_div\\_10" in t or "lr_div_10" in t for t in text.splitlines())
+    assert "steps 61-80 replayed from checkpoints/step\\_60.pt with one change" in text  # the window, as the CLI says
+    assert "**Likely fix**: lr\\_div\\_10 keeps steps 61-80 finite" in text
     assert {c.value for c in at.code} >= {nan.command, spike.command}
 
 

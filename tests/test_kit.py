@@ -63,3 +63,50 @@ def test_analyze_names_the_checkpoint_replay_starts_from(tmp_path, capsys):
     assert {r["path"]: r["status"] for r in stored.to_dicts()}["checkpoints/step_70.pt"] == "needs_pickle"
     assert start["onset_step"] == 80 and start["checkpoint"] == {"path": "checkpoints/step_60.pt", "step": 60}
     assert choose_checkpoint(stored.to_dicts(), run, 80, None, None)[0] == "checkpoints/step_60.pt"
+
+
+CONFIG_SHAPES = {
+    "no_lr": {"seed": 1, "model": {"width": 8}, "optimizer": {"name": "sgd", "momentum": 0.9}},
+    "no_optimizer": {"seed": 1, "model": {"width": 8}},
+    "no_model_section": {"lr": 0.1, "max_grad_norm": 1.0, "gradient_accumulation_steps": 2},
+    "no_config": None,
+    "keys_with_quotes_and_breaks": {'it\'s "odd"': {"lr": 0.1}, "a\nb": {"max_grad_norm": 2.0}, "back\\slash": 1},
+}
+
+
+@pytest.mark.parametrize("shape", sorted(CONFIG_SHAPES))
+def test_the_entry_template_is_valid_python_for_every_config_shape(shape, tmp_path, capsys):
+    """A run without an entry point (TensorBoard logs, a torch checkpoint, a saved batch) whose config lacks the LR,
+    the optimizer or the model section, or whose keys hold quotes and line breaks: replay and probe print one
+    template that parses, says what to fill in, and fail with the same one line."""
+    import ast
+
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = tmp_path / 'run """ with quotes'
+    run.mkdir()
+    if CONFIG_SHAPES[shape] is not None:
+        (run / "config.json").write_text(json.dumps(CONFIG_SHAPES[shape]))
+    model = torch.nn.Linear(4, 2)
+    (run / "checkpoints").mkdir()
+    torch.save({"model": model.state_dict(), "step": 2}, run / "checkpoints" / "step_2.pt")
+    (run / "batches").mkdir()
+    torch.save({"x": torch.randn(8, 4), "y\nlabel": torch.zeros(8, dtype=torch.long)}, run / "batches" / "step_3.pt")
+    w = SummaryWriter(str(run))
+    for step in range(1, 5):
+        w.add_scalar("train/loss", 1.0 / step if step < 4 else float("nan"), step)
+    w.close()
+    errors = []
+    for command in ("replay", "probe"):
+        assert main([command, str(run), "--db", str(tmp_path / "f.duckdb")]) == 2
+        out = capsys.readouterr()
+        tree = ast.parse(out.out)  # valid Python
+        assert {f.name for f in tree.body if isinstance(f, ast.FunctionDef)} >= {"build_model", "loss_fn",
+                                                                                "build_optimizer", "step_options"}
+        assert "Fill in before use" in out.out and out.out.count("TODO") >= 3
+        lr_known = shape in ("no_model_section", "keys_with_quotes_and_breaks")
+        assert ("no learning rate in the stored config" in out.out) is not lr_known
+        errors.append(out.err.strip())
+    assert len(errors[0].splitlines()) == 1 and errors[0] == errors[1]  # one error text for both
+    assert "no entry point" in errors[0]

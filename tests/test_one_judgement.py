@@ -169,7 +169,7 @@ def test_forensics_runs_prints_the_stored_verdict_and_headline(judged, capsys):
         assert (listed[name]["headline"] or {}).get("kind") == (result["headline"] or {}).get("kind")
     assert main(["runs", "--db", str(db)]) == 0
     text = capsys.readouterr().out
-    assert "first: dead_relu at step" in text and "INCONCLUSIVE: no training-loss series" in text
+    assert "earliest cause: dead_relu at step" in text and " first:" not in text and "INCONCLUSIVE: no training-loss series" in text
 
 
 def test_a_restricted_analysis_is_stored_and_shown_as_such(tmp_path, capsys):

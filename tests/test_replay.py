@@ -12,6 +12,8 @@ import duckdb
 import pytest
 
 from forensics.cli import main
+from forensics.usercode.replay.report import lines
+from forensics.usercode.replay.result import ReplayResult
 from tests.paths import REPO
 
 torch = pytest.importorskip("torch")
@@ -67,11 +69,18 @@ def test_gallery_nan_run_replays_and_matches_ground_truth(name, run_copy, tmp_pa
     if truth["phase"] == "forward":  # and the aten ops the torch call dispatched to
         assert hit["aten_ops"] and all(op.startswith("aten.") for op in hit["aten_ops"])
     changes = {c["change"]: c for c in r["counterfactuals"]}
-    assert set(changes) == {"fp32", "clip_1.0", "lr_div_10", "drop_culprits"}
+    assert set(changes) == {"fp32", "clip_1.0", "lr_div_10", "eps_default", "drop_culprits"}
+    assert all(c["window"] == [r["replayed_steps"][0], r["bad_step"]] for c in changes.values())
     assert changes["fp32"]["rerun"] is False  # no autocast in these runs: fp32 is the replay itself, not re-run
     assert str(changes["fp32"]["loss"]) == str(r["rerun"]["loss"][1])
     if 0 < len(truth["samples"]) < 16:  # dropping the culprits makes the step finite
         assert changes["drop_culprits"]["finite"] is True
+    # the fix the diagnosis implies, replayed over the window from the checkpoint: eps back to its default for an
+    # optimizer-phase NaN, lr/10 for a blow-up of every sample, the culprits dropped for a few bad samples
+    fix = ("eps_default" if truth["phase"] == "optimizer" else "lr_div_10" if len(truth["samples"]) >= 16
+           else "drop_culprits")
+    assert r["likely_fix"]["change"] == fix and changes[fix]["finite"] is True
+    assert lines(ReplayResult.from_json(r))[-1].startswith(f"likely fix: {fix} keeps ")
     assert tree(run) == before, "the run directory was written to"
 
 
@@ -245,6 +254,8 @@ def test_replay_result_is_stored_for_the_app(run_copy, tmp_path, capsys):
     row = rows.row(0, named=True)
     assert (row["phase"], row["op"], row["module"], row["culprit_samples"]) == ("forward", "conv2d", "features.conv1", [7])
     assert row["faithful"] and row["reproduced"] and json.loads(row["result"])["bad_step"] == 229
+    stored = ReplayResult.from_json(json.loads(row["result"]))  # the likely fix is part of the stored result
+    assert stored.likely_fix["change"] == "drop_culprits" and "keeps steps 224-229 finite" in stored.likely_fix["evidence"]
 
 
 def test_markdown_inside_the_run_directory_is_refused(run_copy, tmp_path, capsys):

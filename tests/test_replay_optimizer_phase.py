@@ -102,9 +102,11 @@ def test_counterfactual_that_only_zeroes_the_gradients_says_so(tmp_path, capsys)
     run = overflow_run(tmp_path / "overflow")
     r = replay_json(run, tmp_path, capsys)
     changes = {c["change"]: c for c in r["counterfactuals"]}
-    clip = changes["clip_1.0"]
+    clip = changes["clip_5.0"]  # clipping at the run's own threshold (its config's max_grad_norm): the run itself
+    assert clip["rerun"] is False and "the run already clips at 5" in clip["note"]
     assert clip["finite"] is True and clip["grad_norm"] == "inf"
     assert "every gradient was scaled to 0" in clip["note"]
+    assert r["likely_fix"] is None or r["likely_fix"]["change"] != "clip_5.0"  # a vacuous finite is no fix
     for c in r["counterfactuals"]:  # a change that fails as the replay did names the replay's phase
         if c.get("applicable") and not c["finite"]:
             assert c["phase"] == r["first_nonfinite"]["phase"]

@@ -135,6 +135,25 @@ NEEDS_REPLAY = ("computing it from a checkpoint and a saved batch means running 
                 "does")
 
 
+# First checks that send the user to `forensics replay`, and what each says instead where the run has no finite
+# checkpoint a replay could start from (forensics.services.analysis applies it: the advice follows the checkpoints).
+WITHOUT_CHECKPOINT: dict[str, str] = {
+    "the last finite checkpoint and the batch of the NaN step (replay the step)":
+        "the batch of the NaN step (no finite checkpoint before it to replay from: save checkpoints with optimizer "
+        "state next time)",
+    "the last finite checkpoint: the replay starting point":
+        "no finite checkpoint with a known step comes before it: save checkpoints with their step and optimizer "
+        "state next time, so a replay can start from one",
+    "treat the first such step as the NaN onset and replay it":
+        "treat the first such step as the NaN onset (no finite checkpoint before it to replay from)",
+}
+
+
+def without_replay(checks: tuple[str, ...]) -> tuple[str, ...]:
+    """`checks` with the advice to replay replaced by what to do without a checkpoint to replay from."""
+    return tuple(WITHOUT_CHECKPOINT.get(c, c) for c in checks)
+
+
 def entry(kind: str) -> Entry:
     """The catalog entry of `kind`; KeyError names the valid kinds."""
     try:

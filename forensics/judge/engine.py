@@ -17,7 +17,7 @@ import numpy as np
 from forensics import __version__
 
 from forensics.judge import catalog, stats
-from forensics.judge.detectors import ALL, CHAIN_KINDS
+from forensics.judge.detectors import ALL, CHAIN_KINDS, REACH
 from forensics.judge.detectors.base import Detector, missing_reason
 from forensics.judge.findings import Analysis, Finding, Skip, Spike
 from forensics.judge.run import Run
@@ -78,7 +78,8 @@ def tie_events(run: Run, findings: list[Finding], spikes: list[Spike]) -> tuple[
     of the other: a loss spike and a grad-norm spike at one step; exploding gradients ending where the loss
     turns NaN; a divergence whose end meets the NaN onset. Findings of `CHAIN_KINDS` also join when their
     ranges overlap, and take in every spike or one-step finding inside their range (a loss spike in the
-    middle of a divergence is part of it). `tol` is two logging intervals of the loss (or
+    middle of a divergence is part of it); a chain finding whose cause may lie further back (its class's `reach`:
+    non-finite weights since the last finite checkpoint) joins another chain finding in that range. `tol` is two logging intervals of the loss (or
     of the grad norm). Run-wide findings (no step) are events of their own.
     """
     role = "loss" if run.has("loss") else ("grad_norm" if run.has("grad_norm") else None)
@@ -98,6 +99,11 @@ def tie_events(run: Run, findings: list[Finding], spikes: list[Spike]) -> tuple[
 
     edges = np.array([[a, b] for a, b in items], dtype=float).reshape(-1, 2)
     chain = np.array([f.kind in CHAIN_KINDS for f in findings] + [False] * len(spikes))
+    reach = edges.copy()  # where a chain finding's cause may lie (REACH): wider than its steps, for chain joins only
+    for i, f in enumerate(findings):
+        wide = REACH[f.kind](f) if f.kind in REACH else None
+        if wide is not None:
+            reach[i] = wide
     for i in range(n):  # O(items²); items are findings and spikes, a few hundred at most, not data points
         if math.isnan(edges[i, 0]):
             continue
@@ -106,6 +112,7 @@ def tie_events(run: Run, findings: list[Finding], spikes: list[Spike]) -> tuple[
         if chain[i]:  # chain kinds join when their ranges overlap, and a spike (any one-step item) inside one joins it
             overlap = (edges[:, 0] <= edges[i, 1] + tol) & (edges[:, 1] >= edges[i, 0] - tol)
             close |= overlap & (chain | (edges[:, 0] == edges[:, 1]))
+            close |= chain & (reach[:, 0] <= reach[i, 1] + tol) & (reach[:, 1] >= reach[i, 0] - tol)
         for j in np.flatnonzero(close):
             parent[find(int(j))] = find(i)
     # Events are numbered from 1 in step order, the findings' events first: a report that lists findings shows

@@ -124,6 +124,7 @@ class Analysis:
     verdict_reason: str = ""
     read_problems: list[dict[str, Any]] = field(default_factory=list)  # path, position, kind, detail, kept
     unknown_files: list[str] = field(default_factory=list)  # files no reader knows
+    code_files: list[str] = field(default_factory=list)  # the run's code: no log, read by replay and probe, never run here
     lines_read: list[dict[str, Any]] = field(default_factory=list)  # console logs: lines each pattern took
     db: str | None = None
     # The earliest cause (forensics/judge/verdict.py's rule), chosen once by the engine: an index into `findings`.
@@ -201,7 +202,8 @@ class Analysis:
                 "healthy": self.healthy, "headline": self.headline_dict(),
                 "restricted": {"only": list(self.only), "skip": list(self.skip)} if self.restricted else None,
                 "read_problems": plain(self.read_problems),
-                "unknown_files": list(self.unknown_files), "lines_read": plain(self.lines_read), "db": self.db,
+                "unknown_files": list(self.unknown_files), "code_files": list(self.code_files),
+                "lines_read": plain(self.lines_read), "db": self.db,
                 "findings": [{**f.as_dict(), **placed.get(i, {})} for i, f in enumerate(self.findings)],
                 "spikes": [s.as_dict() for s in self.spikes], "skipped": [s.as_dict() for s in self.skipped],
                 "nonfinite": plain(self.nonfinite), "replay_from": plain(self.replay_from),

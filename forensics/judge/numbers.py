@@ -60,9 +60,10 @@ def ints(values: list[int], shown: int = 8) -> str:
     return ", ".join(str(v) for v in values[:shown]) + more
 
 
-def shown(value: object, items: int = 12) -> str:
+def shown(value: object, items: int = 12, total: int | None = None) -> str:
     """An evidence value as a person reads it, never a Python repr: `none` (not `None`), `yes`/`no`, floats to
-    four figures, lists as `5.99, 6.01, … (40 in all)` (not `['5.99', ...]`), an empty list as `none`."""
+    four figures, lists as `5.99, 6.01, … (40 in all)` (not `['5.99', ...]`), an empty list as `none`. `total`: how
+    many the list stands for when it holds only the first of them."""
     if value is None:
         return "none"
     if isinstance(value, bool):
@@ -72,11 +73,19 @@ def shown(value: object, items: int = 12) -> str:
     if isinstance(value, (list, tuple)):
         if not value:
             return "none"
-        more = f", … ({len(value)} in all)" if len(value) > items else ""
+        total = max(total or 0, len(value))
+        more = f", … ({total} in all)" if total > min(len(value), items) else ""
         return ", ".join(shown(v, items) for v in value[:items]) + more
     if isinstance(value, dict):
         return ", ".join(f"{k} {shown(v, items)}" for k, v in value.items()) or "none"
     return str(value) if str(value) else "(empty)"
+
+
+def evidence(ev: dict[str, object]) -> list[tuple[str, str]]:
+    """A finding's evidence as (key, shown value): a list cut short in the evidence (`tensors`, the first 20) is
+    shown with the count of its `n_` key (`n_tensors`), so it is never labelled as all of them."""
+    return [(k, shown(v, total=ev.get(f"n_{k}") if isinstance(ev.get(f"n_{k}"), int) else None))
+            for k, v in ev.items()]
 
 
 def home(path: str | os.PathLike) -> str:

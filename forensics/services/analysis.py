@@ -108,9 +108,14 @@ def analyze_stored(con, run_id: str, selection: Selection = Selection()) -> Anal
     run = Run.from_store(con, run_id, selection.long_series)
     result = analyze_run(run, detectors, selection.spike)
     result.replay_from = replay_start(run, result.findings)
+    result.findings = replay_advice(result.findings, result.replay_from)
     result.only, result.skip = list(selection.only), list(selection.skip)
     result.read_problems = queries.read_problems(con, run_id)
-    result.unknown_files = queries.unknown_files(con, run_id)
+    from forensics.usercode.kit.entry import is_code
+
+    unknown = queries.unknown_files(con, run_id)
+    result.unknown_files = [p for p in unknown if not is_code(p)]
+    result.code_files = [p for p in unknown if is_code(p)]
     result.lines_read = queries.lines_read(con, run_id)
     result.answers = queries.stored_answers(con, run_id)
     give_verdict(result, run, detectors, restricted=selection.restricted)
@@ -142,6 +147,23 @@ def replay_start(run: Run, findings: list[Finding]) -> dict[str, Any] | None:
             near = b.filter(pl.col("step") <= onset.step).sort("step")
             out["batch_note"] = (f"no batch saved for step {onset.step}" +
                                  (f"; nearest before: {near['path'][-1]} (step {near['step'][-1]})" if near.height else ""))
+    return out
+
+
+def replay_advice(findings: list[Finding], replay_from: dict[str, Any] | None) -> list[Finding]:
+    """Findings whose first checks send the user to replay where no finite checkpoint could start one say what to do
+    instead (`catalog.without_replay`): a finding that names its last finite checkpoint (nonfinite_weights) by that,
+    the others by the checkpoint a replay of the NaN onset would start from."""
+    import dataclasses
+
+    from forensics.judge import catalog
+
+    onset_start = bool(replay_from and replay_from.get("checkpoint"))
+    out = []
+    for f in findings:
+        able = (f.evidence["last_finite_checkpoint"] is not None if "last_finite_checkpoint" in f.evidence
+                else onset_start)
+        out.append(f if able else dataclasses.replace(f, checks=catalog.without_replay(f.checks)))
     return out
 
 

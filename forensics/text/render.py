@@ -149,12 +149,13 @@ def restriction_words(only: list[str], skip: list[str]) -> str:
 
 
 def headline_words(head: dict | None) -> str:
-    """` — first: dead_relu at step 120 (e2)`: the stored headline, or nothing."""
+    """` — earliest cause: dead_relu at step 120 (e2)`: the stored headline (the earliest cause of the worst event,
+    which need not be the first event), or nothing."""
     if head is None:
         return ""
     at = f" at step {head['step']}" if head.get("step") is not None else ""
     event = f" (e{head['event']})" if head.get("event") is not None else ""
-    return f" — first: {head['kind']}{at}{event}"
+    return f" — earliest cause: {head['kind']}{at}{event}"
 
 
 def runs_text(runs: list[dict], db: str, short_path) -> str:

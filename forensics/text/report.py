@@ -14,13 +14,26 @@ from forensics.text.render import restriction_words, verdict_words
 from ingest.errors import ForensicsError
 
 
+NO_STEP = "no step"  # a finding without a step: run-wide, or from a checkpoint whose step is unknown
+
+
 def _where(f: Finding) -> str:
     if f.step is None:
-        return "-"
+        return NO_STEP
     where = f"{f.step}" if f.step_end in (None, f.step) else f"{f.step}-{f.step_end}"
     if f.at:  # an ordinal step: the writer's own counters beside it
         where += f" ({f.at}" + (f" to {f.at_end}" if f.at_end and f.at_end != f.at else "") + ")"
     return where
+
+
+def _at(run: str, f: Finding) -> str:
+    """`run:80` or `run:61-80`; `run (no step)` for a finding without one."""
+    return f"{run}:{_where(f)}" if f.step is not None else f"{run} ({NO_STEP})"
+
+
+def _at_step(f: Finding) -> str:
+    """` at step 80`, or ` (no step)`."""
+    return f" at step {_where(f)}" if f.step is not None else f" ({NO_STEP})"
 
 
 def _nonfinite_at(n: dict) -> str:
@@ -143,9 +156,12 @@ def text(a: Analysis, verbose: bool = False) -> str:
     if a.unknown_files and (verbose or a.verdict == "inconclusive"):
         lines.append(f"not read ({count(len(a.unknown_files), 'file')} no reader knows): "
                      + ", ".join(a.unknown_files[:5]) + (", ..." if len(a.unknown_files) > 5 else ""))
+    if a.code_files and verbose:
+        lines.append("code, not logs (analyze never runs it; forensics replay and probe import forensics_entry.py): "
+                     + ", ".join(a.code_files[:5]) + (", ..." if len(a.code_files) > 5 else ""))
     head = a.headline()
     if head is not None:
-        lines.append(f"earliest cause: {a.run}:{_where(head)} {head.kind}: {head.summary}")
+        lines.append(f"earliest cause: {_at(a.run, head)} {head.kind}: {head.summary}")
         lines.append("  check first: " + "; ".join(a.check_first()))
     if a.sibling:
         lines.append(a.sibling)
@@ -155,10 +171,10 @@ def text(a: Analysis, verbose: bool = False) -> str:
         probe = probe_line(a)
         placed = a.learned()
         for i, f in enumerate(a.findings):
-            lines.append(f"{a.run}:{_where(f)} {f.kind} [{f.severity}, e{f.event}]: {f.summary}")
+            lines.append(f"{_at(a.run, f)} {f.kind} [{f.severity}, e{f.event}]: {f.summary}")
             lines.extend("    " + x for x in learned_lines(placed.get(i, {})))
             if verbose:
-                lines.append("    evidence: " + "; ".join(f"{k}={numbers.shown(v)}" for k, v in f.evidence.items()))
+                lines.append("    evidence: " + "; ".join(f"{k}={v}" for k, v in numbers.evidence(f.evidence)))
             if probe and f.kind in a.probed:
                 lines.append("    " + probe)
                 probe = None  # once, under the first finding a probe explains
@@ -196,7 +212,7 @@ def markdown(a: Analysis) -> str:
         out.append("")
     head = a.headline()
     if head is not None:
-        out += [f"**Earliest cause:** `{head.kind}` at step {_where(head)}: {md(head.summary)}", "",
+        out += [f"**Earliest cause:** `{head.kind}`{_at_step(head)}: {md(head.summary)}", "",
                 "Check first: " + "; ".join(md(c) for c in a.check_first()), ""]
     if a.sibling:
         out += [md(a.sibling), ""]
@@ -208,8 +224,8 @@ def markdown(a: Analysis) -> str:
         probe = probe_line(a)
         placed = a.learned()
         for i, f in enumerate(a.findings):
-            out += [f"### `{f.kind}` at step {_where(f)}", "", md(f.summary), "",
-                    "Evidence: " + "; ".join(f"`{k}`={md(numbers.shown(v))}" for k, v in f.evidence.items()), "",
+            out += [f"### `{f.kind}`{_at_step(f)}", "", md(f.summary), "",
+                    "Evidence: " + "; ".join(f"`{k}`={md(v)}" for k, v in numbers.evidence(f.evidence)), "",
                     "Likely causes: " + "; ".join(f.causes), "", "Check first: " + "; ".join(f.checks), ""]
             found = learned_lines(placed.get(i, {}))
             if found:

@@ -45,3 +45,4 @@ STAGE: dict[str, int] = {c.kind: c.stage for c in ALL}
 CURVE_KINDS = frozenset(c.kind for c in ALL if getattr(c, "reads_curve", False))
 CHAIN_KINDS = frozenset(c.kind for c in ALL if getattr(c, "joins_chain", False))
 NONFINITE_KINDS = frozenset(c.kind for c in ALL if getattr(c, "nonfinite", False))
+REACH = {c.kind: c.reach for c in ALL if hasattr(c, "reach")}

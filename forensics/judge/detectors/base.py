@@ -25,7 +25,8 @@ class Detector(Protocol):
     """What the engine, the verdict and watch know of a detector, all read from its class (never a list kept
     elsewhere): `kind` (the catalog id), `requires` (logical series), `stage` (above); and, where true,
     `reads_curve` (judges the shape of the training-loss curve: a run none of these could read is not judged),
-    `joins_chain` (a finding whose step range holds a NaN is one event with it), `nonfinite` (a non-finite value:
+    `joins_chain` (a finding whose step range holds a NaN is one event with it; `reach(finding)`, where defined, the
+    wider range of steps its cause lies in, over which it joins other chain findings), `nonfinite` (a non-finite value:
     the step replay starts from), `reads_loss_level` (not on a GAN's adversarial losses), `reads_validation_alone`
     (where no training loss was read, judges the validation loss as validation)."""
 

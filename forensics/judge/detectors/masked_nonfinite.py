@@ -12,6 +12,7 @@ import polars as pl
 from forensics.judge import stats
 from forensics.judge.detectors.base import NONFINITE, src
 from forensics.judge.findings import Finding
+from forensics.judge.numbers import count
 from forensics.judge.run import Run
 
 
@@ -114,4 +115,4 @@ class MaskedNonfinite:
                          step_end=int(hit["step"][-1]), series=run.pick("loss"), evidence=ev,
                          sources=(src(run, "loss", hit["step"].to_numpy()), src(run, "grad_norm", hit["step"].to_numpy())),
                          summary=(f"grad norm is {first['grad']} at step {first['step']} while the logged loss is "
-                                  f"{first['loss']:.4g} ({hit.height} such steps): {why}"))
+                                  f"{first['loss']:.4g} ({count(hit.height, 'such step')}): {why}"))

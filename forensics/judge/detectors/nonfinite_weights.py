@@ -51,6 +51,13 @@ class NonfiniteWeights:
     nonfinite: ClassVar[bool] = True  # a non-finite value: where replay starts
     requires: ClassVar[tuple[str, ...]] = ()
 
+    @staticmethod
+    def reach(f: Finding) -> tuple[int, int] | None:
+        """The steps in which the weights turned non-finite: after the last finite checkpoint, through this one (a
+        NaN loss between them is the same incident, however far from the checkpoint's step)."""
+        last = f.evidence.get("last_finite_step")
+        return (int(last) + 1, f.step) if last is not None and f.step is not None else None
+
     def unavailable(self, run: Run) -> str | None:
         ck = run.table("checkpoints")
         return None if ck.height and ck["n_nonfinite"].is_not_null().any() else "no readable checkpoints in this run"
@@ -79,6 +86,8 @@ class NonfiniteWeights:
               "last_finite_step": good["step"][-1] if good.height else None}
         yield Finding.of(self, severity="critical", step=first["step"], series=None, evidence=ev,
                          sources=({"table": "checkpoints", "path": first["path"]},),
-                         summary=(f"checkpoint {first['path']} (step {first['step']}) holds {first['bad']:,} "
-                                  f"NaN/Inf values in {count(len(names), 'tensor') if names else 'some tensors'}"
+                         summary=(f"checkpoint {first['path']}" + (f" (step {first['step']})" if first["step"] is not None
+                                                                   else " (no step: its place in the run is unknown)")
+                                  + f" holds {count(first['bad'], 'NaN/Inf value')} in "
+                                  f"{count(len(names), 'tensor') if names else 'some tensors'}"
                                   + (f"; last finite: {ev['last_finite_checkpoint']}" if good.height else "")))

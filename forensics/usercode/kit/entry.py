@@ -13,6 +13,11 @@ from typing import Any
 from ingest.errors import EntryPointError
 
 ENTRY_NAME = "forensics_entry.py"
+CODE_SUFFIXES = (".py",)  # the run's code (its entry point, its training script): not logs, never run by analyze
+
+
+def is_code(path: str) -> bool:
+    return path.endswith(CODE_SUFFIXES)
 
 
 def read_config(root: Path, store_config: dict[str, Any] | None = None) -> tuple[dict, str]:

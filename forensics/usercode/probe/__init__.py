@@ -44,11 +44,11 @@ def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, 
     writes one row per check to the `probes` table of `db`. Raises ReplayError subclasses when the run has no
     entry point or no checkpoint or batch at all (a check missing only its own ingredient says n/a)."""
     from forensics.judge.run import Run
-    from forensics.usercode.kit.entry import ENTRY_NAME
+    from forensics.usercode.kit.template import entry_path
     from forensics.usercode.kit.rng import get_rng, set_rng
     from forensics.usercode.kit.threads import intra_op_threads
     from forensics.usercode.probe.context import Context
-    from ingest.errors import EntryPointError, ForensicsError
+    from ingest.errors import ForensicsError
     from ingest.run import ingest_run
     from ingest.store import connect
 
@@ -61,19 +61,14 @@ def probe(run_dir: str | os.PathLike, *, checks: tuple[str, ...] | None = None, 
         run = Run.from_store(con, report.run_id)
         if run.pick("lr"):
             run.series("lr")
-    entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
-    if not entry_path.is_file():
-        from forensics.usercode.kit.template import entry_template
-        raise EntryPointError(
-            f"no entry point {entry_path} (DECISIONS.md §10): save one beside the run, or pass --entry FILE.py; "
-            f"a template built from what the store knows is printed above", template=entry_template(run))
+    entry_file = entry_path(run, root, entry)
     t0 = time.perf_counter()
     saved_rng = get_rng()
     try:
         with intra_op_threads(threads) as (n_threads, threads_from):
-            ctx = Context.open(run, root, entry_path, device)
+            ctx = Context.open(run, root, entry_file, device)
             result: dict[str, Any] = {
-                "run": run.name, "run_id": run.run_id, "entry": str(entry_path), "from_checkpoint": ctx.checkpoints(),
+                "run": run.name, "run_id": run.run_id, "entry": str(entry_file), "from_checkpoint": ctx.checkpoints(),
                 "device": str(ctx.device), "threads": n_threads, "threads_from": threads_from,
                 "batches": ctx.batch_steps(), "notes": ctx.notes, "checks": [], "timings_s": {}}
             by_name = {c.name: c for c in CHECKS}

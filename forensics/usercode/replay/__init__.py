@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from forensics.judge.numbers import shell_path  # one home for paths as a person types them (`~/...`)
-from forensics.usercode.kit.entry import ENTRY_NAME
 from forensics.usercode.replay.result import ReplayResult
 
 
@@ -36,7 +35,8 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     missing ingredients. Process-wide settings replay changes (RNG, deterministic algorithms, threads, cuDNN
     flags) are given back when it returns."""
     from forensics.judge.run import Run
-    from ingest.errors import EntryPointError, ForensicsError, ReplayError
+    from forensics.usercode.kit.template import entry_path
+    from ingest.errors import ForensicsError, ReplayError
     from ingest.run import ingest_run
     from ingest.store import hold
 
@@ -61,12 +61,7 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
             last_logged = run.last_step()
     if step is not None:
         check_step(run.name, step, last_logged)
-    entry_path = Path(entry).resolve() if entry else root / ENTRY_NAME
-    if not entry_path.is_file():
-        from forensics.usercode.kit.template import entry_template
-        raise EntryPointError(
-            f"no entry point {entry_path} (see docs/replay.md): save one beside the run, or pass --entry FILE.py; "
-            f"a template built from what the store knows is printed above", template=entry_template(run))
+    entry_file = entry_path(run, root, entry)
     target = step if step is not None else default_step(run)
     command = replay_command(run_dir, target, entry=entry, from_checkpoint=from_checkpoint, device=device,
                              threads=threads)
@@ -79,7 +74,7 @@ def replay(run_dir: str | os.PathLike, step: int | None = None, *, entry: str | 
     saved_rng = get_rng()  # replay sets process-wide state: the caller's RNG comes back afterwards, as do the flags
     try:
         with deterministic(dev, threads) as settings:
-            return _replay(run, root, target, entry_path, from_checkpoint, dev, settings, command,
+            return _replay(run, root, target, entry_file, from_checkpoint, dev, settings, command,
                            path if store else None)
     finally:
         set_rng(saved_rng)
@@ -137,7 +132,7 @@ def check_step(run_name: str, step: int, last_logged: int | None) -> None:
 
 def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint: str | None, device: Any,
             settings: dict[str, Any], command: str, db: Path | None) -> ReplayResult:
-    from forensics.usercode.kit.batches import load_batch, to_device
+    from forensics.usercode.kit.batches import load_batch
     from forensics.usercode.kit.checkpoints import choose_checkpoint
     from forensics.usercode.kit.entry import StepOptions, load_entry, nested_config, read_config
     from forensics.usercode.kit.restore import restore_checkpoint
@@ -166,12 +161,20 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
                           checkpoint_step=ck_step, entry=str(entry_path), config=config_from, device=str(device),
                           determinism=settings, restored=st.restored, notes=list(st.notes))
     outs, bad, snap, batch, stopped = {}, None, None, None, None
+    loaded: dict[int, Any] = {}  # the window's batches as read (the spread re-runs and counterfactuals replay them)
+
+    def load(s: int) -> Any:
+        """Step `s`'s batch on the device, a copy of its own each time (user code may change a batch in place)."""
+        if s not in loaded:
+            loaded[s] = load_batch(root, batches[s])
+        return {k: v.clone() if v.device == device else v.to(device) for k, v in loaded[s].items()}
+
     snap0 = snapshot(st)
     for s in range(start, target + 1):
         if s not in batches:
             stopped = f"no batch saved for step {s}: the replay stopped after step {s - 1}"
             break
-        batch = to_device(load_batch(root, batches[s]), device)
+        batch = load(s)
         snap = snapshot(st)
         outs[s] = run_step(st, batch)
         if not outs[s].finite:
@@ -181,13 +184,13 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     result.replayed_steps = [start, last]
     result.timings_s["replay_to_step"] = time.perf_counter() - t0
     fid = fidelity.compare(run, outs, start, last)
-    if not fid["faithful"]:  # how far one ulp of rounding moves these steps (fidelity.py)
+    if not fid["faithful"] or fidelity.blowing_up(outs):  # how far one ulp of rounding moves these steps (fidelity.py)
         t1 = time.perf_counter()
-        restore(st, snap0)
-        perturb_one_ulp(st.model)
-        noisy = {}
-        for s in outs:
-            noisy[s] = run_step(st, to_device(load_batch(root, batches[s]), device))
+        noisy = []
+        for seed in range(fidelity.SPREAD_RERUNS):
+            restore(st, snap0)
+            perturb_one_ulp(st.model, seed)
+            noisy.append({s: run_step(st, load(s)) for s in outs})
         fid = fidelity.compare(run, outs, start, last, perturbed=noisy)
         result.timings_s["rounding_noise"] = time.perf_counter() - t1
     result.fidelity = fid
@@ -234,8 +237,11 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     result.culprit_samples, result.culprits = found["samples"], found
     result.timings_s["culprits"] = time.perf_counter() - t1
     t1 = time.perf_counter()
-    result.counterfactuals = counterfactuals.try_changes(st, snap, batch, found["samples"], baseline=second,
-                                                            phase=phase)
+    window = {**{s: outs[s] for s in range(start, bad)}, bad: second}
+    result.counterfactuals = counterfactuals.try_changes(
+        st, snap0, list(window), load, found["samples"], baseline=window, phase=phase,
+        changes=counterfactuals.changes_for(clip_threshold(run, options)), failing=snap)
+    result.likely_fix = counterfactuals.likely_fix(result.counterfactuals, window)
     result.timings_s["counterfactuals"] = time.perf_counter() - t1
     where = f" at step {bad}" + (f", before the requested step {target}" if bad < target else "")
     result.status = f"diagnosed: the first non-finite value appears in the {phase} pass{where}"
@@ -245,11 +251,22 @@ def _replay(run: Any, root: Path, target: int, entry_path: Path, from_checkpoint
     return _finish(result, db, t0)
 
 
-def perturb_one_ulp(model: Any) -> None:
-    """Move every floating-point weight by about one float32 ulp, with a fixed sign pattern (deterministic)."""
+def clip_threshold(run: Any, options: Any) -> float | None:
+    """The run's own gradient-clipping threshold: the entry point's `max_grad_norm`, else its config's (the keys
+    frequent_clipping reads), else None."""
+    from forensics.judge.detectors.frequent_clipping import CLIP_KEYS
+
+    if options.max_grad_norm is not None:
+        return float(options.max_grad_norm)
+    t = run.config_number(*CLIP_KEYS)
+    return t if t is not None and 0 < t < math.inf else None
+
+
+def perturb_one_ulp(model: Any, seed: int = 0) -> None:
+    """Move every floating-point weight by about one float32 ulp, with the sign pattern of `seed` (deterministic)."""
     import torch
 
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in model.parameters():
             if p.is_floating_point():
@@ -261,7 +278,7 @@ def _unfaithful(fid: dict) -> str:
     m = fid["first_mismatch"]
     return (f"unfaithful: the replay does not match the run's logs ({fid['mismatched']} of "
             f"{len(fid['compared'])} values differ; first: {m['series']} at step {m['step']} logged {m['logged']:.6g}, "
-            f"replayed {m['replayed']:.6g}); no diagnosis — check the entry point, the config and the saved states")
+            f"replayed {m['replayed']:.6g}, outside its tolerance ±{m['tolerance']:.2g}); no diagnosis — check the entry point, the config and the saved states")
 
 
 def _same(a: float, b: float) -> bool:

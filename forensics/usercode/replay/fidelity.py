@@ -6,11 +6,14 @@ writer computed it: HF Trainer's `loss` is the mean over its logging window, rou
 Tolerance: the logged rounding (half a unit in the last decimal the value was written with) or, for values
 written at full precision, 1e-5 relative (float32 sums reassociated by another thread count or kernel).
 
-Another machine's kernels round differently in the last bit, and a diverging run amplifies that bit step by step
-(a 1e-7 difference at the first step is 50 % ten steps later). When the tight comparison fails, the replay is run a
-second time from the checkpoint with every weight perturbed by one float32 ulp: how far that moves each logged
-value is what rounding alone explains, and a value within NOISE_FACTOR times that still matches. A wrong entry
-point or config differs from the first step on by far more than rounding, so it stays unfaithful.
+Another machine's kernels round differently in the last bit, and where the run is blowing up that bit is amplified
+step by step (a 1e-7 difference at the first step is 50 % ten steps later). So where the tight comparison fails, or
+the replayed window blows up (its loss or gradient norm grows BLOWUP times), the replay is run twice more from the
+checkpoint with every weight moved by one float32 ulp (two sign patterns): how far that moves each value, the
+measured rounding spread, is what rounding alone explains, and its ratio to one ulp is the amplification. A value
+within NOISE_FACTOR times that spread is within the measured tolerance, and said so with the tolerance; a value
+outside every tolerance makes the replay unfaithful. A wrong entry point or config differs from the first step on by
+far more than rounding, so it stays unfaithful.
 """
 
 from __future__ import annotations
@@ -23,6 +26,18 @@ from forensics.judge.run import Run
 
 REL_TOL = 1e-5
 NOISE_FACTOR = 4.0
+BLOWUP = 100.0  # a window whose replayed loss or gradient norm grows this many times is blowing up
+ULP = 2.0 ** -23  # one float32 ulp, relative: what the perturbed re-runs move every weight by
+SPREAD_RERUNS = 2
+
+
+def blowing_up(outs: dict[int, StepOut]) -> bool:
+    """Whether the replayed loss or gradient norm grows BLOWUP times within the window (finite values)."""
+    for attr in ("loss", "grad_norm"):
+        values = [abs(getattr(o, attr)) for _, o in sorted(outs.items()) if math.isfinite(getattr(o, attr))]
+        if len(values) > 1 and values[0] > 0 and max(values) >= BLOWUP * values[0]:
+            return True
+    return False
 
 
 def _half_unit(v: float) -> float:
@@ -56,9 +71,11 @@ def _hf_window_loss(steps: list[int], outs: dict[int, StepOut]) -> float:
 
 
 def compare(run: Run, outs: dict[int, StepOut], first: int, last: int,
-            perturbed: dict[int, StepOut] | None = None) -> dict[str, Any]:
-    """Compare every logged loss and gradient norm in [first, last] with the replay's; a logged non-finite
-    value the replay does not reproduce is listed but counts as 'not reproduced', not as unfaithful."""
+            perturbed: list[dict[int, StepOut]] | None = None) -> dict[str, Any]:
+    """Compare every logged loss and gradient norm in [first, last] with the replay's; `perturbed` are the re-runs
+    with every weight moved one ulp (the measured rounding spread), None when not measured. Each value says how it
+    matched (`within`: exact, rounding, spread, or none) and its tolerance. A logged non-finite value the replay does
+    not reproduce is listed but counts as 'not reproduced', not as unfaithful."""
     compared: list[dict[str, Any]] = []
     for role, attr in (("loss", "loss"), ("grad_norm", "grad_norm")):
         name = run.pick(role)
@@ -77,28 +94,43 @@ def compare(run: Run, outs: dict[int, StepOut], first: int, last: int,
                 if any(s not in outs for s in window):
                     continue
                 replayed = _hf_window_loss(window, outs)
-                other = _hf_window_loss(window, perturbed) if perturbed and all(s in perturbed for s in window) else None
+                others = [_hf_window_loss(window, p) for p in perturbed or () if all(s in p for s in window)]
                 how = f"mean of steps {lo}-{step}, rounded to 4 digits (HF logging window)"
             else:
                 replayed, how = getattr(outs[step], attr), "the step's own value"
-                other = getattr(perturbed[step], attr) if perturbed and step in perturbed else None
-            match, tol = close(float(value), replayed)
-            entry = {"series": name, "step": int(step), "logged": float(value), "replayed": replayed,
-                     "match": match, "tolerance": tol, "how": how}
-            if other is not None and math.isfinite(replayed) and math.isfinite(other) and math.isfinite(float(value)):
-                noise = abs(other - replayed)
-                entry["rounding_noise"] = noise
-                if not match and abs(float(value) - replayed) <= NOISE_FACTOR * noise:
-                    entry.update(match=True, tolerance=NOISE_FACTOR * noise, how=how + "; within rounding noise")
-                elif not match and noise >= 0.5 * abs(replayed):  # rounding alone moves it by half: no evidence
-                    entry.update(match=True, tolerance=None, how=how + "; rounding noise exceeds half the value: "
-                                                                        "uninformative")
-            compared.append(entry)
+                others = [getattr(p[step], attr) for p in perturbed or () if step in p]
+            compared.append(judge_value(name, int(step), float(value), replayed, others, how))
     finite_logged = [c for c in compared if math.isfinite(c["logged"])]
     mismatched = [c for c in finite_logged if not c["match"]]
     unreproduced = [c for c in compared if not math.isfinite(c["logged"]) and not c["match"]]
-    exact = not any("noise" in c["how"] for c in compared)
-    return {"faithful": not mismatched, "verified": bool(finite_logged), "within_rounding_noise": not exact,
-            "compared": compared,
+    amplified = [c for c in compared if c.get("amplification") is not None]
+    top = max(amplified, key=lambda c: c["amplification"]) if amplified else None
+    return {"faithful": not mismatched, "verified": bool(finite_logged),
+            "within_rounding_noise": any(c["within"] == "spread" for c in compared), "compared": compared,
             "mismatched": len(mismatched), "logged_nonfinite_not_reproduced": len(unreproduced),
-            "first_mismatch": mismatched[0] if mismatched else None}
+            "first_mismatch": mismatched[0] if mismatched else None,
+            "spread": None if perturbed is None else {
+                "reruns": len(perturbed), "perturbation": "every weight moved by one float32 ulp",
+                "noise_factor": NOISE_FACTOR,
+                "amplification_max": top["amplification"] if top else None,
+                "at": {"series": top["series"], "step": top["step"]} if top else None}}
+
+
+def judge_value(series: str, step: int, logged: float, replayed: float, others: list[float], how: str) -> dict[str, Any]:
+    """One logged value against the replay's: within the logged rounding, else within NOISE_FACTOR times the measured
+    rounding spread (`others`: the perturbed re-runs' values), else not at all."""
+    match, tol = close(logged, replayed)
+    entry: dict[str, Any] = {"series": series, "step": step, "logged": logged, "replayed": replayed, "match": match,
+                             "tolerance": tol, "how": how,
+                             "within": ("exact" if logged == replayed or (math.isnan(logged) and math.isnan(replayed))
+                                        else "rounding") if match else "none"}
+    if others and math.isfinite(replayed):
+        spread = max(abs(o - replayed) if math.isfinite(o) else math.inf for o in others)
+        entry["rounding_spread"] = spread
+        entry["amplification"] = (spread / (abs(replayed) * ULP)) if replayed else None
+        entry["tolerance"] = max(tol, NOISE_FACTOR * spread)
+        if not match and math.isfinite(logged) and abs(logged - replayed) <= NOISE_FACTOR * spread:
+            entry.update(match=True, tolerance=NOISE_FACTOR * spread, within="spread",
+                         how=how + ("; rounding alone turns it non-finite (measured)" if math.isinf(spread) else
+                                    f"; within {NOISE_FACTOR:g}x the measured rounding spread"))
+    return entry

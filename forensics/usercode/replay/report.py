@@ -17,14 +17,45 @@ def _g(v: Any) -> str:
 
 
 def fidelity_line(r: ReplayResult) -> str:
+    """The verdict and how the logged values compared: within the logged rounding, or only within the measured
+    rounding spread, with the amplification measured where the run is blowing up. No value outside its tolerance is
+    counted as matching."""
     fid = r.fidelity or {}
     compared = fid.get("compared") or []
-    n_ok = sum(bool(c.get("match")) for c in compared)
-    how = ("no logged loss or gradient norm in the replayed steps: unverified" if not fid.get("verified") else
-           f"{n_ok}/{len(compared)} logged values match" +
-           (" (some only within float32 rounding noise, measured)" if fid.get("within_rounding_noise") else ""))
     verdict = "UNFAITHFUL" if not fid.get("faithful") else "faithful" if fid.get("verified") else "UNVERIFIED"
+    if not fid.get("verified"):
+        return f"{verdict}: no logged loss or gradient norm in the replayed steps: unverified"
+    n_in = sum(bool(c.get("match")) for c in compared)
+    n_spread = sum(c.get("within") == "spread" for c in compared)
+    how = f"{n_in}/{len(compared)} logged values within tolerance"
+    if n_spread:
+        how += (f", {n_in - n_spread} to the logged rounding, {n_spread} only within "
+                f"{_g((fid.get('spread') or {}).get('noise_factor', 4.0))}x the measured rounding spread")
+    else:
+        how += ", all to the logged rounding"
+    spread = fid.get("spread")
+    if spread and spread.get("amplification_max") is not None:
+        at = spread["at"]
+        how += (f"; rounding amplified up to {_amp(spread['amplification_max'])}x ({at['series']}@{at['step']}; "
+                f"spread of {spread['reruns']} re-runs with every weight moved one float32 ulp)")
     return f"{verdict}: {how}"
+
+
+def _amp(x: Any) -> str:
+    return "non-finite" if not isinstance(x, (int, float)) or x != x or x == float("inf") else f"{x:.2g}"
+
+
+def value_line(c: dict[str, Any]) -> str:
+    """One compared value with how it matched and the tolerance it was held to (never a bare "ok")."""
+    tol = c.get("tolerance")
+    tol_text = f"±{tol:.2g}" if isinstance(tol, (int, float)) else "±?"
+    within = c.get("within") or ("rounding" if c.get("match") else "none")  # results stored before `within`
+    said = {"exact": "equal" + (f" (tolerance {tol_text})" if c.get("rounding_spread") is not None else ""),
+            "rounding": f"within {tol_text} (the logged rounding)",
+            "spread": f"within {tol_text} (the measured rounding spread"
+                      + (f", amplified {_amp(c['amplification'])}x)" if c.get("amplification") is not None else ")"),
+            "none": f"DIFFERS (outside {tol_text})"}[within]
+    return f"{c['series']}@{c['step']}: logged {_g(c['logged'])}, replayed {_g(c['replayed'])}: {said}"
 
 
 def reproduced_line(r: ReplayResult) -> str:
@@ -57,17 +88,48 @@ def culprits_line(r: ReplayResult) -> str | None:
 
 
 def counterfactual_lines(r: ReplayResult) -> list[tuple[str, str]]:
-    """(change, what it gave) for each counterfactual."""
+    """(change, what it gave) for each counterfactual: over its window, whether it stayed finite and how the loss
+    moved (a result stored before counterfactuals had windows: the step alone)."""
     out = []
     for cf in r.counterfactuals:
         if not cf.get("applicable", True):
             out.append((cf["change"], f"n/a: {cf['note']}"))
             continue
-        verdict = ("finite" if cf["finite"] else
-                   f"still non-finite ({cf['phase']})" if cf.get("phase") else "still non-finite")
+        where = f" ({cf['phase']})" if cf.get("phase") else ""
+        if cf.get("window") and cf.get("loss_start") is not None:
+            first, last = cf["window"]
+            at = cf["failed_at"] if cf.get("failed_at") is not None else last
+            verdict = (f"finite through step {last}" if cf["finite"] else f"non-finite at step {at}{where}")
+            loss = (f"loss {_g(cf['loss'])} at step {at}" if first == at else
+                    f"loss {_g(cf['loss_start'])} at step {first} → {_g(cf['loss'])} at step {at}")
+        else:
+            verdict = "finite" if cf["finite"] else f"still non-finite{where}"
+            loss = f"loss {_g(cf['loss'])}"
         note = f" [{cf['note']}]" if cf.get("note") else ""
-        out.append((cf["change"], f"{verdict}: loss {_g(cf['loss'])}, grad norm {_g(cf['grad_norm'])}{note}"))
+        out.append((cf["change"], f"{verdict}: {loss}, grad norm {_g(cf['grad_norm'])}{note}"))
     return out
+
+
+def counterfactuals_window(r: ReplayResult) -> str:
+    """`steps 61-80 replayed from checkpoints/step_60.pt with one change` (a result stored before windows: the step
+    alone)."""
+    window = next((cf["window"] for cf in r.counterfactuals if cf.get("window")), None)
+    if not window:
+        return "the step re-run with one change"
+    span = f"step {window[0]}" if window[0] == window[1] else f"steps {window[0]}-{window[1]}"
+    return f"{span} replayed from {r.from_checkpoint} with one change"
+
+
+def likely_fix_line(r: ReplayResult) -> str | None:
+    """`likely fix: <change> keeps steps a-b finite: ...`, or that no change did; None without counterfactuals."""
+    if r.likely_fix:
+        return f"likely fix: {r.likely_fix['evidence']}"
+    tried = [cf for cf in r.counterfactuals if cf.get("applicable", True)]
+    if not tried:
+        return None
+    window = tried[0].get("window")
+    span = f"steps {window[0]}-{window[1]}" if window and window[0] != window[1] else f"step {r.bad_step}"
+    return f"likely fix: none found: no change tried kept {span} finite (without zeroing every gradient)"
 
 
 def lines(r: ReplayResult) -> list[str]:
@@ -85,8 +147,7 @@ def lines(r: ReplayResult) -> list[str]:
     out.append(f"fidelity: {fidelity_line(r)}")
     compared = fid.get("compared") or []
     for c in compared[-6:] if fid.get("faithful") else [c for c in compared if not c["match"]][:6]:
-        out.append(f"  {c['series']}@{c['step']}: logged {_g(c['logged'])}, replayed {_g(c['replayed'])} "
-                   f"{'ok' if c['match'] else 'DIFFERS'}")
+        out.append(f"  {value_line(c)}")
     if r.rerun or r.spike is not None:
         out.append(f"reproduced: {reproduced_line(r)}")
     hit = r.first_nonfinite
@@ -117,10 +178,13 @@ def lines(r: ReplayResult) -> list[str]:
         out.append("  layers by grad norm: " + ", ".join(f"{x['parameter']} ({x['share_of_squared_norm']:.0%})"
                                                         for x in sp["layers_by_grad_norm"]))
     if r.counterfactuals:
-        out.append("counterfactuals (the step re-run with one change):")
+        out.append(f"counterfactuals ({counterfactuals_window(r)}):")
         out += [f"  {change:<14} {text}" for change, text in counterfactual_lines(r)]
     if r.command:
         out.append(f"command: {r.command}")
+    fix = likely_fix_line(r)
+    if fix:
+        out.append(fix)
     return out
 
 

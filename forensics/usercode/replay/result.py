@@ -34,6 +34,7 @@ class ReplayResult:
     culprit_samples: list[int] = field(default_factory=list)
     culprits: dict[str, Any] | None = None
     counterfactuals: list[dict[str, Any]] = field(default_factory=list)
+    likely_fix: dict[str, Any] | None = None     # the change that kept the failing window finite: change, evidence
     spike: dict[str, Any] | None = None          # a finite step: the samples and layers that drive it
     timings_s: dict[str, float] = field(default_factory=dict)
     replay_id: int | None = None

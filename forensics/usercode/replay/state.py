@@ -125,9 +125,10 @@ RUN = object()  # run_step's default: do what the run did
 
 
 def run_step(st: State, batch: dict[str, torch.Tensor], *, fp32: bool = False, max_grad_norm: Any = RUN,
-             lr_scale: float = 1.0) -> StepOut:
+             lr_scale: float = 1.0, hyper: dict[str, float] | None = None) -> StepOut:
     """One optimizer step as the run did it (`step_options`), or with one change (a counterfactual): `fp32`
-    (no autocast), another `max_grad_norm`, the learning rate times `lr_scale` for this step. The loss is the
+    (no autocast), another `max_grad_norm`, the learning rate times `lr_scale` for this step, or optimizer
+    hyperparameters `hyper` (`{"eps": 1e-8}`) for this step's update, in every group that has them. The loss is the
     step's mean loss (`loss_fn`). Each stage of the optimizer phase is checked (StepOut)."""
     model, opt = st.model, st.optimizer
     opt.zero_grad(set_to_none=True)
@@ -155,10 +156,13 @@ def run_step(st: State, batch: dict[str, torch.Tensor], *, fp32: bool = False, m
     else:
         gn = total_norm(params)
     lr = float(opt.param_groups[0]["lr"])
-    if lr_scale != 1.0:
-        lrs = [g["lr"] for g in opt.param_groups]
-        for g in opt.param_groups:
+    saved = [dict(g) for g in opt.param_groups] if lr_scale != 1.0 or hyper else None
+    for g in opt.param_groups:
+        if lr_scale != 1.0:
             g["lr"] = g["lr"] * lr_scale
+        for k, v in (hyper or {}).items():
+            if k in g:
+                g[k] = v
     skipped = False
     if st.scaler is not None:
         before = st.scaler.get_scale()
@@ -167,9 +171,11 @@ def run_step(st: State, batch: dict[str, torch.Tensor], *, fp32: bool = False, m
         skipped = st.scaler.get_scale() < before
     else:
         opt.step()
-    if lr_scale != 1.0:
-        for g, value in zip(opt.param_groups, lrs):
-            g["lr"] = value
+    if saved is not None:  # the run's own hyperparameters back (the scheduler steps from them)
+        for g, old in zip(opt.param_groups, saved):
+            for k in ("lr", *(hyper or {})):
+                if k in old:
+                    g[k] = old[k]
     opt.zero_grad(set_to_none=True)
     if st.scheduler is not None:
         st.scheduler.step()
