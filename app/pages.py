@@ -22,6 +22,7 @@ from forensics.judge import learned, numbers
 from forensics.judge.findings import Spike
 from forensics.text import report
 from forensics.text.render import clean, md
+from forensics.usercode.kit.entry import is_code
 
 PIXELS = 1600  # pixel columns per chart for M4: at most ~4 points per column, whatever the series' length
 
@@ -252,6 +253,10 @@ def report_page(db: Path, runs: pl.DataFrame, run_id: str) -> None:
         _findings(findings, series, spikes, answers)
     else:
         _diagnosis(run, findings, skipped, first, series, spikes, answers, tables["unknown"])
+        code = [u for u in tables["unknown"] if is_code(u)]
+        if code:
+            st.caption(f"Code, not logs (analyze never runs it; forensics replay and probe import forensics_entry.py): "
+                       f"{md(', '.join(code[:5]))}{', ...' if len(code) > 5 else ''}")
 
     drawable = series.filter(pl.col("first_step").is_not_null())
     logged = drawable.filter(~pl.col("ordinal"))
@@ -312,6 +317,7 @@ def _diagnosis(run: dict, findings: pl.DataFrame, skipped: pl.DataFrame, first: 
                 where = f" at {p['position']}" if p.get("position") is not None else ""
                 kept = f"; kept {p['kept']}" if p.get("kept") else ""
                 st.markdown(f"- {md(p['path'])}{md(where)}: **{md(p['kind'])}**: {md(p['detail'])}{md(kept)}")
+    unknown = [u for u in unknown or [] if not is_code(u)]  # the run's code is listed apart, as the CLI lists it
     if unknown:
         with st.expander(f"Not read ({len(unknown)} file{'s' if len(unknown) != 1 else ''} no reader knows)",
                          expanded=run["verdict"] == "inconclusive"):

@@ -676,11 +676,16 @@ def test_report_says_what_the_cli_says_of_other_spikes_and_files_not_read(galler
 
     db = tmp_path / "copy.duckdb"
     shutil.copy(gallery_db, db)
-    result = analyze(GALLERY / "nan_lr_too_high", db)
-    assert report.other_spikes(result) and result.unknown_files
-    at = _app(monkeypatch, db, run="nan_lr_too_high")
+    run = tmp_path / "lr_too_high_with_notes"  # a name of its own: the gallery store holds the original
+    shutil.copytree(GALLERY / "nan_lr_too_high", run)
+    (run / "notes.xyz").write_bytes(b"\x00\x01 not a log")
+    result = analyze(run, db)
+    assert report.other_spikes(result) and result.unknown_files == ["notes.xyz"] and result.code_files
+    at = _app(monkeypatch, db, run=run.name)
     assert not at.exception
     text = "\n".join(m.value for m in at.markdown)
     assert md(report.spikes_line(report.other_spikes(result))) in text
-    assert any(e.label.startswith(f"Not read ({len(result.unknown_files)} file") for e in at.expander)
-    assert all(f"- {md(u)}" in text for u in result.unknown_files)
+    assert any(e.label.startswith("Not read (1 file") for e in at.expander)
+    assert "- notes.xyz" in text and not any(f"- {md(c)}" in text for c in result.code_files)
+    assert any(c.value.startswith("Code, not logs") and all(md(p) in c.value for p in result.code_files[:5])
+               for c in at.caption)
