@@ -97,9 +97,9 @@ def test_a_failed_output_head_probe_names_the_softmax_in_the_headline(tmp_path, 
     assert "probe output_head FAILED (ran " in text and "forensics probe" not in text
 
 
-def test_a_stored_likely_fix_leads_the_headline(tmp_path, capsys):
+def test_a_stored_likely_fix_follows_the_op_in_the_headline(tmp_path, capsys):
     """A replay result that names a likely fix (the change that kept the failing window finite): the finding
-    carries it and the headline's check first starts with it."""
+    carries it and the headline's check first names the op, then the fix."""
     from ingest.store import connect
     from ingest.writes import insert_replay
 
@@ -122,7 +122,8 @@ def test_a_stored_likely_fix_leads_the_headline(tmp_path, capsys):
     assert v["likely_fix"]["change"] == "lr_div_10" and v["fixed_by"] == "lr_div_10"
     head = after["headline"]
     assert head["event"] == onset["event"]  # the headline is of the NaN's event, which the replay explains
-    assert head["check_first"][0].startswith("lr_div_10, the likely fix replay found")
+    assert head["check_first"][0].startswith("linear in body.fc2 at train.py:12")
+    assert head["check_first"][1].startswith("lr_div_10, the likely fix replay found")
     assert "likely fix: lr_div_10: lr_div_10 keeps steps 61-80 finite" in _analyze(capsys, run, db)
 
 

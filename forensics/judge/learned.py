@@ -104,7 +104,7 @@ def where_words(v: dict[str, Any]) -> str:
 def check_first(findings: Sequence[dict[str, Any]], head: int | None, placed: dict[int, dict[str, Any]],
                 checks: Sequence[str] = ()) -> list[str]:
     """The headline's "check first": led, once an answer is stored for its event (the headline finding or one
-    sharing its event) and the run has not changed since, by the replay's likely fix and the op it found, else by
+    sharing its event) and the run has not changed since, by the op the replay found and its likely fix, else by
     the failed probe check that explains it; then the catalog's `checks`, less those asking for that answer."""
     if head is None:
         return list(checks)
@@ -120,7 +120,7 @@ def check_first(findings: Sequence[dict[str, Any]], head: int | None, placed: di
             fix = v.get("likely_fix")
             lead = [f"{fix['change']}, the likely fix replay found ({fix.get('evidence') or 'the window stays finite'})"
                     ] if isinstance(fix, dict) and fix.get("change") else []
-            return lead + [where] + [c for c in checks if "replay" not in c]
+            return [where] + lead + [c for c in checks if "replay" not in c]
     for i in mine:
         p = placed.get(i, {}).get("probe")
         if p and not p["changed"] and p["failed"]:
