@@ -82,7 +82,7 @@ from ingest.tabular import with_loss_sums
 
 PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its line is skipped, and said)
 
-NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"  # the sign is the leading [-+]? alone: `--inf` is no number
+NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)(?:\.\d)?)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 METRIC_WORDS = re.compile(
     r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
@@ -118,6 +118,10 @@ class LinePattern:
 
 
 _COUNTED = r"(?:\x00[\x00\s]*|(?:epoch|iteration|iter|step|batch)\s*\d+\s*)"  # a counter, blanked or not
+
+
+# A held-out split's word just before a counter (`val step:0  loss: 3.27`): the line's tags take it (`val loss`).
+_SPLIT_BEFORE = r"(?:\b(?P<split>(?i:val|valid|validation|eval|evaluation|test|dev))\s+)?"
 
 
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -167,6 +171,12 @@ PATTERNS: list[LinePattern] = [
         r"\b(?i:hyper-?parameters|hyps?|hparams|args|arguments|config|configuration|options|opts?|params|parameters"
         r"|settings|kwargs|cfg)\s*[:=]\s*[{(\[]?\s*['\"]?[A-Za-z_][\w.]*['\"]?\s*[:=].*$"),
         "hyperparameters: lr0=0.01, lrf=0.1, momentum=0.937, box=0.05, cls=0.5, obj=1.0"),
+    # A source location in a logger's prefix (`train.py[line:123]`, `train.py:123`, `File "x.py", line 71`): no value.
+    LinePattern("source_line", "ignore", _p(r"\b[\w.-]+\.py(?:\[line:\d+\]|:\d+\b|\"?, line \d+)|\[line:\s*\d+\]"),
+                "2022-10-16 00:13:52,753 - train.py[line:123] - INFO: start"),
+    # A logging level (`root INFO Loss at step 50: 0.1`): never part of a metric's name.
+    LinePattern("log_level", "ignore", _p(r"\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b"),
+                "2024-11-29 03:20:00,123 root INFO Loss at step 50: 0.1000", {"step": 50, "Loss": 0.1}),
     # --- counters -----------------------------------------------------------------------------------
     LinePattern("global_step", "counter", _p(r"\b(?:Global Step|global[_ ]step)\s*[:=]?\s*(?P<step>\d+)\b", re.I),
                 "Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0",
@@ -180,7 +190,7 @@ PATTERNS: list[LinePattern] = [
     # bar's percentage, the same on every bar's end (the bar's own `n/total` is its batch, `tqdm_bar`).
     LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*%)"),
                 "Iteration 20 (1.97443 iter/s, 5.06474s/10 iter), loss = nan", {"step": 20, "loss": float("nan")}),
-    LinePattern("iter", "counter", _p(r"\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d|\s*%)"),
+    LinePattern("iter", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d|\s*%)"),
                 "Iter 25: Train loss 1.593, Learning Rate 7.000e-05, It/sec 0.999, Tokens/sec 387.697",
                 {"step": 25, "Train loss": 1.593, "Learning Rate": 7e-05, "It/sec": 0.999, "Tokens/sec": 387.697}),
     # `Epoch [e/E], Step [s/N]` (the PyTorch tutorials' loop): the step within the epoch, so its batch.
@@ -189,7 +199,7 @@ PATTERNS: list[LinePattern] = [
     # tqdm-style `it N |`, `It 300:` (an iteration's short name before a separator): the step, not a metric `it`.
     LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[|,:\]]|\s{2,}|\s*$)"),
                 "epoch 2 it 300 | loss 0.3", {"epoch": 2, "step": 300, "loss": 0.3}),
-    LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
+    LinePattern("step", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
     # A loop's index printed as `idx: N` (`print(f"idx: {i}loss: {loss}")`): the step.
@@ -210,9 +220,9 @@ PATTERNS: list[LinePattern] = [
     LinePattern("bracket_pair", "counter", _p(r"^\s*\[\s*(?P<epoch>\d+),\s*(?P<batch>\d+)\]"),
                 "[1,  2000] loss: 2.183", {"epoch": 1, "batch": 2000, "loss": 2.183}),
     # PyTorch's ImageNet example and the MetricLogger of MAE/DeiT/LLaMA2-Accessory: `Epoch: [e][b/N]`,
-    # `Epoch: [e]  [b/N]` (tab-separated fields, a running average in brackets after each value).
+    # `Epoch: [e]  [b/N]` (tab-separated fields, a running average in brackets after each value); `Epoch e [b/N]`.
     LinePattern("epoch_bracket_of", "counter", _p(
-        r"\bEpoch:?\s*\[\s*(?P<epoch>\d+)\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]", re.I),
+        r"\bEpoch:?\s*\[?\s*(?P<epoch>\d+)\s*\]?\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]", re.I),
         "Epoch: [11][1/48]\tTime 0.470 (1.206)\tData 0.076 (0.004)\tLoss 3.2168 (37.0903)\t",
         {"epoch": 11, "batch": 1, "Time": 0.47, "Data": 0.076, "Loss": 3.2168}),
     # MXNet's Speedometer: `Epoch[e] Batch [b]`, and since MXNet 1.0 `Epoch[e] Batch [a-b]` (the batches since
@@ -221,11 +231,11 @@ PATTERNS: list[LinePattern] = [
         r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?:\d+-)?(?P<batch>\d+)\]", re.I),
                 "Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,",
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
-    LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*[:\[]?\s*(?P<epoch>\d+)\s*/\s*\d+\]?", re.I),
+    LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*:?\s*\[?\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]?", re.I),
                 "Epoch 3/10 - loss: 0.52 - accuracy: 0.81", {"epoch": 3, "loss": 0.52, "accuracy": 0.81}),
     LinePattern("epoch", "counter", _p(r"\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
-    LinePattern("batch", "counter", _p(r"\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.]|\s*%)"),
+    LinePattern("batch", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.]|\s*%)"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
     # A count of batches before its word (word_language_model's `|   200/ 2983 batches |`): the batch. Without it, two
     # records of the same values (a loss that stays nan) differ only before their metrics, as another rank's copy would.
@@ -253,6 +263,11 @@ PATTERNS: list[LinePattern] = [
         rf"^\s*(?P<step>\d+):\s*(?P<value>{NUM}),\s*{NUM}\s+(?:avg|average|mean)\s+(?P<key>[A-Za-z]\w*){_NUM_END}"),
         " 1: 364.146759, 364.146759 avg loss, 0.000000 rate, 0.641364 seconds, 48 images, -1.000000 hours left",
         {"step": 1, "loss": 364.146759}),
+    # A line that opens with a bare integer and holds only `name value` pairs after it (build-nanoGPT's
+    # `f"{step} train {loss:.6f}"`, `12 loss 0.31 acc 0.9`): the integer is the step.
+    LinePattern("leading_counter", "counter", _p(
+        rf"^\s*(?P<step>\d+):?\s+(?=(?:[A-Za-z][\w./-]*\s*[:=]?\s*{NUM}{_NUM_END}[,;]?\s*)+$)"),
+        "0 train 10.955003", {"step": 0, "train": 10.955003}),
     LinePattern("tqdm_bar", "counter", _p(r"\d+%\|[^|\n]*\|\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),
@@ -331,16 +346,22 @@ PATTERNS: list[LinePattern] = [
 ]
 
 # Loose `Words value` clauses (pass 4): up to four words (`Acc@1` is one), an optional `:` / `is` / `=`, the value,
-# then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`).
+# then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`). Prose may come
+# before the name (`INFO the training loss is 0.52`: read only where the name names a metric); an article is never
+# part of a name, and a verb or `of` may join name and value (`loss was 0.44`, `a loss of 0.3`).
+_ARTICLE = r"(?!(?i:the|a|an|our|my|this|its)\s)"
+_CONNECTOR = r"(?::|\b(?:is|was|of|equals)\b|=)?"
 PHRASE = re.compile(
-    rf"^(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
+    rf"^(?P<lead>(?:[^\s\d]+\s+)*?){_ARTICLE}(?P<key>[A-Za-z][\w/%.@+-]*(?: {_ARTICLE}[A-Za-z][\w/%.@+-]*){{0,3}}?)\s*"
+    rf"{_CONNECTOR}\s*(?P<value>{NUM})"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
 _PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
               r"(?P<unit>%|ms\b|s\b)?(?P<unit2>)")
 _PAIR_IN_RUN = re.compile(_PAIR_TEXT)
 _LABEL_END = re.compile(r":\s+(?=[A-Za-z])")
-_PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}$")
-CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
+_PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}"
+                       r"(?:\s+[A-Za-z%/]+)?$")  # the last value's unit word (`batch_cost: 7.44 sec`)
+CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")  # arrows, `---` rules
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
 # The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`).
 _WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?:(?<=[A-Za-z])|(?<=@\d))\s{2,}"
@@ -448,7 +469,7 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
         tag = text[ks:ke] if key is None else key
         if shape.prefix is not None and not _names_split(tag):
             tag = f"{shape.prefix} {tag}"
-        metrics.setdefault(tag, float(text[vs:ve]))
+        metrics.setdefault(tag, _float(text[vs:ve]))
     counters = {name: _count(text[s:e]) for name, s, e in shape.counters}
     time = {name: text[s:e] for name, s, e in shape.time} if shape.time_kind else None
     if metrics:
@@ -458,6 +479,14 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     else:  # the check reads the line as written, escape codes and all
         looks = _looks_like_metric(line)
     return metrics, counters, time, shape.time_kind, looks, patterns
+
+
+def _float(text: str) -> float:
+    """A value as NUM reads it; a non-finite one may carry a `.0` (a bar's `nan.0`)."""
+    try:
+        return float(text)
+    except ValueError:
+        return float(text[:-2])
 
 
 def _looks_like_metric(line: str) -> bool:
@@ -537,9 +566,25 @@ def _cached_shape(template: str) -> _Shape:
     return _trace(template)
 
 
+# A line of `name<sep>value` pairs and nothing else, one separator throughout (a key-value CSV:
+# `iteration,1,train_loss,2.31,train_accuracy,0.05`; `loss;0.5;acc;0.9`): each name's separator reads as `=`.
+_KV_NAME = r"[A-Za-z_][\w./@-]*"
+_ALTERNATING = {sep: re.compile(rf"^\s*{_KV_NAME}{sep}\s*{NUM}(?:\s*{sep}\s*{_KV_NAME}{sep}\s*{NUM})+\s*{sep}?\s*$")
+                for sep in (",", ";", "\t", r"\|")}
+_KV_SEP = re.compile(rf"(?<=[\w.@-])[,;\t|](?=\s*{NUM})")
+
+
+def _as_assignments(text: str) -> str:
+    """`text` with each name's separator made `=` where the line is alternating `name<sep>value` pairs (same length)."""
+    if any(pattern.match(text) for pattern in _ALTERNATING.values()):
+        return _KV_SEP.sub("=", text)
+    return text
+
+
 def _trace(text: str) -> _Shape:
     """Run the four passes over one ANSI-free line, noting where each part was found."""
     line = text
+    text = _as_assignments(text)
     blanked: list[tuple[int, int]] = []
     time: tuple[tuple[str, int, int], ...] = ()
     time_kind = None
@@ -632,6 +677,8 @@ def _trace(text: str) -> _Shape:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         found = PHRASE.match(clause)
+        if found and found.group("lead") and not METRIC_WORDS.search(found.group("key")):
+            found = None  # prose before a pair (`INFO the training loss is 0.52`) only before a metric's name
         if not found and ": " in clause:
             # `Train: loss: 0.3`, `GPU /physical_device:GPU:0: current: 0.18`: a label before the pair, ending in a colon
             # (the label is the text before the pair: `_quantity_labelled`).
@@ -895,6 +942,8 @@ _CANDIDATE = "|".join([
     rf"[A-Za-z_]:{_NUMBER_START}",  # key_colon_value
     rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
+    r"^[\s\x1c-\x1f]*\d+:?[\s\x1c-\x1f]+[A-Za-z]",  # leading_counter
+    rf"^[\s\x1c-\x1f]*[A-Za-z_][\w./@-]*[,;\t|]{_GAP}{_NUMBER_START}",  # a key-value CSV (`_as_assignments`)
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
@@ -1214,7 +1263,7 @@ class _State:
                 continue
             if losses and name.lower() in TOTAL_COLUMNS:
                 name = f"{name} loss"  # a table of loss components: its `total` is the loss they sum to
-            metrics.setdefault(f"{label} {name}" if label else name, float(match.group("value")))
+            metrics.setdefault(f"{label} {name}" if label else name, _float(match.group("value")))
         return metrics, counters
 
     def copied_record(self, metrics: dict[str, float], counters: tuple, text: str, wall_time: float | None) -> bool:
@@ -1322,9 +1371,9 @@ def _bare_values(text: str) -> list[tuple[int | None, float]] | None:
     bare = _BARE.match(text)
     if bare:
         n = bare.group("n")
-        return [(_count(n) if n is not None else None, float(bare.group("value")))]
+        return [(_count(n) if n is not None else None, _float(bare.group("value")))]
     if _LIST.match(text):
-        return [(None, float(v)) for v in _LIST_ITEM.findall(text)]
+        return [(None, _float(v)) for v in _LIST_ITEM.findall(text)]
     return None
 
 

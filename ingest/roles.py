@@ -153,6 +153,10 @@ def role_of(name: str) -> Role:
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)
+    if not rest and len(splits) == 1:
+        # a value named by its split alone (build-nanoGPT's `N train X`, `N val X`): the split's loss, the quantity
+        # a split stands for when nothing else is named
+        return Role("val_loss" if is_val else "train_loss", split, canonical=False)
     if set() < ws - NEUTRAL_WORDS <= DETECTION_LOSS_WORDS or _GAN_LOSS.match(name):
         # a detector's loss components printed without the word (`box`, `obj`, `cls`, `dfl` columns), and a GAN's
         # per-network losses (`D_A`, `G_A`, `d_real`, `g_adv`, `errD`, `d`, `gen`): each a part of the training loss

@@ -431,7 +431,7 @@ def test_reading_never_imports_heavy_modules():
 
 
 def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
-    text = C._normalise(C.ANSI.sub("", line))
+    text = C._as_assignments(C._normalise(C.ANSI.sub("", line)))
     out = ParsedLine(metrics={})
     prefix = None
     covered = 0  # characters spanned by pairs: a repeated line's loose pairs count on a record line only
@@ -458,7 +458,7 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                 setattr(out, name, int(groups[name]))
             if groups.get("value") is not None:  # a counter inside a metric: `Train loss 12001 0.166141`
                 covered += match.end() - match.start()
-                out.metrics.setdefault(match["key"].strip(), float(match["value"]))
+                out.metrics.setdefault(match["key"].strip(), C._float(match["value"]))
             if groups.get("split") is not None and prefix is None:
                 prefix = groups["split"]
             if found:  # a second counter of a taken kind is blanked too (`iter 76 step 38: loss ...`)
@@ -473,10 +473,10 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             if pattern.tags:
                 for group, tag in pattern.tags:
                     if match[group] is not None:
-                        out.metrics.setdefault(tag, float(match[group]))
+                        out.metrics.setdefault(tag, C._float(match[group]))
             else:
                 out.metrics.setdefault(match["key"].strip() if pattern.tag is None else pattern.tag,
-                                       float(match["value"]))
+                                       C._float(match["value"]))
             text = C._blank(text, match.span())
     counted = out.step is not None or out.epoch is not None or out.batch is not None
     text = C._WIDE_SEPARATOR.sub(r"\1 ", text)
@@ -486,6 +486,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         match = C.PHRASE.match(clause)
+        if match is not None and match["lead"] and not C.METRIC_WORDS.search(match["key"]):
+            match = None  # prose before a pair counts only before a metric's name
         if match is None and ": " in clause:  # `Train: loss: 0.3`: the pair after a label ending in a colon
             for cut in re.finditer(r":\s+(?=[A-Za-z])", clause):
                 match = C.PHRASE.match(clause[cut.end():])
@@ -509,9 +511,9 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             elif unit == "ms" and C.role_of(key).role == "step_time" and "ms" not in C.words(key):
                 tag = f"{key} ms"  # nanoGPT's `time 1099.34ms`
             if counted or C.METRIC_WORDS.search(key):
-                out.metrics.setdefault(tag, float(match["value"]))
+                out.metrics.setdefault(tag, C._float(match["value"]))
             else:
-                loose.append((tag, float(match["value"])))
+                loose.append((tag, C._float(match["value"])))
     # Values under a label naming memory, ending in a colon, before the first pair (`Memory info of GPU
     # /physical_device:GPU:0: current: 0.18, peak: 2.55`): `Memory info of GPU current`, with or without a counter.
     named = {**out.metrics, **dict(loose)}
@@ -800,6 +802,7 @@ _FRAGMENTS = [p.example for p in PATTERNS] + TRICKY + [
     " ", "  ", "   ", ",", "|", "'", '"', "[", "]", "(", ")", "\x00", "\x1b[0m", "%|", "/", "-", ". ", "is",
     "step", "Iter", "Epoch", "batch", "global_step", "10:00:00", "2024-01-01 ", "ſ", "K", "ı", "İ", "٣", "\u00a0",
     "\x1c", "█", "\ufffd", "_", "e5", "Train net output #0:",
+    "train", "val step:", " -> ", " --- ", "nan.0", "the training loss is ", "iteration,1,train_loss,2.3", ";", "\t",
 ]
 
 

@@ -444,3 +444,101 @@ def test_a_count_of_epochs_after_its_word_is_the_epoch(tmp_path):
             print(f"MRR : {0.6 + epoch / 100:.3f}\t\nLoss after {epoch} epochs: {0.04 - epoch / 100:.3f}\t", file=f)
     loss = _frame(log).filter(pl.col("tag") == "Loss")
     assert loss["value"].to_list() == [0.03, 0.02, 0.01] and loss["epoch"].to_list() == [1, 2, 3]
+
+
+# ------------------------------------------------------------- shapes of printers met only outside our sets
+
+
+def test_a_leading_step_before_name_value_pairs(tmp_path):
+    # build-nanoGPT's train_gpt2.py: `f.write(f"{step} train {loss_accum.item():.6f}\n")`, `{step} val {..:.4f}`,
+    # `{step} hella {acc_norm:.4f}`: the word `loss` never appears; a value named by its split alone is its loss.
+    log = tmp_path / "log.txt"
+    with log.open("w") as f:
+        for step in range(30):
+            if step % 10 == 0:
+                f.write(f"{step} val {4.5 - step / 20:.4f}\n")
+                f.write(f"{step} hella {0.25 + step / 1000:.4f}\n")
+            f.write(f"{step} train {5 - step / 10:.6f}\n")
+    frame = _frame(log)
+    train = frame.filter(pl.col("tag") == "train")
+    assert train["step"].to_list() == list(range(30)) and train["value"][-1] == 2.1
+    assert (role_of("train").role, role_of("val").role, role_of("hella").role) == ("train_loss", "val_loss", "other")
+    assert sniff_console(sample(log), log.name)
+
+
+def test_a_key_value_csv_under_a_log_name(tmp_path):
+    # csv.writer rows of alternating names and values, no header: `iteration,1,train_loss,2.31,train_accuracy,0.05`
+    log = tmp_path / "train.log"
+    with log.open("w", newline="") as f:
+        writer = csv.writer(f)
+        for i in range(1, 6):
+            writer.writerow(["iteration", i, "train_loss", 2.31 - i / 100, "train_accuracy", i / 20])
+    frame = _frame(log)
+    loss = frame.filter(pl.col("tag") == "train_loss")
+    assert loss["step"].to_list() == [1, 2, 3, 4, 5] and loss["value"].to_list() == [2.31 - i / 100 for i in range(1, 6)]
+    assert parse_line("loss;0.5;acc;0.9").metrics == {"loss": 0.5, "acc": 0.9}
+    assert parse_line("name,resnet,loss,0.5").metrics == {}  # a text value: not alternating names and values
+
+
+def test_python_logging_with_a_source_location_and_dashed_separators(tmp_path):
+    log = tmp_path / "train.log"
+    fmt = "%(asctime)s - %(filename)s[line:%(lineno)d] - %(levelname)s: %(message)s"
+    messages = []
+    for e in range(1, 6):
+        messages.append(f"Train Epoch {e} --- train loss : {1 / e} --- train accuracy:{1 - 1 / (e + 1)}")
+        messages.append(f"Test Epoch {e} --- test loss : {1.2 / e} --- test accuracy:{0.9 - 1 / (e + 2)}")
+    _logging_file(log, messages, fmt)
+    frame = _frame(log)
+    assert frame.filter(pl.col("tag") == "train loss")["value"].to_list() == [1 / e for e in range(1, 6)]
+    assert frame.filter(pl.col("tag") == "test loss").height == 5
+    assert "line" not in frame["tag"].to_list()  # the logger's source line is no metric
+
+
+def test_the_loss_in_prose_and_after_an_arrow(tmp_path):
+    log = tmp_path / "train.log"
+    messages = [f"the training loss is {1 / (s + 1):.4f} at step {s * 10}" for s in range(5)]
+    messages += [f"Loss at step {s * 10 + 50}: {0.1 / (s + 1):.4f}" for s in range(3)]
+    _logging_file(log, messages, "%(asctime)s %(name)s %(levelname)s %(message)s")
+    frame = _frame(log)
+    prose = frame.filter(pl.col("tag") == "training loss")
+    assert prose["step"].to_list() == [0, 10, 20, 30, 40] and prose["value"][0] == 1.0
+    assert frame.filter(pl.col("tag") == "Loss")["step"].to_list() == [50, 60, 70]
+    assert parse_line("[Module] training_step -> loss: nan").metrics.keys() == {"loss"}
+    assert math.isnan(parse_line("Epoch 0: 5%| 5/100 [00:49<1:22:02, v_num=45, train_loss_step=nan.0]")
+                      .metrics["train_loss_step"])
+    assert parse_line("Processing the files of the dataset 3 times").metrics == {}  # prose, no metric's name
+
+
+def test_a_held_out_split_before_its_counter_names_its_values():
+    # PaddleVideo's `epoch:[  1/25 ] train step:0   loss: 4.97 lr: 0.01 ... batch_cost: 7.44 sec, ...`
+    train = parse_line("[12/25 14:22:40] epoch:[  1/25 ] train step:0    loss: 4.97011 lr: 0.010000 top1: 0.01562 "
+                       "batch_cost: 7.44212 sec, reader_cost: 7.01723 sec, ips: 8.59970 instance/sec.")
+    assert (train.epoch, train.step) == (1, 0) and train.metrics["loss"] == 4.97011 and train.metrics["lr"] == 0.01
+    val = parse_line("[12/25 14:25:57] epoch:[  1/25 ] val step:0    loss: 3.27431 top1: 0.12500")
+    assert val.metrics == {"val loss": 3.27431, "val top1": 0.125} and role_of("val loss").role == "val_loss"
+    mask_rcnn = parse_line("Epoch 0 [  0/188] loss=6.8574 cls=0.1 box=0.2 lr=0.01 (3.2s)")
+    assert (mask_rcnn.epoch, mask_rcnn.batch, mask_rcnn.metrics["loss"]) == (0, 0, 6.8574)
+
+
+_KV_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True)
+
+
+@settings(deadline=None, max_examples=200, derandomize=True)
+@given(st.lists(st.tuples(_KV_NAMES, _VALUES), min_size=2, max_size=5, unique_by=lambda t: t[0].lower()),
+       st.sampled_from([",", ";", "\t", "|"]))
+def test_generated_key_value_rows_give_their_values_back(pairs, sep):
+    line = sep.join(f"{name}{sep}{value!r}" for name, value in pairs)
+    parsed = parse_line(line)
+    got = {**parsed.metrics, **{k: v for k, v in (("step", parsed.step), ("epoch", parsed.epoch),
+                                                   ("batch", parsed.batch)) if v is not None}}
+    for name, value in pairs:
+        assert any(got.get(k) == value for k in (name, "step", "epoch", "batch")), (line, got)
+
+
+@settings(deadline=None, max_examples=200, derandomize=True)
+@given(st.integers(0, 10 ** 7), st.lists(st.tuples(st.sampled_from(["train", "val", "loss", "acc", "ppl"]), _VALUES),
+                                         min_size=1, max_size=3, unique_by=lambda t: t[0]))
+def test_generated_leading_step_lines_give_their_values_back(step, pairs):
+    line = f"{step} " + " ".join(f"{name} {value!r}" for name, value in pairs)
+    parsed = parse_line(line)
+    assert parsed.step == step and parsed.metrics == dict(pairs), (line, parsed)
