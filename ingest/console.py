@@ -171,6 +171,11 @@ PATTERNS: list[LinePattern] = [
         r"\b(?i:hyper-?parameters|hyps?|hparams|args|arguments|config|configuration|options|opts?|params|parameters"
         r"|settings|kwargs|cfg)\s*[:=]\s*[{(\[]?\s*['\"]?[A-Za-z_][\w.]*['\"]?\s*[:=].*$"),
         "hyperparameters: lr0=0.01, lrf=0.1, momentum=0.937, box=0.05, cls=0.5, obj=1.0"),
+    # A line of settings as `key=value` pairs (Ultralytics' `engine/trainer: agnostic_nms=False, amp=True, ...,
+    # batch=8, box=7.5`): four pairs or more, two of them a boolean or None. A logged record holds no such values.
+    LinePattern("settings_pairs", "ignore", _p(
+        r"^(?=(?:[^=\n]*\w=){4})(?=(?:[^\n]*?\w=(?:True|False|None)\b){2}).*$"),
+        "engine/trainer: agnostic_nms=False, amp=True, angle=1.0, batch=8, box=7.5, cache=False, cls=0.5"),
     # A source location in a logger's prefix (`train.py[line:123]`, `train.py:123`, `File "x.py", line 71`): no value.
     LinePattern("source_line", "ignore", _p(r"\b[\w.-]+\.py(?:\[line:\d+\]|:\d+\b|\"?, line \d+)|\[line:\s*\d+\]"),
                 "2022-10-16 00:13:52,753 - train.py[line:123] - INFO: start"),
@@ -268,7 +273,10 @@ PATTERNS: list[LinePattern] = [
     LinePattern("leading_counter", "counter", _p(
         rf"^\s*(?P<step>\d+):?\s+(?=(?:[A-Za-z][\w./-]*\s*[:=]?\s*{NUM}{_NUM_END}[,;]?\s*)+$)"),
         "0 train 10.955003", {"step": 0, "train": 10.955003}),
-    LinePattern("tqdm_bar", "counter", _p(r"\d+%\|[^|\n]*\|\s*(?P<batch>\d+)/(?:\d+|\?)"),
+    # tqdm's `45%|████▌     | 45/100`, and bars drawn in box characters without pipes (Ultralytics 8.3+, rich:
+    # `768: 20% ━━╸───────── 1/5 2.6it/s`).
+    LinePattern("tqdm_bar", "counter", _p(
+        r"\d+%(?:\|[^|\n]*\||\s*[\u2500-\u259f]+)\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),
     # --- fixed tags: lines whose value has no key of its own (run before the pairs, so `epoch= 2.68` in
@@ -935,7 +943,7 @@ _NUMBER_START = r"[-+]{0,2}[\d.nNiI]"  # where NUM can begin (a sign, a digit, `
 _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
     # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
-    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
+    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\d%\||\d%\s*[\x{2500}-\x{259f}]|\[\s*\d+,\s*\d+\]|Train:\s*\d",
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
@@ -958,7 +966,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 _VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,2}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
-    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%\|.*)?\s*$",  # a bar may follow
+    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?\s*$",  # a bar may follow
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
@@ -1081,6 +1089,8 @@ class _State:
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
     headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
+    redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
+    n_redraws: int = 0  # bar redraws that repeated the record before them, kept once
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -1181,6 +1191,8 @@ class _State:
             if self.copied_record(metrics, (None if is_ordinal else step, epoch, self.header_epoch, batch), text,
                                   wall_time):
                 continue
+            if self.redraw(segment + k, metrics, epoch, k > 0 and start > 0 and data[start - 1] == 13):
+                continue
             if is_ordinal and epoch is None and batch is None and self.header_epoch is not None \
                     and not self.epoch_kept and EPOCH_TAG not in metrics:
                 # Records that print no counter under an `epoch N` line of its own are ordered by their lines alone;
@@ -1266,6 +1278,16 @@ class _State:
             metrics.setdefault(f"{label} {name}" if label else name, _float(match.group("value")))
         return metrics, counters
 
+    def redraw(self, index: int, metrics: dict[str, float], epoch: int | None, after_cr: bool) -> bool:
+        """Whether a line is a progress bar's redraw (after a `\\r`, right after the last record's line) that repeats
+        that record's values and epoch: the bar drawn again with nothing new (tqdm's and Ultralytics' last refresh
+        of an epoch repeats the one before it). Kept once."""
+        repeated = after_cr and self.redrawn is not None and self.redrawn[0] == index - 1 \
+            and self.redrawn[1] == metrics and self.redrawn[2] == epoch
+        self.redrawn = (index, metrics, epoch)
+        self.n_redraws += repeated
+        return repeated
+
     def copied_record(self, metrics: dict[str, float], counters: tuple, text: str, wall_time: float | None) -> bool:
         """Whether the line repeats one of the last `RECENT_RECORDS` records (the same values, logged step, epoch
         and batch) under another prefix and at the same time (within a second, or both unstamped): the same
@@ -1314,8 +1336,10 @@ class _State:
                              f"{name} from byte {self.start:,}: lines each pattern took: {took or 'none'}; "
                              f"{self.n_unmatched:,} lines look like metrics but no pattern took them"
                              + (f"; {self.n_copies:,} records printed again under another prefix (another node "
-                                f"or rank) kept once" if self.n_copies else "")))
-            self.taken, self.n_copies = {}, 0
+                                f"or rank) kept once" if self.n_copies else "")
+                             + (f"; {self.n_redraws:,} bar redraws repeating the record before them kept once"
+                                if self.n_redraws else "")))
+            self.taken, self.n_copies, self.n_redraws = {}, 0, 0
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""
@@ -1338,7 +1362,7 @@ class _State:
 
 
 # Tables printed with one header row, and bare values (`note_header`, `table_row`, `_bare_values`).
-_TQDM_TAIL = re.compile(r":?\s*\d+%\|.*$")
+_TQDM_TAIL = re.compile(r":?\s*\d+%(?:\||\s*[\u2500-\u259f]).*$")
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)

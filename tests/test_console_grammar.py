@@ -542,3 +542,39 @@ def test_generated_leading_step_lines_give_their_values_back(step, pairs):
     line = f"{step} " + " ".join(f"{name} {value!r}" for name, value in pairs)
     parsed = parse_line(line)
     assert parsed.step == step and parsed.metrics == dict(pairs), (line, parsed)
+
+
+def _detector_log(path: Path, epochs: int, batches: int) -> list[float]:
+    """A console as Ultralytics' trainer prints it, drawn by tqdm: its header row, then one bar per epoch whose
+    description is the row of running means (`("%11s" * 2 + "%11.4g" * 5) % (...)`), redrawn with `\\r`."""
+    from tqdm import tqdm
+
+    written = []
+    with path.open("w") as f:
+        for epoch in range(epochs):
+            f.write(("\n" + "%11s" * 7) % ("Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances",
+                                           "Size") + "\n")
+            bar = tqdm(range(batches), file=f, mininterval=0, miniters=1, bar_format="{l_bar}{bar:10}{r_bar}")
+            for i in bar:
+                box = round(1.9 - epoch / 10 - i / 100, 4)
+                bar.set_description(("%11s" * 2 + "%11.4g" * 5) % (f"{epoch + 1}/{epochs}", "2.1G", box, 2.0, 0.01,
+                                                                    40, 768))
+                if not written or written[-1] != box:
+                    written.append(box)
+            bar.close()
+    return written
+
+
+def test_every_refresh_of_a_redrawn_bar_is_a_record_and_a_repeat_counts_once(tmp_path):
+    log = tmp_path / "train.log"
+    written = _detector_log(log, epochs=4, batches=6)
+    assert log.read_bytes().count(b"\r") > 24  # every refresh drawn over the last
+    box = _frame(log).filter(pl.col("tag") == "box_loss")
+    assert box["value"].to_list() == written and box["epoch"].to_list()[-1] == 4
+    assert box["step"].is_sorted() and role_of("box_loss").role == "train_loss"
+    # Ultralytics 8.3+ draws its own bar in box characters, without tqdm's pipes
+    row = "       4/40      2.21G       1.51     0.9812   0.009121         48        768: 40% ━━━━╸─────── 2/5 3.3it/s"
+    state = C._State()
+    state.note_header("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size")
+    metrics, counters = state.table_row(row)
+    assert metrics["box_loss"] == 1.51 and counters["epoch"] == 4 and parse_line(row).batch == 2
