@@ -822,12 +822,17 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             yield from read_csv(path, start)
             return
         f.seek(0)
-        head = f.read(4096) if start == 0 else b""
-        if start == 0 and _is_binary(head):
+        head = f.read(4096)
+        order = utf16_order(head)
+        if order is not None:
+            yield from _read_utf16(path, start, order)
+            return
+        why = binary_reason(head) if start == 0 else None
+        if why is not None and not _prints_metrics(path):
             # Nothing is consumed: a log whose first bytes only looked binary (a short head, a multi-byte
             # character cut by the flush) is judged again from its start once it grows, never read from mid-line.
             yield Chunk(end=0, issues=[Issue(0, "not_this_format",
-                                             f"{path.name} holds binary data, not a text log; skipped")])
+                                             f"{path.name} holds binary data, not a text log ({why}); skipped")])
             return
         state = _State.resume(f, start)
         state.start = start
@@ -858,6 +863,46 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             if not block:
                 yield Chunk(end=offset, issues=state.issues(path.name))
                 return
+
+
+def _prints_metrics(path: Path) -> bool:
+    """Whether lines sampled across a file whose head looks binary carry metrics (a log a crash wrote junk into): such
+    a file is read, and its junk gives nothing."""
+    from ingest.formats import sample
+
+    data = b"\n".join(line for line in sample(path).splitlines() if binary_reason(line) is None)
+    return prints_a_loss(data) or sniff_console(data)
+
+
+def _read_utf16(path: Path, start: int, order: str) -> Iterator[Chunk]:
+    """A UTF-16 log (`utf16_order`): its complete lines from byte `start` decoded and read as the UTF-8 ones are, each
+    record's position mapped back to its byte offset in the file (so a later ingest resumes where this one ended)."""
+    raw = path.read_bytes()
+    begin = max(start, 2 if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else 0)
+    units = raw[begin: len(raw) - (len(raw) - begin) % 2]
+    text = units.decode(order, errors="replace")
+    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    if cut < len(text) and _idle(path):
+        cut = len(text)  # a finished run's last print, never ended by a line break
+    done = text[:cut]
+    data = done.encode("utf-8")
+    if data and not data.endswith((b"\n", b"\r")):
+        data += b"\n"
+    end = begin + len(done.encode(order))
+    prefix = as_utf8(raw[:begin]) if begin > 2 else b""
+    import io
+
+    state = _State.resume(io.BytesIO(prefix), len(prefix))
+    state.start, state.stem_tag = start, _stem_tag(path)
+    frame = state.parse(data, 0) if data else None
+    if frame is not None and frame.height:
+        # UTF-8 byte -> UTF-16 code units before it (a character of 4 UTF-8 bytes is two units)
+        codes = np.frombuffer(data, np.uint8)
+        width = np.where((codes & 0xC0) == 0x80, 0, np.where(codes >= 0xF0, 2, 1))
+        before = np.concatenate(([0], np.cumsum(width)))
+        frame = frame.with_columns((begin + 2 * pl.Series(before[frame["position"].to_numpy()])).alias("position"))
+        frame = with_loss_sums(frame)
+    yield Chunk(end=end, scalars=frame, issues=state.issues(path.name))
 
 
 _CSV_NAME = re.compile(r"^\s*[A-Za-z_][\w ./@%()\[\]-]*\s*$")
@@ -900,21 +945,58 @@ def _stem_tag(path: Path) -> str | None:
 LEGACY_ENCODINGS = ("gb18030",)
 
 
+# Control bytes text holds (tab, line breaks, form feed, backspace and bell of progress bars, ANSI's escape) and
+# the share of other control bytes above which a head is data: a crash's few odd bytes stay well under it.
+TEXT_CONTROLS = frozenset(b"\t\n\r\x0b\x0c\x08\x07\x1b")
+MAX_CONTROL_SHARE = 0.05
+
+
+def utf16_order(head: bytes) -> str | None:
+    """The codec of a UTF-16 text (`utf-16-le`/`-be`): a byte-order mark, or a NUL in every other byte of mostly
+    ASCII text (PowerShell's `>` and `Tee-Object` write logs so); None for any other file."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16-le" if head[:2] == b"\xff\xfe" else "utf-16-be"
+    body = head[: len(head) // 2 * 2]
+    if len(body) < 32:
+        return None
+    even, odd = body[0::2], body[1::2]
+    for nuls, chars, order in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if nuls.count(0) > 0.9 * len(nuls) and chars.count(0) < 0.1 * len(chars):
+            return order
+    return None
+
+
+def as_utf8(data: bytes) -> bytes:
+    """`data` as UTF-8 where it is UTF-16 text (for the sniffers, which read bytes), else as it is."""
+    order = utf16_order(data)
+    if order is None:
+        return data
+    data = data[2:] if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data
+    return data[: len(data) // 2 * 2].decode(order, errors="replace").encode("utf-8")
+
+
 def _is_binary(head: bytes) -> bool:
-    # A run of NULs at the start is a hole, not data: a log truncated while its writer kept its offset (`> log` on a
-    # running job) restarts with the zeros up to that offset; the text after them is judged.
-    head = head.lstrip(b"\x00")
+    return binary_reason(head) is not None
+
+
+def binary_reason(head: bytes) -> str | None:
+    """Why `head` is data, not text (None: text). NULs are holes, not data (a log truncated while its writer kept
+    its offset restarts with zeros; a crash leaves a block of them); UTF-16 is text; so are a few odd bytes, escape
+    codes and a legacy encoding (GBK). Data holds other control bytes, or bytes no encoding reads, in bulk."""
+    if utf16_order(head.lstrip(b"\x00")) is not None:
+        return None
+    head = head.replace(b"\x00", b"")
     if not head:
-        return False
-    if b"\x00" in head:
-        return True
+        return None
+    control = sum(b < 32 and b not in TEXT_CONTROLS for b in head)
+    if control > MAX_CONTROL_SHARE * len(head):
+        return f"{control / len(head):.0%} of its first bytes are control bytes"
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # not just a character cut at the 4 KiB boundary
-            control = sum(b < 9 or 13 < b < 32 for b in head)
-            return control > len(head) // 20 or _undecodable_share(head) > 0.3 and not _legacy_text(head)
-    return False
+        if exc.start < len(head) - 4 and _undecodable_share(head) > 0.3 and not _legacy_text(head):
+            return "most of its first bytes are no text in UTF-8 or a legacy encoding"
+    return None
 
 
 def _legacy_text(head: bytes) -> bool:
@@ -1444,8 +1526,10 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
     """Whether a text file's sampled lines are a training log, and what they hold, in words."""
     if not sample:
         return False, "it is empty"
-    if _is_binary(sample[:4096]):
-        return False, "it holds binary data, not text"
+    sample = as_utf8(sample)
+    why = binary_reason(sample[:4096])
+    if why is not None:
+        return False, f"it holds binary data, not text ({why})"
     lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
     state = _State(stem_tag=_stem_tag(Path(name)) if name else None)
     counted = named = bare = tabled = 0
@@ -1502,6 +1586,7 @@ def prints_a_loss(sample: bytes) -> bool:
     """Whether any sampled line of a text file yields a training or validation loss (`loss: inf`): for a file whose
     name already says it is a training log (`train.log`), one such line makes it a run, however short (a crash
     after three batches); a file of any other name needs `sniff_console`'s stronger evidence."""
+    sample = as_utf8(sample)
     if not sample or _is_binary(sample[:4096]):
         return False
     for line in re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace")):

@@ -578,3 +578,75 @@ def test_every_refresh_of_a_redrawn_bar_is_a_record_and_a_repeat_counts_once(tmp
     state.note_header("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size")
     metrics, counters = state.table_row(row)
     assert metrics["box_loss"] == 1.51 and counters["epoch"] == 4 and parse_line(row).batch == 2
+
+
+# ------------------------------------------------------------------------ text in any bytes a console writes
+
+
+def _logging_file_encoded(path: Path, messages: list[str], encoding: str) -> None:
+    logger = logging.getLogger(f"encoded-{path.name}-{encoding}")
+    logger.propagate = False
+    handler = logging.FileHandler(path, encoding=encoding)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    for m in messages:
+        logger.info(m)
+    handler.close()
+    logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "latin-1"])
+def test_a_log_in_utf16_or_latin1_is_read(tmp_path, encoding):
+    # PowerShell's `>` and Tee-Object write UTF-16 (with a byte-order mark); Python's FileHandler writes what it is told
+    log = tmp_path / "train.log"
+    messages = ["Démarrage de l'entraînement: modèle chargé"] + [
+        f"Epoch {e} [{b:4d}/188] loss={6.8 - e - b / 1000:.4f} cls=0.1 lr=0.01" for e in range(3) for b in (0, 20, 40)]
+    _logging_file_encoded(log, messages, encoding)
+    chunks = list(read_console(log))
+    loss = pl.concat([c.scalars for c in chunks if c.scalars is not None]).filter(pl.col("tag") == "loss")
+    assert loss["value"].to_list() == [round(6.8 - e - b / 1000, 4) for e in range(3) for b in (0, 20, 40)]
+    assert loss["position"].is_sorted() and chunks[-1].end == log.stat().st_size
+    assert sniff_console(sample(log), "run_output") and C.prints_a_loss(sample(log))
+
+
+def test_a_utf16_log_resumes_where_the_last_read_ended(tmp_path):
+    log = tmp_path / "train.log"
+    with log.open("w", encoding="utf-16", newline="\r\n") as f:
+        for step in range(5):
+            print(f"step {step} | loss {1 / (step + 1):.4f}", file=f)
+    first = list(read_console(log))
+    end = first[-1].end
+    with log.open("a", encoding="utf-16-le", newline="\r\n") as f:  # appending writes no second byte-order mark
+        for step in range(5, 8):
+            print(f"step {step} | loss {1 / (step + 1):.4f}", file=f)
+    more = pl.concat([c.scalars for c in read_console(log, end) if c.scalars is not None])
+    assert more.filter(pl.col("tag") == "loss")["step"].to_list() == [5, 6, 7]
+    assert more["position"].min() >= end
+
+
+def test_a_log_with_a_crashs_nuls_odd_bytes_and_escape_codes_is_text(tmp_path):
+    log = tmp_path / "train.log"
+    with log.open("wb") as f:
+        f.write(b"\x1b[32m2024-01-01 10:00:00\x1b[0m \x1b[1mINFO\x1b[0m starting \x01\x02\xff\xfe\n" * 3)
+        for step in range(20):
+            f.write(f"\x1b[36mstep {step}\x1b[0m | loss {2 - step / 20:.3f}\n".encode())
+            if step == 10:
+                f.write(b"\x00" * 3000)  # the block of zeros a crash or a full disk leaves
+    loss = _frame(log).filter(pl.col("tag") == "loss")
+    assert loss["step"].to_list() == list(range(20))
+    assert C.binary_reason(bytes(range(256)) * 16) is not None  # data is still data
+
+
+def test_a_log_whose_head_is_junk_is_read_where_its_lines_carry_metrics(tmp_path):
+    log = tmp_path / "train.log"
+    with log.open("wb") as f:
+        f.write(bytes(range(1, 32)) * 200)  # junk where the log's head was overwritten
+        f.write(b"\n")
+        for step in range(40):
+            f.write(f"iter {step}: loss {3 - step / 40:.4f}, time 12.3ms\n".encode())
+    assert _frame(log).filter(pl.col("tag") == "loss").height == 40
+    junk = tmp_path / "other.log"
+    junk.write_bytes(bytes(range(1, 32)) * 400)
+    issues = [i for c in read_console(junk) for i in c.issues]
+    assert any(i.kind == "not_this_format" and "control bytes" in i.detail for i in issues)
