@@ -92,6 +92,7 @@ RATE_UNITS = (r"(?:ms|s|sec)/(?:it|iter|step|batch)"
               r"|(?:it|iter|iters|samples|tokens|img|imgs|images|ex|examples)/s(?:ec)?")
 CHUNK_BYTES = 8 << 20
 EPOCH_TAG = "epoch"  # the series an ordinal record's epoch counter is kept as
+LAUNCH_TAG = "launch"  # the series that marks where a launch appended to the log begins (`_State.relaunched`)
 MAX_LINES_LISTED = 10
 MAX_SAMPLE_CHARS = 160
 
@@ -1173,6 +1174,10 @@ class _State:
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
     redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
     n_redraws: int = 0  # bar redraws that repeated the record before them, kept once
+    epoch_step: tuple[int, int] | None = None  # the last epoch printed beside a step, and its highest step
+    steps_in_epoch: bool = False  # the file's step counter starts again with each epoch (`note_epoch_steps`)
+    counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
+    launches: int = 1  # launches met so far in the file
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -1221,13 +1226,21 @@ class _State:
         segment, line_no0 = self.segment, self.line_no
         self.segment += len(starts)
         self.line_no += data.count(b"\n")
+        parsed = []
         for k, start, line_no, text, shape, rep in zip(candidates.tolist(), starts[candidates].tolist(),
                                                        line_nos[candidates].tolist(), texts, shapes, repeated):
             if not text.strip():
                 continue
-            line_no += line_no0
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
             metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
+            self.note_epoch_steps(metrics, counters)
+            parsed.append((k, start, line_no, text, metrics, counters, time, looks, patterns, listed))
+        for k, start, line_no, text, metrics, counters, time, looks, patterns, listed in parsed:
+            line_no += line_no0
+            if self.steps_in_epoch and "epoch" in counters and "step" in counters:
+                # a step that starts again with each epoch is the batch within it (DECISIONS §2: no global counter)
+                counters = {**counters, "batch": counters.get("batch", counters["step"])}
+                del counters["step"]
             wall_time = self._wall_time(time, line_no) if time else None
             if any(c == PAST_64_BITS for c in counters.values()) or any(n == PAST_64_BITS for n, _ in listed or ()):
                 self.far.append(line_no)  # a step the store cannot hold: the line is skipped, and said
@@ -1282,6 +1295,9 @@ class _State:
                 # (a resume from a checkpoint, the records of epochs already logged printed again) shows.
                 metrics = {**metrics, EPOCH_TAG: float(self.header_epoch)}
                 self.epoch_kept = True  # once per `epoch N` line, with the first record under it
+            launch = self.relaunched(None if is_ordinal else step, epoch if epoch is not None else self.header_epoch)
+            if launch is not None:
+                metrics = {**metrics, LAUNCH_TAG: float(launch)}
             tags.extend(metrics)
             values.extend(metrics.values())
             counts.append(len(metrics))
@@ -1359,6 +1375,32 @@ class _State:
                 name = f"{name} loss"  # a table of loss components: its `total` is the loss they sum to
             metrics.setdefault(f"{label} {name}" if label else name, _float(match.group("value")))
         return metrics, counters
+
+    def relaunched(self, step: int | None, epoch: int | None) -> int | None:
+        """The number of the launch a record begins (2, 3, ...), where the log's counter starts again from its first
+        value: several launches appended to one file (`>>`, a script run again), each counting from the start; a
+        resume from a checkpoint goes back to a later value and begins none. None for any other record. The record's
+        logged step is its counter, else its epoch."""
+        kind, value = ("step", step) if step is not None else ("epoch", epoch) if epoch is not None else (None, None)
+        if kind is None:
+            return None
+        first, last = self.counted.get(kind, (value, value))
+        self.counted[kind] = (first, value)
+        if value <= first < last:
+            self.launches += 1
+            return self.launches
+        return None
+
+    def note_epoch_steps(self, metrics: dict[str, float], counters: dict[str, int]) -> None:
+        """Note a record that prints an epoch and a step: where the epoch moves on and the step falls back, the step is
+        counted within the epoch (PaddleVideo's `epoch:[ 2/25 ] train step:0`), for the whole file from its start."""
+        if not metrics or "epoch" not in counters or "step" not in counters:
+            return
+        epoch, step = counters["epoch"], counters["step"]
+        last = self.epoch_step
+        if last is not None and epoch > last[0] and step < last[1]:
+            self.steps_in_epoch = True
+        self.epoch_step = (epoch, max(step, last[1]) if last is not None and last[0] == epoch else step)
 
     def redraw(self, index: int, metrics: dict[str, float], epoch: int | None, after_cr: bool) -> bool:
         """Whether a line is a progress bar's redraw (after a `\\r`, right after the last record's line) that repeats

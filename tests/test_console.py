@@ -581,6 +581,8 @@ class _ReferenceState(C._State):
         for name, n in chunk_counts.items():
             if name in self.outlines or len(self.outlines) < C.MAX_OUTLINES:
                 self.outlines[name] = self.outlines.get(name, 0) + n
+        lines = []
+        after_cr = False  # the segment before this one, in this chunk, ended with a lone `\r` (a bar's redraw)
         for match in re.finditer(rb"[^\r\n]*(?:\r\n|\r|\n)", data):
             raw = match.group()
             position = offset + pos
@@ -590,6 +592,7 @@ class _ReferenceState(C._State):
             self.segment += 1
             if raw.endswith(b"\n"):
                 self.line_no += 1
+            redrawn, after_cr = after_cr, raw.endswith(b"\r")
             text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
             if not text.strip():
                 continue
@@ -598,6 +601,12 @@ class _ReferenceState(C._State):
             metrics, counters, _, _, listed = self.tabled(
                 text, parsed.metrics, {k: getattr(parsed, k) for k in ("step", "epoch", "batch")
                                        if getattr(parsed, k) is not None}, False, ())
+            self.note_epoch_steps(metrics, counters)
+            lines.append((position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed))
+        for position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed in lines:
+            if self.steps_in_epoch and "epoch" in counters and "step" in counters:
+                counters = {**counters, "batch": counters.get("batch", counters["step"])}
+                del counters["step"]
             parsed = ParsedLine(metrics, counters.get("step"), counters.get("epoch"), counters.get("batch"),
                                 parsed.time, parsed.time_kind)
             wall_time = self._reference_wall_time(parsed, line_no)
@@ -634,10 +643,16 @@ class _ReferenceState(C._State):
             if self.copied_record(parsed.metrics, (None if is_ordinal else step, parsed.epoch, self.header_epoch,
                                                    parsed.batch), text, wall_time):
                 continue
+            if self.redraw(ordinal, parsed.metrics, parsed.epoch, redrawn):
+                continue
             if is_ordinal and parsed.epoch is None and parsed.batch is None and self.header_epoch is not None \
                     and not self.epoch_kept and "epoch" not in parsed.metrics:
                 parsed.metrics["epoch"] = float(self.header_epoch)  # once under an `epoch N` line, as a series
                 self.epoch_kept = True
+            launch = self.relaunched(None if is_ordinal else step,
+                                     parsed.epoch if parsed.epoch is not None else self.header_epoch)
+            if launch is not None:
+                parsed.metrics[C.LAUNCH_TAG] = float(launch)
             for tag, value in parsed.metrics.items():
                 cols["tag"].append(tag)
                 cols["step"].append(step)

@@ -650,3 +650,42 @@ def test_a_log_whose_head_is_junk_is_read_where_its_lines_carry_metrics(tmp_path
     junk.write_bytes(bytes(range(1, 32)) * 400)
     issues = [i for c in read_console(junk) for i in c.issues]
     assert any(i.kind == "not_this_format" and "control bytes" in i.detail for i in issues)
+
+
+# ---------------------------------------------------------------------------------- counters that restart
+
+
+def test_a_step_counted_within_each_epoch_is_the_batch(tmp_path):
+    # PaddleVideo's `"{} epoch:[{:>3d}/{:<3d}] {} step:{:<4d} ..."`: its step starts again with each epoch and a
+    # validation pass prints its own between them
+    log = tmp_path / "train.log"
+    messages = []
+    for e in range(1, 4):
+        messages += [f"epoch:[{e:>3d}/25 ] train step:{s:<4d} loss: {5 - e - s / 1000:.5f} lr: 0.010000"
+                     for s in (0, 100)]
+        messages.append(f"epoch:[{e:>3d}/25 ] val step:0    loss: {4 - e:.5f} top1: 0.1")
+    _logging_file(log, messages, "[%(asctime)s] %(message)s")
+    loss = _frame(log).filter(pl.col("tag") == "loss")
+    assert loss["epoch"].to_list() == [1, 1, 2, 2, 3, 3] and loss["batch"].to_list() == [0, 100] * 3
+    assert loss["ordinal"].all() and loss["step"].is_sorted()
+    assert _frame(log).filter(pl.col("tag") == "val loss").height == 3
+    # a global step printed beside its epoch stays the step
+    rising = tmp_path / "rising.log"
+    _logging_file(rising, [f"epoch {e} step {e * 100 + s} loss {1 / (s + 1):.3f}" for e in range(3) for s in (0, 50)],
+                  "%(message)s")
+    assert not _frame(rising).filter(pl.col("tag") == "loss")["ordinal"].any()
+
+
+def test_launches_appended_to_one_log_are_marked_where_each_begins(tmp_path):
+    # a script run twice with the same FileHandler (mode "a"): the second launch counts from the start again
+    log = tmp_path / "train.log"
+    for launch in range(2):
+        _logging_file(log, [f"Epoch {e}/5 - loss: {1 / (e + launch):.4f}" for e in range(1, 6)], "%(message)s")
+    frame = _frame(log)
+    marks = frame.filter(pl.col("tag") == C.LAUNCH_TAG)
+    assert marks["value"].to_list() == [2.0] and marks["epoch"].to_list() == [1]
+    assert role_of(C.LAUNCH_TAG).role == "launch"
+    # a resume from a checkpoint goes back to a later epoch: no launch
+    resumed = tmp_path / "resumed.log"
+    _logging_file(resumed, [f"Epoch {e}/9 - loss: {1 / e:.4f}" for e in (*range(1, 6), *range(3, 9))], "%(message)s")
+    assert _frame(resumed).filter(pl.col("tag") == C.LAUNCH_TAG).height == 0
