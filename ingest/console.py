@@ -938,7 +938,8 @@ def _idle(path: Path) -> bool:
 def _stem_tag(path: Path) -> str | None:
     """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`)."""
     stem = path.name.split(".")[0]
-    return stem if role_of(stem).role != "other" else None
+    named = any(w not in SPLIT_WORDS for w in words(stem))  # `train.log` names a split, not a quantity
+    return stem if named and role_of(stem).role != "other" else None
 
 
 # Encodings a text log is written in besides UTF-8 (a Chinese Windows console's GBK, which GB18030 extends): text in
