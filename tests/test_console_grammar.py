@@ -690,3 +690,13 @@ def test_launches_appended_to_one_log_are_marked_where_each_begins(tmp_path):
     resumed = tmp_path / "resumed.log"
     _logging_file(resumed, [f"Epoch {e}/9 - loss: {1 / e:.4f}" for e in (*range(1, 6), *range(3, 9))], "%(message)s")
     assert _frame(resumed).filter(pl.col("tag") == C.LAUNCH_TAG).height == 0
+
+
+def test_a_text_file_whose_bytes_look_binary_is_named_with_the_reason(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("".join(f"step {s} | loss {1 / (s + 1):.3f}\n" for s in range(20)))
+    (run / "notes.txt").write_bytes(bytes(range(1, 32)) * 300)  # a text name over data
+    report = ingest_run(run, tmp_path / "db.duckdb")
+    why = report.unread_text.get("notes.txt", "")
+    assert "binary data" in why and "control bytes" in why
