@@ -12,11 +12,16 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
             space (`train loss:1.234`), a box table's row (`|  loss  | -0.016 |`), a sentence with its counters
             inside (`Score at iteration 0 is 1.62`), and messages whose values have fixed names (loss-scale
             changes, gradient clipping: `grad_norm`, `grad_clip`, `clip_scale`);
-4. phrase   what is left is cut into clauses (at `,` `;` `|` brackets, `. ` and runs of 2+ spaces) and a
-            clause that reads `Some Words[:| is] value [unit]` is a metric (`Train loss 1.593`,
-            `Loss is Infinity`, `Speed: 2.38 samples/sec`). Such loose pairs count only on lines that
-            carry a counter, or when the key names a metric (loss, acc, lr, grad, norm, ppl, ...), so a
-            traceback's `line 71` is not a metric.
+4. phrase   what is left is cut into clauses (at `,` `;` `|` brackets, `. `, runs of 2+ spaces, arrows `->` and
+            `---` rules) and a clause that reads `Some Words[:| is| was| of] value [unit]` is a metric
+            (`Train loss 1.593`, `Loss is Infinity`, `Speed: 2.38 samples/sec`; after prose only where the
+            name names a metric: `INFO the training loss is 0.52 at step 40`). Such loose pairs count only on
+            lines that carry a counter, or when the key names a metric (loss, acc, lr, grad, norm, ppl, ...),
+            so a traceback's `line 71` is not a metric.
+
+A line of alternating `name<sep>value` (`iteration,1,train_loss,2.31`, any one of `,;|` or tab) reads as `name=value`
+pairs; a bare integer opening a line of pairs is its step (`0 train 10.95`); a held-out split's word before a counter
+names the line's values (`val step:0  loss: 3.27`: `val loss`).
 
 Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
@@ -43,6 +48,10 @@ nothing) step = the line's ordinal: its 0-based index among the file's line segm
 (tqdm's in-place updates) as a line break, so it stays stable when a later ingest resumes; `ordinal=True`.
 Records that print no counter under an `epoch N` line of its own also keep that epoch as a series `epoch` (one point,
 with the first record under the line), so an epoch that falls back in write order (a resume) is seen.
+A step printed beside an epoch that starts again as the epoch moves on is the batch within the epoch (the records are
+ordinal, with epoch and batch). Where the log's counter (its step, else its epoch) starts again from its first value,
+a launch appended to the file begins: a series `launch` marks it (its number, 2, 3, ...), for the judge to tell
+launches from a resume. A progress bar redrawn after `\\r` with the values of the record before it counts once.
 
 Times: ISO `2024-03-26 10:00:00[,.]fff[+zz:zz]` is UTC unless it carries an offset (the writer's zone
 is unknown). Stamps without a year or date (glog `I0822 20:54:57.256644`, `[10:00:00]`) take the date
@@ -52,8 +61,10 @@ Issue(kind="assumed_date") says so. A time-of-day going backwards moves the assu
 
 Lines that look like metrics (a number next to a metric-like word) but gave none are counted: one
 Issue(kind="unmatched_lines") per read with the count, the first line numbers and the first such line. Binary
-junk gives one Issue(kind="not_this_format"); text in GBK (GB18030) is not junk, nor is a run of NULs at a file's start
-(a log truncated while its writer kept its offset): the text after it is read. The file is append-only: `start` is a byte offset, and only
+junk (control bytes in bulk, NULs aside: `binary_reason`) gives one Issue(kind="not_this_format") with the reason,
+unless lines sampled across the file carry metrics; text in GBK (GB18030) or Latin-1 is not junk, nor are NULs (a log
+truncated while its writer kept its offset, a crash's block of zeros), escape codes or a few odd bytes. UTF-16 logs
+(PowerShell's `>`) are decoded (`utf16_order`). The file is append-only: `start` is a byte offset, and only
 complete lines (ending in `\\n` or `\\r`) are read; a partial last line waits for the next ingest, unless the
 file has not changed for `IDLE_SECONDS` (a finished run's last print, never ended). A CSV under a log's name
 (Keras's `CSVLogger('training.log')`) is read by the CSV reader.
