@@ -1188,6 +1188,7 @@ class _State:
     n_redraws: int = 0  # bar redraws that repeated the record before them, kept once
     epoch_step: tuple[int, int] | None = None  # the last epoch printed beside a step, and its highest step
     steps_in_epoch: bool = False  # the file's step counter starts again with each epoch (`note_epoch_steps`)
+    epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
     counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
     launches: int = 1  # launches met so far in the file
 
@@ -1239,17 +1240,21 @@ class _State:
         self.segment += len(starts)
         self.line_no += data.count(b"\n")
         parsed = []
+        header = self.epoch_heard
         for k, start, line_no, text, shape, rep in zip(candidates.tolist(), starts[candidates].tolist(),
                                                        line_nos[candidates].tolist(), texts, shapes, repeated):
             if not text.strip():
                 continue
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
             metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
-            self.note_epoch_steps(metrics, counters)
+            if "epoch" in counters and not listed:  # as `header_epoch` follows it below
+                header = None if metrics else counters["epoch"]
+            self.note_epoch_steps(metrics, counters, header)
             parsed.append((k, start, line_no, text, metrics, counters, time, looks, patterns, listed))
+        self.epoch_heard = header
         for k, start, line_no, text, metrics, counters, time, looks, patterns, listed in parsed:
             line_no += line_no0
-            if self.steps_in_epoch and "epoch" in counters and "step" in counters:
+            if self.steps_in_epoch and "step" in counters and ("epoch" in counters or self.header_epoch is not None):
                 # a step that starts again with each epoch is the batch within it (DECISIONS §2: no global counter)
                 counters = {**counters, "batch": counters.get("batch", counters["step"])}
                 del counters["step"]
@@ -1403,12 +1408,14 @@ class _State:
             return self.launches
         return None
 
-    def note_epoch_steps(self, metrics: dict[str, float], counters: dict[str, int]) -> None:
-        """Note a record that prints an epoch and a step: where the epoch moves on and the step falls back, the step is
-        counted within the epoch (PaddleVideo's `epoch:[ 2/25 ] train step:0`), for the whole file from its start."""
-        if not metrics or "epoch" not in counters or "step" not in counters:
+    def note_epoch_steps(self, metrics: dict[str, float], counters: dict[str, int], header: int | None) -> None:
+        """Note a record that prints a step under an epoch (its own, or an `Epoch N` line's above it): where the epoch
+        moves on and the step falls back, the step is counted within the epoch (PaddleVideo's `epoch:[ 2/25 ] train
+        step:0`, Paddle's `Epoch 2/10` over `step 10/614 - loss: ...`), for the whole file from its start."""
+        epoch = counters.get("epoch", header)
+        if not metrics or epoch is None or "step" not in counters:
             return
-        epoch, step = counters["epoch"], counters["step"]
+        step = counters["step"]
         last = self.epoch_step
         if last is not None and epoch > last[0] and step < last[1]:
             self.steps_in_epoch = True

@@ -582,6 +582,7 @@ class _ReferenceState(C._State):
             if name in self.outlines or len(self.outlines) < C.MAX_OUTLINES:
                 self.outlines[name] = self.outlines.get(name, 0) + n
         lines = []
+        header = self.epoch_heard
         after_cr = False  # the segment before this one, in this chunk, ended with a lone `\r` (a bar's redraw)
         for match in re.finditer(rb"[^\r\n]*(?:\r\n|\r|\n)", data):
             raw = match.group()
@@ -601,10 +602,13 @@ class _ReferenceState(C._State):
             metrics, counters, _, _, listed = self.tabled(
                 text, parsed.metrics, {k: getattr(parsed, k) for k in ("step", "epoch", "batch")
                                        if getattr(parsed, k) is not None}, False, ())
-            self.note_epoch_steps(metrics, counters)
+            if "epoch" in counters and not listed:
+                header = None if metrics else counters["epoch"]
+            self.note_epoch_steps(metrics, counters, header)
             lines.append((position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed))
+        self.epoch_heard = header
         for position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed in lines:
-            if self.steps_in_epoch and "epoch" in counters and "step" in counters:
+            if self.steps_in_epoch and "step" in counters and ("epoch" in counters or self.header_epoch is not None):
                 counters = {**counters, "batch": counters.get("batch", counters["step"])}
                 del counters["step"]
             parsed = ParsedLine(metrics, counters.get("step"), counters.get("epoch"), counters.get("batch"),

@@ -670,6 +670,16 @@ def test_a_step_counted_within_each_epoch_is_the_batch(tmp_path):
     assert loss["epoch"].to_list() == [1, 1, 2, 2, 3, 3] and loss["batch"].to_list() == [0, 100] * 3
     assert loss["ordinal"].all() and loss["step"].is_sorted()
     assert _frame(log).filter(pl.col("tag") == "val loss").height == 3
+    # Paddle's ProgBarLogger: an `Epoch e/E` line, then `step s/N - loss: ...` lines counting within it
+    hapi = tmp_path / "hapi.log"
+    with hapi.open("w") as f:
+        for e in range(1, 4):
+            print(f"Epoch {e}/10", file=f)
+            for s in (10, 20, 30):
+                print(f"step {s:3d}/30 - loss: {1 / (e * s):.4f} - acc: 0.5 - 12ms/step", file=f)
+    hapi_loss = _frame(hapi).filter(pl.col("tag") == "loss")
+    assert hapi_loss["epoch"].to_list() == [1, 1, 1, 2, 2, 2, 3, 3, 3] and hapi_loss["batch"].to_list() == [10, 20, 30] * 3
+    assert hapi_loss["ordinal"].all() and hapi_loss["step"].is_sorted()
     # a global step printed beside its epoch stays the step
     rising = tmp_path / "rising.log"
     _logging_file(rising, [f"epoch {e} step {e * 100 + s} loss {1 / (s + 1):.3f}" for e in range(3) for s in (0, 50)],
