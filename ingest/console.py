@@ -12,11 +12,16 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
             space (`train loss:1.234`), a box table's row (`|  loss  | -0.016 |`), a sentence with its counters
             inside (`Score at iteration 0 is 1.62`), and messages whose values have fixed names (loss-scale
             changes, gradient clipping: `grad_norm`, `grad_clip`, `clip_scale`);
-4. phrase   what is left is cut into clauses (at `,` `;` `|` brackets, `. ` and runs of 2+ spaces) and a
-            clause that reads `Some Words[:| is] value [unit]` is a metric (`Train loss 1.593`,
-            `Loss is Infinity`, `Speed: 2.38 samples/sec`). Such loose pairs count only on lines that
-            carry a counter, or when the key names a metric (loss, acc, lr, grad, norm, ppl, ...), so a
-            traceback's `line 71` is not a metric.
+4. phrase   what is left is cut into clauses (at `,` `;` `|` brackets, `. `, runs of 2+ spaces, arrows `->` and
+            `---` rules) and a clause that reads `Some Words[:| is| was| of] value [unit]` is a metric
+            (`Train loss 1.593`, `Loss is Infinity`, `Speed: 2.38 samples/sec`; after prose only where the
+            name names a metric: `INFO the training loss is 0.52 at step 40`). Such loose pairs count only on
+            lines that carry a counter, or when the key names a metric (loss, acc, lr, grad, norm, ppl, ...),
+            so a traceback's `line 71` is not a metric.
+
+A line of alternating `name<sep>value` (`iteration,1,train_loss,2.31`, any one of `,;|` or tab) reads as `name=value`
+pairs; a bare integer opening a line of pairs is its step (`0 train 10.95`); a held-out split's word before a counter
+names the line's values (`val step:0  loss: 3.27`: `val loss`).
 
 Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
@@ -43,6 +48,10 @@ nothing) step = the line's ordinal: its 0-based index among the file's line segm
 (tqdm's in-place updates) as a line break, so it stays stable when a later ingest resumes; `ordinal=True`.
 Records that print no counter under an `epoch N` line of its own also keep that epoch as a series `epoch` (one point,
 with the first record under the line), so an epoch that falls back in write order (a resume) is seen.
+A step printed beside an epoch that starts again as the epoch moves on is the batch within the epoch (the records are
+ordinal, with epoch and batch). Where the log's counter (its step, else its epoch) starts again from its first value,
+a launch appended to the file begins: a series `launch` marks it (its number, 2, 3, ...), for the judge to tell
+launches from a resume. A progress bar redrawn after `\\r` with the values of the record before it counts once.
 
 Times: ISO `2024-03-26 10:00:00[,.]fff[+zz:zz]` is UTC unless it carries an offset (the writer's zone
 is unknown). Stamps without a year or date (glog `I0822 20:54:57.256644`, `[10:00:00]`) take the date
@@ -52,8 +61,10 @@ Issue(kind="assumed_date") says so. A time-of-day going backwards moves the assu
 
 Lines that look like metrics (a number next to a metric-like word) but gave none are counted: one
 Issue(kind="unmatched_lines") per read with the count, the first line numbers and the first such line. Binary
-junk gives one Issue(kind="not_this_format"); text in GBK (GB18030) is not junk, nor is a run of NULs at a file's start
-(a log truncated while its writer kept its offset): the text after it is read. The file is append-only: `start` is a byte offset, and only
+junk (control bytes in bulk, NULs aside: `binary_reason`) gives one Issue(kind="not_this_format") with the reason,
+unless lines sampled across the file carry metrics; text in GBK (GB18030) or Latin-1 is not junk, nor are NULs (a log
+truncated while its writer kept its offset, a crash's block of zeros), escape codes or a few odd bytes. UTF-16 logs
+(PowerShell's `>`) are decoded (`utf16_order`). The file is append-only: `start` is a byte offset, and only
 complete lines (ending in `\\n` or `\\r`) are read; a partial last line waits for the next ingest, unless the
 file has not changed for `IDLE_SECONDS` (a finished run's last print, never ended). A CSV under a log's name
 (Keras's `CSVLogger('training.log')`) is read by the CSV reader.
@@ -82,7 +93,7 @@ from ingest.tabular import with_loss_sums
 
 PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its line is skipped, and said)
 
-NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"  # the sign is the leading [-+]? alone: `--inf` is no number
+NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)(?:\.\d)?)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 METRIC_WORDS = re.compile(
     r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
@@ -92,6 +103,7 @@ RATE_UNITS = (r"(?:ms|s|sec)/(?:it|iter|step|batch)"
               r"|(?:it|iter|iters|samples|tokens|img|imgs|images|ex|examples)/s(?:ec)?")
 CHUNK_BYTES = 8 << 20
 EPOCH_TAG = "epoch"  # the series an ordinal record's epoch counter is kept as
+LAUNCH_TAG = "launch"  # the series that marks where a launch appended to the log begins (`_State.relaunched`)
 MAX_LINES_LISTED = 10
 MAX_SAMPLE_CHARS = 160
 
@@ -118,6 +130,10 @@ class LinePattern:
 
 
 _COUNTED = r"(?:\x00[\x00\s]*|(?:epoch|iteration|iter|step|batch)\s*\d+\s*)"  # a counter, blanked or not
+
+
+# A held-out split's word just before a counter (`val step:0  loss: 3.27`): the line's tags take it (`val loss`).
+_SPLIT_BEFORE = r"(?:\b(?P<split>(?i:val|valid|validation|eval|evaluation|test|dev))\s+)?"
 
 
 def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -167,6 +183,17 @@ PATTERNS: list[LinePattern] = [
         r"\b(?i:hyper-?parameters|hyps?|hparams|args|arguments|config|configuration|options|opts?|params|parameters"
         r"|settings|kwargs|cfg)\s*[:=]\s*[{(\[]?\s*['\"]?[A-Za-z_][\w.]*['\"]?\s*[:=].*$"),
         "hyperparameters: lr0=0.01, lrf=0.1, momentum=0.937, box=0.05, cls=0.5, obj=1.0"),
+    # A line of settings as `key=value` pairs (Ultralytics' `engine/trainer: agnostic_nms=False, amp=True, ...,
+    # batch=8, box=7.5`): four pairs or more, two of them a boolean or None. A logged record holds no such values.
+    LinePattern("settings_pairs", "ignore", _p(
+        r"^(?=(?:[^=\n]*\w=){4})(?=(?:[^\n]*?\w=(?:True|False|None)\b){2}).*$"),
+        "engine/trainer: agnostic_nms=False, amp=True, angle=1.0, batch=8, box=7.5, cache=False, cls=0.5"),
+    # A source location in a logger's prefix (`train.py[line:123]`, `train.py:123`, `File "x.py", line 71`): no value.
+    LinePattern("source_line", "ignore", _p(r"\b[\w.-]+\.py(?:\[line:\d+\]|:\d+\b|\"?, line \d+)|\[line:\s*\d+\]"),
+                "2022-10-16 00:13:52,753 - train.py[line:123] - INFO: start"),
+    # A logging level (`root INFO Loss at step 50: 0.1`): never part of a metric's name.
+    LinePattern("log_level", "ignore", _p(r"\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b"),
+                "2024-11-29 03:20:00,123 root INFO Loss at step 50: 0.1000", {"step": 50, "Loss": 0.1}),
     # --- counters -----------------------------------------------------------------------------------
     LinePattern("global_step", "counter", _p(r"\b(?:Global Step|global[_ ]step)\s*[:=]?\s*(?P<step>\d+)\b", re.I),
                 "Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0",
@@ -180,7 +207,7 @@ PATTERNS: list[LinePattern] = [
     # bar's percentage, the same on every bar's end (the bar's own `n/total` is its batch, `tqdm_bar`).
     LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*%)"),
                 "Iteration 20 (1.97443 iter/s, 5.06474s/10 iter), loss = nan", {"step": 20, "loss": float("nan")}),
-    LinePattern("iter", "counter", _p(r"\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d|\s*%)"),
+    LinePattern("iter", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d|\s*%)"),
                 "Iter 25: Train loss 1.593, Learning Rate 7.000e-05, It/sec 0.999, Tokens/sec 387.697",
                 {"step": 25, "Train loss": 1.593, "Learning Rate": 7e-05, "It/sec": 0.999, "Tokens/sec": 387.697}),
     # `Epoch [e/E], Step [s/N]` (the PyTorch tutorials' loop): the step within the epoch, so its batch.
@@ -189,7 +216,7 @@ PATTERNS: list[LinePattern] = [
     # tqdm-style `it N |`, `It 300:` (an iteration's short name before a separator): the step, not a metric `it`.
     LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[|,:\]]|\s{2,}|\s*$)"),
                 "epoch 2 it 300 | loss 0.3", {"epoch": 2, "step": 300, "loss": 0.3}),
-    LinePattern("step", "counter", _p(r"\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
+    LinePattern("step", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
     # A loop's index printed as `idx: N` (`print(f"idx: {i}loss: {loss}")`): the step.
@@ -210,9 +237,9 @@ PATTERNS: list[LinePattern] = [
     LinePattern("bracket_pair", "counter", _p(r"^\s*\[\s*(?P<epoch>\d+),\s*(?P<batch>\d+)\]"),
                 "[1,  2000] loss: 2.183", {"epoch": 1, "batch": 2000, "loss": 2.183}),
     # PyTorch's ImageNet example and the MetricLogger of MAE/DeiT/LLaMA2-Accessory: `Epoch: [e][b/N]`,
-    # `Epoch: [e]  [b/N]` (tab-separated fields, a running average in brackets after each value).
+    # `Epoch: [e]  [b/N]` (tab-separated fields, a running average in brackets after each value); `Epoch e [b/N]`.
     LinePattern("epoch_bracket_of", "counter", _p(
-        r"\bEpoch:?\s*\[\s*(?P<epoch>\d+)\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]", re.I),
+        r"\bEpoch:?\s*\[?\s*(?P<epoch>\d+)\s*\]?\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]", re.I),
         "Epoch: [11][1/48]\tTime 0.470 (1.206)\tData 0.076 (0.004)\tLoss 3.2168 (37.0903)\t",
         {"epoch": 11, "batch": 1, "Time": 0.47, "Data": 0.076, "Loss": 3.2168}),
     # MXNet's Speedometer: `Epoch[e] Batch [b]`, and since MXNet 1.0 `Epoch[e] Batch [a-b]` (the batches since
@@ -221,11 +248,11 @@ PATTERNS: list[LinePattern] = [
         r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?:\d+-)?(?P<batch>\d+)\]", re.I),
                 "Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,",
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
-    LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*[:\[]?\s*(?P<epoch>\d+)\s*/\s*\d+\]?", re.I),
+    LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*:?\s*\[?\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]?", re.I),
                 "Epoch 3/10 - loss: 0.52 - accuracy: 0.81", {"epoch": 3, "loss": 0.52, "accuracy": 0.81}),
     LinePattern("epoch", "counter", _p(r"\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
-    LinePattern("batch", "counter", _p(r"\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.]|\s*%)"),
+    LinePattern("batch", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.]|\s*%)"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
     # A count of batches before its word (word_language_model's `|   200/ 2983 batches |`): the batch. Without it, two
     # records of the same values (a loss that stays nan) differ only before their metrics, as another rank's copy would.
@@ -253,7 +280,15 @@ PATTERNS: list[LinePattern] = [
         rf"^\s*(?P<step>\d+):\s*(?P<value>{NUM}),\s*{NUM}\s+(?:avg|average|mean)\s+(?P<key>[A-Za-z]\w*){_NUM_END}"),
         " 1: 364.146759, 364.146759 avg loss, 0.000000 rate, 0.641364 seconds, 48 images, -1.000000 hours left",
         {"step": 1, "loss": 364.146759}),
-    LinePattern("tqdm_bar", "counter", _p(r"\d+%\|[^|\n]*\|\s*(?P<batch>\d+)/(?:\d+|\?)"),
+    # A line that opens with a bare integer and holds only `name value` pairs after it (build-nanoGPT's
+    # `f"{step} train {loss:.6f}"`, `12 loss 0.31 acc 0.9`): the integer is the step.
+    LinePattern("leading_counter", "counter", _p(
+        rf"^\s*(?P<step>\d+):?\s+(?=(?:[A-Za-z][\w./-]*\s*[:=]?\s*{NUM}{_NUM_END}[,;]?\s*)+$)"),
+        "0 train 10.955003", {"step": 0, "train": 10.955003}),
+    # tqdm's `45%|████▌     | 45/100`, and bars drawn in box characters without pipes (Ultralytics 8.3+, rich:
+    # `768: 20% ━━╸───────── 1/5 2.6it/s`).
+    LinePattern("tqdm_bar", "counter", _p(
+        r"\d+%(?:\|[^|\n]*\||\s*[\u2500-\u259f]+)\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),
     # --- fixed tags: lines whose value has no key of its own (run before the pairs, so `epoch= 2.68` in
@@ -331,16 +366,22 @@ PATTERNS: list[LinePattern] = [
 ]
 
 # Loose `Words value` clauses (pass 4): up to four words (`Acc@1` is one), an optional `:` / `is` / `=`, the value,
-# then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`).
+# then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`). Prose may come
+# before the name (`INFO the training loss is 0.52`: read only where the name names a metric); an article is never
+# part of a name, and a verb or `of` may join name and value (`loss was 0.44`, `a loss of 0.3`).
+_ARTICLE = r"(?!(?i:the|a|an|our|my|this|its)\s)"
+_CONNECTOR = r"(?::|\b(?:is|was|of|equals)\b|=)?"
 PHRASE = re.compile(
-    rf"^(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
+    rf"^(?P<lead>(?:[^\s\d]+\s+)*?){_ARTICLE}(?P<key>[A-Za-z][\w/%.@+-]*(?: {_ARTICLE}[A-Za-z][\w/%.@+-]*){{0,3}}?)\s*"
+    rf"{_CONNECTOR}\s*(?P<value>{NUM})"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
 _PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
               r"(?P<unit>%|ms\b|s\b)?(?P<unit2>)")
 _PAIR_IN_RUN = re.compile(_PAIR_TEXT)
 _LABEL_END = re.compile(r":\s+(?=[A-Za-z])")
-_PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}$")
-CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s")
+_PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}"
+                       r"(?:\s+[A-Za-z%/]+)?$")  # the last value's unit word (`batch_cost: 7.44 sec`)
+CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")  # arrows, `---` rules
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
 # The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`).
 _WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?:(?<=[A-Za-z])|(?<=@\d))\s{2,}"
@@ -448,7 +489,7 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
         tag = text[ks:ke] if key is None else key
         if shape.prefix is not None and not _names_split(tag):
             tag = f"{shape.prefix} {tag}"
-        metrics.setdefault(tag, float(text[vs:ve]))
+        metrics.setdefault(tag, _float(text[vs:ve]))
     counters = {name: _count(text[s:e]) for name, s, e in shape.counters}
     time = {name: text[s:e] for name, s, e in shape.time} if shape.time_kind else None
     if metrics:
@@ -458,6 +499,14 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     else:  # the check reads the line as written, escape codes and all
         looks = _looks_like_metric(line)
     return metrics, counters, time, shape.time_kind, looks, patterns
+
+
+def _float(text: str) -> float:
+    """A value as NUM reads it; a non-finite one may carry a `.0` (a bar's `nan.0`)."""
+    try:
+        return float(text)
+    except ValueError:
+        return float(text[:-2])
 
 
 def _looks_like_metric(line: str) -> bool:
@@ -537,9 +586,25 @@ def _cached_shape(template: str) -> _Shape:
     return _trace(template)
 
 
+# A line of `name<sep>value` pairs and nothing else, one separator throughout (a key-value CSV:
+# `iteration,1,train_loss,2.31,train_accuracy,0.05`; `loss;0.5;acc;0.9`): each name's separator reads as `=`.
+_KV_NAME = r"[A-Za-z_][\w./@-]*"
+_ALTERNATING = {sep: re.compile(rf"^\s*{_KV_NAME}{sep}\s*{NUM}(?:\s*{sep}\s*{_KV_NAME}{sep}\s*{NUM})+\s*{sep}?\s*$")
+                for sep in (",", ";", "\t", r"\|")}
+_KV_SEP = re.compile(rf"(?<=[\w.@-])[,;\t|](?=\s*{NUM})")
+
+
+def _as_assignments(text: str) -> str:
+    """`text` with each name's separator made `=` where the line is alternating `name<sep>value` pairs (same length)."""
+    if any(pattern.match(text) for pattern in _ALTERNATING.values()):
+        return _KV_SEP.sub("=", text)
+    return text
+
+
 def _trace(text: str) -> _Shape:
     """Run the four passes over one ANSI-free line, noting where each part was found."""
     line = text
+    text = _as_assignments(text)
     blanked: list[tuple[int, int]] = []
     time: tuple[tuple[str, int, int], ...] = ()
     time_kind = None
@@ -632,6 +697,8 @@ def _trace(text: str) -> _Shape:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         found = PHRASE.match(clause)
+        if found and found.group("lead") and not METRIC_WORDS.search(found.group("key")):
+            found = None  # prose before a pair (`INFO the training loss is 0.52`) only before a metric's name
         if not found and ": " in clause:
             # `Train: loss: 0.3`, `GPU /physical_device:GPU:0: current: 0.18`: a label before the pair, ending in a colon
             # (the label is the text before the pair: `_quantity_labelled`).
@@ -767,12 +834,17 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             yield from read_csv(path, start)
             return
         f.seek(0)
-        head = f.read(4096) if start == 0 else b""
-        if start == 0 and _is_binary(head):
+        head = f.read(4096)
+        order = utf16_order(head)
+        if order is not None:
+            yield from _read_utf16(path, start, order)
+            return
+        why = binary_reason(head) if start == 0 else None
+        if why is not None and not _prints_metrics(path):
             # Nothing is consumed: a log whose first bytes only looked binary (a short head, a multi-byte
             # character cut by the flush) is judged again from its start once it grows, never read from mid-line.
             yield Chunk(end=0, issues=[Issue(0, "not_this_format",
-                                             f"{path.name} holds binary data, not a text log; skipped")])
+                                             f"{path.name} holds binary data, not a text log ({why}); skipped")])
             return
         state = _State.resume(f, start)
         state.start = start
@@ -803,6 +875,46 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             if not block:
                 yield Chunk(end=offset, issues=state.issues(path.name))
                 return
+
+
+def _prints_metrics(path: Path) -> bool:
+    """Whether lines sampled across a file whose head looks binary carry metrics (a log a crash wrote junk into): such
+    a file is read, and its junk gives nothing."""
+    from ingest.formats import sample
+
+    data = b"\n".join(line for line in sample(path).splitlines() if binary_reason(line) is None)
+    return prints_a_loss(data) or sniff_console(data)
+
+
+def _read_utf16(path: Path, start: int, order: str) -> Iterator[Chunk]:
+    """A UTF-16 log (`utf16_order`): its complete lines from byte `start` decoded and read as the UTF-8 ones are, each
+    record's position mapped back to its byte offset in the file (so a later ingest resumes where this one ended)."""
+    raw = path.read_bytes()
+    begin = max(start, 2 if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else 0)
+    units = raw[begin: len(raw) - (len(raw) - begin) % 2]
+    text = units.decode(order, errors="replace")
+    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    if cut < len(text) and _idle(path):
+        cut = len(text)  # a finished run's last print, never ended by a line break
+    done = text[:cut]
+    data = done.encode("utf-8")
+    if data and not data.endswith((b"\n", b"\r")):
+        data += b"\n"
+    end = begin + len(done.encode(order))
+    prefix = as_utf8(raw[:begin]) if begin > 2 else b""
+    import io
+
+    state = _State.resume(io.BytesIO(prefix), len(prefix))
+    state.start, state.stem_tag = start, _stem_tag(path)
+    frame = state.parse(data, 0) if data else None
+    if frame is not None and frame.height:
+        # UTF-8 byte -> UTF-16 code units before it (a character of 4 UTF-8 bytes is two units)
+        codes = np.frombuffer(data, np.uint8)
+        width = np.where((codes & 0xC0) == 0x80, 0, np.where(codes >= 0xF0, 2, 1))
+        before = np.concatenate(([0], np.cumsum(width)))
+        frame = frame.with_columns((begin + 2 * pl.Series(before[frame["position"].to_numpy()])).alias("position"))
+        frame = with_loss_sums(frame)
+    yield Chunk(end=end, scalars=frame, issues=state.issues(path.name))
 
 
 _CSV_NAME = re.compile(r"^\s*[A-Za-z_][\w ./@%()\[\]-]*\s*$")
@@ -839,7 +951,8 @@ def _idle(path: Path) -> bool:
 def _stem_tag(path: Path) -> str | None:
     """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`)."""
     stem = path.name.split(".")[0]
-    return stem if role_of(stem).role != "other" else None
+    named = any(w not in SPLIT_WORDS for w in words(stem))  # `train.log` names a split, not a quantity
+    return stem if named and role_of(stem).role != "other" else None
 
 
 # Encodings a text log is written in besides UTF-8 (a Chinese Windows console's GBK, which GB18030 extends): text in
@@ -847,21 +960,58 @@ def _stem_tag(path: Path) -> str | None:
 LEGACY_ENCODINGS = ("gb18030",)
 
 
+# Control bytes text holds (tab, line breaks, form feed, backspace and bell of progress bars, ANSI's escape) and
+# the share of other control bytes above which a head is data: a crash's few odd bytes stay well under it.
+TEXT_CONTROLS = frozenset(b"\t\n\r\x0b\x0c\x08\x07\x1b")
+MAX_CONTROL_SHARE = 0.05
+
+
+def utf16_order(head: bytes) -> str | None:
+    """The codec of a UTF-16 text (`utf-16-le`/`-be`): a byte-order mark, or a NUL in every other byte of mostly
+    ASCII text (PowerShell's `>` and `Tee-Object` write logs so); None for any other file."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16-le" if head[:2] == b"\xff\xfe" else "utf-16-be"
+    body = head[: len(head) // 2 * 2]
+    if len(body) < 32:
+        return None
+    even, odd = body[0::2], body[1::2]
+    for nuls, chars, order in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if nuls.count(0) > 0.9 * len(nuls) and chars.count(0) < 0.1 * len(chars):
+            return order
+    return None
+
+
+def as_utf8(data: bytes) -> bytes:
+    """`data` as UTF-8 where it is UTF-16 text (for the sniffers, which read bytes), else as it is."""
+    order = utf16_order(data)
+    if order is None:
+        return data
+    data = data[2:] if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data
+    return data[: len(data) // 2 * 2].decode(order, errors="replace").encode("utf-8")
+
+
 def _is_binary(head: bytes) -> bool:
-    # A run of NULs at the start is a hole, not data: a log truncated while its writer kept its offset (`> log` on a
-    # running job) restarts with the zeros up to that offset; the text after them is judged.
-    head = head.lstrip(b"\x00")
+    return binary_reason(head) is not None
+
+
+def binary_reason(head: bytes) -> str | None:
+    """Why `head` is data, not text (None: text). NULs are holes, not data (a log truncated while its writer kept
+    its offset restarts with zeros; a crash leaves a block of them); UTF-16 is text; so are a few odd bytes, escape
+    codes and a legacy encoding (GBK). Data holds other control bytes, or bytes no encoding reads, in bulk."""
+    if utf16_order(head.lstrip(b"\x00")) is not None:
+        return None
+    head = head.replace(b"\x00", b"")
     if not head:
-        return False
-    if b"\x00" in head:
-        return True
+        return None
+    control = sum(b < 32 and b not in TEXT_CONTROLS for b in head)
+    if control > MAX_CONTROL_SHARE * len(head):
+        return f"{control / len(head):.0%} of its first bytes are control bytes"
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # not just a character cut at the 4 KiB boundary
-            control = sum(b < 9 or 13 < b < 32 for b in head)
-            return control > len(head) // 20 or _undecodable_share(head) > 0.3 and not _legacy_text(head)
-    return False
+        if exc.start < len(head) - 4 and _undecodable_share(head) > 0.3 and not _legacy_text(head):
+            return "most of its first bytes are no text in UTF-8 or a legacy encoding"
+    return None
 
 
 def _legacy_text(head: bytes) -> bool:
@@ -890,13 +1040,15 @@ _NUMBER_START = r"[-+]{0,2}[\d.nNiI]"  # where NUM can begin (a sign, a digit, `
 _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
     # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
-    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\d%\||\[\s*\d+,\s*\d+\]|Train:\s*\d",
+    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\d%\||\d%\s*[\x{2500}-\x{259f}]|\[\s*\d+,\s*\d+\]|Train:\s*\d",
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
     rf"[A-Za-z_]:{_NUMBER_START}",  # key_colon_value
     rf"['\"\x{{2018}}\x{{2019}}\x{{201c}}\x{{201d}}]{_GAP}:{_GAP}{_NUMBER_START}",  # dict_item
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
+    r"^[\s\x1c-\x1f]*\d+:?[\s\x1c-\x1f]+[A-Za-z]",  # leading_counter
+    rf"^[\s\x1c-\x1f]*[A-Za-z_][\w./@-]*[,;\t|]{_GAP}{_NUMBER_START}",  # a key-value CSV (`_as_assignments`)
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
@@ -911,7 +1063,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 _VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,2}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
-    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%\|.*)?\s*$",  # a bar may follow
+    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?\s*$",  # a bar may follow
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
@@ -1034,6 +1186,13 @@ class _State:
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
     headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
+    redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
+    n_redraws: int = 0  # bar redraws that repeated the record before them, kept once
+    epoch_step: tuple[int, int] | None = None  # the last epoch printed beside a step, and its highest step
+    steps_in_epoch: bool = False  # the file's step counter starts again with each epoch (`note_epoch_steps`)
+    epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
+    counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
+    launches: int = 1  # launches met so far in the file
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -1082,13 +1241,25 @@ class _State:
         segment, line_no0 = self.segment, self.line_no
         self.segment += len(starts)
         self.line_no += data.count(b"\n")
+        parsed = []
+        header = self.epoch_heard
         for k, start, line_no, text, shape, rep in zip(candidates.tolist(), starts[candidates].tolist(),
                                                        line_nos[candidates].tolist(), texts, shapes, repeated):
             if not text.strip():
                 continue
-            line_no += line_no0
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
             metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
+            if "epoch" in counters and not listed:  # as `header_epoch` follows it below
+                header = None if metrics else counters["epoch"]
+            self.note_epoch_steps(metrics, counters, header)
+            parsed.append((k, start, line_no, text, metrics, counters, time, looks, patterns, listed))
+        self.epoch_heard = header
+        for k, start, line_no, text, metrics, counters, time, looks, patterns, listed in parsed:
+            line_no += line_no0
+            if self.steps_in_epoch and "step" in counters and ("epoch" in counters or self.header_epoch is not None):
+                # a step that starts again with each epoch is the batch within it (DECISIONS §2: no global counter)
+                counters = {**counters, "batch": counters.get("batch", counters["step"])}
+                del counters["step"]
             wall_time = self._wall_time(time, line_no) if time else None
             if any(c == PAST_64_BITS for c in counters.values()) or any(n == PAST_64_BITS for n, _ in listed or ()):
                 self.far.append(line_no)  # a step the store cannot hold: the line is skipped, and said
@@ -1134,6 +1305,8 @@ class _State:
             if self.copied_record(metrics, (None if is_ordinal else step, epoch, self.header_epoch, batch), text,
                                   wall_time):
                 continue
+            if self.redraw(segment + k, metrics, epoch, k > 0 and start > 0 and data[start - 1] == 13):
+                continue
             if is_ordinal and epoch is None and batch is None and self.header_epoch is not None \
                     and not self.epoch_kept and EPOCH_TAG not in metrics:
                 # Records that print no counter under an `epoch N` line of its own are ordered by their lines alone;
@@ -1141,6 +1314,9 @@ class _State:
                 # (a resume from a checkpoint, the records of epochs already logged printed again) shows.
                 metrics = {**metrics, EPOCH_TAG: float(self.header_epoch)}
                 self.epoch_kept = True  # once per `epoch N` line, with the first record under it
+            launch = self.relaunched(None if is_ordinal else step, epoch if epoch is not None else self.header_epoch)
+            if launch is not None:
+                metrics = {**metrics, LAUNCH_TAG: float(launch)}
             tags.extend(metrics)
             values.extend(metrics.values())
             counts.append(len(metrics))
@@ -1216,8 +1392,46 @@ class _State:
                 continue
             if losses and name.lower() in TOTAL_COLUMNS:
                 name = f"{name} loss"  # a table of loss components: its `total` is the loss they sum to
-            metrics.setdefault(f"{label} {name}" if label else name, float(match.group("value")))
+            metrics.setdefault(f"{label} {name}" if label else name, _float(match.group("value")))
         return metrics, counters
+
+    def relaunched(self, step: int | None, epoch: int | None) -> int | None:
+        """The number of the launch a record begins (2, 3, ...), where the log's counter starts again from its first
+        value: several launches appended to one file (`>>`, a script run again), each counting from the start; a
+        resume from a checkpoint goes back to a later value and begins none. None for any other record. The record's
+        logged step is its counter, else its epoch."""
+        kind, value = ("step", step) if step is not None else ("epoch", epoch) if epoch is not None else (None, None)
+        if kind is None:
+            return None
+        first, last = self.counted.get(kind, (value, value))
+        self.counted[kind] = (first, value)
+        if value <= first < last:
+            self.launches += 1
+            return self.launches
+        return None
+
+    def note_epoch_steps(self, metrics: dict[str, float], counters: dict[str, int], header: int | None) -> None:
+        """Note a record that prints a step under an epoch (its own, or an `Epoch N` line's above it): where the epoch
+        moves on and the step falls back, the step is counted within the epoch (PaddleVideo's `epoch:[ 2/25 ] train
+        step:0`, Paddle's `Epoch 2/10` over `step 10/614 - loss: ...`), for the whole file from its start."""
+        epoch = counters.get("epoch", header)
+        if not metrics or epoch is None or "step" not in counters:
+            return
+        step = counters["step"]
+        last = self.epoch_step
+        if last is not None and epoch > last[0] and step < last[1]:
+            self.steps_in_epoch = True
+        self.epoch_step = (epoch, max(step, last[1]) if last is not None and last[0] == epoch else step)
+
+    def redraw(self, index: int, metrics: dict[str, float], epoch: int | None, after_cr: bool) -> bool:
+        """Whether a line is a progress bar's redraw (after a `\\r`, right after the last record's line) that repeats
+        that record's values and epoch: the bar drawn again with nothing new (tqdm's and Ultralytics' last refresh
+        of an epoch repeats the one before it). Kept once."""
+        repeated = after_cr and self.redrawn is not None and self.redrawn[0] == index - 1 \
+            and self.redrawn[1] == metrics and self.redrawn[2] == epoch
+        self.redrawn = (index, metrics, epoch)
+        self.n_redraws += repeated
+        return repeated
 
     def copied_record(self, metrics: dict[str, float], counters: tuple, text: str, wall_time: float | None) -> bool:
         """Whether the line repeats one of the last `RECENT_RECORDS` records (the same values, logged step, epoch
@@ -1267,8 +1481,10 @@ class _State:
                              f"{name} from byte {self.start:,}: lines each pattern took: {took or 'none'}; "
                              f"{self.n_unmatched:,} lines look like metrics but no pattern took them"
                              + (f"; {self.n_copies:,} records printed again under another prefix (another node "
-                                f"or rank) kept once" if self.n_copies else "")))
-            self.taken, self.n_copies = {}, 0
+                                f"or rank) kept once" if self.n_copies else "")
+                             + (f"; {self.n_redraws:,} bar redraws repeating the record before them kept once"
+                                if self.n_redraws else "")))
+            self.taken, self.n_copies, self.n_redraws = {}, 0, 0
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""
@@ -1291,7 +1507,7 @@ class _State:
 
 
 # Tables printed with one header row, and bare values (`note_header`, `table_row`, `_bare_values`).
-_TQDM_TAIL = re.compile(r":?\s*\d+%\|.*$")
+_TQDM_TAIL = re.compile(r":?\s*\d+%(?:\||\s*[\u2500-\u259f]).*$")
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
@@ -1324,9 +1540,9 @@ def _bare_values(text: str) -> list[tuple[int | None, float]] | None:
     bare = _BARE.match(text)
     if bare:
         n = bare.group("n")
-        return [(_count(n) if n is not None else None, float(bare.group("value")))]
+        return [(_count(n) if n is not None else None, _float(bare.group("value")))]
     if _LIST.match(text):
-        return [(None, float(v)) for v in _LIST_ITEM.findall(text)]
+        return [(None, _float(v)) for v in _LIST_ITEM.findall(text)]
     return None
 
 
@@ -1373,8 +1589,10 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
     """Whether a text file's sampled lines are a training log, and what they hold, in words."""
     if not sample:
         return False, "it is empty"
-    if _is_binary(sample[:4096]):
-        return False, "it holds binary data, not text"
+    sample = as_utf8(sample)
+    why = binary_reason(sample[:4096])
+    if why is not None:
+        return False, f"it holds binary data, not text ({why})"
     lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
     state = _State(stem_tag=_stem_tag(Path(name)) if name else None)
     counted = named = bare = tabled = 0
@@ -1431,6 +1649,7 @@ def prints_a_loss(sample: bytes) -> bool:
     """Whether any sampled line of a text file yields a training or validation loss (`loss: inf`): for a file whose
     name already says it is a training log (`train.log`), one such line makes it a run, however short (a crash
     after three batches); a file of any other name needs `sniff_console`'s stronger evidence."""
+    sample = as_utf8(sample)
     if not sample or _is_binary(sample[:4096]):
         return False
     for line in re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace")):

@@ -7,7 +7,7 @@ and for per-layer statistics whatever is left of the name is the layer.
 
 Roles: train_loss, val_loss, accuracy, val_accuracy, grad_norm, layer_grad_norm, weight_norm,
 layer_weight_norm, update_ratio, lr, loss_scale, skipped_steps, memory, throughput, step_time, epoch, dead_fraction,
-saturated_fraction, clip_rate, other.
+saturated_fraction, clip_rate, launch, other.
 """
 
 from __future__ import annotations
@@ -153,6 +153,12 @@ def role_of(name: str) -> Role:
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)
+    if name == "launch":  # the console reader's mark of a launch appended to its log (`ingest.console.LAUNCH_TAG`)
+        return Role("launch", split)
+    if not rest and len(splits) == 1:
+        # a value named by its split alone (build-nanoGPT's `N train X`, `N val X`): the split's loss, the quantity
+        # a split stands for when nothing else is named
+        return Role("val_loss" if is_val else "train_loss", split, canonical=False)
     if set() < ws - NEUTRAL_WORDS <= DETECTION_LOSS_WORDS or _GAN_LOSS.match(name):
         # a detector's loss components printed without the word (`box`, `obj`, `cls`, `dfl` columns), and a GAN's
         # per-network losses (`D_A`, `G_A`, `d_real`, `g_adv`, `errD`, `d`, `gen`): each a part of the training loss

@@ -33,7 +33,8 @@ from ingest.checkpoints import CheckpointRead, FoundCheckpoint, find_checkpoints
 from ingest.configs import flatten
 from ingest.errors import MissingDependency, UnreadableRun
 from ingest.files import walk
-from ingest.formats import LFS_POINTER_MAX, Format, format_for, lfs_pointer, may_be_text_log, sample, why_unread
+from ingest.formats import (LFS_POINTER_MAX, TEXT_LOG_SUFFIXES, Format, format_for, lfs_pointer, may_be_text_log, sample,
+                            why_unread)
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
 from ingest.roles import role_of
@@ -203,8 +204,10 @@ def _ingest_locked(root: Path, store: Session, run_id: str, files: list[PurePosi
         fmt = format_for(rel, lambda rel=rel: sampled.append(sample(root / rel)) or sampled[-1])
         if fmt is None:
             report.unknown.append(storable(str(rel)))
-            if sampled and sampled[-1] and may_be_text_log(rel) and not _binary(sampled[-1]):
-                # a text file no reader took: a read problem, with the reason (not just "unknown")
+            if sampled and sampled[-1] and may_be_text_log(rel) and (
+                    rel.suffix.lower() in TEXT_LOG_SUFFIXES[1:] or not _binary(sampled[-1])):
+                # a text file no reader took (one named as text, even where its bytes look binary): a read problem,
+                # with the reason (not just "unknown")
                 report.unread_text[storable(str(rel))] = why_unread(rel, sampled[-1])
         else:
             claimed.append((rel, fmt))

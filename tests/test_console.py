@@ -431,7 +431,7 @@ def test_reading_never_imports_heavy_modules():
 
 
 def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
-    text = C._normalise(C.ANSI.sub("", line))
+    text = C._as_assignments(C._normalise(C.ANSI.sub("", line)))
     out = ParsedLine(metrics={})
     prefix = None
     covered = 0  # characters spanned by pairs: a repeated line's loose pairs count on a record line only
@@ -458,7 +458,7 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                 setattr(out, name, int(groups[name]))
             if groups.get("value") is not None:  # a counter inside a metric: `Train loss 12001 0.166141`
                 covered += match.end() - match.start()
-                out.metrics.setdefault(match["key"].strip(), float(match["value"]))
+                out.metrics.setdefault(match["key"].strip(), C._float(match["value"]))
             if groups.get("split") is not None and prefix is None:
                 prefix = groups["split"]
             if found:  # a second counter of a taken kind is blanked too (`iter 76 step 38: loss ...`)
@@ -473,10 +473,10 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             if pattern.tags:
                 for group, tag in pattern.tags:
                     if match[group] is not None:
-                        out.metrics.setdefault(tag, float(match[group]))
+                        out.metrics.setdefault(tag, C._float(match[group]))
             else:
                 out.metrics.setdefault(match["key"].strip() if pattern.tag is None else pattern.tag,
-                                       float(match["value"]))
+                                       C._float(match["value"]))
             text = C._blank(text, match.span())
     counted = out.step is not None or out.epoch is not None or out.batch is not None
     text = C._WIDE_SEPARATOR.sub(r"\1 ", text)
@@ -486,6 +486,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         if not clause or not any(c.isdigit() or c in "nNiI" for c in clause):
             continue
         match = C.PHRASE.match(clause)
+        if match is not None and match["lead"] and not C.METRIC_WORDS.search(match["key"]):
+            match = None  # prose before a pair counts only before a metric's name
         if match is None and ": " in clause:  # `Train: loss: 0.3`: the pair after a label ending in a colon
             for cut in re.finditer(r":\s+(?=[A-Za-z])", clause):
                 match = C.PHRASE.match(clause[cut.end():])
@@ -509,9 +511,9 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             elif unit == "ms" and C.role_of(key).role == "step_time" and "ms" not in C.words(key):
                 tag = f"{key} ms"  # nanoGPT's `time 1099.34ms`
             if counted or C.METRIC_WORDS.search(key):
-                out.metrics.setdefault(tag, float(match["value"]))
+                out.metrics.setdefault(tag, C._float(match["value"]))
             else:
-                loose.append((tag, float(match["value"])))
+                loose.append((tag, C._float(match["value"])))
     # Values under a label naming memory, ending in a colon, before the first pair (`Memory info of GPU
     # /physical_device:GPU:0: current: 0.18, peak: 2.55`): `Memory info of GPU current`, with or without a counter.
     named = {**out.metrics, **dict(loose)}
@@ -579,6 +581,9 @@ class _ReferenceState(C._State):
         for name, n in chunk_counts.items():
             if name in self.outlines or len(self.outlines) < C.MAX_OUTLINES:
                 self.outlines[name] = self.outlines.get(name, 0) + n
+        lines = []
+        header = self.epoch_heard
+        after_cr = False  # the segment before this one, in this chunk, ended with a lone `\r` (a bar's redraw)
         for match in re.finditer(rb"[^\r\n]*(?:\r\n|\r|\n)", data):
             raw = match.group()
             position = offset + pos
@@ -588,6 +593,7 @@ class _ReferenceState(C._State):
             self.segment += 1
             if raw.endswith(b"\n"):
                 self.line_no += 1
+            redrawn, after_cr = after_cr, raw.endswith(b"\r")
             text = raw.rstrip(b"\r\n").decode("utf-8", errors="replace")
             if not text.strip():
                 continue
@@ -596,6 +602,15 @@ class _ReferenceState(C._State):
             metrics, counters, _, _, listed = self.tabled(
                 text, parsed.metrics, {k: getattr(parsed, k) for k in ("step", "epoch", "batch")
                                        if getattr(parsed, k) is not None}, False, ())
+            if "epoch" in counters and not listed:
+                header = None if metrics else counters["epoch"]
+            self.note_epoch_steps(metrics, counters, header)
+            lines.append((position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed))
+        self.epoch_heard = header
+        for position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed in lines:
+            if self.steps_in_epoch and "step" in counters and ("epoch" in counters or self.header_epoch is not None):
+                counters = {**counters, "batch": counters.get("batch", counters["step"])}
+                del counters["step"]
             parsed = ParsedLine(metrics, counters.get("step"), counters.get("epoch"), counters.get("batch"),
                                 parsed.time, parsed.time_kind)
             wall_time = self._reference_wall_time(parsed, line_no)
@@ -632,10 +647,16 @@ class _ReferenceState(C._State):
             if self.copied_record(parsed.metrics, (None if is_ordinal else step, parsed.epoch, self.header_epoch,
                                                    parsed.batch), text, wall_time):
                 continue
+            if self.redraw(ordinal, parsed.metrics, parsed.epoch, redrawn):
+                continue
             if is_ordinal and parsed.epoch is None and parsed.batch is None and self.header_epoch is not None \
                     and not self.epoch_kept and "epoch" not in parsed.metrics:
                 parsed.metrics["epoch"] = float(self.header_epoch)  # once under an `epoch N` line, as a series
                 self.epoch_kept = True
+            launch = self.relaunched(None if is_ordinal else step,
+                                     parsed.epoch if parsed.epoch is not None else self.header_epoch)
+            if launch is not None:
+                parsed.metrics[C.LAUNCH_TAG] = float(launch)
             for tag, value in parsed.metrics.items():
                 cols["tag"].append(tag)
                 cols["step"].append(step)
@@ -800,6 +821,7 @@ _FRAGMENTS = [p.example for p in PATTERNS] + TRICKY + [
     " ", "  ", "   ", ",", "|", "'", '"', "[", "]", "(", ")", "\x00", "\x1b[0m", "%|", "/", "-", ". ", "is",
     "step", "Iter", "Epoch", "batch", "global_step", "10:00:00", "2024-01-01 ", "ſ", "K", "ı", "İ", "٣", "\u00a0",
     "\x1c", "█", "\ufffd", "_", "e5", "Train net output #0:",
+    "train", "val step:", " -> ", " --- ", "nan.0", "the training loss is ", "iteration,1,train_loss,2.3", ";", "\t",
 ]
 
 

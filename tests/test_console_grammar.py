@@ -444,3 +444,269 @@ def test_a_count_of_epochs_after_its_word_is_the_epoch(tmp_path):
             print(f"MRR : {0.6 + epoch / 100:.3f}\t\nLoss after {epoch} epochs: {0.04 - epoch / 100:.3f}\t", file=f)
     loss = _frame(log).filter(pl.col("tag") == "Loss")
     assert loss["value"].to_list() == [0.03, 0.02, 0.01] and loss["epoch"].to_list() == [1, 2, 3]
+
+
+# ------------------------------------------------------------- shapes of printers met only outside our sets
+
+
+def test_a_leading_step_before_name_value_pairs(tmp_path):
+    # build-nanoGPT's train_gpt2.py: `f.write(f"{step} train {loss_accum.item():.6f}\n")`, `{step} val {..:.4f}`,
+    # `{step} hella {acc_norm:.4f}`: the word `loss` never appears; a value named by its split alone is its loss.
+    log = tmp_path / "log.txt"
+    with log.open("w") as f:
+        for step in range(30):
+            if step % 10 == 0:
+                f.write(f"{step} val {4.5 - step / 20:.4f}\n")
+                f.write(f"{step} hella {0.25 + step / 1000:.4f}\n")
+            f.write(f"{step} train {5 - step / 10:.6f}\n")
+    frame = _frame(log)
+    train = frame.filter(pl.col("tag") == "train")
+    assert train["step"].to_list() == list(range(30)) and train["value"][-1] == 2.1
+    assert (role_of("train").role, role_of("val").role, role_of("hella").role) == ("train_loss", "val_loss", "other")
+    assert C._stem_tag(Path("train.log")) is None  # a file named by its split names no quantity for bare values
+    assert sniff_console(sample(log), log.name)
+
+
+def test_a_key_value_csv_under_a_log_name(tmp_path):
+    # csv.writer rows of alternating names and values, no header: `iteration,1,train_loss,2.31,train_accuracy,0.05`
+    log = tmp_path / "train.log"
+    with log.open("w", newline="") as f:
+        writer = csv.writer(f)
+        for i in range(1, 6):
+            writer.writerow(["iteration", i, "train_loss", 2.31 - i / 100, "train_accuracy", i / 20])
+    frame = _frame(log)
+    loss = frame.filter(pl.col("tag") == "train_loss")
+    assert loss["step"].to_list() == [1, 2, 3, 4, 5] and loss["value"].to_list() == [2.31 - i / 100 for i in range(1, 6)]
+    assert parse_line("loss;0.5;acc;0.9").metrics == {"loss": 0.5, "acc": 0.9}
+    assert parse_line("name,resnet,loss,0.5").metrics == {}  # a text value: not alternating names and values
+
+
+def test_python_logging_with_a_source_location_and_dashed_separators(tmp_path):
+    log = tmp_path / "train.log"
+    fmt = "%(asctime)s - %(filename)s[line:%(lineno)d] - %(levelname)s: %(message)s"
+    messages = []
+    for e in range(1, 6):
+        messages.append(f"Train Epoch {e} --- train loss : {1 / e} --- train accuracy:{1 - 1 / (e + 1)}")
+        messages.append(f"Test Epoch {e} --- test loss : {1.2 / e} --- test accuracy:{0.9 - 1 / (e + 2)}")
+    _logging_file(log, messages, fmt)
+    frame = _frame(log)
+    assert frame.filter(pl.col("tag") == "train loss")["value"].to_list() == [1 / e for e in range(1, 6)]
+    assert frame.filter(pl.col("tag") == "test loss").height == 5
+    assert "line" not in frame["tag"].to_list()  # the logger's source line is no metric
+
+
+def test_the_loss_in_prose_and_after_an_arrow(tmp_path):
+    log = tmp_path / "train.log"
+    messages = [f"the training loss is {1 / (s + 1):.4f} at step {s * 10}" for s in range(5)]
+    messages += [f"Loss at step {s * 10 + 50}: {0.1 / (s + 1):.4f}" for s in range(3)]
+    _logging_file(log, messages, "%(asctime)s %(name)s %(levelname)s %(message)s")
+    frame = _frame(log)
+    prose = frame.filter(pl.col("tag") == "training loss")
+    assert prose["step"].to_list() == [0, 10, 20, 30, 40] and prose["value"][0] == 1.0
+    assert frame.filter(pl.col("tag") == "Loss")["step"].to_list() == [50, 60, 70]
+    assert parse_line("[Module] training_step -> loss: nan").metrics.keys() == {"loss"}
+    assert math.isnan(parse_line("Epoch 0: 5%| 5/100 [00:49<1:22:02, v_num=45, train_loss_step=nan.0]")
+                      .metrics["train_loss_step"])
+    assert parse_line("Processing the files of the dataset 3 times").metrics == {}  # prose, no metric's name
+
+
+def test_a_held_out_split_before_its_counter_names_its_values():
+    # PaddleVideo's `epoch:[  1/25 ] train step:0   loss: 4.97 lr: 0.01 ... batch_cost: 7.44 sec, ...`
+    train = parse_line("[12/25 14:22:40] epoch:[  1/25 ] train step:0    loss: 4.97011 lr: 0.010000 top1: 0.01562 "
+                       "batch_cost: 7.44212 sec, reader_cost: 7.01723 sec, ips: 8.59970 instance/sec.")
+    assert (train.epoch, train.step) == (1, 0) and train.metrics["loss"] == 4.97011 and train.metrics["lr"] == 0.01
+    val = parse_line("[12/25 14:25:57] epoch:[  1/25 ] val step:0    loss: 3.27431 top1: 0.12500")
+    assert val.metrics == {"val loss": 3.27431, "val top1": 0.125} and role_of("val loss").role == "val_loss"
+    mask_rcnn = parse_line("Epoch 0 [  0/188] loss=6.8574 cls=0.1 box=0.2 lr=0.01 (3.2s)")
+    assert (mask_rcnn.epoch, mask_rcnn.batch, mask_rcnn.metrics["loss"]) == (0, 0, 6.8574)
+
+
+_KV_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True)
+
+
+@settings(deadline=None, max_examples=200, derandomize=True)
+@given(st.lists(st.tuples(_KV_NAMES, _VALUES), min_size=2, max_size=5, unique_by=lambda t: t[0].lower()),
+       st.sampled_from([",", ";", "\t", "|"]))
+def test_generated_key_value_rows_give_their_values_back(pairs, sep):
+    line = sep.join(f"{name}{sep}{value!r}" for name, value in pairs)
+    parsed = parse_line(line)
+    got = {**parsed.metrics, **{k: v for k, v in (("step", parsed.step), ("epoch", parsed.epoch),
+                                                   ("batch", parsed.batch)) if v is not None}}
+    for name, value in pairs:
+        assert any(got.get(k) == value for k in (name, "step", "epoch", "batch")), (line, got)
+
+
+@settings(deadline=None, max_examples=200, derandomize=True)
+@given(st.integers(0, 10 ** 7), st.lists(st.tuples(st.sampled_from(["train", "val", "loss", "acc", "ppl"]), _VALUES),
+                                         min_size=1, max_size=3, unique_by=lambda t: t[0]))
+def test_generated_leading_step_lines_give_their_values_back(step, pairs):
+    line = f"{step} " + " ".join(f"{name} {value!r}" for name, value in pairs)
+    parsed = parse_line(line)
+    assert parsed.step == step and parsed.metrics == dict(pairs), (line, parsed)
+
+
+def _detector_log(path: Path, epochs: int, batches: int) -> list[float]:
+    """A console as Ultralytics' trainer prints it, drawn by tqdm: its header row, then one bar per epoch whose
+    description is the row of running means (`("%11s" * 2 + "%11.4g" * 5) % (...)`), redrawn with `\\r`."""
+    from tqdm import tqdm
+
+    written = []
+    with path.open("w") as f:
+        for epoch in range(epochs):
+            f.write(("\n" + "%11s" * 7) % ("Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances",
+                                           "Size") + "\n")
+            bar = tqdm(range(batches), file=f, mininterval=0, miniters=1, bar_format="{l_bar}{bar:10}{r_bar}")
+            for i in bar:
+                box = round(1.9 - epoch / 10 - i / 100, 4)
+                bar.set_description(("%11s" * 2 + "%11.4g" * 5) % (f"{epoch + 1}/{epochs}", "2.1G", box, 2.0, 0.01,
+                                                                    40, 768))
+                if not written or written[-1] != box:
+                    written.append(box)
+            bar.close()
+    return written
+
+
+def test_every_refresh_of_a_redrawn_bar_is_a_record_and_a_repeat_counts_once(tmp_path):
+    log = tmp_path / "train.log"
+    written = _detector_log(log, epochs=4, batches=6)
+    assert log.read_bytes().count(b"\r") > 24  # every refresh drawn over the last
+    box = _frame(log).filter(pl.col("tag") == "box_loss")
+    assert box["value"].to_list() == written and box["epoch"].to_list()[-1] == 4
+    assert box["step"].is_sorted() and role_of("box_loss").role == "train_loss"
+    # Ultralytics 8.3+ draws its own bar in box characters, without tqdm's pipes
+    row = "       4/40      2.21G       1.51     0.9812   0.009121         48        768: 40% ━━━━╸─────── 2/5 3.3it/s"
+    state = C._State()
+    state.note_header("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size")
+    metrics, counters = state.table_row(row)
+    assert metrics["box_loss"] == 1.51 and counters["epoch"] == 4 and parse_line(row).batch == 2
+
+
+# ------------------------------------------------------------------------ text in any bytes a console writes
+
+
+def _logging_file_encoded(path: Path, messages: list[str], encoding: str) -> None:
+    logger = logging.getLogger(f"encoded-{path.name}-{encoding}")
+    logger.propagate = False
+    handler = logging.FileHandler(path, encoding=encoding)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    for m in messages:
+        logger.info(m)
+    handler.close()
+    logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "latin-1"])
+def test_a_log_in_utf16_or_latin1_is_read(tmp_path, encoding):
+    # PowerShell's `>` and Tee-Object write UTF-16 (with a byte-order mark); Python's FileHandler writes what it is told
+    log = tmp_path / "train.log"
+    messages = ["Démarrage de l'entraînement: modèle chargé"] + [
+        f"Epoch {e} [{b:4d}/188] loss={6.8 - e - b / 1000:.4f} cls=0.1 lr=0.01" for e in range(3) for b in (0, 20, 40)]
+    _logging_file_encoded(log, messages, encoding)
+    chunks = list(read_console(log))
+    loss = pl.concat([c.scalars for c in chunks if c.scalars is not None]).filter(pl.col("tag") == "loss")
+    assert loss["value"].to_list() == [round(6.8 - e - b / 1000, 4) for e in range(3) for b in (0, 20, 40)]
+    assert loss["position"].is_sorted() and chunks[-1].end == log.stat().st_size
+    assert sniff_console(sample(log), "run_output") and C.prints_a_loss(sample(log))
+
+
+def test_a_utf16_log_resumes_where_the_last_read_ended(tmp_path):
+    log = tmp_path / "train.log"
+    with log.open("w", encoding="utf-16", newline="\r\n") as f:
+        for step in range(5):
+            print(f"step {step} | loss {1 / (step + 1):.4f}", file=f)
+    first = list(read_console(log))
+    end = first[-1].end
+    with log.open("a", encoding="utf-16-le", newline="\r\n") as f:  # appending writes no second byte-order mark
+        for step in range(5, 8):
+            print(f"step {step} | loss {1 / (step + 1):.4f}", file=f)
+    more = pl.concat([c.scalars for c in read_console(log, end) if c.scalars is not None])
+    assert more.filter(pl.col("tag") == "loss")["step"].to_list() == [5, 6, 7]
+    assert more["position"].min() >= end
+
+
+def test_a_log_with_a_crashs_nuls_odd_bytes_and_escape_codes_is_text(tmp_path):
+    log = tmp_path / "train.log"
+    with log.open("wb") as f:
+        f.write(b"\x1b[32m2024-01-01 10:00:00\x1b[0m \x1b[1mINFO\x1b[0m starting \x01\x02\xff\xfe\n" * 3)
+        for step in range(20):
+            f.write(f"\x1b[36mstep {step}\x1b[0m | loss {2 - step / 20:.3f}\n".encode())
+            if step == 10:
+                f.write(b"\x00" * 3000)  # the block of zeros a crash or a full disk leaves
+    loss = _frame(log).filter(pl.col("tag") == "loss")
+    assert loss["step"].to_list() == list(range(20))
+    assert C.binary_reason(bytes(range(256)) * 16) is not None  # data is still data
+
+
+def test_a_log_whose_head_is_junk_is_read_where_its_lines_carry_metrics(tmp_path):
+    log = tmp_path / "train.log"
+    with log.open("wb") as f:
+        f.write(bytes(range(1, 32)) * 200)  # junk where the log's head was overwritten
+        f.write(b"\n")
+        for step in range(40):
+            f.write(f"iter {step}: loss {3 - step / 40:.4f}, time 12.3ms\n".encode())
+    assert _frame(log).filter(pl.col("tag") == "loss").height == 40
+    junk = tmp_path / "other.log"
+    junk.write_bytes(bytes(range(1, 32)) * 400)
+    issues = [i for c in read_console(junk) for i in c.issues]
+    assert any(i.kind == "not_this_format" and "control bytes" in i.detail for i in issues)
+
+
+# ---------------------------------------------------------------------------------- counters that restart
+
+
+def test_a_step_counted_within_each_epoch_is_the_batch(tmp_path):
+    # PaddleVideo's `"{} epoch:[{:>3d}/{:<3d}] {} step:{:<4d} ..."`: its step starts again with each epoch and a
+    # validation pass prints its own between them
+    log = tmp_path / "train.log"
+    messages = []
+    for e in range(1, 4):
+        messages += [f"epoch:[{e:>3d}/25 ] train step:{s:<4d} loss: {5 - e - s / 1000:.5f} lr: 0.010000"
+                     for s in (0, 100)]
+        messages.append(f"epoch:[{e:>3d}/25 ] val step:0    loss: {4 - e:.5f} top1: 0.1")
+    _logging_file(log, messages, "[%(asctime)s] %(message)s")
+    loss = _frame(log).filter(pl.col("tag") == "loss")
+    assert loss["epoch"].to_list() == [1, 1, 2, 2, 3, 3] and loss["batch"].to_list() == [0, 100] * 3
+    assert loss["ordinal"].all() and loss["step"].is_sorted()
+    assert _frame(log).filter(pl.col("tag") == "val loss").height == 3
+    # Paddle's ProgBarLogger: an `Epoch e/E` line, then `step s/N - loss: ...` lines counting within it
+    hapi = tmp_path / "hapi.log"
+    with hapi.open("w") as f:
+        for e in range(1, 4):
+            print(f"Epoch {e}/10", file=f)
+            for s in (10, 20, 30):
+                print(f"step {s:3d}/30 - loss: {1 / (e * s):.4f} - acc: 0.5 - 12ms/step", file=f)
+    hapi_loss = _frame(hapi).filter(pl.col("tag") == "loss")
+    assert hapi_loss["epoch"].to_list() == [1, 1, 1, 2, 2, 2, 3, 3, 3] and hapi_loss["batch"].to_list() == [10, 20, 30] * 3
+    assert hapi_loss["ordinal"].all() and hapi_loss["step"].is_sorted()
+    # a global step printed beside its epoch stays the step
+    rising = tmp_path / "rising.log"
+    _logging_file(rising, [f"epoch {e} step {e * 100 + s} loss {1 / (s + 1):.3f}" for e in range(3) for s in (0, 50)],
+                  "%(message)s")
+    assert not _frame(rising).filter(pl.col("tag") == "loss")["ordinal"].any()
+
+
+def test_launches_appended_to_one_log_are_marked_where_each_begins(tmp_path):
+    # a script run twice with the same FileHandler (mode "a"): the second launch counts from the start again
+    log = tmp_path / "train.log"
+    for launch in range(2):
+        _logging_file(log, [f"Epoch {e}/5 - loss: {1 / (e + launch):.4f}" for e in range(1, 6)], "%(message)s")
+    frame = _frame(log)
+    marks = frame.filter(pl.col("tag") == C.LAUNCH_TAG)
+    assert marks["value"].to_list() == [2.0] and marks["epoch"].to_list() == [1]
+    assert role_of(C.LAUNCH_TAG).role == "launch"
+    # a resume from a checkpoint goes back to a later epoch: no launch
+    resumed = tmp_path / "resumed.log"
+    _logging_file(resumed, [f"Epoch {e}/9 - loss: {1 / e:.4f}" for e in (*range(1, 6), *range(3, 9))], "%(message)s")
+    assert _frame(resumed).filter(pl.col("tag") == C.LAUNCH_TAG).height == 0
+
+
+def test_a_text_file_whose_bytes_look_binary_is_named_with_the_reason(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_text("".join(f"step {s} | loss {1 / (s + 1):.3f}\n" for s in range(20)))
+    (run / "notes.txt").write_bytes(bytes(range(1, 32)) * 300)  # a text name over data
+    report = ingest_run(run, tmp_path / "db.duckdb")
+    why = report.unread_text.get("notes.txt", "")
+    assert "binary data" in why and "control bytes" in why
