@@ -23,7 +23,9 @@ class ResumedRun:
 
     Detects: in the loss's points in write order (by wall time where stamped, so several event files of one run
     count), a step lower than or equal to the one before (console series: strictly lower; none on an ordinal axis);
-    not plain duplicates, not a per-epoch counter (`min_resets` identical resets), not rows repeating the last step.
+    not plain duplicates, not a per-epoch counter (`min_resets` identical resets), not rows repeating the last step,
+    not a step back to the start (at or below every step logged before it: a new launch appended to one log, or a
+    counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed).
     Second, `min_refused` or more distinct steps a W&B run refused below one reached step (its debug log).
     Third, a logged epoch that falls back by `min_epoch_drop` or more while the steps keep rising.
     Fourth, an LR that jumps back up mid-decay to an earlier value (lr_schedule_anomaly's rule (c)).
@@ -65,6 +67,13 @@ class ResumedRun:
             # name) go back nowhere: the log never moves past that step again, so nothing was resumed.
             last = np.maximum.accumulate(steps[::-1])[::-1]  # the highest step from each point on
             back = back[(steps[back] < steps[back - 1]) | (last[back] > steps[back])]
+            # A counter that goes back to (or below) the lowest step logged before it starts from the beginning:
+            # a new launch appended to the same log, or a counter that restarts every epoch or phase. A run resumed
+            # from a checkpoint goes back to a step it had passed, the checkpoint's.
+            lowest = np.minimum.accumulate(steps)
+            if run.reduced(name):  # its write order holds only the points around breaks: the start is its lowest step
+                lowest = np.minimum(lowest, int(run.series_named(name)["step"].min()))
+            back = back[steps[back] > lowest[back - 1]]
         if back.size >= self.min_resets and np.unique(steps[back]).size == 1:
             climbs = np.diff(np.concatenate(([0], back)))
             if climbs.max() <= 1.1 * climbs.min():
