@@ -36,7 +36,7 @@ def _cyclic(name: str) -> bool:
 class LrScheduleAnomaly:
     """The logged LR does not follow a sane schedule.
 
-    Detects: (a) a decaying LR (floor ≤ `decay` × peak) that reaches its floor (within `near` of the range) before
+    Detects: (a) a decaying LR (floor after the peak ≤ `decay` × peak) that reaches its floor (within `near` of the range) before
     `early` of the run and stays there, or, where the config names a one-way schedule, first reaches it then;
     (b) an LR constant to 1e-9 while the config names a scheduler that should move it;
     (c) a decaying LR (`min_decay` below its peak, above `mid` of it) that jumps ×`jump` back up to within `match`
@@ -55,7 +55,7 @@ class LrScheduleAnomaly:
     stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ("lr",)
     early: float = 0.5
-    decay: float = 0.1
+    decay: float = 0.01  # a floor at 1% of the peak or below: nothing trains there (a step schedule's ×0.1 is planned)
     near: float = 0.02  # "at the floor": within this fraction of the peak-to-floor range
     jump: float = 1.25  # (c) a decaying LR that jumps ×1.25 or more back up ...
     min_decay: float = 0.1  # ... after decaying 10% below its peak ...
@@ -122,7 +122,7 @@ class LrScheduleAnomaly:
             return
         last = max(int(run.last_step() or steps[-1]), int(steps[-1]))
         first = int(steps[0])
-        peak, floor = float(lr.max()), float(lr.min())
+        peak, floor = _peak_and_floor(lr)
         # The first time at the peak: a cycling schedule's later peaks may be a rounding error higher.
         ipeak = int(np.argmax(lr >= peak - self.near * (peak - floor)))
         sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
@@ -171,7 +171,7 @@ class LrScheduleAnomaly:
         back to `min_return` of the peak; else None."""
         if lr.size < 10 or last <= first:
             return None
-        peak, floor = float(lr.max()), float(lr.min())
+        peak, floor = _peak_and_floor(lr)
         if not (peak > 0 and floor <= self.decay * peak):
             return None
         ipeak = int(np.argmax(lr >= peak - self.near * (peak - floor)))
@@ -197,6 +197,13 @@ class LrScheduleAnomaly:
             ev["accumulation"] = int(accum)
             ev["matches_accumulation"] = bool(abs(fraction * accum - 1) <= 0.2)
         return ev
+
+
+def _peak_and_floor(lr: np.ndarray) -> tuple[float, float]:
+    """The LR's peak and the lowest value it falls to after it: a warmup's start is below the peak but is no floor
+    the schedule decays to."""
+    ipeak = int(np.argmax(lr))
+    return float(lr[ipeak]), float(lr[ipeak:].min())
 
 
 def _at_floor(steps: np.ndarray, lr: np.ndarray, at: int, floor: float) -> str:
