@@ -80,6 +80,23 @@ def finite_part(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     return steps[:end], values[:end]
 
 
+def loss_falls(run: Run, share: float, until: float, since: float | None = None,
+               start_points: int = stats.START_POINTS) -> bool:
+    """Whether the training loss falls by `share` or more of its first level between steps `since` and `until`
+    (its initial level the median of its first `start_points` there, its last the median of its last 3; 6 finite
+    points at least). A loss that falls is a run whose optimizer steps are taken: a logged setting that says none
+    are (an LR of 0, a loss scale at which every step overflows) is not what the optimizer used."""
+    if not run.has("loss"):
+        return False
+    s, y = run.arrays("loss")
+    keep = (s <= until) & np.isfinite(y) & (s >= since if since is not None else True)
+    y = y[keep]
+    if y.size < 6:
+        return False
+    head, tail = stats.start_level(y, start_points), float(np.median(y[-3:]))
+    return head > 0 and (head - tail) / head >= share
+
+
 def too_short(run: Run, role: str, minimum: int) -> str | None:
     """A skip reason when the finite part of `role`'s series has fewer than `minimum` points."""
     steps, values = run.arrays(role)

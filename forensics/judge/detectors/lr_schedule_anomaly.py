@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import UPSTREAM, src
+from forensics.judge.detectors.base import UPSTREAM, loss_falls, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -68,18 +68,6 @@ class LrScheduleAnomaly:
     min_return: float = 0.5  # (e) after its floor the LR climbs back to half its peak or more ...
     max_rise_share: float = 0.5  # ... in steps none of which is half the climb (not a warm restart's jump)
 
-    def _learns(self, run: Run, until: int) -> bool:
-        """Whether the training loss falls by `zero_share` or more of its first level up to step `until` (then
-        the logged LR is not the one the optimizer used: a loss does not fall under an LR of 0)."""
-        if not run.has("loss"):
-            return False
-        s, y = run.arrays("loss")
-        y = y[(s <= until) & np.isfinite(y)]
-        if y.size < 6:
-            return False
-        head, tail = stats.start_level(y, self.start_points), float(np.median(y[-3:]))
-        return head > 0 and (head - tail) / head >= self.zero_share
-
     def restarts(self, run: Run) -> list[dict]:
         """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
         reads them too (a scheduler that started again is a resume that did not restore its state)."""
@@ -107,7 +95,7 @@ class LrScheduleAnomaly:
         zero = int(np.argmax(lr != 0)) if np.any(lr != 0) else lr.size  # leading records at exactly 0
         every = zero == lr.size >= self.all_zero_points  # 0 on every record, however few: nothing ever trained
         if (every or zero >= self.zero_points and zero >= self.zero_share * lr.size) \
-                and not self._learns(run, steps[zero - 1]):
+                and not loss_falls(run, self.zero_share, steps[zero - 1], start_points=self.start_points):
             ev = {"zero_points": zero, "points": int(lr.size), "first_step": int(steps[0]),
                   "last_zero_step": int(steps[zero - 1]), "lr_after": float(lr[zero]) if zero < lr.size else None}
             yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[zero - 1]),
