@@ -90,6 +90,13 @@ def test_warmup_then_one_early_step_down_is_a_planned_schedule(tmp_path, start, 
     assert list(LrScheduleAnomaly().check(_run(tmp_path, lr))) == []
 
 
+def test_a_log_that_ends_inside_its_warmup_is_silent(tmp_path):
+    """A linear schedule whose warmup is longer than the log so far: the LR rises at every record, its peak the last
+    one. Nothing follows the peak, so nothing decays, and a rising LR is no constant one."""
+    lr = _lrs(_linear_with_warmup(2 * N, 4 * N))
+    assert list(LrScheduleAnomaly().check(_run(tmp_path, lr, config={"lr_scheduler_type": "linear"}))) == []
+
+
 def test_cyclic_schedule_touching_its_floor_every_cycle_is_silent(tmp_path):
     """CyclicLR returns to base_lr at the end of every cycle, the first after 10% of the run, and the run ends
     at the end of a cycle: a rule "first reaches the floor early and ends there" would fire."""

@@ -148,7 +148,7 @@ class LrScheduleAnomaly:
                                               if back.get("matches_accumulation") else "")))
                 return
         if isinstance(sched, str) and not _may_hold_constant(sched) and lr.size >= 10 \
-                and peak - floor <= 1e-9 * max(abs(peak), 1e-300):
+                and peak - float(lr.min()) <= 1e-9 * max(abs(peak), 1e-300):
             ev = {"lr": peak, "scheduler": sched, "points": int(lr.size)}
             yield Finding.of(self, severity="warning", step=first, step_end=int(steps[-1]), series=run.pick("lr"),
                              evidence=ev, sources=(src(run, "lr", steps),),
