@@ -41,3 +41,48 @@ def test_console_log_beside_tensorboard_does_not_become_the_loss(tmp_path):
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.pick("loss") == "loss" and run.format_of(run.pick("loss")) == "tensorboard"
     assert run.last_step() == int(steps[-1])
+
+
+def _epoch_log(root, epochs):
+    """A console log written by Python's logging: `Epoch: E, Step: S, loss: V` with a batch counter S that starts
+    again at 0 every epoch (no global step printed)."""
+    import logging
+
+    root.mkdir(parents=True)
+    logger = logging.getLogger(f"axes.{root.name}")
+    handler = logging.FileHandler(root / "train.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s : %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    for e, values in enumerate(epochs, 1):
+        for k, v in enumerate(values):
+            logger.info(f"Epoch: {e}, Step: {k * 200}, loss: {v:.5f}")
+    handler.close()
+    logger.removeHandler(handler)
+    return root
+
+
+def test_a_counter_that_starts_again_every_epoch_is_read_pass_after_pass(tmp_path, capsys):
+    """Epochs of 30, 30, 26 and 5 batches, each counting from step 0: one row per step (the last written wins, as a
+    resume overwrites) would make one curve out of the last epoch's steps filled in by earlier ones. The passes
+    follow one another instead, and a finding says where it is in the writer's words. A ×100 excursion in the third
+    epoch that the loss comes back from is a spike, never a divergence."""
+    import json
+
+    from forensics.cli import main
+
+    rng = np.random.default_rng(3)
+    lengths, level = (30, 30, 26, 5), [0.7, 0.3, 0.15, 0.1]
+    epochs = [lv * (1 + rng.normal(0, 0.05, n)) for lv, n in zip(level, lengths)]
+    epochs[2][10] = 19.5  # one display far above, then back
+    root = _epoch_log(tmp_path / "r", epochs)
+    run = load_run(root, tmp_path / "f.duckdb")
+    s, v = run.arrays("loss")
+    assert s.size == sum(lengths) and np.all(np.diff(s) == 200)  # equal spacing: the global step of equal epochs
+    assert np.allclose(v, np.concatenate(epochs), rtol=1e-4)
+    assert run.writer_positions(run.pick("loss"), [int(s[30])]) == {int(s[30]): "pass 2, step 0"}
+    capsys.readouterr()
+    main(["analyze", str(root), "--db", str(tmp_path / "a.duckdb"), "--json"])
+    found = {f["kind"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert "divergence" not in found and "resumed_run" not in found
+    assert found["loss_spike"]["at"] == "pass 3, step 2000"

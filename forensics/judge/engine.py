@@ -47,7 +47,7 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
     spikes = series_spikes(run, spike)
     findings.sort(key=Finding.sort_key)
     out.findings, out.spikes = tie_events(run, findings, spikes)
-    if bool(run.meta["ordinal"].fill_null(False).any()):  # say where ordinal steps are in the writer's words
+    if bool(run.meta["ordinal"].fill_null(False).any()) or run.composed():  # say where steps are in the writer's words
         out.findings = [f.with_positions(run.writer_positions(f.series, [f.step, f.step_end]))
                         for f in out.findings]
     out.headline_index = headline_index(out.findings)

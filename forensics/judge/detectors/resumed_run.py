@@ -11,7 +11,7 @@ import polars as pl
 
 from forensics.judge.detectors.base import UPSTREAM, src
 from forensics.judge.findings import Finding
-from forensics.judge.run import TEXT_FORMATS, Run
+from forensics.judge.run import TEXT_FORMATS, Run, from_the_start
 
 # The steps a W&B run refused to store, as `ingest.wandb_files.read_wandb_debug_log` names them.
 DROPPED_TAG = "wandb/dropped_history_step"
@@ -70,10 +70,9 @@ class ResumedRun:
             # A counter that goes back to (or below) the lowest step logged before it starts from the beginning:
             # a new launch appended to the same log, or a counter that restarts every epoch or phase. A run resumed
             # from a checkpoint goes back to a step it had passed, the checkpoint's.
-            lowest = np.minimum.accumulate(steps)
-            if run.reduced(name):  # its write order holds only the points around breaks: the start is its lowest step
-                lowest = np.minimum(lowest, int(run.series_named(name)["step"].min()))
-            back = back[steps[back] > lowest[back - 1]]
+            # (its write order read around its breaks only, a reduced series starts at its lowest step)
+            start = int(run.series_named(name)["step"].min()) if run.reduced(name) else None
+            back = back[~from_the_start(steps, back, start)]
         if back.size >= self.min_resets and np.unique(steps[back]).size == 1:
             climbs = np.diff(np.concatenate(([0], back)))
             if climbs.max() <= 1.1 * climbs.min():
