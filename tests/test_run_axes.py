@@ -86,3 +86,19 @@ def test_a_counter_that_starts_again_every_epoch_is_read_pass_after_pass(tmp_pat
     found = {f["kind"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
     assert "divergence" not in found and "resumed_run" not in found
     assert found["loss_spike"]["at"] == "pass 3, step 2000"
+
+
+def test_launches_appended_to_one_log_are_no_spikes(tmp_path, capsys):
+    """Three launches of one script appended to one log, each counting from step 0 and starting again at the loss a
+    fresh model has: where each begins, the loss jumps back up ×15 and falls again. A new launch, not a spike, a
+    divergence or a resume."""
+    import json
+
+    from forensics.cli import main
+
+    rng = np.random.default_rng(4)
+    launches = [6.1 * np.exp(-np.arange(n) / 4) + 0.35 + rng.normal(0, 0.01, n) for n in (30, 30, 40)]
+    root = _epoch_log(tmp_path / "r", launches)
+    main(["analyze", str(root), "--db", str(tmp_path / "a.duckdb"), "--json"])
+    kinds = {f["kind"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert not kinds & {"loss_spike", "divergence", "resumed_run"}

@@ -138,6 +138,7 @@ class Run:
     _steps_cache: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     # series name -> {composed step: (pass, the step the file shows)} for a counter that starts again (series_named)
     _passes: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict, repr=False)
+    _pass_starts: dict[str, frozenset[int]] = field(default_factory=dict, repr=False)
     _spikes_cache: dict[tuple[str, SpikeRule], pl.DataFrame] = field(default_factory=dict, repr=False)
     _candidates_cache: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict, repr=False)
     # (series_id, steps) -> {step: (epoch, batch)} the writer printed on those lines (ordinal series only)
@@ -213,6 +214,12 @@ class Run:
             if words:
                 out[step] = ", ".join(words)
         return out
+
+    def pass_starts(self, name: str) -> frozenset[int]:
+        """The (composed) steps where each pass of a counter that starts again begins (`series_named`); empty for
+        a series counted once."""
+        self.series_named(name)
+        return self._pass_starts.get(name, frozenset())
 
     def composed(self) -> bool:
         """Whether a series read so far counts its steps again from the beginning (`series_named` composed it)."""
@@ -291,6 +298,7 @@ class Run:
                     composed = composed_steps(logged)
                     passes = np.cumsum(np.isin(np.arange(logged.size), fresh_starts(logged))) + 1
                     self._passes[name] = {int(c): (int(k), int(x)) for c, k, x in zip(composed, passes, logged)}
+                    self._pass_starts[name] = frozenset(int(c) for c in composed[[0, *fresh_starts(logged)]])
                     raw = once.with_columns(pl.Series("step", composed))
             self._steps_cache[name] = raw.unique("step", keep="last", maintain_order=True).sort("step")
         return self._steps_cache[name]
