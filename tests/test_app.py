@@ -624,7 +624,7 @@ def test_stored_answers_sit_under_their_findings_and_lead_check_first(gallery_db
     assert "replay of step 80 (ran " in text and "forward: addmm in body.fc2 at train.py:12" in text
     assert "probe lr\\_range FAILED (ran " in text
     check = next(m.value for m in at.markdown if m.value.startswith("Check first:"))
-    assert check.startswith("Check first: lr\\_div\\_10, the likely fix replay found") and "addmm in body.fc2" in check
+    assert check.startswith("Check first: addmm in body.fc2") and "; lr\\_div\\_10, the likely fix replay found" in check
     assert not any("forensics replay" in c.value and "--step 80" in c.value for c in at.code)
 
 

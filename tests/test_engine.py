@@ -100,6 +100,42 @@ def test_bad_set_is_exit_code_2(tmp_path, capsys):
     assert "no field 'bogus'" in capsys.readouterr().err
 
 
+def test_a_reinforcement_learning_runs_losses_are_not_judged_as_a_training_loss(tmp_path, capsys):
+    """An agent's losses under the names Stable-Baselines3 logs: a value loss that grows with the returns it
+    regresses to, a policy surrogate flat near 0, an entropy term, beside the episode reward. None is expected to
+    fall: no flat_loss, divergence or plateau, and the verdict says which curves it judged and why. A NaN in them is
+    still nan_loss. A preference-tuning run's implicit rewards (DPO's `rewards/chosen`) make no RL run: its flat
+    loss is still flat_loss."""
+    rng = np.random.default_rng(2)
+    steps = np.arange(2048, 2048 * 201, 2048)
+    reward = 20 + 180 * (1 - np.exp(-steps / steps[60]))
+    value = 0.3 + 0.02 * reward * (1 + rng.normal(0, 0.1, steps.size))  # grows with the returns: by design
+    policy = -0.01 * (1 + rng.normal(0, 0.3, steps.size))
+    entropy = -1.1 * (1 + rng.normal(0, 0.01, steps.size))
+
+    def analyze(name, series):
+        run = write_tb(tmp_path / name, series)
+        main(["analyze", str(run), "--db", str(tmp_path / f"{name}.duckdb"), "--json"])
+        out = json.loads(capsys.readouterr().out)
+        return out, {f["kind"] for f in out["findings"]}, {s["kind"]: s["reason"] for s in out["skipped"]}
+
+    agent = {"train/value_loss": (steps, value), "train/policy_gradient_loss": (steps, policy),
+             "train/entropy_loss": (steps, entropy), "rollout/ep_rew_mean": (steps, reward)}
+    out, kinds, skipped = analyze("ppo", agent)
+    assert not kinds & {"flat_loss", "divergence", "plateau", "loss_spike", "oscillation"}
+    assert all("reinforcement-learning" in skipped[k] for k in ("flat_loss", "divergence", "plateau"))
+    assert out["verdict"] == "healthy" and "reinforcement-learning run (it logs rollout/ep_rew_mean)" in \
+        out["verdict_reason"] and "judged for non-finite values" in out["verdict_reason"]
+    dead = {k: (s, np.where(np.arange(s.size) >= 150, np.nan, v)) if "loss" in k else (s, v)
+            for k, (s, v) in agent.items()}
+    _, kinds, _ = analyze("ppo_nan", dead)
+    assert "nan_loss" in kinds
+    flat = 0.6931 * (1 + rng.normal(0, 0.002, steps.size))
+    _, kinds, skipped = analyze("dpo", {"train/loss": (steps, flat), "train/rewards/chosen": (steps, flat - 0.69),
+                                        "train/rewards/rejected": (steps, flat - 0.7)})
+    assert "flat_loss" in kinds and "flat_loss" not in skipped
+
+
 def test_a_gans_adversarial_losses_are_not_judged_by_their_level(tmp_path, capsys):
     """A GAN's discriminator sits near 2·ln 2 and its generator near its own level for the whole run: that
     equilibrium is how a GAN trains. The detectors that judge the loss's level (flat_loss here) skip such a

@@ -18,7 +18,7 @@ from forensics import __version__
 
 from forensics.judge import catalog, stats
 from forensics.judge.detectors import ALL, CHAIN_KINDS, REACH
-from forensics.judge.detectors.base import Detector, missing_reason
+from forensics.judge.detectors.base import Detector, missing_reason, reinforcement_learning
 from forensics.judge.findings import Analysis, Finding, Skip, Spike
 from forensics.judge.run import Run
 from forensics.judge.verdict import headline_index
@@ -47,7 +47,7 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
     spikes = series_spikes(run, spike)
     findings.sort(key=Finding.sort_key)
     out.findings, out.spikes = tie_events(run, findings, spikes)
-    if bool(run.meta["ordinal"].fill_null(False).any()):  # say where ordinal steps are in the writer's words
+    if bool(run.meta["ordinal"].fill_null(False).any()) or run.composed():  # say where steps are in the writer's words
         out.findings = [f.with_positions(run.writer_positions(f.series, [f.step, f.step_end]))
                         for f in out.findings]
     out.headline_index = headline_index(out.findings)
@@ -55,6 +55,9 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
     out.checked = {"series": {r: run.pick(r) for r in ("loss", "val_loss", "grad_norm", "lr") if run.has(r)},
                    "detectors_run": sorted({d.kind for d in detectors} - {s.kind for s in out.skipped}),
                    "n_series": run.meta.height}
+    rl = reinforcement_learning(run)
+    if rl is not None:  # the verdict says which curves were judged, and why the losses were not as a training loss
+        out.checked["reinforcement_learning"] = {"evidence": rl.evidence, "objectives": list(rl.objectives)}
     reduced = {n: r for n in run.meta["name"].to_list() if (r := run.reduced(n))}
     if reduced:  # what a reader of these findings must know: the statistics saw M4 buckets of these series
         out.checked["reduced"] = reduced

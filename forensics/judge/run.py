@@ -78,6 +78,45 @@ def usable_series(meta: pl.DataFrame, role: str) -> pl.DataFrame:
     return m
 
 
+def fresh_starts(steps: np.ndarray) -> np.ndarray:
+    """Where a step counter, in write order, starts again from the beginning: indices whose step is below the one
+    before and at or below every step logged before it (a counter that restarts at every epoch or phase, or a new
+    launch appended to the same log). A run resumed from a checkpoint goes back to a step it had passed instead."""
+    steps = np.asarray(steps)
+    if steps.size < 2:
+        return np.array([], dtype=np.int64)
+    back = np.flatnonzero(np.diff(steps) < 0) + 1
+    return back[from_the_start(steps, back)]
+
+
+def from_the_start(steps: np.ndarray, back: np.ndarray, start: float | None = None) -> np.ndarray:
+    """For indices `back` where `steps` (write order) go back: whether each goes back to the beginning, at or
+    below every step before it (and at or below `start`, where given: the lowest step of a series whose write order
+    is read around its breaks only)."""
+    lowest = np.minimum.accumulate(np.asarray(steps))
+    if start is not None:
+        lowest = np.minimum(lowest, start)
+    return np.asarray(steps)[back] <= lowest[np.asarray(back) - 1]
+
+
+def composed_steps(steps: np.ndarray) -> np.ndarray:
+    """Steps in write order with each pass that starts again from the beginning (`fresh_starts`) placed after the
+    one before: its steps shifted to begin one logging interval (its own median spacing) past the highest step
+    so far. Per-epoch batch counters of equal epochs come out as the global step."""
+    steps = np.asarray(steps, dtype=np.int64)
+    bounds = [0, *fresh_starts(steps).tolist(), steps.size]
+    out = steps.copy()
+    top = None
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        seg = steps[a:b]
+        gaps = np.diff(seg)
+        gap = int(np.median(gaps[gaps > 0])) if np.any(gaps > 0) else 1
+        if top is not None:
+            out[a:b] = seg - seg.min() + top + gap
+        top = int(out[a:b].max())
+    return out
+
+
 # A long series is reduced to `long_series // BUCKET_SHARE` buckets of ~4 points each (first, min, max, last): at most
 # half as many points as the shortest series that is reduced (125,000 buckets at LONG_SERIES), so a
 # statistic over it costs no more than over a series read whole, whatever the length of the series.
@@ -98,6 +137,9 @@ class Run:
     _tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     _cache: dict[int, pl.DataFrame] = field(default_factory=dict, repr=False)
     _steps_cache: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
+    # series name -> {composed step: (pass, the step the file shows)} for a counter that starts again (series_named)
+    _passes: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict, repr=False)
+    _pass_starts: dict[str, frozenset[int]] = field(default_factory=dict, repr=False)
     _spikes_cache: dict[tuple[str, SpikeRule], pl.DataFrame] = field(default_factory=dict, repr=False)
     _candidates_cache: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict, repr=False)
     # (series_id, steps) -> {step: (epoch, batch)} the writer printed on those lines (ordinal series only)
@@ -159,14 +201,30 @@ class Run:
 
     def writer_positions(self, series: str | None, steps: list[int | None]) -> dict[int, str]:
         """Where each of `steps` is in the writer's own words, for a series on an ordinal axis whose lines print
-        an epoch and a batch but no global step (`Epoch[1] Batch[7]`, DECISIONS §2): {6: "epoch 1, batch 7"}.
-        Empty for a series with logged steps (its steps are the writer's already) or lines without counters."""
+        an epoch and a batch but no global step (`Epoch[1] Batch[7]`, DECISIONS §2): {6: "epoch 1, batch 7"}; for a
+        counter that starts again (`series_named` composed its passes), the pass and the step its line shows
+        ("pass 9, step 1800"). Empty for a series with logged steps (its steps are the writer's already) or lines
+        without counters."""
+        if series in self._passes:  # a counter that starts again: the pass and the step its line shows
+            known = self._passes[series]
+            return {int(s): f"pass {known[int(s)][0]}, step {known[int(s)][1]}" for s in steps
+                    if s is not None and int(s) in known}
         out = {}
         for step, (epoch, batch) in self.counters(series, steps).items():
             words = [f"{k} {v}" for k, v in (("epoch", epoch), ("batch", batch)) if v is not None]
             if words:
                 out[step] = ", ".join(words)
         return out
+
+    def pass_starts(self, name: str) -> frozenset[int]:
+        """The (composed) steps where each pass of a counter that starts again begins (`series_named`); empty for
+        a series counted once."""
+        self.series_named(name)
+        return self._pass_starts.get(name, frozenset())
+
+    def composed(self) -> bool:
+        """Whether a series read so far counts its steps again from the beginning (`series_named` composed it)."""
+        return bool(self._passes)
 
     def counters(self, series: str | None, steps: list[int | None]) -> dict[int, tuple[int | None, int | None]]:
         """step -> (epoch, batch) the writer printed on the line of each of `steps`, for a series on an ordinal
@@ -224,14 +282,26 @@ class Run:
         return self.series_named(name)
 
     def series_named(self, name: str) -> pl.DataFrame:
-        """One row per step of the series `name` (the last written wins), sorted by step; cached."""
+        """One row per step of the series `name` (the last written wins, as a resume overwrites), sorted by step;
+        cached. A counter that starts again from the beginning (`fresh_starts`: one per epoch, or launches appended
+        to one log) is no resume: its passes follow one another (`composed_steps`), so the view is the curve in the
+        order it was written, not one pass's steps filled in from another's."""
         if name not in self._steps_cache:
             raw = self.points(name)
             steps = raw["step"].to_numpy()
             if steps.size < 2 or bool(np.all(steps[1:] > steps[:-1])):  # the usual case: nothing to resolve
                 self._steps_cache[name] = raw
-            else:
-                self._steps_cache[name] = raw.unique("step", keep="last", maintain_order=True).sort("step")
+                return raw
+            if not self.reduced(name) and raw["step"].null_count() == 0:
+                once = raw.unique(["step", "value"], keep="first", maintain_order=True)  # a copy of the log is no pass
+                logged = once["step"].to_numpy()
+                if fresh_starts(logged).size:
+                    composed = composed_steps(logged)
+                    passes = np.cumsum(np.isin(np.arange(logged.size), fresh_starts(logged))) + 1
+                    self._passes[name] = {int(c): (int(k), int(x)) for c, k, x in zip(composed, passes, logged)}
+                    self._pass_starts[name] = frozenset(int(c) for c in composed[[0, *fresh_starts(logged)]])
+                    raw = once.with_columns(pl.Series("step", composed))
+            self._steps_cache[name] = raw.unique("step", keep="last", maintain_order=True).sort("step")
         return self._steps_cache[name]
 
     def arrays(self, role_or_name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -51,8 +51,13 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
     # Where only a validation loss was read it is judged as validation, and every verdict says the training loss is missing
     missing = (f"; no training loss was read: the validation loss ({count(val_points, 'point')}) was judged as "
                f"validation" if loss_points is None and val_points else "")
+    rl = a.checked.get("reinforcement_learning")
+    # an agent's losses are read for non-finite values only: every verdict says so, and why
+    rl_note = "" if not rl else (f"; a reinforcement-learning run (it logs {rl['evidence']}): its losses "
+                    f"({_names(rl['objectives'], 3)}) were judged for non-finite values, not as a training loss that "
+                    f"should fall (they chase targets that move with the policy)")
     if counts["critical"]:
-        return Verdict("failed", _count_line(counts) + missing)
+        return Verdict("failed", _count_line(counts) + missing + rl_note)
     skipped = {s.kind: s.reason for s in a.skipped if s.kind in selected}
     ran = [k for k in selected if k not in skipped]
     if restricted and a.nonfinite:
@@ -61,7 +66,7 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
         return Verdict("inconclusive", f"{found}{n['series']} is {n['value']} at step {n['step']} and only "
                        f"{_names(ran) or 'no detector'} ran; analyse without --only/--skip for a verdict")
     if counts["warning"]:
-        return Verdict("suspicious", _count_line(counts) + missing)
+        return Verdict("suspicious", _count_line(counts) + missing + rl_note)
     missing = [p for p in read_problems if p["kind"] == "missing_dependency"]
     if missing:
         return Verdict("inconclusive", f"{missing[0]['path']} was not read: {missing[0]['detail']}")
@@ -75,12 +80,14 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
                 if series else "nothing in it was a training log")
         return Verdict("inconclusive", f"no training-loss series was read ({what}); there is nothing to judge")
     curve = [k for k in selected if k in CURVE_KINDS]
-    if curve and not any(k in ran for k in curve):
+    if rl:
+        pass  # its curves were left unjudged by design, not for want of points: the rules below do not apply
+    elif curve and not any(k in ran for k in curve):
         return Verdict("inconclusive", f"the training loss has {count(loss_points, 'finite point')}, too few for "
                        f"{_names(curve)}; nothing glaring stands out in them (no blow-up, no constant loss, no rise "
                        f"at every point){_would_decide(skipped, curve)}", short=True)
     loss_skipped = [k for k in loss_detectors if k in skipped]
-    if loss_detectors and len(loss_skipped) * 2 > len(loss_detectors):
+    if not rl and loss_detectors and len(loss_skipped) * 2 > len(loss_detectors):
         return Verdict("inconclusive", f"{len(loss_skipped)} of the {len(loss_detectors)} detectors that read the "
                        f"training loss could not run ({_names(loss_skipped)}) and nothing glaring stands out"
                        f"{_would_decide(skipped, loss_skipped)}",
@@ -92,7 +99,7 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
     notes = f"; {count(counts['info'], 'note')}" if counts["info"] else ""
     only = f" (only {_names(ran)} checked)" if restricted else ""
     return Verdict("healthy", f"no finding from {count(len(ran), 'detector')}{only} over "
-                   f"{count(loss_points, 'point')} of the training loss{notes}")
+                   f"{count(loss_points, 'point')} of the training loss{notes}{rl_note}")
 
 
 def _too_short(reason: str) -> bool:

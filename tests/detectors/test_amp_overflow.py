@@ -275,3 +275,21 @@ def test_a_sub_unit_scale_seen_at_one_step_only_is_no_collapsed_scaler(tmp_path)
                                       + "\n")
     [f] = AmpOverflow().check(load_run(pinned, tmp_path / "pinned.duckdb"))
     assert f.evidence["max_scale"] == 0.5
+
+
+@pytest.mark.parametrize("launches", [2, 4])
+def test_a_setting_named_scale_printed_once_per_launch_is_no_loss_scale(tmp_path, launches):
+    """A trainer that prints its arguments at every launch (`... mosaic=1.0, scale=0.5, shear=0.0 ...`, an
+    augmentation's scale), several launches appended to one log: a constant 'scale' below 1 on a line per launch,
+    while the loss falls in each. No step overflows where the loss falls: no collapsed scaler."""
+    lines = []
+    for k in range(launches):
+        lines.append(f"engine/trainer: task=detect, mode=train, epochs=40, lr0=0.01, mosaic=1.0, scale=0.5, "
+                     f"shear=0.0, seed={k}")
+        lines += [f"epoch {e} step {e * 50} loss {1.85 * 0.97 ** e:.4f}" for e in range(1, 41)]
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.has("loss_scale") and run.points(run.pick("loss_scale")).height == launches
+    assert list(AmpOverflow().check(run)) == []

@@ -73,6 +73,30 @@ def test_warmup_then_cosine_to_zero_is_silent(tmp_path):
     assert list(LrScheduleAnomaly().check(_run(tmp_path, lr, config={"lr_scheduler_type": "cosine"}))) == []
 
 
+@pytest.mark.parametrize("start,gamma", [(0.04, 0.05), (0.09, 0.1), (0.001, 0.1)])
+def test_warmup_then_one_early_step_down_is_a_planned_schedule(tmp_path, start, gamma):
+    """A detectron2-style WarmupMultiStep schedule: a linear warmup (its first logged LR a few percent of the peak,
+    just below the level the step goes down to), then one step down ×0.1 or ×0.05 at 38% of the run, held to the
+    end. A step schedule's milestones are the user's plan: its floor is a level the run trains at, not an LR of
+    nothing, and the warmup's start is no floor the schedule decays to."""
+    import torch
+
+    def make(opt):
+        return torch.optim.lr_scheduler.ChainedScheduler([
+            torch.optim.lr_scheduler.LinearLR(opt, start_factor=start, total_iters=N // 4),
+            torch.optim.lr_scheduler.MultiStepLR(opt, [3 * N // 8], gamma=gamma)])
+    lr = _lrs(make)
+    assert lr[1][0] == pytest.approx(1e-3 * start) and lr[1][-1] == pytest.approx(1e-3 * gamma)
+    assert list(LrScheduleAnomaly().check(_run(tmp_path, lr))) == []
+
+
+def test_a_log_that_ends_inside_its_warmup_is_silent(tmp_path):
+    """A linear schedule whose warmup is longer than the log so far: the LR rises at every record, its peak the last
+    one. Nothing follows the peak, so nothing decays, and a rising LR is no constant one."""
+    lr = _lrs(_linear_with_warmup(2 * N, 4 * N))
+    assert list(LrScheduleAnomaly().check(_run(tmp_path, lr, config={"lr_scheduler_type": "linear"}))) == []
+
+
 def test_cyclic_schedule_touching_its_floor_every_cycle_is_silent(tmp_path):
     """CyclicLR returns to base_lr at the end of every cycle, the first after 10% of the run, and the run ends
     at the end of a cycle: a rule "first reaches the floor early and ends there" would fire."""

@@ -76,6 +76,39 @@ def test_a_step_counter_reset_every_epoch_is_not_a_resume(tmp_path):
     assert list(ResumedRun().check(load_run(tmp_path / "r", tmp_path / "f.duckdb"))) == []
 
 
+def test_counters_that_start_again_from_the_beginning_are_not_resumes(tmp_path):
+    """A per-epoch batch counter whose epochs differ in length (several networks trained one after another, each
+    with its own loader), and several launches appended to one console log: each time the step goes back to the
+    start (at or below every step logged before), not to a checkpoint's step. A launch that goes back to a step in
+    the middle of what was logged is still a resume."""
+    import logging
+
+    def log(root, segments):
+        root.mkdir()
+        logger = logging.getLogger(f"train.{root.name}")
+        handler = logging.FileHandler(root / "train.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        for epoch, (steps, loss) in enumerate(segments, 1):
+            for s, v in zip(steps.tolist(), loss.tolist()):
+                logger.info(f"Epoch: {epoch}, Step: {s}, loss: {v:.5f}")
+        handler.close()
+        logger.removeHandler(handler)
+        return root
+
+    steps, loss = curve(n=300, every=200)
+    per_epoch = [(steps[a:b] - steps[a], loss[a:b]) for a, b in ((0, 30), (30, 60), (60, 86), (86, 112), (112, 117))]
+    run = load_run(log(tmp_path / "epochs", per_epoch), tmp_path / "e.duckdb")
+    assert list(ResumedRun().check(run)) == []
+    launches = [(steps[:120], loss[:120]), (steps[:40], loss[:40] * 1.1), (steps[:200], loss[:200] * 0.9)]
+    run = load_run(log(tmp_path / "launches", launches), tmp_path / "l.duckdb")
+    assert list(ResumedRun().check(run)) == []
+    resumed = [(steps[:120], loss[:120]), (steps[90:], loss[90:] * 0.95)]  # back to step 18000, a checkpoint's
+    [f] = ResumedRun().check(load_run(log(tmp_path / "resumed", resumed), tmp_path / "r.duckdb"))
+    assert (f.step, f.step_end) == (int(steps[90]), int(steps[119]))
+
+
 def test_epoch_falling_back_while_steps_rise_is_a_restart(tmp_path):
     """Issue 12 class 6: an HF trainer_state whose step climbs while its epoch returns to 0 three times."""
     from tests.runwriters import hf_history, write_trainer_state

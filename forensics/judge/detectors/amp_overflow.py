@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics.judge.detectors.base import UPSTREAM, src
+from forensics.judge.detectors.base import UPSTREAM, loss_falls, src
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
 from forensics.judge.run import Run
@@ -21,7 +21,8 @@ class AmpOverflow:
 
     Detects: a loss-scale series that ends at most 2^-`min_halvings` of its maximum and still falls over the second
     half (its last value 2^-`late_halvings` of that half's maximum), or falls below `floor` (on two points; on one
-    only at 0), or keeps overflowing: after start-up calibration at least `max_skip_rate` of the steps halve it, on
+    only at 0; a scale that never moves on `min_skips` points or more, the loss not falling by `min_fall` meanwhile),
+    or keeps overflowing: after start-up calibration at least `max_skip_rate` of the steps halve it, on
     `min_skips` halvings or more (a logged count of skipped steps makes the same rate). Calibration ends at the first
     growth, the first step with a finite grad norm, or past step `horizon`, unless the log starts at a fresh scaler's
     value (`fresh_scale`). Halvings beside a non-finite training loss (`min_nonfinite_skips`) count at any point.
@@ -45,6 +46,7 @@ class AmpOverflow:
     horizon: int = 200  # past step 200 no healthy scaler is still calibrating (2^32 to 1: 64 skipped steps at most)
     fresh_scale: float = 2.0**7  # the smallest start value of a dynamic scaler (fairseq's 128; 2^16 torch, apex, DeepSpeed)
     min_nonfinite_skips: int = 2  # halvings beside a NaN/Inf loss: the scaler chases an overflow it cannot cure
+    min_fall: float = 0.25  # a loss that falls by a quarter under a constant scale is taking its steps
 
     def unavailable(self, run: Run) -> str | None:
         if run.has("loss_scale") or run.has("skipped_steps") or _checkpoint_scales(run)[0].size:
@@ -99,6 +101,11 @@ class AmpOverflow:
             # setting at start-up) is no scaler pinned anywhere (`scale=0.1` in a message about some other scaling)
             return
         top, final, low = float(s.max()), float(s[-1]), float(s.min())
+        if top == low > 0 and (s.size < self.min_skips or loss_falls(run, self.min_fall, steps[-1], steps[0])):
+            # a scale that never moves, between 0 and the floor, is a collapsed scaler only where it is logged
+            # through training (not a setting printed once per launch: an augmentation's `scale=0.5`) and the loss
+            # does not fall meanwhile (where every step overflows, no step is taken)
+            return
         # the second half of the run by steps, not points: an overflow-only log (DeepSpeed prints a line per
         # skipped step) crowds its points where the scale falls
         late_top = float(s[steps >= steps[0] + (steps[-1] - steps[0]) / 2].max())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import numpy as np
@@ -43,6 +44,12 @@ def missing_reason(detector: Detector, run: Run) -> str | None:
     for need in detector.requires:
         if not run.has(need):
             return run.missing_message(need)
+    if getattr(detector, "reads_loss_level", False) or getattr(detector, "reads_curve", False):
+        rl = reinforcement_learning(run)
+        if rl is not None:
+            return (f"a reinforcement-learning run (it logs {rl.evidence}): its losses ({_listed(rl.objectives)}) are "
+                    f"objectives against moving targets, not expected to fall, so their level and shape are not "
+                    f"judged; non-finite values in them still are")
     if getattr(detector, "reads_loss_level", False):
         why = adversarial_loss(run)
         if why:
@@ -74,11 +81,82 @@ def adversarial_loss(run: Run) -> str | None:
     return None
 
 
+# Words of a reinforcement-learning objective's name (`policy_loss`, `pg_loss`, `loss_pol_surr`, `vf_loss`,
+# `value loss`, `SurrogateLoss`, `actor_loss`, `critic_loss`, `q_loss`, `qf1_loss`, `TD error`, `entropy loss`).
+RL_OBJECTIVE_WORDS = frozenset({"policy", "pol", "pg", "surr", "surrogate", "actor", "vf", "value", "critic", "q",
+                                "qf", "td", "entropy", "ent"})
+POLICY_WORDS = frozenset({"policy", "pol", "pg", "surr", "surrogate", "actor"})
+VALUE_WORDS = frozenset({"vf", "value", "critic", "q", "qf", "td"})
+# What an agent's logger reports beside its losses: the episode reward or return (`EpRewMean`, `ep_rew_mean`,
+# `mean 100 episode reward`, `AverageReturn`, `Environment/Cumulative Reward`) and the episode length (`EpLenMean`).
+REWARD_WORDS = frozenset({"reward", "rewards", "rew"})
+RETURN_WORDS = frozenset({"return", "returns"})
+EPISODE_WORDS = frozenset({"episode", "episodes", "ep"})
+# A preference pair's implicit rewards (DPO's `rewards/chosen`, `rewards/margins`): a supervised loss's statistics.
+PREFERENCE_WORDS = frozenset({"chosen", "rejected", "margin", "margins", "accuracies"})
+
+
+@dataclass(frozen=True)
+class RlRun:
+    evidence: str  # the series that makes it an RL run (an episode reward, or the policy and value losses)
+    objectives: tuple[str, ...]  # its training-loss series
+
+
+def reinforcement_learning(run: Run) -> RlRun | None:
+    """The run is a reinforcement-learning run, from the names of the series it logs, or None: an episode reward
+    (not a preference pair's), or an episode return or length beside a policy or value objective, or a policy
+    objective beside a value objective. An RL loss (policy gradient surrogate, value regression toward returns that
+    grow, entropy bonus, TD error) chases targets that move with the policy: it is not expected to fall, and a flat,
+    rising or swinging one is how an agent trains. The detectors that judge the training loss's level or shape do
+    not read it; non-finite values and the mechanism detectors still do. Taken for none of the 123 labelled real runs
+    of the three shared sets, none of which logs a reward (docs/engine.md)."""
+    from ingest.roles import words
+
+    losses, rewards, episodes, policy, value = [], [], [], [], []
+    for name, role in run.meta.select("name", "role").iter_rows():
+        ws = set(words(name))
+        if role in ("train_loss", "val_loss"):
+            losses.append(name)
+            policy += [name] if ws & POLICY_WORDS else []
+            value += [name] if ws & VALUE_WORDS else []
+        elif ws & REWARD_WORDS and not ws & PREFERENCE_WORDS:
+            rewards.append(name)
+        elif ws & RETURN_WORDS or ws & EPISODE_WORDS:
+            episodes.append(name)
+    if not losses:
+        return None
+    evidence = (rewards[0] if rewards else episodes[0] if episodes and (policy or value) else
+                f"{policy[0]} and {value[0]}" if policy and value else None)
+    named = list(dict.fromkeys(policy + value + losses))  # the policy's and the value's first, each name once
+    return RlRun(evidence, tuple(named)) if evidence else None
+
+
+def _listed(names: tuple[str, ...], shown: int = 3) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def finite_part(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Points before the first non-finite value, finite ones only (what a curve looked like while alive)."""
     bad = ~np.isfinite(values)
     end = int(np.argmax(bad)) if bad.any() else values.size
     return steps[:end], values[:end]
+
+
+def loss_falls(run: Run, share: float, until: float, since: float | None = None,
+               start_points: int = stats.START_POINTS) -> bool:
+    """Whether the training loss falls by `share` or more of its first level between steps `since` and `until`
+    (its initial level the median of its first `start_points` there, its last the median of its last 3; 6 finite
+    points at least). A loss that falls is a run whose optimizer steps are taken: a logged setting that says none
+    are (an LR of 0, a loss scale at which every step overflows) is not what the optimizer used."""
+    if not run.has("loss"):
+        return False
+    s, y = run.arrays("loss")
+    keep = (s <= until) & np.isfinite(y) & (s >= since if since is not None else True)
+    y = y[keep]
+    if y.size < 6:
+        return False
+    head, tail = stats.start_level(y, start_points), float(np.median(y[-3:]))
+    return head > 0 and (head - tail) / head >= share
 
 
 def too_short(run: Run, role: str, minimum: int) -> str | None:

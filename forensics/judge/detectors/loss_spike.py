@@ -28,7 +28,9 @@ class LossSpike:
     A finite spike must also undo at least `min_undo` of the progress made by then (from the start level); where the
     `max_window` points before it hold an excursion of ×`heavy` (heavy-tailed noise) it must rise `min_over_max` ×
     above the largest one, unless it undoes `undo_always` of the progress. An unstable stretch of several peaks that
-    comes back is one spike at its highest, up to `max_episode` points and `episode_share` of the series.
+    comes back is one spike at its highest, up to `max_episode` points and `episode_share` of the series. Where a
+    step counter starts again (launches appended to one log, `Run.series_named`), a pass that begins at up to
+    `relaunch` × the log's first loss is a new launch starting from its initial loss, not a spike.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
     and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
@@ -49,6 +51,7 @@ class LossSpike:
     min_over_max: float = 5.0  # ... rises ×5 above the largest such excursion
     undo_always: float = 1.0  # a spike that undoes all the progress made is one whatever the noise
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
+    relaunch: float = 1.5  # a pass of a restarting counter that begins within ×1.5 of the first loss: a new launch
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
@@ -68,7 +71,11 @@ class LossSpike:
                     logs = np.where(np.isfinite(values), np.log(np.where(values > 0, values, 1.0)), np.nan)
                 level, _ = stats.rolling_baseline(logs, self.spike.window)
                 excursion = np.exp(logs - level)
+            passes = run.pass_starts(run.pick("loss"))
+            first = float(values[np.isfinite(values)][0])  # the loss the log began with: where a new launch starts
             for s in found.iter_rows(named=True):  # one row per spike episode
+                if s["start_step"] in passes and s["value"] <= self.relaunch * max(first, start):
+                    continue  # a counter that starts again at the loss the log began with: a new launch, no spike
                 progress = start - s["baseline"]
                 s["start_level"] = start
                 s["undone"] = (s["value"] - s["baseline"]) / progress if progress > 0 else None

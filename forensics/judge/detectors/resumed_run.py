@@ -11,7 +11,7 @@ import polars as pl
 
 from forensics.judge.detectors.base import UPSTREAM, src
 from forensics.judge.findings import Finding
-from forensics.judge.run import TEXT_FORMATS, Run
+from forensics.judge.run import TEXT_FORMATS, Run, from_the_start
 
 # The steps a W&B run refused to store, as `ingest.wandb_files.read_wandb_debug_log` names them.
 DROPPED_TAG = "wandb/dropped_history_step"
@@ -23,7 +23,9 @@ class ResumedRun:
 
     Detects: in the loss's points in write order (by wall time where stamped, so several event files of one run
     count), a step lower than or equal to the one before (console series: strictly lower; none on an ordinal axis);
-    not plain duplicates, not a per-epoch counter (`min_resets` identical resets), not rows repeating the last step.
+    not plain duplicates, not a per-epoch counter (`min_resets` identical resets), not rows repeating the last step,
+    not a step back to the start (at or below every step logged before it: a new launch appended to one log, or a
+    counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed).
     Second, `min_refused` or more distinct steps a W&B run refused below one reached step (its debug log).
     Third, a logged epoch that falls back by `min_epoch_drop` or more while the steps keep rising.
     Fourth, an LR that jumps back up mid-decay to an earlier value (lr_schedule_anomaly's rule (c)).
@@ -65,6 +67,12 @@ class ResumedRun:
             # name) go back nowhere: the log never moves past that step again, so nothing was resumed.
             last = np.maximum.accumulate(steps[::-1])[::-1]  # the highest step from each point on
             back = back[(steps[back] < steps[back - 1]) | (last[back] > steps[back])]
+            # A counter that goes back to (or below) the lowest step logged before it starts from the beginning:
+            # a new launch appended to the same log, or a counter that restarts every epoch or phase. A run resumed
+            # from a checkpoint goes back to a step it had passed, the checkpoint's.
+            # (its write order read around its breaks only, a reduced series starts at its lowest step)
+            start = int(run.series_named(name)["step"].min()) if run.reduced(name) else None
+            back = back[~from_the_start(steps, back, start)]
         if back.size >= self.min_resets and np.unique(steps[back]).size == 1:
             climbs = np.diff(np.concatenate(([0], back)))
             if climbs.max() <= 1.1 * climbs.min():
