@@ -220,7 +220,16 @@ class Run:
         """The (composed) steps where each pass of a counter that starts again begins (`series_named`); empty for
         a series counted once."""
         self.series_named(name)
-        return self._pass_starts.get(name, frozenset())
+        if name in self._pass_starts:
+            return self._pass_starts[name]
+        # A series the reader put on an ordinal axis, keeping the writer's counters (DECISIONS §2): a pass begins
+        # where the counter the writer printed goes back to its first value.
+        steps = self.series_named(name)["step"].to_list() if self.counters(name, [0]) is not None else []
+        printed = self.counters(name, steps)
+        batches = [printed.get(s, (None, None))[1] for s in steps]
+        if not printed or any(b is None for b in batches):
+            return frozenset()
+        return frozenset(s for s, b, prev in zip(steps[1:], batches[1:], batches) if b <= min(batches[0], prev))
 
     def composed(self) -> bool:
         """Whether a series read so far counts its steps again from the beginning (`series_named` composed it)."""
