@@ -26,7 +26,8 @@ class Plateau:
     points, but for brief excursions (`max_outside` of the points, none `far` bands away), after falling at least
     `min_drop` of the initial level (and `min_drop_sigmas` of its noise: `stats.learned`, the boundary with
     flat_loss), while the final level is still at least `min_level` of the initial one; the trend inside the
-    plateau projects less than `max_progress` of the earlier drop. From `min_points` points.
+    plateau projects less than `max_progress` of the earlier drop, or less than `trend_sigmas` sigmas of that trend over
+    the stall's points (a noisy loss). From `min_points` points.
     A lower plateau counts when the LR's median over it is `lr_fall` × below its peak before it (an LR dropped to ~0).
     A short log (`short_points` to `min_points` points) needs a final level of `short_min_level` of the initial one.
     A stall within `constant_tol` of a constant predictor's loss (`stats.CONSTANT_PREDICTOR_MSE`) counts at any level.
@@ -63,6 +64,7 @@ class Plateau:
     val_steady_p: float = 0.01
     val_steady_tau: float = 0.7  # ... and Kendall τ at or below minus this (nearly every evaluation lower)
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
+    trend_sigmas: float = 2.0  # a fall inside the stall within this many sigmas of its fitted trend is noise
 
     def _lr_fall(self, run: Run, start_step: int) -> float | None:
         """Peak LR up to `start_step` over the median LR from it to the end (None without an LR series on the
@@ -135,7 +137,10 @@ class Plateau:
         slope, _ = stats.theil_sen(steps[start:], y[start:])
         change = -slope * (steps[-1] - steps[start])
         progress = change / drop
-        if change > max(self.max_progress * drop, 2 * sigma):
+        # The trend's own uncertainty over the stall's points (a line fitted to n points of noise sigma moves
+        # σ·√(12/n) across them), not one point's noise: a noisy loss that still falls a third of its drop
+        # over the stall is still learning.
+        if change > max(self.max_progress * drop, self.trend_sigmas * sigma * np.sqrt(12 / (y.size - start))):
             return None
         ev = {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": head,
               "fraction_of_initial": tail / head, "length_fraction": length, "slope_per_step": slope,
