@@ -144,8 +144,6 @@ THIRD = REAL_RUNS_3
 THIRD_LABELS = json.loads((THIRD / "labels.json").read_text()) if (THIRD / "labels.json").is_file() else {}
 # Labelled pathologies the engine misses there (strict xfails: an entry goes when the engine learns to see it).
 THIRD_MISSES: dict[tuple[str, str], str] = {
-    ("s17_pl", "underfitting"): "train and validation sit together at a majority-class level from the first log on: "
-                                "the loss never fell, and underfitting needs a fall (flat_loss is found)",
     ("s26_log", "plateau"): "3-line console records whose epoch counter restarts: both segments are read in write "
                             "order (the restart is found), but the stall is in the first segment and the loss judged "
                             "across both falls again after the restart",
