@@ -143,11 +143,7 @@ SECOND_MISSES: dict[tuple[str, str], str] = {}
 THIRD = REAL_RUNS_3
 THIRD_LABELS = json.loads((THIRD / "labels.json").read_text()) if (THIRD / "labels.json").is_file() else {}
 # Labelled pathologies the engine misses there (strict xfails: an entry goes when the engine learns to see it).
-THIRD_MISSES: dict[tuple[str, str], str] = {
-    ("s26_log", "plateau"): "3-line console records whose epoch counter restarts: both segments are read in write "
-                            "order (the restart is found), but the stall is in the first segment and the loss judged "
-                            "across both falls again after the restart",
-}
+THIRD_MISSES: dict[tuple[str, str], str] = {}
 # Kinds found on a run of the third set whose label neither names nor allows them (strict xfails, as above).
 THIRD_FALSE: dict[str, str] = {}
 

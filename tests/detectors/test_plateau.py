@@ -203,3 +203,25 @@ def test_a_noisy_loss_still_falling_a_third_of_its_drop_over_the_stall_is_no_pla
     run = load_run(write_tb(tmp_path / "b", {"loss": (steps, flat + noise)}), tmp_path / "b.duckdb")
     [f] = Plateau().check(run)
     assert f.evidence["fraction_of_initial"] > 0.7
+
+
+def test_a_stall_that_held_until_a_restart_and_was_beaten_after_it_is_a_plateau(tmp_path):
+    """A run stopped on a stall and resumed from an earlier checkpoint (the epoch goes back while the steps rise):
+    the first segment falls to 30% of its start and holds there for its last 40 epochs; after the restart the loss
+    falls to half that level. Judged as one curve it keeps falling; judged per segment, the stall was not the run's
+    floor. The same restart after which the loss stays at the stall level is convergence, and silent."""
+    rng = np.random.default_rng(4)
+    e1 = np.arange(1, 101)
+    seg1 = 1.6 + 4.0 * np.exp(-e1 / 12.0)  # 5.3 -> 1.6, flat from epoch ~60
+    e2 = np.arange(71, 201)
+    for later, expect in ((0.8 + 0.8 * np.exp(-(e2 - 71) / 30.0), 1), (1.6 + 0 * e2, 0)):
+        loss = np.r_[seg1, later] * (1 + rng.normal(0, 0.002, e1.size + e2.size))
+        steps = np.arange(1, loss.size + 1) * 3
+        run = load_run(write_tb(tmp_path / f"r{expect}", {"loss": (steps, loss), "epoch": (steps, np.r_[e1, e2])}),
+                       tmp_path / f"r{expect}.duckdb")
+        found = list(Plateau().check(run))
+        assert len(found) == expect, [f.summary for f in found]
+        if expect:
+            [f] = found
+            assert f.evidence["restart_step"] == 303 and f.step_end == 300 and f.evidence["later_floor"] < 0.9
+            assert "until the run was restarted at step 303" in f.summary
