@@ -40,7 +40,8 @@ class Underfitting:
     Evidence: the reference (log C or initial loss) and its source, initial, final train and val levels,
     final train level as a fraction of the reference and of the initial, the train–val gap, the late
     progress of each curve, the fraction of each curve's steps before it reached its stall level.
-    False alarms: 0 of the 88 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
+    False alarms: 0 of the 88 healthy runs it could check (benchmarks/calibrate.py); 0 of the 64 healthy real
+    runs (shared sets and our blind part).
     """
 
     kind: ClassVar[str] = "underfitting"
@@ -145,7 +146,8 @@ class Underfitting:
         (_, v_first), (_, v_text) = head_tail_of(vs, v, min_points=2)
         ev = {"never_fell": True, "train_final": stats.head_tail_levels(t)[1],
               "val_final": stats.head_tail_levels(v, min_points=2)[1], "train_val_gap": gap,
-              "train_late_fall": t_fall, "val_late_fall": v_fall, "train_points": int(t.size), "val_points": int(v.size)}
+              "train_late_fall": t_fall, "val_late_fall": v_fall, "train_points": int(t.size),
+              "val_points": int(v.size)}
         yield Finding.of(self, severity="warning", step=int(min(ts[0], vs[0])), step_end=int(max(ts[-1], vs[-1])),
                          series=run.pick("val_loss"), evidence=ev,
                          sources=(src(run, "loss", ts), src(run, "val_loss", vs)),
