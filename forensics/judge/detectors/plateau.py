@@ -26,8 +26,9 @@ class Plateau:
     points, but for brief excursions (`max_outside` of the points, none `far` bands away), after falling at least
     `min_drop` of the initial level (and `min_drop_sigmas` of its noise: `stats.learned`, the boundary with
     flat_loss), while the final level is still at least `min_level` of the initial one; the trend inside the
-    plateau projects less than `max_progress` of the earlier drop, or less than `trend_sigmas` sigmas of that trend over
-    the stall's points (a noisy loss). From `min_points` points.
+    plateau projects less than `max_progress` of the earlier drop (or two noise sigmas, a noisy loss), and no fall
+    beyond `trend_sigmas` sigmas of that trend at `max_pace` or more of the pace before the stall (still learning,
+    at the pace it learned). From `min_points` points.
     A lower plateau counts when the LR's median over it is `lr_fall` × below its peak before it (an LR dropped to ~0).
     A stall that held until a restart (`ResumedRun`), judged on the segment before it, counts at any level when the
     loss after the restart falls `later_fall` below it: the floor was lower, the run was stopped on a plateau.
@@ -68,6 +69,7 @@ class Plateau:
     val_steady_tau: float = 0.7  # ... and Kendall τ at or below minus this (nearly every evaluation lower)
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     trend_sigmas: float = 2.0  # a fall inside the stall within this many sigmas of its fitted trend is noise
+    max_pace: float = 0.25  # ... beyond it, a stall falling at a quarter of the pace before it or more still learns
     later_fall: float = 0.2  # a stall the loss beats by 20% after a restart was not its floor, at any level
 
     def _lr_fall(self, run: Run, start_step: int) -> float | None:
@@ -144,15 +146,20 @@ class Plateau:
         slope, _ = stats.theil_sen(steps[start:], y[start:])
         change = -slope * (steps[-1] - steps[start])
         progress = change / drop
-        # The trend's own uncertainty over the stall's points (a line fitted to n points of noise sigma moves
-        # σ·√(12/n) across them), not one point's noise: a noisy loss that still falls a third of its drop
-        # over the stall is still learning.
-        if change > max(self.max_progress * drop, self.trend_sigmas * sigma * np.sqrt(12 / (y.size - start))):
+        if change > max(self.max_progress * drop, 2 * sigma):
+            return None
+        # A fall within one point's noise can still be beyond the trend's own uncertainty over the stall's points (a
+        # line fitted to n points of noise σ moves σ·√(12/n) across them): a noisy loss that keeps falling at the
+        # pace it fell before the "stall" is still learning. A slow crawl after a fast fall stays a plateau.
+        pace = progress * (steps[start] - steps[0]) / max(steps[-1] - steps[start], 1)
+        if (change > max(self.max_progress * drop, self.trend_sigmas * sigma * np.sqrt(12 / (y.size - start)))
+                and pace >= self.max_pace):
             return None
         ev = {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": head,
               "fraction_of_initial": tail / head, "length_fraction": length, "slope_per_step": slope,
               "progress_in_plateau": progress, "band": band, "lr_fall_at_start": lr_fall,
-              "points": int(y.size), "min_level": min_level, "constant_predictor_level": constant}
+              "points": int(y.size), "min_level": min_level, "constant_predictor_level": constant,
+              "pace_in_plateau": pace}
         if beaten:
             ev.update(segment_end_step=int(steps[-1]), later_floor=floor)
         return ev

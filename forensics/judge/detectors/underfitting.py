@@ -126,16 +126,20 @@ class Underfitting:
                     gap: float) -> Iterator[Finding]:
         """Train and validation together at the level they started from: neither learned from its first points
         (`stats.learned`), neither trends down beyond its noise late, and validation agrees with train (the
-        caller's gap check). A from-scratch run only (a fine-tune's first loss is no reference for "high"), and
-        not an exact constant or pin (flat_loss's empty loss, not a model that cannot fit)."""
-        head, tail = stats.head_tail_levels(t)
-        if np.unique(t).size < 3 or stats.learned(t, tail) or not head > 0 or tail > (1 + self.min_drop) * head:
-            return  # an exact constant (flat_loss's empty loss), a fall (learned), or a rise (not where it started)
+        caller's gap check). A from-scratch run only (a fine-tune's first loss is no reference for "high"), below a
+        uniform guess's loss where the class count is known (at it, nothing trains: flat_loss's), and not an exact
+        constant (flat_loss's empty loss, not a model that cannot fit)."""
+        tail = stats.head_tail_levels(t)[1]
+        rise, z = stats.fall_from_start(t, tail)  # negative when it rose
+        if np.unique(t).size < 3 or stats.learned(t, tail) or not (rise > -self.min_drop or z > -stats.LEARNED_SIGMAS):
+            return  # an exact constant (flat_loss's empty loss), a fall (learned), or a rise beyond its noise
         found = class_count(run)
         if self._fine_tune(run) is not None and found is None:
             return
         if found is not None and tail < self.min_level_log_c * math.log(found[0]):
             return  # low against a uniform guess from the first log on: it learned before the log began
+        if found is not None and tail >= self.near_chance * math.log(found[0]):
+            return  # at a uniform guess's loss: nothing was learned at all (no backward, all frozen): flat_loss's
         if v.size >= 3 and stats.learned(v, stats.head_tail_levels(v, min_points=2)[1]):
             return
         t_fall, t_allow = self._late_progress(ts, t, 0.0)
