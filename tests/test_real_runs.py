@@ -143,18 +143,9 @@ SECOND_MISSES: dict[tuple[str, str], str] = {}
 THIRD = REAL_RUNS_3
 THIRD_LABELS = json.loads((THIRD / "labels.json").read_text()) if (THIRD / "labels.json").is_file() else {}
 # Labelled pathologies the engine misses there (strict xfails: an entry goes when the engine learns to see it).
-THIRD_MISSES: dict[tuple[str, str], str] = {
-    ("s17_pl", "underfitting"): "train and validation sit together at a majority-class level from the first log on: "
-                                "the loss never fell, and underfitting needs a fall (flat_loss is found)",
-    ("s26_log", "plateau"): "3-line console records whose epoch counter restarts: both segments are read in write "
-                            "order (the restart is found), but the stall is in the first segment and the loss judged "
-                            "across both falls again after the restart",
-}
+THIRD_MISSES: dict[tuple[str, str], str] = {}
 # Kinds found on a run of the third set whose label neither names nor allows them (strict xfails, as above).
-THIRD_FALSE: dict[str, str] = {
-    "s11_hf": "plateau: a CTC fine-tune's training loss holds at 55% of its first level for the last 40% of the run "
-              "while validation is flat, at the plateau rule's own level boundary",
-}
+THIRD_FALSE: dict[str, str] = {}
 
 # Both sets, scored alike: (folder, labels, labelled kinds missed, runs with a kind the label does not allow).
 SETS = {"second": (SECOND, SECOND_LABELS, SECOND_MISSES, {}), "third": (THIRD, THIRD_LABELS, THIRD_MISSES, THIRD_FALSE)}

@@ -367,3 +367,26 @@ def test_the_default_install_reads_every_listed_format_and_leaves_the_app_out():
     runtime = {d.split(">")[0].split("=")[0].strip() for d in project["dependencies"]}
     assert "wandb" in runtime and "streamlit" not in runtime
     assert any(d.startswith("streamlit") for d in project["optional-dependencies"]["app"])
+
+
+@pytest.mark.parametrize("records", [5, 8])
+def test_each_glaring_effect_is_named_at_a_few_records(tmp_path, capsys, records):
+    """What an expert names at a glance, written by SummaryWriter at 5 and 8 records: a loss of exactly 0 at every
+    record, a loss blowing up by orders of magnitude on its last records with validation, a loss rising at every
+    record with validation rising too, a loss within 1% of its first value while the LR runs its schedule out,
+    memory rising at every record, and an LR printed as 0 on every record under a loss that does not fall. Each is
+    named (its kind), never healthy or inconclusive."""
+    n, rng = records, np.random.default_rng(0)
+    s, k = np.arange(1, records + 1) * 10, np.arange(records)
+    cases = {
+        "flat_loss": {"train/loss": (s, np.zeros(n))},
+        "divergence": {"train/loss": (s, np.r_[2.3 - 0.1 * k[:-2], 80.0, 4e4]), "val/loss": (s, np.r_[2.2 - 0.1 * k[:-1], 5e3])},
+        "divergence ": {"train/loss": (s, 1.25 ** k), "val/loss": (s, 1.1 * 1.2 ** k)},
+        "flat_loss ": {"train/loss": (s, 0.693 * (1 + rng.normal(0, 0.004, n))), "lr": (s, 1e-3 * (1 - k / n))},
+        "memory_growth": {"train/loss": (s, 2.3 * 0.9 ** k), "memory/allocated_gb": (s, 2.0 + 0.7 * k)},
+        "lr_schedule_anomaly": {"train/loss": (s, 2.3 * (1 + rng.normal(0, 0.01, n))), "lr": (s, np.zeros(n))},
+    }
+    for i, (kind, series) in enumerate(cases.items()):
+        code, out = analyze_json(capsys, write_tb(tmp_path / f"r{i}", series), tmp_path / f"r{i}.duckdb")
+        assert out["verdict"] not in ("healthy", "inconclusive"), (kind, out["verdict_reason"])
+        assert kind.strip() in [f["kind"] for f in out["findings"]], (kind, [f["summary"] for f in out["findings"]])

@@ -200,3 +200,50 @@ def test_a_still_loss_in_an_excerpt_from_a_decayed_schedules_end_is_not_flat(tmp
         (run_dir / "train.log").write_text("\n".join(lines) + "\n")
         found = list(FlatLoss().check(load_run(run_dir, tmp_path / f"{expect}.duckdb")))
         assert len(found) == expect, [f.summary for f in found]
+
+
+def _tiny_training(root, epochs: int, step_called: bool):
+    """A real torch training of a small classifier on random batches, per-epoch loss and LR written by
+    SummaryWriter under a linear LR schedule that runs out over the log. Without `step_called` the gradients
+    are zeroed between backward() and step() (the classic misplaced zero_grad): nothing moves."""
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+    torch.manual_seed(0)
+    x = torch.randn(512, 8)
+    labels = (x[:, 0] > 0).long()
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.LinearLR(opt, 1.0, 0.0, total_iters=epochs)
+    w = SummaryWriter(log_dir=str(root))
+    for epoch in range(1, epochs + 1):
+        losses = []
+        for _ in range(32):  # an epoch of 32 random batches; the epoch's mean loss is what is logged
+            idx = torch.randint(0, 512, (64,))
+            loss = torch.nn.functional.cross_entropy(model(x[idx]), labels[idx])
+            loss.backward()
+            if not step_called:
+                opt.zero_grad()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+        w.add_scalar("train/loss", sum(losses) / len(losses), epoch)
+        w.add_scalar("lr", opt.param_groups[0]["lr"], epoch)
+        sched.step()
+    w.close()
+    return root
+
+
+@pytest.mark.parametrize("epochs", [5, 8])
+def test_a_short_loss_that_does_not_move_over_a_whole_lr_schedule_is_flat(tmp_path, epochs):
+    """Effect size first, under the trend test's 10 points: a real training whose misplaced zero_grad leaves the
+    weights where they were logs a loss that stays within its batch noise while the LR runs its schedule out; the
+    finding says the loss at the last step equals its first within that spread. The same training with the
+    step in place learns, and is silent."""
+    run = load_run(_tiny_training(tmp_path / "stuck", epochs, step_called=False), tmp_path / "s.duckdb")
+    assert FlatLoss().unavailable(run) is None
+    [f] = FlatLoss().check(run)
+    assert f.evidence["over_schedule"] and f.evidence["lr_last"] <= 0.25 * f.evidence["lr_peak"]
+    assert f"at step {epochs} is" in f.summary and "its first value" in f.summary
+    run = load_run(_tiny_training(tmp_path / "ok", epochs, step_called=True), tmp_path / "o.duckdb")
+    assert list(FlatLoss().check(run)) == []

@@ -90,3 +90,19 @@ def test_noise_at_chance_level_is_silent(tmp_path, seed):
 
 def _check_run(run):
     return list(Oscillation().check(run))
+
+
+def test_a_loss_swinging_by_a_factor_around_the_level_it_started_at_is_oscillation(tmp_path):
+    """Sixty points whose upper quartile is about twice the lower one, around a flat mean the loss started at:
+    no autocorrelation (the structured rule is silent) and a level at its start (not 1.5× above it), yet an expert
+    sees a loss bouncing instead of converging. The same spread around a curve that falls is learning, and silent."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 61) * 10
+    swings = np.exp(rng.normal(0, 0.6, steps.size))
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, 1.2 * swings)}), tmp_path / "a.duckdb")
+    [f] = Oscillation().check(run)
+    assert f.evidence["rule"] == "unsettled" and "no lower than its start" in f.summary
+    assert list(Oscillation(min_factor=2.5).check(run)) == []  # the factor is what decides
+    falling = 1.2 * np.exp(-steps / 150.0) * np.exp(rng.normal(0, 0.1, steps.size)) + 0.05
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, falling)}), tmp_path / "b.duckdb")
+    assert list(Oscillation().check(run)) == []

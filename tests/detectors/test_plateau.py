@@ -184,3 +184,43 @@ def test_a_loss_frozen_by_an_lr_drop_just_after_it_settled_is_a_plateau(tmp_path
     [f] = Plateau().check(run)
     assert f.step < drop and 999 < f.evidence["lr_fall_at_start"] < 1000 and f.evidence["fraction_of_initial"] < 0.4
     assert list(Plateau(lr_fall=1002.0).check(run)) == []  # the LR collapse is what decides
+
+
+def test_a_noisy_loss_still_falling_at_its_earlier_pace_is_no_plateau(tmp_path):
+    """Per-log losses with a wide spread (one point's noise sigma a fifth of the whole fall) that fall steadily over
+    the whole run: the smoothed curve sits in a wide band for the last half, and the fall inside it is within one
+    point's 2σ, yet beyond the trend's own uncertainty over those ~40 points (σ·√(12/n)) and at more than a quarter
+    of the pace before it: still learning. A quick fall, then a level that holds in the same spread, is a plateau."""
+    rng = np.random.default_rng(2)
+    steps = np.arange(1, 81) * 25
+    steady = 0.45 - 0.2 * (1 - np.exp(-steps / 1500)) / (1 - np.exp(-2000 / 1500))  # 0.45 -> 0.25, steadily
+    noise = rng.normal(0, 0.04, steps.size)
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, steady + noise)}), tmp_path / "a.duckdb")
+    assert list(Plateau().check(run)) == []
+    assert list(Plateau(max_pace=10.0).check(run))  # without the pace rule the noisy fall reads as a stall
+    flat = 0.90 + 0.30 * np.exp(-steps / 150.0)  # 1.2 -> 0.9: the level holds at 75% of its start
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, flat + noise)}), tmp_path / "b.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["fraction_of_initial"] > 0.7
+
+
+def test_a_stall_that_held_until_a_restart_and_was_beaten_after_it_is_a_plateau(tmp_path):
+    """A run stopped on a stall and resumed from an earlier checkpoint (the epoch goes back while the steps rise):
+    the first segment falls to 30% of its start and holds there for its last 40 epochs; after the restart the loss
+    falls to half that level. Judged as one curve it keeps falling; judged per segment, the stall was not the run's
+    floor. The same restart after which the loss stays at the stall level is convergence, and silent."""
+    rng = np.random.default_rng(4)
+    e1 = np.arange(1, 101)
+    seg1 = 1.6 + 4.0 * np.exp(-e1 / 12.0)  # 5.3 -> 1.6, flat from epoch ~60
+    e2 = np.arange(71, 201)
+    for later, expect in ((0.8 + 0.8 * np.exp(-(e2 - 71) / 30.0), 1), (1.6 + 0 * e2, 0)):
+        loss = np.r_[seg1, later] * (1 + rng.normal(0, 0.002, e1.size + e2.size))
+        steps = np.arange(1, loss.size + 1) * 3
+        run = load_run(write_tb(tmp_path / f"r{expect}", {"loss": (steps, loss), "epoch": (steps, np.r_[e1, e2])}),
+                       tmp_path / f"r{expect}.duckdb")
+        found = list(Plateau().check(run))
+        assert len(found) == expect, [f.summary for f in found]
+        if expect:
+            [f] = found
+            assert f.evidence["restart_step"] == 303 and f.step_end == 300 and f.evidence["later_floor"] < 0.9
+            assert "until the run was restarted at step 303" in f.summary

@@ -166,3 +166,48 @@ def test_a_stall_that_ends_in_nan_is_the_nans_not_underfitting(tmp_path):
     y[-6:] = np.nan
     run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, y), "val/loss": _val(0.72)}), tmp_path / "f.duckdb")
     assert list(Underfitting().check(run)) == []
+
+
+def _tiny_classifier(root, informative: bool):
+    """A real torch training of a linear classifier over 12 epochs, the batch loss every 16 steps (as Lightning logs
+    `train_loss` on its logging steps) and a validation loss each epoch written by SummaryWriter. Without
+    `informative` the labels do not depend on the inputs: what the model can learn (the class balance) it learns
+    before the first log."""
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+    torch.manual_seed(1)
+    x, xv = torch.randn(4096, 16), torch.randn(1024, 16)
+    if informative:
+        y, yv = (x[:, :3].sum(1) > 0.8).long(), (xv[:, :3].sum(1) > 0.8).long()
+    else:  # one class in five, drawn regardless of the inputs: the class balance is all there is to learn
+        y, yv = (torch.rand(4096) < 0.2).long(), (torch.rand(1024) < 0.2).long()
+    model = torch.nn.Linear(16, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    w = SummaryWriter(log_dir=str(root))
+    step = 0
+    for _ in range(12):
+        for idx in torch.randperm(4096).split(128):
+            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            step += 1
+            if step % 16 == 0:
+                w.add_scalar("train/loss", loss.item(), step)
+        with torch.no_grad():
+            w.add_scalar("val/loss", torch.nn.functional.cross_entropy(model(xv), yv).item(), step)
+    w.close()
+    return root
+
+
+def test_train_and_validation_that_never_fell_from_where_they_started_are_underfitting(tmp_path):
+    """Labels the inputs cannot predict (one in five, at random): the first log is already at the class-balance
+    level (0.5, below a uniform guess's ln 2), and train and validation sit there together to the end. The catalog's underfitting (train and validation stall high, close)
+    holds with no fall before the stall; the finding says they sit where they started. Informative labels learn."""
+    run = load_run(_tiny_classifier(tmp_path / "noise", informative=False), tmp_path / "n.duckdb")
+    [f] = Underfitting().check(run)
+    assert f.evidence["never_fell"] and abs(f.evidence["train_val_gap"]) < 0.25
+    assert "where they started" in f.summary
+    run = load_run(_tiny_classifier(tmp_path / "signal", informative=True), tmp_path / "s.duckdb")
+    assert list(Underfitting().check(run)) == []

@@ -67,3 +67,42 @@ def test_the_summary_prints_the_true_ratio(tmp_path):
     ratio = f.evidence["ratio"]
     assert 1.0 < ratio < 1.05
     assert f"{ratio:.3g}× the training loss's" in f.summary and "1.0×" not in f.summary
+
+
+def _resampled_validation(root, val_size: int):
+    """A real torch training of a linear classifier, 20 epochs, the epoch's mean training loss and a validation loss
+    on `val_size` examples drawn afresh from a held-out pool at every evaluation, written by SummaryWriter."""
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+    torch.manual_seed(0)
+    x, xv = torch.randn(4096, 16), torch.randn(4096, 16)
+    y, yv = ((t[:, :3].sum(1) + 0.5 * torch.randn(4096) > 0).long() for t in (x, xv))
+    model = torch.nn.Linear(16, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    w, step = SummaryWriter(log_dir=str(root)), 0
+    for _ in range(20):
+        losses = []
+        for idx in torch.randperm(4096).split(64):
+            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            step += 1
+            losses.append(loss.item())
+        w.add_scalar("train/loss", sum(losses) / len(losses), step)
+        pick = torch.randint(0, 4096, (val_size,))
+        with torch.no_grad():
+            w.add_scalar("val/loss", torch.nn.functional.cross_entropy(model(xv[pick]), yv[pick]).item(), step)
+    w.close()
+    return root
+
+
+def test_a_tiny_validation_set_resampled_at_every_evaluation_is_val_noise(tmp_path):
+    """16 validation examples drawn afresh at each evaluation: validation moves ~20% between evaluations while the
+    training mean barely moves. The whole pool of 4096 at every evaluation is smooth, and silent."""
+    run = load_run(_resampled_validation(tmp_path / "tiny", 16), tmp_path / "t.duckdb")
+    [f] = ValNoise().check(run)
+    assert f.evidence["val_relative_noise"] > 0.1 and f.evidence["ratio"] > 10
+    run = load_run(_resampled_validation(tmp_path / "whole", 4096), tmp_path / "w.duckdb")
+    assert list(ValNoise().check(run)) == []

@@ -31,7 +31,9 @@ class FlatLoss:
     `chance_floor` below it: the model predicts uniformly over k outcomes.
     Effect size first: a training loss exactly one value on `constant_points` points or more is an empty or replaced
     loss (a warning when validation falls; masked_nonfinite's beside a non-finite grad norm); no trend (Mann–Kendall
-    p ≥ `still_p`) from `min_points` on, within `still_tol` of the start and never learned, is flat. Neither fires
+    p ≥ `still_p`) from `min_points` on, within `still_tol` of the start and never learned, is flat; under `min_points`,
+    from `schedule_points`, every point within `still_tol` of the first while the LR runs out its schedule (to
+    `schedule_end` of its peak) is flat too. Neither fires
     while the gradient norm grows `exploding_growth` ×, nor on a loss that rose to its pin from half of it.
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
@@ -61,6 +63,8 @@ class FlatLoss:
     still_p: float = 0.05  # a loss with no trend (Mann–Kendall p at least this) over at least `min_points` ...
     still_tol: float = 0.05  # ... that ends within 5% of where it began and never learned: still within its noise
     exploding_growth: float = 10.0  # a loss that sits still while the gradient norm grows ×10 is exploding_gradients'
+    schedule_points: int = 5  # under `min_points`, a loss this long that stays within `still_tol` of its first ...
+    schedule_end: float = 0.25  # ... while the LR falls to a quarter of its peak (a schedule run out) never moved
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -69,7 +73,8 @@ class FlatLoss:
         # `-v`) only when it does, so a short log that is not pinned stays "too short" as before.
         short = too_short(run, "loss", self.min_points)
         y = finite_part(*run.arrays("loss"))[1]
-        if short and self._pinned(y) is None and self._chance_role(run) is None and self._constant(run, y) is None:
+        if (short and self._pinned(y) is None and self._chance_role(run) is None and self._constant(run, y) is None
+                and self._over_schedule(run, *finite_part(*run.arrays("loss"))) is None):
             return short
         return None
 
@@ -121,6 +126,8 @@ class FlatLoss:
         if chance is not None:
             role, ev = chance
             steps, y = finite_part(*run.arrays(role))
+        if ev is None and not decayed:
+            ev = self._over_schedule(run, steps, y)  # after chance: ln k says more than "it did not move"
         if ev is None and run.has("val_loss") and self._train_stands(y):
             head, tail = stats.head_tail_levels(y, self.edge)
             steps, y = finite_part(*run.arrays("val_loss"))
@@ -162,6 +169,11 @@ class FlatLoss:
                     f"median of steps {steps[0]}-{steps[k - 1]} {ev['first_level']:.4g}, of steps {steps[-k]}-"
                     f"{steps[-1]} {ev['last_level']:.4g} ({ev['relative_change']:+.1%}), no trend (Mann–Kendall "
                     f"p={ev['mk_p']:.2g}); it never learned")
+        if "over_schedule" in ev:
+            return (f"{what} at step {steps[-1]} is {ev['last_level']:.4g}, its first value {ev['first_level']:.4g} "
+                    f"(step {steps[0]}) within {ev['max_deviation']:.1%} at every one of its {ev['points']} points, "
+                    f"while the LR ran its schedule from {ev['lr_peak']:.3g} down to {ev['lr_last']:.3g}: "
+                    f"the whole schedule moved nothing")
         if "chance_k" in ev:
             k = ev["chance_k"]
             what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
@@ -209,6 +221,26 @@ class FlatLoss:
         k = min(y.size, max(3, int(round(y.size * self.edge))))  # the points each median is over (head_tail_levels)
         return {"first_level": head, "last_level": tail, "relative_change": (tail - head) / abs(head),
                 "slope_per_step": slope, "mk_p": trend.p, "points": int(y.size), "still": True, "edge_points": k}
+
+    def _over_schedule(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """The evidence when a log too short for the trend test (`schedule_points` to `min_points` points) spans an
+        LR schedule run out (the loss's own source logs an LR that falls to `schedule_end` of its peak by the last
+        loss step) and every point stays within `still_tol` of the first one, none learned: the whole schedule
+        moved nothing. Without the LR a few flat points may be a log cut short; with it the run had its chance."""
+        if not (self.schedule_points <= y.size < self.min_points) or not run.has("lr"):
+            return None
+        if run.format_of(run.pick("lr")) != run.format_of(run.pick("loss")):
+            return None
+        ls, lr = finite_part(*run.arrays("lr"))
+        lr = lr[(ls >= steps[0]) & (ls <= steps[-1])]
+        first = float(y[0])
+        if lr.size < 2 or not lr.max() > 0 or lr[-1] > self.schedule_end * lr.max() or not abs(first) > 1e-12:
+            return None
+        if float(np.max(np.abs(y - first))) > self.still_tol * abs(first) or stats.learned(y, float(y[-1])):
+            return None
+        return {"first_level": first, "last_level": float(y[-1]), "relative_change": (float(y[-1]) - first) / abs(first),
+                "max_deviation": float(np.max(np.abs(y - first))) / abs(first), "lr_peak": float(lr.max()),
+                "lr_last": float(lr[-1]), "points": int(y.size), "over_schedule": True}
 
     def _gradients_explode(self, run: Run) -> bool:
         """The gradient norm grows
@@ -291,8 +323,8 @@ def significant_digits(x: float) -> int:
 
 def decayed_tail(run: Run, steps: np.ndarray, share: float = 0.1, fall: float = 0.05) -> bool:
     """Whether the log is an excerpt from the end of a schedule: it opens well into training (its first epoch, or
-    on a logged step axis its first step, is more than `share` of its last) and the LR falls across it by `fall` or
-    more. A loss that holds its level there has converged as the LR ran out; it says nothing of a loss that never
+    on a logged step axis its first step, is more than `share` of its last and two logging intervals from 0) and
+    the LR falls across it by `fall` or more. A loss that holds its level there has converged as the LR ran out; it says nothing of a loss that never
     moved (a stuck loss in an excerpt under a constant LR is still judged)."""
     if not run.has("lr"):
         return False
@@ -303,7 +335,14 @@ def decayed_tail(run: Run, steps: np.ndarray, share: float = 0.1, fall: float = 
     if run.has("epoch"):
         e = run.arrays("epoch")[1]
         e = e[np.isfinite(e)]
-        if e.size >= 2 and e[-1] > 0 and e[0] > share * e[-1]:
+        if e.size >= 2 and e[-1] > 0 and e[0] > share * e[-1] and _opens_late(e):
             return True
     ordinal = bool(run.meta.filter(run.meta["name"] == run.pick("loss"))["ordinal"].fill_null(False).any())
-    return not ordinal and steps.size >= 2 and steps[-1] > 0 and steps[0] > share * steps[-1]
+    return not ordinal and steps.size >= 2 and steps[-1] > 0 and steps[0] > share * steps[-1] and _opens_late(steps)
+
+
+def _opens_late(axis: np.ndarray, intervals: float = 2.0) -> bool:
+    """Whether an axis opens more than `intervals` of its own logging intervals after 0: a short log whose first
+    record is its first logging step (step 10 of 80, epoch 1 of 8) is a whole run, not an excerpt."""
+    gap = float(np.median(np.diff(axis))) if axis.size >= 2 else 0.0
+    return bool(axis[0] > intervals * gap)

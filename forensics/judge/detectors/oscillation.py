@@ -24,7 +24,8 @@ class Oscillation:
     structured swings: sigma ≥ `min_amplitude` of the level and an autocorrelation over lags 1..`max_lag` of at least
     `min_autocorr` (and 4/√n) in magnitude (minibatch noise is independent from batch to batch);
     unsettled swings: robust sigma ≥ `min_amplitude` of the level, on a level `min_above` × its reference (log C,
-    else the start), with a sigma of at least `min_unsettled` × the run's whole progress;
+    else the start), with a sigma of at least `min_unsettled` × the run's whole progress, or a loss that never fell
+    (`stats.learned`) whose upper quartile over that half is `min_factor` × its lower one (a factor, not noise);
     bouncing weights: the validation loss over that half (`min_val_points` evaluations) reverses at `min_val_flips`
     of its steps by a median step of `min_val_step` of its level, training being the noisier of the two, at a
     training level of at least `min_bounce_level` of its reference.
@@ -32,7 +33,8 @@ class Oscillation:
     Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
     autocorrelation of the residual and of the differences, sign-change rate of differences, crossings, the
     robust sigma and the run's progress, and which rule held (`structured` or `unsettled`).
-    False alarms: 0 of the 79 healthy runs it could check (at most 3.8% at 95% confidence; benchmarks/calibrate.py).
+    False alarms: 0 of the 79 healthy runs it could check (at most 3.8% at 95% confidence; benchmarks/calibrate.py);
+    0 of the 64 healthy real runs.
     """
 
     kind: ClassVar[str] = "oscillation"
@@ -52,6 +54,7 @@ class Oscillation:
     min_val_flips: float = 0.35  # a third of the validation steps reverse (settled weights: ~0; white noise: 2/3)
     min_val_step: float = 0.04  # and its median step is 4% of its level (settled weights: < 1%; mismatch: 2.3%)
     min_bounce_level: float = 0.25  # and the loss stays at a quarter of its reference or more (not converged)
+    min_factor: float = 1.5  # a loss whose upper quartile is 1.5× its lower one, around the level it started at
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", 24)
@@ -85,6 +88,10 @@ class Oscillation:
                      and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)  # a band the tails do not widen
         if not (lvl > 0 and abs(tau) <= self.max_tau and trend <= self.max_trend * amp):
             return
+        q1, q3 = np.percentile(seg, [25, 75])
+        around = (not stats.learned(y, lvl) and q1 > 0 and q3 >= self.min_factor * q1
+                  and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)
+        unsettled = unsettled or around  # swings by a factor around the level it started at: no progress at all
         high = lvl >= self.min_bounce_level * reference
         bounce = None if structured or unsettled or not high else self.bouncing_weights(run, x[0], seg)
         if not (structured or unsettled or bounce):

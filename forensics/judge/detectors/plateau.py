@@ -26,15 +26,20 @@ class Plateau:
     points, but for brief excursions (`max_outside` of the points, none `far` bands away), after falling at least
     `min_drop` of the initial level (and `min_drop_sigmas` of its noise: `stats.learned`, the boundary with
     flat_loss), while the final level is still at least `min_level` of the initial one; the trend inside the
-    plateau projects less than `max_progress` of the earlier drop. From `min_points` points.
+    plateau projects less than `max_progress` of the earlier drop (or two noise sigmas, a noisy loss), and no fall
+    beyond `trend_sigmas` sigmas of that trend at `max_pace` or more of the pace before the stall (still learning,
+    at the pace it learned). From `min_points` points.
     A lower plateau counts when the LR's median over it is `lr_fall` × below its peak before it (an LR dropped to ~0).
+    A stall that held until a restart (`ResumedRun`), judged on the segment before it, counts at any level when the
+    loss after the restart falls `later_fall` below it: the floor was lower, the run was stopped on a plateau.
     A short log (`short_points` to `min_points` points) needs a final level of `short_min_level` of the initial one.
     A stall within `constant_tol` of a constant predictor's loss (`stats.CONSTANT_PREDICTOR_MSE`) counts at any level.
     No plateau while the validation loss still falls by `val_fall` over it (`val_points` evaluations), or steadily
     by `val_steady_fall` (Mann–Kendall p < `val_steady_p`, τ ≤ −`val_steady_tau`): dropout, not a stall.
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
     Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
-    False alarms: 0 of the 219 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
+    False alarms: 0 of the 219 healthy runs it could check (benchmarks/calibrate.py); 0 of the 64 healthy real
+    runs (shared sets and our blind part).
     """
 
     kind: ClassVar[str] = "plateau"
@@ -63,6 +68,9 @@ class Plateau:
     val_steady_p: float = 0.01
     val_steady_tau: float = 0.7  # ... and Kendall τ at or below minus this (nearly every evaluation lower)
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
+    trend_sigmas: float = 2.0  # a fall inside the stall within this many sigmas of its fitted trend is noise
+    max_pace: float = 0.25  # ... beyond it, a stall falling at a quarter of the pace before it or more still learns
+    later_fall: float = 0.2  # a stall the loss beats by 20% after a restart was not its floor, at any level
 
     def _lr_fall(self, run: Run, start_step: int) -> float | None:
         """Peak LR up to `start_step` over the median LR from it to the end (None without an LR series on the
@@ -98,9 +106,11 @@ class Plateau:
             return short
         return None
 
-    def _stall(self, run: Run) -> dict | None:
-        """The plateau's evidence, or None."""
-        steps, y = finite_part(*run.arrays("loss"))
+    def _stall(self, run: Run, segment: tuple[np.ndarray, np.ndarray] | None = None,
+               floor: float | None = None) -> dict | None:
+        """The plateau's evidence, or None: on the whole loss, or on `segment` (steps, values) with `floor`, the
+        lowest level the run reached after it, standing in for the level rule when it is `later_fall` below."""
+        steps, y = segment if segment is not None else finite_part(*run.arrays("loss"))
         if y.size < self.min_points and not (self.short_points and y.size >= self.short_points):
             return None
         min_level = self.min_level if y.size >= self.min_points else self.short_min_level
@@ -130,27 +140,76 @@ class Plateau:
         # ×1e-3 logged as float32 reads 999.99994: an LR's own rounding must not undo a fall of three decades
         lr_explains = lr_fall is not None and lr_fall >= self.lr_fall * (1 - LR_ROUNDING) and y.size >= self.min_points
         constant = stats.constant_predictor_level(tail, float(np.nanmin(sm)), self.constant_tol)
-        if tail < min_level * head and not lr_explains and constant is None:
+        beaten = floor is not None and floor <= (1 - self.later_fall) * tail
+        if tail < min_level * head and not lr_explains and constant is None and not beaten:
             return None  # low already, and no LR collapse or constant prediction to explain a stall: converged
         slope, _ = stats.theil_sen(steps[start:], y[start:])
         change = -slope * (steps[-1] - steps[start])
         progress = change / drop
         if change > max(self.max_progress * drop, 2 * sigma):
             return None
+        # A fall within one point's noise can still be beyond the trend's own uncertainty over the stall's points (a
+        # line fitted to n points of noise σ moves σ·√(12/n) across them): a noisy loss that keeps falling at the
+        # pace it fell before the "stall" is still learning. A slow crawl after a fast fall stays a plateau.
+        pace = progress * (steps[start] - steps[0]) / max(steps[-1] - steps[start], 1)
+        if (change > max(self.max_progress * drop, self.trend_sigmas * sigma * np.sqrt(12 / (y.size - start)))
+                and pace >= self.max_pace):
+            return None
         ev = {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": head,
               "fraction_of_initial": tail / head, "length_fraction": length, "slope_per_step": slope,
               "progress_in_plateau": progress, "band": band, "lr_fall_at_start": lr_fall,
-              "points": int(y.size), "min_level": min_level, "constant_predictor_level": constant}
+              "points": int(y.size), "min_level": min_level, "constant_predictor_level": constant,
+              "pace_in_plateau": pace}
+        if beaten:
+            ev.update(segment_end_step=int(steps[-1]), later_floor=floor)
         return ev
 
-    def _val_improves(self, run: Run, start: int) -> float | None:
+    def _before_restart(self, run: Run) -> dict | None:
+        """A stall that a restart ended: the segment before each restart `ResumedRun` finds (the steps or the
+        epoch going back), judged as a run of its own, whose level the loss after the restart beats by
+        `later_fall` (its rolling median's minimum there): the stall was not the run's floor, and it held until
+        the run was stopped and resumed. The plateau's evidence with the restart, or None."""
+        from forensics.judge.detectors.resumed_run import ResumedRun
+
+        steps, y = finite_part(*run.arrays("loss"))
+        restarts = sorted({f.evidence["restart_step"] for f in ResumedRun().check(run)
+                           if f.evidence.get("overlap_steps") == 0})  # a segment is a stretch of rising steps
+        edges = [int(steps[0])] + restarts
+        for lo, hi in zip(edges, edges[1:]):
+            seg, after = (steps >= lo) & (steps < hi), steps >= hi
+            if seg.sum() < self.min_points or after.sum() < self.short_points:
+                continue
+            later = y[after]
+            floor = float(np.nanmin(stats.rolling_median(later, max(3, int(later.size * self.smooth)))))
+            ev = self._stall(run, (steps[seg], y[seg]), floor)
+            if ev is not None and "later_floor" in ev:
+                ev["restart_step"] = hi
+                return ev
+        return None
+
+
+    def _restart_finding(self, run: Run, ev: dict) -> Finding:
+        steps, y = finite_part(*run.arrays("loss"))
+        seg = np.flatnonzero(steps < ev["restart_step"])
+        n = seg.size
+        tail, tail_text = level_of(steps, y, n - max(3, int(np.ceil(self.min_length * n))), n - 1)
+        head, head_text = level_of(steps, y, 0, self.start_points - 1)
+        return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=ev["segment_end_step"],
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[seg]),),
+                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
+                                   f"step {ev['plateau_start_step']} until the run was restarted at step "
+                                   f"{ev['restart_step']} ({ev['length_fraction']:.0%} of that segment's points); "
+                                   f"after the restart it falls to {ev['later_floor']:.4g} (rolling median), "
+                                   f"{1 - ev['later_floor'] / tail:.0%} lower: the stall was not the run's floor"))
+
+    def _val_improves(self, run: Run, start: int, end: int | None = None) -> float | None:
         """The validation loss's relative fall over the plateau (from the median of its first two evaluations
         from `start` on to that of its last two) when it is at least `val_fall` and its Theil–Sen trend points
         down over at least `val_points` evaluations, else None. Validation on another axis is not compared."""
         if not run.has("val_loss") or run.format_of(run.pick("val_loss")) != run.format_of(run.pick("loss")):
             return None
         vs, v = finite_part(*run.arrays("val_loss"))
-        keep = vs >= start
+        keep = (vs >= start) & (vs < end if end is not None else True)
         vs, v = vs[keep], v[keep]
         if v.size < self.val_points:
             return None
@@ -166,7 +225,12 @@ class Plateau:
 
     def check(self, run: Run) -> Iterator[Finding]:
         ev = self._stall(run)
-        if ev is None or self._val_improves(run, ev["plateau_start_step"]) is not None:
+        if ev is None:
+            ev = self._before_restart(run)
+            if ev is not None and self._val_improves(run, ev["plateau_start_step"], ev["restart_step"]) is None:
+                yield self._restart_finding(run, ev)
+            return
+        if self._val_improves(run, ev["plateau_start_step"]) is not None:
             return  # training stalls while validation keeps improving (dropout, augmentation): no plateau
         steps, y = finite_part(*run.arrays("loss"))
         length = ev["length_fraction"]

@@ -21,7 +21,7 @@ from forensics.judge.run import Run
 class Underfitting:
     """Train and validation loss both stall high, close to each other.
 
-    Detects: the training loss fell at least `min_drop` of its initial level (less is flat_loss) and ends high: at
+    Detects: the training loss fell at least `min_drop` of its initial level and ends high: at
     least `min_level_log_c` × log C where the config names the class count, else `min_level` of its initial level
     (skipped for a fine-tune: `PRETRAINED_KEYS` or an HF `trainer_state.json`, with no class count); the validation
     loss ends within `max_gap` of it; neither still falls (the trend over the last `late` projects less than
@@ -29,6 +29,8 @@ class Underfitting:
     final level from `max_stall_start` of their steps on.
     Near chance (both at least `near_chance` × log C) the training curve's early stall is enough: a validation loss
     still creeping down counts while its late pace, kept for another run, leaves it above `min_level_log_c` × log C.
+    A loss that never fell (no `min_drop` from its first points, no late trend beyond its noise) with validation
+    beside it, also flat, is underfitting too: flat_loss says the loss did not move, this that validation agrees.
     An accuracy within `acc_band` of its final level since `acc_pinned_from` of the run replaces the stall gates.
     A training loss that turns non-finite is a run that died, not one that stalled; a stall whose validation loss
     bounces is oscillation's (`Oscillation.bouncing_weights`). Plateau reads the train curve alone; this one says
@@ -38,7 +40,8 @@ class Underfitting:
     Evidence: the reference (log C or initial loss) and its source, initial, final train and val levels,
     final train level as a fraction of the reference and of the initial, the train–val gap, the late
     progress of each curve, the fraction of each curve's steps before it reached its stall level.
-    False alarms: 0 of the 88 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
+    False alarms: 0 of the 88 healthy runs it could check (benchmarks/calibrate.py); 0 of the 64 healthy real
+    runs (shared sets and our blind part).
     """
 
     kind: ClassVar[str] = "underfitting"
@@ -119,6 +122,45 @@ class Underfitting:
         allowance = max(self.max_progress * drop, self.noise_sigmas * np.nan_to_num(noise))
         return -slope * (steps[late][-1] - steps[late][0]), allowance
 
+    def _never_fell(self, run: Run, ts: np.ndarray, t: np.ndarray, vs: np.ndarray, v: np.ndarray,
+                    gap: float) -> Iterator[Finding]:
+        """Train and validation together at the level they started from: neither learned from its first points
+        (`stats.learned`), neither trends down beyond its noise late, and validation agrees with train (the
+        caller's gap check). A from-scratch run only (a fine-tune's first loss is no reference for "high"), below a
+        uniform guess's loss where the class count is known (at it, nothing trains: flat_loss's), and not an exact
+        constant (flat_loss's empty loss, not a model that cannot fit)."""
+        tail = stats.head_tail_levels(t)[1]
+        rise, z = stats.fall_from_start(t, tail)  # negative when it rose
+        if np.unique(t).size < 3 or stats.learned(t, tail) or not (rise > -self.min_drop or z > -stats.LEARNED_SIGMAS):
+            return  # an exact constant (flat_loss's empty loss), a fall (learned), or a rise beyond its noise
+        found = class_count(run)
+        if self._fine_tune(run) is not None and found is None:
+            return
+        if found is not None and tail < self.min_level_log_c * math.log(found[0]):
+            return  # low against a uniform guess from the first log on: it learned before the log began
+        if found is not None and tail >= self.near_chance * math.log(found[0]):
+            return  # at a uniform guess's loss: nothing was learned at all (no backward, all frozen): flat_loss's
+        if v.size >= 3 and stats.learned(v, stats.head_tail_levels(v, min_points=2)[1]):
+            return
+        t_fall, t_allow = self._late_progress(ts, t, 0.0)
+        v_fall, v_allow = self._late_progress(vs, v, 0.0)
+        if t_fall > t_allow or v_fall > v_allow:
+            return
+        (_, t_first), (_, t_text) = head_tail_of(ts, t)
+        (_, v_first), (_, v_text) = head_tail_of(vs, v, min_points=2)
+        ev = {"never_fell": True, "train_final": stats.head_tail_levels(t)[1],
+              "val_final": stats.head_tail_levels(v, min_points=2)[1], "train_val_gap": gap,
+              "train_late_fall": t_fall, "val_late_fall": v_fall, "train_points": int(t.size),
+              "val_points": int(v.size)}
+        yield Finding.of(self, severity="warning", step=int(min(ts[0], vs[0])), step_end=int(max(ts[-1], vs[-1])),
+                         series=run.pick("val_loss"), evidence=ev,
+                         sources=(src(run, "loss", ts), src(run, "val_loss", vs)),
+                         summary=(f"train and validation loss sit together where they started: train {t_first} → "
+                                  f"{t_text}, validation {v_first} → {v_text} ({gap:+.0%} from train), neither "
+                                  f"falling beyond its noise over steps {min(ts[0], vs[0])}-{max(ts[-1], vs[-1])}: "
+                                  f"the model fits the training data no better than the validation data, and "
+                                  f"neither better than at its first log"))
+
     def check(self, run: Run) -> Iterator[Finding]:
         all_steps, all_values = run.arrays("loss")
         ts, t = finite_part(all_steps, all_values)
@@ -132,7 +174,10 @@ class Underfitting:
         if not (head > 0 and t_end > 0 and v_end > 0):
             return
         fraction, gap = t_end / head, (v_end - t_end) / t_end
-        if fraction > 1 - self.min_drop or abs(gap) > self.max_gap:
+        if abs(gap) > self.max_gap:
+            return
+        if fraction > 1 - self.min_drop:
+            yield from self._never_fell(run, ts, t, vs, v, gap)
             return
         found = class_count(run)
         if found is not None:
