@@ -1188,7 +1188,7 @@ class _State:
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
     redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
     n_redraws: int = 0  # bar redraws that repeated the record before them, kept once
-    epoch_step: tuple[int, int] | None = None  # the last epoch printed beside a step, and its highest step
+    epoch_step: tuple[int, int, int] | None = None  # the last epoch printed beside a step: its highest, lowest step
     steps_in_epoch: bool = False  # the file's step counter starts again with each epoch (`note_epoch_steps`)
     epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
     counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
@@ -1412,16 +1412,19 @@ class _State:
 
     def note_epoch_steps(self, metrics: dict[str, float], counters: dict[str, int], header: int | None) -> None:
         """Note a record that prints a step under an epoch (its own, or an `Epoch N` line's above it): where the epoch
-        moves on and the step falls back, the step is counted within the epoch (PaddleVideo's `epoch:[ 2/25 ] train
+        moves on and the step falls back to where the epoch before began, the step is counted within the epoch (PaddleVideo's `epoch:[ 2/25 ] train
         step:0`, Paddle's `Epoch 2/10` over `step 10/614 - loss: ...`), for the whole file from its start."""
         epoch = counters.get("epoch", header)
         if not metrics or epoch is None or "step" not in counters:
             return
         step = counters["step"]
-        last = self.epoch_step
-        if last is not None and epoch > last[0] and step < last[1]:
-            self.steps_in_epoch = True
-        self.epoch_step = (epoch, max(step, last[1]) if last is not None and last[0] == epoch else step)
+        last = self.epoch_step  # (epoch, its highest step, its lowest step)
+        if last is not None and epoch > last[0] and step <= last[2] < last[1]:
+            self.steps_in_epoch = True  # back to where the epoch before began: a counter within the epoch
+        if last is not None and last[0] == epoch:
+            self.epoch_step = (epoch, max(step, last[1]), min(step, last[2]))
+        else:  # a resume goes back to a step in the middle of the epoch before: no per-epoch counter
+            self.epoch_step = (epoch, step, step)
 
     def redraw(self, index: int, metrics: dict[str, float], epoch: int | None, after_cr: bool) -> bool:
         """Whether a line is a progress bar's redraw (after a `\\r`, right after the last record's line) that repeats
