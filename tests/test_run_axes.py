@@ -108,3 +108,80 @@ def test_launches_appended_to_one_log_are_no_spikes(tmp_path, capsys):
     main(["analyze", str(root), "--db", str(tmp_path / "a.duckdb"), "--json"])
     kinds = {f["kind"] for f in json.loads(capsys.readouterr().out)["findings"]}
     assert not kinds & {"loss_spike", "divergence", "resumed_run"}
+
+
+def _launches_log(root, launches):
+    """A script run several times, each launch appending to one log through Python's logging (a new FileHandler
+    on the same file): an `Epoch e/N` line, then `loss: V, lr: X` per display, the epoch counting from 1 again and
+    the LR warming up again at every launch. `launches`: per launch, a list of epochs' loss values."""
+    import logging
+
+    root.mkdir(parents=True, exist_ok=True)
+    for i, epochs in enumerate(launches):
+        logger = logging.getLogger(f"launches.{root.name}.{i}")
+        handler = logging.FileHandler(root / "train.log")  # mode "a": each launch adds to the file
+        handler.setFormatter(logging.Formatter("%(asctime)s - %(levelname)s - %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        for e, values in enumerate(epochs, 1):
+            logger.info(f"Epoch {e}/{len(epochs)}")
+            for k, v in enumerate(values):
+                lr = 0.01 * min(1.0, (k + 1) / 3) if e == 1 else 0.01 * 0.9 ** e  # warmup, then a decay
+                logger.info(f"loss: {v:.5f}, lr: {lr:.6f}")
+        handler.close()
+        logger.removeHandler(handler)
+    return root
+
+
+def _launch(rng, n_epochs, per_epoch=20, start=2.3, tau=40.0, noise=0.01):
+    """One launch's loss, epoch by epoch: `start` × exp(-t/tau) above 0.3, with Gaussian noise."""
+    t = np.arange(n_epochs * per_epoch)
+    y = start * np.exp(-t / tau) + 0.3 + rng.normal(0, noise, t.size)
+    return [y[e * per_epoch:(e + 1) * per_epoch] for e in range(n_epochs)]
+
+
+def _findings(root, tmp_path, capsys):
+    import json
+
+    from forensics.cli import main
+
+    capsys.readouterr()
+    main(["analyze", str(root), "--db", str(tmp_path / "a.duckdb"), "--json"])
+    return json.loads(capsys.readouterr().out)["findings"]
+
+
+def test_launches_that_start_from_the_beginning_are_no_resume(tmp_path, capsys):
+    """Three launches appended to one log, each starting again at epoch 1 with its LR warming up again: the epoch
+    falling back and the scheduler starting again are fresh launches, not a resume from a checkpoint."""
+    rng = np.random.default_rng(6)
+    root = _launches_log(tmp_path / "r", [_launch(rng, 4), _launch(rng, 2), _launch(rng, 3)])
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert len(run.launch_starts(run.pick("loss"))) == 2  # the reader's marks, on the loss's axis
+    assert len(run.launch_starts(run.pick("lr"))) == 2
+    kinds = {f["kind"] for f in _findings(root, tmp_path, capsys)}
+    assert not kinds & {"resumed_run", "lr_schedule_anomaly", "divergence", "loss_spike"}
+
+
+def test_flat_first_launches_are_flat_although_a_later_one_trains(tmp_path, capsys):
+    """Two launches whose loss does not move beyond its noise, then two that train: the whole log falls, yet the
+    first launches never moved: flat_loss for each of them (a warning: a later launch trains), none for the others,
+    and the jumps back to the initial loss at each launch are no spike or divergence."""
+    rng = np.random.default_rng(5)
+    flat = [_launch(rng, n, start=3.8, tau=1e9) for n in (3, 2)]
+    learn = [_launch(rng, n, start=3.8, tau=30) for n in (3, 4)]
+    root = _launches_log(tmp_path / "r", [*flat, *learn])
+    found = _findings(root, tmp_path, capsys)
+    flat_found = [f for f in found if f["kind"] == "flat_loss"]
+    assert [f["evidence"]["launch"] for f in flat_found] == [1, 2]
+    assert all(f["severity"] == "warning" and "launch" in f["summary"] for f in flat_found)
+    assert not {f["kind"] for f in found} & {"divergence", "loss_spike", "resumed_run"}
+
+
+def test_a_new_launch_that_does_not_move_is_flat_not_a_divergence(tmp_path, capsys):
+    """A launch that trains, then one that starts again at the initial loss and stays there: read across the
+    boundary it would be a rise from the first launch's minimum; judged on its own, the last launch never moved."""
+    rng = np.random.default_rng(6)
+    root = _launches_log(tmp_path / "r", [_launch(rng, 4), _launch(rng, 2, per_epoch=15, tau=1e9)])
+    found = {f["kind"]: f for f in _findings(root, tmp_path, capsys)}
+    assert "divergence" not in found and "resumed_run" not in found
+    assert found["flat_loss"]["severity"] == "critical" and found["flat_loss"]["evidence"]["launch"] == 2
