@@ -110,10 +110,11 @@ def test_launches_appended_to_one_log_are_no_spikes(tmp_path, capsys):
     assert not kinds & {"loss_spike", "divergence", "resumed_run"}
 
 
-def _launches_log(root, launches):
+def _launches_log(root, launches, warmup=3):
     """A script run several times, each launch appending to one log through Python's logging (a new FileHandler
     on the same file): an `Epoch e/N` line, then `loss: V, lr: X` per display, the epoch counting from 1 again and
-    the LR warming up again at every launch. `launches`: per launch, a list of epochs' loss values."""
+    the LR warming up again at every launch (over `warmup` displays). `launches`: per launch, a list of epochs' loss
+    values."""
     import logging
 
     root.mkdir(parents=True, exist_ok=True)
@@ -123,11 +124,13 @@ def _launches_log(root, launches):
         handler.setFormatter(logging.Formatter("%(asctime)s - %(levelname)s - %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+        j = 0  # displays so far in this launch
         for e, values in enumerate(epochs, 1):
             logger.info(f"Epoch {e}/{len(epochs)}")
-            for k, v in enumerate(values):
-                lr = 0.01 * min(1.0, (k + 1) / 3) if e == 1 else 0.01 * 0.9 ** e  # warmup, then a decay
+            for v in values:
+                lr = 0.01 * (j + 1) / warmup if j < warmup else 0.01 * 0.99 ** (j - warmup)  # warmup, then a decay
                 logger.info(f"loss: {v:.5f}, lr: {lr:.6f}")
+                j += 1
         handler.close()
         logger.removeHandler(handler)
     return root
@@ -185,3 +188,13 @@ def test_a_new_launch_that_does_not_move_is_flat_not_a_divergence(tmp_path, caps
     found = {f["kind"]: f for f in _findings(root, tmp_path, capsys)}
     assert "divergence" not in found and "resumed_run" not in found
     assert found["flat_loss"]["severity"] == "critical" and found["flat_loss"]["evidence"]["launch"] == 2
+
+
+def test_a_launch_stopped_while_its_lr_warms_up_is_not_flat(tmp_path, capsys):
+    """A first launch stopped after one epoch of a long warmup, its loss still at the initial level while the LR
+    rose at every record, then a launch that trains: too early to call the first one flat."""
+    rng = np.random.default_rng(5)
+    first = _launch(rng, 2, per_epoch=8, start=3.8, tau=1e9)
+    root = _launches_log(tmp_path / "r", [first, _launch(rng, 3, start=3.8, tau=30)], warmup=30)
+    kinds = {f["kind"] for f in _findings(root, tmp_path, capsys)}
+    assert "flat_loss" not in kinds

@@ -159,11 +159,16 @@ class FlatLoss:
     def _flat_launches(self, run: Run) -> Iterator[Finding]:
         """Where several launches are appended to one log and the whole log is not flat, each launch judged on its
         own (`base.by_launch`) by the range, pinned and trend rules: a launch that never moved is flat even when a
-        later one trains (a warning then: the last launch learned; critical when the log ends on it)."""
+        later one trains (a warning then: the last launch learned; critical when the log ends on it). Not a launch
+        stopped while its LR still warmed up (it rose at every record): too early to say."""
         pieces = by_launch(run, "loss", *finite_part(*run.arrays("loss")))
         if len(pieces) < 2:
             return
+        lr_steps, lr = finite_part(*run.arrays("lr")) if run.has("lr") else (np.array([]), np.array([]))
         for k, (steps, y) in enumerate(pieces, 1):
+            at = lr[(lr_steps >= steps[0]) & (lr_steps <= steps[-1])]
+            if at.size >= 2 and at[-1] > at[0] and np.all(np.diff(at) >= 0):
+                continue  # stopped while its LR was still warming up: too early to say it never moved
             ev = self._flat(steps, y) or self._pinned(y) or self._still(steps, y)
             if ev is None:
                 continue
