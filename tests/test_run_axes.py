@@ -198,3 +198,13 @@ def test_a_launch_stopped_while_its_lr_warms_up_is_not_flat(tmp_path, capsys):
     root = _launches_log(tmp_path / "r", [first, _launch(rng, 3, start=3.8, tau=30)], warmup=30)
     kinds = {f["kind"] for f in _findings(root, tmp_path, capsys)}
     assert "flat_loss" not in kinds
+
+
+def test_a_new_launch_starting_again_at_the_initial_loss_is_no_spike(tmp_path, capsys):
+    """A launch that trains, then one that starts again at the initial loss and falls back within a few displays:
+    read against the first launch's level, the new launch's first points are a ×3 jump that comes back; they are
+    where a fresh model starts, not a spike (nor a resume: the epoch counts from 1 again)."""
+    rng = np.random.default_rng(5)
+    root = _launches_log(tmp_path / "r", [_launch(rng, 4), _launch(rng, 3, tau=2)])
+    kinds = {f["kind"] for f in _findings(root, tmp_path, capsys)}
+    assert not kinds & {"loss_spike", "divergence", "resumed_run", "lr_schedule_anomaly"}
