@@ -108,3 +108,103 @@ def test_launches_appended_to_one_log_are_no_spikes(tmp_path, capsys):
     main(["analyze", str(root), "--db", str(tmp_path / "a.duckdb"), "--json"])
     kinds = {f["kind"] for f in json.loads(capsys.readouterr().out)["findings"]}
     assert not kinds & {"loss_spike", "divergence", "resumed_run"}
+
+
+def _launches_log(root, launches, warmup=3):
+    """A script run several times, each launch appending to one log through Python's logging (a new FileHandler
+    on the same file): an `Epoch e/N` line, then `loss: V, lr: X` per display, the epoch counting from 1 again and
+    the LR warming up again at every launch (over `warmup` displays). `launches`: per launch, a list of epochs' loss
+    values."""
+    import logging
+
+    root.mkdir(parents=True, exist_ok=True)
+    for i, epochs in enumerate(launches):
+        logger = logging.getLogger(f"launches.{root.name}.{i}")
+        handler = logging.FileHandler(root / "train.log")  # mode "a": each launch adds to the file
+        handler.setFormatter(logging.Formatter("%(asctime)s - %(levelname)s - %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        j = 0  # displays so far in this launch
+        for e, values in enumerate(epochs, 1):
+            logger.info(f"Epoch {e}/{len(epochs)}")
+            for v in values:
+                lr = 0.01 * (j + 1) / warmup if j < warmup else 0.01 * 0.99 ** (j - warmup)  # warmup, then a decay
+                logger.info(f"loss: {v:.5f}, lr: {lr:.6f}")
+                j += 1
+        handler.close()
+        logger.removeHandler(handler)
+    return root
+
+
+def _launch(rng, n_epochs, per_epoch=20, start=2.3, tau=40.0, noise=0.01):
+    """One launch's loss, epoch by epoch: `start` × exp(-t/tau) above 0.3, with Gaussian noise."""
+    t = np.arange(n_epochs * per_epoch)
+    y = start * np.exp(-t / tau) + 0.3 + rng.normal(0, noise, t.size)
+    return [y[e * per_epoch:(e + 1) * per_epoch] for e in range(n_epochs)]
+
+
+def _findings(root, tmp_path, capsys):
+    import json
+
+    from forensics.cli import main
+
+    capsys.readouterr()
+    main(["analyze", str(root), "--db", str(tmp_path / "a.duckdb"), "--json"])
+    return json.loads(capsys.readouterr().out)["findings"]
+
+
+def test_launches_that_start_from_the_beginning_are_no_resume(tmp_path, capsys):
+    """Three launches appended to one log, each starting again at epoch 1 with its LR warming up again: the epoch
+    falling back and the scheduler starting again are fresh launches, not a resume from a checkpoint."""
+    rng = np.random.default_rng(6)
+    root = _launches_log(tmp_path / "r", [_launch(rng, 4), _launch(rng, 2), _launch(rng, 3)])
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert len(run.launch_starts(run.pick("loss"))) == 2  # the reader's marks, on the loss's axis
+    assert len(run.launch_starts(run.pick("lr"))) == 2
+    kinds = {f["kind"] for f in _findings(root, tmp_path, capsys)}
+    assert not kinds & {"resumed_run", "lr_schedule_anomaly", "divergence", "loss_spike"}
+
+
+def test_flat_first_launches_are_flat_although_a_later_one_trains(tmp_path, capsys):
+    """Two launches whose loss does not move beyond its noise, then two that train: the whole log falls, yet the
+    first launches never moved: flat_loss for each of them (a warning: a later launch trains), none for the others,
+    and the jumps back to the initial loss at each launch are no spike or divergence."""
+    rng = np.random.default_rng(5)
+    flat = [_launch(rng, n, start=3.8, tau=1e9) for n in (3, 2)]
+    learn = [_launch(rng, n, start=3.8, tau=30) for n in (3, 4)]
+    root = _launches_log(tmp_path / "r", [*flat, *learn])
+    found = _findings(root, tmp_path, capsys)
+    flat_found = [f for f in found if f["kind"] == "flat_loss"]
+    assert [f["evidence"]["launch"] for f in flat_found] == [1, 2]
+    assert all(f["severity"] == "warning" and "launch" in f["summary"] for f in flat_found)
+    assert not {f["kind"] for f in found} & {"divergence", "loss_spike", "resumed_run"}
+
+
+def test_a_new_launch_that_does_not_move_is_flat_not_a_divergence(tmp_path, capsys):
+    """A launch that trains, then one that starts again at the initial loss and stays there: read across the
+    boundary it would be a rise from the first launch's minimum; judged on its own, the last launch never moved."""
+    rng = np.random.default_rng(6)
+    root = _launches_log(tmp_path / "r", [_launch(rng, 4), _launch(rng, 2, per_epoch=15, tau=1e9)])
+    found = {f["kind"]: f for f in _findings(root, tmp_path, capsys)}
+    assert "divergence" not in found and "resumed_run" not in found
+    assert found["flat_loss"]["severity"] == "critical" and found["flat_loss"]["evidence"]["launch"] == 2
+
+
+def test_a_launch_stopped_while_its_lr_warms_up_is_not_flat(tmp_path, capsys):
+    """A first launch stopped after one epoch of a long warmup, its loss still at the initial level while the LR
+    rose at every record, then a launch that trains: too early to call the first one flat."""
+    rng = np.random.default_rng(5)
+    first = _launch(rng, 2, per_epoch=8, start=3.8, tau=1e9)
+    root = _launches_log(tmp_path / "r", [first, _launch(rng, 3, start=3.8, tau=30)], warmup=30)
+    kinds = {f["kind"] for f in _findings(root, tmp_path, capsys)}
+    assert "flat_loss" not in kinds
+
+
+def test_a_new_launch_starting_again_at_the_initial_loss_is_no_spike(tmp_path, capsys):
+    """A launch that trains, then one that starts again at the initial loss and falls back within a few displays:
+    read against the first launch's level, the new launch's first points are a ×3 jump that comes back; they are
+    where a fresh model starts, not a spike (nor a resume: the epoch counts from 1 again)."""
+    rng = np.random.default_rng(5)
+    root = _launches_log(tmp_path / "r", [_launch(rng, 4), _launch(rng, 3, tau=2)])
+    kinds = {f["kind"] for f in _findings(root, tmp_path, capsys)}
+    assert not kinds & {"loss_spike", "divergence", "resumed_run", "lr_schedule_anomaly"}

@@ -117,6 +117,10 @@ def composed_steps(steps: np.ndarray) -> np.ndarray:
     return out
 
 
+# The role of the series a console reader writes where a launch appended to the log begins (its number: 2, 3, ...).
+LAUNCH_ROLE = "launch"
+
+
 # A long series is reduced to `long_series // BUCKET_SHARE` buckets of ~4 points each (first, min, max, last): at most
 # half as many points as the shortest series that is reduced (125,000 buckets at LONG_SERIES), so a
 # statistic over it costs no more than over a series read whole, whatever the length of the series.
@@ -142,6 +146,7 @@ class Run:
     _pass_starts: dict[str, frozenset[int]] = field(default_factory=dict, repr=False)
     _spikes_cache: dict[tuple[str, SpikeRule], pl.DataFrame] = field(default_factory=dict, repr=False)
     _candidates_cache: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict, repr=False)
+    _launch_cache: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
     # (series_id, steps) -> {step: (epoch, batch)} the writer printed on those lines (ordinal series only)
     _counters: Any = field(default=None, repr=False)
     # Series of more points than this are read reduced (module docstring); None: every series whole.
@@ -230,6 +235,52 @@ class Run:
         if not printed or any(b is None for b in batches):
             return frozenset()
         return frozenset(s for s, b, prev in zip(steps[1:], batches[1:], batches) if b <= min(batches[0], prev))
+
+    def launch_starts(self, name: str | None) -> tuple[int, ...]:
+        """The steps of series `name`, as `series_named` shows them, where each launch after the first begins: the
+        reader's `launch` series of the same file marks where a log's counter starts again from its first value
+        (several launches of one script appended to one log). A fresh launch is no resume, and no curve reads across
+        it: the one home of that segmentation (detectors split with `base.by_launch`). Empty for a log of one launch."""
+        if name is None:
+            return ()
+        if name not in self._launch_cache:
+            self._launch_cache[name] = self._launch_starts(name)
+        return self._launch_cache[name]
+
+    def _launch_starts(self, name: str) -> tuple[int, ...]:
+        row = self.meta.filter(pl.col("name") == name)
+        if row.height == 0:
+            return ()
+        marks = self.meta.filter((pl.col("role") == LAUNCH_ROLE) & (pl.col("grp") == row["grp"][0]))
+        if marks.height == 0:
+            return ()
+        mark = self.points(marks["name"][0]).filter(pl.col("value").is_finite())
+        view = self.series_named(name)
+        steps, wall = view["step"].to_numpy(), view["wall_time"].fill_null(np.nan).to_numpy()
+        if steps.size < 2 or mark.height == 0:
+            return ()
+        mark_steps, mark_wall = mark["step"].to_numpy(), mark["wall_time"].fill_null(np.nan).to_numpy()
+        if bool(row["ordinal"][0]) and bool(marks["ordinal"][0]):
+            # One line axis for the file: a launch begins at the series' first line at or after the mark's.
+            at = np.searchsorted(steps, mark_steps)
+            return tuple(sorted({int(steps[i]) for i in at if 0 < i < steps.size}))
+        if name in self._passes:
+            # Logged steps that start again: each mark, in write order, is the next pass that begins at or after it
+            # (its logged step, and its clock where both are stamped; a per-epoch counter's passes fall between).
+            starts = sorted(self._pass_starts[name])[1:]
+            out, k = [], 0
+            for m_step, m_wall in zip(mark_steps, mark_wall):
+                while k < len(starts):
+                    c = starts[k]
+                    k += 1
+                    w = wall[np.searchsorted(steps, c)]
+                    if self._passes[name][c][1] >= m_step and not (np.isfinite(w) and np.isfinite(m_wall) and w < m_wall):
+                        out.append(c)
+                        break
+            return tuple(out)
+        # A series whose own steps never start again (logged in one launch's lines, or with a global counter): by clock.
+        at = [int(np.searchsorted(wall, w)) for w in mark_wall if np.isfinite(w) and np.all(np.diff(wall) >= 0)]
+        return tuple(sorted({int(steps[i]) for i in at if 0 < i < steps.size}))
 
     def composed(self) -> bool:
         """Whether a series read so far counts its steps again from the beginning (`series_named` composed it)."""

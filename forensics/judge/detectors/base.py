@@ -142,6 +142,16 @@ def finite_part(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     return steps[:end], values[:end]
 
 
+def by_launch(run: Run, role: str, steps: np.ndarray, values: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(steps, values) of `role`'s series cut where each launch appended to its log begins (`Run.launch_starts`):
+    each launch judged on its own, no curve read across a fresh start. One piece for a log of one launch."""
+    starts = run.launch_starts(run.pick(role))
+    if not starts:
+        return [(steps, values)]
+    cuts = np.searchsorted(steps, np.asarray(starts))
+    return [(s, v) for s, v in zip(np.split(steps, cuts), np.split(values, cuts)) if s.size]
+
+
 def loss_falls(run: Run, share: float, until: float, since: float | None = None,
                start_points: int = stats.START_POINTS) -> bool:
     """Whether the training loss falls by `share` or more of its first level between steps `since` and `until`

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, finite_part, level_of, point, src, too_short
+from forensics.judge.detectors.base import MECHANISM, by_launch, finite_part, level_of, point, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
@@ -36,6 +36,7 @@ class Divergence:
     `rising_growth` while the validation loss rises at each of its last `val_rising_points` by `val_rising_growth`.
     With log-scale point noise of `wide_spread` or more, the tail must also stand above the points before the minimum.
     A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
+    Launches appended to one log are judged one by one (`base.by_launch`).
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,
     Kendall τ and whether it is a drift, the levels the summary quotes and the lowest logged point after the onset,
@@ -109,6 +110,15 @@ class Divergence:
         if n >= self.min_points and float(np.min(y)) > self.blown_level:
             yield self._blown(run, steps, y)
             return
+        # Each launch appended to the log on its own (`base.by_launch`): a new launch starting again from the
+        # initial loss is no rise from the last one's minimum. Only the last one can end on a NaN.
+        pieces = by_launch(run, "loss", steps, y)
+        for k, (steps, y) in enumerate(pieces, 1):
+            yield from self._judge(run, steps, y, nan_follows and k == len(pieces))
+
+    def _judge(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Iterator[Finding]:
+        """The rules of the docstring on one launch's finite loss."""
+        n = y.size
         # The trend tests first (their onset is the minimum the rise starts from); where they cannot speak, the
         # effect-size rules: a blow-up the log ends on, a rise at every point beside a rising validation loss.
         found = list(self._trend(run, steps, y, nan_follows)) if n >= self.min_points else []

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, class_count, finite_part, head_tail_of, src, too_short
+from forensics.judge.detectors.base import SHAPE, by_launch, class_count, finite_part, head_tail_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -143,6 +143,7 @@ class FlatLoss:
                 if vv.size >= self.min_repeats and stats.learned(vv, stats.head_tail_levels(vv, self.edge)[1]):
                     ev["val_first"], ev["val_last"] = float(vv[0]), float(vv[-1])  # the model trains; the log is empty
         if ev is None:
+            yield from self._flat_launches(run)
             return
         classes = class_count(run)
         if classes is not None and classes[1] not in ("vocab_size", "n_vocab", "ntokens"):
@@ -154,6 +155,31 @@ class FlatLoss:
         yield Finding.of(self, severity="warning" if "val_first" in ev else "critical", step=int(steps[0]),
                          step_end=int(steps[-1]), series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
                          summary=self._summary(what, ev, steps, y))
+
+    def _flat_launches(self, run: Run) -> Iterator[Finding]:
+        """Where several launches are appended to one log and the whole log is not flat, each launch judged on its
+        own (`base.by_launch`) by the range, pinned and trend rules: a launch that never moved is flat even when a
+        later one trains (a warning then: the last launch learned; critical when the log ends on it). Not a launch
+        stopped while its LR still warmed up (it rose at every record): too early to say."""
+        pieces = by_launch(run, "loss", *finite_part(*run.arrays("loss")))
+        if len(pieces) < 2:
+            return
+        lr_steps, lr = finite_part(*run.arrays("lr")) if run.has("lr") else (np.array([]), np.array([]))
+        for k, (steps, y) in enumerate(pieces, 1):
+            at = lr[(lr_steps >= steps[0]) & (lr_steps <= steps[-1])]
+            if at.size >= 2 and at[-1] > at[0] and np.all(np.diff(at) >= 0):
+                continue  # stopped while its LR was still warming up: too early to say it never moved
+            ev = self._flat(steps, y) or self._pinned(y) or self._still(steps, y)
+            if ev is None:
+                continue
+            ev |= {"launch": k, "launches": len(pieces)}
+            last = k == len(pieces)
+            yield Finding.of(self, severity="critical" if last else "warning", step=int(steps[0]),
+                             step_end=int(steps[-1]), series=run.pick("loss"), evidence=ev,
+                             sources=(src(run, "loss", steps),),
+                             summary=self._summary(f"loss of launch {k} of the {len(pieces)} appended to this log",
+                                                   ev, steps, y)
+                             + ("" if last else "; a later launch trains"))
 
     def _summary(self, what: str, ev: dict, steps: np.ndarray, y: np.ndarray) -> str:
         if "constant_value" in ev:

@@ -30,7 +30,9 @@ class LossSpike:
     above the largest one, unless it undoes `undo_always` of the progress. An unstable stretch of several peaks that
     comes back is one spike at its highest, up to `max_episode` points and `episode_share` of the series. Where a
     step counter starts again (launches appended to one log, `Run.series_named`), a pass that begins at up to
-    `relaunch` × the log's first loss is a new launch starting from its initial loss, not a spike.
+    `relaunch` × the log's first loss is a new launch starting from its initial loss, not a spike; where the reader
+    marked a launch (`Run.launch_starts`), neither is a jump at its start nor one within `relaunch` × its first loss
+    read against the launch before.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
     and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
@@ -56,6 +58,18 @@ class LossSpike:
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
 
+    def _relaunched(self, s: dict, launches: np.ndarray, steps: np.ndarray, values: np.ndarray) -> bool:
+        """Whether a spike episode is a launch appended to the log starting again (`Run.launch_starts`): it begins
+        where a launch does, or its trailing window reaches back into the launch before and it stands no higher than
+        `relaunch` × the new launch's first loss (the new launch's own descent, read against the last one's level)."""
+        if s["start_step"] in launches:
+            return True
+        crossed = launches[(launches > s["window_start"]) & (launches <= s["start_step"])]
+        if crossed.size == 0:
+            return False
+        at = values[(steps >= crossed[-1]) & np.isfinite(values)]
+        return bool(at.size) and s["value"] <= self.relaunch * float(at[0])
+
     def check(self, run: Run) -> Iterator[Finding]:
         steps, values = run.arrays("loss")
         if int(np.isfinite(values).sum()) >= self.min_points:
@@ -73,9 +87,12 @@ class LossSpike:
                 excursion = np.exp(logs - level)
             passes = run.pass_starts(run.pick("loss"))
             first = float(values[np.isfinite(values)][0])  # the loss the log began with: where a new launch starts
+            launches = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
             for s in found.iter_rows(named=True):  # one row per spike episode
                 if s["start_step"] in passes and s["value"] <= self.relaunch * max(first, start):
                     continue  # a counter that starts again at the loss the log began with: a new launch, no spike
+                if self._relaunched(s, launches, steps, values):
+                    continue
                 progress = start - s["baseline"]
                 s["start_level"] = start
                 s["undone"] = (s["value"] - s["baseline"]) / progress if progress > 0 else None

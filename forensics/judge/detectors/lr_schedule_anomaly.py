@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import UPSTREAM, loss_falls, src
+from forensics.judge.detectors.base import UPSTREAM, by_launch, loss_falls, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -71,13 +71,16 @@ class LrScheduleAnomaly:
 
     def restarts(self, run: Run) -> list[dict]:
         """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
-        reads them too (a scheduler that started again is a resume that did not restore its state)."""
+        reads them too (a scheduler that started again is a resume that did not restore its state). Each launch
+        appended to the log is read on its own (`base.by_launch`)."""
         if not run.has("lr"):
             return []
         sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
         if isinstance(sched, str) and _cyclic(sched):
             return []
-        return stats.lr_restarts(*run.arrays("lr"), self.jump, self.min_decay, self.mid, self.match)
+        # each launch appended to the log on its own: a fresh launch's schedule starting again is no resume
+        return [r for steps, lr in by_launch(run, "lr", *run.arrays("lr"))
+                for r in stats.lr_restarts(steps, lr, self.jump, self.min_decay, self.mid, self.match)]
 
     def check(self, run: Run) -> Iterator[Finding]:
         for r in self.restarts(run)[:1]:

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, class_count, finite_part, level_of, src, too_short
+from forensics.judge.detectors.base import MECHANISM, by_launch, class_count, finite_part, level_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -60,7 +60,7 @@ class Oscillation:
         return too_short(run, "loss", 24)
 
     def check(self, run: Run) -> Iterator[Finding]:
-        steps, y = finite_part(*run.arrays("loss"))
+        steps, y = by_launch(run, "loss", *finite_part(*run.arrays("loss")))[-1]  # the last launch, on its own
         keep = np.isfinite(y)
         steps, y = steps[keep], y[keep]
         if y.size < 24:

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, finite_part, level_of, src, too_short
+from forensics.judge.detectors.base import SHAPE, by_launch, finite_part, level_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -32,6 +32,7 @@ class Plateau:
     A lower plateau counts when the LR's median over it is `lr_fall` × below its peak before it (an LR dropped to ~0).
     A stall that held until a restart (`ResumedRun`), judged on the segment before it, counts at any level when the
     loss after the restart falls `later_fall` below it: the floor was lower, the run was stopped on a plateau.
+    Of launches appended to one log, the last one is the curve the log ends on (`base.by_launch`).
     A short log (`short_points` to `min_points` points) needs a final level of `short_min_level` of the initial one.
     A stall within `constant_tol` of a constant predictor's loss (`stats.CONSTANT_PREDICTOR_MSE`) counts at any level.
     No plateau while the validation loss still falls by `val_fall` over it (`val_points` evaluations), or steadily
@@ -108,9 +109,10 @@ class Plateau:
 
     def _stall(self, run: Run, segment: tuple[np.ndarray, np.ndarray] | None = None,
                floor: float | None = None) -> dict | None:
-        """The plateau's evidence, or None: on the whole loss, or on `segment` (steps, values) with `floor`, the
-        lowest level the run reached after it, standing in for the level rule when it is `later_fall` below."""
-        steps, y = segment if segment is not None else finite_part(*run.arrays("loss"))
+        """The plateau's evidence, or None: on the loss (its last launch, `_last_launch`), or on `segment` (steps,
+        values) with `floor`, the lowest level the run reached after it, standing in for the level rule when it is
+        `later_fall` below."""
+        steps, y = segment if segment is not None else _last_launch(run)
         if y.size < self.min_points and not (self.short_points and y.size >= self.short_points):
             return None
         min_level = self.min_level if y.size >= self.min_points else self.short_min_level
@@ -232,7 +234,7 @@ class Plateau:
             return
         if self._val_improves(run, ev["plateau_start_step"]) is not None:
             return  # training stalls while validation keeps improving (dropout, augmentation): no plateau
-        steps, y = finite_part(*run.arrays("loss"))
+        steps, y = _last_launch(run)
         length = ev["length_fraction"]
         # the levels as the file shows them: the medians `_stall` took, with their steps
         tail, tail_text = level_of(steps, y, y.size - max(3, int(np.ceil(self.min_length * y.size))), y.size - 1)
@@ -243,3 +245,9 @@ class Plateau:
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
                                   f"step {ev['plateau_start_step']} to the end ({length:.0%} of the points){constant}"))
+
+
+def _last_launch(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """The finite loss of the last launch appended to the log (the whole log for one launch): a stall is read on
+    the curve the log ends on, never from a level an earlier launch reached."""
+    return by_launch(run, "loss", *finite_part(*run.arrays("loss")))[-1]

@@ -28,6 +28,7 @@ class ResumedRun:
     counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed).
     Second, `min_refused` or more distinct steps a W&B run refused below one reached step (its debug log).
     Third, a logged epoch that falls back by `min_epoch_drop` or more while the steps keep rising.
+    None where a launch appended to the log begins (`Run.launch_starts`): a fresh launch starts from the beginning.
     Fourth, an LR that jumps back up mid-decay to an earlier value (lr_schedule_anomaly's rule (c)).
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
@@ -144,6 +145,8 @@ class ResumedRun:
         if steps.size < 3 or np.any(np.diff(steps) < 0):
             return
         drops = np.flatnonzero(np.diff(epoch) <= -self.min_epoch_drop) + 1
+        fresh = run.launch_starts(name)  # an epoch count that starts again with a new launch is no resume
+        drops = drops[~np.isin(steps[drops], np.asarray(fresh, dtype=np.int64))]
         for k in drops[: self.max_reported]:
             ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": 0,
                   "epoch_before": float(epoch[k - 1]), "epoch_after": float(epoch[k]), "wall_gap_s": None}
