@@ -86,6 +86,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ingest.decoding import LEGACY_ENCODINGS, as_utf8, binary_reason, sample, utf16_order  # noqa: F401 (re-exported)
 from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame
 from ingest.roles import MEMORY_UNITS, SPLIT_WORDS, role_of, words
@@ -880,8 +881,6 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
 def _prints_metrics(path: Path) -> bool:
     """Whether lines sampled across a file whose head looks binary carry metrics (a log a crash wrote junk into): such
     a file is read, and its junk gives nothing."""
-    from ingest.formats import sample
-
     data = b"\n".join(line for line in sample(path).splitlines() if binary_reason(line) is None)
     return prints_a_loss(data) or sniff_console(data)
 
@@ -955,79 +954,8 @@ def _stem_tag(path: Path) -> str | None:
     return stem if named and role_of(stem).role != "other" else None
 
 
-# Encodings a text log is written in besides UTF-8 (a Chinese Windows console's GBK, which GB18030 extends): text in
-# one of them is a log's text, whose ASCII (its names and values) reads as it is.
-LEGACY_ENCODINGS = ("gb18030",)
-
-
-# Control bytes text holds (tab, line breaks, form feed, backspace and bell of progress bars, ANSI's escape) and
-# the share of other control bytes above which a head is data: a crash's few odd bytes stay well under it.
-TEXT_CONTROLS = frozenset(b"\t\n\r\x0b\x0c\x08\x07\x1b")
-MAX_CONTROL_SHARE = 0.05
-
-
-def utf16_order(head: bytes) -> str | None:
-    """The codec of a UTF-16 text (`utf-16-le`/`-be`): a byte-order mark, or a NUL in every other byte of mostly
-    ASCII text (PowerShell's `>` and `Tee-Object` write logs so); None for any other file."""
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return "utf-16-le" if head[:2] == b"\xff\xfe" else "utf-16-be"
-    body = head[: len(head) // 2 * 2]
-    if len(body) < 32:
-        return None
-    even, odd = body[0::2], body[1::2]
-    for nuls, chars, order in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
-        if nuls.count(0) > 0.9 * len(nuls) and chars.count(0) < 0.1 * len(chars):
-            return order
-    return None
-
-
-def as_utf8(data: bytes) -> bytes:
-    """`data` as UTF-8 where it is UTF-16 text (for the sniffers, which read bytes), else as it is."""
-    order = utf16_order(data)
-    if order is None:
-        return data
-    data = data[2:] if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data
-    return data[: len(data) // 2 * 2].decode(order, errors="replace").encode("utf-8")
-
-
 def _is_binary(head: bytes) -> bool:
     return binary_reason(head) is not None
-
-
-def binary_reason(head: bytes) -> str | None:
-    """Why `head` is data, not text (None: text). NULs are holes, not data (a log truncated while its writer kept
-    its offset restarts with zeros; a crash leaves a block of them); UTF-16 is text; so are a few odd bytes, escape
-    codes and a legacy encoding (GBK). Data holds other control bytes, or bytes no encoding reads, in bulk."""
-    if utf16_order(head.lstrip(b"\x00")) is not None:
-        return None
-    head = head.replace(b"\x00", b"")
-    if not head:
-        return None
-    control = sum(b < 32 and b not in TEXT_CONTROLS for b in head)
-    if control > MAX_CONTROL_SHARE * len(head):
-        return f"{control / len(head):.0%} of its first bytes are control bytes"
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4 and _undecodable_share(head) > 0.3 and not _legacy_text(head):
-            return "most of its first bytes are no text in UTF-8 or a legacy encoding"
-    return None
-
-
-def _legacy_text(head: bytes) -> bool:
-    """Whether `head` is text in one of `LEGACY_ENCODINGS` (a character cut at its end allowed)."""
-    for encoding in LEGACY_ENCODINGS:
-        try:
-            head[:-4].decode(encoding)
-            return True
-        except UnicodeDecodeError:
-            continue
-    return False
-
-
-def _undecodable_share(head: bytes) -> float:
-    text = head.decode("utf-8", errors="replace")
-    return text.count("\ufffd") / max(1, len(text))
 
 
 # A line can yield something (a point, a step or date later lines use, an unmatched-line count) only if

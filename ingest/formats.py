@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ingest.decoding import SAMPLE_BYTES, sample  # noqa: F401 (re-exported: readers and discovery sample through here)
 from ingest.records import Chunk
 
 Reader = Callable[[Path, int], Iterator[Chunk]]
@@ -254,52 +255,6 @@ def may_be_text_log(rel: PurePosixPath) -> bool:
     suffix = rel.suffix.lower()
     return (not rel.name.startswith(".") and (suffix in TEXT_LOG_SUFFIXES or not suffix[1:].isalpha())
             and not TOOL_TEXT.search(rel.as_posix()))
-
-
-SAMPLE_BYTES = 16 << 10  # bytes `sample` takes at each of a file's head, middle and tail
-
-
-def sample(path: Path, n: int = SAMPLE_BYTES) -> bytes:
-    """A file's bytes where it is small, else its first `n` bytes and whole lines from its middle and its end,
-    joined by line breaks: a log whose first kilobytes are an environment or config dump, or that holds several
-    launches, is known by what it prints later. A binary file (`ingest.console.binary_reason` of its first 4 KiB)
-    gives its head only; UTF-16 text is given as UTF-8; b"" when it cannot be read."""
-    from ingest.console import as_utf8, binary_reason, utf16_order
-
-    try:
-        with path.open("rb") as f:
-            size = f.seek(0, 2)
-            f.seek(0)
-            if size <= 3 * n:
-                return as_utf8(f.read())
-            parts = [f.read(n)]
-            if binary_reason(parts[0][:4096]) is not None:
-                return parts[0]  # binary: no line of it is sampled further
-            wide = utf16_order(parts[0]) is not None
-            newline = b"\n\x00" if wide and parts[0][:2] != b"\xfe\xff" else b"\x00\n" if wide else b"\n"
-            for at in (size // 2 - n // 2, size - n):
-                at -= at % 2 if wide else 0
-                f.seek(at)
-                part = f.read(n)
-                cut = next((i + len(newline) for i in _finds(part, newline) if not wide or i % 2 == 0), 0)
-                parts.append(part[cut:] if cut else b"")
-    except OSError:
-        return b""
-    if wide:
-        order = utf16_order(parts[0])
-        parts = [as_utf8(parts[0]), *(p[: len(p) // 2 * 2].decode(order, errors="replace").encode("utf-8")
-                                      for p in parts[1:])]
-    head = parts[0]
-    head = head[: max(head.rfind(b"\n"), 0) + 1]  # the head's whole lines only
-    return b"".join([head, *(p if p.endswith(b"\n") else p + b"\n" for p in parts[1:] if p)])
-
-
-def _finds(data: bytes, sub: bytes) -> Iterator[int]:
-    """Where `sub` occurs in `data`, in order."""
-    at = data.find(sub)
-    while at >= 0:
-        yield at
-        at = data.find(sub, at + 1)
 
 
 def why_unread(rel: PurePosixPath, data: bytes) -> str:
