@@ -10,8 +10,9 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
 3. assign   explicit pairs anywhere on the line: `key=value`, `key = value`, `'key': value` and `'key': '1.1'` (a
             printed dict, as HF's Trainer and fairseq's json format print their logs), `name:value` with no
             space (`train loss:1.234`), a box table's row (`|  loss  | -0.016 |`), a sentence with its counters
-            inside (`Score at iteration 0 is 1.62`), and messages whose values have fixed names (loss-scale
-            changes, gradient clipping: `grad_norm`, `grad_clip`, `clip_scale`);
+            inside (`Loss at epoch 0 and iteration 500 is 0.22`), DL4J's `Score at iteration N is X` (its loss),
+            and messages whose values have fixed names (loss-scale changes, gradient clipping: `grad_norm`,
+            `grad_clip`, `clip_scale`);
 4. phrase   what is left is cut into clauses (at `,` `;` `|` brackets, `. `, runs of 2+ spaces, arrows `->` and
             `---` rules) and a clause that reads `Some Words[:| is| was| of] value [unit]` is a metric
             (`Train loss 1.593`, `Loss is Infinity`, `Speed: 2.38 samples/sec`; after prose only where the
@@ -163,8 +164,8 @@ PATTERNS: list[LinePattern] = [
     LinePattern("time_of_day", "time", _p(
         r"(?<![\d:.<])(?<![Ee][Tt][Aa]: )(?<![Ee][Tt][Aa] )(?<![Ee][Tt][Aa][:=])(?<!elapsed: )(?<!left: )"
         r"(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:<])"),
-        "06:38:16.402 [main] INFO ScoreIterationListener - Score at iteration 0 is 1.6235184989295723",
-        {"step": 0, "Score": 1.6235184989295723}),
+        "06:38:16.402 [main] INFO LoggingListener - Accuracy at iteration 0 is 0.61",
+        {"step": 0, "Accuracy": 0.61}),
     # --- ignored: text that looks like pairs but holds no logged values (blanked before the counters) -----
     # argparse's `Namespace(batch_size=10, lr=0.0005, ...)`, printed at start: the run's arguments, not metrics.
     LinePattern("argparse_namespace", "ignore", _p(r"\bNamespace\([^()]*\)"),
@@ -321,6 +322,11 @@ PATTERNS: list[LinePattern] = [
         "Gradient clipping: scaling down gradients (L2 norm 5120.3 > 35) by scale factor 0.0068",
         {"grad_norm": 5120.3, "grad_clip": 35, "clip_scale": 0.0068},
         tags=(("norm", "grad_norm"), ("threshold", "grad_clip"), ("factor", "clip_scale"))),
+    # DL4J's ScoreIterationListener: `Score at iteration N is X`, X the model's score, which DL4J defines as the loss
+    # (plus regularisation). This sentence only: a bare `score` elsewhere is often a metric or a reward.
+    LinePattern("dl4j_score", "assign", _p(rf"\bScore at {_COUNTED}is\s*(?P<value>{NUM}){_NUM_END}"),
+                "06:38:16.402 [main] INFO ScoreIterationListener - Score at iteration 0 is 1.6235184989295723",
+                {"step": 0, "loss": 1.6235184989295723}, tag="loss"),
     LinePattern("epoch_time", "assign", _p(
         rf"\b(?:time|took)\s+(?:this|per|for this|of this)\s+epoch\s*[=:]?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "epoch 3, loss=0.52, time this epoch= 2.68", {"epoch": 3, "loss": 0.52, "epoch_time": 2.68}, tag="epoch_time"),
