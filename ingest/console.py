@@ -1115,7 +1115,8 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     # One string per segment, line break included (no pattern can use it), without copying the bytes.
     offsets = np.concatenate(([0], bounds)).astype(np.int64)
     lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
-    keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER))
+    blocky = lines.str.contains(_SPLIT_HINT)  # openers and ends of evaluation blocks (`_State.eval_blocks`)
+    keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER)) | blocky
     tabular_lines = lines.str.contains(_TABLE_LINE)
     keep = keep | tabular_lines
     tabular = tabular_lines.to_numpy()
@@ -1142,7 +1143,7 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     shapes = {t: _cached_shape(t) for t in templates.filter(~own).unique().to_list()}
     busy = [t for t, shape in shapes.items() if not shape.idle]
     loose = [t for t, shape in shapes.items() if shape.loose]
-    keep = own | tabular[candidates] | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
+    keep = own | tabular[candidates] | blocky.to_numpy()[candidates] | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
         | (rep & templates.is_in(pl.Series(loose, dtype=pl.Utf8).implode()).to_numpy())
     candidates = candidates[keep]
     shown = [None if o or not shapes[t].exact else shapes[t]
@@ -1199,6 +1200,8 @@ class _State:
     epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
     counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
     launches: int = 1  # launches met so far in the file
+    block: _Block | None = None  # the evaluation block open at the end of the last chunk (`eval_blocks`)
+    train_shapes: dict[str, None] = field(default_factory=dict)  # outlines of training records seen (`eval_blocks`)
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -1260,8 +1263,11 @@ class _State:
             self.note_epoch_steps(metrics, counters, header)
             parsed.append((k, start, line_no, text, metrics, counters, time, looks, patterns, listed))
         self.epoch_heard = header
-        for k, start, line_no, text, metrics, counters, time, looks, patterns, listed in parsed:
+        splits = self.eval_blocks(parsed)
+        for split, (k, start, line_no, text, metrics, counters, time, looks, patterns, listed) in zip(splits, parsed):
             line_no += line_no0
+            if split is not None:
+                metrics = {t if _names_split(t) else f"{split} {t}": v for t, v in metrics.items()}
             if self.steps_in_epoch and "step" in counters and ("epoch" in counters or self.header_epoch is not None):
                 # a step that starts again with each epoch is the batch within it (DECISIONS §2: no global counter)
                 counters = {**counters, "batch": counters.get("batch", counters["step"])}
@@ -1294,7 +1300,7 @@ class _State:
                         self.unmatched.append(line_no)
                     if self.unmatched_sample is None:
                         self.unmatched_sample = text.strip()[:MAX_SAMPLE_CHARS]
-                if step is not None:
+                if step is not None and split is None:
                     self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
                     self.header_epoch, self.epoch_kept = epoch, False
@@ -1303,7 +1309,8 @@ class _State:
                 self.header_epoch = None  # this log prints the epoch on its record lines
             if step is not None:
                 is_ordinal = False
-                self.last_step, self.step_tags = step, frozenset(metrics)
+                if split is None:  # an evaluation loop's own counter is not the training's step
+                    self.last_step, self.step_tags = step, frozenset(metrics)
             elif epoch is None and batch is None and self.last_step is not None and frozenset(metrics) != self.step_tags:
                 step, is_ordinal = self.last_step, False
             else:
@@ -1320,7 +1327,8 @@ class _State:
                 # (a resume from a checkpoint, the records of epochs already logged printed again) shows.
                 metrics = {**metrics, EPOCH_TAG: float(self.header_epoch)}
                 self.epoch_kept = True  # once per `epoch N` line, with the first record under it
-            launch = self.relaunched(None if is_ordinal else step, epoch if epoch is not None else self.header_epoch)
+            launch = None if split is not None else self.relaunched(
+                None if is_ordinal else step, epoch if epoch is not None else self.header_epoch)
             if launch is not None:
                 metrics = {**metrics, LAUNCH_TAG: float(launch)}
             tags.extend(metrics)
@@ -1337,6 +1345,60 @@ class _State:
         per_point = per_line[np.repeat(np.arange(len(counts)), counts)]
         return scalars_frame(per_point.with_columns(pl.Series("tag", tags, pl.Utf8),
                                                     pl.Series("value", values, pl.Float64)))
+
+    def eval_blocks(self, parsed: list[tuple]) -> list[str | None]:
+        """The split each parsed line's metrics belong to where an evaluation block holds them, else None.
+
+        Many printers label an evaluation only by a line above its records, which print the training's names
+        (Paddle's `Eval begin...` over `step 10/88 - loss: X`, `Validation:` or `==> Evaluating` over `loss: X`,
+        `Test on Epoch 3` over `mAP: X`). A block opens at a line that says an evaluation begins (`_block_line`)
+        once training records were seen; its records take the split's name (`val loss`) until it ends: at a record
+        of a training record's shape, a line that says train, an `Epoch N` line, or its end marker (`Eval samples:
+        N`). Records of the very shape the training printed just after the opener are the block's only where the
+        block then ends by a marker or such a line, not by training records or another opener."""
+        splits: list[str | None] = [None] * len(parsed)
+        block = self.block
+        for i, (_, _, _, text, metrics, counters, _, _, _, listed) in enumerate(parsed):
+            if listed is not None:
+                continue
+            kind, split = _block_line(text, metrics)
+            shape = outline(text)
+            if block is not None:
+                ends = kind in ("train", "close", "count") or not metrics and "epoch" in counters and kind != "open"
+                if ends or kind == "open":
+                    if ends:  # a marker closes the block: records of the training's shape in it were the evaluation's
+                        for j in block.pending:
+                            splits[j] = block.split
+                    block = None
+                    if kind == "count":
+                        continue
+                elif metrics and shape in self.train_shapes:
+                    if block.weak or not (block.records == len(block.pending) and block.shape in (None, shape)):
+                        block = None  # training records again (those held pending stay the training's)
+                    else:
+                        block.shape = shape
+                        block.pending.append(i)
+                        block.records += 1
+                        continue
+                elif metrics:
+                    for j in block.pending:
+                        splits[j] = block.split
+                    block.pending = []
+                    block.records += 1
+                    splits[i] = block.split
+                    continue
+                else:
+                    continue
+            if kind in ("open", "count") and self.train_shapes:
+                block = _Block(split, weak=kind == "count")
+            elif metrics and kind not in ("close", "count"):
+                self.train_shapes[shape] = None
+                if len(self.train_shapes) > MAX_HEADERS * 8:
+                    del self.train_shapes[next(iter(self.train_shapes))]
+        if block is not None:
+            block.pending = []  # not closed in this chunk: held records stay the training's
+        self.block = block
+        return splits
 
     def tabled(self, text: str, metrics: dict[str, float], counters: dict[str, int], looks: bool,
                patterns: tuple[str, ...]) -> tuple[dict[str, float], dict[str, int], bool, tuple[str, ...],
@@ -1527,6 +1589,61 @@ MAX_HEADERS = 8
 _BARE = re.compile(rf"^\s*(?:(?P<n>\d+)\s*[:,]\s*)?(?P<value>{NUM})\s*$")
 _LIST = re.compile(rf"^\s*\[\s*{NUM}(?:\s*,\s*{NUM})+\s*,?\s*\]\s*$")
 _LIST_ITEM = re.compile(NUM)
+
+
+@dataclass
+class _Block:
+    """An evaluation block being read (`_State.eval_blocks`)."""
+
+    split: str  # the name its records take (`val`, `test`)
+    weak: bool = False  # opened by a count of samples (`Evaluating 500 samples`): a training shape always ends it
+    shape: str | None = None  # the outline of its records, where they have the training's
+    records: int = 0
+    pending: list[int] = field(default_factory=list)  # records of the training's shape, held until a marker
+
+
+# Words of lines that open, or close, an evaluation block (`_block_line`): the split (as `SPLIT_WORDS` and its
+# verbs), and what may stand beside it in a line that only announces the block or its end.
+_EVAL_VERBS = {"evaluating": "eval", "evaluate": "eval", "validating": "val", "validate": "val", "inference": "eval"}
+_OPEN_WORDS = {"begin", "begins", "beginning", "start", "starts", "starting", "started", "run", "running", "now", "on",
+               "the", "set", "subset", "split", "phase", "mode", "loop", "model", "results", "result", "metrics",
+               "epoch", "step", "iter", "iteration", "round", "for", "of", "at", "after", "with", "performing", "do",
+               "doing", "in", "progress", "data", "dataset", "samples", "sample", "examples", "images", "batches",
+               "num", "number"}
+_CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", "number", "total", "done",
+                "finished", "end", "ended", "complete", "completed", "over", "of", "evaluated", "time", "s"}
+_COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}
+_LOG_PREFIX = re.compile(r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
+_LAST_CLAUSE = re.compile(r"(?:\s-\s|>>|\|)(?=[^|>]*[A-Za-z][^|>]*$)")
+_SPLIT_HINT = r"(?i:eval|valid|test|train|inference)"  # lines `_block_line` reads, digits or not
+
+
+def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str | None]:
+    """What a line says of evaluation blocks: ("open", split) where it announces one (`Eval begin...`,
+    `***** Running Evaluation *****`, `Test on Epoch 3`), ("close", split) at its end (`Evaluation done`), ("count",
+    split) where it counts its samples (`Eval samples: 11219`, `Evaluating 500 samples`: an end marker, or an opener
+    where no block is open), ("train", None) where it says train and no held-out split, else (None, None). Only the
+    line's last clause after a logger's prefix counts."""
+    if not re.search(_SPLIT_HINT, text):
+        return None, None
+    all_words = [w for w in words(_LOG_PREFIX.sub(" ", text)) if not w.isdigit()]
+    splits = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in all_words]
+    if any(s is not None and s != "train" for s in splits):
+        clause = _LAST_CLAUSE.split(_LOG_PREFIX.sub(" ", text))[-1]
+        ws = [w for w in words(clause) if not w.isdigit()]
+        held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in ws]
+        split = next((s for s in held if s not in (None, "train")), None)
+        rest = {w for w, s in zip(ws, held) if s is None}
+        if split is None or "train" in held or len(metrics) > 1:
+            return None, None
+        if rest & _COUNT_WORDS and (metrics or re.search(r"\d", clause)) and rest <= _CLOSE_WORDS | _OPEN_WORDS:
+            return "count", split  # a count of its samples: the block's end marker, or its opener where none is open
+        if not metrics and rest and rest <= _CLOSE_WORDS - _COUNT_WORDS:
+            return "close", split
+        if not metrics and rest <= _OPEN_WORDS:
+            return "open", split
+        return None, None
+    return ("train", None) if "train" in splits else (None, None)
 
 
 def _fields(text: str) -> list[str]:
