@@ -1614,7 +1614,7 @@ _CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", 
                 "finished", "end", "ended", "complete", "completed", "over", "of", "evaluated", "time", "s"}
 _COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}
 _LOG_PREFIX = re.compile(r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
-_LAST_CLAUSE = re.compile(r"(?:\s-\s|>>|\|)(?=[^|>]*[A-Za-z][^|>]*$)")
+_CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
 _SPLIT_HINT = r"(?i:eval|valid|test|train|inference)"  # lines `_block_line` reads, digits or not
 
 
@@ -1626,15 +1626,14 @@ def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str |
     line's last clause after a logger's prefix counts."""
     if not re.search(_SPLIT_HINT, text):
         return None, None
-    all_words = [w for w in words(_LOG_PREFIX.sub(" ", text)) if not w.isdigit()]
-    splits = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in all_words]
-    if any(s is not None and s != "train" for s in splits):
-        clause = _LAST_CLAUSE.split(_LOG_PREFIX.sub(" ", text))[-1]
-        ws = [w for w in words(clause) if not w.isdigit()]
-        held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in ws]
-        split = next((s for s in held if s not in (None, "train")), None)
+    clause = next((c for c in reversed(_CLAUSE_AFTER_PREFIX.split(_LOG_PREFIX.sub(" ", text)))
+                   if re.search("[A-Za-z]", c)), "")
+    ws = [w for w in words(clause) if not w.isdigit()]
+    held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in ws]
+    split = next((s for s in held if s not in (None, "train")), None)
+    if split is not None:
         rest = {w for w, s in zip(ws, held) if s is None}
-        if split is None or "train" in held or len(metrics) > 1:
+        if "train" in held or len(metrics) > 1:
             return None, None
         if rest & _COUNT_WORDS and (metrics or re.search(r"\d", clause)) and rest <= _CLOSE_WORDS | _OPEN_WORDS:
             return "count", split  # a count of its samples: the block's end marker, or its opener where none is open
@@ -1643,7 +1642,7 @@ def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str |
         if not metrics and rest <= _OPEN_WORDS:
             return "open", split
         return None, None
-    return ("train", None) if "train" in splits else (None, None)
+    return ("train", None) if "train" in held else (None, None)
 
 
 def _fields(text: str) -> list[str]:
