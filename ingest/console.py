@@ -1355,13 +1355,18 @@ class _State:
         once training records were seen; its records take the split's name (`val loss`) until it ends: at a record
         of a training record's shape, a line that says train, an `Epoch N` line, or its end marker (`Eval samples:
         N`). Records of the very shape the training printed just after the opener are the block's only where the
-        block then ends by a marker or such a line, not by training records or another opener."""
+        block then ends by a marker or such a line, not by training records or another opener. A record whose own
+        label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere."""
         splits: list[str | None] = [None] * len(parsed)
         block = self.block
         for i, (_, _, _, text, metrics, counters, _, _, _, listed) in enumerate(parsed):
             if listed is not None:
                 continue
             kind, split = _block_line(text, metrics)
+            own = _labelled_split(text, metrics) if metrics and kind is None else None
+            if own is not None:  # a record labelled by its own line (`Epoch(val) [1][10/50] loss: X`): not the training's
+                splits[i] = own
+                continue
             shape = outline(text)
             if block is not None:
                 ends = kind in ("train", "close", "count") or not metrics and "epoch" in counters and kind != "open"
@@ -1614,8 +1619,9 @@ _CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", 
                 "finished", "end", "ended", "complete", "completed", "over", "of", "evaluated", "time", "s"}
 _COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}
 _LOG_PREFIX = re.compile(r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
+_SOURCE_OR_LEVEL = re.compile(r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
-_SPLIT_HINT = r"(?i:eval|valid|test|train|inference)"  # lines `_block_line` reads, digits or not
+_SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
 
 
 def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str | None]:
@@ -1643,6 +1649,20 @@ def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str |
             return "open", split
         return None, None
     return ("train", None) if "train" in held else (None, None)
+
+
+def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
+    """The held-out split a record line's own label names before its first value (`Test set: Average loss: X`,
+    mmengine's `Epoch(val) [1][10/50]  loss: X`), where it names no train split; None otherwise. Only the label's
+    last clause after a logger's prefix counts (`[valid][INFO] - ...` names its tags itself)."""
+    at = text.find(next(iter(metrics)))
+    if at <= 0 or not re.search(_SPLIT_HINT, text[:at]):
+        return None
+    head = _SOURCE_OR_LEVEL.sub(" ", text[:at])
+    clause = next((c for c in reversed(_CLAUSE_AFTER_PREFIX.split(head)) if re.search("[A-Za-z]", c)), "")
+    held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in words(clause)]
+    split = next((s for s in held if s not in (None, "train")), None)
+    return None if "train" in held else split
 
 
 def _fields(text: str) -> list[str]:

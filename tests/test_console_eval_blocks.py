@@ -105,6 +105,23 @@ def test_no_block_without_an_opener_nor_before_training_nor_without_a_marker(tmp
     assert not _by_role(frame, "val_loss")
 
 
+def test_a_record_labelled_by_its_own_line_takes_its_split(tmp_path):
+    # mmengine's `Epoch(val)` beside `Epoch(train)` (logging's `name - LEVEL - message`), and PyTorch's MNIST example's
+    # `Test set: Average loss: X` after its `Train Epoch: N [...]\tLoss: X` lines
+    lines = ["Epoch(train) [1][10/50]  lr: 1.0000e-03  eta: 0:00:10  time: 0.1000  loss: 0.6100",
+             "Epoch(train) [1][20/50]  lr: 1.0000e-03  eta: 0:00:09  time: 0.1000  loss: 0.5900",
+             "Epoch(val) [1][10/25]    eta: 0:00:02  time: 0.0500  loss: 0.5100",
+             "Epoch(train) [2][10/50]  lr: 1.0000e-03  eta: 0:00:08  time: 0.1000  loss: 0.5700"]
+    frame = _frame(_logged(tmp_path / "mmengine.log", lines))
+    assert _by_role(frame, "train_loss") == [0.61, 0.59, 0.57] and _by_role(frame, "val_loss") == [0.51]
+    path = tmp_path / "mnist.log"
+    path.write_text("Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.305\nTrain Epoch: 1 [640/60000 (1%)]\tLoss: 1.352\n"
+                    "\nTest set: Average loss: 0.1031, Accuracy: 9685/10000 (97%)\n\n"
+                    "Train Epoch: 2 [0/60000 (0%)]\tLoss: 0.219\n")
+    frame = _frame(path)
+    assert _by_role(frame, "train_loss") == [2.305, 1.352, 0.219] and _by_role(frame, "val_loss") == [0.1031]
+
+
 OPEN_SPLITS = ["Eval", "Evaluation", "Evaluating", "Validation", "Validating", "Test", "Testing", "VALIDATION"]
 OPEN_FORMS = ["{w} begin...", "==> {w}", "{w}:", "***** Running {w} *****", "Starting {w}!", "----- {w} -----",
               "begin {w} on \"valid\" subset", "{w} on epoch 3"]
