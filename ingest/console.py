@@ -1653,15 +1653,16 @@ def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str |
 
 def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
     """The held-out split a record line's own label names before its first value (`Test set: Average loss: X`,
-    mmengine's `Epoch(val) [1][10/50]  loss: X`), where it names no train split; None otherwise. Only the label's
-    last clause after a logger's prefix counts (`[valid][INFO] - ...` names its tags itself)."""
+    mmengine's `Epoch(val) [1][10/50]  loss: X`) in its first two words, where it names no train split; None
+    otherwise. Only the label's last clause after a logger's prefix counts (`[valid][INFO] - ...` names its tags
+    itself)."""
     at = text.find(next(iter(metrics)))
     if at <= 0 or not re.search(_SPLIT_HINT, text[:at]):
         return None
     head = _SOURCE_OR_LEVEL.sub(" ", text[:at])
     clause = next((c for c in reversed(_CLAUSE_AFTER_PREFIX.split(head)) if re.search("[A-Za-z]", c)), "")
-    held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in words(clause)]
-    split = next((s for s in held if s not in (None, "train")), None)
+    held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in words(clause) if not w.isdigit()]
+    split = next((s for s in held[:2] if s not in (None, "train")), None)  # a label, not prose (`on the test images`)
     return None if "train" in held else split
 
 
