@@ -1619,6 +1619,7 @@ _CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", 
                 "finished", "end", "ended", "complete", "completed", "over", "of", "evaluated", "time", "s"}
 _COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}
 _LOG_PREFIX = re.compile(r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
+_SECTION_KEY = re.compile(r"^\s*(?:[A-Z_]+|[a-z_]+):\s*$")  # a config dump's section (yacs' `TEST:`), not a header
 _SOURCE_OR_LEVEL = re.compile(r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
 _SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
@@ -1645,7 +1646,7 @@ def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str |
             return "count", split  # a count of its samples: the block's end marker, or its opener where none is open
         if not metrics and rest and rest <= _CLOSE_WORDS - _COUNT_WORDS:
             return "close", split
-        if not metrics and rest <= _OPEN_WORDS:
+        if not metrics and rest <= _OPEN_WORDS and not _SECTION_KEY.match(clause):
             return "open", split
         return None, None
     return ("train", None) if "train" in held else (None, None)

@@ -103,6 +103,12 @@ def test_no_block_without_an_opener_nor_before_training_nor_without_a_marker(tmp
     frame = _frame(_logged(tmp_path / "train.log", lines))
     assert _by_role(frame, "train_loss") == [1.2, 1.1, 1.0, 0.9, 0.8, 0.7]
     assert not _by_role(frame, "val_loss")
+    # a config dump's section (yacs prints `TEST:` over its keys) announces no evaluation
+    path = tmp_path / "log.txt"
+    path.write_text("iter: 19  total_loss: 3.2\nFull config:\nSOLVER:\n  BASE_LR: 0.02\nTEST:\n  DETECTIONS_PER_IMAGE: 100\n"
+                    "  test:\n    LOSS_COST: 4.0\nVERSION: 2\nfocal cost: 0.5\niter: 39  total_loss: 3.1\n")
+    frame = _frame(path)
+    assert not _by_role(frame, "val_loss") and not any(t.startswith(("test", "TEST")) for t in frame["tag"])
 
 
 def test_a_record_labelled_by_its_own_line_takes_its_split(tmp_path):
