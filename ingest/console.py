@@ -24,6 +24,12 @@ A line of alternating `name<sep>value` (`iteration,1,train_loss,2.31`, any one o
 pairs; a bare integer opening a line of pairs is its step (`0 train 10.95`); a held-out split's word before a counter
 names the line's values (`val step:0  loss: 3.27`: `val loss`).
 
+Evaluation records printed with the training's names (`_State.eval_blocks`): under a line that says an evaluation
+begins (Paddle's `Eval begin...`, `Validation:`, `==> Evaluating`, `Test on Epoch 3`) they take the split's name
+(`val loss`) until the block ends (a training record's shape, a line that says train, an `Epoch N` line, its end
+marker `Eval samples: N`); a record whose own label starts with a split (`Epoch(val) [1][10/50]  loss: X`,
+`Test set: Average loss: X`) takes it too.
+
 Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
 `TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`). After them, values inside a
