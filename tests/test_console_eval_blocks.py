@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ingest.console import read_console
@@ -140,6 +140,7 @@ ENDS = ["Eval samples: 512", "Epoch 9/10", "Training...", "==> training", "TRAIN
        values=st.lists(st.floats(0.001, 50, allow_nan=False).map(lambda v: round(v, 4)), min_size=20, max_size=20))
 def test_generated_blocks_put_each_value_in_its_split(tmp_path_factory, split, form, end, n_train, n_held, same_shape,
                                                      values):
+    assume(not (split.isupper() and form == "{w}:"))  # `TEST:` alone is a config dump's section (yacs), no opener
     train, held = values[:n_train] + values[10:10 + n_train], values[5:5 + n_held]
     eval_shape = "step {i}/9 - loss: {v}" if same_shape else "mean loss = {v} | n {i}"
     lines = [f"step {i}/99 - loss: {v}" for i, v in enumerate(train[:n_train])]
