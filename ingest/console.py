@@ -10,8 +10,9 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
 3. assign   explicit pairs anywhere on the line: `key=value`, `key = value`, `'key': value` and `'key': '1.1'` (a
             printed dict, as HF's Trainer and fairseq's json format print their logs), `name:value` with no
             space (`train loss:1.234`), a box table's row (`|  loss  | -0.016 |`), a sentence with its counters
-            inside (`Score at iteration 0 is 1.62`), and messages whose values have fixed names (loss-scale
-            changes, gradient clipping: `grad_norm`, `grad_clip`, `clip_scale`);
+            inside (`Loss at epoch 0 and iteration 500 is 0.22`), DL4J's `Score at iteration N is X` (its loss),
+            and messages whose values have fixed names (loss-scale changes, gradient clipping: `grad_norm`,
+            `grad_clip`, `clip_scale`);
 4. phrase   what is left is cut into clauses (at `,` `;` `|` brackets, `. `, runs of 2+ spaces, arrows `->` and
             `---` rules) and a clause that reads `Some Words[:| is| was| of] value [unit]` is a metric
             (`Train loss 1.593`, `Loss is Infinity`, `Speed: 2.38 samples/sec`; after prose only where the
@@ -22,6 +23,12 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
 A line of alternating `name<sep>value` (`iteration,1,train_loss,2.31`, any one of `,;|` or tab) reads as `name=value`
 pairs; a bare integer opening a line of pairs is its step (`0 train 10.95`); a held-out split's word before a counter
 names the line's values (`val step:0  loss: 3.27`: `val loss`).
+
+Evaluation records printed with the training's names (`_State.eval_blocks`): under a line that says an evaluation
+begins (Paddle's `Eval begin...`, `Validation:`, `==> Evaluating`, `Test on Epoch 3`) they take the split's name
+(`val loss`) until the block ends (a training record's shape, a line that says train, an `Epoch N` line, its end
+marker `Eval samples: N`); a record whose own label starts with a split (`Epoch(val) [1][10/50]  loss: X`,
+`Test set: Average loss: X`) takes it too.
 
 Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
@@ -164,8 +171,8 @@ PATTERNS: list[LinePattern] = [
     LinePattern("time_of_day", "time", _p(
         r"(?<![\d:.<])(?<![Ee][Tt][Aa]: )(?<![Ee][Tt][Aa] )(?<![Ee][Tt][Aa][:=])(?<!elapsed: )(?<!left: )"
         r"(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:<])"),
-        "06:38:16.402 [main] INFO ScoreIterationListener - Score at iteration 0 is 1.6235184989295723",
-        {"step": 0, "Score": 1.6235184989295723}),
+        "06:38:16.402 [main] INFO LoggingListener - Accuracy at iteration 0 is 0.61",
+        {"step": 0, "Accuracy": 0.61}),
     # --- ignored: text that looks like pairs but holds no logged values (blanked before the counters) -----
     # argparse's `Namespace(batch_size=10, lr=0.0005, ...)`, printed at start: the run's arguments, not metrics.
     LinePattern("argparse_namespace", "ignore", _p(r"\bNamespace\([^()]*\)"),
@@ -322,6 +329,11 @@ PATTERNS: list[LinePattern] = [
         "Gradient clipping: scaling down gradients (L2 norm 5120.3 > 35) by scale factor 0.0068",
         {"grad_norm": 5120.3, "grad_clip": 35, "clip_scale": 0.0068},
         tags=(("norm", "grad_norm"), ("threshold", "grad_clip"), ("factor", "clip_scale"))),
+    # DL4J's ScoreIterationListener: `Score at iteration N is X`, X the model's score, which DL4J defines as the loss
+    # (plus regularisation). This sentence only: a bare `score` elsewhere is often a metric or a reward.
+    LinePattern("dl4j_score", "assign", _p(rf"\bScore at {_COUNTED}is\s*(?P<value>{NUM}){_NUM_END}"),
+                "06:38:16.402 [main] INFO ScoreIterationListener - Score at iteration 0 is 1.6235184989295723",
+                {"step": 0, "loss": 1.6235184989295723}, tag="loss"),
     LinePattern("epoch_time", "assign", _p(
         rf"\b(?:time|took)\s+(?:this|per|for this|of this)\s+epoch\s*[=:]?\s*(?P<value>{NUM}){_NUM_END}", re.I),
         "epoch 3, loss=0.52, time this epoch= 2.68", {"epoch": 3, "loss": 0.52, "epoch_time": 2.68}, tag="epoch_time"),
@@ -1037,7 +1049,8 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     # One string per segment, line break included (no pattern can use it), without copying the bytes.
     offsets = np.concatenate(([0], bounds)).astype(np.int64)
     lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
-    keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER))
+    blocky = lines.str.contains(_SPLIT_HINT)  # openers and ends of evaluation blocks (`_State.eval_blocks`)
+    keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER)) | blocky
     tabular_lines = lines.str.contains(_TABLE_LINE)
     keep = keep | tabular_lines
     tabular = tabular_lines.to_numpy()
@@ -1064,7 +1077,7 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     shapes = {t: _cached_shape(t) for t in templates.filter(~own).unique().to_list()}
     busy = [t for t, shape in shapes.items() if not shape.idle]
     loose = [t for t, shape in shapes.items() if shape.loose]
-    keep = own | tabular[candidates] | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
+    keep = own | tabular[candidates] | blocky.to_numpy()[candidates] | templates.is_in(pl.Series(busy, dtype=pl.Utf8).implode()).to_numpy() \
         | (rep & templates.is_in(pl.Series(loose, dtype=pl.Utf8).implode()).to_numpy())
     candidates = candidates[keep]
     shown = [None if o or not shapes[t].exact else shapes[t]
@@ -1121,6 +1134,8 @@ class _State:
     epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
     counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
     launches: int = 1  # launches met so far in the file
+    block: _Block | None = None  # the evaluation block open at the end of the last chunk (`eval_blocks`)
+    train_shapes: dict[str, None] = field(default_factory=dict)  # outlines of training records seen (`eval_blocks`)
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -1182,8 +1197,11 @@ class _State:
             self.note_epoch_steps(metrics, counters, header)
             parsed.append((k, start, line_no, text, metrics, counters, time, looks, patterns, listed))
         self.epoch_heard = header
-        for k, start, line_no, text, metrics, counters, time, looks, patterns, listed in parsed:
+        splits = self.eval_blocks(parsed)
+        for split, (k, start, line_no, text, metrics, counters, time, looks, patterns, listed) in zip(splits, parsed):
             line_no += line_no0
+            if split is not None:
+                metrics = {t if _names_split(t) else f"{split} {t}": v for t, v in metrics.items()}
             if self.steps_in_epoch and "step" in counters and ("epoch" in counters or self.header_epoch is not None):
                 # a step that starts again with each epoch is the batch within it (DECISIONS §2: no global counter)
                 counters = {**counters, "batch": counters.get("batch", counters["step"])}
@@ -1216,7 +1234,7 @@ class _State:
                         self.unmatched.append(line_no)
                     if self.unmatched_sample is None:
                         self.unmatched_sample = text.strip()[:MAX_SAMPLE_CHARS]
-                if step is not None:
+                if step is not None and split is None:
                     self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
                     self.header_epoch, self.epoch_kept = epoch, False
@@ -1225,7 +1243,8 @@ class _State:
                 self.header_epoch = None  # this log prints the epoch on its record lines
             if step is not None:
                 is_ordinal = False
-                self.last_step, self.step_tags = step, frozenset(metrics)
+                if split is None:  # an evaluation loop's own counter is not the training's step
+                    self.last_step, self.step_tags = step, frozenset(metrics)
             elif epoch is None and batch is None and self.last_step is not None and frozenset(metrics) != self.step_tags:
                 step, is_ordinal = self.last_step, False
             else:
@@ -1242,7 +1261,8 @@ class _State:
                 # (a resume from a checkpoint, the records of epochs already logged printed again) shows.
                 metrics = {**metrics, EPOCH_TAG: float(self.header_epoch)}
                 self.epoch_kept = True  # once per `epoch N` line, with the first record under it
-            launch = self.relaunched(None if is_ordinal else step, epoch if epoch is not None else self.header_epoch)
+            launch = None if split is not None else self.relaunched(
+                None if is_ordinal else step, epoch if epoch is not None else self.header_epoch)
             if launch is not None:
                 metrics = {**metrics, LAUNCH_TAG: float(launch)}
             tags.extend(metrics)
@@ -1259,6 +1279,65 @@ class _State:
         per_point = per_line[np.repeat(np.arange(len(counts)), counts)]
         return scalars_frame(per_point.with_columns(pl.Series("tag", tags, pl.Utf8),
                                                     pl.Series("value", values, pl.Float64)))
+
+    def eval_blocks(self, parsed: list[tuple]) -> list[str | None]:
+        """The split each parsed line's metrics belong to where an evaluation block holds them, else None.
+
+        Many printers label an evaluation only by a line above its records, which print the training's names
+        (Paddle's `Eval begin...` over `step 10/88 - loss: X`, `Validation:` or `==> Evaluating` over `loss: X`,
+        `Test on Epoch 3` over `mAP: X`). A block opens at a line that says an evaluation begins (`_block_line`)
+        once training records were seen; its records take the split's name (`val loss`) until it ends: at a record
+        of a training record's shape, a line that says train, an `Epoch N` line, or its end marker (`Eval samples:
+        N`). Records of the very shape the training printed just after the opener are the block's only where the
+        block then ends by a marker or such a line, not by training records or another opener. A record whose own
+        label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere."""
+        splits: list[str | None] = [None] * len(parsed)
+        block = self.block
+        for i, (_, _, _, text, metrics, counters, _, _, _, listed) in enumerate(parsed):
+            if listed is not None:
+                continue
+            kind, split = _block_line(text, metrics)
+            own = _labelled_split(text, metrics) if metrics and kind is None else None
+            if own is not None:  # a record labelled by its own line (`Epoch(val) [1][10/50] loss: X`): not the training's
+                splits[i] = own
+                continue
+            shape = outline(text)
+            if block is not None:
+                ends = kind in ("train", "close", "count") or not metrics and "epoch" in counters and kind != "open"
+                if ends or kind == "open":
+                    if ends:  # a marker closes the block: records of the training's shape in it were the evaluation's
+                        for j in block.pending:
+                            splits[j] = block.split
+                    block = None
+                    if kind == "count":
+                        continue
+                elif metrics and shape in self.train_shapes:
+                    if block.weak or not (block.records == len(block.pending) and block.shape in (None, shape)):
+                        block = None  # training records again (those held pending stay the training's)
+                    else:
+                        block.shape = shape
+                        block.pending.append(i)
+                        block.records += 1
+                        continue
+                elif metrics:
+                    for j in block.pending:
+                        splits[j] = block.split
+                    block.pending = []
+                    block.records += 1
+                    splits[i] = block.split
+                    continue
+                else:
+                    continue
+            if kind in ("open", "count") and self.train_shapes:
+                block = _Block(split, weak=kind == "count")
+            elif metrics and kind not in ("close", "count"):
+                self.train_shapes[shape] = None
+                if len(self.train_shapes) > MAX_HEADERS * 8:
+                    del self.train_shapes[next(iter(self.train_shapes))]
+        if block is not None:
+            block.pending = []  # not closed in this chunk: held records stay the training's
+        self.block = block
+        return splits
 
     def tabled(self, text: str, metrics: dict[str, float], counters: dict[str, int], looks: bool,
                patterns: tuple[str, ...]) -> tuple[dict[str, float], dict[str, int], bool, tuple[str, ...],
@@ -1452,6 +1531,77 @@ MAX_HEADERS = 8
 _BARE = re.compile(rf"^\s*(?:(?P<n>\d+)\s*[:,]\s*)?(?P<value>{NUM})\s*$")
 _LIST = re.compile(rf"^\s*\[\s*{NUM}(?:\s*,\s*{NUM})+\s*,?\s*\]\s*$")
 _LIST_ITEM = re.compile(NUM)
+
+
+@dataclass
+class _Block:
+    """An evaluation block being read (`_State.eval_blocks`)."""
+
+    split: str  # the name its records take (`val`, `test`)
+    weak: bool = False  # opened by a count of samples (`Evaluating 500 samples`): a training shape always ends it
+    shape: str | None = None  # the outline of its records, where they have the training's
+    records: int = 0
+    pending: list[int] = field(default_factory=list)  # records of the training's shape, held until a marker
+
+
+# Words of lines that open, or close, an evaluation block (`_block_line`): the split (as `SPLIT_WORDS` and its
+# verbs), and what may stand beside it in a line that only announces the block or its end.
+_EVAL_VERBS = {"evaluating": "eval", "evaluate": "eval", "validating": "val", "validate": "val", "inference": "eval"}
+_OPEN_WORDS = {"begin", "begins", "beginning", "start", "starts", "starting", "started", "run", "running", "now", "on",
+               "the", "set", "subset", "split", "phase", "mode", "loop", "model", "results", "result", "metrics",
+               "epoch", "step", "iter", "iteration", "round", "for", "of", "at", "after", "with", "performing", "do",
+               "doing", "in", "progress", "data", "dataset", "samples", "sample", "examples", "images", "batches",
+               "num", "number"}
+_CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", "number", "total", "done",
+                "finished", "end", "ended", "complete", "completed", "over", "of", "evaluated", "time", "s"}
+_COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}
+_LOG_PREFIX = re.compile(r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
+_SECTION_KEY = re.compile(r"^\s*(?:[A-Z_]+|[a-z_]+):\s*$")  # a config dump's section (yacs' `TEST:`), not a header
+_SOURCE_OR_LEVEL = re.compile(r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
+_CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
+_SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
+
+
+def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str | None]:
+    """What a line says of evaluation blocks: ("open", split) where it announces one (`Eval begin...`,
+    `***** Running Evaluation *****`, `Test on Epoch 3`), ("close", split) at its end (`Evaluation done`), ("count",
+    split) where it counts its samples (`Eval samples: 11219`, `Evaluating 500 samples`: an end marker, or an opener
+    where no block is open), ("train", None) where it says train and no held-out split, else (None, None). Only the
+    line's last clause after a logger's prefix counts."""
+    if not re.search(_SPLIT_HINT, text):
+        return None, None
+    clause = next((c for c in reversed(_CLAUSE_AFTER_PREFIX.split(_LOG_PREFIX.sub(" ", text)))
+                   if re.search("[A-Za-z]", c)), "")
+    ws = [w for w in words(clause) if not w.isdigit()]
+    held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in ws]
+    split = next((s for s in held if s not in (None, "train")), None)
+    if split is not None:
+        rest = {w for w, s in zip(ws, held) if s is None}
+        if "train" in held or len(metrics) > 1:
+            return None, None
+        if rest & _COUNT_WORDS and (metrics or re.search(r"\d", clause)) and rest <= _CLOSE_WORDS | _OPEN_WORDS:
+            return "count", split  # a count of its samples: the block's end marker, or its opener where none is open
+        if not metrics and rest and rest <= _CLOSE_WORDS - _COUNT_WORDS:
+            return "close", split
+        if not metrics and rest <= _OPEN_WORDS and not _SECTION_KEY.match(clause):
+            return "open", split
+        return None, None
+    return ("train", None) if "train" in held else (None, None)
+
+
+def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
+    """The held-out split a record line's own label names before its first value (`Test set: Average loss: X`,
+    mmengine's `Epoch(val) [1][10/50]  loss: X`) in its first two words, where it names no train split; None
+    otherwise. Only the label's last clause after a logger's prefix counts (`[valid][INFO] - ...` names its tags
+    itself)."""
+    at = text.find(next(iter(metrics)))
+    if at <= 0 or not re.search(_SPLIT_HINT, text[:at]):
+        return None
+    head = _SOURCE_OR_LEVEL.sub(" ", text[:at])
+    clause = next((c for c in reversed(_CLAUSE_AFTER_PREFIX.split(head)) if re.search("[A-Za-z]", c)), "")
+    held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in words(clause) if not w.isdigit()]
+    split = next((s for s in held[:2] if s not in (None, "train")), None)  # a label, not prose (`on the test images`)
+    return None if "train" in held else split
 
 
 def _fields(text: str) -> list[str]:

@@ -116,8 +116,12 @@ def test_values_under_a_losses_label_are_its_parts():
 def test_box_table_rows_and_sentences_with_counters():
     box = _frame(BOX_TABLE).filter(pl.col("tag") == "loss")
     assert box["value"][0] == -0.016 and box.height == 244
-    score = _frame(SENTENCE).filter(pl.col("tag") == "Score")
+    # DL4J's `Score at iteration N is X`: its score is its loss; the evaluation's `F1 Score` stays a metric
+    frame = _frame(SENTENCE)
+    score = _losses(frame)
+    assert set(score["tag"]) == {"loss"} and role_of("loss").canonical
     assert score["step"][0] == 0 and score["value"][0] == 1.6235184989295723 and score.height == 788
+    assert "Score" not in set(frame["tag"]) and role_of("Score").role == "other"
 
 
 @pytest.mark.needs_shared
