@@ -101,3 +101,21 @@ def user_module(tmp_path: Path, name: str, source: str):
         return importlib.import_module(name)
     finally:
         sys.path.remove(str(src.parent))
+
+
+def entry_run(root: Path, entry: str, config: dict) -> tuple[dict, object, object]:
+    """A run folder as `replay` finds it: `config.json`, the entry point `entry` (forensics_entry.py) and empty
+    checkpoints/ and batches/ folders; returns the entry point's namespace and the model and optimizer it builds from
+    `config`, for the test's own training loop to write the run with."""
+    import json
+
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps(config))
+    (root / "forensics_entry.py").write_text(entry)
+    ns: dict = {}
+    exec(entry, ns)
+    model = ns["build_model"](config)
+    opt = ns["build_optimizer"](model, config)
+    (root / "checkpoints").mkdir()
+    (root / "batches").mkdir()
+    return ns, model, opt

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli import main
+from tests.runwriters import entry_run
 
 torch = pytest.importorskip("torch")
 
@@ -39,16 +40,8 @@ def chaotic_run(root: Path) -> Path:
     as the blow-up amplifies those last bits."""
     from torch.utils.tensorboard import SummaryWriter
 
-    root.mkdir()
     config = {"seed": 0, "lr": 0.2}
-    (root / "config.json").write_text(json.dumps(config))
-    (root / "forensics_entry.py").write_text(ENTRY)
-    ns: dict = {}
-    exec(ENTRY, ns)
-    model = ns["build_model"](config)
-    opt = ns["build_optimizer"](model, config)
-    (root / "checkpoints").mkdir()
-    (root / "batches").mkdir()
+    ns, model, opt = entry_run(root, ENTRY, config)
     g = torch.Generator().manual_seed(1)
     w = SummaryWriter(str(root))
     f = torch.nn.functional

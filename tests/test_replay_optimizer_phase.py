@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli import main
+from tests.runwriters import entry_run
 
 torch = pytest.importorskip("torch")
 
@@ -43,16 +44,8 @@ def overflow_run(root: Path) -> Path:
     gradient."""
     from torch.utils.tensorboard import SummaryWriter
 
-    root.mkdir()
     config = {"seed": 1, "optim": {"lr": 0.05}, "max_grad_norm": 5.0}
-    (root / "config.json").write_text(json.dumps(config))
-    (root / "forensics_entry.py").write_text(ENTRY)
-    ns: dict = {}
-    exec(ENTRY, ns)
-    model = ns["build_model"](config)
-    opt = ns["build_optimizer"](model, config)
-    (root / "checkpoints").mkdir()
-    (root / "batches").mkdir()
+    ns, model, opt = entry_run(root, ENTRY, config)
     g = torch.Generator().manual_seed(0)
     w = SummaryWriter(str(root))
     for step in range(1, 10):
