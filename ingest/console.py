@@ -1311,6 +1311,8 @@ class _State:
                     block = None
                     if kind == "count":
                         continue
+                elif metrics and block.weak and "epoch" in counters:
+                    block = None  # a record that counts epochs after a mere count of samples: the training's
                 elif metrics and shape in self.train_shapes:
                     if block.weak or not (block.records == len(block.pending) and block.shape in (None, shape)):
                         block = None  # training records again (those held pending stay the training's)
@@ -1538,7 +1540,8 @@ class _Block:
     """An evaluation block being read (`_State.eval_blocks`)."""
 
     split: str  # the name its records take (`val`, `test`)
-    weak: bool = False  # opened by a count of samples (`Evaluating 500 samples`): a training shape always ends it
+    weak: bool = False  # opened by a count of samples (`Evaluating 500 samples`): a training shape, or a record that
+    # counts epochs, ends it (`Test set: 172 samples` in a data summary is no evaluation)
     shape: str | None = None  # the outline of its records, where they have the training's
     records: int = 0
     pending: list[int] = field(default_factory=list)  # records of the training's shape, held until a marker

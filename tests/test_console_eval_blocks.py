@@ -111,6 +111,22 @@ def test_no_block_without_an_opener_nor_before_training_nor_without_a_marker(tmp
     assert not _by_role(frame, "val_loss") and not any(t.startswith(("test", "TEST")) for t in frame["tag"])
 
 
+def test_a_data_summary_counting_a_test_set_opens_no_block_over_the_epochs_after_it(tmp_path, capsys):
+    """A script that prints its data split (per-class counts, `Test set: 172 samples`) before training: the count of
+    test samples is no evaluation, and the epoch records after it are the training's."""
+    lines = ["Class 0: 319 samples (train: 223, test: 96)", "Class 1: 156 samples (train: 109, test: 47)",
+             "Class 2: 94 samples (train: 65, test: 29)", "Test set: 172 samples"]
+    losses = [0.4198, 0.3961, 0.3864, 0.3817]
+    lines += [f"Epoch [{50 * (i + 1)}/200], Loss: {v:.4f}, Accuracy: {89.67 + i:.2f}%" for i, v in enumerate(losses)]
+    path = tmp_path / "training_output.txt"
+    for line in lines:
+        print(line)
+    path.write_text(capsys.readouterr().out)
+    frame = _frame(path)
+    assert frame.filter(pl.col("tag") == "Loss")["value"].to_list() == losses
+    assert not any(t.startswith("test ") for t in frame["tag"].to_list())  # no record taken as the test split's
+
+
 def test_a_record_labelled_by_its_own_line_takes_its_split(tmp_path):
     # mmengine's `Epoch(val)` beside `Epoch(train)` (logging's `name - LEVEL - message`), and PyTorch's MNIST example's
     # `Test set: Average loss: X` after its `Train Epoch: N [...]\tLoss: X` lines
