@@ -148,10 +148,11 @@ def test_a_log_after_a_long_preamble_is_recognised_by_its_sampled_lines():
 # ------------------------------------------------------------------------- files the real tools write
 
 
-def _logging_file(path: Path, messages: list[str], fmt: str) -> None:
-    logger = logging.getLogger(f"grammar-{path.name}")
+def _logging_file(path: Path, messages: list[str], fmt: str, encoding: str | None = None) -> None:
+    """`messages` written by Python's logging to `path` with `fmt`, in `encoding` (the handler's default if None)."""
+    logger = logging.getLogger(f"grammar-{path.name}-{encoding}")
     logger.propagate = False
-    handler = logging.FileHandler(path)
+    handler = logging.FileHandler(path, encoding=encoding)
     handler.setFormatter(logging.Formatter(fmt))
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
@@ -588,26 +589,13 @@ def test_every_refresh_of_a_redrawn_bar_is_a_record_and_a_repeat_counts_once(tmp
 # ------------------------------------------------------------------------ text in any bytes a console writes
 
 
-def _logging_file_encoded(path: Path, messages: list[str], encoding: str) -> None:
-    logger = logging.getLogger(f"encoded-{path.name}-{encoding}")
-    logger.propagate = False
-    handler = logging.FileHandler(path, encoding=encoding)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s: %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    for m in messages:
-        logger.info(m)
-    handler.close()
-    logger.removeHandler(handler)
-
-
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "latin-1"])
 def test_a_log_in_utf16_or_latin1_is_read(tmp_path, encoding):
     # PowerShell's `>` and Tee-Object write UTF-16 (with a byte-order mark); Python's FileHandler writes what it is told
     log = tmp_path / "train.log"
     messages = ["Démarrage de l'entraînement: modèle chargé"] + [
         f"Epoch {e} [{b:4d}/188] loss={6.8 - e - b / 1000:.4f} cls=0.1 lr=0.01" for e in range(3) for b in (0, 20, 40)]
-    _logging_file_encoded(log, messages, encoding)
+    _logging_file(log, messages, "%(asctime)s %(levelname)s: %(message)s", encoding)
     chunks = list(read_console(log))
     loss = pl.concat([c.scalars for c in chunks if c.scalars is not None]).filter(pl.col("tag") == "loss")
     assert loss["value"].to_list() == [round(6.8 - e - b / 1000, 4) for e in range(3) for b in (0, 20, 40)]
