@@ -229,8 +229,8 @@ class Run:
             return self._pass_starts[name]
         # A series the reader put on an ordinal axis, keeping the writer's counters (DECISIONS §2): a pass begins
         # where the counter the writer printed goes back to its first value.
-        steps = self.series_named(name)["step"].to_list() if self.counters(name, [0]) is not None else []
-        printed = self.counters(name, steps)
+        steps = self.series_named(name)["step"].to_list()
+        printed = self.counters(name, steps)  # {} without a query for a series on a logged axis
         batches = [printed.get(s, (None, None))[1] for s in steps]
         if not printed or any(b is None for b in batches):
             return frozenset()
