@@ -171,3 +171,37 @@ def test_analyze_of_a_failed_run_names_its_closest_run_that_worked(sweep, capsys
     assert sweep_name(sorted(SWEEP_LRS)[-2], 0) in line and "the losses part at step" in line
     assert main(["analyze", str(runs / sweep_name(min(SWEEP_LRS), 0)), "--db", str(db), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["sibling"] is None  # a healthy run needs no sibling
+
+
+def _print_log(folder: Path, losses: list[float]) -> Path:
+    """A console log as a user's script prints it: Python logging to a file, one line per step."""
+    import logging
+
+    folder.mkdir(parents=True)
+    log = logging.getLogger(f"train.{folder}")
+    handler = logging.FileHandler(folder / "train.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    for step, loss in enumerate(losses):
+        log.info("step %d loss %.4f", step * 10, loss)
+    handler.close()
+    log.removeHandler(handler)
+    return folder
+
+
+def test_a_config_less_run_of_another_folder_is_no_sibling(tmp_path, capsys):
+    """Two console logs of unrelated projects stored in one database look alike (one loss series, no config):
+    the failed one names no closest run that worked until a healthy run sits in its own folder."""
+    rng = np.random.default_rng(3)
+    falling = [float(2.3 * math.exp(-i / 40) + 0.2 + 0.02 * rng.standard_normal()) for i in range(120)]
+    exploding = falling[:60] + [falling[59] * 10 ** (i / 6) for i in range(1, 61)]
+    db = tmp_path / "store.duckdb"
+    bad = _print_log(tmp_path / "project_a" / "run_1", exploding)
+    analyze(_print_log(tmp_path / "project_b" / "run_1", falling), db)
+    assert main(["analyze", str(bad), "--db", str(db), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "failed" and out["sibling"] is None
+    analyze(_print_log(tmp_path / "project_a" / "run_0", falling), db)
+    assert main(["analyze", str(bad), "--db", str(db), "--json"]) == 0
+    assert "run_0" in json.loads(capsys.readouterr().out)["sibling"]

@@ -48,6 +48,10 @@ MOVER_ROLES = ("lr", "grad_norm", "loss_scale", "update_ratio")
 
 SIBLINGS_SHOWN = 5
 SHAPE_MIN = 0.4  # mean of the config-key and series-name overlaps (Jaccard) a sibling needs
+# A store collects every run a user ever analysed. A run found without being asked for (`compare` without names,
+# `analyze`'s one line) is kin only when it sits in the same folder as the run (a sweep's, a team's runs root) or
+# both carry configs that pass SHAPE_MIN: two config-less logs of unrelated projects look alike (one loss series
+# each) without being siblings.
 TEAM_MIN_RUNS = 6  # runs holding a key before its team row gets a test
 TEAM_KEYS = 8
 
@@ -261,6 +265,11 @@ def _log_ratio(a: Any, b: Any) -> float:
     return abs(math.log(fa / fb))
 
 
+def _same_folder(a: str | None, b: str | None) -> bool:
+    """Whether two stored run folders sit in one parent folder."""
+    return bool(a and b) and Path(a).parent == Path(b).parent
+
+
 def _jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
@@ -313,6 +322,8 @@ def siblings(store: _Store, run_id: str, only: list[str] | None = None) -> list[
         if not writers and only is None:
             continue
         cfg = store.configs.get(rid, {})
+        if only is None and not (mine_cfg and cfg) and not _same_folder(me["root"], other["root"]):
+            continue
         theirs = set(store.series.get(rid, {}))
         keys_j = _jaccard(set(mine_cfg), set(cfg)) if (mine_cfg or cfg) else 1.0
         shape = (keys_j + _jaccard(mine_series, theirs)) / 2
