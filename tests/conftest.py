@@ -6,6 +6,8 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
+os.environ.setdefault("FORENSICS_STRICT", "1")  # a detector that raises fails its test (forensics.judge.engine)
+
 from tests.paths import SHARED
 
 settings.register_profile("ci", deadline=None, derandomize=True, max_examples=100,

@@ -162,3 +162,54 @@ def test_a_gans_adversarial_losses_are_not_judged_by_their_level(tmp_path, capsy
     assert "nan_loss" in kinds
     kinds, skipped = analyze("plain", {"train/loss": (steps, d_loss)})
     assert "flat_loss" in kinds and "flat_loss" not in skipped
+
+
+def _write_csv_run(folder, rows):
+    """Two metric files as a user's script writes them with the csv module: train and validation, one row per step."""
+    import csv
+
+    folder.mkdir()
+    for name, col in (("train.csv", 1), ("validation.csv", 2)):
+        with open(folder / name, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["step", "loss"])
+            w.writerows((r[0], r[col]) for r in rows)
+    return folder
+
+
+def test_a_validation_loss_non_finite_at_first_then_finite_is_judged_without_a_crash(tmp_path, capsys):
+    """Validation logged as NaN before its first real evaluation, then finite: the curve a detector judges is the
+    points before its first non-finite value (none here), so the detectors that read it say so and the rest run."""
+    steps, losses = curve(n=40, seed=4)
+    rows = [(int(s), float(v), float("nan") if i < 5 else float(v) * 1.1) for i, (s, v) in enumerate(zip(steps, losses))]
+    run = _write_csv_run(tmp_path / "run", rows)
+    assert main(["analyze", str(run), "--json", "--db", str(tmp_path / "f.duckdb")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    [why] = [s["reason"] for s in out["skipped"] if s["kind"] == "grokking"]
+    assert "before its first non-finite value" in why
+
+
+def test_a_detector_that_raises_costs_its_own_kind_only(tmp_path, monkeypatch):
+    """Outside the tests' strict mode, a detector's bug becomes a check that could not run, with the error, and every
+    other detector's findings stand."""
+    from forensics.judge import engine
+    from forensics.judge.detectors.divergence import Divergence
+    from tests.runwriters import load_run
+
+    class Broken(Divergence):
+        def check(self, run):
+            raise IndexError("index 0 is out of bounds")
+            yield  # a generator, as detectors are
+
+    steps, losses = curve(n=60, seed=1)
+    losses[40:] = np.nan
+    write_tb(tmp_path / "run", {"train/loss": (steps, losses)})
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    detectors = [Broken()] + [d for d in build_detectors() if d.kind != "divergence"]
+    with pytest.raises(IndexError):
+        engine.analyze_run(run, detectors)
+    monkeypatch.setattr(engine, "STRICT", False)
+    out = engine.analyze_run(run, detectors)
+    [why] = [s.reason for s in out.skipped if s.kind == "divergence"]
+    assert "IndexError: index 0 is out of bounds" in why and "not judged" in why
+    assert "nan_loss" in {f.kind for f in out.findings}

@@ -61,9 +61,10 @@ class Grokking:
         if pair is None:
             return "needs train and validation accuracy, or train and validation loss"
         for role in pair[:2]:
-            n = int(np.isfinite(run.arrays(role)[1]).sum())
+            n = finite_part(*run.arrays(role))[1].size  # the curve it judges: the points before its first non-finite
             if n < self.min_points:
-                return f"series {run.pick(role)} has {n} finite points; this detector needs at least {self.min_points}"
+                return (f"series {run.pick(role)} has {n} finite points before its first non-finite value; this "
+                        f"detector needs at least {self.min_points}")
         return None
 
     def _progress(self, role: str, run: Run, sign: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
