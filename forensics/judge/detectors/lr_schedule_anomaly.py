@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import stats
 from forensics.judge.detectors.base import UPSTREAM, by_launch, loss_falls, src
@@ -17,6 +18,13 @@ from forensics.judge.run import Run
 ACCUMULATION_KEYS = ("grad_accumulation_steps", "gradient_accumulation_steps", "accumulate_grad_batches",
                      "grad_accum_steps")
 CONSTANT_SCHEDULES = {"none", "null", "", "fixed"}
+# Config keys that declare the run's planned length, in optimizer steps or in epochs (HF's trainer_state `max_steps`
+# and TrainingArguments' `num_train_epochs`, Lightning's `max_epochs`, the usual script arguments), after what a console
+# log prints beside its counters (`Epoch 3/100`, `[iter 50/10000]`: ingest.plan). HF's `max_steps` of -1 means unset.
+STEP_PLAN_KEYS = ("planned_steps", "max_steps", "total_steps", "num_training_steps", "train_steps", "max_iters",
+                  "max_iter", "total_iters", "num_steps", "n_steps", "iterations")
+EPOCH_PLAN_KEYS = ("planned_epochs", "num_train_epochs", "max_epochs", "epochs", "num_epochs", "n_epochs", "nb_epochs",
+                   "epoch_num", "total_epochs")
 
 
 def _may_hold_constant(name: str) -> bool:
@@ -45,7 +53,10 @@ class LrScheduleAnomaly:
     `all_zero_points` or more, unless the loss falls meanwhile (then the logged LR is not the optimizer's);
     (e) with no scheduler named, a decay to its floor before `early` of the run that climbs back smoothly to
     `min_return` of the peak, no single rise over `max_rise_share` of the climb (a periodic schedule run past its
-    horizon, e.g. stepped every micro-batch under gradient accumulation).
+    horizon, e.g. stepped every micro-batch under gradient accumulation);
+    (f) a decaying LR (as (a)) that sits at its floor from before `early` of the run's declared plan to the last record
+    (`plan`: HF's `max_steps`, a config's epochs, a console's `Epoch 3/100`), on 3 records or more where the floor is 0
+    as printed; where no plan is declared, (a) judges against the log's own length and the finding says so.
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 24 healthy real runs it
@@ -111,6 +122,7 @@ class LrScheduleAnomaly:
                                         f"decimals)"))
             return
         if lr.size < 5:
+            yield from self._zero_before_plan(run, steps, lr)
             return
         last = max(int(run.last_step() or steps[-1]), int(steps[-1]))
         first = int(steps[0])
@@ -127,15 +139,22 @@ class LrScheduleAnomaly:
                 above = np.flatnonzero(~at_floor)
                 at = max(int(above[-1]) + 1 if above.size else 0, ipeak + 1)
             reach = int(steps[min(at, lr.size - 1)])
+            plan = planned_fraction(run, steps, min(at, lr.size - 1)) if at_floor[-1] else None
+            if plan is not None and plan["fraction"] < self.early and last > first \
+                    and (reach - first) / (last - first) >= self.early:
+                yield self._before_plan(run, steps, lr, at, peak, floor, sched, plan)
+                return
             if last > first and (reach - first) / (last - first) < self.early:
                 rises = int(np.sum(np.diff(lr[at:]) > 0)) if at < lr.size else 0
                 ev = {"peak_lr": peak, "floor_lr": floor, "floor_step": reach, "last_step": last,
                       "fraction_of_run": (reach - first) / (last - first), "scheduler": sched,
-                      "rises_after_floor": rises}
+                      "rises_after_floor": rises, "plan": plan}
                 yield Finding.of(self, severity="warning", step=reach, step_end=last, series=run.pick("lr"),
                                  evidence=ev, sources=(src(run, "lr", steps),),
                                  summary=(f"LR decays from {peak:.3g} to its floor, {_at_floor(steps, lr, at, floor)}, "
-                                          f"{ev['fraction_of_run']:.0%} into a run of {last} steps"))
+                                          f"{ev['fraction_of_run']:.0%} into a run of {last} steps" + (
+                                              f" ({'at most ' if plan['bound'] else ''}{plan['fraction']:.0%} of {plan['said']})" if plan else
+                                              " (the run declares no planned length: judged against the log's)")))
                 return
         if not (isinstance(sched, str) and _cyclic(sched)):
             back = self._past_horizon(run, steps, lr, first, last)
@@ -157,6 +176,31 @@ class LrScheduleAnomaly:
             yield Finding.of(self, severity="warning", step=first, step_end=int(steps[-1]), series=run.pick("lr"),
                              evidence=ev, sources=(src(run, "lr", steps),),
                              summary=f"LR stays at {peak:.3g} over {lr.size} points although the config names a {sched} scheduler")
+
+    def _before_plan(self, run: Run, steps: np.ndarray, lr: np.ndarray, at: int, peak: float, floor: float,
+                     sched, plan: dict) -> Finding:
+        """Rule (f)'s finding: the LR at its floor from `at` to the last record, `plan["fraction"]` into the plan."""
+        at = min(at, lr.size - 1)
+        ev = {"peak_lr": peak, "floor_lr": floor, "floor_step": int(steps[at]), "last_step": int(steps[-1]),
+              "fraction_of_plan": plan["fraction"], "scheduler": sched, "plan": plan, "rule": "before_plan"}
+        return Finding.of(self, severity="warning", step=int(steps[at]), step_end=int(steps[-1]),
+                          series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps),),
+                          summary=(f"LR decays from {peak:.3g} to its floor, {_at_floor(steps, lr, at, floor)}, and "
+                                   f"stays there to the last record; the run declares {plan['said']}, and the floor "
+                                   f"comes {'at most ' if plan['bound'] else ''}{plan['fraction']:.0%} into it: the "
+                                   f"schedule was computed for a shorter run (scheduler stepped every micro-batch, or "
+                                   f"its length set in other units?)"))
+
+    def _zero_before_plan(self, run: Run, steps: np.ndarray, lr: np.ndarray) -> Iterator[Finding]:
+        """Rule (f) on a log of 3-4 records: an LR printed as 0 from its second record on, early in a declared plan,
+        the loss not falling meanwhile (where it falls, the printed 0 is a value rounded away)."""
+        if lr.size < 3 or lr[0] <= 0 or np.any(lr[1:] != 0):
+            return
+        plan = planned_fraction(run, steps, 1)
+        if plan is None or plan["fraction"] >= self.early or loss_falls(run, self.zero_share, steps[-1], steps[1]):
+            return
+        yield self._before_plan(run, steps, lr, 1, float(lr[0]), 0.0,
+                                run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name"), plan)
 
     def _past_horizon(self, run: Run, steps: np.ndarray, lr: np.ndarray, first: int, last: int) -> dict | None:
         """Rule (e)'s evidence: a decay from the peak to the floor before `early` of the run, then a smooth climb
@@ -189,6 +233,57 @@ class LrScheduleAnomaly:
             ev["accumulation"] = int(accum)
             ev["matches_accumulation"] = bool(abs(fraction * accum - 1) <= 0.2)
         return ev
+
+
+def planned_fraction(run: Run, steps: np.ndarray, at: int) -> dict | None:
+    """How far into the run's declared plan the LR record `at` lies: {"fraction", "said" (the plan in words),
+    "bound" (True where only an upper bound is known: the furthest counter the log printed, for a point with no
+    counter of its own)}; None where the run declares no plan, or one the log has already passed (a plan the log
+    outruns is not this run's). Steps are placed on a step plan where the LR's axis is logged steps, epochs on an
+    epoch plan from the counter printed on the point's line or the logged epoch series."""
+    name = run.pick("lr")
+    ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"][0])
+    declared = _declared(run, STEP_PLAN_KEYS)
+    if declared:
+        total, key = declared
+        reached = run.config_number("steps_reached")
+        if not ordinal and steps[-1] < total:
+            return _plan(float(steps[at]) / total, f"{total:g} steps ({key})", False)
+        if ordinal and reached is not None and reached < total:
+            return _plan(reached / total, f"{total:g} steps ({key}), the log printing {reached:g} of them", True)
+    declared = _declared(run, EPOCH_PLAN_KEYS)
+    if not declared:
+        return None
+    epochs, key = declared
+    if ordinal:
+        printed = run.counters(name, [int(steps[at])]).get(int(steps[at]), (None, None))[0]
+        reached = run.config_number("epochs_reached")
+        done, bound = (printed, False) if printed is not None else (reached, True)
+    elif run.has("epoch"):
+        es, ev = run.arrays("epoch")
+        keep = np.isfinite(ev)
+        done = float(np.interp(steps[at], es[keep], ev[keep])) if keep.any() and es[keep][-1] >= steps[at] else None
+        bound = False
+    else:
+        return None
+    if done is None or done >= epochs:
+        return None
+    return _plan(float(done) / epochs, f"{epochs:g} epochs ({key})", bound)
+
+
+def _declared(run: Run, keys: tuple[str, ...]) -> tuple[float, str] | None:
+    """(the planned length, where it was read) from the first of `keys` the config sets to 2 or more (HF writes -1
+    for an unset `max_steps`); a console's counters (ingest.plan) are named as such."""
+    for k in keys:
+        v = run.config_number(k)
+        if v is not None and v >= 2:
+            return v, {"planned_steps": "the total its step counter prints",
+                       "planned_epochs": "the total its epoch counter prints"}.get(k, k)
+    return None
+
+
+def _plan(fraction: float, said: str, bound: bool) -> dict:
+    return {"fraction": float(fraction), "said": said, "bound": bound}
 
 
 def _peak_and_floor(lr: np.ndarray) -> tuple[float, float]:
