@@ -12,6 +12,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from forensics.judge import catalog, numbers, stats
+from forensics.judge.detectors.adversarial import gan_pair
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -29,7 +30,8 @@ class Detector(Protocol):
     `joins_chain` (a finding whose step range holds a NaN is one event with it; `reach(finding)`, where defined, the
     wider range of steps its cause lies in, over which it joins other chain findings), `nonfinite` (a non-finite value:
     the step replay starts from), `reads_loss_level` (not on a GAN's adversarial losses), `reads_validation_alone`
-    (where no training loss was read, judges the validation loss as validation)."""
+    (where no training loss was read, judges the validation loss as validation), `judges_gan_pair` (where a GAN logs
+    both its losses, reads them as a pair: `detectors.adversarial`)."""
 
     kind: ClassVar[str]
     requires: ClassVar[tuple[str, ...]]
@@ -50,7 +52,13 @@ def missing_reason(detector: Detector, run: Run) -> str | None:
             return (f"a reinforcement-learning run (it logs {rl.evidence}): its losses ({_listed(rl.objectives)}) are "
                     f"objectives against moving targets, not expected to fall, so their level and shape are not "
                     f"judged; non-finite values in them still are")
-    if getattr(detector, "reads_loss_level", False):
+    gan = gan_pair(run) if getattr(detector, "reads_loss_level", False) or getattr(detector, "reads_curve", False) \
+        else None
+    if gan is not None and not getattr(detector, "judges_gan_pair", False):
+        return (f"a GAN run (it logs {gan.generator} and {gan.discriminator}): its losses are the two sides of an "
+                f"adversarial game, not a training loss that should fall, so their level and shape are judged as a "
+                f"pair (divergence: the discriminator wins), not one by one; non-finite values in them still are")
+    if getattr(detector, "reads_loss_level", False) and gan is None:
         why = adversarial_loss(run)
         if why:
             return why
