@@ -377,3 +377,22 @@ def test_hf_trainer_schedule_built_for_one_epoch_of_four_fires_against_max_steps
     assert f.step == 9 and f.evidence["fraction_of_plan"] == pytest.approx(9 / 32) and "32 steps (max_steps)" in f.summary
     planned = _hf_run(tmp_path / "planned", total_steps=32, stop_at=14)
     assert list(LrScheduleAnomaly().check(load_run(planned, tmp_path / "planned.duckdb"))) == []
+
+
+@pytest.mark.parametrize("make,fires", [
+    (_linear_to_zero(14), True),  # a linear decay built for 14 epochs of the 1200 printed: stopped before it ends
+    (_linear_to_zero(1200), False),  # the same decay built for the planned 1200
+    ("exponential", False),  # ×0.9 per epoch: falls fast but never reaches 0, and is no straight line
+])
+def test_a_straight_line_decay_is_extrapolated_to_zero_against_the_declared_epochs(tmp_path, make, fires):
+    """A run killed after 10 of its `Epoch e/1200` epochs: the LR has not reached its floor yet, but it falls on a
+    straight line that reaches 0 at epoch 14, 1% into the plan."""
+    import torch
+
+    if make == "exponential":
+        make = lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)  # noqa: E731
+    _console_epochs(tmp_path, "r", make, planned=1200, epochs=10)
+    found = list(LrScheduleAnomaly().check(load_run(tmp_path / "r", tmp_path / "f.duckdb")))
+    assert [f.evidence.get("rule") for f in found] == (["line_to_zero"] if fires else [])
+    if fires:
+        assert found[0].evidence["zero_at"] == pytest.approx(15, abs=1) and "1200 epochs" in found[0].summary

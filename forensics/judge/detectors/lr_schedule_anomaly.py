@@ -56,7 +56,9 @@ class LrScheduleAnomaly:
     horizon, e.g. stepped every micro-batch under gradient accumulation);
     (f) a decaying LR (as (a)) that sits at its floor from before `early` of the run's declared plan to the last record
     (`plan`: HF's `max_steps`, a config's epochs, a console's `Epoch 3/100`), on 3 records or more where the floor is 0
-    as printed; where no plan is declared, (a) judges against the log's own length and the finding says so.
+    as printed; where no plan is declared, (a) judges against the log's own length and the finding says so;
+    (g) an LR that falls in a straight line at every record after its peak (`line_points`, `line_fit`), by `min_decay`
+    of it, whose line reaches 0 before `early` of the declared plan (a run stopped before the schedule's end shows it).
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 24 healthy real runs it
@@ -79,6 +81,8 @@ class LrScheduleAnomaly:
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     min_return: float = 0.5  # (e) after its floor the LR climbs back to half its peak or more ...
     max_rise_share: float = 0.5  # ... in steps none of which is half the climb (not a warm restart's jump)
+    line_points: int = 4  # (g) a straight-line fall over 4 records or more ...
+    line_fit: float = 0.02  # ... no record off the line by 2% of the fall (printed LRs round to a few digits)
 
     def restarts(self, run: Run) -> list[dict]:
         """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
@@ -170,6 +174,17 @@ class LrScheduleAnomaly:
                                               f"gradient accumulation {back['accumulation']}?)"
                                               if back.get("matches_accumulation") else "")))
                 return
+        line = self._line_to_zero(run, steps, lr)
+        if line is not None:
+            yield Finding.of(self, severity="warning", step=line["from_step"], step_end=int(steps[-1]),
+                             series=run.pick("lr"), evidence=line, sources=(src(run, "lr", steps),),
+                             summary=(f"LR falls in a straight line from {line['lr_from']:.4g} at {line['unit']} "
+                                      f"{line['from']:g} to {line['lr_to']:.4g} at {line['unit']} {line['to']:g} "
+                                      f"({line['per_unit']:.3g} per {line['unit']}): at that pace it reaches 0 at "
+                                      f"{line['unit']} {line['zero_at']:.0f}, {line['fraction_of_plan']:.0%} into "
+                                      f"the {line['plan']} the run declares; the schedule was computed for a much "
+                                      f"shorter run"))
+            return
         if isinstance(sched, str) and not _may_hold_constant(sched) and lr.size >= 10 \
                 and peak - float(lr.min()) <= 1e-9 * max(abs(peak), 1e-300):
             ev = {"lr": peak, "scheduler": sched, "points": int(lr.size)}
@@ -201,6 +216,34 @@ class LrScheduleAnomaly:
             return
         yield self._before_plan(run, steps, lr, 1, float(lr[0]), 0.0,
                                 run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name"), plan)
+
+    def _line_to_zero(self, run: Run, steps: np.ndarray, lr: np.ndarray) -> dict | None:
+        """Rule (g)'s evidence: after its peak the LR falls at every record, on a straight line (no point off it by
+        more than `line_fit` of the fall, its two halves' slopes within `line_fit` × 5 of each other: not an
+        exponential or step decay), by `min_decay` of the peak or more and not yet to 0, and the line reaches 0
+        before `early` of the declared plan (`plan_axis`); else None."""
+        axis = plan_axis(run, steps)
+        if axis is None:
+            return None
+        x, total, said, unit = axis
+        i = int(np.argmax(lr))
+        xs, ys = x[i:], lr[i:]
+        if ys.size < self.line_points or ys[-1] <= 0 or np.any(np.diff(ys) >= 0) or np.any(np.diff(xs) <= 0) \
+                or ys[-1] > (1 - self.min_decay) * ys[0]:
+            return None
+        slope, icpt = np.polyfit(xs, ys, 1)
+        fall = float(ys[0] - ys[-1])
+        half = ys.size // 2
+        s1, s2 = (np.polyfit(xs[a:b], ys[a:b], 1)[0] for a, b in ((0, half + 1), (half, ys.size)))
+        if slope >= 0 or np.max(np.abs(ys - (slope * xs + icpt))) > self.line_fit * fall \
+                or abs(s2 / s1 - 1) > 5 * self.line_fit:
+            return None
+        zero = float(-icpt / slope)
+        if zero / total >= self.early:
+            return None
+        return {"rule": "line_to_zero", "from_step": int(steps[i]), "from": float(xs[0]), "to": float(xs[-1]),
+                "lr_from": float(ys[0]), "lr_to": float(ys[-1]), "per_unit": float(-slope), "unit": unit,
+                "zero_at": zero, "plan_length": total, "plan": said, "fraction_of_plan": zero / total}
 
     def _past_horizon(self, run: Run, steps: np.ndarray, lr: np.ndarray, first: int, last: int) -> dict | None:
         """Rule (e)'s evidence: a decay from the peak to the floor before `early` of the run, then a smooth climb
@@ -269,6 +312,36 @@ def planned_fraction(run: Run, steps: np.ndarray, at: int) -> dict | None:
     if done is None or done >= epochs:
         return None
     return _plan(float(done) / epochs, f"{epochs:g} epochs ({key})", bound)
+
+
+def plan_axis(run: Run, steps: np.ndarray) -> tuple[np.ndarray, float, str, str] | None:
+    """Each LR record's place in the run's declared plan, in the plan's unit: (positions, planned length, the plan in
+    words, "step" or "epoch"); None where no plan is declared or the records cannot be placed on it (logged steps on
+    a step plan; on an epoch plan the epoch printed on each record's line, or the logged epoch series)."""
+    name = run.pick("lr")
+    ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"][0])
+    declared = _declared(run, STEP_PLAN_KEYS)
+    if declared and not ordinal and steps[-1] < declared[0]:
+        return steps.astype(float), declared[0], f"{declared[0]:g} steps ({declared[1]})", "step"
+    declared = _declared(run, EPOCH_PLAN_KEYS)
+    if not declared:
+        return None
+    epochs, key = declared
+    if ordinal:
+        printed = run.counters(name, steps.tolist())
+        x = [printed.get(int(s), (None, None))[0] for s in steps]
+        if any(e is None for e in x):
+            return None
+        x = np.asarray(x, dtype=float)
+    elif run.has("epoch"):
+        es, ev = run.arrays("epoch")
+        keep = np.isfinite(ev)
+        if not keep.any() or es[keep][-1] < steps[-1]:
+            return None
+        x = np.interp(steps, es[keep], ev[keep])
+    else:
+        return None
+    return (x, epochs, f"{epochs:g} epochs ({key})", "epoch") if x[-1] < epochs else None
 
 
 def _declared(run: Run, keys: tuple[str, ...]) -> tuple[float, str] | None:
