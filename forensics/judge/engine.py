@@ -18,8 +18,7 @@ from forensics import __version__
 
 from forensics.judge import catalog, stats
 from forensics.judge.detectors import ALL, CHAIN_KINDS, REACH
-from forensics.judge.detectors.adversarial import gan_pair
-from forensics.judge.detectors.base import Detector, missing_reason, reinforcement_learning
+from forensics.judge.detectors.base import Detector, gan_pair, missing_reason, reinforcement_learning
 from forensics.judge.findings import Analysis, Finding, Skip, Spike
 from forensics.judge.run import Run
 from forensics.judge.verdict import headline_index

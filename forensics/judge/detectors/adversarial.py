@@ -10,45 +10,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import polars as pl
 
+from forensics.judge.detectors.base import GanPair, level_of
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
-# A side of the game by the words of its series' name, once `loss`, a split and neutral words are set aside:
-# `Loss_G`, `g_loss`, `errG`, `gen_loss`, `Generator loss`, `loss_G_GAN`, `netG`; `Loss_D`, `d_loss`, `errD`,
-# `disc_loss`, `Discriminator loss`, `loss_D_real`. A critic is no discriminator here: actor-critic RL uses the word.
-GENERATOR_WORDS = frozenset({"g", "gen", "generator"})
-DISCRIMINATOR_WORDS = frozenset({"d", "disc", "discriminator"})
 BCE_CLAMP = 100.0  # torch's BCELoss clamps log at -100: a sigmoid output of exactly 0 or 1 costs 100
 # A saturated BCELoss's values: 0 (a sigmoid output of exactly its target), the clamp, and the clamp averaged with a 0
 # over a real and a fake term; within 0.001 (a loss printed with three or four decimals).
 SATURATED = (0.0, BCE_CLAMP / 2, BCE_CLAMP)
 SATURATED_ATOL = 1e-3
-
-
-@dataclass(frozen=True)
-class GanPair:
-    generator: str  # the generator's loss series
-    discriminator: str  # the discriminator's loss series
-
-
-def gan_pair(run: Run) -> GanPair | None:
-    """The generator's and the discriminator's training-loss series where the run logs both, else None. Of several
-    series of one side (`loss_G_GAN`, `loss_G_L1`), the one whose name says least besides the side (the side's
-    total), then the one with the most points."""
-    from ingest.roles import NEUTRAL_WORDS, SPLIT_WORDS, words
-
-    sides: dict[str, list[tuple[int, int, str]]] = {"g": [], "d": []}
-    rows = run.meta.filter(pl.col("role") == "train_loss").select("name", "n_points").iter_rows()
-    for name, n in rows:
-        ws = [w for w in words(name) if w not in {"loss", "losses", "err", "net"} | NEUTRAL_WORDS | set(SPLIT_WORDS)]
-        side = [s for s, names in (("g", GENERATOR_WORDS), ("d", DISCRIMINATOR_WORDS)) if set(ws) & names]
-        if len(side) == 1:
-            sides[side[0]].append((len(ws), -(n or 0), name))
-    if not sides["g"] or not sides["d"]:
-        return None
-    return GanPair(min(sides["g"])[2], min(sides["d"])[2])
 
 
 @dataclass(frozen=True)
@@ -80,8 +51,6 @@ class DiscriminatorWins:
 def discriminator_wins(detector, run: Run, pair: GanPair, rule: DiscriminatorWins = DiscriminatorWins()
                        ) -> Iterator[Finding]:
     """One finding of `detector`'s kind where the pair ends in the discriminator-wins shape (`DiscriminatorWins`)."""
-    from forensics.judge.detectors.base import level_of
-
     g, d = run.series_named(pair.generator), run.series_named(pair.discriminator)
     gs, gv = g["step"].to_numpy(), g["value"].fill_null(np.nan).to_numpy()
     ds, dv = d["step"].to_numpy(), d["value"].fill_null(np.nan).to_numpy()

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import catalog, numbers, stats
-from forensics.judge.detectors.adversarial import gan_pair
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -87,6 +87,35 @@ def adversarial_loss(run: Run) -> str | None:
         return (f"the training loss, {name}, is one side of an adversarial game (a GAN's generator or "
                 f"discriminator): its level holds an equilibrium by design, so its level is not judged")
     return None
+
+
+# A side of the game by the words of its series' name, once `loss`, a split and neutral words are set aside:
+# `Loss_G`, `g_loss`, `errG`, `gen_loss`, `Generator loss`, `loss_G_GAN`, `netG`; `Loss_D`, `d_loss`, `errD`,
+# `disc_loss`, `Discriminator loss`, `loss_D_real`. A critic is no discriminator here: actor-critic RL uses the word.
+GENERATOR_WORDS = frozenset({"g", "gen", "generator"})
+DISCRIMINATOR_WORDS = frozenset({"d", "disc", "discriminator"})
+@dataclass(frozen=True)
+class GanPair:
+    generator: str  # the generator's loss series
+    discriminator: str  # the discriminator's loss series
+
+
+def gan_pair(run: Run) -> GanPair | None:
+    """The generator's and the discriminator's training-loss series where the run logs both, else None. Of several
+    series of one side (`loss_G_GAN`, `loss_G_L1`), the one whose name says least besides the side (the side's
+    total), then the one with the most points."""
+    from ingest.roles import NEUTRAL_WORDS, SPLIT_WORDS, words
+
+    sides: dict[str, list[tuple[int, int, str]]] = {"g": [], "d": []}
+    rows = run.meta.filter(pl.col("role") == "train_loss").select("name", "n_points").iter_rows()
+    for name, n in rows:
+        ws = [w for w in words(name) if w not in {"loss", "losses", "err", "net"} | NEUTRAL_WORDS | set(SPLIT_WORDS)]
+        side = [s for s, names in (("g", GENERATOR_WORDS), ("d", DISCRIMINATOR_WORDS)) if set(ws) & names]
+        if len(side) == 1:
+            sides[side[0]].append((len(ws), -(n or 0), name))
+    if not sides["g"] or not sides["d"]:
+        return None
+    return GanPair(min(sides["g"])[2], min(sides["d"])[2])
 
 
 # Words of a reinforcement-learning objective's name (`policy_loss`, `pg_loss`, `loss_pol_surr`, `vf_loss`,

@@ -10,8 +10,9 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.adversarial import discriminator_wins, gan_pair
-from forensics.judge.detectors.base import MECHANISM, by_launch, finite_part, level_of, point, src, too_short
+from forensics.judge.detectors.adversarial import discriminator_wins
+from forensics.judge.detectors.base import (MECHANISM, by_launch, finite_part, gan_pair, level_of, point, src,
+                                            too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
