@@ -396,3 +396,18 @@ def test_a_straight_line_decay_is_extrapolated_to_zero_against_the_declared_epoc
     assert [f.evidence.get("rule") for f in found] == (["line_to_zero"] if fires else [])
     if fires:
         assert found[0].evidence["zero_at"] == pytest.approx(15, abs=1) and "1200 epochs" in found[0].summary
+
+
+def test_an_lr_on_line_ordinals_is_judged_on_its_own_axis_not_the_logged_steps_beside_it(tmp_path):
+    """The loss in TensorBoard at steps 0-8650, the LR only in the console log, one line per 100 steps without a
+    step counter (its axis is the line's ordinal, 0-86): a warmup, then a cosine to 0 on its last line. Read against
+    the TensorBoard steps, the floor at ordinal 86 would sit at 1% of the run."""
+    steps = np.arange(0, 8660, 10)
+    root = write_tb(tmp_path / "r", {"train/loss": (steps, 2.0 * np.exp(-steps / 3000) + 0.1)})
+    x = np.arange(0, 8660, 100)
+    lr = np.where(x < 1000, 5e-5 * x / 1000, 2.5e-5 * (1 + np.cos(np.pi * (x - 1000) / 7600)))
+    lr[-1] = 0.0
+    (root / "train.log").write_text("\n".join(f"lr: {v:.3e}" for v in lr) + "\n")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.meta.filter(run.meta["role"] == "lr")["ordinal"][0]
+    assert list(LrScheduleAnomaly().check(run)) == []

@@ -128,7 +128,9 @@ class LrScheduleAnomaly:
         if lr.size < 5:
             yield from self._zero_before_plan(run, steps, lr)
             return
-        last = max(int(run.last_step() or steps[-1]), int(steps[-1]))
+        # the run's length on the LR's own axis: line ordinals are never compared with logged steps (DECISIONS §16)
+        ordinal = bool(run.meta.filter(pl.col("name") == run.pick("lr"))["ordinal"][0])
+        last = int(steps[-1]) if ordinal else max(int(run.last_step() or steps[-1]), int(steps[-1]))
         first = int(steps[0])
         peak, floor = _peak_and_floor(lr)
         # The first time at the peak: a cycling schedule's later peaks may be a rounding error higher.
