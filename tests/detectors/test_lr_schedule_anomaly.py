@@ -411,3 +411,38 @@ def test_an_lr_on_line_ordinals_is_judged_on_its_own_axis_not_the_logged_steps_b
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.meta.filter(run.meta["role"] == "lr")["ordinal"][0]
     assert list(LrScheduleAnomaly().check(run)) == []
+
+
+@pytest.mark.parametrize("named,driven,fires", [
+    ("cosine", "constant_after_warmup", True),  # the dump names cosine, another scheduler holds the LR at its peak
+    ("cosine", "cosine", False),  # the cosine it names, really stepped
+    ("multistep", "constant_after_warmup", False),  # a step schedule holds its LR until a milestone by design
+])
+def test_an_lr_held_at_its_peak_after_warmup_under_a_named_decaying_scheduler(tmp_path, named, driven, fires):
+    """A script prints its arguments (`lr_scheduler_type: cosine`, as HF's TrainingArguments dump does), then HF-style
+    log dicts of the LR a real torch scheduler gives over 60 logged steps: a 4-record warmup, then either held at the
+    peak (the scheduler that drives the optimizer is not the one named) or a cosine decay."""
+    import torch
+
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)
+    warm = 40
+
+    def factor(s):
+        if s < warm:
+            return (s + 1) / warm
+        return 1.0 if driven == "constant_after_warmup" else 0.5 * (1 + math.cos(math.pi * (s - warm) / (600 - warm)))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    lines = [f"INFO - __main__ -   lr_scheduler_type: {named}", "INFO - __main__ -   num_train_epochs: 3.0"]
+    for s in range(1, 601):
+        opt.step()
+        sched.step()
+        if s % 10 == 0:
+            lines.append(f"INFO - __main__ -   {{'loss': {1.5 - s / 1000:.4f}, 'learning_rate': "
+                         f"{sched.get_last_lr()[0]!r}, 'epoch': {3 * s / 600:.2f}}}")
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    found = list(LrScheduleAnomaly().check(load_run(root, tmp_path / "f.duckdb")))
+    assert [f.evidence.get("rule") for f in found] == (["held_after_warmup"] if fires else [])
+    if fires:
+        assert found[0].evidence["held_points"] >= 50 and "names a cosine scheduler" in found[0].summary

@@ -34,6 +34,15 @@ def _may_hold_constant(name: str) -> bool:
     return n in CONSTANT_SCHEDULES or "constant" in n or "plateau" in n
 
 
+def _continuous(name: str) -> bool:
+    """Schedulers that move the LR at every step once a warmup is over (cosine, linear, polynomial, exponential,
+    inverse square root, one-cycle); not a step schedule, which holds the LR between its milestones, nor a
+    warmup-stable-decay one, which holds it on purpose."""
+    n = name.lower()
+    return not any(w in n for w in ("step", "stable")) and any(
+        w in n for w in ("cos", "linear", "poly", "exp", "inverse", "sqrt", "onecycle", "one_cycle"))
+
+
 def _cyclic(name: str) -> bool:
     """Schedulers that return to their floor and rise again by design (SGDR, CyclicLR, one-cycle variants)."""
     n = name.lower()
@@ -46,7 +55,8 @@ class LrScheduleAnomaly:
 
     Detects: (a) a decaying LR (floor after the peak ≤ `decay` × peak) that reaches its floor (within `near` of the range) before
     `early` of the run and stays there, or, where the config names a one-way schedule, first reaches it then;
-    (b) an LR constant to 1e-9 while the config names a scheduler that should move it;
+    (b) an LR constant to 1e-9 while the config names a scheduler that should move it, or, under a scheduler that
+    moves it at every step (`_continuous`), at its peak on every record of the log's final stretch, `held_points` records and half the log or more;
     (c) a decaying LR (`min_decay` below its peak, above `mid` of it) that jumps ×`jump` back up to within `match`
     of a value it had earlier (`stats.lr_restarts`), no cyclic scheduler named: a resume with a fresh scheduler;
     (d) an LR of exactly 0 on the first `zero_points` records and `zero_share` of them, or on every one of
@@ -82,6 +92,7 @@ class LrScheduleAnomaly:
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     min_return: float = 0.5  # (e) after its floor the LR climbs back to half its peak or more ...
     max_rise_share: float = 0.5  # ... in steps none of which is half the climb (not a warm restart's jump)
+    held_points: int = 10  # (b) after a warmup: at its peak on the last 10 records and half of them, or more
     line_points: int = 4  # (g) a straight-line fall over 4 records or more ...
     line_fit: float = 0.02  # ... no record off the line by 2% of the fall (printed LRs round to a few digits)
 
@@ -194,6 +205,20 @@ class LrScheduleAnomaly:
             yield Finding.of(self, severity="warning", step=first, step_end=int(steps[-1]), series=run.pick("lr"),
                              evidence=ev, sources=(src(run, "lr", steps),),
                              summary=f"LR stays at {peak:.3g} over {lr.size} points although the config names a {sched} scheduler")
+            return
+        # (b) after a warmup: at its peak on every record of the log's final stretch
+        off = np.flatnonzero(np.abs(lr - peak) > 1e-9 * abs(peak))
+        start = int(off[-1]) + 1 if off.size else 0
+        held = lr.size - start
+        if one_way and _continuous(sched) and off.size and held >= max(self.held_points, lr.size / 2):
+            ev = {"lr": peak, "scheduler": sched, "points": int(lr.size), "held_points": int(held),
+                  "held_from_step": int(steps[start]), "rule": "held_after_warmup"}
+            yield Finding.of(self, severity="warning", step=int(steps[start]), step_end=int(steps[-1]),
+                             series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps[start:]),),
+                             summary=(f"LR reaches {peak:.3g} at step {steps[start]} and stays exactly there on all "
+                                      f"{held} records to the last (step {steps[-1]}), although the run names a {sched} "
+                                      f"scheduler, which would have moved it: another scheduler drives the optimizer "
+                                      f"(a DeepSpeed config's own?), or none is stepped"))
 
     def _before_plan(self, run: Run, steps: np.ndarray, lr: np.ndarray, at: int, peak: float, floor: float,
                      sched, plan: dict) -> Finding:
