@@ -107,7 +107,8 @@ def gan_pair(run: Run) -> GanPair | None:
     from ingest.roles import NEUTRAL_WORDS, SPLIT_WORDS, words
 
     sides: dict[str, list[tuple[int, int, str]]] = {"g": [], "d": []}
-    rows = run.meta.filter(pl.col("role") == "train_loss").select("name", "n_points").iter_rows()
+    # the usable series only (`Run.all_of`): a console copy beside a structured log's pair is not a third side
+    rows = run.meta.filter(pl.col("name").is_in(run.all_of("train_loss"))).select("name", "n_points").iter_rows()
     for name, n in rows:
         ws = [w for w in words(name) if w not in {"loss", "losses", "err", "net"} | NEUTRAL_WORDS | set(SPLIT_WORDS)]
         side = [s for s, names in (("g", GENERATOR_WORDS), ("d", DISCRIMINATOR_WORDS)) if set(ws) & names]
