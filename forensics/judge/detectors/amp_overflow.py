@@ -33,7 +33,7 @@ class AmpOverflow:
     after calibration), where calibration ended and on which axis, halvings beside a non-finite loss, and where
     the scale was read (`source`).
     False alarms: 0 of the 14 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs;
-    with the floor rule, 0 of the 111 healthy labelled runs of the development sets (docs/engine.md).
+    with the floor rule, 0 of the 116 healthy labelled runs of the development sets (docs/engine.md).
     """
 
     kind: ClassVar[str] = "amp_overflow"

@@ -72,7 +72,7 @@ class LrScheduleAnomaly:
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 24 healthy real runs it
-    could check (of 40), at `decay` 0.1 and 0.01 alike. Rules (f) and (g), on the declared plan: 0 of the 111 healthy
+    could check (of 40), at `decay` 0.1 and 0.01 alike. Rules (b) after a warmup, (f) and (g): 0 of the 116 healthy
     labelled runs of the development sets (docs/engine.md).
     """
 
