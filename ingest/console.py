@@ -93,6 +93,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ingest.plan import CONFIG_NAME as PLAN_CONFIG
+from ingest.plan import planned
 from ingest.decoding import LEGACY_ENCODINGS, as_utf8, binary_reason, sample, utf16_order  # noqa: F401 (re-exported)
 from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame
@@ -882,7 +884,9 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
                 frame = with_loss_sums(state.parse(complete, offset))
                 offset += len(complete) - unended
                 last = not block
-                yield Chunk(end=offset, scalars=frame, issues=state.issues(path.name) if last else [])
+                plan = planned(complete)  # the length the run declares, for the schedule's detector
+                yield Chunk(end=offset, scalars=frame, issues=state.issues(path.name) if last else [],
+                            configs={PLAN_CONFIG: plan} if plan else {})
                 if last:
                     return
             if not block:

@@ -93,8 +93,10 @@ def role_of(name: str) -> Role:
                 return s
         return None
 
-    if "scale" in ws and ("loss" in ws or "grad" in ws or "scaler" in ws or ws == {"scale"}) or "scaler" in ws:
-        return Role("loss_scale", split)
+    if "scale" in ws and ("loss" in ws or "grad" in ws or "scaler" in ws or ws & SCALER_WORDS or ws == {"scale"}) \
+            or "scaler" in ws:
+        # a scaler's setting (`min_loss_scale`, `loss_scale_window`, `initial_loss_scale`) is no scale it reached
+        return Role("other" if ws & (AGGREGATE_WORDS | SCALER_SETTING_WORDS) else "loss_scale", split)
     if ws & {"skipped", "skip"} and ws & {"iterations", "iteration", "iters", "iter", "steps", "step", "updates"}:
         # Megatron's `number of skipped iterations: 3` (per log interval): optimizer steps an fp16 overflow skipped
         return Role("skipped_steps", split)
@@ -174,6 +176,10 @@ LOSS_NAMES = {"cost", "objective", "energy", "smoothl1", "huber", "bce", "ctc", 
 # BasicSR's `l_pix`, `l_g_gan`. Not `score`: DL4J's score is its loss, but an agent's score is its reward.
 _PRINTED_LOSS = re.compile(r"^l_[a-z]\w*$")
 # Words that make a loss-named number a setting of the loss, not its value (`loss_weight`, `FOCAL_LOSS_GAMMA`).
+# Mixed precision's words beside `scale` (`amp/scale`, `fp16_scale`, DeepSpeed's `cur_scale`), and the words of a
+# dynamic loss scaler's settings (DeepSpeed's `loss_scale_window`, `initial_scale_power`, `hysteresis`).
+SCALER_WORDS = {"amp", "fp", "half", "cur", "current", "dynamic"}
+SCALER_SETTING_WORDS = {"window", "initial", "init", "power", "hysteresis", "growth", "backoff", "interval"}
 SETTING_WORDS = {"weight", "weights", "w", "coef", "coeff", "coefficient", "beta", "alpha", "gamma", "lambda", "type",
                  "freq", "power", "factor", "num", "threshold", "thresh", "eps", "temperature", "margin", "best"}
 DETECTION_LOSS_WORDS = {"box", "obj", "cls", "dfl", "giou", "ciou", "objectness", "kpt"}

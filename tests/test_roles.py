@@ -21,6 +21,12 @@ from ingest.roles import role_of
         ("lr-AdamW", "lr", None),
         ("lr-Adam/pg1", "lr", None),
         ("loss_scale", "loss_scale", None),
+        ("train/grad_scale", "loss_scale", "train"),
+        ("amp/scale", "loss_scale", None),  # mixed precision's scale under its own namespace
+        ("cur_scale", "loss_scale", None),  # DeepSpeed's dynamic scaler attribute
+        ("min_loss_scale", "other", None),  # a scaler's setting, not a scale it reached
+        ("loss_scale_window", "other", None),
+        ("img_scale", "other", None),  # an augmentation's scale
         ("system/gpu.0.memoryAllocated", "memory", None),
         ("train_samples_per_second", "throughput", "train"),
         ("val_acc", "val_accuracy", "val"),

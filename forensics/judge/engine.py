@@ -19,7 +19,7 @@ from forensics import __version__
 
 from forensics.judge import catalog, stats
 from forensics.judge.detectors import ALL, CHAIN_KINDS, REACH
-from forensics.judge.detectors.base import Detector, missing_reason, reinforcement_learning
+from forensics.judge.detectors.base import Detector, gan_pair, missing_reason, reinforcement_learning
 from forensics.judge.findings import Analysis, Finding, Skip, Spike
 from forensics.judge.run import Run
 from forensics.judge.verdict import headline_index
@@ -68,6 +68,9 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
     rl = reinforcement_learning(run)
     if rl is not None:  # the verdict says which curves were judged, and why the losses were not as a training loss
         out.checked["reinforcement_learning"] = {"evidence": rl.evidence, "objectives": list(rl.objectives)}
+    gan = gan_pair(run) if rl is None else None
+    if gan is not None:  # the same for a GAN's two losses, judged as a pair (detectors.adversarial)
+        out.checked["gan_pair"] = {"generator": gan.generator, "discriminator": gan.discriminator}
     reduced = {n: r for n in run.meta["name"].to_list() if (r := run.reduced(n))}
     if reduced:  # what a reader of these findings must know: the statistics saw M4 buckets of these series
         out.checked["reduced"] = reduced

@@ -56,6 +56,10 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
     rl_note = "" if not rl else (f"; a reinforcement-learning run (it logs {rl['evidence']}): its losses "
                     f"({_names(rl['objectives'], 3)}) were judged for non-finite values, not as a training loss that "
                     f"should fall (they chase targets that move with the policy)")
+    gan = a.checked.get("gan_pair")
+    if gan:  # a GAN's two losses are judged as a pair, never one by one as a training loss: every verdict says so
+        rl_note += (f"; a GAN run: its losses ({gan['generator']} and {gan['discriminator']}) were judged as a pair "
+                    f"(does the discriminator win?), not as a training loss that should fall")
     if counts["critical"]:
         return Verdict("failed", _count_line(counts) + missing + rl_note)
     skipped = {s.kind: s.reason for s in a.skipped if s.kind in selected}
@@ -80,14 +84,14 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
                 if series else "nothing in it was a training log")
         return Verdict("inconclusive", f"no training-loss series was read ({what}); there is nothing to judge")
     curve = [k for k in selected if k in CURVE_KINDS]
-    if rl:
+    if rl or gan:
         pass  # its curves were left unjudged by design, not for want of points: the rules below do not apply
     elif curve and not any(k in ran for k in curve):
         return Verdict("inconclusive", f"the training loss has {count(loss_points, 'finite point')}, too few for "
                        f"{_names(curve)}; nothing glaring stands out in them (no blow-up, no constant loss, no rise "
                        f"at every point){_would_decide(skipped, curve)}", short=True)
     loss_skipped = [k for k in loss_detectors if k in skipped]
-    if not rl and loss_detectors and len(loss_skipped) * 2 > len(loss_detectors):
+    if not rl and not gan and loss_detectors and len(loss_skipped) * 2 > len(loss_detectors):
         return Verdict("inconclusive", f"{len(loss_skipped)} of the {len(loss_detectors)} detectors that read the "
                        f"training loss could not run ({_names(loss_skipped)}) and nothing glaring stands out"
                        f"{_would_decide(skipped, loss_skipped)}",

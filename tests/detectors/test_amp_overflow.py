@@ -293,3 +293,46 @@ def test_a_setting_named_scale_printed_once_per_launch_is_no_loss_scale(tmp_path
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.has("loss_scale") and run.points(run.pick("loss_scale")).height == launches
     assert list(AmpOverflow().check(run)) == []
+
+
+def _floored_scaler_log(overflow, n: int, min_scale: float = 1.0) -> list[str]:
+    """The console lines of a training loop with a real GradScaler whose scale the script keeps at or above
+    `min_scale` (DeepSpeed's and Megatron's `min_loss_scale`), printed as `step i loss v loss_scale s`;
+    `overflow(i)` says whether step i's gradients are Inf."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu", growth_interval=2000)
+    lines = []
+    with one_torch_thread():
+        for i in range(1, n + 1):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            scaler.scale(loss * (float("inf") if overflow(i) else 1.0)).backward()
+            scaler.step(opt)
+            scaler.update()
+            if scaler.get_scale() < min_scale:
+                scaler.update(float(min_scale))
+            lines.append(f"step {i} loss {loss.item():.4f} loss_scale {scaler.get_scale():g}")
+    return lines
+
+
+def test_a_scale_halving_to_its_floor_and_pinned_there_fires(tmp_path):
+    """Every step overflows: the scale halves on every line from 65536 to the scaler's floor of 1 and stays there.
+    The scale never goes below 1 and the log does not end falling, yet no step trains."""
+    [f] = AmpOverflow().check(_console_run(tmp_path, _floored_scaler_log(lambda i: True, 40)))
+    assert f.evidence["floor"] == 1 and f.evidence["pinned_since_step"] == 16 and f.evidence["max_scale"] == 32768
+
+
+def test_a_scale_pinned_at_a_configured_floor_fires_and_calibration_above_it_does_not(tmp_path):
+    """A configured `min_loss_scale` of 128 is the floor: pinned there on every line fires; a scaler that calibrates
+    from 65536 to 512 on its first steps and holds is healthy."""
+    for name, overflow, fires in (("pinned", lambda i: i > 5, True), ("held", lambda i: i < 8, False)):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "train.log").write_text("\n".join(_floored_scaler_log(overflow, 60, min_scale=128)) + "\n")
+        (root / "config.json").write_text('{"fp16": {"min_loss_scale": 128}}')
+        found = list(AmpOverflow().check(load_run(root, tmp_path / f"{name}.duckdb")))
+        assert [f.evidence["floor"] for f in found] == ([128] if fires else []), name

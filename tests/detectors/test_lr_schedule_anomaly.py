@@ -247,3 +247,202 @@ def test_a_resume_that_rebuilt_a_longer_linear_schedule_is_a_restart(tmp_path):
     lr = np.r_[2e-5 * (1 - first / 20000), 2e-5 * (1 - second / 40000)]
     [f] = LrScheduleAnomaly().check(_run(tmp_path, (np.r_[first, second], lr)))
     assert f.step == 10010 and f.evidence["lr_after"] == pytest.approx(1.4995e-5)
+
+
+def _console_epochs(tmp_path, name: str, make, planned: int, epochs: int, every: int = 1) -> list[str]:
+    """The lines of a small training loop over a tiny regression (a real optimizer and torch scheduler, stepped once
+    per epoch), printed as `Epoch e/planned - loss: L - lr: X` with six decimals, stopped after `epochs` of the
+    `planned` epochs (the user stopped it, or pasted its start); written to tmp_path/name/train.log."""
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    y = x @ torch.randn(8, 1) + 0.1 * torch.randn(256, 1)
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    sched = make(opt)
+    lines = []
+    with one_torch_thread():
+        for e in range(1, epochs + 1):
+            losses = []
+            for b in range(0, 256, 32):
+                loss = torch.nn.functional.mse_loss(model(x[b:b + 32]), y[b:b + 32])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            if e % every == 0:
+                lines.append(f"Epoch {e}/{planned} - loss: {np.mean(losses):.4f} - lr: {sched.get_last_lr()[0]:.6f}")
+            sched.step()
+    root = tmp_path / name
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def _linear_to_zero(over: int):
+    import torch
+
+    return lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda e: max(0.0, 1 - e / over))
+
+
+def test_fires_when_the_lr_reaches_zero_early_in_the_epochs_the_console_declares(tmp_path):
+    """A linear decay built for 10 epochs in a run that prints `Epoch e/100`: 0 from epoch 11, and the log stops at
+    epoch 16. Against the log alone the floor comes late (two thirds in); against the declared 100 epochs, at 11%.
+    The same decay built for the 100 epochs, stopped at the same epoch, is silent."""
+    _console_epochs(tmp_path, "short", _linear_to_zero(10), planned=100, epochs=16)
+    [f] = LrScheduleAnomaly().check(load_run(tmp_path / "short", tmp_path / "short.duckdb"))
+    assert f.evidence["rule"] == "before_plan" and f.evidence["fraction_of_plan"] == pytest.approx(0.11)
+    assert "100 epochs" in f.summary and not f.evidence["plan"]["bound"]
+    _console_epochs(tmp_path, "planned", _linear_to_zero(100), planned=100, epochs=16)
+    assert list(LrScheduleAnomaly().check(load_run(tmp_path / "planned", tmp_path / "planned.duckdb"))) == []
+
+
+def test_an_lr_printed_as_zero_from_the_second_of_three_epochs_of_a_planned_run_fires(tmp_path):
+    """`lr: 0.000000` from the second record on, at epoch 2 of a declared 50: nothing trains for the rest of the
+    run. The same three records with no declared length are too few to judge, and the finding says nothing then."""
+    lines = _console_epochs(tmp_path, "planned", _linear_to_zero(1), planned=50, epochs=3)
+    assert [line.endswith("lr: 0.000000") for line in lines] == [False, True, True]
+    [f] = LrScheduleAnomaly().check(load_run(tmp_path / "planned", tmp_path / "planned.duckdb"))
+    assert f.step == 1 and f.evidence["floor_lr"] == 0 and "50 epochs" in f.summary
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "train.log").write_text("\n".join(line.replace("/50", "") for line in lines) + "\n")
+    assert list(LrScheduleAnomaly().check(load_run(bare, tmp_path / "bare.duckdb"))) == []
+
+
+def test_fires_when_an_iteration_counter_declares_a_plan_the_floor_comes_long_before(tmp_path):
+    """`[iter i/10000]` lines every 10 iterations of a linear decay built for 200 (the scheduler's length set in the
+    wrong unit) and printed to iteration 300: at most 3% of the declared plan, read from the counter's total."""
+    import torch
+
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=3e-4)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / 200))
+    lines = []
+    for i in range(1, 301):
+        opt.step()
+        sched.step()
+        if i % 10 == 0:
+            lines.append(f"[iter {i}/10000] loss {3.0 - 0.002 * min(i, 200):.4f} LR {sched.get_last_lr()[0]:.8f}")
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    [f] = LrScheduleAnomaly().check(load_run(root, tmp_path / "f.duckdb"))
+    assert f.evidence["plan"]["bound"] and f.evidence["plan"]["fraction"] == pytest.approx(0.03)
+    assert "at most 3%" in f.summary
+
+
+def test_without_a_declared_plan_the_finding_says_it_judged_the_log_length(tmp_path):
+    lr = _lrs(_linear_with_warmup(20, N), steps_per_log=4)
+    [f] = LrScheduleAnomaly().check(_run(tmp_path, lr))
+    assert f.evidence["plan"] is None and "declares no planned length" in f.summary
+
+
+def _hf_run(out, total_steps: int, stop_at: int):
+    """A real HF Trainer training a tiny BERT classifier for 4 epochs of 8 steps (max_steps 32 in its state), with a
+    linear schedule with warmup built for `total_steps` and passed to the Trainer, stopped by a callback at
+    `stop_at` (a run the user stopped); its trainer_state.json saved as Trainer saves it."""
+    import torch
+    from transformers import (BertConfig, BertForSequenceClassification, Trainer, TrainerCallback,
+                              TrainingArguments, get_linear_schedule_with_warmup)
+
+    class Stop(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            control.should_training_stop = state.global_step >= stop_at
+
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32, num_labels=2)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    data = [{"input_ids": torch.randint(0, 50, (8,), generator=g), "labels": i % 2} for i in range(64)]
+    model = BertForSequenceClassification(config)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    args = TrainingArguments(output_dir=str(out), num_train_epochs=4, per_device_train_batch_size=8,
+                             logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True)
+    trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[Stop()],
+                      optimizers=(opt, get_linear_schedule_with_warmup(opt, 2, total_steps)))
+    with one_torch_thread():
+        trainer.train()
+    trainer.save_state()
+    return out
+
+
+def test_hf_trainer_schedule_built_for_one_epoch_of_four_fires_against_max_steps(tmp_path):
+    """The schedule is built for one epoch's 8 steps while the Trainer plans 32 (`max_steps` in trainer_state.json);
+    stopped at step 14 the LR has been logged as 0 since step 9: 64% into the log, 28% into the plan. Built for
+    the 32 steps it is silent, stopped at the same step."""
+    pytest.importorskip("transformers", reason="the test extra installs transformers")
+    short = _hf_run(tmp_path / "short", total_steps=8, stop_at=14)
+    [f] = LrScheduleAnomaly().check(load_run(short, tmp_path / "short.duckdb"))
+    assert f.step == 9 and f.evidence["fraction_of_plan"] == pytest.approx(9 / 32) and "32 steps (max_steps)" in f.summary
+    planned = _hf_run(tmp_path / "planned", total_steps=32, stop_at=14)
+    assert list(LrScheduleAnomaly().check(load_run(planned, tmp_path / "planned.duckdb"))) == []
+
+
+@pytest.mark.parametrize("make,fires", [
+    (_linear_to_zero(14), True),  # a linear decay built for 14 epochs of the 1200 printed: stopped before it ends
+    (_linear_to_zero(1200), False),  # the same decay built for the planned 1200
+    ("exponential", False),  # ×0.9 per epoch: falls fast but never reaches 0, and is no straight line
+])
+def test_a_straight_line_decay_is_extrapolated_to_zero_against_the_declared_epochs(tmp_path, make, fires):
+    """A run killed after 10 of its `Epoch e/1200` epochs: the LR has not reached its floor yet, but it falls on a
+    straight line that reaches 0 at epoch 14, 1% into the plan."""
+    import torch
+
+    if make == "exponential":
+        make = lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)  # noqa: E731
+    _console_epochs(tmp_path, "r", make, planned=1200, epochs=10)
+    found = list(LrScheduleAnomaly().check(load_run(tmp_path / "r", tmp_path / "f.duckdb")))
+    assert [f.evidence.get("rule") for f in found] == (["line_to_zero"] if fires else [])
+    if fires:
+        assert found[0].evidence["zero_at"] == pytest.approx(15, abs=1) and "1200 epochs" in found[0].summary
+
+
+def test_an_lr_on_line_ordinals_is_judged_on_its_own_axis_not_the_logged_steps_beside_it(tmp_path):
+    """The loss in TensorBoard at steps 0-8650, the LR only in the console log, one line per 100 steps without a
+    step counter (its axis is the line's ordinal, 0-86): a warmup, then a cosine to 0 on its last line. Read against
+    the TensorBoard steps, the floor at ordinal 86 would sit at 1% of the run."""
+    steps = np.arange(0, 8660, 10)
+    root = write_tb(tmp_path / "r", {"train/loss": (steps, 2.0 * np.exp(-steps / 3000) + 0.1)})
+    x = np.arange(0, 8660, 100)
+    lr = np.where(x < 1000, 5e-5 * x / 1000, 2.5e-5 * (1 + np.cos(np.pi * (x - 1000) / 7600)))
+    lr[-1] = 0.0
+    (root / "train.log").write_text("\n".join(f"lr: {v:.3e}" for v in lr) + "\n")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.meta.filter(run.meta["role"] == "lr")["ordinal"][0]
+    assert list(LrScheduleAnomaly().check(run)) == []
+
+
+@pytest.mark.parametrize("named,driven,fires", [
+    ("cosine", "constant_after_warmup", True),  # the dump names cosine, another scheduler holds the LR at its peak
+    ("cosine", "cosine", False),  # the cosine it names, really stepped
+    ("multistep", "constant_after_warmup", False),  # a step schedule holds its LR until a milestone by design
+])
+def test_an_lr_held_at_its_peak_after_warmup_under_a_named_decaying_scheduler(tmp_path, named, driven, fires):
+    """A script prints its arguments (`lr_scheduler_type: cosine`, as HF's TrainingArguments dump does), then HF-style
+    log dicts of the LR a real torch scheduler gives over 60 logged steps: a 4-record warmup, then either held at the
+    peak (the scheduler that drives the optimizer is not the one named) or a cosine decay."""
+    import torch
+
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)
+    warm = 40
+
+    def factor(s):
+        if s < warm:
+            return (s + 1) / warm
+        return 1.0 if driven == "constant_after_warmup" else 0.5 * (1 + math.cos(math.pi * (s - warm) / (600 - warm)))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    lines = [f"INFO - __main__ -   lr_scheduler_type: {named}", "INFO - __main__ -   num_train_epochs: 3.0"]
+    for s in range(1, 601):
+        opt.step()
+        sched.step()
+        if s % 10 == 0:
+            lines.append(f"INFO - __main__ -   {{'loss': {1.5 - s / 1000:.4f}, 'learning_rate': "
+                         f"{sched.get_last_lr()[0]!r}, 'epoch': {3 * s / 600:.2f}}}")
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    found = list(LrScheduleAnomaly().check(load_run(root, tmp_path / "f.duckdb")))
+    assert [f.evidence.get("rule") for f in found] == (["held_after_warmup"] if fires else [])
+    if fires:
+        assert found[0].evidence["held_points"] >= 50 and "names a cosine scheduler" in found[0].summary

@@ -22,7 +22,8 @@ class AmpOverflow:
     Detects: a loss-scale series that ends at most 2^-`min_halvings` of its maximum and still falls over the second
     half (its last value 2^-`late_halvings` of that half's maximum), or falls below `floor` (on two points; on one
     only at 0; a scale that never moves on `min_skips` points or more, the loss not falling by `min_fall` meanwhile),
-    or keeps overflowing: after start-up calibration at least `max_skip_rate` of the steps halve it, on
+    or falls to its floor (`floor`, or the configured `min_loss_scale`) and sits there on its last `min_skips` records
+    or more (`_pinned_at`), or keeps overflowing: after start-up calibration at least `max_skip_rate` of the steps halve it, on
     `min_skips` halvings or more (a logged count of skipped steps makes the same rate). Calibration ends at the first
     growth, the first step with a finite grad norm, or past step `horizon`, unless the log starts at a fresh scaler's
     value (`fresh_scale`). Halvings beside a non-finite training loss (`min_nonfinite_skips`) count at any point.
@@ -31,7 +32,8 @@ class AmpOverflow:
     Evidence: max, final and min scale, number of decreases, onset (first decrease after the last increase, or
     after calibration), where calibration ended and on which axis, halvings beside a non-finite loss, and where
     the scale was read (`source`).
-    False alarms: 0 of the 14 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
+    False alarms: 0 of the 14 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs;
+    with the floor rule, 0 of the 116 healthy labelled runs of the development sets (docs/engine.md).
     """
 
     kind: ClassVar[str] = "amp_overflow"
@@ -129,9 +131,10 @@ class AmpOverflow:
         skip_rate = settled.size / max(span, 1.0) if logged and settled.size else 0.0
         skipping = skip_rate >= self.max_skip_rate and settled.size >= self.min_skips
         sick = _halvings_on_nonfinite_loss(run, name, steps, down) if logged else 0
-        if not (falling or low < self.floor or skipping or sick >= self.min_nonfinite_skips):
+        pinned = _pinned_at(s, max(self.floor, run.config_number(*MIN_SCALE_KEYS) or 0.0), self.min_skips)
+        if not (falling or low < self.floor or pinned or skipping or sick >= self.min_nonfinite_skips):
             return
-        if falling or low < self.floor:  # the fall that matters starts after the scale last grew
+        if falling or low < self.floor or pinned:  # the fall that matters starts after the scale last grew
             after = down[down > ups[-1]] if ups.size else down
         else:
             after = settled if skipping else down
@@ -147,7 +150,13 @@ class AmpOverflow:
               "source": "logged loss scale" if logged else "GradScaler state in checkpoints"}
         where = (src(run, "loss_scale", steps) if logged else
                  {"table": "checkpoint_values", "key": SCALE_KEY, "step_min": int(steps[0]), "step_max": int(steps[-1])})
-        if top == low:  # pinned below the floor from the first point
+        if pinned and not falling and low >= self.floor:
+            ev["pinned_since_step"], ev["floor"] = int(steps[pinned]), low
+            summary = (f"loss scale falls from {top:g} to {low:g} ({count(int(np.sum(down <= pinned)), 'decrease')}, "
+                       f"{top / low:g}× down) and stays at {low:g}, the scaler's floor, from step {steps[pinned]} to "
+                       f"the last record (step {steps[-1]}, {count(s.size - pinned, 'record')}): fp16 overflowed at "
+                       f"every scale it tried, so steps keep being skipped")
+        elif top == low:  # pinned below the floor from the first point
             summary = (f"loss scale is {top:g} at all {s.size} logged points (below {self.floor:g}): the fp16 "
                        f"scaler has collapsed and every step overflows")
         elif not falling and low >= self.floor and not skipping:  # every halving comes with a non-finite loss
@@ -170,6 +179,24 @@ class AmpOverflow:
         yield Finding.of(self, severity="warning", step=onset, step_end=int(steps[-1]),
                          series=name if logged else SCALE_KEY, evidence=ev, sources=(where,),
                          summary=summary)
+
+
+# Config keys of a dynamic scaler's lowest scale (DeepSpeed's `fp16.min_loss_scale`, fairseq's and Megatron's
+# `--min-loss-scale`): a scale pinned there can fall no further, however often fp16 overflows.
+MIN_SCALE_KEYS = ("min_loss_scale", "min_scale")
+
+
+def _pinned_at(s: np.ndarray, floor: float, min_records: int) -> int:
+    """The index from which the scale sits at its minimum, at or below `floor` (1, below which no dynamic scaler is
+    healthy, or the scaler's configured minimum), to the end of the log on `min_records` records or more, having
+    fallen there from a higher value (a scale at 1 from its first record is a bf16 run's constant); else 0."""
+    low = float(s.min())
+    if low > floor or s.size < min_records + 1:
+        return 0
+    at = int(np.argmax(s == low))
+    if at == 0 or not np.all(s[at:] == low) or s.size - at < min_records:
+        return 0
+    return at
 
 
 SCALE_KEY = "scaler.scale"  # GradScaler.state_dict()["scale"] as ingest/checkpoints.py stores it

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import catalog, numbers, stats
 from forensics.judge.findings import Finding
@@ -29,7 +30,8 @@ class Detector(Protocol):
     `joins_chain` (a finding whose step range holds a NaN is one event with it; `reach(finding)`, where defined, the
     wider range of steps its cause lies in, over which it joins other chain findings), `nonfinite` (a non-finite value:
     the step replay starts from), `reads_loss_level` (not on a GAN's adversarial losses), `reads_validation_alone`
-    (where no training loss was read, judges the validation loss as validation)."""
+    (where no training loss was read, judges the validation loss as validation), `judges_gan_pair` (where a GAN logs
+    both its losses, reads them as a pair: `detectors.adversarial`)."""
 
     kind: ClassVar[str]
     requires: ClassVar[tuple[str, ...]]
@@ -50,7 +52,13 @@ def missing_reason(detector: Detector, run: Run) -> str | None:
             return (f"a reinforcement-learning run (it logs {rl.evidence}): its losses ({_listed(rl.objectives)}) are "
                     f"objectives against moving targets, not expected to fall, so their level and shape are not "
                     f"judged; non-finite values in them still are")
-    if getattr(detector, "reads_loss_level", False):
+    gan = gan_pair(run) if getattr(detector, "reads_loss_level", False) or getattr(detector, "reads_curve", False) \
+        else None
+    if gan is not None and not getattr(detector, "judges_gan_pair", False):
+        return (f"a GAN run (it logs {gan.generator} and {gan.discriminator}): its losses are the two sides of an "
+                f"adversarial game, not a training loss that should fall, so their level and shape are judged as a "
+                f"pair (divergence: the discriminator wins), not one by one; non-finite values in them still are")
+    if getattr(detector, "reads_loss_level", False) and gan is None:
         why = adversarial_loss(run)
         if why:
             return why
@@ -79,6 +87,36 @@ def adversarial_loss(run: Run) -> str | None:
         return (f"the training loss, {name}, is one side of an adversarial game (a GAN's generator or "
                 f"discriminator): its level holds an equilibrium by design, so its level is not judged")
     return None
+
+
+# A side of the game by the words of its series' name, once `loss`, a split and neutral words are set aside:
+# `Loss_G`, `g_loss`, `errG`, `gen_loss`, `Generator loss`, `loss_G_GAN`, `netG`; `Loss_D`, `d_loss`, `errD`,
+# `disc_loss`, `Discriminator loss`, `loss_D_real`. A critic is no discriminator here: actor-critic RL uses the word.
+GENERATOR_WORDS = frozenset({"g", "gen", "generator"})
+DISCRIMINATOR_WORDS = frozenset({"d", "disc", "discriminator"})
+@dataclass(frozen=True)
+class GanPair:
+    generator: str  # the generator's loss series
+    discriminator: str  # the discriminator's loss series
+
+
+def gan_pair(run: Run) -> GanPair | None:
+    """The generator's and the discriminator's training-loss series where the run logs both, else None. Of several
+    series of one side (`loss_G_GAN`, `loss_G_L1`), the one whose name says least besides the side (the side's
+    total), then the one with the most points."""
+    from ingest.roles import NEUTRAL_WORDS, SPLIT_WORDS, words
+
+    sides: dict[str, list[tuple[int, int, str]]] = {"g": [], "d": []}
+    # the usable series only (`Run.all_of`): a console copy beside a structured log's pair is not a third side
+    rows = run.meta.filter(pl.col("name").is_in(run.all_of("train_loss"))).select("name", "n_points").iter_rows()
+    for name, n in rows:
+        ws = [w for w in words(name) if w not in {"loss", "losses", "err", "net"} | NEUTRAL_WORDS | set(SPLIT_WORDS)]
+        side = [s for s, names in (("g", GENERATOR_WORDS), ("d", DISCRIMINATOR_WORDS)) if set(ws) & names]
+        if len(side) == 1:
+            sides[side[0]].append((len(ws), -(n or 0), name))
+    if not sides["g"] or not sides["d"]:
+        return None
+    return GanPair(min(sides["g"])[2], min(sides["d"])[2])
 
 
 # Words of a reinforcement-learning objective's name (`policy_loss`, `pg_loss`, `loss_pol_surr`, `vf_loss`,

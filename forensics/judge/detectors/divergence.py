@@ -10,7 +10,9 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, by_launch, finite_part, level_of, point, src, too_short
+from forensics.judge.detectors.adversarial import discriminator_wins
+from forensics.judge.detectors.base import (MECHANISM, by_launch, finite_part, gan_pair, level_of, point, src,
+                                            too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
@@ -52,6 +54,7 @@ class Divergence:
     requires: ClassVar[tuple[str, ...]] = ()
     reads_validation_alone: ClassVar[bool] = True
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
+    judges_gan_pair: ClassVar[bool] = True  # a GAN's two losses, as a pair: the discriminator wins (detectors.adversarial)
     smooth: float = 0.04  # smoothing window as a fraction of the points
     min_growth: float = 0.5  # final − min ≥ this × |min|: a user acts on a loss half again above its best
     min_recovered: float = 0.3  # final − min ≥ this × (initial − min): it gave back a good part of its progress
@@ -100,6 +103,10 @@ class Divergence:
         return steps[keep], y[keep], steps.size < all_steps.size
 
     def check(self, run: Run) -> Iterator[Finding]:
+        pair = gan_pair(run)
+        if pair is not None:  # a GAN's losses are read as a pair, never as a training loss
+            yield from discriminator_wins(self, run, pair)
+            return
         if not run.has("loss"):
             alone = self._validation_alone(run)
             if alone is not None:

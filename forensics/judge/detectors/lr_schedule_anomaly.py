@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import stats
 from forensics.judge.detectors.base import UPSTREAM, by_launch, loss_falls, src
@@ -17,6 +18,13 @@ from forensics.judge.run import Run
 ACCUMULATION_KEYS = ("grad_accumulation_steps", "gradient_accumulation_steps", "accumulate_grad_batches",
                      "grad_accum_steps")
 CONSTANT_SCHEDULES = {"none", "null", "", "fixed"}
+# Config keys that declare the run's planned length, in optimizer steps or in epochs (HF's trainer_state `max_steps`
+# and TrainingArguments' `num_train_epochs`, Lightning's `max_epochs`, the usual script arguments), after what a console
+# log prints beside its counters (`Epoch 3/100`, `[iter 50/10000]`: ingest.plan). HF's `max_steps` of -1 means unset.
+STEP_PLAN_KEYS = ("planned_steps", "max_steps", "total_steps", "num_training_steps", "train_steps", "max_iters",
+                  "max_iter", "total_iters", "num_steps", "n_steps", "iterations")
+EPOCH_PLAN_KEYS = ("planned_epochs", "num_train_epochs", "max_epochs", "epochs", "num_epochs", "n_epochs", "nb_epochs",
+                   "epoch_num", "total_epochs")
 
 
 def _may_hold_constant(name: str) -> bool:
@@ -24,6 +32,15 @@ def _may_hold_constant(name: str) -> bool:
     the warmup is over or unlogged) and plateau-driven ones that only move when the metric stalls."""
     n = name.lower().replace("-", "_")
     return n in CONSTANT_SCHEDULES or "constant" in n or "plateau" in n
+
+
+def _continuous(name: str) -> bool:
+    """Schedulers that move the LR at every step once a warmup is over (cosine, linear, polynomial, exponential,
+    inverse square root, one-cycle); not a step schedule, which holds the LR between its milestones, nor a
+    warmup-stable-decay one, which holds it on purpose."""
+    n = name.lower()
+    return not any(w in n for w in ("step", "stable")) and any(
+        w in n for w in ("cos", "linear", "poly", "exp", "inverse", "sqrt", "onecycle", "one_cycle"))
 
 
 def _cyclic(name: str) -> bool:
@@ -38,18 +55,25 @@ class LrScheduleAnomaly:
 
     Detects: (a) a decaying LR (floor after the peak ≤ `decay` × peak) that reaches its floor (within `near` of the range) before
     `early` of the run and stays there, or, where the config names a one-way schedule, first reaches it then;
-    (b) an LR constant to 1e-9 while the config names a scheduler that should move it;
+    (b) an LR constant to 1e-9 while the config names a scheduler that should move it, or, under a scheduler that
+    moves it at every step (`_continuous`), at its peak on every record of the log's final stretch, `held_points` records and half the log or more;
     (c) a decaying LR (`min_decay` below its peak, above `mid` of it) that jumps ×`jump` back up to within `match`
     of a value it had earlier (`stats.lr_restarts`), no cyclic scheduler named: a resume with a fresh scheduler;
     (d) an LR of exactly 0 on the first `zero_points` records and `zero_share` of them, or on every one of
     `all_zero_points` or more, unless the loss falls meanwhile (then the logged LR is not the optimizer's);
     (e) with no scheduler named, a decay to its floor before `early` of the run that climbs back smoothly to
     `min_return` of the peak, no single rise over `max_rise_share` of the climb (a periodic schedule run past its
-    horizon, e.g. stepped every micro-batch under gradient accumulation).
+    horizon, e.g. stepped every micro-batch under gradient accumulation);
+    (f) a decaying LR (as (a)) that sits at its floor from before `early` of the run's declared plan to the last record
+    (`plan`: HF's `max_steps`, a config's epochs, a console's `Epoch 3/100`), on 3 records or more where the floor is 0
+    as printed; where no plan is declared, (a) judges against the log's own length and the finding says so;
+    (g) an LR that falls in a straight line at every record after its peak (`line_points`, `line_fit`), by `min_decay`
+    of it, whose line reaches 0 before `early` of the declared plan (a run stopped before the schedule's end shows it).
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 24 healthy real runs it
-    could check (of 40), at `decay` 0.1 and 0.01 alike.
+    could check (of 40), at `decay` 0.1 and 0.01 alike. Rules (b) after a warmup, (f) and (g): 0 of the 116 healthy
+    labelled runs of the development sets (docs/engine.md).
     """
 
     kind: ClassVar[str] = "lr_schedule_anomaly"
@@ -68,6 +92,9 @@ class LrScheduleAnomaly:
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     min_return: float = 0.5  # (e) after its floor the LR climbs back to half its peak or more ...
     max_rise_share: float = 0.5  # ... in steps none of which is half the climb (not a warm restart's jump)
+    held_points: int = 10  # (b) after a warmup: at its peak on the last 10 records and half of them, or more
+    line_points: int = 4  # (g) a straight-line fall over 4 records or more ...
+    line_fit: float = 0.02  # ... no record off the line by 2% of the fall (printed LRs round to a few digits)
 
     def restarts(self, run: Run) -> list[dict]:
         """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
@@ -111,8 +138,11 @@ class LrScheduleAnomaly:
                                         f"decimals)"))
             return
         if lr.size < 5:
+            yield from self._zero_before_plan(run, steps, lr)
             return
-        last = max(int(run.last_step() or steps[-1]), int(steps[-1]))
+        # the run's length on the LR's own axis: line ordinals are never compared with logged steps (DECISIONS §16)
+        ordinal = bool(run.meta.filter(pl.col("name") == run.pick("lr"))["ordinal"][0])
+        last = int(steps[-1]) if ordinal else max(int(run.last_step() or steps[-1]), int(steps[-1]))
         first = int(steps[0])
         peak, floor = _peak_and_floor(lr)
         # The first time at the peak: a cycling schedule's later peaks may be a rounding error higher.
@@ -127,15 +157,22 @@ class LrScheduleAnomaly:
                 above = np.flatnonzero(~at_floor)
                 at = max(int(above[-1]) + 1 if above.size else 0, ipeak + 1)
             reach = int(steps[min(at, lr.size - 1)])
+            plan = planned_fraction(run, steps, min(at, lr.size - 1)) if at_floor[-1] else None
+            if plan is not None and plan["fraction"] < self.early and last > first \
+                    and (reach - first) / (last - first) >= self.early:
+                yield self._before_plan(run, steps, lr, at, peak, floor, sched, plan)
+                return
             if last > first and (reach - first) / (last - first) < self.early:
                 rises = int(np.sum(np.diff(lr[at:]) > 0)) if at < lr.size else 0
                 ev = {"peak_lr": peak, "floor_lr": floor, "floor_step": reach, "last_step": last,
                       "fraction_of_run": (reach - first) / (last - first), "scheduler": sched,
-                      "rises_after_floor": rises}
+                      "rises_after_floor": rises, "plan": plan}
                 yield Finding.of(self, severity="warning", step=reach, step_end=last, series=run.pick("lr"),
                                  evidence=ev, sources=(src(run, "lr", steps),),
                                  summary=(f"LR decays from {peak:.3g} to its floor, {_at_floor(steps, lr, at, floor)}, "
-                                          f"{ev['fraction_of_run']:.0%} into a run of {last} steps"))
+                                          f"{ev['fraction_of_run']:.0%} into a run of {last} steps" + (
+                                              f" ({'at most ' if plan['bound'] else ''}{plan['fraction']:.0%} of {plan['said']})" if plan else
+                                              " (the run declares no planned length: judged against the log's)")))
                 return
         if not (isinstance(sched, str) and _cyclic(sched)):
             back = self._past_horizon(run, steps, lr, first, last)
@@ -151,12 +188,90 @@ class LrScheduleAnomaly:
                                               f"gradient accumulation {back['accumulation']}?)"
                                               if back.get("matches_accumulation") else "")))
                 return
+        line = self._line_to_zero(run, steps, lr)
+        if line is not None:
+            yield Finding.of(self, severity="warning", step=line["from_step"], step_end=int(steps[-1]),
+                             series=run.pick("lr"), evidence=line, sources=(src(run, "lr", steps),),
+                             summary=(f"LR falls in a straight line from {line['lr_from']:.4g} at {line['unit']} "
+                                      f"{line['from']:g} to {line['lr_to']:.4g} at {line['unit']} {line['to']:g} "
+                                      f"({line['per_unit']:.3g} per {line['unit']}): at that pace it reaches 0 at "
+                                      f"{line['unit']} {line['zero_at']:.0f}, {line['fraction_of_plan']:.0%} into "
+                                      f"the {line['plan']} the run declares; the schedule was computed for a much "
+                                      f"shorter run"))
+            return
         if isinstance(sched, str) and not _may_hold_constant(sched) and lr.size >= 10 \
                 and peak - float(lr.min()) <= 1e-9 * max(abs(peak), 1e-300):
             ev = {"lr": peak, "scheduler": sched, "points": int(lr.size)}
             yield Finding.of(self, severity="warning", step=first, step_end=int(steps[-1]), series=run.pick("lr"),
                              evidence=ev, sources=(src(run, "lr", steps),),
                              summary=f"LR stays at {peak:.3g} over {lr.size} points although the config names a {sched} scheduler")
+            return
+        # (b) after a warmup: at its peak on every record of the log's final stretch
+        off = np.flatnonzero(np.abs(lr - peak) > 1e-9 * abs(peak))
+        start = int(off[-1]) + 1 if off.size else 0
+        held = lr.size - start
+        if one_way and _continuous(sched) and off.size and held >= max(self.held_points, lr.size / 2):
+            ev = {"lr": peak, "scheduler": sched, "points": int(lr.size), "held_points": int(held),
+                  "held_from_step": int(steps[start]), "rule": "held_after_warmup"}
+            yield Finding.of(self, severity="warning", step=int(steps[start]), step_end=int(steps[-1]),
+                             series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps[start:]),),
+                             summary=(f"LR reaches {peak:.3g} at step {steps[start]} and stays exactly there on all "
+                                      f"{held} records to the last (step {steps[-1]}), although the run names a {sched} "
+                                      f"scheduler, which would have moved it: another scheduler drives the optimizer "
+                                      f"(a DeepSpeed config's own?), or none is stepped"))
+
+    def _before_plan(self, run: Run, steps: np.ndarray, lr: np.ndarray, at: int, peak: float, floor: float,
+                     sched, plan: dict) -> Finding:
+        """Rule (f)'s finding: the LR at its floor from `at` to the last record, `plan["fraction"]` into the plan."""
+        at = min(at, lr.size - 1)
+        ev = {"peak_lr": peak, "floor_lr": floor, "floor_step": int(steps[at]), "last_step": int(steps[-1]),
+              "fraction_of_plan": plan["fraction"], "scheduler": sched, "plan": plan, "rule": "before_plan"}
+        return Finding.of(self, severity="warning", step=int(steps[at]), step_end=int(steps[-1]),
+                          series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps),),
+                          summary=(f"LR decays from {peak:.3g} to its floor, {_at_floor(steps, lr, at, floor)}, and "
+                                   f"stays there to the last record; the run declares {plan['said']}, and the floor "
+                                   f"comes {'at most ' if plan['bound'] else ''}{plan['fraction']:.0%} into it: the "
+                                   f"schedule was computed for a shorter run (scheduler stepped every micro-batch, or "
+                                   f"its length set in other units?)"))
+
+    def _zero_before_plan(self, run: Run, steps: np.ndarray, lr: np.ndarray) -> Iterator[Finding]:
+        """Rule (f) on a log of 3-4 records: an LR printed as 0 from its second record on, early in a declared plan,
+        the loss not falling meanwhile (where it falls, the printed 0 is a value rounded away)."""
+        if lr.size < 3 or lr[0] <= 0 or np.any(lr[1:] != 0):
+            return
+        plan = planned_fraction(run, steps, 1)
+        if plan is None or plan["fraction"] >= self.early or loss_falls(run, self.zero_share, steps[-1], steps[1]):
+            return
+        yield self._before_plan(run, steps, lr, 1, float(lr[0]), 0.0,
+                                run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name"), plan)
+
+    def _line_to_zero(self, run: Run, steps: np.ndarray, lr: np.ndarray) -> dict | None:
+        """Rule (g)'s evidence: after its peak the LR falls at every record, on a straight line (no point off it by
+        more than `line_fit` of the fall, its two halves' slopes within `line_fit` × 5 of each other: not an
+        exponential or step decay), by `min_decay` of the peak or more and not yet to 0, and the line reaches 0
+        before `early` of the declared plan (`plan_axis`); else None."""
+        axis = plan_axis(run, steps)
+        if axis is None:
+            return None
+        x, total, said, unit = axis
+        i = int(np.argmax(lr))
+        xs, ys = x[i:], lr[i:]
+        if ys.size < self.line_points or ys[-1] <= 0 or np.any(np.diff(ys) >= 0) or np.any(np.diff(xs) <= 0) \
+                or ys[-1] > (1 - self.min_decay) * ys[0]:
+            return None
+        slope, icpt = np.polyfit(xs, ys, 1)
+        fall = float(ys[0] - ys[-1])
+        half = ys.size // 2
+        s1, s2 = (np.polyfit(xs[a:b], ys[a:b], 1)[0] for a, b in ((0, half + 1), (half, ys.size)))
+        if slope >= 0 or np.max(np.abs(ys - (slope * xs + icpt))) > self.line_fit * fall \
+                or abs(s2 / s1 - 1) > 5 * self.line_fit:
+            return None
+        zero = float(-icpt / slope)
+        if zero / total >= self.early:
+            return None
+        return {"rule": "line_to_zero", "from_step": int(steps[i]), "from": float(xs[0]), "to": float(xs[-1]),
+                "lr_from": float(ys[0]), "lr_to": float(ys[-1]), "per_unit": float(-slope), "unit": unit,
+                "zero_at": zero, "plan_length": total, "plan": said, "fraction_of_plan": zero / total}
 
     def _past_horizon(self, run: Run, steps: np.ndarray, lr: np.ndarray, first: int, last: int) -> dict | None:
         """Rule (e)'s evidence: a decay from the peak to the floor before `early` of the run, then a smooth climb
@@ -189,6 +304,87 @@ class LrScheduleAnomaly:
             ev["accumulation"] = int(accum)
             ev["matches_accumulation"] = bool(abs(fraction * accum - 1) <= 0.2)
         return ev
+
+
+def planned_fraction(run: Run, steps: np.ndarray, at: int) -> dict | None:
+    """How far into the run's declared plan the LR record `at` lies: {"fraction", "said" (the plan in words),
+    "bound" (True where only an upper bound is known: the furthest counter the log printed, for a point with no
+    counter of its own)}; None where the run declares no plan, or one the log has already passed (a plan the log
+    outruns is not this run's). Steps are placed on a step plan where the LR's axis is logged steps, epochs on an
+    epoch plan from the counter printed on the point's line or the logged epoch series."""
+    name = run.pick("lr")
+    ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"][0])
+    declared = _declared(run, STEP_PLAN_KEYS)
+    if declared:
+        total, key = declared
+        reached = run.config_number("steps_reached")
+        if not ordinal and steps[-1] < total:
+            return _plan(float(steps[at]) / total, f"{total:g} steps ({key})", False)
+        if ordinal and reached is not None and reached < total:
+            return _plan(reached / total, f"{total:g} steps ({key}), the log printing {reached:g} of them", True)
+    declared = _declared(run, EPOCH_PLAN_KEYS)
+    if not declared:
+        return None
+    epochs, key = declared
+    if ordinal:
+        printed = run.counters(name, [int(steps[at])]).get(int(steps[at]), (None, None))[0]
+        reached = run.config_number("epochs_reached")
+        done, bound = (printed, False) if printed is not None else (reached, True)
+    elif run.has("epoch"):
+        es, ev = run.arrays("epoch")
+        keep = np.isfinite(ev)
+        done = float(np.interp(steps[at], es[keep], ev[keep])) if keep.any() and es[keep][-1] >= steps[at] else None
+        bound = False
+    else:
+        return None
+    if done is None or done >= epochs:
+        return None
+    return _plan(float(done) / epochs, f"{epochs:g} epochs ({key})", bound)
+
+
+def plan_axis(run: Run, steps: np.ndarray) -> tuple[np.ndarray, float, str, str] | None:
+    """Each LR record's place in the run's declared plan, in the plan's unit: (positions, planned length, the plan in
+    words, "step" or "epoch"); None where no plan is declared or the records cannot be placed on it (logged steps on
+    a step plan; on an epoch plan the epoch printed on each record's line, or the logged epoch series)."""
+    name = run.pick("lr")
+    ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"][0])
+    declared = _declared(run, STEP_PLAN_KEYS)
+    if declared and not ordinal and steps[-1] < declared[0]:
+        return steps.astype(float), declared[0], f"{declared[0]:g} steps ({declared[1]})", "step"
+    declared = _declared(run, EPOCH_PLAN_KEYS)
+    if not declared:
+        return None
+    epochs, key = declared
+    if ordinal:
+        printed = run.counters(name, steps.tolist())
+        x = [printed.get(int(s), (None, None))[0] for s in steps]
+        if any(e is None for e in x):
+            return None
+        x = np.asarray(x, dtype=float)
+    elif run.has("epoch"):
+        es, ev = run.arrays("epoch")
+        keep = np.isfinite(ev)
+        if not keep.any() or es[keep][-1] < steps[-1]:
+            return None
+        x = np.interp(steps, es[keep], ev[keep])
+    else:
+        return None
+    return (x, epochs, f"{epochs:g} epochs ({key})", "epoch") if x[-1] < epochs else None
+
+
+def _declared(run: Run, keys: tuple[str, ...]) -> tuple[float, str] | None:
+    """(the planned length, where it was read) from the first of `keys` the config sets to 2 or more (HF writes -1
+    for an unset `max_steps`); a console's counters (ingest.plan) are named as such."""
+    for k in keys:
+        v = run.config_number(k)
+        if v is not None and v >= 2:
+            return v, {"planned_steps": "the total its step counter prints",
+                       "planned_epochs": "the total its epoch counter prints"}.get(k, k)
+    return None
+
+
+def _plan(fraction: float, said: str, bound: bool) -> dict:
+    return {"fraction": float(fraction), "said": said, "bound": bound}
 
 
 def _peak_and_floor(lr: np.ndarray) -> tuple[float, float]:

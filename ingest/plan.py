@@ -1,0 +1,45 @@
+"""The run's plan as a console log prints it: its length beside its counters (`Epoch 3/100`, `[iter 50/10000]`,
+`step 3000/5000`, a `Steps:` progress bar's `1/2000`) and the LR scheduler its argument dump names: stored as a config
+so that the detectors can judge a schedule against what the run declares, not only against the log."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# A counter and its total, the counter's word naming what is counted (an unlabelled progress bar's `45/100` may
+# count the batches of one epoch, so it declares no plan).
+_EPOCHS = re.compile(rb"\bepoch\s*[:=#]?\s*\[?\s*(\d{1,6})\s*/\s*(\d{1,6})\b(?!\.\d)", re.I)
+_STEPS = re.compile(rb"\b(?:iter|iters|iteration|iterations|it|step|steps|global[_ ]step|update|updates)\s*[:=#]?"
+                    rb"\s*\[?\s*(\d{1,9})\s*/\s*(\d{1,9})\b(?!\.\d)", re.I)
+_STEPS_BAR = re.compile(rb"\b(?:steps?|iters?|iterations?)\s*:\s*\d+%\|[^|\n]*\|\s*(\d{1,9})\s*/\s*(\d{1,9})\b", re.I)
+# The scheduler a training script's argument dump names (HF's `lr_scheduler_type: cosine`,
+# `lr_scheduler_type=SchedulerType.COSINE`, `--lr_scheduler_type cosine`).
+_SCHEDULER = re.compile(rb"\blr_scheduler_type\b['\"]?\s*(?:[:=]|\s)\s*['\"]?(?:SchedulerType\.)?([A-Za-z_]+)", re.I)
+CONFIG_NAME = "console plan"
+
+
+def planned(text: bytes) -> dict[str, Any]:
+    """{"planned_epochs": E, "epochs_reached": e, "planned_steps": N, "steps_reached": n} from the counters with a
+    total printed in `text` (the largest total, and the largest count printed against it), and the
+    `lr_scheduler_type` an argument dump names; empty when none is."""
+    out: dict[str, Any] = {}
+    epoch_lines = {_line_of(text, m.start()) for m in _EPOCHS.finditer(text)}
+    for what, patterns in (("epochs", (_EPOCHS,)), ("steps", (_STEPS, _STEPS_BAR))):
+        # a step total on a line that counts epochs too (`Epoch [1/5], Step [100/600]`) counts one epoch's steps
+        pairs = [(int(m.group(1)), int(m.group(2))) for p in patterns for m in p.finditer(text)
+                 if what == "epochs" or _line_of(text, m.start()) not in epoch_lines]
+        pairs = [(n, total) for n, total in pairs if 2 <= total and n <= total]
+        if pairs:
+            total = max(t for _, t in pairs)
+            out[f"planned_{what}"] = total
+            out[f"{what}_reached"] = max(n for n, t in pairs if t == total)
+    named = _SCHEDULER.search(text)
+    if named:
+        out["lr_scheduler_type"] = named.group(1).decode().lower()
+    return out
+
+
+def _line_of(text: bytes, at: int) -> int:
+    """Where the line holding byte `at` begins."""
+    return max(text.rfind(b"\n", 0, at), text.rfind(b"\r", 0, at)) + 1

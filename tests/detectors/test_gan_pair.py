@@ -1,0 +1,91 @@
+"""A GAN's two losses judged as a pair (detectors.adversarial): console logs printed by a tiny real GAN, in the
+line format of PyTorch's DCGAN example (`[e/E][b/B] Loss_D: x Loss_G: y`)."""
+
+import pytest
+
+from forensics.judge.detectors import Divergence, LossSpike
+from forensics.judge.detectors.base import missing_reason
+from tests.runwriters import load_run, one_torch_thread
+
+
+def _gan_log(root, d_lr: float, g_lr: float, epochs: int, d_logit_scale: float = 1.0) -> None:
+    """Train a tiny GAN on a 2-D Gaussian with BCELoss (non-saturating generator loss) and write its DCGAN-style
+    lines to root/train.log every 5 of 20 batches. A fast discriminator against a slow generator wins; a
+    `d_logit_scale` far above 1 (a temperature applied the wrong way round) saturates its sigmoid."""
+    import torch
+    from torch import nn
+
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return x * d_logit_scale
+
+    torch.manual_seed(0)
+    gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    disc = nn.Sequential(nn.Linear(2, 32), nn.ReLU(), nn.Linear(32, 1), Scaled(), nn.Sigmoid())
+    opt_d = torch.optim.Adam(disc.parameters(), lr=d_lr, betas=(0.5, 0.999))
+    opt_g = torch.optim.Adam(gen.parameters(), lr=g_lr, betas=(0.5, 0.999))
+    bce = nn.BCELoss()
+    ones, zeros = torch.ones(64, 1), torch.zeros(64, 1)
+    lines = []
+    with one_torch_thread():
+        for epoch in range(epochs):
+            for i in range(20):
+                real = torch.randn(64, 2) * 0.5 + torch.tensor([2.0, -1.0])
+                fake = gen(torch.randn(64, 4))
+                opt_d.zero_grad()
+                loss_d = bce(disc(real), ones) + bce(disc(fake.detach()), zeros)
+                loss_d.backward()
+                opt_d.step()
+                opt_g.zero_grad()
+                loss_g = bce(disc(fake), ones)
+                loss_g.backward()
+                opt_g.step()
+                if i % 5 == 0:
+                    lines.append(f"[{epoch}/{epochs}][{i}/20] Loss_D: {loss_d.item():.4f} Loss_G: {loss_g.item():.4f}")
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+
+
+def test_a_discriminator_that_wins_is_a_diverged_game_not_a_spike(tmp_path):
+    """The discriminator learns 5000× faster than the generator: its loss falls to ~0 while the generator's climbs
+    from ~2 to ~14 and stays. One divergence of the pair; the generator's climb is no loss spike."""
+    _gan_log(tmp_path / "r", d_lr=0.05, g_lr=1e-5, epochs=30)
+    run = load_run(tmp_path / "r", tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["shape"] == "discriminator_wins" and f.series == "Loss_G"
+    assert f.evidence["discriminator_end"] < 0.01 and f.evidence["generator_end"] > 10
+    assert "GAN run" in missing_reason(LossSpike(), run)
+
+
+def test_a_saturated_discriminator_drives_the_generator_to_the_bce_clamp(tmp_path):
+    """Logits ×10^4 before the sigmoid: most fakes get an output of exactly 0, and the generator's loss climbs to
+    ~90 of BCELoss's clamp of 100 while the discriminator's stays well above 0."""
+    _gan_log(tmp_path / "r", d_lr=2e-4, g_lr=2e-4, epochs=10, d_logit_scale=1e4)
+    [f] = Divergence().check(load_run(tmp_path / "r", tmp_path / "f.duckdb"))
+    assert f.evidence["generator_at_bce_clamp"] and f.evidence["generator_end"] >= 50
+    assert "half or more of BCELoss's clamp" in f.summary
+
+
+def test_a_balanced_gan_is_healthy_and_says_its_losses_were_judged_as_a_pair(tmp_path):
+    """Balanced learning rates: the discriminator stays near 2·ln 2 and the generator near ln 2. No finding, and the
+    verdict is healthy (not inconclusive for the detectors the pair leaves out), saying how the losses were read."""
+    from forensics.services.analysis import analyze
+
+    _gan_log(tmp_path / "r", d_lr=5e-4, g_lr=1e-3, epochs=30)
+    result = analyze(tmp_path / "r", tmp_path / "f.duckdb")
+    assert result.findings == [] and result.verdict == "healthy"
+    assert "judged as a pair" in result.verdict_reason
+
+
+@pytest.mark.parametrize("names", [("Loss_G", "Loss_D"), ("g_loss", "d_loss"), ("gen_loss", "disc_loss"),
+                                   ("Generator loss", "Discriminator loss"), ("errG", "errD")])
+def test_the_pair_is_found_by_its_names(tmp_path, names):
+    from forensics.judge.detectors.base import gan_pair
+
+    root = tmp_path / "r"
+    root.mkdir()
+    g, d = names
+    (root / "train.log").write_text("\n".join(f"step {i} {g}: {0.7 + 0.01 * i:.3f} {d}: {1.38 - 0.01 * i:.3f}"
+                                              for i in range(10)) + "\n")
+    pair = gan_pair(load_run(root, tmp_path / "f.duckdb"))
+    assert pair is not None and (pair.generator, pair.discriminator) == names

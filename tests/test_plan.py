@@ -1,0 +1,27 @@
+"""The planned length a console log prints beside its counters, kept as a config (ingest.plan)."""
+
+import duckdb
+
+from ingest.run import ingest_run
+
+
+def _configs(tmp_path, lines: list[str]) -> dict:
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "f.duckdb"
+    ingest_run(root, db)
+    con = duckdb.connect(str(db), read_only=True)
+    return {k: float(v) for k, v in con.execute("SELECT key, value FROM configs WHERE name = 'console plan'").fetchall()}
+
+
+def test_an_epoch_total_is_the_plan_and_a_step_total_beside_it_counts_one_epoch(tmp_path):
+    """PyTorch tutorials print `Epoch [e/5], Step [s/600]`: 5 epochs planned, 600 steps in each, not in the run."""
+    lines = [f"Epoch [{e}/5], Step [{s}/600], Loss: {1.0 / (e * s):.4f}" for e in (1, 2) for s in (100, 200, 600)]
+    assert _configs(tmp_path, lines) == {"planned_epochs": 5, "epochs_reached": 2}
+
+
+def test_an_iteration_total_is_the_plan_and_an_unlabelled_bar_is_not(tmp_path):
+    lines = [f"[iter {i}/10000] loss {3 - i / 1000:.3f}" for i in range(10, 60, 10)]
+    lines += [f" 45%|####      | {b}/100 [00:01<00:01, 42.1it/s, loss=0.5]" for b in (45, 46)]
+    assert _configs(tmp_path, lines) == {"planned_steps": 10000, "steps_reached": 50}
