@@ -29,7 +29,8 @@ class Plateau:
     errors of its median: a noisy start drawn low makes no plateau); the trend inside the
     plateau projects less than `max_progress` of the earlier drop (or two noise sigmas, a noisy loss), and no fall
     beyond `trend_sigmas` sigmas of that trend at `max_pace` or more of the pace before the stall (still learning,
-    at the pace it learned). From `min_points` points.
+    at the pace it learned), nor a fall the trend allows (its fall plus `trend_sigmas` sigmas) at that pace: over a
+    few noisy points a stall must be shown, not a fall merely unshown. From `min_points` points.
     A lower plateau counts when the LR's median over it is `lr_fall` × below its peak before it (an LR dropped to ~0).
     A stall that held until a restart (`ResumedRun`), judged on the segment before it, counts at any level when the
     loss after the restart falls `later_fall` below it: the floor was lower, the run was stopped on a plateau.
@@ -161,6 +162,12 @@ class Plateau:
         pace = progress * (steps[start] - steps[0]) / max(steps[-1] - steps[start], 1)
         if (change > max(self.max_progress * drop, self.trend_sigmas * sigma * np.sqrt(12 / (y.size - start)))
                 and pace >= self.max_pace):
+            return None
+        # A stall is shown, not a fall merely unshown: over a few noisy points the fall the trend allows (its fall
+        # plus `trend_sigmas` of its uncertainty) may still be learning at `max_pace` of the earlier pace.
+        allowed = change + self.trend_sigmas * sigma * np.sqrt(12 / (y.size - start))
+        pace_allowed = allowed / drop * (steps[start] - steps[0]) / max(steps[-1] - steps[start], 1)
+        if allowed > self.max_progress * drop and pace_allowed >= self.max_pace:
             return None
         ev = {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": head,
               "fraction_of_initial": tail / head, "length_fraction": length, "slope_per_step": slope,
