@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import sys
+import traceback
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -77,6 +78,8 @@ def judge_one(case: dict, cache: str) -> dict:
             run_shape = shape(Run.from_store(con, report.run_id))
     except ForensicsError as e:  # an unreadable run is reported and the others judged
         return {**case, "error": f"{type(e).__name__}: {e}"}
+    except Exception as e:  # noqa: BLE001 - an engine bug on one run: reported with its traceback, the rest judged
+        return {**case, "error": f"BUG {type(e).__name__}: {e}", "traceback": traceback.format_exc()}
     skipped = {s.kind for s in result.skipped}
     from forensics.judge.detectors import ALL
 
