@@ -40,8 +40,7 @@ class Underfitting:
     Evidence: the reference (log C or initial loss) and its source, initial, final train and val levels,
     final train level as a fraction of the reference and of the initial, the train–val gap, the late
     progress of each curve, the fraction of each curve's steps before it reached its stall level.
-    False alarms: 0 of the 88 healthy runs it could check (benchmarks/calibrate.py); 0 of the 64 healthy real
-    runs (shared sets and our blind part).
+    False alarms: 1 of the 26 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets).
     """
 
     kind: ClassVar[str] = "underfitting"

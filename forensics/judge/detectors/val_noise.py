@@ -27,7 +27,7 @@ class ValNoise:
     it is smooth (the per-epoch mean training loss of Keras or Lightning is smoother still).
     Why: a tiny validation set, random augmentation at validation, or model.eval() missing.
     Evidence: relative noise of each, their ratio.
-    False alarms: 1 of the 610 healthy runs it could check (0.16%; benchmarks/calibrate.py).
+    False alarms: 1 of the 38 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets).
     """
 
     kind: ClassVar[str] = "val_noise"
