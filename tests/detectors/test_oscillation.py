@@ -106,3 +106,13 @@ def test_a_loss_swinging_by_a_factor_around_the_level_it_started_at_is_oscillati
     falling = 1.2 * np.exp(-steps / 150.0) * np.exp(rng.normal(0, 0.1, steps.size)) + 0.05
     run = load_run(write_tb(tmp_path / "b", {"loss": (steps, falling)}), tmp_path / "b.duckdb")
     assert list(Oscillation().check(run)) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_wide_single_batch_spread_around_a_falling_curve_is_silent(tmp_path, seed):
+    """Single-batch losses spread ±45% around a mean that falls a quarter: the median of three first points
+    cannot show the fall, the first tenth's median and a trend over every point do. A loss that learns."""
+    rng = np.random.default_rng(100 + seed)
+    steps = np.arange(1, 601) * 10
+    mean = 2.3 - 0.6 * (1 - np.exp(-steps / 2000))
+    assert _check(tmp_path, steps, mean * np.exp(rng.normal(0, 0.45, steps.size) - 0.45 ** 2 / 2)) == []

@@ -148,3 +148,23 @@ def test_overfitting_under_heavy_evaluation_noise_is_read_from_medians(tmp_path)
     flat = 1.0 * np.exp(rng.normal(0, 0.35, ep.size))
     run = load_run(write_tb(tmp_path / "b", {"train/loss": (ep, train), "val/loss": (ep, flat)}), tmp_path / "b.duckdb")
     assert list(Overfitting().check(run)) == []
+
+
+def _late_turn(up: int, seed: int = 0):
+    """Twelve evaluations falling to a floor, the last `up` of them rising 15% above it; training keeps falling."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, 13) * 200
+    v = 1.4 + 0.8 * np.exp(-steps / 500) + rng.normal(0, 0.004, steps.size)
+    v[steps.size - up:] = 1.4 * (1.15 + rng.normal(0, 0.004, up))
+    return steps, v
+
+
+def test_one_or_two_evaluations_up_at_the_end_are_not_overfitting(tmp_path):
+    """A user waits for the next evaluation before stopping the run; three up in a row is a rise that holds."""
+    train = curve(n=240, every=10, floor=0.4)
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": train, "val/loss": _late_turn(2)}), tmp_path / "a.duckdb")
+    assert list(Overfitting().check(run)) == []
+    assert len(list(Overfitting(min_evals_above=2).check(run))) == 1  # the persistence is what decides
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": train, "val/loss": _late_turn(3)}), tmp_path / "b.duckdb")
+    [f] = Overfitting().check(run)
+    assert f.evidence["val_rise_relative"] > 0.05

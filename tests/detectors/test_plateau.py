@@ -69,7 +69,8 @@ def test_a_fall_within_the_noise_is_not_a_plateau(tmp_path):
                      0.7272, 0.4428, 1.605, 0.6961])
     run = load_run(write_tb(tmp_path / "r", {"loss": (np.arange(10, 310, 10), loss)}), tmp_path / "f.duckdb")
     assert list(Plateau().check(run)) == []
-    assert list(Plateau(min_drop_sigmas=0.0).check(run))  # without the noise guard the 20% "fall" reads as a plateau
+    # without the noise guards (the fall's, the initial level's, the trend's) the 20% "fall" reads as a plateau
+    assert list(Plateau(min_drop_sigmas=0.0, head_sigmas=0.0, max_pace=float("inf")).check(run))
 
 
 def test_a_short_per_epoch_log_that_stalls_high_is_a_plateau(tmp_path):
@@ -224,3 +225,29 @@ def test_a_stall_that_held_until_a_restart_and_was_beaten_after_it_is_a_plateau(
             [f] = found
             assert f.evidence["restart_step"] == 303 and f.step_end == 300 and f.evidence["later_floor"] < 0.9
             assert "until the run was restarted at step 303" in f.summary
+
+
+def test_a_noisy_start_drawn_low_makes_no_plateau(tmp_path):
+    """Single-batch losses spread ±30% that fall from ~2 to ~0.95 (under half their start) and creep on: the
+    first three points drew low (a median of 1.5), so the tail reads as 60% of "its start" against that draw."""
+    rng = np.random.default_rng(5)
+    t = np.arange(600)
+    mean = 1.1 + 0.9 * np.exp(-t / 60) - 0.15 * t / 600
+    loss = mean * np.exp(rng.normal(0, 0.3, t.size) - 0.3 ** 2 / 2)
+    run = load_run(write_tb(tmp_path / "r", {"loss": ((t + 1) * 10, loss)}), tmp_path / "f.duckdb")
+    assert list(Plateau().check(run)) == []
+    [f] = Plateau(head_sigmas=0.0).check(run)  # the initial level's noise is what decides
+    assert f.evidence["fraction_of_initial"] > 0.55
+
+
+@pytest.mark.parametrize("seed", [4, 5, 9, 10])
+def test_a_stall_the_few_noisy_points_cannot_show_is_no_plateau(tmp_path, seed):
+    """An excerpt of 29 noisy records (±6%): the loss falls 23 → 14.5 over 16 of them, then on at a third of that
+    pace. The fall over the last 13 is not significant, yet the fall their trend allows is learning at a quarter of
+    the earlier pace or more: no stall is shown."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(29)
+    mean = np.where(t < 16, 23.0 - 0.55 * t, 14.5 - 0.16 * (t - 16))
+    loss = mean * (1 + rng.normal(0, 0.06, t.size))
+    run = load_run(write_tb(tmp_path / "r", {"loss": ((t + 3) * 100, loss)}), tmp_path / "f.duckdb")
+    assert list(Plateau().check(run)) == []

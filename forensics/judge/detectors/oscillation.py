@@ -25,7 +25,9 @@ class Oscillation:
     `min_autocorr` (and 4/√n) in magnitude (minibatch noise is independent from batch to batch);
     unsettled swings: robust sigma ≥ `min_amplitude` of the level, on a level `min_above` × its reference (log C,
     else the start), with a sigma of at least `min_unsettled` × the run's whole progress, or a loss that never fell
-    (`stats.learned`) whose upper quartile over that half is `min_factor` × its lower one (a factor, not noise);
+    (`stats.learned`, from its first points or its first tenth, nor a Mann–Kendall fall at p < `fall_p` over the
+    launch: a single-batch spread that wide hides a real fall from a median of three points) whose upper quartile over that half is
+    `min_factor` × its lower one (a factor, not noise);
     bouncing weights: the validation loss over that half (`min_val_points` evaluations) reverses at `min_val_flips`
     of its steps by a median step of `min_val_step` of its level, training being the noisier of the two, at a
     training level of at least `min_bounce_level` of its reference.
@@ -33,8 +35,7 @@ class Oscillation:
     Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
     autocorrelation of the residual and of the differences, sign-change rate of differences, crossings, the
     robust sigma and the run's progress, and which rule held (`structured` or `unsettled`).
-    False alarms: 0 of the 79 healthy runs it could check (at most 3.8% at 95% confidence; benchmarks/calibrate.py);
-    0 of the 64 healthy real runs.
+    False alarms: 0 of the 64 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets).
     """
 
     kind: ClassVar[str] = "oscillation"
@@ -55,6 +56,7 @@ class Oscillation:
     min_val_step: float = 0.04  # and its median step is 4% of its level (settled weights: < 1%; mismatch: 2.3%)
     min_bounce_level: float = 0.25  # and the loss stays at a quarter of its reference or more (not converged)
     min_factor: float = 1.5  # a loss whose upper quartile is 1.5× its lower one, around the level it started at
+    fall_p: float = 0.01  # ... and no fall over the whole launch at Mann–Kendall p below this (a falling loss learns)
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", 24)
@@ -89,8 +91,8 @@ class Oscillation:
         if not (lvl > 0 and abs(tau) <= self.max_tau and trend <= self.max_trend * amp):
             return
         q1, q3 = np.percentile(seg, [25, 75])
-        around = (not stats.learned(y, lvl) and q1 > 0 and q3 >= self.min_factor * q1
-                  and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)
+        around = (not stats.learned(y, lvl) and not _falls(steps, y, lvl, self.fall_p) and q1 > 0
+                  and q3 >= self.min_factor * q1 and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)
         unsettled = unsettled or around  # swings by a factor around the level it started at: no progress at all
         high = lvl >= self.min_bounce_level * reference
         bounce = None if structured or unsettled or not high else self.bouncing_weights(run, x[0], seg)
@@ -139,3 +141,10 @@ class Oscillation:
             return None
         return {"val_points": int(v.size), "val_sign_change_rate": flips, "val_median_step": step,
                 "val_relative_noise": vn, "train_relative_noise": tn}
+
+
+def _falls(steps: np.ndarray, y: np.ndarray, level: float, p: float) -> bool:
+    """The curve learned, however wide its spread: it trends down over all its points (Mann–Kendall p < `p`), or
+    fell to `level` from the median of its first tenth (`stats.learned`), a start a wide spread cannot hide."""
+    trend = stats.mann_kendall(y, steps)
+    return bool(trend.z < 0 and trend.p < p) or stats.learned(y, level, points=max(stats.START_POINTS, y.size // 10))

@@ -21,10 +21,13 @@ class ValNoise:
     Detects: the point-to-point noise of validation around its own trend (`stats.relative_wiggle`) is at least `ratio`
     times that of the training loss and at least `min_noise`, and at least `min_sign_changes` of its successive
     differences flip sign. Validation is an average over many batches, so it should be the smoother of the two.
-    Silent when the training loss ends `max_train_rise` above its smoothed minimum: the swings are divergence's.
+    Silent when the training loss ends `max_train_rise` above its smoothed minimum: the swings are divergence's; and
+    when validation's point noise (`stats.noise`) is under `min_share_of_travel` of the range its smoothed curve covers:
+    a loss falling by orders of magnitude moves a large share of its tiny final level between epochs, yet plotted
+    it is smooth (the per-epoch mean training loss of Keras or Lightning is smoother still).
     Why: a tiny validation set, random augmentation at validation, or model.eval() missing.
     Evidence: relative noise of each, their ratio.
-    False alarms: 1 of the 610 healthy runs it could check (0.16%; benchmarks/calibrate.py).
+    False alarms: 1 of the 38 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets).
     """
 
     kind: ClassVar[str] = "val_noise"
@@ -35,6 +38,7 @@ class ValNoise:
     min_sign_changes: float = 0.45  # share of successive differences flipping sign (white noise: about 2/3)
     max_train_rise: float = 0.5  # training ending 50% above its minimum is diverging: the validation swings
     min_points: int = 8  # second differences and sign changes need this many points of each curve
+    min_share_of_travel: float = 0.02  # point noise under 2% of the smoothed curve's range: a smooth curve on a plot
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "val_loss", self.min_points) or too_short(run, "loss", self.min_points)
@@ -54,12 +58,22 @@ class ValNoise:
         flips = stats.sign_change_rate(v)
         if not (vn >= self.min_noise and vn >= self.ratio * tn and flips >= self.min_sign_changes):
             return
+        sigma, travel = stats.noise(v), _travel(v)
+        if travel > 0 and sigma < self.min_share_of_travel * travel:
+            return  # jumps invisible beside the curve's own fall: large relative to a level that nears 0 only
         ev = {"val_relative_noise": vn, "train_relative_noise": tn, "ratio": vn / tn if tn > 0 else None,
-              "val_sign_change_rate": flips}
+              "val_sign_change_rate": flips, "val_noise": sigma, "val_travel": travel}
         yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]), series=run.pick("val_loss"),
                          evidence=ev, sources=(src(run, "val_loss", vs), src(run, "loss", ts)),
                          summary=(f"validation loss moves {vn:.1%} of its level between evaluations, "
                                   f"{_times(vn, tn)} the training loss's {tn:.1%}"))
+
+
+def _travel(v: np.ndarray) -> float:
+    """How far the validation curve moves over the run: the range of its rolling median over a tenth of the
+    points (at least 3), which evaluation noise does not widen."""
+    smooth = stats.rolling_median(v, max(3, v.size // 10) | 1)
+    return float(np.nanmax(smooth) - np.nanmin(smooth))
 
 
 def _times(vn: float, tn: float) -> str:
