@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import catalog, numbers, stats
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
+from ingest.announcements import NONFINITE_LOSS
 
 
 # Where a kind sits in the chain from cause to symptom, each detector's `stage` (lower comes first; the verdict's
@@ -325,3 +327,27 @@ def curve_ends(steps: np.ndarray, values: np.ndarray, start_points: int, checkpo
     if checkpoints:
         head, tail = (t.replace(" step", " checkpoint step") for t in (head, tail))
     return head, tail
+
+
+# -- what a console log announces in words (`Run.announced`, `ingest.announcements`) ------------------------------
+
+def announced_nonfinite(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The console lines that announce a non-finite training loss in words (`nan loss caught, skipping batch`, `Loss is
+    nan, stopping training`), split into (those the run ended on, those the training skipped and survived): the one
+    home of that judgement (nan_loss reads the first, masked_nonfinite the second). A line ends the run where it says
+    the training stops, or where its file logs no finite training loss after it (no training record at all in the
+    file: unless the line says the batch was skipped). Both empty where the logged loss itself holds a non-finite
+    value: nan_loss reads that value."""
+    said = run.announced(NONFINITE_LOSS)
+    if said.height == 0 or (run.has("loss") and not np.isfinite(run.arrays("loss")[1]).all()):
+        return said.clear(), said.clear()
+    what = said["said"].to_list()
+    records = (said["before"] + said["after"]).to_numpy() > 0
+    fin = said["finite_after"].to_numpy() > 0
+    ends = np.array([w.ends for w in what]) | (records & ~fin) | (~records & ~np.array([w.skips for w in what]))
+    return said.filter(pl.Series(ends)), said.filter(pl.Series(~ends))
+
+
+def quoted(text: str) -> str:
+    """A line from a log as a finding's summary quotes it (the faces escape what it holds)."""
+    return f'"{text}"'
