@@ -146,12 +146,13 @@ def read(line: str) -> Said | None:
 
 
 def _resumed_from(text: str) -> tuple[str | None, int | None]:
-    """The counter a resume announces it starts from: a named one (`from epoch 149`, `at step 47700`, `(epoch 9)`),
+    """The counter a resume announces it starts from: a named one (`from epoch 149`, `at step 47700`, `(epoch 9)`; the
+    step where both are named),
     a bare `@ 9`, or the one in the checkpoint's name (`checkpoint-500`, `model.ckpt-0`, `epoch=9.ckpt`)."""
-    m = _COUNTER.search(text)
-    if m is not None:
-        unit = m.group("unit").lower()
-        return ("epoch" if unit == "epoch" else "step"), int(m.group("n"))
+    named = {("epoch" if m.group("unit").lower() == "epoch" else "step"): int(m.group("n"))
+             for m in reversed(list(_COUNTER.finditer(text)))}  # (the first of each unit)
+    if named:  # the finer counter where both are named (`with epoch 0 and global step 5`, `epoch=9-step=100.ckpt`)
+        return ("step", named["step"]) if "step" in named else ("epoch", named["epoch"])
     m = _AT.search(text)
     if m is not None:
         return None, int(m.group("n"))

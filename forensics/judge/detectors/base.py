@@ -348,6 +348,13 @@ def announced_nonfinite(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
     return said.filter(pl.Series(ends)), said.filter(pl.Series(~ends))
 
 
+def announced_at(row: dict) -> str:
+    """Where an announcing line stands (`Run.announced` row): `at step S` where S is its own (a printed counter, or
+    its line's ordinal), `after step S` where it took the step of the record before it."""
+    inherited = not row["ordinal"] and row["before"] > 0 and row["step"] == row["top_step_before"]
+    return f"{'after' if inherited else 'at'} step {row['step']}"
+
+
 def quoted(text: str) -> str:
     """A line from a log as a finding's summary quotes it (the faces escape what it holds)."""
     return f'"{text}"'

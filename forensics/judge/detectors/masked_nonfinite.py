@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import NONFINITE, announced_nonfinite, quoted, src
+from forensics.judge.detectors.base import NONFINITE, announced_at, announced_nonfinite, quoted, src
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
 from forensics.judge.run import Run
@@ -144,7 +144,7 @@ class MaskedNonfinite:
                          series=run.pick("loss"), evidence=ev,
                          sources=({"table": "texts", "source": first["grp"], "step_min": ev["first_step"],
                                    "step_max": ev["last_step_masked"]},),
-                         summary=(f"the log announces a non-finite loss at step {first['step']}: "
+                         summary=(f"the log announces a non-finite loss {announced_at(first)}: "
                                   f"{quoted(first['text'])}"
                                   + (f" ({count(survived.height, 'such line')}, the last at step "
                                      f"{ev['last_step_masked']})" if survived.height > 1 else "")

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics.judge.detectors.base import NONFINITE, announced_nonfinite, quoted, src
+from forensics.judge.detectors.base import NONFINITE, announced_at, announced_nonfinite, quoted, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -90,7 +90,7 @@ class NanLoss:
                "and says the training stops")
         yield Finding.of(self, severity="critical", step=int(first["step"]), series=name, evidence=ev,
                          sources=tuple(sources),
-                         summary=(f"the log announces a non-finite loss at step {first['step']}{before}: "
+                         summary=(f"the log announces a non-finite loss {announced_at(first)}{before}: "
                                   f"{quoted(first['text'])}"
                                   + (f" ({lines} such lines)" if lines > 1 else "") + f", {how}: the run ended on it; "
                                   f"the NaN is printed in words, not as a logged loss value"))

@@ -11,6 +11,7 @@ import polars as pl
 
 from forensics.judge.detectors.base import UPSTREAM, src
 from forensics.judge.findings import Finding
+from forensics.judge.numbers import count
 from forensics.judge.detectors.base import quoted
 from forensics.judge.run import TEXT_FORMATS, Run, from_the_start
 from ingest.announcements import RESUME
@@ -121,20 +122,20 @@ class ResumedRun:
                 return
             r = rows.row(0, named=True)
             what = rows["said"].to_list()
-            unit, at = next(((w.counter, w.at) for w in what if w.at is not None), (None, None))
-            if r["after"] == 0 or at == 0:
+            counters = [(w.counter, w.at) for w in what if w.at is not None]
+            if r["after"] == 0 or counters and not any(at for _, at in counters):
                 continue  # nothing logged after it, or a start from step or epoch 0: a fresh launch
-            by_step = not r["ordinal"] and r["first_step_after"] is not None
+            unit, at = next((c for c in counters if c[0] == "step" and c[1]), next((c for c in counters if c[1]),
+                                                                                     (None, None)))
+            by_step = not r["ordinal"]
             prefix = "step" if by_step else "epoch"
             top, first_after, first = (r[f"top_{prefix}_before"], r[f"first_{prefix}_after"], r[f"first_{prefix}"])
-            if unit is None:
-                unit = prefix
-            before = r["before"] > 0 and top is not None and first_after is not None
-            again = before and first_after <= top
-            if before and at is None and first is not None and first_after <= first:
+            before = r["before"] > 0
+            again = before and top is not None and first_after is not None and first_after <= top
+            if before and at is None and first is not None and first_after is not None and first_after <= first:
                 continue  # the counter starts again from the file's first value, no counter announced: a relaunch
-            if not any(w.strong for w in what) and not before:
-                continue  # a weak phrase with no training record before it: an evaluation's load, or a fine-tune's
+            if not any(w.strong for w in what) and not (before and top is not None and first_after is not None):
+                continue  # a weak phrase without training counters on both sides: an evaluation's load, a fine-tune's
             if r["grp"] == same_axis and any(
                     a is not None and min(r["step"], r["first_step_after"]) <= a <= max(r["step"], r["first_step_after"])
                     for pair in known for a in pair):
@@ -145,7 +146,8 @@ class ResumedRun:
                   "announced": r["text"], "resumed_from": at, "resumed_from_unit": unit if at is not None else None,
                   "counter_before": top if before else None, "counter_after": first_after, "counter": prefix,
                   "printed_again": bool(again), "source": r["grp"], "wall_gap_s": None}
-            where = (f"after {prefix} {top} was logged" if before else "before its first training record")
+            where = (f"after {prefix} {top} was logged" if before and top is not None else
+                     f"after {count(r['before'], 'training record')}" if before else "before its first training record")
             then = (f"{prefix} {first_after} is logged again after it" if again else
                     f"the records go on from {prefix} {first_after}") if first_after is not None else ""
             yield Finding.of(self, severity="info", step=int(r["step"]), series=name, evidence=ev,
