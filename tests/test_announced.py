@@ -15,7 +15,7 @@ import pytest
 from forensics.judge.detectors import MaskedNonfinite, NanLoss, ResumedRun
 from ingest import announcements
 from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS, PHRASES, RESUME, read
-from tests.paths import SHARED  # noqa: F401 (the real logs below)
+from tests.paths import SHARED
 from tests.runwriters import load_run
 
 torch = pytest.importorskip("torch")
@@ -256,3 +256,76 @@ def test_the_hf_trainers_own_resume_message_is_read(tmp_path):
 
 
 # -- real logs ----------------------------------------------------------------------------------------------------
+
+
+def _skipping_loop(log, steps, skipped):
+    """A user's loop that checks its gradients before stepping (as an fp16 loop under a GradScaler does) and says when
+    it skips: a batch in `skipped` carries an Inf input, so its gradients are Inf. Records every 10 steps."""
+    model, opt = _model()
+    x, y = _regression()
+    for s in range(steps):
+        xb, yb = x[(s * 8) % 64:(s * 8) % 64 + 8].clone(), y[(s * 8) % 64:(s * 8) % 64 + 8]
+        if s in skipped:
+            xb[0, 0] = float("inf")
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(xb).squeeze(-1), yb)
+        loss.backward()
+        if not all(torch.isfinite(p.grad).all() for p in model.parameters()):
+            print("Found inf or nan in gradients, skipping step", file=log)
+            continue
+        opt.step()
+        if s % 10 == 0:
+            print(f"step {s} loss {loss.item():.4f}", file=log)
+
+
+def test_steps_skipped_for_nonfinite_gradients_past_calibration_are_an_amp_overflow(tmp_path):
+    from forensics.judge.detectors import AmpOverflow
+
+    (tmp_path / "r").mkdir()
+    with open(tmp_path / "r" / "train.log", "w") as log:
+        _skipping_loop(log, 600, skipped=set(range(305, 600, 20)))
+    run = load_run(tmp_path / "r", tmp_path / "f.duckdb")
+    [f] = AmpOverflow().check(run)
+    assert f.evidence["skipped_steps"] == 15 and f.step == 300 and "Found inf or nan in gradients" in f.summary
+
+
+def test_steps_skipped_during_start_up_calibration_are_no_overflow(tmp_path):
+    from forensics.judge.detectors import AmpOverflow
+
+    (tmp_path / "r").mkdir()
+    with open(tmp_path / "r" / "train.log", "w") as log:
+        _skipping_loop(log, 600, skipped={1, 2, 3, 4, 5})
+    run = load_run(tmp_path / "r", tmp_path / "f.duckdb")
+    assert run.announced(NONFINITE_GRAD).height == 5
+    assert list(AmpOverflow().check(run)) == []
+
+
+@pytest.mark.needs_shared
+def test_an_mxnet_log_of_appended_launches_each_announcing_its_resume(tmp_path):
+    """Launches appended to one MXNet log, each opening with `Resume training with (gpu(0)) from epoch N`: a launch that
+    resumes from an epoch the log had passed prints it again, and the finding quotes its line."""
+    run = load_run(SHARED / "wild" / "console" / "c003_mxnet", tmp_path / "f.duckdb")
+    words = [f for f in ResumedRun().check(run) if "announced" in f.evidence]
+    back = [f for f in words if f.evidence["printed_again"]]
+    assert back and all(f.evidence["counter_after"] <= f.evidence["counter_before"] for f in back)
+    assert any(f.evidence["resumed_from"] == f.evidence["counter_after"] == 83 for f in back)
+    assert all(f.evidence["announced"].startswith("Resume training with (gpu(0") for f in words)
+
+
+@pytest.mark.needs_shared
+def test_a_log_that_opens_with_its_resume_from_a_numbered_checkpoint(tmp_path):
+    """`Resuming from ./checkpoints/checkpoint_0705000.pt` before the first record, whose steps start there: the step
+    read from the checkpoint's name is where the records go on from."""
+    run = load_run(SHARED / "wild" / "console" / "c036_plainprint", tmp_path / "f.duckdb")
+    first = next(f for f in ResumedRun().check(run) if "announced" in f.evidence)
+    assert first.evidence["counter_before"] is None and first.evidence["resumed_from"] == 705000
+    assert first.evidence["counter_after"] == 705000 and first.evidence["counter"] == "step"
+
+
+@pytest.mark.needs_shared
+@pytest.mark.parametrize("run_dir", ["real_runs_test/log_factseg6", "wild/console/c074_allennlp"])
+def test_a_writers_warning_about_nan_in_its_input_announces_nothing(tmp_path, run_dir):
+    """tensorboardX's `NaN or Inf found in input tensor.` (a histogram's input, not the loss) and apex's `Gradient
+    overflow. Skipping step, ... reducing loss scale` (read as the loss scale it sets) are no announcement."""
+    run = load_run(SHARED / run_dir, tmp_path / "f.duckdb")
+    assert all(run.announced(kind).height == 0 for kind in announcements.KINDS)

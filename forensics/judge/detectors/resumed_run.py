@@ -125,8 +125,9 @@ class ResumedRun:
             counters = [(w.counter, w.at) for w in what if w.at is not None]
             if r["after"] == 0 or counters and not any(at for _, at in counters):
                 continue  # nothing logged after it, or a start from step or epoch 0: a fresh launch
-            unit, at = next((c for c in counters if c[0] == "step" and c[1]), next((c for c in counters if c[1]),
-                                                                                     (None, None)))
+            # the line nearest the records says where they go on from; a step before an epoch where both are named
+            unit, at = next((c for c in counters[::-1] if c[0] == "step" and c[1]),
+                            next((c for c in counters[::-1] if c[1]), (None, None)))
             by_step = not r["ordinal"]
             prefix = "step" if by_step else "epoch"
             top, first_after, first = (r[f"top_{prefix}_before"], r[f"first_{prefix}_after"], r[f"first_{prefix}"])
