@@ -63,10 +63,18 @@ PHRASES: tuple[Phrase, ...] = (
     # TensorFlow's NanTensorHook: `Model diverged with loss = NaN.`
     Phrase("model_diverged", NONFINITE_LOSS, rf"(?i)\bmodel\s+diverged\s+with\s+loss\s*=\s*{_NF}\b",
            "ERROR:tensorflow:Model diverged with loss = NaN."),
-    # `Found inf or nan in gradients, skipping step`; ESPnet's `The grad norm is nan. Skipping updating the model.`
+    # Lightning's EarlyStopping(check_finite=True): `Monitored metric val_loss = nan is not finite. ... Signaling
+    # Trainer to stop.` (a loss of any split: the weights it is computed with are no longer finite)
+    Phrase("monitored_loss_not_finite", NONFINITE_LOSS,
+           rf"(?i)\bmonitored\s+metric\s+\S*loss\S*\s*=\s*{_NF}\s+is\s+not\s+finite",
+           "Monitored metric train_loss = nan is not finite. Previous best value was 0.512. Signaling Trainer to stop."),
+    # `Found inf or nan in gradients, skipping step`; ESPnet's `The grad norm is nan. Skipping updating the model.`;
+    # Megatron's `found NaN in local grad norm ...`; fairseq's `FloatingPointError: gradients are Nan/Inf`
     Phrase("nonfinite_in_grads", NONFINITE_GRAD,
-           rf"(?i)\b{_NF2}\s+(?:values?\s+)?(?:found\s+)?in\s+(?:the\s+)?(?:grad|grads|gradients?)\b",
+           rf"(?i)\b{_NF2}\s+(?:values?\s+)?(?:found\s+)?in\s+(?:the\s+)?(?:[a-z]+\s+)?(?:grad|grads|gradients?)\b",
            "Found inf or nan in gradients, skipping step"),
+    Phrase("grads_are_nonfinite", NONFINITE_GRAD, rf"(?i)\bgrad(?:ient)?s\s+(?:are|were|became)\s+{_NF2}\b",
+           "FloatingPointError: gradients are Nan/Inf"),
     Phrase("grad_norm_is_nonfinite", NONFINITE_GRAD,
            rf"(?i)\bgrad(?:ient)?\s*norm\s+(?:is|was|became)\s+{_NF2}\b", "The grad norm is nan. Skipping updating the model."),
     # `Resume training from <path> @ 9`, `Resuming from checkpoint ...`, `[Checkpoint] resumed from X at step N`,

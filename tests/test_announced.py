@@ -329,3 +329,28 @@ def test_a_writers_warning_about_nan_in_its_input_announces_nothing(tmp_path, ru
     overflow. Skipping step, ... reducing loss scale` (read as the loss scale it sets) are no announcement."""
     run = load_run(SHARED / run_dir, tmp_path / "f.duckdb")
     assert all(run.announced(kind).height == 0 for kind in announcements.KINDS)
+
+
+def test_nonfinite_gradients_that_stop_the_loop_are_a_nan_loss(tmp_path):
+    """A loop that raises on non-finite gradients (fairseq's `FloatingPointError: gradients are Nan/Inf`) ends the run
+    there; the same words with the loop going on are skipped steps (amp_overflow's), not a NaN the run ended on."""
+    (tmp_path / "r").mkdir()
+    model, opt = _model()
+    x, y = _regression()
+    with open(tmp_path / "r" / "train.log", "w") as log:
+        for s in range(30):
+            xb, yb = x[(s * 8) % 64:(s * 8) % 64 + 8].clone(), y[(s * 8) % 64:(s * 8) % 64 + 8]
+            if s == 17:
+                xb[0, 0] = float("inf")
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(xb).squeeze(-1), yb)
+            loss.backward()
+            if not all(torch.isfinite(p.grad).all() for p in model.parameters()):
+                print("FloatingPointError: gradients are Nan/Inf", file=log)
+                break
+            opt.step()
+            print(f"step {s} loss {loss.item():.4f}", file=log)
+    run = load_run(tmp_path / "r", tmp_path / "f.duckdb")
+    [f] = NanLoss().check(run)
+    assert f.severity == "critical" and f.step == 16 and "non-finite gradient" in f.summary
+    assert list(MaskedNonfinite().check(run)) == []

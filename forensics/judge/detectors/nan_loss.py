@@ -12,6 +12,7 @@ import polars as pl
 from forensics.judge.detectors.base import NONFINITE, announced_at, announced_nonfinite, quoted, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
+from ingest.announcements import NONFINITE_LOSS
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,12 @@ class NanLoss:
                 sources.append(src(run, "loss", steps[ok[-1:]]))
         before = (f" (the last finite loss logged before it: {ev['last_finite_value']:.4g} at step "
                   f"{ev['last_finite_step']})" if ev["last_finite_step"] is not None else "")
+        what = "loss" if first["tag"] == NONFINITE_LOSS else "gradient"
         how = ("and no finite loss is logged after it" if first["finite_after"] == 0 else
                "and says the training stops")
         yield Finding.of(self, severity="critical", step=int(first["step"]), series=name, evidence=ev,
                          sources=tuple(sources),
-                         summary=(f"the log announces a non-finite loss {announced_at(first)}{before}: "
+                         summary=(f"the log announces a non-finite {what} {announced_at(first)}{before}: "
                                   f"{quoted(first['text'])}"
                                   + (f" ({lines} such lines)" if lines > 1 else "") + f", {how}: the run ended on it; "
                                   f"the NaN is printed in words, not as a logged loss value"))
