@@ -354,3 +354,23 @@ def test_nonfinite_gradients_that_stop_the_loop_are_a_nan_loss(tmp_path):
     [f] = NanLoss().check(run)
     assert f.severity == "critical" and f.step == 16 and "non-finite gradient" in f.summary
     assert list(MaskedNonfinite().check(run)) == []
+
+
+def test_a_checkpoint_loaded_between_stages_of_one_program_is_no_resume_unless_epochs_come_again(tmp_path):
+    """`Loaded checkpoint from epoch N` (a weak phrase: a program's next stage, an evaluation load it too) is a resume
+    only where the epochs printed after it go back to ones already logged."""
+    for again in (False, True):
+        root = tmp_path / f"r{again}"
+        (root / "ckpt").mkdir(parents=True)
+        model, opt = _model()
+        with open(root / "train.log", "w") as log:
+            _epochs(log, model, opt, range(1, 6), root / "ckpt")
+            back = 3 if again else 5
+            state = torch.load(root / "ckpt" / f"epoch_{back}.pth")
+            model.load_state_dict(state["model"])
+            print(f"Loaded checkpoint from epoch {state['epoch']}", file=log)
+            _epochs(log, model, opt, range(back + 1, back + 5))
+        run = load_run(root, tmp_path / f"f{again}.duckdb")
+        assert run.announced(RESUME).height == 1
+        words = [f for f in ResumedRun().check(run) if "announced" in f.evidence]
+        assert len(words) == int(again)
