@@ -98,9 +98,12 @@ PHRASES: tuple[Phrase, ...] = (
     # PyTorch's ImageNet example: `=> loaded checkpoint 'checkpoint.pth.tar' (epoch 9)`; `Loading checkpoint from step
     # 5000`: a checkpoint with the counter it was saved at (an evaluation loads one too: weak)
     Phrase("loaded_checkpoint_at", RESUME,
-           r"(?i)\bload(?:ed|ing)\s+(?:the\s+|a\s+)?checkpoint\b[^\n]{0,120}?\b(?:epoch|step|global[_ ]step|iter|iteration)"
-           r"\s*[:=]?\s*\d",
+           r"(?i)\b(?:load(?:ed|ing)\s+(?:the\s+|a\s+)?checkpoint|checkpoint\]?\s*loaded)\b[^\n]{0,200}?"
+           r"\b(?:epoch|step|global[_ ]step|iter|iteration)\s*[:=]?\s*\d",
            "=> loaded checkpoint 'checkpoint.pth.tar' (epoch 9)", strong=False),
+    # facebookresearch's svoice/denoiser solvers: `Replaying metrics from previous run`, the epochs before printed again
+    Phrase("replaying_metrics", RESUME, r"(?i)\breplaying\s+metrics\s+from\s+(?:the\s+)?previous\s+run\b",
+           "[2021-11-11 08:29:13,443][svoice.solver][INFO] - Replaying metrics from previous run"),
 )
 
 HINT = "|".join(f"(?:{p.regex})" for p in PHRASES)  # the bulk pass's filter (polars)
