@@ -374,3 +374,33 @@ def test_a_checkpoint_loaded_between_stages_of_one_program_is_no_resume_unless_e
         assert run.announced(RESUME).height == 1
         words = [f for f in ResumedRun().check(run) if "announced" in f.evidence]
         assert len(words) == int(again)
+
+
+def test_a_log_that_opens_with_a_loaded_checkpoint_and_its_epoch_resumes_there(tmp_path):
+    """PyTorch's ImageNet example resumed: `=> loaded checkpoint '...' (epoch 3)`, then training from epoch 3. The same
+    line before an evaluation only (no training record after it) is no resume."""
+    root = tmp_path / "r"
+    (root / "ckpt").mkdir(parents=True)
+    model, opt = _model()
+    with open(tmp_path / "first.log", "w") as log:
+        _epochs(log, model, opt, range(0, 3), root / "ckpt")
+    state = torch.load(root / "ckpt" / "epoch_2.pth")
+    model.load_state_dict(state["model"])
+    with open(root / "train.log", "w") as log:
+        print(f"=> loaded checkpoint '{root / 'ckpt' / 'epoch_2.pth'}' (epoch {state['epoch'] + 1})", file=log)
+        _epochs(log, model, opt, range(3, 7))
+    [f] = [f for f in ResumedRun().check(load_run(root, tmp_path / "f.duckdb")) if "announced" in f.evidence]
+    assert f.evidence["resumed_from"] == f.evidence["counter_after"] == 3 and f.evidence["counter_before"] is None
+
+    evaluation = tmp_path / "e"  # a run folder holding the training's log and, beside it, an evaluation's
+    evaluation.mkdir()
+    (evaluation / "train.log").write_text((tmp_path / "first.log").read_text())
+    with open(evaluation / "eval.log", "w") as log:
+        print(f"=> loaded checkpoint '{root / 'ckpt' / 'epoch_2.pth'}' (epoch 3)", file=log)
+        x, y = _regression()
+        for b in range(8):
+            loss = torch.nn.functional.mse_loss(model(x[b * 8:b * 8 + 8]).squeeze(-1), y[b * 8:b * 8 + 8])
+            print(f"Test: [{b}/8]\tLoss {loss.item():.4f}", file=log)
+    run = load_run(evaluation, tmp_path / "g.duckdb")
+    assert run.announced(RESUME).height == 1
+    assert [f for f in ResumedRun().check(run) if "announced" in f.evidence] == []

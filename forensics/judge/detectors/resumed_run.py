@@ -38,7 +38,8 @@ class ResumedRun:
     `ingest.announcements`), with training records after it, where the step or epoch it resumes from is not 0 (a
     fresh launch) and the records do not start again from the file's first counter without one; a weak phrase
     (`=> loaded checkpoint ... (epoch 9)`, which an evaluation or a program's next stage prints too) only where the
-    counter of the training records goes back across it. Not where a restart found above is the same one.
+    counter of the training records goes back across it, or where the log opens with it and its records start at the
+    counter it names. Not where a restart found above is the same one.
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
@@ -135,8 +136,12 @@ class ResumedRun:
             again = before and top is not None and first_after is not None and first_after <= top
             if before and at is None and first is not None and first_after is not None and first_after <= first:
                 continue  # the counter starts again from the file's first value, no counter announced: a relaunch
-            if not any(w.strong for w in what) and not again:
-                continue  # a weak phrase whose counter does not go back: an evaluation's load, a fine-tune's, a stage's
+            # a weak phrase: where the counter goes back across it, or where the log opens with it and its records
+            # start at the counter it names (`=> loaded checkpoint (epoch 352)`, then `Epoch: [352/520]`); not where the
+            # counter goes on across it (a program's next stage loads its own checkpoint), nor before anything else
+            opens_at = not before and at is not None and unit == prefix and first_after in (at, at + 1)
+            if not any(w.strong for w in what) and not (again or opens_at):
+                continue
             if r["grp"] == same_axis and any(
                     a is not None and min(r["step"], r["first_step_after"]) <= a <= max(r["step"], r["first_step_after"])
                     for pair in known for a in pair):
