@@ -30,7 +30,7 @@ class MaskedNonfinite:
     the fp16 scaler's start-up calibration.
     Also: a console log that announces a non-finite loss in words on lines the training skipped and survived (`nan loss
     caught, skipping batch` with finite losses logged after: `base.announced_nonfinite`): the logged curve never shows
-    those NaNs; a warning, quoting the first line as printed.
+    those NaNs; a warning, quoting the first line as printed. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
     Evidence: first such step, count, the loss and grad norm there, whether the loss is exactly 0.
     False alarms: 0 of the 403 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
