@@ -93,11 +93,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ingest import announcements
 from ingest.plan import CONFIG_NAME as PLAN_CONFIG
 from ingest.plan import planned
 from ingest.decoding import LEGACY_ENCODINGS, as_utf8, binary_reason, sample, utf16_order  # noqa: F401 (re-exported)
 from ingest.jsonvalues import INT64_MAX
-from ingest.records import Chunk, Issue, scalars_frame
+from ingest.records import Chunk, Issue, scalars_frame, texts_frame
 from ingest.roles import MEMORY_UNITS, SPLIT_WORDS, role_of, words
 from ingest.tabular import with_loss_sums
 
@@ -407,6 +408,7 @@ LOOKS_LIKE_METRIC = re.compile(
 
 _TIME = [p for p in PATTERNS if p.kind == "time"]
 _IGNORED = [p for p in PATTERNS if p.kind == "ignore"]
+_SETTINGS = [p for p in _IGNORED if p.name.startswith(("argparse", "settings"))]  # text that holds settings, not events
 _COUNTERS = [p for p in PATTERNS if p.kind == "counter"]
 _ASSIGN = [p for p in PATTERNS if p.kind == "assign"]
 
@@ -885,7 +887,8 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
                 offset += len(complete) - unended
                 last = not block
                 plan = planned(complete)  # the length the run declares, for the schedule's detector
-                yield Chunk(end=offset, scalars=frame, issues=state.issues(path.name) if last else [],
+                yield Chunk(end=offset, scalars=frame, texts=state.said_frame(),
+                            issues=state.issues(path.name) if last else [],
                             configs={PLAN_CONFIG: plan} if plan else {})
                 if last:
                     return
@@ -922,14 +925,17 @@ def _read_utf16(path: Path, start: int, order: str) -> Iterator[Chunk]:
     state = _State.resume(io.BytesIO(prefix), len(prefix))
     state.start, state.stem_tag = start, _stem_tag(path)
     frame = state.parse(data, 0) if data else None
+    said = state.said_frame()
+    # UTF-8 byte -> UTF-16 code units before it (a character of 4 UTF-8 bytes is two units)
+    codes = np.frombuffer(data, np.uint8)
+    width = np.where((codes & 0xC0) == 0x80, 0, np.where(codes >= 0xF0, 2, 1))
+    before = np.concatenate(([0], np.cumsum(width)))
     if frame is not None and frame.height:
-        # UTF-8 byte -> UTF-16 code units before it (a character of 4 UTF-8 bytes is two units)
-        codes = np.frombuffer(data, np.uint8)
-        width = np.where((codes & 0xC0) == 0x80, 0, np.where(codes >= 0xF0, 2, 1))
-        before = np.concatenate(([0], np.cumsum(width)))
         frame = frame.with_columns((begin + 2 * pl.Series(before[frame["position"].to_numpy()])).alias("position"))
         frame = with_loss_sums(frame)
-    yield Chunk(end=end, scalars=frame, issues=state.issues(path.name))
+    if said is not None:
+        said = said.with_columns((begin + 2 * pl.Series(before[said["position"].to_numpy()])).alias("position"))
+    yield Chunk(end=end, scalars=frame, texts=said, issues=state.issues(path.name))
 
 
 _CSV_NAME = re.compile(r"^\s*[A-Za-z_][\w ./@%()\[\]-]*\s*$")
@@ -1089,6 +1095,33 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     return starts, line_nos, candidates, picked.filter(keep).to_list(), shown, rep[keep].tolist()
 
 
+def _announcing(data: bytes, starts: np.ndarray) -> dict[int, tuple[str, announcements.Said]]:
+    """{index of the line segment in `data`: (its text, what it announces)} for the lines that announce an event in
+    words (`ingest.announcements`): one polars pass of its phrases over every line, then each line it keeps read
+    with a settings dump's text blanked first (the `ignore` patterns that hold settings), so a dump announces nothing."""
+    import pyarrow as pa
+
+    ends = np.append(starts[1:], len(data)).astype(np.int64)
+    try:
+        data.decode("utf-8")
+        text, bounds = data, ends
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace").encode("utf-8")
+        bounds = _segments(text)[2]
+    lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(
+        np.concatenate(([0], bounds)).astype(np.int64)), pa.py_buffer(text)))
+    hits = np.flatnonzero(lines.str.contains(announcements.HINT).to_numpy())
+    out = {}
+    for k, line in zip(hits.tolist(), lines.gather(hits).str.strip_chars_end("\r\n").to_list()):
+        bare = line
+        for p in _SETTINGS:
+            bare = p.regex.sub(" ", bare)
+        what = announcements.read(bare)
+        if what is not None:
+            out[k] = (line, what)
+    return out
+
+
 def _segments(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Start, count of `\\n` before, and end of each line segment, cut as `[^\\r\\n]*(\\r\\n|\\r|\\n)` cuts."""
     raw = np.frombuffer(data, np.uint8)
@@ -1140,6 +1173,7 @@ class _State:
     launches: int = 1  # launches met so far in the file
     block: _Block | None = None  # the evaluation block open at the end of the last chunk (`eval_blocks`)
     train_shapes: dict[str, None] = field(default_factory=dict)  # outlines of training records seen (`eval_blocks`)
+    said: list[dict] = field(default_factory=list)  # lines that announce an event in words (`announced`), not yet handed
 
     @classmethod
     def resume(cls, f, start: int) -> _State:
@@ -1185,7 +1219,8 @@ class _State:
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
         starts, line_nos, candidates, texts, shapes, repeated = _candidate_lines(data, self.outlines)
-        segment, line_no0 = self.segment, self.line_no
+        segment, line_no0, step_before = self.segment, self.line_no, self.last_step
+        said = _announcing(data, starts)  # {segment in data: (line, what it announces)}
         self.segment += len(starts)
         self.line_no += data.count(b"\n")
         parsed = []
@@ -1232,7 +1267,7 @@ class _State:
                 for name in patterns:
                     self.taken[name] = self.taken.get(name, 0) + 1
             if not metrics:
-                if looks:
+                if looks and k not in said:  # (an announcing line was read: as words, `announced`)
                     self.n_unmatched += 1
                     if len(self.unmatched) < MAX_LINES_LISTED:
                         self.unmatched.append(line_no)
@@ -1280,9 +1315,37 @@ class _State:
             rows["ordinal"].append(is_ordinal)
         per_line = pl.DataFrame(rows, schema={"step": pl.Int64, "position": pl.Int64, "wall_time": pl.Float64,
                                               "epoch": pl.Int64, "batch": pl.Int64, "ordinal": pl.Boolean})
+        self.announced(said, offset, starts, segment, step_before, per_line)
         per_point = per_line[np.repeat(np.arange(len(counts)), counts)]
         return scalars_frame(per_point.with_columns(pl.Series("tag", tags, pl.Utf8),
                                                     pl.Series("value", values, pl.Float64)))
+
+    def announced(self, said: dict[int, tuple[str, announcements.Said]], offset: int, starts: np.ndarray, segment: int,
+                  step_before: int | None, records: pl.DataFrame) -> None:
+        """Keep the lines that announce an event in words (`_announcing`), as printed, at their step: the counter the
+        line prints itself (for a non-finite value: `... at iteration=5`), else the step of the last record before it
+        (on the ordinal axis, the line's own ordinal), else the last step seen before this chunk."""
+        at = records["position"].to_numpy()
+        for k, (line, what) in said.items():
+            position = offset + int(starts[k])
+            own = parse_line(line).step if what.kind != announcements.RESUME else None
+            i = int(np.searchsorted(at, position)) - 1
+            if own is not None:
+                step = own
+            elif i >= 0:
+                step = segment + k if records["ordinal"][i] else int(records["step"][i])
+            else:
+                step = step_before if step_before is not None else segment + k
+            self.said.append({"tag": what.kind, "step": step, "position": position, "wall_time": None,
+                              "text": announcements.quote(line)})
+
+    def said_frame(self) -> pl.DataFrame | None:
+        """The announcing lines kept since the last call (`announced`), as `texts` rows; None when there are none."""
+        if not self.said:
+            return None
+        out, self.said = texts_frame(pl.DataFrame(self.said, schema={
+            "tag": pl.Utf8, "step": pl.Int64, "position": pl.Int64, "wall_time": pl.Float64, "text": pl.Utf8})), []
+        return out
 
     def eval_blocks(self, parsed: list[tuple]) -> list[str | None]:
         """The split each parsed line's metrics belong to where an evaluation block holds them, else None.

@@ -204,8 +204,9 @@ FORMATS: list[Format] = [
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     # version 4: a loss printed only in components gets their sum, as in tables (`ingest.tabular.loss_sums`)
+    # version 5: lines that announce a non-finite loss or a resume in words go to `texts` (`ingest.announcements`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=4),
+           text=True, version=5),
 ]
 
 

@@ -347,6 +347,51 @@ def point_counters(con: Any, series_id: int, steps: list[int]) -> dict[int, tupl
         out.setdefault(int(step), (epoch, batch))
     return out
 
+
+def announced(con: Any, run_id: str, prefix: str) -> pl.DataFrame:
+    """The lines of the run's console logs that announce an event in words (`texts` rows whose tag starts with
+    `prefix`: `ingest.announcements`), in write order, each with what the training-loss records of its own file
+    show around it: `grp`, `tag`, `step`, `position`, `text`; `before` and `after` (how many record lines hold a
+    training loss before and after it), `finite_after` (how many of those after hold a finite one), `top_step_before`
+    and `top_epoch_before` (the highest step and epoch printed before it), `first_step_after` and `first_epoch_after`
+    (those of the first record after it), `first_step`, `first_epoch` (those of the file's first record), `ordinal`
+    (whether those records' steps are line ordinals, not a printed counter: DECISIONS §2). One pass
+    over the file's loss records in write order (windows), whatever the number of announcing lines."""
+    return _frame(con, """
+        WITH said AS (
+            SELECT t.source_id, t.position, t.tag, t.step, t.text, s.grp FROM texts t
+            JOIN sources s ON s.source_id = t.source_id
+            WHERE t.run_id = ? AND s.format = 'console' AND starts_with(t.tag, ?)),
+        records AS (
+            SELECT v.source_id, v.position, min(v.step) AS step, max(c.epoch) AS epoch,
+                   bool_or(isfinite(v.value)) AS finite, bool_or(e.ordinal) AS ordinal
+            FROM scalars v JOIN series e ON e.series_id = v.series_id
+            LEFT JOIN point_counters c ON c.series_id = v.series_id AND c.source_id = v.source_id
+                 AND c.position = v.position AND c.step = v.step
+            WHERE e.run_id = ? AND e.role = 'train_loss' AND v.source_id IN (SELECT source_id FROM said)
+            GROUP BY v.source_id, v.position),
+        stream AS (
+            SELECT source_id, position, 1 AS rec, step, epoch, finite::INTEGER AS fin, ordinal, NULL AS tag,
+                   NULL AS said_step, NULL AS text, NULL AS grp FROM records
+            UNION ALL
+            SELECT source_id, position, 0, NULL, NULL, 0, NULL, tag, step, text, grp FROM said),
+        placed AS (
+            SELECT *,
+                sum(rec) OVER back AS before, max(step) OVER back AS top_step_before, max(epoch) OVER back AS top_epoch_before,
+                sum(rec) OVER ahead AS after, sum(fin) OVER ahead AS finite_after,
+                first(step IGNORE NULLS) OVER ahead AS first_step_after, first(epoch IGNORE NULLS) OVER ahead AS first_epoch_after,
+                first(step IGNORE NULLS) OVER whole AS first_step, first(epoch IGNORE NULLS) OVER whole AS first_epoch,
+                bool_or(ordinal) OVER whole AS any_ordinal
+            FROM stream
+            WINDOW back AS (PARTITION BY source_id ORDER BY position, rec DESC ROWS UNBOUNDED PRECEDING),
+                   ahead AS (PARTITION BY source_id ORDER BY position, rec DESC ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING),
+                   whole AS (PARTITION BY source_id ORDER BY position, rec DESC
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))
+        SELECT grp, tag, said_step AS step, position, text, before::BIGINT AS before, after::BIGINT AS after,
+               finite_after::BIGINT AS finite_after, top_step_before, top_epoch_before, first_step_after,
+               first_epoch_after, first_step, first_epoch, coalesce(any_ordinal, false) AS ordinal
+        FROM placed WHERE rec = 0 ORDER BY source_id, position""", [run_id, prefix, run_id])
+
 # Issue kinds that are not problems of a file we read: files no reader knows are listed apart.
 NOT_A_READ_PROBLEM = ("unknown_file", "lines_read")  # a file no reader knows; a console reader's line tally
 

@@ -9,7 +9,8 @@ its source file and its position in it (§3). Values are DOUBLE, so NaN and ±In
     scalars         every scalar point: series, step, value, wall_time, the position it came from
     point_counters  the epoch and batch a console line printed beside a point (only points that have them)
     histograms      TensorBoard histograms, bucket limits and counts kept, summary statistics derived
-    texts           text summaries
+    texts           text summaries (TensorBoard), and console lines that announce an event in words
+                    (`ingest.announcements`: a non-finite loss, a resume), as printed
     configs         every config value, flattened to dotted keys, as JSON
     ingest_issues   what was skipped: file, position (byte offset or line), kind, detail
     checkpoints     every checkpoint file found: step, format, layout, size, whether it is finite

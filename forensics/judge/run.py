@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 
 from forensics.judge.stats import SpikeRule
+from ingest.announcements import read as read_announcement
 from ingest.formats import FORMATS
 
 # A series of more points than this is read reduced (M4 in the store, a few points per bucket: below), so an
@@ -117,6 +118,10 @@ def composed_steps(steps: np.ndarray) -> np.ndarray:
     return out
 
 
+# The tags under which the console reader keeps the lines that announce an event in words (`ingest.announcements`).
+ANNOUNCED = "announced/"
+
+
 # The role of the series a console reader writes where a launch appended to the log begins (its number: 2, 3, ...).
 LAUNCH_ROLE = "launch"
 
@@ -154,6 +159,9 @@ class Run:
     # (series_id, buckets) -> the reduced frame; (series_id, strict) -> the points around write-order breaks
     _reduce: Any = field(default=None, repr=False)
     _breaks: Any = field(default=None, repr=False)
+    # () -> the console lines that announce an event in words, with the records around each (`announced`)
+    _announced: Any = field(default=None, repr=False)
+    _announced_cache: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     # --- building ---------------------------------------------------------------------------------
     @classmethod
@@ -174,7 +182,8 @@ class Run:
                    _counters=lambda series_id, steps: queries.point_counters(con, series_id, steps),
                    long_series=LONG_SERIES if long_series is None else long_series,
                    _reduce=lambda series_id, buckets: queries.series_reduced(con, series_id, buckets),
-                   _breaks=lambda series_id, strict: queries.write_order_breaks(con, series_id, strict))
+                   _breaks=lambda series_id, strict: queries.write_order_breaks(con, series_id, strict),
+                   _announced=lambda: queries.announced(con, run_id, ANNOUNCED))
 
     def reduced(self, name: str | None) -> dict[str, int] | None:
         """For a series read reduced (longer than `long_series` points): {"n_points": its stored points,
@@ -281,6 +290,20 @@ class Run:
         # A series whose own steps never start again (logged in one launch's lines, or with a global counter): by clock.
         at = [int(np.searchsorted(wall, w)) for w in mark_wall if np.isfinite(w) and np.all(np.diff(wall) >= 0)]
         return tuple(sorted({int(steps[i]) for i in at if 0 < i < steps.size}))
+
+    def announced(self, kind: str) -> pl.DataFrame:
+        """The lines of the run's console logs that announce `kind` in words (`ingest.announcements`: a non-finite
+        loss, a resume), in write order, with the training-loss records of their own file around each
+        (`ingest.queries.announced` names the columns) and what each line says (`said`: `announcements.Said`).
+        Empty where none does, or for a run not read from a store."""
+        if "all" not in self._announced_cache:
+            frame = self._announced() if self._announced is not None else pl.DataFrame()
+            if frame.height:
+                frame = frame.with_columns(pl.Series("said", [read_announcement(t) for t in frame["text"]],
+                                                     dtype=pl.Object))
+            self._announced_cache["all"] = frame
+        frame = self._announced_cache["all"]
+        return frame.filter(pl.col("tag") == kind) if frame.height else frame
 
     def composed(self) -> bool:
         """Whether a series read so far counts its steps again from the beginning (`series_named` composed it)."""

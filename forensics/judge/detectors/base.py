@@ -15,6 +15,7 @@ import polars as pl
 from forensics.judge import catalog, numbers, stats
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
+from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS
 
 
 # Where a kind sits in the chain from cause to symptom, each detector's `stage` (lower comes first; the verdict's
@@ -363,3 +364,39 @@ def curve_ends(steps: np.ndarray, values: np.ndarray, start_points: int, checkpo
     if checkpoints:
         head, tail = (t.replace(" step", " checkpoint step") for t in (head, tail))
     return head, tail
+
+
+# -- what a console log announces in words (`Run.announced`, `ingest.announcements`) ------------------------------
+
+def announced_nonfinite(run: Run) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The console lines that announce a non-finite training loss in words (`nan loss caught, skipping batch`, `Loss is
+    nan, stopping training`), split into (those the run ended on, those the training skipped and survived): the one
+    home of that judgement (nan_loss reads the first, masked_nonfinite the second). A line ends the run where it says
+    the training stops, or where its file logs no finite training loss after it (no training record at all in the
+    file: unless the line says the batch was skipped). A line about non-finite gradients counts only where it says
+    the training stops (`FloatingPointError: gradients are Nan/Inf`; the steps skipped for them are amp_overflow's).
+    Both empty where the logged loss itself holds a non-finite value: nan_loss reads that value."""
+    parts = [f for f in (run.announced(NONFINITE_LOSS), run.announced(NONFINITE_GRAD)) if f.height]
+    if not parts or (run.has("loss") and not np.isfinite(run.arrays("loss")[1]).all()):
+        none = run.announced(NONFINITE_LOSS).clear()
+        return none, none
+    said = pl.concat(parts).sort("grp", "position")
+    what = said["said"].to_list()
+    says_ends = np.array([w.ends for w in what])
+    loss_line = np.array([w.kind == NONFINITE_LOSS for w in what])
+    records = (said["before"] + said["after"]).to_numpy() > 0
+    fin = said["finite_after"].to_numpy() > 0
+    ends = says_ends | loss_line & ((records & ~fin) | (~records & ~np.array([w.skips for w in what])))
+    return said.filter(pl.Series(ends)), said.filter(pl.Series(~ends & loss_line))
+
+
+def announced_at(row: dict) -> str:
+    """Where an announcing line stands (`Run.announced` row): `at step S` where S is its own (a printed counter, or
+    its line's ordinal), `after step S` where it took the step of the record before it."""
+    inherited = not row["ordinal"] and row["before"] > 0 and row["step"] == row["top_step_before"]
+    return f"{'after' if inherited else 'at'} step {row['step']}"
+
+
+def quoted(text: str) -> str:
+    """A line from a log as a finding's summary quotes it (the faces escape what it holds)."""
+    return f'"{text}"'

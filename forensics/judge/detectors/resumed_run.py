@@ -11,7 +11,10 @@ import polars as pl
 
 from forensics.judge.detectors.base import UPSTREAM, src
 from forensics.judge.findings import Finding
+from forensics.judge.numbers import count
+from forensics.judge.detectors.base import quoted
 from forensics.judge.run import TEXT_FORMATS, Run, from_the_start
+from ingest.announcements import RESUME
 
 # The steps a W&B run refused to store, as `ingest.wandb_files.read_wandb_debug_log` names them.
 DROPPED_TAG = "wandb/dropped_history_step"
@@ -30,6 +33,13 @@ class ResumedRun:
     Third, a logged epoch that falls back by `min_epoch_drop` or more while the steps keep rising.
     None where a launch appended to the log begins (`Run.launch_starts`): a fresh launch starts from the beginning.
     Fourth, an LR that jumps back up mid-decay to an earlier value (lr_schedule_anomaly's rule (c)).
+    Fifth, a console line that announces the resume in words (`Resume training from <checkpoint> @ 9`, `Resuming from
+    checkpoint ...`, HF's `Continuing training from checkpoint`, Lightning's `Restored all states from the checkpoint`:
+    `ingest.announcements`), with training records after it, where the step or epoch it resumes from is not 0 (a
+    fresh launch) and the records do not start again from the file's first counter without one; a weak phrase
+    (`=> loaded checkpoint ... (epoch 9)`, which an evaluation or a program's next stage prints too) only where the
+    counter of the training records goes back across it, or where the log opens with it and its records start at the
+    counter it names. Not where a restart found above is the same one. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
@@ -47,6 +57,11 @@ class ResumedRun:
     min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
 
     def check(self, run: Run) -> Iterator[Finding]:
+        found = list(self._from_counters(run))
+        yield from found
+        yield from self._announced(run, found)
+
+    def _from_counters(self, run: Run) -> Iterator[Finding]:
         name = run.pick("loss")
         meta = run.meta.filter(pl.col("name") == name)
         if bool(meta["ordinal"].fill_null(False).any()):
@@ -91,6 +106,61 @@ class ResumedRun:
                              evidence=ev, sources=(src(run, "loss", steps[[k - 1, k]]),),
                              summary=(f"steps go back from {steps[k - 1]} to {steps[k]}: the run was resumed"
                                       + (f" after {gap:.0f} s" if gap is not None else "")))
+
+    def _announced(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
+        """Resumes a console log announces in words (`Run.announced`): one per run of announcing lines with no
+        training record between them, judged against the training-loss records of its file around it (the step
+        where a printed counter is the axis, else the epoch printed on the lines)."""
+        said = run.announced(RESUME)
+        if said.height == 0:
+            return
+        name = run.pick("loss")
+        same_axis = name is not None and run.meta.filter(pl.col("name") == name)["grp"][0]
+        known = [(f.evidence.get("restart_step"), f.evidence.get("previous_step")) for f in found]
+        reported = 0
+        for _, rows in said.group_by(["grp", "before"], maintain_order=True):
+            if reported >= self.max_reported:
+                return
+            r = rows.row(0, named=True)
+            what = rows["said"].to_list()
+            counters = [(w.counter, w.at) for w in what if w.at is not None]
+            if r["after"] == 0 or counters and not any(at for _, at in counters):
+                continue  # nothing logged after it, or a start from step or epoch 0: a fresh launch
+            # the line nearest the records says where they go on from; a step before an epoch where both are named
+            unit, at = next((c for c in counters[::-1] if c[0] == "step" and c[1]),
+                            next((c for c in counters[::-1] if c[1]), (None, None)))
+            by_step = not r["ordinal"]
+            prefix = "step" if by_step else "epoch"
+            top, first_after, first = (r[f"top_{prefix}_before"], r[f"first_{prefix}_after"], r[f"first_{prefix}"])
+            before = r["before"] > 0
+            again = before and top is not None and first_after is not None and first_after <= top
+            if before and at is None and first is not None and first_after is not None and first_after <= first:
+                continue  # the counter starts again from the file's first value, no counter announced: a relaunch
+            # a weak phrase: where the counter goes back across it, or where the log opens with it and its records
+            # start at the counter it names (`=> loaded checkpoint (epoch 352)`, then `Epoch: [352/520]`); not where the
+            # counter goes on across it (a program's next stage loads its own checkpoint), nor before anything else
+            opens_at = not before and at is not None and unit == prefix and first_after in (at, at + 1)
+            if not any(w.strong for w in what) and not (again or opens_at):
+                continue
+            if r["grp"] == same_axis and any(
+                    a is not None and min(r["step"], r["first_step_after"]) <= a <= max(r["step"], r["first_step_after"])
+                    for pair in known for a in pair):
+                continue  # the restart the counters show already
+            reported += 1
+            ev = {"restart_step": int(r["first_step_after"]), "previous_step": int(r["step"]),
+                  "overlap_steps": int(top - first_after) if again and by_step else None,
+                  "announced": r["text"], "resumed_from": at, "resumed_from_unit": unit if at is not None else None,
+                  "counter_before": top if before else None, "counter_after": first_after, "counter": prefix,
+                  "printed_again": bool(again), "source": r["grp"], "wall_gap_s": None}
+            where = (f"after {prefix} {top} was logged" if before and top is not None else
+                     f"after {count(r['before'], 'training record')}" if before else "before its first training record")
+            then = (f"{prefix} {first_after} is logged again after it" if again else
+                    f"the records go on from {prefix} {first_after}") if first_after is not None else ""
+            yield Finding.of(self, severity="info", step=int(r["step"]), series=name, evidence=ev,
+                             sources=({"table": "texts", "source": r["grp"], "step_min": int(r["step"]),
+                                       "step_max": int(r["step"])},),
+                             summary=(f"the log announces a resume {where}: {quoted(r['text'])}; {then}: the run "
+                                      f"was restarted from a checkpoint" + (f" (from {unit} {at})" if at is not None else "")))
 
     def _refused_by_wandb(self, run: Run, loss: str) -> Iterator[Finding]:
         """Restarts W&B hid: the steps it refused to store because they were below the step it had reached
