@@ -476,7 +476,7 @@ class Run:
         v = self.config(*keys)
         try:
             f = float(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # an integer past any float (a hostile config) is no number
             return None
         return f if not math.isnan(f) else None
 
