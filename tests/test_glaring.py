@@ -231,3 +231,19 @@ def test_step_times_spread_by_milliseconds_are_no_finding(capsys, tmp_path, writ
     """The same ×16 spread at 10 ms a step loses a fraction of a second in all: no user acts on that."""
     out = analyze(capsys, tmp_path, writer, stalls(14, seconds=0.002))
     assert "throughput_drop" not in {f["kind"] for f in out["findings"]}
+
+
+def test_a_log_whose_first_launch_is_non_finite_throughout_is_judged_not_crashed(capsys, tmp_path):
+    """A launch that printed NaN at every step, then a fresh launch appended to the same log that trains: no finite
+    point comes before the first NaN, so every launch's finite part is empty, and every detector still answers."""
+    root = tmp_path / "run"
+    root.mkdir()
+    with (root / "loss_log.txt").open("w") as log:
+        for epoch in range(1, 3):
+            for step in range(6, 49, 6):
+                print(f"Epoch [{epoch}/50], Step [{step}/48], Loss: nan", file=log)
+        for epoch in range(1, 15):
+            print(f"Epoch [{epoch}/50], Step [6/7], Loss: {0.9 / epoch + 0.14:.4f}", file=log)
+    main(["analyze", str(root), "--db", str(tmp_path / "f.duckdb"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert "nan_loss" in {f["kind"] for f in out["findings"]}
