@@ -239,9 +239,12 @@ def test_a_log_whose_first_launch_is_non_finite_throughout_is_judged_not_crashed
     root = tmp_path / "run"
     root.mkdir()
     with (root / "loss_log.txt").open("w") as log:
-        for epoch in range(1, 3):
+        for epoch in range(1, 51):
             for step in range(6, 49, 6):
                 print(f"Epoch [{epoch}/50], Step [{step}/48], Loss: nan", file=log)
+        for epoch in range(1, 6):
+            for step in range(6, 37, 6):
+                print(f"Epoch [{epoch}/50], Step [{step}/37], Loss: {0.5 / epoch + 0.2:.4f}", file=log)
         for epoch in range(1, 15):
             print(f"Epoch [{epoch}/50], Step [6/7], Loss: {0.9 / epoch + 0.14:.4f}", file=log)
     main(["analyze", str(root), "--db", str(tmp_path / "f.duckdb"), "--json"])
