@@ -198,14 +198,20 @@ CASES = [pytest.param(make, n, writer, kind, severity, id=f"{make.__name__}-{n}-
          for make, lengths, kind, severity in EFFECTS for n in lengths for writer in WRITERS]
 
 
+@pytest.mark.slow  # about 200 runs written and analysed
 @pytest.mark.parametrize("make, n, writer, kind, severity", CASES)
 def test_a_glaring_effect_is_named_at_any_length(capsys, tmp_path, make, n, writer, kind, severity):
     out = analyze(capsys, tmp_path, writer, make(n))
     found = {(f["kind"], f["severity"]) for f in out["findings"]}
     assert (kind, severity) in found, (out["verdict"], out["verdict_reason"], [f["summary"] for f in out["findings"]])
     assert out["verdict"] == ("failed" if severity == "critical" else "suspicious")
+    if make.__name__.startswith("constant"):  # it says which: a loss never computed, not one that converged
+        [flat] = [f for f in out["findings"] if f["kind"] == "flat_loss"]
+        said = flat["summary"]
+        assert "exactly" in said and ("not convergence" in said or "nothing was trained" in said), said
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", LENGTHS)
 @pytest.mark.parametrize("writer", WRITERS)
 def test_the_healthy_twin_gets_no_finding(capsys, tmp_path, n, writer):
