@@ -41,6 +41,15 @@ def blow_up(n: int) -> dict[str, np.ndarray]:
     return s
 
 
+def witnessed_rise(n: int) -> dict[str, np.ndarray]:
+    """A loss whose last record is ×20 its ordinary level, short of orders of magnitude, the validation loss ending
+    on the same ×20: two curves blowing up together."""
+    s = healthy(n)
+    for key in ("loss", "val_loss"):
+        s[key][-1] = 20 * float(np.median(s[key][:-1]))
+    return s
+
+
 def rising(n: int) -> dict[str, np.ndarray]:
     """A loss that rises at every one of its last max(5, n/4) records (×1.5 over them), the validation loss rising
     at each of them too."""
@@ -92,6 +101,7 @@ def stalls(n: int, seconds: float = SECONDS) -> dict[str, np.ndarray]:
 # needs two slow steps beside an ordinary median, and the first step is start-up: 8).
 EFFECTS = [
     (blow_up, LENGTHS, "divergence", "critical"),
+    (witnessed_rise, LENGTHS, "divergence", "critical"),
     (constant(1.4267), LENGTHS, "flat_loss", "critical"),
     (constant(0.0), LENGTHS, "flat_loss", "critical"),
     (rising, LENGTHS[1:], "divergence", "critical"),
