@@ -218,13 +218,14 @@ class FlatLoss:
         """The evidence when the training loss is exactly one value (0 included) on every one of its points, at
         least `constant_points`, else None. Minibatch noise never repeats a value to the last digit on every record
         from the start: the loss is empty (0) or replaced by a constant. A non-zero value needs `min_digits`
-        significant digits, as the pinned rule: `LOSS_WEIGHT: 1.0` printed three times in a config dump is no loss. A loss of exactly 0 beside a non-finite
-        gradient norm is a NaN the logger hid (`masked_nonfinite`), not this."""
+        significant digits, as the pinned rule: `LOSS_WEIGHT: 1.0` printed three times in a config dump is no loss. A loss
+        of exactly 0 beside a non-finite gradient norm or validation loss is a NaN the logger hid (`masked_nonfinite`:
+        fp16 overflow zeroes HF's logged loss while its evaluation turns NaN), not this."""
         if y.size < self.constant_points or not np.all(y == y[0]):
             return None
         if y[0] != 0 and significant_digits(float(y[0])) < self.min_digits:
             return None  # a round constant (1.0, 0.25) on a few lines is as likely a setting read as a loss
-        if run.has("grad_norm") and not np.all(np.isfinite(run.arrays("grad_norm")[1])):
+        if y[0] == 0 and any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
             return None
         v = float(y[0])
         return {"first_level": v, "last_level": v, "relative_change": 0.0, "constant_value": v, "points": int(y.size)}
