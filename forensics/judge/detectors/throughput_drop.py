@@ -29,7 +29,8 @@ class ThroughputDrop:
     time and `min_seconds` in all. Both need the step `min_added` seconds longer.
     Effect size first, at any length from `spread_points` intervals: `min_stalls_spread` or more intervals past the
     first `spread` × the median, costing `min_seconds` and `min_lost` of the time. Pauses at evaluation and checkpoint
-    steps are no stall, unless those come at most intervals (then they are the run's rhythm, in the median).
+    steps, or on an epoch's first printed line, are no stall, unless those come at most intervals (then they are the
+    run's rhythm, in the median).
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
@@ -88,21 +89,30 @@ class ThroughputDrop:
                     f"series of {self.min_logged}+ points); found {n} usable intervals")
         return None
 
-    def _quiet_steps(self, run: Run) -> np.ndarray:
-        """Steps where a validation series or a checkpoint was written: pauses there are expected."""
+    def _quiet_steps(self, run: Run, name: str | None = None) -> np.ndarray:
+        """Steps where a validation series or a checkpoint was written, or, on series `name`'s lines, the first step
+        of an epoch the writer printed (`Epoch: [353/520] Iter:[0/495], Time: 4.31`: the data loader's workers start
+        again): pauses there are expected."""
         val = run.meta.filter(pl.col("split").is_in(["val", "test"]).fill_null(False)
                               | pl.col("role").is_in(["val_loss", "val_accuracy"]))["name"].to_list()
         steps = [run.series_named(n)["step"].to_numpy() for n in val]
         ck = run.table("checkpoints")
         if ck.height and "step" in ck.columns:
             steps.append(ck["step"].drop_nulls().to_numpy())
+        if name is not None:
+            at = run.series_named(name)["step"].to_numpy()
+            printed = run.counters(name, at.tolist())
+            epoch = [printed.get(int(s), (None, None))[0] for s in at]
+            steps.append(np.array([at[i] for i in range(1, at.size)
+                                   if epoch[i] is not None and epoch[i - 1] is not None and epoch[i] != epoch[i - 1]],
+                                  dtype=np.int64))
         return np.unique(np.concatenate(steps)) if steps else np.array([], dtype=np.int64)
 
-    def _away_from_pauses(self, run: Run, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, str]:
+    def _away_from_pauses(self, run: Run, a: np.ndarray, b: np.ndarray, name: str) -> tuple[np.ndarray, str]:
         """Which intervals [a, b] hold no evaluation or checkpoint step (`_quiet_steps`), and the words that say so.
         Where those touch most intervals (a validation loss logged on every record) they are the run's ordinary
         rhythm, already in the median: they explain no one slow interval, and every interval counts."""
-        quiet = self._quiet_steps(run)
+        quiet = self._quiet_steps(run, name)
         if not quiet.size:
             return np.ones(a.size, dtype=bool), "none at an evaluation or checkpoint"
         away = np.searchsorted(quiet, b, side="right") <= np.searchsorted(quiet, a, side="left")
@@ -152,7 +162,7 @@ class ThroughputDrop:
         if r.size < self.spread_points - 1:
             return None
         base = float(np.median(r))
-        away, note = self._away_from_pauses(run, a, b)
+        away, note = self._away_from_pauses(run, a, b, got[4])
         slow = (r >= self.spread * base) & away
         span = np.maximum(b - a, 1)
         lost = float(np.sum((r[slow] - base) * span[slow]))
@@ -184,7 +194,7 @@ class ThroughputDrop:
     def _stalls(self, run, a, b, r, lr, span, base, name, how, src) -> Iterator[Finding]:
         sigma = stats.robust_scale(lr)
         cut = max(np.log(self.stall), self.z * sigma)
-        away, note = self._away_from_pauses(run, a, b)
+        away, note = self._away_from_pauses(run, a, b, name)
         far = (lr - np.log(base) >= cut) & away  # an evaluation's pause is no stall
         idx = np.flatnonzero(far)
         total = float(np.sum(r * span))
