@@ -121,3 +121,40 @@ def test_naturally_varying_batches_and_sizes_are_silent(tmp_path):
 
 def test_too_few_batches_for_a_comparison_are_silent(tmp_path):
     assert list(BadBatch().check(_spiky_run(tmp_path, {299: 1.0, 300: 1000.0}))) == []
+
+
+def test_a_real_loop_that_saves_its_last_batches_names_the_one_that_turned_the_loss_nan(tmp_path, capsys):
+    """A training loop over a DataLoader whose data set holds one sample with a NaN pixel, saving every step's batch
+    with torch.save (`batches/step_N.pt`) and logging the loss with SummaryWriter: the loss turns NaN at the step
+    that draws that sample, and of the several batches saved around it, bad_batch names that one, with its row."""
+    import json
+
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+    from forensics.cli import main
+    from tests.runwriters import one_torch_thread
+
+    torch.manual_seed(0)
+    x, y = torch.randn(96, 8), torch.randint(0, 3, (96,))
+    x[53, 2] = float("nan")  # drawn in the 7th batch of 8 (rows 48-55), at its row 5
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    root = tmp_path / "run"
+    (root / "batches").mkdir(parents=True)
+    w = SummaryWriter(log_dir=str(root))
+    with one_torch_thread():
+        for step, (xb, yb) in enumerate(loader):
+            torch.save({"input": xb, "labels": yb}, root / "batches" / f"step_{step}.pt")
+            loss = torch.nn.functional.cross_entropy(model(xb), yb)
+            w.add_scalar("train/loss", loss.item(), global_step=step, walltime=1.7e9 + step)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    w.close()
+    main(["analyze", str(root), "--db", str(tmp_path / "f.duckdb"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    bad = [f for f in out["findings"] if f["kind"] == "bad_batch"]
+    assert [(f["step"], f["severity"]) for f in bad] == [(6, "critical")], [f["summary"] for f in out["findings"]]
+    assert "step_6.pt" in bad[0]["summary"] and "nan_loss" in {f["kind"] for f in out["findings"]}

@@ -155,6 +155,24 @@ def test_an_exactly_zero_loss_beside_a_nan_gradient_norm_is_left_to_masked_nonfi
     assert list(FlatLoss().check(run)) == []
 
 
+def test_an_exactly_zero_loss_beside_a_nan_evaluation_loss_is_left_to_masked_nonfinite(tmp_path):
+    """HF Trainer under an fp16 overflow: every logged training loss 0.0 and the evaluation loss NaN (trainer_state
+    as TrainerState writes it). The zero is a NaN the logger hid, not an empty loss; a finite evaluation beside it
+    leaves the empty loss flat."""
+    from tests.runwriters import write_trainer_state
+
+    def history(eval_loss: float) -> list[dict]:
+        train = [{"loss": 0.0, "grad_norm": 0.0, "learning_rate": 2e-5, "epoch": s / 100, "step": s}
+                 for s in range(10, 130, 10)]
+        return train + [{"eval_loss": eval_loss, "epoch": 1.2, "step": 120}]
+
+    hidden = load_run(write_trainer_state(tmp_path / "nan", history(math.nan)), tmp_path / "n.duckdb")
+    assert list(FlatLoss().check(hidden)) == []
+    empty = load_run(write_trainer_state(tmp_path / "fin", history(1.25)), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(empty)
+    assert f.evidence["constant_value"] == 0.0
+
+
 def test_a_loss_wandering_within_its_noise_over_the_whole_log_is_flat(tmp_path):
     """Forty-seven points wandering ±5% around 0.88 with no trend: the 3% range band misses it, the trend test
     says the wandering is noise. The same wander around a falling level learned, and is silent."""

@@ -120,3 +120,27 @@ def test_step_times_spread_tenfold_on_a_short_log_fire_when_they_cost_seconds(tm
         assert bool(found) == fires, name
         if fires:
             assert found[0].evidence["slow"] == 2 and found[0].evidence["seconds_lost"] > 10
+
+
+@pytest.mark.parametrize("slow_at, fires", [(0, False), (20, True)])
+def test_the_first_iteration_of_each_epoch_is_its_start_up_not_a_stall(tmp_path, slow_at, fires):
+    """A segmentation trainer's console lines, `Epoch: [e/N] Iter:[i/M], Time: t, lr: ..., Loss: ...`, printed
+    every 10 iterations by a small program: the first line of each epoch takes ×8 the others (the data loader's
+    workers start again). Those are the epoch's start-up; the same slow lines in the middle of each epoch are
+    stalls."""
+    import subprocess
+    import sys
+
+    program = (
+        "import math\n"
+        "for e in range(30):\n"
+        "    for i in range(0, 100, 10):\n"
+        f"        t = 5.0 if i == {slow_at} else 0.6 + 0.05 * math.sin(e * 10 + i)\n"
+        "        loss = 1.5 * math.exp(-(e * 100 + i) / 2000) + 0.3\n"
+        "        print(f'Epoch: [{e}/30] Iter:[{i}/100], Time: {t:.2f}, lr: [0.01], Loss: {loss:.6f}')\n")
+    root = tmp_path / "run"
+    root.mkdir()
+    with (root / "train.log").open("w") as out:
+        subprocess.run([sys.executable, "-c", program], stdout=out, check=True)
+    found = list(ThroughputDrop().check(load_run(root, tmp_path / "f.duckdb")))
+    assert bool(found) == fires, [f.summary for f in found]

@@ -183,12 +183,13 @@ def finite_part(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
 
 def by_launch(run: Run, role: str, steps: np.ndarray, values: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """(steps, values) of `role`'s series cut where each launch appended to its log begins (`Run.launch_starts`):
-    each launch judged on its own, no curve read across a fresh start. One piece for a log of one launch."""
+    each launch judged on its own, no curve read across a fresh start. One piece for a log of one launch, or for
+    points that hold none of a launch (a finite part cut at a NaN before any point): never an empty list."""
     starts = run.launch_starts(run.pick(role))
     if not starts:
         return [(steps, values)]
     cuts = np.searchsorted(steps, np.asarray(starts))
-    return [(s, v) for s, v in zip(np.split(steps, cuts), np.split(values, cuts)) if s.size]
+    return [(s, v) for s, v in zip(np.split(steps, cuts), np.split(values, cuts)) if s.size] or [(steps, values)]
 
 
 def loss_falls(run: Run, share: float, until: float, since: float | None = None,

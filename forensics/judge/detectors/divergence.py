@@ -83,6 +83,7 @@ class Divergence:
     rising_growth: float = 0.1  # ... by 10% of where that rise began ...
     val_rising_points: int = 3  # ... while the validation loss rises at every one of its last 3 evaluations ...
     val_rising_growth: float = 0.05  # ... by 5%: two curves climbing together is no noise
+    climbs_on: float = 2.0  # a jump whose last point is ×2 the jump's first: the summary quotes where it ends
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -406,12 +407,17 @@ class Divergence:
         ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": float(y[0]),
               "final_level": float(y[-1]), "growth_factor": low / lo, "jump_step": int(steps[imin + j]),
               "points_held": int(held.size), "lowest_after_jump": low, "short_jump": self.short_jump,
-              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size)}
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size),
+              "final_factor": float(y[-1]) / lo}
+        # the whole effect a user sees: where the loss ends when it climbs on past the jump (×2 or more above it)
+        climbs = float(y[-1]) >= self.climbs_on * float(y[imin + j])
         return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                          summary=(f"loss jumps from {lo_text} to {y[imin + j]:.4g} at step {steps[imin + j]} and never "
-                                   f"comes back: all {held.size} points since stay at {low:.4g} or above "
-                                   f"({ratio(low / lo_q)} the minimum)"
+                          summary=(f"loss jumps from {lo_text} to {y[imin + j]:.4g} at step {steps[imin + j]}"
+                                   + (f" and climbs on to {y[-1]:.4g} at step {steps[-1]} ({ratio(y[-1] / lo_q)} the "
+                                      f"minimum), never back below {low:.4g}" if climbs else
+                                      f" and never comes back: all {held.size} points since stay at {low:.4g} or "
+                                      f"above ({ratio(low / lo_q)} the minimum)")
                                    + (" and then turns non-finite" if nan_follows else "")))
 
     def _stays_up(self, after: np.ndarray, lo: float, final: float) -> bool:

@@ -122,6 +122,9 @@ class FlatLoss:
         decayed = decayed_tail(run, steps)  # a converged stretch at a schedule's end is not a loss that never moved
         role, ev = "loss", ((None if decayed else self._flat(steps, y)) or self._pinned(y)
                             or (None if decayed else self._still(steps, y)))
+        exact = self._constant(run, y) if ev is not None else None
+        if exact is not None:  # one value to the last digit at every point says which: never computed, not converged
+            ev = self._beside_validation(run, exact)
         chance = self._chance_role(run) if ev is None else None
         if chance is not None:
             role, ev = chance
@@ -138,10 +141,8 @@ class FlatLoss:
         if ev is None:
             steps, y = finite_part(*run.arrays("loss"))
             role, ev = "loss", self._constant(run, y)
-            if ev is not None and run.has("val_loss"):
-                vv = finite_part(*run.arrays("val_loss"))[1]
-                if vv.size >= self.min_repeats and stats.learned(vv, stats.head_tail_levels(vv, self.edge)[1]):
-                    ev["val_first"], ev["val_last"] = float(vv[0]), float(vv[-1])  # the model trains; the log is empty
+            if ev is not None:
+                ev = self._beside_validation(run, ev)
         if ev is None:
             yield from self._flat_launches(run)
             return
@@ -184,7 +185,7 @@ class FlatLoss:
     def _summary(self, what: str, ev: dict, steps: np.ndarray, y: np.ndarray) -> str:
         if "constant_value" in ev:
             v = ev["constant_value"]
-            return (f"{what} is exactly {v!r} at every one of its {ev['points']} points (steps {steps[0]}-{steps[-1]}): "
+            return (f"{what} is exactly {shortest(v)} at every one of its {ev['points']} points (steps {steps[0]}-{steps[-1]}): "
                     + ("nothing was trained, or the loss was never computed (an empty loop, a placeholder)"
                        if v == 0 else "an empty or replaced loss (a constant, a placeholder), not convergence")
                     + (f"; the validation loss falls ({ev['val_first']:.4g} → {ev['val_last']:.4g}), so the model "
@@ -207,7 +208,7 @@ class FlatLoss:
             return (f"{what} sits at {ev['last_level']:.5g} = ln {k} on its last {ev['chance_points']} points (steps "
                     f"{steps[-ev['chance_points']]}-{steps[-1]}) and never fell below it: {what_k}")
         if "pinned_value" in ev:
-            return (f"{what} is pinned at {ev['pinned_value']!r} on {ev['pinned_points']} of its {ev['points']} "
+            return (f"{what} is pinned at {shortest(ev['pinned_value'])} on {ev['pinned_points']} of its {ev['points']} "
                     f"points (steps {steps[0]}-{steps[-1]}), to the end: it no longer depends on the batch")
         (_, head), (_, tail) = head_tail_of(steps, y, self.edge)
         return (f"{what} stays at {head} → {tail} ({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: "
@@ -217,16 +218,26 @@ class FlatLoss:
         """The evidence when the training loss is exactly one value (0 included) on every one of its points, at
         least `constant_points`, else None. Minibatch noise never repeats a value to the last digit on every record
         from the start: the loss is empty (0) or replaced by a constant. A non-zero value needs `min_digits`
-        significant digits, as the pinned rule: `LOSS_WEIGHT: 1.0` printed three times in a config dump is no loss. A loss of exactly 0 beside a non-finite
-        gradient norm is a NaN the logger hid (`masked_nonfinite`), not this."""
+        significant digits, as the pinned rule: `LOSS_WEIGHT: 1.0` printed three times in a config dump is no loss. A loss
+        of exactly 0 beside a non-finite gradient norm or validation loss is a NaN the logger hid (`masked_nonfinite`:
+        fp16 overflow zeroes HF's logged loss while its evaluation turns NaN), not this."""
         if y.size < self.constant_points or not np.all(y == y[0]):
             return None
         if y[0] != 0 and significant_digits(float(y[0])) < self.min_digits:
             return None  # a round constant (1.0, 0.25) on a few lines is as likely a setting read as a loss
-        if run.has("grad_norm") and not np.all(np.isfinite(run.arrays("grad_norm")[1])):
+        if y[0] == 0 and any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
             return None
         v = float(y[0])
         return {"first_level": v, "last_level": v, "relative_change": 0.0, "constant_value": v, "points": int(y.size)}
+
+    def _beside_validation(self, run: Run, ev: dict) -> dict:
+        """A constant loss's evidence with the validation loss's first and last values when it learns (`stats.learned`):
+        the model trains, and what is empty is the logged training loss (a warning then)."""
+        if run.has("val_loss"):
+            vv = finite_part(*run.arrays("val_loss"))[1]
+            if vv.size >= self.min_repeats and stats.learned(vv, stats.head_tail_levels(vv, self.edge)[1]):
+                ev["val_first"], ev["val_last"] = float(vv[0]), float(vv[-1])
+        return ev
 
     def _still(self, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """The evidence when the loss does not move beyond its own noise over the whole log: at least `min_points`,
@@ -335,6 +346,12 @@ class FlatLoss:
         slope, _ = stats.theil_sen(steps, y)
         return {"first_level": head, "last_level": tail, "relative_change": rel, "min_smoothed": low,
                 "slope_per_step": slope, "mk_p": stats.mann_kendall(y, steps).p, "points": int(y.size)}
+
+
+def shortest(x: float) -> str:
+    """`x` as written at its shortest: a float32 (TensorBoard's scalars) at its own, `1.4267`, not 1.4266999959945679."""
+    single = np.float32(x)
+    return repr(float(str(single))) if float(single) == x else repr(float(x))
 
 
 def significant_digits(x: float) -> int:

@@ -185,6 +185,8 @@ class Plateau:
         from forensics.judge.detectors.resumed_run import ResumedRun
 
         steps, y = finite_part(*run.arrays("loss"))
+        if not steps.size:
+            return None  # non-finite from its first point: nothing before a restart to judge
         restarts = sorted({f.evidence["restart_step"] for f in ResumedRun().check(run)
                            if f.evidence.get("overlap_steps") == 0})  # a segment is a stretch of rising steps
         edges = [int(steps[0])] + restarts

@@ -27,8 +27,10 @@ class ThroughputDrop:
     of the slower part above the faster part's median. (2) Stalls: at least `min_stalls` intervals `stall` × the
     median and `z` robust sigmas above it, away from evaluation and checkpoint steps, costing `min_lost` of the wall
     time and `min_seconds` in all. Both need the step `min_added` seconds longer.
-    Effect size first: on a log too short for those rules (from `spread_points` intervals), `min_stalls_spread` or
-    more intervals past the first `spread` × the median, away from evaluations and checkpoints.
+    Effect size first, at any length from `spread_points` intervals: `min_stalls_spread` or more intervals past the
+    first `spread` × the median, costing `min_seconds` and `min_lost` of the time. Pauses at evaluation and checkpoint
+    steps, or on an epoch's first printed line, are no stall, unless those come at most intervals (then they are the
+    run's rhythm, in the median).
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
@@ -51,7 +53,7 @@ class ThroughputDrop:
     min_added: float = 0.001  # seconds a slowdown or stall adds per step: sub-millisecond steps are no concern
     min_logged: int = 12  # a logged step time measures every step it is printed for: 12 points judge a slowdown
     min_seconds: float = 5.0  # stalls cost at least this many seconds in all: 0.3 s lost is noise
-    spread: float = 10.0  # on a log too short for the trend rules: steps ×10 the median or slower ...
+    spread: float = 10.0  # effect size first: steps ×10 the median or slower ...
     min_stalls_spread: int = 2  # ... at least two of them (one is a hiccup) ...
     spread_points: int = 5  # ... from five step times on
 
@@ -87,15 +89,36 @@ class ThroughputDrop:
                     f"series of {self.min_logged}+ points); found {n} usable intervals")
         return None
 
-    def _quiet_steps(self, run: Run) -> np.ndarray:
-        """Steps where a validation series or a checkpoint was written: pauses there are expected."""
+    def _quiet_steps(self, run: Run, name: str | None = None) -> np.ndarray:
+        """Steps where a validation series or a checkpoint was written, or, on series `name`'s lines, the first step
+        of an epoch the writer printed (`Epoch: [353/520] Iter:[0/495], Time: 4.31`: the data loader's workers start
+        again): pauses there are expected."""
         val = run.meta.filter(pl.col("split").is_in(["val", "test"]).fill_null(False)
                               | pl.col("role").is_in(["val_loss", "val_accuracy"]))["name"].to_list()
         steps = [run.series_named(n)["step"].to_numpy() for n in val]
         ck = run.table("checkpoints")
         if ck.height and "step" in ck.columns:
             steps.append(ck["step"].drop_nulls().to_numpy())
+        if name is not None:
+            at = run.series_named(name)["step"].to_numpy()
+            printed = run.counters(name, at.tolist())
+            epoch = [printed.get(int(s), (None, None))[0] for s in at]
+            steps.append(np.array([at[i] for i in range(1, at.size)
+                                   if epoch[i] is not None and epoch[i - 1] is not None and epoch[i] != epoch[i - 1]],
+                                  dtype=np.int64))
         return np.unique(np.concatenate(steps)) if steps else np.array([], dtype=np.int64)
+
+    def _away_from_pauses(self, run: Run, a: np.ndarray, b: np.ndarray, name: str) -> tuple[np.ndarray, str]:
+        """Which intervals [a, b] hold no evaluation or checkpoint step (`_quiet_steps`), and the words that say so.
+        Where those touch most intervals (a validation loss logged on every record) they are the run's ordinary
+        rhythm, already in the median: they explain no one slow interval, and every interval counts."""
+        quiet = self._quiet_steps(run, name)
+        if not quiet.size:
+            return np.ones(a.size, dtype=bool), "none at an evaluation or checkpoint"
+        away = np.searchsorted(quiet, b, side="right") <= np.searchsorted(quiet, a, side="left")
+        if away.mean() >= 0.5:
+            return away, "none at an evaluation or checkpoint"
+        return np.ones(a.size, dtype=bool), "evaluations come with every interval, the fast ones too"
 
     def check(self, run: Run) -> Iterator[Finding]:
         got = self._per_step(run)
@@ -105,47 +128,51 @@ class ThroughputDrop:
         keep = r > 0
         if not keep.all():
             a, b, r, seg = a[keep], b[keep], r[keep], seg[keep]
-        if r.size < self._enough(how):
-            spread = self._spread(run, got) if r.size >= self.spread_points else None
-            if spread is not None:
-                yield Finding.of(self, severity="warning", step=spread["first_slow_step"],
-                                 step_end=spread["last_slow_step"], series=name, evidence=spread | {"measured_from": how},
-                                 sources=({"table": "scalars", "series": name, "step_min": int(a[0]),
-                                           "step_max": int(b[-1])},),
-                                 summary=(f"step times spread ×{spread['spread']:.3g}: {spread['slow']} of "
-                                          f"{spread['intervals']} run at {spread['seconds_per_step_slow']:.3g} s per "
-                                          f"step or more against a median of {spread['seconds_per_step_median']:.3g} s, "
-                                          f"costing {spread['seconds_lost']:.3g} s; none at an evaluation or checkpoint"))
-            return
-        lr = np.log(r)
-        base = float(np.median(r))
-        span = np.maximum(b - a, 1)  # steps an interval covers (1 for a logged step-time point)
-        src = ({"table": "scalars", "series": name, "column": "value" if how.startswith("logged") else "wall_time",
-                "step_min": int(a[0]), "step_max": int(b[-1])},)
-        yield from self._slowdown(a, b, r, lr, seg, name, how, src)
-        yield from self._stalls(run, a, b, r, lr, span, base, name, how, src)
+        if r.size >= self._enough(how):
+            lr = np.log(r)
+            base = float(np.median(r))
+            span = np.maximum(b - a, 1)  # steps an interval covers (1 for a logged step-time point)
+            src = ({"table": "scalars", "series": name, "column": "value" if how.startswith("logged") else
+                    "wall_time", "step_min": int(a[0]), "step_max": int(b[-1])},)
+            found = [*self._slowdown(a, b, r, lr, seg, name, how, src),
+                     *self._stalls(run, a, b, r, lr, span, base, name, how, src)]
+            if found:
+                yield from found
+                return
+        # Effect size first, at any length: a few steps ×`spread` slower, too few for the stall rule
+        spread = self._spread(run, got) if r.size >= self.spread_points else None
+        if spread is not None:
+            yield Finding.of(self, severity="warning", step=spread["first_slow_step"],
+                             step_end=spread["last_slow_step"], series=name, evidence=spread | {"measured_from": how},
+                             sources=({"table": "scalars", "series": name, "step_min": int(a[0]),
+                                       "step_max": int(b[-1])},),
+                             summary=(f"step times spread ×{spread['spread']:.3g}: {spread['slow']} of "
+                                      f"{spread['intervals']} run at {spread['seconds_per_step_slow']:.3g} s per "
+                                      f"step or more against a median of {spread['seconds_per_step_median']:.3g} s, "
+                                      f"costing {spread['seconds_lost']:.3g} s ({spread['fraction_of_time_lost']:.0%} "
+                                      f"of the time); {spread['pauses']}"))
 
     def _spread(self, run: Run, got: tuple) -> dict | None:
-        """Step times spread ×`spread` on a log too short for the trend rules: past the first interval (start-up:
-        compilation, caches) and away from evaluation and checkpoint steps, at least `min_stalls_spread` intervals
-        run `spread` × the median or slower, costing `min_seconds` or more in all. None otherwise."""
+        """Step times spread ×`spread`: past the first interval (start-up: compilation, caches) and away from
+        evaluation and checkpoint steps, at least `min_stalls_spread` intervals run `spread` × the median or slower,
+        costing `min_seconds` or more in all and `min_lost` of the time. None otherwise."""
         a, b, r = got[0], got[1], got[2]
         keep = r > 0
         a, b, r = a[keep][1:], b[keep][1:], r[keep][1:]
         if r.size < self.spread_points - 1:
             return None
         base = float(np.median(r))
-        slow = r >= self.spread * base
-        quiet = self._quiet_steps(run)
-        if quiet.size:
-            slow &= np.searchsorted(quiet, b, side="right") <= np.searchsorted(quiet, a, side="left")
+        away, note = self._away_from_pauses(run, a, b, got[4])
+        slow = (r >= self.spread * base) & away
         span = np.maximum(b - a, 1)
         lost = float(np.sum((r[slow] - base) * span[slow]))
-        if int(slow.sum()) < self.min_stalls_spread or lost < self.min_seconds:
+        total = float(np.sum(r * span))
+        if int(slow.sum()) < self.min_stalls_spread or lost < max(self.min_seconds, self.min_lost * total):
             return None
         return {"spread": float(r[slow].max() / base), "slow": int(slow.sum()), "intervals": int(r.size),
                 "seconds_per_step_slow": float(r[slow].min()), "seconds_per_step_median": base,
-                "seconds_lost": lost, "first_slow_step": int(a[slow][0]), "last_slow_step": int(b[slow][-1])}
+                "seconds_lost": lost, "fraction_of_time_lost": lost / total, "first_slow_step": int(a[slow][0]), "last_slow_step": int(b[slow][-1]),
+                "pauses": note}
 
     def _slowdown(self, a, b, r, lr, seg, name, how, src) -> Iterator[Finding]:
         k, gain = stats.change_point(lr)
@@ -167,12 +194,8 @@ class ThroughputDrop:
     def _stalls(self, run, a, b, r, lr, span, base, name, how, src) -> Iterator[Finding]:
         sigma = stats.robust_scale(lr)
         cut = max(np.log(self.stall), self.z * sigma)
-        far = lr - np.log(base) >= cut
-        quiet = self._quiet_steps(run)
-        if quiet.size:  # an interval [a, b] touching an eval or checkpoint step holds that pause
-            lo = np.searchsorted(quiet, a, side="left")
-            hi = np.searchsorted(quiet, b, side="right")
-            far &= hi <= lo
+        away, note = self._away_from_pauses(run, a, b, name)
+        far = (lr - np.log(base) >= cut) & away  # an evaluation's pause is no stall
         idx = np.flatnonzero(far)
         total = float(np.sum(r * span))
         lost = float(np.sum((r[idx] - base) * span[idx]))
@@ -184,12 +207,12 @@ class ThroughputDrop:
               "stalls": int(idx.size), "stall_steps": [int(s) for s in stall_steps[:20]],
               "median_interval_step": float(np.median(np.diff(stall_steps))) if idx.size > 1 else None,
               "seconds_per_step_baseline": base, "seconds_per_step_in_stalls": float(np.median(r[idx])),
-              "seconds_lost": lost, "fraction_of_time_lost": lost / total, "measured_from": how}
+              "seconds_lost": lost, "fraction_of_time_lost": lost / total, "measured_from": how, "pauses": note}
         yield Finding.of(self, severity="warning", step=int(a[idx[0]]), step_end=int(stall_steps[-1]), series=name,
                          evidence=ev, sources=src,
                          summary=(f"{idx.size} stalls between steps {stall_steps[0]} and {stall_steps[-1]} run at "
                                   f"a median {ev['seconds_per_step_in_stalls']:.3g} s per step against a median {base:.3g} s, costing "
-                                  f"{lost:.3g} s ({lost / total:.0%} of the time); none at an evaluation or checkpoint"))
+                                  f"{lost:.3g} s ({lost / total:.0%} of the time); {note}"))
 
 
 def _is_clock(values: np.ndarray) -> bool:
