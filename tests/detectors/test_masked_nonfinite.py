@@ -169,3 +169,30 @@ def test_nan_norms_on_steps_where_the_lr_did_not_advance_are_skipped_fp16_steps(
     run = load_run(write_trainer_state(tmp_path / "c", late), tmp_path / "c.duckdb")
     [f] = MaskedNonfinite().check(run)
     assert f.step == 31 and f.evidence["steps_masked"] == 1
+
+
+def _without_norm(history: list[dict]) -> list[dict]:
+    return [{k: v for k, v in e.items() if k != "grad_norm"} for e in history]
+
+
+def test_a_zeroed_training_loss_beside_a_nan_evaluation_is_a_hidden_nan(tmp_path):
+    """No grad norm logged (older HF versions): a window of only NaN steps logs a training loss of 0.0 and the
+    evaluation after it is NaN. The first NaN evaluation in the zeroed stretch is where the logs hide the NaN."""
+    steps, loss, norm = _hf_logs(*_per_step(n=400, nan_from=195))
+    history = _without_norm(hf_history(steps, loss, norm))
+    history += [{"eval_loss": float("nan") if s >= 200 else 0.9, "epoch": round(s / 1000, 4), "step": s}
+                for s in (100, 200, 300, 400)]
+    history.sort(key=lambda e: (e["step"], "eval_loss" in e))
+    run = load_run(write_trainer_state(tmp_path / "r", history), tmp_path / "f.duckdb")
+    [f] = MaskedNonfinite().check(run)
+    assert f.severity == "critical" and f.step == 300 and f.evidence["zero_loss_from"] == 210
+    assert "exactly 0.0" in f.summary
+
+
+def test_a_loss_that_learned_to_zero_beside_finite_evaluations_hides_nothing(tmp_path):
+    steps, loss, norm = _hf_logs(*_per_step(n=400))
+    history = _without_norm(hf_history(steps, loss, norm))
+    history += [{"eval_loss": 0.9, "epoch": round(s / 1000, 4), "step": s} for s in (100, 200, 300, 400)]
+    history.sort(key=lambda e: (e["step"], "eval_loss" in e))
+    run = load_run(write_trainer_state(tmp_path / "r", history), tmp_path / "f.duckdb")
+    assert list(MaskedNonfinite().check(run)) == []

@@ -31,6 +31,8 @@ class MaskedNonfinite:
     Also: a console log that announces a non-finite loss in words on lines the training skipped and survived (`nan loss
     caught, skipping batch` with finite losses logged after: `base.announced_nonfinite`): the logged curve never shows
     those NaNs; a warning, quoting the first line as printed. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
+    Also: a training loss of exactly 0.0 from some step to the end beside a NaN/Inf validation loss in that stretch
+    (critical): HF's logged loss zeroed while its evaluation turns NaN.
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
     Evidence: first such step, count, the loss and grad norm there, whether the loss is exactly 0.
     False alarms: 0 of the 403 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
@@ -67,12 +69,13 @@ class MaskedNonfinite:
         return out
 
     def unavailable(self, run: Run) -> str | None:
-        if run.has("grad_norm") or run.announced(NONFINITE_LOSS).height:
+        if run.has("grad_norm") or run.has("val_loss") or run.announced(NONFINITE_LOSS).height:
             return None
         return run.missing_message("grad_norm")
 
     def check(self, run: Run) -> Iterator[Finding]:
         yield from self._announced(run)
+        yield from self._zero_beside_nonfinite_eval(run)
         if not run.has("grad_norm"):
             return
         loss = run.series("loss").select("step", pl.col("value").alias("loss"))
@@ -128,6 +131,32 @@ class MaskedNonfinite:
                          sources=(src(run, "loss", hit["step"].to_numpy()), src(run, "grad_norm", hit["step"].to_numpy())),
                          summary=(f"grad norm is {first['grad']} at step {first['step']} while the logged loss is "
                                   f"{first['loss']:.4g} ({count(hit.height, 'such step')}): {why}"))
+
+    def _zero_beside_nonfinite_eval(self, run: Run) -> Iterator[Finding]:
+        """A training loss of exactly 0.0 at every logged point from some step on while an evaluation in that
+        stretch is NaN/Inf: the model's outputs are non-finite and the logged training loss was zeroed (fp16
+        overflow under HF's filter), not trained to 0. Critical: the run is dead from the first such evaluation."""
+        if not run.has("val_loss"):
+            return
+        ts, tv = run.arrays("loss")
+        vs, vv = run.arrays("val_loss")
+        if tv.size == 0 or not np.isfinite(tv).all() or tv[-1] != 0.0:
+            return
+        start = int(ts[int(np.flatnonzero(tv != 0.0)[-1]) + 1]) if (tv != 0.0).any() else int(ts[0])
+        bad = (~np.isfinite(vv)) & (vs >= start)
+        if not bad.any():
+            return
+        first = int(vs[int(np.argmax(bad))])
+        zeros = int((ts >= start).sum())
+        ev = {"first_step": first, "loss_there": 0.0, "val_loss_there": float(vv[int(np.argmax(bad))]),
+              "zero_loss_from": start, "zero_loss_points": zeros, "nonfinite_evals": int(bad.sum()),
+              "loss_exactly_zero": True}
+        yield Finding.of(self, severity="critical", step=first, step_end=int(max(ts[-1], vs[-1])),
+                         series=run.pick("loss"), evidence=ev,
+                         sources=(src(run, "loss", ts[ts >= start]), src(run, "val_loss", vs[bad])),
+                         summary=(f"validation loss is {ev['val_loss_there']} at step {first} while the logged "
+                                  f"training loss is exactly 0.0 at {count(zeros, 'point')} from step {start}: the "
+                                  "outputs are non-finite and the logs hide it (a zeroed loss, not a trained one)"))
 
     def _announced(self, run: Run) -> Iterator[Finding]:
         """Non-finite losses a console log announces in words on batches the training skipped and survived (finite
