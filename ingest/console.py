@@ -212,10 +212,10 @@ PATTERNS: list[LinePattern] = [
     LinePattern("source_line", "ignore", _p(
         r"\b[\w.-]+\.py(?:\[line:\d+\]|:\d+\b|\"?, line \d+)|\[line:\s*\d+\]|\b[\w.]+:[\w<>]+:\d+(?=\s+-\s)"),
                 "2022-10-16 00:13:52,753 - train.py[line:123] - INFO: start"),
-    # A logging level (`root INFO Loss at step 50: 0.1`): never part of a metric's name.
     # torchrun's prefix of each rank's lines (`[rank0]:`, `[default0]:` before torch 2.2): no value.
     LinePattern("rank_prefix", "ignore", _p(r"\[(?:rank|default)\d+\]:?"),
                 "[rank0]: step=50, loss=1.95", {"step": 50, "loss": 1.95}),
+    # A logging level (`root INFO Loss at step 50: 0.1`): never part of a metric's name.
     LinePattern("log_level", "ignore", _p(r"\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b"),
                 "2024-11-29 03:20:00,123 root INFO Loss at step 50: 0.1000", {"step": 50, "Loss": 0.1}),
     # --- counters -----------------------------------------------------------------------------------
@@ -316,13 +316,13 @@ PATTERNS: list[LinePattern] = [
     LinePattern("leading_counter", "counter", _p(
         rf"^\s*(?P<step>\d+):?\s+(?=(?:[A-Za-z][\w./-]*\s*[:=]?\s*{NUM}{_NUM_END}[,;]?\s*)+$)"),
         "0 train 10.955003", {"step": 0, "train": 10.955003}),
-    # tqdm's `45%|████▌     | 45/100`, and bars drawn in box characters without pipes (Ultralytics 8.3+, rich:
-    # `768: 20% ━━╸───────── 1/5 2.6it/s`).
     # A count of a total in brackets before any other number on the line (after its prefix and counters):
     # `(50/391) loss: 1.95`, `Epoch 1/50 (50/391) ...`, the MNIST example's `[3200/60000 (5%)]`: the batch.
     LinePattern("fraction_first", "counter", _p(
         rf"{_NO_NUMBER_BEFORE}[(\[]\s*(?P<batch>\d+)\s*/\s*\d+\s*(?:\(\s*\d+(?:\.\d+)?%\s*\)\s*)?[)\]]"),
         "(50/391) loss: 1.95 lr: 0.001", {"batch": 50, "loss": 1.95, "lr": 0.001}),
+    # tqdm's `45%|████▌     | 45/100`, and bars drawn in box characters without pipes (Ultralytics 8.3+, rich:
+    # `768: 20% ━━╸───────── 1/5 2.6it/s`).
     LinePattern("tqdm_bar", "counter", _p(
         r"\d+%(?:\|[^|\n]*\||\s*[\u2500-\u259f]+)\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
@@ -464,24 +464,24 @@ MAX_NAME_WORDS = 4
 
 def _pairs(clause: str) -> list[tuple[int, int, int, int, str | None]]:
     """(key start, key end, value start, value end, unit) of each pair in `clause`, read part by part."""
+    tokens = [(_kind(t), t) for t in _TOKEN.finditer(clause)]
     pairs: list[tuple[int, int, int, int, str | None]] = []
-    name: list[re.Match[str]] = []
-    tokens = list(_TOKEN.finditer(clause))
-    for i, token in enumerate(tokens):
-        kind = token.lastgroup if token.lastgroup != "unit" else "value"
-        after = tokens[i + 1] if i + 1 < len(tokens) else None
+    name: list[re.Match[str]] = []  # the words since the last value, a label's colon or a part that fits nothing
+    for i, (kind, token) in enumerate(tokens):
+        before = tokens[i - 1][0] if i else None
+        after = tokens[i + 1][0] if i + 1 < len(tokens) else None
         if kind == "word":
             word = token.group()
-            if pairs and pairs[-1][4] is None and i and tokens[i - 1].lastgroup in ("value", "unit") \
-                    and _UNIT_WORDS.fullmatch(word) and not (after and after.lastgroup in ("value", "unit", "sep")):
-                ks, ke, vs, ve, _ = pairs[-1]  # `2100 MB`: the value's unit, not the next pair's name
-                pairs[-1] = (ks, ke, vs, ve, word)
+            if before == "value" and _UNIT_WORDS.fullmatch(word) and after not in ("value", "sep"):
+                # `2100 MB`: the value's unit, not the next pair's name
+                if pairs and pairs[-1][3] == tokens[i - 1][1].end("value") and pairs[-1][4] is None:
+                    pairs[-1] = (*pairs[-1][:4], word)
             elif word.lower() in _NO_NAME_WORDS:
                 name = []
             else:
                 name.append(token)
         elif kind == "sep":
-            if not (after and after.lastgroup in ("value", "unit")):
+            if after != "value":
                 name = []  # a label's colon (`Train: loss 0.3`): the name begins after it
         elif kind == "value" and name:
             while name and name[-1].group().lower() in _CONNECTORS:
@@ -491,9 +491,13 @@ def _pairs(clause: str) -> list[tuple[int, int, int, int, str | None]]:
             if name:
                 pairs.append((name[0].start(), name[-1].end(), *token.span("value"), token.group("unit")))
             name = []
-        else:
+        else:  # a value without a name, or a part that fits no pair
             name = []
     return pairs
+
+
+def _kind(token: re.Match[str]) -> str:
+    return "value" if token.group("value") is not None else token.lastgroup or "other"
 
 
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")  # arrows, `---` rules
