@@ -313,8 +313,10 @@ PATTERNS: list[LinePattern] = [
         {"step": 1, "loss": 364.146759}),
     # A line that opens with a bare integer and holds only `name value` pairs after it (build-nanoGPT's
     # `f"{step} train {loss:.6f}"`, `12 loss 0.31 acc 0.9`): the integer is the step.
+    # Two such integers (`'%d %d Loss=%.3f Time=%.3f' % (epoch, i, ...)`): the epoch, then the step (the batch where it
+    # starts again with each epoch).
     LinePattern("leading_counter", "counter", _p(
-        rf"^\s*(?P<step>\d+):?\s+(?=(?:[A-Za-z][\w./-]*\s*[:=]?\s*{NUM}{_NUM_END}[,;]?\s*)+$)"),
+        rf"^\s*(?:(?P<epoch>\d+)\s+)?(?P<step>\d+):?\s+(?=(?:[A-Za-z][\w./-]*\s*[:=]?\s*{NUM}{_NUM_END}[,;]?\s*)+$)"),
         "0 train 10.955003", {"step": 0, "train": 10.955003}),
     # A count of a total in brackets before any other number on the line (after its prefix and counters):
     # `(50/391) loss: 1.95`, `Epoch 1/50 (50/391) ...`, the MNIST example's `[3200/60000 (5%)]`: the batch.
@@ -642,15 +644,16 @@ def _looks_like_metric(line: str) -> bool:
 
 
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
-# list `[ 0.4127735]`, `0.41±0.02`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
+# list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
 _FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
 _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
-                   rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
+                   rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)"
+                   rf"|<\s*(?P<a>{NUM})\s*>")  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 _REPR_HINTS = [
     r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
-    r"tensor\(", "±", r"\+/?-\s*\d",
+    r"tensor\(", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
     rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
     r"\dm\s*\d+(?:\.\d+)?s\b",  # a duration
@@ -691,7 +694,7 @@ def _normalise(text: str) -> str:
     text = _DURATION.sub(_seconds, text)
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
     text = _NAMED_LIST.sub(_named_list, text)
-    text = _REPR.sub(lambda m: m.group("t") or m.group("l") and m.group("lpre") + m.group("l")
+    text = _REPR.sub(lambda m: m.group("t") or m.group("a") or m.group("l") and m.group("lpre") + m.group("l")
                      or m.group("pm") + m.group("pmu"), text)
     return _GLUED.sub(" ", text)
 

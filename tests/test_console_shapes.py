@@ -256,6 +256,8 @@ def test_a_line_whose_loss_is_printed_is_read_beside_a_part_it_does_not_know(lin
     ("INFO     [1, 50] loss 0.25", {"epoch": 1, "batch": 50}, {"loss": 0.25}),  # a level before `[epoch, batch]`
     ("step:7 loss:1.5 mem:2100 MB lr:3e-4", {"step": 7}, {"loss": 1.5, "mem MB": 2100, "lr": 3e-4}),
     ("train.py --lr=5e-4 --epochs=3 loss 0.5", {}, {"loss": 0.5}),  # a command line's flags are no metrics
+    # PL/Python's notices (MADlib): the value in angle brackets
+    ("INFO:  Iteration: 3, Loss: <0.805838101786>", {"step": 3}, {"Loss": 0.805838101786}),
 ])
 def test_real_shapes_give_their_counters_and_metrics(line, counters, metrics):
     parsed = parse_line(line)
@@ -295,3 +297,16 @@ def test_composed_lines_written_by_python_logging(tmp_path_factory, comp, fmt):
     frames = [c.scalars for c in read_console(log) if c.scalars is not None]
     frame = pl.concat(frames) if frames else pl.DataFrame({"tag": []})
     assert not problems(comp, frame, records), problems(comp, frame, records)
+
+
+def test_two_leading_integers_are_the_epoch_and_its_step_and_equal_records_stay_apart(tmp_path):
+    # `print('%d %d Loss=%.3f Time=%.3f' % (epoch, cnt, ...))`: a loss stuck at nan, times that repeat
+    log = tmp_path / "train.log"
+    rows = [(333, i, 0.036 + (i % 3) * 0.002) for i in range(154, 162)] + [(334, i, 0.040) for i in range(1, 4)]
+    with log.open("w") as f:
+        for epoch, i, t in rows:
+            print("%d %d Loss=%.3f Time=%.3f" % (epoch, i, float("nan"), t), file=f)
+    frames = [c.scalars for c in read_console(log) if c.scalars is not None]
+    loss = pl.concat(frames).filter(pl.col("tag") == "Loss")
+    assert loss.height == len(rows) and loss["value"].is_nan().all()  # no record taken for another rank's copy
+    assert loss["epoch"].to_list() == [r[0] for r in rows] and loss["batch"].to_list() == [r[1] for r in rows]
