@@ -1395,8 +1395,8 @@ class _State:
         (Paddle's `Eval begin...` over `step 10/88 - loss: X`, `Validation:` or `==> Evaluating` over `loss: X`,
         `Test on Epoch 3` over `mAP: X`). A block opens at a line that says an evaluation begins (`_block_line`)
         once training records were seen; its records take the split's name (`val loss`) until it ends: at a record
-        of a training record's shape, a line that says train, an `Epoch N` line, or its end marker (`Eval samples:
-        N`). Records of the very shape the training printed just after the opener are the block's only where the
+        of a training record's shape, a record with a step after records of the block that print none, a line that
+        says train, an `Epoch N` line, or its end marker (`Eval samples: N`). Records of the very shape the training printed just after the opener are the block's only where the
         block then ends by a marker or such a line, not by training records or another opener. A record whose own
         label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere."""
         splits: list[str | None] = [None] * len(parsed)
@@ -1421,6 +1421,8 @@ class _State:
                         continue
                 elif metrics and block.weak and "epoch" in counters:
                     block = None  # a record that counts epochs after a mere count of samples: the training's
+                elif metrics and "step" in counters and block.records and not block.stepped:
+                    block = None  # a record with a step after evaluation records that print none: the training's
                 elif metrics and shape in self.train_shapes:
                     if block.weak or not (block.records == len(block.pending) and block.shape in (None, shape)):
                         block = None  # training records again (those held pending stay the training's)
@@ -1428,12 +1430,14 @@ class _State:
                         block.shape = shape
                         block.pending.append(i)
                         block.records += 1
+                        block.stepped = block.stepped or "step" in counters
                         continue
                 elif metrics:
                     for j in block.pending:
                         splits[j] = block.split
                     block.pending = []
                     block.records += 1
+                    block.stepped = block.stepped or "step" in counters
                     splits[i] = block.split
                     continue
                 else:
@@ -1653,6 +1657,7 @@ class _Block:
     # counts epochs, ends it (`Test set: 172 samples` in a data summary is no evaluation)
     shape: str | None = None  # the outline of its records, where they have the training's
     records: int = 0
+    stepped: bool = False  # whether a record of it printed a step counter
     pending: list[int] = field(default_factory=list)  # records of the training's shape, held until a marker
 
 
