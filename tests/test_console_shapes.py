@@ -310,3 +310,23 @@ def test_two_leading_integers_are_the_epoch_and_its_step_and_equal_records_stay_
     loss = pl.concat(frames).filter(pl.col("tag") == "Loss")
     assert loss.height == len(rows) and loss["value"].is_nan().all()  # no record taken for another rank's copy
     assert loss["epoch"].to_list() == [r[0] for r in rows] and loss["batch"].to_list() == [r[1] for r in rows]
+
+
+@pytest.mark.parametrize("comp", random_compositions(6, seed=11), ids=lambda c: f"{c.counters[0].form}|{c.style}")
+def test_composed_logs_land_in_the_store_as_the_training_loss(tmp_path, comp):
+    import duckdb
+
+    from ingest.run import ingest_run
+
+    run = tmp_path / "run"
+    run.mkdir()
+    _, records = read_composed(comp, run)
+    db = tmp_path / "r.duckdb"
+    ingest_run(run, db, progress=None)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        stored = con.execute("SELECT value FROM scalars JOIN series USING (series_id) WHERE series.role = 'train_loss' "
+                             "AND series.tag = ? ORDER BY position", [comp.loss_name]).fetchall()
+    finally:
+        con.close()
+    assert [v for (v,) in stored] == [loss for _, _, loss, _ in records]
