@@ -453,7 +453,7 @@ def _unit_tag(key: str, unit: str | None) -> str | None:
 # the clause.
 _TOKEN = re.compile(
     r"(?P<skip>\d+(?::\d\d)+(?:[.,]\d+)?(?![\w:])|[-+]?\d[\d.]*\s*/\s*\d[\d.]*)"
-    rf"|(?P<value>{NUM})(?P<unit>\s?%|(?:{_UNIT_GLUED})(?![\w.%]))?(?![\w.%])"
+    rf"|(?P<value>{NUM})(?P<unit>\s?%|(?:{_UNIT_GLUED})(?![\w.%:]))?(?![\w.%:])"  # `.95:` is a label's
     r"|(?P<junk>[-+]?\.?\d\S*|--[A-Za-z][\w.-]*)"  # a number glued to a word; a command line's `--lr=5e-4`
     r"|(?P<word>[A-Za-z_][\w./@%+-]*)"
     r"|(?P<sep>[:=])"
@@ -464,11 +464,13 @@ _CONNECTORS = {"is", "was", "of", "equals"}
 MAX_NAME_WORDS = 4
 
 
-def _pairs(clause: str) -> list[tuple[int, int, int, int, str | None]]:
-    """(key start, key end, value start, value end, unit) of each pair in `clause`, read part by part."""
+def _pairs(clause: str) -> tuple[list[tuple[int, int, int, int, str | None]], bool]:
+    """(key start, key end, value start, value end, unit) of each pair in `clause`, read part by part, and whether
+    every part of the clause belongs to a pair (prose between them does not: `Product Build 20200624 for Intel`)."""
     tokens = [(_kind(t), t) for t in _TOKEN.finditer(clause)]
     pairs: list[tuple[int, int, int, int, str | None]] = []
     name: list[re.Match[str]] = []  # the words since the last value, a label's colon or a part that fits nothing
+    whole = True
     for i, (kind, token) in enumerate(tokens):
         before = tokens[i - 1][0] if i else None
         after = tokens[i + 1][0] if i + 1 < len(tokens) else None
@@ -479,23 +481,30 @@ def _pairs(clause: str) -> list[tuple[int, int, int, int, str | None]]:
                 if pairs and pairs[-1][3] == tokens[i - 1][1].end("value") and pairs[-1][4] is None:
                     pairs[-1] = (*pairs[-1][:4], word)
             elif word.lower() in _NO_NAME_WORDS:
-                name = []
+                name, whole = [], False
             else:
                 name.append(token)
         elif kind == "sep":
             if after != "value":
-                name = []  # a label's colon (`Train: loss 0.3`): the name begins after it
+                name, whole = [], whole and not name  # a label's colon (`Train: loss 0.3`): the name begins after it
         elif kind == "value" and name:
             while name and name[-1].group().lower() in _CONNECTORS:
                 name.pop()  # `loss is 0.5`
             cut = max((j + 1 for j, w in enumerate(name) if w.group().lower() in _CONNECTORS), default=0)
+            whole = whole and cut == 0 and len(name) <= MAX_NAME_WORDS
             name = name[cut:][-MAX_NAME_WORDS:]
             if name:
                 pairs.append((name[0].start(), name[-1].end(), *token.span("value"), token.group("unit")))
             name = []
         else:  # a value without a name, or a part that fits no pair
-            name = []
-    return pairs
+            name, whole = [], False
+    return pairs, whole and not name
+
+
+def _names_quantity(key: str) -> bool:
+    """A short name the role table knows (`loss`, `train loss`, `mem`): on a line without a counter, only such a name
+    is read from a clause that also holds prose (METRIC_WORDS alone finds `wer` in `were`, `norm` in `normal`)."""
+    return len(key.split()) <= 2 and role_of(key).role != "other"
 
 
 def _kind(token: re.Match[str]) -> str:
@@ -834,8 +843,8 @@ def _trace(text: str) -> _Shape:
                     clause, offset = clause[cut.end():], offset + cut.end()
                     break
         # `Train Acc 10.144 Train Loss 2.315 mem 2100MB`: a clause of several pairs, read part by part.
-        pairs = [(*_stripped(clause, *found.span("key")), *found.span("value"), found.group("unit") or found.group(
-            "unit2"))] if found else _pairs(clause)
+        pairs, whole = ([(*_stripped(clause, *found.span("key")), *found.span("value"), found.group("unit") or found.group(
+            "unit2"))], True) if found else _pairs(clause)
         for ks, ke, vs, ve, unit in pairs:
             covered += ve - ks
             # A phrase's key never holds blanked text: clauses end at the NUL a blank starts with.
@@ -843,11 +852,11 @@ def _trace(text: str) -> _Shape:
             key = clause[ks:ke]
             tag = _unit_tag(key, unit)  # `current 0.3 GB`, nanoGPT's `time 1099.34ms`: the unit says what it is
             exact = exact and not (tag and any(c.isdigit() for c in key))  # a template's key holds zeros
-            if counted or METRIC_WORDS.search(key):
+            if counted or METRIC_WORDS.search(key) and (whole or _names_quantity(key)):
                 metrics.append((*spans, tag))
                 if taken[-1:] != ["phrase"]:
                     taken.append("phrase")
-            else:
+            elif whole:  # no counter, no metric's name: pairs only, not prose that holds a number or two
                 loose.append((*spans, tag))
     if metrics or loose:
         labelled = _quantity_labelled(line, text, metrics + loose)

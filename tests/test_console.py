@@ -499,14 +499,14 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         if match is not None:
             pairs = [(match.start("key"), match.end("key"), *match.span("value"), match["unit"] or match["unit2"])]
         else:  # `Train Acc 10.144 Train Loss 2.315 mem 2100MB`, part by part
-            pairs = C._pairs(clause)
+            pairs, whole = C._pairs(clause)
         for ks, ke, vs, ve, unit in pairs:
             covered += ve - ks
             key = clause[ks:ke].strip()
             tag = C._unit_tag(key, unit) or key  # `current 0.3 GB`, nanoGPT's `time 1099.34ms`
-            if counted or C.METRIC_WORDS.search(key):
+            if counted or C.METRIC_WORDS.search(key) and (match is not None or whole or C._names_quantity(key)):
                 out.metrics.setdefault(tag, C._float(clause[vs:ve]))
-            else:
+            elif match is not None or whole:  # without a counter or a metric's name: pairs only, no prose
                 loose.append((tag, C._float(clause[vs:ve])))
     # Values under a label naming memory, ending in a colon, before the first pair (`Memory info of GPU
     # /physical_device:GPU:0: current: 0.18, peak: 2.55`): `Memory info of GPU current`, with or without a counter.

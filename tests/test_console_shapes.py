@@ -256,6 +256,11 @@ def test_a_line_whose_loss_is_printed_is_read_beside_a_part_it_does_not_know(lin
     ("INFO     [1, 50] loss 0.25", {"epoch": 1, "batch": 50}, {"loss": 0.25}),  # a level before `[epoch, batch]`
     ("step:7 loss:1.5 mem:2100 MB lr:3e-4", {"step": 7}, {"loss": 1.5, "mem MB": 2100, "lr": 3e-4}),
     ("train.py --lr=5e-4 --epochs=3 loss 0.5", {}, {"loss": 0.5}),  # a command line's flags are no metrics
+    # prose whose words hold a metric's letters (`normal`, `were`) and a header's `mAP@.5:.95:` name no value
+    ("findfont: score(<Font 'DejaVu Serif' (DejaVuSerif-Italic.ttf) italic normal 400 normal>) = 11.05", {}, {}),
+    ("England were 262 all out while futures were up 1.5 on the day", {}, {}),
+    ("   Class   Images   Labels   P   R   mAP@.5 mAP@.5:.95: 100%|##########| 17/17 [00:23<00:00,  1.39s/it]",
+     {"batch": 17}, {}),
     # PL/Python's notices (MADlib): the value in angle brackets
     ("INFO:  Iteration: 3, Loss: <0.805838101786>", {"step": 3}, {"Loss": 0.805838101786}),
 ])
@@ -330,3 +335,13 @@ def test_composed_logs_land_in_the_store_as_the_training_loss(tmp_path, comp):
     finally:
         con.close()
     assert [v for (v,) in stored] == [loss for _, _, loss, _ in records]
+
+
+def test_prose_repeated_in_a_log_gives_no_pairs_where_it_holds_more_than_pairs(tmp_path):
+    # an environment dump printed by each of three launches (detectron2's collect_env), beside the records
+    log = tmp_path / "train.log"
+    prose = "Intel(R) Math Kernel Library Version 2020.0.2 Product Build 20200624 for Intel(R) 64 architecture"
+    log.write_text("".join(f"{prose}\n" + "".join(f"iter {i} loss {1 / (i + 1):.4f}\n" for i in range(5))
+                           for _ in range(3)))
+    frames = [c.scalars for c in read_console(log) if c.scalars is not None]
+    assert set(pl.concat(frames)["tag"]) <= {"loss", "launch"}
