@@ -16,9 +16,15 @@ Often all a crashed run leaves. A line is read in four passes, each a group of t
 4. phrase   what is left is cut into clauses (at `,` `;` `|` brackets, `. `, runs of 2+ spaces, arrows `->` and
             `---` rules) and a clause that reads `Some Words[:| is| was| of] value [unit]` is a metric
             (`Train loss 1.593`, `Loss is Infinity`, `Speed: 2.38 samples/sec`; after prose only where the
-            name names a metric: `INFO the training loss is 0.52 at step 40`). Such loose pairs count only on
+            name names a metric: `INFO the training loss is 0.52 at step 40`); any other clause is read part by
+            part (`_pairs`: `loss 1.95 mem 2100MB ETA 0:01:02`), a part that fits no pair (a clock, `50/391`, a
+            value without a name) costing that part alone, never the line. Such loose pairs count only on
             lines that carry a counter, or when the key names a metric (loss, acc, lr, grad, norm, ppl, ...),
             so a traceback's `line 71` is not a metric.
+
+Units (`_unit_tag`): nothing is converted. A value is stored as printed; a unit other than seconds or a percentage is
+kept in its tag (`mem 2100MB` is `mem MB` 2100, `time 52ms` is `time ms` 52, in every pass and in tables), so a
+printer that switches units starts another series rather than one series in two scales.
 
 A line of alternating `name<sep>value` (`iteration,1,train_loss,2.31`, any one of `,;|` or tab) reads as `name=value`
 pairs; a bare integer opening a line of pairs is its step (`0 train 10.95`); a held-out split's word before a counter
@@ -99,7 +105,7 @@ from ingest.plan import planned
 from ingest.decoding import LEGACY_ENCODINGS, as_utf8, binary_reason, sample, utf16_order  # noqa: F401 (re-exported)
 from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame, texts_frame
-from ingest.roles import MEMORY_UNITS, SPLIT_WORDS, role_of, words
+from ingest.roles import SPLIT_WORDS, role_of, words
 from ingest.tabular import with_loss_sums
 
 PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its line is skipped, and said)
@@ -110,6 +116,8 @@ METRIC_WORDS = re.compile(
     r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
     r"|cost|objective|nll|xent|energy",
     re.I)
+MEMORY_UNIT = r"[KMGTP]i?B|[kmg]i?b"  # `2100MB`, `12.3GiB`, `812mb` (`_unit_tag`)
+_UNIT_BEFORE_KEY = rf"(?:{MEMORY_UNIT}|ms|s|sec)\s"  # the last value's unit (`mem=2100 MB lr=0.1`), not a key's word
 RATE_UNITS = (r"(?:ms|s|sec)/(?:it|iter|step|batch)"
               r"|(?:it|iter|iters|samples|tokens|img|imgs|images|ex|examples)/s(?:ec)?")
 CHUNK_BYTES = 8 << 20
@@ -142,6 +150,9 @@ class LinePattern:
 
 _COUNTED = r"(?:\x00[\x00\s]*|(?:epoch|iteration|iter|step|batch)\s*\d+\s*)"  # a counter, blanked or not
 
+
+# Text before which the line holds no number (digits inside a name, `resnet50 INFO:`, are a name's).
+_NO_NUMBER_BEFORE = r"^(?:[^\d]|(?<=[A-Za-z_])\d+)*?"
 
 # A held-out split's word just before a counter (`val step:0  loss: 3.27`): the line's tags take it (`val loss`).
 _SPLIT_BEFORE = r"(?:\b(?P<split>(?i:val|valid|validation|eval|evaluation|test|dev))\s+)?"
@@ -200,8 +211,13 @@ PATTERNS: list[LinePattern] = [
         r"^(?=(?:[^=\n]*\w=){4})(?=(?:[^\n]*?\w=(?:True|False|None)\b){2}).*$"),
         "engine/trainer: agnostic_nms=False, amp=True, angle=1.0, batch=8, box=7.5, cache=False, cls=0.5"),
     # A source location in a logger's prefix (`train.py[line:123]`, `train.py:123`, `File "x.py", line 71`): no value.
-    LinePattern("source_line", "ignore", _p(r"\b[\w.-]+\.py(?:\[line:\d+\]|:\d+\b|\"?, line \d+)|\[line:\s*\d+\]"),
+    # loguru's `module:function:line - ` too (`__main__:train:41 - `).
+    LinePattern("source_line", "ignore", _p(
+        r"\b[\w.-]+\.py(?:\[line:\d+\]|:\d+\b|\"?, line \d+)|\[line:\s*\d+\]|\b[\w.]+:[\w<>]+:\d+(?=\s+-\s)"),
                 "2022-10-16 00:13:52,753 - train.py[line:123] - INFO: start"),
+    # torchrun's prefix of each rank's lines (`[rank0]:`, `[default0]:` before torch 2.2): no value.
+    LinePattern("rank_prefix", "ignore", _p(r"\[(?:rank|default)\d+\]:?"),
+                "[rank0]: step=50, loss=1.95", {"step": 50, "loss": 1.95}),
     # A logging level (`root INFO Loss at step 50: 0.1`): never part of a metric's name.
     LinePattern("log_level", "ignore", _p(r"\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b"),
                 "2024-11-29 03:20:00,123 root INFO Loss at step 50: 0.1000", {"step": 50, "Loss": 0.1}),
@@ -218,14 +234,15 @@ PATTERNS: list[LinePattern] = [
     # bar's percentage, the same on every bar's end (the bar's own `n/total` is its batch, `tqdm_bar`).
     LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*%)"),
                 "Iteration 20 (1.97443 iter/s, 5.06474s/10 iter), loss = nan", {"step": 20, "loss": float("nan")}),
-    LinePattern("iter", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*/\s*\d|\s*%)"),
+    # `iter 50/100` is the step of 100 (a count within the epoch turns into the batch where it starts again).
+    LinePattern("iter", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
                 "Iter 25: Train loss 1.593, Learning Rate 7.000e-05, It/sec 0.999, Tokens/sec 387.697",
                 {"step": 25, "Train loss": 1.593, "Learning Rate": 7e-05, "It/sec": 0.999, "Tokens/sec": 387.697}),
     # `Epoch [e/E], Step [s/N]` (the PyTorch tutorials' loop): the step within the epoch, so its batch.
     LinePattern("step_bracket_of", "counter", _p(r"\b(?:step|Step|STEP)\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]"),
                 "Epoch [1/50], Step [6/48], Loss: nan", {"epoch": 1, "batch": 6, "Loss": float("nan")}),
     # tqdm-style `it N |`, `It 300:` (an iteration's short name before a separator): the step, not a metric `it`.
-    LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[|,:\]]|\s{2,}|\s*$)"),
+    LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[-|,:\]]|\s+[A-Za-z]|\s*$)"),
                 "epoch 2 it 300 | loss 0.3", {"epoch": 2, "step": 300, "loss": 0.3}),
     LinePattern("step", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
@@ -245,8 +262,14 @@ PATTERNS: list[LinePattern] = [
                 "Train: 0 [ 100/1251 (  8%)]  Loss: 6.912 (6.93)  Time: 0.412s,  621.36/s  (0.420s,  609.52/s)  "
                 "LR: 1.000e-06  Data: 0.010 (0.015)", {"epoch": 0, "batch": 100, "Loss": 6.912, "LR": 1e-6}),
     # PyTorch's CIFAR-10 tutorial: `[epoch, batch] loss: X` (`print(f'[{epoch + 1}, {i + 1:5d}] loss: ...')`).
-    LinePattern("bracket_pair", "counter", _p(r"^\s*\[\s*(?P<epoch>\d+),\s*(?P<batch>\d+)\]"),
+    # Also after a logger's prefix (a time, `INFO:root:`), before any other number on the line.
+    LinePattern("bracket_pair", "counter", _p(rf"{_NO_NUMBER_BEFORE}\[\s*(?P<epoch>\d+),\s*(?P<batch>\d+)\]"),
                 "[1,  2000] loss: 2.183", {"epoch": 1, "batch": 2000, "loss": 2.183}),
+    # PyTorch's DCGAN example: `[epoch/epochs][batch/batches]` (`'[%d/%d][%d/%d]\tLoss_D: %.4f\tLoss_G: %.4f'`).
+    LinePattern("bracket_fractions", "counter", _p(
+        r"\[\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]"),
+        "[0/5][50/1583]\tLoss_D: 1.9847\tLoss_G: 5.5914\tD(x): 0.6004",
+        {"epoch": 0, "batch": 50, "Loss_D": 1.9847, "Loss_G": 5.5914}),
     # PyTorch's ImageNet example and the MetricLogger of MAE/DeiT/LLaMA2-Accessory: `Epoch: [e][b/N]`,
     # `Epoch: [e]  [b/N]` (tab-separated fields, a running average in brackets after each value); `Epoch e [b/N]`.
     LinePattern("epoch_bracket_of", "counter", _p(
@@ -293,9 +316,16 @@ PATTERNS: list[LinePattern] = [
         {"step": 1, "loss": 364.146759}),
     # A line that opens with a bare integer and holds only `name value` pairs after it (build-nanoGPT's
     # `f"{step} train {loss:.6f}"`, `12 loss 0.31 acc 0.9`): the integer is the step.
+    # Two such integers (`'%d %d Loss=%.3f Time=%.3f' % (epoch, i, ...)`): the epoch, then the step (the batch where it
+    # starts again with each epoch).
     LinePattern("leading_counter", "counter", _p(
-        rf"^\s*(?P<step>\d+):?\s+(?=(?:[A-Za-z][\w./-]*\s*[:=]?\s*{NUM}{_NUM_END}[,;]?\s*)+$)"),
+        rf"^\s*(?:(?P<epoch>\d+)\s+)?(?P<step>\d+):?\s+(?=(?:[A-Za-z][\w./-]*\s*[:=]?\s*{NUM}{_NUM_END}[,;]?\s*)+$)"),
         "0 train 10.955003", {"step": 0, "train": 10.955003}),
+    # A count of a total in brackets before any other number on the line (after its prefix and counters):
+    # `(50/391) loss: 1.95`, `Epoch 1/50 (50/391) ...`, the MNIST example's `[3200/60000 (5%)]`: the batch.
+    LinePattern("fraction_first", "counter", _p(
+        rf"{_NO_NUMBER_BEFORE}[(\[]\s*(?P<batch>\d+)\s*/\s*\d+\s*(?:\(\s*\d+(?:\.\d+)?%\s*\)\s*)?[)\]]"),
+        "(50/391) loss: 1.95 lr: 0.001", {"batch": 50, "loss": 1.95, "lr": 0.001}),
     # tqdm's `45%|████▌     | 45/100`, and bars drawn in box characters without pipes (Ultralytics 8.3+, rich:
     # `768: 20% ━━╸───────── 1/5 2.6it/s`).
     LinePattern("tqdm_bar", "counter", _p(
@@ -349,9 +379,12 @@ PATTERNS: list[LinePattern] = [
         "Train loss 12005 5.318559 Grad Norm inf 1.75s/it", {"step": 12005, "Train loss": 5.318559, "s/it": 1.75}),
     # --- explicit pairs -----------------------------------------------------------------------------
     # Not after `-`: `--lr=5e-4` on a command line is an argument, not a logged value.
-    LinePattern("key_equals_value", "assign", _p(rf"(?<![\w.-])(?P<key>(?:[A-Za-z]+ (?=[A-Za-z_][\w./-]*\s*=))?[A-Za-z_][\w./-]*)\s*=\s*(?P<value>{NUM}){_NUM_END}"),
-                "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21",
-                {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21}),
+    # A unit may follow the value (`memory=2100MB`, `mem=2100 MB`); a unit word is never the first word of a key.
+    LinePattern("key_equals_value", "assign", _p(
+        rf"(?<![\w.-])(?P<key>(?:(?!{_UNIT_BEFORE_KEY})[A-Za-z]+ (?=[A-Za-z_][\w./-]*\s*=))?[A-Za-z_][\w./-]*)\s*=\s*"
+        rf"(?P<value>{NUM})(?P<unit>(?:{MEMORY_UNIT}|ms|s|%|\s(?:{MEMORY_UNIT}|ms|%))(?![\w.])(?!\s*[=:]))?{_NUM_END}"),
+                "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21, mem=2100 MB",
+                {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21, "mem MB": 2100}),
     # Quotes as Python prints them, or made typographic by an editor or an issue tracker (`‘loss’: 1.453`); the
     # value quoted too where the writer printed strings (fairseq's json log format, transformers 5's console).
     LinePattern("dict_item", "assign", _p(
@@ -363,11 +396,11 @@ PATTERNS: list[LinePattern] = [
     # a unit may be glued on. Not a device (`cuda:0`), a port, a URL or a quoted string's inside.
     LinePattern("key_colon_value", "assign", _p(
         rf"(?<![\w.:/'\"-])(?P<key>(?!(?:cuda|cpu|gpu|npu|xpu|mps|localhost|port|rank)\b)"
-        rf"(?:[A-Za-z][A-Za-z0-9]* ){{0,3}}[A-Za-z_][\w./@#-]*)"
+        rf"(?:(?!{_UNIT_BEFORE_KEY})[A-Za-z][A-Za-z0-9]* ){{0,3}}[A-Za-z_][\w./@#-]*)"
         r"(?<!\.[A-Za-z])(?<!\.[A-Za-z]{2})(?<!\.[A-Za-z]{3})(?<!\.[A-Za-z]{4}):"  # not a source file's line
-        rf"(?P<value>{NUM})(?:ms|s|%|[KMGT]i?B)?(?![\w.'\":]|/\d)", re.I),
+        rf"(?P<value>{NUM})(?P<unit>ms|s|%|[KMGT]i?B|\s(?:[KMGT]i?B|%)(?!\w)(?!\s*[=:]))?(?![\w.'\":]|/\d)", re.I),
         "step:1/20000 train_loss:6.9319 train_time:132ms step_avg:131.94ms",
-        {"step": 1, "train_loss": 6.9319, "train_time": 132, "step_avg": 131.94}),
+        {"step": 1, "train_loss": 6.9319, "train_time ms": 132, "step_avg ms": 131.94}),
     # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`).
     LinePattern("pipe_row", "assign", _p(
         rf"^\s*\|\s*(?P<key>[A-Za-z][\w./ -]*?)\s*\|\s*(?P<value>{NUM})\s*\|\s*$"),
@@ -391,12 +424,96 @@ PHRASE = re.compile(
     rf"^(?P<lead>(?:[^\s\d]+\s+)*?){_ARTICLE}(?P<key>[A-Za-z][\w/%.@+-]*(?: {_ARTICLE}[A-Za-z][\w/%.@+-]*){{0,3}}?)\s*"
     rf"{_CONNECTOR}\s*(?P<value>{NUM})"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
-_PAIR_TEXT = (rf"(?P<key>[A-Za-z][\w/%.@+-]*(?: [A-Za-z][\w/%.@+-]*){{0,3}}?)\s*(?::|\bis\b|=)?\s*(?P<value>{NUM})"
-              r"(?P<unit>%|ms\b|s\b)?(?P<unit2>)")
-_PAIR_IN_RUN = re.compile(_PAIR_TEXT)
 _LABEL_END = re.compile(r":\s+(?=[A-Za-z])")
-_PAIR_RUN = re.compile(rf"^(?:{_PAIR_TEXT.replace('?P<', '?P<_')}\s+)+{_PAIR_TEXT.replace('?P<', '?P<__')}"
-                       r"(?:\s+[A-Za-z%/]+)?$")  # the last value's unit word (`batch_cost: 7.44 sec`)
+
+# Units a value may be printed with, glued (`2100MB`, `52ms`, `0.52s`, `12.3K`) or after a space (`2100 MB`, `87.5 %`).
+# Nothing is converted: a value is stored as printed, and its unit, where it is not seconds or a percentage (what a
+# bare time or share means), is kept in its tag (`mem 2100MB` is `mem MB` 2100, `time 52ms` is `time ms` 52), so values
+# printed in two units never share a series. A scale letter alone (`3.2G`) is a unit only of a memory's value.
+_UNIT_GLUED = rf"{MEMORY_UNIT}|ms|us|µs|ns|secs?|s|min|h|%|[KMGT]"
+_UNIT_WORDS = re.compile(rf"(?:{MEMORY_UNIT}|ms|us|µs|ns|secs?|s|min|mins|h|hrs?|%)")
+_PLAIN_UNITS = {"s", "sec", "secs", "%"}
+_SCALES = {"K", "M", "G", "T"}
+
+
+def _unit_tag(key: str, unit: str | None) -> str | None:
+    """The tag of `key`'s value printed with `unit`, where the unit is kept in it (`mem MB`); None where the key alone
+    is the tag (no unit, seconds, a percentage, a unit the key already names: `mem_mb 2100MB`)."""
+    unit = (unit or "").strip()
+    if not unit or unit.lower() in _PLAIN_UNITS or not _UNIT_WORDS.fullmatch(unit) and unit not in _SCALES:
+        return None
+    if unit in _SCALES and role_of(key).role != "memory":
+        return None
+    if unit.lower() in (w.lower() for w in re.findall(r"[A-Za-zµ]+", key)):
+        return None
+    return f"{key} {unit}"
+
+
+# A clause the phrase does not take whole (`loss 1.95 mem 2100MB ETA 0:01:02`), read part by part: each
+# `name [:|=|is] value [unit]` is a pair, its name the words just before it (up to four, none of them an article or a
+# preposition: prose before a pair is not its name). A part that fits no pair (a clock, a count of a total `50/391`, a
+# number glued to a word, a command line's flag, a value without a name) is skipped alone: it costs that part, never
+# the clause.
+_TOKEN = re.compile(
+    r"(?P<skip>\d+(?::\d\d)+(?:[.,]\d+)?(?![\w:])|[-+]?\d[\d.]*\s*/\s*\d[\d.]*)"
+    rf"|(?P<value>{NUM})(?P<unit>\s?%|(?:{_UNIT_GLUED})(?![\w.%:]))?(?![\w.%:])"  # `.95:` is a label's
+    r"|(?P<junk>[-+]?\.?\d\S*|--[A-Za-z][\w.-]*)"  # a number glued to a word; a command line's `--lr=5e-4`
+    r"|(?P<word>[A-Za-z_][\w./@%+-]*)"
+    r"|(?P<sep>[:=])"
+    r"|\S")
+_NO_NAME_WORDS = {"the", "a", "an", "our", "my", "this", "its", "at", "in", "on", "for", "to", "with", "and", "by",
+                  "from", "after", "per", "than", "took", "takes", "saved", "saving"}
+_CONNECTORS = {"is", "was", "of", "equals"}
+MAX_NAME_WORDS = 4
+
+
+def _pairs(clause: str) -> tuple[list[tuple[int, int, int, int, str | None]], bool]:
+    """(key start, key end, value start, value end, unit) of each pair in `clause`, read part by part, and whether
+    every part of the clause belongs to a pair (prose between them does not: `Product Build 20200624 for Intel`)."""
+    tokens = [(_kind(t), t) for t in _TOKEN.finditer(clause)]
+    pairs: list[tuple[int, int, int, int, str | None]] = []
+    name: list[re.Match[str]] = []  # the words since the last value, a label's colon or a part that fits nothing
+    whole = True
+    for i, (kind, token) in enumerate(tokens):
+        before = tokens[i - 1][0] if i else None
+        after = tokens[i + 1][0] if i + 1 < len(tokens) else None
+        if kind == "word":
+            word = token.group()
+            if before == "value" and _UNIT_WORDS.fullmatch(word) and after not in ("value", "sep"):
+                # `2100 MB`: the value's unit, not the next pair's name
+                if pairs and pairs[-1][3] == tokens[i - 1][1].end("value") and pairs[-1][4] is None:
+                    pairs[-1] = (*pairs[-1][:4], word)
+            elif word.lower() in _NO_NAME_WORDS:
+                name, whole = [], False
+            else:
+                name.append(token)
+        elif kind == "sep":
+            if after != "value":
+                name, whole = [], whole and not name  # a label's colon (`Train: loss 0.3`): the name begins after it
+        elif kind == "value" and name:
+            while name and name[-1].group().lower() in _CONNECTORS:
+                name.pop()  # `loss is 0.5`
+            cut = max((j + 1 for j, w in enumerate(name) if w.group().lower() in _CONNECTORS), default=0)
+            whole = whole and cut == 0 and len(name) <= MAX_NAME_WORDS
+            name = name[cut:][-MAX_NAME_WORDS:]
+            if name:
+                pairs.append((name[0].start(), name[-1].end(), *token.span("value"), token.group("unit")))
+            name = []
+        else:  # a value without a name, or a part that fits no pair
+            name, whole = [], False
+    return pairs, whole and not name
+
+
+def _names_quantity(key: str) -> bool:
+    """A short name the role table knows (`loss`, `train loss`, `mem`): on a line without a counter, only such a name
+    is read from a clause that also holds prose (METRIC_WORDS alone finds `wer` in `were`, `norm` in `normal`)."""
+    return len(key.split()) <= 2 and role_of(key).role != "other"
+
+
+def _kind(token: re.Match[str]) -> str:
+    return "value" if token.group("value") is not None else token.lastgroup or "other"
+
+
 CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")  # arrows, `---` rules
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
 # The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`).
@@ -540,15 +657,16 @@ def _looks_like_metric(line: str) -> bool:
 
 
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
-# list `[ 0.4127735]`, `0.41±0.02`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
+# list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
 _FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
 _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
-                   rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)")
+                   rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)"
+                   rf"|<\s*(?P<a>{NUM})\s*>")  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 _REPR_HINTS = [
     r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
-    r"tensor\(", "±", r"\+/?-\s*\d",
+    r"tensor\(", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
     rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
     r"\dm\s*\d+(?:\.\d+)?s\b",  # a duration
@@ -559,8 +677,9 @@ _NEEDS_NORMAL = re.compile(_REPR_HINT)
 
 
 # A name before a list of values (`TD Error [2354.3, 1952.9]`, a numpy array's `[101.   9.]`, per-group `lr: [0.1,
-# 0.01]`): each value is the name's element (`TD Error_0: 2354.3, TD Error_1: 1952.9`).
-_NAMED_LIST = re.compile(rf"(?P<key>(?<![\w.-])[A-Za-z][\w.-]*(?: [A-Za-z][\w.-]*)?)\s*:?\s*"
+# 0.01]`): each value is the name's element (`TD Error_0: 2354.3, TD Error_1: 1952.9`). Not a logger's name or level
+# (`INFO:root:[1, 50] loss ...`, `INFO     [1, 50]`: its epoch and batch).
+_NAMED_LIST = re.compile(rf"(?P<key>(?<![\w.:-])(?!(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b)[A-Za-z][\w.-]*(?: [A-Za-z][\w.-]*)?)\s*:?\s*"
                          rf"\[\s*(?P<items>{NUM}(?:(?:\s*,\s*|\s+){NUM}){{1,7}})\s*,?\s*\]")
 
 
@@ -588,7 +707,7 @@ def _normalise(text: str) -> str:
     text = _DURATION.sub(_seconds, text)
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
     text = _NAMED_LIST.sub(_named_list, text)
-    text = _REPR.sub(lambda m: m.group("t") or m.group("l") and m.group("lpre") + m.group("l")
+    text = _REPR.sub(lambda m: m.group("t") or m.group("a") or m.group("l") and m.group("lpre") + m.group("l")
                      or m.group("pm") + m.group("pmu"), text)
     return _GLUED.sub(" ", text)
 
@@ -684,6 +803,9 @@ def _trace(text: str) -> _Shape:
             ks, ke = _stripped(text, *match.span("key"))
             key = text[ks:ke] if any(s < ke and ks < e for s, e in blanked) else None
             exact = exact and key is None
+            if key is None and match.groupdict().get("unit"):  # `mem:2100MB`: the unit kept in the tag
+                key = _unit_tag(text[ks:ke], match.group("unit"))
+                exact = exact and not (key and any(c.isdigit() for c in key))
             metrics.append((ks, ke, *match.span("value"), key))
             text = _blank(text, match.span(), blanked)
     counted = bool(counters)
@@ -724,27 +846,21 @@ def _trace(text: str) -> _Shape:
                 if found:
                     clause, offset = clause[cut.end():], offset + cut.end()
                     break
-        # `Train Acc 10.144 Train Loss 2.315`: a clause of several `Words value` pairs, one after the other.
-        pairs = [found] if found else list(_PAIR_IN_RUN.finditer(clause)) if _PAIR_RUN.match(clause) else []
-        for found in pairs:
-            covered += found.end("value") - found.start("key")
-            ks, ke = _stripped(clause, *found.span("key"))
-            vs, ve = found.span("value")
+        # `Train Acc 10.144 Train Loss 2.315 mem 2100MB`: a clause of several pairs, read part by part.
+        pairs, whole = ([(*_stripped(clause, *found.span("key")), *found.span("value"), found.group("unit") or found.group(
+            "unit2"))], True) if found else _pairs(clause)
+        for ks, ke, vs, ve, unit in pairs:
+            covered += ve - ks
             # A phrase's key never holds blanked text: clauses end at the NUL a blank starts with.
             spans = tuple(_unshrink(offset + p, cuts) for p in (ks, ke, vs, ve))
             key = clause[ks:ke]
-            unit = found.group("unit") or found.group("unit2")
-            tag = None
-            if unit and unit.lower() in MEMORY_UNITS and not any(c.isdigit() for c in key) \
-                    and role_of(key).role == "other":
-                tag = f"{key} {unit}"  # `current 0.3 GB`: the unit says what the value is (roles: memory)
-            elif unit == "ms" and role_of(key).role == "step_time" and "ms" not in words(key):
-                tag = f"{key} ms"  # nanoGPT's `time 1099.34ms`: a step time in milliseconds, not seconds
-            if counted or METRIC_WORDS.search(key):
+            tag = _unit_tag(key, unit)  # `current 0.3 GB`, nanoGPT's `time 1099.34ms`: the unit says what it is
+            exact = exact and not (tag and any(c.isdigit() for c in key))  # a template's key holds zeros
+            if counted or METRIC_WORDS.search(key) and (whole or _names_quantity(key)):
                 metrics.append((*spans, tag))
                 if taken[-1:] != ["phrase"]:
                     taken.append("phrase")
-            else:
+            elif whole:  # no counter, no metric's name: pairs only, not prose that holds a number or two
                 loose.append((*spans, tag))
     if metrics or loose:
         labelled = _quantity_labelled(line, text, metrics + loose)
@@ -990,7 +1106,8 @@ _NUMBER_START = r"[-+]{0,2}[\d.nNiI]"  # where NUM can begin (a sign, a digit, `
 _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
     # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
-    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\d%\||\d%\s*[\x{2500}-\x{259f}]|\[\s*\d+,\s*\d+\]|Train:\s*\d",
+    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\d%\||\d%\s*[\x{2500}-\x{259f}]|\[\s*\d+,\s*\d+\]|Train:\s*\d"
+    r"|[(\[]\s*\d+\s*/",  # fraction_first, bracket_fractions
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
@@ -1010,7 +1127,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
-_VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,2}|N/?A|(?i:nan|inf))"
+_VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?\s*$",  # a bar may follow
@@ -1354,8 +1471,8 @@ class _State:
         (Paddle's `Eval begin...` over `step 10/88 - loss: X`, `Validation:` or `==> Evaluating` over `loss: X`,
         `Test on Epoch 3` over `mAP: X`). A block opens at a line that says an evaluation begins (`_block_line`)
         once training records were seen; its records take the split's name (`val loss`) until it ends: at a record
-        of a training record's shape, a line that says train, an `Epoch N` line, or its end marker (`Eval samples:
-        N`). Records of the very shape the training printed just after the opener are the block's only where the
+        of a training record's shape, a record with a step after records of the block that print none, a line that
+        says train, an `Epoch N` line, or its end marker (`Eval samples: N`). Records of the very shape the training printed just after the opener are the block's only where the
         block then ends by a marker or such a line, not by training records or another opener. A record whose own
         label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere."""
         splits: list[str | None] = [None] * len(parsed)
@@ -1380,6 +1497,8 @@ class _State:
                         continue
                 elif metrics and block.weak and "epoch" in counters:
                     block = None  # a record that counts epochs after a mere count of samples: the training's
+                elif metrics and "step" in counters and block.records and not block.stepped:
+                    block = None  # a record with a step after evaluation records that print none: the training's
                 elif metrics and shape in self.train_shapes:
                     if block.weak or not (block.records == len(block.pending) and block.shape in (None, shape)):
                         block = None  # training records again (those held pending stay the training's)
@@ -1387,12 +1506,14 @@ class _State:
                         block.shape = shape
                         block.pending.append(i)
                         block.records += 1
+                        block.stepped = block.stepped or "step" in counters
                         continue
                 elif metrics:
                     for j in block.pending:
                         splits[j] = block.split
                     block.pending = []
                     block.records += 1
+                    block.stepped = block.stepped or "step" in counters
                     splits[i] = block.split
                     continue
                 else:
@@ -1468,6 +1589,7 @@ class _State:
                 continue
             if losses and name.lower() in TOTAL_COLUMNS:
                 name = f"{name} loss"  # a table of loss components: its `total` is the loss they sum to
+            name = _unit_tag(name, match.group("unit")) or name  # `2100MB` under `mem`: `mem MB`
             metrics.setdefault(f"{label} {name}" if label else name, _float(match.group("value")))
         return metrics, counters
 
@@ -1590,7 +1712,7 @@ _TQDM_TAIL = re.compile(r":?\s*\d+%(?:\||\s*[\u2500-\u259f]).*$")
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
-_VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?[A-Za-z%]{{0,2}}|N/?A|None|-+")
+_VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?(?P<unit>[A-Za-z%]{{0,3}})|N/?A|None|-+")  # `12.3GiB`
 _ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*)$")
 COUNTER_COLUMNS = {"epoch": "epoch", "ep": "epoch", "batch": "batch", "iter": "step", "iters": "step",
                    "iteration": "step", "it": "step", "step": "step", "steps": "step"}
@@ -1611,6 +1733,7 @@ class _Block:
     # counts epochs, ends it (`Test set: 172 samples` in a data summary is no evaluation)
     shape: str | None = None  # the outline of its records, where they have the training's
     records: int = 0
+    stepped: bool = False  # whether a record of it printed a step counter
     pending: list[int] = field(default_factory=list)  # records of the training's shape, held until a marker
 
 

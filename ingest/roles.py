@@ -104,11 +104,12 @@ def role_of(name: str) -> Role:
         # `min_loss`, `best_loss` (a running extreme), `LOSS_WEIGHT`, `FOCAL_LOSS_GAMMA`, `l1_w` (a config's
         # setting, printed in its dump): numbers about a loss, not the loss
         return Role("other", split)
-    if _PRINTED_LOSS.match(name) or ws & LOSS_NAMES and not ws & ({"time"} | TIME_UNITS) or {"smooth", "l"} <= ws \
+    if _PRINTED_LOSS.match(name) or ws & LOSS_NAMES and not ws & ({"time", "mem", "memory"} | TIME_UNITS | MEMORY_UNITS) \
+            and not _MEMORY_UNIT_LAST.search(name) or {"smooth", "l"} <= ws \
             or {"td", "error"} <= ws:
         # names a loss without the word: an objective's own name (`cost`, `objective`, `energy`),
         # a loss function's (`SmoothL1`, `huber`, `bce`, `ctc`, `focal`), BasicSR's `l_pix`, a critic's `TD Error`;
-        # not a duration (MXNet's `Time cost=140.9`)
+        # not a duration (MXNet's `Time cost=140.9`) nor memory (`GPU_mem cost 3806 MB`)
         return Role("val_loss" if is_val else "train_loss", split, canonical=False)
     if ws & {"loss", "losses"} or "nll" in ws or {"cross", "entropy"} <= ws or ws & {"xent", "crossentropy", "logloss"}:
         extra = ws - {"loss", "losses", "cross", "entropy", "xent", "crossentropy"} - NEUTRAL_WORDS
@@ -142,7 +143,8 @@ def role_of(name: str) -> Role:
         return Role("step_time", split)
     if _PER_SECOND.match(name):
         return Role("throughput", split)
-    if ws & {"memory", "mem", "rss", "vram"} or ws & MEMORY_UNITS and not ws & QUANTITY_WORDS:
+    if ws & {"memory", "mem", "rss", "vram"} or (ws & MEMORY_UNITS or _MEMORY_UNIT_LAST.search(name)) \
+            and not ws & QUANTITY_WORDS:
         return Role("memory", split)
     if ws & {"throughput", "samples", "tokens", "it"} and ws & {"per", "second", "sec", "s", "throughput"} \
             or ws == {"speed"}:  # MXNet's Speedometer: `Speed: 512 samples/sec`
@@ -195,6 +197,7 @@ def _names_loss(name: str, ws: set[str]) -> bool:
 # `peak 2.1 GB`) carries the unit in its tag (`current GB`).
 TIME_UNITS = {"ms", "s", "sec", "secs", "second", "seconds"}
 MEMORY_UNITS = {"kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib"}
+_MEMORY_UNIT_LAST = re.compile(r"(?:^|[\s_(])[KMGTP]i?B\)?$|(?:^|[\s_(])[kmg]i?b\)?$")  # `peak GiB`: words() splits GiB
 QUANTITY_WORDS = {
     "loss", "losses", "acc", "accuracy", "lr", "learning", "rate", "grad", "grads", "gradient", "gradients", "norm",
     "norms",

@@ -12,7 +12,8 @@ Which column is what (first match wins, names compared exactly as written):
   where every value is integral, AND stay series of their own (HF and others log fractional epochs;
   keeping the series loses nothing and lets a user plot it).
 - every other numeric column is a series named by its header; text columns (a `phase` column, say) are
-  skipped. An empty cell means "not logged on this row" (Lightning writes sparse rows); `nan`, `inf`,
+  skipped. A table written without a header (its first line numbers only) keeps that line as data and names its
+  columns only where they prove what they are (`headerless_names`). An empty cell means "not logged on this row" (Lightning writes sparse rows); `nan`, `inf`,
   `-inf`, `Infinity` are kept as such.
 
 Rows that do not fit their header are aligned where that is known (`_aligned`: a trailing separator, a doubled
@@ -100,6 +101,10 @@ def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
         return  # not even a complete header line yet
     header = _header_above(raw, header_end, start, sep)
     body_start = max(start, header_end + 1)
+    data_line = 2  # the first data line: line 2, under the header
+    unnamed = headerless_names(raw, sep, path.stem)
+    if unnamed is not None:  # no header: every line is data
+        header, body_start, data_line = sep.join(unnamed).encode() + b"\n", start, 1
     body_end = raw.rfind(b"\n") + 1
     body = raw[body_start:body_end]
     if settled_tail(path, raw, body_start, header.count(sep.encode()), sep):
@@ -108,10 +113,51 @@ def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
         return
     first_line = raw.count(b"\n", 0, body_start) + 1
     wide, issues = parse_csv_rows(header, body, first_line, sep)
-    # Ordinal = 0-based data-line index (line 2 is the first data line).
-    wide = wide.with_columns((pl.col("__line") - 2).alias("__ordinal"))
+    # Ordinal = 0-based data-line index.
+    wide = wide.with_columns((pl.col("__line") - data_line).alias("__ordinal"))
     scalars, more = wide_to_points(long_to_wide(wide))
     yield Chunk(end=body_end, scalars=with_loss_sums(scalars), issues=issues + more)
+
+
+HEADLESS_ROWS = 200  # rows of a headerless table its columns are named from (the same on every read)
+_NUMBER_CELL = re.compile(r"^\s*[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)\s*$", re.I)
+
+
+def headerless_names(raw: bytes, sep: str, stem: str) -> list[str] | None:
+    """Column names of a table written without a header (its first line is numbers only), else None.
+
+    A number is no column's name, so such a first line is data. The columns say what they are only where a
+    relation between them does, and none is guessed from its position or range: a first column of whole numbers
+    that never decrease is the step; a column that is exactly exp of another (perplexity = exp(cross-entropy), as
+    language-model scripts print `step,loss,perplexity,lr`) names that other the loss (`val loss` in a file named
+    for a held-out split) and itself `perplexity`. Every other column is `column N`."""
+    lines = [line for line in raw.split(b"\n", HEADLESS_ROWS + 1)[:HEADLESS_ROWS] if line.strip()]
+    if not lines:
+        return None
+    rows = [line.decode("utf-8", errors="replace").split(sep) for line in lines]
+    width = len(rows[0])
+    if width < 2 or not all(_NUMBER_CELL.match(c) for c in rows[0]):
+        return None
+    if [c.strip() for c in rows[0]] in ([str(i) for i in range(width)], [str(i + 1) for i in range(width)]):
+        return None  # column indices as names (pandas' `to_csv` of a frame with default columns): a header
+    names = [f"column {i + 1}" for i in range(width)]
+    rows = [r for r in rows if len(r) == width and all(_NUMBER_CELL.match(c) for c in r)]
+    cols = np.array([[float(c) for c in r] for r in rows]).T
+    first = cols[0]
+    if np.all(np.isfinite(first)) and np.all(first == np.round(first)) and np.all(np.diff(first) >= 0):
+        names[0] = "step"
+    if len(rows) >= 3:
+        with np.errstate(over="ignore", invalid="ignore"):
+            for a, b in ((a, b) for a in range(width) for b in range(width) if a != b and names[a] != "step"):
+                x, y = cols[a], cols[b]
+                if np.all(np.isfinite(x)) and len(np.unique(x)) >= 3 and np.all(x >= 0) \
+                        and np.allclose(np.exp(x), y, rtol=1e-4, atol=0):
+                    from ingest.roles import SPLIT_WORDS, words
+
+                    held = next((w for w in words(stem) if SPLIT_WORDS.get(w) in ("val", "test")), None)
+                    names[a], names[b] = f"{held} loss" if held else "loss", "perplexity"
+                    break
+    return names
 
 
 def _header_above(raw: bytes, header_end: int, start: int, sep: str) -> bytes:

@@ -292,7 +292,7 @@ def test_bare_rates_and_memory_units():
     assert parse_line("step 100, 0.35 sec/step, loss 2.3").metrics == {"sec/step": 0.35, "loss": 2.3}
     assert parse_line("Speed: 512.3 samples/sec").metrics == {}  # a counter-less line: Speed is no metric word
     mem = parse_line("step 7 | gpu memory current 0.3 GB, peak 2.1 GB | rss=1234.5MB").metrics
-    assert mem == {"gpu memory current": 0.3, "peak GB": 2.1, "rss": 1234.5}
+    assert mem == {"gpu memory current GB": 0.3, "peak GB": 2.1, "rss MB": 1234.5}  # units kept in the tag
     assert {role_of(t).role for t in mem} == {"memory"}
     assert {role_of(t).role for t in ("s/it", "sec/step", "ms/batch")} == {"step_time"}
     assert {role_of(t).role for t in ("it/s", "samples/sec", "Speed")} == {"throughput"}
@@ -474,9 +474,11 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                 for group, tag in pattern.tags:
                     if match[group] is not None:
                         out.metrics.setdefault(tag, C._float(match[group]))
-            else:
-                out.metrics.setdefault(match["key"].strip() if pattern.tag is None else pattern.tag,
-                                       C._float(match["value"]))
+            elif pattern.tag is not None:
+                out.metrics.setdefault(pattern.tag, C._float(match["value"]))
+            else:  # a unit printed with the value stays in its tag (`mem=2100MB`: `mem MB`)
+                key = match["key"].strip()
+                out.metrics.setdefault(C._unit_tag(key, match.groupdict().get("unit")) or key, C._float(match["value"]))
             text = C._blank(text, match.span())
     counted = out.step is not None or out.epoch is not None or out.batch is not None
     text = C._WIDE_SEPARATOR.sub(r"\1 ", text)
@@ -495,25 +497,17 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                     clause = clause[cut.end():]
                     break
         if match is not None:
-            pairs = [match]
-        elif C._PAIR_RUN.match(clause):  # `Train Acc 10.144 Train Loss 2.315`
-            pairs = list(C._PAIR_IN_RUN.finditer(clause))
-        else:
-            continue
-        for match in pairs:
-            covered += match.end("value") - match.start("key")
-            key = match["key"].strip()
-            unit = match["unit"] or match["unit2"]
-            tag = key
-            if unit and unit.lower() in C.MEMORY_UNITS and not any(c.isdigit() for c in key) \
-                    and C.role_of(key).role == "other":
-                tag = f"{key} {unit}"  # `current 0.3 GB`
-            elif unit == "ms" and C.role_of(key).role == "step_time" and "ms" not in C.words(key):
-                tag = f"{key} ms"  # nanoGPT's `time 1099.34ms`
-            if counted or C.METRIC_WORDS.search(key):
-                out.metrics.setdefault(tag, C._float(match["value"]))
-            else:
-                loose.append((tag, C._float(match["value"])))
+            pairs = [(match.start("key"), match.end("key"), *match.span("value"), match["unit"] or match["unit2"])]
+        else:  # `Train Acc 10.144 Train Loss 2.315 mem 2100MB`, part by part
+            pairs, whole = C._pairs(clause)
+        for ks, ke, vs, ve, unit in pairs:
+            covered += ve - ks
+            key = clause[ks:ke].strip()
+            tag = C._unit_tag(key, unit) or key  # `current 0.3 GB`, nanoGPT's `time 1099.34ms`
+            if counted or C.METRIC_WORDS.search(key) and (match is not None or whole or C._names_quantity(key)):
+                out.metrics.setdefault(tag, C._float(clause[vs:ve]))
+            elif match is not None or whole:  # without a counter or a metric's name: pairs only, no prose
+                loose.append((tag, C._float(clause[vs:ve])))
     # Values under a label naming memory, ending in a colon, before the first pair (`Memory info of GPU
     # /physical_device:GPU:0: current: 0.18, peak: 2.55`): `Memory info of GPU current`, with or without a counter.
     named = {**out.metrics, **dict(loose)}

@@ -95,6 +95,22 @@ def test_a_training_record_shape_ends_a_block_and_a_line_that_says_train_too(tmp
     assert _by_role(frame, "val_loss") == [0.7, 0.66]
 
 
+def test_a_record_with_a_step_after_evaluation_records_without_one_ends_the_block(tmp_path):
+    # A NER script's logger: `evaluate:dev` / `evaluate:test` over metrics that print no step, then the training's
+    # `iteration:I step:S/N, NER loss:X`, whose shape is first met after the blocks
+    lines = ["start training"]
+    train = []
+    for it in range(1, 5):
+        for split in ("dev", "test"):
+            lines += [f"evaluate:{split}", f"accuracy:  {80 + it:.2f}%; precision:  {10 + it:.2f}%; FB1:  {it:.2f}",
+                      f"new best {split} f1 score:{it:.3f}"]
+        train.append(round(30 / it, 6))
+        lines.append(f"iteration:{it + 1} step:{18 * it}/82, NER loss:{train[-1]:f}")
+    frame = _frame(_logged(tmp_path / "train.log", lines))
+    assert _by_role(frame, "train_loss") == train
+    assert frame.filter(pl.col("tag") == "val accuracy").height == 4
+
+
 def test_no_block_without_an_opener_nor_before_training_nor_without_a_marker(tmp_path):
     # a line that mentions a split without announcing an evaluation opens nothing; an opener before any training
     # record opens nothing; records of the training's shape after an opener, ended by no marker, stay the training's

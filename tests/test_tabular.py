@@ -260,3 +260,25 @@ def test_cells_that_say_not_logged_in_words_are_not_logged(tmp_path):
     path.write_text("epoch,loss,val_loss\n0,1.0,NA\n1,0.9,0.95\n2,0.8,NA\n3,0.7,0.85\n")
     [chunk] = list(read_csv(path, 0))
     assert _series(chunk, "val_loss") == ([1, 3], [0.95, 0.85]) and not chunk.issues
+
+
+def test_a_table_written_without_a_header_keeps_its_first_row_and_names_only_what_its_columns_prove(tmp_path):
+    # A language model's script appending `step,loss,perplexity,lr` rows with csv.writer and no header row.
+    rows = [(s, 10.4 - s * 0.05 - (s % 3) * 0.01, None, s * 1.5e-6) for s in range(12)]
+    for name in ("train.csv", "validation.csv"):
+        with open(tmp_path / name, "w", newline="") as f:
+            csv.writer(f).writerows((s, loss, math.exp(loss), lr) for s, loss, _, lr in rows)
+    [chunk] = list(read_csv(tmp_path / "train.csv", 0))
+    assert _series(chunk, "loss") == (list(range(12)), [r[1] for r in rows])
+    assert set(chunk.scalars["tag"]) == {"loss", "perplexity", "column 4"}  # the lr column says nothing of itself
+    [held] = list(read_csv(tmp_path / "validation.csv", 0))
+    assert "validation loss" in set(held.scalars["tag"]) and "loss" not in set(held.scalars["tag"])
+    # No relation, no name: an epoch and an accuracy in percent are columns, and no loss is invented.
+    with open(tmp_path / "progress.csv", "w", newline="") as f:
+        csv.writer(f).writerows((e, 40 + e * 0.5) for e in range(1, 30))
+    [progress] = list(read_csv(tmp_path / "progress.csv", 0))
+    assert set(progress.scalars["tag"]) == {"column 2"} and progress.scalars["step"].to_list() == list(range(1, 30))
+    # pandas' `to_csv(index=False)` of a frame with default columns writes their indices as its header.
+    pl.DataFrame({"0": [0.5, 0.4], "1": [0.9, 0.8]}).write_csv(tmp_path / "indexed.csv")
+    [indexed] = list(read_csv(tmp_path / "indexed.csv", 0))
+    assert set(indexed.scalars["tag"]) == {"0", "1"} and indexed.scalars.height == 4
