@@ -190,7 +190,8 @@ FORMATS: list[Format] = [
     Format("lightning_csv", _is_lightning_csv, "ingest.lightning:read_metrics_csv", resumable=False),
     # mlruns/<exp>/<run>/{metrics,params,tags}/..., meta.yaml; a bare metric file is recognised by sniffing.
     Format("mlflow", _claims_mlflow, "ingest.mlflow:read_mlflow", group=_mlflow_group, sniff=_sniff_mlflow),
-    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group),
+    # version 2: a first line of numbers only is data, not a header (`column N`; the loss where another column is its exp)
+    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=2),
     Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
            resumable=False),
@@ -205,8 +206,10 @@ FORMATS: list[Format] = [
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     # version 4: a loss printed only in components gets their sum, as in tables (`ingest.tabular.loss_sums`)
     # version 5: lines that announce a non-finite loss or a resume in words go to `texts` (`ingest.announcements`)
+    # version 6: a line read part by part (one unknown part costs that part), units other than s and % stay in the
+    # tag (`mem 2100MB` -> `mem MB`), and the length the log declares (`Epoch 3/100`) kept as `console plan`
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=5),
+           text=True, version=6),
 ]
 
 
