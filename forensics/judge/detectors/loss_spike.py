@@ -33,6 +33,10 @@ class LossSpike:
     `relaunch` × the log's first loss is a new launch starting from its initial loss, not a spike; where the reader
     marked a launch (`Run.launch_starts`), neither is a jump at its start nor one within `relaunch` × its first loss
     read against the launch before.
+    Effect size first, at any length (from `glaring_points` points, where the statistical rule cannot see or misses
+    it): a positive loss at least `glaring` × the median of its `glaring_span` neighbours on each side and
+    `glaring_spread` × the highest of them, the next point back within ×2 of that median, with at least two points
+    before it, the same undo and launch guards.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
     and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
@@ -54,6 +58,10 @@ class LossSpike:
     undo_always: float = 1.0  # a spike that undoes all the progress made is one whatever the noise
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     relaunch: float = 1.5  # a pass of a restarting counter that begins within ×1.5 of the first loss: a new launch
+    glaring_points: int = 5  # a glaring spike speaks from this many points: two before, the spike, two after
+    glaring: float = 5.0  # a point ×5 the median of its neighbours ...
+    glaring_spread: float = 2.5  # ... and ×2.5 the highest of them (far outside their spread) ...
+    glaring_span: int = 3  # ... neighbours: up to this many points on each side
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
@@ -70,8 +78,24 @@ class LossSpike:
         at = values[(steps >= crossed[-1]) & np.isfinite(values)]
         return bool(at.size) and s["value"] <= self.relaunch * float(at[0])
 
+    def _glaring(self, values: np.ndarray) -> list[dict]:
+        """The glaring single-point spikes of the docstring, by effect size alone: index, value, the neighbours'
+        median and highest value, the window's first and last index."""
+        y = np.asarray(values, dtype=float)
+        if y.size < self.glaring_points or not np.all(np.isfinite(y)) or not np.all(y > 0):
+            return []
+        out = []
+        for i in range(2, y.size - 1):
+            a, b = max(0, i - self.glaring_span), min(y.size, i + self.glaring_span + 1)
+            near = np.r_[y[a:i], y[i + 1:b]]
+            med, top = float(np.median(near)), float(np.max(near))
+            if y[i] >= self.glaring * med and y[i] >= self.glaring_spread * top and y[i + 1] <= 2 * med:
+                out.append({"index": i, "median": med, "highest": top, "first": a, "last": b - 1})
+        return out
+
     def check(self, run: Run) -> Iterator[Finding]:
         steps, values = run.arrays("loss")
+        yield from self._glaring_findings(run, steps, values)
         if int(np.isfinite(values).sum()) >= self.min_points:
             found = run.spikes(run.pick("loss"), self.spike)  # shared with the engine's spike list
             start = stats.start_level(values, self.start_points)
@@ -128,3 +152,35 @@ class LossSpike:
                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a - 1:b + 2]),),
                              summary=(f"loss is {ev['value']} at step {steps[a]} between {values[a - 1]:.4g} and "
                                       f"{values[b + 1]:.4g}: a non-finite spike that recovers"))
+
+    def _glaring_findings(self, run: Run, steps: np.ndarray, values: np.ndarray) -> Iterator[Finding]:
+        """The glaring spikes the statistical rule does not report (too few points for it, or a noise model its
+        short window misjudges), under the same undo and launch guards."""
+        hits = self._glaring(values)
+        if not hits:
+            return
+        found = (run.spikes(run.pick("loss"), self.spike) if int(np.isfinite(values).sum()) >= self.min_points
+                 else None)
+        taken = set() if found is None else {int(x) for x in found["step"]}
+        start = stats.start_level(values, self.start_points)
+        passes = set(run.pass_starts(run.pick("loss")))
+        launches = set(run.launch_starts(run.pick("loss")))
+        for h in hits:
+            i = h["index"]
+            step, value = int(steps[i]), float(values[i])
+            if step in taken or step in passes or step in launches or int(steps[i + 1]) in passes | launches:
+                continue
+            progress = start - h["median"]
+            undone = (value - h["median"]) / progress if progress > 0 else None
+            if undone is not None and undone < self.min_undo:
+                continue
+            ev = {"step": step, "value": value, "window_median": h["median"], "neighbour_max": h["highest"],
+                  "ratio": value / h["median"], "window_start": int(steps[h["first"]]),
+                  "window_end": int(steps[h["last"]]), "next_value": float(values[i + 1]), "start_level": start,
+                  "undone": undone, "recovery_points": 1, "glaring": True}
+            yield Finding.of(self, severity="warning", step=step, step_end=step, series=run.pick("loss"),
+                             evidence=ev, sources=(src(run, "loss", steps[h["first"]:h["last"] + 1]),),
+                             summary=(f"loss {value:.4g} at step {step} is {ratio(value / h['median'])} the median "
+                                      f"{h['median']:.4g} of its neighbours (steps {ev['window_start']}-"
+                                      f"{ev['window_end']}, highest {h['highest']:.4g}), back to "
+                                      f"{values[i + 1]:.4g} at step {steps[i + 1]}"))
