@@ -61,6 +61,33 @@ def rising(n: int) -> dict[str, np.ndarray]:
     return s
 
 
+def spike(n: int) -> dict[str, np.ndarray]:
+    """One record in the middle ×6 the median of its neighbours, back to the local level at the next one."""
+    s = healthy(n)
+    i = n // 2
+    s["loss"][i] = 6 * float(np.median(np.r_[s["loss"][max(0, i - 3):i], s["loss"][i + 1:i + 4]]))
+    return s
+
+
+def late_rise(n: int) -> dict[str, np.ndarray]:
+    """A loss that falls, then rises at each of its last 3 records to ×7 its minimum (the validation loss
+    healthy: no second curve to witness it)."""
+    s = healthy(n)
+    low = float(s["loss"][-4])
+    s["loss"][-3:] = low * np.array([4.1, 4.9, 7.0])
+    return s
+
+
+def level_up(n: int) -> dict[str, np.ndarray]:
+    """A loss that settles, then sits ×2-×3 above that level for its last third of records to the end (noise
+    ±15%, no rise at every record)."""
+    s = healthy(n)
+    k = max(3, n // 3)
+    level = float(np.median(s["loss"][-2 * k:-k]))
+    s["loss"][-k:] = level * 2.5 * (1 + np.random.default_rng(2).uniform(-0.15, 0.15, k))
+    return s
+
+
 def constant(value: float):
     def make(n: int) -> dict[str, np.ndarray]:
         s = healthy(n)
@@ -105,6 +132,9 @@ EFFECTS = [
     (constant(1.4267), LENGTHS, "flat_loss", "critical"),
     (constant(0.0), LENGTHS, "flat_loss", "critical"),
     (rising, LENGTHS[1:], "divergence", "critical"),
+    (spike, LENGTHS[1:], "loss_spike", "warning"),
+    (late_rise, LENGTHS[2:], "divergence", "critical"),
+    (level_up, LENGTHS[2:], "divergence", "critical"),
     (flat_schedule, LENGTHS[1:], "flat_loss", "critical"),
     (memory_leak, LENGTHS[1:], "memory_growth", "warning"),
     (stalls, LENGTHS[2:], "throughput_drop", "warning"),

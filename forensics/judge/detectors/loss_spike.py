@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import math
+
 import numpy as np
 
 from forensics.judge import stats
@@ -35,7 +37,7 @@ class LossSpike:
     read against the launch before.
     Effect size first, at any length (from `glaring_points` points, where the statistical rule cannot see or misses
     it): a positive loss at least `glaring` × the median of its `glaring_span` neighbours on each side and
-    `glaring_spread` × the highest of them, the next point back within ×2 of that median, with at least two points
+    as far above the line through their logs (their trend) as `glaring_spread` × their largest distance from it, the next point back within ×2 of that median, with at least two points
     before it, the same undo and launch guards.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
@@ -60,7 +62,7 @@ class LossSpike:
     relaunch: float = 1.5  # a pass of a restarting counter that begins within ×1.5 of the first loss: a new launch
     glaring_points: int = 5  # a glaring spike speaks from this many points: two before, the spike, two after
     glaring: float = 5.0  # a point ×5 the median of its neighbours ...
-    glaring_spread: float = 2.5  # ... and ×2.5 the highest of them (far outside their spread) ...
+    glaring_spread: float = 3.0  # ... and 3 × their spread above their trend (log scale): far outside it ...
     glaring_span: int = 3  # ... neighbours: up to this many points on each side
 
     def unavailable(self, run: Run) -> str | None:
@@ -87,10 +89,16 @@ class LossSpike:
         out = []
         for i in range(2, y.size - 1):
             a, b = max(0, i - self.glaring_span), min(y.size, i + self.glaring_span + 1)
-            near = np.r_[y[a:i], y[i + 1:b]]
-            med, top = float(np.median(near)), float(np.max(near))
-            if y[i] >= self.glaring * med and y[i] >= self.glaring_spread * top and y[i + 1] <= 2 * med:
-                out.append({"index": i, "median": med, "highest": top, "first": a, "last": b - 1})
+            at = np.r_[np.arange(a, i), np.arange(i + 1, b)]
+            med = float(np.median(y[at]))
+            # their spread around their own trend (a line through their logs: a run that learns falls steeply)
+            slope, icpt = np.polyfit(at, np.log(y[at]), 1)
+            spread = float(np.max(np.abs(np.log(y[at]) - (slope * at + icpt))))
+            excess = math.log(y[i]) - (slope * i + icpt)
+            if (y[i] >= self.glaring * med and excess >= self.glaring_spread * spread
+                    and excess >= math.log(self.glaring) and y[i + 1] <= 2 * med):
+                out.append({"index": i, "median": med, "highest": float(np.max(y[at])), "first": a, "last": b - 1,
+                            "log_excess": excess, "log_spread": spread})
         return out
 
     def check(self, run: Run) -> Iterator[Finding]:
