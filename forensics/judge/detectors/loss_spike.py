@@ -38,7 +38,8 @@ class LossSpike:
     Effect size first, at any length (from `glaring_points` points, where the statistical rule cannot see or misses
     it): a positive loss at least `glaring` × the median of its `glaring_span` neighbours on each side and
     as far above the line through their logs (their trend) as `glaring_spread` × their largest distance from it, the next point back within ×2 of that median, with at least two points
-    before it, the same undo and launch guards.
+    before it, the same undo, heavy-tail (against the excursions over the neighbours' median before it) and launch
+    guards.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
     and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
@@ -86,11 +87,15 @@ class LossSpike:
         y = np.asarray(values, dtype=float)
         if y.size < self.glaring_points or not np.all(np.isfinite(y)) or not np.all(y > 0):
             return []
-        out = []
+        out, ratios = [], np.ones(y.size)  # each point over its neighbours' median: the log's own excursions
         for i in range(2, y.size - 1):
             a, b = max(0, i - self.glaring_span), min(y.size, i + self.glaring_span + 1)
             at = np.r_[np.arange(a, i), np.arange(i + 1, b)]
             med = float(np.median(y[at]))
+            ratios[i] = y[i] / med
+            prior = ratios[max(0, i - self.max_window):i]
+            if prior.max() >= self.heavy and y[i] < self.min_over_max * prior.max() * med:
+                continue  # heavy-tailed noise: no higher than the log's own recent excursions
             # their spread around their own trend (a line through their logs: a run that learns falls steeply)
             slope, icpt = np.polyfit(at, np.log(y[at]), 1)
             spread = float(np.max(np.abs(np.log(y[at]) - (slope * at + icpt))))
