@@ -296,3 +296,52 @@ def test_a_log_whose_first_launch_is_non_finite_throughout_is_judged_not_crashed
     main(["analyze", str(root), "--db", str(tmp_path / "f.duckdb"), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert "nan_loss" in {f["kind"] for f in out["findings"]}
+
+
+HF_PRINTER = r"""
+import json, sys
+from transformers import TrainingArguments
+from transformers.trainer_callback import ProgressCallback, TrainerControl, TrainerState
+
+losses = json.load(open(sys.argv[1]))
+state = TrainerState(max_steps=10 * len(losses), is_world_process_zero=True)
+args, control, bar = TrainingArguments(output_dir=sys.argv[2], report_to=[]), TrainerControl(), ProgressCallback()
+bar.on_train_begin(args, state, control)
+for i, loss in enumerate(losses):  # what Trainer.log hands its callbacks every logging_steps=10
+    state.global_step, state.epoch = 10 * (i + 1), (i + 1) / len(losses)
+    bar.on_log(args, state, control, logs={"loss": round(loss, 4), "grad_norm": 1.0, "learning_rate": 5e-5,
+                                           "epoch": round(state.epoch, 2)})
+bar.on_train_end(args, state, control)
+"""
+
+
+def hf_console(tmp_path: Path, losses: list[float]) -> Path:
+    """The dicts HF Trainer's ProgressCallback prints, captured to train.log as a user pastes them."""
+    pytest.importorskip("transformers", reason="the test extra installs transformers")
+    root = tmp_path / "run"
+    root.mkdir()
+    data = tmp_path / "losses.json"
+    data.write_text(json.dumps(losses))
+    with (root / "train.log").open("w") as out:
+        subprocess.run([sys.executable, "-c", HF_PRINTER, str(data), str(tmp_path / "out")], stdout=out,
+                       stderr=subprocess.STDOUT, check=True)
+    return root
+
+
+@pytest.mark.parametrize("losses, kind, severity", [
+    ([2.10, 1.85, 1.70, 10.2, 1.62, 1.55], "loss_spike", "warning"),  # one record ×6 its neighbours, back next
+    ([15.5, 6.2, 3.1, 2.0, 1.43, 5.82, 7.05, 10.03], "divergence", "critical"),  # ×7 the minimum, rising at each
+    ([0.9, 0.6, 0.52, 0.45, 0.41, 0.58, 1.05, 1.3, 1.12, 1.36], "divergence", "critical"),  # ×2-×3 and stays
+    ([2.10, 1.85, 1.70, 1.66, 1.62, 1.55], None, None),  # the healthy twin
+    ([2.10, 1.85, 1.70, 3.9, 1.62, 1.55], None, None),  # ×2.3: a bump, not glaring
+])
+def test_short_hf_prints_name_what_glares(capsys, tmp_path, losses, kind, severity):
+    """A handful of HF Trainer log dicts: a glaring spike or late rise is named, not 'too short to judge'."""
+    root = hf_console(tmp_path, losses)
+    main(["analyze", str(root), "--db", str(tmp_path / "f.duckdb"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    found = {(f["kind"], f["severity"]) for f in out["findings"]}
+    if kind is None:
+        assert not found, [f["summary"] for f in out["findings"]]
+    else:
+        assert (kind, severity) in found, (out["verdict_reason"], [f["summary"] for f in out["findings"]])
