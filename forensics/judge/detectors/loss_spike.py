@@ -190,7 +190,8 @@ class LossSpike:
             ev = {"step": step, "value": value, "window_median": h["median"], "neighbour_max": h["highest"],
                   "ratio": value / h["median"], "window_start": int(steps[h["first"]]),
                   "window_end": int(steps[h["last"]]), "next_value": float(values[i + 1]), "start_level": start,
-                  "undone": undone, "recovery_points": 1, "glaring": True}
+                  "undone": undone, "recovery_points": 1, "glaring": True, "log_excess": h["log_excess"],
+                  "log_spread": h["log_spread"]}
             yield Finding.of(self, severity="warning", step=step, step_end=step, series=run.pick("loss"),
                              evidence=ev, sources=(src(run, "loss", steps[h["first"]:h["last"] + 1]),),
                              summary=(f"loss {value:.4g} at step {step} is {ratio(value / h['median'])} the median "
