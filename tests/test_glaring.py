@@ -345,3 +345,30 @@ def test_short_hf_prints_name_what_glares(capsys, tmp_path, losses, kind, severi
         assert not found, [f["summary"] for f in out["findings"]]
     else:
         assert (kind, severity) in found, (out["verdict_reason"], [f["summary"] for f in out["findings"]])
+
+
+def noisy(n: int, seed: int, at: int | None = None) -> dict[str, np.ndarray]:
+    """Per-epoch losses with ±40% noise around a slowly falling level; with `at`, that record ×8 the median of its
+    3 neighbours on each side, back to the level at the next one."""
+    s = healthy(n, seed)
+    del s["val_loss"]
+    rng = np.random.default_rng(seed)
+    s["loss"] = (1.2 - 0.4 * np.arange(n) / (n - 1)) * (1 + rng.uniform(-0.4, 0.4, n))
+    if at is not None:
+        s["loss"][at] = 8 * float(np.median(np.r_[s["loss"][at - 3:at], s["loss"][at + 1:at + 4]]))
+    return s
+
+
+@pytest.mark.parametrize("writer", ["console", "tensorboard"])
+@pytest.mark.parametrize("seed, at", [(1, 11), (27, 37), (0, 8)])  # the first two escape the trailing window
+def test_a_glaring_spike_in_wide_noise_is_named_and_the_noise_is_not(capsys, tmp_path, writer, seed, at):
+    """48 epochs swinging ±40%: one record ×8 its neighbours is a spike wherever it falls (early, where the
+    trailing window is short, too); the same noise without it has none."""
+    out = analyze(capsys, tmp_path, writer, noisy(48, seed, at))
+    spikes = [f for f in out["findings"] if f["kind"] == "loss_spike"]
+    assert [f["step"] for f in spikes] == [at * (10 if writer == "tensorboard" else 1)], \
+        [f["summary"] for f in out["findings"]]
+    (tmp_path / "run").rename(tmp_path / "spiked")
+    (tmp_path / "f.duckdb").unlink()
+    twin = analyze(capsys, tmp_path, writer, noisy(48, seed))
+    assert not [f for f in twin["findings"] if f["kind"] == "loss_spike"], [f["summary"] for f in twin["findings"]]
