@@ -61,6 +61,33 @@ def rising(n: int) -> dict[str, np.ndarray]:
     return s
 
 
+def spike(n: int) -> dict[str, np.ndarray]:
+    """One record in the middle ×6 the median of its neighbours, back to the local level at the next one."""
+    s = healthy(n)
+    i = n // 2
+    s["loss"][i] = 6 * float(np.median(np.r_[s["loss"][max(0, i - 3):i], s["loss"][i + 1:i + 4]]))
+    return s
+
+
+def late_rise(n: int) -> dict[str, np.ndarray]:
+    """A loss that falls, then rises at each of its last 3 records to ×7 its minimum (the validation loss
+    healthy: no second curve to witness it)."""
+    s = healthy(n)
+    low = float(s["loss"][-4])
+    s["loss"][-3:] = low * np.array([4.1, 4.9, 7.0])
+    return s
+
+
+def level_up(n: int) -> dict[str, np.ndarray]:
+    """A loss that settles, then sits ×2-×3 above that level for its last third of records to the end (noise
+    ±15%, no rise at every record)."""
+    s = healthy(n)
+    k = max(3, n // 3)
+    level = float(np.median(s["loss"][-2 * k:-k]))
+    s["loss"][-k:] = level * 2.5 * (1 + np.random.default_rng(2).uniform(-0.15, 0.15, k))
+    return s
+
+
 def constant(value: float):
     def make(n: int) -> dict[str, np.ndarray]:
         s = healthy(n)
@@ -105,6 +132,9 @@ EFFECTS = [
     (constant(1.4267), LENGTHS, "flat_loss", "critical"),
     (constant(0.0), LENGTHS, "flat_loss", "critical"),
     (rising, LENGTHS[1:], "divergence", "critical"),
+    (spike, LENGTHS[1:], "loss_spike", "warning"),
+    (late_rise, LENGTHS[2:], "divergence", "critical"),
+    (level_up, LENGTHS[2:], "divergence", "critical"),
     (flat_schedule, LENGTHS[1:], "flat_loss", "critical"),
     (memory_leak, LENGTHS[1:], "memory_growth", "warning"),
     (stalls, LENGTHS[2:], "throughput_drop", "warning"),
@@ -266,3 +296,79 @@ def test_a_log_whose_first_launch_is_non_finite_throughout_is_judged_not_crashed
     main(["analyze", str(root), "--db", str(tmp_path / "f.duckdb"), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert "nan_loss" in {f["kind"] for f in out["findings"]}
+
+
+HF_PRINTER = r"""
+import json, sys
+from transformers import TrainingArguments
+from transformers.trainer_callback import ProgressCallback, TrainerControl, TrainerState
+
+losses = json.load(open(sys.argv[1]))
+state = TrainerState(max_steps=10 * len(losses), is_world_process_zero=True)
+args, control, bar = TrainingArguments(output_dir=sys.argv[2], report_to=[]), TrainerControl(), ProgressCallback()
+bar.on_train_begin(args, state, control)
+for i, loss in enumerate(losses):  # what Trainer.log hands its callbacks every logging_steps=10
+    state.global_step, state.epoch = 10 * (i + 1), (i + 1) / len(losses)
+    bar.on_log(args, state, control, logs={"loss": round(loss, 4), "grad_norm": 1.0, "learning_rate": 5e-5,
+                                           "epoch": round(state.epoch, 2)})
+bar.on_train_end(args, state, control)
+"""
+
+
+def hf_console(tmp_path: Path, losses: list[float]) -> Path:
+    """The dicts HF Trainer's ProgressCallback prints, captured to train.log as a user pastes them."""
+    pytest.importorskip("transformers", reason="the test extra installs transformers")
+    root = tmp_path / "run"
+    root.mkdir()
+    data = tmp_path / "losses.json"
+    data.write_text(json.dumps(losses))
+    with (root / "train.log").open("w") as out:
+        subprocess.run([sys.executable, "-c", HF_PRINTER, str(data), str(tmp_path / "out")], stdout=out,
+                       stderr=subprocess.STDOUT, check=True)
+    return root
+
+
+@pytest.mark.parametrize("losses, kind, severity", [
+    ([2.10, 1.85, 1.70, 10.2, 1.62, 1.55], "loss_spike", "warning"),  # one record ×6 its neighbours, back next
+    ([15.5, 6.2, 3.1, 2.0, 1.43, 5.82, 7.05, 10.03], "divergence", "critical"),  # ×7 the minimum, rising at each
+    ([0.9, 0.6, 0.52, 0.45, 0.41, 0.58, 1.05, 1.3, 1.12, 1.36], "divergence", "critical"),  # ×2-×3 and stays
+    ([2.10, 1.85, 1.70, 1.66, 1.62, 1.55], None, None),  # the healthy twin
+    ([2.10, 1.85, 1.70, 3.9, 1.62, 1.55], None, None),  # ×2.3: a bump, not glaring
+])
+def test_short_hf_prints_name_what_glares(capsys, tmp_path, losses, kind, severity):
+    """A handful of HF Trainer log dicts: a glaring spike or late rise is named, not 'too short to judge'."""
+    root = hf_console(tmp_path, losses)
+    main(["analyze", str(root), "--db", str(tmp_path / "f.duckdb"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    found = {(f["kind"], f["severity"]) for f in out["findings"]}
+    if kind is None:
+        assert not found, [f["summary"] for f in out["findings"]]
+    else:
+        assert (kind, severity) in found, (out["verdict_reason"], [f["summary"] for f in out["findings"]])
+
+
+def noisy(n: int, seed: int, at: int | None = None) -> dict[str, np.ndarray]:
+    """Per-epoch losses with ±40% noise around a slowly falling level; with `at`, that record ×8 the median of its
+    3 neighbours on each side, back to the level at the next one."""
+    s = healthy(n, seed)
+    del s["val_loss"]
+    rng = np.random.default_rng(seed)
+    s["loss"] = (1.2 - 0.4 * np.arange(n) / (n - 1)) * (1 + rng.uniform(-0.4, 0.4, n))
+    if at is not None:
+        s["loss"][at] = 8 * float(np.median(np.r_[s["loss"][at - 3:at], s["loss"][at + 1:at + 4]]))
+    return s
+
+
+@pytest.mark.parametrize("writer", ["console", "tensorboard"])
+@pytest.mark.parametrize("seed, at", [(1, 11), (27, 37), (0, 8)])  # the first two escape the trailing window
+def test_a_glaring_spike_in_wide_noise_is_named_and_the_noise_is_not(capsys, tmp_path, writer, seed, at):
+    """48 epochs swinging ±40%: one record ×8 its neighbours is a spike wherever it falls (early, where the
+    trailing window is short, too); the same noise without it has none."""
+    out = analyze(capsys, tmp_path, writer, noisy(48, seed, at))
+    spikes = [f for f in out["findings"] if f["kind"] == "loss_spike"]
+    assert [f["step"] for f in spikes] == [at * (10 if writer == "tensorboard" else 1)], \
+        [f["summary"] for f in out["findings"]]
+    (tmp_path / "run").rename(tmp_path / "spiked")
+    (tmp_path / "f.duckdb").unlink()
+    twin = analyze(capsys, tmp_path, writer, noisy(48, seed))
+    assert not [f for f in twin["findings"] if f["kind"] == "loss_spike"], [f["summary"] for f in twin["findings"]]

@@ -95,7 +95,9 @@ def test_a_log_that_ends_on_a_blow_up_is_divergence(tmp_path):
     run = load_run(write_tb(tmp_path / "a", {"loss": (steps, loss)}), tmp_path / "a.duckdb")
     [f] = Divergence().check(run)
     assert f.evidence["ends_on_blow_up"] and f.evidence["final_level"] == pytest.approx(0.0337)
-    assert list(Divergence(end_jump=0).check(run)) == []
+    assert list(Divergence(end_jump=0, late_rise=float("inf")).check(run)) == []
+    [late] = Divergence(end_jump=0).check(run)  # the late rise sees it too: rising at each of its last 3 records
+    assert late.evidence["rising_points"] == 3
     cut = load_run(write_tb(tmp_path / "b", {"loss": (steps[:-1], loss[:-1])}), tmp_path / "b.duckdb")
     assert list(Divergence().check(cut)) == []
 

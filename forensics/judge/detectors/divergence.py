@@ -36,6 +36,12 @@ class Divergence:
     Effect size first, at any length: a log whose last points are `glaring` × the median of the rest
     (`witnessed_glaring` × with a validation blow-up too), or a loss rising at each of its last `rising_points` by
     `rising_growth` while the validation loss rises at each of its last `val_rising_points` by `val_rising_growth`.
+    A late rise: a positive loss rising at each of its last `late_rise_points` records or more to `late_rise` × its
+    (smoothed) minimum, above every point since it (with log-scale point noise of `wide_spread`, above every point
+    past the first three), giving back `min_recovered` of its earlier drop.
+    A level that moved up, in a log of up to `short_max` points: its last `level_up_points` records or more all
+    `level_up` × the median of as many records before them and above every one of those, giving back
+    `min_recovered` of the earlier drop.
     With log-scale point noise of `wide_spread` or more, the tail must also stand above the points before the minimum.
     A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
     Launches appended to one log are judged one by one (`base.by_launch`).
@@ -43,7 +49,8 @@ class Divergence:
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,
     Kendall τ and whether it is a drift, the levels the summary quotes and the lowest logged point after the onset,
     and the validation witness (its minimum, step, final level) when it took one.
-    False alarms: 0 of the 406 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss.
+    False alarms: 0 of the 406 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss;
+    the late rise and the moved level: 0 of the 92 healthy real runs of the dev sets, even at ×1.5 and ×1.3.
     """
 
     kind: ClassVar[str] = "divergence"
@@ -83,6 +90,10 @@ class Divergence:
     rising_growth: float = 0.1  # ... by 10% of where that rise began ...
     val_rising_points: int = 3  # ... while the validation loss rises at every one of its last 3 evaluations ...
     val_rising_growth: float = 0.05  # ... by 5%: two curves climbing together is no noise
+    late_rise_points: int = 3  # a loss rising at each of its last 3 records or more ...
+    late_rise: float = 5.0  # ... to ×5 its (smoothed) minimum: no noise ends on such a climb
+    level_up_points: int = 3  # a short log whose last 3 records or more ...
+    level_up: float = 2.0  # ... all sit ×2 the level of as many records before them: the loss moved up and stayed
     climbs_on: float = 2.0  # a jump whose last point is ×2 the jump's first: the summary quotes where it ends
 
     def unavailable(self, run: Run) -> str | None:
@@ -136,6 +147,10 @@ class Divergence:
                 found = [self._glaring_finding(run, steps, y, glaring, nan_follows)]
         if not found and n >= self.min_points:
             found = [f for f in [self._rising(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= self.min_points:
+            found = [f for f in [self._late_rise(run, steps, y, nan_follows)] if f is not None]
+        if not found and self.min_points <= n <= self.short_max:
+            found = [f for f in [self._level_up(run, steps, y, nan_follows)] if f is not None]
         yield from found
 
     def _trend(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Iterator[Finding]:
@@ -326,6 +341,56 @@ class Divergence:
                                    f"and the validation loss rises at every one of its last {vk} evaluations, "
                                    f"{vv[-vk]:.4g} at step {vs[-vk]} to {vv[-1]:.4g} at step {vs[-1]}"
                                    + (" and then turns non-finite" if nan_follows else "")))
+
+    def _late_rise(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """The late rise of the docstring, by its effect alone: no trend test, no second curve."""
+        n = y.size
+        k = stats.rising_tail(y)  # counts the point the rise starts from
+        if k - 1 < self.late_rise_points or not np.all(y > 0):
+            return None
+        sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
+        imin = int(np.nanargmin(sm[:n - k + 1]))
+        lo, head = float(sm[imin]), float(y[0])
+        if not (y[-1] >= self.late_rise * lo and y[-1] > np.max(y[imin:-1])
+                and y[-1] - lo >= self.min_recovered * (head - lo)):
+            return None
+        if stats.noise(np.log(y[:-1])) >= self.wide_spread and not y[-1] > np.max(y[stats.START_POINTS:-1]):
+            return None  # in wide single-batch noise a lucky dip and three rises are no climb: above every point
+        w = max(3, int(n * self.smooth)) // 2 if n >= 12 else 0
+        lo_q, lo_text, low_note = _minimum(steps, y, imin, w)
+        start = n - k
+        ev = {"onset_step": int(steps[imin]), "min_level": lo_q, "initial_level": head, "final_level": float(y[-1]),
+              "growth_factor": float(y[-1]) / lo_q, "rising_points": int(k - 1), "rise_start_step": int(steps[start]),
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(n)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[imin:]),),
+                          summary=(f"loss rises from {lo_text} to {y[-1]:.4g} at step {steps[-1]} "
+                                   f"({ratio(y[-1] / lo_q)}), climbing at each of its last {k - 1} records"
+                                   f"{low_note}" + (" and then turns non-finite" if nan_follows else "")))
+
+    def _level_up(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """The moved-up level of the docstring (the longest such tail), by its effect alone."""
+        n = y.size
+        if not np.all(y > 0):
+            return None
+        for m in range(n // 2, self.level_up_points - 1, -1):
+            tail, before = y[n - m:], y[n - 2 * m:n - m]
+            level = float(np.median(before))
+            if not (tail.min() >= self.level_up * level and tail.min() > before.max()
+                    and float(np.median(tail)) - level >= self.min_recovered * (float(y[0]) - level)):
+                continue
+            a, b = n - 2 * m, n - m
+            ev = {"onset_step": int(steps[b - 1]), "min_level": level, "initial_level": float(y[0]),
+                  "final_level": float(np.median(tail)), "growth_factor": float(tail.min()) / level,
+                  "level_up_points": int(m), "lowest_after": float(tail.min()), "ends_nonfinite": nan_follows,
+                  "last_finite_step": int(steps[-1]), "points": int(n)}
+            return Finding.of(self, severity="critical", step=int(steps[b - 1]), step_end=int(steps[-1]),
+                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a:]),),
+                              summary=(f"loss moves up and stays: its last {m} records (steps {steps[b]}-"
+                                       f"{steps[-1]}) are all at {tail.min():.4g} or above, {ratio(tail.min() / level)}"
+                                       f" the median {level:.4g} of steps {steps[a]}-{steps[b - 1]} and above every one"
+                                       f" of them" + (" and then turns non-finite" if nan_follows else "")))
+        return None
 
     @staticmethod
     def _lr_over(run: Run, start: int, end: int) -> dict | None:
