@@ -330,9 +330,9 @@ def main(argv: list[str] | None = None) -> int:
 
     own_process = argv is None
     if own_process:
-        from forensics.services.process import collect_garbage_less_often
+        from forensics.services.process import own_process_policy
 
-        collect_garbage_less_often()
+        own_process_policy(os.environ)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

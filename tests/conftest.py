@@ -6,9 +6,11 @@ import sys
 import pytest
 from hypothesis import HealthCheck, settings
 
-os.environ.setdefault("FORENSICS_STRICT", "1")  # a detector that raises fails its test (forensics.judge.engine)
-
+from forensics.judge import engine
 from tests.paths import SHARED
+
+os.environ.setdefault("FORENSICS_STRICT", "1")  # a detector that raises fails its test, in CLI subprocesses too
+engine.STRICT = True  # ... and in this process (forensics.judge.engine)
 
 settings.register_profile("ci", deadline=None, derandomize=True, max_examples=100,
                           suppress_health_check=[HealthCheck.too_slow])

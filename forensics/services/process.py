@@ -8,6 +8,7 @@ import atexit
 import logging
 import os
 import sys
+from collections.abc import Mapping
 
 _FREED_ARRAYS_RETURNED = False
 
@@ -28,6 +29,16 @@ def return_freed_arrays() -> None:
         ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass
+
+
+def own_process_policy(environ: Mapping[str, str]) -> None:
+    """What a command run as its own process sets first: the collector's threshold (below), and under
+    `FORENSICS_STRICT=1` (the tests' subprocesses) a detector that raises fails the command (forensics.judge.engine)."""
+    collect_garbage_less_often()
+    if environ.get("FORENSICS_STRICT") == "1":
+        from forensics.judge import engine
+
+        engine.STRICT = True
 
 
 def collect_garbage_less_often() -> None:
