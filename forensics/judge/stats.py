@@ -466,18 +466,21 @@ def printed_resolution(values: np.ndarray) -> np.ndarray:
 
 
 def lr_jumps(steps: np.ndarray, lr: np.ndarray, jump: float = 1.5, calm: float = 0.2,
-             match: float = 0.05) -> list[dict]:
-    """Points where the LR rises ×`jump` or more in one logged interval while the intervals on either side move
-    it by `calm` of that rise or less (per step where the steps are uneven): a discontinuity no standard schedule
-    has (a warmup ends at the peak it climbs to; a step decay drops). A rise that lands within `match` of a value
+             match: float = 0.05, rounded: bool = False, near: int = 3) -> list[dict]:
+    """Points where the LR rises ×`jump` or more in one logged interval while the `near` intervals on either side
+    move it by `calm` of that rise or less each (per step where the steps are uneven; several, as a step skipped on
+    overflow repeats the LR): a discontinuity no standard schedule has (a warmup ends at the peak it climbs to; a
+    step decay drops). A rise from 0 counts where it lands at half the LR's maximum or more (a warmup from 0 takes
+    its first step off it). A rise that lands within `match` of a value
     logged before it is a schedule starting again (a warm restart, a resume: `lr_restarts`), not this. Rounding
-    is allowed for: the rise must hold with each value anywhere within its printed resolution
-    (`printed_resolution`: `0.0001` → `0.0002` is no jump). Each: step, step before, LR before and after, ratio."""
+    is allowed for where the values were `rounded` (printed): the rise must hold with each value anywhere within
+    its printed resolution (`printed_resolution`: `0.0001` → `0.0002` is no jump). Each: step, step before, LR
+    before and after, ratio."""
     ok = np.isfinite(lr)
     s, v = np.asarray(steps, dtype=float)[ok], np.asarray(lr, dtype=float)[ok]
     if v.size < 4 or np.any(np.diff(s) <= 0):
         return []
-    half = printed_resolution(v)
+    half = printed_resolution(v) if rounded else np.zeros(v.size)
     rate = np.diff(v) / np.diff(s)
     out = []
     for j in range(2, v.size - 1):  # the interval (j-1, j), with one interval on each side
@@ -485,8 +488,11 @@ def lr_jumps(steps: np.ndarray, lr: np.ndarray, jump: float = 1.5, calm: float =
         rise = v[j] - v[j - 1]
         if rise <= 0 or low <= 0 or low < jump * high:
             continue
-        if max(abs(rate[j - 2]), abs(rate[j])) > calm * rate[j - 1]:
+        beside = np.r_[rate[max(0, j - 1 - near):j - 1], rate[j:j + near]]
+        if np.max(np.abs(beside)) > calm * rate[j - 1]:
             continue
+        if v[j - 1] == 0 and v[j] < 0.5 * v.max():
+            continue  # a warmup's first step off 0, not a leap to the LR the run trains at
         earlier = v[:j]
         if np.any(np.abs(earlier - v[j]) <= match * v[j]):
             continue

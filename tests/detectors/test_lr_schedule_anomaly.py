@@ -544,3 +544,36 @@ def test_a_printed_lr_is_judged_within_its_rounding(tmp_path):
     _console_lr(tmp_path, "cut", lambda e: e / 60 if e < 30 else 1.0, epochs=60, decimals=4)
     [f] = LrScheduleAnomaly().check(load_run(tmp_path / "cut", tmp_path / "cut.duckdb"))
     assert f.evidence["rule"] == "jump" and (f.evidence["lr_before"], f.evidence["lr_after"]) == (0.0005, 0.001)
+
+
+def test_fires_when_a_step_schedule_steps_up_mid_run(tmp_path):
+    """StepLR with gamma 2 (a factor meant to divide) doubles the LR every 400 steps: the first leap fires; the same
+    StepLR with gamma 0.5 halves it and is silent."""
+    import torch
+
+    up = _lrs(lambda opt: torch.optim.lr_scheduler.StepLR(opt, 400, gamma=2.0))
+    [f] = LrScheduleAnomaly().check(_run(tmp_path / "up", up))
+    assert f.evidence["rule"] == "jump" and f.step == 400 and f.evidence["ratio"] == pytest.approx(2.0)
+    down = _lrs(lambda opt: torch.optim.lr_scheduler.StepLR(opt, 400, gamma=0.5))
+    assert list(LrScheduleAnomaly().check(_run(tmp_path / "down", down))) == []
+
+
+def test_a_log_warmup_from_zero_with_steps_skipped_on_overflow_is_no_jump(tmp_path):
+    """DeepSpeed's log warmup from 0 under fp16: the scheduler is not stepped on an overflowed step, so the LR repeats
+    0 and then its first value off 0, the warmup climbing on after it: a warmup, silent. The rise off 0 is ×inf with
+    a flat interval on each side; the warmup beyond the repeat is what tells it from a leap."""
+    import torch
+
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, math.log(s + 1) / math.log(1000)))
+    overflowed = {0, 2, 7}
+    steps, lrs = [], []
+    with one_torch_thread():
+        for i in range(60):
+            steps.append(i)
+            lrs.append(sched.get_last_lr()[0])
+            if i not in overflowed:
+                opt.step()
+                sched.step()
+    assert lrs[:4] == [0.0, 0.0, lrs[2], lrs[2]] and lrs[2] > 0
+    assert LrScheduleAnomaly().jumps(_run(tmp_path, (np.array(steps), np.array(lrs)))) == []

@@ -12,7 +12,7 @@ import polars as pl
 from forensics.judge import stats
 from forensics.judge.detectors.base import UPSTREAM, by_launch, loss_falls, src
 from forensics.judge.findings import Finding
-from forensics.judge.run import Run
+from forensics.judge.run import TEXT_FORMATS, Run
 
 # Config keys for gradient accumulation steps (the replay template reads the same names).
 ACCUMULATION_KEYS = ("grad_accumulation_steps", "gradient_accumulation_steps", "accumulate_grad_batches",
@@ -76,7 +76,8 @@ class LrScheduleAnomaly:
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 24 healthy real runs it
     could check (of 40), at `decay` 0.1 and 0.01 alike. Rules (b) after a warmup, (f) and (g): 0 of the 116 healthy
-    labelled runs of the development sets (docs/engine.md).
+    labelled runs of the development sets (docs/engine.md). Rule (h): 0 of their 56 healthy runs with an LR, at ×1.2
+    to ×2.
     """
 
     kind: ClassVar[str] = "lr_schedule_anomaly"
@@ -116,14 +117,16 @@ class LrScheduleAnomaly:
                 for r in stats.lr_restarts(steps, lr, self.jump, self.min_decay, self.mid, self.match)]
 
     def jumps(self, run: Run) -> list[dict]:
-        """Rule (h)'s jumps (`stats.lr_jumps`) on each launch's LR, none under a cyclic scheduler."""
+        """Rule (h)'s jumps (`stats.lr_jumps`) on each launch's LR, none under a cyclic scheduler; a console's
+        printed LR judged within its rounding."""
         if not run.has("lr"):
             return []
         sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
         if isinstance(sched, str) and _cyclic(sched):
             return []
+        printed = run.format_of(run.pick("lr")) in TEXT_FORMATS  # a console's LR is held to the digits it prints
         return [j for steps, lr in by_launch(run, "lr", *run.arrays("lr"))
-                for j in stats.lr_jumps(steps, lr, self.up, self.calm, self.match_up)]
+                for j in stats.lr_jumps(steps, lr, self.up, self.calm, self.match_up, rounded=printed)]
 
     def check(self, run: Run) -> Iterator[Finding]:
         for r in self.restarts(run)[:1]:
