@@ -461,7 +461,9 @@ def printed_resolution(values: np.ndarray) -> np.ndarray:
         e = np.floor(np.log10(np.abs(nz)))
         scaled = nz / 10.0 ** (e - sig + 1)
         if np.all(np.abs(scaled - np.round(scaled)) <= 1e-4):
-            return 0.5 * np.abs(np.asarray(values, dtype=float)) * 10.0 ** (1 - sig)
+            a = np.abs(np.nan_to_num(np.asarray(values, dtype=float), posinf=0.0, neginf=0.0))
+            with np.errstate(divide="ignore"):
+                return np.where(a > 0, 0.5 * 10.0 ** (np.floor(np.log10(np.where(a > 0, a, 1.0))) - sig + 1), 0.0)
     return out
 
 
