@@ -406,3 +406,14 @@ def test_rising_tail_counts_the_points_of_the_last_rise():
     assert stats.rising_tail(np.array([1.0, 2.0, 2.0])) == 1  # equal is no rise
     assert stats.rising_tail(np.array([1.0, np.nan, 2.0, 3.0])) == 2
     assert stats.rising_tail(np.array([5.0])) == 1 and stats.rising_tail(np.array([])) == 1
+
+
+def test_printed_resolution_is_the_coarsest_rounding_every_value_fits():
+    """Four fixed decimals give half of 1e-4 on every value; three significant digits give half the third digit of
+    each; values with more digits than a writer prints (a cosine's float) carry no rounding."""
+    from forensics.judge.stats import printed_resolution
+
+    assert np.allclose(printed_resolution(np.array([0.0, 0.0001, 0.0012, 0.001])), 5e-5)
+    assert np.allclose(printed_resolution(np.array([1.23e-05, 4.56e-07])), [5e-8, 5e-10])
+    cosine = 1e-3 * 0.5 * (1 + np.cos(np.pi * np.arange(50) / 50))
+    assert np.all(printed_resolution(cosine) == 0)

@@ -441,6 +441,69 @@ def lr_restarts(steps: np.ndarray, lr: np.ndarray, jump: float = 1.5, min_decay:
     return out
 
 
+def printed_resolution(values: np.ndarray) -> np.ndarray:
+    """Half the last printed digit of each value: a log that prints 4 decimals (`0.0001`) or 3 significant digits
+    (`1.23e-05`) holds each value only to that; 0 where the values carry more digits than a writer prints (a float
+    from TensorBoard or trainer_state.json). The coarsest rounding every finite value fits is assumed."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    out = np.zeros(np.shape(values))
+    if v.size == 0:
+        return out
+    for d in range(1, 9):  # fixed decimals
+        scaled = v * 10.0 ** d
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-4 * np.maximum(1.0, np.abs(scaled) * 1e-3)):
+            return out + 0.5 * 10.0 ** -d
+    nz = v[v != 0]
+    if nz.size == 0:
+        return out
+    for sig in range(1, 6):  # significant digits
+        e = np.floor(np.log10(np.abs(nz)))
+        scaled = nz / 10.0 ** (e - sig + 1)
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-4):
+            a = np.abs(np.nan_to_num(np.asarray(values, dtype=float), posinf=0.0, neginf=0.0))
+            with np.errstate(divide="ignore"):
+                return np.where(a > 0, 0.5 * 10.0 ** (np.floor(np.log10(np.where(a > 0, a, 1.0))) - sig + 1), 0.0)
+    return out
+
+
+def lr_jumps(steps: np.ndarray, lr: np.ndarray, jump: float = 1.5, calm: float = 0.2,
+             match: float = 0.05, rounded: bool = False, near: int = 3) -> list[dict]:
+    """Points where the LR rises ×`jump` or more in one logged interval while the `near` intervals on either side
+    move it by `calm` of that rise or less each (per step where the steps are uneven; several, as a step skipped on
+    overflow repeats the LR): a discontinuity no standard schedule has (a warmup ends at the peak it climbs to; a
+    step decay drops). A rise from 0 counts where it lands at half the LR's maximum or more (a warmup from 0 takes
+    its first step off it). A rise that lands within `match` of a value
+    logged before it is a schedule starting again (a warm restart, a resume: `lr_restarts`), not this. Rounding
+    is allowed for where the values were `rounded` (printed): the rise must hold with each value anywhere within
+    its printed resolution (`printed_resolution`: `0.0001` → `0.0002` is no jump). Each: step, step before, LR
+    before and after, ratio."""
+    ok = np.isfinite(lr)
+    s, v = np.asarray(steps, dtype=float)[ok], np.asarray(lr, dtype=float)[ok]
+    if v.size < 4 or np.any(np.diff(s) <= 0):
+        return []
+    half = printed_resolution(v) if rounded else np.zeros(v.size)
+    rate = np.diff(v) / np.diff(s)
+    out = []
+    for j in range(2, v.size - 1):  # the interval (j-1, j), with one interval on each side
+        low, high = v[j] - half[j], v[j - 1] + half[j - 1]
+        rise = v[j] - v[j - 1]
+        if rise <= 0 or low <= 0 or low < jump * high:
+            continue
+        beside = np.r_[rate[max(0, j - 1 - near):j - 1], rate[j:j + near]]
+        if np.max(np.abs(beside)) > calm * rate[j - 1]:
+            continue
+        if v[j - 1] == 0 and v[j] < 0.5 * v.max():
+            continue  # a warmup's first step off 0, not a leap to the LR the run trains at
+        earlier = v[:j]
+        if np.any(np.abs(earlier - v[j]) <= match * v[j]):
+            continue
+        out.append({"step": int(s[j]), "previous_step": int(s[j - 1]), "lr_before": float(v[j - 1]),
+                    "lr_after": float(v[j]), "ratio": float(v[j] / v[j - 1]) if v[j - 1] > 0 else None,
+                    "earlier_max": float(earlier.max())})
+    return out
+
+
 def chance_counts(extra: tuple[int, ...] = ()) -> np.ndarray:
     """The whole numbers k whose ln k a loss sits at when the model predicts uniformly (cross-entropy over k
     outcomes) or a probability is clamped at 1/k: every k from 2 to 1000, powers of 2 (vocabularies of 2^m

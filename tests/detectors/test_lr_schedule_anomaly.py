@@ -447,3 +447,134 @@ def test_an_lr_held_at_its_peak_after_warmup_under_a_named_decaying_scheduler(tm
     assert [f.evidence.get("rule") for f in found] == (["held_after_warmup"] if fires else [])
     if fires:
         assert found[0].evidence["held_points"] >= 50 and "names a cosine scheduler" in found[0].summary
+
+
+def _warmup_then_cosine(warmup: int, warmup_total: int):
+    """A LambdaLR warmup over `warmup_total` steps handing over to CosineAnnealingLR at step `warmup` (SequentialLR):
+    with `warmup_total` = `warmup` it ends at the base LR; computed for a longer horizon, it ends below it and the
+    cosine starts at the base LR."""
+    import torch
+
+    def make(opt):
+        warm = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: s / warmup_total)
+        cos = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=N - warmup)
+        return torch.optim.lr_scheduler.SequentialLR(opt, [warm, cos], milestones=[warmup])
+    return make
+
+
+@pytest.mark.parametrize("warmup_total,fires", [(200, True), (100, False)])
+def test_fires_when_a_warmup_computed_for_another_horizon_hands_over_at_half_the_lr(tmp_path, warmup_total, fires):
+    """A warmup computed for twice its length ends near half the base LR and the cosine after it doubles the LR in one
+    logged interval; the same warmup computed for its own length ends at the base LR and is silent."""
+    lr = _lrs(_warmup_then_cosine(100, warmup_total))
+    found = list(LrScheduleAnomaly().check(_run(tmp_path, lr)))
+    if not fires:
+        assert found == []
+        return
+    [f] = found
+    # logged every 10 steps: the last warmup record is step 90's 90/200 of the base LR
+    assert f.evidence["rule"] == "jump" and f.step == 100 and f.evidence["ratio"] == pytest.approx(200 / 90, rel=1e-3)
+    assert f.evidence["lr_before"] == pytest.approx(4.5e-4, rel=1e-3) and "×2.2" in f.summary
+
+
+def test_fires_when_an_lr_held_at_zero_leaps_to_its_peak(tmp_path):
+    """A LambdaLR that holds the LR at 0 for the first 200 of 1000 steps (fewer than a quarter of the records, so
+    not the LR-0 rule) and then sets it to its peak in one step, a cosine after."""
+    import torch
+
+    lr = _lrs(lambda opt: torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: 0.0 if s < 200 else 0.5 * (1 + math.cos(math.pi * (s - 200) / (N - 200)))))
+    [f] = LrScheduleAnomaly().check(_run(tmp_path, lr))
+    assert f.evidence["rule"] == "jump" and f.step == 200 and f.evidence["lr_before"] == 0.0
+    assert f.evidence["ratio"] is None and "×" not in f.summary
+
+
+@pytest.mark.parametrize("make", ["multistep", "sgdr", "sgdr_mult", "exponential", "plateau_like", "cyclic",
+                                  "onecycle", "linear_warmup_cosine"])
+def test_standard_schedules_make_no_jump(tmp_path, make):
+    """Step decays drop, SGDR jumps back to the peak it had, cyclic and one-cycle schedules climb point by point, a
+    warmup ends at its base LR: none is a jump of rule (h)."""
+    import torch
+
+    lrs = torch.optim.lr_scheduler
+    sched = {
+        "multistep": lambda o: lrs.MultiStepLR(o, [300, 600, 900], gamma=0.1),
+        "sgdr": lambda o: lrs.CosineAnnealingWarmRestarts(o, T_0=200),
+        "sgdr_mult": lambda o: lrs.CosineAnnealingWarmRestarts(o, T_0=100, T_mult=2),
+        "exponential": lambda o: lrs.ExponentialLR(o, gamma=0.997),
+        "plateau_like": lambda o: lrs.StepLR(o, 250, gamma=0.5),
+        "cyclic": lambda o: lrs.CyclicLR(o, 1e-5, 1e-3, step_size_up=100),
+        "onecycle": lambda o: lrs.OneCycleLR(o, max_lr=1e-3, total_steps=N + 1),
+        "linear_warmup_cosine": _warmup_then_cosine(100, 100),
+    }[make]
+    assert LrScheduleAnomaly().jumps(_run(tmp_path, _lrs(sched))) == []
+
+
+def _console_lr(tmp_path, name: str, factor, epochs: int, decimals: int) -> None:
+    """A real loop over a tiny regression with SGD and a LambdaLR stepped once per epoch, printing
+    `Epoch e/epochs - loss: L - lr: X` with `decimals` decimals to tmp_path/name/train.log."""
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.randn(128, 8)
+    y = x @ torch.randn(8, 1)
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    lines = []
+    with one_torch_thread():
+        for e in range(1, epochs + 1):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            lines.append(f"Epoch {e}/{epochs} - loss: {loss.item():.4f} - lr: {sched.get_last_lr()[0]:.{decimals}f}")
+            sched.step()
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "train.log").write_text("\n".join(lines) + "\n")
+
+
+def test_a_printed_lr_is_judged_within_its_rounding(tmp_path):
+    """A linear warmup from 0 over 30 epochs printed with 4 decimals moves 0.0000 → 0.0001 → 0.0002 in steps of
+    the last digit: no jump. The same warmup computed for 60 epochs and cut at epoch 30 to the base LR, printed
+    the same way, jumps 0.0005 → 0.0010: a jump however it was rounded."""
+    _console_lr(tmp_path, "rounded", lambda e: min(1.0, e / 30), epochs=60, decimals=4)
+    run = load_run(tmp_path / "rounded", tmp_path / "rounded.duckdb")
+    assert 0.0 in run.arrays("lr")[1] and 1e-4 in run.arrays("lr")[1]
+    assert list(LrScheduleAnomaly().check(run)) == []
+    _console_lr(tmp_path, "cut", lambda e: e / 60 if e < 30 else 1.0, epochs=60, decimals=4)
+    [f] = LrScheduleAnomaly().check(load_run(tmp_path / "cut", tmp_path / "cut.duckdb"))
+    assert f.evidence["rule"] == "jump" and (f.evidence["lr_before"], f.evidence["lr_after"]) == (0.0005, 0.001)
+
+
+def test_fires_when_a_step_schedule_steps_up_mid_run(tmp_path):
+    """StepLR with gamma 2 (a factor meant to divide) doubles the LR every 400 steps: the first leap fires; the same
+    StepLR with gamma 0.5 halves it and is silent."""
+    import torch
+
+    up = _lrs(lambda opt: torch.optim.lr_scheduler.StepLR(opt, 400, gamma=2.0))
+    [f] = LrScheduleAnomaly().check(_run(tmp_path / "up", up))
+    assert f.evidence["rule"] == "jump" and f.step == 400 and f.evidence["ratio"] == pytest.approx(2.0)
+    down = _lrs(lambda opt: torch.optim.lr_scheduler.StepLR(opt, 400, gamma=0.5))
+    assert list(LrScheduleAnomaly().check(_run(tmp_path / "down", down))) == []
+
+
+def test_a_log_warmup_from_zero_with_steps_skipped_on_overflow_is_no_jump(tmp_path):
+    """DeepSpeed's log warmup from 0 under fp16: the scheduler is not stepped on an overflowed step, so the LR repeats
+    0 and then its first value off 0, the warmup climbing on after it: a warmup, silent. The rise off 0 is ×inf with
+    a flat interval on each side; the warmup beyond the repeat is what tells it from a leap."""
+    import torch
+
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1e-4)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, math.log(s + 1) / math.log(1000)))
+    overflowed = {0, 2, 7}
+    steps, lrs = [], []
+    with one_torch_thread():
+        for i in range(60):
+            steps.append(i)
+            lrs.append(sched.get_last_lr()[0])
+            if i not in overflowed:
+                opt.step()
+                sched.step()
+    assert lrs[:4] == [0.0, 0.0, lrs[2], lrs[2]] and lrs[2] > 0
+    assert LrScheduleAnomaly().jumps(_run(tmp_path, (np.array(steps), np.array(lrs)))) == []

@@ -1,4 +1,4 @@
-"""lr_schedule_anomaly: the logged LR reaches its floor far too early, or stays constant under a configured scheduler."""
+"""lr_schedule_anomaly: the logged LR reaches its floor far too early, stays constant under a configured scheduler, or jumps."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import polars as pl
 from forensics.judge import stats
 from forensics.judge.detectors.base import UPSTREAM, by_launch, loss_falls, src
 from forensics.judge.findings import Finding
-from forensics.judge.run import Run
+from forensics.judge.run import TEXT_FORMATS, Run
 
 # Config keys for gradient accumulation steps (the replay template reads the same names).
 ACCUMULATION_KEYS = ("grad_accumulation_steps", "gradient_accumulation_steps", "accumulate_grad_batches",
@@ -69,11 +69,15 @@ class LrScheduleAnomaly:
     as printed; where no plan is declared, (a) judges against the log's own length and the finding says so;
     (g) an LR that falls in a straight line at every record after its peak (`line_points`, `line_fit`), by `min_decay`
     of it, whose line reaches 0 before `early` of the declared plan (a run stopped before the schedule's end shows it).
+    (h) an LR that rises ×`up` in one logged interval, the intervals beside it moving it by `calm` of that or less,
+    to a level it never had (within `match_up`), its printed rounding allowed for: a warmup that ends at half its
+    peak and doubles, an LR at 0 that leaps to its peak, a mid-run leap (`stats.lr_jumps`); no cyclic scheduler named.
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 24 healthy real runs it
     could check (of 40), at `decay` 0.1 and 0.01 alike. Rules (b) after a warmup, (f) and (g): 0 of the 116 healthy
-    labelled runs of the development sets (docs/engine.md).
+    labelled runs of the development sets (docs/engine.md). Rule (h): 0 of their 56 healthy runs with an LR, at ×1.2
+    to ×2.
     """
 
     kind: ClassVar[str] = "lr_schedule_anomaly"
@@ -95,6 +99,9 @@ class LrScheduleAnomaly:
     held_points: int = 10  # (b) after a warmup: at its peak on the last 10 records and half of them, or more
     line_points: int = 4  # (g) a straight-line fall over 4 records or more ...
     line_fit: float = 0.02  # ... no record off the line by 2% of the fall (printed LRs round to a few digits)
+    up: float = 1.5  # (h) an LR that rises ×1.5 or more in one logged interval ...
+    calm: float = 0.2  # ... the intervals beside it moving it by a fifth of that rise or less (per step) ...
+    match_up: float = 0.05  # ... to no value within 5% of one logged before it (a restart's, rule (c)'s)
 
     def restarts(self, run: Run) -> list[dict]:
         """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
@@ -108,6 +115,18 @@ class LrScheduleAnomaly:
         # each launch appended to the log on its own: a fresh launch's schedule starting again is no resume
         return [r for steps, lr in by_launch(run, "lr", *run.arrays("lr"))
                 for r in stats.lr_restarts(steps, lr, self.jump, self.min_decay, self.mid, self.match)]
+
+    def jumps(self, run: Run) -> list[dict]:
+        """Rule (h)'s jumps (`stats.lr_jumps`) on each launch's LR, none under a cyclic scheduler; a console's
+        printed LR judged within its rounding."""
+        if not run.has("lr"):
+            return []
+        sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
+        if isinstance(sched, str) and _cyclic(sched):
+            return []
+        printed = run.format_of(run.pick("lr")) in TEXT_FORMATS  # a console's LR is held to the digits it prints
+        return [j for steps, lr in by_launch(run, "lr", *run.arrays("lr"))
+                for j in stats.lr_jumps(steps, lr, self.up, self.calm, self.match_up, rounded=printed)]
 
     def check(self, run: Run) -> Iterator[Finding]:
         for r in self.restarts(run)[:1]:
@@ -136,6 +155,17 @@ class LrScheduleAnomaly:
                                       + f" (steps {steps[0]}-{steps[zero - 1]}): nothing moves the weights while it "
                                         f"is (a warmup or scheduler stuck at 0, or an LR printed with too few "
                                         f"decimals)"))
+            return
+        for j in self.jumps(run)[:1]:
+            yield Finding.of(self, severity="warning", step=j["step"], step_end=j["step"], series=run.pick("lr"),
+                             evidence={**j, "rule": "jump"},
+                             sources=(src(run, "lr", np.asarray([j["previous_step"], j["step"]])),),
+                             summary=(f"LR jumps from {j['lr_before']:.3g} at step {j['previous_step']} to "
+                                      f"{j['lr_after']:.3g} at step {j['step']}"
+                                      + (f" (×{j['ratio']:.2g})" if j["ratio"] else "")
+                                      + " in one logged interval, the intervals beside it moving it far less: no "
+                                        "standard schedule does that (a warmup computed for another length, or two "
+                                        "schedulers handing over at the wrong value?)"))
             return
         if lr.size < 5:
             yield from self._zero_before_plan(run, steps, lr)
