@@ -74,8 +74,10 @@ class MaskedNonfinite:
         return run.missing_message("grad_norm")
 
     def check(self, run: Run) -> Iterator[Finding]:
-        yield from self._announced(run)
-        yield from self._zero_beside_nonfinite_eval(run)
+        found = [*self._announced(run), *self._beside_grad_norm(run)]
+        yield from found or self._zero_beside_nonfinite_eval(run)  # the evaluation says it only where nothing else did
+
+    def _beside_grad_norm(self, run: Run) -> Iterator[Finding]:
         if not run.has("grad_norm"):
             return
         loss = run.series("loss").select("step", pl.col("value").alias("loss"))
