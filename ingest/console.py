@@ -1149,6 +1149,23 @@ def outline(text: str) -> str:
     return _NOT_LETTERS.sub("", text)
 
 
+def _line_strings(data: bytes, ends: np.ndarray) -> pl.Series:
+    """One string per line segment of `data` (each ending at `ends`), line break included (no pattern can use it),
+    without copying the bytes. Bytes that are not UTF-8 are replaced: UTF-8 decoding recovers at every ASCII byte,
+    so decoding the block at once gives each line the text it would get alone, and `\r`, `\n` stay where they
+    were: the n-th segment stays the n-th."""
+    import pyarrow as pa
+
+    try:
+        data.decode("utf-8")
+        text, bounds = data, ends
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace").encode("utf-8")
+        bounds = _segments(text)[2]
+    offsets = np.concatenate(([0], bounds)).astype(np.int64)
+    return pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
+
+
 def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
         np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shape | None], list[bool]]:
     """Cut `data` (complete lines) into line segments and pick those that can change anything.
@@ -1162,20 +1179,8 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     A line that holds a `name value` pair (`_PAIR`) repeats when its `outline` is seen `REPEATS` times or more
     in `data` and earlier in the file: `known` counts the outlines seen before `data` and is updated.
     """
-    import pyarrow as pa
-
     starts, line_nos, ends = _segments(data)
-    try:
-        data.decode("utf-8")
-        text, bounds = data, ends
-    except UnicodeDecodeError:
-        # UTF-8 decoding recovers at every ASCII byte, so decoding the block at once gives each line the
-        # text it would get alone, and `\r`, `\n` stay where they were: the n-th segment stays the n-th.
-        text = data.decode("utf-8", errors="replace").encode("utf-8")
-        bounds = _segments(text)[2]
-    # One string per segment, line break included (no pattern can use it), without copying the bytes.
-    offsets = np.concatenate(([0], bounds)).astype(np.int64)
-    lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
+    lines = _line_strings(data, ends)
     blocky = lines.str.contains(_SPLIT_HINT)  # openers and ends of evaluation blocks (`_State.eval_blocks`)
     keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER)) | blocky
     tabular_lines = lines.str.contains(_TABLE_LINE)
@@ -1216,17 +1221,7 @@ def _announcing(data: bytes, starts: np.ndarray) -> dict[int, tuple[str, announc
     """{index of the line segment in `data`: (its text, what it announces)} for the lines that announce an event in
     words (`ingest.announcements`): one polars pass of its phrases over every line, then each line it keeps read
     with a settings dump's text blanked first (the `ignore` patterns that hold settings), so a dump announces nothing."""
-    import pyarrow as pa
-
-    ends = np.append(starts[1:], len(data)).astype(np.int64)
-    try:
-        data.decode("utf-8")
-        text, bounds = data, ends
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", errors="replace").encode("utf-8")
-        bounds = _segments(text)[2]
-    lines = pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(
-        np.concatenate(([0], bounds)).astype(np.int64)), pa.py_buffer(text)))
+    lines = _line_strings(data, np.append(starts[1:], len(data)).astype(np.int64))
     hits = np.flatnonzero(lines.str.contains(announcements.HINT).to_numpy())
     out = {}
     for k, line in zip(hits.tolist(), lines.gather(hits).str.strip_chars_end("\r\n").to_list()):
