@@ -8,6 +8,29 @@ import numpy as np
 
 from forensics.judge.run import Run
 
+STAMPED = "%(asctime)s %(levelname)s %(message)s"
+
+
+def log_messages(path: Path, messages, fmt: str = STAMPED, encoding: str | None = None) -> Path:
+    """`messages` written to `path` by Python's logging with `fmt` (in `encoding`; the handler's default if None), as a
+    training script's logger writes them, under the logger name `train` (a `%(name)s` in `fmt` prints it). The handler
+    appends (mode "a"), as a script launched again does."""
+    import logging
+
+    logger = logging.getLogger("train")
+    logger.propagate = False
+    handler = logging.FileHandler(path, encoding=encoding)
+    handler.setFormatter(logging.Formatter(fmt))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        for m in messages:
+            logger.info(m)
+    finally:
+        handler.close()
+        logger.removeHandler(handler)
+    return path
+
 
 def write_tb(root: Path, series: dict[str, tuple[np.ndarray, np.ndarray]], config: dict | None = None) -> Path:
     """Write each tag's (steps, values) with torch.utils.tensorboard.SummaryWriter; NaN/Inf kept as logged."""

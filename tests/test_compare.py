@@ -16,6 +16,7 @@ from forensics.services.analysis import analyze
 from forensics.services.compare import IMPLICATES, compare, fisher_exact, part
 from ingest.store import connect
 from tests.paths import REPO
+from tests.runwriters import log_messages
 from tests.sweeps import SWEEP_LRS, SWEEP_SEEDS, sweep_name, train_sweep
 
 GALLERY = REPO / "sample_runs" / "runs"
@@ -175,18 +176,8 @@ def test_analyze_of_a_failed_run_names_its_closest_run_that_worked(sweep, capsys
 
 def _print_log(folder: Path, losses: list[float]) -> Path:
     """A console log as a user's script prints it: Python logging to a file, one line per step."""
-    import logging
-
     folder.mkdir(parents=True)
-    log = logging.getLogger(f"train.{folder}")
-    handler = logging.FileHandler(folder / "train.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    for step, loss in enumerate(losses):
-        log.info("step %d loss %.4f", step * 10, loss)
-    handler.close()
-    log.removeHandler(handler)
+    log_messages(folder / "train.log", (f"step {i * 10} loss {v:.4f}" for i, v in enumerate(losses)))
     return folder
 
 

@@ -5,7 +5,6 @@ training record's shape, a line that says train, an `Epoch N` line or the block'
 Logs are written with Python's `logging` and `print` in the printers' shapes; a hypothesis test varies the opener's
 words, the records and the block's end, and checks each value lands in its own split."""
 
-import logging
 from pathlib import Path
 
 import polars as pl
@@ -17,6 +16,7 @@ from ingest.console import read_console
 from ingest.roles import role_of
 
 from tests.paths import SHARED
+from tests.runwriters import log_messages
 
 
 def _frame(path: Path) -> pl.DataFrame:
@@ -31,19 +31,7 @@ def _by_role(frame: pl.DataFrame, role: str) -> list[float]:
 
 def _logged(path: Path, lines: list[str]) -> Path:
     """`lines` written through Python's logging with a stamped format, as a training script's logger writes them."""
-    logger = logging.getLogger(f"eval_blocks.{path.stem}")
-    logger.propagate = False
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        for line in lines:
-            logger.info(line)
-    finally:
-        handler.close()
-        logger.removeHandler(handler)
-    return path
+    return log_messages(path, lines, "%(asctime)s - %(name)s - %(levelname)s - %(message)s")
 
 
 def test_paddle_hapi_shape_eval_records_of_the_training_shape_end_at_the_samples_count(tmp_path):

@@ -5,7 +5,6 @@ Real logs from ../shared/wild/console (module-level paths), files the real tools
 and hypothesis lines generated from the grammar whose values must come back exact."""
 
 import csv
-import logging
 import math
 import os
 import time
@@ -23,6 +22,7 @@ from ingest.roles import role_of
 from ingest.run import ingest_run
 
 from tests.paths import SHARED
+from tests.runwriters import log_messages
 
 WILD = SHARED / "wild" / "console"
 # One real log per class, each from a different printer.
@@ -150,16 +150,7 @@ def test_a_log_after_a_long_preamble_is_recognised_by_its_sampled_lines():
 
 def _logging_file(path: Path, messages: list[str], fmt: str, encoding: str | None = None) -> None:
     """`messages` written by Python's logging to `path` with `fmt`, in `encoding` (the handler's default if None)."""
-    logger = logging.getLogger(f"grammar-{path.name}-{encoding}")
-    logger.propagate = False
-    handler = logging.FileHandler(path, encoding=encoding)
-    handler.setFormatter(logging.Formatter(fmt))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    for m in messages:
-        logger.info(m)
-    handler.close()
-    logger.removeHandler(handler)
+    log_messages(path, messages, fmt, encoding)
 
 
 def test_python_logging_with_name_colon_value_and_a_dumped_config_first(tmp_path):

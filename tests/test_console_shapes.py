@@ -9,7 +9,6 @@ that part only, never the line."""
 
 from __future__ import annotations
 
-import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 import ingest.console as C
 from ingest.console import parse_line, read_console
 from ingest.roles import role_of
+from tests.runwriters import log_messages
 
 LINES = 14  # records per generated log
 
@@ -289,16 +289,7 @@ def test_composed_lines_written_by_python_logging(tmp_path_factory, comp, fmt):
     comp = Composition("", *list(vars(comp).values())[1:])  # the logger writes the prefix
     records = [comp.record(i) for i in range(LINES)]
     log = tmp_path_factory.mktemp("logged") / "train.log"
-    logger = logging.getLogger(f"shapes-{log.parent.name}")
-    logger.propagate = False
-    handler = logging.FileHandler(log)
-    handler.setFormatter(logging.Formatter(fmt))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    for line, *_ in records:
-        logger.info(line)
-    handler.close()
-    logger.removeHandler(handler)
+    log_messages(log, (line for line, *_ in records), fmt)
     frames = [c.scalars for c in read_console(log) if c.scalars is not None]
     frame = pl.concat(frames) if frames else pl.DataFrame({"tag": []})
     assert not problems(comp, frame, records), problems(comp, frame, records)

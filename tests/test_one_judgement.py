@@ -10,7 +10,6 @@ polars' CSV writer, the HF Trainer layout of tests/runwriters.py cut in half.
 from __future__ import annotations
 
 import json
-import logging
 import re
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ import yaml
 
 from forensics.cli import main
 from tests.paths import REPO
-from tests.runwriters import curve, hf_history, write_trainer_state
+from tests.runwriters import curve, hf_history, log_messages, write_trainer_state
 
 GALLERY = REPO / "sample_runs" / "runs"
 # The four whose app headline differed from the CLI's before the verdict was stored once.
@@ -37,15 +36,8 @@ def only_config(root: Path) -> Path:
 
 def log_without_metric(root: Path) -> Path:
     root.mkdir(parents=True)
-    logger = logging.getLogger(f"train-{root.name}")
-    handler = logging.FileHandler(root / "train.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    for message in ("starting training", "loading the data set from /data/shards", "model built", "done"):
-        logger.info(message)
-    handler.close()
-    logger.removeHandler(handler)
+    log_messages(root / "train.log",
+                 ("starting training", "loading the data set from /data/shards", "model built", "done"))
     return root
 
 

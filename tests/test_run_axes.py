@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 
 from forensics.judge.run import META_SCHEMA, usable_series
-from tests.runwriters import curve, load_run, write_tb
+from tests.runwriters import curve, load_run, log_messages, write_tb
 
 
 def _meta(rows: list[dict]) -> pl.DataFrame:
@@ -52,19 +52,10 @@ def test_a_summary_s_one_last_value_displaces_no_console_curve():
 def _epoch_log(root, epochs):
     """A console log written by Python's logging: `Epoch: E, Step: S, loss: V` with a batch counter S that starts
     again at 0 every epoch (no global step printed)."""
-    import logging
-
     root.mkdir(parents=True)
-    logger = logging.getLogger(f"axes.{root.name}")
-    handler = logging.FileHandler(root / "train.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s : %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    for e, values in enumerate(epochs, 1):
-        for k, v in enumerate(values):
-            logger.info(f"Epoch: {e}, Step: {k * 200}, loss: {v:.5f}")
-    handler.close()
-    logger.removeHandler(handler)
+    log_messages(root / "train.log", (f"Epoch: {e}, Step: {k * 200}, loss: {v:.5f}"
+                                      for e, values in enumerate(epochs, 1) for k, v in enumerate(values)),
+                 "%(asctime)s : %(message)s")
     return root
 
 
