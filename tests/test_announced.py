@@ -258,9 +258,10 @@ def test_the_hf_trainers_own_resume_message_is_read(tmp_path):
 # -- real logs ----------------------------------------------------------------------------------------------------
 
 
-def _skipping_loop(log, steps, skipped):
-    """A user's loop that checks its gradients before stepping (as an fp16 loop under a GradScaler does) and says when
-    it skips: a batch in `skipped` carries an Inf input, so its gradients are Inf. Records every 10 steps."""
+def _skipping_loop(log, steps, skipped, said="Found inf or nan in gradients, skipping step", stop=False, every=10):
+    """A user's loop that checks its gradients before stepping (as an fp16 loop under a GradScaler does) and says
+    `said` when they are not finite: a batch in `skipped` carries an Inf input, so its gradients are Inf. It skips the
+    step, or with `stop` ends the loop there. Records every `every` steps."""
     model, opt = _model()
     x, y = _regression()
     for s in range(steps):
@@ -271,10 +272,12 @@ def _skipping_loop(log, steps, skipped):
         loss = torch.nn.functional.mse_loss(model(xb).squeeze(-1), yb)
         loss.backward()
         if not all(torch.isfinite(p.grad).all() for p in model.parameters()):
-            print("Found inf or nan in gradients, skipping step", file=log)
+            print(said, file=log)
+            if stop:
+                break
             continue
         opt.step()
-        if s % 10 == 0:
+        if s % every == 0:
             print(f"step {s} loss {loss.item():.4f}", file=log)
 
 
@@ -335,21 +338,8 @@ def test_nonfinite_gradients_that_stop_the_loop_are_a_nan_loss(tmp_path):
     """A loop that raises on non-finite gradients (fairseq's `FloatingPointError: gradients are Nan/Inf`) ends the run
     there; the same words with the loop going on are skipped steps (amp_overflow's), not a NaN the run ended on."""
     (tmp_path / "r").mkdir()
-    model, opt = _model()
-    x, y = _regression()
     with open(tmp_path / "r" / "train.log", "w") as log:
-        for s in range(30):
-            xb, yb = x[(s * 8) % 64:(s * 8) % 64 + 8].clone(), y[(s * 8) % 64:(s * 8) % 64 + 8]
-            if s == 17:
-                xb[0, 0] = float("inf")
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(xb).squeeze(-1), yb)
-            loss.backward()
-            if not all(torch.isfinite(p.grad).all() for p in model.parameters()):
-                print("FloatingPointError: gradients are Nan/Inf", file=log)
-                break
-            opt.step()
-            print(f"step {s} loss {loss.item():.4f}", file=log)
+        _skipping_loop(log, 30, {17}, said="FloatingPointError: gradients are Nan/Inf", stop=True, every=1)
     run = load_run(tmp_path / "r", tmp_path / "f.duckdb")
     [f] = NanLoss().check(run)
     assert f.severity == "critical" and f.step == 16 and "non-finite gradient" in f.summary
