@@ -104,3 +104,30 @@ def test_the_class_count_comes_from_the_labels_a_classifier_declares_before_its_
               "vocab_size": 30522}
     run = load_run(write_tb(tmp_path / "c", {"loss": (steps, loss)}, config=binary), tmp_path / "c.duckdb")
     assert class_count(run) in ((2, "id2label"), (2, "num_labels"))
+
+
+def _wandb_epochs(root, loss, counter, monkeypatch):
+    """A real offline W&B run logged once per epoch (its `_step` counts epochs), with the update counter the user
+    logs beside the loss (`iteration`) where `counter` says so; the config names a vocabulary of 50,257."""
+    import pytest
+
+    wandb = pytest.importorskip("wandb", reason="wandb writes the run under test")
+    for k, v in {"WANDB_MODE": "offline", "WANDB_DIR": str(root), "WANDB_SILENT": "true"}.items():
+        monkeypatch.setenv(k, v)
+    run = wandb.init(project="forensics-test", id=root.name, config={"vocab_size": 50257})
+    for epoch, v in enumerate(loss.tolist()):
+        run.log({"train/loss": v, **({"iteration": 469 * (epoch + 1)} if counter else {})})
+    run.finish()
+    wandb.teardown()
+    return root
+
+
+def test_a_first_record_an_epoch_of_updates_in_is_no_loss_at_init(tmp_path, monkeypatch):
+    """A W&B row per epoch: `_step` 0 holds the mean of the first 469 updates. With the counter logged beside it,
+    a first loss far below log(vocabulary) is learning, not labels leaking; without it, step 0 is all there is."""
+    loss = np.array([1.53, 1.2, 1.0, 0.9, 0.85, 0.8, 0.78])
+    counted = load_run(_wandb_epochs(tmp_path / "counted", loss, True, monkeypatch), tmp_path / "a.duckdb")
+    assert list(InitialLossMismatch().check(counted)) == []
+    bare = load_run(_wandb_epochs(tmp_path / "bare", loss, False, monkeypatch), tmp_path / "b.duckdb")
+    [f] = InitialLossMismatch().check(bare)
+    assert f.evidence["direction"] == "low" and f.evidence["first_update"] is None and f.step == 0

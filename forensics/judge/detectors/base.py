@@ -16,6 +16,7 @@ from forensics.judge import catalog, numbers, stats
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS
+from ingest.roles import words
 
 
 # Where a kind sits in the chain from cause to symptom, each detector's `stage` (lower comes first; the verdict's
@@ -264,6 +265,33 @@ def class_source(found: tuple[int, str]) -> str:
     """Where a class count came from, for a summary: `num_classes = 10 in the config`, `8 labels in its id2label`."""
     c, key = found
     return f"{c} labels in its {key}" if key in LABEL_MAPS else f"{key} = {c} in the config"
+
+
+# A counter a writer logs beside its metrics in the same rows (W&B's `iteration`, HF's `train/global_step`,
+# Lightning's `trainer/global_step`): where the writer's own step counts log calls (W&B's `_step`), it counts updates.
+_COUNTER_WORDS = frozenset({"global", "step", "steps", "iteration", "iterations", "iter", "iters", "update",
+                            "updates", "num", "trainer", "train", "optimizer"})
+_COUNTING_WORDS = frozenset({"step", "steps", "iteration", "iterations", "iter", "iters", "update", "updates"})
+
+
+def update_at(run: Run, series: str | None, step: int) -> int | None:
+    """The update count a counter logged in the same source as `series` holds at its record `step`, or None where
+    no such counter is logged (then the writer's step is the only count there is)."""
+    row = run.meta.filter(pl.col("name") == series)
+    if series is None or row.height == 0:
+        return None
+    beside = run.meta.filter((pl.col("grp") == row["grp"][0]) & (pl.col("role") == "other")
+                             & (pl.col("name") != series))
+    for name, tag in zip(beside["name"], beside["tag"]):
+        ws = set(words(tag or name))
+        if not ws or not ws <= _COUNTER_WORDS or not ws & _COUNTING_WORDS:
+            continue
+        f = run.series_named(name)
+        at = f.filter(pl.col("step") == step)["value"]
+        v = f["value"].fill_null(np.nan).to_numpy()
+        if at.len() and np.all(np.isfinite(v)) and np.all(v == np.round(v)) and np.all(np.diff(v) >= 0):
+            return int(at[0])
+    return None
 
 
 def pretrained_key(run: Run) -> str | None:

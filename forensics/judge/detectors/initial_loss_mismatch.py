@@ -9,7 +9,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from forensics.judge.detectors.base import CLASS_KEYS, SHAPE, class_count, class_source, pretrained_key, src
+from forensics.judge.detectors.base import (CLASS_KEYS, SHAPE, class_count, class_source, pretrained_key, src,
+                                            update_at)
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import times
 from forensics.judge.run import Run
@@ -26,6 +27,8 @@ class InitialLossMismatch:
     the next `window_after` points at most `max_rise_after` × the first).
     Why: a model at init should be unsure; far above means confidently wrong logits (double softmax, bad
     final-layer init, a loss summed instead of averaged), far below means labels leak into the inputs.
+    Where a counter logged beside the loss counts updates (a W&B row per epoch holding `iteration`), steps are
+    read in it (`base.update_at`).
     Evidence: first step and loss, whether it is a window mean (HF's Trainer, or a config naming `logging_steps`),
     C and the key it came from, log(C), ratio, the thresholds; where the config names a batch size, the ratio a
     loss summed over the batch would have per sample.
@@ -59,28 +62,34 @@ class InitialLossMismatch:
         step, first = int(steps[ok[0]]), float(y[ok[0]])
         # The first logged value speaks of the loss at init only when it comes early in the run: HF logs the mean
         # of the first `logging_steps`, and a first record half-way through says nothing of the start.
-        last = max(float(steps[ok[-1]]), run.config_number("max_steps") or 0.0)
-        early = step <= self.max_low_step or step <= self.early_share * last
+        # Where the writer's step counts log calls and a counter beside it counts updates (a W&B row per epoch
+        # holding `iteration`), "early" is read in updates.
+        series = run.pick("loss")
+        update, final = update_at(run, series, step), update_at(run, series, int(steps[ok[-1]]))
+        at = step if update is None else update
+        last = max(float(steps[ok[-1]] if final is None else final), run.config_number("max_steps") or 0.0)
+        early = at <= self.max_low_step or at <= self.early_share * last
         log_c = math.log(c)
         ratio = first / log_c
         pretrained = pretrained_key(run)
-        too_low = ratio <= self.low and step <= self.max_low_step and pretrained is None
+        too_low = ratio <= self.low and at <= self.max_low_step and pretrained is None
         after = y[ok[1:1 + self.window_after]]
-        grew = step > self.max_low_step and after.size > 0 and float(np.median(after)) > self.max_rise_after * first
+        grew = at > self.max_low_step and after.size > 0 and float(np.median(after)) > self.max_rise_after * first
         if not early or not ((ratio >= self.high and not grew) or too_low):
             return
         logging = run.config_number("logging_steps")
-        mean = step > 1 and (run.format_of(run.pick("loss")) == "hf_trainer_state"
+        mean = at > 1 and (run.format_of(run.pick("loss")) == "hf_trainer_state"
                              or (logging is not None and step <= logging))
         ev = {"first_step": step, "first_loss": first, "classes": c, "classes_key": key, "log_classes": log_c,
               "ratio": ratio, "high": self.high, "low": self.low, "direction": "high" if ratio >= self.high else "low",
-              "first_value_may_be_window_mean": step > 1, "first_value_is_window_mean": mean,
+              "first_update": update, "first_value_may_be_window_mean": at > 1, "first_value_is_window_mean": mean,
               "early_share": self.early_share, "run_last_step": last, "pretrained_key": pretrained}
         batch = run.config_number("batch_size", "per_device_train_batch_size", "train_batch_size")
         if batch and batch > 1 and ratio >= self.high:  # a loss summed over the batch, not averaged, looks like this
             ev["ratio_if_summed_over_batch"] = first / (batch * log_c)
         what = (f"first logged loss {first:.4g} at step {step} (the mean of steps 1-{step}, as HF's Trainer logs it)"
-                if mean else f"first loss {first:.4g} at step {step}")
+                if mean else f"first loss {first:.4g} at step {step}") + (
+            f" (update {update}, as the run's counter logs it)" if update not in (None, step) else "")
         yield Finding.of(self, severity="warning", step=step, series=run.pick("loss"), evidence=ev,
                          sources=(src(run, "loss", steps[ok[:1]]),),
                          summary=(f"{what} is {times(ratio)} log({c}) = {log_c:.3g}, the loss of a uniform guess "
