@@ -127,7 +127,9 @@ class FlatLoss:
             return
         # a converged stretch at a schedule's end is not a loss that never moved, nor one whose LR still warms up
         decayed = decayed_tail(run, steps) or warming_up(run, steps)
-        role, ev = "loss", ((None if decayed else self._flat(steps, y)) or self._pinned(y)
+        # at chance from its first record says most (ln C, and why C); an exact constant says more still (below)
+        role, ev = "loss", ((None if decayed else self._chance_start(run, steps, y))
+                            or (None if decayed else self._flat(steps, y)) or self._pinned(y)
                             or (None if decayed else self._still(steps, y)))
         exact = self._constant(run, y) if ev is not None else None
         if exact is not None:  # one value to the last digit at every point says which: never computed, not converged
@@ -136,8 +138,6 @@ class FlatLoss:
         if chance is not None:
             role, ev = chance
             steps, y = finite_part(*run.arrays(role))
-        if ev is None and not decayed:
-            ev = self._chance_start(run, steps, y)
         if ev is None and not decayed:
             ev = self._over_schedule(run, steps, y)  # after chance: ln k says more than "it did not move"
         if ev is None and run.has("val_loss") and self._train_stands(y):
@@ -222,10 +222,11 @@ class FlatLoss:
                    f"to the printer's rounding (±{ev['printed_resolution']:.2g})" if src_ == "printed" else
                    f"{k} outcomes the value names" if src_ == "value" else f"{src_} = {k} in the config")
             span = f" ({ev['epochs']} epochs)" if (ev.get("epochs") or 0) > 1 else ""
+            held = (f"every one of its {ev['points']} points{span}" if ev["smoothed_over"] == 1 else
+                    f"its rolling median over {ev['smoothed_over']} points, across all {ev['points']}{span},")
             return (f"{what} sits at ln {k} = {ev['log_k']:.4g} from its first record: {ev['first_level']:.4g} at step "
-                    f"{steps[0]}, {ev['last_level']:.4g} at step {steps[-1]}, every one of its {ev['points']} points"
-                    f"{span} within {ev['max_deviation']:.1%} of it ({why}): the model predicts uniformly over {k} "
-                    f"classes and never learned")
+                    f"{steps[0]}, {ev['last_level']:.4g} at step {steps[-1]}, {held} within {ev['max_deviation']:.1%} "
+                    f"of it ({why}): the model predicts uniformly over {k} classes and never learned")
         if "chance_k" in ev:
             k = ev["chance_k"]
             what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
@@ -361,8 +362,9 @@ class FlatLoss:
         if y.size < self.min_repeats:
             return None
         k = stats.chance_level(y[-self.min_repeats:], self.chance_rel_tol, extra=extra)
-        if k is None or float(np.min(y)) < math.log(k) * (1 - self.chance_floor) or self._fell_at_once(y):
-            return None  # below chance it learned something; fallen to it from above, it is plateau's
+        if (k is None or float(np.min(y)) < math.log(k) * (1 - self.chance_floor) or self._fell_at_once(y)
+                or stats.learned(y, float(y[-1]), self.learned_fall)):
+            return None  # below chance it learned something; fallen to it from above, it is plateau's (§17)
         first, last = float(y[0]), float(y[-1])
         return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
                 "chance_k": k, "log_k": math.log(k), "chance_points": self.min_repeats, "points": int(y.size)}
@@ -419,7 +421,8 @@ class FlatLoss:
         if k is not None:
             candidates.append((k, "printed" if printed > self.chance_rel_tol * math.log(k) else "value"))
         head, tail = stats.start_level(y), float(np.median(y[-self.min_repeats:]))
-        smooth = stats.rolling_median(y, max(3, int(y.size * self.smooth))) if y.size >= self.min_points else y
+        window = max(3, int(y.size * self.smooth)) if y.size >= self.min_points else 1
+        smooth = stats.rolling_median(y, window) if window > 1 else y
         for c, source in candidates:
             log_c = math.log(c)
             if acc is not None and acc * c > 1 + 5 * self.accuracy_tol:
@@ -432,7 +435,8 @@ class FlatLoss:
             first, last = float(y[0]), float(y[-1])
             return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
                     "chance_k": int(c), "log_k": log_c, "chance_from_start": True, "chance_source": source,
-                    "max_deviation": float(np.max(np.abs(y - log_c))) / log_c, "accuracy_median": acc,
+                    "max_deviation": float(np.nanmax(np.abs(smooth - log_c))) / log_c, "smoothed_over": window,
+                    "accuracy_median": acc,
                     "epochs": epochs, "printed_resolution": printed, "points": int(y.size)}
         return None
 
