@@ -415,3 +415,16 @@ def test_a_launch_that_resumes_below_where_the_log_began_holds_trained_weights(t
         found = list(FlatLoss().check(load_run(root, tmp_path / f"{expect}.duckdb")))
         assert len(found) == expect, [f.summary for f in found]
         assert all(f.evidence.get("launches") == 2 for f in found)
+
+
+def test_a_short_log_whose_loss_and_accuracy_both_fail_to_improve_over_epochs_is_flat(tmp_path):
+    """Six epochs whose loss ends a little above where it began while the accuracy ends below: two curves agreeing
+    that nothing improved, under the trend test's 10 points (a warning: the weakest evidence). The same loss beside
+    an accuracy that climbs says the model learns: silent."""
+    loss = [0.912, 0.951, 0.933, 0.944, 0.962, 0.948]
+    run = load_run(_keras_epochs(tmp_path / "stuck", loss, [0.31, 0.30, 0.29, 0.30, 0.28, 0.29]), tmp_path / "s.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.evidence["no_progress"] and f.evidence["epochs"] == 6
+    assert "neither improved" in f.summary
+    run = load_run(_keras_epochs(tmp_path / "ok", loss, [0.31, 0.35, 0.40, 0.46, 0.50, 0.55]), tmp_path / "o.duckdb")
+    assert list(FlatLoss().check(run)) == []

@@ -17,28 +17,33 @@ from forensics.judge.run import Run
 
 @dataclass(frozen=True)
 class FlatLoss:
-    """The loss does not move from the start, within its noise.
+    """The loss does not move from the start, within its noise. Each finding says which: an empty or replaced loss,
+    pinned at chance (ln C and C), or not moving beyond its noise (across the LR schedule where one is logged).
 
-    Detects: the median of the last `edge` of the loss is within `rel_tol` of the first `edge`'s median, and the
-    smoothed curve (rolling median over `smooth`) never fell more than `rel_tol` below the start (a loss that fell
-    and came back is divergence), from `min_points` points; a loss that fell `learned_fall` (`stats.learned`)
-    learned and then stopped: plateau's. When the training loss does not fall by `max_train_drop`, a validation loss
-    flat by the same rule is the evidence (a validation loss flat under a falling training loss is
-    `distribution_mismatch`).
-    Pinned: the last `min_repeats` points and `pinned_share` of all of them one non-zero value of `min_digits`
-    significant digits or more: the loss no longer depends on the batch.
-    At chance: the last `min_repeats` points within `chance_rel_tol` of ln k (`stats.chance_level`), none ever
-    `chance_floor` below it: the model predicts uniformly over k outcomes.
-    Effect size first: a training loss exactly one value on `constant_points` points or more is an empty or replaced
-    loss (a warning when validation falls; masked_nonfinite's beside a non-finite grad norm); no trend (Mann–Kendall
-    p ≥ `still_p`) from `min_points` on, within `still_tol` of the start and never learned, is flat; under `min_points`,
-    from `schedule_points`, every point within `still_tol` of the first while the LR runs out its schedule (to
-    `schedule_end` of its peak) is flat too. Neither fires
-    while the gradient norm grows `exploding_growth` ×, nor on a loss that rose to its pin from half of it.
+    Effect size first, at any length: a training loss exactly one value on `constant_points` points or more, or
+    exactly 0 on `pinned_share` of them and never above `zero_ceiling`, is an empty or replaced loss (a warning when
+    validation falls; masked_nonfinite's beside a non-finite grad norm). At chance from the start (`_chance_start`):
+    first and last levels within `chance_band` of ln C, C declared by the config (`base.class_count`), named by an
+    accuracy at 1/C, or matched by every printed value (`4.600` is ln 100 to the printer's rounding), over
+    `min_points` points, `chance_epochs` epochs or one value throughout. Pinned: the last `min_repeats` points and
+    `pinned_share` of all one non-zero value of `min_digits` significant digits or more. At chance at the end: the
+    last `min_repeats` points within `chance_rel_tol` of ln k (`stats.chance_level`), never `chance_floor` below.
+    Within its noise, from `min_points` on: the last `edge`'s median within `rel_tol` of the first's and the smoothed
+    curve never `rel_tol` below it, or no trend (Mann–Kendall p ≥ `still_p`) and within `still_tol`. Under
+    `min_points`, from `schedule_points`: every point within `still_tol` of the first while the LR runs its schedule
+    out (to `schedule_end` of its peak), or, over `chance_epochs` epochs, a loss that ends no lower and an accuracy
+    no higher than they began (a warning). When the training loss does not fall by `max_train_drop`, a validation
+    loss flat or pinned by the same rules is the evidence (flat under a falling training loss: distribution_mismatch).
+    Not flat (`_stayed`): a loss that fell at once from its first point or learned (`stats.learned`: plateau's, also
+    when it fell onto ln k, DECISIONS §17), whose smoothed curve left its start by `excursion` and came back, or
+    whose noise cannot resolve `still_tol` (`resolve_sigmas`); nor one whose LR still warms up, an excerpt from a
+    decayed schedule's end, a loss still while the gradient norm grows `exploding_growth` ×, one that rose to its pin
+    from half of it, or a later launch that resumes below where the log began.
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
-    Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
-    log(C) when the config names a class count, the median LR when an LR series exists.
-    False alarms: 0 of the 521 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss.
+    Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p, ln C, C and
+    where C came from, the median LR when an LR series exists.
+    False alarms: 0 of the 136 healthy real runs of the eleven labelled development sets (benchmarks/false_alarms.py;
+    4 on 2 of them before the noise, excursion and launch guards); 0 of the 521 healthy generated runs before them.
     """
 
     kind: ClassVar[str] = "flat_loss"
@@ -152,6 +157,8 @@ class FlatLoss:
             role, ev = "loss", self._constant(run, y)
             if ev is not None:
                 ev = self._beside_validation(run, ev)
+        if ev is None and not decayed:
+            ev = self._no_progress(run, steps, y)  # the weakest evidence: a short log's two curves, neither improving
         if ev is None:
             yield from self._flat_launches(run)
             return
@@ -162,7 +169,8 @@ class FlatLoss:
             ev["lr_median"] = stats.level(run.arrays("lr")[1])
         what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"
                 if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
-        yield Finding.of(self, severity="warning" if "val_first" in ev else "critical", step=int(steps[0]),
+        weak = "val_first" in ev or "no_progress" in ev  # the model trains, or two short curves say it does not
+        yield Finding.of(self, severity="warning" if weak else "critical", step=int(steps[0]),
                          step_end=int(steps[-1]), series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
                          summary=self._summary(what, ev, steps, y))
 
@@ -211,6 +219,13 @@ class FlatLoss:
                     f"median of steps {steps[0]}-{steps[k - 1]} {ev['first_level']:.4g}, of steps {steps[-k]}-"
                     f"{steps[-1]} {ev['last_level']:.4g} ({ev['relative_change']:+.1%}), no trend (Mann–Kendall "
                     f"p={ev['mk_p']:.2g}); it never learned")
+        if "no_progress" in ev:
+            k = self.min_repeats
+            return (f"{what} goes from median {ev['first_level']:.4g} of steps {steps[0]}-{steps[k - 1]} to median "
+                    f"{ev['last_level']:.4g} of steps {steps[-k]}-{steps[-1]} ({ev['relative_change']:+.1%}) over "
+                    f"{ev['epochs']} epochs while {ev['accuracy_series']} goes from median {ev['accuracy_first']:.3g} of "
+                    f"its first {k} records to {ev['accuracy_last']:.3g} of its last {k}: neither improved, nothing is "
+                    f"being learned")
         if "over_schedule" in ev:
             return (f"{what} at step {steps[-1]} is {ev['last_level']:.4g}, its first value {ev['first_level']:.4g} "
                     f"(step {steps[0]}) within {ev['max_deviation']:.1%} at every one of its {ev['points']} points, "
@@ -313,6 +328,30 @@ class FlatLoss:
         return {"first_level": first, "last_level": float(y[-1]), "relative_change": (float(y[-1]) - first) / abs(first),
                 "max_deviation": float(np.max(np.abs(y - first))) / abs(first), "lr_peak": float(lr.max()),
                 "lr_last": float(lr[-1]), "points": int(y.size), "over_schedule": True}
+
+    def _no_progress(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """The evidence when a log too short for the trend test (`schedule_points` to `min_points` points) spans
+        `chance_epochs` epochs or more and neither curve improved: the loss ends at or above `still_tol` under its
+        start (medians of the first and last `min_repeats` points), and the logged accuracy ends
+        no higher than it began. Two curves agreeing over several epochs that nothing improved; one alone, over a
+        few noisy points, says too little. Else None."""
+        if not (self.schedule_points <= y.size < self.min_points) or (epochs_spanned(run, steps) or 0) < self.chance_epochs:
+            return None
+        role = next((r for r in ("accuracy", "val_accuracy") if run.has(r)), None)
+        if role is None:
+            return None
+        a = finite_part(*run.arrays(role))[1]
+        if a.size < 2 * self.min_repeats:
+            return None
+        head, tail = stats.start_level(y, self.min_repeats), float(np.median(y[-self.min_repeats:]))
+        acc_head, acc_tail = stats.start_level(a, self.min_repeats), float(np.median(a[-self.min_repeats:]))
+        if not head > 0 or tail < (1 - self.still_tol) * head or tail > (1 + self.excursion) * head:
+            return None  # it fell (or blew up: divergence's)
+        if acc_tail > acc_head:
+            return None
+        return {"first_level": head, "last_level": tail, "relative_change": (tail - head) / head, "no_progress": True,
+                "accuracy_series": run.pick(role), "accuracy_first": acc_head, "accuracy_last": acc_tail,
+                "epochs": epochs_spanned(run, steps), "points": int(y.size)}
 
     def _gradients_explode(self, run: Run) -> bool:
         """The gradient norm grows
@@ -475,13 +514,15 @@ def significant_digits(x: float) -> int:
 
 
 def warming_up(run: Run, steps: np.ndarray) -> bool:
-    """Whether the LR logged across `steps` rises at every record and ends above where it began: a log stopped
-    while its warmup still ran, too early to say the loss never moved."""
+    """Whether the LR logged across `steps` never falls, ends above where it began and still rises over its last
+    third of records: a log stopped while its warmup still ran, too early to say the loss never moved (a warmup
+    that reached its peak and held it for a third of the log is over)."""
     if not run.has("lr") or steps.size == 0:
         return False
     ls, lr = finite_part(*run.arrays("lr"))
     at = lr[(ls >= steps[0]) & (ls <= steps[-1])]
-    return bool(at.size >= 2 and at[-1] > at[0] and np.all(np.diff(at) >= 0))
+    return bool(at.size >= 2 and at[-1] > at[0] and np.all(np.diff(at) >= 0)
+                and at[-1] > at[-max(2, at.size // 3)])
 
 
 def epochs_spanned(run: Run, steps: np.ndarray) -> int | None:
