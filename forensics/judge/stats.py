@@ -515,16 +515,24 @@ def chance_counts(extra: tuple[int, ...] = ()) -> np.ndarray:
 
 
 def chance_level(values: np.ndarray, rel_tol: float = 3e-4, gap_share: float = 0.02,
-                 extra: tuple[int, ...] = ()) -> int | None:
+                 extra: tuple[int, ...] = (), resolution: float = 0.0) -> int | None:
     """The k of `chance_counts` whose ln k every one of `values` (finite, the last few points of a loss) lies
     within tolerance of, or None. The tolerance is `rel_tol` of ln k and at most `gap_share` of the distance
     from ln k to the nearest other candidate, so that a match names one k: ln 10 = 2.302585 takes 2.3029
-    (0.0003 away), and a loss of 5.0 matches nothing unless pinned within 1e-5 of ln 148."""
+    (0.0003 away), and a loss of 5.0 matches nothing unless pinned within 1e-5 of ln 148. A value printed with
+    few digits (`resolution`, half its last printed digit: `printed_resolution`) holds ln k only to that: `4.6`
+    is ln 95 to ln 105, and the roundest of those (100: the fewest significant digits, then the nearest) is named."""
     v = np.asarray(values, dtype=float)
     if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
         return None
     ks = chance_counts(extra)
     logs = np.log(ks.astype(float))
+    if resolution > 0:
+        fits = np.flatnonzero(np.all(np.abs(v[:, None] - logs[None, :]) <= resolution, axis=0))
+        if fits.size:  # a class count the run declares first, then the roundest, then the nearest
+            mid = float(np.median(v))
+            return int(min(ks[fits], key=lambda k: (int(k) not in extra, len(str(int(k)).rstrip("0")),
+                                                    abs(math.log(k) - mid))))
     i = int(np.argmin(np.abs(logs - float(np.median(v)))))
     gaps = np.diff(logs)
     gap = min(gaps[i - 1] if i > 0 else np.inf, gaps[i] if i < gaps.size else np.inf)

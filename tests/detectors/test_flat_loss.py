@@ -7,7 +7,7 @@ import pytest
 
 from forensics.judge.detectors import FlatLoss
 from tests.paths import REAL_RUNS_TEST
-from tests.runwriters import curve, load_run, write_tb
+from tests.runwriters import curve, load_run, log_messages, write_tb
 
 
 
@@ -264,4 +264,167 @@ def test_a_short_loss_that_does_not_move_over_a_whole_lr_schedule_is_flat(tmp_pa
     assert f.evidence["over_schedule"] and f.evidence["lr_last"] <= 0.25 * f.evidence["lr_peak"]
     assert f"at step {epochs} is" in f.summary and "its first value" in f.summary
     run = load_run(_tiny_training(tmp_path / "ok", epochs, step_called=True), tmp_path / "o.duckdb")
+    assert list(FlatLoss().check(run)) == []
+
+
+def _keras_epochs(path, loss, acc):
+    """A Keras `fit(verbose=2)` transcript: one `Epoch i/30` header and one end-of-epoch line per epoch."""
+    lines = []
+    for i, (v, a) in enumerate(zip(loss, acc), 1):
+        lines += [f"Epoch {i}/30", f"200/200 - 4880s - loss: {v:.4f} - accuracy: {a:.4f} - lr: 0.0100"]
+    path.mkdir()
+    (path / "train.log").write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_short_log_at_chance_from_its_first_epoch_with_accuracy_at_one_over_c_is_flat(tmp_path):
+    """Seven epochs of a binary classifier whose loss sits at ln 2 from the first epoch (±2%) while its accuracy
+    sits at 1/2: too short for a trend, glaring all the same; the finding quotes ln 2 and the accuracy. The same
+    log whose loss falls from ln 2 as its accuracy climbs learned, and is silent."""
+    acc = [0.4938, 0.4938, 0.5194, 0.5612, 0.5494, 0.5013, 0.5156]
+    stuck = [0.7078, 0.6959, 0.6947, 0.6857, 0.6896, 0.6957, 0.6945]
+    run = load_run(_keras_epochs(tmp_path / "stuck", stuck, acc), tmp_path / "s.duckdb")
+    assert FlatLoss().unavailable(run) is None
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical" and f.evidence["chance_k"] == 2 and f.evidence["chance_source"] == "accuracy"
+    assert "ln 2 = 0.6931" in f.summary and "0.7078 at step" in f.summary
+    learning = [0.6931, 0.66, 0.62, 0.58, 0.55, 0.52, 0.50]
+    rising = [0.52, 0.58, 0.63, 0.68, 0.71, 0.74, 0.76]
+    run = load_run(_keras_epochs(tmp_path / "ok", learning, rising), tmp_path / "o.duckdb")
+    assert list(FlatLoss().check(run)) == []
+
+
+def _progress_bar(path, losses):
+    """Lightning's progress bar as a console captures it: one tqdm line per step, the loss in its postfix."""
+    from tqdm import tqdm
+
+    path.mkdir()
+    with open(path / "train.log", "w") as out:
+        bar = tqdm(total=704, file=out, desc="Epoch 0", ascii=False, mininterval=0, miniters=1)
+        bar.update(99)
+        for v in losses:
+            bar.set_postfix_str(f"v_num=11, train_loss={v:.3f}", refresh=False)
+            bar.update(1)
+            out.write("\n")
+        bar.close()
+    return path
+
+
+def test_a_loss_printed_at_ln_100_on_every_step_is_flat_to_the_printers_rounding(tmp_path):
+    """`train_loss=4.600` on every line of a short progress-bar log: constant only to the printer's 3 decimals,
+    and at ln 100 = 4.605 to that rounding: a uniform prediction over 100 classes. The same bar whose printed
+    loss moves is silent."""
+    run = load_run(_progress_bar(tmp_path / "stuck", [4.6] * 7), tmp_path / "s.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical" and f.evidence["chance_k"] == 100 and f.evidence["chance_source"] == "printed"
+    assert "ln 100 = 4.605" in f.summary
+    run = load_run(_progress_bar(tmp_path / "ok", [4.6, 4.583, 4.571, 4.552, 4.530, 4.511, 4.498]), tmp_path / "o.duckdb")
+    assert list(FlatLoss().check(run)) == []
+
+
+def test_a_loss_exactly_zero_on_most_points_and_dust_on_the_rest_is_empty(tmp_path):
+    """A loss of exactly 0.0 at most of its records and under 1e-4 at the few others from its first record: there
+    was never anything to learn from. A loss that fell from ln 2 to exactly 0 (memorised) learned: not this."""
+    steps = np.arange(1, 64) * 50 - 1
+    dust = np.r_[1.17e-05, 3.2e-06, 1.9e-06, 4e-06, 0.0, 7e-06, 0.0, 1e-06, np.zeros(55)]
+    run = load_run(write_tb(tmp_path / "r", {"train_loss": (steps, dust)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical" and f.evidence["zero_points"] == 57 and f.evidence["points"] == 63
+    assert "exactly 0.0 at 57 of its 63 points" in f.summary
+    fell = np.r_[np.log(2) * np.exp(-np.arange(20) / 3.0), np.zeros(43)]
+    run = load_run(write_tb(tmp_path / "m", {"train_loss": (steps, fell)}), tmp_path / "m.duckdb")
+    assert list(FlatLoss().check(run)) == []
+
+
+def test_a_validation_loss_identical_at_every_short_evaluation_beside_a_standing_training_loss_is_flat(tmp_path):
+    """Eight epochs: the test loss the same to every printed digit at each, the training loss within 0.6%: the
+    model's outputs never change. With a test loss that moves as the training loss falls, silent."""
+    def write(root, train, test):
+        root.mkdir()
+        log_messages(root / "train.log", [f"Epoch {i} Train Loss {a:.6f} Test loss={b!r} Accuracy=0.65"
+                                           for i, (a, b) in enumerate(zip(train, test), 1)])
+        return root
+
+    train = [0.954454, 0.951169, 0.951169, 0.948682, 0.951169, 0.948682, 0.948682, 0.951169]
+    run = load_run(write(tmp_path / "stuck", train, [0.90144944190979] * 8), tmp_path / "s.duckdb")
+    assert FlatLoss().unavailable(run) is None  # checked, though the training loss is under the trend's 10 points
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical" and f.evidence["pinned_points"] == 8
+    falling = [0.95, 0.88, 0.8, 0.74, 0.69, 0.65, 0.62, 0.6]
+    run = load_run(write(tmp_path / "ok", falling, [0.9, 0.85, 0.8, 0.76, 0.73, 0.71, 0.7, 0.69]), tmp_path / "o.duckdb")
+    assert list(FlatLoss().check(run)) == []
+
+
+def test_a_loss_that_fell_at_its_first_epoch_then_sat_is_not_flat(tmp_path):
+    """A first epoch's mean twice the rest (the fall is inside it), then 48 epochs within 2%: it moved at once,
+    and what it fell to is plateau's. The same 49 epochs without the first one's fall never moved: flat."""
+    rng = np.random.default_rng(4)
+    sat = 0.3295 * (1 - np.linspace(0, 0.017, 49)) * (1 + rng.normal(0, 2e-4, 49))
+    fell = np.r_[0.681, sat]
+    run = load_run(write_tb(tmp_path / "r", {"loss": (np.arange(50), fell)}), tmp_path / "f.duckdb")
+    assert list(FlatLoss().check(run)) == []
+    run = load_run(write_tb(tmp_path / "s", {"loss": (np.arange(49), sat)}), tmp_path / "s.duckdb")
+    assert len(list(FlatLoss().check(run))) == 1
+
+
+def test_a_loss_that_fell_far_and_climbed_back_to_its_start_moved(tmp_path):
+    """A loss that falls to a quarter of its start mid-run and climbs back to where it began ends level with its
+    start, yet it moved (divergence's): not flat. Its start and end alone, without the excursion, are."""
+    rng = np.random.default_rng(6)
+    t = np.linspace(0, 1, 41)
+    y = 8600 * (1 - 0.75 * np.sin(np.pi * t) ** 2) * (1 + rng.normal(0, 0.02, 41))
+    run = load_run(write_tb(tmp_path / "r", {"loss": (np.arange(41) * 50, y)}), tmp_path / "f.duckdb")
+    assert list(FlatLoss().check(run)) == []
+    still = 8600 * (1 + rng.normal(0, 0.02, 41))
+    run = load_run(write_tb(tmp_path / "s", {"loss": (np.arange(41) * 50, still)}), tmp_path / "s.duckdb")
+    assert len(list(FlatLoss().check(run))) == 1
+
+
+@pytest.mark.parametrize("scatter, expect", [(0.3, 0), (0.01, 1)])
+def test_a_loss_is_flat_within_its_noise_only_where_the_noise_can_tell(tmp_path, scatter, expect):
+    """Eleven per-batch losses scattered ±30% around one level cannot be told from a 10% fall: no claim. The same
+    level scattered ±1% can: flat."""
+    y = 7.2 * (1 + np.random.default_rng(9).normal(0, scatter, 11))
+    run = load_run(write_tb(tmp_path / "r", {"loss": (np.arange(11) * 2, y)}), tmp_path / "f.duckdb")
+    assert len(list(FlatLoss().check(run))) == expect
+
+
+@pytest.mark.parametrize("warming, expect", [(True, 0), (False, 1)])
+def test_a_log_stopped_while_its_lr_still_warms_up_is_too_early_to_call_flat(tmp_path, warming, expect):
+    """Ten steps of a language model at ln of its vocabulary while the LR still climbs at every step: the start
+    every run has, too early to say it never moved. The same ten steps at a constant LR are flat."""
+    steps = np.arange(10)
+    y = 10.826 - 0.0045 * steps
+    lr = 5.02e-7 * (steps + 1) if warming else np.full(10, 5e-4)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y), "lr": (steps, lr)}), tmp_path / "f.duckdb")
+    assert len(list(FlatLoss().check(run))) == expect
+
+
+def test_a_launch_that_resumes_below_where_the_log_began_holds_trained_weights(tmp_path):
+    """Two launches appended to one log, the second counting its steps from 1 again: when it sits at the level the
+    first one reached, well below where the log began, it resumed trained weights (silent); when it sits at the
+    log's first level it never moved (flat, the log ends on it)."""
+    rng = np.random.default_rng(8)
+    first = 2.3 * np.exp(-np.arange(30) / 8) + 0.9
+    for level, expect in ((0.92, 0), (3.2, 1)):
+        second = level * (1 + rng.normal(0, 0.005, 30))
+        lines = [f"step {i} loss {v:.4f}" for part in (first, second) for i, v in enumerate(part, 1)]
+        root = tmp_path / f"r{expect}"
+        root.mkdir()
+        log_messages(root / "train.log", lines)
+        found = list(FlatLoss().check(load_run(root, tmp_path / f"{expect}.duckdb")))
+        assert len(found) == expect, [f.summary for f in found]
+        assert all(f.evidence.get("launches") == 2 for f in found)
+
+
+def test_a_short_log_whose_loss_and_accuracy_both_fail_to_improve_over_epochs_is_flat(tmp_path):
+    """Six epochs whose loss ends a little above where it began while the accuracy ends below: two curves agreeing
+    that nothing improved, under the trend test's 10 points (a warning: the weakest evidence). The same loss beside
+    an accuracy that climbs says the model learns: silent."""
+    loss = [0.912, 0.951, 0.933, 0.944, 0.962, 0.948]
+    run = load_run(_keras_epochs(tmp_path / "stuck", loss, [0.31, 0.30, 0.29, 0.30, 0.28, 0.29]), tmp_path / "s.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.evidence["no_progress"] and f.evidence["epochs"] == 6
+    assert "neither improved" in f.summary
+    run = load_run(_keras_epochs(tmp_path / "ok", loss, [0.31, 0.35, 0.40, 0.46, 0.50, 0.55]), tmp_path / "o.duckdb")
     assert list(FlatLoss().check(run)) == []

@@ -17,28 +17,33 @@ from forensics.judge.run import Run
 
 @dataclass(frozen=True)
 class FlatLoss:
-    """The loss does not move from the start, within its noise.
+    """The loss does not move from the start, within its noise. Each finding says which: an empty or replaced loss,
+    pinned at chance (ln C and C), or not moving beyond its noise (across the LR schedule where one is logged).
 
-    Detects: the median of the last `edge` of the loss is within `rel_tol` of the first `edge`'s median, and the
-    smoothed curve (rolling median over `smooth`) never fell more than `rel_tol` below the start (a loss that fell
-    and came back is divergence), from `min_points` points; a loss that fell `learned_fall` (`stats.learned`)
-    learned and then stopped: plateau's. When the training loss does not fall by `max_train_drop`, a validation loss
-    flat by the same rule is the evidence (a validation loss flat under a falling training loss is
-    `distribution_mismatch`).
-    Pinned: the last `min_repeats` points and `pinned_share` of all of them one non-zero value of `min_digits`
-    significant digits or more: the loss no longer depends on the batch.
-    At chance: the last `min_repeats` points within `chance_rel_tol` of ln k (`stats.chance_level`), none ever
-    `chance_floor` below it: the model predicts uniformly over k outcomes.
-    Effect size first: a training loss exactly one value on `constant_points` points or more is an empty or replaced
-    loss (a warning when validation falls; masked_nonfinite's beside a non-finite grad norm); no trend (Mann–Kendall
-    p ≥ `still_p`) from `min_points` on, within `still_tol` of the start and never learned, is flat; under `min_points`,
-    from `schedule_points`, every point within `still_tol` of the first while the LR runs out its schedule (to
-    `schedule_end` of its peak) is flat too. Neither fires
-    while the gradient norm grows `exploding_growth` ×, nor on a loss that rose to its pin from half of it.
+    Effect size first, at any length: a training loss exactly one value on `constant_points` points or more, or
+    exactly 0 on `pinned_share` of them and never above `zero_ceiling`, is an empty or replaced loss (a warning when
+    validation falls; masked_nonfinite's beside a non-finite grad norm). At chance from the start (`_chance_start`):
+    first and last levels within `chance_band` of ln C, C declared by the config (`base.class_count`), named by an
+    accuracy at 1/C, or matched by every printed value (`4.600` is ln 100 to the printer's rounding), over
+    `min_points` points, `chance_epochs` epochs or one value throughout. Pinned: the last `min_repeats` points and
+    `pinned_share` of all one non-zero value of `min_digits` significant digits or more. At chance at the end: the
+    last `min_repeats` points within `chance_rel_tol` of ln k (`stats.chance_level`), never `chance_floor` below.
+    Within its noise, from `min_points` on: the last `edge`'s median within `rel_tol` of the first's and the smoothed
+    curve never `rel_tol` below it, or no trend (Mann–Kendall p ≥ `still_p`) and within `still_tol`. Under
+    `min_points`, from `schedule_points`: every point within `still_tol` of the first while the LR runs its schedule
+    out (to `schedule_end` of its peak), or, over `chance_epochs` epochs, a loss that ends no lower and an accuracy
+    no higher than they began (a warning). When the training loss does not fall by `max_train_drop`, a validation
+    loss flat or pinned by the same rules is the evidence (flat under a falling training loss: distribution_mismatch).
+    Not flat (`_stayed`): a loss that fell at once from its first point or learned (`stats.learned`: plateau's, also
+    when it fell onto ln k, DECISIONS §17), whose smoothed curve left its start by `excursion` and came back, or
+    whose noise cannot resolve `still_tol` (`resolve_sigmas`); nor one whose LR still warms up, an excerpt from a
+    decayed schedule's end, a loss still while the gradient norm grows `exploding_growth` ×, one that rose to its pin
+    from half of it, or a later launch that resumes below where the log began.
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
-    Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p,
-    log(C) when the config names a class count, the median LR when an LR series exists.
-    False alarms: 0 of the 521 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss.
+    Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p, ln C, C and
+    where C came from, the median LR when an LR series exists.
+    False alarms: 0 of the 136 healthy real runs of the eleven labelled development sets (benchmarks/false_alarms.py;
+    4 on 2 of them before the noise, excursion and launch guards); 0 of the 521 healthy generated runs before them.
     """
 
     kind: ClassVar[str] = "flat_loss"
@@ -65,16 +70,22 @@ class FlatLoss:
     exploding_growth: float = 10.0  # a loss that sits still while the gradient norm grows ×10 is exploding_gradients'
     schedule_points: int = 5  # under `min_points`, a loss this long that stays within `still_tol` of its first ...
     schedule_end: float = 0.25  # ... while the LR falls to a quarter of its peak (a schedule run out) never moved
+    resolve_sigmas: float = 1.5  # "within its noise" only where this many standard errors of the start-to-end
+    # change fit inside `still_tol` of the level: a loss whose batches scatter ±30% cannot be told flat in 10 points
+    excursion: float = 0.2  # a smoothed curve that left its start by this share and came back moved in between
+    chance_band: float = 0.03  # from the start: its first and last levels within this share of ln C ...
+    chance_epochs: int = 3  # ... over `min_points` points, this many epochs, or one printed value throughout
+    accuracy_tol: float = 0.1  # an accuracy whose median is within this share of 1/C says C (0.5 for ln 2)
+    zero_ceiling: float = 1e-4  # a loss exactly 0 on most points and never above this was never a signal
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
             return None if self._validation_alone(run) is not None else run.missing_message("loss")
-        # Under `min_points` only the pinned rule can speak: the detector counts as run (for the verdict and
-        # `-v`) only when it does, so a short log that is not pinned stays "too short" as before.
+        # Under `min_points` only the rules that need no trend can speak (pinned, constant, at chance, a schedule
+        # run out, a validation loss pinned beside a standing training loss): the detector counts as run (for
+        # the verdict and `-v`) only when one does, so a short log that shows none stays "too short".
         short = too_short(run, "loss", self.min_points)
-        y = finite_part(*run.arrays("loss"))[1]
-        if (short and self._pinned(y) is None and self._chance_role(run) is None and self._constant(run, y) is None
-                and self._over_schedule(run, *finite_part(*run.arrays("loss"))) is None):
+        if short and next(iter(self.check(run)), None) is None:
             return short
         return None
 
@@ -119,8 +130,11 @@ class FlatLoss:
         steps, y = finite_part(*run.arrays("loss"))
         if self._gradients_explode(run):
             return
-        decayed = decayed_tail(run, steps)  # a converged stretch at a schedule's end is not a loss that never moved
-        role, ev = "loss", ((None if decayed else self._flat(steps, y)) or self._pinned(y)
+        # a converged stretch at a schedule's end is not a loss that never moved, nor one whose LR still warms up
+        decayed = decayed_tail(run, steps) or warming_up(run, steps)
+        # at chance from its first record says most (ln C, and why C); an exact constant says more still (below)
+        role, ev = "loss", ((None if decayed else self._chance_start(run, steps, y))
+                            or (None if decayed else self._flat(steps, y)) or self._pinned(y)
                             or (None if decayed else self._still(steps, y)))
         exact = self._constant(run, y) if ev is not None else None
         if exact is not None:  # one value to the last digit at every point says which: never computed, not converged
@@ -143,6 +157,8 @@ class FlatLoss:
             role, ev = "loss", self._constant(run, y)
             if ev is not None:
                 ev = self._beside_validation(run, ev)
+        if ev is None and not decayed:
+            ev = self._no_progress(run, steps, y)  # the weakest evidence: a short log's two curves, neither improving
         if ev is None:
             yield from self._flat_launches(run)
             return
@@ -153,7 +169,8 @@ class FlatLoss:
             ev["lr_median"] = stats.level(run.arrays("lr")[1])
         what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"
                 if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
-        yield Finding.of(self, severity="warning" if "val_first" in ev else "critical", step=int(steps[0]),
+        weak = "val_first" in ev or "no_progress" in ev  # the model trains, or two short curves say it does not
+        yield Finding.of(self, severity="warning" if weak else "critical", step=int(steps[0]),
                          step_end=int(steps[-1]), series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
                          summary=self._summary(what, ev, steps, y))
 
@@ -165,11 +182,12 @@ class FlatLoss:
         pieces = by_launch(run, "loss", *finite_part(*run.arrays("loss")))
         if len(pieces) < 2:
             return
-        lr_steps, lr = finite_part(*run.arrays("lr")) if run.has("lr") else (np.array([]), np.array([]))
         for k, (steps, y) in enumerate(pieces, 1):
-            at = lr[(lr_steps >= steps[0]) & (lr_steps <= steps[-1])]
-            if at.size >= 2 and at[-1] > at[0] and np.all(np.diff(at) >= 0):
+            if warming_up(run, steps):
                 continue  # stopped while its LR was still warming up: too early to say it never moved
+            if k > 1 and stats.learned(np.r_[pieces[0][1][:stats.START_POINTS], y], stats.start_level(y),
+                                       self.learned_fall):
+                continue  # it resumes well below where the log began: trained weights holding their level
             ev = self._flat(steps, y) or self._pinned(y) or self._still(steps, y)
             if ev is None:
                 continue
@@ -183,6 +201,11 @@ class FlatLoss:
                              + ("" if last else "; a later launch trains"))
 
     def _summary(self, what: str, ev: dict, steps: np.ndarray, y: np.ndarray) -> str:
+        if "zero_points" in ev:
+            return (f"{what} is exactly 0.0 at {ev['zero_points']} of its {ev['points']} points (steps {steps[0]}-"
+                    f"{steps[-1]}, to the end) and never above {ev['max_value']:.3g} from its first record: there is "
+                    f"nothing to learn from (an empty or degenerate loss: targets the model is given, outputs saturated "
+                    f"at once), not convergence")
         if "constant_value" in ev:
             v = ev["constant_value"]
             return (f"{what} is exactly {shortest(v)} at every one of its {ev['points']} points (steps {steps[0]}-{steps[-1]}): "
@@ -196,11 +219,29 @@ class FlatLoss:
                     f"median of steps {steps[0]}-{steps[k - 1]} {ev['first_level']:.4g}, of steps {steps[-k]}-"
                     f"{steps[-1]} {ev['last_level']:.4g} ({ev['relative_change']:+.1%}), no trend (Mann–Kendall "
                     f"p={ev['mk_p']:.2g}); it never learned")
+        if "no_progress" in ev:
+            k = self.min_repeats
+            return (f"{what} goes from median {ev['first_level']:.4g} of steps {steps[0]}-{steps[k - 1]} to median "
+                    f"{ev['last_level']:.4g} of steps {steps[-k]}-{steps[-1]} ({ev['relative_change']:+.1%}) over "
+                    f"{ev['epochs']} epochs while {ev['accuracy_series']} goes from median {ev['accuracy_first']:.3g} of "
+                    f"its first {k} records to {ev['accuracy_last']:.3g} of its last {k}: neither improved, nothing is "
+                    f"being learned")
         if "over_schedule" in ev:
             return (f"{what} at step {steps[-1]} is {ev['last_level']:.4g}, its first value {ev['first_level']:.4g} "
                     f"(step {steps[0]}) within {ev['max_deviation']:.1%} at every one of its {ev['points']} points, "
                     f"while the LR ran its schedule from {ev['lr_peak']:.3g} down to {ev['lr_last']:.3g}: "
                     f"the whole schedule moved nothing")
+        if "chance_from_start" in ev:
+            k, src_ = ev["chance_k"], ev["chance_source"]
+            why = ("its accuracy, median " + f"{ev['accuracy_median']:.3g}, is 1/{k}" if src_ == "accuracy" else
+                   f"to the printer's rounding (±{ev['printed_resolution']:.2g})" if src_ == "printed" else
+                   f"{k} outcomes the value names" if src_ == "value" else f"{src_} = {k} in the config")
+            span = f" ({ev['epochs']} epochs)" if (ev.get("epochs") or 0) > 1 else ""
+            held = (f"every one of its {ev['points']} points{span}" if ev["smoothed_over"] == 1 else
+                    f"its rolling median over {ev['smoothed_over']} points, across all {ev['points']}{span},")
+            return (f"{what} sits at ln {k} = {ev['log_k']:.4g} from its first record: {ev['first_level']:.4g} at step "
+                    f"{steps[0]}, {ev['last_level']:.4g} at step {steps[-1]}, {held} within {ev['max_deviation']:.1%} "
+                    f"of it ({why}): the model predicts uniformly over {k} classes and never learned")
         if "chance_k" in ev:
             k = ev["chance_k"]
             what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
@@ -220,9 +261,18 @@ class FlatLoss:
         from the start: the loss is empty (0) or replaced by a constant. A non-zero value needs `min_digits`
         significant digits, as the pinned rule: `LOSS_WEIGHT: 1.0` printed three times in a config dump is no loss. A loss
         of exactly 0 beside a non-finite gradient norm or validation loss is a NaN the logger hid (`masked_nonfinite`:
-        fp16 overflow zeroes HF's logged loss while its evaluation turns NaN), not this."""
-        if y.size < self.constant_points or not np.all(y == y[0]):
+        fp16 overflow zeroes HF's logged loss while its evaluation turns NaN), not this. A loss exactly 0 on
+        `pinned_share` of its points and its last `min_repeats`, never above `zero_ceiling` from its first record,
+        is as empty: the few points off zero are float dust, not a signal to learn from."""
+        zero = bool(y.size >= self.constant_points and np.mean(y == 0) >= self.pinned_share
+                    and np.all(y[-self.min_repeats:] == 0) and float(np.max(np.abs(y))) <= self.zero_ceiling)
+        if y.size < self.constant_points or not (np.all(y == y[0]) or zero):
             return None
+        if zero and not np.all(y == 0):
+            if any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
+                return None
+            return {"first_level": float(y[0]), "last_level": 0.0, "relative_change": -1.0, "constant_value": 0.0,
+                    "points": int(y.size), "zero_points": int(np.sum(y == 0)), "max_value": float(np.max(np.abs(y)))}
         if y[0] != 0 and significant_digits(float(y[0])) < self.min_digits:
             return None  # a round constant (1.0, 0.25) on a few lines is as likely a setting read as a loss
         if y[0] == 0 and any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
@@ -249,7 +299,7 @@ class FlatLoss:
         head, tail = stats.head_tail_levels(y, self.edge)
         if not (math.isfinite(head) and abs(head) > 1e-12) or abs(tail - head) > self.still_tol * abs(head):
             return None
-        if stats.learned(y, tail, self.learned_fall):
+        if stats.learned(y, tail, self.learned_fall) or not self._stayed(y, head):
             return None
         trend = stats.mann_kendall(y, steps)
         if trend.p < self.still_p:
@@ -278,6 +328,30 @@ class FlatLoss:
         return {"first_level": first, "last_level": float(y[-1]), "relative_change": (float(y[-1]) - first) / abs(first),
                 "max_deviation": float(np.max(np.abs(y - first))) / abs(first), "lr_peak": float(lr.max()),
                 "lr_last": float(lr[-1]), "points": int(y.size), "over_schedule": True}
+
+    def _no_progress(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """The evidence when a log too short for the trend test (`schedule_points` to `min_points` points) spans
+        `chance_epochs` epochs or more and neither curve improved: the loss ends at or above `still_tol` under its
+        start (medians of the first and last `min_repeats` points), and the logged accuracy ends
+        no higher than it began. Two curves agreeing over several epochs that nothing improved; one alone, over a
+        few noisy points, says too little. Else None."""
+        if not (self.schedule_points <= y.size < self.min_points) or (epochs_spanned(run, steps) or 0) < self.chance_epochs:
+            return None
+        role = next((r for r in ("accuracy", "val_accuracy") if run.has(r)), None)
+        if role is None:
+            return None
+        a = finite_part(*run.arrays(role))[1]
+        if a.size < 2 * self.min_repeats:
+            return None
+        head, tail = stats.start_level(y, self.min_repeats), float(np.median(y[-self.min_repeats:]))
+        acc_head, acc_tail = stats.start_level(a, self.min_repeats), float(np.median(a[-self.min_repeats:]))
+        if not head > 0 or tail < (1 - self.still_tol) * head or tail > (1 + self.excursion) * head:
+            return None  # it fell (or blew up: divergence's)
+        if acc_tail > acc_head:
+            return None
+        return {"first_level": head, "last_level": tail, "relative_change": (tail - head) / head, "no_progress": True,
+                "accuracy_series": run.pick(role), "accuracy_first": acc_head, "accuracy_last": acc_tail,
+                "epochs": epochs_spanned(run, steps), "points": int(y.size)}
 
     def _gradients_explode(self, run: Run) -> bool:
         """The gradient norm grows
@@ -312,9 +386,12 @@ class FlatLoss:
 
     def _train_stands(self, y: np.ndarray) -> bool:
         """The training loss does not fall by `max_train_drop` (head to tail levels), or is exactly 0 throughout
-        (an empty training loop's accumulator: nothing was trained)."""
+        (an empty training loop's accumulator: nothing was trained). One that fell at once from its first point
+        (`_fell_at_once`) trained."""
         if y.size and np.all(y == 0):
             return True
+        if self._fell_at_once(y):
+            return False
         head, tail = stats.head_tail_levels(y, self.edge)
         return math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop
 
@@ -324,11 +401,83 @@ class FlatLoss:
         if y.size < self.min_repeats:
             return None
         k = stats.chance_level(y[-self.min_repeats:], self.chance_rel_tol, extra=extra)
-        if k is None or float(np.min(y)) < math.log(k) * (1 - self.chance_floor):
-            return None
+        if (k is None or float(np.min(y)) < math.log(k) * (1 - self.chance_floor) or self._fell_at_once(y)
+                or stats.learned(y, float(y[-1]), self.learned_fall)):
+            return None  # below chance it learned something; fallen to it from above, it is plateau's (§17)
         first, last = float(y[0]), float(y[-1])
         return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
                 "chance_k": k, "log_k": math.log(k), "chance_points": self.min_repeats, "points": int(y.size)}
+
+    def _stayed(self, y: np.ndarray, head: float) -> bool:
+        """Whether a curve stayed where it began, as far as its noise can tell: it did not fall at once from its
+        first point (`_fell_at_once`), its smoothed curve never left `excursion` of its start level in between (a
+        fall and a rise back is divergence's), and `resolve_sigmas` standard errors of the change a straight line
+        fitted over its n points would show (σ·√(12/n), σ the point-to-point noise) fit inside `still_tol` of the
+        level: ten points scattered ±30% cannot be told flat from a 10% fall."""
+        if self._fell_at_once(y):
+            return False
+        smooth = stats.rolling_median(y, max(5, int(y.size * self.smooth)))
+        if float(np.nanmax(np.abs(smooth - head))) > self.excursion * abs(head):
+            return False
+        error = stats.noise(y) * math.sqrt(12.0 / y.size)
+        return bool(self.resolve_sigmas * error <= self.still_tol * abs(head))
+
+    def _fell_at_once(self, y: np.ndarray) -> bool:
+        """Whether the first point stands above the median of the next `min_repeats` by `learned_fall` of it and
+        `stats.LEARNED_SIGMAS` point-to-point noise sigmas: the loss moved at once (a first epoch's mean that
+        includes the fall), then sat; what it fell to is plateau's, not a loss that never moved."""
+        if y.size <= self.min_repeats:
+            return False
+        rest = float(np.median(y[1:1 + self.min_repeats]))
+        drop = float(y[0]) - rest
+        sigma = stats.noise(y)
+        return bool(rest != 0 and drop >= self.learned_fall * abs(rest)
+                    and (not sigma > 0 or drop >= stats.LEARNED_SIGMAS * sigma))
+
+    def _chance_start(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """The evidence when the loss sits at a chance level ln C from its first record to its last: its first
+        and last levels within `chance_band` of ln C, its smoothed curve never `chance_floor` away, over at least
+        `schedule_points` points and either `min_points` of them, `chance_epochs` epochs, or one value printed
+        throughout. C is the class count the config declares (`base.class_count`), else the one the accuracy
+        names (median within `accuracy_tol` of 1/C), else the k whose ln k every point matches to its printed
+        digits (`stats.chance_level`): `4.600` at every step is ln 100. An accuracy well above 1/C says the
+        level is no chance level. Else None."""
+        if y.size < self.schedule_points or self._fell_at_once(y):
+            return None
+        constant = bool(np.all(y == y[0]))
+        epochs = epochs_spanned(run, steps)
+        if not (constant or y.size >= self.min_points or (epochs or 0) >= self.chance_epochs):
+            return None
+        acc = accuracy_level(run)
+        declared = class_count(run)
+        candidates = []
+        if declared is not None:
+            candidates.append((declared[0], declared[1]))
+        if acc is not None and acc > 0 and round(1 / acc) >= 2 and abs(acc * round(1 / acc) - 1) <= self.accuracy_tol:
+            candidates.append((int(round(1 / acc)), "accuracy"))
+        printed = float(np.max(stats.printed_resolution(y)))
+        k = stats.chance_level(y, self.chance_rel_tol, extra=(declared[0],) if declared else (), resolution=printed)
+        if k is not None:
+            candidates.append((k, "printed" if printed > self.chance_rel_tol * math.log(k) else "value"))
+        head, tail = stats.start_level(y), float(np.median(y[-self.min_repeats:]))
+        window = max(3, int(y.size * self.smooth)) if y.size >= self.min_points else 1
+        smooth = stats.rolling_median(y, window) if window > 1 else y
+        for c, source in candidates:
+            log_c = math.log(c)
+            if acc is not None and acc * c > 1 + 5 * self.accuracy_tol:
+                continue  # the model predicts better than chance: this is no chance level
+            near = self.chance_band * log_c + (printed if source == "printed" else 0.0)
+            if abs(head - log_c) > near or abs(tail - log_c) > near:
+                continue
+            if float(np.nanmax(np.abs(smooth - log_c))) > max(self.chance_floor * log_c, near):
+                continue
+            first, last = float(y[0]), float(y[-1])
+            return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
+                    "chance_k": int(c), "log_k": log_c, "chance_from_start": True, "chance_source": source,
+                    "max_deviation": float(np.nanmax(np.abs(smooth - log_c))) / log_c, "smoothed_over": window,
+                    "accuracy_median": acc,
+                    "epochs": epochs, "printed_resolution": printed, "points": int(y.size)}
+        return None
 
     def _flat(self, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """The evidence when `y` is flat by the rule above, else None."""
@@ -341,7 +490,7 @@ class FlatLoss:
         low = float(np.nanmin(stats.rolling_median(y, max(5, int(y.size * self.smooth)))))
         if abs(rel) > self.rel_tol or (head - low) / abs(head) > self.rel_tol:
             return None
-        if stats.learned(y, tail, self.learned_fall):
+        if stats.learned(y, tail, self.learned_fall) or not self._stayed(y, head):
             return None  # it fell from its first points, then stalled: plateau's (the same boundary), not never moved
         slope, _ = stats.theil_sen(steps, y)
         return {"first_level": head, "last_level": tail, "relative_change": rel, "min_smoothed": low,
@@ -362,6 +511,45 @@ def significant_digits(x: float) -> int:
     mantissa = text.split("e")[0].replace(".", "")
     return len(mantissa.strip("0"))
 
+
+
+def warming_up(run: Run, steps: np.ndarray) -> bool:
+    """Whether the LR logged across `steps` never falls, ends above where it began and still rises over its last
+    third of records: a log stopped while its warmup still ran, too early to say the loss never moved (a warmup
+    that reached its peak and held it for a third of the log is over)."""
+    if not run.has("lr") or steps.size == 0:
+        return False
+    ls, lr = finite_part(*run.arrays("lr"))
+    at = lr[(ls >= steps[0]) & (ls <= steps[-1])]
+    return bool(at.size >= 2 and at[-1] > at[0] and np.all(np.diff(at) >= 0)
+                and at[-1] > at[-max(2, at.size // 3)])
+
+
+def epochs_spanned(run: Run, steps: np.ndarray) -> int | None:
+    """How many epochs the loss's points span: from the counters its lines print (`Epoch 3/30`), else from a
+    logged epoch series over its steps; None when neither says."""
+    printed = {e for e, _ in run.counters(run.pick("loss"), [int(s) for s in steps]).values() if e is not None}
+    if printed:
+        return int(max(printed) - min(printed) + 1)
+    if run.has("epoch") and steps.size:
+        es, e = finite_part(*run.arrays("epoch"))
+        e = e[(es >= steps[0]) & (es <= steps[-1])]
+        if e.size:
+            return int(math.floor(float(e.max())) - math.floor(float(e.min())) + 1)
+    return None
+
+
+def accuracy_level(run: Run) -> float | None:
+    """The median of the training accuracy, else of the validation accuracy, as a share (a percentage read as one);
+    None without one."""
+    for role in ("accuracy", "val_accuracy"):
+        if run.has(role):
+            a = run.arrays(role)[1]
+            a = a[np.isfinite(a)]
+            if a.size:
+                level = float(np.median(a))
+                return level / 100 if 1 < level <= 100 else level
+    return None
 
 
 def decayed_tail(run: Run, steps: np.ndarray, share: float = 0.1, fall: float = 0.05) -> bool:
