@@ -286,3 +286,76 @@ def test_single_batch_losses_under_a_poly_decay_are_not_divergence(tmp_path, see
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y), "lr": (steps, lr)}), tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []
     assert list(Divergence(wide_spread=10.0).check(run))  # without the spread guard this draw reads as a rise
+
+
+def test_a_loss_that_doubles_and_holds_until_it_turns_nan_for_good_is_divergence(tmp_path):
+    """One record per epoch: the loss more than doubles after the first epoch, holds there, then is NaN at every
+    epoch to the end. No trend test speaks (the held level drifts down a little), the effect does: the NaN ends a
+    rise. The same NaN after a loss that kept falling, or a NaN that recovers, is no divergence."""
+    steps = np.arange(10)
+    up = np.array([1.5, 3.6, 4.2, 4.15, 4.1, 4.07, 4.05, np.nan, np.nan, np.nan])
+    [f] = Divergence().check(load_run(write_tb(tmp_path / "a", {"loss": (steps, up)}), tmp_path / "a.duckdb"))
+    assert (f.step, f.step_end, f.severity) == (0, 7, "critical")
+    assert f.evidence["jump_step"] == 1 and f.evidence["points_held"] == 6 and f.evidence["ends_nonfinite"]
+    assert "3.6 at step 1" in f.summary and "non-finite at step 7" in f.summary
+    falling = np.array([4.2, 3.0, 2.5, 2.2, 2.1, 2.0, 1.95, np.nan, np.nan, np.nan])
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, falling)}), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []
+    blip = up.copy()
+    blip[8:] = [1.4, 1.3]  # finite again after the NaN: the NaN is a blip, not where the run died
+    blip[1:7] = [1.45, 1.6, 1.5, 1.42, 1.4, 1.38]
+    run = load_run(write_tb(tmp_path / "c", {"loss": (steps, blip)}), tmp_path / "c.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_short_log_whose_level_doubles_and_stays_is_divergence(tmp_path, seed):
+    """Sixteen per-epoch records: eight around 0.5, then eight swinging 0.7-1.4, every one of them above the first
+    eight. Not every later record is ×2 the earlier level, but their median is and none comes back down: the level
+    moved. A second half that dips back into the first half's range is silent."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(16)
+    low = 0.5 * np.exp(rng.uniform(-0.2, 0.2, 8))
+    high = np.sort(rng.uniform(0.72, 1.4, 8))[rng.permutation(8)]
+    high[0] = 1.3  # the jump itself
+    [f] = Divergence().check(load_run(write_tb(tmp_path / "a", {"loss": (steps, np.r_[low, high])}),
+                                      tmp_path / "a.duckdb"))
+    assert f.severity == "critical" and f.step <= 7 and f.evidence["growth_factor"] >= 2
+    if seed == 0:  # where no trend test speaks: told by the moved level
+        assert f.evidence["level_up_points"] == 8 and f.evidence["lowest_after"] > f.evidence["highest_before"]
+    back = high.copy()
+    back[4] = float(np.median(low))  # one record back at the earlier level: no level moved for good
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, np.r_[low, back])}), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def _stepped_language_model(val_steps_up: bool, lr_restart: bool = False):
+    """140 logged points of a language model's loss: it falls from 9 to ~5.2, then at point 60 steps up to ~6.5 and
+    holds to the end (a quarter more than its best, a third of its fall given back), with small noise; ten
+    evaluations that step up with it (or keep falling); an LR that is constant (or restarts ×4 at the step)."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(140)
+    loss = 5.2 + 3.8 * np.exp(-steps / 8.0)
+    loss[60:] = 6.5
+    loss *= np.exp(rng.normal(0, 0.01, steps.size))
+    ev = np.arange(14, 140, 14)
+    val = 5.6 - 0.1 * np.arange(ev.size)
+    if val_steps_up:
+        val[ev >= 60] += 1.0
+    lr = np.where(steps >= 60, 4.0, 1.0) if lr_restart else np.ones(steps.size)
+    return {"loss": (steps, loss), "val_loss": (ev, val), "lr": (steps, lr)}
+
+
+def test_a_step_up_that_holds_beside_the_validation_loss_is_divergence(tmp_path):
+    """A loss that steps up a quarter and never comes back, with every evaluation since above every one before: a
+    model that broke (an LR too high for a moment), not noise. The same step with the validation loss still falling
+    (another objective, a harder data mix) or at an LR restart (the schedule's own doing) is no finding."""
+    run = load_run(write_tb(tmp_path / "a", _stepped_language_model(True)), tmp_path / "a.duckdb")
+    [f] = Divergence().check(run)
+    assert f.severity == "critical" and f.evidence["jump_step"] in (59, 60) and f.evidence["witness"] == "val_loss"
+    assert 1.2 < f.evidence["growth_factor"] < 1.35
+    assert f.evidence["lowest_after_jump"] > f.evidence["highest_before_jump"]
+    run = load_run(write_tb(tmp_path / "b", _stepped_language_model(False)), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []
+    run = load_run(write_tb(tmp_path / "c", _stepped_language_model(True, lr_restart=True)), tmp_path / "c.duckdb")
+    assert list(Divergence().check(run)) == []
