@@ -94,3 +94,27 @@ def test_an_unstable_stretch_of_several_peaks_that_comes_back_is_one_spike(tmp_p
     [f] = LossSpike().check(run)
     assert (f.step, f.step_end) == (2700, 2720) and f.evidence["ratio"] > 2.5 and f.evidence["z"] > 10
     assert "steps 2700-2720" in f.summary
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_few_alike_hard_batches_in_a_long_per_step_log_are_its_tail(tmp_path, seed):
+    """Four thousand single-batch losses (±8% batch noise on a slow fall) where five batches, far apart, come out
+    ×2.1-×2.5 their neighbours and the next batch is ordinary again: the batches' own tail, nothing to act on. One
+    such jump alone, or one ×6, stays a spike."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, 4001)
+    loss = (2.0 + 0.3 * np.exp(-steps / 1500)) * np.exp(rng.normal(0, 0.08, steps.size))
+    hard = loss.copy()
+    at = [700, 1500, 2300, 3100, 3900]
+    hard[at] *= [2.1, 2.4, 2.2, 2.5, 2.3]
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, hard)}), tmp_path / "a.duckdb")
+    assert list(LossSpike().check(run)) == []
+    assert len(list(LossSpike(tail_crowd=99).check(run))) == 5  # each one stands out of its own window
+    one = loss.copy()
+    one[1500] *= 2.4
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, one)}), tmp_path / "b.duckdb")
+    assert [f.step for f in LossSpike().check(run)] == [1501]
+    big = hard.copy()
+    big[2000] = 6 * loss[2000]
+    run = load_run(write_tb(tmp_path / "c", {"loss": (steps, big)}), tmp_path / "c.duckdb")
+    assert [f.step for f in LossSpike().check(run)] == [2001]

@@ -40,12 +40,15 @@ class LossSpike:
     as far above the line through their logs (their trend) as `glaring_spread` × their largest distance from it, the next point back within ×2 of that median, with at least two points
     before it, the same undo, heavy-tail (against the log's other records over their neighbours' median, before or
     after it, within `max_window`) and launch guards.
+    One-record jumps under `heavy` × their level, `tail_crowd` or more of them within ×`tail_alike` of one another's
+    height, are the batches' own tail (a long per-step log shows a hard batch now and then), not spikes.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
     and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
     share of the progress undone.
     False alarms: 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence; benchmarks/calibrate.py);
-    the glaring rule: 0 of the 92 healthy real runs of the dev sets (largest healthy ×2.6; benchmarks/false_alarms.py).
+    the glaring rule: 0 of the 92 healthy real runs of the dev sets (largest healthy ×2.6; benchmarks/false_alarms.py);
+    with the batches' tail set aside: 0 of the 120 healthy real runs of the eleven development sets.
     """
 
     kind: ClassVar[str] = "loss_spike"
@@ -66,6 +69,8 @@ class LossSpike:
     glaring: float = 5.0  # a point ×5 the median of its neighbours ...
     glaring_spread: float = 3.0  # ... and 3 × their spread above their trend (log scale): far outside it ...
     glaring_span: int = 3  # ... neighbours: up to this many points on each side
+    tail_crowd: int = 3  # this many one-record jumps under ×`heavy` ...
+    tail_alike: float = 1.5  # ... each within ×1.5 of another's height: the batches' own tail, not events
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
@@ -128,6 +133,7 @@ class LossSpike:
             passes = run.pass_starts(run.pick("loss"))
             first = float(values[np.isfinite(values)][0])  # the loss the log began with: where a new launch starts
             launches = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
+            kept = []
             for s in found.iter_rows(named=True):  # one row per spike episode
                 if s["start_step"] in passes and s["value"] <= self.relaunch * max(first, start):
                     continue  # a counter that starts again at the loss the log began with: a new launch, no spike
@@ -149,15 +155,8 @@ class LossSpike:
                 window = values[(steps >= s["window_start"]) & (steps <= s["window_end"]) & np.isfinite(values)]
                 median = float(np.median(window)) if window.size else s["baseline"]
                 s["window_median"] = median
-                yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
-                                 series=run.pick("loss"), evidence=s,
-                                 sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
-                                 summary=(f"loss {s['value']:.4g} at step {s['step']} is {s['z']:.1f} robust sigmas "
-                                          f"above the median {median:.4g} of steps {s['window_start']}-"
-                                          f"{s['window_end']} ({ratio(s['value'] / median) if median else ratio(s['ratio'])}), "
-                                          f"back within {count(s['recovery_points'], 'point')}"
-                                          + (f" of the episode's end (steps {s['start_step']}-{s['end_step']})"
-                                             if s["end_step"] > s["step"] else "")))
+                kept.append(s)
+            yield from self._told(run, self._beyond_the_tail(kept))
         for a, b in stats.runs_of(~np.isfinite(values)):
             if a == 0 or b == values.size - 1 or b - a + 1 > self.spike.recover:
                 continue  # at the start, to the end (nan_loss), or too long to be a blip
@@ -168,6 +167,36 @@ class LossSpike:
                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a - 1:b + 2]),),
                              summary=(f"loss is {ev['value']} at step {steps[a]} between {values[a - 1]:.4g} and "
                                       f"{values[b + 1]:.4g}: a non-finite spike that recovers"))
+
+    def _beyond_the_tail(self, spikes: list[dict]) -> list[dict]:
+        """The spikes a user would act on: one-record jumps under `heavy` × their level, `tail_crowd` or more of them
+        within ×`tail_alike` of one another's height, are the batches' own tail (a hard batch now and then, as a long
+        per-step log shows them), not events; every other spike stays."""
+        def height(s: dict) -> float | None:  # a one-record jump's height over its level, when under `heavy`
+            h = s["value"] / s["window_median"] if s["window_median"] > 0 else math.inf
+            return h if s["end_step"] == s["step"] and h < self.heavy else None
+
+        heights = np.array([h for h in map(height, spikes) if h is not None])
+
+        def crowded(s: dict) -> bool:
+            h = height(s)
+            return h is not None and int(np.sum((heights <= h * self.tail_alike)
+                                                & (heights >= h / self.tail_alike))) >= self.tail_crowd
+
+        return [s for s in spikes if not crowded(s)]
+
+    def _told(self, run: Run, spikes: list[dict]) -> Iterator[Finding]:
+        for s in spikes:
+            median = s["window_median"]
+            yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
+                             series=run.pick("loss"), evidence=s,
+                             sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
+                             summary=(f"loss {s['value']:.4g} at step {s['step']} is {s['z']:.1f} robust sigmas "
+                                      f"above the median {median:.4g} of steps {s['window_start']}-"
+                                      f"{s['window_end']} ({ratio(s['value'] / median) if median else ratio(s['ratio'])}), "
+                                      f"back within {count(s['recovery_points'], 'point')}"
+                                      + (f" of the episode's end (steps {s['start_step']}-{s['end_step']})"
+                                         if s["end_step"] > s["step"] else "")))
 
     def _glaring_findings(self, run: Run, steps: np.ndarray, values: np.ndarray) -> Iterator[Finding]:
         """The glaring spikes the statistical rule does not report (too few points for it, or a noise model its
