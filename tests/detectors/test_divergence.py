@@ -5,7 +5,7 @@ import pytest
 
 from forensics.judge.detectors import Divergence
 from tests.paths import REAL_RUNS_TEST
-from tests.runwriters import curve, load_run, write_tb
+from tests.runwriters import curve, load_run, write_tb, write_trainer_state
 
 needs_real = pytest.mark.skipif(not (REAL_RUNS_TEST / "log_hf33336").is_dir(),
                                 reason="shared/real_runs_test is not beside the checkout")
@@ -358,4 +358,36 @@ def test_a_step_up_that_holds_beside_the_validation_loss_is_divergence(tmp_path)
     run = load_run(write_tb(tmp_path / "b", _stepped_language_model(False)), tmp_path / "b.duckdb")
     assert list(Divergence().check(run)) == []
     run = load_run(write_tb(tmp_path / "c", _stepped_language_model(True, lr_restart=True)), tmp_path / "c.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def _warmup_fine_tune(val_rises: bool, warmup: bool = True) -> list[dict]:
+    """An HF Trainer fine-tune logged every 25 steps: the loss falls to ~0.12 by step 125, then climbs to ~0.3 as
+    a linear warmup raises the LR ×20 to 1e-4 (step 500), holds there, and drops to ~0.17 when the data repeats
+    (step 1125); evaluations every 250 steps that double after the first and stay (or keep improving)."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(25, 1501, 25)
+    lr = np.minimum(steps / 500, 1.0) * 1e-4 if warmup else np.full(steps.size, 1e-4)
+    loss = np.where(steps <= 125, 0.12 + 0.7 * np.exp(-(steps - 25) / 25.0),
+                    np.where(steps <= 550, 0.12 + 0.18 * (steps - 125) / 425, 0.3))
+    loss = np.where(steps >= 1125, 0.17, loss) * np.exp(rng.normal(0, 0.03, steps.size))
+    hist = [{"loss": round(float(v), 4), "grad_norm": 3.0, "learning_rate": float(r), "epoch": round(s / 1125, 4),
+             "step": int(s)} for s, v, r in zip(steps, loss, lr)]
+    val = [0.219, 0.416, 0.423, 0.41, 0.438, 0.402] if val_rises else [0.219, 0.2, 0.19, 0.185, 0.18, 0.178]
+    for s, v in zip(range(250, 1501, 250), val):
+        hist.append({"eval_loss": v, "epoch": round(s / 1125, 4), "step": s})
+    return sorted(hist, key=lambda e: (e["step"], "eval_loss" in e))
+
+
+def test_a_loss_that_climbs_as_the_warmup_raises_the_lr_is_divergence(tmp_path):
+    """The loss more than doubles from its minimum while a warmup raises the LR, and every evaluation after the
+    first stands far above it: a peak LR too high for the fine-tune, the model got worse and stayed so. The same
+    climb with evaluations that keep improving, or under a constant LR, is no finding of this rule."""
+    run = load_run(write_trainer_state(tmp_path / "a", _warmup_fine_tune(True)), tmp_path / "a.duckdb")
+    [f] = Divergence().check(run)
+    assert f.severity == "critical" and f.evidence["val_min_step"] == 250 and f.evidence["growth_factor"] > 2
+    assert f.evidence["lr_at_peak"] / f.evidence["lr_at_onset"] >= 2 and "while the LR rises" in f.summary
+    run = load_run(write_trainer_state(tmp_path / "b", _warmup_fine_tune(False)), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []
+    run = load_run(write_trainer_state(tmp_path / "c", _warmup_fine_tune(True, warmup=False)), tmp_path / "c.duckdb")
     assert list(Divergence().check(run)) == []

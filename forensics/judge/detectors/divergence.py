@@ -48,6 +48,9 @@ class Divergence:
     (smoothed) minimum to the step, the step `step_sigmas` × the log-scale noise after it and `min_recovered` of the
     earlier drop, with every evaluation since above every evaluation before (the validation loss stepped up too)
     and no LR rise at the step (a scheduled restart).
+    A climb under a rising LR: the (smoothed) loss climbs to `lr_climb` × its minimum while the logged LR rises
+    `lr_climb` × (a warmup to a peak too high), and every evaluation after the validation minimum, which comes before
+    that peak, stands `lr_climb_val` × above it (at least `min_jump_points` of them): the model got worse and stayed so.
     With log-scale point noise of `wide_spread` or more, the tail must also stand above the points before the minimum.
     A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
     Launches appended to one log are judged one by one (`base.by_launch`).
@@ -105,6 +108,8 @@ class Divergence:
     dies_high: float = 2.0  # a loss that stays non-finite to the end after every point since it first stood ×2 ...
     # ... its minimum (`min_jump_points` of them) held there: the rise that ended in the NaN, at any length
     step_share: float = 0.25  # a step up held by every point over the last quarter of the log or more ...
+    lr_climb: float = 2.0  # a loss climbing ×2 its (smoothed) minimum while the LR rises ×2 (a warmup too high) ...
+    lr_climb_val: float = 1.5  # ... beside a validation loss ×1.5 its minimum at every evaluation since
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -168,6 +173,8 @@ class Divergence:
             found = [f for f in [self._dies_high(run, steps, y)] if f is not None]
         if not found and n >= 2 * self.min_step_after:
             found = [f for f in [self._step_up(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= 2 * self.min_points_after:
+            found = [f for f in [self._lr_climb(run, steps, y, nan_follows)] if f is not None]
         yield from found
 
     def _trend(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Iterator[Finding]:
@@ -483,6 +490,52 @@ class Divergence:
                                    f"{y[imin:k].max():.4g}, the highest point between the minimum and the step"
                                    f"{low_note}; the validation loss steps up too, all {v_after.size} evaluations "
                                    f"since at {v_after.min():.4g} or above, over its {v_before.max():.4g} before"
+                                   + (" and then turns non-finite" if nan_follows else "")))
+
+    def _lr_climb(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """The climb under a rising LR of the docstring, with the validation loss as its witness."""
+        n = y.size
+        if not np.all(y > 0) or not (run.has("lr") and run.has("val_loss")):
+            return None
+        w = max(3, int(n * self.smooth))
+        sm = stats.rolling_median(y, w) if n >= 12 else y
+        imin = int(np.nanargmin(sm))
+        ipk = imin + int(np.nanargmax(sm[imin:]))
+        lo, peak = float(sm[imin]), float(sm[ipk])
+        if not peak >= self.lr_climb * lo:
+            return None
+        ls, lv = run.arrays("lr")
+        keep = np.isfinite(lv)
+        ls, lv = ls[keep], lv[keep]
+        at_min, at_peak = lv[ls <= steps[imin]], lv[ls <= steps[ipk]]
+        if not (at_min.size and at_min[-1] > 0 and at_peak[-1] >= self.lr_climb * at_min[-1]):
+            return None
+        vs, vv = finite_part(*run.arrays("val_loss"))
+        if vv.size < self.min_jump_points + 1:
+            return None
+        j = int(np.argmin(vv))
+        since = vv[j + 1:]
+        if not (vv[j] > 0 and vs[j] <= steps[ipk] and since.size >= self.min_jump_points
+                and since.min() >= self.lr_climb_val * vv[j]):
+            return None
+        h = w // 2 if n >= 12 else 0
+        lo_q, lo_text = level_of(steps, y, imin - h, imin + h)
+        pk_q, pk_text = level_of(steps, y, ipk - h, ipk + h)
+        ev = {"onset_step": int(steps[imin]), "min_level": lo_q, "initial_level": float(y[0]), "final_level": float(y[-1]),
+              "peak_level": pk_q, "peak_step": int(steps[ipk]), "growth_factor": pk_q / lo_q,
+              "lr_at_onset": float(at_min[-1]), "lr_at_peak": float(at_peak[-1]), "witness": run.pick("val_loss"),
+              "val_min": float(vv[j]), "val_min_step": int(vs[j]), "val_lowest_since": float(since.min()),
+              "val_points_since": int(since.size), "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]),
+              "points": int(n)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev,
+                          sources=(src(run, "loss", steps[imin:]), src(run, "lr", [steps[imin], steps[ipk]]),
+                                   src(run, "val_loss", vs[j:])),
+                          summary=(f"loss climbs from its lowest level, the {lo_text}, to {pk_text} "
+                                   f"({ratio(pk_q / lo_q)}) while the LR rises from {at_min[-1]:.3g} to "
+                                   f"{at_peak[-1]:.3g} ({ratio(at_peak[-1] / at_min[-1])}); the validation loss never "
+                                   f"comes back: all {since.size} evaluations after its minimum {vv[j]:.4g} at step "
+                                   f"{vs[j]} stand at {since.min():.4g} or above ({ratio(since.min() / vv[j])})"
                                    + (" and then turns non-finite" if nan_follows else "")))
 
     @staticmethod
