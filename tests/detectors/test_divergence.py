@@ -5,7 +5,7 @@ import pytest
 
 from forensics.judge.detectors import Divergence
 from tests.paths import REAL_RUNS_TEST
-from tests.runwriters import curve, load_run, write_tb, write_trainer_state
+from tests.runwriters import curve, hf_history, load_run, write_tb, write_trainer_state
 
 needs_real = pytest.mark.skipif(not (REAL_RUNS_TEST / "log_hf33336").is_dir(),
                                 reason="shared/real_runs_test is not beside the checkout")
@@ -390,4 +390,24 @@ def test_a_loss_that_climbs_as_the_warmup_raises_the_lr_is_divergence(tmp_path):
     run = load_run(write_trainer_state(tmp_path / "b", _warmup_fine_tune(False)), tmp_path / "b.duckdb")
     assert list(Divergence().check(run)) == []
     run = load_run(write_trainer_state(tmp_path / "c", _warmup_fine_tune(True, warmup=False)), tmp_path / "c.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def test_a_late_climb_beside_a_climbing_gradient_norm_is_divergence(tmp_path):
+    """An HF Trainer log of 40 records: the loss falls to ~0.4 and its last four records climb to ×6 that, not at
+    every record (0.9, 1.6, 1.4, 2.4) but each above everything before them, while the gradient norm ends at its
+    highest, ×5 its level: the run is coming apart where the log ends. The same loss beside a calm gradient norm
+    says too little to call."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(10, 401, 10)
+    loss = 0.4 + 1.6 * np.exp(-steps / 60.0) * np.exp(rng.normal(0, 0.02, steps.size))
+    loss[-4:] = [0.9, 1.6, 1.4, 2.4]
+    calm = 1.0 * np.exp(rng.normal(0, 0.05, steps.size))
+    climbing = calm.copy()
+    climbing[-4:] = [2.5, 4.0, 3.5, 5.2]
+    run = load_run(write_trainer_state(tmp_path / "a", hf_history(steps, loss, climbing)), tmp_path / "a.duckdb")
+    [f] = Divergence().check(run)
+    assert f.severity == "critical" and f.evidence["climb_points"] == 4 and f.evidence["grad_norm_growth"] > 4
+    assert f.evidence["growth_factor"] > 5 and "2.4 at step 400" in f.summary
+    run = load_run(write_trainer_state(tmp_path / "b", hf_history(steps, loss, calm)), tmp_path / "b.duckdb")
     assert list(Divergence().check(run)) == []

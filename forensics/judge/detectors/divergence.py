@@ -39,6 +39,9 @@ class Divergence:
     A late rise: a positive loss rising at each of its last `late_rise_points` records or more to `late_rise` × its
     (smoothed) minimum, above every point since it (with log-scale point noise of `wide_spread`, above every point
     past the first three), giving back `min_recovered` of its earlier drop.
+    The same late climb not at every record, with the gradient norm climbing too: its last `late_rise_points` records
+    or more all above every point between the (smoothed) minimum and them, the last one their highest and
+    `late_rise` × the minimum, while the gradient norm ends at its highest, `grad_climb` × its median before the climb.
     A level that moved up, in a log of up to `short_max` points: its last `level_up_points` records or more, their
     median `level_up` × the median of as many records before them and every one above all of those, giving back
     `min_recovered` of the earlier drop.
@@ -108,6 +111,7 @@ class Divergence:
     dies_high: float = 2.0  # a loss that stays non-finite to the end after every point since it first stood ×2 ...
     # ... its minimum (`min_jump_points` of them) held there: the rise that ended in the NaN, at any length
     step_share: float = 0.25  # a step up held by every point over the last quarter of the log or more ...
+    grad_climb: float = 2.0  # a late climb shown by a gradient norm ×2 its level before the climb, at its highest
     lr_climb: float = 2.0  # a loss climbing ×2 its (smoothed) minimum while the LR rises ×2 (a warmup too high) ...
     lr_climb_val: float = 1.5  # ... beside a validation loss ×1.5 its minimum at every evaluation since
 
@@ -167,6 +171,8 @@ class Divergence:
             found = [f for f in [self._rising(run, steps, y, nan_follows)] if f is not None]
         if not found and n >= self.min_points:
             found = [f for f in [self._late_rise(run, steps, y, nan_follows)] if f is not None]
+        if not found and n > self.late_rise_points:
+            found = [f for f in [self._grad_climb(run, steps, y, nan_follows)] if f is not None]
         if not found and self.min_points <= n <= self.short_max:
             found = [f for f in [self._level_up(run, steps, y, nan_follows)] if f is not None]
         if not found and dies and n >= 2:
@@ -391,6 +397,46 @@ class Divergence:
                           summary=(f"loss rises from {lo_text} to {y[-1]:.4g} at step {steps[-1]} "
                                    f"({ratio(y[-1] / lo_q)}), climbing at each of its last {k - 1} records"
                                    f"{low_note}" + (" and then turns non-finite" if nan_follows else "")))
+
+    def _grad_climb(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """The late climb shown by the gradient norm (docstring): the longest such tail."""
+        n = y.size
+        if not np.all(y > 0) or not run.has("grad_norm"):
+            return None
+        sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
+        gs, gv = finite_part(*run.arrays("grad_norm"))
+        # where a tail starts that stands above the point before it, ends on its highest and ×`late_rise` a minimum
+        floor = np.minimum.accumulate(y[::-1])[::-1]
+        top = np.maximum.accumulate(y[::-1])[::-1]
+        low = np.fmin.accumulate(sm)
+        starts = np.flatnonzero((floor[1:] > y[:-1]) & (top[1:] <= y[-1]) & (y[-1] >= self.late_rise * low[:-1])) + 1
+        for start in starts[starts <= n - self.late_rise_points][:64]:  # the longest tail first
+            m = n - int(start)
+            imin = int(np.nanargmin(sm[:start]))
+            lo = float(sm[imin])
+            if not (floor[start] > y[imin:start].max() and y[-1] - lo >= self.min_recovered * (float(y[0]) - lo)):
+                continue
+            before, during = gv[(gs >= steps[imin]) & (gs < steps[start])], gv[gs >= steps[start]]
+            if not (before.size and during.size and during[-1] >= during.max() and during[-1] > before.max()
+                    and during[-1] >= self.grad_climb * float(np.median(before))):
+                return None  # the longest such climb decides
+            w = max(3, int(n * self.smooth)) // 2 if n >= 12 else 0
+            lo_q, lo_text, low_note = _minimum(steps, y, imin, w)
+            g0 = float(np.median(before))
+            ev = {"onset_step": int(steps[imin]), "min_level": lo_q, "initial_level": float(y[0]),
+                  "final_level": float(y[-1]), "growth_factor": float(y[-1]) / lo_q, "climb_points": int(m),
+                  "rise_start_step": int(steps[start]), "witness": run.pick("grad_norm"), "grad_norm_before": g0,
+                  "grad_norm_final": float(during[-1]), "grad_norm_growth": float(during[-1]) / g0,
+                  "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(n)}
+            return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                              series=run.pick("loss"), evidence=ev,
+                              sources=(src(run, "loss", steps[imin:]), src(run, "grad_norm", gs[gs >= steps[imin]])),
+                              summary=(f"loss rises from {lo_text} to {y[-1]:.4g} at step {steps[-1]} "
+                                       f"({ratio(y[-1] / lo_q)}), its last {m} records all above every point before "
+                                       f"them since the minimum{low_note}; the gradient norm climbs with it, from "
+                                       f"median {g0:.4g} to {during[-1]:.4g} at step {gs[gs >= steps[start]][-1]} "
+                                       f"({ratio(during[-1] / g0)})" + (" and then turns non-finite" if nan_follows else "")))
+        return None
 
     def _level_up(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
         """The moved-up level of the docstring (the longest such tail), by its effect alone."""
