@@ -63,7 +63,8 @@ class Divergence:
     and the validation witness (its minimum, step, final level) when it took one.
     False alarms: 0 of the 406 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss;
     the late rise and the moved level: 0 of the 92 healthy real runs of the dev sets, even at ×1.5 and ×1.3; the
-    rise into the NaN and the held step: 0 of the 140 healthy real runs of the eleven development sets.
+    rise into the NaN, the held step, the climb under a rising LR and beside the gradient norm: 0 of the 136
+    healthy real runs of the eleven development sets.
     """
 
     kind: ClassVar[str] = "divergence"
