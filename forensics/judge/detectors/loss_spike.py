@@ -53,7 +53,7 @@ class LossSpike:
     share of the progress undone.
     False alarms: 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence; benchmarks/calibrate.py);
     the glaring rule: 0 of the 92 healthy real runs of the dev sets (largest healthy ×2.6; benchmarks/false_alarms.py);
-    with the batches' tail set aside: 0 of the 120 healthy real runs of the eleven development sets.
+    with the batches' tail set aside, and the bump: 0 of the 120 healthy real runs of the eleven development sets.
     """
 
     kind: ClassVar[str] = "loss_spike"
