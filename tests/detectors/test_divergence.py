@@ -5,7 +5,7 @@ import pytest
 
 from forensics.judge.detectors import Divergence
 from tests.paths import REAL_RUNS_TEST
-from tests.runwriters import curve, load_run, write_tb
+from tests.runwriters import curve, hf_history, load_run, write_tb, write_trainer_state
 
 needs_real = pytest.mark.skipif(not (REAL_RUNS_TEST / "log_hf33336").is_dir(),
                                 reason="shared/real_runs_test is not beside the checkout")
@@ -286,3 +286,128 @@ def test_single_batch_losses_under_a_poly_decay_are_not_divergence(tmp_path, see
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y), "lr": (steps, lr)}), tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []
     assert list(Divergence(wide_spread=10.0).check(run))  # without the spread guard this draw reads as a rise
+
+
+def test_a_loss_that_doubles_and_holds_until_it_turns_nan_for_good_is_divergence(tmp_path):
+    """One record per epoch: the loss more than doubles after the first epoch, holds there, then is NaN at every
+    epoch to the end. No trend test speaks (the held level drifts down a little), the effect does: the NaN ends a
+    rise. The same NaN after a loss that kept falling, or a NaN that recovers, is no divergence."""
+    steps = np.arange(10)
+    up = np.array([1.5, 3.6, 4.2, 4.15, 4.1, 4.07, 4.05, np.nan, np.nan, np.nan])
+    [f] = Divergence().check(load_run(write_tb(tmp_path / "a", {"loss": (steps, up)}), tmp_path / "a.duckdb"))
+    assert (f.step, f.step_end, f.severity) == (0, 7, "critical")
+    assert f.evidence["jump_step"] == 1 and f.evidence["points_held"] == 6 and f.evidence["ends_nonfinite"]
+    assert "3.6 at step 1" in f.summary and "non-finite at step 7" in f.summary
+    falling = np.array([4.2, 3.0, 2.5, 2.2, 2.1, 2.0, 1.95, np.nan, np.nan, np.nan])
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, falling)}), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []
+    blip = up.copy()
+    blip[8:] = [1.4, 1.3]  # finite again after the NaN: the NaN is a blip, not where the run died
+    blip[1:7] = [1.45, 1.6, 1.5, 1.42, 1.4, 1.38]
+    run = load_run(write_tb(tmp_path / "c", {"loss": (steps, blip)}), tmp_path / "c.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_short_log_whose_level_doubles_and_stays_is_divergence(tmp_path, seed):
+    """Sixteen per-epoch records: eight around 0.5, then eight swinging 0.7-1.4, every one of them above the first
+    eight. Not every later record is ×2 the earlier level, but their median is and none comes back down: the level
+    moved. A second half that dips back into the first half's range is silent."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(16)
+    low = 0.5 * np.exp(rng.uniform(-0.2, 0.2, 8))
+    high = np.sort(rng.uniform(0.72, 1.4, 8))[rng.permutation(8)]
+    high[0] = 1.3  # the jump itself
+    [f] = Divergence().check(load_run(write_tb(tmp_path / "a", {"loss": (steps, np.r_[low, high])}),
+                                      tmp_path / "a.duckdb"))
+    assert f.severity == "critical" and f.step <= 7 and f.evidence["growth_factor"] >= 2
+    if seed == 0:  # where no trend test speaks: told by the moved level
+        assert f.evidence["level_up_points"] == 8 and f.evidence["lowest_after"] > f.evidence["highest_before"]
+    back = high.copy()
+    back[4] = float(np.median(low))  # one record back at the earlier level: no level moved for good
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, np.r_[low, back])}), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def _stepped_language_model(val_steps_up: bool, lr_restart: bool = False):
+    """140 logged points of a language model's loss: it falls from 9 to ~5.2, then at point 60 steps up to ~6.5 and
+    holds to the end (a quarter more than its best, a third of its fall given back), with small noise; ten
+    evaluations that step up with it (or keep falling); an LR that is constant (or restarts ×4 at the step)."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(140)
+    loss = 5.2 + 3.8 * np.exp(-steps / 8.0)
+    loss[60:] = 6.5
+    loss *= np.exp(rng.normal(0, 0.01, steps.size))
+    ev = np.arange(14, 140, 14)
+    val = 5.6 - 0.1 * np.arange(ev.size)
+    if val_steps_up:
+        val[ev >= 60] += 1.0
+    lr = np.where(steps >= 60, 4.0, 1.0) if lr_restart else np.ones(steps.size)
+    return {"loss": (steps, loss), "val_loss": (ev, val), "lr": (steps, lr)}
+
+
+def test_a_step_up_that_holds_beside_the_validation_loss_is_divergence(tmp_path):
+    """A loss that steps up a quarter and never comes back, with every evaluation since above every one before: a
+    model that broke (an LR too high for a moment), not noise. The same step with the validation loss still falling
+    (another objective, a harder data mix) or at an LR restart (the schedule's own doing) is no finding."""
+    run = load_run(write_tb(tmp_path / "a", _stepped_language_model(True)), tmp_path / "a.duckdb")
+    [f] = Divergence().check(run)
+    assert f.severity == "critical" and f.evidence["jump_step"] in (59, 60) and f.evidence["witness"] == "val_loss"
+    assert 1.2 < f.evidence["growth_factor"] < 1.35
+    assert f.evidence["lowest_after_jump"] > f.evidence["highest_before_jump"]
+    run = load_run(write_tb(tmp_path / "b", _stepped_language_model(False)), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []
+    run = load_run(write_tb(tmp_path / "c", _stepped_language_model(True, lr_restart=True)), tmp_path / "c.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def _warmup_fine_tune(val_rises: bool, warmup: bool = True) -> list[dict]:
+    """An HF Trainer fine-tune logged every 25 steps: the loss falls to ~0.12 by step 125, then climbs to ~0.3 as
+    a linear warmup raises the LR ×20 to 1e-4 (step 500), holds there, and drops to ~0.17 when the data repeats
+    (step 1125); evaluations every 250 steps that double after the first and stay (or keep improving)."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(25, 1501, 25)
+    lr = np.minimum(steps / 500, 1.0) * 1e-4 if warmup else np.full(steps.size, 1e-4)
+    loss = np.where(steps <= 125, 0.12 + 0.7 * np.exp(-(steps - 25) / 25.0),
+                    np.where(steps <= 550, 0.12 + 0.18 * (steps - 125) / 425, 0.3))
+    loss = np.where(steps >= 1125, 0.17, loss) * np.exp(rng.normal(0, 0.03, steps.size))
+    hist = [{"loss": round(float(v), 4), "grad_norm": 3.0, "learning_rate": float(r), "epoch": round(s / 1125, 4),
+             "step": int(s)} for s, v, r in zip(steps, loss, lr)]
+    val = [0.219, 0.416, 0.423, 0.41, 0.438, 0.402] if val_rises else [0.219, 0.2, 0.19, 0.185, 0.18, 0.178]
+    for s, v in zip(range(250, 1501, 250), val):
+        hist.append({"eval_loss": v, "epoch": round(s / 1125, 4), "step": s})
+    return sorted(hist, key=lambda e: (e["step"], "eval_loss" in e))
+
+
+def test_a_loss_that_climbs_as_the_warmup_raises_the_lr_is_divergence(tmp_path):
+    """The loss more than doubles from its minimum while a warmup raises the LR, and every evaluation after the
+    first stands far above it: a peak LR too high for the fine-tune, the model got worse and stayed so. The same
+    climb with evaluations that keep improving, or under a constant LR, is no finding of this rule."""
+    run = load_run(write_trainer_state(tmp_path / "a", _warmup_fine_tune(True)), tmp_path / "a.duckdb")
+    [f] = Divergence().check(run)
+    assert f.severity == "critical" and f.evidence["val_min_step"] == 250 and f.evidence["growth_factor"] > 2
+    assert f.evidence["lr_at_peak"] / f.evidence["lr_at_onset"] >= 2 and "while the LR rises" in f.summary
+    run = load_run(write_trainer_state(tmp_path / "b", _warmup_fine_tune(False)), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []
+    run = load_run(write_trainer_state(tmp_path / "c", _warmup_fine_tune(True, warmup=False)), tmp_path / "c.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def test_a_late_climb_beside_a_climbing_gradient_norm_is_divergence(tmp_path):
+    """An HF Trainer log of 40 records: the loss falls to ~0.4 and its last four records climb to ×6 that, not at
+    every record (0.9, 1.6, 1.4, 2.4) but each above everything before them, while the gradient norm ends at its
+    highest, ×5 its level: the run is coming apart where the log ends. The same loss beside a calm gradient norm
+    says too little to call."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(10, 401, 10)
+    loss = 0.4 + 1.6 * np.exp(-steps / 60.0) * np.exp(rng.normal(0, 0.02, steps.size))
+    loss[-4:] = [0.9, 1.6, 1.4, 2.4]
+    calm = 1.0 * np.exp(rng.normal(0, 0.05, steps.size))
+    climbing = calm.copy()
+    climbing[-4:] = [2.5, 4.0, 3.5, 5.2]
+    run = load_run(write_trainer_state(tmp_path / "a", hf_history(steps, loss, climbing)), tmp_path / "a.duckdb")
+    [f] = Divergence().check(run)
+    assert f.severity == "critical" and f.evidence["climb_points"] == 4 and f.evidence["grad_norm_growth"] > 4
+    assert f.evidence["growth_factor"] > 5 and "2.4 at step 400" in f.summary
+    run = load_run(write_trainer_state(tmp_path / "b", hf_history(steps, loss, calm)), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []

@@ -94,3 +94,63 @@ def test_an_unstable_stretch_of_several_peaks_that_comes_back_is_one_spike(tmp_p
     [f] = LossSpike().check(run)
     assert (f.step, f.step_end) == (2700, 2720) and f.evidence["ratio"] > 2.5 and f.evidence["z"] > 10
     assert "steps 2700-2720" in f.summary
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_few_alike_hard_batches_in_a_long_per_step_log_are_its_tail(tmp_path, seed):
+    """Four thousand single-batch losses (±8% batch noise on a slow fall) where five batches, far apart, come out
+    ×2.1-×2.5 their neighbours and the next batch is ordinary again: the batches' own tail, nothing to act on. One
+    such jump alone, or one ×6, stays a spike."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(1, 4001)
+    loss = (2.0 + 0.3 * np.exp(-steps / 1500)) * np.exp(rng.normal(0, 0.08, steps.size))
+    hard = loss.copy()
+    at = [700, 1500, 2300, 3100, 3900]
+    hard[at] *= [2.1, 2.4, 2.2, 2.5, 2.3]
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, hard)}), tmp_path / "a.duckdb")
+    assert list(LossSpike().check(run)) == []
+    assert len(list(LossSpike(tail_crowd=99).check(run))) == 5  # each one stands out of its own window
+    one = loss.copy()
+    one[1500] *= 2.4
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, one)}), tmp_path / "b.duckdb")
+    assert [f.step for f in LossSpike().check(run)] == [1501]
+    big = hard.copy()
+    big[2000] = 6 * loss[2000]
+    run = load_run(write_tb(tmp_path / "c", {"loss": (steps, big)}), tmp_path / "c.duckdb")
+    assert [f.step for f in LossSpike().check(run)] == [2001]
+
+
+def _bumped_fine_tune(val_bumps: bool, lr_restart: bool = False) -> list[dict]:
+    """An HF Trainer run logged every 50 steps (60 records): the loss falls from ~11000 to ~900, then over eight
+    records climbs to ×2.6 that and over eight more comes back near it; evaluations every 250 steps that rise ×1.7
+    with it and come back (or keep falling); a constant LR (or one that restarts ×4 where the bump begins)."""
+    rng = np.random.default_rng(2)
+    steps = np.arange(50, 3001, 50)
+    loss = 900 + 10000 * np.exp(-steps / 350.0)
+    bump = np.interp(steps, [2200, 2600, 3000], [0, 1500, 150])
+    loss = (loss + bump) * np.exp(rng.normal(0, 0.03, steps.size))
+    lr = np.where((steps >= 2200) & lr_restart, 1.2e-3, 3e-4)
+    hist = [{"loss": round(float(v), 1), "grad_norm": 1.0, "learning_rate": float(r), "epoch": round(s / 500, 3),
+             "step": int(s)} for s, v, r in zip(steps, loss, lr)]
+    val = 600 + 1400 * np.exp(-np.arange(250, 3001, 250) / 700.0)
+    if val_bumps:
+        val = val + np.interp(np.arange(250, 3001, 250), [2200, 2500, 3000], [0, 450, 60])
+    hist += [{"eval_loss": round(float(v), 1), "epoch": round(s / 500, 3), "step": int(s)}
+             for s, v in zip(range(250, 3001, 250), val)]
+    return sorted(hist, key=lambda e: (e["step"], "eval_loss" in e))
+
+
+def test_an_unstable_stretch_that_recovers_beside_the_validation_loss_is_a_spike(tmp_path):
+    """A bump of sixteen records (a quarter of the log: no spike window is that short) that doubles the loss and
+    comes back, the validation loss rising and falling with it: an unstable stretch a user wants named. The same
+    training bump with the validation loss calm, or under an LR restart, is no finding."""
+    from tests.runwriters import write_trainer_state
+
+    run = load_run(write_trainer_state(tmp_path / "a", _bumped_fine_tune(True)), tmp_path / "a.duckdb")
+    [f] = LossSpike().check(run)
+    assert f.evidence["bump"] and 2450 <= f.step <= 2700 and f.evidence["ratio"] >= 2
+    assert f.evidence["val_peak"] >= 1.3 * f.evidence["val_before"] and "recovered" in f.summary
+    run = load_run(write_trainer_state(tmp_path / "b", _bumped_fine_tune(False)), tmp_path / "b.duckdb")
+    assert list(LossSpike().check(run)) == []
+    run = load_run(write_trainer_state(tmp_path / "c", _bumped_fine_tune(True, lr_restart=True)), tmp_path / "c.duckdb")
+    assert list(LossSpike().check(run)) == []

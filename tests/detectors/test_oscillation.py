@@ -116,3 +116,16 @@ def test_a_wide_single_batch_spread_around_a_falling_curve_is_silent(tmp_path, s
     steps = np.arange(1, 601) * 10
     mean = 2.3 - 0.6 * (1 - np.exp(-steps / 2000))
     assert _check(tmp_path, steps, mean * np.exp(rng.normal(0, 0.45, steps.size) - 0.45 ** 2 / 2)) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_level_that_moved_up_after_a_calm_start_is_no_oscillation(tmp_path, seed):
+    """A hundred single-batch losses: ten calm ones of a first objective, then the objective gains terms and the
+    loss sits about twice as high, spread ±50% from batch to batch (batches from datasets of different levels) for
+    the rest of the log. The level moved once and stayed: no LR throws it around a level far above its start."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(100) * 500
+    loss = np.r_[0.04 * np.exp(rng.normal(0, 0.3, 10)), 0.09 * np.exp(rng.normal(0, 0.5, 90))]
+    assert _check(tmp_path, steps, loss) == []
+    assert list(Oscillation(min_above=1.5, around=10.0).check(load_run(write_tb(
+        tmp_path / "b", {"loss": (steps, loss)}), tmp_path / "b.duckdb")))  # what the old gates called swinging

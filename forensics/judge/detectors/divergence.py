@@ -39,9 +39,21 @@ class Divergence:
     A late rise: a positive loss rising at each of its last `late_rise_points` records or more to `late_rise` × its
     (smoothed) minimum, above every point since it (with log-scale point noise of `wide_spread`, above every point
     past the first three), giving back `min_recovered` of its earlier drop.
-    A level that moved up, in a log of up to `short_max` points: its last `level_up_points` records or more all
-    `level_up` × the median of as many records before them and above every one of those, giving back
+    The same late climb not at every record, with the gradient norm climbing too: its last `late_rise_points` records
+    or more all above every point between the (smoothed) minimum and them, the last one their highest and
+    `late_rise` × the minimum, while the gradient norm ends at its highest, `grad_climb` × its median before the climb.
+    A level that moved up, in a log of up to `short_max` points: its last `level_up_points` records or more, their
+    median `level_up` × the median of as many records before them and every one above all of those, giving back
     `min_recovered` of the earlier drop.
+    A rise into the NaN: a loss that stays non-finite to the end once it turns so, every finite point since it first
+    stood `dies_high` × its (smoothed) minimum held there (`min_jump_points` or more).
+    A step up that holds: every point over the last `step_share` of the log or more above every point from the
+    (smoothed) minimum to the step, the step `step_sigmas` × the log-scale noise after it and `min_recovered` of the
+    earlier drop, with every evaluation since above every evaluation before (the validation loss stepped up too)
+    and no LR rise at the step (a scheduled restart).
+    A climb under a rising LR: the (smoothed) loss climbs to `lr_climb` × its minimum while the logged LR rises
+    `lr_climb` × (a warmup to a peak too high), and every evaluation after the validation minimum, which comes before
+    that peak, stands `lr_climb_val` × above it (at least `min_jump_points` of them): the model got worse and stayed so.
     With log-scale point noise of `wide_spread` or more, the tail must also stand above the points before the minimum.
     A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
     Launches appended to one log are judged one by one (`base.by_launch`).
@@ -50,7 +62,9 @@ class Divergence:
     Kendall τ and whether it is a drift, the levels the summary quotes and the lowest logged point after the onset,
     and the validation witness (its minimum, step, final level) when it took one.
     False alarms: 0 of the 406 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss;
-    the late rise and the moved level: 0 of the 92 healthy real runs of the dev sets, even at ×1.5 and ×1.3.
+    the late rise and the moved level: 0 of the 92 healthy real runs of the dev sets, even at ×1.5 and ×1.3; the
+    rise into the NaN, the held step, the climb under a rising LR and beside the gradient norm: 0 of the 136
+    healthy real runs of the eleven development sets.
     """
 
     kind: ClassVar[str] = "divergence"
@@ -95,6 +109,12 @@ class Divergence:
     level_up_points: int = 3  # a short log whose last 3 records or more ...
     level_up: float = 2.0  # ... all sit ×2 the level of as many records before them: the loss moved up and stayed
     climbs_on: float = 2.0  # a jump whose last point is ×2 the jump's first: the summary quotes where it ends
+    dies_high: float = 2.0  # a loss that stays non-finite to the end after every point since it first stood ×2 ...
+    # ... its minimum (`min_jump_points` of them) held there: the rise that ended in the NaN, at any length
+    step_share: float = 0.25  # a step up held by every point over the last quarter of the log or more ...
+    grad_climb: float = 2.0  # a late climb shown by a gradient norm ×2 its level before the climb, at its highest
+    lr_climb: float = 2.0  # a loss climbing ×2 its (smoothed) minimum while the LR rises ×2 (a warmup too high) ...
+    lr_climb_val: float = 1.5  # ... beside a validation loss ×1.5 its minimum at every evaluation since
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -125,6 +145,8 @@ class Divergence:
                 yield alone
             return
         steps, y, nan_follows = self._alive(run)
+        all_values = run.arrays("loss")[1]
+        dies = nan_follows and not np.any(np.isfinite(all_values[steps.size:]))  # non-finite to the end
         n = y.size
         if n >= self.min_points and float(np.min(y)) > self.blown_level:
             yield self._blown(run, steps, y)
@@ -133,9 +155,10 @@ class Divergence:
         # initial loss is no rise from the last one's minimum. Only the last one can end on a NaN.
         pieces = by_launch(run, "loss", steps, y)
         for k, (steps, y) in enumerate(pieces, 1):
-            yield from self._judge(run, steps, y, nan_follows and k == len(pieces))
+            yield from self._judge(run, steps, y, nan_follows and k == len(pieces), dies and k == len(pieces))
 
-    def _judge(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Iterator[Finding]:
+    def _judge(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool,
+               dies: bool = False) -> Iterator[Finding]:
         """The rules of the docstring on one launch's finite loss."""
         n = y.size
         # The trend tests first (their onset is the minimum the rise starts from); where they cannot speak, the
@@ -149,8 +172,16 @@ class Divergence:
             found = [f for f in [self._rising(run, steps, y, nan_follows)] if f is not None]
         if not found and n >= self.min_points:
             found = [f for f in [self._late_rise(run, steps, y, nan_follows)] if f is not None]
+        if not found and n > self.late_rise_points:
+            found = [f for f in [self._grad_climb(run, steps, y, nan_follows)] if f is not None]
         if not found and self.min_points <= n <= self.short_max:
             found = [f for f in [self._level_up(run, steps, y, nan_follows)] if f is not None]
+        if not found and dies and n >= 2:
+            found = [f for f in [self._dies_high(run, steps, y)] if f is not None]
+        if not found and n >= 2 * self.min_step_after:
+            found = [f for f in [self._step_up(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= 2 * self.min_points_after:
+            found = [f for f in [self._lr_climb(run, steps, y, nan_follows)] if f is not None]
         yield from found
 
     def _trend(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Iterator[Finding]:
@@ -368,6 +399,46 @@ class Divergence:
                                    f"({ratio(y[-1] / lo_q)}), climbing at each of its last {k - 1} records"
                                    f"{low_note}" + (" and then turns non-finite" if nan_follows else "")))
 
+    def _grad_climb(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """The late climb shown by the gradient norm (docstring): the longest such tail."""
+        n = y.size
+        if not np.all(y > 0) or not run.has("grad_norm"):
+            return None
+        sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
+        gs, gv = finite_part(*run.arrays("grad_norm"))
+        # where a tail starts that stands above the point before it, ends on its highest and ×`late_rise` a minimum
+        floor = np.minimum.accumulate(y[::-1])[::-1]
+        top = np.maximum.accumulate(y[::-1])[::-1]
+        low = np.fmin.accumulate(sm)
+        starts = np.flatnonzero((floor[1:] > y[:-1]) & (top[1:] <= y[-1]) & (y[-1] >= self.late_rise * low[:-1])) + 1
+        for start in starts[starts <= n - self.late_rise_points][:64]:  # the longest tail first
+            m = n - int(start)
+            imin = int(np.nanargmin(sm[:start]))
+            lo = float(sm[imin])
+            if not (floor[start] > y[imin:start].max() and y[-1] - lo >= self.min_recovered * (float(y[0]) - lo)):
+                continue
+            before, during = gv[(gs >= steps[imin]) & (gs < steps[start])], gv[gs >= steps[start]]
+            if not (before.size and during.size and during[-1] >= during.max() and during[-1] > before.max()
+                    and during[-1] >= self.grad_climb * float(np.median(before))):
+                return None  # the longest such climb decides
+            w = max(3, int(n * self.smooth)) // 2 if n >= 12 else 0
+            lo_q, lo_text, low_note = _minimum(steps, y, imin, w)
+            g0 = float(np.median(before))
+            ev = {"onset_step": int(steps[imin]), "min_level": lo_q, "initial_level": float(y[0]),
+                  "final_level": float(y[-1]), "growth_factor": float(y[-1]) / lo_q, "climb_points": int(m),
+                  "rise_start_step": int(steps[start]), "witness": run.pick("grad_norm"), "grad_norm_before": g0,
+                  "grad_norm_final": float(during[-1]), "grad_norm_growth": float(during[-1]) / g0,
+                  "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(n)}
+            return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                              series=run.pick("loss"), evidence=ev,
+                              sources=(src(run, "loss", steps[imin:]), src(run, "grad_norm", gs[gs >= steps[imin]])),
+                              summary=(f"loss rises from {lo_text} to {y[-1]:.4g} at step {steps[-1]} "
+                                       f"({ratio(y[-1] / lo_q)}), its last {m} records all above every point before "
+                                       f"them since the minimum{low_note}; the gradient norm climbs with it, from "
+                                       f"median {g0:.4g} to {during[-1]:.4g} at step {gs[gs >= steps[start]][-1]} "
+                                       f"({ratio(during[-1] / g0)})" + (" and then turns non-finite" if nan_follows else "")))
+        return None
+
     def _level_up(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
         """The moved-up level of the docstring (the longest such tail), by its effect alone."""
         n = y.size
@@ -375,22 +446,144 @@ class Divergence:
             return None
         for m in range(n // 2, self.level_up_points - 1, -1):
             tail, before = y[n - m:], y[n - 2 * m:n - m]
-            level = float(np.median(before))
-            if not (tail.min() >= self.level_up * level and tail.min() > before.max()
-                    and float(np.median(tail)) - level >= self.min_recovered * (float(y[0]) - level)):
+            level, high = float(np.median(before)), float(np.median(tail))
+            if not (high >= self.level_up * level and tail.min() > before.max()
+                    and high - level >= self.min_recovered * (float(y[0]) - level)):
                 continue
             a, b = n - 2 * m, n - m
             ev = {"onset_step": int(steps[b - 1]), "min_level": level, "initial_level": float(y[0]),
-                  "final_level": float(np.median(tail)), "growth_factor": float(tail.min()) / level,
-                  "level_up_points": int(m), "lowest_after": float(tail.min()), "ends_nonfinite": nan_follows,
-                  "last_finite_step": int(steps[-1]), "points": int(n)}
+                  "final_level": high, "growth_factor": high / level, "level_up_points": int(m),
+                  "lowest_after": float(tail.min()), "highest_before": float(before.max()),
+                  "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(n)}
             return Finding.of(self, severity="critical", step=int(steps[b - 1]), step_end=int(steps[-1]),
                               series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a:]),),
                               summary=(f"loss moves up and stays: its last {m} records (steps {steps[b]}-"
-                                       f"{steps[-1]}) are all at {tail.min():.4g} or above, {ratio(tail.min() / level)}"
-                                       f" the median {level:.4g} of steps {steps[a]}-{steps[b - 1]} and above every one"
-                                       f" of them" + (" and then turns non-finite" if nan_follows else "")))
+                                       f"{steps[-1]}), median {high:.4g}, are {ratio(high / level)} the median "
+                                       f"{level:.4g} of steps {steps[a]}-{steps[b - 1]}, every one of them above the "
+                                       f"highest of those ({before.max():.4g}); lowest since {tail.min():.4g}"
+                                       + (" and then turns non-finite" if nan_follows else "")))
         return None
+
+    def _dies_high(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding | None:
+        """The rise into the NaN of the docstring: the loss stood `dies_high` × its minimum at every finite point
+        from some point on, and then turned non-finite for good."""
+        n = y.size
+        sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
+        imin = int(np.nanargmin(sm))
+        lo, head = float(sm[imin]), float(y[0])
+        j = self._held_jump(y[imin:], lo, self.dies_high)
+        if j is None or float(np.median(y[imin + j:])) - lo < self.min_recovered * (head - lo):
+            return None
+        held = y[imin + j:]
+        low = float(np.min(held))
+        w = max(3, int(n * self.smooth)) // 2 if n >= 12 else 0
+        lo_q, lo_text, low_note = _minimum(steps, y, imin, w)
+        all_steps, all_values = run.arrays("loss")
+        dead = int(all_steps[np.flatnonzero(~np.isfinite(all_values) & (all_steps > steps[-1]))[0]])
+        ev = {"onset_step": int(steps[imin]), "min_level": lo_q, "initial_level": head, "final_level": float(y[-1]),
+              "growth_factor": low / lo_q, "jump_step": int(steps[imin + j]), "points_held": int(held.size),
+              "lowest_after_jump": low, "ends_nonfinite": True, "last_finite_step": int(steps[-1]),
+              "first_nonfinite_step": dead, "points": int(n)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=dead, series=run.pick("loss"),
+                          evidence=ev, sources=(src(run, "loss", all_steps[all_steps >= steps[imin]]),),
+                          summary=(f"loss rises from {lo_text} to {y[imin + j]:.4g} at step {steps[imin + j]} and "
+                                   f"stays there, all {held.size} points to step {steps[-1]} at {low:.4g} or above "
+                                   f"({ratio(low / lo_q)} the minimum{low_note}), then turns non-finite at step "
+                                   f"{dead} and stays so: it diverged into the NaN"))
+
+    def _step_up(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """The held step of the docstring: the earliest point from which every later point stands above every
+        point between the (smoothed) minimum and it, shown by the validation loss too."""
+        n = y.size
+        if not np.all(y > 0) or not run.has("val_loss"):
+            return None
+        sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
+        imin = int(np.nanargmin(sm))
+        lo = float(sm[imin])
+        head, _ = stats.head_tail_levels(y)
+        floor = np.minimum.accumulate(y[::-1])[::-1]  # the lowest point from each index to the end
+        peak = np.maximum.accumulate(y[imin:])  # the highest point from the minimum to each index
+        k = next((imin + i for i in range(1, y.size - imin) if floor[imin + i] > peak[i - 1]), None)
+        if k is None or n - k < max(self.min_step_after, self.step_share * n):
+            return None
+        rest = y[k:]
+        high = float(np.median(rest))
+        if not (high - lo >= self.min_recovered * (head - lo)
+                and math.log(high / lo) >= self.step_sigmas * max(stats.noise(np.log(rest)), 1e-12)):
+            return None
+        if run.has("lr"):
+            ls, lv = run.arrays("lr")
+            near = np.isfinite(lv) & (ls >= steps[k - 1]) & (ls <= steps[k])
+            before = lv[np.isfinite(lv) & (ls < steps[k - 1])]
+            if near.any() and before.size and float(np.max(lv[near])) >= 1.5 * float(before[-1]):
+                return None  # the LR rose at the step: a scheduled restart or warmup, not the loss breaking away
+        vs, vv = finite_part(*run.arrays("val_loss"))
+        v_before, v_after = vv[vs < steps[k]], vv[vs >= steps[k]]
+        if v_before.size == 0 or v_after.size < self.witness_points or not v_after.min() > v_before.max():
+            return None
+        w = max(3, int(n * self.smooth)) // 2 if n >= 12 else 0
+        lo_q, lo_text, low_note = _minimum(steps, y, imin, w)
+        ev = {"onset_step": int(steps[imin]), "min_level": lo_q, "initial_level": head, "final_level": high,
+              "growth_factor": high / lo_q, "jump_step": int(steps[k]), "points_held": int(rest.size),
+              "lowest_after_jump": float(rest.min()), "highest_before_jump": float(y[imin:k].max()),
+              "witness": run.pick("val_loss"), "val_highest_before": float(v_before.max()),
+              "val_lowest_after": float(v_after.min()), "val_points_after": int(v_after.size),
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(n)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev,
+                          sources=(src(run, "loss", steps[imin:]), src(run, "val_loss", vs)),
+                          summary=(f"loss steps up from {lo_text} at step {steps[k]} and never comes back: all "
+                                   f"{rest.size} points since, median {high:.4g} ({ratio(high / lo_q)}), stay above "
+                                   f"{y[imin:k].max():.4g}, the highest point between the minimum and the step"
+                                   f"{low_note}; the validation loss steps up too, all {v_after.size} evaluations "
+                                   f"since at {v_after.min():.4g} or above, over its {v_before.max():.4g} before"
+                                   + (" and then turns non-finite" if nan_follows else "")))
+
+    def _lr_climb(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """The climb under a rising LR of the docstring, with the validation loss as its witness."""
+        n = y.size
+        if not np.all(y > 0) or not (run.has("lr") and run.has("val_loss")):
+            return None
+        w = max(3, int(n * self.smooth))
+        sm = stats.rolling_median(y, w) if n >= 12 else y
+        imin = int(np.nanargmin(sm))
+        ipk = imin + int(np.nanargmax(sm[imin:]))
+        lo, peak = float(sm[imin]), float(sm[ipk])
+        if not peak >= self.lr_climb * lo:
+            return None
+        ls, lv = run.arrays("lr")
+        keep = np.isfinite(lv)
+        ls, lv = ls[keep], lv[keep]
+        at_min, at_peak = lv[ls <= steps[imin]], lv[ls <= steps[ipk]]
+        if not (at_min.size and at_min[-1] > 0 and at_peak[-1] >= self.lr_climb * at_min[-1]):
+            return None
+        vs, vv = finite_part(*run.arrays("val_loss"))
+        if vv.size < self.min_jump_points + 1:
+            return None
+        j = int(np.argmin(vv))
+        since = vv[j + 1:]
+        if not (vv[j] > 0 and vs[j] <= steps[ipk] and since.size >= self.min_jump_points
+                and since.min() >= self.lr_climb_val * vv[j]):
+            return None
+        h = w // 2 if n >= 12 else 0
+        lo_q, lo_text = level_of(steps, y, imin - h, imin + h)
+        pk_q, pk_text = level_of(steps, y, ipk - h, ipk + h)
+        ev = {"onset_step": int(steps[imin]), "min_level": lo_q, "initial_level": float(y[0]), "final_level": float(y[-1]),
+              "peak_level": pk_q, "peak_step": int(steps[ipk]), "growth_factor": pk_q / lo_q,
+              "lr_at_onset": float(at_min[-1]), "lr_at_peak": float(at_peak[-1]), "witness": run.pick("val_loss"),
+              "val_min": float(vv[j]), "val_min_step": int(vs[j]), "val_lowest_since": float(since.min()),
+              "val_points_since": int(since.size), "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]),
+              "points": int(n)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev,
+                          sources=(src(run, "loss", steps[imin:]), src(run, "lr", [steps[imin], steps[ipk]]),
+                                   src(run, "val_loss", vs[j:])),
+                          summary=(f"loss climbs from its lowest level, the {lo_text}, to {pk_text} "
+                                   f"({ratio(pk_q / lo_q)}) while the LR rises from {at_min[-1]:.3g} to "
+                                   f"{at_peak[-1]:.3g} ({ratio(at_peak[-1] / at_min[-1])}); the validation loss never "
+                                   f"comes back: all {since.size} evaluations after its minimum {vv[j]:.4g} at step "
+                                   f"{vs[j]} stand at {since.min():.4g} or above ({ratio(since.min() / vv[j])})"
+                                   + (" and then turns non-finite" if nan_follows else "")))
 
     @staticmethod
     def _lr_over(run: Run, start: int, end: int) -> dict | None:
@@ -454,13 +647,14 @@ class Divergence:
                 "val_last_step": int(vs[-1]), "val_final": v_end, "val_tail_step": int(vs[-k]),
                 "val_growth": v_end / v0, "val_lowest_since": float(since.min()), "val_points_since": int(since.size)}
 
-    def _held_jump(self, after: np.ndarray, lo: float) -> int | None:
-        """Where the loss first stands `short_jump` × above a positive minimum `lo`, when every point from there to
-        the end (at least `min_jump_points` of them) stays that high, else None."""
+    def _held_jump(self, after: np.ndarray, lo: float, factor: float | None = None) -> int | None:
+        """Where the loss first stands `factor` (default `short_jump`) × above a positive minimum `lo`, when every
+        point from there to the end (at least `min_jump_points` of them) stays that high, else None."""
+        factor = self.short_jump if factor is None else factor
         if not lo > 0:
             return None
-        up = np.flatnonzero(after >= self.short_jump * lo)
-        if up.size == 0 or after.size - up[0] < self.min_jump_points or np.any(after[up[0]:] < self.short_jump * lo):
+        up = np.flatnonzero(after >= factor * lo)
+        if up.size == 0 or after.size - up[0] < self.min_jump_points or np.any(after[up[0]:] < factor * lo):
             return None
         return int(up[0])
 

@@ -40,12 +40,20 @@ class LossSpike:
     as far above the line through their logs (their trend) as `glaring_spread` × their largest distance from it, the next point back within ×2 of that median, with at least two points
     before it, the same undo, heavy-tail (against the log's other records over their neighbours' median, before or
     after it, within `max_window`) and launch guards.
+    One-record jumps under `heavy` × their level, `tail_crowd` or more of them within ×`tail_alike` of one another's
+    height, are the batches' own tail (a long per-step log shows a hard batch now and then), not spikes.
+    A bump, where no spike was found: a positive loss that rises from its level (the median of up to five points
+    ending at the last one within ×`bump_back` of the running minimum) to `min_ratio` above it (×2) and comes back
+    within ×`bump_back` of it, staying under ×1.5 of it to the end, the whole excursion at most `bump_share` of the
+    log and from `min_points` points, while the validation loss climbs ×`bump_val` above its last evaluation before
+    and is back within ×1.15 of it at its last, and the LR does not rise over it (a warm restart).
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
     and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
     share of the progress undone.
     False alarms: 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence; benchmarks/calibrate.py);
-    the glaring rule: 0 of the 92 healthy real runs of the dev sets (largest healthy ×2.6; benchmarks/false_alarms.py).
+    the glaring rule: 0 of the 92 healthy real runs of the dev sets (largest healthy ×2.6; benchmarks/false_alarms.py);
+    with the batches' tail set aside, and the bump: 0 of the 120 healthy real runs of the eleven development sets.
     """
 
     kind: ClassVar[str] = "loss_spike"
@@ -66,6 +74,11 @@ class LossSpike:
     glaring: float = 5.0  # a point ×5 the median of its neighbours ...
     glaring_spread: float = 3.0  # ... and 3 × their spread above their trend (log scale): far outside it ...
     glaring_span: int = 3  # ... neighbours: up to this many points on each side
+    bump_back: float = 1.3  # a bump: from a level (the last point within ×1.3 of the running minimum) ...
+    bump_share: float = 1 / 3  # ... up to ×2 that level and back within ×1.3 of it, over at most a third of the log ...
+    bump_val: float = 1.3  # ... while the validation loss rises ×1.3 over its last evaluation before and comes back
+    tail_crowd: int = 3  # this many one-record jumps under ×`heavy` ...
+    tail_alike: float = 1.5  # ... each within ×1.5 of another's height: the batches' own tail, not events
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
@@ -111,7 +124,9 @@ class LossSpike:
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, values = run.arrays("loss")
-        yield from self._glaring_findings(run, steps, values)
+        glaring = list(self._glaring_findings(run, steps, values))
+        yield from glaring
+        spiked = bool(glaring)
         if int(np.isfinite(values).sum()) >= self.min_points:
             found = run.spikes(run.pick("loss"), self.spike)  # shared with the engine's spike list
             start = stats.start_level(values, self.start_points)
@@ -128,6 +143,7 @@ class LossSpike:
             passes = run.pass_starts(run.pick("loss"))
             first = float(values[np.isfinite(values)][0])  # the loss the log began with: where a new launch starts
             launches = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
+            kept = []
             for s in found.iter_rows(named=True):  # one row per spike episode
                 if s["start_step"] in passes and s["value"] <= self.relaunch * max(first, start):
                     continue  # a counter that starts again at the loss the log began with: a new launch, no spike
@@ -149,15 +165,14 @@ class LossSpike:
                 window = values[(steps >= s["window_start"]) & (steps <= s["window_end"]) & np.isfinite(values)]
                 median = float(np.median(window)) if window.size else s["baseline"]
                 s["window_median"] = median
-                yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
-                                 series=run.pick("loss"), evidence=s,
-                                 sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
-                                 summary=(f"loss {s['value']:.4g} at step {s['step']} is {s['z']:.1f} robust sigmas "
-                                          f"above the median {median:.4g} of steps {s['window_start']}-"
-                                          f"{s['window_end']} ({ratio(s['value'] / median) if median else ratio(s['ratio'])}), "
-                                          f"back within {count(s['recovery_points'], 'point')}"
-                                          + (f" of the episode's end (steps {s['start_step']}-{s['end_step']})"
-                                             if s["end_step"] > s["step"] else "")))
+                kept.append(s)
+            told = list(self._told(run, self._beyond_the_tail(kept)))
+            spiked = spiked or bool(told)
+            yield from told
+            if not spiked and not found.height:
+                bump = self._bump(run, steps, values)
+                if bump is not None:
+                    yield bump
         for a, b in stats.runs_of(~np.isfinite(values)):
             if a == 0 or b == values.size - 1 or b - a + 1 > self.spike.recover:
                 continue  # at the start, to the end (nan_loss), or too long to be a blip
@@ -168,6 +183,82 @@ class LossSpike:
                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a - 1:b + 2]),),
                              summary=(f"loss is {ev['value']} at step {steps[a]} between {values[a - 1]:.4g} and "
                                       f"{values[b + 1]:.4g}: a non-finite spike that recovers"))
+
+    def _bump(self, run: Run, steps: np.ndarray, values: np.ndarray) -> Finding | None:
+        """The bump of the docstring: the highest rise above the running minimum that comes back, with the
+        validation loss rising and falling beside it."""
+        keep = np.isfinite(values)
+        s, y = steps[keep], values[keep]
+        n = y.size
+        if n < self.min_points or not np.all(y > 0) or not run.has("val_loss"):
+            return None
+        low = np.minimum.accumulate(y)
+        p = 1 + int(np.argmax(y[1:] / low[:-1]))  # the highest point over the lowest one before it
+        near = np.flatnonzero(y[:p] <= self.bump_back * low[p - 1])
+        a = int(near[-1])
+        level = float(np.median(y[max(0, a - 4):a + 1]))
+        back = np.flatnonzero(y[p:] <= self.bump_back * level)
+        if not (y[p] >= (1 + self.spike.min_ratio) * level and back.size):
+            return None
+        b = p + int(back[0])
+        if b - a > self.bump_share * n or np.any(y[b:] > 1.5 * level):
+            return None
+        if run.has("lr"):
+            ls, lv = run.arrays("lr")
+            over = lv[np.isfinite(lv) & (ls >= s[max(0, a - 4)]) & (ls <= s[b])]  # from the level's first point
+            if over.size and float(np.max(over)) > 1.5 * float(over[0]):
+                return None  # the LR rose over it: a warm restart, the schedule's own doing
+        vs, vv = run.arrays("val_loss")
+        ok = np.isfinite(vv)
+        vs, vv = vs[ok], vv[ok]
+        before, during = vv[vs <= s[a]], vv[(vs > s[a]) & (vs <= s[b])]
+        if not (before.size and during.size and vv[-1] > 0 and vs[-1] >= s[b]
+                and during.max() >= self.bump_val * before[-1] and vv[-1] <= 1.15 * before[-1]):
+            return None
+        ev = {"step": int(s[p]), "value": float(y[p]), "end_step": int(s[b]), "start_step": int(s[a]),
+              "window_median": level, "ratio": float(y[p]) / level, "back_value": float(y[b]),
+              "recovery_points": int(b - p), "episode_points": int(b - a), "bump": True,
+              "witness": run.pick("val_loss"), "val_before": float(before[-1]), "val_before_step": int(vs[vs <= s[a]][-1]),
+              "val_peak": float(during.max()), "val_peak_step": int(vs[(vs > s[a]) & (vs <= s[b])][int(np.argmax(during))]),
+              "val_last": float(vv[-1]), "val_last_step": int(vs[-1])}
+        return Finding.of(self, severity="warning", step=int(s[p]), step_end=int(s[b]), series=run.pick("loss"),
+                          evidence=ev, sources=(src(run, "loss", s[max(0, a - 4):b + 1]), src(run, "val_loss", vs)),
+                          summary=(f"loss climbs from median {level:.4g} of steps {s[max(0, a - 4)]}-{s[a]} to "
+                                   f"{y[p]:.4g} at step {s[p]} ({ratio(y[p] / level)}) and is back to {y[b]:.4g} at step "
+                                   f"{s[b]}, {count(b - a, 'record')} in all; the validation loss rises with it, "
+                                   f"{ev['val_before']:.4g} at step {ev['val_before_step']} to {ev['val_peak']:.4g} at "
+                                   f"step {ev['val_peak_step']}, and comes back to {ev['val_last']:.4g} at step "
+                                   f"{ev['val_last_step']}: an unstable stretch that recovered"))
+
+    def _beyond_the_tail(self, spikes: list[dict]) -> list[dict]:
+        """The spikes a user would act on: one-record jumps under `heavy` × their level, `tail_crowd` or more of them
+        within ×`tail_alike` of one another's height, are the batches' own tail (a hard batch now and then, as a long
+        per-step log shows them), not events; every other spike stays."""
+        def height(s: dict) -> float | None:  # a one-record jump's height over its level, when under `heavy`
+            h = s["value"] / s["window_median"] if s["window_median"] > 0 else math.inf
+            return h if s["end_step"] == s["step"] and h < self.heavy else None
+
+        heights = np.array([h for h in map(height, spikes) if h is not None])
+
+        def crowded(s: dict) -> bool:
+            h = height(s)
+            return h is not None and int(np.sum((heights <= h * self.tail_alike)
+                                                & (heights >= h / self.tail_alike))) >= self.tail_crowd
+
+        return [s for s in spikes if not crowded(s)]
+
+    def _told(self, run: Run, spikes: list[dict]) -> Iterator[Finding]:
+        for s in spikes:
+            median = s["window_median"]
+            yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
+                             series=run.pick("loss"), evidence=s,
+                             sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
+                             summary=(f"loss {s['value']:.4g} at step {s['step']} is {s['z']:.1f} robust sigmas "
+                                      f"above the median {median:.4g} of steps {s['window_start']}-"
+                                      f"{s['window_end']} ({ratio(s['value'] / median) if median else ratio(s['ratio'])}), "
+                                      f"back within {count(s['recovery_points'], 'point')}"
+                                      + (f" of the episode's end (steps {s['start_step']}-{s['end_step']})"
+                                         if s["end_step"] > s["step"] else "")))
 
     def _glaring_findings(self, run: Run, steps: np.ndarray, values: np.ndarray) -> Iterator[Finding]:
         """The glaring spikes the statistical rule does not report (too few points for it, or a noise model its

@@ -26,8 +26,9 @@ class Oscillation:
     unsettled swings: robust sigma ≥ `min_amplitude` of the level, on a level `min_above` × its reference (log C,
     else the start), with a sigma of at least `min_unsettled` × the run's whole progress, or a loss that never fell
     (`stats.learned`, from its first points or its first tenth, nor a Mann–Kendall fall at p < `fall_p` over the
-    launch: a single-batch spread that wide hides a real fall from a median of three points) whose upper quartile over that half is
-    `min_factor` × its lower one (a factor, not noise);
+    launch: a single-batch spread that wide hides a real fall from a median of three points), still within
+    `around` × its start, whose upper quartile over that half is `min_factor` × its lower one (a factor, not noise);
+    a level between the two moved up and stayed (a changed objective, a step up), and is no swinging;
     bouncing weights: the validation loss over that half (`min_val_points` evaluations) reverses at `min_val_flips`
     of its steps by a median step of `min_val_step` of its level, training being the noisier of the two, at a
     training level of at least `min_bounce_level` of its reference.
@@ -35,7 +36,7 @@ class Oscillation:
     Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
     autocorrelation of the residual and of the differences, sign-change rate of differences, crossings, the
     robust sigma and the run's progress, and which rule held (`structured` or `unsettled`).
-    False alarms: 0 of the 64 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets).
+    False alarms: 0 of the 72 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets).
     """
 
     kind: ClassVar[str] = "oscillation"
@@ -49,13 +50,14 @@ class Oscillation:
     min_crossings: int = 6
     max_trend: float = 2.0
     max_tau: float = 0.3  # |Kendall tau| of the half against step: above it the trend is not weak
-    min_above: float = 1.5  # unstructured swings count on a loss this far above a uniform guess's (or its start)
+    min_above: float = 3.0  # unstructured swings count on a loss this far above a uniform guess's (or its start)
     min_unsettled: float = 1.0  # ... and with a sigma at least the run's whole progress
     min_val_points: int = 8  # evaluations over the training half, for the bouncing-weights rule
     min_val_flips: float = 0.35  # a third of the validation steps reverse (settled weights: ~0; white noise: 2/3)
     min_val_step: float = 0.04  # and its median step is 4% of its level (settled weights: < 1%; mismatch: 2.3%)
     min_bounce_level: float = 0.25  # and the loss stays at a quarter of its reference or more (not converged)
-    min_factor: float = 1.5  # a loss whose upper quartile is 1.5× its lower one, around the level it started at
+    min_factor: float = 1.5  # a loss whose upper quartile is 1.5× its lower one, around the level it started at ...
+    around: float = 1.5  # ... its median there within ×1.5 of its start
     fall_p: float = 0.01  # ... and no fall over the whole launch at Mann–Kendall p below this (a falling loss learns)
 
     def unavailable(self, run: Run) -> str | None:
@@ -92,6 +94,7 @@ class Oscillation:
             return
         q1, q3 = np.percentile(seg, [25, 75])
         around = (not stats.learned(y, lvl) and not _falls(steps, y, lvl, self.fall_p) and q1 > 0
+                  and lvl <= self.around * start
                   and q3 >= self.min_factor * q1 and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)
         unsettled = unsettled or around  # swings by a factor around the level it started at: no progress at all
         high = lvl >= self.min_bounce_level * reference
