@@ -35,7 +35,7 @@ class Overfitting:
     `min_train_fall` in all.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
-    False alarms: 0 of the 43 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets).
+    False alarms: 0 of the 52 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets).
     """
 
     kind: ClassVar[str] = "overfitting"
