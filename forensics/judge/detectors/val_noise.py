@@ -18,20 +18,22 @@ from forensics.judge.run import Run
 class ValNoise:
     """The validation loss jumps around much more than training, measured at the validation's own cadence.
 
-    Detects: on the evaluation-level validation loss (`_evaluations`: one mean over the validation set per
-    evaluation, what early stopping and checkpoint choice read; not the per-batch values some loggers print while
-    validating) beside the training loss at that cadence (the training
-    series whose point count is nearest, an epoch mean; with more than `cadence_share` times as many points, the
-    median of its points in each interval between evaluations), the point-to-point noise of validation around its
-    own trend (`stats.relative_wiggle`) is at least `ratio` times that of training and at least `min_noise` of its
-    level, and at least `min_sign_changes` of its successive differences flip sign.
-    Silent when the training loss ends `max_train_rise` above its smoothed minimum: the swings are divergence's;
-    and when validation's point noise (`stats.noise`) is under `min_share_of_travel` of the range its smoothed curve
-    covers: a loss falling by orders of magnitude ranks its evaluations by the fall, not by the jumps.
+    Detects: the evaluation-level validation loss (`_evaluations`: one mean over the validation set per evaluation,
+    what early stopping and checkpoint choice read; not the per-batch values some scripts print while validating)
+    moves at least `min_noise` of its level between evaluations around its own trend (`stats.relative_wiggle`),
+    with at least `min_sign_changes` of its successive differences flipping sign, and is noisier than training
+    (`_compared`): `single_ratio` times training's single logged values, when training is logged between
+    evaluations (a validation set no bigger than a batch), or `ratio` times the training loss at the evaluations'
+    cadence (the training series whose point count is nearest theirs, an epoch mean; with over `cadence_share`
+    times as many points, the medians of its points between evaluations).
+    Silent when the training loss ends `max_train_rise` above its smoothed minimum (the swings are divergence's);
+    when validation's point noise (`stats.noise`) is under `min_share_of_travel` of the range its smoothed curve
+    covers (a loss falling by orders of magnitude ranks its evaluations by the fall); and when validation ends
+    `decided_sigmas` point sigmas above its smoothed minimum (the rise decides the checkpoint: overfitting's).
     Why: a tiny validation set (or one resampled at each evaluation), random augmentation at validation, or
     model.eval() missing; the best evaluation is then a lucky draw, and early stopping reads noise.
-    Evidence: relative noise of each, their ratio, the training series compared; the best evaluation beside the
-    median of its neighbours (how far below the curve a lucky draw puts the checkpoint a user would keep).
+    Evidence: relative noise of each, their ratio, the training series and how it was compared; the best evaluation
+    beside the median of its neighbours (how far below the curve a lucky draw puts the checkpoint a user keeps).
     False alarms: 0 of the 42 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets).
     """
 
@@ -139,8 +141,12 @@ class ValNoise:
         if t.size <= self.cadence_share * vs.size:
             return name, ts, t
         slot = np.searchsorted(vs, ts, side="left")  # interval (previous evaluation, this evaluation]
-        medians = [np.median(t[slot == i]) for i in range(vs.size) if np.any(slot == i)]
-        return name, ts, np.asarray(medians, dtype=float)
+        keep = slot < vs.size
+        slot, values = slot[keep], t[keep]
+        order = np.argsort(slot, kind="stable")
+        slot, values = slot[order], values[order]
+        groups = np.split(values, np.flatnonzero(np.diff(slot)) + 1) if values.size else []
+        return name, ts, np.asarray([np.median(g) for g in groups], dtype=float)
 
 
 _WORDS = {"single": lambda name: f"{name}, its single logged values",
