@@ -1,6 +1,8 @@
-"""val_noise on real TensorBoard event files (train/ and val/ writers)."""
+"""val_noise on files written by the real writers: TensorBoard (train/ and val/ writers), Lightning's CSVLogger, a
+script's Python logging."""
 
 import numpy as np
+import pytest
 
 from forensics.judge import stats
 from forensics.judge.detectors import ValNoise
@@ -128,6 +130,7 @@ def _lightning(root, val: np.ndarray, epoch_train: np.ndarray | None, step_noise
     """Lightning's CSVLogger as `self.log(..., on_step=True, on_epoch=True)` reaches it: `train_loss_step` (single
     batches, ±`step_noise`; none when None) every 10 of an epoch's 100 steps, `train_loss_epoch` (the epoch mean,
     when given) and `val_loss` at the step that ends each epoch."""
+    pytest.importorskip("lightning", reason="the test extra installs lightning")
     from lightning.pytorch.loggers import CSVLogger
 
     rng = np.random.default_rng(seed)
