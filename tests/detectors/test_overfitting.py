@@ -168,3 +168,42 @@ def test_one_or_two_evaluations_up_at_the_end_are_not_overfitting(tmp_path):
     run = load_run(write_tb(tmp_path / "b", {"train/loss": train, "val/loss": _late_turn(3)}), tmp_path / "b.duckdb")
     [f] = Overfitting().check(run)
     assert f.evidence["val_rise_relative"] > 0.05
+
+
+def _epochs(tmp_path, name: str, train: list[float], val: list[float], per_epoch: int = 22741):
+    """HF Trainer's trainer_state.json of a fine-tune logging once per epoch: one training-loss row and one
+    evaluation row at each epoch's last step."""
+    from tests.runwriters import write_trainer_state
+
+    history = []
+    for e, (t, v) in enumerate(zip(train, val), start=1):
+        step = e * per_epoch
+        history += [{"loss": t, "grad_norm": 1.0, "learning_rate": 2e-5 * (1 - e / len(train)), "epoch": float(e),
+                     "step": step},
+                    {"eval_loss": v, "eval_runtime": 60.0, "epoch": float(e), "step": step}]
+    return load_run(write_trainer_state(tmp_path / name, history), tmp_path / f"{name}.duckdb")
+
+
+def test_a_rise_at_every_evaluation_of_a_short_run_is_overfitting(tmp_path):
+    """Three epochs of a fine-tune: evaluation loss 0.255 -> 0.288 -> 0.375 (+47%) while the training loss halves.
+    An expert names it at a glance; the three-evaluation rule needs five evaluations. The same evaluations beside a
+    training loss that rises too are not overfitting, and neither is a validation loss that ends 3% up."""
+    run = _epochs(tmp_path, "a", [0.308, 0.201, 0.1416], [0.2548, 0.2881, 0.3752])
+    [f] = Overfitting().check(run)
+    assert f.step == 22741 and f.evidence["rising_evaluations"] == 2
+    assert "0.2548 at step 22741" in f.summary and "0.3752 at step 68223" in f.summary
+    assert list(Overfitting(every_min_evals=99).check(run)) == []  # the short-rise rule is what decides
+    assert list(Overfitting().check(_epochs(tmp_path, "b", [0.308, 0.35, 0.41], [0.2548, 0.2881, 0.3752]))) == []
+    assert list(Overfitting().check(_epochs(tmp_path, "c", [0.308, 0.201, 0.1416], [0.2548, 0.2551, 0.2625]))) == []
+
+
+def test_seven_epochs_that_turn_at_the_fourth_are_overfitting(tmp_path):
+    """A small CNN stopped early: validation falls to 0.457 at its fourth epoch, then rises at each of the three left
+    (+17% at the end), the training loss falling at every epoch. A healthy twin whose validation keeps falling with
+    one last evaluation up is silent."""
+    train = [0.6313, 0.5261, 0.4494, 0.3707, 0.2874, 0.2194, 0.1583]
+    run = _epochs(tmp_path, "a", train, [0.5626, 0.5231, 0.4952, 0.4569, 0.4685, 0.4984, 0.5339], per_epoch=100)
+    [f] = Overfitting().check(run)
+    assert f.step == 400 and f.evidence["rising_evaluations"] == 3
+    healthy = _epochs(tmp_path, "b", train, [0.5626, 0.5231, 0.4952, 0.4569, 0.4385, 0.4184, 0.4339], per_epoch=100)
+    assert list(Overfitting().check(healthy)) == []

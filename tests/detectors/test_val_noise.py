@@ -1,7 +1,10 @@
-"""val_noise on real TensorBoard event files (train/ and val/ writers)."""
+"""val_noise on files written by the real writers: TensorBoard (train/ and val/ writers), Lightning's CSVLogger, a
+script's Python logging."""
 
 import numpy as np
+import pytest
 
+from forensics.judge import stats
 from forensics.judge.detectors import ValNoise
 from tests.runwriters import curve, load_run, write_tb
 
@@ -121,3 +124,102 @@ def test_a_validation_loss_falling_by_orders_of_magnitude_is_not_val_noise(tmp_p
     assert list(ValNoise().check(run)) == []
     [f] = ValNoise(min_share_of_travel=0.0).check(run)  # the share of the travel is what decides
     assert f.evidence["val_noise"] < 0.02 * f.evidence["val_travel"]
+
+
+def _lightning(root, val: np.ndarray, epoch_train: np.ndarray | None, step_noise: float | None = 0.4, seed: int = 0):
+    """Lightning's CSVLogger as `self.log(..., on_step=True, on_epoch=True)` reaches it: `train_loss_step` (single
+    batches, ±`step_noise`; none when None) every 10 of an epoch's 100 steps, `train_loss_epoch` (the epoch mean,
+    when given) and `val_loss` at the step that ends each epoch."""
+    pytest.importorskip("lightning", reason="the test extra installs lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    rng = np.random.default_rng(seed)
+    logger = CSVLogger(str(root))
+    for e in range(val.size):
+        level = epoch_train[e] if epoch_train is not None else 0.5 + 2 * np.exp(-e / 3)
+        for k in range(9, 100, 10) if step_noise is not None else ():
+            logger.log_metrics({"train_loss_step": level * (1 + rng.normal(0, step_noise)), "epoch": e},
+                               step=e * 100 + k)
+        end = {"val_loss": float(val[e]), "epoch": e}
+        if epoch_train is not None:
+            end["train_loss_epoch"] = float(epoch_train[e])
+        logger.log_metrics(end, step=e * 100 + 99)
+    logger.save()
+    logger.finalize("success")
+    return root
+
+
+def test_validation_is_compared_with_the_training_loss_at_its_own_cadence(tmp_path):
+    """Per-epoch validation that jumps ±25% on a curve that has stopped falling, beside single-batch training
+    losses that jump ±40% and their smooth epoch mean: validation is the steadier of it and single batches, yet
+    ten times noisier than the epoch mean, the training curve at its own cadence. Without the epoch mean, the
+    medians of the single batches between evaluations are what it is compared with, and they are noisy too."""
+    rng = np.random.default_rng(1)
+    epochs = np.arange(14)
+    curve_level = 3.5 + 9 * np.exp(-epochs / 1.5)
+    val = curve_level * (1 + rng.normal(0, 0.25, epochs.size))
+    train = (7 + 40 * np.exp(-epochs / 1.5)) * (1 + rng.normal(0, 0.01, epochs.size))
+    run = load_run(_lightning(tmp_path / "a", val, train), tmp_path / "a.duckdb")
+    assert run.pick("loss") == "train_loss_step"
+    [f] = ValNoise().check(run)
+    assert f.evidence["train_series"] == "train_loss_epoch" and f.evidence["train_compared_as"] == "cadence"
+    assert f.evidence["ratio"] > 4 and "its best evaluation" in f.summary
+    run = load_run(_lightning(tmp_path / "b", val, None), tmp_path / "b.duckdb")
+    assert list(ValNoise().check(run)) == []
+
+
+def test_validation_two_to_three_times_as_noisy_as_the_epoch_training_loss_is_silent(tmp_path):
+    """A healthy small model logged per epoch: validation moves ~12% of its level between epochs, training's epoch
+    mean ~5%, both falling. Noisier, but not the several-fold gap of a validation set too small to choose a
+    checkpoint with; the rule that compared it with 1× training called it val_noise."""
+    rng = np.random.default_rng(3)
+    epochs = np.arange(25)
+    train = (0.04 + 0.9 * np.exp(-epochs / 3)) * (1 + rng.normal(0, 0.05, epochs.size))
+    val = (0.11 + 0.4 * np.exp(-epochs / 3)) * (1 + rng.normal(0, 0.12, epochs.size))
+    run = load_run(_lightning(tmp_path / "r", val, train, step_noise=None), tmp_path / "f.duckdb")
+    assert list(ValNoise(ratio=1.0).check(run))  # the ratio is what decides
+    assert list(ValNoise().check(run)) == []
+
+
+def test_per_batch_validation_lines_are_not_the_evaluation(tmp_path):
+    """A script that logs single-batch losses while training and while validating, then each phase's mean over the
+    epoch: the per-batch validation values jump like single training batches do; the evaluation a user reads,
+    the epoch's validation mean, is smooth. It is the one judged, and the run is silent."""
+    from tests.runwriters import log_messages
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for e in range(40):
+        level = 0.04 + 0.03 * np.exp(-e / 8)
+        lines += [f"train --- Current batch:{k * 200}/1600  loss:[ {level * 10 * (1 + rng.normal(0, 0.4)):.8f}]"
+                  for k in range(1, 9)]
+        lines.append(f"Epoch [{e}]/[39] \t Training Phase Loss: {level * (1 + rng.normal(0, 0.01)):.12f} \t Accuracy: 0.8")
+        lines += [f"val --- Current batch:{k * 200}/400  loss:[ {level * 8 * (1 + rng.normal(0, 0.4)):.8f}]"
+                  for k in (1, 2)]
+        lines.append(f"Epoch [{e}]/[39] \t Validation Phase Loss: {level * 0.8 * (1 + rng.normal(0, 0.02)):.12f} \t "
+                     "Accuracy: 0.85")
+    (tmp_path / "r").mkdir()
+    log_messages(tmp_path / "r" / "train.log", lines, fmt="%(asctime)s %(levelname)s    : %(message)s")
+    run = load_run(tmp_path / "r", tmp_path / "f.duckdb")
+    per_batch = run.pick("val_loss")
+    assert run.finite_points(per_batch) == 80 and stats.relative_wiggle(run.arrays(per_batch)[1]) > 0.1
+    assert ValNoise()._evaluations(run) == "Validation Phase Loss"
+    assert list(ValNoise().check(run)) == []
+
+
+def test_a_rise_that_decides_the_checkpoint_is_not_noise(tmp_path):
+    """HF-style logs: the training loss (means over 100 steps, ±10%) falls 0.7 -> 0.02 while the evaluation loss
+    climbs from 0.26 to ~0.65 with ±9% jumps. The jumps never bring a later evaluation back to the first one:
+    the rise decides the checkpoint to keep (overfitting's finding), not the noise."""
+    from forensics.judge.detectors import Overfitting
+
+    rng = np.random.default_rng(0)
+    ts = np.arange(100, 18001, 100)
+    train = (0.02 + 0.68 * np.exp(-ts / 1500)) * (1 + rng.normal(0, 0.1, ts.size))
+    vs = np.arange(1000, 18001, 1000)
+    val = (0.26 + 0.4 * (1 - np.exp(-(vs - 1000) / 6000))) * (1 + rng.normal(0, 0.09, vs.size))
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (ts, train), "eval/loss": (vs, val)}), tmp_path / "f.duckdb")
+    assert list(Overfitting().check(run))
+    [f] = ValNoise(decided_sigmas=float("inf")).check(run)  # noisier than training: the rise is what silences it
+    assert f.evidence["val_rise_after_minimum"] >= 5 * f.evidence["val_noise"]
+    assert list(ValNoise().check(run)) == []
