@@ -251,3 +251,41 @@ def test_a_stall_the_few_noisy_points_cannot_show_is_no_plateau(tmp_path, seed):
     loss = mean * (1 + rng.normal(0, 0.06, t.size))
     run = load_run(write_tb(tmp_path / "r", {"loss": ((t + 3) * 100, loss)}), tmp_path / "f.duckdb")
     assert list(Plateau().check(run)) == []
+
+
+def _to_chance(level: float, n: int = 60, fall: int = 3, start: float = 0.79, noise: float = 2e-4, seed: int = 0):
+    """A per-epoch loss that falls from `start` to `level` within `fall` points and sits there with `noise`."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n)
+    loss = level + (start - level) * np.exp(-steps / max(fall / 3, 0.5)) + rng.normal(0, noise, n)
+    return steps, loss
+
+
+def test_a_loss_that_falls_to_ln_2_and_sits_there_is_a_plateau_at_chance_level(tmp_path):
+    """A binary classifier whose loss falls from its first epoch and then sits at ln 2 = 0.6931 for the rest of the
+    run learned the prior and nothing else: a plateau at chance, far below its first value, with no class count."""
+    run = load_run(write_tb(tmp_path / "r", {"loss": _to_chance(np.log(2))}), tmp_path / "f.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["chance_k"] == 2 and f.evidence["length_fraction"] > 0.8
+    assert "chance level" in f.summary and "ln 2 = 0.6931" in f.summary and f.summary.startswith("loss falls from 0.79")
+
+
+def test_a_loss_at_a_declared_class_counts_chance_level_is_a_plateau_in_a_short_log(tmp_path):
+    """Twelve epochs of a 10-class model falling from 3.5 to ln 10 within its 2% band (noise 1%): the config
+    declares the class count, so the level is judged against ln 10 even where it matches no ln k exactly."""
+    steps, loss = _to_chance(np.log(10) * 1.01, n=12, fall=2, start=3.5, noise=0.01, seed=1)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}, config={"num_classes": 10}), tmp_path / "f.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["chance_k"] == 10 and "num_classes = 10 in the config" in f.summary
+
+
+def test_chance_level_twins_stay_silent(tmp_path):
+    """The healthy twins: a loss that passes ln 2 and goes on falling, one that sits at ln 2 from its first point
+    (flat_loss's: it never fell), and one that stalls just off ln 2 (0.70: no class count, no ln k it matches)."""
+    steps, loss = _to_chance(np.log(2))
+    passing = np.where(steps < 5, loss, np.log(2) * np.exp(-(steps - 5) / 20))
+    cases = {"passes": passing, "from_the_start": _to_chance(np.log(2), start=np.log(2))[1],
+             "near": _to_chance(0.70)[1]}
+    for name, values in cases.items():
+        run = load_run(write_tb(tmp_path / name, {"loss": (steps, values)}), tmp_path / f"{name}.duckdb")
+        assert [f for f in Plateau().check(run) if "chance_k" in f.evidence] == [], name
