@@ -39,6 +39,10 @@ class Plateau:
     Of launches appended to one log, the last one is the curve the log ends on (`base.by_launch`).
     A short log (`short_points` to `min_points` points) needs a final level of `short_min_level` of the initial one.
     A stall within `constant_tol` of a constant predictor's loss (`stats.CONSTANT_PREDICTOR_MSE`) counts at any level.
+    Held, at any level: a loss that fell `min_drop` (and `min_drop_sigmas`) from its first logged value, entered
+    the band by `1 - held_length` of the points and whose Theil–Sen trend over the rest moves less than `held_move`
+    of its level, the validation loss (where logged in the stall) falling less than `val_fall` over it: most of the
+    run bought nothing, whatever the floor.
     At chance level, at any level and from `short_points` points: a loss whose first logged value lies `min_drop`
     (and `min_drop_sigmas` noise sigmas) above ln C, whose smoothed curve then sits within `chance_band` of ln C for
     `min_length` of the points to the end, C the class count the config declares (`base.class_count`); without
@@ -81,6 +85,8 @@ class Plateau:
     max_pace: float = 0.25  # ... beyond it, a stall falling at a quarter of the pace before it or more still learns
     later_fall: float = 0.2  # a stall the loss beats by 20% after a restart was not its floor, at any level
     head_sigmas: float = 2.0  # the level rule holds against the initial level plus two of its standard errors
+    held_length: float = 0.85  # a stall from 15% of the points to the end ...
+    held_move: float = 0.03  # ... moving less than 3% of its level over it: the run stopped learning, at any level
     chance_band: float = 0.02  # a stall within 2% of ln C, C declared in the config: a uniform guess's loss
     chance_rel_tol: float = 1e-3  # without a declared C: within 0.1% of a ln k (stats.chance_level), 0.6931 ± 0.0007
 
@@ -286,6 +292,10 @@ class Plateau:
             return
         ev = self._stall(run)
         if ev is None:
+            held = self._held(run)
+            if held is not None:
+                yield self._held_finding(run, held)
+                return
             ev = self._before_restart(run)
             if ev is not None and self._val_improves(run, ev["plateau_start_step"], ev["restart_step"]) is None:
                 yield self._restart_finding(run, ev)
@@ -304,6 +314,64 @@ class Plateau:
                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
                                   f"step {ev['plateau_start_step']} to the end ({length:.0%} of the points){constant}"))
 
+
+    def _held(self, run: Run) -> dict | None:
+        """The plateau's evidence when the loss (its last launch) fell from its first logged value and then held
+        its level for `held_length` of the points to the end, moving less than `held_move` of it (the rule in the
+        class docstring), else None."""
+        steps, y = _last_launch(run)
+        if y.size < self.min_points:
+            return None
+        n_tail = max(3, int(np.ceil(self.min_length * y.size)))
+        tail = float(np.median(y[-n_tail:]))
+        if not tail > 0:
+            return None  # a loss of 0 (an empty accumulator) is flat_loss's
+        w = max(3, int(y.size * self.smooth))
+        sm = stats.rolling_median(y, w)
+        band = max(self.band * tail, self.noise_k * stats.noise(y) / np.sqrt(w))
+        start = self._entry(np.abs(sm - tail), band)
+        if start == 0 and abs(y[0] - tail) > band:
+            start = int(np.argmax(np.abs(y - tail) <= band))  # a fall quicker than the smoothing window
+        length = (y.size - start) / y.size
+        if start == 0 or length < self.held_length:
+            return None
+        if not stats.learned(y, tail, self.min_drop, self.min_drop_sigmas, points=1):
+            return None
+        slope, _ = stats.theil_sen(steps[start:], y[start:])
+        move = float(-slope * (steps[-1] - steps[start]) / tail)
+        if abs(move) >= self.held_move:
+            return None
+        val = self._val_fall(run, int(steps[start]))
+        if val is not None and val >= self.val_fall:
+            return None  # validation still improves over the stall: still learning
+        return {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": float(y[0]),
+                "fraction_of_initial": tail / float(y[0]), "length_fraction": length, "move_in_plateau": move,
+                "slope_per_step": float(slope), "val_fall_in_plateau": val, "band": band, "points": int(y.size)}
+
+    def _val_fall(self, run: Run, start: int) -> float | None:
+        """The validation loss's relative fall from the median of its first two evaluations from `start` on to that
+        of its last two (at least `val_points` of them, on the loss's source), else None."""
+        if not run.has("val_loss") or run.format_of(run.pick("val_loss")) != run.format_of(run.pick("loss")):
+            return None
+        vs, v = finite_part(*run.arrays("val_loss"))
+        v = v[vs >= start]
+        if v.size < self.val_points:
+            return None
+        first, last = float(np.median(v[:2])), float(np.median(v[-2:]))
+        return (first - last) / abs(first) if first else None
+
+    def _held_finding(self, run: Run, ev: dict) -> Finding:
+        steps, y = _last_launch(run)
+        n = max(3, int(np.ceil(self.min_length * y.size)))
+        _, tail_text = level_of(steps, y, y.size - n, y.size - 1)
+        val = ("" if ev["val_fall_in_plateau"] is None else
+               f", the validation loss {-ev['val_fall_in_plateau']:+.1%} over it")
+        return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss falls from {y[0]:.4g} at step {steps[0]} to {tail_text} and holds it from "
+                                   f"step {ev['plateau_start_step']} to the end ({math.floor(ev['length_fraction'] * 100)}% of "
+                                   f"the points), its trend moving {-ev['move_in_plateau']:+.1%} over them{val}: the run "
+                                   f"stopped learning early and the rest of it bought nothing"))
 
     def _chance_finding(self, run: Run, ev: dict) -> Finding:
         steps, y = _last_launch(run)
