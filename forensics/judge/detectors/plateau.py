@@ -147,7 +147,7 @@ class Plateau:
         start = int(np.flatnonzero(~near)[-1]) + 1 if not near.all() else 0
         if (y.size - start) < n_tail or start == 0:
             return None  # not at chance for `min_length` of the points, or at it from the first point (flat_loss's)
-        if not stats.learned(y[:start + 1], log_k, self.min_drop, self.min_drop_sigmas, points=1):
+        if not stats.learned(y, log_k, self.min_drop, self.min_drop_sigmas, points=1):
             return None  # it started at chance: never moved (flat_loss's), not fell and stalled
         tail = float(np.median(y[-n_tail:]))
         head = float(y[0])
@@ -313,7 +313,6 @@ class Plateau:
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
                                   f"step {ev['plateau_start_step']} to the end ({length:.0%} of the points){constant}"))
-
 
     def _held(self, run: Run) -> dict | None:
         """The plateau's evidence when the loss (its last launch) fell from its first logged value and then held
