@@ -140,7 +140,8 @@ def test_a_stall_at_a_constant_predictions_mse_is_a_plateau_at_any_level(tmp_pat
     assert ev["constant_predictor_level"] == 0.25 and abs(ev["level"] - level) < 1e-3
     assert abs(ev["initial_level"] - start) < 0.01 and ev["fraction_of_initial"] < 0.55
     assert "constant prediction (0.25)" in f.summary
-    assert list(Plateau(constant_tol=0.0).check(run)) == []  # the constant predictor's level is what decides
+    # the constant predictor's level is what decides the level rule (held flat to the end, the held rule finds it too)
+    assert list(Plateau(constant_tol=0.0, held_move=0.0).check(run)) == []
     assert list(FlatLoss().check(run)) == []  # it fell: not flat
 
 
@@ -184,7 +185,7 @@ def test_a_loss_frozen_by_an_lr_drop_just_after_it_settled_is_a_plateau(tmp_path
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "lr": (steps, lr)}), tmp_path / "f.duckdb")
     [f] = Plateau().check(run)
     assert f.step < drop and 999 < f.evidence["lr_fall_at_start"] < 1000 and f.evidence["fraction_of_initial"] < 0.4
-    assert list(Plateau(lr_fall=1002.0).check(run)) == []  # the LR collapse is what decides
+    assert list(Plateau(lr_fall=1002.0, held_move=0.0).check(run)) == []  # the LR collapse decides the level rule
 
 
 def test_a_noisy_loss_still_falling_at_its_earlier_pace_is_no_plateau(tmp_path):
@@ -250,4 +251,75 @@ def test_a_stall_the_few_noisy_points_cannot_show_is_no_plateau(tmp_path, seed):
     mean = np.where(t < 16, 23.0 - 0.55 * t, 14.5 - 0.16 * (t - 16))
     loss = mean * (1 + rng.normal(0, 0.06, t.size))
     run = load_run(write_tb(tmp_path / "r", {"loss": ((t + 3) * 100, loss)}), tmp_path / "f.duckdb")
+    assert list(Plateau().check(run)) == []
+
+
+def _to_chance(level: float, n: int = 60, fall: int = 3, start: float = 0.79, noise: float = 2e-4, seed: int = 0):
+    """A per-epoch loss that falls from `start` to `level` within `fall` points and sits there with `noise`."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n)
+    loss = level + (start - level) * np.exp(-steps / max(fall / 3, 0.5)) + rng.normal(0, noise, n)
+    return steps, loss
+
+
+def test_a_loss_that_falls_to_ln_2_and_sits_there_is_a_plateau_at_chance_level(tmp_path):
+    """A binary classifier whose loss falls from its first epoch and then sits at ln 2 = 0.6931 for the rest of the
+    run learned the prior and nothing else: a plateau at chance, far below its first value, with no class count."""
+    run = load_run(write_tb(tmp_path / "r", {"loss": _to_chance(np.log(2))}), tmp_path / "f.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["chance_k"] == 2 and f.evidence["length_fraction"] > 0.8
+    assert "chance level" in f.summary and "ln 2 = 0.6931" in f.summary and f.summary.startswith("loss falls from 0.79")
+
+
+def test_a_loss_at_a_declared_class_counts_chance_level_is_a_plateau_in_a_short_log(tmp_path):
+    """Twelve epochs of a 10-class model falling from 3.5 to ln 10 within its 2% band (noise 1%): the config
+    declares the class count, so the level is judged against ln 10 even where it matches no ln k exactly."""
+    steps, loss = _to_chance(np.log(10) * 1.01, n=12, fall=2, start=3.5, noise=0.01, seed=1)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}, config={"num_classes": 10}), tmp_path / "f.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["chance_k"] == 10 and "num_classes = 10 in the config" in f.summary
+
+
+def test_chance_level_twins_stay_silent(tmp_path):
+    """The healthy twins: a loss that passes ln 2 and goes on falling, one that sits at ln 2 from its first point
+    (flat_loss's: it never fell), and one that stalls just off ln 2 (0.70: no class count, no ln k it matches)."""
+    steps, loss = _to_chance(np.log(2))
+    passing = np.where(steps < 5, loss, np.log(2) * np.exp(-(steps - 5) / 20))
+    cases = {"passes": passing, "from_the_start": _to_chance(np.log(2), start=np.log(2))[1],
+             "near": _to_chance(0.70)[1]}
+    for name, values in cases.items():
+        run = load_run(write_tb(tmp_path / name, {"loss": (steps, values)}), tmp_path / f"{name}.duckdb")
+        assert [f for f in Plateau().check(run) if "chance_k" in f.evidence] == [], name
+
+
+def _held(n: int = 50, level: float = 0.32, creep: float = 0.0, seed: int = 0):
+    """A per-epoch loss that halves in its first epoch, then sits at `level` (noise 0.3%) while its trend takes
+    `creep` of the level off over the rest of the run."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n)
+    loss = level * (1 + creep * (1 - steps / (n - 1))) * (1 + rng.normal(0, 0.003, n))
+    loss[0] = 2.1 * level
+    return steps, loss
+
+
+def test_a_loss_held_flat_after_a_first_epoch_fall_is_a_plateau_at_any_level(tmp_path):
+    """All the fall in the first epoch, then under 1% of movement for the other 49: at 48% of its first value, below
+    the level rule, yet the run stopped learning after one epoch; validation beside it does not improve either."""
+    steps, loss = _held()
+    val = 0.315 * (1 + np.random.default_rng(1).normal(0, 0.002, steps.size))
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "val_loss": (steps, val)}), tmp_path / "f.duckdb")
+    [f] = Plateau().check(run)
+    assert f.step == 1 and abs(f.evidence["move_in_plateau"]) < 0.01 and f.evidence["fraction_of_initial"] < 0.5
+    assert "holds it from step 1 to the end" in f.summary and "validation loss" in f.summary
+
+
+def test_held_level_twins_stay_silent(tmp_path):
+    """The healthy twins: the same fall, then a loss still creeping down 6% of its level over the run (a model
+    converging slowly, as healthy runs that settle early do), and one whose validation loss still falls 8%."""
+    steps, creeping = _held(creep=0.06)
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, creeping)}), tmp_path / "a.duckdb")
+    assert list(Plateau().check(run)) == []
+    steps, flat = _held()
+    val = 0.34 * (1 - 0.08 * steps / steps[-1])
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, flat), "val_loss": (steps, val)}), tmp_path / "b.duckdb")
     assert list(Plateau().check(run)) == []

@@ -6,10 +6,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
+import math
+
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, by_launch, finite_part, level_of, src, too_short
+from forensics.judge.detectors.base import SHAPE, by_launch, class_count, class_source, finite_part, level_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -37,11 +39,20 @@ class Plateau:
     Of launches appended to one log, the last one is the curve the log ends on (`base.by_launch`).
     A short log (`short_points` to `min_points` points) needs a final level of `short_min_level` of the initial one.
     A stall within `constant_tol` of a constant predictor's loss (`stats.CONSTANT_PREDICTOR_MSE`) counts at any level.
+    Held, at any level: a loss that fell `min_drop` (and `min_drop_sigmas`) from its first logged value, entered
+    the band by `1 - held_length` of the points and whose Theil–Sen trend over the rest moves less than `held_move`
+    of its level, the validation loss (where logged in the stall) falling less than `val_fall` over it: most of the
+    run bought nothing, whatever the floor.
+    At chance level, at any level and from `short_points` points: a loss whose first logged value lies `min_drop`
+    (and `min_drop_sigmas` noise sigmas) above ln C, whose smoothed curve then sits within `chance_band` of ln C for
+    `min_length` of the points to the end, C the class count the config declares (`base.class_count`); without
+    one, within `chance_rel_tol` of a ln k of `stats.chance_level` (a loss pinned at 0.6931 is a coin's).
     No plateau while the validation loss still falls by `val_fall` over it (`val_points` evaluations), or steadily
     by `val_steady_fall` (Mann–Kendall p < `val_steady_p`, τ ≤ −`val_steady_tau`): dropout, not a stall.
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
     Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
-    False alarms: 1 of the 67 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets).
+    False alarms: 1 of the 67 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets);
+    the chance and held rules on none of the 136 healthy runs of eleven sets (75 judged).
     """
 
     kind: ClassVar[str] = "plateau"
@@ -74,6 +85,10 @@ class Plateau:
     max_pace: float = 0.25  # ... beyond it, a stall falling at a quarter of the pace before it or more still learns
     later_fall: float = 0.2  # a stall the loss beats by 20% after a restart was not its floor, at any level
     head_sigmas: float = 2.0  # the level rule holds against the initial level plus two of its standard errors
+    held_length: float = 0.85  # a stall from 15% of the points to the end ...
+    held_move: float = 0.03  # ... moving less than 3% of its level over it: the run stopped learning, at any level
+    chance_band: float = 0.02  # a stall within 2% of ln C, C declared in the config: a uniform guess's loss
+    chance_rel_tol: float = 1e-3  # without a declared C: within 0.1% of a ln k (stats.chance_level), 0.6931 ± 0.0007
 
     def _lr_fall(self, run: Run, start_step: int) -> float | None:
         """Peak LR up to `start_step` over the median LR from it to the end (None without an LR series on the
@@ -105,9 +120,41 @@ class Plateau:
         # Under `min_points` only a stall high above the initial loss can speak: the detector counts as run (for
         # the verdict and `-v`) only when it finds one, so a short log without it stays "too short".
         short = too_short(run, "loss", self.min_points)
-        if short and self._stall(run) is None:
+        if short and self._stall(run) is None and self._chance(run) is None:
             return short
         return None
+
+    def _chance(self, run: Run) -> dict | None:
+        """The plateau's evidence when the loss (its last launch) fell from its first logged value to the chance
+        level ln k and sits there to the end, else None (the rule in the class docstring). The first value, not a
+        median of the first few: a per-epoch log's first point is already a mean, and a fall within one noisy point
+        is held to that point's noise."""
+        steps, y = _last_launch(run)
+        if y.size < self.short_points:
+            return None
+        n_tail = max(3, int(np.ceil(self.min_length * y.size)))
+        w = max(3, int(y.size * self.smooth))
+        sm = stats.rolling_median(y, w)
+        found = class_count(run)
+        if found is not None:
+            k, tol = found[0], self.chance_band
+        else:
+            k, tol = stats.chance_level(sm[-n_tail:], self.chance_rel_tol), self.chance_rel_tol
+            if k is None:
+                return None
+        log_k = math.log(k)
+        near = np.abs(sm - log_k) <= tol * log_k
+        start = int(np.flatnonzero(~near)[-1]) + 1 if not near.all() else 0
+        if (y.size - start) < n_tail or start == 0:
+            return None  # not at chance for `min_length` of the points, or at it from the first point (flat_loss's)
+        if not stats.learned(y, log_k, self.min_drop, self.min_drop_sigmas, points=1):
+            return None  # it started at chance: never moved (flat_loss's), not fell and stalled
+        tail = float(np.median(y[-n_tail:]))
+        head = float(y[0])
+        return {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": head,
+                "fraction_of_initial": tail / head, "length_fraction": (y.size - start) / y.size,
+                "chance_k": k, "chance_level": log_k, "chance_source": class_source(found) if found else None,
+                "points": int(y.size)}
 
     def _stall(self, run: Run, segment: tuple[np.ndarray, np.ndarray] | None = None,
                floor: float | None = None) -> dict | None:
@@ -239,8 +286,16 @@ class Plateau:
         return fall if steady else None
 
     def check(self, run: Run) -> Iterator[Finding]:
+        chance = self._chance(run)
+        if chance is not None:
+            yield self._chance_finding(run, chance)
+            return
         ev = self._stall(run)
         if ev is None:
+            held = self._held(run)
+            if held is not None:
+                yield self._held_finding(run, held)
+                return
             ev = self._before_restart(run)
             if ev is not None and self._val_improves(run, ev["plateau_start_step"], ev["restart_step"]) is None:
                 yield self._restart_finding(run, ev)
@@ -258,6 +313,77 @@ class Plateau:
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
                                   f"step {ev['plateau_start_step']} to the end ({length:.0%} of the points){constant}"))
+
+    def _held(self, run: Run) -> dict | None:
+        """The plateau's evidence when the loss (its last launch) fell from its first logged value and then held
+        its level for `held_length` of the points to the end, moving less than `held_move` of it (the rule in the
+        class docstring), else None."""
+        steps, y = _last_launch(run)
+        if y.size < self.min_points:
+            return None
+        n_tail = max(3, int(np.ceil(self.min_length * y.size)))
+        tail = float(np.median(y[-n_tail:]))
+        if not tail > 0:
+            return None  # a loss of 0 (an empty accumulator) is flat_loss's
+        w = max(3, int(y.size * self.smooth))
+        sm = stats.rolling_median(y, w)
+        band = max(self.band * tail, self.noise_k * stats.noise(y) / np.sqrt(w))
+        start = self._entry(np.abs(sm - tail), band)
+        if start == 0 and abs(y[0] - tail) > band:
+            start = int(np.argmax(np.abs(y - tail) <= band))  # a fall quicker than the smoothing window
+        length = (y.size - start) / y.size
+        if start == 0 or length < self.held_length:
+            return None
+        if not stats.learned(y, tail, self.min_drop, self.min_drop_sigmas, points=1):
+            return None
+        slope, _ = stats.theil_sen(steps[start:], y[start:])
+        move = float(-slope * (steps[-1] - steps[start]) / tail)
+        if abs(move) >= self.held_move:
+            return None
+        val = self._val_fall(run, int(steps[start]))
+        if val is not None and val >= self.val_fall:
+            return None  # validation still improves over the stall: still learning
+        return {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": float(y[0]),
+                "fraction_of_initial": tail / float(y[0]), "length_fraction": length, "move_in_plateau": move,
+                "slope_per_step": float(slope), "val_fall_in_plateau": val, "band": band, "points": int(y.size)}
+
+    def _val_fall(self, run: Run, start: int) -> float | None:
+        """The validation loss's relative fall from the median of its first two evaluations from `start` on to that
+        of its last two (at least `val_points` of them, on the loss's source), else None."""
+        if not run.has("val_loss") or run.format_of(run.pick("val_loss")) != run.format_of(run.pick("loss")):
+            return None
+        vs, v = finite_part(*run.arrays("val_loss"))
+        v = v[vs >= start]
+        if v.size < self.val_points:
+            return None
+        first, last = float(np.median(v[:2])), float(np.median(v[-2:]))
+        return (first - last) / abs(first) if first else None
+
+    def _held_finding(self, run: Run, ev: dict) -> Finding:
+        steps, y = _last_launch(run)
+        n = max(3, int(np.ceil(self.min_length * y.size)))
+        _, tail_text = level_of(steps, y, y.size - n, y.size - 1)
+        val = ("" if ev["val_fall_in_plateau"] is None else
+               f", the validation loss {-ev['val_fall_in_plateau']:+.1%} over it")
+        return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss falls from {y[0]:.4g} at step {steps[0]} to {tail_text} and holds it from "
+                                   f"step {ev['plateau_start_step']} to the end ({math.floor(ev['length_fraction'] * 100)}% of "
+                                   f"the points), its trend moving {-ev['move_in_plateau']:+.1%} over them{val}: the run "
+                                   f"stopped learning early and the rest of it bought nothing"))
+
+    def _chance_finding(self, run: Run, ev: dict) -> Finding:
+        steps, y = _last_launch(run)
+        n = max(3, int(np.ceil(self.min_length * y.size)))
+        _, tail_text = level_of(steps, y, y.size - n, y.size - 1)
+        declared = f"; {ev['chance_source']}" if ev["chance_source"] else ""
+        return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss falls from {y[0]:.4g} at step {steps[0]} to chance level and sits there "
+                                   f"from step {ev['plateau_start_step']} to the end ({ev['length_fraction']:.0%} of "
+                                   f"the points): {tail_text}, at ln {ev['chance_k']} = {ev['chance_level']:.4g}, the "
+                                   f"loss of a uniform guess over {ev['chance_k']} classes{declared}: the model "
+                                   f"predicts no better than chance"))
 
 
 def _last_launch(run: Run) -> tuple[np.ndarray, np.ndarray]:
