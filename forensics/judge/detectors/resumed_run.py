@@ -14,7 +14,7 @@ from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
 from forensics.judge.detectors.base import quoted
 from forensics.judge.run import TEXT_FORMATS, Run, from_the_start
-from ingest.announcements import RESUME
+from ingest.announcements import RESUME, TRAIN_END
 
 # The steps a W&B run refused to store, as `ingest.wandb_files.read_wandb_debug_log` names them.
 DROPPED_TAG = "wandb/dropped_history_step"
@@ -53,13 +53,16 @@ class ResumedRun:
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     min_resets: int = 3  # this many identical resets are a per-epoch counter, not restarts
     max_reported: int = 20  # a handful of restarts at most; guard against a garbled order
+    max_ends: int = 5  # more `training complete` lines than this with training after them: an epoch's message
     min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
     min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
 
     def check(self, run: Run) -> Iterator[Finding]:
         found = list(self._from_counters(run))
         yield from found
-        yield from self._announced(run, found)
+        words = list(self._announced(run, found))
+        yield from words
+        yield from self._trained_on(run, found + words)
 
     def _from_counters(self, run: Run) -> Iterator[Finding]:
         name = run.pick("loss")
@@ -161,6 +164,42 @@ class ResumedRun:
                                        "step_max": int(r["step"])},),
                              summary=(f"the log announces a resume {where}: {quoted(r['text'])}; {then}: the run "
                                       f"was restarted from a checkpoint" + (f" (from {unit} {at})" if at is not None else "")))
+
+    def _trained_on(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
+        """Training that goes on after the log said it was over (`Training complete in 946m 39s`: `ingest.announcements`),
+        its counter going on rather than starting again from the file's first (a fresh launch): a later launch that
+        took the counter up from a checkpoint. None where more than `max_ends` such lines have training after them (a
+        message printed at every epoch's end), nor where a restart found above is the same one."""
+        said = run.announced(TRAIN_END)
+        if said.height == 0:
+            return
+        name = run.pick("loss")
+        same_axis = name is not None and run.meta.filter(pl.col("name") == name)["grp"][0]
+        known = [f.evidence.get("restart_step") for f in found] + [f.evidence.get("previous_step") for f in found]
+        ends = said.unique(["grp", "before"], keep="first", maintain_order=True).filter(
+            (pl.col("before") > 0) & (pl.col("after") > 0))
+        for _, rows in ends.group_by("grp", maintain_order=True):
+            if rows.height > self.max_ends:
+                continue
+            for r in rows.head(self.max_reported).iter_rows(named=True):
+                prefix = "epoch" if r["ordinal"] else "step"
+                top, first_after, first = (r[f"top_{prefix}_before"], r[f"first_{prefix}_after"], r[f"first_{prefix}"])
+                if first_after is None or first is None or first_after <= first:
+                    continue  # the counter starts again from the file's first value: a fresh launch
+                if r["grp"] == same_axis and any(
+                        k is not None and min(r["step"], r["first_step_after"]) <= k <= max(r["step"], r["first_step_after"])
+                        for k in known):
+                    continue  # the restart the counters or the words show already
+                ev = {"restart_step": int(r["first_step_after"]), "previous_step": int(r["step"]), "overlap_steps": None,
+                      "announced": r["text"], "counter_before": top, "counter_after": first_after, "counter": prefix,
+                      "printed_again": bool(top is not None and first_after <= top), "source": r["grp"],
+                      "wall_gap_s": None}
+                yield Finding.of(self, severity="info", step=int(r["step"]), series=name, evidence=ev,
+                                 sources=({"table": "texts", "source": r["grp"], "step_min": int(r["step"]),
+                                           "step_max": int(r["step"])},),
+                                 summary=(f"the log says the training is over after {prefix} {top}: {quoted(r['text'])}; "
+                                          f"then it trains on from {prefix} {first_after}, not from its first "
+                                          f"{prefix} {first}: a later launch resumed from a checkpoint"))
 
     def _refused_by_wandb(self, run: Run, loss: str) -> Iterator[Finding]:
         """Restarts W&B hid: the steps it refused to store because they were below the step it had reached
