@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics.judge.detectors.base import UPSTREAM, src
+from forensics.judge.detectors.base import UPSTREAM, by_launch, src
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
 from forensics.judge.detectors.base import quoted
@@ -40,6 +40,12 @@ class ResumedRun:
     (`=> loaded checkpoint ... (epoch 9)`, which an evaluation or a program's next stage prints too) only where the
     counter of the training records goes back across it, or where the log opens with it and its records start at the
     counter it names. Not where a restart found above is the same one. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
+    Sixth, training records after a line that says the training is over (`Training complete in 946m 39s`), their
+    counter going on rather than starting again from the file's first (a fresh launch); none where more than `max_ends`
+    such lines have training after them (an epoch's message).
+    Seventh, a structured log's LR, positive for `min_lr_points` records, exactly 0 again and then rising while the
+    steps go on: a schedule built anew from its warmup (HF Trainer resumed from a checkpoint saved without its
+    scheduler); none under a scheduler named cyclic.
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
@@ -53,6 +59,7 @@ class ResumedRun:
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     min_resets: int = 3  # this many identical resets are a per-epoch counter, not restarts
     max_reported: int = 20  # a handful of restarts at most; guard against a garbled order
+    min_lr_points: int = 3  # positive LR records before an LR of 0 that starts a schedule again
     max_ends: int = 5  # more `training complete` lines than this with training after them: an epoch's message
     min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
     min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
@@ -99,7 +106,10 @@ class ResumedRun:
         if back.size == 0:
             yield from self._refused_by_wandb(run, name)
             yield from self._epoch_resets(run)
-            yield from self._scheduler_restarts(run)
+            restarts = list(self._scheduler_restarts(run))
+            yield from restarts
+            if not restarts:
+                yield from self._lr_from_zero(run)
             return
         for k in back[: self.max_reported]:
             gap = float(wall[k] - wall[k - 1]) if np.isfinite(wall[k]) and np.isfinite(wall[k - 1]) else None
@@ -241,6 +251,37 @@ class ResumedRun:
                              summary=(f"the LR jumps back to {r['lr_after']:.3g} (its value at step {r['same_lr_step']}) "
                                       f"at step {r['step']} while the steps go on: the run was resumed with the "
                                       f"weights but a fresh scheduler"))
+
+    def _lr_from_zero(self, run: Run) -> Iterator[Finding]:
+        """A resume the steps do not show: the LR, positive for `min_lr_points` records or more, is exactly 0 again and
+        then rises while the steps go on: a scheduler built anew starts its warmup from 0 (HF Trainer resumed with a new
+        `max_steps`), where a cyclic one restarts at its peak and a decay to 0 stays there. Structured logs only (a
+        console's LR printed with few digits shows 0 for a small LR); none under a scheduler named cyclic."""
+        from forensics.judge.detectors.lr_schedule_anomaly import _cyclic as cyclic  # one list of cyclic schedulers
+
+        if not run.has("lr") or run.format_of(run.pick("lr")) in TEXT_FORMATS:
+            return
+        sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
+        if isinstance(sched, str) and cyclic(sched):
+            return
+        reported = 0
+        for steps, lr in by_launch(run, "lr", *run.arrays("lr")):
+            ok = np.isfinite(lr)
+            steps, lr = steps[ok], lr[ok]
+            if steps.size < 2 * self.min_lr_points or np.any(np.diff(steps) <= 0):
+                continue
+            positive = np.cumsum(lr > 0)  # positive records up to each point
+            for k in np.flatnonzero((lr[:-1] == 0) & (lr[1:] > 0)):
+                if reported >= self.max_reported or positive[k] < self.min_lr_points or lr[k - 1] == 0:
+                    continue  # the run's own start (a warmup from 0), or an LR held at 0 for a while
+                reported += 1
+                before = lr[:k][lr[:k] > 0][-1]
+                ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": 0,
+                      "lr_before": float(before), "lr_after": float(lr[k + 1]), "wall_gap_s": None}
+                yield Finding.of(self, severity="info", step=int(steps[k]), series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps[[k - 1, k]]),),
+                                 summary=(f"the LR starts again from 0 at step {steps[k]} (then {lr[k + 1]:.3g}) after "
+                                          f"{before:.3g} at step {steps[k - 1]} while the steps go on: the run was "
+                                          f"resumed with the weights but a scheduler built anew"))
 
     def _epoch_resets(self, run: Run) -> Iterator[Finding]:
         """Restarts shown by the epoch falling back while the steps rise (write order)."""
