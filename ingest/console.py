@@ -768,6 +768,23 @@ def _as_assignments(text: str) -> str:
     return text
 
 
+def _uncased_letter(c: str) -> bool:
+    """A letter of a script without case (Chinese, Japanese, Thai, Arabic, ...): never a Latin name's own letter."""
+    return c.isalpha() and not c.isupper() and not c.islower()
+
+
+def _glued_words(line: str, parts: list) -> list:
+    """Keys glued to the letters of a script without case before them (`整体测试集上的Loss: 230`, the whole test set's
+    loss): the whole word names the value, not its ASCII end (which would join the training's `Loss`)."""
+    out = []
+    for ks, ke, vs, ve, key in parts:
+        start = ks
+        while start > 0 and _uncased_letter(line[start - 1]):
+            start -= 1
+        out.append((start, ke, vs, ve, key if key is None or start == ks else line[start:ks] + key))
+    return out
+
+
 def _trace(text: str) -> _Shape:
     """Run the four passes over one ANSI-free line, noting where each part was found."""
     line = text
@@ -901,6 +918,8 @@ def _trace(text: str) -> _Shape:
     if (metrics or loose) and _GROUP_LABEL.search(line):
         metrics, loose = _grouped(line, metrics), _grouped(line, loose)
         exact = exact and not any(key is not None and any(c.isdigit() for c in key) for *_, key in metrics + loose)
+    if (metrics or loose) and not line.isascii():
+        metrics, loose = _glued_words(line, metrics), _glued_words(line, loose)
     looks = not metrics and LOOKS_LIKE_METRIC.search(unignored) is not None
     record = 2 * covered >= sum(not c.isspace() for c in line)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,

@@ -16,7 +16,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-_WORD = re.compile(r"[a-z]+|[0-9]+")
+_WORD = re.compile(r"[a-z]+|[0-9]+|[^\W\d_a-zA-Z]+")  # a word of another script too (`整体测试集上的Loss`: a qualifier)
 _SEPARATORS = re.compile(r"[/|:]")
 _DECIMAL = re.compile(r"\d+\.\d+")
 # A rate written as its unit (`s/it`, `ms/batch`, `sec/step`, `it/s`, `samples/sec`): time per step, or steps

@@ -105,10 +105,16 @@ def test_a_duration_printed_as_hours_minutes_seconds_is_no_clock(tmp_path):
 
 
 def test_full_width_colons_of_a_chinese_print_are_read(tmp_path):
+    """The PyTorch tutorial as printed in Chinese: `训练次数：N, Loss：X` per 100 steps (full-width colons), then the
+    whole test set's summed loss, `整体测试集上的Loss: Y` (its qualifier glued to `Loss`): the first is the training
+    loss, the second is not (it would read as a ×100 jump)."""
     root = tmp_path / "r"
     root.mkdir()
     with open(root / "train.log", "w", encoding="utf-8") as log:
         print("-------第 1 轮训练开始------", file=log)
         _loop(log, 12, lambda e, loss, s: f"训练次数：{e * 100}, Loss：{loss}")
-    _, loss = load_run(root, tmp_path / "f.duckdb").arrays("loss")
-    assert loss.size == 12 and np.all(np.isfinite(loss))
+        print(f"整体测试集上的Loss: {262.6}", file=log)
+    run = load_run(root, tmp_path / "f.duckdb")
+    _, loss = run.arrays("loss")
+    assert loss.size == 12 and np.all(np.isfinite(loss)) and loss.max() < 100
+    assert "整体测试集上的Loss" in run.meta["name"].to_list()
