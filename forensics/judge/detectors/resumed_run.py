@@ -104,12 +104,12 @@ class ResumedRun:
             if climbs.max() <= 1.1 * climbs.min():
                 return  # a per-epoch counter: every "restart" lands on one step after as many points
         if back.size == 0:
-            yield from self._refused_by_wandb(run, name)
-            yield from self._epoch_resets(run)
+            found = [*self._refused_by_wandb(run, name), *self._epoch_resets(run)]
+            yield from found
             restarts = list(self._scheduler_restarts(run))
             yield from restarts
             if not restarts:
-                yield from self._lr_from_zero(run)
+                yield from self._lr_from_zero(run, [f.evidence["restart_step"] for f in found])
             return
         for k in back[: self.max_reported]:
             gap = float(wall[k] - wall[k - 1]) if np.isfinite(wall[k]) and np.isfinite(wall[k - 1]) else None
@@ -252,11 +252,12 @@ class ResumedRun:
                                       f"at step {r['step']} while the steps go on: the run was resumed with the "
                                       f"weights but a fresh scheduler"))
 
-    def _lr_from_zero(self, run: Run) -> Iterator[Finding]:
+    def _lr_from_zero(self, run: Run, known: list[int]) -> Iterator[Finding]:
         """A resume the steps do not show: the LR, positive for `min_lr_points` records or more, is exactly 0 again and
         then rises while the steps go on: a scheduler built anew starts its warmup from 0 (HF Trainer resumed with a new
         `max_steps`), where a cyclic one restarts at its peak and a decay to 0 stays there. Structured logs only (a
-        console's LR printed with few digits shows 0 for a small LR); none under a scheduler named cyclic."""
+        console's LR printed with few digits shows 0 for a small LR); none under a scheduler named cyclic, nor where a
+        restart in `known` (its step: an epoch that falls back) is the same one."""
         from forensics.judge.detectors.lr_schedule_anomaly import _cyclic as cyclic  # one list of cyclic schedulers
 
         if not run.has("lr") or run.format_of(run.pick("lr")) in TEXT_FORMATS:
@@ -274,6 +275,8 @@ class ResumedRun:
             for k in np.flatnonzero((lr[:-1] == 0) & (lr[1:] > 0)):
                 if reported >= self.max_reported or positive[k] < self.min_lr_points or lr[k - 1] == 0:
                     continue  # the run's own start (a warmup from 0), or an LR held at 0 for a while
+                if any(steps[k - 1] <= r <= steps[k + 1] for r in known):
+                    continue  # the restart an epoch that falls back shows already
                 reported += 1
                 before = lr[:k][lr[:k] > 0][-1]
                 ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": 0,
