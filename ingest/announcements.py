@@ -4,7 +4,9 @@ Real logs announce these in prose (`nan loss caught, skipping batch`, `Loss is n
 `WARNING: non-finite loss, ending training`, Keras' `Batch 5: Invalid loss, terminating training`, TensorFlow's
 `Model diverged with loss = NaN.`, `Found inf or nan in gradients, skipping step`; `Resume training from <path> @ 9`,
 `Resuming from checkpoint ...`, `=> loaded checkpoint '...' (epoch 9)`, HF's `Continuing training from checkpoint,
-will skip to saved global_step`, Lightning's `Restored all states from the checkpoint at ...`). The console reader
+will skip to saved global_step`, Lightning's `Restored all states from the checkpoint at ...`, ssd.pytorch's
+`Resuming training, loading ./weights/ssd300_VOC_10000.pth...`); and the end of training (`Training complete in 946m
+39s`), which a log that trains on after it, its counter going on, shows a resume by. The console reader
 stores each such line, as printed, in the `texts` table (tag: its `kind`, at the line's step and byte offset), and
 the judge reads what it says with `read` (one grammar for both). A line is no announcement where it states a setting
 or an option rather than an event: a help text (`--skip-nan  skip batches with nan loss`), a condition (`stop if the
@@ -23,7 +25,8 @@ from dataclasses import dataclass
 NONFINITE_LOSS = "announced/nonfinite_loss"  # the training loss turned NaN/Inf (the line says so)
 NONFINITE_GRAD = "announced/nonfinite_grad"  # a gradient turned NaN/Inf and its step was skipped
 RESUME = "announced/resume"  # training went on from a checkpoint
-KINDS = (NONFINITE_LOSS, NONFINITE_GRAD, RESUME)
+TRAIN_END = "announced/train_end"  # the training said it was over (records after it are another launch's)
+KINDS = (NONFINITE_LOSS, NONFINITE_GRAD, RESUME, TRAIN_END)
 
 MAX_TEXT = 240  # characters of a line kept as its quote (the rest is cut, `...`)
 
@@ -81,6 +84,10 @@ PHRASES: tuple[Phrase, ...] = (
     # `Resumed at step 705000`, MXNet's `Resume training with (gpu(0)) from epoch 149`
     Phrase("resume_from", RESUME, r"(?i)\bresum(?:e|es|ed|ing)\b[^\n]{0,48}?\s(?:from|at)\s+\S",
            "Resume training from runs/fold_0/checkpoint/best_metric.pth @ 9"),
+    # A resume that names its checkpoint without a counter (ssd.pytorch: `Resuming training, loading <path>...`)
+    Phrase("resume_loading", RESUME,
+           r"(?i)\bresum(?:e|es|ed|ing)\s+(?:the\s+)?(?:training|train|run|model)\b\W{0,4}(?:by\s+)?(?:load|restor)(?:e|es|ed|ing)\b",
+           "Resuming training, loading ./weights/ssd300_VOC_10000.pth..."),
     # mmcv's and mmengine's runners: `resumed epoch 3, iter 120`, `resumed epoch: 3, iter: 120`
     Phrase("resumed_epoch", RESUME, r"(?i)\bresumed\s+epoch\s*:?\s*\d", "resumed epoch: 3, iter: 120"),
     # HF Trainer: `Continuing training from checkpoint, will skip to saved global_step`, `Continuing training from
@@ -101,6 +108,12 @@ PHRASES: tuple[Phrase, ...] = (
            r"(?i)\b(?:load(?:ed|ing)\s+(?:the\s+|a\s+)?checkpoint|checkpoint\]?\s*loaded)\b[^\n]{0,200}?"
            r"\b(?:epoch|step|global[_ ]step|iter|iteration)\s*[:=]?\s*\d",
            "=> loaded checkpoint 'checkpoint.pth.tar' (epoch 9)", strong=False),
+    # The end of training (`Training complete in 946m 39s`, `Training is Done`, `Finished training`), not an epoch's
+    # (`Epoch 3 training complete`: a line that names a counter is read as none, `read`)
+    Phrase("training_ended", TRAIN_END,
+           r"(?i)(?:^|[^\w-])(?:training|train)\s+(?:is\s+|has\s+|was\s+)?(?:complete|completed|finished|done|ended|over)\b"
+           r"|\b(?:finished|end\s+of|done)\s+training\b",
+           "2018-01-28 02:24:49,751 INFO    : Training complete in 946m 39s"),
     # facebookresearch's svoice/denoiser solvers: `Replaying metrics from previous run`, the epochs before printed again
     Phrase("replaying_metrics", RESUME, r"(?i)\breplaying\s+metrics\s+from\s+(?:the\s+)?previous\s+run\b",
            "[2021-11-11 08:29:13,443][svoice.solver][INFO] - Replaying metrics from previous run"),
@@ -148,6 +161,10 @@ def read(line: str) -> Said | None:
         m = rx.search(text)
         if m is None or _NOT_AN_EVENT.search(text) or _HELD_OUT.search(text[max(0, m.start() - 24):m.start() + 4]):
             continue
+        if phrase.kind == TRAIN_END:
+            if _COUNTER.search(text) or _AT.search(text):
+                continue  # one epoch's or step's end, not the training's
+            return Said(phrase.kind, phrase.name, phrase.strong)
         if phrase.kind != RESUME:
             return Said(phrase.kind, phrase.name, phrase.strong, ends=bool(_ENDS.search(text)),
                         skips=bool(_SKIPS.search(text)))

@@ -182,8 +182,10 @@ PATTERNS: list[LinePattern] = [
         "20191107-14:02:11  total_loss: 3.81", {"total_loss": 3.81}),
     # A time of day in a stamp of another form (`[03.24.23|09:56:11]`, `INFO - 09/02/20 14:18:08 - ...`,
     # `06:38:14.898 [main] INFO ...`), not a tqdm bar's elapsed or remaining time (`<`) nor an `eta: 12:34:56`.
+    # A duration after its label (`Time: 00:01:02`, `time=0:01:02`, `took 00:00:12`) is no time of day either.
     LinePattern("time_of_day", "time", _p(
         r"(?<![\d:.<])(?<![Ee][Tt][Aa]: )(?<![Ee][Tt][Aa] )(?<![Ee][Tt][Aa][:=])(?<!elapsed: )(?<!left: )"
+        r"(?<![Tt]ime: )(?<![Tt]ime:)(?<![Tt]ime=)(?<![Tt]ime )(?<!TIME: )(?<!took )(?<!uration: )"
         r"(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?(?![\d:<])"),
         "06:38:16.402 [main] INFO LoggingListener - Accuracy at iteration 0 is 0.61",
         {"step": 0, "Accuracy": 0.61}),
@@ -191,6 +193,19 @@ PATTERNS: list[LinePattern] = [
     # argparse's `Namespace(batch_size=10, lr=0.0005, ...)`, printed at start: the run's arguments, not metrics.
     LinePattern("argparse_namespace", "ignore", _p(r"\bNamespace\([^()]*\)"),
                 "Namespace(batch_size=10, cuda=True, gamma=0.1, lr=0.0005, momentum=0.9, resume=None)"),
+    # The HF Trainer's banner under `***** Running training *****` (`  Num examples = 64`, `  Num update steps per epoch
+    # = 8`, `  Total optimization steps = 24`): the run's sizes, not logged values.
+    LinePattern("settings_hf_banner", "ignore", _p(
+        r"^\s*(?:Num examples|Num Epochs|Instantaneous batch size per device|Total train batch size\b[^=]*"
+        r"|Gradient Accumulation steps|Total optimization steps|Number of trainable parameters|Num update steps per epoch"
+        r"|Batch size)\s*=\s*[\d,]+\s*$"),
+        "  Num update steps per epoch = 8"),
+    # A command-line option's help (`  --stop-on-nan  stop training if the loss is nan`, `  -b N, --batch-size N  ...`):
+    # an indented option, its metavar, then its text after a gap. Its words say what the option does, not what happened.
+    LinePattern("argparse_help", "ignore", _p(
+        r"^\s+--?[A-Za-z][\w-]*(?:[ =][A-Z][A-Z0-9_]*)?(?:,\s*--?[A-Za-z][\w-]*(?:[ =][A-Z][A-Z0-9_]*)?)*"
+        r"(?:\s{2,}\S.*)?$"),
+        "  --stop-on-nan  stop training if the loss is nan"),
     # A settings object's repr (a dataclass or attrs config printed at start: `TrainConfig(run_name='x', seed=6, ...,
     # model=ModelConfig(d_model=2048, ...))`): a capitalised name called with 4+ `key=value` pairs, one of them text,
     # None, a boolean or a nested object. A logged record is not printed as a constructor call of settings.
@@ -284,7 +299,8 @@ PATTERNS: list[LinePattern] = [
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
     LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*:?\s*\[?\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]?", re.I),
                 "Epoch 3/10 - loss: 0.52 - accuracy: 0.81", {"epoch": 3, "loss": 0.52, "accuracy": 0.81}),
-    LinePattern("epoch", "counter", _p(r"\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
+    # Not a count per epoch (HF's `Num update steps per epoch = 8`): a rate, not the epoch.
+    LinePattern("epoch", "counter", _p(r"(?<![Pp]er )\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
     LinePattern("batch", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.]|\s*%)"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
@@ -656,17 +672,32 @@ def _looks_like_metric(line: str) -> bool:
     return LOOKS_LIKE_METRIC.search(line) is not None
 
 
+# Full-width punctuation of CJK text (`训练次数：100, Loss：1.98`) as its ASCII form, padded to the same bytes so that
+# every offset stays the file's.
+_HALFWIDTH = {"：": b":  ", "，": b",  ", "＝": b"=  ", "；": b";  "}
+
+
+def _halfwidth(data: bytes) -> bytes:
+    """`data` with full-width colons, commas, equals and semicolons read as ASCII (`_HALFWIDTH`), same length."""
+    if b"\xef\xbc" not in data:
+        return data
+    for wide, narrow in _HALFWIDTH.items():
+        data = data.replace(wide.encode(), narrow)
+    return data
+
+
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
 # list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
 _FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
 _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)"
-                   rf"|<\s*(?P<a>{NUM})\s*>")  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
+                   rf"|<\s*(?P<a>{NUM})\s*>"  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
+                   rf"|\bTensor\s+[A-Z]\w*\s+\[\s*\]\s+(?P<h>{NUM})")  # hasktorch's 0-d tensor (`Tensor Float []  0.34`)
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 _REPR_HINTS = [
     r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
-    r"tensor\(", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
+    r"tensor\(", r"Tensor\s+[A-Z]\w*\s+\[\s*\]", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
     rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
     r"\dm\s*\d+(?:\.\d+)?s\b",  # a duration
@@ -707,7 +738,7 @@ def _normalise(text: str) -> str:
     text = _DURATION.sub(_seconds, text)
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
     text = _NAMED_LIST.sub(_named_list, text)
-    text = _REPR.sub(lambda m: m.group("t") or m.group("a") or m.group("l") and m.group("lpre") + m.group("l")
+    text = _REPR.sub(lambda m: m.group("t") or m.group("a") or m.group("h") or m.group("l") and m.group("lpre") + m.group("l")
                      or m.group("pm") + m.group("pmu"), text)
     return _GLUED.sub(" ", text)
 
@@ -735,6 +766,23 @@ def _as_assignments(text: str) -> str:
     if any(pattern.match(text) for pattern in _ALTERNATING.values()):
         return _KV_SEP.sub("=", text)
     return text
+
+
+def _uncased_letter(c: str) -> bool:
+    """A letter of a script without case (Chinese, Japanese, Thai, Arabic, ...): never a Latin name's own letter."""
+    return c.isalpha() and not c.isupper() and not c.islower()
+
+
+def _glued_words(line: str, parts: list) -> list:
+    """Keys glued to the letters of a script without case before them (`整体测试集上的Loss: 230`, the whole test set's
+    loss): the whole word names the value, not its ASCII end (which would join the training's `Loss`)."""
+    out = []
+    for ks, ke, vs, ve, key in parts:
+        start = ks
+        while start > 0 and _uncased_letter(line[start - 1]):
+            start -= 1
+        out.append((start, ke, vs, ve, key if key is None or start == ks else line[start:ks] + key))
+    return out
 
 
 def _trace(text: str) -> _Shape:
@@ -870,6 +918,8 @@ def _trace(text: str) -> _Shape:
     if (metrics or loose) and _GROUP_LABEL.search(line):
         metrics, loose = _grouped(line, metrics), _grouped(line, loose)
         exact = exact and not any(key is not None and any(c.isdigit() for c in key) for *_, key in metrics + loose)
+    if (metrics or loose) and not line.isascii():
+        metrics, loose = _glued_words(line, metrics), _glued_words(line, loose)
     looks = not metrics and LOOKS_LIKE_METRIC.search(unignored) is not None
     record = 2 * covered >= sum(not c.isspace() for c in line)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
@@ -1330,6 +1380,7 @@ class _State:
         # One row per line that gave points, repeated for each of its points at the end.
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
+        data = _halfwidth(data)
         starts, line_nos, candidates, texts, shapes, repeated = _candidate_lines(data, self.outlines)
         segment, line_no0, step_before = self.segment, self.line_no, self.last_step
         said = _announcing(data, starts)  # {segment in data: (line, what it announces)}

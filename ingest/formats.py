@@ -208,8 +208,10 @@ FORMATS: list[Format] = [
     # version 5: lines that announce a non-finite loss or a resume in words go to `texts` (`ingest.announcements`)
     # version 6: a line read part by part (one unknown part costs that part), units other than s and % stay in the
     # tag (`mem 2100MB` -> `mem MB`), and the length the log declares (`Epoch 3/100`) kept as `console plan`
+    # version 7: full-width punctuation read as ASCII, hasktorch's 0-d tensors, no epoch from `steps per epoch = 8`, no
+    # clock from a duration (`Time: 00:01:02`), argparse help and HF's banner blanked; a `Training complete` line kept
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=6),
+           text=True, version=7),
 ]
 
 

@@ -16,7 +16,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-_WORD = re.compile(r"[a-z]+|[0-9]+")
+_WORD = re.compile(r"[a-z]+|[0-9]+|[^\W\d_a-zA-Z]+")  # a word of another script too (`整体测试集上的Loss`: a qualifier)
 _SEPARATORS = re.compile(r"[/|:]")
 _DECIMAL = re.compile(r"\d+\.\d+")
 # A rate written as its unit (`s/it`, `ms/batch`, `sec/step`, `it/s`, `samples/sec`): time per step, or steps
@@ -62,9 +62,13 @@ class Role:
     canonical: bool = False  # the run's main series of this role (`loss`, not `recon_loss`)
 
 
+_GLUED_LOSS = re.compile(r"(?<=[A-Za-z0-9])(?=loss(?![a-z]))")  # `Totalloss`, `CTCloss`: a loss glued to its name
+
+
 def words(name: str) -> list[str]:
     """Lower-case words of a name, with camelCase split (`memoryAllocated` -> memory, allocated;
-    `IDLoss` -> id, loss)."""
+    `IDLoss` -> id, loss) and a lower-case `loss` glued to the word before it cut off (`Totalloss` -> total, loss)."""
+    name = _GLUED_LOSS.sub(" ", name)
     spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name))
     return _WORD.findall(spaced.lower())
 

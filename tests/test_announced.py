@@ -14,7 +14,7 @@ import pytest
 
 from forensics.judge.detectors import MaskedNonfinite, NanLoss, ResumedRun
 from ingest import announcements
-from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS, PHRASES, RESUME, read
+from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS, PHRASES, RESUME, TRAIN_END, read
 from tests.paths import SHARED
 from tests.runwriters import load_run
 
@@ -189,6 +189,83 @@ def test_a_relaunch_from_the_start_without_words_or_from_step_0_is_no_announced_
     assert [f for f in ResumedRun().check(run) if "announced" in f.evidence] == []
 
 
+def _launches_after_the_end(tmp_path, resume: bool):
+    """Two launches of one script logging through Python's logging to one file, each ending with `Training complete in
+    ...`; the second loads the first's last checkpoint and goes on from the epoch after it (`resume`), or starts over."""
+    root = tmp_path / "r"
+    (root / "ckpt").mkdir(parents=True)
+    log = logging.getLogger("train")
+    handler = logging.FileHandler(root / "train.log")  # appends, as a script launched again does
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s : %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        for launch in (0, 1):
+            model, opt = _model()
+            first = 0
+            if launch and resume:
+                state = torch.load(root / "ckpt" / "last.pth")
+                model.load_state_dict(state["model"])
+                opt.load_state_dict(state["opt"])
+                first = state["epoch"] + 1
+            x, y = _regression()
+            for e in range(first, first + 6):
+                for b in range(1, 5):
+                    loss = torch.nn.functional.mse_loss(model(x[b * 8:b * 8 + 8]).squeeze(-1), y[b * 8:b * 8 + 8])
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    log.info(f"train --- Current batch:{b}/4  loss:[ {loss.item():.8f}]")
+                log.info(f"Epoch [{e}]/[{first + 5}] \t Training Phase Loss: {loss.item():.6f}")
+                torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": e}, root / "ckpt" / "last.pth")
+            log.info("Training complete in 0m 1s")
+    finally:
+        handler.close()
+        log.removeHandler(handler)
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+def test_training_that_goes_on_after_the_log_said_it_was_complete_is_a_resume(tmp_path):
+    """The second launch resumed from the first's checkpoint: its epochs go on (6, 7, ...) after `Training complete`."""
+    run = _launches_after_the_end(tmp_path, resume=True)
+    [f] = [f for f in ResumedRun().check(run) if "announced" in f.evidence]
+    assert f.evidence["announced"].endswith("Training complete in 0m 1s")
+    assert (f.evidence["counter_before"], f.evidence["counter_after"], f.evidence["counter"]) == (5, 6, "epoch")
+
+
+def test_a_launch_that_starts_over_after_the_log_said_it_was_complete_is_no_resume(tmp_path):
+    run = _launches_after_the_end(tmp_path, resume=False)
+    assert run.announced(TRAIN_END).height == 2
+    assert list(ResumedRun().check(run)) == []
+
+
+def test_an_epochs_end_is_not_the_trainings():
+    assert read("Epoch 3 training complete, validating") is None
+    assert read("2018-01-28 14:41:52,125 INFO    : Training complete in 266m 34s").kind == TRAIN_END
+
+
+def test_a_resume_that_names_its_checkpoint_without_a_counter(tmp_path):
+    """ssd.pytorch's `Resuming training, loading <path>...` before the first record, whose iterations go on from the
+    checkpoint's: a resume (the counter is read from the records, the line gives none)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    model, opt = _model()
+    with open(root / "train.log", "w") as log:
+        _train(log, model, opt, 30)
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, root / "ssd300_VOC_30.pth")
+    (root / "train.log").unlink()  # the first launch's log is not kept: this log opens with the resume
+    model, opt = _model()
+    state = torch.load(root / "ssd300_VOC_30.pth")
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    with open(root / "train.log", "w") as log:
+        print(f"Resuming training, loading {root / 'ssd300_VOC_30.pth'}...", file=log)
+        _train(log, model, opt, 30, first=30)
+    run = load_run(root, tmp_path / "f.duckdb")
+    [f] = ResumedRun().check(run)
+    assert f.evidence["counter_before"] is None and f.evidence["counter_after"] == 30 and f.evidence["resumed_from"] is None
+
+
 def test_help_and_settings_printed_beside_a_healthy_loop_announce_nothing(tmp_path):
     yaml = pytest.importorskip("yaml")
     (tmp_path / "r").mkdir()
@@ -199,8 +276,7 @@ def test_help_and_settings_printed_beside_a_healthy_loop_announce_nothing(tmp_pa
         _train(log, *_model(), 40)
     run = load_run(tmp_path / "r", tmp_path / "f.duckdb")
     assert run.announced(NONFINITE_LOSS).height == run.announced(RESUME).height == 0
-    # (the value grammar's own reading of a help line, `stop training if the loss is nan`, is not this reader's)
-    assert [f for d in (NanLoss(), MaskedNonfinite(), ResumedRun()) for f in d.check(run) if "announced" in f.evidence] == []
+    assert [f for d in (NanLoss(), MaskedNonfinite(), ResumedRun()) for f in d.check(run)] == []  # no NaN read either
 
 
 def test_the_hf_trainers_own_resume_message_is_read(tmp_path):

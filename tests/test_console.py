@@ -432,6 +432,7 @@ def test_reading_never_imports_heavy_modules():
 
 def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
     text = C._as_assignments(C._normalise(C.ANSI.sub("", line)))
+    clean = text
     out = ParsedLine(metrics={})
     prefix = None
     covered = 0  # characters spanned by pairs: a repeated line's loose pairs count on a record line only
@@ -538,6 +539,16 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                 tag = f"{label} {tag}"
             renamed.setdefault(tag, value)
         out.metrics = renamed
+    if not clean.isascii():  # a key glued to letters of another script before it (`整体测试集上的Loss: 230`) names it whole
+        glued = {}
+        for tag, value in out.metrics.items():
+            m = re.search(rf"(\w*)(?<![A-Za-z0-9_]){re.escape(tag)}(?![A-Za-z0-9_])", clean)
+            glue = m.group(1) if m else ""
+            k = len(glue)
+            while k > 0 and C._uncased_letter(glue[k - 1]):
+                k -= 1
+            glued.setdefault(glue[k:] + tag, value)
+        out.metrics = glued
     if prefix is not None:  # `Test: [10/196] ... Loss 0.8`: `Test Loss`, unless the tag names a split itself
         out.metrics = {(t if any(w in C.SPLIT_WORDS for w in C.words(t)) else f"{prefix} {t}"): v
                        for t, v in out.metrics.items()}

@@ -263,6 +263,8 @@ def test_a_line_whose_loss_is_printed_is_read_beside_a_part_it_does_not_know(lin
      {"batch": 17}, {}),
     # PL/Python's notices (MADlib): the value in angle brackets
     ("INFO:  Iteration: 3, Loss: <0.805838101786>", {"step": 3}, {"Loss": 0.805838101786}),
+    # hasktorch's 0-d tensor as `show` prints it, its value padded
+    ("Iteration: 300 | Loss: Tensor Float []  3.4295e-2", {"step": 300}, {"Loss": 3.4295e-2}),
 ])
 def test_real_shapes_give_their_counters_and_metrics(line, counters, metrics):
     parsed = parse_line(line)

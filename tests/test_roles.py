@@ -101,6 +101,14 @@ def test_main_loss_is_canonical_and_components_are_not():
     assert not role_of("recon_loss").canonical
 
 
+@pytest.mark.parametrize(("name", "role", "canonical"), [("Totalloss", "train_loss", True), ("valloss", "val_loss", True),
+                                                       ("CTCloss", "train_loss", False), ("lossless", "other", False)])
+def test_a_loss_glued_to_the_word_before_it_is_read_as_two_words(name, role, canonical):
+    """`Totalloss: 51.62 CTCloss: 51.39` (a print with no separator): the total is the run's loss, its part is not."""
+    r = role_of(name)
+    assert (r.role, r.canonical) == (role, canonical)
+
+
 @pytest.mark.parametrize("name", ["train/grad_norm_preclip", "grad_norm_before_clip", "total_norm", "grad_norm/total",
                                   "train/total_norm", "optimizer/grad_norm", "gradient_norm_pre_clip"])
 def test_clip_qualified_gradient_norms_are_gradient_norms_not_layers(name):

@@ -9,12 +9,12 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics.judge.detectors.base import UPSTREAM, src
+from forensics.judge.detectors.base import UPSTREAM, by_launch, src
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
 from forensics.judge.detectors.base import quoted
 from forensics.judge.run import TEXT_FORMATS, Run, from_the_start
-from ingest.announcements import RESUME
+from ingest.announcements import RESUME, TRAIN_END
 
 # The steps a W&B run refused to store, as `ingest.wandb_files.read_wandb_debug_log` names them.
 DROPPED_TAG = "wandb/dropped_history_step"
@@ -40,6 +40,12 @@ class ResumedRun:
     (`=> loaded checkpoint ... (epoch 9)`, which an evaluation or a program's next stage prints too) only where the
     counter of the training records goes back across it, or where the log opens with it and its records start at the
     counter it names. Not where a restart found above is the same one. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
+    Sixth, training records after a line that says the training is over (`Training complete in 946m 39s`), their
+    counter going on rather than starting again from the file's first (a fresh launch); none where more than `max_ends`
+    such lines have training after them (an epoch's message).
+    Seventh, a structured log's LR, positive for `min_lr_points` records, exactly 0 again and then rising while the
+    steps go on: a schedule built anew from its warmup (HF Trainer resumed from a checkpoint saved without its
+    scheduler); none under a scheduler named cyclic.
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
@@ -53,13 +59,17 @@ class ResumedRun:
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     min_resets: int = 3  # this many identical resets are a per-epoch counter, not restarts
     max_reported: int = 20  # a handful of restarts at most; guard against a garbled order
+    min_lr_points: int = 3  # positive LR records before an LR of 0 that starts a schedule again
+    max_ends: int = 5  # more `training complete` lines than this with training after them: an epoch's message
     min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
     min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
 
     def check(self, run: Run) -> Iterator[Finding]:
         found = list(self._from_counters(run))
         yield from found
-        yield from self._announced(run, found)
+        words = list(self._announced(run, found))
+        yield from words
+        yield from self._trained_on(run, found + words)
 
     def _from_counters(self, run: Run) -> Iterator[Finding]:
         name = run.pick("loss")
@@ -94,9 +104,12 @@ class ResumedRun:
             if climbs.max() <= 1.1 * climbs.min():
                 return  # a per-epoch counter: every "restart" lands on one step after as many points
         if back.size == 0:
-            yield from self._refused_by_wandb(run, name)
-            yield from self._epoch_resets(run)
-            yield from self._scheduler_restarts(run)
+            found = [*self._refused_by_wandb(run, name), *self._epoch_resets(run)]
+            yield from found
+            restarts = list(self._scheduler_restarts(run))
+            yield from restarts
+            if not restarts:
+                yield from self._lr_from_zero(run, [f.evidence["restart_step"] for f in found])
             return
         for k in back[: self.max_reported]:
             gap = float(wall[k] - wall[k - 1]) if np.isfinite(wall[k]) and np.isfinite(wall[k - 1]) else None
@@ -162,6 +175,42 @@ class ResumedRun:
                              summary=(f"the log announces a resume {where}: {quoted(r['text'])}; {then}: the run "
                                       f"was restarted from a checkpoint" + (f" (from {unit} {at})" if at is not None else "")))
 
+    def _trained_on(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
+        """Training that goes on after the log said it was over (`Training complete in 946m 39s`: `ingest.announcements`),
+        its counter going on rather than starting again from the file's first (a fresh launch): a later launch that
+        took the counter up from a checkpoint. None where more than `max_ends` such lines have training after them (a
+        message printed at every epoch's end), nor where a restart found above is the same one."""
+        said = run.announced(TRAIN_END)
+        if said.height == 0:
+            return
+        name = run.pick("loss")
+        same_axis = name is not None and run.meta.filter(pl.col("name") == name)["grp"][0]
+        known = [f.evidence.get("restart_step") for f in found] + [f.evidence.get("previous_step") for f in found]
+        ends = said.unique(["grp", "before"], keep="first", maintain_order=True).filter(
+            (pl.col("before") > 0) & (pl.col("after") > 0))
+        for _, rows in ends.group_by("grp", maintain_order=True):
+            if rows.height > self.max_ends:
+                continue
+            for r in rows.head(self.max_reported).iter_rows(named=True):
+                prefix = "epoch" if r["ordinal"] else "step"
+                top, first_after, first = (r[f"top_{prefix}_before"], r[f"first_{prefix}_after"], r[f"first_{prefix}"])
+                if first_after is None or first is None or first_after <= first:
+                    continue  # the counter starts again from the file's first value: a fresh launch
+                if r["grp"] == same_axis and any(
+                        k is not None and min(r["step"], r["first_step_after"]) <= k <= max(r["step"], r["first_step_after"])
+                        for k in known):
+                    continue  # the restart the counters or the words show already
+                ev = {"restart_step": int(r["first_step_after"]), "previous_step": int(r["step"]), "overlap_steps": None,
+                      "announced": r["text"], "counter_before": top, "counter_after": first_after, "counter": prefix,
+                      "printed_again": bool(top is not None and first_after <= top), "source": r["grp"],
+                      "wall_gap_s": None}
+                yield Finding.of(self, severity="info", step=int(r["step"]), series=name, evidence=ev,
+                                 sources=({"table": "texts", "source": r["grp"], "step_min": int(r["step"]),
+                                           "step_max": int(r["step"])},),
+                                 summary=(f"the log says the training is over after {prefix} {top}: {quoted(r['text'])}; "
+                                          f"then it trains on from {prefix} {first_after}, not from its first "
+                                          f"{prefix} {first}: a later launch resumed from a checkpoint"))
+
     def _refused_by_wandb(self, run: Run, loss: str) -> Iterator[Finding]:
         """Restarts W&B hid: the steps it refused to store because they were below the step it had reached
         (`wandb/dropped_history_step`, read from the run folder's debug log), `min_refused` or more distinct
@@ -202,6 +251,40 @@ class ResumedRun:
                              summary=(f"the LR jumps back to {r['lr_after']:.3g} (its value at step {r['same_lr_step']}) "
                                       f"at step {r['step']} while the steps go on: the run was resumed with the "
                                       f"weights but a fresh scheduler"))
+
+    def _lr_from_zero(self, run: Run, known: list[int]) -> Iterator[Finding]:
+        """A resume the steps do not show: the LR, positive for `min_lr_points` records or more, is exactly 0 again and
+        then rises while the steps go on: a scheduler built anew starts its warmup from 0 (HF Trainer resumed with a new
+        `max_steps`), where a cyclic one restarts at its peak and a decay to 0 stays there. Structured logs only (a
+        console's LR printed with few digits shows 0 for a small LR); none under a scheduler named cyclic, nor where a
+        restart in `known` (its step: an epoch that falls back) is the same one."""
+        from forensics.judge.detectors.lr_schedule_anomaly import _cyclic as cyclic  # one list of cyclic schedulers
+
+        if not run.has("lr") or run.format_of(run.pick("lr")) in TEXT_FORMATS:
+            return
+        sched = run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name")
+        if isinstance(sched, str) and cyclic(sched):
+            return
+        reported = 0
+        for steps, lr in by_launch(run, "lr", *run.arrays("lr")):
+            ok = np.isfinite(lr)
+            steps, lr = steps[ok], lr[ok]
+            if steps.size < 2 * self.min_lr_points or np.any(np.diff(steps) <= 0):
+                continue
+            positive = np.cumsum(lr > 0)  # positive records up to each point
+            for k in np.flatnonzero((lr[:-1] == 0) & (lr[1:] > 0)):
+                if reported >= self.max_reported or positive[k] < self.min_lr_points or lr[k - 1] == 0:
+                    continue  # the run's own start (a warmup from 0), or an LR held at 0 for a while
+                if any(steps[k - 1] <= r <= steps[k + 1] for r in known):
+                    continue  # the restart an epoch that falls back shows already
+                reported += 1
+                before = lr[:k][lr[:k] > 0][-1]
+                ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": 0,
+                      "lr_before": float(before), "lr_after": float(lr[k + 1]), "wall_gap_s": None}
+                yield Finding.of(self, severity="info", step=int(steps[k]), series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps[[k - 1, k]]),),
+                                 summary=(f"the LR starts again from 0 at step {steps[k]} (then {lr[k + 1]:.3g}) after "
+                                          f"{before:.3g} at step {steps[k - 1]} while the steps go on: the run was "
+                                          f"resumed with the weights but a scheduler built anew"))
 
     def _epoch_resets(self, run: Run) -> Iterator[Finding]:
         """Restarts shown by the epoch falling back while the steps rise (write order)."""

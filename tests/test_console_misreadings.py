@@ -1,0 +1,120 @@
+"""Console text that looks like a value or a clock and is neither, printed by the real printers: the HF Trainer's own
+banner (`Num update steps per epoch = 8` is no epoch), argparse's help (`stop training if the loss is nan` is no loss),
+a duration printed as `HH:MM:SS` (no time of day), and full-width punctuation of a CJK print (`Loss：1.98` is a value)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import time
+
+import numpy as np
+import pytest
+
+from tests.runwriters import load_run
+
+torch = pytest.importorskip("torch")
+
+
+def _loop(log, epochs, line):
+    """A user's loop over a small regression, printing `line(epoch, loss, seconds)` after each epoch."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x = torch.randn(64, 4)
+    y = x @ torch.tensor([1.0, -2.0, 0.5, 3.0])
+    for e in range(1, epochs + 1):
+        loss = torch.nn.functional.mse_loss(model(x).squeeze(-1), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(line(e, loss.item(), 60 + e), file=log)
+
+
+def test_the_hf_trainers_banner_gives_no_epoch_and_no_series(tmp_path):
+    """transformers' Trainer at INFO prints `***** Running training *****` and its sizes (`Num update steps per epoch =
+    8`) before its first logged record: those are no values, and the epoch series starts at the trainer's own."""
+    transformers = pytest.importorskip("transformers")
+    from torch.utils.data import Dataset
+
+    class Pairs(Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            x = torch.full((4,), float(i) / 64)
+            return {"x": x, "labels": x.sum()}
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 1)
+
+        def forward(self, x, labels=None):
+            out = self.lin(x).squeeze(-1)
+            return {"loss": torch.nn.functional.mse_loss(out, labels), "logits": out}
+
+    torch.manual_seed(0)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), num_train_epochs=3, logging_steps=2, per_device_train_batch_size=8,
+        learning_rate=0.01, report_to=[], disable_tqdm=True, use_cpu=True, save_strategy="no")
+    root = tmp_path / "r"
+    root.mkdir()
+    logger = transformers.logging.get_logger()
+    level = logger.level
+    with open(root / "train.log", "w") as log, contextlib.redirect_stdout(log):
+        handler = logging.StreamHandler(log)
+        transformers.logging.set_verbosity_info()
+        logger.addHandler(handler)
+        try:
+            transformers.Trainer(model=Tiny(), args=args, train_dataset=Pairs()).train()
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+    assert "Num update steps per epoch = 8" in (root / "train.log").read_text()
+    run = load_run(root, tmp_path / "f.duckdb")
+    _, epoch = run.arrays("epoch")
+    assert epoch.size >= 10 and epoch.max() <= 3 and np.all(np.diff(epoch) >= 0)  # no `8` before the first record
+    assert not [n for n in run.meta["name"].to_list() if "Num" in n or "per device" in n or "optimization" in n]
+
+
+def test_argparse_help_printed_before_the_loop_gives_no_loss(tmp_path):
+    p = argparse.ArgumentParser(prog="train.py")
+    p.add_argument("--stop-on-nan", action="store_true", help="stop training if the loss is nan")
+    p.add_argument("-b", "--batch-size", type=int, metavar="N", help="batch size; the loss is 0.5 per sample")
+    root = tmp_path / "r"
+    root.mkdir()
+    with open(root / "train.log", "w") as log:
+        print(p.format_help(), file=log)
+        _loop(log, 10, lambda e, loss, s: f"epoch {e} loss {loss:.4f}")
+    _, loss = load_run(root, tmp_path / "f.duckdb").arrays("loss")
+    assert loss.size == 10 and np.all(np.isfinite(loss)) and not np.any(loss == 0.5)
+
+
+def test_a_duration_printed_as_hours_minutes_seconds_is_no_clock(tmp_path):
+    """`Time: 00:01:02` (`time.strftime` of an epoch's seconds) is how long the epoch took, not when it ended: the
+    records carry no wall time (the log stamps none)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    with open(root / "train.log", "w") as log:
+        _loop(log, 8, lambda e, loss, s: f"Epoch {e} | loss: {loss:.4f} | Time: {time.strftime('%H:%M:%S', time.gmtime(s))}")
+    run = load_run(root, tmp_path / "f.duckdb")
+    pts = run.points(run.pick("loss"))
+    assert pts.height == 8 and pts["wall_time"].null_count() == 8
+
+
+def test_full_width_colons_of_a_chinese_print_are_read(tmp_path):
+    """The PyTorch tutorial as printed in Chinese: `训练次数：N, Loss：X` per 100 steps (full-width colons), then the
+    whole test set's summed loss, `整体测试集上的Loss: Y` (its qualifier glued to `Loss`): the first is the training
+    loss, the second is not (it would read as a ×100 jump)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    with open(root / "train.log", "w", encoding="utf-8") as log:
+        print("-------第 1 轮训练开始------", file=log)
+        _loop(log, 12, lambda e, loss, s: f"训练次数：{e * 100}, Loss：{loss}")
+        print(f"整体测试集上的Loss: {262.6}", file=log)
+    run = load_run(root, tmp_path / "f.duckdb")
+    _, loss = run.arrays("loss")
+    assert loss.size == 12 and np.all(np.isfinite(loss)) and loss.max() < 100
+    assert "整体测试集上的Loss" in run.meta["name"].to_list()
