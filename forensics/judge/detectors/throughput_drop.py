@@ -26,9 +26,11 @@ class ThroughputDrop:
     `slowdown` × slower, each of at least `min_points` intervals and `min_share` of them, nearly all (`separation`)
     of the slower part above the faster part's median. (2) Stalls: at least `min_stalls` intervals `stall` × the
     median and `z` robust sigmas above it, away from evaluation and checkpoint steps, costing `min_lost` of the wall
-    time and `min_seconds` in all. Both need the step `min_added` seconds longer.
+    time and `stall_seconds` in all: stalls of a few times the step are worth a change only when they cost minutes.
+    Both need the step `min_added` seconds longer.
     Effect size first, at any length from `spread_points` intervals: `min_stalls_spread` or more intervals past the
-    first `spread` × the median, costing `min_seconds` and `min_lost` of the time. Pauses at evaluation and checkpoint
+    first `spread` × the median, each a pause of `min_pause` seconds or more, costing `min_seconds` and `min_lost` of
+    the time. Pauses at evaluation and checkpoint
     steps, or on an epoch's first printed line, are no stall, unless those come at most intervals (then they are the
     run's rhythm, in the median).
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
@@ -52,10 +54,12 @@ class ThroughputDrop:
     min_intervals: int = 20
     min_added: float = 0.001  # seconds a slowdown or stall adds per step: sub-millisecond steps are no concern
     min_logged: int = 12  # a logged step time measures every step it is printed for: 12 points judge a slowdown
-    min_seconds: float = 5.0  # stalls cost at least this many seconds in all: 0.3 s lost is noise
+    min_seconds: float = 5.0  # steps spread ×`spread` cost at least this many seconds in all: 0.3 s lost is noise
+    stall_seconds: float = 300.0  # stalls of ×`stall` cost five minutes or more: a minute lost in a run is no change
     spread: float = 10.0  # effect size first: steps ×10 the median or slower ...
     min_stalls_spread: int = 2  # ... at least two of them (one is a hiccup) ...
     spread_points: int = 5  # ... from five step times on
+    min_pause: float = 1.0  # ... each a pause of a second or more: a fraction of a second is no stall anyone sees
 
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
@@ -163,8 +167,8 @@ class ThroughputDrop:
             return None
         base = float(np.median(r))
         away, note = self._away_from_pauses(run, a, b, got[4])
-        slow = (r >= self.spread * base) & away
         span = np.maximum(b - a, 1)
+        slow = (r >= self.spread * base) & away & ((r - base) * span >= self.min_pause)
         lost = float(np.sum((r[slow] - base) * span[slow]))
         total = float(np.sum(r * span))
         if int(slow.sum()) < self.min_stalls_spread or lost < max(self.min_seconds, self.min_lost * total):
@@ -199,7 +203,7 @@ class ThroughputDrop:
         idx = np.flatnonzero(far)
         total = float(np.sum(r * span))
         lost = float(np.sum((r[idx] - base) * span[idx]))
-        if idx.size < self.min_stalls or total <= 0 or lost < max(self.min_lost * total, self.min_seconds) \
+        if idx.size < self.min_stalls or total <= 0 or lost < max(self.min_lost * total, self.stall_seconds) \
                 or float(np.median(r[idx])) - base < self.min_added:
             return
         stall_steps = b[idx]
