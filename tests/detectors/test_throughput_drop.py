@@ -164,3 +164,25 @@ def test_pauses_of_a_fraction_of_a_second_are_no_stall_however_they_add_up(tmp_p
                    tmp_path / "f.duckdb")
     assert list(ThroughputDrop().check(run)) == []
     assert list(ThroughputDrop(min_pause=0.1).check(run))  # the pause's length is what decides
+
+
+@pytest.mark.parametrize("scale, fires", [(1.0, True), (0.01, False)])
+def test_one_interval_that_holds_an_hour_long_stall_fires_at_any_length(tmp_path, scale, fires):
+    """A segmentation trainer logs every 10 epochs through Python logging with its elapsed time
+    (`Epoch 20, Time 28029.8s, Loss 0.4754, LR 0.2000`): 10 epochs take ~8100 s, one stretch 18955 s, ×2.3 slower,
+    three hours lost at once, on a log of 12 lines, too few for the trend rules. The same log at a hundredth of the
+    time loses under two minutes: no finding."""
+    from tests.runwriters import log_messages
+
+    per_ten = [4093 * 2, 8134, 18955, 8104, 8170, 8186, 8229, 8233, 8058, 8056, 8122, 8054]
+    clock = np.cumsum(per_ten) * scale
+    lines = [f"Epoch {5 if i == 0 else 10 * i}, Time {t:.1f}s, Loss {0.57 - 0.01 * i:.4f}, LR 0.2000"
+             for i, t in enumerate(clock)]
+    root = tmp_path / "run"
+    root.mkdir()
+    log_messages(root / "train.log", lines)
+    found = list(ThroughputDrop().check(load_run(root, tmp_path / "f.duckdb")))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert found[0].evidence["slow"] == 1 and found[0].evidence["seconds_lost"] > 3600
+        assert "hours" in found[0].summary
