@@ -156,8 +156,8 @@ class ThroughputDrop:
         if spread is not None:
             yield Finding.of(self, severity="warning", step=spread["first_slow_step"],
                              step_end=spread["last_slow_step"], series=name, evidence=spread | {"measured_from": how},
-                             sources=({"table": "scalars", "series": name, "step_min": int(a[0]),
-                                       "step_max": int(b[-1])},),
+                             sources=({"table": "scalars", "series": name, "column": "value" if how.startswith(
+                                 "logged") else "wall_time", "step_min": int(a[0]), "step_max": int(b[-1])},),
                              summary=(f"step times spread ×{spread['spread']:.3g}: {spread['slow']} of "
                                       f"{spread['intervals']} run at {spread['seconds_per_step_slow']:.3g} s per "
                                       f"step or more against a median of {spread['seconds_per_step_median']:.3g} s, "
