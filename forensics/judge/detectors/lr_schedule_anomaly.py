@@ -182,10 +182,11 @@ class LrScheduleAnomaly:
         # the run's length on the LR's own axis: line ordinals are never compared with logged steps (DECISIONS §16)
         ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"][0])
         last = int(steps[-1]) if ordinal else max(int(run.last_step() or steps[-1]), int(steps[-1]))
-        # each launch appended to the log judged on its own: a fresh launch's warmup is no schedule run past its horizon
+        # each launch appended to the log judged on its own, against its own last LR record (other series' steps
+        # are composed on their own axes): a fresh launch's warmup is no schedule run past its horizon
         pieces = [(s, v) for s, v in by_launch(run, "lr", steps, lr) if v.size >= 5]
-        for k, (s, v) in enumerate(pieces):
-            found = list(self._shape(run, s, v, last if k == len(pieces) - 1 else int(s[-1]), len(pieces) > 1))
+        for s, v in pieces:
+            found = list(self._shape(run, s, v, last if len(pieces) == 1 else int(s[-1]), len(pieces) > 1))
             if found:
                 yield from found
                 return
