@@ -580,7 +580,7 @@ def test_a_log_warmup_from_zero_with_steps_skipped_on_overflow_is_no_jump(tmp_pa
     assert LrScheduleAnomaly().jumps(_run(tmp_path, (np.array(steps), np.array(lrs)))) == []
 
 
-def _hf_run(tmp_path, lr, max_steps: int):
+def _trainer_state_lr(tmp_path, lr, max_steps: int):
     """An HF trainer_state.json logging the LR of `lr` (steps, values) every 25 steps, `max_steps` declared."""
     from tests.writers import TrainerState
 
@@ -603,17 +603,17 @@ def _logged_from_step_25(lr):
 def test_fires_when_the_warmup_outlasts_the_run(tmp_path):
     # HF's linear schedule with warmup_steps 500 in a run of max_steps 400: the LR rises to the last record
     lr = _logged_from_step_25(_lrs(_linear_with_warmup(500, 400), n=401, every=25))
-    [f] = LrScheduleAnomaly().check(_hf_run(tmp_path, lr, max_steps=400))
+    [f] = LrScheduleAnomaly().check(_trainer_state_lr(tmp_path, lr, max_steps=400))
     assert f.evidence["rule"] == "warmup_to_the_end" and f.step == 25 and f.step_end == 400
     assert "warmup never ended" in f.summary and "400 steps (max_steps)" in f.summary
 
 
 def test_a_warmup_that_ends_before_the_run_does_is_silent(tmp_path):
     lr = _logged_from_step_25(_lrs(_linear_with_warmup(100, 400), n=401, every=25))
-    assert list(LrScheduleAnomaly().check(_hf_run(tmp_path, lr, max_steps=400))) == []
+    assert list(LrScheduleAnomaly().check(_trainer_state_lr(tmp_path, lr, max_steps=400))) == []
 
 
 def test_a_log_that_stops_inside_its_warmup_early_in_its_plan_is_silent(tmp_path):
     # the same rising LR, from a run that declares 4000 steps: an unfinished run's warmup, not one that never ended
     lr = _logged_from_step_25(_lrs(_linear_with_warmup(500, 4000), n=401, every=25))
-    assert list(LrScheduleAnomaly().check(_hf_run(tmp_path, lr, max_steps=4000))) == []
+    assert list(LrScheduleAnomaly().check(_trainer_state_lr(tmp_path, lr, max_steps=4000))) == []
