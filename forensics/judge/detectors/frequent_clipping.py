@@ -29,8 +29,8 @@ class FrequentClipping:
     times is the ordinary regime of fine-tuning under HF's default max_grad_norm 1.0: 12 of the 13 healthy HF runs
     of the labelled development sets log a median norm of 1.2-4.8 (one 17.9), and the generator's healthy runs
     clip at ×1.1-1.6 on most steps; the user changes nothing for it.
-    False alarms: 0 of the healthy labelled runs it could check; 0 of the 4 labelled runs whose clipping at
-    ×1.7-4.4 is not labelled (docs/engine.md); it fired on all 4 at a rate alone.
+    False alarms: 0 of the 1 healthy labelled run it could check (of 136: few keep a threshold in their files) and 0
+    of the 4 labelled runs whose clipping at ×1.7-4.4 is not labelled (docs/engine.md); the rate alone fired on all 5.
     Evidence: clip rate, threshold, median norm and its multiple of the threshold, points.
     """
 
