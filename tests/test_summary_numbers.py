@@ -129,8 +129,7 @@ def test_every_number_a_gallery_finding_quotes_at_a_step_is_the_files(gallery_db
 SHARED_SETS = [
     pytest.param("real_runs_3", id="real_runs_3"),
     pytest.param("wild/structured", id="wild_structured"),
-    pytest.param("wild/console", id="wild_console", marks=pytest.mark.xfail(strict=True, reason=(
-        "lr_schedule_anomaly quotes an LR at a step the file does not hold it at, in logs of several launches"))),
+    pytest.param("wild/console", id="wild_console"),
 ]
 
 

@@ -230,6 +230,12 @@ class Run:
                 out[step] = ", ".join(words)
         return out
 
+    def printed_step(self, series: str | None, step: int) -> int:
+        """The step the file shows for `step` of `series`: its pass's own counter where `series_named` composed passes
+        that count again from the beginning (a summary quotes the file's numbers); `step` itself otherwise."""
+        known = self._passes.get(series or "", {})
+        return known[int(step)][1] if int(step) in known else int(step)
+
     def pass_starts(self, name: str) -> frozenset[int]:
         """The (composed) steps where each pass of a counter that starts again begins (`series_named`); empty for
         a series counted once."""

@@ -578,3 +578,42 @@ def test_a_log_warmup_from_zero_with_steps_skipped_on_overflow_is_no_jump(tmp_pa
                 sched.step()
     assert lrs[:4] == [0.0, 0.0, lrs[2], lrs[2]] and lrs[2] > 0
     assert LrScheduleAnomaly().jumps(_run(tmp_path, (np.array(steps), np.array(lrs)))) == []
+
+
+def _trainer_state_lr(tmp_path, lr, max_steps: int):
+    """An HF trainer_state.json logging the LR of `lr` (steps, values) every 25 steps, `max_steps` declared."""
+    from tests.writers import TrainerState
+
+    steps, values = lr
+    loss = curve(n=steps.size)[1]
+    history = [{"loss": float(y), "learning_rate": float(v), "epoch": round(int(s) / max_steps, 4), "step": int(s)}
+               for s, v, y in zip(steps, values, loss)]
+    root = tmp_path / "r"
+    root.mkdir()
+    TrainerState(global_step=int(steps[-1]), max_steps=max_steps, logging_steps=25, num_train_epochs=1,
+                 log_history=history).save_to_json(root / "trainer_state.json")
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+def _logged_from_step_25(lr):
+    steps, values = lr
+    return steps[1:], values[1:]  # HF logs after the first logging interval, not at step 0
+
+
+def test_fires_when_the_warmup_outlasts_the_run(tmp_path):
+    # HF's linear schedule with warmup_steps 500 in a run of max_steps 400: the LR rises to the last record
+    lr = _logged_from_step_25(_lrs(_linear_with_warmup(500, 400), n=401, every=25))
+    [f] = LrScheduleAnomaly().check(_trainer_state_lr(tmp_path, lr, max_steps=400))
+    assert f.evidence["rule"] == "warmup_to_the_end" and f.step == 25 and f.step_end == 400
+    assert "warmup never ended" in f.summary and "400 steps (max_steps)" in f.summary
+
+
+def test_a_warmup_that_ends_before_the_run_does_is_silent(tmp_path):
+    lr = _logged_from_step_25(_lrs(_linear_with_warmup(100, 400), n=401, every=25))
+    assert list(LrScheduleAnomaly().check(_trainer_state_lr(tmp_path, lr, max_steps=400))) == []
+
+
+def test_a_log_that_stops_inside_its_warmup_early_in_its_plan_is_silent(tmp_path):
+    # the same rising LR, from a run that declares 4000 steps: an unfinished run's warmup, not one that never ended
+    lr = _logged_from_step_25(_lrs(_linear_with_warmup(500, 4000), n=401, every=25))
+    assert list(LrScheduleAnomaly().check(_trainer_state_lr(tmp_path, lr, max_steps=4000))) == []

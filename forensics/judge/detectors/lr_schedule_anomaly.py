@@ -72,6 +72,10 @@ class LrScheduleAnomaly:
     (h) an LR that rises ×`up` in one logged interval, the intervals beside it moving it by `calm` of that or less,
     to a level it never had (within `match_up`), its printed rounding allowed for: a warmup that ends at half its
     peak and doubles, an LR at 0 that leaps to its peak, a mid-run leap (`stats.lr_jumps`); no cyclic scheduler named.
+    (i) an LR that rises at every record, ×`warm_rise` or more, to a last record at `ended` of the declared plan or
+    later: a warmup longer than the run, which never trains at its LR nor decays (`_warmup_to_the_end`).
+    Rules (a), (b), (e), (f), (g), (i) read each launch appended to the log on its own (`base.by_launch`), and quote
+    the steps the file prints (`Run.printed_step`).
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 24 healthy real runs it
@@ -102,6 +106,8 @@ class LrScheduleAnomaly:
     up: float = 1.5  # (h) an LR that rises ×1.5 or more in one logged interval ...
     calm: float = 0.2  # ... the intervals beside it moving it by a fifth of that rise or less (per step) ...
     match_up: float = 0.05  # ... to no value within 5% of one logged before it (a restart's, rule (c)'s)
+    warm_rise: float = 2.0  # (i) an LR that rises ×2 or more, at every record, to its last ...
+    ended: float = 0.9  # ... which lies at 90% of the declared plan or later: a warmup that never ended
 
     def restarts(self, run: Run) -> list[dict]:
         """Rule (c)'s jumps (`stats.lr_restarts`) on the run's LR, none under a cyclic scheduler; resumed_run
@@ -129,13 +135,14 @@ class LrScheduleAnomaly:
                 for j in stats.lr_jumps(steps, lr, self.up, self.calm, self.match_up, rounded=printed)]
 
     def check(self, run: Run) -> Iterator[Finding]:
+        name = run.pick("lr")
         for r in self.restarts(run)[:1]:
-            yield Finding.of(self, severity="warning", step=r["step"], step_end=r["step"], series=run.pick("lr"),
+            at, same = run.printed_step(name, r["step"]), run.printed_step(name, r["same_lr_step"])
+            yield Finding.of(self, severity="warning", step=r["step"], step_end=r["step"], series=name,
                              evidence=r, sources=(src(run, "lr", np.asarray([r["same_lr_step"], r["step"]])),),
                              summary=(f"LR jumps back up from {r['lr_before']:.3g} to {r['lr_after']:.3g} at step "
-                                      f"{r['step']} in the middle of its decay, the value it had at step "
-                                      f"{r['same_lr_step']}: the scheduler started again (a resume that did not "
-                                      f"restore its state?)"))
+                                      f"{at} in the middle of its decay, the value it had at step {same}: the "
+                                      f"scheduler started again (a resume that did not restore its state?)"))
             return
         steps, lr = run.arrays("lr")
         ok = np.isfinite(lr)
@@ -149,19 +156,21 @@ class LrScheduleAnomaly:
             ev = {"zero_points": zero, "points": int(lr.size), "first_step": int(steps[0]),
                   "last_zero_step": int(steps[zero - 1]), "lr_after": float(lr[zero]) if zero < lr.size else None}
             yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[zero - 1]),
-                             series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps[:zero]),),
+                             series=name, evidence=ev, sources=(src(run, "lr", steps[:zero]),),
                              summary=((f"LR is 0 on every one of its {zero} records" if every else
                                        f"LR is 0 on the first {zero} of {lr.size} records")
-                                      + f" (steps {steps[0]}-{steps[zero - 1]}): nothing moves the weights while it "
-                                        f"is (a warmup or scheduler stuck at 0, or an LR printed with too few "
+                                      + f" (steps {run.printed_step(name, steps[0])}-"
+                                        f"{run.printed_step(name, steps[zero - 1])}): nothing moves the weights while "
+                                        f"it is (a warmup or scheduler stuck at 0, or an LR printed with too few "
                                         f"decimals)"))
             return
         for j in self.jumps(run)[:1]:
-            yield Finding.of(self, severity="warning", step=j["step"], step_end=j["step"], series=run.pick("lr"),
+            before, after = run.printed_step(name, j["previous_step"]), run.printed_step(name, j["step"])
+            yield Finding.of(self, severity="warning", step=j["step"], step_end=j["step"], series=name,
                              evidence={**j, "rule": "jump"},
                              sources=(src(run, "lr", np.asarray([j["previous_step"], j["step"]])),),
-                             summary=(f"LR jumps from {j['lr_before']:.3g} at step {j['previous_step']} to "
-                                      f"{j['lr_after']:.3g} at step {j['step']}"
+                             summary=(f"LR jumps from {j['lr_before']:.3g} at step {before} to "
+                                      f"{j['lr_after']:.3g} at step {after}"
                                       + (f" (×{j['ratio']:.2g})" if j["ratio"] else "")
                                       + " in one logged interval, the intervals beside it moving it far less: no "
                                         "standard schedule does that (a warmup computed for another length, or two "
@@ -171,8 +180,23 @@ class LrScheduleAnomaly:
             yield from self._zero_before_plan(run, steps, lr)
             return
         # the run's length on the LR's own axis: line ordinals are never compared with logged steps (DECISIONS §16)
-        ordinal = bool(run.meta.filter(pl.col("name") == run.pick("lr"))["ordinal"][0])
+        ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"][0])
         last = int(steps[-1]) if ordinal else max(int(run.last_step() or steps[-1]), int(steps[-1]))
+        # each launch appended to the log judged on its own, against its own last LR record (other series' steps
+        # are composed on their own axes): a fresh launch's warmup is no schedule run past its horizon
+        pieces = [(s, v) for s, v in by_launch(run, "lr", steps, lr) if v.size >= 5]
+        for s, v in pieces:
+            found = list(self._shape(run, s, v, last if len(pieces) == 1 else int(s[-1]), len(pieces) > 1))
+            if found:
+                yield from found
+                return
+
+    def _shape(self, run: Run, steps: np.ndarray, lr: np.ndarray, last: int, launch: bool) -> Iterator[Finding]:
+        """Rules (a), (b), (e), (f), (g), (i) on one launch's LR records (`launch`: one of several appended to the
+        log, its steps quoted as the file prints them)."""
+        name = run.pick("lr")
+        at_step = (lambda i: run.printed_step(name, steps[min(i, lr.size - 1)]))  # noqa: E731 - the file's step
+        of_launch = " (in one of the launches appended to the log)" if launch else ""
         first = int(steps[0])
         peak, floor = _peak_and_floor(lr)
         # The first time at the peak: a cycling schedule's later peaks may be a rounding error higher.
@@ -197,42 +221,46 @@ class LrScheduleAnomaly:
                 ev = {"peak_lr": peak, "floor_lr": floor, "floor_step": reach, "last_step": last,
                       "fraction_of_run": (reach - first) / (last - first), "scheduler": sched,
                       "rises_after_floor": rises, "plan": plan}
-                yield Finding.of(self, severity="warning", step=reach, step_end=last, series=run.pick("lr"),
+                yield Finding.of(self, severity="warning", step=reach, step_end=last, series=name,
                                  evidence=ev, sources=(src(run, "lr", steps),),
-                                 summary=(f"LR decays from {peak:.3g} to its floor, {_at_floor(steps, lr, at, floor)}, "
-                                          f"{ev['fraction_of_run']:.0%} into a run of {last} steps" + (
+                                 summary=(f"LR decays from {peak:.3g} to its floor, "
+                                          f"{_at_floor(lr, at, floor, at_step(at))}, "
+                                          f"{ev['fraction_of_run']:.0%} into a run of {(last - first) if launch else last} steps{of_launch}" + (
                                               f" ({'at most ' if plan['bound'] else ''}{plan['fraction']:.0%} of {plan['said']})" if plan else
                                               " (the run declares no planned length: judged against the log's)")))
                 return
         if not (isinstance(sched, str) and _cyclic(sched)):
             back = self._past_horizon(run, steps, lr, first, last)
             if back:
+                f = int(np.searchsorted(steps, back["floor_step"]))
+                r = int(np.searchsorted(steps, back["return_step"]))
                 yield Finding.of(self, severity="warning", step=back["floor_step"], step_end=back["return_step"],
-                                 series=run.pick("lr"), evidence=back, sources=(src(run, "lr", steps),),
+                                 series=name, evidence=back, sources=(src(run, "lr", steps),),
                                  summary=(f"LR decays from {peak:.3g} to its floor, "
-                                          f"{_at_floor(steps, lr, int(np.searchsorted(steps, back['floor_step'])), floor)}, "
-                                          f"{back['fraction_of_run']:.0%} into a run of {last} "
-                                          f"steps, then climbs back to {back['return_lr']:.3g} at step "
-                                          f"{back['return_step']}: the schedule ran past its horizon" + (
+                                          f"{_at_floor(lr, f, floor, at_step(f))}, "
+                                          f"{back['fraction_of_run']:.0%} into a run of {(last - first) if launch else last} "
+                                          f"steps{of_launch}, then climbs back to {back['return_lr']:.3g} at step "
+                                          f"{at_step(r)}: the schedule ran past its horizon" + (
                                               f", {back['accumulation']}× too fast (stepped every micro-batch under "
                                               f"gradient accumulation {back['accumulation']}?)"
                                               if back.get("matches_accumulation") else "")))
                 return
         line = self._line_to_zero(run, steps, lr)
         if line is not None:
+            shown = {"step": lambda x: at_step(int(np.searchsorted(steps, x)))}.get(line["unit"], lambda x: f"{x:g}")
             yield Finding.of(self, severity="warning", step=line["from_step"], step_end=int(steps[-1]),
-                             series=run.pick("lr"), evidence=line, sources=(src(run, "lr", steps),),
+                             series=name, evidence=line, sources=(src(run, "lr", steps),),
                              summary=(f"LR falls in a straight line from {line['lr_from']:.4g} at {line['unit']} "
-                                      f"{line['from']:g} to {line['lr_to']:.4g} at {line['unit']} {line['to']:g} "
-                                      f"({line['per_unit']:.3g} per {line['unit']}): at that pace it reaches 0 at "
-                                      f"{line['unit']} {line['zero_at']:.0f}, {line['fraction_of_plan']:.0%} into "
-                                      f"the {line['plan']} the run declares; the schedule was computed for a much "
-                                      f"shorter run"))
+                                      f"{shown(line['from'])} to {line['lr_to']:.4g} at {line['unit']} "
+                                      f"{shown(line['to'])} ({line['per_unit']:.3g} per {line['unit']}): at that pace "
+                                      f"it reaches 0 at {line['unit']} {line['zero_at']:.0f}, "
+                                      f"{line['fraction_of_plan']:.0%} into the {line['plan']} the run declares; the "
+                                      f"schedule was computed for a much shorter run"))
             return
         if isinstance(sched, str) and not _may_hold_constant(sched) and lr.size >= 10 \
                 and peak - float(lr.min()) <= 1e-9 * max(abs(peak), 1e-300):
             ev = {"lr": peak, "scheduler": sched, "points": int(lr.size)}
-            yield Finding.of(self, severity="warning", step=first, step_end=int(steps[-1]), series=run.pick("lr"),
+            yield Finding.of(self, severity="warning", step=first, step_end=int(steps[-1]), series=name,
                              evidence=ev, sources=(src(run, "lr", steps),),
                              summary=f"LR stays at {peak:.3g} over {lr.size} points although the config names a {sched} scheduler")
             return
@@ -244,11 +272,13 @@ class LrScheduleAnomaly:
             ev = {"lr": peak, "scheduler": sched, "points": int(lr.size), "held_points": int(held),
                   "held_from_step": int(steps[start]), "rule": "held_after_warmup"}
             yield Finding.of(self, severity="warning", step=int(steps[start]), step_end=int(steps[-1]),
-                             series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps[start:]),),
-                             summary=(f"LR reaches {peak:.3g} at step {steps[start]} and stays exactly there on all "
-                                      f"{held} records to the last (step {steps[-1]}), although the run names a {sched} "
-                                      f"scheduler, which would have moved it: another scheduler drives the optimizer "
-                                      f"(a DeepSpeed config's own?), or none is stepped"))
+                             series=name, evidence=ev, sources=(src(run, "lr", steps[start:]),),
+                             summary=(f"LR reaches {peak:.3g} at step {at_step(start)} and stays exactly there on "
+                                      f"all {held} records to the last (step {at_step(lr.size - 1)}), although the "
+                                      f"run names a {sched} scheduler, which would have moved it: another scheduler "
+                                      f"drives the optimizer (a DeepSpeed config's own?), or none is stepped"))
+            return
+        yield from self._warmup_to_the_end(run, steps, lr, at_step)
 
     def _before_plan(self, run: Run, steps: np.ndarray, lr: np.ndarray, at: int, peak: float, floor: float,
                      sched, plan: dict) -> Finding:
@@ -258,7 +288,8 @@ class LrScheduleAnomaly:
               "fraction_of_plan": plan["fraction"], "scheduler": sched, "plan": plan, "rule": "before_plan"}
         return Finding.of(self, severity="warning", step=int(steps[at]), step_end=int(steps[-1]),
                           series=run.pick("lr"), evidence=ev, sources=(src(run, "lr", steps),),
-                          summary=(f"LR decays from {peak:.3g} to its floor, {_at_floor(steps, lr, at, floor)}, and "
+                          summary=(f"LR decays from {peak:.3g} to its floor, "
+                                   f"{_at_floor(lr, at, floor, run.printed_step(run.pick('lr'), steps[at]))}, and "
                                    f"stays there to the last record; the run declares {plan['said']}, and the floor "
                                    f"comes {'at most ' if plan['bound'] else ''}{plan['fraction']:.0%} into it: the "
                                    f"schedule was computed for a shorter run (scheduler stepped every micro-batch, or "
@@ -274,6 +305,32 @@ class LrScheduleAnomaly:
             return
         yield self._before_plan(run, steps, lr, 1, float(lr[0]), 0.0,
                                 run.config("lr_scheduler_type", "scheduler", "lr_scheduler", "scheduler.name"), plan)
+
+    def _warmup_to_the_end(self, run: Run, steps: np.ndarray, lr: np.ndarray, at_step) -> Iterator[Finding]:
+        """Rule (i): an LR that rises at every record, ×`warm_rise` or more, up to its last record, which lies at the
+        end of the plan the run declares (`ended` of it or more, `plan_reached`): the warmup never ended, so the run
+        neither trained at the LR it sets nor decayed (a warmup set longer than the run). A log that stops in its
+        warmup before its plan's end (an excerpt, a crash) shows the same rise and says nothing."""
+        if lr.size < self.line_points + 1 or np.any(np.diff(lr) <= 0) or lr[-1] < self.warm_rise * lr[0]:
+            return
+        plan = plan_reached(run, steps)
+        if plan is None or plan["fraction"] < self.ended:
+            return
+        set_lr = run.config_number("learning_rate", "lr")
+        warmup = run.config_number("warmup_steps", "num_warmup_steps", "warmup_iters")
+        ev = {"rule": "warmup_to_the_end", "lr_first": float(lr[0]), "lr_last": float(lr[-1]), "points": int(lr.size),
+              "plan": plan, "learning_rate": set_lr, "warmup_steps": warmup}
+        said = ""
+        if set_lr is not None and set_lr > lr[-1] * 1.01:
+            said = f"; the config sets learning_rate {set_lr:g}, which it never reaches"
+            if warmup is not None and plan.get("steps") and warmup >= plan["steps"]:
+                said += f", behind warmup_steps {warmup:g} for a run of {plan['steps']:g}"
+        yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]), series=run.pick("lr"),
+                         evidence=ev, sources=(src(run, "lr", steps),),
+                         summary=(f"LR rises at every one of its {lr.size} records, from {lr[0]:.3g} at step "
+                                  f"{at_step(0)} to {lr[-1]:.3g} at step {at_step(lr.size - 1)}, the end of the "
+                                  f"{plan['said']} the run declares: its warmup never ended, so the run never "
+                                  f"trained at a settled LR nor decayed{said}"))
 
     def _line_to_zero(self, run: Run, steps: np.ndarray, lr: np.ndarray) -> dict | None:
         """Rule (g)'s evidence: after its peak the LR falls at every record, on a straight line (no point off it by
@@ -372,6 +429,34 @@ def planned_fraction(run: Run, steps: np.ndarray, at: int) -> dict | None:
     return _plan(float(done) / epochs, f"{epochs:g} epochs ({key})", bound)
 
 
+def plan_reached(run: Run, steps: np.ndarray) -> dict | None:
+    """How far into the run's declared plan the last LR record lies, where it lies within it (a log that ends at its
+    plan's end reaches 1.0): {"fraction", "said", "steps" (the planned steps, where a step plan is declared)}; None
+    where no plan is declared, the records cannot be placed on it, or the log outruns it (not this run's plan)."""
+    name = run.pick("lr")
+    ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"][0])
+    declared = _declared(run, STEP_PLAN_KEYS)
+    if declared and not ordinal:
+        total, key = declared
+        fraction = float(steps[-1]) / total
+        return {"fraction": fraction, "said": f"{total:g} steps ({key})", "steps": total} if fraction <= 1 else None
+    declared = _declared(run, EPOCH_PLAN_KEYS)
+    if not declared:
+        return None
+    epochs, key = declared
+    if ordinal:
+        done = run.counters(name, [int(steps[-1])]).get(int(steps[-1]), (None, None))[0]
+    elif run.has("epoch"):
+        es, ev = run.arrays("epoch")
+        keep = np.isfinite(ev)
+        done = float(np.interp(steps[-1], es[keep], ev[keep])) if keep.any() else None
+    else:
+        return None
+    if done is None or done > epochs:
+        return None
+    return {"fraction": float(done) / epochs, "said": f"{epochs:g} epochs ({key})", "steps": None}
+
+
 def plan_axis(run: Run, steps: np.ndarray) -> tuple[np.ndarray, float, str, str] | None:
     """Each LR record's place in the run's declared plan, in the plan's unit: (positions, planned length, the plan in
     words, "step" or "epoch"); None where no plan is declared or the records cannot be placed on it (logged steps on
@@ -424,8 +509,8 @@ def _peak_and_floor(lr: np.ndarray) -> tuple[float, float]:
     return float(lr[ipeak]), float(lr[ipeak:].min())
 
 
-def _at_floor(steps: np.ndarray, lr: np.ndarray, at: int, floor: float) -> str:
-    """`0 at step 25`: the logged LR where it reached its floor, with the floor itself when that point is only near
-    it (`3e-07 at step 25, lowest 1e-07`)."""
+def _at_floor(lr: np.ndarray, at: int, floor: float, step: int) -> str:
+    """`0 at step 25`: the logged LR where it reached its floor (`step`, as the file shows it), with the floor itself
+    when that point is only near it (`3e-07 at step 25, lowest 1e-07`)."""
     at = min(at, lr.size - 1)
-    return f"{lr[at]:.3g} at step {steps[at]}" + (f", lowest {floor:.3g}" if lr[at] != floor else "")
+    return f"{lr[at]:.3g} at step {step}" + (f", lowest {floor:.3g}" if lr[at] != floor else "")
