@@ -15,20 +15,12 @@ def _norms(median: float, n: int = 200, seed: int = 0) -> np.ndarray:
     return median * np.exp(np.random.default_rng(seed).normal(0, 0.3, n))
 
 
-def test_fires_when_most_steps_exceed_max_grad_norm_tenfold(tmp_path):
-    run = _run(tmp_path, _norms(30.0), {"max_grad_norm": 1.0})
+def test_fires_when_most_steps_exceed_max_grad_norm(tmp_path):
+    run = _run(tmp_path, _norms(3.0), {"max_grad_norm": 1.0})
     [f] = FrequentClipping().check(run)
     assert f.kind == "frequent_clipping" and f.step == 0 and f.step_end == 1990
     assert f.evidence["threshold"] == 1.0 and f.evidence["clip_rate"] > 0.95 and f.evidence["points"] == 200
-    assert 25 < f.evidence["median_norm"] < 35 and "a tenth" in f.summary
-
-
-def test_a_fine_tune_clipped_by_a_few_times_at_every_step_is_silent(tmp_path):
-    # HF's default max_grad_norm 1.0 under a fine-tune whose norm runs at 2-4: every step clipped, mildly, as healthy
-    # fine-tunes log it; the same norms ×10 are the finding above
-    run = _run(tmp_path, _norms(3.0), {"max_grad_norm": 1.0})
-    assert FrequentClipping().unavailable(run) is None
-    assert list(FrequentClipping().check(run)) == []
+    assert 2.5 < f.evidence["median_norm"] < 3.5
 
 
 def test_a_few_percent_clipped_is_healthy(tmp_path):
