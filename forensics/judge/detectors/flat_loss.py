@@ -20,7 +20,7 @@ class FlatLoss:
     """The loss does not move from the start, within its noise. Each finding says which: an empty or replaced loss,
     pinned at chance (ln C and C), or not moving beyond its noise (across the LR schedule where one is logged).
 
-    Effect size first, at any length: a training loss exactly one value on `constant_points` points or more, or
+    Detects: effect size first, at any length. A training loss exactly one value on `constant_points` points or more, or
     exactly 0 on `pinned_share` of them and never above `zero_ceiling`, is an empty or replaced loss (a warning when
     validation falls; masked_nonfinite's beside a non-finite grad norm). At chance from the start (`_chance_start`):
     first and last levels within `chance_band` of ln C, C declared by the config (`base.class_count`), named by an
