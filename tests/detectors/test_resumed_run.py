@@ -180,3 +180,25 @@ def test_wandb_evaluations_logged_one_step_late_are_no_resume(tmp_path, monkeypa
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.has("wandb/dropped_history_step")  # W&B did refuse them: the reader saw it
     assert list(ResumedRun().check(run)) == []
+
+
+def test_an_lr_from_zero_at_one_period_is_a_schedule_s_cycle_not_resumes(tmp_path):
+    """trainer_state entries whose LR warms up from 0 again every 45 steps (a schedule rebuilt each epoch, or stepped
+    per micro-batch): four restarts at one period are the schedule's cycle. The same restarts at uneven steps, as a
+    job that died and was resumed with a new scheduler leaves them, are resumes."""
+    from tests.runwriters import hf_history, write_trainer_state
+
+    steps = np.arange(5, 205, 5)
+
+    def history(starts):
+        h = hf_history(steps, np.linspace(2.0, 0.5, steps.size), np.ones(steps.size))
+        last = 0
+        for e in h:
+            last = max([s for s in starts if s <= e["step"]], default=0)
+            e["learning_rate"] = 0.0 if e["step"] == last else 3.5e-4 * min(1.0, (e["step"] - last) / 20)
+        return h
+
+    periodic = load_run(write_trainer_state(tmp_path / "p", history([25, 70, 115, 160])), tmp_path / "p.duckdb")
+    assert [f for f in ResumedRun().check(periodic) if "from 0" in f.summary] == []
+    uneven = load_run(write_trainer_state(tmp_path / "u", history([60, 85, 160])), tmp_path / "u.duckdb")
+    assert sorted(f.step for f in ResumedRun().check(uneven) if "from 0" in f.summary) == [60, 85, 160]

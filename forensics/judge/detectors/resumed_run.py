@@ -257,7 +257,8 @@ class ResumedRun:
         then rises while the steps go on: a scheduler built anew starts its warmup from 0 (HF Trainer resumed with a new
         `max_steps`), where a cyclic one restarts at its peak and a decay to 0 stays there. Structured logs only (a
         console's LR printed with few digits shows 0 for a small LR); none under a scheduler named cyclic, nor where a
-        restart in `known` (its step: an epoch that falls back) is the same one."""
+        restart in `known` (its step: an epoch that falls back) is the same one, nor three or more at one period (a
+        schedule rebuilt every epoch, or stepped per micro-batch, cycles; resumes come when a job dies)."""
         from forensics.judge.detectors.lr_schedule_anomaly import _cyclic as cyclic  # one list of cyclic schedulers
 
         if not run.has("lr") or run.format_of(run.pick("lr")) in TEXT_FORMATS:
@@ -272,11 +273,17 @@ class ResumedRun:
             if steps.size < 2 * self.min_lr_points or np.any(np.diff(steps) <= 0):
                 continue
             positive = np.cumsum(lr > 0)  # positive records up to each point
-            for k in np.flatnonzero((lr[:-1] == 0) & (lr[1:] > 0)):
-                if reported >= self.max_reported or positive[k] < self.min_lr_points or lr[k - 1] == 0:
-                    continue  # the run's own start (a warmup from 0), or an LR held at 0 for a while
-                if any(steps[k - 1] <= r <= steps[k + 1] for r in known):
-                    continue  # the restart an epoch that falls back shows already
+            # not the run's own start (a warmup from 0), an LR held at 0 for a while, nor a restart an epoch that
+            # falls back shows already
+            starts = [k for k in np.flatnonzero((lr[:-1] == 0) & (lr[1:] > 0))
+                      if positive[k] >= self.min_lr_points and lr[k - 1] != 0
+                      and not any(steps[k - 1] <= r <= steps[k + 1] for r in known)]
+            gaps = np.diff(steps[starts]) if len(starts) >= 3 else np.array([])
+            if gaps.size and gaps.max() <= 1.1 * gaps.min():
+                continue  # restarts at a regular period are a schedule's cycle (one per epoch), not resumes
+            for k in starts:
+                if reported >= self.max_reported:
+                    continue
                 reported += 1
                 before = lr[:k][lr[:k] > 0][-1]
                 ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": 0,
