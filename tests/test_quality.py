@@ -64,8 +64,10 @@ def _matches(label: dict, finding, length: float, cadence: float) -> bool:
 
 # A finding of a kind that a labelled kind already contains is part of that label, not an extra claim: the gallery's
 # generator records underfitting's training-loss stall as "part of underfitting (train and val together), not a
-# separate plateau" (sample_runs/gen/runs_curves.py), and the corpus labeller allows plateau beside underfitting.
-PART_OF = {"underfitting": {"plateau"}}
+# separate plateau" (sample_runs/gen/runs_curves.py), and the corpus labeller allows plateau beside underfitting. A
+# vanishing gradient's run is described by the gallery as "a loss that barely moves": its loss pinned at chance
+# from the first record (flat_loss) is that label's symptom.
+PART_OF = {"underfitting": {"plateau"}, "vanishing_gradients": {"flat_loss"}}
 
 
 def test_precision_and_recall_per_kind(scored):
