@@ -188,10 +188,11 @@ def _rise(steps: np.ndarray, g: np.ndarray, a: int, b: int, window: int, ev: dic
     before = g[max(0, a - window):a]
     seg = np.where(np.isfinite(g[a:b + 1]), g[a:b + 1], -np.inf)
     ends = " and turns non-finite" if ev["ends_nonfinite"] else ""
-    if not np.isfinite(before).any() or not np.isfinite(seg).any():
+    ref, ref_text = (level_of(steps, g, max(0, a - window), a - 1, ".3g") if np.isfinite(before).any()
+                     else (np.nan, ""))
+    if not np.isfinite(seg).any() or not ref > 0:  # norms of exactly 0 (skipped steps) are no level to quote
         return (f"gradient norm rises from about {ev['norm_before']:.3g} to {ev['peak_norm']:.3g} "
                 f"({ratio(ev['factor'])}) over steps {steps[a]}-{steps[b]}{ends}")
-    ref, ref_text = level_of(steps, g, max(0, a - window), a - 1, ".3g")
     top = a + int(np.argmax(seg))
     return (f"gradient norm rises from {'the ' if a - 1 > max(0, a - window) else ''}{ref_text} to "
             f"{point(steps, g, top, '.3g')} ({ratio(g[top] / ref)}) over steps {steps[a]}-{steps[b]}{ends}")

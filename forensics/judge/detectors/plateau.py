@@ -244,7 +244,7 @@ class Plateau:
             later = y[after]
             floor = float(np.nanmin(stats.rolling_median(later, max(3, int(later.size * self.smooth)))))
             ev = self._stall(run, (steps[seg], y[seg]), floor)
-            if ev is not None and "later_floor" in ev:
+            if ev is not None and "later_floor" in ev and ev["level"] > 0:  # a loss of exactly 0 is no level
                 ev["restart_step"] = hi
                 return ev
         return None
@@ -256,13 +256,15 @@ class Plateau:
         n = seg.size
         tail, tail_text = level_of(steps, y, n - max(3, int(np.ceil(self.min_length * n))), n - 1)
         head, head_text = level_of(steps, y, 0, self.start_points - 1)
+        share = f"{tail / head:.0%} of " if head else ""  # a level of exactly 0 has no share to quote
+        lower = f", {1 - ev['later_floor'] / tail:.0%} lower" if tail else ""
         return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=ev["segment_end_step"],
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[seg]),),
-                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
-                                   f"step {ev['plateau_start_step']} until the run was restarted at step "
+                          summary=(f"loss stalls at {tail_text} ({share}its start, {head_text}) from step "
+                                   f"{ev['plateau_start_step']} until the run was restarted at step "
                                    f"{ev['restart_step']} ({ev['length_fraction']:.0%} of that segment's points); "
-                                   f"after the restart it falls to {ev['later_floor']:.4g} (rolling median), "
-                                   f"{1 - ev['later_floor'] / tail:.0%} lower: the stall was not the run's floor"))
+                                   f"after the restart it falls to {ev['later_floor']:.4g} (rolling median){lower}: "
+                                   f"the stall was not the run's floor"))
 
     def _val_improves(self, run: Run, start: int, end: int | None = None) -> float | None:
         """The validation loss's relative fall over the plateau (from the median of its first two evaluations
