@@ -440,7 +440,9 @@ PHRASE = re.compile(
     rf"^(?P<lead>(?:[^\s\d]+\s+)*?){_ARTICLE}(?P<key>[A-Za-z][\w/%.@+-]*(?: {_ARTICLE}[A-Za-z][\w/%.@+-]*){{0,3}}?)\s*"
     rf"{_CONNECTOR}\s*(?P<value>{NUM})"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
-_LABEL_END = re.compile(r":\s+(?=[A-Za-z])")
+# A value printed as a word (`nan`, `inf`): never a label's end, nor the first word of a name.
+_VALUE_WORD = re.compile(r"(?i:nan|inf(?:inity)?)(?![\w.])")
+_LABEL_END = re.compile(r":\s+(?=[A-Za-z])(?!(?i:nan|inf(?:inity)?)(?![\w.]))")  # `loss: nan` is a value, no label
 
 # Units a value may be printed with, glued (`2100MB`, `52ms`, `0.52s`, `12.3K`) or after a space (`2100 MB`, `87.5 %`).
 # Nothing is converted: a value is stored as printed, and its unit, where it is not seconds or a percentage (what a
@@ -886,6 +888,8 @@ def _trace(text: str) -> _Shape:
         found = PHRASE.match(clause)
         if found and found.group("lead") and not METRIC_WORDS.search(found.group("key")):
             found = None  # prose before a pair (`INFO the training loss is 0.52`) only before a metric's name
+        if found and _VALUE_WORD.match(found.group("key")):
+            found = None  # `loss: nan acc: 0.5`: the nan is the pair before's value, never the next one's name
         if not found and ": " in clause:
             # `Train: loss: 0.3`, `GPU /physical_device:GPU:0: current: 0.18`: a label before the pair, ending in a colon
             # (the label is the text before the pair: `_quantity_labelled`).

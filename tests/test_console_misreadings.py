@@ -118,3 +118,23 @@ def test_full_width_colons_of_a_chinese_print_are_read(tmp_path):
     _, loss = run.arrays("loss")
     assert loss.size == 12 and np.all(np.isfinite(loss)) and loss.max() < 100
     assert "整体测试集上的Loss" in run.meta["name"].to_list()
+
+
+def test_a_nan_printed_as_a_pair_s_value_is_that_pair_s_value(tmp_path):
+    """A loop printing `step: N total_loss: X obj_cls: Y` whose loss turns NaN (Python prints `nan`, `inf`): the word is
+    the value of the pair before it, never a label's end nor the first word of the next name (`nan obj_cls`)."""
+    torch.manual_seed(0)
+    lines = []
+    for step in range(0, 1000, 100):
+        total = torch.tensor(9.5 - step / 500) if step < 300 else torch.tensor(float("nan"))
+        part = torch.tensor(float("inf")) if step == 500 else total / 3
+        lines.append(f"step: {step} total_loss: {total.item()} obj_cls: {part.item()} frag_loc: {2.3 + step / 1e4}")
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert sorted(run.names()) == ["frag_loc", "obj_cls", "total_loss"]
+    steps, loss = run.arrays("total_loss")
+    assert steps.tolist() == list(range(0, 1000, 100))
+    assert np.isnan(loss[3:]).all() and np.isfinite(loss[:3]).all()
+    assert np.isinf(run.arrays("obj_cls")[1][5])
