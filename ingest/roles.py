@@ -34,6 +34,7 @@ _SUM_OF = re.compile(r"\s*\(sum of [^)]*\)$")
 SPLIT_WORDS = {
     "train": "train", "training": "train", "trn": "train",
     "val": "val", "valid": "val", "validation": "val", "eval": "val", "evaluation": "val", "dev": "val",
+    "vali": "val",  # Time-Series-Library's `Vali Loss` (and the forecasting repos built on it)
     "test": "test", "testing": "test",
 }
 # Words that say when a gradient norm was taken around clipping (`train/grad_norm_preclip`,

@@ -17,6 +17,7 @@ from ingest.roles import role_of
         ("test_loss", "val_loss", "test"),
         ("grad_norm", "grad_norm", None),
         ("train/grad_norm", "grad_norm", "train"),
+        ("Vali Loss", "val_loss", "val"),  # Time-Series-Library prints `Train Loss: x Vali Loss: y Test Loss: z`
         ("learning_rate", "lr", None),
         ("lr-AdamW", "lr", None),
         ("lr-Adam/pg1", "lr", None),
