@@ -458,8 +458,6 @@ def _unit_tag(key: str, unit: str | None) -> str | None:
     """The tag of `key`'s value printed with `unit`, where the unit is kept in it (`mem MB`); None where the key alone
     is the tag (no unit, seconds, a percentage, a unit the key already names: `mem_mb 2100MB`)."""
     unit = (unit or "").strip()
-    if unit.lower() in ("s", "sec", "secs") and role_of(key).role in ("train_loss", "val_loss"):
-        return f"{key} {unit}"  # PaddlePaddle's `batch_cost: 0.89 s`: a cost in seconds is a duration, not a loss
     if not unit or unit.lower() in _PLAIN_UNITS or not _UNIT_WORDS.fullmatch(unit) and unit not in _SCALES:
         return None
     if unit in _SCALES and role_of(key).role != "memory":

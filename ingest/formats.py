@@ -210,8 +210,7 @@ FORMATS: list[Format] = [
     # tag (`mem 2100MB` -> `mem MB`), and the length the log declares (`Epoch 3/100`) kept as `console plan`
     # version 7: full-width punctuation read as ASCII, hasktorch's 0-d tensors, no epoch from `steps per epoch = 8`, no
     # clock from a duration (`Time: 00:01:02`), argparse help and HF's banner blanked; a `Training complete` line kept
-    # version 8: `nan` / `inf` printed as a pair's value (`total_loss: nan obj_cls: 2.1`) stays that pair's value; a
-    # loss-named cost printed in seconds keeps the unit in its tag (`avg_batch_cost: 0.89 s` -> `avg_batch_cost s`)
+    # version 8: `nan` / `inf` printed as a pair's value (`total_loss: nan obj_cls: 2.1`) stays that pair's value
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=8),
 ]

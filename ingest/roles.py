@@ -155,9 +155,8 @@ def role_of(name: str) -> Role:
             or ws == {"speed"}:  # MXNet's Speedometer: `Speed: 512 samples/sec`
         return Role("throughput", split)
     if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or {"epoch", "time"} <= ws \
-            or ws == {"dt"} or "time" in ws and ws <= {"time"} | TIME_UNITS or {"batch", "cost"} <= ws and ws & TIME_UNITS:
-        # PaddlePaddle's `batch_cost: 0.89 s` (the console reader keeps the seconds in the tag: `batch_cost s`); a bare
-        # `Time` column (PyTorch's ImageNet example and its descendants: deepspeech.pytorch, MAE, timm's
+            or ws == {"dt"} or "time" in ws and ws <= {"time"} | TIME_UNITS:
+        # a bare `Time` column (PyTorch's ImageNet example and its descendants: deepspeech.pytorch, MAE, timm's
         # `Time`; nanoGPT's `time 1099.34ms`) is the time of the step it is printed on; a clock that only grows
         # (elapsed time under the same name) is told apart by its values, where step times are read
         return Role("step_time", split)

@@ -138,24 +138,3 @@ def test_a_nan_printed_as_a_pair_s_value_is_that_pair_s_value(tmp_path):
     assert steps.tolist() == list(range(0, 1000, 100))
     assert np.isnan(loss[3:]).all() and np.isfinite(loss[:3]).all()
     assert np.isinf(run.arrays("obj_cls")[1][5])
-
-
-def test_a_cost_printed_in_seconds_is_a_duration_not_a_loss(tmp_path):
-    """PaddlePaddle's suites log `avg_reader_cost: 0.00867 s, avg_batch_cost: 0.89077 s` beside the loss: costs in
-    seconds are the step's time and its data wait, not two more losses; a `batch_cost` printed bare stays a loss."""
-    from tests.runwriters import log_messages
-
-    messages = [f"epoch: [1/20], global_step: {s}, lr: 0.001000, loss: {2.0 - s / 100:.6f}, avg_reader_cost: "
-                f"{0.008 + s / 1e5:.5f} s, avg_batch_cost: {0.89 + s / 1e4:.5f} s, ips: 1751.29344 samples/s"
-                for s in range(10, 110, 10)]
-    root = tmp_path / "r"
-    root.mkdir()
-    log_messages(root / "train.log", messages, fmt="[%(asctime)s] ppocr INFO: %(message)s")
-    run = load_run(root, tmp_path / "f.duckdb")
-    assert run.all_of("train_loss") == ["loss"]
-    assert run.all_of("step_time") == ["avg_batch_cost s"]
-    assert run.arrays("step_time")[1][0] == 0.891
-    bare = tmp_path / "b"
-    bare.mkdir()
-    (bare / "train.log").write_text("".join(f"step {s} batch_cost={1.0 - s / 100:.3f}\n" for s in range(10)))
-    assert load_run(bare, tmp_path / "b.duckdb").all_of("train_loss") == ["batch_cost"]
