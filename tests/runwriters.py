@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +93,53 @@ def hf_history(steps: np.ndarray, loss: np.ndarray, grad_norm: np.ndarray, lr: f
     epoch, step (plain floats; NaN/Inf stay NaN/Inf, as `json.dumps` writes them)."""
     return [{"loss": float(v), "grad_norm": float(g), "learning_rate": lr, "epoch": round(int(s) / per_epoch, 4),
              "step": int(s)} for s, v, g in zip(steps, loss, grad_norm)]
+
+
+def hf_toy():
+    """(dataset, model) for a real `transformers.Trainer`: 64 pairs of 4 features summed into a target, and a linear
+    regression returning `{"loss", "logits"}` as HF models do."""
+    import torch
+    from torch.utils.data import Dataset
+
+    class Pairs(Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            x = torch.full((4,), float(i) / 64)
+            return {"x": x, "labels": x.sum()}
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 1)
+
+        def forward(self, x, labels=None):
+            y = self.lin(x).squeeze(-1)
+            return {"loss": torch.nn.functional.mse_loss(y, labels), "logits": y}
+
+    return Pairs(), Tiny()
+
+
+@contextlib.contextmanager
+def hf_console(path: Path):
+    """transformers' INFO messages and stdout both written to `path`, as `python train.py > train.log 2>&1` leaves
+    an HF Trainer's console log; the logger's level and handlers are restored after."""
+    import logging
+
+    import transformers
+
+    logger = transformers.logging.get_logger()
+    level = logger.level
+    with open(path, "w") as log, contextlib.redirect_stdout(log):
+        handler = logging.StreamHandler(log)
+        transformers.logging.set_verbosity_info()
+        logger.addHandler(handler)
+        try:
+            yield log
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
 
 
 class one_torch_thread:

@@ -5,7 +5,6 @@ message) read through the real ingest path, and the detectors that own each even
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 
 import numpy as np
@@ -16,7 +15,7 @@ from forensics.judge.detectors import MaskedNonfinite, NanLoss, ResumedRun
 from ingest import announcements
 from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS, PHRASES, RESUME, TRAIN_END, read
 from tests.paths import SHARED
-from tests.runwriters import load_run
+from tests.runwriters import hf_console, load_run
 
 torch = pytest.importorskip("torch")
 
@@ -313,18 +312,9 @@ def test_the_hf_trainers_own_resume_message_is_read(tmp_path):
 
     root = tmp_path / "r"
     root.mkdir()
-    logger = transformers.logging.get_logger()
-    level = logger.level
-    with open(root / "train.log", "w") as log, contextlib.redirect_stdout(log):
-        handler = logging.StreamHandler(log)
-        transformers.logging.set_verbosity_info()
-        logger.addHandler(handler)
-        try:
-            trainer().train()
-            trainer().train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-5"))
-        finally:
-            logger.removeHandler(handler)
-            logger.setLevel(level)
+    with hf_console(root / "train.log"):
+        trainer().train()
+        trainer().train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-5"))
     run = load_run(root, tmp_path / "f.duckdb")
     said = run.announced(RESUME)
     assert said.height >= 1 and any(w.at == 5 and w.counter == "step" for w in said["said"])

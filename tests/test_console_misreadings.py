@@ -5,14 +5,12 @@ a duration printed as `HH:MM:SS` (no time of day), and full-width punctuation of
 from __future__ import annotations
 
 import argparse
-import contextlib
-import logging
 import time
 
 import numpy as np
 import pytest
 
-from tests.runwriters import load_run
+from tests.runwriters import hf_console, hf_toy, load_run
 
 torch = pytest.importorskip("torch")
 
@@ -36,42 +34,15 @@ def test_the_hf_trainers_banner_gives_no_epoch_and_no_series(tmp_path):
     """transformers' Trainer at INFO prints `***** Running training *****` and its sizes (`Num update steps per epoch =
     8`) before its first logged record: those are no values, and the epoch series starts at the trainer's own."""
     transformers = pytest.importorskip("transformers")
-    from torch.utils.data import Dataset
-
-    class Pairs(Dataset):
-        def __len__(self):
-            return 64
-
-        def __getitem__(self, i):
-            x = torch.full((4,), float(i) / 64)
-            return {"x": x, "labels": x.sum()}
-
-    class Tiny(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = torch.nn.Linear(4, 1)
-
-        def forward(self, x, labels=None):
-            out = self.lin(x).squeeze(-1)
-            return {"loss": torch.nn.functional.mse_loss(out, labels), "logits": out}
-
     torch.manual_seed(0)
     args = transformers.TrainingArguments(
         output_dir=str(tmp_path / "out"), num_train_epochs=3, logging_steps=2, per_device_train_batch_size=8,
         learning_rate=0.01, report_to=[], disable_tqdm=True, use_cpu=True, save_strategy="no")
     root = tmp_path / "r"
     root.mkdir()
-    logger = transformers.logging.get_logger()
-    level = logger.level
-    with open(root / "train.log", "w") as log, contextlib.redirect_stdout(log):
-        handler = logging.StreamHandler(log)
-        transformers.logging.set_verbosity_info()
-        logger.addHandler(handler)
-        try:
-            transformers.Trainer(model=Tiny(), args=args, train_dataset=Pairs()).train()
-        finally:
-            logger.removeHandler(handler)
-            logger.setLevel(level)
+    with hf_console(root / "train.log"):
+        data, model = hf_toy()
+        transformers.Trainer(model=model, args=args, train_dataset=data).train()
     assert "Num update steps per epoch = 8" in (root / "train.log").read_text()
     run = load_run(root, tmp_path / "f.duckdb")
     _, epoch = run.arrays("epoch")

@@ -7,37 +7,19 @@ from __future__ import annotations
 import pytest
 
 from forensics.judge.detectors import ResumedRun
-from tests.runwriters import load_run, one_torch_thread
+from tests.runwriters import hf_toy, load_run, one_torch_thread
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 
 def _trainer(out, max_steps: int):
-    from torch.utils.data import Dataset
-
-    class Pairs(Dataset):
-        def __len__(self):
-            return 64
-
-        def __getitem__(self, i):
-            x = torch.full((4,), float(i) / 64)
-            return {"x": x, "labels": x.sum()}
-
-    class Tiny(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = torch.nn.Linear(4, 1)
-
-        def forward(self, x, labels=None):
-            y = self.lin(x).squeeze(-1)
-            return {"loss": torch.nn.functional.mse_loss(y, labels), "logits": y}
-
     torch.manual_seed(0)
     args = transformers.TrainingArguments(
         output_dir=str(out), max_steps=max_steps, save_steps=10, logging_steps=1, per_device_train_batch_size=8,
         learning_rate=0.01, warmup_steps=1, report_to=[], disable_tqdm=True, use_cpu=True, save_only_model=True)
-    return transformers.Trainer(model=Tiny(), args=args, train_dataset=Pairs())
+    data, model = hf_toy()
+    return transformers.Trainer(model=model, args=args, train_dataset=data)
 
 
 def test_an_hf_run_resumed_with_a_schedule_built_anew_from_0(tmp_path):
