@@ -202,3 +202,9 @@ def test_an_lr_from_zero_at_one_period_is_a_schedule_s_cycle_not_resumes(tmp_pat
     assert [f for f in ResumedRun().check(periodic) if "from 0" in f.summary] == []
     uneven = load_run(write_trainer_state(tmp_path / "u", history([60, 85, 160])), tmp_path / "u.duckdb")
     assert sorted(f.step for f in ResumedRun().check(uneven) if "from 0" in f.summary) == [60, 85, 160]
+    dip = history([60, 85, 160])
+    for e in dip:
+        if e["step"] == 120:
+            e["learning_rate"] = 0.0  # a 0 between two equal values: logged between optimizer steps, no new schedule
+    dipped = load_run(write_trainer_state(tmp_path / "d", dip), tmp_path / "d.duckdb")
+    assert sorted(f.step for f in ResumedRun().check(dipped) if "from 0" in f.summary) == [60, 85, 160]

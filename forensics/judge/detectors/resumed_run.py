@@ -275,8 +275,11 @@ class ResumedRun:
             positive = np.cumsum(lr > 0)  # positive records up to each point
             # not the run's own start (a warmup from 0), an LR held at 0 for a while, nor a restart an epoch that
             # falls back shows already
+            # nor a 0 between two equal values: an LR logged at a micro-step between optimizer steps dips to 0 and
+            # comes back where it was, where a schedule built anew starts elsewhere
             starts = [k for k in np.flatnonzero((lr[:-1] == 0) & (lr[1:] > 0))
                       if positive[k] >= self.min_lr_points and lr[k - 1] != 0
+                      and not np.isclose(lr[k + 1], lr[k - 1], rtol=1e-6, atol=0.0)
                       and not any(steps[k - 1] <= r <= steps[k + 1] for r in known)]
             gaps = np.diff(steps[starts]) if len(starts) >= 3 else np.array([])
             if gaps.size and gaps.max() <= 1.1 * gaps.min():
