@@ -442,7 +442,7 @@ PHRASE = re.compile(
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
 # A value printed as a word (`nan`, `inf`): never a label's end, nor the first word of a name.
 _VALUE_WORD = re.compile(r"(?i:nan|inf(?:inity)?)(?![\w.])")
-_LABEL_END = re.compile(r":\s+(?=[A-Za-z])(?!(?i:nan|inf(?:inity)?)(?![\w.]))")  # `loss: nan` is a value, no label
+_LABEL_END = re.compile(rf":\s+(?=[A-Za-z])(?!{_VALUE_WORD.pattern})")  # `loss: nan` is a value, no label
 
 # Units a value may be printed with, glued (`2100MB`, `52ms`, `0.52s`, `12.3K`) or after a space (`2100 MB`, `87.5 %`).
 # Nothing is converted: a value is stored as printed, and its unit, where it is not seconds or a percentage (what a
