@@ -323,3 +323,53 @@ def test_held_level_twins_stay_silent(tmp_path):
     val = 0.34 * (1 - 0.08 * steps / steps[-1])
     run = load_run(write_tb(tmp_path / "b", {"loss": (steps, flat), "val_loss": (steps, val)}), tmp_path / "b.duckdb")
     assert list(Plateau().check(run)) == []
+
+
+def test_a_power_law_tail_still_falling_per_doubling_is_no_plateau(tmp_path):
+    """Continued pre-training as the HF Trainer logs it, no evaluation: a fast first fall, then a power-law tail that
+    loses ~0.7% per doubling of the steps. Slow in linear steps (the held rule sees 2% over 90% of the run), steady
+    in log steps: doubling the run still buys a lower loss. The same fall, then a loss that stops, is a plateau."""
+    from tests.runwriters import hf_history, write_trainer_state
+
+    rng = np.random.default_rng(3)
+    steps = np.arange(5, 2181, 5)
+    power = 1.8 + 0.25 * np.exp(-steps / 30) + 0.3 * (steps / 5) ** -0.2
+    stops = np.where(steps < 200, power, power[steps == 200][0])
+    found = {}
+    for name, level in (("power", power), ("stops", stops)):
+        loss = level * (1 + rng.normal(0, 0.004, steps.size))
+        run = load_run(write_trainer_state(tmp_path / name, hf_history(steps, loss, np.full(steps.size, 0.3))),
+                       tmp_path / f"{name}.duckdb")
+        found[name] = (list(Plateau()._found(run)), list(Plateau().check(run)))
+    assert found["power"][0] and found["power"][1] == []  # a stall in linear steps, vetoed in log steps
+    assert len(found["stops"][1]) == 1
+
+
+def test_a_loss_slowing_while_the_lr_still_warms_up_is_no_plateau(tmp_path):
+    """Speech pre-training inside a long linear warm-up: the loss falls fast, then slowly while the LR is still
+    rising at the last record. Nothing has stalled: the schedule has not reached its peak. The same curve under an
+    LR that reached its peak early is a plateau."""
+    steps = np.arange(200, 4601, 200)
+    loss = 3.8 + 5.0 * np.exp(-(steps - 200) / 350) + 0.4 * np.exp(-(steps - 200) / 3000) + 0.01 * np.sin(steps)
+    warming = 3.125e-6 * steps / 200
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, loss), "lr": (steps, warming)}), tmp_path / "a.duckdb")
+    assert list(Plateau()._found(run)) and list(Plateau().check(run)) == []
+    peaked = np.minimum(warming, 1e-5)
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, loss), "lr": (steps, peaked)}), tmp_path / "b.duckdb")
+    assert len(list(Plateau().check(run))) == 1
+
+
+def test_a_validation_loss_setting_new_bests_at_its_last_evaluations_vetoes_a_plateau(tmp_path):
+    """Training stalls at 68% of its start; validation sets a new best at each of its 10 evaluations, by only 0.3%
+    in all (under every size rule): a sign test, not a size, says the model still improves. The same validation
+    values in another order (no new best at the end) leave the plateau standing."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(0, 3000, 10)
+    train = (1.6 + 0.8 * np.exp(-steps / 150)) * (1 + rng.normal(0, 0.01, steps.size))
+    vs = np.arange(300, 3001, 300)
+    best = 1.50 - 0.0005 * np.arange(vs.size)
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, train), "val/loss": (vs, best)}), tmp_path / "a.duckdb")
+    assert list(Plateau()._found(run)) and list(Plateau().check(run)) == []
+    shuffled = best[[9, 3, 7, 1, 5, 0, 8, 2, 6, 4]]
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, train), "val/loss": (vs, shuffled)}), tmp_path / "b.duckdb")
+    assert len(list(Plateau().check(run))) == 1

@@ -49,6 +49,10 @@ class Plateau:
     one, within `chance_rel_tol` of a ln k of `stats.chance_level` (a loss pinned at 0.6931 is a coin's).
     No plateau while the validation loss still falls by `val_fall` over it (`val_points` evaluations), or steadily
     by `val_steady_fall` (Mann–Kendall p < `val_steady_p`, τ ≤ −`val_steady_tau`): dropout, not a stall.
+    No plateau of any rule while the run still learns (`_still_learning`): its LR still warms up, its validation
+    loss sets a new best at most of its last evaluations (a sign test), or, without validation, its loss falls at
+    each of the last `doubling_blocks` doublings of its steps at `max_pace` of its mean fall per doubling (a power
+    law: slow in linear steps, steady in log steps).
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
     Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
     False alarms: 1 of the 67 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets);
@@ -89,6 +93,10 @@ class Plateau:
     held_move: float = 0.03  # ... moving less than 3% of its level over it: the run stopped learning, at any level
     chance_band: float = 0.02  # a stall within 2% of ln C, C declared in the config: a uniform guess's loss
     chance_rel_tol: float = 1e-3  # without a declared C: within 0.1% of a ln k (stats.chance_level), 0.6931 ± 0.0007
+    best_evals: int = 5  # a validation loss setting a new best at most of its last (up to) 5 evaluations ...
+    min_best_evals: int = 3  # ... and at least 3 of them in the stall: still improving (a sign test)
+    doubling_blocks: int = 3  # without validation: medians over the last 3 doublings of the steps in the stall ...
+    doubling_sigmas: float = 2.0  # ... each lower, the last by 2 standard errors and at `max_pace` of the run's pace
 
     def _lr_fall(self, run: Run, start_step: int) -> float | None:
         """Peak LR up to `start_step` over the median LR from it to the end (None without an LR series on the
@@ -287,7 +295,51 @@ class Plateau:
         steady = fall >= self.val_steady_fall and trend.p < self.val_steady_p and trend.tau <= -self.val_steady_tau
         return fall if steady else None
 
+    def _still_learning(self, run: Run, start: int, end: int | None = None) -> str | None:
+        """Why the run is still learning over the stall from step `start` (to `end`), or None: its LR still warms
+        up (the LR's last value in the stall is its peak, above its value at the stall's start); its validation
+        loss sets a new best at most of its last `best_evals` evaluations (`min_best_evals` of them in the stall);
+        or its loss falls at each of the last `doubling_blocks` doublings of its steps (`stats.falling_per_doubling`).
+        A power-law curve (a language model's, a contrastive or speech pre-training loss) slows in linear steps
+        but not in log steps: a user who doubles the run still buys a lower loss."""
+        fmt = run.format_of(run.pick("loss"))
+        if run.has("lr") and run.format_of(run.pick("lr")) == fmt:
+            s, lr = finite_part(*run.arrays("lr"))
+            keep = (s >= start) & (s <= end if end is not None else True)
+            during, upto = lr[keep], lr[s <= (end if end is not None else np.inf)]
+            if (during.size >= 2 and during[-1] >= float(upto.max()) * (1 - LR_ROUNDING)
+                    and during[-1] > during[0] * (1 + LR_ROUNDING)):
+                return f"the LR still warms up ({during[0]:.3g} → {during[-1]:.3g} over the stall)"
+        if run.has("val_loss") and run.format_of(run.pick("val_loss")) == fmt:
+            vs, v = finite_part(*run.arrays("val_loss"))
+            if end is not None:
+                vs, v = vs[vs < end], v[vs < end]
+            k = min(self.best_evals, int(np.sum(vs >= start)), v.size - 1)
+            if k >= self.min_best_evals:  # validation is the witness where the run evaluates
+                bests = stats.new_bests(v, k)
+                return (f"the validation loss sets a new best at {bests} of its last {k} evaluations"
+                        if 2 * bests > k else None)
+        steps, y = (finite_part(*run.arrays("loss")) if end is not None else _last_launch(run))
+        if end is not None:
+            steps, y = steps[steps < end], y[steps < end]
+        fall = stats.falling_per_doubling(steps, y, start, self.doubling_blocks, self.doubling_sigmas)
+        if fall is None or not np.any(steps >= start):
+            return None
+        # the pace per doubling, as `max_pace` reads it in linear steps: against the run's mean fall per doubling
+        learned = stats.start_level(y, self.start_points) - float(np.median(y[steps >= start]))
+        doublings = math.log2((steps[-1] - steps[0]) / stats.cadence(steps) + 1)
+        if learned > 0 and fall >= self.max_pace * learned / doublings:
+            return (f"the loss still falls at every doubling of the steps ({fall:.3g} over the last, "
+                    f"{fall * doublings / learned:.0%} of its mean fall per doubling)")
+        return None
+
     def check(self, run: Run) -> Iterator[Finding]:
+        found = list(self._found(run))
+        for f in found:
+            if self._still_learning(run, f.step, f.evidence.get("restart_step")) is None:
+                yield f
+
+    def _found(self, run: Run) -> Iterator[Finding]:
         chance = self._chance(run)
         if chance is not None:
             yield self._chance_finding(run, chance)
