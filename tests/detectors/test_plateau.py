@@ -373,3 +373,40 @@ def test_a_validation_loss_setting_new_bests_at_its_last_evaluations_vetoes_a_pl
     shuffled = best[[9, 3, 7, 1, 5, 0, 8, 2, 6, 4]]
     run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, train), "val/loss": (vs, shuffled)}), tmp_path / "b.duckdb")
     assert len(list(Plateau().check(run))) == 1
+
+
+def test_a_few_records_flat_at_chance_after_a_large_fall_are_a_plateau_at_any_length(tmp_path):
+    """A pasted solver log of five records: the loss falls ×10 from a saturated first value, then sits within ±0.4%
+    for four records while the test accuracy is unchanged at 0.00028 (1/3571), the accuracy of a uniform guess
+    whose loss (ln 3571 = 8.18) the loss sits at. An expert names that at a glance; the twin whose accuracy moves
+    learned something, and stays too short to judge."""
+    from tests.runwriters import log_messages
+
+    found = {}
+    for name, last_acc in (("stuck", "0.00028"), ("moves", "0.0413")):
+        (tmp_path / name).mkdir()
+        lines = ["Iteration 0, Testing net: accuracy = 0.00028"]
+        for it, v in zip(range(0, 5000, 1000), [87.3366, 8.26466, 8.25553, 8.24047, 8.28462]):
+            if it == 4000:
+                lines.append(f"Iteration {it}, Testing net: accuracy = {last_acc}")
+            lines += [f"Iteration {it}, loss = {v}", f"Iteration {it}, lr = 0.001"]
+        log_messages(tmp_path / name / "train.log", lines)
+        run = load_run(tmp_path / name, tmp_path / f"{name}.duckdb")
+        found[name] = (Plateau().unavailable(run), list(Plateau().check(run)))
+    [f] = found["stuck"][1]
+    assert found["stuck"][0] is None and f.step == 1000 and f.evidence["chance_k"] == 3571
+    assert "8.26" in f.summary and "0.00028" in f.summary
+    assert found["moves"][0] is not None and found["moves"][1] == []
+
+
+def test_a_few_points_at_a_declared_class_counts_ln_c_after_a_fall_are_a_plateau(tmp_path):
+    """Six per-epoch points: 9.8 at the first, then 6.90-6.93 at ln 1000 = 6.908 with num_classes = 1000 in the
+    config. The same fall to 5.0 (far below chance: learning) stays too short to judge."""
+    steps = np.arange(1, 7)
+    at_chance = np.array([9.8, 6.93, 6.91, 6.90, 6.92, 6.91])
+    learned = np.array([9.8, 5.03, 5.01, 5.00, 5.02, 5.01])
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, at_chance)}, {"num_classes": 1000}), tmp_path / "a.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["chance_k"] == 1000 and f.step == 2
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, learned)}, {"num_classes": 1000}), tmp_path / "b.duckdb")
+    assert Plateau().unavailable(run) is not None and list(Plateau().check(run)) == []

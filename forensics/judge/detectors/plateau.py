@@ -49,6 +49,9 @@ class Plateau:
     one, within `chance_rel_tol` of a ln k of `stats.chance_level` (a loss pinned at 0.6931 is a coin's).
     No plateau while the validation loss still falls by `val_fall` over it (`val_points` evaluations), or steadily
     by `val_steady_fall` (Mann–Kendall p < `val_steady_p`, τ ≤ −`val_steady_tau`): dropout, not a stall.
+    Glaring, at any length (`_glaring`): a first value `glaring_fall` above the last `glaring_points` points or more,
+    all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
+    evaluation at 1/C, C the count whose ln C the loss sits at).
     No plateau of any rule while the run still learns (`_still_learning`): its LR still warms up, its validation
     loss sets a new best at most of its last evaluations (a sign test), or, without validation, its loss falls at
     each of the last `doubling_blocks` doublings of its steps at `max_pace` of its mean fall per doubling (a power
@@ -93,6 +96,10 @@ class Plateau:
     held_move: float = 0.03  # ... moving less than 3% of its level over it: the run stopped learning, at any level
     chance_band: float = 0.02  # a stall within 2% of ln C, C declared in the config: a uniform guess's loss
     chance_rel_tol: float = 1e-3  # without a declared C: within 0.1% of a ln k (stats.chance_level), 0.6931 ± 0.0007
+    glaring_points: int = 3  # at any length: the last 3 points or more within ±1% of their median ...
+    glaring_band: float = 0.01
+    glaring_fall: float = 0.3  # ... after a first value 30% above them, at chance (ln C declared, or an accuracy
+    # unchanged at 1/C, C read from the loss: a uniform guess's loss is ln C and its accuracy 1/C)
     best_evals: int = 5  # a validation loss setting a new best at most of its last (up to) 5 evaluations ...
     min_best_evals: int = 3  # ... and at least 3 of them in the stall: still improving (a sign test)
     doubling_blocks: int = 3  # without validation: medians over the last 3 doublings of the steps in the stall ...
@@ -128,7 +135,7 @@ class Plateau:
         # Under `min_points` only a stall high above the initial loss can speak: the detector counts as run (for
         # the verdict and `-v`) only when it finds one, so a short log without it stays "too short".
         short = too_short(run, "loss", self.min_points)
-        if short and self._stall(run) is None and self._chance(run) is None:
+        if short and self._stall(run) is None and self._chance(run) is None and self._glaring(run) is None:
             return short
         return None
 
@@ -344,6 +351,10 @@ class Plateau:
         if chance is not None:
             yield self._chance_finding(run, chance)
             return
+        glaring = self._glaring(run)
+        if glaring is not None:
+            yield self._glaring_finding(run, glaring)
+            return
         ev = self._stall(run)
         if ev is None:
             held = self._held(run)
@@ -425,6 +436,57 @@ class Plateau:
                                    f"step {ev['plateau_start_step']} to the end ({math.floor(ev['length_fraction'] * 100)}% of "
                                    f"the points), its trend moving {-ev['move_in_plateau']:+.1%} over them{val}: the run "
                                    f"stopped learning early and the rest of it bought nothing"))
+
+    def _glaring(self, run: Run) -> dict | None:
+        """The plateau's evidence at any length when the loss (its last launch) fell from its first value by
+        `glaring_fall` and its last `glaring_points` points or more lie within `glaring_band` of their median, at
+        chance: within `chance_band` of ln C where the config declares C, or beside an accuracy (train or
+        validation, on the loss's source) unchanged at every evaluation at 1/C, C the class count whose ln C the
+        loss sits at (a uniform guess's accuracy and loss agree). A few pasted records show that at a glance."""
+        steps, y = _last_launch(run)
+        if y.size < self.glaring_points + 1:
+            return None
+        level = float(np.median(y[-self.glaring_points:]))
+        inside = np.abs(y - level) <= self.glaring_band * abs(level)
+        k = int(np.argmin(inside[::-1])) if not inside.all() else y.size
+        if k < self.glaring_points or k == y.size or not level > 0 or y[0] < (1 + self.glaring_fall) * level:
+            return None  # not flat at the end, flat from the first point (flat_loss's), or no large fall before
+        ev = {"plateau_start_step": int(steps[-k]), "level": level, "initial_level": float(y[0]),
+              "fraction_of_initial": level / float(y[0]), "length_fraction": k / y.size, "points": int(y.size),
+              "flat_points": k}
+        found = class_count(run)
+        if found is not None:
+            if abs(level - math.log(found[0])) <= self.chance_band * math.log(found[0]):
+                return {**ev, "chance_k": found[0], "chance_level": math.log(found[0]),
+                        "chance_source": class_source(found)}
+            return None
+        fmt = run.format_of(run.pick("loss"))
+        for name in run.all_of("accuracy") + run.all_of("val_accuracy"):
+            if run.format_of(name) != fmt:
+                continue
+            _, a = finite_part(*run.arrays(name))
+            if a.size < 2 or np.ptp(a) != 0:
+                continue  # an accuracy that moved learned something
+            acc = float(a[0]) / (100.0 if a[0] > 1.5 else 1.0)
+            if 0 < acc < 1 and abs(level + math.log(acc)) <= self.chance_band * level:
+                return {**ev, "chance_k": round(1 / acc), "chance_level": -math.log(acc), "chance_source": None,
+                        "accuracy_series": name, "accuracy": float(a[0]), "accuracy_points": int(a.size)}
+        return None
+
+    def _glaring_finding(self, run: Run, ev: dict) -> Finding:
+        steps, y = _last_launch(run)
+        k = ev["flat_points"]
+        _, tail_text = level_of(steps, y, y.size - k, y.size - 1)
+        spread = float(np.max(np.abs(y[-k:] - ev["level"]))) / ev["level"]
+        witness = (f"an accuracy of {ev['accuracy']:.4g} unchanged at all {ev['accuracy_points']} evaluations of "
+                   f"{ev['accuracy_series']}, 1/{ev['chance_k']}, beside ln {ev['chance_k']} = "
+                   f"{ev['chance_level']:.4g}" if "accuracy_series" in ev else
+                   f"ln {ev['chance_k']} = {ev['chance_level']:.4g}; {ev['chance_source']}")
+        return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss falls from {y[0]:.4g} at step {steps[0]} to {tail_text} and stays within "
+                                   f"±{spread:.1%} of it over its last {k} points, at chance level ({witness}): "
+                                   f"the model predicts no better than a uniform guess"))
 
     def _chance_finding(self, run: Run, ev: dict) -> Finding:
         steps, y = _last_launch(run)
