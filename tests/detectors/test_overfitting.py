@@ -207,3 +207,40 @@ def test_seven_epochs_that_turn_at_the_fourth_are_overfitting(tmp_path):
     assert f.step == 400 and f.evidence["rising_evaluations"] == 3
     healthy = _epochs(tmp_path, "b", train, [0.5626, 0.5231, 0.4952, 0.4569, 0.4385, 0.4184, 0.4339], per_epoch=100)
     assert list(Overfitting().check(healthy)) == []
+
+
+def test_validation_rising_from_its_first_evaluation_beside_a_memorised_training_loss_is_overfitting(tmp_path):
+    """A recogniser on a few thousand images, logged every 20k iterations: training loss 0.30 at the first record,
+    then 0.00001 and 0.00000 at every later one (the set is memorised), while validation is lowest at its first
+    evaluation and climbs +16% over 14, with dips. A training loss at exactly 0 fell as far as it can: it is no
+    training that stands still. The twin whose training loss stays at 0.30 is the mismatch picture, not overfitting."""
+    from tests.runwriters import log_messages
+
+    val = [1.49355, 1.58368, 1.6, 1.65532, 1.64012, 1.63281, 1.67418, 1.70298, 1.697, 1.71944, 1.74045, 1.728,
+           1.73621, 1.73893]
+    memorised = [0.30092, 0.00001, 0.00001] + [0.0] * 11
+    found = {}
+    for name, train in (("memorised", memorised), ("stands", [0.30092 + 0.001 * (i % 2) for i in range(14)])):
+        (tmp_path / name).mkdir()
+        log_messages(tmp_path / name / "log_train.txt",
+                     [f"[{20000 * (i + 1)}/300000] Train loss: {t:.5f}, Valid loss: {v:.5f}, Elapsed_time: {1650 * (i + 1)}"
+                      for i, (t, v) in enumerate(zip(train, val))])
+        found[name] = list(Overfitting().check(load_run(tmp_path / name, tmp_path / f"{name}.duckdb")))
+    [f] = found["memorised"]
+    assert f.evidence["val_rise_relative"] > 0.1 and "memorised" in f.summary and "0.3009" in f.summary
+    assert found["stands"] == []
+    assert list(Overfitting(memorised=0.0).check(load_run(tmp_path / "memorised", tmp_path / "again.duckdb"))) == []
+
+
+def test_a_rise_at_every_evaluation_beside_a_training_loss_at_its_floor_is_overfitting(tmp_path):
+    """Validation lowest at its first evaluation and higher at each of the four after it (+30% in all) while training
+    falls 99.99% to 0.00001 as printed and stays there: training at its floor cannot fall at each evaluation, and
+    need not."""
+    ts = np.arange(10, 501, 10)
+    train = np.maximum(0.8 * np.exp(-ts / 8), 1e-5)
+    vs = np.arange(100, 501, 100)
+    val = np.array([1.0, 1.08, 1.15, 1.22, 1.30])
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (ts, train), "val/loss": (vs, val)}), tmp_path / "f.duckdb")
+    [f] = Overfitting().check(run)
+    assert f.step == 100 and f.evidence["val_rise_relative"] > 0.2
+    assert list(Overfitting(memorised=0.0).check(run)) == []  # read as training standing still, it was a mismatch

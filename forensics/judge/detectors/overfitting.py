@@ -27,12 +27,13 @@ class Overfitting:
     `trend_points`, a rise of `trend_noise_k` sigmas), or rise `memorise_noise_k` sigmas while training falls to
     under `memorise_train_left` of its level at the crossover (memorisation); neither when validation is noisier
     than training (val_noise's). A minimum among the first `early_evals` evaluations needs training to fall by
-    `min_train_fall` (else it is a mismatch between the two sets). From `wide_min_evals` evaluations, under heavy
+    `min_train_fall` (else it is a mismatch between the two sets), or to have fallen to `memorised` of its first
+    value or to 0: a memorised training loss is a finished fall, not training that stands still. From `wide_min_evals` evaluations, under heavy
     evaluation noise, rolling medians over `wide_share` of them are read instead (`_wide`). At any length from
     `every_min_evals` evaluations, a rise an expert names at a glance counts on its own (`_every`): validation
     rises at every evaluation after its minimum to the last (`every_share` of them or more), by `every_min_rise`
-    of it and `noise_k` times its relative point noise, while training at those evaluations falls at each, by
-    `min_train_fall` in all.
+    of it and `noise_k` times its relative point noise, while training at those evaluations falls at each (or sits
+    at its floor, `memorised` of its first value), by `min_train_fall` in all.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
     False alarms: 0 of the 52 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets).
@@ -62,6 +63,7 @@ class Overfitting:
     every_min_evals: int = 3  # the minimum and two evaluations rising after it: a user sees the turn
     every_min_rise: float = 0.1  # ... ending 10% above the minimum: more than a few percent of evaluation noise
     every_share: float = 1 / 3  # ... and a third of the evaluations or more: the run's turn, not a blip at its end
+    memorised: float = 0.01  # a training loss at 1% of its first value or less fell: it cannot fall further
 
     def _steady_rise(self, v: np.ndarray, vs: np.ndarray, imin: int, rise: float, noise: float) -> bool:
         """A rise smaller than `noise_k` point sigmas still counts when the evaluations after the minimum
@@ -118,7 +120,8 @@ class Overfitting:
             counts.append(inside.size)
         train = np.asarray(train)
         how = "" if max(counts) == 1 else ", medians between evaluations"
-        if not (np.all(np.isfinite(train)) and np.all(np.diff(train) < 0)
+        floor = self.memorised * float(tv[0]) if tv.size else 0.0  # a memorised loss stays at its floor
+        if not (np.all(np.isfinite(train)) and np.all((np.diff(train) < 0) | (train[1:] <= floor))
                 and train[-1] <= (1 - self.min_train_fall) * train[0]):
             return None  # training must fall at each evaluation: a shared rise is divergence, a standstill a mismatch
         ev = {"crossover_step": int(vs[-k]), "val_min": lo, "val_final": last, "val_rise": last - lo,
@@ -209,7 +212,8 @@ class Overfitting:
         if train_change > self.max_train_share * rise or (
                 train_level > 0 and train_change > self.max_train_rise * train_level):
             return  # both rise: that is divergence, not overfitting
-        if imin < self.early_evals and train_level > 0 and train_change > -self.min_train_fall * train_level:
+        if (imin < self.early_evals and train_level > 0 and train_change > -self.min_train_fall * train_level
+                and not _memorised(tv[ts <= vs[-1]], self.memorised)):
             return  # validation worse from its first evaluations while training stands still: a mismatch
         ev = {"crossover_step": int(vs[imin]), "val_min": lo, "val_final": final, "val_rise": rise,
               "val_rise_relative": rise / abs(lo) if lo else None, "val_noise": sigma, "mk_p": trend.p,
@@ -218,17 +222,31 @@ class Overfitting:
         yield Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
                          series=run.pick("val_loss"), evidence=ev,
                          sources=(src(run, "val_loss", vs), src(run, "loss", ts[after])),
-                         summary=self._summary(vs, v, imin, train_change))
+                         summary=self._summary(vs, v, imin, train_change, ts, tv))
 
-    def _summary(self, vs: np.ndarray, v: np.ndarray, imin: int, train_change: float) -> str:
+    def _summary(self, vs: np.ndarray, v: np.ndarray, imin: int, train_change: float, ts: np.ndarray,
+                 tv: np.ndarray) -> str:
         """The sentence, with the levels as the file shows them: the lowest evaluation's value (the median of the
         evaluations the smoothed minimum is the median of, when smoothed) and the median of the last third."""
         w = self.smooth_points // 2
         lo, lo_text = level_of(vs, v, imin - w, imin + w)
         final, final_text = level_of(vs, v, v.size - max(1, (v.size - imin) // 3), v.size - 1)
         where = f"at {lo_text}" if w == 0 else f"at step {vs[imin]}, {lo_text},"
-        return (f"validation loss bottoms {where} and rises to {final_text} (+{(final - lo) / abs(lo) if lo else 0:.0%}) "
-                f"while training loss changes by {train_change:+.3g}")
+        upto = tv[ts <= vs[-1]]
+        train = (f"while training loss has fallen from {point(ts, tv, 0)} to {float(np.median(upto[-3:])):.4g} "
+                 f"(memorised: it cannot fall further)" if _memorised(upto, self.memorised) else
+                 f"while training loss changes by {train_change:+.3g}")
+        return f"validation loss bottoms {where} and rises to {final_text} (+{(final - lo) / abs(lo) if lo else 0:.0%}) {train}"
+
+
+def _memorised(train: np.ndarray, share: float) -> bool:
+    """A training loss that ends (the median of its last three points) at `share` of its first logged value or
+    below, or at exactly 0: it fell as far as it can, and a flat stretch there is a finished fall, not training
+    that stands still."""
+    if train.size < 2 or share <= 0:
+        return False  # (a share of 0 turns the rule off)
+    end = float(np.median(train[-3:]))
+    return bool(end == 0 or (train[0] > 0 and end <= share * float(train[0])))
 
 
 def _noisier(val: np.ndarray, train: np.ndarray) -> bool:
