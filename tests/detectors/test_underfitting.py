@@ -251,3 +251,59 @@ def test_a_noisy_loss_falling_through_its_noise_band_is_not_a_stall(tmp_path, se
     assert list(Underfitting().check(run)) == []
     [f] = Underfitting(trend_sigmas=1e3).check(run)  # without the trend across the stall it reads as stalled early
     assert "stall high" in f.summary
+
+
+def _sparse(first: float | None = None, seed: int = 1):
+    """21 evaluations of a language model's train and validation loss (every 250 steps, each a mean): a fast
+    fall, then slower; validation 0.03 above train early, near 1.56 late."""
+    steps = np.arange(0, 5001, 250)
+    train = 1.45 + 1.7 * np.exp(-steps / 700)
+    if first is not None:
+        train[0] = first
+    val = 1.56 + np.random.default_rng(seed).normal(0, 0.004, steps.size)
+    val[:8] = train[:8] + 0.03
+    return steps, train, val
+
+
+def test_a_sparse_series_is_high_against_its_first_value_not_the_median_of_its_first_three(tmp_path):
+    """The first evaluation at initialisation (12.5 = ln V), the next already 3.1: the first interval holds most of
+    the fall. Against the median of the first three (3.1) a final 1.45 is "49% of the initial": high; against the
+    first value, 12%: it learned. The same curve without that first value is judged against its own start."""
+    steps, train, val = _sparse(first=12.52)
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, train), "val/loss": (steps, val)}), tmp_path / "a.duckdb")
+    assert list(Underfitting(sparse_points=0, first_share=2.0).check(run))  # the median of three says "high"
+    assert list(Underfitting().check(run)) == []
+    steps, train, val = _sparse()
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, train), "val/loss": (steps, val)}), tmp_path / "b.duckdb")
+    [f] = Underfitting().check(run)
+    assert "initial 3.15 at step 0" in f.summary
+
+
+def test_a_validation_loss_setting_new_bests_at_its_last_evaluations_is_no_underfitting(tmp_path):
+    """The same stall at 46% of the initial loss, but validation sets a new best at each of its last five
+    evaluations (by 0.1% each: under every pace rule). A sign test, not a size, says it still improves."""
+    steps, train, val = _sparse()
+    val[-5:] = np.min(val[:-5]) - 0.001 * np.arange(1, 6)
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (steps, val)}), tmp_path / "f.duckdb")
+    assert list(Underfitting(best_evals=0).check(run))
+    assert list(Underfitting().check(run)) == []
+
+
+def test_a_loss_that_never_moves_while_f1_climbs_on_both_sets_is_no_underfitting(tmp_path):
+    """A ranking model's per-epoch log: train and test loss sit at their first level (a poor surrogate), while F1
+    climbs 30 points on train and on test. The model learns its task. The twin whose F1 stays put underfits."""
+    from tests.runwriters import log_messages
+
+    found = {}
+    for name, gain in (("learns", 0.3), ("stuck", 0.0)):
+        (tmp_path / name).mkdir()
+        lines = []
+        for e in range(60):
+            lines += [f"Epoch: {e} | Epoch Time: 29.04 s",
+                      f"\tTrain: loss = {6.13 + 0.01 * np.sin(e) if e else 6.353:.4f} | "
+                      f"f1 = {0.50 + gain * min(e, 30) / 30 + 0.005 * np.cos(e):.4f}",
+                      f"\t Test: loss = {6.25 + 0.01 * np.cos(e):.4f} | "
+                      f"f1 = {0.59 + gain * min(e, 30) / 30 + 0.005 * np.sin(e):.4f}"]
+        log_messages(tmp_path / name / "train.log", lines)
+        found[name] = list(Underfitting().check(load_run(tmp_path / name, tmp_path / f"{name}.duckdb")))
+    assert found["learns"] == [] and len(found["stuck"]) == 1

@@ -7,14 +7,23 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import math
+import re
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import LABEL_MAPS, SHAPE, class_count, finite_part, head_tail_of, level_of, pretrained_key, src, too_short
+from forensics.judge.detectors.base import (LABEL_MAPS, SHAPE, class_count, finite_part, head_tail_of, level_of, point,
+                                           pretrained_key, src, too_short)
 from forensics.judge.detectors.oscillation import Oscillation
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
+
+
+# A task metric that rises as the model learns (an accuracy, an F1, an AUC), by its name: the loss may be a poor
+# surrogate of it, and a model whose metric climbs on train and evaluation data alike is learning, whatever the loss.
+TASK_METRIC = re.compile(r"(?:^|[^a-z])(f1|acc|accuracy|auc)(?:$|[^a-z])", re.IGNORECASE)
+EVAL_SPLITS = frozenset({"val", "test", "eval", "valid", "validation"})
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,11 @@ class Underfitting:
     Away from chance, a training loss whose Theil–Sen trend from its stall start on still falls beyond `max_progress`
     of its drop and `trend_sigmas` of the trend's uncertainty (σ·√(12/n)) has not stalled there: a noise band
     wider than the fall, not a stall.
+    The initial level is the first value on a sparse series (under `sparse_points`) or where the first logging
+    interval holds `first_share` of the fall, else the median of the first `start_points` (`_initial`). Never while
+    a task metric (`TASK_METRIC`: accuracy, F1, AUC) rises `metric_gain` on training and evaluation data alike (the
+    loss is a poor surrogate), nor, away from chance and with no pinned accuracy, while validation sets a new best
+    at most of its last `best_evals` evaluations (a sign test: still improving, at any pace).
     A training loss that turns non-finite is a run that died, not one that stalled; a stall whose validation loss
     bounces is oscillation's (`Oscillation.bouncing_weights`). Plateau reads the train curve alone; this one says
     validation agrees, so more capacity (not regularisation) is the lever.
@@ -70,6 +84,11 @@ class Underfitting:
     min_pace: float = 0.02  # ... when another run at its pace would take 2% off its level: not stalled
     trend_points: int = 8  # the late stretch needs this many points for that test
     trend_sigmas: float = 2.0  # a stall's fall beyond this many sigmas of its trend's uncertainty is still falling
+    sparse_points: int = 30  # under this many training points (per-epoch means), the first is the initial level ...
+    first_share: float = 0.5  # ... as it is when the first logging interval holds half the fall or more
+    best_evals: int = 5  # validation setting a new best at most of its last (up to) 5 evaluations ...
+    min_best_evals: int = 3  # ... at least 3 of them: still improving, not stalled (a sign test)
+    metric_gain: float = 0.1  # a task metric up 10 points on train and evaluation data alike: the model learns
 
     def unavailable(self, run: Run) -> str | None:
         short = too_short(run, "loss", self.min_train_points) or too_short(run, "val_loss", self.min_val_points)
@@ -107,6 +126,36 @@ class Underfitting:
             if i < a.size and since <= self.acc_pinned_from:
                 return {"accuracy_series": name, "accuracy_level": end, "accuracy_since": since,
                         "accuracy_band": band}
+        return None
+
+    def _initial(self, ts: np.ndarray, t: np.ndarray) -> tuple[float, str]:
+        """The training loss's initial level and how the file shows it: its first value on a sparse series (under
+        `sparse_points`: each point a mean already) or where the first logging interval holds `first_share` of the
+        whole fall (the median of the first few would start the curve after most of its fall), else the median of
+        the first `start_points`."""
+        first, end = float(t[0]), stats.head_tail_levels(t)[1]
+        if t.size < self.sparse_points or (t.size > 1 and first - float(t[1]) >= self.first_share * (first - end) > 0):
+            return first, point(ts, t, 0)
+        return level_of(ts, t, 0, self.start_points - 1)
+
+    def _metric_learns(self, run: Run) -> dict | None:
+        """{series: gain} when a task metric (`TASK_METRIC`, by name) rises `metric_gain` from its first value to the
+        median of its last three (in points on a 0-100 scale) both in a training series and in an evaluation one
+        (`EVAL_SPLITS`), else None: a model that gets better at its task on both sets is no underfit model."""
+        gains: dict[str, float] = {}
+        for row in run.meta.filter(pl.col("role").is_in(["accuracy", "val_accuracy", "other"])).iter_rows(named=True):
+            if not TASK_METRIC.search(row["name"]):
+                continue
+            _, a = finite_part(*run.arrays(row["name"]))
+            if a.size < self.min_val_points:
+                continue
+            scale = 100.0 if float(np.max(np.abs(a))) > 1.5 else 1.0
+            gains[row["name"]] = (float(np.median(a[-3:])) - float(a[0])) / scale
+        evaluated = {n for n in gains if n in set(run.all_of("val_accuracy")) or _eval_split(run, n)}
+        train = [g for n, g in gains.items() if n not in evaluated]
+        held_out = [g for n, g in gains.items() if n in evaluated]
+        if train and held_out and max(train) >= self.metric_gain and max(held_out) >= self.metric_gain:
+            return gains
         return None
 
     def _stall_start(self, steps: np.ndarray, y: np.ndarray, end: float, band: float) -> float:
@@ -200,7 +249,9 @@ class Underfitting:
         vs, v = finite_part(*run.arrays("val_loss"))
         if t.size < self.min_train_points or v.size < self.min_val_points:
             return
-        head = stats.start_level(t, self.start_points)
+        if self._metric_learns(run) is not None:
+            return  # the loss is a poor surrogate: the task metric climbs on both sets
+        head, head_text = self._initial(ts, t)
         t_end, v_end = stats.head_tail_levels(t)[1], stats.head_tail_levels(v, min_points=2)[1]
         if not (head > 0 and t_end > 0 and v_end > 0):
             return
@@ -228,6 +279,9 @@ class Underfitting:
         chance = found is not None and min(t_end, v_end) >= self.near_chance * reference
         v_projected = v_end - v_fall / self.late
         pinned = self._pinned_accuracy(run)
+        k = min(self.best_evals, v.size - 1)
+        if pinned is None and not chance and k >= self.min_best_evals and 2 * stats.new_bests(v, k) > k:
+            return  # away from chance, validation still setting new bests is no stall, at any pace
         if pinned is None and (t_fall > t_allow or not (v_fall <= v_allow or (chance and v_projected >= min_level * reference))):
             return  # still learning: train longer first
         # A loss still falling beyond its noise is not stalled, however small its late fall beside its early drop
@@ -253,7 +307,7 @@ class Underfitting:
         # the levels as the file shows them: the medians of the last tenth, with their steps
         t_text, v_text = head_tail_of(ts, t)[1][1], head_tail_of(vs, v, min_points=2)[1][1]
         ref_text = (f"{source} {reference:.4g}" if found is not None else
-                    f"initial {level_of(ts, t, 0, self.start_points - 1)[1]}")
+                    f"initial {head_text}")
         if pinned is not None:
             ev.update(pinned)
             yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),
@@ -276,3 +330,11 @@ class Underfitting:
                                       if max(t_start, v_start) <= self.max_stall_start else
                                       f"train at that level from {t_start:.0%} of the run; validation falls "
                                       f"{v_fall:.3g} late, so another run at that pace leaves it at {v_projected:.4g}")))
+
+
+def _eval_split(run: Run, name: str) -> bool:
+    """Whether the series holds evaluation data: its split, or the first word of its name (`test f1`, `val_acc`)."""
+    row = run.meta.filter(pl.col("name") == name)
+    split = row["split"][0] if row.height else None
+    first = re.split(r"[^a-z]+", name.lower().strip())[0]
+    return (split or "") in EVAL_SPLITS or first in EVAL_SPLITS
