@@ -55,3 +55,47 @@ def test_a_settled_validation_far_below_log_c_is_silent(tmp_path):
                             config=config), tmp_path / "c.duckdb")
     [f] = DistributionMismatch().check(run)
     assert f.evidence["untrained_level"] == np.log(2)
+
+
+def _lightning_epochs(root, train, val):
+    """Lightning's CSVLogger as `self.log(..., on_epoch=True)` reaches it: the epoch's training loss and its
+    validation loss at the step that ends each epoch."""
+    import pytest
+
+    pytest.importorskip("lightning", reason="the test extra installs lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    logger = CSVLogger(str(root))
+    for e, (t, v) in enumerate(zip(train, val)):
+        logger.log_metrics({"train_loss": float(t), "val_loss": float(v), "epoch": e}, step=e * 100 + 99)
+    logger.save()
+    logger.finalize("success")
+    return root
+
+
+def test_six_epochs_whose_validation_stays_far_above_a_collapsing_training_loss_are_a_mismatch(tmp_path):
+    """Training falls 97% in six epochs while validation, 17× above training at the first epoch already, swings
+    ±30% around 6.5 and never comes near where training started: an expert names it from these six rows. The twin
+    whose validation starts near training and rises after it is overfitting's (and too short here)."""
+    train = [0.409, 0.030, 0.0168, 0.0153, 0.0151, 0.0122]
+    far = [6.84, 8.60, 5.13, 6.72, 5.99, 6.26]
+    [f] = DistributionMismatch().check(load_run(_lightning_epochs(tmp_path / "a", train, far), tmp_path / "a.duckdb"))
+    assert f.evidence["rule"] == "gap" and f.evidence["min_ratio"] >= 15 and f.evidence["train_drop"] > 0.9
+    near = [0.42, 0.45, 0.47, 0.50, 0.52, 0.55]
+    run = load_run(_lightning_epochs(tmp_path / "b", train, near), tmp_path / "b.duckdb")
+    assert DistributionMismatch().unavailable(run) is not None and list(DistributionMismatch().check(run)) == []
+
+
+def test_a_validation_loss_exactly_constant_while_training_falls_is_a_mismatch(tmp_path):
+    """A triplet loss: validation exactly 0.2 (the margin) at each of 7 evaluations while training falls 8%: the
+    validation loss does not depend on the model. The same validation moving in its third digit is no evidence."""
+    steps = np.arange(1, 9)
+    train = np.array([0.1927, 0.1902, 0.1872, 0.1844, 0.182, 0.1794, 0.1777, 0.1775])
+    vs = steps[1:]
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, train), "val/loss": (vs, np.full(7, 0.2))}),
+                   tmp_path / "a.duckdb")
+    [f] = DistributionMismatch().check(run)
+    assert f.evidence["rule"] == "constant" and "exactly 0.2 at all 7 evaluations" in f.summary
+    moving = 0.2 + 0.001 * np.array([0, 1, -1, 2, 0, 1, -2])
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, train), "val/loss": (vs, moving)}), tmp_path / "b.duckdb")
+    assert list(DistributionMismatch().check(run)) == []

@@ -23,6 +23,8 @@ class DistributionMismatch:
     validation covers (from its first evaluation on: a first evaluation after an epoch of fast training
     sees both curves flat from there) while the validation loss stays within `max_val_change` of its first level: it never falls below it by more
     (smoothed minimum and last level alike), and does not end above it by more (that is overfitting).
+    Glaring, from `glaring_points` points (`_glaring`): training falls `glaring_train_fall` while validation stands
+    `glaring_gap`× above it at every evaluation from the first; or validation exactly constant while training falls.
     False alarms: fires on 0 of the 332 healthy runs it could check (at most 0.9% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune, calib and holdout-holdout4 parts and shared/real_runs, 25 Nov
     2026); before log(C) joined the untrained level, 1.
@@ -37,13 +39,49 @@ class DistributionMismatch:
     max_val_change: float = 0.05
     min_val_vs_start: float = 0.5  # an untrained level: this share of training's start or of log(C), the higher
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
+    glaring_points: int = 4  # at any length from 4 evaluations and 4 training points: ...
+    glaring_train_fall: float = 0.9  # ... training falls 90% while validation stands ...
+    glaring_gap: float = 15.0  # ... 15× above it at every evaluation from the first, never halving ...
+    constant_fall: float = stats.LEARNED_FALL  # ... or validation exactly constant while training falls 5%
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "val_loss", 4) or too_short(run, "loss", 10)
+        short = too_short(run, "val_loss", 4) or too_short(run, "loss", 10)
+        return short if short is None or self._glaring(run) is None else None
+
+    def _glaring(self, run: Run) -> dict | None:
+        """The mismatch an expert names from a few epochs: training falls `glaring_train_fall` from its first value
+        while validation stands `glaring_gap`× above training (at the last training point up to each evaluation) at
+        every evaluation from the first, never below half its first value nor twice training's first value:
+        validation never saw what training learned. Or validation exactly constant (every printed digit) at every evaluation while training
+        falls `constant_fall`: the validation loss does not depend on the model (a margin every sample meets,
+        a degenerate set). From `glaring_points` evaluations and training points. Evidence, else None."""
+        if not (run.has("loss") and run.has("val_loss")):
+            return None
+        ts, t = finite_part(*run.arrays("loss"))
+        vs, v = finite_part(*run.arrays("val_loss"))
+        if v.size < self.glaring_points or t.size < self.glaring_points or not t[0] > 0:
+            return None
+        fall = 1 - float(t[-1]) / float(t[0])
+        if np.ptp(v) == 0 and v[0] != 0 and fall >= self.constant_fall:
+            return {"rule": "constant", "train_first": float(t[0]), "train_last": float(t[-1]), "train_drop": fall,
+                    "val_constant": float(v[0]), "val_points": int(v.size)}
+        at = np.searchsorted(ts, vs, side="right") - 1  # the last training point at or before each evaluation
+        if fall < self.glaring_train_fall or at[0] < 0 or np.min(v) < max(0.5 * v[0], 2 * t[0]):
+            return None  # validation fell with training, or came near where training started: overfitting's
+        ratio = v / np.maximum(t[at], np.finfo(float).tiny)
+        if not np.all(ratio >= self.glaring_gap):
+            return None
+        return {"rule": "gap", "train_first": float(t[0]), "train_last": float(t[-1]), "train_drop": fall,
+                "val_first": float(v[0]), "val_last": float(v[-1]), "val_min": float(np.min(v)),
+                "min_ratio": float(np.min(ratio)), "val_points": int(v.size)}
 
     def check(self, run: Run) -> Iterator[Finding]:
         ts, t = finite_part(*run.arrays("loss"))
         vs, v = finite_part(*run.arrays("val_loss"))
+        glaring = self._glaring(run)
+        if glaring is not None:
+            yield self._glaring_finding(run, glaring, ts, t, vs, v)
+            return
         if v.size < 4:
             return
         ts, t = ts[ts >= vs[0]], t[ts >= vs[0]]  # compare like with like: the steps validation covers
@@ -71,6 +109,20 @@ class DistributionMismatch:
         yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]), series=run.pick("val_loss"),
                          evidence=ev, sources=(src(run, "loss", ts), src(run, "val_loss", vs)),
                          summary=_summary(ts, t, vs, v, train_drop))
+
+
+    def _glaring_finding(self, run: Run, ev: dict, ts: np.ndarray, t: np.ndarray, vs: np.ndarray,
+                         v: np.ndarray) -> Finding:
+        train = f"training loss falls {ev['train_drop']:.0%} ({point(ts, t, 0)} → {point(ts, t, t.size - 1)})"
+        if ev["rule"] == "constant":
+            text = (f"{train} while validation loss is exactly {ev['val_constant']:.6g} at all {v.size} evaluations: "
+                    f"it does not depend on the model (a margin every sample meets, or a degenerate set)")
+        else:
+            text = (f"{train} while validation loss stays {ev['min_ratio']:.0f}× above it or more at every one of its "
+                    f"{v.size} evaluations from the first ({point(vs, v, 0)} → {point(vs, v, v.size - 1)}): "
+                    f"validation never saw what training learned")
+        return Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]), series=run.pick("val_loss"),
+                          evidence=ev, sources=(src(run, "loss", ts), src(run, "val_loss", vs)), summary=text)
 
 
 def _summary(ts: np.ndarray, t: np.ndarray, vs: np.ndarray, v: np.ndarray, train_drop: float) -> str:
