@@ -58,8 +58,8 @@ class Plateau:
     law: slow in linear steps, steady in log steps).
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
     Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
-    False alarms: 1 of the 67 healthy real runs it could check (benchmarks/false_alarms.py, nine development sets);
-    the chance and held rules on none of the 136 healthy runs of eleven sets (75 judged).
+    False alarms: 2 of the 95 healthy real runs it judged (benchmarks/false_alarms.py, fifteen label files; 4 before
+    the still-learning vetoes); the glaring, chance and held rules on none.
     """
 
     kind: ClassVar[str] = "plateau"

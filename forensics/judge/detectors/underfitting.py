@@ -57,8 +57,8 @@ class Underfitting:
     Evidence: the reference (log C or initial loss) and its source, initial, final train and val levels,
     final train level as a fraction of the reference and of the initial, the train–val gap, the late
     progress of each curve, the fraction of each curve's steps before it reached its stall level.
-    False alarms: 0 of the 29 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets;
-    1 before the trend across the stall).
+    False alarms: 0 of the 38 healthy real runs it judged (benchmarks/false_alarms.py, fifteen label files; 1 before
+    the first-value initial level and the new-best veto).
     """
 
     kind: ClassVar[str] = "underfitting"
