@@ -148,8 +148,8 @@ def test_one_overflow_on_the_last_logged_step_under_a_scale_hides_nothing(tmp_pa
 def test_nan_norms_on_steps_where_the_lr_did_not_advance_are_skipped_fp16_steps(tmp_path):
     """HF fp16 with warmup: grad_norm NaN at steps 1, 2 and 6, and the logged LR does not advance on exactly those
     steps (0.0, 0.0, then 1.983e-4 twice): the scaler skipped three optimizer steps while calibrating, the loss there
-    is real. The same NaN norms beside an LR that advances at every step stay a warning, and so does one held LR
-    past the scaler's start-up (a skipped step mid-run is the catalog's non-finite norm beside a finite loss)."""
+    is real. The same NaN norms beside an LR that advances at every step stay a warning (three records, recurring);
+    one NaN norm past the scaler's start-up that comes back beside a moving loss is one skipped step, no masking."""
     steps = np.arange(1, 41)
     loss = 4.3 * np.exp(-steps / 15) + 0.5
     grad = np.ones(steps.size)
@@ -167,8 +167,7 @@ def test_nan_norms_on_steps_where_the_lr_did_not_advance_are_skipped_fp16_steps(
     late[30]["grad_norm"], late[30]["learning_rate"] = float("nan"), late[29]["learning_rate"]
     late = [dict(h, grad_norm=1.0) if h["step"] in (1, 2, 6) else h for h in late]
     run = load_run(write_trainer_state(tmp_path / "c", late), tmp_path / "c.duckdb")
-    [f] = MaskedNonfinite().check(run)
-    assert f.step == 31 and f.evidence["steps_masked"] == 1
+    assert list(MaskedNonfinite().check(run)) == []
 
 
 def _without_norm(history: list[dict]) -> list[dict]:
@@ -196,3 +195,47 @@ def test_a_loss_that_learned_to_zero_beside_finite_evaluations_hides_nothing(tmp
     history.sort(key=lambda e: (e["step"], "eval_loss" in e))
     run = load_run(write_trainer_state(tmp_path / "r", history), tmp_path / "f.duckdb")
     assert list(MaskedNonfinite().check(run)) == []
+
+
+def test_one_nonfinite_norm_that_comes_back_beside_a_moving_loss_is_a_skipped_step(tmp_path):
+    """One Inf grad norm in a hundred records, the loss finite and moving beside it, the norm finite on the next
+    record: what a step an fp16 scaler skipped looks like, not a loss the logs hide. The same record beside a loss
+    repeated exactly from the record before (a value held in place of the NaN) is masking."""
+    loss, norm = _per_step(seed=1)
+    norm[579] = np.inf
+    steps, loss, norm = _hf_logs(loss, norm)
+    run = load_run(write_trainer_state(tmp_path / "a", hf_history(steps, loss, norm)), tmp_path / "a.duckdb")
+    assert list(MaskedNonfinite().check(run)) == []
+    loss[57] = loss[56]
+    run = load_run(write_trainer_state(tmp_path / "b", hf_history(steps, loss, norm)), tmp_path / "b.duckdb")
+    [f] = MaskedNonfinite().check(run)
+    assert (f.severity, f.step, f.evidence["steps_masked"]) == ("warning", 580, 1)
+
+
+def _megatron(tmp_path, norms, skipped):
+    """Megatron-DeepSpeed's iteration lines, which print no loss on these records: `grad norm: nan` beside the
+    optimizer's own `number of skipped iterations` counter."""
+    from tests.runwriters import log_messages
+
+    lines = [f" iteration {5426 + i:8d}/  250000 | consumed samples: {43408 + 8 * i:12d} | elapsed time per iteration "
+             f"(ms): 4247.9 | learning rate: 2.999E-04 | global batch size:     8 | loss scale: 1.0 | grad norm: {g} | "
+             f"number of skipped iterations: {k:3d} | number of nan iterations: {k:3d} |"
+             for i, (g, k) in enumerate(zip(norms, skipped))]
+    root = tmp_path / "run"
+    root.mkdir()
+    log_messages(root / "train.log", lines, fmt="%(message)s")
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+@pytest.mark.parametrize("norms, skipped, fires", [
+    (["nan"] * 4, [0] * 4, True),  # the NaN gradients were applied: nothing skipped them
+    (["nan"] * 4, [1] * 4, False),  # the optimizer skipped each: amp_overflow's story, nothing hidden
+    (["1.234", "1.198", "1.305", "1.221"], [0] * 4, False),
+])
+def test_a_nan_grad_norm_on_every_record_that_no_skip_counter_counts_needs_no_loss(tmp_path, norms, skipped, fires):
+    run = _megatron(tmp_path, norms, skipped)
+    assert not run.has("loss") and MaskedNonfinite().unavailable(run) is None
+    found = list(MaskedNonfinite().check(run))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert found[0].severity == "critical" and found[0].evidence["steps_masked"] == 4
