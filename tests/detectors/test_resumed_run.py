@@ -208,3 +208,26 @@ def test_an_lr_from_zero_at_one_period_is_a_schedule_s_cycle_not_resumes(tmp_pat
             e["learning_rate"] = 0.0  # a 0 between two equal values: logged between optimizer steps, no new schedule
     dipped = load_run(write_trainer_state(tmp_path / "d", dip), tmp_path / "d.duckdb")
     assert sorted(f.step for f in ResumedRun().check(dipped) if "from 0" in f.summary) == [60, 85, 160]
+
+
+def test_a_launch_whose_counter_starts_again_but_whose_loss_goes_on_was_restored(tmp_path):
+    """Two launches of one script appended to one log (`Epoch: e/N, Iteration step: s, loss: v` through Python
+    logging), the second's epoch and step counters back at the first's. Where the second's loss starts near the
+    initial loss, it is a fresh launch; where it goes on from the level the first reached (the weights were
+    restored, the counter was not saved), it is a resume."""
+    from tests.runwriters import log_messages
+
+    steps, loss = curve(n=50, every=1300, start=5.2, floor=3.4, tau=15000)
+    steps = steps + 1300
+    for name, second, fires in (("fresh", loss[:20] * 1.01, False), ("restored", loss[29:49], True)):
+        lines = [f"Epoch: {i // 3}/50, Iteration step: {s}, loss: {v:.6f}" for i, (s, v) in
+                 enumerate(zip(steps[:30], loss[:30]))]
+        lines += [f"Epoch: {i // 3}/20, Iteration step: {s}, loss: {v:.6f}" for i, (s, v) in
+                  enumerate(zip(steps[:20], second))]
+        root = tmp_path / name
+        root.mkdir()
+        log_messages(root / "train.log", lines, fmt="%(asctime)s INFO: %(message)s")
+        run = load_run(root, tmp_path / f"{name}.duckdb")
+        assert run.launch_starts(run.pick("loss")), "two launches"
+        found = list(ResumedRun().check(run))
+        assert bool(found) == fires, [f.summary for f in found]
