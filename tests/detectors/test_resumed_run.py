@@ -231,3 +231,18 @@ def test_a_launch_whose_counter_starts_again_but_whose_loss_goes_on_was_restored
         assert run.launch_starts(run.pick("loss")), "two launches"
         found = list(ResumedRun().check(run))
         assert bool(found) == fires, [f.summary for f in found]
+
+
+def test_a_new_writer_that_goes_on_from_the_last_step_after_a_pause_is_a_resume(tmp_path):
+    """Two SummaryWriters (two event files): the first logs steps 0..990 at 2 s a logged step, the second goes on
+    from step 1000. Ten minutes between them is a process that died and one that resumed from its last
+    checkpoint; the second writer opened at the usual pace (a writer rolled within one process) is no resume."""
+    steps, loss = curve(n=200, every=10)
+    for name, pause, fires in (("resumed", 600.0, True), ("rolled", 2.0, False)):
+        root = tmp_path / name
+        _segment(root, steps[:100], loss[:100], T0 + 2.0 * np.arange(100))
+        _segment(root, steps[100:], loss[100:], T0 + 198.0 + pause + 2.0 * np.arange(100))
+        found = list(ResumedRun().check(load_run(root, tmp_path / f"{name}.duckdb")))
+        assert bool(found) == fires, [f.summary for f in found]
+        if fires:
+            assert (found[0].step, found[0].step_end, round(found[0].evidence["wall_gap_s"])) == (1000, 990, 600)
