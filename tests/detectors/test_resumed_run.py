@@ -246,3 +246,20 @@ def test_a_new_writer_that_goes_on_from_the_last_step_after_a_pause_is_a_resume(
         assert bool(found) == fires, [f.summary for f in found]
         if fires:
             assert (found[0].step, found[0].step_end, round(found[0].evidence["wall_gap_s"])) == (1000, 990, 600)
+
+
+def test_a_counter_that_starts_again_over_and_over_is_no_string_of_restored_launches(tmp_path):
+    """Eight stretches of `Epoch: e/N, Iteration step: s, loss: v`, each starting its counters again while the loss
+    goes on across: a counter reset that often is the log's own rhythm, not eight resumes."""
+    from tests.runwriters import log_messages
+
+    steps, loss = curve(n=160, every=1300, start=5.2, floor=3.4, tau=40000)
+    steps = steps + 1300
+    lines = [f"Epoch: {(i % 20) // 4}/20, Iteration step: {steps[i % 20]}, loss: {v:.6f}" for i, v in enumerate(loss)]
+    root = tmp_path / "r"
+    root.mkdir()
+    log_messages(root / "train.log", lines, fmt="%(asctime)s INFO: %(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert len(run.launch_starts(run.pick("loss"))) > ResumedRun().max_ends
+    assert not [f for f in ResumedRun().check(run) if "counter starts again" in f.summary]
+    assert [f for f in ResumedRun(max_ends=10).check(run) if "counter starts again" in f.summary]

@@ -234,3 +234,18 @@ def test_slow_prints_in_every_stretch_of_the_run_are_its_pace_not_a_drop(tmp_pat
         "        print(f'Epoch: [{e}][{i:4d}/2000]\\tTime {t:6.3f} ({t:6.3f})\\tLoss {2.0 - e / 100:.4e}')\n")
     found = list(ThroughputDrop().check(_printed(tmp_path, program)))
     assert bool(found) == fires, [f.summary for f in found]
+
+
+def test_records_at_an_even_pace_among_other_lines_are_no_slowdown(tmp_path):
+    """A BYOL script printing `[epoch:e/1200] [loss:...] [lr:...] [Time:[date]]` every 147 s, with a `==> Saving`
+    line after each of the first five epochs only: on a line axis the first records lie two lines apart and the
+    rest one, but every epoch took the same time."""
+    import datetime
+
+    t0 = datetime.datetime(2022, 8, 28, 0, 11, 31)
+    program = "\n".join(
+        [f"print('[epoch:{e}/1200] [loss:{0.2 / e:.6f}] [lr:{0.0093 - 0.0007 * e:.6f}] "
+         f"[Time:[{(t0 + datetime.timedelta(seconds=147 * (e - 1))).strftime('%Y-%m-%d %H:%M:%S')}]]')"
+         + ("\nprint('==> Saving ./result/{e}.pt...')" if e <= 5 else "") for e in range(1, 11)])
+    found = list(ThroughputDrop().check(_printed(tmp_path, program)))
+    assert found == [], [f.summary for f in found]

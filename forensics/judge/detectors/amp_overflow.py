@@ -89,6 +89,9 @@ class AmpOverflow:
         start = int(np.argmax(~bad))  # calibration ends at the first step with a finite norm
         held = np.r_[False, lv[1:] == lv[:-1]] & np.isfinite(lv)
         bad, held, steps = bad[start + 1:], held[start + 1:], both["step"].to_numpy()[start + 1:]
+        if run.has("loss"):  # a step whose loss is non-finite too is the NaN's (nan_loss), not a skip that saved it
+            keep = ~np.isin(steps, run.series("loss").filter(~pl.col("value").is_finite())["step"].to_numpy())
+            bad, held, steps = bad[keep], held[keep], steps[keep]
         skipped = bad & held
         n_skip, n_bad, n_fine = int(skipped.sum()), int(bad.sum()), int((~bad).sum())
         if n_skip < self.min_skips or n_skip < self.max_skip_rate * bad.size or n_skip < self.moving_share * n_bad \

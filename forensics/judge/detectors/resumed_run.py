@@ -183,8 +183,8 @@ class ResumedRun:
         from where the last one stood (the counter reset by a script that does not save it)."""
         name = run.pick("loss")
         starts = run.launch_starts(name)
-        if not starts:
-            return []
+        if not starts or len(starts) > self.max_ends:
+            return []  # a counter that starts again more often is the log's own rhythm (an epoch's), not launches
         steps, values = run.arrays("loss")
         ok = np.isfinite(values)
         steps, values = steps[ok], values[ok]

@@ -187,7 +187,11 @@ class ThroughputDrop:
             if found:
                 yield from found
                 return
-        ends = self._ends_slow(a, b, r, how)
+        ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"].fill_null(False).any())
+        if ordinal and how.startswith("wall_time"):  # line numbers are no steps: one record is one unit of progress
+            ends = self._ends_slow(a, a + 1, r * np.maximum(b - a, 1), how)
+        else:
+            ends = self._ends_slow(a, b, r, how)
         if ends is not None:
             yield Finding.of(self, severity="warning", step=ends["onset_step"], step_end=ends["end_step"], series=name,
                              evidence=ends | {"measured_from": how}, sources=src,
