@@ -148,8 +148,8 @@ def test_one_overflow_on_the_last_logged_step_under_a_scale_hides_nothing(tmp_pa
 def test_nan_norms_on_steps_where_the_lr_did_not_advance_are_skipped_fp16_steps(tmp_path):
     """HF fp16 with warmup: grad_norm NaN at steps 1, 2 and 6, and the logged LR does not advance on exactly those
     steps (0.0, 0.0, then 1.983e-4 twice): the scaler skipped three optimizer steps while calibrating, the loss there
-    is real. The same NaN norms beside an LR that advances at every step stay a warning (three records, recurring);
-    one NaN norm past the scaler's start-up that comes back beside a moving loss is one skipped step, no masking."""
+    is real. The same NaN norms beside an LR that advances at every step stay a warning, and so does one held LR
+    past the scaler's start-up (HF's Trainer filters a NaN step loss out of what it logs: nothing tells the two)."""
     steps = np.arange(1, 41)
     loss = 4.3 * np.exp(-steps / 15) + 0.5
     grad = np.ones(steps.size)
@@ -167,7 +167,8 @@ def test_nan_norms_on_steps_where_the_lr_did_not_advance_are_skipped_fp16_steps(
     late[30]["grad_norm"], late[30]["learning_rate"] = float("nan"), late[29]["learning_rate"]
     late = [dict(h, grad_norm=1.0) if h["step"] in (1, 2, 6) else h for h in late]
     run = load_run(write_trainer_state(tmp_path / "c", late), tmp_path / "c.duckdb")
-    assert list(MaskedNonfinite().check(run)) == []
+    [f] = MaskedNonfinite().check(run)
+    assert f.step == 31 and f.evidence["steps_masked"] == 1
 
 
 def _without_norm(history: list[dict]) -> list[dict]:
@@ -197,19 +198,29 @@ def test_a_loss_that_learned_to_zero_beside_finite_evaluations_hides_nothing(tmp
     assert list(MaskedNonfinite().check(run)) == []
 
 
-def test_one_nonfinite_norm_that_comes_back_beside_a_moving_loss_is_a_skipped_step(tmp_path):
-    """One Inf grad norm in a hundred records, the loss finite and moving beside it, the norm finite on the next
-    record: what a step an fp16 scaler skipped looks like, not a loss the logs hide. The same record beside a loss
-    repeated exactly from the record before (a value held in place of the NaN) is masking."""
-    loss, norm = _per_step(seed=1)
-    norm[579] = np.inf
-    steps, loss, norm = _hf_logs(loss, norm)
-    run = load_run(write_trainer_state(tmp_path / "a", hf_history(steps, loss, norm)), tmp_path / "a.duckdb")
-    assert list(MaskedNonfinite().check(run)) == []
-    loss[57] = loss[56]
-    run = load_run(write_trainer_state(tmp_path / "b", hf_history(steps, loss, norm)), tmp_path / "b.duckdb")
-    [f] = MaskedNonfinite().check(run)
-    assert (f.severity, f.step, f.evidence["steps_masked"]) == ("warning", 580, 1)
+@pytest.mark.parametrize("held, fires", [(False, False), (True, True)])
+def test_one_nonfinite_norm_that_comes_back_beside_a_moving_loss_is_a_skipped_step(tmp_path, held, fires):
+    """mmengine's training lines (`Epoch(train) [e][i/290] ... grad_norm: nan  loss: 209.18`), which filter nothing
+    out of the loss they print: one NaN norm among 100 lines, the loss finite and moving beside it and the norm
+    back on the next line, is a step an fp16 scaler skipped, not a loss the log hides. The same line beside a loss
+    repeated exactly from the line before (a value held in place of the NaN) is masking."""
+    from tests.runwriters import log_messages
+
+    loss, norm = _per_step(n=100, seed=1)
+    norm[57] = np.nan
+    if held:
+        loss[57] = loss[56]
+    lines = [f"Epoch(train)  [{1 + i // 10}][{10 * (i % 10 + 1):3d}/100]  lr: 1.0000e-03  grad_norm: {g:.4f}  "
+             f"loss: {v:.4f}" for i, (g, v) in enumerate(zip(norm, np.round(loss, 4)))]
+    root = tmp_path / "r"
+    root.mkdir()
+    log_messages(root / "train.log", lines, fmt="%(asctime)s - mmengine - INFO - %(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.has("grad_norm") and run.format_of(run.pick("loss")) != "hf_trainer_state"
+    found = list(MaskedNonfinite().check(run))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert (found[0].severity, found[0].evidence["steps_masked"]) == ("warning", 1)
 
 
 def _megatron(tmp_path, norms, skipped):

@@ -34,8 +34,9 @@ class MaskedNonfinite:
     Also: a training loss of exactly 0.0 from some step to the end beside a NaN/Inf validation loss in that stretch
     (critical): HF's logged loss zeroed while its evaluation turns NaN. And, with no loss needed: a grad norm
     non-finite on every record while the optimizer's skip counter reads 0 (critical). One non-finite norm that comes
-    back beside a finite loss that moves is a skipped fp16 step, not masking: a brief streak counts from 2 records
-    and `min_share` of them, or beside a loss exactly 0 or exactly repeated.
+    back beside a finite loss that moves is a skipped fp16 step, not masking: a brief streak counts under a writer
+    that filters non-finite losses (HF's Trainer), from 2 records and `min_share` of them, or beside a loss exactly 0
+    or exactly repeated.
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
     Evidence: first such step, count, the loss and grad norm there, whether the loss is exactly 0.
     False alarms: 0 of the 403 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
@@ -149,11 +150,12 @@ class MaskedNonfinite:
             elif not scaled and not held[a:b + 1].all():
                 keep[a:b + 1] = True  # (an LR that did not advance on each of them: steps the scaler skipped)
         # A brief non-finite norm that comes back beside a finite loss that moves is what a skipped fp16 step looks
-        # like: it counts as masking only where it recurs (2+ records and `min_share` of them) or the loss beside
-        # it is exactly 0 or exactly the previous record's (a value held in place of the NaN).
+        # like: it counts as masking only where the writer filters non-finite losses out of what it logs (HF's
+        # Trainer), where it recurs (2+ records and `min_share` of them) or where the loss beside it is exactly 0
+        # or exactly the previous record's (a value held in place of the NaN).
         held_loss = np.r_[False, lv[1:] == lv[:-1]] | (lv == 0.0)
         brief = keep & ~poisoned
-        if brief.any() and not held_loss[brief].any() \
+        if brief.any() and not held_loss[brief].any() and not _filters_nonfinite(run) \
                 and (int(brief.sum()) < 2 or brief.sum() < self.min_share * bad.size):
             keep &= ~brief
         hit = both.filter(pl.Series(keep & ordinary))
@@ -221,3 +223,12 @@ class MaskedNonfinite:
                                      f"{ev['last_step_masked']})" if survived.height > 1 else "")
                                   + ", and training went on: the logged loss curve never shows it (those batches "
                                   "were skipped); the first such step is where the NaN first appeared"))
+
+
+def _filters_nonfinite(run: Run) -> bool:
+    """The writer of the loss leaves non-finite step losses out of what it logs: HF's Trainer
+    (`logging_nan_inf_filter`, on unless the config turns it off)."""
+    said = run.config("logging_nan_inf_filter")
+    if said is not None:
+        return str(said).lower() in ("true", "1")
+    return run.format_of(run.pick("loss")) == "hf_trainer_state"
