@@ -34,13 +34,20 @@ class ThroughputDrop:
     the time): hours lost at once, which a log of a dozen lines shows as well as a long one. Pauses at evaluation
     and checkpoint steps, or on an epoch's first printed line, are no stall, unless those come at most intervals
     (then they are the run's rhythm, in the median).
+    A logged throughput (samples/s, it/s, tokens/s) is judged as a step time, 1/x, where no step time or wall
+    stamps speak; a rate has no seconds to price, so only its change over time does (the slowdown rule, and a log
+    that ends on `end_points` records ×`end_factor` slower than the steady ones before, at any length). A printed
+    per-iteration time stands for the iterations between prints (`_per_print`): a slow one costs its excess over one
+    iteration. An epoch's first batch is the loader's start; slow intervals in every fifth of the run
+    (`pace_share` of each) are its pace, not a drop.
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
     median length, the time they cost; the series whose stamps were read.
     False alarms: 0 of the 47 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs;
     0 of the 136 healthy labelled runs of the development sets (23 it could check) and no false finding on a labelled
-    one, with `stall_seconds`, `min_pause` and the hour rule (docs/engine.md).
+    one, with `stall_seconds`, `min_pause` and the hour rule (docs/engine.md); 0 of the 39 healthy runs it judges of
+    the 179 of every labelled development set with the rate, pricing and pace rules (before: 1, and 1 labelled).
     """
 
     kind: ClassVar[str] = "throughput_drop"
