@@ -48,7 +48,8 @@ class Phrase:
 
 PHRASES: tuple[Phrase, ...] = (
     # `nan loss caught, skipping batch`, `Non-finite loss, ending training`, `Invalid loss, terminating training`
-    Phrase("nonfinite_loss_words", NONFINITE_LOSS, rf"(?i)\b{_NF2}\s+(?:training\s+|train\s+)?loss(?:es)?\b(?:\s*[,.;:!(\[]|\s+[a-z]|\s*$)",
+    Phrase("nonfinite_loss_words", NONFINITE_LOSS, rf"(?i)\b{_NF2}\s+(?:training\s+|train\s+)?loss(?:es)?\b"  # `loss: 209.18` after a NaN value is a metric line
+           r"(?:\s*[,.;!(\[]|\s*[:=]\s*(?:[^-+.\d\s]|$)|\s+[a-z]|\s*$)",
            "nan loss caught, skipping batch"),
     # Keras' TerminateOnNaN: `Batch 5: Invalid loss, terminating training`
     Phrase("invalid_loss", NONFINITE_LOSS, r"(?i)\binvalid\s+loss\s*,\s*terminating\b",

@@ -254,6 +254,15 @@ def series_points(con: Any, series_id: int) -> pl.DataFrame:
     return pl.DataFrame(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
                                     ORDER BY source_id, position"""))
 
+def source_edges(con: Any, series_id: int) -> pl.DataFrame:
+    """Per file a series was read from (several TensorBoard event files of one run), its first and last point:
+    source, first_step, first_wall, last_step, last_wall, in the order the files began (first stamp, then file)."""
+    return _frame(con, """SELECT source_id AS source, arg_min(step, position) AS first_step,
+                                 arg_min(wall_time, position) AS first_wall, arg_max(step, position) AS last_step,
+                                 arg_max(wall_time, position) AS last_wall
+                          FROM scalars WHERE series_id = ? GROUP BY source_id ORDER BY first_wall, source_id""",
+                  [int(series_id)])
+
 # Columns of a long series reduced per query: each query's aggregate states (a few arg_min/arg_max per column) stay
 # well inside the read connection's memory limit (125,000 columns in one query needed more than its 64 MB; each of
 # DuckDB's threads holds its own states, so a machine of many cores needs more).

@@ -161,6 +161,7 @@ class Run:
     _breaks: Any = field(default=None, repr=False)
     # () -> the console lines that announce an event in words, with the records around each (`announced`)
     _announced: Any = field(default=None, repr=False)
+    _source_edges: Any = field(default=None, repr=False)  # series_id -> each source file's first and last point
     _announced_cache: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     # --- building ---------------------------------------------------------------------------------
@@ -183,7 +184,8 @@ class Run:
                    long_series=LONG_SERIES if long_series is None else long_series,
                    _reduce=lambda series_id, buckets: queries.series_reduced(con, series_id, buckets),
                    _breaks=lambda series_id, strict: queries.write_order_breaks(con, series_id, strict),
-                   _announced=lambda: queries.announced(con, run_id, ANNOUNCED))
+                   _announced=lambda: queries.announced(con, run_id, ANNOUNCED),
+                   _source_edges=lambda series_id: queries.source_edges(con, series_id))
 
     def reduced(self, name: str | None) -> dict[str, int] | None:
         """For a series read reduced (longer than `long_series` points): {"n_points": its stored points,
@@ -212,6 +214,14 @@ class Run:
         if self.reduced(name):
             return self._breaks(int(self.meta.filter(pl.col("name") == name)["series_id"][0]), strict)
         return self.points(name)
+
+    def source_edges(self, name: str | None) -> pl.DataFrame:
+        """Per file series `name` was read from, its first and last point (source, first_step, first_wall,
+        last_step, last_wall), in the order the files began; empty where unknown."""
+        row = self.meta.filter(pl.col("name") == name) if name is not None else self.meta.clear()
+        if row.height == 0 or self._source_edges is None:
+            return pl.DataFrame()
+        return self._source_edges(int(row["series_id"][0]))
 
     def writer_positions(self, series: str | None, steps: list[int | None]) -> dict[int, str]:
         """Where each of `steps` is in the writer's own words, for a series on an ordinal axis whose lines print

@@ -336,3 +336,37 @@ def test_a_scale_pinned_at_a_configured_floor_fires_and_calibration_above_it_doe
         (root / "config.json").write_text('{"fp16": {"min_loss_scale": 128}}')
         found = list(AmpOverflow().check(load_run(root, tmp_path / f"{name}.duckdb")))
         assert [f.evidence["floor"] for f in found] == ([128] if fires else []), name
+
+
+def _hf_fp16(skip_every: int | None, lr_held_on_skip: bool, constant_lr: bool = False, nan_loss: bool = False):
+    """HF Trainer's per-step history (logging_steps=1) of an fp16 run: a linear LR decay that the Trainer steps only
+    when the optimizer ran, grad_norm NaN on the steps GradScaler skipped."""
+    hist, lr = [], 3e-4
+    for step in range(1, 601):
+        skipped = skip_every is not None and step > 50 and step % skip_every == 0
+        if not (skipped and lr_held_on_skip) and not constant_lr:
+            lr -= 3e-4 / 700
+        loss = float("nan") if skipped and nan_loss else round(1.2 * 0.999 ** step + 0.05, 4)
+        hist.append({"loss": loss, "grad_norm": float("nan") if skipped else 0.8,
+                     "learning_rate": lr, "epoch": round(step / 600, 4), "step": step})
+    return hist
+
+
+@pytest.mark.parametrize("skip_every, held, constant, nan_loss, fires", [
+    (10, True, False, False, True),  # a tenth of the steps skipped: the LR stays put on each
+    (10, False, False, False, False),  # the LR advances on the NaN steps too: the optimizer ran, no skip to read
+    (10, True, True, False, False),  # a constant LR says nothing about which steps ran
+    (10, True, False, True, False),  # the loss is NaN on those steps too: nan_loss's story, not a skip that saved it
+    (None, True, False, False, False),
+])
+def test_nan_grad_norms_on_which_the_lr_stays_put_are_skipped_fp16_steps(tmp_path, skip_every, held, constant,
+                                                                         nan_loss, fires):
+    from tests.runwriters import write_trainer_state
+
+    history = _hf_fp16(skip_every, held, constant, nan_loss)
+    run = load_run(write_trainer_state(tmp_path / "r", history), tmp_path / "f.duckdb")
+    assert not run.has("loss_scale") and AmpOverflow().unavailable(run) is None
+    found = list(AmpOverflow().check(run))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert found[0].evidence["skipped_steps"] == 55 and found[0].step == 60

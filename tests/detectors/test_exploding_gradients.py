@@ -121,3 +121,21 @@ def test_a_norm_growing_at_every_record_to_the_end_of_a_short_log_is_an_explosio
     jump = np.array([0.787, 0.788, 0.789, 0.794, 0.795, 11.5])
     run = load_run(write_tb(tmp_path / "j", {"grad_norm": (steps[:6], jump)}), tmp_path / "j.duckdb")
     assert list(ExplodingGradients().check(run)) == []
+
+
+@pytest.mark.parametrize("gap, fires", [("skipped", False), (None, True)])
+def test_a_rise_from_norms_of_exactly_zero_has_no_level_to_rise_from(tmp_path, gap, fires):
+    """A per-step grad norm of ~0.3, then a stretch of tiny norms (0.005, the loss near 0), then 200 steps logged
+    as exactly 0.0 or NaN (steps an fp16 scaler skipped), then ~2.0 (a second launch appended to the log): a rise
+    from zeros is no explosion, and 2.0 is an ordinary norm. The same ~2.0 right after the tiny norms is ×400."""
+    rng = np.random.default_rng(0)
+    parts = [0.3 * np.exp(rng.normal(0, 0.1, 200)), 0.005 * np.exp(rng.normal(0, 0.1, 40))]
+    if gap:
+        parts.append(np.where(rng.random(200) < 0.8, 0.0, np.nan))
+    parts.append(2.0 * np.exp(rng.normal(0, 0.1, 200)))
+    g = np.concatenate(parts)
+    steps = np.arange(g.size)
+    run = load_run(write_tb(tmp_path / "r", {"train/grad_norm": (steps, g),
+                                             "train/loss": (steps, np.full(g.size, 0.05))}), tmp_path / "f.duckdb")
+    found = list(ExplodingGradients().check(run))
+    assert bool(found) == fires, [f.summary for f in found]

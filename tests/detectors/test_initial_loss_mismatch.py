@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 
 from forensics.judge.detectors import InitialLossMismatch
 from forensics.judge.detectors.base import missing_reason
@@ -131,3 +132,22 @@ def test_a_first_record_an_epoch_of_updates_in_is_no_loss_at_init(tmp_path, monk
     bare = load_run(_wandb_epochs(tmp_path / "bare", loss, False, monkeypatch), tmp_path / "b.duckdb")
     [f] = InitialLossMismatch().check(bare)
     assert f.evidence["direction"] == "low" and f.evidence["first_update"] is None and f.step == 0
+
+
+@pytest.mark.parametrize("first_cls, signed, fires", [(55.1, True, True), (0.69, True, False), (55.1, False, False)])
+def test_a_mean_reduced_classification_loss_above_any_class_count_needs_no_class_count(tmp_path, first_cls, signed,
+                                                                                     fires):
+    """detectron2's TensorBoard scalars every 20 iterations (`loss_cls` beside `fast_rcnn/cls_accuracy`), no class
+    count in the folder: a first `loss_cls` of 55 exceeds log(C) for any C a classifier has, where the writer is
+    known to average it over the batch. A writer not known to (a sum over anchors) says nothing."""
+    steps = np.arange(19, 1800, 20)
+    decay = np.exp(-np.arange(steps.size) / 10)
+    cls = 0.3 + (first_cls - 0.3) * decay
+    series = {"loss_cls": (steps, cls), "loss_box_reg": (steps, 0.5 + decay), "total_loss": (steps, cls + 0.5 + decay)}
+    if signed:
+        series["fast_rcnn/cls_accuracy"] = (steps, 0.9 + 0.05 * (1 - decay))
+    run = load_run(write_tb(tmp_path / "r", series), tmp_path / "f.duckdb")
+    found = list(InitialLossMismatch().check(run))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert found[0].step == 19 and found[0].evidence["first_loss"] == pytest.approx(55.1)

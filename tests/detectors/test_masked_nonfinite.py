@@ -149,7 +149,7 @@ def test_nan_norms_on_steps_where_the_lr_did_not_advance_are_skipped_fp16_steps(
     """HF fp16 with warmup: grad_norm NaN at steps 1, 2 and 6, and the logged LR does not advance on exactly those
     steps (0.0, 0.0, then 1.983e-4 twice): the scaler skipped three optimizer steps while calibrating, the loss there
     is real. The same NaN norms beside an LR that advances at every step stay a warning, and so does one held LR
-    past the scaler's start-up (a skipped step mid-run is the catalog's non-finite norm beside a finite loss)."""
+    past the scaler's start-up (HF's Trainer filters a NaN step loss out of what it logs: nothing tells the two)."""
     steps = np.arange(1, 41)
     loss = 4.3 * np.exp(-steps / 15) + 0.5
     grad = np.ones(steps.size)
@@ -196,3 +196,57 @@ def test_a_loss_that_learned_to_zero_beside_finite_evaluations_hides_nothing(tmp
     history.sort(key=lambda e: (e["step"], "eval_loss" in e))
     run = load_run(write_trainer_state(tmp_path / "r", history), tmp_path / "f.duckdb")
     assert list(MaskedNonfinite().check(run)) == []
+
+
+@pytest.mark.parametrize("held, fires", [(False, False), (True, True)])
+def test_one_nonfinite_norm_that_comes_back_beside_a_moving_loss_is_a_skipped_step(tmp_path, held, fires):
+    """mmengine's training lines (`Epoch(train) [e][i/290] ... grad_norm: nan  loss: 209.18`), which filter nothing
+    out of the loss they print: one NaN norm among 100 lines, the loss finite and moving beside it and the norm
+    back on the next line, is a step an fp16 scaler skipped, not a loss the log hides. The same line beside a loss
+    repeated exactly from the line before (a value held in place of the NaN) is masking."""
+    from tests.runwriters import log_messages
+
+    loss, norm = _per_step(n=100, seed=1)
+    norm[57] = np.nan
+    if held:
+        loss[57] = loss[56]
+    lines = [f"Epoch(train)  [{1 + i // 10}][{10 * (i % 10 + 1):3d}/100]  lr: 1.0000e-03  grad_norm: {g:.4f}  "
+             f"loss: {v:.4f}" for i, (g, v) in enumerate(zip(norm, np.round(loss, 4)))]
+    root = tmp_path / "r"
+    root.mkdir()
+    log_messages(root / "train.log", lines, fmt="%(asctime)s - mmengine - INFO - %(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.has("grad_norm") and run.format_of(run.pick("loss")) != "hf_trainer_state"
+    found = list(MaskedNonfinite().check(run))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert (found[0].severity, found[0].evidence["steps_masked"]) == ("warning", 1)
+
+
+def _megatron(tmp_path, norms, skipped):
+    """Megatron-DeepSpeed's iteration lines, which print no loss on these records: `grad norm: nan` beside the
+    optimizer's own `number of skipped iterations` counter."""
+    from tests.runwriters import log_messages
+
+    lines = [f" iteration {5426 + i:8d}/  250000 | consumed samples: {43408 + 8 * i:12d} | elapsed time per iteration "
+             f"(ms): 4247.9 | learning rate: 2.999E-04 | global batch size:     8 | loss scale: 1.0 | grad norm: {g} | "
+             f"number of skipped iterations: {k:3d} | number of nan iterations: {k:3d} |"
+             for i, (g, k) in enumerate(zip(norms, skipped))]
+    root = tmp_path / "run"
+    root.mkdir()
+    log_messages(root / "train.log", lines, fmt="%(message)s")
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+@pytest.mark.parametrize("norms, skipped, fires", [
+    (["nan"] * 4, [0] * 4, True),  # the NaN gradients were applied: nothing skipped them
+    (["nan"] * 4, [1] * 4, False),  # the optimizer skipped each: amp_overflow's story, nothing hidden
+    (["1.234", "1.198", "1.305", "1.221"], [0] * 4, False),
+])
+def test_a_nan_grad_norm_on_every_record_that_no_skip_counter_counts_needs_no_loss(tmp_path, norms, skipped, fires):
+    run = _megatron(tmp_path, norms, skipped)
+    assert not run.has("loss") and MaskedNonfinite().unavailable(run) is None
+    found = list(MaskedNonfinite().check(run))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert found[0].severity == "critical" and found[0].evidence["steps_masked"] == 4

@@ -186,3 +186,66 @@ def test_one_interval_that_holds_an_hour_long_stall_fires_at_any_length(tmp_path
     if fires:
         assert found[0].evidence["slow"] == 1 and found[0].evidence["seconds_lost"] > 3600
         assert "hours" in found[0].summary
+
+
+def _printed(tmp_path, program: str):
+    """The console log a small training script prints (its own print calls, as a pasted log carries them)."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "run"
+    root.mkdir()
+    with (root / "train.log").open("w") as out:
+        subprocess.run([sys.executable, "-c", program], stdout=out, check=True)
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+@pytest.mark.parametrize("last, fires", [("[46.5, 23.5]", True), ("[95.0, 46.5]", False), ("[94.0, 96.0]", False)])
+def test_a_logged_samples_per_second_that_the_log_ends_far_below_is_a_drop(tmp_path, last, fires):
+    """MXNet's Speedometer line, `Epoch[e] Batch [b]\tSpeed: 95.71 samples/sec\tTrain-CrossEntropy=...`, each line
+    printed twice (one per metric): a throughput read as 1/x. Eight prints at ~95 samples/s, the last two ×2 and ×4
+    slower, is a drop at any length; one slow print at the end is a hiccup."""
+    program = (
+        f"speeds = [95.7, 94.5, 94.3, 90.3, 89.8, 98.0] + {last}\n"
+        "for i, v in enumerate(speeds):\n"
+        "    e, b = i // 5, 20 * (i % 5 + 1)\n"
+        "    print(f'Epoch[{e}] Batch [{b}]\\tSpeed: {v:.2f} samples/sec\\tTrain-CrossEntropy={3.0 / (i + 1):.6f}')\n"
+        "    print(f'Epoch[{e}] Batch [{b}]\\tSpeed: {v:.2f} samples/sec\\tTrain-SmoothL1={0.7 / (i + 1):.6f}')\n")
+    found = list(ThroughputDrop().check(_printed(tmp_path, program)))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert found[0].evidence["intervals_after"] == 2 and found[0].evidence["rate_last"] == pytest.approx(23.5)
+
+
+@pytest.mark.parametrize("slow_from, fires", [(0, False), (60, True)])
+def test_slow_prints_in_every_stretch_of_the_run_are_its_pace_not_a_drop(tmp_path, slow_from, fires):
+    """An ImageNet-style `Epoch: [e][i/2000]\tTime 0.137 (0.60)\tData ...` line every 100 iterations, a quarter of
+    them ×20 slower (a loader that keeps up on some batches only), and a ×60 first iteration of each epoch (its
+    workers start). From the first epoch to the last, that is the run's pace; every iteration ×3 slower from epoch
+    60 on is a drop. A printed time is one iteration's: a slow print costs its excess over one iteration, not 100."""
+    program = (
+        "import random\n"
+        "random.seed(0)\n"
+        "for e in range(100):\n"
+        "    for i in range(0, 2000, 100):\n"
+        "        slow = random.random() < 0.25\n"
+        f"        t = 8.0 if i == 0 else (2.8 if slow and {slow_from} == 0 else 0.137 + 0.01 * random.random())\n"
+        f"        t = t if e < {slow_from} or {slow_from} == 0 or i == 0 else 3 * t\n"
+        "        print(f'Epoch: [{e}][{i:4d}/2000]\\tTime {t:6.3f} ({t:6.3f})\\tLoss {2.0 - e / 100:.4e}')\n")
+    found = list(ThroughputDrop().check(_printed(tmp_path, program)))
+    assert bool(found) == fires, [f.summary for f in found]
+
+
+def test_records_at_an_even_pace_among_other_lines_are_no_slowdown(tmp_path):
+    """A BYOL script printing `[epoch:e/1200] [loss:...] [lr:...] [Time:[date]]` every 147 s, with a `==> Saving`
+    line after each of the first five epochs only: on a line axis the first records lie two lines apart and the
+    rest one, but every epoch took the same time."""
+    import datetime
+
+    t0 = datetime.datetime(2022, 8, 28, 0, 11, 31)
+    program = "\n".join(
+        [f"print('[epoch:{e}/1200] [loss:{0.2 / e:.6f}] [lr:{0.0093 - 0.0007 * e:.6f}] "
+         f"[Time:[{(t0 + datetime.timedelta(seconds=147 * (e - 1))).strftime('%Y-%m-%d %H:%M:%S')}]]')"
+         + ("\nprint('==> Saving ./result/{e}.pt...')" if e <= 5 else "") for e in range(1, 11)])
+    found = list(ThroughputDrop().check(_printed(tmp_path, program)))
+    assert found == [], [f.summary for f in found]

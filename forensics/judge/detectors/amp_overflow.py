@@ -30,7 +30,9 @@ class AmpOverflow:
     value (`fresh_scale`). Halvings beside a non-finite training loss (`min_nonfinite_skips`) count at any point.
     Without a logged scale, the scaler state saved in checkpoints is the series (falling and floor rules only).
     Where neither says so, steps a console log announces it skipped for non-finite gradients (`Found inf or nan in
-    gradients, skipping step`, one per line) make the same skip rate, on a logged step axis. False alarms from words:
+    gradients, skipping step`, one per line) make the same skip rate, on a logged step axis. Where no scale is
+    logged, records whose grad norm is NaN/Inf and whose LR did not advance, in a run whose LR advances on its
+    finite-norm records, are skipped steps too (`_from_held_lr`). False alarms from words:
     0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
     Why: persistent fp16 overflow means skipped optimizer steps and, eventually, a useless scale.
     Evidence: max, final and min scale, number of decreases, onset (first decrease after the last increase, or
@@ -53,10 +55,11 @@ class AmpOverflow:
     fresh_scale: float = 2.0**7  # the smallest start value of a dynamic scaler (fairseq's 128; 2^16 torch, apex, DeepSpeed)
     min_nonfinite_skips: int = 2  # halvings beside a NaN/Inf loss: the scaler chases an overflow it cannot cure
     min_fall: float = 0.25  # a loss that falls by a quarter under a constant scale is taking its steps
+    moving_share: float = 0.5  # an LR that advances on half the records with a finite norm is stepped per step
 
     def unavailable(self, run: Run) -> str | None:
         if run.has("loss_scale") or run.has("skipped_steps") or _checkpoint_scales(run)[0].size \
-                or run.announced(NONFINITE_GRAD).height:
+                or run.announced(NONFINITE_GRAD).height or (run.has("grad_norm") and run.has("lr")):
             return None
         return (run.missing_message("loss_scale") + "; no skipped-step count is logged and no checkpoint holds "
                 "GradScaler state either")
@@ -65,7 +68,48 @@ class AmpOverflow:
         found = list(self._from_scale(run))
         if not found and run.has("skipped_steps"):
             found = list(self._from_skip_counts(run))
-        yield from found if found else self._from_announced_skips(run)
+        found = found or list(self._from_announced_skips(run))
+        yield from found if found or run.has("loss_scale") else self._from_held_lr(run)
+
+    def _from_held_lr(self, run: Run) -> Iterator[Finding]:
+        """Without a scale: optimizer steps the scaler skipped, read from the LR and the grad norm logged on each
+        record. A trainer that steps its scheduler only when the optimizer ran (HF Trainer, DeepSpeed) leaves the LR
+        where it was on a skipped step: an LR that advances on most records whose norm is finite (`moving_share`) and
+        stays put on most whose norm is NaN/Inf, on `min_skips` such records and `max_skip_rate` of the records after
+        the first finite norm (start-up calibration), is fp16 skipping steps, whether or not fp16 is declared."""
+        lr, norm = run.pick("lr"), run.pick("grad_norm")
+        if lr is None or norm is None or len(set(run.meta.filter(pl.col("name").is_in([lr, norm]))["ordinal"])) != 1:
+            return
+        both = run.series("lr").select("step", pl.col("value").alias("lr")).join(
+            run.series("grad_norm").select("step", pl.col("value").alias("norm")), on="step").sort("step")
+        lv, gv = both["lr"].fill_null(np.nan).to_numpy(), both["norm"].fill_null(np.nan).to_numpy()
+        bad = ~np.isfinite(gv)
+        if not (~bad).any():
+            return
+        start = int(np.argmax(~bad))  # calibration ends at the first step with a finite norm
+        held = np.r_[False, lv[1:] == lv[:-1]] & np.isfinite(lv)
+        bad, held, steps = bad[start + 1:], held[start + 1:], both["step"].to_numpy()[start + 1:]
+        if run.has("loss"):  # a step whose loss is non-finite too is the NaN's (nan_loss), not a skip that saved it
+            keep = ~np.isin(steps, run.series("loss").filter(~pl.col("value").is_finite())["step"].to_numpy())
+            bad, held, steps = bad[keep], held[keep], steps[keep]
+        skipped = bad & held
+        n_skip, n_bad, n_fine = int(skipped.sum()), int(bad.sum()), int((~bad).sum())
+        if n_skip < self.min_skips or n_skip < self.max_skip_rate * bad.size or n_skip < self.moving_share * n_bad \
+                or n_fine == 0 or float(np.mean(~held[~bad])) < self.moving_share:
+            return
+        onset = int(steps[int(np.argmax(skipped))])
+        fp16 = run.config("fp16", "mixed_precision", "precision")
+        ev = {"skipped_steps": n_skip, "records": int(bad.size), "skip_rate_after_calibration": n_skip / bad.size,
+              "onset_step": onset, "lr_advances_on_finite_norm": float(np.mean(~held[~bad])),
+              "lr_held_on_nonfinite_norm": n_skip / n_bad, "precision_declared": fp16,
+              "source": "grad norm and LR per record"}
+        yield Finding.of(self, severity="warning", step=onset, step_end=int(steps[-1]), series=norm, evidence=ev,
+                         sources=(src(run, "grad_norm", steps[skipped]), src(run, "lr", steps[skipped])),
+                         summary=(f"grad norm is non-finite on {count(n_bad, 'record')} from step {onset}, and the "
+                                  f"LR stays where it was on {n_skip:,} of them ({n_skip / bad.size:.1%} of the records) "
+                                  f"while it advances on {ev['lr_advances_on_finite_norm']:.0%} of those with a "
+                                  f"finite norm: optimizer steps skipped for fp16 overflow, where a healthy scaler "
+                                  f"skips about one per growth interval (2000 steps by default)"))
 
     def _from_announced_skips(self, run: Run) -> Iterator[Finding]:
         """Steps a console log says it skipped for non-finite gradients (`Found inf or nan in gradients, skipping

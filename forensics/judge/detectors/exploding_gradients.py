@@ -23,6 +23,8 @@ class ExplodingGradients:
     Detects: episodes where the global gradient norm stays at least `factor` above its reference (the lowest trailing
     median over `window` points so far) for `min_points` points or more, or ends non-finite, or peaks `huge_factor`
     above it; episodes less than `window` points apart are one; the onset is the last point within `calm_factor`.
+    A window whose norms are mostly exactly 0 or non-finite (`min_valid_share`: skipped fp16 steps) sets no
+    reference, and an episode right after one has no level it rose from.
     A sustained episode counts only as an explosion: `huge_factor`, or the loss pays (its median `loss_rise` above
     before, `loss_z` standard errors, giving back `loss_giveback` of the gain), or fast growth (×2 to ×`factor`
     within `fast_points`, counted from where the norm first stood ×2) that never comes back and holds
@@ -56,6 +58,7 @@ class ExplodingGradients:
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     geometric_points: int = 5  # a norm rising at every one of its last 5 points or more, ×`factor` over them, to the end
     geometric_step_share: float = 0.5  # ... no single record more than half of that growth (on a log scale)
+    min_valid_share: float = 0.5  # a reference window needs half its norms finite and above 0
 
     def _rise_points(self, excess: np.ndarray, a: int, b: int) -> int | None:
         """Logged points from ×`calm_factor` to ×`factor` above the reference: from the first point of the episode
@@ -115,6 +118,12 @@ class ExplodingGradients:
         with np.errstate(divide="ignore", invalid="ignore"):
             lg = np.where(np.isfinite(g) & (g > 0), np.log10(np.where(g > 0, g, 1.0)), np.nan)
         trailing, _ = stats.rolling_baseline(lg, self.window)
+        # a window mostly of norms exactly 0 or non-finite (steps an fp16 scaler skipped) is no reference level: the
+        # few positive norms among them set none
+        valid = np.isfinite(lg).astype(float)
+        share = np.r_[np.nan, np.convolve(valid, np.ones(self.window), "full")[:valid.size - 1]
+                      / np.minimum(np.arange(1, valid.size), self.window)]
+        trailing = np.where(share >= self.min_valid_share, trailing, np.nan)
         base = np.fmin.accumulate(np.where(np.isfinite(trailing), trailing, np.inf))
         base = np.where(np.isfinite(base), base, np.nan)
         nonfinite = ~np.isfinite(g) & (np.arange(g.size) > 0)
@@ -136,6 +145,10 @@ class ExplodingGradients:
             before = calm[calm < a]
             if before.size and a - before[-1] <= self.onset_lookback * self.window:
                 a = int(before[-1]) + 1
+            k = a + int(np.argmax(excess[a:b + 1] >= np.log10(self.factor)))  # the first point ×factor up
+            if k > a and np.mean(np.isfinite(lg[max(0, k - self.window):k])) < self.min_valid_share:
+                continue  # the norms before the rise are mostly 0 or non-finite: no level it rose from
+            pre = lg[max(0, a - self.window):a]
             around = lg[max(0, a - self.window):a + 1]
             b0 = base[a] if np.isfinite(base[a]) else (np.nanmedian(around) if np.isfinite(around).any() else np.nan)
             if not np.isfinite(b0):
@@ -162,7 +175,6 @@ class ExplodingGradients:
             paid = (paid_by is not None and paid_by[0] >= self.loss_rise and paid_by[1] >= self.loss_z
                     and paid_by[2] >= self.loss_giveback)
             unrecovered = b == g.size - 1 or bool(nonfinite[a:b + 1].any())  # still up when the log ends
-            pre = lg[max(0, a - self.window):a]
             held = (not np.isfinite(seg).any() or not np.isfinite(pre).any()  # all non-finite or no before: held
                     or float(np.nanmedian(seg)) - float(np.nanmedian(pre)) >= np.log10(self.sustained_factor))
             if not (huge or paid or (fast and unrecovered and held)):

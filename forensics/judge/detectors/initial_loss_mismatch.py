@@ -8,12 +8,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import polars as pl
 
 from forensics.judge.detectors.base import (CLASS_KEYS, SHAPE, class_count, class_source, pretrained_key, src,
                                             update_at)
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import times
 from forensics.judge.run import Run
+
+# Tags by which a writer shows it averages its classification cross-entropy over the batch (detectron2's
+# FastRCNNOutputLayers logs these beside `loss_cls`), and the name of that component.
+MEAN_REDUCED_SIGNS = frozenset({"fast_rcnn/cls_accuracy", "fast_rcnn/fg_cls_accuracy"})
+MEAN_REDUCED_CE = frozenset({"loss_cls"})
+
 
 @dataclass(frozen=True)
 class InitialLossMismatch:
@@ -32,6 +39,9 @@ class InitialLossMismatch:
     Evidence: first step and loss, whether it is a window mean (HF's Trainer, or a config naming `logging_steps`),
     C and the key it came from, log(C), ratio, the thresholds; where the config names a batch size, the ratio a
     loss summed over the batch would have per sample.
+    Without C: a classification cross-entropy component of a writer known to average it (`MEAN_REDUCED_SIGNS`)
+    whose first value, logged early, exceeds log(`max_classes`): no plausible class count allows it. Sum-reduced
+    losses (YOLO-style `loss_cls` of 85) are why the writer must be known.
     False alarms: 1 of the 353 healthy runs it could check (0.28%; a disputed label, docs/engine.md).
     """
 
@@ -45,18 +55,53 @@ class InitialLossMismatch:
     window_after: int = 5
     max_rise_after: float = 1.2
     early_share: float = 0.05  # the first record within the first 5% of the run speaks of its start
+    max_classes: int = 262_144  # without a class count: more classes than any classifier's (ln = 12.5)
 
     def unavailable(self, run: Run) -> str | None:
-        if class_count(run) is None:
+        if class_count(run) is None and self._mean_reduced_ce(run) is None:
             return (f"no class count in the run's config (looked for {', '.join(CLASS_KEYS[:4])}, HF's id2label, "
                     f"vocab_size, ...)")
         return None
 
+    def _mean_reduced_ce(self, run: Run) -> str | None:
+        """The classification cross-entropy component of a writer known to average it over the batch (detectron2's
+        `loss_cls` beside its `fast_rcnn/cls_accuracy`): its name, or None."""
+        tags = set(run.meta["tag"].to_list())
+        if not tags & MEAN_REDUCED_SIGNS:
+            return None
+        named = run.meta.filter(pl.col("tag").is_in(list(MEAN_REDUCED_CE)) & ~pl.col("ordinal").fill_null(False))
+        return named["name"][0] if named.height else None
+
+    def _beyond_any_class_count(self, run: Run) -> Iterator[Finding]:
+        """Without a class count: a mean-reduced classification cross-entropy whose first value, logged early,
+        exceeds log(`max_classes`): no class count a classifier plausibly has allows it at a sane init."""
+        name = self._mean_reduced_ce(run)
+        if name is None:
+            return
+        pts = run.series_named(name).filter(pl.col("value").is_finite())
+        if pts.height == 0:
+            return
+        step, first, last = int(pts["step"][0]), float(pts["value"][0]), int(pts["step"][-1])
+        bound = math.log(self.max_classes)
+        if first <= bound or step > self.early_share * max(last, 1):
+            return
+        ev = {"first_step": step, "first_loss": first, "classes": None, "log_max_classes": bound,
+              "max_classes": self.max_classes, "ratio": first / bound, "direction": "high", "series": name}
+        yield Finding.of(self, severity="warning", step=step, series=name, evidence=ev,
+                         sources=(src(run, name, np.asarray([step])),),
+                         summary=(f"first {name} {first:.4g} at step {step} is {times(first / bound)} "
+                                  f"log({self.max_classes:,}) = {bound:.3g}: a cross-entropy averaged over the batch "
+                                  f"cannot start that high for any plausible class count (confidently wrong logits "
+                                  f"at init)"))
+
     def check(self, run: Run) -> Iterator[Finding]:
         found = class_count(run)
+        if found is None:
+            yield from self._beyond_any_class_count(run)
+            return
         steps, y = run.arrays("loss")
         ok = np.flatnonzero(np.isfinite(y))
-        if found is None or ok.size == 0:
+        if ok.size == 0:
             return
         c, key = found
         step, first = int(steps[ok[0]]), float(y[ok[0]])

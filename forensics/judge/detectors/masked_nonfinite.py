@@ -32,7 +32,11 @@ class MaskedNonfinite:
     caught, skipping batch` with finite losses logged after: `base.announced_nonfinite`): the logged curve never shows
     those NaNs; a warning, quoting the first line as printed. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
     Also: a training loss of exactly 0.0 from some step to the end beside a NaN/Inf validation loss in that stretch
-    (critical): HF's logged loss zeroed while its evaluation turns NaN.
+    (critical): HF's logged loss zeroed while its evaluation turns NaN. And, with no loss needed: a grad norm
+    non-finite on every record while the optimizer's skip counter reads 0 (critical). One non-finite norm that comes
+    back beside a finite loss that moves is a skipped fp16 step, not masking: a brief streak counts under a writer
+    that filters non-finite losses (HF's Trainer), from 2 records and `min_share` of them, or beside a loss exactly 0
+    or exactly repeated.
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
     Evidence: first such step, count, the loss and grad norm there, whether the loss is exactly 0.
     False alarms: 0 of the 403 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
@@ -42,8 +46,9 @@ class MaskedNonfinite:
     stage: ClassVar[int] = NONFINITE
     joins_chain: ClassVar[bool] = True  # one event with the NaN its step range holds
     nonfinite: ClassVar[bool] = True  # a non-finite value: where replay starts
-    requires: ClassVar[tuple[str, ...]] = ("loss",)  # and a grad norm, or lines that announce a NaN (`unavailable`)
+    requires: ClassVar[tuple[str, ...]] = ()  # a grad norm, a val loss or lines that announce a NaN (`unavailable`)
     min_streak: int = 3
+    min_share: float = 0.01  # brief non-finite norms that come back count from 2 records and 1% of them
     moving_share: float = 0.5  # an LR that changes between at least half its logged points is stepped per step
     # GradScaler's start-up calibration skips one step per halving from 65536: 16 at most before the scale reaches 1
     calibration_steps: int = 20
@@ -69,13 +74,41 @@ class MaskedNonfinite:
         return out
 
     def unavailable(self, run: Run) -> str | None:
+        if not run.has("loss"):
+            if run.has("grad_norm") and run.has("skipped_steps"):
+                return None  # a norm beside the optimizer's own skip counter speaks without a loss
+            return run.missing_message("loss")
         if run.has("grad_norm") or run.has("val_loss") or run.announced(NONFINITE_LOSS).height:
             return None
         return run.missing_message("grad_norm")
 
     def check(self, run: Run) -> Iterator[Finding]:
-        found = [*self._announced(run), *self._beside_grad_norm(run)]
+        found = [*self._announced(run), *self._beside_grad_norm(run)] if run.has("loss") else []
+        found = found or list(self._nonfinite_norm_not_skipped(run))
         yield from found or self._zero_beside_nonfinite_eval(run)  # the evaluation says it only where nothing else did
+
+    def _nonfinite_norm_not_skipped(self, run: Run) -> Iterator[Finding]:
+        """A gradient norm non-finite on every logged record (`min_streak`+) while the optimizer's skipped-step
+        counter reads 0 on each: the NaN gradients were not skipped, and no loss the log shows says so (Megatron /
+        DeepSpeed lines `grad norm: nan | number of skipped iterations: 0`). Critical: the weights take NaN updates."""
+        if not (run.has("grad_norm") and run.has("skipped_steps")):
+            return
+        gs, gv = run.arrays("grad_norm")
+        ks, kv = run.arrays("skipped_steps")
+        if gv.size < self.min_streak or np.isfinite(gv).any():
+            return
+        at = np.isin(ks, gs)
+        if not at.any() or at.sum() < gv.size or np.any(kv[at] != 0):
+            return
+        ev = {"first_step": int(gs[0]), "last_step_masked": int(gs[-1]), "steps_masked": int(gv.size),
+              "grad_norm_there": float(gv[0]), "skipped_counted": 0, "loss_exactly_zero": False,
+              "any_loss_exactly_zero": False, "norm_came_back": False}
+        yield Finding.of(self, severity="critical", step=ev["first_step"], step_end=ev["last_step_masked"],
+                         series=run.pick("grad_norm"), evidence=ev,
+                         sources=(src(run, "grad_norm", gs), src(run, "skipped_steps", ks[at])),
+                         summary=(f"grad norm is {gv[0]} at every one of {count(gv.size, 'logged step')} "
+                                  f"(steps {gs[0]}-{gs[-1]}) while the optimizer counts 0 skipped steps: the "
+                                  "non-finite gradients were applied, and the log shows no loss that says so"))
 
     def _beside_grad_norm(self, run: Run) -> Iterator[Finding]:
         if not run.has("grad_norm"):
@@ -116,6 +149,15 @@ class MaskedNonfinite:
                 keep[a:b + 1] = poisoned[a:b + 1] = True
             elif not scaled and not held[a:b + 1].all():
                 keep[a:b + 1] = True  # (an LR that did not advance on each of them: steps the scaler skipped)
+        # A brief non-finite norm that comes back beside a finite loss that moves is what a skipped fp16 step looks
+        # like: it counts as masking only where the writer filters non-finite losses out of what it logs (HF's
+        # Trainer), where it recurs (2+ records and `min_share` of them) or where the loss beside it is exactly 0
+        # or exactly the previous record's (a value held in place of the NaN).
+        held_loss = np.r_[False, lv[1:] == lv[:-1]] | (lv == 0.0)
+        brief = keep & ~poisoned
+        if brief.any() and not held_loss[brief].any() and not _filters_nonfinite(run) \
+                and (int(brief.sum()) < 2 or brief.sum() < self.min_share * bad.size):
+            keep &= ~brief
         hit = both.filter(pl.Series(keep & ordinary))
         if hit.height == 0:
             return
@@ -181,3 +223,12 @@ class MaskedNonfinite:
                                      f"{ev['last_step_masked']})" if survived.height > 1 else "")
                                   + ", and training went on: the logged loss curve never shows it (those batches "
                                   "were skipped); the first such step is where the NaN first appeared"))
+
+
+def _filters_nonfinite(run: Run) -> bool:
+    """The writer of the loss leaves non-finite step losses out of what it logs: HF's Trainer
+    (`logging_nan_inf_filter`, on unless the config turns it off)."""
+    said = run.config("logging_nan_inf_filter")
+    if said is not None:
+        return str(said).lower() in ("true", "1")
+    return run.format_of(run.pick("loss")) == "hf_trainer_state"

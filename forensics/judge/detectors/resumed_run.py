@@ -46,6 +46,10 @@ class ResumedRun:
     Seventh, a structured log's LR, positive for `min_lr_points` records, exactly 0 again and then rising while the
     steps go on: a schedule built anew from its warmup (HF Trainer resumed from a checkpoint saved without its
     scheduler); none under a scheduler named cyclic.
+    Eighth, a launch appended to the log whose counter starts again while its first loss goes on from the level the
+    launches before reached, far below the initial loss (`_restored_launches`): weights restored, counter reset.
+    Ninth, a new file of the loss (a new TensorBoard writer) whose first step goes on from the file before it after a
+    wall-clock pause (`_new_writer_goes_on`).
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
@@ -63,9 +67,16 @@ class ResumedRun:
     max_ends: int = 5  # more `training complete` lines than this with training after them: an epoch's message
     min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
     min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
+    min_fall: float = 0.2  # a launch restored from saved weights is told from a fresh one after a fall of 20% ...
+    late_share: float = 0.25  # ... by the range of the last quarter of the points before it
+    min_before: int = 3  # ... at least three of them
+    step_slack: float = 1.5  # a new writer's first step within this many logging intervals of the last file's ...
+    pause_intervals: float = 2.0  # ... after a pause longer than this many logging intervals take
 
     def check(self, run: Run) -> Iterator[Finding]:
         found = list(self._from_counters(run))
+        found += self._restored_launches(run)
+        found += self._new_writer_goes_on(run, found)
         yield from found
         words = list(self._announced(run, found))
         yield from words
@@ -119,6 +130,87 @@ class ResumedRun:
                              evidence=ev, sources=(src(run, "loss", steps[[k - 1, k]]),),
                              summary=(f"steps go back from {steps[k - 1]} to {steps[k]}: the run was resumed"
                                       + (f" after {gap:.0f} s" if gap is not None else "")))
+
+    def _new_writer_goes_on(self, run: Run, found: list[Finding]) -> list[Finding]:
+        """A new file of the loss (a new TensorBoard writer: a new process) whose first step goes on from the last
+        step of the file before it (one that logged `min_before` intervals), within `step_slack` logging intervals,
+        after a wall-clock pause of more than `pause_intervals` times the time a logging interval takes: the process
+        died and its successor resumed at the checkpoint the last one saved. Nothing steps back, so the counters
+        cannot show it."""
+        name = run.pick("loss")
+        if name is None or run.format_of(name) in TEXT_FORMATS:
+            return []
+        edges = run.source_edges(name)
+        if edges.height < 2:
+            return []
+        pts = run.points(name).filter(pl.col("wall_time").is_not_null())
+        ds, dw = np.diff(pts["step"].to_numpy()), np.diff(pts["wall_time"].to_numpy())
+        ok = (ds > 0) & (dw >= 0)
+        if ok.sum() < self.min_before:
+            return []
+        every, per_interval = float(np.median(ds[ok])), float(np.median(dw[ok]))
+        known = {f.evidence.get("restart_step") for f in found}
+        out = []
+        rows = edges.rows(named=True)
+        for before, after in zip(rows, rows[1:]):
+            if None in (before["last_wall"], after["first_wall"]) or after["first_step"] in known:
+                continue
+            if before["last_step"] - before["first_step"] < self.min_before * every:
+                continue  # a process that died at its first records: the next one starts the run again
+            step_on = after["first_step"] - before["last_step"]
+            pause = float(after["first_wall"] - before["last_wall"])
+            if not (0 < step_on <= self.step_slack * every and pause > self.pause_intervals * max(per_interval, 0.0)
+                    and pause > 0):
+                continue
+            ev = {"restart_step": int(after["first_step"]), "previous_step": int(before["last_step"]),
+                  "overlap_steps": 0, "wall_gap_s": pause, "logging_interval_s": per_interval}
+            out.append(Finding.of(self, severity="info", step=int(after["first_step"]),
+                                  step_end=int(before["last_step"]), series=name, evidence=ev,
+                                  sources=(src(run, "loss", np.asarray([before["last_step"], after["first_step"]])),),
+                                  summary=(f"a new log file begins at step {after['first_step']}, going on from step "
+                                           f"{before['last_step']} where the one before it ends, after a pause of "
+                                           f"{pause:.0f} s (a logging interval takes {per_interval:.3g} s): the run "
+                                           f"was resumed from a checkpoint by a new process")))
+            if len(out) >= self.max_reported:
+                break
+        return out
+
+    def _restored_launches(self, run: Run) -> list[Finding]:
+        """Launches appended to the log whose counter starts again but whose weights did not: the first loss of
+        the launch lies far below the run's initial loss (under the midpoint between it and the level the
+        launches before reached) and within the range of their last `late_share` of points, after a fall of
+        `min_fall` of the initial loss. A fresh launch starts again near the initial loss; a restored one goes on
+        from where the last one stood (the counter reset by a script that does not save it)."""
+        name = run.pick("loss")
+        starts = run.launch_starts(name)
+        if not starts or len(starts) > self.max_ends:
+            return []  # a counter that starts again more often is the log's own rhythm (an epoch's), not launches
+        steps, values = run.arrays("loss")
+        ok = np.isfinite(values)
+        steps, values = steps[ok], values[ok]
+        out = []
+        for at in starts[: self.max_reported]:
+            k = int(np.searchsorted(steps, at))
+            if k >= steps.size or k < self.min_before:
+                continue
+            init, first = float(values[0]), float(values[k])
+            late = values[max(0, k - max(self.min_before, int(self.late_share * k))):k]
+            level = float(np.median(late))
+            if init <= 0 or init - level < self.min_fall * init:
+                continue  # the launches before did not learn: nothing to tell a restored start from a fresh one
+            if not (first <= float(late.max()) and first < (init + level) / 2):
+                continue
+            ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": None,
+                  "initial_loss": init, "first_loss_after": first, "late_level_before": level,
+                  "late_range_before": [float(late.min()), float(late.max())], "wall_gap_s": None}
+            out.append(Finding.of(self, severity="info", step=int(steps[k]), step_end=int(steps[k - 1]), series=name,
+                                  evidence=ev, sources=(src(run, "loss", steps[[0, k - 1, k]]),),
+                                  summary=(f"the counter starts again at step {steps[k]}, but the loss there, "
+                                           f"{first:.4g}, is not the initial {init:.4g} at step {steps[0]}: it goes "
+                                           f"on from the level reached before (median {level:.4g} of the last "
+                                           f"{late.size} points, {late.min():.4g}-{late.max():.4g}): the run was "
+                                           f"resumed from saved weights with its counter reset")))
+        return out
 
     def _announced(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
         """Resumes a console log announces in words (`Run.announced`): one per run of announcing lines with no

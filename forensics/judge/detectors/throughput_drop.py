@@ -34,13 +34,20 @@ class ThroughputDrop:
     the time): hours lost at once, which a log of a dozen lines shows as well as a long one. Pauses at evaluation
     and checkpoint steps, or on an epoch's first printed line, are no stall, unless those come at most intervals
     (then they are the run's rhythm, in the median).
+    A logged throughput (samples/s, it/s, tokens/s) is judged as a step time, 1/x, where no step time or wall
+    stamps speak; a rate has no seconds to price, so only its change over time does (the slowdown rule, and a log
+    that ends on `end_points` records ×`end_factor` slower than the steady ones before, at any length). A printed
+    per-iteration time stands for the iterations between prints (`_per_print`): a slow one costs its excess over one
+    iteration. An epoch's first batch is the loader's start; slow intervals in every fifth of the run
+    (`pace_share` of each) are its pace, not a drop.
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
     median length, the time they cost; the series whose stamps were read.
     False alarms: 0 of the 47 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs;
     0 of the 136 healthy labelled runs of the development sets (23 it could check) and no false finding on a labelled
-    one, with `stall_seconds`, `min_pause` and the hour rule (docs/engine.md).
+    one, with `stall_seconds`, `min_pause` and the hour rule (docs/engine.md); 0 of the 39 healthy runs it judges of
+    the 179 of every labelled development set with the rate, pricing and pace rules (before: 1, and 1 labelled).
     """
 
     kind: ClassVar[str] = "throughput_drop"
@@ -65,6 +72,9 @@ class ThroughputDrop:
     min_pause: float = 1.0  # ... each a pause of a second or more: a fraction of a second is no stall anyone sees
     long: float = 2.0  # an hour lost: an interval ×2 the median step or slower ...
     hour: float = 3600.0  # ... holding a pause of an hour or more (and `min_lost` of the time), at any length
+    end_factor: float = 2.0  # the log ends on steps ×2 the median of the steady ones before them or slower ...
+    end_points: int = 2  # ... two or more of them (one is a hiccup)
+    pace_share: float = 0.15  # slow intervals this share of every fifth of the run are its pace, not a stall
 
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
@@ -80,20 +90,50 @@ class ThroughputDrop:
                     "differences of the elapsed time logged"
             return s, s, v, np.zeros(s.size, dtype=np.int64), name, "logged step time"
         name = run.pick("loss")
-        if name is None:
-            return None
-        got = seconds_per_step(run.points(name))
+        got = None if name is None else seconds_per_step(run.points(name))
+        if got is not None and got[2].size >= self.min_intervals:
+            return (*got, name, "wall_time / step between logged points")
+        rate = self._rate(run, train)
+        if rate is not None:
+            return rate
         return None if got is None else (*got, name, "wall_time / step between logged points")
 
+    def _rate(self, run: Run, train: pl.DataFrame) -> tuple | None:
+        """A logged throughput (samples/s, it/s, tokens/s) judged as a step time: 1/x, one point per printed line
+        (a line a writer printed twice, with its counters, is one measurement)."""
+        tp = usable_series(train, "throughput").sort("n_points", descending=True)
+        if not tp.height:
+            return None
+        name = tp["name"][0]
+        f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") > 0))
+        s, v = f["step"].to_numpy(), f["value"].to_numpy()
+        printed = run.counters(name, s.tolist())
+        at = [printed.get(int(x)) for x in s]
+        keep = np.array([i == 0 or at[i] is None or at[i] != at[i - 1] or v[i] != v[i - 1] for i in range(s.size)],
+                        dtype=bool)
+        s, v = s[keep], v[keep]
+        return (s, s, 1.0 / v, np.zeros(s.size, dtype=np.int64), name, RATE) if s.size else None
+
+    def _per_print(self, run: Run, name: str, steps: np.ndarray) -> int:
+        """Iterations between two printed lines of a logged step time on a line axis (`Epoch: [3][1000/2502] Time
+        0.98`: the batch counter moves by 1000): the printed time is one iteration's, and each line stands for
+        that many. 1 where no batch counter is printed."""
+        printed = run.counters(name, steps.tolist())
+        at = [printed.get(int(x), (None, None)) for x in steps]
+        moves = [b[1] - a[1] for a, b in zip(at, at[1:])
+                 if a[1] is not None and b[1] is not None and a[0] == b[0] and b[1] > a[1]]
+        return max(1, int(np.median(moves))) if moves else 1
+
     def _enough(self, how: str) -> int:
-        return self.min_logged if how == "logged step time" else self.min_intervals
+        return self.min_intervals if how.startswith("wall_time") else self.min_logged
 
     def unavailable(self, run: Run) -> str | None:
         got = self._per_step(run)
         n = 0 if got is None else int(np.sum(got[2] > 0))
         if got is not None and n >= self.spread_points and n < self._enough(got[5]) \
-                and (self._spread(run, got) or self._spread(run, got, self.long, self.hour, 1, self.hour)):
-            return None  # under the counts the trend rules need, only a spread ×`spread` or hours lost can speak
+                and (self._ends_slow(got[0], got[1], got[2], got[5]) or (got[5] != RATE and (
+                    self._spread(run, got) or self._spread(run, got, self.long, self.hour, 1, self.hour)))):
+            return None  # under the counts the trend rules need, only a glaring effect can speak
         if got is None or n < self._enough(got[5]):
             return (f"needs wall-clock stamps on {self.min_intervals}+ logged steps of the loss (or a step-time "
                     f"series of {self.min_logged}+ points); found {n} usable intervals")
@@ -113,9 +153,13 @@ class ThroughputDrop:
             at = run.series_named(name)["step"].to_numpy()
             printed = run.counters(name, at.tolist())
             epoch = [printed.get(int(s), (None, None))[0] for s in at]
+            batch = [printed.get(int(s), (None, None))[1] for s in at]
+            first = min((b for b in batch if b is not None), default=None)
             steps.append(np.array([at[i] for i in range(1, at.size)
                                    if epoch[i] is not None and epoch[i - 1] is not None and epoch[i] != epoch[i - 1]],
                                   dtype=np.int64))
+            if first is not None and len({e for e in epoch if e is not None}) > 1:  # the epoch's first batch, printed
+                steps.append(np.array([at[i] for i in range(at.size) if batch[i] == first], dtype=np.int64))
         return np.unique(np.concatenate(steps)) if steps else np.array([], dtype=np.int64)
 
     def _away_from_pauses(self, run: Run, a: np.ndarray, b: np.ndarray, name: str) -> tuple[np.ndarray, str]:
@@ -138,17 +182,35 @@ class ThroughputDrop:
         keep = r > 0
         if not keep.all():
             a, b, r, seg = a[keep], b[keep], r[keep], seg[keep]
+        src = ({"table": "scalars", "series": name, "column": "value" if how.startswith("logged") else
+                "wall_time", "step_min": int(a[0]), "step_max": int(b[-1])},)
         if r.size >= self._enough(how):
             lr = np.log(r)
             base = float(np.median(r))
             span = np.maximum(b - a, 1)  # steps an interval covers (1 for a logged step-time point)
-            src = ({"table": "scalars", "series": name, "column": "value" if how.startswith("logged") else
-                    "wall_time", "step_min": int(a[0]), "step_max": int(b[-1])},)
+            per = self._per_print(run, name, a) if how == "logged step time" else 1
             found = [*self._slowdown(a, b, r, lr, seg, name, how, src),
-                     *self._stalls(run, a, b, r, lr, span, base, name, how, src)]
+                     *([] if how == RATE else self._stalls(run, a, b, r, lr, span, base, name, how, src, per))]
             if found:
                 yield from found
                 return
+        ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"].fill_null(False).any())
+        if ordinal and how.startswith("wall_time"):  # line numbers are no steps: one record is one unit of progress
+            ends = self._ends_slow(a, a + 1, r * np.maximum(b - a, 1), how)
+        else:
+            ends = self._ends_slow(a, b, r, how)
+        if ends is not None:
+            yield Finding.of(self, severity="warning", step=ends["onset_step"], step_end=ends["end_step"], series=name,
+                             evidence=ends | {"measured_from": how}, sources=src,
+                             summary=(f"the log ends slower: its last {ends['intervals_after']} "
+                                      + ("rates" if how == RATE else "step times")
+                                      + f" run ×{ends['factor']:.2g} or more the median of the "
+                                      f"{ends['intervals_before']} before them"
+                                      + (f" ({ends['rate_before']:.4g} → {ends['rate_last']:.4g} {name})"
+                                         if how == RATE else f", costing {ends['seconds_lost']:.3g} s")))
+            return
+        if how == RATE:
+            return  # a rate's pauses have no seconds to price: only its change over time speaks
         # Effect size first, at any length: a few steps ×`spread` slower, too few for the stall rule
         spread = self._spread(run, got) if r.size >= self.spread_points else None
         if spread is None and r.size >= self.spread_points:
@@ -187,13 +249,48 @@ class ThroughputDrop:
         span = np.maximum(b - a, 1)
         slow = (r >= factor * base) & away & ((r - base) * span >= pause)
         lost = float(np.sum((r[slow] - base) * span[slow]))
-        total = float(np.sum(r * span))
+        per = self._per_print(run, got[4], a) if got[5] == "logged step time" else 1
+        total = float(np.sum(r * span) + base * (per - 1) * r.size)
         if int(slow.sum()) < stalls or lost < max(seconds, self.min_lost * total):
             return None
         return {"spread": float(r[slow].max() / base), "slow": int(slow.sum()), "intervals": int(r.size),
                 "seconds_per_step_slow": float(r[slow].min()), "seconds_per_step_median": base,
                 "seconds_lost": lost, "fraction_of_time_lost": lost / total, "first_slow_step": int(a[slow][0]), "last_slow_step": int(b[slow][-1]),
                 "pauses": note}
+
+    def _pace(self, far: np.ndarray, away: np.ndarray) -> bool:
+        """Slow intervals in every fifth of the run, each fifth holding `pace_share` of them or more: a bimodal
+        pace the run kept from start to end (a loader that keeps up on some batches only), not a drop."""
+        fifths = [(f[w].mean() if w.any() else 0.0) for f, w in zip(np.array_split(far, 5), np.array_split(away, 5))]
+        return far.size >= 5 * self.min_stalls and min(fifths) >= self.pace_share
+
+    def _ends_slow(self, a, b, r, how) -> dict | None:
+        """Effect size at any length: the log ends on `end_points` or more intervals each ×`end_factor` the median
+        of the `spread_points`+ steady ones before them (within ×`slowdown` of their median). A step time also
+        needs `min_seconds` lost; a rate has no seconds to price, its fall is what a user reads."""
+        if r.size < self.spread_points + self.end_points:
+            return None
+        base = float(np.median(r[:-self.end_points]))
+        n = 0
+        while n < r.size - self.spread_points and r[r.size - 1 - n] >= self.end_factor * base:
+            n += 1
+        head = r[:r.size - n]
+        if n < self.end_points or head.size < self.spread_points:
+            return None
+        base = float(np.median(head))
+        if not np.all((head[1:] <= self.slowdown * base) & (head[1:] >= base / self.slowdown)):
+            return None
+        tail = r[r.size - n:]
+        span = np.maximum(b[r.size - n:] - a[r.size - n:], 1)
+        lost = float(np.sum((tail - base) * span))
+        if how != RATE and lost < self.min_seconds:
+            return None
+        ev = {"onset_step": int(a[r.size - n]), "end_step": int(b[-1]), "intervals_before": int(head.size),
+              "intervals_after": n, "factor": float(tail.min() / base), "seconds_per_step_before": base,
+              "seconds_per_step_last": float(tail[-1])}
+        if how == RATE:
+            return ev | {"rate_before": 1 / base, "rate_last": float(1 / tail[-1])}
+        return ev | {"seconds_lost": lost}
 
     def _slowdown(self, a, b, r, lr, seg, name, how, src) -> Iterator[Finding]:
         k, gain = stats.change_point(lr)
@@ -203,25 +300,29 @@ class ThroughputDrop:
         n_after = r.size - k
         sep = float(np.mean(r[k:] > before))
         if after < self.slowdown * before or min(k, n_after) < max(self.min_points, self.min_share * r.size) \
-                or sep < self.separation or after - before < self.min_added:
+                or sep < self.separation or (how != RATE and after - before < self.min_added):
             return
         ev = {"onset_step": int(a[k]), "end_step": int(b[-1]), "seconds_per_step_before": before,
               "seconds_per_step_after": after, "factor": after / before, "intervals_after": int(n_after),
               "fraction_after_above_before_median": sep, "explained_variance": gain, "measured_from": how}
         yield Finding.of(self, severity="warning", step=int(a[k]), step_end=int(b[-1]), series=name, evidence=ev,
-                         sources=src, summary=(f"steps slow down from a median {before:.3g} s to a median {after:.3g} s per step "
+                         sources=src, summary=(f"{name} falls from a median {1 / before:.4g} to a median {1 / after:.4g} "
+                                               f"(×{after / before:.2g} slower) from step {a[k]} to the end" if how == RATE else
+                                               f"steps slow down from a median {before:.3g} s to a median {after:.3g} s per step "
                                                f"(×{after / before:.2g}) from step {a[k]} to the end"))
 
-    def _stalls(self, run, a, b, r, lr, span, base, name, how, src) -> Iterator[Finding]:
+    def _stalls(self, run, a, b, r, lr, span, base, name, how, src, per: int = 1) -> Iterator[Finding]:
+        """`per`: iterations each logged step time stands for (`_per_print`); a slow one costs its excess over one
+        iteration, and the run's time counts every iteration at the median pace."""
         sigma = stats.robust_scale(lr)
         cut = max(np.log(self.stall), self.z * sigma)
         away, note = self._away_from_pauses(run, a, b, name)
         far = (lr - np.log(base) >= cut) & away  # an evaluation's pause is no stall
         idx = np.flatnonzero(far)
-        total = float(np.sum(r * span))
+        total = float(np.sum(r * span) + base * (per - 1) * r.size)
         lost = float(np.sum((r[idx] - base) * span[idx]))
         if idx.size < self.min_stalls or total <= 0 or lost < max(self.min_lost * total, self.stall_seconds) \
-                or float(np.median(r[idx])) - base < self.min_added:
+                or float(np.median(r[idx])) - base < self.min_added or self._pace(far, away):
             return
         stall_steps = b[idx]
         ev = {"first_stall_step": int(stall_steps[0]), "last_stall_step": int(stall_steps[-1]),
@@ -234,6 +335,9 @@ class ThroughputDrop:
                          summary=(f"{idx.size} stalls between steps {stall_steps[0]} and {stall_steps[-1]} run at "
                                   f"a median {ev['seconds_per_step_in_stalls']:.3g} s per step against a median {base:.3g} s, costing "
                                   f"{lost:.3g} s ({lost / total:.0%} of the time); {note}"))
+
+
+RATE = "logged throughput, as 1/x"
 
 
 def _is_clock(values: np.ndarray) -> bool:
