@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from forensics.judge.detectors import Divergence
+from forensics.judge.detectors import Divergence, FlatLoss
 from tests.paths import REAL_RUNS_TEST
 from tests.runwriters import curve, hf_history, load_run, write_tb, write_trainer_state
 
@@ -44,11 +44,25 @@ def test_short_rise_into_nan_is_divergence(tmp_path):
 
 
 def test_loss_blown_up_before_the_log_began(tmp_path):
+    """A classifier (its accuracy at chance beside it) whose cross-entropy stands at 1e9-1e12 from its first point:
+    no sane model's loss is there, whatever it does next."""
     steps = np.arange(1, 6) * 1000 - 1
     loss = np.array([1.87e12, 2.09e11, 1.38e10, 3.3e9, 2.2e9])
-    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    acc = np.array([0.49, 0.51, 0.47, 0.52, 0.5])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "accuracy": (steps, acc)}), tmp_path / "f.duckdb")
     [f] = Divergence().check(run)
     assert f.step == 999 and f.evidence["min_level"] > Divergence().blown_level
+
+
+def test_a_huge_regression_loss_that_does_not_move_has_not_blown_up(tmp_path):
+    """An MSE on unnormalised targets, 2.688e8 at every epoch to five digits: huge, but nothing says it blew up
+    (no non-finite value, no rise, no class count): a loss that does not move is flat, not diverged."""
+    steps = np.arange(37) * 4 + 3
+    loss = 268782816.0 - 60.0 * np.minimum(np.arange(37), 12)
+    run = load_run(write_tb(tmp_path / "r", {"train_loss_epoch": (steps, loss)}), tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical"
 
 
 def test_short_noisy_healthy_log_is_silent(tmp_path):
@@ -396,8 +410,8 @@ def test_a_loss_that_climbs_as_the_warmup_raises_the_lr_is_divergence(tmp_path):
 def test_a_late_climb_beside_a_climbing_gradient_norm_is_divergence(tmp_path):
     """An HF Trainer log of 40 records: the loss falls to ~0.4 and its last four records climb to ×6 that, not at
     every record (0.9, 1.6, 1.4, 2.4) but each above everything before them, while the gradient norm ends at its
-    highest, ×5 its level: the run is coming apart where the log ends. The same loss beside a calm gradient norm
-    says too little to call."""
+    highest, ×5 its level: the run is coming apart where the log ends. Beside a calm gradient norm the same climb
+    is still a rise dozens of times the ±2% its level scattered before: divergence by its effect alone."""
     rng = np.random.default_rng(3)
     steps = np.arange(10, 401, 10)
     loss = 0.4 + 1.6 * np.exp(-steps / 60.0) * np.exp(rng.normal(0, 0.02, steps.size))
@@ -410,4 +424,5 @@ def test_a_late_climb_beside_a_climbing_gradient_norm_is_divergence(tmp_path):
     assert f.severity == "critical" and f.evidence["climb_points"] == 4 and f.evidence["grad_norm_growth"] > 4
     assert f.evidence["growth_factor"] > 5 and "2.4 at step 400" in f.summary
     run = load_run(write_trainer_state(tmp_path / "b", hf_history(steps, loss, calm)), tmp_path / "b.duckdb")
-    assert list(Divergence().check(run)) == []
+    [f] = Divergence().check(run)
+    assert f.evidence["held_points"] == 4 and "grad_norm_growth" not in f.evidence

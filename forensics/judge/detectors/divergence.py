@@ -11,8 +11,8 @@ import numpy as np
 
 from forensics.judge import stats
 from forensics.judge.detectors.adversarial import discriminator_wins
-from forensics.judge.detectors.base import (MECHANISM, by_launch, finite_part, gan_pair, level_of, point, src,
-                                            too_short)
+from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, finite_part, gan_pair, level_of, point,
+                                            src, too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
@@ -115,6 +115,12 @@ class Divergence:
     grad_climb: float = 2.0  # a late climb shown by a gradient norm ×2 its level before the climb, at its highest
     lr_climb: float = 2.0  # a loss climbing ×2 its (smoothed) minimum while the LR rises ×2 (a warmup too high) ...
     lr_climb_val: float = 1.5  # ... beside a validation loss ×1.5 its minimum at every evaluation since
+    held_rise: float = 1.5  # the last `held_points` records or more each ×1.5 the highest of the level before ...
+    held_points: int = 2
+    held_ref_points: int = 3  # ... a level of 3 records or more (up to `held_ref_max`) ...
+    held_ref_max: int = 10
+    held_sigmas: float = 10.0  # ... the rise 10 × that level's own scatter (its range over its median): glaring
+    warmup_blow_up: float = 4.0  # a loss climbing at its last records to ×4 its minimum while the LR rises ×2
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -148,7 +154,7 @@ class Divergence:
         all_values = run.arrays("loss")[1]
         dies = nan_follows and not np.any(np.isfinite(all_values[steps.size:]))  # non-finite to the end
         n = y.size
-        if n >= self.min_points and float(np.min(y)) > self.blown_level:
+        if n >= self.min_points and float(np.min(y)) > self.blown_level and self._blown_shows(run, steps, y, nan_follows):
             yield self._blown(run, steps, y)
             return
         # Each launch appended to the log on its own (`base.by_launch`): a new launch starting again from the
@@ -176,6 +182,10 @@ class Divergence:
             found = [f for f in [self._grad_climb(run, steps, y, nan_follows)] if f is not None]
         if not found and self.min_points <= n <= self.short_max:
             found = [f for f in [self._level_up(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= self.held_ref_points + self.held_points:
+            found = [f for f in [self._held_rise(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= self.min_points:
+            found = [f for f in [self._warmup_blow_up(run, steps, y, nan_follows)] if f is not None]
         if not found and dies and n >= 2:
             found = [f for f in [self._dies_high(run, steps, y)] if f is not None]
         if not found and n >= 2 * self.min_step_after:
@@ -464,6 +474,82 @@ class Divergence:
                                        + (" and then turns non-finite" if nan_follows else "")))
         return None
 
+    def _held_rise(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """The rise held against the points' own scatter (docstring): the longest tail of `held_points` records or
+        more, every one `held_rise` × the highest of the level before it (its last `held_ref_points` to
+        `held_ref_max` records, any climbing records between them and the tail above that level), the rise
+        `held_sigmas` × that level's scatter. Not a rise at an LR that jumps back up (a warm restart)."""
+        n = y.size
+        if not np.all(y > 0):
+            return None
+        for m in range(n - self.held_ref_points, self.held_points - 1, -1):
+            tail = y[n - m:]
+            for gap in range(0, min(m, n - m - self.held_ref_points) + 1):  # records climbing between level and tail
+                b = n - m - gap
+                ref = y[max(0, b - self.held_ref_max):b]
+                top, mid = float(ref.max()), float(np.median(ref))
+                scatter = (top - float(ref.min())) / mid
+                if not (tail.min() >= self.held_rise * top and np.all(y[b:n - m] > top)
+                        and tail.min() / mid - 1 >= self.held_sigmas * scatter):
+                    continue
+                if self._lr_restarts(run, int(steps[b - 1]), int(steps[-1])):
+                    return None
+                a = b - ref.size
+                ev = {"onset_step": int(steps[b - 1]), "min_level": mid, "initial_level": float(y[0]),
+                      "final_level": float(y[-1]), "growth_factor": float(tail.min()) / mid, "held_points": int(m),
+                      "level_points": int(ref.size), "level_scatter": scatter, "highest_before": top,
+                      "lowest_after": float(tail.min()), "ends_nonfinite": nan_follows,
+                      "last_finite_step": int(steps[-1]), "points": int(n)}
+                return Finding.of(self, severity="critical", step=int(steps[b - 1]), step_end=int(steps[-1]),
+                                  series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a:]),),
+                                  summary=(f"loss moves up and stays: its last {m} records (steps {steps[n - m]}-"
+                                           f"{steps[-1]}) are all {tail.min():.4g} or above, {ratio(tail.min() / top)} "
+                                           f"the highest ({top:.4g}) of the {ref.size} records before the rise (steps "
+                                           f"{steps[a]}-{steps[b - 1]}, median {mid:.4g}), which scattered only "
+                                           f"{scatter:.1%}: a rise {(tail.min() / mid - 1) / max(scatter, 1e-12):.0f} "
+                                           f"× the run's own noise" + (" and then turns non-finite" if nan_follows else "")))
+        return None
+
+    def _lr_restarts(self, run: Run, start: int, end: int) -> bool:
+        """The logged LR jumps back up (×2 or more from one point to the next) within steps `start`-`end`: a warm
+        restart, whose loss rises by design."""
+        if not run.has("lr"):
+            return False
+        ls, lv = run.arrays("lr")
+        keep = np.isfinite(lv) & (ls >= start) & (ls <= end)
+        lv = lv[keep]
+        return bool(lv.size >= 2 and np.any((lv[:-1] > 0) & (lv[1:] >= 2 * lv[:-1])))
+
+    def _warmup_blow_up(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """A loss that climbs at each of its last `held_points` records to `warmup_blow_up` × its minimum, its
+        highest point, while the logged LR rises `lr_climb` × from the minimum to the end: an LR warmed up past what
+        the model can take, at any length."""
+        n = y.size
+        if not (np.all(y > 0) and run.has("lr")) or stats.rising_tail(y) <= self.held_points:
+            return None
+        imin = int(np.argmin(y))
+        lo = float(y[imin])
+        if not (imin < n - self.held_points and y[-1] >= self.warmup_blow_up * lo and y[-1] >= y.max()):
+            return None
+        ls, lv = run.arrays("lr")
+        keep = np.isfinite(lv)
+        ls, lv = ls[keep], lv[keep]
+        at_min, at_end = lv[ls <= steps[imin]], lv[ls <= steps[-1]]
+        if not (at_min.size and at_min[-1] > 0 and at_end[-1] >= self.lr_climb * at_min[-1]
+                and np.all(np.diff(lv[(ls >= steps[imin]) & (ls <= steps[-1])]) >= 0)):
+            return None
+        ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": float(y[0]), "final_level": float(y[-1]),
+              "growth_factor": float(y[-1]) / lo, "lr_at_onset": float(at_min[-1]), "lr_at_end": float(at_end[-1]),
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(n)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev,
+                          sources=(src(run, "loss", steps[imin:]), src(run, "lr", [steps[imin], steps[-1]])),
+                          summary=(f"loss climbs from its minimum {point(steps, y, imin)} to {y[-1]:.4g} at step "
+                                   f"{steps[-1]} ({ratio(y[-1] / lo)}), rising at each of its last "
+                                   f"{stats.rising_tail(y) - 1} records, while the LR rises from {at_min[-1]:.3g} to "
+                                   f"{at_end[-1]:.3g} ({ratio(at_end[-1] / at_min[-1])}): the LR warmed up past what "
+                                   f"the model can take" + (" and then turns non-finite" if nan_follows else "")))
+
     def _dies_high(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding | None:
         """The rise into the NaN of the docstring: the loss stood `dies_high` × its minimum at every finite point
         from some point on, and then turned non-finite for good."""
@@ -693,6 +779,17 @@ class Divergence:
             return False
         sigma = stats.noise(np.log(rest))
         return math.isfinite(sigma) and math.log(final / lo) >= self.step_sigmas * max(sigma, 1e-12)
+
+    def _blown_shows(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> bool:
+        """A level above `blown_level` is a blow-up only with evidence that does not rest on the loss's scale (an
+        unnormalised regression loss sits at 1e9 and trains): a non-finite value after it, a rising trend
+        (Mann–Kendall at `p`), or a classifier (a declared class count, a logged accuracy), whose cross-entropy sits
+        near ln C when sane. A loss that does not move beyond its own noise has not blown up: flat and diverged
+        exclude each other."""
+        if nan_follows or class_count(run) is not None or run.has("accuracy") or run.has("val_accuracy"):
+            return True
+        trend = stats.mann_kendall(y, steps)
+        return bool(trend.z > 0 and trend.p < self.p)
 
     def _blown(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding:
         lo = float(np.min(y))

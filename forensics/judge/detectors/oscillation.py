@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, by_launch, class_count, finite_part, level_of, src, too_short
+from forensics.judge.detectors.base import epoch_view, MECHANISM, by_launch, class_count, finite_part, level_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -61,9 +61,11 @@ class Oscillation:
     fall_p: float = 0.01  # ... and no fall over the whole launch at Mann–Kendall p below this (a falling loss learns)
 
     def unavailable(self, run: Run) -> str | None:
+        run = epoch_view(run)  # the epoch means' shape where the writer logged them beside per-step values
         return too_short(run, "loss", 24)
 
     def check(self, run: Run) -> Iterator[Finding]:
+        run = epoch_view(run)
         steps, y = by_launch(run, "loss", *finite_part(*run.arrays("loss")))[-1]  # the last launch, on its own
         keep = np.isfinite(y)
         steps, y = steps[keep], y[keep]
