@@ -5,7 +5,7 @@ import pytest
 
 from forensics.judge.detectors import Divergence, FlatLoss
 from tests.paths import REAL_RUNS_TEST
-from tests.runwriters import curve, hf_history, load_run, write_tb, write_trainer_state
+from tests.runwriters import curve, hf_history, load_run, log_messages, write_tb, write_trainer_state
 
 needs_real = pytest.mark.skipif(not (REAL_RUNS_TEST / "log_hf33336").is_dir(),
                                 reason="shared/real_runs_test is not beside the checkout")
@@ -426,3 +426,35 @@ def test_a_late_climb_beside_a_climbing_gradient_norm_is_divergence(tmp_path):
     run = load_run(write_trainer_state(tmp_path / "b", hf_history(steps, loss, calm)), tmp_path / "b.duckdb")
     [f] = Divergence().check(run)
     assert f.evidence["held_points"] == 4 and "grad_norm_growth" not in f.evidence
+
+
+def _epoch_lines(root, values):
+    root.mkdir()
+    log_messages(root / "train.log", [f"Epoch {i + 1}/{len(values)} - loss: {v:.4f}" for i, v in enumerate(values)])
+    return root
+
+
+def test_a_rise_that_dwarfs_the_runs_own_scatter_is_divergence_at_any_length(tmp_path):
+    """Eight epoch averages printed by a logger: five within 0.8% of each other, then ×1.3, ×2.0, ×1.9 where the log
+    ends: a rise a hundred times the scatter before it, too short for any trend test. The same tail after epochs
+    that scattered ±20% is no finding: the rise does not stand out of the run's own noise."""
+    root = _epoch_lines(tmp_path / "a", [0.0475, 0.0474, 0.0473, 0.0471, 0.0472, 0.0612, 0.0958, 0.0877])
+    [f] = Divergence().check(load_run(root, tmp_path / "a.duckdb"))
+    assert f.severity == "critical" and f.evidence["held_points"] == 2 and f.evidence["level_points"] == 5
+    assert "0.0877 or above" in f.summary and "0.0475" in f.summary
+    root = _epoch_lines(tmp_path / "b", [0.040, 0.062, 0.045, 0.058, 0.041, 0.0612, 0.0958, 0.0877])
+    assert list(Divergence().check(load_run(root, tmp_path / "b.duckdb"))) == []
+
+
+def test_a_loss_that_climbs_fourfold_as_the_warmup_raises_the_lr_is_divergence(tmp_path):
+    """Four records of a detector's warmup: the loss 4.83, 4.72, then 8.42 and 21.5 while the LR climbs from 0 to
+    0.0112: ×4.6 its minimum at the end, rising at each record, the LR ×2.7 since the minimum. The same loss under a
+    constant LR is a record too few to call."""
+    steps = np.array([100, 200, 300, 400])
+    loss = np.array([4.831, 4.718, 8.423, 21.497])
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, loss), "lr": (steps, [0.0, 0.00422, 0.007, 0.01122])}),
+                   tmp_path / "a.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["lr_at_end"] / f.evidence["lr_at_onset"] > 2 and "4.718 at step 200" in f.summary
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, loss), "lr": (steps, [0.01] * 4)}), tmp_path / "b.duckdb")
+    assert list(Divergence().check(run)) == []
