@@ -16,6 +16,7 @@ from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, f
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
+from ingest.roles import words
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class Divergence:
     points hold; otherwise the rise must also be `short_sigmas` × its point noise, and a rise too short for the
     trend test counts when the validation loss ends `witness_growth` above its minimum over `witness_points`.
     A slow drift: a rise of `drift_growth` with Kendall τ ≥ `drift_tau` over `drift_points` points and `drift_share`
-    of the log. A loss above `blown_level` at every point blew up before the log began.
+    of the log. A loss above `blown_level` at every point blew up before the log began, where something beside its
+    scale says so (`_blown_shows`: a NaN after it, a rising trend, a classifier's loss).
     Effect size first, at any length: a log whose last points are `glaring` × the median of the rest
     (`witnessed_glaring` × with a validation blow-up too), or a loss rising at each of its last `rising_points` by
     `rising_growth` while the validation loss rises at each of its last `val_rising_points` by `val_rising_growth`.
@@ -45,6 +47,12 @@ class Divergence:
     A level that moved up, in a log of up to `short_max` points: its last `level_up_points` records or more, their
     median `level_up` × the median of as many records before them and every one above all of those, giving back
     `min_recovered` of the earlier drop.
+    A rise held against the run's own scatter, at any length (`_held_rise`): its last `held_points` records or more
+    each `held_rise` × the highest of the level before them (`held_ref_points` to `held_ref_max` records), the rise
+    `held_sigmas` × that level's scatter, at no LR that jumps back up (a warm restart). A warmup blow-up: a loss
+    climbing at its last records to `warmup_blow_up` × its minimum, its highest, while the LR rises `lr_climb` ×.
+    A cross-entropy on its log scale (a perplexity logged as its exponential) that gives back `given_back` of its
+    fall, its last `given_back_points` records above the fall's midpoint or an accuracy falling with it.
     A rise into the NaN: a loss that stays non-finite to the end once it turns so, every finite point since it first
     stood `dies_high` × its (smoothed) minimum held there (`min_jump_points` or more).
     A step up that holds: every point over the last `step_share` of the log or more above every point from the
@@ -121,6 +129,8 @@ class Divergence:
     held_ref_max: int = 10
     held_sigmas: float = 10.0  # ... the rise 10 × that level's own scatter (its range over its median): glaring
     warmup_blow_up: float = 4.0  # a loss climbing at its last records to ×4 its minimum while the LR rises ×2
+    given_back: float = 0.5  # a log-scale loss (a perplexity's log) ending half its fall back above its minimum ...
+    given_back_points: int = 3  # ... its last 3 records above the fall's midpoint, or an accuracy falling with it
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -186,6 +196,8 @@ class Divergence:
             found = [f for f in [self._held_rise(run, steps, y, nan_follows)] if f is not None]
         if not found and n >= self.min_points:
             found = [f for f in [self._warmup_blow_up(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= self.min_points:
+            found = [f for f in [self._gives_back(run, steps, y, nan_follows)] if f is not None]
         if not found and dies and n >= 2:
             found = [f for f in [self._dies_high(run, steps, y)] if f is not None]
         if not found and n >= 2 * self.min_step_after:
@@ -550,6 +562,47 @@ class Divergence:
                                    f"{at_end[-1]:.3g} ({ratio(at_end[-1] / at_min[-1])}): the LR warmed up past what "
                                    f"the model can take" + (" and then turns non-finite" if nan_follows else "")))
 
+    def _gives_back(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """A cross-entropy read on its log scale (`_perplexity` is its exponential) that gives back `given_back` of
+        its fall: (last − minimum) / (first − minimum), its last `given_back_points` records above the fall's
+        midpoint or an accuracy ending below both its first record and its value at the loss's minimum. A ratio to
+        the minimum says little there: a rise from 7.7 back to 10 nats is ×1.3, and ×10 in perplexity."""
+        ppl = _perplexity(run, steps, y)
+        if ppl is None or not np.all(y > 0):
+            return None
+        imin = int(np.argmin(y))
+        first, lo, last = float(y[0]), float(y[imin]), float(y[-1])
+        if not (first > lo and imin < y.size - 1 and (last - lo) >= self.given_back * (first - lo)):
+            return None
+        mid = lo + (first - lo) / 2
+        held = y.size - imin - 1 >= self.given_back_points and bool(np.all(y[-self.given_back_points:] > mid))
+        acc = None
+        if run.has("accuracy"):
+            a_s, a_v = finite_part(*run.arrays("accuracy"))
+            at_min = a_v[a_s <= steps[imin]]
+            if a_v.size >= 3 and at_min.size and a_s[-1] > steps[imin] and a_v[-1] < min(a_v[0], at_min[-1]):
+                acc = {"accuracy": run.pick("accuracy"), "accuracy_first": float(a_v[0]),
+                       "accuracy_at_min": float(at_min[-1]), "accuracy_last": float(a_v[-1]),
+                       "accuracy_last_step": int(a_s[-1])}
+        if not (held or acc):
+            return None
+        share = (last - lo) / (first - lo)
+        ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": first, "final_level": last,
+              "growth_factor": last / lo, "given_back": share, "perplexity": ppl["name"],
+              "perplexity_min": ppl["at_min"], "perplexity_last": ppl["last"], "ends_nonfinite": nan_follows,
+              "last_finite_step": int(steps[-1]), "points": int(y.size)} | (acc or {})
+        witness = (f"; {acc['accuracy']} falls with it, from {acc['accuracy_at_min']:.4g} at the minimum to "
+                   f"{acc['accuracy_last']:.4g} at step {acc['accuracy_last_step']}, below its first "
+                   f"{acc['accuracy_first']:.4g}" if acc else
+                   f"; its last {self.given_back_points} records all above the fall's midpoint {mid:.4g}")
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss falls from {point(steps, y, 0)} to its minimum {point(steps, y, imin)} and "
+                                   f"climbs back to {point(steps, y, y.size - 1)}, giving back {share:.0%} of its fall "
+                                   f"({ppl['name']} {ppl['at_min']:.4g} → {ppl['last']:.4g}, "
+                                   f"{ratio(ppl['last'] / ppl['at_min'])}){witness}"
+                                   + (" and then turns non-finite" if nan_follows else "")))
+
     def _dies_high(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding | None:
         """The rise into the NaN of the docstring: the loss stood `dies_high` × its minimum at every finite point
         from some point on, and then turned non-finite for good."""
@@ -800,6 +853,23 @@ class Divergence:
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                           summary=(f"loss is above {self.blown_level:.0e} at every logged point (from {y[0]:.4g} at "
                                    f"step {steps[0]}, lowest {lo:.4g}): it had blown up before the log began"))
+
+
+def _perplexity(run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+    """The run's perplexity beside its loss, where one is logged as exp(loss) (within 1% at every step they share,
+    three at least): the loss is then a cross-entropy, a log scale. Its name, value at the loss's minimum and last
+    value, else None."""
+    imin = int(np.argmin(y))
+    for name in run.names():
+        if not {"ppl", "perplexity"} & set(words(name)):
+            continue
+        ps, pv = run.arrays(name)
+        common, i, j = np.intersect1d(steps, ps, return_indices=True)
+        if common.size < 3 or not np.all(np.isfinite(pv[j])):
+            continue
+        if np.allclose(np.exp(y[i]), pv[j], rtol=0.01) and steps[imin] in common and steps[-1] in common:
+            return {"name": name, "at_min": float(pv[ps == steps[imin]][0]), "last": float(pv[ps == steps[-1]][0])}
+    return None
 
 
 def _minimum(steps: np.ndarray, y: np.ndarray, i: int, w: int) -> tuple[float, str, str]:

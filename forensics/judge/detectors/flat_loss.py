@@ -10,7 +10,8 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import epoch_view, SHAPE, by_launch, class_count, finite_part, head_tail_of, src, too_short
+from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of, src,
+                                            too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -34,6 +35,9 @@ class FlatLoss:
     out (to `schedule_end` of its peak), or, over `chance_epochs` epochs, a loss that ends no lower and an accuracy
     no higher than they began (a warning). When the training loss does not fall by `max_train_drop`, a validation
     loss flat or pinned by the same rules is the evidence (flat under a falling training loss: distribution_mismatch).
+    A term of the loss one value to the last digit on every record beside a gradient norm exactly 0 (`_no_gradient`):
+    no gradient reaches the parameters, at any length. Where the writer logged an epoch aggregate beside per-step
+    losses, the shape is the epoch means' (`base.epoch_view`): per-step values carry the batch order.
     Not flat (`_stayed`): a loss that fell at once from its first point or learned (`stats.learned`: plateau's, also
     when it fell onto ln k, DECISIONS §17), whose smoothed curve left its start by `excursion` and came back, or
     whose noise cannot resolve `still_tol` (`resolve_sigmas`); nor one whose LR still warms up, an excerpt from a
