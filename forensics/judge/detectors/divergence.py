@@ -494,9 +494,14 @@ class Divergence:
         n = y.size
         if not np.all(y > 0):
             return None
-        for m in range(n - self.held_ref_points, self.held_points - 1, -1):
+        floor = np.minimum.accumulate(y[::-1])[::-1]  # the lowest point from each index to the end
+        low = np.minimum.accumulate(y)  # the lowest point up to each index
+        # a tail can only stand ×`held_rise` over a level before it that stands at least as high as the lowest point
+        tails = [m for m in range(n - self.held_ref_points, self.held_points - 1, -1)
+                 if floor[n - m] >= self.held_rise * low[n - m - 1]][:64]  # the longest first
+        for m in tails:
             tail = y[n - m:]
-            for gap in range(0, min(m, n - m - self.held_ref_points) + 1):  # records climbing between level and tail
+            for gap in range(0, min(m, self.held_ref_max, n - m - self.held_ref_points) + 1):  # climbing records between
                 b = n - m - gap
                 ref = y[max(0, b - self.held_ref_max):b]
                 top, mid = float(ref.max()), float(np.median(ref))
