@@ -528,14 +528,17 @@ class Divergence:
         return None
 
     def _lr_restarts(self, run: Run, start: int, end: int) -> bool:
-        """The logged LR jumps back up (×2 or more from one point to the next) within steps `start`-`end`: a warm
-        restart, whose loss rises by design."""
+        """The logged LR jumps back up within steps `start`-`end` (×2 or more over the point before, which had
+        decayed below an earlier LR): a warm restart or a rebuilt schedule, whose loss rises by design."""
         if not run.has("lr"):
             return False
         ls, lv = run.arrays("lr")
         keep = np.isfinite(lv) & (ls >= start) & (ls <= end)
+        before = np.max(lv[np.isfinite(lv) & (ls < start)], initial=0.0)
         lv = lv[keep]
-        return bool(lv.size >= 2 and np.any((lv[:-1] > 0) & (lv[1:] >= 2 * lv[:-1])))
+        high = np.maximum.accumulate(np.r_[before, lv])[:-1]  # the highest LR before each point
+        # ×2 over the point before, that one below an earlier LR: it had decayed and came back (no warmup from 0)
+        return bool(lv.size >= 2 and np.any((lv[1:] >= 2 * lv[:-1]) & (lv[1:] > 0) & (lv[:-1] < high[:-1])))
 
     def _warmup_blow_up(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
         """A loss that climbs at each of its last `held_points` records to `warmup_blow_up` × its minimum, its
@@ -569,18 +572,26 @@ class Divergence:
 
     def _gives_back(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
         """A cross-entropy read on its log scale (`_perplexity` is its exponential) that gives back `given_back` of
-        its fall: (last − minimum) / (first − minimum), its last `given_back_points` records above the fall's
+        its fall: (end − minimum) / (start − minimum), its last `given_back_points` records above the fall's
         midpoint or an accuracy ending below both its first record and its value at the loss's minimum. A ratio to
-        the minimum says little there: a rise from 7.7 back to 10 nats is ×1.3, and ×10 in perplexity."""
+        the minimum says little there: a rise from 7.7 back to 10 nats is ×1.3, and ×10 in perplexity. From 12
+        points on, levels, not single records: the start the median of the first points, the minimum the smoothed
+        curve's, the end the median of the last twentieth (single-batch losses swing by more than half a fall)."""
         ppl = _perplexity(run, steps, y)
         if ppl is None or not np.all(y > 0):
             return None
-        imin = int(np.argmin(y))
-        first, lo, last = float(y[0]), float(y[imin]), float(y[-1])
-        if not (first > lo and imin < y.size - 1 and (last - lo) >= self.given_back * (first - lo)):
+        n = y.size
+        w = max(3, int(n * self.smooth)) // 2 if n >= 12 else 0
+        sm = stats.rolling_median(y, 2 * w + 1) if w else y
+        imin = int(np.argmin(sm))
+        k = max(self.given_back_points, n // 20) if w else 1
+        first, first_text = level_of(steps, y, 0, stats.START_POINTS - 1) if w else (float(y[0]), point(steps, y, 0))
+        lo, lo_text, _ = _minimum(steps, y, imin, w)
+        last, last_text = level_of(steps, y, n - k, n - 1)
+        if not (first > lo and imin < n - k and (last - lo) >= self.given_back * (first - lo)):
             return None
         mid = lo + (first - lo) / 2
-        held = y.size - imin - 1 >= self.given_back_points and bool(np.all(y[-self.given_back_points:] > mid))
+        held = n - imin - 1 >= self.given_back_points and bool(np.all(sm[-self.given_back_points:] > mid))
         acc = None
         if run.has("accuracy"):
             a_s, a_v = finite_part(*run.arrays("accuracy"))
@@ -595,15 +606,15 @@ class Divergence:
         ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": first, "final_level": last,
               "growth_factor": last / lo, "given_back": share, "perplexity": ppl["name"],
               "perplexity_min": ppl["at_min"], "perplexity_last": ppl["last"], "ends_nonfinite": nan_follows,
-              "last_finite_step": int(steps[-1]), "points": int(y.size)} | (acc or {})
+              "last_finite_step": int(steps[-1]), "points": int(n)} | (acc or {})
         witness = (f"; {acc['accuracy']} falls with it, from {acc['accuracy_at_min']:.4g} at the minimum to "
                    f"{acc['accuracy_last']:.4g} at step {acc['accuracy_last_step']}, below its first "
                    f"{acc['accuracy_first']:.4g}" if acc else
-                   f"; its last {self.given_back_points} records all above the fall's midpoint {mid:.4g}")
+                   f"; it stays above the fall's midpoint {mid:.4g} to the end")
         return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                          summary=(f"loss falls from {point(steps, y, 0)} to its minimum {point(steps, y, imin)} and "
-                                   f"climbs back to {point(steps, y, y.size - 1)}, giving back {share:.0%} of its fall "
+                          summary=(f"loss falls from {first_text} to {lo_text.rstrip(',')} and "
+                                   f"climbs back to {last_text}, giving back {share:.0%} of its fall "
                                    f"({ppl['name']} {ppl['at_min']:.4g} → {ppl['last']:.4g}, "
                                    f"{ratio(ppl['last'] / ppl['at_min'])}){witness}"
                                    + (" and then turns non-finite" if nan_follows else "")))
