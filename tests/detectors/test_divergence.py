@@ -63,6 +63,12 @@ def test_a_huge_regression_loss_that_does_not_move_has_not_blown_up(tmp_path):
     assert list(Divergence().check(run)) == []
     [f] = FlatLoss().check(run)
     assert f.severity == "critical"
+    # the same level beside a gradient norm of 1e6 climbing steadily: the gradients say what the scale cannot
+    grad = 6.8e5 * (1 + 0.02 * np.arange(37)) * np.exp(np.random.default_rng(0).normal(0, 0.05, 37))
+    run = load_run(write_tb(tmp_path / "g", {"train_loss_epoch": (steps, loss), "grad_norm": (steps, grad)}),
+                   tmp_path / "g.duckdb")
+    [f] = Divergence().check(run)
+    assert "blown up before the log began" in f.summary
 
 
 def test_short_noisy_healthy_log_is_silent(tmp_path):

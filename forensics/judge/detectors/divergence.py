@@ -851,14 +851,15 @@ class Divergence:
 
     def _blown_shows(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> bool:
         """A level above `blown_level` is a blow-up only with evidence that does not rest on the loss's scale (an
-        unnormalised regression loss sits at 1e9 and trains): a non-finite value after it, a rising trend
-        (Mann–Kendall at `p`), or a classifier (a declared class count, a logged accuracy), whose cross-entropy sits
-        near ln C when sane. A loss that does not move beyond its own noise has not blown up: flat and diverged
-        exclude each other."""
+        unnormalised regression loss sits at 1e9 and trains): a non-finite value after it, a rising trend of the
+        loss or of its gradient norm (Mann–Kendall at `p`), or a classifier (a declared class count, a logged
+        accuracy), whose cross-entropy sits near ln C when sane. A loss that does not move beyond its own noise has
+        not blown up: flat and diverged exclude each other."""
         if nan_follows or class_count(run) is not None or run.has("accuracy") or run.has("val_accuracy"):
             return True
-        trend = stats.mann_kendall(y, steps)
-        return bool(trend.z > 0 and trend.p < self.p)
+        rising = [(steps, y)] + ([finite_part(*run.arrays("grad_norm"))] if run.has("grad_norm") else [])
+        return any(v.size >= self.min_points and (t := stats.mann_kendall(v, s)).z > 0 and t.p < self.p
+                   for s, v in rising)
 
     def _blown(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding:
         lo = float(np.min(y))
