@@ -48,6 +48,7 @@ class FlatLoss:
     where C came from, the median LR when an LR series exists.
     False alarms: 0 of the 136 healthy real runs of the eleven labelled development sets (benchmarks/false_alarms.py;
     4 on 2 of them before the noise, excursion and launch guards); 0 of the 521 healthy generated runs before them.
+    The frozen term and the epoch means: 0 of the 179 healthy runs of the fifteen labelled sets.
     """
 
     kind: ClassVar[str] = "flat_loss"
