@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from forensics.judge.detectors import Divergence
+from forensics.judge.detectors import Divergence, FlatLoss
 from tests.paths import REAL_RUNS_TEST
-from tests.runwriters import curve, hf_history, load_run, write_tb, write_trainer_state
+from tests.runwriters import curve, hf_history, load_run, log_messages, write_tb, write_trainer_state
 
 needs_real = pytest.mark.skipif(not (REAL_RUNS_TEST / "log_hf33336").is_dir(),
                                 reason="shared/real_runs_test is not beside the checkout")
@@ -44,11 +44,31 @@ def test_short_rise_into_nan_is_divergence(tmp_path):
 
 
 def test_loss_blown_up_before_the_log_began(tmp_path):
+    """A classifier (its accuracy at chance beside it) whose cross-entropy stands at 1e9-1e12 from its first point:
+    no sane model's loss is there, whatever it does next."""
     steps = np.arange(1, 6) * 1000 - 1
     loss = np.array([1.87e12, 2.09e11, 1.38e10, 3.3e9, 2.2e9])
-    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    acc = np.array([0.49, 0.51, 0.47, 0.52, 0.5])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "accuracy": (steps, acc)}), tmp_path / "f.duckdb")
     [f] = Divergence().check(run)
     assert f.step == 999 and f.evidence["min_level"] > Divergence().blown_level
+
+
+def test_a_huge_regression_loss_that_does_not_move_has_not_blown_up(tmp_path):
+    """An MSE on unnormalised targets, 2.688e8 at every epoch to five digits: huge, but nothing says it blew up
+    (no non-finite value, no rise, no class count): a loss that does not move is flat, not diverged."""
+    steps = np.arange(37) * 4 + 3
+    loss = 268782816.0 - 60.0 * np.minimum(np.arange(37), 12)
+    run = load_run(write_tb(tmp_path / "r", {"train_loss_epoch": (steps, loss)}), tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical"
+    # the same level beside a gradient norm of 1e6 climbing steadily: the gradients say what the scale cannot
+    grad = 6.8e5 * (1 + 0.02 * np.arange(37)) * np.exp(np.random.default_rng(0).normal(0, 0.05, 37))
+    run = load_run(write_tb(tmp_path / "g", {"train_loss_epoch": (steps, loss), "grad_norm": (steps, grad)}),
+                   tmp_path / "g.duckdb")
+    [f] = Divergence().check(run)
+    assert "blown up before the log began" in f.summary
 
 
 def test_short_noisy_healthy_log_is_silent(tmp_path):
@@ -396,8 +416,8 @@ def test_a_loss_that_climbs_as_the_warmup_raises_the_lr_is_divergence(tmp_path):
 def test_a_late_climb_beside_a_climbing_gradient_norm_is_divergence(tmp_path):
     """An HF Trainer log of 40 records: the loss falls to ~0.4 and its last four records climb to ×6 that, not at
     every record (0.9, 1.6, 1.4, 2.4) but each above everything before them, while the gradient norm ends at its
-    highest, ×5 its level: the run is coming apart where the log ends. The same loss beside a calm gradient norm
-    says too little to call."""
+    highest, ×5 its level: the run is coming apart where the log ends. Beside a calm gradient norm the same climb
+    is still a rise dozens of times the ±2% its level scattered before: divergence by its effect alone."""
     rng = np.random.default_rng(3)
     steps = np.arange(10, 401, 10)
     loss = 0.4 + 1.6 * np.exp(-steps / 60.0) * np.exp(rng.normal(0, 0.02, steps.size))
@@ -410,4 +430,58 @@ def test_a_late_climb_beside_a_climbing_gradient_norm_is_divergence(tmp_path):
     assert f.severity == "critical" and f.evidence["climb_points"] == 4 and f.evidence["grad_norm_growth"] > 4
     assert f.evidence["growth_factor"] > 5 and "2.4 at step 400" in f.summary
     run = load_run(write_trainer_state(tmp_path / "b", hf_history(steps, loss, calm)), tmp_path / "b.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["held_points"] == 4 and "grad_norm_growth" not in f.evidence
+
+
+def _epoch_lines(root, values):
+    root.mkdir()
+    log_messages(root / "train.log", [f"Epoch {i + 1}/{len(values)} - loss: {v:.4f}" for i, v in enumerate(values)])
+    return root
+
+
+def test_a_rise_that_dwarfs_the_runs_own_scatter_is_divergence_at_any_length(tmp_path):
+    """Eight epoch averages printed by a logger: five within 0.8% of each other, then ×1.3, ×2.0, ×1.9 where the log
+    ends: a rise a hundred times the scatter before it, too short for any trend test. The same tail after epochs
+    that scattered ±20% is no finding: the rise does not stand out of the run's own noise."""
+    root = _epoch_lines(tmp_path / "a", [0.0475, 0.0474, 0.0473, 0.0471, 0.0472, 0.0612, 0.0958, 0.0877])
+    [f] = Divergence().check(load_run(root, tmp_path / "a.duckdb"))
+    assert f.severity == "critical" and f.evidence["held_points"] == 2 and f.evidence["level_points"] == 5
+    assert "0.0877 or above" in f.summary and "0.0475" in f.summary
+    root = _epoch_lines(tmp_path / "b", [0.040, 0.062, 0.045, 0.058, 0.041, 0.0612, 0.0958, 0.0877])
+    assert list(Divergence().check(load_run(root, tmp_path / "b.duckdb"))) == []
+
+
+def test_a_loss_that_climbs_fourfold_as_the_warmup_raises_the_lr_is_divergence(tmp_path):
+    """Four records of a detector's warmup: the loss 4.83, 4.72, then 8.42 and 21.5 while the LR climbs from 0 to
+    0.0112: ×4.6 its minimum at the end, rising at each record, the LR ×2.7 since the minimum. The same loss under a
+    constant LR is a record too few to call."""
+    steps = np.array([100, 200, 300, 400])
+    loss = np.array([4.831, 4.718, 8.423, 21.497])
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, loss), "lr": (steps, [0.0, 0.00422, 0.007, 0.01122])}),
+                   tmp_path / "a.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["lr_at_end"] / f.evidence["lr_at_onset"] > 2 and "4.718 at step 200" in f.summary
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, loss), "lr": (steps, [0.01] * 4)}), tmp_path / "b.duckdb")
     assert list(Divergence().check(run)) == []
+
+
+def _onmt_lines(root, xent, acc):
+    root.mkdir()
+    log_messages(root / "train.log", [
+        f"Epoch  1, {12900 + 50 * i:5d}/37527; acc: {a:6.2f}; ppl: {np.exp(x):8.2f}; xent: {x:.2f}; 3650 src tok/s; "
+        f"3712 tgt tok/s; {10000 + 14 * i} s elapsed" for i, (x, a) in enumerate(zip(xent, acc))])
+    return root
+
+
+def test_a_cross_entropy_that_gives_back_most_of_its_fall_is_divergence(tmp_path):
+    """OpenNMT-py report lines: xent falls from 10.47 to 7.73 and climbs back to 9.95 (ppl ×9.2 from its best) while
+    the accuracy ends below where it began: 81% of the fall given back, on a log scale where ×1.3 in nats is ×9 in
+    perplexity. The same fall giving back a fifth of itself, the accuracy holding, is noise."""
+    xent = [10.47, 10.67, 10.09, 10.18, 9.18, 8.24, 7.73, 7.82, 8.00, 9.69, 9.95]
+    acc = [4.48, 4.50, 4.40, 4.36, 5.25, 5.66, 5.32, 4.79, 4.27, 4.25, 1.89]
+    [f] = Divergence().check(load_run(_onmt_lines(tmp_path / "a", xent, acc), tmp_path / "a.duckdb"))
+    assert f.evidence["given_back"] > 0.8 and "7.73 at step" in f.summary and "ppl" in f.summary
+    xent = [10.47, 10.67, 10.09, 10.18, 9.18, 8.24, 7.73, 7.82, 8.00, 8.20, 8.25]
+    acc = [4.48, 4.50, 4.40, 4.36, 5.25, 5.66, 5.32, 5.79, 6.27, 6.25, 6.29]
+    assert list(Divergence().check(load_run(_onmt_lines(tmp_path / "b", xent, acc), tmp_path / "b.duckdb"))) == []

@@ -428,3 +428,42 @@ def test_a_short_log_whose_loss_and_accuracy_both_fail_to_improve_over_epochs_is
     assert "neither improved" in f.summary
     run = load_run(_keras_epochs(tmp_path / "ok", loss, [0.31, 0.35, 0.40, 0.46, 0.50, 0.55]), tmp_path / "o.duckdb")
     assert list(FlatLoss().check(run)) == []
+
+
+def test_a_term_frozen_to_the_last_digit_beside_a_zero_gradient_is_flat_at_any_length(tmp_path):
+    """Four records of an mmengine-style log: the total loss moves +0.2% with its batches, its term loss_dfl is
+    66.5625 on every record and the gradient norm is exactly 0.0000: no gradient reaches the parameters. The same
+    records with a gradient norm of ~12 are too few to call."""
+    from forensics.judge.detectors import FlatLoss
+
+    total = [208.4161, 208.5272, 209.1800, 208.8468]
+    cls = [85.0224, 84.8246, 85.1599, 85.0197]
+    for name, grad in (("zero", [0.0] * 4), ("live", [12.31, 11.87, 12.95, 12.02])):
+        root = tmp_path / name
+        root.mkdir()
+        log_messages(root / "train.log", [
+            f"Epoch(train)  [17][{50 * (i + 1)}/290]  lr: 1.7030e-03  grad_norm: {g:.4f}  loss: {t:.4f}  "
+            f"loss_cls: {c:.4f}  loss_bbox: {t - c - 66.5625:.4f}  loss_dfl: 66.5625"
+            for i, (t, c, g) in enumerate(zip(total, cls, grad))])
+        found = list(FlatLoss().check(load_run(root, tmp_path / f"{name}.duckdb")))
+        if name == "zero":
+            [f] = found
+            assert f.evidence["frozen_component"] == "loss_dfl" and "exactly 66.5625" in f.summary
+        else:
+            assert found == []
+
+
+def test_flat_and_oscillation_read_the_epoch_means_beside_a_per_step_loss(tmp_path):
+    """Lightning's TensorBoard tags: `train_loss_step` cycles through the same four batch losses every epoch (the data
+    order: ±12%, autocorrelation at the lag of one epoch) while `train_loss_epoch` stands at 2.688e8 to five digits
+    for 37 epochs. The shape is the epoch means': flat, and no oscillation."""
+    from forensics.judge.detectors import FlatLoss, Oscillation
+
+    batches = np.array([289062912.0, 288432992.0, 254839312.0, 211432752.0])
+    per_step = np.tile(batches, 37) - 16.0 * np.arange(148)
+    epoch = np.array([per_step[4 * e:4 * e + 4].mean() for e in range(37)])
+    run = load_run(write_tb(tmp_path / "r", {"train_loss_step": (np.arange(148), per_step),
+                                             "train_loss_epoch": (np.arange(37) * 4 + 3, epoch)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.series == "train_loss_epoch"
+    assert list(Oscillation().check(run)) == []

@@ -89,3 +89,19 @@ def test_the_pair_is_found_by_its_names(tmp_path, names):
                                               for i in range(10)) + "\n")
     pair = gan_pair(load_run(root, tmp_path / "f.duckdb"))
     assert pair is not None and (pair.generator, pair.discriminator) == names
+
+
+def test_a_discriminator_loss_at_zero_alone_is_a_met_margin_not_bce_saturation(tmp_path):
+    """A relativistic-hinge GAN's log: the discriminator's loss exactly 0.0000 at every record (its margins met, as
+    a hinge loss allows) while the generator's stays bounded around 9: no BCE signature (no value at the clamp of
+    50 or 100, no generator climbing), so no diverged game. The same discriminator beside a generator at the clamp
+    of 100 is BCE saturation."""
+    from tests.runwriters import log_messages
+
+    g = [9.19, 9.54, 8.53, 8.90, 18.48, 7.38, 9.02, 8.71, 10.3, 9.66, 8.12, 9.4]
+    for name, gen in (("hinge", g), ("bce", [100.0] * len(g))):
+        root = tmp_path / name
+        root.mkdir()
+        log_messages(root / "train.log", [f"[0/5][{50 * i}/600] Loss_D: 0.0000 Loss_G: {v:.4f}" for i, v in enumerate(gen)])
+        found = list(Divergence().check(load_run(root, tmp_path / f"{name}.duckdb")))
+        assert (found == []) if name == "hinge" else (found[0].evidence["shape"] == "loss_at_bce_saturation")

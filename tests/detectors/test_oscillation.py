@@ -129,3 +129,17 @@ def test_a_level_that_moved_up_after_a_calm_start_is_no_oscillation(tmp_path, se
     assert _check(tmp_path, steps, loss) == []
     assert list(Oscillation(min_above=1.5, around=10.0).check(load_run(write_tb(
         tmp_path / "b", {"loss": (steps, loss)}), tmp_path / "b.duckdb")))  # what the old gates called swinging
+
+
+def test_losses_repeating_at_the_lag_of_one_epoch_are_batch_order_not_swings(tmp_path):
+    """Four unshuffled batches per epoch logged to TensorBoard beside the epoch counter: their losses repeat every
+    four records (±12%, autocorrelation ~1 at lag 4) while the model stands still. Without the epoch counter nothing
+    says the lag is an epoch, and the swings count."""
+    per_step = np.tile([289062912.0, 288432992.0, 254839312.0, 211432752.0], 37) - 16.0 * np.arange(148)
+    steps = np.arange(148)
+    run = load_run(write_tb(tmp_path / "a", {"train_loss": (steps, per_step), "epoch": (steps, steps // 4)}),
+                   tmp_path / "a.duckdb")
+    assert list(Oscillation().check(run)) == []
+    run = load_run(write_tb(tmp_path / "b", {"train_loss": (steps, per_step)}), tmp_path / "b.duckdb")
+    [f] = Oscillation().check(run)
+    assert f.evidence["autocorr_lag"] == 4

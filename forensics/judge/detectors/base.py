@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator
@@ -191,6 +192,23 @@ def by_launch(run: Run, role: str, steps: np.ndarray, values: np.ndarray) -> lis
         return [(steps, values)]
     cuts = np.searchsorted(steps, np.asarray(starts))
     return [(s, v) for s, v in zip(np.split(steps, cuts), np.split(values, cuts)) if s.size] or [(steps, values)]
+
+
+def epoch_view(run: Run) -> Run:
+    """The run with its training loss read as the epoch aggregate the writer logged beside a per-step loss
+    (Lightning's `train_loss_epoch` beside `train_loss_step`): the shape of a curve (flat, oscillating) is the
+    epoch means', per-step values carry the batch order and batch noise, not the dynamics. The run itself when
+    it logged no such pair."""
+    picked = run.pick("loss")
+    if picked is None or "epoch" in words(picked):
+        return run
+    m = run.candidates("loss")
+    epochs = m.filter(pl.col("name").map_elements(lambda n: "epoch" in words(n), return_dtype=pl.Boolean)
+                      & (pl.col("n_points") >= 2))
+    if epochs.height == 0:
+        return run
+    per_step = m.filter(pl.col("name") != epochs["name"][0])["name"].to_list()
+    return dataclasses.replace(run, meta=run.meta.filter(~pl.col("name").is_in(per_step)))
 
 
 def loss_falls(run: Run, share: float, until: float, since: float | None = None,

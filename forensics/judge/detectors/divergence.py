@@ -11,11 +11,12 @@ import numpy as np
 
 from forensics.judge import stats
 from forensics.judge.detectors.adversarial import discriminator_wins
-from forensics.judge.detectors.base import (MECHANISM, by_launch, finite_part, gan_pair, level_of, point, src,
-                                            too_short)
+from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, finite_part, gan_pair, level_of, point,
+                                            src, too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
+from ingest.roles import words
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class Divergence:
     points hold; otherwise the rise must also be `short_sigmas` × its point noise, and a rise too short for the
     trend test counts when the validation loss ends `witness_growth` above its minimum over `witness_points`.
     A slow drift: a rise of `drift_growth` with Kendall τ ≥ `drift_tau` over `drift_points` points and `drift_share`
-    of the log. A loss above `blown_level` at every point blew up before the log began.
+    of the log. A loss above `blown_level` at every point blew up before the log began, where something beside its
+    scale says so (`_blown_shows`: a NaN after it, a rising trend, a classifier's loss).
     Effect size first, at any length: a log whose last points are `glaring` × the median of the rest
     (`witnessed_glaring` × with a validation blow-up too), or a loss rising at each of its last `rising_points` by
     `rising_growth` while the validation loss rises at each of its last `val_rising_points` by `val_rising_growth`.
@@ -45,6 +47,12 @@ class Divergence:
     A level that moved up, in a log of up to `short_max` points: its last `level_up_points` records or more, their
     median `level_up` × the median of as many records before them and every one above all of those, giving back
     `min_recovered` of the earlier drop.
+    A rise held against the run's own scatter, at any length (`_held_rise`): its last `held_points` records or more
+    each `held_rise` × the highest of the level before them (`held_ref_points` to `held_ref_max` records), the rise
+    `held_sigmas` × that level's scatter, at no LR that jumps back up (a warm restart). A warmup blow-up: a loss
+    climbing at its last records to `warmup_blow_up` × its minimum, its highest, while the LR rises `lr_climb` ×.
+    A cross-entropy on its log scale (a perplexity logged as its exponential) that gives back `given_back` of its
+    fall, its last `given_back_points` records above the fall's midpoint or an accuracy falling with it.
     A rise into the NaN: a loss that stays non-finite to the end once it turns so, every finite point since it first
     stood `dies_high` × its (smoothed) minimum held there (`min_jump_points` or more).
     A step up that holds: every point over the last `step_share` of the log or more above every point from the
@@ -64,7 +72,8 @@ class Divergence:
     False alarms: 0 of the 406 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss;
     the late rise and the moved level: 0 of the 92 healthy real runs of the dev sets, even at ×1.5 and ×1.3; the
     rise into the NaN, the held step, the climb under a rising LR and beside the gradient norm: 0 of the 136
-    healthy real runs of the eleven development sets.
+    healthy real runs of the eleven development sets; the held rise, the warmup blow-up and the share given back:
+    0 of the 179 healthy runs of the fifteen labelled sets.
     """
 
     kind: ClassVar[str] = "divergence"
@@ -115,6 +124,14 @@ class Divergence:
     grad_climb: float = 2.0  # a late climb shown by a gradient norm ×2 its level before the climb, at its highest
     lr_climb: float = 2.0  # a loss climbing ×2 its (smoothed) minimum while the LR rises ×2 (a warmup too high) ...
     lr_climb_val: float = 1.5  # ... beside a validation loss ×1.5 its minimum at every evaluation since
+    held_rise: float = 1.5  # the last `held_points` records or more each ×1.5 the highest of the level before ...
+    held_points: int = 2
+    held_ref_points: int = 3  # ... a level of 3 records or more (up to `held_ref_max`) ...
+    held_ref_max: int = 10
+    held_sigmas: float = 10.0  # ... the rise 10 × that level's own scatter (its range over its median): glaring
+    warmup_blow_up: float = 4.0  # a loss climbing at its last records to ×4 its minimum while the LR rises ×2
+    given_back: float = 0.5  # a log-scale loss (a perplexity's log) ending half its fall back above its minimum ...
+    given_back_points: int = 3  # ... its last 3 records above the fall's midpoint, or an accuracy falling with it
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -148,7 +165,7 @@ class Divergence:
         all_values = run.arrays("loss")[1]
         dies = nan_follows and not np.any(np.isfinite(all_values[steps.size:]))  # non-finite to the end
         n = y.size
-        if n >= self.min_points and float(np.min(y)) > self.blown_level:
+        if n >= self.min_points and float(np.min(y)) > self.blown_level and self._blown_shows(run, steps, y, nan_follows):
             yield self._blown(run, steps, y)
             return
         # Each launch appended to the log on its own (`base.by_launch`): a new launch starting again from the
@@ -176,6 +193,12 @@ class Divergence:
             found = [f for f in [self._grad_climb(run, steps, y, nan_follows)] if f is not None]
         if not found and self.min_points <= n <= self.short_max:
             found = [f for f in [self._level_up(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= self.held_ref_points + self.held_points:
+            found = [f for f in [self._held_rise(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= self.min_points:
+            found = [f for f in [self._warmup_blow_up(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= self.min_points:
+            found = [f for f in [self._gives_back(run, steps, y, nan_follows)] if f is not None]
         if not found and dies and n >= 2:
             found = [f for f in [self._dies_high(run, steps, y)] if f is not None]
         if not found and n >= 2 * self.min_step_after:
@@ -464,6 +487,139 @@ class Divergence:
                                        + (" and then turns non-finite" if nan_follows else "")))
         return None
 
+    def _held_rise(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """The rise held against the points' own scatter (docstring): the longest tail of `held_points` records or
+        more, every one `held_rise` × the highest of the level before it (its last `held_ref_points` to
+        `held_ref_max` records, any climbing records between them and the tail above that level), the rise
+        `held_sigmas` × that level's scatter. Not a rise at an LR that jumps back up (a warm restart)."""
+        n = y.size
+        if not np.all(y > 0):
+            return None
+        floor = np.minimum.accumulate(y[::-1])[::-1]  # the lowest point from each index to the end
+        low = np.minimum.accumulate(y)  # the lowest point up to each index
+        # a tail can only stand ×`held_rise` over a level before it that stands at least as high as the lowest point
+        tails = [m for m in range(n - self.held_ref_points, self.held_points - 1, -1)
+                 if floor[n - m] >= self.held_rise * low[n - m - 1]][:64]  # the longest first
+        for m in tails:
+            tail = y[n - m:]
+            for gap in range(0, min(m, self.held_ref_max, n - m - self.held_ref_points) + 1):  # climbing records between
+                b = n - m - gap
+                ref = y[max(0, b - self.held_ref_max):b]
+                top, mid = float(ref.max()), float(np.median(ref))
+                scatter = (top - float(ref.min())) / mid
+                if not (tail.min() >= self.held_rise * top and np.all(y[b:n - m] > top)
+                        and tail.min() / mid - 1 >= self.held_sigmas * scatter):
+                    continue
+                if self._lr_restarts(run, int(steps[b - 1]), int(steps[-1])):
+                    return None
+                a = b - ref.size
+                ev = {"onset_step": int(steps[b - 1]), "min_level": mid, "initial_level": float(y[0]),
+                      "final_level": float(y[-1]), "growth_factor": float(tail.min()) / mid, "held_points": int(m),
+                      "level_points": int(ref.size), "level_scatter": scatter, "highest_before": top,
+                      "lowest_after": float(tail.min()), "ends_nonfinite": nan_follows,
+                      "last_finite_step": int(steps[-1]), "points": int(n)}
+                return Finding.of(self, severity="critical", step=int(steps[b - 1]), step_end=int(steps[-1]),
+                                  series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a:]),),
+                                  summary=(f"loss moves up and stays: its last {m} records (steps {steps[n - m]}-"
+                                           f"{steps[-1]}) are all {tail.min():.4g} or above, {ratio(tail.min() / top)} "
+                                           f"the highest ({top:.4g}) of the {ref.size} records before the rise (steps "
+                                           f"{steps[a]}-{steps[b - 1]}, median {mid:.4g}), which scattered only "
+                                           f"{scatter:.1%}: a rise {(tail.min() / mid - 1) / max(scatter, 1e-12):.0f} "
+                                           f"× the run's own noise" + (" and then turns non-finite" if nan_follows else "")))
+        return None
+
+    def _lr_restarts(self, run: Run, start: int, end: int) -> bool:
+        """The logged LR jumps back up within steps `start`-`end` (×2 or more over the point before, which had
+        decayed below an earlier LR): a warm restart or a rebuilt schedule, whose loss rises by design."""
+        if not run.has("lr"):
+            return False
+        ls, lv = run.arrays("lr")
+        keep = np.isfinite(lv) & (ls >= start) & (ls <= end)
+        before = np.max(lv[np.isfinite(lv) & (ls < start)], initial=0.0)
+        lv = lv[keep]
+        high = np.maximum.accumulate(np.r_[before, lv])[:-1]  # the highest LR before each point
+        # ×2 over the point before, that one below an earlier LR: it had decayed and came back (no warmup from 0)
+        return bool(lv.size >= 2 and np.any((lv[1:] >= 2 * lv[:-1]) & (lv[1:] > 0) & (lv[:-1] < high[:-1])))
+
+    def _warmup_blow_up(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """A loss that climbs at each of its last `held_points` records to `warmup_blow_up` × its minimum, its
+        highest point, while the logged LR rises `lr_climb` × from the minimum to the end: an LR warmed up past what
+        the model can take, at any length."""
+        n = y.size
+        if not (np.all(y > 0) and run.has("lr")) or stats.rising_tail(y) <= self.held_points:
+            return None
+        imin = int(np.argmin(y))
+        lo = float(y[imin])
+        if not (imin < n - self.held_points and y[-1] >= self.warmup_blow_up * lo and y[-1] >= y.max()):
+            return None
+        ls, lv = run.arrays("lr")
+        keep = np.isfinite(lv)
+        ls, lv = ls[keep], lv[keep]
+        at_min, at_end = lv[ls <= steps[imin]], lv[ls <= steps[-1]]
+        if not (at_min.size and at_min[-1] > 0 and at_end[-1] >= self.lr_climb * at_min[-1]
+                and np.all(np.diff(lv[(ls >= steps[imin]) & (ls <= steps[-1])]) >= 0)):
+            return None
+        ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": float(y[0]), "final_level": float(y[-1]),
+              "growth_factor": float(y[-1]) / lo, "lr_at_onset": float(at_min[-1]), "lr_at_end": float(at_end[-1]),
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(n)}
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev,
+                          sources=(src(run, "loss", steps[imin:]), src(run, "lr", [steps[imin], steps[-1]])),
+                          summary=(f"loss climbs from its minimum {point(steps, y, imin)} to {y[-1]:.4g} at step "
+                                   f"{steps[-1]} ({ratio(y[-1] / lo)}), rising at each of its last "
+                                   f"{stats.rising_tail(y) - 1} records, while the LR rises from {at_min[-1]:.3g} to "
+                                   f"{at_end[-1]:.3g} ({ratio(at_end[-1] / at_min[-1])}): the LR warmed up past what "
+                                   f"the model can take" + (" and then turns non-finite" if nan_follows else "")))
+
+    def _gives_back(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """A cross-entropy read on its log scale (`_perplexity` is its exponential) that gives back `given_back` of
+        its fall: (end − minimum) / (start − minimum), its last `given_back_points` records above the fall's
+        midpoint or an accuracy ending below both its first record and its value at the loss's minimum. A ratio to
+        the minimum says little there: a rise from 7.7 back to 10 nats is ×1.3, and ×10 in perplexity. From 12
+        points on, levels, not single records: the start the median of the first points, the minimum the smoothed
+        curve's, the end the median of the last twentieth (single-batch losses swing by more than half a fall)."""
+        ppl = _perplexity(run, steps, y)
+        if ppl is None or not np.all(y > 0):
+            return None
+        n = y.size
+        w = max(3, int(n * self.smooth)) // 2 if n >= 12 else 0
+        sm = stats.rolling_median(y, 2 * w + 1) if w else y
+        imin = int(np.argmin(sm))
+        k = max(self.given_back_points, n // 20) if w else 1
+        first, first_text = level_of(steps, y, 0, stats.START_POINTS - 1) if w else (float(y[0]), point(steps, y, 0))
+        lo, lo_text, _ = _minimum(steps, y, imin, w)
+        last, last_text = level_of(steps, y, n - k, n - 1)
+        if not (first > lo and imin < n - k and (last - lo) >= self.given_back * (first - lo)):
+            return None
+        mid = lo + (first - lo) / 2
+        held = n - imin - 1 >= self.given_back_points and bool(np.all(sm[-self.given_back_points:] > mid))
+        acc = None
+        if run.has("accuracy"):
+            a_s, a_v = finite_part(*run.arrays("accuracy"))
+            at_min = a_v[a_s <= steps[imin]]
+            if a_v.size >= 3 and at_min.size and a_s[-1] > steps[imin] and a_v[-1] < min(a_v[0], at_min[-1]):
+                acc = {"accuracy": run.pick("accuracy"), "accuracy_first": float(a_v[0]),
+                       "accuracy_at_min": float(at_min[-1]), "accuracy_last": float(a_v[-1]),
+                       "accuracy_last_step": int(a_s[-1])}
+        if not (held or acc):
+            return None
+        share = (last - lo) / (first - lo)
+        ev = {"onset_step": int(steps[imin]), "min_level": lo, "initial_level": first, "final_level": last,
+              "growth_factor": last / lo, "given_back": share, "perplexity": ppl["name"],
+              "perplexity_min": ppl["at_min"], "perplexity_last": ppl["last"], "ends_nonfinite": nan_follows,
+              "last_finite_step": int(steps[-1]), "points": int(n)} | (acc or {})
+        witness = (f"; {acc['accuracy']} falls with it, from {acc['accuracy_at_min']:.4g} at the minimum to "
+                   f"{acc['accuracy_last']:.4g} at step {acc['accuracy_last_step']}, below its first "
+                   f"{acc['accuracy_first']:.4g}" if acc else
+                   f"; it stays above the fall's midpoint {mid:.4g} to the end")
+        return Finding.of(self, severity="critical", step=int(steps[imin]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss falls from {first_text} to {lo_text.rstrip(',')} and "
+                                   f"climbs back to {last_text}, giving back {share:.0%} of its fall "
+                                   f"({ppl['name']} {ppl['at_min']:.4g} → {ppl['last']:.4g}, "
+                                   f"{ratio(ppl['last'] / ppl['at_min'])}){witness}"
+                                   + (" and then turns non-finite" if nan_follows else "")))
+
     def _dies_high(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding | None:
         """The rise into the NaN of the docstring: the loss stood `dies_high` × its minimum at every finite point
         from some point on, and then turned non-finite for good."""
@@ -694,6 +850,18 @@ class Divergence:
         sigma = stats.noise(np.log(rest))
         return math.isfinite(sigma) and math.log(final / lo) >= self.step_sigmas * max(sigma, 1e-12)
 
+    def _blown_shows(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> bool:
+        """A level above `blown_level` is a blow-up only with evidence that does not rest on the loss's scale (an
+        unnormalised regression loss sits at 1e9 and trains): a non-finite value after it, a rising trend of the
+        loss or of its gradient norm (Mann–Kendall at `p`), or a classifier (a declared class count, a logged
+        accuracy), whose cross-entropy sits near ln C when sane. A loss that does not move beyond its own noise has
+        not blown up: flat and diverged exclude each other."""
+        if nan_follows or class_count(run) is not None or run.has("accuracy") or run.has("val_accuracy"):
+            return True
+        rising = [(steps, y)] + ([finite_part(*run.arrays("grad_norm"))] if run.has("grad_norm") else [])
+        return any(v.size >= self.min_points and (t := stats.mann_kendall(v, s)).z > 0 and t.p < self.p
+                   for s, v in rising)
+
     def _blown(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding:
         lo = float(np.min(y))
         ev = {"onset_step": int(steps[0]), "min_level": lo, "initial_level": float(y[0]),
@@ -703,6 +871,23 @@ class Divergence:
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                           summary=(f"loss is above {self.blown_level:.0e} at every logged point (from {y[0]:.4g} at "
                                    f"step {steps[0]}, lowest {lo:.4g}): it had blown up before the log began"))
+
+
+def _perplexity(run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+    """The run's perplexity beside its loss, where one is logged as exp(loss) (within 1% at every step they share,
+    three at least): the loss is then a cross-entropy, a log scale. Its name, value at the loss's minimum and last
+    value, else None."""
+    imin = int(np.argmin(y))
+    for name in run.names():
+        if not {"ppl", "perplexity"} & set(words(name)):
+            continue
+        ps, pv = run.arrays(name)
+        common, i, j = np.intersect1d(steps, ps, return_indices=True)
+        if common.size < 3 or not np.all(np.isfinite(pv[j])):
+            continue
+        if np.allclose(np.exp(y[i]), pv[j], rtol=0.01) and steps[imin] in common and steps[-1] in common:
+            return {"name": name, "at_min": float(pv[ps == steps[imin]][0]), "last": float(pv[ps == steps[-1]][0])}
+    return None
 
 
 def _minimum(steps: np.ndarray, y: np.ndarray, i: int, w: int) -> tuple[float, str, str]:

@@ -10,7 +10,8 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, by_launch, class_count, finite_part, head_tail_of, src, too_short
+from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of, src,
+                                            too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -34,6 +35,9 @@ class FlatLoss:
     out (to `schedule_end` of its peak), or, over `chance_epochs` epochs, a loss that ends no lower and an accuracy
     no higher than they began (a warning). When the training loss does not fall by `max_train_drop`, a validation
     loss flat or pinned by the same rules is the evidence (flat under a falling training loss: distribution_mismatch).
+    A term of the loss one value to the last digit on every record beside a gradient norm exactly 0 (`_no_gradient`):
+    no gradient reaches the parameters, at any length. Where the writer logged an epoch aggregate beside per-step
+    losses, the shape is the epoch means' (`base.epoch_view`): per-step values carry the batch order.
     Not flat (`_stayed`): a loss that fell at once from its first point or learned (`stats.learned`: plateau's, also
     when it fell onto ln k, DECISIONS §17), whose smoothed curve left its start by `excursion` and came back, or
     whose noise cannot resolve `still_tol` (`resolve_sigmas`); nor one whose LR still warms up, an excerpt from a
@@ -44,6 +48,7 @@ class FlatLoss:
     where C came from, the median LR when an LR series exists.
     False alarms: 0 of the 136 healthy real runs of the eleven labelled development sets (benchmarks/false_alarms.py;
     4 on 2 of them before the noise, excursion and launch guards); 0 of the 521 healthy generated runs before them.
+    The frozen term and the epoch means: 0 of the 179 healthy runs of the fifteen labelled sets.
     """
 
     kind: ClassVar[str] = "flat_loss"
@@ -79,6 +84,7 @@ class FlatLoss:
     zero_ceiling: float = 1e-4  # a loss exactly 0 on most points and never above this was never a signal
 
     def unavailable(self, run: Run) -> str | None:
+        run = epoch_view(run)  # the epoch means' shape where the writer logged them beside per-step values
         if not run.has("loss"):
             return None if self._validation_alone(run) is not None else run.missing_message("loss")
         # Under `min_points` only the rules that need no trend can speak (pinned, constant, at chance, a schedule
@@ -116,6 +122,7 @@ class FlatLoss:
         return (steps, ev) if ev is not None else None
 
     def check(self, run: Run) -> Iterator[Finding]:
+        run = epoch_view(run)
         if not run.has("loss"):
             alone = self._validation_alone(run)
             if alone is not None:
@@ -157,6 +164,8 @@ class FlatLoss:
             role, ev = "loss", self._constant(run, y)
             if ev is not None:
                 ev = self._beside_validation(run, ev)
+        if ev is None:
+            ev = self._no_gradient(run, y)  # a component frozen to the last digit beside a gradient norm of 0
         if ev is None and not decayed:
             ev = self._no_progress(run, steps, y)  # the weakest evidence: a short log's two curves, neither improving
         if ev is None:
@@ -219,6 +228,12 @@ class FlatLoss:
                     f"median of steps {steps[0]}-{steps[k - 1]} {ev['first_level']:.4g}, of steps {steps[-k]}-"
                     f"{steps[-1]} {ev['last_level']:.4g} ({ev['relative_change']:+.1%}), no trend (Mann–Kendall "
                     f"p={ev['mk_p']:.2g}); it never learned")
+        if "frozen_component" in ev:
+            return (f"{what} goes from {ev['first_level']:.4g} to {ev['last_level']:.4g} ({ev['relative_change']:+.1%}) "
+                    f"over steps {steps[0]}-{steps[-1]}, its term {ev['frozen_component']} is exactly "
+                    f"{shortest(ev['frozen_value'])} on every one of its {ev['frozen_points']} records, and the gradient "
+                    f"norm is exactly 0 on {ev['zero_grad_records']} of its {ev['grad_records']} finite records: no "
+                    f"gradient reaches the parameters, nothing is being trained")
         if "no_progress" in ev:
             k = self.min_repeats
             return (f"{what} goes from median {ev['first_level']:.4g} of steps {steps[0]}-{steps[k - 1]} to median "
@@ -279,6 +294,30 @@ class FlatLoss:
             return None
         v = float(y[0])
         return {"first_level": v, "last_level": v, "relative_change": 0.0, "constant_value": v, "points": int(y.size)}
+
+    def _no_gradient(self, run: Run, y: np.ndarray) -> dict | None:
+        """The evidence, at any length, that no gradient reaches the parameters: the gradient norm exactly 0 on
+        `pinned_share` of its finite records (`constant_points` at least), a component of the loss exactly one value
+        of `min_digits` significant digits on every one of its records (`constant_points` at least), and the loss
+        itself not learning (`stats.learned`). Minibatch noise moves every term a model computes from its inputs; a
+        term frozen to the last digit beside a zero gradient is a loss nothing is trained on. Else None."""
+        if not run.has("grad_norm") or y.size < self.constant_points or stats.learned(y, stats.level(y[-3:])):
+            return None
+        g = run.arrays("grad_norm")[1]
+        g = g[np.isfinite(g)]
+        if g.size < self.constant_points or np.mean(g == 0) < self.pinned_share:
+            return None
+        picked = run.pick("loss")
+        for name in run.all_of("train_loss"):
+            v = run.series_named(name)["value"].fill_null(np.nan).to_numpy()
+            if (name != picked and v.size >= self.constant_points and np.all(v == v[0]) and v[0] != 0
+                    and significant_digits(float(v[0])) >= self.min_digits):
+                return {"first_level": float(y[0]), "last_level": float(y[-1]),
+                        "relative_change": (float(y[-1]) - float(y[0])) / abs(float(y[0])) if y[0] else 0.0,
+                        "points": int(y.size), "frozen_component": name, "frozen_value": float(v[0]),
+                        "frozen_points": int(v.size), "zero_grad_records": int(np.sum(g == 0)),
+                        "grad_records": int(g.size)}
+        return None
 
     def _beside_validation(self, run: Run, ev: dict) -> dict:
         """A constant loss's evidence with the validation loss's first and last values when it learns (`stats.learned`):

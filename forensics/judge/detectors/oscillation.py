@@ -10,7 +10,8 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, by_launch, class_count, finite_part, level_of, src, too_short
+from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, epoch_view, finite_part, level_of, src,
+                                            too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -22,7 +23,8 @@ class Oscillation:
     Detects: in the second half of the finite loss, around its Theil–Sen line, at least `min_crossings` swings from
     below −½ sigma to above +½ sigma, a weak trend (under `max_trend` amplitudes, |Kendall τ| ≤ `max_tau`), and one of:
     structured swings: sigma ≥ `min_amplitude` of the level and an autocorrelation over lags 1..`max_lag` of at least
-    `min_autocorr` (and 4/√n) in magnitude (minibatch noise is independent from batch to batch);
+    `min_autocorr` (and 4/√n) in magnitude (minibatch noise is independent from batch to batch), at a lag that is no
+    whole number of epochs (the same batches in the same order each epoch: `_epoch_period`);
     unsettled swings: robust sigma ≥ `min_amplitude` of the level, on a level `min_above` × its reference (log C,
     else the start), with a sigma of at least `min_unsettled` × the run's whole progress, or a loss that never fell
     (`stats.learned`, from its first points or its first tenth, nor a Mann–Kendall fall at p < `fall_p` over the
@@ -32,11 +34,13 @@ class Oscillation:
     bouncing weights: the validation loss over that half (`min_val_points` evaluations) reverses at `min_val_flips`
     of its steps by a median step of `min_val_step` of its level, training being the noisier of the two, at a
     training level of at least `min_bounce_level` of its reference.
+    Where the writer logged an epoch aggregate beside per-step losses, the shape is the epoch means' (`epoch_view`).
     Why: an LR too high without diverging keeps the loss bouncing instead of converging.
     Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
     autocorrelation of the residual and of the differences, sign-change rate of differences, crossings, the
     robust sigma and the run's progress, and which rule held (`structured` or `unsettled`).
     False alarms: 0 of the 72 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets).
+    1 of the 87 of the fifteen labelled sets (validation lines read into the training loss: a reading question).
     """
 
     kind: ClassVar[str] = "oscillation"
@@ -61,9 +65,11 @@ class Oscillation:
     fall_p: float = 0.01  # ... and no fall over the whole launch at Mann–Kendall p below this (a falling loss learns)
 
     def unavailable(self, run: Run) -> str | None:
+        run = epoch_view(run)  # the epoch means' shape where the writer logged them beside per-step values
         return too_short(run, "loss", 24)
 
     def check(self, run: Run) -> Iterator[Finding]:
+        run = epoch_view(run)
         steps, y = by_launch(run, "loss", *finite_part(*run.arrays("loss")))[-1]  # the last launch, on its own
         keep = np.isfinite(y)
         steps, y = steps[keep], y[keep]
@@ -81,7 +87,8 @@ class Oscillation:
         trend = abs(slope * (x[-1] - x[0]))
         tau = stats.mann_kendall(seg, x).tau
         structured = (abs(r) >= max(self.min_autocorr, 4.0 / np.sqrt(seg.size))  # 4 sigmas of white noise's r
-                      and amp >= self.min_amplitude * lvl and crossings >= self.min_crossings)
+                      and amp >= self.min_amplitude * lvl and crossings >= self.min_crossings
+                      and not _epoch_period(run, steps[y.size // 2:], lag))
         sigma = stats.MAD_TO_SIGMA * stats.mad(resid)
         start = float(np.median(y[:max(3, y.size // 10)]))
         progress = max(start - lvl, 0.0)  # a loss that rose made none
@@ -144,6 +151,24 @@ class Oscillation:
             return None
         return {"val_points": int(v.size), "val_sign_change_rate": flips, "val_median_step": step,
                 "val_relative_noise": vn, "train_relative_noise": tn}
+
+
+def _epoch_period(run: Run, steps: np.ndarray, lag: int) -> bool:
+    """Whether `lag` (in loss records) is a whole number of epochs, the loss logged the same number of records per
+    epoch (`steps` against the run's epoch counter): the same batches in the same order every epoch repeat their
+    losses at that lag. Batch order, not a loss that swings."""
+    if not run.has("epoch") or steps.size < 2 * lag:
+        return False
+    es, ev = run.arrays("epoch")
+    keep = np.isfinite(ev)
+    es, ev = es[keep], ev[keep]
+    if es.size < 2:
+        return False
+    at = ev[np.clip(np.searchsorted(es, steps, side="right") - 1, 0, es.size - 1)]
+    _, counts = np.unique(np.floor(at), return_counts=True)
+    full = counts[1:-1] if counts.size > 2 else counts
+    per = int(np.median(full))
+    return per >= 2 and bool(np.all(full == per)) and lag % per == 0
 
 
 def _falls(steps: np.ndarray, y: np.ndarray, level: float, p: float) -> bool:
