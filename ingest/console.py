@@ -926,8 +926,32 @@ def _trace(text: str) -> _Shape:
         metrics, loose = _glued_words(line, metrics), _glued_words(line, loose)
     looks = not metrics and LOOKS_LIKE_METRIC.search(unignored) is not None
     record = 2 * covered >= sum(not c.isspace() for c in line)
+    if prefix is None and (metrics or loose):
+        prefix = _line_split(unignored)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
                   tuple(loose) if record else (), tuple(taken), prefix)
+
+
+# What stands before a log line's message: blanked stamps and levels, punctuation, bracketed fields (`[train]`,
+# `[\x00   ]`), a logger's name glued to a colon (`INFO:root:`) or before ` - ` and a blanked level.
+_HELD_OUT = "(?i:val|valid|validation|vali|validating|eval|evaluation|evaluating|test|testing|dev)"
+_MESSAGE_LEAD = re.compile(
+    rf"(?:[\s\x00>*#|:=~.,-]+|\[[^\]\n]*\]|(?!{_HELD_OUT}:)[A-Za-z_][\w.]*:(?=[A-Za-z_])|[\w.]+\s+-\s+(?=\x00))*")
+_SPLIT_WORD_FIRST = re.compile(rf"{_HELD_OUT}(?=[\s|:(\[,.]|$)")
+_BRACKETED_SPLIT = re.compile(rf"\[\s*({_HELD_OUT})\s*\]")
+
+
+def _line_split(text: str) -> str | None:
+    """The held-out split a line's message begins with (`Valid | Epoch 1 | Loss 0.22`, `validation(4992) loss=3.8`,
+    `INFO:root:Validation loss: 0.3`, `validating ... loss: 0.07`), or that a bracketed field before it is
+    (`[valid] loss 0.3`): every value on the line is that split's. A split word inside a name (`val_acc` on a Keras
+    training line) or later in the line names its own value only. None for any other line."""
+    lead = _MESSAGE_LEAD.match(text)
+    first = _SPLIT_WORD_FIRST.match(text, lead.end())
+    if first is not None:
+        return first.group()
+    bracketed = _BRACKETED_SPLIT.search(text, 0, lead.end())
+    return bracketed.group(1) if bracketed else None
 
 
 # A group of values under a label that names them losses (`[Losses: x 0.27, y 0.25, total 15.1, recall: 0.1]`,
@@ -1403,6 +1427,7 @@ class _State:
             self.note_epoch_steps(metrics, counters, header)
             parsed.append((k, start, line_no, text, metrics, counters, time, looks, patterns, listed))
         self.epoch_heard = header
+        parsed = _eval_passes(parsed)
         splits = self.eval_blocks(parsed)
         for split, (k, start, line_no, text, metrics, counters, time, looks, patterns, listed) in zip(splits, parsed):
             line_no += line_no0
@@ -1803,6 +1828,74 @@ _SECTION_KEY = re.compile(r"^\s*(?:[A-Z_]+|[a-z_]+):\s*$")  # a config dump's se
 _SOURCE_OR_LEVEL = re.compile(r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
 _SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
+
+
+_FRACTION = re.compile(r"(?<![\w/.:])\d+\s*/\s*\d+(?![\w/.:])")  # a batch's place in a pass (`1/3`, `[100/196]`)
+
+
+def _held_out(metrics: dict[str, float]) -> bool:
+    return bool(metrics) and all(role_of(t).split in ("val", "test") for t in metrics)
+
+
+def _base(tag: str) -> str:
+    """A tag without the split word a line's label put before it (`Test Acc@1` -> `Acc@1`)."""
+    first, _, rest = tag.partition(" ")
+    return rest if rest and first.lower() in SPLIT_WORDS else tag
+
+
+def _eval_passes(parsed: list[tuple]) -> list[tuple]:
+    """The records of `parsed` with each evaluation pass printed batch by batch made one evaluation.
+
+    A pass is two or more records in a row whose values are all a held-out split's, under one epoch, each printing its
+    batch's place (`Test: [100/196] ... Loss 2.23 (1.61)`, `Valid | Epoch 1 | 2/3 | Loss 0.22`): each batch's value is
+    no evaluation of its own. The evaluation is the summary printed right after the batches (`Valid Summary | ...`,
+    or ` * Acc@1 62.6 Acc@5 85.6` with the batches' names, which takes their split), and for the values the summary
+    does not print, the last batch's running average where printed (`(1.61)`), else its value. A run of held-out
+    records without a batch's place (one evaluation per epoch, printed back to back) is left as it is."""
+    out: list[tuple] = []
+    i = 0
+    while i < len(parsed):
+        j = i
+        while j < len(parsed) and _batch_of_pass(parsed[j], parsed[i]):
+            j += 1
+        if j - i < 2:
+            out.append(parsed[i])
+            i += 1
+            continue
+        last = parsed[j - 1]
+        names = {_base(t): t for t in last[4]}
+        summary = parsed[j] if j < len(parsed) else None
+        if summary is not None and summary[9] is None and summary[4] and not summary[5]:
+            if not _held_out(summary[4]) and set(summary[4]) <= set(names):
+                summary = (*summary[:4], {names[t]: v for t, v in summary[4].items()}, *summary[5:])
+            elif not _held_out(summary[4]):
+                summary = None
+        elif summary is None or not _held_out(summary[4]) or _FRACTION.search(summary[3]) \
+                or summary[5].get("epoch") != parsed[i][5].get("epoch"):
+            summary = None
+        covered = {_base(t) for t in summary[4]} if summary is not None else set()
+        kept = {t: _running_average(last[3], _base(t), v) for t, v in last[4].items() if _base(t) not in covered}
+        if kept:
+            out.append((*last[:4], kept, *last[5:]))
+        if summary is not None:
+            out.append(summary)
+            j += 1
+        i = j
+    return out
+
+
+def _batch_of_pass(record: tuple, first: tuple) -> bool:
+    """Whether a parsed record is a batch line of the evaluation pass `first` opens (`_eval_passes`)."""
+    _, _, _, text, metrics, counters, _, _, _, listed = record
+    return listed is None and _held_out(metrics) and counters.get("epoch") == first[5].get("epoch") \
+        and ("batch" in counters or _FRACTION.search(text) is not None)
+
+
+def _running_average(text: str, name: str, value: float) -> float:
+    """The running average printed after a value in brackets (`Loss 2.2271e+00 (1.6076e+00)`: 1.6076), else the
+    value."""
+    found = re.search(rf"{re.escape(name)}\s*[:=]?\s*{NUM}\s*\(\s*({NUM})\s*\)", text)
+    return _float(found.group(1)) if found else value
 
 
 def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str | None]:

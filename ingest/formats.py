@@ -211,8 +211,10 @@ FORMATS: list[Format] = [
     # version 7: full-width punctuation read as ASCII, hasktorch's 0-d tensors, no epoch from `steps per epoch = 8`, no
     # clock from a duration (`Time: 00:01:02`), argparse help and HF's banner blanked; a `Training complete` line kept
     # version 8: `nan` / `inf` printed as a pair's value (`total_loss: nan obj_cls: 2.1`) stays that pair's value
+    # version 9: a line whose message begins with a held-out split (`Valid | Epoch 1 | Loss 0.2`) gives it all its
+    # values; an evaluation printed batch by batch (`Test: [100/196] ... Loss x (avg)`, then ` * Acc@1`) is one
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=8),
+           text=True, version=9),
 ]
 
 
