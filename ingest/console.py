@@ -1362,6 +1362,7 @@ class _State:
     counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
     launches: int = 1  # launches met so far in the file
     block: _Block | None = None  # the evaluation block open at the end of the last chunk (`eval_blocks`)
+    headed: bool = False  # the log heads its training records with a bare `Training:` line (`eval_blocks`)
     train_shapes: dict[str, None] = field(default_factory=dict)  # outlines of training records seen (`eval_blocks`)
     said: list[dict] = field(default_factory=list)  # lines that announce an event in words (`announced`), not yet handed
 
@@ -1432,7 +1433,9 @@ class _State:
         for split, (k, start, line_no, text, metrics, counters, time, looks, patterns, listed) in zip(splits, parsed):
             line_no += line_no0
             if split is not None:
-                metrics = {t if _names_split(t) else f"{split} {t}": v for t, v in metrics.items()}
+                # (a learning rate printed in the block is the optimizer's, no split's)
+                metrics = {t if _names_split(t) or role_of(t).role == "lr" else f"{split} {t}": v
+                           for t, v in metrics.items()}
             if self.steps_in_epoch and "step" in counters and ("epoch" in counters or self.header_epoch is not None):
                 # a step that starts again with each epoch is the batch within it (DECISIONS §2: no global counter)
                 counters = {**counters, "batch": counters.get("batch", counters["step"])}
@@ -1549,7 +1552,9 @@ class _State:
         of a training record's shape, a record with a step after records of the block that print none, a line that
         says train, an `Epoch N` line, or its end marker (`Eval samples: N`). Records of the very shape the training printed just after the opener are the block's only where the
         block then ends by a marker or such a line, not by training records or another opener. A record whose own
-        label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere."""
+        label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere.
+        In a log that heads its training with a bare `Training:` line, a bare `Validation:` heads a block that holds
+        every record below it, of any shape, up to the next header, marker or `Epoch N` line."""
         splits: list[str | None] = [None] * len(parsed)
         block = self.block
         for i, (_, _, _, text, metrics, counters, _, _, _, listed) in enumerate(parsed):
@@ -1561,6 +1566,17 @@ class _State:
                 splits[i] = own
                 continue
             shape = outline(text)
+            bare = not metrics and kind is not None and _bare_header(text)
+            if bare and kind == "train":
+                self.headed = True
+            if block is not None and block.headed:
+                if kind is not None or not metrics and "epoch" in counters:
+                    block = None  # the next header, a marker or an `Epoch N` line
+                elif metrics:
+                    splits[i] = block.split
+                    continue
+                else:
+                    continue
             if block is not None:
                 ends = kind in ("train", "close", "count") or not metrics and "epoch" in counters and kind != "open"
                 if ends or kind == "open":
@@ -1593,7 +1609,9 @@ class _State:
                     continue
                 else:
                     continue
-            if kind in ("open", "count") and self.train_shapes:
+            if kind == "open" and bare and self.headed:
+                block = _Block(split, headed=True)
+            elif kind in ("open", "count") and self.train_shapes:
                 block = _Block(split, weak=kind == "count")
             elif metrics and kind not in ("close", "count"):
                 self.train_shapes[shape] = None
@@ -1804,6 +1822,8 @@ class _Block:
     """An evaluation block being read (`_State.eval_blocks`)."""
 
     split: str  # the name its records take (`val`, `test`)
+    headed: bool = False  # opened by a bare header (`Validation:`) in a log that heads its training too (`Training:`):
+    # every record up to the next header or `Epoch N` line is the block's, whatever its shape
     weak: bool = False  # opened by a count of samples (`Evaluating 500 samples`): a training shape, or a record that
     # counts epochs, ends it (`Test set: 172 samples` in a data summary is no evaluation)
     shape: str | None = None  # the outline of its records, where they have the training's
@@ -1923,6 +1943,12 @@ def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str |
             return "open", split
         return None, None
     return ("train", None) if "train" in held else (None, None)
+
+
+def _bare_header(text: str) -> bool:
+    """A line that names a split and nothing else (`Training:`, `Validation:`, `Evaluating...`): a block's header."""
+    ws = [w for w in words(_LOG_PREFIX.sub(" ", text)) if not w.isdigit()]
+    return bool(ws) and all(w in SPLIT_WORDS or w in _EVAL_VERBS for w in ws) and text.rstrip().endswith((":", "..."))
 
 
 def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:

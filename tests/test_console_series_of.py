@@ -181,6 +181,27 @@ def test_a_split_word_inside_a_name_or_later_in_a_line_names_its_own_value_only(
     assert run.all_of("train_loss") == ["loss"] and run.all_of("val_loss") == ["val_loss"]
 
 
+def test_headed_blocks_give_their_records_to_the_split_they_name(tmp_path):
+    """group_DRO's Logger: `Epoch [e]:`, a bare `Training:` over `Average incurred loss: x` / `Average acc: y`, a bare
+    `Validation:` over the same names, then `Current lr`: each header's records are its split's, whatever their shape,
+    up to the next header or epoch line; the learning rate is no split's."""
+    root = tmp_path / "r"
+    root.mkdir()
+    train, held = _losses(5), _losses(5, seed=1)
+    with open(root / "log.txt", "w") as log:
+        for e in range(5):
+            print(f"Epoch [{e}]:", file=log)
+            for header, v in (("Training:", train[e]), ("Validation:", held[e])):
+                print(header, file=log)
+                print(f"Average incurred loss: {v:.3f}  \nAverage sample loss: {v * 0.98:.3f}  \n"
+                      f"Average acc: {0.8 + e / 100:.3f}  ", file=log)
+            print("Current lr: 0.001000\nCurrent validation accuracy: 0.71\nBest model saved at epoch 0\n\n", file=log)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert np.allclose(run.arrays("Average incurred loss")[1], [round(v, 3) for v in train])
+    assert np.allclose(run.arrays("val Average incurred loss")[1], [round(v, 3) for v in held])
+    assert run.all_of("lr") == ["Current lr"]
+
+
 # ---- an evaluation printed batch by batch
 
 class _Meter:
