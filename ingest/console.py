@@ -1208,7 +1208,8 @@ _NUMBER = r"\d|(?i:nan|inf)"
 _VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
-    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?\s*$",  # a bar may follow
+    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?"
+    r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
@@ -1244,6 +1245,38 @@ def _line_strings(data: bytes, ends: np.ndarray) -> pl.Series:
     return pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
 
 
+MIN_TERMINAL_WIDTH = 60  # narrower than any terminal a log is copied from
+# A line that begins with a metric's name, a split or a counter is a line of its own (`val loss 0.4` after a line that
+# ends in a unit), not the rest of a word a terminal cut.
+_OWN_LINE_START = rf"^(?:(?i:{METRIC_WORDS.pattern})|(?i:train|val|valid|test|eval|epoch|step|iter|batch)\b)"
+
+
+def _unwrapped(lines: pl.Series) -> pl.Series:
+    """`lines` with each line a terminal wrapped at its width joined again (`... Attempted loss sc` + `ale: 4096.0`):
+    the wrapped line has the file's greatest width, ends inside a word and is followed by one that starts inside it (a
+    lower-case letter, not a metric's name: `_OWN_LINE_START`), and at least half the lines of that width are so
+    followed (a file copied from a terminal); the continuation is left empty, so every line keeps its number and
+    offset."""
+    text = lines.str.strip_chars_end("\r\n")
+    width = text.str.len_chars().to_numpy()
+    if width.size < 2 or width.max() < MIN_TERMINAL_WIDTH:
+        return lines
+    full = np.flatnonzero(width[:-1] == width.max())
+    if full.size < 2:
+        return lines
+    ends_word = text.gather(full).str.contains(r"(?:^|[^\dA-Za-z])[A-Za-z]+$").to_numpy()  # not a unit (`12.3s`)
+    goes_on = (text.gather(full + 1).str.contains(r"^[a-z]")
+               & ~text.gather(full + 1).str.contains(_OWN_LINE_START)).to_numpy()
+    newline = lines.gather(full).str.ends_with("\n").to_numpy()
+    cut = full[ends_word & goes_on & newline]
+    if 2 * cut.size < full.size:
+        return lines
+    out = lines.to_list()
+    for k in reversed(cut.tolist()):
+        out[k], out[k + 1] = out[k].rstrip("\r\n") + out[k + 1], ""
+    return pl.Series(out, dtype=pl.Utf8)
+
+
 def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
         np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shape | None], list[bool]]:
     """Cut `data` (complete lines) into line segments and pick those that can change anything.
@@ -1258,7 +1291,7 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     in `data` and earlier in the file: `known` counts the outlines seen before `data` and is updated.
     """
     starts, line_nos, ends = _segments(data)
-    lines = _line_strings(data, ends)
+    lines = _unwrapped(_line_strings(data, ends))
     blocky = lines.str.contains(_SPLIT_HINT)  # openers and ends of evaluation blocks (`_State.eval_blocks`)
     keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER)) | blocky
     tabular_lines = lines.str.contains(_TABLE_LINE)
@@ -1657,9 +1690,13 @@ class _State:
         """Metrics and counters of a row of numbers under a remembered header with as many fields: each value
         takes its column's name (a counter's column, `Epoch` `Batch` `Iter`, is the row's counter; `0/29` reads 0).
         A row whose one prefix field ends in a name (`... - loss  |  -137.6  |  -146.7` under `Training | Validation`)
-        names each value `<name> <column>`."""
-        fields = _fields(text)
+        names each value `<name> <column>`. A comment after the row (`0.0727  0.9781  # unexpected accuracy`, added
+        by hand) is no field. A row labelled in its first field (`Mem:  65  1  19` under procps free's `total  used
+        free`, whose header leaves the label's column blank) names each value `<label> <column>` too."""
+        fields = _fields(_ROW_COMMENT.sub("", text))
         names = self.headers.get(len(fields))
+        if names is None and len(fields) > 2 and _ROW_NAME.fullmatch(fields[0]):
+            names = self.headers.get(len(fields) - 1)
         if names is None:
             return None
         found = [_VALUE_FIELD.fullmatch(f) for f in fields[-len(names):]]
@@ -1806,7 +1843,9 @@ _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
 _VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?(?P<unit>[A-Za-z%]{{0,3}})|N/?A|None|-+")  # `12.3GiB`
-_ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*)$")
+_ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*):?$")
+_ROW_NAME = re.compile(r"[A-Za-z][\w./@-]*:")  # a row's own label before its values (`Mem:`)
+_ROW_COMMENT = re.compile(r"\s#(?![\d#])\D*$")  # `  # unexpected accuracy` (not Caffe's `output #0`)
 COUNTER_COLUMNS = {"epoch": "epoch", "ep": "epoch", "batch": "batch", "iter": "step", "iters": "step",
                    "iteration": "step", "it": "step", "step": "step", "steps": "step"}
 TOTAL_COLUMNS = {"total", "sum", "all", "overall"}

@@ -156,7 +156,8 @@ def role_of(name: str) -> Role:
         return Role("throughput", split)
     if ws & {"memory", "mem", "rss", "vram"} or (ws & MEMORY_UNITS or _MEMORY_UNIT_LAST.search(name)) \
             and not ws & QUANTITY_WORDS:
-        return Role("memory", split)
+        # memory said to be in use (procps free's `used`, nvidia-smi's `memory.used`) before the host's total or free
+        return Role("memory", split, canonical=bool(ws & {"used", "usage"}))
     if ws & {"throughput", "samples", "tokens", "it"} and ws & {"per", "second", "sec", "s", "throughput"} \
             or ws == {"speed"}:  # MXNet's Speedometer: `Speed: 512 samples/sec`
         return Role("throughput", split)

@@ -279,3 +279,78 @@ def test_ingest_twice_keeps_one_loss_taken(tmp_path):
     _vse_log(root / "train.log", ("Le",), _losses(4, seed=2))
     ingest_run(root, db)
     assert len(_issues(db, "loss_by_elimination")) == 1
+
+
+# ---- odd tokens: a terminal's wrap, a comment after a table row, procps free's table
+
+def test_a_line_a_terminal_wrapped_inside_a_word_is_read_whole(tmp_path):
+    """DeepSpeed's `OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 4096.0, reducing to 2048.0`, copied from a
+    terminal that cut it inside `scale`: the scale's halvings are read, not a series `ale`."""
+    import io
+    import logging
+
+    stream = io.StringIO()
+    logger = logging.getLogger("ds")
+    logger.propagate = False
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("[%(asctime)s] [%(levelname)s] [stage_1_and_2.py:1762:step] %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    scale = 4096
+    for _ in range(4):
+        logger.info(f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale:.1f}, reducing to "
+                    f"{scale / 2:.1f}")
+        scale //= 2
+    logger.removeHandler(handler)
+    lines = stream.getvalue().splitlines()
+    width = lines[0].index("scale") + 2  # the terminal's width falls inside `scale`
+    wrapped = [row for line in lines for row in (line[i:i + width] for i in range(0, len(line), width))]
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(wrapped) + "\n")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.arrays("loss_scale")[1].tolist() == [2048.0, 1024.0, 512.0, 256.0]
+    assert "ale" not in run.meta["name"].to_list()
+
+
+def test_lines_of_the_greatest_width_that_are_no_wrap_stay_apart(tmp_path):
+    """A fixed-format training line of the file's greatest width, ending in a unit (`time 12.3s`), each followed by a
+    validation line in lower case: two lines, not one cut by a terminal."""
+    root = tmp_path / "r"
+    root.mkdir()
+    train, held = _losses(6), _losses(6, seed=1)
+    with open(root / "train.log", "w") as log:
+        for e, (v, w) in enumerate(zip(train, held)):
+            print(f"Epoch {e + 1:>3} | train loss {v:8.4f} | lr 0.00100 | time {12.3 + e / 10:5.1f}s", file=log)
+            print(f"val loss {w:.4f} | acc 0.9{e}", file=log)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.arrays("train loss")[1].size == 6 and np.allclose(run.arrays("val loss")[1], [round(w, 4) for w in held])
+
+
+def test_a_comment_after_a_table_row_keeps_the_row(tmp_path):
+    """chainer's PrintReport table, one row annotated by hand (`# unexpected accuracy`): the row is read."""
+    root = tmp_path / "r"
+    root.mkdir()
+    losses = _losses(6)
+    head = "epoch       main/loss   validation/main/loss  main/accuracy  validation/main/accuracy"
+    rows = [f"{e + 1:<12}{v:<12.6g}{v * 1.1:<22.6g}{0.9 + e / 100:<15.6g}{0.95:<26.6g}" for e, v in enumerate(losses)]
+    rows[3] = rows[3].rstrip() + "  # unexpected accuracy"
+    (root / "train.log").write_text("\n".join([head, *rows]) + "\n")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert np.allclose(run.arrays("main/loss")[1], [float(f"{v:.6g}") for v in losses])
+
+
+def test_procps_free_s_table_is_the_host_s_memory(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("free") is None:
+        pytest.skip("no procps free here")
+    root = tmp_path / "r"
+    root.mkdir()
+    outputs = [subprocess.run(["free", "-m"], capture_output=True, text=True, check=True).stdout for _ in range(3)]
+    (root / "free.log").write_text("\n".join(outputs))
+    used = [float(line.split()[2]) for out in outputs for line in out.splitlines() if line.startswith("Mem:")]
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.pick("memory") == "Mem used" and run.arrays("memory")[1].tolist() == used
+    assert {"Mem total", "Mem free", "Mem available"} <= set(run.all_of("memory"))
