@@ -184,6 +184,9 @@ FORMATS: list[Format] = [
     # UI exports are down-sampled: the engine flags them `sampled_log` by this format's name.
     Format("wandb_export", _is_wandb_export, "ingest.wandb_files:read_wandb_export", group=file_group, resumable=False),
     Format("config", _is_config, "ingest.configs:read_config", group=file_group, resumable=False),
+    # A launcher script (`run.sh`): the settings its trainer commands declare, as a config document.
+    Format("launcher", lambda rel: rel.suffix.lower() in (".sh", ".bash", ".slurm", ".sbatch"),
+           "ingest.launchers:read_launcher", group=file_group, resumable=False),
     Format("hf_trainer_state", _is_trainer_state, "ingest.hf_trainer:read_trainer_state",
            group=_trainer_state_group, dedupe_across_sources=True, resumable=False),
     Format("hf_training_args", _is_training_args, "ingest.hf_trainer:read_training_args", resumable=False),
