@@ -475,8 +475,8 @@ def _unit_tag(key: str, unit: str | None) -> str | None:
 _TOKEN = re.compile(
     r"(?P<skip>\d+(?::\d\d)+(?:[.,]\d+)?(?![\w:])|[-+]?\d[\d.]*\s*/\s*\d[\d.]*)"
     rf"|(?P<value>{NUM})(?P<unit>\s?%|(?:{_UNIT_GLUED})(?![\w.%:]))?(?![\w.%:])"  # `.95:` is a label's
+    r"|(?P<word>[A-Za-z_][\w./@%+-]*|\d+[A-Za-z]+_[\w./@%+-]*(?![\w.]))"  # also `3d_train`: a name opened by a count
     r"|(?P<junk>[-+]?\.?\d\S*|--[A-Za-z][\w.-]*)"  # a number glued to a word; a command line's `--lr=5e-4`
-    r"|(?P<word>[A-Za-z_][\w./@%+-]*)"
     r"|(?P<sep>[:=])"
     r"|\S")
 _NO_NAME_WORDS = {"the", "a", "an", "our", "my", "this", "its", "at", "in", "on", "for", "to", "with", "and", "by",

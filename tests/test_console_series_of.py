@@ -96,6 +96,20 @@ def test_a_loss_like_name_printed_on_some_records_only_is_not_taken(tmp_path):
     assert load_run(every, tmp_path / "e.duckdb").all_of("train_loss") == ["Train_rf"]
 
 
+def test_a_name_opened_by_a_count_is_a_name(tmp_path):
+    """VideoPose3D's `print('[%d] time %.2f lr %f 3d_train %f 3d_valid %f')`: `3d_train` (the training's error in mm,
+    its objective) is a name, and the one loss-like value of the log."""
+    root = tmp_path / "r"
+    root.mkdir()
+    train, held = _losses(8), _losses(8, seed=1)
+    with open(root / "train.log", "w") as log:
+        for e, (v, w) in enumerate(zip(train, held)):
+            print("[%d] time %.2f lr %f 3d_train %.2f 3d_valid %.2f" % (e + 1, 19.8, 2e-4 * 0.98 ** e, v, w), file=log)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.all_of("train_loss") == ["3d_train"] and np.allclose(run.arrays("3d_train")[1], [round(v, 2) for v in train])
+    assert run.all_of("val_loss") == ["3d_valid"]  # its held-out twin: the validation's loss
+
+
 @pytest.mark.parametrize("name", ["Le", "L", "L_rec", "Train_rf", "rec", "kl", "batch_cost"])
 def test_names_a_loss_may_hide_under(name):
     assert loss_like(name)
