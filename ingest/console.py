@@ -1878,7 +1878,7 @@ _OPEN_WORDS = {"begin", "begins", "beginning", "start", "starts", "starting", "s
                "the", "set", "subset", "split", "phase", "mode", "loop", "model", "results", "result", "metrics",
                "epoch", "step", "iter", "iteration", "round", "for", "of", "at", "after", "with", "performing", "do",
                "doing", "in", "progress", "data", "dataset", "samples", "sample", "examples", "images", "batches",
-               "num", "number"}
+               "num", "number", "cross"}  # `Cross validation...`
 _CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", "number", "total", "done",
                 "finished", "end", "ended", "complete", "completed", "over", "of", "evaluated", "time", "s"}
 _COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}

@@ -166,6 +166,20 @@ def test_a_line_that_begins_with_a_held_out_split_gives_all_its_values_to_that_s
     assert np.allclose(run.arrays("val_loss")[1], summaries, atol=1e-9)
 
 
+def test_cross_validation_opens_a_block(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    train, held = _losses(4), _losses(4, seed=1)
+    messages = []
+    for e, (v, w) in enumerate(zip(train, held)):
+        messages += ["Training...", f"Epoch {e + 1} | Loss {v:.4f} | Grad 0.1", "Cross validation...",
+                     f"Loss {w:.4f} | Nsdr 3.9"]
+    log_messages(root / "train.log", messages, fmt="- %(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert np.allclose(run.arrays("val_loss")[1], [round(w, 4) for w in held])
+    assert np.allclose(run.arrays("Loss")[1], [round(v, 4) for v in train])
+
+
 def test_a_validation_line_under_a_train_logger_is_the_validation_s(tmp_path):
     """tf-pose-estimation's logger `[time] [train] [INFO] validation(4992) <model> loss=x, loss_ll=y` between its
     training lines `epoch=e step=n, ... loss=x`: the logger's name is no split, the message's first word is."""
