@@ -1908,8 +1908,8 @@ def _eval_passes(parsed: list[tuple]) -> list[tuple]:
     A pass is two or more records in a row whose values are all a held-out split's, under one epoch, each printing its
     batch's place (`Test: [100/196] ... Loss 2.23 (1.61)`, `Valid | Epoch 1 | 2/3 | Loss 0.22`): each batch's value is
     no evaluation of its own. The evaluation is the summary printed right after the batches (`Valid Summary | ...`,
-    or ` * Acc@1 62.6 Acc@5 85.6` with the batches' names, which takes their split), and for the values the summary
-    does not print, the last batch's running average where printed (`(1.61)`), else its value. A run of held-out
+    or a starred ` * Acc@1 62.6 Acc@5 85.6` with the batches' names, which takes their split), and for the values the
+    summary does not print, the last batch's running average where printed (`(1.61)`), else its value. A run of held-out
     records without a batch's place (one evaluation per epoch, printed back to back) is left as it is."""
     out: list[tuple] = []
     i = 0
@@ -1924,7 +1924,8 @@ def _eval_passes(parsed: list[tuple]) -> list[tuple]:
         last = parsed[j - 1]
         names = {_base(t): t for t in last[4]}
         summary = parsed[j] if j < len(parsed) else None
-        if summary is not None and summary[9] is None and summary[4] and not summary[5]:
+        if summary is not None and summary[9] is None and summary[4] and not summary[5] \
+                and summary[3].lstrip().startswith("*"):
             if not _held_out(summary[4]) and set(summary[4]) <= set(names):
                 summary = (*summary[:4], {names[t]: v for t, v in summary[4].items()}, *summary[5:])
             elif not _held_out(summary[4]):
