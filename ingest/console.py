@@ -934,7 +934,7 @@ def _trace(text: str) -> _Shape:
 
 # What stands before a log line's message: blanked stamps and levels, punctuation, bracketed fields (`[train]`,
 # `[\x00   ]`), a logger's name glued to a colon (`INFO:root:`) or before ` - ` and a blanked level.
-_HELD_OUT = "(?i:val|valid|validation|vali|validating|eval|evaluation|evaluating|test|testing|dev)"
+_HELD_OUT = "(?i:" + "|".join(sorted((w for w, s in SPLIT_WORDS.items() if s != "train"), key=len, reverse=True)) + ")"
 _MESSAGE_LEAD = re.compile(
     rf"(?:[\s\x00>*#|:=~.,-]+|\[[^\]\n]*\]|(?!{_HELD_OUT}:)[A-Za-z_][\w.]*:(?=[A-Za-z_])|[\w.]+\s+-\s+(?=\x00))*")
 _SPLIT_WORD_FIRST = re.compile(rf"{_HELD_OUT}(?=[\s|:(\[,.]|$)")
