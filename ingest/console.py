@@ -1907,10 +1907,12 @@ def _eval_passes(parsed: list[tuple]) -> list[tuple]:
 
     A pass is two or more records in a row whose values are all a held-out split's, under one epoch, each printing its
     batch's place (`Test: [100/196] ... Loss 2.23 (1.61)`, `Valid | Epoch 1 | 2/3 | Loss 0.22`): each batch's value is
-    no evaluation of its own. The evaluation is the summary printed right after the batches (`Valid Summary | ...`,
-    or a starred ` * Acc@1 62.6 Acc@5 85.6` with the batches' names, which takes their split), and for the values the
-    summary does not print, the last batch's running average where printed (`(1.61)`), else its value. A run of held-out
-    records without a batch's place (one evaluation per epoch, printed back to back) is left as it is."""
+    no evaluation of its own. The evaluation is the summary printed right after the batches (a record of a held-out
+    value without a batch's place: `Valid Summary | ...`, `Epoch [0] Validation Phase Loss: 0.06`; or a starred
+    ` * Acc@1 62.6 Acc@5 85.6` with the batches' names, which takes their split), and for what the summary does not
+    print (no value of the same name or role), the pass's last running average where printed (`(1.61)`), else the
+    mean of its printed batches. A run of held-out records without a batch's place (one evaluation per epoch, printed
+    back to back) is left as it is."""
     out: list[tuple] = []
     i = 0
     while i < len(parsed):
@@ -1923,18 +1925,10 @@ def _eval_passes(parsed: list[tuple]) -> list[tuple]:
             continue
         last = parsed[j - 1]
         names = {_base(t): t for t in last[4]}
-        summary = parsed[j] if j < len(parsed) else None
-        if summary is not None and summary[9] is None and summary[4] and not summary[5] \
-                and summary[3].lstrip().startswith("*"):
-            if not _held_out(summary[4]) and set(summary[4]) <= set(names):
-                summary = (*summary[:4], {names[t]: v for t, v in summary[4].items()}, *summary[5:])
-            elif not _held_out(summary[4]):
-                summary = None
-        elif summary is None or not _held_out(summary[4]) or _FRACTION.search(summary[3]) \
-                or summary[5].get("epoch") != parsed[i][5].get("epoch"):
-            summary = None
-        covered = {_base(t) for t in summary[4]} if summary is not None else set()
-        kept = {t: _running_average(last[3], _base(t), v) for t, v in last[4].items() if _base(t) not in covered}
+        summary = _summary_of_pass(parsed[j] if j < len(parsed) else None, parsed[i], names)
+        covered = {_base(t) for t in summary[4]} | {role_of(t).role for t in summary[4]} if summary else set()
+        kept = {t: _running_average(last[3], _base(t), [r[4][t] for r in parsed[i:j] if t in r[4]])
+                for t in last[4] if _base(t) not in covered and role_of(t).role not in covered}
         if kept:
             out.append((*last[:4], kept, *last[5:]))
         if summary is not None:
@@ -1944,6 +1938,18 @@ def _eval_passes(parsed: list[tuple]) -> list[tuple]:
     return out
 
 
+def _summary_of_pass(record: tuple | None, first: tuple, names: dict[str, str]) -> tuple | None:
+    """`record` as the summary of the pass `first` opens (`_eval_passes`), or None where it is none."""
+    if record is None or record[9] is not None or not record[4]:
+        return None
+    _, _, _, text, metrics, counters, *_ = record
+    if text.lstrip().startswith("*") and not counters and set(metrics) <= set(names):
+        return (*record[:4], {names[t]: v for t, v in metrics.items()}, *record[5:])  # ` * Acc@1 ...`: the pass's
+    epochs = (counters.get("epoch"), first[5].get("epoch"))
+    held = any(role_of(t).split in ("val", "test") for t in metrics)
+    return record if held and not _FRACTION.search(text) and (None in epochs or epochs[0] == epochs[1]) else None
+
+
 def _batch_of_pass(record: tuple, first: tuple) -> bool:
     """Whether a parsed record is a batch line of the evaluation pass `first` opens (`_eval_passes`)."""
     _, _, _, text, metrics, counters, _, _, _, listed = record
@@ -1951,11 +1957,11 @@ def _batch_of_pass(record: tuple, first: tuple) -> bool:
         and ("batch" in counters or _FRACTION.search(text) is not None)
 
 
-def _running_average(text: str, name: str, value: float) -> float:
-    """The running average printed after a value in brackets (`Loss 2.2271e+00 (1.6076e+00)`: 1.6076), else the
-    value."""
+def _running_average(text: str, name: str, values: list[float]) -> float:
+    """The running average printed after the last batch's value in brackets (`Loss 2.2271e+00 (1.6076e+00)`: 1.6076),
+    else the mean of the values the pass printed."""
     found = re.search(rf"{re.escape(name)}\s*[:=]?\s*{NUM}\s*\(\s*({NUM})\s*\)", text)
-    return _float(found.group(1)) if found else value
+    return _float(found.group(1)) if found else float(np.mean(values))
 
 
 def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str | None]:

@@ -289,6 +289,31 @@ def test_an_evaluation_printed_batch_by_batch_is_one_evaluation(tmp_path):
     assert run.arrays("Loss")[1].size == 9  # the training's lines stay its own
 
 
+def test_an_evaluation_pass_under_its_epoch_summary_is_the_summary(tmp_path):
+    """A logger printing `val --- Current batch:200/400  loss:[ 0.52]` per batch, then `Epoch [e]/[199] \t Validation
+    Phase Loss: x \t Accuracy: y`: the evaluation's loss is the summary's, not a batch's; without a summary, the mean
+    of the printed batches."""
+    root = tmp_path / "r"
+    root.mkdir()
+    train, held = _losses(12), _losses(12, seed=1)
+    messages, means = [], []
+    for e in range(3):
+        messages += [f"train --- Current batch:{(b + 1) * 200}/800  loss:[ {train[e * 4 + b]:.8f}]" for b in range(4)]
+        messages.append(f"Epoch [{e}]/[199] \t Training Phase Loss: {train[e * 4 + 3] / 10:.12f} \t Accuracy: 0.6")
+        messages += [f"val --- Current batch:{(b + 1) * 200}/400  loss:[ {held[e * 4 + b]:.8f}]" for b in range(2)]
+        means.append(np.mean([round(held[e * 4 + b], 8) for b in range(2)]))
+        messages.append(f"Epoch [{e}]/[199] \t Validation Phase Loss: {held[e * 4 + 1] / 10:.12f} \t Accuracy: 0.7")
+    log_messages(root / "train.log", messages, fmt="%(asctime)s %(levelname)s    : %(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.all_of("val_loss") == ["Validation Phase Loss"]
+    assert np.allclose(run.arrays("val_loss")[1], [round(held[e * 4 + 1] / 10, 12) for e in range(3)])
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    log_messages(bare / "train.log", [m for m in messages if "Validation Phase" not in m],
+                 fmt="%(asctime)s %(levelname)s    : %(message)s")
+    assert np.allclose(load_run(bare, tmp_path / "b.duckdb").arrays("val_loss")[1], means)
+
+
 def test_evaluations_printed_back_to_back_without_a_batch_stay_each_its_own(tmp_path):
     root = tmp_path / "r"
     root.mkdir()
