@@ -475,8 +475,8 @@ def _unit_tag(key: str, unit: str | None) -> str | None:
 _TOKEN = re.compile(
     r"(?P<skip>\d+(?::\d\d)+(?:[.,]\d+)?(?![\w:])|[-+]?\d[\d.]*\s*/\s*\d[\d.]*)"
     rf"|(?P<value>{NUM})(?P<unit>\s?%|(?:{_UNIT_GLUED})(?![\w.%:]))?(?![\w.%:])"  # `.95:` is a label's
+    r"|(?P<word>[A-Za-z_][\w./@%+-]*|\d+[A-Za-z]+_[\w./@%+-]*(?![\w.]))"  # also `3d_train`: a name opened by a count
     r"|(?P<junk>[-+]?\.?\d\S*|--[A-Za-z][\w.-]*)"  # a number glued to a word; a command line's `--lr=5e-4`
-    r"|(?P<word>[A-Za-z_][\w./@%+-]*)"
     r"|(?P<sep>[:=])"
     r"|\S")
 _NO_NAME_WORDS = {"the", "a", "an", "our", "my", "this", "its", "at", "in", "on", "for", "to", "with", "and", "by",
@@ -926,8 +926,32 @@ def _trace(text: str) -> _Shape:
         metrics, loose = _glued_words(line, metrics), _glued_words(line, loose)
     looks = not metrics and LOOKS_LIKE_METRIC.search(unignored) is not None
     record = 2 * covered >= sum(not c.isspace() for c in line)
+    if prefix is None and (metrics or loose):
+        prefix = _line_split(unignored)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
                   tuple(loose) if record else (), tuple(taken), prefix)
+
+
+# What stands before a log line's message: blanked stamps and levels, punctuation, bracketed fields (`[train]`,
+# `[\x00   ]`), a logger's name glued to a colon (`INFO:root:`) or before ` - ` and a blanked level.
+_HELD_OUT = "(?i:" + "|".join(sorted((w for w, s in SPLIT_WORDS.items() if s != "train"), key=len, reverse=True)) + ")"
+_MESSAGE_LEAD = re.compile(
+    rf"(?:[\s\x00>*#|:=~.,-]+|\[[^\]\n]*\]|(?!{_HELD_OUT}:)[A-Za-z_][\w.]*:(?=[A-Za-z_])|[\w.]+\s+-\s+(?=\x00))*")
+_SPLIT_WORD_FIRST = re.compile(rf"{_HELD_OUT}(?=[\s|:(\[,.]|$)")
+_BRACKETED_SPLIT = re.compile(rf"\[\s*({_HELD_OUT})\s*\]")
+
+
+def _line_split(text: str) -> str | None:
+    """The held-out split a line's message begins with (`Valid | Epoch 1 | Loss 0.22`, `validation(4992) loss=3.8`,
+    `INFO:root:Validation loss: 0.3`, `validating ... loss: 0.07`), or that a bracketed field before it is
+    (`[valid] loss 0.3`): every value on the line is that split's. A split word inside a name (`val_acc` on a Keras
+    training line) or later in the line names its own value only. None for any other line."""
+    lead = _MESSAGE_LEAD.match(text)
+    first = _SPLIT_WORD_FIRST.match(text, lead.end())
+    if first is not None:
+        return first.group()
+    bracketed = _BRACKETED_SPLIT.search(text, 0, lead.end())
+    return bracketed.group(1) if bracketed else None
 
 
 # A group of values under a label that names them losses (`[Losses: x 0.27, y 0.25, total 15.1, recall: 0.1]`,
@@ -1184,7 +1208,8 @@ _NUMBER = r"\d|(?i:nan|inf)"
 _VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
-    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?\s*$",  # a bar may follow
+    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?"
+    r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
@@ -1220,6 +1245,38 @@ def _line_strings(data: bytes, ends: np.ndarray) -> pl.Series:
     return pl.Series(pa.LargeStringArray.from_buffers(len(bounds), pa.py_buffer(offsets), pa.py_buffer(text)))
 
 
+MIN_TERMINAL_WIDTH = 60  # narrower than any terminal a log is copied from
+# A line that begins with a metric's name, a split or a counter is a line of its own (`val loss 0.4` after a line that
+# ends in a unit), not the rest of a word a terminal cut.
+_OWN_LINE_START = rf"^(?:(?i:{METRIC_WORDS.pattern})|(?i:train|val|valid|test|eval|epoch|step|iter|batch)\b)"
+
+
+def _unwrapped(lines: pl.Series) -> pl.Series:
+    """`lines` with each line a terminal wrapped at its width joined again (`... Attempted loss sc` + `ale: 4096.0`):
+    the wrapped line has the file's greatest width, ends inside a word and is followed by one that starts inside it (a
+    lower-case letter, not a metric's name: `_OWN_LINE_START`), and at least half the lines of that width are so
+    followed (a file copied from a terminal); the continuation is left empty, so every line keeps its number and
+    offset."""
+    text = lines.str.strip_chars_end("\r\n")
+    width = text.str.len_chars().to_numpy()
+    if width.size < 2 or width.max() < MIN_TERMINAL_WIDTH:
+        return lines
+    full = np.flatnonzero(width[:-1] == width.max())
+    if full.size < 2:
+        return lines
+    ends_word = text.gather(full).str.contains(r"(?:^|[^\dA-Za-z])[A-Za-z]+$").to_numpy()  # not a unit (`12.3s`)
+    goes_on = (text.gather(full + 1).str.contains(r"^[a-z]")
+               & ~text.gather(full + 1).str.contains(_OWN_LINE_START)).to_numpy()
+    newline = lines.gather(full).str.ends_with("\n").to_numpy()
+    cut = full[ends_word & goes_on & newline]
+    if 2 * cut.size < full.size:
+        return lines
+    out = lines.to_list()
+    for k in reversed(cut.tolist()):
+        out[k], out[k + 1] = out[k].rstrip("\r\n") + out[k + 1], ""
+    return pl.Series(out, dtype=pl.Utf8)
+
+
 def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
         np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shape | None], list[bool]]:
     """Cut `data` (complete lines) into line segments and pick those that can change anything.
@@ -1234,7 +1291,7 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     in `data` and earlier in the file: `known` counts the outlines seen before `data` and is updated.
     """
     starts, line_nos, ends = _segments(data)
-    lines = _line_strings(data, ends)
+    lines = _unwrapped(_line_strings(data, ends))
     blocky = lines.str.contains(_SPLIT_HINT)  # openers and ends of evaluation blocks (`_State.eval_blocks`)
     keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER)) | blocky
     tabular_lines = lines.str.contains(_TABLE_LINE)
@@ -1338,6 +1395,7 @@ class _State:
     counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
     launches: int = 1  # launches met so far in the file
     block: _Block | None = None  # the evaluation block open at the end of the last chunk (`eval_blocks`)
+    headed: bool = False  # the log heads its training records with a bare `Training:` line (`eval_blocks`)
     train_shapes: dict[str, None] = field(default_factory=dict)  # outlines of training records seen (`eval_blocks`)
     said: list[dict] = field(default_factory=list)  # lines that announce an event in words (`announced`), not yet handed
 
@@ -1403,11 +1461,14 @@ class _State:
             self.note_epoch_steps(metrics, counters, header)
             parsed.append((k, start, line_no, text, metrics, counters, time, looks, patterns, listed))
         self.epoch_heard = header
+        parsed = _eval_passes(parsed)
         splits = self.eval_blocks(parsed)
         for split, (k, start, line_no, text, metrics, counters, time, looks, patterns, listed) in zip(splits, parsed):
             line_no += line_no0
             if split is not None:
-                metrics = {t if _names_split(t) else f"{split} {t}": v for t, v in metrics.items()}
+                # (a learning rate printed in the block is the optimizer's, no split's)
+                metrics = {t if _names_split(t) or role_of(t).role == "lr" else f"{split} {t}": v
+                           for t, v in metrics.items()}
             if self.steps_in_epoch and "step" in counters and ("epoch" in counters or self.header_epoch is not None):
                 # a step that starts again with each epoch is the batch within it (DECISIONS §2: no global counter)
                 counters = {**counters, "batch": counters.get("batch", counters["step"])}
@@ -1524,7 +1585,9 @@ class _State:
         of a training record's shape, a record with a step after records of the block that print none, a line that
         says train, an `Epoch N` line, or its end marker (`Eval samples: N`). Records of the very shape the training printed just after the opener are the block's only where the
         block then ends by a marker or such a line, not by training records or another opener. A record whose own
-        label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere."""
+        label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere.
+        In a log that heads its training with a bare `Training:` line, a bare `Validation:` heads a block that holds
+        every record below it, of any shape, up to the next header, marker or `Epoch N` line."""
         splits: list[str | None] = [None] * len(parsed)
         block = self.block
         for i, (_, _, _, text, metrics, counters, _, _, _, listed) in enumerate(parsed):
@@ -1536,6 +1599,17 @@ class _State:
                 splits[i] = own
                 continue
             shape = outline(text)
+            bare = not metrics and kind is not None and _bare_header(text)
+            if bare and kind == "train":
+                self.headed = True
+            if block is not None and block.headed:
+                if kind is not None or not metrics and "epoch" in counters:
+                    block = None  # the next header, a marker or an `Epoch N` line
+                elif metrics:
+                    splits[i] = block.split
+                    continue
+                else:
+                    continue
             if block is not None:
                 ends = kind in ("train", "close", "count") or not metrics and "epoch" in counters and kind != "open"
                 if ends or kind == "open":
@@ -1568,7 +1642,9 @@ class _State:
                     continue
                 else:
                     continue
-            if kind in ("open", "count") and self.train_shapes:
+            if kind == "open" and bare and self.headed:
+                block = _Block(split, headed=True)
+            elif kind in ("open", "count") and self.train_shapes:
                 block = _Block(split, weak=kind == "count")
             elif metrics and kind not in ("close", "count"):
                 self.train_shapes[shape] = None
@@ -1614,9 +1690,13 @@ class _State:
         """Metrics and counters of a row of numbers under a remembered header with as many fields: each value
         takes its column's name (a counter's column, `Epoch` `Batch` `Iter`, is the row's counter; `0/29` reads 0).
         A row whose one prefix field ends in a name (`... - loss  |  -137.6  |  -146.7` under `Training | Validation`)
-        names each value `<name> <column>`."""
-        fields = _fields(text)
+        names each value `<name> <column>`. A comment after the row (`0.0727  0.9781  # unexpected accuracy`, added
+        by hand) is no field. A row labelled in its first field (`Mem:  65  1  19` under procps free's `total  used
+        free`, whose header leaves the label's column blank) names each value `<label> <column>` too."""
+        fields = _fields(_ROW_COMMENT.sub("", text))
         names = self.headers.get(len(fields))
+        if names is None and len(fields) > 2 and _ROW_NAME.fullmatch(fields[0]):
+            names = self.headers.get(len(fields) - 1)
         if names is None:
             return None
         found = [_VALUE_FIELD.fullmatch(f) for f in fields[-len(names):]]
@@ -1763,7 +1843,9 @@ _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
 _VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?(?P<unit>[A-Za-z%]{{0,3}})|N/?A|None|-+")  # `12.3GiB`
-_ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*)$")
+_ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*):?$")
+_ROW_NAME = re.compile(r"[A-Za-z][\w./@-]*:")  # a row's own label before its values (`Mem:`)
+_ROW_COMMENT = re.compile(r"\s#(?![\d#])\D*$")  # `  # unexpected accuracy` (not Caffe's `output #0`)
 COUNTER_COLUMNS = {"epoch": "epoch", "ep": "epoch", "batch": "batch", "iter": "step", "iters": "step",
                    "iteration": "step", "it": "step", "step": "step", "steps": "step"}
 TOTAL_COLUMNS = {"total", "sum", "all", "overall"}
@@ -1779,6 +1861,8 @@ class _Block:
     """An evaluation block being read (`_State.eval_blocks`)."""
 
     split: str  # the name its records take (`val`, `test`)
+    headed: bool = False  # opened by a bare header (`Validation:`) in a log that heads its training too (`Training:`):
+    # every record up to the next header or `Epoch N` line is the block's, whatever its shape
     weak: bool = False  # opened by a count of samples (`Evaluating 500 samples`): a training shape, or a record that
     # counts epochs, ends it (`Test set: 172 samples` in a data summary is no evaluation)
     shape: str | None = None  # the outline of its records, where they have the training's
@@ -1794,7 +1878,7 @@ _OPEN_WORDS = {"begin", "begins", "beginning", "start", "starts", "starting", "s
                "the", "set", "subset", "split", "phase", "mode", "loop", "model", "results", "result", "metrics",
                "epoch", "step", "iter", "iteration", "round", "for", "of", "at", "after", "with", "performing", "do",
                "doing", "in", "progress", "data", "dataset", "samples", "sample", "examples", "images", "batches",
-               "num", "number"}
+               "num", "number", "cross"}  # `Cross validation...`
 _CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", "number", "total", "done",
                 "finished", "end", "ended", "complete", "completed", "over", "of", "evaluated", "time", "s"}
 _COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}
@@ -1803,6 +1887,81 @@ _SECTION_KEY = re.compile(r"^\s*(?:[A-Z_]+|[a-z_]+):\s*$")  # a config dump's se
 _SOURCE_OR_LEVEL = re.compile(r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
 _SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
+
+
+_FRACTION = re.compile(r"(?<![\w/.:])\d+\s*/\s*\d+(?![\w/.:])")  # a batch's place in a pass (`1/3`, `[100/196]`)
+
+
+def _held_out(metrics: dict[str, float]) -> bool:
+    return bool(metrics) and all(role_of(t).split in ("val", "test") for t in metrics)
+
+
+def _base(tag: str) -> str:
+    """A tag without the split word a line's label put before it (`Test Acc@1` -> `Acc@1`)."""
+    first, _, rest = tag.partition(" ")
+    return rest if rest and first.lower() in SPLIT_WORDS else tag
+
+
+def _eval_passes(parsed: list[tuple]) -> list[tuple]:
+    """The records of `parsed` with each evaluation pass printed batch by batch made one evaluation.
+
+    A pass is two or more records in a row whose values are all a held-out split's, under one epoch, each printing its
+    batch's place (`Test: [100/196] ... Loss 2.23 (1.61)`, `Valid | Epoch 1 | 2/3 | Loss 0.22`): each batch's value is
+    no evaluation of its own. The evaluation is the summary printed right after the batches (a record of a held-out
+    value without a batch's place: `Valid Summary | ...`, `Epoch [0] Validation Phase Loss: 0.06`; or a starred
+    ` * Acc@1 62.6 Acc@5 85.6` with the batches' names, which takes their split), and for what the summary does not
+    print (no value of the same name or role), the pass's last running average where printed (`(1.61)`), else the
+    mean of its printed batches. A run of held-out records without a batch's place (one evaluation per epoch, printed
+    back to back) is left as it is."""
+    out: list[tuple] = []
+    i = 0
+    while i < len(parsed):
+        j = i
+        while j < len(parsed) and _batch_of_pass(parsed[j], parsed[i]):
+            j += 1
+        if j - i < 2:
+            out.append(parsed[i])
+            i += 1
+            continue
+        last = parsed[j - 1]
+        names = {_base(t): t for t in last[4]}
+        summary = _summary_of_pass(parsed[j] if j < len(parsed) else None, parsed[i], names)
+        covered = {_base(t) for t in summary[4]} | {role_of(t).role for t in summary[4]} if summary else set()
+        kept = {t: _running_average(last[3], _base(t), [r[4][t] for r in parsed[i:j] if t in r[4]])
+                for t in last[4] if _base(t) not in covered and role_of(t).role not in covered}
+        if kept:
+            out.append((*last[:4], kept, *last[5:]))
+        if summary is not None:
+            out.append(summary)
+            j += 1
+        i = j
+    return out
+
+
+def _summary_of_pass(record: tuple | None, first: tuple, names: dict[str, str]) -> tuple | None:
+    """`record` as the summary of the pass `first` opens (`_eval_passes`), or None where it is none."""
+    if record is None or record[9] is not None or not record[4]:
+        return None
+    _, _, _, text, metrics, counters, *_ = record
+    if text.lstrip().startswith("*") and not counters and set(metrics) <= set(names):
+        return (*record[:4], {names[t]: v for t, v in metrics.items()}, *record[5:])  # ` * Acc@1 ...`: the pass's
+    epochs = (counters.get("epoch"), first[5].get("epoch"))
+    held = any(role_of(t).split in ("val", "test") for t in metrics)
+    return record if held and not _FRACTION.search(text) and (None in epochs or epochs[0] == epochs[1]) else None
+
+
+def _batch_of_pass(record: tuple, first: tuple) -> bool:
+    """Whether a parsed record is a batch line of the evaluation pass `first` opens (`_eval_passes`)."""
+    _, _, _, text, metrics, counters, _, _, _, listed = record
+    return listed is None and _held_out(metrics) and counters.get("epoch") == first[5].get("epoch") \
+        and ("batch" in counters or _FRACTION.search(text) is not None)
+
+
+def _running_average(text: str, name: str, values: list[float]) -> float:
+    """The running average printed after the last batch's value in brackets (`Loss 2.2271e+00 (1.6076e+00)`: 1.6076),
+    else the mean of the values the pass printed."""
+    found = re.search(rf"{re.escape(name)}\s*[:=]?\s*{NUM}\s*\(\s*({NUM})\s*\)", text)
+    return _float(found.group(1)) if found else float(np.mean(values))
 
 
 def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str | None]:
@@ -1830,6 +1989,12 @@ def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str |
             return "open", split
         return None, None
     return ("train", None) if "train" in held else (None, None)
+
+
+def _bare_header(text: str) -> bool:
+    """A line that names a split and nothing else (`Training:`, `Validation:`, `Evaluating...`): a block's header."""
+    ws = [w for w in words(_LOG_PREFIX.sub(" ", text)) if not w.isdigit()]
+    return bool(ws) and all(w in SPLIT_WORDS or w in _EVAL_VERBS for w in ws) and text.rstrip().endswith((":", "..."))
 
 
 def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:

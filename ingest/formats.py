@@ -184,6 +184,9 @@ FORMATS: list[Format] = [
     # UI exports are down-sampled: the engine flags them `sampled_log` by this format's name.
     Format("wandb_export", _is_wandb_export, "ingest.wandb_files:read_wandb_export", group=file_group, resumable=False),
     Format("config", _is_config, "ingest.configs:read_config", group=file_group, resumable=False),
+    # A launcher script (`run.sh`): the settings its trainer commands declare, as a config document.
+    Format("launcher", lambda rel: rel.suffix.lower() in (".sh", ".bash", ".slurm", ".sbatch"),
+           "ingest.launchers:read_launcher", group=file_group, resumable=False),
     Format("hf_trainer_state", _is_trainer_state, "ingest.hf_trainer:read_trainer_state",
            group=_trainer_state_group, dedupe_across_sources=True, resumable=False),
     Format("hf_training_args", _is_training_args, "ingest.hf_trainer:read_training_args", resumable=False),
@@ -211,8 +214,10 @@ FORMATS: list[Format] = [
     # version 7: full-width punctuation read as ASCII, hasktorch's 0-d tensors, no epoch from `steps per epoch = 8`, no
     # clock from a duration (`Time: 00:01:02`), argparse help and HF's banner blanked; a `Training complete` line kept
     # version 8: `nan` / `inf` printed as a pair's value (`total_loss: nan obj_cls: 2.1`) stays that pair's value
+    # version 9: a line whose message begins with a held-out split (`Valid | Epoch 1 | Loss 0.2`) gives it all its
+    # values; an evaluation printed batch by batch (`Test: [100/196] ... Loss x (avg)`, then ` * Acc@1`) is one
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=8),
+           text=True, version=9),
 ]
 
 

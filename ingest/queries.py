@@ -114,6 +114,26 @@ def series_rows(con: Any, run_id: str) -> list[tuple[int, str, str, str]]:
                        [run_id]).fetchall()
 
 
+def record_coverage(con: Any, run_id: str, series_ids: list[int], peers: list[int]) -> list[tuple[int, str, int, int, bool]]:
+    """(series_id, group, its records, the records of its group that print one of `peers`, whether its finite values
+    are all whole numbers) for each of `series_ids` with points: is a value printed on every record of its kind?"""
+    return con.execute(
+        """WITH pts AS (SELECT s.series_id, s.grp, c.source_id, c.position, c.value
+                        FROM series s JOIN scalars c USING (series_id)
+                        WHERE s.run_id = ? AND list_contains(?, s.series_id)),
+                groups AS (SELECT grp, count(DISTINCT (source_id, position)) AS records FROM pts GROUP BY grp)
+           SELECT p.series_id, p.grp, count(DISTINCT (p.source_id, p.position)), any_value(g.records),
+                  coalesce(bool_and(NOT isfinite(p.value) OR p.value = round(p.value)), true)
+           FROM pts p JOIN groups g USING (grp) WHERE list_contains(?, p.series_id)
+           GROUP BY p.series_id, p.grp ORDER BY p.series_id""", [run_id, peers, series_ids]).fetchall()
+
+
+def source_path_of_group(con: Any, run_id: str, grp: str) -> str | None:
+    """The path of a source of the series group `grp` (the file, for a console log's group)."""
+    rows = con.execute("SELECT path FROM sources WHERE run_id = ? AND grp = ? ORDER BY path LIMIT 1", [run_id, grp]).fetchall()
+    return rows[0][0] if rows else None
+
+
 # -- checkpoints (CLI: checkpoints) ----------------------------------------------------------------------------
 
 def stored_checkpoints(con: Any, run_id: str) -> dict[str, tuple[int, int | None, str | None, float | None]]:

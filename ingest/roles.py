@@ -36,6 +36,7 @@ SPLIT_WORDS = {
     "val": "val", "valid": "val", "validation": "val", "eval": "val", "evaluation": "val", "dev": "val",
     "vali": "val",  # Time-Series-Library's `Vali Loss` (and the forecasting repos built on it)
     "test": "test", "testing": "test",
+    "validating": "val", "evaluating": "val",  # a line that says what it is doing (`validating ... loss: 0.07`)
 }
 # Words that say when a gradient norm was taken around clipping (`train/grad_norm_preclip`,
 # `grad_norm_before_clip`): a qualifier, not a layer. Before clipping is the norm clip_grad_norm_ returns (the
@@ -109,6 +110,11 @@ def role_of(name: str) -> Role:
         # `min_loss`, `best_loss` (a running extreme), `LOSS_WEIGHT`, `FOCAL_LOSS_GAMMA`, `l1_w` (a config's
         # setting, printed in its dump): numbers about a loss, not the loss
         return Role("other", split)
+    if "cost" in ws and ws & PIPELINE_WORDS:
+        # PaddlePaddle's `batch_cost`, `reader_cost`, `data_cost` (`avg_batch_cost: 0.89 s`): the seconds a batch or
+        # its data loading took, no loss (a log whose only loss-like value is a batch's cost has it taken by
+        # `loss_by_elimination`)
+        return Role("other", split)
     if _PRINTED_LOSS.match(name) or ws & LOSS_NAMES and not ws & ({"time", "mem", "memory"} | TIME_UNITS | MEMORY_UNITS) \
             and not _MEMORY_UNIT_LAST.search(name) or {"smooth", "l"} <= ws \
             or {"td", "error"} <= ws:
@@ -150,7 +156,8 @@ def role_of(name: str) -> Role:
         return Role("throughput", split)
     if ws & {"memory", "mem", "rss", "vram"} or (ws & MEMORY_UNITS or _MEMORY_UNIT_LAST.search(name)) \
             and not ws & QUANTITY_WORDS:
-        return Role("memory", split)
+        # memory said to be in use (procps free's `used`, nvidia-smi's `memory.used`) before the host's total or free
+        return Role("memory", split, canonical=bool(ws & {"used", "usage"}))
     if ws & {"throughput", "samples", "tokens", "it"} and ws & {"per", "second", "sec", "s", "throughput"} \
             or ws == {"speed"}:  # MXNet's Speedometer: `Speed: 512 samples/sec`
         return Role("throughput", split)
@@ -179,6 +186,33 @@ def role_of(name: str) -> Role:
     return Role("other", split)
 
 
+# A loss named in none of the ways above, as a formula writes it: the letter L alone or with a subscript (`L`, `Le`,
+# `L_rec`), or a term that is a loss by what it measures (`rec`, `kl`, `mse`, a batch's `cost`). And a value under the
+# training split's name whose quantity no role knows (`Train_rf`). Read as the training loss only where a log names no
+# loss at all and one such value is printed on every training record (`ingest.run.loss_by_elimination`): alone, such a
+# name says too little.
+LOSS_TERMS = {"rec", "recon", "reconstruction", "kl", "kld", "mse", "mae", "rmse", "ce", "bce", "nll", "xent", "obj",
+              "cost"}
+# Words of a score, a count or a duration: a value named by one is no loss, whatever else its name says.
+NOT_LOSS_WORDS = {"f1", "auc", "bleu", "rouge", "map", "iou", "miou", "precision", "recall", "psnr", "ssim", "dice",
+                  "score", "reward", "return", "ppl", "perplexity", "wer", "cer", "samples", "examples", "tokens",
+                  "size", "count", "n", "num", "images", "id", "seed", "gpu", "rank", "time", "eta", "elapsed", "speed"}
+
+
+def loss_like(name: str) -> bool:
+    """Whether a series the roles call `other` may be a training loss by its name (see LOSS_TERMS)."""
+    r = role_of(name)
+    if r.role != "other" or r.split in ("val", "test"):
+        return False
+    rest = [x for x in words(name) if x not in SPLIT_WORDS and x not in NEUTRAL_WORDS and not x.isdigit()]
+    if not rest or (set(rest) | set(re.findall(r"[a-z0-9]+", name.lower()))) & NOT_LOSS_WORDS:  # `f1` is one word here
+        return False
+    letter = rest[0] == "l" or len(rest[0]) == 2 and rest[0][0] == "l" and len(rest) == 1
+    return letter or bool(set(rest) & LOSS_TERMS) or r.split == "train"
+
+
+# Parts of a training step whose `cost` is a duration, not the objective (`batch_cost`, `reader_cost`, `data_cost`).
+PIPELINE_WORDS = {"batch", "reader", "data"}
 LOSS_NAMES = {"cost", "objective", "energy", "smoothl1", "huber", "bce", "ctc", "focal"}
 # BasicSR's `l_pix`, `l_g_gan`. Not `score`: DL4J's score is its loss, but an agent's score is its reward.
 _PRINTED_LOSS = re.compile(r"^l_[a-z]\w*$")

@@ -37,7 +37,7 @@ from ingest.formats import (LFS_POINTER_MAX, TEXT_LOG_SUFFIXES, Format, format_f
                             why_unread)
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
-from ingest.roles import role_of
+from ingest.roles import SPLIT_WORDS, loss_like, role_of, words
 from ingest.store import Session, run_lock, session_of
 
 log = logging.getLogger(__name__)
@@ -573,7 +573,55 @@ def refresh_series(con, run_id: str) -> None:
             name = f"{PurePosixPath(grp).stem}/{tag}"
         r = role_of(name)
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
+    updates, said = loss_by_elimination(con, run_id, rows, updates)
     writes.update_series_names(con, updates)
+    writes.replace_issues(con, run_id, "loss_by_elimination", said)
+
+
+MIN_ELIMINATED_POINTS = 2
+
+
+def loss_by_elimination(con, run_id: str, rows: list[tuple[int, str, str, str]], updates: list[tuple]) -> tuple[
+        list[tuple], list[tuple[str, Issue]]]:
+    """In a run that names no training loss, the one console value whose name may be a loss (`roles.loss_like`: `Le`,
+    `L_rec`, `Train_rf`) and that is printed on every training record of its log, if exactly one is: the
+    training loss, and its held-out twin (the same name under a held-out split's word) the validation loss. Its series
+    takes the role, and one issue names it, so the user can check the choice. A whole-number
+    value (a counter) is none; two such values leave both as they were (which one the trainer minimises is a guess).
+    Returns the updates, changed or not, and the issue to store."""
+    if any(u[2] == "train_loss" for u in updates):
+        return updates, []
+    console = {series_id for series_id, _, _, fmt in rows if fmt == "console"}
+    names = [u for u in updates if u[0] in console and loss_like(u[1])]
+    if not names:
+        return updates, []
+    # a training record: one that prints a value of the training's, other than a rate or a counter announced alone
+    # (`Updating learning rate to 1e-4`, `epoch 3`)
+    peers = [u[0] for u in updates if u[0] in console and u[2] not in ("lr", "epoch", "launch")
+             and u[3] not in ("val", "test")]
+    taken = [(series_id, grp) for series_id, grp, n, records, whole in
+             queries.record_coverage(con, run_id, [u[0] for u in names], peers)
+             if n >= max(records, MIN_ELIMINATED_POINTS) and not whole]
+    if len(taken) != 1:
+        return updates, []
+    series_id, grp = taken[0]
+    name = next(u[1] for u in updates if u[0] == series_id)
+    # its held-out twin (`3d_valid` beside `3d_train`, `Valid Le` beside `Le`) is the validation loss
+    twins = {u[0] for u in updates if u[0] in console and u[2] == "other" and u[3] in ("val", "test")
+             and _unsplit(u[1]) == _unsplit(name)}
+    out = [(u[0], u[1], "train_loss", u[3], u[4], True) if u[0] == series_id else
+           (u[0], u[1], "val_loss", u[3], u[4], True) if u[0] in twins else u for u in updates]
+    issue = Issue(None, "loss_by_elimination",
+                  f"no series is named as a training loss; `{name}`, the one loss-like value printed on every "
+                  f"training record, is taken as the training loss"
+                  + (f" (and {', '.join(f'`{u[1]}`' for u in updates if u[0] in twins)} as its validation loss)"
+                     if twins else "") + ": check that it is the objective")
+    return out, [(queries.source_path_of_group(con, run_id, grp) or grp, issue)]
+
+
+def _unsplit(name: str) -> list[str]:
+    """A name's words without its split's (`3d_valid` and `3d_train`: 3, d)."""
+    return [w for w in words(name) if w not in SPLIT_WORDS]
 
 
 # -- checkpoints and saved batches --------------------------------------------------------------------------

@@ -328,6 +328,12 @@ def insert_issues(con: Any, run_id: str, issues: Iterable[tuple[str, Issue]]) ->
         con.unregister("_new_issues")
 
 
+def replace_issues(con: Any, run_id: str, kind: str, issues: Iterable[tuple[str, Issue]]) -> None:
+    """The run's issues of `kind` become `issues`: for a kind settled anew over the whole run at each ingest."""
+    con.execute("DELETE FROM ingest_issues WHERE run_id = ? AND kind = ?", [run_id, kind])
+    insert_issues(con, run_id, issues)
+
+
 def _storable_position(issue: Issue) -> Issue:
     """An issue whose position does not fit the BIGINT column (an offset of 2**63 in a hostile header) is stored
     with no position and the position in its detail: the problem is kept, not the write lost."""

@@ -447,6 +447,7 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
     for pattern in C._IGNORED:
         for match in list(pattern.regex.finditer(text)):
             text = C._blank(text, match.span())
+    unignored = text
     counted_by = set()
     for pattern in C._COUNTERS:
         for match in pattern.regex.finditer(text):
@@ -549,6 +550,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                 k -= 1
             glued.setdefault(glue[k:] + tag, value)
         out.metrics = glued
+    if prefix is None and out.metrics:  # `Valid | Epoch 1 | Loss 0.22`: a line that begins with a held-out split
+        prefix = C._line_split(unignored)
     if prefix is not None:  # `Test: [10/196] ... Loss 0.8`: `Test Loss`, unless the tag names a split itself
         out.metrics = {(t if any(w in C.SPLIT_WORDS for w in C.words(t)) else f"{prefix} {t}"): v
                        for t, v in out.metrics.items()}

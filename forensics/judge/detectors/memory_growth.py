@@ -12,8 +12,10 @@ from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 import numpy as np
 
-# Memory series that do not measure use: what is free or available falls as use grows; a total or a clock is fixed.
-NOT_USE = frozenset({"available", "avail", "free", "total", "clock", "disk", "limit", "reserved_max"})
+# Memory series that do not measure use: what is free or available falls as use grows; a total or a clock is fixed; the
+# kernel's page cache and shared memory (procps free's `buff/cache`, `shared`) fill as data files are read.
+NOT_USE = frozenset({"available", "avail", "free", "total", "clock", "disk", "limit", "reserved_max", "buff", "buffers",
+                     "cache", "shared"})
 
 
 @dataclass(frozen=True)
