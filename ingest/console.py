@@ -1384,7 +1384,7 @@ class _State:
     epoch_step: tuple[int, int, int] | None = None  # the last epoch printed beside a step: its highest, lowest step
     steps_in_epoch: bool = False  # the file's step counter starts again with each epoch (`note_epoch_steps`)
     epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
-    counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
+    counted: dict[str, tuple[float, float]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
     launches: int = 1  # launches met so far in the file
     relaunch_heard: bool = False  # an `Epoch N` line went back to the file's first epoch: the next record begins a launch
     epoch_seen: bool = False  # an epoch was printed so far (`batch_step`)
@@ -1532,7 +1532,8 @@ class _State:
                 metrics = {**metrics, EPOCH_TAG: float(self.header_epoch)}
                 self.epoch_kept = True  # once per `epoch N` line, with the first record under it
             launch = None if split is not None else self.relaunched(
-                None if is_ordinal else step, epoch if epoch is not None else self.header_epoch)
+                None if is_ordinal else step, epoch if epoch is not None else self.header_epoch,
+                metrics.get(EPOCH_TAG) if is_ordinal else None)
             if launch is not None:
                 metrics = {**metrics, LAUNCH_TAG: float(launch)}
             tags.extend(metrics)
@@ -1732,12 +1733,14 @@ class _State:
         self.counted["epoch"] = (first, epoch)
         self.relaunch_heard = self.relaunch_heard or epoch <= first < last
 
-    def relaunched(self, step: int | None, epoch: int | None) -> int | None:
+    def relaunched(self, step: int | None, epoch: int | None, logged_epoch: float | None = None) -> int | None:
         """The number of the launch a record begins (2, 3, ...), where the log's counter starts again from its first
         value: several launches appended to one file (`>>`, a script run again), each counting from the start; a
         resume from a checkpoint goes back to a later value and begins none. None for any other record. The record's
-        logged step is its counter, else its epoch."""
-        kind, value = ("step", step) if step is not None else ("epoch", epoch) if epoch is not None else (None, None)
+        logged step is its counter, else its epoch, else the epoch it logs as a value (HF's `'epoch': 0.27` on records
+        with no counter: a second run appended after the first's `train_runtime` summary starts again at 0)."""
+        kind, value = ("step", step) if step is not None else ("epoch", epoch) if epoch is not None else (
+            ("logged epoch", logged_epoch) if logged_epoch is not None and math.isfinite(logged_epoch) else (None, None))
         if kind is None:
             return None
         first, last = self.counted.get(kind, (value, value))

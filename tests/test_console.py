@@ -682,7 +682,8 @@ class _ReferenceState(C._State):
                 parsed.metrics["epoch"] = float(self.header_epoch)  # once under an `epoch N` line, as a series
                 self.epoch_kept = True
             launch = self.relaunched(None if is_ordinal else step,
-                                     parsed.epoch if parsed.epoch is not None else self.header_epoch)
+                                     parsed.epoch if parsed.epoch is not None else self.header_epoch,
+                                     parsed.metrics.get(C.EPOCH_TAG) if is_ordinal else None)
             if launch is not None:
                 parsed.metrics[C.LAUNCH_TAG] = float(launch)
             for tag, value in parsed.metrics.items():

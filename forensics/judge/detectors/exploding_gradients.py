@@ -21,7 +21,7 @@ class ExplodingGradients:
     """The gradient norm jumps by orders of magnitude, or grows until it is non-finite.
 
     Detects: episodes where the global gradient norm stays at least `factor` above its reference (the lowest trailing
-    median over `window` points so far) for `min_points` points or more, or ends non-finite, or peaks `huge_factor`
+    median over `window` points so far, within the launch: `Run.launch_starts`) for `min_points` points or more, or ends non-finite, or peaks `huge_factor`
     above it; episodes less than `window` points apart are one; the onset is the last point within `calm_factor`.
     A sustained episode counts only as an explosion: `huge_factor`, or the loss pays (its median `loss_rise` above
     before, `loss_z` standard errors, giving back `loss_giveback` of the gain), or fast growth (×2 to ×`factor`
@@ -115,7 +115,10 @@ class ExplodingGradients:
         with np.errstate(divide="ignore", invalid="ignore"):
             lg = np.where(np.isfinite(g) & (g > 0), np.log10(np.where(g > 0, g, 1.0)), np.nan)
         trailing, _ = stats.rolling_baseline(lg, self.window)
-        base = np.fmin.accumulate(np.where(np.isfinite(trailing), trailing, np.inf))
+        # the lowest level so far, within each launch appended to the log: no ratio reads across a fresh start
+        cuts = np.searchsorted(steps, np.asarray(run.launch_starts(run.pick("grad_norm")), dtype=np.int64))
+        base = np.concatenate([np.fmin.accumulate(p) for p in np.split(
+            np.where(np.isfinite(trailing), trailing, np.inf), cuts)])
         base = np.where(np.isfinite(base), base, np.nan)
         nonfinite = ~np.isfinite(g) & (np.arange(g.size) > 0)
         excess = lg - base
