@@ -114,11 +114,12 @@ class ExplodingGradients:
         steps, g = run.arrays("grad_norm")
         with np.errstate(divide="ignore", invalid="ignore"):
             lg = np.where(np.isfinite(g) & (g > 0), np.log10(np.where(g > 0, g, 1.0)), np.nan)
-        trailing, _ = stats.rolling_baseline(lg, self.window)
-        # the lowest level so far, within each launch appended to the log: no ratio reads across a fresh start
+        # the trailing level and the lowest one so far, within each launch appended to the log (`Run.launch_starts`):
+        # no ratio reads across a fresh start
         cuts = np.searchsorted(steps, np.asarray(run.launch_starts(run.pick("grad_norm")), dtype=np.int64))
+        trailing = np.concatenate([stats.rolling_baseline(p, self.window)[0] for p in np.split(lg, cuts) if p.size])
         base = np.concatenate([np.fmin.accumulate(p) for p in np.split(
-            np.where(np.isfinite(trailing), trailing, np.inf), cuts)])
+            np.where(np.isfinite(trailing), trailing, np.inf), cuts) if p.size])
         base = np.where(np.isfinite(base), base, np.nan)
         nonfinite = ~np.isfinite(g) & (np.arange(g.size) > 0)
         excess = lg - base
