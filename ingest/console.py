@@ -1243,6 +1243,7 @@ _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
 _NOT_LETTERS = re.compile(r"[^A-Za-z]+")
 REPEATS = 3  # a line shape seen this often in a file is a record line (see `_candidate_lines`)
 RECENT_RECORDS = 16  # records a copy by another rank is looked for among (`_State.copied_record`)
+HEADER_LINES = 5  # lines of other output between a launch's last record and the next launch's first `Epoch 1` line
 MAX_OUTLINES = 4096  # repeated outlines remembered per file (a bound on memory, not on reading)
 
 
@@ -1388,6 +1389,8 @@ class _State:
     launches: int = 1  # launches met so far in the file
     relaunch_heard: bool = False  # an `Epoch N` line went back to the file's first epoch: the next record begins a launch
     epoch_seen: bool = False  # an epoch was printed so far (`batch_step`)
+    epoch_recorded: bool = False  # a record was read under the last `Epoch N` line (`note_header_epoch`)
+    record_line: int = 0  # the line number of the last record read
     block: _Block | None = None  # the evaluation block open at the end of the last chunk (`eval_blocks`)
     train_shapes: dict[str, None] = field(default_factory=dict)  # outlines of training records seen (`eval_blocks`)
     said: list[dict] = field(default_factory=list)  # lines that announce an event in words (`announced`), not yet handed
@@ -1500,7 +1503,7 @@ class _State:
                     self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
                     self.header_epoch, self.epoch_kept = epoch, False
-                    self.note_header_epoch(epoch)
+                    self.note_header_epoch(epoch, line_no)
                     if step is None and not self.step_tags:
                         # a step printed on a line of its own before this epoch (a setting's echo, `Save step: 1000`)
                         # is no counter of the records under it
@@ -1545,6 +1548,7 @@ class _State:
             rows["epoch"].append(epoch if epoch is not None else self.header_epoch)
             rows["batch"].append(batch)
             rows["ordinal"].append(is_ordinal)
+            self.record_line = line_no
         per_line = pl.DataFrame(rows, schema={"step": pl.Int64, "position": pl.Int64, "wall_time": pl.Float64,
                                               "epoch": pl.Int64, "batch": pl.Int64, "ordinal": pl.Boolean})
         self.announced(said, offset, starts, segment, step_before, per_line)
@@ -1723,15 +1727,19 @@ class _State:
             return batch
         return None
 
-    def note_header_epoch(self, epoch: int) -> None:
+    def note_header_epoch(self, epoch: int, line_no: int) -> None:
         """Note an `Epoch N` line that prints nothing else (Keras' `Epoch 1/100` above its records): where the file's
         records count by epoch and this goes back to its first epoch after higher ones, the next record begins a
-        launch. An aborted launch may leave no record of its later epochs, only their `Epoch N` lines."""
+        launch; so does the first epoch's line printed again after records under it and `HEADER_LINES` lines of other
+        output (a launch aborted in its first epoch, then the next one's model summary; not the same epoch's evaluation
+        bar right under its records). An aborted launch may leave no record of its later epochs, only their lines."""
         if "step" in self.counted:
             return
         first, last = self.counted.get("epoch", (epoch, epoch))
         self.counted["epoch"] = (first, epoch)
-        self.relaunch_heard = self.relaunch_heard or epoch <= first < last
+        again = self.epoch_recorded and epoch == last and line_no - self.record_line > HEADER_LINES
+        self.relaunch_heard = self.relaunch_heard or epoch <= first and (first < last or again)
+        self.epoch_recorded = False
 
     def relaunched(self, step: int | None, epoch: int | None, logged_epoch: float | None = None) -> int | None:
         """The number of the launch a record begins (2, 3, ...), where the log's counter starts again from its first
@@ -1746,6 +1754,7 @@ class _State:
         first, last = self.counted.get(kind, (value, value))
         self.counted[kind] = (first, value)
         heard, self.relaunch_heard = self.relaunch_heard, False
+        self.epoch_recorded = self.epoch_recorded or kind == "epoch"
         if value <= first < last or heard and kind == "epoch" and value <= first:
             self.launches += 1
             return self.launches

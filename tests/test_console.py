@@ -658,7 +658,7 @@ class _ReferenceState(C._State):
                     self.last_step, self.step_tags = parsed.step, frozenset()
                 if parsed.epoch is not None:
                     self.header_epoch, self.epoch_kept = parsed.epoch, False
-                    self.note_header_epoch(parsed.epoch)
+                    self.note_header_epoch(parsed.epoch, line_no)
                     if parsed.step is None and not self.step_tags:
                         self.last_step = None
                 continue
@@ -695,6 +695,7 @@ class _ReferenceState(C._State):
                 cols["epoch"].append(parsed.epoch if parsed.epoch is not None else self.header_epoch)
                 cols["batch"].append(parsed.batch)
                 cols["ordinal"].append(is_ordinal)
+                self.record_line = line_no
         return scalars_frame(pl.DataFrame(cols, schema={
             "tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64, "wall_time": pl.Float64,
             "epoch": pl.Int64, "batch": pl.Int64, "ordinal": pl.Boolean}))

@@ -11,6 +11,7 @@ import polars as pl
 
 from forensics.judge.detectors.exploding_gradients import ExplodingGradients
 from forensics.judge.detectors.loss_spike import LossSpike
+from forensics.judge.detectors.overfitting import Overfitting
 from forensics.judge.detectors.resumed_run import ResumedRun
 from ingest.announcements import RESUME, read
 from ingest.console import LAUNCH_TAG, read_console
@@ -111,14 +112,14 @@ def test_an_estimate_of_the_finish_is_not_the_line_time(tmp_path):
     assert frame["wall_time"].is_null().all() and _series(frame, "loss")["step"].to_list() == list(range(0, 1600, 100))
 
 
-def _keras_launch(epochs: int, losses: list[float]) -> list[str]:
+def _keras_launch(epochs: int, losses: list[float], val: list[float] | None = None) -> list[str]:
     # Keras 2.0's fit(verbose=2) with ModelCheckpoint(verbose=1): its model summary, `Epoch e/E`, the callback's
     # `Epoch %05d: ...` (0-based), then the epoch's line
     out = ["_" * 65, "Layer (type)                 Output Shape              Param #", "=" * 65,
            "Total params: 134,346,581", "_" * 65]
-    for e, loss in zip(range(epochs), losses):
+    for e, loss, v in zip(range(epochs), losses, val or losses):
         out += [f"Epoch {e + 1}/100", f"Epoch {e:05d}: val_acc improved from -inf to 0.69706, saving model to "
-                f"weights.best.hdf5", f"300s - loss: {loss:.4f} - acc: 0.7004 - val_loss: {loss:.4f} - val_acc: 0.69"]
+                f"weights.best.hdf5", f"300s - loss: {loss:.4g} - acc: 0.7004 - val_loss: {v:.4g} - val_acc: 0.69"]
     return out
 
 
@@ -162,3 +163,16 @@ def test_a_resume_option_naming_a_checkpoint_is_an_announcement():
     for line in ("python train.py --resume auto", "python train.py --resume '' --lr 0.1", "python train.py --resume",
                  "  --resume PATH   path to latest checkpoint (default: none)"):
         assert read(line) is None, line
+
+
+def test_overfitting_reads_the_last_launch_not_an_aborted_one(tmp_path):
+    # an aborted launch whose validation loss collapsed to 1e-7 and then went NaN, before the launch the log ends on,
+    # whose validation loss bottoms at epoch 10 and rises 25% while training falls
+    root = tmp_path / "run"
+    root.mkdir()
+    train = [1.0 / (1 + e / 5) for e in range(30)]
+    val = [0.9 - 0.03 * e if e < 10 else 0.6 * (1 + 0.015 * (e - 9)) for e in range(30)]
+    lines = _keras_launch(2, [0.98, 1.17e-07], [1.17e-07, 1.17e-07]) + _keras_launch(1, [float("nan")])
+    (root / "train.log").write_text("\n".join(lines + _keras_launch(30, train, val)) + "\n")
+    [found] = Overfitting().check(load_run(root, tmp_path / "o.duckdb"))
+    assert found.evidence["crossover_step"] > _series(_frame(root / "train.log"), LAUNCH_TAG)["step"].max()
