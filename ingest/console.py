@@ -1536,7 +1536,7 @@ class _State:
                 self.epoch_kept = True  # once per `epoch N` line, with the first record under it
             launch = None if split is not None else self.relaunched(
                 None if is_ordinal else step, epoch if epoch is not None else self.header_epoch,
-                metrics.get(EPOCH_TAG) if is_ordinal else None)
+                metrics.get(EPOCH_TAG) if is_ordinal else None, line_no)
             if launch is not None:
                 metrics = {**metrics, LAUNCH_TAG: float(launch)}
             tags.extend(metrics)
@@ -1741,12 +1741,15 @@ class _State:
         self.relaunch_heard = self.relaunch_heard or epoch <= first and (first < last or again)
         self.epoch_recorded = False
 
-    def relaunched(self, step: int | None, epoch: int | None, logged_epoch: float | None = None) -> int | None:
+    def relaunched(self, step: int | None, epoch: int | None, logged_epoch: float | None = None,
+                   line_no: int = 0) -> int | None:
         """The number of the launch a record begins (2, 3, ...), where the log's counter starts again from its first
         value: several launches appended to one file (`>>`, a script run again), each counting from the start; a
         resume from a checkpoint goes back to a later value and begins none. None for any other record. The record's
         logged step is its counter, else its epoch, else the epoch it logs as a value (HF's `'epoch': 0.27` on records
-        with no counter: a second run appended after the first's `train_runtime` summary starts again at 0)."""
+        with no counter), which begins a launch only after `HEADER_LINES` lines of other output (a second run appended
+        after the first's `train_runtime` summary and its own settings dump; records that go back with nothing between
+        them are the log's own)."""
         kind, value = ("step", step) if step is not None else ("epoch", epoch) if epoch is not None else (
             ("logged epoch", logged_epoch) if logged_epoch is not None and math.isfinite(logged_epoch) else (None, None))
         if kind is None:
@@ -1755,6 +1758,8 @@ class _State:
         self.counted[kind] = (first, value)
         heard, self.relaunch_heard = self.relaunch_heard, False
         self.epoch_recorded = self.epoch_recorded or kind == "epoch"
+        if kind == "logged epoch" and line_no - self.record_line <= HEADER_LINES:
+            return None
         if value <= first < last or heard and kind == "epoch" and value <= first:
             self.launches += 1
             return self.launches

@@ -683,7 +683,7 @@ class _ReferenceState(C._State):
                 self.epoch_kept = True
             launch = self.relaunched(None if is_ordinal else step,
                                      parsed.epoch if parsed.epoch is not None else self.header_epoch,
-                                     parsed.metrics.get(C.EPOCH_TAG) if is_ordinal else None)
+                                     parsed.metrics.get(C.EPOCH_TAG) if is_ordinal else None, line_no)
             if launch is not None:
                 parsed.metrics[C.LAUNCH_TAG] = float(launch)
             for tag, value in parsed.metrics.items():

@@ -176,3 +176,14 @@ def test_overfitting_reads_the_last_launch_not_an_aborted_one(tmp_path):
     (root / "train.log").write_text("\n".join(lines + _keras_launch(30, train, val)) + "\n")
     [found] = Overfitting().check(load_run(root, tmp_path / "o.duckdb"))
     assert found.evidence["crossover_step"] > _series(_frame(root / "train.log"), LAUNCH_TAG)["step"].max()
+
+
+def test_records_whose_logged_epoch_goes_back_with_nothing_between_begin_no_launch(tmp_path):
+    # DeiT's main.py appends `json.dumps(log_stats)` per epoch to log.txt: a restart from epoch 0 right after epoch 1,
+    # with no summary or settings between, is the log's own record (resumed_run reads the epoch's fall), no launch
+    log = tmp_path / "log.txt"
+    with log.open("w") as f:
+        for e in [0, 1, *range(0, 20)]:
+            f.write(json.dumps({"train_lr": 1e-6, "train_loss": 4.2 - e / 10, "test_acc1": 0.3, "epoch": e,
+                                "n_parameters": 5536768}) + "\n")
+    assert LAUNCH_TAG not in set(_frame(log)["tag"])
