@@ -1389,6 +1389,7 @@ class _State:
     launches: int = 1  # launches met so far in the file
     relaunch_heard: bool = False  # an `Epoch N` line went back to the file's first epoch: the next record begins a launch
     epoch_seen: bool = False  # an epoch was printed so far (`batch_step`)
+    batch_counts: bool = False  # the file's bare batch count is its step (`batch_step`)
     epoch_recorded: bool = False  # a record was read under the last `Epoch N` line (`note_header_epoch`)
     record_line: int = 0  # the line number of the last record read
     block: _Block | None = None  # the evaluation block open at the end of the last chunk (`eval_blocks`)
@@ -1487,8 +1488,10 @@ class _State:
             held_out = split is not None or bool(metrics) and all(_names_split(t) for t in metrics)
             if epoch is not None:
                 self.epoch_seen = True
+            counts_batches = False  # the step is a bare count of batches, which marks no launch
             if step is None and batch is not None and metrics and not held_out:
                 step = self.batch_step(counters, patterns)
+                counts_batches = step is not None and "of" not in counters
             if metrics or counters:
                 for name in patterns:
                     self.taken[name] = self.taken.get(name, 0) + 1
@@ -1535,7 +1538,7 @@ class _State:
                 metrics = {**metrics, EPOCH_TAG: float(self.header_epoch)}
                 self.epoch_kept = True  # once per `epoch N` line, with the first record under it
             launch = None if split is not None else self.relaunched(
-                None if is_ordinal else step, epoch if epoch is not None else self.header_epoch,
+                None if is_ordinal or counts_batches else step, epoch if epoch is not None else self.header_epoch,
                 metrics.get(EPOCH_TAG) if is_ordinal else None, line_no)
             if launch is not None:
                 metrics = {**metrics, LAUNCH_TAG: float(launch)}
@@ -1717,13 +1720,16 @@ class _State:
         is its step then, DECISIONS §2). Where the line prints the batches per epoch beside the epoch (`Epoch: [3][100/500]`,
         `Epoch [2/50], Step [6/48]`, or under an `Epoch 3/10` line): epoch × batches per epoch + batch, so a batch
         that goes back within or across epochs (a resume) shows. Where the log counts batches by that word, against
-        no total and under no epoch anywhere before (`batch: 120, loss: 3.2`): the count of the run's batches."""
+        no total and under no epoch anywhere before (`batch: 120, loss: 3.2`): the count of the run's batches, from
+        then on in the file; such a count that starts again marks no launch (it may start again at every epoch: the
+        judge composes its passes)."""
         epoch = counters.get("epoch", self.header_epoch)
         batch, per_epoch = counters["batch"], counters.get("of")
         if epoch is not None and per_epoch:
             step = epoch * per_epoch + batch
             return step if step <= INT64_MAX else None
-        if epoch is None and per_epoch is None and not self.epoch_seen and "batch" in patterns:
+        if per_epoch is None and "batch" in patterns and (self.batch_counts or epoch is None and not self.epoch_seen):
+            self.batch_counts = True  # for the whole file: one axis, whatever the lines print later
             return batch
         return None
 

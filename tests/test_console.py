@@ -640,13 +640,14 @@ class _ReferenceState(C._State):
                                    ("epoch", None), ("batch", None), ("ordinal", n is None)):
                         cols[col].append(v)
                 continue
-            held_out = False  # this reference reads no evaluation block
+            held_out = counts_batches = False  # this reference reads no evaluation block
             if parsed.epoch is not None:
                 self.epoch_seen = True
             if parsed.step is None and parsed.batch is not None and parsed.metrics:
                 held_out = all(C._names_split(t) for t in parsed.metrics)
                 if not held_out:
                     parsed.step = self.batch_step(counters, by)
+                    counts_batches = parsed.step is not None and "of" not in counters
             if not parsed.metrics:
                 if _looks(text):
                     self.n_unmatched += 1
@@ -681,7 +682,7 @@ class _ReferenceState(C._State):
                     and not self.epoch_kept and "epoch" not in parsed.metrics:
                 parsed.metrics["epoch"] = float(self.header_epoch)  # once under an `epoch N` line, as a series
                 self.epoch_kept = True
-            launch = self.relaunched(None if is_ordinal else step,
+            launch = self.relaunched(None if is_ordinal or counts_batches else step,
                                      parsed.epoch if parsed.epoch is not None else self.header_epoch,
                                      parsed.metrics.get(C.EPOCH_TAG) if is_ordinal else None, line_no)
             if launch is not None:

@@ -187,3 +187,15 @@ def test_records_whose_logged_epoch_goes_back_with_nothing_between_begin_no_laun
             f.write(json.dumps({"train_lr": 1e-6, "train_loss": 4.2 - e / 10, "test_acc1": 0.3, "epoch": e,
                                 "n_parameters": 5536768}) + "\n")
     assert LAUNCH_TAG not in set(_frame(log)["tag"])
+
+
+def test_a_bare_batch_count_that_starts_again_every_epoch_is_no_launch_nor_resume(tmp_path):
+    # `print(f"batch {i}, loss {loss:.4f}")` inside an epoch loop that prints no epoch: the count starts again at
+    # every epoch; the judge composes the passes, as for a step counted within each epoch
+    root = tmp_path / "run"
+    root.mkdir()
+    log_messages(root / "train.log", [f"batch {b}, loss {2.0 / (1 + e + b / 100):.4f}" for e in range(4)
+                                      for b in range(10, 100, 10)], "%(message)s")
+    frame = _frame(root / "train.log")
+    assert not _series(frame, "loss")["ordinal"].any() and LAUNCH_TAG not in set(frame["tag"])
+    assert list(ResumedRun().check(load_run(root, tmp_path / "b.duckdb"))) == []
