@@ -261,8 +261,9 @@ PATTERNS: list[LinePattern] = [
     # A record printed as a dict or a JSON line (detectron2's metrics.json, a `print(dict)` loop) names its counter as
     # a key: an integer `iteration`, `iter`, `step`, `global_step`, `num_updates` or `_step` is the step (the record
     # order stays the write order, so a counter that goes back still shows); an `epoch` key stays a series of its own.
+    # A record on one line only (its `}` after the key): a pretty-printed document's lone `"step": 250,` is no record.
     LinePattern("dict_counter", "counter", _p(
-        r"['\"](?:iteration|iter|step|global_step|num_updates|_step)['\"]\s*:\s*(?P<step>\d+)(?![\d.eE])"),
+        r"['\"](?:iteration|iter|step|global_step|num_updates|_step)['\"]\s*:\s*(?P<step>\d+)(?![\d.eE])(?=[^\n]*\})"),
         '{"data_time": 0.16, "iteration": 19, "loss_cls": 0.167, "lr": 0.0004, "epoch": 2}',
         {"step": 19, "epoch": 2, "data_time": 0.16, "loss_cls": 0.167, "lr": 0.0004}),
     LinePattern("global_step", "counter", _p(r"\b(?:Global (?:Step|Batch)|global[_ ](?:step|batch))\s*[:=]?\s*(?P<step>\d+)\b", re.I),
@@ -1518,10 +1519,10 @@ class _State:
                 is_ordinal = False
                 if split is None:  # an evaluation loop's own counter is not the training's step
                     self.last_step, self.step_tags = step, frozenset(metrics)
-            elif self.last_step is not None and frozenset(metrics) != self.step_tags and (
-                    epoch is None and batch is None or held_out):
+            elif self.last_step is not None and frozenset(metrics) != self.step_tags and (batch is None or held_out):
                 # a line with no global counter of its own (Caffe's outputs under `Iteration N`; an evaluation's
-                # `Test: [10/196]` batches and summary) is read at the training step logged last
+                # `Test: [10/196]` batches and summary; an epoch's summary, `| end of epoch 3 | valid loss 5.35`) is
+                # read at the training step logged last
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = segment + k, True
