@@ -44,6 +44,7 @@ class Phrase:
     regex: str
     example: str
     strong: bool = True
+    option: bool = False  # a command line's option: read on a command line, and only where it names a counter
 
 
 PHRASES: tuple[Phrase, ...] = (
@@ -109,6 +110,12 @@ PHRASES: tuple[Phrase, ...] = (
            r"(?i)\b(?:load(?:ed|ing)\s+(?:the\s+|a\s+)?checkpoint|checkpoint\]?\s*loaded)\b[^\n]{0,200}?"
            r"\b(?:epoch|step|global[_ ]step|iter|iteration)\s*[:=]?\s*\d",
            "=> loaded checkpoint 'checkpoint.pth.tar' (epoch 9)", strong=False),
+    # A command line echoed into the log that resumes from a checkpoint it names (`python train.py --resume
+    # ./result/snapshot_iter_3000`, `--resume_from_checkpoint out/checkpoint-500`): the path must carry the counter it
+    # was saved at, so an empty or `auto` resume (a script that always passes the option) says nothing.
+    Phrase("resume_option", RESUME,
+           r"(?:^|\s)--resume(?:[_-]from(?:[_-]checkpoint)?)?(?:=|\s+)['\"]?[\w./~][^\s'\"]*",
+           "% python3 ./train_mnist.py --epoch=10 --resume ./result/snapshot_iter_3000", option=True),
     # The end of training (`Training complete in 946m 39s`, `Training is Done`, `Finished training`), not an epoch's
     # (`Epoch 3 training complete`: a line that names a counter is read as none, `read`)
     Phrase("training_ended", TRAIN_END,
@@ -131,6 +138,7 @@ _NOT_AN_EVENT = re.compile(
     r"|\b(?:no|not|without|never|cannot|can't|could\s+not|unable\s+to|failed\s+to|nothing\s+to)\s+(?:\w+\s+){0,2}?"
     r"(?:resum|restor|load|continu)",
     re.I)
+_OPTION_HELP = re.compile(r"^\s+-")  # an indented option: a help text's line, not a command that ran
 _HELD_OUT = re.compile(r"(?i)\b(?:val|valid|validation|eval|evaluation|test|dev)[\s_-]*loss")  # not the training's
 _ENDS = re.compile(r"(?i)\b(?:stop\w*|end(?:s|ed|ing)?\s+(?:the\s+)?training|terminat\w*|abort\w*|exit\w*|halt\w*"
                    r"|kill\w*|diverged|giving\s+up|quit\w*)\b|\b\w*(?:Error|Exception)\b")
@@ -160,7 +168,9 @@ def read(line: str) -> Said | None:
     text = _ANSI.sub("", line)
     for phrase, rx in _COMPILED:
         m = rx.search(text)
-        if m is None or _NOT_AN_EVENT.search(text) or _HELD_OUT.search(text[max(0, m.start() - 24):m.start() + 4]):
+        if m is None or phrase.option and (_OPTION_HELP.match(text) or _resumed_from(m.group())[1] is None):
+            continue  # an option's help, or one that names no checkpoint's counter
+        if not phrase.option and _NOT_AN_EVENT.search(text) or _HELD_OUT.search(text[max(0, m.start() - 24):m.start() + 4]):
             continue
         if phrase.kind == TRAIN_END:
             if _COUNTER.search(text) or _AT.search(text):

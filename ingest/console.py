@@ -225,6 +225,27 @@ PATTERNS: list[LinePattern] = [
     LinePattern("settings_pairs", "ignore", _p(
         r"^(?=(?:[^=\n]*\w=){4})(?=(?:[^\n]*?\w=(?:True|False|None)\b){2}).*$"),
         "engine/trainer: agnostic_nms=False, amp=True, angle=1.0, batch=8, box=7.5, cache=False, cls=0.5"),
+    # A printed dict of settings (`{'config_name': '...', 'epochs': 5, 'group_by_length': False, 'learning_rate': 3e-4,
+    # 'save_total_limit': None}`): four items or more, two of them a boolean or None. A logged record holds no such values.
+    LinePattern("settings_dict", "ignore", _p(
+        r"^\s*\{(?=(?:[^\n]*?['\"]\s*:\s*(?:True|False|None|true|false|null)\b){2})(?=(?:[^\n]*?['\"]\s*:){4}).*$"),
+        "{'config_name': 'a.yaml', 'epochs': 5, 'group_by_length': False, 'learning_rate': 0.0003, "
+        "'save_epoch_adapters': True, 'save_total_limit': None}"),
+    # One argument of a settings object printed one per line (HF's `TrainingArguments(` ... `learning_rate=0.0003,` ...
+    # `)`, a dataclass's pretty repr): the line is a lone `name=value,`. A logged record is never one such pair.
+    LinePattern("settings_line", "ignore", _p(r"^\s*[A-Za-z_]\w*=[^=,\s]*,\s*$"),
+                "learning_rate=0.0003,"),
+    # Keras' callbacks speak of an epoch by its zero-padded number (`Epoch 00001: val_acc improved from -inf to 0.69,
+    # saving model to weights.best.hdf5`, `Epoch 00005: ReduceLROnPlateau reducing learning rate to 0.0001.`): a message
+    # about an epoch, 0-based before Keras 2.1, not the `Epoch e/E` counter above the epoch's records.
+    LinePattern("keras_callback_epoch", "ignore", _p(r"^\s*Epoch \d{5}:"),
+                "Epoch 00000: val_acc improved from -inf to 0.69706, saving model to weights.best.hdf5"),
+    # A file's name (`checkpoints/checkpoint-epoch1-batch200.pth`, `weights.best.hdf5`): its digits are a name's, not
+    # a counter or a value.
+    LinePattern("file_name", "ignore", _p(
+        r"(?<![\w./-])[\w./-]*[\w-]\.(?i:pth|pt|ckpt|bin|safetensors|h\d|hdf\d|pkl|pickle|npz|npy|tar|zip|gz|onnx|pb|mp\d"
+        r"|json|yaml|yml|csv|jpg|jpeg|png|wav|model|weights)(?![\w.])"),
+        "Checkpoint saved to checkpoints/checkpoint-epoch1-batch200.pth"),
     # A source location in a logger's prefix (`train.py[line:123]`, `train.py:123`, `File "x.py", line 71`): no value.
     # loguru's `module:function:line - ` too (`__main__:train:41 - `).
     LinePattern("source_line", "ignore", _p(
@@ -237,7 +258,15 @@ PATTERNS: list[LinePattern] = [
     LinePattern("log_level", "ignore", _p(r"\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b"),
                 "2024-11-29 03:20:00,123 root INFO Loss at step 50: 0.1000", {"step": 50, "Loss": 0.1}),
     # --- counters -----------------------------------------------------------------------------------
-    LinePattern("global_step", "counter", _p(r"\b(?:Global Step|global[_ ]step)\s*[:=]?\s*(?P<step>\d+)\b", re.I),
+    # A record printed as a dict or a JSON line (detectron2's metrics.json, a `print(dict)` loop) names its counter as
+    # a key: an integer `iteration`, `iter`, `step`, `global_step`, `num_updates` or `_step` is the step (the record
+    # order stays the write order, so a counter that goes back still shows); an `epoch` key stays a series of its own.
+    # A record on one line only (its `}` after the key): a pretty-printed document's lone `"step": 250,` is no record.
+    LinePattern("dict_counter", "counter", _p(
+        r"['\"](?:iteration|iter|step|global_step|num_updates|_step)['\"]\s*:\s*(?P<step>\d+)(?![\d.eE])(?=[^\n]*\})"),
+        '{"data_time": 0.16, "iteration": 19, "loss_cls": 0.167, "lr": 0.0004, "epoch": 2}',
+        {"step": 19, "epoch": 2, "data_time": 0.16, "loss_cls": 0.167, "lr": 0.0004}),
+    LinePattern("global_step", "counter", _p(r"\b(?:Global (?:Step|Batch)|global[_ ](?:step|batch))\s*[:=]?\s*(?P<step>\d+)\b", re.I),
                 "Loss nan   LearningRate 0.001000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0",
                 {"step": 20, "epoch": 0, "Loss": float("nan"), "LearningRate": 0.001, "Fp16 Grad Scale": 0}),
     LinePattern("num_updates", "counter", _p(r"\bnum_updates['\"]?\s*[:=]\s*['\"]?(?P<step>\d+)\b"),  # fairseq's update count
@@ -250,16 +279,16 @@ PATTERNS: list[LinePattern] = [
     LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*%)"),
                 "Iteration 20 (1.97443 iter/s, 5.06474s/10 iter), loss = nan", {"step": 20, "loss": float("nan")}),
     # `iter 50/100` is the step of 100 (a count within the epoch turns into the batch where it starts again).
-    LinePattern("iter", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
+    LinePattern("iter", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*(?P<of>\d+))?\b(?!\.\d|\s*%)"),
                 "Iter 25: Train loss 1.593, Learning Rate 7.000e-05, It/sec 0.999, Tokens/sec 387.697",
                 {"step": 25, "Train loss": 1.593, "Learning Rate": 7e-05, "It/sec": 0.999, "Tokens/sec": 387.697}),
     # `Epoch [e/E], Step [s/N]` (the PyTorch tutorials' loop): the step within the epoch, so its batch.
-    LinePattern("step_bracket_of", "counter", _p(r"\b(?:step|Step|STEP)\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]"),
+    LinePattern("step_bracket_of", "counter", _p(r"\b(?:step|Step|STEP)\s*\[\s*(?P<batch>\d+)\s*/\s*(?P<of>\d+)\s*\]"),
                 "Epoch [1/50], Step [6/48], Loss: nan", {"epoch": 1, "batch": 6, "Loss": float("nan")}),
     # tqdm-style `it N |`, `It 300:` (an iteration's short name before a separator): the step, not a metric `it`.
     LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[-|,:\]]|\s+[A-Za-z]|\s*$)"),
                 "epoch 2 it 300 | loss 0.3", {"epoch": 2, "step": 300, "loss": 0.3}),
-    LinePattern("step", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?\b(?!\.\d|\s*%)"),
+    LinePattern("step", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*(?P<of>\d+))?\b(?!\.\d|\s*%)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
     # A loop's index printed as `idx: N` (`print(f"idx: {i}loss: {loss}")`): the step.
@@ -273,7 +302,7 @@ PATTERNS: list[LinePattern] = [
         "Test: [ 10/196]\tTime  0.254 ( 0.400)\tLoss 8.0e-01 (9.0e-01)\tAcc@1  80.00 ( 79.10)",
         {"batch": 10, "Test Time": 0.254, "Test Loss": 0.8, "Test Acc@1": 80.0}),
     # timm's train lines: `Train: e [ b/N (  8%)]  Loss: 6.912 (6.93)  Time: ...`
-    LinePattern("timm_train", "counter", _p(r"\bTrain:\s*(?P<epoch>\d+)\s*\[\s*(?P<batch>\d+)\s*/\s*\d+"),
+    LinePattern("timm_train", "counter", _p(r"\bTrain:\s*(?P<epoch>\d+)\s*\[\s*(?P<batch>\d+)\s*/\s*(?P<of>\d+)"),
                 "Train: 0 [ 100/1251 (  8%)]  Loss: 6.912 (6.93)  Time: 0.412s,  621.36/s  (0.420s,  609.52/s)  "
                 "LR: 1.000e-06  Data: 0.010 (0.015)", {"epoch": 0, "batch": 100, "Loss": 6.912, "LR": 1e-6}),
     # PyTorch's CIFAR-10 tutorial: `[epoch, batch] loss: X` (`print(f'[{epoch + 1}, {i + 1:5d}] loss: ...')`).
@@ -282,13 +311,13 @@ PATTERNS: list[LinePattern] = [
                 "[1,  2000] loss: 2.183", {"epoch": 1, "batch": 2000, "loss": 2.183}),
     # PyTorch's DCGAN example: `[epoch/epochs][batch/batches]` (`'[%d/%d][%d/%d]\tLoss_D: %.4f\tLoss_G: %.4f'`).
     LinePattern("bracket_fractions", "counter", _p(
-        r"\[\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]"),
+        r"\[\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*(?P<of>\d+)\s*\]"),
         "[0/5][50/1583]\tLoss_D: 1.9847\tLoss_G: 5.5914\tD(x): 0.6004",
         {"epoch": 0, "batch": 50, "Loss_D": 1.9847, "Loss_G": 5.5914}),
     # PyTorch's ImageNet example and the MetricLogger of MAE/DeiT/LLaMA2-Accessory: `Epoch: [e][b/N]`,
     # `Epoch: [e]  [b/N]` (tab-separated fields, a running average in brackets after each value); `Epoch e [b/N]`.
     LinePattern("epoch_bracket_of", "counter", _p(
-        r"\bEpoch:?\s*\[?\s*(?P<epoch>\d+)\s*\]?\s*\[\s*(?P<batch>\d+)\s*/\s*\d+\s*\]", re.I),
+        r"\bEpoch:?\s*\[?\s*(?P<epoch>\d+)\s*\]?\s*\[\s*(?P<batch>\d+)\s*/\s*(?P<of>\d+)\s*\]", re.I),
         "Epoch: [11][1/48]\tTime 0.470 (1.206)\tData 0.076 (0.004)\tLoss 3.2168 (37.0903)\t",
         {"epoch": 11, "batch": 1, "Time": 0.47, "Data": 0.076, "Loss": 3.2168}),
     # MXNet's Speedometer: `Epoch[e] Batch [b]`, and since MXNet 1.0 `Epoch[e] Batch [a-b]` (the batches since
@@ -302,11 +331,11 @@ PATTERNS: list[LinePattern] = [
     # Not a count per epoch (HF's `Num update steps per epoch = 8`): a rate, not the epoch.
     LinePattern("epoch", "counter", _p(r"(?<![Pp]er )\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
-    LinePattern("batch", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*\d+)?(?![\d.]|\s*%)"),
+    LinePattern("batch", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*(?P<of>\d+))?(?![\d.]|\s*%)"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
     # A count of batches before its word (word_language_model's `|   200/ 2983 batches |`): the batch. Without it, two
     # records of the same values (a loss that stays nan) differ only before their metrics, as another rank's copy would.
-    LinePattern("batches_of", "counter", _p(r"\b(?P<batch>\d+)\s*/\s*\d+\s+(?:batches|Batches)\b"),
+    LinePattern("batches_of", "counter", _p(r"\b(?P<batch>\d+)\s*/\s*(?P<of>\d+)\s+(?:batches|Batches)\b"),
                 "| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.61 | loss   nan | ppl      nan",
                 {"epoch": 1, "batch": 200, "lr": 20.0, "ms/batch": 11.61, "loss": float("nan"), "ppl": float("nan")}),
     # A count of epochs or steps done, after the word that says so (Torch7 scripts' `Loss after 1 epochs: 0.034`,
@@ -558,12 +587,14 @@ class ParsedLine:
     batch: int | None = None
     time: dict[str, str] | None = None  # the time pattern's groups
     time_kind: str | None = None
+    per_epoch: int | None = None  # the total printed against the batch or step (`[100/500]`: 500)
 
 
 def parse_line(line: str) -> ParsedLine:
     """Parse one line (no line break) with the pattern table; pure, used by the reader and the tests."""
     metrics, counters, time, time_kind, _, _ = _parse(line)
-    return ParsedLine(metrics, counters.get("step"), counters.get("epoch"), counters.get("batch"), time, time_kind)
+    return ParsedLine(metrics, counters.get("step"), counters.get("epoch"), counters.get("batch"), time, time_kind,
+                      counters.get("of"))
 
 
 # Speed (see benchmarks/bench_ingest_console.py). Running the table costs ~35 us a line, and the
@@ -787,6 +818,15 @@ def _glued_words(line: str, parts: list) -> list:
     return out
 
 
+# A clock printed after a key that names an estimate (`etc:Tue Sep 17 14:40:36 2019`, `ETA: 2024-01-02 10:00:00`,
+# `finishes at 14:02`, `remaining: 01:02:03`): when the run expects to end, not when the line was written. The stamp may
+# open with a weekday, a month and a day (`Tue Sep 17`).
+_ESTIMATE_BEFORE = re.compile(
+    r"\b(?i:eta|etc|estimated(?: time)?|finish(?:es|ed)?(?: at)?|end(?:s)? at|remaining|left)\s*[:=]?\s*"
+    r"(?:[A-Z][a-z]{2},?\s+){0,2}(?:\d{1,2},?\s+)?$")
+_YEAR_AFTER = re.compile(r"\s+\d{4}\b")
+
+
 def _trace(text: str) -> _Shape:
     """Run the four passes over one ANSI-free line, noting where each part was found."""
     line = text
@@ -795,7 +835,15 @@ def _trace(text: str) -> _Shape:
     time: tuple[tuple[str, int, int], ...] = ()
     time_kind = None
     for pattern in _TIME:
-        match = pattern.regex.search(text)
+        match = None
+        for found in pattern.regex.finditer(text):
+            estimate = _ESTIMATE_BEFORE.search(text, 0, found.start())
+            if estimate:  # a forecast's clock, its date words and year with it: neither the line's time nor values
+                year = _YEAR_AFTER.match(text, found.end())
+                text = _blank(text, (estimate.start(), year.end() if year else found.end()), blanked)
+                continue
+            match = found
+            break
         if match:
             time = tuple((k, *match.span(k)) for k, v in match.groupdict().items() if v is not None)
             time_kind = pattern.name
@@ -814,8 +862,10 @@ def _trace(text: str) -> _Shape:
     for pattern in _COUNTERS:
         for match in pattern.regex.finditer(text):
             groups = match.groupdict()
-            found = [name for name in ("step", "epoch", "batch") if groups.get(name) is not None]
+            found = [name for name in ("step", "epoch", "batch", "of") if groups.get(name) is not None]
             took = [name for name in found if name not in counters]
+            if "of" in took and not {"step", "batch"} & set(took):
+                took.remove("of")  # a total belongs to the count printed against it, never to another's
             for name in took:
                 counters[name] = match.span(name)
             if groups.get("value") is not None:  # a counter printed inside a metric (`Train loss 12001 0.166`)
@@ -1219,6 +1269,7 @@ _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
 _NOT_LETTERS = re.compile(r"[^A-Za-z]+")
 REPEATS = 3  # a line shape seen this often in a file is a record line (see `_candidate_lines`)
 RECENT_RECORDS = 16  # records a copy by another rank is looked for among (`_State.copied_record`)
+HEADER_LINES = 5  # lines of other output between a launch's last record and the next launch's first `Epoch 1` line
 MAX_OUTLINES = 4096  # repeated outlines remembered per file (a bound on memory, not on reading)
 
 
@@ -1392,8 +1443,13 @@ class _State:
     epoch_step: tuple[int, int, int] | None = None  # the last epoch printed beside a step: its highest, lowest step
     steps_in_epoch: bool = False  # the file's step counter starts again with each epoch (`note_epoch_steps`)
     epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
-    counted: dict[str, tuple[int, int]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
+    counted: dict[str, tuple[float, float]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
     launches: int = 1  # launches met so far in the file
+    relaunch_heard: bool = False  # an `Epoch N` line went back to the file's first epoch: the next record begins a launch
+    epoch_seen: bool = False  # an epoch was printed so far (`batch_step`)
+    batch_counts: bool = False  # the file's bare batch count is its step (`batch_step`)
+    epoch_recorded: bool = False  # a record was read under the last `Epoch N` line (`note_header_epoch`)
+    record_line: int = 0  # the line number of the last record read
     block: _Block | None = None  # the evaluation block open at the end of the last chunk (`eval_blocks`)
     headed: bool = False  # the log heads its training records with a bare `Training:` line (`eval_blocks`)
     train_shapes: dict[str, None] = field(default_factory=dict)  # outlines of training records seen (`eval_blocks`)
@@ -1491,6 +1547,13 @@ class _State:
                 continue
             step = counters.get("step")
             epoch, batch = counters.get("epoch"), counters.get("batch")
+            held_out = split is not None or bool(metrics) and all(_names_split(t) for t in metrics)
+            if epoch is not None:
+                self.epoch_seen = True
+            counts_batches = False  # the step is a bare count of batches, which marks no launch
+            if step is None and batch is not None and metrics and not held_out:
+                step = self.batch_step(counters, patterns)
+                counts_batches = step is not None and "of" not in counters
             if metrics or counters:
                 for name in patterns:
                     self.taken[name] = self.taken.get(name, 0) + 1
@@ -1505,6 +1568,11 @@ class _State:
                     self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
                     self.header_epoch, self.epoch_kept = epoch, False
+                    self.note_header_epoch(epoch, line_no)
+                    if step is None and not self.step_tags:
+                        # a step printed on a line of its own before this epoch (a setting's echo, `Save step: 1000`)
+                        # is no counter of the records under it
+                        self.last_step = None
                 continue
             if epoch is not None:
                 self.header_epoch = None  # this log prints the epoch on its record lines
@@ -1512,7 +1580,12 @@ class _State:
                 is_ordinal = False
                 if split is None:  # an evaluation loop's own counter is not the training's step
                     self.last_step, self.step_tags = step, frozenset(metrics)
-            elif epoch is None and batch is None and self.last_step is not None and frozenset(metrics) != self.step_tags:
+            elif self.last_step is not None and frozenset(metrics) != self.step_tags and (
+                    epoch is None and batch is None or held_out
+                    or batch is None and any(_names_split(t) for t in metrics)):
+                # a line with no global counter of its own (Caffe's outputs under `Iteration N`; an evaluation's
+                # `Test: [10/196]` batches and summary; an epoch's summary, `| end of epoch 3 | valid loss 5.35`) is
+                # read at the training step logged last
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = segment + k, True
@@ -1529,7 +1602,8 @@ class _State:
                 metrics = {**metrics, EPOCH_TAG: float(self.header_epoch)}
                 self.epoch_kept = True  # once per `epoch N` line, with the first record under it
             launch = None if split is not None else self.relaunched(
-                None if is_ordinal else step, epoch if epoch is not None else self.header_epoch)
+                None if is_ordinal or counts_batches else step, epoch if epoch is not None else self.header_epoch,
+                metrics.get(EPOCH_TAG) if is_ordinal else None, line_no)
             if launch is not None:
                 metrics = {**metrics, LAUNCH_TAG: float(launch)}
             tags.extend(metrics)
@@ -1541,6 +1615,7 @@ class _State:
             rows["epoch"].append(epoch if epoch is not None else self.header_epoch)
             rows["batch"].append(batch)
             rows["ordinal"].append(is_ordinal)
+            self.record_line = line_no
         per_line = pl.DataFrame(rows, schema={"step": pl.Int64, "position": pl.Int64, "wall_time": pl.Float64,
                                               "epoch": pl.Int64, "batch": pl.Int64, "ordinal": pl.Boolean})
         self.announced(said, offset, starts, segment, step_before, per_line)
@@ -1723,17 +1798,58 @@ class _State:
             metrics.setdefault(f"{label} {name}" if label else name, _float(match.group("value")))
         return metrics, counters
 
-    def relaunched(self, step: int | None, epoch: int | None) -> int | None:
+    def batch_step(self, counters: dict[str, int], patterns: tuple[str, ...]) -> int | None:
+        """The global step a record's batch counter stands for, None where it stands for none (the record's ordinal
+        is its step then, DECISIONS §2). Where the line prints the batches per epoch beside the epoch (`Epoch: [3][100/500]`,
+        `Epoch [2/50], Step [6/48]`, or under an `Epoch 3/10` line): epoch × batches per epoch + batch, so a batch
+        that goes back within or across epochs (a resume) shows. Where the log counts batches by that word, against
+        no total and under no epoch anywhere before (`batch: 120, loss: 3.2`): the count of the run's batches, from
+        then on in the file; such a count that starts again marks no launch (it may start again at every epoch: the
+        judge composes its passes)."""
+        epoch = counters.get("epoch", self.header_epoch)
+        batch, per_epoch = counters["batch"], counters.get("of")
+        if epoch is not None and per_epoch:
+            step = epoch * per_epoch + batch
+            return step if step <= INT64_MAX else None
+        if per_epoch is None and "batch" in patterns and (self.batch_counts or epoch is None and not self.epoch_seen):
+            self.batch_counts = True  # for the whole file: one axis, whatever the lines print later
+            return batch
+        return None
+
+    def note_header_epoch(self, epoch: int, line_no: int) -> None:
+        """Note an `Epoch N` line that prints nothing else (Keras' `Epoch 1/100` above its records): where the file's
+        records count by epoch and this goes back to its first epoch after higher ones, the next record begins a
+        launch; so does the first epoch's line printed again after records under it and `HEADER_LINES` lines of other
+        output (a launch aborted in its first epoch, then the next one's model summary; not the same epoch's evaluation
+        bar right under its records). An aborted launch may leave no record of its later epochs, only their lines."""
+        if "step" in self.counted:
+            return
+        first, last = self.counted.get("epoch", (epoch, epoch))
+        self.counted["epoch"] = (first, epoch)
+        again = self.epoch_recorded and epoch == last and line_no - self.record_line > HEADER_LINES
+        self.relaunch_heard = self.relaunch_heard or epoch <= first and (first < last or again)
+        self.epoch_recorded = False
+
+    def relaunched(self, step: int | None, epoch: int | None, logged_epoch: float | None = None,
+                   line_no: int = 0) -> int | None:
         """The number of the launch a record begins (2, 3, ...), where the log's counter starts again from its first
         value: several launches appended to one file (`>>`, a script run again), each counting from the start; a
         resume from a checkpoint goes back to a later value and begins none. None for any other record. The record's
-        logged step is its counter, else its epoch."""
-        kind, value = ("step", step) if step is not None else ("epoch", epoch) if epoch is not None else (None, None)
+        logged step is its counter, else its epoch, else the epoch it logs as a value (HF's `'epoch': 0.27` on records
+        with no counter), which begins a launch only after `HEADER_LINES` lines of other output (a second run appended
+        after the first's `train_runtime` summary and its own settings dump; records that go back with nothing between
+        them are the log's own)."""
+        kind, value = ("step", step) if step is not None else ("epoch", epoch) if epoch is not None else (
+            ("logged epoch", logged_epoch) if logged_epoch is not None and math.isfinite(logged_epoch) else (None, None))
         if kind is None:
             return None
         first, last = self.counted.get(kind, (value, value))
         self.counted[kind] = (first, value)
-        if value <= first < last:
+        heard, self.relaunch_heard = self.relaunch_heard, False
+        self.epoch_recorded = self.epoch_recorded or kind == "epoch"
+        if kind == "logged epoch" and line_no - self.record_line <= HEADER_LINES:
+            return None
+        if value <= first < last or heard and kind == "epoch" and value <= first:
             self.launches += 1
             return self.launches
         return None

@@ -216,8 +216,10 @@ FORMATS: list[Format] = [
     # version 8: `nan` / `inf` printed as a pair's value (`total_loss: nan obj_cls: 2.1`) stays that pair's value
     # version 9: a line whose message begins with a held-out split (`Valid | Epoch 1 | Loss 0.2`) gives it all its
     # values; an evaluation printed batch by batch (`Test: [100/196] ... Loss x (avg)`, then ` * Acc@1`) is one
+    # version 10: the step is the counter a line prints (`Epoch: [e][i/N]` as e·N+i, `Global Batch N`, a dict's
+    # `iteration`), a clock after an estimate's key no line time, a settings dump's `name=value,` lines no points
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=9),
+           text=True, version=10),
 ]
 
 

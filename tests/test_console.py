@@ -438,7 +438,15 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
     covered = 0  # characters spanned by pairs: a repeated line's loose pairs count on a record line only
     chars = sum(not c.isspace() for c in text)
     for pattern in C._TIME:
-        match = pattern.regex.search(text)
+        match = None
+        for found in pattern.regex.finditer(text):
+            estimate = C._ESTIMATE_BEFORE.search(text, 0, found.start())
+            if estimate:  # an estimate's clock is blanked, never the line's time
+                year = C._YEAR_AFTER.match(text, found.end())
+                text = C._blank(text, (estimate.start(), year.end() if year else found.end()))
+                continue
+            match = found
+            break
         if match:
             out.time = {k: v for k, v in match.groupdict().items() if v is not None}
             out.time_kind = pattern.name
@@ -458,6 +466,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             took = [name for name in found if getattr(out, name) is None]
             for name in took:
                 setattr(out, name, int(groups[name]))
+            if groups.get("of") is not None and out.per_epoch is None and {"step", "batch"} & set(took):
+                out.per_epoch = int(groups["of"])
             if groups.get("value") is not None:  # a counter inside a metric: `Train loss 12001 0.166141`
                 covered += match.end() - match.start()
                 out.metrics.setdefault(match["key"].strip(), C._float(match["value"]))
@@ -467,6 +477,7 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                 text = C._blank(text, match.span())
             if took:
                 break
+    out.counted_by = counted_by  # the counter patterns that matched (the reader's `batch_step` asks for `batch`)
     for pattern in C._ASSIGN:
         if pattern.name == "bare_rate" and "tqdm_bar" in counted_by:
             continue  # a tqdm bar's own rate is not read
@@ -607,15 +618,17 @@ class _ReferenceState(C._State):
                 continue
             repeated = bool(re.search(C._PAIR, text)) and self.outlines.get(C.outline(text), 0) >= C.REPEATS
             parsed = reference_parse_line(text, repeated)
-            metrics, counters, _, _, listed = self.tabled(
-                text, parsed.metrics, {k: getattr(parsed, k) for k in ("step", "epoch", "batch")
-                                       if getattr(parsed, k) is not None}, False, ())
+            line_counters = {k: getattr(parsed, k) for k in ("step", "epoch", "batch") if getattr(parsed, k) is not None}
+            if parsed.per_epoch is not None:
+                line_counters["of"] = parsed.per_epoch
+            metrics, counters, _, by, listed = self.tabled(text, parsed.metrics, line_counters, False,
+                                                           tuple(parsed.counted_by))
             if "epoch" in counters and not listed:
                 header = None if metrics else counters["epoch"]
             self.note_epoch_steps(metrics, counters, header)
-            lines.append((position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed))
+            lines.append((position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed, by))
         self.epoch_heard = header
-        for position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed in lines:
+        for position, ordinal, line_no, redrawn, text, parsed, metrics, counters, listed, by in lines:
             if self.steps_in_epoch and "step" in counters and ("epoch" in counters or self.header_epoch is not None):
                 counters = {**counters, "batch": counters.get("batch", counters["step"])}
                 del counters["step"]
@@ -630,6 +643,14 @@ class _ReferenceState(C._State):
                                    ("epoch", None), ("batch", None), ("ordinal", n is None)):
                         cols[col].append(v)
                 continue
+            held_out = counts_batches = False  # this reference reads no evaluation block
+            if parsed.epoch is not None:
+                self.epoch_seen = True
+            if parsed.step is None and parsed.batch is not None and parsed.metrics:
+                held_out = all(C._names_split(t) for t in parsed.metrics)
+                if not held_out:
+                    parsed.step = self.batch_step(counters, by)
+                    counts_batches = parsed.step is not None and "of" not in counters
             if not parsed.metrics:
                 if _looks(text):
                     self.n_unmatched += 1
@@ -641,14 +662,18 @@ class _ReferenceState(C._State):
                     self.last_step, self.step_tags = parsed.step, frozenset()
                 if parsed.epoch is not None:
                     self.header_epoch, self.epoch_kept = parsed.epoch, False
+                    self.note_header_epoch(parsed.epoch, line_no)
+                    if parsed.step is None and not self.step_tags:
+                        self.last_step = None
                 continue
             if parsed.epoch is not None:
                 self.header_epoch = None
             if parsed.step is not None:
                 step, is_ordinal = parsed.step, False
                 self.last_step, self.step_tags = parsed.step, frozenset(parsed.metrics)
-            elif (parsed.epoch is None and parsed.batch is None and self.last_step is not None
-                  and frozenset(parsed.metrics) != self.step_tags):
+            elif self.last_step is not None and frozenset(parsed.metrics) != self.step_tags and (
+                    parsed.epoch is None and parsed.batch is None or held_out
+                    or parsed.batch is None and any(C._names_split(t) for t in parsed.metrics)):
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = ordinal, True
@@ -661,8 +686,9 @@ class _ReferenceState(C._State):
                     and not self.epoch_kept and "epoch" not in parsed.metrics:
                 parsed.metrics["epoch"] = float(self.header_epoch)  # once under an `epoch N` line, as a series
                 self.epoch_kept = True
-            launch = self.relaunched(None if is_ordinal else step,
-                                     parsed.epoch if parsed.epoch is not None else self.header_epoch)
+            launch = self.relaunched(None if is_ordinal or counts_batches else step,
+                                     parsed.epoch if parsed.epoch is not None else self.header_epoch,
+                                     parsed.metrics.get(C.EPOCH_TAG) if is_ordinal else None, line_no)
             if launch is not None:
                 parsed.metrics[C.LAUNCH_TAG] = float(launch)
             for tag, value in parsed.metrics.items():
@@ -674,6 +700,7 @@ class _ReferenceState(C._State):
                 cols["epoch"].append(parsed.epoch if parsed.epoch is not None else self.header_epoch)
                 cols["batch"].append(parsed.batch)
                 cols["ordinal"].append(is_ordinal)
+                self.record_line = line_no
         return scalars_frame(pl.DataFrame(cols, schema={
             "tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64, "wall_time": pl.Float64,
             "epoch": pl.Int64, "batch": pl.Int64, "ordinal": pl.Boolean}))

@@ -45,3 +45,29 @@ def test_a_complete_export_of_a_short_run_is_silent(tmp_path):
     steps, loss = curve(n=300, every=10)
     run = load_run(_export(tmp_path / "r", steps, loss, bucket=1), tmp_path / "f.duckdb")
     assert list(SampledLog().check(run)) == []
+
+
+def _console_epochs(root, redraws, batches: bool) -> None:
+    """A console log of one summary line per epoch (`Epoch e/E Train Loss: X | Val Loss: Y`) under a tqdm bar redrawn
+    a varying number of times (`\\r` between redraws), as `print` after `tqdm(...)` leaves it; with `batches`, lines
+    `Epoch e/E batch b/N loss X` at irregular batches instead."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    with open(root / "train.log", "w") as f:
+        for e, n in enumerate(redraws, 1):
+            f.write("".join(f"Epoch {e}/400 train: {k:3d}%|##        | {k}/100 [00:01<00:00, 42.1it/s]\r"
+                            for k in range(n)) + "\n")
+            if batches:
+                for b in sorted(rng.choice(np.arange(1, 1000), 6, replace=False)):
+                    f.write(f"Epoch {e}/400 batch {b}/1000 loss {1 / (e + b / 1000):.4f}\n")
+            else:
+                f.write(f"[Model] Epoch {e}/400 Train Loss: {1 / e:.4f} | Val Loss: {1.1 / e:.4f}\n")
+
+
+def test_a_summary_per_epoch_between_progress_bars_is_no_sample(tmp_path):
+    redraws = np.random.default_rng(1).integers(50, 500, 60)
+    _console_epochs(tmp_path / "e", redraws, batches=False)
+    assert list(SampledLog().check(load_run(tmp_path / "e", tmp_path / "e.duckdb"))) == []
+    # batches printed at irregular counts within each epoch are read as what they are
+    _console_epochs(tmp_path / "b", redraws[:10], batches=True)
+    assert [f.kind for f in SampledLog().check(load_run(tmp_path / "b", tmp_path / "b.duckdb"))] == ["sampled_log"]

@@ -21,7 +21,7 @@ class ExplodingGradients:
     """The gradient norm jumps by orders of magnitude, or grows until it is non-finite.
 
     Detects: episodes where the global gradient norm stays at least `factor` above its reference (the lowest trailing
-    median over `window` points so far) for `min_points` points or more, or ends non-finite, or peaks `huge_factor`
+    median over `window` points so far, within the launch: `Run.launch_starts`) for `min_points` points or more, or ends non-finite, or peaks `huge_factor`
     above it; episodes less than `window` points apart are one; the onset is the last point within `calm_factor`.
     A window whose norms are mostly exactly 0 or non-finite (`min_valid_share`: skipped fp16 steps) sets no
     reference, and an episode right after one has no level it rose from.
@@ -117,14 +117,18 @@ class ExplodingGradients:
         steps, g = run.arrays("grad_norm")
         with np.errstate(divide="ignore", invalid="ignore"):
             lg = np.where(np.isfinite(g) & (g > 0), np.log10(np.where(g > 0, g, 1.0)), np.nan)
-        trailing, _ = stats.rolling_baseline(lg, self.window)
+        # the trailing level and the lowest one so far, within each launch appended to the log (`Run.launch_starts`):
+        # no ratio reads across a fresh start
+        cuts = np.searchsorted(steps, np.asarray(run.launch_starts(run.pick("grad_norm")), dtype=np.int64))
+        trailing = np.concatenate([stats.rolling_baseline(p, self.window)[0] for p in np.split(lg, cuts) if p.size])
         # a window mostly of norms exactly 0 or non-finite (steps an fp16 scaler skipped) is no reference level: the
         # few positive norms among them set none
         valid = np.isfinite(lg).astype(float)
         share = np.r_[np.nan, np.convolve(valid, np.ones(self.window), "full")[:valid.size - 1]
                       / np.minimum(np.arange(1, valid.size), self.window)]
         trailing = np.where(share >= self.min_valid_share, trailing, np.nan)
-        base = np.fmin.accumulate(np.where(np.isfinite(trailing), trailing, np.inf))
+        base = np.concatenate([np.fmin.accumulate(p) for p in np.split(
+            np.where(np.isfinite(trailing), trailing, np.inf), cuts) if p.size])
         base = np.where(np.isfinite(base), base, np.nan)
         nonfinite = ~np.isfinite(g) & (np.arange(g.size) > 0)
         excess = lg - base

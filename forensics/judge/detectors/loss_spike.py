@@ -26,7 +26,7 @@ class LossSpike:
     positive loss) and `min_ratio` of its level above the trailing median, back within `recover` points (else a level
     shift: divergence); past `max_spikes`, only those `crowd_z_factor` × the crowd's median z (`stats.SpikeRule`,
     shared with the engine's spike list and bad_batch). A non-finite loss of at most `recover` points between finite
-    ones is a spike of unbounded height, from `min_points_nonfinite` points.
+    ones of the same launch is a spike of unbounded height, from `min_points_nonfinite` points.
     A finite spike must also undo at least `min_undo` of the progress made by then (from the start level); where the
     `max_window` points before it hold an excursion of ×`heavy` (heavy-tailed noise) it must rise `min_over_max` ×
     above the largest one, unless it undoes `undo_always` of the progress. An unstable stretch of several peaks that
@@ -173,9 +173,12 @@ class LossSpike:
                 bump = self._bump(run, steps, values)
                 if bump is not None:
                     yield bump
+        starts = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
         for a, b in stats.runs_of(~np.isfinite(values)):
             if a == 0 or b == values.size - 1 or b - a + 1 > self.spike.recover:
                 continue  # at the start, to the end (nan_loss), or too long to be a blip
+            if np.any((starts > steps[a - 1]) & (starts <= steps[b + 1])):
+                continue  # one launch ends or begins non-finite: the finite value after it is another launch's
             ev = {"step": int(steps[a]), "value": plain(values[a]), "end_step": int(steps[b]),
                   "previous_value": float(values[a - 1]), "next_value": float(values[b + 1]),
                   "nonfinite_points": int(b - a + 1)}

@@ -9,9 +9,15 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, finite_part, level_of, point, src, too_short
+from forensics.judge.detectors.base import SHAPE, by_launch, finite_part, level_of, point, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
+
+
+def _last_launch(run: Run, role: str) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, values) of `role` in the last launch appended to its log (`base.by_launch`), before its first
+    non-finite value: a launch that ended in NaN hides none of the launches after it."""
+    return finite_part(*by_launch(run, role, *run.arrays(role))[-1])
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,7 @@ class Overfitting:
     rises at every evaluation after its minimum to the last (`every_share` of them or more), by `every_min_rise`
     of it and `noise_k` times its relative point noise, while training at those evaluations falls at each (or sits
     at its floor, `memorised` of its first value), by `min_train_fall` in all.
+    Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
     False alarms: 0 of the 67 healthy real runs it judged (benchmarks/false_alarms.py, fifteen label files).
@@ -101,7 +108,7 @@ class Overfitting:
         evaluations (the median of its points in the interval that ends at each) falls at each and by
         `min_train_fall` in all. Three epochs of a fine-tune whose evaluation loss
         climbs +13%, +47% while its training loss halves are read so; the three-evaluation rule needs five."""
-        vs, v = finite_part(*run.arrays("val_loss"))
+        vs, v = _last_launch(run, "val_loss")
         k = stats.rising_tail(v)
         if k < self.every_min_evals or k - 1 < self.every_share * (v.size - 1) or np.argmin(v) != v.size - k:
             return None  # two evaluations up at the end of a long run: a user waits for the next one
@@ -110,7 +117,7 @@ class Overfitting:
         if not (lo > 0 and last >= (1 + self.every_min_rise) * lo) or (
                 np.isfinite(wiggle) and last - lo < self.noise_k * wiggle * lo):
             return None  # a rise within the curve's own jumps between evaluations is not a turn
-        ts, tv = finite_part(*run.arrays("loss"))
+        ts, tv = _last_launch(run, "loss")
         span = vs[-k:]
         bounds = np.r_[vs[-k - 1] if v.size > k else -np.inf, span]
         train, counts = [], []
@@ -141,7 +148,7 @@ class Overfitting:
         a median of the last window `min_rise` above that minimum and `noise_k` standard errors of a window median
         (point noise / √window), while training falls over the same span. A tiny validation set jumps ×3 between
         epochs; its 3-point minimum is a lucky dip near the end, while its medians over 30 epochs climb +60%."""
-        vs, v = finite_part(*run.arrays("val_loss"))
+        vs, v = _last_launch(run, "val_loss")
         if v.size < self.wide_min_evals:
             return None
         w = max(5, int(v.size * self.wide_share))
@@ -156,7 +163,7 @@ class Overfitting:
         trend = stats.mann_kendall(v[imin:], vs[imin:])
         if not (trend.z > 0 and trend.p < self.trend_p):
             return None
-        ts, tv = finite_part(*run.arrays("loss"))
+        ts, tv = _last_launch(run, "loss")
         after = (ts >= vs[imin]) & (ts <= vs[-1])
         if after.sum() < 6:
             return None
@@ -177,7 +184,7 @@ class Overfitting:
 
     def _narrow(self, run: Run) -> Iterator[Finding]:
         """The rule of the docstring's first paragraphs, on the 3-point smoothed validation minimum."""
-        vs, v = finite_part(*run.arrays("val_loss"))
+        vs, v = _last_launch(run, "val_loss")
         if v.size < self.min_points:
             return
         sm = stats.rolling_median(v, self.smooth_points)
@@ -195,7 +202,7 @@ class Overfitting:
             return
         if np.sum(v[imin + 1:] >= lo + self.min_rise * abs(lo)) < self.min_evals_above:
             return  # one or two evaluations up at the end: a user waits for the next before stopping the run
-        ts, tv = finite_part(*run.arrays("loss"))
+        ts, tv = _last_launch(run, "loss")
         # Training over the validation rise's own span: what training did after the last finite evaluation
         # (a NaN, a masked 0.0) says nothing about the steps where validation rose.
         after = (ts >= vs[imin]) & (ts <= vs[-1])

@@ -30,6 +30,14 @@ def _complete_export(run: Run, name: str, gaps: np.ndarray) -> bool:
     return True
 
 
+def _printed_gaps(counters: dict[int, tuple[int | None, int | None]], steps: np.ndarray) -> np.ndarray:
+    """The gaps between the batches printed on consecutive lines of one epoch; none where a line prints no batch."""
+    printed = [counters.get(int(s), (None, None)) for s in steps]
+    if not printed or any(b is None for _, b in printed):
+        return np.array([], dtype=np.int64)
+    return np.array([b2 - b1 for (e1, b1), (e2, b2) in zip(printed, printed[1:]) if e1 == e2], dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class SampledLog:
     """The loss series is a down-sampled export.
@@ -38,7 +46,9 @@ class SampledLog:
     reservoir sampling leaves it: more than `min_distinct` of the step gaps are distinct values over at
     least `min_points` points (a logger writing every N steps has one or two distinct gaps). An export whose
     `__MIN`/`__MAX` companions equal the value on every row, at evenly spaced steps, holds every logged
-    point (a short run that fit the chart) and is not reported.
+    point (a short run that fit the chart) and is not reported. On an ordinal axis (console lines without a global
+    counter, DECISIONS §2) the spacing is read on the batch the lines print, within each epoch: line positions count
+    lines, not steps, and records that print an epoch alone are once-per-epoch summaries, never a sample.
     False alarms: fires on 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: spikes and the exact NaN step may have been sampled away.
@@ -56,6 +66,8 @@ class SampledLog:
         steps = run.series("loss")["step"].to_numpy()
         fmt = run.format_of(name)
         gaps = np.diff(steps)
+        if bool(run.meta.filter(pl.col("name") == name)["ordinal"].fill_null(False).any()):
+            gaps = _printed_gaps(run.counters(name, steps.tolist()), steps)
         distinct = len(np.unique(gaps)) / gaps.size if gaps.size else 0.0
         irregular = steps.size >= self.min_points and distinct > self.min_distinct
         if fmt not in EXPORT_FORMATS and not irregular:

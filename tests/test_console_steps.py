@@ -1,0 +1,201 @@
+"""Console logs: the step axis from the counters a line prints, launches appended to one log, and what is no clock,
+no counter and no value (an estimate's time, a settings dump, a file's name)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import polars as pl
+
+from forensics.judge.detectors.exploding_gradients import ExplodingGradients
+from forensics.judge.detectors.loss_spike import LossSpike
+from forensics.judge.detectors.overfitting import Overfitting
+from forensics.judge.detectors.resumed_run import ResumedRun
+from ingest.announcements import RESUME, read
+from ingest.console import LAUNCH_TAG, read_console
+from tests.runwriters import load_run, log_messages
+
+
+def _frame(path: Path) -> pl.DataFrame:
+    return pl.concat([c.scalars for c in read_console(path) if c.scalars is not None])
+
+
+def _series(frame: pl.DataFrame, tag: str) -> pl.DataFrame:
+    return frame.filter(pl.col("tag") == tag)
+
+
+def _progress_meter(epoch: int, batch: int, batches: int, loss: float) -> str:
+    # PyTorch's ImageNet example (ProgressMeter): `Epoch: [{}]` then `[{:>4d}/{}]`, tab-separated meters
+    return f"Epoch: [{epoch}][{batch:>4d}/{batches}]\tTime  0.130 ( 0.600)\tLoss {loss:.4e} ({loss:.4e})"
+
+
+def test_an_epoch_and_its_batch_of_a_printed_total_make_the_global_step(tmp_path):
+    log = tmp_path / "train.log"
+    lines = [_progress_meter(e, b, 500, 2.0 / (1 + e * 5 + b / 100)) for e in range(3) for b in range(0, 500, 100)]
+    log_messages(log, lines, "%(message)s")
+    loss = _series(_frame(log), "Loss")
+    assert loss["step"].to_list() == [e * 500 + b for e in range(3) for b in range(0, 500, 100)]
+    assert not loss["ordinal"].any() and loss["epoch"].to_list()[-1] == 2
+
+
+def test_a_batch_that_goes_back_within_its_epoch_is_a_resume(tmp_path):
+    root = tmp_path / "run"
+    root.mkdir()
+    lines = [_progress_meter(e, b, 500, 2.0 / (1 + e * 5 + b / 100)) for e in range(4) for b in range(0, 500, 100)]
+    again = [_progress_meter(2, b, 500, 2.1 / (1 + 10 + b / 100)) for b in range(300, 500, 100)]
+    log_messages(root / "train.log", lines[:15] + again + lines[15:], "%(message)s")  # [2][300] after [2][400]
+    found = [f for f in ResumedRun().check(load_run(root, tmp_path / "r.duckdb")) if f.evidence.get("restart_step")]
+    assert [f.step for f in found] == [2 * 500 + 300]
+
+
+def test_an_evaluation_pass_is_read_at_the_training_step_logged_last(tmp_path):
+    log = tmp_path / "train.log"
+    lines = [_progress_meter(0, b, 300, 1.0) for b in range(0, 300, 100)]
+    lines += [f"Test: [{b:>3d}/196]\tTime  0.100 ( 0.100)\tLoss {0.5 + b / 1000:.4e} ({0.5:.4e})" for b in (0, 100)]
+    log_messages(log, lines, "%(message)s")
+    test = _series(_frame(log), "Test Loss")
+    assert test["step"].to_list() == [200, 200] and not test["ordinal"].any()
+
+
+def test_a_global_batch_is_the_step(tmp_path):
+    log = tmp_path / "training.log"
+    lines = [f"Epoch {1 + b // 50}, Global Batch {b}, Training Loss: {10 - b / 20:.4f}, Validation Loss: 1.0"
+             for b in range(5, 100, 5)]
+    lines.insert(3, "Checkpoint saved to checkpoints/checkpoint-epoch1-batch20.pth")
+    log_messages(log, lines, "%(asctime)s - %(levelname)s - %(message)s")
+    frame = _frame(log)
+    assert _series(frame, "Training Loss")["step"].to_list() == list(range(5, 100, 5))
+    assert set(frame["tag"]) == {"Training Loss", "Validation Loss"}  # a checkpoint's file name holds no value
+
+
+def test_a_bare_batch_count_with_no_epoch_is_the_step(tmp_path):
+    log = tmp_path / "train.log"
+    log_messages(log, [f"batch: {b}, time: 25.3, loss: {55 - b / 100:.2f}" for b in range(9, 80, 10)], "%(message)s")
+    loss = _series(_frame(log), "loss")
+    assert loss["step"].to_list() == list(range(9, 80, 10)) and not loss["ordinal"].any()
+    # under an epoch the batch counts within it: the record's ordinal stays its step
+    per_epoch = tmp_path / "epochs.log"
+    log_messages(per_epoch, [f"epoch {e} batch: {b}, loss: 1.0" for e in range(2) for b in (10, 20)], "%(message)s")
+    assert _series(_frame(per_epoch), "loss")["ordinal"].all()
+
+
+def test_a_json_lines_record_takes_its_iteration_as_the_step(tmp_path):
+    # detectron2's JSONWriter: `json.dumps(to_save, sort_keys=True)` per line; three launches from iteration 19, then
+    # a resume from a checkpoint at 59 after 99
+    run = tmp_path / "run"
+    run.mkdir()
+    launches = [range(19, 80, 20), range(19, 40, 20), range(19, 120, 20), range(59, 140, 20)]
+    iters = [i for launch in launches for i in launch]
+    with (run / "metrics.json").open("w") as f:
+        for k, launch in enumerate(launches):
+            for i in launch:
+                f.write(json.dumps({"iteration": i, "total_loss": 2.0 / (1 + i / 50) + k / 100, "lr": 0.02,
+                                    "eta_seconds": 10.0}, sort_keys=True) + "\n")
+    frame = _frame(run / "metrics.json")
+    assert _series(frame, "total_loss")["step"].to_list() == iters and "iteration" not in set(frame["tag"])
+    assert _series(frame, LAUNCH_TAG)["value"].to_list() == [2.0, 3.0]
+    found = [f for f in ResumedRun().check(load_run(run, tmp_path / "j.duckdb")) if f.evidence.get("restart_step")]
+    assert [f.step for f in found] == [59]
+
+
+def test_an_estimate_of_the_finish_is_not_the_line_time(tmp_path):
+    # `etc:` (the estimated time of completion, `time.ctime()`) converges as the run goes on: it runs backwards
+    log = tmp_path / "train.log"
+    start = time.mktime((2019, 9, 17, 14, 0, 0, 0, 0, -1))
+    lines = [f"step: {s:5d}/ 3305 loss:{0.7 / (1 + s / 100):.4f} imps:50.0 lr: 0.1000 "
+             f"etc:{time.ctime(start + 3600 - s)}" for s in range(0, 1600, 100)]
+    log_messages(log, lines, "%(message)s")
+    frame = _frame(log)
+    assert set(frame["tag"]) == {"loss", "imps", "lr"}
+    assert frame["wall_time"].is_null().all() and _series(frame, "loss")["step"].to_list() == list(range(0, 1600, 100))
+
+
+def _keras_launch(epochs: int, losses: list[float], val: list[float] | None = None) -> list[str]:
+    # Keras 2.0's fit(verbose=2) with ModelCheckpoint(verbose=1): its model summary, `Epoch e/E`, the callback's
+    # `Epoch %05d: ...` (0-based), then the epoch's line
+    out = ["_" * 65, "Layer (type)                 Output Shape              Param #", "=" * 65,
+           "Total params: 134,346,581", "_" * 65]
+    for e, loss, v in zip(range(epochs), losses, val or losses):
+        out += [f"Epoch {e + 1}/100", f"Epoch {e:05d}: val_acc improved from -inf to 0.69706, saving model to "
+                f"weights.best.hdf5", f"300s - loss: {loss:.4g} - acc: 0.7004 - val_loss: {v:.4g} - val_acc: 0.69"]
+    return out
+
+
+def test_keras_launches_appended_to_one_log_are_split(tmp_path):
+    root = tmp_path / "run"
+    root.mkdir()
+    lines = _keras_launch(5, [3.3, 3.2, 3.1, 3.0, 2.9]) + _keras_launch(1, [float("nan")]) + ["Epoch 2/100"]
+    lines += _keras_launch(6, [3.4, 3.3, 3.2, 3.1, 3.0, 2.9])
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    frame = _frame(root / "train.log")
+    assert _series(frame, LAUNCH_TAG)["value"].to_list() == [2.0, 3.0]
+    assert _series(frame, "loss")["epoch"].to_list() == [1, 2, 3, 4, 5, 1, 1, 2, 3, 4, 5, 6]
+    assert not any("weights" in t or "hdf" in t for t in frame["tag"])
+    run = load_run(root, tmp_path / "k.duckdb")
+    assert list(LossSpike().check(run)) == []  # a launch ending in NaN, the next starting at 12: no spike between
+
+
+def test_a_second_hf_run_appended_after_the_summary_is_a_launch(tmp_path):
+    # the HF Trainer's console: `{'loss': ..., 'grad_norm': ..., 'learning_rate': ..., 'epoch': ...}` per logging step,
+    # `{'train_runtime': ...}` at the end, then the next run's TrainingArguments dump and a fresh warm-up
+    root = tmp_path / "run"
+    root.mkdir()
+    first = [f"{{'loss': 0.05, 'grad_norm': {0.0 if i % 2 else 0.01}, 'learning_rate': 0.000231, "
+             f"'epoch': {i / 10:.2f}}}" for i in range(1, 50)]
+    second = [f"{{'loss': {1.2 - i / 100:.3f}, 'grad_norm': {1.0 + i / 50:.3f}, 'learning_rate': {min(i, 10) * 3e-5:.6f}, "
+              f"'epoch': {i / 10:.2f}}}" for i in range(0, 50)]
+    dump = ["TrainingArguments(", "_n_gpu=1,", "learning_rate=0.0003,", "max_grad_norm=1.0,", ")",
+            "{'config_name': 'a.yaml', 'epochs': 5, 'group_by_length': False, 'learning_rate': 0.0003, "
+            "'save_epoch_adapters': True, 'save_total_limit': None}"]
+    summary = "{'train_runtime': 86619.19, 'train_samples_per_second': 4.019, 'train_loss': 0.025, 'epoch': 5.0}"
+    (root / "out.txt").write_text("\n".join(dump + first + [summary] + dump + second) + "\n")
+    frame = _frame(root / "out.txt")
+    assert _series(frame, "learning_rate").height == 99  # the dumps' `learning_rate` is a setting, not a point
+    assert _series(frame, LAUNCH_TAG).height == 1
+    assert list(ExplodingGradients().check(load_run(root, tmp_path / "h.duckdb"))) == []
+
+
+def test_a_resume_option_naming_a_checkpoint_is_an_announcement():
+    said = read("% python3 ./train_mnist.py --epoch=10 --resume ./result/snapshot_iter_3000")
+    assert said is not None and said.kind == RESUME and (said.counter, said.at) == ("step", 3000)
+    for line in ("python train.py --resume auto", "python train.py --resume '' --lr 0.1", "python train.py --resume",
+                 "  --resume PATH   path to latest checkpoint (default: none)"):
+        assert read(line) is None, line
+
+
+def test_overfitting_reads_the_last_launch_not_an_aborted_one(tmp_path):
+    # an aborted launch whose validation loss collapsed to 1e-7 and then went NaN, before the launch the log ends on,
+    # whose validation loss bottoms at epoch 10 and rises 25% while training falls
+    root = tmp_path / "run"
+    root.mkdir()
+    train = [1.0 / (1 + e / 5) for e in range(30)]
+    val = [0.9 - 0.03 * e if e < 10 else 0.6 * (1 + 0.015 * (e - 9)) for e in range(30)]
+    lines = _keras_launch(2, [0.98, 1.17e-07], [1.17e-07, 1.17e-07]) + _keras_launch(1, [float("nan")])
+    (root / "train.log").write_text("\n".join(lines + _keras_launch(30, train, val)) + "\n")
+    [found] = Overfitting().check(load_run(root, tmp_path / "o.duckdb"))
+    assert found.evidence["crossover_step"] > _series(_frame(root / "train.log"), LAUNCH_TAG)["step"].max()
+
+
+def test_records_whose_logged_epoch_goes_back_with_nothing_between_begin_no_launch(tmp_path):
+    # DeiT's main.py appends `json.dumps(log_stats)` per epoch to log.txt: a restart from epoch 0 right after epoch 1,
+    # with no summary or settings between, is the log's own record (resumed_run reads the epoch's fall), no launch
+    log = tmp_path / "log.txt"
+    with log.open("w") as f:
+        for e in [0, 1, *range(0, 20)]:
+            f.write(json.dumps({"train_lr": 1e-6, "train_loss": 4.2 - e / 10, "test_acc1": 0.3, "epoch": e,
+                                "n_parameters": 5536768}) + "\n")
+    assert LAUNCH_TAG not in set(_frame(log)["tag"])
+
+
+def test_a_bare_batch_count_that_starts_again_every_epoch_is_no_launch_nor_resume(tmp_path):
+    # `print(f"batch {i}, loss {loss:.4f}")` inside an epoch loop that prints no epoch: the count starts again at
+    # every epoch; the judge composes the passes, as for a step counted within each epoch
+    root = tmp_path / "run"
+    root.mkdir()
+    log_messages(root / "train.log", [f"batch {b}, loss {2.0 / (1 + e + b / 100):.4f}" for e in range(4)
+                                      for b in range(10, 100, 10)], "%(message)s")
+    frame = _frame(root / "train.log")
+    assert not _series(frame, "loss")["ordinal"].any() and LAUNCH_TAG not in set(frame["tag"])
+    assert list(ResumedRun().check(load_run(root, tmp_path / "b.duckdb"))) == []
