@@ -4,7 +4,6 @@ script's Python logging."""
 import numpy as np
 import pytest
 
-from forensics.judge import stats
 from forensics.judge.detectors import ValNoise
 from tests.runwriters import curve, load_run, write_tb
 
@@ -201,8 +200,8 @@ def test_per_batch_validation_lines_are_not_the_evaluation(tmp_path):
     (tmp_path / "r").mkdir()
     log_messages(tmp_path / "r" / "train.log", lines, fmt="%(asctime)s %(levelname)s    : %(message)s")
     run = load_run(tmp_path / "r", tmp_path / "f.duckdb")
-    per_batch = run.pick("val_loss")
-    assert run.finite_points(per_batch) == 80 and stats.relative_wiggle(run.arrays(per_batch)[1]) > 0.1
+    # each pass printed batch by batch is one evaluation, the epoch's mean printed after it (ingest's reading)
+    assert run.pick("val_loss") == "Validation Phase Loss" and run.finite_points("Validation Phase Loss") == 40
     assert ValNoise()._evaluations(run) == "Validation Phase Loss"
     assert list(ValNoise().check(run)) == []
 

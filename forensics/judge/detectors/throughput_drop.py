@@ -117,8 +117,13 @@ class ThroughputDrop:
     def _per_print(self, run: Run, name: str, steps: np.ndarray) -> int:
         """Iterations between two printed lines of a logged step time on a line axis (`Epoch: [3][1000/2502] Time
         0.98`: the batch counter moves by 1000): the printed time is one iteration's, and each line stands for
-        that many. 1 where no batch counter is printed."""
+        that many; on a logged step axis (`e·N + i` read from that line), the steps between two prints. 1 where no
+        batch counter is printed."""
         printed = run.counters(name, steps.tolist())
+        if not printed:
+            moves = np.diff(steps)
+            moves = moves[moves > 0]
+            return max(1, int(np.median(moves))) if moves.size else 1
         at = [printed.get(int(x), (None, None)) for x in steps]
         moves = [b[1] - a[1] for a, b in zip(at, at[1:])
                  if a[1] is not None and b[1] is not None and a[0] == b[0] and b[1] > a[1]]
