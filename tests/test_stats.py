@@ -419,24 +419,6 @@ def test_printed_resolution_is_the_coarsest_rounding_every_value_fits():
     assert np.all(printed_resolution(cosine) == 0)
 
 
-def test_doubling_medians_take_the_last_doublings_of_the_steps_and_stop_at_since():
-    steps = np.arange(1, 65)  # t = 1..64: blocks (32, 64], (16, 32], (8, 16], (4, 8]
-    b = stats.doubling_medians(steps, steps.astype(float), blocks=4)
-    assert [n for _, n, _ in b] == [4, 8, 16, 32] and [m for m, _, _ in b] == [6.5, 12.5, 24.5, 48.5]
-    assert [n for _, n, _ in stats.doubling_medians(steps, steps.astype(float), since=20)] == [13, 32]  # 20..32
-
-
-def test_falling_per_doubling_needs_a_fall_at_each_doubling_beyond_the_medians_noise():
-    rng = np.random.default_rng(0)
-    steps = np.arange(1, 1025)
-    power = 1.0 + steps ** -0.3 + rng.normal(0, 0.002, steps.size)
-    assert stats.falling_per_doubling(steps, power) > 0
-    flat = 1.0 + rng.normal(0, 0.002, steps.size)
-    assert stats.falling_per_doubling(steps, flat) is None
-    up = 1.0 + 0.1 * steps / steps[-1]
-    assert stats.falling_per_doubling(steps, up) is None
-
-
 def test_new_bests_counts_the_records_among_the_last_values():
     assert stats.new_bests(np.array([3.0, 2.0, 2.5, 1.9, 1.8]), 3) == 2
     assert stats.new_bests(np.array([3.0, 2.0, 2.0]), 2) == 1  # equal to the best is no new best

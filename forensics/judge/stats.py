@@ -780,48 +780,6 @@ def rising_tail(values: np.ndarray) -> int:
     return k
 
 
-def doubling_medians(steps: np.ndarray, values: np.ndarray, since: float | None = None, blocks: int = 4,
-                     min_points: int = 3) -> list[tuple[float, int, float]]:
-    """Medians of a curve over the last doublings of its steps, oldest first: (median, points, noise sigma of the
-    median) per block (t/2, t] of t = steps − first step + one logging interval, back from the end, each of
-    `min_points` points or more and none before `since` (a step; the oldest block may start there). Progress per doubling is how a power law (a
-    language model's or a contrastive loss's long tail) shows it still learns: it falls by a similar amount every
-    time the steps double, where a stalled loss stops."""
-    s = np.asarray(steps, dtype=float)
-    y = np.asarray(values, dtype=float)
-    if y.size < min_points:
-        return []
-    t = s - s[0] + cadence(s)
-    start = -math.inf if since is None else since - s[0] + cadence(s)
-    sigma = noise(y)
-    out = []
-    hi = float(t[-1])
-    for _ in range(blocks):
-        lo = max(hi / 2, start - 1e-9)  # the oldest block may be cut at `since`
-        inside = y[(t > lo) & (t <= hi)]
-        if hi <= start or inside.size < min_points:
-            break
-        # a median of n points carries √(π/2)·σ/√n of noise
-        out.append((float(np.median(inside)), int(inside.size), float(1.2533 * sigma / math.sqrt(inside.size))))
-        hi = lo
-    return out[::-1]
-
-
-def falling_per_doubling(steps: np.ndarray, values: np.ndarray, since: float | None = None, min_blocks: int = 3,
-                         sigmas: float = 2.0) -> float | None:
-    """The last doubling's fall (in the curve's units) when the curve's medians over its last `min_blocks`
-    doublings (`doubling_medians`, from `since` on) fall at every doubling, the last fall by `sigmas` standard
-    errors of the two medians' difference: a curve still learning in log-step space. None otherwise."""
-    b = doubling_medians(steps, values, since)
-    if len(b) < min_blocks:
-        return None
-    med = np.array([m for m, _, _ in b[-min_blocks:]])
-    se = np.array([e for _, _, e in b[-min_blocks:]])
-    if not np.all(np.diff(med) < 0) or med[-2] - med[-1] <= sigmas * float(np.hypot(se[-2], se[-1])):
-        return None
-    return float(med[-2] - med[-1])
-
-
 def new_bests(values: np.ndarray, last: int) -> int:
     """How many of the last `last` values set a new best (lower than every value before them). Under a stationary
     curve the i-th value is a record with probability 1/i, so records at most of the last evaluations of a long

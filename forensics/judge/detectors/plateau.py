@@ -53,9 +53,7 @@ class Plateau:
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
     evaluation at 1/C, C the count whose ln C the loss sits at).
     No plateau of any rule while the run still learns (`_still_learning`): its LR still warms up, its validation
-    loss sets a new best at most of its last evaluations (a sign test), or, without validation, its loss falls at
-    each of the last `doubling_blocks` doublings of its steps at `max_pace` of its mean fall per doubling (a power
-    law: slow in linear steps, steady in log steps).
+    loss sets a new best at most of its last evaluations (a sign test).
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
     Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
     False alarms: 2 of the 95 healthy real runs it judged (benchmarks/false_alarms.py, fifteen label files; 4 before
@@ -102,8 +100,6 @@ class Plateau:
     # unchanged at 1/C, C read from the loss: a uniform guess's loss is ln C and its accuracy 1/C)
     best_evals: int = 5  # a validation loss setting a new best at most of its last (up to) 5 evaluations ...
     min_best_evals: int = 3  # ... and at least 3 of them in the stall: still improving (a sign test)
-    doubling_blocks: int = 3  # without validation: medians over the last 3 doublings of the steps in the stall ...
-    doubling_sigmas: float = 2.0  # ... each lower, the last by 2 standard errors and at `max_pace` of the run's pace
 
     def _lr_fall(self, run: Run, start_step: int) -> float | None:
         """Peak LR up to `start_step` over the median LR from it to the end (None without an LR series on the
@@ -305,10 +301,7 @@ class Plateau:
     def _still_learning(self, run: Run, start: int, end: int | None = None) -> str | None:
         """Why the run is still learning over the stall from step `start` (to `end`), or None: its LR still warms
         up (the LR's last value in the stall is its peak, above its value at the stall's start); its validation
-        loss sets a new best at most of its last `best_evals` evaluations (`min_best_evals` of them in the stall);
-        or its loss falls at each of the last `doubling_blocks` doublings of its steps (`stats.falling_per_doubling`).
-        A power-law curve (a language model's, a contrastive or speech pre-training loss) slows in linear steps
-        but not in log steps: a user who doubles the run still buys a lower loss."""
+        loss sets a new best at most of its last `best_evals` evaluations (`min_best_evals` of them in the stall)."""
         fmt = run.format_of(run.pick("loss"))
         if run.has("lr") and run.format_of(run.pick("lr")) == fmt:
             s, lr = finite_part(*run.arrays("lr"))
@@ -326,18 +319,6 @@ class Plateau:
                 bests = stats.new_bests(v, k)
                 return (f"the validation loss sets a new best at {bests} of its last {k} evaluations"
                         if 2 * bests > k else None)
-        steps, y = (finite_part(*run.arrays("loss")) if end is not None else _last_launch(run))
-        if end is not None:
-            steps, y = steps[steps < end], y[steps < end]
-        fall = stats.falling_per_doubling(steps, y, start, self.doubling_blocks, self.doubling_sigmas)
-        if fall is None or not np.any(steps >= start):
-            return None
-        # the pace per doubling, as `max_pace` reads it in linear steps: against the run's mean fall per doubling
-        learned = stats.start_level(y, self.start_points) - float(np.median(y[steps >= start]))
-        doublings = math.log2((steps[-1] - steps[0]) / stats.cadence(steps) + 1)
-        if learned > 0 and fall >= self.max_pace * learned / doublings:
-            return (f"the loss still falls at every doubling of the steps ({fall:.3g} over the last, "
-                    f"{fall * doublings / learned:.0%} of its mean fall per doubling)")
         return None
 
     def check(self, run: Run) -> Iterator[Finding]:
