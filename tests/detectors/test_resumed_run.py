@@ -210,29 +210,6 @@ def test_an_lr_from_zero_at_one_period_is_a_schedule_s_cycle_not_resumes(tmp_pat
     assert sorted(f.step for f in ResumedRun().check(dipped) if "from 0" in f.summary) == [60, 85, 160]
 
 
-def test_a_launch_whose_counter_starts_again_but_whose_loss_goes_on_was_restored(tmp_path):
-    """Two launches of one script appended to one log (`Epoch: e/N, Iteration step: s, loss: v` through Python
-    logging), the second's epoch and step counters back at the first's. Where the second's loss starts near the
-    initial loss, it is a fresh launch; where it goes on from the level the first reached (the weights were
-    restored, the counter was not saved), it is a resume."""
-    from tests.runwriters import log_messages
-
-    steps, loss = curve(n=50, every=1300, start=5.2, floor=3.4, tau=15000)
-    steps = steps + 1300
-    for name, second, fires in (("fresh", loss[:20] * 1.01, False), ("restored", loss[29:49], True)):
-        lines = [f"Epoch: {i // 3}/50, Iteration step: {s}, loss: {v:.6f}" for i, (s, v) in
-                 enumerate(zip(steps[:30], loss[:30]))]
-        lines += [f"Epoch: {i // 3}/20, Iteration step: {s}, loss: {v:.6f}" for i, (s, v) in
-                  enumerate(zip(steps[:20], second))]
-        root = tmp_path / name
-        root.mkdir()
-        log_messages(root / "train.log", lines, fmt="%(asctime)s INFO: %(message)s")
-        run = load_run(root, tmp_path / f"{name}.duckdb")
-        assert run.launch_starts(run.pick("loss")), "two launches"
-        found = list(ResumedRun().check(run))
-        assert bool(found) == fires, [f.summary for f in found]
-
-
 def test_a_new_writer_that_goes_on_from_the_last_step_after_a_pause_is_a_resume(tmp_path):
     """Two SummaryWriters (two event files): the first logs steps 0..990 at 2 s a logged step, the second goes on
     from step 1000. Ten minutes between them is a process that died and one that resumed from its last
@@ -246,20 +223,3 @@ def test_a_new_writer_that_goes_on_from_the_last_step_after_a_pause_is_a_resume(
         assert bool(found) == fires, [f.summary for f in found]
         if fires:
             assert (found[0].step, found[0].step_end, round(found[0].evidence["wall_gap_s"])) == (1000, 990, 600)
-
-
-def test_a_counter_that_starts_again_over_and_over_is_no_string_of_restored_launches(tmp_path):
-    """Eight stretches of `Epoch: e/N, Iteration step: s, loss: v`, each starting its counters again while the loss
-    goes on across: a counter reset that often is the log's own rhythm, not eight resumes."""
-    from tests.runwriters import log_messages
-
-    steps, loss = curve(n=160, every=1300, start=5.2, floor=3.4, tau=40000)
-    steps = steps + 1300
-    lines = [f"Epoch: {(i % 20) // 4}/20, Iteration step: {steps[i % 20]}, loss: {v:.6f}" for i, v in enumerate(loss)]
-    root = tmp_path / "r"
-    root.mkdir()
-    log_messages(root / "train.log", lines, fmt="%(asctime)s INFO: %(message)s")
-    run = load_run(root, tmp_path / "f.duckdb")
-    assert len(run.launch_starts(run.pick("loss"))) > ResumedRun().max_ends
-    assert not [f for f in ResumedRun().check(run) if "counter starts again" in f.summary]
-    assert [f for f in ResumedRun(max_ends=10).check(run) if "counter starts again" in f.summary]

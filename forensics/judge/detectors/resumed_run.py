@@ -46,9 +46,7 @@ class ResumedRun:
     Seventh, a structured log's LR, positive for `min_lr_points` records, exactly 0 again and then rising while the
     steps go on: a schedule built anew from its warmup (HF Trainer resumed from a checkpoint saved without its
     scheduler); none under a scheduler named cyclic.
-    Eighth, a launch appended to the log whose counter starts again while its first loss goes on from the level the
-    launches before reached, far below the initial loss (`_restored_launches`): weights restored, counter reset.
-    Ninth, a new file of the loss (a new TensorBoard writer) whose first step goes on from the file before it after a
+    Eighth, a new file of the loss (a new TensorBoard writer) whose first step goes on from the file before it after a
     wall-clock pause (`_new_writer_goes_on`).
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
@@ -67,15 +65,12 @@ class ResumedRun:
     max_ends: int = 5  # more `training complete` lines than this with training after them: an epoch's message
     min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
     min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
-    min_fall: float = 0.2  # a launch restored from saved weights is told from a fresh one after a fall of 20% ...
-    late_share: float = 0.25  # ... by the range of the last quarter of the points before it
-    min_before: int = 3  # ... at least three of them
+    min_before: int = 3  # a file before a new writer's that logged at least this many intervals
     step_slack: float = 1.5  # a new writer's first step within this many logging intervals of the last file's ...
     pause_intervals: float = 2.0  # ... after a pause longer than this many logging intervals take
 
     def check(self, run: Run) -> Iterator[Finding]:
         found = list(self._from_counters(run))
-        found += self._restored_launches(run)
         found += self._new_writer_goes_on(run, found)
         yield from found
         words = list(self._announced(run, found))
@@ -173,43 +168,6 @@ class ResumedRun:
                                            f"was resumed from a checkpoint by a new process")))
             if len(out) >= self.max_reported:
                 break
-        return out
-
-    def _restored_launches(self, run: Run) -> list[Finding]:
-        """Launches appended to the log whose counter starts again but whose weights did not: the first loss of
-        the launch lies far below the run's initial loss (under the midpoint between it and the level the
-        launches before reached) and within the range of their last `late_share` of points, after a fall of
-        `min_fall` of the initial loss. A fresh launch starts again near the initial loss; a restored one goes on
-        from where the last one stood (the counter reset by a script that does not save it)."""
-        name = run.pick("loss")
-        starts = run.launch_starts(name)
-        if not starts or len(starts) > self.max_ends:
-            return []  # a counter that starts again more often is the log's own rhythm (an epoch's), not launches
-        steps, values = run.arrays("loss")
-        ok = np.isfinite(values)
-        steps, values = steps[ok], values[ok]
-        out = []
-        for at in starts[: self.max_reported]:
-            k = int(np.searchsorted(steps, at))
-            if k >= steps.size or k < self.min_before:
-                continue
-            init, first = float(values[0]), float(values[k])
-            late = values[max(0, k - max(self.min_before, int(self.late_share * k))):k]
-            level = float(np.median(late))
-            if init <= 0 or init - level < self.min_fall * init:
-                continue  # the launches before did not learn: nothing to tell a restored start from a fresh one
-            if not (first <= float(late.max()) and first < (init + level) / 2):
-                continue
-            ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": None,
-                  "initial_loss": init, "first_loss_after": first, "late_level_before": level,
-                  "late_range_before": [float(late.min()), float(late.max())], "wall_gap_s": None}
-            out.append(Finding.of(self, severity="info", step=int(steps[k]), step_end=int(steps[k - 1]), series=name,
-                                  evidence=ev, sources=(src(run, "loss", steps[[0, k - 1, k]]),),
-                                  summary=(f"the counter starts again at step {steps[k]}, but the loss there, "
-                                           f"{first:.4g}, is not the initial {init:.4g} at step {steps[0]}: it goes "
-                                           f"on from the level reached before (median {level:.4g} of the last "
-                                           f"{late.size} points, {late.min():.4g}-{late.max():.4g}): the run was "
-                                           f"resumed from saved weights with its counter reset")))
         return out
 
     def _announced(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
