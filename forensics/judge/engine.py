@@ -54,6 +54,7 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
             out.skipped.append(Skip(d.kind, f"the detector stopped on this run ({type(e).__name__}: {e}), so this "
                                             "kind was not judged; a bug in run-forensics, worth reporting"))
     out.skipped.extend(Skip(k, f"not yet detected: {why}") for k, why in catalog.NOT_YET_DETECTED.items())
+    findings = drop_restated(findings, detectors)
     spikes = series_spikes(run, spike)
     findings.sort(key=Finding.sort_key)
     out.findings, out.spikes = tie_events(run, findings, spikes)
@@ -76,6 +77,14 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
         out.checked["reduced"] = reduced
         out.findings = [f.with_reduction(reduced[f.series]) if f.series in reduced else f for f in out.findings]
     return out
+
+
+def drop_restated(findings: list[Finding], detectors: Sequence[Detector]) -> list[Finding]:
+    """The findings less those of a detector whose `yields_to` kinds fired too: one fact (a loss that never moved) is
+    reported once, under the kind that names it, not again under kinds built on the same flatness."""
+    fired = {f.kind for f in findings}
+    yields = {d.kind: set(getattr(d, "yields_to", ())) for d in detectors}
+    return [f for f in findings if not yields.get(f.kind, set()) & fired]
 
 
 def series_spikes(run: Run, rule: stats.SpikeRule = stats.SpikeRule()) -> list[Spike]:

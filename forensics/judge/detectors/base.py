@@ -34,7 +34,8 @@ class Detector(Protocol):
     wider range of steps its cause lies in, over which it joins other chain findings), `nonfinite` (a non-finite value:
     the step replay starts from), `reads_loss_level` (not on a GAN's adversarial losses), `reads_validation_alone`
     (where no training loss was read, judges the validation loss as validation), `judges_gan_pair` (where a GAN logs
-    both its losses, reads them as a pair: `detectors.adversarial`)."""
+    both its losses, reads them as a pair: `detectors.adversarial`), `yields_to` (kinds that, when they fire, already
+    say what this one would: one stall is reported once, by the engine's `drop_restated`)."""
 
     kind: ClassVar[str]
     requires: ClassVar[tuple[str, ...]]

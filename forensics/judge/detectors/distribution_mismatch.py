@@ -36,6 +36,8 @@ class DistributionMismatch:
     kind: ClassVar[str] = "distribution_mismatch"
     stage: ClassVar[int] = UPSTREAM
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
+    # a training loss that never moved makes the validation loss constant too (the model is): flat_loss says it
+    yields_to: ClassVar[tuple[str, ...]] = ("flat_loss",)
     min_train_drop: float = 0.3
     max_val_change: float = 0.05
     min_val_vs_start: float = 0.5  # an untrained level: this share of training's start or of log(C), the higher

@@ -19,6 +19,10 @@ from forensics.judge.run import Run
 from ingest.roles import words
 
 
+# A loss weight or coefficient (`kl_weight`, `beta`, `anneal`): one logged from 0 and rising makes the total rise.
+RAMP_WORDS = frozenset({"weight", "beta", "coef", "coeff", "anneal", "annealing", "lambda"})
+
+
 @dataclass(frozen=True)
 class Divergence:
     """The loss rises and does not come back, or is already blown up when the log starts.
@@ -124,7 +128,7 @@ class Divergence:
     grad_climb: float = 2.0  # a late climb shown by a gradient norm ×2 its level before the climb, at its highest
     lr_climb: float = 2.0  # a loss climbing ×2 its (smoothed) minimum while the LR rises ×2 (a warmup too high) ...
     lr_climb_val: float = 1.5  # ... beside a validation loss ×1.5 its minimum at every evaluation since
-    held_rise: float = 1.5  # the last `held_points` records or more each ×1.5 the highest of the level before ...
+    held_rise: float = 1.4  # the last `held_points` records or more each ×1.4 the highest of the level before ...
     held_points: int = 2
     held_ref_points: int = 3  # ... a level of 3 records or more (up to `held_ref_max`) ...
     held_ref_max: int = 10
@@ -132,6 +136,10 @@ class Divergence:
     warmup_blow_up: float = 4.0  # a loss climbing at its last records to ×4 its minimum while the LR rises ×2
     given_back: float = 0.5  # a log-scale loss (a perplexity's log) ending half its fall back above its minimum ...
     given_back_points: int = 3  # ... its last 3 records above the fall's midpoint, or an accuracy falling with it
+    above_start: float = 3.0  # a loss ×3 its untrained level (its first value, log C) ...
+    above_share: float = 0.8  # ... at 80% of its later records or more ...
+    above_points: int = 5  # ... 5 at least: it blew up from the start and never fell
+    floor_share: float = 0.02  # a loss under 2% of its untrained level at every point sits at its floor
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -205,6 +213,10 @@ class Divergence:
             found = [f for f in [self._step_up(run, steps, y, nan_follows)] if f is not None]
         if not found and n >= 2 * self.min_points_after:
             found = [f for f in [self._lr_climb(run, steps, y, nan_follows)] if f is not None]
+        if not found and n > self.above_points:
+            found = [f for f in [self._above_start(run, steps, y, nan_follows)] if f is not None]
+        if found and not nan_follows and self._at_floor(run, y):
+            return  # a trained loss wandering at its floor: the "rise" is its own scatter
         yield from found
 
     def _trend(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Iterator[Finding]:
@@ -235,7 +247,7 @@ class Divergence:
         # A loss that goes negative (a log-likelihood, an ELBO, a contrastive or GAN loss) has no ratio to its
         # minimum: its own scale is the fall it made before the minimum, so the rise is judged against that.
         scale = abs(lo) if lo > 0 else head - lo
-        if not (rise > 0 and rise >= self.min_recovered * (head - lo)):
+        if not (rise > 0 and gave_back(head, lo, final) >= self.min_recovered):
             return
         grows = rise >= self.min_growth * scale
         # A slow drift: smaller than `min_growth`, but near-monotone over many points and a good part of the log.
@@ -406,7 +418,7 @@ class Divergence:
         imin = int(np.nanargmin(sm[:n - k + 1]))
         lo, head = float(sm[imin]), float(y[0])
         if not (y[-1] >= self.late_rise * lo and y[-1] > np.max(y[imin:-1])
-                and y[-1] - lo >= self.min_recovered * (head - lo)):
+                and gave_back(head, lo, float(y[-1])) >= self.min_recovered):
             return None
         if stats.noise(np.log(y[:-1])) >= self.wide_spread and not y[-1] > np.max(y[stats.START_POINTS:-1]):
             return None  # in wide single-batch noise a lucky dip and three rises are no climb: above every point
@@ -438,7 +450,7 @@ class Divergence:
             m = n - int(start)
             imin = int(np.nanargmin(sm[:start]))
             lo = float(sm[imin])
-            if not (floor[start] > y[imin:start].max() and y[-1] - lo >= self.min_recovered * (float(y[0]) - lo)):
+            if not (floor[start] > y[imin:start].max() and gave_back(float(y[0]), lo, float(y[-1])) >= self.min_recovered):
                 continue
             before, during = gv[(gs >= steps[imin]) & (gs < steps[start])], gv[gs >= steps[start]]
             if not (before.size and during.size and during[-1] >= during.max() and during[-1] > before.max()
@@ -471,7 +483,7 @@ class Divergence:
             tail, before = y[n - m:], y[n - 2 * m:n - m]
             level, high = float(np.median(before)), float(np.median(tail))
             if not (high >= self.level_up * level and tail.min() > before.max()
-                    and high - level >= self.min_recovered * (float(y[0]) - level)):
+                    and gave_back(float(y[0]), level, high) >= self.min_recovered):
                 continue
             a, b = n - 2 * m, n - m
             ev = {"onset_step": int(steps[b - 1]), "min_level": level, "initial_level": float(y[0]),
@@ -527,6 +539,66 @@ class Divergence:
                                            f"{scatter:.1%}: a rise {(tail.min() / mid - 1) / max(scatter, 1e-12):.0f} "
                                            f"× the run's own noise" + (" and then turns non-finite" if nan_follows else "")))
         return None
+
+    @staticmethod
+    def _reference(run: Run, first: float) -> float:
+        """What an untrained model's loss is: the first logged value, or log C where the run declares a class count
+        (log 2, the fewest classes, where it only logs an accuracy), the higher."""
+        found = class_count(run)
+        chance = (math.log(found[0]) if found else
+                  math.log(2) if run.has("accuracy") or run.has("val_accuracy") else 0.0)
+        return max(first, chance)
+
+    def _at_floor(self, run: Run, y: np.ndarray) -> bool:
+        """Every point under `floor_share` of the untrained level (`_reference`) and the last `min_step_after`
+        points no higher than the highest point before the minimum: a trained loss wandering at its floor, its
+        "rise" from its lowest dip within its own scatter."""
+        if not (np.all(y >= 0) and y.size > self.min_step_after):
+            return False
+        ref = self._reference(run, float(y[0]))
+        imin = int(np.argmin(y))
+        return bool(float(np.max(y)) < self.floor_share * ref and imin > 0
+                    and float(np.median(y[-self.min_step_after:])) <= float(np.max(y[:imin])))
+
+    def _above_start(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """A loss that never fell and stands `above_start` × its untrained level (`_reference`) at `above_share` of
+        its later records or more (`above_points` at least) and over its last quarter, that quarter not below half
+        the level of the later records' first quarter (they do not fall: a first value logged too low, as a
+        running sum over one batch divided by the interval, is followed by a falling loss). Not while a loss weight
+        ramps up from 0 (`_weight_ramp`: the total grows by design)."""
+        if not np.all(y > 0):
+            return None
+        first, later = float(y[0]), y[1:]
+        ref = self._reference(run, first)
+        q = max(2, later.size // 4)
+        high = later >= self.above_start * ref
+        end, head = float(np.median(later[-q:])), float(np.median(later[:q]))
+        if not (later.size >= self.above_points and high.mean() >= self.above_share
+                and end >= self.above_start * ref and end >= 0.5 * head) or self._weight_ramp(run):
+            return None
+        ev = {"onset_step": int(steps[0]), "min_level": first, "initial_level": first, "reference_level": ref,
+              "final_level": float(y[-1]), "growth_factor": end / ref, "points_above": int(high.sum()),
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size)}
+        ref_text = (f"its first value {point(steps, y, 0)}" if ref == first else
+                    f"a uniform guess's loss {ref:.4g} (its first value {point(steps, y, 0)})")
+        return Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss never falls below {ref_text} and stands {ratio(self.above_start)} above it "
+                                   f"or more at {high.sum()} of its {later.size} later records, median "
+                                   f"{end:.4g} over its last {q} ({ratio(end / ref)}): it blew up from the start"
+                                   + (" and then turns non-finite" if nan_follows else "")))
+
+    @staticmethod
+    def _weight_ramp(run: Run) -> bool:
+        """A loss weight or coefficient (`RAMP_WORDS` in its name) logged from 0 and rising: an annealed term (a KL
+        warm-up) whose total rises by design."""
+        for name in run.names():
+            if not RAMP_WORDS & set(words(name)):
+                continue
+            _, v = finite_part(*run.arrays(name))
+            if v.size >= 2 and v[0] == 0 and v[-1] > 0:
+                return True
+        return False
 
     def _lr_restarts(self, run: Run, start: int, end: int) -> bool:
         """The logged LR jumps back up within steps `start`-`end` (×2 or more over the point before, which had
@@ -628,7 +700,7 @@ class Divergence:
         imin = int(np.nanargmin(sm))
         lo, head = float(sm[imin]), float(y[0])
         j = self._held_jump(y[imin:], lo, self.dies_high)
-        if j is None or float(np.median(y[imin + j:])) - lo < self.min_recovered * (head - lo):
+        if j is None or gave_back(head, lo, float(np.median(y[imin + j:]))) < self.min_recovered:
             return None
         held = y[imin + j:]
         low = float(np.min(held))
@@ -664,7 +736,7 @@ class Divergence:
             return None
         rest = y[k:]
         high = float(np.median(rest))
-        if not (high - lo >= self.min_recovered * (head - lo)
+        if not (gave_back(head, lo, high) >= self.min_recovered
                 and math.log(high / lo) >= self.step_sigmas * max(stats.noise(np.log(rest)), 1e-12)):
             return None
         if run.has("lr"):
@@ -901,6 +973,18 @@ def _minimum(steps: np.ndarray, y: np.ndarray, i: int, w: int) -> tuple[float, s
     j = max(0, i - w) + int(np.argmin(y[max(0, i - w):]))
     note = f"; lowest logged {point(steps, y, j)}" if y[j] < level else ""
     return level, f"its lowest level, the {text},", note
+
+
+def gave_back(start: float, lo: float, end: float) -> float:
+    """The share of its fall from `start` to its minimum `lo` that a loss ending at `end` gave back: on a log scale
+    once it fell more than a decade (`start` ≥ 10 × a positive `lo`: a loss back from 0.06 to 0.55 after falling
+    from 2.6 gave back 59% of what it learned, not the 20% a linear scale says), in linear units otherwise;
+    infinite where it never fell."""
+    if not start > lo:
+        return math.inf
+    if lo > 0 and end > 0 and start >= 10 * lo:
+        return math.log(end / lo) / math.log(start / lo)
+    return (end - lo) / (start - lo)
 
 
 def _effect(growth: float | None, rise: float, drop: float) -> str:

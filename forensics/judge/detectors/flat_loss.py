@@ -81,6 +81,9 @@ class FlatLoss:
     chance_band: float = 0.03  # from the start: its first and last levels within this share of ln C ...
     chance_epochs: int = 3  # ... over `min_points` points, this many epochs, or one printed value throughout
     accuracy_tol: float = 0.1  # an accuracy whose median is within this share of 1/C says C (0.5 for ln 2)
+    chance_windows: int = 10  # over most of the run: window means (this many windows) ...
+    chance_from: float = 0.2  # ... from this share of the run on ...
+    window_band: float = 0.02  # ... each within 2% of ln C or two standard errors of the window's mean
     zero_ceiling: float = 1e-4  # a loss exactly 0 on most points and never above this was never a signal
 
     def unavailable(self, run: Run) -> str | None:
@@ -138,9 +141,11 @@ class FlatLoss:
         if self._gradients_explode(run):
             return
         # a converged stretch at a schedule's end is not a loss that never moved, nor one whose LR still warms up
-        decayed = decayed_tail(run, steps) or warming_up(run, steps)
+        excerpt = decayed_tail(run, steps)
+        decayed = excerpt or warming_up(run, steps)
         # at chance from its first record says most (ln C, and why C); an exact constant says more still (below)
         role, ev = "loss", ((None if decayed else self._chance_start(run, steps, y))
+                            or (None if excerpt else self._chance_most(run, steps, y))
                             or (None if decayed else self._flat(steps, y)) or self._pinned(y)
                             or (None if decayed else self._still(steps, y)))
         exact = self._constant(run, y) if ev is not None else None
@@ -257,6 +262,15 @@ class FlatLoss:
             return (f"{what} sits at ln {k} = {ev['log_k']:.4g} from its first record: {ev['first_level']:.4g} at step "
                     f"{steps[0]}, {ev['last_level']:.4g} at step {steps[-1]}, {held} within {ev['max_deviation']:.1%} "
                     f"of it ({why}): the model predicts uniformly over {k} classes and never learned")
+        if "chance_most" in ev:
+            k, src_ = ev["chance_k"], ev["chance_source"]
+            why = (f"its accuracy, median {ev['accuracy_median']:.3g}, is 1/{k}" if src_ == "accuracy" else
+                   f"{src_} = {k} in the config")
+            return (f"{what} sits at ln {k} = {ev['log_k']:.4g} from step {ev['from_step']} to the end: the means of "
+                    f"its last {ev['windows_at_chance']} of {ev['windows']} windows lie between "
+                    f"{ev['window_means_low']:.4g} and {ev['window_means_high']:.4g}, within their noise of it ({why}; "
+                    f"first value {ev['first_level']:.4g} at step {steps[0]}): the model predicts uniformly over {k} "
+                    f"classes and never learned" + ("; the LR is still warming up" if ev["lr_warming_up"] else ""))
         if "chance_k" in ev:
             k = ev["chance_k"]
             what_k = (f"the log of a probability clamped at 1/{k:.0e}" if k >= 10 ** 7 else
@@ -517,6 +531,48 @@ class FlatLoss:
                     "accuracy_median": acc,
                     "epochs": epochs, "printed_resolution": printed, "points": int(y.size)}
         return None
+
+    def _chance_most(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """The evidence when the loss sits at ln C over most of the run, whatever its first window did: split into
+        `chance_windows` windows (one point each in a shorter log), every window from `chance_from` of the run on
+        has a mean within `window_band` of ln C or two of its standard errors, the higher, and so do the pooled
+        points of the later half of those windows (a slow fall in wide per-step noise shows there). C is declared by the
+        config or named by an accuracy at 1/C (`_candidates`); an accuracy well above 1/C vetoes it. A per-step loss
+        that scatters ±50% around ln 2 has a noisy first window and noisy edges; its window means say it never
+        left chance. From `min_points` points. Else None."""
+        if y.size < self.min_points:
+            return None
+        acc = accuracy_level(run)
+        windows = np.array_split(y, min(self.chance_windows, y.size))
+        late = windows[int(math.ceil(self.chance_from * len(windows))):]
+        means = np.array([float(np.mean(w)) for w in late])
+        errors = np.array([float(np.std(w)) / math.sqrt(w.size) if w.size > 1 else 0.0 for w in late])
+        for c, source in self._candidates(run, acc):
+            log_c = math.log(c)
+            if acc is not None and acc * c > 1 + 5 * self.accuracy_tol:
+                continue  # the model predicts better than chance: this is no chance level
+            band = np.maximum(self.window_band * log_c, 2 * errors)
+            end = np.concatenate(late[len(late) // 2:])  # the run's end, pooled: a slow fall shows there
+            end_band = max(self.window_band * log_c, 2 * float(np.std(end)) / math.sqrt(end.size))
+            if not (np.all(np.abs(means - log_c) <= band) and abs(float(np.mean(end)) - log_c) <= end_band):
+                continue
+            first, last = float(y[0]), float(y[-1])
+            return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
+                    "chance_k": int(c), "log_k": log_c, "chance_most": True, "chance_source": source,
+                    "accuracy_median": acc, "windows": len(windows), "windows_at_chance": len(late),
+                    "window_means_low": float(means.min()), "window_means_high": float(means.max()),
+                    "from_step": int(steps[y.size - sum(w.size for w in late)]),
+                    "lr_warming_up": warming_up(run, steps), "points": int(y.size)}
+        return None
+
+    def _candidates(self, run: Run, acc: float | None) -> list[tuple[int, str]]:
+        """The class counts a chance level may be taken from: the one the config declares, then the one an accuracy
+        names (its median within `accuracy_tol` of 1/C)."""
+        declared = class_count(run)
+        out = [(declared[0], declared[1])] if declared is not None else []
+        if acc is not None and acc > 0 and round(1 / acc) >= 2 and abs(acc * round(1 / acc) - 1) <= self.accuracy_tol:
+            out.append((int(round(1 / acc)), "accuracy"))
+        return out
 
     def _flat(self, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """The evidence when `y` is flat by the rule above, else None."""

@@ -27,7 +27,8 @@ class InitialLossMismatch:
     """The first logged loss is far from log(C), the cross-entropy of a uniform guess over C classes.
 
     Detects: the earliest finite loss is at least `high` × log(C), or at most `low` × log(C), logged early (at step
-    ≤ `max_low_step` or within the first `early_share` of the run). C comes from the config (`CLASS_KEYS`,
+    ≤ `max_low_step` or within the first `early_share` of the run; on the high side at any step when the loss falls
+    after it: a logged value of a falling loss is at most its start). C comes from the config (`CLASS_KEYS`,
     `base.class_count`); without it the detector is skipped. The low side needs the first point at step
     ≤ `max_low_step` and no pretrained weights named (`PRETRAINED_KEYS`): a first value may be a window mean (HF's
     `logging_steps`). The high side reads a window mean only while the loss does not grow after it (the median of
@@ -120,7 +121,10 @@ class InitialLossMismatch:
         too_low = ratio <= self.low and at <= self.max_low_step and pretrained is None
         after = y[ok[1:1 + self.window_after]]
         grew = at > self.max_low_step and after.size > 0 and float(np.median(after)) > self.max_rise_after * first
-        if not early or not ((ratio >= self.high and not grew) or too_low):
+        # On the high side a late first record still speaks: the loss fell to it from its start (it falls on after
+        # it), so the start was at least that high.
+        fell_to = bool(float(y[ok[-1]]) < first) and not grew
+        if not ((ratio >= self.high and not grew and (early or fell_to)) or (too_low and early)):
             return
         logging = run.config_number("logging_steps")
         mean = at > 1 and (run.format_of(run.pick("loss")) == "hf_trainer_state"
@@ -128,13 +132,16 @@ class InitialLossMismatch:
         ev = {"first_step": step, "first_loss": first, "classes": c, "classes_key": key, "log_classes": log_c,
               "ratio": ratio, "high": self.high, "low": self.low, "direction": "high" if ratio >= self.high else "low",
               "first_update": update, "first_value_may_be_window_mean": at > 1, "first_value_is_window_mean": mean,
-              "early_share": self.early_share, "run_last_step": last, "pretrained_key": pretrained}
+              "early_share": self.early_share, "run_last_step": last, "pretrained_key": pretrained,
+              "logged_early": early}
         batch = run.config_number("batch_size", "per_device_train_batch_size", "train_batch_size")
         if batch and batch > 1 and ratio >= self.high:  # a loss summed over the batch, not averaged, looks like this
             ev["ratio_if_summed_over_batch"] = first / (batch * log_c)
         what = (f"first logged loss {first:.4g} at step {step} (the mean of steps 1-{step}, as HF's Trainer logs it)"
                 if mean else f"first loss {first:.4g} at step {step}") + (
-            f" (update {update}, as the run's counter logs it)" if update not in (None, step) else "")
+            f" (update {update}, as the run's counter logs it)" if update not in (None, step) else "") + (
+            f", {at / last:.0%} into the run (the loss falls after it: it started at least this high)"
+            if not early else "")
         yield Finding.of(self, severity="warning", step=step, series=run.pick("loss"), evidence=ev,
                          sources=(src(run, "loss", steps[ok[:1]]),),
                          summary=(f"{what} is {times(ratio)} log({c}) = {log_c:.3g}, the loss of a uniform guess "
