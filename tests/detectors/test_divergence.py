@@ -485,3 +485,65 @@ def test_a_cross_entropy_that_gives_back_most_of_its_fall_is_divergence(tmp_path
     xent = [10.47, 10.67, 10.09, 10.18, 9.18, 8.24, 7.73, 7.82, 8.00, 8.20, 8.25]
     acc = [4.48, 4.50, 4.40, 4.36, 5.25, 5.66, 5.32, 5.79, 6.27, 6.25, 6.29]
     assert list(Divergence().check(load_run(_onmt_lines(tmp_path / "b", xent, acc), tmp_path / "b.duckdb"))) == []
+
+
+def test_a_loss_that_blows_up_from_its_first_record_and_never_falls_is_divergence(tmp_path):
+    """The first record at a uniform guess's loss (ln 6), every later one ×5-×17 above it, swinging without trend:
+    no minimum after progress to rise from, yet it blew up at once and never came back."""
+    steps = np.arange(21) * 10
+    rng = np.random.default_rng(3)
+    loss = np.r_[1.7957, rng.uniform(8.2, 31.0, 20)]
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.step == 0 and f.evidence["growth_factor"] >= 3 and "never falls below" in f.summary
+
+
+def test_a_first_record_logged_too_low_before_a_falling_loss_is_no_divergence(tmp_path):
+    """A running sum over one batch divided by the print interval: the first record 1/100 of the loss, every later
+    one far above it, and the loss falls from there as it trains."""
+    steps = np.arange(30) * 100
+    loss = np.r_[0.023, 2.3 * np.exp(-np.arange(29) / 12) + 0.4]
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def test_a_loss_weight_ramped_from_zero_makes_no_divergence_from_the_start(tmp_path):
+    """A total loss that grows as a KL weight anneals from 0: the rise is by design."""
+    steps = np.arange(30) * 100
+    beta = np.linspace(0.0, 1.0, 30)
+    loss = 0.5 + 4.0 * beta + np.random.default_rng(1).normal(0, 0.02, 30)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "kl_weight": (steps, beta)}), tmp_path / "f.duckdb")
+    assert [f for f in Divergence().check(run) if "never falls below" in f.summary] == []
+
+
+def test_a_loss_that_fell_decades_and_gives_back_half_of_them_is_divergence(tmp_path):
+    """19 epochs: 2.6 falling to 0.06 by epoch 13, then rising to 0.55 (×9) with the validation loss: a fifth of
+    the fall in linear units, three fifths of it on the log scale the loss fell on."""
+    steps = np.arange(19)
+    loss = np.r_[2.6 * np.exp(-np.arange(14) / 3.5) + 0.04, [0.09, 0.14, 0.22, 0.35, 0.554]]
+    val = np.r_[loss[:14] * 1.05, [0.2, 0.15, 0.4, 0.35, 0.73]]  # rising, not at every evaluation
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "val_loss": (steps, val)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["growth_factor"] > 5
+
+
+def test_a_classifier_loss_at_its_floor_wandering_in_its_own_scatter_is_no_divergence(tmp_path):
+    """An excerpt of a trained classifier (accuracy 0.998): the loss scatters 0.004-0.012, its lowest dip in the
+    middle, while the validation loss rises (overfitting's): the "rise" from the dip is the floor's own scatter."""
+    steps = np.arange(14, 23)
+    loss = np.array([0.0094, 0.0067, 0.0122, 0.0091, 0.0110, 0.0036, 0.0109, 0.0074, 0.0085])
+    val = np.array([0.1048, 0.1130, 0.1463, 0.1685, 0.1224, 0.1733, 0.1539, 0.1791, 0.2264])
+    acc = np.array([0.9974, 0.9982, 0.9974, 0.9976, 0.9977, 0.9989, 0.9978, 0.9982, 0.9986])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "val_loss": (steps, val), "accuracy": (steps, acc)}),
+                   tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []
+
+
+def test_a_level_that_steps_up_a_half_and_holds_against_a_still_level_is_divergence(tmp_path):
+    """Three records within 0.1% of one another, then four ×1.4-×1.5 above them: tiny beside the ×5 a short log's
+    jump needs, 400 × the level's own scatter."""
+    steps = np.array([2100, 2200, 2300, 18900, 19000, 19100, 19200])
+    loss = np.array([9.480, 9.478, 9.483, 13.47, 13.40, 13.97, 13.83])
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.evidence["lowest_after"] > 13.3 and f.evidence["growth_factor"] > 1.4

@@ -467,3 +467,48 @@ def test_flat_and_oscillation_read_the_epoch_means_beside_a_per_step_loss(tmp_pa
     [f] = FlatLoss().check(run)
     assert f.series == "train_loss_epoch"
     assert list(Oscillation().check(run)) == []
+
+
+def test_a_per_step_loss_around_ln2_with_an_accuracy_at_one_half_is_at_chance_whatever_its_first_window(tmp_path):
+    """A pairwise loss logged per step: single values scatter 0.3-1.2 around ln 2, the first window high, the accuracy
+    at 0.5: the window means over the run never leave ln 2 beyond their own noise."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(200)
+    loss = math.log(2) * (1 + rng.normal(0, 0.3, 200))
+    loss[:20] += 0.15
+    acc = rng.choice([0.25, 0.5, 0.75], 200)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "accuracy": (steps, acc)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.evidence["chance_most"] and f.evidence["chance_k"] == 2 and f.severity == "critical"
+    assert "ln 2" in f.summary
+
+
+def test_a_binary_loss_that_slowly_learns_in_wide_per_step_noise_is_not_at_chance(tmp_path):
+    """The healthy twin: the same per-step scatter around a loss that falls from ln 2 to 0.58 over the run."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(200)
+    loss = np.linspace(math.log(2), 0.58, 200) * (1 + rng.normal(0, 0.3, 200))
+    acc = np.linspace(0.5, 0.7, 200)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "accuracy": (steps, acc)}), tmp_path / "f.duckdb")
+    assert [f for f in FlatLoss().check(run) if f.evidence.get("chance_most")] == []
+
+
+def test_a_loss_near_ln2_for_the_whole_log_is_at_chance_without_a_class_count(tmp_path):
+    """21 printed batch losses, 0.67-0.95, median 0.715, no class count nor accuracy: a binary guess's loss from the
+    first record to the last."""
+    loss = [0.8453, 0.706, 0.7176, 0.7719, 0.7318, 0.7629, 0.6901, 0.7032, 0.746, 0.9501, 0.7171, 0.7121, 0.700,
+            0.717, 0.715, 0.694, 0.7056, 0.6715, 0.7135, 0.7463, 0.6967]
+    (tmp_path / "r").mkdir()
+    path = log_messages(tmp_path / "r" / "train.log", [f"batch step: {i + 5} loss: {v}" for i, v in enumerate(loss)])
+    run = load_run(path.parent, tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.evidence["chance_source"] == "binary" and f.evidence["windows_at_chance"] == f.evidence["windows"]
+
+
+def test_a_loss_that_fell_onto_ln2_is_not_a_binary_guess(tmp_path):
+    """No class count: a loss that fell from 3 to 0.69 in its first tenth and holds there learned (plateau's)."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(100) * 10
+    loss = (math.log(2) + 2.3 * np.exp(-np.arange(100) / 3)) * (1 + rng.normal(0, 0.01, 100))
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert [f for f in FlatLoss().check(run) if f.evidence.get("chance_most")] == []

@@ -57,18 +57,23 @@ def test_a_first_window_mean_of_a_climbing_loss_says_nothing_of_init(tmp_path):
     assert f.step == 10 and f.evidence["first_value_may_be_window_mean"]
 
 
-def test_a_first_record_late_in_the_run_is_not_judged(tmp_path):
-    """The first logged value speaks of init only when it comes early: one logged 1000 steps into a 10,000-step run
-    (a mean over a tenth of it, as HF logs with logging_steps=1000) is not the loss at init; the same curve logged
-    from step 100 is judged (its mean understates a high start)."""
+def test_a_first_record_late_in_the_run_speaks_only_of_a_high_start(tmp_path):
+    """A first value logged 1000 steps into a 10,900-step run (a mean over a tenth of it, as HF logs with
+    logging_steps=1000) is no loss at init when it is low: the model may have learned. When it is high and the loss
+    falls after it, the start was at least that high (a logged value of a falling loss is at most its start)."""
     _, falling = curve(start=5 * math.log(10), floor=0.3, n=100, tau=3000)
     late = np.arange(1, 101) * 100 + 900  # steps 1000, 1100, ..., 10,900
     run = load_run(write_tb(tmp_path / "a", {"loss": (late, falling)}, config={"num_classes": 10}), tmp_path / "a.duckdb")
+    [f] = InitialLossMismatch().check(run)
+    assert f.step == 1000 and f.evidence["direction"] == "high" and not f.evidence["logged_early"]
+    assert "into the run" in f.summary
+    _, low = curve(start=0.3, floor=0.05, n=100, tau=3000)
+    run = load_run(write_tb(tmp_path / "c", {"loss": (late, low)}, config={"num_classes": 10}), tmp_path / "c.duckdb")
     assert list(InitialLossMismatch().check(run)) == []
     early = np.arange(1, 101) * 100  # steps 100, 200, ..., 10,000
     run = load_run(write_tb(tmp_path / "b", {"loss": (early, falling)}, config={"num_classes": 10}), tmp_path / "b.duckdb")
     [f] = InitialLossMismatch().check(run)
-    assert f.step == 100 and f.evidence["run_last_step"] == 10_000
+    assert f.step == 100 and f.evidence["run_last_step"] == 10_000 and f.evidence["logged_early"]
 
 
 def test_hf_trainer_s_first_record_is_called_a_mean(tmp_path):

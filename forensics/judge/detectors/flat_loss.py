@@ -83,7 +83,9 @@ class FlatLoss:
     accuracy_tol: float = 0.1  # an accuracy whose median is within this share of 1/C says C (0.5 for ln 2)
     chance_windows: int = 10  # over most of the run: window means (this many windows) ...
     chance_from: float = 0.2  # ... from this share of the run on ...
-    window_band: float = 0.02  # ... each within 2% of ln C or two standard errors of the window's mean
+    window_band: float = 0.02  # ... each no more than 2% of ln C below it (or two standard errors of the mean) ...
+    chance_above: float = 0.1  # ... and no more than 10% above it: no better than a uniform guess
+    binary_points: int = 20  # without a declared C or an accuracy, ln 2 (a binary or pairwise loss) from 20 points
     zero_ceiling: float = 1e-4  # a loss exactly 0 on most points and never above this was never a signal
 
     def unavailable(self, run: Run) -> str | None:
@@ -265,6 +267,7 @@ class FlatLoss:
         if "chance_most" in ev:
             k, src_ = ev["chance_k"], ev["chance_source"]
             why = (f"its accuracy, median {ev['accuracy_median']:.3g}, is 1/{k}" if src_ == "accuracy" else
+                   "ln 2 is a binary or pairwise loss's uniform guess" if src_ == "binary" else
                    f"{src_} = {k} in the config")
             return (f"{what} sits at ln {k} = {ev['log_k']:.4g} from step {ev['from_step']} to the end: the means of "
                     f"its last {ev['windows_at_chance']} of {ev['windows']} windows lie between "
@@ -535,26 +538,28 @@ class FlatLoss:
     def _chance_most(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """The evidence when the loss sits at ln C over most of the run, whatever its first window did: split into
         `chance_windows` windows (one point each in a shorter log), every window from `chance_from` of the run on
-        has a mean within `window_band` of ln C or two of its standard errors, the higher, and so do the pooled
-        points of the later half of those windows (a slow fall in wide per-step noise shows there). C is declared by the
-        config or named by an accuracy at 1/C (`_candidates`); an accuracy well above 1/C vetoes it. A per-step loss
+        has a mean near ln C (`_near_chance`), and so do the pooled points of the later half of those windows (a slow fall in wide per-step noise shows there). C is declared by the
+        config or named by an accuracy at 1/C (`_candidates`), else 2 from `binary_points` points (a binary or
+        pairwise loss: ln 2, the fewest classes, is no level a loss wanders around by chance for most of a run); an
+        accuracy well above 1/C vetoes it. A per-step loss
         that scatters ±50% around ln 2 has a noisy first window and noisy edges; its window means say it never
         left chance. From `min_points` points. Else None."""
         if y.size < self.min_points:
             return None
         acc = accuracy_level(run)
         windows = np.array_split(y, min(self.chance_windows, y.size))
-        late = windows[int(math.ceil(self.chance_from * len(windows))):]
-        means = np.array([float(np.mean(w)) for w in late])
-        errors = np.array([float(np.std(w)) / math.sqrt(w.size) if w.size > 1 else 0.0 for w in late])
-        for c, source in self._candidates(run, acc):
+        for c, source in self._candidates(run, acc) + ([(2, "binary")] if y.size >= self.binary_points else []):
             log_c = math.log(c)
             if acc is not None and acc * c > 1 + 5 * self.accuracy_tol:
                 continue  # the model predicts better than chance: this is no chance level
-            band = np.maximum(self.window_band * log_c, 2 * errors)
+            # with no class count from the run, every window: a loss that fell onto 0.69 is no binary guess
+            late = windows[0 if source == "binary" else int(math.ceil(self.chance_from * len(windows))):]
+            means = np.array([float(np.mean(w)) for w in late])
+            errors = np.array([float(np.std(w)) / math.sqrt(w.size) if w.size > 1 else 0.0 for w in late])
             end = np.concatenate(late[len(late) // 2:])  # the run's end, pooled: a slow fall shows there
-            end_band = max(self.window_band * log_c, 2 * float(np.std(end)) / math.sqrt(end.size))
-            if not (np.all(np.abs(means - log_c) <= band) and abs(float(np.mean(end)) - log_c) <= end_band):
+            if not (self._near_chance(means, errors, log_c)
+                    and self._near_chance(np.array([np.mean(end)]), np.array([np.std(end) / math.sqrt(end.size)]),
+                                          log_c)):
                 continue
             first, last = float(y[0]), float(y[-1])
             return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
@@ -564,6 +569,13 @@ class FlatLoss:
                     "from_step": int(steps[y.size - sum(w.size for w in late)]),
                     "lr_warming_up": warming_up(run, steps), "points": int(y.size)}
         return None
+
+    def _near_chance(self, means: np.ndarray, errors: np.ndarray, log_c: float) -> bool:
+        """Every mean within two of its standard errors of ln C, or within `window_band` of it below (a model that
+        learned anything sits below a uniform guess's loss) and `chance_above` above (no better than the guess)."""
+        low = np.maximum(self.window_band * log_c, 2 * errors)
+        high = np.maximum(self.chance_above * log_c, 2 * errors)
+        return bool(np.all((means >= log_c - low) & (means <= log_c + high)))
 
     def _candidates(self, run: Run, acc: float | None) -> list[tuple[int, str]]:
         """The class counts a chance level may be taken from: the one the config declares, then the one an accuracy
