@@ -214,3 +214,25 @@ def test_a_detector_that_raises_costs_its_own_kind_only(tmp_path, monkeypatch):
     [why] = [s.reason for s in out.skipped if s.kind == "divergence"]
     assert "IndexError: index 0 is out of bounds" in why and "not judged" in why
     assert "nan_loss" in {f.kind for f in out.findings}
+
+
+def test_a_stall_is_reported_once_a_flat_training_loss_takes_the_constant_validation_loss(tmp_path, capsys):
+    """Keras' CSVLogger, 9 epochs of a model that predicts the majority class: the training loss pinned at 0.0266
+    from its second epoch, the accuracy at 0.9983, the validation loss exactly 0.0265 at every epoch. The validation
+    loss is constant because the model is: flat_loss says so, and distribution_mismatch (built on the same constant)
+    does not say it again."""
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras", reason="the test extra installs keras")
+    root = tmp_path / "run"
+    root.mkdir()
+    logger = keras.callbacks.CSVLogger(str(root / "training.log"))
+    logger.on_train_begin()
+    for epoch in range(9):
+        logger.on_epoch_end(epoch, {"accuracy": 0.9983, "loss": 0.0291 if epoch == 0 else 0.0266,
+                                    "val_accuracy": 0.9983, "val_loss": 0.0265})
+    logger.on_train_end()
+    main(["analyze", str(root), "--db", str(tmp_path / "f.duckdb"), "--json"])
+    kinds = {f["kind"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert "flat_loss" in kinds and "distribution_mismatch" not in kinds, kinds
