@@ -547,3 +547,19 @@ def test_a_level_that_steps_up_a_half_and_holds_against_a_still_level_is_diverge
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
     [f] = Divergence().check(run)
     assert f.evidence["lowest_after"] > 13.3 and f.evidence["growth_factor"] > 1.4
+
+
+def test_a_loss_that_fell_decades_and_rises_under_warm_restarts_is_no_divergence(tmp_path):
+    """A fine-tune memorising its data (1.5 → 0.009 over 200 steps as the LR decays), then resumed with its LR
+    schedule restarted from 0 to a new peak twice: the loss jumps at each restart and falls again, ending ×7 above its
+    floor. On the log scale it gave back 40% of its fall; the rise is the restarts' by design."""
+    steps = np.arange(1, 301)
+    rng = np.random.default_rng(2)
+    first = 0.009 + 1.5 * np.exp(-np.arange(200) / 25)
+    second = 0.5 + 1.0 * np.exp(-np.arange(50) / 10)
+    third = 0.06 + 1.0 * np.exp(-np.arange(50) / 15)
+    loss = np.r_[first, second, third] * (1 + rng.normal(0, 0.02, 300))
+    lr = np.r_[2e-4 * np.linspace(1, 0.01, 200), 0.0, 4e-5 * np.linspace(1, 0.02, 49), 0.0,
+               4e-5 * np.linspace(1, 0.02, 49)]
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "learning_rate": (steps, lr)}), tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []

@@ -249,6 +249,8 @@ class Divergence:
         scale = abs(lo) if lo > 0 else head - lo
         if not (rise > 0 and gave_back(head, lo, final) >= self.min_recovered):
             return
+        if rise < self.min_recovered * (head - lo) and self._lr_restarts(run, int(steps[imin]), int(steps[-1])):
+            return  # given back on the log scale only, under an LR that restarts: a warm restart's rise is by design
         grows = rise >= self.min_growth * scale
         # A slow drift: smaller than `min_growth`, but near-monotone over many points and a good part of the log.
         drifts = (not grows and rise >= self.drift_growth * scale
