@@ -79,6 +79,23 @@ class ThroughputDrop:
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
         segment starts after each resume (a step or clock going back), so no change point is read across one."""
+        found = self._sources(run)
+        return found[0] if found else None
+
+    def _sources(self, run: Run) -> list[tuple]:
+        """Every reading of the run's pace, best first: a logged step time, the wall stamps of the loss's records,
+        a logged throughput. A logged step time may be a smoothed one (detectron2's `time` is a window's median,
+        which hides a single stall the wall stamps show), so each is judged in turn."""
+        first = self._first_source(run)
+        if first is None or first[5] != "logged step time":
+            return [] if first is None else [first]
+        name = run.pick("loss")
+        got = None if name is None else seconds_per_step(run.points(name))
+        if got is not None and got[2].size >= self.min_intervals:
+            return [first, (*got, name, "wall_time / step between logged points")]
+        return [first]
+
+    def _first_source(self, run: Run) -> tuple | None:
         train = run.meta.filter(~pl.col("split").is_in(["val", "test"]).fill_null(False))
         st = usable_series(train, "step_time").sort("n_points", descending=True)
         if st.height:
@@ -167,6 +184,16 @@ class ThroughputDrop:
                 steps.append(np.array([at[i] for i in range(at.size) if batch[i] == first], dtype=np.int64))
         return np.unique(np.concatenate(steps)) if steps else np.array([], dtype=np.int64)
 
+    def _at_eval_period(self, run: Run, stalls: np.ndarray) -> bool:
+        """Stalls, three or more, at every multiple of one step period in a run that evaluates (a validation series
+        logged at all): the evaluation every `eval_interval` steps, whose lines the log does not always hold
+        (nanoGPT prints `step 0: ... val loss` once and pauses at every multiple of 250 after), not a drop."""
+        if stalls.size < 3 or not run.meta.filter(pl.col("role").is_in(["val_loss", "val_accuracy"])).height:
+            return False
+        period = int(np.median(np.diff(stalls)))
+        return period > 1 and bool(np.all(stalls % period == 0)) \
+            and bool(np.all(np.diff(stalls) % period == 0))
+
     def _away_from_pauses(self, run: Run, a: np.ndarray, b: np.ndarray, name: str) -> tuple[np.ndarray, str]:
         """Which intervals [a, b] hold no evaluation or checkpoint step (`_quiet_steps`), and the words that say so.
         Where those touch most intervals (a validation loss logged on every record) they are the run's ordinary
@@ -180,9 +207,13 @@ class ThroughputDrop:
         return np.ones(a.size, dtype=bool), "evaluations come with every interval, the fast ones too"
 
     def check(self, run: Run) -> Iterator[Finding]:
-        got = self._per_step(run)
-        if got is None:
-            return
+        for got in self._sources(run):
+            found = list(self._judge(run, got))
+            if found:
+                yield from found
+                return
+
+    def _judge(self, run: Run, got: tuple) -> Iterator[Finding]:
         a, b, r, seg, name, how = got
         keep = r > 0
         if not keep.all():
@@ -256,7 +287,7 @@ class ThroughputDrop:
         lost = float(np.sum((r[slow] - base) * span[slow]))
         per = self._per_print(run, got[4], a) if got[5] == "logged step time" else 1
         total = float(np.sum(r * span) + base * (per - 1) * r.size)
-        if int(slow.sum()) < stalls or lost < max(seconds, self.min_lost * total):
+        if int(slow.sum()) < stalls or lost < max(seconds, self.min_lost * total) or self._at_eval_period(run, b[slow]):
             return None
         return {"spread": float(r[slow].max() / base), "slow": int(slow.sum()), "intervals": int(r.size),
                 "seconds_per_step_slow": float(r[slow].min()), "seconds_per_step_median": base,
@@ -327,7 +358,8 @@ class ThroughputDrop:
         total = float(np.sum(r * span) + base * (per - 1) * r.size)
         lost = float(np.sum((r[idx] - base) * span[idx]))
         if idx.size < self.min_stalls or total <= 0 or lost < max(self.min_lost * total, self.stall_seconds) \
-                or float(np.median(r[idx])) - base < self.min_added or self._pace(far, away):
+                or float(np.median(r[idx])) - base < self.min_added or self._pace(far, away) \
+                or self._at_eval_period(run, b[idx]):
             return
         stall_steps = b[idx]
         ev = {"first_stall_step": int(stall_steps[0]), "last_stall_step": int(stall_steps[-1]),
