@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import dataclasses
 import math
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import stats
 from forensics.judge.detectors.base import MECHANISM, src, too_short
@@ -79,6 +81,10 @@ class LossSpike:
     bump_val: float = 1.3  # ... while the validation loss rises ×1.3 over its last evaluation before and comes back
     tail_crowd: int = 3  # this many one-record jumps under ×`heavy` ...
     tail_alike: float = 1.5  # ... each within ×1.5 of another's height: the batches' own tail, not events
+    long_log: int = 1000  # from this many points a log's own scatter is measured: its 99th percentile excursion ...
+    tail_margin: float = 2.0  # ... a spike stands twice as far out on a log scale (×1.2 scatter: ×1.44; ×2.15: ×4.6)
+    recurrent: int = 3  # this many jumps ...
+    recurrent_ratio: float = 3.0  # ... each ×3 its trailing median and back: recurrent spikes, whatever they undo
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
@@ -129,10 +135,6 @@ class LossSpike:
         spiked = bool(glaring)
         if int(np.isfinite(values).sum()) >= self.min_points:
             found = run.spikes(run.pick("loss"), self.spike)  # shared with the engine's spike list
-            start = stats.start_level(values, self.start_points)
-            reference = np.isfinite(values)  # the points a spike is compared with: not other spikes
-            for a, b in zip(found["start_step"], found["end_step"]):
-                reference &= ~((steps >= a) & (steps <= b))
             positive = bool(np.all(values[np.isfinite(values)] > 0))
             excursion = np.full(values.size, np.nan)  # each point over its trailing local level
             if positive:
@@ -140,6 +142,15 @@ class LossSpike:
                     logs = np.where(np.isfinite(values), np.log(np.where(values > 0, values, 1.0)), np.nan)
                 level, _ = stats.rolling_baseline(logs, self.spike.window)
                 excursion = np.exp(logs - level)
+            scatter = self._scatter(excursion) if positive else None
+            if scatter is not None:  # a long log: its spikes are those beyond its own scatter, not a crowd's z
+                ok = np.isfinite(values)
+                raw = stats.spikes(steps[ok], values[ok], dataclasses.replace(self.spike, max_spikes=int(ok.sum())))
+                found = raw.filter(pl.col("value") >= scatter ** self.tail_margin * pl.col("baseline"))
+            start = stats.start_level(values, self.start_points)
+            reference = np.isfinite(values)  # the points a spike is compared with: not other spikes
+            for a, b in zip(found["start_step"], found["end_step"]):
+                reference &= ~((steps >= a) & (steps <= b))
             passes = run.pass_starts(run.pick("loss"))
             first = float(values[np.isfinite(values)][0])  # the loss the log began with: where a new launch starts
             launches = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
@@ -152,8 +163,8 @@ class LossSpike:
                 progress = start - s["baseline"]
                 s["start_level"] = start
                 s["undone"] = (s["value"] - s["baseline"]) / progress if progress > 0 else None
-                if s["undone"] is not None and s["undone"] < self.min_undo:
-                    continue  # the noise's tail near zero: a small step back on the way the run came
+                if s["undone"] is not None and s["undone"] < self.min_undo and scatter is None:
+                    continue  # the noise's tail near zero (a long log's own scatter measures it directly)
                 before = excursion[(steps < s["start_step"]) & reference & np.isfinite(excursion)][-self.max_window:]
                 s["recent_max_excursion"] = float(before.max()) if before.size else None
                 if (s["recent_max_excursion"] is not None and s["recent_max_excursion"] >= self.heavy
@@ -165,8 +176,12 @@ class LossSpike:
                 window = values[(steps >= s["window_start"]) & (steps <= s["window_end"]) & np.isfinite(values)]
                 median = float(np.median(window)) if window.size else s["baseline"]
                 s["window_median"] = median
+                if scatter is not None and s["value"] < scatter ** self.tail_margin * median:
+                    continue  # within a long per-batch log's own scatter
                 kept.append(s)
             told = list(self._told(run, self._beyond_the_tail(kept)))
+            if not told:
+                told = list(self._recurrent(run, steps, values, scatter, set(passes) | set(launches.tolist())))
             spiked = spiked or bool(told)
             yield from told
             if not spiked and not found.height:
@@ -186,6 +201,44 @@ class LossSpike:
                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a - 1:b + 2]),),
                              summary=(f"loss is {ev['value']} at step {steps[a]} between {values[a - 1]:.4g} and "
                                       f"{values[b + 1]:.4g}: a non-finite spike that recovers"))
+
+    def _scatter(self, excursion: np.ndarray) -> float | None:
+        """A long log's own scatter: the 99th percentile of each point over its trailing level (`long_log` points or
+        more), or None for a shorter one, whose tail is too few points to measure."""
+        ex = excursion[np.isfinite(excursion)]
+        return float(np.quantile(ex, 0.99)) if ex.size >= self.long_log else None
+
+    def _recurrent(self, run: Run, steps: np.ndarray, values: np.ndarray, scatter: float | None,
+                   starts: set[int]) -> Iterator[Finding]:
+        """Recurrent spikes: `recurrent` or more jumps of ×`recurrent_ratio` their trailing median (and beyond a long
+        log's own scatter by `tail_margin` on a log scale, in a log where ×3 jumps are rarer than one record in a
+        hundred) that come back (`stats.spikes`, no crowd limit), none at a launch's
+        start. Each alone may undo little of a long descent; together they are what a user sees in the curve."""
+        ok = np.isfinite(values) & (values > 0)
+        if ok.sum() < self.min_points or not np.all(values[np.isfinite(values)] > 0) \
+                or (scatter is not None and scatter >= self.recurrent_ratio):
+            return  # a log whose every hundredth record jumps ×3 has such jumps for its noise (heavy-tailed batches)
+        raw = stats.spikes(steps[ok], values[ok], dataclasses.replace(self.spike, max_spikes=int(ok.sum())))
+        floor = max(self.recurrent_ratio, scatter ** self.tail_margin if scatter is not None else 0.0)
+        hits = [s for s in raw.iter_rows(named=True)
+                if s["value"] >= floor * s["baseline"] and s["start_step"] not in starts]
+        if len(hits) < self.recurrent:
+            return
+        heights = np.array([s["value"] / s["baseline"] for s in hits])
+        top = hits[int(np.argmax(heights))]
+        ev = {"step": hits[0]["step"], "spikes": len(hits), "steps": [s["step"] for s in hits][:20],
+              "ratios": [round(float(h), 2) for h in heights][:20], "median_ratio": float(np.median(heights)),
+              "highest_step": top["step"], "highest_value": top["value"], "highest_median": top["baseline"],
+              "scatter_q99": scatter, "recurrent": True}
+        yield Finding.of(self, severity="warning", step=hits[0]["step"], step_end=hits[-1]["end_step"],
+                         series=run.pick("loss"), evidence=ev,
+                         sources=(src(run, "loss", [hits[0]["window_start"], hits[-1]["end_step"]]),),
+                         summary=(f"loss jumps to ×{heights.min():.1f}-×{heights.max():.1f} its trailing median at "
+                                  f"{count(len(hits), 'record')} from step {hits[0]['step']} to {hits[-1]['step']} "
+                                  f"(highest {top['value']:.4g} at step {top['step']} over {top['baseline']:.4g}), "
+                                  f"each back within {count(self.spike.recover, 'point')}: recurrent spikes"
+                                  + (f", beyond the log's own scatter (99% of its records within ×{scatter:.2g} of "
+                                     f"their level)" if scatter is not None else "")))
 
     def _bump(self, run: Run, steps: np.ndarray, values: np.ndarray) -> Finding | None:
         """The bump of the docstring: the highest rise above the running minimum that comes back, with the
