@@ -185,3 +185,19 @@ def test_a_jump_within_a_per_batch_logs_own_scatter_is_silent(tmp_path):
     loss[20000] *= 12 / 3.5
     run = load_run(write_tb(tmp_path / "b", {"loss": (steps, loss)}), tmp_path / "b.duckdb")
     assert 20000 in {f.step for f in LossSpike().check(run)}
+
+
+@pytest.mark.parametrize("blows_up", [True, False])
+def test_an_rl_value_loss_that_blows_up_again_and_again_is_a_spike(tmp_path, blows_up):
+    """An actor-critic agent's TensorBoard tags (stable-baselines3: `rollout/ep_rew_mean`, `train/value_loss`,
+    `train/policy_gradient_loss`): the value loss wanders around 10 as the returns move, which is how an agent
+    trains; four logs at ×150-×1400 its median, each back at the next log, are blow-ups an expert flags."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(100, 30100, 100)
+    value = 10 * np.exp(rng.normal(0, 0.5, steps.size))
+    if blows_up:
+        value[[50, 110, 190, 260]] = [1500.0, 14000.0, 4000.0, 2200.0]
+    series = {"rollout/ep_rew_mean": (steps, np.linspace(20, 200, steps.size)), "train/value_loss": (steps, value),
+              "train/policy_gradient_loss": (steps, rng.normal(0, 0.05, steps.size))}
+    found = list(LossSpike().check(load_run(write_tb(tmp_path / "r", series), tmp_path / "f.duckdb")))
+    assert [f.evidence.get("spikes") for f in found] == ([4] if blows_up else [])

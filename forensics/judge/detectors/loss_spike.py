@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, src, too_short
+from forensics.judge.detectors.base import MECHANISM, VALUE_WORDS, reinforcement_learning, src, too_short
 from forensics.judge.findings import Finding, plain
 from forensics.judge.numbers import count, ratio
 from forensics.judge.stats import SpikeRule
@@ -61,6 +61,7 @@ class LossSpike:
     kind: ClassVar[str] = "loss_spike"
     stage: ClassVar[int] = MECHANISM
     reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
+    judges_rl: ClassVar[bool] = True  # in an RL run, only a value objective's blow-ups (`_value_blowups`)
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     spike: SpikeRule = field(default_factory=SpikeRule)  # what a spike is: the analysis's one rule (`--set spike.z=`)
     min_points: int = 10  # the statistical rule needs a baseline window's worth of points
@@ -85,6 +86,7 @@ class LossSpike:
     tail_margin: float = 2.0  # ... a spike stands twice as far out on a log scale (×1.2 scatter: ×1.44; ×2.15: ×4.6)
     recurrent: int = 3  # this many jumps ...
     recurrent_ratio: float = 3.0  # ... each ×3 its trailing median and back: recurrent spikes, whatever they undo
+    blowup: float = 100.0  # an RL value objective ×100 its median and back under ×10 at the next log, `recurrent` times
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
@@ -129,6 +131,10 @@ class LossSpike:
         return out
 
     def check(self, run: Run) -> Iterator[Finding]:
+        rl = reinforcement_learning(run)
+        if rl is not None:
+            yield from self._value_blowups(run, rl.objectives)
+            return
         steps, values = run.arrays("loss")
         glaring = list(self._glaring_findings(run, steps, values))
         yield from glaring
@@ -201,6 +207,37 @@ class LossSpike:
                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a - 1:b + 2]),),
                              summary=(f"loss is {ev['value']} at step {steps[a]} between {values[a - 1]:.4g} and "
                                       f"{values[b + 1]:.4g}: a non-finite spike that recovers"))
+
+    def _value_blowups(self, run: Run, objectives: tuple[str, ...]) -> Iterator[Finding]:
+        """An RL run's losses chase moving targets and need not fall, but a value objective (a regression toward
+        returns) that jumps ×`blowup` its median and is back under ×10 of it at the next log, `recurrent` times or
+        more, is blowing up on some batches (exploding returns, a bad target): what an expert flags in any agent."""
+        from ingest.roles import words
+
+        for name in objectives:
+            if not set(words(name)) & VALUE_WORDS:
+                continue
+            f = run.series_named(name)
+            s, y = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
+            ok = np.isfinite(y)
+            s, y = s[ok], np.abs(y[ok])
+            if y.size < self.min_points or float(np.median(y)) <= 0:
+                continue
+            med = float(np.median(y))
+            hits = [i for i in range(y.size - 1) if y[i] >= self.blowup * med and y[i + 1] < 10 * med]
+            if len(hits) < self.recurrent:
+                continue
+            top = max(hits, key=lambda i: y[i])
+            ev = {"step": int(s[hits[0]]), "spikes": len(hits), "steps": [int(s[i]) for i in hits][:20],
+                  "values": [float(y[i]) for i in hits][:20], "median": med, "highest": float(y[top]),
+                  "highest_step": int(s[top]), "objective": name, "reinforcement_learning": True}
+            yield Finding.of(self, severity="warning", step=int(s[hits[0]]), step_end=int(s[hits[-1]]), series=name,
+                             evidence=ev, sources=(src(run, name, s[hits]),),
+                             summary=(f"{name} jumps to ×{y[hits].min() / med:.0f}-×{y[top] / med:.0f} its median "
+                                      f"{med:.4g} at {count(len(hits), 'log')} from step {s[hits[0]]} to "
+                                      f"{s[hits[-1]]} (highest {y[top]:.4g} at step {s[top]}), each back under ×10 "
+                                      f"at the next log: the value objective blows up again and again"))
+            return
 
     def _scatter(self, excursion: np.ndarray) -> float | None:
         """A long log's own scatter: the 99th percentile of each point over its trailing level (`long_log` points or
