@@ -22,10 +22,12 @@ class AmpOverflow:
     """The mixed-precision loss scale keeps falling.
 
     Detects: a loss-scale series that ends at most 2^-`min_halvings` of its maximum and still falls over the second
-    half (its last value 2^-`late_halvings` of that half's maximum), or falls below `floor` (on two points; on one
-    only at 0; a scale that never moves on `min_skips` points or more, the loss not falling by `min_fall` meanwhile),
-    or falls to its floor (`floor`, or the configured `min_loss_scale`) and sits there on its last `min_skips` records
-    or more (`_pinned_at`), or keeps overflowing: after start-up calibration at least `max_skip_rate` of the steps halve it, on
+    half (its last value 2^-`late_halvings` of that half's maximum) while no training loss falls by `late_fall`
+    there, or collapses to `collapse` or 0 (a scale under `floor` that never moves on `min_skips` points or more,
+    the loss not falling by `min_fall` meanwhile), or falls to its floor (`floor`, or the configured
+    `min_loss_scale`) and sits there without growing on its last `min_skips` records or more (`_pinned_at`), the
+    loss not falling by `late_fall` meanwhile (halvings below 1 that grow back are a dynamic scaler's working), or
+    keeps overflowing (not read from a scale that is no power of two: an average over steps): after start-up calibration at least `max_skip_rate` of the steps halve it, on
     `min_skips` halvings or more (a logged count of skipped steps makes the same rate). Calibration ends at the first
     growth, the first step with a finite grad norm, or past step `horizon`, unless the log starts at a fresh scaler's
     value (`fresh_scale`). Halvings beside a non-finite training loss (`min_nonfinite_skips`) count at any point.
