@@ -251,24 +251,6 @@ def test_records_at_an_even_pace_among_other_lines_are_no_slowdown(tmp_path):
     assert found == [], [f.summary for f in found]
 
 
-def test_one_stall_the_smoothed_logged_step_time_hides_is_read_from_the_wall_stamps(tmp_path):
-    """detectron2 logs `time` as the median of its last 20 iterations: one pause of ~3 hours (x30 the step, most of
-    the run's time) never moves it, while the wall stamps of the loss's records show it."""
-    from torch.utils.tensorboard import SummaryWriter
-
-    root = tmp_path / "r"
-    steps, loss = curve(n=50, every=20)
-    dt = np.where(steps == 500, 10000.0, 300.0)
-    clock = 1.7e9 + np.cumsum(dt)
-    w = SummaryWriter(log_dir=str(root))
-    for s, v, c in zip(steps.tolist(), loss.tolist(), clock.tolist()):
-        w.add_scalar("total_loss", v, global_step=s, walltime=c)
-        w.add_scalar("time", 15.0, global_step=s, walltime=c)  # the window's median: never the pause
-    w.close()
-    [f] = ThroughputDrop().check(load_run(root, tmp_path / "f.duckdb"))
-    assert f.evidence["measured_from"].startswith("wall_time") and f.evidence["first_slow_step"] == 480
-
-
 @pytest.mark.parametrize("evaluates", [True, False])
 def test_pauses_at_every_multiple_of_an_eval_interval_are_evaluations(tmp_path, evaluates):
     """nanoGPT prints `iter N: loss L, time T ms` and pauses for its evaluation at every multiple of eval_interval

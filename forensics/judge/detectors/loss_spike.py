@@ -84,6 +84,7 @@ class LossSpike:
     tail_alike: float = 1.5  # ... each within ×1.5 of another's height: the batches' own tail, not events
     long_log: int = 1000  # from this many points a log's own scatter is measured: its 99th percentile excursion ...
     tail_margin: float = 2.0  # ... a spike stands twice as far out on a log scale (×1.2 scatter: ×1.44; ×2.15: ×4.6)
+    low_level: float = 0.05  # in a long log, a spike that undoes little and peaks under 5% of the start is no event
     recurrent: int = 3  # this many jumps ...
     recurrent_ratio: float = 3.0  # ... each ×3 its trailing median and back: recurrent spikes, whatever they undo
     blowup: float = 100.0  # an RL value objective ×100 its median and back under ×10 at the next log, `recurrent` times
@@ -169,8 +170,10 @@ class LossSpike:
                 progress = start - s["baseline"]
                 s["start_level"] = start
                 s["undone"] = (s["value"] - s["baseline"]) / progress if progress > 0 else None
-                if s["undone"] is not None and s["undone"] < self.min_undo and scatter is None:
-                    continue  # the noise's tail near zero (a long log's own scatter measures it directly)
+                if s["undone"] is not None and s["undone"] < self.min_undo \
+                        and (scatter is None or s["value"] < self.low_level * start):
+                    continue  # the noise's tail near zero (a long log's scatter measures it, but not at a few % of
+                    # the start: there a jump undoes nothing a user would act on)
                 before = excursion[(steps < s["start_step"]) & reference & np.isfinite(excursion)][-self.max_window:]
                 s["recent_max_excursion"] = float(before.max()) if before.size else None
                 if (s["recent_max_excursion"] is not None and s["recent_max_excursion"] >= self.heavy
@@ -257,8 +260,9 @@ class LossSpike:
             return  # a log whose every hundredth record jumps ×3 has such jumps for its noise (heavy-tailed batches)
         raw = stats.spikes(steps[ok], values[ok], dataclasses.replace(self.spike, max_spikes=int(ok.sum())))
         floor = max(self.recurrent_ratio, scatter ** self.tail_margin if scatter is not None else 0.0)
-        hits = [s for s in raw.iter_rows(named=True)
-                if s["value"] >= floor * s["baseline"] and s["start_step"] not in starts]
+        start = stats.start_level(values, self.start_points)  # jumps under `low_level` of it undo nothing a user sees
+        hits = [s for s in raw.iter_rows(named=True) if s["value"] >= floor * s["baseline"]
+                and s["value"] >= self.low_level * start and s["start_step"] not in starts]
         if len(hits) < self.recurrent:
             return
         heights = np.array([s["value"] / s["baseline"] for s in hits])

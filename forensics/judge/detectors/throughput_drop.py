@@ -79,23 +79,6 @@ class ThroughputDrop:
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
         segment starts after each resume (a step or clock going back), so no change point is read across one."""
-        found = self._sources(run)
-        return found[0] if found else None
-
-    def _sources(self, run: Run) -> list[tuple]:
-        """Every reading of the run's pace, best first: a logged step time, the wall stamps of the loss's records,
-        a logged throughput. A logged step time may be a smoothed one (detectron2's `time` is a window's median,
-        which hides a single stall the wall stamps show), so each is judged in turn."""
-        first = self._first_source(run)
-        if first is None or first[5] != "logged step time":
-            return [] if first is None else [first]
-        name = run.pick("loss")
-        got = None if name is None else seconds_per_step(run.points(name))
-        if got is not None and got[2].size >= self.min_intervals:
-            return [first, (*got, name, "wall_time / step between logged points")]
-        return [first]
-
-    def _first_source(self, run: Run) -> tuple | None:
         train = run.meta.filter(~pl.col("split").is_in(["val", "test"]).fill_null(False))
         st = usable_series(train, "step_time").sort("n_points", descending=True)
         if st.height:
@@ -207,13 +190,9 @@ class ThroughputDrop:
         return np.ones(a.size, dtype=bool), "evaluations come with every interval, the fast ones too"
 
     def check(self, run: Run) -> Iterator[Finding]:
-        for got in self._sources(run):
-            found = list(self._judge(run, got))
-            if found:
-                yield from found
-                return
-
-    def _judge(self, run: Run, got: tuple) -> Iterator[Finding]:
+        got = self._per_step(run)
+        if got is None:
+            return
         a, b, r, seg, name, how = got
         keep = r > 0
         if not keep.all():
