@@ -250,14 +250,16 @@ class LossSpike:
 
     def _recurrent(self, run: Run, steps: np.ndarray, values: np.ndarray, scatter: float | None,
                    starts: set[int]) -> Iterator[Finding]:
-        """Recurrent spikes: `recurrent` or more jumps of ×`recurrent_ratio` their trailing median (and beyond a long
-        log's own scatter by `tail_margin` on a log scale, in a log where ×3 jumps are rarer than one record in a
-        hundred) that come back (`stats.spikes`, no crowd limit), none at a launch's
+        """Recurrent spikes, in a long log (`long_log` points): `recurrent` or more jumps of ×`recurrent_ratio` their
+        trailing median (and beyond the log's own scatter by `tail_margin` on a log scale, in a log where ×3 jumps are
+        rarer than one record in a hundred, each above `low_level` of the start) that come back (`stats.spikes`, no crowd limit), none at a launch's
         start. Each alone may undo little of a long descent; together they are what a user sees in the curve."""
         ok = np.isfinite(values) & (values > 0)
         if ok.sum() < self.min_points or not np.all(values[np.isfinite(values)] > 0) \
-                or (scatter is not None and scatter >= self.recurrent_ratio):
-            return  # a log whose every hundredth record jumps ×3 has such jumps for its noise (heavy-tailed batches)
+                or scatter is None or scatter >= self.recurrent_ratio:
+            # a short log's tail is unmeasured; a long one whose every hundredth record jumps ×3 has such jumps for
+            # its noise (heavy-tailed batches)
+            return
         raw = stats.spikes(steps[ok], values[ok], dataclasses.replace(self.spike, max_spikes=int(ok.sum())))
         floor = max(self.recurrent_ratio, scatter ** self.tail_margin if scatter is not None else 0.0)
         start = stats.start_level(values, self.start_points)  # jumps under `low_level` of it undo nothing a user sees
