@@ -44,6 +44,11 @@ class LossSpike:
     after it, within `max_window`) and launch guards.
     One-record jumps under `heavy` × their level, `tail_crowd` or more of them within ×`tail_alike` of one another's
     height, are the batches' own tail (a long per-step log shows a hard batch now and then), not spikes.
+    A long log (`long_log` points or more) is judged against its own scatter, the 99th percentile of each point over
+    its trailing median: its spikes (no crowd limit) stand `tail_margin` times as far out on a log scale, and the undo
+    share guards only those under `low_level` of the start. There, where no spike is told, `recurrent` or more jumps
+    of ×`recurrent_ratio` beyond that scatter that come back are one finding, whatever each undoes. In an RL run only
+    a value objective's blow-ups are read (`_value_blowups`).
     A bump, where no spike was found: a positive loss that rises from its level (the median of up to five points
     ending at the last one within ×`bump_back` of the running minimum) to `min_ratio` above it (×2) and comes back
     within ×`bump_back` of it, staying under ×1.5 of it to the end, the whole excursion at most `bump_share` of the
