@@ -99,8 +99,9 @@ def role_of(name: str) -> Role:
                 return s
         return None
 
-    if "scale" in ws and ("loss" in ws or "grad" in ws or "scaler" in ws or ws & SCALER_WORDS or ws == {"scale"}) \
-            or "scaler" in ws:
+    scale_loss = len(rest) > 2 and rest[-1] == "loss" and "scale" in rest[1:-1]  # YOLO's `BoxScaleLoss`: a loss term
+    if not scale_loss and ("scale" in ws and ("loss" in ws or "grad" in ws or "scaler" in ws or ws & SCALER_WORDS
+                                              or ws == {"scale"}) or "scaler" in ws):
         # a scaler's setting (`min_loss_scale`, `loss_scale_window`, `initial_loss_scale`) is no scale it reached
         return Role("other" if ws & (AGGREGATE_WORDS | SCALER_SETTING_WORDS) else "loss_scale", split)
     if ws & {"skipped", "skip"} and ws & {"iterations", "iteration", "iters", "iter", "steps", "step", "updates"}:
@@ -162,7 +163,8 @@ def role_of(name: str) -> Role:
             or ws == {"speed"}:  # MXNet's Speedometer: `Speed: 512 samples/sec`
         return Role("throughput", split)
     if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or {"epoch", "time"} <= ws \
-            or ws == {"dt"} or "time" in ws and ws <= {"time"} | TIME_UNITS:
+            or "dt" in ws and ws <= {"dt", "iter", "step", "batch"} | TIME_UNITS \
+            or "time" in ws and ws <= {"time"} | TIME_UNITS:
         # a bare `Time` column (PyTorch's ImageNet example and its descendants: deepspeech.pytorch, MAE, timm's
         # `Time`; nanoGPT's `time 1099.34ms`) is the time of the step it is printed on; a clock that only grows
         # (elapsed time under the same name) is told apart by its values, where step times are read

@@ -26,6 +26,7 @@ from ingest.roles import role_of
         ("amp/scale", "loss_scale", None),  # mixed precision's scale under its own namespace
         ("cur_scale", "loss_scale", None),  # DeepSpeed's dynamic scaler attribute
         ("min_loss_scale", "other", None),  # a scaler's setting, not a scale it reached
+        ("BoxScaleLoss", "train_loss", None),  # GluonCV YOLOv3's box-scale loss term, no loss scale
         ("loss_scale_window", "other", None),
         ("img_scale", "other", None),  # an augmentation's scale
         ("system/gpu.0.memoryAllocated", "memory", None),
@@ -59,6 +60,7 @@ from ingest.roles import role_of
         ("s/it", "step_time", None),
         ("sec/step", "step_time", None),
         ("ms/batch", "step_time", None),
+        ("iter_dt ms", "step_time", None),  # minGPT's `iter_dt 17397.85ms`
         # a bare time column is the step's own (PyTorch's ImageNet example, deepspeech.pytorch, nanoGPT's `time`)
         ("Time", "step_time", None),
         ("time", "step_time", None),

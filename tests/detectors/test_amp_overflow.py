@@ -370,3 +370,56 @@ def test_nan_grad_norms_on_which_the_lr_stays_put_are_skipped_fp16_steps(tmp_pat
     assert bool(found) == fires, [f.summary for f in found]
     if fires:
         assert found[0].evidence["skipped_steps"] == 55 and found[0].step == 60
+
+
+def _printed_scaler_log(overflow, n: int, init_scale: float, growth_interval: int, falls: bool) -> list[str]:
+    """Console lines `step i loss v loss_scale s` of a real GradScaler (no minimum, as fairseq's reaches 1e-4)
+    fitting a linear target, so the loss falls (`falls`) or a fixed batch whose loss the script prints flat;
+    `overflow(i)` says whether step i's gradients are Inf."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.005)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init_scale, growth_interval=growth_interval)
+    w = torch.tensor([[1.0, -2.0, 0.5, 3.0]])
+    lines = []
+    with one_torch_thread():
+        for i in range(1, n + 1):
+            x = torch.randn(64, 4)
+            loss = (model(x) - x @ w.T - 0.3 * torch.randn(64, 1)).pow(2).mean()
+            opt.zero_grad()
+            scaler.scale(loss * (float("inf") if overflow(i) else 1.0)).backward()
+            scaler.step(opt)
+            scaler.update()
+            shown = loss.item() if falls else 2.0 + 0.01 * np.sin(i)
+            lines.append(f"step {i} loss {shown:.4f} loss_scale {scaler.get_scale():g}")
+    return lines
+
+
+def test_a_dynamic_scaler_running_below_one_that_grows_back_is_silent(tmp_path):
+    """A fairseq-style scaler: a few overflows take it from 2 to 1/4, where it halves on a rare overflow (one step in
+    150) and grows back every 100 clean steps, the loss falling throughout. Halvings below 1 are its normal working."""
+    lines = _printed_scaler_log(lambda i: i in (3, 4, 5) or i % 150 == 0, 560, 2.0, 100, falls=True)
+    scales = [float(x.rsplit(" ", 1)[1]) for x in lines]
+    assert min(scales) < 1 and scales[-1] > min(scales)
+    assert list(AmpOverflow().check(_console_run(tmp_path, lines))) == []
+
+
+@pytest.mark.parametrize("falls", [True, False])
+def test_a_long_fall_of_the_scale_is_overflow_only_where_the_loss_stops(tmp_path, falls):
+    """The scale halves on one step in 150 (under the skip rate) and never grows back: 2^7 to 2^-9 over 2400 steps.
+    While the loss keeps falling its steps are taken (silent); with the loss flat the fall is the finding."""
+    lines = _printed_scaler_log(lambda i: i % 150 == 0, 2400, 128.0, 10**6, falls=falls)
+    found = list(AmpOverflow().check(_console_run(tmp_path, lines)))
+    assert [f.kind for f in found] == ([] if falls else ["amp_overflow"])
+
+
+def test_an_averaged_scale_that_is_no_power_of_two_says_nothing_of_skips(tmp_path):
+    """MAE logs the mean of the dynamic scale over each epoch: a healthy scaler (overflow one step in 30, growth
+    every 20) averaged over 50-step epochs wobbles up and down, which read as halvings would be half the steps."""
+    steps, scale = _scales(lambda i: i % 30 == 7, n=2000, growth_interval=20)
+    means = scale.reshape(40, 50).mean(axis=1)
+    assert np.sum(np.diff(means) < 0) >= 10
+    run = load_run(write_tb(tmp_path / "r", {"train_loss_scale": (np.arange(40), means)}), tmp_path / "f.duckdb")
+    assert list(AmpOverflow().check(run)) == []

@@ -154,3 +154,50 @@ def test_an_unstable_stretch_that_recovers_beside_the_validation_loss_is_a_spike
     assert list(LossSpike().check(run)) == []
     run = load_run(write_trainer_state(tmp_path / "c", _bumped_fine_tune(True, lr_restart=True)), tmp_path / "c.duckdb")
     assert list(LossSpike().check(run)) == []
+
+
+def test_recurrent_jumps_on_a_long_smooth_descent_fire_whatever_each_undoes(tmp_path):
+    """A per-line averaged loss falling 8 -> 0.1 over 4000 lines (±2% noise) that jumps ×4-×7 from its level five
+    times and is back within a few lines each time: each jump undoes a few percent of the descent, together they are
+    what the user sees. The same log without the jumps is silent."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(4000)
+    loss = (8.0 * np.exp(-steps / 600) + 0.1) * np.exp(rng.normal(0, 0.02, steps.size))
+    calm = loss.copy()
+    for at, k in ((1500, 4.0), (2100, 6.0), (2700, 5.0), (3300, 7.0), (3800, 4.5)):
+        loss[at] *= k
+        loss[at + 1] *= k / 2
+    found = list(LossSpike().check(load_run(write_tb(tmp_path / "a", {"loss": (steps, loss)}), tmp_path / "a.duckdb")))
+    assert found and all(f.kind == "loss_spike" for f in found)
+    assert {1500, 2100, 2700, 3300, 3800} <= {s for f in found for s in f.evidence.get("steps", [f.step])}
+    assert list(LossSpike().check(load_run(write_tb(tmp_path / "b", {"loss": (steps, calm)}), tmp_path / "b.duckdb"))) == []
+
+
+def test_a_jump_within_a_per_batch_logs_own_scatter_is_silent(tmp_path):
+    """Thirty thousand single-batch losses whose batches scatter ×0.5-×2 around a level of 1 (a segmentation run on
+    small batches): one batch at ×3.5 its trailing median sits within the log's own spread. One at ×12 stands out."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(30000)
+    loss = (1.0 + np.exp(-steps / 3000)) * np.exp(rng.normal(0, 0.3, steps.size))
+    loss[20000] = 3.5 * np.median(loss[19950:20000])
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, loss)}), tmp_path / "a.duckdb")
+    assert 20000 not in {f.step for f in LossSpike().check(run)}
+    loss[20000] *= 12 / 3.5
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, loss)}), tmp_path / "b.duckdb")
+    assert 20000 in {f.step for f in LossSpike().check(run)}
+
+
+@pytest.mark.parametrize("blows_up", [True, False])
+def test_an_rl_value_loss_that_blows_up_again_and_again_is_a_spike(tmp_path, blows_up):
+    """An actor-critic agent's TensorBoard tags (stable-baselines3: `rollout/ep_rew_mean`, `train/value_loss`,
+    `train/policy_gradient_loss`): the value loss wanders around 10 as the returns move, which is how an agent
+    trains; four logs at ×150-×1400 its median, each back at the next log, are blow-ups an expert flags."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(100, 30100, 100)
+    value = 10 * np.exp(rng.normal(0, 0.5, steps.size))
+    if blows_up:
+        value[[50, 110, 190, 260]] = [1500.0, 14000.0, 4000.0, 2200.0]
+    series = {"rollout/ep_rew_mean": (steps, np.linspace(20, 200, steps.size)), "train/value_loss": (steps, value),
+              "train/policy_gradient_loss": (steps, rng.normal(0, 0.05, steps.size))}
+    found = list(LossSpike().check(load_run(write_tb(tmp_path / "r", series), tmp_path / "f.duckdb")))
+    assert [f.evidence.get("spikes") for f in found] == ([4] if blows_up else [])

@@ -9,10 +9,11 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
+from forensics.judge import stats
 from forensics.judge.detectors.base import UPSTREAM, announced_at, loss_falls, quoted, src
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
-from forensics.judge.run import Run
+from forensics.judge.run import ROLES, Run
 from ingest.announcements import NONFINITE_GRAD
 
 
@@ -21,10 +22,12 @@ class AmpOverflow:
     """The mixed-precision loss scale keeps falling.
 
     Detects: a loss-scale series that ends at most 2^-`min_halvings` of its maximum and still falls over the second
-    half (its last value 2^-`late_halvings` of that half's maximum), or falls below `floor` (on two points; on one
-    only at 0; a scale that never moves on `min_skips` points or more, the loss not falling by `min_fall` meanwhile),
-    or falls to its floor (`floor`, or the configured `min_loss_scale`) and sits there on its last `min_skips` records
-    or more (`_pinned_at`), or keeps overflowing: after start-up calibration at least `max_skip_rate` of the steps halve it, on
+    half (its last value 2^-`late_halvings` of that half's maximum) while no training loss falls by `late_fall`
+    there, or collapses to `collapse` or 0 (a scale under `floor` that never moves on `min_skips` points or more,
+    the loss not falling by `min_fall` meanwhile), or falls to its floor (`floor`, or the configured
+    `min_loss_scale`) and sits there without growing on its last `min_skips` records or more (`_pinned_at`), the
+    loss not falling by `late_fall` meanwhile (halvings below 1 that grow back are a dynamic scaler's working), or
+    keeps overflowing (not read from a scale that is no power of two: an average over steps): after start-up calibration at least `max_skip_rate` of the steps halve it, on
     `min_skips` halvings or more (a logged count of skipped steps makes the same rate). Calibration ends at the first
     growth, the first step with a finite grad norm, or past step `horizon`, unless the log starts at a fresh scaler's
     value (`fresh_scale`). Halvings beside a non-finite training loss (`min_nonfinite_skips`) count at any point.
@@ -48,7 +51,10 @@ class AmpOverflow:
     requires: ClassVar[tuple[str, ...]] = ()  # a logged loss_scale series, or scaler state in checkpoints
     min_halvings: int = 8  # 65536 → 256: far past the few halvings of start-up calibration
     late_halvings: int = 4  # ... and still falling ×16 in the second half
-    floor: float = 1.0  # below 1 the scale shrinks gradients: no fp16 run is healthy there (0 = collapsed)
+    floor: float = 1.0  # a scaler's lowest scale where none is configured (DeepSpeed's `min_loss_scale` default)
+    collapse: float = 1e-4  # fairseq's default minimum: a dynamic scaler works between 1/4 and 1 (fairseq, fp16 CTC)
+    # and grows back; at 1e-4 or below it has collapsed whatever the loss does (0, a denormal)
+    late_fall: float = 0.05  # a loss still falling by 5% while the scale falls is taking its steps
     max_skip_rate: float = 0.01  # a step in a hundred: 10-20× a healthy scaler's one overflow per growth interval
     min_skips: int = 3  # ... on at least three skipped steps: one or two halvings in a short excerpt are a healthy scaler's
     horizon: int = 200  # past step 200 no healthy scaler is still calibrating (2^32 to 1: 64 skipped steps at most)
@@ -70,6 +76,25 @@ class AmpOverflow:
             found = list(self._from_skip_counts(run))
         found = found or list(self._from_announced_skips(run))
         yield from found if found or run.has("loss_scale") else self._from_held_lr(run)
+
+    def _loss_falls(self, run: Run, name: str | None, since: float, until: float) -> bool:
+        """Whether a training loss falls by `late_fall` between steps `since` and `until` of the scale's axis: any
+        series of the loss role logged on the scale's kind of axis (fairseq's per-epoch `train_loss` beside its
+        per-epoch `train_loss_scale`, the per-update loss on another axis), or the run's loss beside checkpoints."""
+        if name is None:
+            return loss_falls(run, self.late_fall, until, since)
+        ordinal = run.meta.filter(pl.col("name") == name)["ordinal"][0]
+        beside = run.meta.filter((pl.col("role") == ROLES["loss"]) & (pl.col("ordinal") == ordinal))["name"]
+        for loss in beside.to_list():
+            pts = run.series_named(loss)
+            s, y = pts["step"].to_numpy(), pts["value"].fill_null(np.nan).to_numpy()
+            y = y[(s >= since) & (s <= until) & np.isfinite(y)]
+            if y.size < 6:
+                continue
+            head, tail = stats.start_level(y, stats.START_POINTS), float(np.median(y[-3:]))
+            if head > 0 and (head - tail) / head >= self.late_fall:
+                return True
+        return False
 
     def _from_held_lr(self, run: Run) -> Iterator[Finding]:
         """Without a scale: optimizer steps the scaler skipped, read from the LR and the grad norm logged on each
@@ -194,8 +219,14 @@ class AmpOverflow:
             return
         # the second half of the run by steps, not points: an overflow-only log (DeepSpeed prints a line per
         # skipped step) crowds its points where the scale falls
-        late_top = float(s[steps >= steps[0] + (steps[-1] - steps[0]) / 2].max())
-        falling = final <= top / 2 ** self.min_halvings and final <= late_top / 2 ** self.late_halvings
+        late = steps >= steps[0] + (steps[-1] - steps[0]) / 2
+        late_top = float(s[late].max())
+        # halvings are a dynamic scaler's normal working: a long fall is overflow only where the loss stops with it
+        falling = final <= top / 2 ** self.min_halvings and final <= late_top / 2 ** self.late_halvings \
+            and not self._loss_falls(run, name, steps[late][0], steps[-1])
+        # a scale that is no power of two is an average over steps (MAE's per-epoch mean): its wobble says nothing
+        # of how many steps were skipped, only a collapse reads from it
+        averaged = float(np.mean(_power_of_two(s[s > 0]))) < 0.5 if np.any(s > 0) else False
         d = np.diff(s)
         down = np.flatnonzero(d < 0) + 1
         ups = np.flatnonzero(d > 0) + 1
@@ -213,12 +244,17 @@ class AmpOverflow:
         settled = down[down >= cal_end] if cal_end is not None else down[:0]  # halvings after calibration
         span = float(axis[-1] - axis[cal_end]) if cal_end is not None else 0.0
         skip_rate = settled.size / max(span, 1.0) if logged and settled.size else 0.0
-        skipping = skip_rate >= self.max_skip_rate and settled.size >= self.min_skips
+        skipping = skip_rate >= self.max_skip_rate and settled.size >= self.min_skips and not averaged
         sick = _halvings_on_nonfinite_loss(run, name, steps, down) if logged else 0
-        pinned = _pinned_at(s, max(self.floor, run.config_number(*MIN_SCALE_KEYS) or 0.0), self.min_skips)
-        if not (falling or low < self.floor or pinned or skipping or sick >= self.min_nonfinite_skips):
+        configured = run.config_number(*MIN_SCALE_KEYS)
+        floor = self.floor if configured is None else configured
+        pinned_at = _pinned_at(s, floor, self.min_skips)
+        collapsed = low <= self.collapse or top == low < self.floor
+        pinned = pinned_at is not None and not collapsed and not falling \
+            and not self._loss_falls(run, name, steps[pinned_at], steps[-1])
+        if not (falling or collapsed or pinned or skipping or sick >= self.min_nonfinite_skips):
             return
-        if falling or low < self.floor or pinned:  # the fall that matters starts after the scale last grew
+        if falling or collapsed or pinned:  # the fall that matters starts after the scale last grew
             after = down[down > ups[-1]] if ups.size else down
         else:
             after = settled if skipping else down
@@ -234,21 +270,23 @@ class AmpOverflow:
               "source": "logged loss scale" if logged else "GradScaler state in checkpoints"}
         where = (src(run, "loss_scale", steps) if logged else
                  {"table": "checkpoint_values", "key": SCALE_KEY, "step_min": int(steps[0]), "step_max": int(steps[-1])})
-        if pinned and not falling and low >= self.floor:
-            ev["pinned_since_step"], ev["floor"] = int(steps[pinned]), low
-            summary = (f"loss scale falls from {top:g} to {low:g} ({count(int(np.sum(down <= pinned)), 'decrease')}, "
-                       f"{top / low:g}× down) and stays at {low:g}, the scaler's floor, from step {steps[pinned]} to "
-                       f"the last record (step {steps[-1]}, {count(s.size - pinned, 'record')}): fp16 overflowed at "
-                       f"every scale it tried, so steps keep being skipped")
+        if pinned:
+            at = int(pinned_at)
+            ev["pinned_since_step"], ev["floor"] = int(steps[at]), floor
+            summary = (f"loss scale falls from {top:g} to {low:g} ({count(int(down.size), 'decrease')}, "
+                       f"{top / low:g}× down) and sits at or below {floor:g}, the scaler's floor, without growing "
+                       f"back from step {steps[at]} to the last record (step {steps[-1]}, "
+                       f"{count(s.size - at, 'record')}): fp16 overflowed at every scale it tried, so steps keep "
+                       f"being skipped")
         elif top == low:  # pinned below the floor from the first point
             summary = (f"loss scale is {top:g} at all {s.size} logged points (below {self.floor:g}): the fp16 "
                        f"scaler has collapsed and every step overflows")
-        elif not falling and low >= self.floor and not skipping:  # every halving comes with a non-finite loss
+        elif not falling and not collapsed and not skipping:  # every halving comes with a non-finite loss
             ev["follows"] = "nan_loss"  # the overflow is the NaN loss's consequence: the headline leads with the NaN
             summary = (f"loss scale halves {count(sick, 'time')} (from {top:g} to {final:g}) while the training "
                        f"loss is non-finite: no loss scale makes those gradients finite, so every step is skipped "
                        f"and the scale falls toward its floor")
-        elif not falling and low >= self.floor:  # it keeps overflowing at a steady level
+        elif not falling and not collapsed:  # it keeps overflowing at a steady level
             summary = (f"loss scale halves {count(settled.size, 'time')} in the {span:g} steps since {since}, past "
                        f"start-up calibration (between {low:g} and {top:g}, ending at {final:g}): at least "
                        f"{skip_rate:.1%} of optimizer "
@@ -270,17 +308,27 @@ class AmpOverflow:
 MIN_SCALE_KEYS = ("min_loss_scale", "min_scale")
 
 
-def _pinned_at(s: np.ndarray, floor: float, min_records: int) -> int:
-    """The index from which the scale sits at its minimum, at or below `floor` (1, below which no dynamic scaler is
-    healthy, or the scaler's configured minimum), to the end of the log on `min_records` records or more, having
-    fallen there from a higher value (a scale at 1 from its first record is a bf16 run's constant); else 0."""
+def _pinned_at(s: np.ndarray, floor: float, min_records: int) -> int | None:
+    """The index from which the scale sits at or below `floor` (the scaler's configured minimum, else 1) to the end
+    of the log, on `min_records` records or more, never growing there and ending at its lowest value, having fallen
+    there from a higher value (a scale at 1 from its first record is a bf16 run's constant); else None. A scaler that
+    grows back, or ends above a minimum it reached before, is working, however low it runs."""
     low = float(s.min())
-    if low > floor or s.size < min_records + 1:
-        return 0
-    at = int(np.argmax(s == low))
-    if at == 0 or not np.all(s[at:] == low) or s.size - at < min_records:
-        return 0
+    if low > floor or s[-1] != low or s.size < min_records + 1:
+        return None
+    at = s.size - 1
+    while at > 0 and s[at - 1] <= floor and s[at - 1] >= s[at]:
+        at -= 1
+    if s.size - at < min_records or not np.any(s[:at + 1] > low):
+        return None
     return at
+
+
+def _power_of_two(s: np.ndarray) -> np.ndarray:
+    """Which values are powers of two, as a dynamic scaler's scale always is (a printed value rounded to a few
+    digits still is: 0.000122070 for 2^-13)."""
+    e = np.log2(s)
+    return np.abs(e - np.round(e)) < 1e-4
 
 
 SCALE_KEY = "scaler.scale"  # GradScaler.state_dict()["scale"] as ingest/checkpoints.py stores it

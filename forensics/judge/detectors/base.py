@@ -52,7 +52,7 @@ def missing_reason(detector: Detector, run: Run) -> str | None:
             return run.missing_message(need)
     if getattr(detector, "reads_loss_level", False) or getattr(detector, "reads_curve", False):
         rl = reinforcement_learning(run)
-        if rl is not None:
+        if rl is not None and not getattr(detector, "judges_rl", False):
             return (f"a reinforcement-learning run (it logs {rl.evidence}): its losses ({_listed(rl.objectives)}) are "
                     f"objectives against moving targets, not expected to fall, so their level and shape are not "
                     f"judged; non-finite values in them still are")

@@ -6,12 +6,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import dataclasses
 import math
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, src, too_short
+from forensics.judge.detectors.base import MECHANISM, VALUE_WORDS, reinforcement_learning, src, too_short
 from forensics.judge.findings import Finding, plain
 from forensics.judge.numbers import count, ratio
 from forensics.judge.stats import SpikeRule
@@ -42,6 +44,11 @@ class LossSpike:
     after it, within `max_window`) and launch guards.
     One-record jumps under `heavy` × their level, `tail_crowd` or more of them within ×`tail_alike` of one another's
     height, are the batches' own tail (a long per-step log shows a hard batch now and then), not spikes.
+    A long log (`long_log` points or more) is judged against its own scatter, the 99th percentile of each point over
+    its trailing median: its spikes (no crowd limit) stand `tail_margin` times as far out on a log scale, and the undo
+    share guards only those under `low_level` of the start. There, where no spike is told, `recurrent` or more jumps
+    of ×`recurrent_ratio` beyond that scatter that come back are one finding, whatever each undoes. In an RL run only
+    a value objective's blow-ups are read (`_value_blowups`).
     A bump, where no spike was found: a positive loss that rises from its level (the median of up to five points
     ending at the last one within ×`bump_back` of the running minimum) to `min_ratio` above it (×2) and comes back
     within ×`bump_back` of it, staying under ×1.5 of it to the end, the whole excursion at most `bump_share` of the
@@ -59,6 +66,7 @@ class LossSpike:
     kind: ClassVar[str] = "loss_spike"
     stage: ClassVar[int] = MECHANISM
     reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
+    judges_rl: ClassVar[bool] = True  # in an RL run, only a value objective's blow-ups (`_value_blowups`)
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     spike: SpikeRule = field(default_factory=SpikeRule)  # what a spike is: the analysis's one rule (`--set spike.z=`)
     min_points: int = 10  # the statistical rule needs a baseline window's worth of points
@@ -79,6 +87,12 @@ class LossSpike:
     bump_val: float = 1.3  # ... while the validation loss rises ×1.3 over its last evaluation before and comes back
     tail_crowd: int = 3  # this many one-record jumps under ×`heavy` ...
     tail_alike: float = 1.5  # ... each within ×1.5 of another's height: the batches' own tail, not events
+    long_log: int = 1000  # from this many points a log's own scatter is measured: its 99th percentile excursion ...
+    tail_margin: float = 2.0  # ... a spike stands twice as far out on a log scale (×1.2 scatter: ×1.44; ×2.15: ×4.6)
+    low_level: float = 0.05  # in a long log, a spike that undoes little and peaks under 5% of the start is no event
+    recurrent: int = 3  # this many jumps ...
+    recurrent_ratio: float = 3.0  # ... each ×3 its trailing median and back: recurrent spikes, whatever they undo
+    blowup: float = 100.0  # an RL value objective ×100 its median and back under ×10 at the next log, `recurrent` times
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "loss", self.min_points_nonfinite)
@@ -123,16 +137,16 @@ class LossSpike:
         return out
 
     def check(self, run: Run) -> Iterator[Finding]:
+        rl = reinforcement_learning(run)
+        if rl is not None:
+            yield from self._value_blowups(run, rl.objectives)
+            return
         steps, values = run.arrays("loss")
         glaring = list(self._glaring_findings(run, steps, values))
         yield from glaring
         spiked = bool(glaring)
         if int(np.isfinite(values).sum()) >= self.min_points:
             found = run.spikes(run.pick("loss"), self.spike)  # shared with the engine's spike list
-            start = stats.start_level(values, self.start_points)
-            reference = np.isfinite(values)  # the points a spike is compared with: not other spikes
-            for a, b in zip(found["start_step"], found["end_step"]):
-                reference &= ~((steps >= a) & (steps <= b))
             positive = bool(np.all(values[np.isfinite(values)] > 0))
             excursion = np.full(values.size, np.nan)  # each point over its trailing local level
             if positive:
@@ -140,6 +154,15 @@ class LossSpike:
                     logs = np.where(np.isfinite(values), np.log(np.where(values > 0, values, 1.0)), np.nan)
                 level, _ = stats.rolling_baseline(logs, self.spike.window)
                 excursion = np.exp(logs - level)
+            scatter = self._scatter(excursion) if positive else None
+            if scatter is not None:  # a long log: its spikes are those beyond its own scatter, not a crowd's z
+                ok = np.isfinite(values)
+                raw = stats.spikes(steps[ok], values[ok], dataclasses.replace(self.spike, max_spikes=int(ok.sum())))
+                found = raw.filter(pl.col("value") >= scatter ** self.tail_margin * pl.col("baseline"))
+            start = stats.start_level(values, self.start_points)
+            reference = np.isfinite(values)  # the points a spike is compared with: not other spikes
+            for a, b in zip(found["start_step"], found["end_step"]):
+                reference &= ~((steps >= a) & (steps <= b))
             passes = run.pass_starts(run.pick("loss"))
             first = float(values[np.isfinite(values)][0])  # the loss the log began with: where a new launch starts
             launches = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
@@ -152,8 +175,10 @@ class LossSpike:
                 progress = start - s["baseline"]
                 s["start_level"] = start
                 s["undone"] = (s["value"] - s["baseline"]) / progress if progress > 0 else None
-                if s["undone"] is not None and s["undone"] < self.min_undo:
-                    continue  # the noise's tail near zero: a small step back on the way the run came
+                if s["undone"] is not None and s["undone"] < self.min_undo \
+                        and (scatter is None or s["value"] < self.low_level * start):
+                    continue  # the noise's tail near zero (a long log's scatter measures it, but not at a few % of
+                    # the start: there a jump undoes nothing a user would act on)
                 before = excursion[(steps < s["start_step"]) & reference & np.isfinite(excursion)][-self.max_window:]
                 s["recent_max_excursion"] = float(before.max()) if before.size else None
                 if (s["recent_max_excursion"] is not None and s["recent_max_excursion"] >= self.heavy
@@ -165,8 +190,12 @@ class LossSpike:
                 window = values[(steps >= s["window_start"]) & (steps <= s["window_end"]) & np.isfinite(values)]
                 median = float(np.median(window)) if window.size else s["baseline"]
                 s["window_median"] = median
+                if scatter is not None and s["value"] < scatter ** self.tail_margin * median:
+                    continue  # within a long per-batch log's own scatter
                 kept.append(s)
             told = list(self._told(run, self._beyond_the_tail(kept)))
+            if not told:
+                told = list(self._recurrent(run, steps, values, scatter, set(passes) | set(launches.tolist())))
             spiked = spiked or bool(told)
             yield from told
             if not spiked and not found.height:
@@ -186,6 +215,78 @@ class LossSpike:
                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a - 1:b + 2]),),
                              summary=(f"loss is {ev['value']} at step {steps[a]} between {values[a - 1]:.4g} and "
                                       f"{values[b + 1]:.4g}: a non-finite spike that recovers"))
+
+    def _value_blowups(self, run: Run, objectives: tuple[str, ...]) -> Iterator[Finding]:
+        """An RL run's losses chase moving targets and need not fall, but a value objective (a regression toward
+        returns) that jumps ×`blowup` its median and is back under ×10 of it at the next log, `recurrent` times or
+        more, is blowing up on some batches (exploding returns, a bad target): what an expert flags in any agent."""
+        from ingest.roles import words
+
+        for name in objectives:
+            if not set(words(name)) & VALUE_WORDS:
+                continue
+            f = run.series_named(name)
+            s, y = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
+            ok = np.isfinite(y)
+            s, y = s[ok], np.abs(y[ok])
+            if y.size < self.min_points or float(np.median(y)) <= 0:
+                continue
+            med = float(np.median(y))
+            hits = [i for i in range(y.size - 1) if y[i] >= self.blowup * med and y[i + 1] < 10 * med]
+            if len(hits) < self.recurrent:
+                continue
+            top = max(hits, key=lambda i: y[i])
+            ev = {"step": int(s[hits[0]]), "spikes": len(hits), "steps": [int(s[i]) for i in hits][:20],
+                  "values": [float(y[i]) for i in hits][:20], "median": med, "highest": float(y[top]),
+                  "highest_step": int(s[top]), "objective": name, "reinforcement_learning": True}
+            yield Finding.of(self, severity="warning", step=int(s[hits[0]]), step_end=int(s[hits[-1]]), series=name,
+                             evidence=ev, sources=(src(run, name, s[hits]),),
+                             summary=(f"{name} jumps to ×{y[hits].min() / med:.0f}-×{y[top] / med:.0f} its median "
+                                      f"{med:.4g} at {count(len(hits), 'log')} from step {s[hits[0]]} to "
+                                      f"{s[hits[-1]]} (highest {y[top]:.4g} at step {s[top]}), each back under ×10 "
+                                      f"at the next log: the value objective blows up again and again"))
+            return
+
+    def _scatter(self, excursion: np.ndarray) -> float | None:
+        """A long log's own scatter: the 99th percentile of each point over its trailing level (`long_log` points or
+        more), or None for a shorter one, whose tail is too few points to measure."""
+        ex = excursion[np.isfinite(excursion)]
+        return float(np.quantile(ex, 0.99)) if ex.size >= self.long_log else None
+
+    def _recurrent(self, run: Run, steps: np.ndarray, values: np.ndarray, scatter: float | None,
+                   starts: set[int]) -> Iterator[Finding]:
+        """Recurrent spikes, in a long log (`long_log` points): `recurrent` or more jumps of ×`recurrent_ratio` their
+        trailing median (and beyond the log's own scatter by `tail_margin` on a log scale, in a log where ×3 jumps are
+        rarer than one record in a hundred, each above `low_level` of the start) that come back (`stats.spikes`, no crowd limit), none at a launch's
+        start. Each alone may undo little of a long descent; together they are what a user sees in the curve."""
+        ok = np.isfinite(values) & (values > 0)
+        if ok.sum() < self.min_points or not np.all(values[np.isfinite(values)] > 0) \
+                or scatter is None or scatter >= self.recurrent_ratio:
+            # a short log's tail is unmeasured; a long one whose every hundredth record jumps ×3 has such jumps for
+            # its noise (heavy-tailed batches)
+            return
+        raw = stats.spikes(steps[ok], values[ok], dataclasses.replace(self.spike, max_spikes=int(ok.sum())))
+        floor = max(self.recurrent_ratio, scatter ** self.tail_margin if scatter is not None else 0.0)
+        start = stats.start_level(values, self.start_points)  # jumps under `low_level` of it undo nothing a user sees
+        hits = [s for s in raw.iter_rows(named=True) if s["value"] >= floor * s["baseline"]
+                and s["value"] >= self.low_level * start and s["start_step"] not in starts]
+        if len(hits) < self.recurrent:
+            return
+        heights = np.array([s["value"] / s["baseline"] for s in hits])
+        top = hits[int(np.argmax(heights))]
+        ev = {"step": hits[0]["step"], "spikes": len(hits), "steps": [s["step"] for s in hits][:20],
+              "ratios": [round(float(h), 2) for h in heights][:20], "median_ratio": float(np.median(heights)),
+              "highest_step": top["step"], "highest_value": top["value"], "highest_median": top["baseline"],
+              "scatter_q99": scatter, "recurrent": True}
+        yield Finding.of(self, severity="warning", step=hits[0]["step"], step_end=hits[-1]["end_step"],
+                         series=run.pick("loss"), evidence=ev,
+                         sources=(src(run, "loss", [hits[0]["window_start"], hits[-1]["end_step"]]),),
+                         summary=(f"loss jumps to ×{heights.min():.1f}-×{heights.max():.1f} its trailing median at "
+                                  f"{count(len(hits), 'record')} from step {hits[0]['step']} to {hits[-1]['step']} "
+                                  f"(highest {top['value']:.4g} at step {top['step']} over {top['baseline']:.4g}), "
+                                  f"each back within {count(self.spike.recover, 'point')}: recurrent spikes"
+                                  + (f", beyond the log's own scatter (99% of its records within ×{scatter:.2g} of "
+                                     f"their level)" if scatter is not None else "")))
 
     def _bump(self, run: Run, steps: np.ndarray, values: np.ndarray) -> Finding | None:
         """The bump of the docstring: the highest rise above the running minimum that comes back, with the

@@ -167,6 +167,16 @@ class ThroughputDrop:
                 steps.append(np.array([at[i] for i in range(at.size) if batch[i] == first], dtype=np.int64))
         return np.unique(np.concatenate(steps)) if steps else np.array([], dtype=np.int64)
 
+    def _at_eval_period(self, run: Run, stalls: np.ndarray) -> bool:
+        """Stalls, three or more, at every multiple of one step period in a run that evaluates (a validation series
+        logged at all): the evaluation every `eval_interval` steps, whose lines the log does not always hold
+        (nanoGPT prints `step 0: ... val loss` once and pauses at every multiple of 250 after), not a drop."""
+        if stalls.size < 3 or not run.meta.filter(pl.col("role").is_in(["val_loss", "val_accuracy"])).height:
+            return False
+        period = int(np.median(np.diff(stalls)))
+        return period > 1 and bool(np.all(stalls % period == 0)) \
+            and bool(np.all(np.diff(stalls) % period == 0))
+
     def _away_from_pauses(self, run: Run, a: np.ndarray, b: np.ndarray, name: str) -> tuple[np.ndarray, str]:
         """Which intervals [a, b] hold no evaluation or checkpoint step (`_quiet_steps`), and the words that say so.
         Where those touch most intervals (a validation loss logged on every record) they are the run's ordinary
@@ -256,7 +266,7 @@ class ThroughputDrop:
         lost = float(np.sum((r[slow] - base) * span[slow]))
         per = self._per_print(run, got[4], a) if got[5] == "logged step time" else 1
         total = float(np.sum(r * span) + base * (per - 1) * r.size)
-        if int(slow.sum()) < stalls or lost < max(seconds, self.min_lost * total):
+        if int(slow.sum()) < stalls or lost < max(seconds, self.min_lost * total) or self._at_eval_period(run, b[slow]):
             return None
         return {"spread": float(r[slow].max() / base), "slow": int(slow.sum()), "intervals": int(r.size),
                 "seconds_per_step_slow": float(r[slow].min()), "seconds_per_step_median": base,
@@ -327,7 +337,8 @@ class ThroughputDrop:
         total = float(np.sum(r * span) + base * (per - 1) * r.size)
         lost = float(np.sum((r[idx] - base) * span[idx]))
         if idx.size < self.min_stalls or total <= 0 or lost < max(self.min_lost * total, self.stall_seconds) \
-                or float(np.median(r[idx])) - base < self.min_added or self._pace(far, away):
+                or float(np.median(r[idx])) - base < self.min_added or self._pace(far, away) \
+                or self._at_eval_period(run, b[idx]):
             return
         stall_steps = b[idx]
         ev = {"first_stall_step": int(stall_steps[0]), "last_stall_step": int(stall_steps[-1]),
