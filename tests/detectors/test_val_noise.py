@@ -222,3 +222,39 @@ def test_a_rise_that_decides_the_checkpoint_is_not_noise(tmp_path):
     [f] = ValNoise(decided_sigmas=float("inf")).check(run)  # noisier than training: the rise is what silences it
     assert f.evidence["val_rise_after_minimum"] >= 5 * f.evidence["val_noise"]
     assert list(ValNoise().check(run)) == []
+
+
+def test_a_few_evaluations_swinging_beside_a_smooth_training_loss_are_val_noise(tmp_path):
+    """Six epochs printed by a script's logger: validation 6.58, 5.75, 2.81, 3.50, 4.34, 1.86 (round trips of ~20%
+    of its level) while the training loss falls smoothly 2.10 -> 1.72. Too few points for second differences, not
+    for a user. The twin whose validation falls smoothly beside the same training loss is silent."""
+    from tests.runwriters import log_messages
+
+    train = [2.10, 2.01, 1.93, 1.86, 1.79, 1.72]
+    found = {}
+    for name, val in (("swings", [6.575, 5.754, 2.814, 3.498, 4.344, 1.860]),
+                      ("smooth", [2.40, 2.21, 2.09, 2.01, 1.96, 1.93])):
+        (tmp_path / name).mkdir()
+        log_messages(tmp_path / name / "train.log", [f"Epoch {e + 1}/6 - loss: {t:.4f} - val_loss: {v:.4f}"
+                                                     for e, (t, v) in enumerate(zip(train, val))])
+        found[name] = list(ValNoise().check(load_run(tmp_path / name, tmp_path / f"{name}.duckdb")))
+    [f] = found["swings"]
+    assert f.evidence["val_turns"] == 2 and f.evidence["val_relative_swing"] > 0.15 and f.evidence["ratio"] > 4
+    assert found["smooth"] == []
+
+
+def test_validation_jumping_between_epochs_is_val_noise_when_training_is_too_sparse_to_compare(tmp_path):
+    """A hundred evaluations jumping ±40% around a falling level, beside a training loss logged 6 times: no
+    cadence to compare at, and validation alone shows the noise. Smooth validation beside the same training is
+    silent."""
+    rng = np.random.default_rng(3)
+    vs = np.arange(100) * 3
+    level = 700 + 3000 * np.exp(-vs / 60)
+    train = (np.arange(1, 7) * 50, np.array([1300, 1100, 900, 700, 520, 400.0]))
+    noisy = load_run(write_tb(tmp_path / "n", {"train/loss": train, "val/loss": (vs, level * rng.lognormal(0, 0.4, 100))}),
+                     tmp_path / "n.duckdb")
+    [f] = ValNoise().check(noisy)
+    assert f.evidence["train_compared_as"] == "none" and f.evidence["val_relative_noise"] > 0.25
+    smooth = load_run(write_tb(tmp_path / "s", {"train/loss": train, "val/loss": (vs, level * rng.lognormal(0, 0.02, 100))}),
+                      tmp_path / "s.duckdb")
+    assert list(ValNoise().check(smooth)) == []
