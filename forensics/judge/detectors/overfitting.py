@@ -40,6 +40,10 @@ class Overfitting:
     rises at every evaluation after its minimum to the last (`every_share` of them or more), by `every_min_rise`
     of it and `noise_k` times its relative point noise, while training at those evaluations falls at each (or sits
     at its floor, `memorised` of its first value), by `min_train_fall` in all.
+    A mild rise is sized against the curve's own scatter, not its level (`_scatter`): after the raw minimum,
+    evaluations ordered upward, ending `scatter_sigmas` point sigmas measured after the minimum above it, while
+    training falls and the gap widens. Where only a validation loss was logged, a U (`_val_only`) is read as
+    overfitting that says the training loss was not logged.
     Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.

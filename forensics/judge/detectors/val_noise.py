@@ -30,6 +30,8 @@ class ValNoise:
     when validation's point noise (`stats.noise`) is under `min_share_of_travel` of the range its smoothed curve
     covers (a loss falling by orders of magnitude ranks its evaluations by the fall); and when validation ends
     `decided_sigmas` point sigmas above its smoothed minimum (the rise decides the checkpoint: overfitting's).
+    Under `min_points` of either curve: round trips of validation on 3 evaluations or more against training's moves
+    (`_few`), or, beside a training loss too sparse to compare, validation alone at a higher bar (`_alone`).
     Why: a tiny validation set (or one resampled at each evaluation), random augmentation at validation, or
     model.eval() missing; the best evaluation is then a lucky draw, and early stopping reads noise.
     Evidence: relative noise of each, their ratio, the training series and how it was compared; the best evaluation
