@@ -258,3 +258,24 @@ def test_validation_jumping_between_epochs_is_val_noise_when_training_is_too_spa
     smooth = load_run(write_tb(tmp_path / "s", {"train/loss": train, "val/loss": (vs, level * rng.lognormal(0, 0.02, 100))}),
                       tmp_path / "s.duckdb")
     assert list(ValNoise().check(smooth)) == []
+
+
+def test_isolated_evaluation_jumps_that_come_straight_back_are_val_noise(tmp_path):
+    """A smooth test loss beside a smooth training loss, but four single evaluations stand ×3-×6 above their
+    neighbours and the next is back: a median noise measure cannot see them, a user can. When training jumps at
+    the same evaluations (a restart, a bad batch), the jumps are not the evaluation's and it is silent."""
+    steps = np.arange(150) * 2
+    train = 0.7 * np.exp(-steps / 150) + 0.1
+    val = train * 1.02
+    spiky = val.copy()
+    for i in (46, 70, 95, 120):
+        spiky[i] *= 4.0
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, train), "val/loss": (steps, spiky)}), tmp_path / "a.duckdb")
+    [f] = ValNoise().check(run)
+    assert [e["step"] for e in f.evidence["excursions"]] == [92, 140, 190, 240]
+    assert list(ValNoise(min_excursions=5).check(run)) == []  # the excursion rule is what decides
+    shared = train.copy()
+    for i in (46, 70, 95, 120):
+        shared[i] *= 4.0
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, shared), "val/loss": (steps, spiky)}), tmp_path / "b.duckdb")
+    assert list(ValNoise().check(run)) == []

@@ -32,6 +32,7 @@ class ValNoise:
     `decided_sigmas` point sigmas above its smoothed minimum (the rise decides the checkpoint: overfitting's).
     Under `min_points` of either curve: round trips of validation on 3 evaluations or more against training's moves
     (`_few`), or, beside a training loss too sparse to compare, validation alone at a higher bar (`_alone`).
+    A smooth curve with isolated jumps that come straight back, at three evaluations or more (`_excursions`).
     Why: a tiny validation set (or one resampled at each evaluation), random augmentation at validation, or
     model.eval() missing; the best evaluation is then a lucky draw, and early stopping reads noise.
     Evidence: relative noise of each, their ratio, the training series and how it was compared; the best evaluation
@@ -57,6 +58,10 @@ class ValNoise:
     few_ratio: float = 4.0  # ... and 4× training's moves at the evaluations' cadence
     alone_noise: float = 0.25  # training too sparse to compare: validation alone, at 2.5× `min_noise` ...
     alone_sign_changes: float = 0.5  # ... flipping direction at half its moves or more
+    excursion_fold: float = 2.0  # an isolated evaluation 2× the median of its neighbours ...
+    excursion_back: float = 1.5  # ... with the next one back within 1.5× of it ...
+    excursion_window: int = 3  # (neighbours on each side) ...
+    min_excursions: int = 3  # ... three times or more, training at those evaluations without one
 
     def unavailable(self, run: Run) -> str | None:
         return too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points)
@@ -78,6 +83,8 @@ class ValNoise:
         vs, v = finite_part(*run.arrays(val_name))
         vn, flips = stats.relative_wiggle(v), stats.sign_change_rate(v)
         if not (np.isfinite(vn) and vn >= self.min_noise and flips >= self.min_sign_changes):
+            found = self._excursions(run, val_name, vs, v)
+            yield from [found] if found is not None else []
             return
         compared = self._compared(run, vs, v, vn)
         if compared is None:
@@ -107,6 +114,38 @@ class ValNoise:
                          evidence=ev, sources=(src(run, val_name, vs), src(run, train_name, train_steps)),
                          summary=(f"validation loss moves {vn:.1%} of its level between evaluations, "
                                   f"{_times(vn, tn)} the training loss's {tn:.1%} ({_WORDS[how](train_name)}){lucky}"))
+
+    def _excursions(self, run: Run, name: str, vs: np.ndarray, v: np.ndarray) -> Finding | None:
+        """Isolated jumps in an otherwise smooth validation curve, which a median noise measure does not see: at
+        `min_excursions` evaluations or more, validation stands `excursion_fold` × the median of its
+        `excursion_window` neighbours on each side and the next evaluation is back within `excursion_back` × of it,
+        while training between the evaluations beside it stays under `excursion_fold` × its median around them (the
+        evaluation, not the model, moved; a restart or a bad batch moves both)."""
+        if v.size < 2 * self.excursion_window + 1 or np.any(v <= 0):
+            return None
+        train_name = run.pick("loss")
+        ts, t = finite_part(*run.arrays(train_name))
+        hits = []
+        w = self.excursion_window
+        for i in range(1, v.size - 1):
+            local = float(np.median(np.r_[v[max(0, i - w):i], v[i + 1:i + 1 + w]]))
+            if not (v[i] >= self.excursion_fold * local and v[i + 1] <= self.excursion_back * local):
+                continue
+            near = t[(ts > vs[i - 1]) & (ts <= vs[i + 1])]
+            around = t[(ts > vs[max(0, i - 1 - w)]) & (ts <= vs[min(v.size - 1, i + 1 + w)])]
+            if near.size and around.size and float(near.max()) >= self.excursion_fold * float(np.median(around)):
+                continue  # training jumped there too: a shared event (a bad batch, a restart), not the evaluation
+            hits.append(i)
+        if len(hits) < self.min_excursions:
+            return None
+        ev = {"excursions": [{"step": int(vs[i]), "value": float(v[i])} for i in hits], "val_series": name,
+              "train_series": train_name, "train_compared_as": "around each excursion"}
+        shown = ", ".join(point(vs, v, i) for i in hits[:6]) + (", …" if len(hits) > 6 else "")
+        return Finding.of(self, severity="warning", step=int(vs[hits[0]]), step_end=int(vs[hits[-1]]),
+                          series=name, evidence=ev, sources=(src(run, name, vs), src(run, train_name, ts)),
+                          summary=(f"validation loss jumps to {self.excursion_fold:g}× its neighbours or more and "
+                                   f"back at {len(hits)} evaluations ({shown}) while the training loss shows no "
+                                   f"jump there: single evaluations a checkpoint choice could land on"))
 
     def _alone(self, run: Run, t: np.ndarray) -> Finding | None:
         """Training logged too sparsely to measure its noise at the evaluations' cadence (under `min_points`),
