@@ -53,6 +53,7 @@ class Plateau:
     Glaring, at any length (`_glaring`): a first value `glaring_fall` above the last `glaring_points` points or more,
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
     evaluation at 1/C, C the count whose ln C the loss sits at).
+    No plateau while the validation loss rose after its minimum beyond its own scatter (`_memorising`: overfitting's).
     No plateau of any rule while the run still learns (`_still_learning`): its LR still warms up, its validation
     loss sets a new best at most of its last evaluations (a sign test).
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
