@@ -244,3 +244,48 @@ def test_a_rise_at_every_evaluation_beside_a_training_loss_at_its_floor_is_overf
     [f] = Overfitting().check(run)
     assert f.step == 100 and f.evidence["val_rise_relative"] > 0.2
     assert list(Overfitting(memorised=0.0).check(run)) == []  # read as training standing still, it was a mismatch
+
+
+def _lora(tmp_path, name: str, evals: list[float]):
+    """HF Trainer's trainer_state.json of a LoRA fine-tune: the training loss every 10 steps (falling, with batch
+    noise) and an evaluation every 50 steps."""
+    from tests.runwriters import write_trainer_state
+
+    rng = np.random.default_rng(1)
+    history = []
+    for step in range(10, 50 * len(evals) + 1, 10):
+        loss = 1.75 + 0.5 * np.exp(-step / 60) - 0.3 * step / (50 * len(evals)) + rng.normal(0, 0.02)
+        history.append({"loss": float(loss), "grad_norm": 1.0, "learning_rate": 1e-4, "epoch": step / 100, "step": step})
+        if step % 50 == 0:
+            history.append({"eval_loss": evals[step // 50 - 1], "eval_runtime": 9.0, "epoch": step / 100, "step": step})
+    return load_run(write_trainer_state(tmp_path / name, history), tmp_path / f"{name}.duckdb")
+
+
+def test_a_small_rise_at_most_evaluations_after_the_minimum_is_mild_overfitting(tmp_path):
+    """A fine-tune's evaluation loss falls to 1.776 at its 7th evaluation, then sits 1-2% above it at each of the
+    four after it, rising, while training falls and the gap widens: the rise is small against the level (under the
+    5% rule) but large against the curve's own scatter after the minimum. Its healthy twin, rising 0.3% after a long
+    fall (a tenth of a percent a time), leaves the checkpoint choice as it was and is silent."""
+    run = _lora(tmp_path, "a", [2.04, 1.92, 1.85, 1.81, 1.79, 1.781, 1.776, 1.786, 1.795, 1.805, 1.815])
+    [f] = Overfitting().check(run)
+    assert f.step == 350 and f.evidence["kendall_tau"] == 1.0 and 0.01 < f.evidence["val_rise_relative"] < 0.02
+    assert "mild overfitting" in f.summary and "best checkpoint at step 350" in f.summary
+    assert list(Overfitting(scatter_tau=1.1).check(run)) == []  # the scatter rule is what decides
+    twin = _lora(tmp_path, "b", [2.04, 1.92, 1.85, 1.81, 1.79, 1.781, 1.776, 1.777, 1.778, 1.780, 1.782])
+    assert list(Overfitting().check(twin)) == []
+
+
+def test_a_validation_only_u_is_overfitting_that_names_the_missing_training_loss(tmp_path):
+    """Only the validation loss was logged: it falls 1.30 -> 1.08 over 8 epochs, then climbs to 1.50 over 40.
+    Read as overfitting, saying the training loss was not logged. A validation loss that falls and settles is
+    silent."""
+    steps = np.arange(48) * 600
+    rng = np.random.default_rng(2)
+    u = np.r_[np.linspace(1.30, 1.08, 8), np.linspace(1.09, 1.50, 40)] + rng.normal(0, 0.005, 48)
+    run = load_run(write_tb(tmp_path / "u", {"val/loss": (steps, u)}), tmp_path / "u.duckdb")
+    assert not run.has("loss")
+    [f] = Overfitting().check(run)
+    assert f.evidence["training_loss_logged"] is False and "not logged" in f.summary and f.step <= 8 * 600
+    settles = np.r_[np.linspace(1.30, 1.08, 8), np.full(40, 1.08)] + rng.normal(0, 0.005, 48)
+    run = load_run(write_tb(tmp_path / "s", {"val/loss": (steps, settles)}), tmp_path / "s.duckdb")
+    assert list(Overfitting().check(run)) == []

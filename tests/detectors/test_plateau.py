@@ -390,3 +390,20 @@ def test_a_few_points_at_a_declared_class_counts_ln_c_after_a_fall_are_a_plateau
     assert f.evidence["chance_k"] == 1000 and f.step == 2
     run = load_run(write_tb(tmp_path / "b", {"loss": (steps, learned)}, {"num_classes": 1000}), tmp_path / "b.duckdb")
     assert Plateau().unavailable(run) is not None and list(Plateau().check(run)) == []
+
+
+def test_a_training_stall_while_validation_rises_after_its_minimum_is_overfittings_not_a_plateau(tmp_path):
+    """The training loss flattens at 1.6 from step 600 while validation, lowest at step 1000, climbs 1.5 -> 1.53
+    beyond its own scatter over the evaluations after it: the stall is the model memorising, and the finding is
+    overfitting's, not plateau's. The same stall beside a validation loss that stalls too is a plateau."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(0, 3000, 10)
+    train = (1.6 + 0.8 * np.exp(-steps / 150)) * (1 + rng.normal(0, 0.01, steps.size))
+    vs = np.arange(100, 3001, 100)
+    rising = 1.5 + 0.015 * np.maximum(0, vs - 1000) / 1000 + rng.normal(0, 0.002, vs.size)
+    stalled = 1.5 + rng.normal(0, 0.002, vs.size)
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, train), "val/loss": (vs, stalled)}), tmp_path / "a.duckdb")
+    [f] = Plateau().check(run)
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, train), "val/loss": (vs, rising)}), tmp_path / "b.duckdb")
+    assert Plateau()._stall(run) is not None  # the training curve alone is a plateau ...
+    assert list(Plateau().check(run)) == []  # ... validation rising says the model memorises

@@ -222,3 +222,60 @@ def test_a_rise_that_decides_the_checkpoint_is_not_noise(tmp_path):
     [f] = ValNoise(decided_sigmas=float("inf")).check(run)  # noisier than training: the rise is what silences it
     assert f.evidence["val_rise_after_minimum"] >= 5 * f.evidence["val_noise"]
     assert list(ValNoise().check(run)) == []
+
+
+def test_a_few_evaluations_swinging_beside_a_smooth_training_loss_are_val_noise(tmp_path):
+    """Six epochs printed by a script's logger: validation 6.4, 5.6, 2.9, 3.6, 4.2, 1.9 (round trips of ~20%
+    of its level) while the training loss falls smoothly 2.10 -> 1.72. Too few points for second differences, not
+    for a user. The twin whose validation falls smoothly beside the same training loss is silent."""
+    from tests.runwriters import log_messages
+
+    train = [2.10, 2.01, 1.93, 1.86, 1.79, 1.72]
+    found = {}
+    for name, val in (("swings", [6.40, 5.60, 2.90, 3.60, 4.20, 1.90]),
+                      ("smooth", [2.40, 2.21, 2.09, 2.01, 1.96, 1.93])):
+        (tmp_path / name).mkdir()
+        log_messages(tmp_path / name / "train.log", [f"Epoch {e + 1}/6 - loss: {t:.4f} - val_loss: {v:.4f}"
+                                                     for e, (t, v) in enumerate(zip(train, val))])
+        found[name] = list(ValNoise().check(load_run(tmp_path / name, tmp_path / f"{name}.duckdb")))
+    [f] = found["swings"]
+    assert f.evidence["val_turns"] == 2 and f.evidence["val_relative_swing"] > 0.15 and f.evidence["ratio"] > 4
+    assert found["smooth"] == []
+
+
+def test_validation_jumping_between_epochs_is_val_noise_when_training_is_too_sparse_to_compare(tmp_path):
+    """A hundred evaluations jumping ±40% around a falling level, beside a training loss logged 6 times: no
+    cadence to compare at, and validation alone shows the noise. Smooth validation beside the same training is
+    silent."""
+    rng = np.random.default_rng(3)
+    vs = np.arange(100) * 3
+    level = 700 + 3000 * np.exp(-vs / 60)
+    train = (np.arange(1, 7) * 50, np.array([1300, 1100, 900, 700, 520, 400.0]))
+    noisy = load_run(write_tb(tmp_path / "n", {"train/loss": train, "val/loss": (vs, level * rng.lognormal(0, 0.4, 100))}),
+                     tmp_path / "n.duckdb")
+    [f] = ValNoise().check(noisy)
+    assert f.evidence["train_compared_as"] == "none" and f.evidence["val_relative_noise"] > 0.25
+    smooth = load_run(write_tb(tmp_path / "s", {"train/loss": train, "val/loss": (vs, level * rng.lognormal(0, 0.02, 100))}),
+                      tmp_path / "s.duckdb")
+    assert list(ValNoise().check(smooth)) == []
+
+
+def test_isolated_evaluation_jumps_that_come_straight_back_are_val_noise(tmp_path):
+    """A smooth test loss beside a smooth training loss, but four single evaluations stand ×3-×6 above their
+    neighbours and the next is back: a median noise measure cannot see them, a user can. When training jumps at
+    the same evaluations (a restart, a bad batch), the jumps are not the evaluation's and it is silent."""
+    steps = np.arange(150) * 2
+    train = 0.7 * np.exp(-steps / 150) + 0.1
+    val = train * 1.02
+    spiky = val.copy()
+    for i in (46, 70, 95, 120):
+        spiky[i] *= 4.0
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, train), "val/loss": (steps, spiky)}), tmp_path / "a.duckdb")
+    [f] = ValNoise().check(run)
+    assert [e["step"] for e in f.evidence["excursions"]] == [92, 140, 190, 240]
+    assert list(ValNoise(min_excursions=5).check(run)) == []  # the excursion rule is what decides
+    shared = train.copy()
+    for i in (46, 70, 95, 120):
+        shared[i] *= 4.0
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, shared), "val/loss": (steps, spiky)}), tmp_path / "b.duckdb")
+    assert list(ValNoise().check(run)) == []

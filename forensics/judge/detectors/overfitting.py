@@ -40,6 +40,10 @@ class Overfitting:
     rises at every evaluation after its minimum to the last (`every_share` of them or more), by `every_min_rise`
     of it and `noise_k` times its relative point noise, while training at those evaluations falls at each (or sits
     at its floor, `memorised` of its first value), by `min_train_fall` in all.
+    A mild rise is sized against the curve's own scatter, not its level (`_scatter`): after the raw minimum,
+    evaluations ordered upward, ending `scatter_sigmas` point sigmas measured after the minimum above it, while
+    training falls and the gap widens. Where only a validation loss was logged, a U (`_val_only`) is read as
+    overfitting that says the training loss was not logged.
     Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
@@ -48,7 +52,8 @@ class Overfitting:
 
     kind: ClassVar[str] = "overfitting"
     stage: ClassVar[int] = SHAPE
-    requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
+    requires: ClassVar[tuple[str, ...]] = ("val_loss",)  # the training loss, where logged (`_val_only` if not)
+    reads_validation_alone: ClassVar[bool] = True
     smooth_points: int = 3  # the minimum of a 3-point rolling median: one low evaluation is not the crossover
     min_after: float = 0.1  # the rise spans at least 10% of the evaluated steps
     min_rise: float = 0.05  # validation 5% above its minimum: a user would stop earlier for that
@@ -71,6 +76,18 @@ class Overfitting:
     every_min_rise: float = 0.1  # ... ending 10% above the minimum: more than a few percent of evaluation noise
     every_share: float = 1 / 3  # ... and a third of the evaluations or more: the run's turn, not a blip at its end
     memorised: float = 0.01  # a training loss at 1% of its first value or less fell: it cannot fall further
+    scatter_min_evals: int = 3  # the mild rise: evaluations after the raw minimum, at least ...
+    scatter_share: float = 0.25  # ... and a quarter of all evaluations: the run's turn, not its last blip
+    scatter_tau: float = 0.5  # Kendall's tau over them: most pairs of later evaluations ordered upward
+    scatter_sigmas: float = 3.0  # the median of the last two `scatter_sigmas` point sigmas (after the minimum) above it
+    scatter_min_rise: float = 0.01  # ... and 1% of it: under that no user would change the checkpoint they keep
+    scatter_gap_growth: float = 0.5  # the gap between validation and training widens by half of itself
+    scatter_give_back: float = 0.1  # the rise undoes a tenth of validation's fall to its minimum, or more
+    val_only_min_evals: int = 6  # a validation-only U: from 6 evaluations, ...
+    val_only_fall: float = 0.1  # ... a fall of 10% to the minimum, ...
+    val_only_rise: float = 0.2  # ... then a rise of 20% of it, ...
+    val_only_share: float = 1 / 3  # ... over a third of the evaluations or more, ...
+    val_only_tau: float = 0.6  # ... ordered upward (Kendall's tau)
 
     def _steady_rise(self, v: np.ndarray, vs: np.ndarray, imin: int, rise: float, noise: float) -> bool:
         """A rise smaller than `noise_k` point sigmas still counts when the evaluations after the minimum
@@ -95,12 +112,89 @@ class Overfitting:
         return too_short(run, "val_loss", min(self.min_points, self.every_min_evals))
 
     def check(self, run: Run) -> Iterator[Finding]:
+        if not run.has("loss"):
+            found = self._val_only(run)
+            yield from [found] if found is not None else []
+            return
         found = list(self._narrow(run))
-        if not found:
-            found = [f for f in [self._wide(run)] if f is not None]
-        if not found:
-            found = [f for f in [self._every(run)] if f is not None]
+        for route in (self._wide, self._every, self._scatter):
+            if not found:
+                found = [f for f in [route(run)] if f is not None]
         yield from found
+
+    def _scatter(self, run: Run) -> Finding | None:
+        """The mild rise, sized against the validation curve's own scatter rather than its level: after the raw
+        minimum come `scatter_min_evals` evaluations and `scatter_share` of all, ordered upward (Kendall's tau
+        `scatter_tau`), whose last two end `scatter_sigmas` point sigmas above the minimum (the sigma measured after
+        it, on successive differences: the trend and an early transient do not inflate it) and `scatter_min_rise`
+        of it, undoing `scatter_give_back` of validation's fall from its first evaluation; meanwhile training falls
+        `min_train_fall` and the gap between the two widens `scatter_gap_growth` of itself. A fine-tune's evaluation loss 1-7% above its best at each later evaluation while training falls."""
+        vs, v = _last_launch(run, "val_loss")
+        imin = int(np.argmin(v)) if v.size else 0
+        after = v[imin + 1:]
+        if after.size < max(self.scatter_min_evals, self.scatter_share * v.size):
+            return None
+        lo, final = float(v[imin]), float(np.median(v[-2:]))
+        sigma = stats.noise(v[imin:])
+        tau = stats.mann_kendall(after).tau
+        fall = float(v[0]) - lo  # what validation had gained since its first evaluation
+        if not (lo > 0 and tau >= self.scatter_tau and final >= (1 + self.scatter_min_rise) * lo
+                and np.isfinite(sigma) and final - lo >= self.scatter_sigmas * sigma
+                and final - lo >= self.scatter_give_back * fall):
+            return None  # a rise that undoes 1-3% of a long fall leaves the checkpoint choice as it was
+        ts, tv = _last_launch(run, "loss")
+        train = _between(ts, tv, vs[imin - 1] if imin > 0 else -np.inf, vs[imin:])
+        t0, t1 = train[0], float(np.median(train[-2:]))
+        if not (np.isfinite(t0) and np.isfinite(t1) and t1 <= (1 - self.min_train_fall) * t0):
+            return None  # training must keep falling: a shared rise is divergence, a standstill a mismatch
+        gap0, gap1 = lo - t0, final - t1
+        if gap1 - gap0 < self.scatter_gap_growth * abs(gap0):
+            return None
+        rel = (final - lo) / lo
+        ev = {"crossover_step": int(vs[imin]), "val_min": lo, "val_final": final, "val_rise": final - lo,
+              "val_rise_relative": rel, "val_noise_after_min": sigma, "kendall_tau": tau,
+              "evaluations_after": int(after.size), "train_at_crossover": t0, "train_final": t1,
+              "gap_at_crossover": gap0, "gap_final": gap1, "best_checkpoint_step": int(vs[imin])}
+        return Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
+                          series=run.pick("val_loss"), evidence=ev,
+                          sources=(src(run, "val_loss", vs[imin:]), src(run, "loss", ts[(ts <= vs[-1])])),
+                          summary=(f"{'mild ' if rel < self.min_rise * 2 else ''}overfitting: validation loss +{rel:.1%} "
+                                   f"since step {vs[imin]} (best checkpoint at step {vs[imin]}, {lo:.4g}), rising at "
+                                   f"most of the {after.size} evaluations after it to {final:.4g} "
+                                   f"({(final - lo) / sigma:.0f}× its point scatter there), while training falls "
+                                   f"{t0:.4g} → {t1:.4g} and the gap widens {gap0:.3g} → {gap1:.3g}"))
+
+    def _val_only(self, run: Run) -> Finding | None:
+        """Only a validation loss was logged: a U an expert reads as overfitting on its own, at the price of naming
+        the doubt. From `val_only_min_evals` evaluations, it falls `val_only_fall` from its first evaluation to its minimum, then rises
+        `val_only_rise` of the minimum over `val_only_share` of the evaluations or more, ordered upward (Kendall's
+        tau `val_only_tau`) and ending `noise_k` point sigmas (after the minimum) above it."""
+        vs, v = _last_launch(run, "val_loss")
+        if v.size < self.val_only_min_evals:
+            return None
+        imin = int(np.argmin(v))
+        after = v[imin + 1:]
+        start = float(v[0])
+        lo = float(v[imin])
+        if not (lo > 0 and start >= (1 + self.val_only_fall) * lo
+                and after.size >= max(self.scatter_min_evals, self.val_only_share * v.size)):
+            return None
+        final = float(np.median(v[-3:]))
+        sigma = stats.noise(v[imin:])
+        tau = stats.mann_kendall(after).tau
+        if not (final >= (1 + self.val_only_rise) * lo and tau >= self.val_only_tau
+                and np.isfinite(sigma) and final - lo >= self.noise_k * sigma):
+            return None
+        rel = (final - lo) / lo
+        ev = {"crossover_step": int(vs[imin]), "val_start": start, "val_min": lo, "val_final": final,
+              "val_rise": final - lo, "val_rise_relative": rel, "val_noise_after_min": sigma, "kendall_tau": tau,
+              "evaluations_after": int(after.size), "training_loss_logged": False}
+        return Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
+                          series=run.pick("val_loss"), evidence=ev, sources=(src(run, "val_loss", vs),),
+                          summary=(f"validation loss falls {start:.4g} → {point(vs, v, imin)} (best checkpoint) and "
+                                   f"rises over the {after.size} evaluations after it to {final:.4g} (+{rel:.0%}); "
+                                   f"the training loss was not logged, so this reads as overfitting only if it kept "
+                                   f"falling (a shared rise would be divergence)"))
 
     def _every(self, run: Run) -> Finding | None:
         """The short rise (`every_min_evals` evaluations and up): the lowest evaluation is followed by a rise at
@@ -244,6 +338,36 @@ class Overfitting:
                  f"(memorised: it cannot fall further)" if _memorised(upto, self.memorised) else
                  f"while training loss changes by {train_change:+.3g}")
         return f"validation loss bottoms {where} and rises to {final_text} (+{(final - lo) / abs(lo) if lo else 0:.0%}) {train}"
+
+
+def held_out_rose(steps: np.ndarray, values: np.ndarray, min_evals: int = 3, sigmas: float = 3.0,
+                  min_rise: float = 0.01) -> int | None:
+    """The step of the held-out curve's minimum when it rose after it beyond its own scatter: `min_evals`
+    evaluations after the raw minimum, the median of the last two `sigmas` point sigmas (measured after the
+    minimum, on successive differences) and `min_rise` of it above it. None otherwise. A stall of the training loss
+    while this holds is the model memorising (overfitting's reading), not learning that stopped."""
+    fin = np.isfinite(values)
+    steps, values = steps[fin], values[fin]
+    if values.size < min_evals + 1:
+        return None
+    imin = int(np.argmin(values))
+    lo, final, sigma = float(values[imin]), float(np.median(values[-2:])), stats.noise(values[imin:])
+    if values.size - 1 - imin < min_evals or not (lo > 0 and np.isfinite(sigma)):
+        return None
+    return int(steps[imin]) if final - lo >= max(sigmas * sigma, min_rise * lo) else None
+
+
+def _between(ts: np.ndarray, tv: np.ndarray, first: float, marks: np.ndarray) -> np.ndarray:
+    """The training loss at each evaluation in `marks`: the median of its points in the interval that ends there
+    (after the evaluation before, `first` for the first), or its point nearest the evaluation where it logged none
+    there (a training loss logged more sparsely than the evaluations)."""
+    bounds = np.r_[first, marks]
+    out = []
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        inside = tv[(ts > start) & (ts <= end)]
+        out.append(float(np.median(inside)) if inside.size else
+                   float(tv[np.argmin(np.abs(ts - end))]) if tv.size else np.nan)
+    return np.asarray(out)
 
 
 def _memorised(train: np.ndarray, share: float) -> bool:

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from forensics.judge import stats
+from forensics.judge.detectors.overfitting import held_out_rose
 from forensics.judge.detectors.base import SHAPE, by_launch, class_count, class_source, finite_part, level_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
@@ -52,6 +53,7 @@ class Plateau:
     Glaring, at any length (`_glaring`): a first value `glaring_fall` above the last `glaring_points` points or more,
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
     evaluation at 1/C, C the count whose ln C the loss sits at).
+    No plateau while the validation loss rose after its minimum beyond its own scatter (`_memorising`: overfitting's).
     No plateau of any rule while the run still learns (`_still_learning`): its LR still warms up, its validation
     loss sets a new best at most of its last evaluations (a sign test).
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
@@ -324,8 +326,19 @@ class Plateau:
     def check(self, run: Run) -> Iterator[Finding]:
         found = list(self._found(run))
         for f in found:
-            if self._still_learning(run, f.step, f.evidence.get("restart_step")) is None:
+            if self._still_learning(run, f.step, f.evidence.get("restart_step")) is None and not self._memorising(run, f):
                 yield f
+
+    def _memorising(self, run: Run, f: Finding) -> bool:
+        """The validation loss (on the training loss's axis) rose after its minimum, beyond its own scatter, before
+        the stall's end: training flat while validation climbs is the model memorising (overfitting's), not a
+        plateau. Not for a stall judged before a restart (validation then spans two launches)."""
+        if f.evidence.get("restart_step") is not None or not run.has("val_loss") or (
+                run.format_of(run.pick("val_loss")) != run.format_of(run.pick("loss"))):
+            return False
+        vs, v = finite_part(*run.arrays("val_loss"))
+        turn = held_out_rose(vs, v)
+        return turn is not None and turn < (f.step_end if f.step_end is not None else vs[-1])
 
     def _found(self, run: Run) -> Iterator[Finding]:
         chance = self._chance(run)

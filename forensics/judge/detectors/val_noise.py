@@ -30,6 +30,9 @@ class ValNoise:
     when validation's point noise (`stats.noise`) is under `min_share_of_travel` of the range its smoothed curve
     covers (a loss falling by orders of magnitude ranks its evaluations by the fall); and when validation ends
     `decided_sigmas` point sigmas above its smoothed minimum (the rise decides the checkpoint: overfitting's).
+    Under `min_points` of either curve: round trips of validation on 3 evaluations or more against training's moves
+    (`_few`), or, beside a training loss too sparse to compare, validation alone at a higher bar (`_alone`).
+    A smooth curve with isolated jumps that come straight back, at three evaluations or more (`_excursions`).
     Why: a tiny validation set (or one resampled at each evaluation), random augmentation at validation, or
     model.eval() missing; the best evaluation is then a lucky draw, and early stopping reads noise.
     Evidence: relative noise of each, their ratio, the training series and how it was compared; the best evaluation
@@ -50,13 +53,25 @@ class ValNoise:
     cadence_share: float = 1.5  # a training series with over 1.5× the evaluations' points is logged between them
     decided_sigmas: float = 5.0  # validation ending 5 noise sigmas above its smoothed minimum: the rise decides
     neighbours: int = 2  # the best evaluation's neighbours on each side, for the level the curve has there
+    few_min_points: int = 3  # below `min_points` of either curve (`_few`): from 3 evaluations, ...
+    few_min_swing: float = 0.15  # ... round trips of 15% of the level (healthy validation moves up to ~8%) ...
+    few_ratio: float = 4.0  # ... and 4× training's moves at the evaluations' cadence
+    alone_noise: float = 0.25  # training too sparse to compare: validation alone, at 2.5× `min_noise` ...
+    alone_sign_changes: float = 0.5  # ... flipping direction at half its moves or more
+    excursion_fold: float = 2.0  # an isolated evaluation 2× the median of its neighbours ...
+    excursion_back: float = 1.5  # ... with the next one back within 1.5× of it ...
+    excursion_window: int = 3  # (neighbours on each side) ...
+    min_excursions: int = 3  # ... three times or more, training at those evaluations without one
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "val_loss", self.min_points) or too_short(run, "loss", self.min_points)
+        return too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points)
 
     def check(self, run: Run) -> Iterator[Finding]:
         ts, t = finite_part(*run.arrays("loss"))
-        if t.size < self.min_points:
+        if t.size < self.min_points or run.finite_points("val_loss") < self.min_points:
+            found = self._alone(run, t) if t.size < self.min_points <= run.finite_points("val_loss") else None
+            found = found or self._few(run, ts, t)
+            yield from [found] if found is not None else []
             return
         low = float(np.nanmin(stats.rolling_median(t, max(5, t.size // 10))))
         end = stats.head_tail_levels(t)[1]
@@ -68,6 +83,8 @@ class ValNoise:
         vs, v = finite_part(*run.arrays(val_name))
         vn, flips = stats.relative_wiggle(v), stats.sign_change_rate(v)
         if not (np.isfinite(vn) and vn >= self.min_noise and flips >= self.min_sign_changes):
+            found = self._excursions(run, val_name, vs, v)
+            yield from [found] if found is not None else []
             return
         compared = self._compared(run, vs, v, vn)
         if compared is None:
@@ -97,6 +114,95 @@ class ValNoise:
                          evidence=ev, sources=(src(run, val_name, vs), src(run, train_name, train_steps)),
                          summary=(f"validation loss moves {vn:.1%} of its level between evaluations, "
                                   f"{_times(vn, tn)} the training loss's {tn:.1%} ({_WORDS[how](train_name)}){lucky}"))
+
+    def _excursions(self, run: Run, name: str, vs: np.ndarray, v: np.ndarray) -> Finding | None:
+        """Isolated jumps in an otherwise smooth validation curve, which a median noise measure does not see: at
+        `min_excursions` evaluations or more, validation stands `excursion_fold` × the median of its
+        `excursion_window` neighbours on each side and the next evaluation is back within `excursion_back` × of it,
+        while training between the evaluations beside it stays under `excursion_fold` × its median around them (the
+        evaluation, not the model, moved; a restart or a bad batch moves both)."""
+        if v.size < 2 * self.excursion_window + 1 or np.any(v <= 0):
+            return None
+        train_name = run.pick("loss")
+        ts, t = finite_part(*run.arrays(train_name))
+        hits = []
+        w = self.excursion_window
+        for i in range(1, v.size - 1):
+            local = float(np.median(np.r_[v[max(0, i - w):i], v[i + 1:i + 1 + w]]))
+            if not (v[i] >= self.excursion_fold * local and v[i + 1] <= self.excursion_back * local):
+                continue
+            near = t[(ts > vs[i - 1]) & (ts <= vs[i + 1])]
+            around = t[(ts > vs[max(0, i - 1 - w)]) & (ts <= vs[min(v.size - 1, i + 1 + w)])]
+            if near.size and around.size and float(near.max()) >= self.excursion_fold * float(np.median(around)):
+                continue  # training jumped there too: a shared event (a bad batch, a restart), not the evaluation
+            hits.append(i)
+        if len(hits) < self.min_excursions:
+            return None
+        ev = {"excursions": [{"step": int(vs[i]), "value": float(v[i])} for i in hits], "val_series": name,
+              "train_series": train_name, "train_compared_as": "around each excursion"}
+        shown = ", ".join(point(vs, v, i) for i in hits[:6]) + (", …" if len(hits) > 6 else "")
+        return Finding.of(self, severity="warning", step=int(vs[hits[0]]), step_end=int(vs[hits[-1]]),
+                          series=name, evidence=ev, sources=(src(run, name, vs), src(run, train_name, ts)),
+                          summary=(f"validation loss jumps to {self.excursion_fold:g}× its neighbours or more and "
+                                   f"back at {len(hits)} evaluations ({shown}) while the training loss shows no "
+                                   f"jump there: single evaluations a checkpoint choice could land on"))
+
+    def _alone(self, run: Run, t: np.ndarray) -> Finding | None:
+        """Training logged too sparsely to measure its noise at the evaluations' cadence (under `min_points`),
+        validation at `min_points` or more: validation judged alone, at the higher bar of `alone_noise` relative
+        point noise (`stats.relative_wiggle`) with `alone_sign_changes` of its moves flipping direction. A curve
+        jumping ×2-×5 between epochs is noise whatever the training loss did between its few logged points."""
+        vs, v = finite_part(*run.arrays("val_loss"))
+        vn, flips = stats.relative_wiggle(v), stats.sign_change_rate(v)
+        if not (np.isfinite(vn) and vn >= self.alone_noise and flips >= self.alone_sign_changes):
+            return None
+        ev = {"val_relative_noise": vn, "val_sign_change_rate": flips, "val_points": int(v.size),
+              "train_points": int(t.size), "val_series": run.pick("val_loss"), "train_compared_as": "none"}
+        return Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]),
+                          series=run.pick("val_loss"), evidence=ev, sources=(src(run, "val_loss", vs),),
+                          summary=(f"validation loss moves {vn:.0%} of its level between evaluations, changing "
+                                   f"direction at {flips:.0%} of them, over {v.size} evaluations (the training "
+                                   f"loss has {t.size} points, too few to compare at that cadence); its best "
+                                   f"evaluation, {point(vs, v, int(np.argmin(v)))}, is as much a draw as a checkpoint"))
+
+    def _few(self, run: Run, ts: np.ndarray, t: np.ndarray) -> Finding | None:
+        """Too few points of either curve for second differences and sign rates: the same judgement on round trips.
+        Validation (from `few_min_points` evaluations) turns back at least once and every turn is a round trip: the
+        smaller of the moves into and out of it is `few_min_swing` of the level there (median over the turns), at
+        least `few_ratio` times training's median move between evaluations (relative to its level; the medians of
+        its points between evaluations where it is logged more often). A tiny validation set read once an epoch
+        swings ±30-50% while training falls smoothly; a user sees it at three evaluations."""
+        vs, v = finite_part(*run.arrays("val_loss"))
+        if v.size < self.few_min_points or t.size < self.few_min_points or np.any(v <= 0):
+            return None
+        low = float(np.nanmin(t))
+        if low > 0 and stats.head_tail_levels(t)[1] >= (1 + self.max_train_rise) * low:
+            return None  # the training loss diverges: validation swinging with it is its symptom, not this
+        d = np.diff(v)
+        turns = np.flatnonzero(np.sign(d[:-1]) * np.sign(d[1:]) < 0)
+        if turns.size == 0 or turns.size < self.min_sign_changes * (d.size - 1):
+            return None
+        swing = float(np.median(np.minimum(np.abs(d[turns]), np.abs(d[turns + 1])) / v[turns + 1]))
+        name, train_steps, tc = self._training_at(run, vs)
+        tc = tc[np.isfinite(tc)]
+        if tc.size < 2 or swing < self.few_min_swing:
+            return None
+        tn = float(np.median(np.abs(np.diff(tc))) / np.median(np.abs(tc))) if np.median(np.abs(tc)) > 0 else np.inf
+        if swing < self.few_ratio * tn:
+            return None
+        how = "cadence" if tc.size == train_steps.size else "medians"
+        ev = {"val_relative_swing": swing, "train_relative_move": tn, "ratio": swing / tn if tn > 0 else None,
+              "val_turns": int(turns.size), "val_points": int(v.size), "val_series": run.pick("val_loss"),
+              "train_series": name, "train_compared_as": how, "best_step": int(vs[np.argmin(v)]),
+              "best_value": float(np.min(v))}
+        values = ", ".join(f"{x:.4g}" for x in v[:8]) + (", …" if v.size > 8 else "")
+        return Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]),
+                          series=run.pick("val_loss"), evidence=ev,
+                          sources=(src(run, "val_loss", vs), src(run, name, train_steps)),
+                          summary=(f"validation loss swings {swing:.0%} of its level and back at its turns "
+                                   f"({values}: {turns.size} turn{'s' if turns.size > 1 else ''} in {v.size} "
+                                   f"evaluations), {_times(swing, tn)} the training loss's {tn:.1%} between them "
+                                   f"({_WORDS[how](name)}); its best evaluation is as much a draw as a checkpoint"))
 
     def _compared(self, run: Run, vs: np.ndarray, v: np.ndarray,
                   vn: float) -> tuple[str, np.ndarray, float, str] | None:
