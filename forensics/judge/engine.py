@@ -18,7 +18,7 @@ from forensics import __version__
 
 from forensics.judge import catalog, stats
 from forensics.judge.detectors import ALL, CHAIN_KINDS, REACH
-from forensics.judge.detectors.base import Detector, gan_pair, missing_reason, reinforcement_learning
+from forensics.judge.detectors.base import Detector, epoch_view, gan_pair, missing_reason, reinforcement_learning
 from forensics.judge.findings import Analysis, Finding, Skip, Spike
 from forensics.judge.run import Run
 from forensics.judge.verdict import headline_index
@@ -41,13 +41,15 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
     detectors = list(detectors) if detectors is not None else [c() for c in ALL]
     out = Analysis(run=run.name, run_id=run.run_id)
     findings: list[Finding] = []
+    shape = epoch_view(run)  # what a detector of the curve's shape reads (`reads_shape`): the epoch aggregate
     for d in detectors:
-        reason = missing_reason(d, run)
+        seen = shape if getattr(d, "reads_shape", False) else run
+        reason = missing_reason(d, seen)
         if reason is not None:
             out.skipped.append(Skip(d.kind, reason))
             continue
         try:
-            findings.extend(d.check(run))
+            findings.extend(_checked(d, seen))
         except Exception as e:  # one detector's bug costs its own kind, never the diagnosis (STRICT raises)
             if STRICT:
                 raise
@@ -76,6 +78,19 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
         out.checked["reduced"] = reduced
         out.findings = [f.with_reduction(reduced[f.series]) if f.series in reduced else f for f in out.findings]
     return out
+
+
+def _checked(d: Detector, run: Run) -> list[Finding]:
+    """The findings of `d` on `run`; for a detector that reads a training and a validation loss side by side
+    (`reads_pairs`), on the picked pair, else on the first part of a loss of several parts that shows one
+    (`Run.loss_pairs`: the pathology may sit in one part while the total and the other parts look sound)."""
+    parts = run.loss_pairs()[1:] if getattr(d, "reads_pairs", False) else []
+    found = list(d.check(run))
+    for train, val in parts:
+        if found:
+            break
+        found = list(d.check(run.paired(train, val)))
+    return found
 
 
 def series_spikes(run: Run, rule: stats.SpikeRule = stats.SpikeRule()) -> list[Spike]:

@@ -34,7 +34,10 @@ class Detector(Protocol):
     wider range of steps its cause lies in, over which it joins other chain findings), `nonfinite` (a non-finite value:
     the step replay starts from), `reads_loss_level` (not on a GAN's adversarial losses), `reads_validation_alone`
     (where no training loss was read, judges the validation loss as validation), `judges_gan_pair` (where a GAN logs
-    both its losses, reads them as a pair: `detectors.adversarial`)."""
+    both its losses, reads them as a pair: `detectors.adversarial`), `reads_shape` (judges the trend or level of the
+    training-loss curve: the engine hands it `epoch_view`, the epoch aggregate where one is logged beside per-step
+    values; spike, noise and pace detectors read the per-step series), `reads_pairs` (reads a training and a validation
+    loss side by side: the engine also hands it each part of a loss of several parts, `Run.loss_pairs`)."""
 
     kind: ClassVar[str]
     requires: ClassVar[tuple[str, ...]]

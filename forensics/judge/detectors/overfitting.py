@@ -47,6 +47,8 @@ class Overfitting:
     """
 
     kind: ClassVar[str] = "overfitting"
+    reads_pairs: ClassVar[bool] = True  # each part of a loss of several parts too (`Run.loss_pairs`)
+    reads_shape: ClassVar[bool] = True  # reads the epoch aggregate where one is logged (`base.epoch_view`)
     stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     smooth_points: int = 3  # the minimum of a 3-point rolling median: one low evaluation is not the crossover
