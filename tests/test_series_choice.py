@@ -144,3 +144,20 @@ def test_a_length_sentinel_is_no_plan(tmp_path):
     assert run.config_number("num_train_epochs") is None
     assert run.config_number("num_train_epochs", "max_steps") == 15000
     assert run.config_number("seed") == 10**10  # a large number of anything else is a number
+
+
+def test_with_no_validation_loss_a_held_out_error_is_the_held_out_curve(tmp_path):
+    """`Loss` for training and `Test_RMSE` for the held-out data (no validation loss): the error is the held-out
+    curve; a held-out score that rises as the model learns (`Test_acc`) is not."""
+    steps, loss = curve(n=40)
+    run = load_run(write_tb(tmp_path / "r", {"Loss": (steps, loss), "Test_RMSE": (steps, loss + 0.5),
+                                             "Test_acc": (steps, 1 - loss / 3)}), tmp_path / "f.duckdb")
+    assert run.pick("val_loss") == "Test_RMSE"
+    assert run.loss_pairs() == [("Loss", "Test_RMSE")]
+
+
+def test_a_validation_loss_wins_over_a_held_out_error(tmp_path):
+    steps, loss = curve(n=40)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "val_loss": (steps, loss + 0.1),
+                                             "val_rmse": (steps, loss + 0.5)}), tmp_path / "f.duckdb")
+    assert run.pick("val_loss") == "val_loss"

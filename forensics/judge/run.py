@@ -148,6 +148,25 @@ def sentinel(key: str, value: float) -> bool:
     return abs(value) >= LENGTH_SENTINEL and bool(LENGTH_WORDS & set(words(key.rpartition(".")[2])))
 
 
+# Words of a held-out error that falls as the model learns (`Test_RMSE`, `val_mae`, `eval_wer`, `valid_error`): where
+# no validation loss is logged, such a series is the held-out curve (`held_out_errors`). A task score that rises as
+# the model learns (accuracy, F1, BLEU) is not: it would read upside down.
+HELD_OUT_ERROR_WORDS = frozenset({"rmse", "mae", "mse", "error", "err", "cer", "wer", "mape", "smape", "nrmse"})
+NOT_THE_CURVE_WORDS = frozenset({"best", "min", "max", "std", "count", "num", "n"})  # a running best, a count
+
+
+def held_out_errors(meta: pl.DataFrame) -> pl.DataFrame:
+    """Rows of a held-out split's lower-is-better error (HELD_OUT_ERROR_WORDS), with role val_loss, by the axis rule
+    (`usable_series`): the held-out curve of a run that logs no validation loss."""
+    def error(name: str) -> bool:
+        ws = set(words(name))
+        return bool(ws & HELD_OUT_ERROR_WORDS) and not ws & NOT_THE_CURVE_WORDS
+
+    rows = meta.filter((pl.col("role") == "other") & pl.col("split").is_in(["val", "test"]))
+    rows = rows.filter(pl.col("name").map_elements(error, return_dtype=pl.Boolean)) if rows.height else rows
+    return usable_series(rows.with_columns(pl.lit("val_loss").alias("role")), "val_loss")
+
+
 def _unsplit(name: str) -> tuple[str, ...]:
     """A series name's words without a split's (`val/obj_loss` and `train/obj_loss`: obj, loss)."""
     return tuple(w for w in words(name) if w not in SPLIT_WORDS)
@@ -383,6 +402,8 @@ class Run:
             role = ROLES.get(role_or_name)
             m = usable_series(self.meta, role) if role else self.meta.filter(
                 (pl.col("name") == role_or_name) | (pl.col("tag") == role_or_name))
+            if role == "val_loss" and m.height == 0:
+                m = held_out_errors(self.meta)
             m = m.with_columns(echoes(m).alias("_echo"))  # a curve first, whatever its name (`echoes`)
             hit = self._candidates_cache[role_or_name] = (
                 self.meta, m.sort(["_echo", "canonical", "n_points", "name"], descending=[False, True, True, False],
