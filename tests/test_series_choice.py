@@ -161,3 +161,34 @@ def test_a_validation_loss_wins_over_a_held_out_error(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "val_loss": (steps, loss + 0.1),
                                              "val_rmse": (steps, loss + 0.5)}), tmp_path / "f.duckdb")
     assert run.pick("val_loss") == "val_loss"
+
+
+def _heads(tmp_path, spike: bool):
+    """A head-pose printer, `Epoch [1/25], Iter [100/1912] Losses: Yaw 161.4, Pitch 180.9, Roll 41.3`: the loss is
+    logged only as its three parts; one head's loss jumps ×6 at one record and is back at the next."""
+    rng = np.random.default_rng(3)
+    root = tmp_path / "r"
+    root.mkdir()
+    lines = []
+    for i in range(1, 41):
+        yaw, pitch, roll = (150 * (1 + rng.normal(0, 0.1, 3))).tolist()
+        if spike and i == 25:
+            yaw *= 6
+        lines.append(f"Epoch [{1 + i // 20}/25], Iter [{100 * (i % 20 or 20)}/1912] "
+                     f"Losses: Yaw {yaw:.4f}, Pitch {pitch:.4f}, Roll {roll:.4f}")
+    log_messages(root / "train.log", lines, "%(message)s")
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+def test_a_spike_in_one_part_of_a_loss_logged_only_as_parts_is_read(tmp_path):
+    from forensics.judge.detectors.loss_spike import LossSpike
+
+    run = _heads(tmp_path, spike=True)
+    assert len(run.loss_parts()) == 3
+    assert [f.series for f in analyze_run(run, [LossSpike()]).findings] == ["Losses Yaw"]
+
+
+def test_parts_without_a_spike_show_none(tmp_path):
+    from forensics.judge.detectors.loss_spike import LossSpike
+
+    assert analyze_run(_heads(tmp_path, spike=False), [LossSpike()]).findings == []

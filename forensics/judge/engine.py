@@ -83,13 +83,16 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
 def _checked(d: Detector, run: Run) -> list[Finding]:
     """The findings of `d` on `run`; for a detector that reads a training and a validation loss side by side
     (`reads_pairs`), on the picked pair, else on the first part of a loss of several parts that shows one
-    (`Run.loss_pairs`: the pathology may sit in one part while the total and the other parts look sound)."""
-    parts = run.loss_pairs()[1:] if getattr(d, "reads_pairs", False) else []
+    (`Run.loss_pairs`: the pathology may sit in one part while the total and the other parts look sound); for one
+    that reads single records (`reads_parts`), on the picked loss, else on the first other part of a loss logged only
+    as parts that shows one (`Run.loss_parts`)."""
+    views = [run.paired(train, val) for train, val in run.loss_pairs()[1:]] if getattr(d, "reads_pairs", False) else \
+        [run.part(train) for train in run.loss_parts()[1:]] if getattr(d, "reads_parts", False) else []
     found = list(d.check(run))
-    for train, val in parts:
+    for view in views:
         if found:
             break
-        found = list(d.check(run.paired(train, val)))
+        found = list(d.check(view))
     return found
 
 

@@ -520,6 +520,26 @@ class Run:
                 out.append((twin, name))
         return out
 
+    def loss_parts(self) -> list[str]:
+        """The training-loss series a rule of single records reads one by one: the picked one; where the run logs its
+        loss only as parts (no series of the whole: `Losses Yaw`, `Losses Pitch`, `train/box_loss`), each other part
+        logged on as many records too, since picking one part by its name would be arbitrary."""
+        c = self.candidates("loss")
+        if c.height == 0:
+            return []
+        first = c.row(0, named=True)
+        out = [first["name"]]
+        if not first["canonical"]:
+            out += [n for n in dict.fromkeys(c.filter(~pl.col("canonical").fill_null(False)
+                                                      & (pl.col("n_points") == first["n_points"]))["name"].to_list())
+                    if n != first["name"]]
+        return out
+
+    def part(self, train: str) -> Run:
+        """The run with `loss` read as the series `train` (one of `loss_parts`)."""
+        return dataclasses.replace(self, meta=self.meta.filter((pl.col("role") != "train_loss")
+                                                               | (pl.col("name") == train)))
+
     def paired(self, train: str, val: str) -> Run:
         """The run with `loss` and `val_loss` read as the series `train` and `val` (one of `loss_pairs`)."""
         keep = ~pl.col("role").is_in(["train_loss", "val_loss"]) | pl.col("name").is_in([train, val])

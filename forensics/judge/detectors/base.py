@@ -37,7 +37,9 @@ class Detector(Protocol):
     both its losses, reads them as a pair: `detectors.adversarial`), `reads_shape` (judges the trend or level of the
     training-loss curve: the engine hands it `epoch_view`, the epoch aggregate where one is logged beside per-step
     values; spike, noise and pace detectors read the per-step series), `reads_pairs` (reads a training and a validation
-    loss side by side: the engine also hands it each part of a loss of several parts, `Run.loss_pairs`)."""
+    loss side by side: the engine also hands it each part of a loss of several parts, `Run.loss_pairs`),
+    `reads_parts` (reads single records of the training loss: also each part of a loss logged only as parts,
+    `Run.loss_parts`)."""
 
     kind: ClassVar[str]
     requires: ClassVar[tuple[str, ...]]

@@ -59,6 +59,7 @@ class LossSpike:
     kind: ClassVar[str] = "loss_spike"
     stage: ClassVar[int] = MECHANISM
     reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
+    reads_parts: ClassVar[bool] = True  # each part of a loss logged only as parts (`Run.loss_parts`)
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     spike: SpikeRule = field(default_factory=SpikeRule)  # what a spike is: the analysis's one rule (`--set spike.z=`)
     min_points: int = 10  # the statistical rule needs a baseline window's worth of points
