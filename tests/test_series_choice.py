@@ -192,3 +192,12 @@ def test_parts_without_a_spike_show_none(tmp_path):
     from forensics.judge.detectors.loss_spike import LossSpike
 
     assert analyze_run(_heads(tmp_path, spike=False), [LossSpike()]).findings == []
+
+
+def test_where_the_whole_loss_is_logged_its_parts_are_not_paired(tmp_path):
+    e = np.arange(40)
+    fall = 1 / (1 + e / 5)
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (e, 2 * fall), "val/loss": (e, 2.2 * fall),
+                                             "train/obj_loss": (e, fall), "val/obj_loss": (e, 1.1 * fall)}),
+                   tmp_path / "f.duckdb")
+    assert run.loss_pairs() == [("train/loss", "val/loss")]

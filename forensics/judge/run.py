@@ -503,13 +503,16 @@ class Run:
 
     def loss_pairs(self) -> list[tuple[str, str]]:
         """(training, validation) loss series that measure the same thing, for the rules that read the two side by
-        side: the picked pair first, then each part of a loss of several parts (`train/obj_loss` with `val/obj_loss`:
-        one name once the split's words are taken out), leaving out a part logged as exactly 0 throughout (a head
-        the task does not use, such as a one-class detector's class loss). Empty without both losses."""
+        side: the picked pair first, then, where the run logs its loss only as parts (no series of the whole, as in
+        `loss_parts`), each other part with its held-out twin (`train/obj_loss` with `val/obj_loss`: one name once
+        the split's words are taken out), leaving out a part logged as exactly 0 throughout (a head the task does
+        not use, such as a one-class detector's class loss). Empty without both losses."""
         train, val = self.pick("loss"), self.pick("val_loss")
         if train is None or val is None:
             return []
         out = [(train, val)]
+        if self.candidates("loss")["canonical"].fill_null(False)[0]:
+            return out  # the whole loss is logged: it is the loss, its parts are not judged one by one
         trains: dict[tuple[str, ...], str] = {}
         for name in self.candidates("loss")["name"].to_list():
             trains.setdefault(_unsplit(name), name)
