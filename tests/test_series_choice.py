@@ -201,3 +201,21 @@ def test_where_the_whole_loss_is_logged_its_parts_are_not_paired(tmp_path):
                                              "train/obj_loss": (e, fall), "val/obj_loss": (e, 1.1 * fall)}),
                    tmp_path / "f.duckdb")
     assert run.loss_pairs() == [("train/loss", "val/loss")]
+
+
+def test_a_loss_that_never_moved_is_flat_loss_not_also_underfitting(tmp_path):
+    """Lightning's per-epoch means of a loss that never moves from its start (targets far too large for the step),
+    validation beside it: one observation, reported once (flat_loss), not again as underfitting."""
+    from forensics.judge.detectors.flat_loss import FlatLoss
+    from forensics.judge.detectors.underfitting import Underfitting
+
+    e = np.arange(3, 148, 4)
+    settle = 1 - 8e-6 * (1 - np.exp(-np.arange(e.size) / 4))  # a few float32 ulps down, then still
+    train = (2.6878e8 * settle).astype(np.float32)
+    val = (2.6877e8 * settle).astype(np.float32)
+    run = load_run(write_tb(tmp_path / "r", {"train_loss_epoch": (e, train), "val_loss_epoch": (e, val)}),
+                   tmp_path / "f.duckdb")
+    alone = analyze_run(run, [Underfitting()]).findings
+    both = analyze_run(run, [FlatLoss(), Underfitting()]).findings
+    assert [f.kind for f in alone] == ["underfitting"]
+    assert [f.kind for f in both] == ["flat_loss"]

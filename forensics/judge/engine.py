@@ -57,6 +57,7 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
                                             "kind was not judged; a bug in run-forensics, worth reporting"))
     out.skipped.extend(Skip(k, f"not yet detected: {why}") for k, why in catalog.NOT_YET_DETECTED.items())
     spikes = series_spikes(run, spike)
+    findings = said_once(findings)
     findings.sort(key=Finding.sort_key)
     out.findings, out.spikes = tie_events(run, findings, spikes)
     if bool(run.meta["ordinal"].fill_null(False).any()) or run.composed():  # say where steps are in the writer's words
@@ -78,6 +79,13 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
         out.checked["reduced"] = reduced
         out.findings = [f.with_reduction(reduced[f.series]) if f.series in reduced else f for f in out.findings]
     return out
+
+
+def said_once(findings: list[Finding]) -> list[Finding]:
+    """One observation, one kind: training and validation losses that sit where they started (underfitting's
+    `never_fell`) beside a training loss that never moved (flat_loss) are flat_loss's observation told twice."""
+    flat = any(f.kind == "flat_loss" and not f.evidence.get("training_loss_missing") for f in findings)
+    return [f for f in findings if not (flat and f.kind == "underfitting" and f.evidence.get("never_fell"))]
 
 
 def _checked(d: Detector, run: Run) -> list[Finding]:
