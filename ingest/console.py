@@ -983,10 +983,12 @@ def _trace(text: str) -> _Shape:
 
 
 # What stands before a log line's message: blanked stamps and levels, punctuation, bracketed fields (`[train]`,
-# `[\x00   ]`), a logger's name glued to a colon (`INFO:root:`) or before ` - ` and a blanked level.
+# `[\x00   ]`), a logger's name glued to a colon (`INFO:root:`) or before ` - ` and a blanked level, and a stamp the
+# reader did not blank (`2023.01.18 17:14:14`: digits and a date's or clock's punctuation only).
 _HELD_OUT = "(?i:" + "|".join(sorted((w for w, s in SPLIT_WORDS.items() if s != "train"), key=len, reverse=True)) + ")"
 _MESSAGE_LEAD = re.compile(
-    rf"(?:[\s\x00>*#|:=~.,-]+|\[[^\]\n]*\]|(?!{_HELD_OUT}:)[A-Za-z_][\w.]*:(?=[A-Za-z_])|[\w.]+\s+-\s+(?=\x00))*")
+    rf"(?:[\s\x00>*#|:=~.,-]+|\[[^\]\n]*\]|(?!{_HELD_OUT}:)[A-Za-z_][\w.]*:(?=[A-Za-z_])|[\w.]+\s+-\s+(?=\x00)"
+    rf"|\d[\d.:/-]*[.:/-]\d+(?=\s))*")
 _SPLIT_WORD_FIRST = re.compile(rf"{_HELD_OUT}(?=[\s|:(\[,.]|$)")
 _BRACKETED_SPLIT = re.compile(rf"\[\s*({_HELD_OUT})\s*\]")
 

@@ -18,7 +18,7 @@ from forensics import __version__
 
 from forensics.judge import catalog, stats
 from forensics.judge.detectors import ALL, CHAIN_KINDS, REACH
-from forensics.judge.detectors.base import Detector, gan_pair, missing_reason, reinforcement_learning
+from forensics.judge.detectors.base import Detector, epoch_view, gan_pair, missing_reason, reinforcement_learning
 from forensics.judge.findings import Analysis, Finding, Skip, Spike
 from forensics.judge.run import Run
 from forensics.judge.verdict import headline_index
@@ -41,13 +41,15 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
     detectors = list(detectors) if detectors is not None else [c() for c in ALL]
     out = Analysis(run=run.name, run_id=run.run_id)
     findings: list[Finding] = []
+    shape = epoch_view(run)  # what a detector of the curve's shape reads (`reads_shape`): the epoch aggregate
     for d in detectors:
-        reason = missing_reason(d, run)
+        seen = shape if getattr(d, "reads_shape", False) else run
+        reason = missing_reason(d, seen)
         if reason is not None:
             out.skipped.append(Skip(d.kind, reason))
             continue
         try:
-            findings.extend(d.check(run))
+            findings.extend(_checked(d, seen))
         except Exception as e:  # one detector's bug costs its own kind, never the diagnosis (STRICT raises)
             if STRICT:
                 raise
@@ -56,6 +58,7 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
     out.skipped.extend(Skip(k, f"not yet detected: {why}") for k, why in catalog.NOT_YET_DETECTED.items())
     findings = drop_restated(findings, detectors)
     spikes = series_spikes(run, spike)
+    findings = said_once(findings)
     findings.sort(key=Finding.sort_key)
     out.findings, out.spikes = tie_events(run, findings, spikes)
     if bool(run.meta["ordinal"].fill_null(False).any()) or run.composed():  # say where steps are in the writer's words
@@ -85,6 +88,29 @@ def drop_restated(findings: list[Finding], detectors: Sequence[Detector]) -> lis
     fired = {f.kind for f in findings}
     yields = {d.kind: set(getattr(d, "yields_to", ())) for d in detectors}
     return [f for f in findings if not yields.get(f.kind, set()) & fired]
+
+
+def said_once(findings: list[Finding]) -> list[Finding]:
+    """One observation, one kind: training and validation losses that sit where they started (underfitting's
+    `never_fell`) beside a training loss that never moved (flat_loss) are flat_loss's observation told twice."""
+    flat = any(f.kind == "flat_loss" and not f.evidence.get("training_loss_missing") for f in findings)
+    return [f for f in findings if not (flat and f.kind == "underfitting" and f.evidence.get("never_fell"))]
+
+
+def _checked(d: Detector, run: Run) -> list[Finding]:
+    """The findings of `d` on `run`; for a detector that reads a training and a validation loss side by side
+    (`reads_pairs`), on the picked pair, else on the first part of a loss of several parts that shows one
+    (`Run.loss_pairs`: the pathology may sit in one part while the total and the other parts look sound); for one
+    that reads single records (`reads_parts`), on the picked loss, else on the first other part of a loss logged only
+    as parts that shows one (`Run.loss_parts`)."""
+    views = [run.paired(train, val) for train, val in run.loss_pairs()[1:]] if getattr(d, "reads_pairs", False) else \
+        [run.part(train) for train in run.loss_parts()[1:]] if getattr(d, "reads_parts", False) else []
+    found = list(d.check(run))
+    for view in views:
+        if found:
+            break
+        found = list(d.check(view))
+    return found
 
 
 def series_spikes(run: Run, rule: stats.SpikeRule = stats.SpikeRule()) -> list[Spike]:

@@ -2,8 +2,9 @@
 
 Detectors never see SQL or files: they ask `run.series("loss")` and get a polars frame of
 (step, value, wall_time), one row per logged step, sorted by step. A logical name resolves through
-`ROLES` to the series' role set by ingest; where several series share a role, the run's canonical one
-(`loss`, not `recon_loss`) wins, then the one with the most points (the loss in TensorBoard over the same
+`ROLES` to the series' role set by ingest; where several series share a role, a curve wins over its echo (a
+one- or two-point summary beside it: `echoes`), then the run's canonical one (`loss`, not `recon_loss`), then the
+one with the most points (the loss in TensorBoard over the same
 loss in a console log), ties broken by name, so the choice is deterministic and `run.pick(...)` says
 which one was read.
 
@@ -18,6 +19,7 @@ the places its steps go back in write order (`write_order`, for resumed_run).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +30,7 @@ import polars as pl
 from forensics.judge.stats import SpikeRule
 from ingest.announcements import read as read_announcement
 from ingest.formats import FORMATS
+from ingest.roles import SPLIT_WORDS, words
 
 # A series of more points than this is read reduced (M4 in the store, a few points per bucket: below), so an
 # analysis holds a bounded number of points whatever the length of a run. Above every series of every
@@ -60,23 +63,38 @@ def usable_series(meta: pl.DataFrame, role: str) -> pl.DataFrame:
     run's series list, META_SCHEMA rows):
 
     1. a console log beside a structured log (W&B, TensorBoard, trainer_state, metrics.csv, MLflow) only fills
-       what the structured log lacks: when a structured series of this role holds a curve (two points or more),
-       console series of it drop out (the same metric from two sources is one series, the structured one); a
-       summary's one last value (W&B's wandb-summary.json kept without its history) displaces no console curve;
+       what the structured log lacks: when a structured series of this role holds a curve (two points or more,
+       and no echo: `echoes`), console series of it drop out (the same metric from two sources is one series,
+       the structured one); a summary's one last value (W&B's wandb-summary.json kept without its history)
+       displaces no console curve;
     2. an ordinal axis (line counters, DECISIONS §2) never shares a role with logged steps: when a series of
-       this role has logged steps, ordinal ones drop out.
+       this role has logged steps and is no echo, ordinal ones drop out.
     What is left keeps its own axis; a role only the console log has (a loss scale, a step time) is kept.
     """
     m = meta.filter(pl.col("role") == role)
     if m.height < 2:
         return m
+    curve = ~echoes(m)
     text = m["format"].is_in(list(TEXT_FORMATS)).fill_null(False)
-    if bool((~text & (m["n_points"].fill_null(0) > 1)).any()):
-        m = m.filter(~text)
+    if bool((~text & (m["n_points"].fill_null(0) > 1) & curve).any()):
+        m, curve = m.filter(~text), curve.filter(~text)
     ordinal = m["ordinal"].fill_null(False)
-    if bool((~ordinal).any()):
+    if bool((~ordinal & curve).any()):
         m = m.filter(~ordinal)
     return m
+
+
+# A series of a role holding fewer than ECHO_POINTS points while another of the same role holds ECHO_SHARE times
+# as many or more is an echo of that curve (a one-line summary, a per-evaluation `train loss` beside the per-step
+# loss): it never stands for the role in place of the curve.
+ECHO_POINTS = 10
+ECHO_SHARE = 5
+
+
+def echoes(m: pl.DataFrame) -> pl.Series:
+    """For rows of one role (META_SCHEMA), whether each is an echo of a longer series of the role (ECHO_POINTS)."""
+    n = m["n_points"].fill_null(0)
+    return (n < ECHO_POINTS) & (n * ECHO_SHARE <= (n.max() or 0))
 
 
 def fresh_starts(steps: np.ndarray) -> np.ndarray:
@@ -116,6 +134,42 @@ def composed_steps(steps: np.ndarray) -> np.ndarray:
             out[a:b] = seg - seg.min() + top + gap
         top = int(out[a:b].max())
     return out
+
+
+# A number of epochs, steps or updates this large is a writer's stand-in for "no limit" (HF writes sys.maxsize as
+# `num_train_epochs` when `max_steps` bounds an iterable dataset): no run is planned that long.
+LENGTH_SENTINEL = 1e9
+LENGTH_WORDS = frozenset({"epoch", "epochs", "step", "steps", "iter", "iters", "iteration", "iterations", "update",
+                          "updates"})
+
+
+def sentinel(key: str, value: float) -> bool:
+    """Whether a config number is a length-of-training sentinel (`LENGTH_SENTINEL`), not a plan."""
+    return abs(value) >= LENGTH_SENTINEL and bool(LENGTH_WORDS & set(words(key.rpartition(".")[2])))
+
+
+# Words of a held-out error that falls as the model learns (`Test_RMSE`, `val_mae`, `eval_wer`, `valid_error`): where
+# no validation loss is logged, such a series is the held-out curve (`held_out_errors`). A task score that rises as
+# the model learns (accuracy, F1, BLEU) is not: it would read upside down.
+HELD_OUT_ERROR_WORDS = frozenset({"rmse", "mae", "mse", "error", "err", "cer", "wer", "mape", "smape", "nrmse"})
+NOT_THE_CURVE_WORDS = frozenset({"best", "min", "max", "std", "count", "num", "n"})  # a running best, a count
+
+
+def held_out_errors(meta: pl.DataFrame) -> pl.DataFrame:
+    """Rows of a held-out split's lower-is-better error (HELD_OUT_ERROR_WORDS), with role val_loss, by the axis rule
+    (`usable_series`): the held-out curve of a run that logs no validation loss."""
+    def error(name: str) -> bool:
+        ws = set(words(name))
+        return bool(ws & HELD_OUT_ERROR_WORDS) and not ws & NOT_THE_CURVE_WORDS
+
+    rows = meta.filter((pl.col("role") == "other") & pl.col("split").is_in(["val", "test"]))
+    rows = rows.filter(pl.col("name").map_elements(error, return_dtype=pl.Boolean)) if rows.height else rows
+    return usable_series(rows.with_columns(pl.lit("val_loss").alias("role")), "val_loss")
+
+
+def _unsplit(name: str) -> tuple[str, ...]:
+    """A series name's words without a split's (`val/obj_loss` and `train/obj_loss`: obj, loss)."""
+    return tuple(w for w in words(name) if w not in SPLIT_WORDS)
 
 
 # The tags under which the console reader keeps the lines that announce an event in words (`ingest.announcements`).
@@ -348,8 +402,12 @@ class Run:
             role = ROLES.get(role_or_name)
             m = usable_series(self.meta, role) if role else self.meta.filter(
                 (pl.col("name") == role_or_name) | (pl.col("tag") == role_or_name))
+            if role == "val_loss" and m.height == 0:
+                m = held_out_errors(self.meta)
+            m = m.with_columns(echoes(m).alias("_echo"))  # a curve first, whatever its name (`echoes`)
             hit = self._candidates_cache[role_or_name] = (
-                self.meta, m.sort(["canonical", "n_points", "name"], descending=[True, True, False], nulls_last=True))
+                self.meta, m.sort(["_echo", "canonical", "n_points", "name"], descending=[False, True, True, False],
+                                  nulls_last=True).drop("_echo"))
         return hit[1]
 
     def pick(self, role_or_name: str) -> str | None:
@@ -443,6 +501,57 @@ class Run:
                     out[-1]["at"] = at
         return sorted(out, key=lambda r: (r["step"], r["series"]))
 
+    def loss_pairs(self) -> list[tuple[str, str]]:
+        """(training, validation) loss series that measure the same thing, for the rules that read the two side by
+        side: the picked pair first, then, where the run logs its loss only as parts (no series of the whole, as in
+        `loss_parts`), each other part with its held-out twin (`train/obj_loss` with `val/obj_loss`: one name once
+        the split's words are taken out), leaving out a part logged as exactly 0 throughout (a head the task does
+        not use, such as a one-class detector's class loss). Empty without both losses."""
+        train, val = self.pick("loss"), self.pick("val_loss")
+        if train is None or val is None:
+            return []
+        out = [(train, val)]
+        if self.candidates("loss")["canonical"].fill_null(False)[0]:
+            return out  # the whole loss is logged: it is the loss, its parts are not judged one by one
+        trains: dict[tuple[str, ...], str] = {}
+        for name in self.candidates("loss")["name"].to_list():
+            trains.setdefault(_unsplit(name), name)
+        for name in self.candidates("val_loss")["name"].to_list():
+            twin = trains.get(_unsplit(name))
+            if twin is not None and twin != train and name != val and (twin, name) not in out \
+                    and not self._all_zero(twin) and not self._all_zero(name):
+                out.append((twin, name))
+        return out
+
+    def loss_parts(self) -> list[str]:
+        """The training-loss series a rule of single records reads one by one: the picked one; where the run logs its
+        loss only as parts (no series of the whole: `Losses Yaw`, `Losses Pitch`, `train/box_loss`), each other part
+        logged on as many records too, since picking one part by its name would be arbitrary."""
+        c = self.candidates("loss")
+        if c.height == 0:
+            return []
+        first = c.row(0, named=True)
+        out = [first["name"]]
+        if not first["canonical"]:
+            out += [n for n in dict.fromkeys(c.filter(~pl.col("canonical").fill_null(False)
+                                                      & (pl.col("n_points") == first["n_points"]))["name"].to_list())
+                    if n != first["name"]]
+        return out
+
+    def part(self, train: str) -> Run:
+        """The run with `loss` read as the series `train` (one of `loss_parts`)."""
+        return dataclasses.replace(self, meta=self.meta.filter((pl.col("role") != "train_loss")
+                                                               | (pl.col("name") == train)))
+
+    def paired(self, train: str, val: str) -> Run:
+        """The run with `loss` and `val_loss` read as the series `train` and `val` (one of `loss_pairs`)."""
+        keep = ~pl.col("role").is_in(["train_loss", "val_loss"]) | pl.col("name").is_in([train, val])
+        return dataclasses.replace(self, meta=self.meta.filter(keep))
+
+    def _all_zero(self, name: str) -> bool:
+        v = self.series_named(name)["value"].fill_null(np.nan).to_numpy()
+        return bool(v.size) and bool(np.all(v == 0))
+
     def all_of(self, role: str) -> list[str]:
         """Names of every usable series with this role (e.g. each layer's gradient norm), by name."""
         return sorted(usable_series(self.meta, role)["name"].to_list())
@@ -489,12 +598,17 @@ class Run:
         return next(iter(found.values()), {})
 
     def config_number(self, *keys: str) -> float | None:
-        v = self.config(*keys)
-        try:
-            f = float(v)
-        except (TypeError, ValueError, OverflowError):  # an integer past any float (a hostile config) is no number
-            return None
-        return f if not math.isnan(f) else None
+        """The first of `keys` set to a number (`config`'s order); a length of training at or above
+        `LENGTH_SENTINEL` (`sentinel`) is no plan but "unbounded", so the next key is read instead."""
+        for key in keys:
+            v = self.config(key)
+            try:
+                f = float(v)
+            except (TypeError, ValueError, OverflowError):  # an integer past any float (a hostile config) is no number
+                continue
+            if not math.isnan(f) and not sentinel(key, f):
+                return f
+        return None
 
     def table(self, name: str) -> pl.DataFrame:
         """One of the checkpoint/batch tables for this run (empty frame when the run has none)."""

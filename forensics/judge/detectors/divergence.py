@@ -91,6 +91,7 @@ class Divergence:
     kind: ClassVar[str] = "divergence"
     stage: ClassVar[int] = MECHANISM
     reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
+    reads_shape: ClassVar[bool] = True  # reads the epoch aggregate where one is logged (`base.epoch_view`)
     joins_chain: ClassVar[bool] = True  # one event with the NaN its step range holds
     # the training loss; without one, a validation loss judged as validation (`_validation_alone`)
     requires: ClassVar[tuple[str, ...]] = ()

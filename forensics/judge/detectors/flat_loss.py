@@ -56,6 +56,7 @@ class FlatLoss:
     kind: ClassVar[str] = "flat_loss"
     stage: ClassVar[int] = SHAPE
     reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
+    reads_shape: ClassVar[bool] = True  # reads the epoch aggregate where one is logged (`base.epoch_view`)
     # the training loss; without one, a validation loss judged as validation (`_validation_alone`)
     requires: ClassVar[tuple[str, ...]] = ()
     reads_validation_alone: ClassVar[bool] = True

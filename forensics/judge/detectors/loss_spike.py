@@ -67,6 +67,7 @@ class LossSpike:
     stage: ClassVar[int] = MECHANISM
     reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
     judges_rl: ClassVar[bool] = True  # in an RL run, only a value objective's blow-ups (`_value_blowups`)
+    reads_parts: ClassVar[bool] = True  # each part of a loss logged only as parts (`Run.loss_parts`)
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     spike: SpikeRule = field(default_factory=SpikeRule)  # what a spike is: the analysis's one rule (`--set spike.z=`)
     min_points: int = 10  # the statistical rule needs a baseline window's worth of points

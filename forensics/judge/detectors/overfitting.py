@@ -51,6 +51,8 @@ class Overfitting:
     """
 
     kind: ClassVar[str] = "overfitting"
+    reads_pairs: ClassVar[bool] = True  # each part of a loss of several parts too (`Run.loss_pairs`)
+    reads_shape: ClassVar[bool] = True  # reads the epoch aggregate where one is logged (`base.epoch_view`)
     stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("val_loss",)  # the training loss, where logged (`_val_only` if not)
     reads_validation_alone: ClassVar[bool] = True

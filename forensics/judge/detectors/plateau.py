@@ -65,6 +65,7 @@ class Plateau:
     kind: ClassVar[str] = "plateau"
     stage: ClassVar[int] = SHAPE
     reads_curve: ClassVar[bool] = True  # judges the shape of the training-loss curve
+    reads_shape: ClassVar[bool] = True  # reads the epoch aggregate where one is logged (`base.epoch_view`)
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     smooth: float = 0.05

@@ -41,6 +41,7 @@ class ValNoise:
     """
 
     kind: ClassVar[str] = "val_noise"
+    reads_pairs: ClassVar[bool] = True  # each part of a loss of several parts too (`Run.loss_pairs`)
     stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
     single_ratio: float = 1.0  # validation (a mean over its whole set) noisier than training's single logged values
