@@ -61,8 +61,8 @@ class LrScheduleAnomaly:
     of a value it had earlier (`stats.lr_restarts`), no cyclic scheduler named: a resume with a fresh scheduler;
     (d) an LR of exactly 0 on the first `zero_points` records and `zero_share` of them, or on every one of
     `all_zero_points` or more, unless the loss falls meanwhile (then the logged LR is not the optimizer's), nor where
-    a printed LR is 0 on every record of a log that stops before `early` of its declared plan, or of one of fewer than
-    `zero_points` records declaring none (an LR below the digits printed: a warmup's first records);
+    a printed LR is 0 on every one of fewer than `zero_points` records no declared plan places (an LR below the digits
+    printed: a warmup's first records as well as a stuck LR);
     (e) with no scheduler named, a decay to its floor before `early` of the run that climbs back smoothly to
     `min_return` of the peak, no single rise over `max_rise_share` of the climb (a periodic schedule run past its
     horizon, e.g. stepped every micro-batch under gradient accumulation);
@@ -171,11 +171,10 @@ class LrScheduleAnomaly:
         steps, lr = steps[ok], lr[ok]
         zero = int(np.argmax(lr != 0)) if np.any(lr != 0) else lr.size  # leading records at exactly 0
         every = zero == lr.size >= self.all_zero_points  # 0 on every record, however few: nothing ever trained
-        if every and run.format_of(name) in TEXT_FORMATS:
-            # A printed 0 is an LR below the digits printed: early in a declared plan (or a log of a few records
-            # with none), a warmup's first records
-            plan = planned_fraction(run, steps, zero - 1)
-            every = plan["fraction"] >= self.early if plan is not None else lr.size >= self.zero_points
+        if every and run.format_of(name) in TEXT_FORMATS and lr.size < self.zero_points:
+            # A printed 0 is an LR below the digits printed: on a few records no declared plan places, as well a
+            # warmup's first records as an LR stuck at 0
+            every = planned_fraction(run, steps, zero - 1) is not None
         if (every or zero >= self.zero_points and zero >= self.zero_share * lr.size) \
                 and not loss_falls(run, self.zero_share, steps[zero - 1], start_points=self.start_points):
             ev = {"zero_points": zero, "points": int(lr.size), "first_step": int(steps[0]),
