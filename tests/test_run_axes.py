@@ -263,3 +263,20 @@ def test_one_launchs_pace_is_not_compared_with_anothers(tmp_path, capsys):
     run = load_run(root, tmp_path / "f.duckdb")
     assert len(run.launch_starts(run.pick("loss"))) == 1
     assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+
+def test_an_elapsed_time_that_starts_again_with_each_launch_is_a_clock(tmp_path, capsys):
+    """Launches appended to one log, each printing the seconds elapsed since it began (`Time: 41.1s`) at a steady
+    pace of its own: within each launch the time grows at every record, a clock whose differences are the step times,
+    not step times that slow down."""
+    rng = np.random.default_rng(7)
+    lines = []
+    for n, pace in ((17, 2.4), (20, 3.8), (23, 3.8)):  # a later configuration slower: another launch, no drop
+        clock = np.cumsum(pace + rng.normal(0, 0.1, n))
+        lines += [f"STEP {i + 1} | Train Loss: {5.6 + rng.normal(0, 0.02):.4f} | Time: {t:.1f}s" for i, t in enumerate(clock)]
+        lines += ["Training finished.", "=" * 40, "Loading data...", "Building model...", "Model params: 1.2M",
+                  "Starting training..."]
+    root = tmp_path / "r"
+    root.mkdir()
+    log_messages(root / "train.log", lines, fmt="%(message)s")
+    assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}

@@ -86,9 +86,17 @@ class ThroughputDrop:
             name = st["name"][0]
             f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") >= 0))
             s, v = f["step"].to_numpy(), f["value"].to_numpy() * _seconds_per_unit(name)
-            if _is_clock(v):  # elapsed time under a step-time name (`train/time_ms`): its differences are the steps
-                return s[:-1], s[1:], np.diff(v) / np.diff(s), _launch_of(run, name, s[1:]), name, \
-                    "differences of the elapsed time logged"
+            # elapsed time under a step-time name (`train/time_ms`), a clock that starts again with each launch or
+            # pass: its differences within each are the steps
+            cuts = np.searchsorted(s, np.asarray(sorted(set(run.pass_starts(name)) | set(run.launch_starts(name))),
+                                                 dtype=np.int64))
+            pieces = [p for p in np.split(np.arange(s.size), cuts) if p.size >= 2]
+            if sum(p.size - 1 for p in pieces) >= 2 and all(_is_clock(v[p]) or p.size == 2 and v[p[1]] > v[p[0]]
+                                                            for p in pieces):
+                return (np.concatenate([s[p][:-1] for p in pieces]), np.concatenate([s[p][1:] for p in pieces]),
+                        np.concatenate([np.diff(v[p]) / np.diff(s[p]) for p in pieces]),
+                        np.concatenate([np.full(p.size - 1, k) for k, p in enumerate(pieces)]), name,
+                        "differences of the elapsed time logged")
             return s, s, v, _launch_of(run, name, s), name, "logged step time"
         name = run.pick("loss")
         got = None if name is None else seconds_per_step(run.points(name))
