@@ -280,3 +280,13 @@ def test_an_elapsed_time_that_starts_again_with_each_launch_is_a_clock(tmp_path,
     root.mkdir()
     log_messages(root / "train.log", lines, fmt="%(message)s")
     assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+
+def test_a_training_started_again_after_its_first_two_epochs_is_a_reset(tmp_path):
+    """A per-epoch JSON log whose first two epochs are logged twice (a launch stopped after epoch 1, then started
+    again from epoch 0) before it runs on: the epoch falls back from a value it counted up to and counts up again."""
+    rng = np.random.default_rng(8)
+    loss = _fit(rng, 60, 4.2, floor=3.0, tau=20.0)
+    records = [{"train_loss": float(v), "epoch": e} for e, v in [(0, loss[0]), (1, loss[1]), *enumerate(loss)]]
+    run = load_run(_json_log(tmp_path / "r" / "log.txt", records), tmp_path / "f.duckdb")
+    assert [r[2:] for r in run.epoch_resets()] == [(1.0, 0.0)]

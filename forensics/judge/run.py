@@ -314,8 +314,8 @@ class Run:
 
     def epoch_resets(self) -> list[tuple[int, int, float, float]]:
         """Where the run's epoch counter falls back by `EPOCH_DROP` or more while the steps keep rising, in write
-        order: (step, step before, epoch before, epoch after) per reset; from a value it counted up to, and going on
-        below it. A training started again (appended, a
+        order: (step, step before, epoch before, epoch after) per reset; from a value it counted up to, and not going
+        above it next. A training started again (appended, a
         fold of a cross-validation, a resume with a fresh epoch count) whose step axis goes on: resumed_run reports
         these, and every detector reads them as launch starts (`launch_starts`)."""
         name = self.pick("epoch")
@@ -330,9 +330,9 @@ class Run:
         rises = np.diff(epoch)[np.diff(epoch) > 0]
         stride = max(1.0, 2 * float(np.median(rises))) if rises.size else 1.0  # how far the counter moves at once
         # A counter falls back from a value it counted up to (not a stray number on one record: a config's count,
-        # a "best epoch" quoted beside the current one), and goes on from where it fell, below the value it left.
+        # a "best epoch" quoted beside the current one), and goes on from where it fell, not above the value it left.
         counted = [k for k in drops if k >= 2 and epoch[k - 1] - epoch[k - 2] <= stride
-                   and k + 1 < epoch.size and epoch[k + 1] < epoch[k - 1]]
+                   and k + 1 < epoch.size and epoch[k + 1] <= epoch[k - 1]]
         return [(int(steps[k]), int(steps[k - 1]), float(epoch[k - 1]), float(epoch[k])) for k in counted]
 
     def _epoch_reset_starts(self, name: str) -> list[int]:
