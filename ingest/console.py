@@ -1445,7 +1445,7 @@ class _State:
     epoch_step: tuple[int, int, int] | None = None  # the last epoch printed beside a step: its highest, lowest step
     steps_in_epoch: bool = False  # the file's step counter starts again with each epoch (`note_epoch_steps`)
     epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
-    counted: dict[str, tuple[float, float]] = field(default_factory=dict)  # first and last step or epoch (`relaunched`)
+    counted: dict[str, tuple[float, float]] = field(default_factory=dict)  # lowest and last step or epoch (`relaunched`)
     launches: int = 1  # launches met so far in the file
     relaunch_heard: bool = False  # an `Epoch N` line went back to the file's first epoch: the next record begins a launch
     epoch_seen: bool = False  # an epoch was printed so far (`batch_step`)
@@ -1827,15 +1827,15 @@ class _State:
         if "step" in self.counted:
             return
         first, last = self.counted.get("epoch", (epoch, epoch))
-        self.counted["epoch"] = (first, epoch)
+        self.counted["epoch"] = (min(first, epoch), epoch)
         again = self.epoch_recorded and epoch == last and line_no - self.record_line > HEADER_LINES
         self.relaunch_heard = self.relaunch_heard or epoch <= first and (first < last or again)
         self.epoch_recorded = False
 
     def relaunched(self, step: int | None, epoch: int | None, logged_epoch: float | None = None,
                    line_no: int = 0) -> int | None:
-        """The number of the launch a record begins (2, 3, ...), where the log's counter starts again from its first
-        value: several launches appended to one file (`>>`, a script run again), each counting from the start; a
+        """The number of the launch a record begins (2, 3, ...), where the log's counter starts again from its lowest
+        value so far (a launch's first; an earlier launch may have begun higher): several launches appended to one file (`>>`, a script run again), each counting from the start; a
         resume from a checkpoint goes back to a later value and begins none. None for any other record. The record's
         logged step is its counter, else its epoch, else the epoch it logs as a value (HF's `'epoch': 0.27` on records
         with no counter), which begins a launch only after `HEADER_LINES` lines of other output (a second run appended
@@ -1845,8 +1845,8 @@ class _State:
             ("logged epoch", logged_epoch) if logged_epoch is not None and math.isfinite(logged_epoch) else (None, None))
         if kind is None:
             return None
-        first, last = self.counted.get(kind, (value, value))
-        self.counted[kind] = (first, value)
+        first, last = self.counted.get(kind, (value, value))  # the lowest value so far, and the one before
+        self.counted[kind] = (min(first, value), value)
         heard, self.relaunch_heard = self.relaunch_heard, False
         self.epoch_recorded = self.epoch_recorded or kind == "epoch"
         if kind == "logged epoch" and line_no - self.record_line <= HEADER_LINES:

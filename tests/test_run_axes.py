@@ -199,3 +199,94 @@ def test_a_new_launch_starting_again_at_the_initial_loss_is_no_spike(tmp_path, c
     root = _launches_log(tmp_path / "r", [_launch(rng, 4), _launch(rng, 3, tau=2)])
     kinds = {f["kind"] for f in _findings(root, tmp_path, capsys)}
     assert not kinds & {"loss_spike", "divergence", "resumed_run", "lr_schedule_anomaly"}
+
+
+def _json_log(path, records):
+    """Records written as DETR's and detectron2's loggers write them: `json.dumps(record)` a line, appended."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    return path.parent
+
+
+def _fit(rng, n, start, floor=1.6, tau=15.0):
+    t = np.arange(n)
+    return floor + (start - floor) * np.exp(-t / tau) + rng.normal(0, 0.01, n)
+
+
+def test_an_epoch_counter_reset_on_a_rising_row_axis_is_a_launch_start(tmp_path, capsys):
+    """Two trainings appended to one per-epoch JSON log (rows go on, the epoch goes back to 0 and the loss back to its
+    untrained level): resumed_run reports the reset, and every detector reads it as a launch start, so the second
+    training's first epochs are no spike over the first one's end."""
+    rng = np.random.default_rng(3)
+    records = [{"train_loss": float(v), "test_loss": float(v) + 0.1, "epoch": e, "n_parameters": 897}
+               for a in (_fit(rng, 60, 12.0), _fit(rng, 80, 11.5)) for e, v in enumerate(a)]
+    root = _json_log(tmp_path / "r" / "log.txt", records)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.launch_starts(run.pick("loss")) == (int(run.series(run.pick("loss"))["step"][60]),)
+    kinds = [f["kind"] for f in _findings(root, tmp_path, capsys)]
+    assert "loss_spike" not in kinds and "resumed_run" in kinds
+
+
+def test_a_number_quoted_beside_the_epoch_is_no_reset(tmp_path, capsys):
+    """A per-epoch summary that quotes the best epoch so far beside the current one (`> Epoch 5: ... | Best so far:
+    epoch 4`), under a first line that names another epoch: the counter never falls back from a value it counted up
+    to and went on below, so there is no restart and no launch."""
+    rng = np.random.default_rng(4)
+    loss = _fit(rng, 40, 5.6, floor=0.1, tau=5.0)
+    lines = ["Start from epoch 0"]
+    for e, v in enumerate(loss):
+        best = e if e % 3 else max(0, e - 1)
+        lines += [f"train: {{'epoch': {e}, 'time_epoch': 1400.5, 'loss': {v:.6f}, 'lr': 2e-05}}",
+                  f"> Epoch {e}: took 1431.3s (avg 1506.0s) | Best so far: epoch {best}\ttrain_loss: {v:.4f}"]
+    root = tmp_path / "r"
+    root.mkdir()
+    log_messages(root / "logging.log", lines, fmt="%(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.epoch_resets() == [] and run.launch_starts(run.pick("loss")) == ()
+    assert "resumed_run" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+
+def test_one_launchs_pace_is_not_compared_with_anothers(tmp_path, capsys):
+    """Launches appended to one metrics log (the iteration back at its first value), each at its own steady pace (a
+    second configuration twice as slow): no slowdown, no launch read as another's drop."""
+    rng = np.random.default_rng(5)
+    records = []
+    for pace, n in ((40.0, 120), (76.0, 150)):
+        for i, v in enumerate(_fit(rng, n, 4.0, floor=0.5, tau=30.0)):
+            records.append({"iteration": 19 + 20 * i, "total_loss": float(v), "lr": 5e-4,
+                            "time": float(pace * (1 + rng.normal(0, 0.05))), "data_time": 0.01})
+    root = _json_log(tmp_path / "r" / "metrics.json", records)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert len(run.launch_starts(run.pick("loss"))) == 1
+    assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+
+def test_an_elapsed_time_that_starts_again_with_each_launch_is_a_clock(tmp_path, capsys):
+    """Launches appended to one log, each printing the seconds elapsed since it began (`Time: 41.1s`) at a steady
+    pace of its own: within each launch the time grows at every record, a clock whose differences are the step times,
+    not step times that slow down."""
+    rng = np.random.default_rng(7)
+    lines = []
+    for n, pace in ((17, 2.4), (20, 3.8), (23, 3.8)):  # a later configuration slower: another launch, no drop
+        clock = np.cumsum(pace + rng.normal(0, 0.1, n))
+        lines += [f"STEP {i + 1} | Train Loss: {5.6 + rng.normal(0, 0.02):.4f} | Time: {t:.1f}s" for i, t in enumerate(clock)]
+        lines += ["Training finished.", "=" * 40, "Loading data...", "Building model...", "Model params: 1.2M",
+                  "Starting training..."]
+    root = tmp_path / "r"
+    root.mkdir()
+    log_messages(root / "train.log", lines, fmt="%(message)s")
+    assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+
+def test_a_training_started_again_after_its_first_two_epochs_is_a_reset(tmp_path):
+    """A per-epoch JSON log whose first two epochs are logged twice (a launch stopped after epoch 1, then started
+    again from epoch 0) before it runs on: the epoch falls back from a value it counted up to and counts up again."""
+    rng = np.random.default_rng(8)
+    loss = _fit(rng, 60, 4.2, floor=3.0, tau=20.0)
+    records = [{"train_loss": float(v), "epoch": e} for e, v in [(0, loss[0]), (1, loss[1]), *enumerate(loss)]]
+    run = load_run(_json_log(tmp_path / "r" / "log.txt", records), tmp_path / "f.duckdb")
+    assert [r[2:] for r in run.epoch_resets()] == [(1.0, 0.0)]

@@ -128,14 +128,8 @@ def test_every_number_a_gallery_finding_quotes_at_a_step_is_the_files(gallery_db
 # discovered). A set whose findings misquote is a strict xfail naming the kind, until that kind quotes the file.
 SHARED_SETS = [
     pytest.param("real_runs_3", id="real_runs_3"),
-    # Known defects, left open in issue 34's note: since a console line's printed counter is its step (e·N + i), a
-    # log of launches appended without a header between them is composed pass after pass (`Run.series_named`), and
-    # loss_spike quotes the composed step, not the printed one (`Run.printed_step`); and overfitting's medians are
-    # taken within the reader's last launch, which can begin elsewhere than where the step first goes back.
-    pytest.param("wild/structured", id="wild_structured", marks=pytest.mark.xfail(
-        strict=True, reason="overfitting quotes medians within the reader's launch, not the step's")),
-    pytest.param("wild/console", id="wild_console", marks=pytest.mark.xfail(
-        strict=True, reason="loss_spike quotes composed steps of appended launches, not the printed ones")),
+    pytest.param("wild/structured", id="wild_structured"),
+    pytest.param("wild/console", id="wild_console"),
 ]
 
 

@@ -118,6 +118,22 @@ def from_the_start(steps: np.ndarray, back: np.ndarray, start: float | None = No
     return np.asarray(steps)[back] <= lowest[np.asarray(back) - 1]
 
 
+def copied(steps: list, values: list) -> list[bool]:
+    """Per point in write order, whether it is a copy of one written before: the same step and value as the point
+    right before it (a line printed twice), or as an earlier point whose neighbour is copied too (a stretch of the log
+    written again). A lone point equal to another pass's (a value printed with few digits) is its own record."""
+    pairs = list(zip(steps, values))
+    seen: dict[tuple, list[int]] = {}
+    out = [False] * len(pairs)
+    for i, p in enumerate(pairs):
+        earlier = seen.setdefault(p, [])
+        out[i] = bool(earlier) and (earlier[-1] == i - 1 or any(
+            (j > 0 and pairs[i - 1] == pairs[j - 1]) or (i + 1 < len(pairs) and pairs[i + 1] == pairs[j + 1])
+            for j in earlier))
+        earlier.append(i)
+    return out
+
+
 def composed_steps(steps: np.ndarray) -> np.ndarray:
     """Steps in write order with each pass that starts again from the beginning (`fresh_starts`) placed after the
     one before: its steps shifted to begin one logging interval (its own median spacing) past the highest step
@@ -178,6 +194,9 @@ ANNOUNCED = "announced/"
 
 # The role of the series a console reader writes where a launch appended to the log begins (its number: 2, 3, ...).
 LAUNCH_ROLE = "launch"
+
+# An epoch counter that falls back this far while the steps rise starts a launch (HF logs fractional epochs).
+EPOCH_DROP = 0.5
 
 
 # A long series is reduced to `long_series // BUCKET_SHARE` buckets of ~4 points each (first, min, max, last): at most
@@ -300,6 +319,22 @@ class Run:
         known = self._passes.get(series or "", {})
         return known[int(step)][1] if int(step) in known else int(step)
 
+    def printed_span(self, series: str | None, first: int, last: int | None = None) -> str:
+        """Steps `first`-`last` (or `first` alone) of `series` in the file's words, for a summary to quote: "step
+        74", "steps 48-97"; where `series_named` composed passes, the steps the file shows and their pass ("step 74 of
+        pass 4", "steps 40-97 of pass 3", "pass 3, step 40 to pass 4, step 20" across a pass start)."""
+        known = self._passes.get(series or "", {})
+        a, b = known.get(int(first)), known.get(int(last)) if last is not None else None
+        if a is None:
+            return f"step {first}" if last is None or last == first else f"steps {first}-{last}"
+        if last is None or last == first:
+            return f"step {a[1]} of pass {a[0]}"
+        if b is None:
+            return f"pass {a[0]}, step {a[1]} to step {last}"
+        if a[0] == b[0]:
+            return f"steps {a[1]}-{b[1]} of pass {a[0]}"
+        return f"pass {a[0]}, step {a[1]} to pass {b[0]}, step {b[1]}"
+
     def pass_starts(self, name: str) -> frozenset[int]:
         """The (composed) steps where each pass of a counter that starts again begins (`series_named`); empty for
         a series counted once."""
@@ -316,10 +351,12 @@ class Run:
         return frozenset(s for s, b, prev in zip(steps[1:], batches[1:], batches) if b <= min(batches[0], prev))
 
     def launch_starts(self, name: str | None) -> tuple[int, ...]:
-        """The steps of series `name`, as `series_named` shows them, where each launch after the first begins: the
-        reader's `launch` series of the same file marks where a log's counter starts again from its first value
-        (several launches of one script appended to one log). A fresh launch is no resume, and no curve reads across
-        it: the one home of that segmentation (detectors split with `base.by_launch`). Empty for a log of one launch."""
+        """The steps of series `name`, as `series_named` shows them, where each launch after the first begins: where
+        the reader marked a log's counter starting again from its first value (`appended_launches`: several launches
+        of one script appended to one log), and where the run's epoch counter falls back while the steps go on
+        (`epoch_resets`: a training started again on a step axis that does not). No curve reads across a launch
+        start: the one home of that segmentation (detectors split with `base.by_launch`). Empty for a log of one
+        launch."""
         if name is None:
             return ()
         if name not in self._launch_cache:
@@ -327,6 +364,57 @@ class Run:
         return self._launch_cache[name]
 
     def _launch_starts(self, name: str) -> tuple[int, ...]:
+        return tuple(sorted(set(self.appended_launches(name)) | set(self._epoch_reset_starts(name))))
+
+    def epoch_resets(self) -> list[tuple[int, int, float, float]]:
+        """Where the run's epoch counter falls back by `EPOCH_DROP` or more while the steps keep rising, in write
+        order: (step, step before, epoch before, epoch after) per reset; from a value it counted up to, and not going
+        above it next. A training started again (appended, a
+        fold of a cross-validation, a resume with a fresh epoch count) whose step axis goes on: resumed_run reports
+        these, and every detector reads them as launch starts (`launch_starts`)."""
+        name = self.pick("epoch")
+        loss = self.pick("loss")
+        if name is None or loss is None or self.format_of(name) != self.format_of(loss):
+            return []  # another source's axis
+        pts = self.points(name).filter(pl.col("value").is_finite())
+        steps, epoch = pts["step"].to_numpy(), pts["value"].to_numpy()
+        if steps.size < 3 or np.any(np.diff(steps) < 0):
+            return []
+        drops = np.flatnonzero(np.diff(epoch) <= -EPOCH_DROP) + 1
+        rises = np.diff(epoch)[np.diff(epoch) > 0]
+        stride = max(1.0, 2 * float(np.median(rises))) if rises.size else 1.0  # how far the counter moves at once
+        # A counter falls back from a value it counted up to (not a stray number on one record: a config's count,
+        # a "best epoch" quoted beside the current one), and goes on from where it fell, not above the value it left.
+        counted = [k for k in drops if k >= 2 and epoch[k - 1] - epoch[k - 2] <= stride
+                   and k + 1 < epoch.size and epoch[k + 1] <= epoch[k - 1]]
+        return [(int(steps[k]), int(steps[k - 1]), float(epoch[k - 1]), float(epoch[k])) for k in counted]
+
+    def _epoch_reset_starts(self, name: str) -> list[int]:
+        """The steps of series `name` where an epoch reset (`epoch_resets`) of its own file begins a launch: its
+        first step at or after the reset's; none for a series whose steps start again (its passes are its launches)."""
+        row = self.meta.filter(pl.col("name") == name)
+        epoch = self.pick("epoch")
+        if row.height == 0 or epoch is None or name == epoch:
+            return []
+        if self.meta.filter(pl.col("name") == epoch)["grp"][0] != row["grp"][0]:
+            return []
+        resets = [r for r in self.epoch_resets() if r[0] not in set(self.appended_launches(epoch))]
+        steps = self.series_named(name)["step"].to_numpy()
+        if not resets or name in self._passes or steps.size < 2:
+            return []
+        at = np.searchsorted(steps, [r[0] for r in resets])
+        return sorted({int(steps[i]) for i in at if 0 < i < steps.size})
+
+    def appended_launches(self, name: str | None) -> tuple[int, ...]:
+        """The launch starts of `launch_starts` the reader marked: a log's counter starting again from its first
+        value (launches appended to one log); no epoch reset."""
+        if name is None:
+            return ()
+        if "\0" + name not in self._launch_cache:
+            self._launch_cache["\0" + name] = self._appended_launches(name)
+        return self._launch_cache["\0" + name]
+
+    def _appended_launches(self, name: str) -> tuple[int, ...]:
         row = self.meta.filter(pl.col("name") == name)
         if row.height == 0:
             return ()
@@ -450,7 +538,7 @@ class Run:
                 self._steps_cache[name] = raw
                 return raw
             if not self.reduced(name) and raw["step"].null_count() == 0:
-                once = raw.unique(["step", "value"], keep="first", maintain_order=True)  # a copy of the log is no pass
+                once = raw.filter(~pl.Series(copied(raw["step"].to_list(), raw["value"].to_list())))  # no pass
                 logged = once["step"].to_numpy()
                 if fresh_starts(logged).size:
                     composed = composed_steps(logged)

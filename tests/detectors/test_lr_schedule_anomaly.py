@@ -617,3 +617,47 @@ def test_a_log_that_stops_inside_its_warmup_early_in_its_plan_is_silent(tmp_path
     # the same rising LR, from a run that declares 4000 steps: an unfinished run's warmup, not one that never ended
     lr = _logged_from_step_25(_lrs(_linear_with_warmup(500, 4000), n=401, every=25))
     assert list(LrScheduleAnomaly().check(_trainer_state_lr(tmp_path, lr, max_steps=4000))) == []
+
+
+def test_a_printed_lr_at_zero_on_the_few_records_of_a_log_stopped_in_warmup_is_silent(tmp_path):
+    """A MetricLogger-style progress line printing the LR with 4 decimals (`lr: 0.0000 (0.0000)`) on the 3 records a
+    run wrote before it stopped: a warmup's LR below the digits printed, not an LR stuck at 0. The same 0 printed on
+    every record of a longer log, no plan declared, still fires."""
+    from tests.runwriters import log_messages
+
+    def write(name: str, n: int):
+        root = tmp_path / name
+        root.mkdir()
+        log_messages(root / "train.log", [
+            f"Training  [{10 * (i + 4):>7}/5000000]  eta: 195 days, 10:45:44  lr: 0.0000 (0.0000)  wd: 0.0400 (0.0400)"
+            f"  total_loss: {10.5 - 0.01 * i:.4f} ({10.5 - 0.005 * i:.4f})  time: 1.2 data: 0.01" for i in range(n)])
+        return load_run(root, tmp_path / f"{name}.duckdb")
+
+    assert list(LrScheduleAnomaly().check(write("short", 3))) == []
+    [f] = LrScheduleAnomaly().check(write("long", 8))
+    assert "every one of its 8 records" in f.summary
+
+
+def test_a_warmup_stepped_per_epoch_is_no_jump(tmp_path):
+    """A warmup the scheduler steps once per epoch (×34, then ×2 to the peak at epoch 4 of 60), the LR logged at every
+    batch, then a cosine decay: each jump lands below the peak the LR goes on rising to early in the run (a jump that
+    lands at the peak, a warmup handing over at the wrong value, still fires: the tests above)."""
+    import torch
+
+    def factor(e):
+        return [0.01, 0.34, 0.67][e] if e < 3 else 0.5 * (1 + math.cos(math.pi * (e - 3) / 57))
+
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=5e-4)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    steps, lrs = [], []
+    for e in range(60):
+        for b in range(50):
+            steps.append(e * 50 + b)
+            lrs.append(sched.get_last_lr()[0])
+        opt.step()
+        sched.step()
+    steps, lrs = np.array(steps), np.array(lrs)
+    loss = curve(n=steps.size, every=1, tau=1500.0)
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": loss, "lr": (steps, lrs)}), tmp_path / "a.duckdb")
+    assert list(LrScheduleAnomaly().check(run)) == []
+    assert [f.evidence.get("rule") for f in LrScheduleAnomaly(warm_share=0.0).check(run)] == ["jump"]  # the rule's doing

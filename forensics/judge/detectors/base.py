@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -370,24 +370,31 @@ def layer_fraction_findings(detector, run: Run, role: str, what: str) -> Iterato
 # 32-34`). A detector's smoothed or windowed statistics stay in its evidence. tests/test_summary_numbers.py checks
 # every such phrase on the gallery against the stored values.
 
-def level_of(steps: np.ndarray, values: np.ndarray, a: int, b: int, fmt: str = ".4g") -> tuple[float, str]:
+def level_of(steps: np.ndarray, values: np.ndarray, a: int, b: int, fmt: str = ".4g",
+             say: Callable[..., str] | None = None) -> tuple[float, str]:
     """The level of points `a`..`b` (indices, inclusive) and how a summary says it: one point's logged value
     (`0.5999 at step 46`), else the median of the finite values among them (`median 0.7287 of steps 32-34`).
-    NaN and `nan` when none is finite."""
+    NaN and `nan` when none is finite. `say` words steps as the file shows them (`Run.printed_span`, bound to a
+    series), where its counter starts again."""
+    say = say or _steps_said
     a, b = max(0, int(a)), min(len(values) - 1, int(b))
     seg = np.asarray(values[a:b + 1], dtype=float)
     fin = seg[np.isfinite(seg)]
     if fin.size == 0:
-        return math.nan, f"nan at step {steps[a]}"
+        return math.nan, f"nan at {say(steps[a])}"
     if b == a:
-        return float(seg[0]), f"{float(seg[0]):{fmt}} at step {steps[a]}"
+        return float(seg[0]), f"{float(seg[0]):{fmt}} at {say(steps[a])}"
     v = float(np.median(fin))
-    return v, f"median {v:{fmt}} of steps {steps[a]}-{steps[b]}"
+    return v, f"median {v:{fmt}} of {say(steps[a], steps[b])}"
 
 
-def point(steps: np.ndarray, values: np.ndarray, i: int, fmt: str = ".4g") -> str:
-    """`0.5999 at step 46`: the logged value of point `i` with its step."""
-    return f"{float(values[i]):{fmt}} at step {steps[i]}"
+def _steps_said(first: int, last: int | None = None) -> str:
+    return f"step {first}" if last is None else f"steps {first}-{last}"
+
+
+def point(steps: np.ndarray, values: np.ndarray, i: int, fmt: str = ".4g", say: Callable[..., str] | None = None) -> str:
+    """`0.5999 at step 46`: the logged value of point `i` with its step (`say`: as in `level_of`)."""
+    return f"{float(values[i]):{fmt}} at {(say or _steps_said)(steps[i])}"
 
 
 def head_tail_of(steps: np.ndarray, values: np.ndarray, fraction: float = 0.1, min_points: int = 3,

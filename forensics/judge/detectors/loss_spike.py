@@ -52,7 +52,7 @@ class LossSpike:
     A bump, where no spike was found: a positive loss that rises from its level (the median of up to five points
     ending at the last one within ×`bump_back` of the running minimum) to `min_ratio` above it (×2) and comes back
     within ×`bump_back` of it, staying under ×1.5 of it to the end, the whole excursion at most `bump_share` of the
-    log and from `min_points` points, while the validation loss climbs ×`bump_val` above its last evaluation before
+    log and from `min_points` points, within one launch, while the validation loss climbs ×`bump_val` above its last evaluation before
     and is back within ×1.15 of it at its last, and the LR does not rise over it (a warm restart).
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
@@ -204,6 +204,7 @@ class LossSpike:
                 if bump is not None:
                     yield bump
         starts = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
+        name = run.pick("loss")
         for a, b in stats.runs_of(~np.isfinite(values)):
             if a == 0 or b == values.size - 1 or b - a + 1 > self.spike.recover:
                 continue  # at the start, to the end (nan_loss), or too long to be a blip
@@ -214,7 +215,7 @@ class LossSpike:
                   "nonfinite_points": int(b - a + 1)}
             yield Finding.of(self, severity="warning", step=int(steps[a]), step_end=int(steps[b]),
                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps[a - 1:b + 2]),),
-                             summary=(f"loss is {ev['value']} at step {steps[a]} between {values[a - 1]:.4g} and "
+                             summary=(f"loss is {ev['value']} at {run.printed_span(name, steps[a])} between {values[a - 1]:.4g} and "
                                       f"{values[b + 1]:.4g}: a non-finite spike that recovers"))
 
     def _value_blowups(self, run: Run, objectives: tuple[str, ...]) -> Iterator[Finding]:
@@ -308,6 +309,9 @@ class LossSpike:
         b = p + int(back[0])
         if b - a > self.bump_share * n or np.any(y[b:] > 1.5 * level):
             return None
+        starts = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
+        if np.any((starts > s[a]) & (starts <= s[b])):
+            return None  # a launch starting again: its own descent, not a bump of the one before
         if run.has("lr"):
             ls, lv = run.arrays("lr")
             over = lv[np.isfinite(lv) & (ls >= s[max(0, a - 4)]) & (ls <= s[b])]  # from the level's first point
@@ -326,11 +330,12 @@ class LossSpike:
               "witness": run.pick("val_loss"), "val_before": float(before[-1]), "val_before_step": int(vs[vs <= s[a]][-1]),
               "val_peak": float(during.max()), "val_peak_step": int(vs[(vs > s[a]) & (vs <= s[b])][int(np.argmax(during))]),
               "val_last": float(vv[-1]), "val_last_step": int(vs[-1])}
+        at = (lambda *steps: run.printed_span(run.pick("loss"), *steps))  # noqa: E731 - the file's steps
         return Finding.of(self, severity="warning", step=int(s[p]), step_end=int(s[b]), series=run.pick("loss"),
                           evidence=ev, sources=(src(run, "loss", s[max(0, a - 4):b + 1]), src(run, "val_loss", vs)),
-                          summary=(f"loss climbs from median {level:.4g} of steps {s[max(0, a - 4)]}-{s[a]} to "
-                                   f"{y[p]:.4g} at step {s[p]} ({ratio(y[p] / level)}) and is back to {y[b]:.4g} at step "
-                                   f"{s[b]}, {count(b - a, 'record')} in all; the validation loss rises with it, "
+                          summary=(f"loss climbs from median {level:.4g} of {at(s[max(0, a - 4)], s[a])} to "
+                                   f"{y[p]:.4g} at {at(s[p])} ({ratio(y[p] / level)}) and is back to {y[b]:.4g} at "
+                                   f"{at(s[b])}, {count(b - a, 'record')} in all; the validation loss rises with it, "
                                    f"{ev['val_before']:.4g} at step {ev['val_before_step']} to {ev['val_peak']:.4g} at "
                                    f"step {ev['val_peak_step']}, and comes back to {ev['val_last']:.4g} at step "
                                    f"{ev['val_last_step']}: an unstable stretch that recovered"))
@@ -353,16 +358,18 @@ class LossSpike:
         return [s for s in spikes if not crowded(s)]
 
     def _told(self, run: Run, spikes: list[dict]) -> Iterator[Finding]:
+        name = run.pick("loss")
         for s in spikes:
             median = s["window_median"]
             yield Finding.of(self, severity="warning", step=s["step"], step_end=s["end_step"],
                              series=run.pick("loss"), evidence=s,
                              sources=(src(run, "loss", [s["window_start"], s["end_step"]]),),
-                             summary=(f"loss {s['value']:.4g} at step {s['step']} is {s['z']:.1f} robust sigmas "
-                                      f"above the median {median:.4g} of steps {s['window_start']}-"
-                                      f"{s['window_end']} ({ratio(s['value'] / median) if median else ratio(s['ratio'])}), "
+                             summary=(f"loss {s['value']:.4g} at {run.printed_span(name, s['step'])} is {s['z']:.1f} "
+                                      f"robust sigmas above the median {median:.4g} of "
+                                      f"{run.printed_span(name, s['window_start'], s['window_end'])} "
+                                      f"({ratio(s['value'] / median) if median else ratio(s['ratio'])}), "
                                       f"back within {count(s['recovery_points'], 'point')}"
-                                      + (f" of the episode's end (steps {s['start_step']}-{s['end_step']})"
+                                      + (f" of the episode's end ({run.printed_span(name, s['start_step'], s['end_step'])})"
                                          if s["end_step"] > s["step"] else "")))
 
     def _glaring_findings(self, run: Run, steps: np.ndarray, values: np.ndarray) -> Iterator[Finding]:
@@ -377,6 +384,7 @@ class LossSpike:
         start = stats.start_level(values, self.start_points)
         passes = set(run.pass_starts(run.pick("loss")))
         launches = set(run.launch_starts(run.pick("loss")))
+        name = run.pick("loss")
         for h in hits:
             i = h["index"]
             step, value = int(steps[i]), float(values[i])
@@ -393,7 +401,8 @@ class LossSpike:
                   "log_spread": h["log_spread"]}
             yield Finding.of(self, severity="warning", step=step, step_end=step, series=run.pick("loss"),
                              evidence=ev, sources=(src(run, "loss", steps[h["first"]:h["last"] + 1]),),
-                             summary=(f"loss {value:.4g} at step {step} is {ratio(value / h['median'])} the median "
-                                      f"{h['median']:.4g} of its neighbours (steps {ev['window_start']}-"
-                                      f"{ev['window_end']}, highest {h['highest']:.4g}), back to "
-                                      f"{values[i + 1]:.4g} at step {steps[i + 1]}"))
+                             summary=(f"loss {value:.4g} at {run.printed_span(name, step)} is {ratio(value / h['median'])} "
+                                      f"the median {h['median']:.4g} of its neighbours "
+                                      f"({run.printed_span(name, ev['window_start'], ev['window_end'])}, highest "
+                                      f"{h['highest']:.4g}), back to {values[i + 1]:.4g} at "
+                                      f"{run.printed_span(name, steps[i + 1])}"))

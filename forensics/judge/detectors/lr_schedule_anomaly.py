@@ -60,7 +60,9 @@ class LrScheduleAnomaly:
     (c) a decaying LR (`min_decay` below its peak, above `mid` of it) that jumps ×`jump` back up to within `match`
     of a value it had earlier (`stats.lr_restarts`), no cyclic scheduler named: a resume with a fresh scheduler;
     (d) an LR of exactly 0 on the first `zero_points` records and `zero_share` of them, or on every one of
-    `all_zero_points` or more, unless the loss falls meanwhile (then the logged LR is not the optimizer's);
+    `all_zero_points` or more, unless the loss falls meanwhile (then the logged LR is not the optimizer's), nor where
+    a printed LR is 0 on every one of fewer than `zero_points` records no declared plan places (an LR below the digits
+    printed: a warmup's first records as well as a stuck LR);
     (e) with no scheduler named, a decay to its floor before `early` of the run that climbs back smoothly to
     `min_return` of the peak, no single rise over `max_rise_share` of the climb (a periodic schedule run past its
     horizon, e.g. stepped every micro-batch under gradient accumulation);
@@ -71,7 +73,9 @@ class LrScheduleAnomaly:
     of it, whose line reaches 0 before `early` of the declared plan (a run stopped before the schedule's end shows it).
     (h) an LR that rises ×`up` in one logged interval, the intervals beside it moving it by `calm` of that or less,
     to a level it never had (within `match_up`), its printed rounding allowed for: a warmup that ends at half its
-    peak and doubles, an LR at 0 that leaps to its peak, a mid-run leap (`stats.lr_jumps`); no cyclic scheduler named.
+    peak and doubles, an LR at 0 that leaps to its peak, a mid-run leap (`stats.lr_jumps`); no cyclic scheduler named,
+    nor a jump that lands below a peak the LR goes on rising to within the first `warm_share` of its records (a warmup
+    stepped per epoch).
     (i) an LR that rises at every record, ×`warm_rise` or more, to a last record at `ended` of the declared plan or
     later: a warmup longer than the run, which never trains at its LR nor decays (`_warmup_to_the_end`).
     Rules (a), (b), (e), (f), (g), (i) read each launch appended to the log on its own (`base.by_launch`), and quote
@@ -106,6 +110,7 @@ class LrScheduleAnomaly:
     up: float = 1.5  # (h) an LR that rises ×1.5 or more in one logged interval ...
     calm: float = 0.2  # ... the intervals beside it moving it by a fifth of that rise or less (per step) ...
     match_up: float = 0.05  # ... to no value within 5% of one logged before it (a restart's, rule (c)'s)
+    warm_share: float = 0.1  # (h) a jump on the way to a peak reached within the first 10% of the records: warmup
     warm_rise: float = 2.0  # (i) an LR that rises ×2 or more, at every record, to its last ...
     ended: float = 0.9  # ... which lies at 90% of the declared plan or later: a warmup that never ended
 
@@ -132,7 +137,22 @@ class LrScheduleAnomaly:
             return []
         printed = run.format_of(run.pick("lr")) in TEXT_FORMATS  # a console's LR is held to the digits it prints
         return [j for steps, lr in by_launch(run, "lr", *run.arrays("lr"))
-                for j in stats.lr_jumps(steps, lr, self.up, self.calm, self.match_up, rounded=printed)]
+                for j in stats.lr_jumps(steps, lr, self.up, self.calm, self.match_up, rounded=printed)
+                if not self._warmup_step(steps, lr, j)]
+
+    def _warmup_step(self, steps: np.ndarray, lr: np.ndarray, j: dict) -> bool:
+        """Whether jump `j` is a step of a warmup: it lands below the launch's peak, which the LR goes on rising to
+        without falling and reaches within its first `warm_share` records (a warmup stepped per epoch); a jump that
+        lands at the peak (a warmup handing over at the wrong value) is none."""
+        ok = np.isfinite(lr)
+        s, v = steps[ok], lr[ok]
+        if v.size == 0:
+            return False
+        top = int(np.argmax(v))
+        at = int(np.searchsorted(s, j["step"]))
+        climb = v[at:top + 1]
+        return bool(at < top <= self.warm_share * v.size and j["lr_after"] < (1 - self.match_up) * v[top]
+                    and np.all(np.diff(climb) >= -self.match_up * climb[:-1]))
 
     def check(self, run: Run) -> Iterator[Finding]:
         name = run.pick("lr")
@@ -151,6 +171,10 @@ class LrScheduleAnomaly:
         steps, lr = steps[ok], lr[ok]
         zero = int(np.argmax(lr != 0)) if np.any(lr != 0) else lr.size  # leading records at exactly 0
         every = zero == lr.size >= self.all_zero_points  # 0 on every record, however few: nothing ever trained
+        if every and run.format_of(name) in TEXT_FORMATS and lr.size < self.zero_points:
+            # A printed 0 is an LR below the digits printed: on a few records no declared plan places, as well a
+            # warmup's first records as an LR stuck at 0
+            every = planned_fraction(run, steps, zero - 1) is not None
         if (every or zero >= self.zero_points and zero >= self.zero_share * lr.size) \
                 and not loss_falls(run, self.zero_share, steps[zero - 1], start_points=self.start_points):
             ev = {"zero_points": zero, "points": int(lr.size), "first_step": int(steps[0]),

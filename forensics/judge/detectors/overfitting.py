@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -233,8 +234,9 @@ class Overfitting:
         return Finding.of(self, severity="warning", step=int(vs[-k]), step_end=int(vs[-1]),
                           series=run.pick("val_loss"), evidence=ev,
                           sources=(src(run, "val_loss", span), src(run, "loss", ts[(ts <= span[-1])])),
-                          summary=(f"validation loss bottoms at {point(vs, v, v.size - k)} and rises at every one of "
-                                   f"the {k - 1} evaluations after it, to {point(vs, v, v.size - 1)} "
+                          summary=(f"validation loss bottoms at {point(vs, v, v.size - k, say=_said(run))} and rises "
+                                   f"at every one of the {k - 1} evaluations after it, to "
+                                   f"{point(vs, v, v.size - 1, say=_said(run))} "
                                    f"(+{(last - lo) / lo:.0%}), while training loss falls at each "
                                    f"({train[0]:.4g} → {train[-1]:.4g}{how})"))
 
@@ -273,8 +275,8 @@ class Overfitting:
         return Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
                           series=run.pick("val_loss"), evidence=ev,
                           sources=(src(run, "val_loss", vs), src(run, "loss", ts[after])),
-                          summary=(f"validation loss, median of {w} evaluations, bottoms at {lo:.4g} around step "
-                                   f"{vs[imin]} and rises to {final:.4g} over its last {w} (+{rise / lo:.0%}; "
+                          summary=(f"validation loss, median of {w} evaluations, bottoms at {lo:.4g} around "
+                                   f"{_said(run)(vs[imin])} and rises to {final:.4g} over its last {w} (+{rise / lo:.0%}; "
                                    f"Mann–Kendall p={trend.p:.1g} under evaluation noise of {sigma:.3g}) while "
                                    f"training falls {t_start:.4g} → {t_end:.4g}"))
 
@@ -325,18 +327,19 @@ class Overfitting:
         yield Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
                          series=run.pick("val_loss"), evidence=ev,
                          sources=(src(run, "val_loss", vs), src(run, "loss", ts[after])),
-                         summary=self._summary(vs, v, imin, train_change, ts, tv))
+                         summary=self._summary(vs, v, imin, train_change, ts, tv, run))
 
     def _summary(self, vs: np.ndarray, v: np.ndarray, imin: int, train_change: float, ts: np.ndarray,
-                 tv: np.ndarray) -> str:
+                 tv: np.ndarray, run: Run) -> str:
         """The sentence, with the levels as the file shows them: the lowest evaluation's value (the median of the
         evaluations the smoothed minimum is the median of, when smoothed) and the median of the last third."""
         w = self.smooth_points // 2
-        lo, lo_text = level_of(vs, v, imin - w, imin + w)
-        final, final_text = level_of(vs, v, v.size - max(1, (v.size - imin) // 3), v.size - 1)
-        where = f"at {lo_text}" if w == 0 else f"at step {vs[imin]}, {lo_text},"
+        said = _said(run)
+        lo, lo_text = level_of(vs, v, imin - w, imin + w, say=said)
+        final, final_text = level_of(vs, v, v.size - max(1, (v.size - imin) // 3), v.size - 1, say=said)
+        where = f"at {lo_text}" if w == 0 else f"at {said(vs[imin])}, {lo_text},"
         upto = tv[ts <= vs[-1]]
-        train = (f"while training loss has fallen from {point(ts, tv, 0)} to {float(np.median(upto[-3:])):.4g} "
+        train = (f"while training loss has fallen from {point(ts, tv, 0, say=_said(run, 'loss'))} to {float(np.median(upto[-3:])):.4g} "
                  f"(memorised: it cannot fall further)" if _memorised(upto, self.memorised) else
                  f"while training loss changes by {train_change:+.3g}")
         return f"validation loss bottoms {where} and rises to {final_text} (+{(final - lo) / abs(lo) if lo else 0:.0%}) {train}"
@@ -370,6 +373,11 @@ def _between(ts: np.ndarray, tv: np.ndarray, first: float, marks: np.ndarray) ->
         out.append(float(np.median(inside)) if inside.size else
                    float(tv[np.argmin(np.abs(ts - end))]) if tv.size else np.nan)
     return np.asarray(out)
+
+
+def _said(run: Run, role: str = "val_loss") -> Callable[..., str]:
+    """Steps of `role`'s series as the file shows them (`Run.printed_span`)."""
+    return partial(run.printed_span, run.pick(role))
 
 
 def _memorised(train: np.ndarray, share: float) -> bool:

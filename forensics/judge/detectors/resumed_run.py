@@ -30,7 +30,7 @@ class ResumedRun:
     not a step back to the start (at or below every step logged before it: a new launch appended to one log, or a
     counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed).
     Second, `min_refused` or more distinct steps a W&B run refused below one reached step (its debug log).
-    Third, a logged epoch that falls back by `min_epoch_drop` or more while the steps keep rising.
+    Third, a logged epoch that falls back while the steps keep rising (`Run.epoch_resets`).
     None where a launch appended to the log begins (`Run.launch_starts`): a fresh launch starts from the beginning.
     Fourth, an LR that jumps back up mid-decay to an earlier value (lr_schedule_anomaly's rule (c)).
     Fifth, a console line that announces the resume in words (`Resume training from <checkpoint> @ 9`, `Resuming from
@@ -64,7 +64,6 @@ class ResumedRun:
     min_lr_points: int = 3  # positive LR records before an LR of 0 that starts a schedule again
     max_ends: int = 5  # more `training complete` lines than this with training after them: an epoch's message
     min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
-    min_epoch_drop: float = 0.5  # an epoch that falls back this far is a restart (HF logs fractional epochs)
     min_before: int = 3  # a file before a new writer's that logged at least this many intervals
     step_slack: float = 1.5  # a new writer's first step within this many logging intervals of the last file's ...
     pause_intervals: float = 2.0  # ... after a pause longer than this many logging intervals take
@@ -347,26 +346,18 @@ class ResumedRun:
                                           f"resumed with the weights but a scheduler built anew"))
 
     def _epoch_resets(self, run: Run) -> Iterator[Finding]:
-        """Restarts shown by the epoch falling back while the steps rise (write order)."""
+        """Restarts shown by the epoch falling back while the steps rise (write order, `Run.epoch_resets`)."""
         if not run.has("epoch"):
             return
         name = run.pick("epoch")
-        if run.format_of(name) != run.format_of(run.pick("loss")):
-            return  # another source's axis
-        pts = run.points(name).filter(pl.col("value").is_finite())
-        steps, epoch = pts["step"].to_numpy(), pts["value"].to_numpy()
-        if steps.size < 3 or np.any(np.diff(steps) < 0):
-            return
-        drops = np.flatnonzero(np.diff(epoch) <= -self.min_epoch_drop) + 1
-        fresh = run.launch_starts(name)  # an epoch count that starts again with a new launch is no resume
-        drops = drops[~np.isin(steps[drops], np.asarray(fresh, dtype=np.int64))]
-        for k in drops[: self.max_reported]:
-            ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": 0,
-                  "epoch_before": float(epoch[k - 1]), "epoch_after": float(epoch[k]), "wall_gap_s": None}
-            yield Finding.of(self, severity="info", step=int(steps[k]), step_end=int(steps[k - 1]), series=name,
-                             evidence=ev, sources=(src(run, "epoch", steps[[k - 1, k]]),),
-                             summary=(f"epoch falls back from {epoch[k - 1]:.3g} to {epoch[k]:.3g} at step "
-                                      f"{steps[k]} while the steps keep rising: the run was restarted from a "
+        fresh = run.appended_launches(name)  # an epoch count that starts again with a new launch is no resume
+        for step, before, e_before, e_after in [r for r in run.epoch_resets() if r[0] not in fresh][: self.max_reported]:
+            ev = {"restart_step": step, "previous_step": before, "overlap_steps": 0,
+                  "epoch_before": e_before, "epoch_after": e_after, "wall_gap_s": None}
+            yield Finding.of(self, severity="info", step=step, step_end=before, series=name,
+                             evidence=ev, sources=(src(run, "epoch", np.asarray([before, step])),),
+                             summary=(f"epoch falls back from {e_before:.3g} to {e_after:.3g} at step "
+                                      f"{step} while the steps keep rising: the run was restarted from a "
                                       f"checkpoint with a fresh epoch count"))
 
 

@@ -78,17 +78,26 @@ class ThroughputDrop:
 
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
-        segment starts after each resume (a step or clock going back), so no change point is read across one."""
+        segment starts after each resume (a step or clock going back) and at each launch start, so no change point
+        is read across one."""
         train = run.meta.filter(~pl.col("split").is_in(["val", "test"]).fill_null(False))
         st = usable_series(train, "step_time").sort("n_points", descending=True)
         if st.height:
             name = st["name"][0]
             f = run.series_named(name).filter(pl.col("value").is_finite() & (pl.col("value") >= 0))
             s, v = f["step"].to_numpy(), f["value"].to_numpy() * _seconds_per_unit(name)
-            if _is_clock(v):  # elapsed time under a step-time name (`train/time_ms`): its differences are the steps
-                return s[:-1], s[1:], np.diff(v) / np.diff(s), np.zeros(s.size - 1, dtype=np.int64), name, \
-                    "differences of the elapsed time logged"
-            return s, s, v, np.zeros(s.size, dtype=np.int64), name, "logged step time"
+            # elapsed time under a step-time name (`train/time_ms`), a clock that starts again with each launch or
+            # pass: its differences within each are the steps
+            cuts = np.searchsorted(s, np.asarray(sorted(set(run.pass_starts(name)) | set(run.launch_starts(name))),
+                                                 dtype=np.int64))
+            pieces = [p for p in np.split(np.arange(s.size), cuts) if p.size >= 2]
+            if sum(p.size - 1 for p in pieces) >= 2 and all(_is_clock(v[p]) or p.size == 2 and v[p[1]] > v[p[0]]
+                                                            for p in pieces):
+                return (np.concatenate([s[p][:-1] for p in pieces]), np.concatenate([s[p][1:] for p in pieces]),
+                        np.concatenate([np.diff(v[p]) / np.diff(s[p]) for p in pieces]),
+                        np.concatenate([np.full(p.size - 1, k) for k, p in enumerate(pieces)]), name,
+                        "differences of the elapsed time logged")
+            return s, s, v, _launch_of(run, name, s), name, "logged step time"
         name = run.pick("loss")
         got = None if name is None else seconds_per_step(run.points(name))
         if got is not None and got[2].size >= self.min_intervals:
@@ -112,7 +121,7 @@ class ThroughputDrop:
         keep = np.array([i == 0 or at[i] is None or at[i] != at[i - 1] or v[i] != v[i - 1] for i in range(s.size)],
                         dtype=bool)
         s, v = s[keep], v[keep]
-        return (s, s, 1.0 / v, np.zeros(s.size, dtype=np.int64), name, RATE) if s.size else None
+        return (s, s, 1.0 / v, _launch_of(run, name, s), name, RATE) if s.size else None
 
     def _per_print(self, run: Run, name: str, steps: np.ndarray) -> int:
         """Iterations between two printed lines of a logged step time on a line axis (`Epoch: [3][1000/2502] Time
@@ -354,6 +363,12 @@ class ThroughputDrop:
 
 
 RATE = "logged throughput, as 1/x"
+
+
+def _launch_of(run: Run, name: str, steps: np.ndarray) -> np.ndarray:
+    """The launch each of `steps` of series `name` belongs to (0, 1, ...; `Run.launch_starts`): one launch's pace is
+    never compared with another's (another configuration, another machine)."""
+    return np.searchsorted(np.asarray(run.launch_starts(name), dtype=np.int64), steps, side="right")
 
 
 def _is_clock(values: np.ndarray) -> bool:
