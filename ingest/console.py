@@ -114,7 +114,7 @@ NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 METRIC_WORDS = re.compile(
     r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
-    r"|cost|objective|nll|xent|energy",
+    r"|cost|objective|nll|xent|energy|logprob",
     re.I)
 MEMORY_UNIT = r"[KMGTP]i?B|[kmg]i?b"  # `2100MB`, `12.3GiB`, `812mb` (`_unit_tag`)
 _UNIT_BEFORE_KEY = rf"(?:{MEMORY_UNIT}|ms|s|sec)\s"  # the last value's unit (`mem=2100 MB lr=0.1`), not a key's word
@@ -561,7 +561,8 @@ def _kind(token: re.Match[str]) -> str:
     return "value" if token.group("value") is not None else token.lastgroup or "other"
 
 
-CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")  # arrows, `---` rules
+# arrows, `---` rules; a tab before a name (`pump<TAB>AUC: 81.2<TAB>pAUC: 71.2`: fields of a tab-separated line)
+CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\t(?=[A-Za-z])|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
 # The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`). A name padded
 # before its colon (`LOSS     :  24.57`, names aligned in a column) is one clause too.
@@ -1270,7 +1271,7 @@ _CANDIDATE = "|".join([
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
 # but a letter or `_` is let through, and n, N, i, I. `mem`: values under a label naming memory (`_quantity_labelled`).
 _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy"
-                r"|cost|objective|nll|xent|energy|mem)"
+                r"|cost|objective|nll|xent|energy|logprob|mem)"
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
 _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
