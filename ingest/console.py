@@ -1762,7 +1762,7 @@ class _State:
         file whose name says nothing of them, where `data` holds `REPEATS` or more of them, N rising on each and the
         values not all integers (a count per class, `0: 5923`, is no loss); a training log's one unnamed number per
         step is its loss."""
-        if self.stem_tag or self.counted_tag:
+        if self.stem_tag or self.counted_tag or not _COUNTED_HINT.search(b"\n" + data):
             return
         found = _COUNTED_LINE.findall(data)
         if len(found) < REPEATS:
@@ -1777,6 +1777,8 @@ class _State:
         100`), seen `REPEATS` times or more in `data` with the same words, the integer rising on each and the numbers
         not all integers: each number is the loss at its counter (`_State.counted_values`'s reading, the counter on
         its own line)."""
+        if not _LONE_HINT.search(data):
+            return {}
         by_words: dict[tuple[bytes, bytes], list[re.Match[bytes]]] = {}
         for m in _LONE_UNDER_COUNTER.finditer(data):
             if (m.group(1) + m.group(3)).strip():
@@ -2037,6 +2039,9 @@ _BARE = re.compile(rf"^\s*(?:(?P<n>\d+)\s*[:,]\s*)?(?P<value>{NUM})\s*$")
 _COUNTED_LINE = re.compile(rb"^[ \t]*(\d{1,18})[ \t]*:[ \t]*(" + NUM.encode() + rb")[ \t]*\r?$", re.M)
 _LONE_UNDER_COUNTER = re.compile(rb"^([^\d\r\n]*?)(\d{1,18})([^\d\r\n]*?)\r?\n()[ \t]*(" + NUM.encode()
                                  + rb")[ \t]*\r?$", re.M)
+# (one search each, cheap, before the line-by-line ones: a literal `\n` lets the engine skip ahead)
+_COUNTED_HINT = re.compile(rb"\n[ \t]*\d{1,18}[ \t]*:[ \t]*(?:" + NUM.encode() + rb")[ \t]*\r?$", re.M)
+_LONE_HINT = re.compile(rb"\n[ \t]*(?:" + NUM.encode() + rb")[ \t]*\r?$", re.M)
 COUNTED_TAG = "loss"  # what `N: value` lines of a file whose name says nothing are (`_State.counted_values`)
 _LIST = re.compile(rf"^\s*\[\s*{NUM}(?:\s*,\s*{NUM})+\s*,?\s*\]\s*$")
 _LIST_ITEM = re.compile(NUM)
