@@ -1461,6 +1461,7 @@ class _State:
     headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
     counted_tag: str | None = None  # the tag of `N: value` lines in a file whose name says nothing (`counted_values`)
+    settings_padded: bool = False  # names padded before their colon hold settings in this file (`_PADDED_WORD`)
     redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
     n_redraws: int = 0  # bar redraws that repeated the record before them, kept once
     epoch_step: tuple[int, int, int] | None = None  # the last epoch printed beside a step: its highest, lowest step
@@ -1522,6 +1523,9 @@ class _State:
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
         data = _records_apart(_halfwidth(data))
+        self.settings_padded = self.settings_padded or len(_PADDED_WORD.findall(data)) >= REPEATS
+        if self.settings_padded:
+            data = _PADDED_COLON.sub(lambda m: m.group(1) + b";", data)  # (a settings dump's: no pair)
         self.counted_values(data)
         lone = self.lone_values(data)  # {a line's start in `data`: (the counter above it, its value)}
         starts, line_nos, candidates, texts, shapes, repeated = _candidate_lines(data, self.outlines)
@@ -2036,6 +2040,10 @@ TOTAL_COLUMNS = {"total", "sum", "all", "overall"}
 MAX_COLUMNS = 40
 MAX_HEADERS = 8
 _BARE = re.compile(rf"^\s*(?:(?P<n>\d+)\s*[:,]\s*)?(?P<value>{NUM})\s*$")
+# Names padded before their colon are a settings dump where the file gives some of them words, not numbers
+# (`Mode         : full`, `optimizer      :<TAB>adam`): there, none of them is read (their numbers are settings too).
+_PADDED_WORD = re.compile(rb"[A-Za-z_][\w.]*[ \t]{2,}:[ \t]*(?![-+]?(?:\.?\d|(?i:nan|inf)))[^\s\d]")
+_PADDED_COLON = re.compile(rb"([A-Za-z_][\w.]*[ \t]{2,}):")
 _COUNTED_LINE = re.compile(rb"^[ \t]*(\d{1,18})[ \t]*:[ \t]*(" + NUM.encode() + rb")[ \t]*\r?$", re.M)
 _LONE_UNDER_COUNTER = re.compile(rb"^([^\d\r\n]*?)(\d{1,18})([^\d\r\n]*?)\r?\n()[ \t]*(" + NUM.encode()
                                  + rb")[ \t]*\r?$", re.M)

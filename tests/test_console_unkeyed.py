@@ -124,3 +124,20 @@ def test_fields_apart_by_tabs_are_read_each_under_its_name(tmp_path):
     run = _log(tmp_path, lines)
     assert run.series_named("AUC")["value"].to_list() == [80.0, 79.0, 78.0, 77.0]
     assert "pump\tAUC" not in run.names()
+
+
+def test_a_settings_dump_of_padded_names_gives_no_values(tmp_path):
+    """A script's settings printed at every launch through Python logging (`lr             :<TAB>0.003`, aligned,
+    some values words: `optimizer      :<TAB>adam`): settings, not logged values, whatever their names."""
+    from tests.runwriters import log_messages
+
+    settings = {"optimizer": "adam", "lr": 0.003, "batch_size": 128, "model_type": "bilstm"}
+    lines = []
+    for launch, lr in enumerate((0.001, 0.003, 0.0001)):
+        lines += [f"{k:<15}:\t{lr if k == 'lr' else v}" for k, v in settings.items()]
+        lines += [f"iteration:{100 * (launch * 10 + i)}, NER loss:{v:.4f}" for i, v in enumerate(_losses(10))]
+    root = tmp_path / "run"
+    root.mkdir()
+    log_messages(root / "train.log", lines, fmt="%(asctime)s - train.log - %(levelname)s - %(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.has("loss") and not run.has("lr") and "batch_size" not in run.names()
