@@ -28,7 +28,7 @@ class NanLoss:
     A loss that turns finite again right after is still reported, as a warning, with `stays_nonfinite` false.
     Where the judged loss stays finite, every other series of the training-loss role (an epoch mean, a component, a
     loss printed under another name) that ends non-finite is the onset, critical, naming its series; an evaluation
-    loss that ends non-finite is a warning of its own (`_other_series`).
+    loss that ends non-finite is a warning of its own (`_other_series`); a NaN announced in words is quoted first.
     Where the logged loss stays finite, a console line that announces a non-finite loss in words and ends the run
     (`Loss is nan, stopping training`; or `nan loss caught, skipping batch` with no finite loss logged after it:
     `base.announced_nonfinite`) is the onset, quoted as printed; critical, as a NaN the run died of.
@@ -46,7 +46,7 @@ class NanLoss:
         steps, values = run.arrays("loss")
         bad = ~np.isfinite(values)
         if not bad.any():
-            found = list(self._other_series(run, "train_loss")) or list(self._announced(run))
+            found = list(self._announced(run)) or list(self._other_series(run, "train_loss"))  # words quote it best
             yield from found or self._other_series(run, "val_loss")
             return
         i = int(np.argmax(bad))
