@@ -114,7 +114,7 @@ NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 METRIC_WORDS = re.compile(
     r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
-    r"|cost|objective|nll|xent|energy",
+    r"|cost|objective|nll|xent|energy|logprob",
     re.I)
 MEMORY_UNIT = r"[KMGTP]i?B|[kmg]i?b"  # `2100MB`, `12.3GiB`, `812mb` (`_unit_tag`)
 _UNIT_BEFORE_KEY = rf"(?:{MEMORY_UNIT}|ms|s|sec)\s"  # the last value's unit (`mem=2100 MB lr=0.1`), not a key's word
@@ -561,11 +561,14 @@ def _kind(token: re.Match[str]) -> str:
     return "value" if token.group("value") is not None else token.lastgroup or "other"
 
 
-CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")  # arrows, `---` rules
+# arrows, `---` rules; a tab before a name (`pump<TAB>AUC: 81.2<TAB>pAUC: 71.2`: fields of a tab-separated line)
+CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\t(?=[A-Za-z])|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
-# The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`).
-_WIDE_SEPARATOR = re.compile(r"([:=])\s{2,}|(?:(?<=[A-Za-z])|(?<=@\d))\s{2,}"
-                             r"(?=[-+]?\.?\d|[-+]?(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)(?![\w.]))")  # `Acc@1   0.39`
+# The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`). A name padded
+# before its colon (`LOSS     :  24.57`, names aligned in a column) is one clause too.
+_PADDED_VALUE = r"[-+]?\.?\d|[-+]?(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)(?![\w.])"
+_WIDE_SEPARATOR = re.compile(rf"([:=])\s{{2,}}|(?:(?<=[A-Za-z])|(?<=@\d))\s{{2,}}(?={_PADDED_VALUE})"  # `Acc@1   0.39`
+                             rf"|(?<=[A-Za-z])\s{{2,}}(?=[:=]\s*(?:{_PADDED_VALUE}))")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LOOKS_LIKE_METRIC = re.compile(
     rf"(?:{METRIC_WORDS.pattern})\w*\W{{0,4}}(?:{NUM})|(?:{NUM})\W{{0,3}}(?:{METRIC_WORDS.pattern})", re.I)
@@ -716,6 +719,25 @@ def _halfwidth(data: bytes) -> bytes:
         return data
     for wide, narrow in _HALFWIDTH.items():
         data = data.replace(wide.encode(), narrow)
+    return data
+
+
+# A key in typographic quotes (`“loss”：2.29`, as an input method or an issue tracker prints a dict) as Python
+# prints it (`"loss":`), padded before to the same bytes; several records printed on one line (`{...}，{...}`, each
+# with its own counter) are cut apart: the separator's first byte becomes a `\r`, a line segment's end, as a redrawn
+# bar's. Both keep every byte offset the file's.
+_CURLY_KEY = re.compile(rb"(?:\xe2\x80[\x98\x99\x9c\x9d])([A-Za-z_][\w./-]*)(?:\xe2\x80[\x98\x99\x9c\x9d])[ \t]*:")
+_RECORD_COUNTER = rb"""['"](?:iteration|iter|step|global_step|num_updates|_step|epoch)['"][ \t]*:"""
+_NEXT_RECORD = re.compile(rb"\}([ \t]*,[ \t]*|[ \t]+)(?=\{[^{}\r\n]*" + _RECORD_COUNTER + rb")")
+
+
+def _records_apart(data: bytes) -> bytes:
+    """`data` with typographic quotes around keys made ASCII and several counted records on a line cut apart
+    (`_CURLY_KEY`, `_NEXT_RECORD`), same length."""
+    if b"\xe2\x80" in data:
+        data = _CURLY_KEY.sub(lambda m: b" " * (len(m.group()) - len(m.group(1)) - 3) + b'"' + m.group(1) + b'":', data)
+    if b"}" in data and b"{" in data:
+        data = _NEXT_RECORD.sub(lambda m: b"}\r" + m.group(1)[1:], data)
     return data
 
 
@@ -1251,7 +1273,7 @@ _CANDIDATE = "|".join([
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
 # but a letter or `_` is let through, and n, N, i, I. `mem`: values under a label naming memory (`_quantity_labelled`).
 _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy"
-                r"|cost|objective|nll|xent|energy|mem)"
+                r"|cost|objective|nll|xent|energy|logprob|mem)"
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
 _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
@@ -1263,7 +1285,7 @@ _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?"
     r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
-    r"^\s*(?:\d+\s*[:,]\s*)?[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?\s*$",
+    r"^\s*(?:\d+\s*[:,]\s*)?(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?|(?i:[-+]?(?:nan|inf(?:inity)?)))\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
 ])
 # A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
@@ -1440,6 +1462,8 @@ class _State:
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
     headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
+    counted_tag: str | None = None  # the tag of `N: value` lines in a file whose name says nothing (`counted_values`)
+    settings_padded: bool = False  # names padded before their colon hold settings in this file (`_PADDED_WORD`)
     redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
     n_redraws: int = 0  # bar redraws that repeated the record before them, kept once
     epoch_step: tuple[int, int, int] | None = None  # the last epoch printed beside a step: its highest, lowest step
@@ -1464,7 +1488,7 @@ class _State:
         if start == 0:
             return state
         f.seek(0)
-        prefix = f.read(start)
+        prefix = _records_apart(_halfwidth(f.read(start)))
         state.line_no = prefix.count(b"\n") + 1
         state.segment = prefix.count(b"\n") + prefix.count(b"\r") - prefix.count(b"\r\n")
         # The last step and date are looked for in the last 64 KiB only: enough for any log's cadence.
@@ -1500,7 +1524,12 @@ class _State:
         # One row per line that gave points, repeated for each of its points at the end.
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
-        data = _halfwidth(data)
+        data = _records_apart(_halfwidth(data))
+        self.settings_padded = self.settings_padded or len(_PADDED_WORD.findall(data)) >= REPEATS
+        if self.settings_padded:
+            data = _PADDED_COLON.sub(lambda m: m.group(1) + b";", data)  # (a settings dump's: no pair)
+        self.counted_values(data)
+        lone = self.lone_values(data)  # {a line's start in `data`: (the counter above it, its value)}
         starts, line_nos, candidates, texts, shapes, repeated = _candidate_lines(data, self.outlines)
         segment, line_no0, step_before = self.segment, self.line_no, self.last_step
         said = _announcing(data, starts)  # {segment in data: (line, what it announces)}
@@ -1514,6 +1543,8 @@ class _State:
                 continue
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
             metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
+            if start in lone:
+                metrics, looks, listed = {}, False, [lone[start]]
             if "epoch" in counters and not listed:  # as `header_epoch` follows it below
                 header = None if metrics else counters["epoch"]
             self.note_epoch_steps(metrics, counters, header)
@@ -1539,7 +1570,7 @@ class _State:
                 for i, (n, value) in enumerate(listed):
                     ordinal = n is None
                     step = segment + k if ordinal and len(listed) == 1 else i if ordinal else n
-                    tags.append(self.stem_tag)
+                    tags.append(self.stem_tag or self.counted_tag)
                     values.append(value)
                     counts.append(1)
                     for col, v in (("step", step), ("position", offset + start), ("wall_time", wall_time),
@@ -1732,18 +1763,59 @@ class _State:
         self.block = block
         return splits
 
+    def counted_values(self, data: bytes) -> None:
+        """Take `N: value` lines (`243413: nan`, WaveGlow's `print(f"{iteration}: {loss}")`) as the loss at step N in a
+        file whose name says nothing of them, where `data` holds `REPEATS` or more of them, N rising on each and the
+        values not all integers (a count per class, `0: 5923`, is no loss); a training log's one unnamed number per
+        step is its loss."""
+        if self.stem_tag or self.counted_tag or not _COUNTED_HINT.search(b"\n" + data):
+            return
+        found = _COUNTED_LINE.findall(data)
+        if len(found) < REPEATS:
+            return
+        steps = [int(n) for n, _ in found]
+        values = [_float(v.decode()) for _, v in found]
+        if all(b > a for a, b in zip(steps, steps[1:])) and not all(math.isfinite(v) and v == int(v) for v in values):
+            self.counted_tag = COUNTED_TAG
+
+    def lone_values(self, data: bytes) -> dict[int, tuple[int, float]]:
+        """Lines that hold one number alone right under a line that holds one integer in words (`第100次循环`, `loop
+        100`), seen `REPEATS` times or more in `data` with the same words, the integer rising on each and the numbers
+        not all integers: each number is the loss at its counter (`_State.counted_values`'s reading, the counter on
+        its own line)."""
+        if not _LONE_HINT.search(data):
+            return {}
+        by_words: dict[tuple[bytes, bytes], list[re.Match[bytes]]] = {}
+        for m in _LONE_UNDER_COUNTER.finditer(data):
+            if (m.group(1) + m.group(3)).strip():
+                by_words.setdefault((m.group(1).strip(), m.group(3).strip()), []).append(m)
+        out = {}
+        for found in by_words.values():
+            steps = [int(m.group(2)) for m in found]
+            values = [_float(m.group(5).decode()) for m in found]
+            if len(found) >= REPEATS and all(b > a for a, b in zip(steps, steps[1:])) \
+                    and not all(math.isfinite(v) and v == int(v) for v in values):
+                out.update({m.start(4): (n, v) for m, n, v in zip(found, steps, values)})
+        if out and not self.stem_tag:
+            self.counted_tag = COUNTED_TAG
+        return out
+
     def tabled(self, text: str, metrics: dict[str, float], counters: dict[str, int], looks: bool,
                patterns: tuple[str, ...]) -> tuple[dict[str, float], dict[str, int], bool, tuple[str, ...],
                                                    list[tuple[int | None, float]] | None]:
         """A line as a row of a table seen before (its values named by the header) or as bare values, else as the
         table parsed it (and remembered as a header, when it is one)."""
         listed = None
-        if self.headers or self.stem_tag:
+        if self.headers or self.stem_tag or self.counted_tag:
             row = self.table_row(text)
             if row is not None:
                 return row[0], {**counters, **row[1]}, False, ("header_table",), None
             if self.stem_tag:
                 listed = _bare_values(text)
+            elif self.counted_tag:
+                bare = _BARE.match(text)
+                if bare and bare.group("n") is not None:
+                    listed = [(_count(bare.group("n")), _float(bare.group("value")))]
         if not metrics and listed is None:
             self.note_header(text)
         return metrics, counters, looks, patterns, listed
@@ -1970,6 +2042,17 @@ TOTAL_COLUMNS = {"total", "sum", "all", "overall"}
 MAX_COLUMNS = 40
 MAX_HEADERS = 8
 _BARE = re.compile(rf"^\s*(?:(?P<n>\d+)\s*[:,]\s*)?(?P<value>{NUM})\s*$")
+# Names padded before their colon are a settings dump where the file gives some of them words, not numbers
+# (`Mode         : full`, `optimizer      :<TAB>adam`): there, none of them is read (their numbers are settings too).
+_PADDED_WORD = re.compile(rb"[A-Za-z_][\w.]*[ \t]{2,}:[ \t]*(?![-+]?(?:\.?\d|(?i:nan|inf)))[^\s\d]")
+_PADDED_COLON = re.compile(rb"(?<![\w.])((?!(?i:epoch|iter|iteration|step|batch)[ \t])[A-Za-z_][\w.]*[ \t]{2,}):")  # not a counter
+_COUNTED_LINE = re.compile(rb"^[ \t]*(\d{1,18})[ \t]*:[ \t]*(" + NUM.encode() + rb")[ \t]*\r?$", re.M)
+_LONE_UNDER_COUNTER = re.compile(rb"^([^\d\r\n]*?)(\d{1,18})([^\d\r\n]*?)\r?\n()[ \t]*(" + NUM.encode()
+                                 + rb")[ \t]*\r?$", re.M)
+# (one search each, cheap, before the line-by-line ones: a literal `\n` lets the engine skip ahead)
+_COUNTED_HINT = re.compile(rb"\n[ \t]*\d{1,18}[ \t]*:[ \t]*(?:" + NUM.encode() + rb")[ \t]*\r?$", re.M)
+_LONE_HINT = re.compile(rb"\n[ \t]*(?:" + NUM.encode() + rb")[ \t]*\r?$", re.M)
+COUNTED_TAG = "loss"  # what `N: value` lines of a file whose name says nothing are (`_State.counted_values`)
 _LIST = re.compile(rf"^\s*\[\s*{NUM}(?:\s*,\s*{NUM})+\s*,?\s*\]\s*$")
 _LIST_ITEM = re.compile(NUM)
 

@@ -218,8 +218,10 @@ FORMATS: list[Format] = [
     # values; an evaluation printed batch by batch (`Test: [100/196] ... Loss x (avg)`, then ` * Acc@1`) is one
     # version 10: the step is the counter a line prints (`Epoch: [e][i/N]` as e·N+i, `Global Batch N`, a dict's
     # `iteration`), a clock after an estimate's key no line time, a settings dump's `name=value,` lines no points
+    # version 11: `N: value` lines and lone numbers under a counter line as the loss, a name padded before its colon,
+    # typographic-quoted keys, several counted records on one line, a tab before a name ends a clause, `logprob`
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=10),
+           text=True, version=11),
 ]
 
 

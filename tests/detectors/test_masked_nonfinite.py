@@ -250,3 +250,18 @@ def test_a_nan_grad_norm_on_every_record_that_no_skip_counter_counts_needs_no_lo
     assert bool(found) == fires, [f.summary for f in found]
     if fires:
         assert found[0].severity == "critical" and found[0].evidence["steps_masked"] == 4
+
+
+@pytest.mark.parametrize("rise, fires", [(1.5, True), (20.0, False)])
+def test_a_nan_norm_on_the_last_record_beside_a_loss_that_rose_a_little_is_masking(tmp_path, rise, fires):
+    """HF's lines end on `grad_norm: nan` while the loss beside it reads a little above every earlier one (the
+    filter's running average over a window holding a few large losses before the NaN): the log hides the NaN. A
+    loss twenty times everything before shows the blow-up itself: divergence's, nothing hidden."""
+    steps, loss, norm = _hf_logs(*_per_step())
+    norm[-1] = np.nan
+    loss[-1] = rise * loss[:-1].max()
+    run = load_run(write_trainer_state(tmp_path / "r", hf_history(steps, loss, norm)), tmp_path / "f.duckdb")
+    found = list(MaskedNonfinite().check(run))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert (found[0].severity, found[0].step, found[0].evidence["steps_masked"]) == ("critical", 1000, 1)

@@ -20,3 +20,46 @@ def test_fires_at_exact_first_nonfinite_step(tmp_path):
 def test_healthy_run_is_silent(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"train/loss": curve()}), tmp_path / "f.duckdb")
     assert list(NanLoss().check(run)) == []
+
+
+def _two_losses(tmp_path, component: np.ndarray, val: np.ndarray | None = None):
+    """A total loss that stays finite beside a component of it (another series of the training-loss role), and an
+    evaluation loss where given, written by SummaryWriter."""
+    steps, loss = curve()
+    series = {"train/loss": (steps, loss), "train/loss_bbox": (steps, component)}
+    if val is not None:
+        series["val/loss"] = (steps[::30], val)
+    return load_run(write_tb(tmp_path / "r", series), tmp_path / "f.duckdb")
+
+
+def test_a_component_that_ends_nonfinite_beside_a_finite_total_is_a_nan_loss(tmp_path):
+    """The judged loss stays finite while another series of the training-loss role turns NaN and ends so (an SSD's
+    box loss, an epoch mean `Mean Training loss: nan`): the run ended on a NaN all the same."""
+    component = curve(seed=1)[1] / 4
+    component[200:] = np.nan
+    run = _two_losses(tmp_path, component)
+    assert run.pick("loss") == "train/loss" and "train/loss_bbox" in run.all_of("train_loss")
+    [f] = NanLoss().check(run)
+    assert (f.severity, f.step, f.series) == ("critical", 2000, "train/loss_bbox")
+    assert f.evidence["judged_loss"] == "train/loss" and f.evidence["last_finite_step"] == 1990
+
+
+def test_a_component_nan_that_comes_back_finite_is_silent(tmp_path):
+    """One NaN in a component that is finite again on the next records (a batch the training skipped) leaves no
+    NaN at the end: nothing for nan_loss."""
+    component = curve(seed=1)[1] / 4
+    component[150] = np.nan
+    assert list(NanLoss().check(_two_losses(tmp_path, component))) == []
+
+
+def test_an_evaluation_loss_that_ends_nonfinite_is_a_warning_of_its_own(tmp_path):
+    val = np.array([1.9, 1.2, 0.9, 0.8, 0.7, 0.65, 0.6, 0.6, np.nan, np.nan])
+    run = _two_losses(tmp_path, curve(seed=1)[1] / 4, val)
+    [f] = NanLoss().check(run)
+    assert (f.severity, f.step, f.evidence["split"]) == ("warning", 2400, "val")
+    assert "evaluation" in f.summary
+
+
+def test_finite_evaluations_beside_a_finite_loss_are_silent(tmp_path):
+    val = np.array([1.9, 1.2, 0.9, 0.8, 0.7, 0.65, 0.6, 0.6, 0.58, 0.57])
+    assert list(NanLoss().check(_two_losses(tmp_path, curve(seed=1)[1] / 4, val))) == []

@@ -22,8 +22,8 @@ class MaskedNonfinite:
     """The logs hide non-finite values.
 
     Detects: logged steps where the gradient norm is NaN/Inf while the loss at the same step is finite (HF's
-    `logging_nan_inf_filter` replaces it by a running average) or exactly 0.0, and no higher than the highest finite
-    loss before. Critical when the non-finite norm persists (`min_streak` points, to the end, or beside a loss of
+    `logging_nan_inf_filter` replaces it by a running average) or exactly 0.0, and below `blowup` times the highest
+    finite loss before (a loss far above every earlier one shows the blow-up itself). Critical when the non-finite norm persists (`min_streak` points, to the end, or beside a loss of
     0.0); under a logged loss scale, a norm on a step where the scale fell is a skipped step, and a streak counts only
     when it never recovers. Without a logged scale a shorter streak that comes back is a warning, except within the
     first `calibration_steps` steps where a per-step LR (moving between `moving_share` of its points) did not advance:
@@ -48,6 +48,7 @@ class MaskedNonfinite:
     nonfinite: ClassVar[bool] = True  # a non-finite value: where replay starts
     requires: ClassVar[tuple[str, ...]] = ()  # a grad norm, a val loss or lines that announce a NaN (`unavailable`)
     min_streak: int = 3
+    blowup: float = 5.0  # a finite loss this many times the highest before is a blow-up it shows, not one it hides
     min_share: float = 0.01  # brief non-finite norms that come back count from 2 records and 1% of them
     moving_share: float = 0.5  # an LR that changes between at least half its logged points is stepped per step
     # GradScaler's start-up calibration skips one step per halving from 65536: 16 at most before the scale reaches 1
@@ -123,12 +124,14 @@ class MaskedNonfinite:
             bad &= ~np.isin(both["step"].to_numpy(), fell["step"].to_numpy())  # the scaler skipped those steps
         if not bad.any():
             return
-        # The loss must look ordinary there: 0.0, or no higher than any finite loss before the first bad grad
-        # norm (a running average of earlier losses, as HF logs it); a huge finite loss is divergence, seen.
+        # The loss must look ordinary there: 0.0, or below `blowup` times the highest finite loss before the first
+        # bad grad norm (a running average of earlier losses, as HF logs it, or a loss that moves as losses do); a
+        # finite loss far above everything before is divergence, seen.
         first_bad = int(both["step"][int(np.argmax(bad))])
         ceiling = both.filter((pl.col("step") < first_bad) & pl.col("loss").is_finite())["loss"].max()
         lv = both["loss"].fill_null(np.nan).to_numpy()
-        ordinary = np.isfinite(lv) & ((lv == 0.0) | (lv <= (ceiling if ceiling is not None else np.inf)))
+        top = self.blowup * ceiling if ceiling is not None and ceiling > 0 else (ceiling if ceiling is not None else np.inf)
+        ordinary = np.isfinite(lv) & ((lv == 0.0) | (lv <= top))
         # A NaN that poisons the weights keeps the norm non-finite: a streak of `min_streak` logged points, one
         # reaching the end, or one behind a loss of exactly 0.0 (a window of only NaN steps). A lone Inf norm
         # followed by finite ones is a step GradScaler skipped under fp16: nothing is hidden there.

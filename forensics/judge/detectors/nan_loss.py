@@ -26,6 +26,9 @@ class NanLoss:
     Evidence: onset step and value, last finite step and value, how much of the rest is non-finite, and the
     gradient norm at the last finite step against its earlier median where a grad-norm series exists.
     A loss that turns finite again right after is still reported, as a warning, with `stays_nonfinite` false.
+    Where the judged loss stays finite, every other series of the training-loss role (an epoch mean, a component, a
+    loss printed under another name) that ends non-finite is the onset, critical, naming its series; an evaluation
+    loss that ends non-finite is a warning of its own (`_other_series`); a NaN announced in words is quoted first.
     Where the logged loss stays finite, a console line that announces a non-finite loss in words and ends the run
     (`Loss is nan, stopping training`; or `nan loss caught, skipping batch` with no finite loss logged after it:
     `base.announced_nonfinite`) is the onset, quoted as printed; critical, as a NaN the run died of.
@@ -43,7 +46,8 @@ class NanLoss:
         steps, values = run.arrays("loss")
         bad = ~np.isfinite(values)
         if not bad.any():
-            yield from self._announced(run)
+            found = list(self._announced(run)) or list(self._other_series(run, "train_loss"))  # words quote it best
+            yield from found or self._other_series(run, "val_loss")
             return
         i = int(np.argmax(bad))
         after = float(bad[i + 1:].mean()) if i + 1 < bad.size else 1.0  # the points after the onset
@@ -64,6 +68,41 @@ class NanLoss:
         yield Finding.of(self, severity="critical" if stays else "warning", step=int(steps[i]),
                          series=run.pick("loss"), evidence=ev, sources=tuple(sources),
                          summary=f"loss is {ev['onset_value']} from step {steps[i]} {first} {how}")
+
+    def _other_series(self, run: Run, role: str) -> Iterator[Finding]:
+        """A loss the judged one does not show: another series of the training-loss role (an epoch mean, a component,
+        a loss printed under another name) or the evaluation loss, non-finite at its last logged point (the log ends
+        in it; a value that comes back finite is a step that survived). The earliest onset is reported, naming its
+        series. Training: critical, as a NaN the run died of. Evaluation: a warning of its own (the training loss
+        stays finite; an evaluation in half precision can overflow on weights that are sound)."""
+        judged = run.pick("loss")
+        onsets = []
+        for name in run.all_of(role):
+            if name == judged:
+                continue
+            f = run.series_named(name)
+            steps, values = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
+            bad = ~np.isfinite(values)
+            if bad.size == 0 or not bad[-1]:
+                continue
+            i = int(np.argmax(bad))
+            onsets.append((int(steps[i]), name, steps, values, i))
+        if not onsets:
+            return
+        step, name, steps, values, i = min(onsets, key=lambda o: (o[0], o[1]))
+        train = role == "train_loss"
+        ev = {"onset_step": step, "onset_value": values[i], "nonfinite_points": int((~np.isfinite(values)).sum()),
+              "nonfinite_fraction_after": float((~np.isfinite(values[i + 1:])).mean()) if i + 1 < values.size else 1.0,
+              "stays_nonfinite": True, "series": name, "judged_loss": judged, "split": "train" if train else "val",
+              "last_finite_step": int(steps[i - 1]) if i > 0 else None,
+              "last_finite_value": float(values[i - 1]) if i > 0 else None}
+        before = (f"after {ev['last_finite_value']:.4g} at step {ev['last_finite_step']}" if i > 0
+                  else "its first logged point")
+        what = (f"the training loss series {name!r} (beside the judged {judged!r}, which stays finite)" if train
+                else f"the evaluation loss {name!r} (the training loss stays finite)")
+        yield Finding.of(self, severity="critical" if train else "warning", step=step, series=name, evidence=ev,
+                         sources=(src(run, name, steps[i:]),),
+                         summary=f"{what} is {values[i]} from step {step} ({before}) and ends non-finite")
 
     def _announced(self, run: Run) -> Iterator[Finding]:
         """The run ended on a non-finite loss its log announces in words, not as a value (`base.announced_nonfinite`):
