@@ -2044,8 +2044,11 @@ MAX_HEADERS = 8
 _BARE = re.compile(rf"^\s*(?:(?P<n>\d+)\s*[:,]\s*)?(?P<value>{NUM})\s*$")
 # Names padded before their colon are a settings dump where the file gives some of them words, not numbers
 # (`Mode         : full`, `optimizer      :<TAB>adam`): there, none of them is read (their numbers are settings too).
-_PADDED_WORD = re.compile(rb"[A-Za-z_][\w.]*[ \t]{2,}:[ \t]*(?![-+]?(?:\.?\d|(?i:nan|inf)))[^\s\d]")
-_PADDED_COLON = re.compile(rb"(?<![\w.])((?!(?i:epoch|iter|iteration|step|batch)[ \t])[A-Za-z_][\w.]*[ \t]{2,}):")  # not a counter
+# A logging level padded to its column (`INFO    : message`, `%(levelname)-8s:`) is a message's lead, not a setting.
+_LOG_LEVEL = rb"(?!(?i:info|debug|warn|warning|error|critical|notice|trace)[ \t])"
+_PADDED_WORD = re.compile(rb"(?<![\w.])" + _LOG_LEVEL + rb"[A-Za-z_][\w.]*[ \t]{2,}:[ \t]*(?![-+]?(?:\.?\d|(?i:nan|inf)))[^\s\d]")
+_PADDED_COLON = re.compile(rb"(?<![\w.])((?!(?i:epoch|iter|iteration|step|batch)[ \t])" + _LOG_LEVEL
+                           + rb"[A-Za-z_][\w.]*[ \t]{2,}):")  # not a counter, not a logging level
 _COUNTED_LINE = re.compile(rb"^[ \t]*(\d{1,18})[ \t]*:[ \t]*(" + NUM.encode() + rb")[ \t]*\r?$", re.M)
 _LONE_UNDER_COUNTER = re.compile(rb"^([^\d\r\n]*?)(\d{1,18})([^\d\r\n]*?)\r?\n()[ \t]*(" + NUM.encode()
                                  + rb")[ \t]*\r?$", re.M)

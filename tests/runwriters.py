@@ -12,6 +12,29 @@ from forensics.judge.run import Run
 STAMPED = "%(asctime)s %(levelname)s %(message)s"
 
 
+def sgd_losses(steps: int, seed: int = 0, lr: float = 0.05, blow_up_at: int | None = None) -> list[float]:
+    """Per-step losses of SGD on a small regression, as a real torch loop prints them; from `blow_up_at` on the LR
+    is raised until the loss overflows to inf/nan, as a run that diverges does."""
+    import torch
+
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    x = torch.randn(64, 4)
+    y = x @ torch.tensor([1.0, -2.0, 0.5, 3.0])
+    out = []
+    for i in range(steps):
+        if blow_up_at is not None and i >= blow_up_at:
+            for g in opt.param_groups:
+                g["lr"] = 1e6
+        loss = torch.nn.functional.mse_loss(model(x).squeeze(-1), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
 def log_messages(path: Path, messages, fmt: str = STAMPED, encoding: str | None = None) -> Path:
     """`messages` written to `path` by Python's logging with `fmt` (in `encoding`; the handler's default if None), as a
     training script's logger writes them, under the logger name `train` (a `%(name)s` in `fmt` prints it). The handler

@@ -13,26 +13,10 @@ import pytest
 
 from ingest.roles import loss_like, role_of
 from ingest.run import ingest_run
-from tests.runwriters import load_run, log_messages
+from tests.runwriters import load_run, log_messages, sgd_losses
 
 torch = pytest.importorskip("torch")
 
-
-def _losses(steps: int, seed: int = 0) -> list[float]:
-    """Per-step losses of SGD on a small regression."""
-    torch.manual_seed(seed)
-    model = torch.nn.Linear(4, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    x = torch.randn(64, 4)
-    y = x @ torch.tensor([1.0, -2.0, 0.5, 3.0])
-    out = []
-    for _ in range(steps):
-        loss = torch.nn.functional.mse_loss(model(x).squeeze(-1), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        out.append(loss.item())
-    return out
 
 
 def _issues(db, kind: str) -> list[str]:
@@ -59,7 +43,7 @@ def _vse_log(path, names: tuple[str, ...], losses: list[float]) -> None:
 def test_a_loss_under_a_name_no_role_knows_is_taken_when_it_is_the_one_candidate_and_said(tmp_path):
     root = tmp_path / "r"
     root.mkdir()
-    losses = _losses(12)
+    losses = sgd_losses(12)
     _vse_log(root / "train.log", ("Le",), losses)
     db = tmp_path / "f.duckdb"
     run = load_run(root, db)
@@ -73,12 +57,12 @@ def test_a_loss_under_a_name_no_role_knows_is_taken_when_it_is_the_one_candidate
 def test_two_candidates_or_a_named_loss_leave_the_unknown_names_as_they_are(tmp_path):
     two = tmp_path / "two"
     two.mkdir()
-    _vse_log(two / "train.log", ("Le", "L_rec"), _losses(12))
+    _vse_log(two / "train.log", ("Le", "L_rec"), sgd_losses(12))
     run = load_run(two, tmp_path / "two.duckdb")
     assert run.all_of("train_loss") == [] and not _issues(tmp_path / "two.duckdb", "loss_by_elimination")
     named = tmp_path / "named"
     named.mkdir()
-    _vse_log(named / "train.log", ("loss", "Le"), _losses(12))
+    _vse_log(named / "train.log", ("loss", "Le"), sgd_losses(12))
     run = load_run(named, tmp_path / "named.duckdb")
     assert run.all_of("train_loss") == ["loss"] and not _issues(tmp_path / "named.duckdb", "loss_by_elimination")
 
@@ -86,7 +70,7 @@ def test_two_candidates_or_a_named_loss_leave_the_unknown_names_as_they_are(tmp_
 def test_a_loss_like_name_printed_on_some_records_only_is_not_taken(tmp_path):
     root = tmp_path / "r"
     root.mkdir()
-    losses = _losses(12)
+    losses = sgd_losses(12)
     log_messages(root / "train.log", [f"Epoch {i}: Train_rf {v:.4e}   Memory 9.7%" if i % 2 else f"Epoch {i}: Memory 9.8%"
                                       for i, v in enumerate(losses)])
     assert load_run(root, tmp_path / "f.duckdb").all_of("train_loss") == []
@@ -101,7 +85,7 @@ def test_a_name_opened_by_a_count_is_a_name(tmp_path):
     its objective) is a name, and the one loss-like value of the log."""
     root = tmp_path / "r"
     root.mkdir()
-    train, held = _losses(8), _losses(8, seed=1)
+    train, held = sgd_losses(8), sgd_losses(8, seed=1)
     with open(root / "train.log", "w") as log:
         for e, (v, w) in enumerate(zip(train, held)):
             print("[%d] time %.2f lr %f 3d_train %.2f 3d_valid %.2f" % (e + 1, 19.8, 2e-4 * 0.98 ** e, v, w), file=log)
@@ -126,11 +110,11 @@ def test_a_pipeline_cost_is_a_duration_not_a_loss(name):
     assert role_of(name).role != "train_loss"
 
 
-def test_a_paddle_log_s_costs_are_not_losses(tmp_path):
+def test_a_paddle_log_s_costs_are_notsgd_losses(tmp_path):
     """PaddleDetection's LogPrinter prints `batch_cost: 1.18 data_cost: 0.19` (seconds, no unit) beside the loss."""
     root = tmp_path / "r"
     root.mkdir()
-    losses = _losses(6)
+    losses = sgd_losses(6)
     log_messages(root / "train.log", [
         f"Epoch: [{i // 2}] [{i % 2 * 100:>3}/166] learning_rate: 0.00{i}000 loss: {v:.6f} loss_cls: {v / 2:.6f} "
         f"eta: 16:21:30 batch_cost: {1.18 + i / 10:.4f} data_cost: {0.19 + i / 10:.4f} ips: 2.5369 images/s"
@@ -147,7 +131,7 @@ def test_a_line_that_begins_with_a_held_out_split_gives_all_its_values_to_that_s
     evaluation is its summary, once per epoch."""
     root = tmp_path / "r"
     root.mkdir()
-    train, held = _losses(12), _losses(12, seed=1)
+    train, held = sgd_losses(12), sgd_losses(12, seed=1)
     messages, summaries = [], []
     for e in range(3):
         messages.append("Training...")
@@ -169,7 +153,7 @@ def test_a_line_that_begins_with_a_held_out_split_gives_all_its_values_to_that_s
 def test_cross_validation_opens_a_block(tmp_path):
     root = tmp_path / "r"
     root.mkdir()
-    train, held = _losses(4), _losses(4, seed=1)
+    train, held = sgd_losses(4), sgd_losses(4, seed=1)
     messages = []
     for e, (v, w) in enumerate(zip(train, held)):
         messages += ["Training...", f"Epoch {e + 1} | Loss {v:.4f} | Grad 0.1", "Cross validation...",
@@ -185,7 +169,7 @@ def test_a_validation_line_under_a_train_logger_is_the_validation_s(tmp_path):
     training lines `epoch=e step=n, ... loss=x`: the logger's name is no split, the message's first word is."""
     root = tmp_path / "r"
     root.mkdir()
-    train, held = _losses(8), _losses(8, seed=1)
+    train, held = sgd_losses(8), sgd_losses(8, seed=1)
     messages = []
     for i, v in enumerate(train):
         messages.append(f"epoch={i / 10:.2f} step={113800 + i * 200}, 21.7 examples/sec lr=0.000000, loss={v * 500:g}, "
@@ -202,7 +186,7 @@ def test_a_validation_line_under_a_train_logger_is_the_validation_s(tmp_path):
 def test_a_split_word_inside_a_name_or_later_in_a_line_names_its_own_value_only(tmp_path):
     root = tmp_path / "r"
     root.mkdir()
-    losses = _losses(6)
+    losses = sgd_losses(6)
     log_messages(root / "train.log", [f"Epoch {i + 1}/6 - loss: {v:.4f} - val_loss: {v * 1.1:.4f} - val_acc: 0.5{i}"
                                       for i, v in enumerate(losses)])
     run = load_run(root, tmp_path / "f.duckdb")
@@ -215,7 +199,7 @@ def test_headed_blocks_give_their_records_to_the_split_they_name(tmp_path):
     up to the next header or epoch line; the learning rate is no split's."""
     root = tmp_path / "r"
     root.mkdir()
-    train, held = _losses(5), _losses(5, seed=1)
+    train, held = sgd_losses(5), sgd_losses(5, seed=1)
     with open(root / "log.txt", "w") as log:
         for e in range(5):
             print(f"Epoch [{e}]:", file=log)
@@ -295,7 +279,7 @@ def test_an_evaluation_pass_under_its_epoch_summary_is_the_summary(tmp_path):
     of the printed batches."""
     root = tmp_path / "r"
     root.mkdir()
-    train, held = _losses(12), _losses(12, seed=1)
+    train, held = sgd_losses(12), sgd_losses(12, seed=1)
     messages, means = [], []
     for e in range(3):
         messages += [f"train --- Current batch:{(b + 1) * 200}/800  loss:[ {train[e * 4 + b]:.8f}]" for b in range(4)]
@@ -317,7 +301,7 @@ def test_an_evaluation_pass_under_its_epoch_summary_is_the_summary(tmp_path):
 def test_evaluations_printed_back_to_back_without_a_batch_stay_each_its_own(tmp_path):
     root = tmp_path / "r"
     root.mkdir()
-    held = _losses(6)
+    held = sgd_losses(6)
     log_messages(root / "train.log", [f"Validation loss: {v:.4f}" for v in held])
     run = load_run(root, tmp_path / "f.duckdb")
     assert np.allclose(run.arrays("val_loss")[1], [round(v, 4) for v in held])
@@ -326,10 +310,10 @@ def test_evaluations_printed_back_to_back_without_a_batch_stay_each_its_own(tmp_
 def test_ingest_twice_keeps_one_loss_taken(tmp_path):
     root = tmp_path / "r"
     root.mkdir()
-    _vse_log(root / "train.log", ("Le",), _losses(12))
+    _vse_log(root / "train.log", ("Le",), sgd_losses(12))
     db = tmp_path / "f.duckdb"
     ingest_run(root, db)
-    _vse_log(root / "train.log", ("Le",), _losses(4, seed=2))
+    _vse_log(root / "train.log", ("Le",), sgd_losses(4, seed=2))
     ingest_run(root, db)
     assert len(_issues(db, "loss_by_elimination")) == 1
 
@@ -371,7 +355,7 @@ def test_lines_of_the_greatest_width_that_are_no_wrap_stay_apart(tmp_path):
     validation line in lower case: two lines, not one cut by a terminal."""
     root = tmp_path / "r"
     root.mkdir()
-    train, held = _losses(6), _losses(6, seed=1)
+    train, held = sgd_losses(6), sgd_losses(6, seed=1)
     with open(root / "train.log", "w") as log:
         for e, (v, w) in enumerate(zip(train, held)):
             print(f"Epoch {e + 1:>3} | train loss {v:8.4f} | lr 0.00100 | time {12.3 + e / 10:5.1f}s", file=log)
@@ -384,7 +368,7 @@ def test_a_comment_after_a_table_row_keeps_the_row(tmp_path):
     """chainer's PrintReport table, one row annotated by hand (`# unexpected accuracy`): the row is read."""
     root = tmp_path / "r"
     root.mkdir()
-    losses = _losses(6)
+    losses = sgd_losses(6)
     head = "epoch       main/loss   validation/main/loss  main/accuracy  validation/main/accuracy"
     rows = [f"{e + 1:<12}{v:<12.6g}{v * 1.1:<22.6g}{0.9 + e / 100:<15.6g}{0.95:<26.6g}" for e, v in enumerate(losses)]
     rows[3] = rows[3].rstrip() + "  # unexpected accuracy"

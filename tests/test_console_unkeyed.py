@@ -9,30 +9,10 @@ import numpy as np
 import pytest
 
 from forensics.judge.detectors import NanLoss
-from tests.runwriters import load_run
+from tests.runwriters import load_run, sgd_losses
 
 torch = pytest.importorskip("torch")
 
-
-def _losses(steps: int, lr: float = 0.05, blow_up_at: int | None = None) -> list[float]:
-    """Per-step losses of a small regression trained with SGD; from `blow_up_at` on the LR is raised until the loss
-    overflows to inf/nan, as a run that diverges does."""
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    x = torch.randn(64, 4)
-    y = x @ torch.tensor([1.0, -2.0, 0.5, 3.0])
-    out = []
-    for i in range(steps):
-        if blow_up_at is not None and i >= blow_up_at:
-            for g in opt.param_groups:
-                g["lr"] = 1e6
-        loss = torch.nn.functional.mse_loss(model(x).squeeze(-1), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        out.append(loss.item())
-    return out
 
 
 def _log(tmp_path, lines: list[str], name: str = "train.log"):
@@ -45,7 +25,7 @@ def _log(tmp_path, lines: list[str], name: str = "train.log"):
 def test_iteration_colon_loss_lines_are_the_loss_and_its_nan(tmp_path):
     """WaveGlow's `print(f"{iteration}: {reduced_loss:.9f}")` between apex's overflow messages: the number after the
     iteration is the loss at that step, and the NaN it ends in is nan_loss."""
-    losses = _losses(30, blow_up_at=20)
+    losses = sgd_losses(30, blow_up_at=20)
     assert not np.isfinite(losses[-1])
     lines = []
     for i, v in enumerate(losses):
@@ -67,7 +47,7 @@ def test_counts_per_class_printed_as_number_colon_integer_are_no_loss(tmp_path):
 
 def test_a_lone_number_under_a_counter_line_is_that_counters_loss(tmp_path):
     """TransE's NumPy loop prints `第N次循环` (loop N) on a line of its own, then the loss alone on the next."""
-    losses = _losses(12)
+    losses = sgd_losses(12)
     lines = []
     for i, v in enumerate(losses):
         lines += [f"第{100 * i}次循环", f"{v:.8f}", "写入关系", "写入实体"]
@@ -84,7 +64,7 @@ def test_lone_whole_numbers_under_a_counter_line_are_no_loss(tmp_path):
 
 def test_a_name_padded_before_its_colon_is_read(tmp_path):
     """A primer's aligned print (`print("Epoch    : ", e)`, `print("LOSS     : ", loss)`): the loss and its NaN."""
-    losses = _losses(14, blow_up_at=5)
+    losses = sgd_losses(14, blow_up_at=5)
     assert not np.isfinite(losses[-1])
     lines = []
     for e, v in enumerate(losses, start=1):
@@ -98,7 +78,7 @@ def test_a_name_padded_before_its_colon_is_read(tmp_path):
 def test_several_records_on_one_line_with_typographic_punctuation_are_each_read(tmp_path):
     """HF Trainer's log_history entries pasted on one line through a CJK input method (`“loss”：2.29，“step”：1000`):
     each dict is a record at its own step, not the first one alone."""
-    losses = _losses(5, blow_up_at=3)
+    losses = sgd_losses(5, blow_up_at=3)
     entries = [f"{{“epoch”：{(i + 1) / 5}，“grad_norm”：{'NaN' if not np.isfinite(v) else 0.5}，“loss”：{v:.4f}，"
                f"“step”：{1000 * (i + 1)}}}" for i, v in enumerate(losses)]
     run = _log(tmp_path, ["，".join(entries)])
@@ -114,7 +94,7 @@ def test_an_optimizers_parameter_groups_on_one_line_stay_one_record(tmp_path):
     opt = torch.optim.SGD([{"params": [torch.zeros(1)]}, {"params": [torch.zeros(1)], "lr": 0.01}], lr=0.1,
                           momentum=0.9)
     groups = [{k: v for k, v in g.items() if k in ("lr", "momentum")} for g in opt.param_groups]
-    run = _log(tmp_path, [f"epoch {e} loss {v:.4f} groups {groups}" for e, v in enumerate(_losses(6))])
+    run = _log(tmp_path, [f"epoch {e} loss {v:.4f} groups {groups}" for e, v in enumerate(sgd_losses(6))])
     assert run.arrays("lr")[1].tolist() == [0.1] * 6
 
 
@@ -135,7 +115,7 @@ def test_a_settings_dump_of_padded_names_gives_no_values(tmp_path):
     lines = []
     for launch, lr in enumerate((0.001, 0.003, 0.0001)):
         lines += [f"{k:<15}:\t{lr if k == 'lr' else v}" for k, v in settings.items()]
-        lines += [f"iteration:{100 * (launch * 10 + i)}, NER loss:{v:.4f}" for i, v in enumerate(_losses(10))]
+        lines += [f"iteration:{100 * (launch * 10 + i)}, NER loss:{v:.4f}" for i, v in enumerate(sgd_losses(10))]
     root = tmp_path / "run"
     root.mkdir()
     log_messages(root / "train.log", lines, fmt="%(asctime)s - train.log - %(levelname)s - %(message)s")

@@ -269,7 +269,7 @@ def test_a_small_rise_at_most_evaluations_after_the_minimum_is_mild_overfitting(
     run = _lora(tmp_path, "a", [2.04, 1.92, 1.85, 1.81, 1.79, 1.781, 1.776, 1.786, 1.795, 1.805, 1.815])
     [f] = Overfitting().check(run)
     assert f.step == 350 and f.evidence["kendall_tau"] == 1.0 and 0.01 < f.evidence["val_rise_relative"] < 0.02
-    assert "mild overfitting" in f.summary and "best checkpoint at step 350" in f.summary
+    assert "mild overfitting" in f.summary and "1.776 at step 350 (the best checkpoint)" in f.summary
     assert list(Overfitting(scatter_tau=1.1).check(run)) == []  # the scatter rule is what decides
     twin = _lora(tmp_path, "b", [2.04, 1.92, 1.85, 1.81, 1.79, 1.781, 1.776, 1.777, 1.778, 1.780, 1.782])
     assert list(Overfitting().check(twin)) == []

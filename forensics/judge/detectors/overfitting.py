@@ -161,11 +161,12 @@ class Overfitting:
         return Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
                           series=run.pick("val_loss"), evidence=ev,
                           sources=(src(run, "val_loss", vs[imin:]), src(run, "loss", ts[(ts <= vs[-1])])),
-                          summary=(f"{'mild ' if rel < self.min_rise * 2 else ''}overfitting: validation loss +{rel:.1%} "
-                                   f"since step {vs[imin]} (best checkpoint at step {vs[imin]}, {lo:.4g}), rising at "
-                                   f"most of the {after.size} evaluations after it to {final:.4g} "
-                                   f"({(final - lo) / sigma:.0f}× its point scatter there), while training falls "
-                                   f"{t0:.4g} → {t1:.4g} and the gap widens {gap0:.3g} → {gap1:.3g}"))
+                          summary=(f"{'mild ' if rel < self.min_rise * 2 else ''}overfitting: validation loss bottoms "
+                                   f"at {point(vs, v, imin, say=_said(run))} (the best checkpoint) and rises at most "
+                                   f"of the {after.size} evaluations after it, to a median {final:.4g} of the last two "
+                                   f"(+{rel:.1%}, {(final - lo) / sigma:.0f}× its point scatter there), while the "
+                                   f"training loss's medians between evaluations fall {t0:.4g} → {t1:.4g} and the gap "
+                                   f"widens {gap0:.3g} → {gap1:.3g}"))
 
     def _val_only(self, run: Run) -> Finding | None:
         """Only a validation loss was logged: a U an expert reads as overfitting on its own, at the price of naming
@@ -194,8 +195,10 @@ class Overfitting:
               "evaluations_after": int(after.size), "training_loss_logged": False}
         return Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
                           series=run.pick("val_loss"), evidence=ev, sources=(src(run, "val_loss", vs),),
-                          summary=(f"validation loss falls {start:.4g} → {point(vs, v, imin)} (best checkpoint) and "
-                                   f"rises over the {after.size} evaluations after it to {final:.4g} (+{rel:.0%}); "
+                          summary=(f"validation loss falls from {point(vs, v, 0, say=_said(run))} to "
+                                   f"{point(vs, v, imin, say=_said(run))} (the best checkpoint) and rises over the "
+                                   f"{after.size} evaluations after it, to a median {final:.4g} of the last three "
+                                   f"(+{rel:.0%}); "
                                    f"the training loss was not logged, so this reads as overfitting only if it kept "
                                    f"falling (a shared rise would be divergence)"))
 
