@@ -90,11 +90,21 @@ def drop_restated(findings: list[Finding], detectors: Sequence[Detector]) -> lis
     return [f for f in findings if not yields.get(f.kind, set()) & fired]
 
 
+BELOW_CHANCE = 0.9  # a flat level under this share of ln C (C declared) is a learned one, not chance
+
+
 def said_once(findings: list[Finding]) -> list[Finding]:
     """One observation, one kind: training and validation losses that sit where they started (underfitting's
-    `never_fell`) beside a training loss that never moved (flat_loss) are flat_loss's observation told twice."""
-    flat = any(f.kind == "flat_loss" and not f.evidence.get("training_loss_missing") for f in findings)
-    return [f for f in findings if not (flat and f.kind == "underfitting" and f.evidence.get("never_fell"))]
+    `never_fell`) beside a training loss that never moved (flat_loss) are flat_loss's observation told twice, unless
+    the flat level lies well below the chance level the run declares (`log_classes`): a classifier that learned
+    what it could before its first record and then stood still also underfits, a second fact."""
+    def learned(f: Finding) -> bool:
+        chance, level = f.evidence.get("log_classes"), f.evidence.get("last_level")
+        return chance is not None and level is not None and level < BELOW_CHANCE * chance
+
+    flat = [f for f in findings if f.kind == "flat_loss" and not f.evidence.get("training_loss_missing")]
+    told = bool(flat) and not any(learned(f) for f in flat)
+    return [f for f in findings if not (told and f.kind == "underfitting" and f.evidence.get("never_fell"))]
 
 
 def _checked(d: Detector, run: Run) -> list[Finding]:
