@@ -63,3 +63,14 @@ def test_an_evaluation_loss_that_ends_nonfinite_is_a_warning_of_its_own(tmp_path
 def test_finite_evaluations_beside_a_finite_loss_are_silent(tmp_path):
     val = np.array([1.9, 1.2, 0.9, 0.8, 0.7, 0.65, 0.6, 0.6, 0.58, 0.57])
     assert list(NanLoss().check(_two_losses(tmp_path, curve(seed=1)[1] / 4, val))) == []
+
+
+def test_an_evaluation_loss_never_finite_beside_a_finite_training_loss_is_silent(tmp_path):
+    """An evaluation term inf at every evaluation from the first while the training loss learns (a split with no
+    labels for that term) never measured the model: no nan_loss. Its twin, finite once before the inf, is one."""
+    never = np.full(10, np.inf)
+    assert list(NanLoss().check(_two_losses(tmp_path, curve(seed=1)[1] / 4, never))) == []
+    once = never.copy()
+    once[0] = 1.9
+    [f] = NanLoss().check(_two_losses(tmp_path / "twin", curve(seed=1)[1] / 4, once))
+    assert (f.severity, f.evidence["split"], f.step) == ("warning", "val", 300)

@@ -28,7 +28,8 @@ class NanLoss:
     A loss that turns finite again right after is still reported, as a warning, with `stays_nonfinite` false.
     Where the judged loss stays finite, every other series of the training-loss role (an epoch mean, a component, a
     loss printed under another name) that ends non-finite is the onset, critical, naming its series; an evaluation
-    loss that ends non-finite is a warning of its own (`_other_series`); a NaN announced in words is quoted first.
+    loss that ends non-finite, after a finite point, is a warning of its own (`_other_series`); a NaN announced in
+    words is quoted first.
     Where the logged loss stays finite, a console line that announces a non-finite loss in words and ends the run
     (`Loss is nan, stopping training`; or `nan loss caught, skipping batch` with no finite loss logged after it:
     `base.announced_nonfinite`) is the onset, quoted as printed; critical, as a NaN the run died of.
@@ -74,7 +75,9 @@ class NanLoss:
         a loss printed under another name) or the evaluation loss, non-finite at its last logged point (the log ends
         in it; a value that comes back finite is a step that survived). The earliest onset is reported, naming its
         series. Training: critical, as a NaN the run died of. Evaluation: a warning of its own (the training loss
-        stays finite; an evaluation in half precision can overflow on weights that are sound)."""
+        stays finite; an evaluation in half precision can overflow on weights that are sound). Not an evaluation loss
+        non-finite at every one of its points: with the training loss finite, it was never computed on anything (a
+        term with no labels in the split), not a model that blew up."""
         judged = run.pick("loss")
         onsets = []
         for name in run.all_of(role):
@@ -83,8 +86,8 @@ class NanLoss:
             f = run.series_named(name)
             steps, values = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
             bad = ~np.isfinite(values)
-            if bad.size == 0 or not bad[-1]:
-                continue
+            if bad.size == 0 or not bad[-1] or (role == "val_loss" and bad.all()):
+                continue  # an evaluation never finite beside a finite training loss measured nothing (empty split)
             i = int(np.argmax(bad))
             onsets.append((int(steps[i]), name, steps, values, i))
         if not onsets:
