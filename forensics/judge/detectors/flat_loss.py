@@ -14,6 +14,7 @@ from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch
                                             too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
+from ingest.roles import SPLIT_WORDS, words
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,7 @@ class FlatLoss:
         if ev is None and not decayed:
             ev = self._no_progress(run, steps, y)  # the weakest evidence: a short log's two curves, neither improving
         if ev is None:
+            yield from self._empty_terms(run)
             yield from self._flat_launches(run)
             return
         classes = class_count(run)
@@ -330,6 +332,34 @@ class FlatLoss:
         record on was emptied (a mask, an empty target), not learned."""
         nonzero = np.flatnonzero(y != 0)
         return bool(nonzero.size) and abs(float(y[nonzero[-1]])) >= self.zero_jump
+
+    def _empty_terms(self, run: Run) -> Iterator[Finding]:
+        """A term of the training loss exactly 0 on every one of its records (`constant_points` at least) whose
+        held-out twin (the same name without the split's words) is non-zero on most of its own: the training data
+        never held what the term measures (no boxes, no masks), while the held-out data does. A warning, naming the
+        term: the other terms train. A term 0 in both splits is a head the task does not use (a one-class detector's
+        class loss), not this."""
+        held = {tuple(w for w in words(n) if w not in SPLIT_WORDS): n for n in run.all_of("val_loss")}
+        for name in run.all_of("train_loss"):
+            twin = held.get(tuple(w for w in words(name) if w not in SPLIT_WORDS))
+            if twin is None:
+                continue
+            f = run.series_named(name)
+            steps, y = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
+            v = run.series_named(twin)["value"].fill_null(np.nan).to_numpy()
+            v = v[np.isfinite(v)]
+            if y.size < self.constant_points or not np.all(y == 0) or v.size == 0 or np.mean(v != 0) < self.pinned_share:
+                continue
+            ev = {"first_level": 0.0, "last_level": 0.0, "relative_change": 0.0, "constant_value": 0.0,
+                  "points": int(y.size), "empty_term": name, "held_out_twin": twin,
+                  "held_out_median": float(np.median(v))}
+            yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]), series=name,
+                             evidence=ev, sources=(src(run, name, steps),),
+                             summary=(f"the training loss term {name!r} is exactly 0 at every one of its {y.size} "
+                                      f"points (steps {steps[0]}-{steps[-1]}) while its held-out twin {twin!r} is not "
+                                      f"(median {ev['held_out_median']:.4g}): that term never trained; the training "
+                                      f"data holds none of what it measures"))
+            return
 
     def _no_gradient(self, run: Run, y: np.ndarray) -> dict | None:
         """The evidence, at any length, that no gradient reaches the parameters: the gradient norm exactly 0 on
