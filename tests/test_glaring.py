@@ -372,3 +372,57 @@ def test_a_glaring_spike_in_wide_noise_is_named_and_the_noise_is_not(capsys, tmp
     (tmp_path / "f.duckdb").unlink()
     twin = analyze(capsys, tmp_path, writer, noisy(48, seed))
     assert not [f for f in twin["findings"] if f["kind"] == "loss_spike"], [f["summary"] for f in twin["findings"]]
+
+
+def orders_spikes(n: int, twin: bool = False) -> dict[str, np.ndarray]:
+    """A loss around 0.08 whose first record and one in the middle are ×10¹⁶ (a one-step fp blow-up printed, then
+    back at once); the twin, a loss whose first record is ×10⁴ its second (a large initial loss that falls at once)
+    and no later jump."""
+    s = healthy(n)
+    del s["val_loss"]
+    s["loss"] = 0.08 * (1 + np.random.default_rng(3).uniform(-0.3, 0.3, n))
+    s["loss"][0] = 7e15 if not twin else 800.0
+    if not twin:
+        s["loss"][n // 2] = 3e15
+    return s
+
+
+@pytest.mark.parametrize("writer", ["console", "tensorboard"])
+@pytest.mark.parametrize("n", [5, 7])
+def test_a_jump_by_orders_of_magnitude_is_a_spike_at_any_length(capsys, tmp_path, writer, n):
+    """Under the statistical rule's points, beside another such jump that the heavy-tail guard would read as the
+    log's own noise: a record three orders of magnitude above both its neighbours is named; a loss that only falls
+    from a large first record is not."""
+    out = analyze(capsys, tmp_path, writer, orders_spikes(n))
+    spikes = [f for f in out["findings"] if f["kind"] == "loss_spike"]
+    assert [f["step"] for f in spikes] == [(n // 2) * (10 if writer == "tensorboard" else 1)], \
+        [f["summary"] for f in out["findings"]]
+    (tmp_path / "run").rename(tmp_path / "spiked")
+    (tmp_path / "f.duckdb").unlink()
+    twin = analyze(capsys, tmp_path, writer, orders_spikes(n, twin=True))
+    assert not [f for f in twin["findings"] if f["kind"] == "loss_spike"], [f["summary"] for f in twin["findings"]]
+
+
+def zeroed(n: int, twin: bool = False) -> dict[str, np.ndarray]:
+    """A loss of 0.23 at its first record and exactly 0 from the next to the end (an emptied loss); the twin, one
+    that decays ×10 a record through the printer's last digits before it prints 0."""
+    s = healthy(n)
+    del s["val_loss"]
+    s["loss"] = np.zeros(n)
+    if twin:
+        s["loss"][:5] = 0.23 * 10.0 ** -np.arange(5)
+    else:
+        s["loss"][0] = 0.23
+    return s
+
+
+@pytest.mark.parametrize("writer", ["console", "keras"])
+def test_a_loss_that_drops_to_exactly_0_in_one_record_is_flat(capsys, tmp_path, writer):
+    out = analyze(capsys, tmp_path, writer, zeroed(13))
+    flat = [f for f in out["findings"] if f["kind"] == "flat_loss"]
+    assert [f["severity"] for f in flat] == ["critical"], [f["summary"] for f in out["findings"]]
+    assert "fell to it in one record from 0.23" in flat[0]["summary"], flat[0]["summary"]
+    (tmp_path / "run").rename(tmp_path / "zeroed")
+    (tmp_path / "f.duckdb").unlink()
+    twin = analyze(capsys, tmp_path, writer, zeroed(13, twin=True))
+    assert not [f for f in twin["findings"] if f["kind"] == "flat_loss"], [f["summary"] for f in twin["findings"]]

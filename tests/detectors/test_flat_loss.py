@@ -512,3 +512,26 @@ def test_a_loss_that_fell_onto_ln2_is_not_a_binary_guess(tmp_path):
     loss = (math.log(2) + 2.3 * np.exp(-np.arange(100) / 3)) * (1 + rng.normal(0, 0.01, 100))
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
     assert [f for f in FlatLoss().check(run) if f.evidence.get("chance_most")] == []
+
+
+def test_a_term_exactly_0_in_training_beside_a_nonzero_held_out_twin_is_an_empty_term(tmp_path):
+    """A segmenter's mask term exactly 0 at every epoch in training while its validation twin is not (the training
+    labels hold no masks) and the class term trains: a warning naming the term. Its twin, the term 0 in both splits
+    (a head the task does not use), is silent."""
+    from forensics.judge.detectors import FlatLoss
+    from tests.runwriters import load_run, write_tb
+
+    steps = np.arange(50)
+    cls = 113 * np.exp(-steps / 3) + 0.03
+    val_seg = 3.49 + 0.01 * np.sin(steps)
+
+    def series(val_seg):
+        return {"train/seg_loss": (steps, np.zeros(50)), "train/cls_loss": (steps, cls),
+                "val/seg_loss": (steps, val_seg), "val/cls_loss": (steps, 4.1 + 0.04 * steps)}
+
+    run = load_run(write_tb(tmp_path / "empty", series(val_seg)), tmp_path / "e.duckdb")
+    found = [f for f in FlatLoss().check(run) if "empty_term" in f.evidence]
+    assert [(f.severity, f.series, f.evidence["held_out_twin"]) for f in found] == \
+        [("warning", "train/seg_loss", "val/seg_loss")]
+    twin = load_run(write_tb(tmp_path / "unused", series(np.zeros(50))), tmp_path / "u.duckdb")
+    assert not [f for f in FlatLoss().check(twin) if "empty_term" in f.evidence]

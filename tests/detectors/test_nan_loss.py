@@ -63,3 +63,18 @@ def test_an_evaluation_loss_that_ends_nonfinite_is_a_warning_of_its_own(tmp_path
 def test_finite_evaluations_beside_a_finite_loss_are_silent(tmp_path):
     val = np.array([1.9, 1.2, 0.9, 0.8, 0.7, 0.65, 0.6, 0.6, 0.58, 0.57])
     assert list(NanLoss().check(_two_losses(tmp_path, curve(seed=1)[1] / 4, val))) == []
+
+
+def test_evaluation_columns_that_are_placeholders_are_silent(tmp_path):
+    """A detector's evaluation terms, one inf and one exactly 0 at every evaluation while the training loss learns
+    (a writer filling columns it never computed): no nan_loss. A lone evaluation loss NaN from its first evaluation is
+    still one (the evaluation produced it), a warning."""
+    steps, loss = curve()
+    placeholders = {"train/loss": (steps, loss), "val/cls_loss": (steps[::30], np.full(10, np.inf)),
+                    "val/box_loss": (steps[::30], np.zeros(10))}
+    run = load_run(write_tb(tmp_path / "p", placeholders), tmp_path / "p.duckdb")
+    assert list(NanLoss().check(run)) == []
+    lone = load_run(write_tb(tmp_path / "l", {"train/loss": (steps, loss), "val/loss": (steps[::30], np.full(10, np.nan))}),
+                    tmp_path / "l.duckdb")
+    [f] = NanLoss().check(lone)
+    assert (f.severity, f.evidence["split"], f.step) == ("warning", "val", 0)

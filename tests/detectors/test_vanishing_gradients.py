@@ -54,3 +54,18 @@ def test_a_frozen_first_layer_is_not_a_vanishing_gradient(tmp_path):
     frozen parameters, not gradients that shrink through depth; the layers that train are healthy."""
     run = load_run(write_tb(tmp_path / "r", _layer_norms(2, "relu", freeze_first=True)), tmp_path / "f.duckdb")
     assert list(VanishingGradients().check(run)) == []
+
+
+def test_an_agents_per_network_norms_are_not_layers(tmp_path):
+    """An RL agent's norms, one per network (a world model's ×10⁴ an actor's), beside its episode reward: not the
+    layers of one network, so not compared. The same norms without the agent's series are compared."""
+    steps = np.arange(0, 300, 10)
+    norms = {"grad_norm/actor": (steps, np.full(steps.size, 0.1)), "grad_norm/model": (steps, np.full(steps.size, 3e3))}
+    agent = norms | {"train/episode_reward": (steps, np.linspace(10, 300, steps.size)),
+                     "train/actor_loss": (steps, np.linspace(-1, -5, steps.size)),
+                     "train/value_loss": (steps, np.linspace(5, 2, steps.size))}
+    run = load_run(write_tb(tmp_path / "agent", agent), tmp_path / "a.duckdb")
+    assert len(run.all_of("layer_grad_norm")) == 2
+    assert "reinforcement-learning" in VanishingGradients().unavailable(run)
+    plain = load_run(write_tb(tmp_path / "plain", norms | {"train/loss": agent["train/value_loss"]}), tmp_path / "p.duckdb")
+    assert VanishingGradients().unavailable(plain) is None and list(VanishingGradients().check(plain))

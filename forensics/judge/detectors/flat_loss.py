@@ -14,6 +14,7 @@ from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch
                                             too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
+from ingest.roles import SPLIT_WORDS, words
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,8 @@ class FlatLoss:
     pinned at chance (ln C and C), or not moving beyond its noise (across the LR schedule where one is logged).
 
     Detects: effect size first, at any length. A training loss exactly one value on `constant_points` points or more, or
-    exactly 0 on `pinned_share` of them and never above `zero_ceiling`, is an empty or replaced loss (a warning when
+    exactly 0 on `pinned_share` of them to the end, never above `zero_ceiling` or entered in one record from
+    `zero_jump` or more, is an empty or replaced loss (a warning when
     validation falls; masked_nonfinite's beside a non-finite grad norm). At chance from the start (`_chance_start`):
     first and last levels within `chance_band` of ln C, C declared by the config (`base.class_count`), named by an
     accuracy at 1/C, or matched by every printed value (`4.600` is ln 100 to the printer's rounding), over
@@ -89,7 +91,8 @@ class FlatLoss:
     window_band: float = 0.02  # ... each no more than 2% of ln C below it (or two standard errors of the mean) ...
     chance_above: float = 0.1  # ... and no more than 10% above it: no better than a uniform guess
     binary_points: int = 20  # without a declared C or an accuracy, ln 2 (a binary or pairwise loss) from 20 points
-    zero_ceiling: float = 1e-4  # a loss exactly 0 on most points and never above this was never a signal
+    zero_ceiling: float = 1e-4  # a loss exactly 0 on most points and never above this was never a signal ...
+    zero_jump: float = 1e-2  # ... nor one that fell to exactly 0 in one record from this or more and stayed there
 
     def unavailable(self, run: Run) -> str | None:
         run = epoch_view(run)  # the epoch means' shape where the writer logged them beside per-step values
@@ -179,6 +182,7 @@ class FlatLoss:
         if ev is None and not decayed:
             ev = self._no_progress(run, steps, y)  # the weakest evidence: a short log's two curves, neither improving
         if ev is None:
+            yield from self._empty_terms(run)
             yield from self._flat_launches(run)
             return
         classes = class_count(run)
@@ -222,9 +226,11 @@ class FlatLoss:
     def _summary(self, what: str, ev: dict, steps: np.ndarray, y: np.ndarray) -> str:
         if "zero_points" in ev:
             return (f"{what} is exactly 0.0 at {ev['zero_points']} of its {ev['points']} points (steps {steps[0]}-"
-                    f"{steps[-1]}, to the end) and never above {ev['max_value']:.3g} from its first record: there is "
-                    f"nothing to learn from (an empty or degenerate loss: targets the model is given, outputs saturated "
-                    f"at once), not convergence")
+                    f"{steps[-1]}, to the end) and "
+                    + (f"fell to it in one record from {ev['dropped_from']:.3g}" if "dropped_from" in ev
+                       else f"never above {ev['max_value']:.3g} from its first record") + ": there is "
+                    "nothing to learn from (an empty or degenerate loss: targets the model is given, outputs saturated "
+                    "at once), not convergence")
         if "constant_value" in ev:
             v = ev["constant_value"]
             return (f"{what} is exactly {shortest(v)} at every one of its {ev['points']} points (steps {steps[0]}-{steps[-1]}): "
@@ -297,23 +303,63 @@ class FlatLoss:
         significant digits, as the pinned rule: `LOSS_WEIGHT: 1.0` printed three times in a config dump is no loss. A loss
         of exactly 0 beside a non-finite gradient norm or validation loss is a NaN the logger hid (`masked_nonfinite`:
         fp16 overflow zeroes HF's logged loss while its evaluation turns NaN), not this. A loss exactly 0 on
-        `pinned_share` of its points and its last `min_repeats`, never above `zero_ceiling` from its first record,
-        is as empty: the few points off zero are float dust, not a signal to learn from."""
+        `pinned_share` of its points and its last `min_repeats`, never above `zero_ceiling` from its first record
+        or entered in one record from `zero_jump` or more (`_dropped_to_zero`), is as empty: the few points off zero
+        are float dust, or the loss before it was emptied."""
         zero = bool(y.size >= self.constant_points and np.mean(y == 0) >= self.pinned_share
-                    and np.all(y[-self.min_repeats:] == 0) and float(np.max(np.abs(y))) <= self.zero_ceiling)
+                    and np.all(y[-self.min_repeats:] == 0)
+                    and (float(np.max(np.abs(y))) <= self.zero_ceiling or self._dropped_to_zero(y)))
         if y.size < self.constant_points or not (np.all(y == y[0]) or zero):
             return None
         if zero and not np.all(y == 0):
             if any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
                 return None
-            return {"first_level": float(y[0]), "last_level": 0.0, "relative_change": -1.0, "constant_value": 0.0,
-                    "points": int(y.size), "zero_points": int(np.sum(y == 0)), "max_value": float(np.max(np.abs(y)))}
+            ev = {"first_level": float(y[0]), "last_level": 0.0, "relative_change": -1.0, "constant_value": 0.0,
+                  "points": int(y.size), "zero_points": int(np.sum(y == 0)), "max_value": float(np.max(np.abs(y)))}
+            if ev["max_value"] > self.zero_ceiling:
+                ev["dropped_from"] = float(y[np.flatnonzero(y != 0)[-1]])
+            return ev
         if y[0] != 0 and significant_digits(float(y[0])) < self.min_digits:
             return None  # a round constant (1.0, 0.25) on a few lines is as likely a setting read as a loss
         if y[0] == 0 and any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
             return None
         v = float(y[0])
         return {"first_level": v, "last_level": v, "relative_change": 0.0, "constant_value": v, "points": int(y.size)}
+
+    def _dropped_to_zero(self, y: np.ndarray) -> bool:
+        """Whether the loss fell to exactly 0 in one record from `zero_jump` or more and stayed there to the end: a
+        loss that learns decays through the printer's last digits before it prints 0; one that is 0 from the next
+        record on was emptied (a mask, an empty target), not learned."""
+        nonzero = np.flatnonzero(y != 0)
+        return bool(nonzero.size) and abs(float(y[nonzero[-1]])) >= self.zero_jump
+
+    def _empty_terms(self, run: Run) -> Iterator[Finding]:
+        """A term of the training loss exactly 0 on every one of its records (`constant_points` at least) whose
+        held-out twin (the same name without the split's words) is non-zero on most of its own: the training data
+        never held what the term measures (no boxes, no masks), while the held-out data does. A warning, naming the
+        term: the other terms train. A term 0 in both splits is a head the task does not use (a one-class detector's
+        class loss), not this."""
+        held = {tuple(w for w in words(n) if w not in SPLIT_WORDS): n for n in run.all_of("val_loss")}
+        for name in run.all_of("train_loss"):
+            twin = held.get(tuple(w for w in words(name) if w not in SPLIT_WORDS))
+            if twin is None:
+                continue
+            f = run.series_named(name)
+            steps, y = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
+            v = run.series_named(twin)["value"].fill_null(np.nan).to_numpy()
+            v = v[np.isfinite(v)]
+            if y.size < self.constant_points or not np.all(y == 0) or v.size == 0 or np.mean(v != 0) < self.pinned_share:
+                continue
+            ev = {"first_level": 0.0, "last_level": 0.0, "relative_change": 0.0, "constant_value": 0.0,
+                  "points": int(y.size), "empty_term": name, "held_out_twin": twin,
+                  "held_out_median": float(np.median(v))}
+            yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]), series=name,
+                             evidence=ev, sources=(src(run, name, steps),),
+                             summary=(f"the training loss term {name!r} is exactly 0 at every one of its {y.size} "
+                                      f"points (steps {steps[0]}-{steps[-1]}) while its held-out twin {twin!r} is not "
+                                      f"(median {ev['held_out_median']:.4g}): that term never trained; the training "
+                                      f"data holds none of what it measures"))
+            return
 
     def _no_gradient(self, run: Run, y: np.ndarray) -> dict | None:
         """The evidence, at any length, that no gradient reaches the parameters: the gradient norm exactly 0 on

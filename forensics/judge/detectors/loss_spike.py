@@ -41,7 +41,8 @@ class LossSpike:
     it): a positive loss at least `glaring` × the median of its `glaring_span` neighbours on each side and
     as far above the line through their logs (their trend) as `glaring_spread` × their largest distance from it, the next point back within ×2 of that median, with at least two points
     before it, the same undo, heavy-tail (against the log's other records over their neighbours' median, before or
-    after it, within `max_window`) and launch guards.
+    after it, within `max_window`) and launch guards. A point `orders` × both its neighbours is one from three points,
+    under the undo and launch guards alone: no batch noise rises three orders of magnitude for one record.
     One-record jumps under `heavy` × their level, `tail_crowd` or more of them within ×`tail_alike` of one another's
     height, are the batches' own tail (a long per-step log shows a hard batch now and then), not spikes.
     A long log (`long_log` points or more) is judged against its own scatter, the 99th percentile of each point over
@@ -83,6 +84,7 @@ class LossSpike:
     glaring: float = 5.0  # a point ×5 the median of its neighbours ...
     glaring_spread: float = 3.0  # ... and 3 × their spread above their trend (log scale): far outside it ...
     glaring_span: int = 3  # ... neighbours: up to this many points on each side
+    orders: float = 1e3  # a point three orders of magnitude above both its neighbours is a spike whatever the noise
     bump_back: float = 1.3  # a bump: from a level (the last point within ×1.3 of the running minimum) ...
     bump_share: float = 1 / 3  # ... up to ×2 that level and back within ×1.3 of it, over at most a third of the log ...
     bump_val: float = 1.3  # ... while the validation loss rises ×1.3 over its last evaluation before and comes back
@@ -114,16 +116,21 @@ class LossSpike:
         """The glaring single-point spikes of the docstring, by effect size alone: index, value, the neighbours'
         median and highest value, the window's first and last index."""
         y = np.asarray(values, dtype=float)
-        if y.size < self.glaring_points or not np.all(np.isfinite(y)) or not np.all(y > 0):
+        if y.size < 3 or not np.all(np.isfinite(y)) or not np.all(y > 0):
             return []
         spans = [np.r_[np.arange(max(0, i - self.glaring_span), i), np.arange(i + 1, min(y.size, i + self.glaring_span + 1))]
                  for i in range(y.size)]
         medians = np.array([float(np.median(y[at])) for at in spans])
         ratios = y / medians  # each point over its neighbours' median: the log's own excursions
         out = []
-        for i in range(2, y.size - 1):
+        for i in range(1, y.size - 1):
             at, med = spans[i], float(medians[i])
-            if not (y[i] >= self.glaring * med and y[i + 1] <= 2 * med):
+            hit = {"index": i, "median": med, "highest": float(np.max(y[at])), "first": int(at[0]), "last": int(at[-1])}
+            beside = max(y[i - 1], y[i + 1])
+            if y[i] >= self.orders * beside:  # orders of magnitude above both neighbours: no noise reaches that
+                out.append(hit | {"log_excess": math.log(y[i] / beside), "log_spread": 0.0})
+                continue
+            if i < 2 or y.size < self.glaring_points or not (y[i] >= self.glaring * med and y[i + 1] <= 2 * med):
                 continue
             others = np.r_[ratios[max(0, i - self.max_window):i], ratios[i + 1:i + 1 + self.max_window]]
             if others.max() >= self.heavy and ratios[i] < self.min_over_max * others.max():
@@ -133,8 +140,7 @@ class LossSpike:
             spread = float(np.max(np.abs(np.log(y[at]) - (slope * at + icpt))))
             excess = math.log(y[i]) - (slope * i + icpt)
             if excess >= self.glaring_spread * spread and excess >= math.log(self.glaring):
-                out.append({"index": i, "median": med, "highest": float(np.max(y[at])), "first": int(at[0]),
-                            "last": int(at[-1]), "log_excess": excess, "log_spread": spread})
+                out.append(hit | {"log_excess": excess, "log_spread": spread})
         return out
 
     def check(self, run: Run) -> Iterator[Finding]:

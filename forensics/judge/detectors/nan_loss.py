@@ -28,7 +28,8 @@ class NanLoss:
     A loss that turns finite again right after is still reported, as a warning, with `stays_nonfinite` false.
     Where the judged loss stays finite, every other series of the training-loss role (an epoch mean, a component, a
     loss printed under another name) that ends non-finite is the onset, critical, naming its series; an evaluation
-    loss that ends non-finite is a warning of its own (`_other_series`); a NaN announced in words is quoted first.
+    loss that ends non-finite is a warning of its own, unless the evaluation columns are placeholders
+    (`_other_series`); a NaN announced in words is quoted first.
     Where the logged loss stays finite, a console line that announces a non-finite loss in words and ends the run
     (`Loss is nan, stopping training`; or `nan loss caught, skipping batch` with no finite loss logged after it:
     `base.announced_nonfinite`) is the onset, quoted as printed; critical, as a NaN the run died of.
@@ -74,7 +75,9 @@ class NanLoss:
         a loss printed under another name) or the evaluation loss, non-finite at its last logged point (the log ends
         in it; a value that comes back finite is a step that survived). The earliest onset is reported, naming its
         series. Training: critical, as a NaN the run died of. Evaluation: a warning of its own (the training loss
-        stays finite; an evaluation in half precision can overflow on weights that are sound)."""
+        stays finite; an evaluation in half precision can overflow on weights that are sound). Not an evaluation loss
+        non-finite at every one of its points beside its sibling terms exactly 0 at every one of theirs
+        (`_placeholders`): those columns were never computed, not a model that blew up."""
         judged = run.pick("loss")
         onsets = []
         for name in run.all_of(role):
@@ -83,7 +86,7 @@ class NanLoss:
             f = run.series_named(name)
             steps, values = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
             bad = ~np.isfinite(values)
-            if bad.size == 0 or not bad[-1]:
+            if bad.size == 0 or not bad[-1] or (role == "val_loss" and bad.all() and self._placeholders(run)):
                 continue
             i = int(np.argmax(bad))
             onsets.append((int(steps[i]), name, steps, values, i))
@@ -103,6 +106,19 @@ class NanLoss:
         yield Finding.of(self, severity="critical" if train else "warning", step=step, series=name, evidence=ev,
                          sources=(src(run, name, steps[i:]),),
                          summary=f"{what} is {values[i]} from step {step} ({before}) and ends non-finite")
+
+    def _placeholders(self, run: Run) -> bool:
+        """Whether the evaluation-loss columns are placeholders, not measurements: each one non-finite at every point
+        or exactly 0 at every point, and at least one of them 0 (a writer that fills a split's loss columns it never
+        computed). A lone evaluation loss non-finite from its first point is still a NaN the evaluation produced."""
+        zero = False
+        for name in run.all_of("val_loss"):
+            v = run.series_named(name)["value"].fill_null(np.nan).to_numpy()
+            if v.size and np.all(v == 0):
+                zero = True
+            elif np.any(np.isfinite(v)):
+                return False
+        return zero
 
     def _announced(self, run: Run) -> Iterator[Finding]:
         """The run ended on a non-finite loss its log announces in words, not as a value (`base.announced_nonfinite`):

@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import catalog, stats
-from forensics.judge.detectors.base import UPSTREAM
+from forensics.judge.detectors.base import UPSTREAM, reinforcement_learning
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import times
 from forensics.judge.run import Run
@@ -28,7 +28,8 @@ class VanishingGradients:
     Detects: from logged per-layer gradient norms (role layer_grad_norm), the median norm of the first
     layer (natural name order) is at most `ratio` times that of the last one. Layers whose norm is exactly 0
     at every logged step have no gradient at all (frozen, or not in the graph: frozen_parameters' business)
-    and are left out of the comparison. Without per-layer logs it is
+    and are left out of the comparison. Not in a reinforcement-learning run (`base.reinforcement_learning`): an
+    agent logs one norm per network (actor, critic, world model), not per layer. Without per-layer logs it is
     skipped: computing them from a checkpoint and a batch waits for replay.
     False alarms: fires on 0 of the 13 healthy runs it could check (at most 23% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
@@ -42,6 +43,10 @@ class VanishingGradients:
     ratio: float = 1e-3
 
     def unavailable(self, run: Run) -> str | None:
+        rl = reinforcement_learning(run)
+        if rl is not None and len(run.all_of("layer_grad_norm")) >= 2:
+            return (f"a reinforcement-learning run (it logs {rl.evidence}): its gradient norms are one per network "
+                    f"(actor, critic, world model), whose scales differ by design, not the layers of one network")
         if len(run.all_of("layer_grad_norm")) >= 2:
             return None
         return f"the logs have no per-layer gradient norms; {catalog.NEEDS_REPLAY}"
