@@ -1213,7 +1213,7 @@ _CSV_VALUE = re.compile(rf"^\s*(?:{NUM}|NA|)\s*$")  # NA: Keras' CSVLogger for a
 def _is_csv(head: bytes) -> bool:
     """A header of two or more names apart by commas, then rows of values (numbers or empty), the first as many as
     the names, later ones perhaps more (Keras' CSVLogger appending a fit that logs more metrics)."""
-    lines = head.decode("utf-8", errors="replace").splitlines()[:-1] if b"\n" in head else []
+    lines = head.decode("utf-8", errors="replace").splitlines()[:-1] if b"\n" in head or b"\r" in head else []
     lines = [line for line in lines if line.strip()]
     if len(lines) < 2:
         return False

@@ -89,7 +89,7 @@ def _separator(path: Path) -> str:
 
 
 def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
-    raw = path.read_bytes()
+    raw = lone_returns_as_newlines(path.read_bytes())
     if (wide := wide_text(path.name, raw, start)) is not None:
         yield wide
         return
@@ -117,6 +117,18 @@ def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
     wide = wide.with_columns((pl.col("__line") - data_line).alias("__ordinal"))
     scalars, more = wide_to_points(long_to_wide(wide))
     yield Chunk(end=body_end, scalars=with_loss_sums(scalars), issues=issues + more)
+
+
+_LONE_CR = re.compile(rb"\r\r?(?!\n)")
+
+
+def lone_returns_as_newlines(raw: bytes) -> bytes:
+    """`raw` with line ends of `\\r` alone made ones the readers cut at: `\\r` -> `\\n` (Python's csv module with
+    `lineterminator="\\r"`, classic Mac files), `\\r\\r` -> `\\r\\n` (a `\\r\\n` written through a text-mode
+    handle, then its `\\n` lost). Same length, so byte offsets hold."""
+    if b"\r" not in raw:
+        return raw
+    return _LONE_CR.sub(lambda m: b"\r\n" if len(m.group()) == 2 else b"\n", raw)
 
 
 HEADLESS_ROWS = 200  # rows of a headerless table its columns are named from (the same on every read)
