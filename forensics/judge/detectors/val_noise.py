@@ -30,8 +30,6 @@ class ValNoise:
     when validation's point noise (`stats.noise`) is under `min_share_of_travel` of the range its smoothed curve
     covers (a loss falling by orders of magnitude ranks its evaluations by the fall); and when validation ends
     `decided_sigmas` point sigmas above its smoothed minimum (the rise decides the checkpoint: overfitting's).
-    A training loss that never turns back at the evaluations' cadence (no sign change among its moves) has no noise
-    there: its relative second differences are the bend of a steep fall, and validation is judged on its own bars.
     Under `min_points` of either curve: round trips of validation on 3 evaluations or more against training's moves
     (`_few`), or, beside a training loss too sparse to compare, validation alone at a higher bar (`_alone`).
     A smooth curve with isolated jumps that come straight back, at three evaluations or more (`_excursions`).
@@ -116,10 +114,7 @@ class ValNoise:
         yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]), series=val_name,
                          evidence=ev, sources=(src(run, val_name, vs), src(run, train_name, train_steps)),
                          summary=(f"validation loss moves {vn:.1%} of its level between evaluations, "
-                                  + (f"changing direction at {flips:.0%} of them, while the training loss "
-                                     f"({train_name}) never turns back at that cadence" if how == "monotone" else
-                                     f"{_times(vn, tn)} the training loss's {tn:.1%} ({_WORDS[how](train_name)})")
-                                  + lucky))
+                                  f"{_times(vn, tn)} the training loss's {tn:.1%} ({_WORDS[how](train_name)}){lucky}"))
 
     def _excursions(self, run: Run, name: str, vs: np.ndarray, v: np.ndarray) -> Finding | None:
         """Isolated jumps in an otherwise smooth validation curve, which a median noise measure does not see: at
@@ -225,8 +220,6 @@ class ValNoise:
         tn = stats.relative_wiggle(tc)
         if np.isfinite(tn) and vn >= self.ratio * tn:
             return name, ts, tn, "cadence" if tc.size == ts.size else "medians"
-        if tc.size >= self.min_points and stats.sign_change_rate(tc) == 0:
-            return name, ts, tn, "monotone"  # its second differences are the bend of its fall: no noise to compare
         return None
 
     def _evaluations(self, run: Run) -> str | None:
