@@ -521,9 +521,16 @@ def _pairs(clause: str) -> tuple[list[tuple[int, int, int, int, str | None]], bo
     pairs: list[tuple[int, int, int, int, str | None]] = []
     name: list[re.Match[str]] = []  # the words since the last value, a label's colon or a part that fits nothing
     whole = True
+    counted: set[int] = set()  # the nouns of `of 8 batches: 0.93`, a count's, not a name's
     for i, (kind, token) in enumerate(tokens):
         before = tokens[i - 1][0] if i else None
         after = tokens[i + 1][0] if i + 1 < len(tokens) else None
+        if i in counted:
+            continue
+        if (kind == "value" and name and name[-1].group().lower() == "of"
+                and [k for k, _ in tokens[i + 1:i + 4]] == ["word", "sep", "value"]):
+            counted.add(i + 1)  # `loss of 8 batches: 0.93`: 8 counts what the loss is a mean of; 0.93 is its value
+            continue
         if kind == "word":
             word = token.group()
             if before == "value" and _UNIT_WORDS.fullmatch(word) and after not in ("value", "sep"):
@@ -1213,7 +1220,7 @@ _CSV_VALUE = re.compile(rf"^\s*(?:{NUM}|NA|)\s*$")  # NA: Keras' CSVLogger for a
 def _is_csv(head: bytes) -> bool:
     """A header of two or more names apart by commas, then rows of values (numbers or empty), the first as many as
     the names, later ones perhaps more (Keras' CSVLogger appending a fit that logs more metrics)."""
-    lines = head.decode("utf-8", errors="replace").splitlines()[:-1] if b"\n" in head else []
+    lines = head.decode("utf-8", errors="replace").splitlines()[:-1] if b"\n" in head or b"\r" in head else []
     lines = [line for line in lines if line.strip()]
     if len(lines) < 2:
         return False

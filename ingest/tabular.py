@@ -89,7 +89,7 @@ def _separator(path: Path) -> str:
 
 
 def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
-    raw = path.read_bytes()
+    raw = lone_returns_as_newlines(path.read_bytes())
     if (wide := wide_text(path.name, raw, start)) is not None:
         yield wide
         return
@@ -117,6 +117,18 @@ def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
     wide = wide.with_columns((pl.col("__line") - data_line).alias("__ordinal"))
     scalars, more = wide_to_points(long_to_wide(wide))
     yield Chunk(end=body_end, scalars=with_loss_sums(scalars), issues=issues + more)
+
+
+_LONE_CR = re.compile(rb"\r\r?(?!\n)")
+
+
+def lone_returns_as_newlines(raw: bytes) -> bytes:
+    """`raw` with line ends of `\\r` alone made ones the readers cut at: `\\r` -> `\\n` (Python's csv module with
+    `lineterminator="\\r"`, classic Mac files), `\\r\\r` -> `\\r\\n` (a `\\r\\n` written through a text-mode
+    handle, then its `\\n` lost). Same length, so byte offsets hold."""
+    if b"\r" not in raw:
+        return raw
+    return _LONE_CR.sub(lambda m: b"\r\n" if len(m.group()) == 2 else b"\n", raw)
 
 
 HEADLESS_ROWS = 200  # rows of a headerless table its columns are named from (the same on every read)
@@ -239,8 +251,8 @@ def _header_names(header: bytes, sep: str) -> list[str]:
 
 
 def _polars_rows(header: bytes, body: bytes, first_line: int, sep: str, n_cols: int) -> pl.DataFrame | None:
-    if b'"' in body or b'"' in header:
-        return None
+    if b'"' in body or b'"' in header or b"=" in body:
+        return None  # quoting, or cells that name their own values (`_named_values`): the careful path
     first = header.split(sep.encode(), 1)[0].strip()
     if first and (body.startswith(first + sep.encode()) or body.find(b"\n" + first + sep.encode()) >= 0):
         return None  # the header again, perhaps with other columns: the careful path reads it as a new section
@@ -271,6 +283,7 @@ def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tu
     sections: list[tuple[list[str], list[tuple[int, list[str]]]]] = [(names, [])]
     bad: list[tuple[int, str]] = []
     headers: list[int] = []
+    named: list[tuple[int, dict[str, str]]] = []
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
     while True:
         try:
@@ -283,6 +296,9 @@ def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tu
         line = first_line + reader.line_num - 1
         if not row or (len(row) == 1 and not row[0].strip()):
             continue  # blank line
+        if (pairs := _named_values(row)) is not None:
+            named.append((line, pairs))
+            continue
         if _is_header_row(row) and (len(row) != len(sections[-1][0]) or {c.strip() for c in row} & set(order)):
             # a row of text as wide as the header and sharing none of its names is a row of text, not a header
             again = _unique_names(row)
@@ -296,6 +312,9 @@ def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tu
         under = next((sec for sec in reversed(sections) if len(sec[0]) == width), sections[-1]) \
             if len(sections[-1][0]) != width else sections[-1]
         under[1].append((line, row))
+    if named:  # a section of their own: their names are no header the rows around them are read under
+        keys = list(dict.fromkeys(k for _, pairs in named for k in pairs))
+        sections.append((keys, [(line, [pairs.get(k, "") for k in keys]) for line, pairs in named]))
     notes = [(headers[0], f"{len(headers)} more header lines ({_line_span(headers)}): each row is read under the last "
                           "header of its width")] if headers else []
     columns: dict[str, list[str | None]] = {}
@@ -322,6 +341,19 @@ def _python_rows(names: list[str], body: bytes, first_line: int, sep: str) -> tu
 
 
 _LETTER = re.compile(r"[A-Za-z]")
+_PAIR = re.compile(r"^\s*([A-Za-z_][\w./@-]*)\s*=\s*(\S+)\s*$")
+
+
+def _named_values(row: list[str]) -> dict[str, str] | None:
+    """The `name=value` cells of a row that names its own values (a summary a script writes between a table's rows,
+    `Epoch 3 Summary,train_loss=0.72,val_loss=1.87`): two or more such cells with numbers, the rest text without
+    a number (a label); else None."""
+    pairs = [_PAIR.match(c) for c in row]
+    found = {m.group(1): m.group(2) for m in pairs if m is not None and _is_number(m.group(2))}
+    rest = [c for c, m in zip(row, pairs, strict=True) if m is None]
+    if len(found) < 2 or any(_is_number(c) for c in rest):
+        return None
+    return found
 
 
 def _is_header_row(row: list[str]) -> bool:

@@ -196,6 +196,36 @@ def test_csv_logger_file_under_a_log_name_goes_to_the_csv_reader(tmp_path):
     assert loss["value"].to_list() == [1, 0.5, 1 / 3, 0.25, 0.2]
 
 
+@pytest.mark.parametrize("name", ["training.log", "history.csv"])
+@pytest.mark.parametrize("ends", ["\r", "\r\r"])
+def test_a_csv_whose_lines_end_in_carriage_returns_alone_is_read_row_by_row(tmp_path, name, ends):
+    # Python's csv module with `lineterminator="\r"` (classic Mac line ends), and `\r\n` written through a
+    # text-mode handle whose `\n` was then lost: no `\n` anywhere, yet every row is a line.
+    log = tmp_path / name
+    with log.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["epoch", "loss", "val_loss"], lineterminator=ends)
+        writer.writeheader()
+        for e in range(6):
+            writer.writerow({"epoch": e, "loss": 1 / (e + 1), "val_loss": 0.5 + e / 10})
+    assert b"\n" not in log.read_bytes()
+    frame = _frame(log)
+    val = frame.filter(pl.col("tag") == "val_loss").sort("step")
+    assert val["value"].to_list() == [0.5 + e / 10 for e in range(6)] and val["step"].to_list() == list(range(6))
+
+
+def test_a_mean_over_a_count_of_batches_takes_the_value_after_the_colon(tmp_path):
+    # `Mean test loss of 8 batches: 0.93`: the 8 counts the batches the loss is a mean of; read as the value, every
+    # evaluation printed the same count and the held-out loss looked constant.
+    from tests.runwriters import log_messages
+
+    log = log_messages(tmp_path / "train.log", [
+        m for e, (t, v) in enumerate([(1.7, 0.93), (1.1, 0.66), (0.8, 0.67)])
+        for m in (f"Eval epoch: {e + 1}", f"\tMean training loss: {t:.4f}.", f"\tMean test loss of 8 batches: {v}.")])
+    frame = _frame(log)
+    held_out = frame.filter(pl.col("tag").str.contains("test loss"))
+    assert held_out["value"].to_list() == [0.93, 0.66, 0.67] and held_out["tag"].unique().to_list() == ["Mean test loss"]
+
+
 def test_a_text_file_not_taken_says_which_and_why(tmp_path):
     (tmp_path / "notes.txt").write_text("We trained the model for a while.\nIt went fine, mostly.\n")
     with pytest.raises(Exception) as err:

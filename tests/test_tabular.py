@@ -282,3 +282,35 @@ def test_a_table_written_without_a_header_keeps_its_first_row_and_names_only_wha
     pl.DataFrame({"0": [0.5, 0.4], "1": [0.9, 0.8]}).write_csv(tmp_path / "indexed.csv")
     [indexed] = list(read_csv(tmp_path / "indexed.csv", 0))
     assert set(indexed.scalars["tag"]) == {"0", "1"} and indexed.scalars.height == 4
+
+
+def test_summary_rows_that_name_their_values_are_read_under_those_names(tmp_path):
+    # A script's csv.writer writes a row per batch under `epoch,batch,loss,accuracy` and, after each epoch, a
+    # summary row whose cells name their values: those are series of their own (the validation loss among them),
+    # not a header the batch rows below it would be read under.
+    path = tmp_path / "loss_log.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["epoch", "batch", "loss", "accuracy"])
+        for epoch in range(1, 4):
+            for batch in range(1, 6):
+                writer.writerow([epoch, batch, f"{0.7 + batch / 100:.6f}", "0.5000"])
+            writer.writerow([f"Epoch {epoch} Summary", f"train_loss={0.72:.6f}", f"val_loss={epoch * 1.5:.6f}",
+                             f"val_acc={0.5:.4f}"])
+    frame = pl.concat([c.scalars for c in read_csv(path) if c.scalars is not None])
+    val = frame.filter(pl.col("tag") == "val_loss").sort("step")
+    assert val["value"].to_list() == [1.5, 3.0, 4.5]
+    loss = frame.filter(pl.col("tag") == "loss")
+    assert loss.height == 15 and loss["value"].max() == pytest.approx(0.75)
+    assert frame.filter(pl.col("tag") == "val_loss")["step"].to_list() == [5, 11, 17]  # after each epoch's rows
+
+
+def test_one_cell_holding_an_equals_sign_is_a_value_not_a_row_of_named_values(tmp_path):
+    path = tmp_path / "history.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["step", "loss", "note"])
+        for step in range(4):
+            writer.writerow([step, 1 / (step + 1), "lr=0.1"])
+    frame = pl.concat([c.scalars for c in read_csv(path) if c.scalars is not None])
+    assert frame.filter(pl.col("tag") == "loss").height == 4 and "lr" not in frame["tag"].to_list()
