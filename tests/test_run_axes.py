@@ -306,6 +306,28 @@ def test_one_launchs_pace_is_not_compared_with_anothers(tmp_path, capsys):
     assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
 
 
+def test_the_pause_between_launches_on_one_step_axis_is_no_stall(tmp_path, capsys):
+    """Five trainings of a sweep written by one SummaryWriter on a step axis that goes on, the epoch starting again
+    from 0 at each, each at a steady 10 s a step, with an hour between one launch's end and the next one's start
+    (a new process loading its model): the hour holds no steps, so there is no stall and no throughput drop."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(9)
+    root = tmp_path / "r"
+    writer = SummaryWriter(str(root))
+    step, clock = 0, 1.6e9
+    for _ in range(5):
+        for i, v in enumerate(_fit(rng, 30, 8.0, floor=1.0, tau=8.0)):
+            writer.add_scalar("train/loss", float(v), step, walltime=clock)
+            writer.add_scalar("train/epoch", i / 30, step, walltime=clock)
+            step, clock = step + 1, clock + 10.0 * (1 + rng.normal(0, 0.03))
+        clock += 3600.0
+    writer.close()
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert len(run.launch_starts(run.pick("loss"))) == 4
+    assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+
 def test_an_elapsed_time_that_starts_again_with_each_launch_is_a_clock(tmp_path, capsys):
     """Launches appended to one log, each printing the seconds elapsed since it began (`Time: 41.1s`) at a steady
     pace of its own: within each launch the time grows at every record, a clock whose differences are the step times,
