@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -236,8 +237,9 @@ class ResumedRun:
         training-loss series of the loss's file (the judged loss, or a component of it: a GAN's sum hides its
         reconstruction term under an adversarial one that rises) that fell by `min_fall` of its opening level in the
         launch before opens the next within `max_regain` of that fall above where it closed; and none of them opens
-        back near its untrained level (a fresh launch). Levels are medians over several records (`launch_records`),
-        the next launch's its first record where that is higher."""
+        back near its untrained level (a fresh launch), nor stands there in the last records before the start (a
+        boundary placed late). Levels are medians over several records (`launch_records`), the next launch's its
+        first record where that is higher; an epoch the file prints that goes on across the start is no launch."""
         name = run.pick("loss")
         starts = run.launch_starts(name)
         if not starts:
@@ -262,11 +264,18 @@ class ResumedRun:
                 fall = opened - closed
                 if fall < self.min_fall * opened:
                     continue
-                verdicts.setdefault(int(s1[0]), []).append(
-                    (resumed <= closed + self.max_regain * fall, series, opened, closed, resumed, int(s0[-1])))
+                # the last records before the start at that level too: a boundary placed late leaves the next
+                # launch's untrained first records at the end of the one before
+                last = float(np.median(before[-self.launch_records:]))
+                verdicts.setdefault(int(s1[0]), []).append((max(resumed, last) <= closed + self.max_regain * fall,
+                                                            series, opened, closed, resumed, int(s0[-1])))
+        first = _printed_epoch(run, name, int(run.series_named(name)["step"][0]))
         for start, said in sorted(verdicts.items()):
             if start in known or not all(v[0] for v in said):
                 continue
+            at = _printed_epoch(run, name, start)
+            if first is not None and at is not None and at > first:
+                continue  # the epoch the file prints goes on there: no counter started again, no launch to judge
             _, series, opened, closed, resumed, before = said[0]
             ev = {"restart_step": start, "previous_step": before, "overlap_steps": None, "wall_gap_s": None,
                   "series_judged": series, "launch_opened": opened, "launch_closed": closed, "next_opened": resumed}
@@ -412,6 +421,12 @@ class ResumedRun:
                              summary=(f"epoch falls back from {e_before:.3g} to {e_after:.3g} at step "
                                       f"{step} while the steps keep rising: the run was restarted from a "
                                       f"checkpoint with a fresh epoch count"))
+
+
+def _printed_epoch(run: Run, name: str, step: int) -> int | None:
+    """The epoch the file prints at `step` of series `name` (`Run.writer_positions`), or None where it prints none."""
+    m = re.search(r"\bepoch (\d+)", run.writer_positions(name, [step]).get(step, ""))
+    return int(m.group(1)) if m else None
 
 
 def _in_order(points: pl.DataFrame) -> bool:
