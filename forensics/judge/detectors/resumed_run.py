@@ -68,7 +68,7 @@ class ResumedRun:
     max_ends: int = 5  # more `training complete` lines than this with training after them: an epoch's message
     min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
     launch_records: int = 5  # a launch's opening and closing level: the median of this many records (more on long ones)
-    min_fall: float = 0.3  # a launch before whose loss fell by this share of its opening level ...
+    min_fall: float = 0.2  # a launch before whose loss fell by this share of its opening level ...
     max_regain: float = 0.34  # ... and a next launch opening within this share of that fall above where it ended
     min_before: int = 3  # a file before a new writer's that logged at least this many intervals
     step_slack: float = 1.5  # a new writer's first step within this many logging intervals of the last file's ...
@@ -255,7 +255,7 @@ class ResumedRun:
             pieces = [p for p in zip(np.split(steps, cuts), np.split(values, cuts)) if p[0].size]
             for (s0, before), (s1, after) in zip(pieces, pieces[1:]):
                 k = max(self.launch_records, before.size // 20)
-                if before.size < 2 * k or after.size < self.launch_records or min(before.min(), after.min()) <= 0:
+                if before.size < 2 * k or min(before.min(), after.min()) <= 0:
                     continue
                 opened, closed = float(np.median(before[:k])), float(np.median(before[-k:]))
                 # its first record and the median of its first records, the higher: a fresh model that falls
