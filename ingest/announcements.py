@@ -104,6 +104,12 @@ PHRASES: tuple[Phrase, ...] = (
     Phrase("restoring_states", RESUME, r"(?i)\brestoring\s+states\s+from\s+the\s+checkpoint\b",
            "Restoring states from the checkpoint path at lightning_logs/version_0/checkpoints/epoch=9.ckpt",
            strong=False),
+    # The optimizer's or scheduler's state loaded (fvcore's and maskrcnn-benchmark's checkpointers: `Loading optimizer
+    # from <checkpoint>`): a fine-tuning start loads weights only, so training state loaded is a resume
+    Phrase("training_state_loaded", RESUME,
+           r"(?i)\b(?:load(?:ing|ed)|restor(?:ing|ed))\s+(?:the\s+)?(?:optimi[sz]er|(?:lr[_ ])?scheduler)(?:'s)?"
+           r"(?:\s+state(?:\s+dict)?)?\s+from\b",
+           "[05/17 23:19:50 fvcore.common.checkpoint]: Loading optimizer from output/model_0039999.pth ..."),
     # PyTorch's ImageNet example: `=> loaded checkpoint 'checkpoint.pth.tar' (epoch 9)`; `Loading checkpoint from step
     # 5000`: a checkpoint with the counter it was saved at (an evaluation loads one too: weak)
     Phrase("loaded_checkpoint_at", RESUME,

@@ -158,6 +158,8 @@ def headerless_names(raw: bytes, sep: str, stem: str) -> list[str] | None:
     first = cols[0]
     if np.all(np.isfinite(first)) and np.all(first == np.round(first)) and np.all(np.diff(first) >= 0):
         names[0] = "step"
+    elif _counts_again(first):
+        names[0] = "epoch"  # launches appended to one per-epoch table: the rows go on, the counter starts again
     if len(rows) >= 3:
         with np.errstate(over="ignore", invalid="ignore"):
             for a, b in ((a, b) for a in range(width) for b in range(width) if a != b and names[a] != "step"):
@@ -170,6 +172,17 @@ def headerless_names(raw: bytes, sep: str, stem: str) -> list[str] | None:
                     names[a], names[b] = f"{held} loss" if held else "loss", "perplexity"
                     break
     return names
+
+
+def _counts_again(first: np.ndarray) -> bool:
+    """A column that counts whole numbers up by one a row and, where it falls, starts again at (or below) the value it
+    first held, at least twice over: a per-epoch table that launches appended to, one row an epoch."""
+    if first.size < 6 or not (np.all(np.isfinite(first)) and np.all(first == np.round(first))):
+        return False
+    d = np.diff(first)
+    falls = np.flatnonzero(d < 0)
+    return bool(falls.size) and bool(np.all(d[d >= 0] == 1)) and bool(np.all(first[falls + 1] <= first[0])) \
+        and bool(np.all(np.diff(np.concatenate(([-1], falls, [first.size - 1]))) >= 3))
 
 
 def _header_above(raw: bytes, header_end: int, start: int, sep: str) -> bytes:
@@ -977,7 +990,8 @@ def _file_quantity(path: Path) -> str:
 def _headerless_names(head: bytes, sep: str, quantity: str) -> list[str]:
     """Columns of numbers with no header are named by position, except that a file named for a quantity with a
     role (`loss_log.txt` holding `f"{loss},{reward}"` per episode) names its first column that is not a counter
-    (whole numbers counting up: an epoch or episode index), as a one-column file is named by its file."""
+    (whole numbers counting up: an epoch or episode index), as a one-column file is named by its file. A counter
+    that starts again (`_counts_again`: launches appended to the file) is the epoch."""
     from ingest.roles import role_of
 
     rows = [[float(c) for c in line.split(sep)] for line in _head_lines(head)]
@@ -986,6 +1000,9 @@ def _headerless_names(head: bytes, sep: str, quantity: str) -> list[str]:
         return names
     for i in range(len(names)):
         column = [r[i] for r in rows]
+        if _counts_again(np.asarray(column)):
+            names[i] = "epoch"  # its rows go on, so the engine reads each start as a launch's (`Run.epoch_resets`)
+            continue
         counts = all(v == int(v) for v in column) and all(b > a for a, b in zip(column, column[1:]))
         if not counts:
             names[i] = quantity

@@ -265,6 +265,30 @@ def test_a_resume_that_names_its_checkpoint_without_a_counter(tmp_path):
     assert f.evidence["counter_before"] is None and f.evidence["counter_after"] == 30 and f.evidence["resumed_from"] is None
 
 
+def test_a_log_that_opens_loading_the_optimizers_state_with_its_counter_started_again(tmp_path):
+    """A checkpointer's `Loading optimizer from <checkpoint>` before the first record, the counter starting again
+    from 0 (the iteration was not restored): loading the optimizer's state is a resume, never a fresh start or a
+    fine-tuning from weights alone; a log that loads the model's weights only announces nothing."""
+    root = tmp_path / "r"
+    root.mkdir()
+    model, opt = _model()
+    with open(root / "train.log", "w") as log:
+        _train(log, model, opt, 30)
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, root / "model_0000029.pth")
+    for what, found in (("model", 0), ("optimizer", 1)):
+        model, opt = _model()
+        state = torch.load(root / "model_0000029.pth")
+        model.load_state_dict(state["model"])
+        with open(root / "train.log", "w") as log:
+            print(f"[Checkpointer] Loading from {root / 'model_0000029.pth'} ...", file=log)
+            if what == "optimizer":
+                opt.load_state_dict(state["optimizer"])
+                print(f"Loading optimizer from {root / 'model_0000029.pth'} ...", file=log)
+            _train(log, model, opt, 30)
+        run = load_run(root, tmp_path / f"{what}.duckdb")
+        assert len([f for f in ResumedRun().check(run) if "announced" in f.evidence]) == found
+
+
 def test_help_and_settings_printed_beside_a_healthy_loop_announce_nothing(tmp_path):
     yaml = pytest.importorskip("yaml")
     (tmp_path / "r").mkdir()

@@ -156,6 +156,47 @@ def test_launches_that_start_from_the_beginning_are_no_resume(tmp_path, capsys):
     assert not kinds & {"resumed_run", "lr_schedule_anomaly", "divergence", "loss_spike"}
 
 
+def test_a_launch_that_opens_where_the_last_one_ended_is_a_resume(tmp_path, capsys):
+    """Two launches appended to one log, the epoch counting from 1 again, but the second one's loss opening where the
+    first one's ended (its weights loaded from the checkpoint the first saved), not at a fresh model's level: a
+    resume with the counter started again, reported where the second launch begins."""
+    rng = np.random.default_rng(7)
+    first = _launch(rng, 4)
+    t = np.arange(3 * 20) + 4 * 20  # the second launch goes on along the first one's curve
+    second = 2.3 * np.exp(-t / 40.0) + 0.3 + rng.normal(0, 0.01, t.size)
+    root = _launches_log(tmp_path / "r", [first, [second[e * 20:(e + 1) * 20] for e in range(3)]])
+    run = load_run(root, tmp_path / "f.duckdb")
+    (start,) = run.launch_starts(run.pick("loss"))
+    found = [f for f in _findings(root, tmp_path, capsys) if f["kind"] == "resumed_run"]
+    assert [f["step"] for f in found] == [start]
+    assert "opens at" in found[0]["summary"]
+
+
+def _appended_table(path, launches):
+    """A script that appends `f"{epoch},{loss:.4f}"` to a file named for its loss at every epoch, with no header, each
+    launch counting its epochs from 1 again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for values in launches:
+        with path.open("a") as f:  # a launch opens the file for appending, as the script does
+            for e, v in enumerate(values, 1):
+                f.write(f"{e},{v:.4f}\n")
+    return path.parent
+
+
+def test_a_headerless_table_whose_counter_starts_again_is_read_launch_by_launch(tmp_path, capsys):
+    """A headerless per-epoch table two launches appended to: the first column counts 1..23, then 1..60 again. It is
+    the epoch, not the loss; the second launch opening where the first ended is a resume, and no curve (no
+    divergence) is read from the counter."""
+    t = np.arange(23 + 60)
+    loss = 2.5 * np.exp(-t / 15) + 3.4 + np.random.default_rng(8).normal(0, 0.003, t.size)
+    root = _appended_table(tmp_path / "r" / "loss_log.txt", [loss[:23], loss[23:]])
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.pick("loss") == "loss_log" and run.pick("epoch") == "epoch"
+    assert len(run.launch_starts("loss_log")) == 1
+    kinds = {f["kind"] for f in _findings(root, tmp_path, capsys)}
+    assert "resumed_run" in kinds and "divergence" not in kinds
+
+
 def test_flat_first_launches_are_flat_although_a_later_one_trains(tmp_path, capsys):
     """Two launches whose loss does not move beyond its noise, then two that train: the whole log falls, yet the
     first launches never moved: flat_loss for each of them (a warning: a later launch trains), none for the others,
@@ -262,6 +303,28 @@ def test_one_launchs_pace_is_not_compared_with_anothers(tmp_path, capsys):
     root = _json_log(tmp_path / "r" / "metrics.json", records)
     run = load_run(root, tmp_path / "f.duckdb")
     assert len(run.launch_starts(run.pick("loss"))) == 1
+    assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+
+def test_the_pause_between_launches_on_one_step_axis_is_no_stall(tmp_path, capsys):
+    """Five trainings of a sweep written by one SummaryWriter on a step axis that goes on, the epoch starting again
+    from 0 at each, each at a steady 10 s a step, with an hour between one launch's end and the next one's start
+    (a new process loading its model): the hour holds no steps, so there is no stall and no throughput drop."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(9)
+    root = tmp_path / "r"
+    writer = SummaryWriter(str(root))
+    step, clock = 0, 1.6e9
+    for _ in range(5):
+        for i, v in enumerate(_fit(rng, 30, 8.0, floor=1.0, tau=8.0)):
+            writer.add_scalar("train/loss", float(v), step, walltime=clock)
+            writer.add_scalar("train/epoch", i / 30, step, walltime=clock)
+            step, clock = step + 1, clock + 10.0 * (1 + rng.normal(0, 0.03))
+        clock += 3600.0
+    writer.close()
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert len(run.launch_starts(run.pick("loss"))) == 4
     assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
 
 

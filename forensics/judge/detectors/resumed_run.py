@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -48,6 +49,8 @@ class ResumedRun:
     scheduler); none under a scheduler named cyclic.
     Eighth, a new file of the loss (a new TensorBoard writer) whose first step goes on from the file before it after a
     wall-clock pause (`_new_writer_goes_on`).
+    Ninth, a launch whose counter starts again (`Run.launch_starts`) but whose loss opens where the launch before it
+    ended: the weights were loaded (`_restored_launches`).
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
@@ -64,6 +67,9 @@ class ResumedRun:
     min_lr_points: int = 3  # positive LR records before an LR of 0 that starts a schedule again
     max_ends: int = 5  # more `training complete` lines than this with training after them: an epoch's message
     min_refused: int = 5  # distinct W&B steps refused below one reached step (one now and then is a logging slip)
+    launch_records: int = 5  # a launch's opening and closing level: the median of this many records (more on long ones)
+    min_fall: float = 0.2  # a launch before whose loss fell by this share of its opening level ...
+    max_regain: float = 0.34  # ... and a next launch opening within this share of that fall above where it ended
     min_before: int = 3  # a file before a new writer's that logged at least this many intervals
     step_slack: float = 1.5  # a new writer's first step within this many logging intervals of the last file's ...
     pause_intervals: float = 2.0  # ... after a pause longer than this many logging intervals take
@@ -74,7 +80,9 @@ class ResumedRun:
         yield from found
         words = list(self._announced(run, found))
         yield from words
-        yield from self._trained_on(run, found + words)
+        ended = list(self._trained_on(run, found + words))
+        yield from ended
+        yield from self._restored_launches(run, found + words + ended)
 
     def _from_counters(self, run: Run) -> Iterator[Finding]:
         name = run.pick("loss")
@@ -224,6 +232,60 @@ class ResumedRun:
                              summary=(f"the log announces a resume {where}: {quoted(r['text'])}; {then}: the run "
                                       f"was restarted from a checkpoint" + (f" (from {unit} {at})" if at is not None else "")))
 
+    def _restored_launches(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
+        """A launch start (`Run.launch_starts`) where the counter starts again but the weights were loaded: a
+        training-loss series of the loss's file (the judged loss, or a component of it: a GAN's sum hides its
+        reconstruction term under an adversarial one that rises) that fell by `min_fall` of its opening level in the
+        launch before opens the next within `max_regain` of that fall above where it closed; and none of them opens
+        back near its untrained level (a fresh launch), nor stands there in the last records before the start (a
+        boundary placed late). Levels are medians over several records (`launch_records`), the next launch's its
+        first record where that is higher; an epoch the file prints that goes on across the start is no launch."""
+        name = run.pick("loss")
+        starts = run.launch_starts(name)
+        if not starts:
+            return
+        grp = run.meta.filter(pl.col("name") == name)["grp"][0]
+        names = run.meta.filter((pl.col("role") == "train_loss") & (pl.col("grp") == grp))["name"].to_list()
+        known = {f.evidence.get("restart_step") for f in found}
+        verdicts: dict[int, list[tuple[bool, str, float, float, float, int]]] = {}
+        for series in dict.fromkeys([name, *names]):
+            pts = run.series_named(series).filter(pl.col("value").is_finite())
+            steps, values = pts["step"].to_numpy(), pts["value"].to_numpy()
+            cuts = np.searchsorted(steps, np.asarray(run.launch_starts(series) or starts))
+            pieces = [p for p in zip(np.split(steps, cuts), np.split(values, cuts)) if p[0].size]
+            for (s0, before), (s1, after) in zip(pieces, pieces[1:]):
+                k = max(self.launch_records, before.size // 20)
+                if before.size < 2 * k or min(before.min(), after.min()) <= 0:
+                    continue
+                opened, closed = float(np.median(before[:k])), float(np.median(before[-k:]))
+                # its first record and the median of its first records, the higher: a fresh model that falls
+                # within a few records still opens at its untrained level, and one noisy record opens no resume
+                resumed = max(float(after[0]), float(np.median(after[: max(self.launch_records, after.size // 20)])))
+                fall = opened - closed
+                if fall < self.min_fall * opened:
+                    continue
+                # the last records before the start at that level too: a boundary placed late leaves the next
+                # launch's untrained first records at the end of the one before
+                last = float(np.median(before[-self.launch_records:]))
+                verdicts.setdefault(int(s1[0]), []).append((max(resumed, last) <= closed + self.max_regain * fall,
+                                                            series, opened, closed, resumed, int(s0[-1])))
+        first = _printed_epoch(run, name, int(run.series_named(name)["step"][0]))
+        for start, said in sorted(verdicts.items()):
+            if start in known or not all(v[0] for v in said):
+                continue
+            at = _printed_epoch(run, name, start)
+            if first is not None and at is not None and at > first:
+                continue  # the epoch the file prints goes on there: no counter started again, no launch to judge
+            _, series, opened, closed, resumed, before = said[0]
+            ev = {"restart_step": start, "previous_step": before, "overlap_steps": None, "wall_gap_s": None,
+                  "series_judged": series, "launch_opened": opened, "launch_closed": closed, "next_opened": resumed}
+            yield Finding.of(self, severity="info", step=start, step_end=before, series=series, evidence=ev,
+                             sources=(src(run, "loss", np.asarray([before, start])),),
+                             summary=(f"a new launch begins at step {start} with its counter started again, but "
+                                      f"{series} opens at {resumed:.4g} (its first records), where the "
+                                      f"launch before it ended ({closed:.4g}, down from {opened:.4g}), not at the "
+                                      f"untrained level: the run was resumed from its saved weights"))
+
     def _trained_on(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
         """Training that goes on after the log said it was over (`Training complete in 946m 39s`: `ingest.announcements`),
         its counter going on rather than starting again from the file's first (a fresh launch): a later launch that
@@ -359,6 +421,12 @@ class ResumedRun:
                              summary=(f"epoch falls back from {e_before:.3g} to {e_after:.3g} at step "
                                       f"{step} while the steps keep rising: the run was restarted from a "
                                       f"checkpoint with a fresh epoch count"))
+
+
+def _printed_epoch(run: Run, name: str, step: int) -> int | None:
+    """The epoch the file prints at `step` of series `name` (`Run.writer_positions`), or None where it prints none."""
+    m = re.search(r"\bepoch (\d+)", run.writer_positions(name, [step]).get(step, ""))
+    return int(m.group(1)) if m else None
 
 
 def _in_order(points: pl.DataFrame) -> bool:

@@ -100,6 +100,7 @@ class ThroughputDrop:
             return s, s, v, _launch_of(run, name, s), name, "logged step time"
         name = run.pick("loss")
         got = None if name is None else seconds_per_step(run.points(name))
+        got = None if got is None else _within_launches(run, name, *got)
         if got is not None and got[2].size >= self.min_intervals:
             return (*got, name, "wall_time / step between logged points")
         rate = self._rate(run, train)
@@ -363,6 +364,18 @@ class ThroughputDrop:
 
 
 RATE = "logged throughput, as 1/x"
+
+
+def _within_launches(run: Run, name: str, a: np.ndarray, b: np.ndarray, r: np.ndarray, seg: np.ndarray) -> tuple:
+    """`seconds_per_step`'s intervals of series `name` without those that end where a launch begins
+    (`Run.launch_starts`): such an interval holds the time between two launches, not steps. A new segment starts at
+    each launch, so no change point is read across one."""
+    starts = np.asarray(run.launch_starts(name), dtype=np.int64)
+    if not starts.size:
+        return a, b, r, seg
+    launch = np.searchsorted(starts, b, side="right")
+    keep = np.searchsorted(starts, a, side="right") == launch
+    return a[keep], b[keep], r[keep], (seg * (starts.size + 1) + launch)[keep]
 
 
 def _launch_of(run: Run, name: str, steps: np.ndarray) -> np.ndarray:
