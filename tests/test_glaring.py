@@ -279,16 +279,6 @@ def test_step_times_spread_by_milliseconds_are_no_finding(capsys, tmp_path, writ
     assert "throughput_drop" not in {f["kind"] for f in out["findings"]}
 
 
-@pytest.mark.parametrize("writer", WRITERS)
-def test_a_pause_every_few_records_from_start_to_end_is_the_runs_pace(capsys, tmp_path, writer):
-    """Every fourth step ×16 slower, from the first record to the last (images displayed and saved every few
-    prints): the run's pace, which the spread of step times does not call a drop; one in ten is (`stalls`)."""
-    s = healthy(300)
-    s["step_time"][4::4] = 16 * SECONDS
-    out = analyze(capsys, tmp_path, writer, s)
-    assert "throughput_drop" not in {f["kind"] for f in out["findings"]}, [f["summary"] for f in out["findings"]]
-
-
 def test_a_log_whose_first_launch_is_non_finite_throughout_is_judged_not_crashed(capsys, tmp_path):
     """A launch that printed NaN at every step, then a fresh launch appended to the same log that trains: no finite
     point comes before the first NaN, so every launch's finite part is empty, and every detector still answers."""

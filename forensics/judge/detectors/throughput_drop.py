@@ -258,8 +258,7 @@ class ThroughputDrop:
         evaluation and checkpoint steps, at least `min_stalls_spread` intervals run `spread` × the median or slower,
         costing `min_seconds` or more in all and `min_lost` of the time. None otherwise. With `factor`, `seconds`,
         `stalls` and `pause` (the hour rule: one interval ×`long` holding a pause of an `hour`), the same reading of a
-        smaller effect that costs an hour at once. Slow steps in every fifth of a long log are its pace (`_pace`:
-        a display or save every few prints), as for the stall rule."""
+        smaller effect that costs an hour at once."""
         factor = self.spread if factor is None else factor
         seconds = self.min_seconds if seconds is None else seconds
         stalls = self.min_stalls_spread if stalls is None else stalls
@@ -276,8 +275,7 @@ class ThroughputDrop:
         lost = float(np.sum((r[slow] - base) * span[slow]))
         per = self._per_print(run, got[4], a) if got[5] == "logged step time" else 1
         total = float(np.sum(r * span) + base * (per - 1) * r.size)
-        if int(slow.sum()) < stalls or lost < max(seconds, self.min_lost * total) or self._at_eval_period(run, b[slow]) \
-                or self._pace(slow, away):
+        if int(slow.sum()) < stalls or lost < max(seconds, self.min_lost * total) or self._at_eval_period(run, b[slow]):
             return None
         return {"spread": float(r[slow].max() / base), "slow": int(slow.sum()), "intervals": int(r.size),
                 "seconds_per_step_slow": float(r[slow].min()), "seconds_per_step_median": base,
