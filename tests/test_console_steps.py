@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from forensics.judge.detectors.exploding_gradients import ExplodingGradients
 from forensics.judge.detectors.loss_spike import LossSpike
@@ -200,3 +201,28 @@ def test_a_bare_batch_count_that_starts_again_every_epoch_is_no_launch_nor_resum
     frame = _frame(root / "train.log")
     assert not _series(frame, "loss")["ordinal"].any() and LAUNCH_TAG not in set(frame["tag"])
     assert list(ResumedRun().check(load_run(root, tmp_path / "b.duckdb"))) == []
+
+
+def _keras_bars(losses: list[float]) -> list[str]:
+    # Keras' fit(verbose=1) captured to a file: `Epoch e/E`, then the progress bar's last state, its batch counter at
+    # the epoch's full count on every record
+    out = []
+    for e, loss in enumerate(losses):
+        out += [f"Epoch {e + 5}/300", f"3425/3425 [==============================] - 3680s 1s/step - loss: {loss:.4f} - "
+                f"dice_coef: 0.0686 - val_loss: {0.28 + 0.01 * e:.4f} - val_dice_coef: 0.0525"]
+    return out
+
+
+@pytest.mark.parametrize("losses, spiked", [([0.32, 1245.76, 0.43, 0.41, 0.40, 0.38], True),
+                                            ([0.32, 0.31, 0.43, 0.41, 0.40, 0.38], False)])
+def test_a_keras_bar_at_its_full_count_starts_no_pass_and_hides_no_spike(tmp_path, losses, spiked):
+    """The bar's counter, the same on every record, never goes back: no record starts a pass of a counter, so a
+    loss ×1000 its neighbours at the log's second record and back at the third is a spike; its healthy twin is
+    none."""
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(_keras_bars(losses)) + "\n")
+    run = load_run(root, tmp_path / "k.duckdb")
+    assert run.pass_starts(run.pick("loss")) == frozenset()
+    found = list(LossSpike().check(run))
+    assert bool(found) == spiked, [f.summary for f in found]

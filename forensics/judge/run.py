@@ -348,7 +348,8 @@ class Run:
         batches = [printed.get(s, (None, None))[1] for s in steps]
         if not printed or any(b is None for b in batches):
             return frozenset()
-        return frozenset(s for s, b, prev in zip(steps[1:], batches[1:], batches) if b <= min(batches[0], prev))
+        # the counter goes back: one printed at the same value on every record (Keras' full-epoch bar) starts none
+        return frozenset(s for s, b, prev in zip(steps[1:], batches[1:], batches) if b <= batches[0] and b < prev)
 
     def launch_starts(self, name: str | None) -> tuple[int, ...]:
         """The steps of series `name`, as `series_named` shows them, where each launch after the first begins: where

@@ -39,8 +39,9 @@ class LossSpike:
     read against the launch before.
     Effect size first, at any length (from `glaring_points` points, where the statistical rule cannot see or misses
     it): a positive loss at least `glaring` × the median of its `glaring_span` neighbours on each side and
-    as far above the line through their logs (their trend) as `glaring_spread` × their largest distance from it, the next point back within ×2 of that median, with at least two points
-    before it, the same undo, heavy-tail (against the log's other records over their neighbours' median, before or
+    as far above the line through their logs (their trend) as `glaring_spread` × their largest distance from it, the
+    next point back within ×2 of that median, with a point before it (the log's second record has neighbours on both
+    sides too), the same undo, heavy-tail (against the log's other records over their neighbours' median, before or
     after it, within `max_window`) and launch guards. A point `orders` × both its neighbours is one from three points,
     under the undo and launch guards alone: no batch noise rises three orders of magnitude for one record.
     One-record jumps under `heavy` × their level, `tail_crowd` or more of them within ×`tail_alike` of one another's
@@ -80,7 +81,7 @@ class LossSpike:
     undo_always: float = 1.0  # a spike that undoes all the progress made is one whatever the noise
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     relaunch: float = 1.5  # a pass of a restarting counter that begins within ×1.5 of the first loss: a new launch
-    glaring_points: int = 5  # a glaring spike speaks from this many points: two before, the spike, two after
+    glaring_points: int = 5  # a glaring spike speaks from this many points, one or more on each side of it
     glaring: float = 5.0  # a point ×5 the median of its neighbours ...
     glaring_spread: float = 3.0  # ... and 3 × their spread above their trend (log scale): far outside it ...
     glaring_span: int = 3  # ... neighbours: up to this many points on each side
