@@ -97,14 +97,18 @@ def said_once(findings: list[Finding]) -> list[Finding]:
     """One observation, one kind: training and validation losses that sit where they started (underfitting's
     `never_fell`) beside a training loss that never moved (flat_loss) are flat_loss's observation told twice, unless
     the flat level lies well below the chance level the run declares (`log_classes`): a classifier that learned
-    what it could before its first record and then stood still also underfits, a second fact."""
+    what it could before its first record and then stood still also underfits, a second fact. An evaluation loss
+    gone non-finite beside masked_nonfinite (non-finite values the training loss hides) is that finding's
+    consequence, told once."""
     def learned(f: Finding) -> bool:
         chance, level = f.evidence.get("log_classes"), f.evidence.get("last_level")
         return chance is not None and level is not None and level < BELOW_CHANCE * chance
 
     flat = [f for f in findings if f.kind == "flat_loss" and not f.evidence.get("training_loss_missing")]
     told = bool(flat) and not any(learned(f) for f in flat)
-    return [f for f in findings if not (told and f.kind == "underfitting" and f.evidence.get("never_fell"))]
+    masked = any(f.kind == "masked_nonfinite" for f in findings)  # an evaluation's NaN is then its consequence
+    return [f for f in findings if not (told and f.kind == "underfitting" and f.evidence.get("never_fell"))
+            and not (masked and f.kind == "nan_loss" and f.evidence.get("split") == "val")]
 
 
 def _checked(d: Detector, run: Run) -> list[Finding]:

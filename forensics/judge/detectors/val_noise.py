@@ -65,7 +65,10 @@ class ValNoise:
     min_excursions: int = 3  # ... three times or more, training at those evaluations without one
 
     def unavailable(self, run: Run) -> str | None:
-        return too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points)
+        """From `few_min_points` evaluations; where both curves are shorter than `min_points`, neither has the moves
+        the other is measured against (a 5-point log is too short for noise, not free of it)."""
+        return too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points) or (
+            too_short(run, "loss", self.min_points) and too_short(run, "val_loss", self.min_points))
 
     def check(self, run: Run) -> Iterator[Finding]:
         ts, t = finite_part(*run.arrays("loss"))
