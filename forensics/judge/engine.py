@@ -58,7 +58,6 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
     out.skipped.extend(Skip(k, f"not yet detected: {why}") for k, why in catalog.NOT_YET_DETECTED.items())
     findings = drop_restated(findings, detectors)
     spikes = series_spikes(run, spike)
-    findings = said_once(findings)
     findings.sort(key=Finding.sort_key)
     out.findings, out.spikes = tie_events(run, findings, spikes)
     if bool(run.meta["ordinal"].fill_null(False).any()) or run.composed():  # say where steps are in the writer's words
@@ -83,32 +82,18 @@ def analyze_run(run: Run, detectors: Sequence[Detector] | None = None,
 
 
 def drop_restated(findings: list[Finding], detectors: Sequence[Detector]) -> list[Finding]:
-    """The findings less those of a detector whose `yields_to` kinds fired too: one fact (a loss that never moved) is
-    reported once, under the kind that names it, not again under kinds built on the same flatness."""
+    """The findings less those that say again what another finding already says: one observation, one kind. Each
+    detector decides for its own findings: `restates(finding, findings)` where it defines one, else whether a kind
+    it `yields_to` fired."""
     fired = {f.kind for f in findings}
-    yields = {d.kind: set(getattr(d, "yields_to", ())) for d in detectors}
-    return [f for f in findings if not yields.get(f.kind, set()) & fired]
+    by_kind = {d.kind: d for d in detectors}
 
+    def restated(f: Finding) -> bool:
+        d = by_kind.get(f.kind)
+        own = getattr(d, "restates", None)
+        return own(f, findings) if own is not None else bool(set(getattr(d, "yields_to", ())) & fired)
 
-BELOW_CHANCE = 0.9  # a flat level under this share of ln C (C declared) is a learned one, not chance
-
-
-def said_once(findings: list[Finding]) -> list[Finding]:
-    """One observation, one kind: training and validation losses that sit where they started (underfitting's
-    `never_fell`) beside a training loss that never moved (flat_loss) are flat_loss's observation told twice, unless
-    the flat level lies well below the chance level the run declares (`log_classes`): a classifier that learned
-    what it could before its first record and then stood still also underfits, a second fact. An evaluation loss
-    gone non-finite beside masked_nonfinite (non-finite values the training loss hides) is that finding's
-    consequence, told once."""
-    def learned(f: Finding) -> bool:
-        chance, level = f.evidence.get("log_classes"), f.evidence.get("last_level")
-        return chance is not None and level is not None and level < BELOW_CHANCE * chance
-
-    flat = [f for f in findings if f.kind == "flat_loss" and not f.evidence.get("training_loss_missing")]
-    told = bool(flat) and not any(learned(f) for f in flat)
-    masked = any(f.kind == "masked_nonfinite" for f in findings)  # an evaluation's NaN is then its consequence
-    return [f for f in findings if not (told and f.kind == "underfitting" and f.evidence.get("never_fell"))
-            and not (masked and f.kind == "nan_loss" and f.evidence.get("split") == "val")]
+    return [f for f in findings if not restated(f)]
 
 
 def _checked(d: Detector, run: Run) -> list[Finding]:

@@ -35,7 +35,8 @@ class Detector(Protocol):
     the step replay starts from), `reads_loss_level` (not on a GAN's adversarial losses), `reads_validation_alone`
     (where no training loss was read, judges the validation loss as validation), `judges_gan_pair` (where a GAN logs
     both its losses, reads them as a pair: `detectors.adversarial`), `yields_to` (kinds that, when they fire, already
-    say what this one would: one stall is reported once, by the engine's `drop_restated`), `reads_shape` (judges the
+    say what this one would: one stall is reported once, by the engine's `drop_restated`; `restates(finding,
+    findings)` where the answer depends on the findings' evidence), `reads_shape` (judges the
     trend or level of the training-loss curve: the engine hands it `epoch_view`, the epoch aggregate where one is
     logged beside per-step values; spike, noise and pace detectors read the per-step series), `reads_pairs` (reads a
     training and a validation loss side by side: the engine also hands it each part of a loss of several parts,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -42,6 +42,11 @@ class NanLoss:
     nonfinite: ClassVar[bool] = True  # a non-finite value: where replay starts
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     stays_fraction: float = 0.5  # non-finite share of the points after the onset that counts as "stays so"
+
+    def restates(self, finding: Finding, findings: Sequence[Finding]) -> bool:
+        """An evaluation loss gone non-finite beside masked_nonfinite (non-finite values the training loss hides)
+        is that finding's consequence, told once."""
+        return finding.evidence.get("split") == "val" and any(f.kind == "masked_nonfinite" for f in findings)
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, values = run.arrays("loss")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -90,6 +90,7 @@ class Underfitting:
     best_evals: int = 5  # validation setting a new best at most of its last (up to) 5 evaluations ...
     min_best_evals: int = 3  # ... at least 3 of them: still improving, not stalled (a sign test)
     metric_gain: float = 0.1  # a task metric up 10 points on train and evaluation data alike: the model learns
+    below_chance: float = 0.9  # a flat level under this share of ln C (C declared) is a learned one, not chance
 
     def unavailable(self, run: Run) -> str | None:
         short = too_short(run, "loss", self.min_train_points) or too_short(run, "val_loss", self.min_val_points)
@@ -241,6 +242,18 @@ class Underfitting:
                                   f"falling beyond its noise over steps {min(ts[0], vs[0])}-{max(ts[-1], vs[-1])}: "
                                   f"the model fits the training data no better than the validation data, and "
                                   f"neither better than at its first log"))
+
+    def restates(self, finding: Finding, findings: Sequence[Finding]) -> bool:
+        """Training and validation losses that sit where they started (`never_fell`) beside a training loss that
+        never moved (flat_loss) are flat_loss's observation told twice, unless the flat level lies well below the
+        chance level the run declares: a classifier that learned what it could before its first record and then
+        stood still also underfits, a second fact."""
+        def learned(f: Finding) -> bool:
+            chance, level = f.evidence.get("log_classes"), f.evidence.get("last_level")
+            return chance is not None and level is not None and level < self.below_chance * chance
+
+        flat = [f for f in findings if f.kind == "flat_loss" and not f.evidence.get("training_loss_missing")]
+        return bool(finding.evidence.get("never_fell")) and bool(flat) and not any(learned(f) for f in flat)
 
     def check(self, run: Run) -> Iterator[Finding]:
         all_steps, all_values = run.arrays("loss")
