@@ -251,14 +251,17 @@ def test_records_at_an_even_pace_among_other_lines_are_no_slowdown(tmp_path):
     assert found == [], [f.summary for f in found]
 
 
+@pytest.mark.parametrize("final_eval", [False, True])
 @pytest.mark.parametrize("evaluates", [True, False])
-def test_pauses_at_every_multiple_of_an_eval_interval_are_evaluations(tmp_path, evaluates):
+def test_pauses_at_every_multiple_of_an_eval_interval_are_evaluations(tmp_path, evaluates, final_eval):
     """nanoGPT prints `iter N: loss L, time T ms` and pauses for its evaluation at every multiple of eval_interval
-    (250), its one `step 0: train loss, val loss` line the only evaluation in the file: the pauses are evaluations.
-    The same pauses in a run that never evaluates are stalls."""
+    (250), its one `step 0: train loss, val loss` line the only evaluation in the file: the pauses are evaluations,
+    also where the last iteration, off the period, pauses for the final evaluation (`last_step`). The same pauses in
+    a run that never evaluates are stalls."""
     lines = ["step 0: train loss 10.9536, val loss 10.9510"] if evaluates else []
-    for i in range(10, 5010, 10):
-        t = 36000.0 if i % 250 == 0 else 561.0 + (i % 7)
+    end = 5020 if final_eval else 5010
+    for i in range(10, end, 10):
+        t = 36000.0 if i % 250 == 0 or final_eval and i == end - 10 else 561.0 + (i % 7)
         lines.append(f"iter {i}: loss {10 * np.exp(-i / 2000) + 3:.4f}, time {t:.2f}ms")
     root = tmp_path / "r"
     root.mkdir()

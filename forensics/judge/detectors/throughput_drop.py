@@ -180,7 +180,11 @@ class ThroughputDrop:
     def _at_eval_period(self, run: Run, stalls: np.ndarray) -> bool:
         """Stalls, three or more, at every multiple of one step period in a run that evaluates (a validation series
         logged at all): the evaluation every `eval_interval` steps, whose lines the log does not always hold
-        (nanoGPT prints `step 0: ... val loss` once and pauses at every multiple of 250 after), not a drop."""
+        (nanoGPT prints `step 0: ... val loss` once and pauses at every multiple of 250 after), not a drop. A stall at
+        the log's last step is that rhythm's final evaluation (nanoGPT's and HF's evaluation at the end of training)."""
+        last = run.last_step()
+        if stalls.size > 3 and last is not None and stalls[-1] >= last:
+            stalls = stalls[:-1]
         if stalls.size < 3 or not run.meta.filter(pl.col("role").is_in(["val_loss", "val_accuracy"])).height:
             return False
         period = int(np.median(np.diff(stalls)))
