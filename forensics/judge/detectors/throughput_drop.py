@@ -32,10 +32,9 @@ class ThroughputDrop:
     Effect size first, at any length from `spread_points` intervals: `min_stalls_spread` or more intervals past the
     first `spread` × the median, each a pause of `min_pause` seconds or more, costing `min_seconds` and `min_lost` of
     the time; or one interval `long` × the median or slower holding a pause of an `hour` or more (and `min_lost` of
-    the time): hours lost at once, which a log of a dozen lines shows as well as a long one, read in the loss's wall
-    clock too where a logged step time says nothing (it measures the steps, not the time between records). Pauses at
-    evaluation and checkpoint steps, or on an epoch's first printed line, are no stall, unless those come at most
-    intervals (then they are the run's rhythm, in the median).
+    the time): hours lost at once, which a log of a dozen lines shows as well as a long one. Pauses at evaluation
+    and checkpoint steps, or on an epoch's first printed line, are no stall, unless those come at most intervals
+    (then they are the run's rhythm, in the median).
     A logged throughput (samples/s, it/s, tokens/s) is judged as a step time, 1/x, where no step time or wall
     stamps speak; a rate has no seconds to price, so only its change over time does (the slowdown rule, and a log
     that ends on `end_points` records ×`end_factor` slower than the steady ones before, at any length). A printed
@@ -100,20 +99,14 @@ class ThroughputDrop:
                         np.concatenate([np.full(p.size - 1, k) for k, p in enumerate(pieces)]), name,
                         "differences of the elapsed time logged")
             return s, s, v, _launch_of(run, name, s), name, "logged step time"
-        got = self._wall_clock(run)
-        if got is not None and got[2].size >= self.min_intervals:
-            return got
-        rate = self._rate(run, train)
-        if rate is not None:
-            return rate
-        return got
-
-    def _wall_clock(self, run: Run) -> tuple | None:
-        """Seconds per step between consecutive logged points of the loss, from their wall-clock stamps, within each
-        launch (`_within_launches`), as `_per_step` returns them; None where the loss carries no stamps."""
         name = run.pick("loss")
         got = None if name is None else seconds_per_step(run.points(name))
         got = None if got is None else _within_launches(run, name, *got)
+        if got is not None and got[2].size >= self.min_intervals:
+            return (*got, name, "wall_time / step between logged points")
+        rate = self._rate(run, train)
+        if rate is not None:
+            return rate
         return None if got is None else (*got, name, "wall_time / step between logged points")
 
     def _rate(self, run: Run, train: pl.DataFrame) -> tuple | None:
@@ -253,14 +246,6 @@ class ThroughputDrop:
         spread = self._spread(run, got) if r.size >= self.spread_points else None
         if spread is None and r.size >= self.spread_points:
             spread = self._spread(run, got, self.long, self.hour, 1, self.hour)
-        if spread is None and how == "logged step time":
-            # a logged step time (detectron2's median of its window) measures the steps, not the time between
-            # records: an hour lost between two of them shows in the wall clock only
-            wall = self._wall_clock(run)
-            if wall is not None and int(np.sum(wall[2] > 0)) >= self.spread_points:
-                spread = self._spread(run, wall, self.long, self.hour, 1, self.hour)
-                if spread is not None:
-                    a, b, name, how = wall[0], wall[1], wall[4], wall[5]
         if spread is not None:
             yield Finding.of(self, severity="warning", step=spread["first_slow_step"],
                              step_end=spread["last_slow_step"], series=name, evidence=spread | {"measured_from": how},
