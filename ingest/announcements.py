@@ -110,6 +110,12 @@ PHRASES: tuple[Phrase, ...] = (
            r"(?i)\b(?:load(?:ing|ed)|restor(?:ing|ed))\s+(?:the\s+)?(?:optimi[sz]er|(?:lr[_ ])?scheduler)(?:'s)?"
            r"(?:\s+state(?:\s+dict)?)?\s+from\b",
            "[05/17 23:19:50 fvcore.common.checkpoint]: Loading optimizer from output/model_0039999.pth ..."),
+    # The same said the other way round (`Scheduler state loaded from checkpoint.`, `optimizer state dict restored from
+    # <path>`): a script's own resume logic, logged with the logging module
+    Phrase("training_state_loaded_from", RESUME,
+           r"(?i)\b(?:optimi[sz]er|(?:lr[_ ])?scheduler)(?:'s)?(?:\s+state(?:\s+dict)?)?\s+(?:(?:was|is|has\s+been)\s+)?"
+           r"(?:loaded|restored)\s+from\b",
+           "2024-11-08 15:49:02,217 - INFO - Scheduler state loaded from checkpoint."),
     # PyTorch's ImageNet example: `=> loaded checkpoint 'checkpoint.pth.tar' (epoch 9)`; `Loading checkpoint from step
     # 5000`: a checkpoint with the counter it was saved at (an evaluation loads one too: weak)
     Phrase("loaded_checkpoint_at", RESUME,

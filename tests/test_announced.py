@@ -484,3 +484,44 @@ def test_a_log_that_opens_with_a_loaded_checkpoint_and_its_epoch_resumes_there(t
     run = load_run(evaluation, tmp_path / "g.duckdb")
     assert run.announced(RESUME).height == 1
     assert [f for f in ResumedRun().check(run) if "announced" in f.evidence] == []
+
+
+def test_a_script_that_logs_its_scheduler_state_loaded_and_trains_on_is_a_resume(tmp_path):
+    """A script's own resume logic, logged with the logging module: `Scheduler state loaded from checkpoint.`, then
+    the records go on from the checkpoint's step (nothing steps back, so only the words show it). The same log
+    without that line is one process's training and says nothing."""
+    from tests.runwriters import log_messages
+
+    def launch(model, opt, sched, steps):
+        x, y = _regression()
+        out = []
+        for s in steps:
+            loss = torch.nn.functional.mse_loss(model(x[(s * 8) % 64:(s * 8) % 64 + 8]).squeeze(-1),
+                                                y[(s * 8) % 64:(s * 8) % 64 + 8])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            out.append(f"Epoch 1, Global Batch {s}, Training Loss: {loss.item():.4f}")
+        return out
+
+    for said, found in ((True, 1), (False, 0)):
+        root = tmp_path / f"r{int(said)}"
+        root.mkdir()
+        model, opt = _model()
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.5)
+        log_messages(root / "training.log", ["No checkpoint found. Starting from scratch."]
+                     + launch(model, opt, sched, range(1, 31)))
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict()},
+                   tmp_path / "checkpoint.pth")
+        model, opt = _model()
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.5)
+        state = torch.load(tmp_path / "checkpoint.pth")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        log_messages(root / "training.log", (["Scheduler state loaded from checkpoint."] if said else [])
+                     + launch(model, opt, sched, range(31, 61)))
+        run = load_run(root, tmp_path / f"f{int(said)}.duckdb")
+        words = [f for f in ResumedRun().check(run) if "announced" in f.evidence]
+        assert len(words) == found, [f.summary for f in ResumedRun().check(run)]

@@ -423,3 +423,53 @@ def test_an_averaged_scale_that_is_no_power_of_two_says_nothing_of_skips(tmp_pat
     assert np.sum(np.diff(means) < 0) >= 10
     run = load_run(write_tb(tmp_path / "r", {"train_loss_scale": (np.arange(40), means)}), tmp_path / "f.duckdb")
     assert list(AmpOverflow().check(run)) == []
+
+
+def _excerpt_of_a_scaler_log(overflow, first: int, last: int, init_scale: float = 4096.0) -> list[str]:
+    """Lines `step i loss v loss_scale s` of a real GradScaler (growth interval past the run: the scale only falls),
+    steps `first`..`last` of them: a short excerpt, all of it before any horizon a start-up could be told by."""
+    return _printed_scaler_log(overflow, last, init_scale, 10**6, falls=True)[first - 1:]
+
+
+def test_a_log_that_ends_on_halvings_at_consecutive_steps_fires(tmp_path):
+    """The scale settled long ago halves at each of the last four steps the excerpt shows: every step the log ends on
+    overflowed and was skipped. The excerpt is too short and too early for the skip-rate rule."""
+    lines = _excerpt_of_a_scaler_log(lambda i: i >= 77, 60, 80)
+    [f] = AmpOverflow().check(_console_run(tmp_path, lines))
+    assert f.evidence["halvings_at_the_end"] == 4 and f.evidence["final_scale"] == 256 and f.step == 77
+
+
+def test_halvings_steps_apart_at_the_end_of_a_log_are_a_working_scaler(tmp_path):
+    """Three overflows spread over the excerpt's last steps, the steps between them taken: the healthy twin."""
+    lines = _excerpt_of_a_scaler_log(lambda i: i in (66, 72, 78), 60, 80)
+    assert list(AmpOverflow().check(_console_run(tmp_path, lines))) == []
+
+
+def test_start_up_halvings_followed_by_training_at_their_scale_are_silent(tmp_path):
+    """A fresh scaler halves on its first steps, then trains at the scale it reached: nothing the log ends on."""
+    lines = _excerpt_of_a_scaler_log(lambda i: i <= 6, 1, 40, init_scale=65536.0)
+    assert list(AmpOverflow().check(_console_run(tmp_path, lines))) == []
+
+
+def test_overflow_lines_between_progress_bar_records_at_consecutive_steps_fire(tmp_path):
+    """DeepSpeed prints a line per skipped step only; a tqdm bar prints the optimizer step it is at. The bar's count
+    moving by one between the last overflow lines, and the log ending there, is overflow at every step."""
+    import io
+
+    from tqdm import tqdm
+
+    out = io.StringIO()
+    lines, scale = [], 4096
+    bar = tqdm(total=3200, file=out, ascii=True, dynamic_ncols=False, ncols=100, mininterval=0)
+    for step in range(1, 80):
+        bar.set_description(f"[losses/total_loss: {0.8 if step > 76 else 0.3 + 0.001 * step:.2f}]")
+        bar.update(1)
+        if step in (67, 76, 77, 78):
+            lines.append(out.getvalue().split("\r")[-1])
+            lines.append(f"[2023-02-21 22:13:{step % 60:02d},188] [INFO] [stage_1_and_2.py:1762:step] [deepspeed] "
+                         f"OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale}, reducing to {scale // 2}")
+            scale //= 2
+    lines.append(out.getvalue().split("\r")[-1])
+    bar.close()
+    [f] = AmpOverflow().check(_console_run(tmp_path, lines))
+    assert f.evidence["halvings_at_the_end"] == 3 and f.evidence["final_scale"] == 256

@@ -251,17 +251,69 @@ def test_records_at_an_even_pace_among_other_lines_are_no_slowdown(tmp_path):
     assert found == [], [f.summary for f in found]
 
 
+@pytest.mark.parametrize("final_eval", [False, True])
 @pytest.mark.parametrize("evaluates", [True, False])
-def test_pauses_at_every_multiple_of_an_eval_interval_are_evaluations(tmp_path, evaluates):
+def test_pauses_at_every_multiple_of_an_eval_interval_are_evaluations(tmp_path, evaluates, final_eval):
     """nanoGPT prints `iter N: loss L, time T ms` and pauses for its evaluation at every multiple of eval_interval
-    (250), its one `step 0: train loss, val loss` line the only evaluation in the file: the pauses are evaluations.
-    The same pauses in a run that never evaluates are stalls."""
+    (250), its one `step 0: train loss, val loss` line the only evaluation in the file: the pauses are evaluations,
+    also where the last iteration, off the period, pauses for the final evaluation (`last_step`). The same pauses in
+    a run that never evaluates are stalls."""
     lines = ["step 0: train loss 10.9536, val loss 10.9510"] if evaluates else []
-    for i in range(10, 5010, 10):
-        t = 36000.0 if i % 250 == 0 else 561.0 + (i % 7)
+    end = 5020 if final_eval else 5010
+    for i in range(10, end, 10):
+        t = 36000.0 if i % 250 == 0 or final_eval and i == end - 10 else 561.0 + (i % 7)
         lines.append(f"iter {i}: loss {10 * np.exp(-i / 2000) + 3:.4f}, time {t:.2f}ms")
     root = tmp_path / "r"
     root.mkdir()
     (root / "train.log").write_text("\n".join(lines) + "\n")
     found = list(ThroughputDrop().check(load_run(root, tmp_path / "f.duckdb")))
     assert [f.kind for f in found] == ([] if evaluates else ["throughput_drop"])
+
+
+def _epoch_log(path, launches: list[list[float]]):
+    """Python logging's lines of an epoch loop (`Epoch [e/50], Train Loss: .., Val Loss: ..`), one launch after
+    another appended to one file, each epoch taking the seconds given; the clock the logger stamps is the loop's."""
+    import logging
+
+    clock = [1.7e9]
+    factory = logging.getLogRecordFactory()
+
+    def stamped(*args, **kwargs):
+        record = factory(*args, **kwargs)
+        record.created, record.msecs = clock[0], 0.0
+        return record
+
+    logger = logging.getLogger("epochs")
+    logger.propagate = False
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s - INFO - %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logging.setLogRecordFactory(stamped)
+    try:
+        for seconds in launches:
+            clock[0] += 3600.0  # the next launch starts an hour later
+            for e, took in enumerate(seconds, start=1):
+                clock[0] += took
+                loss = 1.9 * np.exp(-e / 8) + 0.5
+                logger.info(f"Epoch [{e}/50], Train Loss: {loss:.4f}, Val Loss: {loss * 0.9:.4f}")
+    finally:
+        logging.setLogRecordFactory(factory)
+        handler.close()
+        logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize("last_ends_slow", [True, False])
+def test_the_launch_a_log_ends_in_is_judged_against_its_own_pace(tmp_path, last_ends_slow):
+    """Two launches appended to one log, the first slowing down ×8 half-way through: the second ends on epochs ×4-×11
+    slower than its own first ones, a drop whatever the first launch did; ending at its own pace, it is silent."""
+    first = [110.0, 90.0, 100.0, 110.0, 250.0, 730.0, 1000.0, 1080.0, 1520.0]
+    second = [140.0, 135.0, 132.0, 148.0, 146.0, 150.0] + ([560.0, 950.0, 1210.0, 1610.0] if last_ends_slow
+                                                           else [141.0, 139.0, 145.0, 138.0])
+    root = tmp_path / "r"
+    root.mkdir()
+    _epoch_log(root / "training.log", [first, second])
+    found = list(ThroughputDrop().check(load_run(root, tmp_path / "f.duckdb")))
+    assert bool(found) == last_ends_slow, [f.summary for f in found]
+    if last_ends_slow:
+        assert found[0].evidence["intervals_after"] == 4 and found[0].evidence["seconds_per_step_last"] == 1610.0

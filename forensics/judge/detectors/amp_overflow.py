@@ -35,14 +35,17 @@ class AmpOverflow:
     Where neither says so, steps a console log announces it skipped for non-finite gradients (`Found inf or nan in
     gradients, skipping step`, one per line) make the same skip rate, on a logged step axis. Where no scale is
     logged, records whose grad norm is NaN/Inf and whose LR did not advance, in a run whose LR advances on its
-    finite-norm records, are skipped steps too (`_from_held_lr`). False alarms from words:
+    finite-norm records, are skipped steps too (`_from_held_lr`). Effect size first, at any length: a log that ends on
+    `min_skips` or more halvings at consecutive optimizer steps skipped every step it ends on (`_ends_overflowing`).
+    False alarms from words:
     0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
     Why: persistent fp16 overflow means skipped optimizer steps and, eventually, a useless scale.
     Evidence: max, final and min scale, number of decreases, onset (first decrease after the last increase, or
     after calibration), where calibration ended and on which axis, halvings beside a non-finite loss, and where
     the scale was read (`source`).
     False alarms: 0 of the 14 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs;
-    with the floor rule, 0 of the 116 healthy labelled runs of the development sets (docs/engine.md).
+    with the floor rule, 0 of the 116 healthy labelled runs of the development sets (docs/engine.md); the ending rule:
+    0 of the 305 healthy runs of every labelled set (12 of them log a scale; 32 runs of the 792 do).
     """
 
     kind: ClassVar[str] = "amp_overflow"
@@ -71,11 +74,43 @@ class AmpOverflow:
                 "GradScaler state either")
 
     def check(self, run: Run) -> Iterator[Finding]:
-        found = list(self._from_scale(run))
+        found = list(self._from_scale(run)) or list(self._ends_overflowing(run))
         if not found and run.has("skipped_steps"):
             found = list(self._from_skip_counts(run))
         found = found or list(self._from_announced_skips(run))
         yield from found if found or run.has("loss_scale") else self._from_held_lr(run)
+
+    def _ends_overflowing(self, run: Run) -> Iterator[Finding]:
+        """Effect size first, at any length: the log ends on `min_skips` or more halvings at consecutive optimizer
+        steps (the progress printed on or before each moving by one, or no training record between them), with no step
+        after the last but the one under way: every step the log ends on overflowed, so none was taken. A scaler's
+        start-up halvings are followed by training at the scale they reach; halvings steps apart are a working one."""
+        name = run.pick("loss_scale")
+        if name is None:
+            return
+        steps, s = _scale_points(run, name)
+        ok = np.isfinite(s)
+        steps, s = steps[ok], s[ok]
+        at = _progress_at(run, name, steps)
+        if at is None:
+            return
+        # halving records (a scale half the record's before it or less) back from the last, each at the step before
+        # the next one's: an overflow-only log's every line is one, a per-step log's every fall
+        halvings = 0
+        while halvings < s.size - 1 and 0 < s[-halvings - 1] <= s[-halvings - 2] / 2 \
+                and (halvings == 0 or at["next"](-halvings - 1, -halvings)):
+            halvings += 1
+        if halvings < self.min_skips or not at["ends"]:
+            return
+        first = s.size - halvings - 1
+        ev = {"max_scale": float(s[first]), "final_scale": float(s[-1]), "min_scale": float(s.min()),
+              "decreases": int(np.sum(np.diff(s) < 0)), "halvings_at_the_end": halvings,
+              "onset_step": int(steps[first + 1]), "consecutive_by": at["how"], "source": "logged loss scale"}
+        yield Finding.of(self, severity="warning", step=int(steps[first + 1]), step_end=int(steps[-1]), series=name,
+                         evidence=ev, sources=(src(run, "loss_scale", steps[first:]),),
+                         summary=(f"the log ends on {halvings} halvings of the loss scale at consecutive optimizer "
+                                  f"steps, from {s[first]:g} to {s[-1]:g} at step {steps[-1]}: every step it ends on "
+                                  f"overflowed in fp16 and was skipped, none taken"))
 
     def _loss_falls(self, run: Run, name: str | None, since: float, until: float) -> bool:
         """Whether a training loss falls by `late_fall` between steps `since` and `until` of the scale's axis: any
@@ -358,6 +393,46 @@ def _progress(run: Run, name: str, steps: np.ndarray) -> np.ndarray | None:
     if all(epoch is None and batch is not None for epoch, batch in got):
         return np.array([batch for _, batch in got], dtype=float)
     return None
+
+
+def _progress_at(run: Run, name: str, steps: np.ndarray) -> dict | None:
+    """How to tell whether two records of the loss scale `name` are consecutive optimizer steps, and whether the log
+    ends with them: {"next": (i, j) -> bool, "ends": bool, "how"}. On logged steps, the steps themselves; on a console
+    log's line axis, the progress counter printed on the record's line or, where it prints none (DeepSpeed's and
+    fairseq's overflow lines), on the last training record before it; two records with no training record between
+    them follow each other. None where the training loss lies on another kind of axis."""
+    loss = run.pick("loss")
+    ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"][0])
+    if not ordinal:
+        last = run.last_step()
+        return {"next": lambda i, j: steps[j] - steps[i] == 1, "ends": last is None or last - steps[-1] <= 1,
+                "how": "the logged steps"}
+    if loss is not None and not bool(run.meta.filter(pl.col("name") == loss)["ordinal"][0]):
+        return None
+    lsteps = run.series_named(loss)["step"].to_numpy() if loss is not None else np.array([], dtype=np.int64)
+    own = run.counters(name, steps.tolist())
+    printed = run.counters(loss, lsteps.tolist()) if loss is not None else {}
+
+    def progress(k: int) -> int | None:
+        batch = own.get(int(steps[k]), (None, None))[1]
+        if batch is not None:
+            return batch
+        before = lsteps[lsteps < steps[k]]
+        return printed.get(int(before[-1]), (None, None))[1] if before.size else None
+
+    def follows(i: int, j: int) -> bool:
+        between = (lsteps > steps[i]) & (lsteps < steps[j])
+        if not between.any():
+            return True
+        a, b = progress(i), progress(j)
+        return a is not None and b is not None and b - a == 1
+
+    after = lsteps[lsteps > steps[-1]]
+    last = progress(-1)
+    ends = after.size == 0 or (last is not None and all(
+        (c := printed.get(int(x), (None, None))[1]) is not None and c - last <= 1 for x in after))
+    return {"next": follows, "ends": ends, "how": "the progress counter printed on or before each line, or no training "
+                                                    "record between them"}
 
 
 def _after_finite_step(run: Run, name: str, steps: np.ndarray) -> list[int]:

@@ -27,7 +27,8 @@ class ThroughputDrop:
     of the slower part above the faster part's median. (2) Stalls: at least `min_stalls` intervals `stall` × the
     median and `z` robust sigmas above it, away from evaluation and checkpoint steps, costing `min_lost` of the wall
     time and `stall_seconds` in all: stalls of a few times the step are worth a change only when they cost minutes.
-    Both need the step `min_added` seconds longer.
+    Both need the step `min_added` seconds longer. The log that ends slower is read in the launch it ends in: one
+    launch's pace is never compared with another's.
     Effect size first, at any length from `spread_points` intervals: `min_stalls_spread` or more intervals past the
     first `spread` × the median, each a pause of `min_pause` seconds or more, costing `min_seconds` and `min_lost` of
     the time; or one interval `long` × the median or slower holding a pause of an `hour` or more (and `min_lost` of
@@ -180,7 +181,11 @@ class ThroughputDrop:
     def _at_eval_period(self, run: Run, stalls: np.ndarray) -> bool:
         """Stalls, three or more, at every multiple of one step period in a run that evaluates (a validation series
         logged at all): the evaluation every `eval_interval` steps, whose lines the log does not always hold
-        (nanoGPT prints `step 0: ... val loss` once and pauses at every multiple of 250 after), not a drop."""
+        (nanoGPT prints `step 0: ... val loss` once and pauses at every multiple of 250 after), not a drop. A stall at
+        the log's last step is that rhythm's final evaluation (nanoGPT's and HF's evaluation at the end of training)."""
+        last = run.last_step()
+        if stalls.size > 3 and last is not None and stalls[-1] >= last:
+            stalls = stalls[:-1]
         if stalls.size < 3 or not run.meta.filter(pl.col("role").is_in(["val_loss", "val_accuracy"])).height:
             return False
         period = int(np.median(np.diff(stalls)))
@@ -220,10 +225,11 @@ class ThroughputDrop:
                 yield from found
                 return
         ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"].fill_null(False).any())
+        last = seg == seg[-1]  # the launch (or resumed segment) the log ends in, against its own steady pace
         if ordinal and how.startswith("wall_time"):  # line numbers are no steps: one record is one unit of progress
-            ends = self._ends_slow(a, a + 1, r * np.maximum(b - a, 1), how)
+            ends = self._ends_slow(a[last], a[last] + 1, (r * np.maximum(b - a, 1))[last], how)
         else:
-            ends = self._ends_slow(a, b, r, how)
+            ends = self._ends_slow(a[last], b[last], r[last], how)
         if ends is not None:
             yield Finding.of(self, severity="warning", step=ends["onset_step"], step_end=ends["end_step"], series=name,
                              evidence=ends | {"measured_from": how}, sources=src,
