@@ -535,3 +535,33 @@ def test_a_term_exactly_0_in_training_beside_a_nonzero_held_out_twin_is_an_empty
         [("warning", "train/seg_loss", "val/seg_loss")]
     twin = load_run(write_tb(tmp_path / "unused", series(np.zeros(50))), tmp_path / "u.duckdb")
     assert not [f for f in FlatLoss().check(twin) if "empty_term" in f.evidence]
+
+
+@pytest.mark.parametrize("epoch, expect", [(18, 0), (1, 1)])
+def test_a_level_held_in_an_excerpt_from_late_in_training_without_an_lr_is_not_flat(tmp_path, epoch, expect):
+    """Fourteen per-100-image losses scattered ±1.5% around 0.63, printed by Python's logging with their epoch of
+    20 and no LR: opening at epoch 18 the log is an excerpt whose start is not in it, so a level held there cannot
+    be told from a converged one; the same lines from epoch 1 are a loss that never moved."""
+    rng = np.random.default_rng(3)
+    lines = [f"[Train Epoch: {epoch}/20] [{100 * i}/6034 images] loss={0.63 * (1 + 0.015 * rng.standard_normal()):.6f}"
+             for i in range(1, 15)]
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    run = load_run(log_messages(run_dir / "train.log", lines).parent, tmp_path / "f.duckdb")
+    found = list(FlatLoss().check(run))
+    assert len(found) == expect, [f.summary for f in found]
+
+
+def test_a_small_fall_at_nearly_every_record_is_a_warning_not_a_loss_that_never_moved(tmp_path):
+    """A summed negative log-likelihood near 1000 falling 1.3% at nearly every record is range-flat (under 3% of its
+    level), but it moves far beyond its own noise: a warning. The same level scattered with no trend is critical."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(1, 240) * 50
+    slow = 995 + 13 * np.exp(-steps / 3000) + rng.normal(0, 0.01, steps.size)
+    run = load_run(write_tb(tmp_path / "r", {"train_loss": (steps, slow)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.evidence["mk_tau"] < -0.9 and "steadily" in f.summary
+    still = 995 + rng.normal(0, 2.0, steps.size)
+    run = load_run(write_tb(tmp_path / "s", {"train_loss": (steps, still)}), tmp_path / "s.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical" and abs(f.evidence["mk_tau"]) < 0.9
