@@ -737,11 +737,13 @@ def decayed_tail(run: Run, steps: np.ndarray, fall: float = 0.05) -> bool:
     return opens_late(run, steps)
 
 
-def unseen_start(run: Run, steps: np.ndarray) -> bool:
-    """Whether the log is an excerpt from well into training (`opens_late`) with no LR logged: where the loss began
-    is not in it, nor what the optimiser did, so a level held there within its noise cannot be told from a
-    converged one (the pinned, constant and chance rules still speak: their levels say it at any point)."""
-    return not run.has("lr") and opens_late(run, steps)
+def unseen_start(run: Run, steps: np.ndarray, share: float = 0.5) -> bool:
+    """Whether the log is an excerpt with no LR logged that opens later than it lasts (`opens_late` at `share`: more
+    of the run lies before it than in it): where the loss began is not in it, nor what the optimiser did, so a level
+    held over it within its noise cannot be told from a converged one. An excerpt that shows more than it hides
+    still shows a loss that did not move. The pinned, constant and chance rules still speak: their levels say it
+    at any point."""
+    return not run.has("lr") and opens_late(run, steps, share)
 
 
 def opens_late(run: Run, steps: np.ndarray, share: float = 0.1) -> bool:
