@@ -566,3 +566,19 @@ def test_a_small_fall_at_nearly_every_record_is_a_warning_not_a_loss_that_never_
     run = load_run(write_tb(tmp_path / "s", {"train_loss": (steps, still)}), tmp_path / "s.duckdb")
     [f] = FlatLoss().check(run)
     assert f.severity == "critical" and abs(f.evidence["mk_tau"]) < 0.9
+
+
+def test_a_log_from_the_first_epoch_on_a_step_axis_composed_from_epoch_and_batch_is_no_excerpt(tmp_path):
+    """mmdetection's `Epoch [1][50/500]` lines, no LR printed, a loss scattered ±1.5% around 0.63 over the first
+    epoch and the first line of the second: the reader composes the step from the 1-based epoch and the batch, so
+    the axis opens past half its last step. The log opens at epoch 1, no excerpt: a loss that never moved."""
+    rng = np.random.default_rng(3)
+    lines = [f"Epoch [{e}][{b}/500]\ttime: 0.335, loss: {0.63 * (1 + 0.015 * rng.standard_normal()):.4f}"
+             for e, b in [(1, b) for b in range(50, 501, 50)] + [(2, 50)]]
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    run = load_run(log_messages(run_dir / "train.log", lines).parent, tmp_path / "f.duckdb")
+    steps = run.arrays("loss")[0]
+    assert steps[0] > steps[-1] / 2  # an axis that, read alone, looks like a late excerpt
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical", f.summary

@@ -10,8 +10,8 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of, src,
-                                            too_short)
+from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of,
+                                            opens_late, src, too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.roles import SPLIT_WORDS, words
@@ -738,33 +738,10 @@ def decayed_tail(run: Run, steps: np.ndarray, fall: float = 0.05) -> bool:
 
 
 def unseen_start(run: Run, steps: np.ndarray, share: float = 0.5) -> bool:
-    """Whether the log is an excerpt with no LR logged that opens later than it lasts (`opens_late` at `share`: more
-    of the run lies before it than in it): where the loss began is not in it, nor what the optimiser did, so a level
-    held over it within its noise cannot be told from a converged one. An excerpt that shows more than it hides
-    still shows a loss that did not move. The pinned, constant and chance rules still speak: their levels say it
-    at any point."""
-    return not run.has("lr") and opens_late(run, steps, share)
+    """Whether the log is an excerpt with no LR logged that opens later than it lasts, by its epochs (`opens_late` at
+    `share`: more of the run lies before it than in it): where the loss began is not in it, nor what the optimiser
+    did, so a level held over it within its noise cannot be told from a converged one. An excerpt that shows more
+    than it hides still shows a loss that did not move. The pinned, constant and chance rules still speak: their
+    levels say it at any point."""
+    return not run.has("lr") and opens_late(run, steps, share, by_step=False)
 
-
-def opens_late(run: Run, steps: np.ndarray, share: float = 0.1) -> bool:
-    """Whether the loss over `steps` opens well into training: its first epoch (printed on its lines, else a logged
-    epoch series), or on a logged step axis its first step, is more than `share` of its last and two logging
-    intervals (at least one epoch) from 0."""
-    printed = sorted(e for e, _ in run.counters(run.pick("loss"), [int(s) for s in steps]).values() if e is not None)
-    if printed:
-        e = np.asarray(printed, dtype=float)
-        return bool(e[0] > share * e[-1] and _opens_late(e, floor=1.0))
-    if run.has("epoch"):
-        e = run.arrays("epoch")[1]
-        e = e[np.isfinite(e)]
-        if e.size >= 2 and e[-1] > 0 and e[0] > share * e[-1] and _opens_late(e):
-            return True
-    ordinal = bool(run.meta.filter(run.meta["name"] == run.pick("loss"))["ordinal"].fill_null(False).any())
-    return not ordinal and steps.size >= 2 and steps[-1] > 0 and steps[0] > share * steps[-1] and _opens_late(steps)
-
-
-def _opens_late(axis: np.ndarray, intervals: float = 2.0, floor: float = 0.0) -> bool:
-    """Whether an axis opens more than `intervals` of its own logging intervals (at least `floor`) after 0: a short
-    log whose first record is its first logging step (step 10 of 80, epoch 1 of 8) is a whole run, not an excerpt."""
-    gap = float(np.median(np.diff(axis))) if axis.size >= 2 else 0.0
-    return bool(axis[0] > intervals * max(gap, floor))
