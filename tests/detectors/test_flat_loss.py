@@ -535,3 +535,50 @@ def test_a_term_exactly_0_in_training_beside_a_nonzero_held_out_twin_is_an_empty
         [("warning", "train/seg_loss", "val/seg_loss")]
     twin = load_run(write_tb(tmp_path / "unused", series(np.zeros(50))), tmp_path / "u.duckdb")
     assert not [f for f in FlatLoss().check(twin) if "empty_term" in f.evidence]
+
+
+@pytest.mark.parametrize("epochs, expect", [([18] * 14, 0), ([1] * 14, 1), (list(range(6, 20)), 1)])
+def test_a_level_held_in_an_excerpt_from_late_in_training_without_an_lr_is_not_flat(tmp_path, epochs, expect):
+    """Fourteen losses scattered ±1.5% around 0.63, printed by Python's logging with their epoch of 20 and no LR.
+    Fourteen records of epoch 18 are an excerpt that hides more of the run than it shows: a level held there cannot
+    be told from a converged one. The same lines from epoch 1, or one per epoch from epoch 6 to 19 (more shown than
+    hidden), are a loss that never moved."""
+    rng = np.random.default_rng(3)
+    lines = [f"[Train Epoch: {e}/20] [{100 * i}/6034 images] loss={0.63 * (1 + 0.015 * rng.standard_normal()):.6f}"
+             for i, e in enumerate(epochs, 1)]
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    run = load_run(log_messages(run_dir / "train.log", lines).parent, tmp_path / "f.duckdb")
+    found = list(FlatLoss().check(run))
+    assert len(found) == expect, [f.summary for f in found]
+
+
+def test_a_small_fall_at_nearly_every_record_is_a_warning_not_a_loss_that_never_moved(tmp_path):
+    """A summed negative log-likelihood near 1000 falling 1.3% at nearly every record is range-flat (under 3% of its
+    level), but it moves far beyond its own noise: a warning. The same level scattered with no trend is critical."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(1, 240) * 50
+    slow = 995 + 13 * np.exp(-steps / 3000) + rng.normal(0, 0.01, steps.size)
+    run = load_run(write_tb(tmp_path / "r", {"train_loss": (steps, slow)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.evidence["mk_tau"] < -0.9 and "steadily" in f.summary
+    still = 995 + rng.normal(0, 2.0, steps.size)
+    run = load_run(write_tb(tmp_path / "s", {"train_loss": (steps, still)}), tmp_path / "s.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical" and abs(f.evidence["mk_tau"]) < 0.9
+
+
+def test_a_log_from_the_first_epoch_on_a_step_axis_composed_from_epoch_and_batch_is_no_excerpt(tmp_path):
+    """mmdetection's `Epoch [1][50/500]` lines, no LR printed, a loss scattered ±1.5% around 0.63 over the first
+    epoch and the first line of the second: the reader composes the step from the 1-based epoch and the batch, so
+    the axis opens past half its last step. The log opens at epoch 1, no excerpt: a loss that never moved."""
+    rng = np.random.default_rng(3)
+    lines = [f"Epoch [{e}][{b}/500]\ttime: 0.335, loss: {0.63 * (1 + 0.015 * rng.standard_normal()):.4f}"
+             for e, b in [(1, b) for b in range(50, 501, 50)] + [(2, 50)]]
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    run = load_run(log_messages(run_dir / "train.log", lines).parent, tmp_path / "f.duckdb")
+    steps = run.arrays("loss")[0]
+    assert steps[0] > steps[-1] / 2  # an axis that, read alone, looks like a late excerpt
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical", f.summary

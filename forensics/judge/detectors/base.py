@@ -461,3 +461,28 @@ def announced_at(row: dict) -> str:
 def quoted(text: str) -> str:
     """A line from a log as a finding's summary quotes it (the faces escape what it holds)."""
     return f'"{text}"'
+
+
+def opens_late(run: Run, steps: np.ndarray, share: float = 0.1, by_step: bool = True) -> bool:
+    """Whether the loss over `steps` opens well into training, an excerpt whose start is not in the log: its first
+    epoch (printed on its lines, else a logged epoch series), or with `by_step` on a logged step axis its first step,
+    is more than `share` of its last and two logging intervals (at least one epoch) from 0. A step axis a reader
+    composed from 1-based epochs and batches opens at one epoch's length: only an epoch says where a log opens."""
+    printed = sorted(e for e, _ in run.counters(run.pick("loss"), [int(s) for s in steps]).values() if e is not None)
+    if printed:
+        e = np.asarray(printed, dtype=float)
+        return bool(e[0] > share * e[-1] and _opens_late(e, floor=1.0))
+    if run.has("epoch"):
+        e = run.arrays("epoch")[1]
+        e = e[np.isfinite(e)]
+        if e.size >= 2 and e[-1] > 0 and e[0] > share * e[-1] and _opens_late(e):
+            return True
+    ordinal = bool(run.meta.filter(run.meta["name"] == run.pick("loss"))["ordinal"].fill_null(False).any())
+    return by_step and not ordinal and steps.size >= 2 and steps[-1] > 0 and steps[0] > share * steps[-1] and _opens_late(steps)
+
+
+def _opens_late(axis: np.ndarray, intervals: float = 2.0, floor: float = 0.0) -> bool:
+    """Whether an axis opens more than `intervals` of its own logging intervals (at least `floor`) after 0: a short
+    log whose first record is its first logging step (step 10 of 80, epoch 1 of 8) is a whole run, not an excerpt."""
+    gap = float(np.median(np.diff(axis))) if axis.size >= 2 else 0.0
+    return bool(axis[0] > intervals * max(gap, floor))

@@ -10,8 +10,8 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of, src,
-                                            too_short)
+from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of,
+                                            opens_late, src, too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.roles import SPLIT_WORDS, words
@@ -53,6 +53,8 @@ class FlatLoss:
     4 on 2 of them before the noise, excursion and launch guards); 0 of the 521 healthy generated runs before them.
     The frozen term and the epoch means: 0 of the 179 healthy runs of the fifteen labelled sets. At chance over most
     of the run (`_chance_most`): 0 of the 252 healthy runs of the nineteen label files.
+    Within-noise rules are silent on an excerpt from well into training with no LR logged (`unseen_start`), and a
+    range-flat loss moving at nearly every record (`_steady`) is a warning.
     """
 
     kind: ClassVar[str] = "flat_loss"
@@ -92,6 +94,7 @@ class FlatLoss:
     chance_above: float = 0.1  # ... and no more than 10% above it: no better than a uniform guess
     binary_points: int = 20  # without a declared C or an accuracy, ln 2 (a binary or pairwise loss) from 20 points
     zero_ceiling: float = 1e-4  # a loss exactly 0 on most points and never above this was never a signal ...
+    steady_tau: float = 0.9  # a range-flat loss moving at nearly every record (|Kendall τ| ≥ 0.9) is a warning
     zero_jump: float = 1e-2  # ... nor one that fell to exactly 0 in one record from this or more and stayed there
 
     def unavailable(self, run: Run) -> str | None:
@@ -151,11 +154,12 @@ class FlatLoss:
         # a converged stretch at a schedule's end is not a loss that never moved, nor one whose LR still warms up
         excerpt = decayed_tail(run, steps)
         decayed = excerpt or warming_up(run, steps)
+        unseen = decayed or unseen_start(run, steps)  # nor a level held in an excerpt whose start is not in it
         # at chance from its first record says most (ln C, and why C); an exact constant says more still (below)
         role, ev = "loss", ((None if decayed else self._chance_start(run, steps, y))
                             or (None if excerpt else self._chance_most(run, steps, y))
-                            or (None if decayed else self._flat(steps, y)) or self._pinned(y)
-                            or (None if decayed else self._still(steps, y)))
+                            or (None if unseen else self._flat(steps, y)) or self._pinned(y)
+                            or (None if unseen else self._still(steps, y)))
         exact = self._constant(run, y) if ev is not None else None
         if exact is not None:  # one value to the last digit at every point says which: never computed, not converged
             ev = self._beside_validation(run, exact)
@@ -179,7 +183,7 @@ class FlatLoss:
                 ev = self._beside_validation(run, ev)
         if ev is None:
             ev = self._no_gradient(run, y)  # a component frozen to the last digit beside a gradient norm of 0
-        if ev is None and not decayed:
+        if ev is None and not unseen:
             ev = self._no_progress(run, steps, y)  # the weakest evidence: a short log's two curves, neither improving
         if ev is None:
             yield from self._empty_terms(run)
@@ -192,7 +196,8 @@ class FlatLoss:
             ev["lr_median"] = stats.level(run.arrays("lr")[1])
         what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"
                 if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
-        weak = "val_first" in ev or "no_progress" in ev  # the model trains, or two short curves say it does not
+        # the model trains, two short curves say it does not, or a small move is steady (`_steady`)
+        weak = "val_first" in ev or "no_progress" in ev or self._steady(ev)
         yield Finding.of(self, severity="warning" if weak else "critical", step=int(steps[0]),
                          step_end=int(steps[-1]), series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
                          summary=self._summary(what, ev, steps, y))
@@ -293,8 +298,18 @@ class FlatLoss:
             return (f"{what} is pinned at {shortest(ev['pinned_value'])} on {ev['pinned_points']} of its {ev['points']} "
                     f"points (steps {steps[0]}-{steps[-1]}), to the end: it no longer depends on the batch")
         (_, head), (_, tail) = head_tail_of(steps, y, self.edge)
+        if self._steady(ev):
+            return (f"{what} moves only {head} → {tail} ({ev['relative_change']:+.1%}) over steps {steps[0]}-"
+                    f"{steps[-1]}, steadily (Kendall τ {ev['mk_tau']:+.2f}): a move this small is as good as none, "
+                    f"unless the level sits just above the loss's floor (a summed or offset loss)")
         return (f"{what} stays at {head} → {tail} ({ev['relative_change']:+.1%}) over steps {steps[0]}-{steps[-1]}: "
                 f"it never moved")
+
+    def _steady(self, ev: dict) -> bool:
+        """Whether a range-flat loss moves at nearly every record (Kendall τ at `steady_tau` or beyond): a move far
+        beyond its own noise, so the claim rests on the level alone, and a summed or offset loss (its floor far
+        from 0) moves little in relative terms while it learns. A warning, not a critical."""
+        return abs(ev.get("mk_tau", 0.0)) >= self.steady_tau
 
     def _constant(self, run: Run, y: np.ndarray) -> dict | None:
         """The evidence when the training loss is exactly one value (0 included) on every one of its points, at
@@ -649,8 +664,9 @@ class FlatLoss:
         if stats.learned(y, tail, self.learned_fall) or not self._stayed(y, head):
             return None  # it fell from its first points, then stalled: plateau's (the same boundary), not never moved
         slope, _ = stats.theil_sen(steps, y)
+        trend = stats.mann_kendall(y, steps)
         return {"first_level": head, "last_level": tail, "relative_change": rel, "min_smoothed": low,
-                "slope_per_step": slope, "mk_p": stats.mann_kendall(y, steps).p, "points": int(y.size)}
+                "slope_per_step": slope, "mk_p": trend.p, "mk_tau": trend.tau, "points": int(y.size)}
 
 
 def shortest(x: float) -> str:
@@ -708,28 +724,24 @@ def accuracy_level(run: Run) -> float | None:
     return None
 
 
-def decayed_tail(run: Run, steps: np.ndarray, share: float = 0.1, fall: float = 0.05) -> bool:
-    """Whether the log is an excerpt from the end of a schedule: it opens well into training (its first epoch, or
-    on a logged step axis its first step, is more than `share` of its last and two logging intervals from 0) and
-    the LR falls across it by `fall` or more. A loss that holds its level there has converged as the LR ran out; it says nothing of a loss that never
-    moved (a stuck loss in an excerpt under a constant LR is still judged)."""
+def decayed_tail(run: Run, steps: np.ndarray, fall: float = 0.05) -> bool:
+    """Whether the log is an excerpt from the end of a schedule: it opens well into training (`opens_late`) and
+    the LR falls across it by `fall` or more. A loss that holds its level there has converged as the LR ran out; it
+    says nothing of a loss that never moved (a stuck loss in an excerpt under a constant LR is still judged)."""
     if not run.has("lr"):
         return False
     lr = run.arrays("lr")[1]
     lr = lr[np.isfinite(lr)]
     if lr.size < 2 or not (lr[0] > 0 and lr[-1] <= (1 - fall) * lr[0]):
         return False
-    if run.has("epoch"):
-        e = run.arrays("epoch")[1]
-        e = e[np.isfinite(e)]
-        if e.size >= 2 and e[-1] > 0 and e[0] > share * e[-1] and _opens_late(e):
-            return True
-    ordinal = bool(run.meta.filter(run.meta["name"] == run.pick("loss"))["ordinal"].fill_null(False).any())
-    return not ordinal and steps.size >= 2 and steps[-1] > 0 and steps[0] > share * steps[-1] and _opens_late(steps)
+    return opens_late(run, steps)
 
 
-def _opens_late(axis: np.ndarray, intervals: float = 2.0) -> bool:
-    """Whether an axis opens more than `intervals` of its own logging intervals after 0: a short log whose first
-    record is its first logging step (step 10 of 80, epoch 1 of 8) is a whole run, not an excerpt."""
-    gap = float(np.median(np.diff(axis))) if axis.size >= 2 else 0.0
-    return bool(axis[0] > intervals * gap)
+def unseen_start(run: Run, steps: np.ndarray, share: float = 0.5) -> bool:
+    """Whether the log is an excerpt with no LR logged that opens later than it lasts, by its epochs (`opens_late` at
+    `share`: more of the run lies before it than in it): where the loss began is not in it, nor what the optimiser
+    did, so a level held over it within its noise cannot be told from a converged one. An excerpt that shows more
+    than it hides still shows a loss that did not move. The pinned, constant and chance rules still speak: their
+    levels say it at any point."""
+    return not run.has("lr") and opens_late(run, steps, share, by_step=False)
+
