@@ -563,3 +563,24 @@ def test_a_loss_that_fell_decades_and_rises_under_warm_restarts_is_no_divergence
                4e-5 * np.linspace(1, 0.02, 49)]
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "learning_rate": (steps, lr)}), tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []
+
+
+@pytest.mark.parametrize("improves, severity", [(True, "warning"), (False, "critical")])
+def test_a_rise_while_the_accuracy_improves_is_no_critical(tmp_path, improves, severity):
+    """A printed `Iter N: loss=X, test_acc=Y` per epoch: the loss grows 2% an epoch from the start (a loss term
+    whose weight is multiplied every epoch, as a growing regulariser does) while the test accuracy climbs. The
+    curve alone is a divergence, the model is not getting worse: a warning that says so. The same loss beside an
+    accuracy that falls is critical."""
+    rng = np.random.default_rng(3)
+    epochs = np.arange(40)
+    loss = 1.5e5 * 1.02 ** epochs
+    acc = (0.05 + 0.5 * (1 - np.exp(-epochs / 8)) if improves else 0.5 - 0.01 * epochs) + rng.normal(0, 0.01, 40)
+    root = tmp_path / "r"
+    root.mkdir()
+    log_messages(root / "train.log", [f"Iter {e}: loss={v:.4f}, test_acc={a:.4f}" for e, v, a in zip(epochs, loss, acc)],
+                 fmt="%(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.severity == severity, f.summary
+    assert ("test_acc improves" in f.summary) == improves
+
