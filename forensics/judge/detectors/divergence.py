@@ -14,6 +14,7 @@ from forensics.judge import stats
 from forensics.judge.detectors.adversarial import discriminator_wins
 from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, finite_part, gan_pair, level_of, point,
                                             src, too_short)
+from forensics.judge.detectors.masked_nonfinite import zeroed
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
@@ -22,6 +23,14 @@ from ingest.roles import words
 
 # A loss weight or coefficient (`kl_weight`, `beta`, `anneal`): one logged from 0 and rising makes the total rise.
 RAMP_WORDS = frozenset({"weight", "beta", "coef", "coeff", "anneal", "annealing", "lambda"})
+
+
+def _unmasked(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """The training loss with every 0.0 that hides a NaN (`masked_nonfinite.zeroed`) read as the NaN it was: a
+    blow-up followed by such zeros ends in the NaN, it did not come back."""
+    steps, values = run.arrays("loss")
+    hidden = zeroed(run)
+    return steps, (np.where(hidden, np.nan, values) if hidden.any() else values)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,7 @@ class Divergence:
     None at a floor (`_at_floor`): every point under `floor_share` of the untrained level and the end no higher than
     the points before the lowest dip, the "rise" is the floor's own scatter (the validation rise is overfitting's).
     A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
+    A logged 0.0 that hides a NaN (`masked_nonfinite.zeroed`) is read as that NaN: a blow-up before it ends in it.
     A warning, not critical, where an accuracy improves across the rise (`_contradicted`): the objective grew, the
     model did not get worse.
     Launches appended to one log are judged one by one (`base.by_launch`).
@@ -166,7 +176,7 @@ class Divergence:
     @staticmethod
     def _alive(run: Run) -> tuple[np.ndarray, np.ndarray, bool]:
         """The finite part of the loss (steps, values) and whether a non-finite value follows it."""
-        all_steps, all_values = run.arrays("loss")
+        all_steps, all_values = _unmasked(run)
         steps, y = finite_part(all_steps, all_values)
         keep = np.isfinite(y)
         return steps[keep], y[keep], steps.size < all_steps.size
@@ -182,7 +192,7 @@ class Divergence:
                 yield alone
             return
         steps, y, nan_follows = self._alive(run)
-        all_values = run.arrays("loss")[1]
+        all_values = _unmasked(run)[1]
         dies = nan_follows and not np.any(np.isfinite(all_values[steps.size:]))  # non-finite to the end
         n = y.size
         if n >= self.min_points and float(np.min(y)) > self.blown_level and self._blown_shows(run, steps, y, nan_follows):

@@ -248,3 +248,22 @@ def _filters_nonfinite(run: Run) -> bool:
         return str(said).lower() in ("true", "1")
     return run.format_of(run.pick("loss")) == "hf_trainer_state"
 
+
+def zeroed(run: Run) -> np.ndarray:
+    """Per point of the training loss (`run.arrays("loss")`): logged exactly 0.0 where the logs show the value
+    was non-finite, a non-finite gradient norm at the same step or a NaN/Inf evaluation inside a stretch of zeros
+    the log ends on (HF's filter zeroing a NaN). Such a 0.0 is a hidden NaN, never a level a curve reached."""
+    ts, tv = run.arrays("loss")
+    out = np.zeros(tv.size, dtype=bool)
+    zero = np.isfinite(tv) & (tv == 0.0)
+    if not zero.any():
+        return out
+    if run.has("grad_norm"):
+        gs, gv = run.arrays("grad_norm")
+        out |= zero & np.isin(ts, gs[~np.isfinite(gv)])
+    if run.has("val_loss") and tv[-1] == 0.0 and np.isfinite(tv).all():
+        start = ts[int(np.flatnonzero(tv != 0.0)[-1]) + 1] if (tv != 0.0).any() else ts[0]
+        vs, vv = run.arrays("val_loss")
+        if np.any(~np.isfinite(vv) & (vs >= start)):
+            out |= ts >= start
+    return out
