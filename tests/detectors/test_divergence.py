@@ -563,3 +563,43 @@ def test_a_loss_that_fell_decades_and_rises_under_warm_restarts_is_no_divergence
                4e-5 * np.linspace(1, 0.02, 49)]
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "learning_rate": (steps, lr)}), tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []
+
+
+@pytest.mark.parametrize("improves, severity", [(True, "warning"), (False, "critical")])
+def test_a_rise_while_the_accuracy_improves_is_no_critical(tmp_path, improves, severity):
+    """A printed `Iter N: loss=X, test_acc=Y` per epoch: the loss grows 2% an epoch from the start (a loss term
+    whose weight is multiplied every epoch, as a growing regulariser does) while the test accuracy climbs. The
+    curve alone is a divergence, the model is not getting worse: a warning that says so. The same loss beside an
+    accuracy that falls is critical."""
+    rng = np.random.default_rng(3)
+    epochs = np.arange(40)
+    loss = 1.5e5 * 1.02 ** epochs
+    acc = (0.05 + 0.5 * (1 - np.exp(-epochs / 8)) if improves else 0.5 - 0.01 * epochs) + rng.normal(0, 0.01, 40)
+    root = tmp_path / "r"
+    root.mkdir()
+    log_messages(root / "train.log", [f"Iter {e}: loss={v:.4f}, test_acc={a:.4f}" for e, v, a in zip(epochs, loss, acc)],
+                 fmt="%(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.severity == severity, f.summary
+    assert ("test_acc improves" in f.summary) == improves
+
+
+@pytest.mark.parametrize("blows_up", [True, False])
+def test_a_blow_up_followed_by_zeros_that_hide_a_nan_ends_in_the_nan(tmp_path, blows_up):
+    """HF Trainer logs every 1000 steps: the loss jumps ×2500 and from the next log on reads exactly 0.0 beside a
+    NaN grad norm (its filter zeroing a NaN). Those zeros are the NaN, not a level the loss came back to: the
+    blow-up is what the log ends on, a divergence, and no spike that recovered. Without the jump the same zeros are
+    masked_nonfinite's alone."""
+    from forensics.judge.detectors import LossSpike
+
+    steps = np.array([1000, 2000, 3000, 4000, 5000])
+    loss = np.array([2.2934, 5661.338 if blows_up else 2.1, 0.0, 0.0, 0.0])
+    norm = np.array([0.393, np.nan, np.nan, np.nan, np.nan])
+    run = load_run(write_trainer_state(tmp_path / "r", hf_history(steps, loss, norm)), tmp_path / "f.duckdb")
+    found = list(Divergence().check(run))
+    assert len(found) == int(blows_up), [f.summary for f in found]
+    if blows_up:
+        assert found[0].severity == "critical" and found[0].evidence.get("ends_nonfinite", True)
+        assert "5661 at step 2000" in found[0].summary and "turns non-finite" in found[0].summary
+    assert list(LossSpike().check(run)) == []

@@ -201,3 +201,17 @@ def test_an_rl_value_loss_that_blows_up_again_and_again_is_a_spike(tmp_path, blo
               "train/policy_gradient_loss": (steps, rng.normal(0, 0.05, steps.size))}
     found = list(LossSpike().check(load_run(write_tb(tmp_path / "r", series), tmp_path / "f.duckdb")))
     assert [f.evidence.get("spikes") for f in found] == ([4] if blows_up else [])
+
+
+def test_a_window_the_hf_filter_zeroed_is_no_nonfinite_spike(tmp_path):
+    """HF Trainer logs 0.0 for a window whose every step loss was NaN, beside its NaN grad norm, then finite losses
+    again. That 0.0 hides a NaN (masked_nonfinite's finding), read as one by the curve detectors; it is no NaN the
+    log shows between two finite losses, so no "non-finite spike that recovers"."""
+    from tests.runwriters import hf_history, write_trainer_state
+
+    steps = np.arange(10, 410, 10)
+    loss = 2.0 * np.exp(-steps / 200) + 0.3
+    norm = np.full(steps.size, 1.2)
+    loss[20], norm[20] = 0.0, np.nan
+    run = load_run(write_trainer_state(tmp_path / "r", hf_history(steps, loss, norm)), tmp_path / "f.duckdb")
+    assert list(LossSpike().check(run)) == []

@@ -265,3 +265,27 @@ def test_a_nan_norm_on_the_last_record_beside_a_loss_that_rose_a_little_is_maski
     assert bool(found) == fires, [f.summary for f in found]
     if fires:
         assert (found[0].severity, found[0].step, found[0].evidence["steps_masked"]) == ("critical", 1000, 1)
+
+
+@pytest.mark.parametrize("held, severity", [(False, "warning"), (True, "critical")])
+def test_a_brief_nan_norm_streak_the_raw_log_ends_on_beside_a_moving_loss_is_no_critical(tmp_path, held, severity):
+    """mmengine's lines print the raw loss: had the weights gone NaN, the loss beside the last two `grad_norm: nan`
+    lines would be NaN too. A loss that still moves there (falling, as it did before) says a step an fp16 scaler
+    skipped or a NaN the log stops before showing: a warning naming both. The same lines with the last loss held
+    exactly at the value before it (written in place of the NaN) hide it: critical."""
+    from tests.runwriters import log_messages
+
+    loss, norm = _per_step(n=60, seed=2)
+    norm[-2:] = np.nan
+    loss = np.round(loss, 4)
+    if held:
+        loss[-1], norm[-1] = loss[-2], np.inf  # (an Inf norm: a line otherwise identical would be a reprint)
+    lines = [f"Epoch(train)  [1][{10 * (i + 1):4d}/735]  lr: 1.9870e-04  grad_norm: {g:.4f}  loss: {v:.4f}"
+             for i, (g, v) in enumerate(zip(norm, loss))]
+    root = tmp_path / "r"
+    root.mkdir()
+    log_messages(root / "train.log", lines, fmt="%(asctime)s - mmengine - INFO - %(message)s")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.format_of(run.pick("loss")) != "hf_trainer_state"
+    [f] = MaskedNonfinite().check(run)
+    assert (f.severity, f.evidence["steps_masked"], f.evidence["norm_came_back"]) == (severity, 2, False)

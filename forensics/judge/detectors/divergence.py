@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from forensics.judge import stats
 from forensics.judge.detectors.adversarial import discriminator_wins
 from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, finite_part, gan_pair, level_of, point,
                                             src, too_short)
+from forensics.judge.detectors.masked_nonfinite import zeroed
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
 from forensics.judge.run import Run
@@ -21,6 +23,14 @@ from ingest.roles import words
 
 # A loss weight or coefficient (`kl_weight`, `beta`, `anneal`): one logged from 0 and rising makes the total rise.
 RAMP_WORDS = frozenset({"weight", "beta", "coef", "coeff", "anneal", "annealing", "lambda"})
+
+
+def _unmasked(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """The training loss with every 0.0 that hides a NaN (`masked_nonfinite.zeroed`) read as the NaN it was: a
+    blow-up followed by such zeros ends in the NaN, it did not come back."""
+    steps, values = run.arrays("loss")
+    hidden = zeroed(run)
+    return steps, (np.where(hidden, np.nan, values) if hidden.any() else values)
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,9 @@ class Divergence:
     None at a floor (`_at_floor`): every point under `floor_share` of the untrained level and the end no higher than
     the points before the lowest dip, the "rise" is the floor's own scatter (the validation rise is overfitting's).
     A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
+    A logged 0.0 that hides a NaN (`masked_nonfinite.zeroed`) is read as that NaN: a blow-up before it ends in it.
+    A warning, not critical, where an accuracy improves across the rise (`_contradicted`): the objective grew, the
+    model did not get worse.
     Launches appended to one log are judged one by one (`base.by_launch`).
     Why: a loss that climbs back is unstable training; it usually ends in NaN.
     Evidence: onset step (the minimum), minimum, final level, growth factor, Theil–Sen slope after onset, p,
@@ -163,7 +176,7 @@ class Divergence:
     @staticmethod
     def _alive(run: Run) -> tuple[np.ndarray, np.ndarray, bool]:
         """The finite part of the loss (steps, values) and whether a non-finite value follows it."""
-        all_steps, all_values = run.arrays("loss")
+        all_steps, all_values = _unmasked(run)
         steps, y = finite_part(all_steps, all_values)
         keep = np.isfinite(y)
         return steps[keep], y[keep], steps.size < all_steps.size
@@ -179,7 +192,7 @@ class Divergence:
                 yield alone
             return
         steps, y, nan_follows = self._alive(run)
-        all_values = run.arrays("loss")[1]
+        all_values = _unmasked(run)[1]
         dies = nan_follows and not np.any(np.isfinite(all_values[steps.size:]))  # non-finite to the end
         n = y.size
         if n >= self.min_points and float(np.min(y)) > self.blown_level and self._blown_shows(run, steps, y, nan_follows):
@@ -226,7 +239,33 @@ class Divergence:
             found = [f for f in [self._above_start(run, steps, y, nan_follows)] if f is not None]
         if found and not nan_follows and self._at_floor(run, y):
             return  # a trained loss wandering at its floor: the "rise" is its own scatter
-        yield from found
+        for f in found:
+            yield self._contradicted(run, f) if not nan_follows else f
+
+    def _contradicted(self, run: Run, finding: Finding) -> Finding:
+        """The finding as a warning where an accuracy improves across the rise: a trend up (Mann–Kendall at `p`)
+        over `min_points_after` records or more from the onset, ending above its value there. The model got
+        better while the objective grew (a regulariser's weight ramped up, a term rescaled): the curve alone says
+        divergence, the model does not, so it is no critical."""
+        onset, end = finding.step, finding.step_end
+        for role in ("val_accuracy", "accuracy"):
+            if onset is None or not run.has(role):
+                continue
+            s, v = finite_part(*run.arrays(role))
+            keep = np.isfinite(v) & (s >= onset) & (s <= (end if end is not None else s.max(initial=onset)))
+            s, v = s[keep], v[keep]
+            if v.size < self.min_points_after or float(v[-1]) <= float(v[0]):
+                continue
+            trend = stats.mann_kendall(v, s)
+            if trend.z > 0 and trend.p < self.p:
+                name = run.pick(role)
+                return dataclasses.replace(finding, severity="warning", evidence=finding.evidence | {
+                    "accuracy_improves": name, "accuracy_at_onset": float(v[0]), "accuracy_last": float(v[-1]),
+                    "accuracy_trend_p": trend.p},
+                    summary=(f"{finding.summary}; yet {name} improves over the same steps, {v[0]:.4g} at step "
+                             f"{s[0]} to {v[-1]:.4g} at step {s[-1]} (Mann–Kendall p={trend.p:.1g}): the objective "
+                             f"grew while the model got better (a growing loss term?), so not critical"))
+        return finding
 
     def _trend(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Iterator[Finding]:
         """The rise from the smoothed minimum, by the trend, step, level-shift and witness tests (docstring)."""

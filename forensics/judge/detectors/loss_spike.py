@@ -14,6 +14,7 @@ import polars as pl
 
 from forensics.judge import stats
 from forensics.judge.detectors.base import MECHANISM, VALUE_WORDS, reinforcement_learning, src, too_short
+from forensics.judge.detectors.masked_nonfinite import zeroed
 from forensics.judge.findings import Finding, plain
 from forensics.judge.numbers import count, ratio
 from forensics.judge.stats import SpikeRule
@@ -56,6 +57,8 @@ class LossSpike:
     within ×`bump_back` of it, staying under ×1.5 of it to the end, the whole excursion at most `bump_share` of the
     log and from `min_points` points, within one launch, while the validation loss climbs ×`bump_val` above its last evaluation before
     and is back within ×1.15 of it at its last, and the LR does not rise over it (a warm restart).
+    A logged 0.0 that hides a NaN (`masked_nonfinite.zeroed`) is that NaN: a jump followed by it never came back
+    (divergence's), and it is no NaN the log shows between finite losses.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
     Evidence: step, loss, trailing median (of logs, on a positive loss) and sigma, z, ratio to the median, window
     and the plain median of its logged values (what the summary quotes), recovery length, the start level and the
@@ -149,7 +152,9 @@ class LossSpike:
         if rl is not None:
             yield from self._value_blowups(run, rl.objectives)
             return
-        steps, values = run.arrays("loss")
+        steps, logged = run.arrays("loss")
+        hidden = zeroed(run)  # a 0.0 that hides a NaN is no level a spike came back to
+        values = np.where(hidden, np.nan, logged) if hidden.any() else logged
         glaring = list(self._glaring_findings(run, steps, values))
         yield from glaring
         spiked = bool(glaring)
@@ -169,6 +174,9 @@ class LossSpike:
                 found = raw.filter(pl.col("value") >= scatter ** self.tail_margin * pl.col("baseline"))
             start = stats.start_level(values, self.start_points)
             reference = np.isfinite(values)  # the points a spike is compared with: not other spikes
+            if hidden.any():  # the first record after the spike a hidden NaN: it never came back
+                after = [int(np.searchsorted(steps, b, side="right")) for b in found["end_step"]]
+                found = found.filter(pl.Series([i >= steps.size or not hidden[i] for i in after], dtype=pl.Boolean))
             for a, b in zip(found["start_step"], found["end_step"]):
                 reference &= ~((steps >= a) & (steps <= b))
             passes = run.pass_starts(run.pick("loss"))
@@ -212,9 +220,9 @@ class LossSpike:
                     yield bump
         starts = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
         name = run.pick("loss")
-        for a, b in stats.runs_of(~np.isfinite(values)):
-            if a == 0 or b == values.size - 1 or b - a + 1 > self.spike.recover:
-                continue  # at the start, to the end (nan_loss), or too long to be a blip
+        for a, b in stats.runs_of(~np.isfinite(logged)):  # NaNs logged as such: a hidden one is masked_nonfinite's
+            if a == 0 or b == values.size - 1 or b - a + 1 > self.spike.recover or hidden[a - 1] or hidden[b + 1]:
+                continue  # at the start, to the end (nan_loss), too long to be a blip, or beside a hidden NaN
             if np.any((starts > steps[a - 1]) & (starts <= steps[b + 1])):
                 continue  # one launch ends or begins non-finite: the finite value after it is another launch's
             ev = {"step": int(steps[a]), "value": plain(values[a]), "end_step": int(steps[b]),

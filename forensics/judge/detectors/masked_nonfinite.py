@@ -27,7 +27,9 @@ class MaskedNonfinite:
     0.0); under a logged loss scale, a norm on a step where the scale fell is a skipped step, and a streak counts only
     when it never recovers. Without a logged scale a shorter streak that comes back is a warning, except within the
     first `calibration_steps` steps where a per-step LR (moving between `moving_share` of its points) did not advance:
-    the fp16 scaler's start-up calibration.
+    the fp16 scaler's start-up calibration. A short streak the log ends on after finite norms, beside a raw loss
+    (a writer that filters nothing) that still moves after its first record, is a warning too: applied NaN
+    gradients would have made that loss NaN.
     Also: a console log that announces a non-finite loss in words on lines the training skipped and survived (`nan loss
     caught, skipping batch` with finite losses logged after: `base.announced_nonfinite`): the logged curve never shows
     those NaNs; a warning, quoting the first line as printed. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
@@ -144,10 +146,18 @@ class MaskedNonfinite:
         held = self._lr_held(run, both["step"].to_numpy()) if not scaled else np.zeros(bad.size, dtype=bool)
         keep = np.zeros(bad.size, dtype=bool)
         poisoned = np.zeros(bad.size, dtype=bool)
+        held_loss = np.r_[False, lv[1:] == lv[:-1]] | (lv == 0.0)
+        filters = _filters_nonfinite(run)
         for a, b in stats.runs_of(bad):
             n = b - a + 1
             long = n >= self.min_streak and not scaled
-            at_end = b == bad.size - 1 and (n >= self.min_streak or not scaled)
+            # A brief streak the log ends on poisons the weights, unless it interrupts finite norms and the raw
+            # loss logged after its first record still moves (finite, not held at the value before, under a writer
+            # that filters nothing): had the NaN gradients been applied, that loss would be NaN. A skipped step,
+            # told as a warning.
+            survived = (not filters and 0 < a < b and bool(np.isfinite(lv[a + 1:b + 1]).all())
+                        and not held_loss[a + 1:b + 1].any())
+            at_end = b == bad.size - 1 and (n >= self.min_streak or (not scaled and not survived))
             if long or at_end or bool(np.any(lv[a:b + 1] == 0.0)):
                 keep[a:b + 1] = poisoned[a:b + 1] = True
             elif not scaled and not held[a:b + 1].all():
@@ -156,9 +166,8 @@ class MaskedNonfinite:
         # like: it counts as masking only where the writer filters non-finite losses out of what it logs (HF's
         # Trainer), where it recurs (2+ records and `min_share` of them) or where the loss beside it is exactly 0
         # or exactly the previous record's (a value held in place of the NaN).
-        held_loss = np.r_[False, lv[1:] == lv[:-1]] | (lv == 0.0)
         brief = keep & ~poisoned
-        if brief.any() and not held_loss[brief].any() and not _filters_nonfinite(run) \
+        if brief.any() and not held_loss[brief].any() and not filters \
                 and (int(brief.sum()) < 2 or brief.sum() < self.min_share * bad.size):
             keep &= ~brief
         hit = both.filter(pl.Series(keep & ordinary))
@@ -169,10 +178,13 @@ class MaskedNonfinite:
         ev = {"first_step": first["step"], "loss_there": first["loss"], "grad_norm_there": first["grad"],
               "steps_masked": hit.height, "loss_exactly_zero": bool(first["loss"] == 0.0),
               "any_loss_exactly_zero": bool((hit["loss"] == 0.0).any()), "last_step_masked": int(hit["step"][-1])}
-        ev["norm_came_back"] = not severe
+        ev["norm_came_back"] = bool(np.isfinite(both["grad"].fill_null(np.nan).to_numpy()[
+            both["step"].to_numpy() > ev["last_step_masked"]]).any())
         why = ("the logs hide a non-finite loss" if severe else
                "the norm came back, so a step an fp16 scaler skipped or a NaN the loss filter hid; "
-               "a logged loss scale would tell which")
+               "a logged loss scale would tell which" if ev["norm_came_back"] else
+               "the log ends there, beside a loss that still moves: a step an fp16 scaler skipped, or a NaN the "
+               "log stops before showing; a logged loss scale would tell which")
         yield Finding.of(self, severity="critical" if severe else "warning", step=first["step"],
                          step_end=int(hit["step"][-1]), series=run.pick("loss"), evidence=ev,
                          sources=(src(run, "loss", hit["step"].to_numpy()), src(run, "grad_norm", hit["step"].to_numpy())),
@@ -235,3 +247,23 @@ def _filters_nonfinite(run: Run) -> bool:
     if said is not None:
         return str(said).lower() in ("true", "1")
     return run.format_of(run.pick("loss")) == "hf_trainer_state"
+
+
+def zeroed(run: Run) -> np.ndarray:
+    """Per point of the training loss (`run.arrays("loss")`): logged exactly 0.0 where the logs show the value
+    was non-finite, a non-finite gradient norm at the same step or a NaN/Inf evaluation inside a stretch of zeros
+    the log ends on (HF's filter zeroing a NaN). Such a 0.0 is a hidden NaN, never a level a curve reached."""
+    ts, tv = run.arrays("loss")
+    out = np.zeros(tv.size, dtype=bool)
+    zero = np.isfinite(tv) & (tv == 0.0)
+    if not zero.any():
+        return out
+    if run.has("grad_norm"):
+        gs, gv = run.arrays("grad_norm")
+        out |= zero & np.isin(ts, gs[~np.isfinite(gv)])
+    if run.has("val_loss") and tv[-1] == 0.0 and np.isfinite(tv).all():
+        start = ts[int(np.flatnonzero(tv != 0.0)[-1]) + 1] if (tv != 0.0).any() else ts[0]
+        vs, vv = run.arrays("val_loss")
+        if np.any(~np.isfinite(vv) & (vs >= start)):
+            out |= ts >= start
+    return out
