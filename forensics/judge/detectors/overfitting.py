@@ -35,8 +35,10 @@ class Overfitting:
     under `memorise_train_left` of its level at the crossover (memorisation); neither when validation is noisier
     than training (val_noise's). A minimum among the first `early_evals` evaluations needs training to fall by
     `min_train_fall` (else it is a mismatch between the two sets), or to have fallen to `memorised` of its first
-    value or to 0: a memorised training loss is a finished fall, not training that stands still. From `wide_min_evals` evaluations, under heavy
-    evaluation noise, rolling medians over `wide_share` of them are read instead (`_wide`). At any length from
+    value or to 0: a memorised training loss is a finished fall, not training that stands still.
+    Under heavy evaluation noise, at any length from `wide_min_evals` evaluations, the level is read instead of the
+    points (`_wide`): rolling medians over `wide_share` of them (at least `wide_min_window`), their rise judged
+    against the scatter of such a median, not of one evaluation. At any length from
     `every_min_evals` evaluations, a rise an expert names at a glance counts on its own (`_every`): validation
     rises at every evaluation after its minimum to the last (`every_share` of them or more), by `every_min_rise`
     of it and `noise_k` times its relative point noise, while training at those evaluations falls at each (or sits
@@ -73,8 +75,10 @@ class Overfitting:
     early_evals: int = 2  # a validation minimum among the first two evaluations ...
     min_train_fall: float = 0.05  # ... needs training to fall 5% over the rise (else distribution_mismatch's picture)
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
-    wide_min_evals: int = 40  # under heavy evaluation noise, from 40 evaluations: medians over ...
-    wide_share: float = 0.1  # ... a tenth of them
+    wide_min_evals: int = 8  # under heavy evaluation noise, from 8 evaluations: medians over ...
+    wide_share: float = 0.1  # ... a tenth of them, ...
+    wide_min_window: int = 3  # ... and at least 3: one lucky evaluation is not the level
+    wide_trend_p: float = 0.05  # the evaluations after the minimum trend up (their level rose `noise_k` errors too)
     every_min_evals: int = 3  # the minimum and two evaluations rising after it: a user sees the turn
     every_min_rise: float = 0.1  # ... ending 10% above the minimum: more than a few percent of evaluation noise
     every_share: float = 1 / 3  # ... and a third of the evaluations or more: the run's turn, not a blip at its end
@@ -245,14 +249,14 @@ class Overfitting:
 
     def _wide(self, run: Run) -> Finding | None:
         """Overfitting under heavy evaluation noise: on `wide_min_evals` evaluations or more, the rolling median over
-        `wide_share` of them has its minimum, then the evaluations after it trend up (Mann–Kendall p < `trend_p`) to
-        a median of the last window `min_rise` above that minimum and `noise_k` standard errors of a window median
-        (point noise / √window), while training falls over the same span. A tiny validation set jumps ×3 between
+        `wide_share` of them (`wide_min_window` at least) has its minimum, then the evaluations after it trend up
+        (Mann–Kendall p < `wide_trend_p`) to a median of the last window `min_rise` above that minimum and `noise_k`
+        standard errors of a window median (point noise / √window), while training falls over the same span. A tiny validation set jumps ×3 between
         epochs; its 3-point minimum is a lucky dip near the end, while its medians over 30 epochs climb +60%."""
         vs, v = _last_launch(run, "val_loss")
         if v.size < self.wide_min_evals:
             return None
-        w = max(5, int(v.size * self.wide_share))
+        w = max(self.wide_min_window, int(v.size * self.wide_share))
         sm = stats.rolling_median(v, w)
         imin = int(np.nanargmin(sm))
         lo, final = float(sm[imin]), float(np.median(v[-w:]))
@@ -262,7 +266,7 @@ class Overfitting:
                 and rise >= self.noise_k * sigma / np.sqrt(w) and v.size - imin >= max(self.trend_points, w)):
             return None
         trend = stats.mann_kendall(v[imin:], vs[imin:])
-        if not (trend.z > 0 and trend.p < self.trend_p):
+        if not (trend.z > 0 and trend.p < self.wide_trend_p):
             return None
         ts, tv = _last_launch(run, "loss")
         after = (ts >= vs[imin]) & (ts <= vs[-1])
