@@ -66,9 +66,15 @@ class ValNoise:
 
     def unavailable(self, run: Run) -> str | None:
         """From `few_min_points` evaluations; where both curves are shorter than `min_points`, neither has the moves
-        the other is measured against (a 5-point log is too short for noise, not free of it)."""
-        return too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points) or (
-            too_short(run, "loss", self.min_points) and too_short(run, "val_loss", self.min_points))
+        the other is measured against (a 5-point log is too short for noise, not free of it), unless validation's
+        round trips stand out at a glance (`_few`): effect size decides first, at any length."""
+        short = too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points)
+        if short:
+            return short
+        both = too_short(run, "loss", self.min_points) and too_short(run, "val_loss", self.min_points)
+        if both and self._few(run, *finite_part(*run.arrays("loss"))) is None:
+            return both
+        return None
 
     def check(self, run: Run) -> Iterator[Finding]:
         ts, t = finite_part(*run.arrays("loss"))
