@@ -34,7 +34,9 @@ def test_a_training_loss_that_rises_too_is_divergence_not_overfitting(tmp_path):
     vs, v = steps[::10], 0.6 + 1.7 * np.exp(-steps[::10] / 300) + np.where(steps[::10] > 1500,
                                                                            (steps[::10] - 1500) / 1500 * 39, 0)
     run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (vs, v)}), tmp_path / "f.duckdb")
-    assert list(Overfitting(max_train_rise=float("inf")).check(run))  # the relative rule is what decides
+    # the relative rule and the falling-training rule decide it: either alone keeps it silent
+    assert list(Overfitting(max_train_rise=float("inf"), min_train_fall=-float("inf")).check(run))
+    assert list(Overfitting(max_train_rise=float("inf")).check(run)) == []
     assert list(Overfitting().check(run)) == []
 
 
@@ -318,3 +320,23 @@ def test_a_noisy_validation_level_that_rises_counts_at_any_length(tmp_path):
         assert list(Overfitting(wide_min_evals=40).check(run)) == []  # the point-by-point rules miss it
         flat = load_run(write_tb(tmp_path / f"f{seed}", _noisy_epochs(False, seed)), tmp_path / f"f{seed}.duckdb")
         assert list(Overfitting().check(flat)) == []
+
+
+def test_validation_rising_beside_a_training_loss_that_stands_still_is_not_overfitting(tmp_path):
+    """32 epochs of a training loss that never moves from 0.10 (±3% between epochs) while validation dips a hundredfold
+    for a third of the run and comes back: a validation loss that wanders while nothing is learned, not a model
+    that memorises its training set (the catalog's overfitting needs training to keep falling), wherever the
+    validation minimum lies. The twin whose training loss halves over the same epochs is overfitting."""
+    rng = np.random.default_rng(5)
+    epochs = np.arange(32)
+    val = np.where((epochs >= 12) & (epochs < 22), 0.0007, 0.105) * (1 + rng.uniform(-0.03, 0.03, 32))
+    flat = 0.10 * (1 + rng.uniform(-0.03, 0.03, 32))
+    falling = 0.10 * np.exp(-epochs / 46) * (1 + rng.uniform(-0.01, 0.01, 32))
+    found = {}
+    for name, train in (("stands", flat), ("falls", falling)):
+        run = load_run(write_tb(tmp_path / name, {"train/loss": (epochs, train), "val/loss": (epochs, val)}),
+                       tmp_path / f"{name}.duckdb")
+        found[name] = list(Overfitting().check(run))
+    assert found["stands"] == []
+    [f] = found["falls"]
+    assert 12 <= f.step < 22 and f.evidence["val_rise_relative"] > 10

@@ -33,9 +33,10 @@ class Overfitting:
     A smaller rise counts when the evaluations after the minimum trend up (Mann–Kendall p < `trend_p` over
     `trend_points`, a rise of `trend_noise_k` sigmas), or rise `memorise_noise_k` sigmas while training falls to
     under `memorise_train_left` of its level at the crossover (memorisation); neither when validation is noisier
-    than training (val_noise's). A minimum among the first `early_evals` evaluations needs training to fall by
-    `min_train_fall` (else it is a mismatch between the two sets), or to have fallen to `memorised` of its first
-    value or to 0: a memorised training loss is a finished fall, not training that stands still.
+    than training (val_noise's). Wherever the minimum lies, training must fall by `min_train_fall` over the rise
+    (standing still, it is a mismatch between the two sets, or a model that learns nothing while its validation
+    loss wanders), or have fallen to `memorised` of its first value or to 0: a memorised training loss is a
+    finished fall, not training that stands still.
     Under heavy evaluation noise, at any length from `wide_min_evals` evaluations, the level is read instead of the
     points (`_wide`): rolling medians over `wide_share` of them (at least `wide_min_window`), their rise judged
     against the scatter of such a median, not of one evaluation. At any length from
@@ -72,8 +73,7 @@ class Overfitting:
     trend_noise_k: float = 1.0
     memorise_train_left: float = 0.5  # the model memorises: training falls to under half its level at the crossover
     memorise_noise_k: float = 1.0  # as `trend_noise_k`: the second witness is training, not the rise
-    early_evals: int = 2  # a validation minimum among the first two evaluations ...
-    min_train_fall: float = 0.05  # ... needs training to fall 5% over the rise (else distribution_mismatch's picture)
+    min_train_fall: float = 0.05  # training falls 5% over the rise (standing still: a mismatch, or no learning)
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     wide_min_evals: int = 8  # under heavy evaluation noise, from 8 evaluations: medians over ...
     wide_share: float = 0.1  # ... a tenth of them, ...
@@ -324,9 +324,9 @@ class Overfitting:
         if train_change > self.max_train_share * rise or (
                 train_level > 0 and train_change > self.max_train_rise * train_level):
             return  # both rise: that is divergence, not overfitting
-        if (imin < self.early_evals and train_level > 0 and train_change > -self.min_train_fall * train_level
+        if (train_level > 0 and train_change > -self.min_train_fall * train_level
                 and not _memorised(tv[ts <= vs[-1]], self.memorised)):
-            return  # validation worse from its first evaluations while training stands still: a mismatch
+            return  # training stands still: validation worse from its first evaluations is a mismatch, later noise
         ev = {"crossover_step": int(vs[imin]), "val_min": lo, "val_final": final, "val_rise": rise,
               "val_rise_relative": rise / abs(lo) if lo else None, "val_noise": sigma, "mk_p": trend.p,
               "train_slope_after": slope, "train_change_after": train_change,
