@@ -51,7 +51,8 @@ class Overfitting:
     Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
-    False alarms: 0 of the 67 healthy real runs it judged (benchmarks/false_alarms.py, fifteen label files).
+    False alarms: 0 of the 117 healthy real runs it judged (benchmarks/false_alarms.py, the 24 pooled label files;
+    2 findings where the label allows overfitting).
     """
 
     kind: ClassVar[str] = "overfitting"

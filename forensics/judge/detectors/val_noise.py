@@ -37,7 +37,7 @@ class ValNoise:
     model.eval() missing; the best evaluation is then a lucky draw, and early stopping reads noise.
     Evidence: relative noise of each, their ratio, the training series and how it was compared; the best evaluation
     beside the median of its neighbours (how far below the curve a lucky draw puts the checkpoint a user keeps).
-    False alarms: 0 of the 42 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets).
+    False alarms: 0 of the 105 healthy real runs it could check (benchmarks/false_alarms.py, the 24 pooled label files).
     """
 
     kind: ClassVar[str] = "val_noise"
