@@ -34,7 +34,9 @@ def test_a_training_loss_that_rises_too_is_divergence_not_overfitting(tmp_path):
     vs, v = steps[::10], 0.6 + 1.7 * np.exp(-steps[::10] / 300) + np.where(steps[::10] > 1500,
                                                                            (steps[::10] - 1500) / 1500 * 39, 0)
     run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, train), "val/loss": (vs, v)}), tmp_path / "f.duckdb")
-    assert list(Overfitting(max_train_rise=float("inf")).check(run))  # the relative rule is what decides
+    # the relative rule and the falling-training rule decide it: either alone keeps it silent
+    assert list(Overfitting(max_train_rise=float("inf"), min_train_fall=-float("inf")).check(run))
+    assert list(Overfitting(max_train_rise=float("inf")).check(run)) == []
     assert list(Overfitting().check(run)) == []
 
 
@@ -43,8 +45,9 @@ def test_a_steady_rise_smaller_than_three_point_sigmas_counts(tmp_path):
     14 evaluations while training falls 0.70 -> 0.003): it bottoms at 0.094 and climbs to 0.13-0.23 in noisy steps.
     The rise is under three point sigmas, but the evaluations after the minimum trend up on their own
     (Mann-Kendall p < 0.01) and validation is the smoother of the two: that is overfitting. The same values in
-    an order without a trend stay silent, and so does the trend beside a training loss smoother than it
-    (validation noisier than training is val_noise's run)."""
+    an order without a trend stay silent. Beside a training loss smoother than it, the point rules leave the jumps
+    to val_noise, and the level rule reads it: medians of three evaluations climb +60% from their minimum, many
+    times the scatter of such a median."""
     steps = np.arange(178, 2493, 178)
     val = np.array([0.129633, 0.092615, 0.093741, 0.116627, 0.102280, 0.089965, 0.126430, 0.107821, 0.138788,
                     0.122261, 0.134817, 0.166401, 0.227755, 0.132618])
@@ -59,7 +62,9 @@ def test_a_steady_rise_smaller_than_three_point_sigmas_counts(tmp_path):
     assert list(Overfitting().check(run)) == []
     smooth_train = curve(n=250, start=0.7, floor=0.003, tau=300, noise=0.005)
     run = load_run(write_tb(tmp_path / "c", {"train/loss": smooth_train, "val/loss": (steps, val)}), tmp_path / "c.duckdb")
-    assert list(Overfitting().check(run)) == []
+    assert list(Overfitting(wide_min_evals=40).check(run)) == []
+    [f] = Overfitting().check(run)
+    assert f.evidence["smoothed"] and f.evidence["val_rise_relative"] > 0.5
 
 
 def test_training_after_the_last_evaluation_does_not_make_a_divergence_look_like_overfitting(tmp_path):
@@ -229,7 +234,8 @@ def test_validation_rising_from_its_first_evaluation_beside_a_memorised_training
     [f] = found["memorised"]
     assert f.evidence["val_rise_relative"] > 0.1 and "memorised" in f.summary and "0.3009" in f.summary
     assert found["stands"] == []
-    assert list(Overfitting(memorised=0.0).check(load_run(tmp_path / "memorised", tmp_path / "again.duckdb"))) == []
+    again = load_run(tmp_path / "memorised", tmp_path / "again.duckdb")
+    assert list(Overfitting(memorised=0.0, wide_min_evals=40).check(again)) == []  # the level rule reads it too
 
 
 def test_a_rise_at_every_evaluation_beside_a_training_loss_at_its_floor_is_overfitting(tmp_path):
@@ -289,3 +295,48 @@ def test_a_validation_only_u_is_overfitting_that_names_the_missing_training_loss
     settles = np.r_[np.linspace(1.30, 1.08, 8), np.full(40, 1.08)] + rng.normal(0, 0.005, 48)
     run = load_run(write_tb(tmp_path / "s", {"val/loss": (steps, settles)}), tmp_path / "s.duckdb")
     assert list(Overfitting().check(run)) == []
+
+
+def _noisy_epochs(rise: bool, seed: int = 0):
+    """16 epochs of a small validation set: evaluations ±20% around their level, which falls to its best at epoch 6
+    and (with `rise`) climbs half again by the end, while the epoch mean of training falls smoothly 0.6 -> 0.16."""
+    rng = np.random.default_rng(seed)
+    epochs = np.arange(16)
+    level = 0.45 - 0.07 * np.minimum(epochs, 6) / 6 + (0.2 * np.maximum(0, epochs - 6) / 9 if rise else 0)
+    val = level * (1 + rng.uniform(-0.2, 0.2, epochs.size))
+    train = 0.16 + 0.44 * np.exp(-epochs / 5)
+    steps = (epochs + 1) * 228
+    return {"train/loss": (steps, train), "val/loss": (steps, val)}
+
+
+def test_a_noisy_validation_level_that_rises_counts_at_any_length(tmp_path):
+    """Sixteen evaluations jumping ±20% around their level: no single evaluation stands three point sigmas above the
+    best one, but the median of three evaluations does, against the scatter of such a median, and the evaluations
+    after it trend up while training falls. The same noise around a level that stays put is silent."""
+    for seed in (0, 1):  # draws where no evaluation stands out on its own (others the point rules read too)
+        run = load_run(write_tb(tmp_path / f"r{seed}", _noisy_epochs(True, seed)), tmp_path / f"r{seed}.duckdb")
+        [f] = Overfitting().check(run)
+        assert f.evidence["smoothed"] and f.evidence["window"] == 3 and f.evidence["val_rise_relative"] > 0.2
+        assert list(Overfitting(wide_min_evals=40).check(run)) == []  # the point-by-point rules miss it
+        flat = load_run(write_tb(tmp_path / f"f{seed}", _noisy_epochs(False, seed)), tmp_path / f"f{seed}.duckdb")
+        assert list(Overfitting().check(flat)) == []
+
+
+def test_validation_rising_beside_a_training_loss_that_stands_still_is_not_overfitting(tmp_path):
+    """32 epochs of a training loss that never moves from 0.10 (±3% between epochs) while validation dips a hundredfold
+    for a third of the run and comes back: a validation loss that wanders while nothing is learned, not a model
+    that memorises its training set (the catalog's overfitting needs training to keep falling), wherever the
+    validation minimum lies. The twin whose training loss halves over the same epochs is overfitting."""
+    rng = np.random.default_rng(5)
+    epochs = np.arange(32)
+    val = np.where((epochs >= 12) & (epochs < 22), 0.0007, 0.105) * (1 + rng.uniform(-0.03, 0.03, 32))
+    flat = 0.10 * (1 + rng.uniform(-0.03, 0.03, 32))
+    falling = 0.10 * np.exp(-epochs / 46) * (1 + rng.uniform(-0.01, 0.01, 32))
+    found = {}
+    for name, train in (("stands", flat), ("falls", falling)):
+        run = load_run(write_tb(tmp_path / name, {"train/loss": (epochs, train), "val/loss": (epochs, val)}),
+                       tmp_path / f"{name}.duckdb")
+        found[name] = list(Overfitting().check(run))
+    assert found["stands"] == []
+    [f] = found["falls"]
+    assert 12 <= f.step < 22 and f.evidence["val_rise_relative"] > 10

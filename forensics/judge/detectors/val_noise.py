@@ -37,7 +37,7 @@ class ValNoise:
     model.eval() missing; the best evaluation is then a lucky draw, and early stopping reads noise.
     Evidence: relative noise of each, their ratio, the training series and how it was compared; the best evaluation
     beside the median of its neighbours (how far below the curve a lucky draw puts the checkpoint a user keeps).
-    False alarms: 0 of the 42 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets).
+    False alarms: 0 of the 105 healthy real runs it could check (benchmarks/false_alarms.py, the 24 pooled label files).
     """
 
     kind: ClassVar[str] = "val_noise"
@@ -66,9 +66,15 @@ class ValNoise:
 
     def unavailable(self, run: Run) -> str | None:
         """From `few_min_points` evaluations; where both curves are shorter than `min_points`, neither has the moves
-        the other is measured against (a 5-point log is too short for noise, not free of it)."""
-        return too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points) or (
-            too_short(run, "loss", self.min_points) and too_short(run, "val_loss", self.min_points))
+        the other is measured against (a 5-point log is too short for noise, not free of it), unless validation's
+        round trips stand out at a glance (`_few`): effect size decides first, at any length."""
+        short = too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points)
+        if short:
+            return short
+        both = too_short(run, "loss", self.min_points) and too_short(run, "val_loss", self.min_points)
+        if both and self._few(run, *finite_part(*run.arrays("loss"))) is None:
+            return both
+        return None
 
     def check(self, run: Run) -> Iterator[Finding]:
         ts, t = finite_part(*run.arrays("loss"))
