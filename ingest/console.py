@@ -38,7 +38,8 @@ marker `Eval samples: N`); a record whose own label starts with a split (`Epoch(
 
 Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
-`TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`). After them, values inside a
+`TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`), and a message glued to a value is
+cut off (`loss: 1.3988Batch 8: Invalid loss` reads `loss: 1.3988`). After them, values inside a
 group labelled as losses are its parts (`[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`), and values
 listed after a label that names memory and ends in a colon are that memory's (`Memory info of GPU /physical_device:GPU:0:
 current: 0.18, peak: 2.55`: `Memory info of GPU current`, `... peak`), counter or not.
@@ -757,11 +758,17 @@ _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)
                    rf"|<\s*(?P<a>{NUM})\s*>"  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
                    rf"|\bTensor\s+[A-Z]\w*\s+\[\s*\]\s+(?P<h>{NUM})")  # hasktorch's 0-d tensor (`Tensor Float []  0.34`)
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
+# A value glued to a capitalised word (`loss: 1.3988Batch 8: Invalid loss`, `loss: nanEpoch 2/10`): another print
+# with no line break before it. The number is the record's value; the message after it is cut off, since its counters
+# (`Batch 8`, `Epoch 2/10`) are not this record's. Not a name's own digits (`resnet50Block`), not a date (`12Nov2023`).
+_GLUED_MESSAGE = re.compile(
+    r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2,}\b.*$")
 _REPR_HINTS = [
     r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
     r"tensor\(", r"Tensor\s+[A-Z]\w*\s+\[\s*\]", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
     rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
+    r"(?:\d|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2}",  # a value glued to the next message
     r"\dm\s*\d+(?:\.\d+)?s\b",  # a duration
     r"(?:^|[^\d:.,]|[A-Za-z_]:)\d{1,3},\d\d\d",  # thousands, not a stamp's milliseconds (`13:37,195`)
 ]
@@ -802,7 +809,7 @@ def _normalise(text: str) -> str:
     text = _NAMED_LIST.sub(_named_list, text)
     text = _REPR.sub(lambda m: m.group("t") or m.group("a") or m.group("h") or m.group("l") and m.group("lpre") + m.group("l")
                      or m.group("pm") + m.group("pmu"), text)
-    return _GLUED.sub(" ", text)
+    return _GLUED_MESSAGE.sub(r"\1", _GLUED.sub(" ", text))
 
 
 @lru_cache(maxsize=4096)
@@ -854,6 +861,11 @@ _ESTIMATE_BEFORE = re.compile(
     r"\b(?i:eta|etc|estimated(?: time)?|finish(?:es|ed)?(?: at)?|end(?:s)? at|remaining|left)\s*[:=]?\s*"
     r"(?:[A-Z][a-z]{2},?\s+){0,2}(?:\d{1,2},?\s+)?$")
 _YEAR_AFTER = re.compile(r"\s+\d{4}\b")
+
+
+# A description's value before tqdm's `: ` and its (blanked) bar (`desc=f"Loss: {loss:.4f}"` prints `Loss: 0.9741:
+# 1%|...`): the value ends at the colon. Only a value apart from what is before it (`mAP@.5:.95: 100%|` is a header).
+_DESCRIPTION_END = re.compile(rf"(?<=\s)({NUM}):(?=\s*\x00)")
 
 
 def _trace(text: str) -> _Shape:
@@ -913,6 +925,8 @@ def _trace(text: str) -> _Shape:
                 text = _blank(text, match.span(), blanked)
             if took:
                 break
+    if "tqdm_bar" in taken:  # the `: ` tqdm puts between a description and its bar ends a value, names nothing
+        text = _DESCRIPTION_END.sub(lambda m: m.group(1) + " ", text)
     for pattern in _ASSIGN:
         if pattern.name == "bare_rate" and "tqdm_bar" in taken:
             continue  # a bar's own rate: often a data-loading bar's (`Map: 55%|...| 942.92 examples/s`)

@@ -942,3 +942,41 @@ def test_analyze_verbose_shows_the_lines_each_pattern_took(tmp_path, capsys):
     assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb")]) == 0
     quiet = capsys.readouterr().out
     assert "console lines read" not in quiet and "read with problems" not in quiet  # a tally, not a problem
+
+
+def test_tqdm_description_ending_in_a_value_is_read(tmp_path):
+    # tqdm joins a description and its bar with `: `, so a description that ends in a value (`Loss: 0.9741`) is
+    # followed by a colon: the value ends there, it is no label.
+    from tqdm import tqdm
+
+    path = tmp_path / "train.log"
+    losses = [0.9741, 1.3742, 1.239, float("nan")]
+    with open(path, "w") as f:
+        bar = tqdm(total=len(losses), file=f, mininterval=0, miniters=1)
+        for step, loss in enumerate(losses):
+            bar.set_description(f"Epoch 1, Step {step}, Loss: {loss:.4f}")
+            bar.update(1)
+        bar.close()
+    frame, _, _ = _read(path)
+    got = frame.filter(pl.col("tag") == "Loss")["value"].to_list()
+    assert got[:3] == losses[:3] and math.isnan(got[-1])
+
+
+def test_message_glued_to_a_value_is_cut_off(tmp_path):
+    # A progress line printed without its line break, then another print (Keras' progbar before TerminateOnNaN's
+    # message, or before the next epoch's header): the value ends where the capitalised message begins, and the
+    # message's counters (`Batch 8`, `Epoch 1/100`) are not the record's.
+    path = tmp_path / "train.log"
+    with open(path, "w") as f:
+        for epoch, loss in [(35, 1.4), (36, 1.3995), (37, float("nan"))]:
+            print(f"Epoch {epoch}/100", file=f)
+            print(f" 99/100 [=============================>.] - ETA: 0s - loss: {loss:.4f}", end="", file=f)
+            print("Epoch 1/100" if epoch < 37 else "Batch 8: Invalid loss, terminating training", file=f)
+            print(f"100/100 [==============================] - 1s 1ms/step - loss: {loss:.4f} - val_loss: 1.9", file=f)
+    frame, _, _ = _read(path)
+    loss = frame.filter(pl.col("tag") == "loss")
+    assert loss.height == 6 and loss["value"][0] == 1.4 and math.isnan(loss["value"][-1])
+    assert set(loss["epoch"].to_list()) == {35, 36, 37} and "launch" not in frame["tag"].to_list()
+    # digits that end a name, and a date, stay as they are
+    assert parse_line("resnet50Block loss: 0.3").metrics == {"resnet50Block loss": 0.3}
+    assert parse_line("step 3 loss 0.5 on 12Nov2023").metrics == {"loss": 0.5}
