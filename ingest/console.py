@@ -177,6 +177,12 @@ PATTERNS: list[LinePattern] = [
         {"step": 2, "loss": float("nan")}),
     LinePattern("bracket_time", "time", _p(r"\[(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]"),
                 "[10:00:00] step 5 loss: 0.25", {"step": 5, "loss": 0.25}),
+    # C's ctime / Python's `time.asctime()` (`[ Wed Jun  6 16:01:01 2018 ]`, as st-gcn's print_log stamps its lines):
+    # a date in words, so its weekday and month are no metric's name.
+    LinePattern("asctime", "time", _p(
+        r"\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+)?(?P<mo>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+"
+        r"(?P<d>\d{1,2})\s+(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?\s+(?P<y>\d{4})\b"),
+        "[ Tue Nov 14 17:22:06 2023 ] Eval epoch: 1", {"epoch": 1}),
     # A date and time without separators in the date (`20191107-14:02:11`, `20191107_140211`).
     LinePattern("compact_time", "time", _p(
         r"(?<!\d)(?P<y>\d{4})(?P<mo>\d{2})(?P<d>\d{2})[-_ T](?P<h>\d{2}):?(?P<mi>\d{2}):?(?P<s>\d{2})(?!\d)"),
@@ -864,8 +870,10 @@ _YEAR_AFTER = re.compile(r"\s+\d{4}\b")
 
 
 # A description's value before tqdm's `: ` and its (blanked) bar (`desc=f"Loss: {loss:.4f}"` prints `Loss: 0.9741:
-# 1%|...`): the value ends at the colon. Only a value apart from what is before it (`mAP@.5:.95: 100%|` is a header).
-_DESCRIPTION_END = re.compile(rf"(?<=\s)({NUM}):(?=\s*\x00)")
+# 1%|...`): the value ends at the colon. Only a decimal apart from what is before it: `mAP@.5:.95: 100%|` is a header,
+# `Epoch 1: 50%|` a counter's.
+_DESCRIPTION_END = re.compile(
+    r"(?<=\s)([-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|[Nn]a[Nn]|[Ii]nf(?:inity)?)):(?=\s*\x00)")
 
 
 def _trace(text: str) -> _Shape:
@@ -1528,7 +1536,7 @@ class _State:
                 state.last_step, state.step_tags = parsed.step, frozenset(parsed.metrics)
             if state.date is None and parsed.time and "y" in parsed.time:
                 t = parsed.time
-                state.date = datetime(int(t["y"]), int(t["mo"]), int(t["d"]), tzinfo=timezone.utc)
+                state.date = datetime(int(t["y"]), _month(t["mo"]), int(t["d"]), tzinfo=timezone.utc)
             if state.last_step is not None and state.date is not None and epoch_seen:
                 break
         return state
@@ -2267,11 +2275,19 @@ def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
     return first >= 0 and b.endswith(a[first:])
 
 
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+
+
+def _month(text: str) -> int:
+    """A month printed as a number (`06`) or as its name (`Jun`)."""
+    return _MONTHS.get(text) or int(text)
+
+
 @lru_cache(maxsize=1024)
 def _midnight(year: str, month: str, day: str) -> tuple[datetime, float] | None:
     """Midnight UTC of a date, and its timestamp; None for a date that does not exist (`2024-02-30`)."""
     try:
-        midnight = datetime(int(year), int(month), int(day), tzinfo=timezone.utc)
+        midnight = datetime(int(year), _month(month), int(day), tzinfo=timezone.utc)
     except ValueError:
         return None
     return midnight, midnight.timestamp()

@@ -478,6 +478,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             if took:
                 break
     out.counted_by = counted_by  # the counter patterns that matched (the reader's `batch_step` asks for `batch`)
+    if "tqdm_bar" in counted_by:  # tqdm's `: ` after a description's value ends the value
+        text = C._DESCRIPTION_END.sub(lambda m: m.group(1) + " ", text)
     for pattern in C._ASSIGN:
         if pattern.name == "bare_rate" and "tqdm_bar" in counted_by:
             continue  # a tqdm bar's own rate is not read
@@ -980,3 +982,25 @@ def test_message_glued_to_a_value_is_cut_off(tmp_path):
     # digits that end a name, and a date, stay as they are
     assert parse_line("resnet50Block loss: 0.3").metrics == {"resnet50Block loss": 0.3}
     assert parse_line("step 3 loss 0.5 on 12Nov2023").metrics == {"loss": 0.5}
+
+
+def test_asctime_stamps_are_times_not_metrics(tmp_path):
+    # st-gcn's print_log stamps each line with `time.asctime()`: `[ Tue Nov 14 17:22:06 2023 ] ...`. Its weekday and
+    # month are a date's words, not a metric's name (`Tue Nov` 14), and the stamp is the line's time.
+    import time
+
+    path = tmp_path / "log.txt"
+    start = datetime(2023, 11, 14, 17, 20, 12, tzinfo=timezone.utc).timestamp()
+    with open(path, "w") as f:
+        for epoch in range(1, 4):
+            now = start + 120 * epoch
+            stamp = time.asctime(time.gmtime(now))
+            print(f"[ {stamp} ] Training epoch: {epoch}", file=f)
+            print(f"[ {stamp} ] \tMean training loss: {2.0 / epoch:.4f}.  Mean training acc: {40 + epoch}.00%.", file=f)
+            print(f"[ {stamp} ] Eval epoch: {epoch}", file=f)
+            print(f"[ {stamp} ] \tMean test loss of 8 batches: {1.5 / epoch}.", file=f)
+    frame, _, _ = _read(path)
+    assert not {t for t in frame["tag"].unique() if re.search(r"Tue|Nov", t)}
+    loss = frame.filter(pl.col("tag") == "Mean training loss")
+    assert loss["value"].to_list() == [2.0, 1.0, 0.6667]
+    assert loss["wall_time"].to_list() == [start + 120 * e for e in range(1, 4)]
