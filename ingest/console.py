@@ -1308,7 +1308,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
-_VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
+_VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?"
@@ -2061,7 +2061,9 @@ _TQDM_TAIL = re.compile(r":?\s*\d+%(?:\||\s*[\u2500-\u259f]).*$")
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
-_VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?(?P<unit>[A-Za-z%]{{0,3}})|N/?A|None|-+")  # `12.3GiB`
+# A cell is a value (`12.3GiB`), or holds none: `N/A`, `None`, dashes, a duration on a clock (fastprogress's `time`
+# column, `00:03`, `1:02:03`), which is not a number (its seconds are not stored as the column's value).
+_VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?(?P<unit>[A-Za-z%]{{0,3}})|N/?A|None|-+|\d+(?::\d\d)+")
 _ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*):?$")
 _ROW_NAME = re.compile(r"[A-Za-z][\w./@-]*:")  # a row's own label before its values (`Mem:`)
 _ROW_COMMENT = re.compile(r"\s#(?![\d#])\D*$")  # `  # unexpected accuracy` (not Caffe's `output #0`)

@@ -1004,3 +1004,18 @@ def test_asctime_stamps_are_times_not_metrics(tmp_path):
     loss = frame.filter(pl.col("tag") == "Mean training loss")
     assert loss["value"].to_list() == [2.0, 1.0, 0.6667]
     assert loss["wall_time"].to_list() == [start + 120 * e for e in range(1, 4)]
+
+
+def test_table_with_a_duration_column_keeps_its_rows(tmp_path):
+    # fastai's per-epoch table ends in a `time` column printed on a clock (`00:03`): a cell that holds no value, so
+    # the row's other cells are still read under the header's names.
+    path = tmp_path / "train.log"
+    with open(path, "w") as f:
+        print(" 16.00% [4/25 00:13<01:10]", file=f)
+        print("\t".join(["epoch", "train_loss", "valid_loss", "accuracy", "time"]), file=f)
+        for epoch, loss in enumerate([0.91, 0.72, float("nan")]):
+            print("\t".join([str(epoch), f"{loss:.6f}", "nan", "0.958595", f"00:0{epoch + 3}"]), file=f)
+    frame, _, _ = _read(path)
+    loss = frame.filter(pl.col("tag") == "train_loss")
+    assert loss["value"].to_list()[:2] == [0.91, 0.72] and math.isnan(loss["value"][-1])
+    assert loss["epoch"].to_list() == [0, 1, 2] and "time" not in frame["tag"].to_list()
