@@ -505,6 +505,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         match = C.PHRASE.match(clause)
         if match is not None and match["lead"] and not C.METRIC_WORDS.search(match["key"]):
             match = None  # prose before a pair counts only before a metric's name
+        if match is not None and C._VALUE_WORD.match(match["key"]):
+            match = None  # `nan` is a value, never a name's first word
         if match is None and ": " in clause:  # `Train: loss: 0.3`: the pair after a label ending in a colon
             for cut in re.finditer(r":\s+(?=[A-Za-z])", clause):
                 match = C.PHRASE.match(clause[cut.end():])
