@@ -234,9 +234,11 @@ PATTERNS: list[LinePattern] = [
         "engine/trainer: agnostic_nms=False, amp=True, angle=1.0, batch=8, box=7.5, cache=False, cls=0.5"),
     # A printed dict of settings (`{'config_name': '...', 'epochs': 5, 'group_by_length': False, 'learning_rate': 3e-4,
     # 'save_total_limit': None}`), alone or after a logger's prefix (fairseq's hydra config, `[...][INFO] - {'_name':
-    # None, 'common': {...}}`): four items or more, two of them a boolean or None. A logged record holds no such values.
+    # None, 'common': {...}}`; not after a record, `| 2/10 [..., loss=0.08]{...}`, whose values the whole line would
+    # take with it): four items or more, two of them a boolean or None. A logged record holds no such values.
     LinePattern("settings_dict", "ignore", _p(
-        r"^[^{'\"\n]*\{(?=(?:[^\n]*?['\"]\s*:\s*(?:True|False|None|true|false|null)\b){2})(?=(?:[^\n]*?['\"]\s*:){4}).*$"),
+        r"^[^{'\"|%=\n]*\{(?=(?:[^\n]*?['\"]\s*:\s*(?:True|False|None|true|false|null)\b){2})(?=(?:[^\n]*?['\"]\s*:){4})"
+        r".*$"),
         "{'config_name': 'a.yaml', 'epochs': 5, 'group_by_length': False, 'learning_rate': 0.0003, "
         "'save_epoch_adapters': True, 'save_total_limit': None}"),
     # One argument of a settings object printed one per line (HF's `TrainingArguments(` ... `learning_rate=0.0003,` ...

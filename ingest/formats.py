@@ -223,8 +223,9 @@ FORMATS: list[Format] = [
     # version 12: a message glued to a value cut off (`loss: 1.39Batch 8: ...`), a tqdm description's `: ` before the bar,
     # `time.asctime()` stamps (`Tue Nov 14 17:22:06 2023`) as times, a table cell on a clock (`00:03`) holds no value
     # version 13: a printed dict of settings after a logger's prefix (fairseq's hydra config) gives no points
+    # version 14: ... not after a record glued before it (a tqdm bar's postfix), whose values stay
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=13),
+           text=True, version=14),
 ]
 
 

@@ -126,3 +126,10 @@ def test_settings_dict_after_a_logger_prefix_is_no_record(tmp_path):
     tags = {t for c in read_console(path) if c.scalars is not None for t in c.scalars["tag"].to_list()}
     assert "loss" in tags
     assert not tags & {"fp16_scale_tolerance", "min_loss_scale", "log_interval", "bucket_cap_mb", "max_update"}
+    # a settings dict printed right after a record, with no line break (a scheduler's state_dict after a tqdm bar),
+    # leaves the record's values
+    from ingest.console import parse_line
+
+    glued = ("Steps:  20%|██▍         | 2/10 [00:05<00:20,  2.55s/it, lr=3e-5, step_loss=0.0871]{'base_lrs': [3e-05], "
+             "'last_epoch': 0, 'verbose': False, '_step_count': 1, '_get_lr_called_within_step': False}")
+    assert parse_line(glued).metrics["step_loss"] == 0.0871
