@@ -38,7 +38,8 @@ marker `Eval samples: N`); a record whose own label starts with a split (`Epoch(
 
 Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
-`TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`). After them, values inside a
+`TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`), and a message glued to a value is
+cut off (`loss: 1.3988Batch 8: Invalid loss` reads `loss: 1.3988`). After them, values inside a
 group labelled as losses are its parts (`[Losses: x 0.27, total 15.1]`: `Losses x`, `Losses total`), and values
 listed after a label that names memory and ends in a colon are that memory's (`Memory info of GPU /physical_device:GPU:0:
 current: 0.18, peak: 2.55`: `Memory info of GPU current`, `... peak`), counter or not.
@@ -176,6 +177,12 @@ PATTERNS: list[LinePattern] = [
         {"step": 2, "loss": float("nan")}),
     LinePattern("bracket_time", "time", _p(r"\[(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d+))?\]"),
                 "[10:00:00] step 5 loss: 0.25", {"step": 5, "loss": 0.25}),
+    # C's ctime / Python's `time.asctime()` (`[ Wed Jun  6 16:01:01 2018 ]`, as st-gcn's print_log stamps its lines):
+    # a date in words, so its weekday and month are no metric's name.
+    LinePattern("asctime", "time", _p(
+        r"\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+)?(?P<mo>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+"
+        r"(?P<d>\d{1,2})\s+(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?\s+(?P<y>\d{4})\b"),
+        "[ Tue Nov 14 17:22:06 2023 ] Eval epoch: 1", {"epoch": 1}),
     # A date and time without separators in the date (`20191107-14:02:11`, `20191107_140211`).
     LinePattern("compact_time", "time", _p(
         r"(?<!\d)(?P<y>\d{4})(?P<mo>\d{2})(?P<d>\d{2})[-_ T](?P<h>\d{2}):?(?P<mi>\d{2}):?(?P<s>\d{2})(?!\d)"),
@@ -226,9 +233,12 @@ PATTERNS: list[LinePattern] = [
         r"^(?=(?:[^=\n]*\w=){4})(?=(?:[^\n]*?\w=(?:True|False|None)\b){2}).*$"),
         "engine/trainer: agnostic_nms=False, amp=True, angle=1.0, batch=8, box=7.5, cache=False, cls=0.5"),
     # A printed dict of settings (`{'config_name': '...', 'epochs': 5, 'group_by_length': False, 'learning_rate': 3e-4,
-    # 'save_total_limit': None}`): four items or more, two of them a boolean or None. A logged record holds no such values.
+    # 'save_total_limit': None}`), alone or after a logger's prefix (fairseq's hydra config, `[...][INFO] - {'_name':
+    # None, 'common': {...}}`; not after a record, `| 2/10 [..., loss=0.08]{...}`, whose values the whole line would
+    # take with it): four items or more, two of them a boolean or None. A logged record holds no such values.
     LinePattern("settings_dict", "ignore", _p(
-        r"^\s*\{(?=(?:[^\n]*?['\"]\s*:\s*(?:True|False|None|true|false|null)\b){2})(?=(?:[^\n]*?['\"]\s*:){4}).*$"),
+        r"^[^{'\"|%=\n]*\{(?=(?:[^\n]*?['\"]\s*:\s*(?:True|False|None|true|false|null)\b){2})(?=(?:[^\n]*?['\"]\s*:){4})"
+        r".*$"),
         "{'config_name': 'a.yaml', 'epochs': 5, 'group_by_length': False, 'learning_rate': 0.0003, "
         "'save_epoch_adapters': True, 'save_total_limit': None}"),
     # One argument of a settings object printed one per line (HF's `TrainingArguments(` ... `learning_rate=0.0003,` ...
@@ -757,11 +767,17 @@ _REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)
                    rf"|<\s*(?P<a>{NUM})\s*>"  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
                    rf"|\bTensor\s+[A-Z]\w*\s+\[\s*\]\s+(?P<h>{NUM})")  # hasktorch's 0-d tensor (`Tensor Float []  0.34`)
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
+# A value glued to a capitalised word (`loss: 1.3988Batch 8: Invalid loss`, `loss: nanEpoch 2/10`): another print
+# with no line break before it. The number is the record's value; the message after it is cut off, since its counters
+# (`Batch 8`, `Epoch 2/10`) are not this record's. Not a name's own digits (`resnet50Block`), not a date (`12Nov2023`).
+_GLUED_MESSAGE = re.compile(
+    r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2,}\b.*$")
 _REPR_HINTS = [
     r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
     r"tensor\(", r"Tensor\s+[A-Z]\w*\s+\[\s*\]", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
     rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
+    r"(?:\d|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2}",  # a value glued to the next message
     r"\dm\s*\d+(?:\.\d+)?s\b",  # a duration
     r"(?:^|[^\d:.,]|[A-Za-z_]:)\d{1,3},\d\d\d",  # thousands, not a stamp's milliseconds (`13:37,195`)
 ]
@@ -802,7 +818,7 @@ def _normalise(text: str) -> str:
     text = _NAMED_LIST.sub(_named_list, text)
     text = _REPR.sub(lambda m: m.group("t") or m.group("a") or m.group("h") or m.group("l") and m.group("lpre") + m.group("l")
                      or m.group("pm") + m.group("pmu"), text)
-    return _GLUED.sub(" ", text)
+    return _GLUED_MESSAGE.sub(r"\1", _GLUED.sub(" ", text))
 
 
 @lru_cache(maxsize=4096)
@@ -854,6 +870,13 @@ _ESTIMATE_BEFORE = re.compile(
     r"\b(?i:eta|etc|estimated(?: time)?|finish(?:es|ed)?(?: at)?|end(?:s)? at|remaining|left)\s*[:=]?\s*"
     r"(?:[A-Z][a-z]{2},?\s+){0,2}(?:\d{1,2},?\s+)?$")
 _YEAR_AFTER = re.compile(r"\s+\d{4}\b")
+
+
+# A description's value before tqdm's `: ` and its (blanked) bar (`desc=f"Loss: {loss:.4f}"` prints `Loss: 0.9741:
+# 1%|...`): the value ends at the colon. Only a decimal apart from what is before it: `mAP@.5:.95: 100%|` is a header,
+# `Epoch 1: 50%|` a counter's.
+_DESCRIPTION_END = re.compile(
+    r"(?<=\s)([-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|[Nn]a[Nn]|[Ii]nf(?:inity)?)):(?=\s*\x00)")
 
 
 def _trace(text: str) -> _Shape:
@@ -913,6 +936,8 @@ def _trace(text: str) -> _Shape:
                 text = _blank(text, match.span(), blanked)
             if took:
                 break
+    if "tqdm_bar" in taken:  # the `: ` tqdm puts between a description and its bar ends a value, names nothing
+        text = _DESCRIPTION_END.sub(lambda m: m.group(1) + " ", text)
     for pattern in _ASSIGN:
         if pattern.name == "bare_rate" and "tqdm_bar" in taken:
             continue  # a bar's own rate: often a data-loading bar's (`Map: 55%|...| 942.92 examples/s`)
@@ -1286,7 +1311,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
-_VALUE_TEXT = r"(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
+_VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?"
@@ -1514,7 +1539,7 @@ class _State:
                 state.last_step, state.step_tags = parsed.step, frozenset(parsed.metrics)
             if state.date is None and parsed.time and "y" in parsed.time:
                 t = parsed.time
-                state.date = datetime(int(t["y"]), int(t["mo"]), int(t["d"]), tzinfo=timezone.utc)
+                state.date = datetime(int(t["y"]), _month(t["mo"]), int(t["d"]), tzinfo=timezone.utc)
             if state.last_step is not None and state.date is not None and epoch_seen:
                 break
         return state
@@ -2039,7 +2064,9 @@ _TQDM_TAIL = re.compile(r":?\s*\d+%(?:\||\s*[\u2500-\u259f]).*$")
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
-_VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?(?P<unit>[A-Za-z%]{{0,3}})|N/?A|None|-+")  # `12.3GiB`
+# A cell is a value (`12.3GiB`), or holds none: `N/A`, `None`, dashes, a duration on a clock (fastprogress's `time`
+# column, `00:03`, `1:02:03`), which is not a number (its seconds are not stored as the column's value).
+_VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?(?P<unit>[A-Za-z%]{{0,3}})|N/?A|None|-+|\d+(?::\d\d)+")
 _ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*):?$")
 _ROW_NAME = re.compile(r"[A-Za-z][\w./@-]*:")  # a row's own label before its values (`Mem:`)
 _ROW_COMMENT = re.compile(r"\s#(?![\d#])\D*$")  # `  # unexpected accuracy` (not Caffe's `output #0`)
@@ -2253,11 +2280,19 @@ def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
     return first >= 0 and b.endswith(a[first:])
 
 
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+
+
+def _month(text: str) -> int:
+    """A month printed as a number (`06`) or as its name (`Jun`)."""
+    return _MONTHS.get(text) or int(text)
+
+
 @lru_cache(maxsize=1024)
 def _midnight(year: str, month: str, day: str) -> tuple[datetime, float] | None:
     """Midnight UTC of a date, and its timestamp; None for a date that does not exist (`2024-02-30`)."""
     try:
-        midnight = datetime(int(year), int(month), int(day), tzinfo=timezone.utc)
+        midnight = datetime(int(year), _month(month), int(day), tzinfo=timezone.utc)
     except ValueError:
         return None
     return midnight, midnight.timestamp()

@@ -220,8 +220,12 @@ FORMATS: list[Format] = [
     # `iteration`), a clock after an estimate's key no line time, a settings dump's `name=value,` lines no points
     # version 11: `N: value` lines and lone numbers under a counter line as the loss, a name padded before its colon,
     # typographic-quoted keys, several counted records on one line, a tab before a name ends a clause, `logprob`
+    # version 12: a message glued to a value cut off (`loss: 1.39Batch 8: ...`), a tqdm description's `: ` before the bar,
+    # `time.asctime()` stamps (`Tue Nov 14 17:22:06 2023`) as times, a table cell on a clock (`00:03`) holds no value
+    # version 13: a printed dict of settings after a logger's prefix (fairseq's hydra config) gives no points
+    # version 14: ... not after a record glued before it (a tqdm bar's postfix), whose values stay
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=11),
+           text=True, version=14),
 ]
 
 

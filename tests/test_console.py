@@ -478,6 +478,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             if took:
                 break
     out.counted_by = counted_by  # the counter patterns that matched (the reader's `batch_step` asks for `batch`)
+    if "tqdm_bar" in counted_by:  # tqdm's `: ` after a description's value ends the value
+        text = C._DESCRIPTION_END.sub(lambda m: m.group(1) + " ", text)
     for pattern in C._ASSIGN:
         if pattern.name == "bare_rate" and "tqdm_bar" in counted_by:
             continue  # a tqdm bar's own rate is not read
@@ -503,6 +505,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         match = C.PHRASE.match(clause)
         if match is not None and match["lead"] and not C.METRIC_WORDS.search(match["key"]):
             match = None  # prose before a pair counts only before a metric's name
+        if match is not None and C._VALUE_WORD.match(match["key"]):
+            match = None  # `nan` is a value, never a name's first word
         if match is None and ": " in clause:  # `Train: loss: 0.3`: the pair after a label ending in a colon
             for cut in re.finditer(r":\s+(?=[A-Za-z])", clause):
                 match = C.PHRASE.match(clause[cut.end():])
@@ -942,3 +946,78 @@ def test_analyze_verbose_shows_the_lines_each_pattern_took(tmp_path, capsys):
     assert main(["analyze", str(run), "--db", str(tmp_path / "f.duckdb")]) == 0
     quiet = capsys.readouterr().out
     assert "console lines read" not in quiet and "read with problems" not in quiet  # a tally, not a problem
+
+
+def test_tqdm_description_ending_in_a_value_is_read(tmp_path):
+    # tqdm joins a description and its bar with `: `, so a description that ends in a value (`Loss: 0.9741`) is
+    # followed by a colon: the value ends there, it is no label.
+    from tqdm import tqdm
+
+    path = tmp_path / "train.log"
+    losses = [0.9741, 1.3742, 1.239, float("nan")]
+    with open(path, "w") as f:
+        bar = tqdm(total=len(losses), file=f, mininterval=0, miniters=1)
+        for step, loss in enumerate(losses):
+            bar.set_description(f"Epoch 1, Step {step}, Loss: {loss:.4f}")
+            bar.update(1)
+        bar.close()
+    frame, _, _ = _read(path)
+    got = frame.filter(pl.col("tag") == "Loss")["value"].to_list()
+    assert got[:3] == losses[:3] and math.isnan(got[-1])
+
+
+def test_message_glued_to_a_value_is_cut_off(tmp_path):
+    # A progress line printed without its line break, then another print (Keras' progbar before TerminateOnNaN's
+    # message, or before the next epoch's header): the value ends where the capitalised message begins, and the
+    # message's counters (`Batch 8`, `Epoch 1/100`) are not the record's.
+    path = tmp_path / "train.log"
+    with open(path, "w") as f:
+        for epoch, loss in [(35, 1.4), (36, 1.3995), (37, float("nan"))]:
+            print(f"Epoch {epoch}/100", file=f)
+            print(f" 99/100 [=============================>.] - ETA: 0s - loss: {loss:.4f}", end="", file=f)
+            print("Epoch 1/100" if epoch < 37 else "Batch 8: Invalid loss, terminating training", file=f)
+            print(f"100/100 [==============================] - 1s 1ms/step - loss: {loss:.4f} - val_loss: 1.9", file=f)
+    frame, _, _ = _read(path)
+    loss = frame.filter(pl.col("tag") == "loss")
+    assert loss.height == 6 and loss["value"][0] == 1.4 and math.isnan(loss["value"][-1])
+    assert set(loss["epoch"].to_list()) == {35, 36, 37} and "launch" not in frame["tag"].to_list()
+    # digits that end a name, and a date, stay as they are
+    assert parse_line("resnet50Block loss: 0.3").metrics == {"resnet50Block loss": 0.3}
+    assert parse_line("step 3 loss 0.5 on 12Nov2023").metrics == {"loss": 0.5}
+
+
+def test_asctime_stamps_are_times_not_metrics(tmp_path):
+    # st-gcn's print_log stamps each line with `time.asctime()`: `[ Tue Nov 14 17:22:06 2023 ] ...`. Its weekday and
+    # month are a date's words, not a metric's name (`Tue Nov` 14), and the stamp is the line's time.
+    import time
+
+    path = tmp_path / "log.txt"
+    start = datetime(2023, 11, 14, 17, 20, 12, tzinfo=timezone.utc).timestamp()
+    with open(path, "w") as f:
+        for epoch in range(1, 4):
+            now = start + 120 * epoch
+            stamp = time.asctime(time.gmtime(now))
+            print(f"[ {stamp} ] Training epoch: {epoch}", file=f)
+            print(f"[ {stamp} ] \tMean training loss: {2.0 / epoch:.4f}.  Mean training acc: {40 + epoch}.00%.", file=f)
+            print(f"[ {stamp} ] Eval epoch: {epoch}", file=f)
+            print(f"[ {stamp} ] \tMean test loss of 8 batches: {1.5 / epoch}.", file=f)
+    frame, _, _ = _read(path)
+    assert not {t for t in frame["tag"].unique() if re.search(r"Tue|Nov", t)}
+    loss = frame.filter(pl.col("tag") == "Mean training loss")
+    assert loss["value"].to_list() == [2.0, 1.0, 0.6667]
+    assert loss["wall_time"].to_list() == [start + 120 * e for e in range(1, 4)]
+
+
+def test_table_with_a_duration_column_keeps_its_rows(tmp_path):
+    # fastai's per-epoch table ends in a `time` column printed on a clock (`00:03`): a cell that holds no value, so
+    # the row's other cells are still read under the header's names.
+    path = tmp_path / "train.log"
+    with open(path, "w") as f:
+        print(" 16.00% [4/25 00:13<01:10]", file=f)
+        print("\t".join(["epoch", "train_loss", "valid_loss", "accuracy", "time"]), file=f)
+        for epoch, loss in enumerate([0.91, 0.72, float("nan")]):
+            print("\t".join([str(epoch), f"{loss:.6f}", "nan", "0.958595", f"00:0{epoch + 3}"]), file=f)
+    frame, _, _ = _read(path)
+    loss = frame.filter(pl.col("tag") == "train_loss")
+    assert loss["value"].to_list()[:2] == [0.91, 0.72] and math.isnan(loss["value"][-1])
+    assert loss["epoch"].to_list() == [0, 1, 2] and "time" not in frame["tag"].to_list()

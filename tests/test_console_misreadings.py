@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.runwriters import hf_console, hf_toy, load_run
+from tests.runwriters import hf_console, hf_toy, load_run, log_messages
 
 torch = pytest.importorskip("torch")
 
@@ -109,3 +109,27 @@ def test_a_nan_printed_as_a_pair_s_value_is_that_pair_s_value(tmp_path):
     assert steps.tolist() == list(range(0, 1000, 100))
     assert np.isnan(loss[3:]).all() and np.isfinite(loss[:3]).all()
     assert np.isinf(run.arrays("obj_cls")[1][5])
+
+
+def test_settings_dict_after_a_logger_prefix_is_no_record(tmp_path):
+    # fairseq's hydra_train logs its whole config as one dict after the logger's prefix (`[time][name][INFO] - {...}`):
+    # its numbers are settings (`fp16_scale_tolerance`, `bucket_cap_mb`, `lr`), not one-point series. The records
+    # logged after it by the same logger are read.
+    from ingest.console import read_console
+
+    config = {"_name": None, "common": {"_name": None, "no_progress_bar": False, "log_interval": 200, "fp16": True,
+                                        "fp16_scale_tolerance": 0.0, "min_loss_scale": 0.0001},
+              "optimization": {"max_update": 320000, "lr": [5e-05], "update_freq": [4]}, "bucket_cap_mb": 25}
+    records = [{"epoch": 1, "update": 0.1, "loss": 3.2 - 0.1 * i, "num_updates": 200 * (i + 1)} for i in range(3)]
+    path = log_messages(tmp_path / "hydra_train.log", [str(config)] + [str(r) for r in records],
+                        fmt="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    tags = {t for c in read_console(path) if c.scalars is not None for t in c.scalars["tag"].to_list()}
+    assert "loss" in tags
+    assert not tags & {"fp16_scale_tolerance", "min_loss_scale", "log_interval", "bucket_cap_mb", "max_update"}
+    # a settings dict printed right after a record, with no line break (a scheduler's state_dict after a tqdm bar),
+    # leaves the record's values
+    from ingest.console import parse_line
+
+    glued = ("Steps:  20%|██▍         | 2/10 [00:05<00:20,  2.55s/it, lr=3e-5, step_loss=0.0871]{'base_lrs': [3e-05], "
+             "'last_epoch': 0, 'verbose': False, '_step_count': 1, '_get_lr_called_within_step': False}")
+    assert parse_line(glued).metrics["step_loss"] == 0.0871
