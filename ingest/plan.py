@@ -16,8 +16,8 @@ _STEPS_BAR = re.compile(rb"\b(?:steps?|iters?|iterations?)\s*:\s*\d+%\|[^|\n]*\|
 # The scheduler a training script's argument dump names (HF's `lr_scheduler_type: cosine`,
 # `lr_scheduler_type=SchedulerType.COSINE`, `--lr_scheduler_type cosine`).
 _SCHEDULER = re.compile(rb"\blr_scheduler_type\b['\"]?\s*(?:[:=]|\s)\s*['\"]?(?:SchedulerType\.)?([A-Za-z_]+)", re.I)
-# The time a trainer's log line says is left (`eta: 5:17:38`, `eta: 1 day, 2:03:04`, mmdet, detectron2, DETR's
-# MetricLogger): the last one printed says how much of the plan the log did not reach.
+# The time a trainer's log line says is left (`eta: 5:17:38`, `eta: 1 day, 2:03:04`: mmcv, detectron2): the last one
+# printed says how much of the plan the log did not reach (DETR's MetricLogger prints its epoch's: less, never more).
 _ETA = re.compile(rb"\beta\s*[:=]?\s*(?:(\d{1,4})\s*days?,\s*)?(\d{1,3}):(\d{2}):(\d{2})\b", re.I)
 CONFIG_NAME = "console plan"
 
