@@ -16,13 +16,17 @@ _STEPS_BAR = re.compile(rb"\b(?:steps?|iters?|iterations?)\s*:\s*\d+%\|[^|\n]*\|
 # The scheduler a training script's argument dump names (HF's `lr_scheduler_type: cosine`,
 # `lr_scheduler_type=SchedulerType.COSINE`, `--lr_scheduler_type cosine`).
 _SCHEDULER = re.compile(rb"\blr_scheduler_type\b['\"]?\s*(?:[:=]|\s)\s*['\"]?(?:SchedulerType\.)?([A-Za-z_]+)", re.I)
+# The time a trainer's log line says is left (`eta: 5:17:38`, `eta: 1 day, 2:03:04`: mmcv, detectron2): the last one
+# printed says how much of the plan the log did not reach (DETR's MetricLogger prints its epoch's: less, never more).
+_ETA = re.compile(rb"\beta\s*[:=]?\s*(?:(\d{1,4})\s*days?,\s*)?(\d{1,3}):(\d{2}):(\d{2})\b", re.I)
 CONFIG_NAME = "console plan"
 
 
 def planned(text: bytes) -> dict[str, Any]:
     """{"planned_epochs": E, "epochs_reached": e, "planned_steps": N, "steps_reached": n} from the counters with a
-    total printed in `text` (the largest total, and the largest count printed against it), and the
-    `lr_scheduler_type` an argument dump names; empty when none is."""
+    total printed in `text` (the largest total, and the largest count printed against it), the seconds the last
+    printed `eta` says were left (`eta_left_s`), and the `lr_scheduler_type` an argument dump names; empty when
+    none is."""
     out: dict[str, Any] = {}
     epoch_lines = {_line_of(text, m.start()) for m in _EPOCHS.finditer(text)}
     for what, patterns in (("epochs", (_EPOCHS,)), ("steps", (_STEPS, _STEPS_BAR))):
@@ -34,6 +38,12 @@ def planned(text: bytes) -> dict[str, Any]:
             total = max(t for _, t in pairs)
             out[f"planned_{what}"] = total
             out[f"{what}_reached"] = max(n for n, t in pairs if t == total)
+    left = None
+    for left in _ETA.finditer(text):
+        pass
+    if left is not None:
+        days, h, m, sec = (int(g or 0) for g in left.groups())
+        out["eta_left_s"] = ((days * 24 + h) * 60 + m) * 60 + sec
     named = _SCHEDULER.search(text)
     if named:
         out["lr_scheduler_type"] = named.group(1).decode().lower()

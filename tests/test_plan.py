@@ -25,3 +25,11 @@ def test_an_iteration_total_is_the_plan_and_an_unlabelled_bar_is_not(tmp_path):
     lines = [f"[iter {i}/10000] loss {3 - i / 1000:.3f}" for i in range(10, 60, 10)]
     lines += [f" 45%|####      | {b}/100 [00:01<00:01, 42.1it/s, loss=0.5]" for b in (45, 46)]
     assert _configs(tmp_path, lines) == {"planned_steps": 10000, "steps_reached": 50}
+
+
+def test_the_last_eta_printed_is_the_time_left_of_the_plan(tmp_path):
+    """mmcv's TextLoggerHook prints `eta: str(timedelta)`, a day and more as `1 day, 2:03:04`: the last one is what
+    the log left of its plan. A word ending in `eta` (`theta: 0:01:00`) is none."""
+    lines = [f"Epoch [1][{i}/5455]\tlr: 1.000e-02, eta: 1 day, 2:0{i // 50}:04, time: 0.330, loss: 1.2"
+             for i in (50, 100, 150)] + ["theta: 0:01:00"]
+    assert _configs(tmp_path, lines) == {"eta_left_s": 93_784}

@@ -675,6 +675,10 @@ class Run:
                     return v
         return default
 
+    def config_keys(self) -> list[str]:
+        """Every config key the run holds, dotted (`loss.lambda_box`)."""
+        return list(self._configs)
+
     def config_group(self, key: str) -> dict[str, Any]:
         """The entries of a mapping in the config (`id2label` -> {"0": "neg", "1": "pos"}), stored flattened as
         `key.<entry>` at the top level or below any prefix (`model.id2label.0`): the first such mapping found,

@@ -582,3 +582,22 @@ def test_a_log_from_the_first_epoch_on_a_step_axis_composed_from_epoch_and_batch
     assert steps[0] > steps[-1] / 2  # an axis that, read alone, looks like a late excerpt
     [f] = FlatLoss().check(run)
     assert f.severity == "critical", f.summary
+
+
+@pytest.mark.parametrize("first, expect", [(110, 0), (1, 1)])
+def test_a_validation_loss_held_in_an_excerpt_from_late_in_training_is_not_flat(tmp_path, first, expect):
+    """Keras' progress bar over fourteen epochs of 150, no LR printed: the training loss stands within 2% and the
+    validation loss beside it within 1.5%. From epoch 110 the log is a converged tail whose start is not in it: the
+    validation loss holding its level there says nothing of a model that never learned. From epoch 1, it does."""
+    train = [0.1390, 0.1386, 0.1380, 0.1380, 0.1370, 0.1374, 0.1388, 0.1381, 0.1397, 0.1374, 0.1368, 0.1358, 0.1384,
+             0.1355]
+    val = [0.1953, 0.1951, 0.1954, 0.1953, 0.1957, 0.1959, 0.1957, 0.1955, 0.1955, 0.1975, 0.1972, 0.1976, 0.1974,
+           0.1984]
+    lines = []
+    for e, (a, b) in enumerate(zip(train, val), first):
+        lines += [f"Epoch {e}/150", f"500/500 [==============================] - 1486s - loss: {a:.4f} - val_loss: {b:.4f}"]
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    (run_dir / "train.log").write_text("\n".join(lines) + "\n")
+    found = list(FlatLoss().check(load_run(run_dir, tmp_path / "f.duckdb")))
+    assert len(found) == expect, [f.summary for f in found]

@@ -156,3 +156,24 @@ def test_a_mean_reduced_classification_loss_above_any_class_count_needs_no_class
     assert bool(found) == fires, [f.summary for f in found]
     if fires:
         assert found[0].step == 19 and found[0].evidence["first_loss"] == pytest.approx(55.1)
+
+
+def test_a_loss_summing_detection_terms_has_no_uniform_guess_reference(tmp_path):
+    """A YOLO-style loss adds box regression, objectness and class terms, each weighted: its start is many times
+    log(C) in a healthy run. A config weighting such terms (or naming anchors), or a logged part naming one, says the
+    loss is such a sum; the classifier with the same start and a config naming its class count and optimiser fires."""
+    steps, loss = curve(start=15 * math.log(20), floor=2.0)
+    weighted = {"num_classes": 20, "loss": {"lambda_box": 10, "lambda_obj": 1, "lambda_class": 1}, "lr": 1e-3}
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, loss)}, config=weighted), tmp_path / "a.duckdb")
+    assert "sum of detection terms" in missing_reason(InitialLossMismatch(), run)
+    parts = {"train/loss": (steps, loss), "train/box_loss": (steps, loss * 0.6)}
+    run = load_run(write_tb(tmp_path / "b", parts, config={"num_classes": 20}), tmp_path / "b.duckdb")
+    assert "train/box_loss" in missing_reason(InitialLossMismatch(), run)
+    anchors = {"num_classes": 20, "model": {"anchors": "10,13, 16,30, 33,23"}}
+    run = load_run(write_tb(tmp_path / "c", {"train/loss": (steps, loss)}, config=anchors), tmp_path / "c.duckdb")
+    assert "anchors" in missing_reason(InitialLossMismatch(), run)
+    classifier = {"num_classes": 20, "lr": 1e-3, "weight_decay": 5e-4}
+    run = load_run(write_tb(tmp_path / "d", {"train/loss": (steps, loss)}, config=classifier), tmp_path / "d.duckdb")
+    assert missing_reason(InitialLossMismatch(), run) is None
+    [f] = InitialLossMismatch().check(run)
+    assert f.evidence["direction"] == "high"

@@ -407,3 +407,49 @@ def test_a_training_stall_while_validation_rises_after_its_minimum_is_overfittin
     run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, train), "val/loss": (vs, rising)}), tmp_path / "b.duckdb")
     assert Plateau()._stall(run) is not None  # the training curve alone is a plateau ...
     assert list(Plateau().check(run)) == []  # ... validation rising says the model memorises
+
+
+def _mmcv_log(path, loss, planned_iters, per_epoch=5000, every=50, seconds_per_iter=0.24):
+    """`loss` as mmcv's TextLoggerHook prints it through Python's logging: `Epoch [e][i/n]`, the LR, and the time
+    left of `planned_iters` (`eta`, str(timedelta)); the records' clock advances by the iterations' time."""
+    import datetime
+    import logging
+
+    logger = logging.getLogger("mmdet")
+    logger.propagate = False
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s"))
+    clock = {"t": 1_611_757_726.0}
+
+    def stamp(record):
+        record.created, record.msecs = clock["t"], 0.0
+        return True
+
+    handler.addFilter(stamp)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        for k, value in enumerate(loss, 1):
+            done = k * every
+            clock["t"] += every * seconds_per_iter
+            eta = datetime.timedelta(seconds=int((planned_iters - done) * seconds_per_iter))
+            epoch, i = divmod(done - 1, per_epoch)
+            logger.info(f"Epoch [{epoch + 1}][{i + 1}/{per_epoch}]\tlr: 1.000e-02, eta: {eta}, "
+                        f"time: {seconds_per_iter:.3f}, data_time: 0.003, memory: 3676, loss: {value:.4f}")
+    finally:
+        handler.close()
+        logger.removeHandler(handler)
+    return path
+
+
+@pytest.mark.parametrize("plan, expect", [(1, 1), (20, 0)])
+def test_a_stall_in_a_log_that_stops_early_in_its_printed_plan_has_no_end(tmp_path, plan, expect):
+    """A loss that falls then sits at 65% of its start over 15,000 iterations. Where the trainer's last `eta` says
+    the plan ends there, the loss stalls to the end: a plateau. Where it says nineteen times as long is left, the
+    log stopped at 5% of its plan: its last stretch says nothing of the run's end."""
+    _, loss = curve(n=300, start=2.3, floor=1.5, tau=200)
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    _mmcv_log(run_dir / "train.log", loss, planned_iters=15_000 * plan)
+    found = list(Plateau().check(load_run(run_dir, tmp_path / "f.duckdb")))
+    assert len(found) == expect, [f.summary for f in found]

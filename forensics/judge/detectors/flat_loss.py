@@ -53,7 +53,8 @@ class FlatLoss:
     4 on 2 of them before the noise, excursion and launch guards); 0 of the 521 healthy generated runs before them.
     The frozen term and the epoch means: 0 of the 179 healthy runs of the fifteen labelled sets. At chance over most
     of the run (`_chance_most`): 0 of the 252 healthy runs of the nineteen label files.
-    Within-noise rules are silent on an excerpt from well into training with no LR logged (`unseen_start`), and a
+    Within-noise rules are silent on an excerpt from well into training with no LR logged (`unseen_start`; on a
+    validation loss beside a standing training loss too: the run's start is not in the log), and a
     range-flat loss moving at nearly every record (`_steady`) is a warning.
     """
 
@@ -172,7 +173,7 @@ class FlatLoss:
         if ev is None and run.has("val_loss") and self._train_stands(y):
             head, tail = stats.head_tail_levels(y, self.edge)
             steps, y = finite_part(*run.arrays("val_loss"))
-            role, ev = "val_loss", self._flat(steps, y) or self._pinned(y)
+            role, ev = "val_loss", (None if unseen else self._flat(steps, y)) or self._pinned(y)
             if ev is not None:
                 ev["train_relative_change"] = (tail - head) / abs(head) if head else 0.0
                 ev["train_all_zero"] = head == 0 and tail == 0

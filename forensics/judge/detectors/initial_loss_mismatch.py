@@ -15,11 +15,19 @@ from forensics.judge.detectors.base import (CLASS_KEYS, SHAPE, class_count, clas
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import times
 from forensics.judge.run import Run
+from ingest.roles import words
 
 # Tags by which a writer shows it averages its classification cross-entropy over the batch (detectron2's
 # FastRCNNOutputLayers logs these beside `loss_cls`), and the name of that component.
 MEAN_REDUCED_SIGNS = frozenset({"fast_rcnn/cls_accuracy", "fast_rcnn/fg_cls_accuracy"})
 MEAN_REDUCED_CE = frozenset({"loss_cls"})
+# A loss that is a weighted sum of a detector's terms (box regression, objectness, class) has no uniform-guess
+# reference: a config weighting such terms (`lambda_box`, `obj_weight`), naming anchors, or a logged part of the loss
+# naming one (`box_loss`, `loss_giou`), or a loss the reader summed from parts, shows it.
+DETECTION_TERMS = frozenset({"box", "bbox", "boxes", "obj", "noobj", "objectness", "giou", "iou", "dfl", "coord",
+                             "rpn"})
+TERM_WEIGHTS = frozenset({"lambda", "weight", "coef", "coeff", "gain"})
+ANCHORS = frozenset({"anchor", "anchors"})
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,8 @@ class InitialLossMismatch:
         if class_count(run) is None and self._mean_reduced_ce(run) is None:
             return (f"no class count in the run's config (looked for {', '.join(CLASS_KEYS[:4])}, HF's id2label, "
                     f"vocab_size, ...)")
+        if class_count(run) is not None and self._mean_reduced_ce(run) is None and (sign := composite_loss(run)):
+            return f"the loss is a sum of detection terms ({sign}): log(C) is no reference for its start"
         return None
 
     def _mean_reduced_ce(self, run: Run) -> str | None:
@@ -147,3 +157,17 @@ class InitialLossMismatch:
                          sources=(src(run, "loss", steps[ok[:1]]),),
                          summary=(f"{what} is {times(ratio)} log({c}) = {log_c:.3g}, the loss of a uniform guess "
                                   f"({class_source(found)})"))
+
+
+def composite_loss(run: Run) -> str | None:
+    """What shows the run's loss is a weighted sum of detection terms (box, objectness, class), or None: a config
+    key weighting such a term or naming anchors, a logged part naming one, or a loss the reader summed from parts."""
+    for key in run.config_keys():
+        ws = set(words(key))
+        if ws & ANCHORS or (ws & TERM_WEIGHTS and ws & DETECTION_TERMS):
+            return f"{key} in the config"
+    for name in run.names():
+        ws = set(words(name))
+        if "loss" in ws and ws & DETECTION_TERMS or "sum of" in name:
+            return f"series {name}"
+    return None

@@ -9,6 +9,7 @@ from typing import ClassVar
 import math
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import stats
 from forensics.judge.detectors.overfitting import held_out_rose
@@ -54,6 +55,8 @@ class Plateau:
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
     evaluation at 1/C, C the count whose ln C the loss sits at).
     No plateau while the validation loss rose after its minimum beyond its own scatter (`_memorising`: overfitting's).
+    No stall or held plateau on a log that stops at `plan_reached` of the plan its trainer printed or less (the last
+    `eta` left against the time the last launch covers, `_short_of_plan`): "to the end" needs the end.
     No plateau of any rule while the run still learns (`_still_learning`): its LR still warms up, its validation
     loss sets a new best at most of its last evaluations (a sign test).
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
@@ -101,6 +104,7 @@ class Plateau:
     glaring_band: float = 0.01
     glaring_fall: float = 0.3  # ... after a first value 30% above them, at chance (ln C declared, or an accuracy
     # unchanged at 1/C, C read from the loss: a uniform guess's loss is ln C and its accuracy 1/C)
+    plan_reached: float = 0.25  # a log whose last launch covers a quarter of its printed plan or less has no end
     best_evals: int = 5  # a validation loss setting a new best at most of its last (up to) 5 evaluations ...
     min_best_evals: int = 3  # ... and at least 3 of them in the stall: still improving (a sign test)
 
@@ -341,6 +345,21 @@ class Plateau:
         turn = held_out_rose(vs, v)
         return turn is not None and turn < (f.step_end if f.step_end is not None else vs[-1])
 
+    def _short_of_plan(self, run: Run) -> bool:
+        """Whether the log stops well short of the plan its trainer printed: the last `eta` says more than
+        `1 / plan_reached - 1` × the time the loss's last launch covers was left. A stall "to the end" of a log that
+        reached `plan_reached` of its plan or less says nothing of the run's end (an interrupted launch)."""
+        left = run.config_number("eta_left_s")
+        if left is None:
+            return False
+        steps, _ = _last_launch(run)
+        f = run.series_named(run.pick("loss"))
+        wall = f.filter(pl.col("step").is_between(int(steps[0]), int(steps[-1])))["wall_time"].drop_nulls()
+        if wall.len() < 2:
+            return False
+        covered = float(wall.max()) - float(wall.min())
+        return covered > 0 and covered / (covered + left) <= self.plan_reached
+
     def _found(self, run: Run) -> Iterator[Finding]:
         chance = self._chance(run)
         if chance is not None:
@@ -350,9 +369,10 @@ class Plateau:
         if glaring is not None:
             yield self._glaring_finding(run, glaring)
             return
-        ev = self._stall(run)
+        short = self._short_of_plan(run)
+        ev = None if short else self._stall(run)
         if ev is None:
-            held = self._held(run)
+            held = None if short else self._held(run)
             if held is not None:
                 yield self._held_finding(run, held)
                 return
