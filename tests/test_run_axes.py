@@ -353,3 +353,44 @@ def test_a_training_started_again_after_its_first_two_epochs_is_a_reset(tmp_path
     records = [{"train_loss": float(v), "epoch": e} for e, v in [(0, loss[0]), (1, loss[1]), *enumerate(loss)]]
     run = load_run(_json_log(tmp_path / "r" / "log.txt", records), tmp_path / "f.duckdb")
     assert [r[2:] for r in run.epoch_resets()] == [(1.0, 0.0)]
+
+
+def _iteration_log(path, steps, loss, cut_every=None):
+    """A training loop printing `Global Iter: N training loss: V` to its log, and, where `cut_every` is given, another
+    process appending its own lines to the same file (a framework's device banner): every `cut_every`-th record, that
+    line lands between the writes of the loop's line, which is cut in two after a few digits of its counter."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as loop, path.open("a") as other:
+        for k, (s, v) in enumerate(zip(steps, loss)):
+            line = f"Global Iter: {s} training loss: {v:.5f}\n"
+            if cut_every and k and k % cut_every == 0:
+                loop.write(line[:len("Global Iter: ") + 3])
+                loop.flush()
+                other.write("2017-06-23 07:00:45.358990: I tensorflow/core/common_runtime/gpu/gpu_device.cc:977] "
+                            "Creating TensorFlow device (/gpu:0)\n")
+                other.flush()
+                loop.write(line[len("Global Iter: ") + 3:])
+            else:
+                loop.write(line)
+            loop.flush()
+    return path.parent
+
+
+def test_a_line_cut_by_another_writer_is_no_resume(tmp_path, capsys):
+    """A loop whose log lines are cut by a second process writing to the same file: the cut line reads as one record
+    at a step far below the one before, the next record going on past it. The counter never went back: no resume, no
+    launch, the curve one pass in step order. Its twin, a loop resumed from a checkpoint (the step goes back and
+    goes on from there), is still a resume."""
+    rng = np.random.default_rng(11)
+    steps = 1_000_000 + 100 * np.arange(300)
+    loss = _fit(rng, 300, 4.0, floor=1.2, tau=60.0)
+    root = _iteration_log(tmp_path / "r" / "training_output.txt", steps, loss, cut_every=70)
+    run = load_run(root, tmp_path / "f.duckdb")
+    s, _ = run.arrays("loss")
+    assert run.launch_starts(run.pick("loss")) == () and np.all(np.diff(s) > 0) and s[0] == steps[0]
+    assert "resumed_run" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+    twin = np.concatenate([steps[:200], steps[150:250]])  # back 50 records, from the checkpoint, and on from there
+    root = _iteration_log(tmp_path / "t" / "training_output.txt", twin, _fit(rng, 300, 4.0, floor=1.2, tau=60.0))
+    found = [f for f in _findings(root, tmp_path / "t", capsys) if f["kind"] == "resumed_run"]
+    assert found and "go back" in found[0]["summary"]
