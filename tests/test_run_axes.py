@@ -394,3 +394,36 @@ def test_a_line_cut_by_another_writer_is_no_resume(tmp_path, capsys):
     root = _iteration_log(tmp_path / "t" / "training_output.txt", twin, _fit(rng, 300, 4.0, floor=1.2, tau=60.0))
     found = [f for f in _findings(root, tmp_path / "t", capsys) if f["kind"] == "resumed_run"]
     assert found and "go back" in found[0]["summary"]
+
+
+def _trainer_log(root, launches, rng):
+    """An SSD-style trainer's log through Python's logging, one launch after another appended to it: `Start training`,
+    then `iter: 000010, lr: ..., total_loss: V (mean), time: T (mean)` every 10 iterations, the iteration counting
+    from 10 again at each launch. `launches`: per launch, its per-record step times."""
+    lines = []
+    for times in launches:
+        lines.append("SSD.trainer INFO: Start training ...")
+        loss = _fit(rng, len(times), 16.0, floor=6.0, tau=40.0)
+        for i, (t, v) in enumerate(zip(times, loss), 1):
+            lines.append(f"SSD.trainer INFO: iter: {10 * i:06d}, lr: 0.00010, total_loss: {v:.3f} ({v:.3f}), "
+                         f"time: {t:.3f} ({t:.3f}), eta: 0:20:00")
+    root.mkdir(parents=True)
+    log_messages(root / "log.txt", lines)
+    return root
+
+
+def test_a_slower_launch_after_a_slow_last_record_is_no_drop(tmp_path, capsys):
+    """Two launches appended to one log, the first at 0.17 s an iteration with a slow last record (the iteration that
+    saved its checkpoint), the second, another configuration, at 0.67 s throughout: the change point of the whole log
+    falls one record before the second launch, but each launch keeps its own pace. Its twin, one launch that slows
+    from 0.17 s to 0.67 s midway, is a drop."""
+    rng = np.random.default_rng(12)
+    pace = lambda s, n: s * (1 + rng.normal(0, 0.02, n))  # noqa: E731
+    first = np.append(pace(0.17, 120), 0.40)
+    root = _trainer_log(tmp_path / "r", [first, pace(0.67, 60)], rng)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert len(run.launch_starts(run.pick("loss"))) == 1
+    assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+    root = _trainer_log(tmp_path / "t" / "r", [np.concatenate([first[:-1], pace(0.67, 60)])], rng)
+    assert "throughput_drop" in {f["kind"] for f in _findings(root, tmp_path / "t", capsys)}

@@ -324,9 +324,16 @@ class ThroughputDrop:
         return ev | {"seconds_lost": lost}
 
     def _slowdown(self, a, b, r, lr, seg, name, how, src) -> Iterator[Finding]:
+        """The change point of each segment (launch, or stretch between resumes) on its own: a later launch or a
+        restarted job on other hardware that runs slower throughout is no drop (resumed_run tells the restart)."""
+        for one in np.unique(seg):
+            at = seg == one
+            yield from self._slowdown_in(a[at], b[at], r[at], lr[at], name, how, src)
+
+    def _slowdown_in(self, a, b, r, lr, name, how, src) -> Iterator[Finding]:
         k, gain = stats.change_point(lr)
-        if k < 0 or seg[k] != seg[k - 1]:
-            return  # no split, or one at a resume: a restarted job on other hardware is resumed_run's story
+        if k < 0:
+            return
         before, after = float(np.median(r[:k])), float(np.median(r[k:]))
         n_after = r.size - k
         sep = float(np.mean(r[k:] > before))
