@@ -415,7 +415,7 @@ def _trainer_log(root, launches, rng):
 def test_a_slower_launch_after_a_slow_last_record_is_no_drop(tmp_path, capsys):
     """Two launches appended to one log, the first at 0.17 s an iteration with a slow last record (the iteration that
     saved its checkpoint), the second, another configuration, at 0.67 s throughout: the change point of the whole log
-    falls one record before the second launch, but each launch keeps its own pace. Its twin, one launch that slows
+    falls one record before the second launch: another launch's pace, no drop. Its twin, one launch that slows
     from 0.17 s to 0.67 s midway, is a drop."""
     rng = np.random.default_rng(12)
     pace = lambda s, n: s * (1 + rng.normal(0, 0.02, n))  # noqa: E731

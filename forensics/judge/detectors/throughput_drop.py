@@ -324,15 +324,10 @@ class ThroughputDrop:
         return ev | {"seconds_lost": lost}
 
     def _slowdown(self, a, b, r, lr, seg, name, how, src) -> Iterator[Finding]:
-        """The change point of each segment (launch, or stretch between resumes) on its own: a later launch or a
-        restarted job on other hardware that runs slower throughout is no drop (resumed_run tells the restart)."""
-        for one in np.unique(seg):
-            at = seg == one
-            yield from self._slowdown_in(a[at], b[at], r[at], lr[at], name, how, src)
-
-    def _slowdown_in(self, a, b, r, lr, name, how, src) -> Iterator[Finding]:
         k, gain = stats.change_point(lr)
-        if k < 0:
+        if k < 0 or len(set(seg[max(k - 2, 0):k + 2].tolist())) > 1:
+            # no split, or one within a record of a resume or launch start (a launch's last interval holds its end:
+            # a checkpoint, a shutdown): a restarted job on other hardware, another launch's pace, is no drop
             return
         before, after = float(np.median(r[:k])), float(np.median(r[k:]))
         n_after = r.size - k
