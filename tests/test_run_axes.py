@@ -3,7 +3,7 @@
 import numpy as np
 import polars as pl
 
-from forensics.judge.run import META_SCHEMA, usable_series
+from forensics.judge.run import META_SCHEMA, cut_lines, usable_series
 from tests.runwriters import curve, load_run, log_messages, write_tb
 
 
@@ -427,3 +427,15 @@ def test_a_slower_launch_after_a_slow_last_record_is_no_drop(tmp_path, capsys):
 
     root = _trainer_log(tmp_path / "t" / "r", [np.concatenate([first[:-1], pace(0.67, 60)])], rng)
     assert "throughput_drop" in {f["kind"] for f in _findings(root, tmp_path / "t", capsys)}
+
+
+def test_cut_lines_are_the_excursions_the_counter_goes_on_past():
+    """One record (or two at that step) below the counter, the next going on past it: cut. A resume goes on from the
+    lower step, a launch from the first one, a counter that starts again every epoch back to its first value: kept."""
+    cut = lambda steps: np.flatnonzero(cut_lines(np.array(steps))).tolist()  # noqa: E731
+    assert cut([100, 200, 300, 3, 400, 500]) == [3]
+    assert cut([100, 200, 300, 30, 30, 400]) == [3, 4]
+    assert cut([100, 200, 300, 150, 250, 350]) == []  # resumed from 150
+    assert cut([100, 200, 300, 100, 200, 300]) == []  # a launch appended
+    assert cut([0, 50, 100, 0, 50, 100, 0, 50]) == []  # a per-epoch counter
+    assert cut([100, 200, 300, 300, 400]) == []  # a step written twice goes nowhere back

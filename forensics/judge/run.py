@@ -537,8 +537,9 @@ class Run:
         if sid not in self._cache:
             reduced = self.reduced(series_name)
             frame = self._reduce(sid, reduced["buckets"]) if reduced else self._load(sid)
-            if not reduced and frame.height > 2 and frame["step"].null_count() == 0:
-                frame = frame.filter(~pl.Series(cut_lines(frame["step"].to_numpy())))  # no point of the series' time
+            if not reduced and frame.height > 2 and frame["step"].null_count() == 0 and c["role"][0] != LAUNCH_ROLE:
+                # a cut line is no point of the series' time; a launch mark is kept wherever it stands
+                frame = frame.filter(~pl.Series(cut_lines(frame["step"].to_numpy())))
             self._cache[sid] = frame
         return self._cache[sid]
 
