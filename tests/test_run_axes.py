@@ -3,7 +3,7 @@
 import numpy as np
 import polars as pl
 
-from forensics.judge.run import META_SCHEMA, usable_series
+from forensics.judge.run import META_SCHEMA, cut_lines, usable_series
 from tests.runwriters import curve, load_run, log_messages, write_tb
 
 
@@ -353,3 +353,89 @@ def test_a_training_started_again_after_its_first_two_epochs_is_a_reset(tmp_path
     records = [{"train_loss": float(v), "epoch": e} for e, v in [(0, loss[0]), (1, loss[1]), *enumerate(loss)]]
     run = load_run(_json_log(tmp_path / "r" / "log.txt", records), tmp_path / "f.duckdb")
     assert [r[2:] for r in run.epoch_resets()] == [(1.0, 0.0)]
+
+
+def _iteration_log(path, steps, loss, cut_every=None):
+    """A training loop printing `Global Iter: N training loss: V` to its log, and, where `cut_every` is given, another
+    process appending its own lines to the same file (a framework's device banner): every `cut_every`-th record, that
+    line lands between the writes of the loop's line, which is cut in two after a few digits of its counter."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as loop, path.open("a") as other:
+        for k, (s, v) in enumerate(zip(steps, loss)):
+            line = f"Global Iter: {s} training loss: {v:.5f}\n"
+            if cut_every and k and k % cut_every == 0:
+                loop.write(line[:len("Global Iter: ") + 3])
+                loop.flush()
+                other.write("2017-06-23 07:00:45.358990: I tensorflow/core/common_runtime/gpu/gpu_device.cc:977] "
+                            "Creating TensorFlow device (/gpu:0)\n")
+                other.flush()
+                loop.write(line[len("Global Iter: ") + 3:])
+            else:
+                loop.write(line)
+            loop.flush()
+    return path.parent
+
+
+def test_a_line_cut_by_another_writer_is_no_resume(tmp_path, capsys):
+    """A loop whose log lines are cut by a second process writing to the same file: the cut line reads as one record
+    at a step far below the one before, the next record going on past it. The counter never went back: no resume, no
+    launch, the curve one pass in step order. Its twin, a loop resumed from a checkpoint (the step goes back and
+    goes on from there), is still a resume."""
+    rng = np.random.default_rng(11)
+    steps = 1_000_000 + 100 * np.arange(300)
+    loss = _fit(rng, 300, 4.0, floor=1.2, tau=60.0)
+    root = _iteration_log(tmp_path / "r" / "training_output.txt", steps, loss, cut_every=70)
+    run = load_run(root, tmp_path / "f.duckdb")
+    s, _ = run.arrays("loss")
+    assert run.launch_starts(run.pick("loss")) == () and np.all(np.diff(s) > 0) and s[0] == steps[0]
+    assert "resumed_run" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+    twin = np.concatenate([steps[:200], steps[150:250]])  # back 50 records, from the checkpoint, and on from there
+    root = _iteration_log(tmp_path / "t" / "training_output.txt", twin, _fit(rng, 300, 4.0, floor=1.2, tau=60.0))
+    found = [f for f in _findings(root, tmp_path / "t", capsys) if f["kind"] == "resumed_run"]
+    assert found and "go back" in found[0]["summary"]
+
+
+def _trainer_log(root, launches, rng):
+    """An SSD-style trainer's log through Python's logging, one launch after another appended to it: `Start training`,
+    then `iter: 000010, lr: ..., total_loss: V (mean), time: T (mean)` every 10 iterations, the iteration counting
+    from 10 again at each launch. `launches`: per launch, its per-record step times."""
+    lines = []
+    for times in launches:
+        lines.append("SSD.trainer INFO: Start training ...")
+        loss = _fit(rng, len(times), 16.0, floor=6.0, tau=40.0)
+        for i, (t, v) in enumerate(zip(times, loss), 1):
+            lines.append(f"SSD.trainer INFO: iter: {10 * i:06d}, lr: 0.00010, total_loss: {v:.3f} ({v:.3f}), "
+                         f"time: {t:.3f} ({t:.3f}), eta: 0:20:00")
+    root.mkdir(parents=True)
+    log_messages(root / "log.txt", lines)
+    return root
+
+
+def test_a_slower_launch_after_a_slow_last_record_is_no_drop(tmp_path, capsys):
+    """Two launches appended to one log, the first at 0.17 s an iteration with a slow last record (the iteration that
+    saved its checkpoint), the second, another configuration, at 0.67 s throughout: the change point of the whole log
+    falls one record before the second launch: another launch's pace, no drop. Its twin, one launch that slows
+    from 0.17 s to 0.67 s midway, is a drop."""
+    rng = np.random.default_rng(12)
+    pace = lambda s, n: s * (1 + rng.normal(0, 0.02, n))  # noqa: E731
+    first = np.append(pace(0.17, 120), 0.40)
+    root = _trainer_log(tmp_path / "r", [first, pace(0.67, 60)], rng)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert len(run.launch_starts(run.pick("loss"))) == 1
+    assert "throughput_drop" not in {f["kind"] for f in _findings(root, tmp_path, capsys)}
+
+    root = _trainer_log(tmp_path / "t" / "r", [np.concatenate([first[:-1], pace(0.67, 60)])], rng)
+    assert "throughput_drop" in {f["kind"] for f in _findings(root, tmp_path / "t", capsys)}
+
+
+def test_cut_lines_are_the_excursions_the_counter_goes_on_past():
+    """One record (or two at that step) below the counter, the next going on past it: cut. A resume goes on from the
+    lower step, a launch from the first one, a counter that starts again every epoch back to its first value: kept."""
+    cut = lambda steps: np.flatnonzero(cut_lines(np.array(steps))).tolist()  # noqa: E731
+    assert cut([100, 200, 300, 3, 400, 500]) == [3]
+    assert cut([100, 200, 300, 30, 30, 400]) == [3, 4]
+    assert cut([100, 200, 300, 150, 250, 350]) == []  # resumed from 150
+    assert cut([100, 200, 300, 100, 200, 300]) == []  # a launch appended
+    assert cut([0, 50, 100, 0, 50, 100, 0, 50]) == []  # a per-epoch counter
+    assert cut([100, 200, 300, 300, 400]) == []  # a step written twice goes nowhere back

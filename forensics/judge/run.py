@@ -134,6 +134,25 @@ def copied(steps: list, values: list) -> list[bool]:
     return out
 
 
+CUT_POINTS = 3  # a cut line leaves a point or two (its metrics) at the broken step, never a stretch
+
+
+def cut_lines(steps: np.ndarray) -> np.ndarray:
+    """Per point in write order, whether it was read from a cut line: a step that goes back, held by one point (or a
+    few at that one step), after which the counter goes on past the step before it. Another writer's output broke
+    the line (`Iter: 175` + a timestamp, the rest of `1757500` on the next line): the counter never went back, so
+    this is neither a resume nor a launch. A resume or a new launch goes on from the lower step."""
+    steps = np.asarray(steps)
+    out = np.zeros(steps.size, dtype=bool)
+    for i in np.flatnonzero(np.diff(steps) < 0) + 1:
+        j = i
+        while j < steps.size and steps[j] == steps[i] and j - i < CUT_POINTS:
+            j += 1
+        if j < steps.size and steps[j] > steps[i - 1] and not out[i - 1]:
+            out[i:j] = True
+    return out
+
+
 def composed_steps(steps: np.ndarray) -> np.ndarray:
     """Steps in write order with each pass that starts again from the beginning (`fresh_starts`) placed after the
     one before: its steps shifted to begin one logging interval (its own median spacing) past the highest step
@@ -508,15 +527,20 @@ class Run:
         return self.candidates(role_or_name).height > 0
 
     def points(self, series_name: str) -> pl.DataFrame:
-        """Every stored point of one series in write order, duplicates and resumes included; for a reduced
-        series (`reduced`), its M4 points by step (`write_order` has its write order's breaks)."""
+        """Every stored point of one series in write order, duplicates and resumes included, a cut line's left out
+        (`cut_lines`); for a reduced series (`reduced`), its M4 points by step (`write_order` has its write order's
+        breaks)."""
         c = self.meta.filter(pl.col("name") == series_name)
         if c.height == 0:
             raise KeyError(self.missing_message(series_name))
         sid = int(c["series_id"][0])
         if sid not in self._cache:
             reduced = self.reduced(series_name)
-            self._cache[sid] = self._reduce(sid, reduced["buckets"]) if reduced else self._load(sid)
+            frame = self._reduce(sid, reduced["buckets"]) if reduced else self._load(sid)
+            if not reduced and frame.height > 2 and frame["step"].null_count() == 0 and c["role"][0] != LAUNCH_ROLE:
+                # a cut line is no point of the series' time; a launch mark is kept wherever it stands
+                frame = frame.filter(~pl.Series(cut_lines(frame["step"].to_numpy())))
+            self._cache[sid] = frame
         return self._cache[sid]
 
     def series(self, role_or_name: str) -> pl.DataFrame:

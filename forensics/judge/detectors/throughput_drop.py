@@ -325,8 +325,10 @@ class ThroughputDrop:
 
     def _slowdown(self, a, b, r, lr, seg, name, how, src) -> Iterator[Finding]:
         k, gain = stats.change_point(lr)
-        if k < 0 or seg[k] != seg[k - 1]:
-            return  # no split, or one at a resume: a restarted job on other hardware is resumed_run's story
+        if k < 0 or len(set(seg[max(k - 2, 0):k + 2].tolist())) > 1:
+            # no split, or one within a record of a resume or launch start (a launch's last interval holds its end:
+            # a checkpoint, a shutdown): a restarted job on other hardware, another launch's pace, is no drop
+            return
         before, after = float(np.median(r[:k])), float(np.median(r[k:]))
         n_after = r.size - k
         sep = float(np.mean(r[k:] > before))
