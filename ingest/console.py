@@ -578,8 +578,12 @@ def _kind(token: re.Match[str]) -> str:
     return "value" if token.group("value") is not None else token.lastgroup or "other"
 
 
-# arrows, `---` rules; a tab before a name (`pump<TAB>AUC: 81.2<TAB>pAUC: 71.2`: fields of a tab-separated line)
-CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\t(?=[A-Za-z])|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")
+# arrows, `---` rules; a tab before a name (`pump<TAB>AUC: 81.2<TAB>pAUC: 71.2`: fields of a tab-separated line). A
+# period after a word a name is made of (`val. loss`, `Avg. Loss`, `Test. Acc.`) abbreviates that word: it ends no
+# clause, so the name keeps its split or qualifier (a key's name is its words, punctuation aside).
+_ABBREVIATED = ("val", "valid", "eval", "test", "train", "tr", "avg", "ave", "tot", "mean")
+_NOT_ABBREVIATION = "".join(rf"(?<!\b(?i:{w}))" for w in _ABBREVIATED)
+CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|" + _NOT_ABBREVIATION + r"\.\s|\s{2,}|\t(?=[A-Za-z])|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
 # The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`). A name padded
 # before its colon (`LOSS     :  24.57`, names aligned in a column) is one clause too.

@@ -725,3 +725,31 @@ def test_a_text_file_whose_bytes_look_binary_is_named_with_the_reason(tmp_path):
     report = ingest_run(run, tmp_path / "db.duckdb")
     why = report.unread_text.get("notes.txt", "")
     assert "binary data" in why and "control bytes" in why
+
+
+def test_a_period_that_abbreviates_a_word_of_the_name_ends_no_clause(tmp_path):
+    # Keras 0.x's progbar (`- loss: X - val. loss: Y`) and a print with abbreviated words (`Test. Acc.: 97.4% |
+    # Loss: ...`): the name is its words, the period aside, so the held-out split stays in it.
+    log = tmp_path / "train.log"
+    with log.open("w") as f:
+        for e in range(6):
+            print(f"Epoch {e}", file=f)
+            print(f"5823/5823 [==============================] - 322s - loss: {900 - 50 * e:.4f} - "
+                  f"val. loss: {1000 - 10 * e:.4f}", file=f)
+            print(f"**Epoch: {e + 1:03d}/006 | Test. Acc.: {90 + e:.3f}%", file=f)
+    frame = _frame(log)
+    roles = {t: role_of(t).role for t in frame["tag"].unique()}
+    assert roles["val. loss"] == "val_loss" and roles["Test. Acc."] == "val_accuracy"
+    assert frame.filter(pl.col("tag") == "loss")["value"].to_list() == [900 - 50 * e for e in range(6)]
+    assert frame.filter(pl.col("tag") == "val. loss")["value"].to_list() == [1000 - 10 * e for e in range(6)]
+    # a period that ends a sentence still ends its clause: the next name does not take the sentence's last word
+    assert parse_line("Epoch 3 done. loss: 0.52").metrics == {"loss": 0.52}
+
+
+@pytest.mark.needs_shared
+def test_a_real_log_whose_second_loss_differs_by_a_word_before_an_abbreviation():
+    # `avg. loss: X` (the current task's) and `mem avg. loss: X` (the replay memory's) are two series
+    frame = _frame(WILD / "c044_plainprint" / "train.out")
+    assert frame.filter(pl.col("tag") == "avg. loss").height == 50
+    assert frame.filter(pl.col("tag") == "mem avg. loss").height == 50
+    assert role_of("avg. loss") == role_of("loss") and not role_of("mem avg. loss").canonical
