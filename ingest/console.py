@@ -1830,13 +1830,14 @@ class _State:
     def counted_rows(self, data: bytes) -> None:
         """Take rows of numbers only (`0, 44.74,50.90`: a header never printed) as records where `ROW_REPEATS` or more
         of one width hold a counter, whole numbers counting up (starting again at most at their first value: a new
-        epoch or launch), as their first or last column, and values not all whole numbers beside it. The first column
+        epoch or launch), as their first or last column, and values not all whole numbers beside it, and they are most
+        of the lines that hold a number (the log's records, not a printout among them). The first column
         that is not the counter is the loss, as a training log's one unnamed number per step is (`counted_values`);
         the others are `column N` by position: nothing names them. In a file named for a held-out split
         (`validation_log.txt`) it is that split's loss."""
         rows = [_ROW_SPLIT.split(m.group(1).decode().strip()) for m in _NUMBER_ROW.finditer(data)]
-        if len(rows) < ROW_REPEATS:
-            return
+        if len(rows) < ROW_REPEATS or 2 * len(rows) < len(_LINE_WITH_DIGIT.findall(data)):
+            return  # rows among records named otherwise are a printout (a schedule, a matrix), not the log's records
         width = Counter(len(r) for r in rows).most_common(1)[0][0]
         rows = [r for r in rows if len(r) == width]
         if len(rows) < ROW_REPEATS:
@@ -2155,6 +2156,7 @@ COUNTED_TAG = "loss"  # what `N: value` lines of a file whose name says nothing 
 _NUMBER_ROW = re.compile(rb"^[ \t]*(" + NUM.encode() + rb"(?:(?:[ \t]*,[ \t]*|[ \t])" + NUM.encode()
                          + rb"){1,7})[ \t]*,?[ \t]*\r?$", re.M)
 _ROW_SPLIT = re.compile(r"\s*,\s*|\s+")
+_LINE_WITH_DIGIT = re.compile(rb"^[^\n\d]*\d", re.M)
 _WHOLE = re.compile(r"[-+]?\d+")
 ROW_REPEATS = 6  # rows of numbers a chunk must hold before its columns are named
 _LIST = re.compile(rf"^\s*\[\s*{NUM}(?:\s*,\s*{NUM})+\s*,?\s*\]\s*$")
@@ -2302,12 +2304,21 @@ def _bare_header(text: str) -> bool:
     return bool(ws) and all(w in SPLIT_WORDS or w in _EVAL_VERBS for w in ws) and text.rstrip().endswith((":", "..."))
 
 
+_SPLIT_ABBREVIATED = re.compile(rf"({'|'.join(w for w in _ABBREVIATED if w in SPLIT_WORDS)})\.\s", re.I)
+
+
 def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
     """The held-out split a record line's own label names before its first value (`Test set: Average loss: X`,
     mmengine's `Epoch(val) [1][10/50]  loss: X`) in its first two words, where it names no train split; None
     otherwise. Only the label's last clause after a logger's prefix counts (`[valid][INFO] - ...` names its tags
-    itself)."""
-    at = text.find(next(iter(metrics)))
+    itself). A split abbreviated at the head of the first name (`Test. Acc.: 97.4% | Loss: 0.08`) labels the line
+    as the word alone would (`Test Acc.: ...` is one name, `CLAUSE_SPLIT`'s abbreviation)."""
+    first = next(iter(metrics))
+    abbreviated = _SPLIT_ABBREVIATED.match(first)
+    if abbreviated:
+        split = SPLIT_WORDS.get(abbreviated.group(1).lower())
+        return split if split != "train" else None
+    at = text.find(first)
     if at <= 0 or not re.search(_SPLIT_HINT, text[:at]):
         return None
     head = _SOURCE_OR_LEVEL.sub(" ", text[:at])

@@ -736,10 +736,12 @@ def test_a_period_that_abbreviates_a_word_of_the_name_ends_no_clause(tmp_path):
             print(f"Epoch {e}", file=f)
             print(f"5823/5823 [==============================] - 322s - loss: {900 - 50 * e:.4f} - "
                   f"val. loss: {1000 - 10 * e:.4f}", file=f)
-            print(f"**Epoch: {e + 1:03d}/006 | Test. Acc.: {90 + e:.3f}%", file=f)
+            print(f"**Epoch: {e + 1:03d}/006 | Test. Acc.: {90 + e:.3f}% | Loss: {0.5 - e / 100:.4f}", file=f)
     frame = _frame(log)
     roles = {t: role_of(t).role for t in frame["tag"].unique()}
     assert roles["val. loss"] == "val_loss" and roles["Test. Acc."] == "val_accuracy"
+    # the abbreviated split heads the line: the line's other values are that split's, as under a `Test:` label
+    assert roles["test Loss"] == "val_loss" and frame.filter(pl.col("tag") == "test Loss").height == 6
     assert frame.filter(pl.col("tag") == "loss")["value"].to_list() == [900 - 50 * e for e in range(6)]
     assert frame.filter(pl.col("tag") == "val. loss")["value"].to_list() == [1000 - 10 * e for e in range(6)]
     # a period that ends a sentence still ends its clause: the next name does not take the sentence's last word
@@ -781,6 +783,18 @@ def test_rows_of_numbers_with_the_counter_last_under_epoch_lines(tmp_path):
         loss = _frame(log).filter(pl.col("tag") == tag)
         assert loss.height == 15 and loss["value"][0] == 10.19
     assert role_of("validation loss").role == "val_loss"
+
+
+def test_rows_of_numbers_printed_among_named_records_are_no_loss(tmp_path):
+    # a data setup's printout (`for i, w in enumerate(ws): print(i, w)`) before `it: N, avg. loss: X` records
+    log = tmp_path / "train.out"
+    with log.open("w") as f:
+        for i in range(10):
+            print(i, round(0.4 * i, 1), file=f)
+        for it in range(1, 3001, 100):
+            print(f"==>>> it: {it}, avg. loss: {6 - it / 1000:.6f}, running train acc: {it / 4000:.3f}", file=f)
+    frame = _frame(log)
+    assert "loss" not in frame["tag"].to_list() and frame.filter(pl.col("tag") == "avg. loss").height == 30
 
 
 def test_rows_of_whole_numbers_or_without_a_counter_are_no_loss(tmp_path):
