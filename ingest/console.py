@@ -91,6 +91,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -578,8 +579,12 @@ def _kind(token: re.Match[str]) -> str:
     return "value" if token.group("value") is not None else token.lastgroup or "other"
 
 
-# arrows, `---` rules; a tab before a name (`pump<TAB>AUC: 81.2<TAB>pAUC: 71.2`: fields of a tab-separated line)
-CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|\.\s|\s{2,}|\t(?=[A-Za-z])|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")
+# arrows, `---` rules; a tab before a name (`pump<TAB>AUC: 81.2<TAB>pAUC: 71.2`: fields of a tab-separated line). A
+# period after a word a name is made of (`val. loss`, `Avg. Loss`, `Test. Acc.`) abbreviates that word: it ends no
+# clause, so the name keeps its split or qualifier (a key's name is its words, punctuation aside).
+_ABBREVIATED = ("val", "valid", "eval", "test", "train", "tr", "avg", "ave", "tot", "mean")
+_NOT_ABBREVIATION = "".join(rf"(?<!\b(?i:{w}))" for w in _ABBREVIATED)
+CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|" + _NOT_ABBREVIATION + r"\.\s|\s{2,}|\t(?=[A-Za-z])|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
 # The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`). A name padded
 # before its colon (`LOSS     :  24.57`, names aligned in a column) is one clause too.
@@ -1165,7 +1170,7 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             return
         state = _State.resume(f, start)
         state.start = start
-        state.stem_tag = _stem_tag(path)
+        state.stem_tag, state.held_stem = _stem_tag(path), _held_stem(path)
         idle = _idle(path)
         f.seek(start)
         offset = start
@@ -1223,7 +1228,7 @@ def _read_utf16(path: Path, start: int, order: str) -> Iterator[Chunk]:
     import io
 
     state = _State.resume(io.BytesIO(prefix), len(prefix))
-    state.start, state.stem_tag = start, _stem_tag(path)
+    state.start, state.stem_tag, state.held_stem = start, _stem_tag(path), _held_stem(path)
     frame = state.parse(data, 0) if data else None
     said = state.said_frame()
     # UTF-8 byte -> UTF-16 code units before it (a character of 4 UTF-8 bytes is two units)
@@ -1276,6 +1281,11 @@ def _stem_tag(path: Path) -> str | None:
     return stem if named and role_of(stem).role != "other" else None
 
 
+def _held_stem(path: Path) -> str | None:
+    """The held-out split a file's name names (`validation_log.txt`: `validation`), else None."""
+    return next((w for w in words(path.name.split(".")[0]) if SPLIT_WORDS.get(w) in ("val", "test")), None)
+
+
 def _is_binary(head: bytes) -> bool:
     return binary_reason(head) is not None
 
@@ -1319,6 +1329,8 @@ _TABLE_LINE = "|".join([
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?|(?i:[-+]?(?:nan|inf(?:inity)?)))\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
+    # a row of numbers apart by commas or single spaces (`0, 44.74,50.90`; `_State.counted_values`)
+    r"^\s*[-+]?[\d.]+(?:[eE][-+]?\d+)?(?:(?:\s*,\s*|\s+)(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|(?i:nan|inf))){1,7}\s*,?\s*$",
 ])
 # A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
 _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
@@ -1495,6 +1507,8 @@ class _State:
     headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
     counted_tag: str | None = None  # the tag of `N: value` lines in a file whose name says nothing (`counted_values`)
+    row_counter: tuple[int, int] | None = None  # rows of numbers: their width and counter column (`counted_values`)
+    held_stem: str | None = None  # the held-out split the file's name names (`validation_log.txt`): its rows' loss's
     settings_padded: bool = False  # names padded before their colon hold settings in this file (`_PADDED_WORD`)
     redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
     n_redraws: int = 0  # bar redraws that repeated the record before them, kept once
@@ -1800,7 +1814,10 @@ class _State:
         file whose name says nothing of them, where `data` holds `REPEATS` or more of them, N rising on each and the
         values not all integers (a count per class, `0: 5923`, is no loss); a training log's one unnamed number per
         step is its loss."""
-        if self.stem_tag or self.counted_tag or not _COUNTED_HINT.search(b"\n" + data):
+        if self.stem_tag or self.counted_tag:
+            return
+        self.counted_rows(data)
+        if self.counted_tag or not _COUNTED_HINT.search(b"\n" + data):
             return
         found = _COUNTED_LINE.findall(data)
         if len(found) < REPEATS:
@@ -1809,6 +1826,48 @@ class _State:
         values = [_float(v.decode()) for _, v in found]
         if all(b > a for a, b in zip(steps, steps[1:])) and not all(math.isfinite(v) and v == int(v) for v in values):
             self.counted_tag = COUNTED_TAG
+
+    def counted_rows(self, data: bytes) -> None:
+        """Take rows of numbers only (`0, 44.74,50.90`: a header never printed) as records where `ROW_REPEATS` or more
+        of one width hold a counter, whole numbers counting up (starting again at most at their first value: a new
+        epoch or launch), as their first or last column, and values not all whole numbers beside it, and they are most
+        of the lines that hold a number (the log's records, not a printout among them). The first column
+        that is not the counter is the loss, as a training log's one unnamed number per step is (`counted_values`);
+        the others are `column N` by position: nothing names them. In a file named for a held-out split
+        (`validation_log.txt`) it is that split's loss."""
+        rows = [_ROW_SPLIT.split(m.group(1).decode().strip()) for m in _NUMBER_ROW.finditer(data)]
+        if len(rows) < ROW_REPEATS or 2 * len(rows) < len(_LINE_WITH_DIGIT.findall(data)):
+            return  # rows among records named otherwise are a printout (a schedule, a matrix), not the log's records
+        width = Counter(len(r) for r in rows).most_common(1)[0][0]
+        rows = [r for r in rows if len(r) == width]
+        if len(rows) < ROW_REPEATS:
+            return
+        for at in (0, width - 1):
+            if not all(_WHOLE.fullmatch(r[at]) for r in rows):
+                continue
+            counts = [int(r[at]) for r in rows]
+            rises = sum(b > a for a, b in zip(counts, counts[1:]))
+            again = all(b > a or b <= counts[0] for a, b in zip(counts, counts[1:]))
+            others = [r[i] for r in rows for i in range(width) if i != at]
+            if again and rises >= len(rows) // 2 and not all(_WHOLE.fullmatch(v) for v in others):
+                self.counted_tag = f"{self.held_stem} {COUNTED_TAG}" if self.held_stem else COUNTED_TAG
+                self.row_counter = (width, at)
+                return
+
+    def counted_row(self, text: str) -> tuple[dict[str, float], dict[str, int]] | None:
+        """The metrics and counter of a row of numbers as `counted_rows` named its columns; None for another line."""
+        if self.row_counter is None:
+            return None
+        found = _NUMBER_ROW.fullmatch(text.strip().encode())
+        width, at = self.row_counter
+        fields = _ROW_SPLIT.split(found.group(1).decode().strip()) if found else []
+        if len(fields) != width or not _WHOLE.fullmatch(fields[at]):
+            return None
+        values = [(i, _float(v)) for i, v in enumerate(fields) if i != at]
+        metrics = {self.counted_tag if k == 0 else f"column {i + 1}": v for k, (i, v) in enumerate(values)}
+        # a counter under `Epoch N` lines counts within the epoch: the batch
+        counter = "batch" if self.header_epoch is not None else "step"
+        return metrics, {counter: _count(fields[at])}
 
     def lone_values(self, data: bytes) -> dict[int, tuple[int, float]]:
         """Lines that hold one number alone right under a line that holds one integer in words (`第100次循环`, `loop
@@ -1838,6 +1897,8 @@ class _State:
         """A line as a row of a table seen before (its values named by the header) or as bare values, else as the
         table parsed it (and remembered as a header, when it is one)."""
         listed = None
+        if (counted := self.counted_row(text)) is not None:
+            return counted[0], counted[1], False, ("counted_row",), None
         if self.headers or self.stem_tag or self.counted_tag:
             row = self.table_row(text)
             if row is not None:
@@ -2090,6 +2151,14 @@ _LONE_UNDER_COUNTER = re.compile(rb"^([^\d\r\n]*?)(\d{1,18})([^\d\r\n]*?)\r?\n()
 _COUNTED_HINT = re.compile(rb"\n[ \t]*\d{1,18}[ \t]*:[ \t]*(?:" + NUM.encode() + rb")[ \t]*\r?$", re.M)
 _LONE_HINT = re.compile(rb"\n[ \t]*(?:" + NUM.encode() + rb")[ \t]*\r?$", re.M)
 COUNTED_TAG = "loss"  # what `N: value` lines of a file whose name says nothing are (`_State.counted_values`)
+# A row of numbers only, apart by commas or one space (`f.write(f"{epoch}, {loss},{acc}\\n")`, `print(loss, batch_idx)`);
+# columns padded to a width are a printed table (sklearn's classification_report), named by its header or not at all.
+_NUMBER_ROW = re.compile(rb"^[ \t]*(" + NUM.encode() + rb"(?:(?:[ \t]*,[ \t]*|[ \t])" + NUM.encode()
+                         + rb"){1,7})[ \t]*,?[ \t]*\r?$", re.M)
+_ROW_SPLIT = re.compile(r"\s*,\s*|\s+")
+_LINE_WITH_DIGIT = re.compile(rb"^[^\n\d]*\d", re.M)
+_WHOLE = re.compile(r"[-+]?\d+")
+ROW_REPEATS = 6  # rows of numbers a chunk must hold before its columns are named
 _LIST = re.compile(rf"^\s*\[\s*{NUM}(?:\s*,\s*{NUM})+\s*,?\s*\]\s*$")
 _LIST_ITEM = re.compile(NUM)
 
@@ -2235,12 +2304,21 @@ def _bare_header(text: str) -> bool:
     return bool(ws) and all(w in SPLIT_WORDS or w in _EVAL_VERBS for w in ws) and text.rstrip().endswith((":", "..."))
 
 
+_SPLIT_ABBREVIATED = re.compile(rf"({'|'.join(w for w in _ABBREVIATED if w in SPLIT_WORDS)})\.\s", re.I)
+
+
 def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
     """The held-out split a record line's own label names before its first value (`Test set: Average loss: X`,
     mmengine's `Epoch(val) [1][10/50]  loss: X`) in its first two words, where it names no train split; None
     otherwise. Only the label's last clause after a logger's prefix counts (`[valid][INFO] - ...` names its tags
-    itself)."""
-    at = text.find(next(iter(metrics)))
+    itself). A split abbreviated at the head of the first name (`Test. Acc.: 97.4% | Loss: 0.08`) labels the line
+    as the word alone would (`Test Acc.: ...` is one name, `CLAUSE_SPLIT`'s abbreviation)."""
+    first = next(iter(metrics))
+    abbreviated = _SPLIT_ABBREVIATED.match(first)
+    if abbreviated:
+        split = SPLIT_WORDS.get(abbreviated.group(1).lower())
+        return split if split != "train" else None
+    at = text.find(first)
     if at <= 0 or not re.search(_SPLIT_HINT, text[:at]):
         return None
     head = _SOURCE_OR_LEVEL.sub(" ", text[:at])

@@ -224,8 +224,10 @@ FORMATS: list[Format] = [
     # `time.asctime()` stamps (`Tue Nov 14 17:22:06 2023`) as times, a table cell on a clock (`00:03`) holds no value
     # version 13: a printed dict of settings after a logger's prefix (fairseq's hydra config) gives no points
     # version 14: ... not after a record glued before it (a tqdm bar's postfix), whose values stay
+    # version 15: a period abbreviating a word of a name (`val. loss`, `Test. Acc.`) ends no clause
+    # version 16: rows of numbers beside a counter column and no header (`0, 44.74,50.90`) are records, the loss first
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=14),
+           text=True, version=16),
 ]
 
 

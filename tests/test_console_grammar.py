@@ -725,3 +725,86 @@ def test_a_text_file_whose_bytes_look_binary_is_named_with_the_reason(tmp_path):
     report = ingest_run(run, tmp_path / "db.duckdb")
     why = report.unread_text.get("notes.txt", "")
     assert "binary data" in why and "control bytes" in why
+
+
+def test_a_period_that_abbreviates_a_word_of_the_name_ends_no_clause(tmp_path):
+    # Keras 0.x's progbar (`- loss: X - val. loss: Y`) and a print with abbreviated words (`Test. Acc.: 97.4% |
+    # Loss: ...`): the name is its words, the period aside, so the held-out split stays in it.
+    log = tmp_path / "train.log"
+    with log.open("w") as f:
+        for e in range(6):
+            print(f"Epoch {e}", file=f)
+            print(f"5823/5823 [==============================] - 322s - loss: {900 - 50 * e:.4f} - "
+                  f"val. loss: {1000 - 10 * e:.4f}", file=f)
+            print(f"**Epoch: {e + 1:03d}/006 | Test. Acc.: {90 + e:.3f}% | Loss: {0.5 - e / 100:.4f}", file=f)
+    frame = _frame(log)
+    roles = {t: role_of(t).role for t in frame["tag"].unique()}
+    assert roles["val. loss"] == "val_loss" and roles["Test. Acc."] == "val_accuracy"
+    # the abbreviated split heads the line: the line's other values are that split's, as under a `Test:` label
+    assert roles["test Loss"] == "val_loss" and frame.filter(pl.col("tag") == "test Loss").height == 6
+    assert frame.filter(pl.col("tag") == "loss")["value"].to_list() == [900 - 50 * e for e in range(6)]
+    assert frame.filter(pl.col("tag") == "val. loss")["value"].to_list() == [1000 - 10 * e for e in range(6)]
+    # a period that ends a sentence still ends its clause: the next name does not take the sentence's last word
+    assert parse_line("Epoch 3 done. loss: 0.52").metrics == {"loss": 0.52}
+
+
+@pytest.mark.needs_shared
+def test_a_real_log_whose_second_loss_differs_by_a_word_before_an_abbreviation():
+    # `avg. loss: X` (the current task's) and `mem avg. loss: X` (the replay memory's) are two series
+    frame = _frame(WILD / "c044_plainprint" / "train.out")
+    assert frame.filter(pl.col("tag") == "avg. loss").height == 50
+    assert frame.filter(pl.col("tag") == "mem avg. loss").height == 50
+    assert role_of("avg. loss") == role_of("loss") and not role_of("mem avg. loss").canonical
+
+
+def test_rows_of_numbers_with_a_counter_are_records_whose_first_other_column_is_the_loss(tmp_path):
+    # `f.write(f"{epoch}, {loss:.5f},{acc:.3f}\n")` with no header line; a second launch appends its rows
+    log = tmp_path / "train.log"
+    with log.open("w") as f:
+        for launch in range(2):
+            for epoch in range(8):
+                f.write(f"{epoch}, {44.7 - 0.1 * epoch - launch:.5f},{50 + epoch:.3f}\n")
+    frame = _frame(log)
+    assert frame.filter(pl.col("tag") == "loss")["value"].to_list()[:3] == [44.7, 44.6, 44.5]
+    assert frame.filter(pl.col("tag") == "loss").height == 16 and frame.filter(pl.col("tag") == "column 3").height == 16
+    assert role_of("column 3").role == "other"  # nothing names it: no role is guessed from its range
+
+
+def test_rows_of_numbers_with_the_counter_last_under_epoch_lines(tmp_path):
+    # `print(f"Epoch: {e}")` then `print(f"{loss}, {batch_idx}")` every 100 batches; a file named for the held-out
+    # split holds that split's loss
+    for name, tag in (("train_log.txt", "loss"), ("validation_log.txt", "validation loss")):
+        log = tmp_path / name
+        with log.open("w") as f:
+            for e in range(3):
+                print(f"Epoch: {e}", file=f)
+                for b in range(0, 500, 100):
+                    print(f"{10.19 - e / 100 - b / 1e5}, {b}", file=f)
+        loss = _frame(log).filter(pl.col("tag") == tag)
+        assert loss.height == 15 and loss["value"][0] == 10.19
+    assert role_of("validation loss").role == "val_loss"
+
+
+def test_rows_of_numbers_printed_among_named_records_are_no_loss(tmp_path):
+    # a data setup's printout (`for i, w in enumerate(ws): print(i, w)`) before `it: N, avg. loss: X` records
+    log = tmp_path / "train.out"
+    with log.open("w") as f:
+        for i in range(10):
+            print(i, round(0.4 * i, 1), file=f)
+        for it in range(1, 3001, 100):
+            print(f"==>>> it: {it}, avg. loss: {6 - it / 1000:.6f}, running train acc: {it / 4000:.3f}", file=f)
+    frame = _frame(log)
+    assert "loss" not in frame["tag"].to_list() and frame.filter(pl.col("tag") == "avg. loss").height == 30
+
+
+def test_rows_of_whole_numbers_or_without_a_counter_are_no_loss(tmp_path):
+    # a confusion matrix's rows (whole numbers only) and pairs of floats with no counter name nothing
+    log = tmp_path / "train.log"
+    with log.open("w") as f:
+        for i in range(8):
+            print(" ".join(str((i * 7 + j) % 50) for j in range(5)), file=f)
+        for i in range(8):
+            print(f"{0.5 + i / 100} {5.7 - i / 10}", file=f)
+    frame = _frame(log)
+    assert not frame.filter(pl.col("tag").map_elements(lambda t: role_of(t).role in ("train_loss", "val_loss"),
+                                                       return_dtype=pl.Boolean)).height
