@@ -169,14 +169,13 @@ class Divergence:
         # Under `min_points` only a blow-up the log ends on can speak (at two points): the detector counts as run
         # (for the verdict) only when it does, so a short log that did not blow up stays "too short".
         short = too_short(run, "loss", self.min_points)
-        if short and self._glaring(run, *self._alive(run)[:2]) is None:
+        if short and self._glaring(run, *self._alive(*_unmasked(run))[:2]) is None:
             return short
         return None
 
     @staticmethod
-    def _alive(run: Run) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _alive(all_steps: np.ndarray, all_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
         """The finite part of the loss (steps, values) and whether a non-finite value follows it."""
-        all_steps, all_values = _unmasked(run)
         steps, y = finite_part(all_steps, all_values)
         keep = np.isfinite(y)
         return steps[keep], y[keep], steps.size < all_steps.size
@@ -191,8 +190,8 @@ class Divergence:
             if alone is not None:
                 yield alone
             return
-        steps, y, nan_follows = self._alive(run)
-        all_values = _unmasked(run)[1]
+        all_steps, all_values = _unmasked(run)  # read once: the hidden-NaN test reads three series
+        steps, y, nan_follows = self._alive(all_steps, all_values)
         dies = nan_follows and not np.any(np.isfinite(all_values[steps.size:]))  # non-finite to the end
         n = y.size
         if n >= self.min_points and float(np.min(y)) > self.blown_level and self._blown_shows(run, steps, y, nan_follows):
