@@ -4,6 +4,7 @@
         --sweep noise_k=1,2,3 --sweep min_rise=0.02,0.05
     python benchmarks/calibrate.py --real ../shared/real_runs --kind plateau --sweep min_points=5,8,20
     python benchmarks/calibrate.py --corpus /work/corpus_data --real ../shared/real_runs   # every detector
+    python benchmarks/calibrate.py --pool LABELS... --kind overfitting --sweep min_rise=0.05,0.1 --cache /tmp/pool_fa
 
 Issue 12 asks that each threshold come from the distribution of its statistic on healthy runs (a false-alarm
 budget of at most 1 % of healthy runs per kind). This prints, for each value of each swept field (one field at a
@@ -19,19 +20,23 @@ Only the TUNE and CALIB parts and the development runs are for tuning: sweeping 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_corpus import Case, corpus_cases, real_cases, score_case
+from eval_corpus import Case, Label, corpus_cases, real_cases, score_case
+from false_alarms import cases as pool_cases
 
 
 def stored(case: Case, cache: Path) -> tuple[Path, str]:
-    """The case's DuckDB file in `cache`, up to date with the run and this version's readers, and its run id."""
+    """The case's DuckDB file in `cache`, up to date with the run and this version's readers, and its run id. The
+    file is named by the run's path, as `false_alarms.py` names it, so one cache serves both and runs of the same
+    name in different sets never share a store."""
     from ingest.run import ingest_run, run_id_for
 
-    db = cache / f"{case.name}.duckdb"
+    db = cache / (hashlib.sha1(str(case.path).encode()).hexdigest()[:12] + ".duckdb")
     ingest_run(case.path, db)
     return db, run_id_for(case.path)
 
@@ -116,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real", type=Path, action="append", default=[],
                     help="a folder of real runs with a labels.json (repeatable: both shared sets at once)")
     ap.add_argument("--labels", type=Path, help="the real runs' labels.json (default: REAL/labels.json)")
+    ap.add_argument("--pool", type=Path, nargs="+", default=[], metavar="LABELS",
+                    help="labels files of real runs (each run a folder beside its file), judged as one pool; "
+                         "runs are listed as SET/NAME")
     ap.add_argument("--kind", help="the detector (a catalog kind) to sweep; without it, one table of every "
                                    "detector at its defaults: healthy runs it could check and fired on")
     ap.add_argument("--sweep", action="append", default=[], metavar="FIELD=V1,V2,...",
@@ -124,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="where the ingested runs are kept between calls (default: %(default)s)")
     ap.add_argument("--show", action="store_true", help="list the runs each value fires on wrongly")
     a = ap.parse_args(argv)
-    if not a.corpus and not a.real:
-        ap.error("give --corpus and/or --real")
+    if not a.corpus and not a.real and not a.pool:
+        ap.error("give --corpus, --real and/or --pool")
     cases = []
     if a.corpus:
         for part in a.split.split(","):
@@ -134,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--labels goes with one --real")
     for real in a.real:
         cases += real_cases(real, a.labels or real / "labels.json")
+    for labels_file in a.pool:
+        root = labels_file.parent
+        for c in pool_cases([labels_file]):
+            cases.append(Case(f"{root.parent.name}/{root.name}/{c['name']}", Path(c["path"]),
+                              [Label(k) for k in c["want"]], set(c["allowed"])))
     a.cache.mkdir(parents=True, exist_ok=True)
     ready = []
     tty = sys.stderr.isatty()
