@@ -66,6 +66,10 @@ A step printed beside an epoch that starts again as the epoch moves on is the ba
 ordinal, with epoch and batch). Where the log's counter (its step, else its epoch) starts again from its first value,
 a launch appended to the file begins: a series `launch` marks it (its number, 2, 3, ...), for the judge to tell
 launches from a resume. A progress bar redrawn after `\\r` with the values of the record before it counts once.
+One launch, one axis: a bar's closing line (`100%|...| 120/120 [..., loss=inf]`) beside records that print a step is
+their pass's summary, not a record on line numbers among them; a settings dump printed a `name: value` a line
+(`arch: vit_small` over `lr: 0.0005`) gives no points, so a second program's settings are no values at the first one's
+last step; a dict under a held-out split's name (`val_metrics={"loss": ...}`) holds that split's values.
 
 Times: ISO `2024-03-26 10:00:00[,.]fff[+zz:zz]` is UTC unless it carries an offset (the writer's zone
 is unknown). Stamps without a year or date (glog `I0822 20:54:57.256644`, `[10:00:00]`) take the date
@@ -2203,12 +2207,13 @@ _PADDED_COLON = re.compile(rb"(?<![\w.])((?!(?i:epoch|iter|iteration|step|batch)
                            + rb"[A-Za-z_][\w.]*[ \t]{2,}):")  # not a counter, not a logging level
 # A settings dump printed one `name: value` a line (DINO's `print(args)` sorted by name, a YAML config echoed at start,
 # `arch: vit_small` over `lr: 0.0005`): a run of `DUMP_LINES` or more such lines (and YAML's `section:` and `- item`
-# lines, a comment after a value), `DUMP_WORDS` of them or more holding a word, a path, a boolean or nothing, no
-# other pair on a line and no record counter among the names. Its numbers are the run's settings, not records: a launch's settings echoed after the last launch's
-# records are no point at that launch's last step (`_settings_blanked`).
+# lines, a comment after a value), `DUMP_WORDS` of them or more holding a word, a path, a boolean or nothing, no other
+# pair on a line and no record counter among the names. Its numbers are the run's settings, not records: a second
+# program's settings echoed after the first one's records are no points at the first one's last step
+# (`_settings_blanked`).
 DUMP_LINES = 4
 DUMP_WORDS = 2
-_DUMP_LINE = re.compile(rb"^[ \t]*(?:-[ \t]+[^\r\n]*|(?P<key>[A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(?P<value>[^\r\n]*?))?)[ \t]*\r?$",
+_DUMP_LINE = re.compile(rb"^[ \t]*(?:-[ \t]+[^\r\n]*|(?P<key>[A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(?P<value>[^\r\n]*))?)\r?$",
                         re.M)
 _DUMP_NUMBER = re.compile(rb"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
 _ANOTHER_PAIR = re.compile(rb"[A-Za-z_]\w*[ \t]*[:=][ \t]*[-+]?\.?\d")  # `loss: 0.5, acc: 0.3`: a record's pairs
@@ -2240,6 +2245,7 @@ def _settings_blanked(data: bytes) -> tuple[bytes, int]:
             out[m.start():end] = b" " * (end - m.start())
             n += 1
     return (bytes(out), n) if n else (data, 0)
+
 
 _COUNTED_LINE = re.compile(rb"^[ \t]*(\d{1,18})[ \t]*:[ \t]*(" + NUM.encode() + rb")[ \t]*\r?$", re.M)
 _LONE_UNDER_COUNTER = re.compile(rb"^([^\d\r\n]*?)(\d{1,18})([^\d\r\n]*?)\r?\n()[ \t]*(" + NUM.encode()
