@@ -1741,11 +1741,15 @@ class _State:
         the bar's end summary of its pass (its postfix repeats the pass's last values, and a buffered bar is often
         written before the lines it sums up), not a record on their axis between line numbers and steps. A log whose
         bars are its only records keeps them all."""
-        row = np.repeat(np.arange(len(counts)), counts)
         stepped = set(points.filter(~pl.col("ordinal"))["tag"].to_list())
-        own = {LAUNCH_TAG, EPOCH_TAG}
-        drop = [i for i in closing if set(points.filter(pl.Series(row == i))["tag"].to_list()) - own <= stepped]
-        if not drop or not stepped:
+        if not stepped:
+            return points
+        row = np.repeat(np.arange(len(counts)), counts)
+        tags: dict[int, set[str]] = {}
+        for i, tag in zip(row[np.isin(row, closing)].tolist(), points["tag"].filter(pl.Series(np.isin(row, closing)))):
+            tags.setdefault(i, set()).add(tag)
+        drop = [i for i, named in tags.items() if named - {LAUNCH_TAG, EPOCH_TAG} <= stepped]
+        if not drop:
             return points
         self.n_summaries += len(drop)
         return points.filter(~pl.Series(np.isin(row, drop)))
