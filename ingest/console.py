@@ -2211,16 +2211,17 @@ _PADDED_COLON = re.compile(rb"(?<![\w.])((?!(?i:epoch|iter|iteration|step|batch)
                            + rb"[A-Za-z_][\w.]*[ \t]{2,}):")  # not a counter, not a logging level
 # A settings dump printed one `name: value` a line (DINO's `print(args)` sorted by name, a YAML config echoed at start,
 # `arch: vit_small` over `lr: 0.0005`): a run of `DUMP_LINES` or more such lines (and YAML's `section:` and `- item`
-# lines, a comment after a value), `DUMP_WORDS` of them or more holding a word, a path, a boolean or nothing, no other
-# pair on a line and no record counter among the names. Its numbers are the run's settings, not records: a second
-# program's settings echoed after the first one's records are no points at the first one's last step
-# (`_settings_blanked`).
+# lines, a comment after a value), `DUMP_WORDS` of them or more holding a word, a path, a boolean or nothing (a number
+# with a unit or a clock is no word: `time: 12.3s`), no other pair on a line and no record counter among the names.
+# Its numbers are the run's settings, not records: a second program's settings echoed after the first one's records
+# are no points at the first one's last step (`_settings_blanked`).
 DUMP_LINES = 4
 DUMP_WORDS = 2
 _DUMP_LINE = re.compile(rb"^[ \t]*(?:-[ \t]+[^\r\n]*|(?P<key>[A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(?P<value>[^\r\n]*))?)\r?$",
                         re.M)
 _DUMP_NUMBER = re.compile(rb"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
 _ANOTHER_PAIR = re.compile(rb"[A-Za-z_]\w*[ \t]*[:=][ \t]*[-+]?\.?\d")  # `loss: 0.5, acc: 0.3`: a record's pairs
+_MEASURED = re.compile(rb"[-+]?\.?\d")  # a value with a unit or a clock (`12.3s`, `85%`, `0:01:02`): a record's, no word
 _DUMP_COMMENT = re.compile(rb"\s+#.*$")  # YAML's comment after a value (`BATCH_SIZE: 2  # more if memory allows`)
 _RECORD_COUNTERS = {b"epoch", b"step", b"iter", b"iteration", b"global_step", b"batch"}
 
@@ -2242,7 +2243,9 @@ def _settings_blanked(data: bytes) -> tuple[bytes, int]:
             continue
         values = [_DUMP_COMMENT.sub(b"", m.group("value") or b"").strip() for m in run]
         numbers = [m for m, v in zip(run, values) if m.group("key") and _DUMP_NUMBER.fullmatch(v)]
-        if len(run) - len(numbers) < DUMP_WORDS or not numbers:
+        worded = sum(not m.group("key") or not _DUMP_NUMBER.fullmatch(v) and not _MEASURED.match(v)
+                     for m, v in zip(run, values))
+        if worded < DUMP_WORDS or not numbers:
             continue
         for m in numbers:
             end = m.end() - (data[m.end() - 1:m.end()] == b"\r")

@@ -103,6 +103,13 @@ def test_numbers_printed_a_name_a_line_without_settings_are_still_records(tmp_pa
     points = _points(path)
     assert points.filter(pl.col("tag") == "loss")["value"].to_list() == [0.9, 0.7, 0.6, 0.55]
     assert points.filter(pl.col("tag") == "val_loss").height == 4
+    # ... and so does one that prints a mode beside measured values (a unit or a clock is no setting's word)
+    path = tmp_path / "phases.log"
+    with path.open("w") as log:
+        for e, loss in enumerate([0.9, 0.7, 0.6], 1):
+            print(f"=== epoch {e} ===", file=log)
+            print(f"mode: train\nloss: {loss}\nacc: {1 - loss / 2}\ntime: {12.5 + e}s\nelapsed: 0:0{e}:10", file=log)
+    assert _points(path).filter(pl.col("tag") == "loss")["value"].to_list() == [0.9, 0.7, 0.6]
 
 
 def _iterations(log: logging.Logger, n: int, every: int, lr: float) -> list[tuple[int, float, float]]:
