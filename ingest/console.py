@@ -66,6 +66,10 @@ A step printed beside an epoch that starts again as the epoch moves on is the ba
 ordinal, with epoch and batch). Where the log's counter (its step, else its epoch) starts again from its first value,
 a launch appended to the file begins: a series `launch` marks it (its number, 2, 3, ...), for the judge to tell
 launches from a resume. A progress bar redrawn after `\\r` with the values of the record before it counts once.
+One launch, one axis: a bar's closing line (`100%|...| 120/120 [..., loss=inf]`) beside records that print a step is
+their pass's summary, not a record on line numbers among them; a settings dump printed a `name: value` a line
+(`arch: vit_small` over `lr: 0.0005`) gives no points, so a second program's settings are no values at the first one's
+last step; a dict under a held-out split's name (`val_metrics={"loss": ...}`) holds that split's values.
 
 Times: ISO `2024-03-26 10:00:00[,.]fff[+zz:zz]` is UTC unless it carries an offset (the writer's zone
 is unknown). Stamps without a year or date (glog `I0822 20:54:57.256644`, `[10:00:00]`) take the date
@@ -1031,6 +1035,9 @@ def _trace(text: str) -> _Shape:
     if (metrics or loose) and _GROUP_LABEL.search(line):
         metrics, loose = _grouped(line, metrics), _grouped(line, loose)
         exact = exact and not any(key is not None and any(c.isdigit() for c in key) for *_, key in metrics + loose)
+    if (metrics or loose) and _SPLIT_GROUP.search(line):
+        metrics, loose = _split_grouped(line, metrics), _split_grouped(line, loose)
+        exact = exact and not any(key is not None and any(c.isdigit() for c in key) for *_, key in metrics + loose)
     if (metrics or loose) and not line.isascii():
         metrics, loose = _glued_words(line, metrics), _glued_words(line, loose)
     looks = not metrics and LOOKS_LIKE_METRIC.search(unignored) is not None
@@ -1115,6 +1122,24 @@ def _grouped(line: str, parts: list[tuple[int, int, int, int, str | None]]) -> l
         label = next((g for g, start, end in groups if start <= ks and ve <= end), None)
         if label is not None and role_of(name).role == "other" and not _OWN_NAMES.search(name):
             key = f"{label} {name}"
+        out.append((ks, ke, vs, ve, key))
+    return out
+
+
+# A dict of values under a name that begins with a held-out split (`val_metrics={"loss": 1.2, "mae": 3.4}`,
+# `eval_results: {...}`): each value in it is that split's (`val loss`), never the training's of the same name.
+_SPLIT_GROUP = re.compile(rf"(?<![\w.])(?P<split>{_HELD_OUT})_[A-Za-z]\w*\s*[:=]\s*(?=\{{)")
+
+
+def _split_grouped(line: str, parts: list[tuple[int, int, int, int, str | None]]) -> list[
+        tuple[int, int, int, int, str | None]]:
+    groups = [(m.group("split"), m.end(), line.find("}", m.end())) for m in _SPLIT_GROUP.finditer(line)]
+    out = []
+    for ks, ke, vs, ve, key in parts:
+        name = line[ks:ke] if key is None else key
+        split = next((g for g, start, end in groups if start <= ks and ve <= end), None)
+        if split is not None and not _names_split(name):
+            key = f"{split} {name}"
         out.append((ks, ke, vs, ve, key))
     return out
 
@@ -1512,6 +1537,8 @@ class _State:
     settings_padded: bool = False  # names padded before their colon hold settings in this file (`_PADDED_WORD`)
     redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
     n_redraws: int = 0  # bar redraws that repeated the record before them, kept once
+    n_settings: int = 0  # lines of a settings dump whose numbers were read as settings (`_settings_blanked`)
+    n_summaries: int = 0  # progress bars' closing lines beside records with a logged step (`without_summaries`)
     epoch_step: tuple[int, int, int] | None = None  # the last epoch printed beside a step: its highest, lowest step
     steps_in_epoch: bool = False  # the file's step counter starts again with each epoch (`note_epoch_steps`)
     epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
@@ -1570,7 +1597,8 @@ class _State:
         # One row per line that gave points, repeated for each of its points at the end.
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
-        data = _records_apart(_halfwidth(data))
+        data, settings = _settings_blanked(_records_apart(_halfwidth(data)))
+        self.n_settings += settings
         self.settings_padded = self.settings_padded or len(_PADDED_WORD.findall(data)) >= REPEATS
         if self.settings_padded:
             data = _PADDED_COLON.sub(lambda m: m.group(1) + b";", data)  # (a settings dump's: no pair)
@@ -1582,6 +1610,7 @@ class _State:
         self.segment += len(starts)
         self.line_no += data.count(b"\n")
         parsed = []
+        closing: list[int] = []  # records read from a progress bar's closing line (`without_summaries`)
         header = self.epoch_heard
         for k, start, line_no, text, shape, rep in zip(candidates.tolist(), starts[candidates].tolist(),
                                                        line_nos[candidates].tolist(), texts, shapes, repeated):
@@ -1694,13 +1723,36 @@ class _State:
             rows["epoch"].append(epoch if epoch is not None else self.header_epoch)
             rows["batch"].append(batch)
             rows["ordinal"].append(is_ordinal)
+            if is_ordinal and "tqdm_bar" in patterns and _closing_bar(text):
+                closing.append(len(counts) - 1)
             self.record_line = line_no
         per_line = pl.DataFrame(rows, schema={"step": pl.Int64, "position": pl.Int64, "wall_time": pl.Float64,
                                               "epoch": pl.Int64, "batch": pl.Int64, "ordinal": pl.Boolean})
         self.announced(said, offset, starts, segment, step_before, per_line)
-        per_point = per_line[np.repeat(np.arange(len(counts)), counts)]
-        return scalars_frame(per_point.with_columns(pl.Series("tag", tags, pl.Utf8),
-                                                    pl.Series("value", values, pl.Float64)))
+        per_point = per_line[np.repeat(np.arange(len(counts)), counts)].with_columns(
+            pl.Series("tag", tags, pl.Utf8), pl.Series("value", values, pl.Float64))
+        if closing:
+            per_point = self.without_summaries(per_point, closing, counts)
+        return scalars_frame(per_point)
+
+    def without_summaries(self, points: pl.DataFrame, closing: list[int], counts: list[int]) -> pl.DataFrame:
+        """`points` without the records of progress bars' closing lines (`_closing_bar`, rows `closing` of the
+        chunk's records, `counts` points each) whose every value the chunk's records with a logged step also print:
+        the bar's end summary of its pass (its postfix repeats the pass's last values, and a buffered bar is often
+        written before the lines it sums up), not a record on their axis between line numbers and steps. A log whose
+        bars are its only records keeps them all."""
+        stepped = set(points.filter(~pl.col("ordinal"))["tag"].to_list())
+        if not stepped:
+            return points
+        row = np.repeat(np.arange(len(counts)), counts)
+        tags: dict[int, set[str]] = {}
+        for i, tag in zip(row[np.isin(row, closing)].tolist(), points["tag"].filter(pl.Series(np.isin(row, closing)))):
+            tags.setdefault(i, set()).add(tag)
+        drop = [i for i, named in tags.items() if named - {LAUNCH_TAG, EPOCH_TAG} <= stepped]
+        if not drop:
+            return points
+        self.n_summaries += len(drop)
+        return points.filter(~pl.Series(np.isin(row, drop)))
 
     def announced(self, said: dict[int, tuple[str, announcements.Said]], offset: int, starts: np.ndarray, segment: int,
                   step_before: int | None, records: pl.DataFrame) -> None:
@@ -2097,8 +2149,12 @@ class _State:
                              + (f"; {self.n_copies:,} records printed again under another prefix (another node "
                                 f"or rank) kept once" if self.n_copies else "")
                              + (f"; {self.n_redraws:,} bar redraws repeating the record before them kept once"
-                                if self.n_redraws else "")))
-            self.taken, self.n_copies, self.n_redraws = {}, 0, 0
+                                if self.n_redraws else "")
+                             + (f"; {self.n_settings:,} numbers of a settings dump (`name: value` a line) read as "
+                                f"settings, not records" if self.n_settings else "")
+                             + (f"; {self.n_summaries:,} progress bars' closing lines read as their pass's summary "
+                                f"beside records that print a step, not as records" if self.n_summaries else "")))
+            self.taken, self.n_copies, self.n_redraws, self.n_settings, self.n_summaries = {}, 0, 0, 0, 0
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""
@@ -2122,6 +2178,15 @@ class _State:
 
 # Tables printed with one header row, and bare values (`note_header`, `table_row`, `_bare_values`).
 _TQDM_TAIL = re.compile(r":?\s*\d+%(?:\||\s*[\u2500-\u259f]).*$")
+_BAR_CLOSED = re.compile(r"\b100%(?:\|[^|\n]*\||\s*[\u2500-\u259f]+)\s*(\d+)/(\d+)\b")
+
+
+def _closing_bar(text: str) -> bool:
+    """Whether a line is a progress bar's closing line: at 100%, its count at its total (`100%|███| 120/120 [...]`)."""
+    bar = _BAR_CLOSED.search(text)
+    return bar is not None and bar.group(1) == bar.group(2)
+
+
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
@@ -2144,6 +2209,51 @@ _LOG_LEVEL = rb"(?!(?i:info|debug|warn|warning|error|critical|notice|trace)[ \t]
 _PADDED_WORD = re.compile(rb"(?<![\w.])" + _LOG_LEVEL + rb"[A-Za-z_][\w.]*[ \t]{2,}:[ \t]*(?![-+]?(?:\.?\d|(?i:nan|inf)))[^\s\d]")
 _PADDED_COLON = re.compile(rb"(?<![\w.])((?!(?i:epoch|iter|iteration|step|batch)[ \t])" + _LOG_LEVEL
                            + rb"[A-Za-z_][\w.]*[ \t]{2,}):")  # not a counter, not a logging level
+# A settings dump printed one `name: value` a line (DINO's `print(args)` sorted by name, a YAML config echoed at start,
+# `arch: vit_small` over `lr: 0.0005`): a run of `DUMP_LINES` or more such lines (and YAML's `section:` and `- item`
+# lines, a comment after a value), `DUMP_WORDS` of them or more holding a word, a path, a boolean or nothing (a number
+# with a unit or a clock is no word: `time: 12.3s`), no other pair on a line and no record counter among the names.
+# Its numbers are the run's settings, not records: a second program's settings echoed after the first one's records
+# are no points at the first one's last step (`_settings_blanked`).
+DUMP_LINES = 4
+DUMP_WORDS = 2
+_DUMP_LINE = re.compile(rb"^[ \t]*(?:-[ \t]+[^\r\n]*|(?P<key>[A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(?P<value>[^\r\n]*))?)\r?$",
+                        re.M)
+_DUMP_NUMBER = re.compile(rb"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)")
+_ANOTHER_PAIR = re.compile(rb"[A-Za-z_]\w*[ \t]*[:=][ \t]*[-+]?\.?\d")  # `loss: 0.5, acc: 0.3`: a record's pairs
+_MEASURED = re.compile(rb"[-+]?\.?\d")  # a value with a unit or a clock (`12.3s`, `85%`, `0:01:02`): a record's, no word
+_DUMP_COMMENT = re.compile(rb"\s+#.*$")  # YAML's comment after a value (`BATCH_SIZE: 2  # more if memory allows`)
+_RECORD_COUNTERS = {b"epoch", b"step", b"iter", b"iteration", b"global_step", b"batch"}
+
+
+def _settings_blanked(data: bytes) -> tuple[bytes, int]:
+    """`data` with the numbers of its settings dumps (`DUMP_LINES`) blanked in place (spaces: every position stays), and
+    how many lines were blanked."""
+    runs: list[list[re.Match[bytes]]] = []
+    for m in _DUMP_LINE.finditer(data):
+        if m.group("value") and _ANOTHER_PAIR.search(m.group("value")):
+            continue  # a record's line (`Epoch: [0/3]  loss: 2.3`) ends a dump
+        if runs and data[runs[-1][-1].end():m.start()] in (b"\n", b"\r\n"):
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    out, n = bytearray(data), 0
+    for run in runs:
+        if len(run) < DUMP_LINES or any(m.group("key") and m.group("key").lower() in _RECORD_COUNTERS for m in run):
+            continue
+        values = [_DUMP_COMMENT.sub(b"", m.group("value") or b"").strip() for m in run]
+        numbers = [m for m, v in zip(run, values) if m.group("key") and _DUMP_NUMBER.fullmatch(v)]
+        worded = sum(not m.group("key") or not _DUMP_NUMBER.fullmatch(v) and not _MEASURED.match(v)
+                     for m, v in zip(run, values))
+        if worded < DUMP_WORDS or not numbers:
+            continue
+        for m in numbers:
+            end = m.end() - (data[m.end() - 1:m.end()] == b"\r")
+            out[m.start():end] = b" " * (end - m.start())
+            n += 1
+    return (bytes(out), n) if n else (data, 0)
+
+
 _COUNTED_LINE = re.compile(rb"^[ \t]*(\d{1,18})[ \t]*:[ \t]*(" + NUM.encode() + rb")[ \t]*\r?$", re.M)
 _LONE_UNDER_COUNTER = re.compile(rb"^([^\d\r\n]*?)(\d{1,18})([^\d\r\n]*?)\r?\n()[ \t]*(" + NUM.encode()
                                  + rb")[ \t]*\r?$", re.M)

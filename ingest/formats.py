@@ -226,8 +226,11 @@ FORMATS: list[Format] = [
     # version 14: ... not after a record glued before it (a tqdm bar's postfix), whose values stay
     # version 15: a period abbreviating a word of a name (`val. loss`, `Test. Acc.`) ends no clause
     # version 16: rows of numbers beside a counter column and no header (`0, 44.74,50.90`) are records, the loss first
+    # version 17: one axis per launch: a settings dump printed a `name: value` a line gives no points (its numbers are
+    # settings, not records at the last step), a progress bar's closing line beside records that print a step is
+    # their pass's summary, not a record, and a dict under a held-out split's name (`val_metrics={...}`) is that split's
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=16),
+           text=True, version=17),
 ]
 
 

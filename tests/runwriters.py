@@ -35,16 +35,17 @@ def sgd_losses(steps: int, seed: int = 0, lr: float = 0.05, blow_up_at: int | No
     return out
 
 
-def log_messages(path: Path, messages, fmt: str = STAMPED, encoding: str | None = None) -> Path:
-    """`messages` written to `path` by Python's logging with `fmt` (in `encoding`; the handler's default if None), as a
-    training script's logger writes them, under the logger name `train` (a `%(name)s` in `fmt` prints it). The handler
+def log_messages(path: Path, messages, fmt: str = STAMPED, encoding: str | None = None,
+                 datefmt: str | None = None) -> Path:
+    """`messages` written to `path` by Python's logging with `fmt` and `datefmt` (in `encoding`; the handler's default if
+    None), as a training script's logger writes them, under the logger name `train` (a `%(name)s` in `fmt` prints it). The handler
     appends (mode "a"), as a script launched again does."""
     import logging
 
     logger = logging.getLogger("train")
     logger.propagate = False
     handler = logging.FileHandler(path, encoding=encoding)
-    handler.setFormatter(logging.Formatter(fmt))
+    handler.setFormatter(logging.Formatter(fmt, datefmt))
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:

@@ -555,6 +555,14 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
                 tag = f"{label} {tag}"
             renamed.setdefault(tag, value)
         out.metrics = renamed
+    if C._SPLIT_GROUP.search(line):  # `val_metrics={"loss": 1.2}`: `val loss`
+        groups = [(m["split"], m.end(), line.find("}", m.end())) for m in C._SPLIT_GROUP.finditer(line)]
+        renamed = {}
+        for tag, value in out.metrics.items():
+            at = line.find(tag)
+            split = next((g for g, s, e in groups if s <= at < e), None)
+            renamed.setdefault(tag if split is None or C._names_split(tag) else f"{split} {tag}", value)
+        out.metrics = renamed
     if not clean.isascii():  # a key glued to letters of another script before it (`整体测试集上的Loss: 230`) names it whole
         glued = {}
         for tag, value in out.metrics.items():
@@ -594,6 +602,8 @@ class _ReferenceState(C._State):
         cols: dict[str, list] = {k: [] for k in ("tag", "step", "value", "position", "wall_time", "epoch",
                                                  "batch", "ordinal")}
         pos = 0
+        data, settings = C._settings_blanked(data)  # a settings dump's numbers: no records
+        self.n_settings += settings
         # Outlines counted over the chunk, on top of those counted before it (the fast reader's rule).
         texts = [m.group().rstrip(b"\r\n").decode("utf-8", errors="replace")
                  for m in re.finditer(rb"[^\r\n]*(?:\r\n|\r|\n)", data)]
@@ -605,6 +615,7 @@ class _ReferenceState(C._State):
             if name in self.outlines or len(self.outlines) < C.MAX_OUTLINES:
                 self.outlines[name] = self.outlines.get(name, 0) + n
         lines = []
+        closing: set[int] = set()  # positions of progress bars' closing lines read as records
         header = self.epoch_heard
         after_cr = False  # the segment before this one, in this chunk, ended with a lone `\r` (a bar's redraw)
         for match in re.finditer(rb"[^\r\n]*(?:\r\n|\r|\n)", data):
@@ -695,6 +706,8 @@ class _ReferenceState(C._State):
                                      parsed.metrics.get(C.EPOCH_TAG) if is_ordinal else None, line_no)
             if launch is not None:
                 parsed.metrics[C.LAUNCH_TAG] = float(launch)
+            if is_ordinal and re.search(r"\b100%\|[^|\n]*\|\s*(\d+)/\1\b", text):
+                closing.add(position)  # a bar's closing line: its pass's summary where records print a step
             for tag, value in parsed.metrics.items():
                 cols["tag"].append(tag)
                 cols["step"].append(step)
@@ -705,9 +718,14 @@ class _ReferenceState(C._State):
                 cols["batch"].append(parsed.batch)
                 cols["ordinal"].append(is_ordinal)
                 self.record_line = line_no
-        return scalars_frame(pl.DataFrame(cols, schema={
+        frame = pl.DataFrame(cols, schema={
             "tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64, "wall_time": pl.Float64,
-            "epoch": pl.Int64, "batch": pl.Int64, "ordinal": pl.Boolean}))
+            "epoch": pl.Int64, "batch": pl.Int64, "ordinal": pl.Boolean})
+        stepped = set(frame.filter(~pl.col("ordinal"))["tag"].to_list())
+        summaries = {p for p in closing if stepped and set(frame.filter(pl.col("position") == p)["tag"].to_list())
+                     - {C.LAUNCH_TAG, C.EPOCH_TAG} <= stepped}
+        self.n_summaries += len(summaries)
+        return scalars_frame(frame.filter(~pl.col("position").is_in(sorted(summaries))))
 
     def _reference_wall_time(self, parsed: ParsedLine, line_no: int) -> float | None:
         t = parsed.time
