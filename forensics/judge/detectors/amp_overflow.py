@@ -56,7 +56,7 @@ class AmpOverflow:
     min_halvings: int = 8  # 65536 → 256: far past the few halvings of start-up calibration (pool: flat at 3-12)
     late_halvings: int = 4  # ... and still falling ×16 in the second half (pool: flat at 1-6)
     floor: float = 1.0  # a scaler's lowest scale where none is configured (DeepSpeed's `min_loss_scale` default)
-    # (pool: the one value that keeps both: 2 fires on 2 healthy Megatron/DeepSpeed runs, 0.5 loses 2 of 16 found)
+    # (pool: the one value that keeps both: 2 fires on 2 healthy console logs, one Megatron; 0.5 loses 2 of 16 found)
     collapse: float = 1e-4  # fairseq's default minimum: a dynamic scaler works between 1/4 and 1 (fairseq, fp16 CTC)
     # and grows back; at 1e-4 or below it has collapsed whatever the loss does (0, a denormal)
     late_fall: float = 0.05  # a loss still falling by 5% while the scale falls is taking its steps (pool: 0.1 adds
