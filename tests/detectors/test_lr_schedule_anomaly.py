@@ -249,6 +249,20 @@ def test_a_resume_that_rebuilt_a_longer_linear_schedule_is_a_restart(tmp_path):
     assert f.step == 10010 and f.evidence["lr_after"] == pytest.approx(1.4995e-5)
 
 
+
+def test_a_resume_that_rebuilt_a_schedule_a_quarter_longer_is_a_restart(tmp_path):
+    """The same linear decay resumed at step 10000 with max_steps ×1.25: the rebuilt schedule lands ×1.2 up, on a
+    value the first one had at step 8000 (`jump` ×1.1: 0 of the pool's 180 healthy runs with an LR fire at ×1.05).
+    Its twin, the decay never resumed, is silent."""
+    first = np.arange(10, 10001, 10)
+    second = np.arange(10010, 25001, 10)
+    lr = np.r_[2e-5 * (1 - first / 20000), 2e-5 * (1 - second / 25000)]
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    [f] = LrScheduleAnomaly().check(_run(tmp_path / "a", (np.r_[first, second], lr)))
+    assert f.step == 10010 and 1.15 < f.evidence["lr_after"] / f.evidence["lr_before"] < 1.25
+    whole = np.arange(10, 20001, 10)
+    assert list(LrScheduleAnomaly().check(_run(tmp_path / "b", (whole, 2e-5 * (1 - whole / 20000))))) == []
+
 def _console_epochs(tmp_path, name: str, make, planned: int, epochs: int, every: int = 1) -> list[str]:
     """The lines of a small training loop over a tiny regression (a real optimizer and torch scheduler, stepped once
     per epoch), printed as `Epoch e/planned - loss: L - lr: X` with six decimals, stopped after `epochs` of the

@@ -317,3 +317,18 @@ def test_the_launch_a_log_ends_in_is_judged_against_its_own_pace(tmp_path, last_
     assert bool(found) == last_ends_slow, [f.summary for f in found]
     if last_ends_slow:
         assert found[0].evidence["intervals_after"] == 4 and found[0].evidence["seconds_per_step_last"] == 1610.0
+
+
+def test_stalls_on_a_logged_step_time_of_nine_records_fire(tmp_path):
+    """Nine logged epoch times of ~60 s, three of them ×4 (a loader that stalls: 540 s lost, half the time): too few
+    for a ×10 spread, judged by the stall rule from 8 records (`min_logged`: 0 of the pool's 86 healthy runs it then
+    checks fire). Its twin, nine epochs within 5% of each other, is silent."""
+    steps = np.arange(1, 10)
+    loss = (steps, np.linspace(2.0, 1.2, 9))
+    stalled = np.array([61.0, 59.0, 240.0, 60.5, 242.0, 58.5, 61.5, 238.0, 60.0])
+    run = load_run(write_tb(tmp_path / "a", {"batch_time": (steps, stalled), "loss": loss}), tmp_path / "a.duckdb")
+    [f] = ThroughputDrop().check(run)
+    assert f.evidence["stalls"] == 3 and f.evidence["seconds_lost"] > 500
+    steady = np.array([61.0, 59.0, 60.0, 60.5, 62.0, 58.5, 61.5, 59.5, 60.0])
+    twin = load_run(write_tb(tmp_path / "b", {"batch_time": (steps, steady), "loss": loss}), tmp_path / "b.duckdb")
+    assert list(ThroughputDrop().check(twin)) == []

@@ -49,33 +49,44 @@ class ThroughputDrop:
     0 of the 136 healthy labelled runs of the development sets (23 it could check) and no false finding on a labelled
     one, with `stall_seconds`, `min_pause` and the hour rule (docs/engine.md); 0 of the 39 healthy runs it judges of
     the 179 of every labelled development set with the rate, pricing and pace rules (before: 1, and 1 labelled).
+    Pooled (849 real runs, 328 healthy), each field swept alone: 0 of the 86 healthy runs it could check (71 before
+    `min_logged` was loosened), 11 of 20 found, 1 false claim on a labelled run.
     """
 
     kind: ClassVar[str] = "throughput_drop"
     stage: ClassVar[int] = MECHANISM
     requires: ClassVar[tuple[str, ...]] = ()
-    slowdown: float = 1.5
-    min_points: int = 5
-    min_share: float = 0.1
-    separation: float = 0.8
-    stall: float = 3.0
-    z: float = 6.0
-    min_stalls: int = 3
-    min_lost: float = 0.1
-    min_intervals: int = 20
-    min_added: float = 0.001  # seconds a slowdown or stall adds per step: sub-millisecond steps are no concern
-    min_logged: int = 12  # a logged step time measures every step it is printed for: 12 points judge a slowdown
+    slowdown: float = 1.5  # pooled healthy runs fired on: 0 of 71 from 1.3 up, 2 at 1.2; 1.3 and 2 lose a hit
+    min_points: int = 5  # 0 of 71 healthy at 2-10; 8 loses a hit
+    min_share: float = 0.1  # 0 of 71 healthy at 0.1-0.3; 1 at 0.05 (a fast first stretch read as the baseline)
+    separation: float = 0.8  # 0 of 71 healthy, the same findings, at 0.5-0.95
+    stall: float = 3.0  # 0 of 71 healthy at 1.5-10; 2 or less adds false claims on labelled runs
+    z: float = 6.0  # 0 of 71 healthy at 2-10; 4 or less adds a false claim on a labelled run
+    min_stalls: int = 3  # 0 of 71 healthy at 2-10, 1 at 1
+    min_lost: float = 0.1  # 0 of 71 healthy at 0.02 up, 1 at 0.01; 0.05 adds 3 false claims, 0.2 loses 3 hits
+    min_intervals: int = 20  # wall-stamp intervals to judge a trend: 0 of 71 healthy (0 of 73 at 10, 84 at 5; 40 loses a
+    # hit); kept: at 10 the stall rule reads a healthy log's first launch, slowing ×8, across 17 intervals
+    min_added: float = 0.001  # seconds a slowdown or stall adds per step: sub-millisecond steps are no concern (flat at 0-0.1)
+    min_logged: int = 8  # a logged step time measures every step it is printed for: 8 points judge a trend (0 of
+    # 86 healthy at 8, 0 of 104 at 5, 0 of 71 at 12; 20 loses 2 hits)
     min_seconds: float = 5.0  # steps spread ×`spread` cost at least this many seconds in all: 0.3 s lost is noise
+    # (0 of 71 healthy, the same findings, at 0.5-60 s)
     stall_seconds: float = 300.0  # stalls of ×`stall` cost five minutes or more: a minute lost in a run is no change
-    spread: float = 10.0  # effect size first: steps ×10 the median or slower ...
-    min_stalls_spread: int = 2  # ... at least two of them (one is a hiccup) ...
-    spread_points: int = 5  # ... from five step times on
+    # (0 of 71 healthy at 10-1800 s; 60 s or less adds a false claim on a labelled run)
+    spread: float = 10.0  # effect size first: steps ×10 the median or slower (0 of 71 healthy at 3-50; 5 or less adds
+    # 3 false claims on labelled runs, 20 loses a hit) ...
+    min_stalls_spread: int = 2  # ... at least two of them (one is a hiccup: 1 fires on a healthy run) ...
+    spread_points: int = 5  # ... from five step times on (0 of 71 healthy at 3-12; 8 loses 3 hits)
     min_pause: float = 1.0  # ... each a pause of a second or more: a fraction of a second is no stall anyone sees
-    long: float = 2.0  # an hour lost: an interval ×2 the median step or slower ...
-    hour: float = 3600.0  # ... holding a pause of an hour or more (and `min_lost` of the time), at any length
-    end_factor: float = 2.0  # the log ends on steps ×2 the median of the steady ones before them or slower ...
-    end_points: int = 2  # ... two or more of them (one is a hiccup)
-    pace_share: float = 0.15  # slow intervals this share of every fifth of the run are its pace, not a stall
+    # (0 of 71 healthy at 0.3-10 s, 1 at 0.1 s)
+    long: float = 2.0  # an hour lost: an interval ×2 the median step or slower (0 of 71 healthy at 1.5-10; 3 loses a hit)
+    hour: float = 3600.0  # ... holding a pause of an hour or more (and `min_lost` of the time), at any length (0 of 71
+    # healthy from 1800 s up, 1 at 1200 s, 2 at 600 s; 1800 s adds a false claim on a labelled run)
+    end_factor: float = 2.0  # the log ends on steps ×2 the median of the steady ones before them or slower (0 of 71
+    # healthy at 1.3-5; 1.5 or less adds false claims on labelled runs, 3 loses a hit) ...
+    end_points: int = 2  # ... two or more of them (one is a hiccup; 0 of 71 healthy at 1-5, 3 loses a hit)
+    pace_share: float = 0.15  # slow intervals this share of every fifth of the run are its pace, not a stall (flat
+    # at 0.05-0.4)
 
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
         """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
