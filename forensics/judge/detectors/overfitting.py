@@ -52,7 +52,8 @@ class Overfitting:
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
     False alarms: 0 of the 127 healthy real runs it checks in the pool of 849 labelled real runs (25 label files;
-    benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md).
+    benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md); 1 of corpus/'s
+    55 generated healthy holdout runs.
     """
 
     kind: ClassVar[str] = "overfitting"
