@@ -55,14 +55,15 @@ def test_a_steady_rise_smaller_than_three_point_sigmas_counts(tmp_path):
     run = load_run(write_tb(tmp_path / "a", {"train/loss": train, "val/loss": (steps, val)}), tmp_path / "a.duckdb")
     [f] = Overfitting().check(run)
     assert f.step == 356 and f.evidence["val_rise"] < 3 * f.evidence["val_noise"]
-    # the three-sigma rule alone misses it (training falling 0.70 -> 0.003 takes it as memorisation too)
-    assert list(Overfitting(trend_p=0, memorise_train_left=0).check(run)) == []
+    # the three-sigma rule alone misses it (training falling 0.70 -> 0.003 takes it as memorisation too; the mild-rise
+    # rule, whose Kendall tau the healthy pool set at 0.3, reads the same rise, so it is turned off here as well)
+    assert list(Overfitting(trend_p=0, memorise_train_left=0, scatter_tau=1.1).check(run)) == []
     untrended = val[[0, 1, 12, 2, 11, 3, 8, 4, 10, 5, 9, 6, 13, 7]]  # the same values, high and low interleaved
     run = load_run(write_tb(tmp_path / "b", {"train/loss": train, "val/loss": (steps, untrended)}), tmp_path / "b.duckdb")
     assert list(Overfitting().check(run)) == []
     smooth_train = curve(n=250, start=0.7, floor=0.003, tau=300, noise=0.005)
     run = load_run(write_tb(tmp_path / "c", {"train/loss": smooth_train, "val/loss": (steps, val)}), tmp_path / "c.duckdb")
-    assert list(Overfitting(wide_min_evals=40).check(run)) == []
+    assert list(Overfitting(wide_min_evals=40, scatter_tau=1.1).check(run)) == []  # the level and mild-rise rules off
     [f] = Overfitting().check(run)
     assert f.evidence["smoothed"] and f.evidence["val_rise_relative"] > 0.5
 

@@ -52,12 +52,12 @@ def test_a_smoothly_rising_validation_loss_is_not_noise(tmp_path):
 
 
 def test_validation_moving_a_few_percent_beside_as_noisy_training_is_silent(tmp_path):
-    """A healthy transformer's validation (corpus holdout9) moves 8.3% of its level between evaluations against
-    training's 5.8%: noisier than training, but under the 10% a labelled tiny validation set moves. Silent at the
-    default; the old 5% floor called it val_noise."""
-    run = _run(tmp_path, _val(noise=0.065, seed=4), train=curve(n=300, noise=0.06))
+    """A healthy validation loss moving 7.3% of its level between evaluations against training's 6%: noisier than
+    training, but under the 8% floor the healthy real runs put it at (healthy validation moves up to ~7%). Silent at
+    the default; the old 5% floor called it val_noise."""
+    run = _run(tmp_path, _val(noise=0.05, seed=4), train=curve(n=300, noise=0.06))
     [f] = ValNoise(min_noise=0.05).check(run)
-    assert 0.05 < f.evidence["val_relative_noise"] < 0.1 and f.evidence["ratio"] >= 1.0
+    assert 0.05 < f.evidence["val_relative_noise"] < 0.08 and f.evidence["ratio"] >= 1.0
     assert list(ValNoise().check(run)) == []
 
 
@@ -168,16 +168,23 @@ def test_validation_is_compared_with_the_training_loss_at_its_own_cadence(tmp_pa
 
 
 def test_validation_two_to_three_times_as_noisy_as_the_epoch_training_loss_is_silent(tmp_path):
-    """A healthy small model logged per epoch: validation moves ~12% of its level between epochs, training's epoch
-    mean ~5%, both falling. Noisier, but not the several-fold gap of a validation set too small to choose a
-    checkpoint with; the rule that compared it with 1× training called it val_noise."""
-    rng = np.random.default_rng(3)
-    epochs = np.arange(25)
-    train = (0.04 + 0.9 * np.exp(-epochs / 3)) * (1 + rng.normal(0, 0.05, epochs.size))
-    val = (0.11 + 0.4 * np.exp(-epochs / 3)) * (1 + rng.normal(0, 0.12, epochs.size))
-    run = load_run(_lightning(tmp_path / "r", val, train, step_noise=None), tmp_path / "f.duckdb")
-    assert list(ValNoise(ratio=1.0).check(run))  # the ratio is what decides
-    assert list(ValNoise().check(run)) == []
+    """A healthy small model logged per epoch: validation moves ~10% of its level between epochs, 2.6× training's
+    epoch mean, both falling. Noisier, but under the 3× the healthy real runs put the bar at; the rule that compared
+    it with 1× training called it val_noise. Its twin whose validation moves ~20% (5×) is a validation set too
+    small to choose a checkpoint with."""
+    found = {}
+    for name, noise in (("healthy", 0.1), ("tiny", 0.2)):
+        rng = np.random.default_rng(3)
+        epochs = np.arange(25)
+        train = (0.04 + 0.9 * np.exp(-epochs / 3)) * (1 + rng.normal(0, 0.05, epochs.size))
+        val = (0.11 + 0.4 * np.exp(-epochs / 3)) * (1 + rng.normal(0, noise, epochs.size))
+        run = load_run(_lightning(tmp_path / name, val, train, step_noise=None), tmp_path / f"{name}.duckdb")
+        found[name] = list(ValNoise().check(run))
+        if name == "healthy":
+            assert list(ValNoise(ratio=1.0).check(run))  # the ratio is what decides
+    assert found["healthy"] == []
+    [f] = found["tiny"]
+    assert f.evidence["ratio"] > 3.5
 
 
 def test_per_batch_validation_lines_are_not_the_evaluation(tmp_path):

@@ -51,8 +51,9 @@ class Overfitting:
     Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
-    False alarms: 0 of the 117 healthy real runs it judged (benchmarks/false_alarms.py, the 24 pooled label files;
-    2 findings where the label allows overfitting).
+    False alarms: 0 of the 127 healthy real runs it checks in the pool of 849 labelled real runs (25 label files;
+    benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md); 1 of corpus/'s
+    55 generated healthy holdout runs.
     """
 
     kind: ClassVar[str] = "overfitting"
@@ -61,36 +62,44 @@ class Overfitting:
     stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("val_loss",)  # the training loss, where logged (`_val_only` if not)
     reads_validation_alone: ClassVar[bool] = True
+    # Healthy pool (849 labelled real runs, 127 healthy ones this detector checks; benchmarks/calibrate.py --pool):
+    # each comment's figure is that field swept alone, the others at their defaults (docs/engine.md, overfitting).
     smooth_points: int = 3  # the minimum of a 3-point rolling median: one low evaluation is not the crossover
-    min_after: float = 0.1  # the rise spans at least 10% of the evaluated steps
-    min_rise: float = 0.05  # validation 5% above its minimum: a user would stop earlier for that
-    noise_k: float = 3.0  # and three noise sigmas above it
+    min_after: float = 0.1  # the rise spans at least 10% of the evaluated steps (0-0.3: no healthy run, no change)
+    min_rise: float = 0.05  # validation 5% above its minimum: 0 healthy from 0.04 to 0.15, 1 at 0.02-0.035, 2 at 0.01
+    noise_k: float = 3.0  # and three noise sigmas above it: 0 healthy from 2.5 up, 1 at 2.25, 2 at 1-2
     max_train_share: float = 0.5  # a training loss rising by half the validation rise or more: divergence
     max_train_rise: float = 0.2  # ... or rising by a fifth of its own level: diverging, not overfitting
     min_points: int = 5  # evaluations needed to place a minimum with points after it
-    min_evals_above: int = 3  # evaluations after the minimum `min_rise` above it: the rise persists
-    trend_p: float = 0.01
+    min_evals_above: int = 3  # evaluations after the minimum `min_rise` above it: the rise persists (0 healthy at 1-5)
+    trend_p: float = 0.01  # 0 healthy at 0.001-0.5; from 0.2 a false claim on a labelled run
     trend_points: int = 8
     trend_noise_k: float = 1.0
     memorise_train_left: float = 0.5  # the model memorises: training falls to under half its level at the crossover
     memorise_noise_k: float = 1.0  # as `trend_noise_k`: the second witness is training, not the rise
-    min_train_fall: float = 0.05  # training falls 5% over the rise (standing still: a mismatch, or no learning)
+    min_train_fall: float = 0.05  # training falls 5% over the rise (standing still: a mismatch, or no learning);
+    # 0 healthy at 0-0.2, false claims on labelled runs under 0.03, hits lost from 0.1
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
     wide_min_evals: int = 8  # under heavy evaluation noise, from 8 evaluations: medians over ...
     wide_share: float = 0.1  # ... a tenth of them, ...
     wide_min_window: int = 3  # ... and at least 3: one lucky evaluation is not the level
-    wide_trend_p: float = 0.05  # the evaluations after the minimum trend up (their level rose `noise_k` errors too)
+    wide_trend_p: float = 0.1  # the evaluations after the minimum trend up (their level rose `noise_k` errors too);
+    # 0 healthy at 0.01-0.3, the same hits from 0.05 to 0.3 (2 fewer at 0.02): the middle of that stretch
     every_min_evals: int = 3  # the minimum and two evaluations rising after it: a user sees the turn
-    every_min_rise: float = 0.1  # ... ending 10% above the minimum: more than a few percent of evaluation noise
+    every_min_rise: float = 0.1  # ... ending 10% above the minimum: 0 healthy at 0.02-0.2; under 0.04 a labelled
+    # run of a shared set gets a false claim
     every_share: float = 1 / 3  # ... and a third of the evaluations or more: the run's turn, not a blip at its end
     memorised: float = 0.01  # a training loss at 1% of its first value or less fell: it cannot fall further
     scatter_min_evals: int = 3  # the mild rise: evaluations after the raw minimum, at least ...
     scatter_share: float = 0.25  # ... and a quarter of all evaluations: the run's turn, not its last blip
-    scatter_tau: float = 0.5  # Kendall's tau over them: most pairs of later evaluations ordered upward
+    scatter_tau: float = 0.3  # Kendall's tau over them: later evaluations ordered upward more often than not;
+    # 0 healthy at 0.2-0.7, two more hits (two runs of two sets) at 0.2-0.3 than at 0.5, one false claim
     scatter_sigmas: float = 3.0  # the median of the last two `scatter_sigmas` point sigmas (after the minimum) above it
+    # (0.5-5: no healthy run, no change: the give-back and 1% floors decide on the pool)
     scatter_min_rise: float = 0.01  # ... and 1% of it: under that no user would change the checkpoint they keep
     scatter_gap_growth: float = 0.5  # the gap between validation and training widens by half of itself
-    scatter_give_back: float = 0.1  # the rise undoes a tenth of validation's fall to its minimum, or more
+    scatter_give_back: float = 0.1  # the rise undoes a tenth of validation's fall to its minimum, or more: 0 healthy
+    # at 0.05-0.3, 1 (a shared set's) under 0.05; a hit lost from 0.2
     val_only_min_evals: int = 6  # a validation-only U: from 6 evaluations, ...
     val_only_fall: float = 0.1  # ... a fall of 10% to the minimum, ...
     val_only_rise: float = 0.2  # ... then a rise of 20% of it, ...
@@ -353,11 +362,12 @@ class Overfitting:
         return f"validation loss bottoms {where} and rises to {final_text} (+{(final - lo) / abs(lo) if lo else 0:.0%}) {train}"
 
 
-def held_out_rose(steps: np.ndarray, values: np.ndarray, min_evals: int = 3, sigmas: float = 3.0,
-                  min_rise: float = 0.01) -> int | None:
+def held_out_rose(steps: np.ndarray, values: np.ndarray, min_evals: int = Overfitting.scatter_min_evals,
+                  sigmas: float = Overfitting.scatter_sigmas, min_rise: float = Overfitting.scatter_min_rise) -> int | None:
     """The step of the held-out curve's minimum when it rose after it beyond its own scatter: `min_evals`
     evaluations after the raw minimum, the median of the last two `sigmas` point sigmas (measured after the
-    minimum, on successive differences) and `min_rise` of it above it. None otherwise. A stall of the training loss
+    minimum, on successive differences) and `min_rise` of it above it (overfitting's `_scatter` margins, read from
+    its fields). None otherwise. A stall of the training loss
     while this holds is the model memorising (overfitting's reading), not learning that stopped."""
     fin = np.isfinite(values)
     steps, values = steps[fin], values[fin]

@@ -37,32 +37,43 @@ class ValNoise:
     model.eval() missing; the best evaluation is then a lucky draw, and early stopping reads noise.
     Evidence: relative noise of each, their ratio, the training series and how it was compared; the best evaluation
     beside the median of its neighbours (how far below the curve a lucky draw puts the checkpoint a user keeps).
-    False alarms: 0 of the 105 healthy real runs it could check (benchmarks/false_alarms.py, the 24 pooled label files).
+    False alarms: 0 of the 115 healthy real runs it checks in the pool of 849 labelled real runs (25 label files;
+    benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md).
     """
 
     kind: ClassVar[str] = "val_noise"
     reads_pairs: ClassVar[bool] = True  # each part of a loss of several parts too (`Run.loss_pairs`)
     stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
+    # Healthy pool (849 labelled real runs, 115 healthy ones this detector checks; benchmarks/calibrate.py --pool):
+    # each comment's figure is that field swept alone, the others at their defaults (docs/engine.md, val_noise).
     single_ratio: float = 1.0  # validation (a mean over its whole set) noisier than training's single logged values
-    ratio: float = 4.0  # at the same cadence, healthy validation moves up to ~3× training's epoch means
-    min_noise: float = 0.1  # 10% of the level between evaluations: healthy validation moves up to ~8%
-    min_sign_changes: float = 0.45  # share of successive differences flipping sign (white noise: about 2/3)
+    # (0 healthy at 0.7-2, 1 at 0.5)
+    ratio: float = 3.0  # ... or than training at the evaluations' cadence (epoch means, medians between
+    # evaluations), and than training's moves where both are short (`_few`): 0 healthy from 3.0 up, 1 at 2.25-2.75
+    min_noise: float = 0.08  # 8% of the level between evaluations: 0 healthy at 0.07-0.15, 1 at 0.02-0.06, 3 at
+    # 0.01; the same hits from 0.07 to 0.09 (2 fewer at 0.1): the middle of that stretch
+    min_sign_changes: float = 0.45  # share of successive differences flipping sign (white noise: about 2/3); 0
+    # healthy at 0.2-0.55, hits lost above 0.5
     max_train_rise: float = 0.5  # training ending 50% above its minimum is diverging: the validation swings
     min_points: int = 8  # second differences and sign changes need this many points of each curve
-    min_share_of_travel: float = 0.02  # point noise under 2% of the smoothed curve's range: a smooth curve on a plot
+    min_share_of_travel: float = 0.02  # point noise under 2% of the smoothed curve's range: a smooth curve on a plot;
+    # 0 healthy at 0.01-0.05, 1 under 0.01
     cadence_share: float = 1.5  # a training series with over 1.5× the evaluations' points is logged between them
     decided_sigmas: float = 5.0  # validation ending 5 noise sigmas above its smoothed minimum: the rise decides
+    # (0 healthy at 3-1000; from 8 up a claim on a run labelled overfitting)
     neighbours: int = 2  # the best evaluation's neighbours on each side, for the level the curve has there
     few_min_points: int = 3  # below `min_points` of either curve (`_few`): from 3 evaluations, ...
-    few_min_swing: float = 0.15  # ... round trips of 15% of the level (healthy validation moves up to ~8%) ...
-    few_ratio: float = 4.0  # ... and 4× training's moves at the evaluations' cadence
-    alone_noise: float = 0.25  # training too sparse to compare: validation alone, at 2.5× `min_noise` ...
+    few_min_swing: float = 0.05  # ... round trips of 5% of the level, `ratio` × training's moves at the
+    # evaluations' cadence (0 healthy at 0.02-0.3; one more hit at 0.02-0.1 than at 0.15)
+    alone_noise: float = 0.2  # training too sparse to compare: validation alone, at 2.5× `min_noise` (0 healthy
+    # at 0.1-0.3, a false claim at 0.05) ...
     alone_sign_changes: float = 0.5  # ... flipping direction at half its moves or more
-    excursion_fold: float = 2.0  # an isolated evaluation 2× the median of its neighbours ...
+    excursion_fold: float = 2.0  # an isolated evaluation 2× the median of its neighbours (0 healthy at 1.6-3, 1
+    # at 1.5) ...
     excursion_back: float = 1.5  # ... with the next one back within 1.5× of it ...
     excursion_window: int = 3  # (neighbours on each side) ...
-    min_excursions: int = 3  # ... three times or more, training at those evaluations without one
+    min_excursions: int = 2  # ... twice or more, training at those evaluations without one (0 healthy at 2-4, 2 at 1)
 
     def unavailable(self, run: Run) -> str | None:
         """From `few_min_points` evaluations; where both curves are shorter than `min_points`, neither has the moves
@@ -179,7 +190,7 @@ class ValNoise:
         """Too few points of either curve for second differences and sign rates: the same judgement on round trips.
         Validation (from `few_min_points` evaluations) turns back at least once and every turn is a round trip: the
         smaller of the moves into and out of it is `few_min_swing` of the level there (median over the turns), at
-        least `few_ratio` times training's median move between evaluations (relative to its level; the medians of
+        least `ratio` times training's median move between evaluations (relative to its level; the medians of
         its points between evaluations where it is logged more often). A tiny validation set read once an epoch
         swings ±30-50% while training falls smoothly; a user sees it at three evaluations."""
         vs, v = finite_part(*run.arrays("val_loss"))
@@ -198,7 +209,7 @@ class ValNoise:
         if tc.size < 2 or swing < self.few_min_swing:
             return None
         tn = float(np.median(np.abs(np.diff(tc))) / np.median(np.abs(tc))) if np.median(np.abs(tc)) > 0 else np.inf
-        if swing < self.few_ratio * tn:
+        if swing < self.ratio * tn:
             return None
         how = "cadence" if tc.size == train_steps.size else "medians"
         ev = {"val_relative_swing": swing, "train_relative_move": tn, "ratio": swing / tn if tn > 0 else None,
