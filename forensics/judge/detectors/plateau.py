@@ -99,8 +99,8 @@ class Plateau:
     later_fall: float = 0.2  # a stall the loss beats by 20% after a restart was not its floor, at any level
     head_sigmas: float = 2.0  # the level rule holds against the initial level plus two of its standard errors
     held_length: float = 0.85  # a stall from 15% of the points to the end ...
-    # ... moving less than 2% of its level over it: the run stopped learning, at any level (healthy pool: 0.03 and
-    # 0.05 fire on 1 of 176 more than 0.01 and 0.02)
+    # ... moving less than 2% of its level over it: the run stopped learning, at any level (healthy pool, 176
+    # checked: 0.015 to 0.025 fire on 1, 0.03 and 0.05 on 2)
     held_move: float = 0.02
     chance_band: float = 0.02  # a stall within 2% of ln C, C declared in the config: a uniform guess's loss
     chance_rel_tol: float = 1e-3  # without a declared C: within 0.1% of a ln k (stats.chance_level), 0.6931 ± 0.0007
