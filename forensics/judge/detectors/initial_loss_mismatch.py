@@ -59,8 +59,8 @@ class InitialLossMismatch:
     stage: ClassVar[int] = SHAPE
     requires: ClassVar[tuple[str, ...]] = ("loss",)
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
-    high: float = 2.0
-    low: float = 0.3
+    high: float = 2.0  # healthy pool: 0 of 15 checked at 2.0 and 3.0; 1.5 fires on 1
+    low: float = 0.3  # healthy pool: 0 of 15 from 0.2 to 0.5
     max_low_step: int = 1
     window_after: int = 5
     max_rise_after: float = 1.2
