@@ -35,25 +35,34 @@ def sgd_losses(steps: int, seed: int = 0, lr: float = 0.05, blow_up_at: int | No
     return out
 
 
-def log_messages(path: Path, messages, fmt: str = STAMPED, encoding: str | None = None,
-                 datefmt: str | None = None) -> Path:
-    """`messages` written to `path` by Python's logging with `fmt` and `datefmt` (in `encoding`; the handler's default if
-    None), as a training script's logger writes them, under the logger name `train` (a `%(name)s` in `fmt` prints it). The handler
-    appends (mode "a"), as a script launched again does."""
+@contextlib.contextmanager
+def logger_writing(to, fmt: str = STAMPED, datefmt: str | None = None, encoding: str | None = None,
+                   name: str = "train"):
+    """Python's logger `name` writing records formatted by `fmt` and `datefmt` to `to`, as a training script's logger
+    writes them: a path (appended, as a script launched again does; in `encoding`, the handler's default if None) or an
+    open text stream. The handler is closed and detached on exit."""
     import logging
 
-    logger = logging.getLogger("train")
+    logger = logging.getLogger(name)
     logger.propagate = False
-    handler = logging.FileHandler(path, encoding=encoding)
+    handler = logging.FileHandler(to, encoding=encoding) if isinstance(to, (str, Path)) else logging.StreamHandler(to)
     handler.setFormatter(logging.Formatter(fmt, datefmt))
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        for m in messages:
-            logger.info(m)
+        yield logger
     finally:
         handler.close()
         logger.removeHandler(handler)
+
+
+def log_messages(path: Path, messages, fmt: str = STAMPED, encoding: str | None = None,
+                 datefmt: str | None = None) -> Path:
+    """`messages` written to `path` by Python's logging with `fmt` and `datefmt` (see `logger_writing`), under the
+    logger name `train` (a `%(name)s` in `fmt` prints it)."""
+    with logger_writing(path, fmt, datefmt, encoding) as logger:
+        for m in messages:
+            logger.info(m)
     return path
 
 

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from ingest.console import read_console
-from tests.runwriters import load_run, log_messages
+from tests.runwriters import load_run, log_messages, logger_writing, sgd_losses
 
 torch = pytest.importorskip("torch")
 
@@ -113,20 +113,11 @@ def test_numbers_printed_a_name_a_line_without_settings_are_still_records(tmp_pa
 
 
 def _iterations(log: logging.Logger, n: int, every: int, lr: float) -> list[tuple[int, float, float]]:
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    x = torch.randn(64, 4)
-    y = x @ torch.tensor([1.0, -2.0, 0.5, 3.0])
     out = []
-    for i in range(n):
-        loss = torch.nn.functional.mse_loss(model(x).squeeze(-1), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    for i, loss in enumerate(sgd_losses(n, lr=lr)):
         if i % every == 0:
-            log.info(f"iter={i} loss={loss.item():.6f} lr={lr:g}")
-            out.append((i, float(f"{loss.item():.6f}"), lr))
+            log.info(f"iter={i} loss={loss:.6f} lr={lr:g}")
+            out.append((i, float(f"{loss:.6f}"), lr))
     return out
 
 
@@ -138,22 +129,13 @@ def test_a_progress_bars_closing_line_beside_records_with_a_step_is_their_summar
 
     path = tmp_path / "output.log"
     buffered = io.StringIO()
-    logger = logging.getLogger("probe")
-    logger.propagate = False
-    handler = logging.StreamHandler(buffered)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        with path.open("w") as f:
-            records = _iterations(logger, 120, 10, 1e-3)
-            bar = tqdm(total=120, desc="train", file=f, mininterval=0, miniters=1)
-            bar.update(120)
-            bar.set_postfix(loss=f"{records[-1][1]:.4g}", lr=f"{records[-1][2]:.3g}")
-            bar.close()
-            f.write(buffered.getvalue())
-    finally:
-        logger.removeHandler(handler)
+    with logger_writing(buffered, name="probe") as logger, path.open("w") as f:
+        records = _iterations(logger, 120, 10, 1e-3)
+        bar = tqdm(total=120, desc="train", file=f, mininterval=0, miniters=1)
+        bar.update(120)
+        bar.set_postfix(loss=f"{records[-1][1]:.4g}", lr=f"{records[-1][2]:.3g}")
+        bar.close()
+        f.write(buffered.getvalue())
     loss = _points(path).filter(pl.col("tag") == "loss")
     assert not loss["ordinal"].any()
     assert loss["step"].to_list() == [i for i, _, _ in records]

@@ -13,7 +13,7 @@ import pytest
 
 from ingest.roles import loss_like, role_of
 from ingest.run import ingest_run
-from tests.runwriters import load_run, log_messages, sgd_losses
+from tests.runwriters import load_run, log_messages, logger_writing, sgd_losses
 
 torch = pytest.importorskip("torch")
 
@@ -324,21 +324,15 @@ def test_a_line_a_terminal_wrapped_inside_a_word_is_read_whole(tmp_path):
     """DeepSpeed's `OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 4096.0, reducing to 2048.0`, copied from a
     terminal that cut it inside `scale`: the scale's halvings are read, not a series `ale`."""
     import io
-    import logging
 
     stream = io.StringIO()
-    logger = logging.getLogger("ds")
-    logger.propagate = False
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("[%(asctime)s] [%(levelname)s] [stage_1_and_2.py:1762:step] %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    scale = 4096
-    for _ in range(4):
-        logger.info(f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale:.1f}, reducing to "
-                    f"{scale / 2:.1f}")
-        scale //= 2
-    logger.removeHandler(handler)
+    with logger_writing(stream, "[%(asctime)s] [%(levelname)s] [stage_1_and_2.py:1762:step] %(message)s",
+                        name="ds") as logger:
+        scale = 4096
+        for _ in range(4):
+            logger.info(f"[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale:.1f}, reducing to "
+                        f"{scale / 2:.1f}")
+            scale //= 2
     lines = stream.getvalue().splitlines()
     width = lines[0].index("scale") + 2  # the terminal's width falls inside `scale`
     wrapped = [row for line in lines for row in (line[i:i + width] for i in range(0, len(line), width))]

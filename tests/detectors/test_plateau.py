@@ -199,7 +199,8 @@ def test_a_noisy_loss_still_falling_at_its_earlier_pace_is_no_plateau(tmp_path):
     noise = rng.normal(0, 0.04, steps.size)
     run = load_run(write_tb(tmp_path / "a", {"loss": (steps, steady + noise)}), tmp_path / "a.duckdb")
     assert list(Plateau().check(run)) == []
-    assert list(Plateau(max_pace=10.0).check(run))  # without the pace rule the noisy fall reads as a stall
+    # without the pace rule the noisy fall reads as a stall (at a level rule that admits its end, 0.56 of its start)
+    assert list(Plateau(max_pace=10.0, min_level=0.5).check(run))
     flat = 0.90 + 0.30 * np.exp(-steps / 150.0)  # 1.2 -> 0.9: the level holds at 75% of its start
     run = load_run(write_tb(tmp_path / "b", {"loss": (steps, flat + noise)}), tmp_path / "b.duckdb")
     [f] = Plateau().check(run)
@@ -330,7 +331,7 @@ def test_a_loss_slowing_while_the_lr_still_warms_up_is_no_plateau(tmp_path):
     rising at the last record. Nothing has stalled: the schedule has not reached its peak. The same curve under an
     LR that reached its peak early is a plateau."""
     steps = np.arange(200, 4601, 200)
-    loss = 3.8 + 5.0 * np.exp(-(steps - 200) / 350) + 0.4 * np.exp(-(steps - 200) / 3000) + 0.01 * np.sin(steps)
+    loss = 4.6 + 5.0 * np.exp(-(steps - 200) / 350) + 0.4 * np.exp(-(steps - 200) / 3000) + 0.01 * np.sin(steps)
     warming = 3.125e-6 * steps / 200
     run = load_run(write_tb(tmp_path / "a", {"loss": (steps, loss), "lr": (steps, warming)}), tmp_path / "a.duckdb")
     assert list(Plateau()._found(run)) and list(Plateau().check(run)) == []

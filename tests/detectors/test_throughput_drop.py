@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from forensics.judge.detectors import ThroughputDrop
-from tests.runwriters import curve, load_run, write_tb
+from tests.runwriters import curve, load_run, logger_writing, write_tb
 
 
 
@@ -283,24 +283,17 @@ def _epoch_log(path, launches: list[list[float]]):
         record.created, record.msecs = clock[0], 0.0
         return record
 
-    logger = logging.getLogger("epochs")
-    logger.propagate = False
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s - INFO - %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
     logging.setLogRecordFactory(stamped)
     try:
-        for seconds in launches:
-            clock[0] += 3600.0  # the next launch starts an hour later
-            for e, took in enumerate(seconds, start=1):
-                clock[0] += took
-                loss = 1.9 * np.exp(-e / 8) + 0.5
-                logger.info(f"Epoch [{e}/50], Train Loss: {loss:.4f}, Val Loss: {loss * 0.9:.4f}")
+        with logger_writing(path, "%(asctime)s - INFO - %(message)s", name="epochs") as logger:
+            for seconds in launches:
+                clock[0] += 3600.0  # the next launch starts an hour later
+                for e, took in enumerate(seconds, start=1):
+                    clock[0] += took
+                    loss = 1.9 * np.exp(-e / 8) + 0.5
+                    logger.info(f"Epoch [{e}/50], Train Loss: {loss:.4f}, Val Loss: {loss * 0.9:.4f}")
     finally:
         logging.setLogRecordFactory(factory)
-        handler.close()
-        logger.removeHandler(handler)
 
 
 @pytest.mark.parametrize("last_ends_slow", [True, False])
