@@ -341,10 +341,8 @@ def test_a_short_log_whose_level_doubles_and_stays_is_divergence(tmp_path, seed)
     [f] = Divergence().check(load_run(write_tb(tmp_path / "a", {"loss": (steps, np.r_[low, high])}),
                                       tmp_path / "a.duckdb"))
     assert f.severity == "critical" and f.step <= 7 and f.evidence["growth_factor"] >= 2
-    if seed == 0:  # the moved level says it too (the trend tests, at their healthy-pool margins, speak first)
-        run = load_run(write_tb(tmp_path / "c", {"loss": (steps, np.r_[low, high])}), tmp_path / "c.duckdb")
-        g = Divergence()._level_up(run, *run.arrays("loss"), False)
-        assert g.evidence["level_up_points"] == 8 and g.evidence["lowest_after"] > g.evidence["highest_before"]
+    if seed == 0:  # where no trend test speaks: told by the moved level
+        assert f.evidence["level_up_points"] == 8 and f.evidence["lowest_after"] > f.evidence["highest_before"]
     back = high.copy()
     back[4] = float(np.median(low))  # one record back at the earlier level: no level moved for good
     run = load_run(write_tb(tmp_path / "b", {"loss": (steps, np.r_[low, back])}), tmp_path / "b.duckdb")
@@ -428,14 +426,12 @@ def test_a_late_climb_beside_a_climbing_gradient_norm_is_divergence(tmp_path):
     climbing = calm.copy()
     climbing[-4:] = [2.5, 4.0, 3.5, 5.2]
     run = load_run(write_trainer_state(tmp_path / "a", hf_history(steps, loss, climbing)), tmp_path / "a.duckdb")
-    [f] = Divergence().check(run)  # found first by a trend test at its healthy-pool margins; the climb says it too
-    assert f.severity == "critical"
-    g = Divergence()._grad_climb(run, *run.arrays("loss"), False)
-    assert "2.4 at step 400" in g.summary and g.evidence["climb_points"] == 4 and g.evidence["grad_norm_growth"] > 4 and g.evidence["growth_factor"] > 5
+    [f] = Divergence().check(run)
+    assert f.severity == "critical" and f.evidence["climb_points"] == 4 and f.evidence["grad_norm_growth"] > 4
+    assert f.evidence["growth_factor"] > 5 and "2.4 at step 400" in f.summary
     run = load_run(write_trainer_state(tmp_path / "b", hf_history(steps, loss, calm)), tmp_path / "b.duckdb")
     [f] = Divergence().check(run)
-    assert f.severity == "critical" and "grad_norm_growth" not in f.evidence
-    assert Divergence()._held_rise(run, *run.arrays("loss"), False).evidence["held_points"] == 4
+    assert f.evidence["held_points"] == 4 and "grad_norm_growth" not in f.evidence
 
 
 def _epoch_lines(root, values):
@@ -449,12 +445,9 @@ def test_a_rise_that_dwarfs_the_runs_own_scatter_is_divergence_at_any_length(tmp
     ends: a rise a hundred times the scatter before it, too short for any trend test. The same tail after epochs
     that scattered ±20% is no finding: the rise does not stand out of the run's own noise."""
     root = _epoch_lines(tmp_path / "a", [0.0475, 0.0474, 0.0473, 0.0471, 0.0472, 0.0612, 0.0958, 0.0877])
-    run = load_run(root, tmp_path / "a.duckdb")
-    [f] = Divergence().check(run)  # a step up at its healthy-pool margin speaks first; the held rise says it too
-    assert f.severity == "critical"
-    g = Divergence()._held_rise(run, *run.arrays("loss"), False)
-    assert g.evidence["held_points"] == 2 and g.evidence["level_points"] == 5
-    assert "0.0877 or above" in g.summary and "0.0475" in g.summary
+    [f] = Divergence().check(load_run(root, tmp_path / "a.duckdb"))
+    assert f.severity == "critical" and f.evidence["held_points"] == 2 and f.evidence["level_points"] == 5
+    assert "0.0877 or above" in f.summary and "0.0475" in f.summary
     root = _epoch_lines(tmp_path / "b", [0.040, 0.062, 0.045, 0.058, 0.041, 0.0612, 0.0958, 0.0877])
     assert list(Divergence().check(load_run(root, tmp_path / "b.duckdb"))) == []
 
@@ -530,8 +523,8 @@ def test_a_loss_that_fell_decades_and_gives_back_half_of_them_is_divergence(tmp_
     loss = np.r_[2.6 * np.exp(-np.arange(14) / 3.5) + 0.04, [0.09, 0.14, 0.22, 0.35, 0.554]]
     val = np.r_[loss[:14] * 1.05, [0.2, 0.15, 0.4, 0.35, 0.73]]  # rising, not at every evaluation
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "val_loss": (steps, val)}), tmp_path / "f.duckdb")
-    [f] = Divergence().check(run)  # its tail's median, ×4.4 the minimum (the last record alone is ×9)
-    assert f.severity == "critical" and f.evidence["growth_factor"] > 4
+    [f] = Divergence().check(run)
+    assert f.evidence["growth_factor"] > 5
 
 
 def test_a_classifier_loss_at_its_floor_wandering_in_its_own_scatter_is_no_divergence(tmp_path):
