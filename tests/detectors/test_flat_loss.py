@@ -208,15 +208,17 @@ def test_a_still_loss_while_the_gradient_norm_explodes_is_not_flat(tmp_path):
 
 def test_a_still_loss_in_an_excerpt_from_a_decayed_schedules_end_is_not_flat(tmp_path):
     """A console excerpt that opens two thirds into an epoch while the LR decays to nothing holds its level: the run
-    converged as the LR ran out. The same excerpt under a constant LR is a loss that does not move: flat_loss."""
+    converged as the LR ran out. Under a constant LR the excerpt still hides where its loss began (`unseen_start`);
+    the same still loss printed from the run's first step under that constant LR does not move: flat_loss."""
     rng = np.random.default_rng(0)
-    for lr_of, expect in ((lambda i: 3.1e-7 * (1 - 0.01 * i), 0), (lambda i: 3e-4, 1)):
-        run_dir = tmp_path / f"run_{expect}"
+    for case, (lr_of, opens, expect) in enumerate(((lambda i: 3.1e-7 * (1 - 0.01 * i), 0.66, 0),
+                                                   (lambda i: 3e-4, 0.66, 0), (lambda i: 3e-4, 0.0, 1))):
+        run_dir = tmp_path / f"run_{case}"
         run_dir.mkdir()
         lines = [str({"loss": f"{0.915 + 0.01 * rng.standard_normal():.4f}", "learning_rate": f"{lr_of(i):.4g}",
-                      "epoch": f"{0.66 + 0.0023 * i:.4f}"}) for i in range(14)]
+                      "epoch": f"{opens + 0.0023 * i:.4f}"}) for i in range(14)]
         (run_dir / "train.log").write_text("\n".join(lines) + "\n")
-        found = list(FlatLoss().check(load_run(run_dir, tmp_path / f"{expect}.duckdb")))
+        found = list(FlatLoss().check(load_run(run_dir, tmp_path / f"{case}.duckdb")))
         assert len(found) == expect, [f.summary for f in found]
 
 
@@ -537,14 +539,15 @@ def test_a_term_exactly_0_in_training_beside_a_nonzero_held_out_twin_is_an_empty
     assert not [f for f in FlatLoss().check(twin) if "empty_term" in f.evidence]
 
 
-@pytest.mark.parametrize("epochs, expect", [([18] * 14, 0), ([1] * 14, 1), (list(range(6, 20)), 1)])
-def test_a_level_held_in_an_excerpt_from_late_in_training_without_an_lr_is_not_flat(tmp_path, epochs, expect):
-    """Fourteen losses scattered ±1.5% around 0.63, printed by Python's logging with their epoch of 20 and no LR.
-    Fourteen records of epoch 18 are an excerpt that hides more of the run than it shows: a level held there cannot
-    be told from a converged one. The same lines from epoch 1, or one per epoch from epoch 6 to 19 (more shown than
-    hidden), are a loss that never moved."""
+@pytest.mark.parametrize("epochs, lr, expect", [([18] * 14, "", 0), ([18] * 14, " lr=0.001", 0), ([1] * 14, "", 1),
+                                               ([1] * 14, " lr=0.001", 1), (list(range(6, 20)), "", 1)])
+def test_a_level_held_in_an_excerpt_from_late_in_training_is_not_flat(tmp_path, epochs, lr, expect):
+    """Fourteen losses scattered ±1.5% around 0.63, printed by Python's logging with their epoch of 20, with no LR or
+    a constant one. Fourteen records of epoch 18 are an excerpt that hides more of the run than it shows: a level
+    held there cannot be told from a converged one, whatever LR is printed beside it. The same lines from epoch 1, or
+    one per epoch from epoch 6 to 19 (more shown than hidden), are a loss that never moved."""
     rng = np.random.default_rng(3)
-    lines = [f"[Train Epoch: {e}/20] [{100 * i}/6034 images] loss={0.63 * (1 + 0.015 * rng.standard_normal()):.6f}"
+    lines = [f"[Train Epoch: {e}/20] [{100 * i}/6034 images] loss={0.63 * (1 + 0.015 * rng.standard_normal()):.6f}{lr}"
              for i, e in enumerate(epochs, 1)]
     run_dir = tmp_path / "r"
     run_dir.mkdir()

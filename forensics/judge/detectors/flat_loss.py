@@ -53,7 +53,7 @@ class FlatLoss:
     4 on 2 of them before the noise, excursion and launch guards); 0 of the 521 healthy generated runs before them.
     The frozen term and the epoch means: 0 of the 179 healthy runs of the fifteen labelled sets. At chance over most
     of the run (`_chance_most`): 0 of the 252 healthy runs of the nineteen label files.
-    Within-noise rules are silent on an excerpt from well into training with no LR logged (`unseen_start`; on a
+    Within-noise rules are silent on an excerpt from well into training, LR logged or not (`unseen_start`; on a
     validation loss beside a standing training loss too: the run's start is not in the log), and a
     range-flat loss moving at nearly every record (`_steady`) is a warning.
     """
@@ -743,10 +743,11 @@ def decayed_tail(run: Run, steps: np.ndarray, fall: float = 0.05) -> bool:
 
 
 def unseen_start(run: Run, steps: np.ndarray, share: float = 0.5) -> bool:
-    """Whether the log is an excerpt with no LR logged that opens later than it lasts, by its epochs (`opens_late` at
-    `share`: more of the run lies before it than in it): where the loss began is not in it, nor what the optimiser
-    did, so a level held over it within its noise cannot be told from a converged one. An excerpt that shows more
-    than it hides still shows a loss that did not move. The pinned, constant and chance rules still speak: their
-    levels say it at any point."""
-    return not run.has("lr") and opens_late(run, steps, share, by_step=False)
+    """Whether the log is an excerpt that opens later than it lasts, by its epochs (`opens_late` at `share`: more of
+    the run lies before it than in it): where the loss began is not in it, so a level held over it within its noise
+    cannot be told from a converged one, whatever LR it prints (a constant LR says nothing of where the loss
+    started; 0 of the 849 pooled runs change without the LR exception it had). An excerpt that shows more than it
+    hides still shows a loss that did not move. The pinned, constant and chance rules still speak: their levels say
+    it at any point."""
+    return opens_late(run, steps, share, by_step=False)
 
