@@ -11,7 +11,7 @@ import numpy as np
 
 from forensics.judge import stats
 from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of,
-                                            opens_late, src, too_short)
+                                            opens_late, src, steps_open_late, too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.roles import SPLIT_WORDS, words
@@ -38,6 +38,12 @@ class FlatLoss:
     out (to `schedule_end` of its peak), or, over `chance_epochs` epochs, a loss that ends no lower and an accuracy
     no higher than they began (a warning). When the training loss does not fall by `max_train_drop`, a validation
     loss flat or pinned by the same rules is the evidence (flat under a falling training loss: distribution_mismatch).
+    At any length too: a loss within `identical_tol` of its median on every one of `constant_points` records or more
+    (identical to its fifth digit: as constant as one value repeated); training and validation loss both exactly 0
+    on every record, no accuracy at `accuracy_fit` beside them (`_zero_both`); every one of `min_points` points
+    within `ln2_band` of ln 2, in an excerpt too, no other class count declared (`_at_ln2`). A level held within
+    its noise over an excerpt whose step axis opens well into training (`base.steps_open_late`) is plateau's
+    (`held_excerpt`): the fall before it is not in the log.
     A term of the loss one value to the last digit on every record beside a gradient norm exactly 0 (`_no_gradient`):
     no gradient reaches the parameters, at any length. Where the writer logged an epoch aggregate beside per-step
     losses, the shape is the epoch means' (`base.epoch_view`): per-step values carry the batch order.
@@ -101,6 +107,10 @@ class FlatLoss:
     zero_ceiling: float = 1e-4  # a loss exactly 0 on most points and never above this was never a signal ...
     steady_tau: float = 0.9  # a range-flat loss moving at nearly every record (|Kendall τ| ≥ 0.9) is a warning
     zero_jump: float = 1e-2  # ... nor one that fell to exactly 0 in one record from this or more and stayed there
+    ln2_band: float = 0.01  # every point within 1% of ln 2 (pool of 978: no healthy run's loss within 3% on 8+ points)
+    accuracy_fit: float = 0.9  # a loss exactly 0 in both splits beside an accuracy this high may be a model that fits
+    identical_tol: float = 1e-4  # every record within this share of the median is as constant as one value repeated
+    # (pool of 978: no healthy run's loss within 1e-3 on 3+ points; the flat ones within 1e-4 are all labelled flat)
 
     def unavailable(self, run: Run) -> str | None:
         run = epoch_view(run)  # the epoch means' shape where the writer logged them beside per-step values
@@ -160,11 +170,13 @@ class FlatLoss:
         excerpt = decayed_tail(run, steps)
         decayed = excerpt or warming_up(run, steps)
         unseen = decayed or unseen_start(run, steps)  # nor a level held in an excerpt whose start is not in it
+        held = unseen or steps_open_late(run, steps)  # a level held from well into training: plateau's (`held_excerpt`)
         # at chance from its first record says most (ln C, and why C); an exact constant says more still (below)
         role, ev = "loss", ((None if decayed else self._chance_start(run, steps, y))
                             or (None if excerpt else self._chance_most(run, steps, y))
-                            or (None if unseen else self._flat(steps, y)) or self._pinned(y)
-                            or (None if unseen else self._still(steps, y)))
+                            or self._at_ln2(run, y)
+                            or (None if held else self._flat(steps, y)) or self._pinned(y)
+                            or (None if held else self._still(steps, y)))
         exact = self._constant(run, y) if ev is not None else None
         if exact is not None:  # one value to the last digit at every point says which: never computed, not converged
             ev = self._beside_validation(run, exact)
@@ -187,6 +199,8 @@ class FlatLoss:
             if ev is not None:
                 ev = self._beside_validation(run, ev)
         if ev is None:
+            ev = self._zero_both(run, y)  # training and validation loss both exactly 0, at any length
+        if ev is None:
             ev = self._no_gradient(run, y)  # a component frozen to the last digit beside a gradient norm of 0
         if ev is None and not unseen:
             ev = self._no_progress(run, steps, y)  # the weakest evidence: a short log's two curves, neither improving
@@ -206,6 +220,23 @@ class FlatLoss:
         yield Finding.of(self, severity="warning" if weak else "critical", step=int(steps[0]),
                          step_end=int(steps[-1]), series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
                          summary=self._summary(what, ev, steps, y))
+
+    def held_excerpt(self, run: Run) -> tuple[np.ndarray, np.ndarray, dict] | None:
+        """Where this detector claims nothing and the loss holds its level within its noise (the range or trend rule)
+        over an excerpt whose step axis opens well into training (`steps_open_late`): the fall before it is not in
+        the log, so a level held there is a stall, plateau's to claim, not a loss that never moved. Not on an
+        excerpt whose epochs say more of the run lies before it (`unseen_start`), a decayed schedule's end, a warmup,
+        nor a loss still while the gradient norm explodes. (steps, loss, evidence) or None."""
+        view = epoch_view(run)
+        if not view.has("loss"):
+            return None
+        steps, y = finite_part(*view.arrays("loss"))
+        if (not steps_open_late(view, steps) or decayed_tail(view, steps) or warming_up(view, steps)
+                or unseen_start(view, steps) or self._gradients_explode(view)
+                or next(iter(self.check(run)), None) is not None):
+            return None
+        ev = self._flat(steps, y) or self._still(steps, y)
+        return (steps, y, ev) if ev is not None else None
 
     def _flat_launches(self, run: Run) -> Iterator[Finding]:
         """Where several launches are appended to one log and the whole log is not flat, each launch judged on its
@@ -241,6 +272,21 @@ class FlatLoss:
                        else f"never above {ev['max_value']:.3g} from its first record") + ": there is "
                     "nothing to learn from (an empty or degenerate loss: targets the model is given, outputs saturated "
                     "at once), not convergence")
+        if "val_zero_points" in ev:
+            acc = ev["accuracy_median"]
+            at = (f"at its one point (step {steps[0]})" if ev["points"] == 1 else
+                  f"at every one of its {ev['points']} points (steps {steps[0]}-{steps[-1]})")
+            return (f"{what} is exactly 0.0 {at} and the validation loss is exactly 0.0 at every one of its "
+                    f"{ev['val_zero_points']} points"
+                    + (f", beside an accuracy of {acc:.3g}" if acc is not None else "")
+                    + ": no model fits held-out data to the last digit; the loss was never computed (empty batches, "
+                    "misread labels), not convergence")
+        if "identical_spread" in ev:
+            return (f"{what} agrees with itself to within {ev['identical_spread']:.1g} of its level at every one of its "
+                    f"{ev['points']} points: {shortest(ev['first_level'])} at step {steps[0]}, "
+                    f"{shortest(ev['last_level'])} at step {steps[-1]}, between {shortest(ev['identical_low'])} and "
+                    f"{shortest(ev['identical_high'])}: minibatch noise never repeats a loss to its fifth digit; an "
+                    f"empty or replaced loss, or a model whose output no longer depends on its input, not convergence")
         if "constant_value" in ev:
             v = ev["constant_value"]
             return (f"{what} is exactly {shortest(v)} at every one of its {ev['points']} points (steps {steps[0]}-{steps[-1]}): "
@@ -283,6 +329,12 @@ class FlatLoss:
             return (f"{what} sits at ln {k} = {ev['log_k']:.4g} from its first record: {ev['first_level']:.4g} at step "
                     f"{steps[0]}, {ev['last_level']:.4g} at step {steps[-1]}, {held} within {ev['max_deviation']:.1%} "
                     f"of it ({why}): the model predicts uniformly over {k} classes and never learned")
+        if "ln2_deviation" in ev:
+            return (f"{what} sits at ln 2 = {ev['log_k']:.4g} at every one of its {ev['points']} points: "
+                    f"{shortest(ev['first_level'])} at step {steps[0]}, {shortest(ev['last_level'])} at step "
+                    f"{steps[-1]}, between {shortest(ev['low'])} and {shortest(ev['high'])} (within "
+                    f"{ev['ln2_deviation']:.1%} of it): a binary or pairwise loss's uniform guess, held at every "
+                    f"record; the model never left chance")
         if "chance_most" in ev:
             k, src_ = ev["chance_k"], ev["chance_source"]
             why = (f"its accuracy, median {ev['accuracy_median']:.3g}, is 1/{k}" if src_ == "accuracy" else
@@ -329,7 +381,7 @@ class FlatLoss:
         zero = bool(y.size >= self.constant_points and np.mean(y == 0) >= self.pinned_share
                     and np.all(y[-self.min_repeats:] == 0)
                     and (float(np.max(np.abs(y))) <= self.zero_ceiling or self._dropped_to_zero(y)))
-        if y.size < self.constant_points or not (np.all(y == y[0]) or zero):
+        if y.size < self.constant_points or not (np.all(y == y[0]) or zero or self._identical(y)):
             return None
         if zero and not np.all(y == 0):
             if any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
@@ -344,7 +396,36 @@ class FlatLoss:
         if y[0] == 0 and any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
             return None
         v = float(y[0])
-        return {"first_level": v, "last_level": v, "relative_change": 0.0, "constant_value": v, "points": int(y.size)}
+        ev = {"first_level": v, "last_level": v, "relative_change": 0.0, "constant_value": v, "points": int(y.size)}
+        if not np.all(y == y[0]):  # identical to the printer's leading digits, not to the last one
+            lo, hi = float(np.min(y)), float(np.max(y))
+            ev |= {"last_level": float(y[-1]), "relative_change": (float(y[-1]) - v) / abs(v), "identical_low": lo,
+                   "identical_high": hi, "identical_spread": (hi - lo) / abs(float(np.median(y)))}
+        return ev
+
+    def _identical(self, y: np.ndarray) -> bool:
+        """Whether every value lies within `identical_tol` of their median, a non-zero one: the loss agrees with itself
+        to its fourth or fifth significant digit on every record, which minibatch noise never does."""
+        mid = float(np.median(y))
+        return bool(mid != 0 and float(np.max(y) - np.min(y)) <= self.identical_tol * abs(mid))
+
+    def _zero_both(self, run: Run, y: np.ndarray) -> dict | None:
+        """The evidence, at any length, when the training loss and the validation loss are exactly 0 on every one of
+        their records: no model fits held-out data to the last digit, so nothing was computed (empty batches,
+        misread labels). Not beside a non-finite gradient norm (a NaN the logger zeroed: masked_nonfinite's) nor an
+        accuracy at `accuracy_fit` or above (a model that fits its data). Else None."""
+        if not (y.size and np.all(y == 0) and run.has("val_loss")):
+            return None
+        v = run.arrays("val_loss")[1]
+        if not (v.size and np.all(v == 0)):
+            return None
+        if run.has("grad_norm") and not np.all(np.isfinite(run.arrays("grad_norm")[1])):
+            return None
+        acc = accuracy_level(run)
+        if acc is not None and acc >= self.accuracy_fit:
+            return None
+        return {"first_level": 0.0, "last_level": 0.0, "relative_change": 0.0, "constant_value": 0.0,
+                "points": int(y.size), "val_zero_points": int(v.size), "accuracy_median": acc}
 
     def _dropped_to_zero(self, y: np.ndarray) -> bool:
         """Whether the loss fell to exactly 0 in one record from `zero_jump` or more and stayed there to the end: a
@@ -638,6 +719,26 @@ class FlatLoss:
                     "from_step": int(steps[y.size - sum(w.size for w in late)]),
                     "lr_warming_up": warming_up(run, steps), "points": int(y.size)}
         return None
+
+    def _at_ln2(self, run: Run, y: np.ndarray) -> dict | None:
+        """The evidence when every one of at least `min_points` points lies within `ln2_band` of ln 2, in an excerpt
+        too: a binary or pairwise loss's uniform guess, held to its third digit at every record, is no level a
+        learning model passes through that slowly. Not where the config declares another class count or an
+        accuracy is well above 1/2. Else None."""
+        if y.size < self.min_points:
+            return None
+        declared = class_count(run)
+        acc = accuracy_level(run)
+        if (declared is not None and declared[0] != 2) or (acc is not None and acc * 2 > 1 + 5 * self.accuracy_tol):
+            return None
+        log2 = math.log(2)
+        dev = float(np.max(np.abs(y - log2))) / log2
+        if dev > self.ln2_band:
+            return None
+        first, last = float(y[0]), float(y[-1])
+        return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
+                "chance_k": 2, "log_k": log2, "ln2_deviation": dev, "low": float(np.min(y)), "high": float(np.max(y)),
+                "accuracy_median": acc, "points": int(y.size)}
 
     def _near_chance(self, means: np.ndarray, errors: np.ndarray, log_c: float) -> bool:
         """Every mean within two of its standard errors of ln C, or within `window_band` of it below (a model that

@@ -13,7 +13,9 @@ import polars as pl
 
 from forensics.judge import stats
 from forensics.judge.detectors.overfitting import held_out_rose
-from forensics.judge.detectors.base import SHAPE, by_launch, class_count, class_source, finite_part, level_of, src, too_short
+from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, class_source, finite_part, head_tail_of,
+                                            level_of, src, too_short)
+from forensics.judge.detectors.flat_loss import FlatLoss
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -54,6 +56,8 @@ class Plateau:
     Glaring, at any length (`_glaring`): a first value `glaring_fall` above the last `glaring_points` points or more,
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
     evaluation at 1/C, C the count whose ln C the loss sits at).
+    In an excerpt from well into training (`FlatLoss.held_excerpt`), a level held within its noise, at flat_loss's
+    `min_points`: the fall before it is not in the log (a warning).
     No plateau while the validation loss rose after its minimum beyond its own scatter (`_memorising`: overfitting's).
     No stall or held plateau on a log that stops at `plan_reached` of the plan its trainer printed or less (the last
     `eta` left against the time the last launch covers, `_short_of_plan`): "to the end" needs the end.
@@ -142,7 +146,8 @@ class Plateau:
         # Under `min_points` only a stall high above the initial loss can speak: the detector counts as run (for
         # the verdict and `-v`) only when it finds one, so a short log without it stays "too short".
         short = too_short(run, "loss", self.min_points)
-        if short and self._stall(run) is None and self._chance(run) is None and self._glaring(run) is None:
+        if (short and self._stall(run) is None and self._chance(run) is None and self._glaring(run) is None
+                and FlatLoss().held_excerpt(run) is None):
             return short
         return None
 
@@ -376,6 +381,10 @@ class Plateau:
         short = self._short_of_plan(run)
         ev = None if short else self._stall(run)
         if ev is None:
+            excerpt = None if short else FlatLoss().held_excerpt(run)
+            if excerpt is not None:
+                yield self._excerpt_finding(run, *excerpt)
+                return
             held = None if short else self._held(run)
             if held is not None:
                 yield self._held_finding(run, held)
@@ -397,6 +406,18 @@ class Plateau:
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
                                   f"step {ev['plateau_start_step']} to the end ({length:.0%} of the points){constant}"))
+
+    def _excerpt_finding(self, run: Run, steps: np.ndarray, y: np.ndarray, ev: dict) -> Finding:
+        """A level held within its noise over an excerpt that opens well into training (`FlatLoss.held_excerpt`):
+        the fall before it is not in the log, so it is a stall, not a loss that never moved."""
+        (_, head), (_, tail) = head_tail_of(steps, y, FlatLoss.edge)
+        ev = ev | {"excerpt_from_step": int(steps[0])}
+        return Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss holds its level over steps {steps[0]}-{steps[-1]}, {head} → {tail} "
+                                   f"({ev['relative_change']:+.1%}, within its noise), in an excerpt that opens at "
+                                   f"step {steps[0]}: the fall before it is not in the log; training has stalled at "
+                                   f"this level"))
 
     def _held(self, run: Run) -> dict | None:
         """The plateau's evidence when the loss (its last launch) fell from its first logged value and then held
