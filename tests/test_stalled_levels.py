@@ -106,3 +106,50 @@ def test_a_level_held_over_an_excerpt_from_well_into_training_is_a_plateau(capsy
     whole = analyze(capsys, tmp_path, "whole", write(0))
     assert kinds(whole).get("flat_loss") == "critical", [f["summary"] for f in whole["findings"]]
     assert "plateau" not in kinds(whole), [f["summary"] for f in whole["findings"]]
+
+
+def lightning_csv(root: Path, train: list[float], val: list[float], per_epoch: int) -> None:
+    """Lightning's CSVLogger as `self.log` reaches it: train_loss at every step, val_loss at each epoch's end."""
+    pytest.importorskip("lightning", reason="the test extra installs lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    logger = CSVLogger(str(root))
+    for step, loss in enumerate(train):
+        logger.log_metrics({"train_loss": loss, "epoch": step // per_epoch}, step=step)
+        if (step + 1) % per_epoch == 0:
+            logger.log_metrics({"val_loss": val[step // per_epoch], "epoch": step // per_epoch}, step=step)
+    logger.save()
+    logger.finalize("success")
+
+
+def test_a_validation_loss_that_does_not_move_beside_a_standing_training_loss_is_flat(capsys, tmp_path):
+    """Five epochs of five steps: per-step training losses scattering ±15% around 950 with no trend, and a
+    validation loss moving 0.07% over its five evaluations: the model does not move. The same validation loss
+    falling 3% an epoch is a model that learns under noisy batches."""
+    train = list(950 * (1 + np.random.default_rng(3).uniform(-0.15, 0.15, 25)))
+    out = analyze(capsys, tmp_path, "still", lambda r: lightning_csv(
+        r, train, [681.578, 681.45, 681.323, 681.195, 681.068], 5))
+    assert kinds(out).get("flat_loss") == "critical", (out["verdict_reason"], [f["summary"] for f in out["findings"]])
+    assert "681.578 at step 4" in next(f["summary"] for f in out["findings"] if f["kind"] == "flat_loss")
+    twin = analyze(capsys, tmp_path, "falls", lambda r: lightning_csv(r, train, [681.6, 661.2, 641.3, 622.1, 603.4], 5))
+    assert "flat_loss" not in kinds(twin), [f["summary"] for f in twin["findings"]]
+
+
+def test_a_validation_loss_identical_over_its_last_evaluations_is_a_plateau(capsys, tmp_path):
+    """Twenty epochs whose validation loss falls, then scores 0.062759 ± 2e-6 at each of its last nine: the
+    weights stopped changing. The twin keeps falling 0.5% an epoch over those nine."""
+    rng = np.random.default_rng(4)
+    fall = list(0.0628 + 0.08 * np.exp(-np.arange(11) / 2))
+    frozen = fall + list(0.062759 + rng.uniform(-2e-6, 2e-6, 9))
+    slow = fall + list(fall[-1] * 0.995 ** np.arange(1, 10))
+    loss = list(0.06 + 0.2 * np.exp(-np.arange(20) / 3) * (1 + rng.uniform(-0.02, 0.02, 20)))
+
+    def rows(val):
+        return [{"loss": loss[i], "val_loss": val[i]} for i in range(20)]
+
+    out = analyze(capsys, tmp_path, "frozen", lambda r: keras_csv(r, rows(frozen)))
+    stall = [f for f in out["findings"] if f["kind"] == "plateau"]
+    assert stall and "identical to its fifth digit at its last 9 evaluations" in stall[0]["summary"], \
+        [f["summary"] for f in out["findings"]]
+    twin = analyze(capsys, tmp_path, "slow", lambda r: keras_csv(r, rows(slow)))
+    assert not [f for f in twin["findings"] if "identical" in f["summary"]], [f["summary"] for f in twin["findings"]]

@@ -41,7 +41,8 @@ class FlatLoss:
     At any length too: a loss within `identical_tol` of its median on every one of `constant_points` records or more
     (identical to its fifth digit: as constant as one value repeated); training and validation loss both exactly 0
     on every record, no accuracy at `accuracy_fit` beside them (`_zero_both`); every one of `min_points` points
-    within `ln2_band` of ln 2, in an excerpt too, no other class count declared (`_at_ln2`). A level held within
+    within `ln2_band` of ln 2, in an excerpt too, no other class count declared (`_at_ln2`). A validation loss of
+    `schedule_points` evaluations spanning under `val_still_tol` of its level beside a standing training loss. A level held within
     its noise over an excerpt whose step axis opens well into training (`base.steps_open_late`) is plateau's
     (`held_excerpt`): the fall before it is not in the log.
     A term of the loss one value to the last digit on every record beside a gradient norm exactly 0 (`_no_gradient`):
@@ -107,6 +108,8 @@ class FlatLoss:
     zero_ceiling: float = 1e-4  # a loss exactly 0 on most points and never above this was never a signal ...
     steady_tau: float = 0.9  # a range-flat loss moving at nearly every record (|Kendall τ| ≥ 0.9) is a warning
     zero_jump: float = 1e-2  # ... nor one that fell to exactly 0 in one record from this or more and stayed there
+    val_still_tol: float = 1e-3  # a validation loss of 5-9 evaluations spanning less than this share of its level
+    # beside a standing training loss (pool of 978: no healthy run under 2e-3; 7 labelled flat under 1e-3)
     ln2_band: float = 0.01  # every point within 1% of ln 2 (pool of 978: no healthy run's loss within 3% on 8+ points)
     accuracy_fit: float = 0.9  # a loss exactly 0 in both splits beside an accuracy this high may be a model that fits
     identical_tol: float = 1e-4  # every record within this share of the median is as constant as one value repeated
@@ -189,7 +192,8 @@ class FlatLoss:
         if ev is None and run.has("val_loss") and self._train_stands(y):
             head, tail = stats.head_tail_levels(y, self.edge)
             steps, y = finite_part(*run.arrays("val_loss"))
-            role, ev = "val_loss", (None if unseen else self._flat(steps, y)) or self._pinned(y)
+            role, ev = "val_loss", ((None if unseen else self._flat(steps, y)) or self._pinned(y)
+                                    or (None if held else self._val_still(y)))
             if ev is not None:
                 ev["train_relative_change"] = (tail - head) / abs(head) if head else 0.0
                 ev["train_all_zero"] = head == 0 and tail == 0
@@ -281,6 +285,11 @@ class FlatLoss:
                     + (f", beside an accuracy of {acc:.3g}" if acc is not None else "")
                     + ": no model fits held-out data to the last digit; the loss was never computed (empty batches, "
                     "misread labels), not convergence")
+        if "val_spread" in ev:
+            return (f"{what} spans {ev['val_spread']:.2%} of its level over all {ev['points']} evaluations: "
+                    f"{shortest(ev['first_level'])} at step {steps[0]}, {shortest(ev['last_level'])} at step "
+                    f"{steps[-1]} ({ev['relative_change']:+.2%}), while the training loss moves "
+                    f"{ev['train_relative_change']:+.1%}: the model does not move (an LR far too small, frozen weights)")
         if "identical_spread" in ev:
             return (f"{what} agrees with itself to within {ev['identical_spread']:.1g} of its level at every one of its "
                     f"{ev['points']} points: {shortest(ev['first_level'])} at step {steps[0]}, "
@@ -381,7 +390,7 @@ class FlatLoss:
         zero = bool(y.size >= self.constant_points and np.mean(y == 0) >= self.pinned_share
                     and np.all(y[-self.min_repeats:] == 0)
                     and (float(np.max(np.abs(y))) <= self.zero_ceiling or self._dropped_to_zero(y)))
-        if y.size < self.constant_points or not (np.all(y == y[0]) or zero or self._identical(y)):
+        if y.size < self.constant_points or not (np.all(y == y[0]) or zero or self.identical(y)):
             return None
         if zero and not np.all(y == 0):
             if any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
@@ -403,7 +412,7 @@ class FlatLoss:
                    "identical_high": hi, "identical_spread": (hi - lo) / abs(float(np.median(y)))}
         return ev
 
-    def _identical(self, y: np.ndarray) -> bool:
+    def identical(self, y: np.ndarray) -> bool:
         """Whether every value lies within `identical_tol` of their median, a non-zero one: the loss agrees with itself
         to its fourth or fifth significant digit on every record, which minibatch noise never does."""
         mid = float(np.median(y))
@@ -589,6 +598,20 @@ class FlatLoss:
         return {"first_level": first, "last_level": value, "relative_change": rel,
                 "pinned_value": value, "pinned_points": int(same.sum()), "significant_digits": digits,
                 "points": int(y.size)}
+
+    def _val_still(self, v: np.ndarray) -> dict | None:
+        """The evidence when a validation loss of `schedule_points` evaluations or more (fewer than the range rule
+        needs) spans less than `val_still_tol` of its level across all of them: beside a training loss that does
+        not fall, the model did not move (an LR far too small). Else None."""
+        if v.size < self.schedule_points:
+            return None
+        mid = float(np.median(v))
+        spread = float(np.max(v) - np.min(v))
+        if mid == 0 or spread > self.val_still_tol * abs(mid) or significant_digits(float(v[0])) < self.min_digits:
+            return None  # a value printed to fewer digits (0.2) cannot show it stayed within 0.1%
+        first, last = float(v[0]), float(v[-1])
+        return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
+                "val_spread": spread / abs(mid), "points": int(v.size)}
 
     def _train_stands(self, y: np.ndarray) -> bool:
         """The training loss does not fall by `max_train_drop` (head to tail levels), or is exactly 0 throughout

@@ -15,7 +15,7 @@ from forensics.judge import stats
 from forensics.judge.detectors.overfitting import held_out_rose
 from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, class_source, finite_part, head_tail_of,
                                             level_of, src, too_short)
-from forensics.judge.detectors.flat_loss import FlatLoss
+from forensics.judge.detectors.flat_loss import FlatLoss, shortest
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -57,7 +57,8 @@ class Plateau:
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
     evaluation at 1/C, C the count whose ln C the loss sits at).
     In an excerpt from well into training (`FlatLoss.held_excerpt`), a level held within its noise, at flat_loss's
-    `min_points`: the fall before it is not in the log (a warning).
+    `min_points`: the fall before it is not in the log (a warning). A validation loss identical to its fifth digit
+    over its last `frozen_evals` evaluations or more after a fall (`_frozen_validation`): the weights stopped.
     No plateau while the validation loss rose after its minimum beyond its own scatter (`_memorising`: overfitting's).
     No stall or held plateau on a log that stops at `plan_reached` of the plan its trainer printed or less (the last
     `eta` left against the time the last launch covers, `_short_of_plan`): "to the end" needs the end.
@@ -113,6 +114,8 @@ class Plateau:
     glaring_fall: float = 0.3  # ... after a first value 30% above them, at chance (ln C declared, or an accuracy
     # unchanged at 1/C, C read from the loss: a uniform guess's loss is ln C and its accuracy 1/C)
     plan_reached: float = 0.25  # a log whose last launch covers a quarter of its printed plan or less has no end
+    frozen_evals: int = 5  # a validation loss identical over this many last evaluations (pool of 978: healthy
+    # runs at 3 and 4 with no fall to a plateau allowed, none at 5 that plateau is not allowed on)
     best_evals: int = 5  # a validation loss setting a new best at most of its last (up to) 5 evaluations ...
     min_best_evals: int = 3  # ... and at least 3 of them in the stall: still improving (a sign test)
 
@@ -147,7 +150,7 @@ class Plateau:
         # the verdict and `-v`) only when it finds one, so a short log without it stays "too short".
         short = too_short(run, "loss", self.min_points)
         if (short and self._stall(run) is None and self._chance(run) is None and self._glaring(run) is None
-                and FlatLoss().held_excerpt(run) is None):
+                and FlatLoss().held_excerpt(run) is None and self._frozen_validation(run) is None):
             return short
         return None
 
@@ -381,6 +384,10 @@ class Plateau:
         short = self._short_of_plan(run)
         ev = None if short else self._stall(run)
         if ev is None:
+            frozen = self._frozen_validation(run)
+            if frozen is not None:
+                yield frozen
+                return
             excerpt = None if short else FlatLoss().held_excerpt(run)
             if excerpt is not None:
                 yield self._excerpt_finding(run, *excerpt)
@@ -406,6 +413,31 @@ class Plateau:
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
                                   f"step {ev['plateau_start_step']} to the end ({length:.0%} of the points){constant}"))
+
+    def _frozen_validation(self, run: Run) -> Finding | None:
+        """The validation loss identical to its fifth digit (`FlatLoss.identical_tol`) over its last `frozen_evals`
+        evaluations or more, after falling `min_drop` from its first: a fixed held-out set scores the same only when
+        the weights no longer change, so learning stopped there, whatever the training loss's batches show. A
+        warning; a validation loss that never fell is flat_loss's."""
+        if not run.has("val_loss"):
+            return None
+        vs, v = finite_part(*run.arrays("val_loss"))
+        k = 0
+        for j in range(self.frozen_evals, v.size + 1):
+            if not FlatLoss().identical(v[-j:]):
+                break
+            k = j
+        if k == 0 or k == v.size or float(v[0]) - float(np.median(v[-k:])) < self.min_drop * abs(float(v[0])):
+            return None
+        level = float(np.median(v[-k:]))
+        ev = {"frozen_evals": k, "evals": int(v.size), "frozen_level": level, "first_level": float(v[0]),
+              "plateau_start_step": int(vs[-k]), "fraction_of_initial": level / float(v[0])}
+        return Finding.of(self, severity="warning", step=int(vs[-k]), step_end=int(vs[-1]),
+                          series=run.pick("val_loss"), evidence=ev, sources=(src(run, "val_loss", vs[-k:]),),
+                          summary=(f"validation loss is identical to its fifth digit at its last {k} evaluations, "
+                                   f"steps {vs[-k]}-{vs[-1]} ({shortest(float(v[-k]))} → {shortest(float(v[-1]))}), "
+                                   f"after falling from {shortest(float(v[0]))} at step {vs[0]}: the weights no "
+                                   f"longer change; learning stopped at step {vs[-k]} (a decayed LR, dead units)"))
 
     def _excerpt_finding(self, run: Run, steps: np.ndarray, y: np.ndarray, ev: dict) -> Finding:
         """A level held within its noise over an excerpt that opens well into training (`FlatLoss.held_excerpt`):
