@@ -55,7 +55,7 @@ class Overfitting:
     Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
-    False alarms: 0 of the 127 healthy real runs it checks in the pool of 849 labelled real runs (25 label files;
+    False alarms: 0 of the 153 healthy real runs it checks in the pool of 978 labelled real runs (27 label files;
     benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md); 1 of corpus/'s
     55 generated healthy holdout runs.
     """
