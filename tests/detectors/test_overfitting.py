@@ -403,4 +403,5 @@ def test_a_training_loss_that_falls_in_one_step_over_the_rise_has_not_stood_stil
         found[name] = list(Overfitting().check(run))
     [f] = found["steps"]
     assert f.step < 13 and f.evidence["val_rise_relative"] > 0.3
+    assert "while training loss falls from median" in f.summary  # its levels, not a slope of about 0
     assert found["stands"] == []

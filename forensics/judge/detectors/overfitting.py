@@ -363,10 +363,11 @@ class Overfitting:
         yield Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
                          series=run.pick("val_loss"), evidence=ev,
                          sources=(src(run, "val_loss", vs), src(run, "loss", ts[after])),
-                         summary=self._summary(vs, v, imin, train_change, ts, tv, run))
+                         summary=self._summary(vs, v, imin, train_change, ts, tv, run,
+                                               by_level=fell and train_change > -self.min_train_fall * train_level))
 
     def _summary(self, vs: np.ndarray, v: np.ndarray, imin: int, train_change: float, ts: np.ndarray,
-                 tv: np.ndarray, run: Run) -> str:
+                 tv: np.ndarray, run: Run, by_level: bool = False) -> str:
         """The sentence, with the levels as the file shows them: the lowest evaluation's value (the median of the
         evaluations the smoothed minimum is the median of, when smoothed) and the median of the last third."""
         w = self.smooth_points // 2
@@ -377,6 +378,7 @@ class Overfitting:
         upto = tv[ts <= vs[-1]]
         train = (f"while training loss has fallen from {point(ts, tv, 0, say=_said(run, 'loss'))} to {float(np.median(upto[-3:])):.4g} "
                  f"(memorised: it cannot fall further)" if _memorised(upto, self.memorised) else
+                 _level_fall(ts, tv, vs[imin], vs[-1], run) if by_level else
                  f"while training loss changes by {train_change:+.3g}")
         return f"validation loss bottoms {where} and rises to {final_text} (+{(final - lo) / abs(lo) if lo else 0:.0%}) {train}"
 
@@ -397,6 +399,17 @@ def held_out_rose(steps: np.ndarray, values: np.ndarray, min_evals: int = Overfi
     if values.size - 1 - imin < min_evals or not (lo > 0 and np.isfinite(sigma)):
         return None
     return int(steps[imin]) if final - lo >= max(sigmas * sigma, min_rise * lo) else None
+
+
+def _level_fall(ts: np.ndarray, tv: np.ndarray, first: float, last: float, run: Run) -> str:
+    """Training's fall over the rise told by its levels (where its robust slope sees none: a fall in one step), as
+    the medians of its first and last three points there, with their steps as the file shows them."""
+    at = np.flatnonzero((ts >= first) & (ts <= last))
+    head, tail = at[:3], at[-3:]
+    said = _said(run, "loss")
+    _, start = level_of(ts, tv, int(head[0]), int(head[-1]), say=said)
+    _, end = level_of(ts, tv, int(tail[0]), int(tail[-1]), say=said)
+    return f"while training loss falls from {start} to {end}"
 
 
 def _between(ts: np.ndarray, tv: np.ndarray, first: float, marks: np.ndarray) -> np.ndarray:
