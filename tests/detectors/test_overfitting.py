@@ -236,7 +236,8 @@ def test_validation_rising_from_its_first_evaluation_beside_a_memorised_training
     assert f.evidence["val_rise_relative"] > 0.1 and "memorised" in f.summary and "0.3009" in f.summary
     assert found["stands"] == []
     again = load_run(tmp_path / "memorised", tmp_path / "again.duckdb")
-    assert list(Overfitting(memorised=0.0, wide_min_evals=40).check(again)) == []  # the level rule reads it too
+    # without the memorised rule, training's level at the end against the crossover (0.30 -> 0) says it fell too
+    assert list(Overfitting(memorised=0.0, wide_min_evals=40).check(again))
 
 
 def test_a_rise_at_every_evaluation_beside_a_training_loss_at_its_floor_is_overfitting(tmp_path):
@@ -341,3 +342,66 @@ def test_validation_rising_beside_a_training_loss_that_stands_still_is_not_overf
     assert found["stands"] == []
     [f] = found["falls"]
     assert 12 <= f.step < 22 and f.evidence["val_rise_relative"] > 10
+
+
+def test_a_validation_loss_that_jumps_after_its_first_evaluation_and_stays_up_is_overfitting(tmp_path):
+    """20 epochs: validation is lowest at its first evaluation, jumps +40% by the fifth and eases back to settle +20%
+    above that minimum (no upward trend after it: the later evaluations fall from the peak), while training falls
+    a hundredfold. The rise holds at every evaluation of the last third. The twin whose training loss climbs with
+    validation and comes back only part way is a shared rise, not overfitting."""
+    rng = np.random.default_rng(3)
+    epochs = np.arange(20)
+    val = 0.13 * (1 + 0.2 * (1 - np.exp(-epochs / 1.5)) + 0.2 * np.exp(-((epochs - 4) / 2.0) ** 2))
+    val = val * (1 + rng.uniform(-0.005, 0.005, 20))
+    falls = 0.09 * np.exp(-epochs / 4)
+    rises = 0.09 * (1 + 0.6 * np.exp(-((epochs - 8) / 6.0) ** 2) + 0.01 * epochs)
+    found = {}
+    for name, train in (("falls", falls), ("rises", rises)):
+        run = load_run(write_tb(tmp_path / name, {"train/loss": (epochs, train), "val/loss": (epochs, val)}),
+                       tmp_path / f"{name}.duckdb")
+        found[name] = list(Overfitting().check(run))
+    [f] = found["falls"]
+    assert f.step <= 1 and f.evidence["val_rise_relative"] > 0.1
+    assert found["rises"] == []
+
+
+def test_a_short_run_whose_training_loss_collapses_beside_a_jittery_validation_rise_is_overfitting(tmp_path):
+    """12 epochs: validation falls to its best at the seventh and then jitters ±6% around a level that climbs +25%,
+    while training falls to a fifth of its level at the minimum over the five epochs after it. Validation moves
+    more than training between epochs, but by less than val_noise's bar: the rise is read here, with training's
+    collapse as its second witness. The same jitter around a level that stays at the minimum is silent."""
+    epochs = np.arange(12)
+    train = 1.6 * np.exp(-epochs / 2.6) * (1 + np.random.default_rng(0).uniform(-0.06, 0.06, 12))
+    jitter = np.array([0, 0, 0, 0, 0, 0, 0, 1, -1, 1, -1, 1]) * 0.02
+    falls = 0.3 + 0.62 * np.exp(-epochs / 1.3)
+    climbs = np.where(epochs > 6, 0.3 + 0.015 * (epochs - 6), falls) + jitter
+    stays = np.where(epochs > 6, 0.305, falls) + jitter
+    found = {}
+    for name, val in (("climbs", climbs), ("stays", stays)):
+        run = load_run(write_tb(tmp_path / name, {"train/loss": (epochs, train), "val/loss": (epochs, val)}),
+                       tmp_path / f"{name}.duckdb")
+        found[name] = list(Overfitting().check(run))
+    [f] = found["climbs"]
+    assert 5 <= f.step <= 8 and f.evidence["val_rise_relative"] > 0.1
+    assert found["stays"] == []
+
+
+def test_a_training_loss_that_falls_in_one_step_over_the_rise_has_not_stood_still(tmp_path):
+    """Two excerpts of one epoch table joined (epochs missing between them): training sits at 1.07 to the end of the
+    first and at 0.93 in the second (-13%, in one step), validation at 1.14 then 1.6 (+40%). A robust slope over the
+    rise sees a flat training loss; the levels before and after say it fell. The twin whose training stays at 1.07
+    in the second excerpt stands still: not overfitting."""
+    rng = np.random.default_rng(4)
+    epochs = np.arange(32)
+    second = epochs >= 13
+    val = np.where(second, 1.6, 1.14 + 0.6 * np.exp(-epochs)) * (1 + rng.uniform(-0.02, 0.02, 32))
+    found = {}
+    for name, late in (("steps", 0.93), ("stands", 1.068)):
+        train = np.where(second, late, 1.065 + 0.9 * np.exp(-epochs)) * (1 + rng.uniform(-0.003, 0.003, 32))
+        run = load_run(write_tb(tmp_path / name, {"train/loss": (epochs, train), "val/loss": (epochs, val)}),
+                       tmp_path / f"{name}.duckdb")
+        found[name] = list(Overfitting().check(run))
+    [f] = found["steps"]
+    assert f.step < 13 and f.evidence["val_rise_relative"] > 0.3
+    assert "while training loss falls from median" in f.summary  # its levels, not a slope of about 0
+    assert found["stands"] == []

@@ -290,3 +290,25 @@ def test_isolated_evaluation_jumps_that_come_straight_back_are_val_noise(tmp_pat
         shared[i] *= 4.0
     run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, shared), "val/loss": (steps, spiky)}), tmp_path / "b.duckdb")
     assert list(ValNoise().check(run)) == []
+
+
+def test_isolated_jumps_in_a_curve_that_falls_by_orders_of_magnitude_are_val_noise(tmp_path):
+    """40 epochs: validation sits near 0.3 for a warm-up of five, drops to 0.01 and keeps falling to 0.001, with two
+    single evaluations ×100 above their neighbours that come straight back, while training falls smoothly. Beside a
+    fall that long, the curve's point noise is invisible (the median noise rule stays silent), but the two jumps show
+    on any plot. The same curve without them is silent."""
+    rng = np.random.default_rng(7)
+    epochs = np.arange(40)
+    val = np.where(epochs < 5, 0.29, 0.012 * np.exp(-(epochs - 5) / 8) + 0.0006) * (1 + rng.uniform(-0.3, 0.3, 40))
+    train = (0.15 * np.exp(-epochs / 2) + 0.0015) * (1 + rng.uniform(-0.03, 0.03, 40))
+    jumps = val.copy()
+    jumps[10] *= 120
+    jumps[12] *= 90
+    found = {}
+    for name, v in (("jumps", jumps), ("smooth", val)):
+        run = load_run(write_tb(tmp_path / name, {"train/loss": (epochs, train), "val/loss": (epochs, v)}),
+                       tmp_path / f"{name}.duckdb")
+        found[name] = list(ValNoise().check(run))
+    [f] = found["jumps"]
+    assert [e["step"] for e in f.evidence["excursions"]] == [10, 12]
+    assert found["smooth"] == []

@@ -11,6 +11,7 @@ import numpy as np
 
 from forensics.judge import stats
 from forensics.judge.detectors.base import SHAPE, by_launch, finite_part, level_of, point, src, too_short
+from forensics.judge.detectors.val_noise import ValNoise
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -28,15 +29,18 @@ class Overfitting:
     Detects: the minimum of the smoothed validation loss (rolling median of `smooth_points`) is followed by at least
     `min_after` of the validation steps, over which validation rises by at least `min_rise` of its minimum and
     `noise_k` noise sigmas, held by at least `min_evals_above` evaluations after the minimum (each `min_rise` above
-    it), while the training loss does not rise (by `max_train_share` of the validation rise or
-    `max_train_rise` of its own level: divergence). From `min_points` evaluations.
+    it) and trending up after it, or, without a trend, held to the end (`_held`: a jump that settles, or eases back
+    from a far higher peak, beside a training loss that ends lower than at the crossover), while the training loss
+    does not rise (by `max_train_share` of the validation rise or `max_train_rise` of its own level: divergence).
+    From `min_points` evaluations.
     A smaller rise counts when the evaluations after the minimum trend up (Mann–Kendall p < `trend_p` over
     `trend_points`, a rise of `trend_noise_k` sigmas), or rise `memorise_noise_k` sigmas while training falls to
     under `memorise_train_left` of its level at the crossover (memorisation); neither when validation is noisier
-    than training (val_noise's). Wherever the minimum lies, training must fall by `min_train_fall` over the rise
-    (standing still, it is a mismatch between the two sets, or a model that learns nothing while its validation
-    loss wanders), or have fallen to `memorised` of its first value or to 0: a memorised training loss is a
-    finished fall, not training that stands still.
+    than training by val_noise's bar (`_noisier`: that curve is val_noise's). Wherever the minimum lies, training
+    must fall by `min_train_fall` over the rise (its robust slope, or its level at the end against the crossover:
+    a fall in one step between two excerpts is a fall; standing still, it is a mismatch between the two sets, or a
+    model that learns nothing while its validation loss wanders), or have fallen to `memorised` of its first value
+    or to 0: a memorised training loss is a finished fall, not training that stands still.
     Under heavy evaluation noise, at any length from `wide_min_evals` evaluations, the level is read instead of the
     points (`_wide`): rolling medians over `wide_share` of them (at least `wide_min_window`), their rise judged
     against the scatter of such a median, not of one evaluation. At any length from
@@ -51,7 +55,7 @@ class Overfitting:
     Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
-    False alarms: 0 of the 127 healthy real runs it checks in the pool of 849 labelled real runs (25 label files;
+    False alarms: 0 of the 153 healthy real runs it checks in the pool of 978 labelled real runs (27 label files;
     benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md); 1 of corpus/'s
     55 generated healthy holdout runs.
     """
@@ -116,13 +120,24 @@ class Overfitting:
         t = stats.mann_kendall(after, steps)
         return t.z > 0 and t.p < self.trend_p
 
+    def _held(self, v: np.ndarray, imin: int, lo: float, noise: float) -> bool:
+        """The rise holds without a trend: each of the last third of the evaluations after the minimum (at least
+        `min_evals_above`) stands `min_rise` of it and `noise_k` point sigmas above it. A validation loss that jumps
+        up after its minimum and settles there (or eases back from a far higher peak) never returns."""
+        k = max(self.min_evals_above, (v.size - imin - 1) // 3)
+        tail = v[imin + 1:][-k:]
+        if tail.size < k:
+            return False
+        return bool(np.min(tail) - lo >= max(self.min_rise * abs(lo), self.noise_k * noise))
+
     def _memorises(self, train_after: np.ndarray, rise: float, noise: float) -> bool:
         """A rise smaller than `noise_k` point sigmas still counts when training collapses meanwhile: the median
-        of its last three points over the rise's span is under `memorise_train_left` of the median of its first
-        three, and validation rose `memorise_noise_k` sigmas."""
-        if self.memorise_train_left <= 0 or train_after.size < 6 or rise < self.memorise_noise_k * noise:
+        of its last three points over the rise's span (of its last half, from four points) is under
+        `memorise_train_left` of the median of its first three, and validation rose `memorise_noise_k` sigmas."""
+        if self.memorise_train_left <= 0 or train_after.size < 4 or rise < self.memorise_noise_k * noise:
             return False
-        start, end = stats.start_level(train_after, self.start_points), float(np.median(train_after[-3:]))
+        k = min(3, train_after.size // 2)  # under six points, the halves: no point is both start and end
+        start, end = float(np.median(train_after[:k])), float(np.median(train_after[-k:]))
         return start > 0 and end < self.memorise_train_left * start
 
     def unavailable(self, run: Run) -> str | None:
@@ -313,7 +328,8 @@ class Overfitting:
         sigma = stats.noise(v)
         trend = stats.mann_kendall(v[imin:], vs[imin:])
         noise = sigma if np.isfinite(sigma) else 0.0
-        if not (rise >= self.min_rise * abs(lo) and trend.z > 0):
+        held = trend.z <= 0 and self._held(v, imin, lo, noise)  # no trend: the rise must hold to the end
+        if not (rise >= self.min_rise * abs(lo) and (trend.z > 0 or held)):
             return
         if np.sum(v[imin + 1:] >= lo + self.min_rise * abs(lo)) < self.min_evals_above:
             return  # one or two evaluations up at the end: a user waits for the next before stopping the run
@@ -334,7 +350,10 @@ class Overfitting:
         if train_change > self.max_train_share * rise or (
                 train_level > 0 and train_change > self.max_train_rise * train_level):
             return  # both rise: that is divergence, not overfitting
-        if (train_level > 0 and train_change > -self.min_train_fall * train_level
+        fell = train_level > 0 and float(np.median(tv[after][-3:])) <= (1 - self.min_train_fall) * train_level
+        if held and not fell:
+            return  # a held rise counts beside a training loss that ends lower than at the crossover only
+        if (train_level > 0 and train_change > -self.min_train_fall * train_level and not fell
                 and not _memorised(tv[ts <= vs[-1]], self.memorised)):
             return  # training stands still: validation worse from its first evaluations is a mismatch, later noise
         ev = {"crossover_step": int(vs[imin]), "val_min": lo, "val_final": final, "val_rise": rise,
@@ -344,10 +363,11 @@ class Overfitting:
         yield Finding.of(self, severity="warning", step=int(vs[imin]), step_end=int(vs[-1]),
                          series=run.pick("val_loss"), evidence=ev,
                          sources=(src(run, "val_loss", vs), src(run, "loss", ts[after])),
-                         summary=self._summary(vs, v, imin, train_change, ts, tv, run))
+                         summary=self._summary(vs, v, imin, train_change, ts, tv, run,
+                                               by_level=fell and train_change > -self.min_train_fall * train_level))
 
     def _summary(self, vs: np.ndarray, v: np.ndarray, imin: int, train_change: float, ts: np.ndarray,
-                 tv: np.ndarray, run: Run) -> str:
+                 tv: np.ndarray, run: Run, by_level: bool = False) -> str:
         """The sentence, with the levels as the file shows them: the lowest evaluation's value (the median of the
         evaluations the smoothed minimum is the median of, when smoothed) and the median of the last third."""
         w = self.smooth_points // 2
@@ -358,6 +378,7 @@ class Overfitting:
         upto = tv[ts <= vs[-1]]
         train = (f"while training loss has fallen from {point(ts, tv, 0, say=_said(run, 'loss'))} to {float(np.median(upto[-3:])):.4g} "
                  f"(memorised: it cannot fall further)" if _memorised(upto, self.memorised) else
+                 _level_fall(ts, tv, vs[imin], vs[-1], run) if by_level else
                  f"while training loss changes by {train_change:+.3g}")
         return f"validation loss bottoms {where} and rises to {final_text} (+{(final - lo) / abs(lo) if lo else 0:.0%}) {train}"
 
@@ -378,6 +399,17 @@ def held_out_rose(steps: np.ndarray, values: np.ndarray, min_evals: int = Overfi
     if values.size - 1 - imin < min_evals or not (lo > 0 and np.isfinite(sigma)):
         return None
     return int(steps[imin]) if final - lo >= max(sigmas * sigma, min_rise * lo) else None
+
+
+def _level_fall(ts: np.ndarray, tv: np.ndarray, first: float, last: float, run: Run) -> str:
+    """Training's fall over the rise told by its levels (where its robust slope sees none: a fall in one step), as
+    the medians of its first and last three points there, with their steps as the file shows them."""
+    at = np.flatnonzero((ts >= first) & (ts <= last))
+    head, tail = at[:3], at[-3:]
+    said = _said(run, "loss")
+    _, start = level_of(ts, tv, int(head[0]), int(head[-1]), say=said)
+    _, end = level_of(ts, tv, int(tail[0]), int(tail[-1]), say=said)
+    return f"while training loss falls from {start} to {end}"
 
 
 def _between(ts: np.ndarray, tv: np.ndarray, first: float, marks: np.ndarray) -> np.ndarray:
@@ -409,6 +441,9 @@ def _memorised(train: np.ndarray, share: float) -> bool:
 
 
 def _noisier(val: np.ndarray, train: np.ndarray) -> bool:
-    """Validation moves more than training between points, by val_noise's measure (`stats.relative_wiggle`)."""
+    """Validation noisier than training by val_noise's measure (`stats.relative_wiggle`) and bar: its `single_ratio`
+    against a training loss logged between evaluations, its `ratio` against one at their cadence. Noisier by less,
+    val_noise does not claim the curve, and its rise is judged here."""
+    bar = ValNoise.single_ratio if train.size > ValNoise.cadence_share * val.size else ValNoise.ratio
     vn, tn = stats.relative_wiggle(val), stats.relative_wiggle(train)
-    return bool(np.isfinite(vn) and np.isfinite(tn) and vn >= tn)
+    return bool(np.isfinite(vn) and np.isfinite(tn) and vn >= bar * tn)

@@ -32,7 +32,9 @@ class ValNoise:
     `decided_sigmas` point sigmas above its smoothed minimum (the rise decides the checkpoint: overfitting's).
     Under `min_points` of either curve: round trips of validation on 3 evaluations or more against training's moves
     (`_few`), or, beside a training loss too sparse to compare, validation alone at a higher bar (`_alone`).
-    A smooth curve with isolated jumps that come straight back, at three evaluations or more (`_excursions`).
+    A smooth curve with isolated jumps that come straight back, at three evaluations or more (`_excursions`), also
+    where the point noise is under `min_share_of_travel` of a long fall: a jump ×100 above its neighbours shows on
+    any plot.
     Why: a tiny validation set (or one resampled at each evaluation), random augmentation at validation, or
     model.eval() missing; the best evaluation is then a lucky draw, and early stopping reads noise.
     Evidence: relative noise of each, their ratio, the training series and how it was compared; the best evaluation
@@ -113,7 +115,11 @@ class ValNoise:
         train_name, train_steps, tn, how = compared
         sigma, travel = stats.noise(v), _travel(v)
         if travel > 0 and sigma < self.min_share_of_travel * travel:
-            return  # jumps invisible beside the curve's own fall: large relative to a level that nears 0 only
+            # jumps invisible beside the curve's own fall (large relative to a level that nears 0 only), but not an
+            # isolated evaluation standing a multiple above its neighbours: that one shows on any plot
+            found = self._excursions(run, val_name, vs, v)
+            yield from [found] if found is not None else []
+            return
         w = max(3, v.size // 10) | 1
         smooth = stats.rolling_median(v, w)
         rise = float(np.median(v[-w:]) - np.nanmin(smooth))
