@@ -386,15 +386,18 @@ def test_appended_launches_at_their_own_paces_are_no_stalls(tmp_path):
     assert f.evidence["seconds_per_step_median"] < 3
 
 
-@pytest.mark.parametrize("stall, fires", [(12.9, True), (2.5, False)])
-def test_one_stall_that_holds_most_of_a_short_excerpt_fires(tmp_path, stall, fires):
+@pytest.mark.parametrize("stall, evaluates, fires", [(12.9, False, True), (2.5, False, False), (12.9, True, False)])
+def test_one_stall_that_holds_most_of_a_short_excerpt_fires(tmp_path, stall, evaluates, fires):
     """Six printed batches of a detector at ~0.6 s (`time: 0.5427 - data_time: 0.0067`), one of them waiting 12.9 s
     on its data: ×20 the median, four fifths of the excerpt's time, the stall the excerpt was pasted for. A ×4
-    batch holds too little of the time to tell from a hiccup."""
+    batch holds too little of the time to tell from a hiccup; where every record is an epoch with its evaluation,
+    one slow one is an evaluation that did more (a full test, a checkpoint), no stall."""
     steps = np.arange(71, 77)
     times = np.array([0.5427, 0.6647, 0.6349, stall, 0.4807, 0.5490])
-    run = load_run(write_tb(tmp_path / "r", {"time": (steps, times), "total_loss": (steps, np.linspace(.23, .26, 6))}),
-                   tmp_path / "f.duckdb")
+    series = {"time": (steps, times), "total_loss": (steps, np.linspace(.23, .26, 6))}
+    if evaluates:
+        series["val/loss"] = (steps, np.linspace(.25, .28, 6))
+    run = load_run(write_tb(tmp_path / "r", series), tmp_path / "f.duckdb")
     found = list(ThroughputDrop().check(run))
     assert bool(found) == fires, [f.summary for f in found]
     if fires:

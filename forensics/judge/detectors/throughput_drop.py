@@ -33,7 +33,8 @@ class ThroughputDrop:
     first `spread` × the median, each a pause of `min_pause` seconds or more, costing `min_seconds` and `min_lost` of
     the time; or one interval `long` × the median or slower holding a pause of an `hour` or more (and `min_lost` of
     the time): hours lost at once, which a log of a dozen lines shows as well as a long one; or one interval
-    `spread` × the median holding `one_share` of the time: the stall an excerpt of a few steps shows. Every interval
+    `spread` × the median holding `one_share` of the time, where the records are not each an evaluation's: the stall
+    an excerpt of a few steps shows. Every interval
     is judged against the median of its own launch (`_own_pace`). Pauses at evaluation
     and checkpoint steps, or on an epoch's first printed line, are no stall, unless those come at most intervals
     (then they are the run's rhythm, in the median).
@@ -221,7 +222,7 @@ class ThroughputDrop:
         away = np.searchsorted(quiet, b, side="right") <= np.searchsorted(quiet, a, side="left")
         if away.mean() >= 0.5:
             return away, "none at an evaluation or checkpoint"
-        return np.ones(a.size, dtype=bool), "evaluations come with every interval, the fast ones too"
+        return np.ones(a.size, dtype=bool), EVERY_INTERVAL
 
     def check(self, run: Run) -> Iterator[Finding]:
         got = self._per_step(run)
@@ -303,6 +304,8 @@ class ThroughputDrop:
         lost = float(np.sum((r[slow] - pace[slow]) * span[slow]))
         per = self._per_print(run, got[4], a) if got[5] == "logged step time" else 1
         total = float(np.sum(r * span) + np.sum(pace) * (per - 1))
+        if share is not None and note == EVERY_INTERVAL:
+            return None  # one slow record among records that each evaluate: an evaluation that did more, no stall
         share = self.min_lost if share is None else share
         if int(slow.sum()) < stalls or lost < max(seconds, share * total) or self._at_eval_period(run, b[slow]):
             return None
@@ -396,6 +399,7 @@ class ThroughputDrop:
 
 
 RATE = "logged throughput, as 1/x"
+EVERY_INTERVAL = "evaluations come with every interval, the fast ones too"
 
 
 def _within_launches(run: Run, name: str, a: np.ndarray, b: np.ndarray, r: np.ndarray, seg: np.ndarray,
