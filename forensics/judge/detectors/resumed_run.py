@@ -429,8 +429,7 @@ class ResumedRun:
             return
         name = run.pick("epoch")
         fresh = run.appended_launches(name)  # an epoch count that starts again with a new launch is no resume
-        resets = [r for r in run.epoch_resets() if r[0] not in fresh and not self._untrained_again(run, r)]
-        for step, before, e_before, e_after in resets[: self.max_reported]:
+        for step, before, e_before, e_after in [r for r in run.epoch_resets() if r[0] not in fresh][: self.max_reported]:
             ev = {"restart_step": step, "previous_step": before, "overlap_steps": 0,
                   "epoch_before": e_before, "epoch_after": e_after, "wall_gap_s": None}
             yield Finding.of(self, severity="info", step=step, step_end=before, series=name,
@@ -438,26 +437,6 @@ class ResumedRun:
                              summary=(f"epoch falls back from {e_before:.3g} to {e_after:.3g} at step "
                                       f"{step} while the steps keep rising: the run was restarted from a "
                                       f"checkpoint with a fresh epoch count"))
-
-
-    def _untrained_again(self, run: Run, reset: tuple[int, int, float, float]) -> bool:
-        """An epoch reset that is a fresh launch: the epoch falls back to the first the log counts, and the loss
-        opens the new segment back at the untrained level (the lowest first record of the segments before), or
-        regains all but `max_regain` of its fall in the segment before. A resume opens where it stopped."""
-        step, _, _, e_after = reset
-        epoch = run.points(run.pick("epoch"))["value"].drop_nans().drop_nulls()
-        loss = run.series_named(run.pick("loss")).filter(pl.col("value").is_finite())
-        steps, values = loss["step"].to_numpy(), loss["value"].to_numpy()
-        if not epoch.len() or e_after > float(epoch[0]) or steps.size < 2:
-            return False
-        k = int(np.searchsorted(steps, step))
-        if k == 0 or k >= steps.size:
-            return False
-        starts = [0] + [int(np.searchsorted(steps, r[0])) for r in run.epoch_resets() if r[0] < step]
-        untrained = min(float(values[i]) for i in starts if i < k)
-        opened, closed = float(values[starts[-1]]), float(values[k - 1])
-        regained = closed + (1 - self.max_regain) * (opened - closed) if opened > closed else untrained
-        return float(values[k]) >= min(untrained, regained)
 
 
 def _printed_epoch(run: Run, name: str, step: int) -> int | None:
