@@ -1967,9 +1967,19 @@ class _State:
 
     def note_header(self, text: str) -> None:
         """Remember a table's header row (`Epoch\tLR\tTrain Loss`, `  Epoch   gpu_mem   box   obj`): two or more
-        names, apart by tabs, runs of spaces or `|`, after at most one field of prefix (a time, a logger)."""
+        names, apart by tabs, runs of spaces or `|`, after at most one field of prefix (a time, a logger); or names
+        apart by commas alone, inside a banner of `*`, `=` or `#` (`****loss,acc,val_loss****` above tab-separated
+        rows of values)."""
         if "\t" not in text and "  " not in text and "|" not in text:
-            return  # one field: no table
+            banner = _COMMA_HEADER.fullmatch(text.strip())
+            if banner is None:
+                return  # one field: no table
+            fields = banner.group("names").split(",")
+            if all(_NAME_FIELD.fullmatch(f) and not _VALUE_FIELD.fullmatch(f) for f in fields) \
+                    and len(fields) <= MAX_COLUMNS:
+                self.headers[len(fields)] = tuple(fields)
+                self.headers = dict(list(self.headers.items())[-MAX_HEADERS:])
+            return
         fields = _fields(text)
         names = 0
         for f in reversed(fields):
@@ -2190,6 +2200,9 @@ def _closing_bar(text: str) -> bool:
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 _NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
+# A header of names apart by commas only, set off by a banner of `*`, `=` or `#` on both sides (a user's print of
+# the columns it writes below, `*******train_loss,train_acc,valid_loss**********`).
+_COMMA_HEADER = re.compile(r"[*=#]{2,}\s*(?P<names>[A-Za-z_][\w.]*(?:,[A-Za-z_][\w.]*)+)\s*[*=#]{2,}")
 # A cell is a value (`12.3GiB`), or holds none: `N/A`, `None`, dashes, a duration on a clock (fastprogress's `time`
 # column, `00:03`, `1:02:03`), which is not a number (its seconds are not stored as the column's value).
 _VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?(?P<unit>[A-Za-z%]{{0,3}})|N/?A|None|-+|\d+(?::\d\d)+")

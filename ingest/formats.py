@@ -229,8 +229,9 @@ FORMATS: list[Format] = [
     # version 17: one axis per launch: a settings dump printed a `name: value` a line gives no points (its numbers are
     # settings, not records at the last step), a progress bar's closing line beside records that print a step is
     # their pass's summary, not a record, and a dict under a held-out split's name (`val_metrics={...}`) is that split's
+    # version 18: a comma list of names inside a banner (`****loss,acc,val_loss****`) heads the rows of values below
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=17),
+           text=True, version=18),
 ]
 
 

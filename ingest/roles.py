@@ -164,10 +164,11 @@ def role_of(name: str) -> Role:
         return Role("throughput", split)
     if {"step", "time"} <= ws or {"iter", "time"} <= ws or {"batch", "time"} <= ws or {"epoch", "time"} <= ws \
             or "dt" in ws and ws <= {"dt", "iter", "step", "batch"} | TIME_UNITS \
-            or "time" in ws and ws <= {"time"} | TIME_UNITS:
+            or "time" in ws and ws <= {"time"} | TIME_UNITS or "itime" in ws and ws <= {"itime"} | TIME_UNITS:
         # a bare `Time` column (PyTorch's ImageNet example and its descendants: deepspeech.pytorch, MAE, timm's
         # `Time`; nanoGPT's `time 1099.34ms`) is the time of the step it is printed on; a clock that only grows
-        # (elapsed time under the same name) is told apart by its values, where step times are read
+        # (elapsed time under the same name) is told apart by its values, where step times are read; `itime` is
+        # the iteration's time beside its data-read `rtime` (PIPs)
         return Role("step_time", split)
     if rest == ["epoch"]:
         return Role("epoch", split)

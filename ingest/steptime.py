@@ -15,6 +15,13 @@ def seconds_per_step(points: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.n
     runs backwards is a resume (resumed_run's story, not a slow step), dropped, and a new segment starts after it,
     so no change point is read across one. Intervals of zero seconds (two points written with one stamp) are
     left out after the segments are cut: they measure nothing."""
+    got = stamped_intervals(points)
+    return None if got is None else got[:4]
+
+
+def stamped_intervals(points: pl.DataFrame) -> tuple[np.ndarray, ...] | None:
+    """`seconds_per_step`'s intervals with the wall time each starts and ends at: where a counter starts again
+    (launches appended to one log), the clock tells which launch an interval belongs to when its steps cannot."""
     if points["wall_time"].null_count():  # no copy of a long series where every point has its stamp
         points = points.filter(pl.col("wall_time").is_not_null())
     s, w = points["step"].to_numpy(), points["wall_time"].to_numpy()
@@ -22,13 +29,7 @@ def seconds_per_step(points: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.n
     ok = (ds > 0) & (dw >= 0)
     if ok.sum() == 0:
         return None
-    if ok.all():  # no resume: every interval is kept, as views, in one segment
-        dw /= ds
-        a, b, r, seg = s[:-1], s[1:], dw, np.zeros(dw.size, dtype=np.int64)
-    else:
-        seg = np.cumsum(~ok)
-        a, b, r, seg = s[:-1][ok], s[1:][ok], dw[ok] / ds[ok], seg[ok]
+    seg = np.cumsum(~ok)
+    a, b, r, seg, wa, wb = s[:-1][ok], s[1:][ok], dw[ok] / ds[ok], seg[ok], w[:-1][ok], w[1:][ok]
     keep = r > 0
-    if keep.all():
-        return a, b, r, seg
-    return a[keep], b[keep], r[keep], seg[keep]
+    return a[keep], b[keep], r[keep], seg[keep], wa[keep], wb[keep]

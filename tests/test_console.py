@@ -1039,3 +1039,26 @@ def test_table_with_a_duration_column_keeps_its_rows(tmp_path):
     loss = frame.filter(pl.col("tag") == "train_loss")
     assert loss["value"].to_list()[:2] == [0.91, 0.72] and math.isnan(loss["value"][-1])
     assert loss["epoch"].to_list() == [0, 1, 2] and "time" not in frame["tag"].to_list()
+
+
+def test_rows_of_tab_separated_values_under_a_comma_header_in_a_banner(tmp_path):
+    """A loop that prints `*******train_loss,train_acc,valid_loss,valid_ac**********` before each epoch's row of
+    values apart by tabs (`print(*values, sep="\\t")`): every row takes the banner's names; a comma list in prose
+    names nothing."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print("Loading data, model, tokenizer")
+        for e, (tl, ta, vl, va) in enumerate([(5.2009, 2.79, 4.9771, 3.6058), (5.0857, 2.29, 4.9544, 3.6058),
+                                              (5.0195, 2.90, 4.9611, 3.6058)], start=1):
+            print(f"Epoch: {e:02} | Epoch Time: 0m 57s")
+            print("*******train_loss,train_acc,valid_loss,valid_ac********** ")
+            print(tl, ta, vl, va, sep="\t")
+    path = tmp_path / "train.log"
+    path.write_text(out.getvalue())
+    frame, _, _ = _read(path)
+    assert _series(frame, "train_loss")["value"].to_list() == [5.2009, 5.0857, 5.0195]
+    assert _series(frame, "valid_loss")["value"].to_list() == [4.9771, 4.9544, 4.9611]
+    assert not frame.filter(pl.col("tag").is_in(["data", "model", "tokenizer"])).height

@@ -65,6 +65,8 @@ from ingest.roles import role_of
         ("Time", "step_time", None),
         ("time", "step_time", None),
         ("time_ms", "step_time", None),
+        ("itime", "step_time", None),  # PIPs' iteration time, printed beside its data-read `rtime`
+        ("rtime", "other", None),
         ("number of skipped iterations", "skipped_steps", None),  # Megatron, per log interval
         ("number of nan iterations", "other", None),
         ("skip_connections", "other", None),

@@ -223,3 +223,22 @@ def test_a_new_writer_that_goes_on_from_the_last_step_after_a_pause_is_a_resume(
         assert bool(found) == fires, [f.summary for f in found]
         if fires:
             assert (found[0].step, found[0].step_end, round(found[0].evidence["wall_gap_s"])) == (1000, 990, 600)
+
+
+def test_a_batch_counter_under_a_loss_settled_to_its_last_digits_is_no_resume(tmp_path):
+    """A CSV of `epoch,step,train_loss` where `step` is the batch index within the epoch (0..750 every 50), written by
+    csv.writer, the loss settled so that late epochs repeat their (step, value) rows digit for digit: the counter
+    starts again at every epoch; dropping the repeated rows must not turn it into a step going back mid-epoch."""
+    import csv
+
+    root = tmp_path / "r"
+    root.mkdir()
+    with open(root / "train_log.csv", "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["epoch", "step", "train_loss"])
+        for e in range(1, 21):
+            for i, b in enumerate(range(0, 800, 50)):
+                level = 0.0625 + 0.2 * np.exp(-e) + 0.004 * np.sin(i)
+                out.writerow([e, b, f"{level:.4f}"])  # identical from the epoch where exp(-e) drops below 1e-4 on
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert list(ResumedRun().check(run)) == []

@@ -325,3 +325,80 @@ def test_stalls_on_a_logged_step_time_of_nine_records_fire(tmp_path):
     steady = np.array([61.0, 59.0, 60.0, 60.5, 62.0, 58.5, 61.5, 59.5, 60.0])
     twin = load_run(write_tb(tmp_path / "b", {"batch_time": (steps, steady), "loss": loss}), tmp_path / "b.duckdb")
     assert list(ThroughputDrop().check(twin)) == []
+
+
+@pytest.mark.parametrize("restart", [True, False])
+def test_an_elapsed_time_column_that_starts_again_at_a_resume_is_a_clock(tmp_path, restart):
+    """An Ultralytics-style results.csv whose cumulative `time` column (seconds since the start, printed to 0.1 s
+    and repeating itself where a step is shorter) starts again where the training was resumed: its differences are
+    the steady ~110 s epochs; read as step times it would be a ×8 'slowdown'."""
+    import csv
+
+    rng = np.random.default_rng(2)
+    took = 110.0 + rng.normal(0, 2, 60)
+    clock = np.round(np.cumsum(took), 1)
+    if restart:
+        clock[3:] = np.round(np.cumsum(took[3:]) + 30.0, 1)  # resumed after epoch 3: the clock starts again
+    root = tmp_path / "r"
+    root.mkdir()
+    with open(root / "results.csv", "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["epoch", "time", "train/box_loss", "val/box_loss"])
+        for e in range(60):
+            loss = 1.0 * np.exp(-e / 30) + 0.4
+            out.writerow([e + 1, f"{clock[e]:.1f}", f"{loss:.5f}", f"{loss * 1.1:.5f}"])
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.pick("step_time") == "time"
+    assert list(ThroughputDrop().check(run)) == []
+
+
+def test_a_clock_printed_coarser_than_a_step_is_read_by_its_differences(tmp_path):
+    """A per-iteration line `| time=0.1m` (elapsed minutes to one decimal, 0.06 min an iteration: the value repeats
+    at a third of the lines), an aborted launch of 8 iterations before the one that runs: a clock, never a step
+    time growing ×1000."""
+    root = tmp_path / "r"
+    root.mkdir()
+    lines = []
+    for n in (8, 400):
+        for i in range(1, n + 1):
+            lines.append(f"[it {i:04d}] step={1024 * i} | EpRew={np.log(i):.1f} | PiLoss=0.0{20 + i % 7} | "
+                         f"time={0.064 * i:.1f}m")
+    (root / "train_log.txt").write_text("\n".join(lines) + "\n")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.pick("step_time") == "time"
+    assert list(ThroughputDrop().check(run)) == []
+
+
+def test_appended_launches_at_their_own_paces_are_no_stalls(tmp_path):
+    """Three launches appended to one log, the first at 9 s an epoch, the next two at 2-3 s (another machine): read
+    against the median of the whole log, each of the first launch's epochs is a ×4 stall; against its own launch's
+    pace none is. A launch with ×20 stalls of its own still fires."""
+    slow, fast = [9.0] * 60, [[2.0, 3.0, 2.0] * 20 for _ in range(2)]  # the logger stamps whole seconds
+    root = tmp_path / "a"
+    root.mkdir()
+    _epoch_log(root / "training.log", [slow, *fast])
+    assert list(ThroughputDrop().check(load_run(root, tmp_path / "a.duckdb"))) == []
+    stalled = [*fast[1][:20], 60.0, *fast[1][21:40], 55.0, *fast[1][41:50], 70.0, *fast[1][51:]]
+    root = tmp_path / "b"
+    root.mkdir()
+    _epoch_log(root / "training.log", [slow, fast[0], stalled])
+    [f] = ThroughputDrop().check(load_run(root, tmp_path / "b.duckdb"))
+    assert f.evidence["seconds_per_step_median"] < 3
+
+
+@pytest.mark.parametrize("stall, evaluates, fires", [(12.9, False, True), (2.5, False, False), (12.9, True, False)])
+def test_one_stall_that_holds_most_of_a_short_excerpt_fires(tmp_path, stall, evaluates, fires):
+    """Six printed batches of a detector at ~0.6 s (`time: 0.5427 - data_time: 0.0067`), one of them waiting 12.9 s
+    on its data: ×20 the median, four fifths of the excerpt's time, the stall the excerpt was pasted for. A ×4
+    batch holds too little of the time to tell from a hiccup; where every record is an epoch with its evaluation,
+    one slow one is an evaluation that did more (a full test, a checkpoint), no stall."""
+    steps = np.arange(71, 77)
+    times = np.array([0.5427, 0.6647, 0.6349, stall, 0.4807, 0.5490])
+    series = {"time": (steps, times), "total_loss": (steps, np.linspace(.23, .26, 6))}
+    if evaluates:
+        series["val/loss"] = (steps, np.linspace(.25, .28, 6))
+    run = load_run(write_tb(tmp_path / "r", series), tmp_path / "f.duckdb")
+    found = list(ThroughputDrop().check(run))
+    assert bool(found) == fires, [f.summary for f in found]
+    if fires:
+        assert found[0].evidence["slow"] == 1 and found[0].evidence["seconds_per_step_slow"] == pytest.approx(stall)

@@ -105,6 +105,9 @@ class ResumedRun:
             pts = raw.with_row_index("i")
             if pts["wall_time"].null_count() == 0:
                 pts = pts.sort(["wall_time", "i"])
+            every = pts["step"].to_numpy()
+            if self._per_epoch_counter(every, np.flatnonzero(np.diff(every) < 0) + 1):
+                return  # before copies go: a loss settled to its last digits repeats (step, value) epoch after epoch
             pts = pts.unique(["step", "value"], keep="first", maintain_order=True)  # exact copies are not a resume
             steps = pts["step"].to_numpy()
             wall = pts["wall_time"].fill_null(np.nan).to_numpy()
@@ -119,10 +122,8 @@ class ResumedRun:
             # (its write order read around its breaks only, a reduced series starts at its lowest step)
             start = int(run.series_named(name)["step"].min()) if run.reduced(name) else None
             back = back[~from_the_start(steps, back, start)]
-        if back.size >= self.min_resets and np.unique(steps[back]).size == 1:
-            climbs = np.diff(np.concatenate(([0], back)))
-            if climbs.max() <= 1.1 * climbs.min():
-                return  # a per-epoch counter: every "restart" lands on one step after as many points
+        if back.size and self._per_epoch_counter(steps, back):
+            return
         if back.size == 0:
             found = [*self._refused_by_wandb(run, name), *self._epoch_resets(run)]
             yield from found
@@ -139,6 +140,14 @@ class ResumedRun:
                              evidence=ev, sources=(src(run, "loss", steps[[k - 1, k]]),),
                              summary=(f"steps go back from {steps[k - 1]} to {steps[k]}: the run was resumed"
                                       + (f" after {gap:.0f} s" if gap is not None else "")))
+
+    def _per_epoch_counter(self, steps: np.ndarray, back: np.ndarray) -> bool:
+        """A per-epoch counter: `min_resets` or more steps back (`back`), every one landing on one step after as many
+        points."""
+        if back.size < self.min_resets or np.unique(steps[back]).size != 1:
+            return False
+        climbs = np.diff(np.concatenate(([0], back)))
+        return bool(climbs.max() <= 1.1 * climbs.min())
 
     def _new_writer_goes_on(self, run: Run, found: list[Finding]) -> list[Finding]:
         """A new file of the loss (a new TensorBoard writer: a new process) whose first step goes on from the last

@@ -13,7 +13,7 @@ from forensics.judge import stats
 from forensics.judge.detectors.base import MECHANISM
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run, usable_series
-from ingest.steptime import seconds_per_step
+from ingest.steptime import stamped_intervals
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,10 @@ class ThroughputDrop:
     Effect size first, at any length from `spread_points` intervals: `min_stalls_spread` or more intervals past the
     first `spread` × the median, each a pause of `min_pause` seconds or more, costing `min_seconds` and `min_lost` of
     the time; or one interval `long` × the median or slower holding a pause of an `hour` or more (and `min_lost` of
-    the time): hours lost at once, which a log of a dozen lines shows as well as a long one. Pauses at evaluation
+    the time): hours lost at once, which a log of a dozen lines shows as well as a long one; or one interval
+    `spread` × the median holding `one_share` of the time, where the records are not each an evaluation's: the stall
+    an excerpt of a few steps shows. Every interval
+    is judged against the median of its own launch (`_own_pace`). Pauses at evaluation
     and checkpoint steps, or on an epoch's first printed line, are no stall, unless those come at most intervals
     (then they are the run's rhythm, in the median).
     A logged throughput (samples/s, it/s, tokens/s) is judged as a step time, 1/x, where no step time or wall
@@ -50,7 +53,9 @@ class ThroughputDrop:
     one, with `stall_seconds`, `min_pause` and the hour rule (docs/engine.md); 0 of the 39 healthy runs it judges of
     the 179 of every labelled development set with the rate, pricing and pace rules (before: 1, and 1 labelled).
     Pooled (849 real runs, 328 healthy), each field swept alone: 0 of the 86 healthy runs it could check (71 before
-    `min_logged` was loosened), 11 of 20 found, 1 false claim on a labelled run.
+    `min_logged` was loosened), 11 of 20 found, 1 false claim on a labelled run. Pooled with set8 (978 runs): 1 of
+    the 108 healthy runs it judges (4 before the clock, own-pace and one-stall rules), 16 of 25 found, 3 false claims
+    (7 before).
     """
 
     kind: ClassVar[str] = "throughput_drop"
@@ -85,13 +90,15 @@ class ThroughputDrop:
     end_factor: float = 2.0  # the log ends on steps ×2 the median of the steady ones before them or slower (0 of 71
     # healthy at 1.3-5; 1.5 or less adds false claims on labelled runs, 3 loses a hit) ...
     end_points: int = 2  # ... two or more of them (one is a hiccup; 0 of 71 healthy at 1-5, 3 loses a hit)
+    one_share: float = 0.5  # one interval ×`spread` that holds half the time the log covers or more: a stall a
+    # short excerpt shows at once (its other steps at their pace)
     pace_share: float = 0.15  # slow intervals this share of every fifth of the run are its pace, not a stall (flat
     # at 0.05-0.4)
 
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
-        """(interval start steps, end steps, seconds per step, segment id, series name, how) or None. A new
-        segment starts after each resume (a step or clock going back) and at each launch start, so no change point
-        is read across one."""
+        """(interval start steps, end steps, seconds per step, segment id, series name, how, launch id) or None. A
+        new segment starts after each resume (a step or clock going back) and at each launch start, so no change
+        point is read across one; each interval is judged against its own launch's pace (`_own_pace`)."""
         train = run.meta.filter(~pl.col("split").is_in(["val", "test"]).fill_null(False))
         st = usable_series(train, "step_time").sort("n_points", descending=True)
         if st.height:
@@ -100,25 +107,27 @@ class ThroughputDrop:
             s, v = f["step"].to_numpy(), f["value"].to_numpy() * _seconds_per_unit(name)
             # elapsed time under a step-time name (`train/time_ms`), a clock that starts again with each launch or
             # pass: its differences within each are the steps
-            cuts = np.searchsorted(s, np.asarray(sorted(set(run.pass_starts(name)) | set(run.launch_starts(name))),
-                                                 dtype=np.int64))
+            starts = np.searchsorted(s, np.asarray(sorted(set(run.pass_starts(name)) | set(run.launch_starts(name))),
+                                                   dtype=np.int64))
+            cuts = np.union1d(starts, _clock_restarts(v))
             pieces = [p for p in np.split(np.arange(s.size), cuts) if p.size >= 2]
+            piece = np.concatenate([np.full(p.size - 1, k) for k, p in enumerate(pieces)]) if pieces else None
             if sum(p.size - 1 for p in pieces) >= 2 and all(_is_clock(v[p]) or p.size == 2 and v[p[1]] > v[p[0]]
                                                             for p in pieces):
                 return (np.concatenate([s[p][:-1] for p in pieces]), np.concatenate([s[p][1:] for p in pieces]),
                         np.concatenate([np.diff(v[p]) / np.diff(s[p]) for p in pieces]),
-                        np.concatenate([np.full(p.size - 1, k) for k, p in enumerate(pieces)]), name,
-                        "differences of the elapsed time logged")
-            return s, s, v, _launch_of(run, name, s), name, "logged step time"
+                        piece, name, "differences of the elapsed time logged", piece)
+            launch = _launch_of(run, name, s)
+            return s, s, v, launch, name, "logged step time", launch
         name = run.pick("loss")
-        got = None if name is None else seconds_per_step(run.points(name))
+        got = None if name is None else stamped_intervals(run.points(name))
         got = None if got is None else _within_launches(run, name, *got)
         if got is not None and got[2].size >= self.min_intervals:
-            return (*got, name, "wall_time / step between logged points")
+            return (*got[:4], name, "wall_time / step between logged points", got[4])
         rate = self._rate(run, train)
         if rate is not None:
             return rate
-        return None if got is None else (*got, name, "wall_time / step between logged points")
+        return None if got is None else (*got[:4], name, "wall_time / step between logged points", got[4])
 
     def _rate(self, run: Run, train: pl.DataFrame) -> tuple | None:
         """A logged throughput (samples/s, it/s, tokens/s) judged as a step time: 1/x, one point per printed line
@@ -134,7 +143,8 @@ class ThroughputDrop:
         keep = np.array([i == 0 or at[i] is None or at[i] != at[i - 1] or v[i] != v[i - 1] for i in range(s.size)],
                         dtype=bool)
         s, v = s[keep], v[keep]
-        return (s, s, 1.0 / v, _launch_of(run, name, s), name, RATE) if s.size else None
+        launch = _launch_of(run, name, s)
+        return (s, s, 1.0 / v, launch, name, RATE, launch) if s.size else None
 
     def _per_print(self, run: Run, name: str, steps: np.ndarray) -> int:
         """Iterations between two printed lines of a logged step time on a line axis (`Epoch: [3][1000/2502] Time
@@ -159,7 +169,8 @@ class ThroughputDrop:
         n = 0 if got is None else int(np.sum(got[2] > 0))
         if got is not None and n >= self.spread_points and n < self._enough(got[5]) \
                 and (self._ends_slow(got[0], got[1], got[2], got[5]) or (got[5] != RATE and (
-                    self._spread(run, got) or self._spread(run, got, self.long, self.hour, 1, self.hour)))):
+                    self._spread(run, got) or self._spread(run, got, self.long, self.hour, 1, self.hour)
+                    or self._spread(run, got, stalls=1, share=self.one_share)))):
             return None  # under the counts the trend rules need, only a glaring effect can speak
         if got is None or n < self._enough(got[5]):
             return (f"needs wall-clock stamps on {self.min_intervals}+ logged steps of the loss (or a step-time "
@@ -213,25 +224,25 @@ class ThroughputDrop:
         away = np.searchsorted(quiet, b, side="right") <= np.searchsorted(quiet, a, side="left")
         if away.mean() >= 0.5:
             return away, "none at an evaluation or checkpoint"
-        return np.ones(a.size, dtype=bool), "evaluations come with every interval, the fast ones too"
+        return np.ones(a.size, dtype=bool), EVERY_INTERVAL
 
     def check(self, run: Run) -> Iterator[Finding]:
         got = self._per_step(run)
         if got is None:
             return
-        a, b, r, seg, name, how = got
+        a, b, r, seg, name, how, launch = got
         keep = r > 0
         if not keep.all():
-            a, b, r, seg = a[keep], b[keep], r[keep], seg[keep]
+            a, b, r, seg, launch = a[keep], b[keep], r[keep], seg[keep], launch[keep]
         src = ({"table": "scalars", "series": name, "column": "value" if how.startswith("logged") else
                 "wall_time", "step_min": int(a[0]), "step_max": int(b[-1])},)
         if r.size >= self._enough(how):
             lr = np.log(r)
-            base = float(np.median(r))
+            pace = _own_pace(r, launch)
             span = np.maximum(b - a, 1)  # steps an interval covers (1 for a logged step-time point)
             per = self._per_print(run, name, a) if how == "logged step time" else 1
             found = [*self._slowdown(a, b, r, lr, seg, name, how, src),
-                     *([] if how == RATE else self._stalls(run, a, b, r, lr, span, base, name, how, src, per))]
+                     *([] if how == RATE else self._stalls(run, a, b, r, lr, span, pace, name, how, src, per))]
             if found:
                 yield from found
                 return
@@ -256,7 +267,8 @@ class ThroughputDrop:
         # Effect size first, at any length: a few steps ×`spread` slower, too few for the stall rule
         spread = self._spread(run, got) if r.size >= self.spread_points else None
         if spread is None and r.size >= self.spread_points:
-            spread = self._spread(run, got, self.long, self.hour, 1, self.hour)
+            spread = self._spread(run, got, self.long, self.hour, 1, self.hour) \
+                or self._spread(run, got, stalls=1, share=self.one_share)
         if spread is not None:
             yield Finding.of(self, severity="warning", step=spread["first_slow_step"],
                              step_end=spread["last_slow_step"], series=name, evidence=spread | {"measured_from": how},
@@ -271,32 +283,36 @@ class ThroughputDrop:
                                       f"of the time); {spread['pauses']}"))
 
     def _spread(self, run: Run, got: tuple, factor: float | None = None, seconds: float | None = None,
-                stalls: int | None = None, pause: float | None = None) -> dict | None:
+                stalls: int | None = None, pause: float | None = None, share: float | None = None) -> dict | None:
         """Step times spread ×`spread`: past the first interval (start-up: compilation, caches) and away from
         evaluation and checkpoint steps, at least `min_stalls_spread` intervals run `spread` × the median or slower,
         costing `min_seconds` or more in all and `min_lost` of the time. None otherwise. With `factor`, `seconds`,
         `stalls` and `pause` (the hour rule: one interval ×`long` holding a pause of an `hour`), the same reading of a
-        smaller effect that costs an hour at once."""
+        smaller effect that costs an hour at once; with `stalls` 1 and `share` (the one-stall rule), one interval
+        ×`spread` that holds `one_share` of the excerpt's time."""
         factor = self.spread if factor is None else factor
         seconds = self.min_seconds if seconds is None else seconds
         stalls = self.min_stalls_spread if stalls is None else stalls
         pause = self.min_pause if pause is None else pause
-        a, b, r = got[0], got[1], got[2]
+        a, b, r, launch = got[0], got[1], got[2], got[6]
         keep = r > 0
-        a, b, r = a[keep][1:], b[keep][1:], r[keep][1:]
+        a, b, r, launch = a[keep][1:], b[keep][1:], r[keep][1:], launch[keep][1:]
         if r.size < self.spread_points - 1:
             return None
-        base = float(np.median(r))
+        pace = _own_pace(r, launch)
         away, note = self._away_from_pauses(run, a, b, got[4])
         span = np.maximum(b - a, 1)
-        slow = (r >= factor * base) & away & ((r - base) * span >= pause)
-        lost = float(np.sum((r[slow] - base) * span[slow]))
+        slow = (r >= factor * pace) & away & ((r - pace) * span >= pause)
+        lost = float(np.sum((r[slow] - pace[slow]) * span[slow]))
         per = self._per_print(run, got[4], a) if got[5] == "logged step time" else 1
-        total = float(np.sum(r * span) + base * (per - 1) * r.size)
-        if int(slow.sum()) < stalls or lost < max(seconds, self.min_lost * total) or self._at_eval_period(run, b[slow]):
+        total = float(np.sum(r * span) + np.sum(pace) * (per - 1))
+        if share is not None and note == EVERY_INTERVAL:
+            return None  # one slow record among records that each evaluate: an evaluation that did more, no stall
+        share = self.min_lost if share is None else share
+        if int(slow.sum()) < stalls or lost < max(seconds, share * total) or self._at_eval_period(run, b[slow]):
             return None
-        return {"spread": float(r[slow].max() / base), "slow": int(slow.sum()), "intervals": int(r.size),
-                "seconds_per_step_slow": float(r[slow].min()), "seconds_per_step_median": base,
+        return {"spread": float(np.max(r[slow] / pace[slow])), "slow": int(slow.sum()), "intervals": int(r.size),
+                "seconds_per_step_slow": float(r[slow].min()), "seconds_per_step_median": float(np.median(pace[slow])),
                 "seconds_lost": lost, "fraction_of_time_lost": lost / total, "first_slow_step": int(a[slow][0]), "last_slow_step": int(b[slow][-1]),
                 "pauses": note}
 
@@ -355,16 +371,18 @@ class ThroughputDrop:
                                                f"steps slow down from a median {before:.3g} s to a median {after:.3g} s per step "
                                                f"(×{after / before:.2g}) from step {a[k]} to the end"))
 
-    def _stalls(self, run, a, b, r, lr, span, base, name, how, src, per: int = 1) -> Iterator[Finding]:
+    def _stalls(self, run, a, b, r, lr, span, pace, name, how, src, per: int = 1) -> Iterator[Finding]:
         """`per`: iterations each logged step time stands for (`_per_print`); a slow one costs its excess over one
-        iteration, and the run's time counts every iteration at the median pace."""
-        sigma = stats.robust_scale(lr)
+        iteration, and the run's time counts every iteration at the median pace. `pace`: each interval's launch's
+        median (`_own_pace`)."""
+        sigma = stats.robust_scale(lr - np.log(pace))
         cut = max(np.log(self.stall), self.z * sigma)
         away, note = self._away_from_pauses(run, a, b, name)
-        far = (lr - np.log(base) >= cut) & away  # an evaluation's pause is no stall
+        far = (lr - np.log(pace) >= cut) & away  # an evaluation's pause is no stall
         idx = np.flatnonzero(far)
-        total = float(np.sum(r * span) + base * (per - 1) * r.size)
-        lost = float(np.sum((r[idx] - base) * span[idx]))
+        total = float(np.sum(r * span) + np.sum(pace) * (per - 1))
+        lost = float(np.sum((r[idx] - pace[idx]) * span[idx]))
+        base = float(np.median(pace[idx])) if idx.size else float(np.median(pace))
         if idx.size < self.min_stalls or total <= 0 or lost < max(self.min_lost * total, self.stall_seconds) \
                 or float(np.median(r[idx])) - base < self.min_added or self._pace(far, away) \
                 or self._at_eval_period(run, b[idx]):
@@ -383,18 +401,36 @@ class ThroughputDrop:
 
 
 RATE = "logged throughput, as 1/x"
+EVERY_INTERVAL = "evaluations come with every interval, the fast ones too"
 
 
-def _within_launches(run: Run, name: str, a: np.ndarray, b: np.ndarray, r: np.ndarray, seg: np.ndarray) -> tuple:
-    """`seconds_per_step`'s intervals of series `name` without those that end where a launch begins
-    (`Run.launch_starts`): such an interval holds the time between two launches, not steps. A new segment starts at
-    each launch, so no change point is read across one."""
+def _within_launches(run: Run, name: str, a: np.ndarray, b: np.ndarray, r: np.ndarray, seg: np.ndarray,
+                     wa: np.ndarray, wb: np.ndarray) -> tuple:
+    """`stamped_intervals`' intervals of series `name` without those that end where a launch begins
+    (`Run.launch_starts`): such an interval holds the time between two launches, not steps; and the launch each
+    belongs to. A launch is found by its clock: a counter that starts again repeats its steps, the clock does not.
+    A new segment starts at each launch, so no change point is read across one."""
     starts = np.asarray(run.launch_starts(name), dtype=np.int64)
     if not starts.size:
-        return a, b, r, seg
-    launch = np.searchsorted(starts, b, side="right")
-    keep = np.searchsorted(starts, a, side="right") == launch
-    return a[keep], b[keep], r[keep], (seg * (starts.size + 1) + launch)[keep]
+        return a, b, r, seg, np.zeros(r.size, dtype=np.int64)
+    view = run.series_named(name)
+    walls = view.filter(pl.col("step").is_in(starts.tolist()))["wall_time"]
+    if walls.len() == starts.size and not walls.null_count():
+        edges, at_a, at_b = np.sort(walls.to_numpy()), wa, wb
+    else:
+        edges, at_a, at_b = starts, a, b
+    launch = np.searchsorted(edges, at_b, side="right")
+    keep = np.searchsorted(edges, at_a, side="right") == launch
+    return a[keep], b[keep], r[keep], (seg * (starts.size + 1) + launch)[keep], launch[keep]
+
+
+def _own_pace(r: np.ndarray, launch: np.ndarray) -> np.ndarray:
+    """Each interval's baseline: the median seconds per step of the launch it belongs to. Launches appended to one
+    log (another configuration, another machine) keep their own pace: a launch ×4 slower than the next is no stall."""
+    pace = np.empty_like(r, dtype=float)
+    for k in np.unique(launch):
+        pace[launch == k] = float(np.median(r[launch == k]))
+    return pace
 
 
 def _launch_of(run: Run, name: str, steps: np.ndarray) -> np.ndarray:
@@ -404,10 +440,27 @@ def _launch_of(run: Run, name: str, steps: np.ndarray) -> np.ndarray:
 
 
 def _is_clock(values: np.ndarray) -> bool:
-    """Values that grow at every logged point: elapsed time, not time per step. Measured step times scatter (the
-    deepspeech.pytorch slowdown falls at 4 of its 16 steps); a clock, even an excerpt of one that grows ×1.2, never
-    does. A smooth ramp of step times read this way is missed, never a false slowdown."""
-    return values.size >= 3 and bool(np.all(np.diff(values) > 0))
+    """Values that never fall and grow at most logged points: elapsed time, not time per step (a clock printed to
+    0.1 min repeats itself between steps shorter than that). Measured step times scatter (the deepspeech.pytorch
+    slowdown falls at 4 of its 16 steps); a clock, even an excerpt of one that grows ×1.2, never does. A smooth ramp
+    of step times read this way is missed, never a false slowdown."""
+    d = np.diff(values)
+    return values.size >= 3 and bool(np.all(d >= 0)) and float(np.mean(d > 0)) >= 0.5
+
+
+def _clock_restarts(values: np.ndarray) -> np.ndarray:
+    """Where an elapsed-time column starts again (a resume or relaunch that resets the clock, Ultralytics'
+    cumulative `time` after a restart): the points it falls at, when it falls at `CLOCK_RESTARTS` of its intervals
+    or fewer and grows between them. Step times that scatter fall at many points: none."""
+    d = np.diff(values)
+    falls = np.flatnonzero(d < 0) + 1
+    if not falls.size or falls.size > max(1, CLOCK_RESTARTS * d.size):
+        return np.array([], dtype=np.int64)
+    pieces = [p for p in np.split(values, falls) if p.size >= 3]
+    return falls if pieces and all(_is_clock(p) for p in pieces) else np.array([], dtype=np.int64)
+
+
+CLOCK_RESTARTS = 0.02  # a clock restarts at a resume or relaunch: a few in a log, never one interval in fifty
 
 
 def _seconds_per_unit(name: str) -> float:
