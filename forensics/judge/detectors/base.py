@@ -480,12 +480,13 @@ def opens_late(run: Run, steps: np.ndarray, share: float = 0.1, by_step: bool = 
     return by_step and steps_open_late(run, steps, share)
 
 
-def steps_open_late(run: Run, steps: np.ndarray, share: float = 0.1) -> bool:
-    """Whether the loss's own step axis opens more than `share` of its last step and two logging intervals from 0,
-    whatever its epochs say; a step axis a reader composed from ordinals (epochs and batches) is no evidence."""
+def steps_open_late(run: Run, steps: np.ndarray, share: float = 0.1, intervals: float = 2.0) -> bool:
+    """Whether the loss's own step axis opens more than `share` of its last step and `intervals` logging intervals
+    from 0, whatever its epochs say; a step axis a reader composed from ordinals (epochs and batches) is no
+    evidence."""
     ordinal = bool(run.meta.filter(run.meta["name"] == run.pick("loss"))["ordinal"].fill_null(False).any())
     return bool(not ordinal and steps.size >= 2 and steps[-1] > 0 and steps[0] > share * steps[-1]
-                and _opens_late(steps))
+                and _opens_late(steps, intervals))
 
 
 def _opens_late(axis: np.ndarray, intervals: float = 2.0, floor: float = 0.0) -> bool:

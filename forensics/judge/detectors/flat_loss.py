@@ -114,6 +114,8 @@ class FlatLoss:
     accuracy_fit: float = 0.9  # a loss exactly 0 in both splits beside an accuracy this high may be a model that fits
     identical_tol: float = 1e-4  # every record within this share of the median is as constant as one value repeated
     # (pool of 978: no healthy run's loss within 1e-3 on 3+ points; the flat ones within 1e-4 are all labelled flat)
+    held_intervals: float = 20.0  # a held level is plateau's where the step axis opens more than this many logging
+    # intervals in: an axis composed from 1-based epochs (`[1][50/500]`) opens one epoch in, 10 intervals at 50 a line
 
     def unavailable(self, run: Run) -> str | None:
         run = epoch_view(run)  # the epoch means' shape where the writer logged them beside per-step values
@@ -173,7 +175,7 @@ class FlatLoss:
         excerpt = decayed_tail(run, steps)
         decayed = excerpt or warming_up(run, steps)
         unseen = decayed or unseen_start(run, steps)  # nor a level held in an excerpt whose start is not in it
-        held = unseen or steps_open_late(run, steps)  # a level held from well into training: plateau's (`held_excerpt`)
+        held = unseen or steps_open_late(run, steps, intervals=self.held_intervals)  # a level held from well into training: plateau's (`held_excerpt`)
         # at chance from its first record says most (ln C, and why C); an exact constant says more still (below)
         role, ev = "loss", ((None if decayed else self._chance_start(run, steps, y))
                             or (None if excerpt else self._chance_most(run, steps, y))
@@ -235,7 +237,7 @@ class FlatLoss:
         if not view.has("loss"):
             return None
         steps, y = finite_part(*view.arrays("loss"))
-        if (not steps_open_late(view, steps) or decayed_tail(view, steps) or warming_up(view, steps)
+        if (not steps_open_late(view, steps, intervals=self.held_intervals) or decayed_tail(view, steps) or warming_up(view, steps)
                 or unseen_start(view, steps) or self._gradients_explode(view)
                 or next(iter(self.check(run)), None) is not None):
             return None
