@@ -229,3 +229,13 @@ def test_a_burst_orders_of_magnitude_above_its_level_is_a_spike_after_an_enormou
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
     [f] = LossSpike().check(run)
     assert 25 <= f.step <= 30 and f.evidence["ratio"] >= 1e3
+
+
+def test_a_blip_over_a_loss_printed_as_zero_is_no_spike(tmp_path):
+    """A memorised training set's loss printed with three decimals: 0.000 for hundreds of epochs with a 0.003 now
+    and then. Over a level of 0 a blip has no ratio, and it undoes nothing of the fall from 0.5."""
+    steps = np.arange(300)
+    loss = np.round(0.5 * np.exp(-steps / 8.0), 3)
+    loss[[150, 230]] = 0.003
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert list(LossSpike().check(run)) == []

@@ -32,10 +32,11 @@ class LossSpike:
     shared with the engine's spike list and bad_batch). A non-finite loss of at most `recover` points between finite
     ones of the same launch is a spike of unbounded height, from `min_points_nonfinite` points.
     A finite spike must also undo at least `min_undo` of the progress made by then (from the start level), unless it
-    stands `orders` × its trailing level (a log that began orders of magnitude higher hides no such jump); where the
-    `max_window` points before it hold an excursion of ×`heavy` (heavy-tailed noise) it must rise `min_over_max` ×
-    above the largest one, unless it undoes `undo_always` of the progress. An unstable stretch of several peaks that
-    comes back is one spike at its highest, up to `max_episode` points and `episode_share` of the series. Where a
+    stands `orders` × its positive trailing level (a log that began orders of magnitude higher hides no such jump,
+    a level printed as 0 gives no ratio); where the `max_window` points before it hold an excursion of ×`heavy`
+    (heavy-tailed noise) it must rise `min_over_max` × above the largest one, unless it undoes `undo_always` of the
+    progress. An unstable stretch of several peaks that comes back is one spike at its highest, up to `max_episode`
+    points and `episode_share` of the series. Where a
     step counter starts again (launches appended to one log, `Run.series_named`), a pass that begins at up to
     `relaunch` × the log's first loss is a new launch starting from its initial loss, not a spike; where the reader
     marked a launch (`Run.launch_starts`), neither is a jump at its start nor one within `relaunch` × its first loss
@@ -193,7 +194,8 @@ class LossSpike:
                 progress = start - s["baseline"]
                 s["start_level"] = start
                 s["undone"] = (s["value"] - s["baseline"]) / progress if progress > 0 else None
-                if s["undone"] is not None and s["undone"] < self.min_undo and s["ratio"] < self.orders \
+                orders = s["baseline"] > 0 and s["ratio"] >= self.orders  # over a level printed as 0: no ratio
+                if s["undone"] is not None and s["undone"] < self.min_undo and not orders \
                         and (scatter is None or s["value"] < self.low_level * start):
                     continue  # the noise's tail near zero (a long log's scatter measures it, but not at a few % of
                     # the start: there a jump undoes nothing a user would act on)
