@@ -885,15 +885,12 @@ class Divergence:
 
     def _wide_spread(self, y: np.ndarray, imin: int, after: np.ndarray) -> bool:
         """The points swing wide (log-scale point noise of at least `wide_spread` over the log: single-batch
-        losses printed per display), or the points after a minimum `min_points_after` records in or later sit at
-        the start's level or above (their median against `stats.head_tail_levels`: a curve that never fell), and they
-        do not sit above as many points before it (a Mann–Whitney test at `p`): the "rise" is a lucky dip followed by
-        ordinary points, not a new level."""
+        losses printed per display) and the points after the minimum do not sit above as many points before it
+        (a Mann–Whitney test at `p`): the "rise" is a lucky dip followed by ordinary points, not a new level."""
         if not np.all(y > 0) or imin == 0:
             return False
         sigma = stats.noise(np.log(y))
-        never_fell = imin >= self.min_points_after and float(np.median(after)) >= stats.head_tail_levels(y)[0]
-        if not (never_fell or math.isfinite(sigma) and sigma >= self.wide_spread):
+        if not (math.isfinite(sigma) and sigma >= self.wide_spread):
             return False
         before = y[max(0, imin - max(after.size, self.min_points_after)):imin]
         shift = stats.mann_whitney(before, after)
