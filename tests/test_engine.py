@@ -123,9 +123,9 @@ def test_a_reinforcement_learning_runs_losses_are_not_judged_as_a_training_loss(
              "train/entropy_loss": (steps, entropy), "rollout/ep_rew_mean": (steps, reward)}
     out, kinds, skipped = analyze("ppo", agent)
     assert not kinds & {"flat_loss", "divergence", "plateau", "loss_spike", "oscillation"}
-    assert all("reinforcement-learning" in skipped[k] for k in ("flat_loss", "divergence", "plateau"))
+    assert all("reinforcement-learning" in skipped[k] for k in ("flat_loss", "plateau")) and "divergence" not in skipped
     assert out["verdict"] == "healthy" and "reinforcement-learning run (it logs rollout/ep_rew_mean)" in \
-        out["verdict_reason"] and "judged for non-finite values" in out["verdict_reason"]
+        out["verdict_reason"] and "judged for non-finite values and blow-ups" in out["verdict_reason"]
     dead = {k: (s, np.where(np.arange(s.size) >= 150, np.nan, v)) if "loss" in k else (s, v)
             for k, (s, v) in agent.items()}
     _, kinds, _ = analyze("ppo_nan", dead)
@@ -134,6 +134,32 @@ def test_a_reinforcement_learning_runs_losses_are_not_judged_as_a_training_loss(
     _, kinds, skipped = analyze("dpo", {"train/loss": (steps, flat), "train/rewards/chosen": (steps, flat - 0.69),
                                         "train/rewards/rejected": (steps, flat - 0.7)})
     assert "flat_loss" in kinds and "flat_loss" not in skipped
+
+
+def test_an_agents_objectives_are_judged_for_blow_ups_past_any_reward_scale(tmp_path, capsys):
+    """An agent's value estimate blown up by orders of magnitude (its loss above 1e12 at every record, growing) is
+    divergence; a Q-learner's only loss (no policy objective beside it) jumping ×1000 its median at a few episodes
+    and straight back is its value objective blowing up on some batches: loss_spike. The same agent with a TD loss
+    that only wanders is neither."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 301)
+    reward = -300 + 200 * (1 - np.exp(-steps / 100)) + rng.normal(0, 30, steps.size)
+    td = 5 * np.exp(rng.normal(0, 0.4, steps.size))
+
+    def analyze(name, series):
+        run = write_tb(tmp_path / name, {**series, "episode_reward": (steps, reward)})
+        main(["analyze", str(run), "--db", str(tmp_path / f"{name}.duckdb"), "--json"])
+        return {f["kind"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+
+    blown = 3e23 * np.exp(np.linspace(0, 6, steps.size) + rng.normal(0, 0.5, steps.size))
+    found = analyze("blown", {"loss": (steps, blown)})
+    assert found["divergence"]["severity"] == "critical" and "above 1e+12 at every one of its 300" in \
+        found["divergence"]["summary"]
+    jumps = td.copy()
+    jumps[[60, 140, 220]] *= 2000
+    found = analyze("jumps", {"loss": (steps, jumps)})
+    assert set(found) == {"loss_spike"} and found["loss_spike"]["evidence"]["spikes"] == 3
+    assert analyze("calm", {"loss": (steps, td)}) == {}
 
 
 def test_a_gans_adversarial_losses_are_not_judged_by_their_level(tmp_path, capsys):

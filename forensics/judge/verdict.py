@@ -52,10 +52,10 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
     missing = (f"; no training loss was read: the validation loss ({count(val_points, 'point')}) was judged as "
                f"validation" if loss_points is None and val_points else "")
     rl = a.checked.get("reinforcement_learning")
-    # an agent's losses are read for non-finite values only: every verdict says so, and why
+    # an agent's losses are read for non-finite values and blow-ups only: every verdict says so, and why
     rl_note = "" if not rl else (f"; a reinforcement-learning run (it logs {rl['evidence']}): its losses "
-                    f"({_names(rl['objectives'], 3)}) were judged for non-finite values, not as a training loss that "
-                    f"should fall (they chase targets that move with the policy)")
+                    f"({_names(rl['objectives'], 3)}) were judged for non-finite values and blow-ups, not as a "
+                    f"training loss that should fall (they chase targets that move with the policy)")
     gan = a.checked.get("gan_pair")
     if gan:  # a GAN's two losses are judged as a pair, never one by one as a training loss: every verdict says so
         rl_note += (f"; a GAN run: its losses ({gan['generator']} and {gan['discriminator']}) were judged as a pair "

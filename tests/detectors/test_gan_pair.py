@@ -78,7 +78,8 @@ def test_a_balanced_gan_is_healthy_and_says_its_losses_were_judged_as_a_pair(tmp
 
 
 @pytest.mark.parametrize("names", [("Loss_G", "Loss_D"), ("g_loss", "d_loss"), ("gen_loss", "disc_loss"),
-                                   ("Generator loss", "Discriminator loss"), ("errG", "errD")])
+                                   ("Generator loss", "Discriminator loss"), ("errG", "errD"),
+                                   ("loss_gen", "loss_dis")])
 def test_the_pair_is_found_by_its_names(tmp_path, names):
     from forensics.judge.detectors.base import gan_pair
 

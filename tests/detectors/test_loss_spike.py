@@ -215,3 +215,27 @@ def test_a_window_the_hf_filter_zeroed_is_no_nonfinite_spike(tmp_path):
     loss[20], norm[20] = 0.0, np.nan
     run = load_run(write_trainer_state(tmp_path / "r", hf_history(steps, loss, norm)), tmp_path / "f.duckdb")
     assert list(LossSpike().check(run)) == []
+
+
+def test_a_burst_orders_of_magnitude_above_its_level_is_a_spike_after_an_enormous_start(tmp_path):
+    """An unnormalised regression whose first records sit near 1e8 and fall to ~10 in five steps, then six records
+    five to six orders of magnitude above that level and straight back: the burst undoes little of a start that
+    high, yet no batch noise rises ×1000, so it is a spike."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(45)
+    loss = 10 * np.exp(rng.normal(0, 0.6, steps.size))
+    loss[:5] = [8.2e7, 1.1e8, 2.8e7, 2.6e5, 4.3e6]
+    loss[25:31] = [6.9e5, 5.4e5, 8.0e4, 1.8e6, 2.3e6, 7.9e5]
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = LossSpike().check(run)
+    assert 25 <= f.step <= 30 and f.evidence["ratio"] >= 1e3
+
+
+def test_a_blip_over_a_loss_printed_as_zero_is_no_spike(tmp_path):
+    """A memorised training set's loss printed with three decimals: 0.000 for hundreds of epochs with a 0.003 now
+    and then. Over a level of 0 a blip has no ratio, and it undoes nothing of the fall from 0.5."""
+    steps = np.arange(300)
+    loss = np.round(0.5 * np.exp(-steps / 8.0), 3)
+    loss[[150, 230]] = 0.003
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert list(LossSpike().check(run)) == []

@@ -143,3 +143,18 @@ def test_losses_repeating_at_the_lag_of_one_epoch_are_batch_order_not_swings(tmp
     run = load_run(write_tb(tmp_path / "b", {"train_loss": (steps, per_step)}), tmp_path / "b.duckdb")
     [f] = Oscillation().check(run)
     assert f.evidence["autocorr_lag"] == 4
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_validation_loss_that_bounces_beside_a_training_loss_that_does_not_swing_is_silent(tmp_path, seed):
+    """A training loss that settles on a slow fall with every third record far above it (each epoch's validation
+    loss read into the same series), and a validation loss jumping ×2 between evaluations: the validation is noisy
+    (val_noise's), the training loss never swings below its trend and back, so nothing oscillates."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(600) * 5
+    loss = 0.1 + 0.1 * np.exp(-steps / 300.0) + rng.normal(0, 0.002, steps.size)
+    vsteps = steps[2::3]
+    val = rng.uniform(0.15, 0.7, vsteps.size)
+    loss[2::3] = val
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "val_loss": (vsteps, val)}), tmp_path / "f.duckdb")
+    assert list(Oscillation().check(run)) == []

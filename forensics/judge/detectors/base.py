@@ -101,9 +101,9 @@ def adversarial_loss(run: Run) -> str | None:
 
 # A side of the game by the words of its series' name, once `loss`, a split and neutral words are set aside:
 # `Loss_G`, `g_loss`, `errG`, `gen_loss`, `Generator loss`, `loss_G_GAN`, `netG`; `Loss_D`, `d_loss`, `errD`,
-# `disc_loss`, `Discriminator loss`, `loss_D_real`. A critic is no discriminator here: actor-critic RL uses the word.
+# `disc_loss`, `loss_dis`, `Discriminator loss`, `loss_D_real`. A critic is no discriminator here: actor-critic RL uses the word.
 GENERATOR_WORDS = frozenset({"g", "gen", "generator"})
-DISCRIMINATOR_WORDS = frozenset({"d", "disc", "discriminator"})
+DISCRIMINATOR_WORDS = frozenset({"d", "dis", "disc", "discriminator"})
 @dataclass(frozen=True)
 class GanPair:
     generator: str  # the generator's loss series

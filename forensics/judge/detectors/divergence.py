@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import polars as pl
 
 from forensics.judge import stats
 from forensics.judge.detectors.adversarial import discriminator_wins
 from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, finite_part, gan_pair, level_of, point,
-                                            src, too_short)
+                                            reinforcement_learning, src, too_short)
 from forensics.judge.detectors.masked_nonfinite import zeroed
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
@@ -48,7 +49,9 @@ class Divergence:
     trend test counts when the validation loss ends `witness_growth` above its minimum over `witness_points`.
     A slow drift: a rise of `drift_growth` with Kendall τ ≥ `drift_tau` over `drift_points` points and `drift_share`
     of the log. A loss above `blown_level` at every point blew up before the log began, where something beside its
-    scale says so (`_blown_shows`: a NaN after it, a rising trend, a classifier's loss).
+    scale says so (`_blown_shows`: a NaN after it, a rising trend, a classifier's loss). In a reinforcement-learning
+    run (`base.reinforcement_learning`) only an objective above `rl_blown` at every record (`_rl_blown`): an agent's
+    losses chase moving targets, so their rise, fall or swings are never read as divergence.
     Effect size first, at any length: a log whose last points are `glaring` × the median of the rest
     (`witnessed_glaring` × with a validation blow-up too), or a loss rising at each of its last `rising_points` by
     `rising_growth` while the validation loss rises at each of its last `val_rising_points` by `val_rising_growth`.
@@ -111,6 +114,7 @@ class Divergence:
     reads_validation_alone: ClassVar[bool] = True
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     judges_gan_pair: ClassVar[bool] = True  # a GAN's two losses, as a pair: the discriminator wins (detectors.adversarial)
+    judges_rl: ClassVar[bool] = True  # in an RL run, only an objective blown up past any reward scale (`_rl_blown`)
     smooth: float = 0.04  # smoothing window as a fraction of the points
     min_growth: float = 0.5  # final − min ≥ this × |min|: a user acts on a loss half again above its best
     min_recovered: float = 0.3  # final − min ≥ this × (initial − min): it gave back a good part of its progress
@@ -123,6 +127,7 @@ class Divergence:
     step_sigmas: float = 8.0  # a step up that stays: rise ≥ this × the log-scale noise after it
     min_step_after: int = 3  # ... and stays for at least this many points
     blown_level: float = 1e8  # no mean-reduced loss of a live model sits above this at every logged point
+    rl_blown: float = 1e12  # an RL objective this high at every record (healthy agents of the pool: 445 at most)
     end_jump: float = 5.0  # a last point this many times everything since the minimum: the log ends on a blow-up
     short_sigmas: float = 5.0  # in a log of ≤ `short_max` points the rise is ≥ this × the noise after the minimum
     spread_sigmas: float = 2.0  # in a longer log, by the trend or level-shift test, ≥ this × that noise
@@ -184,6 +189,10 @@ class Divergence:
         pair = gan_pair(run)
         if pair is not None:  # a GAN's losses are read as a pair, never as a training loss
             yield from discriminator_wins(self, run, pair)
+            return
+        rl = reinforcement_learning(run)
+        if rl is not None:  # an agent's objectives need not fall: only a level none of them reaches alive
+            yield from self._rl_blown(run, rl.objectives)
             return
         if not run.has("loss"):
             alone = self._validation_alone(run)
@@ -982,6 +991,28 @@ class Divergence:
         rising = [(steps, y)] + ([finite_part(*run.arrays("grad_norm"))] if run.has("grad_norm") else [])
         return any(v.size >= self.min_points and (t := stats.mann_kendall(v, s)).z > 0 and t.p < self.p
                    for s, v in rising)
+
+    def _rl_blown(self, run: Run, objectives: tuple[str, ...]) -> Iterator[Finding]:
+        """In a reinforcement-learning run, an objective above `rl_blown` in magnitude at every one of its
+        `min_points` or more finite records: a value regression that far off is a value estimate blown up by orders
+        of magnitude past any reward scale, not a target that moved. Its rise, fall or swings are not judged."""
+        trained = set(run.meta.filter(pl.col("role") == "train_loss")["name"].to_list())
+        for name in (n for n in objectives if n in trained):
+            f = run.series_named(name)
+            steps, y, _ = self._alive(f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy())
+            if y.size < self.min_points or float(np.min(np.abs(y))) <= self.rl_blown:
+                continue
+            ev = {"onset_step": int(steps[0]), "min_level": float(np.min(np.abs(y))), "initial_level": float(y[0]),
+                  "final_level": float(y[-1]), "highest": float(np.max(np.abs(y))), "rl_blown": self.rl_blown,
+                  "points": int(y.size), "objective": name, "reinforcement_learning": True}
+            yield Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]), series=name,
+                             evidence=ev, sources=(src(run, name, steps),),
+                             summary=(f"{name} is above {self.rl_blown:.0e} at every one of its {y.size} records "
+                                      f"({y[0]:.4g} at {run.printed_span(name, steps[0])} to {y[-1]:.4g} at "
+                                      f"{run.printed_span(name, steps[-1])}, highest {ev['highest']:.4g}): an agent's "
+                                      f"objective that far off has blown up by orders of magnitude past any reward "
+                                      f"scale"))
+            return
 
     def _blown(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding:
         lo = float(np.min(y))

@@ -13,7 +13,8 @@ import numpy as np
 import polars as pl
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM, VALUE_WORDS, reinforcement_learning, src, too_short
+from forensics.judge.detectors.base import (MECHANISM, POLICY_WORDS, VALUE_WORDS, reinforcement_learning, src,
+                                            too_short)
 from forensics.judge.detectors.masked_nonfinite import zeroed
 from forensics.judge.findings import Finding, plain
 from forensics.judge.numbers import count, ratio
@@ -30,10 +31,12 @@ class LossSpike:
     shift: divergence); past `max_spikes`, only those `crowd_z_factor` × the crowd's median z (`stats.SpikeRule`,
     shared with the engine's spike list and bad_batch). A non-finite loss of at most `recover` points between finite
     ones of the same launch is a spike of unbounded height, from `min_points_nonfinite` points.
-    A finite spike must also undo at least `min_undo` of the progress made by then (from the start level); where the
-    `max_window` points before it hold an excursion of ×`heavy` (heavy-tailed noise) it must rise `min_over_max` ×
-    above the largest one, unless it undoes `undo_always` of the progress. An unstable stretch of several peaks that
-    comes back is one spike at its highest, up to `max_episode` points and `episode_share` of the series. Where a
+    A finite spike must also undo at least `min_undo` of the progress made by then (from the start level), unless it
+    stands `orders` × its positive trailing level (a log that began orders of magnitude higher hides no such jump,
+    a level printed as 0 gives no ratio); where the `max_window` points before it hold an excursion of ×`heavy`
+    (heavy-tailed noise) it must rise `min_over_max` × above the largest one, unless it undoes `undo_always` of the
+    progress. An unstable stretch of several peaks that comes back is one spike at its highest, up to `max_episode`
+    points and `episode_share` of the series. Where a
     step counter starts again (launches appended to one log, `Run.series_named`), a pass that begins at up to
     `relaunch` × the log's first loss is a new launch starting from its initial loss, not a spike; where the reader
     marked a launch (`Run.launch_starts`), neither is a jump at its start nor one within `relaunch` × its first loss
@@ -191,7 +194,8 @@ class LossSpike:
                 progress = start - s["baseline"]
                 s["start_level"] = start
                 s["undone"] = (s["value"] - s["baseline"]) / progress if progress > 0 else None
-                if s["undone"] is not None and s["undone"] < self.min_undo \
+                orders = s["baseline"] > 0 and s["ratio"] >= self.orders  # over a level printed as 0: no ratio
+                if s["undone"] is not None and s["undone"] < self.min_undo and not orders \
                         and (scatter is None or s["value"] < self.low_level * start):
                     continue  # the noise's tail near zero (a long log's scatter measures it, but not at a few % of
                     # the start: there a jump undoes nothing a user would act on)
@@ -236,12 +240,14 @@ class LossSpike:
     def _value_blowups(self, run: Run, objectives: tuple[str, ...]) -> Iterator[Finding]:
         """An RL run's losses chase moving targets and need not fall, but a value objective (a regression toward
         returns) that jumps ×`blowup` its median and is back under ×10 of it at the next log, `recurrent` times or
-        more, is blowing up on some batches (exploding returns, a bad target): what an expert flags in any agent."""
+        more, is blowing up on some batches (exploding returns, a bad target): what an expert flags in any agent.
+        An agent's only loss, no policy objective named, is a value objective too (a Q-learner's TD loss)."""
         from ingest.roles import words
 
-        for name in objectives:
-            if not set(words(name)) & VALUE_WORDS:
-                continue
+        value = [n for n in objectives if set(words(n)) & VALUE_WORDS]
+        if not value and len(objectives) == 1 and not set(words(objectives[0])) & POLICY_WORDS:
+            value = list(objectives)
+        for name in value:
             f = run.series_named(name)
             s, y = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
             ok = np.isfinite(y)

@@ -31,9 +31,10 @@ class Oscillation:
     launch: a single-batch spread that wide hides a real fall from a median of three points), still within
     `around` × its start, whose upper quartile over that half is `min_factor` × its lower one (a factor, not noise);
     a level between the two moved up and stayed (a changed objective, a step up), and is no swinging;
-    bouncing weights: the validation loss over that half (`min_val_points` evaluations) reverses at `min_val_flips`
-    of its steps by a median step of `min_val_step` of its level, training being the noisier of the two, at a
-    training level of at least `min_bounce_level` of its reference.
+    bouncing weights: the training loss swinging across its trend `min_bounce_crossings` times (a validation loss
+    that bounces beside one that never swings below its trend is val_noise's), the validation loss over that half (`min_val_points`
+    evaluations) reverses at `min_val_flips` of its steps by a median step of `min_val_step` of its level, training
+    being the noisier of the two, at a training level of at least `min_bounce_level` of its reference.
     Where the writer logged an epoch aggregate beside per-step losses, the shape is the epoch means' (`epoch_view`).
     Why: an LR too high without diverging keeps the loss bouncing instead of converging.
     Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
@@ -61,6 +62,7 @@ class Oscillation:
     min_val_flips: float = 0.35  # a third of the validation steps reverse (settled weights: ~0; white noise: 2/3)
     min_val_step: float = 0.04  # and its median step is 4% of its level (settled weights: < 1%; mismatch: 2.3%)
     min_bounce_level: float = 0.25  # and the loss stays at a quarter of its reference or more (not converged)
+    min_bounce_crossings: int = 2  # and the training loss itself swings (LR too high: 4-53; pool false claim: 0)
     min_factor: float = 1.5  # a loss whose upper quartile is 1.5× its lower one, around the level it started at ...
     around: float = 1.5  # ... its median there within ×1.5 of its start
     fall_p: float = 0.01  # ... and no fall over the whole launch at Mann–Kendall p below this (a falling loss learns)
@@ -108,7 +110,8 @@ class Oscillation:
                   and q3 >= self.min_factor * q1 and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)
         unsettled = unsettled or around  # swings by a factor around the level it started at: no progress at all
         high = lvl >= self.min_bounce_level * reference
-        bounce = None if structured or unsettled or not high else self.bouncing_weights(run, x[0], seg)
+        bounce = None if structured or unsettled or not high or crossings < self.min_bounce_crossings \
+            else self.bouncing_weights(run, x[0], seg)
         if not (structured or unsettled or bounce):
             return
         crossings = crossings if structured or bounce else stats.swings(resid, 0.5 * sigma)
