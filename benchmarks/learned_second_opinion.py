@@ -240,6 +240,22 @@ def matrix(dicts: list[dict], cols: list[str] | None = None) -> tuple[np.ndarray
     return np.clip(x, -1e9, 1e9), cols
 
 
+class Varying:
+    """A classifier fitted on the columns that vary on its training rows (two distinct finite values or more):
+    the boosted trees' binning fails on a column with none."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def fit(self, x, y):
+        self.keep = np.array([np.unique(c[np.isfinite(c)]).size >= 2 for c in x.T])
+        self.model.fit(x[:, self.keep], y)
+        return self
+
+    def predict_proba(self, x):
+        return self.model.predict_proba(x[:, self.keep])
+
+
 def make_model(kind: str, seed: int = 0):
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.impute import SimpleImputer
@@ -248,8 +264,8 @@ def make_model(kind: str, seed: int = 0):
     from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
     if kind == "gb":
-        return HistGradientBoostingClassifier(max_iter=150, learning_rate=0.06, max_leaf_nodes=15, min_samples_leaf=8,
-                                              l2_regularization=1.0, class_weight="balanced", random_state=seed)
+        return Varying(HistGradientBoostingClassifier(max_iter=40, learning_rate=0.15, max_bins=32, max_leaf_nodes=15, min_samples_leaf=8,
+                                              l2_regularization=1.0, class_weight="balanced", random_state=seed))
     squash = FunctionTransformer(lambda x: np.sign(x) * np.log1p(np.abs(x)))
     return make_pipeline(squash, SimpleImputer(strategy="median", add_indicator=True, keep_empty_features=True), StandardScaler(),
                          LogisticRegression(C=0.1, class_weight="balanced", max_iter=2000))
@@ -317,39 +333,41 @@ def cv_main(a) -> int:
     # gatherings alone, for claims alone (b) and for claims added to the engine (c)
     held_scores, thresholds = {}, {}
     importances = defaultdict(list)
-    for fs, (x, cols) in sets.items():
-        for mk in a.models.split(","):
-            for held in names:
-                test = groups == held
-                train = ~test
-                for k in kinds:
-                    y = want[k]
-                    key = (fs, mk, k)
-                    held_scores.setdefault(key, np.zeros(len(rows)))
-                    if y[train].sum() < 5:
+    pairs = [tuple(p.split(":")) if ":" in p else (p, fs) for p in a.models.split(",") for fs in sets
+             if ":" not in p or p.endswith(":" + fs)]
+    for mk, fs in pairs:
+        x, cols = sets[fs]
+        for held in names:
+            test = groups == held
+            train = ~test
+            for k in kinds:
+                y = want[k]
+                key = (fs, mk, k)
+                held_scores.setdefault(key, np.zeros(len(rows)))
+                if y[train].sum() < 5:
+                    continue
+                oof = np.full(len(rows), np.nan)
+                tr_idx = np.flatnonzero(train)
+                inner = GroupKFold(n_splits=min(a.inner, len(set(groups[train]))))
+                for fit_i, val_i in inner.split(tr_idx, y[tr_idx], groups[tr_idx]):
+                    fi, vi = tr_idx[fit_i], tr_idx[val_i]
+                    if y[fi].sum() < 3:
+                        oof[vi] = 0.0
                         continue
-                    oof = np.full(len(rows), np.nan)
-                    tr_idx = np.flatnonzero(train)
-                    inner = GroupKFold(n_splits=min(a.inner, len(set(groups[train]))))
-                    for fit_i, val_i in inner.split(tr_idx, y[tr_idx], groups[tr_idx]):
-                        fi, vi = tr_idx[fit_i], tr_idx[val_i]
-                        if y[fi].sum() < 3:
-                            oof[vi] = 0.0
-                            continue
-                        oof[vi] = make_model(mk).fit(x[fi], y[fi]).predict_proba(x[vi])[:, 1]
-                    counted = ~allowed[k] | y
-                    free = tr_idx[~claimed[k][tr_idx]]
-                    for t in targets:
-                        thresholds[(fs, mk, k, held, t)] = (
-                            pick_threshold(oof[tr_idx], y[tr_idx], counted[tr_idx], t, a.min_hits),
-                            pick_threshold(oof[free], y[free], counted[free], t, a.min_hits))
-                    m = make_model(mk).fit(x[train], y[train])
-                    held_scores[key][test] = m.predict_proba(x[test])[:, 1]
-                    if mk == "lr" and fs == "curves":
-                        importances[(k, "lr")].append(m[-1].coef_[0][: len(cols)])
-                print(f"  {fs} {mk} held out {held} done", flush=True)
+                    oof[vi] = make_model(mk).fit(x[fi], y[fi]).predict_proba(x[vi])[:, 1]
+                counted = ~allowed[k] | y
+                free = tr_idx[~claimed[k][tr_idx]]
+                for t in targets:
+                    thresholds[(fs, mk, k, held, t)] = (
+                        pick_threshold(oof[tr_idx], y[tr_idx], counted[tr_idx], t, a.min_hits),
+                        pick_threshold(oof[free], y[free], counted[free], t, a.min_hits))
+                m = make_model(mk).fit(x[train], y[train])
+                held_scores[key][test] = m.predict_proba(x[test])[:, 1]
+                if mk == "lr" and fs == "curves":
+                    importances[(k, "lr")].append(m[-1].coef_[0][: len(cols)])
+            print(f"  {fs} {mk} held out {held} done", flush=True)
     results, added_by_kind = {}, {}
-    for (fs, mk) in [(fs, mk) for fs in sets for mk in a.models.split(",")]:
+    for mk, fs in pairs:
         for t in targets:
             alone = [set() for _ in rows]
             plus = [set(e) for e in engine]
@@ -395,13 +413,28 @@ def cv_main(a) -> int:
         tb, tc = score(alone, rows), score(plus, rows)
         s8 = groups == "set8"
         tc8 = score([plus[i] for i in np.flatnonzero(s8)], [rows[i] for i in np.flatnonzero(s8)])
-        print(f"  {key[1]:>2} {key[0]:<14} target {key[2]:.2f}: (b) {cell(*tb)}  (c) {cell(*tc)}  (c) on set8 {cell(*tc8)}")
-        report["targets"][f"{key[1]} {key[0]} {key[2]}"] = {"alone": list(tb), "plus": list(tc), "plus_set8": list(tc8)}
+        tb8 = score([alone[i] for i in np.flatnonzero(s8)], [rows[i] for i in np.flatnonzero(s8)])
+        print(f"  {key[1]:>2} {key[0]:<14} target {key[2]:.2f}: (b) {cell(*tb)}  (c) {cell(*tc)}  on set8 (b) {cell(*tb8)} (c) {cell(*tc8)}")
+        report["targets"][f"{key[1]} {key[0]} {key[2]}"] = {
+            "alone": list(tb), "plus": list(tc),
+            "per_gathering": {g: {"alone": score([alone[i] for i in np.flatnonzero(groups == g)],
+                                                 [rows[i] for i in np.flatnonzero(groups == g)]),
+                                  "plus": score([plus[i] for i in np.flatnonzero(groups == g)],
+                                                [rows[i] for i in np.flatnonzero(groups == g)])} for g in names}}
+    for key in results:
+        per = report["targets"][f"{key[1]} {key[0]} {key[2]}"]["per_gathering"]
+        print(f"  (b) per gathering, {key[1]} {key[0]} target {key[2]:.2f}: "
+              + ", ".join(f"{g} {cell(*per[g]['alone'])}" for g in names))
     print("\nadded claims per kind over all held-out gatherings (c): hits / false / allowed")
     for key, stats in added_by_kind.items():
         if stats:
             print(f"  {key[1]} {key[0]} {key[2]:.2f}: " + ", ".join(f"{k} {s[0]}/{s[1]}/{s[2]}" for k, s in sorted(stats.items())))
         report["added"][f"{key[1]} {key[0]} {key[2]}"] = stats
+    if a.scores:  # each run's held-out score per kind, for reading what the model ranks high (development only)
+        Path(a.scores).write_text(json.dumps({
+            "runs": [{"path": r["path"], "want": sorted(norm(r["want"])), "allowed": sorted(norm(r["allowed"])),
+                      "engine": sorted(e)} for r, e in zip(rows, engine)],
+            "scores": {f"{mk} {fs} {k}": [round(float(v), 4) for v in sc] for (fs, mk, k), sc in held_scores.items()}}))
     from sklearn.metrics import average_precision_score, roc_auc_score
     print("\nranking on held-out gatherings, threshold-free (AUC, average precision / base rate); all runs | runs the "
           "engine did not claim the kind on")
@@ -443,11 +476,12 @@ def permutation_report(x, cols, kinds, want, a) -> dict:
     print("\nboosted model, permutation importance on curve features (average precision drop; top 6):")
     for k in kinds:
         m = make_model("gb").fit(x, want[k])
-        imp = permutation_importance(m, x, want[k], n_repeats=3, random_state=0,
+        kept = [c for c, keep in zip(cols, m.keep) if keep]
+        imp = permutation_importance(m.model, x[:, m.keep], want[k], n_repeats=3, random_state=0,
                                      scoring=lambda est, xx, yy: average_precision_score(yy, est.predict_proba(xx)[:, 1]))
         top = np.argsort(-imp.importances_mean)[:6]
-        out[k] = [(cols[i], round(float(imp.importances_mean[i]), 3)) for i in top]
-        print(f"  {k:<22} " + ", ".join(f"{cols[i]} {imp.importances_mean[i]:.3f}" for i in top), flush=True)
+        out[k] = [(kept[i], round(float(imp.importances_mean[i]), 3)) for i in top]
+        print(f"  {k:<22} " + ", ".join(f"{kept[i]} {imp.importances_mean[i]:.3f}" for i in top), flush=True)
     return out
 
 
@@ -468,14 +502,16 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--findings", required=True)
     c.add_argument("--features", required=True)
     c.add_argument("--site", required=True, help="folder scikit-learn was installed into (pip install --target)")
-    c.add_argument("--models", default="gb,lr")
+    c.add_argument("--models", default="gb:curves,lr",
+                   help="models (gb, lr), each on both feature sets or on one as MODEL:SET (curves, curves+engine)")
     c.add_argument("--min-positive", type=int, default=15)
     c.add_argument("--precision", type=float, default=0.9)
     c.add_argument("--min-hits", type=int, default=3)
     c.add_argument("--targets", default="0.8,0.7", help="further precision targets, reported in total")
-    c.add_argument("--inner", type=int, default=4, help="inner group folds for the thresholds")
+    c.add_argument("--inner", type=int, default=3, help="inner group folds for the thresholds")
     c.add_argument("--importance", action="store_true", help="permutation importances of the boosted model")
     c.add_argument("--json")
+    c.add_argument("--scores", help="write each run's held-out score per kind here (names runs: development only)")
     a = ap.parse_args(argv)
     return features_main(a) if a.cmd == "features" else cv_main(a)
 
