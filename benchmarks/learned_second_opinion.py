@@ -16,6 +16,11 @@ Two steps over the labelled pool (the labels files benchmarks/false_alarms.py re
 
 scikit-learn is not a dependency of the project: pass --site DIR, a folder it was installed into with
 `pip install --target DIR scikit-learn`; it is appended to sys.path, so the environment's numpy stays first.
+
+  PYTHONPATH=$PWD python benchmarks/false_alarms.py LABELS... --cache CACHE --json POOL.json
+  PYTHONPATH=$PWD python benchmarks/learned_second_opinion.py features --findings POOL.json --cache CACHE --out F.json
+  OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/learned_second_opinion.py cv --findings POOL.json \
+      --features F.json --site DIR [--importance] [--json OUT.json]
 """
 from __future__ import annotations
 
