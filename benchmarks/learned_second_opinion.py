@@ -44,15 +44,14 @@ def norm(kinds) -> set[str]:
 
 
 def gathering(setpath: str) -> str:
-    """The gathering a labels file's folder belongs to: one cross-validation group (dev and blind halves of a set
-    are one gathering; the three shared sets are one; the first blind part's two formats are one)."""
-    if setpath.startswith("/work/shared/"):
+    """The gathering a labels file's folder belongs to: one cross-validation group. The folder less the split and
+    format names beneath a gathering (`set3/dev/console` and `set3/blind/structured` are one gathering, `set3`); the
+    labelled sets of ../shared are one gathering."""
+    parts = Path(setpath).parts
+    if "shared" in parts:
         return "shared"
-    rest = setpath.replace("/work/wild_own/", "")
-    first = rest.split("/")[0]
-    if first in ("console", "structured"):
-        return "first_blind"
-    return first
+    kept = [p for p in parts if p not in ("console", "structured", "dev", "blind", "gate")]
+    return kept[-1] if kept else setpath
 
 
 # --- features -------------------------------------------------------------------------------------------------
