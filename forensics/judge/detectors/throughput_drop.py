@@ -34,10 +34,9 @@ class ThroughputDrop:
     the time; or one interval `long` × the median or slower holding a pause of an `hour` or more (and `min_lost` of
     the time): hours lost at once, which a log of a dozen lines shows as well as a long one; or one interval
     `spread` × the median holding `one_share` of the time, where the records are not each an evaluation's: the stall
-    an excerpt of a few steps shows. Every interval
-    is judged against the median of its own launch (`_own_pace`). Pauses at evaluation
-    and checkpoint steps, or on an epoch's first printed line, are no stall, unless those come at most intervals
-    (then they are the run's rhythm, in the median).
+    an excerpt of a few steps shows. Every interval is judged against the median of its own launch (`_own_pace`).
+    Pauses at evaluation and checkpoint steps, or on an epoch's first printed line, are no stall, unless those come
+    at most intervals (then they are the run's rhythm, in the median).
     A logged throughput (samples/s, it/s, tokens/s) is judged as a step time, 1/x, where no step time or wall
     stamps speak; a rate has no seconds to price, so only its change over time does (the slowdown rule, and a log
     that ends on `end_points` records ×`end_factor` slower than the steady ones before, at any length). A printed
