@@ -9,6 +9,7 @@ polars' CSV writer, the HF Trainer layout of tests/runwriters.py cut in half.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
@@ -314,6 +315,38 @@ def test_the_initial_level_is_named_once_and_set_reaches_it(tmp_path, capsys):
             assert not re.search(r"np\.median\([^()]*\[:3\]\)", path.read_text(encoding="utf-8")), path
     out = analyze_json(capsys, GALLERY / "healthy_mlp", tmp_path / "f.duckdb", "--set", "plateau.start_points=5")
     assert out["verdict"] == "healthy"
+
+
+def test_a_detector_that_reads_another_reads_it_as_this_analysis_sets_it():
+    """Plateau reads flat_loss's rules (a held excerpt, identical values) and resumed_run's restarts, underfitting
+    reads oscillation's, overfitting val_noise's bar: each holds that detector as a field named after its kind, built
+    with this analysis's `--set` values (also when it is skipped), and no detector builds another with its defaults."""
+    from forensics.judge.detectors import ALL
+    from forensics.judge.settings import reads, selection, settable
+
+    by_kind = {c.kind: c for c in ALL}
+    assert {"flat_loss", "resumed_run"} <= reads(by_kind["plateau"])
+    assert "oscillation" in reads(by_kind["underfitting"]) and "val_noise" in reads(by_kind["overfitting"])
+    assert "overfitting" in reads(by_kind["plateau"])
+    sel = selection(skip=["flat_loss"], settings={"flat_loss.identical_tol": "0.01", "val_noise.ratio": "7",
+                                                   "oscillation.min_bounce_crossings": "9",
+                                                   "overfitting.scatter_sigmas": "4"})
+    built = {d.kind: d for d in sel.detectors()}
+    assert "flat_loss" not in built and built["plateau"].flat_loss.identical_tol == 0.01
+    assert built["overfitting"].val_noise.ratio == 7 and built["oscillation"].min_bounce_crossings == 9
+    assert built["underfitting"].oscillation.min_bounce_crossings == 9
+    assert built["plateau"].overfitting.scatter_sigmas == 4 and built["plateau"].overfitting.val_noise.ratio == 7
+    assert "flat_loss" not in settable(by_kind["plateau"])  # set as flat_loss.FIELD, never plateau.flat_loss
+    names = {c.__name__ for c in ALL}
+    for path in (REPO / "forensics" / "judge" / "detectors").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for cls in (n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ClassDef)):
+            for node in (n for n in ast.walk(cls) if isinstance(n, ast.Attribute)):  # `FlatLoss().held_excerpt`
+                built = node.value
+                assert not (isinstance(built, ast.Call) and isinstance(built.func, ast.Name)
+                            and built.func.id in names), f"{path.name}:{node.lineno} builds {built.func.id}()"
+        # nor reads a class default in place of this analysis's value (`FlatLoss.edge`; names in backticks are prose)
+        assert not re.search(rf"(?<![`\w])(?:{names})\.[a-z_]+\b(?!\()", text), path
 
 
 # -- one boundary between flat_loss and plateau ------------------------------------------------------------------

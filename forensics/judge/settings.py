@@ -41,9 +41,14 @@ class Selection:
         return bool(self.only or self.skip)
 
     def detectors(self) -> list[Detector]:
-        """The detector instances, each with its thresholds and, where it reads spikes, this analysis's rule."""
-        return [c(**self.thresholds.get(c.kind, {}), **({SPIKE: self.spike} if _reads_spikes(c) else {}))
-                for c in _chosen(self.only, self.skip)]
+        """The detector instances, each with its thresholds, this analysis's spike rule where it reads spikes, and
+        the detectors whose rules it reads (`reads`) as this analysis sets them."""
+        return [self._built(c) for c in _chosen(self.only, self.skip)]
+
+    def _built(self, cls: type) -> Detector:
+        by_kind = {c.kind: c for c in ALL}
+        return cls(**self.thresholds.get(cls.kind, {}), **({SPIKE: self.spike} if _reads_spikes(cls) else {}),
+                   **{kind: self._built(by_kind[kind]) for kind in reads(cls)})
 
     def as_json(self) -> dict[str, Any]:
         """The settings as stored with an analysis: {"loss-spike.min-undo": 0.5, "spike.z": 6.0}."""
@@ -61,6 +66,12 @@ def selection(only: Sequence[str] = (), skip: Sequence[str] = (), settings: dict
     not parse."""
     only, skip = tuple(_kinds(only)), tuple(_kinds(skip))
     running = {c.kind for c in _chosen(only, skip)}
+    by_kind = {c.kind: c for c in ALL}
+    stack = list(running)
+    while stack:  # a detector whose rules a running one reads is read too, run or not
+        for kind in reads(by_kind[stack.pop()]) - running:
+            running.add(kind)
+            stack.append(kind)
     by_name = {c.kind: c for c in ALL}
     valid = ", ".join(sorted(by_name))
     thresholds: dict[str, dict[str, Any]] = {}
@@ -96,8 +107,17 @@ def build_detectors(only: Sequence[str] = (), skip: Sequence[str] = (),
 
 
 def settable(cls: type) -> dict[str, dataclasses.Field]:
-    """A detector's fields `--set` can give: its scalar thresholds (the spike rule is set as `spike.FIELD`)."""
-    return {f.name: f for f in dataclasses.fields(cls) if f.name != SPIKE}
+    """A detector's fields `--set` can give: its scalar thresholds (the spike rule is set as `spike.FIELD`, and a
+    detector it reads as that detector's own fields)."""
+    return {f.name: f for f in dataclasses.fields(cls) if f.name != SPIKE and f.name not in reads(cls)}
+
+
+def reads(cls: type) -> set[str]:
+    """The kinds of the other detectors whose rules `cls` reads: its fields named after them (plateau's `flat_loss`),
+    each given that detector with this analysis's `--set` values, so a threshold has one setting wherever it is
+    read."""
+    kinds = {c.kind for c in ALL} - {cls.kind}
+    return {f.name for f in dataclasses.fields(cls) if f.name in kinds}
 
 
 def _reads_spikes(cls: type) -> bool:

@@ -109,6 +109,12 @@ class Overfitting:
     val_only_rise: float = 0.2  # ... then a rise of 20% of it, ...
     val_only_share: float = 1 / 3  # ... over a third of the evaluations or more, ...
     val_only_tau: float = 0.6  # ... ordered upward (Kendall's tau)
+    val_noise: ValNoise = ValNoise()  # val_noise's bar for a noisier validation curve, as this analysis sets it
+
+    def held_out_turn(self, steps: np.ndarray, values: np.ndarray) -> int | None:
+        """`held_out_rose` with this detector's scatter margins: where another detector asks "did the held-out curve
+        rise beyond its scatter", it asks with overfitting's settings."""
+        return held_out_rose(steps, values, self.scatter_min_evals, self.scatter_sigmas, self.scatter_min_rise)
 
     def _steady_rise(self, v: np.ndarray, vs: np.ndarray, imin: int, rise: float, noise: float) -> bool:
         """A rise smaller than `noise_k` point sigmas still counts when the evaluations after the minimum
@@ -341,7 +347,7 @@ class Overfitting:
             return
         # A rise under `noise_k` sigmas needs a second witness (its own trend, or training collapsing), and never
         # on a validation loss noisier than training: a validation set that small is val_noise's finding.
-        if rise < self.noise_k * noise and (_noisier(v, tv) or not (
+        if rise < self.noise_k * noise and (_noisier(v, tv, self.val_noise) or not (
                 self._steady_rise(v, vs, imin, rise, noise) or self._memorises(tv[after], rise, noise))):
             return
         slope, _ = stats.theil_sen(ts[after], tv[after])
@@ -383,8 +389,7 @@ class Overfitting:
         return f"validation loss bottoms {where} and rises to {final_text} (+{(final - lo) / abs(lo) if lo else 0:.0%}) {train}"
 
 
-def held_out_rose(steps: np.ndarray, values: np.ndarray, min_evals: int = Overfitting.scatter_min_evals,
-                  sigmas: float = Overfitting.scatter_sigmas, min_rise: float = Overfitting.scatter_min_rise) -> int | None:
+def held_out_rose(steps: np.ndarray, values: np.ndarray, min_evals: int, sigmas: float, min_rise: float) -> int | None:
     """The step of the held-out curve's minimum when it rose after it beyond its own scatter: `min_evals`
     evaluations after the raw minimum, the median of the last two `sigmas` point sigmas (measured after the
     minimum, on successive differences) and `min_rise` of it above it (overfitting's `_scatter` margins, read from
@@ -440,10 +445,10 @@ def _memorised(train: np.ndarray, share: float) -> bool:
     return bool(end == 0 or (train[0] > 0 and end <= share * float(train[0])))
 
 
-def _noisier(val: np.ndarray, train: np.ndarray) -> bool:
+def _noisier(val: np.ndarray, train: np.ndarray, noise: ValNoise) -> bool:
     """Validation noisier than training by val_noise's measure (`stats.relative_wiggle`) and bar: its `single_ratio`
     against a training loss logged between evaluations, its `ratio` against one at their cadence. Noisier by less,
     val_noise does not claim the curve, and its rise is judged here."""
-    bar = ValNoise.single_ratio if train.size > ValNoise.cadence_share * val.size else ValNoise.ratio
+    bar = noise.single_ratio if train.size > noise.cadence_share * val.size else noise.ratio
     vn, tn = stats.relative_wiggle(val), stats.relative_wiggle(train)
     return bool(np.isfinite(vn) and np.isfinite(tn) and vn >= bar * tn)

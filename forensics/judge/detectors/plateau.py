@@ -12,10 +12,11 @@ import numpy as np
 import polars as pl
 
 from forensics.judge import stats
-from forensics.judge.detectors.overfitting import held_out_rose
+from forensics.judge.detectors.overfitting import Overfitting
 from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, class_source, finite_part, head_tail_of,
                                             level_of, src, too_short)
 from forensics.judge.detectors.flat_loss import FlatLoss, shortest
+from forensics.judge.detectors.resumed_run import ResumedRun
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -118,6 +119,9 @@ class Plateau:
     # runs at 3 and 4 with no fall to a plateau allowed, none at 5 that plateau is not allowed on)
     best_evals: int = 5  # a validation loss setting a new best at most of its last (up to) 5 evaluations ...
     min_best_evals: int = 3  # ... and at least 3 of them in the stall: still improving (a sign test)
+    flat_loss: FlatLoss = FlatLoss()  # flat_loss's rules (held excerpts, identical values), as this analysis sets them
+    resumed_run: ResumedRun = ResumedRun()  # the restarts resumed_run finds, likewise
+    overfitting: Overfitting = Overfitting()  # and overfitting's margins for a held-out rise
 
     def _lr_fall(self, run: Run, start_step: int) -> float | None:
         """Peak LR up to `start_step` over the median LR from it to the end (None without an LR series on the
@@ -150,7 +154,7 @@ class Plateau:
         # the verdict and `-v`) only when it finds one, so a short log without it stays "too short".
         short = too_short(run, "loss", self.min_points)
         if (short and self._stall(run) is None and self._chance(run) is None and self._glaring(run) is None
-                and FlatLoss().held_excerpt(run) is None and self._frozen_validation(run) is None):
+                and self.flat_loss.held_excerpt(run) is None and self._frozen_validation(run) is None):
             return short
         return None
 
@@ -259,12 +263,10 @@ class Plateau:
         epoch going back), judged as a run of its own, whose level the loss after the restart beats by
         `later_fall` (its rolling median's minimum there): the stall was not the run's floor, and it held until
         the run was stopped and resumed. The plateau's evidence with the restart, or None."""
-        from forensics.judge.detectors.resumed_run import ResumedRun
-
         steps, y = finite_part(*run.arrays("loss"))
         if not steps.size:
             return None  # non-finite from its first point: nothing before a restart to judge
-        restarts = sorted({f.evidence["restart_step"] for f in ResumedRun().check(run)
+        restarts = sorted({f.evidence["restart_step"] for f in self.resumed_run.check(run)
                            if f.evidence.get("overlap_steps") == 0})  # a segment is a stretch of rising steps
         edges = [int(steps[0])] + restarts
         for lo, hi in zip(edges, edges[1:]):
@@ -354,7 +356,7 @@ class Plateau:
                 run.format_of(run.pick("val_loss")) != run.format_of(run.pick("loss"))):
             return False
         vs, v = finite_part(*run.arrays("val_loss"))
-        turn = held_out_rose(vs, v)
+        turn = self.overfitting.held_out_turn(vs, v)
         return turn is not None and turn < (f.step_end if f.step_end is not None else vs[-1])
 
     def _short_of_plan(self, run: Run) -> bool:
@@ -388,7 +390,7 @@ class Plateau:
             if frozen is not None:
                 yield frozen
                 return
-            excerpt = None if short else FlatLoss().held_excerpt(run)
+            excerpt = None if short else self.flat_loss.held_excerpt(run)
             if excerpt is not None:
                 yield self._excerpt_finding(run, *excerpt)
                 return
@@ -424,7 +426,7 @@ class Plateau:
         vs, v = finite_part(*run.arrays("val_loss"))
         k = 0
         for j in range(self.frozen_evals, v.size + 1):
-            if not FlatLoss().identical(v[-j:]):
+            if not self.flat_loss.identical(v[-j:]):
                 break
             k = j
         if k == 0 or k == v.size or float(v[0]) - float(np.median(v[-k:])) < self.min_drop * abs(float(v[0])):
@@ -442,7 +444,7 @@ class Plateau:
     def _excerpt_finding(self, run: Run, steps: np.ndarray, y: np.ndarray, ev: dict) -> Finding:
         """A level held within its noise over an excerpt that opens well into training (`FlatLoss.held_excerpt`):
         the fall before it is not in the log, so it is a stall, not a loss that never moved."""
-        (_, head), (_, tail) = head_tail_of(steps, y, FlatLoss.edge)
+        (_, head), (_, tail) = head_tail_of(steps, y, self.flat_loss.edge)
         ev = ev | {"excerpt_from_step": int(steps[0])}
         return Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]),
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),

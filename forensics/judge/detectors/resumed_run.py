@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 
 from forensics.judge.detectors.base import UPSTREAM, by_launch, src
+from forensics.judge.detectors.lr_schedule_anomaly import LrScheduleAnomaly
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import count
 from forensics.judge.detectors.base import quoted
@@ -80,6 +81,7 @@ class ResumedRun:
     step_slack: float = 1.5  # a new writer's first step within this many logging intervals of the last file's ...
     pause_intervals: float = 2.0  # ... after a pause longer than this many logging intervals take (pool: `min_before`
     # 1-10, `step_slack` 1-5 and this 1-30 flat)
+    lr_schedule_anomaly: LrScheduleAnomaly = LrScheduleAnomaly()  # its LR restarts, as this analysis sets them
 
     def check(self, run: Run) -> Iterator[Finding]:
         found = list(self._from_counters(run))
@@ -367,9 +369,7 @@ class ResumedRun:
     def _scheduler_restarts(self, run: Run) -> Iterator[Finding]:
         """A resume the steps do not show: the LR jumps back up mid-decay to a value its schedule had earlier
         while the steps go on (lr_schedule_anomaly's rule (c), read from there: one judgement, one home)."""
-        from forensics.judge.detectors.lr_schedule_anomaly import LrScheduleAnomaly
-
-        for r in LrScheduleAnomaly().restarts(run)[: self.max_reported]:
+        for r in self.lr_schedule_anomaly.restarts(run)[: self.max_reported]:
             ev = {"restart_step": r["step"], "previous_step": r["previous_step"], "overlap_steps": 0,
                   "lr_before": r["lr_before"], "lr_after": r["lr_after"], "same_lr_step": r["same_lr_step"],
                   "wall_gap_s": None}

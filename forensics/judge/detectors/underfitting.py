@@ -100,6 +100,7 @@ class Underfitting:
     min_best_evals: int = 3  # ... at least 3 of them: still improving, not stalled (a sign test)
     metric_gain: float = 0.1  # a task metric up 10 points on train and evaluation data alike: the model learns
     below_chance: float = 0.9  # a flat level under this share of ln C (C declared) is a learned one, not chance
+    oscillation: Oscillation = Oscillation()  # oscillation's bouncing weights, as this analysis sets them
 
     def unavailable(self, run: Run) -> str | None:
         short = too_short(run, "loss", self.min_train_points) or too_short(run, "val_loss", self.min_val_points)
@@ -319,7 +320,7 @@ class Underfitting:
             return  # converged slowly over the whole run: not stuck early at a high level
         if pinned is None and not chance and self._falls_through(ts, t, t_start, head - t_end):
             return  # the "stall" is the noise band of a loss still falling through it: not stalled
-        if any(f.evidence.get("rule") == "bouncing_weights" for f in Oscillation().check(run)):
+        if any(f.evidence.get("rule") == "bouncing_weights" for f in self.oscillation.check(run)):
             return  # the weights bounce around the level: oscillation's finding, the LR is the lever
         ev = {"reference": reference, "reference_source": source, "fraction_of_reference": t_end / reference,
               "train_stall_start": t_start, "val_stall_start": v_start, "initial_level": head, "train_final": t_end,
