@@ -69,6 +69,7 @@ def wide_text(name: str, raw: bytes, start: int):
 # Encodings a text log is written in besides UTF-8 (a Chinese Windows console's GBK, which GB18030 extends): text in
 # one of them is a log's text, whose ASCII (its names and values) reads as it is.
 LEGACY_ENCODINGS = ("gb18030",)
+LEGACY_EVIDENCE = 4  # characters of a script a head must hold, decoded, before it is called that encoding's text
 
 
 # Control bytes text holds (tab, line breaks, form feed, backspace and bell of progress bars, ANSI's escape) and
@@ -125,8 +126,8 @@ def binary_reason(head: bytes) -> str | None:
 
 def legacy_encoding(head: bytes) -> str | None:
     """The legacy encoding (`LEGACY_ENCODINGS`) a text file is written in, judged from its first bytes: not UTF-8
-    (beyond a character cut at the end of `head`) and read by that encoding with its non-ASCII characters mostly
-    letters of a script (CJK); None for UTF-8, UTF-16 and data."""
+    (beyond a character cut at the end of `head`) and read by that encoding as `LEGACY_EVIDENCE` characters or more,
+    mostly letters of a script (CJK); None for UTF-8, UTF-16, data and a head too short to tell."""
     if head.isascii() or utf16_order(head) is not None:
         return None
     try:
@@ -140,7 +141,7 @@ def legacy_encoding(head: bytes) -> str | None:
         if text is None:
             continue
         wide = [c for c in text if not c.isascii()]
-        if wide and sum(c.isalpha() or 0x3000 <= ord(c) <= 0x303F or 0xFF00 <= ord(c) <= 0xFFEF
+        if len(wide) >= LEGACY_EVIDENCE and sum(c.isalpha() or 0x3000 <= ord(c) <= 0x303F or 0xFF00 <= ord(c) <= 0xFFEF
                         for c in wide) >= 0.8 * len(wide):
             return encoding
     return None
