@@ -108,7 +108,8 @@ import polars as pl
 from ingest import announcements
 from ingest.plan import CONFIG_NAME as PLAN_CONFIG
 from ingest.plan import planned
-from ingest.decoding import LEGACY_ENCODINGS, as_utf8, binary_reason, sample, utf16_order  # noqa: F401 (re-exported)
+from ingest.decoding import (LEGACY_ENCODINGS, as_utf8, binary_reason, legacy_encoding, sample,  # noqa: F401 (re-exported)
+                             utf16_order)
 from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame, texts_frame
 from ingest.roles import SPLIT_WORDS, role_of, words
@@ -120,7 +121,8 @@ NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 METRIC_WORDS = re.compile(
     r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
-    r"|cost|objective|nll|xent|energy|logprob",
+    r"|cost|objective|nll|xent|energy|logprob"
+    r"|损失|准确率|正确率|精度|学习率",  # the Chinese words for loss, accuracy, lr (`ingest.roles.CJK_TERMS`)
     re.I)
 MEMORY_UNIT = r"[KMGTP]i?B|[kmg]i?b"  # `2100MB`, `12.3GiB`, `812mb` (`_unit_tag`)
 _UNIT_BEFORE_KEY = rf"(?:{MEMORY_UNIT}|ms|s|sec)\s"  # the last value's unit (`mem=2100 MB lr=0.1`), not a key's word
@@ -519,7 +521,8 @@ def _unit_tag(key: str, unit: str | None) -> str | None:
 _TOKEN = re.compile(
     r"(?P<skip>\d+(?::\d\d)+(?:[.,]\d+)?(?![\w:])|[-+]?\d[\d.]*\s*/\s*\d[\d.]*)"
     rf"|(?P<value>{NUM})(?P<unit>\s?%|(?:{_UNIT_GLUED})(?![\w.%:]))?(?![\w.%:])"  # `.95:` is a label's
-    r"|(?P<word>[A-Za-z_][\w./@%+-]*|\d+[A-Za-z]+_[\w./@%+-]*(?![\w.]))"  # also `3d_train`: a name opened by a count
+    r"|(?P<word>[^\W\d][\w./@%+-]*|\d+[A-Za-z]+_[\w./@%+-]*(?![\w.]))"  # also `3d_train`: a name opened by a count
+    # (and a name in another script: `当前损失值：10.11`, read by its words, `ingest.roles.CJK_TERMS`)
     r"|(?P<junk>[-+]?\.?\d\S*|--[A-Za-z][\w.-]*)"  # a number glued to a word; a command line's `--lr=5e-4`
     r"|(?P<sep>[:=])"
     r"|\S")
@@ -1186,6 +1189,10 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
         if order is not None:
             yield from _read_utf16(path, start, order)
             return
+        legacy = legacy_encoding(head)
+        if legacy is not None:
+            yield from _read_legacy(path, start, legacy)
+            return
         why = binary_reason(head) if start == 0 else None
         if why is not None and not _prints_metrics(path):
             # Nothing is consumed: a log whose first bytes only looked binary (a short head, a multi-byte
@@ -1265,6 +1272,42 @@ def _read_utf16(path: Path, start: int, order: str) -> Iterator[Chunk]:
         frame = with_loss_sums(frame)
     if said is not None:
         said = said.with_columns((begin + 2 * pl.Series(before[said["position"].to_numpy()])).alias("position"))
+    yield Chunk(end=end, scalars=frame, texts=said, issues=state.issues(path.name))
+
+
+def _read_legacy(path: Path, start: int, codec: str) -> Iterator[Chunk]:
+    """A log in a legacy encoding (`legacy_encoding`: a Chinese Windows console's GBK): its complete lines from byte
+    `start` decoded and read as the UTF-8 ones are (its names too: `当前损失值：10.11`), each record's position mapped
+    back to its byte offset in the file."""
+    raw = path.read_bytes()
+    text = raw[start:].decode(codec, errors="replace")
+    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
+    if cut < len(text) and _idle(path):
+        cut = len(text)  # a finished run's last print, never ended by a line break
+    done = text[:cut]
+    data = done.encode("utf-8")
+    if data and not data.endswith((b"\n", b"\r")):
+        data += b"\n"
+    end = start + len(done.encode(codec, errors="replace"))
+    import io
+
+    state = _State.resume(io.BytesIO(b""), 0)
+    state.start, state.stem_tag, state.held_stem = start, _stem_tag(path), _held_stem(path)
+    frame = state.parse(data, 0) if data else None
+    said = state.said_frame()
+    # UTF-8 byte -> the file's bytes before it: ASCII is one byte in both; another character is its own width there
+    before = np.zeros(len(data) + 1, np.int64)
+    at = 0
+    for ch in done:
+        u = len(ch.encode("utf-8"))
+        before[at + 1: at + u + 1] = before[at] + (1 if u == 1 else len(ch.encode(codec, errors="replace")))
+        at += u
+    before[at + 1:] = before[at] + 1  # the line break added after an unended last line
+    if frame is not None and frame.height:
+        frame = frame.with_columns((start + pl.Series(before[frame["position"].to_numpy()])).alias("position"))
+        frame = with_loss_sums(frame)
+    if said is not None:
+        said = said.with_columns((start + pl.Series(before[said["position"].to_numpy()])).alias("position"))
     yield Chunk(end=end, scalars=frame, texts=said, issues=state.issues(path.name))
 
 
@@ -2214,7 +2257,9 @@ COUNTER_COLUMNS = {"epoch": "epoch", "ep": "epoch", "batch": "batch", "iter": "s
 TOTAL_COLUMNS = {"total", "sum", "all", "overall"}
 MAX_COLUMNS = 40
 MAX_HEADERS = 8
-_BARE = re.compile(rf"^\s*(?:(?P<n>\d+)\s*[:,]\s*)?(?P<value>{NUM})\s*$")
+# A value alone on its line, or after its counter: `12: 0.693`, `12\t0.693`, and a counter under its word
+# (`epoch1\t0.2549`, `Epoch 3: 0.41`, a loop that writes `"epoch%d\t%f"`); the file's name says what the value is.
+_BARE = re.compile(rf"^\s*(?:(?i:epoch|iter|iteration|step|batch)?[ \t]*(?P<n>\d+)\s*(?:[:,]|\t)\s*)?(?P<value>{NUM})\s*$")
 # Names padded before their colon are a settings dump where the file gives some of them words, not numbers
 # (`Mode         : full`, `optimizer      :<TAB>adam`): there, none of them is read (their numbers are settings too).
 # A logging level padded to its column (`INFO    : message`, `%(levelname)-8s:`) is a message's lead, not a setting.
@@ -2314,6 +2359,9 @@ _CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", 
 _COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}
 _LOG_PREFIX = re.compile(r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _SECTION_KEY = re.compile(r"^\s*(?:[A-Z_]+|[a-z_]+):\s*$")  # a config dump's section (yacs' `TEST:`), not a header
+# Python logging's default prefix `LEVEL:name:` names the logger (an experiment's name, `INFO:mi-test:`), not the
+# line's split; a logger named by a split word alone (`INFO:test:`) still labels its lines.
+_LOGGER_NAME = re.compile(rf"(?:(?<=\bINFO)|(?<=\bWARNING)|(?<=\bDEBUG)|(?<=\bERROR)):(?!{_HELD_OUT}:)[\w.-]+(?=:)")
 _SOURCE_OR_LEVEL = re.compile(r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
 _SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
@@ -2444,7 +2492,7 @@ def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
     at = text.find(first)
     if at <= 0 or not re.search(_SPLIT_HINT, text[:at]):
         return None
-    head = _SOURCE_OR_LEVEL.sub(" ", text[:at])
+    head = _SOURCE_OR_LEVEL.sub(" ", _LOGGER_NAME.sub(":", text[:at]))
     clause = next((c for c in reversed(_CLAUSE_AFTER_PREFIX.split(head)) if re.search("[A-Za-z]", c)), "")
     held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in words(clause) if not w.isdigit()]
     split = next((s for s in held[:2] if s not in (None, "train")), None)  # a label, not prose (`on the test images`)

@@ -69,6 +69,7 @@ def wide_text(name: str, raw: bytes, start: int):
 # Encodings a text log is written in besides UTF-8 (a Chinese Windows console's GBK, which GB18030 extends): text in
 # one of them is a log's text, whose ASCII (its names and values) reads as it is.
 LEGACY_ENCODINGS = ("gb18030",)
+LEGACY_EVIDENCE = 4  # characters of a script a head must hold, decoded, before it is called that encoding's text
 
 
 # Control bytes text holds (tab, line breaks, form feed, backspace and bell of progress bars, ANSI's escape) and
@@ -93,10 +94,12 @@ def utf16_order(head: bytes) -> str | None:
 
 
 def as_utf8(data: bytes) -> bytes:
-    """`data` as UTF-8 where it is UTF-16 text (for the sniffers, which read bytes), else as it is."""
+    """`data` as UTF-8 where it is UTF-16 text or text in a legacy encoding (for the sniffers, which read bytes),
+    else as it is."""
     order = utf16_order(data)
     if order is None:
-        return data
+        legacy = legacy_encoding(data[:4096])
+        return data if legacy is None else data.decode(legacy, errors="replace").encode("utf-8")
     data = data[2:] if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data
     return data[: len(data) // 2 * 2].decode(order, errors="replace").encode("utf-8")
 
@@ -118,6 +121,39 @@ def binary_reason(head: bytes) -> str | None:
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4 and _undecodable_share(head) > 0.3 and not _legacy_text(head):
             return "most of its first bytes are no text in UTF-8 or a legacy encoding"
+    return None
+
+
+def legacy_encoding(head: bytes) -> str | None:
+    """The legacy encoding (`LEGACY_ENCODINGS`) a text file is written in, judged from its first bytes: not UTF-8
+    (beyond a character cut at the end of `head`) and read by that encoding as `LEGACY_EVIDENCE` characters or more,
+    mostly letters of a script (CJK); None for UTF-8, UTF-16, data and a head too short to tell."""
+    if head.isascii() or utf16_order(head) is not None:
+        return None
+    try:
+        head.decode("utf-8")
+        return None
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 4:
+            return None  # a UTF-8 character cut by the sample's end
+    for encoding in LEGACY_ENCODINGS:
+        text = _decoded(head, encoding)
+        if text is None:
+            continue
+        wide = [c for c in text if not c.isascii()]
+        if len(wide) >= LEGACY_EVIDENCE and sum(c.isalpha() or 0x3000 <= ord(c) <= 0x303F or 0xFF00 <= ord(c) <= 0xFFEF
+                        for c in wide) >= 0.8 * len(wide):
+            return encoding
+    return None
+
+
+def _decoded(head: bytes, encoding: str) -> str | None:
+    """`head` in `encoding`, a character its end cut (up to 3 bytes) left out; None where it is not that encoding."""
+    for cut in range(4):
+        try:
+            return head[: len(head) - cut].decode(encoding)
+        except UnicodeDecodeError:
+            continue
     return None
 
 

@@ -230,8 +230,10 @@ FORMATS: list[Format] = [
     # settings, not records at the last step), a progress bar's closing line beside records that print a step is
     # their pass's summary, not a record, and a dict under a held-out split's name (`val_metrics={...}`) is that split's
     # version 18: a comma list of names inside a banner (`****loss,acc,val_loss****`) heads the rows of values below
+    # version 19: a log in GBK read in its encoding, names in Chinese read by their words (`当前损失值`), logging's
+    # `LEVEL:name:` prefix names no split, `epoch1<TAB>0.25` in a file named for its values
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=18),
+           text=True, version=19),
 ]
 
 

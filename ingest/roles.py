@@ -67,9 +67,19 @@ class Role:
 _GLUED_LOSS = re.compile(r"(?<=[A-Za-z0-9])(?=loss(?![a-z]))")  # `Totalloss`, `CTCloss`: a loss glued to its name
 
 
+# Chinese terms a printer names its series with (`当前损失值：10.11`, `验证集准确率`), as the English words the roles
+# read: a training loop printed in Chinese names the same quantities. Longest first: `学习率` before `率`-less terms.
+CJK_TERMS = (("学习率", "lr"), ("准确率", "accuracy"), ("正确率", "accuracy"), ("精度", "accuracy"),
+             ("损失", "loss"), ("验证", "val"), ("测试", "test"), ("训练", "train"))
+
+
 def words(name: str) -> list[str]:
     """Lower-case words of a name, with camelCase split (`memoryAllocated` -> memory, allocated;
-    `IDLoss` -> id, loss) and a lower-case `loss` glued to the word before it cut off (`Totalloss` -> total, loss)."""
+    `IDLoss` -> id, loss), a lower-case `loss` glued to the word before it cut off (`Totalloss` -> total, loss), and
+    the Chinese terms of `CJK_TERMS` read as their English words (`当前损失值` -> loss)."""
+    if not name.isascii():
+        for term, word in CJK_TERMS:
+            name = name.replace(term, f" {word} ")
     name = _GLUED_LOSS.sub(" ", name)
     spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name))
     return _WORD.findall(spaced.lower())

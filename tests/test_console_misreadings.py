@@ -91,6 +91,51 @@ def test_full_width_colons_of_a_chinese_print_are_read(tmp_path):
     assert "整体测试集上的Loss" in run.meta["name"].to_list()
 
 
+def test_a_chinese_print_in_gbk_names_its_loss_in_chinese(tmp_path):
+    """A loop on a Chinese Windows console (GBK, as `open(..., encoding="gbk")` writes it) naming every value in Chinese:
+    `当前Batch：N/6035 | 当前epoch:E/50 | 当前损失值：X | 当前准确率：Y%` (current batch, epoch, loss value, accuracy).
+    The file is read in its encoding and `损失` (loss) names the training loss, `准确率` (accuracy) the accuracy."""
+    root = tmp_path / "r"
+    root.mkdir()
+    with open(root / "train_log.txt", "w", encoding="gbk") as log:
+        print("模型训练开始，起始时间：2024-07-13 06:23:43.091239", file=log)
+        _loop(log, 30, lambda e, loss, s: f"当前Batch：{e * 10}/6035 | 当前epoch:0/50 | 当前损失值：{loss:.4f} | "
+                                          f"当前准确率：{min(e, 99) / 100:.2%}")
+    run = load_run(root, tmp_path / "f.duckdb")
+    _, loss = run.arrays("loss")
+    assert loss.size == 30 and np.all(np.isfinite(loss)) and loss[-1] < loss[0]
+    assert run.has("accuracy")
+    assert "当前损失值" in run.meta["name"].to_list()  # the writer's own name, decoded
+
+
+def test_python_logging_s_default_prefix_names_the_logger_not_a_split(tmp_path):
+    """`logging.basicConfig()`'s format `%(levelname)s:%(name)s:%(message)s` with a logger named after the
+    experiment (`mi-test`, as RVC's `train.py` names it): `INFO:mi-test:loss_disc=…, loss_mel=…` are training
+    losses, not a test pass's."""
+    from tests.runwriters import logger_writing
+
+    root = tmp_path / "r"
+    root.mkdir()
+    with logger_writing(root / "train.log", "%(levelname)s:%(name)s:%(message)s", name="mi-test") as logger:
+        for step in range(12):
+            logger.info(f"loss_disc={3.3 - step * 0.01:.3f}, loss_gen={3.67:.3f}, loss_mel={24.86 - step:.3f}")
+    run = load_run(root, tmp_path / "f.duckdb")
+    names = run.meta["name"].to_list()
+    assert "loss_mel" in names and not [n for n in names if n.startswith("test")]
+
+
+def test_a_value_after_its_counter_word_in_a_file_named_for_it(tmp_path):
+    """A loop that writes `"epoch%d\t%f" % (epoch, loss)` to `train_loss.txt` (a Chainer demo's writer): the counter
+    glued to its word is the epoch, the value is the training loss the file is named for."""
+    root = tmp_path / "r"
+    root.mkdir()
+    with open(root / "train_loss.txt", "w") as log:
+        _loop(log, 40, lambda e, loss, s: "epoch%d\t%f" % (e, loss))
+    run = load_run(root, tmp_path / "f.duckdb")
+    steps, loss = run.arrays("loss")
+    assert loss.size == 40 and steps[0] == 1 and steps[-1] == 40 and loss[-1] < loss[0]
+
+
 def test_a_nan_printed_as_a_pair_s_value_is_that_pair_s_value(tmp_path):
     """A loop printing `step: N total_loss: X obj_cls: Y` whose loss turns NaN (Python prints `nan`, `inf`): the word is
     the value of the pair before it, never a label's end nor the first word of the next name (`nan obj_cls`)."""
