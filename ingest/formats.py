@@ -230,8 +230,11 @@ FORMATS: list[Format] = [
     # settings, not records at the last step), a progress bar's closing line beside records that print a step is
     # their pass's summary, not a record, and a dict under a held-out split's name (`val_metrics={...}`) is that split's
     # version 18: a comma list of names inside a banner (`****loss,acc,val_loss****`) heads the rows of values below
+    # version 19: an LR by its optimizer's index (`current_lr_0`) is read; a record of the training's shape under an
+    # evaluation's opener at the step just trained is the evaluation's; a bare name after a first name that begins with
+    # a held-out split (`test accuracy: X, loss: Y`) is that split's
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=18),
+           text=True, version=19),
 ]
 
 
