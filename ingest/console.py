@@ -119,8 +119,10 @@ PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its
 
 NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)(?:\.\d)?)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
+# `lr_0`, `current_lr_1`: the LR of one optimizer or parameter group, by its index (Coqui's trainer prints one per
+# optimizer, a GAN's generator and discriminator).
 METRIC_WORDS = re.compile(
-    r"loss|acc|lr\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
+    r"loss|acc|lr(?:_\d+)?\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
     r"|cost|objective|nll|xent|energy|logprob"
     r"|损失|准确率|正确率|精度|学习率",  # the Chinese words for loss, accuracy, lr (`ingest.roles.CJK_TERMS`)
     re.I)
@@ -1047,6 +1049,8 @@ def _trace(text: str) -> _Shape:
     record = 2 * covered >= sum(not c.isspace() for c in line)
     if prefix is None and (metrics or loose):
         prefix = _line_split(unignored)
+    if prefix is None and len(metrics) > 1:
+        prefix = _first_name_split(line, metrics)
     return _Shape(time_kind, time, tuple((k, *span) for k, span in counters.items()), tuple(metrics), looks, exact,
                   tuple(loose) if record else (), tuple(taken), prefix)
 
@@ -1073,6 +1077,24 @@ def _line_split(text: str) -> str | None:
         return first.group()
     bracketed = _BRACKETED_SPLIT.search(text, 0, lead.end())
     return bracketed.group(1) if bracketed else None
+
+
+def _first_name_split(line: str, metrics: list[tuple[int, int, int, int, str | None]]) -> str | None:
+    """The held-out split a record's first name begins with as a word of its own, where names after it say no split
+    (`Epoch: [12/30], test accuracy: 0.67, loss: 0.49`: the test pass's loss): its bare names are that split's
+    values. None where a name says train, where the first name is bare (a Keras line's `loss ... val_loss`) or an
+    identifier (`val_loss: 0.3, loss: 0.2`: each names its own), or where a bare name would take a quantity a
+    held-out name on the line already has."""
+    keys = [key if key is not None else line[ks:ke] for ks, ke, _, _, key in sorted(metrics)]
+    head = keys[0].split()
+    split = SPLIT_WORDS.get(head[0].lower()) if len(head) > 1 else None
+    if split in (None, "train") or any(SPLIT_WORDS.get(w) == "train" for k in keys for w in words(k)):
+        return None
+    bare = [k for k in keys[1:] if not _names_split(k)]
+    held = {role_of(k).role for k in keys if _names_split(k)}
+    if not bare or any(role_of(f"{head[0]} {k}").role in held for k in bare):
+        return None
+    return head[0]
 
 
 # A group of values under a label that names them losses (`[Losses: x 0.27, y 0.25, total 15.1, recall: 0.1]`,
@@ -1381,10 +1403,11 @@ _CANDIDATE = "|".join([
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
-# but a letter or `_` is let through, and n, N, i, I. `mem`: values under a label naming memory (`_quantity_labelled`).
+# but a letter or `_` is let through, and n, N, i, I, and `_` before a digit (`lr_0`, an optimizer's index). `mem`:
+# values under a label naming memory (`_quantity_labelled`).
 _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy"
                 r"|cost|objective|nll|xent|energy|logprob|mem)"
-                r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])")
+                r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])|(?i:lr)_\d")
 _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
@@ -1595,6 +1618,7 @@ class _State:
     block: _Block | None = None  # the evaluation block open at the end of the last chunk (`eval_blocks`)
     headed: bool = False  # the log heads its training records with a bare `Training:` line (`eval_blocks`)
     train_shapes: dict[str, None] = field(default_factory=dict)  # outlines of training records seen (`eval_blocks`)
+    train_step: int | None = None  # the step the last training record printed (`eval_blocks`)
     said: list[dict] = field(default_factory=list)  # lines that announce an event in words (`announced`), not yet handed
 
     @classmethod
@@ -1833,7 +1857,9 @@ class _State:
         once training records were seen; its records take the split's name (`val loss`) until it ends: at a record
         of a training record's shape, a record with a step after records of the block that print none, a line that
         says train, an `Epoch N` line, or its end marker (`Eval samples: N`). Records of the very shape the training printed just after the opener are the block's only where the
-        block then ends by a marker or such a line, not by training records or another opener. A record whose own
+        block then ends by a marker or such a line, not by training records or another opener, or where they print
+        again the step of the training record before the opener (`step 100, loss X` under `Evaluation:` after the
+        training's `step 100, loss Y`: the model evaluated at that step). A record whose own
         label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere.
         In a log that heads its training with a bare `Training:` line, a bare `Validation:` heads a block that holds
         every record below it, of any shape, up to the next header, marker or `Epoch N` line."""
@@ -1872,6 +1898,12 @@ class _State:
                     block = None  # a record that counts epochs after a mere count of samples: the training's
                 elif metrics and "step" in counters and block.records and not block.stepped:
                     block = None  # a record with a step after evaluation records that print none: the training's
+                elif metrics and shape in self.train_shapes and not block.pending and block.at_step is not None \
+                        and counters.get("step") == block.at_step:
+                    splits[i] = block.split  # the step the training record before the opener printed: evaluated there
+                    block.records += 1
+                    block.stepped = True
+                    continue
                 elif metrics and shape in self.train_shapes:
                     if block.weak or not (block.records == len(block.pending) and block.shape in (None, shape)):
                         block = None  # training records again (those held pending stay the training's)
@@ -1894,8 +1926,9 @@ class _State:
             if kind == "open" and bare and self.headed:
                 block = _Block(split, headed=True)
             elif kind in ("open", "count") and self.train_shapes:
-                block = _Block(split, weak=kind == "count")
+                block = _Block(split, weak=kind == "count", at_step=self.train_step)
             elif metrics and kind not in ("close", "count"):
+                self.train_step = counters.get("step")
                 self.train_shapes[shape] = None
                 if len(self.train_shapes) > MAX_HEADERS * 8:
                     del self.train_shapes[next(iter(self.train_shapes))]
@@ -2341,6 +2374,7 @@ class _Block:
     weak: bool = False  # opened by a count of samples (`Evaluating 500 samples`): a training shape, or a record that
     # counts epochs, ends it (`Test set: 172 samples` in a data summary is no evaluation)
     shape: str | None = None  # the outline of its records, where they have the training's
+    at_step: int | None = None  # the step of the last training record before its opener: the step it evaluates
     records: int = 0
     stepped: bool = False  # whether a record of it printed a step counter
     pending: list[int] = field(default_factory=list)  # records of the training's shape, held until a marker

@@ -231,7 +231,10 @@ FORMATS: list[Format] = [
     # their pass's summary, not a record, and a dict under a held-out split's name (`val_metrics={...}`) is that split's
     # version 18: a comma list of names inside a banner (`****loss,acc,val_loss****`) heads the rows of values below
     # version 19: a log in GBK read in its encoding, names in Chinese read by their words (`当前损失值`), logging's
-    # `LEVEL:name:` prefix names no split, `epoch1<TAB>0.25` in a file named for its values
+    # `LEVEL:name:` prefix names no split, `epoch1<TAB>0.25` in a file named for its values; an LR by its optimizer's
+    # index (`current_lr_0`) is read; a record of the training's shape under an evaluation's opener at the step just
+    # trained is the evaluation's; a bare name after a first name that begins with a held-out split (`test accuracy:
+    # X, loss: Y`) is that split's
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=19),
 ]

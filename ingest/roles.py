@@ -7,7 +7,7 @@ and for per-layer statistics whatever is left of the name is the layer.
 
 Roles: train_loss, val_loss, accuracy, val_accuracy, grad_norm, layer_grad_norm, weight_norm,
 layer_weight_norm, update_ratio, lr, loss_scale, skipped_steps, memory, throughput, step_time, epoch, dead_fraction,
-saturated_fraction, clip_rate, launch, other.
+saturated_fraction, clip_rate, clip_threshold, launch, other.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ SPLIT_WORDS = {
     "test": "test", "testing": "test",
     "validating": "val", "evaluating": "val",  # a line that says what it is doing (`validating ... loss: 0.07`)
 }
+# Words of a clipping threshold's name beside `clip` (`grad_clip`, `clip_threshold`, `max_grad_clip`).
+CLIP_THRESHOLD_WORDS = {"clip", "grad", "grads", "gradient", "gradients", "threshold", "thresh", "max"}
 # Words that say when a gradient norm was taken around clipping (`train/grad_norm_preclip`,
 # `grad_norm_before_clip`): a qualifier, not a layer. Before clipping is the norm clip_grad_norm_ returns (the
 # run's gradient norm); after it, a value capped at max_norm.
@@ -192,6 +194,10 @@ def role_of(name: str) -> Role:
         # a detector's loss components printed without the word (`box`, `obj`, `cls`, `dfl` columns), and a GAN's
         # per-network losses (`D_A`, `G_A`, `d_real`, `g_adv`, `errD`, `d`, `gen`): each a part of the training loss
         return Role("val_loss" if is_val else "train_loss", split, canonical=False)
+    if {"clip"} < ws - NEUTRAL_WORDS <= CLIP_THRESHOLD_WORDS:
+        # `grad_clip`, `clip_threshold`: the norm gradients are clipped to, logged beside the norm it clipped (Caffe's
+        # `Gradient clipping: scaling down gradients (L2 norm 5120.3 > 35)`, read as `grad_norm` and `grad_clip`)
+        return Role("clip_threshold", split, canonical=True)
     if ws - NEUTRAL_WORDS == {"clip"} or ws & {"clip", "clipped"} and ws & {"pct", "percent", "percentage"}:
         # fairseq's `clip`: the percentage of updates whose gradient norm was clipped (`clip=100%`); a bare
         # `grad_clip` is a threshold, and PPO's `clip_fraction` counts clipped policy ratios: neither is this

@@ -45,7 +45,7 @@ from ingest.roles import role_of
         ("train/gnorm", "grad_norm", "train"),
         ("clip", "clip_rate", None),  # fairseq: percentage of updates clipped (`clip=100%`)
         ("train/clip", "clip_rate", "train"),
-        ("grad_clip", "other", None),  # a threshold, not a rate
+        ("grad_clip", "clip_threshold", None),  # a threshold, not a rate
         ("train/clip_fraction", "other", "train"),  # PPO (stable-baselines3): clipped policy ratios
         # names of a loss without the word `loss` (MXNet's metrics, LLaMA2-Accessory's `closs`)
         ("CrossEntropy", "train_loss", None),

@@ -45,7 +45,7 @@ ROLES: dict[str, str] = {
     "weight_norm": "weight_norm", "layer_weight_norm": "layer_weight_norm", "lr": "lr",
     "loss_scale": "loss_scale", "skipped_steps": "skipped_steps", "memory": "memory", "throughput": "throughput", "step_time": "step_time",
     "epoch": "epoch", "dead_fraction": "dead_fraction", "saturated_fraction": "saturated_fraction",
-    "update_ratio": "update_ratio", "clip_rate": "clip_rate",
+    "update_ratio": "update_ratio", "clip_rate": "clip_rate", "clip_threshold": "clip_threshold",
 }
 
 META_SCHEMA = {"series_id": pl.Int64, "grp": pl.Utf8, "tag": pl.Utf8, "name": pl.Utf8, "role": pl.Utf8,

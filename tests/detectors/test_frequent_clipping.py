@@ -56,3 +56,24 @@ def test_a_few_percent_logged_clipped_is_healthy(tmp_path):
     pct = np.zeros(40)
     pct[::10] = 25.0  # a quarter of the updates in one interval out of ten: 2.5% overall
     assert list(FrequentClipping().check(_fairseq_tb(tmp_path, pct))) == []
+
+
+def _clip_messages_tb(tmp_path, clipped_steps):
+    # a norm and its threshold logged on the clipped steps only (as a clip message is printed), the loss every step
+    steps, loss = curve(n=100, every=10)
+    at = steps[clipped_steps]
+    return load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "grad_norm": (at, np.full(at.size, 50.0)),
+                                              "grad_clip": (at, np.full(at.size, 1.0))}), tmp_path / "f.duckdb")
+
+
+def test_a_threshold_logged_beside_the_norm_stands_in_for_the_config(tmp_path):
+    run = _clip_messages_tb(tmp_path, np.arange(100))
+    assert FrequentClipping().unavailable(run) is None
+    [f] = FrequentClipping().check(run)
+    assert f.evidence["threshold"] == 1.0 and f.evidence["clip_rate"] == 1.0 and f.evidence["points"] == 100
+    assert "logged beside it" in f.summary
+
+
+def test_norms_logged_on_clipped_steps_only_are_a_rate_of_every_logged_step(tmp_path):
+    """Ten clip messages among 100 logged steps: 10% clipped, however far above the threshold each of the ten is."""
+    assert list(FrequentClipping().check(_clip_messages_tb(tmp_path, np.arange(0, 100, 10)))) == []

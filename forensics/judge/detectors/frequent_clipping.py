@@ -24,6 +24,9 @@ class FrequentClipping:
     (by steps: warm-up's large norms are clipped by design); or, where the logger reports the
     clip rate itself (fairseq's `clip`, the percentage of updates clipped: `clip=100%`), its mean over the
     logged points is at least `min_rate`, and over the second half. The threshold rule wins when both are there (it shows the norms).
+    With no configured threshold, a threshold logged beside the norm (Caffe's `Gradient clipping: scaling down
+    gradients (L2 norm N > T)`, printed on clipped steps only) is the one in force at each norm, and the share is of
+    every step the run logged (the norm's and the training loss's), so steps that printed no clip message count unclipped.
     False alarms: fires on 0 of the 76 healthy runs it could check (at most 3.9% at 95% confidence;
     benchmarks/calibrate.py over the corpus tune + calib parts and shared/real_runs).
     Why: clipping on most steps turns SGD into normalised SGD and hides an LR or loss-scale problem; a
@@ -33,7 +36,7 @@ class FrequentClipping:
 
     kind: ClassVar[str] = "frequent_clipping"
     stage: ClassVar[int] = UPSTREAM
-    requires: ClassVar[tuple[str, ...]] = ()  # grad_norm + a configured threshold, or a logged clip_rate
+    requires: ClassVar[tuple[str, ...]] = ()  # grad_norm + a configured or logged threshold, or a logged clip_rate
     min_rate: float = 0.5
     min_points: int = 5  # logged points for a rate
 
@@ -42,17 +45,20 @@ class FrequentClipping:
         return t if t is not None and 0 < t < float("inf") and run.has("grad_norm") else None
 
     def unavailable(self, run: Run) -> str | None:
-        if self._threshold(run) is not None or run.has("clip_rate"):
+        if self._threshold(run) is not None or run.has("clip_rate") or run.has("grad_norm") and run.has("clip_threshold"):
             return None
         if not run.has("grad_norm"):
             return run.missing_message("grad_norm") + "; no logged clip rate (fairseq's `clip`) either"
-        return (f"no finite clip threshold in the run's config (looked for {', '.join(CLIP_KEYS)}) and no "
-                f"logged clip rate (fairseq's `clip`)")
+        return (f"no finite clip threshold in the run's config (looked for {', '.join(CLIP_KEYS)}) or logged beside "
+                f"the norm, and no logged clip rate (fairseq's `clip`)")
 
     def check(self, run: Run) -> Iterator[Finding]:
         threshold = self._threshold(run)
         if threshold is None:
-            yield from self._logged_rate(run)
+            if run.has("grad_norm") and run.has("clip_threshold"):
+                yield from self._logged_threshold(run)
+            else:
+                yield from self._logged_rate(run)
             return
         steps, g = run.arrays("grad_norm")
         ok = np.isfinite(g)
@@ -69,6 +75,37 @@ class FrequentClipping:
                          series=run.pick("grad_norm"), evidence=ev, sources=(src(run, "grad_norm", steps),),
                          summary=(f"gradient norm exceeds the clip threshold {threshold:g} on {rate:.0%} of "
                                   f"{ok.sum()} logged steps (median {ev['median_norm']:.3g})"))
+
+    def _logged_threshold(self, run: Run) -> Iterator[Finding]:
+        """Norms above the threshold logged beside them, over every step the run logged (a clip message is printed
+        on clipped steps only: a logged step without one was not clipped)."""
+        steps, g = run.arrays("grad_norm")
+        t_steps, t = run.arrays("clip_threshold")
+        set_ = np.isfinite(t) & (t > 0)
+        t_steps, t = t_steps[set_], t[set_]
+        at = np.searchsorted(t_steps, steps, side="right") - 1  # the threshold in force at each norm
+        ok = np.isfinite(g) & (at >= 0)
+        if not ok.any():
+            return
+        thresholds = t[at[ok]]
+        clipped = steps[ok][g[ok] > thresholds]
+        logged = np.union1d(steps[ok], run.arrays("loss")[0] if run.has("loss") else steps[ok])
+        if logged.size < self.min_points:
+            return
+        rate = float(np.mean(np.isin(logged, clipped)))
+        late = logged[logged >= logged[0] + (logged[-1] - logged[0]) / 2]
+        late_rate = float(np.mean(np.isin(late, clipped)))
+        if rate < self.min_rate or late_rate < self.min_rate:
+            return
+        threshold = float(np.median(thresholds))
+        ev = {"late_clip_rate": late_rate, "clip_rate": rate, "threshold": threshold,
+              "median_norm": float(np.median(g[ok])), "points": int(logged.size),
+              "source": f"threshold logged beside the norm ({run.pick('clip_threshold')})"}
+        yield Finding.of(self, severity="warning", step=int(logged[0]), step_end=int(logged[-1]),
+                         series=run.pick("grad_norm"), evidence=ev, sources=(src(run, "grad_norm", clipped),),
+                         summary=(f"gradient norm exceeds the clip threshold {threshold:g} logged beside it on "
+                                  f"{rate:.0%} of {logged.size} logged steps (median {ev['median_norm']:.3g}, "
+                                  f"×{ev['median_norm'] / threshold:.3g} the threshold)"))
 
     def _logged_rate(self, run: Run) -> Iterator[Finding]:
         """The logger's own clip percentage (0-100 per logged interval)."""
