@@ -405,3 +405,110 @@ def test_a_training_loss_that_falls_in_one_step_over_the_rise_has_not_stood_stil
     assert f.step < 13 and f.evidence["val_rise_relative"] > 0.3
     assert "while training loss falls from median" in f.summary  # its levels, not a slope of about 0
     assert found["stands"] == []
+
+
+# A plain print loop's log of a PE-binary malware classifier, whole (0x13enny/MalConv@5eb49a2282e31afc05ada03370bd27562fb7ea77:
+# large_set.log; the confusion-count lines between epochs left out): validation is best at its first epoch.
+_FIRST_BEST_CONSOLE = """\
+[ (0 ) Loss:  0.164, train_Acc: 0.93622, valid_Loss: 0.116, valid_Acc: 0.95735]
+[ (1 ) Loss:  0.076, train_Acc: 0.97296, valid_Loss: 0.158, valid_Acc: 0.95272]
+[ (2 ) Loss:  0.044, train_Acc: 0.98510, valid_Loss: 0.158, valid_Acc: 0.95562]
+[ (3 ) Loss:  0.033, train_Acc: 0.98944, valid_Loss: 0.134, valid_Acc: 0.96485]
+[ (4 ) Loss:  0.029, train_Acc: 0.99141, valid_Loss: 0.148, valid_Acc: 0.96397]
+"""
+
+# Lightning's CSVLogger metrics.csv of a contrastive model, whole (SalomePx/Task1_EncodingSpectra@
+# cf88f4eb049532cd735468bfc61267ba0d128882:lightning_logs/version_0/metrics.csv).
+_FIRST_BEST_CSV = """\
+epoch,step,train_loss,val_loss
+0,49,5.523136138916016,
+0,99,5.463061332702637,
+0,149,5.382023811340332,
+0,199,5.265576362609863,
+0,205,,5.9492387771606445
+1,249,5.144331932067871,
+1,299,5.1001996994018555,
+1,349,5.048835754394531,
+1,399,4.847430229187012,
+1,411,,7.767054080963135
+2,449,4.809619903564453,
+2,499,4.725043296813965,
+2,549,4.711485385894775,
+2,599,4.600438117980957,
+2,617,,7.62987756729126
+3,649,4.555685043334961,
+3,699,4.655116081237793,
+3,749,4.631749153137207,
+3,799,4.643665313720703,
+3,823,,7.265039920806885
+4,849,4.671597003936768,
+4,899,4.605194091796875,
+4,949,4.4837422370910645,
+4,999,4.404697895050049,
+4,1029,,7.429126262664795
+5,1049,4.427552223205566,
+5,1099,4.530991554260254,
+5,1149,4.406466484069824,
+5,1199,4.492673873901367,
+5,1235,,7.214898109436035
+"""
+
+
+def test_a_few_evaluations_best_at_the_first_and_never_back_are_overfitting(tmp_path):
+    """Five and six evaluations whose first is the lowest and every later one 15-30% above it while training keeps
+    falling: the turn is at the first evaluation, where a 3-point smoothed minimum cannot place it. Without the
+    first-evaluation rule (a rise bar no curve meets) both are silent."""
+    for name, file, text in (("console", "train.log", _FIRST_BEST_CONSOLE), ("csv", "metrics.csv", _FIRST_BEST_CSV)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / file).write_text(text)
+        run = load_run(tmp_path / name, tmp_path / f"{name}.duckdb")
+        [f] = Overfitting().check(run)
+        assert f.evidence["crossover_step"] == run.arrays("val_loss")[0][0], name
+        assert f.evidence["val_lowest_after"] >= 1.1 * f.evidence["val_min"]
+        assert list(Overfitting(first_min_rise=10.0).check(run)) == [], name
+
+
+# An autoencoder's epochs appended to one log after a classifier stage (1726251215/Representation-Learning@
+# 7cf6293ad61fb0eed4fdda9cfb165f6684fb717c:log/log.txt, lines 425-444 and 477-516, their trailing blanks cut): the continued training jumps ×9
+# at its second epoch, validation with it, and both ease back a little.
+_SHARED_JUMP = """\
+[Train] Epoch: 74, Loss:0.000026
+[Val] Epoch: 74, Loss:0.000029
+[Train] Epoch: 75, Loss:0.000026
+[Val] Epoch: 75, Loss:0.000029
+[Train] Epoch: 76, Loss:0.000026
+[Val] Epoch: 76, Loss:0.000029
+[Train] Epoch: 77, Loss:0.000026
+[Val] Epoch: 77, Loss:0.000029
+[Train] Epoch: 78, Loss:0.000026
+[Val] Epoch: 78, Loss:0.000029
+[Train] Epoch: 79, Loss:0.000026
+[Val] Epoch: 79, Loss:0.000029
+[Train Classifier] Epoch: 0, Accuracy:52.335000
+[Val Classifier] Epoch: 0, Accuracy:78.360000
+[Train Classifier] Epoch: 1, Accuracy:81.485000
+[Val Classifier] Epoch: 1, Accuracy:84.730000
+[Train Classifier] Epoch: 2, Accuracy:85.063333
+[Val Classifier] Epoch: 2, Accuracy:87.480000
+[Train Classifier] Epoch: 3, Accuracy:87.008333
+[Val Classifier] Epoch: 3, Accuracy:88.320000
+""" + "".join(f"[Train] Epoch: {e}, Loss:{t}\n[Val] Epoch: {e}, Loss:{v}\n" for e, t, v in (
+    (80, "0.000954", "0.000943"), (81, "0.008593", "0.008745"), (82, "0.008515", "0.008643"),
+    (83, "0.008470", "0.008584"), (84, "0.008480", "0.008700"), (85, "0.006797", "0.007073"),
+    (86, "0.006756", "0.007068"), (87, "0.006757", "0.007030"), (88, "0.006740", "0.007024"),
+    (89, "0.006742", "0.006988"), (90, "0.006728", "0.007013"), (91, "0.006729", "0.006971"),
+    (92, "0.006720", "0.006987"), (93, "0.006708", "0.007010"), (94, "0.006706", "0.006957"),
+    (95, "0.006695", "0.006999"), (96, "0.006684", "0.006982"), (97, "0.006695", "0.007009"),
+    (98, "0.006684", "0.006942"), (99, "0.006673", "0.006949")))
+
+
+def test_a_jump_training_shares_right_after_the_validation_minimum_is_not_overfitting(tmp_path):
+    """Validation's lowest evaluation is the last before training jumps ×9 with it: read after the crossover,
+    training only eases back (its slope falls), but its level up to the minimum against its level at the end rose
+    sevenfold. That is the run diverging, not overfitting."""
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "log.txt").write_text(_SHARED_JUMP)
+    run = load_run(tmp_path / "r", tmp_path / "r.duckdb")
+    assert list(Overfitting().check(run)) == []
+    # the rule that reads training's level from the crossover decides it: with divergence's margins off, it fires
+    assert list(Overfitting(max_train_rise=float("inf"), max_train_share=float("inf")).check(run))

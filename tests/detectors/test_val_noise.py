@@ -312,3 +312,27 @@ def test_isolated_jumps_in_a_curve_that_falls_by_orders_of_magnitude_are_val_noi
     [f] = found["jumps"]
     assert [e["step"] for e in f.evidence["excursions"]] == [10, 12]
     assert found["smooth"] == []
+
+
+# A user's paste of the validation-loss column of a U-Net's training log, its first 30 epochs (cosmic-cortex/
+# pytorch-UNet issue 4, "val_loss very unstable"; the training column was not pasted).
+_VAL_COLUMN = "val_loss\n--\n" + "\n".join("""
+0.121626744 0.064643869 1.067177767 1.446711094 1.281244414 0.085074004 0.033228467 0.07067455
+0.057629818 0.058747965 1.917625544 0.041074573 0.15646584 1.15546266 1.469133962 0.040493928
+1.874986998 1.004034303 0.048311408 0.100535154 1.64835466 0.054501295 0.055335191 0.10456412
+0.276266118 0.068388779 0.715268846 0.098956134 2.583597354 0.538678182
+""".split()) + "\n"
+
+
+def test_a_validation_column_logged_alone_that_jumps_tenfold_between_epochs_is_val_noise(tmp_path):
+    """No training loss at all: validation jumps between ~0.05 and 1-2.6 from epoch to epoch with no trend. That is
+    noise whatever training did; judged alone at `_alone`'s bar (the finding says no training loss was logged)."""
+    from forensics.judge.detectors.base import missing_reason
+
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "val_loss.txt").write_text(_VAL_COLUMN)
+    run = load_run(tmp_path / "r", tmp_path / "r.duckdb")
+    assert not run.has("loss") and missing_reason(ValNoise(), run) is None
+    [f] = ValNoise().check(run)
+    assert f.evidence["train_points"] == 0 and "no training loss was logged" in f.summary
+    assert list(ValNoise(alone_noise=100.0).check(run)) == []

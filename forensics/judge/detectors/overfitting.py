@@ -31,7 +31,8 @@ class Overfitting:
     `noise_k` noise sigmas, held by at least `min_evals_above` evaluations after the minimum (each `min_rise` above
     it) and trending up after it, or, without a trend, held to the end (`_held`: a jump that settles, or eases back
     from a far higher peak, beside a training loss that ends lower than at the crossover), while the training loss
-    does not rise (by `max_train_share` of the validation rise or `max_train_rise` of its own level: divergence).
+    does not rise (by `max_train_share` of the validation rise or `max_train_rise` of its own level: divergence;
+    read over the rise and from its median up to the minimum, so that a jump both share just after it counts).
     From `min_points` evaluations.
     A smaller rise counts when the evaluations after the minimum trend up (Mann–Kendall p < `trend_p` over
     `trend_points`, a rise of `trend_noise_k` sigmas), or rise `memorise_noise_k` sigmas while training falls to
@@ -50,7 +51,9 @@ class Overfitting:
     at its floor, `memorised` of its first value), by `min_train_fall` in all.
     A mild rise is sized against the curve's own scatter, not its level (`_scatter`): after the raw minimum,
     evaluations ordered upward, ending `scatter_sigmas` point sigmas measured after the minimum above it, while
-    training falls and the gap widens. Where only a validation loss was logged, a U (`_val_only`) is read as
+    training falls and the gap widens. A few evaluations (under `wide_min_evals`) whose first is the lowest and every
+    later one `first_min_rise` above it, beside a falling training loss (`_first`): the turn at the first
+    evaluation, which no smoothed minimum places. Where only a validation loss was logged, a U (`_val_only`) is read as
     overfitting that says the training loss was not logged.
     Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's.
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
@@ -104,6 +107,7 @@ class Overfitting:
     scatter_gap_growth: float = 0.5  # the gap between validation and training widens by half of itself
     scatter_give_back: float = 0.1  # the rise undoes a tenth of validation's fall to its minimum, or more: 0 healthy
     # at 0.05-0.3, 1 (a shared set's) under 0.05; a hit lost from 0.2
+    first_min_rise: float = 0.1  # the first evaluation the best, every later one 10% above it or more (`_first`)
     val_only_min_evals: int = 6  # a validation-only U: from 6 evaluations, ...
     val_only_fall: float = 0.1  # ... a fall of 10% to the minimum, ...
     val_only_rise: float = 0.2  # ... then a rise of 20% of it, ...
@@ -155,7 +159,7 @@ class Overfitting:
             yield from [found] if found is not None else []
             return
         found = list(self._narrow(run))
-        for route in (self._wide, self._every, self._scatter):
+        for route in (self._wide, self._every, self._first, self._scatter):
             if not found:
                 found = [f for f in [route(run)] if f is not None]
         yield from found
@@ -202,6 +206,41 @@ class Overfitting:
                                    f"(+{rel:.1%}, {(final - lo) / sigma:.0f}× its point scatter there), while the "
                                    f"training loss's medians between evaluations fall {t0:.4g} → {t1:.4g} and the gap "
                                    f"widens {gap0:.3g} → {gap1:.3g}"))
+
+    def _first(self, run: Run) -> Finding | None:
+        """The turn at the first evaluation, which a 3-point smoothed minimum never places there: from `min_points`
+        evaluations and under `wide_min_evals` (a few epochs, too few for a level), the first is the lowest and every later one stands `first_min_rise` above it, their median by
+        `noise_k` times the curve's relative point noise, while training falls `min_train_fall` from its level at the
+        first evaluation (the median of its points up to it) to the median of its last three. A fine-tune whose
+        evaluation loss is best after one epoch and never comes back while training keeps falling."""
+        vs, v = _last_launch(run, "val_loss")
+        if not self.min_points <= v.size < self.wide_min_evals or int(np.argmin(v)) != 0:
+            return None  # from `wide_min_evals` on, the level rules read where the curve goes after its first jump
+        lo, after = float(v[0]), v[1:]
+        rise = float(np.median(after)) - lo
+        wiggle = stats.relative_wiggle(v)
+        if not (lo > 0 and np.min(after) >= (1 + self.first_min_rise) * lo) or (
+                np.isfinite(wiggle) and rise < self.noise_k * wiggle * lo):
+            return None
+        ts, tv = _last_launch(run, "loss")
+        upto = ts <= vs[-1]
+        if upto.sum() < 2:
+            return None
+        t0, t1 = float(_between(ts, tv, -np.inf, vs[:1])[0]), float(np.median(tv[upto][-3:]))
+        if not (np.isfinite(t0) and t0 > 0 and t1 <= (1 - self.min_train_fall) * t0):
+            return None  # training must fall: a shared rise is divergence, a standstill a mismatch
+        ev = {"crossover_step": int(vs[0]), "val_min": lo, "val_final": float(v[-1]), "val_rise": rise,
+              "val_rise_relative": rise / lo, "val_lowest_after": float(np.min(after)),
+              "evaluations_after": int(after.size), "train_at_crossover": t0, "train_final": t1,
+              "best_checkpoint_step": int(vs[0])}
+        return Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]),
+                          series=run.pick("val_loss"), evidence=ev,
+                          sources=(src(run, "val_loss", vs), src(run, "loss", ts[upto])),
+                          summary=(f"validation loss is lowest at its first evaluation, "
+                                   f"{point(vs, v, 0, say=_said(run))} (the best checkpoint), and each of the "
+                                   f"{after.size} after it stands {np.min(after) / lo - 1:.0%} above it or more "
+                                   f"(median {lo + rise:.4g}, +{rise / lo:.0%}), while the training loss falls "
+                                   f"{t0:.4g} → {t1:.4g}"))
 
     def _val_only(self, run: Run) -> Finding | None:
         """Only a validation loss was logged: a U an expert reads as overfitting on its own, at the price of naming
@@ -356,6 +395,12 @@ class Overfitting:
         if train_change > self.max_train_share * rise or (
                 train_level > 0 and train_change > self.max_train_rise * train_level):
             return  # both rise: that is divergence, not overfitting
+        # ... also when training jumps right at the crossover (a slope and a level read after it start above the
+        # jump): its median up to the lowest evaluation against its median up to the last one
+        levels = _between(ts, tv, vs[imin - 1] if imin > 0 else -np.inf, vs[imin:])
+        cross, shared = float(levels[0]), float(levels[-1] - levels[0])
+        if cross > 0 and (shared > self.max_train_share * rise or shared > self.max_train_rise * cross):
+            return
         fell = train_level > 0 and float(np.median(tv[after][-3:])) <= (1 - self.min_train_fall) * train_level
         if held and not fell:
             return  # a held rise counts beside a training loss that ends lower than at the crossover only

@@ -31,7 +31,8 @@ class ValNoise:
     covers (a loss falling by orders of magnitude ranks its evaluations by the fall); and when validation ends
     `decided_sigmas` point sigmas above its smoothed minimum (the rise decides the checkpoint: overfitting's).
     Under `min_points` of either curve: round trips of validation on 3 evaluations or more against training's moves
-    (`_few`), or, beside a training loss too sparse to compare, validation alone at a higher bar (`_alone`).
+    (`_few`), or, beside a training loss too sparse to compare or none at all, validation alone at a higher bar
+    (`_alone`).
     A smooth curve with isolated jumps that come straight back, at three evaluations or more (`_excursions`), also
     where the point noise is under `min_share_of_travel` of a long fall: a jump ×100 above its neighbours shows on
     any plot.
@@ -46,7 +47,8 @@ class ValNoise:
     kind: ClassVar[str] = "val_noise"
     reads_pairs: ClassVar[bool] = True  # each part of a loss of several parts too (`Run.loss_pairs`)
     stage: ClassVar[int] = SHAPE
-    requires: ClassVar[tuple[str, ...]] = ("loss", "val_loss")
+    requires: ClassVar[tuple[str, ...]] = ("val_loss",)  # the training loss, where logged (`_alone` if not)
+    reads_validation_alone: ClassVar[bool] = True
     # Healthy pool (849 labelled real runs, 115 healthy ones this detector checks; benchmarks/calibrate.py --pool):
     # each comment's figure is that field swept alone, the others at their defaults (docs/engine.md, val_noise).
     single_ratio: float = 1.0  # validation (a mean over its whole set) noisier than training's single logged values
@@ -81,6 +83,8 @@ class ValNoise:
         """From `few_min_points` evaluations; where both curves are shorter than `min_points`, neither has the moves
         the other is measured against (a 5-point log is too short for noise, not free of it), unless validation's
         round trips stand out at a glance (`_few`): effect size decides first, at any length."""
+        if not run.has("loss"):
+            return too_short(run, "val_loss", self.min_points)
         short = too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points)
         if short:
             return short
@@ -90,6 +94,12 @@ class ValNoise:
         return None
 
     def check(self, run: Run) -> Iterator[Finding]:
+        if not run.has("loss"):
+            if run.has("epoch") and np.ptp(finite_part(*run.arrays("epoch"))[1]) == 0:
+                return  # every point at one epoch: the batches of one evaluation, not evaluations
+            found = self._alone(run, np.empty(0))
+            yield from [found] if found is not None else []
+            return
         ts, t = finite_part(*run.arrays("loss"))
         if t.size < self.min_points or run.finite_points("val_loss") < self.min_points:
             found = self._alone(run, t) if t.size < self.min_points <= run.finite_points("val_loss") else None
@@ -178,7 +188,9 @@ class ValNoise:
         """Training logged too sparsely to measure its noise at the evaluations' cadence (under `min_points`),
         validation at `min_points` or more: validation judged alone, at the higher bar of `alone_noise` relative
         point noise (`stats.relative_wiggle`) with `alone_sign_changes` of its moves flipping direction. A curve
-        jumping ×2-×5 between epochs is noise whatever the training loss did between its few logged points."""
+        jumping ×2-×5 between epochs is noise whatever the training loss did between its few logged points, or
+        where none was logged (a pasted validation column; not points all logged at one epoch, which are the
+        batches of one evaluation)."""
         vs, v = finite_part(*run.arrays("val_loss"))
         vn, flips = stats.relative_wiggle(v), stats.sign_change_rate(v)
         if not (np.isfinite(vn) and vn >= self.alone_noise and flips >= self.alone_sign_changes):
@@ -188,8 +200,8 @@ class ValNoise:
         return Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(vs[-1]),
                           series=run.pick("val_loss"), evidence=ev, sources=(src(run, "val_loss", vs),),
                           summary=(f"validation loss moves {vn:.0%} of its level between evaluations, changing "
-                                   f"direction at {flips:.0%} of them, over {v.size} evaluations (the training "
-                                   f"loss has {t.size} points, too few to compare at that cadence); its best "
+                                   f"direction at {flips:.0%} of them, over {v.size} evaluations ("
+                                   f"{_sparse(t.size)}); its best "
                                    f"evaluation, {point(vs, v, int(np.argmin(v)))}, is as much a draw as a checkpoint"))
 
     def _few(self, run: Run, ts: np.ndarray, t: np.ndarray) -> Finding | None:
@@ -285,6 +297,12 @@ class ValNoise:
 _WORDS = {"single": lambda name: f"{name}, its single logged values",
           "cadence": lambda name: f"{name}, at about the evaluations' cadence",
           "medians": lambda name: f"medians of {name} between evaluations"}
+
+
+def _sparse(n: int) -> str:
+    """Why validation is judged alone: the training loss logged too sparsely, or not at all."""
+    return (f"the training loss has {n} points, too few to compare at that cadence" if n else
+            "no training loss was logged to compare it with")
 
 
 def _travel(v: np.ndarray) -> float:
