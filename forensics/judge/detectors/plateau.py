@@ -46,13 +46,15 @@ class Plateau:
     Held, at any level: a loss that fell `min_drop` (and `min_drop_sigmas`) from its first logged value, entered
     the band by `1 - held_length` of the points and whose Theil–Sen trend over the rest moves less than `held_move`
     of its level, the validation loss (where logged in the stall) falling less than `val_fall` over it: most of the
-    run bought nothing, whatever the floor.
+    run bought nothing, whatever the floor; a first value within `far` bands of the held level is one of its
+    excursions, no fall to it (a noisy single-batch first record).
     At chance level, at any level and from `short_points` points: a loss whose first logged value lies `min_drop`
     (and `min_drop_sigmas` noise sigmas) above ln C, whose smoothed curve then sits within `chance_band` of ln C for
     `min_length` of the points to the end, C the class count the config declares (`base.class_count`); without
     one, within `chance_rel_tol` of a ln k of `stats.chance_level` (a loss pinned at 0.6931 is a coin's).
     No plateau while the validation loss still falls by `val_fall` over it (`val_points` evaluations), or steadily
-    by `val_steady_fall` (Mann–Kendall p < `val_steady_p`, τ ≤ −`val_steady_tau`): dropout, not a stall.
+    by `val_steady_fall` (Mann–Kendall p < `val_steady_p`, τ ≤ −`val_steady_tau`): dropout, not a stall; unless it
+    then froze (`_frozen_validation`), which is the finding.
     Glaring, at any length (`_glaring`): a first value `glaring_fall` above the last `glaring_points` points or more,
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
     evaluation at 1/C, C the count whose ln C the loss sits at).
@@ -401,7 +403,12 @@ class Plateau:
                 yield self._restart_finding(run, ev)
             return
         if self._val_improves(run, ev["plateau_start_step"]) is not None:
-            return  # training stalls while validation keeps improving (dropout, augmentation): no plateau
+            # training stalls while validation keeps improving (dropout, augmentation): no plateau, unless the
+            # validation loss then froze: a fixed held-out set scored identically says the weights stopped
+            frozen = self._frozen_validation(run)
+            if frozen is not None:
+                yield frozen
+            return
         steps, y = _last_launch(run)
         length = ev["length_fraction"]
         # the levels as the file shows them: the medians `_stall` took, with their steps
@@ -473,6 +480,8 @@ class Plateau:
             return None
         if not stats.learned(y, tail, self.min_drop, self.min_drop_sigmas, points=1):
             return None
+        if y[0] - tail <= self.far * band:
+            return None  # a first value within the excursions the held stretch itself allows is no fall to it
         slope, _ = stats.theil_sen(steps[start:], y[start:])
         move = float(-slope * (steps[-1] - steps[start]) / tail)
         if abs(move) >= self.held_move:
