@@ -103,9 +103,8 @@ class Underfitting:
     metric_gain: float = 0.1  # a task metric up 10 points on train and evaluation data alike: the model learns
     below_chance: float = 0.9  # a flat level under this share of ln C (C declared) is a learned one, not chance
     short_points: int = 5  # a log of 5 to `min_train_points` points (per-epoch means) has no trend to test, ...
-    held_points: int = 4  # ... but the last half of its training and validation points (4 at least) ...
-    held_band: float = 0.02  # ... all within 2% of their medians after a fall show the stall outright (the 52
-    # labelled runs of 5-19 points: on the last 4 alone, 2 healthy runs of 17-19 points; on the last half, none)
+    held_points: int = stats.HELD_POINTS  # ... but the last half of its training and validation points ...
+    held_band: float = stats.HELD_BAND  # ... all within 2% of their medians after a fall show the stall outright
 
     def unavailable(self, run: Run) -> str | None:
         short = too_short(run, "loss", self.min_train_points) or too_short(run, "val_loss", self.min_val_points)
@@ -266,13 +265,12 @@ class Underfitting:
         at least) and of the validation loss's all lie within `held_band` of their medians, within `max_gap` of each other and high
         (`min_level_log_c` × ln C where the config names C, else `min_level` of the first value; not for a
         fine-tune that names no C): a stall the few points show outright, with validation agreeing. Else None."""
-        k, kv = (max(self.held_points, -(-x.size // 2)) for x in (t, v))  # the last half, 4 points at least
-        if not self.short_points <= t.size < self.min_train_points or t.size <= k or v.size < kv:
+        if not self.short_points <= t.size < self.min_train_points or v.size < self.held_points:
             return None
-        head, t_end, v_end = float(t[0]), float(np.median(t[-k:])), float(np.median(v[-kv:]))
-        if not (head > 0 and t_end > 0 and v_end > 0) or head - t_end < self.min_drop * head:
+        (t_end, t_spread, k), (v_end, v_spread, kv) = (stats.held_tail(x, self.held_points) for x in (t, v))
+        head, held = float(t[0]), max(t_spread, v_spread)
+        if t.size <= k or not (head > 0 and t_end > 0 and v_end > 0) or head - t_end < self.min_drop * head:
             return None  # no fall from its first value: flat_loss's, if anything
-        held = max(float(np.max(np.abs(t[-k:] - t_end))) / t_end, float(np.max(np.abs(v[-kv:] - v_end))) / v_end)
         gap = (v_end - t_end) / t_end
         if held > self.held_band or abs(gap) > self.max_gap:
             return None
