@@ -423,3 +423,13 @@ def test_new_bests_counts_the_records_among_the_last_values():
     assert stats.new_bests(np.array([3.0, 2.0, 2.5, 1.9, 1.8]), 3) == 2
     assert stats.new_bests(np.array([3.0, 2.0, 2.0]), 2) == 1  # equal to the best is no new best
     assert stats.new_bests(np.array([1.0]), 3) == 0
+
+
+@pytest.mark.parametrize("n", [4, 5, 8, 9, 19])
+def test_held_tail_is_the_last_half_with_four_points_at_least(n):
+    y = np.random.default_rng(n).normal(1.0, 0.01, n)
+    level, spread, k = stats.held_tail(y)
+    tail = list(y[-max(4, (n + 1) // 2):])
+    assert k == len(tail) and level == pytest.approx(float(np.median(tail)))
+    assert spread == pytest.approx(max(abs(v - level) for v in tail) / abs(level))
+    assert stats.held_tail(np.zeros(6))[1] == math.inf

@@ -57,6 +57,23 @@ def learned(values: np.ndarray, level: float, min_fall: float = LEARNED_FALL, mi
     return bool(rel >= min_fall and z >= min_sigmas)
 
 
+# A log too short for a trend test (per-epoch means, 5 to 19 points) shows a stall only outright: the last half of
+# its points (HELD_POINTS at least) within HELD_BAND of their median (over the 52 labelled runs of 5-19 points: on
+# the last 4 points alone, 2 healthy runs of 17 and 19 points; on the last half, none).
+HELD_POINTS = 4
+HELD_BAND = 0.02
+
+
+def held_tail(values: np.ndarray, points: int = HELD_POINTS) -> tuple[float, float, int]:
+    """(median, largest deviation from it as a share of its magnitude, count) of the last half of `values`,
+    `points` at least; the deviation is inf at a median of 0."""
+    v = np.asarray(values, dtype=float)
+    k = min(v.size, max(points, -(-v.size // 2)))
+    level = float(np.median(v[-k:]))
+    spread = float(np.max(np.abs(v[-k:] - level))) / abs(level) if level else math.inf
+    return level, spread, k
+
+
 # Losses a model reaches by predicting one constant, fixed by the targets alone, beside cross-entropy's ln k
 # (`chance_level`): MSE 0.25 is that of predicting 0.5 for balanced {0, 1} targets (a fair coin's variance), MSE 1.0
 # that of predicting the mean of standardised targets (or 0 for ±1 targets).

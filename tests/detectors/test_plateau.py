@@ -1,6 +1,8 @@
 """plateau on real TensorBoard event files."""
 
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -454,3 +456,72 @@ def test_a_stall_in_a_log_that_stops_early_in_its_printed_plan_has_no_end(tmp_pa
     _mmcv_log(run_dir / "train.log", loss, planned_iters=15_000 * plan)
     found = list(Plateau().check(load_run(run_dir, tmp_path / "f.duckdb")))
     assert len(found) == expect, [f.summary for f in found]
+
+
+def test_a_stall_whose_validation_fell_then_froze_is_a_plateau(tmp_path):
+    """Training falls to 65% of its start and sits there; validation falls over the stall's first evaluations,
+    then reads the same to its fifth digit at every later one: the fall over the stall is no sign of learning
+    when a fixed held-out set then scores identically (the weights stopped). The same validation still moving at
+    its last evaluations keeps the stall silent."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(0, 3000, 10)
+    train = (1.6 + 0.8 * np.exp(-steps / 150)) * (1 + rng.normal(0, 0.01, steps.size))
+    vs = np.arange(100, 3001, 100)
+    falling = 1.55 - 0.3 * (vs - 100) / 2900 + rng.normal(0, 0.005, vs.size)
+    frozen = 1.55 - 0.15 * (vs - 100) / 900 + rng.normal(0, 0.005, vs.size)
+    frozen[10:] = 1.3912345 + rng.uniform(-2e-6, 2e-6, vs.size - 10)
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, train), "val/loss": (vs, frozen)}), tmp_path / "a.duckdb")
+    assert Plateau()._val_improves(run, Plateau()._stall(run)["plateau_start_step"]) is not None
+    [f] = Plateau().check(run)
+    assert f.evidence["frozen_evals"] == 20 and f.step == 1100
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, train), "val/loss": (vs, falling)}), tmp_path / "b.duckdb")
+    assert list(Plateau().check(run)) == []
+
+
+# Records printed by an aspect-sentiment trainer (`loss: %.4f, acc: %.2f, test_acc: %.2f, f1: %.2f`, one batch's
+# loss beside running accuracies), pasted in https://github.com/yangheng95/PyABSA/issues/5: its first value is one
+# batch, as noisy as every later one.
+_PRINTED_BATCHES = [
+    (1.2473, 78.96, 70.52, 69.90), (0.6735, 78.89, 74.71, 72.78), (0.3350, 79.03, 72.69, 70.96),
+    (0.7195, 79.07, 73.27, 72.28), (0.5589, 78.91, 69.08, 68.60), (0.6324, 78.65, 73.84, 72.76),
+    (0.4494, 78.79, 73.12, 71.35), (0.6808, 78.82, 73.55, 71.58), (0.5765, 78.68, 74.13, 73.18),
+    (0.5336, 78.71, 74.28, 73.37), (0.4067, 78.66, 75.00, 74.12), (0.1632, 78.96, 76.01, 75.00),
+    (0.9298, 78.65, 75.58, 74.10), (0.4981, 78.60, 72.98, 71.30), (0.9244, 78.38, 74.28, 70.93),
+    (0.6246, 78.33, 72.11, 71.65), (0.7035, 78.21, 64.88, 65.32), (0.7599, 78.08, 75.43, 73.99),
+    (0.7689, 77.96, 75.29, 74.08), (0.2959, 81.25, 69.94, 69.99), (0.2067, 87.50, 74.86, 73.76)]
+
+
+def test_a_first_batch_within_the_held_levels_own_swings_is_no_fall_to_it(tmp_path):
+    """Single-batch losses scattered 0.16-0.93 around 0.66, the first at 1.25: the first value sits within the
+    excursions the held stretch itself allows (twice its noise band), so nothing shows a fall before a held level.
+    The held rule still finds a first-epoch fall far outside that band (`_held` above)."""
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    with open(run_dir / "train.log", "w") as out, contextlib.redirect_stdout(out):
+        for loss, acc, test_acc, f1 in _PRINTED_BATCHES:
+            print(f"loss: {loss:.4f}, acc: {acc:.2f}, test_acc: {test_acc:.2f}, f1: {f1:.2f}")
+    run = load_run(run_dir, tmp_path / "f.duckdb")
+    assert run.arrays("loss")[1].size == len(_PRINTED_BATCHES)
+    assert Plateau()._held(run) is None and list(Plateau().check(run)) == []
+    steps, loss = _held()
+    run = load_run(write_tb(tmp_path / "t", {"loss": (steps, loss)}), tmp_path / "t.duckdb")
+    assert Plateau()._held(run) is not None
+
+
+def test_a_few_records_held_after_a_fall_are_a_plateau_where_no_trend_can_be_tested(tmp_path):
+    """Six records, one every ten epochs, of a contrastive pre-training's loss as a user pasted them
+    (https://github.com/sayakpaul/SimCLR-in-TensorFlow-2/issues/6): 0.751, then 0.701-0.707 for forty epochs, each
+    of the last four within 0.8% of their median after a 6.5% fall. Too few points for the trend tests; the stall is
+    there outright. The same start still falling 2% a record, or beside a validation loss still falling, is silent."""
+    steps = np.arange(1, 52, 10)
+    held = np.array([0.751, 0.706, 0.707, 0.703, 0.701, 0.701])
+    run = load_run(write_tb(tmp_path / "a", {"loss": (steps, held)}), tmp_path / "a.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["short_log"] and f.step == 21 and f.evidence["held_spread"] < 0.008
+    falling = 0.751 * 0.98 ** np.arange(6)
+    falling[1] = 0.706
+    run = load_run(write_tb(tmp_path / "b", {"loss": (steps, falling)}), tmp_path / "b.duckdb")
+    assert list(Plateau().check(run)) == []
+    val = 0.74 * 0.97 ** np.arange(6)
+    run = load_run(write_tb(tmp_path / "c", {"loss": (steps, held), "val_loss": (steps, val)}), tmp_path / "c.duckdb")
+    assert list(Plateau().check(run)) == []

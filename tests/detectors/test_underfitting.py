@@ -307,3 +307,35 @@ def test_a_loss_that_never_moves_while_f1_climbs_on_both_sets_is_no_underfitting
         log_messages(tmp_path / name / "train.log", lines)
         found[name] = list(Underfitting().check(load_run(tmp_path / name, tmp_path / f"{name}.duckdb")))
     assert found["learns"] == [] and len(found["stuck"]) == 1
+
+
+# Keras' CSVLogger file of a two-phase image classifier's second phase (epochs 10-17, 5 balanced classes), from
+# https://github.com/ADITHYADEV2005/Aionos-Diagonostic (training_log.csv at a04c6c8d): the loss falls from its first
+# epoch, then training and validation sit within 1% of 1.77 and 1.68 for the last four epochs.
+_KERAS_CSV = """\
+epoch,accuracy,learning_rate,loss,val_accuracy,val_loss
+10,0.19972164928913116,9.999999747378752e-06,2.016969919204712,0.20000000298023224,3.9119229316711426
+11,0.21224774420261383,9.999999747378752e-06,1.8340498208999634,0.20000000298023224,2.2220468521118164
+12,0.19554628431797028,9.999999747378752e-06,1.8326226472854614,0.20000000298023224,1.8102974891662598
+13,0.21781489253044128,9.999999747378752e-06,1.7790746688842773,0.20000000298023224,1.6552305221557617
+14,0.21224774420261383,1.9999999949504854e-06,1.7718408107757568,0.20000000298023224,1.679437279701233
+15,0.2101600617170334,1.9999999949504854e-06,1.7634447813034058,0.20000000298023224,1.6792703866958618
+16,0.20737648010253906,1.9999999949504854e-06,1.7700392007827759,0.20000000298023224,1.666100025177002
+17,0.2059846967458725,1.9999999949504854e-06,1.7618118524551392,0.20000000298023224,1.696900486946106
+"""
+
+
+def test_a_short_log_whose_last_points_hold_high_together_underfits(tmp_path):
+    """Eight per-epoch records, too few for the trend tests: after a 12% fall, both losses' last four points lie
+    within 2% of their medians, 5% apart and at 88% of the first value: the stall is shown outright. The same
+    eight epochs still falling on both sides are silent."""
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    (run_dir / "training_log.csv").write_text(_KERAS_CSV)
+    [f] = Underfitting().check(load_run(run_dir, tmp_path / "f.duckdb"))
+    assert f.evidence["short_log"] and f.evidence["held_spread"] < 0.02 and f.evidence["train_points"] == 8
+    steps = np.arange(8)
+    falling = 2.0 * 0.9 ** steps
+    run = load_run(write_tb(tmp_path / "t", {"loss": (steps, falling), "val_loss": (steps, 1.05 * falling)}),
+                   tmp_path / "t.duckdb")
+    assert list(Underfitting().check(run)) == []

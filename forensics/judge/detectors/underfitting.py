@@ -41,6 +41,8 @@ class Underfitting:
     A loss that never fell (no `min_drop` from its first points, no late trend beyond its noise) with validation
     beside it, also flat, is underfitting too: flat_loss says the loss did not move, this that validation agrees.
     An accuracy within `acc_band` of its final level since `acc_pinned_from` of the run replaces the stall gates.
+    Under `min_train_points` (from `short_points`), no trend can be tested: the stall must show outright, the last
+    half of both curves within `held_band` of their medians after the training loss fell (`_short_stall`).
     Away from chance, a training loss whose Theil–Sen trend from its stall start on still falls beyond `max_progress`
     of its drop and `trend_sigmas` of the trend's uncertainty (σ·√(12/n)) has not stalled there: a noise band
     wider than the fall, not a stall.
@@ -100,10 +102,15 @@ class Underfitting:
     min_best_evals: int = 3  # ... at least 3 of them: still improving, not stalled (a sign test)
     metric_gain: float = 0.1  # a task metric up 10 points on train and evaluation data alike: the model learns
     below_chance: float = 0.9  # a flat level under this share of ln C (C declared) is a learned one, not chance
+    short_points: int = 5  # a log of 5 to `min_train_points` points (per-epoch means) has no trend to test, ...
+    held_points: int = stats.HELD_POINTS  # ... but the last half of its training and validation points ...
+    held_band: float = stats.HELD_BAND  # ... all within 2% of their medians after a fall show the stall outright
     oscillation: Oscillation = Oscillation()  # oscillation's bouncing weights, as this analysis sets them
 
     def unavailable(self, run: Run) -> str | None:
         short = too_short(run, "loss", self.min_train_points) or too_short(run, "val_loss", self.min_val_points)
+        if short and next(iter(self.check(run)), None) is not None:
+            return None  # a short log whose few points show the stall outright (`_short_stall`)
         if short or class_count(run) is not None:
             return short
         why = self._fine_tune(run)
@@ -253,6 +260,43 @@ class Underfitting:
                                   f"the model fits the training data no better than the validation data, and "
                                   f"neither better than at its first log"))
 
+    def _short_stall(self, run: Run, ts: np.ndarray, t: np.ndarray, vs: np.ndarray, v: np.ndarray) -> Finding | None:
+        """A log too short for the trend tests (`short_points` to `min_train_points` training points): the training
+        loss fell `min_drop` from its first value (a per-epoch mean), then the last half of its points (`held_points`
+        at least) and of the validation loss's all lie within `held_band` of their medians, within `max_gap` of each other and high
+        (`min_level_log_c` × ln C where the config names C, else `min_level` of the first value; not for a
+        fine-tune that names no C): a stall the few points show outright, with validation agreeing. Else None."""
+        if not self.short_points <= t.size < self.min_train_points or v.size < self.held_points:
+            return None
+        (t_end, t_spread, k), (v_end, v_spread, kv) = (stats.held_tail(x, self.held_points) for x in (t, v))
+        head, held = float(t[0]), max(t_spread, v_spread)
+        if t.size <= k or not (head > 0 and t_end > 0 and v_end > 0) or head - t_end < self.min_drop * head:
+            return None  # no fall from its first value: flat_loss's, if anything
+        gap = (v_end - t_end) / t_end
+        if held > self.held_band or abs(gap) > self.max_gap:
+            return None
+        found = class_count(run)
+        if found is not None:
+            reference, min_level, ref_text = math.log(found[0]), self.min_level_log_c, f"ln {found[0]}"
+        elif self._fine_tune(run) is None:
+            reference, min_level, ref_text = head, self.min_level, "first value"
+        else:
+            return None
+        if t_end / reference < min_level:
+            return None
+        ev = {"reference": reference, "reference_source": ref_text, "fraction_of_reference": t_end / reference,
+              "initial_level": head, "train_final": t_end, "val_final": v_end, "train_val_gap": gap,
+              "held_points": k, "held_spread": held, "train_points": int(t.size), "val_points": int(v.size),
+              "short_log": True}
+        t_text, v_text = level_of(ts, t, t.size - k, t.size - 1)[1], level_of(vs, v, v.size - kv, v.size - 1)[1]
+        return Finding.of(self, severity="warning", step=int(ts[-k]), step_end=int(max(ts[-1], vs[-1])),
+                          series=run.pick("val_loss"), evidence=ev,
+                          sources=(src(run, "loss", ts), src(run, "val_loss", vs)),
+                          summary=(f"train and validation loss stall high together: train falls from {head:.4g} to "
+                                   f"{t_text} ({t_end / reference:.0%} of its {ref_text}), validation {v_text} "
+                                   f"({gap:+.0%} from train), both within {held:.1%} of those levels over their last "
+                                   f"{k} and {kv} points"))
+
     def restates(self, finding: Finding, findings: Sequence[Finding]) -> bool:
         """Training and validation losses that sit where they started (`never_fell`) beside a training loss that
         never moved (flat_loss) are flat_loss's observation told twice, unless the flat level lies well below the
@@ -271,7 +315,12 @@ class Underfitting:
         if ts.size < all_steps.size:
             return  # the run died (nan_loss): the level it held before is no verdict on its capacity
         vs, v = finite_part(*run.arrays("val_loss"))
-        if t.size < self.min_train_points or v.size < self.min_val_points:
+        if v.size < self.min_val_points:
+            return
+        if t.size < self.min_train_points:
+            short = self._short_stall(run, ts, t, vs, v)
+            if short is not None and self._metric_learns(run) is None:
+                yield short
             return
         if self._metric_learns(run) is not None:
             return  # the loss is a poor surrogate: the task metric climbs on both sets
