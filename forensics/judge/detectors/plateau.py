@@ -508,7 +508,8 @@ class Plateau:
         """The held rule on a log too short for its trend (`short_held_points` to `short_points` points): the last
         half of the points (`stats.held_tail`) within `held_band` of their median after the first value, `min_drop`
         and `far` times that spread above it; a validation loss on the same source, where it has `val_points`
-        evaluations, held the same way (one still moving says the run still learns). The held evidence, else None."""
+        evaluations, held the same way (one still moving says the run still learns); held at `short_min_level` of
+        the first value or above, as a 10-19 point log must be (lower, it converged). The held evidence, else None."""
         steps, y = _last_launch(run)
         if not self.short_held_points <= y.size < self.short_points:
             return None
@@ -516,6 +517,8 @@ class Plateau:
         first = float(y[0])
         if not level > 0 or spread > self.held_band or first - level < max(self.min_drop, self.far * spread) * first:
             return None
+        if level < self.short_min_level * first:
+            return None  # settled low: a short log's convergence, as at 10-19 points (`short_min_level`)
         if run.has("val_loss") and run.format_of(run.pick("val_loss")) == run.format_of(run.pick("loss")):
             v = finite_part(*run.arrays("val_loss"))[1]
             if v.size >= self.val_points and stats.held_tail(v)[1] > self.held_band:
