@@ -2312,9 +2312,13 @@ _OPEN_WORDS = {"begin", "begins", "beginning", "start", "starts", "starting", "s
 _CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", "number", "total", "done",
                 "finished", "end", "ended", "complete", "completed", "over", "of", "evaluated", "time", "s"}
 _COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}
-_LOG_PREFIX = re.compile(r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
+# Python logging's default prefix `LEVEL:logger:` names the logger (`INFO:mi-test:loss=...`: an experiment called
+# `mi-test`), not the split of the values after it.
+_LEVEL_AND_LOGGER = r"\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL):[\w.-]+:(?!\s)|"
+_LOG_PREFIX = re.compile(_LEVEL_AND_LOGGER
+                         + r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _SECTION_KEY = re.compile(r"^\s*(?:[A-Z_]+|[a-z_]+):\s*$")  # a config dump's section (yacs' `TEST:`), not a header
-_SOURCE_OR_LEVEL = re.compile(r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
+_SOURCE_OR_LEVEL = re.compile(_LEVEL_AND_LOGGER + r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
 _SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
 

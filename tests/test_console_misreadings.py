@@ -133,3 +133,27 @@ def test_settings_dict_after_a_logger_prefix_is_no_record(tmp_path):
     glued = ("Steps:  20%|██▍         | 2/10 [00:05<00:20,  2.55s/it, lr=3e-5, step_loss=0.0871]{'base_lrs': [3e-05], "
              "'last_epoch': 0, 'verbose': False, '_step_count': 1, '_get_lr_called_within_step': False}")
     assert parse_line(glued).metrics["step_loss"] == 0.0871
+
+
+def test_a_logger_named_after_an_experiment_with_a_split_word_names_no_split(tmp_path):
+    # Python logging's default format `LEVEL:logger:message` with the logger named after the experiment (a voice
+    # model's training script names it from the experiment, `mi-test`): `test` there is the experiment's name, not
+    # the split of the values. A NaN in those training losses is then the training loss's NaN.
+    from tests.runwriters import logger_writing
+
+    path = tmp_path / "train.log"
+    with logger_writing(path, "%(levelname)s:%(name)s:%(message)s", name="mi-test") as logger:
+        logger.info("loss_disc=3.322, loss_gen=3.670, loss_fm=10.674, loss_mel=24.860, loss_kl=9.000")
+        logger.info("loss_disc=nan, loss_gen=nan, loss_fm=nan, loss_mel=23.440, loss_kl=9.000")
+    from ingest.console import read_console
+
+    tags = {t for c in read_console(path) if c.scalars is not None for t in c.scalars["tag"].to_list()}
+    assert {"loss_disc", "loss_gen", "loss_mel"} <= tags
+    assert not any(t.startswith("test") for t in tags)
+    # a split word the message itself begins with after the logger's prefix still names the split
+    path = tmp_path / "eval.log"
+    with logger_writing(path, "%(levelname)s:%(name)s:%(message)s", name="root") as logger:
+        for i in range(3):
+            logger.info(f"Test: loss: {0.5 - 0.1 * i:.3f}, acc: {0.6 + 0.1 * i:.3f}")
+    tags = {t for c in read_console(path) if c.scalars is not None for t in c.scalars["tag"].to_list()}
+    assert tags and all(t.startswith("Test") for t in tags), tags
