@@ -603,3 +603,28 @@ def test_a_blow_up_followed_by_zeros_that_hide_a_nan_ends_in_the_nan(tmp_path, b
         assert found[0].severity == "critical" and found[0].evidence.get("ends_nonfinite", True)
         assert "5661 at step 2000" in found[0].summary and "turns non-finite" in found[0].summary
     assert list(LossSpike().check(run)) == []
+
+
+def test_a_new_writer_that_starts_its_counter_again_at_the_untrained_level_is_no_rise(tmp_path):
+    """A fine-tune's TensorBoard writer logs a falling loss and an evaluation loss that climbs after its minimum; a
+    second writer of a launch started afresh in the same folder logs one record at its first step, back at the
+    untrained level. That record opens a new launch (`Run.launch_starts`): no divergence of the first launch, and the
+    overfitting of the first launch is still read."""
+    from forensics.judge.detectors import Overfitting
+
+    steps, loss = curve(n=66, every=10, start=3.9, floor=0.6, tau=120.0, noise=0.02)
+    steps = steps + 10
+    evals = np.arange(50, 660, 50)
+    val = 1.05 + 0.12 * np.clip((evals - 200) / 400, 0, None)
+    root = write_tb(tmp_path / "r", {"train/loss": (steps, loss), "eval/loss": (evals, val)})
+    write_tb(root, {"train/loss": (np.array([10]), np.array([4.565]))})
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.launch_starts(run.pick("loss"))
+    assert list(Divergence().check(run)) == []
+    assert [f.kind for f in Overfitting().check(run)] == ["overfitting"]
+    # the same second writer opening near where the first closed (a pass of a counter that restarts, not a new
+    # model) starts no launch
+    again = write_tb(tmp_path / "s", {"train/loss": (steps, loss)})
+    write_tb(again, {"train/loss": (np.array([10]), np.array([loss[-1] * 1.05]))})
+    run = load_run(again, tmp_path / "g.duckdb")
+    assert run.launch_starts(run.pick("loss")) == ()
