@@ -1866,9 +1866,11 @@ class _State:
         file whose name says nothing of them, where `data` holds `REPEATS` or more of them, N rising on each and the
         values not all integers (a count per class, `0: 5923`, is no loss); a training log's one unnamed number per
         step is its loss."""
-        if self.stem_tag or self.counted_tag:
+        if self.counted_tag:
             return
         self.counted_rows(data)
+        if self.stem_tag:
+            return  # bare values of a file that names them: `_bare_values`, or its rows of numbers (`counted_rows`)
         if self.counted_tag or not _COUNTED_HINT.search(b"\n" + data):
             return
         found = _COUNTED_LINE.findall(data)
@@ -1886,7 +1888,8 @@ class _State:
         of the lines that hold a number (the log's records, not a printout among them). The first column
         that is not the counter is the loss, as a training log's one unnamed number per step is (`counted_values`);
         the others are `column N` by position: nothing names them. In a file named for a held-out split
-        (`validation_log.txt`) it is that split's loss."""
+        (`validation_log.txt`) it is that split's loss; in a file whose name says what its values are (`losses.txt`),
+        the first column is that."""
         rows = [_ROW_SPLIT.split(m.group(1).decode().strip()) for m in _NUMBER_ROW.finditer(data)]
         if len(rows) < ROW_REPEATS or 2 * len(rows) < len(_LINE_WITH_DIGIT.findall(data)):
             return  # rows among records named otherwise are a printout (a schedule, a matrix), not the log's records
@@ -1902,7 +1905,8 @@ class _State:
             again = all(b > a or b <= counts[0] for a, b in zip(counts, counts[1:]))
             others = [r[i] for r in rows for i in range(width) if i != at]
             if again and rises >= len(rows) // 2 and not all(_WHOLE.fullmatch(v) for v in others):
-                self.counted_tag = f"{self.held_stem} {COUNTED_TAG}" if self.held_stem else COUNTED_TAG
+                self.counted_tag = self.stem_tag or (f"{self.held_stem} {COUNTED_TAG}" if self.held_stem
+                                                     else COUNTED_TAG)
                 self.row_counter = (width, at)
                 return
 
@@ -2534,7 +2538,8 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
     if why is not None:
         return False, f"it holds binary data, not text ({why})"
     lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
-    state = _State(stem_tag=_stem_tag(Path(name)) if name else None)
+    state = _State(stem_tag=_stem_tag(Path(name)) if name else None, held_stem=_held_stem(Path(name)) if name else None)
+    state.counted_values(sample)  # rows of numbers with a counter column (a header never printed) are records
     counted = named = bare = tabled = 0
     records: dict[str, int] = {}
     texts = [line for line in lines if line.strip()]
