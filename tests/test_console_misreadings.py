@@ -157,3 +157,28 @@ def test_a_logger_named_after_an_experiment_with_a_split_word_names_no_split(tmp
             logger.info(f"Test: loss: {0.5 - 0.1 * i:.3f}, acc: {0.6 + 0.1 * i:.3f}")
     tags = {t for c in read_console(path) if c.scalars is not None for t in c.scalars["tag"].to_list()}
     assert tags and all(t.startswith("Test") for t in tags), tags
+
+
+def test_a_split_word_at_the_head_of_a_records_first_name_labels_the_record(tmp_path):
+    # Lines of a capsule network's training print (https://github.com/jindongwang/Pytorch-CapsuleNet/issues/3): the
+    # epoch's test record names its split once, at its first value (`test accuracy: ..., loss: ...`); its `loss` is
+    # the test loss, not a training point one hundred times the batch losses.
+    from ingest.console import read_console
+
+    path = tmp_path / "train.log"
+    path.write_text("""\
+Epoch: [12/30], Batch: [1/500], train accuracy: 0.680000, loss: 0.004995
+Epoch: [12/30], Batch: [101/500], train accuracy: 0.650000, loss: 0.004921
+Epoch: [12/30], Batch: [201/500], train accuracy: 0.650000, loss: 0.005072
+Epoch: [12/30], train loss: 0.004758
+Epoch: [12/30], test accuracy: 0.669700, loss: 0.492968
+Epoch: [13/30], Batch: [1/500], train accuracy: 0.650000, loss: 0.004795
+Epoch: [13/30], Batch: [101/500], train accuracy: 0.730000, loss: 0.004316
+Epoch: [13/30], Batch: [201/500], train accuracy: 0.720000, loss: 0.003964
+Epoch: [13/30], train loss: 0.004673
+Epoch: [13/30], test accuracy: 0.672600, loss: 0.498016
+""")
+    frame = next(c.scalars for c in read_console(path) if c.scalars is not None)
+    values = dict(zip(frame["tag"].to_list(), frame["value"].to_list()))
+    assert values["test loss"] == 0.498016
+    assert max(v for t, v in zip(frame["tag"].to_list(), frame["value"].to_list()) if t == "loss") < 0.01
