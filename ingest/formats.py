@@ -230,8 +230,11 @@ FORMATS: list[Format] = [
     # settings, not records at the last step), a progress bar's closing line beside records that print a step is
     # their pass's summary, not a record, and a dict under a held-out split's name (`val_metrics={...}`) is that split's
     # version 18: a comma list of names inside a banner (`****loss,acc,val_loss****`) heads the rows of values below
+    # version 19: Python logging's `LEVEL:logger:` prefix names no split, a held-out split word at the head of a
+    # record's first name (`test accuracy: X, loss: Y`) labels the record, and rows of a counter and a value with
+    # no header are read in a file named for its values too (`losses.txt`: `0 233.26`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=18),
+           text=True, version=19),
 ]
 
 
