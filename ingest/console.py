@@ -255,6 +255,12 @@ PATTERNS: list[LinePattern] = [
     # about an epoch, 0-based before Keras 2.1, not the `Epoch e/E` counter above the epoch's records.
     LinePattern("keras_callback_epoch", "ignore", _p(r"^\s*Epoch \d{5}:"),
                 "Epoch 00000: val_acc improved from -inf to 0.69706, saving model to weights.best.hdf5"),
+    # A best value that moved (`Model is improving ppl: 2.44446 --> 1.22345.`, `val_acc improved from -inf to 0.69`):
+    # a checkpointer's or early stopper's running best, its old value first (`-inf` before any evaluation), not a
+    # record: the evaluation's own lines print the values.
+    LinePattern("best_moved", "ignore", _p(
+        rf"\b(?i:is improving|improved|improving)\b[^\n]*?{NUM}\s*(?:-{{1,2}}>|→|\bto\b)\s*{NUM}\.?"),
+        "[2024-05-08 04:06:55,503 INFO] Model is improving ppl: 2.44446 --> 1.22345."),
     # A file's name (`checkpoints/checkpoint-epoch1-batch200.pth`, `weights.best.hdf5`): its digits are a name's, not
     # a counter or a value.
     LinePattern("file_name", "ignore", _p(

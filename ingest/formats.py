@@ -232,7 +232,8 @@ FORMATS: list[Format] = [
     # version 18: a comma list of names inside a banner (`****loss,acc,val_loss****`) heads the rows of values below
     # version 19: Python logging's `LEVEL:logger:` prefix names no split, a held-out split word at the head of a
     # record's first name (`test accuracy: X, loss: Y`) labels the record, and rows of a counter and a value with
-    # no header are read in a file named for its values too (`losses.txt`: `0 233.26`)
+    # no header are read in a file named for its values too (`losses.txt`: `0 233.26`), and a best value that moved
+    # (`Model is improving acc: -inf --> 44.6.`) is no record
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=19),
 ]

@@ -182,3 +182,34 @@ Epoch: [13/30], test accuracy: 0.672600, loss: 0.498016
     values = dict(zip(frame["tag"].to_list(), frame["value"].to_list()))
     assert values["test loss"] == 0.498016
     assert max(v for t, v in zip(frame["tag"].to_list(), frame["value"].to_list()) if t == "loss") < 0.01
+
+
+
+def test_a_best_value_that_moved_is_no_record(tmp_path):
+    # OpenNMT-py's lines around its first validations (github.com/BitMap4/morphological-inflections, train.log at
+    # 0f08038): after each validation its early stopper says how its best moved, `-inf` before any evaluation. The
+    # old best is no value of a series (no `-inf` accuracy at step 200), the evaluation's own lines print the values.
+    from ingest.console import read_console
+
+    path = tmp_path / "train.log"
+    path.write_text("""\
+[2024-05-08 04:06:25,202 INFO] Step 150/100000; acc:  39.07; ppl:  7.69; xent: 2.04; lr: 1.00000; 15020/11663 tok/s;     12 sec
+[2024-05-08 04:06:28,390 INFO] Step 200/100000; acc:  45.52; ppl:  6.11; xent: 1.81; lr: 1.00000; 14904/11549 tok/s;     15 sec
+[2024-05-08 04:06:28,463 INFO] Validation perplexity: 5.45281
+[2024-05-08 04:06:28,463 INFO] Validation accuracy: 44.6274
+[2024-05-08 04:06:28,463 INFO] Model is improving ppl: inf --> 5.45281.
+[2024-05-08 04:06:28,463 INFO] Model is improving acc: -inf --> 44.6274.
+[2024-05-08 04:06:28,465 INFO] Saving checkpoint run/model_step_200.pt
+[2024-05-08 04:06:31,938 INFO] Step 250/100000; acc:  51.68; ppl:  4.97; xent: 1.60; lr: 1.00000; 13370/10343 tok/s;     18 sec
+[2024-05-08 04:06:35,329 INFO] Step 300/100000; acc:  57.88; ppl:  3.97; xent: 1.38; lr: 1.00000; 13933/10788 tok/s;     22 sec
+[2024-05-08 04:06:38,523 INFO] Step 350/100000; acc:  64.46; ppl:  3.26; xent: 1.18; lr: 1.00000; 14901/11617 tok/s;     25 sec
+[2024-05-08 04:06:41,716 INFO] Step 400/100000; acc:  74.17; ppl:  2.37; xent: 0.86; lr: 1.00000; 14808/11448 tok/s;     28 sec
+[2024-05-08 04:06:41,789 INFO] Validation perplexity: 2.44446
+[2024-05-08 04:06:41,792 INFO] Validation accuracy: 71.3172
+[2024-05-08 04:06:41,792 INFO] Model is improving ppl: 5.45281 --> 2.44446.
+[2024-05-08 04:06:41,792 INFO] Model is improving acc: 44.6274 --> 71.3172.
+""")
+    frame = next(c.scalars for c in read_console(path) if c.scalars is not None)
+    tags = set(frame["tag"].to_list())
+    assert {"xent", "Validation perplexity", "Validation accuracy"} <= tags
+    assert not any("improving" in t for t in tags), tags
