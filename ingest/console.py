@@ -259,6 +259,12 @@ PATTERNS: list[LinePattern] = [
     # about an epoch, 0-based before Keras 2.1, not the `Epoch e/E` counter above the epoch's records.
     LinePattern("keras_callback_epoch", "ignore", _p(r"^\s*Epoch \d{5}:"),
                 "Epoch 00000: val_acc improved from -inf to 0.69706, saving model to weights.best.hdf5"),
+    # A best value that moved (`Model is improving ppl: 2.44446 --> 1.22345.`, `val_acc improved from -inf to 0.69`):
+    # a checkpointer's or early stopper's running best, its old value first (`-inf` before any evaluation), not a
+    # record: the evaluation's own lines print the values.
+    LinePattern("best_moved", "ignore", _p(
+        rf"\b(?i:is improving|improved|improving)\b[^\n]*?{NUM}\s*(?:-{{1,2}}>|→|\bto\b)\s*{NUM}\.?"),
+        "[2024-05-08 04:06:55,503 INFO] Model is improving ppl: 2.44446 --> 1.22345."),
     # A file's name (`checkpoints/checkpoint-epoch1-batch200.pth`, `weights.best.hdf5`): its digits are a name's, not
     # a counter or a value.
     LinePattern("file_name", "ignore", _p(
@@ -1942,9 +1948,11 @@ class _State:
         file whose name says nothing of them, where `data` holds `REPEATS` or more of them, N rising on each and the
         values not all integers (a count per class, `0: 5923`, is no loss); a training log's one unnamed number per
         step is its loss."""
-        if self.stem_tag or self.counted_tag:
+        if self.counted_tag:
             return
         self.counted_rows(data)
+        if self.stem_tag:
+            return  # bare values of a file that names them: `_bare_values`, or its rows of numbers (`counted_rows`)
         if self.counted_tag or not _COUNTED_HINT.search(b"\n" + data):
             return
         found = _COUNTED_LINE.findall(data)
@@ -1962,7 +1970,8 @@ class _State:
         of the lines that hold a number (the log's records, not a printout among them). The first column
         that is not the counter is the loss, as a training log's one unnamed number per step is (`counted_values`);
         the others are `column N` by position: nothing names them. In a file named for a held-out split
-        (`validation_log.txt`) it is that split's loss."""
+        (`validation_log.txt`) it is that split's loss; in a file whose name says what its values are (`losses.txt`),
+        the first column is that."""
         rows = [_ROW_SPLIT.split(m.group(1).decode().strip()) for m in _NUMBER_ROW.finditer(data)]
         if len(rows) < ROW_REPEATS or 2 * len(rows) < len(_LINE_WITH_DIGIT.findall(data)):
             return  # rows among records named otherwise are a printout (a schedule, a matrix), not the log's records
@@ -1978,7 +1987,8 @@ class _State:
             again = all(b > a or b <= counts[0] for a, b in zip(counts, counts[1:]))
             others = [r[i] for r in rows for i in range(width) if i != at]
             if again and rises >= len(rows) // 2 and not all(_WHOLE.fullmatch(v) for v in others):
-                self.counted_tag = f"{self.held_stem} {COUNTED_TAG}" if self.held_stem else COUNTED_TAG
+                self.counted_tag = self.stem_tag or (f"{self.held_stem} {COUNTED_TAG}" if self.held_stem
+                                                     else COUNTED_TAG)
                 self.row_counter = (width, at)
                 return
 
@@ -2391,12 +2401,13 @@ _OPEN_WORDS = {"begin", "begins", "beginning", "start", "starts", "starting", "s
 _CLOSE_WORDS = {"samples", "examples", "images", "instances", "batches", "num", "number", "total", "done",
                 "finished", "end", "ended", "complete", "completed", "over", "of", "evaluated", "time", "s"}
 _COUNT_WORDS = {"samples", "sample", "examples", "images", "instances", "batches", "num", "number", "total"}
-_LOG_PREFIX = re.compile(r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
+# Python logging's default prefix `LEVEL:logger:` names the logger (`INFO:mi-test:loss=...`: an experiment called
+# `mi-test`), not the split of the values after it; a logger named by a split word alone (`INFO:test:`) still is one.
+_LEVEL_AND_LOGGER = rf"\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL):(?!{_HELD_OUT}:)[\w.-]+:(?!\s)|"
+_LOG_PREFIX = re.compile(_LEVEL_AND_LOGGER
+                         + r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _SECTION_KEY = re.compile(r"^\s*(?:[A-Z_]+|[a-z_]+):\s*$")  # a config dump's section (yacs' `TEST:`), not a header
-# Python logging's default prefix `LEVEL:name:` names the logger (an experiment's name, `INFO:mi-test:`), not the
-# line's split; a logger named by a split word alone (`INFO:test:`) still labels its lines.
-_LOGGER_NAME = re.compile(rf"(?:(?<=\bINFO)|(?<=\bWARNING)|(?<=\bDEBUG)|(?<=\bERROR)):(?!{_HELD_OUT}:)[\w.-]+(?=:)")
-_SOURCE_OR_LEVEL = re.compile(r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
+_SOURCE_OR_LEVEL = re.compile(_LEVEL_AND_LOGGER + r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
 _SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
 
@@ -2517,16 +2528,22 @@ def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
     mmengine's `Epoch(val) [1][10/50]  loss: X`) in its first two words, where it names no train split; None
     otherwise. Only the label's last clause after a logger's prefix counts (`[valid][INFO] - ...` names its tags
     itself). A split abbreviated at the head of the first name (`Test. Acc.: 97.4% | Loss: 0.08`) labels the line
-    as the word alone would (`Test Acc.: ...` is one name, `CLAUSE_SPLIT`'s abbreviation)."""
+    as the word alone would (`Test Acc.: ...` is one name, `CLAUSE_SPLIT`'s abbreviation), and so does a split word
+    written apart at the head of the first name (`test accuracy: 0.67, loss: 0.49`: the loss is the test loss), where
+    no other name on the line says train."""
     first = next(iter(metrics))
     abbreviated = _SPLIT_ABBREVIATED.match(first)
     if abbreviated:
         split = SPLIT_WORDS.get(abbreviated.group(1).lower())
         return split if split != "train" else None
+    head_word = first.split()[0].lower() if len(first.split()) > 1 else None
+    if SPLIT_WORDS.get(head_word or "") not in (None, "train") and not any(
+            SPLIT_WORDS.get(w) == "train" for name in metrics for w in words(name)):
+        return SPLIT_WORDS[head_word]
     at = text.find(first)
     if at <= 0 or not re.search(_SPLIT_HINT, text[:at]):
         return None
-    head = _SOURCE_OR_LEVEL.sub(" ", _LOGGER_NAME.sub(":", text[:at]))
+    head = _SOURCE_OR_LEVEL.sub(" ", text[:at])
     clause = next((c for c in reversed(_CLAUSE_AFTER_PREFIX.split(head)) if re.search("[A-Za-z]", c)), "")
     held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in words(clause) if not w.isdigit()]
     split = next((s for s in held[:2] if s not in (None, "train")), None)  # a label, not prose (`on the test images`)
@@ -2612,7 +2629,8 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
     if why is not None:
         return False, f"it holds binary data, not text ({why})"
     lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
-    state = _State(stem_tag=_stem_tag(Path(name)) if name else None)
+    state = _State(stem_tag=_stem_tag(Path(name)) if name else None, held_stem=_held_stem(Path(name)) if name else None)
+    state.counted_values(sample)  # rows of numbers with a counter column (a header never printed) are records
     counted = named = bare = tabled = 0
     records: dict[str, int] = {}
     texts = [line for line in lines if line.strip()]

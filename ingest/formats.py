@@ -233,8 +233,9 @@ FORMATS: list[Format] = [
     # version 19: a log in GBK read in its encoding, names in Chinese read by their words (`当前损失值`), logging's
     # `LEVEL:name:` prefix names no split, `epoch1<TAB>0.25` in a file named for its values; an LR by its optimizer's
     # index (`current_lr_0`) is read; a record of the training's shape under an evaluation's opener at the step just
-    # trained is the evaluation's; a bare name after a first name that begins with a held-out split (`test accuracy:
-    # X, loss: Y`) is that split's
+    # trained is the evaluation's; a held-out split word at the head of a record's first name (`test accuracy: X,
+    # loss: Y`) labels the record; rows of a counter and a value with no header are read in a file named for its
+    # values (`losses.txt`: `0 233.26`); a best value that moved (`Model is improving acc: -inf --> 44.6.`) is no record
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=19),
 ]

@@ -178,3 +178,83 @@ def test_settings_dict_after_a_logger_prefix_is_no_record(tmp_path):
     glued = ("Steps:  20%|██▍         | 2/10 [00:05<00:20,  2.55s/it, lr=3e-5, step_loss=0.0871]{'base_lrs': [3e-05], "
              "'last_epoch': 0, 'verbose': False, '_step_count': 1, '_get_lr_called_within_step': False}")
     assert parse_line(glued).metrics["step_loss"] == 0.0871
+
+
+def test_a_logger_named_after_an_experiment_with_a_split_word_names_no_split(tmp_path):
+    # Python logging's default format `LEVEL:logger:message` with the logger named after the experiment (a voice
+    # model's training script names it from the experiment, `mi-test`): `test` there is the experiment's name, not
+    # the split of the values. A NaN in those training losses is then the training loss's NaN.
+    from tests.runwriters import logger_writing
+
+    path = tmp_path / "train.log"
+    with logger_writing(path, "%(levelname)s:%(name)s:%(message)s", name="mi-test") as logger:
+        logger.info("loss_disc=3.322, loss_gen=3.670, loss_fm=10.674, loss_mel=24.860, loss_kl=9.000")
+        logger.info("loss_disc=nan, loss_gen=nan, loss_fm=nan, loss_mel=23.440, loss_kl=9.000")
+    from ingest.console import read_console
+
+    tags = {t for c in read_console(path) if c.scalars is not None for t in c.scalars["tag"].to_list()}
+    assert {"loss_disc", "loss_gen", "loss_mel"} <= tags
+    assert not any(t.startswith("test") for t in tags)
+    # a split word the message itself begins with after the logger's prefix still names the split
+    path = tmp_path / "eval.log"
+    with logger_writing(path, "%(levelname)s:%(name)s:%(message)s", name="root") as logger:
+        for i in range(3):
+            logger.info(f"Test: loss: {0.5 - 0.1 * i:.3f}, acc: {0.6 + 0.1 * i:.3f}")
+    tags = {t for c in read_console(path) if c.scalars is not None for t in c.scalars["tag"].to_list()}
+    assert tags and all(t.startswith("Test") for t in tags), tags
+
+
+def test_a_split_word_at_the_head_of_a_records_first_name_labels_the_record(tmp_path):
+    # Lines of a capsule network's training print (https://github.com/jindongwang/Pytorch-CapsuleNet/issues/3): the
+    # epoch's test record names its split once, at its first value (`test accuracy: ..., loss: ...`); its `loss` is
+    # the test loss, not a training point one hundred times the batch losses.
+    from ingest.console import read_console
+
+    path = tmp_path / "train.log"
+    path.write_text("""\
+Epoch: [12/30], Batch: [1/500], train accuracy: 0.680000, loss: 0.004995
+Epoch: [12/30], Batch: [101/500], train accuracy: 0.650000, loss: 0.004921
+Epoch: [12/30], Batch: [201/500], train accuracy: 0.650000, loss: 0.005072
+Epoch: [12/30], train loss: 0.004758
+Epoch: [12/30], test accuracy: 0.669700, loss: 0.492968
+Epoch: [13/30], Batch: [1/500], train accuracy: 0.650000, loss: 0.004795
+Epoch: [13/30], Batch: [101/500], train accuracy: 0.730000, loss: 0.004316
+Epoch: [13/30], Batch: [201/500], train accuracy: 0.720000, loss: 0.003964
+Epoch: [13/30], train loss: 0.004673
+Epoch: [13/30], test accuracy: 0.672600, loss: 0.498016
+""")
+    frame = next(c.scalars for c in read_console(path) if c.scalars is not None)
+    values = dict(zip(frame["tag"].to_list(), frame["value"].to_list()))
+    assert values["test loss"] == 0.498016
+    assert max(v for t, v in zip(frame["tag"].to_list(), frame["value"].to_list()) if t == "loss") < 0.01
+
+
+
+def test_a_best_value_that_moved_is_no_record(tmp_path):
+    # OpenNMT-py's lines around its first validations (github.com/BitMap4/morphological-inflections, train.log at
+    # 0f08038): after each validation its early stopper says how its best moved, `-inf` before any evaluation. The
+    # old best is no value of a series (no `-inf` accuracy at step 200), the evaluation's own lines print the values.
+    from ingest.console import read_console
+
+    path = tmp_path / "train.log"
+    path.write_text("""\
+[2024-05-08 04:06:25,202 INFO] Step 150/100000; acc:  39.07; ppl:  7.69; xent: 2.04; lr: 1.00000; 15020/11663 tok/s;     12 sec
+[2024-05-08 04:06:28,390 INFO] Step 200/100000; acc:  45.52; ppl:  6.11; xent: 1.81; lr: 1.00000; 14904/11549 tok/s;     15 sec
+[2024-05-08 04:06:28,463 INFO] Validation perplexity: 5.45281
+[2024-05-08 04:06:28,463 INFO] Validation accuracy: 44.6274
+[2024-05-08 04:06:28,463 INFO] Model is improving ppl: inf --> 5.45281.
+[2024-05-08 04:06:28,463 INFO] Model is improving acc: -inf --> 44.6274.
+[2024-05-08 04:06:28,465 INFO] Saving checkpoint run/model_step_200.pt
+[2024-05-08 04:06:31,938 INFO] Step 250/100000; acc:  51.68; ppl:  4.97; xent: 1.60; lr: 1.00000; 13370/10343 tok/s;     18 sec
+[2024-05-08 04:06:35,329 INFO] Step 300/100000; acc:  57.88; ppl:  3.97; xent: 1.38; lr: 1.00000; 13933/10788 tok/s;     22 sec
+[2024-05-08 04:06:38,523 INFO] Step 350/100000; acc:  64.46; ppl:  3.26; xent: 1.18; lr: 1.00000; 14901/11617 tok/s;     25 sec
+[2024-05-08 04:06:41,716 INFO] Step 400/100000; acc:  74.17; ppl:  2.37; xent: 0.86; lr: 1.00000; 14808/11448 tok/s;     28 sec
+[2024-05-08 04:06:41,789 INFO] Validation perplexity: 2.44446
+[2024-05-08 04:06:41,792 INFO] Validation accuracy: 71.3172
+[2024-05-08 04:06:41,792 INFO] Model is improving ppl: 5.45281 --> 2.44446.
+[2024-05-08 04:06:41,792 INFO] Model is improving acc: 44.6274 --> 71.3172.
+""")
+    frame = next(c.scalars for c in read_console(path) if c.scalars is not None)
+    tags = set(frame["tag"].to_list())
+    assert {"xent", "Validation perplexity", "Validation accuracy"} <= tags
+    assert not any("improving" in t for t in tags), tags

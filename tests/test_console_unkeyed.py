@@ -121,3 +121,22 @@ def test_a_settings_dump_of_padded_names_gives_no_values(tmp_path):
     log_messages(root / "train.log", lines, fmt="%(asctime)s - train.log - %(levelname)s - %(message)s")
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.has("loss") and not run.has("lr") and "batch_size" not in run.names()
+
+
+def test_rows_of_a_counter_and_a_value_with_no_header_are_read(tmp_path):
+    """A loop that writes `f.write('%d %f\\n' % (epoch + 1, loss))` to a file named for its settings
+    (`fourlayerlr-2.txt`), and a second file of the same rows named for what they are (`losses.txt`): each row is the
+    value at its counter, so the run is read, not refused as a folder with no training log."""
+    losses = sgd_losses(40)
+    root = tmp_path / "run"
+    root.mkdir()
+    with open(root / "fourlayerlr-2.txt", "w") as f:
+        for epoch, v in enumerate(losses):
+            f.write("%d %f\n" % (epoch + 1, v))
+    with open(root / "losses.txt", "w") as f:
+        for i, v in enumerate(losses[::4]):
+            f.write("%d %f\n" % (i, v))
+    run = load_run(root, tmp_path / "f.duckdb")
+    steps, values = run.arrays("loss")
+    assert steps[0] == 1 and steps.size == 40 and np.isclose(values[0], losses[0], rtol=1e-5)
+    assert run.has("losses") and run.arrays("losses")[0].size == 10

@@ -214,6 +214,11 @@ ANNOUNCED = "announced/"
 # The role of the series a console reader writes where a launch appended to the log begins (its number: 2, 3, ...).
 LAUNCH_ROLE = "launch"
 
+# A pass of a counter that starts again whose first record gives back this share of the fall from the series'
+# opening level (the median of its first FRESH_RECORDS records) is a fresh launch (`Run._fresh_passes`).
+FRESH_REGAIN = 0.5
+FRESH_RECORDS = 3
+
 # An epoch counter that falls back this far while the steps rise starts a launch (HF logs fractional epochs).
 EPOCH_DROP = 0.5
 
@@ -384,7 +389,30 @@ class Run:
         return self._launch_cache[name]
 
     def _launch_starts(self, name: str) -> tuple[int, ...]:
-        return tuple(sorted(set(self.appended_launches(name)) | set(self._epoch_reset_starts(name))))
+        return tuple(sorted(set(self.appended_launches(name)) | set(self._epoch_reset_starts(name))
+                            | set(self._fresh_passes(name))))
+
+    def _fresh_passes(self, name: str) -> list[int]:
+        """The steps of series `name` where a pass of its logged counter starting again from its first value
+        (`series_named`'s passes: a new writer of the same run, a launch appended to a log) opens back at the
+        untrained level: its first record gives back `FRESH_REGAIN` or more of the fall from the series' opening
+        level (median of its first `FRESH_RECORDS` records) to where the pass before closed. A new model, not the
+        last one's rise; a counter that restarts every epoch opens near where the epoch before closed."""
+        self.series_named(name)
+        if name not in self._passes:
+            return []
+        pts = self.series_named(name).filter(pl.col("value").is_finite())
+        steps, values = pts["step"].to_numpy(), pts["value"].to_numpy()
+        k = FRESH_RECORDS
+        out = []
+        for c in sorted(self._pass_starts[name]):
+            i = int(np.searchsorted(steps, c))
+            if i < 2 * k or i >= steps.size or steps[i] != c:
+                continue
+            opened, closed = float(np.median(values[:k])), float(np.median(values[i - k:i]))
+            if opened > closed and values[i] >= closed + FRESH_REGAIN * (opened - closed):
+                out.append(int(c))
+        return out
 
     def epoch_resets(self) -> list[tuple[int, int, float, float]]:
         """Where the run's epoch counter falls back by `EPOCH_DROP` or more while the steps keep rising, in write

@@ -305,7 +305,8 @@ def test_single_batch_losses_under_a_poly_decay_are_not_divergence(tmp_path, see
     lr = 0.01 * (1 - steps / (steps[-1] + 1)) ** 0.9
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y), "lr": (steps, lr)}), tmp_path / "f.duckdb")
     assert list(Divergence().check(run)) == []
-    assert list(Divergence(wide_spread=10.0).check(run))  # without the spread guard this draw reads as a rise
+    # without the spread guard (and the chance-low one) this draw reads as a rise
+    assert list(Divergence(wide_spread=10.0, lucky_reach=0.0).check(run))
 
 
 def test_a_loss_that_doubles_and_holds_until_it_turns_nan_for_good_is_divergence(tmp_path):
@@ -603,3 +604,98 @@ def test_a_blow_up_followed_by_zeros_that_hide_a_nan_ends_in_the_nan(tmp_path, b
         assert found[0].severity == "critical" and found[0].evidence.get("ends_nonfinite", True)
         assert "5661 at step 2000" in found[0].summary and "turns non-finite" in found[0].summary
     assert list(LossSpike().check(run)) == []
+
+
+def test_a_new_writer_that_starts_its_counter_again_at_the_untrained_level_is_no_rise(tmp_path):
+    """A fine-tune's TensorBoard writer logs a falling loss and an evaluation loss that climbs after its minimum; a
+    second writer of a launch started afresh in the same folder logs one record at its first step, back at the
+    untrained level. That record opens a new launch (`Run.launch_starts`): no divergence of the first launch, and the
+    overfitting of the first launch is still read."""
+    from forensics.judge.detectors import Overfitting
+
+    steps, loss = curve(n=66, every=10, start=3.9, floor=0.6, tau=120.0, noise=0.02)
+    steps = steps + 10
+    evals = np.arange(50, 660, 50)
+    val = 1.05 + 0.12 * np.clip((evals - 200) / 400, 0, None)
+    root = write_tb(tmp_path / "r", {"train/loss": (steps, loss), "eval/loss": (evals, val)})
+    write_tb(root, {"train/loss": (np.array([10]), np.array([4.565]))})
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.launch_starts(run.pick("loss"))
+    assert list(Divergence().check(run)) == []
+    assert [f.kind for f in Overfitting().check(run)] == ["overfitting"]
+    # the same second writer opening near where the first closed (a pass of a counter that restarts, not a new
+    # model) starts no launch
+    again = write_tb(tmp_path / "s", {"train/loss": (steps, loss)})
+    write_tb(again, {"train/loss": (np.array([10]), np.array([loss[-1] * 1.05]))})
+    run = load_run(again, tmp_path / "g.duckdb")
+    assert run.launch_starts(run.pick("loss")) == ()
+
+
+# The training loss of a pretrained GPT-2's dialogue fine-tune, as Lightning's CSVLogger wrote it (single-batch values
+# every 50 steps, one epoch), from github.com/Melissasssss/TurnGPT, lightning_logs/version_0/metrics.csv at f7f5b23.
+_FLAT_SINGLE_BATCH_CSV = """\
+epoch,loss,step
+0,2.369102716445923,49
+0,2.229456901550293,99
+0,2.2015838623046875,149
+0,2.962423801422119,199
+0,2.1700685024261475,249
+0,2.6844329833984375,299
+0,2.175774335861206,349
+0,2.4971249103546143,399
+0,2.4370036125183105,449
+0,3.1323721408843994,499
+0,2.2781267166137695,549
+0,2.3874635696411133,599
+0,2.8875277042388916,649
+0,2.9367291927337646,699
+0,2.353027582168579,749
+0,1.8584657907485962,799
+0,2.1680243015289307,849
+0,2.1542675495147705,899
+0,1.8306028842926025,949
+0,2.0287890434265137,999
+0,1.753556489944458,1049
+0,2.365447998046875,1099
+0,1.8806239366531372,1149
+0,2.178842306137085,1199
+0,2.966130256652832,1249
+0,2.07307505607605,1299
+0,2.270951747894287,1349
+0,2.2358858585357666,1399
+0,1.8900820016860962,1449
+0,2.281494379043579,1499
+0,1.8230829238891602,1549
+0,1.9500335454940796,1599
+0,2.6993606090545654,1649
+0,1.5443782806396484,1699
+0,1.2439128160476685,1749
+0,2.0017576217651367,1799
+0,1.8888895511627197,1849
+0,2.3274950981140137,1899
+0,1.8438767194747925,1949
+0,2.0146727561950684,1999
+0,2.528590202331543,2049
+0,2.404451608657837,2099
+0,3.1462624073028564,2149
+0,2.86942720413208,2199
+0,2.6428728103637695,2249
+0,3.016693592071533,2299
+0,2.4123318195343018,2349
+0,2.0160763263702393,2399
+0,2.7666661739349365,2449
+0,2.243922710418701,2499
+"""
+
+
+def test_a_return_from_a_dip_of_single_batch_scatter_to_the_opening_level_is_no_rise(tmp_path):
+    """A fine-tune's single-batch loss that never falls: its three-point minimum is a chance low of its scatter
+    (σ·√(2 ln n) under the level it opened at) and it ends about where it opened. The "rise" from that dip is the
+    scatter of a flat loss, not a divergence."""
+    root = tmp_path / "version_0"
+    root.mkdir()
+    (root / "metrics.csv").write_text(_FLAT_SINGLE_BATCH_CSV)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.arrays("loss")[0].size == 50
+    assert list(Divergence().check(run)) == []
+    assert list(Divergence(lucky_reach=0.0).check(run))  # read from the dip, the end stands ×1.6 above it

@@ -158,3 +158,20 @@ def test_a_validation_loss_that_bounces_beside_a_training_loss_that_does_not_swi
     loss[2::3] = val
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss), "val_loss": (vsteps, val)}), tmp_path / "f.duckdb")
     assert list(Oscillation().check(run)) == []
+
+
+def test_heavy_tailed_single_batch_losses_beside_a_falling_validation_loss_are_no_swinging(tmp_path):
+    """A regression that starts near its floor logs single-batch losses every 50 steps: a heavy-tailed spread (its
+    upper quartile several times its lower) that never trends, while the validation loss, once an epoch, falls at
+    every evaluation. The model is still learning: the spread is batch noise, not weights that do not settle. The
+    same training losses beside no validation loss are the unsettled swings of a loss that never fell."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 601) * 50 - 1
+    loss = 0.005 * np.exp(rng.normal(0, 1.2, steps.size))
+    evals = np.arange(1, 21) * 1500 - 1
+    val = 0.0257 + 0.001 * np.exp(-np.arange(20) / 4)
+    run = load_run(write_tb(tmp_path / "v", {"train_loss": (steps, loss), "val_loss": (evals, val)}),
+                   tmp_path / "v.duckdb")
+    assert list(Oscillation().check(run)) == []
+    [f] = _check(tmp_path, steps, loss)
+    assert f.evidence["rule"] == "unsettled"

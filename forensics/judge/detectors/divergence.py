@@ -80,6 +80,8 @@ class Divergence:
     `lr_climb` × (a warmup to a peak too high), and every evaluation after the validation minimum, which comes before
     that peak, stands `lr_climb_val` × above it (at least `min_jump_points` of them): the model got worse and stayed so.
     With log-scale point noise of `wide_spread` or more, the tail must also stand above the points before the minimum.
+    A minimum no deeper under the opening level than the points' chance low, and an end no higher above it (within
+    `lucky_reach` × σ·√(2 ln n) on the log scale: `_lucky_dip`), is the scatter of a loss that never moved.
     Blown up from the start (`_above_start`): a loss that never fell, `above_start` × its untrained level (its first
     value, or log C: `_reference`) at `above_share` of its later records (`above_points` at least) and over its last
     quarter, not falling there, with no loss weight ramping up from 0 (`RAMP_WORDS`).
@@ -167,6 +169,7 @@ class Divergence:
     above_share: float = 0.8  # ... at 80% of its later records or more ...
     above_points: int = 5  # ... 5 at least: it blew up from the start and never fell
     floor_share: float = 0.02  # a loss under 2% of its untrained level at every point sits at its floor
+    lucky_reach: float = 1.0  # a dip and an end within this × σ·√(2 ln n) of the opening level (`_lucky_dip`)
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -330,7 +333,8 @@ class Divergence:
         shift = stats.mann_whitney(at_min, y[-tail_n:])
         stays = (grows and shift.z > 0 and shift.p < self.p and not nan_follows and n >= 12
                  and min(tail_n, at_min.size) >= self.min_points_after and (clear or n <= self.short_max))
-        if (significant or stays) and not (nan_follows or ends_blown) and self._wide_spread(y, imin, after):
+        if (significant or stays) and not (nan_follows or ends_blown) and (
+                self._wide_spread(y, imin, after) or self._lucky_dip(y, head, lo, final)):
             significant = stays = False  # a rise out of a lucky dip in single-batch noise: the level did not move
         witness = (self._witness(run, steps[imin], after, lo, final)
                    if grows and n <= self.short_max and not (significant or stays) else None)
@@ -895,6 +899,17 @@ class Divergence:
         before = y[max(0, imin - max(after.size, self.min_points_after)):imin]
         shift = stats.mann_whitney(before, after)
         return not (shift.z > 0 and shift.p < self.p)
+
+    def _lucky_dip(self, y: np.ndarray, head: float, lo: float, final: float) -> bool:
+        """A positive loss whose (smoothed) minimum sits under its opening level `head`, and whose end sits above it,
+        each by no more than `lucky_reach` × the lowest its points' noise reaches by chance, σ·√(2 ln n) on the log
+        scale (σ the point-to-point noise, n the points): it never fell and never rose, the "rise" is the return
+        from a dip of its scatter to the level it held all along (a flat loss, flat_loss's)."""
+        if not (lo > 0 and head > 0 and final > 0 and np.all(y > 0) and y.size >= 3):
+            return False
+        sigma = stats.noise(np.log(y))
+        reach = self.lucky_reach * sigma * math.sqrt(2 * math.log(y.size))
+        return bool(math.isfinite(reach) and math.log(head / lo) <= reach and math.log(final / head) <= reach)
 
     def _stands_out(self, after: np.ndarray, lo: float, final: float, sigmas: float | None = None) -> bool:
         """The rise from `lo` to `final` is at least `sigmas` (default `short_sigmas`, the effect size a spike must

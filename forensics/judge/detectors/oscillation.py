@@ -29,7 +29,8 @@ class Oscillation:
     else the start), with a sigma of at least `min_unsettled` × the run's whole progress, or a loss that never fell
     (`stats.learned`, from its first points or its first tenth, nor a Mann–Kendall fall at p < `fall_p` over the
     launch: a single-batch spread that wide hides a real fall from a median of three points), still within
-    `around` × its start, whose upper quartile over that half is `min_factor` × its lower one (a factor, not noise);
+    `around` × its start, whose upper quartile over that half is `min_factor` × its lower one (a factor, not noise),
+    beside no validation loss falling over that half at p < `fall_p` (`min_val_points` evaluations: still learning);
     a level between the two moved up and stayed (a changed objective, a step up), and is no swinging;
     bouncing weights: the training loss swinging across its trend `min_bounce_crossings` times (a validation loss
     that bounces beside one that never swings below its trend is val_noise's), the validation loss over that half (`min_val_points`
@@ -108,6 +109,9 @@ class Oscillation:
         around = (not stats.learned(y, lvl) and not _falls(steps, y, lvl, self.fall_p) and q1 > 0
                   and lvl <= self.around * start
                   and q3 >= self.min_factor * q1 and stats.swings(resid, 0.5 * sigma) >= self.min_crossings)
+        # ... unless the validation loss over that half keeps falling: the weights still improve, and the training
+        # spread is batch noise (heavy-tailed single-batch losses of a model that started near its floor)
+        around = around and not self._validation_falls(run, x[0])
         unsettled = unsettled or around  # swings by a factor around the level it started at: no progress at all
         high = lvl >= self.min_bounce_level * reference
         bounce = None if structured or unsettled or not high or crossings < self.min_bounce_crossings \
@@ -140,6 +144,18 @@ class Oscillation:
                                           f", no lower than its start ({start_text})" if progress == 0 else
                                           f", and the swings' robust sigma {sigma:.3g} is at least the run's whole "
                                           f"progress ({progress:.3g} below its start ({start_text}))"))))
+
+    def _validation_falls(self, run: Run, start: float) -> bool:
+        """The validation loss from step `start` on (`min_val_points` evaluations or more) falls, at Mann–Kendall
+        p < `fall_p`: the model is still learning, whatever its training loss's spread."""
+        if run.pick("val_loss") is None:
+            return False
+        vs, v = finite_part(*run.arrays("val_loss"))
+        keep = vs >= start
+        if int(keep.sum()) < self.min_val_points:
+            return False
+        trend = stats.mann_kendall(v[keep], vs[keep].astype(float))
+        return bool(trend.z < 0 and trend.p < self.fall_p)
 
     def bouncing_weights(self, run: Run, start: float, train: np.ndarray) -> dict | None:
         """Evidence that the validation loss from step `start` on goes up and down as settled weights cannot

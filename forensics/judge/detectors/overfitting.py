@@ -17,9 +17,11 @@ from forensics.judge.run import Run
 
 
 def _last_launch(run: Run, role: str) -> tuple[np.ndarray, np.ndarray]:
-    """(steps, values) of `role` in the last launch appended to its log (`base.by_launch`), before its first
-    non-finite value: a launch that ended in NaN hides none of the launches after it."""
-    return finite_part(*by_launch(run, role, *run.arrays(role))[-1])
+    """(steps, values) of `role` in the last launch appended to its log (`base.by_launch`) that logged more than one
+    record (a launch that stops at its first record shows no curve), before its first non-finite value: a launch
+    that ended in NaN hides none of the launches after it."""
+    pieces = by_launch(run, role, *run.arrays(role))
+    return finite_part(*next((p for p in reversed(pieces) if p[0].size > 1), pieces[-1]))
 
 
 @dataclass(frozen=True)
