@@ -2528,18 +2528,13 @@ def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
     mmengine's `Epoch(val) [1][10/50]  loss: X`) in its first two words, where it names no train split; None
     otherwise. Only the label's last clause after a logger's prefix counts (`[valid][INFO] - ...` names its tags
     itself). A split abbreviated at the head of the first name (`Test. Acc.: 97.4% | Loss: 0.08`) labels the line
-    as the word alone would (`Test Acc.: ...` is one name, `CLAUSE_SPLIT`'s abbreviation), and so does a split word
-    written apart at the head of the first name (`test accuracy: 0.67, loss: 0.49`: the loss is the test loss), where
-    no other name on the line says train."""
+    as the word alone would (`Test Acc.: ...` is one name, `CLAUSE_SPLIT`'s abbreviation); a split word written apart
+    at the head of the first name (`test accuracy: 0.67, loss: 0.49`) is `_first_name_split`'s."""
     first = next(iter(metrics))
     abbreviated = _SPLIT_ABBREVIATED.match(first)
     if abbreviated:
         split = SPLIT_WORDS.get(abbreviated.group(1).lower())
         return split if split != "train" else None
-    head_word = first.split()[0].lower() if len(first.split()) > 1 else None
-    if SPLIT_WORDS.get(head_word or "") not in (None, "train") and not any(
-            SPLIT_WORDS.get(w) == "train" for name in metrics for w in words(name)):
-        return SPLIT_WORDS[head_word]
     at = text.find(first)
     if at <= 0 or not re.search(_SPLIT_HINT, text[:at]):
         return None
