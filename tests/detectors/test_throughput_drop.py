@@ -402,3 +402,81 @@ def test_one_stall_that_holds_most_of_a_short_excerpt_fires(tmp_path, stall, eva
     assert bool(found) == fires, [f.summary for f in found]
     if fires:
         assert found[0].evidence["slow"] == 1 and found[0].evidence["seconds_per_step_slow"] == pytest.approx(stall)
+
+
+# A TF1 LSTM's per-step logger (BadUncleBoy/Alternator_analysis@4b147531b289e50fda08943d97723e017a7ab19b:
+# log/train_log.txt, lines 343-357, 743-757, 1093-1107 and 1343-1357): 50 steps an epoch, the epoch printed glued to
+# its word (`epoch7`), and a pause of 3-4.5 s at four epochs' ends, steps 351, 751, 1101 and 1351.
+EPOCH_END_PAUSES = """\
+2019-11-27 17:20:13,731-lstm_logger-{train:epoch7,step344,train_loss: 55.22806930541992}
+2019-11-27 17:20:13,762-lstm_logger-{train:epoch7,step345,train_loss: 29.37749671936035}
+2019-11-27 17:20:13,793-lstm_logger-{train:epoch7,step346,train_loss: 71.8204116821289}
+2019-11-27 17:20:13,824-lstm_logger-{train:epoch7,step347,train_loss: 68.2300033569336}
+2019-11-27 17:20:13,856-lstm_logger-{train:epoch7,step348,train_loss: 127.17493438720703}
+2019-11-27 17:20:13,871-lstm_logger-{train:epoch7,step349,train_loss: 102.51449584960938}
+2019-11-27 17:20:13,903-lstm_logger-{train:epoch7,step350,train_loss: 63.00575256347656}
+2019-11-27 17:20:13,934-lstm_logger-{train:epoch7,step351,train_loss: 68.57713317871094}
+2019-11-27 17:20:18,464-lstm_logger-{train:epoch8,step352,train_loss: 31.503482818603516}
+2019-11-27 17:20:18,480-lstm_logger-{train:epoch8,step353,train_loss: 69.0481185913086}
+2019-11-27 17:20:18,495-lstm_logger-{train:epoch8,step354,train_loss: 53.88412857055664}
+2019-11-27 17:20:18,495-lstm_logger-{train:epoch8,step355,train_loss: 62.77098846435547}
+2019-11-27 17:20:18,511-lstm_logger-{train:epoch8,step356,train_loss: 62.30406951904297}
+2019-11-27 17:20:18,527-lstm_logger-{train:epoch8,step357,train_loss: 53.38208770751953}
+2019-11-27 17:20:18,542-lstm_logger-{train:epoch8,step358,train_loss: 62.17863082885742}
+2019-11-27 17:20:28,056-lstm_logger-{train:epoch15,step744,train_loss: 0.44747328758239746}
+2019-11-27 17:20:28,072-lstm_logger-{train:epoch15,step745,train_loss: 27.660606384277344}
+2019-11-27 17:20:28,087-lstm_logger-{train:epoch15,step746,train_loss: 158.15005493164062}
+2019-11-27 17:20:28,103-lstm_logger-{train:epoch15,step747,train_loss: 33.245887756347656}
+2019-11-27 17:20:28,103-lstm_logger-{train:epoch15,step748,train_loss: 20.349748611450195}
+2019-11-27 17:20:28,119-lstm_logger-{train:epoch15,step749,train_loss: 30.70975112915039}
+2019-11-27 17:20:28,134-lstm_logger-{train:epoch15,step750,train_loss: 100.20439147949219}
+2019-11-27 17:20:28,134-lstm_logger-{train:epoch15,step751,train_loss: 6.323446273803711}
+2019-11-27 17:20:31,181-lstm_logger-{train:epoch16,step752,train_loss: 55.57889175415039}
+2019-11-27 17:20:31,197-lstm_logger-{train:epoch16,step753,train_loss: 48.549930572509766}
+2019-11-27 17:20:31,197-lstm_logger-{train:epoch16,step754,train_loss: 2.2880733013153076}
+2019-11-27 17:20:31,213-lstm_logger-{train:epoch16,step755,train_loss: 102.87018585205078}
+2019-11-27 17:20:31,228-lstm_logger-{train:epoch16,step756,train_loss: 38.29499053955078}
+2019-11-27 17:20:31,228-lstm_logger-{train:epoch16,step757,train_loss: 30.33405113220215}
+2019-11-27 17:20:31,244-lstm_logger-{train:epoch16,step758,train_loss: 8.715347290039062}
+2019-11-27 17:20:39,831-lstm_logger-{train:epoch22,step1094,train_loss: 21.083770751953125}
+2019-11-27 17:20:39,847-lstm_logger-{train:epoch22,step1095,train_loss: 7.452752113342285}
+2019-11-27 17:20:39,862-lstm_logger-{train:epoch22,step1096,train_loss: 11.055999755859375}
+2019-11-27 17:20:39,862-lstm_logger-{train:epoch22,step1097,train_loss: 20.677595138549805}
+2019-11-27 17:20:39,878-lstm_logger-{train:epoch22,step1098,train_loss: 0.402362585067749}
+2019-11-27 17:20:39,894-lstm_logger-{train:epoch22,step1099,train_loss: 22.068300247192383}
+2019-11-27 17:20:39,894-lstm_logger-{train:epoch22,step1100,train_loss: 95.67237091064453}
+2019-11-27 17:20:39,909-lstm_logger-{train:epoch22,step1101,train_loss: 15.593231201171875}
+2019-11-27 17:20:43,471-lstm_logger-{train:epoch23,step1102,train_loss: 102.83732604980469}
+2019-11-27 17:20:43,487-lstm_logger-{train:epoch23,step1103,train_loss: 184.1632080078125}
+2019-11-27 17:20:43,487-lstm_logger-{train:epoch23,step1104,train_loss: 36.072853088378906}
+2019-11-27 17:20:43,503-lstm_logger-{train:epoch23,step1105,train_loss: 100.03150939941406}
+2019-11-27 17:20:43,503-lstm_logger-{train:epoch23,step1106,train_loss: 102.77439880371094}
+2019-11-27 17:20:43,518-lstm_logger-{train:epoch23,step1107,train_loss: 4.79465389251709}
+2019-11-27 17:20:43,534-lstm_logger-{train:epoch23,step1108,train_loss: 2.330834150314331}
+2019-11-27 17:20:49,564-lstm_logger-{train:epoch27,step1344,train_loss: 100.04641723632812}
+2019-11-27 17:20:49,579-lstm_logger-{train:epoch27,step1345,train_loss: 8.826202392578125}
+2019-11-27 17:20:49,595-lstm_logger-{train:epoch27,step1346,train_loss: 102.29031372070312}
+2019-11-27 17:20:49,595-lstm_logger-{train:epoch27,step1347,train_loss: 31.940080642700195}
+2019-11-27 17:20:49,610-lstm_logger-{train:epoch27,step1348,train_loss: 122.95104217529297}
+2019-11-27 17:20:49,626-lstm_logger-{train:epoch27,step1349,train_loss: 12.392266273498535}
+2019-11-27 17:20:49,642-lstm_logger-{train:epoch27,step1350,train_loss: 68.23092651367188}
+2019-11-27 17:20:49,657-lstm_logger-{train:epoch27,step1351,train_loss: 4.099521160125732}
+2019-11-27 17:20:54,079-lstm_logger-{train:epoch28,step1352,train_loss: 1.3807228803634644}
+2019-11-27 17:20:54,095-lstm_logger-{train:epoch28,step1353,train_loss: 8.372756958007812}
+2019-11-27 17:20:54,110-lstm_logger-{train:epoch28,step1354,train_loss: 102.89791870117188}
+2019-11-27 17:20:54,126-lstm_logger-{train:epoch28,step1355,train_loss: 126.49378204345703}
+2019-11-27 17:20:54,126-lstm_logger-{train:epoch28,step1356,train_loss: 172.42979431152344}
+2019-11-27 17:20:54,142-lstm_logger-{train:epoch28,step1357,train_loss: 32.544795989990234}
+2019-11-27 17:20:54,157-lstm_logger-{train:epoch28,step1358,train_loss: 100.93272399902344}
+"""
+
+
+def test_pauses_all_at_one_period_of_the_steps_are_the_run_s_rhythm(tmp_path):
+    """Pauses at steps 50 apart (an epoch's end the log does not name as such) are what each epoch costs, not a
+    drop; the same pauses moved off that period are stalls."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train_log.txt").write_text(EPOCH_END_PAUSES)
+    assert list(ThroughputDrop().check(load_run(root, tmp_path / "f.duckdb"))) == []
+    assert ThroughputDrop()._on_one_rhythm(np.array([351, 751, 1101, 1351]), 1.0)
+    assert not ThroughputDrop()._on_one_rhythm(np.array([351, 757, 1101, 1349]), 1.0)
