@@ -351,3 +351,26 @@ def test_a_launch_is_judged_once_with_every_loss_series_having_its_say(tmp_path)
     few lines off the total loss's; judged at one start, the total loss opening at 2.3e6 (untrained) outvotes a term
     that held at its last value across the boundary."""
     assert list(ResumedRun().check(_run(tmp_path, "train_log.txt", PINN_FRESH_LAUNCH))) == []
+
+
+# A results table a user pasted (https://github.com/ugent-korea/pytorch-unet-segmentation/issues/9, its first 12
+# lines): a row every 5 epochs, and a second launch appended from epoch 5 again
+UNET_TABLE_TWO_LAUNCHES = """\
+epoch | train loss | train acc | val loss | val acc
+-- | -- | -- | -- | --
+5 | 0.67102405 | 0.517094212 | 0.671831974 | 0.57318449
+10 | 0.657895587 | 0.516574831 | 0.671152884 | 0.57318449
+5 | 0.66738898 | 0.514784695 | 0.670679085 | 0.57318449
+10 | 0.67900444 | 0.513565095 | 0.705055777 | 0.57318449
+15 | 0.655899852 | 0.512481248 | 0.670035407 | 0.57318449
+20 | 0.648986213 | 0.510373986 | 0.667965434 | 0.57318449
+25 | 0.645135407 | 0.514023395 | 0.67702325 | 0.57318449
+30 | 0.661403127 | 0.508261723 | 0.687130248 | 0.57318449
+35 | 0.656906943 | 0.509798793 | 0.664739843 | 0.57318449
+40 | 0.645580226 | 0.514279096 | 0.66250075 | 0.57318449
+"""
+
+
+def test_an_epoch_printed_every_few_back_to_its_first_is_a_fresh_launch(tmp_path):
+    """The table opens at epoch 5, one stride of its counter: a return there starts from the beginning."""
+    assert list(ResumedRun().check(_run(tmp_path, "results.md", UNET_TABLE_TWO_LAUNCHES))) == []

@@ -68,8 +68,8 @@ class LrScheduleAnomaly:
     `min_return` of the peak, no single rise over `max_rise_share` of the climb (a periodic schedule run past its
     horizon, e.g. stepped every micro-batch under gradient accumulation);
     (f) a decaying LR (as (a)) that sits at its floor from before `early` of the run's declared plan to the last record
-    (`plan`: HF's `max_steps`, a config's epochs, a console's `Epoch 3/100`), on 3 records or more where the floor is 0
-    as printed; where no plan is declared, (a) judges against the log's own length and the finding says so;
+    (`plan`: HF's `max_steps`, a config's epochs, a console's `Epoch 3/100`; a step plan read on the trainer's global
+    step where the LR's file logs one, `trainer_steps`), on 3 records or more where the floor is 0 as printed; where no plan is declared, (a) judges against the log's own length and the finding says so;
     (g) an LR that falls in a straight line at every record after its peak (`line_points`, `line_fit`), by `min_decay`
     of it, whose line reaches 0 before `early` of the declared plan (a run stopped before the schedule's end shows it).
     (h) an LR that rises ×`up` in one logged interval, the intervals beside it moving it by `calm` of that or less,

@@ -26,12 +26,15 @@ class ResumedRun:
     """The run was restarted from a checkpoint.
 
     Detects: in the loss's points in write order (by wall time where stamped, so several event files of one run
-    count), a step lower than or equal to the one before (console series: strictly lower; none on an ordinal axis);
+    count; each file in its own order where they were written side by side, `_side_by_side`: a writer per rank), a
+    step lower than or equal to the one before (console series: strictly lower; none on an ordinal axis);
     not plain duplicates, not a per-epoch counter (`min_resets` identical resets), not rows repeating the last step,
     not a step back to the start (at or below every step logged before it: a new launch appended to one log, or a
     counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed).
     Second, `min_refused` or more distinct steps a W&B run refused below one reached step (its debug log).
-    Third, a logged epoch that falls back while the steps keep rising (`Run.epoch_resets`).
+    Third, a logged epoch that falls back while the steps keep rising (`Run.epoch_resets`); on a line axis (no
+    logged step goes on) not one back to the first epochs (`_from_the_start`: a fresh launch appended), and where the
+    file has no epoch column, the epoch the loss's own lines print going back the same way (`_printed_epoch_back`).
     None where a launch appended to the log begins (`Run.launch_starts`): a fresh launch starts from the beginning.
     Fourth, an LR that jumps back up mid-decay to an earlier value (lr_schedule_anomaly's rule (c)).
     Fifth, a console line that announces the resume in words (`Resume training from <checkpoint> @ 9`, `Resuming from
@@ -40,7 +43,8 @@ class ResumedRun:
     fresh launch) and the records do not start again from the file's first counter without one; a weak phrase
     (`=> loaded checkpoint ... (epoch 9)`, which an evaluation or a program's next stage prints too) only where the
     counter of the training records goes back across it, or where the log opens with it and its records start at the
-    counter it names. Not where a restart found above is the same one. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
+    counter it names (or, where it names none, `loading from : .../checkpoint_latest.pth`, at epoch `late_epoch` or
+    later). Not where a restart found above is the same one. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
     Sixth, training records after a line that says the training is over (`Training complete in 946m 39s`), their
     counter going on rather than starting again from the file's first (a fresh launch); none where more than `max_ends`
     such lines have training after them (an epoch's message).
@@ -50,7 +54,8 @@ class ResumedRun:
     Eighth, a new file of the loss (a new TensorBoard writer) whose first step goes on from the file before it after a
     wall-clock pause (`_new_writer_goes_on`).
     Ninth, a launch whose counter starts again (`Run.launch_starts`) but whose loss opens where the launch before it
-    ended: the weights were loaded (`_restored_launches`).
+    ended: the weights were loaded (`_restored_launches`); every loss series of the file judges it at one start, and
+    a lone record whose successor prints the count before it again begins none.
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
@@ -470,10 +475,13 @@ class ResumedRun:
 
     def _from_the_start(self, epochs: np.ndarray, k: int) -> bool:
         """Whether epoch `epochs[k]` (write order) goes back to the beginning: at or below every epoch before it, and
-        that lowest one a first epoch (below `late_epoch`); a log whose first epoch is later began at a checkpoint,
-        and a return to it is a second resume from that checkpoint."""
+        that lowest one a first epoch (below `late_epoch`, or within one stride of the counter: a table printed every
+        5 epochs opens at 5); a log whose first epoch is later began at a checkpoint, and a return to it is a second
+        resume from that checkpoint."""
         lowest = float(np.min(epochs[:k])) if k > 0 else np.inf
-        return bool(epochs[k] <= lowest and lowest < self.late_epoch)
+        rises = np.diff(epochs)[np.diff(epochs) > 0]
+        stride = float(np.median(rises)) if rises.size else 1.0
+        return bool(epochs[k] <= lowest and (lowest < self.late_epoch or lowest <= stride))
 
     def _printed_epoch_back(self, run: Run, known: set) -> Iterator[Finding]:
         """Restarts on a line axis without an epoch column: the epoch the loss's own lines print (`Epoch 652:
