@@ -36,8 +36,7 @@ class ThroughputDrop:
     `spread` × the median holding `one_share` of the time, where the records are not each an evaluation's: the stall
     an excerpt of a few steps shows. Every interval is judged against the median of its own launch (`_own_pace`).
     Pauses at evaluation and checkpoint steps, or on an epoch's first printed line, are no stall, unless those come
-    at most intervals (then they are the run's rhythm, in the median); nor are pauses all at one period of the steps
-    (`_on_one_rhythm`: an epoch's end the log does not print).
+    at most intervals (then they are the run's rhythm, in the median).
     A logged throughput (samples/s, it/s, tokens/s) is judged as a step time, 1/x, where no step time or wall
     stamps speak; a rate has no seconds to price, so only its change over time does (the slowdown rule, and a log
     that ends on `end_points` records ×`end_factor` slower than the steady ones before, at any length). A printed
@@ -92,9 +91,6 @@ class ThroughputDrop:
     end_points: int = 2  # ... two or more of them (one is a hiccup; 0 of 71 healthy at 1-5, 3 loses a hit)
     one_share: float = 0.5  # one interval ×`spread` that holds half the time the log covers or more: a stall a
     # short excerpt shows at once (its other steps at their pace)
-    rhythm: int = 10  # pauses, `rhythm_beats` or more, at one period of this many logging intervals or more are the
-    rhythm_beats: int = 4  # run's rhythm (an epoch's end); four random pauses share a period of 10 or more 0.4% of the
-    # time (three: 6%)
     pace_share: float = 0.15  # slow intervals this share of every fifth of the run are its pace, not a stall (flat
     # at 0.05-0.4)
 
@@ -312,22 +308,12 @@ class ThroughputDrop:
         if share is not None and note == EVERY_INTERVAL:
             return None  # one slow record among records that each evaluate: an evaluation that did more, no stall
         share = self.min_lost if share is None else share
-        if int(slow.sum()) < stalls or lost < max(seconds, share * total) or self._at_eval_period(run, b[slow]) \
-                or self._on_one_rhythm(a[slow], float(np.median(span))):
+        if int(slow.sum()) < stalls or lost < max(seconds, share * total) or self._at_eval_period(run, b[slow]):
             return None
         return {"spread": float(np.max(r[slow] / pace[slow])), "slow": int(slow.sum()), "intervals": int(r.size),
                 "seconds_per_step_slow": float(r[slow].min()), "seconds_per_step_median": float(np.median(pace[slow])),
                 "seconds_lost": lost, "fraction_of_time_lost": lost / total, "first_slow_step": int(a[slow][0]), "last_slow_step": int(b[slow][-1]),
                 "pauses": note}
-
-    def _on_one_rhythm(self, stalls: np.ndarray, every: float) -> bool:
-        """Pauses, `rhythm_beats` or more, all at one period of the steps (`rhythm` logging intervals or longer, any
-        offset), some of its beats quiet: an epoch's end (the loader starting again, an evaluation or a save the log
-        does not print) the run pays at its own rhythm, not a drop."""
-        if stalls.size < self.rhythm_beats:
-            return False
-        period = int(np.gcd.reduce(np.diff(stalls).astype(np.int64)))
-        return period >= self.rhythm * max(every, 1.0)
 
     def _pace(self, far: np.ndarray, away: np.ndarray) -> bool:
         """Slow intervals in every fifth of the run, each fifth holding `pace_share` of them or more: a bimodal
