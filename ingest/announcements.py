@@ -122,6 +122,12 @@ PHRASES: tuple[Phrase, ...] = (
            r"(?i)\b(?:load(?:ed|ing)\s+(?:the\s+|a\s+)?checkpoint|checkpoint\]?\s*loaded)\b[^\n]{0,200}?"
            r"\b(?:epoch|step|global[_ ]step|iter|iteration)\s*[:=]?\s*\d",
            "=> loaded checkpoint 'checkpoint.pth.tar' (epoch 9)", strong=False),
+    # A checkpoint file loaded, no counter named (`loading from : .../fold_0/checkpoint_latest.pth`): a resume or a
+    # fine-tuning start, so weak (the judge asks whether the records open past the start)
+    Phrase("loading_checkpoint_file", RESUME,
+           r"(?i)\bload(?:ed|ing)\s+(?:\w+\s+){0,2}?from\s*:?\s*['\"]?[^\s'\"]*(?:checkpoint|ckpt)[^\s'\"]*",
+           "loading from : /afs/crc.nd.edu/user/y/ypeng4/data/trained_models/Dataset124_ISIC2018/ISICTrainer__nnUNetPlans__2d/"
+           "456329_my_unet_FusedMBConv_16/fold_0/checkpoint_latest.pth", strong=False),
     # A command line echoed into the log that resumes from a checkpoint it names (`python train.py --resume
     # ./result/snapshot_iter_3000`, `--resume_from_checkpoint out/checkpoint-500`): the path must carry the counter it
     # was saved at, so an empty or `auto` resume (a script that always passes the option) says nothing.

@@ -260,8 +260,9 @@ def _fit(rng, n, start, floor=1.6, tau=15.0):
 
 def test_an_epoch_counter_reset_on_a_rising_row_axis_is_a_launch_start(tmp_path, capsys):
     """Two trainings appended to one per-epoch JSON log (rows go on, the epoch goes back to 0 and the loss back to its
-    untrained level): resumed_run reports the reset, and every detector reads it as a launch start, so the second
-    training's first epochs are no spike over the first one's end."""
+    untrained level): every detector reads the reset as a launch start, so the second training's first epochs are no
+    spike over the first one's end; and, no logged step going on across it, it is a fresh launch, no resume (the
+    catalog's resumed_run: restarted from a checkpoint)."""
     rng = np.random.default_rng(3)
     records = [{"train_loss": float(v), "test_loss": float(v) + 0.1, "epoch": e, "n_parameters": 897}
                for a in (_fit(rng, 60, 12.0), _fit(rng, 80, 11.5)) for e, v in enumerate(a)]
@@ -269,7 +270,7 @@ def test_an_epoch_counter_reset_on_a_rising_row_axis_is_a_launch_start(tmp_path,
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.launch_starts(run.pick("loss")) == (int(run.series(run.pick("loss"))["step"][60]),)
     kinds = [f["kind"] for f in _findings(root, tmp_path, capsys)]
-    assert "loss_spike" not in kinds and "resumed_run" in kinds
+    assert "loss_spike" not in kinds and "resumed_run" not in kinds
 
 
 def test_a_number_quoted_beside_the_epoch_is_no_reset(tmp_path, capsys):

@@ -675,3 +675,24 @@ def test_a_warmup_stepped_per_epoch_is_no_jump(tmp_path):
     run = load_run(write_tb(tmp_path / "a", {"train/loss": loss, "lr": (steps, lrs)}), tmp_path / "a.duckdb")
     assert list(LrScheduleAnomaly().check(run)) == []
     assert [f.evidence.get("rule") for f in LrScheduleAnomaly(warm_share=0.0).check(run)] == ["jump"]  # the rule's doing
+
+
+def test_an_lr_on_wandb_history_rows_is_placed_on_the_trainer_s_global_step(tmp_path, monkeypatch):
+    """HF's W&B callback logs `train/learning_rate` with `train/global_step` beside it; the history's own step is
+    one row per logging call (0-24 for 760 steps logged every 30). A linear decay to 0 at the plan's end is on plan
+    when read on the trainer's steps; read on the rows it would reach 0 at 3% of `max_steps`."""
+    wandb = pytest.importorskip("wandb", reason="wandb writes the run under test")
+    for k, v in {"WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true"}.items():
+        monkeypatch.setenv(k, v)
+    total, every = 760, 30
+    lr = _lrs(_linear_with_warmup(0, total), n=total, every=every)[1]
+    run = wandb.init(project="forensics-test", id="hfrows1",
+                     config={"max_steps": total, "learning_rate": 1e-3, "lr_scheduler_type": "linear"})
+    losses = curve(n=lr.size, every=every)[1]
+    for k, (rate, loss) in enumerate(zip(lr.tolist()[1:], losses.tolist()[1:]), start=1):
+        run.log({"train/loss": loss, "train/learning_rate": rate, "train/global_step": k * every})
+    run.finish()
+    wandb.teardown()
+    loaded = load_run(tmp_path, tmp_path / "f.duckdb")
+    assert loaded.arrays("lr")[0][-1] < 30  # the history's rows
+    assert list(LrScheduleAnomaly().check(loaded)) == []

@@ -13,6 +13,7 @@ from forensics.judge import stats
 from forensics.judge.detectors.base import UPSTREAM, by_launch, loss_falls, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import TEXT_FORMATS, Run
+from ingest.roles import words
 
 # Config keys for gradient accumulation steps (the replay template reads the same names).
 ACCUMULATION_KEYS = ("grad_accumulation_steps", "gradient_accumulation_steps", "accumulate_grad_batches",
@@ -67,8 +68,8 @@ class LrScheduleAnomaly:
     `min_return` of the peak, no single rise over `max_rise_share` of the climb (a periodic schedule run past its
     horizon, e.g. stepped every micro-batch under gradient accumulation);
     (f) a decaying LR (as (a)) that sits at its floor from before `early` of the run's declared plan to the last record
-    (`plan`: HF's `max_steps`, a config's epochs, a console's `Epoch 3/100`), on 3 records or more where the floor is 0
-    as printed; where no plan is declared, (a) judges against the log's own length and the finding says so;
+    (`plan`: HF's `max_steps`, a config's epochs, a console's `Epoch 3/100`; a step plan read on the trainer's global
+    step where the LR's file logs one, `trainer_steps`), on 3 records or more where the floor is 0 as printed; where no plan is declared, (a) judges against the log's own length and the finding says so;
     (g) an LR that falls in a straight line at every record after its peak (`line_points`, `line_fit`), by `min_decay`
     of it, whose line reaches 0 before `early` of the declared plan (a run stopped before the schedule's end shows it).
     (h) an LR that rises ×`up` in one logged interval, the intervals beside it moving it by `calm` of that or less,
@@ -434,6 +435,7 @@ def planned_fraction(run: Run, steps: np.ndarray, at: int) -> dict | None:
     declared = _declared(run, STEP_PLAN_KEYS)
     if declared:
         total, key = declared
+        steps = trainer_steps(run, steps)
         reached = run.config_number("steps_reached")
         if not ordinal and steps[-1] < total:
             return _plan(float(steps[at]) / total, f"{total:g} steps ({key})", False)
@@ -468,7 +470,7 @@ def plan_reached(run: Run, steps: np.ndarray) -> dict | None:
     declared = _declared(run, STEP_PLAN_KEYS)
     if declared and not ordinal:
         total, key = declared
-        fraction = float(steps[-1]) / total
+        fraction = float(trainer_steps(run, steps)[-1]) / total
         return {"fraction": fraction, "said": f"{total:g} steps ({key})", "steps": total} if fraction <= 1 else None
     declared = _declared(run, EPOCH_PLAN_KEYS)
     if not declared:
@@ -494,8 +496,9 @@ def plan_axis(run: Run, steps: np.ndarray) -> tuple[np.ndarray, float, str, str]
     name = run.pick("lr")
     ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"][0])
     declared = _declared(run, STEP_PLAN_KEYS)
-    if declared and not ordinal and steps[-1] < declared[0]:
-        return steps.astype(float), declared[0], f"{declared[0]:g} steps ({declared[1]})", "step"
+    on_plan = trainer_steps(run, steps) if declared and not ordinal else steps
+    if declared and not ordinal and on_plan[-1] < declared[0]:
+        return on_plan.astype(float), declared[0], f"{declared[0]:g} steps ({declared[1]})", "step"
     declared = _declared(run, EPOCH_PLAN_KEYS)
     if not declared:
         return None
@@ -515,6 +518,26 @@ def plan_axis(run: Run, steps: np.ndarray) -> tuple[np.ndarray, float, str, str]
     else:
         return None
     return (x, epochs, f"{epochs:g} epochs ({key})", "epoch") if x[-1] < epochs else None
+
+
+def trainer_steps(run: Run, steps: np.ndarray) -> np.ndarray:
+    """The LR records' `steps` as the trainer's optimizer steps, the counter a step plan (`max_steps`) counts: where the
+    LR's file also logs a global step (HF's `train/global_step` beside W&B's own history index `_step`, one row per
+    logging call), its value at each record; `steps` themselves otherwise."""
+    name = run.pick("lr")
+    row = run.meta.filter(pl.col("name") == name)
+    if row.height == 0:
+        return steps
+    for other in run.meta.filter((pl.col("grp") == row["grp"][0]) & ~pl.col("ordinal").fill_null(False)
+                                 & (pl.col("name") != name))["name"].to_list():
+        if words(other)[-2:] != ["global", "step"]:
+            continue
+        pts = run.points(other).filter(pl.col("value").is_finite())
+        s, v = pts["step"].to_numpy(), pts["value"].to_numpy()
+        if s.size < 2 or np.any(np.diff(s) <= 0) or np.any(np.diff(v) <= 0) or s[0] > steps[0] or s[-1] < steps[-1]:
+            continue  # not one counter that rises with the records and covers them
+        return np.interp(steps, s, v)
+    return steps
 
 
 def _declared(run: Run, keys: tuple[str, ...]) -> tuple[float, str] | None:

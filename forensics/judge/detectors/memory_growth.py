@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import UPSTREAM, head_tail_of, src, too_short
+from forensics.judge.detectors.base import UPSTREAM, by_launch, head_tail_of, src, too_short
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 import numpy as np
@@ -24,7 +24,8 @@ class MemoryGrowth:
 
     Detects: after skipping the first `warmup` of the points, the memory series rises by at least `min_growth` of its
     level (Mann–Kendall p < `p`, positive Theil–Sen slope) and its last half still projects `late_share` of the
-    growth: caches that fill and then hold are not a leak. Effect size first: a series of memory in use rising at
+    growth: caches that fill and then hold are not a leak. Each launch appended to the log on its own (`by_launch`):
+    launches of other configs hold other amounts. Effect size first: a series of memory in use rising at
     each of its records, `every_points` or more, by `min_growth`, its second half carrying `late_share` of it.
     Why: a leak (loss tensors kept instead of loss.item(), growing caches) ends in an out-of-memory crash.
     Evidence: start and end level, growth, slope per step, p.
@@ -83,24 +84,33 @@ class MemoryGrowth:
             return
         if too_short(run, "memory", 10):
             return
-        steps, m = run.arrays("memory")
+        for steps, m in by_launch(run, "memory", *run.arrays("memory")):  # a launch's memory is its own config's
+            found = self._trend(run, steps, m)
+            if found is not None:
+                yield found
+                return
+
+    def _trend(self, run: Run, steps: np.ndarray, m: np.ndarray) -> Finding | None:
+        """The trend rule on one launch's memory (`steps`, `m`), or None."""
+        if m.size < 10:
+            return None
         k = int(m.size * self.warmup)
         steps, m = steps[k:], m[k:]
         head, tail = stats.head_tail_levels(m)
         trend = stats.mann_kendall(m, steps)
         slope, _ = stats.theil_sen(steps, m)
         if not (head > 0 and tail - head >= self.min_growth * head and trend.p < self.p and slope > 0):
-            return
+            return None
         half = m.size // 2
         late_slope, _ = stats.theil_sen(steps[half:], m[half:])
         late = late_slope * float(steps[-1] - steps[half]) if m.size - half >= 2 else 0.0
         if not late >= self.late_share * (tail - head):
-            return
+            return None
         ev = {"start_level": head, "end_level": tail, "growth": (tail - head) / head, "slope_per_step": slope,
               "mk_p": trend.p, "late_growth_share": late / (tail - head)}
-        yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]),
-                         series=run.pick("memory"), evidence=ev, sources=(src(run, "memory", steps),),
-                         summary=_grows(steps, m, trend.p))
+        return Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]),
+                          series=run.pick("memory"), evidence=ev, sources=(src(run, "memory", steps),),
+                          summary=_grows(steps, m, trend.p))
 
 
 def _grows(steps: np.ndarray, m: np.ndarray, p: float) -> str:

@@ -27,12 +27,15 @@ class ResumedRun:
     """The run was restarted from a checkpoint.
 
     Detects: in the loss's points in write order (by wall time where stamped, so several event files of one run
-    count), a step lower than or equal to the one before (console series: strictly lower; none on an ordinal axis);
+    count; each file in its own order where they were written side by side, `_side_by_side`: a writer per rank), a
+    step lower than or equal to the one before (console series: strictly lower; none on an ordinal axis);
     not plain duplicates, not a per-epoch counter (`min_resets` identical resets), not rows repeating the last step,
     not a step back to the start (at or below every step logged before it: a new launch appended to one log, or a
     counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed).
     Second, `min_refused` or more distinct steps a W&B run refused below one reached step (its debug log).
-    Third, a logged epoch that falls back while the steps keep rising (`Run.epoch_resets`).
+    Third, a logged epoch that falls back while the steps keep rising (`Run.epoch_resets`); on a line axis (no
+    logged step goes on) not one back to the first epochs (`_from_the_start`: a fresh launch appended), and where the
+    file has no epoch column, the epoch the loss's own lines print going back the same way (`_printed_epoch_back`).
     None where a launch appended to the log begins (`Run.launch_starts`): a fresh launch starts from the beginning.
     Fourth, an LR that jumps back up mid-decay to an earlier value (lr_schedule_anomaly's rule (c)).
     Fifth, a console line that announces the resume in words (`Resume training from <checkpoint> @ 9`, `Resuming from
@@ -41,7 +44,8 @@ class ResumedRun:
     fresh launch) and the records do not start again from the file's first counter without one; a weak phrase
     (`=> loaded checkpoint ... (epoch 9)`, which an evaluation or a program's next stage prints too) only where the
     counter of the training records goes back across it, or where the log opens with it and its records start at the
-    counter it names. Not where a restart found above is the same one. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
+    counter it names (or, where it names none, `loading from : .../checkpoint_latest.pth`, at epoch `late_epoch` or
+    later). Not where a restart found above is the same one. False alarms from words: 0 of the 116 healthy labelled real runs of the shared sets and the development parts (docs/engine.md).
     Sixth, training records after a line that says the training is over (`Training complete in 946m 39s`), their
     counter going on rather than starting again from the file's first (a fresh launch); none where more than `max_ends`
     such lines have training after them (an epoch's message).
@@ -51,7 +55,8 @@ class ResumedRun:
     Eighth, a new file of the loss (a new TensorBoard writer) whose first step goes on from the file before it after a
     wall-clock pause (`_new_writer_goes_on`).
     Ninth, a launch whose counter starts again (`Run.launch_starts`) but whose loss opens where the launch before it
-    ended: the weights were loaded (`_restored_launches`).
+    ended: the weights were loaded (`_restored_launches`); every loss series of the file judges it at one start, and
+    a lone record whose successor prints the count before it again begins none.
     At most `max_reported` restarts are reported.
     Why: later findings may refer to either segment; a resume that did not restore optimizer or scheduler
     state changes the curve.
@@ -77,6 +82,7 @@ class ResumedRun:
     # 0.05-0.5; 0.3 loses a hit) ...
     max_regain: float = 0.34  # ... and a next launch opening within this share of that fall above where it ended
     # (pool: 0 healthy at 0.1-0.34, 1 at 0.5)
+    late_epoch: int = 2  # a log opening on a checkpoint's load whose records start at this epoch or later: resumed
     min_before: int = 3  # a file before a new writer's that logged at least this many intervals
     step_slack: float = 1.5  # a new writer's first step within this many logging intervals of the last file's ...
     pause_intervals: float = 2.0  # ... after a pause longer than this many logging intervals take (pool: `min_before`
@@ -89,6 +95,10 @@ class ResumedRun:
         yield from found
         words = list(self._announced(run, found))
         yield from words
+        if not found:
+            printed = list(self._printed_epoch_back(run, {f.evidence.get("restart_step") for f in words}))
+            yield from printed
+            found += printed
         ended = list(self._trained_on(run, found + words))
         yield from ended
         yield from self._restored_launches(run, found + words + ended)
@@ -97,7 +107,8 @@ class ResumedRun:
         name = run.pick("loss")
         meta = run.meta.filter(pl.col("name") == name)
         if bool(meta["ordinal"].fill_null(False).any()):
-            yield from self._epoch_resets(run)  # line order is the only order: an epoch going back still shows
+            # line order is the only order: an epoch going back still shows, in an epoch column or on the loss's lines
+            yield from self._epoch_resets(run)  # and the epoch its lines print (`_printed_epoch_back`, after the words)
             return
         console = run.format_of(name) in TEXT_FORMATS
         raw = run.write_order(name, strict=console)  # a series too long to hold whole: the points around its breaks
@@ -105,7 +116,7 @@ class ResumedRun:
             back = np.array([], dtype=np.int64)
         else:
             pts = raw.with_row_index("i")
-            if pts["wall_time"].null_count() == 0:
+            if pts["wall_time"].null_count() == 0 and not _side_by_side(run, name):
                 pts = pts.sort(["wall_time", "i"])
             every = pts["step"].to_numpy()
             if self._per_epoch_counter(every, np.flatnonzero(np.diff(every) < 0) + 1):
@@ -228,7 +239,12 @@ class ResumedRun:
             # start at the counter it names (`=> loaded checkpoint (epoch 352)`, then `Epoch: [352/520]`); not where the
             # counter goes on across it (a program's next stage loads its own checkpoint), nor before anything else
             opens_at = not before and at is not None and unit == prefix and first_after in (at, at + 1)
-            if not any(w.strong for w in what) and not (again or opens_at):
+            # one naming no counter (`loading from : .../checkpoint_latest.pth`): where the log opens with it and its
+            # records start past the first epochs (`Epoch 170`): a fresh training, or a fine-tuning, starts at 0 or 1
+            late = None if before or at is not None else (
+                first_after if first_after is not None and prefix == "epoch" else _epoch_at(run, r["grp"], r["first_step_after"]))
+            opens_late = late is not None and late >= self.late_epoch
+            if not any(w.strong for w in what) and not (again or opens_at or opens_late):
                 continue
             if r["grp"] == same_axis and any(
                     a is not None and min(r["step"], r["first_step_after"]) <= a <= max(r["step"], r["first_step_after"])
@@ -239,11 +255,13 @@ class ResumedRun:
                   "overlap_steps": int(top - first_after) if again and by_step else None,
                   "announced": r["text"], "resumed_from": at, "resumed_from_unit": unit if at is not None else None,
                   "counter_before": top if before else None, "counter_after": first_after, "counter": prefix,
-                  "printed_again": bool(again), "source": r["grp"], "wall_gap_s": None}
+                  "printed_again": bool(again), "source": r["grp"], "wall_gap_s": None,
+                  "opens_at_epoch": late if opens_late else None}
             where = (f"after {prefix} {top} was logged" if before and top is not None else
                      f"after {count(r['before'], 'training record')}" if before else "before its first training record")
             then = (f"{prefix} {first_after} is logged again after it" if again else
-                    f"the records go on from {prefix} {first_after}") if first_after is not None else ""
+                    f"the records go on from {prefix} {first_after}") if first_after is not None else (
+                    f"the records open at epoch {late}" if opens_late else "the records go on")
             yield Finding.of(self, severity="info", step=int(r["step"]), series=name, evidence=ev,
                              sources=({"table": "texts", "source": r["grp"], "step_min": int(r["step"]),
                                        "step_max": int(r["step"])},),
@@ -285,7 +303,10 @@ class ResumedRun:
                 # the last records before the start at that level too: a boundary placed late leaves the next
                 # launch's untrained first records at the end of the one before
                 last = float(np.median(before[-self.launch_records:]))
-                verdicts.setdefault(int(s1[0]), []).append((max(resumed, last) <= closed + self.max_regain * fall,
+                # one launch, one verdict: a series whose own axis puts the start a few lines off (its values printed
+                # on the lines under the loss's) is judged at the loss's launch start, so every series has its say
+                at = int(np.searchsorted(np.asarray(starts), s1[0], side="right")) - 1
+                verdicts.setdefault(int(starts[at]) if at >= 0 else int(s1[0]), []).append((max(resumed, last) <= closed + self.max_regain * fall,
                                                             series, opened, closed, resumed, int(s0[-1])))
         first = _printed_epoch(run, name, int(run.series_named(name)["step"][0]))
         for start, said in sorted(verdicts.items()):
@@ -295,6 +316,11 @@ class ResumedRun:
             if first is not None and at is not None and at > first:
                 continue  # the epoch the file prints goes on there: no counter started again, no launch to judge
             _, series, opened, closed, resumed, before = said[0]
+            steps = run.series_named(name)["step"].to_numpy()
+            k = int(np.searchsorted(steps, start))
+            if at is not None and k + 1 < steps.size and (_printed_epoch(run, name, int(steps[k + 1])) or -1) >= (
+                    _printed_epoch(run, name, before) or np.inf):
+                continue  # the next record prints the epoch of the count before it again: one stray line, no launch
             ev = {"restart_step": start, "previous_step": before, "overlap_steps": None, "wall_gap_s": None,
                   "series_judged": series, "launch_opened": opened, "launch_closed": closed, "next_opened": resumed}
             yield Finding.of(self, severity="info", step=start, step_end=before, series=series, evidence=ev,
@@ -424,12 +450,20 @@ class ResumedRun:
                                           f"resumed with the weights but a scheduler built anew"))
 
     def _epoch_resets(self, run: Run) -> Iterator[Finding]:
-        """Restarts shown by the epoch falling back while the steps rise (write order, `Run.epoch_resets`)."""
+        """Restarts shown by the epoch falling back while the steps rise (write order, `Run.epoch_resets`). On a line
+        axis (no logged step goes on across it) none that falls back to the first epochs, at or below every one
+        before it (`_from_the_start`): a fresh launch appended to the log (a Keras CSVLogger in append mode)."""
         if not run.has("epoch"):
             return
         name = run.pick("epoch")
         fresh = run.appended_launches(name)  # an epoch count that starts again with a new launch is no resume
-        for step, before, e_before, e_after in [r for r in run.epoch_resets() if r[0] not in fresh][: self.max_reported]:
+        resets = [r for r in run.epoch_resets() if r[0] not in fresh]
+        if resets and bool(run.meta.filter(pl.col("name") == name)["ordinal"][0]):
+            pts = run.points(name).filter(pl.col("value").is_finite())
+            steps, epochs = pts["step"].to_numpy(), pts["value"].to_numpy()
+            at = np.searchsorted(steps, [r[0] for r in resets])
+            resets = [r for r, k in zip(resets, at) if not self._from_the_start(epochs, k)]
+        for step, before, e_before, e_after in resets[: self.max_reported]:
             ev = {"restart_step": step, "previous_step": before, "overlap_steps": 0,
                   "epoch_before": e_before, "epoch_after": e_after, "wall_gap_s": None}
             yield Finding.of(self, severity="info", step=step, step_end=before, series=name,
@@ -439,10 +473,72 @@ class ResumedRun:
                                       f"checkpoint with a fresh epoch count"))
 
 
+    def _from_the_start(self, epochs: np.ndarray, k: int) -> bool:
+        """Whether epoch `epochs[k]` (write order) goes back to the beginning: at or below every epoch before it, and
+        that lowest one a first epoch (below `late_epoch`, or within one stride of the counter: a table printed every
+        5 epochs opens at 5); a log whose first epoch is later began at a checkpoint, and a return to it is a second
+        resume from that checkpoint."""
+        lowest = float(np.min(epochs[:k])) if k > 0 else np.inf
+        rises = np.diff(epochs)[np.diff(epochs) > 0]
+        stride = float(np.median(rises)) if rises.size else 1.0
+        return bool(epochs[k] <= lowest and (lowest < self.late_epoch or lowest <= stride))
+
+    def _printed_epoch_back(self, run: Run, known: set) -> Iterator[Finding]:
+        """Restarts on a line axis without an epoch column: the epoch the loss's own lines print (`Epoch 652:
+        average_loss = ...`, `Run.counters`) lower than the line's before it, and not back to the beginning
+        (`_from_the_start`): a process restarted from an epoch's checkpoint prints that epoch's successors again."""
+        name = run.pick("loss")
+        if name is None or run.has("epoch") and run.meta.filter(
+                pl.col("name") == run.pick("epoch"))["grp"][0] == run.meta.filter(pl.col("name") == name)["grp"][0]:
+            return  # an epoch column of the loss's file: `_epoch_resets` reads it
+        pts = run.points(name).filter(pl.col("value").is_finite())
+        steps = pts["step"].to_list()
+        printed = run.counters(name, steps)
+        if not printed:
+            return  # logged steps, or lines printing no counter
+        epochs = np.array([printed.get(s, (None, None))[0] for s in steps], dtype=float)
+        if steps == [] or np.isnan(epochs).any():
+            return  # not every record prints its epoch: nothing to read the order from
+        back = [k for k in np.flatnonzero(np.diff(epochs) < 0) + 1
+                if not self._from_the_start(epochs, k) and steps[k] not in known]  # not one the words show
+        wall = pts["wall_time"].fill_null(np.nan).to_numpy()
+        for k in back[: self.max_reported]:
+            gap = float(wall[k] - wall[k - 1]) if np.isfinite(wall[k]) and np.isfinite(wall[k - 1]) else None
+            e_before, e_after = int(epochs[k - 1]), int(epochs[k])
+            ev = {"restart_step": int(steps[k]), "previous_step": int(steps[k - 1]), "overlap_steps": None,
+                  "epoch_before": e_before, "epoch_after": e_after, "wall_gap_s": gap}
+            yield Finding.of(self, severity="info", step=int(steps[k]), series=name,
+                             evidence=ev, sources=(src(run, "loss", np.asarray([steps[k - 1], steps[k]])),),
+                             summary=(f"the epoch the log prints goes back from {e_before} to {e_after}"
+                                      + (f" after {gap:.0f} s" if gap is not None else "")
+                                      + ": the run was restarted from a checkpoint"))
+
+
 def _printed_epoch(run: Run, name: str, step: int) -> int | None:
     """The epoch the file prints at `step` of series `name` (`Run.writer_positions`), or None where it prints none."""
     m = re.search(r"\bepoch (\d+)", run.writer_positions(name, [step]).get(step, ""))
     return int(m.group(1)) if m else None
+
+
+def _side_by_side(run: Run, name: str) -> bool:
+    """Whether series `name` was read from several files written at the same time (one begins before the one
+    before it ends: a process per rank or per device, each its own TensorBoard writer), not one after another: their
+    points interleaved by wall time would step back at every record, so each file is read in its own order."""
+    edges = run.source_edges(name)
+    if edges.height < 2 or edges["first_wall"].null_count() or edges["last_wall"].null_count():
+        return False
+    ended = edges["last_wall"].cum_max().to_numpy()[:-1]
+    return bool(np.any(edges["first_wall"].to_numpy()[1:] < ended))
+
+
+def _epoch_at(run: Run, grp: str, step: int | None) -> int | None:
+    """The epoch the run's epoch series of file `grp` counts at `step` (its last point at or before it, on the same
+    axis), or None where it has none: a log that prints `Epoch 170` on a line of its own above the loss's."""
+    name = run.pick("epoch")
+    if step is None or name is None or run.meta.filter(pl.col("name") == name)["grp"][0] != grp:
+        return None
+    pts = run.points(name).filter((pl.col("step") <= step) & pl.col("value").is_finite())
+    return int(pts["value"][-1]) if pts.height else None
 
 
 def _in_order(points: pl.DataFrame) -> bool:

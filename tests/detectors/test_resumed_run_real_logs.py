@@ -1,0 +1,376 @@
+"""resumed_run on real logs: a restart shown by the epoch its lines print going back on a line axis, a log that opens
+on a checkpoint's load at a late epoch, and launches appended to one log or written side by side that are no resume."""
+
+import numpy as np
+
+from forensics.judge.detectors import ResumedRun
+from tests.runwriters import load_run
+
+# SRN-DeblurNet's per-epoch log (idrpambudi/SRN-Deblur@bb26b392e794d87c6ab8c10c5b1d96e7bab4eef0:checkpoints/log.txt,
+# lines 1-12 and 524-536): the file opens at epoch 131 (a checkpoint's), goes back from 137 to 131 and from 652 to 651
+SRN_DEBLUR = """\
+Epoch 131: average_loss = 0.00484 (17.6 data/s; 119.66 s/epoch), 2019-05-27 22:52:44
+Epoch 132: average_loss = 0.00494 (18.6 data/s; 113.13 s/epoch), 2019-05-27 22:54:39
+Epoch 133: average_loss = 0.00486 (18.6 data/s; 112.88 s/epoch), 2019-05-27 22:56:32
+Epoch 134: average_loss = 0.00487 (18.6 data/s; 112.93 s/epoch), 2019-05-27 22:58:25
+Epoch 135: average_loss = 0.00507 (18.6 data/s; 113.13 s/epoch), 2019-05-27 23:00:18
+Epoch 136: average_loss = 0.00495 (18.6 data/s; 112.93 s/epoch), 2019-05-27 23:02:13
+Epoch 137: average_loss = 0.00484 (18.5 data/s; 113.76 s/epoch), 2019-05-27 23:04:07
+Epoch 131: average_loss = 0.00523 (17.2 data/s; 122.11 s/epoch), 2019-05-27 23:06:51
+Epoch 132: average_loss = 0.00500 (18.3 data/s; 114.62 s/epoch), 2019-05-27 23:08:47
+Epoch 133: average_loss = 0.00510 (18.4 data/s; 114.30 s/epoch), 2019-05-27 23:10:42
+Epoch 134: average_loss = 0.00486 (18.4 data/s; 114.57 s/epoch), 2019-05-27 23:12:36
+Epoch 135: average_loss = 0.00503 (18.3 data/s; 114.78 s/epoch), 2019-05-27 23:14:31
+Epoch 647: average_loss = 0.00334 (18.6 data/s; 113.27 s/epoch), 2019-05-28 15:28:47
+Epoch 648: average_loss = 0.00335 (18.6 data/s; 113.25 s/epoch), 2019-05-28 15:30:40
+Epoch 649: average_loss = 0.00326 (18.5 data/s; 113.56 s/epoch), 2019-05-28 15:32:34
+Epoch 650: average_loss = 0.00321 (18.5 data/s; 113.63 s/epoch), 2019-05-28 15:34:28
+Epoch 651: average_loss = 0.00328 (18.6 data/s; 113.10 s/epoch), 2019-05-28 15:36:22
+Epoch 652: average_loss = 0.00344 (18.6 data/s; 113.09 s/epoch), 2019-05-28 15:38:15
+Epoch 651: average_loss = 0.00330 (17.2 data/s; 122.62 s/epoch), 2019-05-28 15:51:40
+Epoch 652: average_loss = 0.00326 (18.9 data/s; 111.54 s/epoch), 2019-05-28 15:53:33
+Epoch 653: average_loss = 0.00327 (18.7 data/s; 112.45 s/epoch), 2019-05-28 15:55:25
+Epoch 654: average_loss = 0.00343 (18.7 data/s; 112.18 s/epoch), 2019-05-28 15:57:18
+Epoch 655: average_loss = 0.00330 (18.7 data/s; 112.31 s/epoch), 2019-05-28 15:59:10
+Epoch 656: average_loss = 0.00328 (18.7 data/s; 112.28 s/epoch), 2019-05-28 16:01:04
+Epoch 657: average_loss = 0.00335 (18.8 data/s; 112.14 s/epoch), 2019-05-28 16:02:56
+"""
+
+# nnU-Net v2's trainer output (Kururu007/U-Net_v2-RMIS-Eva@c6a62db239cc57dd75837f7c9fe2781f40ca057f:
+# nnunetv2/run/condor_log/458805-0.out, line 504 and lines 524-580): a checkpoint loaded, then the records open at
+# epoch 170 (trailing spaces stripped here)
+NNUNET_RESUMED = """\
+loading from : /afs/crc.nd.edu/user/y/ypeng4/data/trained_models/Dataset124_ISIC2018/ISICTrainer__nnUNetPlans__2d/456329_my_unet_FusedMBConv_16/fold_0/checkpoint_latest.pth
+2023-09-02 00:09:57.111114:
+2023-09-02 00:09:57.111795: Epoch 170
+2023-09-02 00:09:57.112527: Current learning rate: backbone 0.00047113, others 0.00047113
+2023-09-02 00:09:57.113074: start training, 250
+==========num_iterations_per_epoch: 250===========
+using pin_memory on device 0
+2023-09-02 00:11:11.264284: finished training epoch 170
+2023-09-02 00:11:11.299542: Using splits from existing split file: /tmp/ypeng4/preprocessed_data/Dataset124_ISIC2018/splits_final.json
+2023-09-02 00:11:11.301005: The split file contains 1 splits.
+2023-09-02 00:11:11.301871: Desired fold for training: 0
+2023-09-02 00:11:11.302444: This split has 1886 training and 808 validation cases.
+start computing score....
+2023-09-02 00:16:17.827759: dsc: 91.19%
+2023-09-02 00:16:17.828927: miou: 83.80%
+2023-09-02 00:16:17.829599: acc: 95.58%, sen: 90.82%, spe: 97.18%
+2023-09-02 00:16:17.830590: current best miou: 0.8379932158881044 at epoch: 170, (170, 0.8379932158881044, 0.9118567018031047)
+2023-09-02 00:16:17.831197: current best dsc: 0.9118567018031047 at epoch: 170, (170, 0.8379932158881044, 0.9118567018031047)
+2023-09-02 00:16:19.364852: finished real validation
+using pin_memory on device 0
+2023-09-02 00:16:24.626007: train_loss -1.4402
+2023-09-02 00:16:24.627123: val_loss -1.0063
+2023-09-02 00:16:24.628510: Pseudo dice [0.911]
+2023-09-02 00:16:24.629294: Epoch time: 387.52 s
+2023-09-02 00:16:26.842067:
+2023-09-02 00:16:26.843038: Epoch 171
+2023-09-02 00:16:26.843707: Current learning rate: backbone 0.00046787, others 0.00046787
+2023-09-02 00:16:26.845084: start training, 250
+==========num_iterations_per_epoch: 250===========
+2023-09-02 00:17:28.933405: finished training epoch 171
+2023-09-02 00:17:28.976144: Using splits from existing split file: /tmp/ypeng4/preprocessed_data/Dataset124_ISIC2018/splits_final.json
+2023-09-02 00:17:28.978016: The split file contains 1 splits.
+2023-09-02 00:17:28.978732: Desired fold for training: 0
+2023-09-02 00:17:28.979334: This split has 1886 training and 808 validation cases.
+start computing score....
+2023-09-02 00:22:44.218337: dsc: 91.26%
+2023-09-02 00:22:44.219368: miou: 83.92%
+2023-09-02 00:22:44.220083: acc: 95.61%, sen: 91.16%, spe: 97.10%
+2023-09-02 00:22:44.220935: current best miou: 0.8391908786172766 at epoch: 171, (171, 0.8391908786172766, 0.912565289849838)
+2023-09-02 00:22:44.221577: current best dsc: 0.912565289849838 at epoch: 171, (171, 0.8391908786172766, 0.912565289849838)
+2023-09-02 00:22:45.769644: finished real validation
+2023-09-02 00:22:50.151964: train_loss -1.4403
+2023-09-02 00:22:50.153156: val_loss -1.0341
+2023-09-02 00:22:50.154094: Pseudo dice [0.9134]
+2023-09-02 00:22:50.154711: Epoch time: 383.31 s
+2023-09-02 00:22:51.302532:
+2023-09-02 00:22:51.303626: Epoch 172
+2023-09-02 00:22:51.304324: Current learning rate: backbone 0.0004646, others 0.0004646
+2023-09-02 00:22:51.305421: start training, 250
+==========num_iterations_per_epoch: 250===========
+2023-09-02 00:23:53.509789: finished training epoch 172
+2023-09-02 00:23:53.543998: Using splits from existing split file: /tmp/ypeng4/preprocessed_data/Dataset124_ISIC2018/splits_final.json
+2023-09-02 00:23:53.545351: The split file contains 1 splits.
+2023-09-02 00:23:53.545907: Desired fold for training: 0
+2023-09-02 00:23:53.546377: This split has 1886 training and 808 validation cases.
+start computing score....
+2023-09-02 00:30:09.544950: dsc: 91.30%
+2023-09-02 00:30:09.545851: miou: 83.99%
+"""
+
+# A Keras CSVLogger in append mode (Farru049/Handwritten-Digit-Recognition@fc62544131320d95a0776537847ec313736d769b:
+# training_log.csv, whole): epochs 0-4, then a fresh launch from epoch 0 at the untrained loss
+KERAS_TWO_LAUNCHES = """\
+epoch,accuracy,loss,val_accuracy,val_loss
+
+0,0.9276833534240723,0.25464263558387756,0.9527000188827515,0.1515832096338272
+
+1,0.9663500189781189,0.11305326223373413,0.9696000218391418,0.09849796444177628
+
+2,0.9759666919708252,0.07812996208667755,0.9721999764442444,0.08969626575708389
+
+3,0.9821833372116089,0.0578271746635437,0.9753999710083008,0.0805041715502739
+
+4,0.9860333204269409,0.04552476480603218,0.9768999814987183,0.07377747446298599
+
+0,0.9250333309173584,0.2629197835922241,0.9587000012397766,0.14240649342536926
+
+1,0.9646333456039429,0.11847326904535294,0.9708999991416931,0.09215246886014938
+
+2,0.9756666421890259,0.08059009909629822,0.9708999991416931,0.09422511607408524
+
+3,0.9817666411399841,0.06015295907855034,0.9768999814987183,0.07522919028997421
+
+4,0.9851666688919067,0.046555157750844955,0.9763000011444092,0.07206366956233978
+
+5,0.9884666800498962,0.03669566661119461,0.9758999943733215,0.07657496631145477
+
+6,0.9910666942596436,0.029482632875442505,0.9794999957084656,0.06570135802030563
+
+7,0.9926833510398865,0.023807277902960777,0.9772999882698059,0.07882910221815109
+
+8,0.9940000176429749,0.020064976066350937,0.9800999760627747,0.073245108127594
+
+9,0.9946833252906799,0.016976894810795784,0.9796000123023987,0.07221856713294983
+
+"""
+
+
+def _run(tmp_path, name, text):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / name).write_text(text)
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+def test_the_epoch_printed_going_back_on_a_line_axis_is_a_restart(tmp_path):
+    """The reader puts a counter that goes back on a line axis: the epochs the lines print still show the restart,
+    both the one back to the file's first epoch (131: itself a checkpoint's, not a fresh start) and a later one."""
+    found = list(ResumedRun().check(_run(tmp_path, "log.txt", SRN_DEBLUR)))
+    assert [(f.evidence["epoch_before"], f.evidence["epoch_after"]) for f in found] == [(137, 131), (652, 651)]
+    assert found[1].evidence["wall_gap_s"] == 805
+
+
+def test_a_log_opening_on_a_checkpoint_load_at_a_late_epoch_is_a_resume(tmp_path):
+    [f] = ResumedRun().check(_run(tmp_path, "458805-0.out", NNUNET_RESUMED))
+    assert f.evidence["opens_at_epoch"] == 170 and "checkpoint_latest.pth" in f.evidence["announced"]
+    assert "the records open at epoch 170" in f.summary
+
+
+def test_a_checkpoint_load_before_the_first_epochs_is_no_resume(tmp_path):
+    """The same lines with the epochs counted from 1: a fine-tuning start loads a checkpoint too."""
+    text = NNUNET_RESUMED
+    for e in (170, 171, 172):
+        text = text.replace(f"Epoch {e}\n", f"Epoch {e - 170}\n").replace(f"epoch {e}\n", f"epoch {e - 170}\n")
+    assert list(ResumedRun().check(_run(tmp_path, "458805-0.out", text))) == []
+
+
+def test_an_epoch_column_back_to_its_first_epoch_is_a_fresh_launch(tmp_path):
+    """A CSVLogger appending a second launch: its epoch column starts again at 0 and its loss at the untrained level.
+    No logged step goes on across it (the rows are the axis), so nothing says the run was resumed."""
+    assert list(ResumedRun().check(_run(tmp_path, "training_log.csv", KERAS_TWO_LAUNCHES))) == []
+
+
+def test_two_processes_writing_side_by_side_are_no_resume(tmp_path):
+    """Two ranks, each its own SummaryWriter, logging the same steps at the same time: read by wall time their points
+    interleave and every step repeats; each file in its own order goes back nowhere. One process that starts after
+    the other ended, back at a step it had passed, is still a resume."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(0)
+    t0 = 1.7e9
+    root = tmp_path / "ranks"
+    for rank in range(2):
+        w = SummaryWriter(log_dir=str(root), filename_suffix=f".{rank}")
+        for s in range(1, 21):
+            w.add_scalar("Loss/train", 1.0 + rng.normal(0, 0.04), global_step=s, walltime=t0 + 90.0 * s + 0.1 * rank)
+        w.close()
+    assert len(list(root.glob("events.out.tfevents.*"))) == 2
+    assert list(ResumedRun().check(load_run(root, tmp_path / "f.duckdb"))) == []
+    later = tmp_path / "later"
+    for first, t in ((1, t0), (11, t0 + 90.0 * 21 + 600)):
+        w = SummaryWriter(log_dir=str(later), filename_suffix=f".{first}")
+        for s in range(first, first + 20):
+            w.add_scalar("Loss/train", 1.0 + rng.normal(0, 0.04), global_step=s, walltime=t + 90.0 * (s - first))
+        w.close()
+    [f] = ResumedRun().check(load_run(later, tmp_path / "g.duckdb"))
+    assert (f.step, f.step_end) == (11, 20)
+
+
+# pytorch-CycleGAN-and-pix2pix's loss_log.txt (mdellaiera/NUS_Deep_Learning_Assignment@
+# 22cd92bfb6289077b1e7d5f34e9e02e626a2b8ba:loss_log.txt, lines 1-20 and 138-146): one record in epoch 11 prints
+# `epoch: 1` (a stray line), and the next goes on at epoch 11 (trailing spaces stripped here)
+CYCLEGAN_STRAY_LINE = """\
+================ Training Loss (Sat Apr 26 20:14:10 2025) ================
+(epoch: 1, iters: 100, time: 0.060, data: 0.156) D_A: 0.605 G_A: 0.671 cycle_A: 2.924 idt_A: 0.663 D_B: 0.725 G_B: 1.032 cycle_B: 1.376 idt_B: 1.400
+(epoch: 1, iters: 200, time: 0.060, data: 0.002) D_A: 0.434 G_A: 0.481 cycle_A: 3.651 idt_A: 0.460 D_B: 0.459 G_B: 0.369 cycle_B: 0.907 idt_B: 1.814
+(epoch: 1, iters: 300, time: 0.060, data: 0.002) D_A: 0.265 G_A: 0.249 cycle_A: 2.677 idt_A: 1.000 D_B: 0.290 G_B: 0.312 cycle_B: 1.984 idt_B: 1.206
+(epoch: 1, iters: 400, time: 0.092, data: 0.002) D_A: 0.235 G_A: 0.328 cycle_A: 2.033 idt_A: 0.697 D_B: 0.288 G_B: 0.422 cycle_B: 1.396 idt_B: 0.947
+(epoch: 1, iters: 500, time: 0.060, data: 0.002) D_A: 0.215 G_A: 0.276 cycle_A: 3.845 idt_A: 1.014 D_B: 0.255 G_B: 0.327 cycle_B: 2.110 idt_B: 1.783
+(epoch: 1, iters: 600, time: 0.060, data: 0.002) D_A: 0.224 G_A: 0.422 cycle_A: 2.533 idt_A: 0.700 D_B: 0.223 G_B: 0.357 cycle_B: 1.506 idt_B: 1.155
+(epoch: 1, iters: 700, time: 0.060, data: 0.002) D_A: 0.304 G_A: 0.506 cycle_A: 2.538 idt_A: 1.241 D_B: 0.251 G_B: 0.377 cycle_B: 2.453 idt_B: 1.069
+(epoch: 1, iters: 800, time: 0.060, data: 0.002) D_A: 0.223 G_A: 0.562 cycle_A: 3.236 idt_A: 0.901 D_B: 0.231 G_B: 0.328 cycle_B: 1.769 idt_B: 1.454
+(epoch: 1, iters: 900, time: 0.060, data: 0.002) D_A: 0.184 G_A: 0.335 cycle_A: 1.809 idt_A: 0.889 D_B: 0.229 G_B: 0.388 cycle_B: 1.599 idt_B: 0.786
+(epoch: 1, iters: 1000, time: 0.060, data: 0.002) D_A: 0.320 G_A: 0.514 cycle_A: 1.876 idt_A: 1.104 D_B: 0.231 G_B: 0.375 cycle_B: 2.111 idt_B: 0.944
+(epoch: 1, iters: 1100, time: 0.060, data: 0.003) D_A: 0.181 G_A: 0.519 cycle_A: 1.998 idt_A: 0.881 D_B: 0.238 G_B: 0.405 cycle_B: 1.738 idt_B: 0.980
+(epoch: 1, iters: 1200, time: 0.060, data: 0.002) D_A: 0.173 G_A: 0.402 cycle_A: 2.068 idt_A: 0.823 D_B: 0.274 G_B: 0.384 cycle_B: 1.660 idt_B: 1.078
+(epoch: 1, iters: 1300, time: 0.060, data: 0.002) D_A: 0.169 G_A: 0.558 cycle_A: 2.129 idt_A: 0.608 D_B: 0.215 G_B: 0.355 cycle_B: 1.340 idt_B: 1.020
+(epoch: 1, iters: 1400, time: 0.060, data: 0.002) D_A: 0.344 G_A: 0.827 cycle_A: 2.040 idt_A: 0.543 D_B: 0.185 G_B: 0.375 cycle_B: 1.168 idt_B: 1.017
+(epoch: 2, iters: 100, time: 0.060, data: 0.002) D_A: 0.184 G_A: 0.360 cycle_A: 1.723 idt_A: 0.575 D_B: 0.224 G_B: 0.355 cycle_B: 1.288 idt_B: 0.791
+(epoch: 2, iters: 200, time: 0.060, data: 0.002) D_A: 0.159 G_A: 0.385 cycle_A: 1.933 idt_A: 0.778 D_B: 0.224 G_B: 0.410 cycle_B: 1.633 idt_B: 0.936
+(epoch: 2, iters: 300, time: 0.060, data: 0.002) D_A: 0.277 G_A: 0.641 cycle_A: 3.583 idt_A: 0.786 D_B: 0.221 G_B: 0.385 cycle_B: 1.524 idt_B: 1.602
+(epoch: 2, iters: 400, time: 0.060, data: 0.002) D_A: 0.196 G_A: 0.488 cycle_A: 2.068 idt_A: 0.910 D_B: 0.185 G_B: 0.387 cycle_B: 1.856 idt_B: 0.950
+(epoch: 2, iters: 500, time: 0.060, data: 0.002) D_A: 0.128 G_A: 0.349 cycle_A: 1.527 idt_A: 0.931 D_B: 0.244 G_B: 0.324 cycle_B: 1.750 idt_B: 0.627
+(epoch: 10, iters: 1100, time: 0.060, data: 0.002) D_A: 0.168 G_A: 0.507 cycle_A: 1.733 idt_A: 0.804 D_B: 0.096 G_B: 0.527 cycle_B: 1.639 idt_B: 0.762
+(epoch: 10, iters: 1200, time: 0.060, data: 0.002) D_A: 0.173 G_A: 0.424 cycle_A: 1.245 idt_A: 0.411 D_B: 0.088 G_B: 0.409 cycle_B: 0.755 idt_B: 0.595
+(epoch: 10, iters: 1300, time: 0.060, data: 0.002) D_A: 0.232 G_A: 0.394 cycle_A: 1.188 idt_A: 0.701 D_B: 0.232 G_B: 0.692 cycle_B: 1.517 idt_B: 0.477
+(epoch: 10, iters: 1400, time: 0.113, data: 0.002) D_A: 0.211 G_A: 0.376 cycle_A: 1.636 idt_A: 0.614 D_B: 0.197 G_B: 0.673 cycle_B: 1.426 idt_B: 0.733
+(epoch: 11, iters: 100, time: 0.060, data: 0.002) D_A: 0.202 G_A: 0.234 cycle_A: 1.391 idt_A: 0.799 D_B: 0.195 G_B: 0.475 cycle_B: 1.509 idt_B: 0.545
+(epoch: 1, iters: 200, time: 0.060, data: 0.002) D_A: 0.177 G_A: 0.472 cycle_A: 1.638 idt_A: 0.396 D_B: 0.134 G_B: 0.657 cycle_B: 0.711 idt_B: 0.657
+(epoch: 11, iters: 300, time: 0.060, data: 0.002) D_A: 0.194 G_A: 0.447 cycle_A: 1.244 idt_A: 0.671 D_B: 0.183 G_B: 0.550 cycle_B: 1.149 idt_B: 0.510
+(epoch: 11, iters: 400, time: 0.060, data: 0.002) D_A: 0.201 G_A: 0.518 cycle_A: 1.257 idt_A: 0.525 D_B: 0.114 G_B: 0.356 cycle_B: 1.030 idt_B: 0.568
+(epoch: 11, iters: 500, time: 0.060, data: 0.002) D_A: 0.218 G_A: 0.867 cycle_A: 1.116 idt_A: 0.514 D_B: 0.151 G_B: 0.276 cycle_B: 1.007 idt_B: 0.456
+"""
+
+
+def test_one_stray_record_back_at_the_first_epoch_is_no_launch_to_judge(tmp_path):
+    """The reader marks a launch where the counter falls back to its first epoch; the record after it prints the
+    epoch of the count before it again, so no launch began there, and its level says nothing of loaded weights."""
+    assert list(ResumedRun().check(_run(tmp_path, "loss_log.txt", CYCLEGAN_STRAY_LINE))) == []
+
+
+# A PINN's training log (weishanlee/PINN-Euler-Bernoulli-Beam@f40d1a9a21d2b588d203ee275cd0f3c34050094e:
+# output/train_log.txt, lines 62-90, 315-345, 415-427 and 476-500): Adam epochs, an L-BFGS phase whose per-term losses
+# hold at their last digits, then a fresh launch with more harmonics from `Epoch 0/2000` at the untrained loss
+PINN_FRESH_LAUNCH = """\
+Epoch 0/2000, Loss: 1.035755e+05, L2 Error: 9.579395030e-01, Time: 0.41s
+  PDE Loss: 1.830336e-08, IC Loss: 4.645410e-01, IC_V Loss: 1.065706e+00, BC Loss: 4.643070e-12
+New best model saved with error: 9.579395030e-01
+Epoch 20/2000, Loss: 3.399227e+04, L2 Error: 7.612331621e-01, Time: 4.41s
+  PDE Loss: 2.404491e-02, IC Loss: 2.877595e-01, IC_V Loss: 7.427685e-02, BC Loss: 3.056709e-05
+New best model saved with error: 7.612331621e-01
+Epoch 40/2000, Loss: 1.866920e+04, L2 Error: 5.720403760e-01, Time: 8.29s
+  PDE Loss: 1.289921e-02, IC Loss: 1.630071e-01, IC_V Loss: 3.095891e-02, BC Loss: 1.055322e-06
+New best model saved with error: 5.720403760e-01
+Epoch 60/2000, Loss: 1.459160e+04, L2 Error: 4.095654979e-01, Time: 12.34s
+  PDE Loss: 2.612506e-03, IC Loss: 8.430655e-02, IC_V Loss: 1.118878e-01, BC Loss: 3.333435e-08
+New best model saved with error: 4.095654979e-01
+Epoch 80/2000, Loss: 6.117000e+03, L2 Error: 3.009838998e-01, Time: 16.07s
+  PDE Loss: 1.503869e-02, IC Loss: 4.390935e-02, IC_V Loss: 2.698198e-02, BC Loss: 2.405552e-07
+New best model saved with error: 3.009838998e-01
+Epoch 100/2000, Loss: 3.006575e+03, L2 Error: 1.945896812e-01, Time: 19.93s
+  PDE Loss: 5.158945e-03, IC Loss: 1.885298e-02, IC_V Loss: 1.916617e-02, BC Loss: 2.520580e-07
+New best model saved with error: 1.945896812e-01
+Epoch 120/2000, Loss: 3.726546e+03, L2 Error: 1.019538380e-01, Time: 23.66s
+  PDE Loss: 1.736358e-03, IC Loss: 5.208353e-03, IC_V Loss: 6.100645e-02, BC Loss: 4.294012e-08
+New best model saved with error: 1.019538380e-01
+Epoch 140/2000, Loss: 1.980286e+03, L2 Error: 4.925496206e-02, Time: 27.37s
+  PDE Loss: 3.650982e-04, IC Loss: 1.230742e-03, IC_V Loss: 3.560433e-02, BC Loss: 4.833446e-10
+New best model saved with error: 4.925496206e-02
+Epoch 160/2000, Loss: 1.891953e+03, L2 Error: 1.596803007e-02, Time: 31.12s
+  PDE Loss: 5.006866e-05, IC Loss: 1.324515e-04, IC_V Loss: 3.616270e-02, BC Loss: 4.707852e-13
+New best model saved with error: 1.596803007e-02
+Epoch 180/2000, Loss: 6.608123e+02, L2 Error: 4.536121949e-03, Time: 34.82s
+  PDE Loss: 2.780885e-06, IC Loss: 1.057381e-05, IC_V Loss: 1.270505e-02, BC Loss: 3.786790e-13
+Epoch 1960/2000, Loss: 5.421461e+02, L2 Error: 9.990472381e-04, Time: 368.91s
+  PDE Loss: 1.000196e-10, IC Loss: 1.566183e-13, IC_V Loss: 1.044133e-02, BC Loss: 3.875359e-13
+Epoch 1980/2000, Loss: 6.807574e+01, L2 Error: 9.723373576e-04, Time: 372.63s
+  PDE Loss: 8.730221e-11, IC Loss: 1.030131e-11, IC_V Loss: 1.311088e-03, BC Loss: 3.867842e-13
+Epoch 2000/2000, Loss: 6.171631e+01, L2 Error: 9.515043031e-04, Time: 376.51s
+  PDE Loss: 9.869251e-11, IC Loss: 1.020497e-11, IC_V Loss: 1.188610e-03, BC Loss: 3.887509e-13
+Training data saved to results_ultra_5/training_data.csv
+Best L2 error: 5.4171320447e-04
+Training completed. Final L2 error: 5.417132045e-04
+
+Phase 2: L-BFGS refinement (5 harmonics)
+Refining with L-BFGS for 5000 iterations...
+GPU Memory Status:
+  Total: 23.47 GB
+  Target limit (80%): 22.29 GB
+  Currently allocated: 0.00 GB
+  Available for training: 22.29 GB
+  Estimated requirement: 0.03 GB
+✓ Memory feasible for harmonic 5
+L-BFGS using batch size: 5000 for harmonic 5
+Initial L-BFGS L2 error: 5.417132045e-04
+Loaded best model from Adam phase
+L-BFGS iteration 0/5000, L2 error: 9.585407267e-07
+  PDE Loss: 9.020455e-11, IC Loss: 8.325451e-14, IC_V Loss: 1.162499e-08, BC Loss: 3.866635e-13
+New best model saved with error: 9.585407267e-07
+L-BFGS iteration 10/5000, L2 error: 4.757086243e-07
+  PDE Loss: 8.929701e-11, IC Loss: 8.325451e-14, IC_V Loss: 3.566442e-16, BC Loss: 3.866643e-13
+New best model saved with error: 4.757086243e-07
+L-BFGS iteration 20/5000, L2 error: 4.757086243e-07
+  PDE Loss: 8.631991e-11, IC Loss: 8.325451e-14, IC_V Loss: 5.019512e-16, BC Loss: 3.866643e-13
+L-BFGS iteration 30/5000, L2 error: 4.757086243e-07
+L-BFGS iteration 380/5000, L2 error: 4.757447530e-07
+  PDE Loss: 8.768088e-11, IC Loss: 8.325451e-14, IC_V Loss: 1.276952e-17, BC Loss: 3.866643e-13
+L-BFGS iteration 390/5000, L2 error: 4.757447530e-07
+  PDE Loss: 8.957388e-11, IC Loss: 8.325451e-14, IC_V Loss: 1.276952e-17, BC Loss: 3.866643e-13
+L-BFGS iteration 400/5000, L2 error: 4.757447530e-07
+  PDE Loss: 8.876565e-11, IC Loss: 8.325451e-14, IC_V Loss: 1.276952e-17, BC Loss: 3.866643e-13
+L-BFGS iteration 410/5000, L2 error: 4.757447530e-07
+  PDE Loss: 9.142136e-11, IC Loss: 8.325451e-14, IC_V Loss: 1.276952e-17, BC Loss: 3.866643e-13
+L-BFGS iteration 420/5000, L2 error: 4.757447530e-07
+  PDE Loss: 9.043291e-11, IC Loss: 8.325451e-14, IC_V Loss: 1.276952e-17, BC Loss: 3.866643e-13
+
+======================================================================
+=== Training started at 2025-07-04 13:05:15.801065 ===
+Epoch 0/2000, Loss: 2.266728e+06, L2 Error: 9.580249176e-01, Time: 0.40s
+  PDE Loss: 1.713125e-06, IC Loss: 4.649164e-01, IC_V Loss: 4.116655e+01, BC Loss: 4.793921e-11
+New best model saved with error: 9.580249176e-01
+Epoch 20/2000, Loss: 1.353331e+05, L2 Error: 7.491857962e-01, Time: 5.66s
+  PDE Loss: 2.307744e-03, IC Loss: 2.857529e-01, IC_V Loss: 1.941361e+00, BC Loss: 3.099528e-08
+New best model saved with error: 7.491857962e-01
+Epoch 40/2000, Loss: 3.662590e+04, L2 Error: 5.170825369e-01, Time: 10.84s
+  PDE Loss: 8.878591e-04, IC Loss: 1.381073e-01, IC_V Loss: 4.037966e-01, BC Loss: 3.261424e-06
+New best model saved with error: 5.170825369e-01
+Epoch 60/2000, Loss: 4.296493e+04, L2 Error: 2.923435512e-01, Time: 16.02s
+  PDE Loss: 2.393682e-03, IC Loss: 4.441176e-02, IC_V Loss: 7.085983e-01, BC Loss: 9.802461e-06
+New best model saved with error: 2.923435512e-01
+Epoch 80/2000, Loss: 1.946377e+04, L2 Error: 1.565081647e-01, Time: 21.19s
+  PDE Loss: 2.906284e-03, IC Loss: 1.239830e-02, IC_V Loss: 3.360906e-01, BC Loss: 7.820827e-07
+New best model saved with error: 1.565081647e-01
+Epoch 100/2000, Loss: 1.397323e+04, L2 Error: 7.702879898e-02, Time: 26.51s
+  PDE Loss: 1.267347e-03, IC Loss: 2.962195e-03, IC_V Loss: 2.533186e-01, BC Loss: 3.143802e-06
+New best model saved with error: 7.702879898e-02
+Epoch 120/2000, Loss: 1.132670e+04, L2 Error: 3.182243492e-02, Time: 31.69s
+  PDE Loss: 3.442067e-04, IC Loss: 5.047530e-04, IC_V Loss: 2.092736e-01, BC Loss: 5.350797e-07
+New best model saved with error: 3.182243492e-02
+Epoch 140/2000, Loss: 1.057943e+04, L2 Error: 1.001304181e-02, Time: 36.87s
+  PDE Loss: 7.067861e-05, IC Loss: 4.957110e-05, IC_V Loss: 1.963613e-01, BC Loss: 2.160585e-07
+New best model saved with error: 1.001304181e-02
+Epoch 160/2000, Loss: 1.011373e+04, L2 Error: 1.900686043e-03, Time: 42.04s
+"""
+
+
+def test_a_launch_is_judged_once_with_every_loss_series_having_its_say(tmp_path):
+    """The per-term losses are printed on the line under each record, so their own axis puts the launch's start a
+    few lines off the total loss's; judged at one start, the total loss opening at 2.3e6 (untrained) outvotes a term
+    that held at its last value across the boundary."""
+    assert list(ResumedRun().check(_run(tmp_path, "train_log.txt", PINN_FRESH_LAUNCH))) == []
+
+
+# A results table a user pasted (https://github.com/ugent-korea/pytorch-unet-segmentation/issues/9, its first 12
+# lines): a row every 5 epochs, and a second launch appended from epoch 5 again
+UNET_TABLE_TWO_LAUNCHES = """\
+epoch | train loss | train acc | val loss | val acc
+-- | -- | -- | -- | --
+5 | 0.67102405 | 0.517094212 | 0.671831974 | 0.57318449
+10 | 0.657895587 | 0.516574831 | 0.671152884 | 0.57318449
+5 | 0.66738898 | 0.514784695 | 0.670679085 | 0.57318449
+10 | 0.67900444 | 0.513565095 | 0.705055777 | 0.57318449
+15 | 0.655899852 | 0.512481248 | 0.670035407 | 0.57318449
+20 | 0.648986213 | 0.510373986 | 0.667965434 | 0.57318449
+25 | 0.645135407 | 0.514023395 | 0.67702325 | 0.57318449
+30 | 0.661403127 | 0.508261723 | 0.687130248 | 0.57318449
+35 | 0.656906943 | 0.509798793 | 0.664739843 | 0.57318449
+40 | 0.645580226 | 0.514279096 | 0.66250075 | 0.57318449
+"""
+
+
+def test_an_epoch_printed_every_few_back_to_its_first_is_a_fresh_launch(tmp_path):
+    """The table opens at epoch 5, one stride of its counter: a return there starts from the beginning."""
+    assert list(ResumedRun().check(_run(tmp_path, "results.md", UNET_TABLE_TWO_LAUNCHES))) == []
