@@ -1275,40 +1275,42 @@ def _read_utf16(path: Path, start: int, order: str) -> Iterator[Chunk]:
     raw = path.read_bytes()
     begin = max(start, 2 if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else 0)
     units = raw[begin: len(raw) - (len(raw) - begin) % 2]
-    text = units.decode(order, errors="replace")
-    cut = max(text.rfind("\n"), text.rfind("\r")) + 1
-    if cut < len(text) and _idle(path):
-        cut = len(text)  # a finished run's last print, never ended by a line break
-    done = text[:cut]
-    data = done.encode("utf-8")
-    if data and not data.endswith((b"\n", b"\r")):
-        data += b"\n"
-    end = begin + len(done.encode(order))
-    prefix = as_utf8(raw[:begin]) if begin > 2 else b""
-    import io
 
-    state = _State.resume(io.BytesIO(prefix), len(prefix))
-    state.start, state.stem_tag, state.held_stem = start, _stem_tag(path), _held_stem(path)
-    frame = state.parse(data, 0) if data else None
-    said = state.said_frame()
-    # UTF-8 byte -> UTF-16 code units before it (a character of 4 UTF-8 bytes is two units)
-    codes = np.frombuffer(data, np.uint8)
-    width = np.where((codes & 0xC0) == 0x80, 0, np.where(codes >= 0xF0, 2, 1))
-    before = np.concatenate(([0], np.cumsum(width)))
-    if frame is not None and frame.height:
-        frame = frame.with_columns((begin + 2 * pl.Series(before[frame["position"].to_numpy()])).alias("position"))
-        frame = with_loss_sums(frame)
-    if said is not None:
-        said = said.with_columns((begin + 2 * pl.Series(before[said["position"].to_numpy()])).alias("position"))
-    yield Chunk(end=end, scalars=frame, texts=said, issues=state.issues(path.name))
+    def offsets(done: str, data: bytes) -> tuple[np.ndarray, int]:
+        # UTF-8 byte -> UTF-16 code units before it (a character of 4 UTF-8 bytes is two units)
+        codes = np.frombuffer(data, np.uint8)
+        width = np.where((codes & 0xC0) == 0x80, 0, np.where(codes >= 0xF0, 2, 1))
+        return begin + 2 * np.concatenate(([0], np.cumsum(width))), begin + len(done.encode(order))
+
+    prefix = as_utf8(raw[:begin]) if begin > 2 else b""
+    yield _read_decoded(path, start, prefix, units.decode(order, errors="replace"), offsets)
 
 
 def _read_legacy(path: Path, start: int, codec: str) -> Iterator[Chunk]:
     """A log in a legacy encoding (`legacy_encoding`: a Chinese Windows console's GBK): its complete lines from byte
     `start` decoded and read as the UTF-8 ones are (its names too: `当前损失值：10.11`), each record's position mapped
     back to its byte offset in the file."""
-    raw = path.read_bytes()
-    text = raw[start:].decode(codec, errors="replace")
+
+    def offsets(done: str, data: bytes) -> tuple[np.ndarray, int]:
+        # UTF-8 byte -> the file's bytes before it: ASCII is one byte in both; another character is its own width there
+        before = np.zeros(len(data) + 1, np.int64)
+        at = 0
+        for ch in done:
+            u = len(ch.encode("utf-8"))
+            before[at + 1: at + u + 1] = before[at] + (1 if u == 1 else len(ch.encode(codec, errors="replace")))
+            at += u
+        before[at + 1:] = before[at] + 1  # the line break added after an unended last line
+        return start + before, start + len(done.encode(codec, errors="replace"))
+
+    yield _read_decoded(path, start, b"", path.read_bytes()[start:].decode(codec, errors="replace"), offsets)
+
+
+def _read_decoded(path: Path, start: int, prefix: bytes, text: str, offsets) -> Chunk:
+    """The complete lines of `text` (a file's bytes from `start`, decoded; a finished run's last print unended too)
+    read as UTF-8 lines are, after the UTF-8 `prefix` of what came before; `offsets(done, data)` gives each UTF-8
+    byte's offset in the file and the end of what was read, so the records keep the file's positions."""
+    import io
+
     cut = max(text.rfind("\n"), text.rfind("\r")) + 1
     if cut < len(text) and _idle(path):
         cut = len(text)  # a finished run's last print, never ended by a line break
@@ -1316,27 +1318,16 @@ def _read_legacy(path: Path, start: int, codec: str) -> Iterator[Chunk]:
     data = done.encode("utf-8")
     if data and not data.endswith((b"\n", b"\r")):
         data += b"\n"
-    end = start + len(done.encode(codec, errors="replace"))
-    import io
-
-    state = _State.resume(io.BytesIO(b""), 0)
+    state = _State.resume(io.BytesIO(prefix), len(prefix))
     state.start, state.stem_tag, state.held_stem = start, _stem_tag(path), _held_stem(path)
     frame = state.parse(data, 0) if data else None
     said = state.said_frame()
-    # UTF-8 byte -> the file's bytes before it: ASCII is one byte in both; another character is its own width there
-    before = np.zeros(len(data) + 1, np.int64)
-    at = 0
-    for ch in done:
-        u = len(ch.encode("utf-8"))
-        before[at + 1: at + u + 1] = before[at] + (1 if u == 1 else len(ch.encode(codec, errors="replace")))
-        at += u
-    before[at + 1:] = before[at] + 1  # the line break added after an unended last line
+    at, end = offsets(done, data)
     if frame is not None and frame.height:
-        frame = frame.with_columns((start + pl.Series(before[frame["position"].to_numpy()])).alias("position"))
-        frame = with_loss_sums(frame)
+        frame = with_loss_sums(frame.with_columns(pl.Series(at[frame["position"].to_numpy()]).alias("position")))
     if said is not None:
-        said = said.with_columns((start + pl.Series(before[said["position"].to_numpy()])).alias("position"))
-    yield Chunk(end=end, scalars=frame, texts=said, issues=state.issues(path.name))
+        said = said.with_columns(pl.Series(at[said["position"].to_numpy()]).alias("position"))
+    return Chunk(end=end, scalars=frame, texts=said, issues=state.issues(path.name))
 
 
 _CSV_NAME = re.compile(r"^\s*[A-Za-z_][\w ./@%()\[\]-]*\s*$")
