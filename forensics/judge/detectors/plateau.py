@@ -43,8 +43,6 @@ class Plateau:
     loss after the restart falls `later_fall` below it: the floor was lower, the run was stopped on a plateau.
     Of launches appended to one log, the last one is the curve the log ends on (`base.by_launch`).
     A short log (`short_points` to `min_points` points) needs a final level of `short_min_level` of the initial one.
-    Under `short_points` (from `short_held_points`), no trend can be tested: the last half of the points held within
-    `held_band` of their median after a fall from the first value (`_short_held`, `stats.held_tail`), at any level.
     A stall within `constant_tol` of a constant predictor's loss (`stats.CONSTANT_PREDICTOR_MSE`) counts at any level.
     Held, at any level: a loss that fell `min_drop` (and `min_drop_sigmas`) from its first logged value, entered
     the band by `1 - held_length` of the points and whose Theil–Sen trend over the rest moves less than `held_move`
@@ -121,8 +119,6 @@ class Plateau:
     plan_reached: float = 0.25  # a log whose last launch covers a quarter of its printed plan or less has no end
     frozen_evals: int = 5  # a validation loss identical over this many last evaluations (pool of 978: healthy
     # runs at 3 and 4 with no fall to a plateau allowed, none at 5 that plateau is not allowed on)
-    short_held_points: int = 5  # under `short_points`, from this many points: the last half held within ...
-    held_band: float = stats.HELD_BAND  # ... this share of its median after a fall shows the stall outright
     best_evals: int = 5  # a validation loss setting a new best at most of its last (up to) 5 evaluations ...
     min_best_evals: int = 3  # ... and at least 3 of them in the stall: still improving (a sign test)
     flat_loss: FlatLoss = FlatLoss()  # flat_loss's rules (held excerpts, identical values), as this analysis sets them
@@ -160,8 +156,7 @@ class Plateau:
         # the verdict and `-v`) only when it finds one, so a short log without it stays "too short".
         short = too_short(run, "loss", self.min_points)
         if (short and self._stall(run) is None and self._chance(run) is None and self._glaring(run) is None
-                and self.flat_loss.held_excerpt(run) is None and self._frozen_validation(run) is None
-                and self._short_held(run) is None):
+                and self.flat_loss.held_excerpt(run) is None and self._frozen_validation(run) is None):
             return short
         return None
 
@@ -393,10 +388,6 @@ class Plateau:
         short = self._short_of_plan(run)
         ev = None if short else self._stall(run)
         if ev is None:
-            held = None if short else self._short_held(run)
-            if held is not None:
-                yield self._held_finding(run, held)
-                return
             frozen = self._frozen_validation(run)
             if frozen is not None:
                 yield frozen
@@ -504,29 +495,6 @@ class Plateau:
                 "fraction_of_initial": tail / float(y[0]), "length_fraction": length, "move_in_plateau": move,
                 "slope_per_step": float(slope), "val_fall_in_plateau": val, "band": band, "points": int(y.size)}
 
-    def _short_held(self, run: Run) -> dict | None:
-        """The held rule on a log too short for its trend (`short_held_points` to `short_points` points): the last
-        half of the points (`stats.held_tail`) within `held_band` of their median after the first value, `min_drop`
-        and `far` times that spread above it; a validation loss on the same source, where it has `val_points`
-        evaluations, held the same way (one still moving says the run still learns); held at `short_min_level` of
-        the first value or above, as a 10-19 point log must be (lower, it converged). The held evidence, else None."""
-        steps, y = _last_launch(run)
-        if not self.short_held_points <= y.size < self.short_points:
-            return None
-        level, spread, k = stats.held_tail(y)
-        first = float(y[0])
-        if not level > 0 or spread > self.held_band or first - level < max(self.min_drop, self.far * spread) * first:
-            return None
-        if level < self.short_min_level * first:
-            return None  # settled low: a short log's convergence, as at 10-19 points (`short_min_level`)
-        if run.has("val_loss") and run.format_of(run.pick("val_loss")) == run.format_of(run.pick("loss")):
-            v = finite_part(*run.arrays("val_loss"))[1]
-            if v.size >= self.val_points and stats.held_tail(v)[1] > self.held_band:
-                return None
-        return {"plateau_start_step": int(steps[-k]), "level": level, "initial_level": first,
-                "fraction_of_initial": level / first, "length_fraction": k / y.size, "move_in_plateau": 0.0,
-                "held_spread": spread, "val_fall_in_plateau": None, "points": int(y.size), "short_log": True}
-
     def _val_fall(self, run: Run, start: int) -> float | None:
         """The validation loss's relative fall from the median of its first two evaluations from `start` on to that
         of its last two (at least `val_points` of them, on the loss's source), else None."""
@@ -541,14 +509,6 @@ class Plateau:
 
     def _held_finding(self, run: Run, ev: dict) -> Finding:
         steps, y = _last_launch(run)
-        if ev.get("short_log"):  # `_short_held`: too few points for a trend, every one of the last half held
-            k = round(ev["length_fraction"] * y.size)
-            _, tail_text = level_of(steps, y, y.size - k, y.size - 1)
-            return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
-                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                              summary=(f"loss falls from {y[0]:.4g} at step {steps[0]} to {tail_text} and each of its "
-                                       f"last {k} points lies within {ev['held_spread']:.1%} of that level: the run "
-                                       f"stopped learning early and the rest of it bought nothing"))
         n = max(3, int(np.ceil(self.min_length * y.size)))
         _, tail_text = level_of(steps, y, y.size - n, y.size - 1)
         val = ("" if ev["val_fall_in_plateau"] is None else
