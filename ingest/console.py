@@ -1292,17 +1292,31 @@ def _read_legacy(path: Path, start: int, codec: str) -> Iterator[Chunk]:
     back to its byte offset in the file."""
 
     def offsets(done: str, data: bytes) -> tuple[np.ndarray, int]:
-        # UTF-8 byte -> the file's bytes before it: ASCII is one byte in both; another character is its own width there
-        before = np.zeros(len(data) + 1, np.int64)
-        at = 0
-        for ch in done:
-            u = len(ch.encode("utf-8"))
-            before[at + 1: at + u + 1] = before[at] + (1 if u == 1 else len(ch.encode(codec, errors="replace")))
-            at += u
-        before[at + 1:] = before[at] + 1  # the line break added after an unended last line
-        return start + before, start + len(done.encode(codec, errors="replace"))
+        return start + legacy_offsets(done, data, codec), start + len(done.encode(codec, errors="replace"))
 
     yield _read_decoded(path, start, b"", path.read_bytes()[start:].decode(codec, errors="replace"), offsets)
+
+
+def legacy_offsets(done: str, data: bytes, codec: str) -> np.ndarray:
+    """For each byte of `data` (`done` in UTF-8, perhaps with a line break added) and its end, the bytes `done` takes
+    before it in `codec`: ASCII is one byte in both, another character its own width in `codec` (counted once per
+    distinct character, so a long log costs numpy passes, not a Python step per character)."""
+    points = np.frombuffer(done.encode("utf-32-le"), "<u4")
+    utf8_width = 1 + (points >= 0x80) + (points >= 0x800) + (points >= 0x10000)
+    width = np.ones(points.size, np.int64)
+    wide = points >= 0x80
+    if wide.any():
+        seen = np.zeros(int(points.max()) + 1, bool)
+        seen[points[wide]] = True
+        table = np.ones(seen.size, np.int64)
+        distinct = np.flatnonzero(seen)
+        table[distinct] = [len(chr(c).encode(codec, errors="replace")) for c in distinct.tolist()]
+        width[wide] = table[points[wide]]
+    grow = np.ones(len(data), np.int64)  # a byte past `done` (the line break added after an unended last line) is one
+    if points.size:
+        grow[: int(utf8_width.sum())] = 0
+        grow[np.concatenate(([0], np.cumsum(utf8_width)[:-1])).astype(np.int64)] = width
+    return np.concatenate(([0], np.cumsum(grow)))
 
 
 def _read_decoded(path: Path, start: int, prefix: bytes, text: str, offsets) -> Chunk:

@@ -102,3 +102,26 @@ def test_an_mlflow_param_with_a_bom_or_in_utf16_is_its_number(tmp_path, encoding
     path.write_bytes("0.001".encode(encoding))
     [chunk] = _read_value_file(path, 0, "params")
     assert chunk.configs == {"mlflow_params": {"lr": 0.001}}
+
+
+@pytest.mark.parametrize("codec", ["gb18030", "gbk"])
+def test_a_legacy_logs_byte_offsets_are_the_files_own(codec):
+    """Each UTF-8 byte of a decoded legacy-encoding log maps to the bytes the file holds before it: the records of a
+    GBK log keep their positions, so a later ingest resumes where this one ended. Checked against the file's own
+    encoding of every prefix, with ASCII, two-byte CJK, a four-byte GB18030 character (where the codec has it) and a
+    character the codec cannot write (written as one replacement byte, as the reader decodes it)."""
+    from ingest.console import legacy_offsets
+
+    text = "当前epoch:1 | 当前损失值：2.3026\nstep 2 loss 1.9\n准确率 0.5 \U00020000 é\n"
+    done = text.encode(codec, errors="replace").decode(codec, errors="replace")
+    data = done.encode("utf-8") + b"\n"  # the reader adds a line break after an unended last line
+    got = legacy_offsets(done, data, codec)
+    assert got.size == len(data) + 1
+    starts, at = [], 0  # at the first UTF-8 byte of each character: the file's bytes of the text before it
+    for i, ch in enumerate(done):
+        starts.append((at, len(done[:i].encode(codec, errors="replace"))))
+        at += len(ch.encode("utf-8"))
+    assert all(got[u8] == file_bytes for u8, file_bytes in starts)
+    assert got[len(done.encode("utf-8"))] == len(done.encode(codec, errors="replace"))
+    assert got[-1] == got[-2] + 1
+    assert legacy_offsets("", b"", codec).tolist() == [0]
