@@ -2048,7 +2048,7 @@ class _State:
         listed = None
         if (counted := self.counted_row(text)) is not None:
             return counted[0], counted[1], False, ("counted_row",), None
-        if self.unnamed and not metrics and (found := _unnamed_values(text)) and len(found[1]) == self.unnamed:
+        if self.unnamed and not self.headers and not metrics and (found := _unnamed_values(text)) and len(found[1]) == self.unnamed:
             values = {f"{self.file_name}[{i}]": _float(v) for i, v in enumerate(found[1], 1)}
             return values, {**counters, **found[0]}, False, ("unnamed_values",), None
         if self.headers or self.stem_tag or self.counted_tag:
@@ -2349,8 +2349,8 @@ def _unnamed_values(text: str) -> tuple[dict[str, int], list[str]] | None:
 def unnamed_width(texts: list[str]) -> int | None:
     """How many values each line of a file of unnamed values holds, where `texts` (its lines of text) are that: at
     least `ROW_REPEATS` rows of one width (at most `MAX_UNNAMED_COLUMNS`), `UNNAMED_SHARE` of the lines or more (a
-    header of words, a README, a results table with its header are not), and not all whole numbers (a list of ids
-    or counts is no log). Else None."""
+    README is not), not all whole numbers (a list of ids or counts is no log), and no first line of words, as many as
+    the columns or more, and no number: a header that names them (Torch7's optim.Logger, a results table). Else None."""
     texts = [t for t in texts if t.strip()]
     rows = [v for v in map(_unnamed_values, texts) if v is not None]
     if len(rows) < ROW_REPEATS or len(rows) < UNNAMED_SHARE * len(texts):
@@ -2359,8 +2359,8 @@ def unnamed_width(texts: list[str]) -> int | None:
     same = [values for _, values in rows if len(values) == width]
     if len(same) < UNNAMED_SHARE * len(texts) or all(_WHOLE.fullmatch(v) for values in same for v in values):
         return None
-    if not _LONE_NUMBER.search(texts[0]) and len(_LABEL_WORD.findall(texts[0])) == width:
-        return None  # a header names the columns (`epoch loss acc`, `# loss`): a table's, not unnamed values
+    if not _LONE_NUMBER.search(texts[0]) and len(_LABEL_WORD.findall(texts[0])) >= width:
+        return None  # a header names the columns (`epoch loss acc`, `% mean class accuracy`): a table's, not unnamed
     return width
 
 

@@ -155,6 +155,12 @@ Epoch 1
 Done!
 """
 
+# Torch7's optim.Logger: a header line naming its one column (an accuracy), then a value per epoch, tab-ended.
+# Source: Mireu-Lab/lua_vs_python_DL@04e73a96e458ab9d6c07227f83fe5bd2f0751cbe:logs/train.log
+OPTIM_LOGGER = "".join(f"{line}\t\n" for line in [
+    "% mean class accuracy (train set)", " 7.5300e+01", " 9.3450e+01", " 9.6850e+01", " 9.7950e+01", " 9.8850e+01",
+    " 9.9700e+01", " 9.9900e+01", " 1.0000e+02", " 1.0000e+02", " 1.0000e+02", " 1.0000e+02"])
+
 
 def _run(tmp_path, files: dict[str, str], name: str = "run"):
     root = tmp_path / name
@@ -237,6 +243,12 @@ def test_no_unnamed_value_is_taken_where_a_loss_is_named_or_two_files_could_be_i
     assert run.all_of("train_loss") == ["loss"] and run.has("output.txt[1]") and not _guesses(db)
     run, db = _run(tmp_path, {"output.txt": PURINE_PAIRS, "log.txt": CHATGLM_TENSORS}, "two")
     assert run.all_of("train_loss") == [] and run.has("log.txt[1]") and not _guesses(db)
+
+
+def test_values_under_a_header_that_names_them_are_no_unnamed_values(tmp_path):
+    """A header names the column (an accuracy): no `<file>[1]`, and no loss is guessed."""
+    run, db = _run(tmp_path, {"train.log": OPTIM_LOGGER})
+    assert not run.has("train.log[1]") and run.all_of("train_loss") == [] and not _guesses(db)
 
 
 def test_text_that_is_no_log_stays_refused(tmp_path):
