@@ -573,9 +573,18 @@ def refresh_series(con, run_id: str) -> None:
             name = f"{PurePosixPath(grp).stem}/{tag}"
         r = role_of(name)
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
+    updates = _split_counters(con, run_id, updates)
     updates, said = loss_by_elimination(con, run_id, rows, updates)
     writes.update_series_names(con, updates)
     writes.replace_issues(con, run_id, "loss_by_elimination", said)
+
+
+def _split_counters(con, run_id: str, updates: list[tuple]) -> list[tuple]:
+    """A value named by its split alone is that split's loss (`roles.role_of`), unless its values are whole numbers
+    that never fall: then it counts the split's steps (`learner  Train 9000, Time: 3.74m`), and is `other`."""
+    alone = [u[0] for u in updates if u[2] in ("train_loss", "val_loss") and u[3] is not None and not _unsplit(u[1])]
+    counters = queries.counting(con, run_id, alone) if alone else set()
+    return [(u[0], u[1], "other", u[3], u[4], False) if u[0] in counters else u for u in updates]
 
 
 MIN_ELIMINATED_POINTS = 2

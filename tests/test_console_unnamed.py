@@ -161,6 +161,23 @@ OPTIM_LOGGER = "".join(f"{line}\t\n" for line in [
     "% mean class accuracy (train set)", " 7.5300e+01", " 9.3450e+01", " 9.6850e+01", " 9.7950e+01", " 9.8850e+01",
     " 9.9700e+01", " 9.9900e+01", " 1.0000e+02", " 1.0000e+02", " 1.0000e+02", " 1.0000e+02"])
 
+# agent57's (keras-rl) DisTrainLogger: each process's `Train K` counter, then its episode rewards; no loss printed.
+# Source: https://github.com/pocokhc/agent57/issues/8
+AGENT_REWARDS = """\
+actor0   Train 8000, Time: 3.49m, Reward    :  154.57 -  199.93 (ave:  180.55), nb_steps: 29200
+actor1   Train 8059, Time: 3.51m, Reward    :  147.16 -  188.48 (ave:  172.04), nb_steps: 29800
+weight save, ave reward:186.7012
+learner  Train 9000, Time: 3.74m, TestReward:  177.70 -  199.75 (ave:  186.70)
+actor1   Train 9000, Time: 3.89m, Reward    :  168.06 -  188.86 (ave:  184.96), nb_steps: 33000
+actor0   Train 9058, Time: 3.90m, Reward    :  169.45 -  199.82 (ave:  186.78), nb_steps: 32600
+learner  Train 10000, Time: 4.14m, TestReward:  160.58 -  188.92 (ave:  176.36)
+actor0   Train 10039, Time: 4.31m, Reward    :  156.93 -  199.19 (ave:  178.46), nb_steps: 36000
+actor1   Train 10050, Time: 4.31m, Reward    :  153.15 -  199.38 (ave:  179.51), nb_steps: 36600
+learner  Train 11000, Time: 4.55m, TestReward:  153.46 -  188.85 (ave:  173.87)
+actor1   Train 11048, Time: 4.72m, Reward    :  152.95 -  199.83 (ave:  181.00), nb_steps: 40000
+actor0   Train 11060, Time: 4.72m, Reward    :  157.20 -  199.82 (ave:  183.92), nb_steps: 39400
+"""
+
 
 def _run(tmp_path, files: dict[str, str], name: str = "run"):
     root = tmp_path / name
@@ -263,3 +280,10 @@ def test_text_that_is_no_log_stays_refused(tmp_path):
     ids = tmp_path / "ids.txt"
     np.savetxt(ids, rng.integers(0, 1000, (20, 2)), fmt="%d")
     assert not sniff_console(ids.read_bytes(), ids.name)
+
+
+def test_a_split_named_alone_over_whole_numbers_that_never_fall_counts_and_is_no_loss(tmp_path):
+    """`learner  Train 9000, Time: 3.74m, TestReward: ...`: `Train` alone names the split's loss by its name, but its
+    values count the learner's and actors' steps: no training loss is read, and none is guessed."""
+    run, db = _run(tmp_path, {"log.txt": AGENT_REWARDS})
+    assert run.all_of("train_loss") == [] and run.has("Train") and not _guesses(db)
