@@ -2632,12 +2632,9 @@ def _bare_values(text: str) -> list[tuple[int | None, float]] | None:
 
 def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
     """Whether two lines differ only before their first metric (`node-1: {'loss': 0.5}`, `node-2: {'loss': 0.5}`),
-    not in text between or after the values (`Step [6/48], Loss: nan` and `Step [12/48], Loss: nan` are two), nor in a
-    place in a pass before them (`[epoch 1/15, episode 50/100] => loss:nan`, then `episode 100/100`: two records; two
-    ranks' copies of one record are at one place)."""
+    not in text between or after the values (`Step [6/48], Loss: nan` and `Step [12/48], Loss: nan` are two)."""
     first = min((i for i in (a.find(t.split()[-1]) for t in metrics) if i >= 0), default=-1)
-    return first >= 0 and b.endswith(a[first:]) and \
-        _FRACTION.findall(a[:first]) == _FRACTION.findall(b[:len(b) - len(a) + first])
+    return first >= 0 and b.endswith(a[first:])
 
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}

@@ -178,20 +178,6 @@ actor1   Train 11048, Time: 4.72m, Reward    :  152.95 -  199.83 (ave:  181.00),
 actor0   Train 11060, Time: 4.72m, Reward    :  157.20 -  199.82 (ave:  183.92), nb_steps: 39400
 """
 
-# EPGN's episode loss every 50 episodes, NaN from the start, then the epoch's accuracies as Python 2 tuples.
-# Source: https://github.com/yunlongyu/EPGN/issues/5
-EPISODE_NANS = """\
-[epoch 1/15, episode 50/100] => loss:nan
-[epoch 1/15, episode 100/100] => loss:nan
-('Accuracy: unseen class', 0.05)
-('accuracy: unseen class:', 0.05, '| seen class:', 0.0, '| harmonic:', 0.0)
-
-[epoch 2/15, episode 50/100] => loss:nan
-[epoch 2/15, episode 100/100] => loss:nan
-('Accuracy: unseen class', 0.05)
-('accuracy: unseen class:', 0.05, '| seen class:', 0.0, '| harmonic:', 0.0)
-"""
-
 
 def _run(tmp_path, files: dict[str, str], name: str = "run"):
     root = tmp_path / name
@@ -301,10 +287,3 @@ def test_a_split_named_alone_over_whole_numbers_that_never_fall_counts_and_is_no
     values count the learner's and actors' steps: no training loss is read, and none is guessed."""
     run, db = _run(tmp_path, {"log.txt": AGENT_REWARDS})
     assert run.all_of("train_loss") == [] and run.has("Train") and not _guesses(db)
-
-
-def test_records_at_two_places_in_a_pass_are_two_records_not_copies(tmp_path):
-    """`[epoch 1/15, episode 50/100] => loss:nan`, then `episode 100/100`: the same values under prefixes that differ
-    only in the episode's place are two records (another rank's copy of one record is at one place)."""
-    run, _ = _run(tmp_path, {"output.txt": EPISODE_NANS})
-    assert np.isnan(run.arrays("train_loss")[1]).sum() == 4
