@@ -1230,7 +1230,7 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             return
         state = _State.resume(f, start)
         state.start = start
-        state.stem_tag, state.held_stem = _stem_tag(path), _held_stem(path)
+        state.stem_tag, state.held_stem, state.file_name = _stem_tag(path), _held_stem(path), path.name
         idle = _idle(path)
         f.seek(start)
         offset = start
@@ -1334,6 +1334,7 @@ def _read_decoded(path: Path, start: int, prefix: bytes, text: str, offsets) -> 
         data += b"\n"
     state = _State.resume(io.BytesIO(prefix), len(prefix))
     state.start, state.stem_tag, state.held_stem = start, _stem_tag(path), _held_stem(path)
+    state.file_name = path.name
     frame = state.parse(data, 0) if data else None
     said = state.said_frame()
     at, end = offsets(done, data)
@@ -1498,7 +1499,7 @@ def _unwrapped(lines: pl.Series) -> pl.Series:
     return pl.Series(out, dtype=pl.Utf8)
 
 
-def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
+def _candidate_lines(data: bytes, known: dict[str, int] | None = None, numbered: bool = False) -> tuple[
         np.ndarray, np.ndarray, np.ndarray, list[str], list[_Shape | None], list[bool]]:
     """Cut `data` (complete lines) into line segments and pick those that can change anything.
 
@@ -1509,13 +1510,16 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None) -> tuple[
     without metrics is not), plus the repeated lines that hold `name value` pairs.
 
     A line that holds a `name value` pair (`_PAIR`) repeats when its `outline` is seen `REPEATS` times or more
-    in `data` and earlier in the file: `known` counts the outlines seen before `data` and is updated.
+    in `data` and earlier in the file: `known` counts the outlines seen before `data` and is updated. With `numbered`
+    (a file of unnamed values, `_State.unnamed_rows`), every line that holds a digit, nan or inf is picked too.
     """
     starts, line_nos, ends = _segments(data)
     lines = _unwrapped(_line_strings(data, ends))
     blocky = lines.str.contains(_SPLIT_HINT)  # openers and ends of evaluation blocks (`_State.eval_blocks`)
     keep = lines.str.contains(_CANDIDATE) | (lines.str.contains(_METRIC_WORD) & lines.str.contains(_NUMBER)) | blocky
     tabular_lines = lines.str.contains(_TABLE_LINE)
+    if numbered:
+        tabular_lines = tabular_lines | lines.str.contains(_NUMBER)
     keep = keep | tabular_lines
     tabular = tabular_lines.to_numpy()
     paired = lines.str.contains(_PAIR)
@@ -1608,6 +1612,9 @@ class _State:
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
     headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
+    file_name: str = ""  # the file's name, which names its unnamed values' series (`output.txt[1]`, `unnamed_rows`)
+    unnamed: int | None = None  # the width of the file's rows of unnamed values, once `unnamed_rows` found them
+    unnamed_checked: bool = False  # whether `unnamed_rows` looked at the file's first lines
     counted_tag: str | None = None  # the tag of `N: value` lines in a file whose name says nothing (`counted_values`)
     row_counter: tuple[int, int] | None = None  # rows of numbers: their width and counter column (`counted_values`)
     held_stem: str | None = None  # the held-out split the file's name names (`validation_log.txt`): its rows' loss's
@@ -1681,8 +1688,10 @@ class _State:
         if self.settings_padded:
             data = _PADDED_COLON.sub(lambda m: m.group(1) + b";", data)  # (a settings dump's: no pair)
         self.counted_values(data)
-        lone = self.lone_values(data)  # {a line's start in `data`: (the counter above it, its value)}
-        starts, line_nos, candidates, texts, shapes, repeated = _candidate_lines(data, self.outlines)
+        self.unnamed_rows(data)
+        # {a line's start in `data`: (the counter above it, its value)}; in a file of unnamed values, every one is read
+        lone = {} if self.unnamed else self.lone_values(data)
+        starts, line_nos, candidates, texts, shapes, repeated = _candidate_lines(data, self.outlines, bool(self.unnamed))
         segment, line_no0, step_before = self.segment, self.line_no, self.last_step
         said = _announcing(data, starts)  # {segment in data: (line, what it announces)}
         self.segment += len(starts)
@@ -1968,6 +1977,17 @@ class _State:
         if all(b > a for a, b in zip(steps, steps[1:])) and not all(math.isfinite(v) and v == int(v) for v in values):
             self.counted_tag = COUNTED_TAG
 
+    def unnamed_rows(self, data: bytes) -> None:
+        """Note the width of a file's rows of unnamed values (`unnamed_width`), judged once, on its first lines, in a file
+        whose name says nothing of its values and whose lines no counter column or `N: value` reading took."""
+        if self.unnamed_checked:
+            return
+        self.unnamed_checked = True
+        if self.stem_tag or self.counted_tag or not self.file_name:
+            return
+        head = data[:UNNAMED_HEAD_BYTES]
+        self.unnamed = unnamed_width(re.split(r"\r\n|\r|\n", head.decode("utf-8", errors="replace"))[:-1])
+
     def counted_rows(self, data: bytes) -> None:
         """Take rows of numbers only (`0, 44.74,50.90`: a header never printed) as records where `ROW_REPEATS` or more
         of one width hold a counter, whole numbers counting up (starting again at most at their first value: a new
@@ -2042,6 +2062,9 @@ class _State:
         listed = None
         if (counted := self.counted_row(text)) is not None:
             return counted[0], counted[1], False, ("counted_row",), None
+        if self.unnamed and not self.headers and not metrics and (found := _unnamed_values(text)) and len(found[1]) == self.unnamed:
+            values = {f"{self.file_name}[{i}]": _float(v) for i, v in enumerate(found[1], 1)}
+            return values, {**counters, **found[0]}, False, ("unnamed_values",), None
         if self.headers or self.stem_tag or self.counted_tag:
             row = self.table_row(text)
             if row is not None:
@@ -2308,6 +2331,53 @@ MAX_HEADERS = 8
 # A value alone on its line, or after its counter: `12: 0.693`, `12\t0.693`, and a counter under its word
 # (`epoch1\t0.2549`, `Epoch 3: 0.41`, a loop that writes `"epoch%d\t%f"`); the file's name says what the value is.
 _BARE = re.compile(rf"^\s*(?:(?i:epoch|iter|iteration|step|batch)?[ \t]*(?P<n>\d+)\s*(?:[:,]|\t)\s*)?(?P<value>{NUM})\s*$")
+# A line of values nothing names, in a file whose name says nothing of them either (`output.txt`, `train.log`): one
+# float per line (`print(loss.item())`), two or more apart by spaces (`2.411124 0.109375`), a printed tensor once
+# `_normalise`d (`tensor(3.2207, device='cuda:0')`), a value before Torch7's xlua bar (`12.24....... 128/50000 ...]
+# ETA: 1m`), or a logger's prefix and a counter before values apart by commas (`INFO:name, <time>, epoch, 0040, a, b`).
+# Where such lines are nearly all of a file's lines (`unnamed_width`), each value is stored as `<file>[<column>]`,
+# role `other`; `ingest.run.loss_by_elimination` may then take one as the training loss, and says so.
+MAX_UNNAMED_COLUMNS = 4
+_LONE_NUMBER = re.compile(rf"(?<![\w.]){NUM}{_NUM_END}")  # a number of its own (`Epoch 0`), not a name's (`f1`)
+UNNAMED_SHARE = 0.9  # the share of a file's lines (of text) its rows of unnamed values must be
+_UNNAMED_LEAD = (r"(?:(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL):?[\w.-]*\s*,\s*)?"
+                 r"(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s*,\s*)?")
+_XLUA_BAR = r"\.{3,}(?:[^\n]*?\d+/\d+[^\n]*\]\s*ETA:.*)?"
+_UNNAMED_ROW = re.compile(
+    rf"^\s*{_UNNAMED_LEAD}(?:(?P<counter>(?i:epoch|iter|iteration|step|batch))\s*,?\s*(?P<n>\d+)\s*,\s*"
+    rf"(?P<listed>{NUM}(?:\s*,\s*{NUM}){{0,{MAX_UNNAMED_COLUMNS - 1}}})"
+    rf"|(?P<spaced>{NUM}(?:[ \t]+{NUM}){{0,{MAX_UNNAMED_COLUMNS - 1}}}))\s*(?:{_XLUA_BAR})?\s*$")
+
+
+def _unnamed_values(text: str) -> tuple[dict[str, int], list[str]] | None:
+    """The counter and the values, as printed, of a line of unnamed values (`_UNNAMED_ROW`); None for another line."""
+    found = _UNNAMED_ROW.match(_normalise(text)) if any(c.isdigit() for c in text) or "nan" in text.lower() else None
+    if found is None:
+        return None
+    if found.group("listed") is not None:
+        counter = COUNTER_COLUMNS.get(found.group("counter").lower(), "step")
+        return {counter: _count(found.group("n"))}, re.split(r"\s*,\s*", found.group("listed").strip())
+    return {}, found.group("spaced").split()
+
+
+def unnamed_width(texts: list[str]) -> int | None:
+    """How many values each line of a file of unnamed values holds, where `texts` (its lines of text) are that: at
+    least `ROW_REPEATS` rows of one width (at most `MAX_UNNAMED_COLUMNS`), `UNNAMED_SHARE` of the lines or more (a
+    README is not), not all whole numbers (a list of ids or counts is no log), and no first line of words, as many as
+    the columns or more, and no number: a header that names them (Torch7's optim.Logger, a results table). Else None."""
+    texts = [t for t in texts if t.strip()]
+    rows = [v for v in map(_unnamed_values, texts) if v is not None]
+    if len(rows) < ROW_REPEATS or len(rows) < UNNAMED_SHARE * len(texts):
+        return None
+    width = Counter(len(values) for _, values in rows).most_common(1)[0][0]
+    same = [values for _, values in rows if len(values) == width]
+    if len(same) < UNNAMED_SHARE * len(texts) or all(_WHOLE.fullmatch(v) for values in same for v in values):
+        return None
+    if not _LONE_NUMBER.search(texts[0]) and len(_LABEL_WORD.findall(texts[0])) >= width:
+        return None  # a header names the columns (`epoch loss acc`, `% mean class accuracy`): a table's, not unnamed
+    return width
+
+
 # Names padded before their colon are a settings dump where the file gives some of them words, not numbers
 # (`Mode         : full`, `optimizer      :<TAB>adam`): there, none of them is read (their numbers are settings too).
 # A logging level padded to its column (`INFO    : message`, `%(levelname)-8s:`) is a message's lead, not a setting.
@@ -2375,6 +2445,7 @@ _ROW_SPLIT = re.compile(r"\s*,\s*|\s+")
 _LINE_WITH_DIGIT = re.compile(rb"^[^\n\d]*\d", re.M)
 _WHOLE = re.compile(r"[-+]?\d+")
 ROW_REPEATS = 6  # rows of numbers a chunk must hold before its columns are named
+UNNAMED_HEAD_BYTES = 64 << 10  # the first lines a file of unnamed values is judged on (`_State.unnamed_rows`)
 _LIST = re.compile(rf"^\s*\[\s*{NUM}(?:\s*,\s*{NUM})+\s*,?\s*\]\s*$")
 _LIST_ITEM = re.compile(NUM)
 
@@ -2652,8 +2723,10 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
             records[outline(line)] = records.get(outline(line), 0) + 1
         if counted >= 2 or tabled >= 2 or max(records.values(), default=0) >= REPEATS:
             return True, "its lines carry metrics"
-    if bare and bare >= 0.9 * len(texts) and state.stem_tag:
+    if bare and bare >= UNNAMED_SHARE * len(texts) and state.stem_tag:
         return True, f"its lines are values of {state.stem_tag}"
+    if not state.stem_tag and (width := unnamed_width(texts)):
+        return True, f"its lines are rows of {width} unnamed value{'s' if width > 1 else ''}"
     sampled = f"{len(texts):,} sampled lines"
     if not texts:
         return False, "it holds no text lines"
@@ -2670,8 +2743,8 @@ def sniff_console(head: bytes, name: str = "") -> bool:
     """A text file whose lines (sampled across it by `ingest.formats.sample`) are a training log: two lines that
     yield metrics with a step, epoch or batch; `REPEATS` lines of one outline with a named quantity
     (`train_mean loss: 2.27`, `idx: 0loss: 8.46`); two rows of a table under its header; `REPEATS` record lines of one outline that yield
-    two metrics or more each (`[  1]    1440 || B: 5.495 | C: 3.668 | T: 17.647`); or, in a file whose name says what
-    they are (`loss.txt`), bare values."""
+    two metrics or more each (`[  1]    1440 || B: 5.495 | C: 3.668 | T: 17.647`); in a file whose name says what
+    they are (`loss.txt`), bare values; or, in any other, rows of values nothing names (`unnamed_width`)."""
     return _sniff(head, name)[0]
 
 

@@ -236,8 +236,10 @@ FORMATS: list[Format] = [
     # trained is the evaluation's; a held-out split word at the head of a record's first name (`test accuracy: X,
     # loss: Y`) labels the record; rows of a counter and a value with no header are read in a file named for its
     # values (`losses.txt`: `0 233.26`); a best value that moved (`Model is improving acc: -inf --> 44.6.`) is no record
+    # version 20: values nothing names, in a file whose name says nothing of them, are `<file>[<column>]`
+    # (`ingest.console.unnamed_width`): one float per line, unnamed columns, printed tensors, a value before a bar
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=19),
+           text=True, version=20),
 ]
 
 

@@ -128,6 +128,32 @@ def record_coverage(con: Any, run_id: str, series_ids: list[int], peers: list[in
            GROUP BY p.series_id, p.grp ORDER BY p.series_id""", [run_id, peers, series_ids]).fetchall()
 
 
+def value_ranges(con: Any, run_id: str, series_ids: list[int]) -> dict[int, tuple[int, float, float, bool]]:
+    """{series_id: (points, lowest and highest finite value (None without one), whether it has finite values and they
+    are all whole numbers)} of each of `series_ids` with points."""
+    return {row[0]: tuple(row[1:]) for row in con.execute(
+        """SELECT s.series_id, count(*), min(c.value) FILTER (WHERE isfinite(c.value)),
+                  max(c.value) FILTER (WHERE isfinite(c.value)),
+                  coalesce(bool_and(c.value = round(c.value)) FILTER (WHERE isfinite(c.value)), false)
+           FROM series s JOIN scalars c USING (series_id)
+           WHERE s.run_id = ? AND list_contains(?, s.series_id)
+           GROUP BY s.series_id""", [run_id, series_ids]).fetchall()}
+
+
+def counting(con: Any, run_id: str, series_ids: list[int]) -> set[int]:
+    """Those of `series_ids` whose values, two or more, are whole numbers that never fall in the order written: a
+    counter's (`Train 8000`), not a quantity measured."""
+    return {sid for (sid,) in con.execute(
+        """SELECT series_id FROM (
+               SELECT c.series_id, c.value,
+                      lag(c.value) OVER (PARTITION BY c.series_id ORDER BY c.source_id, c.position) AS before
+               FROM series s JOIN scalars c USING (series_id)
+               WHERE s.run_id = ? AND list_contains(?, s.series_id))
+           GROUP BY series_id
+           HAVING count(*) >= 2 AND bool_and(isfinite(value) AND value = round(value))
+                  AND bool_and(before IS NULL OR value >= before)""", [run_id, series_ids]).fetchall()}
+
+
 def source_path_of_group(con: Any, run_id: str, grp: str) -> str | None:
     """The path of a source of the series group `grp` (the file, for a console log's group)."""
     rows = con.execute("SELECT path FROM sources WHERE run_id = ? AND grp = ? ORDER BY path LIMIT 1", [run_id, grp]).fetchall()

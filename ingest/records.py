@@ -100,7 +100,8 @@ READ_PROBLEMS: dict[str, tuple[bool, str]] = {  # kind: (lossy, meaning)
     "settings_unread": (False, "a settings file (training_args.bin) that could not be read; the logs are read"),
     "not_settings": (False, "a JSON document with no metrics and too many values to be settings (a data set's?)"),
     "loss_by_elimination": (False, "no series is named as the training loss; the one loss-like value printed on "
-                                   "every training record was taken as it (its name is said: check it)"),
+                                   "every training record, or the one column of unnamed values a user would read as "
+                                   "the loss, was taken as it (its name is said: check it)"),
     "unread_values": (False, "values in a metrics document that are not numbers (objects, text); skipped"),
 }
 

@@ -573,9 +573,18 @@ def refresh_series(con, run_id: str) -> None:
             name = f"{PurePosixPath(grp).stem}/{tag}"
         r = role_of(name)
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
+    updates = _split_counters(con, run_id, updates)
     updates, said = loss_by_elimination(con, run_id, rows, updates)
     writes.update_series_names(con, updates)
     writes.replace_issues(con, run_id, "loss_by_elimination", said)
+
+
+def _split_counters(con, run_id: str, updates: list[tuple]) -> list[tuple]:
+    """A value named by its split alone is that split's loss (`roles.role_of`), unless its values are whole numbers
+    that never fall: then it counts the split's steps (`learner  Train 9000, Time: 3.74m`), and is `other`."""
+    alone = [u[0] for u in updates if u[2] in ("train_loss", "val_loss") and u[3] is not None and not _unsplit(u[1])]
+    counters = queries.counting(con, run_id, alone) if alone else set()
+    return [(u[0], u[1], "other", u[3], u[4], False) if u[0] in counters else u for u in updates]
 
 
 MIN_ELIMINATED_POINTS = 2
@@ -592,9 +601,10 @@ def loss_by_elimination(con, run_id: str, rows: list[tuple[int, str, str, str]],
     if any(u[2] == "train_loss" for u in updates):
         return updates, []
     console = {series_id for series_id, _, _, fmt in rows if fmt == "console"}
-    names = [u for u in updates if u[0] in console and loss_like(u[1])]
+    unnamed = _unnamed_columns(rows)
+    names = [u for u in updates if u[0] in console and u[0] not in unnamed and loss_like(u[1])]
     if not names:
-        return updates, []
+        return _unnamed_loss(con, run_id, rows, updates, unnamed)
     # a training record: one that prints a value of the training's, other than a rate or a counter announced alone
     # (`Updating learning rate to 1e-4`, `epoch 3`)
     peers = [u[0] for u in updates if u[0] in console and u[2] not in ("lr", "epoch", "launch")
@@ -616,6 +626,54 @@ def loss_by_elimination(con, run_id: str, rows: list[tuple[int, str, str, str]],
                   f"training record, is taken as the training loss"
                   + (f" (and {', '.join(f'`{u[1]}`' for u in updates if u[0] in twins)} as its validation loss)"
                      if twins else "") + ": check that it is the objective")
+    return out, [(queries.source_path_of_group(con, run_id, grp) or grp, issue)]
+
+
+def _unnamed_columns(rows: list[tuple[int, str, str, str]]) -> dict[int, tuple[str, int]]:
+    """{series_id: (group, column)} of the console values nothing names, stored as `<file>[<column>]`
+    (`ingest.console.unnamed_width`)."""
+    out = {}
+    for series_id, grp, tag, fmt in rows:
+        name = PurePosixPath(grp).name
+        if fmt == "console" and tag.startswith(f"{name}[") and tag.endswith("]") and tag[len(name) + 1:-1].isdigit():
+            out[series_id] = (grp, int(tag[len(name) + 1:-1]))
+    return out
+
+
+def _unnamed_loss(con, run_id: str, rows: list[tuple[int, str, str, str]], updates: list[tuple],
+                  unnamed: dict[int, tuple[str, int]]) -> tuple[list[tuple], list[tuple[str, Issue]]]:
+    """In a run where nothing is named as a loss (no training or validation loss, no name `roles.loss_like`), the one
+    file of unnamed values whose first column a user would read as the loss: its only column, or its first where
+    every other is bounded like an accuracy (within [0, 1]) or counts (whole numbers); never a column of whole numbers
+    (a counter). It becomes the training loss, and an issue names the file and column, so the report shows the guess.
+    Two such files leave both as they were (which one is the objective is a guess)."""
+    if not unnamed or any(u[2] in ("train_loss", "val_loss") or u[0] not in unnamed and loss_like(u[1])
+                          for u in updates):
+        return updates, []
+    ranges = queries.value_ranges(con, run_id, list(unnamed))
+    split = {u[0]: u[3] for u in updates}
+    files: dict[str, dict[int, tuple[int, int, float | None, float | None, bool]]] = {}
+    for series_id, (grp, column) in unnamed.items():
+        if series_id in ranges and split.get(series_id) not in ("val", "test"):  # (`val_log.txt`: a held-out split's)
+            files.setdefault(grp, {})[column] = (series_id, *ranges[series_id])
+    taken = []
+    for grp, columns in files.items():
+        first = columns.get(1)
+        if first is None or first[1] < MIN_ELIMINATED_POINTS or first[4]:
+            continue
+        if all(whole or lo is not None and 0 <= lo and hi <= 1
+               for column, (_, _, lo, hi, whole) in columns.items() if column != 1):
+            taken.append((first[0], grp))
+    if len(taken) != 1:
+        return updates, []
+    series_id, grp = taken[0]
+    name = next(u[1] for u in updates if u[0] == series_id)
+    out = [(u[0], u[1], "train_loss", u[3], u[4], True) if u[0] == series_id else u for u in updates]
+    width = len(files[grp])
+    where = "its only value" if width == 1 else f"the first of its {width} values on each line"
+    issue = Issue(None, "loss_by_elimination",
+                  f"no series is named as a loss; {PurePosixPath(grp).name} prints values nothing names, and {where} "
+                  f"(`{name}`) is taken as the training loss: check that it is the objective")
     return out, [(queries.source_path_of_group(con, run_id, grp) or grp, issue)]
 
 

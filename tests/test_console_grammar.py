@@ -304,13 +304,14 @@ def test_generated_tables_give_their_columns_back(names, sep, rows):
                 assert metrics[n] == v
 
 
-def test_bare_values_need_a_file_that_names_them(tmp_path):
+def test_bare_values_are_named_by_a_file_that_names_them_else_as_unnamed_values(tmp_path):
+    """`loss.txt`: its values are `loss`; `numbers.txt`: values nothing names, read as `numbers.txt[1]`
+    (`C.unnamed_width`; whether one is the loss is `ingest.run.loss_by_elimination`'s)."""
     values = "".join(f"{1 / (i + 1)!r}\n" for i in range(50))
     (tmp_path / "loss.txt").write_text(values)
     (tmp_path / "numbers.txt").write_text(values)
     assert sniff_console(sample(tmp_path / "loss.txt"), "loss.txt")
-    assert not sniff_console(sample(tmp_path / "numbers.txt"), "numbers.txt")
-    assert "does not say of what" in C.why_not_console(sample(tmp_path / "numbers.txt"), "numbers.txt")
+    assert C._sniff(sample(tmp_path / "numbers.txt"), "numbers.txt") == (True, "its lines are rows of 1 unnamed value")
 
 
 def test_an_unended_last_line_waits_while_the_file_is_being_written(tmp_path):
