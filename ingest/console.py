@@ -36,7 +36,8 @@ begins (Paddle's `Eval begin...`, `Validation:`, `==> Evaluating`, `Test on Epoc
 marker `Eval samples: N`); a record whose own label starts with a split (`Epoch(val) [1][10/50]  loss: X`,
 `Test set: Average loss: X`) takes it too.
 
-Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
+Before the passes, a progress bar's box characters shown through a Windows console's OEM code page (`━` as `Ôöü`)
+read as those characters again (`_oem_bars`, same byte length), and values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
 `TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`), and a message glued to a value is
 cut off (`loss: 1.3988Batch 8: Invalid loss` reads `loss: 1.3988`). After them, values inside a
@@ -47,7 +48,9 @@ current: 0.18, peak: 2.55`: `Memory info of GPU current`, `... peak`), counter o
 Beside the line passes (`_State.tabled`): a row of values under a header row printed earlier with as many fields
 (apart by tabs, runs of spaces or `|`) takes its names from the header (`Epoch  gpu_mem  box  obj`, a TSV with
 a trailing tab, AllenNLP's `Training | Validation`); a counter's column (`Epoch`, `Batch`, `Iter`) is the row's
-counter. In a file whose name names a quantity (`loss.txt`), bare values (`0.693`, `12: 0.693`, one list
+counter; a cell holding a list (DeepXDE's `[1.2e-02, 5.6e-01]` under `Train loss`) gives each element
+(`Train loss_0`, ...) and, under a loss's column, their sum as the column's value. In a file whose name names a
+quantity (`loss.txt`), bare values (`0.693`, `12: 0.693`, one list
 `[0.33, 0.13]`) take that name.
 
 Tags keep the writer's spelling (`Train loss`, `IDLoss`, `loss`). Values `nan`, `inf`, `-inf`,

@@ -35,7 +35,8 @@ class FlatLoss:
     Within its noise, from `min_points` on: the last `edge`'s median within `rel_tol` of the first's and the smoothed
     curve never `rel_tol` below it, or no trend (Mann–Kendall p ≥ `still_p`) and within `still_tol`. Under
     `min_points`, from `schedule_points`: every point within `still_tol` of the first while the LR runs its schedule
-    out (to `schedule_end` of its peak), or, over `chance_epochs` epochs, a loss that ends no lower and an accuracy
+    out (to `schedule_end` of its peak), from `constant_points` every point within `held_tol` of the first in a log
+    that shows the run's start (`_held_short`, a warning), or, over `chance_epochs` epochs, a loss that ends no lower and an accuracy
     no higher than they began (a warning). When the training loss does not fall by `max_train_drop`, a validation
     loss flat or pinned by the same rules is the evidence (flat under a falling training loss: distribution_mismatch).
     At any length too: a loss within `identical_tol` of its median on every one of `constant_points` records or more
@@ -60,6 +61,8 @@ class FlatLoss:
     4 on 2 of them before the noise, excursion and launch guards); 0 of the 521 healthy generated runs before them.
     The frozen term and the epoch means: 0 of the 179 healthy runs of the fifteen labelled sets. At chance over most
     of the run (`_chance_most`): 0 of the 252 healthy runs of the nineteen label files.
+    A short log held within 1% (`_held_short`): 0 of the 167 healthy runs of set8-10 and the three shared sets; the
+    closest short healthy log from its start moves 2.3% (7 points), an excerpt 0.2% (`unseen_start` keeps it).
     Within-noise rules are silent on an excerpt from well into training, LR logged or not (`unseen_start`; on a
     validation loss beside a standing training loss too: the run's start is not in the log), and a
     range-flat loss moving at nearly every record (`_steady`) is a warning.
