@@ -36,7 +36,8 @@ begins (Paddle's `Eval begin...`, `Validation:`, `==> Evaluating`, `Test on Epoc
 marker `Eval samples: N`); a record whose own label starts with a split (`Epoch(val) [1][10/50]  loss: X`,
 `Test set: Average loss: X`) takes it too.
 
-Before the passes, values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
+Before the passes, a progress bar's box characters shown through a Windows console's OEM code page (`━` as `Ôöü`)
+read as those characters again (`_oem_bars`, same byte length), and values printed as reprs read as the value (`tensor(0.41, device='cuda:0')`, `loss:[ 0.41]`,
 `0.41±0.02`, `9m 2s` as seconds), a name before a list names each element (`TD Error [1.2, 3.4]`: `TD Error_0`,
 `TD Error_1`), and a counter glued to the next name is cut from it (`idx: 0loss:`), and a message glued to a value is
 cut off (`loss: 1.3988Batch 8: Invalid loss` reads `loss: 1.3988`). After them, values inside a
@@ -47,7 +48,9 @@ current: 0.18, peak: 2.55`: `Memory info of GPU current`, `... peak`), counter o
 Beside the line passes (`_State.tabled`): a row of values under a header row printed earlier with as many fields
 (apart by tabs, runs of spaces or `|`) takes its names from the header (`Epoch  gpu_mem  box  obj`, a TSV with
 a trailing tab, AllenNLP's `Training | Validation`); a counter's column (`Epoch`, `Batch`, `Iter`) is the row's
-counter. In a file whose name names a quantity (`loss.txt`), bare values (`0.693`, `12: 0.693`, one list
+counter; a cell holding a list (DeepXDE's `[1.2e-02, 5.6e-01]` under `Train loss`) gives each element
+(`Train loss_0`, ...) and, under a loss's column, their sum as the column's value. In a file whose name names a
+quantity (`loss.txt`), bare values (`0.693`, `12: 0.693`, one list
 `[0.33, 0.13]`) take that name.
 
 Tags keep the writer's spelling (`Train loss`, `IDLoss`, `loss`). Values `nan`, `inf`, `-inf`,
@@ -759,6 +762,32 @@ def _halfwidth(data: bytes) -> bytes:
     return data
 
 
+# A progress bar's UTF-8 box characters shown through a Windows console's OEM code page (cp437/cp850) and saved
+# again as UTF-8 or UTF-16: `━` (e2 94 81) reads `Ôöü`, `█` (e2 96 88) `Ôûê`. Two or more in a row are a bar.
+_OEM_BAR = re.compile(rb"(?:(?:\xc3\x94|\xce\x93)\xc3[\xb6\xb2\xbb](?:[\xc2-\xcf][\x80-\xbf]|\xe2[\x80-\x97][\x80-\xbf])){2,}")
+
+
+def _oem_bar(match: re.Match[bytes]) -> bytes:
+    text = match.group().decode("utf-8")
+    for page in ("cp850", "cp437"):
+        try:
+            bar = text.encode(page).decode("utf-8")
+        except UnicodeError:
+            continue
+        if all("\u2500" <= c <= "\u259f" for c in bar):
+            raw = bar.encode("utf-8")
+            return raw + b" " * (len(match.group()) - len(raw))
+    return match.group()
+
+
+def _oem_bars(data: bytes) -> bytes:
+    """`data` with progress bars shown through an OEM code page (`_OEM_BAR`) read as the box characters they were,
+    padded with spaces to the same length."""
+    if b"\xc3\x94\xc3" not in data and b"\xce\x93\xc3" not in data:
+        return data
+    return _OEM_BAR.sub(_oem_bar, data)
+
+
 # A key in typographic quotes (`“loss”：2.29`, as an input method or an issue tracker prints a dict) as Python
 # prints it (`"loss":`), padded before to the same bytes; several records printed on one line (`{...}，{...}`, each
 # with its own counter) are cut apart: the separator's first byte becomes a `\r`, a line segment's end, as a redrawn
@@ -1432,6 +1461,8 @@ _TABLE_LINE = "|".join([
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?|(?i:[-+]?(?:nan|inf(?:inity)?)))\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
+    # a row whose cells hold lists of values (`0  [1.18e-02, 1.29e-02]  [1.2e-02, 1.3e-02]  []`: `_CELL_LIST`)
+    rf"^\s*{_VALUE_TEXT}(?:(?:\t+|\s{{2,}})(?:{_VALUE_TEXT}|\[[-+\d.eE,\s]*\]))*(?:\t+|\s{{2,}})\[[-+\d.eE,\s]*\]",
     # a row of numbers apart by commas or single spaces (`0, 44.74,50.90`; `_State.counted_values`)
     r"^\s*[-+]?[\d.]+(?:[eE][-+]?\d+)?(?:(?:\s*,\s*|\s+)(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|(?i:nan|inf))){1,7}\s*,?\s*$",
 ])
@@ -1646,7 +1677,7 @@ class _State:
         if start == 0:
             return state
         f.seek(0)
-        prefix = _records_apart(_halfwidth(f.read(start)))
+        prefix = _records_apart(_halfwidth(_oem_bars(f.read(start))))
         state.line_no = prefix.count(b"\n") + 1
         state.segment = prefix.count(b"\n") + prefix.count(b"\r") - prefix.count(b"\r\n")
         # The last step and date are looked for in the last 64 KiB only: enough for any log's cadence.
@@ -1682,7 +1713,7 @@ class _State:
         # One row per line that gave points, repeated for each of its points at the end.
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
-        data, settings = _settings_blanked(_records_apart(_halfwidth(data)))
+        data, settings = _settings_blanked(_records_apart(_halfwidth(_oem_bars(data))))
         self.n_settings += settings
         self.settings_padded = self.settings_padded or len(_PADDED_WORD.findall(data)) >= REPEATS
         if self.settings_padded:
@@ -2117,7 +2148,7 @@ class _State:
             names = self.headers.get(len(fields) - 1)
         if names is None:
             return None
-        found = [_VALUE_FIELD.fullmatch(f) for f in fields[-len(names):]]
+        found = [_VALUE_FIELD.fullmatch(f) or _CELL_LIST.fullmatch(f) for f in fields[-len(names):]]
         if not all(found):
             return None
         label = None
@@ -2128,6 +2159,9 @@ class _State:
         counters: dict[str, int] = {}
         losses = any(role_of(n).role == "train_loss" for n in names)
         for name, match in zip(names, found):
+            if match.re is _CELL_LIST:
+                metrics.update(_cell_terms(f"{label} {name}" if label else name, match.group("items")))
+                continue
             if match.group("value") is None:
                 continue  # `N/A`: no value in this column
             counter = COUNTER_COLUMNS.get(name.lower())
@@ -2320,6 +2354,9 @@ _COMMA_HEADER = re.compile(r"[*=#]{2,}\s*(?P<names>[A-Za-z_][\w.]*(?:,[A-Za-z_][
 # A cell is a value (`12.3GiB`), or holds none: `N/A`, `None`, dashes, a duration on a clock (fastprogress's `time`
 # column, `00:03`, `1:02:03`), which is not a number (its seconds are not stored as the column's value).
 _VALUE_FIELD = re.compile(rf"(?P<value>{NUM})(?:/\d+)?(?P<unit>[A-Za-z%]{{0,3}})|N/?A|None|-+|\d+(?::\d\d)+")
+# A cell that holds a list of values (DeepXDE's `Train loss` column, `[1.18e-02, 1.29e-02, 5.61e-01]`: one per term of
+# the loss), or an empty one (`[]`: no value).
+_CELL_LIST = re.compile(rf"\[\s*(?P<items>(?:{NUM}(?:\s*,\s*{NUM})*)?)\s*,?\s*\]")
 _ROW_LABEL = re.compile(r"(?:^|\s)([A-Za-z][\w./@-]*):?$")
 _ROW_NAME = re.compile(r"[A-Za-z][\w./@-]*:")  # a row's own label before its values (`Mem:`)
 _ROW_COMMENT = re.compile(r"\s#(?![\d#])\D*$")  # `  # unexpected accuracy` (not Caffe's `output #0`)
@@ -2624,6 +2661,20 @@ def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
 def _fields(text: str) -> list[str]:
     text = _TQDM_TAIL.sub("", ANSI.sub("", text) if "\x1b" in text else text).strip(" \t|\r\n")
     return [f for f in _FIELD_SPLIT.split(text) if f]
+
+
+def _cell_terms(name: str, items: str) -> dict[str, float]:
+    """The values of a table cell that holds a list: each the column's element (`Train loss_0`, as a name before a
+    list names its elements); under a loss's column their sum is the column's value too, the loss the terms add up
+    to (DeepXDE prints a list of its loss terms a row and their sum as `train loss:` under `Best model at step N`).
+    An empty list holds no value."""
+    values = [_float(v) for v in _LIST_ITEM.findall(items)]
+    out = {f"{name}_{i}": v for i, v in enumerate(values)}
+    if len(values) > 1 and role_of(name).role in ("train_loss", "val_loss"):
+        out[name] = float(f"{math.fsum(values):.12g}")  # to the terms' digits, not the float sum's dust
+    elif len(values) == 1:
+        out = {name: values[0]}
+    return out
 
 
 def _count(digits: str) -> int:

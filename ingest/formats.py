@@ -237,7 +237,9 @@ FORMATS: list[Format] = [
     # loss: Y`) labels the record; rows of a counter and a value with no header are read in a file named for its
     # values (`losses.txt`: `0 233.26`); a best value that moved (`Model is improving acc: -inf --> 44.6.`) is no record
     # version 20: values nothing names, in a file whose name says nothing of them, are `<file>[<column>]`
-    # (`ingest.console.unnamed_width`): one float per line, unnamed columns, printed tensors, a value before a bar
+    # (`ingest.console.unnamed_width`): one float per line, unnamed columns, printed tensors, a value before a bar; a
+    # table cell holding a list (`[1.2e-02, 5.6e-01]` under `Train loss`) gives each element and, under a loss's
+    # column, their sum; a bar's box characters shown through an OEM code page (`Ôöü`) read as a bar
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=20),
 ]

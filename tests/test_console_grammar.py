@@ -608,6 +608,52 @@ def test_every_refresh_of_a_redrawn_bar_is_a_record_and_a_repeat_counts_once(tmp
     assert metrics["box_loss"] == 1.51 and counters["epoch"] == 4 and parse_line(row).batch == 2
 
 
+# Ultralytics 8.4 on a Windows console: its UTF-8 bar read through the OEM code page and saved as UTF-16, so `━` is
+# `Ôöü`. Lines from 127158017-hue/YOLO_MINIPROJ@0fde770784d693f6f166f76b53bf17ce46ff11b7:train_output.txt
+_OEM_BAR_LOG = (
+    "\r\n      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\r\n\r\n"
+    "\x1b[K      1/100         0G       3.35      5.818      4.334         30        320: 0% ÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇ 0/1  0.7s\r\n"
+    "\x1b[K      1/100         0G       3.35      5.818      4.334         30        320: 100% ÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöü 1/1 1.5it/s 0.7s\r\n\r\n"
+    "\x1b[K                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100% ÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöü 1/1 5.0it/s 0.2s\r\n"
+    "                   all          4         17          0          0          0          0\r\n\r\n"
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\r\n\r\n"
+    "\x1b[K      2/100         0G      3.458      5.648      4.318         30        320: 0% ÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇÔöÇ 0/1  0.5s\r\n"
+    "\x1b[K      2/100         0G      3.458      5.648      4.318         30        320: 100% ÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöüÔöü 1/1 1.9it/s 0.5s\r\n")
+
+
+def test_a_bar_shown_through_an_oem_code_page_is_a_bar(tmp_path):
+    log = tmp_path / "train_output.txt"
+    log.write_bytes(_OEM_BAR_LOG.encode("utf-16"))
+    frame = _frame(log)
+    box = frame.filter(pl.col("tag") == "box_loss")
+    assert set(box["value"].to_list()) == {3.35, 3.458} and set(box["epoch"].to_list()) == {1, 2}
+    assert frame["position"].max() < log.stat().st_size  # the bar read as its box characters keeps byte offsets
+    assert C._oem_bars("100% ÔöüÔöü 1/1".encode()) == "100% ━━".encode() + b" " * 7 + b"1/1"
+
+
+# DeepXDE prints each loss term in a list under the `Train loss` and `Test loss` columns. Lines from
+# Debashis-Gupta/790_project@0176ccd6f63526d4488e2057a7900ffe246876cb:output/log.txt
+_LIST_CELL_LOG = "\n".join([
+    "Compiling model...", "'compile' took 1.176812 s", "", "Training model...", "",
+    "Step      Train loss                        Test loss                         Test metric",
+    "0         [1.18e-02, 1.29e-02, 5.61e-01]    [1.18e-02, 1.29e-02, 5.61e-01]    []  ",
+    "1000      [3.86e-02, 7.37e-04, 5.66e-02]    [3.86e-02, 7.37e-04, 5.66e-02]    []  ",
+    "2000      [2.49e-02, 2.48e-04, 3.49e-02]    [2.49e-02, 2.48e-04, 3.49e-02]    []  ",
+    "", "Best model at step 2000:", "  train loss: 5.99e-02", "  test loss: 5.99e-02", "  test metric: []", ""])
+
+
+def test_a_table_cell_holding_a_list_gives_each_term_and_a_loss_their_sum(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(_LIST_CELL_LOG)
+    frame = _frame(log)
+    train = frame.filter(pl.col("tag") == "Train loss").sort("step")
+    assert train["step"].to_list()[:3] == [0, 1000, 2000]
+    assert train["value"].to_list()[:3] == [0.5857, 0.095937, 0.060048]  # the terms' sum, as `train loss:` prints it
+    assert frame.filter(pl.col("tag") == "Train loss_2")["value"].to_list() == [0.561, 0.0566, 0.0349]
+    assert frame.filter(pl.col("tag") == "Test loss_0")["value"].to_list() == [0.0118, 0.0386, 0.0249]
+    assert not frame.filter(pl.col("tag").str.starts_with("Test metric")).height  # `[]`: no value
+
+
 # ------------------------------------------------------------------------ text in any bytes a console writes
 
 

@@ -269,6 +269,46 @@ def test_a_short_loss_that_does_not_move_over_a_whole_lr_schedule_is_flat(tmp_pa
     assert list(FlatLoss().check(run)) == []
 
 
+def _epoch_means(root, epochs: int, lr: float):
+    """A real torch training of a small classifier, each epoch's mean loss over 1024 random batches written by
+    SummaryWriter (no LR logged). At `lr` 0 the weights never move and the epoch means differ by batch noise alone."""
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+    torch.manual_seed(0)
+    x = torch.randn(512, 8)
+    labels = (x[:, 0] > 0).long()
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    w = SummaryWriter(log_dir=str(root))
+    for epoch in range(1, epochs + 1):
+        losses = []
+        for _ in range(1024):
+            idx = torch.randint(0, 512, (64,))
+            loss = torch.nn.functional.cross_entropy(model(x[idx]), labels[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        w.add_scalar("train/loss", sum(losses) / len(losses), epoch)
+    w.close()
+    return root
+
+
+@pytest.mark.parametrize("epochs", [3, 4])
+def test_a_short_log_held_within_one_percent_of_its_first_value_is_flat(tmp_path, epochs):
+    """Effect size first, under the trend test's 10 points and with no LR logged: a real training whose weights never
+    move (LR 0) logs epoch means within 1% of the first; a warning that quotes the deviation. The same training at LR
+    0.1 falls by far more from its first epoch on, and is silent."""
+    run = load_run(_epoch_means(tmp_path / "stuck", epochs, 0.0), tmp_path / "s.duckdb")
+    assert FlatLoss().unavailable(run) is None
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.evidence["held_short"] and f.evidence["max_deviation"] <= 0.01
+    assert f.evidence["points"] == epochs and "within" in f.summary
+    run = load_run(_epoch_means(tmp_path / "ok", epochs, 0.1), tmp_path / "o.duckdb")
+    assert list(FlatLoss().check(run)) == []
+
+
 def _keras_epochs(path, loss, acc):
     """A Keras `fit(verbose=2)` transcript: one `Epoch i/30` header and one end-of-epoch line per epoch."""
     lines = []
