@@ -515,13 +515,15 @@ class Run:
         """Whether a series read so far counts its steps again from the beginning (`series_named` composed it)."""
         return bool(self._passes)
 
-    def counters(self, series: str | None, steps: list[int | None]) -> dict[int, tuple[int | None, int | None]]:
+    def counters(self, series: str | None, steps: list[int | None],
+                 logged: bool = False) -> dict[int, tuple[int | None, int | None]]:
         """step -> (epoch, batch) the writer printed on the line of each of `steps`, for a series on an ordinal
-        axis (DECISIONS §2); empty for a series with logged steps, or one unknown."""
+        axis (DECISIONS §2), and with `logged` on a logged step axis too (the epoch a line prints beside its step);
+        empty otherwise, or for a series unknown."""
         if series is None or self._counters is None:
             return {}
         row = self.meta.filter(pl.col("name") == series)
-        if row.height == 0 or not row["ordinal"][0]:
+        if row.height == 0 or not (row["ordinal"][0] or logged):
             return {}
         return self._counters(int(row["series_id"][0]), sorted({int(s) for s in steps if s is not None}))
 
