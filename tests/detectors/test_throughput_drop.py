@@ -420,7 +420,7 @@ MUSUBI_EXCERPT = """[08:03:35] [STDERR] steps:  38%|███▊      | 36/96 [1
 [08:03:44] [STDERR] INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7
 [08:03:44] [STDERR] INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7
 [08:03:44] [STDERR] INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7
-[08:03:44] [STDERR] 
+[08:03:44] [STDERR]
 [08:03:59] [STDERR] steps:  39%|███▊      | 37/96 [13:19<21:14, 21.61s/it, avr_loss=0.0796]
 [08:03:59] [STDERR] steps:  39%|███▊      | 37/96 [13:19<21:14, 21.61s/it, avr_loss=0.0853]
 [08:04:19] [STDERR] steps:  40%|███▉      | 38/96 [13:34<20:43, 21.45s/it, avr_loss=0.0853]

@@ -21,7 +21,8 @@ class ThroughputDrop:
     """Step time jumps or degrades: a sustained slowdown, or stalls that keep coming back.
 
     Detects: seconds per step between consecutive logged points of the loss (Δwall_time / Δstep within one segment:
-    a resume's intervals are dropped), or a logged step-time series (seconds; milliseconds where its name says `ms`),
+    a resume's intervals are dropped; on a line axis, the steps a printed counter or a record's own length says it
+    covers, `_record_work`), or a logged step-time series (seconds; milliseconds where its name says `ms`),
     from `min_logged` points. (1) Slowdown: the change point of log step time splits it into a faster part and one
     `slowdown` × slower, each of at least `min_points` intervals and `min_share` of them, nearly all (`separation`)
     of the slower part above the faster part's median. (2) Stalls: at least `min_stalls` intervals `stall` × the
