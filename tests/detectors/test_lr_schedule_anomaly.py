@@ -194,10 +194,12 @@ def test_an_lr_printed_as_zero_on_every_record_of_a_short_log_fires(tmp_path):
 @pytest.mark.skipif(not (REAL_RUNS / "wandb_gpt_baseline").is_dir(), reason="shared/real_runs is not beside the checkout")
 @pytest.mark.needs_shared
 def test_an_lr_logged_as_zero_while_the_loss_falls_is_not_the_optimizers(tmp_path):
-    """A real W&B run logs lr 0 on all 105 records while its loss falls from 430 to 2.1: whatever that series is,
-    it is not the LR the optimizer used, and no LR finding is made from it."""
+    """A real W&B run logs lr 0 on all 105 records of one of its five LR groups (`train/lr_head`) while its loss
+    falls from 430 to 2.1: whatever that series is, it is not the LR the optimizer used, and no LR finding is made
+    from it. The run's schedule is the group another repeats (`lr_scalar` = `lr_matrix`: `Run.candidates`)."""
     run = load_run(REAL_RUNS / "wandb_gpt_baseline", tmp_path / "f.duckdb")
-    assert float(np.max(run.arrays("lr")[1])) == 0.0
+    assert float(np.max(run.series_named("train/lr_head")["value"].to_numpy())) == 0.0
+    assert run.pick("lr") == "train/lr_matrix"
     assert list(LrScheduleAnomaly().check(run)) == []
 
 
