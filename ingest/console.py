@@ -841,6 +841,13 @@ _NAMED_LIST = re.compile(rf"(?P<key>(?<![\w.:-])(?!(?:INFO|WARNING|WARN|DEBUG|ER
                          rf"\[\s*(?P<items>{NUM}(?:(?:\s*,\s*|\s+){NUM}){{1,7}})\s*,?\s*\]")
 
 
+# A name, its record's counters in brackets and the legend that names them, then its value (`Loss [1, 100](epoch,
+# minibatch):  11.68`): the bracket is the record's epoch and batch, not the name's list (`[1, 100] Loss: 11.68`).
+_COUNTER_WORD = r"(?:epoch|ep|iter|iteration|step|batch|mini-?batch)"
+_LEGENDED_PAIR = re.compile(rf"(?P<key>(?<![\w.:-])[A-Za-z][\w.-]*)\s*(?P<pair>\[\s*\d+\s*,\s*\d+\s*\])\s*"
+                            rf"\(\s*{_COUNTER_WORD}\s*,\s*{_COUNTER_WORD}\s*\)\s*:", re.I)
+
+
 def _named_list(match: re.Match[str]) -> str:
     key = match.group("key")
     return ", ".join(f"{key}_{i}: {v}" for i, v in enumerate(_LIST_ITEM.findall(match.group("items")))) + ","
@@ -864,6 +871,7 @@ def _normalise(text: str) -> str:
         return text
     text = _DURATION.sub(_seconds, text)
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
+    text = _LEGENDED_PAIR.sub(r"\g<pair> \g<key>:", text)
     text = _NAMED_LIST.sub(_named_list, text)
     text = _REPR.sub(lambda m: m.group("t") or m.group("a") or m.group("h") or m.group("l") and m.group("lpre") + m.group("l")
                      or m.group("pm") + m.group("pmu"), text)

@@ -34,6 +34,7 @@ _SUM_OF = re.compile(r"\s*\(sum of [^)]*\)$")
 SPLIT_WORDS = {
     "train": "train", "training": "train", "trn": "train",
     "val": "val", "valid": "val", "validation": "val", "eval": "val", "evaluation": "val", "dev": "val",
+    "cv": "val",  # a speech toolkit's held-out pass (Kaldi, ESPnet, WeNet: `CV Batch 4/0 loss 28.5`, `cv_loss`)
     "vali": "val",  # Time-Series-Library's `Vali Loss` (and the forecasting repos built on it)
     "test": "test", "testing": "test",
     "validating": "val", "evaluating": "val",  # a line that says what it is doing (`validating ... loss: 0.07`)

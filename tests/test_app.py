@@ -572,7 +572,7 @@ def test_the_step_time_chart_draws_the_intervals_throughput_drop_judged(tmp_path
     analyze(run_dir, db)
     with connect(db, write=False) as con:
         run = Run.from_store(con, queries.app_runs(con)["run_id"][0])
-        a, b, r, seg, name, _, _ = ThroughputDrop()._per_step(run)
+        a, b, r, seg, name = ThroughputDrop()._per_step(run)[:5]
         sid = int(run.meta.filter(pl.col("name") == name)["series_id"][0])
         drawn = queries.app_step_time(con, sid, 0, 99, 1000)
     judged = sorted(zip(b.tolist(), r.tolist()))

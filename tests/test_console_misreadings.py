@@ -258,3 +258,62 @@ def test_a_best_value_that_moved_is_no_record(tmp_path):
     tags = set(frame["tag"].to_list())
     assert {"xent", "Validation perplexity", "Validation accuracy"} <= tags
     assert not any("improving" in t for t in tags), tags
+
+
+# A ResNet training loop's `Loss [epoch, minibatch](epoch, minibatch):  X` print, a mean over the last 100
+# minibatches (https://github.com/JayPatwardhan/ResNet-PyTorch/issues/2, the commenter's second run, epochs 1-5).
+LEGENDED_PAIR = """Loss [1, 100](epoch, minibatch):  11.6797882938385
+Loss [1, 200](epoch, minibatch):  6.862401247024536
+Loss [1, 300](epoch, minibatch):  4.945142064094544
+Loss [2, 100](epoch, minibatch):  4.521172280311585
+Loss [2, 200](epoch, minibatch):  4.397140665054321
+Loss [2, 300](epoch, minibatch):  4.324621558189392
+Loss [3, 100](epoch, minibatch):  4.266140768527984
+Loss [3, 200](epoch, minibatch):  4.1990881085395815
+Loss [3, 300](epoch, minibatch):  4.17779137134552
+Loss [4, 100](epoch, minibatch):  4.16957403421402
+Loss [4, 200](epoch, minibatch):  4.132833144664764
+Loss [4, 300](epoch, minibatch):  4.085322487354278
+Loss [5, 100](epoch, minibatch):  4.112524454593658
+Loss [5, 200](epoch, minibatch):  4.055501687526703
+"""
+
+
+def test_a_bracketed_epoch_and_batch_named_by_a_legend_are_the_records_counters_not_the_losss_values(tmp_path):
+    """Regression (false divergence, critical): `Loss [1, 100](epoch, minibatch):  11.68` was read as a list
+    `Loss_0 = 1, Loss_1 = 100` whose rising epoch looked like a loss blowing up; the legend says the bracket holds
+    the record's epoch and minibatch, and the loss is the value after the colon."""
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "output.txt").write_text(LEGENDED_PAIR)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.pick("loss") == "Loss"
+    steps, loss = run.arrays("loss")
+    assert loss[0] == pytest.approx(11.6797882938385) and loss[-1] == pytest.approx(4.055501687526703)
+    assert run.counters("Loss", steps.tolist())[int(steps[-1])] == (5, 200)
+
+
+# WeNet's training lines and its cross-validation pass, one line per rank
+# (https://github.com/wenet-e2e/wenet/issues/941).
+WENET_CV = """2023-01-30 18:47:07,107 DEBUG TRAIN Batch 4/203700 loss 12.646465 loss_att 10.921429 loss_ctc 16.671551 lr 0.00032621 rank 0
+2023-01-30 18:47:16,614 DEBUG TRAIN Batch 4/203700 loss 16.885244 loss_att 13.554604 loss_ctc 24.656742 lr 0.00032621 rank 1
+2023-01-30 18:47:22,712 DEBUG TRAIN Batch 4/203700 loss 19.729301 loss_att 16.203592 loss_ctc 27.955961 lr 0.00032621 rank 2
+2023-01-30 18:49:20,301 DEBUG TRAIN Batch 4/203800 loss 23.600426 loss_att 18.615641 loss_ctc 35.231586 lr 0.00032619 rank 2
+2023-01-30 18:49:20,315 DEBUG TRAIN Batch 4/203800 loss 18.340179 loss_att 15.005867 loss_ctc 26.120243 lr 0.00032619 rank 1
+2023-01-30 18:49:20,438 DEBUG TRAIN Batch 4/203800 loss 25.618004 loss_att 20.509174 loss_ctc 37.538609 lr 0.00032619 rank 0
+2023-01-30 18:49:55,773 DEBUG CV Batch 4/0 loss 28.517015 loss_att 24.142754 loss_ctc 38.723625 history loss 27.957858 rank 2
+2023-01-30 18:49:56,046 DEBUG CV Batch 4/0 loss 28.402842 loss_att 24.164579 loss_ctc 38.292122 history loss 27.845923 rank 0
+2023-01-30 18:49:56,076 DEBUG CV Batch 4/0 loss 28.509480 loss_att 24.174435 loss_ctc 38.624588 history loss 27.950470 rank 3
+2023-01-30 18:49:56,101 DEBUG CV Batch 4/0 loss 28.402861 loss_att 24.164606 loss_ctc 38.292122 history loss 27.845942 rank 1
+"""
+
+
+def test_a_speech_toolkits_cv_pass_is_held_out_not_training(tmp_path):
+    """Regression (false divergence, critical): WeNet, ESPnet and Kaldi call their held-out pass `CV`; its loss
+    (`CV Batch 4/0 loss 28.5`) read into the training loss looked like training rising from 12.6 to 28.5."""
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "train.log").write_text(WENET_CV)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert float(np.max(run.arrays("loss")[1])) < 26
+    assert run.pick("val_loss") is not None and float(np.min(run.arrays("val_loss")[1])) > 27

@@ -515,13 +515,15 @@ class Run:
         """Whether a series read so far counts its steps again from the beginning (`series_named` composed it)."""
         return bool(self._passes)
 
-    def counters(self, series: str | None, steps: list[int | None]) -> dict[int, tuple[int | None, int | None]]:
+    def counters(self, series: str | None, steps: list[int | None],
+                 logged: bool = False) -> dict[int, tuple[int | None, int | None]]:
         """step -> (epoch, batch) the writer printed on the line of each of `steps`, for a series on an ordinal
-        axis (DECISIONS §2); empty for a series with logged steps, or one unknown."""
+        axis (DECISIONS §2), and with `logged` on a logged step axis too (the epoch a line prints beside its step);
+        empty otherwise, or for a series unknown."""
         if series is None or self._counters is None:
             return {}
         row = self.meta.filter(pl.col("name") == series)
-        if row.height == 0 or not row["ordinal"][0]:
+        if row.height == 0 or not (row["ordinal"][0] or logged):
             return {}
         return self._counters(int(row["series_id"][0]), sorted({int(s) for s in steps if s is not None}))
 
@@ -541,10 +543,27 @@ class Run:
             if role == "val_loss" and m.height == 0:
                 m = held_out_errors(self.meta)
             m = m.with_columns(echoes(m).alias("_echo"))  # a curve first, whatever its name (`echoes`)
-            hit = self._candidates_cache[role_or_name] = (
-                self.meta, m.sort(["_echo", "canonical", "n_points", "name"], descending=[False, True, True, False],
-                                  nulls_last=True).drop("_echo"))
+            m = m.sort(["_echo", "canonical", "n_points", "name"], descending=[False, True, True, False],
+                       nulls_last=True).drop("_echo")
+            hit = self._candidates_cache[role_or_name] = (self.meta, self._shared_group_first(m) if role == "lr" else m)
         return hit[1]
+
+    def _shared_group_first(self, m: pl.DataFrame) -> pl.DataFrame:
+        """Of an optimizer's parameter groups logged side by side (`lr/pg0`, `lr/pg1`, `lr/pg2`), the one whose
+        values most of the others repeat first: the schedule the run follows. A group of its own (a bias group
+        warmed down from its own start value while the weights' groups warm up) goes after; by name where none
+        repeats another."""
+        if m.height < 3:
+            return m
+        tied = m.filter((pl.col("n_points") == m["n_points"][0]) & pl.col("canonical").eq_missing(m["canonical"][0]))
+        if tied.height < 3:
+            return m
+        values = [tuple(self.series_named(n)["value"].to_list()) for n in tied["name"].to_list()]
+        shared = [sum(v == w for w in values) - 1 for v in values]
+        best = tied["name"][int(np.argmax(shared))]
+        if best == m["name"][0]:
+            return m
+        return pl.concat([m.filter(pl.col("name") == best), m.filter(pl.col("name") != best)])
 
     def pick(self, role_or_name: str) -> str | None:
         """The name of the series `series(role_or_name)` reads, or None when the run has none."""

@@ -194,10 +194,12 @@ def test_an_lr_printed_as_zero_on_every_record_of_a_short_log_fires(tmp_path):
 @pytest.mark.skipif(not (REAL_RUNS / "wandb_gpt_baseline").is_dir(), reason="shared/real_runs is not beside the checkout")
 @pytest.mark.needs_shared
 def test_an_lr_logged_as_zero_while_the_loss_falls_is_not_the_optimizers(tmp_path):
-    """A real W&B run logs lr 0 on all 105 records while its loss falls from 430 to 2.1: whatever that series is,
-    it is not the LR the optimizer used, and no LR finding is made from it."""
+    """A real W&B run logs lr 0 on all 105 records of one of its five LR groups (`train/lr_head`) while its loss
+    falls from 430 to 2.1: whatever that series is, it is not the LR the optimizer used, and no LR finding is made
+    from it. The run's schedule is the group another repeats (`lr_scalar` = `lr_matrix`: `Run.candidates`)."""
     run = load_run(REAL_RUNS / "wandb_gpt_baseline", tmp_path / "f.duckdb")
-    assert float(np.max(run.arrays("lr")[1])) == 0.0
+    assert float(np.max(run.series_named("train/lr_head")["value"].to_numpy())) == 0.0
+    assert run.pick("lr") == "train/lr_matrix"
     assert list(LrScheduleAnomaly().check(run)) == []
 
 
@@ -696,3 +698,32 @@ def test_an_lr_on_wandb_history_rows_is_placed_on_the_trainer_s_global_step(tmp_
     loaded = load_run(tmp_path, tmp_path / "f.duckdb")
     assert loaded.arrays("lr")[0][-1] < 30  # the history's rows
     assert list(LrScheduleAnomaly().check(loaded)) == []
+
+
+# Ultralytics YOLOv8's results.csv of a 10-epoch detection run, three parameter groups (`lr/pg0` the biases, warmed
+# down from `warmup_bias_lr` 0.1 while the weights' groups warm up from 0), from
+# Abdelrhman941/Vehicle-Detection-Project@b91f41397077414c57b23a8fa5fd8ed86880f4f5:runs/detect/train/results.csv.
+YOLO_GROUPS = """epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2
+1,229.676,1.24622,1.77697,1.02019,0.03033,0.87407,0.71064,0.3826,1.52762,2.80995,1.16523,0.0679706,0.000323529,0.000323529
+2,438.374,1.16875,0.90802,1.02492,0.77595,0.79829,0.83503,0.51443,1.29523,1.34573,1.06667,0.0349115,0.000597745,0.000597745
+3,644.314,1.12436,0.80359,1.01597,0.83622,0.86766,0.91531,0.62912,1.12127,0.85555,0.99919,0.00179235,0.000811961,0.000811961
+4,851.382,1.09282,0.74699,0.9928,0.83734,0.90103,0.93555,0.65988,1.06593,0.71737,0.99368,0.00073,0.00073,0.00073
+5,1056.58,1.07436,0.7146,0.98646,0.89149,0.8826,0.94939,0.68181,1.03503,0.67373,0.96906,0.00064,0.00064,0.00064
+6,1254.28,1.05145,0.68467,0.98084,0.89816,0.91303,0.95833,0.68453,1.03488,0.66051,0.96649,0.00055,0.00055,0.00055
+7,1453.09,1.03733,0.65926,0.96941,0.88108,0.90932,0.9544,0.68909,1.03214,0.62914,0.97273,0.00046,0.00046,0.00046
+8,1658.78,1.01656,0.6218,0.96168,0.924,0.90288,0.96483,0.70135,1.023,0.61262,0.96345,0.00037,0.00037,0.00037
+9,1861.84,1.00144,0.61767,0.95804,0.87869,0.93535,0.96059,0.70554,1.01314,0.58508,0.96536,0.00028,0.00028,0.00028
+10,2065.59,0.98665,0.58885,0.95359,0.88912,0.92424,0.96498,0.71047,0.994,0.57178,0.95534,0.00019,0.00019,0.00019
+"""
+
+
+def test_the_schedule_is_the_parameter_group_the_others_repeat_not_the_bias_groups_warmup(tmp_path):
+    """Regression (false lr_schedule_anomaly on a healthy run): the bias group falls ×90 over the 3 warmup epochs
+    toward the base LR while the two weight groups rise to it, then all three decay together; read alone, the bias
+    group "reaches its floor at 33% of the run". The run's schedule is the one its groups share."""
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "results.csv").write_text(YOLO_GROUPS)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.pick("lr") in ("lr/pg1", "lr/pg2")
+    assert list(LrScheduleAnomaly().check(run)) == []

@@ -175,3 +175,21 @@ def test_heavy_tailed_single_batch_losses_beside_a_falling_validation_loss_are_n
     assert list(Oscillation().check(run)) == []
     [f] = _check(tmp_path, steps, loss)
     assert f.evidence["rule"] == "unsettled"
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_validation_loss_climbing_with_reversals_is_memorising_not_bouncing_weights(tmp_path, seed):
+    """Regression (false oscillation on an overfitting run): single-batch training losses spread wide around a
+    settled level while the validation loss climbs from its minimum, reversing at every other evaluation. Its steps
+    ride a rise (overfitting's), not weights that do not settle; the same reversals around a level fire."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(0, 3000, 5)
+    train = np.where(steps < 300, 0.22 - 0.13 * steps / 300, 0.09) * np.exp(rng.normal(0, 0.45, steps.size))
+    vs = np.arange(100, 3001, 100)
+    jitter = 0.006 * (-1.0) ** np.arange(vs.size) + rng.normal(0, 0.002, vs.size)
+    for name, rise, fires in (("a", 0.08, False), ("b", 0.0, True)):
+        val = 0.17 + rise * (vs - 100) / 2900 + jitter
+        run = load_run(write_tb(tmp_path / name, {"train/loss": (steps, train), "val/loss": (vs, val)}),
+                       tmp_path / f"{name}.duckdb")
+        found = list(Oscillation().check(run))
+        assert bool(found) == fires and all(f.evidence["rule"] == "bouncing_weights" for f in found)

@@ -508,3 +508,22 @@ def test_a_first_batch_within_the_held_levels_own_swings_is_no_fall_to_it(tmp_pa
     assert Plateau()._held(run) is not None
 
 
+
+
+def test_a_validation_loss_printed_to_one_significant_digit_is_no_evidence_of_frozen_weights(tmp_path):
+    """Regression (false plateau on a healthy run): a loop printing `Val Loss: 0.0002` at 4 decimals repeats that
+    value once the loss has fallen under 0.00025, however the weights move (the accuracy beside it still changes):
+    "identical to its fifth digit" needs a print that shows the fifth digit. The same last evaluations read at full
+    precision, identical, are frozen weights."""
+    epochs = np.arange(1, 21)
+    train = 0.002 * np.exp(-epochs / 2.5) + 0.00005
+    val = np.r_[0.0030, 0.0016, 0.0010, 0.0007, 0.0005, 0.0004, 0.0004, 0.0003, 0.0003, 0.0003, 0.0003, 0.0003,
+                np.full(8, 0.0002)]
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (epochs, np.round(train, 4)), "val/loss": (epochs, val)}),
+                   tmp_path / "a.duckdb")
+    assert list(Plateau().check(run)) == []
+    val[-8:] = 0.000213456
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (epochs, np.round(train, 4)), "val/loss": (epochs, val)}),
+                   tmp_path / "b.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["frozen_evals"] == 8

@@ -402,3 +402,187 @@ def test_one_stall_that_holds_most_of_a_short_excerpt_fires(tmp_path, stall, eva
     assert bool(found) == fires, [f.summary for f in found]
     if fires:
         assert found[0].evidence["slow"] == 1 and found[0].evidence["seconds_per_step_slow"] == pytest.approx(stall)
+
+
+def _real_log(tmp_path, name: str, text: str):
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / name).write_text(text, encoding="utf-8")
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+# musubi-tuner's tqdm bar as a user pasted it, with the lines of steps 40-72 left out of the paste
+# (https://github.com/kohya-ss/musubi-tuner/issues/477); each step's bar is printed twice (before and after its
+# `avr_loss` is updated), the `[hh:mm:ss]` stamp the capture's.
+MUSUBI_EXCERPT = """[08:03:35] [STDERR] steps:  38%|███▊      | 36/96 [13:09<21:55, 21.93s/it, avr_loss=0.0796]INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7
+[08:03:35] [STDERR] INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7
+[08:03:35] [STDERR] INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7
+[08:03:44] [STDERR] INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7
+[08:03:44] [STDERR] INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7
+[08:03:44] [STDERR] INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 6, epoch: 7
+[08:03:44] [STDERR]
+[08:03:59] [STDERR] steps:  39%|███▊      | 37/96 [13:19<21:14, 21.61s/it, avr_loss=0.0796]
+[08:03:59] [STDERR] steps:  39%|███▊      | 37/96 [13:19<21:14, 21.61s/it, avr_loss=0.0853]
+[08:04:19] [STDERR] steps:  40%|███▉      | 38/96 [13:34<20:43, 21.45s/it, avr_loss=0.0853]
+[08:04:19] [STDERR] steps:  40%|███▉      | 38/96 [13:34<20:43, 21.45s/it, avr_loss=0.0806]
+[08:04:59] [STDERR] steps:  41%|████      | 39/96 [13:54<20:19, 21.40s/it, avr_loss=0.0806]
+[08:16:19] [STDERR] steps:  76%|███████▌  | 73/96 [25:54<08:09, 21.29s/it, avr_loss=0.0886]
+[08:16:59] [STDERR] steps:  76%|███████▌  | 73/96 [25:54<08:09, 21.29s/it, avr_loss=0.0922]
+[08:16:59] [STDERR] steps:  77%|███████▋  | 74/96 [26:34<07:53, 21.54s/it, avr_loss=0.0922]
+[08:17:14] [STDERR] steps:  77%|███████▋  | 74/96 [26:34<07:53, 21.54s/it, avr_loss=0.0855]
+[08:17:14] [STDERR] steps:  78%|███████▊  | 75/96 [26:49<07:30, 21.46s/it, avr_loss=0.0855]
+[08:17:34] [STDERR] steps:  78%|███████▊  | 75/96 [26:49<07:30, 21.46s/it, avr_loss=0.0919]
+[08:17:34] [STDERR] steps:  79%|███████▉  | 76/96 [27:09<07:08, 21.44s/it, avr_loss=0.0919]
+[08:18:14] [STDERR] steps:  79%|███████▉  | 76/96 [27:09<07:08, 21.44s/it, avr_loss=0.0761]
+[08:18:14] [STDERR] steps:  80%|████████  | 77/96 [27:49<06:51, 21.68s/it, avr_loss=0.0761]
+[08:18:33] [STDERR] steps:  80%|████████  | 77/96 [27:49<06:51, 21.68s/it, avr_loss=0.0773]
+[08:18:33] [STDERR] steps:  81%|████████▏ | 78/96 [28:08<06:29, 21.65s/it, avr_loss=0.0773]
+[08:18:34] [STDERR] steps:  81%|████████▏ | 78/96 [28:08<06:29, 21.65s/it, avr_loss=0.0744]INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 13, epoch: 14
+[08:18:34] [STDERR] INFO:musubi_tuner.dataset.image_video_dataset:epoch is incremented. current_epoch: 13, epoch: 14
+"""
+
+
+def test_an_excerpt_whose_bar_skips_steps_prices_the_interval_by_the_steps_the_counter_moved(tmp_path):
+    """Regression (false throughput_drop on a pasted excerpt): the interval from step 39 to step 73 holds 34 steps at
+    their ~20 s pace, not one step of 680 s, and a bar redrawn for the same step adds no step of its own."""
+    run = _real_log(tmp_path, "train.log", MUSUBI_EXCERPT)
+    got = ThroughputDrop()._per_step(run)
+    assert got is not None and float(np.max(got[2])) < 50 and 34 in got[7].tolist()
+    assert list(ThroughputDrop().check(run)) == []
+
+
+# WeNet's per-rank training lines and the cross-validation pass that ends an epoch, each rank printing its own line
+# (https://github.com/wenet-e2e/wenet/issues/941).
+WENET_RANKS = """2023-01-30 18:47:07,107 DEBUG TRAIN Batch 4/203700 loss 12.646465 loss_att 10.921429 loss_ctc 16.671551 lr 0.00032621 rank 0
+2023-01-30 18:47:16,614 DEBUG TRAIN Batch 4/203700 loss 16.885244 loss_att 13.554604 loss_ctc 24.656742 lr 0.00032621 rank 1
+2023-01-30 18:47:22,712 DEBUG TRAIN Batch 4/203700 loss 19.729301 loss_att 16.203592 loss_ctc 27.955961 lr 0.00032621 rank 2
+2023-01-30 18:49:20,301 DEBUG TRAIN Batch 4/203800 loss 23.600426 loss_att 18.615641 loss_ctc 35.231586 lr 0.00032619 rank 2
+2023-01-30 18:49:20,315 DEBUG TRAIN Batch 4/203800 loss 18.340179 loss_att 15.005867 loss_ctc 26.120243 lr 0.00032619 rank 1
+2023-01-30 18:49:20,438 DEBUG TRAIN Batch 4/203800 loss 25.618004 loss_att 20.509174 loss_ctc 37.538609 lr 0.00032619 rank 0
+2023-01-30 18:49:55,773 DEBUG CV Batch 4/0 loss 28.517015 loss_att 24.142754 loss_ctc 38.723625 history loss 27.957858 rank 2
+2023-01-30 18:49:56,046 DEBUG CV Batch 4/0 loss 28.402842 loss_att 24.164579 loss_ctc 38.292122 history loss 27.845923 rank 0
+2023-01-30 18:49:56,076 DEBUG CV Batch 4/0 loss 28.509480 loss_att 24.174435 loss_ctc 38.624588 history loss 27.950470 rank 3
+2023-01-30 18:49:56,101 DEBUG CV Batch 4/0 loss 28.402861 loss_att 24.164606 loss_ctc 38.292122 history loss 27.845942 rank 1
+"""
+
+
+def test_one_step_printed_once_per_rank_is_no_interval_of_its_own(tmp_path):
+    """Regression (false throughput_drop): three ranks printing `Batch 4/203700` a few seconds apart are one step
+    seen three times, not three steps of 0.2 s against which the next print looks ×600 slower."""
+    assert list(ThroughputDrop().check(_real_log(tmp_path, "train.log", WENET_RANKS))) == []
+
+
+# A DQN agent's log, one line per episode with the episode's own length in `Steps` (lines 470-515 of
+# HettyPatel/SuperMarioBrosRL-AI@dfdf9bb01994f6c2a3f7860a931466a6ecbe0c92:training_log.log).
+MARIO_EPISODES = """2024-05-24 00:27:28,264 - Level: SuperMarioBros-1-1-v0, Episode: 468, Total Reward: 170.0, Average Loss: 4.3587, Steps: 442, In-Game Time Left: 378
+2024-05-24 00:27:32,760 - Level: SuperMarioBros-1-1-v0, Episode: 469, Total Reward: 130.0, Average Loss: 4.4450, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:27:37,182 - Level: SuperMarioBros-1-1-v0, Episode: 470, Total Reward: 130.0, Average Loss: 3.9133, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:27:41,639 - Level: SuperMarioBros-1-1-v0, Episode: 471, Total Reward: 130.0, Average Loss: 5.3369, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:27:46,094 - Level: SuperMarioBros-1-1-v0, Episode: 472, Total Reward: 128.0, Average Loss: 4.6542, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:27:50,533 - Level: SuperMarioBros-1-1-v0, Episode: 473, Total Reward: 130.0, Average Loss: 4.7733, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:27:54,953 - Level: SuperMarioBros-1-1-v0, Episode: 474, Total Reward: 130.0, Average Loss: 5.4864, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:27:59,432 - Level: SuperMarioBros-1-1-v0, Episode: 475, Total Reward: 130.0, Average Loss: 4.5294, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:28:03,909 - Level: SuperMarioBros-1-1-v0, Episode: 476, Total Reward: 130.0, Average Loss: 5.2952, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:28:08,368 - Level: SuperMarioBros-1-1-v0, Episode: 477, Total Reward: 130.0, Average Loss: 4.6718, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:28:12,755 - Level: SuperMarioBros-1-1-v0, Episode: 478, Total Reward: 133.0, Average Loss: 6.0204, Steps: 114, In-Game Time Left: 395
+2024-05-24 00:28:17,172 - Level: SuperMarioBros-1-1-v0, Episode: 479, Total Reward: 132.0, Average Loss: 3.5434, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:28:50,918 - Level: SuperMarioBros-1-1-v0, Episode: 480, Total Reward: -280.0, Average Loss: 4.9904, Steps: 902, In-Game Time Left: 355
+2024-05-24 00:28:55,395 - Level: SuperMarioBros-1-1-v0, Episode: 481, Total Reward: 130.0, Average Loss: 4.4898, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:28:59,820 - Level: SuperMarioBros-1-1-v0, Episode: 482, Total Reward: 130.0, Average Loss: 4.5903, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:29:29,893 - Level: SuperMarioBros-1-1-v0, Episode: 483, Total Reward: -5.0, Average Loss: 5.1116, Steps: 808, In-Game Time Left: 360
+2024-05-24 00:29:34,388 - Level: SuperMarioBros-1-1-v0, Episode: 484, Total Reward: 130.0, Average Loss: 3.4627, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:29:38,697 - Level: SuperMarioBros-1-1-v0, Episode: 485, Total Reward: 134.0, Average Loss: 4.2907, Steps: 116, In-Game Time Left: 395
+2024-05-24 00:29:43,249 - Level: SuperMarioBros-1-1-v0, Episode: 486, Total Reward: 130.0, Average Loss: 5.5474, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:29:48,054 - Level: SuperMarioBros-1-1-v0, Episode: 487, Total Reward: 130.0, Average Loss: 5.2254, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:30:00,563 - Level: SuperMarioBros-1-1-v0, Episode: 488, Total Reward: 316.0, Average Loss: 4.1802, Steps: 314, In-Game Time Left: 385
+2024-05-24 00:30:05,404 - Level: SuperMarioBros-1-1-v0, Episode: 489, Total Reward: 130.0, Average Loss: 4.4386, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:30:10,198 - Level: SuperMarioBros-1-1-v0, Episode: 490, Total Reward: 130.0, Average Loss: 4.6725, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:30:15,802 - Level: SuperMarioBros-1-1-v0, Episode: 491, Total Reward: 106.0, Average Loss: 4.2301, Steps: 138, In-Game Time Left: 394
+2024-05-24 00:30:39,923 - Level: SuperMarioBros-1-1-v0, Episode: 492, Total Reward: 5.0, Average Loss: 4.7811, Steps: 604, In-Game Time Left: 370
+2024-05-24 00:30:44,703 - Level: SuperMarioBros-1-1-v0, Episode: 493, Total Reward: 130.0, Average Loss: 5.6564, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:30:49,499 - Level: SuperMarioBros-1-1-v0, Episode: 494, Total Reward: 130.0, Average Loss: 5.6123, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:31:03,177 - Level: SuperMarioBros-1-1-v0, Episode: 495, Total Reward: 265.0, Average Loss: 5.0851, Steps: 342, In-Game Time Left: 383
+2024-05-24 00:31:08,616 - Level: SuperMarioBros-1-1-v0, Episode: 496, Total Reward: 102.0, Average Loss: 5.2146, Steps: 136, In-Game Time Left: 394
+2024-05-24 00:31:13,540 - Level: SuperMarioBros-1-1-v0, Episode: 497, Total Reward: 130.0, Average Loss: 4.8418, Steps: 118, In-Game Time Left: 395
+2024-05-24 00:31:18,310 - Level: SuperMarioBros-1-1-v0, Episode: 498, Total Reward: 130.0, Average Loss: 4.7952, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:31:23,092 - Level: SuperMarioBros-1-1-v0, Episode: 499, Total Reward: 130.0, Average Loss: 4.1380, Steps: 120, In-Game Time Left: 394
+2024-05-24 00:31:43,500 - Level: SuperMarioBros-1-2-v0, Episode: 0, Total Reward: -342.0, Average Loss: 236.2132, Steps: 910, In-Game Time Left: 355
+2024-05-24 00:32:58,093 - Level: SuperMarioBros-1-2-v0, Episode: 1, Total Reward: -2223.0, Average Loss: 2546.4410, Steps: 2876, In-Game Time Left: 257
+2024-05-24 00:35:39,973 - Level: SuperMarioBros-1-2-v0, Episode: 2, Total Reward: -5130.0, Average Loss: 6249.6106, Steps: 5664, In-Game Time Left: 117
+2024-05-24 00:35:49,455 - Level: SuperMarioBros-1-2-v0, Episode: 3, Total Reward: -355.0, Average Loss: 10384.5636, Steps: 322, In-Game Time Left: 384
+2024-05-24 00:35:54,667 - Level: SuperMarioBros-1-2-v0, Episode: 4, Total Reward: -104.0, Average Loss: 10823.3570, Steps: 172, In-Game Time Left: 392
+2024-05-24 00:36:04,868 - Level: SuperMarioBros-1-2-v0, Episode: 5, Total Reward: -399.0, Average Loss: 14192.7432, Steps: 348, In-Game Time Left: 383
+2024-05-24 00:36:08,837 - Level: SuperMarioBros-1-2-v0, Episode: 6, Total Reward: -42.0, Average Loss: 13975.5000, Steps: 136, In-Game Time Left: 394
+2024-05-24 00:40:02,965 - Level: SuperMarioBros-1-2-v0, Episode: 7, Total Reward: -8092.0, Average Loss: 15332.6963, Steps: 8020, In-Game Time Left: 0
+2024-05-24 00:43:57,609 - Level: SuperMarioBros-1-2-v0, Episode: 8, Total Reward: -8189.0, Average Loss: 52049.3920, Steps: 8020, In-Game Time Left: 0
+2024-05-24 00:44:02,263 - Level: SuperMarioBros-1-2-v0, Episode: 9, Total Reward: -84.0, Average Loss: 167578.4922, Steps: 160, In-Game Time Left: 393
+2024-05-24 00:46:03,705 - Level: SuperMarioBros-1-2-v0, Episode: 10, Total Reward: -3674.0, Average Loss: 199124.0007, Steps: 4144, In-Game Time Left: 193
+2024-05-24 00:46:08,183 - Level: SuperMarioBros-1-2-v0, Episode: 11, Total Reward: -70.0, Average Loss: 304690.5377, Steps: 152, In-Game Time Left: 393
+2024-05-24 00:46:16,950 - Level: SuperMarioBros-1-2-v0, Episode: 12, Total Reward: -313.0, Average Loss: 209794.9284, Steps: 298, In-Game Time Left: 386
+2024-05-24 00:46:50,063 - Level: SuperMarioBros-1-2-v0, Episode: 13, Total Reward: -589.0, Average Loss: 116801.2049, Steps: 1136, In-Game Time Left: 344
+"""
+
+
+def test_episodes_of_different_lengths_are_priced_by_the_steps_each_prints(tmp_path):
+    """Regression (false throughput_drop): an episode of 8020 environment steps takes 50 times as long as one of
+    120; per step every episode runs at the same pace."""
+    run = _real_log(tmp_path, "training_log.log", MARIO_EPISODES)
+    got = ThroughputDrop()._per_step(run)
+    assert got is not None and float(np.max(got[2]) / np.median(got[2])) < 3
+    assert list(ThroughputDrop().check(run)) == []
+
+
+# A TensorFlow LSTM's `{train:epochE,stepS,train_loss: X}` lines around four epoch changes (lines 346-356, 746-756,
+# 1096-1106 and 1346-1356 of BadUncleBoy/Alternator_analysis@4b147531b289e50fda08943d97723e017a7ab19b:log/train_log.txt).
+LSTM_EPOCHS = """2019-11-27 17:20:13,824-lstm_logger-{train:epoch7,step347,train_loss: 68.2300033569336}
+2019-11-27 17:20:13,856-lstm_logger-{train:epoch7,step348,train_loss: 127.17493438720703}
+2019-11-27 17:20:13,871-lstm_logger-{train:epoch7,step349,train_loss: 102.51449584960938}
+2019-11-27 17:20:13,903-lstm_logger-{train:epoch7,step350,train_loss: 63.00575256347656}
+2019-11-27 17:20:13,934-lstm_logger-{train:epoch7,step351,train_loss: 68.57713317871094}
+2019-11-27 17:20:18,464-lstm_logger-{train:epoch8,step352,train_loss: 31.503482818603516}
+2019-11-27 17:20:18,480-lstm_logger-{train:epoch8,step353,train_loss: 69.0481185913086}
+2019-11-27 17:20:18,495-lstm_logger-{train:epoch8,step354,train_loss: 53.88412857055664}
+2019-11-27 17:20:18,495-lstm_logger-{train:epoch8,step355,train_loss: 62.77098846435547}
+2019-11-27 17:20:18,511-lstm_logger-{train:epoch8,step356,train_loss: 62.30406951904297}
+2019-11-27 17:20:18,527-lstm_logger-{train:epoch8,step357,train_loss: 53.38208770751953}
+2019-11-27 17:20:28,103-lstm_logger-{train:epoch15,step747,train_loss: 33.245887756347656}
+2019-11-27 17:20:28,103-lstm_logger-{train:epoch15,step748,train_loss: 20.349748611450195}
+2019-11-27 17:20:28,119-lstm_logger-{train:epoch15,step749,train_loss: 30.70975112915039}
+2019-11-27 17:20:28,134-lstm_logger-{train:epoch15,step750,train_loss: 100.20439147949219}
+2019-11-27 17:20:28,134-lstm_logger-{train:epoch15,step751,train_loss: 6.323446273803711}
+2019-11-27 17:20:31,181-lstm_logger-{train:epoch16,step752,train_loss: 55.57889175415039}
+2019-11-27 17:20:31,197-lstm_logger-{train:epoch16,step753,train_loss: 48.549930572509766}
+2019-11-27 17:20:31,197-lstm_logger-{train:epoch16,step754,train_loss: 2.2880733013153076}
+2019-11-27 17:20:31,213-lstm_logger-{train:epoch16,step755,train_loss: 102.87018585205078}
+2019-11-27 17:20:31,228-lstm_logger-{train:epoch16,step756,train_loss: 38.29499053955078}
+2019-11-27 17:20:31,228-lstm_logger-{train:epoch16,step757,train_loss: 30.33405113220215}
+2019-11-27 17:20:39,862-lstm_logger-{train:epoch22,step1097,train_loss: 20.677595138549805}
+2019-11-27 17:20:39,878-lstm_logger-{train:epoch22,step1098,train_loss: 0.402362585067749}
+2019-11-27 17:20:39,894-lstm_logger-{train:epoch22,step1099,train_loss: 22.068300247192383}
+2019-11-27 17:20:39,894-lstm_logger-{train:epoch22,step1100,train_loss: 95.67237091064453}
+2019-11-27 17:20:39,909-lstm_logger-{train:epoch22,step1101,train_loss: 15.593231201171875}
+2019-11-27 17:20:43,471-lstm_logger-{train:epoch23,step1102,train_loss: 102.83732604980469}
+2019-11-27 17:20:43,487-lstm_logger-{train:epoch23,step1103,train_loss: 184.1632080078125}
+2019-11-27 17:20:43,487-lstm_logger-{train:epoch23,step1104,train_loss: 36.072853088378906}
+2019-11-27 17:20:43,503-lstm_logger-{train:epoch23,step1105,train_loss: 100.03150939941406}
+2019-11-27 17:20:43,503-lstm_logger-{train:epoch23,step1106,train_loss: 102.77439880371094}
+2019-11-27 17:20:43,518-lstm_logger-{train:epoch23,step1107,train_loss: 4.79465389251709}
+2019-11-27 17:20:49,595-lstm_logger-{train:epoch27,step1347,train_loss: 31.940080642700195}
+2019-11-27 17:20:49,610-lstm_logger-{train:epoch27,step1348,train_loss: 122.95104217529297}
+2019-11-27 17:20:49,626-lstm_logger-{train:epoch27,step1349,train_loss: 12.392266273498535}
+2019-11-27 17:20:49,642-lstm_logger-{train:epoch27,step1350,train_loss: 68.23092651367188}
+2019-11-27 17:20:49,657-lstm_logger-{train:epoch27,step1351,train_loss: 4.099521160125732}
+2019-11-27 17:20:54,079-lstm_logger-{train:epoch28,step1352,train_loss: 1.3807228803634644}
+2019-11-27 17:20:54,095-lstm_logger-{train:epoch28,step1353,train_loss: 8.372756958007812}
+2019-11-27 17:20:54,110-lstm_logger-{train:epoch28,step1354,train_loss: 102.89791870117188}
+2019-11-27 17:20:54,126-lstm_logger-{train:epoch28,step1355,train_loss: 126.49378204345703}
+2019-11-27 17:20:54,126-lstm_logger-{train:epoch28,step1356,train_loss: 172.42979431152344}
+2019-11-27 17:20:54,142-lstm_logger-{train:epoch28,step1357,train_loss: 32.544795989990234}
+"""
+
+
+def test_pauses_on_an_epochs_first_line_are_no_stall_on_a_logged_step_axis_too(tmp_path):
+    """Regression (false throughput_drop): the seconds between an epoch's last step and the next epoch's first
+    (its shuffle, its evaluation) are the epoch's rhythm, on a log that prints its own global step as well as on
+    one counted by lines."""
+    assert list(ThroughputDrop().check(_real_log(tmp_path, "train_log.txt", LSTM_EPOCHS))) == []

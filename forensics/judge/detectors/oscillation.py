@@ -34,7 +34,7 @@ class Oscillation:
     a level between the two moved up and stayed (a changed objective, a step up), and is no swinging;
     bouncing weights: the training loss swinging across its trend `min_bounce_crossings` times (a validation loss
     that bounces beside one that never swings below its trend is val_noise's), the validation loss over that half (`min_val_points`
-    evaluations) reverses at `min_val_flips` of its steps by a median step of `min_val_step` of its level, training
+    evaluations), not climbing over it (Mann–Kendall p < `fall_p`: memorising, overfitting's), reverses at `min_val_flips` of its steps by a median step of `min_val_step` of its level, training
     being the noisier of the two, at a training level of at least `min_bounce_level` of its reference.
     Where the writer logged an epoch aggregate beside per-step losses, the shape is the epoch means' (`epoch_view`).
     Why: an LR too high without diverging keeps the loss bouncing instead of converging.
@@ -163,9 +163,12 @@ class Oscillation:
         if run.pick("val_loss") is None:
             return None
         vs, v = finite_part(*run.arrays("val_loss"))
-        v = v[vs >= start]
+        vs, v = vs[vs >= start], v[vs >= start]
         if v.size < self.min_val_points or not np.all(v > 0):
             return None
+        rise = stats.mann_kendall(v, vs)
+        if rise.z > 0 and rise.p < self.fall_p:
+            return None  # a validation loss climbing over that half is memorising (overfitting's), its steps a drift
         flips = stats.sign_change_rate(v)
         step = float(np.median(np.abs(np.diff(v)))) / stats.level(v)
         vn, tn = stats.relative_wiggle(v), stats.relative_wiggle(train)

@@ -425,7 +425,7 @@ class Plateau:
 
     def _frozen_validation(self, run: Run) -> Finding | None:
         """The validation loss identical to its fifth digit (`FlatLoss.identical_tol`) over its last `frozen_evals`
-        evaluations or more, after falling `min_drop` from its first: a fixed held-out set scores the same only when
+        evaluations or more, after falling `min_drop` from its first, printed finely enough to show that digit: a fixed held-out set scores the same only when
         the weights no longer change, so learning stopped there, whatever the training loss's batches show. A
         warning; a validation loss that never fell is flat_loss's."""
         if not run.has("val_loss"):
@@ -439,6 +439,8 @@ class Plateau:
         if k == 0 or k == v.size or float(v[0]) - float(np.median(v[-k:])) < self.min_drop * abs(float(v[0])):
             return None
         level = float(np.median(v[-k:]))
+        if float(np.max(stats.printed_resolution(v[-k:]))) > self.flat_loss.identical_tol * abs(level):
+            return None  # printed too coarsely to show a change that small (`0.0002` at 4 decimals): no evidence
         ev = {"frozen_evals": k, "evals": int(v.size), "frozen_level": level, "first_level": float(v[0]),
               "plateau_start_step": int(vs[-k]), "fraction_of_initial": level / float(v[0])}
         return Finding.of(self, severity="warning", step=int(vs[-k]), step_end=int(vs[-1]),

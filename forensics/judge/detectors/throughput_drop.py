@@ -21,7 +21,8 @@ class ThroughputDrop:
     """Step time jumps or degrades: a sustained slowdown, or stalls that keep coming back.
 
     Detects: seconds per step between consecutive logged points of the loss (Δwall_time / Δstep within one segment:
-    a resume's intervals are dropped), or a logged step-time series (seconds; milliseconds where its name says `ms`),
+    a resume's intervals are dropped; on a line axis, the steps a printed counter or a record's own length says it
+    covers, `_record_work`), or a logged step-time series (seconds; milliseconds where its name says `ms`),
     from `min_logged` points. (1) Slowdown: the change point of log step time splits it into a faster part and one
     `slowdown` × slower, each of at least `min_points` intervals and `min_share` of them, nearly all (`separation`)
     of the slower part above the faster part's median. (2) Stalls: at least `min_stalls` intervals `stall` × the
@@ -95,7 +96,8 @@ class ThroughputDrop:
     # at 0.05-0.4)
 
     def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
-        """(interval start steps, end steps, seconds per step, segment id, series name, how, launch id) or None. A
+        """(interval start steps, end steps, seconds per step, segment id, series name, how, launch id[, steps each
+        interval covers, where they are not its end step less its start: `_work_intervals`]) or None. A
         new segment starts after each resume (a step or clock going back) and at each launch start, so no change
         point is read across one; each interval is judged against its own launch's pace (`_own_pace`)."""
         train = run.meta.filter(~pl.col("split").is_in(["val", "test"]).fill_null(False))
@@ -119,14 +121,13 @@ class ThroughputDrop:
             launch = _launch_of(run, name, s)
             return s, s, v, launch, name, "logged step time", launch
         name = run.pick("loss")
-        got = None if name is None else stamped_intervals(run.points(name))
-        got = None if got is None else _within_launches(run, name, *got)
+        got = None if name is None else _work_intervals(run, name)
         if got is not None and got[2].size >= self.min_intervals:
-            return (*got[:4], name, "wall_time / step between logged points", got[4])
+            return (*got[:4], name, "wall_time / step between logged points", *got[4:])
         rate = self._rate(run, train)
         if rate is not None:
             return rate
-        return None if got is None else (*got[:4], name, "wall_time / step between logged points", got[4])
+        return None if got is None else (*got[:4], name, "wall_time / step between logged points", *got[4:])
 
     def _rate(self, run: Run, train: pl.DataFrame) -> tuple | None:
         """A logged throughput (samples/s, it/s, tokens/s) judged as a step time: 1/x, one point per printed line
@@ -188,7 +189,7 @@ class ThroughputDrop:
             steps.append(ck["step"].drop_nulls().to_numpy())
         if name is not None:
             at = run.series_named(name)["step"].to_numpy()
-            printed = run.counters(name, at.tolist())
+            printed = run.counters(name, at.tolist(), logged=True)  # an epoch printed beside a logged step too
             epoch = [printed.get(int(s), (None, None))[0] for s in at]
             batch = [printed.get(int(s), (None, None))[1] for s in at]
             first = min((b for b in batch if b is not None), default=None)
@@ -229,16 +230,16 @@ class ThroughputDrop:
         got = self._per_step(run)
         if got is None:
             return
-        a, b, r, seg, name, how, launch = got
+        a, b, r, seg, name, how, launch = got[:7]
+        span = _span(got)  # steps an interval covers (1 for a logged step-time point)
         keep = r > 0
         if not keep.all():
-            a, b, r, seg, launch = a[keep], b[keep], r[keep], seg[keep], launch[keep]
+            a, b, r, seg, launch, span = a[keep], b[keep], r[keep], seg[keep], launch[keep], span[keep]
         src = ({"table": "scalars", "series": name, "column": "value" if how.startswith("logged") else
                 "wall_time", "step_min": int(a[0]), "step_max": int(b[-1])},)
         if r.size >= self._enough(how):
             lr = np.log(r)
             pace = _own_pace(r, launch)
-            span = np.maximum(b - a, 1)  # steps an interval covers (1 for a logged step-time point)
             per = self._per_print(run, name, a) if how == "logged step time" else 1
             found = [*self._slowdown(a, b, r, lr, seg, name, how, src),
                      *([] if how == RATE else self._stalls(run, a, b, r, lr, span, pace, name, how, src, per))]
@@ -248,7 +249,7 @@ class ThroughputDrop:
         ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"].fill_null(False).any())
         last = seg == seg[-1]  # the launch (or resumed segment) the log ends in, against its own steady pace
         if ordinal and how.startswith("wall_time"):  # line numbers are no steps: one record is one unit of progress
-            ends = self._ends_slow(a[last], a[last] + 1, (r * np.maximum(b - a, 1))[last], how)
+            ends = self._ends_slow(a[last], a[last] + 1, (r * span)[last], how)
         else:
             ends = self._ends_slow(a[last], b[last], r[last], how)
         if ends is not None:
@@ -293,14 +294,13 @@ class ThroughputDrop:
         seconds = self.min_seconds if seconds is None else seconds
         stalls = self.min_stalls_spread if stalls is None else stalls
         pause = self.min_pause if pause is None else pause
-        a, b, r, launch = got[0], got[1], got[2], got[6]
+        a, b, r, launch, span = got[0], got[1], got[2], got[6], _span(got)
         keep = r > 0
-        a, b, r, launch = a[keep][1:], b[keep][1:], r[keep][1:], launch[keep][1:]
+        a, b, r, launch, span = a[keep][1:], b[keep][1:], r[keep][1:], launch[keep][1:], span[keep][1:]
         if r.size < self.spread_points - 1:
             return None
         pace = _own_pace(r, launch)
         away, note = self._away_from_pauses(run, a, b, got[4])
-        span = np.maximum(b - a, 1)
         slow = (r >= factor * pace) & away & ((r - pace) * span >= pause)
         lost = float(np.sum((r[slow] - pace[slow]) * span[slow]))
         per = self._per_print(run, got[4], a) if got[5] == "logged step time" else 1
@@ -401,6 +401,81 @@ class ThroughputDrop:
 
 RATE = "logged throughput, as 1/x"
 EVERY_INTERVAL = "evaluations come with every interval, the fast ones too"
+
+
+def _span(got: tuple) -> np.ndarray:
+    """Steps each interval of `_per_step`'s answer covers: its own count where it carries one, else end less start."""
+    return got[7] if len(got) > 7 else np.maximum(got[1] - got[0], 1)
+
+
+def _work_intervals(run: Run, name: str) -> tuple | None:
+    """`stamped_intervals` of series `name` within launches (`_within_launches`), each priced by the steps it covers
+    (`_record_work`): (start steps, end steps, seconds per step, segment, launch, steps covered) or None."""
+    points = run.points(name)
+    work = _record_work(run, name, points)
+    got = stamped_intervals(points if work is None else points.filter(pl.Series(work[0])))
+    if got is None:
+        return None
+    a, b, r, seg, launch = _within_launches(run, name, *got)
+    if work is None:
+        return a, b, r, seg, launch, np.maximum(b - a, 1)
+    at = dict(zip(points.filter(pl.Series(work[0]))["step"].to_list(), work[1].tolist()))
+    span = np.array([at[int(y)] - at[int(x)] for x, y in zip(a, b)], dtype=float)
+    return a, b, r * np.maximum(b - a, 1) / span, seg, launch, span
+
+
+def _record_work(run: Run, name: str, points: pl.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """Which records of series `name` on an ordinal axis (DECISIONS §2) begin a step of their own, and the steps of
+    work done up to each: a record is one unit unless its line says more. The printed batch counter's advance within
+    an epoch (an excerpt whose elided lines hide dozens of steps between two records), or the record's own printed
+    length (an RL episode's `Steps: 8019`, `_record_lengths`). A record that prints the counter of the one before is
+    that step printed again (a line per rank, a progress bar redrawn): its time belongs to the next step. None where
+    records are the unit (a logged step axis, or no counter on most lines)."""
+    row = run.meta.filter(pl.col("name") == name)
+    if not row.height or not bool(row["ordinal"].fill_null(False)[0]):
+        return None
+    steps = points["step"].to_list()
+    lengths = _record_lengths(run, name, steps)
+    if lengths is not None:
+        return np.ones(len(steps), dtype=bool), np.cumsum(lengths)
+    printed = run.counters(name, steps)
+    at = [printed.get(int(s), (None, None)) if s is not None else (None, None) for s in steps]
+    if sum(c[1] is not None for c in at) < 0.9 * len(at):
+        return None
+    keep, work, last = np.ones(len(at), dtype=bool), np.zeros(len(at)), 0
+    for i in range(1, len(at)):
+        (e0, b0), (e1, b1) = at[last], at[i]
+        same = b0 is not None and b1 is not None and (e0 is None or e1 is None or e0 == e1)
+        if same and b1 == b0:
+            keep[i] = False
+            continue
+        work[i] = work[last] + (b1 - b0 if same and b1 > b0 else 1)
+        last = i
+    return keep, work[keep]
+
+
+def _record_lengths(run: Run, name: str, steps: list) -> np.ndarray | None:
+    """The steps each record of series `name` says it covered, printed on its line beside the loss (an RL episode's
+    `Steps: 8019`, `length`): a positive whole number on every record that is no counter (it falls as often as it
+    rises). None where no such series is printed."""
+    from ingest.roles import words
+
+    for other in run.meta.filter(pl.col("ordinal").fill_null(False) & (pl.col("name") != name))["name"].to_list():
+        said = set(words(other))
+        if not said <= LENGTH_WORDS or not said & LENGTH_WORDS - {"episode", "ep"}:
+            continue
+        f = run.series_named(other)
+        got = dict(zip(f["step"].to_list(), f["value"].to_list()))
+        v = np.array([got.get(s, np.nan) for s in steps], dtype=float)
+        if v.size < 3 or not np.all(np.isfinite(v)) or np.any(v <= 0) or np.any(v != np.round(v)):
+            continue
+        d = np.diff(v)
+        if np.mean(d < 0) >= 0.25:
+            return v
+    return None
+
+
+LENGTH_WORDS = frozenset({"steps", "length", "len", "timesteps", "episode", "ep"})  # a record's own length, by name
 
 
 def _within_launches(run: Run, name: str, a: np.ndarray, b: np.ndarray, r: np.ndarray, seg: np.ndarray,
