@@ -240,6 +240,8 @@ FORMATS: list[Format] = [
     # (`ingest.console.unnamed_width`): one float per line, unnamed columns, printed tensors, a value before a bar; a
     # table cell holding a list (`[1.2e-02, 5.6e-01]` under `Train loss`) gives each element and, under a loss's
     # column, their sum; a bar's box characters shown through an OEM code page (`Ôöü`) read as a bar
+    # `CV` is a held-out split; a bracketed pair its legend names (`Loss [1, 100](epoch, minibatch): X`) is the
+    # record's epoch and batch
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=20),
 ]
