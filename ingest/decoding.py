@@ -158,8 +158,14 @@ def _decoded(head: bytes, encoding: str) -> str | None:
 
 
 def _legacy_text(head: bytes) -> bool:
-    """Whether `head` is text in one of `LEGACY_ENCODINGS` (a character cut at its end allowed, as `_decoded` reads)."""
-    return any(_decoded(head, encoding) is not None for encoding in LEGACY_ENCODINGS)
+    """Whether `head` is text in one of `LEGACY_ENCODINGS` (a character cut at its end allowed)."""
+    for encoding in LEGACY_ENCODINGS:
+        try:
+            head[:-4].decode(encoding)
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
 
 
 def _undecodable_share(head: bytes) -> float:
