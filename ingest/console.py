@@ -2102,7 +2102,7 @@ class _State:
         if (counted := self.counted_row(text)) is not None:
             return counted[0], counted[1], False, ("counted_row",), None
         if self.unnamed and not self.headers and not metrics and (found := _unnamed_values(text)) and len(found[1]) == self.unnamed:
-            values = {f"{self.file_name}[{i}]": _float(v) for i, v in enumerate(found[1], 1)}
+            values = {unnamed_tag(self.file_name, i): _float(v) for i, v in enumerate(found[1], 1)}
             return values, {**counters, **found[0]}, False, ("unnamed_values",), None
         if self.headers or self.stem_tag or self.counted_tag:
             row = self.table_row(text)
@@ -2403,6 +2403,17 @@ def _unnamed_values(text: str) -> tuple[dict[str, int], list[str]] | None:
         counter = COUNTER_COLUMNS.get(found.group("counter").lower(), "step")
         return {counter: _count(found.group("n"))}, re.split(r"\s*,\s*", found.group("listed").strip())
     return {}, found.group("spaced").split()
+
+
+def unnamed_tag(file_name: str, column: int) -> str:
+    """The name a column of unnamed values is stored under: `<file>[<column>]` (`output.txt[1]`)."""
+    return f"{file_name}[{column}]"
+
+
+def unnamed_column(file_name: str, tag: str) -> int | None:
+    """The column of a tag `unnamed_tag` built for `file_name`; None for any other tag."""
+    inner = tag[len(file_name) + 1:-1] if tag.startswith(f"{file_name}[") and tag.endswith("]") else ""
+    return int(inner) if inner.isdigit() else None
 
 
 def unnamed_width(texts: list[str]) -> int | None:

@@ -632,12 +632,11 @@ def loss_by_elimination(con, run_id: str, rows: list[tuple[int, str, str, str]],
 def _unnamed_columns(rows: list[tuple[int, str, str, str]]) -> dict[int, tuple[str, int]]:
     """{series_id: (group, column)} of the console values nothing names, stored as `<file>[<column>]`
     (`ingest.console.unnamed_width`)."""
-    out = {}
-    for series_id, grp, tag, fmt in rows:
-        name = PurePosixPath(grp).name
-        if fmt == "console" and tag.startswith(f"{name}[") and tag.endswith("]") and tag[len(name) + 1:-1].isdigit():
-            out[series_id] = (grp, int(tag[len(name) + 1:-1]))
-    return out
+    from ingest.console import unnamed_column
+
+    columns = {series_id: (grp, unnamed_column(PurePosixPath(grp).name, tag))
+               for series_id, grp, tag, fmt in rows if fmt == "console"}
+    return {series_id: (grp, column) for series_id, (grp, column) in columns.items() if column is not None}
 
 
 def _unnamed_loss(con, run_id: str, rows: list[tuple[int, str, str, str]], updates: list[tuple],
