@@ -118,7 +118,7 @@ class FlatLoss:
     identical_tol: float = 1e-4  # every record within this share of the median is as constant as one value repeated
     # (pool of 978: no healthy run's loss within 1e-3 on 3+ points; the flat ones within 1e-4 are all labelled flat)
     held_tol: float = 0.01  # a log of 3-9 points from its start, every one within 1% of the first: never moved
-    # (healthy pool of 167: the closest short log from its start moves 2.3% (7 points); an excerpt, 0.2%)
+    # (154 healthy runs with a loss: the closest short log from its start moves 2.3% (7 points); an excerpt, 0.2%)
     held_intervals: float = 20.0  # a held level is plateau's where the step axis opens more than this many logging
     # intervals in: an axis composed from 1-based epochs (`[1][50/500]`) opens one epoch in, 10 intervals at 50 a line
 
