@@ -1676,6 +1676,7 @@ class _State:
     headed: bool = False  # the log heads its training records with a bare `Training:` line (`eval_blocks`)
     train_shapes: dict[str, None] = field(default_factory=dict)  # outlines of training records seen (`eval_blocks`)
     train_step: int | None = None  # the step the last training record printed (`eval_blocks`)
+    train_of: int | None = None  # the total its step was printed against (`step 10/88`)
     said: list[dict] = field(default_factory=list)  # lines that announce an event in words (`announced`), not yet handed
 
     @classmethod
@@ -1918,7 +1919,8 @@ class _State:
         says train, an `Epoch N` line, or its end marker (`Eval samples: N`). Records of the very shape the training printed just after the opener are the block's only where the
         block then ends by a marker or such a line, not by training records or another opener, or where they print
         again the step of the training record before the opener (`step 100, loss X` under `Evaluation:` after the
-        training's `step 100, loss Y`: the model evaluated at that step). A record whose own
+        training's `step 100, loss Y`: the model evaluated at that step). A record of the training's shape counted
+        against another total (`step 1/9` after the training's `step 10/99`) is the block's. A record whose own
         label names a held-out split before its values (`Epoch(val) [1][10/50]  loss: X`) is that split's anywhere.
         In a log that heads its training with a bare `Training:` line, a bare `Validation:` heads a block that holds
         every record below it, of any shape, up to the next header, marker or `Epoch N` line."""
@@ -1933,6 +1935,9 @@ class _State:
                 splits[i] = own
                 continue
             shape = outline(text)
+            of = counters.get("of")
+            # the training's shape counted against another total (`step 1/9` under `step 10/99`) is not the training's
+            train_shaped = shape in self.train_shapes and (of is None or self.train_of is None or of == self.train_of)
             bare = not metrics and kind is not None and _bare_header(text)
             if bare and kind == "train":
                 self.headed = True
@@ -1957,13 +1962,13 @@ class _State:
                     block = None  # a record that counts epochs after a mere count of samples: the training's
                 elif metrics and "step" in counters and block.records and not block.stepped:
                     block = None  # a record with a step after evaluation records that print none: the training's
-                elif metrics and shape in self.train_shapes and not block.pending and block.at_step is not None \
+                elif metrics and train_shaped and not block.pending and block.at_step is not None \
                         and counters.get("step") == block.at_step:
                     splits[i] = block.split  # the step the training record before the opener printed: evaluated there
                     block.records += 1
                     block.stepped = True
                     continue
-                elif metrics and shape in self.train_shapes:
+                elif metrics and train_shaped:
                     if block.weak or not (block.records == len(block.pending) and block.shape in (None, shape)):
                         block = None  # training records again (those held pending stay the training's)
                     else:
@@ -1987,7 +1992,7 @@ class _State:
             elif kind in ("open", "count") and self.train_shapes:
                 block = _Block(split, weak=kind == "count", at_step=self.train_step)
             elif metrics and kind not in ("close", "count"):
-                self.train_step = counters.get("step")
+                self.train_step, self.train_of = counters.get("step"), of
                 self.train_shapes[shape] = None
                 if len(self.train_shapes) > MAX_HEADERS * 8:
                     del self.train_shapes[next(iter(self.train_shapes))]

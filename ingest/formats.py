@@ -242,8 +242,10 @@ FORMATS: list[Format] = [
     # column, their sum; a bar's box characters shown through an OEM code page (`Ôöü`) read as a bar
     # `CV` is a held-out split; a bracketed pair its legend names (`Loss [1, 100](epoch, minibatch): X`) is the
     # record's epoch and batch
+    # version 21: a record of the training's shape counted against another total under an evaluation's opener
+    # (`step 1/9` after the training's `step 10/99`) is the evaluation's
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=20),
+           text=True, version=21),
 ]
 
 
