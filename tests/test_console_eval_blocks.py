@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from ingest.console import read_console
@@ -155,6 +155,8 @@ ENDS = ["Eval samples: 512", "Epoch 9/10", "Training...", "==> training", "TRAIN
 
 
 @settings(max_examples=60, deadline=None)
+# one training record at step 0, then an evaluation that counts from 0 in the training's shape against its own total
+@example(split="Eval", form="{w} begin...", end="TRAIN", n_train=1, n_held=3, same_shape=True, values=[1.0] * 20)
 @given(split=st.sampled_from(OPEN_SPLITS), form=st.sampled_from(OPEN_FORMS), end=st.sampled_from(ENDS),
        n_train=st.integers(1, 5), n_held=st.integers(1, 5), same_shape=st.booleans(),
        values=st.lists(st.floats(0.001, 50, allow_nan=False).map(lambda v: round(v, 4)), min_size=20, max_size=20))
