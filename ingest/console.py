@@ -103,6 +103,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from datetime import datetime, timedelta, timezone
+from os.path import commonprefix
 from pathlib import Path
 
 import numpy as np
@@ -2721,9 +2722,18 @@ def _bare_values(text: str) -> list[tuple[int | None, float]] | None:
 
 def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
     """Whether two lines differ only before their first metric (`node-1: {'loss': 0.5}`, `node-2: {'loss': 0.5}`),
-    not in text between or after the values (`Step [6/48], Loss: nan` and `Step [12/48], Loss: nan` are two)."""
+    not in text between or after the values (`Step [6/48], Loss: nan` and `Step [12/48], Loss: nan` are two), nor
+    in a count against a total before them (`[episode 50/100] => loss:nan` and `[episode 100/100] => loss:nan` are
+    two: a node's name is never counted against a total)."""
     first = min((i for i in (a.find(t.split()[-1]) for t in metrics) if i >= 0), default=-1)
-    return first >= 0 and b.endswith(a[first:])
+    if first < 0 or not b.endswith(a[first:]):
+        return False
+    head_a, head_b = a[:first], b[:len(b) - len(a) + first]
+    lead = len(commonprefix([head_a, head_b]))
+    return not any(_COUNTED.match(head, lead) for head in (head_a, head_b))
+
+
+_COUNTED = re.compile(r"\d*\s*/\s*\d")  # where two heads part: a number counted against a total (`50/100`)
 
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}

@@ -243,7 +243,8 @@ FORMATS: list[Format] = [
     # `CV` is a held-out split; a bracketed pair its legend names (`Loss [1, 100](epoch, minibatch): X`) is the
     # record's epoch and batch
     # version 21: a record of the training's shape counted against another total under an evaluation's opener
-    # (`step 1/9` after the training's `step 10/99`) is the evaluation's
+    # (`step 1/9` after the training's `step 10/99`) is the evaluation's; lines that differ before their values in a
+    # count against a total (`episode 50/100`, `episode 100/100`) are two records, not one printed by two ranks
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=21),
 ]

@@ -246,6 +246,18 @@ def test_real_records_printed_by_every_node_are_kept_once():
     assert "12 records printed again under another prefix" in tally[0].detail
 
 
+def test_a_record_counted_against_a_total_is_no_copy_of_the_one_before(tmp_path):
+    # a stuck value printed at two counts of one epoch (lines of a log pasted in a public issue thread,
+    # github.com/yunlongyu/EPGN/issues/5): the lines differ before the loss only in `50/100` vs `100/100`, which a
+    # node's or rank's prefix never is, so both are records
+    path = tmp_path / "output.txt"
+    path.write_text("[epoch 1/15, episode 50/100] => loss:nan\n[epoch 1/15, episode 100/100] => loss:nan\n"
+                    "('Accuracy: unseen class', 0.05)\n\n"
+                    "[epoch 2/15, episode 50/100] => loss:nan\n[epoch 2/15, episode 100/100] => loss:nan\n")
+    frame, _, _ = _read(path)
+    assert _series(frame, "loss")["epoch"].to_list() == [1, 1, 2, 2]
+
+
 @pytest.mark.needs_shared
 def test_a_record_repeated_as_is_is_kept(tmp_path):
     # HF Trainer dicts without a step, the loss stuck at 0.0 (Time-MoE's real lines): identical lines are records
