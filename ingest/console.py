@@ -176,6 +176,14 @@ def _p(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
+# A progress bar's body after its percentage: tqdm's pipes (`45%|████▌     | 45/100`), box characters without pipes
+# (Ultralytics 8.3+, rich: `20% ━━╸───────── 1/5`), or nothing where a notebook's text output dropped the glyphs
+# (`100% 22/22 [00:10<00:00,  2.12it/s]`: the count, then its timing in brackets). The `tqdm_bar` pattern and the
+# table reader's bar tail read bars by this.
+BAR_GLYPHS = r"\|[^|\n]*\||\s*[\u2500-\u259f]+|\s+(?=\d+/(?:\d+|\?)\s*\[\d)"
+# Where such a bar begins, in syntax both `re` and polars' regex read (no look-ahead): the line pre-filters use it.
+BAR_OPENS = r"\d%(?:\||\s*[\u2500-\u259f]|\s+\d+/(?:\d+|\?)\s*\[\d)"
+
 PATTERNS: list[LinePattern] = [
     # --- time ---------------------------------------------------------------------------------------
     LinePattern("iso_time", "time", _p(
@@ -400,10 +408,9 @@ PATTERNS: list[LinePattern] = [
     LinePattern("fraction_first", "counter", _p(
         rf"{_NO_NUMBER_BEFORE}[(\[]\s*(?P<batch>\d+)\s*/\s*\d+\s*(?:\(\s*\d+(?:\.\d+)?%\s*\)\s*)?[)\]]"),
         "(50/391) loss: 1.95 lr: 0.001", {"batch": 50, "loss": 1.95, "lr": 0.001}),
-    # tqdm's `45%|████▌     | 45/100`, and bars drawn in box characters without pipes (Ultralytics 8.3+, rich:
-    # `768: 20% ━━╸───────── 1/5 2.6it/s`).
+    # A progress bar (`BAR_GLYPHS`): tqdm's, Ultralytics' box characters, a notebook's bar without its glyphs.
     LinePattern("tqdm_bar", "counter", _p(
-        r"\d+%(?:\|[^|\n]*\||\s*[\u2500-\u259f]+)\s*(?P<batch>\d+)/(?:\d+|\?)"),
+        rf"\d+%(?:{BAR_GLYPHS})\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),
     # --- fixed tags: lines whose value has no key of its own (run before the pairs, so `epoch= 2.68` in
@@ -489,14 +496,15 @@ PATTERNS: list[LinePattern] = [
 ]
 
 # Loose `Words value` clauses (pass 4): up to four words (`Acc@1` is one), an optional `:` / `is` / `=`, the value,
-# then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`). Prose may come
+# then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`); a value glued to
+# the name's last letter or digit is part of the name (`mAP50`, `mAP50-95` in a header are names). Prose may come
 # before the name (`INFO the training loss is 0.52`: read only where the name names a metric); an article is never
 # part of a name, and a verb or `of` may join name and value (`loss was 0.44`, `a loss of 0.3`).
 _ARTICLE = r"(?!(?i:the|a|an|our|my|this|its)\s)"
 _CONNECTOR = r"(?::|\b(?:is|was|of|equals)\b|=)?"
 PHRASE = re.compile(
     rf"^(?P<lead>(?:[^\s\d]+\s+)*?){_ARTICLE}(?P<key>[A-Za-z][\w/%.@+-]*(?: {_ARTICLE}[A-Za-z][\w/%.@+-]*){{0,3}}?)\s*"
-    rf"{_CONNECTOR}\s*(?P<value>{NUM})"
+    rf"{_CONNECTOR}\s*(?<![\w-])(?P<value>{NUM})"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
 # A value printed as a word (`nan`, `inf`): never a label's end, nor the first word of a name.
 _VALUE_WORD = re.compile(r"(?i:nan|inf(?:inity)?)(?![\w.])")
@@ -1440,7 +1448,8 @@ _NUMBER_START = r"[-+]{0,2}[\d.nNiI]"  # where NUM can begin (a sign, a digit, `
 _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
     # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
-    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\d%\||\d%\s*[\x{2500}-\x{259f}]|\[\s*\d+,\s*\d+\]|Train:\s*\d"
+    r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\[\s*\d+,\s*\d+\]|Train:\s*\d",
+    BAR_OPENS,
     r"|[(\[]\s*\d+\s*/",  # fraction_first, bracket_fractions
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
@@ -1465,7 +1474,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 _VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
-    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d+%(?:\||\s*[\x{{2500}}-\x{{259f}}]).*)?"
+    rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d*{BAR_OPENS}.*)?"
     r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?|(?i:[-+]?(?:nan|inf(?:inity)?)))\s*$",
@@ -2349,8 +2358,8 @@ class _State:
 
 
 # Tables printed with one header row, and bare values (`note_header`, `table_row`, `_bare_values`).
-_TQDM_TAIL = re.compile(r":?\s*\d+%(?:\||\s*[\u2500-\u259f]).*$")
-_BAR_CLOSED = re.compile(r"\b100%(?:\|[^|\n]*\||\s*[\u2500-\u259f]+)\s*(\d+)/(\d+)\b")
+_TQDM_TAIL = re.compile(rf":?\s*\d*{BAR_OPENS}.*$")
+_BAR_CLOSED = re.compile(rf"\b100%(?:{BAR_GLYPHS})\s*(\d+)/(\d+)\b")
 
 
 def _closing_bar(text: str) -> bool:

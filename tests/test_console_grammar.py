@@ -608,6 +608,36 @@ def test_every_refresh_of_a_redrawn_bar_is_a_record_and_a_repeat_counts_once(tmp
     assert metrics["box_loss"] == 1.51 and counters["epoch"] == 4 and parse_line(row).batch == 2
 
 
+# Ultralytics 8.3 in a notebook whose saved text output dropped the bars' glyphs (`640: 100% 63/63 [00:18<00:00, ...]`),
+# as pasted in a README. Lines from fasafa/Sign-Language-Detection@0d4534272384babf55d46976dfc5b2010ae0d3fd:README.md
+_NOTEBOOK_BAR_LOG = """\
+      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size
+    452/500      4.18G     0.2503     0.1963     0.8819          9        640: 100% 63/63 [00:18<00:00,  3.35it/s]
+                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100% 5/5 [00:00<00:00,  5.12it/s]
+                   all        141        141      0.925      0.901      0.978      0.925
+
+      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size
+    453/500      4.19G     0.2577     0.2038     0.8861         11        640: 100% 63/63 [00:20<00:00,  3.14it/s]
+                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100% 5/5 [00:00<00:00,  5.52it/s]
+                   all        141        141      0.892      0.922      0.977      0.925
+
+      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size
+    454/500       4.2G       0.25     0.2014      0.888         12        640: 100% 63/63 [00:19<00:00,  3.31it/s]
+                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100% 5/5 [00:00<00:00,  5.41it/s]
+                   all        141        141       0.94       0.87      0.975      0.924
+"""
+
+
+def test_a_bar_whose_glyphs_a_notebook_dropped_is_a_bar_and_a_header_names_no_values(tmp_path):
+    log = tmp_path / "README.md"
+    log.write_text(_NOTEBOOK_BAR_LOG)
+    frame = _frame(log)
+    box = frame.filter(pl.col("tag") == "box_loss")
+    assert box["value"].to_list() == [0.2503, 0.2577, 0.25] and box["epoch"].to_list() == [452, 453, 454]
+    # `mAP50  mAP50-95` in the evaluation's header are names: no `mAP5` of 0 nor `mAP50-9` of 5
+    assert not frame.filter(pl.col("tag").str.starts_with("mAP")).height
+
+
 # Ultralytics 8.4 on a Windows console: its UTF-8 bar read through the OEM code page and saved as UTF-16, so `━` is
 # `Ôöü`. Lines from 127158017-hue/YOLO_MINIPROJ@0fde770784d693f6f166f76b53bf17ce46ff11b7:train_output.txt
 _OEM_BAR_LOG = (
