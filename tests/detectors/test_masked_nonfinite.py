@@ -289,3 +289,28 @@ def test_a_brief_nan_norm_streak_the_raw_log_ends_on_beside_a_moving_loss_is_no_
     assert run.format_of(run.pick("loss")) != "hf_trainer_state"
     [f] = MaskedNonfinite().check(run)
     assert (f.severity, f.evidence["steps_masked"], f.evidence["norm_came_back"]) == (severity, 2, False)
+
+
+def _dpo_history(nan_from: int | None, recover: bool = False) -> list[dict]:
+    """A DPO fine-tune's log as TRL's trainer writes it through HF's: per record the loss and what it computed from
+    the policy's outputs (log-probs, logits, rewards). From `nan_from` the outputs are NaN: HF's filter keeps the
+    logged loss finite (the window's running average, 0.0 once a whole window was NaN)."""
+    out = []
+    for i, s in enumerate(range(10, 210, 10)):
+        bad = nan_from is not None and s >= nan_from and not (recover and s >= nan_from + 30)
+        out.append({"loss": 0.0 if bad else round(0.69 - 0.002 * i, 4), "learning_rate": 5e-7,
+                    "logps/chosen": math.nan if bad else -120.5 + i, "logps/rejected": math.nan if bad else -121.0,
+                    "rewards/margins": math.nan if bad else 0.01 * i, "epoch": round(s / 200, 4), "step": s})
+    return out
+
+
+@pytest.mark.parametrize(("nan_from", "recover", "fires"), [(150, False, True), (None, False, False),
+                                                             (100, True, False)])
+def test_outputs_nan_to_the_end_beside_a_finite_loss_are_hidden(tmp_path, nan_from, recover, fires):
+    run = load_run(write_trainer_state(tmp_path / "r", _dpo_history(nan_from, recover)), tmp_path / "f.duckdb")
+    found = list(MaskedNonfinite().check(run))
+    assert bool(found) == fires
+    if fires:
+        [f] = found
+        assert f.severity == "critical" and f.step == nan_from and f.evidence["any_loss_exactly_zero"]
+        assert f.evidence["nonfinite_series"] == ["logps/chosen", "logps/rejected", "rewards/margins"]

@@ -38,7 +38,9 @@ class MaskedNonfinite:
     non-finite on every record while the optimizer's skip counter reads 0 (critical). One non-finite norm that comes
     back beside a finite loss that moves is a skipped fp16 step, not masking: a brief streak counts under a writer
     that filters non-finite losses (HF's Trainer), from 2 records and `min_share` of them, or beside a loss exactly 0
-    or exactly repeated.
+    or exactly repeated. And: quantities computed from the model's outputs in the loss's records (TRL's log-probs,
+    logits, rewards) non-finite from some record to the end beside a finite loss (critical; none of the healthy pool's
+    runs logs one non-finite beside a finite loss).
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
     Evidence: first such step, count, the loss and grad norm there, whether the loss is exactly 0.
     False alarms: 0 of the 403 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
@@ -81,13 +83,14 @@ class MaskedNonfinite:
             if run.has("grad_norm") and run.has("skipped_steps"):
                 return None  # a norm beside the optimizer's own skip counter speaks without a loss
             return run.missing_message("loss")
-        if run.has("grad_norm") or run.has("val_loss") or run.announced(NONFINITE_LOSS).height:
+        if run.has("grad_norm") or run.has("val_loss") or run.announced(NONFINITE_LOSS).height or _outputs(run):
             return None
         return run.missing_message("grad_norm")
 
     def check(self, run: Run) -> Iterator[Finding]:
         found = [*self._announced(run), *self._beside_grad_norm(run)] if run.has("loss") else []
         found = found or list(self._nonfinite_norm_not_skipped(run))
+        found = found or (list(self._beside_nonfinite_outputs(run)) if run.has("loss") else [])
         yield from found or self._zero_beside_nonfinite_eval(run)  # the evaluation says it only where nothing else did
 
     def _nonfinite_norm_not_skipped(self, run: Run) -> Iterator[Finding]:
@@ -112,6 +115,46 @@ class MaskedNonfinite:
                          summary=(f"grad norm is {gv[0]} at every one of {count(gv.size, 'logged step')} "
                                   f"(steps {gs[0]}-{gs[-1]}) while the optimizer counts 0 skipped steps: the "
                                   "non-finite gradients were applied, and the log shows no loss that says so"))
+
+    def _beside_nonfinite_outputs(self, run: Run) -> Iterator[Finding]:
+        """Quantities the training computes from the model's outputs in the same records as the loss (TRL's
+        `logps/chosen`, `logits/rejected`, `rewards/margins`: series of no other role, no held-out split) non-finite
+        at every record from their first non-finite one to the end, `min_streak` records or more, while the loss
+        logged beside them stays finite: the outputs are NaN and the loss hides it (a filtered or zeroed loss).
+        Critical. False alarms: no healthy run of the pool logs such a series non-finite beside a finite loss."""
+        ts, tv = run.arrays("loss")
+        hidden: dict[str, np.ndarray] = {}
+        for name in _outputs(run):
+            os_, ov = run.arrays(name)
+            at = np.isin(os_, ts)
+            os_, ov = os_[at], ov[at]
+            bad = ~np.isfinite(ov)
+            if not bad.any():
+                continue
+            first = int(np.argmax(bad))
+            if bad[first:].all() and bad.size - first >= self.min_streak:
+                hidden[name] = os_[first:]
+        if not hidden:
+            return
+        first_step = int(min(int(s[0]) for s in hidden.values()))
+        stretch = ts >= first_step
+        if not np.isfinite(tv[stretch]).all():
+            return  # the loss shows it: nan_loss's
+        names = sorted(hidden, key=lambda n: (int(hidden[n][0]), n))
+        zeros = int((tv[stretch] == 0.0).sum())
+        ev = {"first_step": first_step, "loss_there": float(tv[stretch][0]), "steps_masked": int(stretch.sum()),
+              "last_step_masked": int(ts[-1]), "nonfinite_series": names, "loss_exactly_zero": bool(tv[stretch][0] == 0.0),
+              "any_loss_exactly_zero": zeros > 0, "norm_came_back": False}
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        at = run.printed_span(run.pick("loss"), first_step)
+        yield Finding.of(self, severity="critical", step=first_step, step_end=int(ts[-1]), series=run.pick("loss"),
+                         evidence=ev, sources=(src(run, "loss", ts[stretch]),
+                                               *(src(run, n, hidden[n]) for n in names[:3])),
+                         summary=(f"{shown} {'are' if len(names) > 1 else 'is'} non-finite at every record from "
+                                  f"{at} to the end ({count(int(stretch.sum()), 'record')}) while the logged "
+                                  f"loss stays finite ({ev['loss_there']:.4g} at {at}"
+                                  + (f", exactly 0.0 at {count(zeros, 'record')}" if zeros else "")
+                                  + "): the model's outputs are NaN and the logged loss hides it"))
 
     def _beside_grad_norm(self, run: Run) -> Iterator[Finding]:
         if not run.has("grad_norm"):
@@ -238,6 +281,13 @@ class MaskedNonfinite:
                                      f"{ev['last_step_masked']})" if survived.height > 1 else "")
                                   + ", and training went on: the logged loss curve never shows it (those batches "
                                   "were skipped); the first such step is where the NaN first appeared"))
+
+
+def _outputs(run: Run) -> list[str]:
+    """Series of no known role and no held-out split that hold a non-finite value: quantities computed from the
+    model's outputs beside the loss (`logps/chosen`, `rewards/margins`), read by `_beside_nonfinite_outputs`."""
+    m = run.meta.filter((pl.col("role") == "other") & pl.col("split").is_null() & (pl.col("n_nonfinite") > 0))
+    return sorted(m["name"].to_list())
 
 
 def _filters_nonfinite(run: Run) -> bool:
