@@ -75,12 +75,13 @@ class LrScheduleAnomaly:
     (h) an LR that rises ×`up` in one logged interval, the intervals beside it moving it by `calm` of that or less,
     to a level it never had (within `match_up`), its printed rounding allowed for: a warmup that ends at half its
     peak and doubles, an LR at 0 that leaps to its peak, a mid-run leap (`stats.lr_jumps`); no cyclic scheduler named,
-    nor a jump that lands below a peak the LR goes on rising to within the first `warm_share` of its records (a warmup
-    stepped per epoch).
+    nor a jump that lands below a peak the LR goes on rising to within the first `warm_share` of its records, or by a
+    next rise of the same size (a warmup stepped per epoch, `_warmup_step`).
     (i) an LR that rises at every record, ×`warm_rise` or more, to a last record at `ended` of the declared plan or
     later: a warmup longer than the run, which never trains at its LR nor decays (`_warmup_to_the_end`).
     Rules (a), (b), (e), (f), (g), (i) read each launch appended to the log on its own (`base.by_launch`), and quote
-    the steps the file prints (`Run.printed_step`).
+    the steps the file prints (`Run.printed_step`); the declared plan is the last launch's, an earlier one is judged
+    against its own length.
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 24 healthy real runs it

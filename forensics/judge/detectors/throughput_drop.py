@@ -61,8 +61,10 @@ class ThroughputDrop:
     stamps speak; a rate has no seconds to price, so only its change over time does (the slowdown rule, and a log
     that ends on `end_points` records ×`end_factor` slower than the steady ones before, at any length). A printed
     per-iteration time stands for the iterations between prints (`_per_print`): a slow one costs its excess over one
-    iteration. An epoch's first batch is the loader's start; slow intervals in every fifth of the run
-    (`pace_share` of each) are its pace, not a drop.
+    iteration, the iterations counted by a batch counter or by a count printed as a value (`iters: 400`). An
+    epoch's first batch is the loader's start; slow intervals in every fifth of the run (`pace_share` of each) are
+    its pace, not a drop. Steps are priced in one place, `ingest.steptime.seconds_per_step`, which the app's
+    step-time chart draws too; an RL run's episodes whose lengths are not printed are not priced at all.
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
