@@ -868,3 +868,36 @@ def test_a_linear_warmup_stepped_per_epoch_is_no_jump_however_long_it_lasts(tmp_
     root.mkdir()
     (root / "train_log.txt").write_text(STAIRS)
     assert LrScheduleAnomaly().jumps(load_run(root, tmp_path / "f.duckdb")) == []
+
+
+# A distillation run's timm log, one launch of a script relaunched many times: epoch 0 at the warmup's first LR, then
+# two records of epoch 1 one warmup step up, the launch stopping there (its loss turned nan) (lines 5082-5097 of
+# Becai/Cumulative-Feature-Fusion@83295473cb84cfc73cdd899f963092b31a335812:train.log).
+WARMUP_CUT_SHORT = r"""Learnable parameters
+Student: 11.23M
+Extra: 1.51M
+-------------------------------
+2024-04-12 17:21:14,329 -                train: [    INFO] - AMP not enabled. Training in float32.
+2024-04-12 17:21:14,330 -                train: [    INFO] - Scheduled epochs: 300
+2024-04-12 17:21:25,611 -                train: [    INFO] - Train: 0 [   0/390 (  0%)]  Loss: 12.49 (12.5)  Loss_gt: 4.633 (4.63)  Loss_cff: 7.857 (7.86) LR: 1.000e-04
+2024-04-12 17:24:43,453 -                train: [    INFO] - Train: 0 [ 200/390 ( 51%)]  Loss: 9.962 (10.4)  Loss_gt: 4.614 (4.62)  Loss_cff: 5.348 (5.81) LR: 1.000e-04
+2024-04-12 17:27:57,746 -                train: [    INFO] - Train: 0 [ 389/390 (100%)]  Loss: 10.05 (10.1)  Loss_gt: 4.561 (4.61)  Loss_cff: 5.488 (5.53) LR: 1.000e-04
+2024-04-12 17:27:59,719 -                train: [    INFO] - Test: [   0/78]  Time: 1.972 (1.972)  Loss:  4.5490 (4.5490)  Acc@1:  4.6875 ( 4.6875)  Acc@5: 14.8438 (14.8438)
+2024-04-12 17:28:34,854 -                train: [    INFO] - Test: [  78/78]  Time: 0.303 (0.470)  Loss:  4.5322 (4.5743)  Acc@1:  6.2500 ( 1.9700)  Acc@5: 12.5000 ( 8.0500)
+2024-04-12 17:28:35,007 - timm.utils.checkpoint_saver: [    INFO] - Current checkpoints:
+ ('./output/train\\20240412-172114-resnet18-224\\checkpoint\\checkpoint-0.pth.tar', 1.97)
+
+2024-04-12 17:28:36,524 -                train: [    INFO] - Train: 1 [   0/390 (  0%)]  Loss: 9.200 (9.20)  Loss_gt: 4.558 (4.56)  Loss_cff: 4.642 (4.64) LR: 3.340e-02
+2024-04-12 17:32:57,501 -                train: [    INFO] - Train: 1 [ 200/390 ( 51%)]  Loss: nan (nan)  Loss_gt: nan (nan)  Loss_cff: nan (nan) LR: 3.340e-02
+"""
+
+
+def test_a_launch_that_stops_on_the_first_records_after_a_jump_shows_no_hand_over(tmp_path):
+    """A warmup stepped per epoch whose launch ends one record after its first step up: the log stopped inside its
+    warmup, and says nothing of a schedule handing over at the wrong value."""
+    root = tmp_path / "cut"
+    root.mkdir()
+    (root / "train.log").write_text(WARMUP_CUT_SHORT)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert LrScheduleAnomaly().jumps(run) == []
+    assert [j["step"] for j in LrScheduleAnomaly(settled=1).jumps(run)] == [390]  # the rule's doing

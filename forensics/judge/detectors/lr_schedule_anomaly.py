@@ -76,7 +76,8 @@ class LrScheduleAnomaly:
     to a level it never had (within `match_up`), its printed rounding allowed for: a warmup that ends at half its
     peak and doubles, an LR at 0 that leaps to its peak, a mid-run leap (`stats.lr_jumps`); no cyclic scheduler named,
     nor a jump that lands below a peak the LR goes on rising to within the first `warm_share` of its records, or by a
-    next rise of the same size (a warmup stepped per epoch, `_warmup_step`).
+    next rise of the same size (a warmup stepped per epoch, `_warmup_step`), nor one its launch logs fewer than
+    `settled` records after.
     (i) an LR that rises at every record, ×`warm_rise` or more, to a last record at `ended` of the declared plan or
     later: a warmup longer than the run, which never trains at its LR nor decays (`_warmup_to_the_end`).
     Rules (a), (b), (e), (f), (g), (i) read each launch appended to the log on its own (`base.by_launch`), and quote
@@ -119,6 +120,8 @@ class LrScheduleAnomaly:
     match_up: float = 0.05  # ... to no value within 5% of one logged before it (a restart's, rule (c)'s)
     warm_share: float = 0.1  # (h) a jump on the way to a peak reached within the first 10% of the records: warmup
     # (0 of 180 healthy at 0.05-0.3, 1 at 0.02)
+    settled: int = 3  # (h) the LR logged on 3 records or more after the jump, in its launch (a launch that ends on
+    # the jump's first records stops inside its warmup)
     warm_rise: float = 2.0  # (i) an LR that rises ×2 or more, at every record, to its last ...
     ended: float = 0.9  # ... which lies at 90% of the declared plan or later: a warmup that never ended
 
@@ -144,9 +147,11 @@ class LrScheduleAnomaly:
         if isinstance(sched, str) and _cyclic(sched):
             return []
         printed = run.format_of(run.pick("lr")) in TEXT_FORMATS  # a console's LR is held to the digits it prints
+        # the LR seen settled after the jump: a launch that stops on its first records at the new level (a warmup
+        # stepped per epoch, cut short by a crash) shows no schedule handing over, as a log that stops in its warmup
         return [j for steps, lr in by_launch(run, "lr", *run.arrays("lr"))
                 for j in stats.lr_jumps(steps, lr, self.up, self.calm, self.match_up, rounded=printed)
-                if not self._warmup_step(steps, lr, j)]
+                if not self._warmup_step(steps, lr, j) and np.sum(steps > j["step"]) >= self.settled]
 
     def _warmup_step(self, steps: np.ndarray, lr: np.ndarray, j: dict) -> bool:
         """Whether jump `j` is a step of a warmup: it lands below the launch's peak, which the LR goes on rising to
