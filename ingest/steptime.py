@@ -13,6 +13,9 @@ from ingest.roles import words
 
 # A record's own length, by the words of the series that prints it beside the loss (an RL episode's `Steps: 8019`)
 LENGTH_WORDS = frozenset({"steps", "length", "len", "timesteps", "episode", "ep"})
+# An interval whose records' counter moves this many times its usual advance or more holds lines the log does not
+# have (an excerpt that leaves out a stretch, a run down and resumed further on): its time is no pace of its steps
+GAP = 5.0
 
 
 class StepTimes(NamedTuple):
@@ -55,7 +58,8 @@ def seconds_per_step(points: pl.DataFrame, work: tuple[np.ndarray, np.ndarray] |
         return StepTimes(a, b, r, seg, launch, np.maximum(b - a, 1).astype(float))
     at = dict(zip(points["step"].to_list(), work[1].tolist()))
     span = np.array([at[int(y)] - at[int(x)] for x, y in zip(a, b)], dtype=float)
-    return StepTimes(a, b, r * np.maximum(b - a, 1) / span, seg, launch, span)
+    keep = span < GAP * np.median(span) if span.size else np.ones(0, dtype=bool)  # no gap of the log read as steps
+    return StepTimes(a[keep], b[keep], (r * np.maximum(b - a, 1) / span)[keep], seg[keep], launch[keep], span[keep])
 
 
 def record_work(counters: list[tuple[int | None, int | None]],
@@ -65,11 +69,19 @@ def record_work(counters: list[tuple[int | None, int | None]],
     says it covered (`lengths`, `record_lengths`): a record is one unit unless its line says more. The printed batch
     counter's advance within an epoch (an excerpt whose elided lines hide dozens of steps between two records). A
     record that prints the counter of the one before is that step printed again (a line per rank, a progress bar
-    redrawn): its time belongs to the next step. None where records are the unit (no counter on most lines)."""
+    redrawn): its time belongs to the next step. Records that print an epoch and no batch, one per epoch: the
+    epoch counter's advance (a log of one line per epoch whose excerpt skips epochs). None where records are the unit
+    (no counter on most lines)."""
     if lengths is not None:
         return np.ones(len(lengths), dtype=bool), np.cumsum(lengths)
     if sum(c[1] is not None for c in counters) < 0.9 * len(counters):
-        return None
+        epochs = [c[0] for c in counters]
+        if not epochs or sum(e is not None for e in epochs) < 0.9 * len(epochs) \
+                or len(set(epochs)) < 0.9 * len(epochs):
+            return None
+        moves = [1.0] + [float(e1 - e0) if e0 is not None and e1 is not None and e1 > e0 else 1.0
+                         for e0, e1 in zip(epochs, epochs[1:])]
+        return np.ones(len(epochs), dtype=bool), np.cumsum(moves) - 1.0
     keep, work, last = np.ones(len(counters), dtype=bool), np.zeros(len(counters)), 0
     for i in range(1, len(counters)):
         (e0, b0), (e1, b1) = counters[last], counters[i]
