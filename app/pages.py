@@ -477,8 +477,9 @@ def _curves(db: Path, run: dict, series: pl.DataFrame, findings: pl.DataFrame | 
         s = rows.row(0, named=True)
         evidence = _decode(f.get("evidence") or "{}")
         buckets = evidence.get("reduced_to_buckets") if isinstance(evidence, dict) else None  # the view it judged
+        priced = next(x for x in _decode(f.get("sources") or "[]") if x.get("column") == "wall_time")
         line = {"name": f"{s['name']} · seconds per step", "colour": charts.OTHERS[0], "spikes": None, "first": None,
-                "points": query(db, "app_step_time", s["series_id"], lo, hi, PIXELS, buckets)}
+                "points": query(db, "app_step_time", s["series_id"], lo, hi, PIXELS, buckets, priced)}
         if line["points"].height == 0:
             continue
         shown = findings.filter(pl.col("finding_id") == f["finding_id"])

@@ -24,18 +24,20 @@ CONFIG_NAME = "console plan"
 
 def planned(text: bytes) -> dict[str, Any]:
     """{"planned_epochs": E, "epochs_reached": e, "planned_steps": N, "steps_reached": n} from the counters with a
-    total printed in `text` (the largest total, and the largest count printed against it), the seconds the last
+    total printed in `text` (the total the last such counter prints, and the largest count printed against it: the
+    plan of the launch the log ends in, where a relaunch printed another total than the launch it replaced), the
+    seconds the last
     printed `eta` says were left (`eta_left_s`), and the `lr_scheduler_type` an argument dump names; empty when
     none is."""
     out: dict[str, Any] = {}
     epoch_lines = {_line_of(text, m.start()) for m in _EPOCHS.finditer(text)}
     for what, patterns in (("epochs", (_EPOCHS,)), ("steps", (_STEPS, _STEPS_BAR))):
         # a step total on a line that counts epochs too (`Epoch [1/5], Step [100/600]`) counts one epoch's steps
-        pairs = [(int(m.group(1)), int(m.group(2))) for p in patterns for m in p.finditer(text)
-                 if what == "epochs" or _line_of(text, m.start()) not in epoch_lines]
-        pairs = [(n, total) for n, total in pairs if 2 <= total and n <= total]
+        pairs = sorted((m.start(), int(m.group(1)), int(m.group(2))) for p in patterns for m in p.finditer(text)
+                       if what == "epochs" or _line_of(text, m.start()) not in epoch_lines)
+        pairs = [(n, total) for _, n, total in pairs if 2 <= total and n <= total]
         if pairs:
-            total = max(t for _, t in pairs)
+            total = pairs[-1][1]
             out[f"planned_{what}"] = total
             out[f"{what}_reached"] = max(n for n, t in pairs if t == total)
     left = None

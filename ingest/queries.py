@@ -11,6 +11,7 @@ import json
 import warnings
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 
@@ -555,13 +556,15 @@ def app_runs(con: Any) -> pl.DataFrame:
         ORDER BY r.name, r.run_id""")
 
 
-def app_step_time(con: Any, series_id: int, lo: int, hi: int, pixels: int, buckets: int | None = None) -> pl.DataFrame:
+def app_step_time(con: Any, series_id: int, lo: int, hi: int, pixels: int, buckets: int | None = None,
+                  source: dict | None = None) -> pl.DataFrame:
     """Seconds per step of one series as throughput_drop judged them (`ingest.steptime.seconds_per_step` over its
     points in write order, or over the reduced view the analysis read when `buckets`, the finding's
-    `reduced_to_buckets`, is given), each interval drawn at its end step, over steps [lo, hi], M4-decimated to
-    about `pixels` columns as `app_m4` is: per column the first, lowest, highest and last value, so every stall
-    stays. step, value, what ('m4')."""
-    from ingest.steptime import seconds_per_step
+    `reduced_to_buckets`, is given), priced as the finding's wall-clock `source` says (`priced_by`: the printed
+    counters or a record-length series; `launch_edges`), each interval drawn at its end step, over steps [lo, hi],
+    M4-decimated to about `pixels` columns as `app_m4` is: per column the first, lowest, highest and last value, so
+    every stall stays. step, value, what ('m4')."""
+    from ingest.steptime import record_work, seconds_per_step
 
     if hi < lo:
         lo, hi = hi, lo
@@ -569,7 +572,17 @@ def app_step_time(con: Any, series_id: int, lo: int, hi: int, pixels: int, bucke
     per_column = max(1, -(-(hi - lo + 1) // max(1, int(pixels))))
     schema = {"step": pl.Int64, "value": pl.Float64, "what": pl.String}
     points = series_reduced(con, series_id, int(buckets)) if buckets else series_points(con, series_id)
-    got = seconds_per_step(points)
+    source = source or {}
+    priced, work = source.get("priced_by"), None
+    if priced == "counters":
+        steps = points["step"].to_list()
+        printed = point_counters(con, series_id, [s for s in steps if s is not None])
+        work = record_work([printed.get(int(s), (None, None)) if s is not None else (None, None) for s in steps])
+    elif isinstance(priced, str) and priced.startswith("lengths:"):
+        lengths = series_points(con, int(priced.split(":", 1)[1]))
+        said = dict(zip(lengths["step"].to_list(), lengths["value"].to_list()))
+        work = record_work([], np.array([said.get(s, np.nan) for s in points["step"].to_list()], dtype=float))
+    got = seconds_per_step(points, work, source.get("launch_edges"), source.get("edges_on") != "step")
     if got is None:
         return pl.DataFrame(schema=schema)
     pts = (pl.DataFrame({"step": got[1], "value": got[2]}, schema={"step": pl.Int64, "value": pl.Float64})

@@ -689,3 +689,29 @@ def test_report_says_what_the_cli_says_of_other_spikes_and_files_not_read(galler
     assert "- notes.xyz" in text and not any(f"- {md(c)}" in text for c in result.code_files)
     assert any(c.value.startswith("Code, not logs") and all(md(p) in c.value for p in result.code_files[:5])
                for c in at.caption)
+
+
+@pytest.mark.parametrize("fixture, name", [("MUSUBI_EXCERPT", "train.log"), ("MARIO_EPISODES", "training_log.log")])
+def test_the_step_time_chart_prices_a_console_log_s_records_as_throughput_drop_does(tmp_path, fixture, name):
+    """One pricing of steps (`ingest.steptime.seconds_per_step`): a pasted progress bar whose counter skips 34 steps
+    and redraws steps (priced by its counters: the gap and the redraws are no intervals) and an agent's episodes of
+    their printed lengths are drawn with the seconds per step the detector judged, from the wall-clock source a
+    finding of it stores, not one step per line."""
+    from forensics.judge.detectors.throughput_drop import ThroughputDrop, _source
+    from forensics.judge.run import Run
+    from tests.detectors import test_throughput_drop as real
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / name).write_text(getattr(real, fixture), encoding="utf-8")
+    db = tmp_path / "f.duckdb"
+    analyze(run_dir, db)
+    with connect(db, write=False) as con:
+        run = Run.from_store(con, queries.app_runs(con)["run_id"][0])
+        got = ThroughputDrop()._per_step(run)
+        source = _source(got, got.start, got.end)
+        sid = int(run.meta.filter(pl.col("name") == got.name)["series_id"][0])
+        drawn = queries.app_step_time(con, sid, int(got.start[0]), int(got.end[-1]), 10**6, None, source)
+    assert source["priced_by"] in ("counters", f"lengths:{source['priced_by'].split(':')[-1]}")
+    assert sorted(zip(drawn["step"].to_list(), drawn["value"].round(9).to_list())) == \
+        sorted(zip(got.end.tolist(), np.round(got.seconds, 9).tolist()))

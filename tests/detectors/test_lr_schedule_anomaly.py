@@ -676,7 +676,8 @@ def test_a_warmup_stepped_per_epoch_is_no_jump(tmp_path):
     loss = curve(n=steps.size, every=1, tau=1500.0)
     run = load_run(write_tb(tmp_path / "a", {"train/loss": loss, "lr": (steps, lrs)}), tmp_path / "a.duckdb")
     assert list(LrScheduleAnomaly().check(run)) == []
-    assert [f.evidence.get("rule") for f in LrScheduleAnomaly(warm_share=0.0).check(run)] == ["jump"]  # the rule's doing
+    # its steps up are equal (a linear warmup stepped per epoch): a staircase, whatever share of the run it takes
+    assert list(LrScheduleAnomaly(warm_share=0.0).check(run)) == []
 
 
 def test_an_lr_on_wandb_history_rows_is_placed_on_the_trainer_s_global_step(tmp_path, monkeypatch):
@@ -727,3 +728,176 @@ def test_the_schedule_is_the_parameter_group_the_others_repeat_not_the_bias_grou
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.pick("lr") in ("lr/pg1", "lr/pg2")
     assert list(LrScheduleAnomaly().check(run)) == []
+
+
+# A segmentation trainer's log of three launches appended to one file, each printing its own iteration total: one of
+# 1,000 iterations whose polynomial decay reaches its floor at its own last iteration, a 50-iteration try, and a
+# resume of a 50,000-iteration plan (TRAIN lines 69-219 every tenth and the last five, 368-372 and 582-591 of
+# zlwangustc/encnet_reprod@38e20821258accec0b73c1a5383f1e95cb88ea67:log/workerlog.0).
+RELAUNCHED = """2021-10-08 23:18:55 [INFO]	[TRAIN] epoch: 1, iter: 10/1000, loss: 2.0655, lr: 0.009919, batch_cost: 0.3893, reader_cost: 0.02874, ips: 10.2750 samples/sec | ETA 00:06:25
+2021-10-08 23:19:14 [INFO]	[TRAIN] epoch: 2, iter: 110/1000, loss: 0.2399, lr: 0.009013, batch_cost: 0.1837, reader_cost: 0.00005, ips: 21.7747 samples/sec | ETA 00:02:43
+2021-10-08 23:19:32 [INFO]	[TRAIN] epoch: 4, iter: 210/1000, loss: 0.1507, lr: 0.008098, batch_cost: 0.1844, reader_cost: 0.00005, ips: 21.6912 samples/sec | ETA 00:02:25
+2021-10-08 23:19:51 [INFO]	[TRAIN] epoch: 5, iter: 310/1000, loss: 0.1354, lr: 0.007170, batch_cost: 0.1850, reader_cost: 0.00005, ips: 21.6216 samples/sec | ETA 00:02:07
+2021-10-08 23:20:09 [INFO]	[TRAIN] epoch: 7, iter: 410/1000, loss: 0.1498, lr: 0.006229, batch_cost: 0.1850, reader_cost: 0.00005, ips: 21.6209 samples/sec | ETA 00:01:49
+2021-10-08 23:20:31 [INFO]	[TRAIN] epoch: 8, iter: 510/1000, loss: 0.1443, lr: 0.005272, batch_cost: 0.1943, reader_cost: 0.00007, ips: 20.5893 samples/sec | ETA 00:01:35
+2021-10-08 23:20:49 [INFO]	[TRAIN] epoch: 10, iter: 610/1000, loss: 0.1326, lr: 0.004295, batch_cost: 0.1866, reader_cost: 0.00005, ips: 21.4312 samples/sec | ETA 00:01:12
+2021-10-08 23:21:08 [INFO]	[TRAIN] epoch: 11, iter: 710/1000, loss: 0.1165, lr: 0.003292, batch_cost: 0.1865, reader_cost: 0.00005, ips: 21.4507 samples/sec | ETA 00:00:54
+2021-10-08 23:21:27 [INFO]	[TRAIN] epoch: 13, iter: 810/1000, loss: 0.1289, lr: 0.002254, batch_cost: 0.1860, reader_cost: 0.00005, ips: 21.5094 samples/sec | ETA 00:00:35
+2021-10-08 23:21:45 [INFO]	[TRAIN] epoch: 14, iter: 910/1000, loss: 0.0987, lr: 0.001156, batch_cost: 0.1862, reader_cost: 0.00005, ips: 21.4861 samples/sec | ETA 00:00:16
+2021-10-08 23:21:55 [INFO]	[TRAIN] epoch: 15, iter: 960/1000, loss: 0.1170, lr: 0.000564, batch_cost: 0.1851, reader_cost: 0.00005, ips: 21.6113 samples/sec | ETA 00:00:07
+2021-10-08 23:21:56 [INFO]	[TRAIN] epoch: 15, iter: 970/1000, loss: 0.1063, lr: 0.000439, batch_cost: 0.1864, reader_cost: 0.00005, ips: 21.4649 samples/sec | ETA 00:00:05
+2021-10-08 23:21:58 [INFO]	[TRAIN] epoch: 15, iter: 980/1000, loss: 0.1109, lr: 0.000309, batch_cost: 0.1858, reader_cost: 0.00005, ips: 21.5318 samples/sec | ETA 00:00:03
+2021-10-08 23:22:00 [INFO]	[TRAIN] epoch: 15, iter: 990/1000, loss: 0.1074, lr: 0.000173, batch_cost: 0.1839, reader_cost: 0.00005, ips: 21.7567 samples/sec | ETA 00:00:01
+2021-10-08 23:22:02 [INFO]	[TRAIN] epoch: 16, iter: 1000/1000, loss: 0.1045, lr: 0.000020, batch_cost: 0.1925, reader_cost: 0.00578, ips: 20.7753 samples/sec | ETA 00:00:00
+2021-10-17 20:26:54 [INFO]	[TRAIN] epoch: 1, iter: 10/50, loss: 5.2658, lr: 0.083644, batch_cost: 1.5577, reader_cost: 0.05241, ips: 2.5679 samples/sec | ETA 00:01:02
+2021-10-17 20:27:08 [INFO]	[TRAIN] epoch: 1, iter: 20/50, loss: 2.8692, lr: 0.065036, batch_cost: 1.4013, reader_cost: 0.00009, ips: 2.8546 samples/sec | ETA 00:00:42
+2021-10-17 20:27:23 [INFO]	[TRAIN] epoch: 1, iter: 30/50, loss: 3.5522, lr: 0.045806, batch_cost: 1.4093, reader_cost: 0.00009, ips: 2.8383 samples/sec | ETA 00:00:28
+2021-10-17 20:27:37 [INFO]	[TRAIN] epoch: 2, iter: 40/50, loss: 3.2286, lr: 0.025596, batch_cost: 1.4704, reader_cost: 0.05213, ips: 2.7204 samples/sec | ETA 00:00:14
+2021-10-17 20:27:51 [INFO]	[TRAIN] epoch: 2, iter: 50/50, loss: 3.4435, lr: 0.002958, batch_cost: 1.4171, reader_cost: 0.00010, ips: 2.8228 samples/sec | ETA 00:00:00
+2021-10-18 07:38:57 [INFO]	[TRAIN] epoch: 27, iter: 10010/50000, loss: 1.0093, lr: 0.081789, batch_cost: 1.3930, reader_cost: 0.05172, ips: 2.8714 samples/sec | ETA 15:28:27
+2021-10-18 07:39:10 [INFO]	[TRAIN] epoch: 27, iter: 10020/50000, loss: 0.9377, lr: 0.081770, batch_cost: 1.2491, reader_cost: 0.00012, ips: 3.2024 samples/sec | ETA 13:52:17
+2021-10-18 07:39:22 [INFO]	[TRAIN] epoch: 27, iter: 10030/50000, loss: 0.9787, lr: 0.081752, batch_cost: 1.2569, reader_cost: 0.00011, ips: 3.1824 samples/sec | ETA 13:57:19
+2021-10-18 07:39:35 [INFO]	[TRAIN] epoch: 27, iter: 10040/50000, loss: 1.1352, lr: 0.081733, batch_cost: 1.2643, reader_cost: 0.00012, ips: 3.1638 samples/sec | ETA 14:02:01
+2021-10-18 07:39:47 [INFO]	[TRAIN] epoch: 28, iter: 10050/50000, loss: 1.1044, lr: 0.081715, batch_cost: 1.2688, reader_cost: 0.00012, ips: 3.1525 samples/sec | ETA 14:04:49
+2021-10-18 07:40:00 [INFO]	[TRAIN] epoch: 28, iter: 10060/50000, loss: 1.3014, lr: 0.081697, batch_cost: 1.2757, reader_cost: 0.00010, ips: 3.1355 samples/sec | ETA 14:09:12
+2021-10-18 07:40:13 [INFO]	[TRAIN] epoch: 28, iter: 10070/50000, loss: 1.1329, lr: 0.081678, batch_cost: 1.2810, reader_cost: 0.00015, ips: 3.1225 samples/sec | ETA 14:12:30
+2021-10-18 07:40:26 [INFO]	[TRAIN] epoch: 28, iter: 10080/50000, loss: 0.8802, lr: 0.081660, batch_cost: 1.2788, reader_cost: 0.00011, ips: 3.1279 samples/sec | ETA 14:10:50
+2021-10-18 07:40:39 [INFO]	[TRAIN] epoch: 28, iter: 10090/50000, loss: 1.1855, lr: 0.081641, batch_cost: 1.2853, reader_cost: 0.00015, ips: 3.1122 samples/sec | ETA 14:14:55
+2021-10-18 07:40:51 [INFO]	[TRAIN] epoch: 28, iter: 10100/50000, loss: 1.0893, lr: 0.081623, batch_cost: 1.2866, reader_cost: 0.00010, ips: 3.1090 samples/sec | ETA 14:15:35
+"""
+
+
+def test_an_earlier_launch_is_judged_against_its_own_length_not_the_plan_a_later_launch_prints(tmp_path):
+    """A launch whose schedule reaches its floor at its own end, followed by a relaunch that prints a longer plan:
+    the plan a log declares is the plan of the launch it ends in, never an earlier launch's yardstick."""
+    root = tmp_path / "relaunched"
+    root.mkdir()
+    (root / "workerlog.0").write_text(RELAUNCHED)
+    assert list(LrScheduleAnomaly().check(load_run(root, tmp_path / "f.duckdb"))) == []
+
+
+# The same trainer's log where a launch printing a 160,000-iteration plan stopped after one line and a relaunch ran
+# its 16,000 iterations to the end, its decay reaching its floor there (TRAIN lines 94, then 95-1953 every hundredth
+# and 1983-1987 of Sunting78/PP-Industry@891730bc0f32e8a207a46d88a72c85c9ba28857c:log/workerlog.0).
+REPLANNED = """2023-03-06 19:38:19 [INFO]	[TRAIN] epoch: 1, iter: 10/160000, loss: 0.7563, lr: 0.009999, batch_cost: 0.4588, reader_cost: 0.07643, ips: 17.4365 samples/sec | ETA 20:23:24
+2023-03-06 19:38:22 [INFO]	[TRAIN] epoch: 2, iter: 20/160000, loss: 0.8728, lr: 0.009999, batch_cost: 0.2704, reader_cost: 0.03712, ips: 29.5812 samples/sec | ETA 12:01:05
+2023-03-06 19:44:15 [INFO]	[TRAIN] epoch: 39, iter: 660/16000, loss: 0.3246, lr: 0.009629, batch_cost: 0.2241, reader_cost: 0.00037, ips: 35.7061 samples/sec | ETA 00:57:16
+2023-03-06 19:49:20 [INFO]	[TRAIN] epoch: 98, iter: 1660/16000, loss: 0.2716, lr: 0.009062, batch_cost: 0.2251, reader_cost: 0.00029, ips: 35.5402 samples/sec | ETA 00:53:47
+2023-03-06 19:54:15 [INFO]	[TRAIN] epoch: 157, iter: 2660/16000, loss: 0.2564, lr: 0.008491, batch_cost: 0.3516, reader_cost: 0.05658, ips: 22.7555 samples/sec | ETA 01:18:09
+2023-03-06 19:59:21 [INFO]	[TRAIN] epoch: 216, iter: 3660/16000, loss: 0.2545, lr: 0.007916, batch_cost: 0.3123, reader_cost: 0.05713, ips: 25.6186 samples/sec | ETA 01:04:13
+2023-03-06 20:03:43 [INFO]	[TRAIN] epoch: 275, iter: 4660/16000, loss: 0.2861, lr: 0.007336, batch_cost: 0.2534, reader_cost: 0.05100, ips: 31.5714 samples/sec | ETA 00:47:53
+2023-03-06 20:07:38 [INFO]	[TRAIN] epoch: 333, iter: 5660/16000, loss: 0.2589, lr: 0.006751, batch_cost: 0.1904, reader_cost: 0.00029, ips: 42.0269 samples/sec | ETA 00:32:48
+2023-03-06 20:11:31 [INFO]	[TRAIN] epoch: 392, iter: 6660/16000, loss: 0.2922, lr: 0.006161, batch_cost: 0.1923, reader_cost: 0.00030, ips: 41.6074 samples/sec | ETA 00:29:55
+2023-03-06 20:15:27 [INFO]	[TRAIN] epoch: 451, iter: 7660/16000, loss: 0.2740, lr: 0.005564, batch_cost: 0.2629, reader_cost: 0.04472, ips: 30.4252 samples/sec | ETA 00:36:32
+2023-03-06 20:19:21 [INFO]	[TRAIN] epoch: 510, iter: 8660/16000, loss: 0.3281, lr: 0.004960, batch_cost: 0.2793, reader_cost: 0.05387, ips: 28.6420 samples/sec | ETA 00:34:10
+2023-03-06 20:23:16 [INFO]	[TRAIN] epoch: 569, iter: 9660/16000, loss: 0.2366, lr: 0.004347, batch_cost: 0.2555, reader_cost: 0.05806, ips: 31.3102 samples/sec | ETA 00:26:59
+2023-03-06 20:27:15 [INFO]	[TRAIN] epoch: 628, iter: 10660/16000, loss: 0.1491, lr: 0.003725, batch_cost: 0.2544, reader_cost: 0.05118, ips: 31.4410 samples/sec | ETA 00:22:38
+2023-03-06 20:31:15 [INFO]	[TRAIN] epoch: 686, iter: 11660/16000, loss: 0.2113, lr: 0.003091, batch_cost: 0.1918, reader_cost: 0.00035, ips: 41.7048 samples/sec | ETA 00:13:52
+2023-03-06 20:35:19 [INFO]	[TRAIN] epoch: 745, iter: 12660/16000, loss: 0.3391, lr: 0.002442, batch_cost: 0.1877, reader_cost: 0.00026, ips: 42.6317 samples/sec | ETA 00:10:26
+2023-03-06 20:39:13 [INFO]	[TRAIN] epoch: 804, iter: 13660/16000, loss: 0.1998, lr: 0.001773, batch_cost: 0.2625, reader_cost: 0.05265, ips: 30.4796 samples/sec | ETA 00:10:14
+2023-03-06 20:43:12 [INFO]	[TRAIN] epoch: 863, iter: 14660/16000, loss: 0.2318, lr: 0.001074, batch_cost: 0.2477, reader_cost: 0.04850, ips: 32.3003 samples/sec | ETA 00:05:31
+2023-03-06 20:47:15 [INFO]	[TRAIN] epoch: 922, iter: 15660/16000, loss: 0.1618, lr: 0.000313, batch_cost: 0.2587, reader_cost: 0.05655, ips: 30.9292 samples/sec | ETA 00:01:27
+2023-03-06 20:48:23 [INFO]	[TRAIN] epoch: 939, iter: 15960/16000, loss: 0.2454, lr: 0.000047, batch_cost: 0.1822, reader_cost: 0.00026, ips: 43.9008 samples/sec | ETA 00:00:07
+2023-03-06 20:48:26 [INFO]	[TRAIN] epoch: 940, iter: 15970/16000, loss: 0.1467, lr: 0.000036, batch_cost: 0.2406, reader_cost: 0.04142, ips: 33.2563 samples/sec | ETA 00:00:07
+2023-03-06 20:48:28 [INFO]	[TRAIN] epoch: 940, iter: 15980/16000, loss: 0.1595, lr: 0.000025, batch_cost: 0.1884, reader_cost: 0.00028, ips: 42.4641 samples/sec | ETA 00:00:03
+2023-03-06 20:48:30 [INFO]	[TRAIN] epoch: 941, iter: 15990/16000, loss: 0.1734, lr: 0.000014, batch_cost: 0.2485, reader_cost: 0.04640, ips: 32.1876 samples/sec | ETA 00:00:02
+2023-03-06 20:48:33 [INFO]	[TRAIN] epoch: 942, iter: 16000/16000, loss: 0.2076, lr: 0.000002, batch_cost: 0.2498, reader_cost: 0.04117, ips: 32.0206 samples/sec | ETA 00:00:00
+"""
+
+
+def test_a_relaunch_that_prints_a_shorter_plan_is_judged_against_it(tmp_path):
+    """The plan is the total the log's last counter prints: a relaunch that planned 16,000 iterations and reached
+    them is no schedule that ended 10% into an abandoned launch's 160,000."""
+    root = tmp_path / "replanned"
+    root.mkdir()
+    (root / "workerlog.0").write_text(REPLANNED)
+    assert list(LrScheduleAnomaly().check(load_run(root, tmp_path / "f.duckdb"))) == []
+
+
+# A re-identification baseline's log, every line of epochs 1-2 and the first of each of epochs 3-20: a linear warmup
+# stepped once per epoch over its first ten epochs (6e-05, 6.54e-04, 1.25e-03, ... 6e-03), then held (lines 150-172
+# and the first `Base Lr` line of each epoch up to line 373 of
+# ZhuangLii/naic2020_reid@59d738e4037d2be1e39377a8b63c38faeb616648:log/train_log.txt).
+STAIRS = """2020-09-18 08:48:10,315 reid_baseline.train INFO: Epoch[1] Iteration[50/593] Loss: 4.046, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:48:45,168 reid_baseline.train INFO: Epoch[1] Iteration[100/593] Loss: 3.649, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:49:19,833 reid_baseline.train INFO: Epoch[1] Iteration[150/593] Loss: 3.421, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:49:54,718 reid_baseline.train INFO: Epoch[1] Iteration[200/593] Loss: 3.276, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:50:29,695 reid_baseline.train INFO: Epoch[1] Iteration[250/593] Loss: 3.171, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:51:04,433 reid_baseline.train INFO: Epoch[1] Iteration[300/593] Loss: 3.087, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:51:39,017 reid_baseline.train INFO: Epoch[1] Iteration[350/593] Loss: 3.021, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:52:13,600 reid_baseline.train INFO: Epoch[1] Iteration[400/593] Loss: 2.967, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:52:48,336 reid_baseline.train INFO: Epoch[1] Iteration[450/593] Loss: 2.923, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:53:22,629 reid_baseline.train INFO: Epoch[1] Iteration[500/593] Loss: 2.885, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:53:57,308 reid_baseline.train INFO: Epoch[1] Iteration[550/593] Loss: 2.850, Acc: 0.000, Base Lr: 6.00e-05
+2020-09-18 08:54:37,239 reid_baseline.train INFO: Epoch[2] Iteration[50/593] Loss: 2.404, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 08:55:11,718 reid_baseline.train INFO: Epoch[2] Iteration[100/593] Loss: 2.360, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 08:55:46,216 reid_baseline.train INFO: Epoch[2] Iteration[150/593] Loss: 2.334, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 08:56:21,035 reid_baseline.train INFO: Epoch[2] Iteration[200/593] Loss: 2.317, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 08:56:55,617 reid_baseline.train INFO: Epoch[2] Iteration[250/593] Loss: 2.300, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 08:57:30,432 reid_baseline.train INFO: Epoch[2] Iteration[300/593] Loss: 2.283, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 08:58:05,145 reid_baseline.train INFO: Epoch[2] Iteration[350/593] Loss: 2.261, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 08:58:40,017 reid_baseline.train INFO: Epoch[2] Iteration[400/593] Loss: 2.230, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 08:59:14,717 reid_baseline.train INFO: Epoch[2] Iteration[450/593] Loss: 2.185, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 08:59:49,489 reid_baseline.train INFO: Epoch[2] Iteration[500/593] Loss: 2.127, Acc: 0.000, Base Lr: 6.54e-04
+2020-09-18 09:00:24,346 reid_baseline.train INFO: Epoch[2] Iteration[550/593] Loss: 2.058, Acc: 0.001, Base Lr: 6.54e-04
+2020-09-18 09:01:04,819 reid_baseline.train INFO: Epoch[3] Iteration[50/593] Loss: 2.109, Acc: 0.000, Base Lr: 1.25e-03
+2020-09-18 09:07:31,656 reid_baseline.train INFO: Epoch[4] Iteration[50/593] Loss: 1.835, Acc: 0.002, Base Lr: 1.84e-03
+2020-09-18 09:13:57,117 reid_baseline.train INFO: Epoch[5] Iteration[50/593] Loss: 1.577, Acc: 0.003, Base Lr: 2.44e-03
+2020-09-18 09:20:24,175 reid_baseline.train INFO: Epoch[6] Iteration[50/593] Loss: 1.424, Acc: 0.008, Base Lr: 3.03e-03
+2020-09-18 09:26:50,338 reid_baseline.train INFO: Epoch[7] Iteration[50/593] Loss: 1.298, Acc: 0.025, Base Lr: 3.62e-03
+2020-09-18 09:33:17,438 reid_baseline.train INFO: Epoch[8] Iteration[50/593] Loss: 1.243, Acc: 0.036, Base Lr: 4.22e-03
+2020-09-18 09:39:44,519 reid_baseline.train INFO: Epoch[9] Iteration[50/593] Loss: 1.148, Acc: 0.061, Base Lr: 4.81e-03
+2020-09-18 09:46:08,661 reid_baseline.train INFO: Epoch[10] Iteration[50/593] Loss: 1.111, Acc: 0.070, Base Lr: 5.41e-03
+2020-09-18 09:52:35,817 reid_baseline.train INFO: Epoch[11] Iteration[50/593] Loss: 1.073, Acc: 0.081, Base Lr: 6.00e-03
+2020-09-18 09:58:57,336 reid_baseline.train INFO: Epoch[12] Iteration[50/593] Loss: 1.060, Acc: 0.084, Base Lr: 6.00e-03
+2020-09-18 10:05:20,816 reid_baseline.train INFO: Epoch[13] Iteration[50/593] Loss: 0.983, Acc: 0.126, Base Lr: 6.00e-03
+2020-09-18 10:11:48,715 reid_baseline.train INFO: Epoch[14] Iteration[50/593] Loss: 0.937, Acc: 0.144, Base Lr: 6.00e-03
+2020-09-18 10:18:12,648 reid_baseline.train INFO: Epoch[15] Iteration[50/593] Loss: 0.969, Acc: 0.136, Base Lr: 6.00e-03
+2020-09-18 10:24:34,770 reid_baseline.train INFO: Epoch[16] Iteration[50/593] Loss: 0.901, Acc: 0.153, Base Lr: 6.00e-03
+2020-09-18 10:30:54,917 reid_baseline.train INFO: Epoch[17] Iteration[50/593] Loss: 0.882, Acc: 0.163, Base Lr: 6.00e-03
+2020-09-18 10:37:18,318 reid_baseline.train INFO: Epoch[18] Iteration[50/593] Loss: 0.833, Acc: 0.186, Base Lr: 6.00e-03
+2020-09-18 10:43:42,616 reid_baseline.train INFO: Epoch[19] Iteration[50/593] Loss: 0.804, Acc: 0.196, Base Lr: 6.00e-03
+2020-09-18 10:50:07,751 reid_baseline.train INFO: Epoch[20] Iteration[50/593] Loss: 0.800, Acc: 0.196, Base Lr: 6.00e-03
+"""
+
+
+def test_a_linear_warmup_stepped_per_epoch_is_no_jump_however_long_it_lasts(tmp_path):
+    """Each epoch's step up is as large as the one before: a staircase to the peak (at 85% of the records here),
+    not a jump a schedule makes by mistake."""
+    root = tmp_path / "stairs"
+    root.mkdir()
+    (root / "train_log.txt").write_text(STAIRS)
+    assert LrScheduleAnomaly().jumps(load_run(root, tmp_path / "f.duckdb")) == []
+
+
+# A distillation run's timm log, one launch of a script relaunched many times: epoch 0 at the warmup's first LR, then
+# two records of epoch 1 one warmup step up, the launch stopping there (its loss turned nan) (lines 5082-5097 of
+# Becai/Cumulative-Feature-Fusion@83295473cb84cfc73cdd899f963092b31a335812:train.log).
+WARMUP_CUT_SHORT = r"""Learnable parameters
+Student: 11.23M
+Extra: 1.51M
+-------------------------------
+2024-04-12 17:21:14,329 -                train: [    INFO] - AMP not enabled. Training in float32.
+2024-04-12 17:21:14,330 -                train: [    INFO] - Scheduled epochs: 300
+2024-04-12 17:21:25,611 -                train: [    INFO] - Train: 0 [   0/390 (  0%)]  Loss: 12.49 (12.5)  Loss_gt: 4.633 (4.63)  Loss_cff: 7.857 (7.86) LR: 1.000e-04
+2024-04-12 17:24:43,453 -                train: [    INFO] - Train: 0 [ 200/390 ( 51%)]  Loss: 9.962 (10.4)  Loss_gt: 4.614 (4.62)  Loss_cff: 5.348 (5.81) LR: 1.000e-04
+2024-04-12 17:27:57,746 -                train: [    INFO] - Train: 0 [ 389/390 (100%)]  Loss: 10.05 (10.1)  Loss_gt: 4.561 (4.61)  Loss_cff: 5.488 (5.53) LR: 1.000e-04
+2024-04-12 17:27:59,719 -                train: [    INFO] - Test: [   0/78]  Time: 1.972 (1.972)  Loss:  4.5490 (4.5490)  Acc@1:  4.6875 ( 4.6875)  Acc@5: 14.8438 (14.8438)
+2024-04-12 17:28:34,854 -                train: [    INFO] - Test: [  78/78]  Time: 0.303 (0.470)  Loss:  4.5322 (4.5743)  Acc@1:  6.2500 ( 1.9700)  Acc@5: 12.5000 ( 8.0500)
+2024-04-12 17:28:35,007 - timm.utils.checkpoint_saver: [    INFO] - Current checkpoints:
+ ('./output/train\\20240412-172114-resnet18-224\\checkpoint\\checkpoint-0.pth.tar', 1.97)
+
+2024-04-12 17:28:36,524 -                train: [    INFO] - Train: 1 [   0/390 (  0%)]  Loss: 9.200 (9.20)  Loss_gt: 4.558 (4.56)  Loss_cff: 4.642 (4.64) LR: 3.340e-02
+2024-04-12 17:32:57,501 -                train: [    INFO] - Train: 1 [ 200/390 ( 51%)]  Loss: nan (nan)  Loss_gt: nan (nan)  Loss_cff: nan (nan) LR: 3.340e-02
+"""
+
+
+def test_a_launch_that_stops_on_the_first_records_after_a_jump_shows_no_hand_over(tmp_path):
+    """A warmup stepped per epoch whose launch ends one record after its first step up: the log stopped inside its
+    warmup, and says nothing of a schedule handing over at the wrong value."""
+    root = tmp_path / "cut"
+    root.mkdir()
+    (root / "train.log").write_text(WARMUP_CUT_SHORT)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert LrScheduleAnomaly().jumps(run) == []
+    assert [j["step"] for j in LrScheduleAnomaly(settled=1).jumps(run)] == [390]  # the rule's doing

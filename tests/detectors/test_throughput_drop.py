@@ -444,11 +444,12 @@ MUSUBI_EXCERPT = """[08:03:35] [STDERR] steps:  38%|███▊      | 36/96 [1
 
 
 def test_an_excerpt_whose_bar_skips_steps_prices_the_interval_by_the_steps_the_counter_moved(tmp_path):
-    """Regression (false throughput_drop on a pasted excerpt): the interval from step 39 to step 73 holds 34 steps at
-    their ~20 s pace, not one step of 680 s, and a bar redrawn for the same step adds no step of its own."""
+    """Regression (false throughput_drop on a pasted excerpt): the interval from step 39 to step 73 holds 34 steps the
+    paste left out, no step of 680 s (a gap of the log is no interval: `ingest.steptime.GAP`), and a bar redrawn
+    for the same step adds no step of its own."""
     run = _real_log(tmp_path, "train.log", MUSUBI_EXCERPT)
     got = ThroughputDrop()._per_step(run)
-    assert got is not None and float(np.max(got[2])) < 50 and 34 in got[7].tolist()
+    assert got is not None and float(np.max(got.seconds)) < 50 and 34 not in got.span.tolist()
     assert list(ThroughputDrop().check(run)) == []
 
 
@@ -572,3 +573,145 @@ def test_pauses_on_an_epochs_first_line_are_no_stall_on_a_logged_step_axis_too(t
     (its shuffle, its evaluation) are the epoch's rhythm, on a log that prints its own global step as well as on
     one counted by lines."""
     assert list(ThroughputDrop().check(_real_log(tmp_path, "train_log.txt", LSTM_EPOCHS))) == []
+
+
+# An image-translation GAN's `loss_log.txt`, printed every 100 images: `time` is one iteration's compute time per
+# image at the print, slower where the print coincides with saving images (lines 1703-1742 of
+# VV-A-VV/pytorch-CycleGAN-and-pix2pix@97af9504aa1046927c17f12382625f864f931371:loss_log.txt).
+PRINTED_EVERY_100 = """(epoch: 116, iters: 920, time: 0.094, data: 0.002) D_A: 0.066 G_A: 0.852 cycle_A: 1.033 idt_A: 0.020 D_B: 0.104 G_B: 0.574 cycle_B: 0.101 idt_B: 0.330
+(epoch: 116, iters: 1020, time: 1.457, data: 0.002) D_A: 0.090 G_A: 0.561 cycle_A: 0.577 idt_A: 0.051 D_B: 0.072 G_B: 0.257 cycle_B: 0.162 idt_B: 0.349
+(epoch: 116, iters: 1120, time: 0.092, data: 0.002) D_A: 0.141 G_A: 0.714 cycle_A: 0.760 idt_A: 0.531 D_B: 0.144 G_B: 0.426 cycle_B: 0.464 idt_B: 0.286
+(epoch: 116, iters: 1220, time: 0.103, data: 0.002) D_A: 0.168 G_A: 0.437 cycle_A: 0.935 idt_A: 0.133 D_B: 0.167 G_B: 0.337 cycle_B: 0.155 idt_B: 0.598
+(epoch: 116, iters: 1320, time: 0.095, data: 0.001) D_A: 0.107 G_A: 0.715 cycle_A: 0.815 idt_A: 0.017 D_B: 0.060 G_B: 0.463 cycle_B: 0.087 idt_B: 0.238
+(epoch: 116, iters: 1420, time: 0.637, data: 0.002) D_A: 0.082 G_A: 0.541 cycle_A: 0.494 idt_A: 0.220 D_B: 0.116 G_B: 0.523 cycle_B: 0.558 idt_B: 0.218
+(epoch: 117, iters: 68, time: 0.096, data: 0.002) D_A: 0.158 G_A: 0.274 cycle_A: 1.043 idt_A: 0.002 D_B: 0.109 G_B: 0.979 cycle_B: 0.005 idt_B: 0.369
+(epoch: 117, iters: 168, time: 0.102, data: 0.002) D_A: 0.219 G_A: 0.788 cycle_A: 0.754 idt_A: 0.080 D_B: 0.134 G_B: 0.530 cycle_B: 0.185 idt_B: 0.278
+(epoch: 117, iters: 268, time: 0.105, data: 0.002) D_A: 0.411 G_A: 0.762 cycle_A: 1.066 idt_A: 0.177 D_B: 0.212 G_B: 0.190 cycle_B: 0.353 idt_B: 0.322
+(epoch: 117, iters: 368, time: 1.470, data: 0.002) D_A: 0.173 G_A: 0.254 cycle_A: 0.587 idt_A: 0.184 D_B: 0.097 G_B: 0.512 cycle_B: 0.667 idt_B: 0.393
+(epoch: 117, iters: 468, time: 0.092, data: 0.002) D_A: 0.043 G_A: 0.530 cycle_A: 0.833 idt_A: 0.182 D_B: 0.135 G_B: 0.308 cycle_B: 0.711 idt_B: 0.218
+(epoch: 117, iters: 568, time: 0.096, data: 0.002) D_A: 0.077 G_A: 0.319 cycle_A: 0.536 idt_A: 0.143 D_B: 0.113 G_B: 0.541 cycle_B: 0.320 idt_B: 0.243
+(epoch: 117, iters: 668, time: 0.095, data: 0.003) D_A: 0.150 G_A: 0.523 cycle_A: 0.844 idt_A: 0.230 D_B: 0.100 G_B: 0.430 cycle_B: 0.255 idt_B: 0.391
+(epoch: 117, iters: 768, time: 0.479, data: 0.002) D_A: 0.110 G_A: 0.909 cycle_A: 0.760 idt_A: 0.076 D_B: 0.201 G_B: 0.239 cycle_B: 0.254 idt_B: 0.267
+(epoch: 117, iters: 868, time: 0.095, data: 0.002) D_A: 0.228 G_A: 0.394 cycle_A: 1.442 idt_A: 0.030 D_B: 0.057 G_B: 0.846 cycle_B: 0.174 idt_B: 0.508
+(epoch: 117, iters: 968, time: 0.104, data: 0.002) D_A: 0.091 G_A: 0.741 cycle_A: 0.682 idt_A: 0.160 D_B: 0.080 G_B: 0.546 cycle_B: 0.526 idt_B: 0.367
+(epoch: 117, iters: 1068, time: 0.090, data: 0.003) D_A: 0.138 G_A: 0.398 cycle_A: 0.712 idt_A: 0.058 D_B: 0.118 G_B: 0.743 cycle_B: 0.321 idt_B: 0.220
+(epoch: 117, iters: 1168, time: 0.415, data: 0.002) D_A: 0.099 G_A: 0.818 cycle_A: 0.856 idt_A: 0.025 D_B: 0.125 G_B: 0.357 cycle_B: 0.116 idt_B: 0.262
+(epoch: 117, iters: 1268, time: 0.094, data: 0.002) D_A: 0.224 G_A: 0.833 cycle_A: 0.851 idt_A: 0.252 D_B: 0.099 G_B: 0.618 cycle_B: 0.705 idt_B: 0.311
+(epoch: 117, iters: 1368, time: 0.100, data: 0.002) D_A: 0.082 G_A: 0.733 cycle_A: 1.075 idt_A: 0.176 D_B: 0.181 G_B: 0.463 cycle_B: 0.608 idt_B: 0.421
+(epoch: 118, iters: 16, time: 0.101, data: 0.001) D_A: 0.142 G_A: 0.405 cycle_A: 0.895 idt_A: 0.148 D_B: 0.098 G_B: 0.201 cycle_B: 0.568 idt_B: 0.299
+(epoch: 118, iters: 116, time: 1.571, data: 0.002) D_A: 0.080 G_A: 0.539 cycle_A: 0.652 idt_A: 0.294 D_B: 0.140 G_B: 0.287 cycle_B: 0.527 idt_B: 0.265
+(epoch: 118, iters: 216, time: 0.101, data: 0.002) D_A: 0.077 G_A: 0.752 cycle_A: 0.992 idt_A: 0.134 D_B: 0.109 G_B: 0.387 cycle_B: 0.378 idt_B: 0.327
+(epoch: 118, iters: 316, time: 0.102, data: 0.003) D_A: 0.108 G_A: 0.310 cycle_A: 0.726 idt_A: 0.145 D_B: 0.058 G_B: 0.419 cycle_B: 0.427 idt_B: 0.236
+(epoch: 118, iters: 416, time: 0.092, data: 0.002) D_A: 0.112 G_A: 0.556 cycle_A: 0.879 idt_A: 0.139 D_B: 0.064 G_B: 0.370 cycle_B: 0.334 idt_B: 0.903
+(epoch: 118, iters: 516, time: 0.497, data: 0.001) D_A: 0.081 G_A: 0.685 cycle_A: 1.814 idt_A: 0.167 D_B: 0.132 G_B: 0.651 cycle_B: 0.194 idt_B: 0.601
+(epoch: 118, iters: 616, time: 0.104, data: 0.002) D_A: 0.301 G_A: 0.729 cycle_A: 0.648 idt_A: 0.058 D_B: 0.101 G_B: 0.529 cycle_B: 0.054 idt_B: 0.215
+(epoch: 118, iters: 716, time: 0.086, data: 0.002) D_A: 0.077 G_A: 0.509 cycle_A: 0.555 idt_A: 0.140 D_B: 0.137 G_B: 0.481 cycle_B: 0.820 idt_B: 0.583
+(epoch: 118, iters: 816, time: 0.095, data: 0.011) D_A: 0.036 G_A: 0.842 cycle_A: 0.707 idt_A: 0.048 D_B: 0.117 G_B: 0.244 cycle_B: 0.130 idt_B: 0.217
+(epoch: 118, iters: 916, time: 0.458, data: 0.003) D_A: 0.314 G_A: 0.776 cycle_A: 0.808 idt_A: 0.054 D_B: 0.096 G_B: 0.455 cycle_B: 0.217 idt_B: 0.261
+(epoch: 118, iters: 1016, time: 0.101, data: 0.002) D_A: 0.105 G_A: 0.502 cycle_A: 0.987 idt_A: 0.301 D_B: 0.071 G_B: 0.554 cycle_B: 0.525 idt_B: 0.435
+(epoch: 118, iters: 1116, time: 0.091, data: 0.003) D_A: 0.067 G_A: 0.585 cycle_A: 0.761 idt_A: 0.088 D_B: 0.119 G_B: 0.505 cycle_B: 0.291 idt_B: 0.293
+(epoch: 118, iters: 1216, time: 0.092, data: 0.001) D_A: 0.149 G_A: 0.449 cycle_A: 0.957 idt_A: 0.194 D_B: 0.205 G_B: 0.186 cycle_B: 0.526 idt_B: 0.174
+(epoch: 118, iters: 1316, time: 0.483, data: 0.004) D_A: 0.079 G_A: 0.756 cycle_A: 0.833 idt_A: 0.110 D_B: 0.183 G_B: 0.228 cycle_B: 0.305 idt_B: 0.273
+(epoch: 118, iters: 1416, time: 0.099, data: 0.002) D_A: 0.112 G_A: 0.518 cycle_A: 1.011 idt_A: 0.162 D_B: 0.117 G_B: 0.253 cycle_B: 0.438 idt_B: 0.435
+(epoch: 119, iters: 64, time: 0.085, data: 0.002) D_A: 0.151 G_A: 0.372 cycle_A: 0.821 idt_A: 0.115 D_B: 0.161 G_B: 0.240 cycle_B: 0.437 idt_B: 0.319
+(epoch: 119, iters: 164, time: 0.101, data: 0.002) D_A: 0.041 G_A: 0.465 cycle_A: 1.083 idt_A: 0.416 D_B: 0.147 G_B: 0.315 cycle_B: 1.203 idt_B: 0.460
+(epoch: 119, iters: 264, time: 1.496, data: 0.002) D_A: 0.059 G_A: 0.479 cycle_A: 1.171 idt_A: 0.336 D_B: 0.076 G_B: 0.512 cycle_B: 0.744 idt_B: 0.300
+(epoch: 119, iters: 364, time: 0.095, data: 0.002) D_A: 0.045 G_A: 0.254 cycle_A: 0.594 idt_A: 0.190 D_B: 0.160 G_B: 0.769 cycle_B: 0.676 idt_B: 0.198
+(epoch: 119, iters: 464, time: 0.095, data: 0.002) D_A: 0.166 G_A: 0.745 cycle_A: 0.572 idt_A: 0.059 D_B: 0.225 G_B: 0.645 cycle_B: 0.229 idt_B: 0.182
+"""
+
+
+def test_a_printed_step_time_stands_for_the_iterations_its_count_value_advances(tmp_path):
+    """The iteration count is printed as a value of its own (`iters: 400`), not a counter the reader takes: it
+    still says each line stands for 100 iterations, so four slow prints cost seconds of a run of minutes, no drop."""
+    root = tmp_path / "gan"
+    root.mkdir()
+    (root / "loss_log.txt").write_text(PRINTED_EVERY_100)
+    run = load_run(root, tmp_path / "f.duckdb")
+    d = ThroughputDrop()
+    assert d._per_print(run, "time", d._per_step(run).start) == 100
+    assert list(d.check(run)) == []
+
+
+# A DQN agent's log, one line per episode with a running step count and the wall clock (lines 11-38 of
+# isaacbilsel/PyBoy-RL@3086cbccddae5d782a27c24c83c2907e8da05711:logs/train_log.txt).
+EPISODES_UNPRICED = """Episode 0 - Steps this episode 1806 - Epsilon 1 - Learning Rate 0.000199959505426457 - Cummulative Reward -54545.0 - Max Length 3 - Mean Loss 1.38 - Mean Q Value -293.411 - Time Delta 17.004 - Time 2025-05-07T05:02:47
+Episode 1 - Steps this episode 5510 - Epsilon 1 - Learning Rate 0.00019973425505971857 - Cummulative Reward -28240.0 - Max Length 3 - Mean Loss 1.042 - Mean Q Value -223.098 - Time Delta 53.394 - Time 2025-05-07T05:03:40
+Episode 2 - Steps this episode 9207 - Epsilon 1 - Learning Rate 0.00019936503810839696 - Cummulative Reward -19438.333 - Max Length 3 - Mean Loss 0.825 - Mean Q Value -181.546 - Time Delta 56.287 - Time 2025-05-07T05:04:36
+Episode 3 - Steps this episode 11429 - Epsilon 1 - Learning Rate 0.00019907022748237582 - Cummulative Reward -16622.5 - Max Length 3 - Mean Loss 0.694 - Mean Q Value -154.505 - Time Delta 36.97 - Time 2025-05-07T05:05:13
+Episode 4 - Steps this episode 12031 - Epsilon 1 - Learning Rate 0.0001989297736700223 - Cummulative Reward -14776.0 - Max Length 3 - Mean Loss 0.606 - Mean Q Value -136.327 - Time Delta 12.171 - Time 2025-05-07T05:05:25
+Episode 5 - Steps this episode 12778 - Epsilon 1 - Learning Rate 0.00019886264655216723 - Cummulative Reward -13555.0 - Max Length 3 - Mean Loss 0.544 - Mean Q Value -123.563 - Time Delta 11.515 - Time 2025-05-07T05:05:37
+Episode 6 - Steps this episode 14460 - Epsilon 1 - Learning Rate 0.00019874187880085655 - Cummulative Reward -12690.0 - Max Length 3 - Mean Loss 0.5 - Mean Q Value -114.635 - Time Delta 24.674 - Time 2025-05-07T05:06:02
+Episode 7 - Steps this episode 16064 - Epsilon 1 - Learning Rate 0.00019857872836271734 - Cummulative Reward -12021.25 - Max Length 3 - Mean Loss 0.465 - Mean Q Value -107.602 - Time Delta 25.049 - Time 2025-05-07T05:06:27
+Episode 8 - Steps this episode 18364 - Epsilon 1 - Learning Rate 0.00019838506516267488 - Cummulative Reward -11506.667 - Max Length 3 - Mean Loss 0.437 - Mean Q Value -102.056 - Time Delta 34.886 - Time 2025-05-07T05:07:02
+Episode 9 - Steps this episode 19683 - Epsilon 1 - Learning Rate 0.0001982055508753693 - Cummulative Reward -11100.5 - Max Length 3 - Mean Loss 0.412 - Mean Q Value -97.0 - Time Delta 22.553 - Time 2025-05-07T05:07:24
+Episode 10 - Steps this episode 20744 - Epsilon 1 - Learning Rate 0.0001980877018028475 - Cummulative Reward -10780.455 - Max Length 3 - Mean Loss 0.392 - Mean Q Value -92.698 - Time Delta 17.187 - Time 2025-05-07T05:07:41
+Episode 11 - Steps this episode 22853 - Epsilon 1 - Learning Rate 0.00019793088519400877 - Cummulative Reward -10497.917 - Max Length 3 - Mean Loss 0.373 - Mean Q Value -88.883 - Time Delta 31.901 - Time 2025-05-07T05:08:13
+Episode 12 - Steps this episode 25268 - Epsilon 1 - Learning Rate 0.00019770715459116402 - Cummulative Reward -10251.538 - Max Length 3 - Mean Loss 0.356 - Mean Q Value -85.354 - Time Delta 38.587 - Time 2025-05-07T05:08:52
+Episode 13 - Steps this episode 28350 - Epsilon 1 - Learning Rate 0.00019743555078429774 - Cummulative Reward -10054.286 - Max Length 3 - Mean Loss 0.34 - Mean Q Value -81.95 - Time Delta 48.157 - Time 2025-05-07T05:09:40
+Episode 14 - Steps this episode 29796 - Epsilon 1 - Learning Rate 0.00019721206617568683 - Cummulative Reward -9864.0 - Max Length 3 - Mean Loss 0.325 - Mean Q Value -78.649 - Time Delta 26.032 - Time 2025-05-07T05:10:06
+Episode 15 - Steps this episode 32219 - Epsilon 1 - Learning Rate 0.00019702151113379352 - Cummulative Reward -9703.438 - Max Length 3 - Mean Loss 0.312 - Mean Q Value -75.806 - Time Delta 37.337 - Time 2025-05-07T05:10:43
+Episode 16 - Steps this episode 34287 - Epsilon 1 - Learning Rate 0.0001968004259679426 - Cummulative Reward -9564.118 - Max Length 3 - Mean Loss 0.301 - Mean Q Value -73.333 - Time Delta 34.374 - Time 2025-05-07T05:11:18
+Episode 17 - Steps this episode 36387 - Epsilon 1 - Learning Rate 0.00019659536853116238 - Cummulative Reward -9438.056 - Max Length 3 - Mean Loss 0.29 - Mean Q Value -70.991 - Time Delta 34.001 - Time 2025-05-07T05:11:52
+Episode 18 - Steps this episode 38647 - Epsilon 1 - Learning Rate 0.00019638124667711794 - Cummulative Reward -9332.895 - Max Length 3 - Mean Loss 0.279 - Mean Q Value -68.574 - Time Delta 36.594 - Time 2025-05-07T05:12:28
+Episode 19 - Steps this episode 41929 - Epsilon 1 - Learning Rate 0.00019610940926370206 - Cummulative Reward -9292.5 - Max Length 3 - Mean Loss 0.27 - Mean Q Value -66.4 - Time Delta 51.978 - Time 2025-05-07T05:13:20
+Episode 20 - Steps this episode 44382 - Epsilon 1 - Learning Rate 0.00019582838001100755 - Cummulative Reward -9202.143 - Max Length 3 - Mean Loss 0.261 - Mean Q Value -64.348 - Time Delta 41.721 - Time 2025-05-07T05:14:02
+Episode 21 - Steps this episode 47025 - Epsilon 1 - Learning Rate 0.0001955790063904934 - Cummulative Reward -9128.409 - Max Length 3 - Mean Loss 0.253 - Mean Q Value -62.471 - Time Delta 44.346 - Time 2025-05-07T05:14:46
+Episode 22 - Steps this episode 48937 - Epsilon 1 - Learning Rate 0.00019535645944622205 - Cummulative Reward -9048.696 - Max Length 3 - Mean Loss 0.246 - Mean Q Value -60.75 - Time Delta 34.735 - Time 2025-05-07T05:15:21
+Episode 23 - Steps this episode 51042 - Epsilon 1 - Learning Rate 0.00019516037264454252 - Cummulative Reward -8971.667 - Max Length 3 - Mean Loss 0.238 - Mean Q Value -59.058 - Time Delta 36.592 - Time 2025-05-07T05:15:58
+Episode 24 - Steps this episode 54186 - Epsilon 1 - Learning Rate 0.00019490440355107505 - Cummulative Reward -8656.6 - Max Length 3 - Mean Loss 0.232 - Mean Q Value -57.464 - Time Delta 53.693 - Time 2025-05-07T05:16:51
+Episode 25 - Steps this episode 57264 - Epsilon 1 - Learning Rate 0.00019460146436310505 - Cummulative Reward -8365.385 - Max Length 3 - Mean Loss 0.225 - Mean Q Value -55.853 - Time Delta 55.412 - Time 2025-05-07T05:17:47
+Episode 26 - Steps this episode 60408 - Epsilon 1 - Learning Rate 0.00019429899769466484 - Cummulative Reward -8075.0 - Max Length 3 - Mean Loss 0.22 - Mean Q Value -54.447 - Time Delta 55.322 - Time 2025-05-07T05:18:42
+Episode 27 - Steps this episode 63531 - Epsilon 1 - Learning Rate 0.00019399481759504536 - Cummulative Reward -7818.571 - Max Length 3 - Mean Loss 0.214 - Mean Q Value -53.088 - Time Delta 55.639 - Time 2025-05-07T05:19:38
+"""
+
+
+def test_an_rl_run_s_episodes_of_unread_length_are_no_steps_to_time(tmp_path):
+    """Episodes last longer as the agent survives longer: seconds per episode rising is no slower step, and where
+    no length of each episode is read its records cannot be priced."""
+    root = tmp_path / "dqn"
+    root.mkdir()
+    (root / "train_log.txt").write_text(EPISODES_UNPRICED)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert ThroughputDrop()._per_step(run) is None and list(ThroughputDrop().check(run)) == []
+
+
+# A point-cloud registration log, one line per epoch, as a user pasted it: epochs 40-52, then 89-101, 14 hours
+# later (https://github.com/Lilac-Lee/PointNetLK_Revisited/issues/8).
+EPOCHS_WITH_A_GAP = """INFO:PointNetLK-Revisited, 2022-03-10 18:35:12,212, epoch, 0040, 0.015912, 0.017028, 0.000875, 0.000351
+INFO:PointNetLK-Revisited, 2022-03-10 18:37:41,959, epoch, 0041, 0.045666, 0.015000, 0.002034, 0.003338
+INFO:PointNetLK-Revisited, 2022-03-10 18:40:17,487, epoch, 0042, 0.062232, 0.063447, 0.002472, 0.003605
+INFO:PointNetLK-Revisited, 2022-03-10 18:42:56,331, epoch, 0043, 0.046416, 0.022350, 0.001514, 0.001296
+INFO:PointNetLK-Revisited, 2022-03-10 18:45:34,813, epoch, 0044, 0.087938, 0.087670, 0.001750, 0.001418
+INFO:PointNetLK-Revisited, 2022-03-10 18:48:19,179, epoch, 0045, 0.052378, 0.018045, 0.001702, 0.000874
+INFO:PointNetLK-Revisited, 2022-03-10 18:50:52,696, epoch, 0046, 0.051639, 0.077453, 0.003012, 0.000862
+INFO:PointNetLK-Revisited, 2022-03-10 18:53:27,192, epoch, 0047, 0.041800, 0.253327, 0.001751, 0.000244
+INFO:PointNetLK-Revisited, 2022-03-10 18:56:07,068, epoch, 0048, 0.074570, 0.025479, 0.002340, 0.001880
+INFO:PointNetLK-Revisited, 2022-03-10 18:58:53,588, epoch, 0049, 0.075841, 0.001447, 0.002117, 0.000992
+INFO:PointNetLK-Revisited, 2022-03-10 19:01:23,013, epoch, 0050, 0.039845, 0.270906, 0.001372, 0.002702
+INFO:PointNetLK-Revisited, 2022-03-10 19:03:59,507, epoch, 0051, 0.130819, 0.158293, 0.002643, 0.003603
+INFO:PointNetLK-Revisited, 2022-03-10 19:06:31,804, epoch, 0052, 17.802472, 0.132097, 0.003683, 0.002070
+INFO:PointNetLK-Revisited, 2022-03-11 09:36:30,690, epoch, 0089, 0.127450, 0.018011, 0.002422, 0.000114
+INFO:PointNetLK-Revisited, 2022-03-11 09:38:58,174, epoch, 0090, 0.024315, 0.008478, 0.001742, 0.000605
+INFO:PointNetLK-Revisited, 2022-03-11 09:41:33,921, epoch, 0091, 0.018989, 0.060334, 0.002259, 0.000702
+INFO:PointNetLK-Revisited, 2022-03-11 09:43:58,482, epoch, 0092, 0.139491, 0.036031, 0.001820, 0.001375
+INFO:PointNetLK-Revisited, 2022-03-11 09:46:35,882, epoch, 0093, 0.323010, 0.009709, 0.001690, 0.000556
+INFO:PointNetLK-Revisited, 2022-03-11 09:49:12,343, epoch, 0094, 0.025194, 0.016763, 0.002293, 0.001005
+INFO:PointNetLK-Revisited, 2022-03-11 09:51:41,792, epoch, 0095, 0.030998, 0.027101, 0.001826, 0.000837
+INFO:PointNetLK-Revisited, 2022-03-11 09:54:23,379, epoch, 0096, 0.052520, 0.001234, 0.002821, 0.000576
+INFO:PointNetLK-Revisited, 2022-03-11 09:56:57,805, epoch, 0097, 0.051577, 0.022784, 0.002912, 0.001697
+INFO:PointNetLK-Revisited, 2022-03-11 09:59:31,789, epoch, 0098, 0.037557, 0.608210, 0.001920, 0.000635
+INFO:PointNetLK-Revisited, 2022-03-11 10:01:59,400, epoch, 0099, 0.110256, 0.029206, 0.002004, 0.004488
+INFO:PointNetLK-Revisited, 2022-03-11 10:04:37,261, epoch, 0100, 0.036857, 0.047710, 0.001596, 0.000937
+INFO:PointNetLK-Revisited, 2022-03-11 10:07:13,210, epoch, 0101, 0.099490, 0.019117, 0.002162, 0.000831
+"""
+
+
+def test_an_epoch_counter_that_skips_37_epochs_is_a_gap_of_the_log_not_a_stall(tmp_path):
+    """One line per epoch, the epoch counter printed and no batch: each line stands for the epochs its counter
+    advances, and an interval across which it jumps ×5 its usual advance or more holds lines the log does not have
+    (a paste that leaves a stretch out, a run down and resumed further on): no measured pace, no hour-long stall."""
+    run = _real_log(tmp_path, "train.log", EPOCHS_WITH_A_GAP)
+    got = ThroughputDrop()._per_step(run)
+    assert got is not None and got.span.max() == 1 and float(np.max(got.seconds)) < 200
+    assert list(ThroughputDrop().check(run)) == []

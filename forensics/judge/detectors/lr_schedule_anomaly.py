@@ -75,12 +75,14 @@ class LrScheduleAnomaly:
     (h) an LR that rises ×`up` in one logged interval, the intervals beside it moving it by `calm` of that or less,
     to a level it never had (within `match_up`), its printed rounding allowed for: a warmup that ends at half its
     peak and doubles, an LR at 0 that leaps to its peak, a mid-run leap (`stats.lr_jumps`); no cyclic scheduler named,
-    nor a jump that lands below a peak the LR goes on rising to within the first `warm_share` of its records (a warmup
-    stepped per epoch).
+    nor a jump that lands below a peak the LR goes on rising to within the first `warm_share` of its records, or by a
+    next rise of the same size (a warmup stepped per epoch, `_warmup_step`), nor one its launch logs fewer than
+    `settled` records after.
     (i) an LR that rises at every record, ×`warm_rise` or more, to a last record at `ended` of the declared plan or
     later: a warmup longer than the run, which never trains at its LR nor decays (`_warmup_to_the_end`).
     Rules (a), (b), (e), (f), (g), (i) read each launch appended to the log on its own (`base.by_launch`), and quote
-    the steps the file prints (`Run.printed_step`).
+    the steps the file prints (`Run.printed_step`); the declared plan is the last launch's, an earlier one is judged
+    against its own length.
     Why: a schedule that ends early stalls training (see plateau); one that never moves is not running.
     Evidence: peak and floor LR, step reaching the floor vs the run's last step, configured scheduler.
     False alarms: 0 of the 169 healthy runs it could check (benchmarks/calibrate.py); 0 of the 24 healthy real runs it
@@ -118,6 +120,8 @@ class LrScheduleAnomaly:
     match_up: float = 0.05  # ... to no value within 5% of one logged before it (a restart's, rule (c)'s)
     warm_share: float = 0.1  # (h) a jump on the way to a peak reached within the first 10% of the records: warmup
     # (0 of 180 healthy at 0.05-0.3, 1 at 0.02)
+    settled: int = 3  # (h) the LR logged on 3 records or more after the jump, in its launch (a launch that ends on
+    # the jump's first records stops inside its warmup)
     warm_rise: float = 2.0  # (i) an LR that rises ×2 or more, at every record, to its last ...
     ended: float = 0.9  # ... which lies at 90% of the declared plan or later: a warmup that never ended
 
@@ -143,14 +147,18 @@ class LrScheduleAnomaly:
         if isinstance(sched, str) and _cyclic(sched):
             return []
         printed = run.format_of(run.pick("lr")) in TEXT_FORMATS  # a console's LR is held to the digits it prints
+        # the LR seen settled after the jump: a launch that stops on its first records at the new level (a warmup
+        # stepped per epoch, cut short by a crash) shows no schedule handing over, as a log that stops in its warmup
         return [j for steps, lr in by_launch(run, "lr", *run.arrays("lr"))
                 for j in stats.lr_jumps(steps, lr, self.up, self.calm, self.match_up, rounded=printed)
-                if not self._warmup_step(steps, lr, j)]
+                if not self._warmup_step(steps, lr, j) and np.sum(steps > j["step"]) >= self.settled]
 
     def _warmup_step(self, steps: np.ndarray, lr: np.ndarray, j: dict) -> bool:
         """Whether jump `j` is a step of a warmup: it lands below the launch's peak, which the LR goes on rising to
-        without falling and reaches within its first `warm_share` records (a warmup stepped per epoch); a jump that
-        lands at the peak (a warmup handing over at the wrong value) is none."""
+        without falling, and reaches within its first `warm_share` records or by a next rise of the same size (to
+        2 × `match_up` of it: a linear warmup stepped per epoch, one step of a staircase however long the warmup); a
+        jump that lands at the peak (a warmup handing over at the wrong value), or a step schedule that multiplies
+        the LR up at each milestone, is none."""
         ok = np.isfinite(lr)
         s, v = steps[ok], lr[ok]
         if v.size == 0:
@@ -158,7 +166,13 @@ class LrScheduleAnomaly:
         top = int(np.argmax(v))
         at = int(np.searchsorted(s, j["step"]))
         climb = v[at:top + 1]
-        return bool(at < top <= self.warm_share * v.size and j["lr_after"] < (1 - self.match_up) * v[top]
+        rise = j["lr_after"] - j["lr_before"]
+        steps_up = np.diff(climb)
+        steps_up = steps_up[steps_up > self.match_up * climb[:-1]]
+        # the climb goes on by a step as large (a linear warmup stepped per epoch), not by a growing one (×2 each)
+        stair = steps_up.size > 0 and abs(steps_up[0] - rise) <= self.match_up * 2 * rise
+        return bool(at < top and (top <= self.warm_share * v.size or stair)
+                    and j["lr_after"] < (1 - self.match_up) * v[top]
                     and np.all(np.diff(climb) >= -self.match_up * climb[:-1]))
 
     def check(self, run: Run) -> Iterator[Finding]:
@@ -216,15 +230,19 @@ class LrScheduleAnomaly:
         # each launch appended to the log judged on its own, against its own last LR record (other series' steps
         # are composed on their own axes): a fresh launch's warmup is no schedule run past its horizon
         pieces = [(s, v) for s, v in by_launch(run, "lr", steps, lr) if v.size >= 5]
-        for s, v in pieces:
-            found = list(self._shape(run, s, v, last if len(pieces) == 1 else int(s[-1]), len(pieces) > 1))
+        for k, (s, v) in enumerate(pieces):
+            found = list(self._shape(run, s, v, last if len(pieces) == 1 else int(s[-1]), len(pieces) > 1,
+                                     planned=k == len(pieces) - 1))
             if found:
                 yield from found
                 return
 
-    def _shape(self, run: Run, steps: np.ndarray, lr: np.ndarray, last: int, launch: bool) -> Iterator[Finding]:
+    def _shape(self, run: Run, steps: np.ndarray, lr: np.ndarray, last: int, launch: bool,
+               planned: bool = True) -> Iterator[Finding]:
         """Rules (a), (b), (e), (f), (g), (i) on one launch's LR records (`launch`: one of several appended to the
-        log, its steps quoted as the file prints them)."""
+        log, its steps quoted as the file prints them). The plan a run declares is the plan of the launch its log
+        ends in (a console's last printed total, the config a resumed trainer wrote last): an earlier launch
+        (`planned` False) is judged against its own length only, never against another launch's plan."""
         name = run.pick("lr")
         at_step = (lambda i: run.printed_step(name, steps[min(i, lr.size - 1)]))  # noqa: E731 - the file's step
         of_launch = " (in one of the launches appended to the log)" if launch else ""
@@ -242,7 +260,7 @@ class LrScheduleAnomaly:
                 above = np.flatnonzero(~at_floor)
                 at = max(int(above[-1]) + 1 if above.size else 0, ipeak + 1)
             reach = int(steps[min(at, lr.size - 1)])
-            plan = planned_fraction(run, steps, min(at, lr.size - 1)) if at_floor[-1] else None
+            plan = planned_fraction(run, steps, min(at, lr.size - 1)) if at_floor[-1] and planned else None
             if plan is not None and plan["fraction"] < self.early and last > first \
                     and (reach - first) / (last - first) >= self.early:
                 yield self._before_plan(run, steps, lr, at, peak, floor, sched, plan)
@@ -276,7 +294,7 @@ class LrScheduleAnomaly:
                                               f"gradient accumulation {back['accumulation']}?)"
                                               if back.get("matches_accumulation") else "")))
                 return
-        line = self._line_to_zero(run, steps, lr)
+        line = self._line_to_zero(run, steps, lr) if planned else None
         if line is not None:
             shown = {"step": lambda x: at_step(int(np.searchsorted(steps, x)))}.get(line["unit"], lambda x: f"{x:g}")
             yield Finding.of(self, severity="warning", step=line["from_step"], step_end=int(steps[-1]),
@@ -309,7 +327,8 @@ class LrScheduleAnomaly:
                                       f"run names a {sched} scheduler, which would have moved it: another scheduler "
                                       f"drives the optimizer (a DeepSpeed config's own?), or none is stepped"))
             return
-        yield from self._warmup_to_the_end(run, steps, lr, at_step)
+        if planned:
+            yield from self._warmup_to_the_end(run, steps, lr, at_step)
 
     def _before_plan(self, run: Run, steps: np.ndarray, lr: np.ndarray, at: int, peak: float, floor: float,
                      sched, plan: dict) -> Finding:

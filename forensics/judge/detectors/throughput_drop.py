@@ -4,16 +4,35 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import polars as pl
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import MECHANISM
+from forensics.judge.detectors.base import MECHANISM, reinforcement_learning
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run, usable_series
-from ingest.steptime import stamped_intervals
+from ingest.roles import words
+from ingest.steptime import LENGTH_WORDS, record_lengths, record_work, seconds_per_step
+
+
+class PerStep(NamedTuple):
+    """What `ThroughputDrop._per_step` read: the intervals, one shape whatever measured them."""
+    start: np.ndarray  # interval start steps
+    end: np.ndarray  # interval end steps (a logged step time's point: its own step, both)
+    seconds: np.ndarray  # seconds per step
+    segment: np.ndarray  # no change point is read across a resume or a launch start
+    name: str  # the series read
+    how: str  # what measured it (wall stamps, a logged step time, a rate)
+    launch: np.ndarray  # the launch each interval belongs to: judged against its own launch's pace
+    span: np.ndarray  # steps each interval covers (1 for a logged step-time point)
+    priced: dict  # how wall-stamp intervals were priced (`_work_intervals`), for the app to draw the same ones
+
+
+def _logged(s, e, r, seg, name, how, launch) -> PerStep:
+    """A `PerStep` of logged values (a step time or a rate), each point one step of its own."""
+    return PerStep(s, e, r, seg, name, how, launch, np.maximum(e - s, 1).astype(float), {})
 
 
 @dataclass(frozen=True)
@@ -42,8 +61,10 @@ class ThroughputDrop:
     stamps speak; a rate has no seconds to price, so only its change over time does (the slowdown rule, and a log
     that ends on `end_points` records ×`end_factor` slower than the steady ones before, at any length). A printed
     per-iteration time stands for the iterations between prints (`_per_print`): a slow one costs its excess over one
-    iteration. An epoch's first batch is the loader's start; slow intervals in every fifth of the run
-    (`pace_share` of each) are its pace, not a drop.
+    iteration, the iterations counted by a batch counter or by a count printed as a value (`iters: 400`). An
+    epoch's first batch is the loader's start; slow intervals in every fifth of the run (`pace_share` of each) are
+    its pace, not a drop. Steps are priced in one place, `ingest.steptime.seconds_per_step`, which the app's
+    step-time chart draws too; an RL run's episodes whose lengths are not printed are not priced at all.
     Why: dataloader stalls, checkpointing, host–device copies, memory pressure: the run took longer than
     it needed to, and a slowdown that grows often precedes an out-of-memory crash.
     Evidence: step ranges, median seconds per step before and after, or the stall steps, how many, their
@@ -95,11 +116,11 @@ class ThroughputDrop:
     pace_share: float = 0.15  # slow intervals this share of every fifth of the run are its pace, not a stall (flat
     # at 0.05-0.4)
 
-    def _per_step(self, run: Run) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str, str] | None:
-        """(interval start steps, end steps, seconds per step, segment id, series name, how, launch id[, steps each
-        interval covers, where they are not its end step less its start: `_work_intervals`]) or None. A
-        new segment starts after each resume (a step or clock going back) and at each launch start, so no change
-        point is read across one; each interval is judged against its own launch's pace (`_own_pace`)."""
+    def _per_step(self, run: Run) -> PerStep | None:
+        """The run's step times (`PerStep`) or None: a logged step-time series, else the training loss's wall
+        stamps priced by the work each record says it did (`_work_intervals`), else a logged rate. A new segment
+        starts after each resume (a step or clock going back) and at each launch start, so no change point is read
+        across one; each interval is judged against its own launch's pace (`_own_pace`)."""
         train = run.meta.filter(~pl.col("split").is_in(["val", "test"]).fill_null(False))
         st = usable_series(train, "step_time").sort("n_points", descending=True)
         if st.height:
@@ -115,19 +136,19 @@ class ThroughputDrop:
             piece = np.concatenate([np.full(p.size - 1, k) for k, p in enumerate(pieces)]) if pieces else None
             if sum(p.size - 1 for p in pieces) >= 2 and all(_is_clock(v[p]) or p.size == 2 and v[p[1]] > v[p[0]]
                                                             for p in pieces):
-                return (np.concatenate([s[p][:-1] for p in pieces]), np.concatenate([s[p][1:] for p in pieces]),
-                        np.concatenate([np.diff(v[p]) / np.diff(s[p]) for p in pieces]),
-                        piece, name, "differences of the elapsed time logged", piece)
+                return _logged(np.concatenate([s[p][:-1] for p in pieces]), np.concatenate([s[p][1:] for p in pieces]),
+                               np.concatenate([np.diff(v[p]) / np.diff(s[p]) for p in pieces]),
+                               piece, name, "differences of the elapsed time logged", piece)
             launch = _launch_of(run, name, s)
-            return s, s, v, launch, name, "logged step time", launch
+            return _logged(s, s, v, launch, name, "logged step time", launch)
         name = run.pick("loss")
         got = None if name is None else _work_intervals(run, name)
-        if got is not None and got[2].size >= self.min_intervals:
-            return (*got[:4], name, "wall_time / step between logged points", *got[4:])
+        if got is not None and got.start.size >= self.min_intervals:
+            return got
         rate = self._rate(run, train)
         if rate is not None:
             return rate
-        return None if got is None else (*got[:4], name, "wall_time / step between logged points", *got[4:])
+        return got
 
     def _rate(self, run: Run, train: pl.DataFrame) -> tuple | None:
         """A logged throughput (samples/s, it/s, tokens/s) judged as a step time: 1/x, one point per printed line
@@ -144,13 +165,14 @@ class ThroughputDrop:
                         dtype=bool)
         s, v = s[keep], v[keep]
         launch = _launch_of(run, name, s)
-        return (s, s, 1.0 / v, launch, name, RATE, launch) if s.size else None
+        return _logged(s, s, 1.0 / v, launch, name, RATE, launch) if s.size else None
 
     def _per_print(self, run: Run, name: str, steps: np.ndarray) -> int:
         """Iterations between two printed lines of a logged step time on a line axis (`Epoch: [3][1000/2502] Time
         0.98`: the batch counter moves by 1000): the printed time is one iteration's, and each line stands for
-        that many; on a logged step axis (`e·N + i` read from that line), the steps between two prints. 1 where no
-        batch counter is printed."""
+        that many; on a logged step axis (`e·N + i` read from that line), the steps between two prints. Where the
+        line prints its iteration count as a value of its own (`(epoch: 3, iters: 400, time: 0.09)`: a series named
+        as a counter, `_printed_count`), that count's advance. 1 where no counter is printed."""
         printed = run.counters(name, steps.tolist())
         if not printed:
             moves = np.diff(steps)
@@ -159,7 +181,27 @@ class ThroughputDrop:
         at = [printed.get(int(x), (None, None)) for x in steps]
         moves = [b[1] - a[1] for a, b in zip(at, at[1:])
                  if a[1] is not None and b[1] is not None and a[0] == b[0] and b[1] > a[1]]
-        return max(1, int(np.median(moves))) if moves else 1
+        if not moves:
+            moves = self._printed_count(run, steps)
+        return max(1, int(np.median(moves))) if len(moves) else 1
+
+    def _printed_count(self, run: Run, steps: np.ndarray) -> list[int]:
+        """The advances between consecutive records at `steps` (a line axis) of an iteration count printed as a
+        value beside the step time (a series named `iters`, `iteration`, `batch`: `COUNT_WORDS`), whole numbers
+        that rise at most records (an epoch's count starts again at each epoch: those falls are no advance); empty
+        where none is printed."""
+        for other in run.meta.filter(pl.col("ordinal").fill_null(False))["name"].to_list():
+            if not set(words(other)) or not set(words(other)) <= COUNT_WORDS:
+                continue
+            f = run.series_named(other)
+            got = dict(zip(f["step"].to_list(), f["value"].to_list()))
+            v = np.array([got.get(int(s), np.nan) for s in steps], dtype=float)
+            if v.size < 3 or not np.all(np.isfinite(v)) or np.any(v != np.round(v)):
+                continue
+            d = np.diff(v)
+            if np.mean(d > 0) >= 0.5:
+                return [int(x) for x in d[d > 0]]
+        return []
 
     def _enough(self, how: str) -> int:
         return self.min_intervals if how.startswith("wall_time") else self.min_logged
@@ -230,13 +272,11 @@ class ThroughputDrop:
         got = self._per_step(run)
         if got is None:
             return
-        a, b, r, seg, name, how, launch = got[:7]
-        span = _span(got)  # steps an interval covers (1 for a logged step-time point)
+        a, b, r, seg, name, how, launch, span = got[:8]
         keep = r > 0
         if not keep.all():
             a, b, r, seg, launch, span = a[keep], b[keep], r[keep], seg[keep], launch[keep], span[keep]
-        src = ({"table": "scalars", "series": name, "column": "value" if how.startswith("logged") else
-                "wall_time", "step_min": int(a[0]), "step_max": int(b[-1])},)
+        src = (_source(got, a, b),)
         if r.size >= self._enough(how):
             lr = np.log(r)
             pace = _own_pace(r, launch)
@@ -272,8 +312,7 @@ class ThroughputDrop:
         if spread is not None:
             yield Finding.of(self, severity="warning", step=spread["first_slow_step"],
                              step_end=spread["last_slow_step"], series=name, evidence=spread | {"measured_from": how},
-                             sources=({"table": "scalars", "series": name, "column": "value" if how.startswith(
-                                 "logged") else "wall_time", "step_min": int(a[0]), "step_max": int(b[-1])},),
+                             sources=src,
                              summary=(f"step times spread ×{spread['spread']:.3g}: {spread['slow']} of "
                                       f"{spread['intervals']} run at {spread['seconds_per_step_slow']:.3g} s per "
                                       f"step or more against a median of {spread['seconds_per_step_median']:.3g} s, "
@@ -294,7 +333,7 @@ class ThroughputDrop:
         seconds = self.min_seconds if seconds is None else seconds
         stalls = self.min_stalls_spread if stalls is None else stalls
         pause = self.min_pause if pause is None else pause
-        a, b, r, launch, span = got[0], got[1], got[2], got[6], _span(got)
+        a, b, r, launch, span = got.start, got.end, got.seconds, got.launch, got.span
         keep = r > 0
         a, b, r, launch, span = a[keep][1:], b[keep][1:], r[keep][1:], launch[keep][1:], span[keep][1:]
         if r.size < self.spread_points - 1:
@@ -400,102 +439,70 @@ class ThroughputDrop:
 
 
 RATE = "logged throughput, as 1/x"
+COUNT_WORDS = frozenset({"iter", "iters", "iteration", "iterations", "batch", "batches"})  # a count printed as a value
 EVERY_INTERVAL = "evaluations come with every interval, the fast ones too"
 
 
-def _span(got: tuple) -> np.ndarray:
-    """Steps each interval of `_per_step`'s answer covers: its own count where it carries one, else end less start."""
-    return got[7] if len(got) > 7 else np.maximum(got[1] - got[0], 1)
+def _source(got: PerStep, a: np.ndarray, b: np.ndarray) -> dict:
+    """The rows a finding read: for wall stamps, with how they were priced (`PerStep.priced`), so that the app's
+    step-time chart (`queries.app_step_time`) draws the very intervals judged."""
+    wall = not got.how.startswith("logged")
+    return {"table": "scalars", "series": got.name, "column": "wall_time" if wall else "value",
+            "step_min": int(a[0]), "step_max": int(b[-1]), **(got.priced if wall else {})}
 
 
-def _work_intervals(run: Run, name: str) -> tuple | None:
-    """`stamped_intervals` of series `name` within launches (`_within_launches`), each priced by the steps it covers
-    (`_record_work`): (start steps, end steps, seconds per step, segment, launch, steps covered) or None."""
+def _work_intervals(run: Run, name: str) -> PerStep | None:
+    """Seconds per step of series `name` from its wall stamps (`ingest.steptime.seconds_per_step`, the app chart's
+    too), each interval priced by the steps of work its records say they did (`_record_work`) and none across a
+    launch start (`_launch_edges`); None where nothing can be priced. On an RL run, records on a line axis with no
+    length printed are episodes of unknown length: an episode that lasts longer as the agent survives longer is no
+    slower step, so their seconds are none (None)."""
     points = run.points(name)
-    work = _record_work(run, name, points)
-    got = stamped_intervals(points if work is None else points.filter(pl.Series(work[0])))
+    work, priced = _record_work(run, name, points)
+    ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"].fill_null(False).any())
+    if work is None and ordinal and reinforcement_learning(run) is not None:
+        return None
+    edges, on_clock = _launch_edges(run, name)
+    got = seconds_per_step(points, work, edges, on_clock)
     if got is None:
         return None
-    a, b, r, seg, launch = _within_launches(run, name, *got)
-    if work is None:
-        return a, b, r, seg, launch, np.maximum(b - a, 1)
-    at = dict(zip(points.filter(pl.Series(work[0]))["step"].to_list(), work[1].tolist()))
-    span = np.array([at[int(y)] - at[int(x)] for x, y in zip(a, b)], dtype=float)
-    return a, b, r * np.maximum(b - a, 1) / span, seg, launch, span
+    return PerStep(got.start, got.end, got.seconds, got.segment, name, "wall_time / step between logged points",
+                   got.launch, got.span, {"priced_by": priced, "launch_edges": edges,
+                                          "edges_on": "wall_time" if on_clock else "step"})
 
 
-def _record_work(run: Run, name: str, points: pl.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
-    """Which records of series `name` on an ordinal axis (DECISIONS §2) begin a step of their own, and the steps of
-    work done up to each: a record is one unit unless its line says more. The printed batch counter's advance within
-    an epoch (an excerpt whose elided lines hide dozens of steps between two records), or the record's own printed
-    length (an RL episode's `Steps: 8019`, `_record_lengths`). A record that prints the counter of the one before is
-    that step printed again (a line per rank, a progress bar redrawn): its time belongs to the next step. None where
-    records are the unit (a logged step axis, or no counter on most lines)."""
+def _record_work(run: Run, name: str, points: pl.DataFrame) -> tuple[tuple[np.ndarray, np.ndarray] | None, str | None]:
+    """`ingest.steptime.record_work` for series `name`'s records on an ordinal axis (DECISIONS §2), from the length
+    each line prints (an RL episode's `Steps: 8019`, `record_lengths`) or its printed counters; and what priced
+    them (`lengths:SERIES_ID`, `counters`), the app's way to the same pricing. (None, None) on a logged step axis."""
     row = run.meta.filter(pl.col("name") == name)
     if not row.height or not bool(row["ordinal"].fill_null(False)[0]):
-        return None
+        return None, None
     steps = points["step"].to_list()
-    lengths = _record_lengths(run, name, steps)
-    if lengths is not None:
-        return np.ones(len(steps), dtype=bool), np.cumsum(lengths)
-    printed = run.counters(name, steps)
-    at = [printed.get(int(s), (None, None)) if s is not None else (None, None) for s in steps]
-    if sum(c[1] is not None for c in at) < 0.9 * len(at):
-        return None
-    keep, work, last = np.ones(len(at), dtype=bool), np.zeros(len(at)), 0
-    for i in range(1, len(at)):
-        (e0, b0), (e1, b1) = at[last], at[i]
-        same = b0 is not None and b1 is not None and (e0 is None or e1 is None or e0 == e1)
-        if same and b1 == b0:
-            keep[i] = False
-            continue
-        work[i] = work[last] + (b1 - b0 if same and b1 > b0 else 1)
-        last = i
-    return keep, work[keep]
-
-
-def _record_lengths(run: Run, name: str, steps: list) -> np.ndarray | None:
-    """The steps each record of series `name` says it covered, printed on its line beside the loss (an RL episode's
-    `Steps: 8019`, `length`): a positive whole number on every record that is no counter (it falls as often as it
-    rises). None where no such series is printed."""
-    from ingest.roles import words
-
-    for other in run.meta.filter(pl.col("ordinal").fill_null(False) & (pl.col("name") != name))["name"].to_list():
-        said = set(words(other))
-        if not said <= LENGTH_WORDS or not said & LENGTH_WORDS - {"episode", "ep"}:
+    for other, sid in run.meta.filter(pl.col("ordinal").fill_null(False) & (pl.col("name") != name)).select(
+            "name", "series_id").iter_rows():
+        if not set(words(other)) <= LENGTH_WORDS:
             continue
         f = run.series_named(other)
-        got = dict(zip(f["step"].to_list(), f["value"].to_list()))
-        v = np.array([got.get(s, np.nan) for s in steps], dtype=float)
-        if v.size < 3 or not np.all(np.isfinite(v)) or np.any(v <= 0) or np.any(v != np.round(v)):
-            continue
-        d = np.diff(v)
-        if np.mean(d < 0) >= 0.25:
-            return v
-    return None
+        lengths = record_lengths({other: dict(zip(f["step"].to_list(), f["value"].to_list()))}, steps)
+        if lengths is not None:
+            return record_work([], lengths), f"lengths:{int(sid)}"
+    printed = run.counters(name, steps)
+    work = record_work([printed.get(int(s), (None, None)) if s is not None else (None, None) for s in steps])
+    return work, None if work is None else "counters"
 
 
-LENGTH_WORDS = frozenset({"steps", "length", "len", "timesteps", "episode", "ep"})  # a record's own length, by name
-
-
-def _within_launches(run: Run, name: str, a: np.ndarray, b: np.ndarray, r: np.ndarray, seg: np.ndarray,
-                     wa: np.ndarray, wb: np.ndarray) -> tuple:
-    """`stamped_intervals`' intervals of series `name` without those that end where a launch begins
-    (`Run.launch_starts`): such an interval holds the time between two launches, not steps; and the launch each
-    belongs to. A launch is found by its clock: a counter that starts again repeats its steps, the clock does not.
-    A new segment starts at each launch, so no change point is read across one."""
-    starts = np.asarray(run.launch_starts(name), dtype=np.int64)
-    if not starts.size:
-        return a, b, r, seg, np.zeros(r.size, dtype=np.int64)
-    view = run.series_named(name)
-    walls = view.filter(pl.col("step").is_in(starts.tolist()))["wall_time"]
-    if walls.len() == starts.size and not walls.null_count():
-        edges, at_a, at_b = np.sort(walls.to_numpy()), wa, wb
-    else:
-        edges, at_a, at_b = starts, a, b
-    launch = np.searchsorted(edges, at_b, side="right")
-    keep = np.searchsorted(edges, at_a, side="right") == launch
-    return a[keep], b[keep], r[keep], (seg * (starts.size + 1) + launch)[keep], launch[keep]
+def _launch_edges(run: Run, name: str) -> tuple[list[float], bool]:
+    """Where each launch after the first begins (`Run.launch_starts`), as the wall times of those records where
+    every one has a stamp (True), else as steps (False): a counter that starts again repeats its steps, the clock
+    does not."""
+    starts = run.launch_starts(name)
+    if not starts:
+        return [], True
+    walls = run.series_named(name).filter(pl.col("step").is_in(list(starts)))["wall_time"]
+    if walls.len() == len(starts) and not walls.null_count():
+        return sorted(float(w) for w in walls.to_list()), True
+    return [float(x) for x in starts], False
 
 
 def _own_pace(r: np.ndarray, launch: np.ndarray) -> np.ndarray:
