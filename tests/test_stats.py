@@ -290,6 +290,23 @@ def test_relative_wiggle_sees_noise_not_trend():
     assert _m.isnan(_s.relative_wiggle(_np.array([1.0, 2.0, 3.0])))
 
 
+def test_relative_wiggle_leaves_out_the_bend_it_is_told_to():
+    """`skip` drops the second difference centred on that index, against a slow reference; a NaN before it shifts
+    nothing; with one bend left there is no scale (NaN)."""
+    import math as _m
+
+    import numpy as _np
+
+    from forensics.judge import stats as _s
+    rng = _np.random.default_rng(3)
+    y = 1.0 + rng.normal(0, 0.05, 12)
+    d2 = [(y[i + 1] - 2 * y[i] + y[i - 1]) / abs(y[i]) for i in range(1, 11) if i != 6]
+    assert abs(_s.relative_wiggle(y, skip=6) - _s.robust_scale(_np.array(d2)) / _m.sqrt(6.0)) < 1e-12
+    with_nan = _np.r_[_np.nan, y]
+    assert abs(_s.relative_wiggle(with_nan, skip=7) - _s.relative_wiggle(y, skip=6)) < 1e-12
+    assert _m.isnan(_s.relative_wiggle(_np.array([1.0, 0.9, 1.2, 1.3]), skip=1))
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_mann_whitney_matches_scipy(seed):
     rng = np.random.default_rng(seed)

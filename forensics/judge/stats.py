@@ -747,16 +747,24 @@ def noise(values: np.ndarray) -> float:
     return robust_scale(np.diff(y)) / math.sqrt(2.0)
 
 
-def relative_wiggle(values: np.ndarray) -> float:
+def relative_wiggle(values: np.ndarray, skip: int | None = None) -> float:
     """Point-to-point noise relative to the local level, blind to a smooth trend: robust scale of the second
     differences y[i+1] − 2·y[i] + y[i−1], each divided by |y[i]|, over √6 (white noise of relative sigma s gives
     s; a straight or slowly curving trend gives ~0, where first differences would count its slope as noise).
+    `skip` leaves out the second difference centred on that index (a curve's turn: its bend is signal, not noise).
     NaN with fewer than 4 finite values or a zero level."""
     y = np.asarray(values, dtype=float)
-    y = y[np.isfinite(y)]
+    keep = np.isfinite(y)
+    y = y[keep]
     if y.size < 4 or np.any(y[1:-1] == 0):
         return math.nan
     d2 = (y[2:] - 2 * y[1:-1] + y[:-2]) / np.abs(y[1:-1])
+    if skip is not None and keep[skip]:
+        at = int(np.sum(keep[:skip])) - 1  # the second difference centred on `skip`, among the finite values
+        if 0 <= at < d2.size:
+            d2 = np.delete(d2, at)
+            if d2.size < 2:
+                return math.nan  # one bend left is no scale: as few points as three
     return robust_scale(d2) / math.sqrt(6.0)
 
 

@@ -512,3 +512,25 @@ def test_a_jump_training_shares_right_after_the_validation_minimum_is_not_overfi
     assert list(Overfitting().check(run)) == []
     # the rule that reads training's level from the crossover decides it: with divergence's margins off, it fires
     assert list(Overfitting(max_train_rise=float("inf"), max_train_share=float("inf")).check(run))
+
+
+def test_a_turn_on_a_few_evaluations_is_not_its_own_noise(tmp_path):
+    """The last fold of a 5-epoch k-fold log (https://github.com/LakshyaMalhotra/seti-breakthrough-listen,
+    outputs/train.log at 9c0c194d92f4cca313ed26fff6d07883c6451bcf): validation 0.0735, 0.0698, 0.0694 (best),
+    0.0823, 0.0868 while training falls 0.1227 -> 0.0291. On five evaluations the bend at the minimum was most of
+    the jumps the rise was held to; the bend is the turn, not noise."""
+    run = _epochs(tmp_path, "a", [0.1227, 0.0665, 0.0503, 0.0382, 0.0291], [0.0735, 0.0698, 0.0694, 0.0823, 0.0868])
+    [f] = Overfitting().check(run)
+    assert f.step == 3 * 22741 and f.evidence["rising_evaluations"] == 2
+
+
+def test_a_validation_only_u_after_an_early_jump_is_overfitting(tmp_path):
+    """A Lightning metrics.csv with only a validation loss (https://github.com/StevenFroelichBMRN/oligogym-bench,
+    lightning_logs/version_111 at aaa6394f281411da70cd598206c7f09b897794a8): 0.832, a jump to 2.01, back down to
+    0.783 (best), then up at four of the next five to 1.074. The U's left arm starts at its highest evaluation
+    before the minimum, not at its first."""
+    steps = np.array([3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43])
+    val = np.array([0.8318, 2.0125, 1.9427, 1.3561, 0.9183, 0.7825, 0.8099, 0.8981, 1.027, 1.0861, 1.0742])
+    run = load_run(write_tb(tmp_path / "u", {"val/loss": (steps, val)}), tmp_path / "u.duckdb")
+    [f] = Overfitting().check(run)
+    assert f.step == 23 and "2.013 at step 7" in f.summary and "not logged" in f.summary

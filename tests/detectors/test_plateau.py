@@ -142,8 +142,9 @@ def test_a_stall_at_a_constant_predictions_mse_is_a_plateau_at_any_level(tmp_pat
     assert ev["constant_predictor_level"] == 0.25 and abs(ev["level"] - level) < 1e-3
     assert abs(ev["initial_level"] - start) < 0.01 and ev["fraction_of_initial"] < 0.55
     assert "constant prediction (0.25)" in f.summary
-    # the constant predictor's level is what decides the level rule (held flat to the end, the held rule finds it too)
-    assert list(Plateau(constant_tol=0.0, held_move=0.0).check(run)) == []
+    # the constant predictor's level is what decides the level rule (held flat to the end, the held rule finds it too,
+    # and where the loss repeats to its fifth digit to the end, the frozen-loss rule)
+    assert list(Plateau(constant_tol=0.0, held_move=0.0, frozen_evals=10**6).check(run)) == []
     assert list(FlatLoss().check(run)) == []  # it fell: not flat
 
 
@@ -527,3 +528,117 @@ def test_a_validation_loss_printed_to_one_significant_digit_is_no_evidence_of_fr
                    tmp_path / "b.duckdb")
     [f] = Plateau().check(run)
     assert f.evidence["frozen_evals"] == 8
+
+
+# A logging-module log with launches appended (https://github.com/choumartin1234/Music-Eye, log/train.log at
+# 55e2772a3f4c1a60ead0ce4e17a8a73b4e5eebd9): every 40th line of its first launch (20 epochs, 0.91 -> 0.010) and
+# every 28th of its last (18 epochs, 0.94 -> 0.029 by its fifth epoch, then 0.028-0.030 to the end).
+_RELAUNCHED = [
+    '2020-02-22 14:48:36,976 - __main__ - INFO - epoch 0 step 0/71 loss 0.9137094616889954',
+    '2020-02-22 14:49:37,182 - __main__ - INFO - epoch 0 step 40/71 loss 0.08613935858011246',
+    '2020-02-22 14:51:18,240 - __main__ - INFO - epoch 1 step 7/71 loss 0.06582732498645782',
+    '2020-02-22 14:52:20,543 - __main__ - INFO - epoch 1 step 47/71 loss 0.047134652733802795',
+    '2020-02-22 14:53:13,142 - __main__ - INFO - epoch 2 step 14/71 loss 0.034843623638153076',
+    '2020-02-22 14:53:59,460 - __main__ - INFO - epoch 2 step 54/71 loss 0.033935241401195526',
+    '2020-02-22 14:54:47,547 - __main__ - INFO - epoch 3 step 21/71 loss 0.026634851470589638',
+    '2020-02-22 14:55:35,896 - __main__ - INFO - epoch 3 step 61/71 loss 0.024326547980308533',
+    '2020-02-22 14:56:17,204 - __main__ - INFO - epoch 4 step 28/71 loss 0.02366035245358944',
+    '2020-02-22 14:57:00,322 - __main__ - INFO - epoch 4 step 68/71 loss 0.026520373299717903',
+    '2020-02-22 14:57:32,623 - __main__ - INFO - epoch 5 step 35/71 loss 0.021649982780218124',
+    '2020-02-22 14:58:15,697 - __main__ - INFO - epoch 6 step 2/71 loss 0.023465698584914207',
+    '2020-02-22 14:58:55,689 - __main__ - INFO - epoch 6 step 42/71 loss 0.017695700749754906',
+    '2020-02-22 14:59:44,435 - __main__ - INFO - epoch 7 step 9/71 loss 0.016469156369566917',
+    '2020-02-22 15:00:22,197 - __main__ - INFO - epoch 7 step 49/71 loss 0.02013561874628067',
+    '2020-02-22 15:01:03,090 - __main__ - INFO - epoch 8 step 16/71 loss 0.014968625269830227',
+    '2020-02-22 15:01:42,702 - __main__ - INFO - epoch 8 step 56/71 loss 0.017783120274543762',
+    '2020-02-22 15:02:21,484 - __main__ - INFO - epoch 9 step 23/71 loss 0.01801127754151821',
+    '2020-02-22 15:03:05,466 - __main__ - INFO - epoch 9 step 63/71 loss 0.016389837488532066',
+    '2020-02-22 15:03:44,300 - __main__ - INFO - epoch 10 step 30/71 loss 0.016790077090263367',
+    '2020-02-22 15:04:31,431 - __main__ - INFO - epoch 10 step 70/71 loss 0.01574491523206234',
+    '2020-02-22 15:05:07,708 - __main__ - INFO - epoch 11 step 37/71 loss 0.015404440462589264',
+    '2020-02-22 15:05:54,615 - __main__ - INFO - epoch 12 step 4/71 loss 0.014845677651464939',
+    '2020-02-22 15:06:28,496 - __main__ - INFO - epoch 12 step 44/71 loss 0.014393359422683716',
+    '2020-02-22 15:07:11,241 - __main__ - INFO - epoch 13 step 11/71 loss 0.012591474689543247',
+    '2020-02-22 15:07:50,255 - __main__ - INFO - epoch 13 step 51/71 loss 0.011672005988657475',
+    '2020-02-22 15:08:31,055 - __main__ - INFO - epoch 14 step 18/71 loss 0.014142586849629879',
+    '2020-02-22 15:09:10,751 - __main__ - INFO - epoch 14 step 58/71 loss 0.013105829246342182',
+    '2020-02-22 15:09:50,059 - __main__ - INFO - epoch 15 step 25/71 loss 0.015605251304805279',
+    '2020-02-22 15:10:33,690 - __main__ - INFO - epoch 15 step 65/71 loss 0.013770311139523983',
+    '2020-02-22 15:11:08,881 - __main__ - INFO - epoch 16 step 32/71 loss 0.012693320401012897',
+    '2020-02-22 15:11:53,284 - __main__ - INFO - epoch 17',
+    '2020-02-22 15:12:33,419 - __main__ - INFO - epoch 17 step 39/71 loss 0.00988711602985859',
+    '2020-02-22 15:13:24,320 - __main__ - INFO - epoch 18 step 6/71 loss 0.013687324710190296',
+    '2020-02-22 15:14:00,574 - __main__ - INFO - epoch 18 step 46/71 loss 0.012430807575583458',
+    '2020-02-22 15:14:54,017 - __main__ - INFO - epoch 19 step 13/71 loss 0.012575769796967506',
+    '2020-02-22 15:15:38,882 - __main__ - INFO - epoch 19 step 53/71 loss 0.011957639828324318',
+    '2020-02-22 16:17:21,672 - __main__ - INFO - epoch 0 step 0/62 loss 0.9362788200378418',
+    '2020-02-22 16:17:57,134 - __main__ - INFO - epoch 0 step 28/62 loss 0.07678484916687012',
+    '2020-02-22 16:18:43,092 - __main__ - INFO - epoch 0 step 56/62 loss 0.06414658576250076',
+    '2020-02-22 16:19:16,595 - __main__ - INFO - epoch 1 step 20/62 loss 0.06363777816295624',
+    '2020-02-22 16:19:55,600 - __main__ - INFO - epoch 1 step 48/62 loss 0.04357258230447769',
+    '2020-02-22 16:20:30,993 - __main__ - INFO - epoch 2 step 12/62 loss 0.043954215943813324',
+    '2020-02-22 16:20:57,897 - __main__ - INFO - epoch 2 step 40/62 loss 0.03658017888665199',
+    '2020-02-22 16:21:33,980 - __main__ - INFO - epoch 3 step 4/62 loss 0.03701373562216759',
+    '2020-02-22 16:22:00,637 - __main__ - INFO - epoch 3 step 32/62 loss 0.029175307601690292',
+    '2020-02-22 16:22:42,040 - __main__ - INFO - epoch 3 step 60/62 loss 0.02396385744214058',
+    '2020-02-22 16:23:16,780 - __main__ - INFO - epoch 4 step 24/62 loss 0.029624618589878082',
+    '2020-02-22 16:23:55,308 - __main__ - INFO - epoch 4 step 52/62 loss 0.03290051966905594',
+    '2020-02-22 16:24:28,628 - __main__ - INFO - epoch 5 step 16/62 loss 0.023684963583946228',
+    '2020-02-22 16:25:01,340 - __main__ - INFO - epoch 5 step 44/62 loss 0.027878034859895706',
+    '2020-02-22 16:25:35,462 - __main__ - INFO - epoch 6 step 8/62 loss 0.030387576669454575',
+    '2020-02-22 16:26:03,744 - __main__ - INFO - epoch 6 step 36/62 loss 0.029175128787755966',
+    '2020-02-22 16:26:39,646 - __main__ - INFO - epoch 7 step 0/62 loss 0.028033215552568436',
+    '2020-02-22 16:27:05,367 - __main__ - INFO - epoch 7 step 28/62 loss 0.027554094791412354',
+    '2020-02-22 16:27:41,641 - __main__ - INFO - epoch 7 step 56/62 loss 0.034762509167194366',
+    '2020-02-22 16:28:11,241 - __main__ - INFO - epoch 8 step 20/62 loss 0.032153211534023285',
+    '2020-02-22 16:28:50,294 - __main__ - INFO - epoch 8 step 48/62 loss 0.02977878600358963',
+    '2020-02-22 16:29:22,934 - __main__ - INFO - epoch 9 step 12/62 loss 0.03740702569484711',
+    '2020-02-22 16:29:53,865 - __main__ - INFO - epoch 9 step 40/62 loss 0.025067927315831184',
+    '2020-02-22 16:30:33,514 - __main__ - INFO - epoch 10 step 4/62 loss 0.029125012457370758',
+    '2020-02-22 16:31:05,809 - __main__ - INFO - epoch 10 step 32/62 loss 0.026681924238801003',
+    '2020-02-22 16:31:49,877 - __main__ - INFO - epoch 10 step 60/62 loss 0.033586129546165466',
+    '2020-02-22 16:32:21,153 - __main__ - INFO - epoch 11 step 24/62 loss 0.028552796691656113',
+    '2020-02-22 16:32:56,928 - __main__ - INFO - epoch 11 step 52/62 loss 0.028591077774763107',
+    '2020-02-22 16:33:29,183 - __main__ - INFO - epoch 12 step 16/62 loss 0.02576378360390663',
+    '2020-02-22 16:34:03,151 - __main__ - INFO - epoch 12 step 44/62 loss 0.027922824025154114',
+    '2020-02-22 16:34:36,297 - __main__ - INFO - epoch 13 step 8/62 loss 0.029986683279275894',
+    '2020-02-22 16:35:03,517 - __main__ - INFO - epoch 13 step 36/62 loss 0.03239470720291138',
+    '2020-02-22 16:35:41,245 - __main__ - INFO - epoch 14 step 0/62 loss 0.02821497991681099',
+    '2020-02-22 16:36:10,575 - __main__ - INFO - epoch 14 step 28/62 loss 0.02900470793247223',
+    '2020-02-22 16:36:48,819 - __main__ - INFO - epoch 14 step 56/62 loss 0.03391997516155243',
+    '2020-02-22 16:37:21,566 - __main__ - INFO - epoch 15 step 20/62 loss 0.023111090064048767',
+    '2020-02-22 16:37:57,080 - __main__ - INFO - epoch 15 step 48/62 loss 0.022882718592882156',
+    '2020-02-22 16:38:36,666 - __main__ - INFO - epoch 16 step 12/62 loss 0.030595283955335617',
+    '2020-02-22 16:39:12,143 - __main__ - INFO - epoch 16 step 40/62 loss 0.030772069469094276',
+    '2020-02-22 16:40:12,983 - __main__ - INFO - epoch 17 step 4/62 loss 0.026944100856781006',
+    '2020-02-22 16:40:49,145 - __main__ - INFO - epoch 17 step 32/62 loss 0.02850545197725296',
+]
+
+
+def test_a_last_launch_that_stalls_where_an_earlier_launch_went_lower_is_a_plateau(tmp_path):
+    """The last launch falls to 3% of its first loss and holds 0.029 for most of its epochs: a converged curve by
+    its own level. An earlier launch of the same log took the same printer's loss to 0.012: the stall is not the
+    floor. Without that launch's level (`later_fall` off), no plateau."""
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "train.log").write_text("\n".join(_RELAUNCHED) + "\n")
+    run = load_run(tmp_path / "r", tmp_path / "r.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["later_floor"] < 0.6 * f.evidence["level"] and "earlier launch" in f.summary
+    assert list(Plateau(later_fall=1.0).check(run)) == []
+
+
+# A commenter's paste in https://github.com/TreB1eN/InsightFace_Pytorch/issues/71 (the ArcFace head's weights not
+# updating): the training loss printed once per step, whole.
+_FROZEN = ["tensor(34.6456, device='cuda:0', grad_fn=<NllLossBackward>)"] + \
+    ["tensor(3.6976, device='cuda:0', grad_fn=<NllLossBackward>)"] * 9
+
+
+def test_a_training_loss_that_falls_and_then_repeats_to_its_fifth_digit_is_a_plateau(tmp_path):
+    """Batches of different data give the same loss to the fifth digit only when nothing changes any more: after
+    one fall the loss is frozen. A plateau at any length (and flat_loss's identical records, its own claim)."""
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "output.txt").write_text("\n".join(_FROZEN) + "\n")
+    run = load_run(tmp_path / "r", tmp_path / "r.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["frozen_role"] == "loss" and f.evidence["frozen_evals"] == 9 and f.step == 1
+    assert list(Plateau(frozen_evals=10).check(run)) == []

@@ -40,7 +40,9 @@ class Plateau:
     few noisy points a stall must be shown, not a fall merely unshown. From `min_points` points.
     A lower plateau counts when the LR's median over it is `lr_fall` × below its peak before it (an LR dropped to ~0).
     A stall that held until a restart (`ResumedRun`), judged on the segment before it, counts at any level when the
-    loss after the restart falls `later_fall` below it: the floor was lower, the run was stopped on a plateau.
+    loss after the restart falls `later_fall` below it: the floor was lower, the run was stopped on a plateau. So
+    does a last launch's stall that an earlier launch appended to the same log beat by `later_fall`, from an initial
+    loss within `same_start` of the last one's (`_other_launch_floor`, on `min_points` points or more).
     Of launches appended to one log, the last one is the curve the log ends on (`base.by_launch`).
     A short log (`short_points` to `min_points` points) needs a final level of `short_min_level` of the initial one.
     A stall within `constant_tol` of a constant predictor's loss (`stats.CONSTANT_PREDICTOR_MSE`) counts at any level.
@@ -60,8 +62,9 @@ class Plateau:
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
     evaluation at 1/C, C the count whose ln C the loss sits at).
     In an excerpt from well into training (`FlatLoss.held_excerpt`), a level held within its noise, at flat_loss's
-    `min_points`: the fall before it is not in the log (a warning). A validation loss identical to its fifth digit
-    over its last `frozen_evals` evaluations or more after a fall (`_frozen_validation`): the weights stopped.
+    `min_points`: the fall before it is not in the log (a warning). A validation loss (else the training loss)
+    identical to its fifth digit over its last `frozen_evals` records or more after a fall (`_frozen_validation`):
+    the weights stopped.
     No plateau while the validation loss rose after its minimum beyond its own scatter (`_memorising`: overfitting's).
     No stall or held plateau on a log that stops at `plan_reached` of the plan its trainer printed or less (the last
     `eta` left against the time the last launch covers, `_short_of_plan`): "to the end" needs the end.
@@ -70,7 +73,8 @@ class Plateau:
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
     Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
     False alarms: 1 of the 176 healthy runs of the 849-run pool it could check (3 before `min_level` 0.6 and
-    `held_move` 0.02); the glaring and chance rules on none.
+    `held_move` 0.02); the glaring and chance rules on none; the frozen training loss and an earlier launch's floor
+    on none of the 214 healthy runs of set8-set11 and the shared sets (1 claim, a step schedule's tail, before and after).
     """
 
     kind: ClassVar[str] = "plateau"
@@ -105,6 +109,9 @@ class Plateau:
     trend_sigmas: float = 2.0  # a fall inside the stall within this many sigmas of its fitted trend is noise
     max_pace: float = 0.25  # ... beyond it, a stall falling at a quarter of the pace before it or more still learns
     later_fall: float = 0.2  # a stall the loss beats by 20% after a restart was not its floor, at any level
+    same_start: float = 0.25  # an earlier launch within 25% of the last one's initial loss: the same model and data
+    # (pool, 25 logs with earlier launches of 20+ points: restarts of one model mostly within 0.9-1.1 of the last
+    # start; a smoke test on another data set at 0.16, where the rule without this bar claimed a healthy resume)
     head_sigmas: float = 2.0  # the level rule holds against the initial level plus two of its standard errors
     held_length: float = 0.85  # a stall from 15% of the points to the end ...
     # ... moving less than 2% of its level over it: the run stopped learning, at any level (healthy pool, 176
@@ -260,6 +267,18 @@ class Plateau:
             ev.update(segment_end_step=int(steps[-1]), later_floor=floor)
         return ev
 
+    def _other_launch_floor(self, run: Run) -> float | None:
+        """The lowest level (rolling median) an earlier launch appended to the same log reached on `min_points`
+        points or more, starting from the last launch's initial level (within `same_start` of it), or None: the
+        same model started afresh on the same data went lower, so a stall `later_fall` above that was not its
+        floor. A launch that starts elsewhere trains another task or another loss (a smoke test on a small set)."""
+        *pieces, (_, last) = by_launch(run, "loss", *finite_part(*run.arrays("loss")))
+        head = stats.start_level(last, self.start_points)
+        floors = [float(np.nanmin(stats.rolling_median(y, max(3, int(y.size * self.smooth)))))
+                  for _, y in pieces if y.size >= self.min_points
+                  and abs(stats.start_level(y, self.start_points) - head) <= self.same_start * abs(head)]
+        return min(floors) if floors else None
+
     def _before_restart(self, run: Run) -> dict | None:
         """A stall that a restart ended: the segment before each restart `ResumedRun` finds (the steps or the
         epoch going back), judged as a run of its own, whose level the loss after the restart beats by
@@ -386,7 +405,7 @@ class Plateau:
             yield self._glaring_finding(run, glaring)
             return
         short = self._short_of_plan(run)
-        ev = None if short else self._stall(run)
+        ev = None if short else self._stall(run, floor=self._other_launch_floor(run))
         if ev is None:
             frozen = self._frozen_validation(run)
             if frozen is not None:
@@ -418,37 +437,43 @@ class Plateau:
         head, head_text = level_of(steps, y, 0, self.start_points - 1)
         constant = ("" if ev["constant_predictor_level"] is None else
                     f", the MSE of a constant prediction ({ev['constant_predictor_level']:g}), never beaten")
+        if "later_floor" in ev:
+            constant += (f"; an earlier launch appended to this log reached {ev['later_floor']:.4g} (rolling median), "
+                         f"{1 - ev['later_floor'] / tail:.0%} lower: the stall is not the model's floor")
         yield Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
                                   f"step {ev['plateau_start_step']} to the end ({length:.0%} of the points){constant}"))
 
     def _frozen_validation(self, run: Run) -> Finding | None:
-        """The validation loss identical to its fifth digit (`FlatLoss.identical_tol`) over its last `frozen_evals`
-        evaluations or more, after falling `min_drop` from its first, printed finely enough to show that digit: a fixed held-out set scores the same only when
-        the weights no longer change, so learning stopped there, whatever the training loss's batches show. A
-        warning; a validation loss that never fell is flat_loss's."""
-        if not run.has("val_loss"):
-            return None
-        vs, v = finite_part(*run.arrays("val_loss"))
-        k = 0
-        for j in range(self.frozen_evals, v.size + 1):
-            if not self.flat_loss.identical(v[-j:]):
-                break
-            k = j
-        if k == 0 or k == v.size or float(v[0]) - float(np.median(v[-k:])) < self.min_drop * abs(float(v[0])):
-            return None
-        level = float(np.median(v[-k:]))
-        if float(np.max(stats.printed_resolution(v[-k:]))) > self.flat_loss.identical_tol * abs(level):
-            return None  # printed too coarsely to show a change that small (`0.0002` at 4 decimals): no evidence
-        ev = {"frozen_evals": k, "evals": int(v.size), "frozen_level": level, "first_level": float(v[0]),
-              "plateau_start_step": int(vs[-k]), "fraction_of_initial": level / float(v[0])}
-        return Finding.of(self, severity="warning", step=int(vs[-k]), step_end=int(vs[-1]),
-                          series=run.pick("val_loss"), evidence=ev, sources=(src(run, "val_loss", vs[-k:]),),
-                          summary=(f"validation loss is identical to its fifth digit at its last {k} evaluations, "
-                                   f"steps {vs[-k]}-{vs[-1]} ({shortest(float(v[-k]))} → {shortest(float(v[-1]))}), "
-                                   f"after falling from {shortest(float(v[0]))} at step {vs[0]}: the weights no "
-                                   f"longer change; learning stopped at step {vs[-k]} (a decayed LR, dead units)"))
+        """The validation loss, else the training loss (its last launch), identical to its fifth digit
+        (`FlatLoss.identical_tol`) over its last `frozen_evals` records or more, after falling `min_drop` from its
+        first, printed finely enough to show that digit: a fixed held-out set scores the same only when the weights
+        no longer change, and batches of different data give the same loss to the fifth digit only when the model's
+        output no longer depends on them. Learning stopped there. A warning; a loss that never fell is flat_loss's."""
+        for role, said, records in (("val_loss", "validation loss", "evaluations"), ("loss", "loss", "records")):
+            if not run.has(role):
+                continue
+            vs, v = _last_launch(run) if role == "loss" else finite_part(*run.arrays(role))
+            k = 0
+            for j in range(self.frozen_evals, v.size + 1):
+                if not self.flat_loss.identical(v[-j:]):
+                    break
+                k = j
+            if k == 0 or k == v.size or float(v[0]) - float(np.median(v[-k:])) < self.min_drop * abs(float(v[0])):
+                continue
+            level = float(np.median(v[-k:]))
+            if float(np.max(stats.printed_resolution(v[-k:]))) > self.flat_loss.identical_tol * abs(level):
+                continue  # printed too coarsely to show a change that small (`0.0002` at 4 decimals): no evidence
+            ev = {"frozen_evals": k, "evals": int(v.size), "frozen_level": level, "first_level": float(v[0]),
+                  "plateau_start_step": int(vs[-k]), "fraction_of_initial": level / float(v[0]), "frozen_role": role}
+            return Finding.of(self, severity="warning", step=int(vs[-k]), step_end=int(vs[-1]),
+                              series=run.pick(role), evidence=ev, sources=(src(run, role, vs[-k:]),),
+                              summary=(f"{said} is identical to its fifth digit at its last {k} {records}, "
+                                       f"steps {vs[-k]}-{vs[-1]} ({shortest(float(v[-k]))} → {shortest(float(v[-1]))}), "
+                                       f"after falling from {shortest(float(v[0]))} at step {vs[0]}: the weights no "
+                                       f"longer change; learning stopped at step {vs[-k]} (a decayed LR, dead units)"))
+        return None
 
     def _excerpt_finding(self, run: Run, steps: np.ndarray, y: np.ndarray, ev: dict) -> Finding:
         """A level held within its noise over an excerpt that opens well into training (`FlatLoss.held_excerpt`):
