@@ -181,7 +181,7 @@ def test_a_loss_wandering_within_its_noise_over_the_whole_log_is_flat(tmp_path):
     y = 0.88 * (1 + rng.normal(0, 0.05, steps.size))
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y)}), tmp_path / "f.duckdb")
     [f] = FlatLoss().check(run)
-    assert f.evidence["still"] and "within its own noise" in f.summary and "median of steps 50-250 " in f.summary
+    assert f.evidence["still"] and "within its own noise" in f.summary and "median of steps 50-800 " in f.summary
     falling = y * np.linspace(1.0, 0.8, steps.size)
     run = load_run(write_tb(tmp_path / "d", {"loss": (steps, falling)}), tmp_path / "d.duckdb")
     assert list(FlatLoss().check(run)) == []
@@ -644,3 +644,62 @@ def test_a_validation_loss_held_in_an_excerpt_from_late_in_training_is_not_flat(
     (run_dir / "train.log").write_text("\n".join(lines) + "\n")
     found = list(FlatLoss().check(load_run(run_dir, tmp_path / "f.duckdb")))
     assert len(found) == expect, [f.summary for f in found]
+
+
+def test_a_per_step_loss_scattering_wide_around_one_level_is_flat_though_its_first_and_last_tenths_differ(tmp_path):
+    """170 per-batch losses scattering ±13% around 90 with no trend: the medians of the first and last tenth (17
+    points each) differ by 10% by chance alone, those of the first and last third by 2%: within its noise, it never
+    moved. The same scatter over a loss that halves learned."""
+    steps = np.arange(170)
+    y = 90 * (1 + np.random.default_rng(28).normal(0, 0.13, steps.size))
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "critical" and f.evidence["still"] and f.evidence["edge_points"] == 57
+    falling = y * np.linspace(1.0, 0.5, steps.size)
+    run = load_run(write_tb(tmp_path / "d", {"loss": (steps, falling)}), tmp_path / "d.duckdb")
+    assert list(FlatLoss().check(run)) == []
+
+
+def test_a_loss_that_fell_from_its_first_value_then_froze_to_the_last_digit_is_plateaus(tmp_path):
+    """34.65 at the first record, then 3.6976 at every one after: the loss learned, then stopped (DECISIONS §17:
+    plateau). The same pin from a first value beside it never moved: flat_loss."""
+    from forensics.judge.detectors import Plateau
+
+    steps = np.arange(10)
+    fell = np.array([34.6456] + [3.6976] * 9)
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, fell)}), tmp_path / "f.duckdb")
+    assert list(FlatLoss().check(run)) == []
+    [p] = Plateau().check(run)
+    assert p.evidence["frozen"] and p.evidence["level"] == pytest.approx(3.6976) and p.step == 1
+    still = np.array([3.6981] + [3.6976] * 9)
+    run = load_run(write_tb(tmp_path / "s", {"loss": (steps, still)}), tmp_path / "s.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.kind == "flat_loss" and f.evidence["last_level"] == pytest.approx(3.6976)
+    assert list(Plateau().check(run)) == []
+
+
+def _grpo_history(rewards: np.ndarray) -> list[dict]:
+    """A GRPO trainer's log entries as TRL writes them into trainer_state.json: a surrogate loss near 0 (the
+    advantage of a group scored alike is 0), the group reward, its spread and the share of groups scored alike."""
+    rng = np.random.default_rng(3)
+    return [{"loss": float(rng.normal(1e-5, 2e-6)), "grad_norm": float(rng.uniform(5e-4, 2e-3)),
+             "learning_rate": 5e-6 * (1 - i / rewards.size), "reward": float(r), "reward_std": 0.25 * bool(r),
+             "frac_reward_zero_std": 1.0 - 0.25 * bool(r), "epoch": round(i / rewards.size, 4), "step": i + 1}
+            for i, r in enumerate(rewards)]
+
+
+def test_an_rl_reward_one_value_on_nearly_every_record_is_flat_and_a_rising_one_is_not(tmp_path):
+    """An RL run's losses chase moving targets and are not judged; its reward is. Exactly 0 on 85 of 100 records,
+    its last third too: the agent is scored alike whatever it does, nothing is learned (a warning: not every
+    record). A reward that starts at 0 and rises learned: silent."""
+    from tests.runwriters import write_trainer_state
+
+    rewards = np.zeros(100)
+    rewards[::7] = 0.0625
+    run = load_run(write_trainer_state(tmp_path / "r", _grpo_history(rewards)), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.series == "reward" and f.evidence["reward_value"] == 0.0
+    assert f.evidence["reward_share"] == pytest.approx(85 / 100)
+    rising = np.where(np.arange(100) < 40, 0.0, np.linspace(0, 0.8, 100))
+    run = load_run(write_trainer_state(tmp_path / "d", _grpo_history(rising)), tmp_path / "d.duckdb")
+    assert list(FlatLoss().check(run)) == []

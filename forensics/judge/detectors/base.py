@@ -59,9 +59,7 @@ def missing_reason(detector: Detector, run: Run) -> str | None:
     if getattr(detector, "reads_loss_level", False) or getattr(detector, "reads_curve", False):
         rl = reinforcement_learning(run)
         if rl is not None and not getattr(detector, "judges_rl", False):
-            return (f"a reinforcement-learning run (it logs {rl.evidence}): its losses ({_listed(rl.objectives)}) are "
-                    f"objectives against moving targets, not expected to fall, so their level and shape are not "
-                    f"judged; non-finite values in them still are")
+            return rl_reason(rl)
     gan = gan_pair(run) if getattr(detector, "reads_loss_level", False) or getattr(detector, "reads_curve", False) \
         else None
     if gan is not None and not getattr(detector, "judges_gan_pair", False):
@@ -148,6 +146,29 @@ PREFERENCE_WORDS = frozenset({"chosen", "rejected", "margin", "margins", "accura
 class RlRun:
     evidence: str  # the series that makes it an RL run (an episode reward, or the policy and value losses)
     objectives: tuple[str, ...]  # its training-loss series
+
+
+def rl_reason(rl: RlRun) -> str:
+    """Why the detectors that judge a training loss's level or shape leave an RL run's losses."""
+    return (f"a reinforcement-learning run (it logs {rl.evidence}): its losses ({_listed(rl.objectives)}) are "
+            f"objectives against moving targets, not expected to fall, so their level and shape are not "
+            f"judged; non-finite values in them still are")
+
+
+# A reward's statistics beside it (`reward_std`, `frac_reward_zero_std`, `min_reward`): not the reward itself.
+REWARD_STAT_WORDS = frozenset({"std", "frac", "zero", "min", "max", "var", "stddev", "median"})
+
+
+def reward_series(run: Run) -> str | None:
+    """The reward an RL run logs (`reward`, `ep_rew_mean`, `rewards/mean`, `Environment/Cumulative Reward`): of the
+    series a reward or return word names, none of a statistic beside it (`REWARD_STAT_WORDS`), the one whose name says
+    least, then the one with the most points; None without one."""
+    from ingest.roles import words
+
+    rows = [(len(words(name)), -(n or 0), name) for name, n in run.meta.select("name", "n_points").iter_rows()
+            if set(words(name)) & (REWARD_WORDS | RETURN_WORDS) and not set(words(name)) & (PREFERENCE_WORDS
+                                                                                          | REWARD_STAT_WORDS)]
+    return min(rows)[2] if rows else None
 
 
 def reinforcement_learning(run: Run) -> RlRun | None:

@@ -11,7 +11,8 @@ import numpy as np
 
 from forensics.judge import stats
 from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of,
-                                            opens_late, src, steps_open_late, too_short)
+                                            opens_late, reinforcement_learning, reward_series, rl_reason, src,
+                                            steps_open_late, too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.roles import SPLIT_WORDS, words
@@ -29,11 +30,13 @@ class FlatLoss:
     first and last levels within `chance_band` of ln C, C declared by the config (`base.class_count`), named by an
     accuracy at 1/C, or matched by every printed value (`4.600` is ln 100 to the printer's rounding), over
     `min_points` points, `chance_epochs` epochs or one value throughout. Pinned: the last `min_repeats` points and
-    `pinned_share` of all one non-zero value of `min_digits` significant digits or more. At chance at the end: the
+    `pinned_share` of all one non-zero value of `min_digits` significant digits or more, not fallen to from its first
+    value (`stats.learned`: fell, then froze, is plateau's, `fell_then_froze`, DECISIONS §17). At chance at the end: the
     last `min_repeats` points within `chance_rel_tol` of ln k (`stats.chance_level`), never `chance_floor` below.
     At chance over most of the run, whatever the first window (`_chance_most`): window means near ln C.
     Within its noise, from `min_points` on: the last `edge`'s median within `rel_tol` of the first's and the smoothed
-    curve never `rel_tol` below it, or no trend (Mann–Kendall p ≥ `still_p`) and within `still_tol`. Under
+    curve never `rel_tol` below it, or no trend (Mann–Kendall p ≥ `still_p`) and its last third's median within
+    `still_tol` of its first third's (`still_edge`: a tenth's median of a per-step loss is as noisy as the band). Under
     `min_points`, from `schedule_points`: every point within `still_tol` of the first while the LR runs its schedule
     out (to `schedule_end` of its peak), from `constant_points` every point within `held_tol` of the first in a log
     that shows the run's start (`_held_short`, a warning), or, over `chance_epochs` epochs, a loss that ends no lower and an accuracy
@@ -54,6 +57,8 @@ class FlatLoss:
     whose noise cannot resolve `still_tol` (`resolve_sigmas`); nor one whose LR still warms up, an excerpt from a
     decayed schedule's end, a loss still while the gradient norm grows `exploding_growth` ×, one that rose to its pin
     from half of it, or a later launch that resumes below where the log began.
+    In a reinforcement-learning run only its reward speaks (`_reward_still`): one value on `reward_share` of its
+    records and of its last third (the agent is scored alike whatever it does; its losses are never judged here).
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p, ln C, C and
     where C came from, the median LR when an LR series exists.
@@ -66,6 +71,9 @@ class FlatLoss:
     Within-noise rules are silent on an excerpt from well into training, LR logged or not (`unseen_start`; on a
     validation loss beside a standing training loss too: the run's start is not in the log), and a
     range-flat loss moving at nearly every record (`_steady`) is a warning.
+    The thirds' medians (`still_edge`), on the 214 healthy runs of set8-11 and the three shared sets: of the 19 whose
+    loss (10+ points) shows no trend, the change is 0%, 0.02%, 4.8% on three that allow flat_loss, 1.9% on one the
+    fall-at-once guard keeps, then 6.4%, 6.8%, 7.3%, 7.4%, 10%: 0 claims. An RL reward (`_reward_still`): 0 claims.
     """
 
     kind: ClassVar[str] = "flat_loss"
@@ -76,6 +84,7 @@ class FlatLoss:
     requires: ClassVar[tuple[str, ...]] = ()
     reads_validation_alone: ClassVar[bool] = True
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
+    judges_rl: ClassVar[bool] = True  # in an RL run, only a reward that never moves (`_reward_still`)
     rel_tol: float = 0.03  # a 3% move over a whole run is below what a user calls learning (healthy pool: 0 of 228
     # at 0.02 and 0.03; 0.04 a warning on 1, 0.05 a critical on it)
     edge: float = 0.1  # first/last fraction of the points whose medians are compared
@@ -92,6 +101,8 @@ class FlatLoss:
     constant_points: int = 3  # a loss exactly one value on every one of this many points or more was never computed
     still_p: float = 0.05  # a loss with no trend (Mann–Kendall p at least this) over at least `min_points` ...
     still_tol: float = 0.05  # ... that ends within 5% of where it began and never learned: still within its noise
+    still_edge: float = 1 / 3  # ... where it began and ends: the medians of its first and last third (a tenth's median
+    # of a per-step loss scattering ±13% misses by 5% on its own)
     # (healthy pool: 0 of 228 from 0.03 to 0.07; 0.1 criticals on 2)
     exploding_growth: float = 10.0  # a loss that sits still while the gradient norm grows ×10 is exploding_gradients'
     schedule_points: int = 5  # under `min_points`, a loss this long that stays within `still_tol` of its first ...
@@ -119,10 +130,15 @@ class FlatLoss:
     # (pool of 978: no healthy run's loss within 1e-3 on 3+ points; the flat ones within 1e-4 are all labelled flat)
     held_tol: float = 0.01  # a log of 3-9 points from its start, every one within 1% of the first: never moved
     # (154 healthy runs with a loss: the closest short log from its start moves 2.3% (7 points); an excerpt, 0.2%)
+    reward_share: float = 0.75  # an RL reward one value on 3/4 of its records, and of its last third, never moved
+    # (the 8 healthy RL runs of 10+ rewards in set8-11: the most frequent value's share at most 0.13)
     held_intervals: float = 20.0  # a held level is plateau's where the step axis opens more than this many logging
     # intervals in: an axis composed from 1-based epochs (`[1][50/500]`) opens one epoch in, 10 intervals at 50 a line
 
     def unavailable(self, run: Run) -> str | None:
+        rl = reinforcement_learning(run)
+        if rl is not None:
+            return None if self._reward_still(run) is not None else rl_reason(rl)
         run = epoch_view(run)  # the epoch means' shape where the writer logged them beside per-step values
         if not run.has("loss"):
             return None if self._validation_alone(run) is not None else run.missing_message("loss")
@@ -133,6 +149,33 @@ class FlatLoss:
         if short and next(iter(self.check(run)), None) is None:
             return short
         return None
+
+    def _reward_still(self, run: Run) -> Finding | None:
+        """In an RL run, the finding when its reward (`base.reward_series`) is one value on `reward_share` of its
+        records or more, over its last third as over the whole log, from `min_points` records: the agent is scored
+        the same whatever it does (a GRPO group scored alike has zero advantage, so zero gradient), and nothing is
+        learned. Critical when every record is that value, else a warning. None otherwise."""
+        name = reward_series(run)
+        if name is None:
+            return None
+        steps, r = finite_part(*run.arrays(name))
+        if r.size < self.min_points:
+            return None
+        values, counts = np.unique(r, return_counts=True)
+        mode = float(values[int(np.argmax(counts))])
+        share, late = float(counts.max()) / r.size, float(np.mean(r[-max(self.min_repeats, r.size // 3):] == mode))
+        if share < self.reward_share or late < self.reward_share:
+            return None
+        ev = {"reward_series": name, "reward_value": mode, "reward_share": share, "reward_late_share": late,
+              "reward_low": float(r.min()), "reward_high": float(r.max()), "points": int(r.size),
+              "first_level": float(r[0]), "last_level": float(r[-1])}
+        return Finding.of(self, severity="critical" if share == 1.0 else "warning", step=int(steps[0]),
+                          step_end=int(steps[-1]), series=name, evidence=ev, sources=(src(run, name, steps),),
+                          summary=(f"the reward {name} is exactly {shortest(mode)} at {share:.0%} of its {r.size} "
+                                   f"records (steps {steps[0]}-{steps[-1]}; {late:.0%} of its last third), between "
+                                   f"{shortest(ev['reward_low'])} and {shortest(ev['reward_high'])}: the agent is "
+                                   f"scored the same whatever it does, so there is nothing to learn from (a reward "
+                                   f"function that never fires, a task too hard or misparsed outputs)"))
 
     def _chance_role(self, run: Run) -> tuple[str, dict] | None:
         """The role and evidence of a loss pinned at chance by `_chance` (the training loss, else the validation
@@ -161,6 +204,11 @@ class FlatLoss:
         return (steps, ev) if ev is not None else None
 
     def check(self, run: Run) -> Iterator[Finding]:
+        if reinforcement_learning(run) is not None:  # an agent's losses chase moving targets: only its reward speaks
+            found = self._reward_still(run)
+            if found is not None:
+                yield found
+            return
         run = epoch_view(run)
         if not run.has("loss"):
             alone = self._validation_alone(run)
@@ -525,7 +573,7 @@ class FlatLoss:
         wanders ±5% around one level; the trend test is what says the wandering is noise."""
         if y.size < self.min_points:
             return None
-        head, tail = stats.head_tail_levels(y, self.edge)
+        head, tail = stats.head_tail_levels(y, self.still_edge)
         if not (math.isfinite(head) and abs(head) > 1e-12) or abs(tail - head) > self.still_tol * abs(head):
             return None
         if stats.learned(y, tail, self.learned_fall) or not self._stayed(y, head):
@@ -534,7 +582,7 @@ class FlatLoss:
         if trend.p < self.still_p:
             return None
         slope, _ = stats.theil_sen(steps, y)
-        k = min(y.size, max(3, int(round(y.size * self.edge))))  # the points each median is over (head_tail_levels)
+        k = min(y.size, max(3, int(round(y.size * self.still_edge))))  # the points each median is over (head_tail_levels)
         return {"first_level": head, "last_level": tail, "relative_change": (tail - head) / abs(head),
                 "slope_per_step": slope, "mk_p": trend.p, "points": int(y.size), "still": True, "edge_points": k}
 
@@ -612,7 +660,22 @@ class FlatLoss:
                     and stats.mann_kendall(g, gs).p < self.still_p)
 
     def _pinned(self, y: np.ndarray) -> dict | None:
-        """The evidence when `y` ends pinned at one value by the rule above, else None."""
+        """The evidence when `y` is pinned (`pin`) and did not fall from its first value to the pin (`stats.learned`),
+        else None: a loss that fell and then froze is plateau's (`fell_then_froze`), DECISIONS §17."""
+        ev = self.pin(y)
+        return None if ev is None or stats.learned(y, ev["pinned_value"], self.learned_fall, points=1) else ev
+
+    def fell_then_froze(self, y: np.ndarray) -> dict | None:
+        """The pin's evidence (`pin`) where the loss fell to it from its first value by `learned_fall` (and
+        `stats.LEARNED_SIGMAS`: the one boundary, `stats.learned`): it learned, then stopped to the last digit.
+        Plateau's to claim, at any length; a pin reached with no fall is this detector's. Else None."""
+        ev = self.pin(y)
+        return ev if ev is not None and stats.learned(y, ev["pinned_value"], self.learned_fall, points=1) else None
+
+    def pin(self, y: np.ndarray) -> dict | None:
+        """The evidence when `y` ends pinned at one value: its last `min_repeats` points and `pinned_share` of all of
+        them one non-zero value of `min_digits` significant digits or more (minibatch noise never repeats a loss to
+        its fourth digit), not risen to it from half of it or less (a collapse: divergence's). Else None."""
         if y.size <= self.min_repeats:
             return None
         value = float(y[-1])

@@ -60,7 +60,9 @@ class Plateau:
     then froze (`_frozen_validation`), which is the finding.
     Glaring, at any length (`_glaring`): a first value `glaring_fall` above the last `glaring_points` points or more,
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
-    evaluation at 1/C, C the count whose ln C the loss sits at).
+    evaluation at 1/C, C the count whose ln C the loss sits at); or, at any level, a loss that fell from its first value
+    and then froze to the last digit (`FlatLoss.fell_then_froze`: the boundary is flat_loss's pin and `stats.learned`,
+    so the two never both claim it, DECISIONS §17).
     In an excerpt from well into training (`FlatLoss.held_excerpt`), a level held within its noise, at flat_loss's
     `min_points`: the fall before it is not in the log (a warning). A validation loss (else the training loss)
     identical to its fifth digit over its last `frozen_evals` records or more after a fall (`_frozen_validation`):
@@ -556,6 +558,13 @@ class Plateau:
         steps, y = _last_launch(run)
         if y.size < self.glaring_points + 1:
             return None
+        frozen = self.flat_loss.fell_then_froze(y)
+        if frozen is not None:  # fell, then one value to the last digit: the weights stopped, at any level
+            k = int(np.argmin((y == frozen["pinned_value"])[::-1])) if frozen["pinned_points"] < y.size else y.size
+            return {"plateau_start_step": int(steps[-k]), "level": frozen["pinned_value"],
+                    "initial_level": float(y[0]), "fraction_of_initial": frozen["pinned_value"] / float(y[0]),
+                    "length_fraction": k / y.size, "points": int(y.size), "flat_points": k, "frozen": True,
+                    "significant_digits": frozen["significant_digits"]}
         level = float(np.median(y[-self.glaring_points:]))
         inside = np.abs(y - level) <= self.glaring_band * abs(level)
         k = int(np.argmin(inside[::-1])) if not inside.all() else y.size
@@ -588,6 +597,14 @@ class Plateau:
         k = ev["flat_points"]
         _, tail_text = level_of(steps, y, y.size - k, y.size - 1)
         spread = float(np.max(np.abs(y[-k:] - ev["level"]))) / ev["level"]
+        if ev.get("frozen"):
+            return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
+                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                              summary=(f"loss falls from {shortest(float(y[0]))} at step {steps[0]} to "
+                                       f"{shortest(ev['level'])} and is exactly that value at each of its last {k} "
+                                       f"points (steps {steps[-k]}-{steps[-1]}): minibatch noise never repeats a loss "
+                                       f"to {ev['significant_digits']} significant digits; it learned, then stopped (frozen "
+                                       f"weights, dead units, an LR that fell to 0)"))
         witness = (f"an accuracy of {ev['accuracy']:.4g} unchanged at all {ev['accuracy_points']} evaluations of "
                    f"{ev['accuracy_series']}, 1/{ev['chance_k']}, beside ln {ev['chance_k']} = "
                    f"{ev['chance_level']:.4g}" if "accuracy_series" in ev else
