@@ -640,5 +640,6 @@ def test_a_training_loss_that_falls_and_then_repeats_to_its_fifth_digit_is_a_pla
     (tmp_path / "r" / "output.txt").write_text("\n".join(_FROZEN) + "\n")
     run = load_run(tmp_path / "r", tmp_path / "r.duckdb")
     [f] = Plateau().check(run)
-    assert f.evidence["frozen_role"] == "loss" and f.evidence["frozen_evals"] == 9 and f.step == 1
-    assert list(Plateau(frozen_evals=10).check(run)) == []
+    # an exact pin after a fall is claimed by the glaring rule first (`FlatLoss.fell_then_froze`, flat_loss's boundary);
+    # `_frozen_validation` reads the training loss for freezes to the fifth digit that are not exact
+    assert f.step == 1 and f.evidence["frozen"] and "3.6976" in f.summary and "34.6456" in f.summary
