@@ -1450,7 +1450,7 @@ _CANDIDATE = "|".join([
     # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
     r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\[\s*\d+,\s*\d+\]|Train:\s*\d",
     BAR_OPENS,
-    r"|[(\[]\s*\d+\s*/",  # fraction_first, bracket_fractions
+    r"[(\[]\s*\d+\s*/",  # fraction_first, bracket_fractions
     r"\d\d:\d\d:\d\d",  # every time pattern
     rf"[\d.nNfF]\s?(?:{RATE_UNITS})",  # bare_rate (a number ends in a digit, `.`, nan or inf)
     rf"={_GAP}{_NUMBER_START}",  # key_equals_value (and `key = value` phrases)
