@@ -885,3 +885,9 @@ def test_rows_of_whole_numbers_or_without_a_counter_are_no_loss(tmp_path):
     frame = _frame(log)
     assert not frame.filter(pl.col("tag").map_elements(lambda t: role_of(t).role in ("train_loss", "val_loss"),
                                                        return_dtype=pl.Boolean)).height
+
+
+def test_the_candidate_filter_keeps_out_a_line_that_can_give_nothing():
+    # every alternative of the pre-filter is a pattern: an empty one (`||`, `|` at an end) would keep every line
+    lines = pl.Series(["kl just right!", "| EpLenMean | 200 |", "Epoch 3: 100%|██| 5/5 [00:01<00:00]"])
+    assert lines.str.contains(C._CANDIDATE).to_list() == [False, False, True]
