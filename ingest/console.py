@@ -497,14 +497,15 @@ PATTERNS: list[LinePattern] = [
 
 # Loose `Words value` clauses (pass 4): up to four words (`Acc@1` is one), an optional `:` / `is` / `=`, the value,
 # then an optional unit glued to it (`ms`, `%`, `s`) and up to two unit words (`samples/sec`, `GB`); a value glued to
-# the name's last letter or digit is part of the name (`mAP50`, `mAP50-95` in a header are names). Prose may come
+# the name's last letter or digit is part of the name (`mAP50`, `mAP50-95` in a header are names), and a value word
+# is a whole word (`Inference` is no `inf`). Prose may come
 # before the name (`INFO the training loss is 0.52`: read only where the name names a metric); an article is never
 # part of a name, and a verb or `of` may join name and value (`loss was 0.44`, `a loss of 0.3`).
 _ARTICLE = r"(?!(?i:the|a|an|our|my|this|its)\s)"
 _CONNECTOR = r"(?::|\b(?:is|was|of|equals)\b|=)?"
 PHRASE = re.compile(
     rf"^(?P<lead>(?:[^\s\d]+\s+)*?){_ARTICLE}(?P<key>[A-Za-z][\w/%.@+-]*(?: {_ARTICLE}[A-Za-z][\w/%.@+-]*){{0,3}}?)\s*"
-    rf"{_CONNECTOR}\s*(?<![\w-])(?P<value>{NUM})"
+    rf"{_CONNECTOR}\s*(?<![\w-])(?P<value>{NUM})(?!(?<=[A-Za-z])[A-Za-z])"
     r"(?P<unit>[A-Za-z%/]+)?(?:\s+(?P<unit2>[A-Za-z%/]+))?(?:\s+[A-Za-z%/]+)?$")
 # A value printed as a word (`nan`, `inf`): never a label's end, nor the first word of a name.
 _VALUE_WORD = re.compile(r"(?i:nan|inf(?:inity)?)(?![\w.])")

@@ -891,3 +891,13 @@ def test_the_candidate_filter_keeps_out_a_line_that_can_give_nothing():
     # every alternative of the pre-filter is a pattern: an empty one (`||`, `|` at an end) would keep every line
     lines = pl.Series(["kl just right!", "| EpLenMean | 200 |", "Epoch 3: 100%|██| 5/5 [00:01<00:00]"])
     assert lines.str.contains(C._CANDIDATE).to_list() == [False, False, True]
+
+
+def test_a_word_that_opens_with_a_value_word_is_no_value(tmp_path):
+    # a sampling banner between records (LinJasian/Mini-GPT@a3993d6db0c439b644d8e9af8f7d957e316c7c5a:
+    # results/training_log.txt): `Inference` is no `inf` with a unit `erence`
+    assert parse_line("--- SFT Inference at step 0 ---").metrics == {}
+    log = tmp_path / "training_log.txt"
+    log.write_text("SFT step 0: train loss 6.8173, val loss 10.9098\n\n--- SFT Inference at step 0 ---\n"
+                   "SFT step 50: train loss 1.4398, val loss 6.1116\n")
+    assert set(_frame(log)["tag"]) == {"train loss", "val loss"}

@@ -57,6 +57,8 @@ class MaskedNonfinite:
     moving_share: float = 0.5  # an LR that changes between at least half its logged points is stepped per step
     # GradScaler's start-up calibration skips one step per halving from 65536: 16 at most before the scale reaches 1
     calibration_steps: int = 20
+    # outputs computed per record (log-probs, logits, rewards) come several at once: one series alone may be a misread
+    min_outputs: int = 2
 
     def _lr_held(self, run: Run, steps: np.ndarray) -> np.ndarray:
         """Per step of `steps`: the logged LR did not advance there (the same value as at the LR's previous logged
@@ -118,9 +120,10 @@ class MaskedNonfinite:
 
     def _beside_nonfinite_outputs(self, run: Run) -> Iterator[Finding]:
         """Quantities the training computes from the model's outputs in the same records as the loss (TRL's
-        `logps/chosen`, `logits/rejected`, `rewards/margins`: series of no other role, no held-out split) non-finite
-        at every record from their first non-finite one to the end, `min_streak` records or more, while the loss
-        logged beside them stays finite: the outputs are NaN and the loss hides it (a filtered or zeroed loss).
+        `logps/chosen`, `logits/rejected`, `rewards/margins`: series of no other role, no held-out split), `min_outputs`
+        or more, non-finite at every record from their first non-finite one to the end, `min_streak` records or more,
+        while the loss logged beside them stays finite: the outputs are NaN and the loss hides it (a filtered or zeroed
+        loss).
         Critical. False alarms: no healthy run of the pool logs such a series non-finite beside a finite loss."""
         ts, tv = run.arrays("loss")
         hidden: dict[str, np.ndarray] = {}
@@ -134,7 +137,7 @@ class MaskedNonfinite:
             first = int(np.argmax(bad))
             if bad[first:].all() and bad.size - first >= self.min_streak:
                 hidden[name] = os_[first:]
-        if not hidden:
+        if len(hidden) < self.min_outputs:
             return
         first_step = int(min(int(s[0]) for s in hidden.values()))
         stretch = ts >= first_step
