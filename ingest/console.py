@@ -2740,10 +2740,10 @@ def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
         return False
     head_a, head_b = a[:first], b[:len(b) - len(a) + first]
     lead = len(commonprefix([head_a, head_b]))
-    return not any(_COUNTED.match(head, lead) for head in (head_a, head_b))
+    return not any(_COUNT_OF_TOTAL.match(head, lead) for head in (head_a, head_b))
 
 
-_COUNTED = re.compile(r"\d*\s*/\s*\d")  # where two heads part: a number counted against a total (`50/100`)
+_COUNT_OF_TOTAL = re.compile(r"\d*\s*/\s*\d")  # where two heads part: a number counted against a total (`50/100`)
 
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
