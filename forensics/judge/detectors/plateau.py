@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 import math
@@ -434,9 +435,11 @@ class Plateau:
             return
         steps, y = _last_launch(run)
         length = ev["length_fraction"]
-        # the levels as the file shows them: the medians `_stall` took, with their steps
-        tail, tail_text = level_of(steps, y, y.size - max(3, int(np.ceil(self.min_length * y.size))), y.size - 1)
-        head, head_text = level_of(steps, y, 0, self.start_points - 1)
+        # the levels as the file shows them: the medians `_stall` took, with their steps in the file's words
+        say = partial(run.printed_span, run.pick("loss"))
+        tail, tail_text = level_of(steps, y, y.size - max(3, int(np.ceil(self.min_length * y.size))), y.size - 1,
+                                   say=say)
+        head, head_text = level_of(steps, y, 0, self.start_points - 1, say=say)
         constant = ("" if ev["constant_predictor_level"] is None else
                     f", the MSE of a constant prediction ({ev['constant_predictor_level']:g}), never beaten")
         if "later_floor" in ev:
@@ -445,7 +448,7 @@ class Plateau:
         yield Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                          summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
-                                  f"step {ev['plateau_start_step']} to the end ({length:.0%} of the points){constant}"))
+                                  f"{say(ev['plateau_start_step'])} to the end ({length:.0%} of the points){constant}"))
 
     def _frozen_validation(self, run: Run) -> Finding | None:
         """The validation loss, else the training loss (its last launch), identical to its fifth digit
