@@ -2734,16 +2734,20 @@ def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
     """Whether two lines differ only before their first metric (`node-1: {'loss': 0.5}`, `node-2: {'loss': 0.5}`),
     not in text between or after the values (`Step [6/48], Loss: nan` and `Step [12/48], Loss: nan` are two), nor
     in a count against a total before them (`[episode 50/100] => loss:nan` and `[episode 100/100] => loss:nan` are
-    two: a node's name is never counted against a total)."""
+    two: a node's name is never counted against a total), nor only in their time of day (one logger's two records,
+    stamped a millisecond apart)."""
     first = min((i for i in (a.find(t.split()[-1]) for t in metrics) if i >= 0), default=-1)
     if first < 0 or not b.endswith(a[first:]):
         return False
     head_a, head_b = a[:first], b[:len(b) - len(a) + first]
+    if _CLOCK.sub("", head_a) == _CLOCK.sub("", head_b):
+        return False  # apart only in their time of day (`11:00:00,123`, `11:00:00,124`): one writer's two records
     lead = len(commonprefix([head_a, head_b]))
     return not any(_COUNT_OF_TOTAL.match(head, lead) for head in (head_a, head_b))
 
 
 _COUNT_OF_TOTAL = re.compile(r"\d*\s*/\s*\d")  # where two heads part: a number counted against a total (`50/100`)
+_CLOCK = re.compile(r"\d{1,2}:\d\d:\d\d(?:[.,]\d+)?")  # a time of day in a line's stamp
 
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}

@@ -246,7 +246,8 @@ FORMATS: list[Format] = [
     # (`step 1/9` after the training's `step 10/99`) is the evaluation's; lines that differ before their values in a
     # count against a total (`episode 50/100`, `episode 100/100`) are two records, not one printed by two ranks; a
     # bar whose glyphs a notebook dropped (`100% 63/63 [00:18<00:00, 3.35it/s]`) is a bar; a value glued to a name
-    # (`mAP50`, `mAP50-95` in a header) is part of the name, and a value word a whole word (`Inference` is no `inf`)
+    # (`mAP50`, `mAP50-95` in a header) is part of the name, and a value word a whole word (`Inference` is no `inf`);
+    # two lines apart only in the time of day of their stamp are two records of one logger, not a rank's copy
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=21),
 ]

@@ -1074,3 +1074,15 @@ def test_rows_of_tab_separated_values_under_a_comma_header_in_a_banner(tmp_path)
     assert _series(frame, "train_loss")["value"].to_list() == [5.2009, 5.0857, 5.0195]
     assert _series(frame, "valid_loss")["value"].to_list() == [4.9771, 4.9544, 4.9611]
     assert not frame.filter(pl.col("tag").is_in(["data", "model", "tokenizer"])).height
+
+
+def test_two_records_stamped_a_millisecond_apart_are_two(tmp_path):
+    # one logger writing the same values twice (an evaluation's two batches): the lines differ only in the
+    # milliseconds of their stamp, which a node's or rank's prefix never is alone
+    path = tmp_path / "train.log"
+    path.write_text("2024-05-01 10:00:00,123 - INFO - loss: 2.0 acc: 0.7\n"
+                    "2024-05-01 10:00:00,124 - INFO - loss: 2.0 acc: 0.7\n"
+                    "2024-05-01 10:00:00,999 - INFO - loss: 1.5 acc: 0.7\n"
+                    "2024-05-01 10:00:01,001 - INFO - loss: 1.5 acc: 0.7\n")
+    frame, _, _ = _read(path)
+    assert _series(frame, "loss")["value"].to_list() == [2.0, 2.0, 1.5, 1.5]
