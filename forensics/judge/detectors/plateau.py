@@ -445,10 +445,9 @@ class Plateau:
         if "later_floor" in ev:
             constant += (f"; an earlier launch appended to this log reached {ev['later_floor']:.4g} (rolling median), "
                          f"{1 - ev['later_floor'] / tail:.0%} lower: the stall is not the model's floor")
-        yield Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
-                         series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                         summary=(f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) from "
-                                  f"{say(ev['plateau_start_step'])} to the end ({length:.0%} of the points){constant}"))
+        yield self._warning(run, ev, steps, (f"loss stalls at {tail_text} ({tail / head:.0%} of its start, {head_text}) "
+                                             f"from {say(ev['plateau_start_step'])} to the end ({length:.0%} of the "
+                                             f"points){constant}"))
 
     def _frozen_validation(self, run: Run) -> Finding | None:
         """The validation loss, else the training loss (its last launch), identical to its fifth digit
@@ -597,39 +596,40 @@ class Plateau:
 
     def _glaring_finding(self, run: Run, ev: dict) -> Finding:
         steps, y = _last_launch(run)
+        say = partial(run.printed_span, run.pick("loss"))  # the file's steps, where its counter starts again
         k = ev["flat_points"]
-        _, tail_text = level_of(steps, y, y.size - k, y.size - 1)
+        _, tail_text = level_of(steps, y, y.size - k, y.size - 1, say=say)
         spread = float(np.max(np.abs(y[-k:] - ev["level"]))) / ev["level"]
         if ev.get("frozen"):
-            return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
-                              series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                              summary=(f"loss falls from {shortest(float(y[0]))} at step {steps[0]} to "
-                                       f"{shortest(ev['level'])} and is exactly that value at each of its last {k} "
-                                       f"points (steps {steps[-k]}-{steps[-1]}): minibatch noise never repeats a loss "
-                                       f"to {ev['significant_digits']} significant digits; it learned, then stopped (frozen "
-                                       f"weights, dead units, an LR that fell to 0)"))
+            return self._warning(run, ev, steps, (
+                f"loss falls from {shortest(float(y[0]))} at {say(steps[0])} to {shortest(ev['level'])} and is exactly "
+                f"that value at each of its last {k} points ({say(steps[-k], steps[-1])}): minibatch noise never "
+                f"repeats a loss to {ev['significant_digits']} significant digits; it learned, then stopped (frozen "
+                f"weights, dead units, an LR that fell to 0)"))
         witness = (f"an accuracy of {ev['accuracy']:.4g} unchanged at all {ev['accuracy_points']} evaluations of "
                    f"{ev['accuracy_series']}, 1/{ev['chance_k']}, beside ln {ev['chance_k']} = "
                    f"{ev['chance_level']:.4g}" if "accuracy_series" in ev else
                    f"ln {ev['chance_k']} = {ev['chance_level']:.4g}; {ev['chance_source']}")
-        return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
-                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                          summary=(f"loss falls from {y[0]:.4g} at step {steps[0]} to {tail_text} and stays within "
-                                   f"±{spread:.1%} of it over its last {k} points, at chance level ({witness}): "
-                                   f"the model predicts no better than a uniform guess"))
+        return self._warning(run, ev, steps, (
+            f"loss falls from {y[0]:.4g} at {say(steps[0])} to {tail_text} and stays within ±{spread:.1%} of it over "
+            f"its last {k} points, at chance level ({witness}): the model predicts no better than a uniform guess"))
 
     def _chance_finding(self, run: Run, ev: dict) -> Finding:
         steps, y = _last_launch(run)
+        say = partial(run.printed_span, run.pick("loss"))
         n = max(3, int(np.ceil(self.min_length * y.size)))
-        _, tail_text = level_of(steps, y, y.size - n, y.size - 1)
+        _, tail_text = level_of(steps, y, y.size - n, y.size - 1, say=say)
         declared = f"; {ev['chance_source']}" if ev["chance_source"] else ""
+        return self._warning(run, ev, steps, (
+            f"loss falls from {y[0]:.4g} at {say(steps[0])} to chance level and sits there from "
+            f"{say(ev['plateau_start_step'])} to the end ({ev['length_fraction']:.0%} of the points): {tail_text}, at "
+            f"ln {ev['chance_k']} = {ev['chance_level']:.4g}, the loss of a uniform guess over {ev['chance_k']} "
+            f"classes{declared}: the model predicts no better than chance"))
+
+    def _warning(self, run: Run, ev: dict, steps: np.ndarray, summary: str) -> Finding:
+        """A plateau warning over the last launch's loss from the evidence's start to the end."""
         return Finding.of(self, severity="warning", step=ev["plateau_start_step"], step_end=int(steps[-1]),
-                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
-                          summary=(f"loss falls from {y[0]:.4g} at step {steps[0]} to chance level and sits there "
-                                   f"from step {ev['plateau_start_step']} to the end ({ev['length_fraction']:.0%} of "
-                                   f"the points): {tail_text}, at ln {ev['chance_k']} = {ev['chance_level']:.4g}, the "
-                                   f"loss of a uniform guess over {ev['chance_k']} classes{declared}: the model "
-                                   f"predicts no better than chance"))
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),), summary=summary)
 
 
 def _last_launch(run: Run) -> tuple[np.ndarray, np.ndarray]:
