@@ -71,7 +71,8 @@ def read_csv(path: Path, start: int = 0) -> Iterator[Chunk]:
     yield from _read_delimited(path, start, _separator(path))
 
 
-SEPARATORS = (",", "\t", ";")  # `;`: Excel's and pandas' CSV where the decimal mark is a comma
+# `;`: Excel's and pandas' CSV where the decimal mark is a comma; `|`: a fixed-width table printed by hand
+SEPARATORS = (",", "\t", ";", "|")
 
 
 def _separator(path: Path) -> str:

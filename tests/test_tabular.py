@@ -227,6 +227,21 @@ def test_a_csv_separated_by_semicolons_or_tabs_is_read_by_its_header(tmp_path):
         assert _series(chunk, "loss") == ([0, 1, 2], [1.5, 1.25, 1.0]) and not chunk.issues
 
 
+def test_a_csv_printed_as_a_pipe_table_is_read_by_its_header(tmp_path):
+    # NeuralForceField's PrintingHook `log_human_read.csv`: a fixed-width table whose columns are parted by `|`
+    # (its first lines, as pasted in github.com/learningmatter-mit/NeuralForceField/issues/5)
+    path = tmp_path / "log_human_read.csv"
+    path.write_text(
+        ' Time|Epoch|Learning rate|Train loss|Validation loss|MAE_energy|MAE_energy_grad|GPU Memory (MB)\n'
+        '03:32|    1|    1.000e-03|  101.8518|        33.3223|    1.5607|         4.3254|             53\n'
+        '03:39|    2|    1.000e-03|   20.4361|        16.1170|    2.3860|         2.9328|             53\n'
+        '03:46|    3|    1.000e-03|   13.9259|        11.0102|    0.8016|         2.4171|             53\n'
+    )
+    [chunk] = list(read_csv(path, 0))
+    assert _series(chunk, "Train loss")[1] == [101.8518, 20.4361, 13.9259]
+    assert _series(chunk, "Validation loss")[1] == [33.3223, 16.117, 11.0102]
+
+
 def test_two_tables_written_in_turn_into_one_file_each_keep_their_names(tmp_path):
     """A logger that dumps two tables into one progress.csv in turn (rllab-style: the iteration's statistics, then
     per-option gate statistics printed as numpy reprs): each row is read under the header of its width."""
