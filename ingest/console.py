@@ -1488,6 +1488,7 @@ _TABLE_LINE = "|".join([
 # A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
 _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
 _NOT_LETTERS = re.compile(r"[^A-Za-z]+")
+_NONFINITE_WORD = r"(?i)\b(?:nan|inf(?:inity)?)\b"  # a value word an outline leaves out with the digits
 REPEATS = 3  # a line shape seen this often in a file is a record line (see `_candidate_lines`)
 RECENT_RECORDS = 16  # records a copy by another rank is looked for among (`_State.copied_record`)
 HEADER_LINES = 5  # lines of other output between a launch's last record and the next launch's first `Epoch 1` line
@@ -1573,7 +1574,8 @@ def _candidate_lines(data: bytes, known: dict[str, int] | None = None, numbered:
     keep = keep | tabular_lines
     tabular = tabular_lines.to_numpy()
     paired = lines.str.contains(_PAIR)
-    outlines = lines.filter(paired).str.replace_all(_NOT_LETTERS.pattern, "")
+    # a value printed as nan or inf is a number, not a word: a record's outline stays one when its loss turns nan
+    outlines = lines.filter(paired).str.replace_all(_NONFINITE_WORD, "").str.replace_all(_NOT_LETTERS.pattern, "")
     known = {} if known is None else known
     for name, n in outlines.value_counts().iter_rows():
         if name in known or len(known) < MAX_OUTLINES:
@@ -2734,8 +2736,9 @@ def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
     """Whether two lines differ only before their first metric (`node-1: {'loss': 0.5}`, `node-2: {'loss': 0.5}`),
     not in text between or after the values (`Step [6/48], Loss: nan` and `Step [12/48], Loss: nan` are two), nor
     in a count against a total before them (`[episode 50/100] => loss:nan` and `[episode 100/100] => loss:nan` are
-    two: a node's name is never counted against a total), nor only in their time of day (one logger's two records,
-    stamped a millisecond apart)."""
+    two: a node's name is never counted against a total), nor in a number a word names (`epoch 1[5000] loss: nan`
+    and `epoch 1[5500] loss: nan` are two), nor only in their time of day (one logger's two records, stamped a
+    millisecond apart)."""
     first = min((i for i in (a.find(t.split()[-1]) for t in metrics) if i >= 0), default=-1)
     if first < 0 or not b.endswith(a[first:]):
         return False
@@ -2743,10 +2746,19 @@ def _same_but_prefix(a: str, b: str, metrics: dict[str, float]) -> bool:
     if _CLOCK.sub("", head_a) == _CLOCK.sub("", head_b):
         return False  # apart only in their time of day (`11:00:00,123`, `11:00:00,124`): one writer's two records
     lead = len(commonprefix([head_a, head_b]))
-    return not any(_COUNT_OF_TOTAL.match(head, lead) for head in (head_a, head_b))
+    if any(_COUNT_OF_TOTAL.match(head, lead) for head in (head_a, head_b)):
+        return False
+    at_number = all(head[lead:lead + 1].isdigit() for head in (head_a, head_b))
+    before = head_a[:lead].rstrip("0123456789")  # the text before the number where the heads part
+    return not (at_number and _NAMED_NUMBER.search(before) and not _NODE_NAME.search(before))
 
 
 _COUNT_OF_TOTAL = re.compile(r"\d*\s*/\s*\d")  # where two heads part: a number counted against a total (`50/100`)
+# where two heads part at a number: one a word names (`Sample: 4`, `epoch 1[5000]`) counts records; a node's or
+# rank's number stands at the line's start, in an address or host name (`10.0.0.7:`, `gpu-3`), or behind a rank word
+_NAMED_NUMBER = re.compile(r"[A-Za-z][\w@]*\s*[:=#]?\s*\[?$|\d\s*\[$")
+_NODE_NAME = re.compile(
+    r"(?i)(?:rank|node|worker|gpu|device|host|proc|process|default|machine)[\s_:=#-]*\[?$|[.\-_]$")
 _CLOCK = re.compile(r"\d{1,2}:\d\d:\d\d(?:[.,]\d+)?")  # a time of day in a line's stamp
 
 

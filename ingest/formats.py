@@ -194,7 +194,8 @@ FORMATS: list[Format] = [
     # mlruns/<exp>/<run>/{metrics,params,tags}/..., meta.yaml; a bare metric file is recognised by sniffing.
     Format("mlflow", _claims_mlflow, "ingest.mlflow:read_mlflow", group=_mlflow_group, sniff=_sniff_mlflow),
     # version 2: a first line of numbers only is data, not a header (`column N`; the loss where another column is its exp)
-    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=2),
+    # version 3: a header parted by `|` and by none of `,`, tab, `;` parts its table by `|` (a table printed by hand)
+    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=3),
     Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
            resumable=False),
@@ -248,8 +249,10 @@ FORMATS: list[Format] = [
     # bar whose glyphs a notebook dropped (`100% 63/63 [00:18<00:00, 3.35it/s]`) is a bar; a value glued to a name
     # (`mAP50`, `mAP50-95` in a header) is part of the name, and a value word a whole word (`Inference` is no `inf`);
     # two lines apart only in the time of day of their stamp are two records of one logger, not a rank's copy
+    # version 22: lines that differ before their values in a number a word names (`epoch 1[5000]`, `Sample: 4`) are two
+    # records, not one printed by two ranks; a record line whose values turned nan keeps the shape of its finite ones
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=21),
+           text=True, version=22),
 ]
 
 

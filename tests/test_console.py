@@ -258,6 +258,29 @@ def test_a_record_counted_against_a_total_is_no_copy_of_the_one_before(tmp_path)
     assert _series(frame, "loss")["epoch"].to_list() == [1, 1, 2, 2]
 
 
+def test_a_record_numbered_by_a_word_is_no_copy_of_the_one_before(tmp_path):
+    # a loss stuck at nan under an iteration count the reader does not take as its step (E2E-MLT's train_ocr.py
+    # print, lines of a log pasted in a public issue thread, github.com/MichalBusta/E2E-MLT/issues/53): the lines
+    # differ before the loss only in the bracketed count a word names, which a node's prefix never is
+    path = tmp_path / "train.log"
+    path.write_text("epoch 0[4000], loss: 3.301, lr: 0.00010 \nepoch 0[4500], loss: nan, lr: 0.00010 \n"
+                    "epoch 1[5000], loss: nan, lr: 0.00010 \nsave model: backup2/E2E_5000.h5\n"
+                    "epoch 1[5500], loss: nan, lr: 0.00010 \nepoch 1[6000], loss: nan, lr: 0.00010 \n")
+    frame, _, _ = _read(path)
+    assert _series(frame, "loss").height == 5
+
+
+def test_a_record_whose_values_turn_nan_keeps_its_shape(tmp_path):
+    # a region-loss print of unnamed-counter records (lines of a log pasted in a public issue thread,
+    # github.com/Bohao-Lee/CME/issues/30): its two finite records are the same record shape as the nan ones after
+    # them, so the total's first value, 1.7e6, is read with the rest
+    path = tmp_path / "train.log"
+    path.write_text("64: nGT 42, recall 1, proposals 35613, loss: x 27.029242, y 28.630236, w 177730.062500, h 1531226.000000, conf 2786.200684, cls 108.162247, class_contrast 0.000000, total 1711906.125000\ncoord_mask: tensor(27.0292, device='cuda:0')\n80: nGT 40, recall 13, proposals 39993, loss: x 23.945053, y 22.210649, w 2029862.625000, h 16542059.000000, conf nan, cls 111.281578, class_contrast 0.000000, total nan\ncoord_mask: tensor(23.9451, device='cuda:0')\n96: nGT 30, recall 0, proposals 0, loss: x nan, y nan, w nan, h nan, conf nan, cls nan, class_contrast nan, total nan\ncoord_mask: tensor(nan, device='cuda:0')\n112: nGT 36, recall 0, proposals 0, loss: x nan, y nan, w nan, h nan, conf nan, cls nan, class_contrast nan, total nan\ncoord_mask: tensor(nan, device='cuda:0')\n")
+    frame, _, _ = _read(path)
+    total = _series(frame, "loss total")["value"].to_list()
+    assert total[0] == 1711906.125 and len(total) == 4 and all(math.isnan(v) for v in total[1:])
+
+
 @pytest.mark.needs_shared
 def test_a_record_repeated_as_is_is_kept(tmp_path):
     # HF Trainer dicts without a step, the loss stuck at 0.0 (Time-MoE's real lines): identical lines are records
