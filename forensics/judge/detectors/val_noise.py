@@ -46,7 +46,7 @@ class ValNoise:
     beside the median of its neighbours (how far below the curve a lucky draw puts the checkpoint a user keeps).
     False alarms: 0 of the 115 healthy real runs it checks in the pool of 849 labelled real runs (25 label files;
     benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md); the held-out
-    score and the lifted travel bar: 4 of the 174 healthy runs of set8-set11 and the shared sets claimed before
+    score and the lifted travel bar: 4 of the 214 healthy runs of set8-set11 and the shared sets claimed before
     and after, 3 allowed by their label (healthy scores move 0.1-3.6% of their level, the two labelled 12.8-13.7%).
     """
 
