@@ -213,10 +213,14 @@ def role_of(name: str) -> Role:
 # name says too little.
 LOSS_TERMS = {"rec", "recon", "reconstruction", "kl", "kld", "mse", "mae", "rmse", "ce", "bce", "nll", "xent", "obj",
               "cost"}
+# Words of a score that is higher when the model is better (an evaluation's accuracy, AUC, mAP, F1, Dice): on a
+# held-out split, the curve a user reads where no held-out loss is logged.
+SCORE_WORDS = {"acc", "accuracy", "top1", "f1", "auc", "bleu", "rouge", "map", "iou", "miou", "precision", "recall",
+               "psnr", "ssim", "dice"}
 # Words of a score, a count or a duration: a value named by one is no loss, whatever else its name says.
-NOT_LOSS_WORDS = {"f1", "auc", "bleu", "rouge", "map", "iou", "miou", "precision", "recall", "psnr", "ssim", "dice",
-                  "score", "reward", "return", "ppl", "perplexity", "wer", "cer", "samples", "examples", "tokens",
-                  "size", "count", "n", "num", "images", "id", "seed", "gpu", "rank", "time", "eta", "elapsed", "speed"}
+NOT_LOSS_WORDS = SCORE_WORDS - {"acc", "accuracy", "top1"} | {
+    "score", "reward", "return", "ppl", "perplexity", "wer", "cer", "samples", "examples", "tokens", "size", "count",
+    "n", "num", "images", "id", "seed", "gpu", "rank", "time", "eta", "elapsed", "speed"}
 
 
 def loss_like(name: str) -> bool:

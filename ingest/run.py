@@ -554,12 +554,19 @@ def refresh_series(con, run_id: str) -> None:
     own_common = os.path.commonpath(list(own.values())) if len(set(own.values())) > 1 else None
     # A table whose file names a held-out split (`test_error.tsv`, `val_log.csv`) and none of whose columns names
     # a split: its columns are that split's (`test_error/Logloss` is a test loss, not the training loss).
+    # A console log so named (`valid.log` beside `train.log`) too, where another file of the run prints the same
+    # quantity: the pair's held-out half (alone, a `test.log` may hold a whole training run).
     split_named: dict[str, bool] = {}
+    tags_of: dict[str, set[str]] = {}
     for _, grp, tag, fmt in rows:
-        if fmt in FILE_NAMED_FORMATS and grp not in own:
+        tags_of.setdefault(grp, set()).add(tag)
+        if fmt in FILE_NAMED_FORMATS + ("console",) and grp not in own:
             split_named[grp] = split_named.get(grp, True) and role_of(tag).split is None
+    console = {grp for _, grp, _, fmt in rows if fmt == "console"}
     held_out = {grp for grp, unsplit in split_named.items()
-                if unsplit and role_of(PurePosixPath(grp).stem).split in ("val", "test")}
+                if unsplit and role_of(PurePosixPath(grp).stem).split in ("val", "test") and (
+                    grp not in console or any(role_of(t).role == "train_loss" and any(
+                        t in tags for other, tags in tags_of.items() if other != grp) for t in tags_of[grp]))}
     updates = []
     for series_id, grp, tag, fmt in rows:
         name = tag

@@ -314,3 +314,27 @@ def test_a_table_whose_rows_end_with_a_separator_is_known_by_its_content(tmp_pat
     assert table_separator(head) == "\t"
     frame = pl.concat([c.scalars for c in read_table(path, 0)])
     assert frame.filter(pl.col("tag") == "LossV")["value"].to_list() == [1.0, 0.5, 1 / 3, 0.25, 0.2]
+
+
+# A seq2seq chatbot's two hand-written CSV logs read as console logs (AotY/Pytorch-NCM, log/train.log and
+# log/valid.log, their first five rows): one file per split, the same columns in each.
+_TRAIN_LOG = "epoch,loss,ppl,accuracy\n0, 6.33676, 564.96506,15.328\n1, 5.11334, 166.22518,25.221\n" \
+             "2, 4.66369, 106.02700,28.432\n3, 4.27933, 72.19183,31.926\n4, 3.92497, 50.65141,34.842\n"
+_VALID_LOG = "epoch,loss,ppl,accuracy\n0, 5.62476, 277.20576,23.177\n1, 5.37899, 216.80341,27.273\n" \
+             "2, 5.23581, 187.88176,28.372\n3, 5.15563, 173.40447,29.071\n4, 5.11374, 166.29092,30.070\n"
+
+
+def test_a_console_log_named_for_a_held_out_split_beside_the_training_one_is_that_splits(tmp_path):
+    """`valid.log` beside `train.log`, the same quantities in each: the valid file's loss is the held-out loss, not a
+    second training loss. Alone, a console log named `test.log` is a whole run's output and keeps its names."""
+    run = tmp_path / "pair"
+    run.mkdir()
+    (run / "train.log").write_text(_TRAIN_LOG)
+    (run / "valid.log").write_text(_VALID_LOG)
+    names = _stored_names(run, tmp_path)
+    assert names["loss"][0] == "train_loss" and names["valid/loss"][0] == "val_loss"
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "test.log").write_text(_TRAIN_LOG)
+    (tmp_path / "a").mkdir()
+    assert _stored_names(alone, tmp_path / "a")["loss"][0] == "train_loss"

@@ -336,3 +336,114 @@ def test_a_validation_column_logged_alone_that_jumps_tenfold_between_epochs_is_v
     [f] = ValNoise().check(run)
     assert f.evidence["train_points"] == 0 and "no training loss was logged" in f.summary
     assert list(ValNoise(alone_noise=100.0).check(run)) == []
+
+
+# Per-epoch lines of a classifier's training log on a 1272-image training and a 70-image validation set, which logs
+# its validation accuracy and no validation loss (HienNguyenPhan/Azheimer-Prediction, train_log.txt, epochs 1-39).
+_ACC_LOG = """
+    Epoch 1/200, Train Loss: 1.0591, Val Acc: 0.3286
+    Epoch 2/200, Train Loss: 0.9816, Val Acc: 0.4000
+    Epoch 3/200, Train Loss: 0.9125, Val Acc: 0.3429
+    Epoch 4/200, Train Loss: 0.8503, Val Acc: 0.7286
+    Epoch 5/200, Train Loss: 0.7846, Val Acc: 0.6857
+    Epoch 6/200, Train Loss: 0.7696, Val Acc: 0.8143
+    Epoch 7/200, Train Loss: 0.7314, Val Acc: 0.8286
+    Epoch 8/200, Train Loss: 0.7057, Val Acc: 0.4429
+    Epoch 9/200, Train Loss: 0.6860, Val Acc: 0.4714
+    Epoch 10/200, Train Loss: 0.6853, Val Acc: 0.7714
+    Epoch 11/200, Train Loss: 0.6713, Val Acc: 0.5143
+    Epoch 12/200, Train Loss: 0.6592, Val Acc: 0.8714
+    Epoch 13/200, Train Loss: 0.6358, Val Acc: 0.7000
+    Epoch 14/200, Train Loss: 0.6207, Val Acc: 0.7714
+    Epoch 15/200, Train Loss: 0.6139, Val Acc: 0.6000
+    Epoch 16/200, Train Loss: 0.6096, Val Acc: 0.4429
+    Epoch 17/200, Train Loss: 0.5954, Val Acc: 0.8857
+    Epoch 18/200, Train Loss: 0.5930, Val Acc: 0.9857
+    Epoch 19/200, Train Loss: 0.5965, Val Acc: 1.0000
+    Epoch 20/200, Train Loss: 0.5925, Val Acc: 0.9714
+    Epoch 21/200, Train Loss: 0.5864, Val Acc: 0.8000
+    Epoch 22/200, Train Loss: 0.5861, Val Acc: 0.9286
+    Epoch 23/200, Train Loss: 0.5993, Val Acc: 0.9714
+    Epoch 24/200, Train Loss: 0.5896, Val Acc: 0.9857
+    Epoch 25/200, Train Loss: 0.5863, Val Acc: 0.9286
+    Epoch 26/200, Train Loss: 0.5863, Val Acc: 1.0000
+    Epoch 27/200, Train Loss: 0.5838, Val Acc: 1.0000
+    Epoch 28/200, Train Loss: 0.5932, Val Acc: 1.0000
+    Epoch 29/200, Train Loss: 0.5800, Val Acc: 0.9571
+    Epoch 30/200, Train Loss: 0.5829, Val Acc: 0.8571
+    Epoch 31/200, Train Loss: 0.5912, Val Acc: 0.9429
+    Epoch 32/200, Train Loss: 0.5931, Val Acc: 0.9000
+    Epoch 33/200, Train Loss: 0.5942, Val Acc: 0.9714
+    Epoch 34/200, Train Loss: 0.5859, Val Acc: 0.8714
+    Epoch 35/200, Train Loss: 0.5822, Val Acc: 0.7143
+    Epoch 36/200, Train Loss: 0.5835, Val Acc: 0.9000
+    Epoch 37/200, Train Loss: 0.6042, Val Acc: 0.8286
+    Epoch 38/200, Train Loss: 0.6186, Val Acc: 0.5857
+    Epoch 39/200, Train Loss: 0.5960, Val Acc: 0.8571
+"""
+
+
+def test_a_held_out_accuracy_bouncing_beside_a_smooth_training_loss_is_val_noise(tmp_path):
+    """No held-out loss is logged, only the validation accuracy, which jumps 0.33-1.0 between epochs while the
+    training loss falls smoothly: the held-out curve a user reads is that score, judged at the loss's bars."""
+    from forensics.judge.detectors.base import missing_reason
+
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "train_log.txt").write_text(_ACC_LOG.strip() + "\n")
+    run = load_run(tmp_path / "r", tmp_path / "r.duckdb")
+    assert not run.has("val_loss") and missing_reason(ValNoise(), run) is None
+    [f] = ValNoise().check(run)
+    assert f.series == "Val Acc" and f.evidence["ratio"] > 3 and "no held-out loss" in f.summary
+    assert f.evidence["best_value"] == 1.0
+    assert list(ValNoise(min_noise=0.2).check(run)) == []
+
+
+def test_a_smoothly_rising_held_out_accuracy_is_silent(tmp_path):
+    """A validation accuracy that climbs smoothly to its ceiling beside a falling training loss: no noise."""
+    epochs = np.arange(30)
+    acc = 0.95 - 0.6 * np.exp(-epochs / 6) + np.random.default_rng(1).normal(0, 0.004, epochs.size)
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (epochs, 0.1 + 2 * np.exp(-epochs / 6)),
+                                             "val/accuracy": (epochs, acc)}), tmp_path / "f.duckdb")
+    assert not run.has("val_loss")
+    assert list(ValNoise().check(run)) == []
+
+
+# A Keras CSVLogger file of a time-series forecaster (Batu-end/4cast2, training_log.csv, all 24 epochs).
+_KERAS_CSV = """epoch,loss,val_loss
+0,0.00315470271743834,0.20279990136623383
+1,0.0008770562126301229,0.17009752988815308
+2,0.0006420596037060022,0.17797324061393738
+3,0.00044589967001229525,0.10835093259811401
+4,0.0004767656500916928,0.0796661525964737
+5,0.0003408266929909587,0.03752674534916878
+6,0.0004032753931824118,0.014736387878656387
+7,0.00039031446794979274,0.003160980064421892
+8,0.0004658485122490674,0.01351558230817318
+9,0.00028476829174906015,0.005686772987246513
+10,0.0002724284422583878,0.007068389095366001
+11,0.00023486455029342324,0.009058283641934395
+12,0.0004380251048132777,0.00530198123306036
+13,0.0002860903041437268,0.0008970497292466462
+14,0.0002302711218362674,0.0036171197425574064
+15,0.00019170140149071813,0.0014742015628144145
+16,0.0001683202717686072,0.0017363628139719367
+17,0.00016377602878492326,0.003498982870951295
+18,0.00017007379210554063,0.001380119938403368
+19,0.00017964794824365526,0.002760697854682803
+20,0.00019506616808939725,0.001644132542423904
+21,0.0001944225950865075,0.0020985850133001804
+22,0.00019446000806055963,0.005759951192885637
+23,0.00022182428801897913,0.005217141006141901
+"""
+
+
+def test_jumps_of_several_fold_after_a_long_fall_are_val_noise(tmp_path):
+    """Validation falls 0.2 → 0.003 in seven epochs, then jumps ×2-×6 from epoch to epoch while training moves a
+    few percent. Its point noise is under 2% of the fall's range (the share that hides jitter on a long fall), but
+    moves of 60% of the level show on the log plot such a fall is read on: `alone_noise` lifts that bar."""
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "training_log.csv").write_text(_KERAS_CSV)
+    run = load_run(tmp_path / "r", tmp_path / "r.duckdb")
+    [f] = ValNoise().check(run)
+    assert f.evidence["val_noise"] < 0.02 * f.evidence["val_travel"] and f.evidence["val_relative_noise"] > 0.2
+    assert list(ValNoise(alone_noise=1.0).check(run)) == []

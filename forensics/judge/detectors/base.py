@@ -17,7 +17,7 @@ from forensics.judge import catalog, numbers, stats
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS
-from ingest.roles import words
+from ingest.roles import AGGREGATE_WORDS, SCORE_WORDS, SETTING_WORDS, words
 
 
 # Where a kind sits in the chain from cause to symptom, each detector's `stage` (lower comes first; the verdict's
@@ -237,6 +237,26 @@ def epoch_view(run: Run) -> Run:
         return run
     per_step = m.filter(pl.col("name") != epochs["name"][0])["name"].to_list()
     return dataclasses.replace(run, meta=run.meta.filter(~pl.col("name").is_in(per_step)))
+
+
+def held_out_score(run: Run) -> str | None:
+    """The held-out curve a user reads where no held-out loss is logged: a validation or test series of a score that
+    is higher when the model is better (its accuracy, or a name with a word of `ingest.roles.SCORE_WORDS`: AUC, mAP,
+    F1, Dice), not a running best or a setting (`Best AUC`), with positive values; of several, the one with the most
+    finite points (the evaluations, not a final test), then the shortest name (`bbox_mAP` before `bbox_mAP_50`)."""
+    m = run.meta.filter((pl.col("role") == "val_accuracy")
+                        | (pl.col("role") == "other") & pl.col("split").is_in(["val", "test"]))
+    found = []
+    for name, role in m.select("name", "role").iter_rows():
+        low = name.lower()  # `bbox_mAP`, `mAP50(B)`, `val_f1`: the score's word whole, as loss_like reads it
+        ws = set(words(name)) | set(re.findall(r"[a-z0-9]+", low)) | set(re.findall(r"[a-z]+", low))
+        if role != "val_accuracy" and not ws & SCORE_WORDS or ws & (AGGREGATE_WORDS | SETTING_WORDS):
+            continue
+        values = run.arrays(name)[1]
+        values = values[np.isfinite(values)]
+        if values.size and np.all(values > 0):
+            found.append((-values.size, len(name), name))
+    return min(found)[2] if found else None
 
 
 def loss_falls(run: Run, share: float, until: float, since: float | None = None,
