@@ -132,6 +132,8 @@ class FlatLoss:
     # (154 healthy runs with a loss: the closest short log from its start moves 2.3% (7 points); an excerpt, 0.2%)
     reward_share: float = 0.75  # an RL reward one value on 3/4 of its records, and of its last third, never moved
     # (the 8 healthy RL runs of 10+ rewards in set8-11: the most frequent value's share at most 0.13)
+    frozen_records: int = 5  # a tail identical to its fifth digit over this many records after a fall (pool of 978:
+    # healthy runs at 3 and 4 with no fall to a plateau allowed, none at 5 that plateau is not allowed on)
     held_intervals: float = 20.0  # a held level is plateau's where the step axis opens more than this many logging
     # intervals in: an axis composed from 1-based epochs (`[1][50/500]`) opens one epoch in, 10 intervals at 50 a line
 
@@ -666,11 +668,39 @@ class FlatLoss:
         return None if ev is None or stats.learned(y, ev["pinned_value"], self.learned_fall, points=1) else ev
 
     def fell_then_froze(self, y: np.ndarray) -> dict | None:
-        """The pin's evidence (`pin`) where the loss fell to it from its first value by `learned_fall` (and
-        `stats.LEARNED_SIGMAS`: the one boundary, `stats.learned`): it learned, then stopped to the last digit.
-        Plateau's to claim, at any length; a pin reached with no fall is this detector's. Else None."""
+        """The one home of "the loss fell, then froze": where it fell from its first value by `learned_fall` (and
+        `stats.LEARNED_SIGMAS`: the one boundary, `stats.learned`) to a tail that is pinned (`pin`: one value to the
+        last digit) or identical to its fifth digit over its last `frozen_records` or more (`frozen_tail`): it
+        learned, then stopped. Plateau's to claim, at any length; a freeze reached with no fall is this detector's.
+        The pin's evidence with `frozen_points` (the tail's length) and `exact`, else None."""
         ev = self.pin(y)
-        return ev if ev is not None and stats.learned(y, ev["pinned_value"], self.learned_fall, points=1) else None
+        if ev is not None:
+            k = int(np.argmin((y == ev["pinned_value"])[::-1])) if ev["pinned_points"] < y.size else y.size
+            ev |= {"frozen_points": k, "exact": True}
+        else:
+            k = self.frozen_tail(y)
+            if k == 0 or k == y.size:
+                return None
+            level = float(np.median(y[-k:]))
+            ev = {"first_level": float(y[0]), "last_level": float(y[-1]),
+                  "relative_change": (level - float(y[0])) / abs(float(y[0])) if y[0] else math.inf,
+                  "pinned_value": level, "pinned_points": k, "significant_digits": significant_digits(level),
+                  "points": int(y.size), "frozen_points": k, "exact": False}
+        return ev if stats.learned(y, ev["pinned_value"], self.learned_fall, points=1) else None
+
+    def frozen_tail(self, y: np.ndarray) -> int:
+        """How many of the last records of `y` are identical to their fifth digit (`identical`), `frozen_records` or
+        more and printed finely enough to show that digit (`0.0002` at 4 decimals shows nothing so small), else 0: a
+        fixed held-out set scores the same only when the weights no longer change, and batches of different data
+        give the same loss to the fifth digit only when the model's output no longer depends on them."""
+        k = 0
+        for j in range(self.frozen_records, y.size + 1):
+            if not self.identical(y[-j:]):
+                break
+            k = j
+        if k and float(np.max(stats.printed_resolution(y[-k:]))) > self.identical_tol * abs(float(np.median(y[-k:]))):
+            return 0
+        return k
 
     def pin(self, y: np.ndarray) -> dict | None:
         """The evidence when `y` ends pinned at one value: its last `min_repeats` points and `pinned_share` of all of
