@@ -187,6 +187,24 @@ def test_a_loss_wandering_within_its_noise_over_the_whole_log_is_flat(tmp_path):
     assert list(FlatLoss().check(run)) == []
 
 
+def test_a_fall_too_small_to_matter_is_flat_whatever_a_trend_test_says(tmp_path):
+    """Effect first: 400 per-step points scattering ±6% that drift down 2.5% over the whole run. The range rule's
+    tenths are too noisy to hold within 3%, and on that many points Mann–Kendall calls the drift significant, yet
+    the thirds' medians moved under 3%: no learning a user would act on (a warning: the loss does move, only by
+    nothing). A fall of 10% with the same scatter learned, and is silent."""
+    rng = np.random.default_rng(4)
+    steps = np.arange(1, 401) * 10
+    noise = 1 + rng.normal(0, 0.06, steps.size)
+    y = 2.3 * np.linspace(1.0, 0.975, steps.size) * noise
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, y)}), tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.evidence["small_fall"] and f.evidence["mk_p"] < 0.05 and f.severity == "warning"
+    assert "falls only -" in f.summary and FlatLoss()._flat(*run.arrays("loss")) is None
+    run = load_run(write_tb(tmp_path / "d", {"loss": (steps, 2.3 * np.linspace(1.0, 0.9, steps.size) * noise)}),
+                   tmp_path / "d.duckdb")
+    assert list(FlatLoss().check(run)) == []
+
+
 def test_a_loss_that_rose_to_its_pin_is_a_collapse_not_a_flat_loss(tmp_path):
     """1.64 then 11.8 and 10.3735 to the end (ln 32000): the model collapsed after one update. It moved; the pin is
     divergence's evidence."""

@@ -144,7 +144,7 @@ def test_a_stall_at_a_constant_predictions_mse_is_a_plateau_at_any_level(tmp_pat
     assert "constant prediction (0.25)" in f.summary
     # the constant predictor's level is what decides the level rule (held flat to the end, the held rule finds it too,
     # and where the loss repeats to its fifth digit to the end, the frozen-loss rule)
-    assert list(Plateau(constant_tol=0.0, held_move=0.0, frozen_evals=10**6).check(run)) == []
+    assert list(Plateau(constant_tol=0.0, held_move=0.0, flat_loss=FlatLoss(frozen_records=10**6)).check(run)) == []
     assert list(FlatLoss().check(run)) == []  # it fell: not flat
 
 
@@ -641,5 +641,5 @@ def test_a_training_loss_that_falls_and_then_repeats_to_its_fifth_digit_is_a_pla
     run = load_run(tmp_path / "r", tmp_path / "r.duckdb")
     [f] = Plateau().check(run)
     # an exact pin after a fall is claimed by the glaring rule first (`FlatLoss.fell_then_froze`, flat_loss's boundary);
-    # `_frozen_validation` reads the training loss for freezes to the fifth digit that are not exact
+    # `FlatLoss.fell_then_froze` is that shape's one home, exact or identical to the fifth digit
     assert f.step == 1 and f.evidence["frozen"] and "3.6976" in f.summary and "34.6456" in f.summary

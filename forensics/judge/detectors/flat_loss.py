@@ -35,8 +35,9 @@ class FlatLoss:
     last `min_repeats` points within `chance_rel_tol` of ln k (`stats.chance_level`), never `chance_floor` below.
     At chance over most of the run, whatever the first window (`_chance_most`): window means near ln C.
     Within its noise, from `min_points` on: the last `edge`'s median within `rel_tol` of the first's and the smoothed
-    curve never `rel_tol` below it, or no trend (Mann–Kendall p ≥ `still_p`) and its last third's median within
-    `still_tol` of its first third's (`still_edge`: a tenth's median of a per-step loss is as noisy as the band). Under
+    curve never `rel_tol` below it, or its last third's median within `still_tol` of its first third's (`still_edge`:
+    a tenth's median of a per-step loss is as noisy as the band) with no trend (Mann–Kendall p ≥ `still_p`) or, whatever
+    the trend test says, a fall under `rel_tol` (`small_fall`, a warning: on many points a 1% drift is significant). Under
     `min_points`, from `schedule_points`: every point within `still_tol` of the first while the LR runs its schedule
     out (to `schedule_end` of its peak), from `constant_points` every point within `held_tol` of the first in a log
     that shows the run's start (`_held_short`, a warning), or, over `chance_epochs` epochs, a loss that ends no lower and an accuracy
@@ -74,6 +75,8 @@ class FlatLoss:
     The thirds' medians (`still_edge`), on the 214 healthy runs of set8-11 and the three shared sets: of the 19 whose
     loss (10+ points) shows no trend, the change is 0%, 0.02%, 4.8% on three that allow flat_loss, 1.9% on one the
     fall-at-once guard keeps, then 6.4%, 6.8%, 7.3%, 7.4%, 10%: 0 claims. An RL reward (`_reward_still`): 0 claims.
+    A fall under 3% whatever its trend (`small_fall`), on the 174 healthy runs of set8-11 and the shared sets: the
+    thirds fall under 3% with no guard on 3, all already claimed and allowing flat_loss (0.0%, 0.27% twice); 0 new.
     """
 
     kind: ClassVar[str] = "flat_loss"
@@ -132,6 +135,8 @@ class FlatLoss:
     # (154 healthy runs with a loss: the closest short log from its start moves 2.3% (7 points); an excerpt, 0.2%)
     reward_share: float = 0.75  # an RL reward one value on 3/4 of its records, and of its last third, never moved
     # (the 8 healthy RL runs of 10+ rewards in set8-11: the most frequent value's share at most 0.13)
+    frozen_records: int = 5  # a tail identical to its fifth digit over this many records after a fall (pool of 978:
+    # healthy runs at 3 and 4 with no fall to a plateau allowed, none at 5 that plateau is not allowed on)
     held_intervals: float = 20.0  # a held level is plateau's where the step axis opens more than this many logging
     # intervals in: an axis composed from 1-based epochs (`[1][50/500]`) opens one epoch in, 10 intervals at 50 a line
 
@@ -277,7 +282,8 @@ class FlatLoss:
         what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"
                 if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
         # the model trains, two short curves say it does not, or a small move is steady (`_steady`)
-        weak = "val_first" in ev or "no_progress" in ev or "held_short" in ev or self._steady(ev)
+        weak = ("val_first" in ev or "no_progress" in ev or "held_short" in ev or "small_fall" in ev
+                or self._steady(ev))
         yield Finding.of(self, severity="warning" if weak else "critical", step=int(steps[0]),
                          step_end=int(steps[-1]), series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
                          summary=self._summary(what, ev, steps, y))
@@ -360,6 +366,12 @@ class FlatLoss:
                        if v == 0 else "an empty or replaced loss (a constant, a placeholder), not convergence")
                     + (f"; the validation loss falls ({ev['val_first']:.4g} → {ev['val_last']:.4g}), so the model "
                        f"trains and the logged training loss is what is empty" if "val_first" in ev else ""))
+        if "small_fall" in ev:
+            k = ev["edge_points"]
+            return (f"{what} falls only {ev['relative_change']:+.1%} over all {ev['points']} points, steps {steps[0]}-"
+                    f"{steps[-1]}: median of steps {steps[0]}-{steps[k - 1]} {ev['first_level']:.4g}, of steps "
+                    f"{steps[-k]}-{steps[-1]} {ev['last_level']:.4g}; a drift a trend test finds (Mann–Kendall "
+                    f"p={ev['mk_p']:.2g}) but no learning a user would act on: it never made progress")
         if "still" in ev:
             k = ev["edge_points"]
             return (f"{what} stays within its own noise over all {ev['points']} points, steps {steps[0]}-{steps[-1]}: "
@@ -568,9 +580,11 @@ class FlatLoss:
 
     def _still(self, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """The evidence when the loss does not move beyond its own noise over the whole log: at least `min_points`,
-        no trend (Mann–Kendall p ≥ `still_p`), its last points' median within `still_tol` of its first points', and
-        no fall from its first points (`stats.learned`), else None. The range rule's 3% band misses a loss that
-        wanders ±5% around one level; the trend test is what says the wandering is noise."""
+        its last third's median within `still_tol` of its first third's, no fall from its first points
+        (`stats.learned`), and either no trend (Mann–Kendall p ≥ `still_p`) or a fall of the thirds' medians under
+        `rel_tol` (`small_fall`: effect first; on hundreds of points a trend test finds a 1% drift significant, and a
+        1% fall over a whole run is still no learning a user would act on). Else None. The range rule's 3% band
+        misses a loss that wanders ±5% around one level; the trend test is what says the wandering is noise."""
         if y.size < self.min_points:
             return None
         head, tail = stats.head_tail_levels(y, self.still_edge)
@@ -578,13 +592,18 @@ class FlatLoss:
             return None
         if stats.learned(y, tail, self.learned_fall) or not self._stayed(y, head):
             return None
+        rel = (tail - head) / abs(head)
         trend = stats.mann_kendall(y, steps)
-        if trend.p < self.still_p:
+        small = -self.rel_tol <= rel <= 0.0
+        if trend.p < self.still_p and not small:
             return None
         slope, _ = stats.theil_sen(steps, y)
         k = min(y.size, max(3, int(round(y.size * self.still_edge))))  # the points each median is over (head_tail_levels)
-        return {"first_level": head, "last_level": tail, "relative_change": (tail - head) / abs(head),
-                "slope_per_step": slope, "mk_p": trend.p, "points": int(y.size), "still": True, "edge_points": k}
+        ev = {"first_level": head, "last_level": tail, "relative_change": rel,
+              "slope_per_step": slope, "mk_p": trend.p, "points": int(y.size), "still": True, "edge_points": k}
+        if trend.p < self.still_p:
+            ev |= {"small_fall": True, "mk_tau": trend.tau}
+        return ev
 
     def _held_short(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """The evidence when a log too short for the trend test (`constant_points` to `min_points` points) that shows
@@ -666,11 +685,39 @@ class FlatLoss:
         return None if ev is None or stats.learned(y, ev["pinned_value"], self.learned_fall, points=1) else ev
 
     def fell_then_froze(self, y: np.ndarray) -> dict | None:
-        """The pin's evidence (`pin`) where the loss fell to it from its first value by `learned_fall` (and
-        `stats.LEARNED_SIGMAS`: the one boundary, `stats.learned`): it learned, then stopped to the last digit.
-        Plateau's to claim, at any length; a pin reached with no fall is this detector's. Else None."""
+        """The one home of "the loss fell, then froze": where it fell from its first value by `learned_fall` (and
+        `stats.LEARNED_SIGMAS`: the one boundary, `stats.learned`) to a tail that is pinned (`pin`: one value to the
+        last digit) or identical to its fifth digit over its last `frozen_records` or more (`frozen_tail`): it
+        learned, then stopped. Plateau's to claim, at any length; a freeze reached with no fall is this detector's.
+        The pin's evidence with `frozen_points` (the tail's length) and `exact`, else None."""
         ev = self.pin(y)
-        return ev if ev is not None and stats.learned(y, ev["pinned_value"], self.learned_fall, points=1) else None
+        if ev is not None:
+            k = int(np.argmin((y == ev["pinned_value"])[::-1])) if ev["pinned_points"] < y.size else y.size
+            ev |= {"frozen_points": k, "exact": True}
+        else:
+            k = self.frozen_tail(y)
+            if k == 0 or k == y.size:
+                return None
+            level = float(np.median(y[-k:]))
+            ev = {"first_level": float(y[0]), "last_level": float(y[-1]),
+                  "relative_change": (level - float(y[0])) / abs(float(y[0])) if y[0] else math.inf,
+                  "pinned_value": level, "pinned_points": k, "significant_digits": significant_digits(level),
+                  "points": int(y.size), "frozen_points": k, "exact": False}
+        return ev if stats.learned(y, ev["pinned_value"], self.learned_fall, points=1) else None
+
+    def frozen_tail(self, y: np.ndarray) -> int:
+        """How many of the last records of `y` are identical to their fifth digit (`identical`), `frozen_records` or
+        more and printed finely enough to show that digit (`0.0002` at 4 decimals shows nothing so small), else 0: a
+        fixed held-out set scores the same only when the weights no longer change, and batches of different data
+        give the same loss to the fifth digit only when the model's output no longer depends on them."""
+        k = 0
+        for j in range(self.frozen_records, y.size + 1):
+            if not self.identical(y[-j:]):
+                break
+            k = j
+        if k and float(np.max(stats.printed_resolution(y[-k:]))) > self.identical_tol * abs(float(np.median(y[-k:]))):
+            return 0
+        return k
 
     def pin(self, y: np.ndarray) -> dict | None:
         """The evidence when `y` ends pinned at one value: its last `min_repeats` points and `pinned_share` of all of

@@ -61,12 +61,12 @@ class Plateau:
     then froze (`_frozen_validation`), which is the finding.
     Glaring, at any length (`_glaring`): a first value `glaring_fall` above the last `glaring_points` points or more,
     all within `glaring_band` of their median, at chance (ln C declared, or an accuracy unchanged at every
-    evaluation at 1/C, C the count whose ln C the loss sits at); or, at any level, a loss that fell from its first value
-    and then froze to the last digit (`FlatLoss.fell_then_froze`: the boundary is flat_loss's pin and `stats.learned`,
-    so the two never both claim it, DECISIONS §17).
+    evaluation at 1/C, C the count whose ln C the loss sits at). Frozen, at any length and level (`_froze`): a loss that
+    fell from its first value and then froze, pinned to the last digit or identical to its fifth over its last records (`FlatLoss.fell_then_froze`,
+    the shape's one home: the boundary is flat_loss's pin and `stats.learned`, so the two never both claim it, §17).
     In an excerpt from well into training (`FlatLoss.held_excerpt`), a level held within its noise, at flat_loss's
-    `min_points`: the fall before it is not in the log (a warning). A validation loss (else the training loss)
-    identical to its fifth digit over its last `frozen_evals` records or more after a fall (`_frozen_validation`):
+    `min_points`: the fall before it is not in the log (a warning). A validation loss
+    identical to its fifth digit over its last `FlatLoss.frozen_records` or more after a fall (`_frozen_validation`):
     the weights stopped.
     No plateau while the validation loss rose after its minimum beyond its own scatter (`_memorising`: overfitting's).
     No stall or held plateau on a log that stops at `plan_reached` of the plan its trainer printed or less (the last
@@ -127,8 +127,6 @@ class Plateau:
     glaring_fall: float = 0.3  # ... after a first value 30% above them, at chance (ln C declared, or an accuracy
     # unchanged at 1/C, C read from the loss: a uniform guess's loss is ln C and its accuracy 1/C)
     plan_reached: float = 0.25  # a log whose last launch covers a quarter of its printed plan or less has no end
-    frozen_evals: int = 5  # a validation loss identical over this many last evaluations (pool of 978: healthy
-    # runs at 3 and 4 with no fall to a plateau allowed, none at 5 that plateau is not allowed on)
     best_evals: int = 5  # a validation loss setting a new best at most of its last (up to) 5 evaluations ...
     min_best_evals: int = 3  # ... and at least 3 of them in the stall: still improving (a sign test)
     flat_loss: FlatLoss = FlatLoss()  # flat_loss's rules (held excerpts, identical values), as this analysis sets them
@@ -166,7 +164,8 @@ class Plateau:
         # the verdict and `-v`) only when it finds one, so a short log without it stays "too short".
         short = too_short(run, "loss", self.min_points)
         if (short and self._stall(run) is None and self._chance(run) is None and self._glaring(run) is None
-                and self.flat_loss.held_excerpt(run) is None and self._frozen_validation(run) is None):
+                and self._froze(run) is None and self.flat_loss.held_excerpt(run) is None
+                and self._frozen_validation(run) is None):
             return short
         return None
 
@@ -410,6 +409,10 @@ class Plateau:
         short = self._short_of_plan(run)
         ev = None if short else self._stall(run, floor=self._other_launch_floor(run))
         if ev is None:
+            froze = self._froze(run)
+            if froze is not None:
+                yield self._glaring_finding(run, froze)
+                return
             frozen = self._frozen_validation(run)
             if frozen is not None:
                 yield frozen
@@ -429,7 +432,8 @@ class Plateau:
         if self._val_improves(run, ev["plateau_start_step"]) is not None:
             # training stalls while validation keeps improving (dropout, augmentation): no plateau, unless the
             # validation loss then froze: a fixed held-out set scored identically says the weights stopped
-            frozen = self._frozen_validation(run)
+            froze = self._froze(run)
+            frozen = self._glaring_finding(run, froze) if froze is not None else self._frozen_validation(run)
             if frozen is not None:
                 yield frozen
             return
@@ -450,34 +454,24 @@ class Plateau:
                                              f"points){constant}"))
 
     def _frozen_validation(self, run: Run) -> Finding | None:
-        """The validation loss, else the training loss (its last launch), identical to its fifth digit
-        (`FlatLoss.identical_tol`) over its last `frozen_evals` records or more, after falling `min_drop` from its
-        first, printed finely enough to show that digit: a fixed held-out set scores the same only when the weights
-        no longer change, and batches of different data give the same loss to the fifth digit only when the model's
-        output no longer depends on them. Learning stopped there. A warning; a loss that never fell is flat_loss's."""
-        for role, said, records in (("val_loss", "validation loss", "evaluations"), ("loss", "loss", "records")):
-            if not run.has(role):
-                continue
-            vs, v = _last_launch(run) if role == "loss" else finite_part(*run.arrays(role))
-            k = 0
-            for j in range(self.frozen_evals, v.size + 1):
-                if not self.flat_loss.identical(v[-j:]):
-                    break
-                k = j
-            if k == 0 or k == v.size or float(v[0]) - float(np.median(v[-k:])) < self.min_drop * abs(float(v[0])):
-                continue
-            level = float(np.median(v[-k:]))
-            if float(np.max(stats.printed_resolution(v[-k:]))) > self.flat_loss.identical_tol * abs(level):
-                continue  # printed too coarsely to show a change that small (`0.0002` at 4 decimals): no evidence
-            ev = {"frozen_evals": k, "evals": int(v.size), "frozen_level": level, "first_level": float(v[0]),
-                  "plateau_start_step": int(vs[-k]), "fraction_of_initial": level / float(v[0]), "frozen_role": role}
-            return Finding.of(self, severity="warning", step=int(vs[-k]), step_end=int(vs[-1]),
-                              series=run.pick(role), evidence=ev, sources=(src(run, role, vs[-k:]),),
-                              summary=(f"{said} is identical to its fifth digit at its last {k} {records}, "
-                                       f"steps {vs[-k]}-{vs[-1]} ({shortest(float(v[-k]))} → {shortest(float(v[-1]))}), "
-                                       f"after falling from {shortest(float(v[0]))} at step {vs[0]}: the weights no "
-                                       f"longer change; learning stopped at step {vs[-k]} (a decayed LR, dead units)"))
-        return None
+        """The validation loss identical to its fifth digit over its last evaluations (`FlatLoss.frozen_tail`) after
+        falling `min_drop` from its first: a fixed held-out set scored the same says the weights stopped. A warning.
+        The training loss's freeze after a fall is `FlatLoss.fell_then_froze`'s (`_froze`), its one home."""
+        if not run.has("val_loss"):
+            return None
+        vs, v = finite_part(*run.arrays("val_loss"))
+        k = self.flat_loss.frozen_tail(v)
+        if k == 0 or k == v.size or float(v[0]) - float(np.median(v[-k:])) < self.min_drop * abs(float(v[0])):
+            return None
+        level = float(np.median(v[-k:]))
+        ev = {"frozen_evals": k, "evals": int(v.size), "frozen_level": level, "first_level": float(v[0]),
+              "plateau_start_step": int(vs[-k]), "fraction_of_initial": level / float(v[0]), "frozen_role": "val_loss"}
+        return Finding.of(self, severity="warning", step=int(vs[-k]), step_end=int(vs[-1]),
+                          series=run.pick("val_loss"), evidence=ev, sources=(src(run, "val_loss", vs[-k:]),),
+                          summary=(f"validation loss is identical to its fifth digit at its last {k} evaluations, "
+                                   f"steps {vs[-k]}-{vs[-1]} ({shortest(float(v[-k]))} → {shortest(float(v[-1]))}), "
+                                   f"after falling from {shortest(float(v[0]))} at step {vs[0]}: the weights no "
+                                   f"longer change; learning stopped at step {vs[-k]} (a decayed LR, dead units)"))
 
     def _excerpt_finding(self, run: Run, steps: np.ndarray, y: np.ndarray, ev: dict) -> Finding:
         """A level held within its noise over an excerpt that opens well into training (`FlatLoss.held_excerpt`):
@@ -551,6 +545,19 @@ class Plateau:
                                    f"the points), its trend moving {-ev['move_in_plateau']:+.1%} over them{val}: the run "
                                    f"stopped learning early and the rest of it bought nothing"))
 
+    def _froze(self, run: Run) -> dict | None:
+        """The plateau's evidence, at any length and level, where the loss (its last launch) fell and then froze
+        (`FlatLoss.fell_then_froze`, the shape's one home): the weights stopped. Else None."""
+        steps, y = _last_launch(run)
+        frozen = self.flat_loss.fell_then_froze(y)
+        if frozen is None:
+            return None
+        k = frozen["frozen_points"]
+        return {"plateau_start_step": int(steps[-k]), "level": frozen["pinned_value"], "initial_level": float(y[0]),
+                "fraction_of_initial": frozen["pinned_value"] / float(y[0]), "length_fraction": k / y.size,
+                "points": int(y.size), "flat_points": k, "frozen": True,
+                "significant_digits": frozen["significant_digits"], "exact": frozen["exact"]}
+
     def _glaring(self, run: Run) -> dict | None:
         """The plateau's evidence at any length when the loss (its last launch) fell from its first value by
         `glaring_fall` and its last `glaring_points` points or more lie within `glaring_band` of their median, at
@@ -560,13 +567,6 @@ class Plateau:
         steps, y = _last_launch(run)
         if y.size < self.glaring_points + 1:
             return None
-        frozen = self.flat_loss.fell_then_froze(y)
-        if frozen is not None:  # fell, then one value to the last digit: the weights stopped, at any level
-            k = int(np.argmin((y == frozen["pinned_value"])[::-1])) if frozen["pinned_points"] < y.size else y.size
-            return {"plateau_start_step": int(steps[-k]), "level": frozen["pinned_value"],
-                    "initial_level": float(y[0]), "fraction_of_initial": frozen["pinned_value"] / float(y[0]),
-                    "length_fraction": k / y.size, "points": int(y.size), "flat_points": k, "frozen": True,
-                    "significant_digits": frozen["significant_digits"]}
         level = float(np.median(y[-self.glaring_points:]))
         inside = np.abs(y - level) <= self.glaring_band * abs(level)
         k = int(np.argmin(inside[::-1])) if not inside.all() else y.size
@@ -602,10 +602,11 @@ class Plateau:
         spread = float(np.max(np.abs(y[-k:] - ev["level"]))) / ev["level"]
         if ev.get("frozen"):
             return self._warning(run, ev, steps, (
-                f"loss falls from {shortest(float(y[0]))} at {say(steps[0])} to {shortest(ev['level'])} and is exactly "
-                f"that value at each of its last {k} points ({say(steps[-k], steps[-1])}): minibatch noise never "
-                f"repeats a loss to {ev['significant_digits']} significant digits; it learned, then stopped (frozen "
-                f"weights, dead units, an LR that fell to 0)"))
+                f"loss falls from {shortest(float(y[0]))} at {say(steps[0])} to {shortest(ev['level'])} and is "
+                + ("exactly that value" if ev["exact"] else "identical to its fifth digit")
+                + f" at each of its last {k} points ({say(steps[-k], steps[-1])}): minibatch noise never repeats a "
+                + (f"loss to {ev['significant_digits']} significant digits" if ev["exact"] else "loss so closely")
+                + "; it learned, then stopped (frozen weights, dead units, an LR that fell to 0)"))
         witness = (f"an accuracy of {ev['accuracy']:.4g} unchanged at all {ev['accuracy_points']} evaluations of "
                    f"{ev['accuracy_series']}, 1/{ev['chance_k']}, beside ln {ev['chance_k']} = "
                    f"{ev['chance_level']:.4g}" if "accuracy_series" in ev else
