@@ -374,3 +374,113 @@ epoch | train loss | train acc | val loss | val acc
 def test_an_epoch_printed_every_few_back_to_its_first_is_a_fresh_launch(tmp_path):
     """The table opens at epoch 5, one stride of its counter: a return there starts from the beginning."""
     assert list(ResumedRun().check(_run(tmp_path, "results.md", UNET_TABLE_TWO_LAUNCHES))) == []
+
+
+# Ultralytics' results.csv (AGullander/PTI-Vision-@bf1a8d172ad421fcedbea771c6315076aa099c82:runs/detect/train2/results.csv,
+# the header and lines 50-62): its cumulative `time` column starts again after epoch 55 (the training resumed from
+# last.pt by a new process) while the epoch column goes on
+ULTRALYTICS_RESUMED = """\
+epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2
+49,32526.2,1.71275,2.59208,1.47755,0.36275,0.13733,0.13809,0.07151,2.4774,3.50153,1.97546,0.000189052,0.000189052,0.000189052
+50,33153.2,1.73166,2.63902,1.49965,0.23351,0.18457,0.13975,0.07505,2.50321,3.57435,2.00272,0.00018647,0.00018647,0.00018647
+51,33784,1.73467,2.67076,1.48299,0.25888,0.23368,0.16826,0.08118,2.53044,3.48973,2.01293,0.000183887,0.000183887,0.000183887
+52,34417.7,1.71274,2.5714,1.49905,0.33864,0.20082,0.14435,0.07205,2.54986,3.53272,2.04795,0.000181305,0.000181305,0.000181305
+53,35047,1.71862,2.58975,1.47842,0.32327,0.21148,0.1502,0.07735,2.53248,3.56703,2.04076,0.000178723,0.000178723,0.000178723
+54,35683.8,1.76092,2.56493,1.51354,0.26824,0.22187,0.12909,0.06707,2.5084,3.46672,2.00311,0.000176141,0.000176141,0.000176141
+55,36315.4,1.71964,2.6012,1.49302,0.48003,0.15424,0.13856,0.07239,2.51433,3.4704,1.97317,0.000173559,0.000173559,0.000173559
+56,841.388,1.63234,5.02347,1.42202,0.00391,0.16229,0.01471,0.00597,2.49872,4.54567,1.82835,0.000170976,0.000170976,0.000170976
+57,1587.58,1.67672,3.79037,1.45124,0.8167,0.07951,0.03057,0.01423,2.50901,4.01718,1.85075,0.000168394,0.000168394,0.000168394
+58,2299.18,1.7184,3.49363,1.46736,0.78206,0.07578,0.05445,0.02864,2.4935,3.90392,1.91012,0.000165812,0.000165812,0.000165812
+59,3078.41,1.67348,3.32669,1.45708,0.84209,0.0425,0.06368,0.03202,2.49356,3.72088,1.95192,0.000163229,0.000163229,0.000163229
+60,3774.16,1.67155,3.17993,1.46054,0.65119,0.08635,0.08273,0.04137,2.4688,3.64319,1.96308,0.000160647,0.000160647,0.000160647
+61,4434.07,1.71683,3.09169,1.50866,0.4641,0.10993,0.07779,0.04298,2.48217,3.57788,1.97005,0.000158065,0.000158065,0.000158065
+"""
+
+
+def test_an_elapsed_time_column_that_starts_again_while_the_epochs_go_on_is_a_resume(tmp_path):
+    """The clock of a new process with the epoch counted on: the run carried on from its checkpoint. The same rows
+    before the fall say nothing, and with the epochs counted from 1 again after it they are a fresh launch's, which the
+    clock alone does not call a resume."""
+    [f] = ResumedRun().check(_run(tmp_path, "results.csv", ULTRALYTICS_RESUMED))
+    assert (f.evidence["epoch_before"], f.evidence["epoch_after"]) == (55, 56) and f.evidence["clock"] == "time"
+    assert "36315.4" not in f.summary and "3.632e+04 at epoch 55 then 841.4 at epoch 56" in f.summary
+    rows = ULTRALYTICS_RESUMED.splitlines(keepends=True)
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    assert list(ResumedRun().check(_run(tmp_path / "a", "results.csv", "".join(rows[:8])))) == []
+    fresh = rows[:8] + [f"{int(r.split(',')[0]) - 55}{r[r.index(','):]}" for r in rows[8:]]
+    assert all(f.kind != "resumed_run" or "elapsed time" not in f.summary
+               for f in ResumedRun().check(_run(tmp_path / "b", "results.csv", "".join(fresh))))
+
+
+# Stable-Baselines3's TensorBoard scalars of an off-policy agent (DonWick32/AIML-Project@951561d2359f3bb663faa144b0d563f6a25b59d2:
+# logs/4, its third event file): `learn()` called again on the loaded model counts its steps from the start (5000,
+# then 152) while both objectives go on where they were; written here again with torch's SummaryWriter
+SB3_STEPS = [
+    160, 320, 473, 500, 644, 801, 961, 1000, 1121, 1270, 1418, 1500, 1580, 1740, 1900, 2000, 2064, 2224, 2384,
+    2500, 2548, 2708, 2868, 3000, 3032, 3192, 3347, 3500, 3676, 3833, 3989, 4000, 4151, 4311, 4464, 4500, 4628,
+    4788, 4948, 5000, 152, 274, 434, 484, 588, 745, 905, 984, 1032, 1120, 1208, 1312, 1410, 1484, 1508, 1596,
+    1676, 1764, 1844, 1932, 1984]
+SB3_ACTOR = [
+    1.0138, 1.6066, 1.9974, 2.0824, 2.6157, 3.2403, 3.7256, 3.9149, 4.2929, 4.857, 5.2855, 5.6612, 5.9229,
+    6.657, 7.3768, 7.6606, 7.9041, 8.5395, 9.0996, 9.7113, 9.6419, 10.5932, 11.2453, 11.5621, 11.7966, 12.4861,
+    12.7557, 13.4744, 13.9254, 14.3021, 14.8101, 14.8547, 15.185, 15.7272, 15.8779, 15.9675, 16.1334, 16.3945,
+    16.5397, 16.683, 16.7195, 16.7649, 16.9388, 17.0804, 16.785, 16.9034, 17.0375, 16.9308, 16.7793, 17.0257,
+    16.7231, 16.5867, 16.3287, 15.9914, 16.2844, 16.0459, 15.8684, 15.7621, 15.3408, 14.8635, 15.0152]
+SB3_CRITIC = [
+    0.4131, 0.1426, 0.0557, 0.1002, 0.1014, 0.0768, 0.1901, 0.1162, 0.1314, 0.2136, 0.1349, 0.1434, 0.142,
+    0.1578, 0.1791, 0.2957, 0.2799, 0.2795, 0.3364, 0.3845, 0.4556, 0.5121, 0.4494, 0.5529, 0.5494, 0.4881,
+    0.7489, 0.5651, 0.5425, 0.8664, 0.7312, 0.6799, 0.7825, 0.9507, 1.0527, 1.0186, 1.1369, 1.1819, 1.257,
+    1.4647, 1.5723, 1.7395, 1.9381, 2.0207, 2.173, 2.005, 2.5606, 2.4828, 2.6253, 2.0921, 2.3589, 2.4149,
+    2.3157, 3.2956, 2.6481, 2.5077, 2.841, 2.1237, 2.6154, 3.0395, 3.6151]
+
+
+def test_a_counter_started_again_with_the_losses_carried_on_is_a_resume(tmp_path):
+    """The steps go back to below the first one logged (the counters' rule reads that as a new launch), but the
+    losses open where they had got to, a rising objective as much as a falling one: the weights were loaded. The
+    same steps with the losses opening at their first values are a fresh launch."""
+    from tests.runwriters import write_tb
+
+    series = {"train/actor_loss": (SB3_STEPS, SB3_ACTOR), "train/critic_loss": (SB3_STEPS, SB3_CRITIC)}
+    [f] = ResumedRun().check(load_run(write_tb(tmp_path / "a", series), tmp_path / "a.duckdb"))
+    assert f.evidence["series_judged"] == "train/actor_loss" and "step 152 of pass 2" in f.summary
+    assert "up from" in f.summary
+    k = SB3_STEPS.index(152)
+    fresh = {n: (s, v[:k] + v[:len(v) - k]) for n, (s, v) in series.items()}
+    assert list(ResumedRun().check(load_run(write_tb(tmp_path / "b", fresh), tmp_path / "b.duckdb"))) == []
+
+
+# PGAN-Paddle's console log (AIforMS/PGAN-Paddle@01a77577e40b469c4090daf6c3247133a0e0b688:logs/train_log.txt, lines
+# 156-180): a relaunch finds the last saved model and carries the training on from it, its `[scale : iteration]`
+# counter going on (the reader puts these records on a line axis)
+PGAN_CARRIED_ON = """\
+[0 :  14900] loss G : 4.769 loss D : 4.214
+[0 :  15000] loss G : 5.212 loss D : -0.242
+[0 :  15100] loss G : 3.996 loss D : 6.882
+[0 :  15200] loss G : 1.653 loss D : 3.842
+[0 :  15300] loss G : 2.508 loss D : 0.444
+[0 :  15400] loss G : 6.726 loss D : 1.430
+[0 :  15500] loss G : 3.109 loss D : 1.109
+[0 :  15600] loss G : -0.331 loss D : 3.675
+[0 :  15700] loss G : 3.071 loss D : 2.341
+[0 :  15800] loss G : 1.555 loss D : 1.177
+[0 :  15900] loss G : 4.105 loss D : 8.970
+[0 :  16000] loss G : 2.279 loss D : 0.506
+
+Running PGAN
+size 10
+202599 images found
+202599 images detected
+Model found at path output_networks/celeba_cropped/celeba_cropped_s0_i16000.pdparams, pursuing the training
+Average network found !
+size (4, 4)
+202599 images found
+[0 :  16100] loss G : 904.903 loss D : 1026678.154
+[0 :  16200] loss G : 1435.918 loss D : 412579.357
+[0 :  16300] loss G : 1694.270 loss D : 269323.346
+[0 :  16400] loss G : 1851.192 loss D : 207163.545
+"""
+
+
+def test_a_relaunch_that_finds_its_saved_model_and_carries_the_training_on_is_a_resume(tmp_path):
+    [f] = ResumedRun().check(_run(tmp_path, "train_log.txt", PGAN_CARRIED_ON))
+    assert "pursuing the training" in f.evidence["announced"]
