@@ -484,3 +484,27 @@ size (4, 4)
 def test_a_relaunch_that_finds_its_saved_model_and_carries_the_training_on_is_a_resume(tmp_path):
     [f] = ResumedRun().check(_run(tmp_path, "train_log.txt", PGAN_CARRIED_ON))
     assert "pursuing the training" in f.evidence["announced"]
+
+
+# PaddleDetection's worker log (OrionZJ/Fabric-Defect-Detection@7df581993bbdaeca2c7f321023fd32b14d63ed16:
+# log/workerlog.0, line 1610, a relaunch killed at its first record, and lines 1684-1694): the next launch restores
+# the last weights for a resume, in its own words, and its records go on at epoch 80
+PPDET_RESUMED = """\
+/opt/conda/envs/python35-paddle120-env/lib/python3.9/site-packages/matplotlib/__init__.py:107: DeprecationWarning: Using or importing the ABCs from 'collections' instead of from 'collections.abc' is deprecated since Python 3.3, and in 3.10 it will stop working
+[07/01 09:15:47] ppdet.utils.checkpoint INFO: Exchange model and ema_model to load:
+[07/01 09:15:48] ppdet.utils.checkpoint INFO: Loading ema_model weights from /home/aistudio/work/PaddleDetection/output/ppyoloe_plus_sod_crn_l_80e_coco/model_final.pdparams
+[07/01 09:15:48] ppdet.utils.checkpoint INFO: Loading model weights from /home/aistudio/work/PaddleDetection/output/ppyoloe_plus_sod_crn_l_80e_coco/model_final.pdema
+[07/01 09:15:48] ppdet.utils.checkpoint INFO: Finish resuming model weights: /home/aistudio/work/PaddleDetection/output/ppyoloe_plus_sod_crn_l_80e_coco/model_final.pdparams
+[07/01 09:15:53] ppdet.engine INFO: Epoch: [80] [  0/268] learning_rate: 0.000019 loss: 2.192461 loss_cls: 1.064502 loss_iou: 0.257794 loss_dfl: 0.966947 loss_l1: 1.338266 eta: 2 days, 15:58:28 batch_cost: 3.9062 data_cost: 0.7001 ips: 4.0961 images/s
+[07/01 09:18:43] ppdet.engine INFO: Epoch: [80] [100/268] learning_rate: 0.000018 loss: 2.134000 loss_cls: 1.063576 loss_iou: 0.252868 loss_dfl: 0.852158 loss_l1: 1.264329 eta: 1 day, 2:14:35 batch_cost: 1.5821 data_cost: 1.1403 ips: 10.1133 images/s
+[07/01 09:21:35] ppdet.engine INFO: Epoch: [80] [200/268] learning_rate: 0.000017 loss: 2.131614 loss_cls: 1.046822 loss_iou: 0.256871 loss_dfl: 0.855077 loss_l1: 1.220016 eta: 1 day, 2:13:26 batch_cost: 1.6082 data_cost: 1.1712 ips: 9.9490 images/s
+[07/01 09:23:32] ppdet.engine INFO: Epoch: [81] [  0/268] learning_rate: 0.000016 loss: 2.079685 loss_cls: 1.041540 loss_iou: 0.249810 loss_dfl: 0.834815 loss_l1: 1.260300 eta: 1 day, 2:11:31 batch_cost: 1.6126 data_cost: 1.1857 ips: 9.9217 images/s
+[07/01 09:26:22] ppdet.engine INFO: Epoch: [81] [100/268] learning_rate: 0.000016 loss: 2.115310 loss_cls: 1.041033 loss_iou: 0.249278 loss_dfl: 0.848056 loss_l1: 1.142648 eta: 1 day, 2:05:52 batch_cost: 1.5953 data_cost: 1.1586 ips: 10.0294 images/s
+[07/01 09:29:15] ppdet.engine INFO: Epoch: [81] [200/268] learning_rate: 0.000015 loss: 2.125827 loss_cls: 1.046196 loss_iou: 0.251990 loss_dfl: 0.843607 loss_l1: 1.219424 eta: 1 day, 2:06:27 batch_cost: 1.6192 data_cost: 1.2036 ips: 9.8816 images/s
+[07/01 09:31:09] ppdet.engine INFO: Epoch: [82] [  0/268] learning_rate: 0.000014 loss: 2.122164 loss_cls: 1.048753 loss_iou: 0.255140 loss_dfl: 0.843055 loss_l1: 1.207334 eta: 1 day, 1:58:08 batch_cost: 1.5829 data_cost: 1.1521 ips: 10.1081 images/s
+"""
+
+
+def test_weights_restored_for_a_resume_in_so_many_words_are_a_resume(tmp_path):
+    [f] = ResumedRun().check(_run(tmp_path, "workerlog.0", PPDET_RESUMED))
+    assert "Finish resuming model weights" in f.evidence["announced"]
