@@ -209,8 +209,8 @@ class ResumedRun:
                       "clock": clock, "clock_before": float(values[k - 1]), "clock_after": float(values[k])}
                 if epochs is not None:
                     ev |= {"epoch_before": epochs[0], "epoch_after": epochs[1]}
-                at = ((lambda s, e: f"epoch {e:g}") if ordinal  # noqa: E731 - a line axis: the epoch it prints
-                      else (lambda s, e: run.printed_span(clock, s)))  # noqa: E731 - the file's steps
+                # a line axis: the epoch it prints; else the file's steps
+                at = (lambda s, e: f"epoch {e:g}") if ordinal else (lambda s, e: run.printed_span(clock, s))
                 yield Finding.of(self, severity="info", step=step, step_end=before, series=clock, evidence=ev,
                                  sources=(src(run, clock, steps[[k - 1, k]]),),
                                  summary=(f"the elapsed time {clock} starts again, {values[k - 1]:.4g} at "
