@@ -508,3 +508,33 @@ PPDET_RESUMED = """\
 def test_weights_restored_for_a_resume_in_so_many_words_are_a_resume(tmp_path):
     [f] = ResumedRun().check(_run(tmp_path, "workerlog.0", PPDET_RESUMED))
     assert "Finish resuming model weights" in f.evidence["announced"]
+
+
+# A constrained-PPO console log (520yrn/dyna-cppo@6cbe17280fc3402b20d854ed6d6d8ab826dcb5ac:logs/train_log.txt, lines
+# 1-20): a launch aborted after 8 iterations, then a fresh one from `[it 0001]`, its `time=` clock starting again
+CPPO_RELAUNCHED = """\
+[it 0001] step=1024 | EpRew=-0.0 EpCost=0.0 | Vr=0.092 Vc=0.162 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.1m
+[it 0002] step=2048 | EpRew=-0.7 EpCost=0.0 | Vr=0.097 Vc=0.127 | PiLoss=0.021 Track=0.021 MeanRatio=1.000 LB%=0.0% | time=0.1m
+[it 0003] step=3072 | EpRew=1.1 EpCost=0.0 | Vr=0.101 Vc=0.130 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.2m
+[it 0004] step=4096 | EpRew=0.1 EpCost=0.0 | Vr=0.080 Vc=0.107 | PiLoss=0.023 Track=0.023 MeanRatio=1.000 LB%=0.0% | time=0.2m
+[it 0005] step=5120 | EpRew=0.8 EpCost=365.0 | Vr=0.077 Vc=47.459 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.3m
+[it 0006] step=6144 | EpRew=0.2 EpCost=0.0 | Vr=0.078 Vc=0.090 | PiLoss=0.025 Track=0.025 MeanRatio=1.000 LB%=0.0% | time=0.4m
+[it 0007] step=7168 | EpRew=-0.5 EpCost=0.0 | Vr=0.070 Vc=0.068 | PiLoss=0.026 Track=0.026 MeanRatio=1.000 LB%=0.0% | time=0.4m
+[it 0008] step=8192 | EpRew=1.0 EpCost=0.0 | Vr=0.067 Vc=0.050 | PiLoss=0.030 Track=0.030 MeanRatio=1.000 LB%=0.0% | time=0.5m
+[it 0001] step=1024 | EpRew=-0.0 EpCost=0.0 | Vr=0.092 Vc=0.162 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.1m
+[it 0002] step=2048 | EpRew=-0.7 EpCost=0.0 | Vr=0.097 Vc=0.127 | PiLoss=0.021 Track=0.021 MeanRatio=1.000 LB%=0.0% | time=0.2m
+[it 0003] step=3072 | EpRew=1.1 EpCost=0.0 | Vr=0.101 Vc=0.130 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.2m
+[it 0004] step=4096 | EpRew=0.1 EpCost=0.0 | Vr=0.080 Vc=0.107 | PiLoss=0.023 Track=0.023 MeanRatio=1.000 LB%=0.0% | time=0.3m
+[it 0005] step=5120 | EpRew=0.8 EpCost=365.0 | Vr=0.077 Vc=47.459 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.3m
+[it 0006] step=6144 | EpRew=0.2 EpCost=0.0 | Vr=0.078 Vc=0.090 | PiLoss=0.025 Track=0.025 MeanRatio=1.000 LB%=0.0% | time=0.4m
+[it 0007] step=7168 | EpRew=-0.5 EpCost=0.0 | Vr=0.070 Vc=0.068 | PiLoss=0.026 Track=0.026 MeanRatio=1.000 LB%=0.0% | time=0.4m
+[it 0008] step=8192 | EpRew=1.0 EpCost=0.0 | Vr=0.067 Vc=0.050 | PiLoss=0.030 Track=0.030 MeanRatio=1.000 LB%=0.0% | time=0.5m
+[it 0009] step=9216 | EpRew=-0.6 EpCost=389.0 | Vr=0.055 Vc=46.227 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.6m
+[it 0010] step=10240 | EpRew=0.3 EpCost=405.0 | Vr=0.046 Vc=52.608 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.6m
+[it 0011] step=11264 | EpRew=-0.7 EpCost=72.0 | Vr=0.054 Vc=7.674 | PiLoss=0.025 Track=0.025 MeanRatio=1.000 LB%=0.0% | time=0.7m
+[it 0012] step=12288 | EpRew=1.8 EpCost=0.0 | Vr=0.043 Vc=0.039 | PiLoss=0.041 Track=0.041 MeanRatio=1.000 LB%=0.0% | time=0.7m
+"""
+
+
+def test_a_clock_that_starts_again_with_the_counter_is_a_fresh_launch_not_a_resume(tmp_path):
+    assert list(ResumedRun().check(_run(tmp_path, "train_log.txt", CPPO_RELAUNCHED))) == []

@@ -198,6 +198,7 @@ class ResumedRun:
             return  # a line axis with no counter beside it: nothing says the training went on
         starts = set(run.pass_starts(name)) | set(run.launch_starts(name))
         for clock in clocks[:1]:
+            starts |= set(run.pass_starts(clock)) | set(run.launch_starts(clock))  # its own axis's, where it has one
             f = run.series_named(clock).filter(pl.col("value").is_finite())
             steps, values = f["step"].to_numpy(), f["value"].to_numpy()
             for k in _clock_restarts(values)[: self.max_reported]:
