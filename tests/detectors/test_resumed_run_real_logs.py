@@ -538,3 +538,25 @@ CPPO_RELAUNCHED = """\
 
 def test_a_clock_that_starts_again_with_the_counter_is_a_fresh_launch_not_a_resume(tmp_path):
     assert list(ResumedRun().check(_run(tmp_path, "train_log.txt", CPPO_RELAUNCHED))) == []
+
+
+# MindYOLO's console log as posted in mindspore-lab/mindyolo issue 370 (its 12 lines): a step time that rose
+# steadily for four records and then dips a hair (100.32 ms, 99.82 ms) looks like a clock for a moment
+MINDYOLO_STEP_TIMES = """\
+2024-10-18 10:02:11,121 [INFO] Epoch 1/500, Step 720/1516, step time: 89.81 ms
+2024-10-18 10:02:12,027 [INFO] Epoch 1/500, Step 730/1516, imgsize (640, 640), loss: 9.3012, lbox: 4.3068, lcls: 3.1446, dfl: 1.8499, cur_lr: 0.08410950005054474
+2024-10-18 10:02:12,029 [INFO] Epoch 1/500, Step 730/1516, step time: 90.65 ms
+2024-10-18 10:02:12,962 [INFO] Epoch 1/500, Step 740/1516, imgsize (640, 640), loss: 9.7858, lbox: 4.7739, lcls: 3.2009, dfl: 1.8110, cur_lr: 0.08389182388782501
+2024-10-18 10:02:12,963 [INFO] Epoch 1/500, Step 740/1516, step time: 93.32 ms
+2024-10-18 10:02:13,913 [INFO] Epoch 1/500, Step 750/1516, imgsize (640, 640), loss: 9.0520, lbox: 4.3822, lcls: 3.0225, dfl: 1.6473, cur_lr: 0.08367414027452469
+2024-10-18 10:02:13,918 [INFO] Epoch 1/500, Step 750/1516, step time: 95.26 ms
+2024-10-18 10:02:14,921 [INFO] Epoch 1/500, Step 760/1516, imgsize (640, 640), loss: 9.2176, lbox: 4.2728, lcls: 3.2465, dfl: 1.6983, cur_lr: 0.08345646411180496
+2024-10-18 10:02:14,923 [INFO] Epoch 1/500, Step 760/1516, step time: 100.32 ms
+2024-10-18 10:02:15,919 [INFO] Epoch 1/500, Step 770/1516, imgsize (640, 640), loss: 9.7566, lbox: 4.7477, lcls: 3.0362, dfl: 1.9726, cur_lr: 0.08323878794908524
+2024-10-18 10:02:15,923 [INFO] Epoch 1/500, Step 770/1516, step time: 99.82 ms
+2024-10-18 10:02:16,906 [INFO] Epoch 1/500
+"""
+
+
+def test_a_step_time_a_hair_under_the_one_before_is_no_clock_starting_again(tmp_path):
+    assert list(ResumedRun().check(_run(tmp_path, "train.log", MINDYOLO_STEP_TIMES))) == []

@@ -90,6 +90,9 @@ class ResumedRun:
     step_slack: float = 1.5  # a new writer's first step within this many logging intervals of the last file's ...
     pause_intervals: float = 2.0  # ... after a pause longer than this many logging intervals take (pool: `min_before`
     # 1-10, `step_slack` 1-5 and this 1-30 flat)
+    clock_fall: float = 0.5  # an elapsed-time column restarting falls to at most half the value before it (a
+    # restart falls to about one interval; the pool's restarts fall to 2-37%; a step time's wobble, 99.8 after 100.3,
+    # is no restart) ...
     lr_schedule_anomaly: LrScheduleAnomaly = LrScheduleAnomaly()  # its LR restarts, as this analysis sets them
 
     def check(self, run: Run) -> Iterator[Finding]:
@@ -179,8 +182,9 @@ class ResumedRun:
     def _clock_restarted(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
         """Tenth: an elapsed-time column of the loss's file (seconds since the process began: Ultralytics' `time`)
         that starts again (`throughput_drop._clock_restarts`, one home: a clock falling at a few points and growing
-        between them) while the training's counter goes on across the fall (its step, or the file's epoch on a line
-        axis, higher than the record's before it): a new process carried on at the epoch the last one reached, from
+        between them; to at most `clock_fall` of its value, with `min_before` records from the fall on) while the
+        training's counter goes on across the fall (its step, or the file's epoch on a line axis, higher than the
+        record's before it): a new process carried on at the epoch the last one reached, from
         its checkpoint. A counter starting again there is a new launch's (the counters' rules judge it)."""
         from forensics.judge.detectors.throughput_drop import _clock_restarts
 
@@ -204,8 +208,9 @@ class ResumedRun:
             for k in _clock_restarts(values)[: self.max_reported]:
                 step, before = int(steps[k]), int(steps[k - 1])
                 epochs = self._epochs_across(run, epoch, before, step) if epoch is not None else None
-                if step in starts or step in known or (ordinal and epochs is None):
-                    continue
+                if step in starts or step in known or (ordinal and epochs is None) \
+                        or values[k] > self.clock_fall * values[k - 1] or k + self.min_before > values.size:
+                    continue  # a clock starts again near 0 and runs on; a step time a hair under the one before does not
                 ev = {"restart_step": step, "previous_step": before, "overlap_steps": 0, "wall_gap_s": None,
                       "clock": clock, "clock_before": float(values[k - 1]), "clock_after": float(values[k])}
                 if epochs is not None:
