@@ -66,7 +66,9 @@ class ResumedRun:
     Evidence: restart step, the step it went back from, overlap in steps, wall-clock gap where known; for
     an epoch reset, the epoch before and after.
     False alarms: 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence; benchmarks/calibrate.py);
-    0 of the 316 healthy runs it could check of the 849 pooled real runs, each field swept alone.
+    0 of the 316 healthy runs it could check of the 849 pooled real runs, each field swept alone. The clock (tenth),
+    the counter carried on (ninth's `_passes_carried_on`) and the two session-13 phrases: 0 new claims on the 214
+    healthy runs of set8-set11 and the shared sets (docs/engine.md).
     """
 
     kind: ClassVar[str] = "resumed_run"
