@@ -90,6 +90,16 @@ PHRASES: tuple[Phrase, ...] = (
     Phrase("resume_loading", RESUME,
            r"(?i)\bresum(?:e|es|ed|ing)\s+(?:the\s+)?(?:training|train|run|model)\b\W{0,4}(?:by\s+)?(?:load|restor)(?:e|es|ed|ing)\b",
            "Resuming training, loading ./weights/ssd300_VOC_10000.pth..."),
+    # A saved model found and the training carried on from it (`Model found at path <ckpt>, pursuing the training`,
+    # `Checkpoint found, continuing training`): the script's own resume logic
+    Phrase("found_carrying_on", RESUME,
+           r"(?i)\b(?:model|checkpoint|ckpt|weights|snapshot)\b[^\n]{0,16}?\bfound\b[^\n]{0,160}?"
+           r"\b(?:pursu|continu|resum)(?:e|es|ed|ing)\s+(?:the\s+)?training\b",
+           "Model found at path output_networks/celeba_cropped/celeba_cropped_s0_i16000.pdparams, pursuing the training"),
+    # The weights restored for a resume in so many words (PaddleDetection's `Finish resuming model weights: <path>`,
+    # where its start from pretrained weights says `Finish loading model weights`)
+    Phrase("resuming_weights", RESUME, r"(?i)\bresum(?:e|es|ed|ing)\s+(?:the\s+)?(?:model\s+)?weights\b",
+           "[07/01 09:15:48] ppdet.utils.checkpoint INFO: Finish resuming model weights: output/model_final.pdparams"),
     # mmcv's and mmengine's runners: `resumed epoch 3, iter 120`, `resumed epoch: 3, iter: 120`
     Phrase("resumed_epoch", RESUME, r"(?i)\bresumed\s+epoch\s*:?\s*\d", "resumed epoch: 3, iter: 120"),
     # HF Trainer: `Continuing training from checkpoint, will skip to saved global_step`, `Continuing training from

@@ -69,7 +69,8 @@ def test_settings_help_text_code_and_negations_announce_nothing():
     lines = [*_help_text().splitlines(), *yaml.safe_dump(settings).splitlines(),
              str(argparse.Namespace(resume="ckpt.pth", skip_nan_loss=True, lr=0.1)),
              "    raise FloatingPointError(f\"Loss became infinite or NaN at iteration={self.iter}!\")",
-             "=> no checkpoint found at 'ckpt.pth', not resuming", "val loss is nan",
+             "=> no checkpoint found at 'ckpt.pth', not resuming", "No checkpoint found, not resuming training",
+             "no model found at path ckpt.pth, starting the training from scratch", "val loss is nan",
              "Warning: NaN or Inf found in input tensor.", "Loading checkpoint shards: 100%|##| 2/2 [00:01<00:00]"]
     assert [line for line in lines if read(line)] == []
 

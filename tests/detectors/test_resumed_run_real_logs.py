@@ -374,3 +374,189 @@ epoch | train loss | train acc | val loss | val acc
 def test_an_epoch_printed_every_few_back_to_its_first_is_a_fresh_launch(tmp_path):
     """The table opens at epoch 5, one stride of its counter: a return there starts from the beginning."""
     assert list(ResumedRun().check(_run(tmp_path, "results.md", UNET_TABLE_TWO_LAUNCHES))) == []
+
+
+# Ultralytics' results.csv (AGullander/PTI-Vision-@bf1a8d172ad421fcedbea771c6315076aa099c82:runs/detect/train2/results.csv,
+# the header and lines 50-62): its cumulative `time` column starts again after epoch 55 (the training resumed from
+# last.pt by a new process) while the epoch column goes on
+ULTRALYTICS_RESUMED = """\
+epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2
+49,32526.2,1.71275,2.59208,1.47755,0.36275,0.13733,0.13809,0.07151,2.4774,3.50153,1.97546,0.000189052,0.000189052,0.000189052
+50,33153.2,1.73166,2.63902,1.49965,0.23351,0.18457,0.13975,0.07505,2.50321,3.57435,2.00272,0.00018647,0.00018647,0.00018647
+51,33784,1.73467,2.67076,1.48299,0.25888,0.23368,0.16826,0.08118,2.53044,3.48973,2.01293,0.000183887,0.000183887,0.000183887
+52,34417.7,1.71274,2.5714,1.49905,0.33864,0.20082,0.14435,0.07205,2.54986,3.53272,2.04795,0.000181305,0.000181305,0.000181305
+53,35047,1.71862,2.58975,1.47842,0.32327,0.21148,0.1502,0.07735,2.53248,3.56703,2.04076,0.000178723,0.000178723,0.000178723
+54,35683.8,1.76092,2.56493,1.51354,0.26824,0.22187,0.12909,0.06707,2.5084,3.46672,2.00311,0.000176141,0.000176141,0.000176141
+55,36315.4,1.71964,2.6012,1.49302,0.48003,0.15424,0.13856,0.07239,2.51433,3.4704,1.97317,0.000173559,0.000173559,0.000173559
+56,841.388,1.63234,5.02347,1.42202,0.00391,0.16229,0.01471,0.00597,2.49872,4.54567,1.82835,0.000170976,0.000170976,0.000170976
+57,1587.58,1.67672,3.79037,1.45124,0.8167,0.07951,0.03057,0.01423,2.50901,4.01718,1.85075,0.000168394,0.000168394,0.000168394
+58,2299.18,1.7184,3.49363,1.46736,0.78206,0.07578,0.05445,0.02864,2.4935,3.90392,1.91012,0.000165812,0.000165812,0.000165812
+59,3078.41,1.67348,3.32669,1.45708,0.84209,0.0425,0.06368,0.03202,2.49356,3.72088,1.95192,0.000163229,0.000163229,0.000163229
+60,3774.16,1.67155,3.17993,1.46054,0.65119,0.08635,0.08273,0.04137,2.4688,3.64319,1.96308,0.000160647,0.000160647,0.000160647
+61,4434.07,1.71683,3.09169,1.50866,0.4641,0.10993,0.07779,0.04298,2.48217,3.57788,1.97005,0.000158065,0.000158065,0.000158065
+"""
+
+
+def test_an_elapsed_time_column_that_starts_again_while_the_epochs_go_on_is_a_resume(tmp_path):
+    """The clock of a new process with the epoch counted on: the run carried on from its checkpoint. The same rows
+    before the fall say nothing, and with the epochs counted from 1 again after it they are a fresh launch's, which the
+    clock alone does not call a resume."""
+    [f] = ResumedRun().check(_run(tmp_path, "results.csv", ULTRALYTICS_RESUMED))
+    assert (f.evidence["epoch_before"], f.evidence["epoch_after"]) == (55, 56) and f.evidence["clock"] == "time"
+    assert "36315.4" not in f.summary and "3.632e+04 at epoch 55 then 841.4 at epoch 56" in f.summary
+    rows = ULTRALYTICS_RESUMED.splitlines(keepends=True)
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    assert list(ResumedRun().check(_run(tmp_path / "a", "results.csv", "".join(rows[:8])))) == []
+    fresh = rows[:8] + [f"{int(r.split(',')[0]) - 55}{r[r.index(','):]}" for r in rows[8:]]
+    assert all(f.kind != "resumed_run" or "elapsed time" not in f.summary
+               for f in ResumedRun().check(_run(tmp_path / "b", "results.csv", "".join(fresh))))
+
+
+# Stable-Baselines3's TensorBoard scalars of an off-policy agent (DonWick32/AIML-Project@951561d2359f3bb663faa144b0d563f6a25b59d2:
+# logs/4, its third event file): `learn()` called again on the loaded model counts its steps from the start (5000,
+# then 152) while both objectives go on where they were; written here again with torch's SummaryWriter
+SB3_STEPS = [
+    160, 320, 473, 500, 644, 801, 961, 1000, 1121, 1270, 1418, 1500, 1580, 1740, 1900, 2000, 2064, 2224, 2384,
+    2500, 2548, 2708, 2868, 3000, 3032, 3192, 3347, 3500, 3676, 3833, 3989, 4000, 4151, 4311, 4464, 4500, 4628,
+    4788, 4948, 5000, 152, 274, 434, 484, 588, 745, 905, 984, 1032, 1120, 1208, 1312, 1410, 1484, 1508, 1596,
+    1676, 1764, 1844, 1932, 1984]
+SB3_ACTOR = [
+    1.0138, 1.6066, 1.9974, 2.0824, 2.6157, 3.2403, 3.7256, 3.9149, 4.2929, 4.857, 5.2855, 5.6612, 5.9229,
+    6.657, 7.3768, 7.6606, 7.9041, 8.5395, 9.0996, 9.7113, 9.6419, 10.5932, 11.2453, 11.5621, 11.7966, 12.4861,
+    12.7557, 13.4744, 13.9254, 14.3021, 14.8101, 14.8547, 15.185, 15.7272, 15.8779, 15.9675, 16.1334, 16.3945,
+    16.5397, 16.683, 16.7195, 16.7649, 16.9388, 17.0804, 16.785, 16.9034, 17.0375, 16.9308, 16.7793, 17.0257,
+    16.7231, 16.5867, 16.3287, 15.9914, 16.2844, 16.0459, 15.8684, 15.7621, 15.3408, 14.8635, 15.0152]
+SB3_CRITIC = [
+    0.4131, 0.1426, 0.0557, 0.1002, 0.1014, 0.0768, 0.1901, 0.1162, 0.1314, 0.2136, 0.1349, 0.1434, 0.142,
+    0.1578, 0.1791, 0.2957, 0.2799, 0.2795, 0.3364, 0.3845, 0.4556, 0.5121, 0.4494, 0.5529, 0.5494, 0.4881,
+    0.7489, 0.5651, 0.5425, 0.8664, 0.7312, 0.6799, 0.7825, 0.9507, 1.0527, 1.0186, 1.1369, 1.1819, 1.257,
+    1.4647, 1.5723, 1.7395, 1.9381, 2.0207, 2.173, 2.005, 2.5606, 2.4828, 2.6253, 2.0921, 2.3589, 2.4149,
+    2.3157, 3.2956, 2.6481, 2.5077, 2.841, 2.1237, 2.6154, 3.0395, 3.6151]
+
+
+def test_a_counter_started_again_with_the_losses_carried_on_is_a_resume(tmp_path):
+    """The steps go back to below the first one logged (the counters' rule reads that as a new launch), but the
+    losses open where they had got to, a rising objective as much as a falling one: the weights were loaded. The
+    same steps with the losses opening at their first values are a fresh launch."""
+    from tests.runwriters import write_tb
+
+    series = {"train/actor_loss": (SB3_STEPS, SB3_ACTOR), "train/critic_loss": (SB3_STEPS, SB3_CRITIC)}
+    [f] = ResumedRun().check(load_run(write_tb(tmp_path / "a", series), tmp_path / "a.duckdb"))
+    assert f.evidence["series_judged"] == "train/actor_loss" and "step 152 of pass 2" in f.summary
+    assert "up from" in f.summary
+    k = SB3_STEPS.index(152)
+    fresh = {n: (s, v[:k] + v[:len(v) - k]) for n, (s, v) in series.items()}
+    assert list(ResumedRun().check(load_run(write_tb(tmp_path / "b", fresh), tmp_path / "b.duckdb"))) == []
+
+
+# PGAN-Paddle's console log (AIforMS/PGAN-Paddle@01a77577e40b469c4090daf6c3247133a0e0b688:logs/train_log.txt, lines
+# 156-180): a relaunch finds the last saved model and carries the training on from it, its `[scale : iteration]`
+# counter going on (the reader puts these records on a line axis)
+PGAN_CARRIED_ON = """\
+[0 :  14900] loss G : 4.769 loss D : 4.214
+[0 :  15000] loss G : 5.212 loss D : -0.242
+[0 :  15100] loss G : 3.996 loss D : 6.882
+[0 :  15200] loss G : 1.653 loss D : 3.842
+[0 :  15300] loss G : 2.508 loss D : 0.444
+[0 :  15400] loss G : 6.726 loss D : 1.430
+[0 :  15500] loss G : 3.109 loss D : 1.109
+[0 :  15600] loss G : -0.331 loss D : 3.675
+[0 :  15700] loss G : 3.071 loss D : 2.341
+[0 :  15800] loss G : 1.555 loss D : 1.177
+[0 :  15900] loss G : 4.105 loss D : 8.970
+[0 :  16000] loss G : 2.279 loss D : 0.506
+
+Running PGAN
+size 10
+202599 images found
+202599 images detected
+Model found at path output_networks/celeba_cropped/celeba_cropped_s0_i16000.pdparams, pursuing the training
+Average network found !
+size (4, 4)
+202599 images found
+[0 :  16100] loss G : 904.903 loss D : 1026678.154
+[0 :  16200] loss G : 1435.918 loss D : 412579.357
+[0 :  16300] loss G : 1694.270 loss D : 269323.346
+[0 :  16400] loss G : 1851.192 loss D : 207163.545
+"""
+
+
+def test_a_relaunch_that_finds_its_saved_model_and_carries_the_training_on_is_a_resume(tmp_path):
+    [f] = ResumedRun().check(_run(tmp_path, "train_log.txt", PGAN_CARRIED_ON))
+    assert "pursuing the training" in f.evidence["announced"]
+
+
+# PaddleDetection's worker log (OrionZJ/Fabric-Defect-Detection@7df581993bbdaeca2c7f321023fd32b14d63ed16:
+# log/workerlog.0, line 1610, a relaunch killed at its first record, and lines 1684-1694): the next launch restores
+# the last weights for a resume, in its own words, and its records go on at epoch 80
+PPDET_RESUMED = """\
+/opt/conda/envs/python35-paddle120-env/lib/python3.9/site-packages/matplotlib/__init__.py:107: DeprecationWarning: Using or importing the ABCs from 'collections' instead of from 'collections.abc' is deprecated since Python 3.3, and in 3.10 it will stop working
+[07/01 09:15:47] ppdet.utils.checkpoint INFO: Exchange model and ema_model to load:
+[07/01 09:15:48] ppdet.utils.checkpoint INFO: Loading ema_model weights from /home/aistudio/work/PaddleDetection/output/ppyoloe_plus_sod_crn_l_80e_coco/model_final.pdparams
+[07/01 09:15:48] ppdet.utils.checkpoint INFO: Loading model weights from /home/aistudio/work/PaddleDetection/output/ppyoloe_plus_sod_crn_l_80e_coco/model_final.pdema
+[07/01 09:15:48] ppdet.utils.checkpoint INFO: Finish resuming model weights: /home/aistudio/work/PaddleDetection/output/ppyoloe_plus_sod_crn_l_80e_coco/model_final.pdparams
+[07/01 09:15:53] ppdet.engine INFO: Epoch: [80] [  0/268] learning_rate: 0.000019 loss: 2.192461 loss_cls: 1.064502 loss_iou: 0.257794 loss_dfl: 0.966947 loss_l1: 1.338266 eta: 2 days, 15:58:28 batch_cost: 3.9062 data_cost: 0.7001 ips: 4.0961 images/s
+[07/01 09:18:43] ppdet.engine INFO: Epoch: [80] [100/268] learning_rate: 0.000018 loss: 2.134000 loss_cls: 1.063576 loss_iou: 0.252868 loss_dfl: 0.852158 loss_l1: 1.264329 eta: 1 day, 2:14:35 batch_cost: 1.5821 data_cost: 1.1403 ips: 10.1133 images/s
+[07/01 09:21:35] ppdet.engine INFO: Epoch: [80] [200/268] learning_rate: 0.000017 loss: 2.131614 loss_cls: 1.046822 loss_iou: 0.256871 loss_dfl: 0.855077 loss_l1: 1.220016 eta: 1 day, 2:13:26 batch_cost: 1.6082 data_cost: 1.1712 ips: 9.9490 images/s
+[07/01 09:23:32] ppdet.engine INFO: Epoch: [81] [  0/268] learning_rate: 0.000016 loss: 2.079685 loss_cls: 1.041540 loss_iou: 0.249810 loss_dfl: 0.834815 loss_l1: 1.260300 eta: 1 day, 2:11:31 batch_cost: 1.6126 data_cost: 1.1857 ips: 9.9217 images/s
+[07/01 09:26:22] ppdet.engine INFO: Epoch: [81] [100/268] learning_rate: 0.000016 loss: 2.115310 loss_cls: 1.041033 loss_iou: 0.249278 loss_dfl: 0.848056 loss_l1: 1.142648 eta: 1 day, 2:05:52 batch_cost: 1.5953 data_cost: 1.1586 ips: 10.0294 images/s
+[07/01 09:29:15] ppdet.engine INFO: Epoch: [81] [200/268] learning_rate: 0.000015 loss: 2.125827 loss_cls: 1.046196 loss_iou: 0.251990 loss_dfl: 0.843607 loss_l1: 1.219424 eta: 1 day, 2:06:27 batch_cost: 1.6192 data_cost: 1.2036 ips: 9.8816 images/s
+[07/01 09:31:09] ppdet.engine INFO: Epoch: [82] [  0/268] learning_rate: 0.000014 loss: 2.122164 loss_cls: 1.048753 loss_iou: 0.255140 loss_dfl: 0.843055 loss_l1: 1.207334 eta: 1 day, 1:58:08 batch_cost: 1.5829 data_cost: 1.1521 ips: 10.1081 images/s
+"""
+
+
+def test_weights_restored_for_a_resume_in_so_many_words_are_a_resume(tmp_path):
+    [f] = ResumedRun().check(_run(tmp_path, "workerlog.0", PPDET_RESUMED))
+    assert "Finish resuming model weights" in f.evidence["announced"]
+
+
+# A constrained-PPO console log (520yrn/dyna-cppo@6cbe17280fc3402b20d854ed6d6d8ab826dcb5ac:logs/train_log.txt, lines
+# 1-20): a launch aborted after 8 iterations, then a fresh one from `[it 0001]`, its `time=` clock starting again
+CPPO_RELAUNCHED = """\
+[it 0001] step=1024 | EpRew=-0.0 EpCost=0.0 | Vr=0.092 Vc=0.162 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.1m
+[it 0002] step=2048 | EpRew=-0.7 EpCost=0.0 | Vr=0.097 Vc=0.127 | PiLoss=0.021 Track=0.021 MeanRatio=1.000 LB%=0.0% | time=0.1m
+[it 0003] step=3072 | EpRew=1.1 EpCost=0.0 | Vr=0.101 Vc=0.130 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.2m
+[it 0004] step=4096 | EpRew=0.1 EpCost=0.0 | Vr=0.080 Vc=0.107 | PiLoss=0.023 Track=0.023 MeanRatio=1.000 LB%=0.0% | time=0.2m
+[it 0005] step=5120 | EpRew=0.8 EpCost=365.0 | Vr=0.077 Vc=47.459 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.3m
+[it 0006] step=6144 | EpRew=0.2 EpCost=0.0 | Vr=0.078 Vc=0.090 | PiLoss=0.025 Track=0.025 MeanRatio=1.000 LB%=0.0% | time=0.4m
+[it 0007] step=7168 | EpRew=-0.5 EpCost=0.0 | Vr=0.070 Vc=0.068 | PiLoss=0.026 Track=0.026 MeanRatio=1.000 LB%=0.0% | time=0.4m
+[it 0008] step=8192 | EpRew=1.0 EpCost=0.0 | Vr=0.067 Vc=0.050 | PiLoss=0.030 Track=0.030 MeanRatio=1.000 LB%=0.0% | time=0.5m
+[it 0001] step=1024 | EpRew=-0.0 EpCost=0.0 | Vr=0.092 Vc=0.162 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.1m
+[it 0002] step=2048 | EpRew=-0.7 EpCost=0.0 | Vr=0.097 Vc=0.127 | PiLoss=0.021 Track=0.021 MeanRatio=1.000 LB%=0.0% | time=0.2m
+[it 0003] step=3072 | EpRew=1.1 EpCost=0.0 | Vr=0.101 Vc=0.130 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.2m
+[it 0004] step=4096 | EpRew=0.1 EpCost=0.0 | Vr=0.080 Vc=0.107 | PiLoss=0.023 Track=0.023 MeanRatio=1.000 LB%=0.0% | time=0.3m
+[it 0005] step=5120 | EpRew=0.8 EpCost=365.0 | Vr=0.077 Vc=47.459 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.3m
+[it 0006] step=6144 | EpRew=0.2 EpCost=0.0 | Vr=0.078 Vc=0.090 | PiLoss=0.025 Track=0.025 MeanRatio=1.000 LB%=0.0% | time=0.4m
+[it 0007] step=7168 | EpRew=-0.5 EpCost=0.0 | Vr=0.070 Vc=0.068 | PiLoss=0.026 Track=0.026 MeanRatio=1.000 LB%=0.0% | time=0.4m
+[it 0008] step=8192 | EpRew=1.0 EpCost=0.0 | Vr=0.067 Vc=0.050 | PiLoss=0.030 Track=0.030 MeanRatio=1.000 LB%=0.0% | time=0.5m
+[it 0009] step=9216 | EpRew=-0.6 EpCost=389.0 | Vr=0.055 Vc=46.227 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.6m
+[it 0010] step=10240 | EpRew=0.3 EpCost=405.0 | Vr=0.046 Vc=52.608 | PiLoss=0.020 Track=0.020 MeanRatio=1.000 LB%=0.0% | time=0.6m
+[it 0011] step=11264 | EpRew=-0.7 EpCost=72.0 | Vr=0.054 Vc=7.674 | PiLoss=0.025 Track=0.025 MeanRatio=1.000 LB%=0.0% | time=0.7m
+[it 0012] step=12288 | EpRew=1.8 EpCost=0.0 | Vr=0.043 Vc=0.039 | PiLoss=0.041 Track=0.041 MeanRatio=1.000 LB%=0.0% | time=0.7m
+"""
+
+
+def test_a_clock_that_starts_again_with_the_counter_is_a_fresh_launch_not_a_resume(tmp_path):
+    assert list(ResumedRun().check(_run(tmp_path, "train_log.txt", CPPO_RELAUNCHED))) == []
+
+
+# MindYOLO's console log as posted in mindspore-lab/mindyolo issue 370 (its 12 lines): a step time that rose
+# steadily for four records and then dips a hair (100.32 ms, 99.82 ms) looks like a clock for a moment
+MINDYOLO_STEP_TIMES = """\
+2024-10-18 10:02:11,121 [INFO] Epoch 1/500, Step 720/1516, step time: 89.81 ms
+2024-10-18 10:02:12,027 [INFO] Epoch 1/500, Step 730/1516, imgsize (640, 640), loss: 9.3012, lbox: 4.3068, lcls: 3.1446, dfl: 1.8499, cur_lr: 0.08410950005054474
+2024-10-18 10:02:12,029 [INFO] Epoch 1/500, Step 730/1516, step time: 90.65 ms
+2024-10-18 10:02:12,962 [INFO] Epoch 1/500, Step 740/1516, imgsize (640, 640), loss: 9.7858, lbox: 4.7739, lcls: 3.2009, dfl: 1.8110, cur_lr: 0.08389182388782501
+2024-10-18 10:02:12,963 [INFO] Epoch 1/500, Step 740/1516, step time: 93.32 ms
+2024-10-18 10:02:13,913 [INFO] Epoch 1/500, Step 750/1516, imgsize (640, 640), loss: 9.0520, lbox: 4.3822, lcls: 3.0225, dfl: 1.6473, cur_lr: 0.08367414027452469
+2024-10-18 10:02:13,918 [INFO] Epoch 1/500, Step 750/1516, step time: 95.26 ms
+2024-10-18 10:02:14,921 [INFO] Epoch 1/500, Step 760/1516, imgsize (640, 640), loss: 9.2176, lbox: 4.2728, lcls: 3.2465, dfl: 1.6983, cur_lr: 0.08345646411180496
+2024-10-18 10:02:14,923 [INFO] Epoch 1/500, Step 760/1516, step time: 100.32 ms
+2024-10-18 10:02:15,919 [INFO] Epoch 1/500, Step 770/1516, imgsize (640, 640), loss: 9.7566, lbox: 4.7477, lcls: 3.0362, dfl: 1.9726, cur_lr: 0.08323878794908524
+2024-10-18 10:02:15,923 [INFO] Epoch 1/500, Step 770/1516, step time: 99.82 ms
+2024-10-18 10:02:16,906 [INFO] Epoch 1/500
+"""
+
+
+def test_a_step_time_a_hair_under_the_one_before_is_no_clock_starting_again(tmp_path):
+    assert list(ResumedRun().check(_run(tmp_path, "train.log", MINDYOLO_STEP_TIMES))) == []

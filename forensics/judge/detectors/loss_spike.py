@@ -241,7 +241,9 @@ class LossSpike:
         """An RL run's losses chase moving targets and need not fall, but a value objective (a regression toward
         returns) that jumps ×`blowup` its median and is back under ×10 of it at the next log, `recurrent` times or
         more, is blowing up on some batches (exploding returns, a bad target): what an expert flags in any agent.
-        An agent's only loss, no policy objective named, is a value objective too (a Q-learner's TD loss)."""
+        An agent's only loss, no policy objective named, is a value objective too (a Q-learner's TD loss), unless it
+        goes negative: a regression toward returns is a squared or absolute error, never below 0, where a policy
+        objective (a GRPO or policy-gradient loss logged as plain `loss`) swings around 0 and its |median| is no level."""
         from ingest.roles import words
 
         value = [n for n in objectives if set(words(n)) & VALUE_WORDS]
@@ -251,7 +253,9 @@ class LossSpike:
             f = run.series_named(name)
             s, y = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
             ok = np.isfinite(y)
-            s, y = s[ok], np.abs(y[ok])
+            if np.any(y[ok] < 0):
+                continue  # below 0: no regression error (a policy objective), its blow-ups have no level to read
+            s, y = s[ok], y[ok]
             if y.size < self.min_points or float(np.median(y)) <= 0:
                 continue
             med = float(np.median(y))
