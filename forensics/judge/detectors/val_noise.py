@@ -123,10 +123,8 @@ class ValNoise:
             found = found or self._few(run, ts, t)
             yield from [found] if found is not None else []
             return
-        low = float(np.nanmin(stats.rolling_median(t, max(5, t.size // 10))))
-        end = stats.head_tail_levels(t)[1]
-        if low > 0 and end >= (1 + self.max_train_rise) * low:
-            return  # the training loss diverges: validation swinging with it is its symptom, not this
+        if self._training_diverges(t):
+            return  # validation swinging with a diverging training loss is its symptom, not this
         val_name = self._evaluations(run)
         if val_name is None:
             return
@@ -149,6 +147,11 @@ class ValNoise:
         found = found or self._judged(run, val_name, vs, v, vn, flips)
         yield from [found] if found is not None else []
 
+    def _training_diverges(self, t: np.ndarray) -> bool:
+        """Whether the training loss `t` ends `max_train_rise` above its smoothed minimum: diverging."""
+        low = float(np.nanmin(stats.rolling_median(t, max(5, t.size // 10))))
+        return low > 0 and stats.head_tail_levels(t)[1] >= (1 + self.max_train_rise) * low
+
     def _score(self, run: Run) -> Finding | None:
         """No held-out loss logged: the held-out score a user reads instead (`base.held_out_score`: an accuracy, an
         AUC, a mAP), judged as the loss is, at the same bars, its worse direction down (an accuracy bouncing
@@ -160,9 +163,8 @@ class ValNoise:
         vs, v = finite_part(*run.arrays(name))
         if t.size < self.min_points or v.size < self.min_points:
             return None
-        low = float(np.nanmin(stats.rolling_median(t, max(5, t.size // 10))))
-        if low > 0 and stats.head_tail_levels(t)[1] >= (1 + self.max_train_rise) * low:
-            return None  # the training loss diverges: the held-out swings are its symptom
+        if self._training_diverges(t):
+            return None  # the held-out swings are the diverging training loss's symptom
         vn, flips = stats.relative_wiggle(v), stats.sign_change_rate(v)
         if not (np.isfinite(vn) and vn >= self.min_noise and flips >= self.min_sign_changes):
             return None
