@@ -558,15 +558,21 @@ def refresh_series(con, run_id: str) -> None:
     # quantity: the pair's held-out half (alone, a `test.log` may hold a whole training run).
     split_named: dict[str, bool] = {}
     tags_of: dict[str, set[str]] = {}
+    console: set[str] = set()
     for _, grp, tag, fmt in rows:
         tags_of.setdefault(grp, set()).add(tag)
-        if fmt in FILE_NAMED_FORMATS + ("console",) and grp not in own:
+        if fmt == "console":
+            console.add(grp)
+        if (fmt in FILE_NAMED_FORMATS or fmt == "console") and grp not in own:
             split_named[grp] = split_named.get(grp, True) and role_of(tag).split is None
-    console = {grp for _, grp, _, fmt in rows if fmt == "console"}
+
+    def pairs_another(grp: str) -> bool:  # a training loss of this file is printed by another file of the run
+        others = set().union(*(tags for other, tags in tags_of.items() if other != grp))
+        return any(role_of(t).role == "train_loss" and t in others for t in tags_of[grp])
+
     held_out = {grp for grp, unsplit in split_named.items()
-                if unsplit and role_of(PurePosixPath(grp).stem).split in ("val", "test") and (
-                    grp not in console or any(role_of(t).role == "train_loss" and any(
-                        t in tags for other, tags in tags_of.items() if other != grp) for t in tags_of[grp]))}
+                if unsplit and role_of(PurePosixPath(grp).stem).split in ("val", "test")
+                and (grp not in console or pairs_another(grp))}
     updates = []
     for series_id, grp, tag, fmt in rows:
         name = tag
