@@ -482,6 +482,12 @@ PATTERNS: list[LinePattern] = [
         rf"(?P<value>{NUM})(?P<unit>ms|s|%|[KMGT]i?B|\s(?:[KMGT]i?B|%)(?!\w)(?!\s*[=:]))?(?![\w.'\":]|/\d)", re.I),
         "step:1/20000 train_loss:6.9319 train_time:132ms step_avg:131.94ms",
         {"step": 1, "train_loss": 6.9319, "train_time ms": 132, "step_avg ms": 131.94}),
+    # `name - value` pairs a progress bar's postfix lists after its rate (segmentation_models_pytorch's epoch runner:
+    # `[00:55<00:00,  7.67it/s, bce_dice_loss - 1.606, iou_score - 0.2795]`): each after `, `, before `,` or `]`.
+    LinePattern("postfix_dash", "assign", _p(
+        rf"(?<=, )(?P<key>[A-Za-z_][\w./@]*) - (?P<value>{NUM})(?=\s*[,\]]|\s*$)"),
+        "train: 100%|████| 396/396 [00:55<00:00,  7.67it/s, bce_dice_loss - 1.606, iou_score - 0.2795]",
+        {"batch": 396, "bce_dice_loss": 1.606, "iou_score": 0.2795}),
     # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`).
     LinePattern("pipe_row", "assign", _p(
         rf"^\s*\|\s*(?P<key>[A-Za-z][\w./ -]*?)\s*\|\s*(?P<value>{NUM})\s*\|\s*$"),
@@ -726,6 +732,7 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
         if shape.prefix is not None and not _names_split(tag):
             tag = f"{shape.prefix} {tag}"
         metrics.setdefault(tag, _float(text[vs:ve]))
+    metrics = _mirrored_held_out(metrics)
     counters = {name: _count(text[s:e]) for name, s, e in shape.counters}
     time = {name: text[s:e] for name, s, e in shape.time} if shape.time_kind else None
     if metrics:
@@ -735,6 +742,20 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
     else:  # the check reads the line as written, escape codes and all
         looks = _looks_like_metric(line)
     return metrics, counters, time, shape.time_kind, looks, patterns
+
+
+# A one-letter held-out prefix that mirrors the line's other names (`v_loss 4.03  loss 4.25  v_kl 59.8  kl 22.5`):
+# `v_` names the validation pass's copy of each. Two names mirrored at least, so that a reinforcement learner's
+# value loss (`v_loss` beside `pi_loss` and `loss`) stays a loss of its own.
+_SHORT_HELD_OUT = re.compile(r"v_(?P<name>[A-Za-z]\w*)")
+
+
+def _mirrored_held_out(metrics: dict[str, float]) -> dict[str, float]:
+    """`metrics` with each `v_X` that mirrors an `X` on the same line named `val X`, where two or more do."""
+    mirrored = {t for t in metrics if (m := _SHORT_HELD_OUT.fullmatch(t)) and m.group("name") in metrics}
+    if len(mirrored) < 2:
+        return metrics
+    return {(f"val {t[2:]}" if t in mirrored else t): v for t, v in metrics.items()}
 
 
 def _float(text: str) -> float:
@@ -805,15 +826,21 @@ def _oem_bars(data: bytes) -> bytes:
 _CURLY_KEY = re.compile(rb"(?:\xe2\x80[\x98\x99\x9c\x9d])([A-Za-z_][\w./-]*)(?:\xe2\x80[\x98\x99\x9c\x9d])[ \t]*:")
 _RECORD_COUNTER = rb"""['"](?:iteration|iter|step|global_step|num_updates|_step|epoch)['"][ \t]*:"""
 _NEXT_RECORD = re.compile(rb"\}([ \t]*,[ \t]*|[ \t]+)(?=\{[^{}\r\n]*" + _RECORD_COUNTER + rb")")
+# A terminal's cursor moved up a line (`ESC[A`, `ESC[2F`: tqdm's bars over other prints) in the middle of a line:
+# what follows is printed on another screen line, another record (a logger's line after an evaluation bar's redraw
+# does not take the bar's `Validation:` as its split). Its first byte becomes a `\r`, the rest blanks.
+_CURSOR_UP = re.compile(rb"(?<=[^\r\n])\x1b\[\d*[AF]")
 
 
 def _records_apart(data: bytes) -> bytes:
     """`data` with typographic quotes around keys made ASCII and several counted records on a line cut apart
-    (`_CURLY_KEY`, `_NEXT_RECORD`), same length."""
+    (`_CURLY_KEY`, `_NEXT_RECORD`, `_CURSOR_UP`), same length."""
     if b"\xe2\x80" in data:
         data = _CURLY_KEY.sub(lambda m: b" " * (len(m.group()) - len(m.group(1)) - 3) + b'"' + m.group(1) + b'":', data)
     if b"}" in data and b"{" in data:
         data = _NEXT_RECORD.sub(lambda m: b"}\r" + m.group(1)[1:], data)
+    if b"\x1b" in data:
+        data = _CURSOR_UP.sub(lambda m: b"\r" + b" " * (len(m.group()) - 1), data)
     return data
 
 
@@ -2462,7 +2489,8 @@ _PADDED_COLON = re.compile(rb"(?<![\w.])((?!(?i:epoch|iter|iteration|step|batch)
 # A settings dump printed one `name: value` a line (DINO's `print(args)` sorted by name, a YAML config echoed at start,
 # `arch: vit_small` over `lr: 0.0005`): a run of `DUMP_LINES` or more such lines (and YAML's `section:` and `- item`
 # lines, a comment after a value), `DUMP_WORDS` of them or more holding a word, a path, a boolean or nothing (a number
-# with a unit or a clock is no word: `time: 12.3s`), no other pair on a line and no record counter among the names.
+# with a unit or a clock is no word: `time: 12.3s`), no other pair on a line, no record counter among the names and no
+# name on half the lines (a dump names each setting once).
 # Its numbers are the run's settings, not records: a second program's settings echoed after the first one's records
 # are no points at the first one's last step (`_settings_blanked`).
 DUMP_LINES = 4
@@ -2491,6 +2519,9 @@ def _settings_blanked(data: bytes) -> tuple[bytes, int]:
     for run in runs:
         if len(run) < DUMP_LINES or any(m.group("key") and m.group("key").lower() in _RECORD_COUNTERS for m in run):
             continue
+        keys = [m.group("key") for m in run if m.group("key")]
+        if keys and 2 * max(keys.count(k) for k in set(keys)) >= len(keys):
+            continue  # one name on half its lines or more (`Loss: 644.398` ... `Loss: -nan`): one quantity's records
         values = [_DUMP_COMMENT.sub(b"", m.group("value") or b"").strip() for m in run]
         numbers = [m for m, v in zip(run, values) if m.group("key") and _DUMP_NUMBER.fullmatch(v)]
         worded = sum(not m.group("key") or not _DUMP_NUMBER.fullmatch(v) and not _MEASURED.match(v)
@@ -2826,8 +2857,8 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
             tabled += 1
         if metrics and counters.keys() & {"step", "epoch", "batch"}:
             counted += 1
-        if any(role_of(tag).role != "other" for tag in metrics):
-            named += 1
+        if any(role_of(tag).role != "other" or METRIC_WORDS.search(tag) for tag in metrics):
+            named += 1  # a loss, an lr, ...; or a quantity a metric's word names (`Mean Reward: 2.33`, one a line)
             key = "named " + outline(line)
             records[key] = records.get(key, 0) + 1
         elif len(_parse(line, repeated=True)[0]) >= 2:

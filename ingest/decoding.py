@@ -9,6 +9,7 @@ between the characters (the test `json.detect_encoding` makes of a document's fi
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -206,7 +207,39 @@ def sample(path: Path, n: int = SAMPLE_BYTES) -> bytes:
                                       for p in parts[1:])]
     head = parts[0]
     head = head[: max(head.rfind(b"\n"), 0) + 1]  # the head's whole lines only
-    return b"".join([head, *(p if p.endswith(b"\n") else p + b"\n" for p in parts[1:] if p)])
+    taken = b"".join([head, *(p if p.endswith(b"\n") else p + b"\n" for p in parts[1:] if p)])
+    if not wide and size <= BAR_SCAN_BYTES and _mostly_bars(taken):
+        return _between_bars(path, head, 3 * n) or taken
+    return taken
+
+
+# A progress bar's redraw with nothing after its timing (`Train:  0%|    | 5/1108 [00:24<43:34,  2.37s/it]`, its
+# cursor-up escape after it): a log whose sample is mostly these keeps its records (an epoch's `loss: 5.62`) far
+# apart, between thousands of redraws, so the lines between the bars are sampled instead, across the whole file
+# where it is no larger than `BAR_SCAN_BYTES`.
+_IDLE_BAR = re.compile(rb"\d+/\d+ \[[\d:]+<[\d:?]+,\s*[\d.?]+\s*(?:s/it|it/s)\](?:\x1b\[A|\s)*$")
+BAR_SCAN_BYTES = 8 << 20
+
+
+def _mostly_bars(data: bytes) -> bool:
+    lines = [line for line in re.split(rb"\r\n|\r|\n", data) if line.strip()]
+    return len(lines) >= 20 and sum(_IDLE_BAR.search(line) is not None for line in lines) * 2 >= len(lines)
+
+
+def _between_bars(path: Path, head: bytes, n: int) -> bytes:
+    """`head`, then the file's lines that are no idle progress bar, up to `n` bytes in all (b"" when unreadable)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return b""
+    out, size = [head], len(head)
+    for line in re.split(rb"(?<=\n)", data[len(head):]):
+        if size >= n:
+            break
+        if line.strip() and not any(_IDLE_BAR.search(seg) for seg in re.split(rb"\r(?!\n)", line) if seg.strip()):
+            out.append(line if line.endswith(b"\n") else line + b"\n")
+            size += len(out[-1])
+    return b"".join(out)
 
 
 def _finds(data: bytes, sub: bytes) -> Iterator[int]:

@@ -251,8 +251,10 @@ FORMATS: list[Format] = [
     # two lines apart only in the time of day of their stamp are two records of one logger, not a rank's copy
     # version 22: lines that differ before their values in a number a word names (`epoch 1[5000]`, `Sample: 4`) are two
     # records, not one printed by two ranks; a record line whose values turned nan keeps the shape of its finite ones
+    # version 23: a print after a bar's cursor-up escape is its own record; `v_X` beside `X` (twice or more) is the
+    # validation's `X`
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=22),
+           text=True, version=23),
 ]
 
 

@@ -1,0 +1,178 @@
+"""Prints glued to a progress bar, and logs of one named quantity a line, as their printers wrote them: a logger's
+record printed after a bar's cursor-up escape is its own record (not the bar's `Validation:`), a one-letter held-out
+prefix that mirrors the line's names is the validation's, a log whose records sit far apart between thousands of bar
+redraws is still a training log, and a log of an agent's mean reward alone is read, not refused; a
+progress bar's `name - value` postfix pairs are read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest.decoding import SAMPLE_BYTES
+from tests.runwriters import load_run
+
+# A Lightning run's console output (rich logging under tqdm's validation bar): each epoch's record follows the bar's
+# `\r...]` and its cursor-up escape on the same line, and prints each validation value beside its training value
+# under a `v_` prefix. Source: MukundShankar-dev/TMR@8e3801100626bfb33b6cbefadca2ea04007c70e9:train.out, lines 28-34.
+TMR_EPOCHS = b"".join([
+    b'\rValidation: |          | 0/? [00:00<?, ?it/s]\x1b[A[\x1b[37m12/09/24 14:03:31\x1b[0m] \x1b[34mINFO\x1b[0m   Epoch 0: v_recons 4.545e-01  recons 4.626e-01  v_loss 4.591e+00  loss 5.362e+00  v_latent 1.066e+00  latent 1.139e+00  v_kl 5.804e+00  kl 5.591e+00  v_dtw 7.405e-02  dtw 8.616e-02  v_t2m/len 1368  v_t2m/R01 1.32%  v_t2m/R02 3.0%  v_t2m/R03 5.55%  v_t2m/R05 7.96%  v_t2m/R10 14.77%  v_t2m/MedR 65.0%  v_m2t/len 1368  v_m2t/R01 2.26%  v_m2t/R02 3.79%  v_m2t/R03 5.4%  v_m2t/R05 8.85%  v_m2t/R10 15.85%  v_m2t/MedR 68.5%\x1b[0m\n'
+    b'\n'
+    b'\rValidation: |          | 0/? [00:00<?, ?it/s]\x1b[A[\x1b[37m12/09/24 14:07:00\x1b[0m] \x1b[34mINFO\x1b[0m   Epoch 1: v_recons 4.458e-01  recons 4.412e-01  v_loss 4.035e+00  loss 4.258e+00  v_latent 9.824e-01  latent 1.039e+00  v_kl 5.983e+01  kl 2.255e+01  v_dtw 6.306e-02  dtw 6.908e-02  v_t2m/len 1368  v_t2m/R01 3.28%  v_t2m/R02 6.28%  v_t2m/R03 8.4%  v_t2m/R05 13.38%  v_t2m/R10 24.2%  v_t2m/MedR 38.0%  v_m2t/len 1368  v_m2t/R01 4.67%  v_m2t/R02 7.38%  v_m2t/R03 10.38%  v_m2t/R05 15.35%  v_m2t/R10 22.51%  v_m2t/MedR 43.0%\x1b[0m\n'
+    b'\n'
+    b'\rValidation: |          | 0/? [00:00<?, ?it/s]\x1b[A[\x1b[37m12/09/24 14:10:32\x1b[0m] \x1b[34mINFO\x1b[0m   Epoch 2: v_recons 4.421e-01  recons 4.341e-01  v_loss 3.944e+00  loss 3.883e+00  v_latent 9.584e-01  latent 9.755e-01  v_kl 1.539e+02  kl 1.468e+02  v_dtw 6.454e-02  dtw 6.420e-02  v_t2m/len 1368  v_t2m/R01 3.73%  v_t2m/R02 7.38%  v_t2m/R03 10.75%  v_t2m/R05 16.29%  v_t2m/R10 26.23%  v_t2m/MedR 37.0%  v_m2t/len 1368  v_m2t/R01 4.3%  v_m2t/R02 7.96%  v_m2t/R03 10.89%  v_m2t/R05 16.37%  v_m2t/R10 26.82%  v_m2t/MedR 38.0%\x1b[0m\n'
+    b'\n'
+    b'\rValidation: |          | 0/? [00:00<?, ?it/s]\x1b[A[\x1b[37m12/09/24 14:14:03\x1b[0m] \x1b[34mINFO\x1b[0m   Epoch 3: v_recons 4.354e-01  recons 4.281e-01  v_loss 3.568e+00  loss 3.603e+00  v_latent 9.166e-01  latent 9.382e-01  v_kl 1.811e+02  kl 2.332e+02  v_dtw 5.716e-02  dtw 6.163e-02  v_t2m/len 1368  v_t2m/R01 4.61%  v_t2m/R02 7.75%  v_t2m/R03 11.18%  v_t2m/R05 17.69%  v_t2m/R10 30.26%  v_t2m/MedR 26.0%  v_m2t/len 1368  v_m2t/R01 5.26%  v_m2t/R02 9.72%  v_m2t/R03 13.44%  v_m2t/R05 20.46%  v_m2t/R10 30.4%  v_m2t/MedR 30.0%\x1b[0m\n'
+])
+
+# An ML-Agents PPO run's output as a user pasted it: the mean reward, one a line, with the thread's elisions.
+# Source: https://github.com/Unity-Technologies/ml-agents/issues/101
+MLAGENTS_REWARD = """Mean Reward: 2.3333333333333335
+Mean Reward: 4.128571428571429
+Mean Reward: 5.371428571428571
+Mean Reward: 6.475
+Mean Reward: 8.014285714285714
+
+.
+. Time passes
+.
+
+Mean Reward: 69.94166666666666
+Mean Reward: 69.85714285714286
+Mean Reward: 70.27857142857142
+Mean Reward: 70.71666666666667
+Mean Reward: 69.35714285714286
+
+.
+. Time passes
+.
+
+Mean Reward: 56.66428571428571
+Mean Reward: 52.91428571428571
+Mean Reward: 53.65
+Mean Reward: 48.16428571428571
+Mean Reward: 41.714285714285715
+
+.
+. Time passes
+.
+
+Mean Reward: 8.728571428571428
+Mean Reward: 7.508333333333334
+Mean Reward: 7.921428571428572
+Mean Reward: 7.428571428571429
+Mean Reward: 6.725
+
+.
+. Time passes
+.
+
+Mean Reward: 0.17857142857142858
+Mean Reward: 0.175
+Mean Reward: 0.37142857142857144
+Mean Reward: 0.2
+"""
+
+
+def _series(run, tag):
+    return run.series(tag)["value"].to_list()
+
+
+def test_a_record_after_a_bars_cursor_up_escape_is_its_own_and_v_names_the_validation(tmp_path):
+    """The record is no `Validation ...` series (the bar's name), `loss` is the training loss and `v_loss` the
+    validation loss, each with the values printed for epochs 0-3."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "train.out").write_bytes(TMR_EPOCHS)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    meta = {r["tag"]: r for r in run.meta.to_dicts()}
+    assert not [t for t in meta if t.lower().startswith("validation")], sorted(meta)
+    assert meta["loss"]["role"] == "train_loss"
+    assert _series(run, "loss") == [5.362, 4.258, 3.883, 3.603]
+    held = [t for t, r in meta.items() if r["role"] == "val_loss" and r["split"] == "val"]
+    assert len(held) == 1, meta.get("v_loss")
+    held = held[0]
+    assert _series(run, held) == [4.591, 4.035, 3.944, 3.568]
+
+
+def test_records_far_apart_between_bar_redraws_are_a_training_log(tmp_path):
+    """tqdm redraws its bar thousands of times between two record lines: the file is still read as a training log
+    and its records' losses are the training loss."""
+    tqdm = pytest.importorskip("tqdm").tqdm
+    (tmp_path / "run").mkdir()
+    with open(tmp_path / "run" / "log_train.txt", "w") as log:
+        for epoch in range(3):
+            for i in tqdm(range(1200), desc="Train", file=log, mininterval=0, miniters=1, ascii=False):
+                if i and i % 500 == 0:
+                    log.write("\n")
+                    print(f"Epoch: {epoch}; step: {i}; loss: {6.9 - epoch - i / 1000:.4f}; acc: 0.1", file=log)
+            print(f"Train process of epoch: {epoch} is done; ", file=log)
+    assert (tmp_path / "run" / "log_train.txt").stat().st_size > 3 * SAMPLE_BYTES  # sampled, not read whole
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    assert _series(run, "loss") == [6.4, 5.9, 5.4, 4.9, 4.4, 3.9]
+
+
+def test_a_log_of_the_mean_reward_alone_is_read(tmp_path):
+    """No loss, no step: one named quantity a line. Read as a series, so the run is judged (there is no loss to
+    judge), not refused as an unknown file."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "output.txt").write_text(MLAGENTS_REWARD)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    values = _series(run, "Mean Reward")
+    assert values[0] == pytest.approx(2.3333333333333335) and values[-1] == 0.2
+    assert len(values) == 24
+
+
+# A C++ (libtorch) linear regression whose loss explodes and turns `-nan`, as the user pasted it: one `Loss: X` a line,
+# no counter. Source: https://github.com/krshrimali/Linear-Regression-using-PyTorch-CPP/issues/11
+LIBTORCH_BLOWUP = """Loss: 644.398
+Loss: 1.49074e+07
+Loss: 1.02868e+38
+Loss: -nan
+Loss: -nan
+Loss: -nan
+Loss: -nan
+"""
+
+
+def test_one_name_a_line_that_turns_nan_is_a_loss_not_a_settings_dump(tmp_path):
+    """Four `Loss: -nan` lines under three finite ones are no settings dump (one name on every line, and `nan` is a
+    value, not a setting's word): the finite values that exploded stay, the evidence of the divergence."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "output.txt").write_text(LIBTORCH_BLOWUP)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    values = _series(run, "Loss")
+    assert values[:3] == [644.398, 1.49074e07, 1.02868e38] and len(values) == 7
+
+
+
+# segmentation_models_pytorch's epoch runner under tqdm (`bce_dice_loss - 1.606` in the bar's postfix), each epoch's
+# train and valid bars, as a user pasted them. Source: https://github.com/silverbulletmdc/PVEN/issues/23
+SMP_EPOCHS = """Epoch: 0
+train: 100%|████| 396/396 [00:55<00:00,  7.67it/s, bce_dice_loss - 1.606, iou_score - 0.2795]
+valid: 100%|█████| 500/500 [00:09<00:00, 52.51it/s, bce_dice_loss - 1.519, iou_score - 0.434]
+Model saved!
+
+Epoch: 1
+train: 100%|████| 396/396 [00:56<00:00,  7.62it/s, bce_dice_loss - 1.581, iou_score - 0.3631]
+valid: 100%|████| 500/500 [00:09<00:00, 52.48it/s, bce_dice_loss - 1.502, iou_score - 0.5235]
+Model saved!
+
+Epoch: 2
+train: 100%|████| 396/396 [00:56<00:00,  7.61it/s, bce_dice_loss - 1.572, iou_score - 0.4105]
+valid: 100%|████| 500/500 [00:09<00:00, 52.79it/s, bce_dice_loss - 1.493, iou_score - 0.5486]
+Model saved!
+
+"""
+
+
+def test_name_dash_value_pairs_in_a_bars_postfix_are_read(tmp_path):
+    """The train bar's pairs are the training loss and score, the valid bar's the validation's, one an epoch."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "train.log").write_text(SMP_EPOCHS)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    meta = {r["tag"]: r for r in run.meta.to_dicts()}
+    assert meta["bce_dice_loss"]["role"] == "train_loss"
+    assert _series(run, "bce_dice_loss") == [1.606, 1.581, 1.572]
+    assert meta["valid bce_dice_loss"]["split"] == "val"
+    assert _series(run, "valid bce_dice_loss") == [1.519, 1.502, 1.493]
