@@ -910,9 +910,14 @@ def _normalise(text: str) -> str:
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
     text = _LEGENDED_PAIR.sub(r"\g<pair> \g<key>:", text)
     text = _NAMED_LIST.sub(_named_list, text)
-    text = _REPR.sub(lambda m: m.group("t") or m.group("a") or m.group("h") or m.group("l") and m.group("lpre") + m.group("l")
-                     or m.group("pm") + m.group("pmu"), text)
+    text = _REPR.sub(_repr_value, text)
     return _GLUED_MESSAGE.sub(r"\1", _GLUED.sub(" ", text))
+
+
+def _repr_value(m: re.Match[str]) -> str:
+    """The value a `_REPR` match stands for, as text (`tensor(0.41, device='cuda:0')` -> `0.41`)."""
+    return m.group("t") or m.group("a") or m.group("h") or m.group("l") and m.group("lpre") + m.group("l") \
+        or m.group("pm") + m.group("pmu")
 
 
 @lru_cache(maxsize=4096)
@@ -2196,6 +2201,8 @@ class _State:
         by hand) is no field. A row labelled in its first field (`Mem:  65  1  19` under procps free's `total  used
         free`, whose header leaves the label's column blank) names each value `<label> <column>` too."""
         fields = _fields(_ROW_COMMENT.sub("", text))
+        if "(" in text:  # a cell printed as a tensor's repr (`tensor(3.3929, device='cuda:0')`) holds its value
+            fields = [_REPR.sub(_repr_value, f) if f.startswith("tensor(") else f for f in fields]
         names = self.headers.get(len(fields))
         if names is None and len(fields) > 2 and _ROW_NAME.fullmatch(fields[0]):
             names = self.headers.get(len(fields) - 1)

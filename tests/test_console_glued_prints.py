@@ -176,3 +176,30 @@ def test_name_dash_value_pairs_in_a_bars_postfix_are_read(tmp_path):
     assert _series(run, "bce_dice_loss") == [1.606, 1.581, 1.572]
     assert meta["valid bce_dice_loss"]["split"] == "val"
     assert _series(run, "valid bce_dice_loss") == [1.519, 1.502, 1.493]
+
+
+def test_a_tab_separated_table_of_tensor_reprs_is_read_by_its_header(tmp_path):
+    """A loop that writes each epoch's tensors into a tab-separated log under its header (`epoch loss acc lr`):
+    Python prints each cell as the tensor's repr (`tensor(2.3145)`, `tensor(0.98, grad_fn=<...>)`), which holds
+    the column's value."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(64, 4), torch.randint(0, 3, (64,))
+    losses = []
+    (tmp_path / "run" / "results").mkdir(parents=True)
+    with open(tmp_path / "run" / "results" / "train.log", "w") as log:
+        print("epoch\tloss\tacc\tlr", file=log)
+        for epoch in range(2, 8):
+            out = model(x)
+            loss = torch.nn.functional.cross_entropy(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            acc = (out.argmax(1) == y).float().mean()
+            print("\t".join(str(v) for v in (epoch, loss, acc, opt.param_groups[0]["lr"])), file=log)
+            losses.append(float(f"{loss.item():.4f}"))
+    assert "tensor(" in (tmp_path / "run" / "results" / "train.log").read_text()
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    assert _series(run, "loss") == losses
