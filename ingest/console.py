@@ -834,14 +834,39 @@ _CURSOR_UP = re.compile(rb"(?<=[^\r\n])\x1b\[\d*[AF]")
 
 def _records_apart(data: bytes) -> bytes:
     """`data` with typographic quotes around keys made ASCII and several counted records on a line cut apart
-    (`_CURLY_KEY`, `_NEXT_RECORD`, `_CURSOR_UP`), same length."""
+    (`_CURLY_KEY`, `_NEXT_RECORD`, `_CURSOR_UP`, `_redraws_apart`), same length."""
     if b"\xe2\x80" in data:
         data = _CURLY_KEY.sub(lambda m: b" " * (len(m.group()) - len(m.group(1)) - 3) + b'"' + m.group(1) + b'":', data)
     if b"}" in data and b"{" in data:
         data = _NEXT_RECORD.sub(lambda m: b"}\r" + m.group(1)[1:], data)
     if b"\x1b" in data:
         data = _CURSOR_UP.sub(lambda m: b"\r" + b" " * (len(m.group()) - 1), data)
+    if _TWO_BARS.search(data):
+        data = _redraws_apart(data)
     return data
+
+
+# A progress bar's redraws pasted without the `\r` between them (`Epoch: 0.0001 - loss: 133.07 - acc: 0.51:   0%| |
+# 1/42622.979999Epoch: 0.0002 - loss: 132.77 ...`): each redraw opens with the same words glued to the bar before it
+# (its last digit or bracket); the byte before each becomes a `\r` (a bar's last digit: no value of a record).
+_TWO_BARS = re.compile(rb"%\|[^\r\n]*%\|")
+_GLUED_LEAD = re.compile(rb"(?<=[\d\]])[A-Z][A-Za-z_]*(?: [A-Za-z_]+)?[:=] ")
+
+
+def _redraws_apart(data: bytes) -> bytes:
+    out = bytearray(data)
+    for line in re.finditer(rb"[^\r\n]+", data):
+        text = line.group()
+        if text.count(b"%|") < 2:
+            continue
+        leads = [m.group() for m in _GLUED_LEAD.finditer(text)]
+        lead = max(set(leads), key=leads.count) if leads else None
+        if lead is None or leads.count(lead) < 2:
+            continue
+        for again in _GLUED_LEAD.finditer(text):
+            if again.group() == lead:
+                out[line.start() + again.start() - 1] = 13
+    return bytes(out)
 
 
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element

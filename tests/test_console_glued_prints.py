@@ -203,3 +203,20 @@ def test_a_tab_separated_table_of_tensor_reprs_is_read_by_its_header(tmp_path):
     assert "tensor(" in (tmp_path / "run" / "results" / "train.log").read_text()
     run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
     assert _series(run, "loss") == losses
+
+
+# A Keras-era loop's tqdm description (`Epoch: <fraction> - loss: X - acc: Y`), one redraw per batch, pasted into an
+# issue without the `\r` between the redraws (and a value wrapped across the paste's line break, `100.` / `883`).
+# Source: https://github.com/danielegrattarola/twitter-sentiment-cnn/issues/9
+GLUED_REDRAWS = """Epoch: 7.038456719825784e-05 - loss: 133.074 - acc: 0.51:   0%| | 1/42622.979999Epoch: 0.00014076913439651568 - loss: 132.773 - acc: 0.51:   0%| | 2/42622.97999Epoch: 0.00021115370159477352 - loss: 119.407 - acc: 0.46:   0%| | 3/42622.97999Epoch: 0.00028153826879303136 - loss: 106.877 - acc: 0.49:   0%| | 4/42622.97999Epoch: 0.0003519228359912892 - loss: 122.571 - acc: 0.57:   0%| | 5/42622.979999Epoch: 0.00042230740318954704 - loss: 105.927 - acc: 0.51:   0%| | 6/42622.97999Epoch: 0.0004926919703878049 - loss: 104.487 - acc: 0.48:   0%| | 7/42622.979999Epoch: 0.0005630765375860627 - loss: 109.863 - acc: 0.52:   0%| | 8/42622.979999Epoch: 0.0006334611047843205 - loss: 92.069 - acc: 0.54:   0%| | 9/42622.9799999Epoch: 0.0007038456719825784 - loss: 101.371 - acc: 0.49:   0%| | 10/42622.97999Epoch: 0.0007742302391808363 - loss: 89.7704 - acc: 0.54:   0%| | 11/42622.97999Epoch: 0.0008446148063790941 - loss: 98.222 - acc: 0.5:   0%| | 12/42622.9799999Epoch: 0.000914999373577352 - loss: 100.
+883 - acc: 0.46:   0%| | 13/42622.979999Epoch: 0.0009853839407756098 - loss: 108.835 - acc: 0.43:   0%| | 14/42622.97999Epoch: 0.0010557685079738677 - loss: 92.1828 - acc: 0.5:   0%| | 15/42622.979999Epoch: 0.0011261530751721254 - loss: 110.24 - acc: 0.46:   0%| | 16/42622.979999Epoch: 0.0011965376423703834 - loss: 104.441 - acc: 0.45:   0%| | 17/42622.97999
+"""
+
+
+def test_bar_redraws_pasted_without_their_carriage_returns_are_one_record_each(tmp_path):
+    """Each redraw's loss is a record (17 batches), not only the first of each pasted line."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "output.txt").write_text(GLUED_REDRAWS)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    values = _series(run, "loss")
+    assert len(values) == 17 and values[0] == 133.074 and values[-1] == 104.441
