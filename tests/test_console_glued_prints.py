@@ -6,7 +6,6 @@ progress bar's `name - value` postfix pairs are read."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from ingest.decoding import SAMPLE_BYTES
