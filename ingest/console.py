@@ -413,6 +413,11 @@ PATTERNS: list[LinePattern] = [
         rf"\d+%(?:{BAR_GLYPHS})\s*(?P<batch>\d+)/(?:\d+|\?)"),
                 "100%|██████████| 50/50 [00:01<00:00, 42.1it/s, loss=0.123, lr=1e-3]",
                 {"batch": 50, "loss": 0.123, "lr": 1e-3}),
+    # A bar of no known total after its description (`desc=f"Loss: {x}"`, tqdm over an iterator of no length prints
+    # `Loss: 0.5213: : 11it [00:06,  1.59it/s]`): the count is the bar's, no record's value; the description's value
+    # ends at its colon (`_DESCRIPTION_END`).
+    LinePattern("tqdm_count", "counter", _p(r"\s:\s(?P<batch>\d+)it(?=\s\[\d)"),
+                "Loss: 0.5212869264862754: : 11it [00:06,  1.59it/s]", {"batch": 11, "Loss": 0.5212869264862754}),
     # --- fixed tags: lines whose value has no key of its own (run before the pairs, so `epoch= 2.68` in
     # `time this epoch= 2.68` is not read as an epoch counter's value) --------------------------------
     LinePattern("loss_scale_reduced", "assign", _p(
@@ -1060,10 +1065,11 @@ def _trace(text: str) -> _Shape:
                 text = _blank(text, match.span(), blanked)
             if took:
                 break
-    if "tqdm_bar" in taken:  # the `: ` tqdm puts between a description and its bar ends a value, names nothing
+    bar = "tqdm_bar" in taken or "tqdm_count" in taken
+    if bar:  # the `: ` tqdm puts between a description and its bar ends a value, names nothing
         text = _DESCRIPTION_END.sub(lambda m: m.group(1) + " ", text)
     for pattern in _ASSIGN:
-        if pattern.name == "bare_rate" and "tqdm_bar" in taken:
+        if pattern.name == "bare_rate" and bar:
             continue  # a bar's own rate: often a data-loading bar's (`Map: 55%|...| 942.92 examples/s`)
         for match in list(pattern.regex.finditer(text)):
             covered += match.end() - match.start()

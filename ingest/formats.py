@@ -252,7 +252,8 @@ FORMATS: list[Format] = [
     # version 22: lines that differ before their values in a number a word names (`epoch 1[5000]`, `Sample: 4`) are two
     # records, not one printed by two ranks; a record line whose values turned nan keeps the shape of its finite ones
     # version 23: a print after a bar's cursor-up escape is its own record; `v_X` beside `X` (twice or more) is the
-    # validation's `X`; a bar's redraws pasted without their `\r` are one record each; a table cell's tensor repr
+    # validation's `X`; a bar's redraws pasted without their `\r` are one record each; a table cell's tensor repr;
+    # a description's value before a bar of no known total (`Loss: 0.52: : 11it [...]`)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=23),
 ]

@@ -218,3 +218,24 @@ def test_bar_redraws_pasted_without_their_carriage_returns_are_one_record_each(t
     run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
     values = _series(run, "loss")
     assert len(values) == 17 and values[0] == 133.074 and values[-1] == 104.441
+
+
+def test_a_description_before_a_bar_of_no_known_total_is_the_records_value(tmp_path):
+    """tqdm over an iterator of no length prints `Loss: 0.5213: : 11it [00:06,  1.59it/s]`: the description's value
+    is the loss (the count `11it` is the bar's), every epoch's last description among the records."""
+    tqdm = pytest.importorskip("tqdm").tqdm
+    (tmp_path / "run").mkdir()
+    finals = []
+    with open(tmp_path / "run" / "train.log", "w") as log:
+        for epoch in range(4):
+            bar = tqdm(iter(range(11)), file=log, mininterval=0, miniters=1)
+            running = 0.0
+            for i, _ in enumerate(bar):
+                running += 0.7 - 0.05 * epoch + 0.01 * (i % 3)
+                bar.set_description(f"Loss: {running / (i + 1)}")
+            bar.close()
+            finals.append(running / 11)
+    assert ": : 11it [" in (tmp_path / "run" / "train.log").read_text()
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    values = _series(run, "Loss")
+    assert all(any(abs(v - f) < 1e-12 for v in values) for f in finals), (finals, values)
