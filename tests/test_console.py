@@ -513,10 +513,11 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
             if took:
                 break
     out.counted_by = counted_by  # the counter patterns that matched (the reader's `batch_step` asks for `batch`)
-    if "tqdm_bar" in counted_by:  # tqdm's `: ` after a description's value ends the value
+    bar = "tqdm_bar" in counted_by or "tqdm_count" in counted_by
+    if bar:  # tqdm's `: ` after a description's value ends the value
         text = C._DESCRIPTION_END.sub(lambda m: m.group(1) + " ", text)
     for pattern in C._ASSIGN:
-        if pattern.name == "bare_rate" and "tqdm_bar" in counted_by:
+        if pattern.name == "bare_rate" and bar:
             continue  # a tqdm bar's own rate is not read
         for match in list(pattern.regex.finditer(text)):
             covered += match.end() - match.start()
