@@ -752,12 +752,9 @@ def _parse(line: str, shape: _Shape | None = None, repeated: bool = False) -> tu
 # A one-letter held-out prefix that mirrors the line's other names (`v_loss 4.03  loss 4.25  v_kl 59.8  kl 22.5`):
 # `v_` names the validation pass's copy of each. Two names mirrored at least, so that a reinforcement learner's
 # value loss (`v_loss` beside `pi_loss` and `loss`) stays a loss of its own.
-_SHORT_HELD_OUT = re.compile(r"v_(?P<name>[A-Za-z]\w*)")
-
-
 def _mirrored_held_out(metrics: dict[str, float]) -> dict[str, float]:
     """`metrics` with each `v_X` that mirrors an `X` on the same line named `val X`, where two or more do."""
-    mirrored = {t for t in metrics if (m := _SHORT_HELD_OUT.fullmatch(t)) and m.group("name") in metrics}
+    mirrored = {t for t in metrics if t[:2] == "v_" and t[2:] in metrics}
     if len(mirrored) < 2:
         return metrics
     return {(f"val {t[2:]}" if t in mirrored else t): v for t, v in metrics.items()}

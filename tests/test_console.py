@@ -614,6 +614,10 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
     if prefix is not None:  # `Test: [10/196] ... Loss 0.8`: `Test Loss`, unless the tag names a split itself
         out.metrics = {(t if any(w in C.SPLIT_WORDS for w in C.words(t)) else f"{prefix} {t}"): v
                        for t, v in out.metrics.items()}
+    # `v_loss 4.03  loss 4.25  v_kl 59.8  kl 22.5`: a `v_` prefix mirroring two of the line's names or more
+    mirrored = [t for t in out.metrics if t.startswith("v_") and t[2:] in out.metrics]
+    if len(mirrored) >= 2:
+        out.metrics = {(f"val {t[2:]}" if t in mirrored else t): v for t, v in out.metrics.items()}
     return out
 
 
