@@ -315,6 +315,10 @@ PATTERNS: list[LinePattern] = [
     # bar's percentage, the same on every bar's end (the bar's own `n/total` is its batch, `tqdm_bar`).
     LinePattern("iteration", "counter", _p(r"\b(?:Iteration|iteration)\s*[:=]?\s*(?P<step>\d+)\b(?!\s*%)"),
                 "Iteration 20 (1.97443 iter/s, 5.06474s/10 iter), loss = nan", {"step": 20, "loss": float("nan")}),
+    # Marian's fields (`Ep. 1 : Up. 300 : Sen. 137,255 : Cost nan`): the epoch and the update, its step.
+    LinePattern("marian", "counter", _p(r"\bEp\.\s+(?P<epoch>\d+)\s+:\s+Up\.\s+(?P<step>\d+)\b"),
+                "[2020-09-05 20:22:04] Ep. 1 : Up. 100 : Sen. 46,750 : Cost 314.00448608 : Time 35.20s",
+                {"epoch": 1, "step": 100, "Cost": 314.00448608}),
     # `iter 50/100` is the step of 100 (a count within the epoch turns into the batch where it starts again).
     LinePattern("iter", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:iter|Iter|ITER)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*(?P<of>\d+))?\b(?!\.\d|\s*%)"),
                 "Iter 25: Train loss 1.593, Learning Rate 7.000e-05, It/sec 0.999, Tokens/sec 387.697",
@@ -623,7 +627,10 @@ def _kind(token: re.Match[str]) -> str:
 # clause, so the name keeps its split or qualifier (a key's name is its words, punctuation aside).
 _ABBREVIATED = ("val", "valid", "eval", "test", "train", "tr", "avg", "ave", "tot", "mean")
 _NOT_ABBREVIATION = "".join(rf"(?<!\b(?i:{w}))" for w in _ABBREVIATED)
-CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|" + _NOT_ABBREVIATION + r"\.\s|\s{2,}|\t(?=[A-Za-z])|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s")
+# ` : ` before the next `Name value` pair parts fields too (Marian's `Cost 314.00 : Time 35.20s : ...`); not before a value
+# (`loss : 0.5` is one pair).
+CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|" + _NOT_ABBREVIATION + r"\.\s|\s{2,}|\t(?=[A-Za-z])|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s"
+                          r"|\s:\s(?=[A-Za-z][\w.]*\s+[-+]?\.?\d)")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
 # The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`). A name padded
 # before its colon (`LOSS     :  24.57`, names aligned in a column) is one clause too.

@@ -254,8 +254,9 @@ FORMATS: list[Format] = [
     # version 23: a print after a bar's cursor-up escape is its own record; `v_X` beside `X` (twice or more) is the
     # validation's `X`; a bar's redraws pasted without their `\r` are one record each; a table cell's tensor repr;
     # a description's value before a bar of no known total (`Loss: 0.52: : 11it [...]`)
+    # version 24: ` : ` before the next `Name value` pair parts fields (Marian), `Ep. N : Up. M` its epoch and step
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=23),
+           text=True, version=24),
 ]
 
 

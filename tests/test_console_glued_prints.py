@@ -239,3 +239,24 @@ def test_a_description_before_a_bar_of_no_known_total_is_the_records_value(tmp_p
     run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
     values = _series(run, "Loss")
     assert all(any(abs(v - f) < 1e-12 for v in values) for f in finals), (finals, values)
+
+
+# Marian's training log (` : `-parted fields: epoch, update, sentences, cost, time, speed, gradient norm) under fp16,
+# its cost turning nan at update 300, as the user pasted it. Source: https://github.com/marian-nmt/marian-dev/issues/699
+MARIAN_FP16 = """[2020-09-05 20:21:44] [memory] Reserving 230 MB, device gpu4
+[2020-09-05 20:22:04] Ep. 1 : Up. 100 : Sen. 46,750 : Cost 314.00448608 : Time 35.20s : 5532.88 words/s : gNorm 20126.2366
+[2020-09-05 20:22:24] Ep. 1 : Up. 200 : Sen. 86,994 : Cost 211.39459229 : Time 20.37s : 3498.78 words/s : gNorm 35733.1837
+[2020-09-05 20:22:42] Ep. 1 : Up. 300 : Sen. 137,255 : Cost nan : Time 17.18s : nan words/s : gNorm 41172.8250
+[2020-09-05 20:22:59] Ep. 1 : Up. 400 : Sen. 184,785 : Cost nan : Time 17.13s : nan words/s : gNorm 40407.7559
+"""
+
+
+def test_colon_parted_fields_are_read_with_their_update_as_the_step(tmp_path):
+    """`Cost` is the training loss and `Up.` its step: the nan at update 300 is found after 211.39 at update 200."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "train.log").write_text(MARIAN_FP16)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    points = run.series_named("Cost")
+    assert points["step"].to_list() == [100, 200, 300, 400]
+    values = points["value"].to_list()
+    assert values[:2] == [314.00448608, 211.39459229] and all(v != v for v in values[2:])
