@@ -802,6 +802,21 @@ def _halfwidth(data: bytes) -> bytes:
     return data
 
 
+# Control characters a syslog daemon escaped as `#` and three octal digits (rsyslog's default, and so the logs of
+# services that ship stdout through it: SageMaker's CloudWatch streams): `#015` a carriage return, `#033` an escape,
+# `#011` a tab. Taken back, right-aligned in blanks so every offset stays the file's (`#015` -> `   \r`), in a text
+# that holds two or more of them: a lone `#015` may be an issue number.
+_SYSLOG_CONTROL = re.compile(rb"#0(?:15|33|11)(?!\d)")
+_SYSLOG_CHAR = {b"#015": b"   \r", b"#033": b"   \x1b", b"#011": b"   \t"}
+
+
+def _syslog_controls(data: bytes) -> bytes:
+    """`data` with syslog's `#ooo` escapes of control characters taken back (`_SYSLOG_CONTROL`), same length."""
+    if data.count(b"#0") < 2 or len(_SYSLOG_CONTROL.findall(data, 0, 1 << 20)) < 2:
+        return data
+    return _SYSLOG_CONTROL.sub(lambda m: _SYSLOG_CHAR[m.group()], data)
+
+
 # A progress bar's UTF-8 box characters shown through a Windows console's OEM code page (cp437/cp850) and saved
 # again as UTF-8 or UTF-16: `━` (e2 94 81) reads `Ôöü`, `█` (e2 96 88) `Ôûê`. Two or more in a row are a bar.
 _OEM_BAR = re.compile(rb"(?:(?:\xc3\x94|\xce\x93)\xc3[\xb6\xb2\xbb](?:[\xc2-\xcf][\x80-\xbf]|\xe2[\x80-\x97][\x80-\xbf])){2,}")
@@ -1766,7 +1781,7 @@ class _State:
         if start == 0:
             return state
         f.seek(0)
-        prefix = _records_apart(_halfwidth(_oem_bars(f.read(start))))
+        prefix = _records_apart(_halfwidth(_oem_bars(_syslog_controls(f.read(start)))))
         state.line_no = prefix.count(b"\n") + 1
         state.segment = prefix.count(b"\n") + prefix.count(b"\r") - prefix.count(b"\r\n")
         # The last step and date are looked for in the last 64 KiB only: enough for any log's cadence.
@@ -1802,7 +1817,7 @@ class _State:
         # One row per line that gave points, repeated for each of its points at the end.
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
-        data, settings = _settings_blanked(_records_apart(_halfwidth(_oem_bars(data))))
+        data, settings = _settings_blanked(_records_apart(_halfwidth(_oem_bars(_syslog_controls(data)))))
         self.n_settings += settings
         self.settings_padded = self.settings_padded or len(_PADDED_WORD.findall(data)) >= REPEATS
         if self.settings_padded:
@@ -2883,6 +2898,7 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
     why = binary_reason(sample[:4096])
     if why is not None:
         return False, f"it holds binary data, not text ({why})"
+    sample = _records_apart(_syslog_controls(sample))
     lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
     state = _State(stem_tag=_stem_tag(Path(name)) if name else None, held_stem=_held_stem(Path(name)) if name else None)
     state.counted_values(sample)  # rows of numbers with a counter column (a header never printed) are records
@@ -2945,6 +2961,7 @@ def prints_a_loss(sample: bytes) -> bool:
     sample = as_utf8(sample)
     if not sample or _is_binary(sample[:4096]):
         return False
+    sample = _syslog_controls(sample)
     for line in re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace")):
         if line.strip() and any(role_of(tag).role in ("train_loss", "val_loss") for tag in _parse(line)[0]):
             return True

@@ -260,3 +260,34 @@ def test_colon_parted_fields_are_read_with_their_update_as_the_step(tmp_path):
     assert points["step"].to_list() == [100, 200, 300, 400]
     values = points["value"].to_list()
     assert values[:2] == [314.00448608, 211.39459229] and all(v != v for v in values[2:])
+
+
+# PyTorch Lightning's bar under mpirun, as a SageMaker job's log stream keeps it: syslog wrote each carriage return
+# as `#015` and each escape as `#033`. Source: https://github.com/aws-samples/sagemaker-distributed-training-workshop/issues/6
+SYSLOG_ESCAPED_BAR = (
+    b"[1,mpirank:0,algo-1]<stdout>:#015Epoch 0:  50% 1/2 [00:00<00:00,  6.54it/s, loss=2.29, v_num=0]\n"
+    b"[1,mpirank:0,algo-1]<stdout>:\n"
+    b"[1,mpirank:0,algo-1]<stdout>:#015Validation: 0it [00:00, ?it/s]#033[A\n"
+    b"[1,mpirank:0,algo-1]<stdout>:\n"
+    b"[1,mpirank:0,algo-1]<stdout>:#015Validation:   0% 0/1 [00:00<?, ?it/s]#033[A\n"
+    b"[1,mpirank:0,algo-1]<stdout>:#015Validation DataLoader 0:   0% 0/1 [00:00<?, ?it/s]#033[A\n"
+    b"[1,mpirank:0,algo-1]<stdout>:\n"
+    b"[1,mpirank:0,algo-1]<stdout>:#015Validation DataLoader 0: 100% 1/1 [00:00<00:00, 1113.73it/s]#033[A\n"
+    b"[1,mpirank:0,algo-1]<stdout>:#015Epoch 0: 100% 2/2 [00:00<00:00, 12.33it/s, loss=2.29, v_num=0]\n"
+    b"[1,mpirank:0,algo-1]<stdout>:#015Epoch 0: 100% 2/2 [00:00<00:00, 12.33it/s, loss=2.29, v_num=0]\n"
+    b"[1,mpirank:0,algo-1]<stdout>:#015Epoch 0: 100% 2/2 [00:00<00:00, 12.10it/s, loss=2.29, v_num=0, val_acc=0.166]\n"
+    b"[1,mpirank:0,algo-1]<stdout>:#015                                                            #033[A\n"
+    b"[1,mpirank:0,algo-1]<stdout>:#015Epoch 0: 100% 2/2 [00:00<00:00, 12.05it/s, loss=2.29, v_num=0, val_acc=0.166]\n"
+)
+
+
+def test_control_characters_a_syslog_escaped_are_taken_back(tmp_path):
+    """`#015` is the bar's carriage return and `#033[A` its cursor-up: the log is read, its loss and val_acc found."""
+    from ingest.console import sniff_console
+
+    assert sniff_console(SYSLOG_ESCAPED_BAR, "output.txt")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "output.txt").write_bytes(SYSLOG_ESCAPED_BAR)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    assert set(run.series_named("loss")["value"].to_list()) == {2.29}
+    assert run.series_named("val_acc")["value"].to_list()[-1] == 0.166
