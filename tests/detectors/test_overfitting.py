@@ -534,3 +534,33 @@ def test_a_validation_only_u_after_an_early_jump_is_overfitting(tmp_path):
     run = load_run(write_tb(tmp_path / "u", {"val/loss": (steps, val)}), tmp_path / "u.duckdb")
     [f] = Overfitting().check(run)
     assert f.step == 23 and "2.013 at step 7" in f.summary and "not logged" in f.summary
+
+
+# A small character-level transformer's own CSV log, evaluated every 500 steps at a constant LR. Source:
+# mannkenn/tiny-transformer@c891d35978d1ed61fb00d0b1cd56a9278d644eaf:results/baseline_20260423_204805/train_log.csv
+_EVERY_500 = """\
+step,train_loss,val_loss,lr,elapsed_time,tokens_per_sec
+0,3.7405,3.7688,0.0003,0.4215,38870.5490
+500,1.7939,1.9217,0.0003,0.0610,287523.7777
+1000,1.4477,1.6383,0.0003,0.0556,287052.1923
+1500,1.3118,1.5600,0.0003,0.0569,288035.4830
+2000,1.2279,1.5079,0.0003,0.0578,287346.1435
+2500,1.1517,1.4986,0.0003,0.0597,285859.5444
+3000,1.0929,1.5084,0.0003,0.0571,288070.1365
+3500,1.0297,1.5094,0.0003,0.0528,286851.4298
+4000,0.9680,1.5449,0.0003,0.0574,287325.7791
+4500,0.9054,1.5846,0.0003,0.0555,286658.2421
+4999,0.8362,1.6111,0.0003,0.0531,287478.6120
+"""
+
+
+def test_validation_up_at_each_of_five_evaluations_by_seven_percent_is_overfitting(tmp_path):
+    """The validation minimum 1.4986 at step 2500, then up at every evaluation to 1.6111 (+7.5%) while training
+    falls at each: a user keeps the checkpoint at 2500. Under a 5% rise the short-rise rule stays silent."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "train_log.csv").write_text(_EVERY_500)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    [f] = Overfitting().check(run)
+    assert f.step == 2500 and f.evidence["rising_evaluations"] == 5
+    assert "1.499 at step 2500" in f.summary and "1.611 at step 4999" in f.summary
+    assert list(Overfitting(every_min_rise=0.08).check(run)) == []
