@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -57,7 +58,9 @@ class Overfitting:
     later one `first_min_rise` above it, beside a falling training loss (`_first`): the turn at the first
     evaluation, which no smoothed minimum places. Where only a validation loss was logged, a U (`_val_only`) is read as
     overfitting that says the training loss was not logged.
-    Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's.
+    Of launches appended to one log, the last one is read (`base.by_launch`): no minimum of another launch's;
+    where it shows no turn, each earlier launch on its own (`_earlier_launches`): on the 632 pool runs, 3 labelled
+    runs found and no claim on a healthy one (docs/engine.md).
     Why: the model memorises; the checkpoint at the crossover is the one to keep.
     Evidence: crossover step (validation minimum), minimum, final validation level, rise, train slope after.
     False alarms: 0 of the 153 healthy real runs it checks in the pool of 978 labelled real runs (27 label files;
@@ -117,6 +120,9 @@ class Overfitting:
     val_only_share: float = 1 / 3  # ... over a third of the evaluations or more, ...
     val_only_tau: float = 0.6  # ... ordered upward (Kendall's tau)
     val_noise: ValNoise = ValNoise()  # val_noise's bar for a noisier validation curve, as this analysis sets it
+    # The launch read: None for the last one appended to the log (`_last_launch`); (first step, next launch's first
+    # step) for an earlier one, which `check` reads when the last says nothing (`_earlier_launches`).
+    launch: tuple[float, float] | None = None
 
     def held_out_turn(self, steps: np.ndarray, values: np.ndarray) -> int | None:
         """`held_out_rose` with this detector's scatter margins: where another detector asks "did the held-out curve
@@ -161,11 +167,49 @@ class Overfitting:
             found = self._val_only(run)
             yield from [found] if found is not None else []
             return
+        found = self._routes(run)
+        if not found and self.launch is None:
+            found = self._earlier_launches(run)
+        yield from found
+
+    def _routes(self, run: Run) -> list[Finding]:
         found = list(self._narrow(run))
         for route in (self._wide, self._every, self._first, self._scatter):
             if not found:
                 found = [f for f in [route(run)] if f is not None]
-        yield from found
+        return found
+
+    def _launch(self, run: Run, role: str) -> tuple[np.ndarray, np.ndarray]:
+        """(steps, values) of `role` in the launch this reading is of: the last (`_last_launch`), or the points
+        between `launch`'s steps, before their first non-finite value."""
+        if self.launch is None:
+            return _last_launch(run, role)
+        steps, values = run.arrays(role)
+        inside = (steps >= self.launch[0]) & (steps < self.launch[1])
+        return finite_part(steps[inside], values[inside])
+
+    def _earlier_launches(self, run: Run) -> list[Finding]:
+        """Where launches appended to one log (several models trained one after another, a script run again) end in
+        one that shows nothing, each earlier launch read on its own, the latest first: a model that overfit is
+        overfitting whatever was run after it. The launches are the training loss's (`Run.launch_starts`, on the
+        step axis both curves share); the finding names the launch it was read in."""
+        starts = run.launch_starts(run.pick("loss"))
+        if not starts:
+            return []
+        bounds = [-np.inf, *starts, np.inf]
+        for k in range(len(bounds) - 2, 0, -1):
+            lo, hi = bounds[k - 1], bounds[k]
+            one = dataclasses.replace(self, launch=(lo, hi))
+            vs, _ = one._launch(run, "val_loss")
+            if vs.size < min(self.min_points, self.every_min_evals):
+                continue
+            found = one._routes(run)
+            if found:
+                f = found[0]
+                span = f"launch {k} of {len(bounds) - 1}"
+                return [dataclasses.replace(f, evidence={**f.evidence, "launch": k, "launches": len(bounds) - 1},
+                                            summary=f"{f.summary} (in {span} appended to the log; the last shows no turn)")]
+        return []
 
     def _scatter(self, run: Run) -> Finding | None:
         """The mild rise, sized against the validation curve's own scatter rather than its level: after the raw
@@ -174,7 +218,7 @@ class Overfitting:
         it, on successive differences: the trend and an early transient do not inflate it) and `scatter_min_rise`
         of it, undoing `scatter_give_back` of validation's fall from its first evaluation; meanwhile training falls
         `min_train_fall` and the gap between the two widens `scatter_gap_growth` of itself. A fine-tune's evaluation loss 1-7% above its best at each later evaluation while training falls."""
-        vs, v = _last_launch(run, "val_loss")
+        vs, v = self._launch(run, "val_loss")
         imin = int(np.argmin(v)) if v.size else 0
         after = v[imin + 1:]
         if after.size < max(self.scatter_min_evals, self.scatter_share * v.size):
@@ -187,7 +231,7 @@ class Overfitting:
                 and np.isfinite(sigma) and final - lo >= self.scatter_sigmas * sigma
                 and final - lo >= self.scatter_give_back * fall):
             return None  # a rise that undoes 1-3% of a long fall leaves the checkpoint choice as it was
-        ts, tv = _last_launch(run, "loss")
+        ts, tv = self._launch(run, "loss")
         train = _between(ts, tv, vs[imin - 1] if imin > 0 else -np.inf, vs[imin:])
         t0, t1 = train[0], float(np.median(train[-2:]))
         if not (np.isfinite(t0) and np.isfinite(t1) and t1 <= (1 - self.min_train_fall) * t0):
@@ -216,7 +260,7 @@ class Overfitting:
         `noise_k` times the curve's relative point noise, while training falls `min_train_fall` from its level at the
         first evaluation (the median of its points up to it) to the median of its last three. A fine-tune whose
         evaluation loss is best after one epoch and never comes back while training keeps falling."""
-        vs, v = _last_launch(run, "val_loss")
+        vs, v = self._launch(run, "val_loss")
         if not self.min_points <= v.size < self.wide_min_evals or int(np.argmin(v)) != 0:
             return None  # from `wide_min_evals` on, the level rules read where the curve goes after its first jump
         lo, after = float(v[0]), v[1:]
@@ -225,7 +269,7 @@ class Overfitting:
         if not (lo > 0 and np.min(after) >= (1 + self.first_min_rise) * lo) or (
                 np.isfinite(wiggle) and rise < self.noise_k * wiggle * lo):
             return None
-        ts, tv = _last_launch(run, "loss")
+        ts, tv = self._launch(run, "loss")
         upto = ts <= vs[-1]
         if upto.sum() < 2:
             return None
@@ -251,7 +295,7 @@ class Overfitting:
         evaluation before it (an early jump and its way back down are the U's left arm too), then rises
         `val_only_rise` of the minimum over `val_only_share` of the evaluations or more, ordered upward (Kendall's
         tau `val_only_tau`) and ending `noise_k` point sigmas (after the minimum) above it."""
-        vs, v = _last_launch(run, "val_loss")
+        vs, v = self._launch(run, "val_loss")
         if v.size < self.val_only_min_evals:
             return None
         imin = int(np.argmin(v))
@@ -287,7 +331,7 @@ class Overfitting:
         evaluations (the median of its points in the interval that ends at each) falls at each and by
         `min_train_fall` in all. Three epochs of a fine-tune whose evaluation loss
         climbs +13%, +47% while its training loss halves are read so; the three-evaluation rule needs five."""
-        vs, v = _last_launch(run, "val_loss")
+        vs, v = self._launch(run, "val_loss")
         k = stats.rising_tail(v)
         if k < self.every_min_evals or k - 1 < self.every_share * (v.size - 1) or np.argmin(v) != v.size - k:
             return None  # two evaluations up at the end of a long run: a user waits for the next one
@@ -298,7 +342,7 @@ class Overfitting:
         if not (lo > 0 and last >= (1 + self.every_min_rise) * lo) or (
                 np.isfinite(wiggle) and last - lo < self.noise_k * wiggle * lo):
             return None  # a rise within the curve's own jumps between evaluations is not a turn
-        ts, tv = _last_launch(run, "loss")
+        ts, tv = self._launch(run, "loss")
         span = vs[-k:]
         bounds = np.r_[vs[-k - 1] if v.size > k else -np.inf, span]
         train, counts = [], []
@@ -330,7 +374,7 @@ class Overfitting:
         (Mann–Kendall p < `wide_trend_p`) to a median of the last window `min_rise` above that minimum and `noise_k`
         standard errors of a window median (point noise / √window), while training falls over the same span. A tiny validation set jumps ×3 between
         epochs; its 3-point minimum is a lucky dip near the end, while its medians over 30 epochs climb +60%."""
-        vs, v = _last_launch(run, "val_loss")
+        vs, v = self._launch(run, "val_loss")
         if v.size < self.wide_min_evals:
             return None
         w = max(self.wide_min_window, int(v.size * self.wide_share))
@@ -345,7 +389,7 @@ class Overfitting:
         trend = stats.mann_kendall(v[imin:], vs[imin:])
         if not (trend.z > 0 and trend.p < self.wide_trend_p):
             return None
-        ts, tv = _last_launch(run, "loss")
+        ts, tv = self._launch(run, "loss")
         after = (ts >= vs[imin]) & (ts <= vs[-1])
         if after.sum() < 6:
             return None
@@ -366,7 +410,7 @@ class Overfitting:
 
     def _narrow(self, run: Run) -> Iterator[Finding]:
         """The rule of the docstring's first paragraphs, on the 3-point smoothed validation minimum."""
-        vs, v = _last_launch(run, "val_loss")
+        vs, v = self._launch(run, "val_loss")
         if v.size < self.min_points:
             return
         sm = stats.rolling_median(v, self.smooth_points)
@@ -385,7 +429,7 @@ class Overfitting:
             return
         if np.sum(v[imin + 1:] >= lo + self.min_rise * abs(lo)) < self.min_evals_above:
             return  # one or two evaluations up at the end: a user waits for the next before stopping the run
-        ts, tv = _last_launch(run, "loss")
+        ts, tv = self._launch(run, "loss")
         # Training over the validation rise's own span: what training did after the last finite evaluation
         # (a NaN, a masked 0.0) says nothing about the steps where validation rose.
         after = (ts >= vs[imin]) & (ts <= vs[-1])
