@@ -116,12 +116,12 @@ from ingest.decoding import (LEGACY_ENCODINGS, as_utf8, binary_reason, legacy_en
                              utf16_order)
 from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame, texts_frame
+from ingest.reprs import NUM, REPR_HINT, SCALAR_REPR, cell_number, repr_number
 from ingest.roles import SPLIT_WORDS, role_of, words
 from ingest.tabular import with_loss_sums
 
 PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its line is skipped, and said)
 
-NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)(?:\.\d)?)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 # `lr_0`, `current_lr_1`: the LR of one optimizer or parameter group, by its index (Coqui's trainer prints one per
 # optimizer, a GAN's generator and discriminator).
@@ -882,10 +882,9 @@ def _redraws_apart(data: bytes) -> bytes:
 # list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
 _FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
-_REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
+_REPR = re.compile(rf"{SCALAR_REPR}"  # a tensor's or a NumPy scalar's repr (`ingest.reprs`)
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)"
-                   rf"|<\s*(?P<a>{NUM})\s*>"  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
-                   rf"|\bTensor\s+[A-Z]\w*\s+\[\s*\]\s+(?P<h>{NUM})")  # hasktorch's 0-d tensor (`Tensor Float []  0.34`)
+                   rf"|<\s*(?P<a>{NUM})\s*>")  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 # A value glued to a capitalised word (`loss: 1.3988Batch 8: Invalid loss`, `loss: nanEpoch 2/10`): another print
 # with no line break before it. The number is the record's value; the message after it is cut off, since its counters
@@ -894,7 +893,7 @@ _GLUED_MESSAGE = re.compile(
     r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2,}\b.*$")
 _REPR_HINTS = [
     r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
-    r"tensor\(", r"Tensor\s+[A-Z]\w*\s+\[\s*\]", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
+    REPR_HINT, "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
     rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
     r"(?:\d|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2}",  # a value glued to the next message
@@ -950,7 +949,7 @@ def _normalise(text: str) -> str:
 
 def _repr_value(m: re.Match[str]) -> str:
     """The value a `_REPR` match stands for, as text (`tensor(0.41, device='cuda:0')` -> `0.41`)."""
-    return m.group("t") or m.group("a") or m.group("h") or m.group("l") and m.group("lpre") + m.group("l") \
+    return repr_number(m) or m.group("a") or m.group("l") and m.group("lpre") + m.group("l") \
         or m.group("pm") + m.group("pmu")
 
 
@@ -2236,8 +2235,8 @@ class _State:
         by hand) is no field. A row labelled in its first field (`Mem:  65  1  19` under procps free's `total  used
         free`, whose header leaves the label's column blank) names each value `<label> <column>` too."""
         fields = _fields(_ROW_COMMENT.sub("", text))
-        if "(" in text:  # a cell printed as a tensor's repr (`tensor(3.3929, device='cuda:0')`) holds its value
-            fields = [_REPR.sub(_repr_value, f) if f.startswith("tensor(") else f for f in fields]
+        if "(" in text:  # a cell printed as a scalar's repr (`tensor(3.3929, device='cuda:0')`) holds its value
+            fields = [cell_number(f) or f for f in fields]
         names = self.headers.get(len(fields))
         if names is None and len(fields) > 2 and _ROW_NAME.fullmatch(fields[0]):
             names = self.headers.get(len(fields) - 1)

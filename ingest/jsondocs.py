@@ -40,6 +40,7 @@ from ingest.configs import DocumentTooLarge, flatten, parse_json
 from ingest.decoding import decode
 from ingest.dvclive import component_sums, plots_beside
 from ingest.records import Chunk, Issue, scalars_frame
+from ingest.reprs import cell_float
 from ingest.roles import SPLIT_WORDS, role_of, words
 from ingest.tabular import _flat_numbers, _record_points, with_loss_sums
 
@@ -147,7 +148,7 @@ class _Found:
         numbers = _numbers(values) or [None] * len(values)
         if set(words(tag)) <= SPLIT_WORDS.keys():
             tag = f"{self.stem}/{tag}"  # `{"train": [...], "val": [...]}` in losses.json: the file names the quantity
-        skipped = sum(1 for v in values if isinstance(v, (dict, list, str)))
+        skipped = sum(1 for v in values if isinstance(v, (dict, list)) or isinstance(v, str) and cell_float(v) is None)
         if skipped:
             self.issues.append(Issue(None, "unread_values", f"{tag}: {skipped} of {len(values)} values are not "
                                                             "numbers (encoded objects or text); skipped"))
@@ -194,8 +195,9 @@ def _is_number(value: Any) -> bool:
 
 
 def _numbers(values: list[Any]) -> list[float | None] | None:
-    """The list as numbers (None where an entry is not one), or None when no entry is a number."""
-    out = [float(v) if _is_number(v) else None for v in values]
+    """The list as numbers (None where an entry is not one; a scalar's repr written as text, `"tensor(0.41)"`, is
+    the number it stands for), or None when no entry is a number."""
+    out = [float(v) if _is_number(v) else cell_float(v) for v in values]
     return out if any(v is not None for v in out) else None
 
 

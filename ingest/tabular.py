@@ -42,6 +42,7 @@ from ingest.configs import parse_json
 from ingest.decoding import wide_text
 from ingest.jsonvalues import LongInteger, as_float, describe_number, fits_int64
 from ingest.records import Chunk, Issue, scalars_frame
+from ingest.reprs import REPR_HINT, cell_float, cell_number
 
 # `""` and `Unnamed: 0`: the row index pandas' `to_csv` writes unnamed (and reads back under that name)
 STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "it", "Step", "", "Unnamed: 0")
@@ -650,7 +651,7 @@ def _numeric_columns(wide: pl.DataFrame, names: list[str]) -> dict[str, tuple[pl
     counted: dict[str, tuple[int, int]] = {}
     parsed_all = pl.DataFrame()
     if text:
-        stripped = wide.select(_cells(pl.col(text)))
+        stripped = _repr_cells(wide.select(_cells(pl.col(text))))
         parsed_all = stripped.select(pl.all().cast(pl.Float64, strict=False))
         present = stripped.select((pl.all().is_not_null() & (pl.all() != "")).sum()).row(0)
         parsed = parsed_all.select(pl.all().is_not_null().sum()).row(0)
@@ -684,6 +685,18 @@ def _cells(cells: pl.Expr | pl.Series) -> pl.Expr | pl.Series:
     return cells.str.strip_chars().replace({word: "" for word in MISSING_WORDS})
 
 
+def _repr_cells(cells: pl.DataFrame) -> pl.DataFrame:
+    """Text columns with each cell that is a scalar's repr (`tensor(3.13, device='cuda:0')`, `np.float32(0.51)`,
+    as pandas' `to_csv` writes a column of tensors) as the number it stands for (`ingest.reprs`); other cells as
+    they are."""
+    hinted = cells.select(pl.all().str.contains(REPR_HINT).any()).row(0) if cells.width else ()
+    reprs = [name for name, found in zip(cells.columns, hinted) if found]
+    if not reprs:
+        return cells
+    return cells.with_columns(pl.Series(name, [None if c is None else cell_number(c) or c for c in cells[name].to_list()],
+                                        dtype=pl.Utf8) for name in reprs)
+
+
 def _as_float(col: pl.Series) -> tuple[pl.Series | None, pl.Series | None]:
     """(values as Float64, mask of non-empty cells that did not parse), or (None, None) for a text column.
 
@@ -697,7 +710,7 @@ def _as_float(col: pl.Series) -> tuple[pl.Series | None, pl.Series | None]:
         return None, None
     if col.dtype != pl.Utf8:
         return None, None
-    text = _cells(col)
+    text = _repr_cells(_cells(col).to_frame()).to_series()
     parsed = text.cast(pl.Float64, strict=False)
     present = text.is_not_null() & (text != "")
     n_present = int(present.sum())
@@ -817,6 +830,8 @@ def _flat_numbers(record: dict, prefix: str = "", past: list[str] | None = None)
             if past is not None and math.isinf(number) and (isinstance(value, int) or isinstance(value, LongInteger)):
                 past.append(f"{name} {describe_number(value)}")
             yield name, number
+        elif isinstance(value, str) and (number := cell_float(value)) is not None:
+            yield name, number  # a scalar's repr written as text (`"tensor(0.41)"`): the number it stands for
 
 
 def _record_points(numbers: dict[str, float], position: int, ordinal: int, cols: dict[str, list]) -> str | None:

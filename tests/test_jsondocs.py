@@ -164,3 +164,17 @@ def test_settings_with_short_lists_beside_numbers_are_not_series(tmp_path):
     path.write_text(json.dumps({"lr": 0.1, "milestones": [30, 60], "optimizer": {"betas": [0.9, 0.99], "eps": 1e-8}}))
     [chunk] = list(read_json(path))
     assert chunk.scalars is None and chunk.configs["training_options.json"]["milestones"] == [30, 60]
+
+
+def test_a_list_of_tensor_reprs_is_a_series_of_their_numbers(tmp_path):
+    # `json.dump` of the losses as text (`str(loss)` of each tensor, as a script that cannot dump tensors writes them)
+    torch = pytest.importorskip("torch")
+    weights = torch.tensor([0.5, -1.0], requires_grad=True)
+    losses = [torch.nn.functional.mse_loss(weights * k, torch.zeros(2)) for k in (1, 2, 3)]
+    path = tmp_path / "history.json"
+    with path.open("w") as f:
+        json.dump({"loss": [str(v) for v in losses], "val_loss": [str(v.detach()) for v in losses]}, f)
+    assert "grad_fn=<MseLossBackward0>" in path.read_text()
+    [chunk] = list(read_json(path))
+    assert series(chunk.scalars, "loss")["value"].to_list() == pytest.approx([float(v) for v in losses], rel=1e-4)
+    assert series(chunk.scalars, "val_loss").height == 3 and not chunk.issues

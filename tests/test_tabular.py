@@ -329,3 +329,63 @@ def test_one_cell_holding_an_equals_sign_is_a_value_not_a_row_of_named_values(tm
             writer.writerow([step, 1 / (step + 1), "lr=0.1"])
     frame = pl.concat([c.scalars for c in read_csv(path) if c.scalars is not None])
     assert frame.filter(pl.col("tag") == "loss").height == 4 and "lr" not in frame["tag"].to_list()
+
+
+
+
+# The first rows of a real log whose writer put each loss tensor in a cell as its repr.
+# source: Andrew-Linville/UNet-SNGP@9201ca1f912aeb5b6667491283b86d61fbf9c7d7:losses.csv
+TENSOR_CELLS = """Epoch,Train_loss,Val_loss
+1,"tensor(3.1304, device='cuda:0', grad_fn=<DivBackward0>)","tensor(2.9495, device='cuda:0')"
+2,"tensor(3.0639, device='cuda:0', grad_fn=<DivBackward0>)","tensor(2.8784, device='cuda:0')"
+3,"tensor(2.9983, device='cuda:0', grad_fn=<DivBackward0>)","tensor(2.8202, device='cuda:0')"
+4,"tensor(2.9385, device='cuda:0', grad_fn=<DivBackward0>)","tensor(2.7774, device='cuda:0')"
+"""
+
+
+def test_a_cell_that_is_a_tensor_repr_is_the_number_inside(tmp_path):
+    path = tmp_path / "losses.csv"
+    path.write_text(TENSOR_CELLS)
+    chunks = list(read_csv(path))
+    frame = pl.concat([c.scalars for c in chunks if c.scalars is not None])
+    assert frame.filter(pl.col("tag") == "Train_loss").sort("step")["value"].to_list() == [3.1304, 3.0639, 2.9983,
+                                                                                          2.9385]
+    assert frame.filter(pl.col("tag") == "Val_loss")["value"].to_list()[0] == 2.9495
+    assert not [i for c in chunks for i in c.issues]
+
+
+def test_pandas_to_csv_of_tensors_and_numpy_scalars_reads_their_numbers(tmp_path):
+    # pandas writes a column of tensors (a GAN's per-epoch losses kept as the tensors themselves) as their reprs;
+    # a one-element tensor and NumPy 2's scalar reprs are read alike; a tensor of two elements is no one number.
+    torch = pytest.importorskip("torch")
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+    weights = torch.tensor([0.5, -1.0], requires_grad=True)
+    losses_g = [torch.nn.functional.binary_cross_entropy_with_logits(weights * k, torch.ones(2)) for k in (1, 2, 3)]
+    path = tmp_path / "losses.csv"
+    pd.DataFrame({"losses_g": losses_g, "losses_d": [torch.tensor([0.25 * k]) for k in (1, 2, 3)],
+                  "val_loss": [repr(np.float32(0.5 * k)) for k in (1, 2, 3)],
+                  "probs": [torch.tensor([0.1, 0.9])] * 3}).to_csv(path, index=False)
+    assert "grad_fn=<BinaryCrossEntropyWithLogitsBackward0>" in path.read_text()
+    assert "np.float32(" in path.read_text()
+    chunks = list(read_csv(path))
+    frame = pl.concat([c.scalars for c in chunks if c.scalars is not None])
+    got = frame.filter(pl.col("tag") == "losses_g").sort("step")["value"].to_list()
+    assert got == pytest.approx([float(v) for v in losses_g], rel=1e-4)
+    assert frame.filter(pl.col("tag") == "losses_d")["value"].to_list() == [0.25, 0.5, 0.75]
+    assert frame.filter(pl.col("tag") == "val_loss")["value"].to_list() == [0.5, 1.0, 1.5]
+    assert "probs" not in frame["tag"].to_list()  # two elements: no one number, the column is text
+
+
+def test_reprs_of_scalars_are_the_numbers_they_stand_for():
+    np = pytest.importorskip("numpy")
+    from ingest.reprs import cell_float
+
+    assert cell_float(repr(np.float64(-1.5e-3))) == -1.5e-3 and cell_float(repr(np.int64(7))) == 7
+    # TensorFlow 2 prints a 0-d tensor as `tf.Tensor(value, shape=(), dtype=...)` (its str) and shows its repr as
+    # `<tf.Tensor: shape=(), dtype=float32, numpy=value>`
+    assert cell_float("tf.Tensor(0.6202628, shape=(), dtype=float32)") == 0.6202628
+    assert cell_float("<tf.Tensor: shape=(), dtype=float32, numpy=0.737>") == 0.737
+    assert math.isnan(cell_float("tensor(nan, device='cuda:0', grad_fn=<AddBackward0>)"))
+    assert cell_float("tensor([0.1000, 0.9000])") is None and cell_float("0.5") is None
+
