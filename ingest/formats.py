@@ -203,7 +203,8 @@ FORMATS: list[Format] = [
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
            resumable=False, version=2),
     # A whole JSON document (not JSON lines) of metrics, under any name: recognised by its first bytes.
-    # version 2: a list of scalars' reprs as text (`"tensor(0.41)"`) is a series of their numbers
+    # version 2: a list of scalars' reprs as text (`"tensor(0.41)"`) is a series of their numbers; lists named as a
+    # loss or an accuracy beside numbers (a run's metadata dumped with its history) are a history
     Format("json", lambda rel: False, "ingest.jsondocs:read_json", group=file_group, resumable=False,
            sniff=_sniff_json_document, version=2),
     # A metric table under a name no format claims (`progress.txt`, a CSV with no extension, numpy.savetxt's
