@@ -197,7 +197,8 @@ FORMATS: list[Format] = [
     # version 2: a first line of numbers only is data, not a header (`column N`; the loss where another column is its exp)
     # version 3: a header parted by `|` and by none of `,`, tab, `;` parts its table by `|` (a table printed by hand)
     # version 4 (csv, and version 2 of jsonl, parquet): a cell that is a scalar's repr (`tensor(0.41, device=...)`,
-    # `np.float32(0.41)`) is its number (`ingest.reprs`)
+    # `np.float32(0.41)`) is its number (`ingest.reprs`); a detector's loss terms per head (`train/box_om`,
+    # `train/box_oo`) get their sum (`ingest.tabular.head_sums`)
     Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=4),
     Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group, version=2),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
@@ -262,7 +263,7 @@ FORMATS: list[Format] = [
     # a description's value before a bar of no known total (`Loss: 0.52: : 11it [...]`)
     # version 24: ` : ` before the next `Name value` pair parts fields (Marian), `Ep. N : Up. M` its epoch and step
     # version 25: NumPy 2's and TF's scalar reprs (`np.float32(0.41)`, `tf.Tensor(0.41, shape=(), ...)`) and a
-    # one-element `tensor([0.41])` are their numbers (`ingest.reprs`)
+    # one-element `tensor([0.41])` are their numbers (`ingest.reprs`); a detector's loss terms per head get their sum
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=25),
 ]

@@ -497,7 +497,36 @@ def loss_sums(tags: list[str]) -> dict[str, list[str]]:
             continue
         prefix = _common_prefix(parts)
         out[f"{prefix}loss (sum of {', '.join(p[len(prefix):] for p in parts)})"] = parts
-    return out or generator_sum(tags)
+    return out or head_sums(tags) or generator_sum(tags)
+
+
+# A detector with several heads logs each loss term per head, the term then the head's qualifier (YOLOv10's one-to-many
+# and one-to-one heads: `train/box_om`, `train/cls_om`, `train/dfl_om`, `train/box_oo`, `train/cls_oo`, `train/dfl_oo`).
+_HEAD_TERM = re.compile(r"^(?P<prefix>.*?)(?P<term>[A-Za-z]+)_(?P<head>[A-Za-z0-9]+)$")
+
+
+def head_sums(tags: list[str]) -> dict[str, list[str]]:
+    """{`<prefix>loss (sum of box_om, ...)`: terms} for a table that logs its loss only as detection terms
+    (`box`, `cls`, `dfl`, ... : `roles.DETECTION_LOSS_WORDS`) qualified by a head: under one prefix (`train/`,
+    `val/`), two or more terms each logged for every one of the same heads, and no loss series of another name
+    under that prefix. The training loss is the sum of every term of every head."""
+    from ingest.roles import DETECTION_LOSS_WORDS, role_of
+
+    grids: dict[str, dict[tuple[str, str], str]] = {}
+    for tag in tags:
+        if (m := _HEAD_TERM.match(tag)) and m["term"].lower() in DETECTION_LOSS_WORDS and role_of(tag).role == "other" \
+                and role_of(m["head"]).role == "other":
+            grids.setdefault(m["prefix"], {})[(m["term"], m["head"])] = tag
+    out = {}
+    for prefix, grid in grids.items():
+        terms = {t for t, _ in grid}
+        heads = {h for _, h in grid}
+        others = [t for t in tags if t.startswith(prefix) and t not in grid.values()
+                  and role_of(t).role in ("train_loss", "val_loss")]
+        if len(terms) >= 2 and len(grid) == len(terms) * len(heads) and not others:
+            parts = list(grid.values())
+            out[f"{prefix}loss (sum of {', '.join(p[len(prefix):] for p in parts)})"] = parts
+    return out
 
 
 # A GAN's losses printed per network and per direction or kind: `D_A G_A cycle_A idt_A D_B G_B cycle_B idt_B`

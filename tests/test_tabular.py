@@ -389,3 +389,34 @@ def test_reprs_of_scalars_are_the_numbers_they_stand_for():
     assert math.isnan(cell_float("tensor(nan, device='cuda:0', grad_fn=<AddBackward0>)"))
     assert cell_float("tensor([0.1000, 0.9000])") is None and cell_float("0.5") is None
 
+
+# The first rows of a YOLOv10 results.csv: each loss term (box, cls, dfl) per head (one-to-many `_om`, one-to-one
+# `_oo`), no total. source: 4prince8/Object_Detection_Yolov10@32aac5dd8e4e421f2c93f7d772f720338b9764f1:runs/detect/train/results.csv
+YOLO_HEADS = """                  epoch,           train/box_om,           train/cls_om,           train/dfl_om,           train/box_oo,           train/cls_oo,           train/dfl_oo,   metrics/precision(B),      metrics/recall(B),       metrics/mAP50(B),    metrics/mAP50-95(B),             val/box_om,             val/cls_om,             val/dfl_om,             val/box_oo,             val/cls_oo,             val/dfl_oo,                 lr/pg0,                 lr/pg1,                 lr/pg2
+                      1,                 1.4151,                 2.4813,                 1.5898,                 1.3941,                  5.207,                 1.5542,                0.64904,                0.14344,                0.16351,                0.07372,                 2.2704,                 3.5462,                 2.5393,                 2.3285,                 17.652,                  2.558,             0.00047515,             0.00047515,             0.00047515
+                      2,                  1.527,                 2.1288,                 1.6217,                 1.6025,                 2.3555,                  1.619,                0.39031,                0.48379,                0.44189,                0.24197,                   1.52,                  3.846,                 1.6932,                 1.5321,                 3.0197,                 1.6449,             0.00088869,             0.00088869,             0.00088869
+                      3,                 1.4794,                 1.9873,                 1.5716,                 1.5512,                 2.2229,                 1.5668,                0.65507,                0.49896,                0.57527,                0.34624,                 1.2591,                 1.7327,                 1.4834,                 1.3533,                 1.8483,                 1.5311,              0.0012393,              0.0012393,              0.0012393
+"""
+
+
+def test_detection_loss_terms_per_head_are_summed_into_the_loss(tmp_path):
+    from ingest.roles import role_of
+
+    path = tmp_path / "results.csv"
+    path.write_text(YOLO_HEADS)
+    frame = pl.concat([c.scalars for c in read_csv(path) if c.scalars is not None])
+    train = [t for t in frame["tag"].unique().to_list() if role_of(t).role == "train_loss" and role_of(t).canonical]
+    val = [t for t in frame["tag"].unique().to_list() if role_of(t).role == "val_loss" and role_of(t).canonical]
+    assert train == ["train/loss (sum of box_om, cls_om, dfl_om, box_oo, cls_oo, dfl_oo)"] and len(val) == 1
+    loss = frame.filter(pl.col("tag") == train[0]).sort("step")
+    assert loss["value"].to_list() == pytest.approx([13.6415, 10.8545, 10.3792]) and loss["epoch"].to_list() == [1, 2, 3]
+
+
+def test_head_sums_need_every_term_under_every_head_and_no_other_loss():
+    from ingest.tabular import head_sums, loss_sums
+
+    yolo8 = ["train/box_loss", "train/cls_loss", "train/dfl_loss"]
+    assert list(loss_sums(yolo8)) == ["train/loss (sum of box_loss, cls_loss, dfl_loss)"]  # as before
+    assert head_sums(["train/box_om", "train/cls_om", "train/box_oo"]) == {}  # cls_oo missing: not a grid
+    assert head_sums(["box_x", "box_y", "box_w", "box_h", "cls_id"]) == {}  # a box's coordinates and a class id
+    assert head_sums(["train/box_om", "train/cls_om", "train/loss"]) == {}  # a total is logged
