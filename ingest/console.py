@@ -1539,7 +1539,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
 _VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
-_NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d*{BAR_OPENS}.*)?"
     r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
@@ -2198,25 +2198,26 @@ class _State:
                 bare = _BARE.match(text)
                 if bare and bare.group("n") is not None:
                     listed = [(_count(bare.group("n")), _float(bare.group("value")))]
-        if not metrics and listed is None:
-            self.note_header(text)
+        if not metrics and listed is None and self.note_header(text):
+            looks = False  # a table's header (`2d_loss  3d_loss`): it names the rows below and holds no value
         return metrics, counters, looks, patterns, listed
 
-    def note_header(self, text: str) -> None:
+    def note_header(self, text: str) -> bool:
         """Remember a table's header row (`Epoch\tLR\tTrain Loss`, `  Epoch   gpu_mem   box   obj`): two or more
         names, apart by tabs, runs of spaces or `|`, after at most one field of prefix (a time, a logger); or names
         apart by commas alone, inside a banner of `*`, `=` or `#` (`****loss,acc,val_loss****` above tab-separated
-        rows of values)."""
+        rows of values). Whether the line was one."""
         if "\t" not in text and "  " not in text and "|" not in text:
             banner = _COMMA_HEADER.fullmatch(text.strip())
             if banner is None:
-                return  # one field: no table
+                return False  # one field: no table
             fields = banner.group("names").split(",")
             if all(_NAME_FIELD.fullmatch(f) and not _VALUE_FIELD.fullmatch(f) for f in fields) \
                     and len(fields) <= MAX_COLUMNS:
                 self.headers[len(fields)] = tuple(fields)
                 self.headers = dict(list(self.headers.items())[-MAX_HEADERS:])
-            return
+                return True
+            return False
         fields = _fields(text)
         names = 0
         for f in reversed(fields):
@@ -2226,6 +2227,8 @@ class _State:
         if names >= 2 and len(fields) - names <= 1 and len(fields) <= MAX_COLUMNS:
             self.headers[len(fields)] = tuple(fields[-names:])
             self.headers = dict(list(self.headers.items())[-MAX_HEADERS:])
+            return True
+        return False
 
     def table_row(self, text: str) -> tuple[dict[str, float], dict[str, int]] | None:
         """Metrics and counters of a row of numbers under a remembered header with as many fields: each value
@@ -2440,7 +2443,9 @@ def _closing_bar(text: str) -> bool:
 
 
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
-_NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+# A name begins with a letter, or with a count glued to a word before its next word (`2d_loss`, `3d_loss`): the
+# polars mirror `_NAME_TEXT_RS` spells the lookahead as the letter it looks for.
+_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
 # A header of names apart by commas only, set off by a banner of `*`, `=` or `#` on both sides (a user's print of
 # the columns it writes below, `*******train_loss,train_acc,valid_loss**********`).

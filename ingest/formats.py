@@ -263,7 +263,8 @@ FORMATS: list[Format] = [
     # a description's value before a bar of no known total (`Loss: 0.52: : 11it [...]`)
     # version 24: ` : ` before the next `Name value` pair parts fields (Marian), `Ep. N : Up. M` its epoch and step
     # version 25: NumPy 2's and TF's scalar reprs (`np.float32(0.41)`, `tf.Tensor(0.41, shape=(), ...)`) and a
-    # one-element `tensor([0.41])` are their numbers (`ingest.reprs`); a detector's loss terms per head get their sum
+    # one-element `tensor([0.41])` are their numbers (`ingest.reprs`); a detector's loss terms per head get their sum;
+    # a header's name may begin with a count (`2d_loss  3d_loss`), and a header line is no unmatched line
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=25),
 ]
