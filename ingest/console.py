@@ -116,12 +116,12 @@ from ingest.decoding import (LEGACY_ENCODINGS, as_utf8, binary_reason, legacy_en
                              utf16_order)
 from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame, texts_frame
+from ingest.reprs import NUM, REPR_HINT, SCALAR_REPR, cell_number, repr_number
 from ingest.roles import SPLIT_WORDS, role_of, words
 from ingest.tabular import with_loss_sums
 
 PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its line is skipped, and said)
 
-NUM = r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)(?:\.\d)?)"  # the sign is the leading [-+]? alone: `--inf` is no number
 _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapters` is no value)
 # `lr_0`, `current_lr_1`: the LR of one optimizer or parameter group, by its index (Coqui's trainer prints one per
 # optimizer, a GAN's generator and discriminator).
@@ -897,10 +897,9 @@ def _redraws_apart(data: bytes) -> bytes:
 # list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
 _FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
-_REPR = re.compile(rf"\btensor\(\s*(?P<t>{NUM})\s*(?:,[^()]*(?:\([^()]*\)[^()]*)*)?\)"
+_REPR = re.compile(rf"{SCALAR_REPR}"  # a tensor's or a NumPy scalar's repr (`ingest.reprs`)
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)"
-                   rf"|<\s*(?P<a>{NUM})\s*>"  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
-                   rf"|\bTensor\s+[A-Z]\w*\s+\[\s*\]\s+(?P<h>{NUM})")  # hasktorch's 0-d tensor (`Tensor Float []  0.34`)
+                   rf"|<\s*(?P<a>{NUM})\s*>")  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 # A value glued to a capitalised word (`loss: 1.3988Batch 8: Invalid loss`, `loss: nanEpoch 2/10`): another print
 # with no line break before it. The number is the record's value; the message after it is cut off, since its counters
@@ -909,7 +908,7 @@ _GLUED_MESSAGE = re.compile(
     r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2,}\b.*$")
 _REPR_HINTS = [
     r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
-    r"tensor\(", r"Tensor\s+[A-Z]\w*\s+\[\s*\]", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
+    REPR_HINT, "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
     rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
     r"(?:\d|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2}",  # a value glued to the next message
@@ -965,7 +964,7 @@ def _normalise(text: str) -> str:
 
 def _repr_value(m: re.Match[str]) -> str:
     """The value a `_REPR` match stands for, as text (`tensor(0.41, device='cuda:0')` -> `0.41`)."""
-    return m.group("t") or m.group("a") or m.group("h") or m.group("l") and m.group("lpre") + m.group("l") \
+    return repr_number(m) or m.group("a") or m.group("l") and m.group("lpre") + m.group("l") \
         or m.group("pm") + m.group("pmu")
 
 
@@ -1555,7 +1554,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
 _VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
-_NAME_TEXT_RS = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d*{BAR_OPENS}.*)?"
     r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
@@ -2214,25 +2213,26 @@ class _State:
                 bare = _BARE.match(text)
                 if bare and bare.group("n") is not None:
                     listed = [(_count(bare.group("n")), _float(bare.group("value")))]
-        if not metrics and listed is None:
-            self.note_header(text)
+        if not metrics and listed is None and self.note_header(text):
+            looks = False  # a table's header (`2d_loss  3d_loss`): it names the rows below and holds no value
         return metrics, counters, looks, patterns, listed
 
-    def note_header(self, text: str) -> None:
+    def note_header(self, text: str) -> bool:
         """Remember a table's header row (`Epoch\tLR\tTrain Loss`, `  Epoch   gpu_mem   box   obj`): two or more
         names, apart by tabs, runs of spaces or `|`, after at most one field of prefix (a time, a logger); or names
         apart by commas alone, inside a banner of `*`, `=` or `#` (`****loss,acc,val_loss****` above tab-separated
-        rows of values)."""
+        rows of values). Whether the line was one."""
         if "\t" not in text and "  " not in text and "|" not in text:
             banner = _COMMA_HEADER.fullmatch(text.strip())
             if banner is None:
-                return  # one field: no table
+                return False  # one field: no table
             fields = banner.group("names").split(",")
             if all(_NAME_FIELD.fullmatch(f) and not _VALUE_FIELD.fullmatch(f) for f in fields) \
                     and len(fields) <= MAX_COLUMNS:
                 self.headers[len(fields)] = tuple(fields)
                 self.headers = dict(list(self.headers.items())[-MAX_HEADERS:])
-            return
+                return True
+            return False
         fields = _fields(text)
         names = 0
         for f in reversed(fields):
@@ -2242,6 +2242,8 @@ class _State:
         if names >= 2 and len(fields) - names <= 1 and len(fields) <= MAX_COLUMNS:
             self.headers[len(fields)] = tuple(fields[-names:])
             self.headers = dict(list(self.headers.items())[-MAX_HEADERS:])
+            return True
+        return False
 
     def table_row(self, text: str) -> tuple[dict[str, float], dict[str, int]] | None:
         """Metrics and counters of a row of numbers under a remembered header with as many fields: each value
@@ -2251,8 +2253,8 @@ class _State:
         by hand) is no field. A row labelled in its first field (`Mem:  65  1  19` under procps free's `total  used
         free`, whose header leaves the label's column blank) names each value `<label> <column>` too."""
         fields = _fields(_ROW_COMMENT.sub("", text))
-        if "(" in text:  # a cell printed as a tensor's repr (`tensor(3.3929, device='cuda:0')`) holds its value
-            fields = [_REPR.sub(_repr_value, f) if f.startswith("tensor(") else f for f in fields]
+        if "(" in text:  # a cell printed as a scalar's repr (`tensor(3.3929, device='cuda:0')`) holds its value
+            fields = [cell_number(f) or f for f in fields]
         names = self.headers.get(len(fields))
         if names is None and len(fields) > 2 and _ROW_NAME.fullmatch(fields[0]):
             names = self.headers.get(len(fields) - 1)
@@ -2456,7 +2458,9 @@ def _closing_bar(text: str) -> bool:
 
 
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
-_NAME_TEXT = r"[A-Za-z][\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+# A name begins with a letter, or with a count glued to a word before its next word (`2d_loss`, `3d_loss`): the
+# polars mirror `_NAME_TEXT_RS` spells the lookahead as the letter it looks for.
+_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
 # A header of names apart by commas only, set off by a banner of `*`, `=` or `#` on both sides (a user's print of
 # the columns it writes below, `*******train_loss,train_acc,valid_loss**********`).

@@ -190,22 +190,29 @@ FORMATS: list[Format] = [
     Format("hf_trainer_state", _is_trainer_state, "ingest.hf_trainer:read_trainer_state",
            group=_trainer_state_group, dedupe_across_sources=True, resumable=False),
     Format("hf_training_args", _is_training_args, "ingest.hf_trainer:read_training_args", resumable=False),
-    Format("lightning_csv", _is_lightning_csv, "ingest.lightning:read_metrics_csv", resumable=False),
+    # version 2: a cell that is a scalar's repr (`tensor(0.41)`, `np.float32(0.41)`) is its number (`ingest.reprs`)
+    Format("lightning_csv", _is_lightning_csv, "ingest.lightning:read_metrics_csv", resumable=False, version=2),
     # mlruns/<exp>/<run>/{metrics,params,tags}/..., meta.yaml; a bare metric file is recognised by sniffing.
     Format("mlflow", _claims_mlflow, "ingest.mlflow:read_mlflow", group=_mlflow_group, sniff=_sniff_mlflow),
     # version 2: a first line of numbers only is data, not a header (`column N`; the loss where another column is its exp)
     # version 3: a header parted by `|` and by none of `,`, tab, `;` parts its table by `|` (a table printed by hand)
-    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=3),
-    Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group),
+    # version 4 (csv, and version 2 of jsonl, parquet): a cell that is a scalar's repr (`tensor(0.41, device=...)`,
+    # `np.float32(0.41)`) is its number (`ingest.reprs`); a detector's loss terms per head (`train/box_om`,
+    # `train/box_oo`) get their sum (`ingest.tabular.head_sums`)
+    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=4),
+    Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group, version=2),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
-           resumable=False),
+           resumable=False, version=2),
     # A whole JSON document (not JSON lines) of metrics, under any name: recognised by its first bytes.
+    # version 2: a list of scalars' reprs as text (`"tensor(0.41)"`) is a series of their numbers; lists named as a
+    # loss or an accuracy beside numbers (a run's metadata dumped with its history) are a history
     Format("json", lambda rel: False, "ingest.jsondocs:read_json", group=file_group, resumable=False,
-           sniff=_sniff_json_document),
+           sniff=_sniff_json_document, version=2),
     # A metric table under a name no format claims (`progress.txt`, a CSV with no extension, numpy.savetxt's
     # one number per line, YOLO's headerless results.txt): recognised by its first lines.
     # version 2: a headerless table in a file named for a quantity (`loss_log.txt`) names its first non-counter column
-    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table, version=2),
+    # version 3: as csv's version 4
+    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table, version=3),
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     # version 4: a loss printed only in components gets their sum, as in tables (`ingest.tabular.loss_sums`)
@@ -255,6 +262,9 @@ FORMATS: list[Format] = [
     # validation's `X`; a bar's redraws pasted without their `\r` are one record each; a table cell's tensor repr;
     # a description's value before a bar of no known total (`Loss: 0.52: : 11it [...]`)
     # version 24: ` : ` before the next `Name value` pair parts fields (Marian), `Ep. N : Up. M` its epoch and step
+    # version 25: NumPy 2's and TF's scalar reprs (`np.float32(0.41)`, `tf.Tensor(0.41, shape=(), ...)`) and a
+    # one-element `tensor([0.41])` are their numbers (`ingest.reprs`); a detector's loss terms per head get their sum;
+    # a header's name may begin with a count (`2d_loss  3d_loss`), and a header line is no unmatched line
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=25),
 ]

@@ -14,6 +14,9 @@ A JSON-lines log (one object per line) is `tabular.read_jsonl`'s; this reader ta
     `{"train": [...], "val": [...]}`, a history nested under a key): one series each, the list index as an
     ordinal step (DECISIONS §2), when a list's name has a role (`loss`, `val_acc`: lengths may differ, as with a
     validation every few epochs) or several nameless lists share one length;
+  - beside numbers (a run's metadata dumped with its history: `img_size`, `test_acc`), only lists named as a loss
+    or an accuracy, when two or more of them share one length of 3 or more: a config's `betas: [0.9, 0.999]` or
+    `milestones: [30, 60, 90]` beside its numbers stays a setting;
   - gauges `{"value", "min", "max", "count"}` (Unity ML-Agents' `timers.json`): the gauge's last value;
 - what is left: a document named for results or metrics (`*_results.json`, `metrics.json`, `scores.json`) whose
   leaves are numbers is one record (HF Trainer's `save_metrics` files), its series named under the document's
@@ -30,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +44,7 @@ from ingest.configs import DocumentTooLarge, flatten, parse_json
 from ingest.decoding import decode
 from ingest.dvclive import component_sums, plots_beside
 from ingest.records import Chunk, Issue, scalars_frame
+from ingest.reprs import cell_float
 from ingest.roles import SPLIT_WORDS, role_of, words
 from ingest.tabular import _flat_numbers, _record_points, with_loss_sums
 
@@ -51,6 +56,7 @@ MAX_JSON_BYTES = 64 * 2**20
 MAX_SETTINGS_LEAVES = 20_000  # a config holds hundreds to a few thousand; COCO's annotations hold millions
 PAIR_SUFFIX = "_T"
 SACRED_KEYS = {"steps", "values"}
+HISTORY_ROLES = {"train_loss", "val_loss", "accuracy", "val_accuracy"}  # curves that make a history beside settings
 _COLS = ("tag", "step", "value", "position", "wall_time", "epoch", "batch", "ordinal")
 _SCHEMA = {"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64, "position": pl.Int64, "wall_time": pl.Float64,
            "epoch": pl.Int64, "batch": pl.Int64, "ordinal": pl.Boolean}
@@ -147,7 +153,7 @@ class _Found:
         numbers = _numbers(values) or [None] * len(values)
         if set(words(tag)) <= SPLIT_WORDS.keys():
             tag = f"{self.stem}/{tag}"  # `{"train": [...], "val": [...]}` in losses.json: the file names the quantity
-        skipped = sum(1 for v in values if isinstance(v, (dict, list, str)))
+        skipped = sum(1 for v in values if isinstance(v, (dict, list)) or isinstance(v, str) and cell_float(v) is None)
         if skipped:
             self.issues.append(Issue(None, "unread_values", f"{tag}: {skipped} of {len(values)} values are not "
                                                             "numbers (encoded objects or text); skipped"))
@@ -169,10 +175,15 @@ def _walk(node: dict, prefix: str, found: _Found) -> dict | None:
     # history when they are several of one length (a config's `betas` or `milestones` sit beside numbers or alone).
     named = any(role_of(prefix + k).role != "other" for k in loose)
     table = not has_numbers and bool(loose) and (named or len(loose) >= 2 and len(lengths) == 1 and lengths != {1})
+    # Beside numbers (a run's metadata and its test score dumped with its history), only the curves of a loss or
+    # an accuracy, two or more of one length of 3 or more; the numbers and other lists there stay settings.
+    curves = {k for k in loose if role_of(prefix + k).role in HISTORY_ROLES}
+    per_length = Counter(len(loose[k]) for k in curves)
+    history = curves if has_numbers and any(n >= 2 and length >= 3 for length, n in per_length.items()) else set()
     for key, value in node.items():
         if key in paired or key.removesuffix(PAIR_SUFFIX) in paired and key.endswith(PAIR_SUFFIX):
             continue
-        if table and key in loose:
+        if table and key in loose or key in history:
             found.add(prefix + key, value, None)
         elif isinstance(value, dict) and SACRED_KEYS <= value.keys() and isinstance(value["values"], list):
             steps = value["steps"] if isinstance(value["steps"], list) and len(value["steps"]) == len(
@@ -194,8 +205,9 @@ def _is_number(value: Any) -> bool:
 
 
 def _numbers(values: list[Any]) -> list[float | None] | None:
-    """The list as numbers (None where an entry is not one), or None when no entry is a number."""
-    out = [float(v) if _is_number(v) else None for v in values]
+    """The list as numbers (None where an entry is not one; a scalar's repr written as text, `"tensor(0.41)"`, is
+    the number it stands for), or None when no entry is a number."""
+    out = [float(v) if _is_number(v) else cell_float(v) for v in values]
     return out if any(v is not None for v in out) else None
 
 

@@ -42,6 +42,7 @@ from ingest.configs import parse_json
 from ingest.decoding import wide_text
 from ingest.jsonvalues import LongInteger, as_float, describe_number, fits_int64
 from ingest.records import Chunk, Issue, scalars_frame
+from ingest.reprs import REPR_HINT, cell_float, cell_number
 
 # `""` and `Unnamed: 0`: the row index pandas' `to_csv` writes unnamed (and reads back under that name)
 STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "it", "Step", "", "Unnamed: 0")
@@ -496,7 +497,36 @@ def loss_sums(tags: list[str]) -> dict[str, list[str]]:
             continue
         prefix = _common_prefix(parts)
         out[f"{prefix}loss (sum of {', '.join(p[len(prefix):] for p in parts)})"] = parts
-    return out or generator_sum(tags)
+    return out or head_sums(tags) or generator_sum(tags)
+
+
+# A detector with several heads logs each loss term per head, the term then the head's qualifier (YOLOv10's one-to-many
+# and one-to-one heads: `train/box_om`, `train/cls_om`, `train/dfl_om`, `train/box_oo`, `train/cls_oo`, `train/dfl_oo`).
+_HEAD_TERM = re.compile(r"^(?P<prefix>.*?)(?P<term>[A-Za-z]+)_(?P<head>[A-Za-z0-9]+)$")
+
+
+def head_sums(tags: list[str]) -> dict[str, list[str]]:
+    """{`<prefix>loss (sum of box_om, ...)`: terms} for a table that logs its loss only as detection terms
+    (`box`, `cls`, `dfl`, ... : `roles.DETECTION_LOSS_WORDS`) qualified by a head: under one prefix (`train/`,
+    `val/`), two or more terms each logged for every one of the same heads, and no loss series of another name
+    under that prefix. The training loss is the sum of every term of every head."""
+    from ingest.roles import DETECTION_LOSS_WORDS, role_of
+
+    grids: dict[str, dict[tuple[str, str], str]] = {}
+    for tag in tags:
+        if (m := _HEAD_TERM.match(tag)) and m["term"].lower() in DETECTION_LOSS_WORDS and role_of(tag).role == "other" \
+                and role_of(m["head"]).role == "other":
+            grids.setdefault(m["prefix"], {})[(m["term"], m["head"])] = tag
+    out = {}
+    for prefix, grid in grids.items():
+        terms = {t for t, _ in grid}
+        heads = {h for _, h in grid}
+        others = [t for t in tags if t.startswith(prefix) and t not in grid.values()
+                  and role_of(t).role in ("train_loss", "val_loss")]
+        if len(terms) >= 2 and len(grid) == len(terms) * len(heads) and not others:
+            parts = list(grid.values())
+            out[f"{prefix}loss (sum of {', '.join(p[len(prefix):] for p in parts)})"] = parts
+    return out
 
 
 # A GAN's losses printed per network and per direction or kind: `D_A G_A cycle_A idt_A D_B G_B cycle_B idt_B`
@@ -650,7 +680,7 @@ def _numeric_columns(wide: pl.DataFrame, names: list[str]) -> dict[str, tuple[pl
     counted: dict[str, tuple[int, int]] = {}
     parsed_all = pl.DataFrame()
     if text:
-        stripped = wide.select(_cells(pl.col(text)))
+        stripped = _repr_cells(wide.select(_cells(pl.col(text))))
         parsed_all = stripped.select(pl.all().cast(pl.Float64, strict=False))
         present = stripped.select((pl.all().is_not_null() & (pl.all() != "")).sum()).row(0)
         parsed = parsed_all.select(pl.all().is_not_null().sum()).row(0)
@@ -684,6 +714,18 @@ def _cells(cells: pl.Expr | pl.Series) -> pl.Expr | pl.Series:
     return cells.str.strip_chars().replace({word: "" for word in MISSING_WORDS})
 
 
+def _repr_cells(cells: pl.DataFrame) -> pl.DataFrame:
+    """Text columns with each cell that is a scalar's repr (`tensor(3.13, device='cuda:0')`, `np.float32(0.51)`,
+    as pandas' `to_csv` writes a column of tensors) as the number it stands for (`ingest.reprs`); other cells as
+    they are."""
+    hinted = cells.select(pl.all().str.contains(REPR_HINT).any()).row(0) if cells.width else ()
+    reprs = [name for name, found in zip(cells.columns, hinted) if found]
+    if not reprs:
+        return cells
+    return cells.with_columns(pl.Series(name, [None if c is None else cell_number(c) or c for c in cells[name].to_list()],
+                                        dtype=pl.Utf8) for name in reprs)
+
+
 def _as_float(col: pl.Series) -> tuple[pl.Series | None, pl.Series | None]:
     """(values as Float64, mask of non-empty cells that did not parse), or (None, None) for a text column.
 
@@ -697,7 +739,7 @@ def _as_float(col: pl.Series) -> tuple[pl.Series | None, pl.Series | None]:
         return None, None
     if col.dtype != pl.Utf8:
         return None, None
-    text = _cells(col)
+    text = _repr_cells(_cells(col).to_frame()).to_series()
     parsed = text.cast(pl.Float64, strict=False)
     present = text.is_not_null() & (text != "")
     n_present = int(present.sum())
@@ -817,6 +859,8 @@ def _flat_numbers(record: dict, prefix: str = "", past: list[str] | None = None)
             if past is not None and math.isinf(number) and (isinstance(value, int) or isinstance(value, LongInteger)):
                 past.append(f"{name} {describe_number(value)}")
             yield name, number
+        elif isinstance(value, str) and (number := cell_float(value)) is not None:
+            yield name, number  # a scalar's repr written as text (`"tensor(0.41)"`): the number it stands for
 
 
 def _record_points(numbers: dict[str, float], position: int, ordinal: int, cols: dict[str, list]) -> str | None:

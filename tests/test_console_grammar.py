@@ -901,3 +901,28 @@ def test_a_word_that_opens_with_a_value_word_is_no_value(tmp_path):
     log.write_text("SFT step 0: train loss 6.8173, val loss 10.9098\n\n--- SFT Inference at step 0 ---\n"
                    "SFT step 50: train loss 1.4398, val loss 6.1116\n")
     assert set(_frame(log)["tag"]) == {"train loss", "val loss"}
+
+
+# A Logger table (bearpaw's `Logger`: names apart by tabs, then one row of values per append, no step column) whose
+# names begin with a count (`2d_loss`, `3d_loss`); its first rows and its last two.
+# source: lyuheng/unsupervised_3d_pose@2ae5c90aa099f6d2052efeffb0ce858494ca3491:checkpoints/log.txt
+_DIGIT_NAMES_TABLE = (
+    "2d_loss   \t3d_loss   \tadv_loss   \ttemporal_loss   \t\n"
+    "6.044518\t7.064738\t1.806704\t4.053606\t\n"
+    "6.132456\t7.090755\t1.862426\t6.002899\t\n"
+    "5.942394\t6.765058\t2.276356\t7.492224\t\n"
+    "0.143662\t0.238047\t3.197078\t3.217911\t\n"
+    "0.157853\t0.212473\t3.524785\t3.067791\t\n"
+)
+
+
+def test_a_header_whose_names_begin_with_a_count_names_the_rows_below(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text(_DIGIT_NAMES_TABLE)
+    chunks = list(read_console(log))
+    frame = pl.concat([c.scalars for c in chunks if c.scalars is not None])
+    first = frame.filter(pl.col("tag") == "2d_loss").sort("position")
+    assert first["value"].to_list() == [6.044518, 6.132456, 5.942394, 0.143662, 0.157853]
+    assert first["ordinal"].all() and role_of("2d_loss").role == "train_loss"
+    assert frame.filter(pl.col("tag") == "temporal_loss")["value"].to_list()[-1] == 3.067791
+    assert not [i for c in chunks for i in c.issues if i.kind == "unmatched_lines"]  # the header is no unread line

@@ -164,3 +164,56 @@ def test_settings_with_short_lists_beside_numbers_are_not_series(tmp_path):
     path.write_text(json.dumps({"lr": 0.1, "milestones": [30, 60], "optimizer": {"betas": [0.9, 0.99], "eps": 1e-8}}))
     [chunk] = list(read_json(path))
     assert chunk.scalars is None and chunk.configs["training_options.json"]["milestones"] == [30, 60]
+
+
+def test_a_list_of_tensor_reprs_is_a_series_of_their_numbers(tmp_path):
+    # `json.dump` of the losses as text (`str(loss)` of each tensor, as a script that cannot dump tensors writes them)
+    torch = pytest.importorskip("torch")
+    weights = torch.tensor([0.5, -1.0], requires_grad=True)
+    losses = [torch.nn.functional.mse_loss(weights * k, torch.zeros(2)) for k in (1, 2, 3)]
+    path = tmp_path / "history.json"
+    with path.open("w") as f:
+        json.dump({"loss": [str(v) for v in losses], "val_loss": [str(v.detach()) for v in losses]}, f)
+    assert "grad_fn=<MseLossBackward0>" in path.read_text()
+    [chunk] = list(read_json(path))
+    assert series(chunk.scalars, "loss")["value"].to_list() == pytest.approx([float(v) for v in losses], rel=1e-4)
+    assert series(chunk.scalars, "val_loss").height == 3 and not chunk.issues
+
+
+# A history dumped with the run's metadata and its test score beside the per-epoch lists (each list cut to its first
+# five epochs here). source: DrunkMacintosh/EFFICIENTNET_B0-for-emotion-recognition-of-FER-2013-dataset@ffdffd9993e284655ae632fa1128d82d052cf00b:training_history.json
+HISTORY_WITH_METADATA = {
+    "timestamp": "2026-04-18T17:21:59", "backbone": "EfficientNet-B0", "img_size": 112,
+    "classes": ["Happy", "Neutral", "Sad"], "phase_starts": [0, 15, 40],
+    "phase_labels": ["Head only", "Fine-tune 30", "Fine-tune 60"],
+    "train_loss": [0.5373139245360191, 0.49584389200095574, 0.5012755962818681, 0.502299625538835, 0.4998992810107633],
+    "train_acc": [35.575473729543496, 38.88350559862187, 38.9911714039621, 38.434000861326446, 39.045004306632215],
+    "val_loss": [0.5182594384333884, 0.49211097179457197, 0.4705862102582473, 0.4585837763409282, 0.453719788743544],
+    "val_acc": [33.38178294573643, 36.31298449612403, 39.365310077519375, 40.74612403100775, 41.981589147286826],
+    "test_acc": 77.6542402441683,
+}
+
+
+def test_loss_and_accuracy_lists_beside_run_metadata_are_a_history(tmp_path):
+    path = tmp_path / "training_history.json"
+    with path.open("w") as f:
+        json.dump(HISTORY_WITH_METADATA, f, indent=2)
+    [chunk] = list(read_json(path))
+    frame = chunk.scalars
+    assert series(frame, "train_loss")["value"].to_list() == HISTORY_WITH_METADATA["train_loss"]
+    assert series(frame, "train_loss")["step"].to_list() == [0, 1, 2, 3, 4]
+    assert set(frame["tag"].unique().to_list()) == {"train_loss", "train_acc", "val_loss", "val_acc"}
+    settings_ = chunk.configs["training_history.json"]
+    assert settings_["img_size"] == 112 and settings_["phase_starts"] == [0, 15, 40] and "train_loss" not in settings_
+
+
+def test_a_schedule_s_lists_beside_its_numbers_stay_settings(tmp_path):
+    # a config's step lists (`lr_steps`, `milestones`) beside its numbers, three entries long, are settings; one
+    # loss list alone beside numbers is no history either
+    path = tmp_path / "train_config.json"
+    with path.open("w") as f:
+        json.dump({"lr": 0.1, "epochs": 100, "lr_steps": [30, 60, 90], "milestones": [30, 60, 90],
+                   "loss_weights": [1.0, 0.5, 0.25], "val_loss": [0.9, 0.8, 0.7]}, f)
+    [chunk] = list(read_json(path))
+    assert chunk.scalars is None and chunk.configs["train_config.json"]["lr_steps"] == [30, 60, 90]
+

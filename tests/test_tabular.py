@@ -329,3 +329,94 @@ def test_one_cell_holding_an_equals_sign_is_a_value_not_a_row_of_named_values(tm
             writer.writerow([step, 1 / (step + 1), "lr=0.1"])
     frame = pl.concat([c.scalars for c in read_csv(path) if c.scalars is not None])
     assert frame.filter(pl.col("tag") == "loss").height == 4 and "lr" not in frame["tag"].to_list()
+
+
+
+
+# The first rows of a real log whose writer put each loss tensor in a cell as its repr.
+# source: Andrew-Linville/UNet-SNGP@9201ca1f912aeb5b6667491283b86d61fbf9c7d7:losses.csv
+TENSOR_CELLS = """Epoch,Train_loss,Val_loss
+1,"tensor(3.1304, device='cuda:0', grad_fn=<DivBackward0>)","tensor(2.9495, device='cuda:0')"
+2,"tensor(3.0639, device='cuda:0', grad_fn=<DivBackward0>)","tensor(2.8784, device='cuda:0')"
+3,"tensor(2.9983, device='cuda:0', grad_fn=<DivBackward0>)","tensor(2.8202, device='cuda:0')"
+4,"tensor(2.9385, device='cuda:0', grad_fn=<DivBackward0>)","tensor(2.7774, device='cuda:0')"
+"""
+
+
+def test_a_cell_that_is_a_tensor_repr_is_the_number_inside(tmp_path):
+    path = tmp_path / "losses.csv"
+    path.write_text(TENSOR_CELLS)
+    chunks = list(read_csv(path))
+    frame = pl.concat([c.scalars for c in chunks if c.scalars is not None])
+    assert frame.filter(pl.col("tag") == "Train_loss").sort("step")["value"].to_list() == [3.1304, 3.0639, 2.9983,
+                                                                                          2.9385]
+    assert frame.filter(pl.col("tag") == "Val_loss")["value"].to_list()[0] == 2.9495
+    assert not [i for c in chunks for i in c.issues]
+
+
+def test_pandas_to_csv_of_tensors_and_numpy_scalars_reads_their_numbers(tmp_path):
+    # pandas writes a column of tensors (a GAN's per-epoch losses kept as the tensors themselves) as their reprs;
+    # a one-element tensor and NumPy 2's scalar reprs are read alike; a tensor of two elements is no one number.
+    torch = pytest.importorskip("torch")
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+    weights = torch.tensor([0.5, -1.0], requires_grad=True)
+    losses_g = [torch.nn.functional.binary_cross_entropy_with_logits(weights * k, torch.ones(2)) for k in (1, 2, 3)]
+    path = tmp_path / "losses.csv"
+    pd.DataFrame({"losses_g": losses_g, "losses_d": [torch.tensor([0.25 * k]) for k in (1, 2, 3)],
+                  "val_loss": [repr(np.float32(0.5 * k)) for k in (1, 2, 3)],
+                  "probs": [torch.tensor([0.1, 0.9])] * 3}).to_csv(path, index=False)
+    assert "grad_fn=<BinaryCrossEntropyWithLogitsBackward0>" in path.read_text()
+    assert "np.float32(" in path.read_text()
+    chunks = list(read_csv(path))
+    frame = pl.concat([c.scalars for c in chunks if c.scalars is not None])
+    got = frame.filter(pl.col("tag") == "losses_g").sort("step")["value"].to_list()
+    assert got == pytest.approx([float(v) for v in losses_g], rel=1e-4)
+    assert frame.filter(pl.col("tag") == "losses_d")["value"].to_list() == [0.25, 0.5, 0.75]
+    assert frame.filter(pl.col("tag") == "val_loss")["value"].to_list() == [0.5, 1.0, 1.5]
+    assert "probs" not in frame["tag"].to_list()  # two elements: no one number, the column is text
+
+
+def test_reprs_of_scalars_are_the_numbers_they_stand_for():
+    np = pytest.importorskip("numpy")
+    from ingest.reprs import cell_float
+
+    assert cell_float(repr(np.float64(-1.5e-3))) == -1.5e-3 and cell_float(repr(np.int64(7))) == 7
+    # TensorFlow 2 prints a 0-d tensor as `tf.Tensor(value, shape=(), dtype=...)` (its str) and shows its repr as
+    # `<tf.Tensor: shape=(), dtype=float32, numpy=value>`
+    assert cell_float("tf.Tensor(0.6202628, shape=(), dtype=float32)") == 0.6202628
+    assert cell_float("<tf.Tensor: shape=(), dtype=float32, numpy=0.737>") == 0.737
+    assert math.isnan(cell_float("tensor(nan, device='cuda:0', grad_fn=<AddBackward0>)"))
+    assert cell_float("tensor([0.1000, 0.9000])") is None and cell_float("0.5") is None
+
+
+# The first rows of a YOLOv10 results.csv: each loss term (box, cls, dfl) per head (one-to-many `_om`, one-to-one
+# `_oo`), no total. source: 4prince8/Object_Detection_Yolov10@32aac5dd8e4e421f2c93f7d772f720338b9764f1:runs/detect/train/results.csv
+YOLO_HEADS = """                  epoch,           train/box_om,           train/cls_om,           train/dfl_om,           train/box_oo,           train/cls_oo,           train/dfl_oo,   metrics/precision(B),      metrics/recall(B),       metrics/mAP50(B),    metrics/mAP50-95(B),             val/box_om,             val/cls_om,             val/dfl_om,             val/box_oo,             val/cls_oo,             val/dfl_oo,                 lr/pg0,                 lr/pg1,                 lr/pg2
+                      1,                 1.4151,                 2.4813,                 1.5898,                 1.3941,                  5.207,                 1.5542,                0.64904,                0.14344,                0.16351,                0.07372,                 2.2704,                 3.5462,                 2.5393,                 2.3285,                 17.652,                  2.558,             0.00047515,             0.00047515,             0.00047515
+                      2,                  1.527,                 2.1288,                 1.6217,                 1.6025,                 2.3555,                  1.619,                0.39031,                0.48379,                0.44189,                0.24197,                   1.52,                  3.846,                 1.6932,                 1.5321,                 3.0197,                 1.6449,             0.00088869,             0.00088869,             0.00088869
+                      3,                 1.4794,                 1.9873,                 1.5716,                 1.5512,                 2.2229,                 1.5668,                0.65507,                0.49896,                0.57527,                0.34624,                 1.2591,                 1.7327,                 1.4834,                 1.3533,                 1.8483,                 1.5311,              0.0012393,              0.0012393,              0.0012393
+"""
+
+
+def test_detection_loss_terms_per_head_are_summed_into_the_loss(tmp_path):
+    from ingest.roles import role_of
+
+    path = tmp_path / "results.csv"
+    path.write_text(YOLO_HEADS)
+    frame = pl.concat([c.scalars for c in read_csv(path) if c.scalars is not None])
+    train = [t for t in frame["tag"].unique().to_list() if role_of(t).role == "train_loss" and role_of(t).canonical]
+    val = [t for t in frame["tag"].unique().to_list() if role_of(t).role == "val_loss" and role_of(t).canonical]
+    assert train == ["train/loss (sum of box_om, cls_om, dfl_om, box_oo, cls_oo, dfl_oo)"] and len(val) == 1
+    loss = frame.filter(pl.col("tag") == train[0]).sort("step")
+    assert loss["value"].to_list() == pytest.approx([13.6415, 10.8545, 10.3792]) and loss["epoch"].to_list() == [1, 2, 3]
+
+
+def test_head_sums_need_every_term_under_every_head_and_no_other_loss():
+    from ingest.tabular import head_sums, loss_sums
+
+    yolo8 = ["train/box_loss", "train/cls_loss", "train/dfl_loss"]
+    assert list(loss_sums(yolo8)) == ["train/loss (sum of box_loss, cls_loss, dfl_loss)"]  # as before
+    assert head_sums(["train/box_om", "train/cls_om", "train/box_oo"]) == {}  # cls_oo missing: not a grid
+    assert head_sums(["box_x", "box_y", "box_w", "box_h", "cls_id"]) == {}  # a box's coordinates and a class id
+    assert head_sums(["train/box_om", "train/cls_om", "train/loss"]) == {}  # a total is logged
