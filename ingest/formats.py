@@ -256,7 +256,7 @@ FORMATS: list[Format] = [
     # a description's value before a bar of no known total (`Loss: 0.52: : 11it [...]`)
     # version 24: ` : ` before the next `Name value` pair parts fields (Marian), `Ep. N : Up. M` its epoch and step
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=24),
+           text=True, version=25),
 ]
 
 
