@@ -109,7 +109,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ingest import announcements
+from ingest import announcements, languages
 from ingest.plan import CONFIG_NAME as PLAN_CONFIG
 from ingest.plan import planned
 from ingest.decoding import (LEGACY_ENCODINGS, as_utf8, binary_reason, legacy_encoding, sample,  # noqa: F401 (re-exported)
@@ -128,7 +128,7 @@ _NUM_END = r"(?![\w.])"  # a value ends at a non-word character (so `100_adapter
 METRIC_WORDS = re.compile(
     r"loss|acc|lr(?:_\d+)?\b|learning.?rate|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy|kl\b"
     r"|cost|objective|nll|xent|energy|logprob"
-    r"|损失|准确率|正确率|精度|学习率",  # the Chinese words for loss, accuracy, lr (`ingest.roles.CJK_TERMS`)
+    rf"|{languages.METRIC_WORDS}",  # other languages' words for loss, accuracy, lr (`ingest.languages`)
     re.I)
 MEMORY_UNIT = r"[KMGTP]i?B|[kmg]i?b"  # `2100MB`, `12.3GiB`, `812mb` (`_unit_tag`)
 _UNIT_BEFORE_KEY = rf"(?:{MEMORY_UNIT}|ms|s|sec)\s"  # the last value's unit (`mem=2100 MB lr=0.1`), not a key's word
@@ -161,6 +161,10 @@ class LinePattern:
     tag: str | None = None  # the metric's name when the regex has no `key` group
     tags: tuple[tuple[str, str], ...] = ()  # (group, metric's name) for a message that holds several values
 
+
+# The words of an epoch and of a record's first step in other languages (`Época 3/10`, `Эпоха 2`, `pas 20 | ...`).
+_EPOCH_WORDS = rf"(?i:{languages.alternatives(languages.EPOCH_WORDS)})"
+_STEP_WORDS = rf"(?i:{languages.alternatives(languages.STEP_WORDS)})"
 
 _COUNTED = r"(?:\x00[\x00\s]*|(?:epoch|iteration|iter|step|batch)\s*\d+\s*)"  # a counter, blanked or not
 
@@ -329,6 +333,12 @@ PATTERNS: list[LinePattern] = [
     # tqdm-style `it N |`, `It 300:` (an iteration's short name before a separator): the step, not a metric `it`.
     LinePattern("it", "counter", _p(r"\b(?:it|It|IT)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=\s*[-|,:\]]|\s+[A-Za-z]|\s*$)"),
                 "epoch 2 it 300 | loss 0.3", {"epoch": 2, "step": 300, "loss": 0.3}),
+    # A step in another language's word, as a record's first word only (`ingest.languages.STEP_WORDS`: Romanian `pas`
+    # is another word elsewhere).
+    LinePattern("step_word_first", "counter", _p(
+        rf"^[\s\x00]*{_STEP_WORDS}\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*(?P<of>\d+))?\b(?!\.\d|\s*%)"),
+        "pas    20 | pierdere 3.0124 | lr 8.40e-04 | |g|  0.33 |    3.8s",
+        {"step": 20, "pierdere": 3.0124, "lr": 8.4e-4}),
     LinePattern("step", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:step|Step|STEP)\s*[:=#]?\s*(?P<step>\d+)(?:\s*/\s*(?P<of>\d+))?\b(?!\.\d|\s*%)"),
                 "step 3000/5000: train loss 4.0390, val loss 4.0427",
                 {"step": 3000, "train loss": 4.039, "val loss": 4.0427}),
@@ -367,10 +377,10 @@ PATTERNS: list[LinePattern] = [
         r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?:\d+-)?(?P<batch>\d+)\]", re.I),
                 "Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,",
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
-    LinePattern("epoch_of", "counter", _p(r"\bEpoch\s*:?\s*\[?\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]?", re.I),
+    LinePattern("epoch_of", "counter", _p(rf"\b(?:Epoch|{_EPOCH_WORDS})\s*:?\s*\[?\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]?", re.I),
                 "Epoch 3/10 - loss: 0.52 - accuracy: 0.81", {"epoch": 3, "loss": 0.52, "accuracy": 0.81}),
     # Not a count per epoch (HF's `Num update steps per epoch = 8`): a rate, not the epoch.
-    LinePattern("epoch", "counter", _p(r"(?<![Pp]er )\b(?:Epoch|epoch|EPOCH)\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
+    LinePattern("epoch", "counter", _p(rf"(?<![Pp]er )\b(?:Epoch|epoch|EPOCH|{_EPOCH_WORDS})\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
     LinePattern("batch", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*(?P<of>\d+))?(?![\d.]|\s*%)"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
@@ -1192,7 +1202,9 @@ def _trace(text: str) -> _Shape:
 # What stands before a log line's message: blanked stamps and levels, punctuation, bracketed fields (`[train]`,
 # `[\x00   ]`), a logger's name glued to a colon (`INFO:root:`) or before ` - ` and a blanked level, and a stamp the
 # reader did not blank (`2023.01.18 17:14:14`: digits and a date's or clock's punctuation only).
-_HELD_OUT = "(?i:" + "|".join(sorted((w for w, s in SPLIT_WORDS.items() if s != "train"), key=len, reverse=True)) + ")"
+# A held-out split's word in another language (`Validación - Pérdida: 0.41`) too (`ingest.languages`).
+_HELD_OUT = "(?i:" + "|".join(sorted((w for w, s in SPLIT_WORDS.items() if s != "train"), key=len, reverse=True)) + "|" \
+    + languages.alternatives(w for w, e in languages.WORDS.items() if e in ("val", "test")) + ")"
 _MESSAGE_LEAD = re.compile(
     rf"(?:[\s\x00>*#|:=~.,-]+|\[[^\]\n]*\]|(?!{_HELD_OUT}:)[A-Za-z_][\w.]*:(?=[A-Za-z_])|[\w.]+\s+-\s+(?=\x00)"
     rf"|\d[\d.:/-]*[.:/-]\d+(?=\s))*")
@@ -1531,6 +1543,7 @@ _GAP = r"[\s\x1c-\x1f]*"
 _CANDIDATE = "|".join([
     # every counter pattern that can stand without a metric word (a counter also lets loose phrases count)
     r"(?i:step|iter|epoch|batch|idx|index|it\s*[:=]?\s*\d)|\[\s*\d+,\s*\d+\]|Train:\s*\d",
+    rf"{_EPOCH_WORDS}|^[\s\x1c-\x1f]*{_STEP_WORDS}",  # the counters of other languages (`ingest.languages`)
     BAR_OPENS,
     r"[(\[]\s*\d+\s*/",  # fraction_first, bracket_fractions
     r"\d\d:\d\d:\d\d",  # every time pattern
@@ -1548,6 +1561,7 @@ _CANDIDATE = "|".join([
 # values under a label naming memory (`_quantity_labelled`).
 _METRIC_WORD = (r"(?i:loss|acc|learning|grad|norm|ppl|perplexity|wer|bleu|f1|auc|mse|mae|psnr|reward|entropy"
                 r"|cost|objective|nll|xent|energy|logprob|mem)"
+                rf"|{languages.METRIC_WORDS}"  # other languages' (`ingest.languages`)
                 r"|(?i:lr|kl)(?:[^A-Za-z_]|$|[nNiI])|(?i:lr)_\d")
 _NUMBER = r"\d|(?i:nan|inf)"
 # Lines of tables and bare values (`_State.table_row`, `note_header`, `_bare_values`), which need no key of their

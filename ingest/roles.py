@@ -16,6 +16,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from ingest.languages import TERMS, english, fold
+
 _WORD = re.compile(r"[a-z]+|[0-9]+|[^\W\d_a-zA-Z]+")  # a word of another script too (`整体测试集上的Loss`: a qualifier)
 _SEPARATORS = re.compile(r"[/|:]")
 _DECIMAL = re.compile(r"\d+\.\d+")
@@ -70,22 +72,18 @@ class Role:
 _GLUED_LOSS = re.compile(r"(?<=[A-Za-z0-9])(?=loss(?![a-z]))")  # `Totalloss`, `CTCloss`: a loss glued to its name
 
 
-# Chinese terms a printer names its series with (`当前损失值：10.11`, `验证集准确率`), as the English words the roles
-# read: a training loop printed in Chinese names the same quantities. Longest first: `学习率` before `率`-less terms.
-CJK_TERMS = (("学习率", "lr"), ("准确率", "accuracy"), ("正确率", "accuracy"), ("精度", "accuracy"),
-             ("损失", "loss"), ("验证", "val"), ("测试", "test"), ("训练", "train"))
-
-
 def words(name: str) -> list[str]:
     """Lower-case words of a name, with camelCase split (`memoryAllocated` -> memory, allocated;
     `IDLoss` -> id, loss), a lower-case `loss` glued to the word before it cut off (`Totalloss` -> total, loss), and
-    the Chinese terms of `CJK_TERMS` read as their English words (`当前损失值` -> loss)."""
+    the words of other languages read as their English words (`ingest.languages`: `当前损失值` -> loss, `Pérdida` ->
+    loss, `validare` -> val)."""
     if not name.isascii():
-        for term, word in CJK_TERMS:
+        for term, word in TERMS:
             name = name.replace(term, f" {word} ")
+        name = fold(name)
     name = _GLUED_LOSS.sub(" ", name)
     spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name))
-    return _WORD.findall(spaced.lower())
+    return [english(w) for w in _WORD.findall(spaced.lower())]
 
 
 @functools.lru_cache(maxsize=8192)  # a console reader asks once per name per line
