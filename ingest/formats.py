@@ -266,7 +266,7 @@ FORMATS: list[Format] = [
     # one-element `tensor([0.41])` are their numbers (`ingest.reprs`); a detector's loss terms per head get their sum;
     # a header's name may begin with a count (`2d_loss  3d_loss`), and a header line is no unmatched line
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=25),
+           text=True, version=26),
 ]
 
 
