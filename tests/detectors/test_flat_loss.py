@@ -721,3 +721,34 @@ def test_an_rl_reward_one_value_on_nearly_every_record_is_flat_and_a_rising_one_
     rising = np.where(np.arange(100) < 40, 0.0, np.linspace(0, 0.8, 100))
     run = load_run(write_trainer_state(tmp_path / "d", _grpo_history(rising)), tmp_path / "d.duckdb")
     assert list(FlatLoss().check(run)) == []
+
+
+# TRL's GRPOTrainer printing its log dicts under nohup: 100 steps logged every 10, the loss 0.0 at each (beta x KL, by
+# construction), the reward never rising. Source: LIU-Hao-2002/GRPO_project@0983847ee400603cbf7402314a94e1caa816bb02:
+# logs/nohup.out, lines 25-34.
+GRPO_LOG = """\
+{'loss': 0.0, 'grad_norm': 0.0001810328394640237, 'learning_rate': 4.877641290737883e-07, 'completion_length': 386.55, 'rewards/format_reward_func': 0.1, 'rewards/equation_reward_func': 0.0, 'reward': 0.1, 'reward_std': 0.1414213538169861, 'kl': 0.00035761669278144836, 'epoch': 2.5}
+{'loss': 0.0, 'grad_norm': 0.20586903393268585, 'learning_rate': 4.5225424859373684e-07, 'completion_length': 382.2, 'rewards/format_reward_func': 0.5, 'rewards/equation_reward_func': 0.0, 'reward': 0.5, 'reward_std': 0.42426406145095824, 'kl': 0.0005637383350403979, 'epoch': 5.0}
+{'loss': 0.0, 'grad_norm': 0.21534258127212524, 'learning_rate': 3.9694631307311825e-07, 'completion_length': 433.4, 'rewards/format_reward_func': 0.4, 'rewards/equation_reward_func': 0.0, 'reward': 0.4, 'reward_std': 0.2828427076339722, 'kl': 0.0005828175460919737, 'epoch': 7.5}
+{'loss': 0.0, 'grad_norm': 1.664099545450881e-05, 'learning_rate': 3.272542485937368e-07, 'completion_length': 329.1, 'rewards/format_reward_func': 0.35, 'rewards/equation_reward_func': 0.0, 'reward': 0.35, 'reward_std': 0.3535533845424652, 'kl': 0.0005529642367037013, 'epoch': 10.0}
+{'loss': 0.0, 'grad_norm': 0.1860731840133667, 'learning_rate': 2.5e-07, 'completion_length': 346.2, 'rewards/format_reward_func': 0.55, 'rewards/equation_reward_func': 0.0, 'reward': 0.55, 'reward_std': 0.49497473835945127, 'kl': 0.000541963946307078, 'epoch': 12.5}
+{'loss': 0.0, 'grad_norm': 3.4347816836088896e-05, 'learning_rate': 1.7274575140626315e-07, 'completion_length': 442.35, 'rewards/format_reward_func': 0.35, 'rewards/equation_reward_func': 0.0, 'reward': 0.35, 'reward_std': 0.3535533845424652, 'kl': 0.0005315755086485296, 'epoch': 15.0}
+{'loss': 0.0, 'grad_norm': 0.19414924085140228, 'learning_rate': 1.0305368692688174e-07, 'completion_length': 337.3, 'rewards/format_reward_func': 0.4, 'rewards/equation_reward_func': 0.0, 'reward': 0.4, 'reward_std': 0.42426406145095824, 'kl': 0.0004842475726036355, 'epoch': 17.5}
+{'loss': 0.0, 'grad_norm': 0.15461957454681396, 'learning_rate': 4.774575140626316e-08, 'completion_length': 430.0, 'rewards/format_reward_func': 0.35, 'rewards/equation_reward_func': 0.0, 'reward': 0.35, 'reward_std': 0.3535533845424652, 'kl': 0.0005884776415769011, 'epoch': 20.0}
+{'loss': 0.0, 'grad_norm': 1.8376074876869097e-05, 'learning_rate': 1.2235870926211616e-08, 'completion_length': 363.75, 'rewards/format_reward_func': 0.4, 'rewards/equation_reward_func': 0.0, 'reward': 0.4, 'reward_std': 0.42426406145095824, 'kl': 0.000555477401940152, 'epoch': 22.5}
+{'loss': 0.0, 'grad_norm': 0.21216867864131927, 'learning_rate': 0.0, 'completion_length': 375.7, 'rewards/format_reward_func': 0.35, 'rewards/equation_reward_func': 0.0, 'reward': 0.35, 'reward_std': 0.3535533845424652, 'kl': 0.0005078203976154327, 'epoch': 25.0}
+"""
+
+
+def test_a_reward_that_ends_no_higher_than_it_began_is_an_agent_that_does_not_learn(tmp_path):
+    """An RL run's losses are not judged as a falling loss; its reward is: 0.1, 0.5, 0.4 ... 0.35 over ten records,
+    its last third's median (0.35) under its first third's (0.4), no upward trend. A warning that names the reward;
+    where a trend is asked for at z -1 (the reward fell at least that much) it stays silent."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "nohup.out").write_text(GRPO_LOG)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.evidence["reward_series"] == "reward" and f.evidence["points"] == 10
+    assert f.evidence["first_level"] == 0.1 and f.evidence["last_level"] == 0.35
+    assert "the reward does not improve over its 10 records" in f.summary
+    assert list(FlatLoss(reward_rise_z=-1.0).check(run)) == []

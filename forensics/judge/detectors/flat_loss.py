@@ -59,7 +59,8 @@ class FlatLoss:
     decayed schedule's end, a loss still while the gradient norm grows `exploding_growth` ×, one that rose to its pin
     from half of it, or a later launch that resumes below where the log began.
     In a reinforcement-learning run only its reward speaks (`_reward_still`): one value on `reward_share` of its
-    records and of its last third (the agent is scored alike whatever it does; its losses are never judged here).
+    records and of its last third (the agent is scored alike whatever it does; its losses are never judged here), or,
+    in a log that holds its start, a reward that ends no higher than it began with no upward trend (`_reward_stands`).
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p, ln C, C and
     where C came from, the median LR when an LR series exists.
@@ -134,6 +135,10 @@ class FlatLoss:
     held_tol: float = 0.01  # a log of 3-9 points from its start, every one within 1% of the first: never moved
     # (154 healthy runs with a loss: the closest short log from its start moves 2.3% (7 points); an excerpt, 0.2%)
     reward_share: float = 0.75  # an RL reward one value on 3/4 of its records, and of its last third, never moved
+    reward_min_points: int = 10  # an RL reward that does not improve: from 10 records, ...
+    reward_rise_z: float = 1.0  # ... no upward trend (Mann–Kendall z under 1: a rise no test would call one) and
+    # its last third's median no higher than its first third's: on the pool's 19 RL runs the healthy ones rise at
+    # z 2.2 and more, the one that stands is labelled flat (docs/engine.md)
     # (the 8 healthy RL runs of 10+ rewards in set8-11: the most frequent value's share at most 0.13)
     frozen_records: int = 5  # a tail identical to its fifth digit over this many records after a fall (pool of 978:
     # healthy runs at 3 and 4 with no fall to a plateau allowed, none at 5 that plateau is not allowed on)
@@ -143,7 +148,7 @@ class FlatLoss:
     def unavailable(self, run: Run) -> str | None:
         rl = reinforcement_learning(run)
         if rl is not None:
-            return None if self._reward_still(run) is not None else rl_reason(rl)
+            return None if self._reward_verdict(run) is not None else rl_reason(rl)
         run = epoch_view(run)  # the epoch means' shape where the writer logged them beside per-step values
         if not run.has("loss"):
             return None if self._validation_alone(run) is not None else run.missing_message("loss")
@@ -154,6 +159,39 @@ class FlatLoss:
         if short and next(iter(self.check(run)), None) is None:
             return short
         return None
+
+    def _reward_verdict(self, run: Run) -> Finding | None:
+        return self._reward_still(run) or self._reward_stands(run)
+
+    def _reward_stands(self, run: Run) -> Finding | None:
+        """In an RL run whose log holds its start, the finding when its reward (`base.reward_series`) does not
+        improve over `reward_min_points` records or more: no upward trend (Mann–Kendall z under `reward_rise_z`) and
+        its last third's median no higher than its first third's. The agent ends where it began: nothing is learned
+        (an LR too small to move the policy, a reward no action changes). A warning; None otherwise."""
+        name = reward_series(run)
+        if name is None:
+            return None
+        steps, r = finite_part(*run.arrays(name))
+        ordinal = bool(run.meta.filter(run.meta["name"] == name)["ordinal"].fill_null(False).any())
+        if r.size < self.reward_min_points or np.unique(r).size < 2 \
+                or not ordinal and steps[-1] > 0 and steps[0] > 0.1 * steps[-1]:
+            return None  # a reward of one value is `_reward_still`'s; an excerpt from well into training is no run
+        k = r.size // 3
+        first, last = float(np.median(r[:k])), float(np.median(r[-k:]))
+        trend = stats.mann_kendall(r, steps)
+        if trend.z >= self.reward_rise_z or last > first:
+            return None
+        ev = {"reward_series": name, "first_third_median": first, "last_third_median": last,
+              "mann_kendall_z": float(trend.z), "points": int(r.size), "reward_low": float(r.min()),
+              "reward_high": float(r.max()), "first_level": float(r[0]), "last_level": float(r[-1])}
+        return Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]), series=name,
+                          evidence=ev, sources=(src(run, name, steps),),
+                          summary=(f"{'the reward' if name.lower() == 'reward' else f'the reward {name}'} does not "
+                                   f"improve over its {r.size} records (steps "
+                                   f"{steps[0]}-{steps[-1]}): {shortest(r[0])} at the first, {shortest(r[-1])} at the "
+                                   f"last, the median of its last third {last:.4g} against {first:.4g} for its first, "
+                                   f"no upward trend (Mann–Kendall z {trend.z:.2f}): the agent is not learning (an LR "
+                                   f"too small to move the policy, a reward no action changes)"))
 
     def _reward_still(self, run: Run) -> Finding | None:
         """In an RL run, the finding when its reward (`base.reward_series`) is one value on `reward_share` of its
@@ -210,7 +248,7 @@ class FlatLoss:
 
     def check(self, run: Run) -> Iterator[Finding]:
         if reinforcement_learning(run) is not None:  # an agent's losses chase moving targets: only its reward speaks
-            found = self._reward_still(run)
+            found = self._reward_verdict(run)
             if found is not None:
                 yield found
             return
