@@ -866,6 +866,13 @@ _NEXT_RECORD = re.compile(rb"\}([ \t]*,[ \t]*|[ \t]+)(?=\{[^{}\r\n]*" + _RECORD_
 _CURSOR_UP = re.compile(rb"(?<=[^\r\n])\x1b\[\d*[AF]")
 
 
+def _as_printed(data: bytes) -> bytes:
+    """`data` as its printer put it on screen, same length: syslog's escapes taken back, an OEM code page's bar
+    characters and full-width punctuation read as ASCII, several records on one line cut apart. The one view of a
+    log's bytes that its sniff and its reader both parse."""
+    return _records_apart(_halfwidth(_oem_bars(_syslog_controls(data))))
+
+
 def _records_apart(data: bytes) -> bytes:
     """`data` with typographic quotes around keys made ASCII and several counted records on a line cut apart
     (`_CURLY_KEY`, `_NEXT_RECORD`, `_CURSOR_UP`, `_redraws_apart`), same length."""
@@ -1794,7 +1801,7 @@ class _State:
         if start == 0:
             return state
         f.seek(0)
-        prefix = _records_apart(_halfwidth(_oem_bars(_syslog_controls(f.read(start)))))
+        prefix = _as_printed(f.read(start))
         state.line_no = prefix.count(b"\n") + 1
         state.segment = prefix.count(b"\n") + prefix.count(b"\r") - prefix.count(b"\r\n")
         # The last step and date are looked for in the last 64 KiB only: enough for any log's cadence.
@@ -1830,7 +1837,7 @@ class _State:
         # One row per line that gave points, repeated for each of its points at the end.
         rows: dict[str, list] = {k: [] for k in ("step", "position", "wall_time", "epoch", "batch", "ordinal")}
         counts: list[int] = []
-        data, settings = _settings_blanked(_records_apart(_halfwidth(_oem_bars(_syslog_controls(data)))))
+        data, settings = _settings_blanked(_as_printed(data))
         self.n_settings += settings
         self.settings_padded = self.settings_padded or len(_PADDED_WORD.findall(data)) >= REPEATS
         if self.settings_padded:
@@ -2916,7 +2923,7 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
     why = binary_reason(sample[:4096])
     if why is not None:
         return False, f"it holds binary data, not text ({why})"
-    sample = _records_apart(_syslog_controls(sample))
+    sample = _as_printed(sample)
     lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
     state = _State(stem_tag=_stem_tag(Path(name)) if name else None, held_stem=_held_stem(Path(name)) if name else None)
     state.counted_values(sample)  # rows of numbers with a counter column (a header never printed) are records
@@ -2979,7 +2986,7 @@ def prints_a_loss(sample: bytes) -> bool:
     sample = as_utf8(sample)
     if not sample or _is_binary(sample[:4096]):
         return False
-    sample = _syslog_controls(sample)
+    sample = _as_printed(sample)
     for line in re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace")):
         if line.strip() and any(role_of(tag).role in ("train_loss", "val_loss") for tag in _parse(line)[0]):
             return True
