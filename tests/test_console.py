@@ -544,7 +544,7 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         if match is not None and C._VALUE_WORD.match(match["key"]):
             match = None  # `nan` is a value, never a name's first word
         if match is None and ": " in clause:  # `Train: loss: 0.3`: the pair after a label ending in a colon
-            for cut in re.finditer(r":\s+(?=[A-Za-z])", clause):
+            for cut in C._LABEL_END.finditer(clause):  # never before a value word (`Loss: nan 1`)
                 match = C.PHRASE.match(clause[cut.end():])
                 if match is not None:
                     clause = clause[cut.end():]
