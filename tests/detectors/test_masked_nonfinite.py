@@ -315,3 +315,31 @@ def test_outputs_nan_to_the_end_beside_a_finite_loss_are_hidden(tmp_path, nan_fr
         assert f.severity == "critical" and f.step == nan_from and f.evidence["any_loss_exactly_zero"]
         assert f.evidence["nonfinite_series"] == ["logps/chosen", "logps/rejected", "rewards/margins"]
         assert list(MaskedNonfinite(min_outputs=4).check(run)) == []  # one series alone may be a misread
+
+
+def _sweep_csv(path, nan_from: int | None) -> None:
+    """A sweep script's per-record CSV as `csv.DictWriter` writes it: the loss falls as the model learns, and two
+    statistics of an optimizer (the update norms of a method) are NaN where the script did not compute them."""
+    import csv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, ["step", "train_loss", "test_loss", "update_norm", "max_abs_update"])
+        w.writeheader()
+        for i in range(20):
+            off = nan_from is None or i >= nan_from
+            w.writerow({"step": 100 * i, "train_loss": 5.2 * 0.8 ** i, "test_loss": 5.3 * 0.85 ** i,
+                        "update_norm": math.nan if off else 0.08 + 0.001 * i,
+                        "max_abs_update": math.nan if off else 0.006 + 0.0001 * i})
+
+
+@pytest.mark.parametrize(("nan_from", "fires"), [(None, False), (12, True)])
+def test_statistics_never_computed_beside_a_learning_loss_hide_nothing(tmp_path, nan_from, fires):
+    """NaN from the first record to the last beside a loss that learns: never computed, not outputs turned NaN; the
+    same statistics finite first and NaN from some record to the end still are."""
+    _sweep_csv(tmp_path / "r" / "metrics.csv", nan_from)
+    run = load_run(tmp_path / "r", tmp_path / "f.duckdb")
+    found = list(MaskedNonfinite().check(run))
+    assert bool(found) == fires
+    if fires:
+        assert found[0].step == 1200 and found[0].evidence["nonfinite_series"] == ["max_abs_update", "update_norm"]

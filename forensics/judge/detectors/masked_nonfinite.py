@@ -40,7 +40,7 @@ class MaskedNonfinite:
     that filters non-finite losses (HF's Trainer), from 2 records and `min_share` of them, or beside a loss exactly 0
     or exactly repeated. And: quantities computed from the model's outputs in the loss's records (TRL's log-probs,
     logits, rewards) non-finite from some record to the end beside a finite loss (critical; none of the healthy pool's
-    runs logs one non-finite beside a finite loss).
+    runs logs one non-finite beside a finite loss); never-finite ones beside a loss that moves were never computed.
     Why: the real NaN onset is hidden; the first such step is where the run really broke.
     Evidence: first such step, count, the loss and grad norm there, whether the loss is exactly 0.
     False alarms: 0 of the 403 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs.
@@ -123,7 +123,7 @@ class MaskedNonfinite:
         `logps/chosen`, `logits/rejected`, `rewards/margins`: series of no other role, no held-out split), `min_outputs`
         or more, non-finite at every record from their first non-finite one to the end, `min_streak` records or more,
         while the loss logged beside them stays finite: the outputs are NaN and the loss hides it (a filtered or zeroed
-        loss).
+        loss). A series NaN on every record beside a loss that takes several values is left out (`_moves`).
         Critical. False alarms: no healthy run of the pool logs such a series non-finite beside a finite loss."""
         ts, tv = run.arrays("loss")
         hidden: dict[str, np.ndarray] = {}
@@ -135,6 +135,8 @@ class MaskedNonfinite:
             if not bad.any():
                 continue
             first = int(np.argmax(bad))
+            if first == 0 and bad.all() and _moves(tv):
+                continue  # never finite beside a loss that learns: a quantity this run does not compute (a placeholder)
             if bad[first:].all() and bad.size - first >= self.min_streak:
                 hidden[name] = os_[first:]
         if len(hidden) < self.min_outputs:
@@ -291,6 +293,14 @@ def _outputs(run: Run) -> list[str]:
     model's outputs beside the loss (`logps/chosen`, `rewards/margins`), read by `_beside_nonfinite_outputs`."""
     m = run.meta.filter((pl.col("role") == "other") & pl.col("split").is_null() & (pl.col("n_nonfinite") > 0))
     return sorted(m["name"].to_list())
+
+
+def _moves(values: np.ndarray) -> bool:
+    """Whether a logged loss is finite and never exactly 0 on every record and takes more than one value: a loss
+    computed from outputs that change, none of it zeroed by a filter. Beside it, a quantity non-finite from the first
+    record to the last was never computed (an optimizer statistic of a method the run does not use, left NaN by its
+    writer), not an output turned NaN."""
+    return bool(values.size > 1 and np.isfinite(values).all() and (values != 0).all() and np.unique(values).size > 1)
 
 
 def _filters_nonfinite(run: Run) -> bool:
