@@ -239,3 +239,22 @@ def test_a_blip_over_a_loss_printed_as_zero_is_no_spike(tmp_path):
     loss[[150, 230]] = 0.003
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, loss)}), tmp_path / "f.duckdb")
     assert list(LossSpike().check(run)) == []
+
+
+def test_nonfinite_blips_of_a_loss_that_ends_non_finite_are_the_nan_not_spikes(tmp_path):
+    """Epoch means of a loss that some batches turned NaN: NaN, finite, NaN for several epochs, NaN at the end. The
+    run died of that NaN (nan_loss, critical); its blips are not spikes that recovered. The same blips before a
+    finite end are spikes."""
+    from forensics.judge.detectors import NanLoss
+
+    steps = np.arange(40)
+    ends = 0.6 * 0.99 ** steps
+    ends[[10, 30, 34, 35, 36, 38, 39]] = np.nan
+    run = load_run(write_tb(tmp_path / "r", {"loss": (steps, ends)}), tmp_path / "f.duckdb")
+    assert list(LossSpike().check(run)) == []
+    [nan] = NanLoss().check(run)
+    assert nan.severity == "critical" and nan.step == 10 and "the last included" in nan.summary
+    back = 0.6 * 0.99 ** steps
+    back[[30, 34]] = np.nan
+    again = load_run(write_tb(tmp_path / "b", {"loss": (steps, back)}), tmp_path / "g.duckdb")
+    assert [f.step for f in LossSpike().check(again)] == [30, 34]

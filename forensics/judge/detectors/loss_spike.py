@@ -16,6 +16,7 @@ from forensics.judge import stats
 from forensics.judge.detectors.base import (MECHANISM, POLICY_WORDS, VALUE_WORDS, reinforcement_learning, src,
                                             too_short)
 from forensics.judge.detectors.masked_nonfinite import zeroed
+from forensics.judge.detectors.nan_loss import stays_nonfinite
 from forensics.judge.findings import Finding, plain
 from forensics.judge.numbers import count, ratio
 from forensics.judge.stats import SpikeRule
@@ -30,7 +31,8 @@ class LossSpike:
     positive loss) and `min_ratio` of its level above the trailing median, back within `recover` points (else a level
     shift: divergence); past `max_spikes`, only those `crowd_z_factor` × the crowd's median z (`stats.SpikeRule`,
     shared with the engine's spike list and bad_batch). A non-finite loss of at most `recover` points between finite
-    ones of the same launch is a spike of unbounded height, from `min_points_nonfinite` points.
+    ones of the same launch is a spike of unbounded height, from `min_points_nonfinite` points, unless the loss stays
+    non-finite in the end (`nan_loss.stays_nonfinite`: its blips are that NaN's story).
     A finite spike must also undo at least `min_undo` of the progress made by then (from the start level), unless it
     stands `orders` × its positive trailing level (a log that began orders of magnitude higher hides no such jump,
     a level printed as 0 gives no ratio); where the `max_window` points before it hold an excursion of ×`heavy`
@@ -224,8 +226,9 @@ class LossSpike:
                     yield bump
         starts = np.asarray(run.launch_starts(run.pick("loss")), dtype=np.int64)
         name = run.pick("loss")
+        died = stays_nonfinite(logged)  # a NaN the loss never recovers from: its blips are nan_loss's one story
         for a, b in stats.runs_of(~np.isfinite(logged)):  # NaNs logged as such: a hidden one is masked_nonfinite's
-            if a == 0 or b == values.size - 1 or b - a + 1 > self.spike.recover or hidden[a - 1] or hidden[b + 1]:
+            if died or a == 0 or b == values.size - 1 or b - a + 1 > self.spike.recover or hidden[a - 1] or hidden[b + 1]:
                 continue  # at the start, to the end (nan_loss), too long to be a blip, or beside a hidden NaN
             if np.any((starts > steps[a - 1]) & (starts <= steps[b + 1])):
                 continue  # one launch ends or begins non-finite: the finite value after it is another launch's

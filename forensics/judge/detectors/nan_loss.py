@@ -57,7 +57,7 @@ class NanLoss:
             return
         i = int(np.argmax(bad))
         after = float(bad[i + 1:].mean()) if i + 1 < bad.size else 1.0  # the points after the onset
-        stays = bool(bad[-1]) or after >= self.stays_fraction
+        stays = stays_nonfinite(values, self.stays_fraction)
         ev = {"onset_step": int(steps[i]), "onset_value": values[i], "nonfinite_points": int(bad.sum()),
               "nonfinite_fraction_after": after, "stays_nonfinite": stays,
               "last_finite_step": int(steps[i - 1]) if i > 0 else None,
@@ -70,7 +70,9 @@ class NanLoss:
                 ev.update(grad_norm_before=float(before[-1]), grad_norm_median=float(np.median(before)))
                 sources.append(src(run, "grad_norm", gs[gs < steps[i]]))
         first = "at the first logged step" if i == 0 else f"after {ev['last_finite_value']:.4g} at step {ev['last_finite_step']}"
-        how = "and stays non-finite" if stays else f"then turns finite again ({after:.0%} non-finite after)"
+        how = ("and stays non-finite" if after == 1.0 else f"and is non-finite at {after:.0%} of the points after"
+               + (", the last included" if bad[-1] else "") if stays
+               else f"then turns finite again ({after:.0%} non-finite after)")
         yield Finding.of(self, severity="critical" if stays else "warning", step=int(steps[i]),
                          series=run.pick("loss"), evidence=ev, sources=tuple(sources),
                          summary=f"loss is {ev['onset_value']} from step {steps[i]} {first} {how}")
@@ -156,3 +158,14 @@ class NanLoss:
                                   f"{quoted(first['text'])}"
                                   + (f" ({lines} such lines)" if lines > 1 else "") + f", {how}: the run ended on it; "
                                   f"the NaN is printed in words, not as a logged loss value"))
+
+
+def stays_nonfinite(values: np.ndarray, share: float = NanLoss.stays_fraction) -> bool:
+    """Whether a loss turned non-finite stays so: it ends non-finite, or `share` of the points after its first
+    non-finite one are. Then every non-finite point from the onset on is that one NaN story (nan_loss's, critical),
+    never a spike that recovered (`loss_spike` asks this)."""
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return False
+    i = int(np.argmax(bad))
+    return bool(bad[-1]) or (float(bad[i + 1:].mean()) if i + 1 < bad.size else 1.0) >= share
