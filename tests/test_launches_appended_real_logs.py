@@ -1,6 +1,7 @@
 """Launches appended to one log, on real logs: each is a launch start the judge cuts at (`Run.launch_starts`), so no
 curve and no step time is read across one. A launch of one record whose next launch prints the same first epoch a
-day later; a Keras CSV whose epoch column never moves (a loop of one-epoch fits) with a fresh model's row in it."""
+day later; a Keras CSV whose epoch column never moves (a loop of one-epoch fits) with a fresh model's row in it; a
+log whose epoch lines end in an ellipsis (`Meta epoch 0...`), each launch counting from 0 again."""
 
 import numpy as np
 
@@ -98,3 +99,45 @@ def test_a_fresh_models_row_under_an_epoch_that_never_moves_begins_a_launch(tmp_
         view = run.series_named(name)
         assert int(np.searchsorted(view["step"].to_numpy(), starts[0])) == 16  # the 17th row
     assert list(LossSpike().check(run)) == []
+
+
+# A MAML trainer's log (ANarayan/DAMSL-CS224N-FinalProject@fedf0d8ec4812b2a2b82f8e1ec7e23e1cb5d4457:train.log, lines
+# 696-703, 710-717 and 724-730, the eval lines after each `Total train loss` left out): each launch announces its meta
+# epochs as `Meta epoch N...`; the launch after meta epoch 12 counts from 0 again
+META_EPOCHS = """\
+2020-03-09 10:02:51,580:INFO: Meta epoch 11...
+2020-03-09 10:03:05,308:INFO: Meta batch loss: 0.08609654754400253
+2020-03-09 10:03:05,308:INFO: Average inner loss after inner updates : 0.08609654754400253
+2020-03-09 10:03:18,451:INFO: Meta batch loss: 0.18990056216716766
+2020-03-09 10:03:18,451:INFO: Average inner loss after inner updates : 0.18990056216716766
+2020-03-09 10:03:31,481:INFO: Meta batch loss: 2.0676321983337402
+2020-03-09 10:03:31,481:INFO: Average inner loss after inner updates : 2.0676321983337402
+2020-03-09 10:03:31,811:INFO: Total train loss: 2.3436293601989746
+2020-03-09 10:03:38,245:INFO: Meta epoch 12...
+2020-03-09 10:03:51,914:INFO: Meta batch loss: 0.040452927350997925
+2020-03-09 10:03:51,914:INFO: Average inner loss after inner updates : 0.040452927350997925
+2020-03-09 10:04:05,538:INFO: Meta batch loss: 0.09145405888557434
+2020-03-09 10:04:05,538:INFO: Average inner loss after inner updates : 0.09145405888557434
+2020-03-09 10:04:18,814:INFO: Meta batch loss: 0.9221608638763428
+2020-03-09 10:04:18,816:INFO: Average inner loss after inner updates : 0.9221608638763428
+2020-03-09 10:04:19,156:INFO: Total train loss: 1.054067850112915
+2020-03-09 10:06:22,382:INFO: Loading the datasets...
+2020-03-09 10:06:22,382:INFO: -done
+2020-03-09 10:06:22,514:INFO: Starting MAML for 20 meta epoch(s)
+2020-03-09 10:06:25,276:INFO: Meta epoch 0...
+2020-03-09 10:06:53,799:INFO: Meta batch loss: 2990.936767578125
+2020-03-09 10:07:09,316:INFO: Meta batch loss: 1398.28857421875
+2020-03-09 10:07:25,176:INFO: Meta batch loss: 1230.23828125
+"""
+
+
+def test_an_epoch_line_ending_in_an_ellipsis_counts_its_epoch(tmp_path):
+    # `Meta epoch 0...` is epoch 0 (an ellipsis, not a fraction's point): after meta epochs 11 and 12, the launch that
+    # counts from 0 again begins at its first record.
+    (tmp_path / "train.log").write_text(META_EPOCHS)
+    run = load_run(tmp_path, tmp_path / "db.duckdb")
+    name = "Meta batch loss"
+    view = run.series_named(name)
+    starts = run.launch_starts(name)
+    assert len(starts) == 1
+    assert dict(zip(view["step"].to_list(), view["value"].to_list()))[starts[0]] == 2990.936767578125
