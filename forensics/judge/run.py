@@ -379,7 +379,9 @@ class Run:
         """The steps of series `name`, as `series_named` shows them, where each launch after the first begins: where
         the reader marked a log's counter starting again from its first value (`appended_launches`: several launches
         of one script appended to one log), and where the run's epoch counter falls back while the steps go on
-        (`epoch_resets`: a training started again on a step axis that does not). No curve reads across a launch
+        (`epoch_resets`: a training started again on a step axis that does not), where a pass of a counter that starts
+        again opens back at the untrained level (`_fresh_passes`), and, in a file whose epoch never moves, where a
+        record reopens at it (`_fresh_records`). No curve reads across a launch
         start: the one home of that segmentation (detectors split with `base.by_launch`). Empty for a log of one
         launch."""
         if name is None:
