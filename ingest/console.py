@@ -98,7 +98,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -380,7 +380,7 @@ PATTERNS: list[LinePattern] = [
     LinePattern("epoch_of", "counter", _p(rf"\b(?:Epoch|{_EPOCH_WORDS})\s*:?\s*\[?\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]?", re.I),
                 "Epoch 3/10 - loss: 0.52 - accuracy: 0.81", {"epoch": 3, "loss": 0.52, "accuracy": 0.81}),
     # Not a count per epoch (HF's `Num update steps per epoch = 8`): a rate, not the epoch.
-    LinePattern("epoch", "counter", _p(rf"(?<![Pp]er )\b(?:Epoch|epoch|EPOCH|{_EPOCH_WORDS})\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?![\d.]|\s*%)"),
+    LinePattern("epoch", "counter", _p(rf"(?<![Pp]er )\b(?:Epoch|epoch|EPOCH|{_EPOCH_WORDS})\s*[:=\[]?\s*(?P<epoch>\d+)\]?(?!\d|\.\d|\s*%)"),
                 "Epoch: 2 | batch_loss: 0.75", {"epoch": 2, "batch_loss": 0.75}),
     LinePattern("batch", "counter", _p(rf"{_SPLIT_BEFORE}\b(?:Batch|batch)\s*[:=\[]?\s*(?P<batch>\d+)\]?(?:\s*/\s*(?P<of>\d+))?(?![\d.]|\s*%)"),
                 "epoch 1 batch 300/938 loss 0.31", {"epoch": 1, "batch": 300, "loss": 0.31}),
@@ -1594,6 +1594,12 @@ _NONFINITE_WORD = r"(?i)\b(?:nan|inf(?:inity)?)\b"  # a value word an outline le
 REPEATS = 3  # a line shape seen this often in a file is a record line (see `_candidate_lines`)
 RECENT_RECORDS = 16  # records a copy by another rank is looked for among (`_State.copied_record`)
 HEADER_LINES = 5  # lines of other output between a launch's last record and the next launch's first `Epoch 1` line
+# A record that prints the file's first epoch again right after one at that epoch, in a file whose epoch counter ran
+# past it before, begins a launch when the clock moved on this many times the median interval between the file's
+# records before it (a launch of one record, then the next one hours or days later); per-iteration lines, ranks
+# and progress bars print one epoch many times seconds apart. RECENT_GAPS: the intervals that median is taken over.
+RELAUNCH_GAP = 100.0
+RECENT_GAPS = 256
 MAX_OUTLINES = 4096  # repeated outlines remembered per file (a bound on memory, not on reading)
 
 
@@ -1782,6 +1788,9 @@ class _State:
     epoch_heard: int | None = None  # `header_epoch` as the first pass over a chunk left it (`note_epoch_steps`)
     counted: dict[str, tuple[float, float]] = field(default_factory=dict)  # lowest and last step or epoch (`relaunched`)
     launches: int = 1  # launches met so far in the file
+    peaks: dict[str, float] = field(default_factory=dict)  # the highest step or epoch so far (`relaunched`)
+    gaps: deque = field(default_factory=lambda: deque(maxlen=RECENT_GAPS))  # seconds between the last stamped records
+    last_wall: float | None = None  # the clock of the last stamped record (`relaunched`)
     relaunch_heard: bool = False  # an `Epoch N` line went back to the file's first epoch: the next record begins a launch
     epoch_seen: bool = False  # an epoch was printed so far (`batch_step`)
     batch_counts: bool = False  # the file's bare batch count is its step (`batch_step`)
@@ -1953,7 +1962,7 @@ class _State:
                 self.epoch_kept = True  # once per `epoch N` line, with the first record under it
             launch = None if split is not None else self.relaunched(
                 None if is_ordinal or counts_batches else step, epoch if epoch is not None else self.header_epoch,
-                metrics.get(EPOCH_TAG) if is_ordinal else None, line_no)
+                metrics.get(EPOCH_TAG) if is_ordinal else None, line_no, wall_time, epoch is not None)
             if launch is not None:
                 metrics = {**metrics, LAUNCH_TAG: float(launch)}
             tags.extend(metrics)
@@ -2341,14 +2350,17 @@ class _State:
         self.epoch_recorded = False
 
     def relaunched(self, step: int | None, epoch: int | None, logged_epoch: float | None = None,
-                   line_no: int = 0) -> int | None:
+                   line_no: int = 0, wall_time: float | None = None, printed_epoch: bool = False) -> int | None:
         """The number of the launch a record begins (2, 3, ...), where the log's counter starts again from its lowest
         value so far (a launch's first; an earlier launch may have begun higher): several launches appended to one file (`>>`, a script run again), each counting from the start; a
         resume from a checkpoint goes back to a later value and begins none. None for any other record. The record's
         logged step is its counter, else its epoch, else the epoch it logs as a value (HF's `'epoch': 0.27` on records
         with no counter), which begins a launch only after `HEADER_LINES` lines of other output (a second run appended
         after the first's `train_runtime` summary and its own settings dump; records that go back with nothing between
-        them are the log's own)."""
+        them are the log's own). A record that prints the first epoch (`printed_epoch`; an `Epoch N` line's above records
+        has `note_header_epoch`) right after one at that epoch begins a launch where the counter ran past it earlier in
+        the file and the clock moved on `RELAUNCH_GAP` × the median interval between the records before (`long_gap`)."""
+        gap = self.clock_gap(wall_time)
         kind, value = ("step", step) if step is not None else ("epoch", epoch) if epoch is not None else (
             ("logged epoch", logged_epoch) if logged_epoch is not None and math.isfinite(logged_epoch) else (None, None))
         if kind is None:
@@ -2359,10 +2371,31 @@ class _State:
         self.epoch_recorded = self.epoch_recorded or kind == "epoch"
         if kind == "logged epoch" and line_no - self.record_line <= HEADER_LINES:
             return None
-        if value <= first < last or heard and kind == "epoch" and value <= first:
+        peak = self.peaks.get(kind, value)
+        self.peaks[kind] = max(peak, value)
+        if value <= first < last or heard and kind == "epoch" and value <= first \
+                or printed_epoch and kind == "epoch" and value == first == last < peak and self.long_gap(gap):
             self.launches += 1
             return self.launches
         return None
+
+    def clock_gap(self, wall_time: float | None) -> float | None:
+        """Seconds since the last stamped record, for a record stamped `wall_time` (None without a stamp or one before
+        it); kept among the last `RECENT_GAPS` intervals, after the ones before it."""
+        if wall_time is None or not math.isfinite(wall_time):
+            return None
+        last, self.last_wall = self.last_wall, wall_time
+        if last is None:
+            return None
+        self.gaps.append(wall_time - last)
+        return wall_time - last
+
+    def long_gap(self, gap: float | None) -> bool:
+        """Whether an interval of `gap` seconds (the last `clock_gap`) is `RELAUNCH_GAP` × the median of the
+        positive intervals noted before it or longer (three or more of them: records stamped alike, two lines of one
+        step, say nothing of the pace)."""
+        before = [g for g in list(self.gaps)[:-1] if g > 0]
+        return gap is not None and len(before) >= 3 and gap >= RELAUNCH_GAP * float(np.median(before))
 
     def note_epoch_steps(self, metrics: dict[str, float], counters: dict[str, int], header: int | None) -> None:
         """Note a record that prints a step under an epoch (its own, or an `Epoch N` line's above it): where the epoch

@@ -265,8 +265,11 @@ FORMATS: list[Format] = [
     # version 25: NumPy 2's and TF's scalar reprs (`np.float32(0.41)`, `tf.Tensor(0.41, shape=(), ...)`) and a
     # one-element `tensor([0.41])` are their numbers (`ingest.reprs`); a detector's loss terms per head get their sum;
     # a header's name may begin with a count (`2d_loss  3d_loss`), and a header line is no unmatched line
+    # version 27: a record at the file's first epoch right after another at it begins a launch where the counter ran
+    # past it before and the clock moved on far beyond the log's own intervals (`console.RELAUNCH_GAP`);
+    # version 28: an epoch printed before an ellipsis (`Meta epoch 0...`) is that epoch (a fraction's point is none)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=26),
+           text=True, version=28),
 ]
 
 

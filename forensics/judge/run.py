@@ -379,7 +379,9 @@ class Run:
         """The steps of series `name`, as `series_named` shows them, where each launch after the first begins: where
         the reader marked a log's counter starting again from its first value (`appended_launches`: several launches
         of one script appended to one log), and where the run's epoch counter falls back while the steps go on
-        (`epoch_resets`: a training started again on a step axis that does not). No curve reads across a launch
+        (`epoch_resets`: a training started again on a step axis that does not), where a pass of a counter that starts
+        again opens back at the untrained level (`_fresh_passes`), and, in a file whose epoch never moves, where a
+        record reopens at it (`_fresh_records`). No curve reads across a launch
         start: the one home of that segmentation (detectors split with `base.by_launch`). Empty for a log of one
         launch."""
         if name is None:
@@ -390,7 +392,38 @@ class Run:
 
     def _launch_starts(self, name: str) -> tuple[int, ...]:
         return tuple(sorted(set(self.appended_launches(name)) | set(self._epoch_reset_starts(name))
-                            | set(self._fresh_passes(name))))
+                            | set(self._fresh_passes(name)) | set(self._fresh_records(name))))
+
+    def _fresh_records(self, name: str) -> list[int]:
+        """The steps of series `name` where a launch begins in a file whose epoch counter never moves (Keras'
+        `CSVLogger(append=True)` over a loop of `fit(epochs=1)`: every row is epoch 0, so no counter starts again):
+        the row where the training loss of its file reopens at or above the highest of its first `FRESH_RECORDS`
+        records, above each of the `FRESH_RECORDS` rows before it, after those had fallen below the opening level (a
+        new model from its untrained level, not the last one's noise). Empty where the counter moves."""
+        loss, epoch = self.pick("loss"), self.pick("epoch")
+        if loss is None or epoch is None:
+            return []
+        grp = self.meta.filter(pl.col("name").is_in([name, loss, epoch])).select("name", "grp", "ordinal")
+        if grp["grp"].n_unique() != 1 or grp.height != len({name, loss, epoch}) or not grp["ordinal"].all():
+            return []
+        k = FRESH_RECORDS
+        counter = self.series_named(epoch)["value"].to_numpy()
+        if counter.size < 3 * k or not np.all(counter == counter[0]):
+            return []
+        pts = self.series_named(loss).filter(pl.col("value").is_finite())
+        steps, values = pts["step"].to_numpy(), pts["value"].to_numpy()
+        out, last = [], 0
+        for i in range(2 * k, steps.size):
+            before = values[i - k:i]
+            if i - last >= k and values[i] >= values[:k].max() and values[i] > before.max() \
+                    and np.median(before) < np.median(values[:k]):
+                out.append(int(steps[i]))
+                last = i
+        if not out or name == loss:
+            return out
+        own = self.series_named(name)["step"].to_numpy()
+        at = np.searchsorted(own, out)
+        return sorted({int(own[i]) for i in at if 0 < i < own.size})
 
     def _fresh_passes(self, name: str) -> list[int]:
         """The steps of series `name` where a pass of its logged counter starting again from its first value
