@@ -911,12 +911,13 @@ def _redraws_apart(data: bytes) -> bytes:
 
 
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
-# list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
+# list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`, `{1.90}`, a count `{1/300}`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
 _FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
 _REPR = re.compile(rf"{SCALAR_REPR}"  # a tensor's or a NumPy scalar's repr (`ingest.reprs`)
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)"
-                   rf"|<\s*(?P<a>{NUM})\s*>")  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
+                   rf"|<\s*(?P<a>{NUM})\s*>"  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
+                   r"|\{\s*(?P<c>\d+\s*/\s*\d+)\s*\}")  # a count against its total in literal braces (`{1/300}`)
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 # A value glued to a capitalised word (`loss: 1.3988Batch 8: Invalid loss`, `loss: nanEpoch 2/10`): another print
 # with no line break before it. The number is the record's value; the message after it is cut off, since its counters
@@ -925,7 +926,7 @@ _GLUED_MESSAGE = re.compile(
     r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2,}\b.*$")
 _REPR_HINTS = [
     r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
-    REPR_HINT, "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
+    REPR_HINT, r"\{\s*\d+\s*/\s*\d+\s*\}", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
     rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
     r"(?:\d|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2}",  # a value glued to the next message
@@ -981,7 +982,7 @@ def _normalise(text: str) -> str:
 
 def _repr_value(m: re.Match[str]) -> str:
     """The value a `_REPR` match stands for, as text (`tensor(0.41, device='cuda:0')` -> `0.41`)."""
-    return repr_number(m) or m.group("a") or m.group("l") and m.group("lpre") + m.group("l") \
+    return repr_number(m) or m.group("a") or m.group("c") or m.group("l") and m.group("lpre") + m.group("l") \
         or m.group("pm") + m.group("pmu")
 
 

@@ -1,5 +1,6 @@
 """A training objective a log states otherwise than as a `loss`: a perplexity printed in its place (the training loss,
-kept away from log-levels) and a loss function's name (`train_mse_step`). Each log is a real excerpt, its source beside it."""
+kept away from log-levels), a loss function's name (`train_mse_step`), and a value printed inside literal braces or a
+one-element tuple (`loss : {1.90}`). Each log is a real excerpt, its source beside it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 
 from forensics.judge.detectors.base import class_count, loss_is_perplexity
 from forensics.judge.detectors.initial_loss_mismatch import InitialLossMismatch
+from ingest.reprs import cell_number
 from ingest.roles import is_perplexity, names_loss_function
 from tests.runwriters import load_run
 
@@ -66,6 +68,17 @@ val_mse_epoch,val_rmse_epoch,train_val_rmse_epoch,train_mse_epoch,train_rmse_epo
 ,,,0,34,,,,,,,2.162438385924966,1.1389210216201797,12.827069885624324
 """
 
+# source: D641593/Lane_Segmentation@3cc45ff99878f55565a147831192f263abf096d2:train_log.log
+BRACES = """\
+2022-02-15 17:55:15,241 INFO train using cuda
+2022-02-15 17:55:17,761 INFO epoch: {1/300}, step: {1/2}, loss : {1.9027643}, lr : {0.0001000}
+2022-02-15 17:55:17,993 INFO epoch: {1/300}, step: {2/2}, loss : {1.7905910}, lr : {0.0001000}
+2022-02-15 17:55:18,599 INFO epoch: {2/300}, step: {1/2}, loss : {1.6374745}, lr : {0.0000999}
+2022-02-15 17:55:18,834 INFO epoch: {2/300}, step: {2/2}, loss : {1.7490304}, lr : {0.0000999}
+2022-02-15 17:55:19,437 INFO epoch: {3/300}, step: {1/2}, loss : {1.5882652}, lr : {0.0000996}
+"""
+
+
 def _run(tmp_path, name: str, text: str, rel: str = "train.log", config: str | None = None):
     root = tmp_path / name
     (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -117,3 +130,9 @@ def test_names_of_an_objective_stated_otherwise():
     assert all(names_loss_function(n) for n in ("train_mse_step", "train_mse_epoch", "val_mae", "l1"))
     assert not any(names_loss_function(n) for n in ("train_rmse_step", "accuracy", "f1", "auc", "train_steps_per_sec"))
 
+
+def test_a_value_printed_inside_braces_or_a_one_element_tuple_is_the_number_inside(tmp_path):
+    run = _run(tmp_path, "braces", BRACES, rel="train_log.log")
+    assert np.allclose(run.arrays("loss")[1], [1.9027643, 1.7905910, 1.6374745, 1.7490304, 1.5882652])
+    assert cell_number("{1.9027643}") == "1.9027643" and cell_number("(0.51,)") == "0.51"
+    assert cell_number("(1, 2)") is None
