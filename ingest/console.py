@@ -1762,6 +1762,7 @@ class _State:
     header_epoch: int | None = None
     epoch_kept: bool = True  # whether `header_epoch` went into the `epoch` series already (once per `epoch N` line)
     taken: dict[str, int] = field(default_factory=dict)  # lines each pattern took parts of (`-v`)
+    history_echoes: set[str] = field(default_factory=set)  # names the lines printed: a printed history's echo of them
     start: int = 0  # the byte this read began at
     recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
@@ -1840,6 +1841,7 @@ class _State:
         counts: list[int] = []
         data, settings = _settings_blanked(_as_printed(data))
         self.n_settings += settings
+        data, histories = _histories_taken(data, offset)
         self.settings_padded = self.settings_padded or len(_PADDED_WORD.findall(data)) >= REPEATS
         if self.settings_padded:
             data = _PADDED_COLON.sub(lambda m: m.group(1) + b";", data)  # (a settings dump's: no pair)
@@ -1976,6 +1978,11 @@ class _State:
             pl.Series("tag", tags, pl.Utf8), pl.Series("value", values, pl.Float64))
         if closing:
             per_point = self.without_summaries(per_point, closing, counts)
+        if histories is not None:  # a series the epochs' own lines print too is the history's echo of them
+            echoed = set(per_point["tag"].to_list()) | self.history_echoes
+            per_point = pl.concat([per_point, histories.filter(~pl.col("tag").is_in(list(echoed)))
+                                  .select(per_point.columns)])
+        self.history_echoes.update(tags)
         return scalars_frame(per_point)
 
     def without_summaries(self, points: pl.DataFrame, closing: list[int], counts: list[int]) -> pl.DataFrame:
@@ -2585,6 +2592,35 @@ _ANOTHER_PAIR = re.compile(rb"[A-Za-z_]\w*[ \t]*[:=][ \t]*[-+]?\.?\d")  # `loss:
 _MEASURED = re.compile(rb"[-+]?\.?\d")  # a value with a unit or a clock (`12.3s`, `85%`, `0:01:02`): a record's, no word
 _DUMP_COMMENT = re.compile(rb"\s+#.*$")  # YAML's comment after a value (`BATCH_SIZE: 2  # more if memory allows`)
 _RECORD_COUNTERS = {b"epoch", b"step", b"iter", b"iteration", b"global_step", b"batch"}
+
+
+# A dict of lists printed on one line (`print(history.history)`: `{'loss': [0.69, 0.52], 'val_loss': [0.71, 0.60]}`,
+# its quotes perhaps made typographic by the page it was pasted from: `{‘loss’: [...]}`), from its brace to the line's
+# last one.
+_QUOTE = rb"(?:['\"]|\xe2\x80[\x98\x99\x9c\x9d])"
+_PRINTED_HISTORY = re.compile(rb"\{\s*" + _QUOTE + rb"[^'\"\r\n\xe2]{1,200}" + _QUOTE + rb"\s*:\s*\[[^\r\n]*\}")
+
+
+def _histories_taken(data: bytes, offset: int) -> tuple[bytes, pl.DataFrame | None]:
+    """`data` with the printed histories in it (`_PRINTED_HISTORY`, read as a JSON document's history is:
+    `ingest.jsondocs.printed_history`) blanked in place, and their points (the list index the epoch, an ordinal step;
+    the position the line's), or None where there are none."""
+    from ingest.jsondocs import printed_history
+
+    if b"[" not in data:
+        return data, None
+    out, frames = None, []
+    for m in _PRINTED_HISTORY.finditer(data):
+        cols = printed_history(m.group().decode("utf-8", "replace"))
+        if cols is None:
+            continue
+        out = out if out is not None else bytearray(data)
+        out[m.start():m.end()] = b" " * (m.end() - m.start())
+        frames.append(pl.DataFrame({**cols, "position": [offset + m.start()] * len(cols["tag"])},
+                                   schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64,
+                                           "position": pl.Int64, "wall_time": pl.Float64, "epoch": pl.Int64,
+                                           "batch": pl.Int64, "ordinal": pl.Boolean}))
+    return (bytes(out), pl.concat(frames)) if frames else (data, None)
 
 
 def _settings_blanked(data: bytes) -> tuple[bytes, int]:

@@ -269,8 +269,10 @@ FORMATS: list[Format] = [
     # a header's name may begin with a count (`2d_loss  3d_loss`), and a header line is no unmatched line
     # version 27: a value or a count printed inside literal braces (`loss : {1.90}`, `epoch: {1/300}`) or a one-element
     # tuple (`(0.51,)`) is the number inside (`ingest.reprs`)
+    # version 28: a dict of lists printed on one line (`print(history.history)`) is a history, as in a JSON document
+    # (`ingest.jsondocs.printed_history`), less the series the log's own lines print
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=27),
+           text=True, version=28),
 ]
 
 

@@ -1,6 +1,6 @@
 """A training objective a log states otherwise than as a `loss`: a perplexity printed in its place (the training loss,
-kept away from log-levels), a loss function's name (`train_mse_step`), and a value printed inside literal braces or a
-one-element tuple (`loss : {1.90}`). Each log is a real excerpt, its source beside it."""
+kept away from log-levels), a loss function's name (`train_mse_step`), a value printed inside literal braces or a
+one-element tuple (`loss : {1.90}`), and a history dict printed on one line (`print(history.history)`). Each log is a real excerpt, its source beside it."""
 
 from __future__ import annotations
 
@@ -78,6 +78,25 @@ BRACES = """\
 2022-02-15 17:55:19,437 INFO epoch: {3/300}, step: {1/2}, loss : {1.5882652}, lr : {0.0000996}
 """
 
+# source: https://blog.51cto.com/u_15847885/5798056 (Keras `print(history.history)`; the page made the quotes typographic)
+KERAS_HISTORY = """\
+{‘val_loss’: [0.4231100323200226, 0.3713115310668945, 0.3836631367206573], ‘val_acc’: [0.815, 0.84, 0.83], \
+‘loss’: [0.8348453622311354, 0.5010451343324449, 0.4296100065112114], ‘acc’: [0.630859375, 0.7509920634920635, \
+0.783203125]}
+[0, 1, 2]
+[0.4231100323200226, 0.3713115310668945, 0.3836631367206573]
+"""
+
+# source: https://github.com/the-deep-learners/deep-learning-illustrated/issues/15
+KERAS_EPOCHS = """\
+Epoch 76/100
+1224/1224 [==============================] - 29s 24ms/sample - loss: 0.2306 - acc: 0.9428 - val_loss: 3.3835 - val_acc: 0.6691
+Epoch 77/100
+1224/1224 [==============================] - 29s 24ms/sample - loss: 0.2370 - acc: 0.9412 - val_loss: 3.3218 - val_acc: 0.6985
+Epoch 78/100
+1224/1224 [==============================] - 29s 24ms/sample - loss: 0.2234 - acc: 0.9428 - val_loss: 3.1847 - val_acc: 0.6691
+"""
+
 
 def _run(tmp_path, name: str, text: str, rel: str = "train.log", config: str | None = None):
     root = tmp_path / name
@@ -136,3 +155,20 @@ def test_a_value_printed_inside_braces_or_a_one_element_tuple_is_the_number_insi
     assert np.allclose(run.arrays("loss")[1], [1.9027643, 1.7905910, 1.6374745, 1.7490304, 1.5882652])
     assert cell_number("{1.9027643}") == "1.9027643" and cell_number("(0.51,)") == "0.51"
     assert cell_number("(1, 2)") is None
+
+
+def test_a_history_dict_printed_on_one_line_is_a_history(tmp_path):
+    """Each list is a series, its index the epoch (as in a JSON document's history); the lines after it (the epochs'
+    list, one list printed again) add nothing."""
+    run = _run(tmp_path, "keras", KERAS_HISTORY, rel="output.log")
+    assert run.pick("loss") == "loss" and run.pick("val_loss") == "val_loss" and run.pick("accuracy") == "acc"
+    assert run.arrays("loss")[0].tolist() == [0, 1, 2]
+    assert run.arrays("loss")[1].tolist() == [0.8348453622311354, 0.5010451343324449, 0.4296100065112114]
+    assert run.arrays("val_accuracy")[1].tolist() == [0.815, 0.84, 0.83]
+
+
+def test_a_printed_history_the_epoch_lines_print_too_adds_nothing(tmp_path):
+    """A history printed after the progress lines echoes what they print (here a real progress excerpt, then a real
+    printed history): the names the lines print stay as the lines read them."""
+    run = _run(tmp_path, "both", KERAS_EPOCHS + KERAS_HISTORY, rel="output.log")
+    assert run.all_of("train_loss") == ["loss"] and run.arrays("loss")[1].tolist() == [0.2306, 0.2370, 0.2234]
