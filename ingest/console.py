@@ -1763,6 +1763,7 @@ class _State:
     epoch_kept: bool = True  # whether `header_epoch` went into the `epoch` series already (once per `epoch N` line)
     taken: dict[str, int] = field(default_factory=dict)  # lines each pattern took parts of (`-v`)
     history_echoes: set[str] = field(default_factory=set)  # names the lines printed: a printed history's echo of them
+    n_history_echoes: int = 0  # points of a printed history that repeat series the lines print (kept from the lines)
     start: int = 0  # the byte this read began at
     recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
@@ -1978,10 +1979,13 @@ class _State:
             pl.Series("tag", tags, pl.Utf8), pl.Series("value", values, pl.Float64))
         if closing:
             per_point = self.without_summaries(per_point, closing, counts)
-        if histories is not None:  # a series the epochs' own lines print too is the history's echo of them
-            echoed = set(per_point["tag"].to_list()) | self.history_echoes
-            per_point = pl.concat([per_point, histories.filter(~pl.col("tag").is_in(list(echoed)))
-                                  .select(per_point.columns)])
+        if histories is not None:
+            # a series the log's own lines print too is the history's copy of their records: kept once, from the lines
+            # (DECISIONS §3), and counted
+            echo = pl.col("tag").is_in(list(set(per_point["tag"].to_list()) | self.history_echoes))
+            self.n_history_echoes += histories.filter(echo).height
+            self.taken["printed_history"] = self.taken.get("printed_history", 0) + histories["position"].n_unique()
+            per_point = pl.concat([per_point, histories.filter(~echo).select(per_point.columns)])
         self.history_echoes.update(tags)
         return scalars_frame(per_point)
 
@@ -2452,8 +2456,11 @@ class _State:
                              + (f"; {self.n_settings:,} numbers of a settings dump (`name: value` a line) read as "
                                 f"settings, not records" if self.n_settings else "")
                              + (f"; {self.n_summaries:,} progress bars' closing lines read as their pass's summary "
-                                f"beside records that print a step, not as records" if self.n_summaries else "")))
+                                f"beside records that print a step, not as records" if self.n_summaries else "")
+                             + (f"; {self.n_history_echoes:,} points of a printed history repeating series the lines "
+                                f"print kept once, from the lines" if self.n_history_echoes else "")))
             self.taken, self.n_copies, self.n_redraws, self.n_settings, self.n_summaries = {}, 0, 0, 0, 0
+            self.n_history_echoes = 0
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""

@@ -4,6 +4,7 @@ one-element tuple (`loss : {1.90}`), and a history dict printed on one line (`pr
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 
 from forensics.judge.detectors.base import class_count, loss_is_perplexity
@@ -172,3 +173,7 @@ def test_a_printed_history_the_epoch_lines_print_too_adds_nothing(tmp_path):
     printed history): the names the lines print stay as the lines read them."""
     run = _run(tmp_path, "both", KERAS_EPOCHS + KERAS_HISTORY, rel="output.log")
     assert run.all_of("train_loss") == ["loss"] and run.arrays("loss")[1].tolist() == [0.2306, 0.2370, 0.2234]
+    con = duckdb.connect(str(tmp_path / "both.duckdb"), read_only=True)
+    said = con.execute("SELECT detail FROM ingest_issues WHERE kind = 'lines_read'").fetchall()
+    con.close()
+    assert "12 points of a printed history repeating series the lines print kept once" in said[0][0]
