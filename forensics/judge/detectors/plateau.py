@@ -583,6 +583,8 @@ class Plateau:
                 return {**ev, "chance_k": found[0], "chance_level": math.log(found[0]),
                         "chance_source": class_source(found)}
             return None
+        if loss_is_perplexity(run):
+            return None  # a perplexity is no log-level: -ln(accuracy) is not its chance level
         fmt = run.format_of(run.pick("loss"))
         for name in run.all_of("accuracy") + run.all_of("val_accuracy"):
             if run.format_of(name) != fmt:
