@@ -911,12 +911,13 @@ def _redraws_apart(data: bytes) -> bytes:
 
 
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
-# list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
+# list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`, `{1.90}`, a count `{1/300}`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
 _FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
 _REPR = re.compile(rf"{SCALAR_REPR}"  # a tensor's or a NumPy scalar's repr (`ingest.reprs`)
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)"
-                   rf"|<\s*(?P<a>{NUM})\s*>")  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
+                   rf"|<\s*(?P<a>{NUM})\s*>"  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
+                   r"|\{\s*(?P<c>\d+\s*/\s*\d+)\s*\}")  # a count against its total in literal braces (`{1/300}`)
 _GLUED = re.compile(r"(?<=\d)(?=[A-Za-z_]{3,}\s*[:=])")
 # A value glued to a capitalised word (`loss: 1.3988Batch 8: Invalid loss`, `loss: nanEpoch 2/10`): another print
 # with no line break before it. The number is the record's value; the message after it is cut off, since its counters
@@ -925,7 +926,7 @@ _GLUED_MESSAGE = re.compile(
     r"(?<![\w.])((?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2,}\b.*$")
 _REPR_HINTS = [
     r"[A-Za-z]\s*:?\s*\[\s*[-+]?\.?\d[\d.eE+-]*(?:\s*,\s*|\s+)[-+]?\.?\d",  # a named list
-    REPR_HINT, "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
+    REPR_HINT, r"\{\s*\d+\s*/\s*\d+\s*\}", "±", r"\+/?-\s*\d", r"<\s*[-+]?\.?\d[\d.eE+-]*\s*>",
     rf"[A-Za-z_]\s?[:=]?\s?\[\s*{_FLOAT}\s*\]",  # a one-element list after a name
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
     r"(?:\d|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2}",  # a value glued to the next message
@@ -981,7 +982,7 @@ def _normalise(text: str) -> str:
 
 def _repr_value(m: re.Match[str]) -> str:
     """The value a `_REPR` match stands for, as text (`tensor(0.41, device='cuda:0')` -> `0.41`)."""
-    return repr_number(m) or m.group("a") or m.group("l") and m.group("lpre") + m.group("l") \
+    return repr_number(m) or m.group("a") or m.group("c") or m.group("l") and m.group("lpre") + m.group("l") \
         or m.group("pm") + m.group("pmu")
 
 
@@ -1767,6 +1768,8 @@ class _State:
     header_epoch: int | None = None
     epoch_kept: bool = True  # whether `header_epoch` went into the `epoch` series already (once per `epoch N` line)
     taken: dict[str, int] = field(default_factory=dict)  # lines each pattern took parts of (`-v`)
+    history_echoes: set[str] = field(default_factory=set)  # names the lines printed: a printed history's echo of them
+    n_history_echoes: int = 0  # points of a printed history that repeat series the lines print (kept from the lines)
     start: int = 0  # the byte this read began at
     recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
@@ -1848,6 +1851,7 @@ class _State:
         counts: list[int] = []
         data, settings = _settings_blanked(_as_printed(data))
         self.n_settings += settings
+        data, histories = _histories_taken(data, offset)
         self.settings_padded = self.settings_padded or len(_PADDED_WORD.findall(data)) >= REPEATS
         if self.settings_padded:
             data = _PADDED_COLON.sub(lambda m: m.group(1) + b";", data)  # (a settings dump's: no pair)
@@ -1984,6 +1988,14 @@ class _State:
             pl.Series("tag", tags, pl.Utf8), pl.Series("value", values, pl.Float64))
         if closing:
             per_point = self.without_summaries(per_point, closing, counts)
+        if histories is not None:
+            # a series the log's own lines print too is the history's copy of their records: kept once, from the lines
+            # (DECISIONS §3), and counted
+            echo = pl.col("tag").is_in(list(set(per_point["tag"].to_list()) | self.history_echoes))
+            self.n_history_echoes += histories.filter(echo).height
+            self.taken["printed_history"] = self.taken.get("printed_history", 0) + histories["position"].n_unique()
+            per_point = pl.concat([per_point, histories.filter(~echo).select(per_point.columns)])
+        self.history_echoes.update(tags)
         return scalars_frame(per_point)
 
     def without_summaries(self, points: pl.DataFrame, closing: list[int], counts: list[int]) -> pl.DataFrame:
@@ -2477,8 +2489,11 @@ class _State:
                              + (f"; {self.n_settings:,} numbers of a settings dump (`name: value` a line) read as "
                                 f"settings, not records" if self.n_settings else "")
                              + (f"; {self.n_summaries:,} progress bars' closing lines read as their pass's summary "
-                                f"beside records that print a step, not as records" if self.n_summaries else "")))
+                                f"beside records that print a step, not as records" if self.n_summaries else "")
+                             + (f"; {self.n_history_echoes:,} points of a printed history repeating series the lines "
+                                f"print kept once, from the lines" if self.n_history_echoes else "")))
             self.taken, self.n_copies, self.n_redraws, self.n_settings, self.n_summaries = {}, 0, 0, 0, 0
+            self.n_history_echoes = 0
         if self.n_unmatched:
             lines = ", ".join(map(str, self.unmatched))
             more = " ..." if self.n_unmatched > len(self.unmatched) else ""
@@ -2617,6 +2632,35 @@ _ANOTHER_PAIR = re.compile(rb"[A-Za-z_]\w*[ \t]*[:=][ \t]*[-+]?\.?\d")  # `loss:
 _MEASURED = re.compile(rb"[-+]?\.?\d")  # a value with a unit or a clock (`12.3s`, `85%`, `0:01:02`): a record's, no word
 _DUMP_COMMENT = re.compile(rb"\s+#.*$")  # YAML's comment after a value (`BATCH_SIZE: 2  # more if memory allows`)
 _RECORD_COUNTERS = {b"epoch", b"step", b"iter", b"iteration", b"global_step", b"batch"}
+
+
+# A dict of lists printed on one line (`print(history.history)`: `{'loss': [0.69, 0.52], 'val_loss': [0.71, 0.60]}`,
+# its quotes perhaps made typographic by the page it was pasted from: `{‘loss’: [...]}`), from its brace to the line's
+# last one.
+_QUOTE = rb"(?:['\"]|\xe2\x80[\x98\x99\x9c\x9d])"
+_PRINTED_HISTORY = re.compile(rb"\{\s*" + _QUOTE + rb"[^'\"\r\n\xe2]{1,200}" + _QUOTE + rb"\s*:\s*\[[^\r\n]*\}")
+
+
+def _histories_taken(data: bytes, offset: int) -> tuple[bytes, pl.DataFrame | None]:
+    """`data` with the printed histories in it (`_PRINTED_HISTORY`, read as a JSON document's history is:
+    `ingest.jsondocs.printed_history`) blanked in place, and their points (the list index the epoch, an ordinal step;
+    the position the line's), or None where there are none."""
+    from ingest.jsondocs import printed_history
+
+    if b"[" not in data:
+        return data, None
+    out, frames = None, []
+    for m in _PRINTED_HISTORY.finditer(data):
+        cols = printed_history(m.group().decode("utf-8", "replace"))
+        if cols is None:
+            continue
+        out = out if out is not None else bytearray(data)
+        out[m.start():m.end()] = b" " * (m.end() - m.start())
+        frames.append(pl.DataFrame({**cols, "position": [offset + m.start()] * len(cols["tag"])},
+                                   schema={"tag": pl.Utf8, "step": pl.Int64, "value": pl.Float64,
+                                           "position": pl.Int64, "wall_time": pl.Float64, "epoch": pl.Int64,
+                                           "batch": pl.Int64, "ordinal": pl.Boolean}))
+    return (bytes(out), pl.concat(frames)) if frames else (data, None)
 
 
 def _settings_blanked(data: bytes) -> tuple[bytes, int]:

@@ -191,7 +191,7 @@ FORMATS: list[Format] = [
            group=_trainer_state_group, dedupe_across_sources=True, resumable=False),
     Format("hf_training_args", _is_training_args, "ingest.hf_trainer:read_training_args", resumable=False),
     # version 2: a cell that is a scalar's repr (`tensor(0.41)`, `np.float32(0.41)`) is its number (`ingest.reprs`)
-    Format("lightning_csv", _is_lightning_csv, "ingest.lightning:read_metrics_csv", resumable=False, version=2),
+    Format("lightning_csv", _is_lightning_csv, "ingest.lightning:read_metrics_csv", resumable=False, version=3),
     # mlruns/<exp>/<run>/{metrics,params,tags}/..., meta.yaml; a bare metric file is recognised by sniffing.
     Format("mlflow", _claims_mlflow, "ingest.mlflow:read_mlflow", group=_mlflow_group, sniff=_sniff_mlflow),
     # version 2: a first line of numbers only is data, not a header (`column N`; the loss where another column is its exp)
@@ -199,20 +199,22 @@ FORMATS: list[Format] = [
     # version 4 (csv, and version 2 of jsonl, parquet): a cell that is a scalar's repr (`tensor(0.41, device=...)`,
     # `np.float32(0.41)`) is its number (`ingest.reprs`); a detector's loss terms per head (`train/box_om`,
     # `train/box_oo`) get their sum (`ingest.tabular.head_sums`)
-    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=4),
-    Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group, version=2),
+    # version 5 (csv, 3 of jsonl, parquet, lightning_csv, json, 4 of table): a cell that is a value in literal braces
+    # (`{0.41}`) or a one-element tuple (`(0.41,)`) is its number (`ingest.reprs`)
+    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=5),
+    Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group, version=3),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
-           resumable=False, version=2),
+           resumable=False, version=3),
     # A whole JSON document (not JSON lines) of metrics, under any name: recognised by its first bytes.
     # version 2: a list of scalars' reprs as text (`"tensor(0.41)"`) is a series of their numbers; lists named as a
     # loss or an accuracy beside numbers (a run's metadata dumped with its history) are a history
     Format("json", lambda rel: False, "ingest.jsondocs:read_json", group=file_group, resumable=False,
-           sniff=_sniff_json_document, version=2),
+           sniff=_sniff_json_document, version=3),
     # A metric table under a name no format claims (`progress.txt`, a CSV with no extension, numpy.savetxt's
     # one number per line, YOLO's headerless results.txt): recognised by its first lines.
     # version 2: a headerless table in a file named for a quantity (`loss_log.txt`) names its first non-counter column
     # version 3: as csv's version 4
-    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table, version=3),
+    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table, version=4),
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     # version 4: a loss printed only in components gets their sum, as in tables (`ingest.tabular.loss_sums`)
@@ -268,8 +270,12 @@ FORMATS: list[Format] = [
     # version 27: a record at the file's first epoch right after another at it begins a launch where the counter ran
     # past it before and the clock moved on far beyond the log's own intervals (`console.RELAUNCH_GAP`);
     # version 28: an epoch printed before an ellipsis (`Meta epoch 0...`) is that epoch (a fraction's point is none)
+    # version 29: a value or a count printed inside literal braces (`loss : {1.90}`, `epoch: {1/300}`) or a one-element
+    # tuple (`(0.51,)`) is the number inside (`ingest.reprs`)
+    # version 30: a dict of lists printed on one line (`print(history.history)`) is a history, as in a JSON document
+    # (`ingest.jsondocs.printed_history`), less the series the log's own lines print
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=28),
+           text=True, version=30),
 ]
 
 

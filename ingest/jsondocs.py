@@ -44,7 +44,7 @@ from ingest.configs import DocumentTooLarge, flatten, parse_json
 from ingest.decoding import decode
 from ingest.dvclive import component_sums, plots_beside
 from ingest.records import Chunk, Issue, scalars_frame
-from ingest.reprs import cell_float
+from ingest.reprs import REPR, cell_float, repr_number
 from ingest.roles import SPLIT_WORDS, role_of, words
 from ingest.tabular import _flat_numbers, _record_points, with_loss_sums
 
@@ -198,6 +198,35 @@ def _walk(node: dict, prefix: str, found: _Found) -> dict | None:
         else:
             rest[key] = value
     return rest or None
+
+
+MAX_PRINTED_HISTORY = 2**20  # characters: a 10k-epoch history of four metrics printed on one line is ~800k
+_QUOTES = str.maketrans("\u2018\u2019\u201c\u201d", "''\"\"")  # typographic quotes a web page put in a pasted print
+_NONFINITE_WORD = re.compile(r"(?<![\w'\".])(-?(?:nan|inf))(?![\w'\"])")
+
+
+def printed_history(text: str, prefix: str = "") -> dict[str, list[Any]] | None:
+    """The series of a dict of lists printed as Python on one line (`print(history.history)`: `{'loss': [0.69, 0.52],
+    'val_loss': [...]}`), found as in a JSON document (`_walk`: the list index is the epoch, an ordinal step), named
+    under `prefix`: columns as `_add_list` makes them, or None when `text` (the braces and what is inside them) is no
+    such dict. Parsed by `ast.literal_eval` alone, and only up to `MAX_PRINTED_HISTORY` characters; `nan`, `inf` and
+    scalars' reprs (`np.float32(0.5)`) inside are their numbers, typographic quotes plain ones."""
+    import ast
+
+    if len(text) > MAX_PRINTED_HISTORY:
+        return None
+    text = _NONFINITE_WORD.sub(r"'\1'", REPR.sub(lambda m: repr_number(m) or m.group(), text.translate(_QUOTES)))
+    try:
+        doc = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or not all(isinstance(k, str) for k in doc):
+        return None
+    doc = {k: [float(x) if isinstance(x, str) and _NONFINITE_WORD.fullmatch(x) else x for x in v]
+           if isinstance(v, list) else v for k, v in doc.items()}
+    found = _Found(0, prefix.rstrip("/") or "history")
+    _walk(doc, prefix, found)
+    return found.cols if found.cols["tag"] else None
 
 
 def _is_number(value: Any) -> bool:

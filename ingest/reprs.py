@@ -3,7 +3,8 @@
 Training code prints and writes its numbers as the objects they are: `tensor(3.1304, device='cuda:0',
 grad_fn=<DivBackward0>)`, a one-element `tensor([0.51])`, NumPy 2's `np.float32(0.51)`, TensorFlow's
 `tf.Tensor(0.51, shape=(), dtype=float32)` (its `str`) or `<tf.Tensor: shape=(), dtype=float32, numpy=0.51>` (its
-`repr`), hasktorch's `Tensor Float []  0.34`. Each stands for the one number inside it. The console reader reads
+`repr`), hasktorch's `Tensor Float []  0.34`, a value a format string wrapped in literal braces (`{1.90}`) or a
+one-element tuple (`(0.51,)`). Each stands for the one number inside it. The console reader reads
 them inside a line (`ingest.console._REPR` adds its own printed forms to `SCALAR_REPR`), the table and JSON readers
 as a whole cell (`cell_number`). A tensor of more than one element stands for no one number and is not read here.
 """
@@ -26,11 +27,14 @@ SCALAR_REPR = (
     rf"|\btf\.Tensor\(\s*(?:(?P<tf>{NUM})|\[\s*(?P<tfl>{NUM})\s*\])\s*{_ARGS}\)"  # str() of a TF tensor
     rf"|<tf\.Tensor:[^<>]*?\bnumpy=(?:(?P<tfn>{NUM})|array\(\[\s*(?P<tfa>{NUM})\s*\][^<>]*\))>"  # repr() of one
     rf"|\bTensor\s+[A-Z]\w*\s+\[\s*\]\s+(?P<h>{NUM})"  # hasktorch's 0-d tensor
+    rf"|\{{\s*(?P<set>{NUM})\s*\}}"  # a value formatted inside literal braces (`f"loss : {{{x}}}"` as `{1.9027643}`)
+    rf"|\(\s*(?P<tup>{NUM})\s*,\s*\)"  # a one-element tuple (`(0.51,)`)
 )
-_GROUPS = ("t", "tl", "np", "tf", "tfl", "tfn", "tfa", "h")
+_GROUPS = ("t", "tl", "np", "tf", "tfl", "tfn", "tfa", "h", "set", "tup")
 REPR = re.compile(SCALAR_REPR)
 # Whether a text may hold one (a cheap test before the regex; a polars regex too): each form's opening.
-REPR_HINT = rf"tensor\(|{_NUMPY_SCALAR}\(|tf\.Tensor|Tensor\s+[A-Z]\w*\s+\[\s*\]"
+REPR_HINT = (rf"tensor\(|{_NUMPY_SCALAR}\(|tf\.Tensor|Tensor\s+[A-Z]\w*\s+\[\s*\]"
+             rf"|\{{\s*[-+]?\.?\d[\d.eE+-]*\s*\}}|\(\s*[-+]?\.?\d[\d.eE+-]*\s*,\s*\)")
 
 
 def repr_number(m: re.Match[str]) -> str | None:

@@ -233,6 +233,36 @@ def loss_like(name: str) -> bool:
     return letter or bool(set(rest) & LOSS_TERMS) or r.split == "train"
 
 
+# Words of a perplexity (`ppl`, `perplexity=`, `train_perplexity`, `Validation-perplexity`): e to the cross-entropy, the
+# objective a language-model or seq2seq trainer prints in place of its loss, on a scale of its own (1 is a loss of 0).
+PERPLEXITY_WORDS = {"perplexity", "ppl"}
+# Words that name a loss function (`train_mse_step`, `val_mae`, `l1`): a training series so named is the loss a run
+# that names no loss minimises. Not a score computed from it (`rmse`), nor one of another kind (accuracy, F1, AUC).
+LOSS_FUNCTION_WORDS = {"mse", "mae", "l1", "l2", "nll", "bce", "ce", "xent", "crossentropy", "huber", "smoothl1"}
+
+
+def _named_only_by(name: str, vocabulary: set[str]) -> bool:
+    """Whether a name's words, less its split's and neutral ones (`train_`, `_step`), are all of `vocabulary`; a word
+    with its digits (`l1`) counts whole."""
+    for ws in (words(name), re.findall(r"[a-z0-9]+", name.lower())):
+        rest = {x for x in ws if x not in SPLIT_WORDS and x not in NEUTRAL_WORDS}
+        if rest and rest <= vocabulary:
+            return True
+    return False
+
+
+def is_perplexity(name: str) -> bool:
+    """Whether a series is a perplexity (`ppl`, `train_perplexity`, `Validation-perplexity`), e^loss: taken as the
+    training loss where a run prints no loss (`ingest.run.loss_named_otherwise`), it is never compared with a log-level
+    (ln C, a loss of exactly 0); its ln is the loss."""
+    return _named_only_by(name, PERPLEXITY_WORDS)
+
+
+def names_loss_function(name: str) -> bool:
+    """Whether a series is named by a loss function alone (`train_mse_step`, `mae`), split and neutral words aside."""
+    return _named_only_by(name, LOSS_FUNCTION_WORDS)
+
+
 # Parts of a training step whose `cost` is a duration, not the objective (`batch_cost`, `reader_cost`, `data_cost`).
 PIPELINE_WORDS = {"batch", "reader", "data"}
 LOSS_NAMES = {"cost", "objective", "energy", "smoothl1", "huber", "bce", "ctc", "focal"}

@@ -37,7 +37,7 @@ from ingest.formats import (LFS_POINTER_MAX, TEXT_LOG_SUFFIXES, Format, format_f
                             why_unread)
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
-from ingest.roles import SPLIT_WORDS, loss_like, role_of, words
+from ingest.roles import SPLIT_WORDS, is_perplexity, loss_like, names_loss_function, role_of, words
 from ingest.store import Session, run_lock, session_of
 
 log = logging.getLogger(__name__)
@@ -588,6 +588,7 @@ def refresh_series(con, run_id: str) -> None:
         updates.append((series_id, name, r.role, r.split, r.layer, r.canonical))
     updates = _split_counters(con, run_id, updates)
     updates, said = loss_by_elimination(con, run_id, rows, updates)
+    updates = loss_named_otherwise(updates)
     writes.update_series_names(con, updates)
     writes.replace_issues(con, run_id, "loss_by_elimination", said)
 
@@ -687,6 +688,27 @@ def _unnamed_loss(con, run_id: str, rows: list[tuple[int, str, str, str]], updat
                   f"no series is named as a loss; {PurePosixPath(grp).name} prints values nothing names, and {where} "
                   f"(`{name}`) is taken as the training loss: check that it is the objective")
     return out, [(queries.source_path_of_group(con, run_id, grp) or grp, issue)]
+
+
+def loss_named_otherwise(updates: list[tuple]) -> list[tuple]:
+    """In a run that names no training loss (and has none by elimination), a training series that names the objective
+    otherwise: its perplexity (`ppl`, `perplexity=`, `train_perplexity`: e^loss, what language-model and seq2seq
+    trainers print instead of the loss), else a loss function's name (`train_mse_step`). Those series are the training
+    loss under their names as printed (findings quote the file; `roles.is_perplexity` keeps a perplexity away from
+    log-levels), and, where no validation loss is named, their held-out twins the validation loss. A run with a loss
+    keeps it, and its perplexity stays `other`."""
+    if any(u[2] == "train_loss" for u in updates):
+        return updates
+    for named in (is_perplexity, names_loss_function):
+        train = {u[0] for u in updates if u[2] == "other" and u[3] in (None, "train") and named(u[1])}
+        if not train:
+            continue
+        held = set() if any(u[2] == "val_loss" for u in updates) else {
+            u[0] for u in updates if u[2] == "other" and u[3] in ("val", "test") and named(u[1])}
+        return [(u[0], u[1], "train_loss", u[3], u[4], True) if u[0] in train else
+                (u[0], u[1], "val_loss", u[3], u[4], "step" not in words(u[1])) if u[0] in held else u
+                for u in updates]
+    return updates
 
 
 def _unsplit(name: str) -> list[str]:

@@ -340,7 +340,8 @@ def test_discovery_finds_a_run_whose_log_opens_with_a_long_dump(tmp_path):
 
 def test_counts_with_thousands_separators_are_one_number():
     parsed = parse_line("[epoch: 0, iter: 121,400, lr:(1.723e-04,)] l_pix: 5.1789e-03")
-    assert parsed.step == 121400 and parsed.metrics == {"l_pix": 5.1789e-03}
+    # (the LR printed as a one-element tuple of its one parameter group is that LR)
+    assert parsed.step == 121400 and parsed.metrics == {"lr": 1.723e-04, "l_pix": 5.1789e-03}
     assert parse_line("[035420][Epoch 01/10] PV:10,434,100 Loss:14.286367").metrics == {"PV": 10434100,
                                                                                       "Loss": 14.286367}
     assert parse_line("[1,  2000] loss: 2.183").batch == 2000  # a pair of counters, not a number

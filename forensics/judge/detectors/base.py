@@ -17,7 +17,7 @@ from forensics.judge import catalog, numbers, stats
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS
-from ingest.roles import AGGREGATE_WORDS, SCORE_WORDS, SETTING_WORDS, words
+from ingest.roles import AGGREGATE_WORDS, SCORE_WORDS, SETTING_WORDS, is_perplexity, words
 
 
 # Where a kind sits in the chain from cause to symptom, each detector's `stage` (lower comes first; the verdict's
@@ -310,7 +310,10 @@ def class_count(run: Run) -> tuple[int, str] | None:
     """(C, config key) for the loss's softmax width, from the run's config, or None: a declared class count
     (`num_classes`, HF's `num_labels`), then the labels a classifier declares (HF's `id2label`/`label2id`), before
     any vocabulary size. HF writes a two-entry map of its default names (`LABEL_0`, `LABEL_1`) into every model's
-    config, a language model's too: such a map counts only beside a classification head in `architectures`."""
+    config, a language model's too: such a map counts only beside a classification head in `architectures`.
+    None where the training loss is a perplexity (`loss_is_perplexity`): e^loss has no ln C to be compared with."""
+    if loss_is_perplexity(run):
+        return None
     for key in CLASS_KEYS:
         if key in LABEL_MAPS:
             labels = run.config_group(key)
@@ -325,6 +328,13 @@ def class_count(run: Run) -> tuple[int, str] | None:
         if c is not None and c >= 2 and float(c).is_integer():
             return int(c), key
     return None
+
+
+def loss_is_perplexity(run: Run) -> bool:
+    """Whether the run's training loss is a perplexity (`ingest.roles.is_perplexity`: a run that prints no loss but
+    `ppl`), e^loss: a level read against a log-level (ln C, a chance level ln k, a loss of 0) is never read on it."""
+    name = run.pick("loss")
+    return name is not None and is_perplexity(name)
 
 
 def class_source(found: tuple[int, str]) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 
 from forensics.judge import stats
 from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of,
-                                            opens_late, reinforcement_learning, reward_series, rl_reason, src,
+                                            loss_is_perplexity, opens_late, reinforcement_learning, reward_series, rl_reason, src,
                                             steps_open_late, too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
@@ -272,16 +272,18 @@ class FlatLoss:
         decayed = excerpt or warming_up(run, steps)
         unseen = decayed or unseen_start(run, steps)  # nor a level held in an excerpt whose start is not in it
         held = unseen or steps_open_late(run, steps, intervals=self.held_intervals)  # a level held from well into training: plateau's (`held_excerpt`)
-        # at chance from its first record says most (ln C, and why C); an exact constant says more still (below)
-        role, ev = "loss", ((None if decayed else self._chance_start(run, steps, y))
-                            or (None if excerpt else self._chance_most(run, steps, y))
-                            or self._at_ln2(run, y)
+        # at chance from its first record says most (ln C, and why C); an exact constant says more still (below);
+        # a perplexity has no log-level to sit at
+        ppl = loss_is_perplexity(run)
+        role, ev = "loss", ((None if decayed or ppl else self._chance_start(run, steps, y))
+                            or (None if excerpt or ppl else self._chance_most(run, steps, y))
+                            or (None if ppl else self._at_ln2(run, y))
                             or (None if held else self._flat(steps, y)) or self._pinned(y)
                             or (None if held else self._still(steps, y)))
         exact = self._constant(run, y) if ev is not None else None
         if exact is not None:  # one value to the last digit at every point says which: never computed, not converged
             ev = self._beside_validation(run, exact)
-        chance = self._chance_role(run) if ev is None else None
+        chance = self._chance_role(run) if ev is None and not ppl else None
         if chance is not None:
             role, ev = chance
             steps, y = finite_part(*run.arrays(role))

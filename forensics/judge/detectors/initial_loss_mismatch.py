@@ -10,7 +10,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics.judge.detectors.base import (CLASS_KEYS, SHAPE, class_count, class_source, pretrained_key, src,
+from forensics.judge.detectors.base import (CLASS_KEYS, SHAPE, class_count, class_source, loss_is_perplexity, pretrained_key, src,
                                             update_at)
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import times
@@ -68,6 +68,8 @@ class InitialLossMismatch:
     max_classes: int = 262_144  # without a class count: more classes than any classifier's (ln = 12.5)
 
     def unavailable(self, run: Run) -> str | None:
+        if loss_is_perplexity(run):
+            return "the training loss is a perplexity (e^loss): log(C) is no reference for its start"
         if class_count(run) is None and self._mean_reduced_ce(run) is None:
             return (f"no class count in the run's config (looked for {', '.join(CLASS_KEYS[:4])}, HF's id2label, "
                     f"vocab_size, ...)")

@@ -15,7 +15,7 @@ import polars as pl
 from forensics.judge import stats
 from forensics.judge.detectors.overfitting import Overfitting
 from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, class_source, finite_part, head_tail_of,
-                                            level_of, src, too_short)
+                                            level_of, loss_is_perplexity, src, too_short)
 from forensics.judge.detectors.flat_loss import FlatLoss, shortest
 from forensics.judge.detectors.resumed_run import ResumedRun
 from forensics.judge.findings import Finding
@@ -183,6 +183,8 @@ class Plateau:
         found = class_count(run)
         if found is not None:
             k, tol = found[0], self.chance_band
+        elif loss_is_perplexity(run):
+            return None
         else:
             k, tol = stats.chance_level(sm[-n_tail:], self.chance_rel_tol), self.chance_rel_tol
             if k is None:
@@ -581,6 +583,8 @@ class Plateau:
                 return {**ev, "chance_k": found[0], "chance_level": math.log(found[0]),
                         "chance_source": class_source(found)}
             return None
+        if loss_is_perplexity(run):
+            return None  # a perplexity is no log-level: -ln(accuracy) is not its chance level
         fmt = run.format_of(run.pick("loss"))
         for name in run.all_of("accuracy") + run.all_of("val_accuracy"):
             if run.format_of(name) != fmt:
