@@ -365,9 +365,10 @@ class FlatLoss:
             return Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]), series=name,
                               evidence=ev, sources=(src(run, name, steps), src(run, "loss")),
                               summary=(f"{name} is exactly {shortest(value)} at every one of its {v.size} "
-                                       f"evaluations (steps {steps[0]}-{steps[-1]}) while the training loss moves, "
-                                       f"{shortest(float(y[0]))} at step {ts[0]} and {shortest(float(y[-1]))} at step "
-                                       f"{ts[-1]}: the model's answers on held-out data never change (a classifier "
+                                       f"evaluations ({run.printed_span(name, int(steps[0]), int(steps[-1]))}) while the "
+                                       f"training loss moves, {shortest(float(y[0]))} at "
+                                       f"{run.printed_span(run.pick('loss'), int(ts[0]))} and {shortest(float(y[-1]))} "
+                                       f"at {run.printed_span(run.pick('loss'), int(ts[-1]))}: the model's answers on held-out data never change (a classifier "
                                        f"that answers one class, or an evaluation that does not read the trained "
                                        f"weights)"))
         return None
