@@ -752,3 +752,102 @@ def test_a_reward_that_ends_no_higher_than_it_began_is_an_agent_that_does_not_le
     assert f.evidence["first_level"] == 0.1 and f.evidence["last_level"] == 0.35
     assert "the reward does not improve over its 10 records" in f.summary
     assert list(FlatLoss(reward_rise_z=-1.0).check(run)) == []
+
+
+# A fine-tune's epoch table as printed (google-research/bert issue 855): train_loss, train_acc, valid_loss, valid_ac.
+FROZEN_SCORE_LOG = """\
+Epoch: 01 | Epoch Time: 0m 57s
+*******train_loss,train_acc,valid_loss,valid_ac**********
+5.200893470219204	2.790178544819355	4.977107011354887	3.6057692021131516
+Epoch: 02 | Epoch Time: 0m 57s
+*******train_loss,train_acc,valid_loss,valid_ac**********
+5.085730476038797	2.287946455180645	4.954357807452862	3.6057692021131516
+Epoch: 03 | Epoch Time: 0m 58s
+*******train_loss,train_acc,valid_loss,valid_ac**********
+5.019492668764932	2.901785634458065	4.961122549497164	3.6057692021131516
+Epoch: 04 | Epoch Time: 0m 58s
+*******train_loss,train_acc,valid_loss,valid_ac**********
+5.0052995937211175	3.57142873108387	4.9535566843473	3.6057692021131516
+Epoch: 05 | Epoch Time: 0m 58s
+*******train_loss,train_acc,valid_loss,valid_ac**********
+5.003523528575897	3.23660708963871	4.9652618261484	3.6057692021131516
+Epoch: 06 | Epoch Time: 0m 58s
+*******train_loss,train_acc,valid_loss,valid_ac**********
+5.010107040405273	3.29241082072258	4.96296108686007	3.6057692021131516
+Epoch: 07 | Epoch Time: 0m 58s
+*******train_loss,train_acc,valid_loss,valid_ac**********
+5.028377030576978	2.678571455180645	4.94510478239793	3.6057692021131516
+"""
+
+# A recommender's log as printed (Oneflow-Inc/models pull 385): the training loss and an AUC at each step.
+FROZEN_AUC_LOG = """\
+Rank[0], Step 70, AUC 0.60486, Eval_time 0.02 s, AUC_time 0.00 s, Eval_samples 640, GPU_Memory 4238 MiB, Host_Memory 29851 MiB, 2022-09-07 07:53:43
+Rank[0], Step 71, Loss 3.0717, Latency 17.930 ms, Throughput 3569.4, 2022-09-07 07:53:43
+Rank[0], Step 71, AUC 0.60486, Eval_time 0.02 s, AUC_time 0.00 s, Eval_samples 640, GPU_Memory 4238 MiB, Host_Memory 29851 MiB, 2022-09-07 07:53:43
+Rank[0], Step 72, Loss 2.9696, Latency 18.266 ms, Throughput 3503.8, 2022-09-07 07:53:43
+Rank[0], Step 72, AUC 0.60486, Eval_time 0.02 s, AUC_time 0.00 s, Eval_samples 640, GPU_Memory 4238 MiB, Host_Memory 29851 MiB, 2022-09-07 07:53:44
+Rank[0], Step 73, Loss 2.9164, Latency 18.047 ms, Throughput 3546.3, 2022-09-07 07:53:44
+Rank[0], Step 73, AUC 0.60486, Eval_time 0.02 s, AUC_time 0.00 s, Eval_samples 640, GPU_Memory 4238 MiB, Host_Memory 29851 MiB, 2022-09-07 07:53:44
+Rank[0], Step 74, Loss 3.2112, Latency 18.301 ms, Throughput 3497.2, 2022-09-07 07:53:44
+Rank[0], Step 74, AUC 0.60486, Eval_time 0.02 s, AUC_time 0.00 s, Eval_samples 640, GPU_Memory 4238 MiB, Host_Memory 29851 MiB, 2022-09-07 07:53:44
+Rank[0], Step 75, Loss 2.9350, Latency 18.151 ms, Throughput 3525.9, 2022-09-07 07:53:44
+Rank[0], Step 75, AUC 0.60486, Eval_time 0.02 s, AUC_time 0.00 s, Eval_samples 640, GPU_Memory 4238 MiB, Host_Memory 29851 MiB, 2022-09-07 07:53:44
+"""
+
+# A healthy short run as printed (mikekestemont/DeepScript issue 3): Keras `fit` once per outer epoch, then the
+# validation accuracy on a 14-sample dev set; it changes once, then repeats.
+MOVED_SCORE_LOG = """\
+Epoch 1/1
+360/360 [==============================] - 11s 31ms/step - loss: 1.1237 - accuracy: 0.5167
+  curr val acc: 0.5714285714285714
+    -> saving model
+augmenting train!
+   > 0
+Epoch 1/1
+360/360 [==============================] - 11s 31ms/step - loss: 1.0820 - accuracy: 0.5111
+  curr val acc: 0.35714285714285715
+augmenting train!
+   > 0
+Epoch 1/1
+360/360 [==============================] - 11s 31ms/step - loss: 1.0603 - accuracy: 0.5389
+  curr val acc: 0.35714285714285715
+augmenting train!
+   > 0
+Epoch 1/1
+360/360 [==============================] - 11s 31ms/step - loss: 1.0549 - accuracy: 0.5556
+  curr val acc: 0.35714285714285715
+augmenting train!
+   > 0
+Epoch 1/1
+360/360 [==============================] - 11s 31ms/step - loss: 1.0464 - accuracy: 0.5417
+  curr val acc: 0.35714285714285715
+"""
+
+
+@pytest.mark.parametrize("text, name, value, evaluations", [(FROZEN_SCORE_LOG, "valid_ac", 3.6057692021131516, 7),
+                                                             (FROZEN_AUC_LOG, "AUC", 0.60486, 6)])
+def test_a_held_out_score_identical_at_every_evaluation_while_the_loss_moves_is_flat(tmp_path, text, name, value,
+                                                                                     evaluations):
+    """A held-out score the same to its last printed digit at every one of 5+ evaluations while the training loss
+    beside it moves: the model's answers on held-out data never change (one class answered). Too short for the
+    trend rules, the log is judged by this alone."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "train.log").write_text(text)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    assert FlatLoss().unavailable(run) is None
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.evidence["score_series"] == name
+    assert f.evidence["score_value"] == value and f.evidence["evaluations"] == evaluations
+    assert f"{name} is exactly {value!r} at every one of its {evaluations} evaluations" in f.summary
+    assert list(FlatLoss(frozen_score_evals=evaluations + 1).check(run)) == []
+
+
+def test_a_short_held_out_score_that_moved_once_then_repeats_is_not_frozen(tmp_path):
+    """A healthy run's validation accuracy on a tiny dev set: 0.571 at the first epoch, then one value at the four
+    after it, beside a slowly falling training loss. Not identical at every evaluation: silent, and still too
+    short for the trend rules."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "output.txt").write_text(MOVED_SCORE_LOG)
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    assert list(FlatLoss().check(run)) == []
+    assert FlatLoss().unavailable(run) is not None

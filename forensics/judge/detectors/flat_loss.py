@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -15,7 +16,11 @@ from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch
                                             steps_open_late, too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
-from ingest.roles import SPLIT_WORDS, words
+from ingest.roles import AGGREGATE_WORDS, SCORE_WORDS, SETTING_WORDS, SPLIT_WORDS, role_of, words
+
+# A held-out score by its name (an accuracy, AUC, F1, mAP: `ingest.roles.SCORE_WORDS`), with the accuracy's short
+# form some scripts print (`valid_ac`): what `_score_frozen` reads.
+FROZEN_SCORE_WORDS = SCORE_WORDS | {"ac"}
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,9 @@ class FlatLoss:
     its noise over an excerpt whose step axis opens well into training (`base.steps_open_late`) is plateau's
     (`held_excerpt`): the fall before it is not in the log.
     A term of the loss one value to the last digit on every record beside a gradient norm exactly 0 (`_no_gradient`):
-    no gradient reaches the parameters, at any length. Where the writer logged an epoch aggregate beside per-step
+    no gradient reaches the parameters, at any length. A held-out score (accuracy, AUC) one value of `min_digits`
+    significant digits on every one of `frozen_score_evals` evaluations while the training loss moves (`_score_frozen`,
+    a warning): the model's answers never change, at any length. Where the writer logged an epoch aggregate beside per-step
     losses, the shape is the epoch means' (`base.epoch_view`): per-step values carry the batch order.
     Not flat (`_stayed`): a loss that fell at once from its first point or learned (`stats.learned`: plateau's, also
     when it fell onto ln k, DECISIONS §17), whose smoothed curve left its start by `excursion` and came back, or
@@ -142,6 +149,8 @@ class FlatLoss:
     # (the 8 healthy RL runs of 10+ rewards in set8-11: the most frequent value's share at most 0.13)
     frozen_records: int = 5  # a tail identical to its fifth digit over this many records after a fall (pool of 978:
     # healthy runs at 3 and 4 with no fall to a plateau allowed, none at 5 that plateau is not allowed on)
+    frozen_score_evals: int = 5  # a held-out score one value to its last digit on every one of 5+ evaluations while
+    # the training loss moves (`_score_frozen`; healthy pool: 0 of the 104 with such a score; one at 4 evaluations)
     held_intervals: float = 20.0  # a held level is plateau's where the step axis opens more than this many logging
     # intervals in: an axis composed from 1-based epochs (`[1][50/500]`) opens one epoch in, 10 intervals at 50 a line
 
@@ -311,6 +320,9 @@ class FlatLoss:
         if ev is None and not unseen:
             ev = self._no_progress(run, steps, y)  # the weakest evidence: a short log's two curves, neither improving
         if ev is None:
+            frozen = self._score_frozen(run, steps, y)  # the loss moves, the model's answers on held-out data never do
+            if frozen is not None:
+                yield frozen
             yield from self._empty_terms(run)
             yield from self._flat_launches(run)
             return
@@ -327,6 +339,41 @@ class FlatLoss:
         yield Finding.of(self, severity="warning" if weak else "critical", step=int(steps[0]),
                          step_end=int(steps[-1]), series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
                          summary=self._summary(what, ev, steps, y))
+
+    def _score_frozen(self, run: Run, ts: np.ndarray, y: np.ndarray) -> Finding | None:
+        """A held-out score (a validation or test series, or one of no split, named by `FROZEN_SCORE_WORDS`; not a
+        running best or a setting) exactly one value on every one of `frozen_score_evals` evaluations or more, that
+        value neither 0 nor a bound (1, 100) and printed to `min_digits` significant digits or more, while the
+        training loss beside it is finite and not one value. The weights change at every step, yet the model's
+        answers on the held-out set do not: a classifier that answers one class (its accuracy is that class's
+        share), or an evaluation that never reads the trained weights. At any length: a warning."""
+        if y.size < 2 or np.all(y == y[0]) or not np.all(np.isfinite(run.arrays("loss")[1])):
+            return None  # one training value: `_constant`'s; a loss gone non-finite froze everything after it
+        m = run.meta.filter(run.meta["role"].is_in(["val_accuracy", "other"]))
+        for name, role in m.select("name", "role").iter_rows():
+            low = name.lower()
+            ws = set(words(name)) | set(re.findall(r"[a-z0-9]+", low)) | set(re.findall(r"[a-z]+", low))
+            if ws & (AGGREGATE_WORDS | SETTING_WORDS) or role == "other" and (
+                    not ws & FROZEN_SCORE_WORDS or role_of(name).split not in ("val", "test", None)):
+                continue
+            steps, v = finite_part(*run.arrays(name))
+            value = float(v[0]) if v.size else 0.0
+            if (v.size < self.frozen_score_evals or not np.all(v == value) or value <= 0 or value in (1.0, 100.0)
+                    or significant_digits(value) < self.min_digits):
+                continue
+            ev = {"score_series": name, "score_value": value, "evaluations": int(v.size),
+                  "significant_digits": significant_digits(value), "train_first": float(y[0]),
+                  "train_last": float(y[-1]), "train_first_step": int(ts[0]), "train_last_step": int(ts[-1])}
+            return Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]), series=name,
+                              evidence=ev, sources=(src(run, name, steps), src(run, "loss")),
+                              summary=(f"{name} is exactly {shortest(value)} at every one of its {v.size} "
+                                       f"evaluations ({run.printed_span(name, int(steps[0]), int(steps[-1]))}) while the "
+                                       f"training loss moves, {shortest(float(y[0]))} at "
+                                       f"{run.printed_span(run.pick('loss'), int(ts[0]))} and {shortest(float(y[-1]))} "
+                                       f"at {run.printed_span(run.pick('loss'), int(ts[-1]))}: the model's answers on held-out data never change (a classifier "
+                                       f"that answers one class, or an evaluation that does not read the trained "
+                                       f"weights)"))
+        return None
 
     def held_excerpt(self, run: Run) -> tuple[np.ndarray, np.ndarray, dict] | None:
         """Where this detector claims nothing and the loss holds its level within its noise (the range or trend rule)
