@@ -56,8 +56,8 @@ class NanLoss:
             yield from found or self._other_series(run, "val_loss")
             return
         i = int(np.argmax(bad))
-        after = float(bad[i + 1:].mean()) if i + 1 < bad.size else 1.0  # the points after the onset
-        stays = stays_nonfinite(values, self.stays_fraction)
+        after = _share_after(bad, i)
+        stays = stays_nonfinite(values, self.stays_fraction)  # the rule's one home, loss_spike asks it too
         ev = {"onset_step": int(steps[i]), "onset_value": values[i], "nonfinite_points": int(bad.sum()),
               "nonfinite_fraction_after": after, "stays_nonfinite": stays,
               "last_finite_step": int(steps[i - 1]) if i > 0 else None,
@@ -70,9 +70,12 @@ class NanLoss:
                 ev.update(grad_norm_before=float(before[-1]), grad_norm_median=float(np.median(before)))
                 sources.append(src(run, "grad_norm", gs[gs < steps[i]]))
         first = "at the first logged step" if i == 0 else f"after {ev['last_finite_value']:.4g} at step {ev['last_finite_step']}"
-        how = ("and stays non-finite" if after == 1.0 else f"and is non-finite at {after:.0%} of the points after"
-               + (", the last included" if bad[-1] else "") if stays
-               else f"then turns finite again ({after:.0%} non-finite after)")
+        if not stays:
+            how = f"then turns finite again ({after:.0%} non-finite after)"
+        elif after == 1.0:
+            how = "and stays non-finite"
+        else:  # it comes back finite in between: say how much of the rest is not
+            how = f"and is non-finite at {after:.0%} of the points after" + (", the last included" if bad[-1] else "")
         yield Finding.of(self, severity="critical" if stays else "warning", step=int(steps[i]),
                          series=run.pick("loss"), evidence=ev, sources=tuple(sources),
                          summary=f"loss is {ev['onset_value']} from step {steps[i]} {first} {how}")
@@ -165,7 +168,9 @@ def stays_nonfinite(values: np.ndarray, share: float = NanLoss.stays_fraction) -
     non-finite one are. Then every non-finite point from the onset on is that one NaN story (nan_loss's, critical),
     never a spike that recovered (`loss_spike` asks this)."""
     bad = ~np.isfinite(values)
-    if not bad.any():
-        return False
-    i = int(np.argmax(bad))
-    return bool(bad[-1]) or (float(bad[i + 1:].mean()) if i + 1 < bad.size else 1.0) >= share
+    return bool(bad.any()) and (bool(bad[-1]) or _share_after(bad, int(np.argmax(bad))) >= share)
+
+
+def _share_after(bad: np.ndarray, onset: int) -> float:
+    """The non-finite share of the points after the onset (1.0 where the onset is the last point)."""
+    return float(bad[onset + 1:].mean()) if onset + 1 < bad.size else 1.0
