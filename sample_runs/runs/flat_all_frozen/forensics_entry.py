@@ -115,7 +115,7 @@ class TinyTransformer(nn.Module):
             h = h + self.pos[:t] * (x != self.pad_idx).unsqueeze(-1)
         else:
             h = h + self.pos[:t]
-        mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        mask = torch.triu(torch.full((t, t), float("-inf"), device=x.device), diagonal=1)
         for block in self.blocks:
             h = block(h, mask)
         return self.head(self.norm(h))
