@@ -84,6 +84,18 @@ def _is_lightning_csv(rel: PurePosixPath) -> bool:
     return rel.name == "metrics.csv"
 
 
+_VERSION_DIR = re.compile(r"^version_\d+$")
+
+
+def _lightning_group(rel: PurePosixPath) -> str:
+    # `<save_dir>/<name>/version_N/metrics.csv`: each relaunch or resume writes the next version, so the versions
+    # side by side are one log of one run (DECISIONS §1): one group, a resume's re-logged steps kept beside the
+    # first pass's (§3).
+    if _VERSION_DIR.match(rel.parent.name):
+        return parent_group(rel.parent)
+    return parent_group(rel)
+
+
 # Names the W&B reader owns (wandb_export_*.csv, wandb-history.jsonl): the generic tables leave them.
 _WANDB_TABLES = re.compile(r"^(wandb_export_.*\.csv|wandb-history\.jsonl)$", re.I)
 
@@ -191,7 +203,9 @@ FORMATS: list[Format] = [
            group=_trainer_state_group, dedupe_across_sources=True, resumable=False),
     Format("hf_training_args", _is_training_args, "ingest.hf_trainer:read_training_args", resumable=False),
     # version 2: a cell that is a scalar's repr (`tensor(0.41)`, `np.float32(0.41)`) is its number (`ingest.reprs`)
-    Format("lightning_csv", _is_lightning_csv, "ingest.lightning:read_metrics_csv", resumable=False, version=3),
+    # version 4: the metrics.csv of every version_N/ folder beside it are one group (one log, resumed)
+    Format("lightning_csv", _is_lightning_csv, "ingest.lightning:read_metrics_csv", group=_lightning_group,
+           resumable=False, version=4),
     # mlruns/<exp>/<run>/{metrics,params,tags}/..., meta.yaml; a bare metric file is recognised by sniffing.
     Format("mlflow", _claims_mlflow, "ingest.mlflow:read_mlflow", group=_mlflow_group, sniff=_sniff_mlflow),
     # version 2: a first line of numbers only is data, not a header (`column N`; the loss where another column is its exp)
