@@ -117,7 +117,7 @@ from ingest.decoding import (LEGACY_ENCODINGS, as_utf8, binary_reason, legacy_en
 from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame, texts_frame
 from ingest.reprs import NUM, REPR_HINT, SCALAR_REPR, cell_number, repr_number
-from ingest.roles import SPLIT_WORDS, role_of, words
+from ingest.roles import RETURN_WORDS, REWARD_WORDS, SPLIT_WORDS, role_of, words
 from ingest.tabular import with_loss_sums
 
 PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its line is skipped, and said)
@@ -1525,10 +1525,12 @@ def _idle(path: Path) -> bool:
 
 
 def _stem_tag(path: Path) -> str | None:
-    """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`)."""
+    """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`), or
+    an agent's reward or return (`reward_log.txt`: its values are that, not the loss a file named for nothing holds)."""
     stem = path.name.split(".")[0]
     named = any(w not in SPLIT_WORDS for w in words(stem))  # `train.log` names a split, not a quantity
-    return stem if named and role_of(stem).role != "other" else None
+    return stem if named and (role_of(stem).role != "other" or set(words(stem)) & (REWARD_WORDS | RETURN_WORDS)) \
+        else None
 
 
 def _held_stem(path: Path) -> str | None:
@@ -1562,6 +1564,7 @@ _CANDIDATE = "|".join([
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
     r"^[\s\x1c-\x1f]*\d+:?[\s\x1c-\x1f]+[A-Za-z]",  # leading_counter
     rf"^[\s\x1c-\x1f]*[A-Za-z_][\w./@-]*[,;\t|]{_GAP}{_NUMBER_START}",  # a key-value CSV (`_as_assignments`)
+    rf"^\s*\|\s*[A-Za-z][\w./ -]*?\s*\|{_GAP}{_NUMBER_START}",  # a box table's row (`pipe_row`), whatever its key
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
@@ -1576,7 +1579,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
 _VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
-_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: (?:/ )?[A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d*{BAR_OPENS}.*)?"
     r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
@@ -2528,8 +2531,9 @@ def _closing_bar(text: str) -> bool:
 
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 # A name begins with a letter, or with a count glued to a word before its next word (`2d_loss`, `3d_loss`): the
-# polars mirror `_NAME_TEXT_RS` spells the lookahead as the letter it looks for.
-_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+# polars mirror `_NAME_TEXT_RS` spells the lookahead as the letter it looks for. A ratio's name spaces its slash
+# (nolearn's `Train / Val` column).
+_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: (?:/ )?[A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
 # A header of names apart by commas only, set off by a banner of `*`, `=` or `#` on both sides (a user's print of
 # the columns it writes below, `*******train_loss,train_acc,valid_loss**********`).

@@ -37,7 +37,8 @@ from ingest.formats import (LFS_POINTER_MAX, TEXT_LOG_SUFFIXES, Format, format_f
                             why_unread)
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
-from ingest.roles import SPLIT_WORDS, is_perplexity, loss_like, names_loss_function, role_of, words
+from ingest.roles import (KL_WORDS, NEUTRAL_WORDS, RETURN_WORDS, REWARD_WORDS, SPLIT_WORDS, is_perplexity, loss_like,
+                          names_loss_function, role_of, words)
 from ingest.store import Session, run_lock, session_of
 
 log = logging.getLogger(__name__)
@@ -617,6 +618,9 @@ def loss_by_elimination(con, run_id: str, rows: list[tuple[int, str, str, str]],
     console = {series_id for series_id, _, _, fmt in rows if fmt == "console"}
     unnamed = _unnamed_columns(rows)
     names = [u for u in updates if u[0] in console and u[0] not in unnamed and loss_like(u[1])]
+    if any(set(words(u[1])) & (REWARD_WORDS | RETURN_WORDS) for u in updates):
+        # an agent's log: its KL is the policy update's size (`roles.KL_WORDS`), not a term of a loss
+        names = [u for u in names if not set(words(u[1])) <= KL_WORDS | NEUTRAL_WORDS]
     if not names:
         return _unnamed_loss(con, run_id, rows, updates, unnamed)
     # a training record: one that prints a value of the training's, other than a rate or a counter announced alone
