@@ -180,3 +180,27 @@ def test_a_policys_kl_beside_its_episode_reward_is_no_loss(tmp_path):
     assert frame.filter(pl.col("tag").cast(pl.Utf8) == "EpRewMean")["value"].to_list() == [-8.5, -7.31, -8.92]
     run = load_run(tmp_path, tmp_path / "f.duckdb")
     assert run.all_of("train_loss") == [] and "KL" in run.meta["name"].to_list()
+
+
+# A notebook's `write_log` rows: epoch, batch, the total loss, its three parts and a constant, no header; a second
+# launch appended starts its batches at 0 again. Source: etzhao/nnhands@466e8a8fe204b82425bd081ddd9fcc7392bc1cd6:trainlog.txt
+EPOCH_BATCH_ROWS = """\
+0, 0, 16.489322662353516, 10.823126792907715, 3.7017102241516113, 1.964484453201294, 0
+0, 1, 16.61670684814453, 10.82392406463623, 3.82879376411438, 1.9639886617660522, 0
+0, 2, 16.581279754638672, 10.823217391967773, 3.7935826778411865, 1.964479684829712, 0
+0, 3, 16.606958389282227, 10.822346687316895, 3.82025146484375, 1.9643605947494507, 0
+0, 4, 16.564041137695312, 10.820180892944336, 3.77917218208313, 1.9646881818771362, 0
+0, 0, 16.378597259521484, 10.822908401489258, 3.5920894145965576, 1.9636001586914062, 0
+0, 1, 16.560152053833008, 10.822806358337402, 3.775047779083252, 1.9622982740402222, 0
+0, 2, 16.597206115722656, 10.823121070861816, 3.810713291168213, 1.963370680809021, 0
+"""
+
+
+def test_headerless_rows_of_an_epoch_and_a_batch_column_are_records(tmp_path):
+    """Two whole-number columns first, the epoch (never going down) and the batch counting up (again from 0 at a
+    relaunch): the row's counters; the first value after them is the loss, as in rows with one counter."""
+    frame = _frame(tmp_path, EPOCH_BATCH_ROWS, "trainlog.txt")
+    loss = frame.filter(pl.col("tag").cast(pl.Utf8) == "loss")
+    assert loss["value"].to_list()[:2] == [16.489322662353516, 16.61670684814453] and loss.height == 8
+    assert loss["batch"].to_list() == [0, 1, 2, 3, 4, 0, 1, 2] and set(loss["epoch"]) == {0}
+    assert "column 1" not in set(frame["tag"].cast(pl.Utf8)) and "column 2" not in set(frame["tag"].cast(pl.Utf8))
