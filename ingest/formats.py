@@ -292,7 +292,8 @@ FORMATS: list[Format] = [
     # (`ingest.jsondocs.printed_history`), less the series the log's own lines print
     # version 31: as csv's version 6; a table header's ratio column spaced around its slash (`Train / Val`) is a name;
     # `Err_G` / `Err_D` (Torch7 DCGAN) are a GAN's two losses, as `errG` / `errD` are; a box table's row is read
-    # whatever its key (`| EpRewMean | -8.5 |`); rows in a file named for an agent's reward (`reward_log.txt`) are that
+    # whatever its key (`| EpRewMean | -8.5 |`); rows in a file named for an agent's reward (`reward_log.txt`) are that;
+    # headerless rows of an epoch and a batch column before their values (`0, 4, 16.56, ...`) are records
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=31),
 ]
