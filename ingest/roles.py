@@ -240,6 +240,24 @@ def loss_like(name: str) -> bool:
     return letter or bool(set(rest) & LOSS_TERMS) or r.split == "train"
 
 
+RECONSTRUCTION_WORDS = frozenset({"rec", "recon", "reconstruction"})
+
+
+def objective_among(names: list[str]) -> str | None:
+    """Of several names that may each be the loss (`loss_like`) in a log that names none, the one that is its
+    objective where their names say so: a bare `L` beside its terms `L_<term>` (ℒ = ℒ_crf + ℒ_selection, printed as
+    `L: 2011.79, L_crf: 43.19, L_selection: 1968.59`), or a lone reconstruction term beside a KL (a VAE's data term;
+    the KL is the regulariser, rising as the posterior learns). None otherwise: which one is minimised is a guess."""
+    ws = {n: [w for w in words(n) if w not in NEUTRAL_WORDS and w not in SPLIT_WORDS] for n in names}
+    bare = [n for n in names if ws[n] == ["l"]]
+    if len(bare) == 1 and len(names) > 1 and all(ws[n][:1] == ["l"] and len(ws[n]) > 1 for n in names if n != bare[0]):
+        return bare[0]
+    recon = [n for n in names if ws[n] and set(ws[n]) <= RECONSTRUCTION_WORDS]
+    if len(recon) == 1 and len(names) > 1 and all(ws[n] and set(ws[n]) <= KL_WORDS for n in names if n != recon[0]):
+        return recon[0]
+    return None
+
+
 # Words of a perplexity (`ppl`, `perplexity=`, `train_perplexity`, `Validation-perplexity`): e to the cross-entropy, the
 # objective a language-model or seq2seq trainer prints in place of its loss, on a scale of its own (1 is a loss of 0).
 PERPLEXITY_WORDS = {"perplexity", "ppl"}

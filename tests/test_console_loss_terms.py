@@ -204,3 +204,48 @@ def test_headerless_rows_of_an_epoch_and_a_batch_column_are_records(tmp_path):
     assert loss["value"].to_list()[:2] == [16.489322662353516, 16.61670684814453] and loss.height == 8
     assert loss["batch"].to_list() == [0, 1, 2, 3, 4, 0, 1, 2] and set(loss["epoch"]) == {0}
     assert "column 1" not in set(frame["tag"].cast(pl.Utf8)) and "column 2" not in set(frame["tag"].cast(pl.Utf8))
+
+
+# A tqdm bar's description redrawn with `\r` only: the objective `L` and its two terms.
+# Source: WindChimeRan/OpenJERE@25ad1fc25feab69c35f59f13e6c7164b6b3748e5:nohup.out
+LOSS_AND_ITS_TERMS = (
+    "\r  0%|          | 0/1419 [00:00<?, ?it/s]"
+    "\rL: 2011.79, L_crf: 43.19, L_selection: 1968.59, epoch: 0/50::   0%|          | 0/1419 [00:03<?, ?it/s]"
+    "\rL: 2011.79, L_crf: 43.19, L_selection: 1968.59, epoch: 0/50::   0%|          | 1/1419 [00:03<1:18:31,  3.32s/it]"
+    "\rL: 1924.60, L_crf: 49.78, L_selection: 1874.82, epoch: 0/50::   0%|          | 1/1419 [00:04<1:18:31,  3.32s/it]"
+    "\rL: 1924.60, L_crf: 49.78, L_selection: 1874.82, epoch: 0/50::   0%|          | 2/1419 [00:04<59:52,  2.54s/it]  "
+    "\rL: 1716.66, L_crf: 51.46, L_selection: 1665.19, epoch: 0/50::   0%|          | 2/1419 [00:04<59:52,  2.54s/it]"
+    "\rL: 1716.66, L_crf: 51.46, L_selection: 1665.19, epoch: 0/50::   0%|          | 3/1419 [00:04<45:46,  1.94s/it]"
+    "\rL: 1392.41, L_crf: 48.31, L_selection: 1344.10, epoch: 0/50::   0%|          | 3/1419 [00:05<45:46,  1.94s/it]"
+    "\rL: 1392.41, L_crf: 48.31, L_selection: 1344.10, epoch: 0/50::   0%|          | 4/1419 [00:05<36:22,  1.54s/it]"
+    "\rL: 1161.53, L_crf: 48.25, L_selection: 1113.28, epoch: 0/50::   0%|          | 4/1419 [00:05<36:22,  1.54s/it]"
+    "\rL: 1161.53, L_crf: 48.25, L_selection: 1113.28, epoch: 0/50::   0%|          | 5/1419 [00:05<28:01,  1.19s/it]\r"
+)
+
+# A VAE's epoch lines: reconstruction, KL and a physics term under its weight, no total.
+# Source: dexma001/PVTVAE@9e4a7061d200471530f70a0d60db2f907dcdcf31:checkpoints/log.txt
+RECON_AND_KL = """\
+Epoch [1/100] Recon: 0.1283 | KL: 39.7717 | Phys: 0.0000 (\u03bb=0.000)
+Epoch [2/100] Recon: 0.0384 | KL: 8.0062 | Phys: 0.0000 (\u03bb=0.000)
+Epoch [3/100] Recon: 0.0325 | KL: 4.3375 | Phys: 0.0000 (\u03bb=0.000)
+Epoch [4/100] Recon: 0.0256 | KL: 2.5900 | Phys: 0.0000 (\u03bb=0.000)
+Epoch [5/100] Recon: 0.0206 | KL: 1.6794 | Phys: 0.0000 (\u03bb=0.000)
+Epoch [6/100] Recon: 0.0179 | KL: 1.1802 | Phys: 0.0000 (\u03bb=0.000)
+"""
+
+
+def test_among_loss_like_names_the_objective_is_taken_where_its_name_says_so(tmp_path):
+    """A log that names no loss: of `L`, `L_crf`, `L_selection` the bare `L` is the objective its terms sum to; of a
+    VAE's `Recon` and `KL` the reconstruction is. The store's issue says which was taken and beside what."""
+    from ingest.roles import objective_among
+    from tests.runwriters import load_run
+
+    for i, (text, loss, first) in enumerate([(LOSS_AND_ITS_TERMS, "L", 2011.79), (RECON_AND_KL, "Recon", 0.1283)]):
+        root = tmp_path / f"r{i}"
+        root.mkdir()
+        (root / "train.log").write_text(text, encoding="utf-8")
+        run = load_run(root, tmp_path / f"r{i}.duckdb")
+        assert run.all_of("train_loss") == [loss] and run.arrays("train_loss")[1][0] == first
+    assert objective_among(["L", "L_crf", "L_selection"]) == "L" and objective_among(["Recon", "KL"]) == "Recon"
+    assert objective_among(["L", "C"]) is None and objective_among(["Recon", "KL", "mse"]) is None
+    assert objective_among(["L_a", "L_b"]) is None and objective_among(["Recon", "Recon_b", "KL"]) is None
