@@ -117,7 +117,7 @@ from ingest.decoding import (LEGACY_ENCODINGS, as_utf8, binary_reason, legacy_en
 from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame, texts_frame
 from ingest.reprs import NUM, REPR_HINT, SCALAR_REPR, cell_number, repr_number
-from ingest.roles import SPLIT_WORDS, role_of, words
+from ingest.roles import RETURN_WORDS, REWARD_WORDS, SPLIT_WORDS, role_of, words
 from ingest.tabular import with_loss_sums
 
 PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its line is skipped, and said)
@@ -1525,10 +1525,12 @@ def _idle(path: Path) -> bool:
 
 
 def _stem_tag(path: Path) -> str | None:
-    """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`)."""
+    """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`), or
+    an agent's reward or return (`reward_log.txt`: its values are that, not the loss a file named for nothing holds)."""
     stem = path.name.split(".")[0]
     named = any(w not in SPLIT_WORDS for w in words(stem))  # `train.log` names a split, not a quantity
-    return stem if named and role_of(stem).role != "other" else None
+    return stem if named and (role_of(stem).role != "other" or set(words(stem)) & (REWARD_WORDS | RETURN_WORDS)) \
+        else None
 
 
 def _held_stem(path: Path) -> str | None:
@@ -1562,6 +1564,7 @@ _CANDIDATE = "|".join([
     r"[\x1b\x{130}\x{131}\x{17f}\x{212a}]",
     r"^[\s\x1c-\x1f]*\d+:?[\s\x1c-\x1f]+[A-Za-z]",  # leading_counter
     rf"^[\s\x1c-\x1f]*[A-Za-z_][\w./@-]*[,;\t|]{_GAP}{_NUMBER_START}",  # a key-value CSV (`_as_assignments`)
+    rf"^\s*\|\s*[A-Za-z][\w./ -]*?\s*\|{_GAP}{_NUMBER_START}",  # a box table's row (`pipe_row`), whatever its key
 ])
 # METRIC_WORDS (for phrases on counter-less lines, and LOOKS_LIKE_METRIC, which both need a number too).
 # Its `lr\b` may stand before a phrase's value (`lr5`, `lrnan`: the key is `lr`), so any next character
@@ -1576,7 +1579,7 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
 _VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
-_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: (?:/ )?[A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d*{BAR_OPENS}.*)?"
     r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
@@ -1779,7 +1782,8 @@ class _State:
     unnamed: int | None = None  # the width of the file's rows of unnamed values, once `unnamed_rows` found them
     unnamed_checked: bool = False  # whether `unnamed_rows` looked at the file's first lines
     counted_tag: str | None = None  # the tag of `N: value` lines in a file whose name says nothing (`counted_values`)
-    row_counter: tuple[int, int] | None = None  # rows of numbers: their width and counter column (`counted_values`)
+    # rows of numbers: their width, counter column and epoch column, if any (`counted_values`)
+    row_counter: tuple[int, int, int | None] | None = None
     held_stem: str | None = None  # the held-out split the file's name names (`validation_log.txt`): its rows' loss's
     settings_padded: bool = False  # names padded before their colon hold settings in this file (`_PADDED_WORD`)
     redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
@@ -2171,7 +2175,8 @@ class _State:
     def counted_rows(self, data: bytes) -> None:
         """Take rows of numbers only (`0, 44.74,50.90`: a header never printed) as records where `ROW_REPEATS` or more
         of one width hold a counter, whole numbers counting up (starting again at most at their first value: a new
-        epoch or launch), as their first or last column, and values not all whole numbers beside it, and they are most
+        epoch or launch), as their first or last column, or as their second after an epoch's (whole numbers that never
+        go down: `0, 4, 16.56, ...` is epoch 0, batch 4), and values not all whole numbers beside it, and they are most
         of the lines that hold a number (the log's records, not a printout among them). The first column
         that is not the counter is the loss, as a training log's one unnamed number per step is (`counted_values`);
         the others are `column N` by position: nothing names them. In a file named for a held-out split
@@ -2184,17 +2189,22 @@ class _State:
         rows = [r for r in rows if len(r) == width]
         if len(rows) < ROW_REPEATS:
             return
-        for at in (0, width - 1):
+        epochs = None
+        if width > 3 and all(_WHOLE.fullmatch(r[0]) for r in rows):
+            firsts = [int(r[0]) for r in rows]
+            epochs = 0 if all(b >= a for a, b in zip(firsts, firsts[1:])) else None
+        for at in (0, width - 1) + ((1,) if epochs is not None else ()):
             if not all(_WHOLE.fullmatch(r[at]) for r in rows):
                 continue
             counts = [int(r[at]) for r in rows]
             rises = sum(b > a for a, b in zip(counts, counts[1:]))
             again = all(b > a or b <= counts[0] for a, b in zip(counts, counts[1:]))
-            others = [r[i] for r in rows for i in range(width) if i != at]
+            epoch_at = epochs if at == 1 else None
+            others = [r[i] for r in rows for i in range(width) if i not in (at, epoch_at)]
             if again and rises >= len(rows) // 2 and not all(_WHOLE.fullmatch(v) for v in others):
                 self.counted_tag = self.stem_tag or (f"{self.held_stem} {COUNTED_TAG}" if self.held_stem
                                                      else COUNTED_TAG)
-                self.row_counter = (width, at)
+                self.row_counter = (width, at, epoch_at)
                 return
 
     def counted_row(self, text: str) -> tuple[dict[str, float], dict[str, int]] | None:
@@ -2202,12 +2212,15 @@ class _State:
         if self.row_counter is None:
             return None
         found = _NUMBER_ROW.fullmatch(text.strip().encode())
-        width, at = self.row_counter
+        width, at, epoch_at = self.row_counter
         fields = _ROW_SPLIT.split(found.group(1).decode().strip()) if found else []
-        if len(fields) != width or not _WHOLE.fullmatch(fields[at]):
+        if len(fields) != width or not _WHOLE.fullmatch(fields[at]) \
+                or epoch_at is not None and not _WHOLE.fullmatch(fields[epoch_at]):
             return None
-        values = [(i, _float(v)) for i, v in enumerate(fields) if i != at]
+        values = [(i, _float(v)) for i, v in enumerate(fields) if i not in (at, epoch_at)]
         metrics = {self.counted_tag if k == 0 else f"column {i + 1}": v for k, (i, v) in enumerate(values)}
+        if epoch_at is not None:  # the counter beside an epoch's column counts within the epoch: the batch
+            return metrics, {"epoch": _count(fields[epoch_at]), "batch": _count(fields[at])}
         # a counter under `Epoch N` lines counts within the epoch: the batch
         counter = "batch" if self.header_epoch is not None else "step"
         return metrics, {counter: _count(fields[at])}
@@ -2528,8 +2541,9 @@ def _closing_bar(text: str) -> bool:
 
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 # A name begins with a letter, or with a count glued to a word before its next word (`2d_loss`, `3d_loss`): the
-# polars mirror `_NAME_TEXT_RS` spells the lookahead as the letter it looks for.
-_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: [A-Za-z][\w./@%()\[\]:-]*){0,3}"
+# polars mirror `_NAME_TEXT_RS` spells the lookahead as the letter it looks for. A ratio's name spaces its slash
+# (nolearn's `Train / Val` column).
+_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: (?:/ )?[A-Za-z][\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
 # A header of names apart by commas only, set off by a banner of `*`, `=` or `#` on both sides (a user's print of
 # the columns it writes below, `*******train_loss,train_acc,valid_loss**********`).

@@ -84,6 +84,18 @@ def _is_lightning_csv(rel: PurePosixPath) -> bool:
     return rel.name == "metrics.csv"
 
 
+_VERSION_DIR = re.compile(r"^version_\d+$")
+
+
+def _lightning_group(rel: PurePosixPath) -> str:
+    # `<save_dir>/<name>/version_N/metrics.csv`: each relaunch or resume writes the next version, so the versions
+    # side by side are one log of one run (DECISIONS §1): one group, a resume's re-logged steps kept beside the
+    # first pass's (§3).
+    if _VERSION_DIR.match(rel.parent.name):
+        return parent_group(rel.parent)
+    return parent_group(rel)
+
+
 # Names the W&B reader owns (wandb_export_*.csv, wandb-history.jsonl): the generic tables leave them.
 _WANDB_TABLES = re.compile(r"^(wandb_export_.*\.csv|wandb-history\.jsonl)$", re.I)
 
@@ -191,7 +203,9 @@ FORMATS: list[Format] = [
            group=_trainer_state_group, dedupe_across_sources=True, resumable=False),
     Format("hf_training_args", _is_training_args, "ingest.hf_trainer:read_training_args", resumable=False),
     # version 2: a cell that is a scalar's repr (`tensor(0.41)`, `np.float32(0.41)`) is its number (`ingest.reprs`)
-    Format("lightning_csv", _is_lightning_csv, "ingest.lightning:read_metrics_csv", resumable=False, version=3),
+    # version 4: the metrics.csv of every version_N/ folder beside it are one group (one log, resumed)
+    Format("lightning_csv", _is_lightning_csv, "ingest.lightning:read_metrics_csv", group=_lightning_group,
+           resumable=False, version=4),
     # mlruns/<exp>/<run>/{metrics,params,tags}/..., meta.yaml; a bare metric file is recognised by sniffing.
     Format("mlflow", _claims_mlflow, "ingest.mlflow:read_mlflow", group=_mlflow_group, sniff=_sniff_mlflow),
     # version 2: a first line of numbers only is data, not a header (`column N`; the loss where another column is its exp)
@@ -201,20 +215,22 @@ FORMATS: list[Format] = [
     # `train/box_oo`) get their sum (`ingest.tabular.head_sums`)
     # version 5 (csv, 3 of jsonl, parquet, lightning_csv, json, 4 of table): a cell that is a value in literal braces
     # (`{0.41}`) or a one-element tuple (`(0.41,)`) is its number (`ingest.reprs`)
-    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=5),
-    Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group, version=3),
+    # version 6 (csv, 4 of jsonl, parquet, json, 5 of table, 31 of console): a loss printed only as SSD's one-letter
+    # terms (`L`, `C`) gets their sum (`ingest.tabular.letter_sums`)
+    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=6),
+    Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group, version=4),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
-           resumable=False, version=3),
+           resumable=False, version=4),
     # A whole JSON document (not JSON lines) of metrics, under any name: recognised by its first bytes.
     # version 2: a list of scalars' reprs as text (`"tensor(0.41)"`) is a series of their numbers; lists named as a
     # loss or an accuracy beside numbers (a run's metadata dumped with its history) are a history
     Format("json", lambda rel: False, "ingest.jsondocs:read_json", group=file_group, resumable=False,
-           sniff=_sniff_json_document, version=3),
+           sniff=_sniff_json_document, version=4),
     # A metric table under a name no format claims (`progress.txt`, a CSV with no extension, numpy.savetxt's
     # one number per line, YOLO's headerless results.txt): recognised by its first lines.
     # version 2: a headerless table in a file named for a quantity (`loss_log.txt`) names its first non-counter column
     # version 3: as csv's version 4
-    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table, version=4),
+    Format("table", lambda rel: False, "ingest.tabular:read_table", group=file_group, sniff=_sniff_table, version=5),
     # version 2: counters inside metrics, bare rates, repeated record lines, header epochs
     # version 3: a step time printed in milliseconds keeps its unit in the tag (`time 1099.34ms` -> `time ms`)
     # version 4: a loss printed only in components gets their sum, as in tables (`ingest.tabular.loss_sums`)
@@ -274,8 +290,12 @@ FORMATS: list[Format] = [
     # tuple (`(0.51,)`) is the number inside (`ingest.reprs`)
     # version 30: a dict of lists printed on one line (`print(history.history)`) is a history, as in a JSON document
     # (`ingest.jsondocs.printed_history`), less the series the log's own lines print
+    # version 31: as csv's version 6; a table header's ratio column spaced around its slash (`Train / Val`) is a name;
+    # `Err_G` / `Err_D` (Torch7 DCGAN) are a GAN's two losses, as `errG` / `errD` are; a box table's row is read
+    # whatever its key (`| EpRewMean | -8.5 |`); rows in a file named for an agent's reward (`reward_log.txt`) are that;
+    # headerless rows of an epoch and a batch column before their values (`0, 4, 16.56, ...`) are records
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=30),
+           text=True, version=31),
 ]
 
 

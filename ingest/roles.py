@@ -215,6 +215,13 @@ LOSS_TERMS = {"rec", "recon", "reconstruction", "kl", "kld", "mse", "mae", "rmse
 # held-out split, the curve a user reads where no held-out loss is logged.
 SCORE_WORDS = {"acc", "accuracy", "top1", "f1", "auc", "bleu", "rouge", "map", "iou", "miou", "precision", "recall",
                "psnr", "ssim", "dice"}
+# What an agent's logger reports beside its losses: the episode reward or return (`EpRewMean`, `ep_rew_mean`,
+# `mean 100 episode reward`, `AverageReturn`), never a loss.
+REWARD_WORDS = frozenset({"reward", "rewards", "rew"})
+RETURN_WORDS = frozenset({"return", "returns"})
+# A KL divergence's words: a VAE's loss term, but beside an agent's reward the size of a policy update (TRPO's, ACKTR's,
+# PPO's KL between the old and the new policy), which a trust region holds near its target: no loss.
+KL_WORDS = frozenset({"kl", "kld"})
 # Words of a score, a count or a duration: a value named by one is no loss, whatever else its name says.
 NOT_LOSS_WORDS = SCORE_WORDS - {"acc", "accuracy", "top1"} | {
     "score", "reward", "return", "ppl", "perplexity", "wer", "cer", "samples", "examples", "tokens", "size", "count",
@@ -231,6 +238,24 @@ def loss_like(name: str) -> bool:
         return False
     letter = rest[0] == "l" or len(rest[0]) == 2 and rest[0][0] == "l" and len(rest) == 1
     return letter or bool(set(rest) & LOSS_TERMS) or r.split == "train"
+
+
+RECONSTRUCTION_WORDS = frozenset({"rec", "recon", "reconstruction"})
+
+
+def objective_among(names: list[str]) -> str | None:
+    """Of several names that may each be the loss (`loss_like`) in a log that names none, the one that is its
+    objective where their names say so: a bare `L` beside its terms `L_<term>` (ℒ = ℒ_crf + ℒ_selection, printed as
+    `L: 2011.79, L_crf: 43.19, L_selection: 1968.59`), or a lone reconstruction term beside a KL (a VAE's data term;
+    the KL is the regulariser, rising as the posterior learns). None otherwise: which one is minimised is a guess."""
+    ws = {n: [w for w in words(n) if w not in NEUTRAL_WORDS and w not in SPLIT_WORDS] for n in names}
+    bare = [n for n in names if ws[n] == ["l"]]
+    if len(bare) == 1 and len(names) > 1 and all(ws[n][:1] == ["l"] and len(ws[n]) > 1 for n in names if n != bare[0]):
+        return bare[0]
+    recon = [n for n in names if ws[n] and set(ws[n]) <= RECONSTRUCTION_WORDS]
+    if len(recon) == 1 and len(names) > 1 and all(ws[n] and set(ws[n]) <= KL_WORDS for n in names if n != recon[0]):
+        return recon[0]
+    return None
 
 
 # Words of a perplexity (`ppl`, `perplexity=`, `train_perplexity`, `Validation-perplexity`): e to the cross-entropy, the
@@ -276,8 +301,9 @@ SCALER_SETTING_WORDS = {"window", "initial", "init", "power", "hysteresis", "gro
 SETTING_WORDS = {"weight", "weights", "w", "coef", "coeff", "coefficient", "beta", "alpha", "gamma", "lambda", "type",
                  "freq", "power", "factor", "num", "threshold", "thresh", "eps", "temperature", "margin", "best"}
 DETECTION_LOSS_WORDS = {"box", "obj", "cls", "dfl", "giou", "ciou", "objectness", "kpt"}
-# A GAN's network named by its letter or short name, alone or with a qualifier (`D_A`, `d_real`, `G_l1`, `errD`, `gen`).
-_GAN_LOSS = re.compile(r"^(?:[DdGg](?:_[A-Za-z][A-Za-z0-9]*)?|err[DG]|(?:gen|disc|netD|netG)(?:_[A-Za-z0-9]+)?)$")
+# A GAN's network named by its letter or short name, alone or with a qualifier (`D_A`, `d_real`, `G_l1`, `errD`, `gen`);
+# Torch7's dcgan.torch prints its two BCE errors as `Err_G` and `Err_D`.
+_GAN_LOSS = re.compile(r"^(?:[DdGg](?:_[A-Za-z][A-Za-z0-9]*)?|[Ee]rr_?[DG]|(?:gen|disc|netD|netG)(?:_[A-Za-z0-9]+)?)$")
 
 
 def _names_loss(name: str, ws: set[str]) -> bool:

@@ -37,7 +37,8 @@ from ingest.formats import (LFS_POINTER_MAX, TEXT_LOG_SUFFIXES, Format, format_f
                             why_unread)
 from ingest.names import storable
 from ingest.records import Chunk, Issue, histograms_frame, scalars_frame
-from ingest.roles import SPLIT_WORDS, is_perplexity, loss_like, names_loss_function, role_of, words
+from ingest.roles import (KL_WORDS, NEUTRAL_WORDS, RETURN_WORDS, REWARD_WORDS, SPLIT_WORDS, is_perplexity, loss_like,
+                          names_loss_function, objective_among, role_of, words)
 from ingest.store import Session, run_lock, session_of
 
 log = logging.getLogger(__name__)
@@ -617,6 +618,13 @@ def loss_by_elimination(con, run_id: str, rows: list[tuple[int, str, str, str]],
     console = {series_id for series_id, _, _, fmt in rows if fmt == "console"}
     unnamed = _unnamed_columns(rows)
     names = [u for u in updates if u[0] in console and u[0] not in unnamed and loss_like(u[1])]
+    if any(set(words(u[1])) & (REWARD_WORDS | RETURN_WORDS) for u in updates):
+        # an agent's log: its KL is the policy update's size (`roles.KL_WORDS`), not a term of a loss
+        names = [u for u in names if not set(words(u[1])) <= KL_WORDS | NEUTRAL_WORDS]
+    others = [u[1] for u in names]
+    if (chosen := objective_among(others)) is not None:
+        names = [u for u in names if u[1] == chosen]  # ℒ beside its terms, a reconstruction beside its KL
+    others = [n for n in others if n != chosen] if chosen is not None else []
     if not names:
         return _unnamed_loss(con, run_id, rows, updates, unnamed)
     # a training record: one that prints a value of the training's, other than a rate or a counter announced alone
@@ -636,8 +644,11 @@ def loss_by_elimination(con, run_id: str, rows: list[tuple[int, str, str, str]],
     out = [(u[0], u[1], "train_loss", u[3], u[4], True) if u[0] == series_id else
            (u[0], u[1], "val_loss", u[3], u[4], True) if u[0] in twins else u for u in updates]
     issue = Issue(None, "loss_by_elimination",
-                  f"no series is named as a training loss; `{name}`, the one loss-like value printed on every "
-                  f"training record, is taken as the training loss"
+                  f"no series is named as a training loss; `{name}`, "
+                  + (f"whose name makes it the objective beside {', '.join(f'`{n}`' for n in others)}, printed on "
+                     "every training record" if others else
+                     "the one loss-like value printed on every training record")
+                  + ", is taken as the training loss"
                   + (f" (and {', '.join(f'`{u[1]}`' for u in updates if u[0] in twins)} as its validation loss)"
                      if twins else "") + ": check that it is the objective")
     return out, [(queries.source_path_of_group(con, run_id, grp) or grp, issue)]

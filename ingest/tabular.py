@@ -497,7 +497,7 @@ def loss_sums(tags: list[str]) -> dict[str, list[str]]:
             continue
         prefix = _common_prefix(parts)
         out[f"{prefix}loss (sum of {', '.join(p[len(prefix):] for p in parts)})"] = parts
-    return out or head_sums(tags) or generator_sum(tags)
+    return out or head_sums(tags) or generator_sum(tags) or letter_sums(tags)
 
 
 # A detector with several heads logs each loss term per head, the term then the head's qualifier (YOLOv10's one-to-many
@@ -533,7 +533,7 @@ def head_sums(tags: list[str]) -> dict[str, list[str]]:
 # (CycleGAN: the generators' objective sums G_A, G_B, cycle_A, cycle_B, idt_A, idt_B), `G_GAN G_L1 D_real D_fake`
 # (pix2pix: G_GAN + G_L1). The discriminator's terms are trained apart.
 _NETWORK_TERM = re.compile(r"^([DG])_([A-Za-z][A-Za-z0-9]*)$")
-GENERATOR_TOTALS = {"G", "loss_G", "G_loss", "errG", "lossG", "g_loss", "loss_g", "G_total"}
+GENERATOR_TOTALS = {"G", "loss_G", "G_loss", "errG", "Err_G", "lossG", "g_loss", "loss_g", "G_total"}
 
 
 def generator_sum(tags: list[str]) -> dict[str, list[str]]:
@@ -549,6 +549,25 @@ def generator_sum(tags: list[str]) -> dict[str, list[str]]:
     parts = [t for t in tags if t in generator or t not in nets and t.rpartition("_")[0]
              and t.rpartition("_")[2] in qualifiers]
     return {f"loss (sum of {', '.join(parts)})": parts} if len(parts) >= 2 else {}
+
+
+# SSD-family trainers (RFBNet, PytorchSSD, FaceBoxes, ...) print their two loss terms by a letter each:
+# `|| L: %.4f C: %.4f||` % (loss_l, loss_c), the localization and the confidence loss, and step on their sum. The same
+# two letters beside `O` and `H` are a price bar's open, high, low and close, no loss.
+LETTER_TERMS = ("L", "C")
+NOT_LETTER_TERMS = {"O", "H"}
+
+
+def letter_sums(tags: list[str]) -> dict[str, list[str]]:
+    """{`loss (sum of L, C)`: [`L`, `C`]} for a log that prints its loss only as SSD's one-letter localization and
+    confidence terms: both letters as whole names, no series named as a loss, and no price bar's other letters."""
+    from ingest.roles import role_of
+
+    names = set(tags)
+    if not set(LETTER_TERMS) <= names or names & NOT_LETTER_TERMS \
+            or any(role_of(t).role in ("train_loss", "val_loss") for t in tags):
+        return {}
+    return {f"loss (sum of {', '.join(LETTER_TERMS)})": list(LETTER_TERMS)}
 
 
 def _common_prefix(tags: list[str]) -> str:

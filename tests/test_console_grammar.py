@@ -889,9 +889,11 @@ def test_rows_of_whole_numbers_or_without_a_counter_are_no_loss(tmp_path):
 
 
 def test_the_candidate_filter_keeps_out_a_line_that_can_give_nothing():
-    # every alternative of the pre-filter is a pattern: an empty one (`||`, `|` at an end) would keep every line
-    lines = pl.Series(["kl just right!", "| EpLenMean | 200 |", "Epoch 3: 100%|██| 5/5 [00:01<00:00]"])
-    assert lines.str.contains(C._CANDIDATE).to_list() == [False, False, True]
+    # every alternative of the pre-filter is a pattern: an empty one (`||`, `|` at an end) would keep every line; a box
+    # table's row holds a value whatever its key (`pipe_row`), its rule line none
+    lines = pl.Series(["kl just right!", "| EpLenMean |             |", "Epoch 3: 100%|██| 5/5 [00:01<00:00]",
+                       "| EpLenMean | 200 |"])
+    assert lines.str.contains(C._CANDIDATE).to_list() == [False, False, True, True]
 
 
 def test_a_word_that_opens_with_a_value_word_is_no_value(tmp_path):

@@ -144,7 +144,8 @@ def test_hparams_yaml_with_python_tags_reads_as_plain_data(tmp_path):
 def test_format_table():
     fmt = format_for(PurePosixPath("lightning_logs/version_3/metrics.csv"))
     assert fmt.name == "lightning_csv" and not fmt.resumable
-    assert fmt.group(PurePosixPath("lightning_logs/version_3/metrics.csv")) == "lightning_logs/version_3"
+    assert fmt.group(PurePosixPath("lightning_logs/version_3/metrics.csv")) == "lightning_logs"  # versions: one log
+    assert fmt.group(PurePosixPath("logs/metrics.csv")) == "logs"
     assert format_for(PurePosixPath("lightning_logs/version_3/hparams.yaml")).name == "config"
 
 
@@ -192,3 +193,55 @@ def test_validation_logged_per_batch_sits_at_the_step_its_evaluation_ran_with_it
     assert set(per_batch["step"].to_list()) == set(per_epoch["step"].to_list()) == {7, 15, 23}
     assert per_batch.filter(pl.col("step") == 7).height == 8  # one evaluation of 8 batches, after step 7
     assert not role_of("val_loss_step").canonical and role_of("val_loss_epoch").canonical
+
+
+# Source: PhatLeBao-Phat/Allocate-UK-Metropolitan-Crime@8817c866a8a4b9eb34431f4f07e0d01de74f2ac0:
+# lightning_logs/version_0/metrics.csv (its last ten rows) and lightning_logs/version_1/metrics.csv (whole): a second
+# launch restored from version_0's epoch=92 checkpoint and logged steps 4699-4999 again into the next version folder.
+RESUMED_VERSIONS = {
+    "version_0": """train_loss,epoch,step
+4.018406867980957,90,4549
+3.960930109024048,91,4599
+3.8657398223876953,92,4649
+3.8807973861694336,93,4699
+4.112982273101807,94,4749
+4.058821678161621,95,4799
+4.052424430847168,96,4849
+4.072790145874023,97,4899
+4.089257717132568,98,4949
+3.9847164154052734,99,4999
+""",
+    "version_1": """train_loss,epoch,step
+3.9928596019744873,93,4699
+3.8662283420562744,94,4749
+3.892486572265625,95,4799
+3.833913564682007,96,4849
+3.9413652420043945,97,4899
+4.08787727355957,98,4949
+3.9038174152374268,99,4999
+""",
+}
+
+
+def test_version_folders_given_as_one_run_are_its_sources_and_a_later_one_is_its_resume(tmp_path, capsys):
+    import json
+
+    import duckdb
+
+    from forensics.cli import main
+
+    root = tmp_path / "forecast"
+    for version, text in RESUMED_VERSIONS.items():
+        (root / "lightning_logs" / version).mkdir(parents=True)
+        (root / "lightning_logs" / version / "metrics.csv").write_text(text)
+    db = tmp_path / "f.duckdb"
+    assert main(["analyze", str(root), "--db", str(db), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "resumed_run" in {f["kind"] for f in out["findings"]}
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT p.step, p.value FROM scalars p JOIN series s USING (series_id) "
+                           "WHERE s.role = 'train_loss' ORDER BY p.source_id, p.position").fetchall()
+    assert len(rows) == 17 and [v for s, v in rows if s == 4999] == [3.9847164154052734, 3.9038174152374268]
+    # `--all` still splits a folder into the runs discovery finds: each version folder on its own
+    assert main(["ingest", str(root), "--all", "--db", str(tmp_path / "all.duckdb"), "--quiet", "--json"]) == 0
+    assert sorted(r["name"] for r in json.loads(capsys.readouterr().out)["runs"]) == ["version_0", "version_1"]

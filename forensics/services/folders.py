@@ -18,12 +18,19 @@ def refuse_folder_of_runs(root: Path, command: str) -> None:
     if not root.is_dir() or classify(root.resolve()) is not None:
         return
     runs = discover_runs(root)
-    if len(runs) < 2:
+    if len(runs) < 2 or _versions_of_one_run(runs):
         return
     rel = [str(r.path.relative_to(root.resolve())) for r in runs]
     shown = ", ".join(rel[:5]) + (f" and {len(rel) - 5} more" if len(rel) > 5 else "")
     raise IngestError(f"{root} holds {len(runs)} runs ({shown}), not one; take one, e.g. "
                       f"`forensics {command} {root / rel[0]}`, or all with `forensics {command} {root} --all`")
+
+
+def _versions_of_one_run(runs: Sequence) -> bool:
+    """Lightning's `version_*` folders side by side (one `lightning_logs/`) are one run's sources (DECISIONS.md §1):
+    a relaunch or a resume from a checkpoint writes the next version, so a later version re-logging steps is the
+    run's resumed evidence, kept beside the first (§3). Only `--all` and `watch` split them, as discovery does."""
+    return all(r.kind == "lightning_version" for r in runs) and len({r.path.parent for r in runs}) == 1
 
 
 def ingest_folders(paths: Sequence[Path], db: Path, *, split: bool, trust_pickle: bool, follow_links: bool = False,

@@ -17,7 +17,8 @@ from forensics.judge import catalog, numbers, stats
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS
-from ingest.roles import AGGREGATE_WORDS, SCORE_WORDS, SETTING_WORDS, is_perplexity, words
+from ingest.roles import (AGGREGATE_WORDS, RETURN_WORDS, REWARD_WORDS, SCORE_WORDS, SETTING_WORDS, is_perplexity,
+                          words)
 
 
 # Where a kind sits in the chain from cause to symptom, each detector's `stage` (lower comes first; the verdict's
@@ -133,10 +134,8 @@ RL_OBJECTIVE_WORDS = frozenset({"policy", "pol", "pg", "surr", "surrogate", "act
                                 "qf", "td", "entropy", "ent"})
 POLICY_WORDS = frozenset({"policy", "pol", "pg", "surr", "surrogate", "actor"})
 VALUE_WORDS = frozenset({"vf", "value", "critic", "q", "qf", "td"})
-# What an agent's logger reports beside its losses: the episode reward or return (`EpRewMean`, `ep_rew_mean`,
-# `mean 100 episode reward`, `AverageReturn`, `Environment/Cumulative Reward`) and the episode length (`EpLenMean`).
-REWARD_WORDS = frozenset({"reward", "rewards", "rew"})
-RETURN_WORDS = frozenset({"return", "returns"})
+# What an agent's logger reports beside its losses: the episode reward or return (`ingest.roles.REWARD_WORDS`,
+# `RETURN_WORDS`; `Environment/Cumulative Reward`) and the episode length (`EpLenMean`).
 EPISODE_WORDS = frozenset({"episode", "episodes", "ep"})
 # A preference pair's implicit rewards (DPO's `rewards/chosen`, `rewards/margins`): a supervised loss's statistics.
 PREFERENCE_WORDS = frozenset({"chosen", "rejected", "margin", "margins", "accuracies"})
