@@ -57,7 +57,8 @@ class Divergence:
     `rising_growth` while the validation loss rises at each of its last `val_rising_points` by `val_rising_growth`.
     A late rise: a positive loss rising at each of its last `late_rise_points` records or more to `late_rise` × its
     (smoothed) minimum, above every point since it (with log-scale point noise of `wide_spread`, above every point
-    past the first three), giving back `min_recovered` of its earlier drop.
+    past the first three), giving back `min_recovered` of its earlier drop; or rising at each of its last
+    `climb_points` records or more by `climb_rise` × where that climb began, to the highest point of the log.
     The same late climb not at every record, with the gradient norm climbing too: its last `late_rise_points` records
     or more all above every point between the (smoothed) minimum and them, the last one their highest and
     `late_rise` × the minimum, while the gradient norm ends at its highest, `grad_climb` × its median before the climb.
@@ -84,11 +85,15 @@ class Divergence:
     `lucky_reach` × σ·√(2 ln n) on the log scale: `_lucky_dip`), is the scatter of a loss that never moved.
     Blown up from the start (`_above_start`): a loss that never fell, `above_start` × its untrained level (its first
     value, or log C: `_reference`) at `above_share` of its later records (`above_points` at least) and over its last
-    quarter, not falling there, with no loss weight ramping up from 0 (`RAMP_WORDS`).
+    quarter, not falling there, with no loss weight ramping up from 0 (`RAMP_WORDS`). Never better than its start
+    (`_never_better`): a positive loss whose every later record stands above its first (`never_points` at least),
+    its last quarter's median `never_better` × that first value, the rise `short_sigmas` × its log-scale point noise.
     The share of a fall given back is read on a log scale once the loss fell more than a decade (`gave_back`); a
     rise that only the log scale makes, under an LR that restarts (`_lr_restarts`), is a warm restart's.
-    None at a floor (`_at_floor`): every point under `floor_share` of the untrained level and the end no higher than
-    the points before the lowest dip, the "rise" is the floor's own scatter (the validation rise is overfitting's).
+    None after a fall of more than a decade where the rise is under `tiny_rise` of the first value
+    (`_near_zero_wander`): a converged loss wandering ×4-×8 over a minimum near 0. None at a floor (`_at_floor`):
+    every point under `floor_share` of the untrained level and the end no higher than the points before the lowest
+    dip, the "rise" is the floor's own scatter (the validation rise is overfitting's).
     A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
     A logged 0.0 that hides a NaN (`masked_nonfinite.zeroed`) is read as that NaN: a blow-up before it ends in it.
     A warning, not critical, where an accuracy improves across the rise (`_contradicted`): the objective grew, the
@@ -103,7 +108,8 @@ class Divergence:
     rise into the NaN, the held step, the climb under a rising LR and beside the gradient norm: 0 of the 136
     healthy real runs of the eleven development sets; the held rise, the warmup blow-up and the share given back:
     0 of the 179 healthy runs of the fifteen labelled sets; the rise from the start, the log-scale share, the floor
-    and the held rise at ×1.4: 0 of the 252 healthy runs of the nineteen label files.
+    and the held rise at ×1.4: 0 of the 252 healthy runs of the nineteen label files; never better than its start
+    and the climb to the log's highest: 0 of the 291 (339) healthy pool runs with 10 (5) records (docs/engine.md).
     """
 
     kind: ClassVar[str] = "divergence"
@@ -148,6 +154,8 @@ class Divergence:
     val_rising_growth: float = 0.05  # ... by 5%: two curves climbing together is no noise
     late_rise_points: int = 3  # a loss rising at each of its last 3 records or more ...
     late_rise: float = 5.0  # ... to ×5 its (smoothed) minimum: no noise ends on such a climb
+    climb_points: int = 5  # ... or at each of its last 5 records (the first of them counted) ...
+    climb_rise: float = 1.5  # ... ×1.5 in all, to the highest of the log (healthy pool: 0 of 339, none at ×1.2)
     level_up_points: int = 3  # a short log whose last 3 records or more ...
     level_up: float = 2.0  # ... all sit ×2 the level of as many records before them: the loss moved up and stayed
     climbs_on: float = 2.0  # a jump whose last point is ×2 the jump's first: the summary quotes where it ends
@@ -169,6 +177,10 @@ class Divergence:
     above_share: float = 0.8  # ... at 80% of its later records or more ...
     above_points: int = 5  # ... 5 at least: it blew up from the start and never fell
     floor_share: float = 0.02  # a loss under 2% of its untrained level at every point sits at its floor
+    never_better: float = 1.4  # a loss never better than its first record, its last quarter ×1.4 that record ...
+    never_points: int = 10  # ... from 10 records (healthy pool: 0 of 291, none above ×1.02)
+    tiny_rise: float = 0.05  # after a fall of decades, a rise under 5% of the first value is no divergence
+    # (pool: 2 false claims, ×3.8 and ×8 over a minimum near 0, at 2% and 0.3%; the nearest hit at 91%)
     lucky_reach: float = 1.0  # a dip and an end within this × σ·√(2 ln n) of the opening level (`_lucky_dip`)
 
     def unavailable(self, run: Run) -> str | None:
@@ -250,6 +262,8 @@ class Divergence:
             found = [f for f in [self._above_start(run, steps, y, nan_follows)] if f is not None]
         if found and not nan_follows and self._at_floor(run, y):
             return  # a trained loss wandering at its floor: the "rise" is its own scatter
+        if not nan_follows:  # a converged loss wandering near 0 after a fall of decades: a rise of a few % of its start
+            found = [f for f in found if not self._near_zero_wander(y, f)]
         for f in found:
             yield self._contradicted(run, f) if not nan_follows else f
 
@@ -479,7 +493,9 @@ class Divergence:
         sm = stats.rolling_median(y, max(3, int(n * self.smooth))) if n >= 12 else y
         imin = int(np.nanargmin(sm[:n - k + 1]))
         lo, head = float(sm[imin]), float(y[0])
-        if not (y[-1] >= self.late_rise * lo and y[-1] > np.max(y[imin:-1])
+        # ×`late_rise` over 3 records or more; or ×`climb_rise` over `climb_points` or more, to the log's highest
+        climbs = k >= self.climb_points and y[-1] >= self.climb_rise * y[-k] and y[-1] >= np.max(y)
+        if not ((y[-1] >= self.late_rise * lo or climbs) and y[-1] > np.max(y[imin:-1])
                 and gave_back(head, lo, float(y[-1])) >= self.min_recovered):
             return None
         if stats.noise(np.log(y[:-1])) >= self.wide_spread and not y[-1] > np.max(y[stats.START_POINTS:-1]):
@@ -622,12 +638,22 @@ class Divergence:
         return bool(float(np.max(y)) < self.floor_share * ref and imin > 0
                     and float(np.median(y[-self.min_step_after:])) <= float(np.max(y[:imin])))
 
+    def _near_zero_wander(self, y: np.ndarray, finding: Finding) -> bool:
+        """A positive loss that fell more than a decade, from its first value `y[0]` to the finding's minimum, and
+        rises from there by less than `tiny_rise` of that first value: ×4-×8 over a minimum near 0 (0.014 → 0.05
+        after starting at 1.7) is what a converged fine-tune's loss does, tiny next to what it learned."""
+        lo, end = finding.evidence.get("min_level"), finding.evidence.get("final_level")
+        first = float(y[0])
+        return bool(lo is not None and end is not None and lo > 0 and first >= 10 * lo
+                    and end - lo < self.tiny_rise * first)
+
     def _above_start(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
         """A loss that never fell and stands `above_start` × its untrained level (`_reference`) at `above_share` of
         its later records or more (`above_points` at least) and over its last quarter, that quarter not below half
         the level of the later records' first quarter (they do not fall: a first value logged too low, as a
-        running sum over one batch divided by the interval, is followed by a falling loss). Not while a loss weight
-        ramps up from 0 (`_weight_ramp`: the total grows by design)."""
+        running sum over one batch divided by the interval, is followed by a falling loss). Or never better than its
+        first value (`_never_better`). Not while a loss weight ramps up from 0 (`_weight_ramp`: the total grows by
+        design)."""
         if not np.all(y > 0):
             return None
         first, later = float(y[0]), y[1:]
@@ -636,7 +662,9 @@ class Divergence:
         high = later >= self.above_start * ref
         end, head = float(np.median(later[-q:])), float(np.median(later[:q]))
         if not (later.size >= self.above_points and high.mean() >= self.above_share
-                and end >= self.above_start * ref and end >= 0.5 * head) or self._weight_ramp(run):
+                and end >= self.above_start * ref and end >= 0.5 * head):
+            return None if self._weight_ramp(run) else self._never_better(run, steps, y, nan_follows)
+        if self._weight_ramp(run):
             return None
         ev = {"onset_step": int(steps[0]), "min_level": first, "initial_level": first, "reference_level": ref,
               "final_level": float(y[-1]), "growth_factor": end / ref, "points_above": int(high.sum()),
@@ -649,6 +677,33 @@ class Divergence:
                                    f"or more at {high.sum()} of its {later.size} later records, median "
                                    f"{end:.4g} over its last {q} ({ratio(end / ref)}): it blew up from the start"
                                    + (" and then turns non-finite" if nan_follows else "")))
+
+    def _never_better(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
+        """A positive loss never better than its first record: every later one above it (`never_points` records at
+        least), the median of its last quarter `never_better` × it and not below half the later records' first
+        quarter (as `_above_start`: a first record logged too low is followed by a falling loss), that rise
+        `short_sigmas` × the log-scale point noise (a first record that was a lucky low of a noisy excerpt rises
+        less: its level never moved)."""
+        first, later = float(y[0]), y[1:]
+        if y.size < self.never_points or not np.all(later > first):
+            return None
+        q = max(2, later.size // 4)
+        end, head = float(np.median(later[-q:])), float(np.median(later[:q]))
+        sigma = stats.noise(np.log(y))
+        if not (end >= self.never_better * first and end >= 0.5 * head and (not sigma > 0 or math.log(end / first) >= self.short_sigmas * sigma)):
+            return None
+        top = int(np.argmax(y))
+        _, end_text = level_of(steps, y, y.size - q, y.size - 1)
+        ev = {"onset_step": int(steps[0]), "min_level": first, "initial_level": first, "reference_level": first,
+              "final_level": float(y[-1]), "growth_factor": end / first, "lowest_later": float(later.min()),
+              "highest": float(y[top]), "highest_step": int(steps[top]), "tail_points": int(q),
+              "ends_nonfinite": nan_follows, "last_finite_step": int(steps[-1]), "points": int(y.size)}
+        lo = int(np.argmin(later)) + 1
+        return Finding.of(self, severity="critical", step=int(steps[0]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss is never better than its first value {point(steps, y, 0)}: all {later.size} "
+                                   f"later records stand above it (lowest {point(steps, y, lo)}), it climbs to "
+                                   f"{point(steps, y, top)} and ends at the {end_text} ({ratio(end / first)})" + (" and then turns non-finite" if nan_follows else "")))
 
     @staticmethod
     def _weight_ramp(run: Run) -> bool:
