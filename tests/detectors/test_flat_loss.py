@@ -851,3 +851,165 @@ def test_a_short_held_out_score_that_moved_once_then_repeats_is_not_frozen(tmp_p
     run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
     assert list(FlatLoss().check(run)) == []
     assert FlatLoss().unavailable(run) is not None
+
+
+# An Ultralytics YOLOv8 `results.csv` as the trainer wrote it, stopped after 4 of 100 epochs
+# (AlexanderHargrave/CrackingCandyCrush@d621dcc20201764ebc132ff5c279b8c154e14173:runs/detect/train/results.csv).
+YOLO_NOTHING_FOUND = """\
+epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2
+1,3.034,1.84939,4.04557,1.66262,0,0,0,0,1.05256,4.13232,0.9931,0,0,0
+2,6.162,1.91823,4.11133,1.39312,0,0,0,0,1.03467,4.13322,0.98571,1.41485e-05,1.41485e-05,1.41485e-05
+3,9.102,1.71842,4.07727,1.46494,0,0,0,0,0.99828,4.13079,0.97236,2.80141e-05,2.80141e-05,2.80141e-05
+4,12.343,2.07457,4.1148,1.30462,0,0,0,0,0.96,4.12627,0.95413,4.15968e-05,4.15968e-05,4.15968e-05
+"""
+
+# A healthy Ultralytics run's first 4 epochs, as written (the file's first five lines;
+# AbdulWahid-1/Public_Wildfire_Smoke_Segmenter@63f1b47107efb50d0638e18c106a24e10f0a6627:runs/detect/train/results.csv).
+YOLO_FINDS = """\
+epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2
+1,439.634,1.9819,2.88793,1.82889,0.24127,0.25305,0.15592,0.05739,2.21744,2.98478,2.02982,0.000554861,0.000554861,0.000554861
+2,900.323,1.9649,2.32964,1.81031,0.23317,0.25085,0.15693,0.05354,2.43878,2.852,2.27075,0.00107388,0.00107388,0.00107388
+3,1354.75,1.93449,2.23365,1.80287,0.35998,0.38169,0.29874,0.12096,2.06244,2.17832,1.82794,0.00155623,0.00155623,0.00155623
+4,1842.3,1.91405,2.13205,1.75502,0.38319,0.38853,0.31959,0.13236,2.06161,2.1307,1.84943,0.00150197,0.00150197,0.00150197
+"""
+
+
+def _results_csv(tmp_path, name: str, text: str):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "results.csv").write_text(text)
+    return load_run(tmp_path / name, tmp_path / f"{name}.duckdb")
+
+
+def test_every_held_out_score_exactly_0_while_the_loss_does_not_move_is_flat_at_any_length(tmp_path):
+    """Four epochs of a detector: the summed training loss 7.56 → 7.49 (-0.8%), and precision, recall and both mAPs
+    exactly 0 at every evaluation. Too short for the trend rules; the held-out scores say the model finds nothing."""
+    run = _results_csv(tmp_path, "nothing", YOLO_NOTHING_FOUND)
+    assert FlatLoss().unavailable(run) is None
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.evidence["scores_zero"] and f.evidence["evaluations"] == 4
+    assert "metrics/mAP50(B)" in f.evidence["score_series"]
+    assert "is exactly 0 at each of its 4 evaluations" in f.summary and "7.55758 at" in f.summary
+    assert list(FlatLoss(zero_score_evals=5).check(run)) == []
+
+
+def test_held_out_scores_above_0_beside_a_short_loss_are_not_flat(tmp_path):
+    """A healthy detector's first four epochs: its summed loss falls 9%, its scores are small but not 0 from the
+    first evaluation. Silent, and still silent with the loss's tolerance widened past that fall: the scores decide."""
+    run = _results_csv(tmp_path, "finds", YOLO_FINDS)
+    assert list(FlatLoss().check(run)) == []
+    assert list(FlatLoss(still_tol=0.2).check(run)) == []
+
+
+# HF Trainer log_history entries (step, loss, learning_rate, grad_norm, epoch), a LoRA fine-tune of 60 steps whose
+# linear schedule runs out (Artaccann/OSOL_backend@2ee7c2ab98272d54ac4a4973d283a252d2988017:outputs/trainer_state.json).
+LORA_SCHEDULE_STILL = [
+    (1, 0.7747, 0.0, 0.20433159172534943, 8e-05), (2, 0.839, 4e-05, 0.2122717648744583, 0.00016),
+    (3, 1.0758, 8e-05, 0.25381404161453247, 0.00024), (4, 0.8919, 0.00012, 0.20973287522792816, 0.00032),
+    (5, 0.7575, 0.00016, 0.18391942977905273, 0.0004), (6, 0.9373, 0.0002, 0.2080235779285431, 0.00048),
+    (7, 0.6192, 0.00019636363636363636, 0.14907974004745483, 0.00056),
+    (8, 0.9986, 0.00019272727272727274, 0.19817879796028137, 0.00064),
+    (9, 0.8596, 0.0001890909090909091, 0.1355312168598175, 0.00072),
+    (10, 0.7613, 0.00018545454545454545, 0.17098936438560486, 0.0008),
+    (11, 0.8842, 0.00018181818181818183, 0.14256058633327484, 0.00088),
+    (12, 1.0942, 0.0001781818181818182, 0.17233604192733765, 0.00096),
+    (13, 0.954, 0.00017454545454545454, 0.20557226240634918, 0.00104),
+    (14, 0.6416, 0.0001709090909090909, 0.1405242532491684, 0.00112),
+    (15, 0.8773, 0.00016727272727272728, 0.15859927237033844, 0.0012),
+    (16, 0.6391, 0.00016363636363636366, 0.17663510143756866, 0.00128),
+    (17, 1.0032, 0.00016, 0.17703670263290405, 0.00136),
+    (18, 0.8272, 0.00015636363636363637, 0.19158263504505157, 0.00144),
+    (19, 0.7694, 0.00015272727272727275, 0.14632749557495117, 0.00152),
+    (20, 0.9345, 0.0001490909090909091, 0.2029329389333725, 0.0016),
+    (21, 0.9027, 0.00014545454545454546, 0.16592198610305786, 0.00168),
+    (22, 0.857, 0.00014181818181818184, 0.15489737689495087, 0.00176),
+    (23, 1.0363, 0.0001381818181818182, 0.1312248259782791, 0.00184),
+    (24, 0.8846, 0.00013454545454545455, 0.21672165393829346, 0.00192),
+    (25, 0.6418, 0.00013090909090909093, 0.1634986251592636, 0.002),
+    (26, 0.8272, 0.00012727272727272728, 0.1775561422109604, 0.00208),
+    (27, 0.8292, 0.00012363636363636364, 0.21372003853321075, 0.00216),
+    (28, 0.7877, 0.00012, 0.208965003490448, 0.00224),
+    (29, 1.0866, 0.00011636363636363636, 0.1758505403995514, 0.00232),
+    (30, 1.036, 0.00011272727272727272, 0.17396751046180725, 0.0024),
+    (31, 0.708, 0.00010909090909090909, 0.21014969050884247, 0.00248),
+    (32, 0.5418, 0.00010545454545454545, 0.14205017685890198, 0.00256),
+    (33, 0.6553, 0.00010181818181818181, 0.2080063372850418, 0.00264),
+    (34, 0.5803, 9.818181818181818e-05, 0.15632915496826172, 0.00272),
+    (35, 0.7623, 9.454545454545455e-05, 0.17542311549186707, 0.0028),
+    (36, 1.0035, 9.090909090909092e-05, 0.18490585684776306, 0.00288),
+    (37, 0.901, 8.727272727272727e-05, 0.2018655687570572, 0.00296),
+    (38, 0.7173, 8.363636363636364e-05, 0.15413452684879303, 0.00304),
+    (39, 0.7794, 8e-05, 0.16898858547210693, 0.00312),
+    (40, 1.0003, 7.636363636363637e-05, 0.17043080925941467, 0.0032),
+    (41, 0.7459, 7.272727272727273e-05, 0.18269474804401398, 0.00328),
+    (42, 1.0079, 6.90909090909091e-05, 0.18996332585811615, 0.00336),
+    (43, 0.7711, 6.545454545454546e-05, 0.159293070435524, 0.00344),
+    (44, 0.8151, 6.181818181818182e-05, 0.1823977530002594, 0.00352),
+    (45, 0.7628, 5.818181818181818e-05, 0.1885136514902115, 0.0036),
+    (46, 0.8636, 5.4545454545454546e-05, 0.19405531883239746, 0.00368),
+    (47, 0.7876, 5.090909090909091e-05, 0.21118508279323578, 0.00376),
+    (48, 0.6528, 4.7272727272727275e-05, 0.15167373418807983, 0.00384),
+    (49, 1.0168, 4.3636363636363636e-05, 0.2552920877933502, 0.00392),
+    (50, 1.0324, 4e-05, 0.15772703289985657, 0.004),
+    (51, 0.4573, 3.6363636363636364e-05, 0.12787394225597382, 0.00408),
+    (52, 0.9078, 3.272727272727273e-05, 0.14768052101135254, 0.00416),
+    (53, 1.3177, 2.909090909090909e-05, 0.798293948173523, 0.00424),
+    (54, 0.7083, 2.5454545454545454e-05, 0.196310356259346, 0.00432),
+    (55, 1.0616, 2.1818181818181818e-05, 0.2360592931509018, 0.0044),
+    (56, 1.1254, 1.8181818181818182e-05, 0.1530216932296753, 0.00448),
+    (57, 0.7252, 1.4545454545454545e-05, 0.13527268171310425, 0.00456),
+    (58, 0.8366, 1.0909090909090909e-05, 0.15090928971767426, 0.00464),
+    (59, 0.7567, 7.272727272727272e-06, 0.15624146163463593, 0.00472),
+    (60, 0.9246, 3.636363636363636e-06, 0.18371014297008514, 0.0048),
+]
+
+# The same writer, a healthy LoRA fine-tune of 250 steps under a linear schedule run out to 0
+# (One-eyed-warrior/lora-finetuning@cc870af9441cb3815e934d5a5f6e08cae43eee69:trainer_state.json).
+LORA_SCHEDULE_LEARNS = [
+    (10, 2.3136, 8e-05, 0.8103469014167786, 0.04), (20, 1.831, 0.00016, 0.5616092085838318, 0.08),
+    (30, 1.4647, 0.00019555555555555556, 0.2978419363498688, 0.12),
+    (40, 1.3932, 0.0001866666666666667, 0.30459222197532654, 0.16),
+    (50, 1.3816, 0.00017777777777777779, 0.2766367197036743, 0.2),
+    (60, 1.3809, 0.00016888888888888889, 0.31277772784233093, 0.24),
+    (70, 1.3865, 0.00016, 0.29635027050971985, 0.28), (80, 1.2992, 0.0001511111111111111, 0.2840806543827057, 0.32),
+    (90, 1.3517, 0.00014222222222222224, 0.29472434520721436, 0.36),
+    (100, 1.3532, 0.00013333333333333334, 0.2759789824485779, 0.4),
+    (110, 1.2893, 0.00012444444444444444, 0.24423250555992126, 0.44),
+    (120, 1.3359, 0.00011555555555555555, 0.29686439037323, 0.48),
+    (130, 1.3203, 0.00010666666666666667, 0.27509060502052307, 0.52),
+    (140, 1.2782, 9.777777777777778e-05, 0.28742656111717224, 0.56),
+    (150, 1.3275, 8.888888888888889e-05, 0.3086911141872406, 0.6), (160, 1.2634, 8e-05, 0.25337299704551697, 0.64),
+    (170, 1.3276, 7.111111111111112e-05, 0.2784254550933838, 0.68),
+    (180, 1.2977, 6.222222222222222e-05, 0.28765884041786194, 0.72),
+    (190, 1.265, 5.333333333333333e-05, 0.29155972599983215, 0.76),
+    (200, 1.2969, 4.4444444444444447e-05, 0.2914190888404846, 0.8),
+    (210, 1.2624, 3.555555555555556e-05, 0.2861250340938568, 0.84),
+    (220, 1.3307, 2.6666666666666667e-05, 0.2943790853023529, 0.88),
+    (230, 1.3437, 1.777777777777778e-05, 0.31870919466018677, 0.92),
+    (240, 1.3125, 8.88888888888889e-06, 0.30558088421821594, 0.96), (250, 1.2819, 0.0, 0.28666526079177856, 1.0),
+]
+
+
+def _trainer_state(tmp_path, name: str, rows):
+    from tests.runwriters import write_trainer_state
+
+    history = [{"epoch": e, "grad_norm": g, "learning_rate": lr, "loss": loss, "step": step}
+               for step, loss, lr, g, e in rows]
+    return load_run(write_trainer_state(tmp_path / name, history), tmp_path / f"{name}.duckdb")
+
+
+def test_a_noisy_loss_that_a_whole_lr_schedule_does_not_move_is_flat(tmp_path):
+    """Sixty per-step losses scattering 0.54-1.09 while the LR warms up to 2e-4 and decays to 3.6e-6: the first
+    third's median 0.868, the last's 0.826, no trend. Per-step noise this wide cannot resolve a 5% move, which kept
+    the trend rule silent; but the whole schedule was spent and the loss ends where it began: a warning that says
+    what the noise leaves open."""
+    run = _trainer_state(tmp_path, "still", LORA_SCHEDULE_STILL)
+    [f] = FlatLoss().check(run)
+    assert f.severity == "warning" and f.evidence["over_schedule"] and f.evidence["noise_bound"] > 0.05
+    assert "while the LR ran its schedule from 0.0002 down to 3.64e-06" in f.summary
+    assert list(FlatLoss(schedule_end=0.01).check(run)) == []
+
+
+def test_a_loss_that_falls_over_a_whole_lr_schedule_is_not_flat(tmp_path):
+    """A healthy LoRA fine-tune under the same kind of schedule: 2.31 → 1.28. Silent."""
+    run = _trainer_state(tmp_path, "learns", LORA_SCHEDULE_LEARNS)
+    assert list(FlatLoss().check(run)) == []

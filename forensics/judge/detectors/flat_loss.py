@@ -54,7 +54,10 @@ class FlatLoss:
     within `ln2_band` of ln 2, in an excerpt too, no other class count declared (`_at_ln2`). A validation loss of
     `schedule_points` evaluations spanning under `val_still_tol` of its level beside a standing training loss. A level held within
     its noise over an excerpt whose step axis opens well into training (`base.steps_open_late`) is plateau's
-    (`held_excerpt`): the fall before it is not in the log.
+    (`held_excerpt`): the fall before it is not in the log. From `min_points` on, a loss whose LR schedule runs out (`schedule_end`) with the thirds' medians within `still_tol` and no trend,
+    however wide its noise (`_still_over_schedule`; a warning when the noise cannot resolve `still_tol`). Every
+    held-out score exactly 0 at each of `zero_score_evals` evaluations beside a loss within `still_tol` of its first
+    value (`_scores_zero`, a warning): the model finds nothing, at any length.
     A term of the loss one value to the last digit on every record beside a gradient norm exactly 0 (`_no_gradient`):
     no gradient reaches the parameters, at any length. A held-out score (accuracy, AUC) one value of `min_digits`
     significant digits on every one of `frozen_score_evals` evaluations while the training loss moves (`_score_frozen`,
@@ -151,6 +154,10 @@ class FlatLoss:
     # healthy runs at 3 and 4 with no fall to a plateau allowed, none at 5 that plateau is not allowed on)
     frozen_score_evals: int = 5  # a held-out score one value to its last digit on every one of 5+ evaluations while
     # the training loss moves (`_score_frozen`; healthy pool: 0 of the 104 with such a score; one at 4 evaluations)
+    # A loss of `min_points`+ over an LR schedule run out (`schedule_end`), thirds within `still_tol`, no trend, whatever
+    # its noise resolves (`_still_over_schedule`; healthy pool: 0 of the 77 with 10+ points and a spent schedule)
+    zero_score_evals: int = 3  # every held-out score exactly 0 at each of 3+ evaluations, the loss within `still_tol`
+    # of its first value (`_scores_zero`; healthy pool: 0 of the 130 with a held-out score; one at 2 evaluations)
     held_intervals: float = 20.0  # a held level is plateau's where the step axis opens more than this many logging
     # intervals in: an axis composed from 1-based epochs (`[1][50/500]`) opens one epoch in, 10 intervals at 50 a line
 
@@ -297,7 +304,7 @@ class FlatLoss:
             role, ev = chance
             steps, y = finite_part(*run.arrays(role))
         if ev is None and not decayed:
-            ev = self._over_schedule(run, steps, y)  # after chance: ln k says more than "it did not move"
+            ev = self._over_schedule(run, steps, y, whole=not held)  # after chance: ln k says more than "it did not move"
         if ev is None and run.has("val_loss") and self._train_stands(y):
             head, tail = stats.head_tail_levels(y, self.edge)
             steps, y = finite_part(*run.arrays("val_loss"))
@@ -321,6 +328,8 @@ class FlatLoss:
             ev = self._no_progress(run, steps, y)  # the weakest evidence: a short log's two curves, neither improving
         if ev is None:
             frozen = self._score_frozen(run, steps, y)  # the loss moves, the model's answers on held-out data never do
+            if frozen is None:
+                frozen = self._scores_zero(run, steps, y)  # the loss does not move, every held-out score is 0
             if frozen is not None:
                 yield frozen
             yield from self._empty_terms(run)
@@ -335,10 +344,11 @@ class FlatLoss:
                 if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
         # the model trains, two short curves say it does not, or a small move is steady (`_steady`)
         weak = ("val_first" in ev or "no_progress" in ev or "held_short" in ev or "small_fall" in ev
-                or self._steady(ev))
+                or "noise_bound" in ev or self._steady(ev))
+        summary = self._summary(what, ev, steps, y)
         yield Finding.of(self, severity="warning" if weak else "critical", step=int(steps[0]),
                          step_end=int(steps[-1]), series=run.pick(role), evidence=ev, sources=(src(run, role, steps),),
-                         summary=self._summary(what, ev, steps, y))
+                         summary=summary)
 
     def _score_frozen(self, run: Run, ts: np.ndarray, y: np.ndarray) -> Finding | None:
         """A held-out score (a validation or test series, or one of no split, named by `FROZEN_SCORE_WORDS`; not a
@@ -349,13 +359,7 @@ class FlatLoss:
         share), or an evaluation that never reads the trained weights. At any length: a warning."""
         if y.size < 2 or np.all(y == y[0]) or not np.all(np.isfinite(run.arrays("loss")[1])):
             return None  # one training value: `_constant`'s; a loss gone non-finite froze everything after it
-        m = run.meta.filter(run.meta["role"].is_in(["val_accuracy", "other"]))
-        for name, role in m.select("name", "role").iter_rows():
-            low = name.lower()
-            ws = set(words(name)) | set(re.findall(r"[a-z0-9]+", low)) | set(re.findall(r"[a-z]+", low))
-            if ws & (AGGREGATE_WORDS | SETTING_WORDS) or role == "other" and (
-                    not ws & FROZEN_SCORE_WORDS or role_of(name).split not in ("val", "test", None)):
-                continue
+        for name in self._held_out_scores(run):
             steps, v = finite_part(*run.arrays(name))
             value = float(v[0]) if v.size else 0.0
             if (v.size < self.frozen_score_evals or not np.all(v == value) or value <= 0 or value in (1.0, 100.0)
@@ -374,6 +378,57 @@ class FlatLoss:
                                        f"that answers one class, or an evaluation that does not read the trained "
                                        f"weights)"))
         return None
+
+    @staticmethod
+    def _held_out_scores(run: Run) -> list[str]:
+        """The held-out scores of `run`: a validation accuracy, or a validation, test or split-less series named by
+        `FROZEN_SCORE_WORDS`, neither a running best nor a setting."""
+        out = []
+        m = run.meta.filter(run.meta["role"].is_in(["val_accuracy", "other"]))
+        for name, role in m.select("name", "role").iter_rows():
+            low = name.lower()
+            ws = set(words(name)) | set(re.findall(r"[a-z0-9]+", low)) | set(re.findall(r"[a-z]+", low))
+            if ws & (AGGREGATE_WORDS | SETTING_WORDS) or role == "other" and (
+                    not ws & FROZEN_SCORE_WORDS or role_of(name).split not in ("val", "test", None)):
+                continue
+            out.append(name)
+        return out
+
+    def _scores_zero(self, run: Run, ts: np.ndarray, y: np.ndarray) -> Finding | None:
+        """Every held-out score (`_held_out_scores`: precision, recall, mAP, accuracy) exactly 0 at every one of
+        `zero_score_evals` evaluations or more, none ever above it, while the training loss beside it (finite, not one
+        value) ends within `still_tol` of its first value and never learned (`stats.learned`): the model finds
+        nothing on held-out data and its loss does not move, however few the records. A warning."""
+        if (y.size < self.constant_points or np.all(y == y[0]) or not np.all(np.isfinite(run.arrays("loss")[1]))
+                or not abs(float(y[0])) > 1e-12):
+            return None
+        first, last = float(y[0]), float(y[-1])
+        if abs(last - first) > self.still_tol * abs(first) or stats.learned(y, last, self.learned_fall):
+            return None
+        names, evals = [], []
+        for name in self._held_out_scores(run):
+            v = finite_part(*run.arrays(name))[1]
+            if v.size == 0:
+                continue
+            if np.any(v != 0):
+                return None  # one held-out score is not 0: the model finds something
+            names.append(name)
+            evals.append(int(v.size))
+        if not names or min(evals) < self.zero_score_evals:
+            return None
+        steps = finite_part(*run.arrays(names[0]))[0]
+        ev = {"score_series": names, "score_value": 0.0, "evaluations": min(evals), "first_level": first,
+              "last_level": last, "relative_change": (last - first) / abs(first), "points": int(y.size),
+              "train_first_step": int(ts[0]), "train_last_step": int(ts[-1]), "scores_zero": True}
+        loss = run.pick("loss")
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        return Finding.of(self, severity="warning", step=int(ts[0]), step_end=int(ts[-1]), series=loss, evidence=ev,
+                          sources=(src(run, "loss", ts), src(run, names[0], steps)),
+                          summary=(f"every held-out score ({shown}) is exactly 0 at each of its "
+                                   f"{min(evals)}{'' if min(evals) == max(evals) else ' or more'} evaluations while the loss does not move: {shortest(first)} at "
+                                   f"{run.printed_span(loss, int(ts[0]))}, {shortest(last)} at "
+                                   f"{run.printed_span(loss, int(ts[-1]))} ({(last - first) / abs(first):+.1%}): the "
+                                   f"model finds nothing on held-out data"))
 
     def held_excerpt(self, run: Run) -> tuple[np.ndarray, np.ndarray, dict] | None:
         """Where this detector claims nothing and the loss holds its level within its noise (the range or trend rule)
@@ -464,7 +519,11 @@ class FlatLoss:
             return (f"{what} stays within its own noise over all {ev['points']} points, steps {steps[0]}-{steps[-1]}: "
                     f"median of steps {steps[0]}-{steps[k - 1]} {ev['first_level']:.4g}, of steps {steps[-k]}-"
                     f"{steps[-1]} {ev['last_level']:.4g} ({ev['relative_change']:+.1%}), no trend (Mann–Kendall "
-                    f"p={ev['mk_p']:.2g}); it never learned")
+                    f"p={ev['mk_p']:.2g})" + (f", while the LR ran its schedule from {ev['lr_peak']:.3g} down to "
+                                               f"{ev['lr_last']:.3g}: the whole schedule moved nothing"
+                                               + (f" (its noise leaves a move of ±{ev['noise_bound']:.0%} unresolved)"
+                                                  if "noise_bound" in ev else "")
+                                               if "over_schedule" in ev else "; it never learned"))
         if "frozen_component" in ev:
             return (f"{what} goes from {ev['first_level']:.4g} to {ev['last_level']:.4g} ({ev['relative_change']:+.1%}) "
                     f"over steps {steps[0]}-{steps[-1]}, its term {ev['frozen_component']} is exactly "
@@ -709,11 +768,17 @@ class FlatLoss:
         return {"first_level": first, "last_level": float(y[-1]), "relative_change": (float(y[-1]) - first) / abs(first),
                 "max_deviation": dev, "held_short": True, "points": int(y.size)}
 
-    def _over_schedule(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+    def _over_schedule(self, run: Run, steps: np.ndarray, y: np.ndarray, whole: bool = True) -> dict | None:
         """The evidence when a log too short for the trend test (`schedule_points` to `min_points` points) spans an
         LR schedule run out (the loss's own source logs an LR that falls to `schedule_end` of its peak by the last
         loss step) and every point stays within `still_tol` of the first one, none learned: the whole schedule
-        moved nothing. Without the LR a few flat points may be a log cut short; with it the run had its chance."""
+        moved nothing. Without the LR a few flat points may be a log cut short; with it the run had its chance.
+        From `min_points` on, in a log that holds its start (`whole`), the same schedule run out with the medians
+        of the first and last third within `still_tol`, no trend (Mann–Kendall p ≥ `still_p`), no fall from the
+        first points: per-step noise too wide to resolve `still_tol` (`_stayed`) no longer excuses a loss the whole
+        schedule did not move (`_still_over_schedule`)."""
+        if y.size >= self.min_points and whole and run.has("lr"):
+            return self._still_over_schedule(run, steps, y)
         if not (self.schedule_points <= y.size < self.min_points) or not run.has("lr"):
             return None
         if run.format_of(run.pick("lr")) != run.format_of(run.pick("loss")):
@@ -728,6 +793,38 @@ class FlatLoss:
         return {"first_level": first, "last_level": float(y[-1]), "relative_change": (float(y[-1]) - first) / abs(first),
                 "max_deviation": float(np.max(np.abs(y - first))) / abs(first), "lr_peak": float(lr.max()),
                 "lr_last": float(lr[-1]), "points": int(y.size), "over_schedule": True}
+
+    def _schedule_spent(self, run: Run, steps: np.ndarray) -> tuple[float, float] | None:
+        """(peak, last) of the LR the loss's own source logs over the loss's steps, where it falls to `schedule_end` of
+        its peak or lower by the last loss step: the schedule ran out. Else None."""
+        if run.format_of(run.pick("lr")) != run.format_of(run.pick("loss")):
+            return None
+        ls, lr = finite_part(*run.arrays("lr"))
+        lr = lr[(ls >= steps[0]) & (ls <= steps[-1])]
+        if lr.size < 2 or not lr.max() > 0 or lr[-1] > self.schedule_end * lr.max():
+            return None
+        return float(lr.max()), float(lr[-1])
+
+    def _still_over_schedule(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
+        """See `_over_schedule`: `min_points` or more, the LR schedule spent, the thirds' medians within `still_tol`,
+        no trend, not learned and no fall at its first point. Else None."""
+        spent = self._schedule_spent(run, steps)
+        if spent is None:
+            return None
+        head, tail = stats.head_tail_levels(y, self.still_edge)
+        if not (math.isfinite(head) and abs(head) > 1e-12) or abs(tail - head) > self.still_tol * abs(head):
+            return None
+        trend = stats.mann_kendall(y, steps)
+        if trend.p < self.still_p or stats.learned(y, tail, self.learned_fall) or self._fell_at_once(y):
+            return None
+        k = min(y.size, max(3, int(round(y.size * self.still_edge))))
+        ev = {"first_level": head, "last_level": tail, "relative_change": (tail - head) / abs(head),
+              "mk_p": trend.p, "points": int(y.size), "still": True, "edge_points": k, "lr_peak": spent[0],
+              "lr_last": spent[1], "over_schedule": True}
+        bound = self.resolve_sigmas * stats.noise(y) * math.sqrt(12.0 / y.size) / abs(head)
+        if bound > self.still_tol:  # the noise cannot resolve `still_tol`: a warning that says so
+            ev["noise_bound"] = bound
+        return ev
 
     def _no_progress(self, run: Run, steps: np.ndarray, y: np.ndarray) -> dict | None:
         """The evidence when a log too short for the trend test (`schedule_points` to `min_points` points) spans
