@@ -5,6 +5,7 @@ import pytest
 
 from forensics.judge.detectors import Divergence, FlatLoss
 from tests.paths import REAL_RUNS_TEST
+from tests.test_console_misreadings import WENET_CV
 from tests.runwriters import curve, hf_history, load_run, log_messages, write_tb, write_trainer_state
 
 needs_real = pytest.mark.skipif(not (REAL_RUNS_TEST / "log_hf33336").is_dir(),
@@ -723,18 +724,7 @@ I0110 10:17:57.657037 12020 solver.cpp:259]     Train net output #0: mbox_loss =
 
 # A speech recogniser's per-rank training lines and their CV lines, four ranks printing one batch each: healthy.
 # Source: https://github.com/wenet-e2e/wenet/issues/941
-_WENET_RANKS = """\
-2023-01-30 18:47:07,107 DEBUG TRAIN Batch 4/203700 loss 12.646465 loss_att 10.921429 loss_ctc 16.671551 lr 0.00032621 rank 0
-2023-01-30 18:47:16,614 DEBUG TRAIN Batch 4/203700 loss 16.885244 loss_att 13.554604 loss_ctc 24.656742 lr 0.00032621 rank 1
-2023-01-30 18:47:22,712 DEBUG TRAIN Batch 4/203700 loss 19.729301 loss_att 16.203592 loss_ctc 27.955961 lr 0.00032621 rank 2
-2023-01-30 18:49:20,301 DEBUG TRAIN Batch 4/203800 loss 23.600426 loss_att 18.615641 loss_ctc 35.231586 lr 0.00032619 rank 2
-2023-01-30 18:49:20,315 DEBUG TRAIN Batch 4/203800 loss 18.340179 loss_att 15.005867 loss_ctc 26.120243 lr 0.00032619 rank 1
-2023-01-30 18:49:20,438 DEBUG TRAIN Batch 4/203800 loss 25.618004 loss_att 20.509174 loss_ctc 37.538609 lr 0.00032619 rank 0
-2023-01-30 18:49:55,773 DEBUG CV Batch 4/0 loss 28.517015 loss_att 24.142754 loss_ctc 38.723625 history loss 27.957858 rank 2
-2023-01-30 18:49:56,046 DEBUG CV Batch 4/0 loss 28.402842 loss_att 24.164579 loss_ctc 38.292122 history loss 27.845923 rank 0
-2023-01-30 18:49:56,076 DEBUG CV Batch 4/0 loss 28.509480 loss_att 24.174435 loss_ctc 38.624588 history loss 27.950470 rank 3
-2023-01-30 18:49:56,101 DEBUG CV Batch 4/0 loss 28.402861 loss_att 24.164606 loss_ctc 38.292122 history loss 27.845942 rank 1
-"""
+_WENET_RANKS = WENET_CV  # the same real excerpt, one home
 
 # A tracker's per-step single-batch losses, an excerpt opening on a low one: no divergence (its label: a data stall).
 # Source: https://github.com/aharley/pips/issues/17

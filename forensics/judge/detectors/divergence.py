@@ -690,7 +690,8 @@ class Divergence:
         q = max(2, later.size // 4)
         end, head = float(np.median(later[-q:])), float(np.median(later[:q]))
         sigma = stats.noise(np.log(y))
-        if not (end >= self.never_better * first and end >= 0.5 * head and (not sigma > 0 or math.log(end / first) >= self.short_sigmas * sigma)):
+        clears_noise = not sigma > 0 or math.log(end / first) >= self.short_sigmas * sigma
+        if not (end >= self.never_better * first and end >= 0.5 * head and clears_noise):
             return None
         top = int(np.argmax(y))
         _, end_text = level_of(steps, y, y.size - q, y.size - 1)
@@ -703,7 +704,8 @@ class Divergence:
                           series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
                           summary=(f"loss is never better than its first value {point(steps, y, 0)}: all {later.size} "
                                    f"later records stand above it (lowest {point(steps, y, lo)}), it climbs to "
-                                   f"{point(steps, y, top)} and ends at the {end_text} ({ratio(end / first)})" + (" and then turns non-finite" if nan_follows else "")))
+                                   f"{point(steps, y, top)} and ends at the {end_text} ({ratio(end / first)})"
+                                   + (" and then turns non-finite" if nan_follows else "")))
 
     @staticmethod
     def _weight_ramp(run: Run) -> bool:
