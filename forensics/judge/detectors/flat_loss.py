@@ -54,7 +54,8 @@ class FlatLoss:
     within `ln2_band` of ln 2, in an excerpt too, no other class count declared (`_at_ln2`). A validation loss of
     `schedule_points` evaluations spanning under `val_still_tol` of its level beside a standing training loss. A level held within
     its noise over an excerpt whose step axis opens well into training (`base.steps_open_late`) is plateau's
-    (`held_excerpt`): the fall before it is not in the log. From `min_points` on, a loss whose LR schedule runs out (`schedule_end`) with the thirds' medians within `still_tol` and no trend,
+    (`held_excerpt`): the fall before it is not in the log. From `min_points` on, a loss whose LR schedule runs out
+    (`schedule_end`) with the thirds' medians within `still_tol` and no trend,
     however wide its noise (`_still_over_schedule`; a warning when the noise cannot resolve `still_tol`). Every
     held-out score exactly 0 at each of `zero_score_evals` evaluations beside a loss within `still_tol` of its first
     value (`_scores_zero`, a warning): the model finds nothing, at any length.
@@ -425,7 +426,8 @@ class FlatLoss:
         return Finding.of(self, severity="warning", step=int(ts[0]), step_end=int(ts[-1]), series=loss, evidence=ev,
                           sources=(src(run, "loss", ts), src(run, names[0], steps)),
                           summary=(f"every held-out score ({shown}) is exactly 0 at each of its "
-                                   f"{min(evals)}{'' if min(evals) == max(evals) else ' or more'} evaluations while the loss does not move: {shortest(first)} at "
+                                   f"{min(evals)}{'' if min(evals) == max(evals) else ' or more'} evaluations "
+                                   f"while the loss does not move: {shortest(first)} at "
                                    f"{run.printed_span(loss, int(ts[0]))}, {shortest(last)} at "
                                    f"{run.printed_span(loss, int(ts[-1]))} ({(last - first) / abs(first):+.1%}): the "
                                    f"model finds nothing on held-out data"))
