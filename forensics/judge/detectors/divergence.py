@@ -286,7 +286,7 @@ class Divergence:
                 name = run.pick(role)
                 return dataclasses.replace(finding, severity="warning", evidence=finding.evidence | {
                     "accuracy_improves": name, "accuracy_at_onset": float(v[0]), "accuracy_last": float(v[-1]),
-                    "accuracy_trend_p": trend.p},
+                    "accuracy_trend_p": trend.p}, sources=(*finding.sources, src(run, role, s)),
                     summary=(f"{finding.summary}; yet {name} improves over the same steps, {v[0]:.4g} at step "
                              f"{s[0]} to {v[-1]:.4g} at step {s[-1]} (Mann–Kendall p={trend.p:.1g}): the objective "
                              f"grew while the model got better (a growing loss term?), so not critical"))
