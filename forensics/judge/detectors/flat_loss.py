@@ -482,10 +482,12 @@ class FlatLoss:
         if "zero_points" in ev:
             return (f"{what} is exactly 0.0 at {ev['zero_points']} of its {ev['points']} points (steps {steps[0]}-"
                     f"{steps[-1]}, to the end) and "
-                    + (f"fell to it in one record from {ev['dropped_from']:.3g}" if "dropped_from" in ev
+                    + (f"fell to it in one record from {shortest(ev['dropped_from'])}" if "dropped_from" in ev
                        else f"never above {ev['max_value']:.3g} from its first record") + ": there is "
                     "nothing to learn from (an empty or degenerate loss: targets the model is given, outputs saturated "
-                    "at once), not convergence")
+                    "at once), not convergence"
+                    + ("; or every step's loss was non-finite and the logger dropped them (HF's Trainer logs 0.0 "
+                       "then): log the gradient norm to tell" if "dropped_from" in ev else ""))
         if "val_zero_points" in ev:
             acc = ev["accuracy_median"]
             at = (f"at its one point (step {steps[0]})" if ev["points"] == 1 else
