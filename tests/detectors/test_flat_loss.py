@@ -167,6 +167,8 @@ def test_a_round_loss_repeated_beside_a_pinned_score_is_an_unchanging_output(tmp
     (tmp_path / "b" / "train.log").write_text("\n".join(moving) + "\n")
     run = load_run(tmp_path / "b", tmp_path / "b.duckdb")
     assert FlatLoss().unavailable(run) is not None
+    alone = load_run(write_tb(tmp_path / "v", {"val/loss": (np.arange(4), np.ones(4))}), tmp_path / "v.duckdb")
+    assert list(FlatLoss().check(alone)) == []  # a round validation loss with no training records beside it
 
 
 def test_an_exactly_zero_loss_beside_a_nan_gradient_norm_is_left_to_masked_nonfinite(tmp_path):

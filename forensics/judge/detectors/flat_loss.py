@@ -655,6 +655,8 @@ class FlatLoss:
         None. A round loss (1.0, a dice loss at its ceiling) repeated on its own may be a setting read as a loss;
         repeated on progress lines whose other quantities are pinned too, the model's outputs do not change (a dice
         loss of 1 beside an IoU of 0.5: every pixel predicted background)."""
+        if not run.has("loss"):
+            return None  # a validation loss judged alone (`_validation_alone`): no training records to pin beside
         name = run.pick("loss")
         steps = finite_part(*run.arrays("loss"))[0]
         others = [n for n in (run.all_of("train_loss") + run.all_of("accuracy") + self._held_out_scores(run))
