@@ -81,7 +81,7 @@ class FlatLoss:
     The frozen term and the epoch means: 0 of the 179 healthy runs of the fifteen labelled sets. At chance over most
     of the run (`_chance_most`): 0 of the 252 healthy runs of the nineteen label files.
     A round loss beside a pinned term or score (`pinned_beside`): 0 of the 40 healthy runs of the three shared sets
-    and 0 of the 58 healthy restored runs (set16, set17); 0 new claims on the 171 unlabelled wild runs.
+    and 0 of the 191 healthy restored runs (set12-set17); 0 new claims on the 171 unlabelled wild runs.
     A short log held within 1% (`_held_short`): max |y - y0| / |y0| on the 154 healthy runs with a loss (set8-10, the
     three shared sets): lowest 0.19% (a 4-point excerpt, `unseen_start` keeps it), then 1.7%, 2.3%, 3.8%; 0 claims.
     Within-noise rules are silent on an excerpt from well into training, LR logged or not (`unseen_start`; on a

@@ -53,7 +53,7 @@ class Plateau:
     run bought nothing, whatever the floor; a first value within `far` bands of the held level is one of its
     excursions, no fall to it (a noisy single-batch first record). From `short_points` to `min_points` points, only
     at `short_min_level` of the first value or higher (a fall within the first two epoch means hides from a median of
-    three; 0 of the 40 healthy shared runs and of the 58 healthy restored runs of set16-17).
+    three; 0 of the 40 healthy shared runs and of the 191 healthy restored runs of set12-set17).
     At chance level, at any level and from `short_points` points: a loss whose first logged value lies `min_drop`
     (and `min_drop_sigmas` noise sigmas) above ln C, whose smoothed curve then sits within `chance_band` of ln C for
     `min_length` of the points to the end, C the class count the config declares (`base.class_count`); without
