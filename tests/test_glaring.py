@@ -422,6 +422,7 @@ def test_a_loss_that_drops_to_exactly_0_in_one_record_is_flat(capsys, tmp_path, 
     flat = [f for f in out["findings"] if f["kind"] == "flat_loss"]
     assert [f["severity"] for f in flat] == ["critical"], [f["summary"] for f in out["findings"]]
     assert "fell to it in one record from 0.23" in flat[0]["summary"], flat[0]["summary"]
+    assert "non-finite and the logger dropped them" in flat[0]["summary"]  # the other reading: a filtered NaN
     (tmp_path / "run").rename(tmp_path / "zeroed")
     (tmp_path / "f.duckdb").unlink()
     twin = analyze(capsys, tmp_path, writer, zeroed(13, twin=True))

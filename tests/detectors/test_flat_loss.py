@@ -147,6 +147,30 @@ def test_a_loss_exactly_constant_over_the_whole_log_is_an_empty_loss_at_any_leng
     assert FlatLoss().unavailable(setting) is not None  # `LOSS_WEIGHT: 1.0` thrice in a config dump
 
 
+# A PSENet progress line (github.com/whai362/PSENet/issues/168): a dice loss at its ceiling, the kernel IoU at 0.5.
+_PSE = "({}/125) Batch: {}s | TOTAL: {}min | ETA: {}min | Loss: 1.0000 | Acc_t:  {} | IOU_t:  {} | IOU_k:  0.5000"
+DICE_AT_CEILING = [_PSE.format(1, "8.914", 0, 19, "0.1929", "0.1929"), _PSE.format(21, "2.421", 1, 4, "0.1954", "0.1954"),
+                   _PSE.format(41, "2.354", 2, 3, "0.1944", "0.1944")]
+
+
+def test_a_round_loss_repeated_beside_a_pinned_score_is_an_unchanging_output(tmp_path):
+    """A loss of exactly 1.0 on every progress line (a dice loss at its bound) beside a score exactly one value on the
+    same lines: the model's outputs never change, at any length. The same round loss beside scores that all move
+    stays silent (a round constant alone may be a setting read as a loss)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "train.log").write_text("\n".join(DICE_AT_CEILING) + "\n")
+    [f] = FlatLoss().check(load_run(tmp_path / "a", tmp_path / "a.duckdb"))
+    assert f.severity == "critical" and f.evidence["constant_value"] == 1.0 and f.evidence["points"] == 3
+    assert f.evidence["pinned_beside"] == "IOU_k" and f.evidence["pinned_beside_value"] == 0.5
+    moving = [line.replace("IOU_k:  0.5000", f"IOU_k:  0.{5000 + 37 * i}") for i, line in enumerate(DICE_AT_CEILING)]
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "train.log").write_text("\n".join(moving) + "\n")
+    run = load_run(tmp_path / "b", tmp_path / "b.duckdb")
+    assert FlatLoss().unavailable(run) is not None
+    alone = load_run(write_tb(tmp_path / "v", {"val/loss": (np.arange(4), np.ones(4))}), tmp_path / "v.duckdb")
+    assert list(FlatLoss().check(alone)) == []  # a round validation loss with no training records beside it
+
+
 def test_an_exactly_zero_loss_beside_a_nan_gradient_norm_is_left_to_masked_nonfinite(tmp_path):
     steps = np.arange(1, 6)
     run = load_run(write_tb(tmp_path / "r", {"loss": (steps, np.zeros(5)),

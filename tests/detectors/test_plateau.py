@@ -94,6 +94,32 @@ def test_a_short_per_epoch_log_that_stalls_high_is_a_plateau(tmp_path):
     assert list(Plateau().check(run)) == [] and "at least 20" in Plateau().unavailable(run)
 
 
+# Epoch means of an image captioner's loss as its script prints them (kapsaquarius/Image-Captioning@b0a6d17,
+# training_logs.txt): from ln 50257 = 10.82, a 6% fall in two epochs, then 13 epochs within 0.4%.
+CAPTION_MEANS = [10.804, 10.149, 10.109, 10.089, 10.085, 10.083, 10.082, 10.080, 10.078, 10.075, 10.073, 10.072,
+                 10.071, 10.070, 10.070]
+
+
+def test_a_short_log_that_falls_then_holds_its_level_high_is_a_plateau(tmp_path):
+    """Under 20 points (10 to 19 epoch means), a loss that falls from its first value and then holds a level at 3/4 of
+    it or more for the rest of the log, its trend moving under 2% (`_held`), is a plateau: the fall in two epochs
+    hides from a median of the first three. The same shape settling at half its first value is convergence."""
+    def printed(means):
+        return "".join(f"Epoch: {i} | Loss: {v:.3f}: 100%|##########| 2086/2086 [14:08<00:00,  2.46it/s]\n"
+                       for i, v in enumerate(means, 1))
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "train.log").write_text(printed(CAPTION_MEANS))
+    run = load_run(tmp_path / "a", tmp_path / "a.duckdb")
+    [f] = Plateau().check(run)
+    assert f.evidence["points"] == 15 and f.evidence["length_fraction"] > 0.85 and f.evidence["initial_level"] == 10.804
+    assert Plateau().unavailable(run) is None
+    low = [v if i == 0 else v / 2 for i, v in enumerate(CAPTION_MEANS)]  # the same hold at half the first value
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "train.log").write_text(printed(low))
+    assert list(Plateau().check(load_run(tmp_path / "b", tmp_path / "b.duckdb"))) == []
+
+
 def test_a_training_stall_while_validation_keeps_improving_is_no_plateau(tmp_path):
     """Issue 24 class 5: with heavy dropout the training loss stalls at 1.6 from step 600 while validation keeps
     falling 1.5 -> 1.2 over the same steps: the model is still learning. The same stall beside a validation loss

@@ -28,7 +28,8 @@ class FlatLoss:
     """The loss does not move from the start, within its noise. Each finding says which: an empty or replaced loss,
     pinned at chance (ln C and C), or not moving beyond its noise (across the LR schedule where one is logged).
 
-    Detects: effect size first, at any length. A training loss exactly one value on `constant_points` points or more, or
+    Detects: effect size first, at any length. A training loss exactly one value on `constant_points` points or more (a
+    round one, under `min_digits` digits, only beside a term or score pinned on the same records: `pinned_beside`), or
     exactly 0 on `pinned_share` of them to the end, never above `zero_ceiling` or entered in one record from
     `zero_jump` or more, is an empty or replaced loss (a warning when
     validation falls; masked_nonfinite's beside a non-finite grad norm). At chance from the start (`_chance_start`):
@@ -79,6 +80,8 @@ class FlatLoss:
     4 on 2 of them before the noise, excursion and launch guards); 0 of the 521 healthy generated runs before them.
     The frozen term and the epoch means: 0 of the 179 healthy runs of the fifteen labelled sets. At chance over most
     of the run (`_chance_most`): 0 of the 252 healthy runs of the nineteen label files.
+    A round loss beside a pinned term or score (`pinned_beside`): 0 of the 40 healthy runs of the three shared sets
+    and 0 of the 191 healthy restored runs (set12-set17); 0 new claims on the 171 unlabelled wild runs.
     A short log held within 1% (`_held_short`): max |y - y0| / |y0| on the 154 healthy runs with a loss (set8-10, the
     three shared sets): lowest 0.19% (a 4-point excerpt, `unseen_start` keeps it), then 1.7%, 2.3%, 3.8%; 0 claims.
     Within-noise rules are silent on an excerpt from well into training, LR logged or not (`unseen_start`; on a
@@ -479,10 +482,12 @@ class FlatLoss:
         if "zero_points" in ev:
             return (f"{what} is exactly 0.0 at {ev['zero_points']} of its {ev['points']} points (steps {steps[0]}-"
                     f"{steps[-1]}, to the end) and "
-                    + (f"fell to it in one record from {ev['dropped_from']:.3g}" if "dropped_from" in ev
+                    + (f"fell to it in one record from {shortest(ev['dropped_from'])}" if "dropped_from" in ev
                        else f"never above {ev['max_value']:.3g} from its first record") + ": there is "
                     "nothing to learn from (an empty or degenerate loss: targets the model is given, outputs saturated "
-                    "at once), not convergence")
+                    "at once), not convergence"
+                    + ("; or every step's loss was non-finite and the logger dropped them (HF's Trainer logs 0.0 "
+                       "then): log the gradient norm to tell" if "dropped_from" in ev else ""))
         if "val_zero_points" in ev:
             acc = ev["accuracy_median"]
             at = (f"at its one point (step {steps[0]})" if ev["points"] == 1 else
@@ -505,9 +510,14 @@ class FlatLoss:
                     f"empty or replaced loss, or a model whose output no longer depends on its input, not convergence")
         if "constant_value" in ev:
             v = ev["constant_value"]
-            return (f"{what} is exactly {shortest(v)} at every one of its {ev['points']} points (steps {steps[0]}-{steps[-1]}): "
+            return (f"{what} is exactly {shortest(v)} at every one of its {ev['points']} points (steps {steps[0]}-{steps[-1]})"
+                    + (" and " if "pinned_beside" in ev else ": ")
                     + ("nothing was trained, or the loss was never computed (an empty loop, a placeholder)"
-                       if v == 0 else "an empty or replaced loss (a constant, a placeholder), not convergence")
+                       if v == 0 else
+                       f"{ev['pinned_beside']} is exactly {shortest(ev['pinned_beside_value'])} on the same records: "
+                       f"the model's outputs never change (a loss at its bound, a dice loss of 1: nothing predicted, "
+                       f"or targets it never sees), not convergence" if "pinned_beside" in ev else
+                       "an empty or replaced loss (a constant, a placeholder), not convergence")
                     + (f"; the validation loss falls ({ev['val_first']:.4g} → {ev['val_last']:.4g}), so the model "
                        f"trains and the logged training loss is what is empty" if "val_first" in ev else ""))
         if "small_fall" in ev:
@@ -622,17 +632,41 @@ class FlatLoss:
             if ev["max_value"] > self.zero_ceiling:
                 ev["dropped_from"] = float(y[np.flatnonzero(y != 0)[-1]])
             return ev
+        beside = None
         if y[0] != 0 and significant_digits(float(y[0])) < self.min_digits:
-            return None  # a round constant (1.0, 0.25) on a few lines is as likely a setting read as a loss
+            beside = self.pinned_beside(run) if np.all(y == y[0]) else None
+            if beside is None:
+                return None  # a round constant (1.0, 0.25) on a few lines is as likely a setting read as a loss
         if y[0] == 0 and any(run.has(r) and not np.all(np.isfinite(run.arrays(r)[1])) for r in ("grad_norm", "val_loss")):
             return None
         v = float(y[0])
         ev = {"first_level": v, "last_level": v, "relative_change": 0.0, "constant_value": v, "points": int(y.size)}
+        if beside is not None:
+            ev |= {"pinned_beside": beside[0], "pinned_beside_value": beside[1]}
         if not np.all(y == y[0]):  # identical to the printer's leading digits, not to the last one
             lo, hi = float(np.min(y)), float(np.max(y))
             ev |= {"last_level": float(y[-1]), "relative_change": (float(y[-1]) - v) / abs(v), "identical_low": lo,
                    "identical_high": hi, "identical_spread": (hi - lo) / abs(float(np.median(y)))}
         return ev
+
+    def pinned_beside(self, run: Run) -> tuple[str, float] | None:
+        """(name, value) of another series the loss's own records print, a term of the loss or a score (an accuracy,
+        an IoU: `_held_out_scores`), exactly one value on every one of those records, `constant_points` at least; else
+        None. A round loss (1.0, a dice loss at its ceiling) repeated on its own may be a setting read as a loss;
+        repeated on progress lines whose other quantities are pinned too, the model's outputs do not change (a dice
+        loss of 1 beside an IoU of 0.5: every pixel predicted background)."""
+        if not run.has("loss"):
+            return None  # a validation loss judged alone (`_validation_alone`): no training records to pin beside
+        name = run.pick("loss")
+        steps = finite_part(*run.arrays("loss"))[0]
+        others = [n for n in (run.all_of("train_loss") + run.all_of("accuracy") + self._held_out_scores(run))
+                  if n != name and run.format_of(n) == run.format_of(name)]
+        for other in dict.fromkeys(others):
+            f = run.series_named(other)
+            at = f.filter(f["step"].is_in(steps.tolist()))["value"].fill_null(np.nan).to_numpy()
+            if at.size >= self.constant_points and at.size == steps.size and np.all(at == at[0]):
+                return other, float(at[0])
+        return None
 
     def identical(self, y: np.ndarray) -> bool:
         """Whether every value lies within `identical_tol` of their median, a non-zero one: the loss agrees with itself
