@@ -182,6 +182,7 @@ class Divergence:
     tiny_rise: float = 0.05  # after a fall of decades, a rise under 5% of the first value is no divergence
     # (pool: 2 false claims, ×3.8 and ×8 over a minimum near 0, at 2% and 0.3%; the nearest hit at 91%)
     lucky_reach: float = 1.0  # a dip and an end within this × σ·√(2 ln n) of the opening level (`_lucky_dip`)
+    into_nan_moves: float = 2.0  # a rise into a NaN spans 2 typical point-to-point moves or more (`_rises_into_nan`)
 
     def unavailable(self, run: Run) -> str | None:
         if not run.has("loss"):
@@ -340,8 +341,9 @@ class Divergence:
         # minimum of n such points sits σ·√(2 ln n) below their level).
         clear = (self._stands_out(after, lo, final, self.spread_sigmas) if n > self.short_max
                  else self._stands_out(after, lo, final))
+        into_nan = nan_follows and self._rises_into_nan(after, lo, final)
         significant = trend.z > 0 and ((trend.p < self.p and after.size >= self.min_points_after and clear)
-                                       or (grows and (nan_follows or ends_blown or self._stays_up(after, lo, final))))
+                                       or (grows and (into_nan or ends_blown or self._stays_up(after, lo, final))))
         w = max(3, int(n * self.smooth)) // 2
         at_min = y[max(0, imin - w): imin + w + 1]  # the points the smoothed minimum is the median of
         shift = stats.mann_whitney(at_min, y[-tail_n:])
@@ -978,6 +980,13 @@ class Divergence:
         else:
             rise, sigma = final - lo, stats.noise(after)
         return not math.isfinite(sigma) or rise >= sigmas * sigma
+
+    def _rises_into_nan(self, after: np.ndarray, lo: float, final: float) -> bool:
+        """The rise before a NaN is one: at least `into_nan_moves` × the typical move between the points after the
+        minimum (the median |difference|). A loss that swings ±10% from record to record and then turns inf has no
+        rise of its own; its NaN is nan_loss's story, not a divergence beside it."""
+        moves = np.abs(np.diff(after))
+        return moves.size == 0 or final - lo >= self.into_nan_moves * float(np.median(moves))
 
     def _witness(self, run: Run, onset: int, after: np.ndarray, lo: float, final: float) -> dict | None:
         """A second, independent curve that shows the rise: the validation loss stands `witness_growth` × above
