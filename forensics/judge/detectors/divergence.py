@@ -14,7 +14,7 @@ import polars as pl
 from forensics.judge import stats
 from forensics.judge.detectors.adversarial import discriminator_wins
 from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, finite_part, gan_pair, level_of, point,
-                                            reinforcement_learning, src, too_short)
+                                            reinforcement_learning, saturates_at_one, src, too_short)
 from forensics.judge.detectors.masked_nonfinite import zeroed
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
@@ -96,6 +96,8 @@ class Divergence:
     dip, the "rise" is the floor's own scatter (the validation rise is overfitting's).
     A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
     A logged 0.0 that hides a NaN (`masked_nonfinite.zeroed`) is read as that NaN: a blow-up before it ends in it.
+    A rise into a NaN spans `into_nan_moves` typical moves (`_rises_into_nan`); a swing within the noise is nan_loss's.
+    None on a "loss" that saturates at 1 like a score (`base.saturates_at_one`: an MRR column headed "loss").
     A warning, not critical, where an accuracy improves across the rise (`_contradicted`): the objective grew, the
     model did not get worse.
     Launches appended to one log are judged one by one (`base.by_launch`).
@@ -217,6 +219,8 @@ class Divergence:
             return
         all_steps, all_values = _unmasked(run)  # read once: the hidden-NaN test reads three series
         steps, y, nan_follows = self._alive(all_steps, all_values)
+        if not nan_follows and saturates_at_one(y):
+            return  # a score's learning curve under a loss's name: higher is better, its rise is the model learning
         dies = nan_follows and not np.any(np.isfinite(all_values[steps.size:]))  # non-finite to the end
         n = y.size
         if n >= self.min_points and float(np.min(y)) > self.blown_level and self._blown_shows(run, steps, y, nan_follows):
