@@ -1047,7 +1047,7 @@ def test_a_converged_loss_wandering_over_a_minimum_near_zero_is_no_divergence(tm
 
 
 # A BasicSR-style logger's lines (an event-guided deblurring fine-tune whose loss is minus the PSNR), as printed:
-# github.com/AHupuJR/EFNet issue thread; the 24-minute validation between iterations 152 and 153 left out.
+# github.com/AHupuJR/EFNet/issues/12; the 24-minute validation between iterations 152 and 153 left out.
 PSNR_LOSS_INTO_INF = """\
 2023-06-16 21:58:43,765 INFO: [debug..][epoch:  0, iter:     151, lr:(2.000e-04,2.000e-05,)] [eta: 395 days, 5:42:49, time (data): 0.489 (0.001)] l_pix: -3.0743e+01 
 2023-06-16 21:58:44,519 INFO: [debug..][epoch:  0, iter:     152, lr:(2.000e-04,2.000e-05,)] [eta: 392 days, 15:56:30, time (data): 0.482 (0.001)] l_pix: -2.8084e+01 
@@ -1073,7 +1073,7 @@ def test_a_loss_that_swings_within_its_noise_and_then_turns_inf_is_nan_loss_alon
     assert f.evidence["ends_nonfinite"] and f.evidence["min_level"] == np.float32(-30.743)
 
 
-# A knowledge-graph embedding trainer's epoch table as printed (github.com/facebookresearch/kbc issue thread): the
+# A knowledge-graph embedding trainer's epoch table as printed (github.com/facebookresearch/kbc/issues/10): the
 # column headed "Train(loss)" holds the training set's MRR, beside the validation and test MRR.
 SCORE_UNDER_A_LOSS_HEADER = """\
 Epoch	Train(loss)	Valid(MRR)	Test(MRR)
