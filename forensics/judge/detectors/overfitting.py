@@ -68,7 +68,8 @@ class Overfitting:
     False alarms: 0 of the 153 healthy real runs it checks in the pool of 978 labelled real runs (27 label files;
     benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md); 1 of corpus/'s
     55 generated healthy holdout runs; 0 of the 81 healthy runs of set8-set11 and the shared sets it judges with the
-    turn left out of `_every`'s noise and the U read from its peak (0 before).
+    turn left out of `_every`'s noise and the U read from its peak (0 before). The memorised gap (`_gap`): 0 of the
+    40 healthy shared runs and of the 99 healthy runs of set14/16/17 (2 shared ones before its share and score gates).
     """
 
     kind: ClassVar[str] = "overfitting"

@@ -70,7 +70,8 @@ class ResumedRun:
     False alarms: 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence; benchmarks/calibrate.py);
     0 of the 316 healthy runs it could check of the 849 pooled real runs, each field swept alone. The clock (tenth),
     the counter carried on (ninth's `_passes_carried_on`) and the two session-13 phrases: 0 new claims on the 214
-    healthy runs of set8-set11 and the shared sets (docs/engine.md).
+    healthy runs of set8-set11 and the shared sets (docs/engine.md). `max_drop`/`drop_sigmas` only remove claims:
+    1 false one of set17 gone, no hit lost on the three shared sets and set14/16/17.
     """
 
     kind: ClassVar[str] = "resumed_run"
