@@ -1044,3 +1044,88 @@ def test_a_converged_loss_wandering_over_a_minimum_near_zero_is_no_divergence(tm
     assert list(Divergence().check(run)) == []
     [f] = Divergence(tiny_rise=0.0).check(run)
     assert f.evidence["final_level"] / f.evidence["min_level"] > 5
+
+
+# A BasicSR-style logger's lines (an event-guided deblurring fine-tune whose loss is minus the PSNR), as printed:
+# github.com/AHupuJR/EFNet/issues/12; the 24-minute validation between iterations 152 and 153 left out.
+PSNR_LOSS_INTO_INF = """\
+2023-06-16 21:58:43,765 INFO: [debug..][epoch:  0, iter:     151, lr:(2.000e-04,2.000e-05,)] [eta: 395 days, 5:42:49, time (data): 0.489 (0.001)] l_pix: -3.0743e+01 
+2023-06-16 21:58:44,519 INFO: [debug..][epoch:  0, iter:     152, lr:(2.000e-04,2.000e-05,)] [eta: 392 days, 15:56:30, time (data): 0.482 (0.001)] l_pix: -2.8084e+01 
+2023-06-16 22:22:48,546 INFO: [debug..][epoch:  0, iter:     153, lr:(2.000e-04,2.000e-05,)] [eta: 411 days, 19:13:58, time (data): 0.490 (0.001)] l_pix: -3.0197e+01 
+2023-06-16 22:22:49,036 INFO: [debug..][epoch:  0, iter:     154, lr:(2.000e-04,2.000e-05,)] [eta: 409 days, 3:35:46, time (data): 0.489 (0.001)] l_pix: -2.7506e+01 
+2023-06-16 22:22:49,505 INFO: [debug..][epoch:  0, iter:     155, lr:(2.000e-04,2.000e-05,)] [eta: 406 days, 12:46:06, time (data): 0.470 (0.001)] l_pix: inf 
+2023-06-16 22:22:49,988 INFO: [debug..][epoch:  0, iter:     156, lr:(2.000e-04,2.000e-05,)] [eta: 403 days, 22:44:43, time (data): 0.482 (0.002)] l_pix: nan 
+"""
+
+
+def test_a_loss_that_swings_within_its_noise_and_then_turns_inf_is_nan_loss_alone(tmp_path):
+    """A loss alternating ±10% from record to record (-30.7, -28.1, -30.2, -27.5) that then turns inf and NaN: no
+    rise of its own stands before the NaN (it spans one typical move), so the NaN is nan_loss's finding alone. The
+    same records climbing at each step into the NaN stay a divergence."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text(PSNR_LOSS_INTO_INF)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert list(Divergence().check(run)) == []
+    climbing = PSNR_LOSS_INTO_INF.replace("-3.0197e+01", "-2.6197e+01").replace("-2.7506e+01", "-2.2506e+01")
+    (root / "train.log").write_text(climbing)
+    [f] = Divergence().check(load_run(root, tmp_path / "g.duckdb"))
+    assert f.evidence["ends_nonfinite"] and f.evidence["min_level"] == np.float32(-30.743)
+
+
+# A knowledge-graph embedding trainer's epoch table as printed (github.com/facebookresearch/kbc/issues/10): the
+# column headed "Train(loss)" holds the training set's MRR, beside the validation and test MRR.
+SCORE_UNDER_A_LOSS_HEADER = """\
+Epoch	Train(loss)	Valid(MRR)	Test(MRR)
+0	0.28557111	0.21563877	0.21695131
+1	0.51367164	0.34545964	0.34569839
+2	0.71805871	0.48132567	0.47928540
+3	0.82222313	0.56841329	0.56578165
+4	0.88000029	0.62548071	0.62345359
+5	0.91472250	0.66596788	0.66418925
+6	0.93698156	0.69591397	0.69439766
+7	0.95358196	0.71943289	0.71805435
+8	0.96355888	0.73751086	0.73588541
+9	0.97203004	0.75185460	0.75069633
+10	0.97879598	0.76432011	0.76255512
+11	0.98380214	0.77389356	0.77257067
+12	0.98672199	0.78240332	0.78084379
+13	0.98983303	0.78926352	0.78804612
+14	0.99128643	0.79544601	0.79427382
+15	0.99359611	0.80076903	0.79957074
+16	0.99423641	0.80527973	0.80403480
+17	0.99501967	0.80940974	0.80801624
+18	0.99618039	0.81269062	0.81145489
+19	0.99689016	0.81547362	0.81428304
+20	0.99707615	0.81818026	0.81722468
+21	0.99751508	0.82045570	0.81961802
+22	0.99799338	0.82271165	0.82185829
+23	0.99809900	0.82455397	0.82380486
+24	0.99842545	0.82617694	0.82553080
+25	0.99881667	0.82775342	0.82701689
+26	0.99896574	0.82907116	0.82846227
+27	0.99898544	0.83034629	0.82978585
+28	0.99923363	0.83151683	0.83103910
+29	0.99919987	0.83264852	0.83193302
+30	0.99923709	0.83367193	0.83296466
+31	0.99939093	0.83448964	0.83397171
+32	0.99949011	0.83532438	0.83483064
+33	0.99951237	0.83608401	0.83568957
+34	0.99949709	0.83680180	0.83645040
+"""
+
+
+def test_a_score_that_saturates_at_one_under_a_loss_header_is_no_divergence(tmp_path):
+    """A "loss" within [0, 1] that rises at nearly every epoch, ever more slowly, closing 99.9% of its distance to 1
+    (0.2856 -> 0.9995) is a score's learning curve: the model improving, not a loss climbing. The same values turned
+    into an accelerating climb away from a floor (a loss that gets worse ever faster) stay a divergence."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "log.txt").write_text(SCORE_UNDER_A_LOSS_HEADER)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.has("loss") and list(Divergence().check(run)) == []
+    values = np.array([float(r.split()[1]) for r in SCORE_UNDER_A_LOSS_HEADER.splitlines()[1:]])
+    climbing = 1.2856 - values[::-1]  # the same steps, the large ones last: an acceleration, not a saturation
+    steps = np.arange(values.size)
+    [f] = Divergence().check(load_run(write_tb(tmp_path / "c", {"loss": (steps, climbing)}), tmp_path / "c.duckdb"))
+    assert f.severity == "critical"

@@ -258,3 +258,37 @@ def test_nonfinite_blips_of_a_loss_that_ends_non_finite_are_the_nan_not_spikes(t
     back[[30, 34]] = np.nan
     again = load_run(write_tb(tmp_path / "b", {"loss": (steps, back)}), tmp_path / "g.duckdb")
     assert [f.step for f in LossSpike().check(again)] == [30, 34]
+
+
+# The first ten epochs of a history.csv written by pandas' DataFrame.to_csv (github.com/Maggiebat/
+# Network-Intrusion-Detection-CNN@b68e715, results/history.csv).
+SPIKE_AT_THE_SECOND_EPOCH = """\
+epoch,train_loss,val_loss,val_f1,val_auc,best_auc
+1,0.06888123295663937,0.008611397712830773,0.9974414530256492,0.9998334862739439,0.9998334862739439
+2,1.2098922375991406,0.0738656189924256,0.9740485423848562,0.9958172519646806,0.9998334862739439
+3,0.07615320161266811,0.04369471070528082,0.983916533401189,0.998127422081958,0.9998334862739439
+4,0.10847937437043492,0.04721317285335248,0.9868562434290123,0.9982567079227923,0.9998334862739439
+5,0.07774187514864672,0.08269514659990057,0.9866979147369472,0.9975643899090954,0.9998334862739439
+6,0.056737720760386946,0.17106925300818016,0.9829473354721342,0.9966385874377929,0.9998334862739439
+7,0.06382782808128018,0.035316943398629355,0.9914242254840773,0.9990640153372271,0.9998334862739439
+8,0.05781542171120177,0.026152781754036132,0.9939599882157816,0.9993358113824232,0.9998334862739439
+9,0.03875152688353226,0.027417734352169137,0.9909234367020152,0.9993025132480108,0.9998334862739439
+10,0.028883183582255036,0.046521865730810456,0.9804214830327462,0.9990413383423224,0.9998334862739439
+"""
+
+
+def test_a_second_record_x17_its_one_predecessor_and_its_successors_is_a_spike(tmp_path):
+    """The loss jumps 0.069 -> 1.21 -> 0.076 at the log's second record: ×17 the record before it and ×16 the median
+    of its neighbours, back at once. The second record has one predecessor; as far above it as above the records
+    after, it is a spike, not the untrained level. A high first record falling to the rest is none."""
+    root = tmp_path / "r"
+    (root / "results").mkdir(parents=True)
+    (root / "results" / "history.csv").write_text(SPIKE_AT_THE_SECOND_EPOCH)
+    [f] = [f for f in LossSpike().check(load_run(root, tmp_path / "f.duckdb"))]
+    assert f.evidence["value"] == 1.2098922375991406 and f.evidence["glaring"]
+    lines = SPIKE_AT_THE_SECOND_EPOCH.splitlines()
+    first_high = "\n".join([lines[0], lines[2].replace("2,", "1,", 1), lines[1].replace("1,", "2,", 1), *lines[3:]])
+    other = tmp_path / "o"
+    (other / "results").mkdir(parents=True)
+    (other / "results" / "history.csv").write_text(first_high + "\n")
+    assert list(LossSpike().check(load_run(other, tmp_path / "o.duckdb"))) == []

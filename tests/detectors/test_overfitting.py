@@ -251,7 +251,8 @@ def test_a_rise_at_every_evaluation_beside_a_training_loss_at_its_floor_is_overf
     run = load_run(write_tb(tmp_path / "r", {"train/loss": (ts, train), "val/loss": (vs, val)}), tmp_path / "f.duckdb")
     [f] = Overfitting().check(run)
     assert f.step == 100 and f.evidence["val_rise_relative"] > 0.2
-    assert list(Overfitting(memorised=0.0).check(run)) == []  # read as training standing still, it was a mismatch
+    assert list(Overfitting(memorised=0.0, gap_ratio=np.inf).check(run)) == []  # read as training standing still,
+    # it was a mismatch (the memorised gap, `_gap`, off too: it reads the same fall as memorisation)
 
 
 def _lora(tmp_path, name: str, evals: list[float]):
@@ -605,3 +606,55 @@ def test_an_earlier_launch_that_overfits_is_read_where_the_last_shows_no_turn(tm
     [f] = Overfitting().check(run)
     assert f.evidence["launch"] == 1 and f.evidence["launches"] == 2
     assert f.evidence["val_min"] == 1.5155648569266 and "launch 1 of 2" in f.summary
+
+
+# An Ultralytics classifier's results.csv as written (github.com/5PCD3/Weather-Prediction-Using-YOLOV8@90fc693,
+# runs/classify/train/results.csv).
+MEMORISED_BESIDE_A_FLAT_VALIDATION = """\
+                  epoch,             train/loss,  metrics/accuracy_top1,  metrics/accuracy_top5,               val/loss,                 lr/pg0,                 lr/pg1,                 lr/pg2
+                      1,                 1.1726,                0.77358,                      1,                 1.1014,             0.00023359,             0.00023359,             0.00023359
+                      2,                 0.3397,                0.94717,                      1,                0.84484,             0.00044825,             0.00044825,             0.00044825
+                      3,                 0.1254,                0.97736,                      1,                0.79245,             0.00063934,             0.00063934,             0.00063934
+                      4,                 0.0859,                0.96604,                      1,                0.81121,             0.00060797,             0.00060797,             0.00060797
+                      5,                0.04208,                0.95472,                      1,                0.80059,             0.00060797,             0.00060797,             0.00060797
+                      6,                0.06284,                0.97358,                      1,                0.78648,             0.00057263,             0.00057263,             0.00057263
+                      7,                0.02983,                0.95472,                      1,                0.80053,             0.00053728,             0.00053728,             0.00053728
+                      8,                0.05469,                0.96226,                      1,                0.79828,             0.00050194,             0.00050194,             0.00050194
+                      9,                0.05127,                0.96604,                      1,                0.78649,              0.0004666,              0.0004666,              0.0004666
+                     10,                0.02771,                0.96226,                      1,                0.79349,             0.00043126,             0.00043126,             0.00043126
+                     11,                0.02395,                0.95849,                      1,                0.79484,             0.00039591,             0.00039591,             0.00039591
+                     12,                0.02575,                0.94717,                      1,                0.79144,             0.00036057,             0.00036057,             0.00036057
+                     13,                0.02356,                0.95472,                      1,                 0.7972,             0.00032523,             0.00032523,             0.00032523
+                     14,                0.01205,                0.95849,                      1,                0.79217,             0.00028988,             0.00028988,             0.00028988
+                     15,                0.02239,                0.96226,                      1,                0.78524,             0.00025454,             0.00025454,             0.00025454
+                     16,                 0.0135,                0.95849,                      1,                0.78568,              0.0002192,              0.0002192,              0.0002192
+                     17,                0.00614,                0.96604,                      1,                0.78591,             0.00018385,             0.00018385,             0.00018385
+                     18,                0.00678,                0.96604,                      1,                0.78237,             0.00014851,             0.00014851,             0.00014851
+                     19,                0.00795,                0.96604,                      1,                0.78316,             0.00011317,             0.00011317,             0.00011317
+                     20,                0.01334,                0.96226,                      1,                0.79244,             7.7826e-05,             7.7826e-05,             7.7826e-05
+"""
+
+
+def test_a_training_loss_that_falls_tenfold_under_a_flat_validation_loss_is_overfitting(tmp_path):
+    """Validation stops improving at its third evaluation (0.792; none after it is 5% better) while training falls
+    0.125 -> 0.013 and ends ×59 under it: no rise places a crossover, but the model learns its training set by heart.
+    The same file whose training loss only halves over those epochs is silent."""
+    import csv
+
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "results.csv").write_text(MEMORISED_BESIDE_A_FLAT_VALIDATION)
+    [f] = Overfitting().check(load_run(root, tmp_path / "f.duckdb"))
+    assert f.evidence["val_at_crossover"] == 0.79245 and f.evidence["gap_ratio_min"] > 10 and f.evidence["train_fall_factor"] > 3
+    rows = list(csv.DictReader(MEMORISED_BESIDE_A_FLAT_VALIDATION.splitlines(), skipinitialspace=True))
+    names = [n.strip() for n in rows[0]]
+    halved = tmp_path / "h"
+    halved.mkdir()
+    with open(halved / "results.csv", "w", newline="") as out:
+        w = csv.DictWriter(out, fieldnames=names)
+        w.writeheader()
+        for i, r in enumerate(rows):
+            r = {k.strip(): v.strip() for k, v in r.items()}
+            r["train/loss"] = f"{0.2 - 0.005 * i:.4f}" if i >= 2 else r["train/loss"]
+            w.writerow(r)
+    assert list(Overfitting().check(load_run(halved, tmp_path / "h.duckdb"))) == []

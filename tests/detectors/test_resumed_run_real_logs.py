@@ -560,3 +560,126 @@ MINDYOLO_STEP_TIMES = """\
 
 def test_a_step_time_a_hair_under_the_one_before_is_no_clock_starting_again(tmp_path):
     assert list(ResumedRun().check(_run(tmp_path, "train.log", MINDYOLO_STEP_TIMES))) == []
+
+
+# A SeqGAN trainer's log as printed (github.com/X-czh/SeqGAN-PyTorch@e53b9b2, experiment.log): the
+# generator's MLE pre-training (G-Steps 0-17), then the discriminator's pre-training, whose epoch counter starts again.
+GENERATOR_THEN_DISCRIMINATOR = """\
+G-Step 0
+Epoch 0, train loss: 1.95778
+eval loss: 3.18820
+
+G-Step 1
+Epoch 0, train loss: 1.50074
+eval loss: 2.57729
+
+G-Step 2
+Epoch 0, train loss: 1.35728
+eval loss: 2.26309
+
+G-Step 3
+Epoch 0, train loss: 1.28384
+eval loss: 2.12456
+
+G-Step 4
+Epoch 0, train loss: 1.24565
+eval loss: 2.01085
+
+G-Step 5
+Epoch 0, train loss: 1.21686
+eval loss: 1.86459
+
+G-Step 6
+Epoch 0, train loss: 1.18300
+eval loss: 1.80417
+
+G-Step 7
+Epoch 0, train loss: 1.15361
+eval loss: 1.70990
+
+G-Step 8
+Epoch 0, train loss: 1.12995
+eval loss: 1.63818
+
+G-Step 9
+Epoch 0, train loss: 1.10801
+eval loss: 1.60416
+
+G-Step 10
+Epoch 0, train loss: 1.09192
+eval loss: 1.54670
+
+G-Step 11
+Epoch 0, train loss: 1.07958
+eval loss: 1.53503
+
+G-Step 12
+Epoch 0, train loss: 1.06872
+eval loss: 1.48851
+
+G-Step 13
+Epoch 0, train loss: 1.06266
+eval loss: 1.49841
+
+G-Step 14
+Epoch 0, train loss: 1.05296
+eval loss: 1.42393
+
+G-Step 15
+Epoch 0, train loss: 1.04644
+eval loss: 1.42307
+
+G-Step 16
+Epoch 0, train loss: 1.04078
+eval loss: 1.47327
+
+G-Step 17
+Epoch 0, train loss: 1.03412
+eval loss: 1.45094
+
+#####################################################
+
+
+#####################################################
+Start pre-training discriminator...
+#####################################################
+
+D-Step 0
+Epoch 0, train loss: 0.70015, train acc: 0.507
+Epoch 1, train loss: 0.69971, train acc: 0.508
+Epoch 2, train loss: 0.69748, train acc: 0.511
+eval loss: 0.69997, eval acc: 0.498
+
+D-Step 1
+Epoch 0, train loss: 0.69881, train acc: 0.508
+Epoch 1, train loss: 0.69754, train acc: 0.512
+Epoch 2, train loss: 0.69720, train acc: 0.513
+eval loss: 0.69818, eval acc: 0.510
+
+D-Step 2
+Epoch 0, train loss: 0.69719, train acc: 0.512
+Epoch 1, train loss: 0.69603, train acc: 0.519
+Epoch 2, train loss: 0.69635, train acc: 0.512
+eval loss: 0.69664, eval acc: 0.512
+
+D-Step 3
+Epoch 0, train loss: 0.69465, train acc: 0.515
+Epoch 1, train loss: 0.69580, train acc: 0.513
+Epoch 2, train loss: 0.69621, train acc: 0.508
+eval loss: 0.69404, eval acc: 0.516
+
+"""
+
+
+def test_a_new_phase_whose_loss_opens_far_under_where_the_last_ended_is_no_resume(tmp_path):
+    """A counter that starts again over a loss that opens at 0.70 (a discriminator at chance, ln 2) where the
+    generator's had fallen to 1.01 with a point noise of 0.002: a drop of a hundred sigmas and more than a third of
+    the fall is another model's loss in a new phase, not the generator's curve carried on from a checkpoint. Let
+    through (`max_drop` and `drop_sigmas` off), the same log reads as a resume."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "experiment.log").write_text(GENERATOR_THEN_DISCRIMINATOR)
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert list(ResumedRun().check(run)) == []
+    [f] = ResumedRun(max_drop=1e9, drop_sigmas=1e9).check(run)
+    assert f.evidence["next_opened"] < 0.71 < 1.0 < f.evidence["launch_closed"]

@@ -687,3 +687,43 @@ def test_an_epoch_counter_that_skips_37_epochs_is_a_gap_of_the_log_not_a_stall(t
     got = ThroughputDrop()._per_step(run)
     assert got is not None and got.span.max() == 1 and float(np.max(got.seconds)) < 200
     assert list(ThroughputDrop().check(run)) == []
+
+
+# RecBole's logger as printed (github.com/nuster1128/RecBole-MetaRec/issues/6): each epoch's training line and its
+# evaluation line both carry a `time:`.
+TRAINING_AND_EVALUATING_TIMES = """\
+27 Nov 14:49    INFO  epoch 0 training [time: 24.48s, train loss: 1.3043]
+27 Nov 14:49    INFO  epoch 0 evaluating [time: 0.07s, valid_score: 0.428900]
+27 Nov 14:49    INFO  valid result: 
+auc : 0.4289
+27 Nov 14:49    INFO  Saving current: saved\MWUF-Nov-27-2022_14-49-09.pth
+27 Nov 14:49    INFO  epoch 1 training [time: 1.82s, train loss: 1.3043]
+27 Nov 14:49    INFO  epoch 1 evaluating [time: 0.07s, valid_score: 0.428900]
+27 Nov 14:49    INFO  valid result: 
+auc : 0.4289
+27 Nov 14:49    INFO  Saving current: saved\MWUF-Nov-27-2022_14-49-09.pth
+27 Nov 14:49    INFO  epoch 2 training [time: 1.96s, train loss: 1.3043]
+27 Nov 14:49    INFO  epoch 2 evaluating [time: 0.07s, valid_score: 0.428900]
+27 Nov 14:49    INFO  valid result: 
+auc : 0.4289
+27 Nov 14:49    INFO  Saving current: saved\MWUF-Nov-27-2022_14-49-09.pth
+27 Nov 14:49    INFO  epoch 3 training [time: 1.81s, train loss: 1.3043]
+27 Nov 14:49    INFO  epoch 3 evaluating [time: 0.07s, valid_score: 0.428900]
+27 Nov 14:49    INFO  valid result: 
+auc : 0.4289
+27 Nov 14:49    INFO  Saving current: saved\MWUF-Nov-27-2022_14-49-09.pth
+27 Nov 14:49    INFO  epoch 4 training [time: 1.82s, train loss: 1.3043]
+27 Nov 14:49    INFO  epoch 4 evaluating [time: 0.06s, valid_score: 0.428900]
+27 Nov 14:49    INFO  valid result: 
+auc : 0.4289
+"""
+
+
+def test_evaluation_times_printed_beside_training_times_are_no_stalls(tmp_path):
+    """`epoch N training [time: 1.82s, ...]` and `epoch N evaluating [time: 0.07s, ...]`: one name, two phases, ×25
+    apart at every other record. The training records' own times (1.81-1.96 s after a 24 s first epoch) are steady:
+    no throughput_drop (read as one series, 4 of 9 intervals ran ×28 the median)."""
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "log.txt").write_text(TRAINING_AND_EVALUATING_TIMES)
+    assert list(ThroughputDrop().check(load_run(root, tmp_path / "f.duckdb"))) == []

@@ -258,6 +258,24 @@ def held_out_score(run: Run) -> str | None:
     return min(found)[2] if found else None
 
 
+def saturates_at_one(values: np.ndarray, closed: float = 0.9, tau: float = 0.8, points: int = 8) -> bool:
+    """Whether a curve rises the way a score does (an accuracy, a ranking metric such as MRR or Hits@k, an AUC):
+    every value within [0, 1], rising nearly at every record (Kendall's tau `tau` or more, from `points` records),
+    closing `closed` of its first distance to 1 by its end (the median of its last three), and more in its first
+    half than in its second (a saturating approach, not an acceleration). A loss that climbs does so away from its
+    floor and faster as it goes; one that creeps up to exactly 1 ever more slowly is a score printed under a loss's
+    name (a table whose header calls its training metric "loss"), to be judged as higher-is-better, if at all."""
+    y = np.asarray(values, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size < points or not (np.all(y >= 0) and np.all(y <= 1)) or y[0] >= 1:
+        return False
+    end = float(np.median(y[-3:]))
+    half = y.size // 2
+    if 1 - end > (1 - closed) * (1 - float(y[0])) or not y[half] - y[0] > y[-1] - y[half]:
+        return False
+    return stats.mann_kendall(y).tau >= tau
+
+
 def loss_falls(run: Run, share: float, until: float, since: float | None = None,
                start_points: int = stats.START_POINTS) -> bool:
     """Whether the training loss falls by `share` or more of its first level between steps `since` and `until`

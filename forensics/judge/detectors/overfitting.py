@@ -11,7 +11,9 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, by_launch, finite_part, level_of, point, src, too_short
+from forensics.judge.numbers import ratio
+from forensics.judge.detectors.base import (SHAPE, by_launch, finite_part, held_out_score, level_of, point, src,
+                                            too_short)
 from forensics.judge.detectors.val_noise import ValNoise
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
@@ -66,7 +68,8 @@ class Overfitting:
     False alarms: 0 of the 153 healthy real runs it checks in the pool of 978 labelled real runs (27 label files;
     benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md); 1 of corpus/'s
     55 generated healthy holdout runs; 0 of the 81 healthy runs of set8-set11 and the shared sets it judges with the
-    turn left out of `_every`'s noise and the U read from its peak (0 before).
+    turn left out of `_every`'s noise and the U read from its peak (0 before). The memorised gap (`_gap`): 0 of the
+    40 healthy shared runs and of the 99 healthy runs of set14/16/17 (2 shared ones before its share and score gates).
     """
 
     kind: ClassVar[str] = "overfitting"
@@ -119,6 +122,11 @@ class Overfitting:
     val_only_rise: float = 0.2  # ... then a rise of 20% of it, ...
     val_only_share: float = 1 / 3  # ... over a third of the evaluations or more, ...
     val_only_tau: float = 0.6  # ... ordered upward (Kendall's tau)
+    gap_flat: float = 0.05  # the memorised gap (`_gap`): validation never again 5% better than an evaluation ...
+    gap_after: int = 3  # ... with 3 evaluations or more after it, ...
+    gap_train_fall: float = 3.0  # ... over which training falls ×3 or more, ...
+    gap_ratio: float = 10.0  # ... ending ×10 under validation at each of the last `gap_after` evaluations, ...
+    gap_val_share: float = 0.2  # ... validation stalled at a fifth of the first training loss (untrained) or more
     val_noise: ValNoise = ValNoise()  # val_noise's bar for a noisier validation curve, as this analysis sets it
     # The launch read: None for the last one appended to the log (`_last_launch`); (first step, next launch's first
     # step) for an earlier one, which `check` reads when the last says nothing (`_earlier_launches`).
@@ -174,7 +182,7 @@ class Overfitting:
 
     def _routes(self, run: Run) -> list[Finding]:
         found = list(self._narrow(run))
-        for route in (self._wide, self._every, self._first, self._scatter):
+        for route in (self._wide, self._every, self._first, self._scatter, self._gap):
             if not found:
                 found = [f for f in [route(run)] if f is not None]
         return found
@@ -253,6 +261,53 @@ class Overfitting:
                                    f"(+{rel:.1%}, {(final - lo) / sigma:.0f}× its point scatter there), while the "
                                    f"training loss's medians between evaluations fall {t0:.4g} → {t1:.4g} and the gap "
                                    f"widens {gap0:.3g} → {gap1:.3g}"))
+
+    def _gap(self, run: Run) -> Finding | None:
+        """Memorisation beside a validation loss that stopped improving, flat or rising (`_gap`): from an evaluation
+        that no later one betters by `gap_flat` (`gap_after` evaluations or more after it), the training loss (its
+        median between evaluations; validation's relative point noise there under `gap_flat`) falls `gap_train_fall` × while it ends `gap_ratio` × under validation at each of
+        the last `gap_after` evaluations, validation stalled at `gap_val_share` of the first training loss or more
+        (a validation loss at 7% of it is a trained model; the gap is training reaching 0). A classifier whose training loss falls 0.125 -> 0.013 while its validation
+        loss sits at 0.78-0.81: no rise to place a crossover, but the model is learning its training set by heart.
+        None while a held-out score (`base.held_out_score`) still trends up there (Mann–Kendall p < `trend_p`)."""
+        vs, v = self._launch(run, "val_loss")
+        if v.size < self.gap_after + 2 or not np.all(v > 0):
+            return None
+        later_min = np.minimum.accumulate(v[::-1])[::-1]  # the best evaluation from each one on
+        still = np.flatnonzero(later_min[1:] >= (1 - self.gap_flat) * v[:-1])
+        j = int(still[0]) if still.size else v.size
+        wiggle = stats.relative_wiggle(v[j:])
+        if v.size - 1 - j < self.gap_after or not wiggle <= self.gap_flat:
+            return None  # a validation loss swinging more than the 5% bar between evaluations shows no stall
+        ts, tv = self._launch(run, "loss")
+        train = _between(ts, tv, vs[j - 1] if j > 0 else -np.inf, vs[j:])
+        tail = train[-self.gap_after:]
+        if not (tv.size and float(v[j]) >= self.gap_val_share * float(tv[0])):
+            return None  # validation already near a trained level: the gap is the training loss reaching 0, no loss
+        if not (np.all(np.isfinite(train)) and np.all(train > 0) and train[0] >= self.gap_train_fall * train[-1]
+                and np.all(v[-self.gap_after:] >= self.gap_ratio * tail)):
+            return None
+        score = held_out_score(run)
+        if score is not None:  # a held-out accuracy still rising there: the model still generalises better
+            ss, sv = finite_part(*run.arrays(score))
+            sv = sv[(ss >= vs[j]) & (ss <= vs[-1])]
+            trend = stats.mann_kendall(sv)
+            if sv.size >= self.gap_after and sv[-1] > sv[0] and trend.z > 0 and trend.p < self.trend_p:
+                return None
+        ratio_end = float(np.min(v[-self.gap_after:] / tail))
+        ev = {"crossover_step": int(vs[j]), "val_at_crossover": float(v[j]), "val_best_after": float(later_min[j + 1]),
+              "val_final": float(v[-1]), "train_at_crossover": float(train[0]), "train_final": float(train[-1]),
+              "train_fall_factor": float(train[0] / train[-1]), "gap_ratio_min": ratio_end,
+              "evaluations_after": int(v.size - 1 - j), "best_checkpoint_step": int(vs[j])}
+        return Finding.of(self, severity="warning", step=int(vs[j]), step_end=int(vs[-1]),
+                          series=run.pick("val_loss"), evidence=ev,
+                          sources=(src(run, "val_loss", vs[j:]), src(run, "loss", ts[(ts <= vs[-1])])),
+                          summary=(f"validation loss stops improving at {point(vs, v, j, say=_said(run))}: none of "
+                                   f"the {v.size - 1 - j} evaluations after it is {self.gap_flat:.0%} better (best "
+                                   f"{later_min[j + 1]:.4g}, last {point(vs, v, v.size - 1, say=_said(run))}), while "
+                                   f"the training loss falls {train[0]:.4g} → {train[-1]:.4g} "
+                                   f"({ratio(train[0] / train[-1])}) and ends {ratio(ratio_end)} under it or more at "
+                                   f"each of the last {self.gap_after}: the model memorises its training set"))
 
     def _first(self, run: Run) -> Finding | None:
         """The turn at the first evaluation, which a 3-point smoothed minimum never places there: from `min_points`

@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
+from forensics.judge import stats
 from forensics.judge.detectors.base import UPSTREAM, by_launch, src
 from forensics.judge.detectors.lr_schedule_anomaly import LrScheduleAnomaly
 from forensics.judge.findings import Finding
@@ -56,7 +57,8 @@ class ResumedRun:
     wall-clock pause (`_new_writer_goes_on`).
     Ninth, a launch whose counter starts again (`Run.launch_starts`, or a logged counter back to its start that opens
     no launch, `_passes_carried_on`) but whose loss opens where the launch before it ended, a rising one as much as a
-    falling one: the weights were loaded (`_restored_launches`); every loss series of the file judges it at one
+    falling one, and not far under it (`max_drop`: a new phase's loss): the weights were loaded
+    (`_restored_launches`); every loss series of the file judges it at one
     start, and a lone record whose successor prints the count before it again begins none.
     Tenth, an elapsed-time column of the loss's file that starts again while the training's counter goes on
     (`_clock_restarted`): a new process carried on from a checkpoint.
@@ -68,7 +70,8 @@ class ResumedRun:
     False alarms: 0 of the 171 healthy runs it could check (at most 1.8% at 95% confidence; benchmarks/calibrate.py);
     0 of the 316 healthy runs it could check of the 849 pooled real runs, each field swept alone. The clock (tenth),
     the counter carried on (ninth's `_passes_carried_on`) and the two session-13 phrases: 0 new claims on the 214
-    healthy runs of set8-set11 and the shared sets (docs/engine.md).
+    healthy runs of set8-set11 and the shared sets (docs/engine.md). `max_drop`/`drop_sigmas` only remove claims:
+    1 false one of set17 gone, no hit lost on the three shared sets and set14/16/17.
     """
 
     kind: ClassVar[str] = "resumed_run"
@@ -87,6 +90,10 @@ class ResumedRun:
     # 0.05-0.5; 0.3 loses a hit) ...
     max_regain: float = 0.34  # ... and a next launch opening within this share of that fall above where it ended
     # (pool: 0 healthy at 0.1-0.34, 1 at 0.5)
+    max_drop: float = 0.34  # ... and not below it by more than this share of that fall and `drop_sigmas` of its
+    # point noise: a loss that opens far under where it ended is another phase's (a GAN's discriminator pretrained
+    # after its generator), not the curve carried on; a noisy critic loss that opens 6 sigmas on is carried on
+    drop_sigmas: float = 20.0
     late_epoch: int = 2  # a log opening on a checkpoint's load whose records start at this epoch or later: resumed
     min_before: int = 3  # a file before a new writer's that logged at least this many intervals
     step_slack: float = 1.5  # a new writer's first step within this many logging intervals of the last file's ...
@@ -392,7 +399,8 @@ class ResumedRun:
                 # on the lines under the loss's) is judged at the loss's launch start, so every series has its say
                 at = int(np.searchsorted(np.asarray(starts), s1[0], side="right")) - 1
                 verdicts.setdefault(int(starts[at]) if at >= 0 else int(s1[0]), []).append((
-                    max(sign * resumed, sign * last) <= sign * closed + self.max_regain * fall,
+                    max(sign * resumed, sign * last) <= sign * closed + self.max_regain * fall
+                    and not sign * (closed - resumed) > max(self.max_drop * fall, self.drop_sigmas * stats.noise(before)),
                                                             series, opened, closed, resumed, int(s0[-1])))
         first = _printed_epoch(run, name, int(run.series_named(name)["step"][0]))
         for start, said in sorted(verdicts.items()):
