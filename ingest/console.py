@@ -3034,10 +3034,12 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
     state.counted_values(sample)  # rows of numbers with a counter column (a header never printed) are records
     counted = named = bare = tabled = 0
     records: dict[str, int] = {}
+    seen: dict[str, None] = {}  # the names read, in order, for the message
     texts = [line for line in lines if line.strip()]
     for line in texts:
         metrics, counters, _, _, looks, _ = _parse(line)
         metrics, counters, _, patterns, listed = state.tabled(line, metrics, counters, looks, ())
+        seen.update(dict.fromkeys(metrics))
         if listed or not metrics and _bare_values(line):
             bare += 1
             continue
@@ -3065,8 +3067,22 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
                        if state.stem_tag else "its lines are bare values, but its name does not say of what")
     if counted or named or records:
         return False, (f"of its {sampled}, {counted} carry a metric with a step or epoch and {named} a named "
-                       f"quantity (loss, accuracy, lr, ...): too few for a training log")
+                       f"quantity (loss, accuracy, lr, ...): too few for a training log{_printed_names(seen)}")
     return False, f"none of its {sampled} carries a metric (a number named as a loss, accuracy, lr, ... or under a step)"
+
+
+MAX_NAMES_SAID = 6
+
+
+def _printed_names(seen: dict[str, None]) -> str:
+    """`; no loss-like series: it prints acc, lr` where none of the names read is a loss's (what a user looks for
+    first when a log is refused), or `; it prints loss, acc` where one is."""
+    if not seen:
+        return ""
+    names = ", ".join(list(seen)[:MAX_NAMES_SAID]) + (", ..." if len(seen) > MAX_NAMES_SAID else "")
+    if any(role_of(tag).role in ("train_loss", "val_loss") for tag in seen):
+        return f"; it prints {names}"
+    return f"; no loss-like series: it prints {names}"
 
 
 def sniff_console(head: bytes, name: str = "") -> bool:

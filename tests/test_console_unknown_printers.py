@@ -157,3 +157,11 @@ def test_a_loss_printed_by_an_unknown_printer_is_read_whole(tmp_path_factory, p)
     assert len(losses) == 1, (lines[:3], losses.keys())
     [read] = losses.values()
     assert len(read) == len(printed) and all(_same(a, b) for a, b in zip(read, printed)), (lines[:3], read[:5])
+
+
+def test_a_refused_log_without_a_loss_says_what_it_prints_instead(tmp_path):
+    """A log of messages with one accuracy and one lr printed: refused, and the message names what was read."""
+    path = _write(tmp_path, ["Loading data"] + [f"Evaluating checkpoint {i}" for i in range(40)]
+                  + ["accuracy: 0.5", "lr: 0.1"], name="output.txt")
+    why = why_not_console(sample(path), path.name)
+    assert why.startswith("not read as a training log") and why.endswith("no loss-like series: it prints accuracy, lr")
