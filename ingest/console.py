@@ -1392,7 +1392,7 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             return
         state = _State.resume(f, start)
         state.start = start
-        state.stem_tag, state.held_stem, state.file_name = _stem_tag(path), _held_stem(path), path.name
+        state.stem_tag, state.held_stem, state.file_name = stem_tag(path), _held_stem(path), path.name
         idle = _idle(path)
         f.seek(start)
         offset = start
@@ -1495,7 +1495,7 @@ def _read_decoded(path: Path, start: int, prefix: bytes, text: str, offsets) -> 
     if data and not data.endswith((b"\n", b"\r")):
         data += b"\n"
     state = _State.resume(io.BytesIO(prefix), len(prefix))
-    state.start, state.stem_tag, state.held_stem = start, _stem_tag(path), _held_stem(path)
+    state.start, state.stem_tag, state.held_stem = start, stem_tag(path), _held_stem(path)
     state.file_name = path.name
     frame = state.parse(data, 0) if data else None
     said = state.said_frame()
@@ -1538,7 +1538,7 @@ def _idle(path: Path) -> bool:
         return False
 
 
-def _stem_tag(path: Path) -> str | None:
+def stem_tag(path: Path) -> str | None:
     """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`), or
     an agent's reward or return (`reward_log.txt`: its values are that, not the loss a file named for nothing holds)."""
     stem = path.name.split(".")[0]
@@ -3030,7 +3030,7 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
         return False, f"it holds binary data, not text ({why})"
     sample = _as_printed(sample)
     lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
-    state = _State(stem_tag=_stem_tag(Path(name)) if name else None, held_stem=_held_stem(Path(name)) if name else None)
+    state = _State(stem_tag=stem_tag(Path(name)) if name else None, held_stem=_held_stem(Path(name)) if name else None)
     state.counted_values(sample)  # rows of numbers with a counter column (a header never printed) are records
     counted = named = bare = tabled = 0
     records: dict[str, int] = {}
