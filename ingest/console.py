@@ -935,6 +935,7 @@ _REPR_HINTS = [
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
     r"(?:\d|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2}",  # a value glued to the next message
     r"\dm\s*\d+(?:\.\d+)?s\b",  # a duration
+    r"[A-Za-z],?\s*[-=~]+>\s*[-+]?\.?\d",  # a legend's values after its arrow
     r"(?:^|[^\d:.,]|[A-Za-z_]:)\d{1,3},\d\d\d",  # thousands, not a stamp's milliseconds (`13:37,195`)
 ]
 _REPR_HINT = "|".join(_REPR_HINTS)
@@ -960,6 +961,21 @@ def _named_list(match: re.Match[str]) -> str:
     return ", ".join(f"{key}_{i}: {v}" for i, v in enumerate(_LIST_ITEM.findall(match.group("items")))) + ","
 
 
+# A legend of names, an arrow, then their values in the legend's order (`train, round, loss, acc, auc ===> 003, 0.82,
+# 0.39, 0.38,`): each value is its name's (`loss 0.82`); a first name left over is the record's label (its split).
+_LEGEND = re.compile(rf"(?P<names>(?<![\w.])[A-Za-z][\w./-]*(?:\s*,\s*[A-Za-z][\w./-]*)+)\s*,?\s*[-=~]+>\s*"
+                     rf"(?P<values>{NUM}(?:\s*,\s*{NUM})+)\s*,?")
+
+
+def _legend(match: re.Match[str]) -> str:
+    names = re.split(r"\s*,\s*", match.group("names"))
+    values = _LIST_ITEM.findall(match.group("values"))
+    label = f"{names.pop(0)}: " if len(names) == len(values) + 1 else ""
+    if len(names) != len(values):
+        return match.group()
+    return label + ", ".join(f"{n} {v}" for n, v in zip(names, values)) + ","
+
+
 # A duration in hours, minutes and seconds (`9m 2s`, `1h 3m 2.5s`): its seconds (`542s`).
 _DURATION = re.compile(r"\b(?:(?P<h>\d+)h\s*)?(?P<m>\d+)m\s*(?P<s>\d+(?:\.\d+)?)s\b")
 
@@ -980,6 +996,7 @@ def _normalise(text: str) -> str:
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
     text = _LEGENDED_PAIR.sub(r"\g<pair> \g<key>:", text)
     text = _NAMED_LIST.sub(_named_list, text)
+    text = _LEGEND.sub(_legend, text)
     text = _REPR.sub(_repr_value, text)
     if "[" in text:  # a repr inside a one-element list (`loss[tensor(0.41)]`): the list is read once the repr is
         text = _REPR.sub(_repr_value, text)

@@ -205,7 +205,7 @@ def role_of(name: str) -> Role:
 
 
 # A loss named in none of the ways above, as a formula writes it: the letter L alone or with a subscript (`L`, `Le`,
-# `L_rec`), or a term that is a loss by what it measures (`rec`, `kl`, `mse`, a batch's `cost`). And a value under the
+# `L_rec`), the error E alone, or a term that is a loss by what it measures (`rec`, `kl`, `mse`, a batch's `cost`). And a value under the
 # training split's name whose quantity no role knows (`Train_rf`). Read as the training loss only where a log names no
 # loss at all and one such value is printed on every training record (`ingest.run.loss_by_elimination`): alone, such a
 # name says too little.
@@ -236,7 +236,8 @@ def loss_like(name: str) -> bool:
     rest = [x for x in words(name) if x not in SPLIT_WORDS and x not in NEUTRAL_WORDS and not x.isdigit()]
     if not rest or (set(rest) | set(re.findall(r"[a-z0-9]+", name.lower()))) & NOT_LOSS_WORDS:  # `f1` is one word here
         return False
-    letter = rest[0] == "l" or len(rest[0]) == 2 and rest[0][0] == "l" and len(rest) == 1
+    # `L`, `Le`, `L_rec`; and `E` alone, the error a formula minimises (DyNet's trainers print `E = 0.74376`)
+    letter = rest[0] == "l" or len(rest[0]) == 2 and rest[0][0] == "l" and len(rest) == 1 or rest == ["e"]
     return letter or bool(set(rest) & LOSS_TERMS) or r.split == "train"
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from ingest.console import read_console, why_not_console
 from ingest.decoding import sample
 from ingest.roles import role_of
+from tests.runwriters import load_run
 
 
 def _frame(path: Path) -> pl.DataFrame:
@@ -165,3 +166,47 @@ def test_a_refused_log_without_a_loss_says_what_it_prints_instead(tmp_path):
                   + ["accuracy: 0.5", "lr: 0.1"], name="output.txt")
     why = why_not_console(sample(path), path.name)
     assert why.startswith("not read as a training log") and why.endswith("no loss-like series: it prints accuracy, lr")
+
+
+# Python logging in a federated trainer: a legend of names, an arrow, then the values in the legend's order; the
+# first name is the record's split. Source: a kGCN `run_toxicity.py` log (lines 4-7 of its log.txt).
+LEGEND_THEN_VALUES = [
+    "2020-12-18 11:15:22,720 - run_toxicity.py - main - L139 ::: val, round, loss, acc, auc ===> 002, 0.88136, "
+    "0.54241, 0.55131,",
+    "2020-12-18 11:16:03,470 - run_toxicity.py - main - L133 ::: train, round, loss, acc, auc  ===> 003, 0.82290, "
+    "0.39816, 0.38508,",
+    "2020-12-18 11:16:20,459 - run_toxicity.py - main - L139 ::: val, round, loss, acc, auc ===> 003, 0.77909, "
+    "0.48353, 0.50844,",
+    "2020-12-18 11:17:02,793 - run_toxicity.py - main - L133 ::: train, round, loss, acc, auc  ===> 004, 0.71339, "
+    "0.53043, 0.44991,",
+]
+
+
+def test_values_after_a_legend_and_an_arrow_are_the_legends_names(tmp_path):
+    frame = _frame(_write(tmp_path, LEGEND_THEN_VALUES, name="log.txt"))
+    assert _losses(frame) == {"loss": [0.8229, 0.71339]}
+    held = frame.filter(pl.col("tag").map_elements(lambda t: role_of(t).role == "val_loss", return_dtype=pl.Boolean))
+    assert held["value"].to_list() == [0.88136, 0.77909]
+
+
+def test_a_legend_whose_values_do_not_match_its_names_names_nothing(tmp_path):
+    frame = _frame(_write(tmp_path, [f"a, b => {i}, 0.{i}, 0.{i}5" for i in range(1, 6)], name="log.txt"))
+    assert not set(frame["tag"].to_list()) & {"a", "b"}
+
+
+# A C++ DyNet trainer's report every 500 updates: the objective printed as `E` (the error), nothing named a loss.
+# Source: a DyNet target-sentiment trainer's log (lines 3-6).
+DYNET_E = [
+    "[epoch=3 eta=0.00769231 clips=64 updates=500]  E = 0.74376 371.88/500 [completed in 18553.3 ms]",
+    "[epoch=3 eta=0.00769231 clips=56 updates=500]  E = 0.70866 354.33/500 [completed in 9147.94 ms]",
+    "[epoch=3 eta=0.00769231 clips=51 updates=500]  E = 0.752163 376.082/500 [completed in 9250.65 ms]",
+    "[epoch=3 eta=0.00769231 clips=55 updates=500]  E = 0.764009 382.004/500 [completed in 9131.15 ms]",
+]
+
+
+def test_an_error_printed_as_e_alone_in_a_log_naming_no_loss_is_the_training_loss(tmp_path):
+    root = tmp_path / "run"
+    root.mkdir()
+    _write(root, DYNET_E, name="log.txt")
+    run = load_run(root, tmp_path / "r.duckdb")
+    assert run.arrays("loss")[1].tolist() == [0.74376, 0.70866, 0.752163, 0.764009]
