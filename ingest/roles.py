@@ -40,6 +40,9 @@ SPLIT_WORDS = {
     "vali": "val",  # Time-Series-Library's `Vali Loss` (and the forecasting repos built on it)
     "test": "test", "testing": "test",
     "validating": "val", "evaluating": "val",  # a line that says what it is doing (`validating ... loss: 0.07`)
+    # a federated loop's server evaluates the aggregated model, it trains nothing (`server stats: [loss: 1.92`,
+    # Flower's `losses_centralized`): its loss is a held-out one
+    "server": "val", "centralized": "val",
 }
 # Words of a clipping threshold's name beside `clip` (`grad_clip`, `clip_threshold`, `max_grad_clip`).
 CLIP_THRESHOLD_WORDS = {"clip", "grad", "grads", "gradient", "gradients", "threshold", "thresh", "max"}

@@ -210,3 +210,17 @@ def test_an_error_printed_as_e_alone_in_a_log_naming_no_loss_is_the_training_los
     _write(root, DYNET_E, name="log.txt")
     run = load_run(root, tmp_path / "r.duckdb")
     assert run.arrays("loss")[1].tolist() == [0.74376, 0.70866, 0.752163, 0.764009]
+
+
+# A FedAvg loop's print, once per round: the server evaluates the aggregated model, trains nothing (cut after the
+# number, no closing bracket). Source: a FedAvg project's nohup.out (lines 11-16).
+SERVER_STATS = ["Round 0", "server stats: [loss: 1.925", "server stats: [accuracy: 69.735",
+                "Round 1", "server stats: [loss: 2.002", "server stats: [accuracy: 46.338",
+                "Round 2", "server stats: [loss: 1.969", "server stats: [accuracy: 52.101"]
+
+
+def test_a_federated_servers_loss_is_held_out_not_the_training_loss(tmp_path):
+    frame = _frame(_write(tmp_path, SERVER_STATS, name="nohup.out"))
+    assert not _losses(frame)
+    held = frame.filter(pl.col("tag").map_elements(lambda t: role_of(t).role == "val_loss", return_dtype=pl.Boolean))
+    assert held["value"].to_list() == [1.925, 2.002, 1.969]
