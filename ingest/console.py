@@ -917,7 +917,8 @@ def _redraws_apart(data: bytes) -> bytes:
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
 # list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`, `{1.90}`, a count `{1/300}`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
-_FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|(?i:nan|inf(?:inity)?))"  # not an integer
+# not an integer
+_FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|(?i:nan|inf(?:inity)?))"
 _REPR = re.compile(rf"{SCALAR_REPR}"  # a tensor's or a NumPy scalar's repr (`ingest.reprs`)
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)"
                    rf"|<\s*(?P<a>{NUM})\s*>"  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
@@ -1006,8 +1007,8 @@ def _normalise(text: str) -> str:
 def _repr_value(m: re.Match[str]) -> str:
     """The value a `_REPR` match stands for, as text (`tensor(0.41, device='cuda:0')` -> `0.41`)."""
     # `loss[2.28]`: the name keeps a space before its value (glued, `loss2.28` would read as a name `loss2.`)
-    return repr_number(m) or m.group("a") or m.group("c") or m.group("l") and f"{m.group('lpre').rstrip()} {m.group('l')}" \
-        or m.group("pm") + m.group("pmu")
+    return repr_number(m) or m.group("a") or m.group("c") \
+        or m.group("l") and f"{m.group('lpre').rstrip()} {m.group('l')}" or m.group("pm") + m.group("pmu")
 
 
 @lru_cache(maxsize=4096)
@@ -1024,9 +1025,10 @@ def _cached_shape(template: str) -> _Shape:
 # `iteration,1,train_loss,2.31,train_accuracy,0.05`; `loss;0.5;acc;0.9`; a table row of name and value cells,
 # `| epoch | 3 | loss | 0.52 |`, after a logger's prefix or not): each name's separator reads as `=`.
 _KV_NAME = r"[A-Za-z_][\w./@-]*"
-_ALTERNATING = {sep: re.compile(rf"^\s*{lead}{name}{gap}{sep}\s*{NUM}(?:\s*{sep}\s*{name}{gap}{sep}\s*{NUM})+\s*{sep}?\s*$")
-                for sep, lead, name, gap in ((",", "", _KV_NAME, ""), (";", "", _KV_NAME, ""), ("\t", "", _KV_NAME, ""),
-                                             (r"\|", r"(?:[^|]*\|\s*)?", rf"{_KV_NAME}(?: {_KV_NAME}){{0,3}}", r"[ \t]*"))}
+_ALTERNATING = {
+    sep: re.compile(rf"^\s*{lead}{name}{gap}{sep}\s*{NUM}(?:\s*{sep}\s*{name}{gap}{sep}\s*{NUM})+\s*{sep}?\s*$")
+    for sep, lead, name, gap in ((",", "", _KV_NAME, ""), (";", "", _KV_NAME, ""), ("\t", "", _KV_NAME, ""),
+                                 (r"\|", r"(?:[^|]*\|\s*)?", rf"{_KV_NAME}(?: {_KV_NAME}){{0,3}}", r"[ \t]*"))}
 _KV_SEP = re.compile(rf"(?<=[\w.@-])(?:[,;\t]|[ \t]*\|)(?=\s*{NUM})")
 
 

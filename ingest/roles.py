@@ -208,10 +208,10 @@ def role_of(name: str) -> Role:
 
 
 # A loss named in none of the ways above, as a formula writes it: the letter L alone or with a subscript (`L`, `Le`,
-# `L_rec`), the error E alone, or a term that is a loss by what it measures (`rec`, `kl`, `mse`, a batch's `cost`). And a value under the
-# training split's name whose quantity no role knows (`Train_rf`). Read as the training loss only where a log names no
-# loss at all and one such value is printed on every training record (`ingest.run.loss_by_elimination`): alone, such a
-# name says too little.
+# `L_rec`), the error E alone, or a term that is a loss by what it measures (`rec`, `kl`, `mse`, a batch's `cost`).
+# And a value under the training split's name whose quantity no role knows (`Train_rf`). Read as the training loss
+# only where a log names no loss at all and one such value is printed on every training record
+# (`ingest.run.loss_by_elimination`): alone, such a name says too little.
 LOSS_TERMS = {"rec", "recon", "reconstruction", "kl", "kld", "mse", "mae", "rmse", "ce", "bce", "nll", "xent", "obj",
               "cost"}
 # Words of a score that is higher when the model is better (an evaluation's accuracy, AUC, mAP, F1, Dice): on a
