@@ -479,9 +479,11 @@ PATTERNS: list[LinePattern] = [
         "Train loss 12005 5.318559 Grad Norm inf 1.75s/it", {"step": 12005, "Train loss": 5.318559, "s/it": 1.75}),
     # --- explicit pairs -----------------------------------------------------------------------------
     # Not after `-`: `--lr=5e-4` on a command line is an argument, not a logged value.
-    # A unit may follow the value (`memory=2100MB`, `mem=2100 MB`); a unit word is never the first word of a key.
+    # A unit may follow the value (`memory=2100MB`, `mem=2100 MB`); a unit word is never the first word of a key, nor
+    # a value word (`loss: nan lr=1e-4`: the nan is the loss's).
     LinePattern("key_equals_value", "assign", _p(
-        rf"(?<![\w.-])(?P<key>(?:(?!{_UNIT_BEFORE_KEY})[A-Za-z]+ (?=[A-Za-z_][\w./-]*\s*=))?[A-Za-z_][\w./-]*)\s*=\s*"
+        rf"(?<![\w.-])(?P<key>(?:(?!{_UNIT_BEFORE_KEY}|(?i:nan|inf(?:inity)?)\s)[A-Za-z]+ (?=[A-Za-z_][\w./-]*\s*=))?"
+        rf"[A-Za-z_][\w./-]*)\s*=\s*"
         rf"(?P<value>{NUM})(?P<unit>(?:{MEMORY_UNIT}|ms|s|%|\s(?:{MEMORY_UNIT}|ms|%))(?![\w.])(?!\s*[=:]))?{_NUM_END}"),
                 "Iteration 10, lr = 0.001, m = 0.9, wd = 0.0005, gs = 6.21, mem=2100 MB",
                 {"step": 10, "lr": 0.001, "m": 0.9, "wd": 0.0005, "gs": 6.21, "mem MB": 2100}),
@@ -507,9 +509,10 @@ PATTERNS: list[LinePattern] = [
         rf"(?<=, )(?P<key>[A-Za-z_][\w./@]*) - (?P<value>{NUM})(?=\s*[,\]]|\s*$)"),
         "train: 100%|████| 396/396 [00:55<00:00,  7.67it/s, bce_dice_loss - 1.606, iou_score - 0.2795]",
         {"batch": 396, "bce_dice_loss": 1.606, "iou_score": 0.2795}),
-    # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`).
+    # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`), after a logger's prefix
+    # or a counter or not (`INFO - | loss | 0.52 |`).
     LinePattern("pipe_row", "assign", _p(
-        rf"^\s*\|\s*(?P<key>[A-Za-z][\w./ -]*?)\s*\|\s*(?P<value>{NUM})\s*\|\s*$"),
+        rf"^(?:[^|]*\s)?\|\s*(?P<key>[A-Za-z][\w./ -]*?)\s*\|\s*(?P<value>{NUM})\s*\|\s*$"),
         "|    loss                 | -0.016      |", {"loss": -0.016}),
     # A sentence that names its counters between the name and the value: `Score at iteration 0 is 1.62`,
     # `Loss at epoch 0 and iteration 500 is 0.219`, `loss for step 3: 0.5` (the counters are blanked by then).
@@ -639,7 +642,8 @@ _ABBREVIATED = ("val", "valid", "eval", "test", "train", "tr", "avg", "ave", "to
 _NOT_ABBREVIATION = "".join(rf"(?<!\b(?i:{w}))" for w in _ABBREVIATED)
 # ` : ` before the next `Name value` pair parts fields too (Marian's `Cost 314.00 : Time 35.20s : ...`); not before a value
 # (`loss : 0.5` is one pair).
-CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|" + _NOT_ABBREVIATION + r"\.\s|\s{2,}|\t(?=[A-Za-z])|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s"
+CLAUSE_SPLIT = re.compile(r"[,;|()\[\]{}\x00]|" + _NOT_ABBREVIATION + r"\.\s|\s{2,}|\s-\s|\s?[-=~]+>\s?|\s-{2,}\s"
+                          rf"|\t(?=[A-Za-z])(?!{_VALUE_WORD.pattern})"  # a tab before a name (`loss\tnan` is one pair)
                           r"|\s:\s(?=[A-Za-z][\w.]*\s+[-+]?\.?\d)")
 # `Scale:  0`, and a padded value after its name (`loss  7.63`, word_language_model's `{:5.2f}`): one clause.
 # The value may be a non-finite one padded to the column's width (`'loss {:5.2f}'` prints `loss   nan`). A name padded
@@ -913,7 +917,8 @@ def _redraws_apart(data: bytes) -> bytes:
 # Values printed as reprs (`tensor(0.4128, device='cuda:0')`, `tensor(8.46, grad_fn=<NegBackward>)`, a one-element
 # list `[ 0.4127735]`, `0.41±0.02`, `<1.574>`, `{1.90}`, a count `{1/300}`) read as the value alone; a counter glued to the next name (`idx: 0loss: 8.46`) is
 # cut from it. Lines that hold one are parsed on their own (`_candidate_lines`: `_REPR_HINT`, a polars regex).
-_FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|nan|inf)"  # not an integer
+# not an integer
+_FLOAT = r"[-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+\.(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|(?i:nan|inf(?:inity)?))"
 _REPR = re.compile(rf"{SCALAR_REPR}"  # a tensor's or a NumPy scalar's repr (`ingest.reprs`)
                    rf"|(?P<lpre>[A-Za-z_]\s?[:=]?\s?)\[\s*(?P<l>{_FLOAT})\s*\]|(?P<pm>{NUM})\s*(?:±|\+/?-)\s*{NUM}(?P<pmu>%?)"
                    rf"|<\s*(?P<a>{NUM})\s*>"  # a value in angle brackets (`Loss: <1.574>`, as PL/Python prints it)
@@ -931,6 +936,7 @@ _REPR_HINTS = [
     r"\d[A-Za-z_]{3,}\s*[:=]",  # a glued counter
     r"(?:\d|[Nn]a[Nn]|[Ii]nf)[A-Z][a-z]{2}",  # a value glued to the next message
     r"\dm\s*\d+(?:\.\d+)?s\b",  # a duration
+    r"[A-Za-z],?\s*[-=~]+>\s*[-+]?\.?\d",  # a legend's values after its arrow
     r"(?:^|[^\d:.,]|[A-Za-z_]:)\d{1,3},\d\d\d",  # thousands, not a stamp's milliseconds (`13:37,195`)
 ]
 _REPR_HINT = "|".join(_REPR_HINTS)
@@ -956,6 +962,21 @@ def _named_list(match: re.Match[str]) -> str:
     return ", ".join(f"{key}_{i}: {v}" for i, v in enumerate(_LIST_ITEM.findall(match.group("items")))) + ","
 
 
+# A legend of names, an arrow, then their values in the legend's order (`train, round, loss, acc, auc ===> 003, 0.82,
+# 0.39, 0.38,`): each value is its name's (`loss 0.82`); a first name left over is the record's label (its split).
+_LEGEND = re.compile(rf"(?P<names>(?<![\w.])[A-Za-z][\w./-]*(?:\s*,\s*[A-Za-z][\w./-]*)+)\s*,?\s*[-=~]+>\s*"
+                     rf"(?P<values>{NUM}(?:\s*,\s*{NUM})+)\s*,?")
+
+
+def _legend(match: re.Match[str]) -> str:
+    names = re.split(r"\s*,\s*", match.group("names"))
+    values = _LIST_ITEM.findall(match.group("values"))
+    label = f"{names.pop(0)}: " if len(names) == len(values) + 1 else ""
+    if len(names) != len(values):
+        return match.group()
+    return label + ", ".join(f"{n} {v}" for n, v in zip(names, values)) + ","
+
+
 # A duration in hours, minutes and seconds (`9m 2s`, `1h 3m 2.5s`): its seconds (`542s`).
 _DURATION = re.compile(r"\b(?:(?P<h>\d+)h\s*)?(?P<m>\d+)m\s*(?P<s>\d+(?:\.\d+)?)s\b")
 
@@ -976,14 +997,18 @@ def _normalise(text: str) -> str:
     text = _THOUSANDS.sub(lambda m: m.group().replace(",", ""), text)
     text = _LEGENDED_PAIR.sub(r"\g<pair> \g<key>:", text)
     text = _NAMED_LIST.sub(_named_list, text)
+    text = _LEGEND.sub(_legend, text)
     text = _REPR.sub(_repr_value, text)
+    if "[" in text:  # a repr inside a one-element list (`loss[tensor(0.41)]`): the list is read once the repr is
+        text = _REPR.sub(_repr_value, text)
     return _GLUED_MESSAGE.sub(r"\1", _GLUED.sub(" ", text))
 
 
 def _repr_value(m: re.Match[str]) -> str:
     """The value a `_REPR` match stands for, as text (`tensor(0.41, device='cuda:0')` -> `0.41`)."""
-    return repr_number(m) or m.group("a") or m.group("c") or m.group("l") and m.group("lpre") + m.group("l") \
-        or m.group("pm") + m.group("pmu")
+    # `loss[2.28]`: the name keeps a space before its value (glued, `loss2.28` would read as a name `loss2.`)
+    return repr_number(m) or m.group("a") or m.group("c") \
+        or m.group("l") and f"{m.group('lpre').rstrip()} {m.group('l')}" or m.group("pm") + m.group("pmu")
 
 
 @lru_cache(maxsize=4096)
@@ -997,17 +1022,20 @@ def _cached_shape(template: str) -> _Shape:
 
 
 # A line of `name<sep>value` pairs and nothing else, one separator throughout (a key-value CSV:
-# `iteration,1,train_loss,2.31,train_accuracy,0.05`; `loss;0.5;acc;0.9`): each name's separator reads as `=`.
+# `iteration,1,train_loss,2.31,train_accuracy,0.05`; `loss;0.5;acc;0.9`; a table row of name and value cells,
+# `| epoch | 3 | loss | 0.52 |`, after a logger's prefix or not): each name's separator reads as `=`.
 _KV_NAME = r"[A-Za-z_][\w./@-]*"
-_ALTERNATING = {sep: re.compile(rf"^\s*{_KV_NAME}{sep}\s*{NUM}(?:\s*{sep}\s*{_KV_NAME}{sep}\s*{NUM})+\s*{sep}?\s*$")
-                for sep in (",", ";", "\t", r"\|")}
-_KV_SEP = re.compile(rf"(?<=[\w.@-])[,;\t|](?=\s*{NUM})")
+_ALTERNATING = {
+    sep: re.compile(rf"^\s*{lead}{name}{gap}{sep}\s*{NUM}(?:\s*{sep}\s*{name}{gap}{sep}\s*{NUM})+\s*{sep}?\s*$")
+    for sep, lead, name, gap in ((",", "", _KV_NAME, ""), (";", "", _KV_NAME, ""), ("\t", "", _KV_NAME, ""),
+                                 (r"\|", r"(?:[^|]*\|\s*)?", rf"{_KV_NAME}(?: {_KV_NAME}){{0,3}}", r"[ \t]*"))}
+_KV_SEP = re.compile(rf"(?<=[\w.@-])(?:[,;\t]|[ \t]*\|)(?=\s*{NUM})")
 
 
 def _as_assignments(text: str) -> str:
     """`text` with each name's separator made `=` where the line is alternating `name<sep>value` pairs (same length)."""
     if any(pattern.match(text) for pattern in _ALTERNATING.values()):
-        return _KV_SEP.sub("=", text)
+        return _KV_SEP.sub(lambda m: m.group()[:-1] + "=", text)  # the same length: offsets stay the line's
     return text
 
 
@@ -1042,6 +1070,10 @@ _YEAR_AFTER = re.compile(r"\s+\d{4}\b")
 # `Epoch 1: 50%|` a counter's.
 _DESCRIPTION_END = re.compile(
     r"(?<=\s)([-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|[Nn]a[Nn]|[Ii]nf(?:inity)?)):(?=\s*\x00)")
+# A decimal that ends its line with a colon (a format string's `"%s %f:"`, `chamfer_dist 1.6065:`) ends there too:
+# nothing follows that the colon could label. `Epoch 3:` (an integer) stays a header's.
+_LINE_END_COLON = re.compile(
+    r"(?<=\s)([-+]?(?:\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|[Nn]a[Nn]|[Ii]nf(?:inity)?)):(?=\s*$)")
 
 
 def _trace(text: str) -> _Shape:
@@ -1104,6 +1136,7 @@ def _trace(text: str) -> _Shape:
     bar = "tqdm_bar" in taken or "tqdm_count" in taken
     if bar:  # the `: ` tqdm puts between a description and its bar ends a value, names nothing
         text = _DESCRIPTION_END.sub(lambda m: m.group(1) + " ", text)
+    text = _LINE_END_COLON.sub(lambda m: m.group(1) + " ", text)
     for pattern in _ASSIGN:
         if pattern.name == "bare_rate" and bar:
             continue  # a bar's own rate: often a data-loading bar's (`Map: 55%|...| 942.92 examples/s`)
@@ -1158,8 +1191,8 @@ def _trace(text: str) -> _Shape:
         found = PHRASE.match(clause)
         if found and found.group("lead") and not METRIC_WORDS.search(found.group("key")):
             found = None  # prose before a pair (`INFO the training loss is 0.52`) only before a metric's name
-        if found and _VALUE_WORD.match(found.group("key")):
-            found = None  # `loss: nan acc: 0.5`: the nan is the pair before's value, never the next one's name
+        if found and any(_VALUE_WORD.fullmatch(w) for w in found.group("key").split()):
+            found = None  # `loss: nan acc: 0.5`, `loss nan acc 0.5`: the nan is the pair before's value, never a name's
         if not found and ": " in clause:
             # `Train: loss: 0.3`, `GPU /physical_device:GPU:0: current: 0.18`: a label before the pair, ending in a colon
             # (the label is the text before the pair: `_quantity_labelled`).
@@ -1378,7 +1411,7 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
             return
         state = _State.resume(f, start)
         state.start = start
-        state.stem_tag, state.held_stem, state.file_name = _stem_tag(path), _held_stem(path), path.name
+        state.stem_tag, state.held_stem, state.file_name = stem_tag(path), _held_stem(path), path.name
         idle = _idle(path)
         f.seek(start)
         offset = start
@@ -1481,7 +1514,7 @@ def _read_decoded(path: Path, start: int, prefix: bytes, text: str, offsets) -> 
     if data and not data.endswith((b"\n", b"\r")):
         data += b"\n"
     state = _State.resume(io.BytesIO(prefix), len(prefix))
-    state.start, state.stem_tag, state.held_stem = start, _stem_tag(path), _held_stem(path)
+    state.start, state.stem_tag, state.held_stem = start, stem_tag(path), _held_stem(path)
     state.file_name = path.name
     frame = state.parse(data, 0) if data else None
     said = state.said_frame()
@@ -1524,7 +1557,7 @@ def _idle(path: Path) -> bool:
         return False
 
 
-def _stem_tag(path: Path) -> str | None:
+def stem_tag(path: Path) -> str | None:
     """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`), or
     an agent's reward or return (`reward_log.txt`: its values are that, not the loss a file named for nothing holds)."""
     stem = path.name.split(".")[0]
@@ -3016,14 +3049,16 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
         return False, f"it holds binary data, not text ({why})"
     sample = _as_printed(sample)
     lines = re.split(r"\r\n|\r|\n", sample.decode("utf-8", errors="replace"))
-    state = _State(stem_tag=_stem_tag(Path(name)) if name else None, held_stem=_held_stem(Path(name)) if name else None)
+    state = _State(stem_tag=stem_tag(Path(name)) if name else None, held_stem=_held_stem(Path(name)) if name else None)
     state.counted_values(sample)  # rows of numbers with a counter column (a header never printed) are records
     counted = named = bare = tabled = 0
     records: dict[str, int] = {}
+    seen: dict[str, None] = {}  # the names read, in order, for the message
     texts = [line for line in lines if line.strip()]
     for line in texts:
         metrics, counters, _, _, looks, _ = _parse(line)
         metrics, counters, _, patterns, listed = state.tabled(line, metrics, counters, looks, ())
+        seen.update(dict.fromkeys(metrics))
         if listed or not metrics and _bare_values(line):
             bare += 1
             continue
@@ -3051,8 +3086,22 @@ def _sniff(sample: bytes, name: str = "") -> tuple[bool, str]:
                        if state.stem_tag else "its lines are bare values, but its name does not say of what")
     if counted or named or records:
         return False, (f"of its {sampled}, {counted} carry a metric with a step or epoch and {named} a named "
-                       f"quantity (loss, accuracy, lr, ...): too few for a training log")
+                       f"quantity (loss, accuracy, lr, ...): too few for a training log{_printed_names(seen)}")
     return False, f"none of its {sampled} carries a metric (a number named as a loss, accuracy, lr, ... or under a step)"
+
+
+MAX_NAMES_SAID = 6
+
+
+def _printed_names(seen: dict[str, None]) -> str:
+    """`; no loss-like series: it prints acc, lr` where none of the names read is a loss's (what a user looks for
+    first when a log is refused), or `; it prints loss, acc` where one is."""
+    if not seen:
+        return ""
+    names = ", ".join(list(seen)[:MAX_NAMES_SAID]) + (", ..." if len(seen) > MAX_NAMES_SAID else "")
+    if any(role_of(tag).role in ("train_loss", "val_loss") for tag in seen):
+        return f"; it prints {names}"
+    return f"; no loss-like series: it prints {names}"
 
 
 def sniff_console(head: bytes, name: str = "") -> bool:

@@ -217,7 +217,8 @@ FORMATS: list[Format] = [
     # (`{0.41}`) or a one-element tuple (`(0.41,)`) is its number (`ingest.reprs`)
     # version 6 (csv, 4 of jsonl, parquet, json, 5 of table, 31 of console): a loss printed only as SSD's one-letter
     # terms (`L`, `C`) gets their sum (`ingest.tabular.letter_sums`)
-    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=6),
+    # version 7 (csv): a file of one row of values whose name says what they are (`losses.csv`) is a series along it
+    Format("csv", _table_claim(".csv", ".tsv"), "ingest.tabular:read_csv", group=file_group, version=7),
     Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group, version=4),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
            resumable=False, version=4),
@@ -294,8 +295,11 @@ FORMATS: list[Format] = [
     # `Err_G` / `Err_D` (Torch7 DCGAN) are a GAN's two losses, as `errG` / `errD` are; a box table's row is read
     # whatever its key (`| EpRewMean | -8.5 |`); rows in a file named for an agent's reward (`reward_log.txt`) are that;
     # headerless rows of an epoch and a batch column before their values (`0, 4, 16.56, ...`) are records
+    # version 32: a decimal that ends its line with a colon (`chamfer_dist 1.6065:`) is a value; `name[v]` glued keeps
+    # its name whole; `nan` is never a word of a name (`loss\tnan`, `loss: nan lr=1e-4`); `| name | v |` cells after a
+    # prefix, and rows of name and value cells alternating (`| step | 20 | loss | 0.52 |`), are pairs
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=31),
+           text=True, version=32),
 ]
 
 

@@ -40,6 +40,9 @@ SPLIT_WORDS = {
     "vali": "val",  # Time-Series-Library's `Vali Loss` (and the forecasting repos built on it)
     "test": "test", "testing": "test",
     "validating": "val", "evaluating": "val",  # a line that says what it is doing (`validating ... loss: 0.07`)
+    # a federated loop's server evaluates the aggregated model, it trains nothing (`server stats: [loss: 1.92`,
+    # Flower's `losses_centralized`): its loss is a held-out one
+    "server": "val", "centralized": "val",
 }
 # Words of a clipping threshold's name beside `clip` (`grad_clip`, `clip_threshold`, `max_grad_clip`).
 CLIP_THRESHOLD_WORDS = {"clip", "grad", "grads", "gradient", "gradients", "threshold", "thresh", "max"}
@@ -205,10 +208,10 @@ def role_of(name: str) -> Role:
 
 
 # A loss named in none of the ways above, as a formula writes it: the letter L alone or with a subscript (`L`, `Le`,
-# `L_rec`), or a term that is a loss by what it measures (`rec`, `kl`, `mse`, a batch's `cost`). And a value under the
-# training split's name whose quantity no role knows (`Train_rf`). Read as the training loss only where a log names no
-# loss at all and one such value is printed on every training record (`ingest.run.loss_by_elimination`): alone, such a
-# name says too little.
+# `L_rec`), the error E alone, or a term that is a loss by what it measures (`rec`, `kl`, `mse`, a batch's `cost`).
+# And a value under the training split's name whose quantity no role knows (`Train_rf`). Read as the training loss
+# only where a log names no loss at all and one such value is printed on every training record
+# (`ingest.run.loss_by_elimination`): alone, such a name says too little.
 LOSS_TERMS = {"rec", "recon", "reconstruction", "kl", "kld", "mse", "mae", "rmse", "ce", "bce", "nll", "xent", "obj",
               "cost"}
 # Words of a score that is higher when the model is better (an evaluation's accuracy, AUC, mAP, F1, Dice): on a
@@ -236,7 +239,8 @@ def loss_like(name: str) -> bool:
     rest = [x for x in words(name) if x not in SPLIT_WORDS and x not in NEUTRAL_WORDS and not x.isdigit()]
     if not rest or (set(rest) | set(re.findall(r"[a-z0-9]+", name.lower()))) & NOT_LOSS_WORDS:  # `f1` is one word here
         return False
-    letter = rest[0] == "l" or len(rest[0]) == 2 and rest[0][0] == "l" and len(rest) == 1
+    # `L`, `Le`, `L_rec`; and `E` alone, the error a formula minimises (DyNet's trainers print `E = 0.74376`)
+    letter = rest[0] == "l" or len(rest[0]) == 2 and rest[0][0] == "l" and len(rest) == 1 or rest == ["e"]
     return letter or bool(set(rest) & LOSS_TERMS) or r.split == "train"
 
 

@@ -99,6 +99,9 @@ def _read_delimited(path: Path, start: int, sep: str) -> Iterator[Chunk]:
     if not raw.strip():
         yield Chunk(end=start, issues=[Issue(None, "empty", f"{path.name} is empty")])
         return
+    if start == 0 and (row := _one_row(path, raw, sep)) is not None:
+        yield row
+        return
     if header_end < 0:
         return  # not even a complete header line yet
     header = _header_above(raw, header_end, start, sep)
@@ -200,6 +203,35 @@ def _header_above(raw: bytes, header_end: int, start: int, sep: str) -> bytes:
     line = raw[at + 1: end + 1]
     row = next(csv.reader(io.StringIO(line.decode("utf-8", errors="replace")), delimiter=sep), [])
     return line if _is_header_row(row) else header
+
+
+MIN_ROW_VALUES = 3  # values a file of one row must hold to be a series along it (fewer are a record's fields)
+
+
+def _one_row(path: Path, raw: bytes, sep: str) -> Chunk | None:
+    """A file of one line of numbers and nothing else, whose name says what they are (`losses.csv` holding
+    `,0.72,0.39,0.33,...`, a list written with pandas' `to_csv(header=False)` of one row): one series along the row,
+    its steps the values' positions (ordinals), named by the file (`ingest.console`'s name for bare values). A first
+    cell left empty (the frame's unnamed index) is no value. Read once the file is finished (ended by a line break,
+    or still for SETTLED_SECONDS), since a writer may add a second row."""
+    from ingest.console import stem_tag  # (console imports this module: the import waits for the call)
+
+    text = raw.strip()
+    if b"\n" in text or not (raw.endswith(b"\n") or _still(path)):
+        return None
+    cells = text.decode("utf-8", errors="replace").split(sep)
+    if cells and not cells[0].strip():
+        cells = cells[1:]
+    tag = stem_tag(path)
+    if tag is None or len(cells) < MIN_ROW_VALUES or not all(_NUMBER_CELL.match(c) for c in cells):
+        return None
+    values = [float(c) for c in cells]
+    frame = pl.DataFrame({"tag": [tag] * len(values), "step": list(range(len(values))), "value": values,
+                          "position": list(range(len(values))), "ordinal": [True] * len(values)},
+                         schema_overrides={"step": pl.Int64, "position": pl.Int64, "value": pl.Float64})
+    return Chunk(end=len(raw), scalars=scalars_frame(frame),
+                 issues=[Issue(None, "no_step", f"{path.name}: one row of {len(values)} values, read as {tag} along "
+                                                f"it; steps are the values' positions")])
 
 
 def settled_tail(path: Path, raw: bytes, start: int, separators: int, sep: str) -> bool:

@@ -516,6 +516,7 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
     bar = "tqdm_bar" in counted_by or "tqdm_count" in counted_by
     if bar:  # tqdm's `: ` after a description's value ends the value
         text = C._DESCRIPTION_END.sub(lambda m: m.group(1) + " ", text)
+    text = C._LINE_END_COLON.sub(lambda m: m.group(1) + " ", text)  # `chamfer_dist 1.6065:` ends its value
     for pattern in C._ASSIGN:
         if pattern.name == "bare_rate" and bar:
             continue  # a tqdm bar's own rate is not read
@@ -541,8 +542,8 @@ def reference_parse_line(line: str, repeated: bool = False) -> ParsedLine:
         match = C.PHRASE.match(clause)
         if match is not None and match["lead"] and not C.METRIC_WORDS.search(match["key"]):
             match = None  # prose before a pair counts only before a metric's name
-        if match is not None and C._VALUE_WORD.match(match["key"]):
-            match = None  # `nan` is a value, never a name's first word
+        if match is not None and any(C._VALUE_WORD.fullmatch(w) for w in match["key"].split()):
+            match = None  # `nan` is a value, never a word of a name
         if match is None and ": " in clause:  # `Train: loss: 0.3`: the pair after a label ending in a colon
             for cut in C._LABEL_END.finditer(clause):  # never before a value word (`Loss: nan 1`)
                 match = C.PHRASE.match(clause[cut.end():])

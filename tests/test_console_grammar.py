@@ -491,7 +491,7 @@ def test_a_leading_step_before_name_value_pairs(tmp_path):
     train = frame.filter(pl.col("tag") == "train")
     assert train["step"].to_list() == list(range(30)) and train["value"][-1] == 2.1
     assert (role_of("train").role, role_of("val").role, role_of("hella").role) == ("train_loss", "val_loss", "other")
-    assert C._stem_tag(Path("train.log")) is None  # a file named by its split names no quantity for bare values
+    assert C.stem_tag(Path("train.log")) is None  # a file named by its split names no quantity for bare values
     assert sniff_console(sample(log), log.name)
 
 

@@ -420,3 +420,20 @@ def test_head_sums_need_every_term_under_every_head_and_no_other_loss():
     assert head_sums(["train/box_om", "train/cls_om", "train/box_oo"]) == {}  # cls_oo missing: not a grid
     assert head_sums(["box_x", "box_y", "box_w", "box_h", "cls_id"]) == {}  # a box's coordinates and a class id
     assert head_sums(["train/box_om", "train/cls_om", "train/loss"]) == {}  # a total is logged
+
+
+def test_one_row_of_values_in_a_file_named_for_them_is_a_series_along_the_row(tmp_path):
+    """A list of per-epoch losses written as one CSV row after an empty index cell (`,0.72,0.39,...`, no header, no
+    line break at the end): one series named by the file, steps the positions. A file whose name says nothing, or a
+    row of two values, stays a table's."""
+    losses = [0.724270815650622, 0.38909592231114704, 0.3325187216202418, 0.27252347022295, float("nan")]
+    path = tmp_path / "losses.csv"
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerow([""] + losses)
+    frame = pl.concat([c.scalars for c in read_csv(path) if c.scalars is not None])
+    assert frame["tag"].unique().to_list() == ["losses"] and frame["step"].to_list() == [0, 1, 2, 3, 4]
+    assert frame["value"].to_list()[:4] == losses[:4] and math.isnan(frame["value"][4])
+    other = tmp_path / "results.csv"
+    with other.open("w", newline="") as f:
+        csv.writer(f).writerow([""] + losses)
+    assert all(c.scalars is None or "results" not in c.scalars["tag"].to_list() for c in read_csv(other))
