@@ -258,6 +258,13 @@ def held_out_score(run: Run) -> str | None:
     return min(found)[2] if found else None
 
 
+def score_scale(values: np.ndarray) -> float:
+    """100 for a score logged in percent (an accuracy of 93.06, any finite value above 1.5), else 1: divide by it
+    to read a gain in the score's own 0-1 units. An all-NaN or empty series reads as a fraction."""
+    finite = values[np.isfinite(values)]
+    return 100.0 if finite.size and float(np.max(np.abs(finite))) > 1.5 else 1.0
+
+
 def loss_falls(run: Run, share: float, until: float, since: float | None = None,
                start_points: int = stats.START_POINTS) -> bool:
     """Whether the training loss falls by `share` or more of its first level between steps `since` and `until`
