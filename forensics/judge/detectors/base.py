@@ -265,6 +265,13 @@ def score_scale(values: np.ndarray) -> float:
     return 100.0 if finite.size and float(np.max(np.abs(finite))) > 1.5 else 1.0
 
 
+def unsplit_score(run: Run) -> str | None:
+    """`held_out_score` where the writer names no split: the series of no split read as evaluations (YOLO's
+    `metrics/mAP50(B)` are computed on the validation set; a training score that stays low says as much)."""
+    meta = run.meta.with_columns(pl.col("split").fill_null("val"))
+    return held_out_score(dataclasses.replace(run, meta=meta))
+
+
 def loss_falls(run: Run, share: float, until: float, since: float | None = None,
                start_points: int = stats.START_POINTS) -> bool:
     """Whether the training loss falls by `share` or more of its first level between steps `since` and `until`
