@@ -27,7 +27,8 @@ class Grokking:
     saturation step after saturation and takes at most `max_jump` of the run.
     Why: informational: the model memorised first and generalised much later; keep training, weight decay.
     Evidence: train saturation step, val jump start and end steps, the levels at each, which metric.
-    False alarms: 0 of the 104 healthy runs of the 849-run pool it could check; no labelled instance there.
+    False alarms: 0 of the 104 healthy runs of the 849-run pool it could check; no labelled instance there. Gains on
+    the 0-1 scale: 0 of the 40 healthy shared runs and 0 of the 191 restored healthy runs (was 1: a percentage).
     """
 
     kind: ClassVar[str] = "grokking"

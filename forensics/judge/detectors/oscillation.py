@@ -45,6 +45,7 @@ class Oscillation:
     robust sigma and the run's progress, and which rule held (`structured` or `unsettled`).
     False alarms: 0 of the 72 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets).
     1 of the 87 of the fifteen labelled sets (validation lines read into the training loss: a reading question).
+    rebounds: 0 of the 40 healthy shared runs and 0 of the 191 restored healthy runs (set12-set17).
     """
 
     kind: ClassVar[str] = "oscillation"

@@ -67,7 +67,8 @@ class Underfitting:
     final train level as a fraction of the reference and of the initial, the train–val gap, the late
     progress of each curve, the fraction of each curve's steps before it reached its stall level.
     False alarms: 0 of the 69 healthy real runs it checks in the pool of 849 labelled real runs (25 label files;
-    benchmarks/calibrate.py --pool); no field's healthy curve asked for a change (docs/engine.md).
+    benchmarks/calibrate.py --pool); no field's healthy curve asked for a change (docs/engine.md). The low-score rule:
+    0 of the 40 healthy shared runs and 0 of the 191 restored healthy runs (set12-set17).
     """
 
     kind: ClassVar[str] = "underfitting"
