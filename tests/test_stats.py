@@ -450,3 +450,12 @@ def test_held_tail_is_the_last_half_with_four_points_at_least(n):
     assert k == len(tail) and level == pytest.approx(float(np.median(tail)))
     assert spread == pytest.approx(max(abs(v - level) for v in tail) / abs(level))
     assert stats.held_tail(np.zeros(6))[1] == math.inf
+
+
+def test_rebounds_are_climbs_by_a_factor_that_fall_again():
+    y = np.array([9.0, 5.0, 2.0, 0.1, 0.2, 0.5, 0.9, 0.7, 0.3, 0.05, 0.1, 0.3, 0.6])  # the last climb ends the curve
+    assert stats.rebounds(y, 3.0, 3) == [(3, 6)]
+    assert stats.rebounds(y, 10.0, 3) == []  # 0.9 / 0.1 = 9: short of ×10
+    assert stats.rebounds(y, 3.0, 4) == []  # three rises, not four
+    assert stats.rebounds(np.array([1.0, 2.0, 3.0, 4.0, 8.0, 3.0]), 3.0, 3) == [(0, 4)]
+    assert stats.rebounds(np.array([1.0, 2.0, np.nan, 4.0, 8.0, 3.0]), 3.0, 3) == []  # a NaN ends a climb

@@ -777,6 +777,21 @@ def swings(values: np.ndarray, band: float) -> int:
     return int(np.sum(state[1:] != state[:-1])) if state.size > 1 else 0
 
 
+def rebounds(values: np.ndarray, factor: float, min_records: int) -> list[tuple[int, int]]:
+    """(trough, peak) index pairs of each climb back: `min_records` or more consecutive rises from a trough (the first
+    point, or one after a fall) to a peak at least `factor` × the trough, the peak followed by a fall (a curve ending
+    on its climb is rising, not rebounding). Positive values only; a NaN ends a climb."""
+    y = np.asarray(values, dtype=float)
+    up = np.diff(y) > 0
+    found = []
+    for a, b in runs_of(up):  # rises a..b: y[a] -> y[b + 1]
+        trough, peak = a, b + 1
+        if (b - a + 1 >= min_records and peak + 1 < y.size and y[peak + 1] < y[peak] and y[trough] > 0
+                and y[peak] >= factor * y[trough]):
+            found.append((trough, peak))
+    return found
+
+
 def blow_up_at_end(values: np.ndarray, factor: float, max_tail: int = 3) -> tuple[float, int] | None:
     """(factor, k) when a positive curve ends on a blow-up: its last k points (k ≤ `max_tail`, the most that fit)
     all stand above every earlier point and at least `factor` × the median of the earlier points; the factor is the

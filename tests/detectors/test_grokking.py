@@ -40,3 +40,20 @@ def test_validation_that_never_improves_is_silent(tmp_path):
     run = load_run(write_tb(tmp_path / "r", {"train/acc": (steps, train), "val/acc": (steps, np.clip(val, 0, 1))}),
                    tmp_path / "f.duckdb")
     assert list(Grokking().check(run)) == []
+
+
+def test_accuracy_logged_in_percent_gains_in_points_of_its_scale(tmp_path):
+    """A validation accuracy printed in percent (a 36-image set: 91.67, 94.44, 97.22, 100.00) that creeps from 93
+    to 100 after the training loss saturated gains 7 points, not 7: no grokking; the same run's jump from 3% to 95%
+    still is one."""
+    steps, train, _ = _curves(None)
+    loss = np.maximum(0.6 * (1 - train), 0.0005)  # a cross-entropy that saturates in the first tenth
+    creep = 93 + 7 / (1 + np.exp(-(steps - 6500) / 150))
+    run = load_run(write_tb(tmp_path / "r", {"train/loss": (steps, loss), "val/accuracy": (steps, creep)}),
+                   tmp_path / "f.duckdb")
+    assert list(Grokking().check(run)) == []
+    _, _, jump = _curves(6500)
+    run = load_run(write_tb(tmp_path / "j", {"train/loss": (steps, loss), "val/accuracy": (steps, 100 * jump)}),
+                   tmp_path / "g.duckdb")
+    [f] = Grokking().check(run)
+    assert f.evidence["metric"] == "accuracy" and 0.8 < f.evidence["val_gain"] <= 1.0

@@ -193,3 +193,32 @@ def test_a_validation_loss_climbing_with_reversals_is_memorising_not_bouncing_we
                        tmp_path / f"{name}.duckdb")
         found = list(Oscillation().check(run))
         assert bool(found) == fires and all(f.evidence["rule"] == "bouncing_weights" for f in found)
+
+
+def _heavy_ball(lr: float, beta: float, n: int = 40, seed: int = 0):
+    """Full-batch gradient descent with momentum on a least-squares fit (w → 3): the loss it logs each step. With
+    too much momentum for the LR the weight overshoots its optimum, and the loss climbs back from near 0 and falls
+    again each time the weight swings back (as Adam with an LR too high does on a regression MSE)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=64)
+    w, v, out = 0.0, 0.0, []
+    for _ in range(n):
+        out.append(float(np.mean((w * x - 3 * x) ** 2)))
+        g = float(np.mean(2 * (w * x - 3 * x) * x))
+        v = beta * v + g
+        w -= lr * v
+    return np.arange(n), np.array(out)
+
+
+def test_a_smooth_loss_that_climbs_back_from_its_minimum_twice_is_oscillation(tmp_path):
+    steps, y = _heavy_ball(0.02, 0.9)
+    run = load_run(write_tb(tmp_path / "r", {"train/mse": (steps, y)}), tmp_path / "f.duckdb")
+    [f] = Oscillation().check(run)
+    assert f.evidence["rule"] == "rebounds" and f.evidence["rebounds"] >= 2
+    assert min(f.evidence["factors"]) >= 3 and f.evidence["sign_change_rate"] <= 0.25
+
+
+def test_the_same_fit_with_less_momentum_converges_without_rebounds(tmp_path):
+    steps, y = _heavy_ball(0.02, 0.5)
+    run = load_run(write_tb(tmp_path / "r", {"train/mse": (steps, y)}), tmp_path / "f.duckdb")
+    assert list(Oscillation().check(run)) == []

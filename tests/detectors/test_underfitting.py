@@ -339,3 +339,50 @@ def test_a_short_log_whose_last_points_hold_high_together_underfits(tmp_path):
     run = load_run(write_tb(tmp_path / "t", {"loss": (steps, falling), "val_loss": (steps, 1.05 * falling)}),
                    tmp_path / "t.duckdb")
     assert list(Underfitting().check(run)) == []
+
+
+def _yolo_run(root, map50_best: float, val_still_falls: bool = False, epochs: int = 100):
+    """An Ultralytics detection fine-tune as it writes itself: `results.csv` (its header, one row per epoch) and
+    `args.yaml` naming pretrained weights and no class count. Train loss sum 9.3 → 7.1 still creeping down, the
+    validation loss levelling off at 7.8 from about epoch 60 (or still falling), mAP50 rising to `map50_best`."""
+    import csv
+
+    rng = np.random.default_rng(5)
+    e = np.arange(1, epochs + 1)
+    train = 7.0 + 2.3 * np.exp(-e / 12) - 0.002 * e
+    val = 7.75 + 1.25 * (np.exp(-e / 15) if not val_still_falls else np.exp(-e / 200) - np.exp(-epochs / 200))
+    val = val + rng.normal(0, 0.01, e.size)
+    map50 = map50_best * (1 - np.exp(-e / 15))
+    header = ["epoch", "time", "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/precision(B)",
+              "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "val/box_loss", "val/cls_loss",
+              "val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"]
+    root.mkdir(parents=True)
+    with open(root / "results.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=header)
+        w.writeheader()
+        for i, n in enumerate(e):
+            w.writerow({"epoch": int(n), "time": round(90.0 * n, 3), "train/box_loss": round(0.3 * train[i], 5),
+                        "train/cls_loss": round(0.45 * train[i], 5), "train/dfl_loss": round(0.25 * train[i], 5),
+                        "metrics/precision(B)": round(1.5 * map50[i], 5), "metrics/recall(B)": round(map50[i], 5),
+                        "metrics/mAP50(B)": round(map50[i], 5), "metrics/mAP50-95(B)": round(0.4 * map50[i], 5),
+                        "val/box_loss": round(0.3 * val[i], 5), "val/cls_loss": round(0.45 * val[i], 5),
+                        "val/dfl_loss": round(0.25 * val[i], 5), "lr/pg0": 0.001, "lr/pg1": 0.001, "lr/pg2": 0.001})
+    (root / "args.yaml").write_text("task: detect\nmode: train\nmodel: yolov8n.pt\ndata: data.yaml\nepochs: "
+                                    f"{epochs}\npretrained: true\noptimizer: auto\n")
+    return root
+
+
+def test_a_fine_tuned_detector_whose_map_stays_low_while_validation_stalls_underfits(tmp_path):
+    run = load_run(_yolo_run(tmp_path / "r", 0.035), tmp_path / "f.duckdb")
+    [f] = Underfitting().check(run)
+    assert f.series == "metrics/mAP50(B)" and f.evidence["score_best"] <= 0.035
+    assert f.evidence["val_new_bests"] * 2 <= f.evidence["val_recent_evals"]
+
+
+def test_the_same_fine_tune_with_a_usable_map_or_a_validation_loss_still_falling_is_silent(tmp_path):
+    from forensics.judge.detectors.base import missing_reason
+
+    run = load_run(_yolo_run(tmp_path / "a", 0.6), tmp_path / "a.duckdb")
+    assert "pretrained" in (missing_reason(Underfitting(), run) or "") and list(Underfitting().check(run)) == []
+    run = load_run(_yolo_run(tmp_path / "b", 0.035, val_still_falls=True), tmp_path / "b.duckdb")
+    assert list(Underfitting().check(run)) == []

@@ -275,6 +275,19 @@ def saturates_at_one(values: np.ndarray, closed: float = 0.9, tau: float = 0.8, 
         return False
     return stats.mann_kendall(y).tau >= tau
 
+def score_scale(values: np.ndarray) -> float:
+    """100 for a score logged in percent (an accuracy of 93.06, any finite value above 1.5), else 1: divide by it
+    to read a gain in the score's own 0-1 units. An all-NaN or empty series reads as a fraction."""
+    finite = values[np.isfinite(values)]
+    return 100.0 if finite.size and float(np.max(np.abs(finite))) > 1.5 else 1.0
+
+
+def unsplit_score(run: Run) -> str | None:
+    """`held_out_score` where the writer names no split: the series of no split read as evaluations (YOLO's
+    `metrics/mAP50(B)` are computed on the validation set; a training score that stays low says as much)."""
+    meta = run.meta.with_columns(pl.col("split").fill_null("val"))
+    return held_out_score(dataclasses.replace(run, meta=meta))
+
 
 def loss_falls(run: Run, share: float, until: float, since: float | None = None,
                start_points: int = stats.START_POINTS) -> bool:

@@ -10,8 +10,8 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, epoch_view, finite_part, level_of, src,
-                                            too_short)
+from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, epoch_view, finite_part, level_of,
+                                            point, src, too_short)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -36,6 +36,8 @@ class Oscillation:
     that bounces beside one that never swings below its trend is val_noise's), the validation loss over that half (`min_val_points`
     evaluations), not climbing over it (Mann–Kendall p < `fall_p`: memorising, overfitting's), reverses at `min_val_flips` of its steps by a median step of `min_val_step` of its level, training
     being the noisier of the two, at a training level of at least `min_bounce_level` of its reference.
+    rebounds (first, over the whole last launch): a smooth loss (`max_turns`) climbing back `min_rebound` × from a
+    trough over `rebound_records` rises and falling again, `min_rebounds` times (`_rebounds`).
     Where the writer logged an epoch aggregate beside per-step losses, the shape is the epoch means' (`epoch_view`).
     Why: an LR too high without diverging keeps the loss bouncing instead of converging.
     Evidence: amplitude relative to level, the strongest autocorrelation and its lag, lag-1
@@ -43,6 +45,7 @@ class Oscillation:
     robust sigma and the run's progress, and which rule held (`structured` or `unsettled`).
     False alarms: 0 of the 72 healthy real runs it could check (benchmarks/false_alarms.py, eleven development sets).
     1 of the 87 of the fifteen labelled sets (validation lines read into the training loss: a reading question).
+    rebounds: 0 of the 40 healthy shared runs and 0 of the 191 restored healthy runs (set12-set17).
     """
 
     kind: ClassVar[str] = "oscillation"
@@ -67,6 +70,10 @@ class Oscillation:
     min_factor: float = 1.5  # a loss whose upper quartile is 1.5× its lower one, around the level it started at ...
     around: float = 1.5  # ... its median there within ×1.5 of its start
     fall_p: float = 0.01  # ... and no fall over the whole launch at Mann–Kendall p below this (a falling loss learns)
+    min_rebound: float = 3.0  # a smooth loss climbing back ×3 from a trough ...
+    rebound_records: int = 3  # ... over 3 consecutive rises, then falling again ...
+    min_rebounds: int = 2  # ... twice or more: overshooting, not a bump
+    max_turns: float = 0.25  # smooth: its steps change direction at under a quarter of records (batch noise: 2/3)
     min_points: int = 24  # the second half's swings, crossings and autocorrelation need this many points in all
     # (healthy pool: 0 of 162 checked at 24; 0 of 205 at 12)
 
@@ -80,6 +87,10 @@ class Oscillation:
         keep = np.isfinite(y)
         steps, y = steps[keep], y[keep]
         if y.size < self.min_points:
+            return
+        rebound = self._rebounds(run, steps, y)
+        if rebound is not None:
+            yield rebound
             return
         x, seg = steps[y.size // 2:].astype(float), y[y.size // 2:]
         slope, icpt = stats.theil_sen(x, seg)
@@ -144,6 +155,25 @@ class Oscillation:
                                           f", no lower than its start ({start_text})" if progress == 0 else
                                           f", and the swings' robust sigma {sigma:.3g} is at least the run's whole "
                                           f"progress ({progress:.3g} below its start ({start_text}))"))))
+
+    def _rebounds(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding | None:
+        """A smooth loss (its steps change direction at under `max_turns` of records: no batch noise) that climbs
+        back from a trough by `min_rebound` × or more over `rebound_records` rises, then falls again, at least
+        `min_rebounds` times (`stats.rebounds`): it overshoots its minimum instead of settling (an LR too high for a
+        full-batch or epoch-mean curve). Else None."""
+        turns = stats.sign_change_rate(y)
+        found = stats.rebounds(y, self.min_rebound, self.rebound_records)
+        if len(found) < self.min_rebounds or not turns <= self.max_turns:
+            return None
+        said = [f"{point(steps, y, a)} to {point(steps, y, b)} (×{y[b] / y[a]:.3g})" for a, b in found]
+        ev = {"rule": "rebounds", "rebounds": len(found), "sign_change_rate": turns,
+              "troughs": [int(steps[a]) for a, _ in found], "peaks": [int(steps[b]) for _, b in found],
+              "factors": [float(y[b] / y[a]) for a, b in found], "min_rebound": self.min_rebound}
+        return Finding.of(self, severity="warning", step=int(steps[found[0][0]]), step_end=int(steps[found[-1][1]]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss climbs back {len(found)} times after falling: from " + "; from ".join(said)
+                                   + f", on a smooth curve (its steps change direction at {turns:.0%} of records; "
+                                   f"batch noise: ~67%): it overshoots its minimum instead of settling"))
 
     def _validation_falls(self, run: Run, start: float) -> bool:
         """The validation loss from step `start` on (`min_val_points` evaluations or more) falls, at Mann–Kendall

@@ -13,8 +13,10 @@ import numpy as np
 import polars as pl
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import (LABEL_MAPS, SHAPE, class_count, finite_part, head_tail_of, level_of, point,
-                                           pretrained_key, src, too_short)
+from forensics.judge.detectors.base import (LABEL_MAPS, SHAPE, class_count, finite_part, head_tail_of, held_out_score,
+                                           level_of, point, pretrained_key, score_scale, src, too_short,
+                                           unsplit_score)
+from ingest.roles import words
 from forensics.judge.detectors.oscillation import Oscillation
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
@@ -24,6 +26,9 @@ from forensics.judge.run import Run
 # surrogate of it, and a model whose metric climbs on train and evaluation data alike is learning, whatever the loss.
 TASK_METRIC = re.compile(r"(?:^|[^a-z])(f1|acc|accuracy|auc)(?:$|[^a-z])", re.IGNORECASE)
 EVAL_SPLITS = frozenset({"val", "test", "eval", "valid", "validation"})
+# Scores whose usable level is no share of their scale (BLEU 18 of 100 can be a good translation, PSNR is in dB):
+# never read as "low" against `low_score`.
+UNBOUNDED_SCORES = frozenset({"bleu", "rouge", "psnr", "perplexity", "ppl"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class Underfitting:
     A loss that never fell (no `min_drop` from its first points, no late trend beyond its noise) with validation
     beside it, also flat, is underfitting too: flat_loss says the loss did not move, this that validation agrees.
     An accuracy within `acc_band` of its final level since `acc_pinned_from` of the run replaces the stall gates.
+    A fine-tune that names no class count has no reference for a high loss; its held-out score is one: never above
+    `low_score` of its scale (mAP50 0.15) while the validation loss stopped improving (`_low_score_stall`).
     Under `min_train_points` (from `short_points`), no trend can be tested: the stall must show outright, the last
     half of both curves within `held_band` of their medians after the training loss fell (`_short_stall`).
     Away from chance, a training loss whose Theil–Sen trend from its stall start on still falls beyond `max_progress`
@@ -60,7 +67,8 @@ class Underfitting:
     final train level as a fraction of the reference and of the initial, the train–val gap, the late
     progress of each curve, the fraction of each curve's steps before it reached its stall level.
     False alarms: 0 of the 69 healthy real runs it checks in the pool of 849 labelled real runs (25 label files;
-    benchmarks/calibrate.py --pool); no field's healthy curve asked for a change (docs/engine.md).
+    benchmarks/calibrate.py --pool); no field's healthy curve asked for a change (docs/engine.md). The low-score rule:
+    0 of the 40 healthy shared runs and 0 of the 191 restored healthy runs (set12-set17).
     """
 
     kind: ClassVar[str] = "underfitting"
@@ -87,6 +95,7 @@ class Underfitting:
     noise_sigmas: float = 2.0  # late progress below this many noise sigmas is no progress (0 healthy at 1-5; a
     # hit lost at 1, a false claim from 3)
     max_smooth: int = 9  # the stall check's rolling median spans a tenth of the points, at most this many
+    low_score: float = 0.2  # a fine-tune's held-out score (mAP, accuracy, F1) never above a fifth of its scale
     acc_band: float = 0.01  # an accuracy within one point of its final level ...
     acc_pinned_from: float = 0.1  # ... from a tenth of the run on: the predictions stopped changing
     start_points: int = stats.START_POINTS  # the initial level: the median of the first this many points
@@ -114,7 +123,7 @@ class Underfitting:
         if short or class_count(run) is not None:
             return short
         why = self._fine_tune(run)
-        if why:
+        if why and self._low_score(run) is None:
             return (f"{why} and the config names no class count: the initial loss of a fine-tune is no reference "
                     "for 'high' (set num_classes or vocab_size in the run's config to check it against log C)")
         return None
@@ -128,6 +137,50 @@ class Underfitting:
         if run.format_of(run.pick("loss") or "") == "hf_trainer_state":
             return "the training loss comes from an HF trainer_state.json (the HF Trainer fine-tunes pretrained models)"
         return None
+
+    def _low_score(self, run: Run) -> dict | None:
+        """Evidence that the held-out score a user reads (`base.held_out_score`: a validation accuracy, mAP, F1,
+        Dice) never rose above `low_score` of its scale (`base.score_scale`) over at least `min_val_points`
+        evaluations, else None: a fine-tune that ends there is far from a usable model, whatever its first loss."""
+        name = held_out_score(run) or unsplit_score(run)
+        if name is None or set(words(name)) & UNBOUNDED_SCORES:
+            return None
+        steps, a = finite_part(*run.arrays(name))
+        scale = score_scale(a)
+        if a.size < self.min_val_points or float(np.max(a)) > self.low_score * scale:
+            return None
+        best = int(np.argmax(a))
+        return {"score_series": name, "score_best": float(a[best]), "score_best_step": int(steps[best]),
+                "score_last": float(a[-1]), "score_scale": scale}
+
+    def _low_score_stall(self, run: Run, ts: np.ndarray, t: np.ndarray, vs: np.ndarray,
+                         v: np.ndarray) -> Iterator[Finding]:
+        """A fine-tune that names no class count, whose held-out score stays low (`_low_score`) while its validation
+        loss has stopped improving: no new best at most of its last `best_evals` evaluations and a late fall within
+        its allowance (`_late_progress`). The training loss may still creep down: the model it makes is unusable."""
+        low = self._low_score(run)
+        if low is None:
+            return
+        v_head = stats.start_level(v, self.start_points) if v.size >= 10 else float(v[0])
+        v_end = stats.head_tail_levels(v, min_points=2)[1]
+        v_fall, v_allow = self._late_progress(vs, v, max(v_head - v_end, 0.0))
+        k = min(self.best_evals, v.size - 1)
+        if k < self.min_best_evals or 2 * stats.new_bests(v, k) > k or v_fall > v_allow:
+            return  # validation still improves: train longer before judging
+        (_, t_first), (_, t_text) = head_tail_of(ts, t)
+        v_text = head_tail_of(vs, v, min_points=2)[1][1]
+        ev = {**low, "train_first": float(t[0]), "train_final": stats.head_tail_levels(t)[1], "val_final": v_end,
+              "val_late_fall": v_fall, "val_allowance": v_allow, "val_new_bests": stats.new_bests(v, k),
+              "val_recent_evals": k, "low_score": self.low_score}
+        name = low["score_series"]
+        steps, a = finite_part(*run.arrays(name))
+        best_text = point(steps, a, int(np.argmax(a)))
+        yield Finding.of(self, severity="warning", step=int(vs[0]), step_end=int(max(ts[-1], vs[-1])),
+                         series=name, evidence=ev,
+                         sources=(src(run, "loss", ts), src(run, "val_loss", vs), {"table": "scalars", "series": name}),
+                         summary=(f"{name} never rises above {best_text} (under {self.low_score:.0%} of its scale) "
+                                  f"while the validation loss has stopped improving at {v_text} (train {t_first} → "
+                                  f"{t_text}): the fine-tuned model stays far from usable"))
 
     def _pinned_accuracy(self, run: Run) -> dict | None:
         """Evidence that an accuracy series (train or validation, not zero throughout) has stayed within
@@ -328,20 +381,21 @@ class Underfitting:
         t_end, v_end = stats.head_tail_levels(t)[1], stats.head_tail_levels(v, min_points=2)[1]
         if not (head > 0 and t_end > 0 and v_end > 0):
             return
+        found = class_count(run)
+        if found is None and self._fine_tune(run) is not None:
+            yield from self._low_score_stall(run, ts, t, vs, v)  # no reference for a high loss: the score is one
+            return
         fraction, gap = t_end / head, (v_end - t_end) / t_end
         if abs(gap) > self.max_gap:
             return
         if fraction > 1 - self.min_drop:
             yield from self._never_fell(run, ts, t, vs, v, gap)
             return
-        found = class_count(run)
         if found is not None:
             reference, source, min_level = math.log(found[0]), (f"log({found[1]} = {found[0]})" if found[1] not in LABEL_MAPS
                                                         else f"log({found[0]} labels)"), self.min_level_log_c
-        elif self._fine_tune(run) is None:
-            reference, source, min_level = head, "initial loss", self.min_level
         else:
-            return
+            reference, source, min_level = head, "initial loss", self.min_level
         if t_end / reference < min_level:
             return
         v_head = stats.start_level(v, self.start_points) if v.size >= 10 else float(v[0])
