@@ -275,6 +275,7 @@ def saturates_at_one(values: np.ndarray, closed: float = 0.9, tau: float = 0.8, 
         return False
     return stats.mann_kendall(y).tau >= tau
 
+
 def score_scale(values: np.ndarray) -> float:
     """100 for a score logged in percent (an accuracy of 93.06, any finite value above 1.5), else 1: divide by it
     to read a gain in the score's own 0-1 units. An all-NaN or empty series reads as a fraction."""
