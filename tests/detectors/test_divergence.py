@@ -1049,12 +1049,12 @@ def test_a_converged_loss_wandering_over_a_minimum_near_zero_is_no_divergence(tm
 # A BasicSR-style logger's lines (an event-guided deblurring fine-tune whose loss is minus the PSNR), as printed:
 # github.com/AHupuJR/EFNet/issues/12; the 24-minute validation between iterations 152 and 153 left out.
 PSNR_LOSS_INTO_INF = """\
-2023-06-16 21:58:43,765 INFO: [debug..][epoch:  0, iter:     151, lr:(2.000e-04,2.000e-05,)] [eta: 395 days, 5:42:49, time (data): 0.489 (0.001)] l_pix: -3.0743e+01 
-2023-06-16 21:58:44,519 INFO: [debug..][epoch:  0, iter:     152, lr:(2.000e-04,2.000e-05,)] [eta: 392 days, 15:56:30, time (data): 0.482 (0.001)] l_pix: -2.8084e+01 
-2023-06-16 22:22:48,546 INFO: [debug..][epoch:  0, iter:     153, lr:(2.000e-04,2.000e-05,)] [eta: 411 days, 19:13:58, time (data): 0.490 (0.001)] l_pix: -3.0197e+01 
-2023-06-16 22:22:49,036 INFO: [debug..][epoch:  0, iter:     154, lr:(2.000e-04,2.000e-05,)] [eta: 409 days, 3:35:46, time (data): 0.489 (0.001)] l_pix: -2.7506e+01 
-2023-06-16 22:22:49,505 INFO: [debug..][epoch:  0, iter:     155, lr:(2.000e-04,2.000e-05,)] [eta: 406 days, 12:46:06, time (data): 0.470 (0.001)] l_pix: inf 
-2023-06-16 22:22:49,988 INFO: [debug..][epoch:  0, iter:     156, lr:(2.000e-04,2.000e-05,)] [eta: 403 days, 22:44:43, time (data): 0.482 (0.002)] l_pix: nan 
+2023-06-16 21:58:43,765 INFO: [debug..][epoch:  0, iter:     151, lr:(2.000e-04,2.000e-05,)] [eta: 395 days, 5:42:49, time (data): 0.489 (0.001)] l_pix: -3.0743e+01
+2023-06-16 21:58:44,519 INFO: [debug..][epoch:  0, iter:     152, lr:(2.000e-04,2.000e-05,)] [eta: 392 days, 15:56:30, time (data): 0.482 (0.001)] l_pix: -2.8084e+01
+2023-06-16 22:22:48,546 INFO: [debug..][epoch:  0, iter:     153, lr:(2.000e-04,2.000e-05,)] [eta: 411 days, 19:13:58, time (data): 0.490 (0.001)] l_pix: -3.0197e+01
+2023-06-16 22:22:49,036 INFO: [debug..][epoch:  0, iter:     154, lr:(2.000e-04,2.000e-05,)] [eta: 409 days, 3:35:46, time (data): 0.489 (0.001)] l_pix: -2.7506e+01
+2023-06-16 22:22:49,505 INFO: [debug..][epoch:  0, iter:     155, lr:(2.000e-04,2.000e-05,)] [eta: 406 days, 12:46:06, time (data): 0.470 (0.001)] l_pix: inf
+2023-06-16 22:22:49,988 INFO: [debug..][epoch:  0, iter:     156, lr:(2.000e-04,2.000e-05,)] [eta: 403 days, 22:44:43, time (data): 0.482 (0.002)] l_pix: nan
 """
 
 

@@ -694,27 +694,27 @@ def test_an_epoch_counter_that_skips_37_epochs_is_a_gap_of_the_log_not_a_stall(t
 TRAINING_AND_EVALUATING_TIMES = """\
 27 Nov 14:49    INFO  epoch 0 training [time: 24.48s, train loss: 1.3043]
 27 Nov 14:49    INFO  epoch 0 evaluating [time: 0.07s, valid_score: 0.428900]
-27 Nov 14:49    INFO  valid result: 
+27 Nov 14:49    INFO  valid result:
 auc : 0.4289
-27 Nov 14:49    INFO  Saving current: saved\MWUF-Nov-27-2022_14-49-09.pth
+27 Nov 14:49    INFO  Saving current: saved\\MWUF-Nov-27-2022_14-49-09.pth
 27 Nov 14:49    INFO  epoch 1 training [time: 1.82s, train loss: 1.3043]
 27 Nov 14:49    INFO  epoch 1 evaluating [time: 0.07s, valid_score: 0.428900]
-27 Nov 14:49    INFO  valid result: 
+27 Nov 14:49    INFO  valid result:
 auc : 0.4289
-27 Nov 14:49    INFO  Saving current: saved\MWUF-Nov-27-2022_14-49-09.pth
+27 Nov 14:49    INFO  Saving current: saved\\MWUF-Nov-27-2022_14-49-09.pth
 27 Nov 14:49    INFO  epoch 2 training [time: 1.96s, train loss: 1.3043]
 27 Nov 14:49    INFO  epoch 2 evaluating [time: 0.07s, valid_score: 0.428900]
-27 Nov 14:49    INFO  valid result: 
+27 Nov 14:49    INFO  valid result:
 auc : 0.4289
-27 Nov 14:49    INFO  Saving current: saved\MWUF-Nov-27-2022_14-49-09.pth
+27 Nov 14:49    INFO  Saving current: saved\\MWUF-Nov-27-2022_14-49-09.pth
 27 Nov 14:49    INFO  epoch 3 training [time: 1.81s, train loss: 1.3043]
 27 Nov 14:49    INFO  epoch 3 evaluating [time: 0.07s, valid_score: 0.428900]
-27 Nov 14:49    INFO  valid result: 
+27 Nov 14:49    INFO  valid result:
 auc : 0.4289
-27 Nov 14:49    INFO  Saving current: saved\MWUF-Nov-27-2022_14-49-09.pth
+27 Nov 14:49    INFO  Saving current: saved\\MWUF-Nov-27-2022_14-49-09.pth
 27 Nov 14:49    INFO  epoch 4 training [time: 1.82s, train loss: 1.3043]
 27 Nov 14:49    INFO  epoch 4 evaluating [time: 0.06s, valid_score: 0.428900]
-27 Nov 14:49    INFO  valid result: 
+27 Nov 14:49    INFO  valid result:
 auc : 0.4289
 """
 
