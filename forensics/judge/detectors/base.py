@@ -302,16 +302,20 @@ def placeholder_nans(run: Run, name: str, steps: np.ndarray, values: np.ndarray)
     row = run.meta.filter(pl.col("name") == name)
     if not nan.any() or row.height == 0 or nan.all():
         return mask
-    grp = row["grp"][0]
-    for other in run.meta.filter((pl.col("grp") == grp) & (pl.col("name") != name))["name"].to_list():
+    partners = run.meta.filter((pl.col("grp") == row["grp"][0]) & (pl.col("name") != name)
+                               & (pl.col("n_nonfinite").fill_null(0) >= 2))  # a partner prints NaN cells too
+    for other in partners["name"].to_list():
         o = run.series_named(other)
-        at = dict(zip(o["step"].to_list(), o["value"].fill_null(np.nan).to_list()))
-        theirs = np.array([at.get(int(s), None) is not None and math.isfinite(at[int(s)]) for s in steps])
-        their_nan = np.array([at.get(int(s), None) is not None and math.isnan(at[int(s)]) for s in steps])
-        turns_theirs = nan & theirs
-        turns_mine = ~nan & np.isfinite(values) & their_nan
-        if turns_theirs.sum() >= 2 and turns_mine.sum() >= 2 and not (nan & their_nan).any() \
-                and turns_theirs.sum() == nan.sum():
+        their_steps, their_values = o["step"].to_numpy(), o["value"].fill_null(np.nan).to_numpy()
+        if their_steps.size == 0:
+            continue
+        at = np.clip(np.searchsorted(their_steps, steps), 0, their_steps.size - 1)
+        present = their_steps[at] == steps
+        theirs = present & np.isfinite(their_values[at])
+        their_nan = present & np.isnan(their_values[at])
+        turns_theirs, turns_mine = nan & theirs, np.isfinite(values) & their_nan
+        if (turns_theirs.sum() >= 2 and turns_mine.sum() >= 2 and not (nan & their_nan).any()
+                and turns_theirs.sum() == nan.sum()):
             return turns_theirs
     return mask
 
