@@ -117,7 +117,7 @@ from ingest.decoding import (LEGACY_ENCODINGS, as_utf8, binary_reason, legacy_en
 from ingest.jsonvalues import INT64_MAX
 from ingest.records import Chunk, Issue, scalars_frame, texts_frame
 from ingest.reprs import NUM, REPR_HINT, SCALAR_REPR, cell_number, repr_number
-from ingest.roles import RETURN_WORDS, REWARD_WORDS, SPLIT_WORDS, role_of, words
+from ingest.roles import SPLIT_WORDS, role_of, stem_tag, words
 from ingest.tabular import with_loss_sums
 
 PAST_64_BITS = INT64_MAX + 1  # a counter printed past what the store holds (its line is skipped, and said)
@@ -1555,15 +1555,6 @@ def _idle(path: Path) -> bool:
         return time.time() - path.stat().st_mtime > IDLE_SECONDS
     except OSError:
         return False
-
-
-def stem_tag(path: Path) -> str | None:
-    """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`), or
-    an agent's reward or return (`reward_log.txt`: its values are that, not the loss a file named for nothing holds)."""
-    stem = path.name.split(".")[0]
-    named = any(w not in SPLIT_WORDS for w in words(stem))  # `train.log` names a split, not a quantity
-    return stem if named and (role_of(stem).role != "other" or set(words(stem)) & (REWARD_WORDS | RETURN_WORDS)) \
-        else None
 
 
 def _held_stem(path: Path) -> str | None:

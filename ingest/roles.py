@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from ingest.languages import TERMS, english, fold
 
@@ -325,3 +326,12 @@ QUANTITY_WORDS = {
     "l2", "weight", "weights", "param", "params", "parameter", "parameters", "update", "updates", "ratio", "ratios",
     "dead", "fraction", "frac", "saturated", "saturation", "activation", "activations", "act", "gradnorm", "gnorm",
 }
+
+
+def stem_tag(path: PurePath) -> str | None:
+    """The name bare values take: the file's own name where it names a quantity (`loss.txt`, `train_loss.log`), or
+    an agent's reward or return (`reward_log.txt`: its values are that, not the loss a file named for nothing holds)."""
+    stem = path.name.split(".")[0]
+    named = any(w not in SPLIT_WORDS for w in words(stem))  # `train.log` names a split, not a quantity
+    return stem if named and (role_of(stem).role != "other" or set(words(stem)) & (REWARD_WORDS | RETURN_WORDS)) \
+        else None

@@ -214,7 +214,7 @@ def _one_row(path: Path, raw: bytes, sep: str) -> Chunk | None:
     its steps the values' positions (ordinals), named by the file (`ingest.console`'s name for bare values). A first
     cell left empty (the frame's unnamed index) is no value. Read once the file is finished (ended by a line break,
     or still for SETTLED_SECONDS), since a writer may add a second row."""
-    from ingest.console import stem_tag  # (console imports this module: the import waits for the call)
+    from ingest.roles import stem_tag
 
     text = raw.strip()
     if b"\n" in text or not (raw.endswith(b"\n") or _still(path)):
