@@ -459,3 +459,21 @@ def test_rebounds_are_climbs_by_a_factor_that_fall_again():
     assert stats.rebounds(y, 3.0, 4) == []  # three rises, not four
     assert stats.rebounds(np.array([1.0, 2.0, 3.0, 4.0, 8.0, 3.0]), 3.0, 3) == [(0, 4)]
     assert stats.rebounds(np.array([1.0, 2.0, np.nan, 4.0, 8.0, 3.0]), 3.0, 3) == []  # a NaN ends a climb
+
+
+def test_chance_level_at_a_printed_resolution_compares_only_the_counts_within_reach():
+    """The same answer as comparing every value with every ln k (the roundest fit, then the nearest; none: the
+    tolerance rule), for values that fit one, several or no count; and a curve of 300k points is checked without a
+    values x candidates matrix (which would take gigabytes)."""
+    rng = np.random.default_rng(3)
+    ks = stats.chance_counts(())
+    logs = np.log(ks.astype(float))
+    for centre, spread, res in [(math.log(10), 0.0004, 0.0005), (4.6, 0.01, 0.05), (2.0, 0.3, 0.05), (6.9, 0.0, 0.05)]:
+        v = centre + spread * rng.uniform(-1, 1, 50)
+        every = ks[np.all(np.abs(v[:, None] - logs[None, :]) <= res, axis=0)]
+        mid = float(np.median(v))
+        want = (int(min(every, key=lambda k: (len(str(int(k)).rstrip("0")), abs(math.log(k) - mid)))) if every.size
+                else stats.chance_level(v))
+        assert stats.chance_level(v, resolution=res) == want
+    long = np.full(300_000, math.log(100)) + 1e-4 * rng.uniform(-1, 1, 300_000)
+    assert stats.chance_level(long, resolution=0.005) == 100

@@ -545,7 +545,10 @@ def chance_level(values: np.ndarray, rel_tol: float = 3e-4, gap_share: float = 0
     ks = chance_counts(extra)
     logs = np.log(ks.astype(float))
     if resolution > 0:
-        fits = np.flatnonzero(np.all(np.abs(v[:, None] - logs[None, :]) <= resolution, axis=0))
+        near = np.flatnonzero((logs >= v.max() - 2 * resolution) & (logs <= v.min() + 2 * resolution))
+        # only the ln k within reach of every value are compared with each (a whole curve of 600k points against
+        # 2,029 candidates would take gigabytes)
+        fits = near[np.all(np.abs(v[:, None] - logs[None, near]) <= resolution, axis=0)]
         if fits.size:  # a class count the run declares first, then the roundest, then the nearest
             mid = float(np.median(v))
             return int(min(ks[fits], key=lambda k: (int(k) not in extra, len(str(int(k)).rstrip("0")),
