@@ -1037,3 +1037,22 @@ def test_a_loss_that_falls_over_a_whole_lr_schedule_is_not_flat(tmp_path):
     """A healthy LoRA fine-tune under the same kind of schedule: 2.31 → 1.28. Silent."""
     run = _trainer_state(tmp_path, "learns", LORA_SCHEDULE_LEARNS)
     assert list(FlatLoss().check(run)) == []
+
+
+def test_a_smooth_fall_over_the_first_records_then_a_creep_back_moved(tmp_path):
+    """An epoch-mean loss falling 6% over its first 8 of 78 records, far beyond its 0.05% noise (4.26 → 3.99), then
+    creeping back to 4.09 beside a validation loss of the same shape: the medians of its first and last tenths
+    differ by 1% only, yet it moved (plateau's or divergence's question, never "it never moved"). A loss as noisy
+    as that fall stays flat."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(78)
+    shape = np.where(steps < 8, 4.26 - 0.27 * (1 - np.exp(-steps / 2.5)) / (1 - np.exp(-7 / 2.5)),
+                     3.99 + 0.1 * (steps - 8) / 70)
+    loss = shape * (1 + rng.normal(0, 0.0005, steps.size))
+    val = (shape - 0.08) * (1 + rng.normal(0, 0.0005, steps.size))
+    run = load_run(write_tb(tmp_path / "a", {"train/loss": (steps, loss), "val/loss": (steps, val)}),
+                   tmp_path / "a.duckdb")
+    assert list(FlatLoss().check(run)) == []
+    noisy = 4.1 * (1 + rng.normal(0, 0.04, steps.size))
+    run = load_run(write_tb(tmp_path / "b", {"train/loss": (steps, noisy)}), tmp_path / "b.duckdb")
+    assert [f.kind for f in FlatLoss().check(run)] == ["flat_loss"]

@@ -66,8 +66,10 @@ class FlatLoss:
     a warning): the model's answers never change, at any length. Where the writer logged an epoch aggregate beside per-step
     losses, the shape is the epoch means' (`base.epoch_view`): per-step values carry the batch order.
     Not flat (`_stayed`): a loss that fell at once from its first point or learned (`stats.learned`: plateau's, also
-    when it fell onto ln k, DECISIONS §17), whose smoothed curve left its start by `excursion` and came back, or
-    whose noise cannot resolve `still_tol` (`resolve_sigmas`); nor one whose LR still warms up, an excerpt from a
+    when it fell onto ln k, DECISIONS §17), whose smoothed curve left its start by `excursion` and came back, or fell
+    `learned_fall` below its first value by `fell_sigmas` noise sigmas (`_fell_from_first`: a smooth fall over the
+    first records, then a creep back; the training loss then stands no more for its validation loss), or whose noise
+    cannot resolve `still_tol` (`resolve_sigmas`); nor one whose LR still warms up, an excerpt from a
     decayed schedule's end, a loss still while the gradient norm grows `exploding_growth` ×, one that rose to its pin
     from half of it, or a later launch that resumes below where the log began.
     In a reinforcement-learning run only its reward speaks (`_reward_still`): one value on `reward_share` of its
@@ -92,6 +94,8 @@ class FlatLoss:
     fall-at-once guard keeps, then 6.4%, 6.8%, 7.3%, 7.4%, 10%: 0 claims. An RL reward (`_reward_still`): 0 claims.
     A fall under 3% whatever its trend (`small_fall`), on the 174 healthy runs of set8-11 and the shared sets: the
     thirds fall under 3% with no guard on 3, all already claimed and allowing flat_loss (0.0%, 0.27% twice); 0 new.
+    The smooth fall from the first value (`_fell_from_first`) only removes claims: on the 259 runs of the shared sets
+    and set12-15 labelled healthy, flat or plateau, one (a false critical); `fell_sigmas` 5 or 3 also a flat launch's.
     """
 
     kind: ClassVar[str] = "flat_loss"
@@ -129,6 +133,9 @@ class FlatLoss:
     # change fit inside `still_tol` of the level: a loss whose batches scatter ±30% cannot be told flat in 10 points
     # (healthy pool: 0 of 228 checked from 0.75 to 2.0; 0.5 a critical on 1)
     excursion: float = 0.2  # a smoothed curve that left its start by this share and came back moved in between
+    # ... or fell `learned_fall` below its first value by this many noise sigmas (a smooth fall over the first tenth of
+    # the records, then a creep back: it moved; 0 of the 168 healthy runs of the shared sets and set12-15 affected)
+    fell_sigmas: float = 10.0
     chance_band: float = 0.03  # from the start: its first and last levels within this share of ln C ...
     chance_epochs: int = 3  # ... over `min_points` points, this many epochs, or one printed value throughout
     accuracy_tol: float = 0.1  # an accuracy whose median is within this share of 1/C says C (0.5 for ln 2)
@@ -977,10 +984,10 @@ class FlatLoss:
     def _train_stands(self, y: np.ndarray) -> bool:
         """The training loss does not fall by `max_train_drop` (head to tail levels), or is exactly 0 throughout
         (an empty training loop's accumulator: nothing was trained). One that fell at once from its first point
-        (`_fell_at_once`) trained."""
+        (`_fell_at_once`) or smoothly from it, far beyond its noise (`_fell_from_first`), trained."""
         if y.size and np.all(y == 0):
             return True
-        if self._fell_at_once(y):
+        if self._fell_at_once(y) or self._fell_from_first(y):
             return False
         head, tail = stats.head_tail_levels(y, self.edge)
         return math.isfinite(head) and head != 0 and (tail - head) / abs(head) > -self.max_train_drop
@@ -1009,8 +1016,19 @@ class FlatLoss:
         smooth = stats.rolling_median(y, max(5, int(y.size * self.smooth)))
         if float(np.nanmax(np.abs(smooth - head))) > self.excursion * abs(head):
             return False
+        if self._fell_from_first(y):
+            return False
         error = stats.noise(y) * math.sqrt(12.0 / y.size)
         return bool(self.resolve_sigmas * error <= self.still_tol * abs(head))
+
+    def _fell_from_first(self, y: np.ndarray) -> bool:
+        """Whether the smoothed curve fell `learned_fall` below the first value, by `fell_sigmas` point-to-point
+        noise sigmas: a smooth fall over the first records, then a creep back, moved (a first tenth's median hides
+        the fall), whatever the levels at its two ends."""
+        if y.size < self.min_points:
+            return False
+        smooth = stats.rolling_median(y, max(5, int(y.size * self.smooth)))
+        return stats.learned(y, float(np.nanmin(smooth)), self.learned_fall, self.fell_sigmas, points=1)
 
     def _fell_at_once(self, y: np.ndarray) -> bool:
         """Whether the first point stands above the median of the next `min_repeats` by `learned_fall` of it and

@@ -74,12 +74,17 @@ class Plateau:
     No stall or held plateau on a log that stops at `plan_reached` of the plan its trainer printed or less (the last
     `eta` left against the time the last launch covers, `_short_of_plan`): "to the end" needs the end.
     No plateau of any rule while the run still learns (`_still_learning`): its LR still warms up, its validation
-    loss sets a new best at most of its last evaluations (a sign test).
+    loss sets a new best at most of its last evaluations (a sign test), by `val_steady_fall` over the stall or more.
+    The first LR cut bought nothing (`_after_cut`), at `min_level` or higher: the first record of the LR `cut` × below
+    the one before, from which to the end (`min_length` of the points or more) the loss stays within `cut_gain` of its
+    level just before it; it says more than the stall alone, so it is read first.
     Why: learning stopped early: LR too small, a scheduler that decayed too soon, too little capacity.
     Evidence: plateau start step, level, fraction of the initial loss, length, slope inside it, LR fall.
     False alarms: 1 of the 176 healthy runs of the 849-run pool it could check (3 before `min_level` 0.6 and
     `held_move` 0.02); the glaring and chance rules on none; the frozen training loss and an earlier launch's floor
     on none of the 214 healthy runs of set8-set11 and the shared sets (1 claim, a step schedule's tail, before and after).
+    The first LR cut and the new bests' size: 0 of the 168 healthy runs of the shared sets and set12-15 (healthy
+    losses gain 19% or more after a first cut that leaves 35% of the run; later cuts of a converged run, 3%).
     """
 
     kind: ClassVar[str] = "plateau"
@@ -128,6 +133,12 @@ class Plateau:
     glaring_band: float = 0.01
     glaring_fall: float = 0.3  # ... after a first value 30% above them, at chance (ln C declared, or an accuracy
     # unchanged at 1/C, C read from the loss: a uniform guess's loss is ln C and its accuracy 1/C)
+    # The first LR cut bought nothing, at `min_level` or higher: the first record of the LR `cut` × or more below the
+    # one before (a step schedule, ReduceLROnPlateau, newbob; a smooth decay moves a few % a record) after which the
+    # loss ends within `cut_gain` of its level just before it, over `min_length` of the points or more (healthy runs
+    # of the shared and restored sets 12-15 with such a cut: the loss gains 19% after it at the least)
+    cut: float = 1.5
+    cut_gain: float = 0.03
     plan_reached: float = 0.25  # a log whose last launch covers a quarter of its printed plan or less has no end
     best_evals: int = 5  # a validation loss setting a new best at most of its last (up to) 5 evaluations ...
     min_best_evals: int = 3  # ... and at least 3 of them in the stall: still improving (a sign test)
@@ -167,7 +178,8 @@ class Plateau:
         short = too_short(run, "loss", self.min_points)
         if (short and self._stall(run) is None and self._chance(run) is None and self._glaring(run) is None
                 and self._froze(run) is None and self.flat_loss.held_excerpt(run) is None
-                and self._frozen_validation(run) is None and self._held(run) is None):
+                and self._frozen_validation(run) is None and self._held(run) is None
+                and self._after_cut(run) is None):
             return short
         return None
 
@@ -349,7 +361,8 @@ class Plateau:
     def _still_learning(self, run: Run, start: int, end: int | None = None) -> str | None:
         """Why the run is still learning over the stall from step `start` (to `end`), or None: its LR still warms
         up (the LR's last value in the stall is its peak, above its value at the stall's start); its validation
-        loss sets a new best at most of its last `best_evals` evaluations (`min_best_evals` of them in the stall)."""
+        loss sets a new best at most of its last `best_evals` evaluations (`min_best_evals` of them in the stall),
+        falling `val_steady_fall` or more from its first evaluation in the stall (new bests by a hair are a stall)."""
         fmt = run.format_of(run.pick("loss"))
         if run.has("lr") and run.format_of(run.pick("lr")) == fmt:
             s, lr = finite_part(*run.arrays("lr"))
@@ -365,8 +378,12 @@ class Plateau:
             k = min(self.best_evals, int(np.sum(vs >= start)), v.size - 1)
             if k >= self.min_best_evals:  # validation is the witness where the run evaluates
                 bests = stats.new_bests(v, k)
+                # new bests by a hair are no learning a user would wait for: the fall over the stall's evaluations
+                # must reach `val_steady_fall` too (a 0.4% fall over three new bests after an LR cut is a stall)
+                inside = v[vs >= start]
+                fall = (inside[0] - inside.min()) / abs(inside[0]) if inside[0] else 0.0
                 return (f"the validation loss sets a new best at {bests} of its last {k} evaluations"
-                        if 2 * bests > k else None)
+                        if 2 * bests > k and fall >= self.val_steady_fall else None)
         return None
 
     def check(self, run: Run) -> Iterator[Finding]:
@@ -411,6 +428,10 @@ class Plateau:
             yield self._glaring_finding(run, glaring)
             return
         short = self._short_of_plan(run)
+        cut = None if short else self._after_cut(run)
+        if cut is not None and self._val_improves(run, cut["plateau_start_step"]) is None:
+            yield self._cut_finding(run, cut)  # the stall's cause in the log: it says more than the stall alone
+            return
         ev = None if short else self._stall(run, floor=self._other_launch_floor(run))
         if ev is None:
             froze = self._froze(run)
@@ -525,6 +546,61 @@ class Plateau:
         return {"plateau_start_step": int(steps[start]), "level": tail, "initial_level": float(y[0]),
                 "fraction_of_initial": tail / float(y[0]), "length_fraction": length, "move_in_plateau": move,
                 "slope_per_step": float(slope), "val_fall_in_plateau": val, "band": band, "points": int(y.size)}
+
+    def _after_cut(self, run: Run) -> dict | None:
+        """The plateau's evidence when the first LR cut (the first record of the LR `cut` × or more below the one
+        before, on the loss's source) bought nothing: from it to the end (`min_length` of the points or more) the
+        loss (its last launch) ends within `cut_gain` of its level just before it (medians of `smooth` of the
+        points), at `min_level` of its initial level or higher, after a fall from it (`stats.learned`). Else None.
+        The scheduler cut the LR where the loss stalled, and the stall held: it cut too early, or the LR was never
+        the limit."""
+        if not run.has("lr") or run.format_of(run.pick("lr")) != run.format_of(run.pick("loss")):
+            return None
+        steps, y = _last_launch(run)
+        if y.size < self.short_points:
+            return None
+        ls, lr = finite_part(*run.arrays("lr"))
+        keep = (ls >= steps[0]) & (ls <= steps[-1]) & (lr > 0)
+        ls, lr = ls[keep], lr[keep]
+        k = max(3, int(y.size * self.smooth))
+        head = stats.start_level(y, self.start_points)
+        end = float(np.median(y[-k:]))
+        if not head > 0 or end < self.min_level * head or not stats.learned(
+                y, end, self.min_drop, self.min_drop_sigmas, self.start_points):
+            return None  # low already (a converged run's last cuts gain little), or it never fell: flat_loss's
+        cuts = np.flatnonzero(lr[1:] * self.cut <= lr[:-1]) + 1
+        if not cuts.size:
+            return None
+        # The first cut only: a scheduler that cuts again once the loss has settled (ReduceLROnPlateau on a converged
+        # run, its last cuts gaining 3%) answers a stall, it did not make one; a first cut gains 19% or more there.
+        i = int(cuts[0])
+        before, after = y[steps < ls[i]], y[steps >= ls[i]]
+        if after.size < self.min_length * y.size or before.size < k:
+            return None
+        level = float(np.median(before[-k:]))
+        gain = (level - end) / abs(level)
+        if abs(gain) >= self.cut_gain:
+            return None
+        return {"plateau_start_step": int(ls[i]), "level": end, "level_before_cut": level,
+                "initial_level": head, "fraction_of_initial": end / head, "gain_after_cut": gain,
+                "lr_before_cut": float(lr[i - 1]), "lr_after_cut": float(lr[i]), "cuts_after": int(cuts.size),
+                "lr_at_end": float(lr[-1]), "length_fraction": after.size / y.size, "points": int(y.size)}
+
+    def _cut_finding(self, run: Run, ev: dict) -> Finding:
+        steps, y = _last_launch(run)
+        say = partial(run.printed_span, run.pick("loss"))
+        k = max(3, int(y.size * self.smooth))
+        before = int(np.sum(steps < ev["plateau_start_step"]))
+        _, level_text = level_of(steps, y, before - k, before - 1, say=say)
+        _, end_text = level_of(steps, y, y.size - k, y.size - 1, say=say)
+        more = (f", and {ev['cuts_after'] - 1} more cut{'s' if ev['cuts_after'] > 2 else ''} to "
+                f"{shortest(ev['lr_at_end'])}" if ev["cuts_after"] > 1 else "")
+        return self._warning(run, ev, steps, (
+            f"at {say(ev['plateau_start_step'])} the LR is cut from {shortest(ev['lr_before_cut'])} to "
+            f"{shortest(ev['lr_after_cut'])}{more}, and the loss stops there: {level_text} before the cut, "
+            f"{end_text} at the end ({-ev['gain_after_cut']:+.1%} over {ev['length_fraction']:.0%} of the points), "
+            f"{ev['fraction_of_initial']:.0%} of its start: the cut bought nothing (cut too early, or the LR was "
+            f"not what held it)"))
 
     def _val_fall(self, run: Run, start: int) -> float | None:
         """The validation loss's relative fall from the median of its first two evaluations from `start` on to that
