@@ -658,3 +658,23 @@ def test_a_training_loss_that_falls_tenfold_under_a_flat_validation_loss_is_over
             r["train/loss"] = f"{0.2 - 0.005 * i:.4f}" if i >= 2 else r["train/loss"]
             w.writerow(r)
     assert list(Overfitting().check(load_run(halved, tmp_path / "h.duckdb"))) == []
+
+
+def test_a_validation_loss_flat_from_its_first_evaluation_beside_memorised_training_is_no_overfitting(tmp_path):
+    """The memorised gap needs validation to have improved once: the same file whose validation never gets 5% under
+    its first evaluation (0.786 at the first epoch, 0.782-0.811 after it) while training falls ×100 learned nothing
+    it could lose: a held-out set that does not match training (distribution_mismatch's picture), not memorisation."""
+    import csv
+
+    rows = list(csv.DictReader(MEMORISED_BESIDE_A_FLAT_VALIDATION.splitlines(), skipinitialspace=True))
+    names = [n.strip() for n in rows[0]]
+    root = tmp_path / "r"
+    root.mkdir()
+    with open(root / "results.csv", "w", newline="") as out:
+        w = csv.DictWriter(out, fieldnames=names)
+        w.writeheader()
+        for i, r in enumerate(rows):
+            r = {k.strip(): v.strip() for k, v in r.items()}
+            r["val/loss"] = {0: "0.78600", 1: "0.80100"}.get(i, r["val/loss"])
+            w.writerow(r)
+    assert list(Overfitting().check(load_run(root, tmp_path / "f.duckdb"))) == []

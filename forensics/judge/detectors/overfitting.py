@@ -267,7 +267,8 @@ class Overfitting:
         that no later one betters by `gap_flat` (`gap_after` evaluations or more after it), the training loss (its
         median between evaluations; validation's relative point noise there under `gap_flat`) falls `gap_train_fall` × while it ends `gap_ratio` × under validation at each of
         the last `gap_after` evaluations, validation stalled at `gap_val_share` of the first training loss or more
-        (a validation loss at 7% of it is a trained model; the gap is training reaching 0). A classifier whose training loss falls 0.125 -> 0.013 while its validation
+        (a validation loss at 7% of it is a trained model; the gap is training reaching 0), after validation improved
+        `gap_flat` on its first evaluation at least once (flat from the start: a mismatch, not memorisation). A classifier whose training loss falls 0.125 -> 0.013 while its validation
         loss sits at 0.78-0.81: no rise to place a crossover, but the model is learning its training set by heart.
         None while a held-out score (`base.held_out_score`) still trends up there (Mann–Kendall p < `trend_p`)."""
         vs, v = self._launch(run, "val_loss")
@@ -276,6 +277,9 @@ class Overfitting:
         later_min = np.minimum.accumulate(v[::-1])[::-1]  # the best evaluation from each one on
         still = np.flatnonzero(later_min[1:] >= (1 - self.gap_flat) * v[:-1])
         j = int(still[0]) if still.size else v.size
+        if j == 0:
+            return None  # never `gap_flat` better than its first evaluation: no generalisation was lost, none gained
+            # (validation flat from the start beside a falling training loss is distribution_mismatch's picture)
         wiggle = stats.relative_wiggle(v[j:])
         if v.size - 1 - j < self.gap_after or not wiggle <= self.gap_flat:
             return None  # a validation loss swinging more than the 5% bar between evaluations shows no stall
