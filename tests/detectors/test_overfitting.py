@@ -203,6 +203,20 @@ def test_a_rise_at_every_evaluation_of_a_short_run_is_overfitting(tmp_path):
     assert list(Overfitting().check(_epochs(tmp_path, "c", [0.308, 0.201, 0.1416], [0.2548, 0.2551, 0.2625]))) == []
 
 
+def test_three_epochs_whose_last_evaluation_jumps_past_the_middle_one_are_overfitting(tmp_path):
+    """A three-epoch classifier fine-tune (HF Trainer, one record each per epoch): evaluation loss 0.8079, 0.8074,
+    0.9018 (+11.7% at the last) while training falls 0.828 -> 0.715 -> 0.619; the Trainer's best checkpoint is the
+    second. The run ended: no next evaluation decides, and a rise that large is read at once. Its twins ending +2.6%
+    (where healthy three-epoch fine-tunes end) or with training rising are silent."""
+    train = [0.8278, 0.7153, 0.6191]
+    run = _epochs(tmp_path, "a", train, [0.8079, 0.8074, 0.9018], per_epoch=14146)
+    [f] = Overfitting().check(run)
+    assert f.step == 28292 and f.evidence["rising_evaluations"] == 1 and f.evidence["val_final"] == 0.9018
+    assert list(Overfitting(every_last_min_rise=0.2).check(run)) == []
+    assert list(Overfitting().check(_epochs(tmp_path, "b", train, [0.8079, 0.8074, 0.8283]))) == []
+    assert list(Overfitting().check(_epochs(tmp_path, "c", [0.8278, 0.7153, 0.7391], [0.8079, 0.8074, 0.9018]))) == []
+
+
 def test_seven_epochs_that_turn_at_the_fourth_are_overfitting(tmp_path):
     """A small CNN stopped early: validation falls to 0.457 at its fourth epoch, then rises at each of the three left
     (+17% at the end), the training loss falling at every epoch. A healthy twin whose validation keeps falling with

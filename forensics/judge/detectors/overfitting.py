@@ -105,6 +105,8 @@ class Overfitting:
     every_min_rise: float = 0.05  # ... ending 5% above the minimum: 0 healthy at 0.02-0.2; under 0.04 a labelled
     # run of a shared set gets a false claim; from 0.1 to 0.05 no claim changes on the 629 pool runs (docs/engine.md)
     every_share: float = 1 / 3  # ... and a third of the evaluations or more: the run's turn, not a blip at its end
+    every_last_min_rise: float = 0.1  # a run of `every_min_evals` evaluations whose minimum is the middle one: its
+    # last 10% above it (the healthy three-evaluation runs of the shared sets and set12-15 end +0.8-1.8%: 0 fired)
     memorised: float = 0.01  # a training loss at 1% of its first value or less fell: it cannot fall further
     scatter_min_evals: int = 3  # the mild rise: evaluations after the raw minimum, at least ...
     scatter_share: float = 0.25  # ... and a quarter of all evaluations: the run's turn, not its last blip
@@ -388,13 +390,19 @@ class Overfitting:
         """The short rise (`every_min_evals` evaluations and up): the lowest evaluation is followed by a rise at
         every evaluation to the last, ending `every_min_rise` above it, while the training loss at those
         evaluations (the median of its points in the interval that ends at each) falls at each and by
-        `min_train_fall` in all. Three epochs of a fine-tune whose evaluation loss
+        `min_train_fall` in all; a run of no more evaluations than that, its minimum the middle one, by
+        `every_last_min_rise` at its last (the run ended: no next evaluation decides). Three epochs of a fine-tune whose evaluation loss
         climbs +13%, +47% while its training loss halves are read so; the three-evaluation rule needs five."""
         vs, v = self._launch(run, "val_loss")
+        if v.size < self.every_min_evals:
+            return None
         k = stats.rising_tail(v)
-        if k < self.every_min_evals or k - 1 < self.every_share * (v.size - 1) or np.argmin(v) != v.size - k:
+        need = min(self.every_min_evals, v.size - 1)  # a run of three evaluations has one after a middle minimum
+        if k < need or k - 1 < self.every_share * (v.size - 1) or np.argmin(v) != v.size - k:
             return None  # two evaluations up at the end of a long run: a user waits for the next one
         lo, last = float(v[-k]), float(v[-1])
+        if k < self.every_min_evals and not last >= (1 + self.every_last_min_rise) * lo:
+            return None  # one rise, the run's last evaluation: only a large one is read without a next
         # NaN under 4 points: three evaluations are all there is to read. The bend at the minimum is the turn itself,
         # not a jump between evaluations: on a handful of them it would be most of the "noise" the rise is held to
         wiggle = stats.relative_wiggle(v, skip=v.size - k)
