@@ -1,6 +1,7 @@
 """overfitting on real TensorBoard event files."""
 
 import numpy as np
+import pytest
 
 from forensics.judge.detectors import Overfitting
 from tests.runwriters import curve, load_run, write_tb
@@ -692,3 +693,37 @@ def test_a_validation_loss_flat_from_its_first_evaluation_beside_memorised_train
             r["val/loss"] = {0: "0.78600", 1: "0.80100"}.get(i, r["val/loss"])
             w.writerow(r)
     assert list(Overfitting().check(load_run(root, tmp_path / "f.duckdb"))) == []
+
+
+def _per_step_lightning(root, epoch_levels: list[float], val: list[float], seed: int = 0):
+    """Lightning's CSVLogger as `self.log("train_loss", ..., on_step=True)` and `self.log("val_loss", ...)` reach it:
+    single-batch training losses (±15% around each epoch's level) every 10 steps of 450 a epoch, the validation loss
+    at each epoch's last step; no epoch mean."""
+    pytest.importorskip("lightning", reason="the test extra installs lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    rng = np.random.default_rng(seed)
+    logger = CSVLogger(str(root))
+    for e, (level, v) in enumerate(zip(epoch_levels, val)):
+        for k in range(9, 450, 10):
+            logger.log_metrics({"train_loss": level * (1 + rng.normal(0, 0.15)), "epoch": e}, step=e * 450 + k)
+        logger.log_metrics({"val_loss": v, "epoch": e}, step=e * 450 + 449)
+    logger.save()
+    logger.finalize("success")
+    return root
+
+
+def test_a_rise_at_every_evaluation_beside_per_step_training_within_its_noise_is_overfitting(tmp_path):
+    """Five epochs of a recommender: validation flat for three (0.2346, 0.2351, 0.2339), then up at each of the last
+    two (+8%) while the single-batch training loss falls 0.32 -> 0.178 but holds for one epoch (0.200 -> 0.2005):
+    the median of 45 noisy batches moves more than that by chance, so training did not rise there. A training loss
+    that climbs back (0.200 -> 0.24) beside the same validation is silent."""
+    val = [0.2346, 0.2351, 0.2339, 0.2414, 0.2522]
+    run = load_run(_per_step_lightning(tmp_path / "a", [0.32, 0.21, 0.200, 0.2005, 0.178], val, seed=2),
+                   tmp_path / "a.duckdb")  # this draw's medians: 0.1953 -> 0.1963 -> 0.1835
+    [f] = Overfitting().check(run)
+    assert f.evidence["rising_evaluations"] == 2 and f.evidence["val_final"] == 0.2522
+    assert list(Overfitting(every_train_errors=0.0).check(run)) == []  # strictly falling medians: the tolerance decides
+    back = load_run(_per_step_lightning(tmp_path / "b", [0.32, 0.21, 0.200, 0.24, 0.178], val, seed=2),
+                    tmp_path / "b.duckdb")
+    assert list(Overfitting().check(back)) == []
