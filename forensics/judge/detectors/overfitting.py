@@ -70,6 +70,8 @@ class Overfitting:
     55 generated healthy holdout runs; 0 of the 81 healthy runs of set8-set11 and the shared sets it judges with the
     turn left out of `_every`'s noise and the U read from its peak (0 before). The memorised gap (`_gap`): 0 of the
     40 healthy shared runs and of the 99 healthy runs of set14/16/17 (2 shared ones before its share and score gates).
+    The three-evaluation reading and the training tolerance of `_every`: 0 new claims on the 40 healthy shared runs
+    and on the healthy runs of set12-15 and set16-18 (the engine's scoring, consensus labels).
     """
 
     kind: ClassVar[str] = "overfitting"

@@ -49,8 +49,8 @@ class ValNoise:
     benchmarks/calibrate.py --pool), with its fields set from that healthy curve (docs/engine.md); the held-out
     score and the lifted travel bar: 4 of the 214 healthy runs of set8-set11 and the shared sets claimed before
     and after, 3 allowed by their label (healthy scores move 0.1-3.6% of their level, the two labelled 12.8-13.7%).
-    The noise traded for the ratio (`_stands_out`): 0 of the 40 healthy shared runs; on set12-15, 0 new claims on a
-    healthy run not allowing val_noise.
+    The noise traded for the ratio (`_stands_out`): 0 of the 40 healthy shared runs; 0 new claims on the healthy runs
+    of set12-15 not allowing val_noise; 1 of the 124 healthy runs of set16-18 (a YOLO results.csv).
     """
 
     kind: ClassVar[str] = "val_noise"
@@ -69,7 +69,7 @@ class ValNoise:
     traded_share: float = 0.5  # the two witnesses traded (`_stands_out`): validation's noise down to half of
     # `min_noise` where its ratio to training rises as much (noise × ratio ≥ `min_noise` × `ratio`); the ratio is
     # not traded down (healthy real runs move 18% at 2.1×): 0 of the 40 healthy shared runs, 0 new claims on the
-    # 168 healthy runs of set12-15 (3 new where the label allows val_noise); under `hidden_trend` only where traded
+    # 168 healthy runs of set12-15 (3 where the label allows val_noise), 1 of the 124 of set16-18
     hidden_trend: float = 0.2  # traded only: the second half's point noise a fifth of its smoothed curve's travel
     # or more, the small jumps hide where the curve goes (a healthy set12-15 run at 0.07 beside a fall is silent)
     min_sign_changes: float = 0.45  # share of successive differences flipping sign (white noise: about 2/3); 0
