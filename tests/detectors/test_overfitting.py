@@ -1,6 +1,7 @@
 """overfitting on real TensorBoard event files."""
 
 import numpy as np
+import pytest
 
 from forensics.judge.detectors import Overfitting
 from tests.runwriters import curve, load_run, write_tb
@@ -201,6 +202,20 @@ def test_a_rise_at_every_evaluation_of_a_short_run_is_overfitting(tmp_path):
     assert list(Overfitting(every_min_evals=99).check(run)) == []  # the short-rise rule is what decides
     assert list(Overfitting().check(_epochs(tmp_path, "b", [0.308, 0.35, 0.41], [0.2548, 0.2881, 0.3752]))) == []
     assert list(Overfitting().check(_epochs(tmp_path, "c", [0.308, 0.201, 0.1416], [0.2548, 0.2551, 0.2625]))) == []
+
+
+def test_three_epochs_whose_last_evaluation_jumps_past_the_middle_one_are_overfitting(tmp_path):
+    """A three-epoch classifier fine-tune (HF Trainer, one record each per epoch): evaluation loss 0.8079, 0.8074,
+    0.9018 (+11.7% at the last) while training falls 0.828 -> 0.715 -> 0.619; the Trainer's best checkpoint is the
+    second. The run ended: no next evaluation decides, and a rise that large is read at once. Its twins ending +2.6%
+    (where healthy three-epoch fine-tunes end) or with training rising are silent."""
+    train = [0.8278, 0.7153, 0.6191]
+    run = _epochs(tmp_path, "a", train, [0.8079, 0.8074, 0.9018], per_epoch=14146)
+    [f] = Overfitting().check(run)
+    assert f.step == 28292 and f.evidence["rising_evaluations"] == 1 and f.evidence["val_final"] == 0.9018
+    assert list(Overfitting(every_last_min_rise=0.2).check(run)) == []
+    assert list(Overfitting().check(_epochs(tmp_path, "b", train, [0.8079, 0.8074, 0.8283]))) == []
+    assert list(Overfitting().check(_epochs(tmp_path, "c", [0.8278, 0.7153, 0.7391], [0.8079, 0.8074, 0.9018]))) == []
 
 
 def test_seven_epochs_that_turn_at_the_fourth_are_overfitting(tmp_path):
@@ -658,3 +673,57 @@ def test_a_training_loss_that_falls_tenfold_under_a_flat_validation_loss_is_over
             r["train/loss"] = f"{0.2 - 0.005 * i:.4f}" if i >= 2 else r["train/loss"]
             w.writerow(r)
     assert list(Overfitting().check(load_run(halved, tmp_path / "h.duckdb"))) == []
+
+
+def test_a_validation_loss_flat_from_its_first_evaluation_beside_memorised_training_is_no_overfitting(tmp_path):
+    """The memorised gap needs validation to have improved once: the same file whose validation never gets 5% under
+    its first evaluation (0.786 at the first epoch, 0.782-0.811 after it) while training falls ×100 learned nothing
+    it could lose: a held-out set that does not match training (distribution_mismatch's picture), not memorisation."""
+    import csv
+
+    rows = list(csv.DictReader(MEMORISED_BESIDE_A_FLAT_VALIDATION.splitlines(), skipinitialspace=True))
+    names = [n.strip() for n in rows[0]]
+    root = tmp_path / "r"
+    root.mkdir()
+    with open(root / "results.csv", "w", newline="") as out:
+        w = csv.DictWriter(out, fieldnames=names)
+        w.writeheader()
+        for i, r in enumerate(rows):
+            r = {k.strip(): v.strip() for k, v in r.items()}
+            r["val/loss"] = {0: "0.78600", 1: "0.80100"}.get(i, r["val/loss"])
+            w.writerow(r)
+    assert list(Overfitting().check(load_run(root, tmp_path / "f.duckdb"))) == []
+
+
+def _per_step_lightning(root, epoch_levels: list[float], val: list[float], seed: int = 0):
+    """Lightning's CSVLogger as `self.log("train_loss", ..., on_step=True)` and `self.log("val_loss", ...)` reach it:
+    single-batch training losses (±15% around each epoch's level) every 10 steps of 450 a epoch, the validation loss
+    at each epoch's last step; no epoch mean."""
+    pytest.importorskip("lightning", reason="the test extra installs lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    rng = np.random.default_rng(seed)
+    logger = CSVLogger(str(root))
+    for e, (level, v) in enumerate(zip(epoch_levels, val)):
+        for k in range(9, 450, 10):
+            logger.log_metrics({"train_loss": level * (1 + rng.normal(0, 0.15)), "epoch": e}, step=e * 450 + k)
+        logger.log_metrics({"val_loss": v, "epoch": e}, step=e * 450 + 449)
+    logger.save()
+    logger.finalize("success")
+    return root
+
+
+def test_a_rise_at_every_evaluation_beside_per_step_training_within_its_noise_is_overfitting(tmp_path):
+    """Five epochs of a recommender: validation flat for three (0.2346, 0.2351, 0.2339), then up at each of the last
+    two (+8%) while the single-batch training loss falls 0.32 -> 0.178 but holds for one epoch (0.200 -> 0.2005):
+    the median of 45 noisy batches moves more than that by chance, so training did not rise there. A training loss
+    that climbs back (0.200 -> 0.24) beside the same validation is silent."""
+    val = [0.2346, 0.2351, 0.2339, 0.2414, 0.2522]
+    run = load_run(_per_step_lightning(tmp_path / "a", [0.32, 0.21, 0.200, 0.2005, 0.178], val, seed=2),
+                   tmp_path / "a.duckdb")  # this draw's medians: 0.1953 -> 0.1963 -> 0.1835
+    [f] = Overfitting().check(run)
+    assert f.evidence["rising_evaluations"] == 2 and f.evidence["val_final"] == 0.2522
+    assert list(Overfitting(every_train_errors=0.0).check(run)) == []  # strictly falling medians: the tolerance decides
+    back = load_run(_per_step_lightning(tmp_path / "b", [0.32, 0.21, 0.200, 0.24, 0.178], val, seed=2),
+                    tmp_path / "b.duckdb")
+    assert list(Overfitting().check(back)) == []
