@@ -173,6 +173,59 @@ def test_an_epoch_column_back_to_its_first_epoch_is_a_fresh_launch(tmp_path):
     assert list(ResumedRun().check(_run(tmp_path, "training_log.csv", KERAS_TWO_LAUNCHES))) == []
 
 
+# Three runs of one GPT-2 fine-tune pasted one after another (jlin816/jax-sandbox@3f026d855059571d280a0a09a84e9e0126ace456:
+# README.md, lines 1-29): each block counts its steps from 0 again, and the second and third open at the same loss
+SEEDED_BLOCKS = """\
+## Torch, GPU:
+```
+step 0 | elapsed 0.14m | loss: 4.12 | val: 3.53
+step 100 | elapsed 0.90m | loss: 3.16 | val: 2.97
+step 200 | elapsed 1.67m | loss: 3.25 | val: 2.93
+step 300 | elapsed 2.43m | loss: 3.21 | val: 2.91
+step 400 | elapsed 3.20m | loss: 3.02 | val: 2.88
+step 500 | elapsed 3.97m | loss: 3.21 | val: 2.87
+```
+
+## Jax, GPU, no jit:
+(TODO: these #s don't include eval time)
+```
+step 0 | elapsed 0.25m | loss: 4.01
+step 100 | elapsed 2.10m | loss: 3.87
+step 200 | elapsed 3.95m | loss: 3.88
+step 300 | elapsed 5.84m | loss: 3.98
+step 400 | elapsed 7.68m | loss: 3.91
+step 500 | elapsed 9.52m | loss: 3.92
+```
+
+## Jax, GPU, jit train step:
+(Note first step is slower than torch because of jit!)
+```
+step 0 | elapsed 0.49m | loss: 4.01 | val: 3.52
+step 100 | elapsed 1.11m | loss: 3.07 | val: 2.96
+step 200 | elapsed 1.72m | loss: 3.08 | val: 2.92
+step 300 | elapsed 2.34m | loss: 3.16 | val: 2.89
+step 400 | elapsed 2.97m | loss: 3.07 | val: 2.88
+step 500 | elapsed 3.59m | loss: 3.01 | val: 2.87
+```
+"""
+
+
+def test_a_fresh_launch_opening_at_an_earlier_launchs_first_loss_starts_from_the_beginning(tmp_path):
+    """Launches counted from step 0 again, the third opening at the very loss the second opened at (4.01 at step 0):
+    that record is no copy to drop before the order is read, so the counter still goes back to the start (a fresh
+    launch), not from 500 to 100 (a resume). A resume that repeats a passed step with the values it logged before is
+    still one once its new values begin."""
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    assert list(ResumedRun().check(_run(tmp_path / "a", "README.md", SEEDED_BLOCKS))) == []
+    resumed = SEEDED_BLOCKS.replace("step 0 | elapsed 0.49m | loss: 4.01", "step 300 | elapsed 5.84m | loss: 3.98", 1)
+    resumed = resumed.replace("step 100 | elapsed 1.11m", "step 400 | elapsed 1.11m").replace(
+        "step 200 | elapsed 1.72m", "step 500 | elapsed 1.72m").replace("step 300 | elapsed 2.34m", "step 600 | elapsed 2.34m")
+    resumed = resumed.replace("step 400 | elapsed 2.97m", "step 700 | elapsed 2.97m").replace(
+        "step 500 | elapsed 3.59m", "step 800 | elapsed 3.59m")
+    [f] = ResumedRun().check(_run(tmp_path / "b", "README.md", resumed))
+    assert (f.evidence["previous_step"], f.evidence["restart_step"]) == (500, 400)
+
+
 def test_two_processes_writing_side_by_side_are_no_resume(tmp_path):
     """Two ranks, each its own SummaryWriter, logging the same steps at the same time: read by wall time their points
     interleave and every step repeats; each file in its own order goes back nowhere. One process that starts after

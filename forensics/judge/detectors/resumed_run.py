@@ -32,7 +32,9 @@ class ResumedRun:
     step lower than or equal to the one before (console series: strictly lower; none on an ordinal axis);
     not plain duplicates, not a per-epoch counter (`min_resets` identical resets), not rows repeating the last step,
     not a step back to the start (at or below every step logged before it: a new launch appended to one log, or a
-    counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed).
+    counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed; read
+    before exact copies go, so a launch whose first record copies an earlier launch's, a seeded relaunch, starts
+    from the beginning too: this only removes claims).
     Second, `min_refused` or more distinct steps a W&B run refused below one reached step (its debug log).
     Third, a logged epoch that falls back while the steps keep rising (`Run.epoch_resets`); on a line axis (no
     logged step goes on) not one back to the first epochs (`_from_the_start`: a fresh launch appended), and where the
@@ -138,7 +140,13 @@ class ResumedRun:
             every = pts["step"].to_numpy()
             if self._per_epoch_counter(every, np.flatnonzero(np.diff(every) < 0) + 1):
                 return  # before copies go: a loss settled to its last digits repeats (step, value) epoch after epoch
-            pts = pts.unique(["step", "value"], keep="first", maintain_order=True)  # exact copies are not a resume
+            # A counter back to the start, where the first record of the new pass copies an earlier one exactly (a
+            # seeded relaunch prints the same first loss), still starts from the beginning: read it before copies go.
+            start = int(run.series_named(name)["step"].min()) if run.reduced(name) else None
+            raw_back = np.flatnonzero(np.diff(every) < 0 if console else np.diff(every) <= 0) + 1
+            fresh_at = raw_back[from_the_start(every, raw_back, start)]
+            pts = pts.with_row_index("pos").unique(["step", "value"], keep="first", maintain_order=True)  # exact
+            # copies are not a resume
             steps = pts["step"].to_numpy()
             wall = pts["wall_time"].fill_null(np.nan).to_numpy()
             back = np.flatnonzero(np.diff(steps) < 0 if console else np.diff(steps) <= 0) + 1
@@ -150,8 +158,10 @@ class ResumedRun:
             # a new launch appended to the same log, or a counter that restarts every epoch or phase. A run resumed
             # from a checkpoint goes back to a step it had passed, the checkpoint's.
             # (its write order read around its breaks only, a reduced series starts at its lowest step)
-            start = int(run.series_named(name)["step"].min()) if run.reduced(name) else None
-            back = back[~from_the_start(steps, back, start)]
+            pos = pts["pos"].to_numpy()
+            copied_fresh = np.array([bool(np.any((fresh_at > pos[k - 1]) & (fresh_at <= pos[k]))) for k in back],
+                                    dtype=bool)
+            back = back[~(from_the_start(steps, back, start) | copied_fresh)]
         if back.size and self._per_epoch_counter(steps, back):
             return
         if back.size == 0:
