@@ -73,7 +73,8 @@ class ResumedRun:
     0 of the 316 healthy runs it could check of the 849 pooled real runs, each field swept alone. The clock (tenth),
     the counter carried on (ninth's `_passes_carried_on`) and the two session-13 phrases: 0 new claims on the 214
     healthy runs of set8-set11 and the shared sets (docs/engine.md). `max_drop`/`drop_sigmas` only remove claims:
-    1 false one of set17 gone, no hit lost on the three shared sets and set14/16/17.
+    1 false one of set17 gone, no hit lost on the three shared sets and set14/16/17. Short launches read at half their
+    records (`short_records`): 0 new claims on the 40 healthy shared runs and the 168 healthy runs of set12-15.
     """
 
     kind: ClassVar[str] = "resumed_run"
@@ -88,6 +89,8 @@ class ResumedRun:
     # (pool: flat at 1-10)
     launch_records: int = 5  # a launch's opening and closing level: the median of this many records (more on long ones)
     # (pool: 3, 8 and 10 each fire on a healthy LoRA log of appended launches; 5 on none)
+    short_records: int = 3  # ... a launch shorter than twice that is read at half its records, this many at least
+    # (a session of 6-9 epochs: Keras' CSVLogger appending a few epochs a session)
     min_fall: float = 0.2  # a launch before whose loss fell by this share of its opening level (pool: 0 healthy at
     # 0.05-0.5; 0.3 loses a hit) ...
     max_regain: float = 0.34  # ... and a next launch opening within this share of that fall above where it ended
@@ -389,8 +392,10 @@ class ResumedRun:
             cuts = np.searchsorted(steps, np.asarray(run.launch_starts(series) or starts))
             pieces = [p for p in zip(np.split(steps, cuts), np.split(values, cuts)) if p[0].size]
             for (s0, before), (s1, after) in zip(pieces, pieces[1:]):
-                k = max(self.launch_records, before.size // 20)
-                if before.size < 2 * k or min(before.min(), after.min()) <= 0:
+                # a short launch (a few epochs a session) is read at half its records, no fewer than `short_records`
+                k = max(self.launch_records, before.size // 20) if before.size >= 2 * self.launch_records else \
+                    before.size // 2
+                if k < self.short_records or min(before.min(), after.min()) <= 0:
                     continue
                 opened, closed = float(np.median(before[:k])), float(np.median(before[-k:]))
                 # its first record and the median of its first records, the one nearer the opening level: a fresh
