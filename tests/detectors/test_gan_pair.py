@@ -106,3 +106,34 @@ def test_a_discriminator_loss_at_zero_alone_is_a_met_margin_not_bce_saturation(t
         log_messages(root / "train.log", [f"[0/5][{50 * i}/600] Loss_D: 0.0000 Loss_G: {v:.4f}" for i, v in enumerate(gen)])
         found = list(Divergence().check(load_run(root, tmp_path / f"{name}.duckdb")))
         assert (found == []) if name == "hinge" else (found[0].evidence["shape"] == "loss_at_bce_saturation")
+
+
+# An attentive-GAN deraining net trained from scratch, glog lines of its train_model.py
+# (https://github.com/MaybeShewill-CV/attentive-gan-derainnet/issues/1): the generator's loss grows by orders of
+# magnitude at every epoch, turns inf, then both losses are nan; the discriminator's stays at its scale throughout
+DERAIN_BLOW_UP = """\
+I0907 12:21:20.068805 22418 train_model.py:144] Training from scratch
+I0907 12:21:31.173571 22418 train_model.py:199] Epoch: 0 D_loss: 0.58040 G_loss: 112.36253 Ssim: -0.00274 Cost_time: 6.89916s
+I0907 12:21:32.760401 22418 train_model.py:199] Epoch: 1 D_loss: 1.32604 G_loss: 244.45976 Ssim: 0.01849 Cost_time: 0.55185s
+I0907 12:21:33.305763 22418 train_model.py:199] Epoch: 2 D_loss: 2.09662 G_loss: 3334.70142 Ssim: 0.03258 Cost_time: 0.54503s
+I0907 12:21:33.864548 22418 train_model.py:199] Epoch: 3 D_loss: 1.15596 G_loss: 22600.34570 Ssim: -0.00045 Cost_time: 0.55843s
+I0907 12:21:34.411998 22418 train_model.py:199] Epoch: 4 D_loss: 0.46043 G_loss: 143877.51562 Ssim: -0.00022 Cost_time: 0.54708s
+I0907 12:21:34.967912 22418 train_model.py:199] Epoch: 5 D_loss: 8.88247 G_loss: 2506968.25000 Ssim: 0.00032 Cost_time: 0.55560s
+I0907 12:21:35.513916 22418 train_model.py:199] Epoch: 6 D_loss: 0.86375 G_loss: 11050401398784.00000 Ssim: 0.00000 Cost_time: 0.54586s
+I0907 12:21:36.065352 22418 train_model.py:199] Epoch: 7 D_loss: 10.04829 G_loss: 7430020006188193046925154451456.00000 Ssim: 0.00000 Cost_time: 0.55113s
+I0907 12:21:36.615558 22418 train_model.py:199] Epoch: 8 D_loss: 4.36992 G_loss: inf Ssim: 0.01403 Cost_time: 0.55008s
+I0907 12:21:37.156896 22418 train_model.py:199] Epoch: 9 D_loss: nan G_loss: nan Ssim: 0.00493 Cost_time: 0.55000s
+"""
+
+
+def test_a_generator_loss_blown_up_by_orders_of_magnitude_is_a_diverged_game(tmp_path):
+    """Neither side wins (the discriminator's loss never falls): the generator's loss ends ×6.6e28 its first value
+    before it turns inf. The same log cut before the blow-up (the generator ×30 its first value) says nothing."""
+    for name, text in (("a", DERAIN_BLOW_UP), ("b", "".join(DERAIN_BLOW_UP.splitlines(True)[:4]))):
+        (tmp_path / name / "r").mkdir(parents=True)
+        (tmp_path / name / "r" / "log.txt").write_text(text)
+    [f] = Divergence().check(load_run(tmp_path / "a" / "r", tmp_path / "a.duckdb"))
+    assert f.severity == "critical" and f.series == "G_loss" and f.evidence["ends_nonfinite"]
+    assert f.evidence["final_level"] == pytest.approx(7.430020006188193e30)
+    assert f.evidence["initial_level"] == pytest.approx(112.36253)
+    assert list(Divergence().check(load_run(tmp_path / "b" / "r", tmp_path / "b.duckdb"))) == []

@@ -292,3 +292,58 @@ def test_a_second_record_x17_its_one_predecessor_and_its_successors_is_a_spike(t
     (other / "results").mkdir(parents=True)
     (other / "results" / "history.csv").write_text(first_high + "\n")
     assert list(LossSpike().check(load_run(other, tmp_path / "o.duckdb"))) == []
+
+
+# PointNet's sem_seg train.py, epochs 9-12 of a retraining (https://github.com/charlesq34/pointnet/issues/282)
+POINTNET_EPOCHS = """\
+EPOCH 009
+----
+mean loss: 271829.089959
+accuracy: 0.549186
+----
+eval mean loss: 167083.881273
+eval accuracy: 0.421601
+eval avg class acc: 0.260372
+**** EPOCH 010 ****
+----
+mean loss: 129570.972106
+accuracy: 0.561843
+----
+eval mean loss: 103253.728045
+eval accuracy: 0.484906
+eval avg class acc: 0.297415
+Model saved in file: log6/model.ckpt
+**** EPOCH 011 ****
+----
+mean loss: 37190426.054835
+accuracy: 0.354552
+----
+eval mean loss: 6327.641183
+eval accuracy: 0.462198
+eval avg class acc: 0.178751
+**** EPOCH 012 ****
+----
+mean loss: 5618.020521
+accuracy: 0.337940
+----
+eval mean loss: 4386.426989
+eval accuracy: 0.203347
+eval avg class acc: 0.133981
+"""
+
+
+def _console(tmp_path, text):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "log.txt").write_text(text)
+    return load_run(root, tmp_path / "f.duckdb")
+
+
+def test_an_epoch_two_orders_above_both_neighbours_and_the_start_is_a_spike_in_four_records(tmp_path):
+    """Four epoch means, the third ×287 the one before it, ×6,600 the one after and above the first: too few records
+    for any statistic, and an effect no noise makes. ×38 (under two orders) says nothing at four records."""
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    [f] = LossSpike().check(_console(tmp_path / "a", POINTNET_EPOCHS))
+    assert f.evidence["value"] == pytest.approx(37190426.054835) and f.evidence["next_value"] == pytest.approx(5618.020521)
+    lower = POINTNET_EPOCHS.replace("mean loss: 37190426.054835", "mean loss: 4919426.054835")
+    assert list(LossSpike().check(_console(tmp_path / "b", lower))) == []

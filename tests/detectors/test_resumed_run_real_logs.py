@@ -2,6 +2,7 @@
 on a checkpoint's load at a late epoch, and launches appended to one log or written side by side that are no resume."""
 
 import numpy as np
+import pytest
 
 from forensics.judge.detectors import ResumedRun
 from tests.runwriters import load_run
@@ -171,6 +172,107 @@ def test_an_epoch_column_back_to_its_first_epoch_is_a_fresh_launch(tmp_path):
     """A CSVLogger appending a second launch: its epoch column starts again at 0 and its loss at the untrained level.
     No logged step goes on across it (the rows are the axis), so nothing says the run was resumed."""
     assert list(ResumedRun().check(_run(tmp_path, "training_log.csv", KERAS_TWO_LAUNCHES))) == []
+
+
+# Three runs of one GPT-2 fine-tune pasted one after another (jlin816/jax-sandbox@3f026d855059571d280a0a09a84e9e0126ace456:
+# README.md, lines 1-29): each block counts its steps from 0 again, and the second and third open at the same loss
+SEEDED_BLOCKS = """\
+## Torch, GPU:
+```
+step 0 | elapsed 0.14m | loss: 4.12 | val: 3.53
+step 100 | elapsed 0.90m | loss: 3.16 | val: 2.97
+step 200 | elapsed 1.67m | loss: 3.25 | val: 2.93
+step 300 | elapsed 2.43m | loss: 3.21 | val: 2.91
+step 400 | elapsed 3.20m | loss: 3.02 | val: 2.88
+step 500 | elapsed 3.97m | loss: 3.21 | val: 2.87
+```
+
+## Jax, GPU, no jit:
+(TODO: these #s don't include eval time)
+```
+step 0 | elapsed 0.25m | loss: 4.01
+step 100 | elapsed 2.10m | loss: 3.87
+step 200 | elapsed 3.95m | loss: 3.88
+step 300 | elapsed 5.84m | loss: 3.98
+step 400 | elapsed 7.68m | loss: 3.91
+step 500 | elapsed 9.52m | loss: 3.92
+```
+
+## Jax, GPU, jit train step:
+(Note first step is slower than torch because of jit!)
+```
+step 0 | elapsed 0.49m | loss: 4.01 | val: 3.52
+step 100 | elapsed 1.11m | loss: 3.07 | val: 2.96
+step 200 | elapsed 1.72m | loss: 3.08 | val: 2.92
+step 300 | elapsed 2.34m | loss: 3.16 | val: 2.89
+step 400 | elapsed 2.97m | loss: 3.07 | val: 2.88
+step 500 | elapsed 3.59m | loss: 3.01 | val: 2.87
+```
+"""
+
+
+def test_a_fresh_launch_opening_at_an_earlier_launchs_first_loss_starts_from_the_beginning(tmp_path):
+    """Launches counted from step 0 again, the third opening at the very loss the second opened at (4.01 at step 0):
+    that record is no copy to drop before the order is read, so the counter still goes back to the start (a fresh
+    launch), not from 500 to 100 (a resume). A resume that repeats a passed step with the values it logged before is
+    still one once its new values begin."""
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    assert list(ResumedRun().check(_run(tmp_path / "a", "README.md", SEEDED_BLOCKS))) == []
+    resumed = SEEDED_BLOCKS.replace("step 0 | elapsed 0.49m | loss: 4.01", "step 300 | elapsed 5.84m | loss: 3.98", 1)
+    resumed = resumed.replace("step 100 | elapsed 1.11m", "step 400 | elapsed 1.11m").replace(
+        "step 200 | elapsed 1.72m", "step 500 | elapsed 1.72m").replace("step 300 | elapsed 2.34m", "step 600 | elapsed 2.34m")
+    resumed = resumed.replace("step 400 | elapsed 2.97m", "step 700 | elapsed 2.97m").replace(
+        "step 500 | elapsed 3.59m", "step 800 | elapsed 3.59m")
+    [f] = ResumedRun().check(_run(tmp_path / "b", "README.md", resumed))
+    assert (f.evidence["previous_step"], f.evidence["restart_step"]) == (500, 400)
+
+
+# Keras' CSVLogger(append=True) over sessions of a few epochs each (FarrisFoo/ai-mini-project@
+# 559f1fea071541e71acc44f67e937291aef3de3a:training_log_mobilenetv3_small.csv, lines 1-28): two sessions of 8 epochs
+# from the untrained loss (3.45, 3.42), then sessions that open at 2.21 where the second closed (2.08)
+SHORT_SESSIONS = """\
+epoch,accuracy,loss,val_accuracy,val_loss
+0,0.1104019284248352,3.4500441551208496,0.11538461595773697,2.5983595848083496
+1,0.1464550644159317,3.0021846294403076,0.12019230425357819,2.5013911724090576
+2,0.1649128794670105,2.7246978282928467,0.12019230425357819,2.5020055770874023
+3,0.18112817406654358,2.5198886394500732,0.12019230425357819,2.514129161834717
+4,0.20113852620124817,2.333451271057129,0.12019230425357819,2.532609224319458
+5,0.22425392270088196,2.257047176361084,0.12019230425357819,2.678778648376465
+6,0.2399516999721527,2.1814026832580566,0.12019230425357819,2.863826274871826
+7,0.25478696823120117,2.130399465560913,0.12019230425357819,2.6794514656066895
+0,0.1081593930721283,3.4248220920562744,0.11538461595773697,2.6626787185668945
+1,0.15473520755767822,2.8724799156188965,0.12019230425357819,2.8613977432250977
+2,0.18285320699214935,2.5609054565429688,0.12019230425357819,2.6529853343963623
+3,0.20355355739593506,2.3582849502563477,0.12019230425357819,2.652064085006714
+4,0.23891668021678925,2.2212212085723877,0.12019230425357819,2.592953681945801
+5,0.24874936044216156,2.159512996673584,0.12019230425357819,2.7090089321136475
+6,0.2622045874595642,2.1011788845062256,0.12019230425357819,2.735464334487915
+7,0.2701397240161896,2.080573320388794,0.12019230425357819,2.8128762245178223
+0,0.200966015458107,2.210188627243042,0.12019230425357819,2.3409957885742188
+0,0.20510609447956085,2.2174928188323975,0.10496795177459717,2.7546730041503906
+1,0.27272728085517883,2.0669949054718018,0.12019230425357819,2.368494749069214
+2,0.312747985124588,1.979730248451233,0.10096153616905212,2.352169990539551
+3,0.3358633816242218,1.9213266372680664,0.10256410390138626,2.4870660305023193
+4,0.3598412871360779,1.8600796461105347,0.11538461595773697,2.7319247722625732
+5,0.3774366080760956,1.8117190599441528,0.12019230425357819,3.119290828704834
+6,0.3855442404747009,1.7663573026657104,0.08493589609861374,2.5824220180511475
+7,0.41366222500801086,1.7033257484436035,0.08573717623949051,2.561964511871338
+8,0.4300500154495239,1.651687741279602,0.12019230425357819,4.568061828613281
+9,0.4473003149032593,1.5870457887649536,0.08814102411270142,19.29291534423828
+"""
+
+
+def test_a_session_of_a_few_epochs_that_opens_where_the_last_closed_is_resumed_from_its_weights(tmp_path):
+    """Launches of eight records each are read at half their records (too short for five at each end): the third
+    opens at 2.21 after the second fell 3.42 -> 2.08, the weights loaded; the second, back at 3.42, was a fresh start.
+    With the third opening at the untrained level too, nothing was resumed."""
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    [f] = ResumedRun().check(_run(tmp_path / "a", "training_log.csv", SHORT_SESSIONS))
+    assert f.step == 16 and f.evidence["next_opened"] == pytest.approx(2.210188627243042)
+    assert f.evidence["launch_opened"] > 2.5 and f.evidence["launch_closed"] < 2.2
+    rows = SHORT_SESSIONS.splitlines(True)
+    fresh = rows[:17] + [r.replace(r.split(",")[2], str(float(r.split(",")[2]) + 1.25), 1) for r in rows[17:]]
+    assert list(ResumedRun().check(_run(tmp_path / "b", "training_log.csv", "".join(fresh)))) == []
 
 
 def test_two_processes_writing_side_by_side_are_no_resume(tmp_path):

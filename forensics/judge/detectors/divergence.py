@@ -96,6 +96,8 @@ class Divergence:
     dip, the "rise" is the floor's own scatter (the validation rise is overfitting's).
     A validation rise under a falling training loss is `overfitting`: the validation loss is only ever a witness.
     A logged 0.0 that hides a NaN (`masked_nonfinite.zeroed`) is read as that NaN: a blow-up before it ends in it.
+    A GAN's pair (`base.gan_pair`), where the discriminator does not win: either loss ending on a blow-up `glaring` ×
+    the median of its earlier points and × its first value (`_pair_blown`), before any NaN.
     A rise into a NaN spans `into_nan_moves` typical moves (`_rises_into_nan`); a swing within the noise is nan_loss's.
     None on a "loss" that saturates at 1 like a score (`base.saturates_at_one`: an MRR column headed "loss").
     A warning, not critical, where an accuracy improves across the rise (`_contradicted`): the objective grew, the
@@ -113,7 +115,8 @@ class Divergence:
     and the held rise at ×1.4: 0 of the 252 healthy runs of the nineteen label files; never better than its start
     and the climb to the log's highest: 0 of the 291 (339) healthy pool runs with 10 (5) records (docs/engine.md).
     The into-NaN moves and the score at 1 only remove claims: 2 false criticals of set17 gone, no hit lost there or on
-    the three shared sets and set14/16.
+    the three shared sets and set14/16. The GAN pair's blow-up: 0 new claims on the 40 healthy shared runs and the
+    292 healthy runs of set12-18.
     """
 
     kind: ClassVar[str] = "divergence"
@@ -208,7 +211,8 @@ class Divergence:
     def check(self, run: Run) -> Iterator[Finding]:
         pair = gan_pair(run)
         if pair is not None:  # a GAN's losses are read as a pair, never as a training loss
-            yield from discriminator_wins(self, run, pair)
+            wins = list(discriminator_wins(self, run, pair))
+            yield from wins or self._pair_blown(run, pair)
             return
         rl = reinforcement_learning(run)
         if rl is not None:  # an agent's objectives need not fall: only a level none of them reaches alive
@@ -273,6 +277,35 @@ class Divergence:
             found = [f for f in found if not self._near_zero_wander(y, f)]
         for f in found:
             yield self._contradicted(run, f) if not nan_follows else f
+
+    def _pair_blown(self, run: Run, pair) -> Iterator[Finding]:
+        """A GAN whose generator or discriminator loss blows up by orders of magnitude where the log ends, whatever
+        the game's balance: its last points (finite, before any NaN) `glaring` × the median of its earlier ones
+        (`stats.blow_up_at_end`) and `glaring` × its first value too (an adversarial loss near 0 whose last batch
+        costs ×100 its median has not left its starting scale). One finding, on the side that blew up first."""
+        for name in (pair.generator, pair.discriminator):
+            f = run.series_named(name)
+            all_steps, all_values = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
+            steps, y = finite_part(all_steps, all_values)
+            hit = stats.blow_up_at_end(y, self.glaring)
+            if hit is None or not float(y[-1]) >= self.glaring * float(y[0]) > 0:
+                continue
+            factor, k = hit
+            ref = float(np.median(y[:-k]))
+            onset = int(steps[-k - 1])
+            dies = steps.size < all_steps.size
+            ev = {"shape": "blown_up", "generator": pair.generator, "discriminator": pair.discriminator,
+                  "series_judged": name, "onset_step": onset, "reference_level": ref, "initial_level": float(y[0]),
+                  "final_level": float(y[-1]), "growth_factor": factor, "blow_up_points": k,
+                  "last_finite_step": int(steps[-1]), "ends_nonfinite": dies}
+            yield Finding.of(self, severity="critical", step=onset, step_end=int(steps[-1]), series=name, evidence=ev,
+                             sources=(src(run, name, steps),),
+                             summary=(f"{name} blows up where the log ends: {y[-1]:.4g} at "
+                                      f"{run.printed_span(name, steps[-1])}, {ratio(factor)} the median {ref:.4g} of "
+                                      f"its {y.size - k} earlier points and {ratio(float(y[-1]) / float(y[0]))} its "
+                                      f"first value {y[0]:.4g} at {run.printed_span(name, steps[0])}" + (" and then turns non-finite" if dies else "")
+                                      + ": the adversarial game has diverged"))
+            return
 
     def _contradicted(self, run: Run, finding: Finding) -> Finding:
         """The finding as a warning where an accuracy improves across the rise: a trend up (Mann–Kendall at `p`)

@@ -49,7 +49,8 @@ class LossSpike:
     next point back within ×2 of that median, with a point before it (the log's second record only `glaring` × its
     one predecessor too: a high first record is the untrained level), the same undo, heavy-tail (against the log's other records over their neighbours' median, before or
     after it, within `max_window`) and launch guards. A point `orders` × both its neighbours is one from three points,
-    under the undo and launch guards alone: no batch noise rises three orders of magnitude for one record.
+    under the undo and launch guards alone: no batch noise rises three orders of magnitude for one record; two (`orders_back`)
+    where it also stands above every record before it, the untrained level included.
     One-record jumps under `heavy` × their level, `tail_crowd` or more of them within ×`tail_alike` of one another's
     height, are the batches' own tail (a long per-step log shows a hard batch now and then), not spikes.
     A long log (`long_log` points or more) is judged against its own scatter, the 99th percentile of each point over
@@ -72,6 +73,8 @@ class LossSpike:
     the glaring rule: 0 of the 92 healthy real runs of the dev sets (largest healthy ×2.6; benchmarks/false_alarms.py);
     with the batches' tail set aside, and the bump: 0 of the 120 healthy real runs of the eleven development sets.
     The second record's spike: 0 new claims on the 40 healthy shared runs and the 99 healthy runs of set14/16/17.
+    Two orders above both neighbours and every record before (`orders_back`): 0 new claims on the 40 healthy shared
+    runs and the 292 healthy runs of set12-18.
     """
 
     kind: ClassVar[str] = "loss_spike"
@@ -95,6 +98,7 @@ class LossSpike:
     glaring_spread: float = 3.0  # ... and 3 × their spread above their trend (log scale): far outside it ...
     glaring_span: int = 3  # ... neighbours: up to this many points on each side
     orders: float = 1e3  # a point three orders of magnitude above both its neighbours is a spike whatever the noise
+    orders_back: float = 1e2  # ... two, where it also stands above every record before it (the untrained level)
     bump_back: float = 1.3  # a bump: from a level (the last point within ×1.3 of the running minimum) ...
     bump_share: float = 1 / 3  # ... up to ×2 that level and back within ×1.3 of it, over at most a third of the log ...
     bump_val: float = 1.3  # ... while the validation loss rises ×1.3 over its last evaluation before and comes back
@@ -137,7 +141,9 @@ class LossSpike:
             at, med = spans[i], float(medians[i])
             hit = {"index": i, "median": med, "highest": float(np.max(y[at])), "first": int(at[0]), "last": int(at[-1])}
             beside = max(y[i - 1], y[i + 1])
-            if y[i] >= self.orders * beside:  # orders of magnitude above both neighbours: no noise reaches that
+            # orders of magnitude above both neighbours, or two and above every record before it (all the progress
+            # undone, the untrained level passed): no noise reaches that
+            if y[i] >= self.orders * beside or (y[i] >= self.orders_back * beside and y[i] > float(np.max(y[:i]))):
                 out.append(hit | {"log_excess": math.log(y[i] / beside), "log_spread": 0.0})
                 continue
             # the log's second record: only with its one predecessor as far under it (a high first record is the

@@ -32,7 +32,9 @@ class ResumedRun:
     step lower than or equal to the one before (console series: strictly lower; none on an ordinal axis);
     not plain duplicates, not a per-epoch counter (`min_resets` identical resets), not rows repeating the last step,
     not a step back to the start (at or below every step logged before it: a new launch appended to one log, or a
-    counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed).
+    counter that restarts at every epoch or phase; a resume goes back to a checkpoint's step, one it had passed; read
+    before exact copies go, so a launch whose first record copies an earlier launch's, a seeded relaunch, starts
+    from the beginning too: this only removes claims).
     Second, `min_refused` or more distinct steps a W&B run refused below one reached step (its debug log).
     Third, a logged epoch that falls back while the steps keep rising (`Run.epoch_resets`); on a line axis (no
     logged step goes on) not one back to the first epochs (`_from_the_start`: a fresh launch appended), and where the
@@ -71,7 +73,8 @@ class ResumedRun:
     0 of the 316 healthy runs it could check of the 849 pooled real runs, each field swept alone. The clock (tenth),
     the counter carried on (ninth's `_passes_carried_on`) and the two session-13 phrases: 0 new claims on the 214
     healthy runs of set8-set11 and the shared sets (docs/engine.md). `max_drop`/`drop_sigmas` only remove claims:
-    1 false one of set17 gone, no hit lost on the three shared sets and set14/16/17.
+    1 false one of set17 gone, no hit lost on the three shared sets and set14/16/17. Short launches read at half their
+    records (`short_records`): 0 new claims on the 40 healthy shared runs and the 168 healthy runs of set12-15.
     """
 
     kind: ClassVar[str] = "resumed_run"
@@ -86,6 +89,8 @@ class ResumedRun:
     # (pool: flat at 1-10)
     launch_records: int = 5  # a launch's opening and closing level: the median of this many records (more on long ones)
     # (pool: 3, 8 and 10 each fire on a healthy LoRA log of appended launches; 5 on none)
+    short_records: int = 3  # ... a launch shorter than twice that is read at half its records, this many at least
+    # (a session of 6-9 epochs: Keras' CSVLogger appending a few epochs a session)
     min_fall: float = 0.2  # a launch before whose loss fell by this share of its opening level (pool: 0 healthy at
     # 0.05-0.5; 0.3 loses a hit) ...
     max_regain: float = 0.34  # ... and a next launch opening within this share of that fall above where it ended
@@ -138,7 +143,13 @@ class ResumedRun:
             every = pts["step"].to_numpy()
             if self._per_epoch_counter(every, np.flatnonzero(np.diff(every) < 0) + 1):
                 return  # before copies go: a loss settled to its last digits repeats (step, value) epoch after epoch
-            pts = pts.unique(["step", "value"], keep="first", maintain_order=True)  # exact copies are not a resume
+            # A counter back to the start, where the first record of the new pass copies an earlier one exactly (a
+            # seeded relaunch prints the same first loss), still starts from the beginning: read it before copies go.
+            start = int(run.series_named(name)["step"].min()) if run.reduced(name) else None
+            raw_back = np.flatnonzero(np.diff(every) < 0 if console else np.diff(every) <= 0) + 1
+            fresh_at = raw_back[from_the_start(every, raw_back, start)]
+            pts = pts.with_row_index("pos").unique(["step", "value"], keep="first", maintain_order=True)  # exact
+            # copies are not a resume
             steps = pts["step"].to_numpy()
             wall = pts["wall_time"].fill_null(np.nan).to_numpy()
             back = np.flatnonzero(np.diff(steps) < 0 if console else np.diff(steps) <= 0) + 1
@@ -150,8 +161,10 @@ class ResumedRun:
             # a new launch appended to the same log, or a counter that restarts every epoch or phase. A run resumed
             # from a checkpoint goes back to a step it had passed, the checkpoint's.
             # (its write order read around its breaks only, a reduced series starts at its lowest step)
-            start = int(run.series_named(name)["step"].min()) if run.reduced(name) else None
-            back = back[~from_the_start(steps, back, start)]
+            pos = pts["pos"].to_numpy()
+            copied_fresh = np.array([bool(np.any((fresh_at > pos[k - 1]) & (fresh_at <= pos[k]))) for k in back],
+                                    dtype=bool)
+            back = back[~(from_the_start(steps, back, start) | copied_fresh)]
         if back.size and self._per_epoch_counter(steps, back):
             return
         if back.size == 0:
@@ -379,8 +392,10 @@ class ResumedRun:
             cuts = np.searchsorted(steps, np.asarray(run.launch_starts(series) or starts))
             pieces = [p for p in zip(np.split(steps, cuts), np.split(values, cuts)) if p[0].size]
             for (s0, before), (s1, after) in zip(pieces, pieces[1:]):
-                k = max(self.launch_records, before.size // 20)
-                if before.size < 2 * k or min(before.min(), after.min()) <= 0:
+                # a short launch (a few epochs a session) is read at half its records, no fewer than `short_records`
+                k = max(self.launch_records, before.size // 20) if before.size >= 2 * self.launch_records else \
+                    before.size // 2
+                if k < self.short_records or min(before.min(), after.min()) <= 0:
                     continue
                 opened, closed = float(np.median(before[:k])), float(np.median(before[-k:]))
                 # its first record and the median of its first records, the one nearer the opening level: a fresh
