@@ -2785,6 +2785,11 @@ _LEVEL_AND_LOGGER = rf"\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL):(?!{_HELD_OU
 _LOG_PREFIX = re.compile(_LEVEL_AND_LOGGER
                          + r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _SECTION_KEY = re.compile(r"^\s*(?:[A-Z_]+|[a-z_]+):\s*$")  # a config dump's section (yacs' `TEST:`), not a header
+# A setting whose value is a split's name, as a dump writes it (YAML's indented `  mode: val`, `split = "test"`,
+# `--phase=train`, `'mode': 'val',`): it says which split a dataset entry is, not that an evaluation begins. A line at
+# the margin that prints `Phase: val` stays a header.
+_SPLIT_SETTING = re.compile(r"^(?:\s+(?:-\s+)?|--|\s*['\"])[A-Za-z_][\w.-]*['\"]?\s*[:=]\s*['\"]?[A-Za-z]+['\"]?,?\s*$"
+                            r"|^\s*[A-Za-z_][\w.-]*\s*=\s*['\"]?[A-Za-z]+['\"]?,?\s*$|^\s+-\s+['\"]?[A-Za-z]+['\"]?\s*$")
 _SOURCE_OR_LEVEL = re.compile(_LEVEL_AND_LOGGER + r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
 _SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
@@ -2871,7 +2876,7 @@ def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str |
     split) where it counts its samples (`Eval samples: 11219`, `Evaluating 500 samples`: an end marker, or an opener
     where no block is open), ("train", None) where it says train and no held-out split, else (None, None). Only the
     line's last clause after a logger's prefix counts."""
-    if not re.search(_SPLIT_HINT, text):
+    if not re.search(_SPLIT_HINT, text) or not metrics and _SPLIT_SETTING.match(text):
         return None, None
     clause = next((c for c in reversed(_CLAUSE_AFTER_PREFIX.split(_LOG_PREFIX.sub(" ", text)))
                    if re.search("[A-Za-z]", c)), "")
