@@ -1901,6 +1901,7 @@ class _State:
                 continue
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
             metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
+            metrics = total_of_terms(metrics)
             if start in lone:
                 metrics, looks, listed = {}, False, [lone[start]]
             if "epoch" in counters and not listed:  # as `header_epoch` follows it below
@@ -2926,6 +2927,20 @@ def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
     held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in words(clause) if not w.isdigit()]
     split = next((s for s in held[:2] if s not in (None, "train")), None)  # a label, not prose (`on the test images`)
     return None if "train" in held else split
+
+
+def total_of_terms(metrics: dict[str, float]) -> dict[str, float]:
+    """A record of a loss's terms with their sum under a bare total's name (`cls: 2.02, reg: 8.01, d0.cls: 1.77,
+    trans_loss: 0.37, total: 51.77`, a map detector's mmcv hook): the total is the loss they sum to, named so
+    (`total loss`), as a table's `total` column beside loss columns is. Only where two or more of the record's other
+    names are loss terms, none is the loss itself, and the total holds a fraction (a count of samples is no sum)."""
+    total = next((k for k in metrics if k.lower() in TOTAL_COLUMNS), None)
+    if total is None or not math.isfinite(metrics[total]) or metrics[total] == int(metrics[total]):
+        return metrics
+    terms = [role_of(k) for k in metrics if k != total]
+    if sum(r.role == "train_loss" for r in terms) < 2 or any(r.role == "train_loss" and r.canonical for r in terms):
+        return metrics
+    return {(f"{k} loss" if k == total else k): v for k, v in metrics.items()}
 
 
 def _fields(text: str) -> list[str]:
