@@ -1429,7 +1429,9 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
                 data, cut, unended = data + b"\n", len(data) + 1, 1
             complete, pending = data[:cut], data[cut:]
             if complete:
-                frame = with_loss_sums(state.parse(complete, offset))
+                # the file's last line is in this chunk: a finished file read to its end
+                ends = idle and not pending and (not block or len(block) < CHUNK_BYTES)
+                frame = with_loss_sums(state.parse(complete, offset, file_end=ends))
                 offset += len(complete) - unended
                 last = not block
                 plan = planned(complete)  # the length the run declares, for the schedule's detector
@@ -1516,7 +1518,7 @@ def _read_decoded(path: Path, start: int, prefix: bytes, text: str, offsets) -> 
     state = _State.resume(io.BytesIO(prefix), len(prefix))
     state.start, state.stem_tag, state.held_stem = start, stem_tag(path), _held_stem(path)
     state.file_name = path.name
-    frame = state.parse(data, 0) if data else None
+    frame = state.parse(data, 0, file_end=_idle(path)) if data else None
     said = state.said_frame()
     at, end = offsets(done, data)
     if frame is not None and frame.height:
@@ -1603,10 +1605,10 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
 _VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
-_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: (?:/ )?[A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: (?:/ )?(?:[A-Za-z]|\([A-Za-z])[\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d*{BAR_OPENS}.*)?"
-    r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
+    r"(?:#[^\d#]\D*|(?:\t|\s\s|\|)\s*\**[A-Za-z]\D*)?\s*$",  # a bar may follow, a comment (`_ROW_COMMENT`), a note
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?|(?i:[-+]?(?:nan|inf(?:inity)?)))\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
@@ -1801,6 +1803,7 @@ class _State:
     recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
     headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
+    cut_row: bool = False  # the line being read is a finished file's last (`table_row`: a row cut off there)
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
     file_name: str = ""  # the file's name, which names its unnamed values' series (`output.txt[1]`, `unnamed_rows`)
     unnamed: int | None = None  # the width of the file's rows of unnamed values, once `unnamed_rows` found them
@@ -1865,8 +1868,9 @@ class _State:
                 break
         return state
 
-    def parse(self, data: bytes, offset: int) -> pl.DataFrame:
-        """Points of the complete lines in `data`, which starts at byte `offset` of the file.
+    def parse(self, data: bytes, offset: int, file_end: bool = False) -> pl.DataFrame:
+        """Points of the complete lines in `data`, which starts at byte `offset` of the file; `file_end`: its last
+        line is a finished file's last (a table's row cut off there keeps its cells: `table_row`).
 
         Lines are cut where the old per-line loop cut them (`\\r\\n`, `\\r`, `\\n`), with numpy over the
         bytes; one polars pass over all of them keeps the few that could yield anything (`_CANDIDATE`),
@@ -1895,12 +1899,15 @@ class _State:
         parsed = []
         closing: list[int] = []  # records read from a progress bar's closing line (`without_summaries`)
         header = self.epoch_heard
+        tail = max(data.rfind(b"\n", 0, len(data) - 1), data.rfind(b"\r", 0, len(data) - 1)) + 1 if file_end else -1
         for k, start, line_no, text, shape, rep in zip(candidates.tolist(), starts[candidates].tolist(),
                                                        line_nos[candidates].tolist(), texts, shapes, repeated):
             if not text.strip():
                 continue
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
+            self.cut_row = start == tail
             metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
+            self.cut_row = False
             metrics = total_of_terms(metrics)
             if start in lone:
                 metrics, looks, listed = {}, False, [lone[start]]
@@ -2278,6 +2285,10 @@ class _State:
         """A line as a row of a table seen before (its values named by the header) or as bare values, else as the
         table parsed it (and remembered as a header, when it is one)."""
         listed = None
+        # a header printed above the rows names them: rows of numbers are headerless (`counted_row`) only where no
+        # header of their width was seen (an integer epoch column under `Epoch  lr  loss` made the lr the loss)
+        if self.headers and self.row_counter is not None and (row := self.table_row(text)) is not None:
+            return row[0], {**counters, **row[1]}, False, ("header_table",), None
         if (counted := self.counted_row(text)) is not None:
             return counted[0], counted[1], False, ("counted_row",), None
         if self.unnamed and not self.headers and not metrics and (found := _unnamed_values(text)) and len(found[1]) == self.unnamed:
@@ -2338,6 +2349,19 @@ class _State:
         names = self.headers.get(len(fields))
         if names is None and len(fields) > 2 and _ROW_NAME.fullmatch(fields[0]):
             names = self.headers.get(len(fields) - 1)
+        if names is None and len(fields) > 2 and not re.search(r"\d", fields[-1]) and not _VALUE_FIELD.fullmatch(fields[-1]):
+            # words after the row's cells (`0.0798  0.1843  best val`: a note a user added to a table pasted by hand)
+            # are no cells of it
+            kept = fields[:-1]
+            while len(kept) > 2 and not re.search(r"\d", kept[-1]) and not _VALUE_FIELD.fullmatch(kept[-1]):
+                kept = kept[:-1]
+            names = self.headers.get(len(kept))
+            fields = kept if names is not None else fields
+        if names is None and self.cut_row and len(fields) >= 2:
+            # a finished file's last line, a row short of its header's cells (cut off mid-print by a crash, or an
+            # excerpt pasted short): its cells are the first columns of the widest header that has no prefix field
+            wider = [h for n, h in self.headers.items() if n > len(fields) and len(h) == n]
+            names = max(reversed(wider), key=len)[:len(fields)] if wider else None
         if names is None:
             return None
         found = [_VALUE_FIELD.fullmatch(f) or _CELL_LIST.fullmatch(f) for f in fields[-len(names):]]
@@ -2567,8 +2591,8 @@ def _closing_bar(text: str) -> bool:
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 # A name begins with a letter, or with a count glued to a word before its next word (`2d_loss`, `3d_loss`): the
 # polars mirror `_NAME_TEXT_RS` spells the lookahead as the letter it looks for. A ratio's name spaces its slash
-# (nolearn's `Train / Val` column).
-_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: (?:/ )?[A-Za-z][\w./@%()\[\]:-]*){0,3}"
+# (nolearn's `Train / Val` column); a word of a name may be a qualifier in parentheses (`train/loss (avg)`).
+_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: (?:/ )?(?:[A-Za-z]|\((?=[A-Za-z]))[\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
 # A header of names apart by commas only, set off by a banner of `*`, `=` or `#` on both sides (a user's print of
 # the columns it writes below, `*******train_loss,train_acc,valid_loss**********`).
@@ -2944,8 +2968,13 @@ def total_of_terms(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def _fields(text: str) -> list[str]:
+    """A table line's cells; a cell set in Markdown's bold or italics (`**0.1843**`, `_0.07_`: a table pasted into an
+    issue or a pull request, its best values marked) holds what is inside the marks."""
     text = _TQDM_TAIL.sub("", ANSI.sub("", text) if "\x1b" in text else text).strip(" \t|\r\n")
-    return [f for f in _FIELD_SPLIT.split(text) if f]
+    return [_EMPHASIS.sub(r"\2", f) for f in _FIELD_SPLIT.split(text) if f]
+
+
+_EMPHASIS = re.compile(r"^(\*{1,2}|__)(?=\S)(.+?)(?<=\S)\1$")
 
 
 def _cell_terms(name: str, items: str) -> dict[str, float]:
