@@ -1811,6 +1811,7 @@ class _State:
     counted_tag: str | None = None  # the tag of `N: value` lines in a file whose name says nothing (`counted_values`)
     # rows of numbers: their width, counter column and epoch column, if any (`counted_values`)
     row_counter: tuple[int, int, int | None] | None = None
+    row_widths: set[int] = field(default_factory=set)  # other widths of such rows, their counter first (`counted_rows`)
     held_stem: str | None = None  # the held-out split the file's name names (`validation_log.txt`): its rows' loss's
     settings_padded: bool = False  # names padded before their colon hold settings in this file (`_PADDED_WORD`)
     redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
@@ -2214,7 +2215,7 @@ class _State:
         the others are `column N` by position: nothing names them. In a file named for a held-out split
         (`validation_log.txt`) it is that split's loss; in a file whose name says what its values are (`losses.txt`),
         the first column is that."""
-        rows = [_ROW_SPLIT.split(m.group(1).decode().strip()) for m in _NUMBER_ROW.finditer(data)]
+        every = rows = [_ROW_SPLIT.split(m.group(1).decode().strip()) for m in _NUMBER_ROW.finditer(data)]
         if len(rows) < ROW_REPEATS or 2 * len(rows) < len(_LINE_WITH_DIGIT.findall(data)):
             return  # rows among records named otherwise are a printout (a schedule, a matrix), not the log's records
         width = Counter(len(r) for r in rows).most_common(1)[0][0]
@@ -2237,6 +2238,8 @@ class _State:
                 self.counted_tag = self.stem_tag or (f"{self.held_stem} {COUNTED_TAG}" if self.held_stem
                                                      else COUNTED_TAG)
                 self.row_counter = (width, at, epoch_at)
+                if at == 0 and epoch_at is None:
+                    self.row_widths = _other_widths(every, width)
                 return
 
     def counted_row(self, text: str) -> tuple[dict[str, float], dict[str, int]] | None:
@@ -2246,11 +2249,13 @@ class _State:
         found = _NUMBER_ROW.fullmatch(text.strip().encode())
         width, at, epoch_at = self.row_counter
         fields = _ROW_SPLIT.split(found.group(1).decode().strip()) if found else []
-        if len(fields) != width or not _WHOLE.fullmatch(fields[at]) \
+        other = len(fields) in self.row_widths  # a launch that prints a column more or less, its counter first
+        if len(fields) != width and not other or not _WHOLE.fullmatch(fields[at]) \
                 or epoch_at is not None and not _WHOLE.fullmatch(fields[epoch_at]):
             return None
         values = [(i, _float(v)) for i, v in enumerate(fields) if i not in (at, epoch_at)]
-        metrics = {self.counted_tag if k == 0 else f"column {i + 1}": v for k, (i, v) in enumerate(values)}
+        column = "column {} of " + str(len(fields)) if other else "column {}"  # where a column sits says less there
+        metrics = {self.counted_tag if k == 0 else column.format(i + 1): v for k, (i, v) in enumerate(values)}
         if epoch_at is not None:  # the counter beside an epoch's column counts within the epoch: the batch
             return metrics, {"epoch": _count(fields[epoch_at]), "batch": _count(fields[at])}
         # a counter under `Epoch N` lines counts within the epoch: the batch
@@ -2951,6 +2956,25 @@ def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
     held = [SPLIT_WORDS.get(w) or SPLIT_WORDS.get(_EVAL_VERBS.get(w, "")) for w in words(clause) if not w.isdigit()]
     split = next((s for s in held[:2] if s not in (None, "train")), None)  # a label, not prose (`on the test images`)
     return None if "train" in held else split
+
+
+def _other_widths(rows: list[list[str]], width: int) -> set[int]:
+    """Widths besides `width` of rows of numbers whose first column counts as `counted_rows` reads a counter (whole
+    numbers counting up, starting again at most at their first value) beside values not all whole, `ROW_REPEATS` or
+    more of each: the same records with a column more or fewer (a launch appended to the log that prints another
+    set of metrics, `epoch, loss, ppl, acc` then `epoch, loss, acc`). Their first other column is the loss too."""
+    out = set()
+    for w, n in Counter(len(r) for r in rows).items():
+        if w == width or w < 2 or n < ROW_REPEATS:
+            continue
+        some = [r for r in rows if len(r) == w]
+        if not all(_WHOLE.fullmatch(r[0]) for r in some) or all(_WHOLE.fullmatch(r[1]) for r in some):
+            continue
+        counts = [int(r[0]) for r in some]
+        if all(b > a or b <= counts[0] for a, b in zip(counts, counts[1:])) \
+                and sum(b > a for a, b in zip(counts, counts[1:])) >= len(some) // 2:
+            out.add(w)
+    return out
 
 
 def total_of_terms(metrics: dict[str, float]) -> dict[str, float]:

@@ -272,3 +272,21 @@ def test_a_total_that_counts_or_stands_beside_the_loss_itself_stays_a_total(tmp_
             "Iter [100/500] loss: 0.83, cls: 0.52, reg: 0.31, total: 0.8312\n")
     losses = _by_role(_frame(tmp_path, text), "train_loss")
     assert "total loss" not in losses
+
+
+# A classifier's `print('%d, %.5f, %.5f,%.3f' % (epoch, loss, ppl, acc))` appended to by later launches that dropped
+# the perplexity (`epoch, loss, acc`): rows of two widths, the counter first in both, no header ever printed.
+# Source: HamSade/BERT-classifier@3d34d60 log/train.log (the first launch's first rows, then a later launch's).
+ROWS_OF_TWO_WIDTHS = (
+    [f"{e}, {v:.5f}, 26881171418161356094253400435962903554686976.00000,{49.857 + e / 100:.3f}"
+     for e, v in enumerate([33490.73988, 33392.62555, 33317.53914, 33310.12614, 33309.83959, 33308.1, 33307.5])]
+    + [f"{e}, {v:.5f}, {50.1 + e:.3f}" for e, v in enumerate([83.10231, 60.00124, 41.2239, 30.10003, 22.5, 15.1,
+                                                                 11.02, 9.5, 8.33144])]
+)
+
+
+def test_headerless_rows_that_drop_a_column_in_a_later_launch_keep_their_loss(tmp_path):
+    frame = _frame(tmp_path, "\n".join(ROWS_OF_TWO_WIDTHS) + "\n", name="train.log")
+    losses = _by_role(frame, "train_loss")
+    assert list(losses) == ["loss"]
+    assert losses["loss"][0] == 33490.73988 and losses["loss"][-1] == 8.33144 and len(losses["loss"]) == 16
