@@ -377,6 +377,12 @@ PATTERNS: list[LinePattern] = [
         r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?:\d+-)?(?P<batch>\d+)\]", re.I),
                 "Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,",
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
+    # An ordinal of Chinese and Japanese (`第3轮`, `第 3 个epoch`, `第120步`, `第5次迭代`): the epoch or the step it counts,
+    # never a part of the name after it (`第3轮 损失: 0.52` is the loss at epoch 3).
+    LinePattern("ordinal_cjk", "counter", _p(
+        r"第\s*(?:(?P<epoch>\d+)\s*(?:/\s*\d+\s*)?(?:个|個)?\s*(?:轮|輪|代|回合|(?i:epoch)|エポック)"
+        r"|(?P<step>\d+)\s*(?:/\s*\d+\s*)?(?:个|個|次)?\s*(?:步|次迭代|(?i:step|iter(?:ation)?)))"),
+        "第3轮 损失: 0.5213, 准确率: 0.81", {"epoch": 3, "损失": 0.5213, "准确率": 0.81}),
     LinePattern("epoch_of", "counter", _p(rf"\b(?:Epoch|{_EPOCH_WORDS})\s*:?\s*\[?\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]?", re.I),
                 "Epoch 3/10 - loss: 0.52 - accuracy: 0.81", {"epoch": 3, "loss": 0.52, "accuracy": 0.81}),
     # Not a count per epoch (HF's `Num update steps per epoch = 8`): a rate, not the epoch.

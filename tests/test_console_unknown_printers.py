@@ -94,7 +94,8 @@ NAMES = ["loss", "Loss", "LOSS", "train_loss", "train loss", "Train Loss", "tota
 FORMS = {"colon": "{n}: {v}", "equals": "{n}={v}", "space": "{n} {v}", "tab": "{n}\t{v}", "cells": "| {n} | {v} |",
          "brackets": "{n}[{v}]", "parenthesised": "({n} {v})", "spaced_colon": "{n} : {v}", "padded": "{n}  {v}"}
 COUNTERS = {"none": "{r}", "step": "step {i} {r}", "epoch": "Epoch {e}/{E} - {r}", "iter_of": "[{i}/{I}] {r}",
-            "iteration": "Iteration {i}, {r}", "comma_step": "step: {i}, {r}"}
+            "iteration": "Iteration {i}, {r}", "comma_step": "step: {i}, {r}",
+            "ordinal_epoch_cjk": "第{e}轮 {r}", "ordinal_step_cjk": "第 {i} 步, {r}"}
 PREFIXES = ["", "2024-01-01 12:00:00,123 - INFO - ", "[INFO] ", "INFO:root:", "[2024-01-01 12:00:00] "]
 OTHERS = ["", ", acc: {a}", " lr={lr}", " | acc {a} | lr {lr}", ", grad_norm: {a}"]
 
