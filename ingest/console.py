@@ -1794,6 +1794,7 @@ class _State:
     last_tod: float | None = None  # the last time of day (s) placed on an assumed date
     assumed: int | None = None  # line number of the first stamp whose date was assumed
     unmatched: list[int] = field(default_factory=list)
+    names_read: set[str] = field(default_factory=set)  # every series name the file gave points to (`issues`)
     n_unmatched: int = 0
     far: list[int] = field(default_factory=list)  # lines whose counter is past 64 bits: skipped
     unmatched_sample: str | None = None  # the first of them, as printed
@@ -2039,6 +2040,7 @@ class _State:
             self.taken["printed_history"] = self.taken.get("printed_history", 0) + histories["position"].n_unique()
             per_point = pl.concat([per_point, histories.filter(~echo).select(per_point.columns)])
         self.history_echoes.update(tags)
+        self.names_read.update(per_point["tag"].unique().to_list())
         return scalars_frame(per_point)
 
     def without_summaries(self, points: pl.DataFrame, closing: list[int], counts: list[int]) -> pl.DataFrame:
@@ -2579,6 +2581,8 @@ class _State:
             out.append(Issue(self.far[0], "out_of_range", f"{len(self.far)} lines of {name} print a counter past 64 "
                                                           f"bits (lines {lines}); skipped"))
             self.far = []
+        if self.start == 0 and not any(role_of(t).role == "train_loss" for t in self.names_read):
+            out.append(Issue(None, "no_loss_named", _no_loss_named(name, self.names_read, self.line_no - 1)))
         if self.assumed is not None:
             out.append(Issue(self.assumed, "assumed_date",
                              f"{name} stamps lines without a full date (first at line {self.assumed}); their "
@@ -2586,6 +2590,17 @@ class _State:
             self.assumed = None
         self.unmatched, self.n_unmatched, self.unmatched_sample = [], 0, None
         return out
+
+
+def _no_loss_named(name: str, names: set[str], lines: int) -> str:
+    """What a text log read whole printed, where none of its series is named as a training loss: its names (losses
+    of a held-out split first, then the others, at most eight), or that none of its lines gave a value."""
+    if not names:
+        return (f"{name}: none of its {lines:,} lines holds a name and a number a training record would "
+                f"(`loss: 0.52`, `loss=0.52`, a table under a header): nothing was read from it")
+    shown = sorted(names, key=lambda t: (role_of(t).role != "val_loss", role_of(t).role == "other", t))
+    more = f" and {len(shown) - 8} more" if len(shown) > 8 else ""
+    return f"{name} names no training loss: it prints {', '.join(shown[:8])}{more}"
 
 
 # Tables printed with one header row, and bare values (`note_header`, `table_row`, `_bare_values`).

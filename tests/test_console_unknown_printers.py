@@ -320,3 +320,17 @@ def test_a_loss_column_of_a_table_by_an_unknown_printer_is_read_whole(tmp_path_f
     assert list(losses) == [p["name"]], (lines[:3], losses.keys())
     assert len(losses[p["name"]]) == len(printed) and all(_same(a, b) for a, b in zip(losses[p["name"]], printed)), \
         lines[:3]
+
+
+def test_a_log_read_whole_without_a_loss_says_what_it_prints(tmp_path):
+    # a knowledge-base completion log's ranking scores and a log of messages: taken as logs by their names, they give
+    # no training loss, and the reader says what each printed instead, naming the file
+    scores = _write(tmp_path, [f"epoch {e} | MRR {0.2 + e / 100:.4f} | Hits@10 {0.4 + e / 100:.4f}" for e in range(10)],
+                    name="train.log")
+    [issue] = [i for c in read_console(scores) for i in c.issues if i.kind == "no_loss_named"]
+    assert issue.detail.startswith("train.log names no training loss: it prints ") and "MRR" in issue.detail
+    prose = _write(tmp_path, [f"Processing shard {i} of 20" for i in range(20)], name="log.txt")
+    [issue] = [i for c in read_console(prose) for i in c.issues if i.kind == "no_loss_named"]
+    assert "none of its 20 lines" in issue.detail and issue.detail.startswith("log.txt")
+    loss = _write(tmp_path, [f"step {i} loss {1 / (i + 1):.4f}" for i in range(20)], name="run.log")
+    assert not [i for c in read_console(loss) for i in c.issues if i.kind == "no_loss_named"]
