@@ -2370,11 +2370,13 @@ class _State:
                 kept = kept[:-1]
             names = self.headers.get(len(kept))
             fields = kept if names is not None else fields
-        if names is None and self.cut_row and len(fields) >= 2:
+        if names is None and self.cut_row and len(fields) >= 3:
             # a finished file's last line, a row short of its header's cells (cut off mid-print by a crash, or an
-            # excerpt pasted short): its cells are the first columns of the widest header that has no prefix field
+            # excerpt pasted short): its cells are the first columns of the widest header that has no prefix field;
+            # its last cell, where the cut fell, may hold part of a number (`-5` of `-5.72`): not read
             wider = [h for n, h in self.headers.items() if n > len(fields) and len(h) == n]
-            names = max(reversed(wider), key=len)[:len(fields)] if wider else None
+            names = max(reversed(wider), key=len)[:len(fields) - 1] if wider else None
+            fields = fields[:-1] if wider else fields
         if names is None:
             return None
         found = [_VALUE_FIELD.fullmatch(f) or _CELL_LIST.fullmatch(f) for f in fields[-len(names):]]

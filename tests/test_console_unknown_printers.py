@@ -253,6 +253,20 @@ def test_a_tables_last_row_cut_short_keeps_its_cells(tmp_path):
     frame = _frame(_finished(_write(tmp_path, LOGGER_TABLE_CUT, name="log.txt")))
     assert _losses(frame) == {"Train-Loss": [2.77, 2.521, 1.635, 1.619]}
     assert frame.filter(pl.col("tag") == "Valid-Loss")["value"].to_list() == [2.568, 2.433, 1.699]
+    # the cell the cut fell in may be part of a number: not read
+    assert frame.filter(pl.col("tag") == "Train-acc-B")["value"].to_list() == [8.452, 14.481, 65.519]
+
+
+def test_the_cell_a_cut_fell_in_is_not_read(tmp_path):
+    # nolearn's epoch table pasted short: the last row stops inside its validation loss (`-5` of `-5.72...`)
+    lines = ["  epoch  |  train loss  |  valid loss  |  train/val  |  valid acc  |  dur",
+             "---------|--------------|--------------|-------------|-------------|------",
+             "     12  |   -5.605903  |   -5.640381  |     0.993887  |     52.17%  |  0.6s",
+             "     13  |   -5.692804  |   -5.725166  |     0.994347  |     52.17%  |  0.6s",
+             "     14  |   -5.775415  |   -5"]
+    frame = _frame(_finished(_write(tmp_path, lines, name="log.txt")))
+    assert _losses(frame) == {"train loss": [-5.605903, -5.692804, -5.775415]}
+    assert frame.filter(pl.col("tag") == "valid loss")["value"].to_list() == [-5.640381, -5.725166]
 
 
 def test_a_short_row_before_the_last_line_is_no_row_of_the_table(tmp_path):
@@ -312,7 +326,7 @@ def test_a_loss_column_of_a_table_by_an_unknown_printer_is_read_whole(tmp_path_f
             cell = f"**{cell}**"
         row = [str(k), "0.0001", cell, f"0.{k % 10}1", f"{v * 1.1:.4f}"]
         if p["cut"] and k == len(p["values"]) - 1:
-            row = row[:3]
+            row = row[:3] + [row[3][:2]]  # cut inside the cell after the loss
         note = f"{sep}best so far" if p["note"] and k == 1 else ""
         lines.append(sep.join(row) + (end if len(row) == 5 else "") + note)
     path = _finished(_write(tmp_path_factory.mktemp("table"), lines, name="log.txt"))
