@@ -377,6 +377,12 @@ PATTERNS: list[LinePattern] = [
         r"\bEpoch\s*\[(?P<epoch>\d+)\]\s*Batch\s*\[(?:\d+-)?(?P<batch>\d+)\]", re.I),
                 "Epoch[1] Batch[7] Speed: 143.86 samples/sec,  IDLoss=nan,",
                 {"epoch": 1, "batch": 7, "Speed": 143.86, "IDLoss": float("nan")}),
+    # An ordinal of Chinese and Japanese (`第3轮`, `第 3 个epoch`, `第120步`, `第5次迭代`): the epoch or the step it counts,
+    # never a part of the name after it (`第3轮 损失: 0.52` is the loss at epoch 3).
+    LinePattern("ordinal_cjk", "counter", _p(
+        r"第\s*(?:(?P<epoch>\d+)\s*(?:/\s*\d+\s*)?(?:个|個)?\s*(?:轮|輪|代|回合|(?i:epoch)|エポック)"
+        r"|(?P<step>\d+)\s*(?:/\s*\d+\s*)?(?:个|個|次)?\s*(?:步|次迭代|(?i:step|iter(?:ation)?)))"),
+        "第3轮 损失: 0.5213, 准确率: 0.81", {"epoch": 3, "损失": 0.5213, "准确率": 0.81}),
     LinePattern("epoch_of", "counter", _p(rf"\b(?:Epoch|{_EPOCH_WORDS})\s*:?\s*\[?\s*(?P<epoch>\d+)\s*/\s*\d+\s*\]?", re.I),
                 "Epoch 3/10 - loss: 0.52 - accuracy: 0.81", {"epoch": 3, "loss": 0.52, "accuracy": 0.81}),
     # Not a count per epoch (HF's `Num update steps per epoch = 8`): a rate, not the epoch.
@@ -1429,7 +1435,9 @@ def read_console(path: Path, start: int = 0) -> Iterator[Chunk]:
                 data, cut, unended = data + b"\n", len(data) + 1, 1
             complete, pending = data[:cut], data[cut:]
             if complete:
-                frame = with_loss_sums(state.parse(complete, offset))
+                # the file's last line is in this chunk: a finished file read to its end
+                ends = idle and not pending and (not block or len(block) < CHUNK_BYTES)
+                frame = with_loss_sums(state.parse(complete, offset, file_end=ends))
                 offset += len(complete) - unended
                 last = not block
                 plan = planned(complete)  # the length the run declares, for the schedule's detector
@@ -1516,7 +1524,7 @@ def _read_decoded(path: Path, start: int, prefix: bytes, text: str, offsets) -> 
     state = _State.resume(io.BytesIO(prefix), len(prefix))
     state.start, state.stem_tag, state.held_stem = start, stem_tag(path), _held_stem(path)
     state.file_name = path.name
-    frame = state.parse(data, 0) if data else None
+    frame = state.parse(data, 0, file_end=_idle(path)) if data else None
     said = state.said_frame()
     at, end = offsets(done, data)
     if frame is not None and frame.height:
@@ -1603,10 +1611,10 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # own: two or more values or names apart by tabs, runs of spaces or `|` at the line's end, a line that is one value
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
 _VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
-_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: (?:/ )?[A-Za-z][\w./@%()\[\]:-]*){0,3}"
+_NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: (?:/ )?(?:[A-Za-z]|\([A-Za-z])[\w./@%()\[\]:-]*){0,3}"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d*{BAR_OPENS}.*)?"
-    r"(?:#[^\d#]\D*)?\s*$",  # a bar may follow, or a comment (`_ROW_COMMENT`)
+    r"(?:#[^\d#]\D*|(?:\t|\s\s|\|)\s*\**[A-Za-z]\D*)?\s*$",  # a bar may follow, a comment (`_ROW_COMMENT`), a note
     rf"^[^\t|]*?{_NAME_TEXT_RS}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_NAME_TEXT_RS})+[\s|]*$",
     r"^\s*(?:\d+\s*[:,]\s*)?(?:[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?|(?i:[-+]?(?:nan|inf(?:inity)?)))\s*$",
     r"^\s*\[\s*[-+]?\.?\d",
@@ -1786,6 +1794,7 @@ class _State:
     last_tod: float | None = None  # the last time of day (s) placed on an assumed date
     assumed: int | None = None  # line number of the first stamp whose date was assumed
     unmatched: list[int] = field(default_factory=list)
+    names_read: set[str] = field(default_factory=set)  # every series name the file gave points to (`issues`)
     n_unmatched: int = 0
     far: list[int] = field(default_factory=list)  # lines whose counter is past 64 bits: skipped
     unmatched_sample: str | None = None  # the first of them, as printed
@@ -1801,6 +1810,7 @@ class _State:
     recent: list[tuple[tuple, str, float | None]] = field(default_factory=list)  # last records, lines, times
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
     headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
+    cut_row: bool = False  # the line being read is a finished file's last (`table_row`: a row cut off there)
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
     file_name: str = ""  # the file's name, which names its unnamed values' series (`output.txt[1]`, `unnamed_rows`)
     unnamed: int | None = None  # the width of the file's rows of unnamed values, once `unnamed_rows` found them
@@ -1808,6 +1818,7 @@ class _State:
     counted_tag: str | None = None  # the tag of `N: value` lines in a file whose name says nothing (`counted_values`)
     # rows of numbers: their width, counter column and epoch column, if any (`counted_values`)
     row_counter: tuple[int, int, int | None] | None = None
+    row_widths: set[int] = field(default_factory=set)  # other widths of such rows, their counter first (`counted_rows`)
     held_stem: str | None = None  # the held-out split the file's name names (`validation_log.txt`): its rows' loss's
     settings_padded: bool = False  # names padded before their colon hold settings in this file (`_PADDED_WORD`)
     redrawn: tuple[int, dict, int | None] | None = None  # the last record's segment, metrics and epoch (`_redraw`)
@@ -1865,8 +1876,9 @@ class _State:
                 break
         return state
 
-    def parse(self, data: bytes, offset: int) -> pl.DataFrame:
-        """Points of the complete lines in `data`, which starts at byte `offset` of the file.
+    def parse(self, data: bytes, offset: int, file_end: bool = False) -> pl.DataFrame:
+        """Points of the complete lines in `data`, which starts at byte `offset` of the file; `file_end`: its last
+        line is a finished file's last (a table's row cut off there keeps its cells: `table_row`).
 
         Lines are cut where the old per-line loop cut them (`\\r\\n`, `\\r`, `\\n`), with numpy over the
         bytes; one polars pass over all of them keeps the few that could yield anything (`_CANDIDATE`),
@@ -1895,12 +1907,16 @@ class _State:
         parsed = []
         closing: list[int] = []  # records read from a progress bar's closing line (`without_summaries`)
         header = self.epoch_heard
+        tail = max(data.rfind(b"\n", 0, len(data) - 1), data.rfind(b"\r", 0, len(data) - 1)) + 1 if file_end else -1
         for k, start, line_no, text, shape, rep in zip(candidates.tolist(), starts[candidates].tolist(),
                                                        line_nos[candidates].tolist(), texts, shapes, repeated):
             if not text.strip():
                 continue
             metrics, counters, time, _, looks, patterns = _parse(text, shape, rep)
+            self.cut_row = start == tail
             metrics, counters, looks, patterns, listed = self.tabled(text, metrics, counters, looks, patterns)
+            self.cut_row = False
+            metrics = total_of_terms(metrics)
             if start in lone:
                 metrics, looks, listed = {}, False, [lone[start]]
             if "epoch" in counters and not listed:  # as `header_epoch` follows it below
@@ -2024,6 +2040,7 @@ class _State:
             self.taken["printed_history"] = self.taken.get("printed_history", 0) + histories["position"].n_unique()
             per_point = pl.concat([per_point, histories.filter(~echo).select(per_point.columns)])
         self.history_echoes.update(tags)
+        self.names_read.update(per_point["tag"].unique().to_list())
         return scalars_frame(per_point)
 
     def without_summaries(self, points: pl.DataFrame, closing: list[int], counts: list[int]) -> pl.DataFrame:
@@ -2206,7 +2223,7 @@ class _State:
         the others are `column N` by position: nothing names them. In a file named for a held-out split
         (`validation_log.txt`) it is that split's loss; in a file whose name says what its values are (`losses.txt`),
         the first column is that."""
-        rows = [_ROW_SPLIT.split(m.group(1).decode().strip()) for m in _NUMBER_ROW.finditer(data)]
+        every = rows = [_ROW_SPLIT.split(m.group(1).decode().strip()) for m in _NUMBER_ROW.finditer(data)]
         if len(rows) < ROW_REPEATS or 2 * len(rows) < len(_LINE_WITH_DIGIT.findall(data)):
             return  # rows among records named otherwise are a printout (a schedule, a matrix), not the log's records
         width = Counter(len(r) for r in rows).most_common(1)[0][0]
@@ -2229,6 +2246,8 @@ class _State:
                 self.counted_tag = self.stem_tag or (f"{self.held_stem} {COUNTED_TAG}" if self.held_stem
                                                      else COUNTED_TAG)
                 self.row_counter = (width, at, epoch_at)
+                if at == 0 and epoch_at is None:
+                    self.row_widths = _other_widths(every, width)
                 return
 
     def counted_row(self, text: str) -> tuple[dict[str, float], dict[str, int]] | None:
@@ -2238,11 +2257,13 @@ class _State:
         found = _NUMBER_ROW.fullmatch(text.strip().encode())
         width, at, epoch_at = self.row_counter
         fields = _ROW_SPLIT.split(found.group(1).decode().strip()) if found else []
-        if len(fields) != width or not _WHOLE.fullmatch(fields[at]) \
+        other = len(fields) in self.row_widths  # a launch that prints a column more or less, its counter first
+        if len(fields) != width and not other or not _WHOLE.fullmatch(fields[at]) \
                 or epoch_at is not None and not _WHOLE.fullmatch(fields[epoch_at]):
             return None
         values = [(i, _float(v)) for i, v in enumerate(fields) if i not in (at, epoch_at)]
-        metrics = {self.counted_tag if k == 0 else f"column {i + 1}": v for k, (i, v) in enumerate(values)}
+        column = "column {} of " + str(len(fields)) if other else "column {}"  # where a column sits says less there
+        metrics = {self.counted_tag if k == 0 else column.format(i + 1): v for k, (i, v) in enumerate(values)}
         if epoch_at is not None:  # the counter beside an epoch's column counts within the epoch: the batch
             return metrics, {"epoch": _count(fields[epoch_at]), "batch": _count(fields[at])}
         # a counter under `Epoch N` lines counts within the epoch: the batch
@@ -2277,6 +2298,10 @@ class _State:
         """A line as a row of a table seen before (its values named by the header) or as bare values, else as the
         table parsed it (and remembered as a header, when it is one)."""
         listed = None
+        # a header printed above the rows names them: rows of numbers are headerless (`counted_row`) only where no
+        # header of their width was seen (an integer epoch column under `Epoch  lr  loss` made the lr the loss)
+        if self.headers and self.row_counter is not None and (row := self.table_row(text)) is not None:
+            return row[0], {**counters, **row[1]}, False, ("header_table",), None
         if (counted := self.counted_row(text)) is not None:
             return counted[0], counted[1], False, ("counted_row",), None
         if self.unnamed and not self.headers and not metrics and (found := _unnamed_values(text)) and len(found[1]) == self.unnamed:
@@ -2337,6 +2362,21 @@ class _State:
         names = self.headers.get(len(fields))
         if names is None and len(fields) > 2 and _ROW_NAME.fullmatch(fields[0]):
             names = self.headers.get(len(fields) - 1)
+        if names is None and len(fields) > 2 and not re.search(r"\d", fields[-1]) and not _VALUE_FIELD.fullmatch(fields[-1]):
+            # words after the row's cells (`0.0798  0.1843  best val`: a note a user added to a table pasted by hand)
+            # are no cells of it
+            kept = fields[:-1]
+            while len(kept) > 2 and not re.search(r"\d", kept[-1]) and not _VALUE_FIELD.fullmatch(kept[-1]):
+                kept = kept[:-1]
+            names = self.headers.get(len(kept))
+            fields = kept if names is not None else fields
+        if names is None and self.cut_row and len(fields) >= 3:
+            # a finished file's last line, a row short of its header's cells (cut off mid-print by a crash, or an
+            # excerpt pasted short): its cells are the first columns of the widest header that has no prefix field;
+            # its last cell, where the cut fell, may hold part of a number (`-5` of `-5.72`): not read
+            wider = [h for n, h in self.headers.items() if n > len(fields) and len(h) == n]
+            names = max(reversed(wider), key=len)[:len(fields) - 1] if wider else None
+            fields = fields[:-1] if wider else fields
         if names is None:
             return None
         found = [_VALUE_FIELD.fullmatch(f) or _CELL_LIST.fullmatch(f) for f in fields[-len(names):]]
@@ -2543,6 +2583,8 @@ class _State:
             out.append(Issue(self.far[0], "out_of_range", f"{len(self.far)} lines of {name} print a counter past 64 "
                                                           f"bits (lines {lines}); skipped"))
             self.far = []
+        if self.start == 0 and not any(role_of(t).role == "train_loss" for t in self.names_read):
+            out.append(Issue(None, "no_loss_named", _no_loss_named(name, self.names_read, self.line_no - 1)))
         if self.assumed is not None:
             out.append(Issue(self.assumed, "assumed_date",
                              f"{name} stamps lines without a full date (first at line {self.assumed}); their "
@@ -2550,6 +2592,17 @@ class _State:
             self.assumed = None
         self.unmatched, self.n_unmatched, self.unmatched_sample = [], 0, None
         return out
+
+
+def _no_loss_named(name: str, names: set[str], lines: int) -> str:
+    """What a text log read whole printed, where none of its series is named as a training loss: its names (losses
+    of a held-out split first, then the others, at most eight), or that none of its lines gave a value."""
+    if not names:
+        return (f"{name}: none of its {lines:,} lines holds a name and a number a training record would "
+                f"(`loss: 0.52`, `loss=0.52`, a table under a header): nothing was read from it")
+    shown = sorted(names, key=lambda t: (role_of(t).role != "val_loss", role_of(t).role == "other", t))
+    more = f" and {len(shown) - 8} more" if len(shown) > 8 else ""
+    return f"{name} names no training loss: it prints {', '.join(shown[:8])}{more}"
 
 
 # Tables printed with one header row, and bare values (`note_header`, `table_row`, `_bare_values`).
@@ -2566,8 +2619,8 @@ def _closing_bar(text: str) -> bool:
 _FIELD_SPLIT = re.compile(r"\t+|\s{2,}|\s*\|\s*")
 # A name begins with a letter, or with a count glued to a word before its next word (`2d_loss`, `3d_loss`): the
 # polars mirror `_NAME_TEXT_RS` spells the lookahead as the letter it looks for. A ratio's name spaces its slash
-# (nolearn's `Train / Val` column).
-_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: (?:/ )?[A-Za-z][\w./@%()\[\]:-]*){0,3}"
+# (nolearn's `Train / Val` column); a word of a name may be a qualifier in parentheses (`train/loss (avg)`).
+_NAME_TEXT = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -](?=[A-Za-z]))[\w./@%()\[\]:-]*(?: (?:/ )?(?:[A-Za-z]|\((?=[A-Za-z]))[\w./@%()\[\]:-]*){0,3}"
 _NAME_FIELD = re.compile(_NAME_TEXT)
 # A header of names apart by commas only, set off by a banner of `*`, `=` or `#` on both sides (a user's print of
 # the columns it writes below, `*******train_loss,train_acc,valid_loss**********`).
@@ -2785,6 +2838,11 @@ _LEVEL_AND_LOGGER = rf"\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL):(?!{_HELD_OU
 _LOG_PREFIX = re.compile(_LEVEL_AND_LOGGER
                          + r"\[[^\]]*\]|\([^)]*\)|[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _SECTION_KEY = re.compile(r"^\s*(?:[A-Z_]+|[a-z_]+):\s*$")  # a config dump's section (yacs' `TEST:`), not a header
+# A setting whose value is a split's name, as a dump writes it (YAML's indented `  mode: val`, `split = "test"`,
+# `--phase=train`, `'mode': 'val',`): it says which split a dataset entry is, not that an evaluation begins. A line at
+# the margin that prints `Phase: val` stays a header.
+_SPLIT_SETTING = re.compile(r"^(?:\s+(?:-\s+)?|--|\s*['\"])[A-Za-z_][\w.-]*['\"]?\s*[:=]\s*['\"]?[A-Za-z]+['\"]?,?\s*$"
+                            r"|^\s*[A-Za-z_][\w.-]*\s*=\s*['\"]?[A-Za-z]+['\"]?,?\s*$|^\s+-\s+['\"]?[A-Za-z]+['\"]?\s*$")
 _SOURCE_OR_LEVEL = re.compile(_LEVEL_AND_LOGGER + r"[\w.-]+\.py\b|\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b")
 _CLAUSE_AFTER_PREFIX = re.compile(r"\s-\s|>>\s|\s\|\s")  # `name - INFO - text`, `trainer.py:41 >> text`
 _SPLIT_HINT = r"(?i:eval|\bval|test|train|inference)"  # lines `_block_line` reads, digits or not
@@ -2871,7 +2929,7 @@ def _block_line(text: str, metrics: dict[str, float]) -> tuple[str | None, str |
     split) where it counts its samples (`Eval samples: 11219`, `Evaluating 500 samples`: an end marker, or an opener
     where no block is open), ("train", None) where it says train and no held-out split, else (None, None). Only the
     line's last clause after a logger's prefix counts."""
-    if not re.search(_SPLIT_HINT, text):
+    if not re.search(_SPLIT_HINT, text) or not metrics and _SPLIT_SETTING.match(text):
         return None, None
     clause = next((c for c in reversed(_CLAUSE_AFTER_PREFIX.split(_LOG_PREFIX.sub(" ", text)))
                    if re.search("[A-Za-z]", c)), "")
@@ -2923,9 +2981,47 @@ def _labelled_split(text: str, metrics: dict[str, float]) -> str | None:
     return None if "train" in held else split
 
 
+def _other_widths(rows: list[list[str]], width: int) -> set[int]:
+    """Widths besides `width` of rows of numbers whose first column counts as `counted_rows` reads a counter (whole
+    numbers counting up, starting again at most at their first value) beside values not all whole, `ROW_REPEATS` or
+    more of each: the same records with a column more or fewer (a launch appended to the log that prints another
+    set of metrics, `epoch, loss, ppl, acc` then `epoch, loss, acc`). Their first other column is the loss too."""
+    out = set()
+    for w, n in Counter(len(r) for r in rows).items():
+        if w == width or w < 2 or n < ROW_REPEATS:
+            continue
+        some = [r for r in rows if len(r) == w]
+        if not all(_WHOLE.fullmatch(r[0]) for r in some) or all(_WHOLE.fullmatch(r[1]) for r in some):
+            continue
+        counts = [int(r[0]) for r in some]
+        if all(b > a or b <= counts[0] for a, b in zip(counts, counts[1:])) \
+                and sum(b > a for a, b in zip(counts, counts[1:])) >= len(some) // 2:
+            out.add(w)
+    return out
+
+
+def total_of_terms(metrics: dict[str, float]) -> dict[str, float]:
+    """A record of a loss's terms with their sum under a bare total's name (`cls: 2.02, reg: 8.01, d0.cls: 1.77,
+    trans_loss: 0.37, total: 51.77`, a map detector's mmcv hook): the total is the loss they sum to, named so
+    (`total loss`), as a table's `total` column beside loss columns is. Only where two or more of the record's other
+    names are loss terms, none is the loss itself, and the total holds a fraction (a count of samples is no sum)."""
+    total = next((k for k in metrics if k.lower() in TOTAL_COLUMNS), None)
+    if total is None or not math.isfinite(metrics[total]) or metrics[total] == int(metrics[total]):
+        return metrics
+    terms = [role_of(k) for k in metrics if k != total]
+    if sum(r.role == "train_loss" for r in terms) < 2 or any(r.role == "train_loss" and r.canonical for r in terms):
+        return metrics
+    return {(f"{k} loss" if k == total else k): v for k, v in metrics.items()}
+
+
 def _fields(text: str) -> list[str]:
+    """A table line's cells; a cell set in Markdown's bold or italics (`**0.1843**`, `_0.07_`: a table pasted into an
+    issue or a pull request, its best values marked) holds what is inside the marks."""
     text = _TQDM_TAIL.sub("", ANSI.sub("", text) if "\x1b" in text else text).strip(" \t|\r\n")
-    return [f for f in _FIELD_SPLIT.split(text) if f]
+    return [_EMPHASIS.sub(r"\2", f) for f in _FIELD_SPLIT.split(text) if f]
+
+
+_EMPHASIS = re.compile(r"^(\*{1,2}|__)(?=\S)(.+?)(?<=\S)\1$")
 
 
 def _cell_terms(name: str, items: str) -> dict[str, float]:

@@ -95,6 +95,8 @@ READ_PROBLEMS: dict[str, tuple[bool, str]] = {  # kind: (lossy, meaning)
     "skipped_values": (False, "values that are not scalars; not stored"),
     "lines_read": (False, "how many lines of a console log gave metrics"),
     "unmatched_lines": (False, "lines that look like metrics but no pattern read"),
+    "no_loss_named": (False, "a text log read whole in which no series is named as a training loss; what it prints "
+                             "instead is said (or that none of its lines gave a value)"),
     "assumed_date": (False, "time stamps without a date were placed on an assumed date"),
     "untrusted_pickle_read": (False, "a pickle was unpickled because --trust-pickle was given"),
     "settings_unread": (False, "a settings file (training_args.bin) that could not be read; the logs are read"),

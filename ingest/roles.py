@@ -193,9 +193,11 @@ def role_of(name: str) -> Role:
         # a value named by its split alone (build-nanoGPT's `N train X`, `N val X`): the split's loss, the quantity
         # a split stands for when nothing else is named
         return Role("val_loss" if is_val else "train_loss", split, canonical=False)
-    if set() < ws - NEUTRAL_WORDS <= DETECTION_LOSS_WORDS or _GAN_LOSS.match(name):
+    if set() < ws - NEUTRAL_WORDS <= DETECTION_LOSS_WORDS or _GAN_LOSS.match(name) \
+            or splits and len(rest) == 1 and rest[0] in GAN_NETWORK_WORDS:
         # a detector's loss components printed without the word (`box`, `obj`, `cls`, `dfl` columns), and a GAN's
-        # per-network losses (`D_A`, `G_A`, `d_real`, `g_adv`, `errD`, `d`, `gen`): each a part of the training loss
+        # per-network losses (`D_A`, `G_A`, `d_real`, `g_adv`, `errD`, `d`, `gen`; under a split's name, `train_G`,
+        # `val_D`, `G_train`): each a part of the training loss
         return Role("val_loss" if is_val else "train_loss", split, canonical=False)
     if {"clip"} < ws - NEUTRAL_WORDS <= CLIP_THRESHOLD_WORDS:
         # `grad_clip`, `clip_threshold`: the norm gradients are clipped to, logged beside the norm it clipped (Caffe's
@@ -308,6 +310,7 @@ SETTING_WORDS = {"weight", "weights", "w", "coef", "coeff", "coefficient", "beta
 DETECTION_LOSS_WORDS = {"box", "obj", "cls", "dfl", "giou", "ciou", "objectness", "kpt"}
 # A GAN's network named by its letter or short name, alone or with a qualifier (`D_A`, `d_real`, `G_l1`, `errD`, `gen`);
 # Torch7's dcgan.torch prints its two BCE errors as `Err_G` and `Err_D`.
+GAN_NETWORK_WORDS = {"g", "d", "gen", "disc", "generator", "discriminator", "critic"}
 _GAN_LOSS = re.compile(r"^(?:[DdGg](?:_[A-Za-z][A-Za-z0-9]*)?|[Ee]rr_?[DG]|(?:gen|disc|netD|netG)(?:_[A-Za-z0-9]+)?)$")
 
 

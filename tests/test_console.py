@@ -402,7 +402,7 @@ def test_unmatched_metric_lines_are_counted_once(tmp_path):
     path.write_text("loss(5) reached\nstarting\nacc# 92.1 top\nloss(7) reached\n")
     chunks = list(read_console(path, 0))
     issues = [i for c in chunks for i in c.issues]
-    assert [i.kind for i in issues] == ["lines_read", "unmatched_lines"]
+    assert [i.kind for i in issues] == ["lines_read", "unmatched_lines", "no_loss_named"]  # nothing was read from it
     assert "3 lines" in issues[1].detail and "1, 3, 4" in issues[1].detail
     assert issues[0].detail.endswith("took: none; 3 lines look like metrics but no pattern took them")
 
@@ -766,7 +766,9 @@ class _ReferenceState(C._State):
         summaries = {p for p in closing if stepped and set(frame.filter(pl.col("position") == p)["tag"].to_list())
                      - {C.LAUNCH_TAG, C.EPOCH_TAG} <= stepped}
         self.n_summaries += len(summaries)
-        return scalars_frame(frame.filter(~pl.col("position").is_in(sorted(summaries))))
+        frame = frame.filter(~pl.col("position").is_in(sorted(summaries)))
+        self.names_read.update(frame["tag"].unique().to_list())
+        return scalars_frame(frame)
 
     def _reference_wall_time(self, parsed: ParsedLine, line_no: int) -> float | None:
         t = parsed.time
@@ -804,6 +806,7 @@ def reference_read(path: Path, start: int = 0):
             yield Chunk(end=path.stat().st_size, issues=[Issue(0, "not_this_format", "binary")])
             return
         state = _ReferenceState.resume(f, start)
+        state.start = start  # as read_console's state knows where its read began
         f.seek(start)
         offset, pending = start, b""
         while True:

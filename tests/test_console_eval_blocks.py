@@ -185,3 +185,47 @@ def test_real_log_test_blocks_name_their_metrics():
     held = {t for t in tags if t.endswith((" CP", " OF1"))}
     assert len(held) == 2 and all(role_of(t).split in ("val", "test") for t in held) and not tags & {"CP", "OF1"}
     assert len(_by_role(frame, "train_loss")) == frame.filter(pl.col("tag") == "loss").height > 100
+
+
+# PaddleSeg's train.py prints its YAML config (dataset entries under `train_dataset:`/`val_dataset:`, each with a
+# `mode:` key) between the launcher's own output and the first record; excerpt of
+# simuler/ESPNet@618768f log/trainer-0.log, the records shortened to two.
+_SPLIT_SETTINGS_THEN_RECORDS = """\
+PADDLE_PORT=12345
+PADDLE_TRAINER_ID=0
+launch train in GPU mode!
+launch proc_id:1517 idx:0
+INFO 2021-12-06 01:51:40,171 launch_utils.py:510] Local start 4 processes. First process distributed environment info (Only For Debug):
+    |        PADDLE_CURRENT_ENDPOINT                 127.0.0.1:42551               |
+------------------------------------------------
+batch_size: 4
+iters: 120000
+train_dataset:
+  dataset_root: cityscapes
+  mode: train
+  transforms:
+  - max_scale_factor: 2.0
+    min_scale_factor: 0.5
+    type: ResizeStepScaling
+  type: Cityscapes
+val_dataset:
+  dataset_root: cityscapes
+  mode: val
+  transforms:
+  - type: Normalize
+  type: Cityscapes
+------------------------------------------------
+2021-12-06 01:52:16 [INFO]\t[TRAIN] epoch: 1, iter: 50/120000, loss: 2.6943, lr: 0.001000, batch_cost: 0.4023, reader_cost: 0.20281, ips: 9.9425 samples/sec | ETA 13:24:17
+2021-12-06 01:52:26 [INFO]\t[TRAIN] epoch: 1, iter: 100/120000, loss: 2.2411, lr: 0.000999, batch_cost: 0.2134, reader_cost: 0.00096, ips: 18.7484 samples/sec | ETA 07:06:20
+"""
+
+
+@pytest.mark.parametrize("setting", ["  mode: val", "  split: 'test'", "    - val", "  phase = valid"])
+def test_a_config_dump_entry_whose_value_is_a_split_opens_no_block(tmp_path, setting):
+    # a dataset entry's `mode: val` in a dump says which split the entry is; it announces no evaluation, so the
+    # training records printed after the dump stay the training's
+    path = tmp_path / "trainer-0.log"
+    path.write_text(_SPLIT_SETTINGS_THEN_RECORDS.replace("  mode: val", setting))
+    frame = _frame(path)
+    assert _by_role(frame, "train_loss") == [2.6943, 2.2411]
+    assert _by_role(frame, "val_loss") == []

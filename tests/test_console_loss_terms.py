@@ -249,3 +249,44 @@ def test_among_loss_like_names_the_objective_is_taken_where_its_name_says_so(tmp
     assert objective_among(["L", "L_crf", "L_selection"]) == "L" and objective_among(["Recon", "KL"]) == "Recon"
     assert objective_among(["L", "C"]) is None and objective_among(["Recon", "KL", "mse"]) is None
     assert objective_among(["L_a", "L_b"]) is None and objective_among(["Recon", "Recon_b", "KL"]) is None
+
+
+# A map-detection trainer's mmcv TextLoggerHook lines: per-decoder-layer terms (`cls`, `reg`, `d0.cls`, ...), a
+# `trans_loss`, and their sum printed as `total`. Source: a StreamMapNet issue's pasted log (three iterations).
+MMCV_TERMS_AND_TOTAL = """\
+2024-09-10 10:11:04,258 - mmdet - INFO - Iter [100/15000]       lr: 4.653e-05, eta: 2:21:23, time: 0.569, data_time: 0.015, memory: 10185, cls: 2.0250, reg: 8.0096, d0.cls: 1.7710, d0.reg: 5.4187, d1.cls: 1.8796, d1.reg: 5.7607, d2.cls: 1.9309, d2.reg: 6.3147, d3.cls: 1.9443, d3.reg: 6.8999, d4.cls: 1.9833, d4.reg: 7.4638, trans_loss: 0.3656, total: 51.7671, grad_norm: 117.7429
+2024-09-10 10:12:00,385 - mmdet - INFO - Iter [200/15000]       lr: 5.984e-05, eta: 2:19:26, time: 0.561, data_time: 0.011, memory: 10187, cls: 1.8068, reg: 3.9424, d0.cls: 1.7532, d0.reg: 3.1035, d1.cls: 1.7710, d1.reg: 3.2074, d2.cls: 1.7839, d2.reg: 3.3318, d3.cls: 1.8029, d3.reg: 3.4483, d4.cls: 1.7943, d4.reg: 3.6625, trans_loss: 0.2620, total: 31.6701, grad_norm: 79.9597
+2024-09-10 10:12:56,791 - mmdet - INFO - Iter [300/15000]       lr: 7.313e-05, eta: 2:18:23, time: 0.564, data_time: 0.010, memory: 10187, cls: 1.8157, reg: 4.1265, d0.cls: 1.7351, d0.reg: 3.0604, d1.cls: 1.7727, d1.reg: 3.3041, d2.cls: 1.7666, d2.reg: 3.4419, d3.cls: 1.7788, d3.reg: 3.6435, d4.cls: 1.7911, d4.reg: 3.9292, trans_loss: 0.1339, total: 32.2995, grad_norm: 94.7493
+"""
+
+
+def test_a_records_total_beside_its_loss_terms_is_the_loss(tmp_path):
+    losses = _by_role(_frame(tmp_path, MMCV_TERMS_AND_TOTAL), "train_loss")
+    assert losses["total loss"] == [51.7671, 31.6701, 32.2995]
+    assert role_of("total loss").canonical
+
+
+def test_a_total_that_counts_or_stands_beside_the_loss_itself_stays_a_total(tmp_path):
+    # a count of samples (an integer) and a total beside a bare `loss` are not renamed
+    text = ("Iter [100/500] cls: 0.52, reg: 0.31, total: 1280\n"
+            "Iter [100/500] loss: 0.83, cls: 0.52, reg: 0.31, total: 0.8312\n")
+    losses = _by_role(_frame(tmp_path, text), "train_loss")
+    assert "total loss" not in losses
+
+
+# A classifier's `print('%d, %.5f, %.5f,%.3f' % (epoch, loss, ppl, acc))` appended to by later launches that dropped
+# the perplexity (`epoch, loss, acc`): rows of two widths, the counter first in both, no header ever printed.
+# Source: HamSade/BERT-classifier@3d34d60 log/train.log (the first launch's first rows, then a later launch's).
+ROWS_OF_TWO_WIDTHS = (
+    [f"{e}, {v:.5f}, 26881171418161356094253400435962903554686976.00000,{49.857 + e / 100:.3f}"
+     for e, v in enumerate([33490.73988, 33392.62555, 33317.53914, 33310.12614, 33309.83959, 33308.1, 33307.5])]
+    + [f"{e}, {v:.5f}, {50.1 + e:.3f}" for e, v in enumerate([83.10231, 60.00124, 41.2239, 30.10003, 22.5, 15.1,
+                                                                 11.02, 9.5, 8.33144])]
+)
+
+
+def test_headerless_rows_that_drop_a_column_in_a_later_launch_keep_their_loss(tmp_path):
+    frame = _frame(tmp_path, "\n".join(ROWS_OF_TWO_WIDTHS) + "\n", name="train.log")
+    losses = _by_role(frame, "train_loss")
+    assert list(losses) == ["loss"]
+    assert losses["loss"][0] == 33490.73988 and losses["loss"][-1] == 8.33144 and len(losses["loss"]) == 16

@@ -94,7 +94,8 @@ NAMES = ["loss", "Loss", "LOSS", "train_loss", "train loss", "Train Loss", "tota
 FORMS = {"colon": "{n}: {v}", "equals": "{n}={v}", "space": "{n} {v}", "tab": "{n}\t{v}", "cells": "| {n} | {v} |",
          "brackets": "{n}[{v}]", "parenthesised": "({n} {v})", "spaced_colon": "{n} : {v}", "padded": "{n}  {v}"}
 COUNTERS = {"none": "{r}", "step": "step {i} {r}", "epoch": "Epoch {e}/{E} - {r}", "iter_of": "[{i}/{I}] {r}",
-            "iteration": "Iteration {i}, {r}", "comma_step": "step: {i}, {r}"}
+            "iteration": "Iteration {i}, {r}", "comma_step": "step: {i}, {r}",
+            "ordinal_epoch_cjk": "第{e}轮 {r}", "ordinal_step_cjk": "第 {i} 步, {r}"}
 PREFIXES = ["", "2024-01-01 12:00:00,123 - INFO - ", "[INFO] ", "INFO:root:", "[2024-01-01 12:00:00] "]
 OTHERS = ["", ", acc: {a}", " lr={lr}", " | acc {a} | lr {lr}", ", grad_norm: {a}"]
 
@@ -224,3 +225,126 @@ def test_a_federated_servers_loss_is_held_out_not_the_training_loss(tmp_path):
     assert not _losses(frame)
     held = frame.filter(pl.col("tag").map_elements(lambda t: role_of(t).role == "val_loss", return_dtype=pl.Boolean))
     assert held["value"].to_list() == [1.925, 2.002, 1.969]
+
+
+# ------------------------------------------------------------------------------------- tables, and their last row
+
+# pointMLP's utils.Logger (tab after every cell, the header's names joined by dashes), pasted into an issue and cut
+# inside its last row. Source: a pointMLP issue's log.txt excerpt (first three and last rows).
+LOGGER_TABLE_CUT = [
+    "Epoch-Num\tLearning-Rate\tTrain-Loss\tTrain-acc-B\tTrain-acc\tValid-Loss\tValid-acc-B\tValid-acc\t",
+    "0.000000\t0.009999\t2.770000\t8.452000\t12.631000\t2.568000\t9.543000\t16.759000\t",
+    "1.000000\t0.009998\t2.521000\t14.481000\t19.828000\t2.433000\t19.117000\t25.330000\t",
+    "15.000000\t0.009844\t1.635000\t65.519000\t70.915000\t1.699000\t62.419000\t67.176000\t",
+    "16.000000\t0.009825\t1.619000\t67.284000",
+]
+
+
+def _finished(path: Path) -> Path:
+    """`path` as a run that ended an hour ago leaves it (a file still written to may be mid-line)."""
+    import os
+    import time
+
+    os.utime(path, (time.time() - 3600, time.time() - 3600))
+    return path
+
+
+def test_a_tables_last_row_cut_short_keeps_its_cells(tmp_path):
+    frame = _frame(_finished(_write(tmp_path, LOGGER_TABLE_CUT, name="log.txt")))
+    assert _losses(frame) == {"Train-Loss": [2.77, 2.521, 1.635, 1.619]}
+    assert frame.filter(pl.col("tag") == "Valid-Loss")["value"].to_list() == [2.568, 2.433, 1.699]
+    # the cell the cut fell in may be part of a number: not read
+    assert frame.filter(pl.col("tag") == "Train-acc-B")["value"].to_list() == [8.452, 14.481, 65.519]
+
+
+def test_the_cell_a_cut_fell_in_is_not_read(tmp_path):
+    # nolearn's epoch table pasted short: the last row stops inside its validation loss (`-5` of `-5.72...`)
+    lines = ["  epoch  |  train loss  |  valid loss  |  train/val  |  valid acc  |  dur",
+             "---------|--------------|--------------|-------------|-------------|------",
+             "     12  |   -5.605903  |   -5.640381  |     0.993887  |     52.17%  |  0.6s",
+             "     13  |   -5.692804  |   -5.725166  |     0.994347  |     52.17%  |  0.6s",
+             "     14  |   -5.775415  |   -5"]
+    frame = _frame(_finished(_write(tmp_path, lines, name="log.txt")))
+    assert _losses(frame) == {"train loss": [-5.605903, -5.692804, -5.775415]}
+    assert frame.filter(pl.col("tag") == "valid loss")["value"].to_list() == [-5.640381, -5.725166]
+
+
+def test_a_short_row_before_the_last_line_is_no_row_of_the_table(tmp_path):
+    # only a finished file's last line is a row cut off; a short row of numbers amid the table is something else
+    lines = LOGGER_TABLE_CUT[:2] + ["3\t4"] + LOGGER_TABLE_CUT[2:4]
+    assert _losses(_frame(_finished(_write(tmp_path, lines, name="log.txt")))) == {"Train-Loss": [2.77, 2.521, 1.635]}
+
+
+# A summary table typed into a pull-request comment: a name with a qualifier in parentheses, best values in
+# Markdown bold, notes after some rows. Source: a PR thread's quoted table (the `> ` quoting removed).
+HAND_TABLE = [
+    "Epoch\ttrain/loss (avg)\tval/loss\t",
+    "0\t0.1554\t0.1907\t",
+    "1\t0.1108\t0.2017\tval jumps UP",
+    "2\t0.0957\t0.1921\t",
+    "4\t0.0798\t**0.1843**\t**best val**",
+    "5\t**0.0735**\t0.1864\tval rises again",
+]
+
+
+def test_a_table_typed_by_hand_with_bold_cells_and_notes_is_read_whole(tmp_path):
+    frame = _frame(_write(tmp_path, HAND_TABLE, name="log.txt"))
+    assert _losses(frame) == {"train/loss (avg)": [0.1554, 0.1108, 0.0957, 0.0798, 0.0735]}
+    assert frame.filter(pl.col("tag") == "val/loss")["value"].to_list() == [0.1907, 0.2017, 0.1921, 0.1843, 0.1864]
+
+
+TABLE_NAMES = ["loss", "Train Loss", "train_loss", "Train-Loss", "train/loss (avg)", "Loss (mean)", "loss_total"]
+TABLE_SEPARATORS = {"tab": "\t", "spaces": "   ", "pipes": " | "}
+
+
+@st.composite
+def tables(draw):
+    n = draw(st.integers(4, 300))
+    start, floor = draw(st.floats(0.5, 20)), draw(st.floats(0.001, 0.4))
+    return dict(values=[floor + (start - floor) * math.exp(-k / max(n / 4, 1)) for k in range(n)],
+                name=draw(st.sampled_from(TABLE_NAMES)), sep=draw(st.sampled_from(sorted(TABLE_SEPARATORS))),
+                style=draw(st.sampled_from(["f4", "f6", "e", "g"])), trailing=draw(st.booleans()),
+                bold=draw(st.booleans()), note=draw(st.booleans()), cut=draw(st.booleans()))
+
+
+@settings(deadline=None, max_examples=40, derandomize=True)
+@given(tables())
+@example(dict(values=[2.3 * 0.9 ** k for k in range(12)], name="train/loss (avg)", sep="tab", style="f4",
+              trailing=True, bold=True, note=True, cut=True))
+def test_a_loss_column_of_a_table_by_an_unknown_printer_is_read_whole(tmp_path_factory, p):
+    """A header naming the loss among other columns, rows apart by tabs, spaces or pipes, with a separator after the
+    last cell or not, a cell set in bold, a note after a row, the last row cut after its loss cell: every loss is
+    read under the column's name."""
+    sep = TABLE_SEPARATORS[p["sep"]]
+    end = sep.rstrip(" ") if p["trailing"] and p["sep"] != "spaces" else ""
+    lines = [sep.join(["Epoch", "lr", p["name"], "acc", "val loss"]) + end]
+    printed = []
+    for k, v in enumerate(p["values"]):
+        cell = _printed(v, p["style"])
+        printed.append(float(cell))
+        if p["bold"] and k == len(p["values"]) // 2:
+            cell = f"**{cell}**"
+        row = [str(k), "0.0001", cell, f"0.{k % 10}1", f"{v * 1.1:.4f}"]
+        if p["cut"] and k == len(p["values"]) - 1:
+            row = row[:3] + [row[3][:2]]  # cut inside the cell after the loss
+        note = f"{sep}best so far" if p["note"] and k == 1 else ""
+        lines.append(sep.join(row) + (end if len(row) == 5 else "") + note)
+    path = _finished(_write(tmp_path_factory.mktemp("table"), lines, name="log.txt"))
+    losses = _losses(_frame(path))
+    assert list(losses) == [p["name"]], (lines[:3], losses.keys())
+    assert len(losses[p["name"]]) == len(printed) and all(_same(a, b) for a, b in zip(losses[p["name"]], printed)), \
+        lines[:3]
+
+
+def test_a_log_read_whole_without_a_loss_says_what_it_prints(tmp_path):
+    # a knowledge-base completion log's ranking scores and a log of messages: taken as logs by their names, they give
+    # no training loss, and the reader says what each printed instead, naming the file
+    scores = _write(tmp_path, [f"epoch {e} | MRR {0.2 + e / 100:.4f} | Hits@10 {0.4 + e / 100:.4f}" for e in range(10)],
+                    name="train.log")
+    [issue] = [i for c in read_console(scores) for i in c.issues if i.kind == "no_loss_named"]
+    assert issue.detail.startswith("train.log names no training loss: it prints ") and "MRR" in issue.detail
+    prose = _write(tmp_path, [f"Processing shard {i} of 20" for i in range(20)], name="log.txt")
+    [issue] = [i for c in read_console(prose) for i in c.issues if i.kind == "no_loss_named"]
+    assert "none of its 20 lines" in issue.detail and issue.detail.startswith("log.txt")
+    loss = _write(tmp_path, [f"step {i} loss {1 / (i + 1):.4f}" for i in range(20)], name="run.log")
+    assert not [i for c in read_console(loss) for i in c.issues if i.kind == "no_loss_named"]

@@ -162,3 +162,13 @@ def test_settings_extremes_and_lookalikes_are_not_the_loss(name):
 
 def test_a_validation_loss_named_without_the_word_is_a_validation_loss():
     assert role_of("val_cost").role == "val_loss" and role_of("Valid Losses total").role == "val_loss"
+
+
+@pytest.mark.parametrize("name", ["train_G", "train_D", "G_train", "Train D", "train_generator", "trainD"])
+def test_a_gan_network_named_under_the_training_split_is_a_training_loss(name):
+    assert role_of(name).role == "train_loss"
+
+
+@pytest.mark.parametrize("name", ["val_D", "test_G", "val_gen"])
+def test_a_gan_network_named_under_a_held_out_split_is_a_held_out_loss(name):
+    assert role_of(name).role == "val_loss"

@@ -338,3 +338,24 @@ def test_a_console_log_named_for_a_held_out_split_beside_the_training_one_is_tha
     (alone / "test.log").write_text(_TRAIN_LOG)
     (tmp_path / "a").mkdir()
     assert _stored_names(alone, tmp_path / "a")["loss"][0] == "train_loss"
+
+
+def test_a_gan_table_names_its_networks_by_a_letter_under_the_split(tmp_path):
+    # a restoration GAN's epoch CSV (csv.DictWriter, one row per epoch): the generator's and the discriminator's
+    # losses are `train_G` and `train_D` beside the generator's loss terms; the networks' losses are the training
+    # losses, a term (`train_L1`) is not the run's loss
+    import csv
+
+    run = tmp_path / "gan"
+    (run / "logs").mkdir(parents=True)
+    fields = ["epoch", "lr_g", "lr_d", "train_G", "train_D", "train_L1", "train_VGG", "val_PSNR", "val_SSIM"]
+    with open(run / "logs" / "train_log.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for epoch in range(1, 9):
+            writer.writerow({"epoch": epoch, "lr_g": 1e-4, "lr_d": 1e-4, "train_G": 4.88 / epoch,
+                             "train_D": 0.36 - 0.01 * epoch, "train_L1": 1.41 / epoch, "train_VGG": 1.95 / epoch,
+                             "val_PSNR": 18.6 + epoch, "val_SSIM": 0.53 + 0.02 * epoch})
+    names = _stored_names(run, tmp_path)
+    assert names["train_G"] == ("train_loss", "train") and names["train_D"] == ("train_loss", "train")
+    assert names["train_L1"][0] != "train_loss"
