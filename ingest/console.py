@@ -894,7 +894,39 @@ def _records_apart(data: bytes) -> bytes:
         data = _CURSOR_UP.sub(lambda m: b"\r" + b" " * (len(m.group()) - 1), data)
     if _TWO_BARS.search(data):
         data = _redraws_apart(data)
-    return data
+    return _flattened_apart(data)
+
+
+# A log whose line breaks were lost (a web page or a chat that joined its lines with blanks): one long line holds many
+# records, each opening as the line opens (`INFO:tensorflow:global step 272: loss = .. INFO:tensorflow:global step
+# 273: loss = ..`, glog's `I0621 16:14:39.49 ..` prefix). The line's opening (its words up to the first number, a
+# letter among them, and the next `FLATTENED_SHAPE_BYTES` bytes, each number in them any number) found again after a
+# blank twice or more marks where each record began: that blank becomes a `\r`, a line segment's end. A line that
+# says its opening once or twice is left whole, as is one that opens with a number (a table's row), and names that
+# share a numbered prefix (`DS1-loss: .. | DS1-TER: ..`) are one record's: what follows the prefix differs.
+_OPENING = re.compile(rb"[ \t]*([^\d\r\n]{1,40}?)\d")
+FLATTENED_MIN_BYTES = 120  # a line this long or longer may hold several records
+FLATTENED_MIN_AGAIN = 2  # the opening found again this many times: three records or more on the line
+FLATTENED_SHAPE_BYTES = 8  # the bytes after the opening's words that each record repeats, numbers aside
+
+
+def _flattened_apart(data: bytes) -> bytes:
+    out = None
+    for line in re.finditer(rb"[^\r\n]{%d,}" % FLATTENED_MIN_BYTES, data):
+        text = line.group()
+        head = _OPENING.match(text)
+        if head is None or not re.search(rb"[A-Za-z]", head.group(1)):
+            continue
+        opening = text[head.start(1):head.end() - 1 + FLATTENED_SHAPE_BYTES]
+        shape = b"".join(rb"\d+" if part.isdigit() else re.escape(part) for part in re.split(rb"(\d+)", opening) if part)
+        again = re.compile(rb"[ \t]" + shape)
+        cuts = [m.start() for m in again.finditer(text, head.end())]
+        if len(cuts) < FLATTENED_MIN_AGAIN:
+            continue
+        out = out if out is not None else bytearray(data)
+        for at in cuts:
+            out[line.start() + at] = 13
+    return bytes(out) if out is not None else data
 
 
 # A progress bar's redraws pasted without the `\r` between them (`Epoch: 0.0001 - loss: 133.07 - acc: 0.51:   0%| |
