@@ -1654,6 +1654,8 @@ _TABLE_LINE = "|".join([
     rf"^\s*{_VALUE_TEXT}(?:(?:\t+|\s{{2,}})(?:{_VALUE_TEXT}|\[[-+\d.eE,\s]*\]))*(?:\t+|\s{{2,}})\[[-+\d.eE,\s]*\]",
     # a row of numbers apart by commas or single spaces (`0, 44.74,50.90`; `_State.counted_values`)
     r"^\s*[-+]?[\d.]+(?:[eE][-+]?\d+)?(?:(?:\s*,\s*|\s+)(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|(?i:nan|inf))){1,7}\s*,?\s*$",
+    # a model card's row whose training loss the trainer left unlogged (`No log 1.0 20 3.4065`: `_spaced_header`)
+    r"^\s*No log(?: [-+]?[\d.]+(?:[eE][-+]?\d+)?)+\s*$",
 ])
 # A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
 _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
@@ -1843,6 +1845,7 @@ class _State:
     n_copies: int = 0  # records printed again under another prefix (other ranks), skipped
     headers: dict[int, tuple[str, ...]] = field(default_factory=dict)  # table headers by their count of fields
     cut_row: bool = False  # the line being read is a finished file's last (`table_row`: a row cut off there)
+    spaced: bool = False  # a header typed with single blanks was seen (`_spaced_header`): rows may be so typed too
     stem_tag: str | None = None  # the tag of bare values (the file's name says what they are: `loss.txt`)
     file_name: str = ""  # the file's name, which names its unnamed values' series (`output.txt[1]`, `unnamed_rows`)
     unnamed: int | None = None  # the width of the file's rows of unnamed values, once `unnamed_rows` found them
@@ -2359,6 +2362,11 @@ class _State:
         apart by commas alone, inside a banner of `*`, `=` or `#` (`****loss,acc,val_loss****` above tab-separated
         rows of values). Whether the line was one."""
         if "\t" not in text and "  " not in text and "|" not in text:
+            spaced = _spaced_header(text)
+            if spaced is not None:
+                self.headers[len(spaced)], self.spaced = spaced, True
+                self.headers = dict(list(self.headers.items())[-MAX_HEADERS:])
+                return True
             banner = _COMMA_HEADER.fullmatch(text.strip())
             if banner is None:
                 return False  # one field: no table
@@ -2389,6 +2397,8 @@ class _State:
         by hand) is no field. A row labelled in its first field (`Mem:  65  1  19` under procps free's `total  used
         free`, whose header leaves the label's column blank) names each value `<label> <column>` too."""
         fields = _fields(_ROW_COMMENT.sub("", text))
+        if self.spaced and len(fields) == 1 and _SPACED_ROW.fullmatch(text.strip()):
+            fields = _NO_LOG.sub("N/A", text.strip()).split()  # a row typed as its header was, `No log` an empty cell
         if "(" in text:  # a cell printed as a scalar's repr (`tensor(3.3929, device='cuda:0')`) holds its value
             fields = [cell_number(f) or f for f in fields]
         names = self.headers.get(len(fields))
@@ -2671,6 +2681,35 @@ COUNTER_COLUMNS = {"epoch": "epoch", "ep": "epoch", "batch": "batch", "iter": "s
 TOTAL_COLUMNS = {"total", "sum", "all", "overall"}
 MAX_COLUMNS = 40
 MAX_HEADERS = 8
+# A table's header typed with single blanks (a Hugging Face model card's training results copied from its page:
+# `Training Loss Epoch Step Validation Loss` above `1.2978 1.0 6621 1.2262`): its names of two or more words are a
+# split's or a setting's word before another (`Validation Loss`, `Learning Rate`, `Gen Len`) or a quantity's word after
+# one (`... Loss`, `... Time`). Taken only where every word is capitalised (the card's title case, not a sentence), an
+# `Epoch` or `Step` column stands alone and a name was joined; its rows are numbers, or the trainer's `No log` for an
+# empty cell, apart by single blanks.
+_SPACED_LEAD = frozenset({"training", "train", "validation", "valid", "val", "eval", "evaluation", "test", "learning",
+                          "grad", "gen", "mean", "overall", "exact", "matthews", "combined", "model", "total",
+                          "average", "avg"})
+_SPACED_TAIL = frozenset({"loss", "rate", "norm", "len", "time", "score", "match", "correlation"})
+_SPACED_ROW = re.compile(rf"(?:(?:{NUM}|No log) )+(?:{NUM}|No log)")
+_NO_LOG = re.compile(r"\bNo log\b")
+
+
+def _spaced_header(text: str) -> tuple[str, ...] | None:
+    """The names of a table header typed with single blanks (`_SPACED_LEAD`), None where the line is none."""
+    words = text.split()
+    if not 3 <= len(words) <= MAX_COLUMNS or not all(re.fullmatch(r"[A-Z][A-Za-z0-9]*", w) for w in words):
+        return None
+    names: list[str] = []
+    join = False
+    for w in words:
+        if names and (join or w.lower() in _SPACED_TAIL and names[-1].lower() not in COUNTER_COLUMNS):
+            names[-1] += f" {w}"
+        else:
+            names.append(w)
+        join = w.lower() in _SPACED_LEAD
+    counted = any(n.lower() in ("epoch", "step") for n in names)
+    return tuple(names) if counted and len(names) < len(words) else None
 # A value alone on its line, or after its counter: `12: 0.693`, `12\t0.693`, and a counter under its word
 # (`epoch1\t0.2549`, `Epoch 3: 0.41`, a loop that writes `"epoch%d\t%f"`); the file's name says what the value is.
 _BARE = re.compile(rf"^\s*(?:(?i:epoch|iter|iteration|step|batch)?[ \t]*(?P<n>\d+)\s*(?:[:,]|\t)\s*)?(?P<value>{NUM})\s*$")
