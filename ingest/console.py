@@ -515,6 +515,12 @@ PATTERNS: list[LinePattern] = [
         rf"(?<=, )(?P<key>[A-Za-z_][\w./@]*) - (?P<value>{NUM})(?=\s*[,\]]|\s*$)"),
         "train: 100%|████| 396/396 [00:55<00:00,  7.67it/s, bce_dice_loss - 1.606, iou_score - 0.2795]",
         {"batch": 396, "bce_dice_loss": 1.606, "iou_score": 0.2795}),
+    # A postfix key that carries its own colon (`set_postfix(ordered_dict={"loss: ": loss})` prints `loss: =6.78`):
+    # the key before the colon, each after `, `, before `,` or `]`.
+    LinePattern("postfix_colon_equals", "assign", _p(
+        rf"(?<=, )(?P<key>[A-Za-z_][\w./@]*(?: [A-Za-z_][\w./@]*)?):\s?=\s?(?P<value>{NUM})(?=\s*[,\]]|\s*$)"),
+        "100%|████| 625/625 [03:20<00:00,  3.12it/s, epoch=4, loss: =6.78, img shape: =torch.Size([80, 3]), LR=0.00012]",
+        {"batch": 625, "epoch": 4, "loss": 6.78, "LR": 0.00012}),
     # A row of a two-column box table (stable-baselines3's logger: `|    loss    | -0.016   |`), after a logger's prefix
     # or a counter or not (`INFO - | loss | 0.52 |`).
     LinePattern("pipe_row", "assign", _p(

@@ -291,3 +291,26 @@ def test_control_characters_a_syslog_escaped_are_taken_back(tmp_path):
     run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
     assert set(run.series_named("loss")["value"].to_list()) == {2.29}
     assert run.series_named("val_acc")["value"].to_list()[-1] == 0.166
+
+
+def test_a_postfix_key_that_carries_its_own_colon_is_read_by_the_key(tmp_path):
+    """tqdm's `set_postfix(ordered_dict=...)` with a key that ends in a colon (a DDPM trainer's `"loss: "`, printed
+    `loss: =6.78`, as in https://github.com/zoubohao/DenoisingDiffusionProbabilityModel-ddpm-/issues/5): the key before
+    the colon names the value, one an epoch, beside the plain `epoch=` and `LR=` pairs."""
+    from collections import OrderedDict
+
+    from tqdm import tqdm
+
+    (tmp_path / "run").mkdir()
+    losses = [6.78, 8.38, 6.01, 9.78, 5.5]
+    with open(tmp_path / "run" / "train.log", "w") as f:
+        for epoch, loss in enumerate(losses):
+            bar = tqdm(range(3), file=f, mininterval=0, miniters=1, dynamic_ncols=False, ncols=160)
+            for _ in bar:
+                bar.set_postfix(ordered_dict=OrderedDict(
+                    [("epoch", epoch), ("loss: ", loss), ("img shape: ", (80, 3, 32, 32)), ("LR", 1e-4 * (epoch + 1))]))
+            bar.close()
+            f.write("\n")
+    run = load_run(tmp_path / "run", tmp_path / "f.duckdb")
+    assert run.pick("loss") == "loss"
+    assert sorted(set(_series(run, "loss"))) == sorted(set(losses))
