@@ -1663,6 +1663,9 @@ _TABLE_LINE = "|".join([
     # a model card's row whose training loss the trainer left unlogged (`No log 1.0 20 3.4065`: `_spaced_header`)
     r"^\s*No log(?: [-+]?[\d.]+(?:[eE][-+]?\d+)?)+\s*$",
 ])
+# Caffe's per-output line under its `Iteration N, loss = X` line: that iteration's detail even where it names the
+# iteration line's own tag (a net whose loss layer is called `loss`: the raw loss beside the smoothed one).
+_NET_OUTPUT = re.compile(r"\bnet output #\d+:")
 # A `name value` pair (`T: 17.6`, `B 3.2`) for the repeated-line rule; lines without one never repeat.
 _PAIR = r"[A-Za-z][\w%)\]]*\s*[:=]?\s*[-+]?\.?\d"
 _NOT_LETTERS = re.compile(r"[^A-Za-z]+")
@@ -2028,7 +2031,7 @@ class _State:
                 is_ordinal = False
                 if split is None:  # an evaluation loop's own counter is not the training's step
                     self.last_step, self.step_tags = step, frozenset(metrics)
-            elif self.last_step is not None and frozenset(metrics) != self.step_tags and (
+            elif self.last_step is not None and (frozenset(metrics) != self.step_tags or _NET_OUTPUT.search(text)) and (
                     epoch is None and batch is None or held_out
                     or batch is None and any(_names_split(t) for t in metrics)):
                 # a line with no global counter of its own (Caffe's outputs under `Iteration N`; an evaluation's

@@ -63,3 +63,26 @@ def test_three_records_on_a_line_are_cut_at_the_blank_before_each_same_length():
     cut = _flattened_apart(line)
     assert len(cut) == len(line) and cut.count(b"\r") == 2
     assert cut.split(b"\r")[1].startswith(b"Epoch 2: train loss 0.58")
+
+
+# A Caffe FCN run's output as a blog page stores it: one iteration's three glog lines joined on a line, whose net's
+# loss layer is called `loss` (the raw loss under the smoothed one). Source: https://zoyathinksdeeper.blogspot.com
+CAFFE_ONE_LINE = (
+    'I0621 16:14:39.496878 20752 solver.cpp:228] Iteration 0, loss = 163741 I0621 16:14:39.496912 20752 solver.cpp:'
+    '244] Train net output #0: loss = 161660 (* 1 = 161660 loss) I0621 16:14:39.496918 20752 sgd_solver.cpp:106] It'
+    'eration 0, lr = 0.001 I0621 16:15:25.024097 20752 solver.cpp:228] Iteration 20, loss = 4.84049e+09 I0621 16:15'
+    ':25.024127 20752 solver.cpp:244] Train net output #0: loss = 3.70536e+09 (* 1 = 3.70536e+09 loss) I0621 16:15:'
+    '25.024132 20752 sgd_solver.cpp:106] Iteration 20, lr = 0.001 I0621 16:16:12.229852 20752 solver.cpp:228] Itera'
+    'tion 40, loss = 2.78827e+09 I0621 16:16:12.229883 20752 solver.cpp:244] Train net output #0: loss = 1.38314e+0'
+    '9 (* 1 = 1.38314e+09 loss)'
+)
+
+
+def test_a_caffe_net_output_named_as_the_iteration_loss_is_that_iterations_detail(tmp_path):
+    """Each `Train net output #0: loss = ..` is read at its `Iteration N` line's step, beside the smoothed loss,
+    never on line numbers: the steps quoted are the file's iterations."""
+    run, steps, values = _loss(tmp_path, "caffe", CAFFE_ONE_LINE + "\n")
+    assert steps.tolist() == [0, 20, 40]  # one value a step in the run's view: the net's output, printed last
+    assert values.tolist() == [161660.0, 3.70536e09, 1.38314e09]
+    found = [f for f in analyze_run(run).findings if f.kind == "divergence"]
+    assert found and "at step 20" in found[0].summary and "at step 0" in found[0].summary
