@@ -650,49 +650,40 @@ MEMORISED_BESIDE_A_FLAT_VALIDATION = """\
 """
 
 
+def _memorised_rewritten(root, change) -> None:
+    """The memorised YOLO results.csv written again by csv.DictWriter under `root`, `change(i, row)` applied to each row."""
+    import csv
+
+    rows = list(csv.DictReader(MEMORISED_BESIDE_A_FLAT_VALIDATION.splitlines(), skipinitialspace=True))
+    root.mkdir()
+    with open(root / "results.csv", "w", newline="") as out:
+        w = csv.DictWriter(out, fieldnames=[n.strip() for n in rows[0]])
+        w.writeheader()
+        for i, r in enumerate(rows):
+            r = {k.strip(): v.strip() for k, v in r.items()}
+            change(i, r)
+            w.writerow(r)
+
+
 def test_a_training_loss_that_falls_tenfold_under_a_flat_validation_loss_is_overfitting(tmp_path):
     """Validation stops improving at its third evaluation (0.792; none after it is 5% better) while training falls
     0.125 -> 0.013 and ends ×59 under it: no rise places a crossover, but the model learns its training set by heart.
     The same file whose training loss only halves over those epochs is silent."""
-    import csv
-
     root = tmp_path / "r"
     root.mkdir()
     (root / "results.csv").write_text(MEMORISED_BESIDE_A_FLAT_VALIDATION)
     [f] = Overfitting().check(load_run(root, tmp_path / "f.duckdb"))
     assert f.evidence["val_at_crossover"] == 0.79245 and f.evidence["gap_ratio_min"] > 10 and f.evidence["train_fall_factor"] > 3
-    rows = list(csv.DictReader(MEMORISED_BESIDE_A_FLAT_VALIDATION.splitlines(), skipinitialspace=True))
-    names = [n.strip() for n in rows[0]]
-    halved = tmp_path / "h"
-    halved.mkdir()
-    with open(halved / "results.csv", "w", newline="") as out:
-        w = csv.DictWriter(out, fieldnames=names)
-        w.writeheader()
-        for i, r in enumerate(rows):
-            r = {k.strip(): v.strip() for k, v in r.items()}
-            r["train/loss"] = f"{0.2 - 0.005 * i:.4f}" if i >= 2 else r["train/loss"]
-            w.writerow(r)
-    assert list(Overfitting().check(load_run(halved, tmp_path / "h.duckdb"))) == []
+    _memorised_rewritten(tmp_path / "h", lambda i, r: r.update({"train/loss": f"{0.2 - 0.005 * i:.4f}"}) if i >= 2 else None)
+    assert list(Overfitting().check(load_run(tmp_path / "h", tmp_path / "h.duckdb"))) == []
 
 
 def test_a_validation_loss_flat_from_its_first_evaluation_beside_memorised_training_is_no_overfitting(tmp_path):
     """The memorised gap needs validation to have improved once: the same file whose validation never gets 5% under
     its first evaluation (0.786 at the first epoch, 0.782-0.811 after it) while training falls ×100 learned nothing
     it could lose: a held-out set that does not match training (distribution_mismatch's picture), not memorisation."""
-    import csv
-
-    rows = list(csv.DictReader(MEMORISED_BESIDE_A_FLAT_VALIDATION.splitlines(), skipinitialspace=True))
-    names = [n.strip() for n in rows[0]]
-    root = tmp_path / "r"
-    root.mkdir()
-    with open(root / "results.csv", "w", newline="") as out:
-        w = csv.DictWriter(out, fieldnames=names)
-        w.writeheader()
-        for i, r in enumerate(rows):
-            r = {k.strip(): v.strip() for k, v in r.items()}
-            r["val/loss"] = {0: "0.78600", 1: "0.80100"}.get(i, r["val/loss"])
-            w.writerow(r)
-    assert list(Overfitting().check(load_run(root, tmp_path / "f.duckdb"))) == []
+    _memorised_rewritten(tmp_path / "r", lambda i, r: r.update({"val/loss": {0: "0.78600", 1: "0.80100"}.get(i, r["val/loss"])}))
+    assert list(Overfitting().check(load_run(tmp_path / "r", tmp_path / "f.duckdb"))) == []
 
 
 def _per_step_lightning(root, epoch_levels: list[float], val: list[float], seed: int = 0):
