@@ -914,25 +914,46 @@ _OPENING = re.compile(rb"[ \t]*([^\d\r\n]{1,40}?)\d")
 FLATTENED_MIN_BYTES = 120  # a line this long or longer may hold several records
 FLATTENED_MIN_AGAIN = 2  # the opening found again this many times: three records or more on the line
 FLATTENED_SHAPE_BYTES = 8  # the bytes after the opening's words that each record repeats, numbers aside
+# A counter word after a blank (`.. val_acc: 0.8412 Epoch 27/30 - 67s ..`): where a record begins in a line that
+# opens mid-record
+_COUNTER_OPENING = re.compile(rb"(?<=[ \t])(?i:epoch|step|iteration|iter|batch)[ \t]*\d")
 
 
 def _flattened_apart(data: bytes) -> bytes:
     out = None
     for line in re.finditer(rb"[^\r\n]{%d,}" % FLATTENED_MIN_BYTES, data):
         text = line.group()
-        head = _OPENING.match(text)
-        if head is None or not re.search(rb"[A-Za-z]", head.group(1)):
-            continue
-        opening = text[head.start(1):head.end() - 1 + FLATTENED_SHAPE_BYTES]
-        shape = b"".join(rb"\d+" if part.isdigit() else re.escape(part) for part in re.split(rb"(\d+)", opening) if part)
-        again = re.compile(rb"[ \t]" + shape)
-        cuts = [m.start() for m in again.finditer(text, head.end())]
-        if len(cuts) < FLATTENED_MIN_AGAIN:
+        cuts = _flattened_cuts(text)
+        if not cuts:
             continue
         out = out if out is not None else bytearray(data)
         for at in cuts:
             out[line.start() + at] = 13
     return bytes(out) if out is not None else data
+
+
+def _flattened_cuts(text: bytes) -> list[int]:
+    """Where the records of a line whose line breaks were lost begin (the blank before each), [] where it holds one:
+    the line's own opening found again (`_OPENING`), else, for an excerpt that opens mid-record (`- 67s - loss: ..
+    Epoch 27/30 - 67s - loss: ..`), its first counter word (`_COUNTER_OPENING`) and the bytes after it found again."""
+    head = _OPENING.match(text)
+    if head is not None and re.search(rb"[A-Za-z]", head.group(1)):
+        cuts = _again(text, head.start(1), head.end() - 1)
+        if len(cuts) >= FLATTENED_MIN_AGAIN:
+            return cuts
+    counter = _COUNTER_OPENING.search(text)
+    if counter is None:
+        return []
+    cuts = _again(text, counter.start(), counter.end() - 1)
+    return [counter.start() - 1, *cuts] if len(cuts) >= FLATTENED_MIN_AGAIN else []
+
+
+def _again(text: bytes, start: int, digit: int) -> list[int]:
+    """The blanks before each later place where `text[start:]`'s opening (its words up to the number at `digit` and
+    `FLATTENED_SHAPE_BYTES` bytes from there, numbers aside) stands again."""
+    opening = text[start:digit + FLATTENED_SHAPE_BYTES]
+    shape = b"".join(rb"\d+" if part.isdigit() else re.escape(part) for part in re.split(rb"(\d+)", opening) if part)
+    return [m.start() for m in re.compile(rb"[ \t]" + shape).finditer(text, digit + 1)]
 
 
 # A progress bar's redraws pasted without the `\r` between them (`Epoch: 0.0001 - loss: 133.07 - acc: 0.51:   0%| |

@@ -86,3 +86,22 @@ def test_a_caffe_net_output_named_as_the_iteration_loss_is_that_iterations_detai
     assert values.tolist() == [161660.0, 3.70536e09, 1.38314e09]
     found = [f for f in analyze_run(run).findings if f.kind == "divergence"]
     assert found and "at step 20" in found[0].summary and "at step 0" in found[0].summary
+
+
+# Keras fit(verbose=2) output as a Q&A page stores it: its last epochs joined on one line, the excerpt opening in the
+# middle of epoch 26's record. Source: https://morioh.com/p/8d60ad591574
+KERAS_MID_RECORD = (
+    '- 67s - loss: 0.0767 - acc: 0.9750 - val_loss: 0.6755 - val_acc: 0.8412 Epoch 27/30 - 67s - loss: 0.1039 - acc'
+    ': 0.9630 - val_loss: 0.3671 - val_acc: 0.9018 Epoch 28/30 - 67s - loss: 0.0639 - acc: 0.9775 - val_loss: 1.192'
+    '1e-07 - val_acc: 0.1190 Epoch 29/30 - 66s - loss: 0.0767 - acc: 0.9744 - val_loss: 0.8091 - val_acc: 0.8306 Ep'
+    'och 30/30 - 66s - loss: 0.0534 - acc: 0.9815 - val_loss: 0.2091 - val_acc: 0.9433 Using TensorFlow backend.'
+)
+
+
+def test_a_joined_log_that_opens_mid_record_is_cut_at_its_counter_word(tmp_path):
+    """The line opens with no words (`- 67s - loss: ..`): each `Epoch N/30` after a blank begins a record, so epochs
+    27-30 give their own training and validation losses (epoch 26's partial record keeps no epoch of its own)."""
+    run, steps, values = _loss(tmp_path, "keras", KERAS_MID_RECORD + "\n")
+    assert values.tolist()[-4:] == [0.1039, 0.0639, 0.0767, 0.0534]
+    val = run.arrays("val_loss")[1].tolist()
+    assert val[-4:] == [0.3671, 1.1921e-07, 0.8091, 0.2091]
