@@ -921,7 +921,9 @@ _COUNTER_OPENING = re.compile(rb"(?<=[ \t])(?i:epoch|step|iteration|iter|batch)[
 
 def _flattened_apart(data: bytes) -> bytes:
     out = None
-    for line in re.finditer(rb"[^\r\n]{%d,}" % FLATTENED_MIN_BYTES, data):
+    for line in re.finditer(rb"[^\r\n]+", data):  # `{120,}` would retry at every byte of each shorter line
+        if line.end() - line.start() < FLATTENED_MIN_BYTES:
+            continue
         text = line.group()
         cuts = _flattened_cuts(text)
         if not cuts:
@@ -937,12 +939,15 @@ def _flattened_cuts(text: bytes) -> list[int]:
     the line's own opening found again (`_OPENING`), else, for an excerpt that opens mid-record (`- 67s - loss: ..
     Epoch 27/30 - 67s - loss: ..`), its first counter word (`_COUNTER_OPENING`) and the bytes after it found again."""
     head = _OPENING.match(text)
-    if head is not None and re.search(rb"[A-Za-z]", head.group(1)):
+    # the opening's words are counted before its shape is matched: most long lines (a bar's redraw, a config dump)
+    # say them once, and a pattern built for each such line cost a quarter of a large log's read
+    words = head.group(1).lstrip() if head is not None else b""
+    if re.search(rb"[A-Za-z]", words) and text.count(words) > FLATTENED_MIN_AGAIN:
         cuts = _again(text, head.start(1), head.end() - 1)
         if len(cuts) >= FLATTENED_MIN_AGAIN:
             return cuts
     counter = _COUNTER_OPENING.search(text)
-    if counter is None:
+    if counter is None or text.count(counter.group()[:-1]) <= FLATTENED_MIN_AGAIN:
         return []
     cuts = _again(text, counter.start(), counter.end() - 1)
     return [counter.start() - 1, *cuts] if len(cuts) >= FLATTENED_MIN_AGAIN else []
