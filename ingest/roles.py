@@ -45,6 +45,10 @@ SPLIT_WORDS = {
     # Flower's `losses_centralized`): its loss is a held-out one
     "server": "val", "centralized": "val",
 }
+# What an epoch did (`Epoch 3 trained with loss: 0.02`, `Epoch 3 evaluated with loss: 0.0003`): the split of the
+# quantity it names, never a quantity alone (`trained=0.000, tested=0.000` counts trials, not losses).
+SPLIT_PARTICIPLES = {"trained": "train", "evaluated": "val", "validated": "val", "tested": "test"}
+SPLIT_WORDS |= SPLIT_PARTICIPLES
 # Words of a clipping threshold's name beside `clip` (`grad_clip`, `clip_threshold`, `max_grad_clip`).
 CLIP_THRESHOLD_WORDS = {"clip", "grad", "grads", "gradient", "gradients", "threshold", "thresh", "max"}
 # Words that say when a gradient norm was taken around clipping (`train/grad_norm_preclip`,
@@ -189,7 +193,7 @@ def role_of(name: str) -> Role:
         return Role("epoch", split)
     if name == "launch":  # the console reader's mark of a launch appended to its log (`ingest.console.LAUNCH_TAG`)
         return Role("launch", split)
-    if not rest and len(splits) == 1:
+    if not rest and len(splits) == 1 and not set(w) & SPLIT_PARTICIPLES.keys():
         # a value named by its split alone (build-nanoGPT's `N train X`, `N val X`): the split's loss, the quantity
         # a split stands for when nothing else is named
         return Role("val_loss" if is_val else "train_loss", split, canonical=False)

@@ -79,6 +79,13 @@ from ingest.roles import role_of
         ("Speed", "throughput", None),  # MXNet's Speedometer: `Speed: 512 samples/sec`
         ("peak GB", "memory", None),  # console `peak 2.1 GB`: the reader keeps the unit in the tag
         ("max mem", "memory", None),
+        # a line that says what the epoch did: `Epoch 3 trained with loss: 0.02` / `Epoch 3 evaluated with loss: ..`
+        ("trained with loss", "train_loss", "train"),
+        ("evaluated with loss", "val_loss", "val"),
+        ("validated loss", "val_loss", "val"),
+        ("tested loss", "val_loss", "test"),
+        ("tested", "other", "test"),  # `Saved trial: trained=0.000, tested=0.000`: a participle alone names no loss
+        ("trained", "other", "train"),
     ],
 )
 def test_role_of_common_names(name, role, split):
