@@ -6,9 +6,12 @@ epoch counter, a validation pass that overflows. Each beside its twin, which mus
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from forensics.cli import main
 
@@ -38,3 +41,72 @@ def test_an_epoch_evaluated_with_a_loss_is_its_validation_loss(capsys, tmp_path)
     series = {f["series"] for f in out["findings"]}
     assert "evaluated with loss" not in {f["series"] for f in out["findings"] if f["kind"] in ("plateau", "flat_loss")}
     assert "overfitting" in {f["kind"] for f in out["findings"]}, ([f["summary"] for f in out["findings"]], series)
+
+
+def lightning_run(root: Path, train: np.ndarray, val: np.ndarray) -> None:
+    """Lightning's CSVLogger as `self.log(on_epoch=True)` reaches it: a train row and a val row per epoch."""
+    pytest.importorskip("lightning", reason="the test extra installs lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    logger = CSVLogger(str(root))
+    for i, (t, v) in enumerate(zip(train, val)):
+        step = (i + 1) * 42 - 1
+        logger.log_metrics({"train_loss": float(t), "epoch": i}, step=step)
+        logger.log_metrics({"val_loss": float(v), "epoch": i}, step=step)
+    logger.save()
+    logger.finalize("success")
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_a_validation_loss_frozen_beside_a_scattering_training_loss_is_flat(capsys, tmp_path, frozen):
+    """MSE on unscaled targets (~1e12): the batches scatter ±40% about a 25% drift no noise test can call a fall,
+    the validation loss moves 0.01% in 60 epochs.
+    Its twin's validation falls 30%: the model moved."""
+    rng = np.random.default_rng(3)
+    n = 60
+    train = 1.3e12 * (1 - 0.25 * np.arange(n) / (n - 1)) * (1 + rng.uniform(-0.4, 0.4, n))  # a drift under its noise
+    val = 1.2533e12 * (1 - (1e-4 if frozen else 0.3) * np.arange(n) / (n - 1))
+    root = tmp_path / "run"
+    root.mkdir()
+    lightning_run(root, train, val)
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    flat = [f for f in out["findings"] if f["kind"] == "flat_loss"]
+    if not frozen:
+        assert flat == [], [f["summary"] for f in flat]
+        return
+    assert [f["severity"] for f in flat] == ["critical"], [f["summary"] for f in out["findings"]]
+    assert flat[0]["series"] == "val_loss"
+    assert "scatters, never falling beyond its noise" in flat[0]["summary"], flat[0]["summary"]
+
+
+REWARDS = r"""
+import sys
+import numpy as np
+rng = np.random.default_rng(0)
+learns = sys.argv[1] == "learns"
+for episode in range(3000):
+    skill = episode / 3000 if learns else 0.0
+    predator = rng.gamma(2.0, 300.0) * (1 + 3 * skill)
+    prey = rng.gamma(2.0, 200.0)
+    print(f"Episode {episode}, Predator Reward: {predator:.0f}, Prey Reward: {prey:.0f}, "
+          f"Total Reward: {predator + prey:.0f}")
+"""
+
+
+@pytest.mark.parametrize("learns", [False, True])
+def test_an_agent_that_prints_only_its_reward_is_judged_by_it(capsys, tmp_path, learns):
+    """A tabular agent's episode rewards, no loss printed: over 3,000 episodes a reward that does not rise is flat
+    (a trend test calls any drift significant there; the gain is a sliver of the episodes' spread); its twin's
+    reward grows ×4 and is no finding. The verdict says the run was judged by its reward."""
+    root = tmp_path / "run"
+    root.mkdir()
+    with (root / "train_log.txt").open("w") as out:
+        subprocess.run([sys.executable, "-c", REWARDS, "learns" if learns else "flat"], stdout=out, check=True)
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    flat = [f for f in out["findings"] if f["kind"] == "flat_loss"]
+    assert "logs its reward" in out["verdict_reason"] or "logs no loss" in out["verdict_reason"], out["verdict_reason"]
+    if learns:
+        assert flat == [], [f["summary"] for f in flat]
+    else:
+        assert [f["severity"] for f in flat] == ["warning"], [f["summary"] for f in out["findings"]]
+        assert "the agent is not learning" in flat[0]["summary"]

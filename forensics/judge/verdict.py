@@ -53,7 +53,9 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
                f"validation" if loss_points is None and val_points else "")
     rl = a.checked.get("reinforcement_learning")
     # an agent's losses are read for non-finite values and blow-ups only: every verdict says so, and why
-    rl_note = "" if not rl else (f"; a reinforcement-learning run (it logs {rl['evidence']}): its losses "
+    rl_note = "" if not rl else (f"; a reinforcement-learning run that logs its reward ({rl['evidence']}) and no "
+                                 f"loss: the reward was judged") if not rl["objectives"] else (
+        f"; a reinforcement-learning run (it logs {rl['evidence']}): its losses "
                     f"({_names(rl['objectives'], 3)}) were judged for non-finite values and blow-ups, not as a "
                     f"training loss that should fall (they chase targets that move with the policy)")
     gan = a.checked.get("gan_pair")
@@ -78,6 +80,10 @@ def judge(a: Analysis, *, selected: list[str], loss_detectors: list[str], restri
         return Verdict("inconclusive", f"no training-loss series was read, only a validation loss ({count(val_points, 'point')}); "
                        f"judged as validation it neither blows up nor stays flat, and a rise or a stall in it could be "
                        f"overfitting or a failing run alike: the training loss beside it would decide")
+    if loss_points is None and rl and not rl["objectives"]:  # only its reward could be judged
+        return Verdict("inconclusive", f"a reinforcement-learning run that logs no loss: its reward "
+                       f"({rl['evidence']}) was the one curve to judge and showed no stall; a logged policy or value "
+                       f"loss would say more")
     if loss_points is None:
         series = a.checked.get("n_series", 0)
         what = (f"{count(series, 'other series', 'other series')} {'was' if series == 1 else 'were'} read"

@@ -149,6 +149,9 @@ class RlRun:
 
 def rl_reason(rl: RlRun) -> str:
     """Why the detectors that judge a training loss's level or shape leave an RL run's losses."""
+    if not rl.objectives:
+        return (f"a reinforcement-learning run that logs its reward ({rl.evidence}) and no loss: only the reward is "
+                f"judged")
     return (f"a reinforcement-learning run (it logs {rl.evidence}): its losses ({_listed(rl.objectives)}) are "
             f"objectives against moving targets, not expected to fall, so their level and shape are not "
             f"judged; non-finite values in them still are")
@@ -191,12 +194,40 @@ def reinforcement_learning(run: Run) -> RlRun | None:
             rewards.append(name)
         elif ws & RETURN_WORDS or ws & EPISODE_WORDS:
             episodes.append(name)
-    if not losses:
-        return None
+    if not losses and not rewards:
+        return None  # an agent that prints only its episode rewards (tabular Q-learning, evolution strategies) is one
     evidence = (rewards[0] if rewards else episodes[0] if episodes and (policy or value) else
                 f"{policy[0]} and {value[0]}" if policy and value else None)
     named = list(dict.fromkeys(policy + value + losses))  # the policy's and the value's first, each name once
     return RlRun(evidence, tuple(named)) if evidence else None
+
+
+# An agent's value (critic) loss that grows this many times from its first records to its last, on a trend, while
+# its reward does not improve (`FlatLoss._reward_stands`): the critic diverges; a healthy value loss grows with the
+# returns it regresses on, and those did not grow.
+RL_VALUE_GROWTH = 4.0
+RL_VALUE_POINTS = 10
+
+
+def critic_grows(run: Run, rl: RlRun) -> dict | None:
+    """The evidence of the first value objective of `rl` (a name with `VALUE_WORDS`) that is positive on
+    `RL_VALUE_POINTS` finite records or more, whose last tenth's median (three records at least) is `RL_VALUE_GROWTH`
+    × its first tenth's, with a rising Mann–Kendall trend (p < 0.01); None otherwise. Whether the reward improved is
+    the caller's question."""
+    for name in rl.objectives:
+        if not set(words(name)) & VALUE_WORDS:
+            continue
+        steps, y = finite_part(*run.arrays(name))
+        if y.size < RL_VALUE_POINTS or not np.all(y > 0):
+            continue
+        k = max(3, y.size // 10)
+        head, tail = float(np.median(y[:k])), float(np.median(y[-k:]))
+        trend = stats.mann_kendall(y, steps)
+        if tail >= RL_VALUE_GROWTH * head and trend.z > 0 and trend.p < 0.01:
+            return {"value_series": name, "value_head": head, "value_tail": tail, "value_growth": tail / head,
+                    "value_points": int(y.size), "mann_kendall_p": float(trend.p), "first_step": int(steps[0]),
+                    "last_step": int(steps[-1]), "edge_records": int(k)}
+    return None
 
 
 def _listed(names: tuple[str, ...], shown: int = 3) -> str:

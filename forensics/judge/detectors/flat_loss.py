@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import (SHAPE, by_launch, class_count, epoch_view, finite_part, head_tail_of,
+from forensics.judge.detectors.base import (EPISODE_WORDS, SHAPE, by_launch, class_count, critic_grows, epoch_view, finite_part, head_tail_of,
                                             loss_is_perplexity, opens_late, reinforcement_learning, reward_series, rl_reason, src,
                                             steps_open_late, too_short)
 from forensics.judge.findings import Finding
@@ -157,6 +157,10 @@ class FlatLoss:
     # (154 healthy runs with a loss: the closest short log from its start moves 2.3% (7 points); an excerpt, 0.2%)
     reward_share: float = 0.75  # an RL reward one value on 3/4 of its records, and of its last third, never moved
     reward_min_points: int = 10  # an RL reward that does not improve: from 10 records, ...
+    reward_many: int = 1000  # ... or, over this many episodes or more, where any drift is "significant", a last-third
+    # median above the first's by under `reward_gain_iqr` of the first third's interquartile range: the spread of one
+    # policy's episodes dwarfs what it gained
+    reward_gain_iqr: float = 0.05
     reward_rise_z: float = 1.0  # ... no upward trend (Mann–Kendall z under 1: a rise no test would call one) and
     # its last third's median no higher than its first third's: on the pool's 19 RL runs the healthy ones rise at
     # z 2.2 and more, the one that stands is labelled flat (docs/engine.md)
@@ -188,28 +192,46 @@ class FlatLoss:
         return None
 
     def _reward_verdict(self, run: Run) -> Finding | None:
-        return self._reward_still(run) or self._reward_stands(run)
+        still = self._reward_still(run)
+        if still is not None:
+            return still
+        rl = reinforcement_learning(run)
+        if rl is not None and critic_grows(run, rl) is not None:
+            return None  # a reward that stands beside a critic that grows is divergence's (`_critic_diverges`)
+        return self._reward_stands(run)
 
     def _reward_stands(self, run: Run) -> Finding | None:
         """In an RL run whose log holds its start, the finding when its reward (`base.reward_series`) does not
-        improve over `reward_min_points` records or more: no upward trend (Mann–Kendall z under `reward_rise_z`) and
-        its last third's median no higher than its first third's. The agent ends where it began: nothing is learned
+        improve over `reward_min_points` records or more (the last launch of a log that appends several): no upward
+        trend (Mann–Kendall z under `reward_rise_z`) and its last third's median no higher than its first third's, or,
+        over `reward_many` records or more, a gain under `reward_gain_iqr` of its first third's interquartile range. The agent ends where it began: nothing is learned
         (an LR too small to move the policy, a reward no action changes). A warning; None otherwise."""
         name = reward_series(run)
         if name is None:
             return None
         steps, r = finite_part(*run.arrays(name))
+        starts = run.launch_starts(name)
+        if starts:  # launches appended to one log: the last one is the agent the log ends on
+            cut = int(np.searchsorted(steps, starts[-1]))
+            steps, r = steps[cut:], r[cut:]
         ordinal = bool(run.meta.filter(run.meta["name"] == name)["ordinal"].fill_null(False).any())
+        if ordinal and not run.has("loss") and not self._one_pass_of_episodes(run):
+            return None  # rewards alone on line numbers: without a counter that never goes back, launches hide
         if r.size < self.reward_min_points or np.unique(r).size < 2 \
                 or not ordinal and steps[-1] > 0 and steps[0] > 0.1 * steps[-1]:
             return None  # a reward of one value is `_reward_still`'s; an excerpt from well into training is no run
         k = r.size // 3
         first, last = float(np.median(r[:k])), float(np.median(r[-k:]))
         trend = stats.mann_kendall(r, steps)
-        if trend.z >= self.reward_rise_z or last > first:
-            return None
+        q1, q3 = np.percentile(r[:k], [25, 75])
+        sliver = r.size >= self.reward_many and last - first <= self.reward_gain_iqr * (q3 - q1)
+        if (trend.z >= self.reward_rise_z or last > first) and not sliver:
+            return None  # it rose (by a trend test, or its medians), by more than a sliver over thousands of episodes
+        trend_words = (f"no upward trend (Mann–Kendall z {trend.z:.2f})" if trend.z < self.reward_rise_z and last <= first
+                       else f"a gain of {last - first:.4g}, under {self.reward_gain_iqr:.0%} of the spread of its first "
+                            f"third's episodes (interquartile range {q3 - q1:.4g})")
         ev = {"reward_series": name, "first_third_median": first, "last_third_median": last,
-              "mann_kendall_z": float(trend.z), "points": int(r.size), "reward_low": float(r.min()),
+              "mann_kendall_z": float(trend.z), "first_third_iqr": float(q3 - q1), "points": int(r.size), "reward_low": float(r.min()),
               "reward_high": float(r.max()), "first_level": float(r[0]), "last_level": float(r[-1])}
         return Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]), series=name,
                           evidence=ev, sources=(src(run, name, steps),),
@@ -217,8 +239,19 @@ class FlatLoss:
                                    f"improve over its {r.size} records (steps "
                                    f"{steps[0]}-{steps[-1]}): {shortest(r[0])} at the first, {shortest(r[-1])} at the "
                                    f"last, the median of its last third {last:.4g} against {first:.4g} for its first, "
-                                   f"no upward trend (Mann–Kendall z {trend.z:.2f}): the agent is not learning (an LR "
+                                   f"{trend_words}: the agent is not learning (an LR "
                                    f"too small to move the policy, a reward no action changes)"))
+
+    @staticmethod
+    def _one_pass_of_episodes(run: Run) -> bool:
+        """Whether the run logs an episode counter (`base.EPISODE_WORDS`) that never goes back: one agent's episodes
+        in order, no launch appended under it."""
+        for name in run.meta["name"].to_list():
+            if set(words(name)) & EPISODE_WORDS:
+                e = finite_part(*run.arrays(name))[1]
+                if e.size >= 2 and bool(np.all(np.diff(e) > 0)):
+                    return True
+        return False
 
     def _reward_still(self, run: Run) -> Finding | None:
         """In an RL run, the finding when its reward (`base.reward_series`) is one value on `reward_share` of its
@@ -324,6 +357,15 @@ class FlatLoss:
             if ev is not None:
                 ev["train_relative_change"] = (tail - head) / abs(head) if head else 0.0
                 ev["train_all_zero"] = head == 0 and tail == 0
+        if ev is None and run.has("val_loss") and not held and self._train_within_noise(y):
+            head, tail = stats.head_tail_levels(y, self.edge)
+            vsteps, v = finite_part(*run.arrays("val_loss"))
+            still = self._val_still(v) if v.size >= self.min_points else None
+            if still is not None:  # validation frozen over a whole run beside a training loss that only scatters
+                role, steps, y, ev = "val_loss", vsteps, v, still
+                ev["train_relative_change"] = (tail - head) / abs(head) if head else 0.0
+                ev["train_all_zero"] = False
+                ev["train_within_noise"] = True
         if ev is None:
             steps, y = finite_part(*run.arrays("loss"))
             role, ev = "loss", self._constant(run, y)
@@ -352,7 +394,8 @@ class FlatLoss:
         if run.has("lr"):
             ev["lr_median"] = stats.level(run.arrays("lr")[1])
         what = ("loss" if role == "loss" else "validation loss (training loss is exactly 0: nothing was trained)"
-                if ev.get("train_all_zero") else "validation loss (training loss does not fall either)")
+                if ev.get("train_all_zero") else "validation loss (the training loss scatters, never falling beyond "
+                "its noise)" if ev.get("train_within_noise") else "validation loss (training loss does not fall either)")
         # the model trains, two short curves say it does not, or a small move is steady (`_steady`)
         weak = ("val_first" in ev or "no_progress" in ev or "held_short" in ev or "small_fall" in ev
                 or "noise_bound" in ev or self._steady(ev))
@@ -980,6 +1023,16 @@ class FlatLoss:
         first, last = float(v[0]), float(v[-1])
         return {"first_level": first, "last_level": last, "relative_change": (last - first) / abs(first),
                 "val_spread": spread / abs(mid), "points": int(v.size)}
+
+    def _train_within_noise(self, y: np.ndarray) -> bool:
+        """A training loss that moved by `max_train_drop` or more between its first and last tenths, yet never
+        learned (`stats.learned`: a fall beyond its noise), nor fell at once or smoothly from its first value: its
+        batches scatter, the model may not move. Beside it a validation loss of `min_points` evaluations spanning
+        under `val_still_tol` of its level (`_val_still`) is a model whose answers never changed (MSE on unscaled
+        targets, an LR far too small); the healthy pool's validation losses all span 2e-3 or more."""
+        if y.size < self.min_points or self._train_stands(y) or self._fell_at_once(y) or self._fell_from_first(y):
+            return False
+        return not stats.learned(y, stats.head_tail_levels(y, self.edge)[1], self.learned_fall)
 
     def _train_stands(self, y: np.ndarray) -> bool:
         """The training loss does not fall by `max_train_drop` (head to tail levels), or is exactly 0 throughout
