@@ -110,3 +110,53 @@ def test_an_agent_that_prints_only_its_reward_is_judged_by_it(capsys, tmp_path, 
     else:
         assert [f["severity"] for f in flat] == ["warning"], [f["summary"] for f in out["findings"]]
         assert "the agent is not learning" in flat[0]["summary"]
+
+
+@pytest.mark.parametrize("reward_rises", [False, True])
+def test_a_critic_that_grows_while_the_reward_stands_diverges(capsys, tmp_path, reward_rises):
+    """An agent's SummaryWriter: the value loss grows ×8 over 60 updates. With the reward standing still it is a
+    diverging critic (the returns it regresses on did not grow), no reward stall on top; with the reward rising ×5 the
+    growing value loss follows the returns and is no finding."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(5)
+    n = 60
+    root = tmp_path / "run"
+    w = SummaryWriter(log_dir=str(root))
+    for i in range(n):
+        step = (i + 1) * 2048
+        reward = -100.0 * (1 - 0.8 * i / n if reward_rises else 1.0) * (1 + rng.normal(0, 0.05))
+        w.add_scalar("rollout/ep_rew_mean", reward, step)
+        w.add_scalar("train/value_loss", 600.0 * 8 ** (i / (n - 1)) * (1 + rng.normal(0, 0.1)), step)
+        w.add_scalar("train/policy_gradient_loss", rng.normal(0, 0.01), step)
+    w.close()
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    kinds = {f["kind"] for f in out["findings"]}
+    if reward_rises:
+        assert not kinds & {"divergence", "flat_loss"}, [f["summary"] for f in out["findings"]]
+        return
+    [div] = [f for f in out["findings"] if f["kind"] == "divergence"]
+    assert div["series"] == "train/value_loss" and "critic diverges" in div["summary"], div["summary"]
+    assert "flat_loss" not in kinds, [f["summary"] for f in out["findings"]]
+
+
+@pytest.mark.parametrize("tight", [False, True])
+def test_a_rise_from_records_that_hold_no_level_is_no_divergence(capsys, tmp_path, tight):
+    """A loss that falls from 0.6, then prints ten records near 0 spanning ×20 of their median (an fp32 cross-entropy
+    underflowing on easy batches), then six at 0.09-0.12, still far under where it began: no level to rise from, no
+    divergence. Its twin's ten records hold a level (±5%): the rise ×900 over it, held, is one."""
+    rng = np.random.default_rng(2)
+    fall = list(0.6 * 0.5 ** np.arange(8))
+    near_zero = list(1e-4 * (1 + rng.uniform(-0.05, 0.05, 10)) if tight else
+                     [2e-5, 3e-4, 1e-4, 2e-3, 5e-5, 1.9e-4, 4e-5, 1.5e-3, 9e-5, 2e-4])
+    tail = [0.09, 0.11, 0.1, 0.12, 0.095, 0.105]
+    losses = fall + near_zero + tail
+    root = tmp_path / "run"
+    root.mkdir()
+    console(root, [f"step {10 * (i + 1)} loss {x:.6g}" for i, x in enumerate(losses)])
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    div = [f for f in out["findings"] if f["kind"] == "divergence"]
+    if tight:
+        assert div, [f["summary"] for f in out["findings"]]
+    else:
+        assert div == [], [f["summary"] for f in div]

@@ -13,8 +13,9 @@ import polars as pl
 
 from forensics.judge import stats
 from forensics.judge.detectors.adversarial import discriminator_wins
+from forensics.judge.detectors.flat_loss import FlatLoss
 from forensics.judge.detectors.base import (MECHANISM, by_launch, class_count, finite_part, gan_pair, level_of, point,
-                                            reinforcement_learning, saturates_at_one, src, too_short)
+                                            reinforcement_learning, saturates_at_one, src, too_short, critic_grows)
 from forensics.judge.detectors.masked_nonfinite import zeroed
 from forensics.judge.findings import Finding
 from forensics.judge.numbers import ratio
@@ -67,7 +68,7 @@ class Divergence:
     `min_recovered` of the earlier drop.
     A rise held against the run's own scatter, at any length (`_held_rise`): its last `held_points` records or more
     each `held_rise` × the highest of the level before them (`held_ref_points` to `held_ref_max` records), the rise
-    `held_sigmas` × that level's scatter, at no LR that jumps back up (a warm restart). A warmup blow-up: a loss
+    `held_sigmas` × that level's scatter (`held_max_scatter` at most: a level), at no LR that jumps back up (a warm restart). A warmup blow-up: a loss
     climbing at its last records to `warmup_blow_up` × its minimum, its highest, while the LR rises `lr_climb` ×.
     A cross-entropy on its log scale (a perplexity logged as its exponential) that gives back `given_back` of its
     fall, its last `given_back_points` records above the fall's midpoint or an accuracy falling with it.
@@ -176,6 +177,9 @@ class Divergence:
     held_points: int = 2
     held_ref_points: int = 3  # ... a level of 3 records or more (up to `held_ref_max`) ...
     held_ref_max: int = 10
+    flat_loss: FlatLoss = FlatLoss()  # whether an agent's reward stands (`_critic_diverges`), as this analysis sets it
+    held_max_scatter: float = 1.0  # ... a level whose range is its median or less: records that span ×10 around a
+    # median near 0 (exact zeros between real losses, an fp32 cross-entropy underflowing) hold no level to rise from
     held_sigmas: float = 10.0  # ... the rise 10 × that level's own scatter (its range over its median): glaring
     warmup_blow_up: float = 4.0  # a loss climbing at its last records to ×4 its minimum while the LR rises ×2
     given_back: float = 0.5  # a log-scale loss (a perplexity's log) ending half its fall back above its minimum ...
@@ -216,7 +220,8 @@ class Divergence:
             return
         rl = reinforcement_learning(run)
         if rl is not None:  # an agent's objectives need not fall: only a level none of them reaches alive
-            yield from self._rl_blown(run, rl.objectives)
+            blown = list(self._rl_blown(run, rl.objectives))
+            yield from blown or self._critic_diverges(run, rl)
             return
         if not run.has("loss"):
             alone = self._validation_alone(run)
@@ -639,7 +644,7 @@ class Divergence:
                 top, mid = float(ref.max()), float(np.median(ref))
                 scatter = (top - float(ref.min())) / mid
                 if not (tail.min() >= self.held_rise * top and np.all(y[b:n - m] > top)
-                        and tail.min() / mid - 1 >= self.held_sigmas * scatter):
+                        and tail.min() / mid - 1 >= self.held_sigmas * scatter and scatter <= self.held_max_scatter):
                     continue
                 if self._lr_restarts(run, int(steps[b - 1]), int(steps[-1])):
                     return None
@@ -1111,6 +1116,28 @@ class Divergence:
         rising = [(steps, y)] + ([finite_part(*run.arrays("grad_norm"))] if run.has("grad_norm") else [])
         return any(v.size >= self.min_points and (t := stats.mann_kendall(v, s)).z > 0 and t.p < self.p
                    for s, v in rising)
+
+    def _critic_diverges(self, run: Run, rl) -> Iterator[Finding]:
+        """In a reinforcement-learning run, a value loss that grows `base.RL_VALUE_GROWTH` × on a trend
+        (`base.critic_grows`) while the reward does not improve (`FlatLoss._reward_stands`): the returns it regresses
+        on did not grow, so the critic diverges (unnormalised rewards, a value LR too high). A warning."""
+        grows = critic_grows(run, rl)
+        stands = self.flat_loss._reward_stands(run) if grows else None
+        if stands is None:
+            return
+        ev = {**grows, **{k: v for k, v in stands.evidence.items() if k.startswith(("reward", "first_third", "last_third"))},
+              "reinforcement_learning": True}
+        name, reward = grows["value_series"], stands.evidence["reward_series"]
+        reward = "reward" if reward.lower() == "reward" else f"reward {reward}"
+        yield Finding.of(self, severity="warning", step=grows["first_step"], step_end=grows["last_step"],
+                         series=name, evidence=ev, sources=(src(run, name),),
+                         summary=(f"{name} grows {ratio(grows['value_growth'])} over the run (median of its first "
+                                  f"{grows['edge_records']} records {grows['value_head']:.4g}, of its last "
+                                  f"{grows['value_tail']:.4g}; Mann–Kendall p {grows['mann_kendall_p']:.2g}) while the "
+                                  f"{reward} does not improve (the median of its last "
+                                  f"third {stands.evidence['last_third_median']:.4g} against "
+                                  f"{stands.evidence['first_third_median']:.4g}): the critic diverges from returns "
+                                  f"that did not grow (unnormalised rewards, a value LR too high)"))
 
     def _rl_blown(self, run: Run, objectives: tuple[str, ...]) -> Iterator[Finding]:
         """In a reinforcement-learning run, an objective above `rl_blown` in magnitude at every one of its
