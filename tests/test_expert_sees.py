@@ -160,3 +160,30 @@ def test_a_rise_from_records_that_hold_no_level_is_no_divergence(capsys, tmp_pat
         assert div, [f["summary"] for f in out["findings"]]
     else:
         assert div == [], [f["summary"] for f in div]
+
+
+@pytest.mark.parametrize("updates", [30, 2])
+def test_an_inner_epoch_counter_is_no_resume(capsys, tmp_path, updates):
+    """PPO's optimisation epochs over each rollout, `Epoch 1..10` printed thirty times, the critic loss falling 30% in
+    each pass and the next opening where it closed: one training, no resume. Two passes of 40 epochs, the second
+    opening where the first closed, are a resume."""
+    rng = np.random.default_rng(4)
+    lines, level = [], 1.0
+    per = 10 if updates > 2 else 40
+    for u in range(updates):
+        for e in range(1, per + 1):
+            critic = level * (1 - 0.3 * (e - 1) / (per - 1)) if updates > 2 else level * 0.98 ** (u * per + e)
+            lines.append(f"Epoch {e}: Actor loss: {rng.normal(0, 0.01):.4f}, Critic loss: "
+                         f"{critic * (1 + rng.normal(0, 0.01)):.4g}")
+        level *= 0.7 * 1.08
+        if updates > 2:
+            lines.append(f"Episode {u + 1} Reward: {rng.normal(0, 50):.2f}")
+    root = tmp_path / "run"
+    root.mkdir()
+    console(root, lines)
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    resumed = [f for f in out["findings"] if f["kind"] == "resumed_run"]
+    if updates > 2:
+        assert resumed == [], [f["summary"] for f in resumed]
+    else:
+        assert resumed, [f["summary"] for f in out["findings"]]

@@ -89,6 +89,8 @@ class ResumedRun:
     # (pool: flat at 1-10)
     launch_records: int = 5  # a launch's opening and closing level: the median of this many records (more on long ones)
     # (pool: 3, 8 and 10 each fire on a healthy LoRA log of appended launches; 5 on none)
+    loop_passes: int = 5  # counter passes of one length (within `loop_spread`), this many or more, are a loop nested
+    loop_spread: float = 0.1  # in one training (`_nested_loop`), not resumes
     short_records: int = 3  # ... a launch shorter than twice that is read at half its records, this many at least
     # (a session of 6-9 epochs: Keras' CSVLogger appending a few epochs a session)
     min_fall: float = 0.2  # a launch before whose loss fell by this share of its opening level (pool: 0 healthy at
@@ -370,6 +372,19 @@ class ResumedRun:
                              summary=(f"the log announces a resume {where}: {quoted(r['text'])}; {then}: the run "
                                       f"was restarted from a checkpoint" + (f" (from {unit} {at})" if at is not None else "")))
 
+    def _nested_loop(self, run: Run, name: str, starts: tuple[int, ...]) -> bool:
+        """Whether the counter's passes are a loop nested in one training: `loop_passes` passes or more, every one but
+        the last (which a stop may cut) of the same number of records within `loop_spread` (PPO's optimisation epochs
+        over each rollout, `epoch 1..10` a hundred times). A resume happens a few times, at uneven points; each pass of
+        such a loop opens where the one before closed because it is the same model."""
+        steps = run.series_named(name)["step"].to_numpy()
+        sizes = np.diff(np.r_[0, np.searchsorted(steps, np.asarray(starts)), steps.size])[:-1]
+        sizes = sizes[sizes > 0]
+        if sizes.size < self.loop_passes:
+            return False
+        mid = float(np.median(sizes))
+        return bool(mid >= 2 and np.all(np.abs(sizes - mid) <= self.loop_spread * mid))
+
     def _restored_launches(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
         """A launch start (`Run.launch_starts`) where the counter starts again but the weights were loaded: a
         training-loss series of the loss's file (the judged loss, or a component of it: a GAN's sum hides its
@@ -381,6 +396,8 @@ class ResumedRun:
         name = run.pick("loss")
         starts = tuple(sorted(set(run.launch_starts(name)) | set(self._passes_carried_on(run, name))))
         if not starts:
+            return
+        if self._nested_loop(run, name, starts):
             return
         grp = run.meta.filter(pl.col("name") == name)["grp"][0]
         names = run.meta.filter((pl.col("role") == "train_loss") & (pl.col("grp") == grp))["name"].to_list()
