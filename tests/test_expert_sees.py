@@ -187,3 +187,26 @@ def test_an_inner_epoch_counter_is_no_resume(capsys, tmp_path, updates):
         assert resumed == [], [f["summary"] for f in resumed]
     else:
         assert resumed, [f["summary"] for f in out["findings"]]
+
+
+
+@pytest.mark.parametrize("overflows", [True, False])
+def test_a_validation_loss_non_finite_between_finite_ones_is_named(capsys, tmp_path, overflows):
+    """A detector fine-tune under AMP: the validation pass overflows at its first evaluations (inf, NaN), then reads
+    finite while training is finite throughout. Named at any length, a warning; the twin with every evaluation
+    finite gets no such finding."""
+    n = 20
+    train = 6.3 * 0.95 ** np.arange(n)
+    val = 6.0 * 0.95 ** np.arange(n)
+    if overflows:
+        val[:3] = [np.inf, np.nan, np.inf]
+    root = tmp_path / "run"
+    root.mkdir()
+    lightning_run(root, train, val)
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    noisy = [f for f in out["findings"] if f["kind"] == "val_noise"]
+    if not overflows:
+        assert noisy == [], [f["summary"] for f in noisy]
+        return
+    assert [f["severity"] for f in noisy] == ["warning"], [f["summary"] for f in out["findings"]]
+    assert "non-finite at 3 of its 20 evaluations" in noisy[0]["summary"], noisy[0]["summary"]

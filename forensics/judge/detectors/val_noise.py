@@ -107,6 +107,8 @@ class ValNoise:
                 run.missing_message("loss") if not run.has("loss") else too_short(run, "loss", self.min_points))
         if not run.has("loss"):
             return too_short(run, "val_loss", self.min_points)
+        if self._nonfinite_evaluations(run) is not None:
+            return None
         short = too_short(run, "val_loss", self.few_min_points) or too_short(run, "loss", self.few_min_points)
         if short:
             return short
@@ -125,6 +127,10 @@ class ValNoise:
                 return  # every point at one epoch: the batches of one evaluation, not evaluations
             found = self._alone(run, np.empty(0))
             yield from [found] if found is not None else []
+            return
+        found = self._nonfinite_evaluations(run)
+        if found is not None:
+            yield found
             return
         ts, t = finite_part(*run.arrays("loss"))
         if t.size < self.min_points or run.finite_points("val_loss") < self.min_points:
@@ -157,6 +163,33 @@ class ValNoise:
         if found is None and vn < self.min_noise:
             found = self._excursions(run, val_name, vs, v)  # under `min_noise` and not traded: as before, jumps
         yield from [found] if found is not None else []
+
+    def _nonfinite_evaluations(self, run: Run) -> Finding | None:
+        """The validation loss non-finite (NaN, ±inf) at evaluations that finite ones follow, while the training loss
+        beside it is finite at every record: the evaluation pass overflows where training does not (half precision
+        in eval, a degenerate batch), and what early stopping and the checkpoint choice read there is no number. At
+        any length, a warning; a run whose validation stays non-finite to its end is nan_loss's question."""
+        if not (run.has("loss") and run.has("val_loss")):
+            return None
+        t = run.arrays("loss")[1]
+        vs, v = run.arrays("val_loss")
+        bad = ~np.isfinite(v)
+        if t.size == 0 or not np.all(np.isfinite(t)) or not bad.any() or not np.isfinite(v[-1]):
+            return None
+        name = run.pick("val_loss")
+        at = vs[bad]
+        shown = ", ".join(f"{'nan' if np.isnan(x) else 'inf' if x > 0 else '-inf'} at "
+                          f"{run.printed_span(name, int(s))}" for s, x in zip(at[:4], v[bad][:4]))
+        ev = {"nonfinite_evaluations": int(bad.sum()), "evaluations": int(v.size), "first_nonfinite_step": int(at[0]),
+              "last_nonfinite_step": int(at[-1]), "final_level": float(v[-1]), "training_finite": True}
+        return Finding.of(self, severity="warning", step=int(at[0]), step_end=int(at[-1]), series=name, evidence=ev,
+                          sources=(src(run, "val_loss", at),),
+                          summary=(f"{name} is non-finite at {bad.sum()} of its {v.size} evaluations ({shown}"
+                                   f"{' ...' if at.size > 4 else ''}) and finite again after, ending at "
+                                   f"{float(v[-1]):.4g}, "
+                                   f"while the training loss is finite at every record: the evaluation overflows "
+                                   f"where training does not (half precision in eval, a degenerate batch), and "
+                                   f"early stopping reads no number there"))
 
     def _training_diverges(self, t: np.ndarray) -> bool:
         """Whether the training loss `t` ends `max_train_rise` above its smoothed minimum: diverging."""
