@@ -210,3 +210,25 @@ def test_a_validation_loss_non_finite_between_finite_ones_is_named(capsys, tmp_p
         return
     assert [f["severity"] for f in noisy] == ["warning"], [f["summary"] for f in out["findings"]]
     assert "non-finite at 3 of its 20 evaluations" in noisy[0]["summary"], noisy[0]["summary"]
+
+
+@pytest.mark.parametrize("chaotic", [True, False])
+def test_a_cluster_of_glaring_validation_jumps_is_named(capsys, tmp_path, chaotic):
+    """A detector trained from scratch: its validation loss reads ×5 to ×25 its level at several early evaluations,
+    side by side (no single neighbour to measure each against), then settles and falls with training. Named (a
+    warning); its twin without the jumps is not."""
+    n = 60
+    train = 4.0 * 0.97 ** np.arange(n)
+    val = 4.2 * 0.97 ** np.arange(n)
+    if chaotic:
+        val[5:12] = [9.0, 19.3, 65.2, 22.8, 5.1, 28.5, 113.5]
+    root = tmp_path / "run"
+    root.mkdir()
+    lightning_run(root, train, val)
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    noisy = [f for f in out["findings"] if f["kind"] == "val_noise"]
+    if not chaotic:
+        assert noisy == [], [f["summary"] for f in noisy]
+        return
+    assert [f["severity"] for f in noisy] == ["warning"], [f["summary"] for f in out["findings"]]
+    assert "× its median" in noisy[0]["summary"] and "113.5" in noisy[0]["summary"], noisy[0]["summary"]

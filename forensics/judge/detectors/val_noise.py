@@ -92,6 +92,7 @@ class ValNoise:
     # at 1.5) ...
     excursion_back: float = 1.5  # ... with the next one back within 1.5× of it ...
     excursion_window: int = 3  # (neighbours on each side) ...
+    glaring_fold: float = 5.0  # ... or, side by side, ×5 the run's median (`_glaring_excursions`)
     min_excursions: int = 2  # ... twice or more, training at those evaluations without one (0 healthy at 2-4, 2 at 1)
 
     def unavailable(self, run: Run) -> str | None:
@@ -287,6 +288,9 @@ class ValNoise:
             if near.size and around.size and float(near.max()) >= self.excursion_fold * float(np.median(around)):
                 continue  # training jumped there too: a shared event (a bad batch, a restart), not the evaluation
             hits.append(i)
+        glaring = False
+        if len(hits) < self.min_excursions:
+            hits, glaring = self._glaring_excursions(vs, v, ts, t), True
         if len(hits) < self.min_excursions:
             return None
         ev = {"excursions": [{"step": int(vs[i]), "value": float(v[i])} for i in hits], "val_series": name,
@@ -294,9 +298,30 @@ class ValNoise:
         shown = ", ".join(point(vs, v, i) for i in hits[:6]) + (", …" if len(hits) > 6 else "")
         return Finding.of(self, severity="warning", step=int(vs[hits[0]]), step_end=int(vs[hits[-1]]),
                           series=name, evidence=ev, sources=(src(run, name, vs), src(run, train_name, ts)),
-                          summary=(f"validation loss jumps to {self.excursion_fold:g}× its neighbours or more and "
+                          summary=(f"validation loss jumps to {self.glaring_fold:g}× its median "
+                                   f"({float(np.median(v)):.4g}) or more at {len(hits)} evaluations ({shown}) and comes "
+                                   f"back, while the training loss shows no jump there: evaluations a checkpoint "
+                                   f"choice could land on" if glaring else
+                                   f"validation loss jumps to {self.excursion_fold:g}× its neighbours or more and "
                                    f"back at {len(hits)} evaluations ({shown}) while the training loss shows no "
                                    f"jump there: single evaluations a checkpoint choice could land on"))
+
+    def _glaring_excursions(self, vs: np.ndarray, v: np.ndarray, ts: np.ndarray, t: np.ndarray) -> list[int]:
+        """Evaluations `glaring_fold` × the validation loss's median over the run or more, side by side or apart,
+        in a curve that ends back within `excursion_back` × that median, while training around each stays under
+        `excursion_fold` × its median there: a cluster of jumps one neighbour cannot be measured against (a detector
+        from scratch whose class loss reads 9, 19, 65, 23, 5, 28, 114 at its early evaluations, then settles at 2-5)."""
+        level = float(np.median(v))
+        if level <= 0 or float(v[-1]) > self.excursion_back * level:
+            return []
+        w, hits = self.excursion_window, []
+        for i in np.flatnonzero(v >= self.glaring_fold * level):
+            around = t[(ts > vs[max(0, i - 1 - w)]) & (ts <= vs[min(v.size - 1, i + 1 + w)])]
+            near = t[(ts > vs[i - 1]) & (ts <= vs[min(v.size - 1, i + 1)])] if i else t[ts <= vs[min(v.size - 1, 1)]]
+            if near.size and around.size and float(near.max()) >= self.excursion_fold * float(np.median(around)):
+                continue  # training jumped there too
+            hits.append(int(i))
+        return hits
 
     def _alone(self, run: Run, t: np.ndarray) -> Finding | None:
         """Training logged too sparsely to measure its noise at the evaluations' cadence (under `min_points`),
