@@ -43,6 +43,15 @@ def test_an_epoch_evaluated_with_a_loss_is_its_validation_loss(capsys, tmp_path)
     assert "overfitting" in {f["kind"] for f in out["findings"]}, ([f["summary"] for f in out["findings"]], series)
 
 
+def judged(capsys, tmp_path: Path, write, kind: str) -> tuple[dict, list[dict]]:
+    """Write a run with `write(root)`, analyse it, and return the output with its findings of `kind`."""
+    root = tmp_path / "run"
+    root.mkdir()
+    write(root)
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    return out, [f for f in out["findings"] if f["kind"] == kind]
+
+
 def lightning_run(root: Path, train: np.ndarray, val: np.ndarray) -> None:
     """Lightning's CSVLogger as `self.log(on_epoch=True)` reaches it: a train row and a val row per epoch."""
     pytest.importorskip("lightning", reason="the test extra installs lightning")
@@ -66,11 +75,7 @@ def test_a_validation_loss_frozen_beside_a_scattering_training_loss_is_flat(caps
     n = 60
     train = 1.3e12 * (1 - 0.25 * np.arange(n) / (n - 1)) * (1 + rng.uniform(-0.4, 0.4, n))  # a drift under its noise
     val = 1.2533e12 * (1 - (1e-4 if frozen else 0.3) * np.arange(n) / (n - 1))
-    root = tmp_path / "run"
-    root.mkdir()
-    lightning_run(root, train, val)
-    out = analyze(capsys, root, tmp_path / "f.duckdb")
-    flat = [f for f in out["findings"] if f["kind"] == "flat_loss"]
+    out, flat = judged(capsys, tmp_path, lambda root: lightning_run(root, train, val), "flat_loss")
     if not frozen:
         assert flat == [], [f["summary"] for f in flat]
         return
@@ -178,11 +183,7 @@ def test_an_inner_epoch_counter_is_no_resume(capsys, tmp_path, updates):
         level *= 0.7 * 1.08
         if updates > 2:
             lines.append(f"Episode {u + 1} Reward: {rng.normal(0, 50):.2f}")
-    root = tmp_path / "run"
-    root.mkdir()
-    console(root, lines)
-    out = analyze(capsys, root, tmp_path / "f.duckdb")
-    resumed = [f for f in out["findings"] if f["kind"] == "resumed_run"]
+    out, resumed = judged(capsys, tmp_path, lambda root: console(root, lines), "resumed_run")
     if updates > 2:
         assert resumed == [], [f["summary"] for f in resumed]
     else:
@@ -200,11 +201,7 @@ def test_a_validation_loss_non_finite_between_finite_ones_is_named(capsys, tmp_p
     val = 6.0 * 0.95 ** np.arange(n)
     if overflows:
         val[:3] = [np.inf, np.nan, np.inf]
-    root = tmp_path / "run"
-    root.mkdir()
-    lightning_run(root, train, val)
-    out = analyze(capsys, root, tmp_path / "f.duckdb")
-    noisy = [f for f in out["findings"] if f["kind"] == "val_noise"]
+    out, noisy = judged(capsys, tmp_path, lambda root: lightning_run(root, train, val), "val_noise")
     if not overflows:
         assert noisy == [], [f["summary"] for f in noisy]
         return
@@ -222,11 +219,7 @@ def test_a_cluster_of_glaring_validation_jumps_is_named(capsys, tmp_path, chaoti
     val = 4.2 * 0.97 ** np.arange(n)
     if chaotic:
         val[5:12] = [9.0, 19.3, 65.2, 22.8, 5.1, 28.5, 113.5]
-    root = tmp_path / "run"
-    root.mkdir()
-    lightning_run(root, train, val)
-    out = analyze(capsys, root, tmp_path / "f.duckdb")
-    noisy = [f for f in out["findings"] if f["kind"] == "val_noise"]
+    out, noisy = judged(capsys, tmp_path, lambda root: lightning_run(root, train, val), "val_noise")
     if not chaotic:
         assert noisy == [], [f["summary"] for f in noisy]
         return
