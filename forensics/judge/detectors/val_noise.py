@@ -307,8 +307,9 @@ class ValNoise:
                                    f"jump there: single evaluations a checkpoint choice could land on"))
 
     def _glaring_excursions(self, vs: np.ndarray, v: np.ndarray, ts: np.ndarray, t: np.ndarray) -> list[int]:
-        """Evaluations `glaring_fold` × the validation loss's median over the run or more, side by side or apart,
-        in a curve that ends back within `excursion_back` × that median, while training around each stays under
+        """Evaluations `glaring_fold` × the validation loss's median over the run or more, each `excursion_fold` × the
+        lowest of the `excursion_window` before it (a jump up, not the early fall), side by side or apart, in a curve
+        that ends back within `excursion_back` × that median, while training around each stays under
         `excursion_fold` × its median there: a cluster of jumps one neighbour cannot be measured against (a detector
         from scratch whose class loss reads 9, 19, 65, 23, 5, 28, 114 at its early evaluations, then settles at 2-5)."""
         level = float(np.median(v))
@@ -316,6 +317,8 @@ class ValNoise:
             return []
         w, hits = self.excursion_window, []
         for i in np.flatnonzero(v >= self.glaring_fold * level):
+            if i == 0 or v[i] < self.excursion_fold * float(np.min(v[max(0, i - w):i])):
+                continue  # no jump up to it: the curve's own early fall from its untrained level
             around = t[(ts > vs[max(0, i - 1 - w)]) & (ts <= vs[min(v.size - 1, i + 1 + w)])]
             near = t[(ts > vs[i - 1]) & (ts <= vs[min(v.size - 1, i + 1)])] if i else t[ts <= vs[min(v.size - 1, 1)]]
             if near.size and around.size and float(near.max()) >= self.excursion_fold * float(np.median(around)):
