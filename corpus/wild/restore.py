@@ -79,7 +79,7 @@ def restore_run(name: str, key: dict, kind: str, folder: Path, mirror: Path) -> 
     git_dir = _git_dir(mirror, repo)
     if git_dir is None:
         return f"fetch {repo}"
-    wanted = key.get("files") if kind == "structured" and key.get("files") else None
+    wanted = key.get("files") or None  # a run of several files names them all (a console log and its resume's)
     if wanted is None:  # console: the committed path under the run folder
         wanted = [paths[0]] if kind == "console" else paths
     base = sorted({p.rsplit("/", 1)[0] for p in paths if "/" in p})
