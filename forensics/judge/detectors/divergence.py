@@ -109,6 +109,8 @@ class Divergence:
     Kendall τ and whether it is a drift, the levels the summary quotes and the lowest logged point after the onset,
     and the validation witness (its minimum, step, final level) when it took one.
     False alarms: 0 of the 406 healthy runs it could check (benchmarks/calibrate.py); 0 of the 36 real ones with a loss;
+    the critic beside a standing reward: 0 of the 40 healthy shared runs and of the 168 healthy restored runs of
+    set12-13 and set16-19; the held rise's level (`held_max_scatter`) only removes claims (one false critical gone);
     the late rise and the moved level: 0 of the 92 healthy real runs of the dev sets, even at ×1.5 and ×1.3; the
     rise into the NaN, the held step, the climb under a rising LR and beside the gradient norm: 0 of the 136
     healthy real runs of the eleven development sets; the held rise, the warmup blow-up and the share given back:

@@ -96,6 +96,8 @@ class FlatLoss:
     thirds fall under 3% with no guard on 3, all already claimed and allowing flat_loss (0.0%, 0.27% twice); 0 new.
     The smooth fall from the first value (`_fell_from_first`) only removes claims: on the 259 runs of the shared sets
     and set12-15 labelled healthy, flat or plateau, one (a false critical); `fell_sigmas` 5 or 3 also a flat launch's.
+    Validation frozen beside scattering batches and an agent judged by its reward alone (2 Dec 2026): 0 of the 40
+    healthy shared runs, 0 new claims on the 168 healthy restored runs of set12-13 and set16-19 (consensus labels).
     """
 
     kind: ClassVar[str] = "flat_loss"

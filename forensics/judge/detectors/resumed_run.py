@@ -75,6 +75,7 @@ class ResumedRun:
     healthy runs of set8-set11 and the shared sets (docs/engine.md). `max_drop`/`drop_sigmas` only remove claims:
     1 false one of set17 gone, no hit lost on the three shared sets and set14/16/17. Short launches read at half their
     records (`short_records`): 0 new claims on the 40 healthy shared runs and the 168 healthy runs of set12-15.
+    The nested loop (`_nested_loop`) only removes claims: one false one on a PPO log of set18, no hit lost.
     """
 
     kind: ClassVar[str] = "resumed_run"

@@ -51,6 +51,8 @@ class ValNoise:
     and after, 3 allowed by their label (healthy scores move 0.1-3.6% of their level, the two labelled 12.8-13.7%).
     The noise traded for the ratio (`_stands_out`): 0 of the 40 healthy shared runs; 0 new claims on the healthy runs
     of set12-15 not allowing val_noise; 1 of the 124 healthy runs of set16-18 (a YOLO results.csv).
+    Non-finite evaluations and glaring excursions (2 Dec 2026): 0 of the 40 healthy shared runs; of the 168 healthy
+    restored runs (set12-13, set16-19, consensus labels) one new claim, on a run whose label allows val_noise.
     """
 
     kind: ClassVar[str] = "val_noise"
