@@ -322,7 +322,7 @@ class ValNoise:
             if i == 0 or v[i] < self.excursion_fold * float(np.min(v[max(0, i - w):i])):
                 continue  # no jump up to it: the curve's own early fall from its untrained level
             around = t[(ts > vs[max(0, i - 1 - w)]) & (ts <= vs[min(v.size - 1, i + 1 + w)])]
-            near = t[(ts > vs[i - 1]) & (ts <= vs[min(v.size - 1, i + 1)])] if i else t[ts <= vs[min(v.size - 1, 1)]]
+            near = t[(ts > vs[i - 1]) & (ts <= vs[min(v.size - 1, i + 1)])]
             if near.size and around.size and float(near.max()) >= self.excursion_fold * float(np.median(around)):
                 continue  # training jumped there too
             hits.append(int(i))
