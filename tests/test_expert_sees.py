@@ -225,3 +225,38 @@ def test_a_cluster_of_glaring_validation_jumps_is_named(capsys, tmp_path, chaoti
         return
     assert [f["severity"] for f in noisy] == ["warning"], [f["summary"] for f in out["findings"]]
     assert "× its median" in noisy[0]["summary"] and "113.5" in noisy[0]["summary"], noisy[0]["summary"]
+
+
+# YOLOv5's results.csv row, as its `print_results`/callbacks write it: `'%20.5g,' * n`, the header `'%20s,' * n`
+YOLO_COLUMNS = ["epoch", "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/mAP_0.5", "val/box_loss",
+                "x/lr0"]
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_a_resume_in_event_files_beside_their_results_csv(capsys, tmp_path, overlap):
+    """A detector trained in two sessions on two hosts: two SummaryWriters, the second starting again at epoch 20
+    after the first reached 30, a day later; results.csv beside them holds the same columns under the same names.
+    The event files are the series, and their step going back is a resume. Its twin's second session goes on at 31."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    def write(root: Path) -> None:
+        rows = []
+        for session, epochs in enumerate([range(0, 31), range(20 if overlap else 31, 46)]):
+            w = SummaryWriter(log_dir=str(root), filename_suffix=f".host{session}")
+            for e in epochs:
+                box = 3.2 * 0.97 ** e * (1.01 if session else 1.0)
+                vals = [box, 0.8 * box, 0.5 * box, min(0.6, 0.02 * e), 1.1 * box, 0.01 * 0.98 ** e]
+                for name, v in zip(YOLO_COLUMNS[1:], vals):
+                    w.add_scalar(name, v, e, walltime=1.72e9 + session * 86400 + e * 150)
+                rows.append([e] + vals)
+            w.close()
+        n = len(YOLO_COLUMNS)
+        text = ("%20s," * n % tuple(YOLO_COLUMNS)).rstrip(",") + "\n"
+        text += "".join(("%20.5g," * n % tuple(r)).rstrip(",") + "\n" for r in rows)
+        (root / "results.csv").write_text(text)
+
+    out, resumed = judged(capsys, tmp_path, write, "resumed_run")
+    if not overlap:
+        assert not [f for f in resumed if "go back" in f["summary"]], [f["summary"] for f in resumed]
+        return
+    assert any("steps go back from 30 to 20" in f["summary"] for f in resumed), [f["summary"] for f in out["findings"]]

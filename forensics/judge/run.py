@@ -294,6 +294,13 @@ class Run:
             return None
         return {"n_points": int(row["n_points"][0]), "buckets": max(1, self.long_series // BUCKET_SHARE)}
 
+    def on_line_axis(self, name: str | None) -> bool:
+        """Whether the series `points(name)` reads is on an ordinal axis (a line count, DECISIONS §2): the first
+        stored series of that name, as `points` reads it, not another file's copy under the same name (a YOLO
+        `results.csv` beside the TensorBoard files that hold its columns)."""
+        row = self.meta.filter(pl.col("name") == name)
+        return bool(row.height and row["ordinal"].fill_null(False)[0])
+
     def finite_points(self, role_or_name: str) -> int:
         """How many finite points `series(role_or_name)` has: counted from the store for a reduced series (its
         view holds a few per bucket), from the frame otherwise."""

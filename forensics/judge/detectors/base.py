@@ -627,7 +627,7 @@ def steps_open_late(run: Run, steps: np.ndarray, share: float = 0.1, intervals: 
     """Whether the loss's own step axis opens more than `share` of its last step and `intervals` logging intervals
     from 0, whatever its epochs say; a step axis a reader composed from ordinals (epochs and batches) is no
     evidence."""
-    ordinal = bool(run.meta.filter(run.meta["name"] == run.pick("loss"))["ordinal"].fill_null(False).any())
+    ordinal = run.on_line_axis(run.pick("loss"))
     return bool(not ordinal and steps.size >= 2 and steps[-1] > 0 and steps[0] > share * steps[-1]
                 and _opens_late(steps, intervals))
 

@@ -216,7 +216,7 @@ class FlatLoss:
         if starts:  # launches appended to one log: the last one is the agent the log ends on
             cut = int(np.searchsorted(steps, starts[-1]))
             steps, r = steps[cut:], r[cut:]
-        ordinal = bool(run.meta.filter(run.meta["name"] == name)["ordinal"].fill_null(False).any())
+        ordinal = run.on_line_axis(name)
         if ordinal and not run.has("loss") and not self._one_pass_of_episodes(run):
             return None  # rewards alone on line numbers: without a counter that never goes back, launches hide
         if r.size < self.reward_min_points or np.unique(r).size < 2 \
@@ -1273,7 +1273,7 @@ def shows_start(run: Run, steps: np.ndarray) -> bool:
         e = e[(es >= steps[0]) & (es <= steps[-1])]
         if e.size:
             return bool(e[0] < 2)
-    return not bool(run.meta.filter(run.meta["name"] == run.pick("loss"))["ordinal"].fill_null(False).any())
+    return not run.on_line_axis(run.pick("loss"))
 
 
 def epochs_spanned(run: Run, steps: np.ndarray) -> int | None:

@@ -130,8 +130,7 @@ class ResumedRun:
 
     def _from_counters(self, run: Run) -> Iterator[Finding]:
         name = run.pick("loss")
-        meta = run.meta.filter(pl.col("name") == name)
-        if bool(meta["ordinal"].fill_null(False).any()):
+        if run.on_line_axis(name):
             # line order is the only order: an epoch going back still shows, in an epoch column or on the loss's lines
             yield from self._epoch_resets(run)  # and the epoch its lines print (`_printed_epoch_back`, after the words)
             return
@@ -160,6 +159,11 @@ class ResumedRun:
             # name) go back nowhere: the log never moves past that step again, so nothing was resumed.
             last = np.maximum.accumulate(steps[::-1])[::-1]  # the highest step from each point on
             back = back[(steps[back] < steps[back - 1]) | (last[back] > steps[back])]
+            # A step written again with a new value at `min_resets` or more steps is a writer that logs several
+            # values a step (Ultralytics' per-batch losses at their epoch's step), not a resume at each
+            again = back[steps[back] == steps[back - 1]]
+            if np.unique(steps[again]).size >= self.min_resets:
+                back = back[steps[back] < steps[back - 1]]
             # A counter that goes back to (or below) the lowest step logged before it starts from the beginning:
             # a new launch appended to the same log, or a counter that restarts every epoch or phase. A run resumed
             # from a checkpoint goes back to a step it had passed, the checkpoint's.

@@ -66,7 +66,7 @@ class SampledLog:
         steps = run.series("loss")["step"].to_numpy()
         fmt = run.format_of(name)
         gaps = np.diff(steps)
-        if bool(run.meta.filter(pl.col("name") == name)["ordinal"].fill_null(False).any()):
+        if run.on_line_axis(name):
             gaps = _printed_gaps(run.counters(name, steps.tolist()), steps)
         distinct = len(np.unique(gaps)) / gaps.size if gaps.size else 0.0
         irregular = steps.size >= self.min_points and distinct > self.min_distinct

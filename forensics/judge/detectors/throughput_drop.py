@@ -288,7 +288,7 @@ class ThroughputDrop:
             if found:
                 yield from found
                 return
-        ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"].fill_null(False).any())
+        ordinal = run.on_line_axis(name)
         last = seg == seg[-1]  # the launch (or resumed segment) the log ends in, against its own steady pace
         if ordinal and how.startswith("wall_time"):  # line numbers are no steps: one record is one unit of progress
             ends = self._ends_slow(a[last], a[last] + 1, (r * span)[last], how)
@@ -473,7 +473,7 @@ def _work_intervals(run: Run, name: str) -> PerStep | None:
     slower step, so their seconds are none (None)."""
     points = run.points(name)
     work, priced = _record_work(run, name, points)
-    ordinal = bool(run.meta.filter(pl.col("name") == name)["ordinal"].fill_null(False).any())
+    ordinal = run.on_line_axis(name)
     if work is None and ordinal and reinforcement_learning(run) is not None:
         return None
     edges, on_clock = _launch_edges(run, name)
