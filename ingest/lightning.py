@@ -18,7 +18,7 @@ import polars as pl
 
 from ingest.decoding import wide_text
 from ingest.records import Chunk, Issue
-from ingest.tabular import parse_csv_rows, wide_to_points
+from ingest.tabular import STEP_COLUMNS, parse_csv_rows, wide_to_points
 
 
 def read_metrics_csv(path: Path, start: int = 0) -> Iterator[Chunk]:
@@ -39,7 +39,7 @@ def read_metrics_csv(path: Path, start: int = 0) -> Iterator[Chunk]:
     wide = wide.with_columns(pl.int_range(0, wide.height, dtype=pl.Int64).alias("__row"))
     n_rows = wide.height
     wide = wide.filter(pl.col("__row") >= start)
-    if "step" not in wide.columns:
+    if not any(c in wide.columns for c in STEP_COLUMNS if c):  # another counter's column is the step (`tabular`)
         issues.append(Issue(1, "no_step", "metrics.csv has no `step` column; steps are the rows' ordinals"))
     wide = wide.with_columns(pl.col("__row").alias("__ordinal"))
     scalars, more = wide_to_points(wide)

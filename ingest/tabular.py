@@ -45,7 +45,10 @@ from ingest.records import Chunk, Issue, scalars_frame
 from ingest.reprs import REPR_HINT, cell_float, cell_number
 
 # `""` and `Unnamed: 0`: the row index pandas' `to_csv` writes unnamed (and reads back under that name)
-STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "it", "Step", "", "Unnamed: 0")
+# A counter's column before the row index: nanoGPT's `iter_num`, fairseq's `num_updates`, a self-play loop's
+# `global_iter`.
+STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "it", "Step", "global_iter", "global_iteration",
+                "iter_num", "num_updates", "train_step", "", "Unnamed: 0")
 TIME_COLUMNS = ("timestamp", "_timestamp", "wall_time", "time")
 EPOCH_COLUMNS = ("epoch",)
 BATCH_COLUMNS = ("batch", "batch_idx")

@@ -227,6 +227,33 @@ def test_a_cluster_of_glaring_validation_jumps_is_named(capsys, tmp_path, chaoti
     assert "× its median" in noisy[0]["summary"] and "113.5" in noisy[0]["summary"], noisy[0]["summary"]
 
 
+@pytest.mark.parametrize("back", [True, False])
+def test_a_counter_column_named_global_iter_is_the_step(capsys, tmp_path, back):
+    """A self-play loop's metrics CSV (`csv.DictWriter`) counts its iterations in `global_iter`: that column is the
+    step, so a relaunch that goes back from iteration 22 to 17 is a resume. Its twin counts on to 28: none."""
+    import csv
+
+    rng = np.random.default_rng(5)
+    iters = list(range(1, 23)) + (list(range(17, 23)) if back else list(range(23, 29)))
+
+    def write(root: Path) -> None:
+        (root / "logs").mkdir()
+        with open(root / "logs" / "metrics.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, ["timestamp", "global_iter", "train_loss", "policy_loss", "value_loss", "lr_used"])
+            w.writeheader()
+            for k, it in enumerate(iters):
+                loss = 1.6 - 0.004 * k + rng.normal(0, 0.03)
+                w.writerow({"timestamp": f"2026-04-{25 + k // 20:02d}T{k % 20:02d}:09:11", "global_iter": it,
+                            "train_loss": f"{loss:.4f}", "policy_loss": f"{loss - 0.13:.4f}",
+                            "value_loss": "0.1282", "lr_used": "0.0003"})
+
+    out, resumed = judged(capsys, tmp_path, write, "resumed_run")
+    if not back:
+        assert resumed == [], [f["summary"] for f in resumed]
+        return
+    assert resumed and "from 22 to 17" in resumed[0]["summary"], [f["summary"] for f in out["findings"]]
+
+
 # YOLOv5's results.csv row, as its `print_results`/callbacks write it: `'%20.5g,' * n`, the header `'%20s,' * n`
 YOLO_COLUMNS = ["epoch", "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/mAP_0.5", "val/box_loss",
                 "x/lr0"]
