@@ -287,3 +287,29 @@ def test_a_resume_in_event_files_beside_their_results_csv(capsys, tmp_path, over
         assert not [f for f in resumed if "go back" in f["summary"]], [f["summary"] for f in resumed]
         return
     assert any("steps go back from 30 to 20" in f["summary"] for f in resumed), [f["summary"] for f in out["findings"]]
+
+
+@pytest.mark.parametrize("carried", [True, False])
+def test_a_staged_fit_of_three_epochs_carried_on_is_a_resume(capsys, tmp_path, carried):
+    """Keras' CSVLogger(append=True) over staged `fit` calls: three epochs from the untrained loss (71 -> 16), then a
+    second `fit` that opens at 10, under where the first closed: the weights went on. Short sessions are read at
+    as many records as they hold. Its twin's second session opens back at the untrained level: a fresh start."""
+    import os
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras", reason="the test extra installs keras")
+    sessions = [[71.23, 33.14, 15.99], [10.32 if carried else 70.4, 7.08, 4.73, 3.81, 3.58]]
+
+    def write(root: Path) -> None:
+        for losses in sessions:
+            logger = keras.callbacks.CSVLogger(str(root / "training.log"), append=True)
+            logger.on_train_begin()
+            for e, loss in enumerate(losses):
+                logger.on_epoch_end(e, {"loss": loss, "val_loss": 1.05 * loss})
+            logger.on_train_end()
+
+    out, resumed = judged(capsys, tmp_path, write, "resumed_run")
+    if not carried:
+        assert resumed == [], [f["summary"] for f in resumed]
+        return
+    assert resumed and "resumed from its saved weights" in resumed[0]["summary"], [f["summary"] for f in out["findings"]]

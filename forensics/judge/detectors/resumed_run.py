@@ -92,8 +92,10 @@ class ResumedRun:
     # (pool: 3, 8 and 10 each fire on a healthy LoRA log of appended launches; 5 on none)
     loop_passes: int = 5  # counter passes of one length (within `loop_spread`), this many or more, are a loop nested
     loop_spread: float = 0.1  # in one training (`_nested_loop`), not resumes
-    short_records: int = 3  # ... a launch shorter than twice that is read at half its records, this many at least
-    # (a session of 6-9 epochs: Keras' CSVLogger appending a few epochs a session)
+    short_records: int = 1  # ... a launch shorter than twice that is read at half its records, this many at least
+    # (a session of a few epochs: Keras' CSVLogger appending a few a session, staged `fit` calls of 3-5 epochs; its
+    # closing level is then read at as many records, not `launch_records` that reach back to its opening; 3 lost a
+    # hit of set21, 1 adds no claim on the healthy runs of the shared sets and set12-19)
     min_fall: float = 0.2  # a launch before whose loss fell by this share of its opening level (pool: 0 healthy at
     # 0.05-0.5; 0.3 loses a hit) ...
     max_regain: float = 0.34  # ... and a next launch opening within this share of that fall above where it ended
@@ -431,7 +433,7 @@ class ResumedRun:
                     continue
                 # the last records before the start at that level too: a boundary placed late leaves the next
                 # launch's untrained first records at the end of the one before
-                last = float(np.median(before[-self.launch_records:]))
+                last = float(np.median(before[-min(k, self.launch_records):]))
                 # one launch, one verdict: a series whose own axis puts the start a few lines off (its values printed
                 # on the lines under the loss's) is judged at the loss's launch start, so every series has its say
                 at = int(np.searchsorted(np.asarray(starts), s1[0], side="right")) - 1
