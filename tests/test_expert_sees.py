@@ -313,3 +313,30 @@ def test_a_staged_fit_of_three_epochs_carried_on_is_a_resume(capsys, tmp_path, c
         assert resumed == [], [f["summary"] for f in resumed]
         return
     assert resumed and "resumed from its saved weights" in resumed[0]["summary"], [f["summary"] for f in out["findings"]]
+
+
+@pytest.mark.parametrize("rebuilt", [True, False])
+def test_a_new_writer_going_on_with_its_lr_back_up_is_a_resume(capsys, tmp_path, rebuilt):
+    """A detector extended past its plan: a second SummaryWriter goes on at epoch 25 right after the first stopped at
+    24 (no pause to speak of), its LR back at 0.01 from 0.00089: the scheduler was built anew, so the run was
+    resumed by a new process. Its twin's LR goes on decaying across the files: one run, nothing to say."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    def write(root: Path) -> None:
+        lr = np.r_[np.linspace(0.0092, 0.00089, 25), np.linspace(0.0038, 0.0006, 15)]
+        if rebuilt:
+            lr[25] = 0.01  # the warmup's LR of a scheduler built anew, at the new process's first epoch
+        else:
+            lr[25:] = np.linspace(0.00085, 0.0006, 15)
+        for session, epochs in enumerate([range(0, 25), range(25, 40)]):
+            w = SummaryWriter(log_dir=str(root), filename_suffix=f".s{session}")
+            for e in epochs:
+                w.add_scalar("train/box_loss", 0.11 * 0.98 ** e, e, walltime=1.7473e9 + e * 3070 + session * 800)
+                w.add_scalar("x/lr0", float(lr[e]), e, walltime=1.7473e9 + e * 3070 + session * 800)
+            w.close()
+
+    out, resumed = judged(capsys, tmp_path, write, "resumed_run")
+    if not rebuilt:
+        assert resumed == [], [f["summary"] for f in resumed]
+        return
+    assert resumed and "its LR 0.01" in resumed[0]["summary"], [f["summary"] for f in out["findings"]]

@@ -56,7 +56,7 @@ class ResumedRun:
     steps go on: a schedule built anew from its warmup (HF Trainer resumed from a checkpoint saved without its
     scheduler); none under a scheduler named cyclic.
     Eighth, a new file of the loss (a new TensorBoard writer) whose first step goes on from the file before it after a
-    wall-clock pause (`_new_writer_goes_on`).
+    wall-clock pause, or with a decaying LR jumping back up across it (its scheduler built anew: `_new_writer_goes_on`).
     Ninth, a launch whose counter starts again (`Run.launch_starts`, or a logged counter back to its start that opens
     no launch, `_passes_carried_on`) but whose loss opens where the launch before it ended, a rising one as much as a
     falling one, and not far under it (`max_drop`: a new phase's loss): the weights were loaded
@@ -301,21 +301,39 @@ class ResumedRun:
                 continue  # a process that died at its first records: the next one starts the run again
             step_on = after["first_step"] - before["last_step"]
             pause = float(after["first_wall"] - before["last_wall"])
-            if not (0 < step_on <= self.step_slack * every and pause > self.pause_intervals * max(per_interval, 0.0)
-                    and pause > 0):
+            lr_up = self._lr_up_across(run, int(before["last_step"]), int(after["first_step"]))
+            if not (0 < step_on <= self.step_slack * every and (lr_up is not None or (
+                    pause > self.pause_intervals * max(per_interval, 0.0) and pause > 0))):
                 continue
             ev = {"restart_step": int(after["first_step"]), "previous_step": int(before["last_step"]),
-                  "overlap_steps": 0, "wall_gap_s": pause, "logging_interval_s": per_interval}
+                  "overlap_steps": 0, "wall_gap_s": pause, "logging_interval_s": per_interval, "lr_across": lr_up}
+            why = (f"after a pause of {pause:.0f} s (a logging interval takes {per_interval:.3g} s)" if lr_up is None
+                   else f"its LR {lr_up[1]:.4g} ×{lr_up[1] / lr_up[0]:.3g} the last file's {lr_up[0]:.4g} (the "
+                        f"schedule built anew, its state not restored)")
             out.append(Finding.of(self, severity="info", step=int(after["first_step"]),
                                   step_end=int(before["last_step"]), series=name, evidence=ev,
                                   sources=(src(run, "loss", np.asarray([before["last_step"], after["first_step"]])),),
                                   summary=(f"a new log file begins at step {after['first_step']}, going on from step "
-                                           f"{before['last_step']} where the one before it ends, after a pause of "
-                                           f"{pause:.0f} s (a logging interval takes {per_interval:.3g} s): the run "
+                                           f"{before['last_step']} where the one before it ends, {why}: the run "
                                            f"was resumed from a checkpoint by a new process")))
             if len(out) >= self.max_reported:
                 break
         return out
+
+    def _lr_up_across(self, run: Run, before: int, after: int) -> tuple[float, float] | None:
+        """(LR at `before`, LR at `after`) where the LR of the loss's format, decaying (`lr_schedule_anomaly.min_decay`
+        below its peak so far: no warmup's rise), jumps up ×`lr_schedule_anomaly.up` or more from the last record at
+        or before `before` to the first at or after `after`; else None."""
+        name = run.pick("lr")
+        if name is None or run.format_of(name) != run.format_of(run.pick("loss")):
+            return None
+        f = run.series_named(name).filter(pl.col("value").is_finite())
+        s, v = f["step"].to_numpy(), f["value"].to_numpy()
+        a, b = np.flatnonzero(s <= before), np.flatnonzero(s >= after)
+        if not a.size or not b.size or v[a[-1]] <= 0 or v[b[0]] < self.lr_schedule_anomaly.up * v[a[-1]] \
+                or v[a[-1]] > (1 - self.lr_schedule_anomaly.min_decay) * float(np.max(v[a])):
+            return None
+        return float(v[a[-1]]), float(v[b[0]])
 
     def _announced(self, run: Run, found: list[Finding]) -> Iterator[Finding]:
         """Resumes a console log announces in words (`Run.announced`): one per run of announcing lines with no
