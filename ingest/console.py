@@ -1685,7 +1685,8 @@ _TABLE_LINE = "|".join([
     # a row whose cells hold lists of values (`0  [1.18e-02, 1.29e-02]  [1.2e-02, 1.3e-02]  []`: `_CELL_LIST`)
     rf"^\s*{_VALUE_TEXT}(?:(?:\t+|\s{{2,}})(?:{_VALUE_TEXT}|\[[-+\d.eE,\s]*\]))*(?:\t+|\s{{2,}})\[[-+\d.eE,\s]*\]",
     # a row of numbers apart by commas or single spaces (`0, 44.74,50.90`; `_State.counted_values`)
-    r"^\s*[-+]?[\d.]+(?:[eE][-+]?\d+)?(?:(?:\s*,\s*|\s+)(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|(?i:nan|inf))){1,7}\s*,?\s*$",
+    r"^\s*[-+]?[\d.]+(?:[eE][-+]?\d+)?(?:(?:\s*,\s*|\s+)(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|(?i:nan|inf))){1,7}\s*,?"
+    r"(?: \(?\d{1,3}:\d\d(?::\d\d)?\)?)?\s*$",  # (an elapsed time after a row typed with single blanks: `_SPACED_ROW`)
     # a model card's row whose training loss the trainer left unlogged (`No log 1.0 20 3.4065`: `_spaced_header`)
     r"^\s*No log(?: [-+]?[\d.]+(?:[eE][-+]?\d+)?)+\s*$",
 ])
@@ -2432,8 +2433,9 @@ class _State:
         by hand) is no field. A row labelled in its first field (`Mem:  65  1  19` under procps free's `total  used
         free`, whose header leaves the label's column blank) names each value `<label> <column>` too."""
         fields = _fields(_ROW_COMMENT.sub("", text))
-        if self.spaced and len(fields) == 1 and _SPACED_ROW.fullmatch(text.strip()):
-            fields = _NO_LOG.sub("N/A", text.strip()).split()  # a row typed as its header was, `No log` an empty cell
+        if self.spaced and len(fields) == 1 and (spaced := _SPACED_ROW.fullmatch(text.strip())):
+            # a row typed as its header was, `No log` an empty cell; an elapsed time after it is no cell
+            fields = _NO_LOG.sub("N/A", text.strip()[:spaced.start("time")] if spaced["time"] else text.strip()).split()
         if "(" in text:  # a cell printed as a scalar's repr (`tensor(3.3929, device='cuda:0')`) holds its value
             fields = [cell_number(f) or f for f in fields]
         names = self.headers.get(len(fields))
@@ -2726,13 +2728,20 @@ _SPACED_LEAD = frozenset({"training", "train", "validation", "valid", "val", "ev
                           "grad", "gen", "mean", "overall", "exact", "matthews", "combined", "model", "total",
                           "average", "avg"})
 _SPACED_TAIL = frozenset({"loss", "rate", "norm", "len", "time", "score", "match", "correlation"})
-_SPACED_ROW = re.compile(rf"(?:(?:{NUM}|No log) )+(?:{NUM}|No log)")
+_SPACED_ROW = re.compile(rf"(?:(?:{NUM}|No log) )+(?:{NUM}|No log)(?P<time> \(?\d{{1,3}}:\d\d(?::\d\d)?\)?)?")
+# fastai v1's `fit` table pasted from a page (`epoch train_loss valid_loss error_rate` above `1 1.513021 1.041628
+# 0.507326 (00:13)`): snake_case names apart by single blanks, a counter's among them and a loss's; each row may end
+# in the epoch's elapsed time, a cell the header does not name
+_SNAKE_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 _NO_LOG = re.compile(r"\bNo log\b")
 
 
 def _spaced_header(text: str) -> tuple[str, ...] | None:
     """The names of a table header typed with single blanks (`_SPACED_LEAD`), None where the line is none."""
     words = text.split()
+    if 3 <= len(words) <= MAX_COLUMNS and all(_SNAKE_NAME.fullmatch(w) for w in words) \
+            and any(w in COUNTER_COLUMNS for w in words) and any("_" in w and "loss" in w for w in words):
+        return tuple(words)
     if not 3 <= len(words) <= MAX_COLUMNS or not all(re.fullmatch(r"[A-Z][A-Za-z0-9]*", w) for w in words):
         return None
     names: list[str] = []

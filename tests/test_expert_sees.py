@@ -315,6 +315,33 @@ def test_a_staged_fit_of_three_epochs_carried_on_is_a_resume(capsys, tmp_path, c
     assert resumed and "resumed from its saved weights" in resumed[0]["summary"], [f["summary"] for f in out["findings"]]
 
 
+# fastai v1's `fit` table as a page shows it (its cells apart by single blanks, each row's elapsed time after it)
+FASTAI_V1 = """Total time: 06:39
+epoch train_loss valid_loss error_rate
+""" + "".join(f"{e} {t:.6f} {v:.6f} {r:.6f} (00:{9 + e % 4:02d})\n" for e, t, v, r in zip(
+    range(1, 20),
+    [1.513, 1.290, 1.186, 1.117, 1.023, 0.951, 0.916, 0.839, 0.750, 0.679, 0.615, 0.559, 0.518, 0.476, 0.437,
+     0.457, 0.421, 0.396, 0.373],
+    [1.042, 0.995, 0.936, 0.838, 0.735, 0.627, 0.559, 0.504, 0.433, 0.368, 0.327, 0.299, 0.267, 0.258, 0.2273,
+     0.2366, 0.2402, 0.2555, 0.2635],
+    np.linspace(0.5, 0.08, 19)))
+
+
+@pytest.mark.parametrize("turns", [True, False])
+def test_four_rises_in_a_row_after_the_minimum_are_overfitting_at_any_length(capsys, tmp_path, turns):
+    """fastai v1's table, read from its single-blank cells: validation bottoms at epoch 15 and rises at each of the
+    four epochs after it (+16%) while training falls to its lowest, one uptick on the way: overfitting, quoted at the
+    epochs the table prints. Its twin's validation keeps falling."""
+    text = FASTAI_V1 if turns else FASTAI_V1.replace("0.2366", "0.2206").replace("0.2402", "0.2181").replace(
+        "0.2555", "0.2150").replace("0.2635", "0.2102")
+    out, over = judged(capsys, tmp_path, lambda root: (root / "log.txt").write_text(text), "overfitting")
+    if not turns:
+        assert over == [], [f["summary"] for f in over]
+        return
+    assert over, [f["summary"] for f in out["findings"]]
+    assert "0.2273 at epoch 15" in over[0]["summary"] and "0.2635 at epoch 19" in over[0]["summary"], over[0]["summary"]
+
+
 @pytest.mark.parametrize("rebuilt", [True, False])
 def test_a_new_writer_going_on_with_its_lr_back_up_is_a_resume(capsys, tmp_path, rebuilt):
     """A detector extended past its plan: a second SummaryWriter goes on at epoch 25 right after the first stopped at

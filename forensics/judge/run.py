@@ -356,6 +356,12 @@ class Run:
         pass 4", "steps 40-97 of pass 3", "pass 3, step 40 to pass 4, step 20" across a pass start)."""
         known = self._passes.get(series or "", {})
         a, b = known.get(int(first)), known.get(int(last)) if last is not None else None
+        if a is None and self.on_line_axis(series):  # a line count is no step the file shows: its counters are
+            said = self.writer_positions(series, [int(first)] + ([int(last)] if last is not None else []))
+            if int(first) in said and (last is None or last == first):
+                return said[int(first)]
+            if int(first) in said and int(last) in said:
+                return f"{said[int(first)]} to {said[int(last)]}"
         if a is None:
             return f"step {first}" if last is None or last == first else f"steps {first}-{last}"
         if last is None or last == first:

@@ -106,7 +106,10 @@ class Overfitting:
     every_min_evals: int = 3  # the minimum and two evaluations rising after it: a user sees the turn
     every_min_rise: float = 0.05  # ... ending 5% above the minimum: 0 healthy at 0.02-0.2; under 0.04 a labelled
     # run of a shared set gets a false claim; from 0.1 to 0.05 no claim changes on the 629 pool runs (docs/engine.md)
-    every_share: float = 1 / 3  # ... and a third of the evaluations or more: the run's turn, not a blip at its end
+    every_share: float = 1 / 3  # ... and a third of the evaluations or more: the run's turn, not a blip at its end;
+    every_run: int = 4  # or this many rises in a row, whatever the run's length: no blip rises four times
+    every_upticks: int = 1  # training may rise at this many of those evaluations where it ends at its lowest (a
+    # smoothed epoch loss that ticks up once as validation turns)
     every_train_errors: float = 2.0  # training's medians between evaluations may rise within two standard errors of
     # such a median (1.25 σ/√n of its points): per-step noise, not a rise (0 healthy fired on the shared sets and
     # set12-15 by this and the three-evaluation rule together)
@@ -403,7 +406,7 @@ class Overfitting:
             return None
         k = stats.rising_tail(v)
         need = min(self.every_min_evals, v.size - 1)  # a run of three evaluations has one after a middle minimum
-        if k < need or k - 1 < self.every_share * (v.size - 1) or np.argmin(v) != v.size - k:
+        if k < need or k - 1 < min(self.every_run, self.every_share * (v.size - 1)) or np.argmin(v) != v.size - k:
             return None  # two evaluations up at the end of a long run: a user waits for the next one
         lo, last = float(v[-k]), float(v[-1])
         if k < self.every_min_evals and not (last >= (1 + self.every_last_min_rise) * lo and self.launch is None
@@ -429,9 +432,14 @@ class Overfitting:
         train = np.asarray(train)
         how = "" if max(counts) == 1 else ", medians between evaluations"
         floor = self.memorised * float(tv[0]) if tv.size else 0.0  # a memorised loss stays at its floor
-        if not (np.all(np.isfinite(train)) and np.all((np.diff(train) < np.asarray(errors[1:])) | (train[1:] <= floor))
+        falls = (np.diff(train) < np.asarray(errors[1:])) | (train[1:] <= floor)
+        lowest = k - 1 >= self.every_run and train[-1] <= np.min(train)  # a long rise beside training at its lowest
+        if not (np.all(np.isfinite(train)) and np.sum(~falls) <= (self.every_upticks if lowest else 0)
                 and train[-1] <= (1 - self.min_train_fall) * train[0]):
             return None  # training must fall at each evaluation: a shared rise is divergence, a standstill a mismatch
+        ups = int(np.sum(~falls))
+        fell = ("at each" if np.all(np.diff(train) < 0) else "in all, at none up beyond its noise" if ups == 0 else
+                f"to its lowest, up at {ups} of the {k - 1} evaluations")
         ev = {"crossover_step": int(vs[-k]), "val_min": lo, "val_final": last, "val_rise": last - lo,
               "val_rise_relative": (last - lo) / lo, "rising_evaluations": k - 1,
               "train_at_crossover": float(train[0]), "train_final": float(train[-1])}
@@ -443,8 +451,7 @@ class Overfitting:
                                    f" after it, to "
                                    f"{point(vs, v, v.size - 1, say=_said(run))} "
                                    f"(+{(last - lo) / lo:.0%}), while training loss falls "
-                                   f"{'at each' if np.all(np.diff(train) < 0) else 'in all, at none up beyond its noise'}"
-                                   f" ({train[0]:.4g} → {train[-1]:.4g}{how})"))
+                                   f"{fell} ({train[0]:.4g} → {train[-1]:.4g}{how})"))
 
     def _wide(self, run: Run) -> Finding | None:
         """Overfitting under heavy evaluation noise: on `wide_min_evals` evaluations or more, the rolling median over
