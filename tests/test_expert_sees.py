@@ -342,6 +342,22 @@ def test_four_rises_in_a_row_after_the_minimum_are_overfitting_at_any_length(cap
     assert "0.2273 at epoch 15" in over[0]["summary"] and "0.2635 at epoch 19" in over[0]["summary"], over[0]["summary"]
 
 
+@pytest.mark.parametrize("spiked", [True, False])
+def test_a_spike_in_a_loss_that_takes_both_signs_is_named(capsys, tmp_path, spiked):
+    """A loss of several terms that goes below 0 as it trains (1.6, -0.18, ...): one epoch reads 54.6, a hundred
+    times the log's magnitude, and the next is back. No ratio to a neighbour near 0 can size it; the log's median
+    magnitude does. Its twin has no such epoch."""
+    loss = list(np.r_[1.598, -0.181, 54.559 if spiked else -0.05, 0.085, np.linspace(-0.03, -0.42, 46)])
+    lines = [f"train/Loss: {v!r}, train/x_mse: 0.99\n[Epoch {e}]: Valid Loss: {-0.02 - 0.005 * e:.3f}"
+             for e, v in enumerate(loss)]
+    out, spikes = judged(capsys, tmp_path, lambda root: console(root, lines), "loss_spike")
+    if not spiked:
+        assert spikes == [], [f["summary"] for f in spikes]
+        return
+    assert spikes and "54.56" in spikes[0]["summary"] and "median magnitude" in spikes[0]["summary"], \
+        [f["summary"] for f in out["findings"]]
+
+
 @pytest.mark.parametrize("rebuilt", [True, False])
 def test_a_new_writer_going_on_with_its_lr_back_up_is_a_resume(capsys, tmp_path, rebuilt):
     """A detector extended past its plan: a second SummaryWriter goes on at epoch 25 right after the first stopped at

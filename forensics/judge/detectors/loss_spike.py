@@ -130,8 +130,10 @@ class LossSpike:
         """The glaring single-point spikes of the docstring, by effect size alone: index, value, the neighbours'
         median and highest value, the window's first and last index."""
         y = np.asarray(values, dtype=float)
-        if y.size < 3 or not np.all(np.isfinite(y)) or not np.all(y > 0):
+        if y.size < 3 or not np.all(np.isfinite(y)):
             return []
+        if not np.all(y > 0):
+            return self._signed_glaring(y)
         spans = [np.r_[np.arange(max(0, i - self.glaring_span), i), np.arange(i + 1, min(y.size, i + self.glaring_span + 1))]
                  for i in range(y.size)]
         medians = np.array([float(np.median(y[at])) for at in spans])
@@ -160,6 +162,21 @@ class LossSpike:
             excess = math.log(y[i]) - (slope * i + icpt)
             if excess >= self.glaring_spread * spread and excess >= math.log(self.glaring):
                 out.append(hit | {"log_excess": excess, "log_spread": spread})
+        return out
+
+    def _signed_glaring(self, y: np.ndarray) -> list[dict]:
+        """`_glaring` for a loss that reaches 0 or below (a sum of terms, a negative log-likelihood's bound), where a
+        ratio to a neighbour near 0 means nothing: a record `orders_back` × the log's median magnitude, above every
+        record before it, between neighbours back within `glaring` × that magnitude."""
+        scale = float(np.median(np.abs(y)))
+        out = []
+        for i in range(1, y.size - 1 if scale > 0 else 1):
+            if y[i] >= self.orders_back * scale and y[i] > float(np.max(y[:i])) \
+                    and max(abs(y[i - 1]), abs(y[i + 1])) <= self.glaring * scale:
+                at = np.r_[np.arange(max(0, i - self.glaring_span), i), np.arange(i + 1, min(y.size, i + self.glaring_span + 1))]
+                out.append({"index": i, "median": float(np.median(y[at])), "highest": float(np.max(y[at])),
+                            "first": int(at[0]), "last": int(at[-1]), "log_excess": math.log(y[i] / scale),
+                            "log_spread": 0.0, "scale": scale})
         return out
 
     def check(self, run: Run) -> Iterator[Finding]:
@@ -432,15 +449,19 @@ class LossSpike:
             undone = (value - h["median"]) / progress if progress > 0 else None
             if undone is not None and undone < self.min_undo:
                 continue
+            signed = "scale" in h  # a loss that reaches 0 or below: sized against its median magnitude
             ev = {"step": step, "value": value, "window_median": h["median"], "neighbour_max": h["highest"],
-                  "ratio": value / h["median"], "window_start": int(steps[h["first"]]),
+                  "ratio": value / h.get("scale", h["median"]), "window_start": int(steps[h["first"]]),
                   "window_end": int(steps[h["last"]]), "next_value": float(values[i + 1]), "start_level": start,
                   "undone": undone, "recovery_points": 1, "glaring": True, "log_excess": h["log_excess"],
                   "log_spread": h["log_spread"]}
             yield Finding.of(self, severity="warning", step=step, step_end=step, series=run.pick("loss"),
                              evidence=ev, sources=(src(run, "loss", steps[h["first"]:h["last"] + 1]),),
-                             summary=(f"loss {value:.4g} at {run.printed_span(name, step)} is {ratio(value / h['median'])} "
-                                      f"the median {h['median']:.4g} of its neighbours "
-                                      f"({run.printed_span(name, ev['window_start'], ev['window_end'])}, highest "
+                             summary=(f"loss {value:.4g} at {run.printed_span(name, step)} is "
+                                      + (f"{ratio(value / h['scale'])} the log's median magnitude {h['scale']:.4g} "
+                                         f"(a loss that takes both signs), the median of its neighbours "
+                                         f"{h['median']:.4g} " if signed else
+                                         f"{ratio(value / h['median'])} the median {h['median']:.4g} of its neighbours ")
+                                      + f"({run.printed_span(name, ev['window_start'], ev['window_end'])}, highest "
                                       f"{h['highest']:.4g}), back to {values[i + 1]:.4g} at "
                                       f"{run.printed_span(name, steps[i + 1])}"))
