@@ -100,6 +100,10 @@ PHRASES: tuple[Phrase, ...] = (
     # where its start from pretrained weights says `Finish loading model weights`)
     Phrase("resuming_weights", RESUME, r"(?i)\bresum(?:e|es|ed|ing)\s+(?:the\s+)?(?:model\s+)?weights\b",
            "[07/01 09:15:48] ppdet.utils.checkpoint INFO: Finish resuming model weights: output/model_final.pdparams"),
+    # The same in Chinese, as scripts written in it print it: `从checkpoint恢复训练: <path>` (training resumed from a
+    # checkpoint), `断点续训` (training carried on from where it broke off)
+    Phrase("resume_words_zh", RESUME, r"恢复训练|断点续训|从\s*(?:checkpoint|ckpt|检查点|断点)\s*(?:处\s*)?恢复",
+           "🔄 从checkpoint恢复训练: checkpoints/checkpoint_epoch_11.pt"),
     # mmcv's and mmengine's runners: `resumed epoch 3, iter 120`, `resumed epoch: 3, iter: 120`
     Phrase("resumed_epoch", RESUME, r"(?i)\bresumed\s+epoch\s*:?\s*\d", "resumed epoch: 3, iter: 120"),
     # HF Trainer: `Continuing training from checkpoint, will skip to saved global_step`, `Continuing training from
@@ -164,7 +168,8 @@ _NOT_AN_EVENT = re.compile(
     r"|\b(?:if|whether|unless|assert|raise|print|def|return|lambda)\b[\s(]"  # a condition, code in a traceback
     r"|\b(?:logger|logging|log|warnings|self)\.\w+\(|[{}]"
     r"|\b(?:no|not|without|never|cannot|can't|could\s+not|unable\s+to|failed\s+to|nothing\s+to)\s+(?:\w+\s+){0,2}?"
-    r"(?:resum|restor|load|continu)",
+    r"(?:resum|restor|load|continu)"
+    r"|(?:未|没有|无法|不)\s*(?:找到|从|恢复|加载|续训)",  # the same negation in Chinese (`未找到checkpoint`, `无法恢复训练`)
     re.I)
 _OPTION_HELP = re.compile(r"^\s+-")  # an indented option: a help text's line, not a command that ran
 _HELD_OUT = re.compile(r"(?i)\b(?:val|valid|validation|eval|evaluation|test|dev)[\s_-]*loss")  # not the training's

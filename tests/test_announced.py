@@ -48,6 +48,7 @@ def test_what_a_nonfinite_line_says_of_the_run(line, kind, ends, skips):
     ("Resume training from runs/fold_0/checkpoint/0.8354_best_metric.pth @ 9", None, 9),
     ("  Resuming training from checkpoint with epoch 0 and global step 5", "step", 5),  # the finer counter
     ("Resume Training from : /models/model.ckpt-0", "step", 0),
+    ("🔄 从checkpoint恢复训练: checkpoints/checkpoint_epoch_11.pt", "epoch", 11),  # the same said in Chinese
 ])
 def test_the_counter_a_resume_starts_from(line, counter, at):
     said = read(line)
@@ -71,7 +72,8 @@ def test_settings_help_text_code_and_negations_announce_nothing():
              "    raise FloatingPointError(f\"Loss became infinite or NaN at iteration={self.iter}!\")",
              "=> no checkpoint found at 'ckpt.pth', not resuming", "No checkpoint found, not resuming training",
              "no model found at path ckpt.pth, starting the training from scratch", "val loss is nan",
-             "Warning: NaN or Inf found in input tensor.", "Loading checkpoint shards: 100%|##| 2/2 [00:01<00:00]"]
+             "Warning: NaN or Inf found in input tensor.", "Loading checkpoint shards: 100%|##| 2/2 [00:01<00:00]",
+             "未找到checkpoint，从头开始训练", "无法恢复训练: checkpoints/last.pt"]  # not found, training from scratch
     assert [line for line in lines if read(line)] == []
 
 
