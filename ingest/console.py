@@ -1321,18 +1321,23 @@ _MESSAGE_LEAD = re.compile(
     rf"|\d[\d.:/-]*[.:/-]\d+(?=\s))*")
 _SPLIT_WORD_FIRST = re.compile(rf"{_HELD_OUT}(?=[\s|:(\[,.]|$)")
 _BRACKETED_SPLIT = re.compile(rf"\[\s*({_HELD_OUT})\s*\]")
+# a field of its own between bars (`Epoch 0 | Validation | Elapsed ...`), a label: no value after it (`loss|0.3|val|0.2`
+# names a value `val`)
+_PIPED_SPLIT = re.compile(rf"\|\s*({_HELD_OUT})\s*\|(?!\s*[-+.\d])")
 
 
 def _line_split(text: str) -> str | None:
     """The held-out split a line's message begins with (`Valid | Epoch 1 | Loss 0.22`, `validation(4992) loss=3.8`,
     `INFO:root:Validation loss: 0.3`, `validating ... loss: 0.07`), or that a bracketed field before it is
-    (`[valid] loss 0.3`): every value on the line is that split's. A split word inside a name (`val_acc` on a Keras
-    training line) or later in the line names its own value only. None for any other line."""
+    (`[valid] loss 0.3`), or that stands as a field of its own between bars (Mozilla DeepSpeech's `Epoch 0 |
+    Validation | Elapsed Time: 0:00:11 | Steps: 31 | Loss: 12.449680`): every value on the line is that split's. A
+    split word inside a name (`val_acc` on a Keras training line) or later in the line names its own value only.
+    None for any other line."""
     lead = _MESSAGE_LEAD.match(text)
     first = _SPLIT_WORD_FIRST.match(text, lead.end())
     if first is not None:
         return first.group()
-    bracketed = _BRACKETED_SPLIT.search(text, 0, lead.end())
+    bracketed = _BRACKETED_SPLIT.search(text, 0, lead.end()) or _PIPED_SPLIT.search(text)
     return bracketed.group(1) if bracketed else None
 
 

@@ -929,3 +929,12 @@ def test_a_header_whose_names_begin_with_a_count_names_the_rows_below(tmp_path):
     assert first["ordinal"].all() and role_of("2d_loss").role == "train_loss"
     assert frame.filter(pl.col("tag") == "temporal_loss")["value"].to_list()[-1] == 3.067791
     assert not [i for c in chunks for i in c.issues if i.kind == "unmatched_lines"]  # the header is no unread line
+
+
+def test_a_split_standing_as_a_field_between_bars_names_the_lines_values():
+    # Mozilla DeepSpeech's epoch lines: the split is a field of its own; a value after a bar names a key instead
+    train = parse_line("Epoch 0 |   Training | Elapsed Time: 0:45:15 | Steps: 3533 | Loss: 6.246435")
+    val = parse_line("Epoch 0 | Validation | Elapsed Time: 0:00:11 | Steps: 31 | Loss: 12.449680 | Dataset: dev.csv")
+    assert role_of(next(k for k in train.metrics if "Loss" in k)).role == "train_loss"
+    assert role_of(next(k for k in val.metrics if "Loss" in k)).role == "val_loss", val.metrics
+    assert parse_line("loss|0.3|val|0.2").metrics.get("val") == 0.2
