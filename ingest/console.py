@@ -2579,8 +2579,10 @@ class _State:
             return
         step = counters["step"]
         last = self.epoch_step  # (epoch, its highest step, its lowest step)
-        if last is not None and epoch > last[0] and step <= last[2] < last[1]:
-            self.steps_in_epoch = True  # back to where the epoch before began: a counter within the epoch
+        if last is not None and epoch > last[0] and step <= last[2]:
+            # back to where the epoch before began, or the same step again (a record a epoch at `iter 1000 / 1221`):
+            # a counter within the epoch; a global step never repeats as the epoch moves on
+            self.steps_in_epoch = True
         if last is not None and last[0] == epoch:
             self.epoch_step = (epoch, max(step, last[1]), min(step, last[2]))
         else:  # a resume goes back to a step in the middle of the epoch before: no per-epoch counter

@@ -226,3 +226,24 @@ def test_a_keras_bar_at_its_full_count_starts_no_pass_and_hides_no_spike(tmp_pat
     assert run.pass_starts(run.pick("loss")) == frozenset()
     found = list(LossSpike().check(run))
     assert bool(found) == spiked, [f.summary for f in found]
+
+
+def test_one_record_an_epoch_at_the_same_iteration_counts_within_the_epoch(tmp_path):
+    """A sweep's loop prints one training record an epoch, always at `iter 1000 / 1221`, and the validation record
+    under it: the iteration counts within the epoch (a global step never repeats as the epoch moves on), so each
+    epoch is its own point, not thirty records piled on one step."""
+    import numpy as np
+
+    from tests.runwriters import load_run
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for e in range(1, 31):
+        lines.append(f"[epoch {e}], [iter 1000 / 1221], [train loss {0.9 * 0.85 ** e + rng.uniform(0, .01):.5f}], "
+                     f"[train acc {0.7 + e / 200:.5f}]")
+        lines.append(f"[epoch {e}], [val loss {0.5 * 0.9 ** e + 0.2:.5f}], [val acc {0.8 + e / 300:.5f}]")
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.series("loss").height == 30 and run.series("val_loss").height == 30
