@@ -74,7 +74,8 @@ class LossSpike:
     with the batches' tail set aside, and the bump: 0 of the 120 healthy real runs of the eleven development sets.
     The second record's spike: 0 new claims on the 40 healthy shared runs and the 99 healthy runs of set14/16/17.
     Two orders above both neighbours and every record before (`orders_back`): 0 new claims on the 40 healthy shared
-    runs and the 292 healthy runs of set12-18.
+    runs and the 292 healthy runs of set12-18. A loss of both signs sized against its median magnitude
+    (`_signed_glaring`): 0 new claims on the 40 healthy shared runs and the 144 healthy runs of set12-21 (first labels).
     """
 
     kind: ClassVar[str] = "loss_spike"

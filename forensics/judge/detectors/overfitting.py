@@ -72,6 +72,8 @@ class Overfitting:
     40 healthy shared runs and of the 99 healthy runs of set14/16/17 (2 shared ones before its share and score gates).
     The three-evaluation reading and the training tolerance of `_every`: 0 new claims on the 40 healthy shared runs
     and on the healthy runs of set12-15 and set16-18 (the engine's scoring, consensus labels).
+    Four rises in a row at any length, one uptick allowed (`every_run`, `every_upticks`): 0 new claims on the 40
+    healthy shared runs and the 144 healthy runs of set12-13, set16-19 and set21 (first labels).
     """
 
     kind: ClassVar[str] = "overfitting"

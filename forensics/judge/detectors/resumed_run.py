@@ -76,6 +76,10 @@ class ResumedRun:
     1 false one of set17 gone, no hit lost on the three shared sets and set14/16/17. Short launches read at half their
     records (`short_records`): 0 new claims on the 40 healthy shared runs and the 168 healthy runs of set12-15.
     The nested loop (`_nested_loop`) only removes claims: one false one on a PPO log of set18, no hit lost.
+    The LR built anew across a new writer, the line axis asked of the file read, short sessions at their records:
+    0 new claims on the 40 healthy shared runs; 1 on the 144 healthy runs of set12-13, set16-19 and set21 (first
+    labels), on a log of appended launches whose label allows it; a step written again at three steps or more took
+    back the 3 false ones the line axis first made.
     """
 
     kind: ClassVar[str] = "resumed_run"
