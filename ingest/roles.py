@@ -229,6 +229,12 @@ SCORE_WORDS = {"acc", "accuracy", "top1", "f1", "auc", "bleu", "rouge", "map", "
 # `mean 100 episode reward`, `AverageReturn`), never a loss.
 REWARD_WORDS = frozenset({"reward", "rewards", "rew"})
 RETURN_WORDS = frozenset({"return", "returns"})
+# Words of a reinforcement-learning objective's name (`policy_loss`, `pg_loss`, `loss_pol_surr`, `vf_loss`,
+# `value loss`, `SurrogateLoss`, `actor_loss`, `critic_loss`, `q_loss`, `qf1_loss`, `TD error`, `entropy loss`).
+RL_OBJECTIVE_WORDS = frozenset({"policy", "pol", "pg", "surr", "surrogate", "actor", "vf", "value", "critic", "q",
+                                "qf", "td", "entropy", "ent"})
+POLICY_WORDS = frozenset({"policy", "pol", "pg", "surr", "surrogate", "actor"})
+VALUE_WORDS = frozenset({"vf", "value", "critic", "q", "qf", "td"})
 # A KL divergence's words: a VAE's loss term, but beside an agent's reward the size of a policy update (TRPO's, ACKTR's,
 # PPO's KL between the old and the new policy), which a trust region holds near its target: no loss.
 KL_WORDS = frozenset({"kl", "kld"})

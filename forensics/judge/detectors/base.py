@@ -17,8 +17,8 @@ from forensics.judge import catalog, numbers, stats
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 from ingest.announcements import NONFINITE_GRAD, NONFINITE_LOSS
-from ingest.roles import (AGGREGATE_WORDS, RETURN_WORDS, REWARD_WORDS, SCORE_WORDS, SETTING_WORDS, is_perplexity,
-                          words)
+from ingest.roles import (AGGREGATE_WORDS, POLICY_WORDS, RETURN_WORDS, REWARD_WORDS, SCORE_WORDS, SETTING_WORDS,
+                          VALUE_WORDS, is_perplexity, words)
 
 
 # Where a kind sits in the chain from cause to symptom, each detector's `stage` (lower comes first; the verdict's
@@ -128,12 +128,6 @@ def gan_pair(run: Run) -> GanPair | None:
     return GanPair(min(sides["g"])[2], min(sides["d"])[2])
 
 
-# Words of a reinforcement-learning objective's name (`policy_loss`, `pg_loss`, `loss_pol_surr`, `vf_loss`,
-# `value loss`, `SurrogateLoss`, `actor_loss`, `critic_loss`, `q_loss`, `qf1_loss`, `TD error`, `entropy loss`).
-RL_OBJECTIVE_WORDS = frozenset({"policy", "pol", "pg", "surr", "surrogate", "actor", "vf", "value", "critic", "q",
-                                "qf", "td", "entropy", "ent"})
-POLICY_WORDS = frozenset({"policy", "pol", "pg", "surr", "surrogate", "actor"})
-VALUE_WORDS = frozenset({"vf", "value", "critic", "q", "qf", "td"})
 # What an agent's logger reports beside its losses: the episode reward or return (`ingest.roles.REWARD_WORDS`,
 # `RETURN_WORDS`; `Environment/Cumulative Reward`) and the episode length (`EpLenMean`).
 EPISODE_WORDS = frozenset({"episode", "episodes", "ep"})
