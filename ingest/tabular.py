@@ -513,8 +513,10 @@ def loss_sums(tags: list[str]) -> dict[str, list[str]]:
     A table whose loss series are all components named `<what>_loss` (YOLO's `train/box_loss`, `train/cls_loss`,
     `train/dfl_loss`; `mse_loss`, `kl_loss`), with no total among them, trained on their sum: the sum is the run's
     loss, named `<prefix>loss (sum of ...)`. No sum where a total is logged, where any loss series of the split is
-    not such a component (`LossPi`, `loss_cls`, a GAN's `gen/loss` beside `dis/loss`), or for a lone component."""
-    from ingest.roles import role_of, words
+    not such a component (`LossPi`, `loss_cls`, a GAN's `gen/loss` beside `dis/loss`), where one is an agent's
+    objective (`Policy_Loss`, an actor's -Q, beside a representation loss: `roles.RL_OBJECTIVE_WORDS`), or for a
+    lone component."""
+    from ingest.roles import RL_OBJECTIVE_WORDS, role_of, words
 
     by_role: dict[str, list[str]] = {}
     refused: set[str] = set()
@@ -523,7 +525,7 @@ def loss_sums(tags: list[str]) -> dict[str, list[str]]:
         if r.role not in ("train_loss", "val_loss") or r.layer:
             continue
         w = words(tag)
-        if r.canonical or w[-1:] != ["loss"] or set(w) & NOT_SUMMED:
+        if r.canonical or w[-1:] != ["loss"] or set(w) & (NOT_SUMMED | RL_OBJECTIVE_WORDS):
             refused.add(r.role)
         by_role.setdefault(r.role, []).append(tag)
     out = {}

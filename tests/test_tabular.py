@@ -437,3 +437,24 @@ def test_one_row_of_values_in_a_file_named_for_them_is_a_series_along_the_row(tm
     with other.open("w", newline="") as f:
         csv.writer(f).writerow([""] + losses)
     assert all(c.scalars is None or "results" not in c.scalars["tag"].to_list() for c in read_csv(other))
+
+
+@pytest.mark.parametrize("agent", [True, False])
+def test_an_agents_objective_is_never_summed_into_a_tables_loss(tmp_path, agent):
+    """A representation loss trained beside a SAC agent, written with pandas' `to_csv`: `Policy_Loss` is the actor's
+    -Q, which falls without bound as Q grows; summed with `MVMAE_Loss` it made a loss that "diverged". No sum then:
+    the table's loss is the representation loss. Its twin's two supervised terms are still summed."""
+    import numpy as np
+
+    pd = pytest.importorskip("pandas")
+    from tests.runwriters import load_run
+
+    n = 200
+    first = np.linspace(2.4, 0.15, n)
+    second = np.linspace(-5.0, -35.0, n) if agent else np.linspace(0.8, 0.05, n)
+    names = ["MVMAE_Loss", "Policy_Loss"] if agent else ["recon_loss", "kl_loss"]
+    root = tmp_path / "run"
+    root.mkdir()
+    pd.DataFrame({names[0]: first, names[1]: second}).to_csv(root / "history.csv")
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert run.pick("loss") == ("MVMAE_Loss" if agent else "loss (sum of recon_loss, kl_loss)"), run.names()
