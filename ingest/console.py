@@ -1681,6 +1681,8 @@ _NUMBER = r"\d|(?i:nan|inf)"
 # (`0.693`, `12: 0.693`), or a list of values (`[0.33, 0.13]`).
 _VALUE_TEXT = r"(?:\d+(?::\d\d)+|[-+]?(?:\d[\d.]*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?[A-Za-z%]{0,3}|N/?A|(?i:nan|inf))"
 _NAME_TEXT_RS = r"(?:[A-Za-z]|\d+[A-Za-z]+[_ -][A-Za-z])[\w./@%()\[\]:-]*(?: (?:/ )?(?:[A-Za-z]|\([A-Za-z])[\w./@%()\[\]:-]*){0,3}"
+# An epoch's elapsed time after a row typed with single blanks (fastai v1's `(00:13)`: `_SPACED_ROW`)
+_ELAPSED_CELL = r" \(?\d{1,3}:\d\d(?::\d\d)?\)?"
 _TABLE_LINE = "|".join([
     rf"{_VALUE_TEXT}(?:(?:\t+|\s{{2,}}|\s*\|\s*){_VALUE_TEXT})+[\s|]*(?::?\s*\d*{BAR_OPENS}.*)?"
     r"(?:#[^\d#]\D*|(?:\t|\s\s|\|)\s*\**[A-Za-z]\D*)?\s*$",  # a bar may follow, a comment (`_ROW_COMMENT`), a note
@@ -1691,7 +1693,7 @@ _TABLE_LINE = "|".join([
     rf"^\s*{_VALUE_TEXT}(?:(?:\t+|\s{{2,}})(?:{_VALUE_TEXT}|\[[-+\d.eE,\s]*\]))*(?:\t+|\s{{2,}})\[[-+\d.eE,\s]*\]",
     # a row of numbers apart by commas or single spaces (`0, 44.74,50.90`; `_State.counted_values`)
     r"^\s*[-+]?[\d.]+(?:[eE][-+]?\d+)?(?:(?:\s*,\s*|\s+)(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|(?i:nan|inf))){1,7}\s*,?"
-    r"(?: \(?\d{1,3}:\d\d(?::\d\d)?\)?)?\s*$",  # (an elapsed time after a row typed with single blanks: `_SPACED_ROW`)
+    rf"(?:{_ELAPSED_CELL})?\s*$",
     # a model card's row whose training loss the trainer left unlogged (`No log 1.0 20 3.4065`: `_spaced_header`)
     r"^\s*No log(?: [-+]?[\d.]+(?:[eE][-+]?\d+)?)+\s*$",
 ])
@@ -2735,7 +2737,7 @@ _SPACED_LEAD = frozenset({"training", "train", "validation", "valid", "val", "ev
                           "grad", "gen", "mean", "overall", "exact", "matthews", "combined", "model", "total",
                           "average", "avg"})
 _SPACED_TAIL = frozenset({"loss", "rate", "norm", "len", "time", "score", "match", "correlation"})
-_SPACED_ROW = re.compile(rf"(?:(?:{NUM}|No log) )+(?:{NUM}|No log)(?P<time> \(?\d{{1,3}}:\d\d(?::\d\d)?\)?)?")
+_SPACED_ROW = re.compile(rf"(?:(?:{NUM}|No log) )+(?:{NUM}|No log)(?P<time>{_ELAPSED_CELL})?")
 # fastai v1's `fit` table pasted from a page (`epoch train_loss valid_loss error_rate` above `1 1.513021 1.041628
 # 0.507326 (00:13)`): snake_case names apart by single blanks, a counter's among them and a loss's; each row may end
 # in the epoch's elapsed time, a cell the header does not name

@@ -135,8 +135,7 @@ class LossSpike:
             return []
         if not np.all(y > 0):
             return self._signed_glaring(y)
-        spans = [np.r_[np.arange(max(0, i - self.glaring_span), i), np.arange(i + 1, min(y.size, i + self.glaring_span + 1))]
-                 for i in range(y.size)]
+        spans = [self._neighbours(i, y.size) for i in range(y.size)]
         medians = np.array([float(np.median(y[at])) for at in spans])
         ratios = y / medians  # each point over its neighbours' median: the log's own excursions
         out = []
@@ -165,6 +164,10 @@ class LossSpike:
                 out.append(hit | {"log_excess": excess, "log_spread": spread})
         return out
 
+    def _neighbours(self, i: int, n: int) -> np.ndarray:
+        """The indices of point `i`'s neighbours in a log of `n` points: up to `glaring_span` on each side."""
+        return np.r_[np.arange(max(0, i - self.glaring_span), i), np.arange(i + 1, min(n, i + self.glaring_span + 1))]
+
     def _signed_glaring(self, y: np.ndarray) -> list[dict]:
         """`_glaring` for a loss that reaches 0 or below (a sum of terms, a negative log-likelihood's bound), where a
         ratio to a neighbour near 0 means nothing: a record `orders_back` × the log's median magnitude, above every
@@ -174,7 +177,7 @@ class LossSpike:
         for i in range(1, y.size - 1 if scale > 0 else 1):
             if y[i] >= self.orders_back * scale and y[i] > float(np.max(y[:i])) \
                     and max(abs(y[i - 1]), abs(y[i + 1])) <= self.glaring * scale:
-                at = np.r_[np.arange(max(0, i - self.glaring_span), i), np.arange(i + 1, min(y.size, i + self.glaring_span + 1))]
+                at = self._neighbours(i, y.size)
                 out.append({"index": i, "median": float(np.median(y[at])), "highest": float(np.max(y[at])),
                             "first": int(at[0]), "last": int(at[-1]), "log_excess": math.log(y[i] / scale),
                             "log_spread": 0.0, "scale": scale})
