@@ -383,3 +383,33 @@ def test_a_new_writer_going_on_with_its_lr_back_up_is_a_resume(capsys, tmp_path,
         assert resumed == [], [f["summary"] for f in resumed]
         return
     assert resumed and "its LR 0.01" in resumed[0]["summary"], [f["summary"] for f in out["findings"]]
+
+
+@pytest.mark.parametrize("height", [17.0, 2.5])
+def test_a_loss_knocked_far_above_its_level_that_relearns_is_a_spike(capsys, tmp_path, height):
+    """A representation loss written by `csv.DictWriter`, one row per update, no validation: from a level of about
+    0.155 it jumps over five rows to ×17 its level, higher than it began, and takes some thirty rows to learn its way
+    back. Too long an excursion for a spike that recovers within a few points, too short and complete for a
+    divergence: the size alone names it. Its twin's excursion reaches ×2.5: an unstable stretch no user acts on
+    without a second curve."""
+    import csv
+
+    rng = np.random.default_rng(5)
+    y = np.r_[np.geomspace(2.37, 0.16, 80), 0.155 * (1 + 0.06 * rng.standard_normal(120))]
+    rise = 0.155 * np.geomspace(1.1, height, 5)
+    fall = 0.155 * np.geomspace(height * 0.45, 1.15, 30)
+    y = np.r_[y, rise, fall, 0.15 * (1 + 0.06 * rng.standard_normal(200))]
+
+    def write(root: Path) -> None:
+        with open(root / "log.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=["MVMAE_Loss"])
+            w.writeheader()
+            w.writerows({"MVMAE_Loss": float(v)} for v in y)
+
+    out, spikes = judged(capsys, tmp_path, write, "loss_spike")
+    if height < 5:
+        assert spikes == [], [f["summary"] for f in spikes]
+        return
+    assert spikes and "recovered" in spikes[0]["summary"], [f["summary"] for f in out["findings"]]
+    peak = int(np.argmax(y))
+    assert f"{y[peak]:.4g} at step {peak}" in spikes[0]["summary"], spikes[0]["summary"]

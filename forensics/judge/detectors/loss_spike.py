@@ -62,7 +62,10 @@ class LossSpike:
     ending at the last one within ×`bump_back` of the running minimum) to `min_ratio` above it (×2) and comes back
     within ×`bump_back` of it, staying under ×1.5 of it to the end, the whole excursion at most `bump_share` of the
     log and from `min_points` points, within one launch, while the validation loss climbs ×`bump_val` above its last evaluation before
-    and is back within ×1.15 of it at its last, and the LR does not rise over it (a warm restart).
+    and is back within ×1.15 of it at its last, and the LR does not rise over it (a warm restart). Without that
+    witness, a bump of ×`glaring` its level (knocked back that far, the loss relearns over tens of records) that
+    undoes `min_undo` of the progress made, higher than the log's own excursions elsewhere (the glaring spike's
+    heavy-tail guard): its size alone names it.
     A logged 0.0 that hides a NaN (`masked_nonfinite.zeroed`) is that NaN: a jump followed by it never came back
     (divergence's), and it is no NaN the log shows between finite losses.
     Why: spikes usually come before divergence; the first one is often the earliest cause (a bad batch).
@@ -76,6 +79,8 @@ class LossSpike:
     Two orders above both neighbours and every record before (`orders_back`): 0 new claims on the 40 healthy shared
     runs and the 292 healthy runs of set12-18. A loss of both signs sized against its median magnitude
     (`_signed_glaring`): 0 new claims on the 40 healthy shared runs and the 144 healthy runs of set12-21 (first labels).
+    The bump by its size alone: 0 new claims on the 40 healthy shared runs and the 119 healthy restored runs of
+    set12-13, 16-19 and 21-22 (first labels).
     """
 
     kind: ClassVar[str] = "loss_spike"
@@ -355,7 +360,7 @@ class LossSpike:
         keep = np.isfinite(values)
         s, y = steps[keep], values[keep]
         n = y.size
-        if n < self.min_points or not np.all(y > 0) or not run.has("val_loss"):
+        if n < self.min_points or not np.all(y > 0):
             return None
         low = np.minimum.accumulate(y)
         p = 1 + int(np.argmax(y[1:] / low[:-1]))  # the highest point over the lowest one before it
@@ -376,28 +381,57 @@ class LossSpike:
             over = lv[np.isfinite(lv) & (ls >= s[max(0, a - 4)]) & (ls <= s[b])]  # from the level's first point
             if over.size and float(np.max(over)) > 1.5 * float(over[0]):
                 return None  # the LR rose over it: a warm restart, the schedule's own doing
+        ev = {"step": int(s[p]), "value": float(y[p]), "end_step": int(s[b]), "start_step": int(s[a]),
+              "window_median": level, "ratio": float(y[p]) / level, "back_value": float(y[b]),
+              "recovery_points": int(b - p), "episode_points": int(b - a), "bump": True}
+        at = (lambda *steps: run.printed_span(run.pick("loss"), *steps))  # noqa: E731 - the file's steps
+        said = (f"loss climbs from median {level:.4g} of {at(s[max(0, a - 4)], s[a])} to {y[p]:.4g} at {at(s[p])} "
+                f"({ratio(y[p] / level)}) and is back to {y[b]:.4g} at {at(s[b])}, {count(b - a, 'record')} in all")
+        witness = self._bump_witness(run, s[a], s[b])
+        if witness is not None:
+            vs, wit = witness
+            return Finding.of(self, severity="warning", step=int(s[p]), step_end=int(s[b]), series=run.pick("loss"),
+                              evidence=ev | wit, sources=(src(run, "loss", s[max(0, a - 4):b + 1]),
+                                                          src(run, "val_loss", vs)),
+                              summary=(f"{said}; the validation loss rises with it, {wit['val_before']:.4g} at step "
+                                       f"{wit['val_before_step']} to {wit['val_peak']:.4g} at step "
+                                       f"{wit['val_peak_step']}, and comes back to {wit['val_last']:.4g} at step "
+                                       f"{wit['val_last_step']}: an unstable stretch that recovered"))
+        # by its size alone: ×`glaring` its level, undoing `min_undo` of the progress made, higher than the log's
+        # own excursions elsewhere (the heavy-tail guard of the glaring spike)
+        start = stats.start_level(y, self.start_points)
+        undone = (y[p] - level) / (start - level) if start > level else None
+        if y[p] < self.glaring * level or (undone is not None and undone < self.min_undo):
+            return None
+        level_at, _ = stats.rolling_baseline(np.log(y), self.spike.window)
+        excursion = np.exp(np.log(y) - level_at)  # each point over its trailing level
+        others = np.r_[excursion[:a], excursion[b + 1:]]
+        others = others[np.isfinite(others)]
+        worst = float(np.max(others)) if others.size else 1.0
+        if worst >= self.heavy and y[p] / level < self.min_over_max * worst:
+            return None
+        return Finding.of(self, severity="warning", step=int(s[p]), step_end=int(s[b]), series=run.pick("loss"),
+                          evidence=ev | {"start_level": start, "undone": undone, "largest_other_excursion": worst},
+                          sources=(src(run, "loss", s[max(0, a - 4):b + 1]),),
+                          summary=(f"{said}: an unstable stretch that recovered, "
+                                   f"{'higher than the log began' if undone is None or undone >= 1 else 'undoing ' + format(undone, '.0%') + ' of the progress made'}"))
+
+    def _bump_witness(self, run: Run, first: int, last: int) -> tuple[np.ndarray, dict] | None:
+        """The validation loss's rise and return over a bump from step `first` to `last`: its steps and evidence,
+        or None where it does not climb ×`bump_val` over its last evaluation before and end back within ×1.15."""
+        if not run.has("val_loss"):
+            return None
         vs, vv = run.arrays("val_loss")
         ok = np.isfinite(vv)
         vs, vv = vs[ok], vv[ok]
-        before, during = vv[vs <= s[a]], vv[(vs > s[a]) & (vs <= s[b])]
-        if not (before.size and during.size and vv[-1] > 0 and vs[-1] >= s[b]
+        before, during = vv[vs <= first], vv[(vs > first) & (vs <= last)]
+        if not (before.size and during.size and vv[-1] > 0 and vs[-1] >= last
                 and during.max() >= self.bump_val * before[-1] and vv[-1] <= 1.15 * before[-1]):
             return None
-        ev = {"step": int(s[p]), "value": float(y[p]), "end_step": int(s[b]), "start_step": int(s[a]),
-              "window_median": level, "ratio": float(y[p]) / level, "back_value": float(y[b]),
-              "recovery_points": int(b - p), "episode_points": int(b - a), "bump": True,
-              "witness": run.pick("val_loss"), "val_before": float(before[-1]), "val_before_step": int(vs[vs <= s[a]][-1]),
-              "val_peak": float(during.max()), "val_peak_step": int(vs[(vs > s[a]) & (vs <= s[b])][int(np.argmax(during))]),
-              "val_last": float(vv[-1]), "val_last_step": int(vs[-1])}
-        at = (lambda *steps: run.printed_span(run.pick("loss"), *steps))  # noqa: E731 - the file's steps
-        return Finding.of(self, severity="warning", step=int(s[p]), step_end=int(s[b]), series=run.pick("loss"),
-                          evidence=ev, sources=(src(run, "loss", s[max(0, a - 4):b + 1]), src(run, "val_loss", vs)),
-                          summary=(f"loss climbs from median {level:.4g} of {at(s[max(0, a - 4)], s[a])} to "
-                                   f"{y[p]:.4g} at {at(s[p])} ({ratio(y[p] / level)}) and is back to {y[b]:.4g} at "
-                                   f"{at(s[b])}, {count(b - a, 'record')} in all; the validation loss rises with it, "
-                                   f"{ev['val_before']:.4g} at step {ev['val_before_step']} to {ev['val_peak']:.4g} at "
-                                   f"step {ev['val_peak_step']}, and comes back to {ev['val_last']:.4g} at step "
-                                   f"{ev['val_last_step']}: an unstable stretch that recovered"))
+        return vs, {"witness": run.pick("val_loss"), "val_before": float(before[-1]),
+                    "val_before_step": int(vs[vs <= first][-1]), "val_peak": float(during.max()),
+                    "val_peak_step": int(vs[(vs > first) & (vs <= last)][int(np.argmax(during))]),
+                    "val_last": float(vv[-1]), "val_last_step": int(vs[-1])}
 
     def _beyond_the_tail(self, spikes: list[dict]) -> list[dict]:
         """The spikes a user would act on: one-record jumps under `heavy` × their level, `tail_crowd` or more of them
