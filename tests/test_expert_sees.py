@@ -413,3 +413,38 @@ def test_a_loss_knocked_far_above_its_level_that_relearns_is_a_spike(capsys, tmp
     assert spikes and "recovered" in spikes[0]["summary"], [f["summary"] for f in out["findings"]]
     peak = int(np.argmax(y))
     assert f"{y[peak]:.4g} at step {peak}" in spikes[0]["summary"], spikes[0]["summary"]
+
+
+@pytest.mark.parametrize("course", ["collapses", "falls", "holds", "stands"])
+def test_an_agent_whose_reward_gets_worse_diverges(capsys, tmp_path, course):
+    """An agent's SummaryWriter, as Stable-Baselines3 writes it. A reward that climbs from random play (0.7) to about
+    100 when exploration ends and then falls back to 0-5, or one that falls on a trend from -1.4e5 to -1.9e5, is an
+    agent getting worse: a collapse, never "not learning". Its twins: a reward that climbs and holds (healthy), and
+    one that stands where it began (the agent is not learning: flat_loss, no divergence)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(11)
+    n = 120
+    t = np.arange(n) / (n - 1)
+    reward = {"collapses": np.where(t < 0.5, 0.7 + 200 * np.clip(t - 0.25, 0, None), 0.7 + 50 * np.exp(-(t - 0.5) * 30)),
+              "falls": -1.4e5 - 0.5e5 * t,
+              "holds": 0.7 + 100 * np.clip(t * 2, 0, 1),
+              "stands": np.full(n, -5.8)}[course] * (1 + rng.normal(0, 0.03, n)) + rng.normal(0, 0.2, n)
+    root = tmp_path / "run"
+    w = SummaryWriter(log_dir=str(root))
+    for i in range(n):
+        step = (i + 1) * 512
+        w.add_scalar("rollout/ep_rew_mean", float(reward[i]), step)
+        w.add_scalar("train/loss", float(abs(rng.normal(1.0, 0.3))), step)
+        w.add_scalar("train/exploration_rate", max(0.05, 1 - 2 * i / n), step)
+    w.close()
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    div = [f for f in out["findings"] if f["kind"] == "divergence"]
+    flat = [f for f in out["findings"] if f["kind"] == "flat_loss"]
+    if course in ("holds", "stands"):
+        assert div == [], [f["summary"] for f in div]
+        assert bool(flat) == (course == "stands"), [f["summary"] for f in out["findings"]]
+        return
+    assert flat == [], [f["summary"] for f in flat]
+    assert div and div[0]["series"] == "rollout/ep_rew_mean", [f["summary"] for f in out["findings"]]
+    assert ("learned and lost it" if course == "collapses" else "gets worse as it trains") in div[0]["summary"]

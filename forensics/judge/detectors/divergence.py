@@ -52,7 +52,8 @@ class Divergence:
     of the log. A loss above `blown_level` at every point blew up before the log began, where something beside its
     scale says so (`_blown_shows`: a NaN after it, a rising trend, a classifier's loss). In a reinforcement-learning
     run (`base.reinforcement_learning`) only an objective above `rl_blown` at every record (`_rl_blown`): an agent's
-    losses chase moving targets, so their rise, fall or swings are never read as divergence.
+    losses chase moving targets, so their rise, fall or swings are never read as divergence; its reward is, where
+    the agent gets worse (`_reward_lost`).
     Effect size first, at any length: a log whose last points are `glaring` × the median of the rest
     (`witnessed_glaring` × with a validation blow-up too), or a loss rising at each of its last `rising_points` by
     `rising_growth` while the validation loss rises at each of its last `val_rising_points` by `val_rising_growth`.
@@ -119,7 +120,8 @@ class Divergence:
     and the climb to the log's highest: 0 of the 291 (339) healthy pool runs with 10 (5) records (docs/engine.md).
     The into-NaN moves and the score at 1 only remove claims: 2 false criticals of set17 gone, no hit lost there or on
     the three shared sets and set14/16. The GAN pair's blow-up: 0 new claims on the 40 healthy shared runs and the
-    292 healthy runs of set12-18.
+    292 healthy runs of set12-18. An agent's reward that gets worse (`_reward_lost`): 0 new claims on the 40 healthy
+    shared runs and the 119 healthy restored runs of set12-13, 16-19 and 21-22 (first labels); 3 runs named right.
     """
 
     kind: ClassVar[str] = "divergence"
@@ -132,7 +134,8 @@ class Divergence:
     reads_validation_alone: ClassVar[bool] = True
     reads_loss_level: ClassVar[bool] = True  # not on a GAN's adversarial losses (base.adversarial_loss)
     judges_gan_pair: ClassVar[bool] = True  # a GAN's two losses, as a pair: the discriminator wins (detectors.adversarial)
-    judges_rl: ClassVar[bool] = True  # in an RL run, only an objective blown up past any reward scale (`_rl_blown`)
+    judges_rl: ClassVar[bool] = True  # in an RL run: an objective blown up past any reward scale (`_rl_blown`), a
+    # critic that grows while the reward stands (`_critic_diverges`), a reward that gets worse (`_reward_lost`)
     smooth: float = 0.04  # smoothing window as a fraction of the points
     min_growth: float = 0.5  # final − min ≥ this × |min|: a user acts on a loss half again above its best
     min_recovered: float = 0.3  # final − min ≥ this × (initial − min): it gave back a good part of its progress
@@ -222,8 +225,8 @@ class Divergence:
             return
         rl = reinforcement_learning(run)
         if rl is not None:  # an agent's objectives need not fall: only a level none of them reaches alive
-            blown = list(self._rl_blown(run, rl.objectives))
-            yield from blown or self._critic_diverges(run, rl)
+            blown = list(self._rl_blown(run, rl.objectives)) or list(self._critic_diverges(run, rl))
+            yield from blown or self._reward_lost(run)
             return
         if not run.has("loss"):
             alone = self._validation_alone(run)
@@ -1140,6 +1143,31 @@ class Divergence:
                                   f"third {stands.evidence['last_third_median']:.4g} against "
                                   f"{stands.evidence['first_third_median']:.4g}): the critic diverges from returns "
                                   f"that did not grow (unnormalised rewards, a value LR too high)"))
+
+    def _reward_lost(self, run: Run) -> Iterator[Finding]:
+        """In a reinforcement-learning run, a reward that got worse (`FlatLoss._reward_lost`): on a falling trend
+        ending below where it began, or learned and gave back half its gain. The agent's policy collapsed (an LR or
+        clip range too large, exploration ended on a policy that cannot hold, value targets that blew up). A warning."""
+        ev = self.flat_loss._reward_lost(run)
+        if ev is None:
+            return
+        name = ev["reward_series"]
+        reward = "the reward" if name.lower() == "reward" else f"the reward {name}"
+        at = (lambda step: run.printed_span(name, step))  # noqa: E731 - the file's steps
+        how = (f"rises from a median {ev['first_third_median']:.4g} over its first third to a median "
+               f"{ev['best_stretch_median']:.4g} over its best {ev['best_stretch_records']} records (to "
+               f"{at(ev['best_stretch_step'])}), then falls back to a median {ev['last_third_median']:.4g} over its "
+               f"last third: the agent learned and lost it"
+               if ev["collapsed"] else
+               f"falls over its {ev['points']} records ({ev['first_level']:.4g} at {at(ev['first_step'])}, "
+               f"{ev['last_level']:.4g} at {at(ev['last_step'])}; the median of its last third "
+               f"{ev['last_third_median']:.4g} against {ev['first_third_median']:.4g} for its first, Mann–Kendall z "
+               f"{ev['mann_kendall_z']:.2f}): the agent gets worse as it trains")
+        yield Finding.of(self, severity="warning", step=ev["best_stretch_step"] if ev["collapsed"] else ev["first_step"],
+                         step_end=ev["last_step"], series=name, evidence=ev | {"reinforcement_learning": True},
+                         sources=(src(run, name),),
+                         summary=f"{reward} {how} (a policy that collapsed: an LR or clip range too large, "
+                                 f"exploration ended on a policy that cannot hold, value targets that blew up)")
 
     def _rl_blown(self, run: Run, objectives: tuple[str, ...]) -> Iterator[Finding]:
         """In a reinforcement-learning run, an objective above `rl_blown` in magnitude at every one of its

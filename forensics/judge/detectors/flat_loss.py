@@ -74,7 +74,9 @@ class FlatLoss:
     from half of it, or a later launch that resumes below where the log began.
     In a reinforcement-learning run only its reward speaks (`_reward_still`): one value on `reward_share` of its
     records and of its last third (the agent is scored alike whatever it does; its losses are never judged here), or,
-    in a log that holds its start, a reward that ends no higher than it began with no upward trend (`_reward_stands`).
+    in a log that holds its start, a reward that ends no higher than it began with no upward trend (`_reward_stands`),
+    unless the agent got worse (`_reward_lost`: a reward on a falling trend, or one that learned and gave it back, is
+    divergence's, never "not learning").
     Why: nothing is being learned: backward or optimizer.step not running, frozen parameters, LR ≈ 0.
     Evidence: first and last levels, relative change, smoothed minimum, Theil–Sen slope, Mann–Kendall p, ln C, C and
     where C came from, the median LR when an LR series exists.
@@ -98,6 +100,8 @@ class FlatLoss:
     and set12-15 labelled healthy, flat or plateau, one (a false critical); `fell_sigmas` 5 or 3 also a flat launch's.
     Validation frozen beside scattering batches and an agent judged by its reward alone (2 Dec 2026): 0 of the 40
     healthy shared runs, 0 new claims on the 168 healthy restored runs of set12-13 and set16-19 (consensus labels).
+    A reward that got worse is no stall (`_reward_lost`): only removes claims (3 false ones on the 285 restored runs
+    of set12-13, 16-19 and 21-22, all three labelled divergence or allowing it).
     """
 
     kind: ClassVar[str] = "flat_loss"
@@ -163,6 +167,9 @@ class FlatLoss:
     # median above the first's by under `reward_gain_iqr` of the first third's interquartile range: the spread of one
     # policy's episodes dwarfs what it gained
     reward_gain_iqr: float = 0.05
+    reward_fall_z: float = 3.0  # a reward on a falling trend this strong (Mann–Kendall z −3) ... (`_reward_lost`)
+    reward_peak_iqr: float = 2.0  # ... or whose best tenth stood 2 first-third IQRs above that third's upper quartile
+    reward_given_back: float = 0.5  # ... and gave back half its gain: the agent got worse, it did not stand still
     reward_rise_z: float = 1.0  # ... no upward trend (Mann–Kendall z under 1: a rise no test would call one) and
     # its last third's median no higher than its first third's: on the pool's 19 RL runs the healthy ones rise at
     # z 2.2 and more, the one that stands is labelled flat (docs/engine.md)
@@ -202,12 +209,11 @@ class FlatLoss:
             return None  # a reward that stands beside a critic that grows is divergence's (`_critic_diverges`)
         return self._reward_stands(run)
 
-    def _reward_stands(self, run: Run) -> Finding | None:
-        """In an RL run whose log holds its start, the finding when its reward (`base.reward_series`) does not
-        improve over `reward_min_points` records or more (the last launch of a log that appends several): no upward
-        trend (Mann–Kendall z under `reward_rise_z`) and its last third's median no higher than its first third's, or,
-        over `reward_many` records or more, a gain under `reward_gain_iqr` of its first third's interquartile range. The agent ends where it began: nothing is learned
-        (an LR too small to move the policy, a reward no action changes). A warning; None otherwise."""
+    def _reward_course(self, run: Run) -> dict | None:
+        """The reward an RL run logs (`base.reward_series`), as the reward rules read it: in a log that holds its start,
+        the last launch of a log that appends several, `reward_min_points` records or more of two values or more; its
+        name, steps and values, its thirds' medians, its first third's quartiles and its Mann–Kendall trend. None
+        otherwise (rewards alone on line numbers, an excerpt from well into training)."""
         name = reward_series(run)
         if name is None:
             return None
@@ -223,9 +229,53 @@ class FlatLoss:
                 or not ordinal and steps[-1] > 0 and steps[0] > 0.1 * steps[-1]:
             return None  # a reward of one value is `_reward_still`'s; an excerpt from well into training is no run
         k = r.size // 3
-        first, last = float(np.median(r[:k])), float(np.median(r[-k:]))
-        trend = stats.mann_kendall(r, steps)
         q1, q3 = np.percentile(r[:k], [25, 75])
+        return {"name": name, "steps": steps, "r": r, "first": float(np.median(r[:k])),
+                "last": float(np.median(r[-k:])), "q1": float(q1), "q3": float(q3),
+                "trend": stats.mann_kendall(r, steps)}
+
+    def _reward_lost(self, run: Run) -> dict | None:
+        """Whether the agent got worse (`_reward_course`): its reward on a falling trend (Mann–Kendall z
+        −`reward_fall_z` or under) whose last third ends below its first third's lower quartile by the first third's
+        interquartile range, or a reward that learned (its best stretch, the median of a tenth of its records, stood
+        `reward_peak_iqr` interquartile ranges above its first third's upper quartile) and gave back `reward_given_back`
+        of that gain by its last third. The evidence (name, levels, where the best stretch stood), or None: a reward
+        that never improved and never fell is `_reward_stands`'s."""
+        c = self._reward_course(run)
+        if c is None:
+            return None
+        r, steps, first, last = c["r"], c["steps"], c["first"], c["last"]
+        spread = c["q3"] - c["q1"]
+        if spread <= 0:
+            spread = float(np.subtract(*np.percentile(r, [75, 25])))
+        w = max(3, r.size // 10)
+        best = np.median(np.lib.stride_tricks.sliding_window_view(r, w), axis=1)  # each stretch of w records
+        b = int(np.argmax(best))
+        peak, peak_step = float(best[b]), int(steps[b + w - 1])
+        ev = {"reward_series": c["name"], "first_third_median": first, "last_third_median": last,
+              "first_third_iqr": c["q3"] - c["q1"], "mann_kendall_z": float(c["trend"].z),
+              "best_stretch_median": peak, "best_stretch_step": peak_step, "best_stretch_records": w,
+              "points": int(r.size), "first_step": int(steps[0]), "last_step": int(steps[-1]),
+              "first_level": float(r[0]), "last_level": float(r[-1])}
+        learned = spread > 0 and peak >= c["q3"] + self.reward_peak_iqr * spread
+        if learned and last <= peak - self.reward_given_back * (peak - first):
+            return ev | {"collapsed": True}
+        if c["trend"].z <= -self.reward_fall_z and spread > 0 and last < c["q1"] - spread:
+            return ev | {"collapsed": False}
+        return None
+
+    def _reward_stands(self, run: Run) -> Finding | None:
+        """In an RL run whose log holds its start (`_reward_course`), the finding when its reward does not improve
+        over `reward_min_points` records or more: no upward
+        trend (Mann–Kendall z under `reward_rise_z`) and its last third's median no higher than its first third's, or,
+        over `reward_many` records or more, a gain under `reward_gain_iqr` of its first third's interquartile range. The agent ends where it began: nothing is learned
+        (an LR too small to move the policy, a reward no action changes). Not where the agent got worse
+        (`_reward_lost`: divergence's). A warning; None otherwise."""
+        c = self._reward_course(run)
+        if c is None or self._reward_lost(run) is not None:
+            return None
+        name, steps, r, first, last, trend = c["name"], c["steps"], c["r"], c["first"], c["last"], c["trend"]
+        q1, q3 = c["q1"], c["q3"]
         sliver = r.size >= self.reward_many and last - first <= self.reward_gain_iqr * (q3 - q1)
         if (trend.z >= self.reward_rise_z or last > first) and not sliver:
             return None  # it rose (by a trend test, or its medians), by more than a sliver over thousands of episodes
