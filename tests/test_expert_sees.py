@@ -448,3 +448,32 @@ def test_an_agent_whose_reward_gets_worse_diverges(capsys, tmp_path, course):
     assert flat == [], [f["summary"] for f in flat]
     assert div and div[0]["series"] == "rollout/ep_rew_mean", [f["summary"] for f in out["findings"]]
     assert ("learned and lost it" if course == "collapses" else "gets worse as it trains") in div[0]["summary"]
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_a_loss_that_falls_without_bound_below_zero_diverges(capsys, tmp_path, bounded):
+    """A loss written by Lightning's CSVLogger that falls on a straight line from a few hundred below 0 to tens of
+    thousands below, as fast over its last third as over the whole run: an objective unbounded below (a learned
+    variance collapsing to 0, a sign flipped), not a model that learns. Its twin falls from -5 towards -15 and levels
+    off, as a bounded negative loss (a negative SI-SDR, a log-likelihood) does."""
+    pytest.importorskip("lightning", reason="the test extra installs lightning")
+    from lightning.pytorch.loggers import CSVLogger
+
+    rng = np.random.default_rng(2)
+    n = 150
+    steps = 9 + 10 * np.arange(n)
+    loss = (-15 + 10 * np.exp(-np.arange(n) / 25) if bounded else -400 - 30.0 * (steps - 9))
+    loss = loss * (1 + rng.normal(0, 0.01, n))
+    root = tmp_path / "run"
+    logger = CSVLogger(str(root))
+    for s, v in zip(steps, loss):
+        logger.log_metrics({"train_loss": float(v), "epoch": int(s // 100)}, step=int(s))
+    logger.save()
+    logger.finalize("success")
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    div = [f for f in out["findings"] if f["kind"] == "divergence"]
+    if bounded:
+        assert div == [], [f["summary"] for f in div]
+        return
+    assert div and "without bound below 0" in div[0]["summary"], [f["summary"] for f in out["findings"]]
+    assert f"{loss[0]:.4g} at step 9" in div[0]["summary"], div[0]["summary"]

@@ -90,6 +90,8 @@ class Divergence:
     quarter, not falling there, with no loss weight ramping up from 0 (`RAMP_WORDS`). Never better than its start
     (`_never_better`): a positive loss whose every later record stands above its first (`never_points` at least),
     its last quarter's median `never_better` × that first value, the rise `short_sigmas` × its log-scale point noise.
+    Unbounded below (`_runs_below`): a loss below 0 over its whole last third, fallen `below_growth` × the magnitude
+    of its first records, still falling there at `below_keep` of its whole-run pace: it runs away, it does not converge.
     The share of a fall given back is read on a log scale once the loss fell more than a decade (`gave_back`); a
     rise that only the log scale makes, under an LR that restarts (`_lr_restarts`), is a warm restart's.
     None after a fall of more than a decade where the rise is under `tiny_rise` of the first value
@@ -122,6 +124,8 @@ class Divergence:
     the three shared sets and set14/16. The GAN pair's blow-up: 0 new claims on the 40 healthy shared runs and the
     292 healthy runs of set12-18. An agent's reward that gets worse (`_reward_lost`): 0 new claims on the 40 healthy
     shared runs and the 119 healthy restored runs of set12-13, 16-19 and 21-22 (first labels); 3 runs named right.
+    Unbounded below: 0 new claims on the 40 healthy shared runs and the 77 healthy restored runs of set18-19 and
+    21-22; 1 run named right.
     """
 
     kind: ClassVar[str] = "divergence"
@@ -189,6 +193,8 @@ class Divergence:
     warmup_blow_up: float = 4.0  # a loss climbing at its last records to ×4 its minimum while the LR rises ×2
     given_back: float = 0.5  # a log-scale loss (a perplexity's log) ending half its fall back above its minimum ...
     given_back_points: int = 3  # ... its last 3 records above the fall's midpoint, or an accuracy falling with it
+    below_growth: float = 4.0  # a loss that falls below 0 by 4 × its first records' magnitude ...
+    below_keep: float = 0.5  # ... still falling over its last third at half its average pace or more: unbounded below
     above_start: float = 3.0  # a loss ×3 its untrained level (its first value, log C) ...
     above_share: float = 0.8  # ... at 80% of its later records or more ...
     above_points: int = 5  # ... 5 at least: it blew up from the start and never fell
@@ -281,6 +287,8 @@ class Divergence:
             found = [f for f in [self._lr_climb(run, steps, y, nan_follows)] if f is not None]
         if not found and n > self.above_points:
             found = [f for f in [self._above_start(run, steps, y, nan_follows)] if f is not None]
+        if not found and n >= self.min_points:
+            found = [f for f in [self._runs_below(run, steps, y)] if f is not None]
         if found and not nan_follows and self._at_floor(run, y):
             return  # a trained loss wandering at its floor: the "rise" is its own scatter
         if not nan_follows:  # a converged loss wandering near 0 after a fall of decades: a rise of a few % of its start
@@ -728,6 +736,33 @@ class Divergence:
                                    f"or more at {high.sum()} of its {later.size} later records, median "
                                    f"{end:.4g} over its last {q} ({ratio(end / ref)}): it blew up from the start"
                                    + (" and then turns non-finite" if nan_follows else "")))
+
+    def _runs_below(self, run: Run, steps: np.ndarray, y: np.ndarray) -> Finding | None:
+        """An objective unbounded below: a loss whose last third is below 0 at every record, that has fallen by
+        `below_growth` × the magnitude of its first tenth (three records at least), and whose last third still falls
+        (Mann–Kendall p under `p`) at `below_keep` of its whole-run pace or more (Theil–Sen): no floor in sight. A loss
+        bounded below levels off as it converges; one that falls on a straight line to ever larger negative values is
+        running away (a learned variance collapsing to 0 in a likelihood, a term's sign flipped). A warning."""
+        n = y.size
+        k, third = max(3, n // 10), max(3, n // 3)
+        head, tail = float(np.median(y[:k])), float(np.median(y[-k:]))
+        if not (np.all(y[-third:] < 0) and head - tail >= self.below_growth * abs(head) > 0):
+            return None
+        pace, late = stats.theil_sen(steps, y)[0], stats.theil_sen(steps[-third:], y[-third:])[0]
+        trend = stats.mann_kendall(y[-third:], steps[-third:])
+        if not (pace < 0 and late <= self.below_keep * pace and trend.z < 0 and trend.p < self.p):
+            return None
+        ev = {"onset_step": int(steps[0]), "initial_level": float(y[0]), "final_level": float(y[-1]),
+              "first_tenth_median": head, "last_tenth_median": tail, "slope": pace, "late_slope": late,
+              "mann_kendall_p": float(trend.p), "points": int(n), "min_level": float(np.min(y)),
+              "unbounded_below": True}
+        at = (lambda i: point(steps, y, i))  # noqa: E731 - the file's values at their steps
+        return Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]),
+                          series=run.pick("loss"), evidence=ev, sources=(src(run, "loss", steps),),
+                          summary=(f"loss falls without bound below 0: {at(0)} to {at(n - 1)}, still falling over "
+                                   f"its last third at {late / pace:.0%} of its whole-run pace ({late:.3g} a step "
+                                   f"against {pace:.3g}); a loss bounded below levels off, this one runs away (a "
+                                   f"learned variance collapsing to 0, a term whose sign is flipped)"))
 
     def _never_better(self, run: Run, steps: np.ndarray, y: np.ndarray, nan_follows: bool) -> Finding | None:
         """A positive loss never better than its first record: every later one above it (`never_points` records at
