@@ -477,3 +477,45 @@ def test_a_loss_that_falls_without_bound_below_zero_diverges(capsys, tmp_path, b
         return
     assert div and "without bound below 0" in div[0]["summary"], [f["summary"] for f in out["findings"]]
     assert f"{loss[0]:.4g} at step 9" in div[0]["summary"], div[0]["summary"]
+
+
+@pytest.mark.parametrize("folds", [1, 4])
+def test_each_fold_of_a_cross_validation_is_a_training_of_its_own(capsys, tmp_path, folds):
+    """A k-fold cross-validation printed to one log by a real torch loop, each fold in two phases whose epoch counts
+    start again (`[Fold k] Head E1/4: train_loss=... val_loss=...`, then `[Fold k] Finetune E1/8: ...`): every fold
+    trains a fresh model, so its first epoch's mean loss stands far above where the fold before ended. Only the fold
+    counter tells; that opening is no loss spike and no divergence, and a healthy cross-validation draws no
+    finding. Its twin prints one fold only."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    x = torch.randn(400, 8)
+    y = x @ torch.randn(8, 1) * 30 + 100 + torch.randn(400, 1)
+    parts = torch.arange(400) % 4
+    lines = []
+    for k in range(folds):
+        body, head = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU()), torch.nn.Linear(16, 1)
+        train, val = parts != k, parts == k
+        lines.append(f"=== Training fold {k} ===")
+        for phase, epochs, params in (("Head", 4, head.parameters()), ("Finetune", 8, [*body.parameters(),
+                                                                                       *head.parameters()])):
+            opt = torch.optim.Adam(params, lr=0.05)
+            for epoch in range(1, epochs + 1):
+                total = 0.0
+                for i in range(0, int(train.sum()), 30):
+                    xb, yb = x[train][i:i + 30], y[train][i:i + 30]
+                    loss = torch.nn.functional.mse_loss(head(body(xb)), yb)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    total += loss.item() * len(xb)
+                with torch.no_grad():
+                    v = torch.nn.functional.mse_loss(head(body(x[val])), y[val]).item()
+                lines.append(f"[Fold {k}] {phase} E{epoch}/{epochs}: train_loss={total / int(train.sum()):.4f} "
+                             f"val_loss={v:.4f}")
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "train_log.txt").write_text("\n".join(lines) + "\n")
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    wrong = [f for f in out["findings"] if f["kind"] in ("loss_spike", "divergence", "resumed_run")]
+    assert wrong == [], [f["summary"] for f in wrong]
+    assert out["lines_read"] and not out["read_problems"], out["lines_read"]

@@ -226,9 +226,12 @@ class Overfitting:
             found = one._routes(run)
             if found:
                 f = found[0]
-                span = f"launch {k} of {len(bounds) - 1}"
+                # a cross-validation's folds are its launches: named as folds, not as launches appended to a log
+                folds = set(starts) <= set(run.fold_starts(run.pick("loss")))
+                span = f"one fold of the cross-validation's {len(bounds) - 1}" if folds else \
+                    f"launch {k} of {len(bounds) - 1} appended to the log"
                 return [dataclasses.replace(f, evidence={**f.evidence, "launch": k, "launches": len(bounds) - 1},
-                                            summary=f"{f.summary} (in {span} appended to the log; the last shows no turn)")]
+                                            summary=f"{f.summary} (in {span}; the last shows no turn)")]
         return []
 
     def _scatter(self, run: Run) -> Finding | None:
