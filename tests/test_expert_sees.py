@@ -519,3 +519,42 @@ def test_each_fold_of_a_cross_validation_is_a_training_of_its_own(capsys, tmp_pa
     wrong = [f for f in out["findings"] if f["kind"] in ("loss_spike", "divergence", "resumed_run")]
     assert wrong == [], [f["summary"] for f in wrong]
     assert out["lines_read"] and not out["read_problems"], out["lines_read"]
+
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_a_percent_accuracy_saved_under_a_loss_name_is_no_divergence(capsys, tmp_path, noisy):
+    """A real torch loop's history saved as Python lists (`str(list)` to .txt), the training accuracy in percent
+    under the file name `loss_history.txt`: it climbs ever more slowly to exactly 100, an accuracy's ceiling, so it
+    is a score under a loss's name, not a loss rising (before: a critical divergence, and a "grokking" of a loss
+    saturated at its first value). Its twin's labels are 5% flipped: the accuracy never reaches 100, and the curve
+    keeps the reading a rising loss gets."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    x = torch.randn(600, 4)
+    x = x[(x[:, 0] + 0.5 * x[:, 1]).abs() > 0.3][:384]  # a margin: separable, so 100% can be reached
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long()
+    if noisy:
+        y[torch.randperm(256)[:13]] ^= 1
+    model = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.005)
+    acc, test_loss = [], []
+    for _ in range(60):
+        for i in range(0, 256, 32):
+            loss = torch.nn.functional.cross_entropy(model(x[i:i + 32]), y[i:i + 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            acc.append(100.0 * float((model(x[:256]).argmax(1) == y[:256]).float().mean()))
+            test_loss.append(float(torch.nn.functional.cross_entropy(model(x[256:]), y[256:])))
+    assert (max(acc) == 100.0) != noisy
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "loss_history.txt").write_text(str(acc))
+    (root / "loss_test_history.txt").write_text(str(test_loss))
+    out = analyze(capsys, root, tmp_path / "f.duckdb")
+    kinds = {f["kind"] for f in out["findings"]}
+    if noisy:
+        assert "divergence" in kinds, [f["summary"] for f in out["findings"]]
+    else:
+        assert not kinds & {"divergence", "grokking"}, [f["summary"] for f in out["findings"]]

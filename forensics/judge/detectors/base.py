@@ -289,9 +289,12 @@ def saturates_at_one(values: np.ndarray, closed: float = 0.9, tau: float = 0.8, 
     closing `closed` of its first distance to 1 by its end (the median of its last three), and more in its first
     half than in its second (a saturating approach, not an acceleration). A loss that climbs does so away from its
     floor and faster as it goes; one that creeps up to exactly 1 ever more slowly is a score printed under a loss's
-    name (a table whose header calls its training metric "loss"), to be judged as higher-is-better, if at all."""
+    name (a table whose header calls its training metric "loss"), to be judged as higher-is-better, if at all.
+    In percent likewise: values within [0, 100] whose highest is exactly 100 (every sample right), read over 100."""
     y = np.asarray(values, dtype=float)
     y = y[np.isfinite(y)]
+    if y.size and float(np.max(y)) == 100.0 and float(np.min(y)) >= 0:
+        y = y / 100.0  # a percentage that reaches 100: an accuracy's own ceiling, no loss has one
     if y.size < points or not (np.all(y >= 0) and np.all(y <= 1)) or y[0] >= 1:
         return False
     end = float(np.median(y[-3:]))

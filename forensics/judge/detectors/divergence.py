@@ -124,7 +124,8 @@ class Divergence:
     the three shared sets and set14/16. The GAN pair's blow-up: 0 new claims on the 40 healthy shared runs and the
     292 healthy runs of set12-18. An agent's reward that gets worse (`_reward_lost`): 0 new claims on the 40 healthy
     shared runs and the 119 healthy restored runs of set12-13, 16-19 and 21-22 (first labels); 3 runs named right.
-    Unbounded below: 0 new claims on the 40 healthy shared runs and the 77 healthy restored runs of set18-19 and
+    A percentage at exactly 100 read as a score (`saturates_at_one`) only removes claims: a critical one on a
+    healthy run of set23 gone. Unbounded below: 0 new claims on the 40 healthy shared runs and the 77 healthy restored runs of set18-19 and
     21-22; 1 run named right.
     """
 

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from forensics.judge import stats
-from forensics.judge.detectors.base import SHAPE, finite_part, score_scale, src
+from forensics.judge.detectors.base import SHAPE, finite_part, saturates_at_one, score_scale, src
 from forensics.judge.findings import Finding
 from forensics.judge.run import Run
 
@@ -24,7 +24,8 @@ class Grokking:
     accuracy, at `saturated_loss`); by then validation has made at most `val_before` of its progress, stays so for
     `min_flat_evals` evaluations, and gains at least `min_gain` afterwards (an accuracy's gain on its 0-1 scale, a
     percentage read as one: `base.score_scale`); its jump (`val_before` to `val_after`) starts `min_delay` × the
-    saturation step after saturation and takes at most `max_jump` of the run.
+    saturation step after saturation and takes at most `max_jump` of the run. None where the "training loss" is a
+    score under a loss's name (`base.saturates_at_one`): it would read as saturated at its first value.
     Why: informational: the model memorised first and generalised much later; keep training, weight decay.
     Evidence: train saturation step, val jump start and end steps, the levels at each, which metric.
     False alarms: 0 of the 104 healthy runs of the 849-run pool it could check; no labelled instance there. Gains on
@@ -83,6 +84,8 @@ class Grokking:
         if pair is None:
             return
         train_role, val_role, train_sign, sign = pair
+        if train_sign < 0 and saturates_at_one(run.arrays(train_role)[1]):
+            return  # a score under a loss's name (`base.saturates_at_one`): it never "saturates" at its first value
         ts, tsm, tp = self._progress(train_role, run, train_sign)
         vs, vsm, vp = self._progress(val_role, run, sign)
         if ts.size < self.min_points or vs.size < self.min_points:
