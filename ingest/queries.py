@@ -301,6 +301,17 @@ def series_points(con: Any, series_id: int) -> pl.DataFrame:
     return pl.DataFrame(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
                                     ORDER BY source_id, position"""))
 
+def training_opens(con: Any, series_id: int, loss_id: int) -> int | None:
+    """The first step of series `series_id` written at or after the first point of series `loss_id` in a file both
+    were read from (its last step + 1 where none is); None where they share no file."""
+    got = con.execute("""WITH l AS (SELECT source_id, min(position) AS p FROM scalars WHERE series_id = ?
+                                    GROUP BY source_id)
+                         SELECT coalesce(min(s.step) FILTER (WHERE s.position >= l.p), max(s.step) + 1), count(*)
+                         FROM scalars s JOIN l USING (source_id) WHERE s.series_id = ?""",
+                      [int(loss_id), int(series_id)]).fetchall()
+    return None if not got or not got[0][1] else int(got[0][0])
+
+
 def source_edges(con: Any, series_id: int) -> pl.DataFrame:
     """Per file a series was read from (several TensorBoard event files of one run), its first and last point:
     source, first_step, first_wall, last_step, last_wall, in the order the files began (first stamp, then file)."""

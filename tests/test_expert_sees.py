@@ -558,3 +558,58 @@ def test_a_percent_accuracy_saved_under_a_loss_name_is_no_divergence(capsys, tmp
         assert "divergence" in kinds, [f["summary"] for f in out["findings"]]
     else:
         assert not kinds & {"divergence", "grokking"}, [f["summary"] for f in out["findings"]]
+
+
+SETUP_PRINTER = r"""
+import json, logging, sys
+from transformers import TrainingArguments
+from transformers.trainer_callback import ProgressCallback, TrainerControl, TrainerState
+
+during = sys.argv[2] == "during"
+logging.basicConfig(stream=sys.stdout, level=logging.INFO,
+                    format="[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] %(message)s")
+log = logging.getLogger("DeepSpeed")
+
+def see_memory_usage(used):  # DeepSpeed's utils.see_memory_usage, as ZeRO-3 prints it while the weights load
+    log.info(f"CPU Virtual Memory:  used = {used:.2f} GB, percent = {used / 20:.1f}%")
+
+if not during:
+    for used in (197.58, 197.59, 467.34, 733.8, 1014.2, 1274.55):
+        see_memory_usage(used)
+log.info("[Rank 0] step=0, skipped=0, lr=[0.0, 0.0], mom=[(0.9, 0.999), (0.9, 0.999)]")
+log.info("DeepSpeedEngine configuration:")
+print(json.dumps({"fp16": {"enabled": "auto", "loss_scale": 0, "loss_scale_window": 1000, "min_loss_scale": 1},
+                  "zero_optimization": {"stage": 3}}, indent=4))
+print("\n".join(f"  weight {i} loaded" for i in range(120)))  # the set-up output between it and training
+state = TrainerState(max_steps=400, is_world_process_zero=True)
+args, control, bar = TrainingArguments(output_dir=sys.argv[1], report_to=[]), TrainerControl(), ProgressCallback()
+bar.on_train_begin(args, state, control)
+for i in range(20):
+    if during:
+        see_memory_usage(197.58 * 1.1 ** i)
+    state.global_step, state.epoch = 20 * (i + 1), (i + 1) / 20
+    bar.on_log(args, state, control, logs={"loss": round(1.5 * 0.97 ** i, 4), "grad_norm": 1.0,
+                                           "learning_rate": 5e-5, "epoch": round(state.epoch, 2)})
+bar.on_train_end(args, state, control)
+"""
+
+
+@pytest.mark.parametrize("during", [False, True])
+def test_what_a_log_prints_before_training_is_set_up(capsys, tmp_path, during):
+    """A DeepSpeed launch prints its memory while the weights load (rising ×6), a `step=0` line and its
+    configuration (`"loss_scale": 0`: dynamic scaling) before HF Trainer's first record: set-up, not training. Its
+    records, 200 lines under that `step=0`, are a stream of their own, not 20 values at step 0; the memory and the
+    scale are judged from training on. The twin prints the same memory rising through training: a leak."""
+    pytest.importorskip("transformers", reason="the test extra installs transformers")
+
+    def write(root: Path) -> None:
+        with (root / "train.log").open("w") as out:
+            subprocess.run([sys.executable, "-c", SETUP_PRINTER, str(tmp_path / "out"), "during" if during else "before"],
+                           stdout=out, stderr=subprocess.STDOUT, check=True)
+
+    out, grown = judged(capsys, tmp_path, write, "memory_growth")
+    kinds = {f["kind"] for f in out["findings"]}
+    assert "amp_overflow" not in kinds, [f["summary"] for f in out["findings"]]
+    assert bool(grown) == during, [f["summary"] for f in out["findings"]]
+    assert out["verdict"] != "inconclusive", out["verdict_reason"]  # 20 records read, on 20 steps
+    assert "20 points" in out["verdict_reason"] or during, out["verdict_reason"]

@@ -268,6 +268,7 @@ class Run:
     # () -> the console lines that announce an event in words, with the records around each (`announced`)
     _announced: Any = field(default=None, repr=False)
     _source_edges: Any = field(default=None, repr=False)  # series_id -> each source file's first and last point
+    _opens: Any = field(default=None, repr=False)  # (series_id, loss series_id) -> `queries.training_opens`
     _announced_cache: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
 
     # --- building ---------------------------------------------------------------------------------
@@ -291,7 +292,8 @@ class Run:
                    _reduce=lambda series_id, buckets: queries.series_reduced(con, series_id, buckets),
                    _breaks=lambda series_id, strict: queries.write_order_breaks(con, series_id, strict),
                    _announced=lambda: queries.announced(con, run_id, ANNOUNCED),
-                   _source_edges=lambda series_id: queries.source_edges(con, series_id))
+                   _source_edges=lambda series_id: queries.source_edges(con, series_id),
+                   _opens=lambda series_id, loss_id: queries.training_opens(con, series_id, loss_id))
 
     def reduced(self, name: str | None) -> dict[str, int] | None:
         """For a series read reduced (longer than `long_series` points): {"n_points": its stored points,
@@ -309,6 +311,21 @@ class Run:
         `results.csv` beside the TensorBoard files that hold its columns)."""
         row = self.meta.filter(pl.col("name") == name)
         return bool(row.height and row["ordinal"].fill_null(False)[0])
+
+    def training_opens(self, name: str | None) -> int | None:
+        """The step of series `name` where training opens in a console log: its first point written at or after the
+        training loss's first record in that file (its last step + 1 where it has none); None where `name` is no
+        console log's or shares no file with that loss. What a log prints above its first training record is set-up,
+        not training: the memory DeepSpeed reports while the weights load, a configuration dump's `"loss_scale": 0`
+        (dynamic scaling). Instrument series are judged from here on (memory_growth, amp_overflow)."""
+        loss = self.pick("loss")
+        if name is None or loss is None or loss == name or self._opens is None \
+                or self.format_of(name) not in TEXT_FORMATS:
+            return None
+        ids = [self.meta.filter(pl.col("name") == n)["series_id"] for n in (name, loss)]
+        if not all(i.len() for i in ids):
+            return None
+        return self._opens(int(ids[0][0]), int(ids[1][0]))
 
     def finite_points(self, role_or_name: str) -> int:
         """How many finite points `series(role_or_name)` has: counted from the store for a reduced series (its

@@ -246,7 +246,8 @@ class AmpOverflow:
         logged = run.has("loss_scale")
         name = run.pick("loss_scale") if logged else None
         steps, s = _scale_points(run, name) if logged else _checkpoint_scales(run)
-        ok = np.isfinite(s)
+        opens = run.training_opens(name) if logged else None  # a console log's set-up lines above training say nothing
+        ok = np.isfinite(s) & (steps >= (steps.min(initial=0) if opens is None else opens))
         steps, s = steps[ok], s[ok]
         if s.size == 0 or (s.size < 3 and not np.any(s < self.floor)) or (np.unique(steps).size == 1 and np.all(s)):
             # a scale below the floor is evidence at any count (`Fp16 Grad Scale: 0` on three lines), a collapsed 0

@@ -27,6 +27,8 @@ class MemoryGrowth:
     growth: caches that fill and then hold are not a leak. Each launch appended to the log on its own (`by_launch`):
     launches of other configs hold other amounts. Effect size first: a series of memory in use rising at
     each of its records, `every_points` or more, by `min_growth`, its second half carrying `late_share` of it.
+    Memory a console log prints above its first training record is set-up (weights loading), not training: read from
+    `Run.training_opens` on.
     Why: a leak (loss tensors kept instead of loss.item(), growing caches) ends in an out-of-memory crash.
     Evidence: start and end level, growth, slope per step, p.
     False alarms: 0 of the 35 healthy runs it could check (benchmarks/calibrate.py); 0 of the 40 healthy real runs;
@@ -60,7 +62,8 @@ class MemoryGrowth:
                 continue
             f = run.series_named(name)
             st, m = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
-            ok = np.isfinite(m)
+            opens = run.training_opens(name)
+            ok = np.isfinite(m) & (st >= (st.min(initial=0) if opens is None else opens))
             st, m = st[ok], m[ok]
             half = m.size // 2
             if (m.size >= self.every_points and stats.rising_tail(m) == m.size and m[0] > 0
@@ -84,7 +87,11 @@ class MemoryGrowth:
             return
         if too_short(run, "memory", 10):
             return
-        for steps, m in by_launch(run, "memory", *run.arrays("memory")):  # a launch's memory is its own config's
+        steps, m = run.arrays("memory")
+        opens = run.training_opens(run.pick("memory"))
+        if opens is not None:
+            steps, m = steps[steps >= opens], m[steps >= opens]
+        for steps, m in by_launch(run, "memory", steps, m):  # a launch's memory is its own config's
             found = self._trend(run, steps, m)
             if found is not None:
                 yield found
