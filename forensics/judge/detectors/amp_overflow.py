@@ -246,9 +246,12 @@ class AmpOverflow:
         logged = run.has("loss_scale")
         name = run.pick("loss_scale") if logged else None
         steps, s = _scale_points(run, name) if logged else _checkpoint_scales(run)
-        opens = run.training_opens(name) if logged else None  # a console log's set-up lines above training say nothing
-        ok = np.isfinite(s) & (steps >= (steps.min(initial=0) if opens is None else opens))
+        ok = np.isfinite(s)
         steps, s = steps[ok], s[ok]
+        opens = run.training_opens(name) if logged else None
+        if opens is not None and s.size and np.all(steps < opens) and np.unique(s).size == 1:
+            return  # one value printed only above the first training record is a setting (a configuration's
+            # `"loss_scale": 0`, dynamic scaling), not a scaler's state; halvings there are overflows all the same
         if s.size == 0 or (s.size < 3 and not np.any(s < self.floor)) or (np.unique(steps).size == 1 and np.all(s)):
             # a scale below the floor is evidence at any count (`Fp16 Grad Scale: 0` on three lines), a collapsed 0
             # even on one line; a scale between 0 and 1 seen at one step only (a line, or two modules printing one
