@@ -1706,7 +1706,6 @@ _NOT_LETTERS = re.compile(r"[^A-Za-z]+")
 _NONFINITE_WORD = r"(?i)\b(?:nan|inf(?:inity)?)\b"  # a value word an outline leaves out with the digits
 REPEATS = 3  # a line shape seen this often in a file is a record line (see `_candidate_lines`)
 RECENT_RECORDS = 16  # records a copy by another rank is looked for among (`_State.copied_record`)
-CARRY_LINES = 50  # a record with no counter is read at the step printed this many lines above it or fewer
 HEADER_LINES = 5  # lines of other output between a launch's last record and the next launch's first `Epoch 1` line
 # A record that prints the file's first epoch again right after one at that epoch, in a file whose epoch counter ran
 # past it before, begins a launch when the clock moved on this many times the median interval between the file's
@@ -1868,7 +1867,6 @@ class _State:
     line_no: int = 1  # 1-based number of the next \n-terminated line
     last_step: int | None = None
     step_tags: frozenset[str] = frozenset()  # the tags of the line that printed `last_step`
-    step_line: int = 0  # the line number that printed `last_step`
     date: datetime | None = None  # midnight UTC of the last full date seen
     last_tod: float | None = None  # the last time of day (s) placed on an assumed date
     assumed: int | None = None  # line number of the first stamp whose date was assumed
@@ -1949,7 +1947,6 @@ class _State:
                 state.header_epoch = None if parsed.metrics else parsed.epoch
             if state.last_step is None and parsed.step is not None:
                 state.last_step, state.step_tags = parsed.step, frozenset(parsed.metrics)
-                state.step_line = state.line_no  # (near enough: the read goes on from right below it)
             if state.date is None and parsed.time and "y" in parsed.time:
                 t = parsed.time
                 state.date = datetime(int(t["y"]), _month(t["mo"]), int(t["d"]), tzinfo=timezone.utc)
@@ -2053,7 +2050,7 @@ class _State:
                     if self.unmatched_sample is None:
                         self.unmatched_sample = text.strip()[:MAX_SAMPLE_CHARS]
                 if step is not None and split is None:
-                    self.last_step, self.step_tags, self.step_line = step, frozenset(), line_no
+                    self.last_step, self.step_tags = step, frozenset()
                 if epoch is not None:
                     self.header_epoch, self.epoch_kept = epoch, False
                     self.note_header_epoch(epoch, line_no)
@@ -2067,14 +2064,13 @@ class _State:
             if step is not None:
                 is_ordinal = False
                 if split is None:  # an evaluation loop's own counter is not the training's step
-                    self.last_step, self.step_tags, self.step_line = step, frozenset(metrics), line_no
+                    self.last_step, self.step_tags = step, frozenset(metrics)
             elif self.last_step is not None and (frozenset(metrics) != self.step_tags or _NET_OUTPUT.search(text)) and (
-                    epoch is None and batch is None and line_no - self.step_line <= CARRY_LINES or held_out
+                    epoch is None and batch is None or held_out
                     or batch is None and any(_names_split(t) for t in metrics)):
                 # a line with no global counter of its own (Caffe's outputs under `Iteration N`; an evaluation's
                 # `Test: [10/196]` batches and summary; an epoch's summary, `| end of epoch 3 | valid loss 5.35`) is
-                # read at the training step logged last; a record with no counter far below that step's line is
-                # a stream of its own (HF's dicts 200 lines under DeepSpeed's `step=0, skipped=0` set-up line)
+                # read at the training step logged last
                 step, is_ordinal = self.last_step, False
             else:
                 step, is_ordinal = segment + k, True
