@@ -301,6 +301,7 @@ def series_points(con: Any, series_id: int) -> pl.DataFrame:
     return pl.DataFrame(con.sql(f"""SELECT step, value, wall_time FROM scalars WHERE series_id = {int(series_id)}
                                     ORDER BY source_id, position"""))
 
+
 def training_opens(con: Any, series_id: int, loss_id: int) -> int | None:
     """The first step of series `series_id` written at or after the first point of series `loss_id` in a file both
     were read from (its last step + 1 where none is); None where they share no file."""
