@@ -61,9 +61,8 @@ class MemoryGrowth:
             if set(words(name)) & NOT_USE:
                 continue
             f = run.series_named(name)
-            st, m = f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy()
-            opens = run.training_opens(name)
-            ok = np.isfinite(m) & (st >= (st.min(initial=0) if opens is None else opens))
+            st, m = _in_training(run, name, f["step"].to_numpy(), f["value"].fill_null(np.nan).to_numpy())
+            ok = np.isfinite(m)
             st, m = st[ok], m[ok]
             half = m.size // 2
             if (m.size >= self.every_points and stats.rising_tail(m) == m.size and m[0] > 0
@@ -87,10 +86,7 @@ class MemoryGrowth:
             return
         if too_short(run, "memory", 10):
             return
-        steps, m = run.arrays("memory")
-        opens = run.training_opens(run.pick("memory"))
-        if opens is not None:
-            steps, m = steps[steps >= opens], m[steps >= opens]
+        steps, m = _in_training(run, run.pick("memory"), *run.arrays("memory"))
         for steps, m in by_launch(run, "memory", steps, m):  # a launch's memory is its own config's
             found = self._trend(run, steps, m)
             if found is not None:
@@ -125,3 +121,13 @@ def _grows(steps: np.ndarray, m: np.ndarray, p: float) -> str:
     (head, head_text), (tail, tail_text) = head_tail_of(steps, m)
     return (f"memory grows from the {head_text} to the {tail_text} (+{(tail - head) / head:.0%}) over steps "
             f"{steps[0]}-{steps[-1]} (Mann–Kendall p={p:.1g})")
+
+
+def _in_training(run: Run, name: str | None, steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Memory series `name`'s points from where training opens (`Run.training_opens`): what a console log prints
+    above its first training record is set-up (weights loading), not training."""
+    opens = run.training_opens(name)
+    if opens is None:
+        return steps, values
+    keep = steps >= opens
+    return steps[keep], values[keep]
