@@ -287,6 +287,12 @@ PATTERNS: list[LinePattern] = [
         r"(?<![\w./-])[\w./-]*[\w-]\.(?i:pth|pt|ckpt|bin|safetensors|h\d|hdf\d|pkl|pickle|npz|npy|tar|zip|gz|onnx|pb|mp\d"
         r"|json|yaml|yml|csv|jpg|jpeg|png|wav|model|weights)(?![\w.])"),
         "Checkpoint saved to checkpoints/checkpoint-epoch1-batch200.pth"),
+    # The path a save message names with no extension (Keras' ModelCheckpoint to a SavedModel folder, `Epoch 1:
+    # val_loss improved from inf to 58.02555, saving model to ckpt/run_mb/01-58.0256`; `Saved checkpoint to
+    # out/step_1000`): a path after the message's `to`, its digits a name's. A record's values are never a path.
+    LinePattern("saved_to_path", "ignore", _p(
+        r"\b(?i:sav(?:e|ed|ing))\b[^\n]{0,40}?\bto\s+['\"]?[\w.~-]*/[^\s,;'\"]*"),
+        "Epoch 1: val_loss improved from inf to 58.02555, saving model to ckpt/run_mb/01-58.0256"),
     # A source location in a logger's prefix (`train.py[line:123]`, `train.py:123`, `File "x.py", line 71`): no value.
     # loguru's `module:function:line - ` too (`__main__:train:41 - `).
     LinePattern("source_line", "ignore", _p(

@@ -298,8 +298,9 @@ FORMATS: list[Format] = [
     # version 32: a decimal that ends its line with a colon (`chamfer_dist 1.6065:`) is a value; `name[v]` glued keeps
     # its name whole; `nan` is never a word of a name (`loss\tnan`, `loss: nan lr=1e-4`); `| name | v |` cells after a
     # prefix, and rows of name and value cells alternating (`| step | 20 | loss | 0.52 |`), are pairs
+    # version 33: the path a save message names (`saving model to ckpt/run/01-58.0256`) holds no value
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=32),
+           text=True, version=33),
 ]
 
 
