@@ -317,3 +317,35 @@ def test_a_speech_toolkits_cv_pass_is_held_out_not_training(tmp_path):
     run = load_run(root, tmp_path / "f.duckdb")
     assert float(np.max(run.arrays("loss")[1])) < 26
     assert run.pick("val_loss") is not None and float(np.min(run.arrays("val_loss")[1])) > 27
+
+
+def test_a_checkpoint_path_in_a_save_message_gives_no_value(tmp_path):
+    """Keras' ModelCheckpoint(verbose=1) names the file it saves (`saving model to ckpt/03-0.7748.keras`), and the
+    epoch's line follows: the log holds the loss and val_loss, nothing from the path. TF2's Keras saved a SavedModel
+    folder with no extension (`saving model to ckpt/run_mb/01-58.0256`), a shape Keras 3 no longer writes: its
+    digits are a name's too, as are those of OLMo's `Checkpoint saved to .../step500-unsharded`."""
+    import contextlib
+    import io
+    import os
+
+    from ingest.console import parse_line
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras", reason="the test extra installs keras")
+    x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="sigmoid")])
+    model.compile("sgd", "binary_crossentropy")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        model.fit(x, (x.sum(1) > 0).astype("float32"), validation_split=0.25, epochs=12, verbose=2, callbacks=[
+            keras.callbacks.ModelCheckpoint(str(tmp_path / "ckpt" / "{epoch:02d}-{val_loss:.4f}.keras"), verbose=1)])
+    assert "saving model to" in out.getvalue()
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "train.log").write_text(out.getvalue())
+    run = load_run(root, tmp_path / "f.duckdb")
+    assert {"loss", "val_loss"} <= set(run.meta["name"]) and not [n for n in run.meta["name"] if "sav" in n]
+    assert run.arrays("val_loss")[1].size == 12
+    for line in ("Epoch 1: val_loss improved from inf to 58.02555, saving model to ckpt/run_mb/01-58.0256",
+                 "INFO\tUnsharded checkpoint saved to /home/u/checkpoints/OLMo-1B/step500-unsharded"):
+        assert dict(parse_line(line).metrics) == {}, line
