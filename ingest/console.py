@@ -2072,7 +2072,7 @@ class _State:
                 if split is None:  # an evaluation loop's own counter is not the training's step
                     self.last_step, self.step_tags = step, frozenset(metrics)
             elif self.last_step is not None and (frozenset(metrics) != self.step_tags or _NET_OUTPUT.search(text)) and (
-                    epoch is None and batch is None or held_out
+                    epoch is None and batch is None and EPOCH_TAG not in metrics or held_out
                     or batch is None and any(_names_split(t) for t in metrics)):
                 # a line with no global counter of its own (Caffe's outputs under `Iteration N`; an evaluation's
                 # `Test: [10/196]` batches and summary; an epoch's summary, `| end of epoch 3 | valid loss 5.35`) is

@@ -299,8 +299,10 @@ FORMATS: list[Format] = [
     # its name whole; `nan` is never a word of a name (`loss\tnan`, `loss: nan lr=1e-4`); `| name | v |` cells after a
     # prefix, and rows of name and value cells alternating (`| step | 20 | loss | 0.52 |`), are pairs
     # version 33: the path a save message names (`saving model to ckpt/run/01-58.0256`) holds no value
+    # version 34: a record that logs its own epoch (HF's `'epoch': 0.27`) takes no step from another printer's line
+    # (DeepSpeed's one `step=0, skipped=0` at set-up)
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=33),
+           text=True, version=34),
 ]
 
 

@@ -728,7 +728,7 @@ class _ReferenceState(C._State):
                 step, is_ordinal = parsed.step, False
                 self.last_step, self.step_tags = parsed.step, frozenset(parsed.metrics)
             elif self.last_step is not None and frozenset(parsed.metrics) != self.step_tags and (
-                    parsed.epoch is None and parsed.batch is None or held_out
+                    parsed.epoch is None and parsed.batch is None and C.EPOCH_TAG not in parsed.metrics or held_out
                     or parsed.batch is None and any(C._names_split(t) for t in parsed.metrics)):
                 step, is_ordinal = self.last_step, False
             else:

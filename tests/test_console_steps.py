@@ -3,6 +3,7 @@ no counter and no value (an estimate's time, a settings dump, a file's name)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -247,3 +248,28 @@ def test_one_record_an_epoch_at_the_same_iteration_counts_within_the_epoch(tmp_p
     (root / "train.log").write_text("\n".join(lines) + "\n")
     run = load_run(root, tmp_path / "f.duckdb")
     assert run.series("loss").height == 30 and run.series("val_loss").height == 30
+
+
+def test_records_that_log_their_own_epoch_take_no_step_from_another_printers_line(tmp_path):
+    """DeepSpeed's engine prints `[Rank 0] step=0, skipped=0, lr=[...]` once at set-up (its `steps_per_print` past the
+    run's length), then HF Trainer's ProgressCallback prints its dicts, each with its own `'epoch': 0.05`: those
+    records are counted by the epoch they log and their lines, not all read at DeepSpeed's step 0."""
+    transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
+    from transformers.trainer_callback import ProgressCallback, TrainerControl, TrainerState
+
+    log = tmp_path / "train.log"
+    log_messages(log, ["[Rank 0] step=0, skipped=0, lr=[0.0, 0.0], mom=[(0.9, 0.999), (0.9, 0.999)]"],
+                 "[%(asctime)s] [%(levelname)s] [logging.py:107:log_dist] %(message)s")
+    state = TrainerState(max_steps=400, is_world_process_zero=True)
+    args = transformers.TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[])
+    control, bar = TrainerControl(), ProgressCallback()
+    losses = [round(1.5 * 0.97 ** i, 3) for i in range(20)]  # HF prints 4 significant digits
+    with log.open("a") as out, contextlib.redirect_stdout(out):
+        bar.on_train_begin(args, state, control)
+        for i, loss in enumerate(losses):
+            state.global_step, state.epoch = 20 * (i + 1), (i + 1) / 20
+            bar.on_log(args, state, control, logs={"loss": loss, "learning_rate": 5e-5, "epoch": state.epoch})
+        bar.on_train_end(args, state, control)
+    run = load_run(tmp_path, tmp_path / "f.duckdb")
+    steps, values = run.arrays("loss")
+    assert values.tolist() == losses and len(set(steps.tolist())) == 20  # one point a record, none piled at step 0
