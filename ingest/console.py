@@ -506,6 +506,14 @@ PATTERNS: list[LinePattern] = [
         rf"(?P<quote>['\"])?(?P<value>{NUM})(?(quote)['\"]){_NUM_END}"),
                 "{'loss': 0.6931, 'grad_norm': inf, 'learning_rate': 5e-05, 'epoch': 0.27}",
                 {"loss": 0.6931, "grad_norm": float("inf"), "learning_rate": 5e-05, "epoch": 0.27}),
+    # A name qualified in parentheses (`Loss(train): 6.55, Loss(val): 6.49`, `Acc (test) = 0.91`): the split or the
+    # kind a hand-written print puts after the name, kept in the tag as printed. Not a call (`f(x) = 1`: a one-letter
+    # name), nor a settings repr's arguments (blanked before).
+    LinePattern("qualified_name", "assign", _p(
+        r"(?<![\w.-])(?P<key>[A-Za-z][A-Za-z_]+ ?\([A-Za-z][\w ]{0,20}\))\s*[:=]\s*"
+        rf"(?P<value>{NUM}){_NUM_END}"),
+        "[Prompt]Epoch:0, Current step: 1000, Loss(train): 6.551672, Loss(val): 6.492640, alpha:0.030000",
+        {"step": 1000, "Loss(train)": 6.551672, "Loss(val)": 6.49264, "alpha": 0.03}),
     # `name:value` with no space (modded-nanogpt's `step:1/20000 train_loss:6.9319 train_time:132ms`, `train loss:1.2`):
     # a unit may be glued on. Not a device (`cuda:0`), a port, a URL or a quoted string's inside.
     LinePattern("key_colon_value", "assign", _p(

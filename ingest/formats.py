@@ -300,7 +300,7 @@ FORMATS: list[Format] = [
     # prefix, and rows of name and value cells alternating (`| step | 20 | loss | 0.52 |`), are pairs
     # version 33: the path a save message names (`saving model to ckpt/run/01-58.0256`) holds no value
     # version 34: a record that logs its own epoch (HF's `'epoch': 0.27`) takes no step from another printer's line
-    # (DeepSpeed's one `step=0, skipped=0` at set-up)
+    # (DeepSpeed's one `step=0, skipped=0` at set-up); a name qualified in parentheses (`Loss(train): 6.55`) is a key
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
            text=True, version=34),
 ]

@@ -938,3 +938,18 @@ def test_a_split_standing_as_a_field_between_bars_names_the_lines_values():
     assert role_of(next(k for k in train.metrics if "Loss" in k)).role == "train_loss"
     assert role_of(next(k for k in val.metrics if "Loss" in k)).role == "val_loss", val.metrics
     assert parse_line("loss|0.3|val|0.2").metrics.get("val") == 0.2
+
+
+def test_a_name_qualified_in_parentheses_is_a_key(tmp_path):
+    """A hand-written print through Python's logging that puts the split after the name (`Loss(train): 6.551672,
+    Loss(val): 6.492640`) logs a training and a validation loss; a call's argument (`f(x) = 1`) is no name."""
+    log = log_messages(tmp_path / "train_log.log", [
+        f"[Prompt]Epoch:{s // 5000}, Current step: {s}, Loss(train): {6.5 / (1 + s / 4000):.6f}, "
+        f"Loss(val): {6.4 / (1 + s / 5000):.6f}, alpha:0.030000" for s in range(1000, 21000, 1000)],
+        "%(asctime)s - %(filename)s:%(lineno)d - %(name)s - %(message)s")
+    frame = pl.concat([c.scalars for c in read_console(log) if c.scalars is not None])
+    train = frame.filter(pl.col("tag") == "Loss(train)")
+    assert train["step"].to_list() == list(range(1000, 21000, 1000)) and train["value"][0] == 5.2
+    assert frame.filter(pl.col("tag") == "Loss(val)").height == 20
+    assert role_of("Loss(train)").role == "train_loss" and role_of("Loss(val)").role == "val_loss"
+    assert dict(parse_line("f(x) = 1").metrics) == {}
