@@ -89,7 +89,7 @@ def test_norms_just_over_the_threshold_on_most_steps_are_no_change_worth_making(
 
 
 def test_norms_around_the_threshold_with_a_long_tail_are_judged_by_the_typical_step(tmp_path):
-    """Regression (false frequent_clipping on two healthy LLM fine-tunes at HF's default `max_grad_norm` 1.0): norms of
+    """Regression (false frequent_clipping on two healthy fine-tunes at HF's default `max_grad_norm` 1.0): norms of
     a median ×1.2 the threshold, scattered widely, are clipped on 68% of steps and the clipped ones have a median
     ×1.5, but half the steps lose under a sixth of their gradient: the typical step is judged, not the tail."""
     norms = 1.2 * np.exp(np.random.default_rng(3).normal(0, 0.45, 200))

@@ -75,11 +75,11 @@ class FrequentClipping:
         s = steps[ok]
         late = g[ok][s >= s[0] + (s[-1] - s[0]) / 2]  # warm-up's large norms are clipped by design
         late_rate = float(np.mean(late > threshold)) if late.size else 0.0
-        excess = float(np.median(g[ok])) / threshold
-        if rate < self.min_rate or late_rate < self.min_rate or excess < self.min_excess:
+        median = float(np.median(g[ok]))
+        if rate < self.min_rate or late_rate < self.min_rate or median < self.min_excess * threshold:
             return
-        ev = {"late_clip_rate": late_rate, "clip_rate": rate, "threshold": threshold, "median_norm": float(np.median(g[ok])),
-              "points": int(ok.sum()), "median_over_threshold": excess}
+        ev = {"late_clip_rate": late_rate, "clip_rate": rate, "threshold": threshold, "median_norm": median,
+              "points": int(ok.sum()), "median_over_threshold": median / threshold}
         yield Finding.of(self, severity="warning", step=int(steps[0]), step_end=int(steps[-1]),
                          series=run.pick("grad_norm"), evidence=ev, sources=(src(run, "grad_norm", steps),),
                          summary=(f"gradient norm exceeds the clip threshold {threshold:g} on {rate:.0%} of "
