@@ -874,6 +874,30 @@ def test_a_loss_never_better_than_its_first_record_is_divergence(tmp_path):
     assert list(Divergence(never_better=1.5).check(run)) == []
 
 
+def test_a_loss_blown_up_at_its_first_step_is_divergence_though_it_falls_back_part_of_the_way(tmp_path):
+    """The first optimizer step throws the loss from 93 to 2e14; it then falls for eighty steps, but ends near 6e10,
+    eight orders of magnitude above where it began. A falling tail alone reads as a first record logged too low; one
+    that stays orders of magnitude above it, with a step logged at every step, is a blow-up never recovered."""
+    steps = np.arange(84)
+    loss = np.concatenate([[92.77], 2.1e14 * np.geomspace(1.0, 3e-4, 83)])
+    run = load_run(write_tb(tmp_path / "r", {"train_loss": (steps, loss)}), tmp_path / "f.duckdb")
+    [f] = Divergence().check(run)
+    assert f.severity == "critical" and "never better than its first value 92.77 at step 0" in f.summary
+    assert f.evidence["growth_factor"] > 1e8
+    assert list(Divergence(never_orders=1e10).check(run)) == []
+
+
+def test_a_first_record_logged_too_low_by_its_interval_is_no_divergence(tmp_path):
+    """One batch's loss summed and divided by a logging interval of 5000 steps: the first record is 5000 × under the
+    loss, which then falls. Its end stands more than three orders above that first record, but no more than the
+    interval explains."""
+    steps = np.arange(0, 60_001, 5000)
+    loss = np.concatenate([[2.30 / 5000], np.geomspace(2.30, 0.80, 12)])
+    run = load_run(write_tb(tmp_path / "r", {"train_loss": (steps, loss)}), tmp_path / "f.duckdb")
+    assert run.arrays("loss")[1].size == 13
+    assert list(Divergence().check(run)) == []
+
+
 def test_a_short_or_noisy_log_above_its_first_record_is_no_divergence(tmp_path):
     """Never better than the first record, but in six records (four ranks' single batches, healthy) or in an excerpt
     of single-batch losses swinging ×1.5 record to record whose first was a low one: no level moved."""
