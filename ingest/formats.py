@@ -67,6 +67,23 @@ def _is_config(rel: PurePosixPath) -> bool:
     return bool(CONFIG_NAMES.match(rel.name))
 
 
+# Arrays and pickles named for what a history is (`history.pkl`, `trainHistoryDict.pickle`, `train_histories.npz`,
+# `val_losses.npy`: a word of these, or a name with a metric's role); other arrays and pickles in a run (a dataset's
+# samples, weights, a replay buffer, a tokenizer) are no log, and a folder of thousands of them is not read one by one.
+HISTORY_WORDS = frozenset({"hist", "history", "histories", "loss", "losses", "metric", "metrics", "log", "logs",
+                           "result", "results", "curve", "curves", "stats", "progress", "record", "records"})
+SAVED_SUFFIXES = (".npy", ".npz", ".pkl", ".pickle", ".p")
+
+
+def _is_saved_history(rel: PurePosixPath) -> bool:
+    """NumPy's arrays (`.npy`, `.npz`) and pickles named for a history (`ingest.arrays`)."""
+    if rel.suffix.lower() not in SAVED_SUFFIXES:
+        return False
+    from ingest.roles import role_of, words
+
+    return bool(HISTORY_WORDS & set(words(rel.stem))) or role_of(rel.stem).role != "other"
+
+
 def _is_trainer_state(rel: PurePosixPath) -> bool:
     return rel.name == "trainer_state.json"
 
@@ -222,6 +239,9 @@ FORMATS: list[Format] = [
     Format("jsonl", _table_claim(".jsonl", ".ndjson"), "ingest.tabular:read_jsonl", group=file_group, version=4),
     Format("parquet", _table_claim(".parquet"), "ingest.tabular:read_parquet", group=file_group,
            resumable=False, version=4),
+    # NumPy's .npy / .npz arrays and pickles named for a history, read as a JSON document's lists (`ingest.arrays`).
+    Format("arrays", _is_saved_history, "ingest.arrays:read_arrays", group=file_group,
+           resumable=False),
     # A whole JSON document (not JSON lines) of metrics, under any name: recognised by its first bytes.
     # version 2: a list of scalars' reprs as text (`"tensor(0.41)"`) is a series of their numbers; lists named as a
     # loss or an accuracy beside numbers (a run's metadata dumped with its history) are a history

@@ -75,6 +75,12 @@ def read_json(path: Path, start: int = 0) -> Iterator[Chunk]:
         sums, end, issues = component_sums(plots, start)  # DVCLive's summary: its series are the TSVs beside it
         yield Chunk(end=max(end, start), scalars=sums, configs={path.name: doc}, issues=issues)
         return
+    yield read_document(doc, path, start)
+
+
+def read_document(doc: Any, path: Path, start: int = 0, settings: bool = True) -> Chunk:
+    """The series of a document already loaded (`doc`: plain lists, dicts and numbers), by the module docstring's
+    shapes, named by `path`; what is left is the run's settings where `settings`, else dropped."""
     cols: dict[str, list[Any]] = {c: [] for c in _COLS}
     issues: list[Issue] = []
     rest: Any = None
@@ -106,7 +112,7 @@ def read_json(path: Path, start: int = 0) -> Iterator[Chunk]:
         rest = {"value": doc}
     frame = with_loss_sums(scalars_frame(pl.DataFrame(cols, schema=_SCHEMA))) if cols["tag"] else None
     configs = {}
-    if isinstance(rest, dict) and rest:
+    if settings and isinstance(rest, dict) and rest:
         leaves = sum(1 for _ in flatten(rest))
         if leaves <= MAX_SETTINGS_LEAVES:
             configs = {path.name: rest}
@@ -114,7 +120,7 @@ def read_json(path: Path, start: int = 0) -> Iterator[Chunk]:
             issues = [*issues, Issue(None, "not_settings", f"{path.name}: {leaves:,} values that are no metric "
                                                            f"series, more than the {MAX_SETTINGS_LEAVES:,} settings "
                                                            "a document may hold (a dataset's file?); not stored")]
-    yield Chunk(end=max(end, start), scalars=frame, configs=configs, issues=issues)
+    return Chunk(end=max(end, start), scalars=frame, configs=configs, issues=issues)
 
 
 def load_json(path: Path) -> tuple[Any, Issue | None]:
