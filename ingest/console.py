@@ -2798,9 +2798,23 @@ _UNNAMED_ROW = re.compile(
     rf"|(?P<spaced>{NUM}(?:[ \t]+{NUM}){{0,{MAX_UNNAMED_COLUMNS - 1}}}))\s*(?:{_XLUA_BAR})?\s*$")
 
 
+# The PyTorch tutorials' print of an average loss (`'%s (%d %d%%) %.4f' % (timeSince(start), iter, percent, loss)`):
+# the time since the start (and, in the translation tutorial, the time left), the iteration and its share of the
+# run, then the value alone: `0m 24s (5000 6%) 3.5270`, `0m 24s (- 6m 5s) (5 6%) 1.53`; or the iteration first,
+# the value followed by the sample it printed (`5000 5% (0m 10s) 2.2208 Bazovsky / Polish ✗ (Czech)`).
+_CLOCK_MS = r"\d+m\s?\d+s"
+_TIMED_ROW = re.compile(rf"^\s*{_UNNAMED_LEAD}(?:{_CLOCK_MS}(?:\s+\(-\s*{_CLOCK_MS}\))?\s+\((?P<n>\d+)\s+\d+%\)"
+                        rf"|(?P<n_first>\d+)\s+\d+%\s+\({_CLOCK_MS}\))\s+(?P<value>{NUM})(?:\s+\D.*)?$")
+
+
 def _unnamed_values(text: str) -> tuple[dict[str, int], list[str]] | None:
-    """The counter and the values, as printed, of a line of unnamed values (`_UNNAMED_ROW`); None for another line."""
-    found = _UNNAMED_ROW.match(_normalise(text)) if any(c.isdigit() for c in text) or "nan" in text.lower() else None
+    """The counter and the values, as printed, of a line of unnamed values (`_UNNAMED_ROW`, `_TIMED_ROW`); None for
+    another line."""
+    if not (any(c.isdigit() for c in text) or "nan" in text.lower()):
+        return None
+    if (timed := _TIMED_ROW.match(text)) is not None:
+        return {"step": _count(timed.group("n") or timed.group("n_first"))}, [timed.group("value")]
+    found = _UNNAMED_ROW.match(_normalise(text))
     if found is None:
         return None
     if found.group("listed") is not None:

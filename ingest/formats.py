@@ -321,8 +321,10 @@ FORMATS: list[Format] = [
     # version 33: the path a save message names (`saving model to ckpt/run/01-58.0256`) holds no value
     # version 34: a record that logs its own epoch (HF's `'epoch': 0.27`) takes no step from another printer's line
     # (DeepSpeed's one `step=0, skipped=0` at set-up); a name qualified in parentheses (`Loss(train): 6.55`) is a key
+    # version 35: the PyTorch tutorials' unnamed average loss after a clock and `(iteration percent%)`
+    # (`0m 24s (5000 6%) 3.5270`) is an unnamed value on that iteration
     Format("console", _claims_console, "ingest.console:read_console", group=file_group, sniff=_sniff_console,
-           text=True, version=34),
+           text=True, version=35),
 ]
 
 

@@ -6,6 +6,7 @@ sources in the comments); the twins that must stay unread are written by the rea
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
@@ -270,3 +271,37 @@ def test_a_split_named_alone_over_whole_numbers_that_never_fall_counts_and_is_no
     values count the learner's and actors' steps: no training loss is read, and none is guessed."""
     run, db = _run(tmp_path, {"log.txt": AGENT_REWARDS})
     assert run.all_of("train_loss") == [] and run.has("Train") and not _guesses(db)
+
+
+def _tutorial_clock(seconds: float) -> str:
+    """The PyTorch NLP tutorials' `asMinutes`: `'%dm %ds' % (m, s)`."""
+    m = math.floor(seconds / 60)
+    return "%dm %ds" % (m, seconds - m * 60)
+
+
+@pytest.mark.parametrize("shape", ["generation", "translation", "classification"])
+def test_the_pytorch_tutorials_average_loss_print_is_the_loss_on_its_iteration(tmp_path, shape):
+    """The three NLP-from-scratch tutorials print their average loss with no name, after the time since the start
+    (the translation tutorial adds the time left) and the iteration with its share of the run, or (classification)
+    the iteration first and the sample it guessed after the value. Their own format strings write the log."""
+    losses = sgd_losses(20, seed=3)
+    lines = []
+    for k, loss in enumerate(losses, 1):
+        it, percent, spent = k * 5000, k * 5, k * 13.7
+        if shape == "generation":
+            lines.append("%s (%d %d%%) %.4f" % (_tutorial_clock(spent), it, percent, loss))
+        elif shape == "translation":
+            since = "%s (- %s)" % (_tutorial_clock(spent), _tutorial_clock(spent / (percent / 100) - spent))
+            lines.append("%s (%d %d%%) %.4f" % (since, k, percent, loss))
+        else:
+            mark = "✓" if k % 3 else "✗ (Czech)"
+            lines.append("%d %d%% (%s) %.4f %s / %s %s" % (it, percent, _tutorial_clock(spent), loss, "Abreu",
+                                                              "Portuguese", mark))
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "train.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = load_run(root, tmp_path / "f.duckdb")
+    steps, values = run.arrays("loss")
+    every = 1 if shape == "translation" else 5000
+    assert steps.tolist() == [k * every for k in range(1, 21)]
+    assert values.tolist() == [float("%.4f" % v) for v in losses]
