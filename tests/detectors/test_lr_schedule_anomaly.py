@@ -680,24 +680,42 @@ def test_a_warmup_stepped_per_epoch_is_no_jump(tmp_path):
     assert list(LrScheduleAnomaly(warm_share=0.0).check(run)) == []
 
 
-def test_an_lr_on_wandb_history_rows_is_placed_on_the_trainer_s_global_step(tmp_path, monkeypatch):
-    """HF's W&B callback logs `train/learning_rate` with `train/global_step` beside it; the history's own step is
-    one row per logging call (0-24 for 760 steps logged every 30). A linear decay to 0 at the plan's end is on plan
-    when read on the trainer's steps; read on the rows it would reach 0 at 3% of `max_steps`."""
+def _hf_wandb_rows(tmp_path, monkeypatch, run_id: str, evaluate: bool):
+    """An HF Trainer's W&B history written by wandb offline: a linear decay to 0 at `max_steps` 760, the loss and
+    LR logged every 30 steps with `train/global_step` beside them, and with `evaluate` an evaluation's row after
+    each, repeating that global step."""
     wandb = pytest.importorskip("wandb", reason="wandb writes the run under test")
     for k, v in {"WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true"}.items():
         monkeypatch.setenv(k, v)
     total, every = 760, 30
     lr = _lrs(_linear_with_warmup(0, total), n=total, every=every)[1]
-    run = wandb.init(project="forensics-test", id="hfrows1",
+    run = wandb.init(project="forensics-test", id=run_id,
                      config={"max_steps": total, "learning_rate": 1e-3, "lr_scheduler_type": "linear"})
     losses = curve(n=lr.size, every=every)[1]
     for k, (rate, loss) in enumerate(zip(lr.tolist()[1:], losses.tolist()[1:]), start=1):
         run.log({"train/loss": loss, "train/learning_rate": rate, "train/global_step": k * every})
+        if evaluate:
+            run.log({"eval/loss": loss * 1.1, "train/global_step": k * every})
     run.finish()
     wandb.teardown()
-    loaded = load_run(tmp_path, tmp_path / "f.duckdb")
+    return load_run(tmp_path, tmp_path / "f.duckdb")
+
+
+def test_an_lr_on_wandb_history_rows_is_placed_on_the_trainer_s_global_step(tmp_path, monkeypatch):
+    """HF's W&B callback logs `train/learning_rate` with `train/global_step` beside it; the history's own step is
+    one row per logging call (0-24 for 760 steps logged every 30). A linear decay to 0 at the plan's end is on plan
+    when read on the trainer's steps; read on the rows it would reach 0 at 3% of `max_steps`."""
+    loaded = _hf_wandb_rows(tmp_path, monkeypatch, "hfrows1", evaluate=False)
     assert loaded.arrays("lr")[0][-1] < 30  # the history's rows
+    assert list(LrScheduleAnomaly().check(loaded)) == []
+
+
+def test_an_lr_on_wandb_rows_with_evaluations_between_is_placed_on_the_global_step(tmp_path, monkeypatch):
+    """The same callback with evaluation on: each evaluation is a row of its own that repeats the training row's
+    `train/global_step`, so the counter holds still for a row. It is still the trainer's step: the decay to 0 at
+    the plan's end is on plan (read on the rows, it would reach 0 at 6% of `max_steps`)."""
+    loaded = _hf_wandb_rows(tmp_path, monkeypatch, "hfrows2", evaluate=True)
+    assert loaded.arrays("lr")[0][-1] < 60  # the history's rows
     assert list(LrScheduleAnomaly().check(loaded)) == []
 
 

@@ -542,7 +542,8 @@ def plan_axis(run: Run, steps: np.ndarray) -> tuple[np.ndarray, float, str, str]
 def trainer_steps(run: Run, steps: np.ndarray) -> np.ndarray:
     """The LR records' `steps` as the trainer's optimizer steps, the counter a step plan (`max_steps`) counts: where the
     LR's file also logs a global step (HF's `train/global_step` beside W&B's own history index `_step`, one row per
-    logging call), its value at each record; `steps` themselves otherwise."""
+    logging call; an evaluation's row repeats the training row's global step), its value at each record; `steps`
+    themselves otherwise."""
     name = run.pick("lr")
     row = run.meta.filter(pl.col("name") == name)
     if row.height == 0:
@@ -553,8 +554,9 @@ def trainer_steps(run: Run, steps: np.ndarray) -> np.ndarray:
             continue
         pts = run.points(other).filter(pl.col("value").is_finite())
         s, v = pts["step"].to_numpy(), pts["value"].to_numpy()
-        if s.size < 2 or np.any(np.diff(s) <= 0) or np.any(np.diff(v) <= 0) or s[0] > steps[0] or s[-1] < steps[-1]:
-            continue  # not one counter that rises with the records and covers them
+        if s.size < 2 or np.any(np.diff(s) <= 0) or np.any(np.diff(v) < 0) or v[-1] <= v[0] or s[0] > steps[0] \
+                or s[-1] < steps[-1]:
+            continue  # not one counter that rises with the records (rows at one step may repeat it) and covers them
         return np.interp(steps, s, v)
     return steps
 
