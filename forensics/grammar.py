@@ -22,9 +22,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         'Read everything each run directory holds (TensorBoard event files, W&B runs, HF trainer_state.json, '
         'Lightning metrics.csv, MLflow, CSV/JSONL/Parquet metric logs, NumPy and pickled histories, console logs, '
         'configs) into the database. Re-ingesting reads only what is new. Damaged files keep their good records; '
-        'what was skipped is listed. The run directory is never written to. A folder that holds several runs (TensorBoard run folders, '
-        'wandb/run-*, lightning_logs/version_*, ...) is not read as one: name the runs, or pass --all. Every '
-        'directory that can be read is; each one that cannot is named on stderr, and then the exit code is 2.',
+        'what was skipped is listed. The run directory is never written to. A folder that holds several runs '
+        '(TensorBoard run folders, wandb/run-*, lightning_logs/version_*, ...) is not read as one: name the runs, '
+        'or pass --all. Every directory that can be read is; each one that cannot is named on stderr, and then the '
+        'exit code is 2.',
         EPILOG_DB + '\n\nexample:\n  forensics ingest sample_runs/runs/nan_lr_too_high --db /tmp/f.duckdb'),
     "runs": (
         'list ingested runs with their sources, point counts and latest verdict',

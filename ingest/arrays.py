@@ -7,9 +7,8 @@
   any other shape (a saved batch, weights, predictions) are no series: they are skipped, and said so. Read with
   `allow_pickle=False`: an array of Python objects is refused, never unpickled.
 - A pickled history (`pickle.dump(history.history, f)`, Keras' History object itself, a dict of loss lists) in a
-  file named so too: every global it names an inert record (as
-  `hf_trainer.inert_unpickle` reads settings), nothing imported or called;
-  NumPy scalars in it (`np.float32(0.41)`) are decoded from their bytes, every other object is left out.
+  file named so too, read by `hf_trainer.inert_unpickle` (every global an inert record, nothing imported or
+  called); NumPy scalars in it (`np.float32(0.41)`) are decoded from their bytes, every other object is left out.
 
 A lone array is named by its file's stem, an `.npz` member by its key (as a JSON document's lists are); the list
 index is an ordinal step (DECISIONS §2). Each file is read whole (`start` counts the points already stored).
@@ -17,7 +16,6 @@ index is an ordinal step (DECISIONS §2). Each file is read whole (`start` count
 
 from __future__ import annotations
 
-import pickle
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ingest.hf_trainer import MAX_PICKLE_BYTES, _Inert
+from ingest.hf_trainer import MAX_PICKLE_BYTES, _Inert, inert_unpickle
 from ingest.jsondocs import read_document
 from ingest.records import Chunk, Issue
 
@@ -59,10 +57,6 @@ def read_arrays(path: Path, start: int = 0) -> Iterator[Chunk]:
         return
     chunk = read_document(doc, path, start, settings=False)
     yield Chunk(end=chunk.end, scalars=chunk.scalars, issues=[*issues, *chunk.issues])
-
-
-class _Refused(ValueError):
-    pass
 
 
 class _Cut(ValueError):
@@ -118,30 +112,13 @@ def _series(f: Any, name: str) -> tuple[Any, str | None]:
     return None, f"`{name}` has shape {tuple(shape)} and no counter in its first column"
 
 
-class _Called(_Inert):
-    """An inert record that may itself be called (`getattr(module, name)(...)`, as Keras pickles its objects): the
-    call is another record, of the arguments; nothing runs."""
-
-    __slots__ = ()
-
-    def __call__(self, *args: Any, **kwargs: Any) -> _Called:
-        return type(self)(*args, **kwargs)
-
-
-class _Unpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> type:
-        return type("inert", (_Called,), {"__slots__": (), "name": f"{module}.{name}"})
-
-    def persistent_load(self, pid: Any) -> Any:
-        return type("inert", (_Called,), {"__slots__": (), "name": "persistent"})(pid)
-
-
 def _pickled(path: Path) -> Any:
     """A pickled history as plain lists, dicts and numbers (`_plain`); None where it holds no number."""
-    if path.stat().st_size > MAX_PICKLE_BYTES:
-        raise _Refused(f"{path.stat().st_size:,} bytes, more than the {MAX_PICKLE_BYTES:,} a pickled history may hold")
+    size = path.stat().st_size
+    if size > MAX_PICKLE_BYTES:
+        raise ValueError(f"{size:,} bytes, more than the {MAX_PICKLE_BYTES:,} a pickled history may hold")
     with path.open("rb") as f:
-        return _plain(_Unpickler(f).load())
+        return _plain(inert_unpickle(f))
 
 
 def _plain(obj: Any) -> Any:
@@ -152,12 +129,10 @@ def _plain(obj: Any) -> Any:
     def plain(value: Any, depth: int) -> Any:
         count[0] += 1
         if count[0] > MAX_NODES or depth > MAX_DEPTH:
-            raise _Refused("nested too deep or too large for a history")
+            raise ValueError("nested too deep or too large for a history")
         if isinstance(value, bool) or value is None:
             return None
-        if isinstance(value, (int, float)):
-            return value
-        if isinstance(value, str):
+        if isinstance(value, (int, float, str)):
             return value
         if isinstance(value, dict):
             out = {str(k): plain(v, depth + 1) for k, v in value.items() if isinstance(k, (str, int))}

@@ -329,7 +329,9 @@ MAX_SETTINGS_NODES = 1_000_000
 
 class _Inert:
     """A global named by a pickle, as a record: `name` is `module.qualname`; an instance keeps the arguments it was
-    called (REDUCE) or created (NEWOBJ) with and the state it was built (BUILD) with. Nothing of it runs."""
+    called (REDUCE) or created (NEWOBJ) with and the state it was built (BUILD) with. A record called in turn
+    (`getattr(module, name)(...)`, as Keras pickles its objects) gives another record, of those arguments. Nothing
+    of it runs."""
 
     __slots__ = ("args", "state")
     name = "?"
@@ -344,6 +346,9 @@ class _Inert:
 
     def __setstate__(self, state: Any) -> None:
         self.state = state
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _Inert:
+        return type(self)(*args, **kwargs)
 
 
 class _InertUnpickler(pickle.Unpickler):
